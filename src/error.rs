@@ -1,0 +1,100 @@
+//! The one error type. Variants are domain facts with a stable [`Error::code`] that tests
+//! and scripts match on; providers translate backend failures into the store variants
+//! (`Contention`, `Unavailable`, `Corrupt`, `OutcomeUnknown`) so no backend error text is
+//! ever mistaken for a coordination outcome.
+
+/// Everything a store operation can answer other than success.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub enum Error {
+    /// A live lease is held by someone else (`WORK_IN_PROGRESS`).
+    #[error("WORK_IN_PROGRESS: {resource} is held by {owner} until {expires_at}")]
+    LeaseHeld { resource: String, owner: String, expires_at: i64 },
+    /// The caller's generation or token is not the current one (`WORK_FENCED`).
+    #[error("WORK_FENCED: {resource} presented generation {presented}, current is {current}")]
+    Fenced { resource: String, presented: u64, current: u64 },
+    /// The item is not in a state that can be claimed (`WORK_NOT_CLAIMABLE`).
+    #[error("WORK_NOT_CLAIMABLE: {id} is {state}")]
+    NotClaimable { id: String, state: String },
+    /// The item or instance was made by a build with another compatibility key.
+    #[error("INCOMPATIBLE_AUTHORITY: {id} needs build key {required}, this authority has {have}")]
+    Incompatible { id: String, required: String, have: String },
+    /// The same external event id arrived with a different payload.
+    #[error("EVENT_ID_CONFLICT: {event_source}/{external_id} was first seen with another payload")]
+    EventIdConflict { event_source: String, external_id: String },
+    /// The item already finished; nothing was changed.
+    #[error("already-terminal: {id} is already {state}")]
+    AlreadyTerminal { id: String, state: String },
+    /// A cursor write that would move a subscription cursor backwards.
+    #[error("stale-sequence: {subscription} is at {current}, refused {presented}")]
+    StaleSequence { subscription: String, presented: u64, current: u64 },
+    /// The owner already holds as many live leases as it may.
+    #[error("LEASE_CAP_REACHED: {owner} already holds {held} live leases (cap {cap})")]
+    LeaseCap { owner: String, held: u64, cap: u64 },
+    /// No such lease, item, instance, definition or subscription.
+    #[error("NOT_FOUND: no {what} named {id}")]
+    NotFound { what: String, id: String },
+    /// A request that is malformed on its face (bad config, bad argument).
+    #[error("INVALID: {0}")]
+    Invalid(String),
+    /// The provider lacks a capability the caller needs.
+    #[error("CAPABILITY_MISSING: the {provider} store does not provide {capability}")]
+    CapabilityMissing { provider: String, capability: String },
+    /// Physical contention (SQLITE_BUSY, serialization failure) outlasted the retry budget.
+    #[error("STORE_CONTENTION: the store stayed busy after {attempts} attempts")]
+    Contention { attempts: u32 },
+    /// The store cannot be reached or opened.
+    #[error("STORE_UNAVAILABLE: {0}")]
+    Unavailable(String),
+    /// The store's contents are not what this build can read.
+    #[error("STORE_CORRUPT: {0}")]
+    Corrupt(String),
+    /// A commit whose result was not established; re-read before acting.
+    #[error("OUTCOME_UNKNOWN: {0}")]
+    OutcomeUnknown(String),
+    /// The store refuses writes (opened read-only, or a file without write permission).
+    #[error("STORE_READ_ONLY: {0}")]
+    ReadOnly(String),
+}
+
+impl Error {
+    /// The stable code of this error, in the seed's vocabulary.
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::LeaseHeld { .. } => "WORK_IN_PROGRESS",
+            Self::Fenced { .. } => "WORK_FENCED",
+            Self::NotClaimable { .. } => "WORK_NOT_CLAIMABLE",
+            Self::Incompatible { .. } => "INCOMPATIBLE_AUTHORITY",
+            Self::EventIdConflict { .. } => "EVENT_ID_CONFLICT",
+            Self::AlreadyTerminal { .. } => "already-terminal",
+            Self::StaleSequence { .. } => "stale-sequence",
+            Self::LeaseCap { .. } => "LEASE_CAP_REACHED",
+            Self::NotFound { .. } => "NOT_FOUND",
+            Self::Invalid(_) => "INVALID",
+            Self::CapabilityMissing { .. } => "CAPABILITY_MISSING",
+            Self::Contention { .. } => "STORE_CONTENTION",
+            Self::Unavailable(_) => "STORE_UNAVAILABLE",
+            Self::Corrupt(_) => "STORE_CORRUPT",
+            Self::OutcomeUnknown(_) => "OUTCOME_UNKNOWN",
+            Self::ReadOnly(_) => "STORE_READ_ONLY",
+        }
+    }
+
+    /// True for failures of the store itself rather than semantic refusals; the runtime
+    /// retries these and the CLI maps them to exit code 2.
+    #[must_use]
+    pub fn is_store_failure(&self) -> bool {
+        matches!(
+            self,
+            Self::Contention { .. }
+                | Self::Unavailable(_)
+                | Self::Corrupt(_)
+                | Self::OutcomeUnknown(_)
+                | Self::ReadOnly(_)
+        )
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,27 @@
+//! # leasehold
+//!
+//! Leased, fenced durable work — and the terminal dashboard that watches it.
+//!
+//! N authority processes share one work store and execute outbox effects, schedule
+//! firings, subscription cursors and durable workflows. Each item is owned by exactly one
+//! authority at a time through a lease with a fencing generation: a stale owner that wakes
+//! up after a takeover can never commit.
+//!
+//! ## Layout
+//! - [`clock`], [`ids`], [`error`]: injected time and ids, the error vocabulary.
+//! - [`model`]: plain data (leases, work items, events, cursors, schedules, authorities).
+//! - [`rules`]: the coordination rules as pure functions over that data.
+//! - [`store`]: the store API written once over a provider seam, and the providers
+//!   (memory, SQLite, PostgreSQL).
+//! - [`workflow`]: durable workflow definitions, validation, fingerprint, engine.
+
+pub mod clock;
+pub mod error;
+pub mod ids;
+pub mod model;
+pub mod rules;
+pub mod store;
+pub mod workflow;
+
+pub use error::{Error, Result};
+pub use store::Store;

@@ -1,0 +1,53 @@
+//! Leases: exclusive, time-bounded ownership of a resource, fenced by a generation.
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Millis;
+
+/// A lease as stored. The row outlives release so that its generation keeps climbing
+/// across release, crash and restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    pub resource_id: String,
+    pub owner_id: String,
+    /// Opaque per-acquisition secret: renew and release must present it.
+    pub token: String,
+    /// Strictly increasing per resource; minted by every acquisition and handoff.
+    pub generation: u64,
+    pub acquired_at: Millis,
+    pub expires_at: Millis,
+    /// Set by a normal release; a released lease is free whatever `expires_at` says.
+    pub released_at: Option<Millis>,
+    /// Resume state saved by a holder; survives expiry, dropped on release.
+    pub checkpoint: Option<Checkpoint>,
+}
+
+/// A holder's saved progress, tagged with the generation that wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    pub generation: u64,
+    pub data: String,
+    pub saved_at: Millis,
+}
+
+impl Lease {
+    /// Live means held: not released and the window has not closed (`expiresAt > now`).
+    #[must_use]
+    pub fn is_live(&self, now: Millis) -> bool {
+        self.released_at.is_none() && self.expires_at > now
+    }
+
+    /// `live`, `expired` or `released`, for people and `--json`.
+    #[must_use]
+    pub fn status(&self, now: Millis) -> &'static str {
+        if self.released_at.is_some() {
+            "released"
+        } else if self.expires_at > now {
+            "live"
+        } else {
+            "expired"
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! Plain data: what the store holds and what readers see. No behaviour beyond small
+//! derived facts; the rules that change these values live in [`crate::rules`].
+
+pub mod authority;
+pub mod compat;
+pub mod event;
+pub mod history;
+pub mod lease;
+pub mod page;
+pub mod schedule;
+pub mod subscription;
+pub mod work;
+pub mod workflow;
+
+pub use authority::Authority;
+pub use compat::CompatibilityKey;
+pub use event::{DedupOutcome, Ingestion, JournalEvent};
+pub use history::{AuditEntry, Grant, WriteRecord};
+pub use lease::{Checkpoint, Lease};
+pub use page::{Page, PageRequest};
+pub use schedule::{CatchUp, Schedule};
+pub use subscription::Subscription;
+pub use work::{Failure, FailureClass, WorkItem, WorkKind, WorkState};
+pub use workflow::{HistoryRecord, InstanceRow, WorkflowDefinitionRow};

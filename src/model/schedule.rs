@@ -1,0 +1,71 @@
+//! Schedules: interval or delay triggers whose firings are derived-id work items.
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Millis;
+
+/// How many missed boundaries an outage enqueues when the schedule is next observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CatchUp {
+    /// Only the most recent missed boundary (the default).
+    Latest,
+    /// Every missed boundary.
+    All,
+    /// At most N of the most recent missed boundaries.
+    Last(u32),
+}
+
+impl CatchUp {
+    /// `latest`, `all` or a number.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "latest" => Some(Self::Latest),
+            "all" => Some(Self::All),
+            n => n.parse().ok().filter(|n| *n > 0).map(Self::Last),
+        }
+    }
+
+    #[must_use]
+    pub fn label(self) -> String {
+        match self {
+            Self::Latest => "latest".into(),
+            Self::All => "all".into(),
+            Self::Last(n) => n.to_string(),
+        }
+    }
+}
+
+/// The trigger shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "type")]
+pub enum Trigger {
+    /// Fires at every epoch-aligned multiple of `everyMs`.
+    Interval { every_ms: Millis },
+    /// Fires once at the constant instant `afterMs`.
+    Delay { after_ms: Millis },
+}
+
+/// A durable schedule definition plus its firing high-water mark.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Schedule {
+    pub schedule_id: String,
+    pub trigger: Trigger,
+    pub catch_up: CatchUp,
+    pub handler: String,
+    pub payload: String,
+    pub compat: String,
+    /// The latest due instant for which a firing has been enqueued (or considered).
+    pub last_due: Option<Millis>,
+    /// The next boundary strictly after `last_due`; index for "which schedules are due".
+    pub next_due: Millis,
+    pub created_at: Millis,
+}
+
+/// The firing work id for one due instant: derived, never minted.
+#[must_use]
+pub fn firing_id(schedule_id: &str, due: Millis) -> String {
+    format!("{schedule_id}@{due}")
+}

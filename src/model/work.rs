@@ -1,0 +1,221 @@
+//! Durable work items: outbox effects, schedule firings and subscription cursors, each
+//! owned by at most one authority at a time through the claim embedded in the row.
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Millis;
+
+/// What kind of framework-owned work an item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkKind {
+    /// An outbox effect; `logicalEffectId` is its intent id.
+    Effect,
+    /// One firing of a schedule, id `"<scheduleId>@<dueInstant>"`.
+    Schedule,
+    /// A subscription's delivery cursor; long-lived, handed between authorities.
+    Cursor,
+}
+
+impl WorkKind {
+    pub const ALL: [Self; 3] = [Self::Effect, Self::Schedule, Self::Cursor];
+
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Effect => "effect",
+            Self::Schedule => "schedule",
+            Self::Cursor => "cursor",
+        }
+    }
+
+    /// Parses the stored name.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// `pending → claimed(ownerId, generation) → succeeded | failed | retry(nextEligibleAt) → …`
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkState {
+    Pending,
+    Claimed,
+    Retry,
+    Succeeded,
+    Failed,
+}
+
+impl WorkState {
+    pub const ALL: [Self; 5] =
+        [Self::Pending, Self::Claimed, Self::Retry, Self::Succeeded, Self::Failed];
+
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Claimed => "claimed",
+            Self::Retry => "retry",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+        }
+    }
+
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Succeeded and failed never change again.
+    #[must_use]
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed)
+    }
+}
+
+/// Whether a failure may be retried: structured, never parsed out of a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureClass {
+    Retryable,
+    Terminal,
+}
+
+/// The last failure of an item, as its handler classified it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Failure {
+    pub class: FailureClass,
+    pub code: String,
+    pub message: String,
+}
+
+/// One durable work item. The claim (owner, token, generation, lease expiry) lives in the
+/// row itself, so claiming and fencing are single-row conditional writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkItem {
+    pub id: String,
+    pub kind: WorkKind,
+    pub state: WorkState,
+    /// The registered handler that executes it.
+    pub handler: String,
+    /// Handler input, JSON text.
+    pub payload: String,
+    /// Stable across retries: the semantic identity of the work.
+    pub logical_effect_id: String,
+    /// What an idempotent external provider dedups on; defaults to `logical_effect_id`.
+    pub idempotency_key: String,
+    /// Digest of the creating build's compatibility key.
+    pub compat: String,
+    pub owner_id: Option<String>,
+    pub token: Option<String>,
+    /// Current fencing generation; 0 until first claimed, then strictly increasing.
+    pub generation: u64,
+    pub claimed_at: Option<Millis>,
+    pub lease_expires_at: Option<Millis>,
+    /// Physical attempts started (a claim starts an attempt).
+    pub attempt_number: u32,
+    /// Attempts reclaimed without a recorded outcome: they may have run.
+    pub uncertain_attempts: u32,
+    pub max_attempts: u32,
+    pub last_attempt_at: Option<Millis>,
+    /// Not claimable before this instant (durable backoff floor).
+    pub next_eligible_at: Millis,
+    pub last_failure: Option<Failure>,
+    /// Handler output of a successful attempt, JSON text.
+    pub result: Option<String>,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+}
+
+impl WorkItem {
+    /// A fresh pending item; `idempotency_key` defaults to the logical effect id.
+    #[must_use]
+    pub fn new(spec: NewWork, compat: &str, now: Millis) -> Self {
+        let logical = spec.logical_effect_id.unwrap_or_else(|| spec.id.clone());
+        Self {
+            idempotency_key: spec.idempotency_key.unwrap_or_else(|| logical.clone()),
+            logical_effect_id: logical,
+            id: spec.id,
+            kind: spec.kind,
+            state: WorkState::Pending,
+            handler: spec.handler,
+            payload: spec.payload,
+            compat: compat.to_owned(),
+            owner_id: None,
+            token: None,
+            generation: 0,
+            claimed_at: None,
+            lease_expires_at: None,
+            attempt_number: 0,
+            uncertain_attempts: 0,
+            max_attempts: spec.max_attempts.max(1),
+            last_attempt_at: None,
+            next_eligible_at: spec.not_before.unwrap_or(now),
+            last_failure: None,
+            result: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// The owner whose claim is current, if the item is claimed.
+    #[must_use]
+    pub fn current_owner(&self) -> Option<&str> {
+        (self.state == WorkState::Claimed).then_some(self.owner_id.as_deref()).flatten()
+    }
+}
+
+/// What a caller supplies to enqueue work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewWork {
+    pub id: String,
+    pub kind: WorkKind,
+    pub handler: String,
+    pub payload: String,
+    pub logical_effect_id: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub max_attempts: u32,
+    pub not_before: Option<Millis>,
+}
+
+impl NewWork {
+    /// An effect with default retry budget (5 attempts).
+    #[must_use]
+    pub fn effect(id: impl Into<String>, handler: impl Into<String>, payload: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            kind: WorkKind::Effect,
+            handler: handler.into(),
+            payload: payload.into(),
+            logical_effect_id: None,
+            idempotency_key: None,
+            max_attempts: 5,
+            not_before: None,
+        }
+    }
+}
+
+/// Filter for listing work: every field narrows, `None` means any.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkFilter {
+    /// Any of these states (empty: any state).
+    pub states: Vec<WorkState>,
+    pub kind: Option<WorkKind>,
+    pub owner: Option<String>,
+    /// Any of these compat digests (empty: any). The incompatible quick filter passes the
+    /// digests no live authority has, read from the (small) counts table.
+    pub compats: Vec<String>,
+}
+
+/// The number of items in one (kind, state, compat) cell; kept incrementally by every write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkCount {
+    pub kind: WorkKind,
+    pub state: WorkState,
+    pub compat: String,
+    pub count: u64,
+}

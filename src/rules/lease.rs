@@ -1,0 +1,180 @@
+//! Leases and fencing: acquire, renew, release, handoff, checkpoint, TTL clamping.
+
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::model::{Checkpoint, Lease};
+
+/// The shortest lease anyone may hold.
+pub const MIN_LEASE_MS: Millis = 100;
+/// The longest lease anyone may hold (30 days): nothing is leased forever.
+pub const MAX_LEASE_MS: Millis = 30 * 24 * 3_600_000;
+/// What a request without a usable duration gets.
+pub const DEFAULT_LEASE_MS: Millis = 30_000;
+/// Live leases one owner may hold through `acquire` (renewal is exempt).
+pub const DEFAULT_OWNER_CAP: u64 = 10_000;
+
+/// Clamps a requested duration into `[MIN_LEASE_MS, MAX_LEASE_MS]`. Non-finite, zero or
+/// negative requests fall back to the default rather than failing open.
+#[must_use]
+pub fn clamp_duration(requested: f64) -> Millis {
+    if !requested.is_finite() || requested <= 0.0 {
+        return DEFAULT_LEASE_MS;
+    }
+    if requested >= MAX_LEASE_MS as f64 {
+        return MAX_LEASE_MS;
+    }
+    // Truncation is the intent: whole milliseconds, already bounded above.
+    #[allow(clippy::cast_possible_truncation)]
+    let ms = requested as Millis;
+    ms.clamp(MIN_LEASE_MS, MAX_LEASE_MS)
+}
+
+/// Grants `resource` to `owner` unless a live lease stands. The new generation is strictly
+/// greater than any before it; a checkpoint left by an expired holder is carried over so
+/// the new owner can resume from it.
+///
+/// # Errors
+/// `LeaseHeld` while someone else's (or one's own) lease is live.
+pub fn acquire(
+    current: Option<&Lease>,
+    resource: &str,
+    owner: &str,
+    token: String,
+    duration: Millis,
+    now: Millis,
+) -> Result<Lease> {
+    if let Some(held) = current.filter(|l| l.is_live(now)) {
+        return Err(Error::LeaseHeld {
+            resource: resource.to_owned(),
+            owner: held.owner_id.clone(),
+            expires_at: held.expires_at,
+        });
+    }
+    Ok(Lease {
+        resource_id: resource.to_owned(),
+        owner_id: owner.to_owned(),
+        token,
+        generation: current.map_or(0, |l| l.generation) + 1,
+        acquired_at: now,
+        expires_at: now.saturating_add(duration),
+        released_at: None,
+        // Released leases dropped their checkpoint; expired ones kept it for us.
+        checkpoint: current.and_then(|l| l.checkpoint.clone()),
+    })
+}
+
+/// Checks that `token`/`generation` name the current, unreleased acquisition. Expiry alone
+/// does not fail this check: only a reclaim (a newer generation) fences.
+///
+/// # Errors
+/// `Fenced` when the generation or token is not the current one, or it was released.
+pub fn check_holder(lease: &Lease, token: &str, generation: u64) -> Result<()> {
+    if lease.generation != generation || lease.token != token || lease.released_at.is_some() {
+        return Err(Error::Fenced {
+            resource: lease.resource_id.clone(),
+            presented: generation,
+            current: lease.generation,
+        });
+    }
+    Ok(())
+}
+
+/// Extends the holder's lease. Renewal of a lease that expired but was not reclaimed is
+/// allowed: nobody else was granted it, so the holder still is the owner.
+///
+/// # Errors
+/// `Fenced` for a wrong token or superseded generation.
+pub fn renew(lease: &Lease, token: &str, generation: u64, duration: Millis, now: Millis) -> Result<Lease> {
+    check_holder(lease, token, generation)?;
+    Ok(Lease { expires_at: now.saturating_add(duration), ..lease.clone() })
+}
+
+/// Releases the lease; the generation stays so the next acquire goes higher. A normal
+/// release means the work is finished, so the checkpoint is dropped.
+///
+/// # Errors
+/// `Fenced` for a wrong token or superseded generation.
+pub fn release(lease: &Lease, token: &str, generation: u64, now: Millis) -> Result<Lease> {
+    check_holder(lease, token, generation)?;
+    Ok(Lease { released_at: Some(now), checkpoint: None, ..lease.clone() })
+}
+
+/// Moves the lease straight to `recipient` under a fresh generation, in one write: the
+/// giver is fenced and nobody else can take it in between. The checkpoint travels with it.
+///
+/// # Errors
+/// `Fenced` for a wrong token or superseded generation.
+pub fn handoff(
+    lease: &Lease,
+    token: &str,
+    generation: u64,
+    recipient: &str,
+    new_token: String,
+    duration: Millis,
+    now: Millis,
+) -> Result<Lease> {
+    check_holder(lease, token, generation)?;
+    Ok(Lease {
+        owner_id: recipient.to_owned(),
+        token: new_token,
+        generation: lease.generation + 1,
+        acquired_at: now,
+        expires_at: now.saturating_add(duration),
+        released_at: None,
+        checkpoint: lease.checkpoint.clone(),
+        resource_id: lease.resource_id.clone(),
+    })
+}
+
+/// Saves resume state under the holder's generation.
+///
+/// # Errors
+/// `Fenced` for a wrong token or superseded generation.
+pub fn checkpoint(lease: &Lease, token: &str, generation: u64, data: String, now: Millis) -> Result<Lease> {
+    check_holder(lease, token, generation)?;
+    Ok(Lease { checkpoint: Some(Checkpoint { generation, data, saved_at: now }), ..lease.clone() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(now: Millis) -> Lease {
+        acquire(None, "r", "a", "t1".into(), 1_000, now).expect("free resource")
+    }
+
+    #[test]
+    fn clamping_bounds_every_request() {
+        assert_eq!(clamp_duration(f64::NAN), DEFAULT_LEASE_MS);
+        assert_eq!(clamp_duration(f64::INFINITY), DEFAULT_LEASE_MS);
+        assert_eq!(clamp_duration(-5.0), DEFAULT_LEASE_MS);
+        assert_eq!(clamp_duration(1.0), MIN_LEASE_MS);
+        assert_eq!(clamp_duration(1e30), MAX_LEASE_MS);
+        assert_eq!(clamp_duration(5_000.0), 5_000);
+    }
+
+    #[test]
+    fn live_lease_refuses_acquire_expired_does_not() {
+        let lease = held(0);
+        assert_eq!(acquire(Some(&lease), "r", "b", "t2".into(), 1_000, 999).unwrap_err().code(), "WORK_IN_PROGRESS");
+        let next = acquire(Some(&lease), "r", "b", "t2".into(), 1_000, 1_000).expect("expired");
+        assert_eq!(next.generation, 2);
+    }
+
+    #[test]
+    fn handoff_mints_a_generation_and_fences_the_giver() {
+        let lease = held(0);
+        let moved = handoff(&lease, "t1", 1, "b", "t2".into(), 1_000, 10).expect("holder");
+        assert_eq!((moved.owner_id.as_str(), moved.generation), ("b", 2));
+        assert_eq!(renew(&moved, "t1", 1, 1_000, 20).unwrap_err().code(), "WORK_FENCED");
+    }
+
+    #[test]
+    fn checkpoint_survives_expiry_and_is_dropped_on_release() {
+        let lease = checkpoint(&held(0), "t1", 1, "page=3".into(), 5).expect("holder");
+        let next = acquire(Some(&lease), "r", "b", "t2".into(), 1_000, 2_000).expect("expired");
+        assert_eq!(next.checkpoint.as_ref().map(|c| c.data.as_str()), Some("page=3"));
+        let released = release(&next, "t2", 2, 2_100).expect("holder");
+        assert!(released.checkpoint.is_none());
+    }
+}

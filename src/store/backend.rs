@@ -1,0 +1,174 @@
+//! The provider seam. A provider implements [`Backend`] (open transactions, retry physical
+//! contention, commit) and [`Tx`] (typed row access inside one transaction). Everything
+//! semantic — fencing, claiming, dedup, revision — is written once in [`super::Store`] on
+//! top of these, so every provider enforces the same rules inside its own transaction.
+//!
+//! Contract for every provider:
+//! - a write transaction is serialisable with respect to every other write: rows read in
+//!   it cannot change under it before it commits (SQLite `BEGIN IMMEDIATE`, PostgreSQL row
+//!   locks via `FOR UPDATE`, memory a mutex);
+//! - [`Backend::write`] runs the closure again from scratch after physical contention, at
+//!   most a bounded number of times, and reports `Contention` after that — never a
+//!   backend error text;
+//! - list methods return rows in ascending key order, strictly after (or, backwards,
+//!   strictly before) the page cursor, using an index — never a scan of the table.
+
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::model::event::DedupRecord;
+use crate::model::work::WorkFilter;
+use crate::model::workflow::ActionOutcome;
+use crate::model::{
+    Authority, AuditEntry, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, Schedule,
+    Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+};
+
+/// What kind of store this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    Memory,
+    Sqlite,
+    Postgres,
+}
+
+impl StoreKind {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Memory => "memory",
+            Self::Sqlite => "sqlite",
+            Self::Postgres => "postgres",
+        }
+    }
+}
+
+/// A provider: transactions over one store.
+pub trait Backend: Send + Sync {
+    fn kind(&self) -> StoreKind;
+
+    /// Human description without secrets (a path, a URL with the password removed).
+    fn describe(&self) -> String;
+
+    /// Whether the store survives the process (false only for memory).
+    fn physical_durability(&self) -> bool;
+
+    /// Runs `f` in one write transaction and commits it if `f` returns `Ok`; rolls back on
+    /// `Err`. May run `f` more than once after physical contention (see module docs).
+    ///
+    /// # Errors
+    /// Whatever `f` returns, or a store failure.
+    fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
+
+    /// Runs `f` in one read-only snapshot.
+    ///
+    /// # Errors
+    /// Whatever `f` returns, or a store failure.
+    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
+
+    /// A cheap probe that changes whenever another connection committed (SQLite
+    /// `data_version`, a revision read elsewhere). Readers poll it before re-reading.
+    ///
+    /// # Errors
+    /// A store failure.
+    fn change_token(&self) -> Result<u64>;
+}
+
+/// Typed row access inside one transaction. Write methods are only called inside
+/// [`Backend::write`]; the store calls [`Tx::commit_revision`] before its first write.
+#[allow(clippy::missing_errors_doc)]
+pub trait Tx {
+    // --- revision and counters
+    /// The current store revision.
+    fn revision(&mut self) -> Result<u64>;
+    /// Advances the revision once for this transaction (later calls return the same
+    /// value) and returns the revision this transaction will commit as.
+    fn commit_revision(&mut self) -> Result<u64>;
+    /// Adds `delta` to a named counter (incremental counts: never recomputed by a scan).
+    fn adjust_counter(&mut self, name: &str, delta: i64) -> Result<()>;
+    /// Every counter whose name starts with `prefix`.
+    fn counters(&mut self, prefix: &str) -> Result<Vec<(String, i64)>>;
+
+    // --- leases
+    fn lease(&mut self, resource: &str) -> Result<Option<Lease>>;
+    fn put_lease(&mut self, lease: &Lease) -> Result<()>;
+    /// Live (unreleased, unexpired) leases held by `owner`.
+    fn live_lease_count(&mut self, owner: &str, now: Millis) -> Result<u64>;
+    /// Leases by resource id.
+    fn list_leases(&mut self, page: &PageRequest) -> Result<Vec<Lease>>;
+
+    // --- work
+    fn work(&mut self, id: &str) -> Result<Option<WorkItem>>;
+    /// Inserts unless the id exists; returns whether it was inserted.
+    fn insert_work(&mut self, item: &WorkItem) -> Result<bool>;
+    fn update_work(&mut self, item: &WorkItem) -> Result<()>;
+    /// Non-terminal items with this compat digest due by `now` (pending/retry eligible, or
+    /// claimed with an expired lease), earliest due first.
+    fn claimable_work(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<WorkItem>>;
+    /// Work by id, narrowed by `filter`.
+    fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>>;
+    /// The earliest `nextEligibleAt` among pending / retry items.
+    fn oldest_waiting_work(&mut self) -> Result<Option<Millis>>;
+
+    // --- events
+    fn dedup(&mut self, source: &str, external_id: &str) -> Result<Option<DedupRecord>>;
+    fn put_dedup(&mut self, record: &DedupRecord) -> Result<()>;
+    /// Appends to the journal; the store assigns and returns the next `seq`.
+    fn append_journal(&mut self, event: &JournalEvent) -> Result<i64>;
+    /// Journal events with `seq > after`, ascending; only `event_type` when given.
+    fn journal_after(&mut self, after: i64, event_type: Option<&str>, limit: usize) -> Result<Vec<JournalEvent>>;
+    /// The highest seq ever assigned (0 for none).
+    fn journal_high_water(&mut self) -> Result<i64>;
+    fn add_ingestion(&mut self, ingestion: &Ingestion) -> Result<()>;
+    /// Ingestions by id.
+    fn list_ingestions(&mut self, page: &PageRequest) -> Result<Vec<Ingestion>>;
+
+    // --- subscriptions and schedules
+    fn subscription(&mut self, id: &str) -> Result<Option<Subscription>>;
+    fn put_subscription(&mut self, sub: &Subscription) -> Result<()>;
+    fn list_subscriptions(&mut self, page: &PageRequest) -> Result<Vec<Subscription>>;
+    fn schedule(&mut self, id: &str) -> Result<Option<Schedule>>;
+    fn put_schedule(&mut self, schedule: &Schedule) -> Result<()>;
+    /// Schedules with `next_due <= now`, earliest first.
+    fn due_schedules(&mut self, now: Millis, limit: usize) -> Result<Vec<Schedule>>;
+    fn list_schedules(&mut self, page: &PageRequest) -> Result<Vec<Schedule>>;
+
+    // --- authorities, idempotency, audit
+    fn authority(&mut self, id: &str) -> Result<Option<Authority>>;
+    fn put_authority(&mut self, authority: &Authority) -> Result<()>;
+    fn list_authorities(&mut self, page: &PageRequest) -> Result<Vec<Authority>>;
+    /// The recorded answer of a keyed mutation, if it already ran.
+    fn idempotent_answer(&mut self, key: &str) -> Result<Option<String>>;
+    fn put_idempotent_answer(&mut self, key: &str, answer: &str, at: Millis) -> Result<()>;
+    /// Appends an audit entry (the store assigns the id).
+    fn add_audit(&mut self, entry: &AuditEntry) -> Result<()>;
+    fn list_audit(&mut self, page: &PageRequest) -> Result<Vec<AuditEntry>>;
+
+    // --- checker history (bounded)
+    fn add_grant(&mut self, grant: &Grant) -> Result<()>;
+    fn add_write(&mut self, write: &WriteRecord) -> Result<()>;
+    /// Grants in revision order, after revision `after` (page key is the revision).
+    fn grants(&mut self, resource: Option<&str>, after: u64, limit: usize) -> Result<Vec<Grant>>;
+    /// Writes in revision order, after revision `after`.
+    fn writes(&mut self, resource: Option<&str>, after: u64, limit: usize) -> Result<Vec<WriteRecord>>;
+    /// Drops grants and writes older than `keep_from_revision`.
+    fn trim_history(&mut self, keep_from_revision: u64) -> Result<()>;
+
+    // --- workflows
+    fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()>;
+    fn definition(&mut self, workflow_id: &str) -> Result<Option<WorkflowDefinitionRow>>;
+    fn list_definitions(&mut self, page: &PageRequest) -> Result<Vec<WorkflowDefinitionRow>>;
+    fn instance(&mut self, id: &str) -> Result<Option<InstanceRow>>;
+    fn instance_by_start_key(&mut self, start_key: &str) -> Result<Option<InstanceRow>>;
+    fn insert_instance(&mut self, row: &InstanceRow) -> Result<()>;
+    fn update_instance(&mut self, row: &InstanceRow) -> Result<()>;
+    /// Non-terminal instances of this compat digest with `next_eligible_at <= now`.
+    fn runnable_instances(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<InstanceRow>>;
+    /// Instances waiting for `event_type`, by id after `after`.
+    fn instances_waiting_for(&mut self, event_type: &str, after: Option<&str>, limit: usize) -> Result<Vec<InstanceRow>>;
+    /// Instances by id, only `status` when given.
+    fn list_instances(&mut self, status: Option<&str>, page: &PageRequest) -> Result<Vec<InstanceRow>>;
+    fn add_history(&mut self, record: &HistoryRecord) -> Result<()>;
+    fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>>;
+    fn action_outcome(&mut self, invocation_id: &str) -> Result<Option<ActionOutcome>>;
+    fn put_action_outcome(&mut self, outcome: &ActionOutcome) -> Result<()>;
+}

@@ -1,0 +1,129 @@
+//! Event ingestion (dedup + journal) and subscription cursors.
+
+use super::work::save_work;
+use super::{Store, record_write};
+use crate::error::{Error, Result};
+use crate::model::event::{DedupOutcome, DedupRecord, NewEvent};
+use crate::model::work::NewWork;
+use crate::model::{Ingestion, JournalEvent, Subscription, WorkItem, WorkKind};
+use crate::rules::{cursor, dedup};
+
+/// What ingestion did with one delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ingested {
+    pub outcome: DedupOutcome,
+    /// Journal seq of the semantic event (the original one for a duplicate).
+    pub seq: Option<i64>,
+}
+
+impl Store {
+    /// Ingests one external delivery: dedup on `(source, externalEventId)` against the
+    /// canonical payload fingerprint, then (accepted / unidentified) one journal append.
+    /// An id is never synthesised: without one, the event is `unidentified`.
+    ///
+    /// # Errors
+    /// A store failure. (`EVENT_ID_CONFLICT` is an outcome, recorded and returned in `Ok`.)
+    pub fn ingest(&self, event: &NewEvent) -> Result<Ingested> {
+        let canonical = dedup::canonical_json(&event.payload);
+        let fingerprint = dedup::fingerprint(&canonical);
+        let stable = event.source.as_deref().zip(event.external_id.as_deref()).filter(|(s, id)| !s.is_empty() && !id.is_empty());
+        self.write(|tx, now| {
+            let existing = match stable {
+                Some((source, id)) => tx.dedup(source, id)?,
+                None => None,
+            };
+            let outcome = dedup::classify(stable.is_some(), existing.as_ref(), &fingerprint);
+            tx.commit_revision()?;
+            let seq = match outcome {
+                DedupOutcome::Accepted | DedupOutcome::Unidentified => {
+                    let seq = tx.append_journal(&JournalEvent {
+                        seq: 0,
+                        event_type: event.event_type.clone(),
+                        source: event.source.clone(),
+                        external_id: event.external_id.clone(),
+                        payload: canonical.clone(),
+                        fingerprint: fingerprint.clone(),
+                        at: now,
+                    })?;
+                    if let Some((source, id)) = stable {
+                        tx.put_dedup(&DedupRecord { source: source.into(), external_id: id.into(), fingerprint: fingerprint.clone(), seq, first_seen_at: now })?;
+                    }
+                    Some(seq)
+                }
+                DedupOutcome::Duplicate | DedupOutcome::Conflict => existing.as_ref().map(|r| r.seq),
+            };
+            tx.add_ingestion(&Ingestion {
+                id: 0,
+                at: now,
+                event_type: event.event_type.clone(),
+                source: event.source.clone(),
+                external_id: event.external_id.clone(),
+                outcome,
+                seq,
+            })?;
+            tx.adjust_counter(&format!("events|{}", outcome.as_str()), 1)?;
+            Ok(Ingested { outcome, seq })
+        })
+    }
+
+    /// Journal events after `after`, ascending (only `event_type` when given).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn journal_after(&self, after: i64, event_type: Option<&str>, limit: usize) -> Result<Vec<JournalEvent>> {
+        self.read(|tx| tx.journal_after(after, event_type, limit))
+    }
+
+    /// The journal's high-water mark: the seq a new wait starts after.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn journal_high_water(&self) -> Result<i64> {
+        self.read(|tx| tx.journal_high_water())
+    }
+
+    /// Creates a subscription over `event_type` and its cursor work item (idempotent).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn create_subscription(&self, id: &str, event_type: &str, handler: &str, compat: &str) -> Result<bool> {
+        self.write(|tx, now| {
+            if tx.subscription(id)?.is_some() {
+                return Ok(false);
+            }
+            tx.commit_revision()?;
+            tx.put_subscription(&Subscription { subscription_id: id.into(), event_type: event_type.into(), sequence: 0, generation: 0, updated_at: now, updated_by: None })?;
+            let spec = NewWork { kind: WorkKind::Cursor, max_attempts: u32::MAX, ..NewWork::effect(Subscription::work_id(id), handler, serde_json::json!({ "subscription": id }).to_string()) };
+            save_work(tx, None, &WorkItem::new(spec, compat, now))?;
+            Ok(true)
+        })
+    }
+
+    /// Moves a subscription's cursor forward under the cursor item's claim.
+    ///
+    /// # Errors
+    /// `WORK_FENCED` (a newer owner took the cursor), `stale-sequence` (not forward).
+    pub fn advance_cursor(&self, subscription: &str, owner: &str, generation: u64, sequence: u64) -> Result<Subscription> {
+        let work_id = Subscription::work_id(subscription);
+        self.write_logged(|tx, now| {
+            let (Some(sub), Some(item)) = (tx.subscription(subscription)?, tx.work(&work_id)?) else {
+                return Ok(Err(Error::NotFound { what: "subscription".into(), id: subscription.into() }));
+            };
+            let outcome = cursor::advance(&sub, &item, owner, generation, sequence, now);
+            let detail = serde_json::json!({ "subscription": subscription, "from": sub.sequence, "to": sequence });
+            record_write(tx, now, &work_id, owner, generation, "cursor", &outcome.as_ref().map(|_| ()).map_err(Clone::clone), detail)?;
+            if let Ok(next) = &outcome {
+                tx.put_subscription(next)?;
+            }
+            Ok(outcome)
+        })
+    }
+
+    /// One subscription's durable cursor.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn subscription(&self, id: &str) -> Result<Option<Subscription>> {
+        self.read(|tx| tx.subscription(id))
+    }
+}

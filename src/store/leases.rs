@@ -1,0 +1,195 @@
+//! The lease family: acquire, renew, release, handoff, checkpoint — fenced inside the write
+//! transaction, capped per owner, and optionally keyed so a retried call applies once.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Store, Tx, record_write};
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::model::{Grant, Lease, Page, PageRequest};
+use crate::rules::lease as rules;
+
+/// A lease-family request that names an idempotency key: `(owner, verb, key)` identifies
+/// the mutation, so a retry after a lost answer replays the first answer instead of
+/// applying again — across restarts, because the answer is stored with the mutation.
+#[derive(Debug, Clone, Copy)]
+pub struct Keyed<'a> {
+    pub key: Option<&'a str>,
+}
+
+#[derive(Serialize, Deserialize)]
+enum Answer<T> {
+    Ok(T),
+    Err(Error),
+}
+
+impl Store {
+    /// Runs a lease-family mutation at most once per `(owner, verb, key)`.
+    fn keyed<T: Serialize + for<'de> Deserialize<'de>>(
+        &self,
+        owner: &str,
+        verb: &str,
+        key: Option<&str>,
+        mut op: impl FnMut(&mut dyn Tx, Millis) -> Result<Result<T>>,
+    ) -> Result<T> {
+        let Some(key) = key else { return self.write_logged(op) };
+        let namespaced = format!("{owner}\u{1f}{verb}\u{1f}{key}");
+        let answer: Answer<T> = self.write(|tx, now| {
+            if let Some(stored) = tx.idempotent_answer(&namespaced)? {
+                return serde_json::from_str(&stored).map_err(|e| Error::Corrupt(format!("stored answer for {key}: {e}")));
+            }
+            let answer = match op(tx, now)? {
+                Ok(v) => Answer::Ok(v),
+                Err(e) => Answer::Err(e),
+            };
+            let text = serde_json::to_string(&answer).map_err(|e| Error::Invalid(e.to_string()))?;
+            tx.commit_revision()?;
+            tx.put_idempotent_answer(&namespaced, &text, now)?;
+            Ok(answer)
+        })?;
+        match answer {
+            Answer::Ok(v) => Ok(v),
+            Answer::Err(e) => Err(e),
+        }
+    }
+
+    /// Acquires `resource` for `owner` for `duration_ms` (clamped; see
+    /// [`rules::clamp_duration`]). Never grants over a live lease; always a new, higher
+    /// generation.
+    ///
+    /// # Errors
+    /// `WORK_IN_PROGRESS`, `LEASE_CAP_REACHED`, or a store failure.
+    pub fn acquire(&self, resource: &str, owner: &str, duration_ms: f64, idem: Keyed<'_>) -> Result<Lease> {
+        let duration = rules::clamp_duration(duration_ms);
+        let cap = self.owner_cap;
+        self.keyed(owner, "acquire", idem.key, |tx, now| {
+            let current = tx.lease(resource)?;
+            let held = tx.live_lease_count(owner, now)?;
+            if held >= cap {
+                return Ok(Err(Error::LeaseCap { owner: owner.into(), held, cap }));
+            }
+            let lease = match rules::acquire(current.as_ref(), resource, owner, self.ids.next_id("tok"), duration, now) {
+                Ok(lease) => lease,
+                Err(e) => return Ok(Err(e)),
+            };
+            let revision = tx.commit_revision()?;
+            tx.put_lease(&lease)?;
+            tx.add_grant(&Grant {
+                revision,
+                resource_id: resource.into(),
+                generation: lease.generation,
+                owner_id: owner.into(),
+                how: "acquire".into(),
+                owner_compat: None,
+                item_compat: None,
+                at: now,
+            })?;
+            Ok(Ok(lease))
+        })
+    }
+
+    /// Applies a holder-only change to a lease, logging the write for the checker.
+    fn holder_write(
+        &self,
+        resource: &str,
+        generation: u64,
+        verb: &str,
+        change: impl Fn(&Lease, Millis) -> Result<Lease>,
+    ) -> impl FnMut(&mut dyn Tx, Millis) -> Result<Result<Lease>> {
+        move |tx, now| {
+            let Some(current) = tx.lease(resource)? else {
+                return Ok(Err(Error::NotFound { what: "lease".into(), id: resource.into() }));
+            };
+            let outcome = change(&current, now);
+            record_write(tx, now, resource, &current.owner_id, generation, verb, &outcome.as_ref().map(|_| ()).map_err(Clone::clone), serde_json::Value::Null)?;
+            if let Ok(next) = &outcome {
+                tx.put_lease(next)?;
+            }
+            Ok(outcome)
+        }
+    }
+
+    /// Extends the holder's lease by `duration_ms` (clamped) from now. Renewal is exempt
+    /// from the per-owner cap.
+    ///
+    /// # Errors
+    /// `WORK_FENCED` for a wrong token or superseded generation.
+    pub fn renew(&self, resource: &str, token: &str, generation: u64, duration_ms: f64) -> Result<Lease> {
+        let duration = rules::clamp_duration(duration_ms);
+        self.write_logged(self.holder_write(resource, generation, "renew", |l, now| rules::renew(l, token, generation, duration, now)))
+    }
+
+    /// Releases the lease (dropping its checkpoint); the generation is kept.
+    ///
+    /// # Errors
+    /// `WORK_FENCED` for a wrong token or superseded generation.
+    pub fn release(&self, resource: &str, owner: &str, token: &str, generation: u64, idem: Keyed<'_>) -> Result<Lease> {
+        self.keyed(owner, "release", idem.key, self.holder_write(resource, generation, "release", |l, now| rules::release(l, token, generation, now)))
+    }
+
+    /// Moves the lease atomically to `recipient` under a fresh generation.
+    ///
+    /// # Errors
+    /// `WORK_FENCED`, `LEASE_CAP_REACHED` for the recipient.
+    pub fn handoff(&self, resource: &str, owner: &str, token: &str, generation: u64, recipient: &str, duration_ms: f64, idem: Keyed<'_>) -> Result<Lease> {
+        let duration = rules::clamp_duration(duration_ms);
+        let cap = self.owner_cap;
+        self.keyed(owner, "handoff", idem.key, |tx, now| {
+            let held = tx.live_lease_count(recipient, now)?;
+            if held >= cap {
+                return Ok(Err(Error::LeaseCap { owner: recipient.into(), held, cap }));
+            }
+            let new_token = self.ids.next_id("tok");
+            let moved = self.holder_write(resource, generation, "handoff", |l, now| rules::handoff(l, token, generation, recipient, new_token.clone(), duration, now))(tx, now)?;
+            if let Ok(lease) = &moved {
+                let revision = tx.commit_revision()?;
+                tx.add_grant(&Grant {
+                    revision,
+                    resource_id: resource.into(),
+                    generation: lease.generation,
+                    owner_id: recipient.into(),
+                    how: "handoff".into(),
+                    owner_compat: None,
+                    item_compat: None,
+                    at: now,
+                })?;
+            }
+            Ok(moved)
+        })
+    }
+
+    /// Saves resume state under the holder's generation.
+    ///
+    /// # Errors
+    /// `WORK_FENCED`.
+    pub fn save_checkpoint(&self, resource: &str, owner: &str, token: &str, generation: u64, data: &str, idem: Keyed<'_>) -> Result<Lease> {
+        self.keyed(owner, "checkpoint", idem.key, self.holder_write(resource, generation, "checkpoint", |l, now| rules::checkpoint(l, token, generation, data.to_owned(), now)))
+    }
+
+    /// The lease row for `resource`, live or not.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn lease(&self, resource: &str) -> Result<Option<Lease>> {
+        self.read(|tx| tx.lease(resource))
+    }
+
+    /// Whether `(token, generation)` is the current holder of `resource`.
+    ///
+    /// # Errors
+    /// `WORK_FENCED` or `NOT_FOUND`.
+    pub fn check_ownership(&self, resource: &str, token: &str, generation: u64) -> Result<()> {
+        match self.lease(resource)? {
+            Some(lease) => rules::check_holder(&lease, token, generation),
+            None => Err(Error::NotFound { what: "lease".into(), id: resource.into() }),
+        }
+    }
+
+    /// Leases by resource id, one page.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn list_leases(&self, page: &PageRequest) -> Result<Page<Lease>> {
+        self.read(|tx| Ok(super::reads::paged(tx.list_leases(page)?, page, |l| l.resource_id.clone())))
+    }
+}

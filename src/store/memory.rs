@@ -1,0 +1,504 @@
+//! The memory provider: the semantic reference. One mutex-guarded state shared by every
+//! authority in the process; a write transaction holds the mutex and keeps an undo log so
+//! an `Err` rolls back exactly what it touched. Not durable across processes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::backend::{Backend, StoreKind, Tx};
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::model::event::DedupRecord;
+use crate::model::work::{WorkFilter, WorkState};
+use crate::model::workflow::ActionOutcome;
+use crate::model::{
+    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, Schedule,
+    Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+};
+use crate::store::RETENTION;
+
+#[derive(Default)]
+struct State {
+    revision: u64,
+    counters: BTreeMap<String, i64>,
+    leases: BTreeMap<String, Lease>,
+    work: BTreeMap<String, WorkItem>,
+    /// (compat, due instant, id) of every non-terminal item: the claim index.
+    work_due: BTreeSet<(String, Millis, String)>,
+    dedup: BTreeMap<(String, String), DedupRecord>,
+    journal: BTreeMap<i64, JournalEvent>,
+    journal_seq: i64,
+    ingestions: BTreeMap<i64, Ingestion>,
+    subscriptions: BTreeMap<String, Subscription>,
+    schedules: BTreeMap<String, Schedule>,
+    authorities: BTreeMap<String, Authority>,
+    idempotency: BTreeMap<String, String>,
+    audit: BTreeMap<i64, AuditEntry>,
+    grants: BTreeMap<(u64, u64), Grant>,
+    writes: BTreeMap<(u64, u64), WriteRecord>,
+    log_seq: u64,
+    definitions: BTreeMap<String, WorkflowDefinitionRow>,
+    instances: BTreeMap<String, InstanceRow>,
+    start_keys: BTreeMap<String, String>,
+    history: BTreeMap<(String, u64), HistoryRecord>,
+    outcomes: BTreeMap<String, ActionOutcome>,
+}
+
+/// When a non-terminal item next becomes claimable.
+fn due_at(item: &WorkItem) -> Option<Millis> {
+    match item.state {
+        WorkState::Pending | WorkState::Retry => Some(item.next_eligible_at),
+        WorkState::Claimed => item.lease_expires_at,
+        WorkState::Succeeded | WorkState::Failed => None,
+    }
+}
+
+type Undo = Box<dyn FnOnce(&mut State) + Send>;
+
+/// The shared in-memory store. Clones share state.
+#[derive(Clone, Default)]
+pub struct MemoryBackend {
+    state: Arc<Mutex<State>>,
+    /// When set, every call fails as `Unavailable`: the cluster's store-outage fault.
+    outage: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl MemoryBackend {
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts or ends a simulated outage.
+    pub fn set_outage(&self, down: bool) {
+        self.outage.store(down, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, State>> {
+        if self.outage.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Error::Unavailable("the memory store is in a simulated outage".into()));
+        }
+        // A panic inside a transaction left the undo log unapplied; refuse rather than
+        // serve half a transaction.
+        self.state.lock().map_err(|_| Error::Corrupt("a transaction panicked while holding the memory store".into()))
+    }
+}
+
+impl Backend for MemoryBackend {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Memory
+    }
+
+    fn describe(&self) -> String {
+        "memory".into()
+    }
+
+    fn physical_durability(&self) -> bool {
+        false
+    }
+
+    fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        let mut guard = self.lock()?;
+        let mut tx = MemTx { state: &mut guard, undo: Vec::new(), revision: None, writable: true };
+        let result = f(&mut tx);
+        if result.is_err() {
+            let MemTx { state, undo, .. } = tx;
+            for step in undo.into_iter().rev() {
+                step(state);
+            }
+        }
+        result
+    }
+
+    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        let mut guard = self.lock()?;
+        f(&mut MemTx { state: &mut guard, undo: Vec::new(), revision: None, writable: false })
+    }
+
+    fn change_token(&self) -> Result<u64> {
+        Ok(self.lock()?.revision)
+    }
+}
+
+struct MemTx<'a> {
+    state: &'a mut State,
+    undo: Vec<Undo>,
+    revision: Option<u64>,
+    writable: bool,
+}
+
+/// Puts `value` under `key` in the map chosen by `field`, remembering how to undo it.
+macro_rules! put {
+    ($tx:expr, $field:ident, $key:expr, $value:expr) => {{
+        let key = $key;
+        let old = $tx.state.$field.insert(key.clone(), $value);
+        $tx.undo.push(Box::new(move |s: &mut State| {
+            match old {
+                Some(old) => s.$field.insert(key, old),
+                None => s.$field.remove(&key),
+            };
+        }));
+    }};
+}
+
+fn page_of<'m, V: Clone + 'm>(map: &'m BTreeMap<String, V>, page: &PageRequest, keep: impl Fn(&V) -> bool) -> Vec<V> {
+    let limit = page.limit.max(1);
+    if page.backwards {
+        let upper = page.after.as_ref().map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+        let mut rows: Vec<V> = map.range((Bound::Unbounded, upper)).rev().map(|(_, v)| v).filter(|v| keep(v)).take(limit).cloned().collect();
+        rows.reverse();
+        rows
+    } else {
+        let lower = page.after.as_ref().map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+        map.range((lower, Bound::Unbounded)).map(|(_, v)| v).filter(|v| keep(v)).take(limit).cloned().collect()
+    }
+}
+
+fn numeric_page<V: Clone>(map: &BTreeMap<i64, V>, page: &PageRequest) -> Vec<V> {
+    let limit = page.limit.max(1);
+    let key = page.after.as_ref().and_then(|k| k.parse::<i64>().ok());
+    if page.backwards {
+        let upper = key.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut rows: Vec<V> = map.range((Bound::Unbounded, upper)).rev().take(limit).map(|(_, v)| v.clone()).collect();
+        rows.reverse();
+        rows
+    } else {
+        let lower = key.map_or(Bound::Unbounded, Bound::Excluded);
+        map.range((lower, Bound::Unbounded)).take(limit).map(|(_, v)| v.clone()).collect()
+    }
+}
+
+impl MemTx<'_> {
+    fn writable(&self) -> Result<()> {
+        if self.writable { Ok(()) } else { Err(Error::ReadOnly("write inside a read transaction".into())) }
+    }
+
+    fn set_due(&mut self, prev: Option<&WorkItem>, next: &WorkItem) {
+        if let Some(key) = prev.and_then(|p| due_at(p).map(|d| (p.compat.clone(), d, p.id.clone()))) {
+            if self.state.work_due.remove(&key) {
+                self.undo.push(Box::new(move |s: &mut State| {
+                    s.work_due.insert(key);
+                }));
+            }
+        }
+        if let Some(due) = due_at(next) {
+            let key = (next.compat.clone(), due, next.id.clone());
+            if self.state.work_due.insert(key.clone()) {
+                self.undo.push(Box::new(move |s: &mut State| {
+                    s.work_due.remove(&key);
+                }));
+            }
+        }
+    }
+
+    fn next_log_seq(&mut self) -> u64 {
+        self.state.log_seq += 1;
+        self.state.log_seq
+    }
+}
+
+impl Tx for MemTx<'_> {
+    fn revision(&mut self) -> Result<u64> {
+        Ok(self.state.revision)
+    }
+
+    fn commit_revision(&mut self) -> Result<u64> {
+        self.writable()?;
+        if let Some(rev) = self.revision {
+            return Ok(rev);
+        }
+        let old = self.state.revision;
+        self.state.revision += 1;
+        self.undo.push(Box::new(move |s: &mut State| s.revision = old));
+        self.revision = Some(self.state.revision);
+        Ok(self.state.revision)
+    }
+
+    fn adjust_counter(&mut self, name: &str, delta: i64) -> Result<()> {
+        let value = self.state.counters.get(name).copied().unwrap_or(0) + delta;
+        put!(self, counters, name.to_owned(), value);
+        Ok(())
+    }
+
+    fn counters(&mut self, prefix: &str) -> Result<Vec<(String, i64)>> {
+        Ok(self.state.counters.range(prefix.to_owned()..).take_while(|(k, _)| k.starts_with(prefix)).map(|(k, v)| (k.clone(), *v)).collect())
+    }
+
+    fn lease(&mut self, resource: &str) -> Result<Option<Lease>> {
+        Ok(self.state.leases.get(resource).cloned())
+    }
+
+    fn put_lease(&mut self, lease: &Lease) -> Result<()> {
+        put!(self, leases, lease.resource_id.clone(), lease.clone());
+        Ok(())
+    }
+
+    fn live_lease_count(&mut self, owner: &str, now: Millis) -> Result<u64> {
+        Ok(self.state.leases.values().filter(|l| l.owner_id == owner && l.is_live(now)).count() as u64)
+    }
+
+    fn list_leases(&mut self, page: &PageRequest) -> Result<Vec<Lease>> {
+        Ok(page_of(&self.state.leases, page, |_| true))
+    }
+
+    fn work(&mut self, id: &str) -> Result<Option<WorkItem>> {
+        Ok(self.state.work.get(id).cloned())
+    }
+
+    fn insert_work(&mut self, item: &WorkItem) -> Result<bool> {
+        if self.state.work.contains_key(&item.id) {
+            return Ok(false);
+        }
+        self.set_due(None, item);
+        put!(self, work, item.id.clone(), item.clone());
+        Ok(true)
+    }
+
+    fn update_work(&mut self, item: &WorkItem) -> Result<()> {
+        let prev = self.state.work.get(&item.id).cloned();
+        self.set_due(prev.as_ref(), item);
+        put!(self, work, item.id.clone(), item.clone());
+        Ok(())
+    }
+
+    fn claimable_work(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<WorkItem>> {
+        let start = (compat.to_owned(), Millis::MIN, String::new());
+        Ok(self
+            .state
+            .work_due
+            .range(start..)
+            .take_while(|(c, due, _)| c == compat && *due <= now)
+            .take(limit)
+            .filter_map(|(_, _, id)| self.state.work.get(id).cloned())
+            .collect())
+    }
+
+    fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {
+        Ok(page_of(&self.state.work, page, |w| {
+            (filter.states.is_empty() || filter.states.contains(&w.state))
+                && filter.kind.is_none_or(|k| w.kind == k)
+                && filter.owner.as_ref().is_none_or(|o| w.owner_id.as_ref() == Some(o))
+                && (filter.compats.is_empty() || filter.compats.contains(&w.compat))
+        }))
+    }
+
+    fn oldest_waiting_work(&mut self) -> Result<Option<Millis>> {
+        Ok(self.state.work_due.iter().filter(|(_, _, id)| self.state.work.get(id).is_some_and(|w| w.state != WorkState::Claimed)).map(|(_, due, _)| *due).min())
+    }
+
+    fn dedup(&mut self, source: &str, external_id: &str) -> Result<Option<DedupRecord>> {
+        Ok(self.state.dedup.get(&(source.to_owned(), external_id.to_owned())).cloned())
+    }
+
+    fn put_dedup(&mut self, record: &DedupRecord) -> Result<()> {
+        put!(self, dedup, (record.source.clone(), record.external_id.clone()), record.clone());
+        Ok(())
+    }
+
+    fn append_journal(&mut self, event: &JournalEvent) -> Result<i64> {
+        let old_seq = self.state.journal_seq;
+        self.state.journal_seq += 1;
+        let seq = self.state.journal_seq;
+        self.undo.push(Box::new(move |s: &mut State| s.journal_seq = old_seq));
+        put!(self, journal, seq, JournalEvent { seq, ..event.clone() });
+        let floor = seq - RETENTION.journal_events;
+        while let Some((&oldest, _)) = self.state.journal.first_key_value() {
+            if oldest > floor {
+                break;
+            }
+            if let Some(removed) = self.state.journal.remove(&oldest) {
+                self.undo.push(Box::new(move |s: &mut State| {
+                    s.journal.insert(oldest, removed);
+                }));
+            }
+        }
+        Ok(seq)
+    }
+
+    fn journal_after(&mut self, after: i64, event_type: Option<&str>, limit: usize) -> Result<Vec<JournalEvent>> {
+        Ok(self
+            .state
+            .journal
+            .range((Bound::Excluded(after), Bound::Unbounded))
+            .map(|(_, e)| e)
+            .filter(|e| event_type.is_none_or(|t| e.event_type == t))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    fn journal_high_water(&mut self) -> Result<i64> {
+        Ok(self.state.journal_seq)
+    }
+
+    fn add_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
+        let id = self.state.ingestions.last_key_value().map_or(1, |(k, _)| k + 1);
+        put!(self, ingestions, id, Ingestion { id, ..ingestion.clone() });
+        Ok(())
+    }
+
+    fn list_ingestions(&mut self, page: &PageRequest) -> Result<Vec<Ingestion>> {
+        Ok(numeric_page(&self.state.ingestions, page))
+    }
+
+    fn subscription(&mut self, id: &str) -> Result<Option<Subscription>> {
+        Ok(self.state.subscriptions.get(id).cloned())
+    }
+
+    fn put_subscription(&mut self, sub: &Subscription) -> Result<()> {
+        put!(self, subscriptions, sub.subscription_id.clone(), sub.clone());
+        Ok(())
+    }
+
+    fn list_subscriptions(&mut self, page: &PageRequest) -> Result<Vec<Subscription>> {
+        Ok(page_of(&self.state.subscriptions, page, |_| true))
+    }
+
+    fn schedule(&mut self, id: &str) -> Result<Option<Schedule>> {
+        Ok(self.state.schedules.get(id).cloned())
+    }
+
+    fn put_schedule(&mut self, schedule: &Schedule) -> Result<()> {
+        put!(self, schedules, schedule.schedule_id.clone(), schedule.clone());
+        Ok(())
+    }
+
+    fn due_schedules(&mut self, now: Millis, limit: usize) -> Result<Vec<Schedule>> {
+        let mut due: Vec<Schedule> = self.state.schedules.values().filter(|s| s.next_due <= now).cloned().collect();
+        due.sort_by_key(|s| s.next_due);
+        due.truncate(limit);
+        Ok(due)
+    }
+
+    fn list_schedules(&mut self, page: &PageRequest) -> Result<Vec<Schedule>> {
+        Ok(page_of(&self.state.schedules, page, |_| true))
+    }
+
+    fn authority(&mut self, id: &str) -> Result<Option<Authority>> {
+        Ok(self.state.authorities.get(id).cloned())
+    }
+
+    fn put_authority(&mut self, authority: &Authority) -> Result<()> {
+        put!(self, authorities, authority.instance_id.clone(), authority.clone());
+        Ok(())
+    }
+
+    fn list_authorities(&mut self, page: &PageRequest) -> Result<Vec<Authority>> {
+        Ok(page_of(&self.state.authorities, page, |_| true))
+    }
+
+    fn idempotent_answer(&mut self, key: &str) -> Result<Option<String>> {
+        Ok(self.state.idempotency.get(key).cloned())
+    }
+
+    fn put_idempotent_answer(&mut self, key: &str, answer: &str, _at: Millis) -> Result<()> {
+        put!(self, idempotency, key.to_owned(), answer.to_owned());
+        Ok(())
+    }
+
+    fn add_audit(&mut self, entry: &AuditEntry) -> Result<()> {
+        let id = self.state.audit.last_key_value().map_or(1, |(k, _)| k + 1);
+        put!(self, audit, id, AuditEntry { id, ..entry.clone() });
+        Ok(())
+    }
+
+    fn list_audit(&mut self, page: &PageRequest) -> Result<Vec<AuditEntry>> {
+        Ok(numeric_page(&self.state.audit, page))
+    }
+
+    fn add_grant(&mut self, grant: &Grant) -> Result<()> {
+        let seq = self.next_log_seq();
+        put!(self, grants, (grant.revision, seq), grant.clone());
+        Ok(())
+    }
+
+    fn add_write(&mut self, write: &WriteRecord) -> Result<()> {
+        let seq = self.next_log_seq();
+        put!(self, writes, (write.revision, seq), write.clone());
+        Ok(())
+    }
+
+    fn grants(&mut self, resource: Option<&str>, after: u64, limit: usize) -> Result<Vec<Grant>> {
+        Ok(self.state.grants.range((after + 1, 0)..).map(|(_, g)| g).filter(|g| resource.is_none_or(|r| g.resource_id == r)).take(limit).cloned().collect())
+    }
+
+    fn writes(&mut self, resource: Option<&str>, after: u64, limit: usize) -> Result<Vec<WriteRecord>> {
+        Ok(self.state.writes.range((after + 1, 0)..).map(|(_, w)| w).filter(|w| resource.is_none_or(|r| w.resource_id == r)).take(limit).cloned().collect())
+    }
+
+    fn trim_history(&mut self, keep_from_revision: u64) -> Result<()> {
+        // Trimming is not undone on rollback: it only drops rows older than retention.
+        self.state.grants = self.state.grants.split_off(&(keep_from_revision, 0));
+        self.state.writes = self.state.writes.split_off(&(keep_from_revision, 0));
+        Ok(())
+    }
+
+    fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()> {
+        put!(self, definitions, def.workflow_id.clone(), def.clone());
+        Ok(())
+    }
+
+    fn definition(&mut self, workflow_id: &str) -> Result<Option<WorkflowDefinitionRow>> {
+        Ok(self.state.definitions.get(workflow_id).cloned())
+    }
+
+    fn list_definitions(&mut self, page: &PageRequest) -> Result<Vec<WorkflowDefinitionRow>> {
+        Ok(page_of(&self.state.definitions, page, |_| true))
+    }
+
+    fn instance(&mut self, id: &str) -> Result<Option<InstanceRow>> {
+        Ok(self.state.instances.get(id).cloned())
+    }
+
+    fn instance_by_start_key(&mut self, start_key: &str) -> Result<Option<InstanceRow>> {
+        Ok(self.state.start_keys.get(start_key).and_then(|id| self.state.instances.get(id)).cloned())
+    }
+
+    fn insert_instance(&mut self, row: &InstanceRow) -> Result<()> {
+        if let Some(key) = &row.start_key {
+            put!(self, start_keys, key.clone(), row.instance_id.clone());
+        }
+        put!(self, instances, row.instance_id.clone(), row.clone());
+        Ok(())
+    }
+
+    fn update_instance(&mut self, row: &InstanceRow) -> Result<()> {
+        put!(self, instances, row.instance_id.clone(), row.clone());
+        Ok(())
+    }
+
+    fn runnable_instances(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<InstanceRow>> {
+        let mut rows: Vec<InstanceRow> = self.state.instances.values().filter(|i| i.compat == compat && i.next_eligible_at.is_some_and(|t| t <= now)).cloned().collect();
+        rows.sort_by_key(|i| i.next_eligible_at);
+        rows.truncate(limit);
+        Ok(rows)
+    }
+
+    fn instances_waiting_for(&mut self, event_type: &str, after: Option<&str>, limit: usize) -> Result<Vec<InstanceRow>> {
+        let page = PageRequest { after: after.map(str::to_owned), limit, backwards: false };
+        Ok(page_of(&self.state.instances, &page, |i| i.waiting_event.as_deref() == Some(event_type)))
+    }
+
+    fn list_instances(&mut self, status: Option<&str>, page: &PageRequest) -> Result<Vec<InstanceRow>> {
+        Ok(page_of(&self.state.instances, page, |i| status.is_none_or(|s| i.status == s)))
+    }
+
+    fn add_history(&mut self, record: &HistoryRecord) -> Result<()> {
+        put!(self, history, (record.instance_id.clone(), record.position), record.clone());
+        Ok(())
+    }
+
+    fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>> {
+        Ok(self.state.history.range((instance_id.to_owned(), 0)..=(instance_id.to_owned(), u64::MAX)).map(|(_, r)| r.clone()).collect())
+    }
+
+    fn action_outcome(&mut self, invocation_id: &str) -> Result<Option<ActionOutcome>> {
+        Ok(self.state.outcomes.get(invocation_id).cloned())
+    }
+
+    fn put_action_outcome(&mut self, outcome: &ActionOutcome) -> Result<()> {
+        put!(self, outcomes, outcome.invocation_id.clone(), outcome.clone());
+        Ok(())
+    }
+}

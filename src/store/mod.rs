@@ -1,0 +1,198 @@
+//! The work store: one API over every provider. [`Store`] holds the semantics — fencing,
+//! claiming, dedup, schedules, cursors, revision, the checker's history — written once over
+//! the [`backend::Tx`] seam, so a rule is enforced identically in memory, SQLite and
+//! PostgreSQL, always inside the provider's write transaction.
+//!
+//! Layout: `backend.rs` (the seam), `leases.rs`, `work.rs`, `events.rs`, `schedules.rs`,
+//! `reads.rs` (the dashboard's paged reads) hold the operations; `memory.rs`, `sqlite/`
+//! and `postgres/` are the providers; `url.rs` opens a store from a URL.
+
+pub mod backend;
+mod events;
+mod leases;
+pub mod memory;
+mod reads;
+mod schedules;
+pub mod url;
+mod work;
+
+use std::sync::Arc;
+
+pub use backend::{Backend, StoreKind, Tx};
+pub use reads::Overview;
+pub use work::Completion;
+
+use crate::clock::{Clock, Millis};
+use crate::error::{Error, Result};
+use crate::ids::IdSource;
+use crate::model::WriteRecord;
+
+/// How much durable history is kept. Old grants and writes beyond this many revisions are
+/// trimmed (the checker reads what is kept); the journal keeps this many events.
+pub const RETENTION: Retention = Retention { history_revisions: 1_000_000, journal_events: 100_000, trim_every: 4_096 };
+
+/// Bounds on the durable history, documented in the README.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    /// Grants and writes newer than this many revisions are kept.
+    pub history_revisions: u64,
+    /// Journal events kept (the oldest are dropped first).
+    pub journal_events: i64,
+    /// Trimming runs on commits whose revision is a multiple of this.
+    pub trim_every: u64,
+}
+
+/// Capabilities a provider advertises (axiom §15).
+pub const CAPABILITIES: [&str; 7] = [
+    "distributed-lease",
+    "fencing",
+    "atomic-work-claim",
+    "durable-retry",
+    "event-dedup",
+    "durable-subscription-cursor",
+    "revision-observation",
+];
+
+/// A handle on one work store. Cheap to clone; clones share the provider.
+#[derive(Clone)]
+pub struct Store {
+    backend: Arc<dyn Backend>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdSource>,
+    owner_cap: u64,
+}
+
+impl Store {
+    /// A store over `backend`, reading time from `clock` and tokens from `ids`.
+    pub fn new(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>, ids: Arc<dyn IdSource>) -> Self {
+        Self { backend, clock, ids, owner_cap: crate::rules::lease::DEFAULT_OWNER_CAP }
+    }
+
+    /// The same store with another live-lease cap per owner.
+    #[must_use]
+    pub fn with_owner_cap(mut self, cap: u64) -> Self {
+        self.owner_cap = cap;
+        self
+    }
+
+    /// The same store seen through another clock (the cluster gives each authority its own,
+    /// possibly skewed, clock over one shared provider).
+    #[must_use]
+    pub fn with_clock(&self, clock: Arc<dyn Clock>) -> Self {
+        Self { clock, ..self.clone() }
+    }
+
+    pub fn kind(&self) -> StoreKind {
+        self.backend.kind()
+    }
+
+    /// Where this store is, without secrets.
+    pub fn describe(&self) -> String {
+        self.backend.describe()
+    }
+
+    /// What this provider guarantees. Every shipped provider has all seven.
+    pub fn capabilities(&self) -> &'static [&'static str] {
+        &CAPABILITIES
+    }
+
+    /// Fails explicitly when a capability is missing: never a silent single-node fallback.
+    ///
+    /// # Errors
+    /// `CapabilityMissing`.
+    pub fn require(&self, capability: &str) -> Result<()> {
+        if self.capabilities().contains(&capability) {
+            Ok(())
+        } else {
+            Err(Error::CapabilityMissing { provider: self.kind().as_str().into(), capability: capability.into() })
+        }
+    }
+
+    pub fn physical_durability(&self) -> bool {
+        self.backend.physical_durability()
+    }
+
+    pub fn now(&self) -> Millis {
+        self.clock.now()
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    pub fn ids(&self) -> &Arc<dyn IdSource> {
+        &self.ids
+    }
+
+    /// A cheap token that changes when anything committed; see [`Backend::change_token`].
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn change_token(&self) -> Result<u64> {
+        self.backend.change_token()
+    }
+
+    /// Runs `f` in a write transaction at one instant and returns its value.
+    ///
+    /// # Errors
+    /// Whatever `f` returns, or a store failure.
+    pub(crate) fn write<T>(&self, mut f: impl FnMut(&mut dyn Tx, Millis) -> Result<T>) -> Result<T> {
+        let now = self.clock.now();
+        let mut out = None;
+        self.backend.write(&mut |tx| {
+            out = Some(f(tx, now)?);
+            Ok(())
+        })?;
+        out.ok_or_else(|| Error::OutcomeUnknown("the transaction committed without an answer".into()))
+    }
+
+    /// Like [`Self::write`], but a semantic refusal inside (`Ok(Err(_))`) still commits what
+    /// was written before it — the refused-write record the checker and dashboard read.
+    pub(crate) fn write_logged<T>(&self, f: impl FnMut(&mut dyn Tx, Millis) -> Result<Result<T>>) -> Result<T> {
+        self.write(f)?
+    }
+
+    /// Runs `f` in a read snapshot.
+    ///
+    /// # Errors
+    /// Whatever `f` returns, or a store failure.
+    pub(crate) fn read<T>(&self, mut f: impl FnMut(&mut dyn Tx) -> Result<T>) -> Result<T> {
+        let mut out = None;
+        self.backend.read(&mut |tx| {
+            out = Some(f(tx)?);
+            Ok(())
+        })?;
+        out.ok_or_else(|| Error::OutcomeUnknown("the read returned no answer".into()))
+    }
+}
+
+/// Records one fenced write attempt (accepted or refused) at this transaction's revision.
+pub(crate) fn record_write(
+    tx: &mut dyn Tx,
+    now: Millis,
+    resource: &str,
+    owner: &str,
+    generation: u64,
+    verb: &str,
+    outcome: &Result<()>,
+    detail: serde_json::Value,
+) -> Result<()> {
+    let revision = tx.commit_revision()?;
+    tx.add_write(&WriteRecord {
+        revision,
+        resource_id: resource.to_owned(),
+        generation,
+        owner_id: owner.to_owned(),
+        verb: verb.to_owned(),
+        accepted: outcome.is_ok(),
+        refusal: outcome.as_ref().err().map(|e| e.code().to_owned()),
+        detail: detail.to_string(),
+        at: now,
+    })?;
+    let counter = if outcome.is_ok() { "writes|accepted" } else { "writes|refused" };
+    tx.adjust_counter(counter, 1)?;
+    if revision % RETENTION.trim_every == 0 {
+        tx.trim_history(revision.saturating_sub(RETENTION.history_revisions))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,186 @@
+//! Reads for the dashboard and the CLI: paged lists over index-backed keys, incremental
+//! counts, the revision — plus authority registration and the audit log, which are small
+//! writes that exist for the people watching.
+
+use serde::Serialize;
+
+use super::Store;
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::model::work::{WorkCount, WorkFilter};
+use crate::model::{
+    AuditEntry, Authority, Grant, Ingestion, InstanceRow, Page, PageRequest, Schedule, Subscription, WorkItem,
+    WorkKind, WorkState, WriteRecord,
+};
+
+/// Counts and headline numbers for the overview, all from incremental counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Overview {
+    pub revision: u64,
+    pub work: Vec<WorkCount>,
+    /// Workflow instances by status.
+    pub workflows: Vec<(String, u64)>,
+    pub claims: u64,
+    pub writes_accepted: u64,
+    pub writes_refused: u64,
+    /// Ingestions by dedup outcome.
+    pub events: Vec<(String, u64)>,
+    pub oldest_waiting: Option<Millis>,
+}
+
+/// Turns a page of rows (ascending) into a [`Page`] with its continuation key.
+pub(crate) fn paged<T>(rows: Vec<T>, page: &PageRequest, key: impl Fn(&T) -> String) -> Page<T> {
+    let next = if rows.len() >= page.limit.max(1) { rows.last().map(&key) } else { None };
+    Page { rows, next }
+}
+
+fn count(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+impl Store {
+    /// The store revision: advanced by every commit.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn revision(&self) -> Result<u64> {
+        self.read(|tx| tx.revision())
+    }
+
+    /// Headline counts, from counters kept by every write (never a scan).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn overview(&self) -> Result<Overview> {
+        self.read(|tx| {
+            let mut overview = Overview { revision: tx.revision()?, ..Overview::default() };
+            for (name, value) in tx.counters("")? {
+                let parts: Vec<&str> = name.split('|').collect();
+                match parts.as_slice() {
+                    ["work", kind, state, compat] => {
+                        if let (Some(kind), Some(state)) = (WorkKind::parse(kind), WorkState::parse(state)) {
+                            overview.work.push(WorkCount { kind, state, compat: (*compat).into(), count: count(value) });
+                        }
+                    }
+                    ["wf", status, _compat] => match overview.workflows.iter_mut().find(|(s, _)| s == status) {
+                        Some((_, n)) => *n += count(value),
+                        None => overview.workflows.push(((*status).into(), count(value))),
+                    },
+                    ["events", outcome] => overview.events.push(((*outcome).into(), count(value))),
+                    ["claims"] => overview.claims = count(value),
+                    ["writes", "accepted"] => overview.writes_accepted = count(value),
+                    ["writes", "refused"] => overview.writes_refused = count(value),
+                    _ => {}
+                }
+            }
+            overview.oldest_waiting = tx.oldest_waiting_work()?;
+            Ok(overview)
+        })
+    }
+
+    /// Work items by id, narrowed by `filter`.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn list_work(&self, filter: &WorkFilter, page: &PageRequest) -> Result<Page<WorkItem>> {
+        self.read(|tx| Ok(paged(tx.list_work(filter, page)?, page, |w| w.id.clone())))
+    }
+
+    /// Authorities by instance id.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn list_authorities(&self, page: &PageRequest) -> Result<Page<Authority>> {
+        self.read(|tx| Ok(paged(tx.list_authorities(page)?, page, |a| a.instance_id.clone())))
+    }
+
+    /// Subscriptions (cursors) by id.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn list_subscriptions(&self, page: &PageRequest) -> Result<Page<Subscription>> {
+        self.read(|tx| Ok(paged(tx.list_subscriptions(page)?, page, |s| s.subscription_id.clone())))
+    }
+
+    /// Schedules by id.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn list_schedules(&self, page: &PageRequest) -> Result<Page<Schedule>> {
+        self.read(|tx| Ok(paged(tx.list_schedules(page)?, page, |s| s.schedule_id.clone())))
+    }
+
+    /// Ingestions (dedup outcomes) by id; keys are zero-padded so they sort as text.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn list_ingestions(&self, page: &PageRequest) -> Result<Page<Ingestion>> {
+        self.read(|tx| Ok(paged(tx.list_ingestions(page)?, page, |i| format!("{:020}", i.id))))
+    }
+
+    /// Workflow instances by id, only `status` when given.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn list_instances(&self, status: Option<&str>, page: &PageRequest) -> Result<Page<InstanceRow>> {
+        self.read(|tx| Ok(paged(tx.list_instances(status, page)?, page, |i| i.instance_id.clone())))
+    }
+
+    /// The audit log by id.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn list_audit(&self, page: &PageRequest) -> Result<Page<AuditEntry>> {
+        self.read(|tx| Ok(paged(tx.list_audit(page)?, page, |a| format!("{:020}", a.id))))
+    }
+
+    /// Grants and fenced writes of one resource (or all), in revision order: the checker's
+    /// input and the generation timeline.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn ownership_history(&self, resource: Option<&str>, after: u64, limit: usize) -> Result<(Vec<Grant>, Vec<WriteRecord>)> {
+        self.read(|tx| Ok((tx.grants(resource, after, limit)?, tx.writes(resource, after, limit)?)))
+    }
+
+    /// Registers (or re-registers) an authority.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn register_authority(&self, authority: &Authority) -> Result<()> {
+        self.write(|tx, _| {
+            tx.commit_revision()?;
+            tx.put_authority(authority)
+        })
+    }
+
+    /// Records a heartbeat (or, with `stopped`, a clean stop) for an authority.
+    ///
+    /// # Errors
+    /// A store failure; `NOT_FOUND` for an unregistered instance.
+    pub fn heartbeat(&self, instance: &str, stopped: bool) -> Result<()> {
+        self.write(|tx, now| {
+            let Some(mut row) = tx.authority(instance)? else {
+                return Err(crate::error::Error::NotFound { what: "authority".into(), id: instance.into() });
+            };
+            row.heartbeat_at = now;
+            if stopped {
+                row.stopped_at = Some(now);
+            }
+            tx.commit_revision()?;
+            tx.put_authority(&row)
+        })
+    }
+
+    /// Records an operator action in the audit log.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn audit(&self, actor: &str, action: &str, target: &str, outcome: &str) -> Result<()> {
+        self.write(|tx, now| {
+            tx.commit_revision()?;
+            tx.add_audit(&AuditEntry { id: 0, at: now, actor: actor.into(), action: action.into(), target: target.into(), outcome: outcome.into() })
+        })
+    }
+}

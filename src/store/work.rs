@@ -1,0 +1,224 @@
+//! Work operations: enqueue, batched claim, fenced completion / retry / yield, group
+//! commit. Counts by (kind, state, compat) are kept incrementally here, in the same
+//! transaction as the change, so the dashboard never counts a million rows.
+
+use super::{Store, Tx, record_write};
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::model::work::NewWork;
+use crate::model::{Failure, Grant, WorkItem};
+use crate::rules::work::{self as rules, Backoff};
+
+/// One finished attempt, for group commit: each is fenced on its own.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub id: String,
+    pub owner: String,
+    pub generation: u64,
+    pub outcome: std::result::Result<Option<String>, Failure>,
+}
+
+/// The counter name for one (kind, state, compat) cell.
+pub(crate) fn work_counter(item: &WorkItem) -> String {
+    format!("work|{}|{}|{}", item.kind.as_str(), item.state.as_str(), item.compat)
+}
+
+/// Writes `next` over `prev`, keeping the counts in step.
+pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkItem) -> Result<bool> {
+    tx.commit_revision()?;
+    match prev {
+        None => {
+            if !tx.insert_work(next)? {
+                return Ok(false);
+            }
+        }
+        Some(prev) => {
+            tx.update_work(next)?;
+            if prev.state == next.state {
+                return Ok(true);
+            }
+            tx.adjust_counter(&work_counter(prev), -1)?;
+        }
+    }
+    tx.adjust_counter(&work_counter(next), 1)?;
+    Ok(true)
+}
+
+impl Store {
+    /// Enqueues one item stamped with `compat`; an existing id is left alone (idempotent
+    /// enqueue: one logical effect however often it is offered). Returns whether it is new.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn enqueue(&self, spec: NewWork, compat: &str) -> Result<bool> {
+        Ok(self.enqueue_batch(vec![spec], compat)? == 1)
+    }
+
+    /// Enqueues many items in one transaction; returns how many were new.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn enqueue_batch(&self, specs: Vec<NewWork>, compat: &str) -> Result<usize> {
+        self.write(|tx, now| {
+            let mut inserted = 0;
+            for spec in &specs {
+                inserted += usize::from(save_work(tx, None, &WorkItem::new(spec.clone(), compat, now))?);
+            }
+            Ok(inserted)
+        })
+    }
+
+    /// Claims up to `limit` eligible items compatible with `compat` for `owner`, atomically:
+    /// each gets a fresh generation and a lease of `lease_ms`. Racing claimers never get
+    /// the same item: the scan and the writes are one serialised transaction.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn claim_batch(&self, owner: &str, compat: &str, limit: usize, lease_ms: Millis) -> Result<Vec<WorkItem>> {
+        self.write(|tx, now| {
+            let candidates = tx.claimable_work(compat, now, limit)?;
+            let mut claimed = Vec::with_capacity(candidates.len());
+            for item in candidates {
+                if let Ok(next) = rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now) {
+                    save_work(tx, Some(&item), &next)?;
+                    log_claim(tx, &next, owner, compat, now)?;
+                    claimed.push(next);
+                }
+            }
+            Ok(claimed)
+        })
+    }
+
+    /// Claims one named item.
+    ///
+    /// # Errors
+    /// `INCOMPATIBLE_AUTHORITY`, `WORK_IN_PROGRESS`, `WORK_NOT_CLAIMABLE`,
+    /// `already-terminal`, `NOT_FOUND`.
+    pub fn claim(&self, id: &str, owner: &str, compat: &str, lease_ms: Millis) -> Result<WorkItem> {
+        self.write_logged(|tx, now| {
+            let Some(item) = tx.work(id)? else { return Ok(Err(not_found(id))) };
+            let next = match rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now) {
+                Ok(next) => next,
+                Err(e) => return Ok(Err(e)),
+            };
+            save_work(tx, Some(&item), &next)?;
+            log_claim(tx, &next, owner, compat, now)?;
+            Ok(Ok(next))
+        })
+    }
+
+    /// Extends the lease of the caller's claim.
+    ///
+    /// # Errors
+    /// `WORK_FENCED`, `already-terminal`.
+    pub fn renew_claim(&self, id: &str, owner: &str, generation: u64, lease_ms: Millis) -> Result<WorkItem> {
+        self.fenced(id, owner, generation, "renew", |item, now| rules::renew(item, owner, generation, lease_ms, now))
+    }
+
+    /// Records success under the caller's claim.
+    ///
+    /// # Errors
+    /// `WORK_FENCED`, `already-terminal`.
+    pub fn complete(&self, id: &str, owner: &str, generation: u64, result: Option<String>) -> Result<WorkItem> {
+        self.fenced(id, owner, generation, "complete", |item, now| rules::complete(item, owner, generation, result.clone(), now))
+    }
+
+    /// Records a failed attempt: durable retry or terminal failure.
+    ///
+    /// # Errors
+    /// `WORK_FENCED`, `already-terminal`.
+    pub fn fail(&self, id: &str, owner: &str, generation: u64, failure: Failure) -> Result<WorkItem> {
+        self.fenced(id, owner, generation, "fail", |item, now| rules::fail(item, owner, generation, failure.clone(), Backoff::default(), now))
+    }
+
+    /// Hands a long-lived item back to pending, eligible at `next_at`.
+    ///
+    /// # Errors
+    /// `WORK_FENCED`, `already-terminal`.
+    pub fn yield_back(&self, id: &str, owner: &str, generation: u64, next_at: Millis) -> Result<WorkItem> {
+        self.fenced(id, owner, generation, "yield", |item, now| rules::yield_back(item, owner, generation, next_at, now))
+    }
+
+    /// Group commit: many finished attempts in one transaction, each fenced on its own. A
+    /// stale generation refuses only its own entry; the answers are known only after the
+    /// single commit, so no completion is acknowledged before it is durable.
+    ///
+    /// # Errors
+    /// A store failure (then none of the batch is committed).
+    pub fn complete_batch(&self, batch: &[Completion]) -> Result<Vec<Result<WorkItem>>> {
+        self.write(|tx, now| {
+            batch
+                .iter()
+                .map(|c| {
+                    let verb = if c.outcome.is_ok() { "complete" } else { "fail" };
+                    fenced_in(tx, now, &c.id, &c.owner, c.generation, verb, |item, now| match &c.outcome {
+                        Ok(result) => rules::complete(item, &c.owner, c.generation, result.clone(), now),
+                        Err(failure) => rules::fail(item, &c.owner, c.generation, failure.clone(), Backoff::default(), now),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn fenced(
+        &self,
+        id: &str,
+        owner: &str,
+        generation: u64,
+        verb: &str,
+        change: impl Fn(&WorkItem, Millis) -> Result<WorkItem>,
+    ) -> Result<WorkItem> {
+        self.write_logged(|tx, now| fenced_in(tx, now, id, owner, generation, verb, &change))
+    }
+
+    /// One work item by id.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn work(&self, id: &str) -> Result<Option<WorkItem>> {
+        self.read(|tx| tx.work(id))
+    }
+}
+
+/// A fenced change to one item inside an open transaction; the attempt is logged either way.
+pub(crate) fn fenced_in(
+    tx: &mut dyn Tx,
+    now: Millis,
+    id: &str,
+    owner: &str,
+    generation: u64,
+    verb: &str,
+    change: impl Fn(&WorkItem, Millis) -> Result<WorkItem>,
+) -> Result<Result<WorkItem>> {
+    let Some(item) = tx.work(id)? else { return Ok(Err(not_found(id))) };
+    let outcome = change(&item, now);
+    let detail = serde_json::json!({
+        "logicalEffectId": item.logical_effect_id,
+        "idempotencyKey": item.idempotency_key,
+        "state": outcome.as_ref().map_or(item.state.as_str(), |n| n.state.as_str()),
+    });
+    record_write(tx, now, id, owner, generation, verb, &outcome.as_ref().map(|_| ()).map_err(Clone::clone), detail)?;
+    if let Ok(next) = &outcome {
+        save_work(tx, Some(&item), next)?;
+    }
+    Ok(outcome)
+}
+
+fn log_claim(tx: &mut dyn Tx, item: &WorkItem, owner: &str, compat: &str, now: Millis) -> Result<()> {
+    tx.adjust_counter("claims", 1)?;
+    let revision = tx.commit_revision()?;
+    tx.add_grant(&Grant {
+        revision,
+        resource_id: item.id.clone(),
+        generation: item.generation,
+        owner_id: owner.into(),
+        how: "claim".into(),
+        owner_compat: Some(compat.into()),
+        item_compat: Some(item.compat.clone()),
+        at: now,
+    })
+}
+
+fn not_found(id: &str) -> Error {
+    Error::NotFound { what: "work item".into(), id: id.into() }
+}

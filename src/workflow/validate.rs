@@ -1,0 +1,947 @@
+//! Static validation of a [`WorkflowDef`] against a [`Catalog`] of registered handlers.
+//!
+//! Validation is authoring-time checking: it returns every problem it finds as a structured
+//! [`Diagnostic`] with one of the seed's fifteen `WORKFLOW_*` codes, and never panics, so an
+//! operator sees the whole list at once. An engine should refuse to start a definition with
+//! any diagnostic.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::Serialize;
+
+use super::def::{StepKind, WorkflowDef, parse_definition};
+use super::expr::{EVENT, Expr, PRINCIPAL, is_nondeterministic_name};
+
+/// Stable diagnostic codes. Tests and operators match on these, never on messages.
+pub mod codes {
+    pub const WORKFLOW_ENTRY_NOT_FOUND: &str = "WORKFLOW_ENTRY_NOT_FOUND";
+    pub const WORKFLOW_STEP_NOT_FOUND: &str = "WORKFLOW_STEP_NOT_FOUND";
+    pub const WORKFLOW_DUPLICATE_STEP_ID: &str = "WORKFLOW_DUPLICATE_STEP_ID";
+    pub const WORKFLOW_INVALID_STEP: &str = "WORKFLOW_INVALID_STEP";
+    pub const WORKFLOW_CYCLE_NOT_ALLOWED: &str = "WORKFLOW_CYCLE_NOT_ALLOWED";
+    pub const WORKFLOW_ACTION_NOT_FOUND: &str = "WORKFLOW_ACTION_NOT_FOUND";
+    pub const WORKFLOW_EVENT_NOT_FOUND: &str = "WORKFLOW_EVENT_NOT_FOUND";
+    pub const WORKFLOW_BINDING_NOT_FOUND: &str = "WORKFLOW_BINDING_NOT_FOUND";
+    pub const WORKFLOW_DUPLICATE_BINDING: &str = "WORKFLOW_DUPLICATE_BINDING";
+    pub const WORKFLOW_INVALID_RETRY_POLICY: &str = "WORKFLOW_INVALID_RETRY_POLICY";
+    pub const WORKFLOW_INVALID_TIMER: &str = "WORKFLOW_INVALID_TIMER";
+    pub const WORKFLOW_UNREACHABLE_STEP: &str = "WORKFLOW_UNREACHABLE_STEP";
+    pub const WORKFLOW_NO_TERMINAL: &str = "WORKFLOW_NO_TERMINAL";
+    pub const WORKFLOW_EXPRESSION_SCOPE: &str = "WORKFLOW_EXPRESSION_SCOPE";
+    pub const WORKFLOW_NONDETERMINISTIC: &str = "WORKFLOW_NONDETERMINISTIC";
+    /// Not one of the seed's fifteen: the text is not a workflow at all (bad JSON / TOML, a
+    /// wrong top-level field). Step-level garbage is `WORKFLOW_INVALID_STEP`.
+    pub const WORKFLOW_INVALID_DEFINITION: &str = "WORKFLOW_INVALID_DEFINITION";
+
+    /// The seed's fifteen validation codes.
+    pub const ALL: [&str; 15] = [
+        WORKFLOW_ENTRY_NOT_FOUND,
+        WORKFLOW_STEP_NOT_FOUND,
+        WORKFLOW_DUPLICATE_STEP_ID,
+        WORKFLOW_INVALID_STEP,
+        WORKFLOW_CYCLE_NOT_ALLOWED,
+        WORKFLOW_ACTION_NOT_FOUND,
+        WORKFLOW_EVENT_NOT_FOUND,
+        WORKFLOW_BINDING_NOT_FOUND,
+        WORKFLOW_DUPLICATE_BINDING,
+        WORKFLOW_INVALID_RETRY_POLICY,
+        WORKFLOW_INVALID_TIMER,
+        WORKFLOW_UNREACHABLE_STEP,
+        WORKFLOW_NO_TERMINAL,
+        WORKFLOW_EXPRESSION_SCOPE,
+        WORKFLOW_NONDETERMINISTIC,
+    ];
+}
+
+/// One problem in a definition. `path` locates it (`steps[2].next`,
+/// `steps[0].arguments.orderId.eq[1]`, `entry`, `bindings[1].producedBy`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Diagnostic {
+    pub code: &'static str,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_id: Option<String>,
+    pub path: String,
+}
+
+impl Diagnostic {
+    #[must_use]
+    pub fn new(code: &'static str, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            step_id: None,
+            path: path.into(),
+        }
+    }
+
+    #[must_use]
+    pub fn at_step(mut self, step_id: &str) -> Self {
+        self.step_id = Some(step_id.to_string());
+        self
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at {}: {}", self.code, self.path, self.message)
+    }
+}
+
+/// What the runtime can execute: registered action handlers (name → handler semantic
+/// version, which the fingerprint covers) and known event types.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Catalog {
+    pub actions: BTreeMap<String, String>,
+    pub events: BTreeSet<String>,
+    /// Accept any action / event name (validating a file with no runtime at hand).
+    pub accept_unknown: bool,
+}
+
+impl Catalog {
+    /// Accepts every action and event name.
+    #[must_use]
+    pub fn permissive() -> Self {
+        Self {
+            accept_unknown: true,
+            ..Self::default()
+        }
+    }
+
+    /// Exactly what the shipped definitions in `workflows/` use, each action at version "1";
+    /// the demo runtime registers matching handlers.
+    #[must_use]
+    pub fn demo() -> Self {
+        let actions = [
+            "reserve-stock",
+            "ship-order",
+            "release-stock",
+            "call-partner-api",
+            "send-reminder",
+        ];
+        Self {
+            actions: actions
+                .iter()
+                .map(|a| ((*a).to_string(), "1".to_string()))
+                .collect(),
+            events: std::iter::once("payment-received".to_string()).collect(),
+            accept_unknown: false,
+        }
+    }
+
+    #[must_use]
+    pub fn has_action(&self, name: &str) -> bool {
+        self.accept_unknown || self.actions.contains_key(name)
+    }
+
+    #[must_use]
+    pub fn has_event(&self, name: &str) -> bool {
+        self.accept_unknown || self.events.contains(name)
+    }
+}
+
+/// Parses and validates in one go: parse diagnostics if the text does not parse, else the
+/// validation diagnostics.
+#[must_use]
+pub fn validate_text(text: &str, catalog: &Catalog) -> Vec<Diagnostic> {
+    match parse_definition(text) {
+        Ok(def) => validate(&def, catalog),
+        Err(diags) => diags,
+    }
+}
+
+/// Every problem in `def`, in a deterministic order (per-step checks in declaration order,
+/// then graph checks). Empty means the definition is executable.
+#[must_use]
+pub fn validate(def: &WorkflowDef, catalog: &Catalog) -> Vec<Diagnostic> {
+    let mut v = Validator {
+        def,
+        out: Vec::new(),
+        steps: BTreeMap::new(),
+    };
+    v.index_steps();
+    v.check_entry();
+    v.check_names();
+    for (i, step) in def.steps.iter().enumerate() {
+        v.check_step(i, &step.id, &step.kind, catalog);
+    }
+    v.check_graph();
+    v.out
+}
+
+struct Validator<'a> {
+    def: &'a WorkflowDef,
+    out: Vec<Diagnostic>,
+    /// First declaration of each step id → its index.
+    steps: BTreeMap<&'a str, usize>,
+}
+
+impl<'a> Validator<'a> {
+    fn push(&mut self, code: &'static str, path: String, step: Option<&str>, msg: String) {
+        let d = Diagnostic::new(code, path, msg);
+        self.out.push(match step {
+            Some(id) => d.at_step(id),
+            None => d,
+        });
+    }
+
+    fn kind_of(&self, id: &str) -> Option<&'a StepKind> {
+        self.steps.get(id).map(|i| &self.def.steps[*i].kind)
+    }
+
+    /// Duplicate ids, and ids that would make `<stepId>#0` / `<instanceId>/<activationId>`
+    /// ambiguous.
+    fn index_steps(&mut self) {
+        let def = self.def;
+        for (i, step) in def.steps.iter().enumerate() {
+            let path = format!("steps[{i}].id");
+            if step.id.contains(['#', '/']) {
+                self.push(
+                    codes::WORKFLOW_INVALID_STEP,
+                    path.clone(),
+                    Some(&step.id),
+                    format!(
+                        "step id `{}` contains `#` or `/`, which activation ids reserve",
+                        step.id
+                    ),
+                );
+            }
+            if let Some(first) = self.steps.get(step.id.as_str()) {
+                let msg = format!(
+                    "step id `{}` is already declared by steps[{first}]",
+                    step.id
+                );
+                self.push(codes::WORKFLOW_DUPLICATE_STEP_ID, path, Some(&step.id), msg);
+            } else {
+                self.steps.insert(&step.id, i);
+            }
+        }
+    }
+
+    fn check_entry(&mut self) {
+        if !self.steps.contains_key(self.def.entry.as_str()) {
+            let msg = if self.def.entry.is_empty() {
+                "the workflow declares no `entry` step".to_string()
+            } else {
+                format!("entry `{}` is not a step of this workflow", self.def.entry)
+            };
+            self.push(codes::WORKFLOW_ENTRY_NOT_FOUND, "entry".into(), None, msg);
+        }
+    }
+
+    /// Inputs and bindings share one namespace with `EVENT` and `PRINCIPAL`; each binding
+    /// has exactly one producing step that actually assigns it.
+    fn check_names(&mut self) {
+        let def = self.def;
+        let mut seen: BTreeSet<&str> = [EVENT, PRINCIPAL].into_iter().collect();
+        let declared = def.inputs.iter().map(|i| ("inputs", i.id.as_str()));
+        let declared = declared.chain(def.bindings.iter().map(|b| ("bindings", b.id.as_str())));
+        for (i, (list, id)) in declared.enumerate() {
+            let index = if list == "inputs" {
+                i
+            } else {
+                i - def.inputs.len()
+            };
+            if !seen.insert(id) {
+                self.push(
+                    codes::WORKFLOW_DUPLICATE_BINDING,
+                    format!("{list}[{index}].id"),
+                    None,
+                    format!("`{id}` is already declared (inputs, bindings, EVENT and PRINCIPAL share one namespace)"),
+                );
+            }
+        }
+        for (i, b) in def.bindings.iter().enumerate() {
+            let path = format!("bindings[{i}].producedBy");
+            let problem = match self.kind_of(&b.produced_by) {
+                None => {
+                    let msg = format!(
+                        "binding `{}` is produced by `{}`, which is not a step",
+                        b.id, b.produced_by
+                    );
+                    self.push(codes::WORKFLOW_STEP_NOT_FOUND, path, None, msg);
+                    continue;
+                }
+                Some(StepKind::Action(_)) => None,
+                Some(StepKind::WaitEvent(w)) if w.bind.contains_key(&b.id) => None,
+                Some(StepKind::WaitEvent(_)) => Some("a wait-event that does not `bind` it"),
+                Some(_) => Some("a step that produces no value"),
+            };
+            if let Some(why) = problem {
+                let msg = format!(
+                    "binding `{}` names producer `{}`, {why}",
+                    b.id, b.produced_by
+                );
+                self.push(codes::WORKFLOW_BINDING_NOT_FOUND, path, None, msg);
+            }
+        }
+    }
+
+    fn check_step(&mut self, i: usize, id: &str, kind: &'a StepKind, catalog: &Catalog) {
+        let at = |field: &str| format!("steps[{i}].{field}");
+        for (field, target) in kind.edges() {
+            if !self.steps.contains_key(target) {
+                let msg = format!("`{field}` of step `{id}` names `{target}`, which is not a step");
+                self.push(codes::WORKFLOW_STEP_NOT_FOUND, at(field), Some(id), msg);
+            }
+        }
+        match kind {
+            StepKind::Action(a) => {
+                if !catalog.has_action(&a.action) {
+                    let msg = format!("no action handler `{}` is registered", a.action);
+                    self.push(
+                        codes::WORKFLOW_ACTION_NOT_FOUND,
+                        at("action"),
+                        Some(id),
+                        msg,
+                    );
+                }
+                if let Some(r) = &a.retry {
+                    let bad = if r.max_attempts < 1 {
+                        Some("maxAttempts must be at least 1")
+                    } else if !(r.initial_delay_seconds.is_finite()
+                        && r.initial_delay_seconds > 0.0)
+                    {
+                        Some("initialDelaySeconds must be positive and finite")
+                    } else if !(r.backoff_multiplier.is_finite() && r.backoff_multiplier >= 1.0) {
+                        Some("backoffMultiplier must be finite and at least 1")
+                    } else if !(r.max_delay_seconds.is_finite()
+                        && r.max_delay_seconds >= r.initial_delay_seconds)
+                    {
+                        Some("maxDelaySeconds must be finite and at least initialDelaySeconds")
+                    } else {
+                        None
+                    };
+                    if let Some(why) = bad {
+                        self.push(
+                            codes::WORKFLOW_INVALID_RETRY_POLICY,
+                            at("retry"),
+                            Some(id),
+                            why.into(),
+                        );
+                    }
+                }
+            }
+            StepKind::WaitEvent(w) => {
+                if !catalog.has_event(&w.event) {
+                    let msg = format!("no event type `{}` is known", w.event);
+                    self.push(codes::WORKFLOW_EVENT_NOT_FOUND, at("event"), Some(id), msg);
+                }
+                match (&w.timeout, &w.on_timeout) {
+                    (Some(t), _) if !positive(t.seconds) => {
+                        let msg = "timeout.seconds must be positive and finite".to_string();
+                        self.push(codes::WORKFLOW_INVALID_TIMER, at("timeout"), Some(id), msg);
+                    }
+                    (None, Some(_)) => {
+                        let msg = "onTimeout without a timeout can never be taken".to_string();
+                        self.push(
+                            codes::WORKFLOW_INVALID_TIMER,
+                            at("onTimeout"),
+                            Some(id),
+                            msg,
+                        );
+                    }
+                    _ => {}
+                }
+                self.check_bind_targets(i, id);
+            }
+            StepKind::Timer(t) => {
+                let bad = match (&t.after, &t.at) {
+                    (None, None) => Some("a timer needs one of `after` or `at`"),
+                    (Some(_), Some(_)) => Some("a timer takes `after` or `at`, not both"),
+                    (Some(a), None) if !positive(a.seconds) => {
+                        Some("after.seconds must be positive and finite")
+                    }
+                    _ => None,
+                };
+                if let Some(why) = bad {
+                    self.push(
+                        codes::WORKFLOW_INVALID_TIMER,
+                        format!("steps[{i}]"),
+                        Some(id),
+                        why.into(),
+                    );
+                }
+            }
+            StepKind::Branch(_) | StepKind::Complete(_) | StepKind::Fail(_) => {}
+        }
+        for e in kind.expressions() {
+            let mut path = at(e.field);
+            if let Some(k) = e.key {
+                path = format!("{path}.{k}");
+            }
+            self.check_expr(e.expr, path, id, e.event_in_scope);
+        }
+    }
+
+    /// Single assignment: a `bind` may only target a declared binding produced by this step.
+    fn check_bind_targets(&mut self, i: usize, id: &str) {
+        let Some(StepKind::WaitEvent(w)) = self.def.steps.get(i).map(|s| &s.kind) else {
+            return;
+        };
+        for target in w.bind.keys() {
+            let path = format!("steps[{i}].bind.{target}");
+            match self.def.bindings.iter().find(|b| &b.id == target) {
+                None => {
+                    let msg = format!("`bind` targets `{target}`, which is not a declared binding");
+                    self.push(codes::WORKFLOW_BINDING_NOT_FOUND, path, Some(id), msg);
+                }
+                Some(b) if b.produced_by != id => {
+                    let msg = format!(
+                        "binding `{target}` is produced by `{}`; it can be assigned only once",
+                        b.produced_by
+                    );
+                    self.push(codes::WORKFLOW_DUPLICATE_BINDING, path, Some(id), msg);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    fn check_expr(&mut self, expr: &Expr, path: String, step: &str, event_ok: bool) {
+        match expr {
+            Expr::Ref { name, .. } => self.check_ref(name, path, step, event_ok),
+            Expr::Nondeterministic { source, .. } => {
+                let msg = format!(
+                    "`{source}` is nondeterministic; time enters a workflow only through a timer step"
+                );
+                self.push(codes::WORKFLOW_NONDETERMINISTIC, path, Some(step), msg);
+            }
+            Expr::OutOfScope { scope, .. } => {
+                let msg = format!(
+                    "`{scope}` reads outside the workflow scope; model it as an action step before the branch"
+                );
+                self.push(codes::WORKFLOW_EXPRESSION_SCOPE, path, Some(step), msg);
+            }
+            Expr::Malformed { reason, .. } => {
+                self.push(
+                    codes::WORKFLOW_INVALID_STEP,
+                    path,
+                    Some(step),
+                    format!("malformed expression: {reason}"),
+                );
+            }
+            _ => {
+                for (suffix, child) in expr.children() {
+                    self.check_expr(child, format!("{path}{suffix}"), step, event_ok);
+                }
+            }
+        }
+    }
+
+    fn check_ref(&mut self, name: &str, path: String, step: &str, event_ok: bool) {
+        let def = self.def;
+        let (code, msg) = if name == EVENT {
+            if event_ok {
+                return;
+            }
+            (
+                codes::WORKFLOW_EXPRESSION_SCOPE,
+                "EVENT is only in scope inside a wait-event `where` or `bind`".to_string(),
+            )
+        } else if name == PRINCIPAL || def.inputs.iter().any(|i| i.id == name) {
+            return;
+        } else if let Some(b) = def.bindings.iter().find(|b| b.id == name) {
+            if b.produced_by != step {
+                return;
+            }
+            (
+                codes::WORKFLOW_BINDING_NOT_FOUND,
+                format!(
+                    "binding `{name}` is assigned by this very step, so it is not yet available"
+                ),
+            )
+        } else if name.contains(':') {
+            (
+                codes::WORKFLOW_EXPRESSION_SCOPE,
+                format!(
+                    "`{name}` is outside the workflow scope (inputs, bindings, PRINCIPAL, EVENT)"
+                ),
+            )
+        } else if is_nondeterministic_name(name) {
+            (
+                codes::WORKFLOW_NONDETERMINISTIC,
+                format!("`{name}` is nondeterministic and not a declared input or binding"),
+            )
+        } else {
+            (
+                codes::WORKFLOW_BINDING_NOT_FOUND,
+                format!("`{name}` is not a declared input or binding"),
+            )
+        };
+        self.push(code, path, Some(step), msg);
+    }
+
+    /// Cycles, reachability from `entry`, and whether every reachable step can finish.
+    fn check_graph(&mut self) {
+        let def = self.def;
+        let succ: BTreeMap<&str, Vec<&str>> = self
+            .steps
+            .iter()
+            .map(|(id, i)| {
+                let targets = def.steps[*i].kind.edges().into_iter().map(|(_, t)| t);
+                (
+                    *id,
+                    targets.filter(|t| self.steps.contains_key(t)).collect(),
+                )
+            })
+            .collect();
+        for (id, cycle) in find_cycles(&succ) {
+            let i = self.steps[id];
+            let msg = format!(
+                "control flow cycles through {}; retries are policy, not edges",
+                cycle.join(" → ")
+            );
+            self.push(
+                codes::WORKFLOW_CYCLE_NOT_ALLOWED,
+                format!("steps[{i}]"),
+                Some(id),
+                msg,
+            );
+        }
+        if !self.steps.contains_key(def.entry.as_str()) {
+            return;
+        }
+        let reachable = closure([def.entry.as_str()], &succ);
+        let mut pred: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (from, tos) in &succ {
+            for to in tos {
+                pred.entry(to).or_default().push(from);
+            }
+        }
+        let terminals = self
+            .steps
+            .iter()
+            .filter(|(_, i)| def.steps[**i].kind.is_terminal())
+            .map(|(id, _)| *id);
+        let finishing = closure(terminals, &pred);
+        for (i, step) in def.steps.iter().enumerate() {
+            if self.steps.get(step.id.as_str()) != Some(&i) {
+                continue; // a duplicate, already reported
+            }
+            if !reachable.contains(step.id.as_str()) {
+                let msg = format!(
+                    "step `{}` is not reachable from entry `{}`",
+                    step.id, def.entry
+                );
+                self.push(
+                    codes::WORKFLOW_UNREACHABLE_STEP,
+                    format!("steps[{i}]"),
+                    Some(&step.id),
+                    msg,
+                );
+            } else if !finishing.contains(step.id.as_str()) {
+                let msg = format!(
+                    "no path from step `{}` reaches a complete or fail step",
+                    step.id
+                );
+                self.push(
+                    codes::WORKFLOW_NO_TERMINAL,
+                    format!("steps[{i}]"),
+                    Some(&step.id),
+                    msg,
+                );
+            }
+        }
+    }
+}
+
+fn positive(seconds: f64) -> bool {
+    seconds.is_finite() && seconds > 0.0
+}
+
+/// Everything reachable from `start` along `edges` (including `start`).
+fn closure<'a>(
+    start: impl IntoIterator<Item = &'a str>,
+    edges: &BTreeMap<&'a str, Vec<&'a str>>,
+) -> BTreeSet<&'a str> {
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<&str> = start.into_iter().collect();
+    while let Some(n) = stack.pop() {
+        if seen.insert(n) {
+            stack.extend(edges.get(n).into_iter().flatten().copied());
+        }
+    }
+    seen
+}
+
+/// One entry per back edge found by a depth-first search in id order: the step the back edge
+/// returns to, and the cycle it closes. Iterative, so deep graphs cannot overflow the stack.
+fn find_cycles<'a>(succ: &BTreeMap<&'a str, Vec<&'a str>>) -> Vec<(&'a str, Vec<&'a str>)> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        Open,
+        Done,
+    }
+    let mut mark: BTreeMap<&str, Mark> = BTreeMap::new();
+    let mut found: Vec<(&str, Vec<&str>)> = Vec::new();
+    for root in succ.keys() {
+        if mark.contains_key(root) {
+            continue;
+        }
+        let mut stack: Vec<(&str, usize)> = vec![(root, 0)];
+        mark.insert(root, Mark::Open);
+        while let Some((node, next)) = stack.last().copied() {
+            let targets = succ.get(node).map_or(&[][..], Vec::as_slice);
+            if let Some(t) = targets.get(next).copied() {
+                if let Some(top) = stack.last_mut() {
+                    top.1 += 1;
+                }
+                match mark.get(t) {
+                    None => {
+                        mark.insert(t, Mark::Open);
+                        stack.push((t, 0));
+                    }
+                    Some(Mark::Open) if !found.iter().any(|(s, _)| *s == t) => {
+                        let from = stack.iter().position(|(n, _)| *n == t).unwrap_or(0);
+                        let mut cycle: Vec<&str> = stack[from..].iter().map(|(n, _)| *n).collect();
+                        cycle.push(t);
+                        found.push((t, cycle));
+                    }
+                    _ => {}
+                }
+            } else {
+                mark.insert(node, Mark::Done);
+                stack.pop();
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workflow::def::{SHIPPED_DEFINITIONS, WorkflowDef};
+    use serde_json::{Value, json};
+
+    /// A valid baseline: action → wait-event → branch → complete / fail.
+    fn base() -> Value {
+        json!({
+            "id": "wf", "entry": "act",
+            "inputs": [{"id": "orderId", "valueType": "string", "required": true}],
+            "bindings": [{"id": "res", "producedBy": "act"}, {"id": "pay", "producedBy": "wait"}],
+            "steps": [
+                {"id": "act", "type": "action", "action": "reserve-stock",
+                 "arguments": {"orderId": {"ref": "orderId"}}, "next": "wait", "onError": "bad",
+                 "retry": {"maxAttempts": 3, "initialDelaySeconds": 1, "backoffMultiplier": 2, "maxDelaySeconds": 8}},
+                {"id": "wait", "type": "wait-event", "event": "payment-received",
+                 "where": {"eq": [{"ref": "EVENT", "path": ["orderId"]}, {"ref": "orderId"}]},
+                 "bind": {"pay": {"ref": "EVENT"}}, "next": "check",
+                 "timeout": {"seconds": 60}, "onTimeout": "bad"},
+                {"id": "check", "type": "branch", "when": {"ref": "pay", "path": ["ok"]}, "then": "done", "else": "bad"},
+                {"id": "done", "type": "complete", "output": {"ref": "res"}},
+                {"id": "bad", "type": "fail", "error": {"lit": {"code": "NOPE"}}}
+            ]
+        })
+    }
+
+    /// Applies `edit` to the baseline and returns the diagnostic codes.
+    fn codes_after(edit: impl FnOnce(&mut Value)) -> Vec<&'static str> {
+        let mut v = base();
+        edit(&mut v);
+        let def = WorkflowDef::from_value(v).unwrap();
+        validate(&def, &Catalog::demo())
+            .into_iter()
+            .map(|d| d.code)
+            .collect()
+    }
+
+    #[test]
+    fn baseline_is_valid() {
+        assert_eq!(codes_after(|_| {}), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn shipped_definitions_validate_with_the_demo_catalog() {
+        for (file, text) in SHIPPED_DEFINITIONS {
+            let diags = validate_text(text, &Catalog::demo());
+            assert!(diags.is_empty(), "{file}: {diags:?}");
+        }
+    }
+
+    #[test]
+    fn broken_definition_yields_expected_diagnostics() {
+        let text = r#"{"id": "broken", "entry": "start", "steps": [
+            {"id": "start", "type": "action", "action": "launch-rocket", "next": "gone"},
+            {"id": "orphan", "type": "complete"},
+            null
+        ]}"#;
+        let diags = validate_text(text, &Catalog::demo());
+        assert_eq!(diags.len(), 1, "parse errors come first: {diags:?}");
+        assert_eq!(diags[0].code, codes::WORKFLOW_INVALID_STEP);
+        let fixed = text.replace(",\n            null", "");
+        let got: Vec<_> = validate_text(&fixed, &Catalog::demo())
+            .into_iter()
+            .map(|d| d.code)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                codes::WORKFLOW_STEP_NOT_FOUND,
+                codes::WORKFLOW_ACTION_NOT_FOUND,
+                codes::WORKFLOW_NO_TERMINAL,
+                codes::WORKFLOW_UNREACHABLE_STEP,
+            ]
+        );
+    }
+
+    #[test]
+    fn workflow_entry_not_found() {
+        assert_eq!(
+            codes_after(|v| v["entry"] = json!("nowhere")),
+            [codes::WORKFLOW_ENTRY_NOT_FOUND]
+        );
+    }
+
+    #[test]
+    fn workflow_step_not_found() {
+        assert_eq!(
+            codes_after(|v| v["steps"][2]["else"] = json!("ghost")),
+            [codes::WORKFLOW_STEP_NOT_FOUND]
+        );
+        assert_eq!(
+            codes_after(|v| v["bindings"][0]["producedBy"] = json!("ghost")),
+            [codes::WORKFLOW_STEP_NOT_FOUND]
+        );
+    }
+
+    #[test]
+    fn workflow_duplicate_step_id() {
+        let got = codes_after(|v| {
+            let dup = json!({"id": "done", "type": "fail"});
+            v["steps"].as_array_mut().unwrap().push(dup);
+        });
+        assert_eq!(got, [codes::WORKFLOW_DUPLICATE_STEP_ID]);
+    }
+
+    #[test]
+    fn workflow_invalid_step() {
+        assert_eq!(
+            codes_after(|v| v["steps"][3]["id"] = json!("do/ne")).first(),
+            Some(&codes::WORKFLOW_INVALID_STEP)
+        );
+        let got = codes_after(|v| v["steps"][3]["output"] = json!({"frobnicate": 1}));
+        assert_eq!(got, [codes::WORKFLOW_INVALID_STEP]);
+        let diags = validate_text(
+            r#"{"id": "x", "entry": "a", "steps": ["a"]}"#,
+            &Catalog::permissive(),
+        );
+        assert_eq!(diags[0].code, codes::WORKFLOW_INVALID_STEP);
+    }
+
+    #[test]
+    fn workflow_cycle_not_allowed() {
+        let got = codes_after(|v| v["steps"][2]["else"] = json!("act"));
+        assert_eq!(got, [codes::WORKFLOW_CYCLE_NOT_ALLOWED]);
+    }
+
+    #[test]
+    fn workflow_action_not_found() {
+        assert_eq!(
+            codes_after(|v| v["steps"][0]["action"] = json!("nope")),
+            [codes::WORKFLOW_ACTION_NOT_FOUND]
+        );
+        let mut v = base();
+        v["steps"][0]["action"] = json!("anything");
+        let def = WorkflowDef::from_value(v).unwrap();
+        assert!(validate(&def, &Catalog::permissive()).is_empty());
+    }
+
+    #[test]
+    fn workflow_event_not_found() {
+        assert_eq!(
+            codes_after(|v| v["steps"][1]["event"] = json!("nope")),
+            [codes::WORKFLOW_EVENT_NOT_FOUND]
+        );
+    }
+
+    #[test]
+    fn workflow_binding_not_found() {
+        assert_eq!(
+            codes_after(|v| v["steps"][2]["when"] = json!({"ref": "typo"})),
+            [codes::WORKFLOW_BINDING_NOT_FOUND]
+        );
+        let undeclared_bind =
+            codes_after(|v| v["steps"][1]["bind"]["other"] = json!({"ref": "EVENT"}));
+        assert_eq!(undeclared_bind, [codes::WORKFLOW_BINDING_NOT_FOUND]);
+        let producer_mismatch = codes_after(|v| v["bindings"][1]["producedBy"] = json!("check"));
+        assert!(
+            producer_mismatch.contains(&codes::WORKFLOW_BINDING_NOT_FOUND),
+            "{producer_mismatch:?}"
+        );
+        let self_ref = codes_after(|v| v["steps"][0]["arguments"]["x"] = json!({"ref": "res"}));
+        assert_eq!(self_ref, [codes::WORKFLOW_BINDING_NOT_FOUND]);
+    }
+
+    #[test]
+    fn workflow_duplicate_binding() {
+        let declared_twice = codes_after(|v| {
+            v["bindings"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"id": "res", "producedBy": "act"}));
+        });
+        assert_eq!(declared_twice, [codes::WORKFLOW_DUPLICATE_BINDING]);
+        let shadows_input = codes_after(|v| v["bindings"][0]["id"] = json!("orderId"));
+        assert!(
+            shadows_input.contains(&codes::WORKFLOW_DUPLICATE_BINDING),
+            "{shadows_input:?}"
+        );
+        let assigned_twice =
+            codes_after(|v| v["steps"][1]["bind"]["res"] = json!({"ref": "EVENT"}));
+        assert_eq!(assigned_twice, [codes::WORKFLOW_DUPLICATE_BINDING]);
+    }
+
+    #[test]
+    fn workflow_invalid_retry_policy() {
+        for (field, value) in [
+            ("maxAttempts", json!(0)),
+            ("initialDelaySeconds", json!(-1)),
+            ("backoffMultiplier", json!(0.5)),
+            ("maxDelaySeconds", json!(0.5)),
+        ] {
+            let got = codes_after(|v| v["steps"][0]["retry"][field] = value);
+            assert_eq!(got, [codes::WORKFLOW_INVALID_RETRY_POLICY], "{field}");
+        }
+    }
+
+    #[test]
+    fn workflow_invalid_timer() {
+        let timer = |t: Value| {
+            codes_after(move |v| {
+                v["steps"][2] = t;
+            })
+        };
+        let next = json!("done");
+        for t in [
+            json!({"id": "check", "type": "timer", "next": next}),
+            json!({"id": "check", "type": "timer", "after": {"seconds": 1}, "at": 5, "next": next}),
+            json!({"id": "check", "type": "timer", "after": {"seconds": 0}, "next": next}),
+        ] {
+            let got = timer(t.clone());
+            assert!(got.contains(&codes::WORKFLOW_INVALID_TIMER), "{t}: {got:?}");
+        }
+        assert_eq!(
+            codes_after(|v| v["steps"][1]["timeout"]["seconds"] = json!(-5)),
+            [codes::WORKFLOW_INVALID_TIMER]
+        );
+        let orphan_on_timeout = codes_after(|v| {
+            v["steps"][1].as_object_mut().unwrap().remove("timeout");
+        });
+        assert_eq!(orphan_on_timeout, [codes::WORKFLOW_INVALID_TIMER]);
+    }
+
+    #[test]
+    fn workflow_invalid_timer_rejects_non_finite_seconds() {
+        // JSON cannot spell NaN or infinity, but a definition built in code (or a future
+        // format) can; validation must not accept it.
+        let mut def = WorkflowDef::from_value(base()).unwrap();
+        if let StepKind::WaitEvent(w) = &mut def.steps[1].kind {
+            w.timeout = Some(crate::workflow::def::Seconds {
+                seconds: f64::INFINITY,
+            });
+        }
+        let got: Vec<_> = validate(&def, &Catalog::demo())
+            .into_iter()
+            .map(|d| d.code)
+            .collect();
+        assert_eq!(got, [codes::WORKFLOW_INVALID_TIMER]);
+        if let StepKind::Action(a) = &mut def.steps[0].kind {
+            a.retry.as_mut().unwrap().max_delay_seconds = f64::NAN;
+        }
+        let got: Vec<_> = validate(&def, &Catalog::demo())
+            .into_iter()
+            .map(|d| d.code)
+            .collect();
+        assert!(
+            got.contains(&codes::WORKFLOW_INVALID_RETRY_POLICY),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn workflow_unreachable_step() {
+        let got = codes_after(|v| {
+            v["steps"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"id": "island", "type": "complete"}));
+        });
+        assert_eq!(got, [codes::WORKFLOW_UNREACHABLE_STEP]);
+    }
+
+    #[test]
+    fn workflow_no_terminal() {
+        let def = WorkflowDef::from_value(json!({"id": "loop", "entry": "a", "steps": [
+            {"id": "a", "type": "timer", "after": {"seconds": 1}, "next": "b"},
+            {"id": "b", "type": "timer", "after": {"seconds": 1}, "next": "a"}
+        ]}))
+        .unwrap();
+        let got: Vec<_> = validate(&def, &Catalog::demo())
+            .into_iter()
+            .map(|d| d.code)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                codes::WORKFLOW_CYCLE_NOT_ALLOWED,
+                codes::WORKFLOW_NO_TERMINAL,
+                codes::WORKFLOW_NO_TERMINAL
+            ]
+        );
+        let dangling = codes_after(|v| {
+            v["steps"][2] =
+                json!({"id": "check", "type": "timer", "after": {"seconds": 1}, "next": "ghost"});
+        });
+        assert_eq!(
+            dangling,
+            [codes::WORKFLOW_STEP_NOT_FOUND, codes::WORKFLOW_NO_TERMINAL]
+        );
+    }
+
+    #[test]
+    fn workflow_expression_scope() {
+        let event_in_branch =
+            codes_after(|v| v["steps"][2]["when"] = json!({"ref": "EVENT", "path": ["ok"]}));
+        assert_eq!(event_in_branch, [codes::WORKFLOW_EXPRESSION_SCOPE]);
+        let state_ref = codes_after(|v| v["steps"][2]["when"] = json!({"ref": "STATE:cart"}));
+        assert_eq!(state_ref, [codes::WORKFLOW_EXPRESSION_SCOPE]);
+        let query = codes_after(|v| v["steps"][3]["output"] = json!({"query": "orders"}));
+        assert_eq!(query, [codes::WORKFLOW_EXPRESSION_SCOPE]);
+    }
+
+    #[test]
+    fn workflow_nondeterministic() {
+        for e in [
+            json!({"now": {}}),
+            json!({"call": "uuid"}),
+            json!({"random": [1, 2]}),
+            json!({"ref": "now"}),
+        ] {
+            let nested = json!({"and": [true, {"eq": [e.clone(), 1]}]});
+            let got = codes_after(|v| v["steps"][2]["when"] = nested);
+            assert_eq!(got, [codes::WORKFLOW_NONDETERMINISTIC], "{e}");
+        }
+        let mut v = base();
+        v["steps"][0]["arguments"]["at"] = json!({"now": {}});
+        let def = WorkflowDef::from_value(v).unwrap();
+        let d = &validate(&def, &Catalog::demo())[0];
+        assert_eq!(d.path, "steps[0].arguments.at");
+        assert_eq!(d.step_id.as_deref(), Some("act"));
+    }
+
+    #[test]
+    fn diagnostic_display_is_code_at_path_message() {
+        let d = Diagnostic::new(codes::WORKFLOW_ENTRY_NOT_FOUND, "entry", "missing");
+        assert_eq!(d.to_string(), "WORKFLOW_ENTRY_NOT_FOUND at entry: missing");
+    }
+
+    #[test]
+    fn every_code_is_distinct() {
+        let set: BTreeSet<_> = codes::ALL.into_iter().collect();
+        assert_eq!(set.len(), 15);
+    }
+}
