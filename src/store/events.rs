@@ -1,11 +1,12 @@
 //! Event ingestion (dedup + journal) and subscription cursors.
 
 use super::work::save_work;
-use super::{Store, record_write};
+use super::{Store, Tx, record_write};
+use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::event::{DedupOutcome, DedupRecord, NewEvent};
 use crate::model::work::NewWork;
-use crate::model::{Ingestion, JournalEvent, Subscription, WorkItem, WorkKind};
+use crate::model::{Ingestion, InstanceRow, JournalEvent, Subscription, WorkItem, WorkKind};
 use crate::rules::{cursor, dedup};
 
 /// What ingestion did with one delivery.
@@ -14,6 +15,23 @@ pub struct Ingested {
     pub outcome: DedupOutcome,
     /// Journal seq of the semantic event (the original one for a duplicate).
     pub seq: Option<i64>,
+}
+
+/// Fanout: every instance waiting for this event type becomes eligible now, so some
+/// authority replays the journal for it promptly. Nothing is consumed: each instance
+/// decides on its own whether the event matches its `where`.
+fn wake_waiters(tx: &mut dyn Tx, event_type: &str, now: Millis) -> Result<()> {
+    let mut after: Option<String> = None;
+    loop {
+        let page = tx.instances_waiting_for(event_type, after.as_deref(), 512)?;
+        let Some(last) = page.last() else { return Ok(()) };
+        after = Some(last.instance_id.clone());
+        for row in page {
+            if row.next_eligible_at.is_none_or(|t| t > now) {
+                tx.update_instance(&InstanceRow { next_eligible_at: Some(now), ..row })?;
+            }
+        }
+    }
 }
 
 impl Store {
@@ -48,6 +66,7 @@ impl Store {
                     if let Some((source, id)) = stable {
                         tx.put_dedup(&DedupRecord { source: source.into(), external_id: id.into(), fingerprint: fingerprint.clone(), seq, first_seen_at: now })?;
                     }
+                    wake_waiters(tx, &event.event_type, now)?;
                     Some(seq)
                 }
                 DedupOutcome::Duplicate | DedupOutcome::Conflict => existing.as_ref().map(|r| r.seq),

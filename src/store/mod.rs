@@ -19,6 +19,8 @@ mod work;
 use std::sync::Arc;
 
 pub use backend::{Backend, StoreKind, Tx};
+pub use events::Ingested;
+pub use leases::Keyed;
 pub use reads::Overview;
 pub use work::Completion;
 

@@ -38,4 +38,5 @@ pub use machine::{
     HistoryEntry, HistoryKind, InstanceState, InstanceStatus, MachineError, Trigger, Waiting,
     apply, start,
 };
+pub mod engine;
 pub use validate::{Catalog, Diagnostic, codes, validate, validate_text};

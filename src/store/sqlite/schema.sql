@@ -1,0 +1,222 @@
+-- leasehold SQLite schema, version 1. Every statement is idempotent so that any number of
+-- processes may run it at once (each inside BEGIN IMMEDIATE). Instants are epoch
+-- milliseconds; enums are their `as_str()` text; nested structs are JSON text.
+
+-- schema_version, revision (advanced once per committed write), journal_seq (high-water).
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 1);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('journal_seq', 0);
+
+-- Incremental counts; `counters(prefix)` is a range over the primary key.
+CREATE TABLE IF NOT EXISTS counters (
+    name  TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS leases (
+    resource_id TEXT PRIMARY KEY,
+    owner_id    TEXT NOT NULL,
+    token       TEXT NOT NULL,
+    generation  INTEGER NOT NULL,
+    acquired_at INTEGER NOT NULL,
+    expires_at  INTEGER NOT NULL,
+    released_at INTEGER,
+    checkpoint  TEXT -- JSON Checkpoint
+);
+CREATE INDEX IF NOT EXISTS leases_owner ON leases (owner_id, expires_at);
+
+CREATE TABLE IF NOT EXISTS work (
+    id                 TEXT PRIMARY KEY,
+    kind               TEXT NOT NULL,
+    state              TEXT NOT NULL,
+    handler            TEXT NOT NULL,
+    payload            TEXT NOT NULL,
+    logical_effect_id  TEXT NOT NULL,
+    idempotency_key    TEXT NOT NULL,
+    compat             TEXT NOT NULL,
+    owner_id           TEXT,
+    token              TEXT,
+    generation         INTEGER NOT NULL,
+    claimed_at         INTEGER,
+    lease_expires_at   INTEGER,
+    attempt_number     INTEGER NOT NULL,
+    uncertain_attempts INTEGER NOT NULL,
+    max_attempts       INTEGER NOT NULL,
+    last_attempt_at    INTEGER,
+    next_eligible_at   INTEGER NOT NULL,
+    last_failure       TEXT, -- JSON Failure
+    result             TEXT,
+    created_at         INTEGER NOT NULL,
+    updated_at         INTEGER NOT NULL,
+    -- When the item next becomes claimable: next_eligible_at for pending / retry,
+    -- lease_expires_at for claimed, NULL for terminal. The claim index.
+    due_at             INTEGER
+);
+CREATE INDEX IF NOT EXISTS work_claim ON work (compat, due_at, id) WHERE due_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS work_waiting ON work (next_eligible_at) WHERE state IN ('pending', 'retry');
+CREATE INDEX IF NOT EXISTS work_state ON work (state, id);
+CREATE INDEX IF NOT EXISTS work_kind ON work (kind, id);
+CREATE INDEX IF NOT EXISTS work_owner ON work (owner_id, id);
+CREATE INDEX IF NOT EXISTS work_compat ON work (compat, id);
+
+CREATE TABLE IF NOT EXISTS dedup (
+    source        TEXT NOT NULL,
+    external_id   TEXT NOT NULL,
+    fingerprint   TEXT NOT NULL,
+    seq           INTEGER NOT NULL,
+    first_seen_at INTEGER NOT NULL,
+    PRIMARY KEY (source, external_id)
+) WITHOUT ROWID;
+
+-- seq comes from meta.journal_seq: never reused, even after trimming.
+CREATE TABLE IF NOT EXISTS journal (
+    seq         INTEGER PRIMARY KEY,
+    event_type  TEXT NOT NULL,
+    source      TEXT,
+    external_id TEXT,
+    payload     TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    at          INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS journal_type ON journal (event_type, seq);
+
+CREATE TABLE IF NOT EXISTS ingestions (
+    id          INTEGER PRIMARY KEY,
+    at          INTEGER NOT NULL,
+    event_type  TEXT NOT NULL,
+    source      TEXT,
+    external_id TEXT,
+    outcome     TEXT NOT NULL,
+    seq         INTEGER
+);
+
+CREATE TABLE IF NOT EXISTS subscriptions (
+    subscription_id TEXT PRIMARY KEY,
+    event_type      TEXT NOT NULL,
+    sequence        INTEGER NOT NULL,
+    generation      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    updated_by      TEXT
+);
+
+CREATE TABLE IF NOT EXISTS schedules (
+    schedule_id TEXT PRIMARY KEY,
+    trigger     TEXT NOT NULL, -- JSON Trigger
+    catch_up    TEXT NOT NULL, -- JSON CatchUp
+    handler     TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    compat      TEXT NOT NULL,
+    last_due    INTEGER,
+    next_due    INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_due, schedule_id);
+
+CREATE TABLE IF NOT EXISTS authorities (
+    instance_id  TEXT PRIMARY KEY,
+    compat       TEXT NOT NULL,
+    build        TEXT NOT NULL,
+    config       TEXT NOT NULL,
+    started_at   INTEGER NOT NULL,
+    heartbeat_at INTEGER NOT NULL,
+    stopped_at   INTEGER,
+    host         TEXT NOT NULL,
+    pid          INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS idempotency (
+    key    TEXT PRIMARY KEY,
+    answer TEXT NOT NULL,
+    at     INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS audit (
+    id      INTEGER PRIMARY KEY,
+    at      INTEGER NOT NULL,
+    actor   TEXT NOT NULL,
+    action  TEXT NOT NULL,
+    target  TEXT NOT NULL,
+    outcome TEXT NOT NULL
+);
+
+-- The checker's history; rowid orders rows of one revision by insertion.
+CREATE TABLE IF NOT EXISTS grants (
+    seq          INTEGER PRIMARY KEY,
+    revision     INTEGER NOT NULL,
+    resource_id  TEXT NOT NULL,
+    generation   INTEGER NOT NULL,
+    owner_id     TEXT NOT NULL,
+    how          TEXT NOT NULL,
+    owner_compat TEXT,
+    item_compat  TEXT,
+    at           INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS grants_revision ON grants (revision);
+CREATE INDEX IF NOT EXISTS grants_resource ON grants (resource_id, revision);
+
+CREATE TABLE IF NOT EXISTS writes (
+    seq         INTEGER PRIMARY KEY,
+    revision    INTEGER NOT NULL,
+    resource_id TEXT NOT NULL,
+    generation  INTEGER NOT NULL,
+    owner_id    TEXT NOT NULL,
+    verb        TEXT NOT NULL,
+    accepted    INTEGER NOT NULL,
+    refusal     TEXT,
+    detail      TEXT NOT NULL,
+    at          INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS writes_revision ON writes (revision);
+CREATE INDEX IF NOT EXISTS writes_resource ON writes (resource_id, revision);
+
+CREATE TABLE IF NOT EXISTS definitions (
+    workflow_id TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    definition  TEXT NOT NULL,
+    deployed_at INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS instances (
+    instance_id       TEXT PRIMARY KEY,
+    workflow_id       TEXT NOT NULL,
+    status            TEXT NOT NULL,
+    compat            TEXT NOT NULL,
+    instance_revision INTEGER NOT NULL,
+    next_eligible_at  INTEGER,
+    waiting_event     TEXT,
+    principal         TEXT NOT NULL,
+    start_key         TEXT,
+    state             TEXT NOT NULL,
+    created_at        INTEGER NOT NULL,
+    updated_at        INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS instances_runnable ON instances (compat, next_eligible_at, instance_id)
+    WHERE next_eligible_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS instances_waiting ON instances (waiting_event, instance_id)
+    WHERE waiting_event IS NOT NULL;
+CREATE INDEX IF NOT EXISTS instances_status ON instances (status, instance_id);
+CREATE UNIQUE INDEX IF NOT EXISTS instances_start_key ON instances (start_key);
+
+CREATE TABLE IF NOT EXISTS history (
+    instance_id       TEXT NOT NULL,
+    position          INTEGER NOT NULL,
+    instance_revision INTEGER NOT NULL,
+    kind              TEXT NOT NULL,
+    at                INTEGER NOT NULL,
+    step_id           TEXT,
+    activation_id     TEXT,
+    detail            TEXT NOT NULL,
+    PRIMARY KEY (instance_id, position)
+);
+
+CREATE TABLE IF NOT EXISTS action_outcomes (
+    invocation_id TEXT PRIMARY KEY,
+    attempt       INTEGER NOT NULL,
+    outcome       TEXT NOT NULL,
+    detail        TEXT NOT NULL,
+    at            INTEGER NOT NULL
+);
