@@ -454,7 +454,7 @@ impl Step {
                     Some(&id),
                     format!(
                         "step `{id}` has a `type` that is {}, not a string",
-                        describe(&other)
+                        describe(other)
                     ),
                 ));
             }
@@ -513,12 +513,16 @@ pub fn parse_definition(text: &str) -> Result<WorkflowDef, Vec<Diagnostic>> {
 /// Parses a TOML workflow definition (same field names; steps as `[[steps]]`).
 ///
 /// # Errors
-/// As [`parse_definition`]; invalid TOML carries the parser's own location text.
+/// As [`parse_definition`].
 pub fn parse_definition_toml(text: &str) -> Result<WorkflowDef, Vec<Diagnostic>> {
     let value: Value = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map_or(0, |span| span.start);
+        let before = text.get(..offset).unwrap_or(text);
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
         vec![Diagnostic::new(
             codes::WORKFLOW_INVALID_DEFINITION,
-            "$",
+            format!("line {line} column {column}"),
             format!("invalid TOML: {}", e.message()),
         )]
     })?;
@@ -543,6 +547,7 @@ pub const SHIPPED_DEFINITIONS: [(&str, &str); 3] = [
 ];
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -646,7 +651,8 @@ mod tests {
         "#;
         let def = parse_definition_toml(text).unwrap();
         assert_eq!(def.steps.len(), 2);
-        assert!(parse_definition_toml("id = ").is_err());
+        let diags = parse_definition_toml("id = \"t\"\nentry = ").unwrap_err();
+        assert_eq!(diags[0].path, "line 2 column 9", "{}", diags[0]);
     }
 
     #[test]

@@ -557,13 +557,11 @@ fn num_cmp(x: &Number, y: &Number) -> Ordering {
             .map(i128::from)
             .or_else(|| n.as_u64().map(i128::from))
     };
-    match (int(x), int(y)) {
-        (Some(p), Some(q)) => p.cmp(&q),
-        _ => {
-            let f = |n: &Number| n.as_f64().unwrap_or(0.0);
-            f(x).total_cmp(&f(y))
-        }
+    if let (Some(p), Some(q)) = (int(x), int(y)) {
+        return p.cmp(&q);
     }
+    let f = |n: &Number| n.as_f64().unwrap_or(0.0);
+    f(x).total_cmp(&f(y))
 }
 
 fn mismatch(op: &'static str, expected: &'static str, found: &Value) -> EvalError {
@@ -583,6 +581,7 @@ fn mismatch(op: &'static str, expected: &'static str, found: &Value) -> EvalErro
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;

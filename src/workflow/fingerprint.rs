@@ -177,6 +177,7 @@ fn step_semantics(kind: &StepKind, catalog: &Catalog) -> Map<String, Value> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::workflow::def::{SHIPPED_DEFINITIONS, parse_definition};

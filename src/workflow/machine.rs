@@ -1,7 +1,7 @@
 //! The pure workflow state machine: `(definition, state, trigger, now) → (state', history)`.
 //!
 //! No I/O and no clock reads: `now` (epoch millis) and the event journal's high-water mark
-//! are passed in, so memory, SQLite and Postgres engines — and tests — get identical results.
+//! are passed in, so memory, `SQLite` and Postgres engines — and tests — get identical results.
 //! The store wraps each call in one fenced CAS transaction (`instanceRevision R → R+1`) and
 //! appends the returned history entries; a call that returns an error changes nothing.
 //!
@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::def::{ActionStep, RetryPolicy, Step, StepKind, WorkflowDef};
+use super::def::{ActionStep, RetryPolicy, Step, StepKind, TimerStep, WorkflowDef};
 use super::expr::{EvalError, Scope, eval, eval_bool};
 
 /// Failure code when an expression cannot be evaluated at run time.
@@ -577,10 +577,10 @@ fn match_event(
         return Err(mismatch(state));
     };
     let scope = scope(state, Some(payload));
-    if let Some(predicate) = &w.where_ {
-        if eval_bool(predicate, &scope) != Ok(true) {
-            return Err(MachineError::NoMatch);
-        }
+    if let Some(predicate) = &w.where_
+        && eval_bool(predicate, &scope) != Ok(true)
+    {
+        return Err(MachineError::NoMatch);
     }
     w.bind
         .iter()
@@ -755,38 +755,18 @@ impl<'d> Run<'d> {
             .ok_or_else(|| MachineError::InvalidDefinition {
                 reason: format!("step `{id}` does not exist"),
             })?;
-        let activation = format!("{id}#0");
         self.state.current_step_id = Some(id.to_string());
-        self.state.activation_id = Some(activation.clone());
+        self.state.activation_id = Some(format!("{id}#0"));
         self.state.attempt = 0;
         self.settle(InstanceStatus::Running, None, None);
-        let eval_failure = |e: EvalError| Failure {
-            code: EVALUATION_FAILED.into(),
-            message: e.to_string(),
-            retryable: false,
-        };
         match &step.kind {
-            StepKind::Action(a) => {
-                let invocation_id = format!("{}/{activation}", self.state.instance_id);
-                self.state.attempt = 1;
-                let detail = json!({"type": "action", "action": a.action, "invocationId": invocation_id, "attempt": 1});
-                self.record(HistoryKind::StepActivated, detail);
-                self.settle(
-                    InstanceStatus::Running,
-                    Some(Waiting::Action { invocation_id }),
-                    Some(self.now),
-                );
-                if let Err(e) = eval_arguments(a, &scope(&self.state, None)) {
-                    self.settle(InstanceStatus::Running, None, None);
-                    return Ok(self.step_failed(eval_failure(e), a.on_error.clone()));
-                }
-                Ok(None)
-            }
+            StepKind::Action(a) => Ok(self.activate_action(a)),
             StepKind::WaitEvent(w) => {
                 let timeout_at = w
                     .timeout
                     .map(|t| self.now.saturating_add(seconds_to_ms(t.seconds)));
-                let detail = json!({"type": "wait-event", "event": w.event, "sinceEventSeq": self.high_water, "timeoutAt": timeout_at});
+                let detail = json!({"type": "wait-event", "event": w.event,
+                    "sinceEventSeq": self.high_water, "timeoutAt": timeout_at});
                 self.record(HistoryKind::StepActivated, detail);
                 let waiting = Waiting::Event {
                     event: w.event.clone(),
@@ -796,39 +776,7 @@ impl<'d> Run<'d> {
                 self.settle(InstanceStatus::Waiting, Some(waiting), timeout_at);
                 Ok(None)
             }
-            StepKind::Timer(t) => {
-                let fire_at = match (&t.after, &t.at) {
-                    (Some(after), None) => {
-                        Ok(self.now.saturating_add(seconds_to_ms(after.seconds)))
-                    }
-                    (None, Some(at)) => {
-                        eval(at, &scope(&self.state, None)).and_then(|v| instant(&v))
-                    }
-                    _ => {
-                        return Err(MachineError::InvalidDefinition {
-                            reason: format!("timer `{id}` needs exactly one of after / at"),
-                        });
-                    }
-                };
-                let fire_at = match fire_at {
-                    Ok(at) => at,
-                    Err(e) => {
-                        self.record(HistoryKind::StepActivated, json!({"type": "timer"}));
-                        self.fail_instance(eval_failure(e));
-                        return Ok(None);
-                    }
-                };
-                self.record(
-                    HistoryKind::StepActivated,
-                    json!({"type": "timer", "fireAt": fire_at}),
-                );
-                self.settle(
-                    InstanceStatus::Waiting,
-                    Some(Waiting::Timer { fire_at }),
-                    Some(fire_at),
-                );
-                Ok(None)
-            }
+            StepKind::Timer(t) => self.activate_timer(id, t),
             StepKind::Branch(b) => {
                 self.record(HistoryKind::StepActivated, json!({"type": "branch"}));
                 match eval_bool(&b.when, &scope(&self.state, None)) {
@@ -845,7 +793,7 @@ impl<'d> Run<'d> {
                         Ok(Some(target.clone()))
                     }
                     Err(e) => {
-                        self.fail_instance(eval_failure(e));
+                        self.fail_instance(eval_failure(&e));
                         Ok(None)
                     }
                 }
@@ -855,15 +803,14 @@ impl<'d> Run<'d> {
                 let output = c
                     .output
                     .as_ref()
-                    .map(|e| eval(e, &scope(&self.state, None)))
-                    .transpose();
-                match output {
+                    .map(|e| eval(e, &scope(&self.state, None)));
+                match output.transpose() {
                     Ok(output) => {
                         self.settle(InstanceStatus::Completed, None, None);
                         self.record(HistoryKind::Completed, json!({"output": output}));
                         self.state.output = output;
                     }
-                    Err(e) => self.fail_instance(eval_failure(e)),
+                    Err(e) => self.fail_instance(eval_failure(&e)),
                 }
                 Ok(None)
             }
@@ -875,12 +822,67 @@ impl<'d> Run<'d> {
                     .map_or(Ok(Value::Null), |e| eval(e, &scope(&self.state, None)));
                 let failure = match error {
                     Ok(value) => failure_from_error(&value),
-                    Err(e) => eval_failure(e),
+                    Err(e) => eval_failure(&e),
                 };
                 self.fail_instance(failure);
                 Ok(None)
             }
         }
+    }
+
+    /// The action becomes runnable now. Its arguments are evaluated once here so a bad
+    /// expression fails the step deterministically instead of every handler call.
+    fn activate_action(&mut self, a: &ActionStep) -> Option<String> {
+        let activation = self.state.activation_id.clone().unwrap_or_default();
+        let invocation_id = format!("{}/{activation}", self.state.instance_id);
+        self.state.attempt = 1;
+        let detail = json!({"type": "action", "action": a.action, "invocationId": invocation_id, "attempt": 1});
+        self.record(HistoryKind::StepActivated, detail);
+        if let Err(e) = eval_arguments(a, &scope(&self.state, None)) {
+            return self.step_failed(eval_failure(&e), a.on_error.clone());
+        }
+        let waiting = Waiting::Action { invocation_id };
+        self.settle(InstanceStatus::Running, Some(waiting), Some(self.now));
+        None
+    }
+
+    /// The fire instant is computed once, here, and stored.
+    fn activate_timer(&mut self, id: &str, t: &TimerStep) -> Result<Option<String>, MachineError> {
+        let fire_at = match (&t.after, &t.at) {
+            (Some(after), None) => Ok(self.now.saturating_add(seconds_to_ms(after.seconds))),
+            (None, Some(at)) => eval(at, &scope(&self.state, None)).and_then(|v| instant(&v)),
+            _ => {
+                return Err(MachineError::InvalidDefinition {
+                    reason: format!("timer `{id}` needs exactly one of after / at"),
+                });
+            }
+        };
+        match fire_at {
+            Ok(fire_at) => {
+                self.record(
+                    HistoryKind::StepActivated,
+                    json!({"type": "timer", "fireAt": fire_at}),
+                );
+                self.settle(
+                    InstanceStatus::Waiting,
+                    Some(Waiting::Timer { fire_at }),
+                    Some(fire_at),
+                );
+            }
+            Err(e) => {
+                self.record(HistoryKind::StepActivated, json!({"type": "timer"}));
+                self.fail_instance(eval_failure(&e));
+            }
+        }
+        Ok(None)
+    }
+}
+
+fn eval_failure(e: &EvalError) -> Failure {
+    Failure {
+        code: EVALUATION_FAILED.into(),
+        message: e.to_string(),
+        retryable: false,
     }
 }
 
@@ -917,6 +919,7 @@ fn instant(value: &Value) -> Result<i64, EvalError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::workflow::def::{SHIPPED_DEFINITIONS, parse_definition};

@@ -612,6 +612,7 @@ fn find_cycles<'a>(succ: &BTreeMap<&'a str, Vec<&'a str>>) -> Vec<(&'a str, Vec<
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::workflow::def::{SHIPPED_DEFINITIONS, WorkflowDef};
@@ -898,7 +899,12 @@ mod tests {
         });
         assert_eq!(
             dangling,
-            [codes::WORKFLOW_STEP_NOT_FOUND, codes::WORKFLOW_NO_TERMINAL]
+            [
+                codes::WORKFLOW_STEP_NOT_FOUND,
+                codes::WORKFLOW_NO_TERMINAL,
+                codes::WORKFLOW_UNREACHABLE_STEP,
+            ],
+            "`done` loses its only predecessor"
         );
     }
 
