@@ -15,12 +15,19 @@
 //!   (memory, SQLite, PostgreSQL).
 //! - [`workflow`]: durable workflow definitions, validation, fingerprint, engine.
 
+pub mod authority;
+pub mod build_key;
+pub mod canonical;
+pub mod check;
+pub mod cli;
 pub mod clock;
+pub mod cluster;
 pub mod error;
 pub mod ids;
 pub mod model;
 pub mod rules;
 pub mod store;
+pub mod tui;
 pub mod workflow;
 
 pub use error::{Error, Result};

@@ -4,44 +4,7 @@ use sha2::{Digest, Sha256};
 
 use crate::model::event::{DedupOutcome, DedupRecord};
 
-/// Canonical JSON: object keys sorted, no insignificant whitespace. Two payloads that mean
-/// the same thing produce the same bytes whatever order their keys arrived in.
-#[must_use]
-pub fn canonical_json(value: &serde_json::Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &serde_json::Value, out: &mut String) {
-    match value {
-        serde_json::Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&serde_json::Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[key], out);
-            }
-            out.push('}');
-        }
-        serde_json::Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
+pub use crate::canonical::canonical_json;
 
 /// Hex SHA-256 of the canonical payload.
 #[must_use]

@@ -31,7 +31,7 @@ pub struct Overview {
 
 /// Turns a page of rows (ascending) into a [`Page`] with its continuation key.
 pub(crate) fn paged<T>(rows: Vec<T>, page: &PageRequest, key: impl Fn(&T) -> String) -> Page<T> {
-    let next = if rows.len() >= page.limit.max(1) { rows.last().map(&key) } else { None };
+    let next = if rows.len() >= page.limit.max(1) { if page.backwards { rows.first() } else { rows.last() }.map(&key) } else { None };
     Page { rows, next }
 }
 

@@ -60,10 +60,7 @@ pub enum OpenMode {
 pub fn open(url: &str, mode: OpenMode) -> Result<Store> {
     let backend: Arc<dyn super::Backend> = match StoreUrl::parse(url)? {
         StoreUrl::Memory => Arc::new(MemoryBackend::new()),
-        StoreUrl::Sqlite(path) => {
-            let _ = (path, mode);
-            return Err(Error::Unavailable("the sqlite provider is not built yet".into()));
-        }
+        StoreUrl::Sqlite(path) => Arc::new(super::sqlite::SqliteBackend::open(&path, mode)?),
         StoreUrl::Postgres(_) => return Err(Error::Unavailable("the postgres provider is not built yet".into())),
     };
     Ok(Store::new(backend, Arc::new(SystemClock), Arc::new(SeededIds::random())))

@@ -11,8 +11,9 @@ use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, DedupOutcome, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease, Schedule,
-    Subscription, WorkItem, WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, DedupOutcome, Grant, HistoryRecord, Ingestion, InstanceRow,
+    JournalEvent, Lease, Schedule, Subscription, WorkItem, WorkKind, WorkState,
+    WorkflowDefinitionRow, WriteRecord,
 };
 
 type SqlResult<T> = rusqlite::Result<T>;
@@ -43,12 +44,17 @@ fn get_json<T: DeserializeOwned>(row: &Row<'_>, col: &str) -> SqlResult<T> {
 
 fn get_json_opt<T: DeserializeOwned>(row: &Row<'_>, col: &str) -> SqlResult<Option<T>> {
     let text: Option<String> = row.get(col)?;
-    text.map(|t| serde_json::from_str(&t).map_err(|e| bad(col, Type::Text, e))).transpose()
+    text.map(|t| serde_json::from_str(&t).map_err(|e| bad(col, Type::Text, e)))
+        .transpose()
 }
 
 /// A `u64` as an SQLite integer; values beyond `i64::MAX` are refused, never wrapped.
 pub(super) fn int(v: u64) -> Result<i64> {
-    i64::try_from(v).map_err(|_| Error::Invalid(format!("{v} does not fit the store's 64-bit signed integers")))
+    i64::try_from(v).map_err(|_| {
+        Error::Invalid(format!(
+            "{v} does not fit the store's 64-bit signed integers"
+        ))
+    })
 }
 
 /// A `u64` query bound, saturated (a bound beyond every stored value stays beyond it).
@@ -63,7 +69,8 @@ pub(super) fn limit(n: usize) -> i64 {
 
 /// JSON text of a nested struct.
 pub(super) fn json<T: serde::Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(|e| Error::Invalid(format!("cannot encode a stored value: {e}")))
+    serde_json::to_string(value)
+        .map_err(|e| Error::Invalid(format!("cannot encode a stored value: {e}")))
 }
 
 /// When a non-terminal item next becomes claimable: the `due_at` claim column (mirrors the

@@ -16,8 +16,8 @@ use crate::model::event::DedupRecord;
 use crate::model::work::WorkFilter;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, Schedule,
-    Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease,
+    PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
@@ -37,7 +37,13 @@ pub(super) struct SqliteTx<'a> {
 
 impl<'a> SqliteTx<'a> {
     pub(super) fn new(conn: &'a Connection, label: &'a str, writable: bool) -> Self {
-        Self { conn, label, writable, revision: None, busy: Cell::new(false) }
+        Self {
+            conn,
+            label,
+            writable,
+            revision: None,
+            busy: Cell::new(false),
+        }
     }
 
     /// Whether a statement failed with physical contention.
@@ -55,7 +61,11 @@ impl<'a> SqliteTx<'a> {
     }
 
     fn writable(&self) -> Result<()> {
-        if self.writable { Ok(()) } else { Err(Error::ReadOnly("write inside a read transaction".into())) }
+        if self.writable {
+            Ok(())
+        } else {
+            Err(Error::ReadOnly("write inside a read transaction".into()))
+        }
     }
 
     fn exec(&self, sql: &str, p: impl Params) -> Result<usize> {
@@ -66,24 +76,36 @@ impl<'a> SqliteTx<'a> {
 
     fn one<T>(&self, sql: &str, p: impl Params, map: Map<T>) -> Result<Option<T>> {
         let conn = self.conn;
-        self.check(conn.prepare_cached(sql).and_then(|mut s| s.query_row(p, map).optional()))
+        self.check(
+            conn.prepare_cached(sql)
+                .and_then(|mut s| s.query_row(p, map).optional()),
+        )
     }
 
     fn all<T>(&self, sql: &str, p: impl Params, map: Map<T>) -> Result<Vec<T>> {
         let conn = self.conn;
-        self.check(conn.prepare_cached(sql).and_then(|mut s| s.query_map(p, map)?.collect()))
+        self.check(
+            conn.prepare_cached(sql)
+                .and_then(|mut s| s.query_map(p, map)?.collect()),
+        )
     }
 
     fn meta(&self, key: &str) -> Result<i64> {
         self.one("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))?
-            .ok_or_else(|| Error::Corrupt(format!("{}: the meta row {key:?} is missing", self.label)))
+            .ok_or_else(|| {
+                Error::Corrupt(format!("{}: the meta row {key:?} is missing", self.label))
+            })
     }
 
     /// Advances a meta counter by one and returns the new value.
     fn bump_meta(&self, key: &str) -> Result<i64> {
         self.writable()?;
-        self.one("UPDATE meta SET value = value + 1 WHERE key = ?1 RETURNING value", [key], |r| r.get(0))?
-            .ok_or_else(|| Error::Corrupt(format!("{}: the meta row {key:?} is missing", self.label)))
+        self.one(
+            "UPDATE meta SET value = value + 1 WHERE key = ?1 RETURNING value",
+            [key],
+            |r| r.get(0),
+        )?
+        .ok_or_else(|| Error::Corrupt(format!("{}: the meta row {key:?} is missing", self.label)))
     }
 
     /// One keyset page: rows of `from` matching `conds` strictly after (or, backwards,
@@ -100,12 +122,20 @@ impl<'a> SqliteTx<'a> {
         n: usize,
         map: Map<T>,
     ) -> Result<Vec<T>> {
-        let (cmp, dir) = if backwards { ("<", "DESC") } else { (">", "ASC") };
+        let (cmp, dir) = if backwards {
+            ("<", "DESC")
+        } else {
+            (">", "ASC")
+        };
         if let Some(after) = after {
             conds.push(format!("{key} {cmp} ?"));
             values.push(after);
         }
-        let filter = if conds.is_empty() { String::new() } else { format!(" WHERE {}", conds.join(" AND ")) };
+        let filter = if conds.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conds.join(" AND "))
+        };
         let sql = format!("SELECT * FROM {from}{filter} ORDER BY {key} {dir} LIMIT ?");
         values.push(Value::Integer(limit(n)));
         let mut rows = self.all(&sql, params_from_iter(values), map)?;
@@ -116,19 +146,48 @@ impl<'a> SqliteTx<'a> {
     }
 
     /// A page keyed by a text primary key, optionally narrowed by one equality.
-    fn text_page<T>(&self, table: &str, key: &str, eq: Option<(&str, &str)>, page: &PageRequest, map: Map<T>) -> Result<Vec<T>> {
+    fn text_page<T>(
+        &self,
+        table: &str,
+        key: &str,
+        eq: Option<(&str, &str)>,
+        page: &PageRequest,
+        map: Map<T>,
+    ) -> Result<Vec<T>> {
         let (conds, values) = match eq {
             Some((col, v)) => (vec![format!("{col} = ?")], vec![Value::Text(v.to_owned())]),
             None => (Vec::new(), Vec::new()),
         };
         let after = page.after.clone().map(Value::Text);
-        self.page(table, key, conds, values, after, page.backwards, page.limit.max(1), map)
+        self.page(
+            table,
+            key,
+            conds,
+            values,
+            after,
+            page.backwards,
+            page.limit.max(1),
+            map,
+        )
     }
 
     /// A page keyed by an integer id; the cursor is its decimal text (zero-padded is fine).
     fn numeric_page<T>(&self, table: &str, page: &PageRequest, map: Map<T>) -> Result<Vec<T>> {
-        let after = page.after.as_ref().and_then(|k| k.parse::<i64>().ok()).map(Value::Integer);
-        self.page(table, "id", Vec::new(), Vec::new(), after, page.backwards, page.limit.max(1), map)
+        let after = page
+            .after
+            .as_ref()
+            .and_then(|k| k.parse::<i64>().ok())
+            .map(Value::Integer);
+        self.page(
+            table,
+            "id",
+            Vec::new(),
+            Vec::new(),
+            after,
+            page.backwards,
+            page.limit.max(1),
+            map,
+        )
     }
 
     fn insert_work_row(&self, item: &WorkItem) -> Result<usize> {
@@ -144,7 +203,6 @@ impl<'a> SqliteTx<'a> {
     }
 }
 
-
 /// `?, ?, ?` for an IN list of `n` values.
 fn marks(n: usize) -> String {
     vec!["?"; n].join(", ")
@@ -153,7 +211,8 @@ fn marks(n: usize) -> String {
 impl Tx for SqliteTx<'_> {
     fn revision(&mut self) -> Result<u64> {
         let rev = self.meta("revision")?;
-        u64::try_from(rev).map_err(|_| Error::Corrupt(format!("{}: negative revision {rev}", self.label)))
+        u64::try_from(rev)
+            .map_err(|_| Error::Corrupt(format!("{}: negative revision {rev}", self.label)))
     }
 
     fn commit_revision(&mut self) -> Result<u64> {
@@ -162,7 +221,8 @@ impl Tx for SqliteTx<'_> {
             return Ok(rev);
         }
         let rev = self.bump_meta("revision")?;
-        let rev = u64::try_from(rev).map_err(|_| Error::Corrupt(format!("{}: negative revision {rev}", self.label)))?;
+        let rev = u64::try_from(rev)
+            .map_err(|_| Error::Corrupt(format!("{}: negative revision {rev}", self.label)))?;
         self.revision = Some(rev);
         Ok(rev)
     }
@@ -179,23 +239,29 @@ impl Tx for SqliteTx<'_> {
     fn counters(&mut self, prefix: &str) -> Result<Vec<(String, i64)>> {
         // A range seek on the primary key from `prefix`, stopping at the first name past it.
         let conn = self.conn;
-        let rows = conn.prepare_cached("SELECT name, value FROM counters WHERE name >= ?1 ORDER BY name").and_then(|mut s| {
-            let mut rows = s.query([prefix])?;
-            let mut out = Vec::new();
-            while let Some(row) = rows.next()? {
-                let name: String = row.get(0)?;
-                if !name.starts_with(prefix) {
-                    break;
+        let rows = conn
+            .prepare_cached("SELECT name, value FROM counters WHERE name >= ?1 ORDER BY name")
+            .and_then(|mut s| {
+                let mut rows = s.query([prefix])?;
+                let mut out = Vec::new();
+                while let Some(row) = rows.next()? {
+                    let name: String = row.get(0)?;
+                    if !name.starts_with(prefix) {
+                        break;
+                    }
+                    out.push((name, row.get(1)?));
                 }
-                out.push((name, row.get(1)?));
-            }
-            Ok(out)
-        });
+                Ok(out)
+            });
         self.check(rows)
     }
 
     fn lease(&mut self, resource: &str) -> Result<Option<Lease>> {
-        self.one("SELECT * FROM leases WHERE resource_id = ?1", [resource], rows::lease)
+        self.one(
+            "SELECT * FROM leases WHERE resource_id = ?1",
+            [resource],
+            rows::lease,
+        )
     }
 
     fn put_lease(&mut self, lease: &Lease) -> Result<()> {
@@ -258,7 +324,7 @@ impl Tx for SqliteTx<'_> {
 
     fn claimable_work(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
         self.all(
-            "SELECT * FROM work WHERE compat = ?1 AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
+            "SELECT * FROM work INDEXED BY work_claim WHERE compat = ?1 AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
             params![compat, now, limit(n)],
             rows::work,
         )
@@ -276,17 +342,24 @@ impl Tx for SqliteTx<'_> {
         // One filter leads through its `(column, id)` index (one seek per value, merged);
         // the others narrow the rows that index yields.
         let text = |v: &str| Value::Text(v.to_owned());
-        let (lead, lead_values): (Option<(&str, &str)>, Vec<Value>) = if let Some(owner) = &filter.owner {
-            (Some(("work_owner", "owner_id")), vec![text(owner)])
-        } else if !states.is_empty() {
-            (Some(("work_state", "state")), states.iter().map(|s| text(s)).collect())
-        } else if !compats.is_empty() {
-            (Some(("work_compat", "compat")), compats.iter().map(|c| text(c)).collect())
-        } else if let Some(kind) = filter.kind {
-            (Some(("work_kind", "kind")), vec![text(kind.as_str())])
-        } else {
-            (None, Vec::new())
-        };
+        let (lead, lead_values): (Option<(&str, &str)>, Vec<Value>) =
+            if let Some(owner) = &filter.owner {
+                (Some(("work_owner", "owner_id")), vec![text(owner)])
+            } else if !states.is_empty() {
+                (
+                    Some(("work_state", "state")),
+                    states.iter().map(|s| text(s)).collect(),
+                )
+            } else if !compats.is_empty() {
+                (
+                    Some(("work_compat", "compat")),
+                    compats.iter().map(|c| text(c)).collect(),
+                )
+            } else if let Some(kind) = filter.kind {
+                (Some(("work_kind", "kind")), vec![text(kind.as_str())])
+            } else {
+                (None, Vec::new())
+            };
         let lead_col = lead.map(|(_, col)| col);
         let mut conds = Vec::new();
         let mut values = Vec::new();
@@ -312,7 +385,16 @@ impl Tx for SqliteTx<'_> {
         }
         let after = page.after.clone().map(Value::Text);
         let Some((index, col)) = lead else {
-            return self.page("work", "id", conds, values, after, page.backwards, n, rows::work);
+            return self.page(
+                "work",
+                "id",
+                conds,
+                values,
+                after,
+                page.backwards,
+                n,
+                rows::work,
+            );
         };
         let from = format!("work INDEXED BY {index}");
         let mut rows = Vec::new();
@@ -321,7 +403,16 @@ impl Tx for SqliteTx<'_> {
             c.extend(conds.iter().cloned());
             let mut p = vec![v];
             p.extend(values.iter().cloned());
-            rows.extend(self.page(&from, "id", c, p, after.clone(), page.backwards, n, rows::work)?);
+            rows.extend(self.page(
+                &from,
+                "id",
+                c,
+                p,
+                after.clone(),
+                page.backwards,
+                n,
+                rows::work,
+            )?);
         }
         rows.sort_by(|a, b| a.id.cmp(&b.id));
         if page.backwards {
@@ -335,21 +426,31 @@ impl Tx for SqliteTx<'_> {
 
     fn oldest_waiting_work(&mut self) -> Result<Option<Millis>> {
         self.one(
-            "SELECT next_eligible_at FROM work WHERE state IN ('pending', 'retry') ORDER BY next_eligible_at LIMIT 1",
+            "SELECT next_eligible_at FROM work INDEXED BY work_waiting WHERE state IN ('pending', 'retry') ORDER BY next_eligible_at LIMIT 1",
             [],
             |r| r.get(0),
         )
     }
 
     fn dedup(&mut self, source: &str, external_id: &str) -> Result<Option<DedupRecord>> {
-        self.one("SELECT * FROM dedup WHERE source = ?1 AND external_id = ?2", [source, external_id], rows::dedup)
+        self.one(
+            "SELECT * FROM dedup WHERE source = ?1 AND external_id = ?2",
+            [source, external_id],
+            rows::dedup,
+        )
     }
 
     fn put_dedup(&mut self, record: &DedupRecord) -> Result<()> {
         self.exec(
             "INSERT OR REPLACE INTO dedup (source, external_id, fingerprint, seq, first_seen_at)
              VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![record.source, record.external_id, record.fingerprint, record.seq, record.first_seen_at],
+            params![
+                record.source,
+                record.external_id,
+                record.fingerprint,
+                record.seq,
+                record.first_seen_at
+            ],
         )?;
         Ok(())
     }
@@ -359,20 +460,40 @@ impl Tx for SqliteTx<'_> {
         self.exec(
             "INSERT INTO journal (seq, event_type, source, external_id, payload, fingerprint, at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![seq, event.event_type, event.source, event.external_id, event.payload, event.fingerprint, event.at],
+            params![
+                seq,
+                event.event_type,
+                event.source,
+                event.external_id,
+                event.payload,
+                event.fingerprint,
+                event.at
+            ],
         )?;
-        self.exec("DELETE FROM journal WHERE seq <= ?1", [seq - RETENTION.journal_events])?;
+        self.exec(
+            "DELETE FROM journal WHERE seq <= ?1",
+            [seq - RETENTION.journal_events],
+        )?;
         Ok(seq)
     }
 
-    fn journal_after(&mut self, after: i64, event_type: Option<&str>, n: usize) -> Result<Vec<JournalEvent>> {
+    fn journal_after(
+        &mut self,
+        after: i64,
+        event_type: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<JournalEvent>> {
         match event_type {
             Some(t) => self.all(
                 "SELECT * FROM journal WHERE event_type = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
                 params![t, after, limit(n)],
                 rows::journal,
             ),
-            None => self.all("SELECT * FROM journal WHERE seq > ?1 ORDER BY seq LIMIT ?2", params![after, limit(n)], rows::journal),
+            None => self.all(
+                "SELECT * FROM journal WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                params![after, limit(n)],
+                rows::journal,
+            ),
         }
     }
 
@@ -393,7 +514,11 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn subscription(&mut self, id: &str) -> Result<Option<Subscription>> {
-        self.one("SELECT * FROM subscriptions WHERE subscription_id = ?1", [id], rows::subscription)
+        self.one(
+            "SELECT * FROM subscriptions WHERE subscription_id = ?1",
+            [id],
+            rows::subscription,
+        )
     }
 
     fn put_subscription(&mut self, sub: &Subscription) -> Result<()> {
@@ -401,17 +526,34 @@ impl Tx for SqliteTx<'_> {
             "INSERT OR REPLACE INTO subscriptions
                 (subscription_id, event_type, sequence, generation, updated_at, updated_by)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![sub.subscription_id, sub.event_type, int(sub.sequence)?, int(sub.generation)?, sub.updated_at, sub.updated_by],
+            params![
+                sub.subscription_id,
+                sub.event_type,
+                int(sub.sequence)?,
+                int(sub.generation)?,
+                sub.updated_at,
+                sub.updated_by
+            ],
         )?;
         Ok(())
     }
 
     fn list_subscriptions(&mut self, page: &PageRequest) -> Result<Vec<Subscription>> {
-        self.text_page("subscriptions", "subscription_id", None, page, rows::subscription)
+        self.text_page(
+            "subscriptions",
+            "subscription_id",
+            None,
+            page,
+            rows::subscription,
+        )
     }
 
     fn schedule(&mut self, id: &str) -> Result<Option<Schedule>> {
-        self.one("SELECT * FROM schedules WHERE schedule_id = ?1", [id], rows::schedule)
+        self.one(
+            "SELECT * FROM schedules WHERE schedule_id = ?1",
+            [id],
+            rows::schedule,
+        )
     }
 
     fn put_schedule(&mut self, s: &Schedule) -> Result<()> {
@@ -447,7 +589,11 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn authority(&mut self, id: &str) -> Result<Option<Authority>> {
-        self.one("SELECT * FROM authorities WHERE instance_id = ?1", [id], rows::authority)
+        self.one(
+            "SELECT * FROM authorities WHERE instance_id = ?1",
+            [id],
+            rows::authority,
+        )
     }
 
     fn put_authority(&mut self, a: &Authority) -> Result<()> {
@@ -465,11 +611,18 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn idempotent_answer(&mut self, key: &str) -> Result<Option<String>> {
-        self.one("SELECT answer FROM idempotency WHERE key = ?1", [key], |r| r.get(0))
+        self.one(
+            "SELECT answer FROM idempotency WHERE key = ?1",
+            [key],
+            |r| r.get(0),
+        )
     }
 
     fn put_idempotent_answer(&mut self, key: &str, answer: &str, at: Millis) -> Result<()> {
-        self.exec("INSERT OR REPLACE INTO idempotency (key, answer, at) VALUES (?1, ?2, ?3)", params![key, answer, at])?;
+        self.exec(
+            "INSERT OR REPLACE INTO idempotency (key, answer, at) VALUES (?1, ?2, ?3)",
+            params![key, answer, at],
+        )?;
         Ok(())
     }
 
@@ -550,7 +703,11 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn definition(&mut self, workflow_id: &str) -> Result<Option<WorkflowDefinitionRow>> {
-        self.one("SELECT * FROM definitions WHERE workflow_id = ?1", [workflow_id], rows::definition)
+        self.one(
+            "SELECT * FROM definitions WHERE workflow_id = ?1",
+            [workflow_id],
+            rows::definition,
+        )
     }
 
     fn list_definitions(&mut self, page: &PageRequest) -> Result<Vec<WorkflowDefinitionRow>> {
@@ -558,11 +715,19 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn instance(&mut self, id: &str) -> Result<Option<InstanceRow>> {
-        self.one("SELECT * FROM instances WHERE instance_id = ?1", [id], rows::instance)
+        self.one(
+            "SELECT * FROM instances WHERE instance_id = ?1",
+            [id],
+            rows::instance,
+        )
     }
 
     fn instance_by_start_key(&mut self, start_key: &str) -> Result<Option<InstanceRow>> {
-        self.one("SELECT * FROM instances WHERE start_key = ?1", [start_key], rows::instance)
+        self.one(
+            "SELECT * FROM instances WHERE start_key = ?1",
+            [start_key],
+            rows::instance,
+        )
     }
 
     fn insert_instance(&mut self, row: &InstanceRow) -> Result<()> {
@@ -595,22 +760,52 @@ impl Tx for SqliteTx<'_> {
         Ok(())
     }
 
-    fn runnable_instances(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<InstanceRow>> {
+    fn runnable_instances(
+        &mut self,
+        compat: &str,
+        now: Millis,
+        n: usize,
+    ) -> Result<Vec<InstanceRow>> {
         self.all(
-            "SELECT * FROM instances WHERE compat = ?1 AND next_eligible_at <= ?2
+            "SELECT * FROM instances INDEXED BY instances_runnable WHERE compat = ?1 AND next_eligible_at <= ?2
              ORDER BY next_eligible_at, instance_id LIMIT ?3",
             params![compat, now, limit(n)],
             rows::instance,
         )
     }
 
-    fn instances_waiting_for(&mut self, event_type: &str, after: Option<&str>, n: usize) -> Result<Vec<InstanceRow>> {
-        let page = PageRequest { after: after.map(str::to_owned), limit: n, backwards: false };
-        self.text_page("instances", "instance_id", Some(("waiting_event", event_type)), &page, rows::instance)
+    fn instances_waiting_for(
+        &mut self,
+        event_type: &str,
+        after: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<InstanceRow>> {
+        let page = PageRequest {
+            after: after.map(str::to_owned),
+            limit: n,
+            backwards: false,
+        };
+        self.text_page(
+            "instances",
+            "instance_id",
+            Some(("waiting_event", event_type)),
+            &page,
+            rows::instance,
+        )
     }
 
-    fn list_instances(&mut self, status: Option<&str>, page: &PageRequest) -> Result<Vec<InstanceRow>> {
-        self.text_page("instances", "instance_id", status.map(|s| ("status", s)), page, rows::instance)
+    fn list_instances(
+        &mut self,
+        status: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Vec<InstanceRow>> {
+        self.text_page(
+            "instances",
+            "instance_id",
+            status.map(|s| ("status", s)),
+            page,
+            rows::instance,
+        )
     }
 
     fn add_history(&mut self, h: &HistoryRecord) -> Result<()> {
@@ -618,17 +813,34 @@ impl Tx for SqliteTx<'_> {
             "INSERT OR REPLACE INTO history
                 (instance_id, position, instance_revision, kind, at, step_id, activation_id, detail)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![h.instance_id, int(h.position)?, int(h.instance_revision)?, h.kind, h.at, h.step_id, h.activation_id, h.detail],
+            params![
+                h.instance_id,
+                int(h.position)?,
+                int(h.instance_revision)?,
+                h.kind,
+                h.at,
+                h.step_id,
+                h.activation_id,
+                h.detail
+            ],
         )?;
         Ok(())
     }
 
     fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>> {
-        self.all("SELECT * FROM history WHERE instance_id = ?1 ORDER BY position", [instance_id], rows::history)
+        self.all(
+            "SELECT * FROM history WHERE instance_id = ?1 ORDER BY position",
+            [instance_id],
+            rows::history,
+        )
     }
 
     fn action_outcome(&mut self, invocation_id: &str) -> Result<Option<ActionOutcome>> {
-        self.one("SELECT * FROM action_outcomes WHERE invocation_id = ?1", [invocation_id], rows::outcome)
+        self.one(
+            "SELECT * FROM action_outcomes WHERE invocation_id = ?1",
+            [invocation_id],
+            rows::outcome,
+        )
     }
 
     fn put_action_outcome(&mut self, o: &ActionOutcome) -> Result<()> {

@@ -1,0 +1,156 @@
+//! The host knobs of one authority (axiom §17). None changes a semantic guarantee; an
+//! unsafe combination is refused when the authority is constructed, never discovered at
+//! runtime.
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::rules::lease::MIN_LEASE_MS;
+
+/// Default lease window (axiom §17).
+pub const DEFAULT_LEASE_DURATION_MS: Millis = 30_000;
+/// Default renew cadence: a third of the lease window.
+pub const DEFAULT_RENEW_INTERVAL_MS: Millis = 10_000;
+/// Default in-flight items per authority.
+pub const DEFAULT_WORKER_CONCURRENCY: usize = 4;
+/// Default items claimed per poll.
+pub const DEFAULT_CLAIM_BATCH_SIZE: usize = 32;
+/// Default durable-state re-observation cadence.
+pub const DEFAULT_POLL_INTERVAL_MS: Millis = 1_000;
+/// Default heartbeat cadence (what the dashboard assumes when a registration omits it).
+pub const DEFAULT_HEARTBEAT_INTERVAL_MS: Millis = 10_000;
+
+/// One authority's identity and runtime knobs. Serialised (camelCase) into its
+/// registration row, where the dashboard reads `leaseDurationMs` and `heartbeatIntervalMs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthorityConfig {
+    /// This authority's identity (owner id of everything it claims).
+    pub instance_id: String,
+    /// Human build tag; its compatibility key decides which items it may claim.
+    pub build: String,
+    /// Lease window: an unrenewed claim becomes reclaimable after this.
+    pub lease_duration_ms: Millis,
+    /// Renew cadence. Must be `< lease_duration_ms`; `<= lease_duration_ms / 2` recommended.
+    pub renew_interval_ms: Millis,
+    /// Max in-flight durable work items (work items and workflow steps together).
+    pub worker_concurrency: usize,
+    /// Max items claimed per poll.
+    pub claim_batch_size: usize,
+    /// How often durable state is re-observed (claims, schedule firings).
+    pub poll_interval_ms: Millis,
+    /// How often the registration row's heartbeat is refreshed.
+    pub heartbeat_interval_ms: Millis,
+}
+
+impl AuthorityConfig {
+    /// The seed's defaults for `instance_id` running build `build`.
+    #[must_use]
+    pub fn new(instance_id: impl Into<String>, build: impl Into<String>) -> Self {
+        Self {
+            instance_id: instance_id.into(),
+            build: build.into(),
+            lease_duration_ms: DEFAULT_LEASE_DURATION_MS,
+            renew_interval_ms: DEFAULT_RENEW_INTERVAL_MS,
+            worker_concurrency: DEFAULT_WORKER_CONCURRENCY,
+            claim_batch_size: DEFAULT_CLAIM_BATCH_SIZE,
+            poll_interval_ms: DEFAULT_POLL_INTERVAL_MS,
+            heartbeat_interval_ms: DEFAULT_HEARTBEAT_INTERVAL_MS,
+        }
+    }
+
+    /// The same config with another lease window and renew cadence (validated later, by
+    /// [`Self::validate`] at construction of the authority).
+    #[must_use]
+    pub fn with_timing(mut self, lease_duration_ms: Millis, renew_interval_ms: Millis) -> Self {
+        self.lease_duration_ms = lease_duration_ms;
+        self.renew_interval_ms = renew_interval_ms;
+        self
+    }
+
+    /// Refuses unsafe or meaningless knobs: `renewIntervalMs >= leaseDurationMs` (a lease
+    /// could lapse between renewals, so fencing would only probabilistically hold), zero
+    /// or negative intervals, zero concurrency or batch size, an empty identity.
+    ///
+    /// # Errors
+    /// `INVALID` naming the offending knob.
+    pub fn validate(&self) -> Result<()> {
+        let invalid = |msg: String| Err(Error::Invalid(msg));
+        if self.instance_id.trim().is_empty() {
+            return invalid("instanceId must not be empty".into());
+        }
+        if self.build.trim().is_empty() {
+            return invalid("build must not be empty".into());
+        }
+        if self.lease_duration_ms < MIN_LEASE_MS {
+            return invalid(format!("leaseDurationMs must be at least {MIN_LEASE_MS} ms, got {}", self.lease_duration_ms));
+        }
+        for (name, value) in [
+            ("renewIntervalMs", self.renew_interval_ms),
+            ("pollIntervalMs", self.poll_interval_ms),
+            ("heartbeatIntervalMs", self.heartbeat_interval_ms),
+        ] {
+            if value <= 0 {
+                return invalid(format!("{name} must be positive, got {value}"));
+            }
+        }
+        if self.renew_interval_ms >= self.lease_duration_ms {
+            return invalid(format!(
+                "renewIntervalMs ({}) must be less than leaseDurationMs ({}); at most half is recommended",
+                self.renew_interval_ms, self.lease_duration_ms
+            ));
+        }
+        if self.worker_concurrency == 0 {
+            return invalid("workerConcurrency must be at least 1".into());
+        }
+        if self.claim_batch_size == 0 {
+            return invalid("claimBatchSize must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// The config as the JSON text stored in the registration row.
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".into())
+    }
+}
+
+/// A fresh instance id for a process started without `--instance`: `<host>-<pid>-<hex>`.
+#[must_use]
+pub fn generated_instance_id() -> String {
+    let ids = crate::ids::SeededIds::random();
+    let suffix = crate::ids::IdSource::next_id(&ids, "");
+    format!("{}-{}{}", host_name(), std::process::id(), &suffix[..suffix.len().min(7)])
+}
+
+/// This host's name, from `HOSTNAME` or `/etc/hostname`, else `localhost`.
+#[must_use]
+pub fn host_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_seeds_and_valid() {
+        let c = AuthorityConfig::new("a", "v1");
+        assert_eq!((c.lease_duration_ms, c.renew_interval_ms, c.worker_concurrency, c.claim_batch_size, c.poll_interval_ms), (30_000, 10_000, 4, 32, 1_000));
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn renew_not_below_lease_is_refused() {
+        let err = AuthorityConfig::new("a", "v1").with_timing(1_000, 1_000).validate().unwrap_err();
+        assert_eq!(err.code(), "INVALID");
+        assert!(err.to_string().contains("renewIntervalMs"));
+    }
+}

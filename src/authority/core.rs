@@ -1,0 +1,784 @@
+//! The authority as step functions: no tokio, no sleeping, time from the store's clock.
+//!
+//! A driver calls, on its own cadence: [`AuthorityCore::poll`] (fire due schedules, claim
+//! work and runnable workflow instances up to free concurrency), then for each [`Job`]
+//! [`AuthorityCore::execute`] (run the handler — possibly on another thread) and
+//! [`AuthorityCore::finish`] (record the outcome under the fence); [`AuthorityCore::renew`]
+//! on the renew cadence, [`AuthorityCore::heartbeat`], [`AuthorityCore::flush`] (retry
+//! outcomes a store failure deferred) and finally [`AuthorityCore::shutdown`]. The tokio
+//! runtime ([`super::runtime`]) and the simulated cluster ([`crate::cluster`]) are two
+//! drivers over this one implementation.
+//!
+//! Every write is fenced in the store; this file only decides what to present. A refusal
+//! (`WORK_FENCED`, `already-terminal`, …) is counted and never retried as success; a
+//! fenced renewal marks the job lost, and a lost job's outcome is dropped.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+
+use serde_json::Value;
+
+use super::config::{AuthorityConfig, host_name};
+use super::handlers::{AttemptContext, AttemptKind, HandlerOutcome, Pace, Workload};
+use super::stats::{ExecLog, ExecRecord, Stats};
+use crate::build_key::compatibility_key;
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::model::{Authority, FailureClass, Subscription, WorkItem, WorkKind, WorkState};
+use crate::store::{Completion, Store};
+use crate::workflow::engine::{Claimed, Engine, Next};
+use crate::workflow::machine::{self, ActionRequest, Trigger};
+
+/// Schedules examined per poll.
+const SCHEDULES_PER_POLL: usize = 64;
+/// Journal events delivered per cursor attempt.
+const CURSOR_BATCH: usize = 64;
+
+/// What a job works on.
+#[derive(Debug, Clone)]
+pub enum Task {
+    /// A claimed work item (effect, schedule firing, cursor).
+    Work(WorkItem),
+    /// A workflow instance whose lease this authority holds.
+    Workflow(Box<Claimed>),
+}
+
+/// One claimed unit of work, owned until it is finished, lost or released.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Local id, unique per core.
+    pub id: u64,
+    pub task: Task,
+    pub claimed_at: Millis,
+}
+
+impl Job {
+    /// The fenced resource: the work item id, or `wf:<instanceId>`.
+    #[must_use]
+    pub fn resource(&self) -> String {
+        match &self.task {
+            Task::Work(item) => item.id.clone(),
+            Task::Workflow(c) => format!("wf:{}", c.row.instance_id),
+        }
+    }
+
+    /// The generation this job holds.
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        match &self.task {
+            Task::Work(item) => item.generation,
+            Task::Workflow(c) => c.lease.generation,
+        }
+    }
+
+    /// `effect`, `schedule`, `cursor` or `workflow`.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match &self.task {
+            Task::Work(item) => item.kind.as_str(),
+            Task::Workflow(_) => "workflow",
+        }
+    }
+}
+
+/// What executing a job produced, before it is recorded.
+#[derive(Debug, Clone)]
+pub enum Exec {
+    /// A work item's handler ran. For a cursor, `advance_to` is the journal seq to move
+    /// the cursor to (set while the advance is still to be written).
+    Work { outcome: HandlerOutcome, advance_to: Option<u64>, delivered: u64 },
+    /// A cursor with nothing new to deliver: hand it back for a later look.
+    CursorIdle,
+    /// A workflow instance with nothing due.
+    WorkflowIdle,
+    /// A workflow trigger to apply (recorded outcome, timer, matched event, timeout).
+    WorkflowApply(Trigger),
+    /// A workflow action ran.
+    WorkflowRan { request: ActionRequest, outcome: HandlerOutcome },
+    /// The attempt could not start (a store failure reading its input): hand it back.
+    Aborted(String),
+}
+
+/// A job's execution result and the time it took.
+#[derive(Debug, Clone)]
+pub struct Executed {
+    pub job_id: u64,
+    pub exec: Exec,
+    /// Time the handler spent ([`AttemptContext::spend`]): virtual latency in the cluster.
+    pub spent_ms: Millis,
+}
+
+/// How finishing a job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finished {
+    Completed,
+    RetryScheduled,
+    Failed,
+    /// A cursor (or aborted item) handed back to pending.
+    Yielded,
+    /// A workflow transition committed.
+    Transitioned,
+    /// A workflow instance lease given back with nothing due.
+    Released,
+    /// The store refused the write; the code says why (`WORK_FENCED`, …).
+    Refused(String),
+    /// Nothing was written: `uncertain` (the attempt's outcome is unknown), `lost` (the
+    /// claim was taken over), `not-owned` (already released or finished).
+    Abandoned(&'static str),
+    /// A store failure: the outcome is kept and [`AuthorityCore::flush`] retries it.
+    Deferred(String),
+}
+
+/// Renewal results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Renewed {
+    pub renewed: usize,
+    pub lost: usize,
+    pub failed: usize,
+}
+
+struct InFlight {
+    job: Job,
+    lost: bool,
+    deferred: Option<Executed>,
+}
+
+#[derive(Default)]
+struct CoreState {
+    next_job: u64,
+    inflight: BTreeMap<u64, InFlight>,
+    stopping: bool,
+    stats: Stats,
+}
+
+/// One authority's logic over a store. All methods take `&self`; share it in an `Arc`.
+pub struct AuthorityCore {
+    store: Store,
+    config: AuthorityConfig,
+    compat: String,
+    engine: Engine,
+    workload: Workload,
+    pace: Pace,
+    exec_log: Option<ExecLog>,
+    host: String,
+    state: Mutex<CoreState>,
+}
+
+fn classify(result: Result<WorkItem>) -> Result<Finished> {
+    match result {
+        Ok(item) => Ok(match item.state {
+            WorkState::Succeeded => Finished::Completed,
+            WorkState::Retry => Finished::RetryScheduled,
+            WorkState::Failed => Finished::Failed,
+            WorkState::Pending | WorkState::Claimed => Finished::Yielded,
+        }),
+        Err(e) if e.is_store_failure() => Err(e),
+        Err(e) => Ok(Finished::Refused(e.code().to_owned())),
+    }
+}
+
+/// Turns a semantic refusal into `Ok(Some(Refused))`, passing store failures up.
+fn refusal<T>(result: Result<T>) -> Result<std::result::Result<T, Finished>> {
+    match result {
+        Ok(v) => Ok(Ok(v)),
+        Err(e) if e.is_store_failure() => Err(e),
+        Err(e) => Ok(Err(Finished::Refused(e.code().to_owned()))),
+    }
+}
+
+impl AuthorityCore {
+    /// An authority over `store` (whose clock it reads) with `config`, running `workload`.
+    ///
+    /// # Errors
+    /// `INVALID` for an unsafe config (see [`AuthorityConfig::validate`]).
+    pub fn new(store: Store, config: AuthorityConfig, workload: Workload, pace: Pace) -> Result<Self> {
+        config.validate()?;
+        let compat = compatibility_key(&config.build).digest();
+        let engine = Engine::new(store.clone(), &config.instance_id, &compat);
+        let stats = Stats { instance_id: config.instance_id.clone(), build: config.build.clone(), ..Stats::default() };
+        Ok(Self {
+            store,
+            compat,
+            engine,
+            workload,
+            pace,
+            exec_log: None,
+            host: host_name(),
+            config,
+            state: Mutex::new(CoreState { stats, ..CoreState::default() }),
+        })
+    }
+
+    /// Writes one JSON line per physical attempt to `log`.
+    #[must_use]
+    pub fn with_exec_log(mut self, log: ExecLog) -> Self {
+        self.exec_log = Some(log);
+        self
+    }
+
+    /// Reports `host` in the registration instead of this machine's name.
+    #[must_use]
+    pub fn with_host(mut self, host: impl Into<String>) -> Self {
+        self.host = host.into();
+        self
+    }
+
+    fn state(&self) -> MutexGuard<'_, CoreState> {
+        // The state is plain counters and maps; a panic elsewhere cannot leave it torn.
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    #[must_use]
+    pub fn config(&self) -> &AuthorityConfig {
+        &self.config
+    }
+
+    #[must_use]
+    pub fn id(&self) -> &str {
+        &self.config.instance_id
+    }
+
+    /// The compat digest this authority claims under.
+    #[must_use]
+    pub fn compat(&self) -> &str {
+        &self.compat
+    }
+
+    #[must_use]
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// A snapshot of the counters.
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        self.state().stats.clone()
+    }
+
+    /// Jobs owned right now (claimed and not yet finished, lost or released).
+    #[must_use]
+    pub fn inflight(&self) -> usize {
+        self.state().inflight.len()
+    }
+
+    /// Whether [`Self::shutdown`] has begun.
+    #[must_use]
+    pub fn is_stopping(&self) -> bool {
+        self.state().stopping
+    }
+
+    /// Stops claiming; owned jobs still finish. [`Self::shutdown`] implies it.
+    pub fn stop_claiming(&self) {
+        self.state().stopping = true;
+    }
+
+    /// Registers this authority (identity, compat, build, config, heartbeat).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn register(&self) -> Result<()> {
+        let now = self.store.now();
+        self.store.register_authority(&Authority {
+            instance_id: self.config.instance_id.clone(),
+            compat: self.compat.clone(),
+            build: self.config.build.clone(),
+            config: self.config.to_json(),
+            started_at: now,
+            heartbeat_at: now,
+            stopped_at: None,
+            host: self.host.clone(),
+            pid: std::process::id(),
+        })
+    }
+
+    /// Refreshes the heartbeat.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn heartbeat(&self) -> Result<()> {
+        let out = self.store.heartbeat(&self.config.instance_id, false);
+        self.note_store_error(&out);
+        out
+    }
+
+    fn note_store_error<T>(&self, result: &Result<T>) {
+        if let Err(e) = result {
+            if e.is_store_failure() {
+                self.state().stats.store_errors += 1;
+            }
+        }
+    }
+
+    /// Fires due schedules and claims up to the free concurrency: workflow instances (up
+    /// to half the free slots) and work items (the rest, at most `claimBatchSize`).
+    ///
+    /// # Errors
+    /// A store failure (nothing half-claimed: each claim is one transaction).
+    pub fn poll(&self) -> Result<Vec<Job>> {
+        let out = self.poll_inner();
+        self.note_store_error(&out);
+        out
+    }
+
+    fn poll_inner(&self) -> Result<Vec<Job>> {
+        let free = {
+            let st = self.state();
+            if st.stopping {
+                return Ok(Vec::new());
+            }
+            self.config.worker_concurrency.saturating_sub(st.inflight.len())
+        };
+        let fired = self.store.fire_due_schedules(SCHEDULES_PER_POLL)?;
+        self.state().stats.schedules_fired += fired as u64;
+        if free == 0 {
+            return Ok(Vec::new());
+        }
+        let lease = self.config.lease_duration_ms;
+        let batch = self.config.claim_batch_size;
+        let now = self.store.now();
+
+        // Workflow instances: note which leases are being taken over (expired, unreleased).
+        let wf_limit = free.div_ceil(2).min(batch);
+        let wf_expired: BTreeMap<String, Millis> = self.store.read(|tx| {
+            let mut expired = BTreeMap::new();
+            for row in tx.runnable_instances(&self.compat, now, wf_limit)? {
+                let res = format!("wf:{}", row.instance_id);
+                if let Some(l) = tx.lease(&res)? {
+                    if l.released_at.is_none() && l.expires_at <= now {
+                        expired.insert(res, l.expires_at);
+                    }
+                }
+            }
+            Ok(expired)
+        })?;
+        let instances = self.engine.claim(wf_limit, lease)?;
+
+        // Work items: note which claims are being taken over.
+        let work_limit = free.saturating_sub(instances.len()).min(batch);
+        let mut items = Vec::new();
+        let mut work_expired: BTreeMap<String, Millis> = BTreeMap::new();
+        if work_limit > 0 {
+            work_expired = self.store.read(|tx| {
+                Ok(tx
+                    .claimable_work(&self.compat, now, work_limit)?
+                    .into_iter()
+                    .filter(|w| w.state == WorkState::Claimed)
+                    .filter_map(|w| w.lease_expires_at.map(|e| (w.id, e)))
+                    .collect())
+            })?;
+            items = self.store.claim_batch(&self.config.instance_id, &self.compat, work_limit, lease)?;
+        }
+
+        let mut st = self.state();
+        let mut jobs = Vec::with_capacity(instances.len() + items.len());
+        let tasks = instances
+            .into_iter()
+            .map(|c| {
+                let res = format!("wf:{}", c.row.instance_id);
+                (wf_expired.get(&res).copied(), Task::Workflow(Box::new(c)))
+            })
+            .chain(items.into_iter().map(|i| (work_expired.get(&i.id).copied(), Task::Work(i))));
+        for (expired, task) in tasks {
+            st.stats.claims += 1;
+            if matches!(task, Task::Workflow(_)) {
+                st.stats.workflow_claims += 1;
+            }
+            if let Some(expired_at) = expired {
+                st.stats.reclaims += 1;
+                st.stats.reclaim_latencies_ms.push((now - expired_at).max(0));
+            }
+            st.next_job += 1;
+            let job = Job { id: st.next_job, task, claimed_at: now };
+            st.inflight.insert(job.id, InFlight { job: job.clone(), lost: false, deferred: None });
+            jobs.push(job);
+        }
+        Ok(jobs)
+    }
+
+    /// Runs a job: the handler for a work item (for a cursor, with the journal events
+    /// after the durable cursor), or the workflow engine's decision and, when an action is
+    /// due, its handler. Writes nothing; safe to call on a worker thread.
+    #[must_use]
+    pub fn execute(&self, job: &Job) -> Executed {
+        let owner = &self.config.instance_id;
+        let seed = self.workload.seed();
+        let (exec, spent_ms) = match &job.task {
+            Task::Work(item) => {
+                let payload: Value = serde_json::from_str(&item.payload).unwrap_or_else(|_| Value::String(item.payload.clone()));
+                let kind = match item.kind {
+                    WorkKind::Effect => AttemptKind::Effect,
+                    WorkKind::Schedule => AttemptKind::Schedule,
+                    WorkKind::Cursor => AttemptKind::Cursor,
+                };
+                let mut ctx = AttemptContext::new(&item.id, kind, &item.handler, payload, &item.logical_effect_id, &item.idempotency_key, item.attempt_number, owner, item.generation, seed, self.pace);
+                if kind == AttemptKind::Cursor {
+                    let sub_id = subscription_id(item);
+                    match self.cursor_events(&sub_id) {
+                        Err(e) => (Exec::Aborted(e.to_string()), 0),
+                        Ok(None) => (Exec::Work { outcome: HandlerOutcome::terminal("NO_SUBSCRIPTION", format!("subscription {sub_id} does not exist")), advance_to: None, delivered: 0 }, 0),
+                        Ok(Some(events)) if events.is_empty() => (Exec::CursorIdle, 0),
+                        Ok(Some(events)) => {
+                            let last = events.last().map_or(0, |e| u64::try_from(e.seq).unwrap_or(0));
+                            let delivered = events.len() as u64;
+                            ctx.events = events;
+                            let outcome = self.workload.run(&ctx);
+                            let advance_to = matches!(outcome, HandlerOutcome::Succeeded(_)).then_some(last);
+                            (Exec::Work { outcome, advance_to, delivered }, ctx.spent())
+                        }
+                    }
+                } else {
+                    let outcome = self.workload.run(&ctx);
+                    (Exec::Work { outcome, advance_to: None, delivered: 0 }, ctx.spent())
+                }
+            }
+            Task::Workflow(claimed) => match self.engine.next(claimed) {
+                Err(e) => (Exec::Aborted(e.to_string()), 0),
+                Ok(Next::Idle) => (Exec::WorkflowIdle, 0),
+                Ok(Next::Apply(trigger)) => (Exec::WorkflowApply(trigger), 0),
+                Ok(Next::Run(request)) => {
+                    let ctx = AttemptContext::new(
+                        format!("wf:{}", claimed.row.instance_id),
+                        AttemptKind::Action,
+                        &request.action,
+                        Value::Object(request.arguments.clone()),
+                        &request.invocation_id,
+                        &request.invocation_id,
+                        request.attempt,
+                        owner,
+                        claimed.lease.generation,
+                        seed,
+                        self.pace,
+                    );
+                    let outcome = self.workload.run(&ctx);
+                    (Exec::WorkflowRan { request, outcome }, ctx.spent())
+                }
+            },
+        };
+        Executed { job_id: job.id, exec, spent_ms }
+    }
+
+    fn cursor_events(&self, sub_id: &str) -> Result<Option<Vec<crate::model::JournalEvent>>> {
+        let Some(sub) = self.store.subscription(sub_id)? else { return Ok(None) };
+        let after = i64::try_from(sub.sequence).unwrap_or(i64::MAX);
+        Ok(Some(self.store.journal_after(after, Some(&sub.event_type), CURSOR_BATCH)?))
+    }
+
+    /// Records a job's outcome under its fence: complete / fail (durable retry) / cursor
+    /// advance + yield / workflow outcome record + transition. A refusal is counted
+    /// (`fenced_writes_refused` for `WORK_FENCED`) and final; a store failure defers the
+    /// outcome to [`Self::flush`]; a lost job's outcome is dropped.
+    pub fn finish(&self, executed: Executed) -> Finished {
+        let job = {
+            let mut st = self.state();
+            match st.inflight.get(&executed.job_id) {
+                None => return Finished::Abandoned("not-owned"),
+                Some(f) if f.lost => {
+                    let job = f.job.clone();
+                    st.inflight.remove(&executed.job_id);
+                    drop(st);
+                    self.log_attempt(&job, &executed, "lost");
+                    return Finished::Abandoned("lost");
+                }
+                Some(f) => f.job.clone(),
+            }
+        };
+        let mut executed = executed;
+        let result = self.commit(&job, &mut executed);
+        self.settle(&job, executed, result)
+    }
+
+    /// Finishes many jobs; plain effect and schedule completions / failures go to the store
+    /// in one group commit ([`Store::complete_batch`]), each still fenced on its own.
+    pub fn finish_all(&self, batch: Vec<Executed>) -> Vec<Finished> {
+        let mut answers: Vec<Option<Finished>> = vec![None; batch.len()];
+        let mut grouped: Vec<(usize, Job, Executed)> = Vec::new();
+        let mut single: Vec<(usize, Executed)> = Vec::new();
+        {
+            let st = self.state();
+            for (i, executed) in batch.into_iter().enumerate() {
+                let groupable = match (st.inflight.get(&executed.job_id), &executed.exec) {
+                    (Some(f), Exec::Work { outcome: HandlerOutcome::Succeeded(_) | HandlerOutcome::Failed(_), advance_to: None, .. }) if !f.lost => match &f.job.task {
+                        Task::Work(item) if item.kind != WorkKind::Cursor => Some(f.job.clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match groupable {
+                    Some(job) => grouped.push((i, job, executed)),
+                    None => single.push((i, executed)),
+                }
+            }
+        }
+        if !grouped.is_empty() {
+            let completions: Vec<Completion> = grouped
+                .iter()
+                .map(|(_, job, executed)| Completion {
+                    id: job.resource(),
+                    owner: self.config.instance_id.clone(),
+                    generation: job.generation(),
+                    outcome: match &executed.exec {
+                        Exec::Work { outcome: HandlerOutcome::Failed(f), .. } => Err(f.clone()),
+                        Exec::Work { outcome: HandlerOutcome::Succeeded(out), .. } => Ok(out.as_ref().map(Value::to_string)),
+                        _ => Ok(None),
+                    },
+                })
+                .collect();
+            match self.store.complete_batch(&completions) {
+                Ok(results) => {
+                    for ((i, job, executed), result) in grouped.into_iter().zip(results) {
+                        answers[i] = Some(self.settle(&job, executed, classify(result)));
+                    }
+                }
+                Err(e) => {
+                    for (i, job, executed) in grouped {
+                        answers[i] = Some(self.settle(&job, executed, Err(e.clone())));
+                    }
+                }
+            }
+        }
+        for (i, executed) in single {
+            answers[i] = Some(self.finish(executed));
+        }
+        answers.into_iter().map(|a| a.unwrap_or(Finished::Abandoned("not-owned"))).collect()
+    }
+
+    /// Applies a commit result: removes the job (or keeps it deferred), counts, logs.
+    fn settle(&self, job: &Job, executed: Executed, result: Result<Finished>) -> Finished {
+        let finished = match result {
+            Err(e) if e.is_store_failure() => {
+                let mut st = self.state();
+                st.stats.store_errors += 1;
+                let message = e.to_string();
+                if let Some(f) = st.inflight.get_mut(&job.id) {
+                    f.deferred = Some(executed);
+                }
+                return Finished::Deferred(message);
+            }
+            Err(e) => Finished::Refused(e.code().to_owned()),
+            Ok(finished) => finished,
+        };
+        {
+            let mut st = self.state();
+            st.inflight.remove(&job.id);
+            let s = &mut st.stats;
+            let action = match &executed.exec {
+                Exec::WorkflowRan { outcome, .. } => Some(outcome),
+                _ => None,
+            };
+            match &finished {
+                Finished::Completed => s.completions += 1,
+                Finished::RetryScheduled => s.retries += 1,
+                Finished::Failed => s.failures += 1,
+                Finished::Transitioned => match action {
+                    Some(HandlerOutcome::Succeeded(_)) => s.completions += 1,
+                    Some(HandlerOutcome::Failed(f)) if f.class == FailureClass::Retryable => s.retries += 1,
+                    Some(HandlerOutcome::Failed(_)) => s.failures += 1,
+                    _ => {}
+                },
+                Finished::Refused(code) => s.refused(code),
+                Finished::Abandoned("uncertain") => s.uncertain += 1,
+                Finished::Yielded | Finished::Released | Finished::Abandoned(_) | Finished::Deferred(_) => {}
+            }
+        }
+        let word = match (&finished, &executed.exec) {
+            (Finished::Refused(code), _) => Some(code.clone()),
+            (_, Exec::Work { outcome, .. } | Exec::WorkflowRan { outcome, .. }) => Some(outcome.label().to_owned()),
+            _ => None,
+        };
+        if let Some(word) = word {
+            self.log_attempt(job, &executed, &word);
+        }
+        finished
+    }
+
+    fn log_attempt(&self, job: &Job, executed: &Executed, outcome: &str) {
+        let Some(log) = &self.exec_log else { return };
+        let (logical, key, attempt) = match (&job.task, &executed.exec) {
+            (Task::Work(item), _) => (item.logical_effect_id.clone(), item.idempotency_key.clone(), item.attempt_number),
+            (Task::Workflow(_), Exec::WorkflowRan { request, .. }) => (request.invocation_id.clone(), request.invocation_id.clone(), request.attempt),
+            (Task::Workflow(_), _) => return,
+        };
+        let record = ExecRecord {
+            work_id: job.resource(),
+            logical_effect_id: logical,
+            idempotency_key: key,
+            attempt,
+            owner_id: self.config.instance_id.clone(),
+            generation: job.generation(),
+            outcome: outcome.to_owned(),
+            at: self.store.now(),
+        };
+        // The log is diagnostics: a failed line must not fail the attempt it describes.
+        let _ = log.append(&record);
+    }
+
+    /// The store writes for one executed job. `executed` is updated as steps commit, so a
+    /// deferred retry does not repeat a step that already took effect.
+    fn commit(&self, job: &Job, executed: &mut Executed) -> Result<Finished> {
+        let owner = self.config.instance_id.as_str();
+        let later = self.store.now() + self.config.poll_interval_ms;
+        match (&job.task, &mut executed.exec) {
+            (Task::Work(item), Exec::Work { outcome, advance_to, delivered }) => {
+                let generation = item.generation;
+                match outcome {
+                    HandlerOutcome::Uncertain => Ok(Finished::Abandoned("uncertain")),
+                    HandlerOutcome::Failed(f) => classify(self.store.fail(&item.id, owner, generation, f.clone())),
+                    HandlerOutcome::Succeeded(_) if item.kind == WorkKind::Cursor => {
+                        if let Some(seq) = *advance_to {
+                            let sub = subscription_id(item);
+                            if let Err(refused) = refusal(self.store.advance_cursor(&sub, owner, generation, seq))? {
+                                return Ok(refused);
+                            }
+                            *advance_to = None;
+                            let mut st = self.state();
+                            st.stats.cursor_advances += 1;
+                            st.stats.events_delivered += *delivered;
+                        }
+                        // More may be waiting: eligible again at once.
+                        classify(self.store.yield_back(&item.id, owner, generation, self.store.now()))
+                    }
+                    HandlerOutcome::Succeeded(out) => classify(self.store.complete(&item.id, owner, generation, out.as_ref().map(Value::to_string))),
+                }
+            }
+            (Task::Work(item), Exec::CursorIdle | Exec::Aborted(_)) => classify(self.store.yield_back(&item.id, owner, item.generation, later)),
+            (Task::Workflow(claimed), exec) => self.commit_workflow(claimed, exec),
+            (Task::Work(_), _) => Ok(Finished::Abandoned("not-owned")),
+        }
+    }
+
+    fn commit_workflow(&self, claimed: &Claimed, exec: &mut Exec) -> Result<Finished> {
+        let trigger = match exec {
+            Exec::WorkflowIdle | Exec::Aborted(_) => {
+                return Ok(match refusal(self.engine.release(claimed))? {
+                    Ok(()) => Finished::Released,
+                    Err(refused) => refused,
+                });
+            }
+            Exec::WorkflowApply(trigger) => trigger.clone(),
+            Exec::WorkflowRan { outcome: HandlerOutcome::Uncertain, .. } => return Ok(Finished::Abandoned("uncertain")),
+            Exec::WorkflowRan { request, outcome } => {
+                let result = match outcome {
+                    HandlerOutcome::Succeeded(out) => Ok(out.clone().unwrap_or(Value::Null)),
+                    HandlerOutcome::Failed(f) => Err(machine::Failure { code: f.code.clone(), message: f.message.clone(), retryable: f.class == FailureClass::Retryable }),
+                    HandlerOutcome::Uncertain => return Ok(Finished::Abandoned("uncertain")),
+                };
+                if let Err(refused) = refusal(self.engine.record_outcome(claimed, request, &result))? {
+                    return Ok(refused);
+                }
+                match result {
+                    Ok(output) => Trigger::ActionSucceeded { output },
+                    Err(f) => Trigger::ActionFailed { retryable: f.retryable, code: f.code, message: f.message },
+                }
+            }
+            Exec::Work { .. } | Exec::CursorIdle => return Ok(Finished::Abandoned("not-owned")),
+        };
+        match refusal(self.engine.apply(claimed, trigger))? {
+            Ok(_) => Ok(Finished::Transitioned),
+            Err(refused) => {
+                // A refusal other than the fence (a trigger that no longer fits, a cancelled
+                // instance) leaves the lease ours: give it back rather than wait it out.
+                if refused != Finished::Refused("WORK_FENCED".into()) {
+                    let _ = self.engine.release(claimed);
+                }
+                Ok(refused)
+            }
+        }
+    }
+
+    /// Retries outcomes a store failure deferred; drops lost ones.
+    pub fn flush(&self) -> Vec<Finished> {
+        let deferred: Vec<Executed> = {
+            let mut st = self.state();
+            st.inflight.values_mut().filter_map(|f| f.deferred.take()).collect()
+        };
+        deferred.into_iter().map(|e| self.finish(e)).collect()
+    }
+
+    /// Renews every owned claim. A fenced (or otherwise refused) renewal marks the job lost:
+    /// someone else owns the item now, and this job's outcome will be dropped.
+    pub fn renew(&self) -> Renewed {
+        let jobs: Vec<Job> = self.state().inflight.values().filter(|f| !f.lost).map(|f| f.job.clone()).collect();
+        let lease = self.config.lease_duration_ms;
+        let mut report = Renewed::default();
+        for job in jobs {
+            let result = match &job.task {
+                Task::Work(item) => self.store.renew_claim(&item.id, &self.config.instance_id, item.generation, lease).map(|_| ()),
+                // Whole milliseconds, far inside f64's exact range.
+                #[allow(clippy::cast_precision_loss)]
+                Task::Workflow(c) => self.store.renew(&job.resource(), &c.lease.token, c.lease.generation, lease as f64).map(|_| ()),
+            };
+            let mut st = self.state();
+            match result {
+                Ok(()) => report.renewed += 1,
+                Err(e) if e.is_store_failure() => {
+                    st.stats.store_errors += 1;
+                    report.failed += 1;
+                }
+                Err(_) => {
+                    if let Some(f) = st.inflight.get_mut(&job.id) {
+                        f.lost = true;
+                        st.stats.leases_lost += 1;
+                        report.lost += 1;
+                    }
+                }
+            }
+        }
+        report
+    }
+
+    /// Stops claiming, releases what it still owns (work items yielded back to pending,
+    /// workflow leases released) and records the stop. Handlers still running afterwards
+    /// find their jobs released: their outcomes are dropped.
+    ///
+    /// # Errors
+    /// Never for a release that fails (counted; the claim then lapses on its own); a store
+    /// failure recording the stop is returned after everything else was attempted.
+    pub fn shutdown(&self) -> Result<Stats> {
+        let owned: Vec<Job> = {
+            let mut st = self.state();
+            st.stopping = true;
+            std::mem::take(&mut st.inflight).into_values().filter(|f| !f.lost).map(|f| f.job).collect()
+        };
+        for job in owned {
+            let released = match &job.task {
+                Task::Work(item) => self.store.yield_back(&item.id, &self.config.instance_id, item.generation, self.store.now()).map(|_| ()),
+                Task::Workflow(c) => self.engine.release(c),
+            };
+            let mut st = self.state();
+            match released {
+                Ok(()) => st.stats.released_on_shutdown += 1,
+                Err(e) if e.is_store_failure() => st.stats.store_errors += 1,
+                Err(e) => st.stats.refused(e.code()),
+            }
+            drop(st);
+            if let Task::Work(_) = &job.task {
+                self.log_attempt(&job, &Executed { job_id: job.id, exec: Exec::CursorIdle, spent_ms: 0 }, "released");
+            }
+        }
+        let stopped = self.store.heartbeat(&self.config.instance_id, true);
+        self.note_store_error(&stopped);
+        stopped.map(|()| self.stats())
+    }
+
+    /// Forgets every owned job without writing anything (a crash): the claims lapse.
+    pub fn crash(&self) {
+        let mut st = self.state();
+        st.stopping = true;
+        st.inflight.clear();
+    }
+}
+
+impl std::fmt::Debug for AuthorityCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthorityCore").field("instance", &self.config.instance_id).field("build", &self.config.build).field("compat", &self.compat).finish_non_exhaustive()
+    }
+}
+
+/// The subscription a cursor item carries: its payload's `subscription`, else its id
+/// without the `cursor:` prefix.
+fn subscription_id(item: &WorkItem) -> String {
+    serde_json::from_str::<Value>(&item.payload)
+        .ok()
+        .and_then(|p| p.get("subscription").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| item.id.strip_prefix(&Subscription::work_id("")).unwrap_or(&item.id).to_owned())
+}

@@ -1,0 +1,18 @@
+//! The authority runtime (SPEC §5): one authority's logic as step functions
+//! ([`core::AuthorityCore`]), its knobs ([`config::AuthorityConfig`]), the handlers it runs
+//! ([`handlers`], with the demo set in [`workload`]), its counters and execution log
+//! ([`stats`]), and the tokio driver for a real process ([`runtime::run_authority`]). The
+//! embedded cluster ([`crate::cluster`]) drives the same core on virtual time.
+
+pub mod config;
+pub mod core;
+pub mod handlers;
+pub mod runtime;
+pub mod stats;
+pub mod workload;
+
+pub use config::AuthorityConfig;
+pub use core::{AuthorityCore, Exec, Executed, Finished, Job, Renewed, Task};
+pub use handlers::{AttemptContext, AttemptKind, Handler, HandlerOutcome, Pace, Workload};
+pub use runtime::{LogFormat, RunOptions, run_authority, run_authority_with};
+pub use stats::{ExecLog, ExecRecord, Stats, percentile};

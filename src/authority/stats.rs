@@ -1,0 +1,133 @@
+//! Per-authority counters and the execution log.
+
+use std::collections::BTreeMap;
+use std::io::{LineWriter, Write};
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+
+/// What one authority did, from its own point of view.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    pub instance_id: String,
+    pub build: String,
+    /// Work items and workflow instances claimed.
+    pub claims: u64,
+    /// Of which workflow instances.
+    pub workflow_claims: u64,
+    /// Claims that took over an expired claim nobody released (failover): the previous
+    /// owner died, stalled or lost its lease.
+    pub reclaims: u64,
+    /// For each reclaim: claim time − previous lease expiry (ms).
+    pub reclaim_latencies_ms: Vec<Millis>,
+    /// Accepted successful completions (work items and workflow steps).
+    pub completions: u64,
+    /// Accepted failures that scheduled a durable retry.
+    pub retries: u64,
+    /// Accepted terminal failures.
+    pub failures: u64,
+    /// Cursor advances accepted, and events delivered through them.
+    pub cursor_advances: u64,
+    pub events_delivered: u64,
+    /// Schedule firings this authority enqueued.
+    pub schedules_fired: u64,
+    /// Writes the store refused with `WORK_FENCED`: this authority had been superseded.
+    pub fenced_writes_refused: u64,
+    /// Other refused writes by code (`already-terminal`, `stale-sequence`, …).
+    pub other_refusals: BTreeMap<String, u64>,
+    /// Claims whose renewal was fenced: someone else took the item over.
+    pub leases_lost: u64,
+    /// Attempts that ended uncertain (nothing recorded, the claim left to lapse).
+    pub uncertain: u64,
+    /// Store calls that failed (outage, contention budget spent, unknown outcome).
+    pub store_errors: u64,
+    /// Claims released (yielded back) by a clean shutdown.
+    pub released_on_shutdown: u64,
+}
+
+impl Stats {
+    /// Counts a refused write by its code.
+    pub fn refused(&mut self, code: &str) {
+        if code == "WORK_FENCED" {
+            self.fenced_writes_refused += 1;
+        } else {
+            *self.other_refusals.entry(code.to_owned()).or_default() += 1;
+        }
+    }
+}
+
+/// The `p`-th percentile (0–100, nearest rank) of `values`.
+#[must_use]
+pub fn percentile(values: &[Millis], p: u32) -> Option<Millis> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let rank = (sorted.len() * p.min(100) as usize).div_ceil(100).max(1);
+    sorted.get(rank - 1).copied()
+}
+
+/// One line of the execution log: one physical attempt and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecRecord {
+    pub work_id: String,
+    pub logical_effect_id: String,
+    pub idempotency_key: String,
+    pub attempt: u32,
+    pub owner_id: String,
+    pub generation: u64,
+    /// `succeeded`, `retryable`, `terminal`, `uncertain`, `lost`, `released`, or a refusal
+    /// code (`WORK_FENCED`, `already-terminal`, …) when the store refused the record.
+    pub outcome: String,
+    pub at: Millis,
+}
+
+/// An append-only JSON-lines file of [`ExecRecord`]s (`--exec-log FILE`), one line per
+/// physical attempt, flushed per line so another process can read it while we run.
+pub struct ExecLog(Mutex<LineWriter<std::fs::File>>);
+
+impl ExecLog {
+    /// Opens (creating or appending to) `path`.
+    ///
+    /// # Errors
+    /// `INVALID` when the file cannot be opened.
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::Invalid(format!("cannot open the execution log {}: {e}", path.display())))?;
+        Ok(Self(Mutex::new(LineWriter::new(file))))
+    }
+
+    /// Appends one record; a write failure is reported, never a panic.
+    ///
+    /// # Errors
+    /// `INVALID` when the line cannot be written.
+    pub fn append(&self, record: &ExecRecord) -> Result<()> {
+        let line = serde_json::to_string(record).map_err(|e| Error::Invalid(e.to_string()))?;
+        let mut w = self.0.lock().map_err(|_| Error::Invalid("execution log lock poisoned".into()))?;
+        writeln!(w, "{line}").map_err(|e| Error::Invalid(format!("cannot write the execution log: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        assert_eq!(percentile(&[], 50), None);
+        assert_eq!(percentile(&[5], 99), Some(5));
+        let v: Vec<Millis> = (1..=100).collect();
+        assert_eq!(percentile(&v, 50), Some(50));
+        assert_eq!(percentile(&v, 99), Some(99));
+    }
+}

@@ -1,0 +1,292 @@
+//! # The invariant checker
+//!
+//! Reads a store's durable history and reports every violation of the release invariants
+//! (axiom §16; SPEC §6). The demo cluster runs it at the end of a scenario and `leasehold
+//! check` runs the same code against a real store.
+//!
+//! ## What it reads
+//! - the **ownership history**: every grant (acquire, claim, handoff) and every fenced write
+//!   (accepted or refused), in store-revision order — a total order that depends on nobody's
+//!   clock. Grants and writes are merged into one stream; at one revision the writes are
+//!   applied before the grants, so "a grant at a revision *before* the write" is exact;
+//! - the **work items** (ids, kinds, compat digests, due instants), the **journal**, the
+//!   **authorities** (which builds are live) and the **workflow instances** with their
+//!   per-instance history and action outcome records.
+//!
+//! Everything is read in pages ([`CheckOptions::page_size`], 10 000 by default), each page
+//! in its own read transaction, and only compact per-resource state is kept between pages
+//! (highest grant, first terminal write, the effect's ids, the cursor high-water mark);
+//! owner ids are interned. History is bounded at the revision the check started at, so
+//! commits that land while it runs are not half-read.
+//!
+//! ## The invariants, one function each
+//! Each family lives in its own file; each invariant is one function over one record and
+//! that compact state. The stable codes are in [`codes`]:
+//!
+//! | § | Invariant | Codes | File |
+//! |---|---|---|---|
+//! | 1 | no two owners of one `(resourceId, generation)` | `two-owners-one-generation`, `generation-not-increasing` | `check/ownership.rs` |
+//! | 2 | no accepted write from a superseded generation | `superseded-write-accepted` | `check/ownership.rs` |
+//! | 3 | one firing per schedule instant | `schedule-fired-twice`, `schedule-firing-id-malformed`, `schedule-firing-duplicated` | `check/schedules.rs` |
+//! | 4 | no duplicate semantic event | `duplicate-semantic-event` | `check/events.rs` |
+//! | 5 | one `logicalEffectId` per effect across retries | `logical-effect-id-changed`, `terminal-write-twice` | `check/effects.rs` |
+//! | 6 | no stranded work once authorities are healthy | `stranded-work` | `check/stranded.rs` |
+//! | 7 | no incompatible execution | `incompatible-execution` | `check/compat.rs` |
+//! | 8 | monotone cursors, no stale cursor owner | `cursor-not-monotone`, `stale-cursor-write` | `check/cursors.rs` |
+//! | 9 | workflow histories | `instance-revision-not-monotone`, `activation-resolved-twice`, `entry-after-terminal`, `action-outcome-missing`, `action-outcome-conflict` | `check/workflows.rs` |
+//!
+//! ## Retention caveat
+//! The history is bounded ([`crate::store::RETENTION`]): grants and writes older than
+//! `history_revisions` revisions are trimmed, and the journal keeps the newest
+//! `journal_events` events. A violation whose evidence was trimmed is invisible — for
+//! example a superseded write is only caught while the grant that superseded it is still
+//! kept, and a cursor's monotonicity is checked from the oldest cursor write kept. Work
+//! items, workflow instances, their histories and outcome records are not trimmed. The
+//! report says how far back it could see ([`Report::oldest_revision`],
+//! [`Report::history_may_be_trimmed`]). A clean report therefore means "no violation in the
+//! kept window", never "no violation ever".
+//!
+//! Item, instance and authority rows are read after the history stream, in later
+//! snapshots; the checks over them only use facts that do not change once written (ids,
+//! logical effect ids, compat digests) or that are judged at [`CheckOptions::now`].
+
+mod compat;
+mod cursors;
+mod effects;
+mod events;
+mod history;
+mod ownership;
+mod render;
+mod schedules;
+mod stranded;
+mod workflows;
+
+use serde::{Deserialize, Serialize};
+
+pub use render::{render_json_lines, render_text};
+
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::store::Store;
+
+/// The stable kebab-case code of every invariant violation the checker reports. Tests,
+/// the CLI and the dashboard match on these, never on sentences.
+pub mod codes {
+    /// One `(resourceId, generation)` was granted to two owners, or an accepted write was
+    /// made under a generation by someone other than its grantee.
+    /// Ids: `[resource, firstOwner, secondOwner]`.
+    pub const TWO_OWNERS_ONE_GENERATION: &str = "two-owners-one-generation";
+    /// A grant did not mint a generation strictly greater than every earlier one (same
+    /// owner, or an older generation nobody else held). Ids: `[resource, owner]`.
+    pub const GENERATION_NOT_INCREASING: &str = "generation-not-increasing";
+    /// A completion / retry / lease write was accepted under a generation older than one
+    /// already granted. Ids: `[resource, staleWriter, newerGrantee]`.
+    pub const SUPERSEDED_WRITE_ACCEPTED: &str = "superseded-write-accepted";
+    /// One schedule firing id got two accepted completions. Ids: `[firingId, owner, owner]`.
+    pub const SCHEDULE_FIRED_TWICE: &str = "schedule-fired-twice";
+    /// A schedule-kind item whose id is not the derived `"<scheduleId>@<dueInstant>"`.
+    /// Ids: `[itemId]`.
+    pub const SCHEDULE_FIRING_ID_MALFORMED: &str = "schedule-firing-id-malformed";
+    /// Two items for one `(scheduleId, dueInstant)`. Ids: `[firstId, secondId]`.
+    pub const SCHEDULE_FIRING_DUPLICATED: &str = "schedule-firing-duplicated";
+    /// Two journal events with one `(source, externalEventId)`. Ids: `[source, externalId]`.
+    pub const DUPLICATE_SEMANTIC_EVENT: &str = "duplicate-semantic-event";
+    /// One work item carried two `logicalEffectId` / `idempotencyKey` values.
+    /// Ids: `[workId, firstLogicalEffectId, laterLogicalEffectId]`.
+    pub const LOGICAL_EFFECT_ID_CHANGED: &str = "logical-effect-id-changed";
+    /// One work item got two accepted terminal writes. Ids: `[workId, owner, owner]`.
+    pub const TERMINAL_WRITE_TWICE: &str = "terminal-write-twice";
+    /// A compatible item has been due longer than the bound while a live authority of its
+    /// build existed. Ids: `[workId]`.
+    pub const STRANDED_WORK: &str = "stranded-work";
+    /// A claim was granted to an authority whose compat digest differs from the item's.
+    /// Ids: `[workId, owner]`.
+    pub const INCOMPATIBLE_EXECUTION: &str = "incompatible-execution";
+    /// An accepted cursor write did not move the cursor strictly forward.
+    /// Ids: `[subscriptionId, cursorWorkId]`.
+    pub const CURSOR_NOT_MONOTONE: &str = "cursor-not-monotone";
+    /// An accepted cursor write from a superseded generation.
+    /// Ids: `[subscriptionId, staleWriter, newerGrantee]`.
+    pub const STALE_CURSOR_WRITE: &str = "stale-cursor-write";
+    /// An instance's history went back in `instanceRevision` (or past the row's).
+    /// Ids: `[instanceId]`.
+    pub const INSTANCE_REVISION_NOT_MONOTONE: &str = "instance-revision-not-monotone";
+    /// One activation got two logical transitions (succeeded / failed / matched / fired).
+    /// Ids: `[instanceId, activationId]`.
+    pub const ACTIVATION_RESOLVED_TWICE: &str = "activation-resolved-twice";
+    /// A history entry after `completed` / `failed` / `cancelled`. Ids: `[instanceId]`.
+    pub const ENTRY_AFTER_TERMINAL: &str = "entry-after-terminal";
+    /// A succeeded action step without its durable outcome record.
+    /// Ids: `[instanceId, invocationId]`.
+    pub const ACTION_OUTCOME_MISSING: &str = "action-outcome-missing";
+    /// An action's outcome record disagrees with the history's resolution of it.
+    /// Ids: `[instanceId, invocationId]`.
+    pub const ACTION_OUTCOME_CONFLICT: &str = "action-outcome-conflict";
+
+    /// Every code, in invariant order.
+    pub const ALL: [&str; 18] = [
+        TWO_OWNERS_ONE_GENERATION,
+        GENERATION_NOT_INCREASING,
+        SUPERSEDED_WRITE_ACCEPTED,
+        SCHEDULE_FIRED_TWICE,
+        SCHEDULE_FIRING_ID_MALFORMED,
+        SCHEDULE_FIRING_DUPLICATED,
+        DUPLICATE_SEMANTIC_EVENT,
+        LOGICAL_EFFECT_ID_CHANGED,
+        TERMINAL_WRITE_TWICE,
+        STRANDED_WORK,
+        INCOMPATIBLE_EXECUTION,
+        CURSOR_NOT_MONOTONE,
+        STALE_CURSOR_WRITE,
+        INSTANCE_REVISION_NOT_MONOTONE,
+        ACTIVATION_RESOLVED_TWICE,
+        ENTRY_AFTER_TERMINAL,
+        ACTION_OUTCOME_MISSING,
+        ACTION_OUTCOME_CONFLICT,
+    ];
+}
+
+/// How to judge the time-dependent invariants, and how big a page to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckOptions {
+    /// The instant "now" for stranded work and authority liveness.
+    pub now: Millis,
+    /// A compatible item due for longer than this (while a live authority of its build
+    /// existed) is stranded.
+    pub stranded_after_ms: Millis,
+    /// Authorities' heartbeat cadence: silent for 3× this is no longer live.
+    pub heartbeat_ms: Millis,
+    /// Authorities' lease window: silent for longer than this is gone.
+    pub lease_ms: Millis,
+    /// Rows read per page (history, items, journal); instances are read a tenth as many
+    /// at a time, each with its history.
+    pub page_size: usize,
+}
+
+impl CheckOptions {
+    /// Defaults (axiom §17 timings: heartbeat 10 s, lease 30 s; stranded after 60 s) at `now`.
+    #[must_use]
+    pub fn at(now: Millis) -> Self {
+        Self {
+            now,
+            stranded_after_ms: 60_000,
+            heartbeat_ms: 10_000,
+            lease_ms: 30_000,
+            page_size: 10_000,
+        }
+    }
+}
+
+/// One broken invariant, for people and for machines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Violation {
+    /// Stable kebab-case code from [`codes`].
+    pub invariant: &'static str,
+    /// The ids involved (resource, owners, instance…), in the order [`codes`] documents.
+    pub ids: Vec<String>,
+    /// One sentence a person can read.
+    pub sentence: String,
+}
+
+/// How much the checker read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    pub grants: u64,
+    pub writes: u64,
+    pub items: u64,
+    pub journal_events: u64,
+    pub instances: u64,
+    pub history_entries: u64,
+}
+
+/// What a check found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub violations: Vec<Violation>,
+    pub checked: Counts,
+    /// Non-terminal items whose compat digest no live authority has: *incompatible*, not
+    /// stranded — they wait for a compatible build (never auto-failed).
+    pub incompatible_items: u64,
+    /// The store revision the history was read up to.
+    pub through_revision: u64,
+    /// The oldest grant or write revision read (the start of the visible window).
+    pub oldest_revision: Option<u64>,
+    /// True when the store is past the retention bound, so older history may be gone.
+    pub history_may_be_trimmed: bool,
+}
+
+impl Report {
+    /// No violation found.
+    #[must_use]
+    pub fn is_clean(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// The violations with one code.
+    pub fn of<'a>(&'a self, code: &'a str) -> impl Iterator<Item = &'a Violation> + 'a {
+        self.violations.iter().filter(move |v| v.invariant == code)
+    }
+}
+
+/// Collects violations as the invariant functions find them.
+#[derive(Debug, Default)]
+pub(crate) struct Findings(Vec<Violation>);
+
+impl Findings {
+    pub(crate) fn push(&mut self, invariant: &'static str, ids: Vec<String>, sentence: String) {
+        self.0.push(Violation {
+            invariant,
+            ids,
+            sentence,
+        });
+    }
+}
+
+/// Checks every release invariant over `store`'s durable history.
+///
+/// # Errors
+/// A store failure while reading (the check is then incomplete, so no report is given).
+pub fn check(store: &Store, options: &CheckOptions) -> Result<Report> {
+    let page = options.page_size.max(1);
+    let mut findings = Findings::default();
+    let mut report = Report::default();
+
+    // Grants and writes: invariants 1, 2, 3 (double firing), 5, 7, 8.
+    let through = store.read(|tx| tx.revision())?;
+    let ledger = history::stream(store, through, page, &mut findings, &mut report.checked)?;
+    report.through_revision = through;
+    report.oldest_revision = ledger.oldest_revision;
+    report.history_may_be_trimmed = through > crate::store::RETENTION.history_revisions;
+    history::finish(store, &ledger, page, &mut findings)?;
+
+    // Items: invariants 3 (ids), 5 (item vs writes), 6.
+    let live = stranded::LiveBuilds::read(store, options, page)?;
+    report.incompatible_items = history::items(
+        store,
+        &ledger,
+        &live,
+        options,
+        page,
+        &mut findings,
+        &mut report.checked,
+    )?;
+    drop(ledger);
+
+    // Journal: invariant 4.
+    events::scan(store, page, &mut findings, &mut report.checked)?;
+
+    // Workflows: invariant 9.
+    workflows::scan(
+        store,
+        (page / 10).max(1),
+        &mut findings,
+        &mut report.checked,
+    )?;
+
+    report.violations = findings.0;
+    Ok(report)
+}

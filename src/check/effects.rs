@@ -1,0 +1,147 @@
+//! Invariant 5 (axiom §5–§10, §16): an effect retry never creates a second
+//! `logicalEffectId` — every write on one work item carries the same `logicalEffectId` and
+//! `idempotencyKey`, the item row keeps them — and an item is finished at most once.
+
+use super::Findings;
+use super::codes::{LOGICAL_EFFECT_ID_CHANGED, TERMINAL_WRITE_TWICE};
+use super::history::{Detail, DoubleTerminal, EffectIds, Mark, Owners, ResourceState};
+use crate::model::{WorkItem, WriteRecord};
+
+fn ids_sentence(logical: &str, key: &str) -> String {
+    if logical == key {
+        format!("logicalEffectId {logical}")
+    } else {
+        format!("logicalEffectId {logical} / idempotencyKey {key}")
+    }
+}
+
+/// Every write detail for one work id (accepted or refused) carries the ids of the first
+/// one. A change is reported once and then becomes the reference.
+pub(super) fn one_logical_effect_id(
+    state: &mut ResourceState,
+    write: &WriteRecord,
+    detail: &Detail,
+    findings: &mut Findings,
+) {
+    let Some(logical) = &detail.logical_effect_id else {
+        return;
+    };
+    let key = detail.idempotency_key.as_deref().unwrap_or(logical);
+    let Some(first) = &state.effect else {
+        state.effect = Some(Box::new(EffectIds {
+            logical: logical.clone(),
+            idempotency: key.to_owned(),
+            revision: write.revision,
+        }));
+        return;
+    };
+    if first.logical == *logical && first.idempotency == key {
+        return;
+    }
+    let resource = &write.resource_id;
+    findings.push(
+        LOGICAL_EFFECT_ID_CHANGED,
+        vec![resource.clone(), first.logical.clone(), logical.clone()],
+        format!(
+            "work {resource} carried {} at revision {} but {} on a {} by {} at revision {}",
+            ids_sentence(&first.logical, &first.idempotency),
+            first.revision,
+            ids_sentence(logical, key),
+            write.verb,
+            write.owner_id,
+            write.revision
+        ),
+    );
+    state.effect = Some(Box::new(EffectIds {
+        logical: logical.clone(),
+        idempotency: key.to_owned(),
+        revision: write.revision,
+    }));
+}
+
+/// The item row carries the ids its writes carried (a retry that re-created the item with
+/// new ids would show here).
+pub(super) fn item_keeps_its_effect_ids(
+    item: &WorkItem,
+    state: &ResourceState,
+    findings: &mut Findings,
+) {
+    let Some(seen) = &state.effect else { return };
+    if seen.logical == item.logical_effect_id && seen.idempotency == item.idempotency_key {
+        return;
+    }
+    findings.push(
+        LOGICAL_EFFECT_ID_CHANGED,
+        vec![
+            item.id.clone(),
+            seen.logical.clone(),
+            item.logical_effect_id.clone(),
+        ],
+        format!(
+            "work {} was written with {} (last at revision {}) but the item now carries {}",
+            item.id,
+            ids_sentence(&seen.logical, &seen.idempotency),
+            seen.revision,
+            ids_sentence(&item.logical_effect_id, &item.idempotency_key)
+        ),
+    );
+}
+
+/// An item gets at most one accepted terminal write (a `complete`, or a `fail` that left it
+/// `failed`). The first is remembered; a second is returned for classification by kind
+/// (a schedule firing completed twice is reported by `schedules`, anything else by
+/// [`report_terminal_twice`]).
+pub(super) fn one_terminal_write(
+    state: &mut ResourceState,
+    write: &WriteRecord,
+    detail: &Detail,
+    mark: Mark,
+) -> Option<DoubleTerminal> {
+    let terminal = matches!(detail.state.as_deref(), Some("succeeded" | "failed"));
+    if !write.accepted || !terminal || !matches!(write.verb.as_str(), "complete" | "fail") {
+        return None;
+    }
+    let this = (mark, write.verb == "complete");
+    match state.terminal {
+        None => {
+            state.terminal = Some(this);
+            None
+        }
+        Some(first) => Some(DoubleTerminal {
+            resource: write.resource_id.clone(),
+            first,
+            second: this,
+        }),
+    }
+}
+
+fn verb(complete: bool) -> &'static str {
+    if complete { "completed" } else { "failed" }
+}
+
+/// Reports an item finished twice.
+pub(super) fn report_terminal_twice(
+    double: &DoubleTerminal,
+    owners: &Owners,
+    findings: &mut Findings,
+) {
+    let DoubleTerminal {
+        resource,
+        first: (a, a_complete),
+        second: (b, b_complete),
+    } = double;
+    let (first, second) = (owners.name(a.owner), owners.name(b.owner));
+    findings.push(
+        TERMINAL_WRITE_TWICE,
+        vec![resource.clone(), first.to_owned(), second.to_owned()],
+        format!(
+            "work {resource} was {} by {first} (generation {}) at revision {}, and then {} by {second} (generation {}) at revision {}",
+            verb(*a_complete),
+            a.generation,
+            a.revision,
+            verb(*b_complete),
+            b.generation,
+            b.revision
+        ),
+    );
+}

@@ -1,0 +1,119 @@
+//! A [`Report`] for people (`leasehold check`) and for machines (`--json`).
+
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use super::Report;
+use crate::store::RETENTION;
+
+/// Control characters escaped, so an odd id can never break a line or a terminal.
+fn clean(text: &str) -> String {
+    if text.chars().any(char::is_control) {
+        text.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect()
+    } else {
+        text.to_owned()
+    }
+}
+
+/// One line per violation — `code [ids] sentence` — then a summary: what was read, how many
+/// items are incompatible, whether old history may be trimmed, and the verdict line
+/// (`OK: …` or `N violations: …`).
+#[must_use]
+pub fn render_text(report: &Report) -> String {
+    let mut out = String::new();
+    for v in &report.violations {
+        let ids: Vec<String> = v.ids.iter().map(|id| clean(id)).collect();
+        let _ = writeln!(
+            out,
+            "{} [{}] {}",
+            v.invariant,
+            ids.join(", "),
+            clean(&v.sentence)
+        );
+    }
+    let c = &report.checked;
+    let _ = writeln!(
+        out,
+        "checked through revision {}: {} grants, {} writes, {} items, {} journal events, {} workflow instances ({} history entries)",
+        report.through_revision,
+        c.grants,
+        c.writes,
+        c.items,
+        c.journal_events,
+        c.instances,
+        c.history_entries
+    );
+    if report.incompatible_items > 0 {
+        let n = report.incompatible_items;
+        let (s, verb) = if n == 1 { ("", "waits") } else { ("s", "wait") };
+        let _ = writeln!(
+            out,
+            "{n} incompatible item{s} {verb} for a live authority of their build (not stranded)"
+        );
+    }
+    if report.history_may_be_trimmed {
+        let from = report
+            .oldest_revision
+            .map_or_else(|| "the start".to_owned(), |r| format!("revision {r}"));
+        let _ = writeln!(
+            out,
+            "history is kept for {} revisions: only violations from {from} on are visible",
+            RETENTION.history_revisions
+        );
+    }
+    if report.violations.is_empty() {
+        out.push_str("OK: no invariant violated\n");
+    } else {
+        let mut by_code: Vec<(&str, usize)> = Vec::new();
+        for v in &report.violations {
+            match by_code.iter_mut().find(|(code, _)| *code == v.invariant) {
+                Some((_, n)) => *n += 1,
+                None => by_code.push((v.invariant, 1)),
+            }
+        }
+        let parts: Vec<String> = by_code
+            .iter()
+            .map(|(code, n)| format!("{n} {code}"))
+            .collect();
+        let n = report.violations.len();
+        let _ = writeln!(
+            out,
+            "{n} violation{}: {}",
+            if n == 1 { "" } else { "s" },
+            parts.join(", ")
+        );
+    }
+    out
+}
+
+/// One JSON object per line (camelCase): each violation
+/// (`{"invariant","ids","sentence"}`), then one summary object
+/// (`{"summary":{"violations","checked","incompatibleItems","throughRevision",…}}`).
+#[must_use]
+pub fn render_json_lines(report: &Report) -> String {
+    let mut out = String::new();
+    for v in &report.violations {
+        out.push_str(&json!(v).to_string());
+        out.push('\n');
+    }
+    let summary = json!({ "summary": {
+        "violations": report.violations.len(),
+        "checked": report.checked,
+        "incompatibleItems": report.incompatible_items,
+        "throughRevision": report.through_revision,
+        "oldestRevision": report.oldest_revision,
+        "historyMayBeTrimmed": report.history_may_be_trimmed,
+    }});
+    out.push_str(&summary.to_string());
+    out.push('\n');
+    out
+}

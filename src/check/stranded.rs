@@ -1,0 +1,109 @@
+//! Invariant 6 (axiom §16): a crash never permanently strands durable work. Judged at
+//! [`CheckOptions::now`]: a non-terminal item is stranded when it has been claimable for
+//! longer than `stranded_after_ms` while a live authority of its build existed. Items no
+//! live authority can claim (their compat digest is nobody's) are *incompatible*, not
+//! stranded — they wait for a compatible build and are only counted.
+
+use std::collections::HashMap;
+
+use super::codes::STRANDED_WORK;
+use super::history::age;
+use super::{CheckOptions, Findings};
+use crate::clock::{Millis, format_duration, format_instant};
+use crate::error::Result;
+use crate::model::{PageRequest, WorkItem, WorkState};
+use crate::store::Store;
+
+/// The live authorities' builds: compat digest → (earliest start among its live
+/// authorities, one of them for the sentence).
+#[derive(Debug, Default)]
+pub(super) struct LiveBuilds(HashMap<String, (Millis, String)>);
+
+impl LiveBuilds {
+    /// Reads the authorities and keeps the live ones (see `Authority::state`).
+    pub(super) fn read(store: &Store, options: &CheckOptions, page: usize) -> Result<Self> {
+        let mut live = Self::default();
+        let mut request = PageRequest::first(page);
+        loop {
+            let rows = store.list_authorities(&request)?;
+            for a in &rows.rows {
+                if a.state(options.now, options.heartbeat_ms, options.lease_ms) != "live" {
+                    continue;
+                }
+                let entry = live
+                    .0
+                    .entry(a.compat.clone())
+                    .or_insert((a.started_at, a.instance_id.clone()));
+                if a.started_at < entry.0 {
+                    *entry = (a.started_at, a.instance_id.clone());
+                }
+            }
+            match rows.next {
+                Some(next) => request = PageRequest::after(next, page),
+                None => return Ok(live),
+            }
+        }
+    }
+}
+
+/// What [`no_stranded_work`] made of one item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Terminal, not yet due, or due for less than the bound.
+    Fine,
+    Stranded,
+    /// No live authority has its build.
+    Incompatible,
+}
+
+/// When a non-terminal item became claimable: its `nextEligibleAt`, or its claim's expiry.
+fn due_since(item: &WorkItem) -> Option<Millis> {
+    match item.state {
+        WorkState::Pending | WorkState::Retry => Some(item.next_eligible_at),
+        WorkState::Claimed => item.lease_expires_at,
+        WorkState::Succeeded | WorkState::Failed => None,
+    }
+}
+
+/// No compatible item stays claimable for longer than the bound once a live authority of
+/// its build has been up: the clock starts at the later of its due instant and that
+/// build's earliest live start.
+pub(super) fn no_stranded_work(
+    item: &WorkItem,
+    live: &LiveBuilds,
+    options: &CheckOptions,
+    findings: &mut Findings,
+) -> Verdict {
+    let Some(due) = due_since(item) else {
+        return Verdict::Fine;
+    };
+    let Some((live_since, authority)) = live.0.get(&item.compat) else {
+        return Verdict::Incompatible;
+    };
+    let since = due.max(*live_since);
+    let waited = age(options.now, since);
+    if waited <= options.stranded_after_ms {
+        return Verdict::Fine;
+    }
+    let state = match item.state {
+        WorkState::Claimed => format!(
+            "claimed by {}, lease expired",
+            item.owner_id.as_deref().unwrap_or("?")
+        ),
+        state => state.as_str().to_owned(),
+    };
+    findings.push(
+        STRANDED_WORK,
+        vec![item.id.clone()],
+        format!(
+            "work {} ({}, {state}) has been claimable since {} ({} ago, bound {}) although live authority {authority} runs its build {}",
+            item.id,
+            item.kind.as_str(),
+            format_instant(due),
+            format_duration(age(options.now, due)),
+            format_duration(options.stranded_after_ms),
+            item.compat
+        ),
+    );
+    Verdict::Stranded
+}

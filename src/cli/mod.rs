@@ -1,0 +1,367 @@
+//! The `leasehold` command line (SPEC §7): parsing, dispatch and the exit-code contract.
+//!
+//! One file per subcommand; [`output`] holds tables and `--json`; [`live`] defines what
+//! `compatible` means for every view; [`pending`] holds the subcommands declared here but
+//! implemented elsewhere (each answers "not available in this build yet", exit 2).
+//!
+//! Contract:
+//! - exit 0 ok; 1 a semantic refusal or violation; 2 usage, an unreadable store or an
+//!   internal error;
+//! - an error is one line on stderr, `leasehold: <message>`, never a backtrace or `Debug`
+//!   output (clap's multi-line errors are folded into one line too);
+//! - `--store` falls back to `LEASEHOLD_STORE`;
+//! - `--json` prints one JSON object per line with camelCase keys.
+
+pub mod event;
+pub mod inspect;
+pub mod live;
+pub mod output;
+pub mod pending;
+pub mod seed;
+pub mod workflow;
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::error::Error;
+use crate::store::Store;
+use crate::store::url::{OpenMode, open};
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: a semantic refusal or an invariant violation.
+pub const EXIT_REFUSED: u8 = 1;
+/// Exit code: usage error, unreadable store, internal error.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Leased, fenced durable work — and the terminal dashboard that watches it.
+#[derive(Debug, Parser)]
+#[command(name = "leasehold", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Every subcommand of SPEC §7.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an embedded in-memory N-authority cluster and watch it.
+    Demo(pending::DemoArgs),
+    /// Attach the dashboard to a store (`leasehold STORE` is a shorthand).
+    Attach(pending::AttachArgs),
+    /// Run one authority process against a store.
+    Authority(pending::AuthorityArgs),
+    /// Fill a store with a realistic mixed workload.
+    Seed(seed::SeedArgs),
+    /// Print one view of a store as a table or as JSON lines.
+    Inspect(inspect::InspectArgs),
+    /// Print a workflow instance's history.
+    History(pending::HistoryArgs),
+    /// Cancel a workflow instance.
+    Cancel(pending::CancelArgs),
+    /// Run the invariant checker over a store's durable history (exit 1 on a violation).
+    Check(pending::CheckArgs),
+    /// Validate, deploy and start durable workflows.
+    #[command(subcommand)]
+    Workflow(workflow::WorkflowCommand),
+    /// Ingest one external event (dedup on source and id).
+    Event(event::EventArgs),
+    /// Copy a store into another (e.g. SQLite to PostgreSQL).
+    Copy(pending::CopyArgs),
+    /// Measure store throughput.
+    Bench(pending::BenchArgs),
+    /// `leasehold STORE`: shorthand for `leasehold attach STORE`.
+    #[command(external_subcommand)]
+    External(Vec<OsString>),
+}
+
+/// The `--store` option shared by every subcommand that reads or writes a store.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArg {
+    /// The work store: a SQLite file path or sqlite:PATH, postgres://…, or memory.
+    #[arg(long, env = "LEASEHOLD_STORE", value_name = "STORE")]
+    pub store: String,
+}
+
+impl StoreArg {
+    /// Opens the store.
+    ///
+    /// # Errors
+    /// The store's own error, mapped to exit 2 for an unreadable store.
+    pub fn open(&self, mode: OpenMode) -> Result<Store, Failure> {
+        open(&self.store, mode).map_err(Failure::from)
+    }
+}
+
+/// Why a command did not succeed: the exit code and the one line to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub exit: u8,
+    /// The message (without the `leasehold: ` prefix); empty for a quiet exit.
+    pub message: String,
+}
+
+impl Failure {
+    /// A usage error or unreadable input (exit 2).
+    #[must_use]
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self {
+            exit: EXIT_USAGE,
+            message: message.into(),
+        }
+    }
+
+    /// A semantic refusal or violation (exit 1).
+    #[must_use]
+    pub fn refused(message: impl Into<String>) -> Self {
+        Self {
+            exit: EXIT_REFUSED,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    /// Store failures, malformed requests, unknown names and missing capabilities are
+    /// exit 2; every other error is a semantic refusal, exit 1.
+    fn from(error: Error) -> Self {
+        let exit = if error.is_store_failure()
+            || matches!(
+                error,
+                Error::Invalid(_) | Error::NotFound { .. } | Error::CapabilityMissing { .. }
+            ) {
+            EXIT_USAGE
+        } else {
+            EXIT_REFUSED
+        };
+        Self {
+            exit,
+            message: error.to_string(),
+        }
+    }
+}
+
+impl From<io::Error> for Failure {
+    /// A closed pipe (`leasehold inspect work | head`) ends the command quietly.
+    fn from(error: io::Error) -> Self {
+        if error.kind() == io::ErrorKind::BrokenPipe {
+            Self {
+                exit: EXIT_OK,
+                message: String::new(),
+            }
+        } else {
+            Self::usage(format!("cannot write output: {error}"))
+        }
+    }
+}
+
+/// The result of one command.
+pub type CliResult = Result<(), Failure>;
+
+/// Installs the last-resort panic hook: one line on stderr, exit 2. A hook installed later
+/// (the TUI's terminal restore) runs first and then chains to this one.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_owned());
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let line = output::truncate(&output::escape(&payload), 300);
+        let _ = writeln!(
+            io::stderr(),
+            "leasehold: internal error: {line}{place} (please report this)"
+        );
+        std::process::exit(i32::from(EXIT_USAGE));
+    }));
+}
+
+/// The whole binary: parse `std::env::args_os()`, run, print the error line, exit.
+#[must_use]
+pub fn main() -> ExitCode {
+    run_from(std::env::args_os())
+}
+
+/// Parses `args` (the first is the program name), runs the command against the process's
+/// stdout and reports a failure as one line on stderr.
+pub fn run_from<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => return ExitCode::from(clap_exit(&e)),
+    };
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let outcome = execute(cli, &mut out).and_then(|()| out.flush().map_err(Failure::from));
+    match outcome {
+        Ok(()) => ExitCode::from(EXIT_OK),
+        Err(failure) => {
+            drop(out);
+            report(&failure);
+            ExitCode::from(failure.exit)
+        }
+    }
+}
+
+/// Prints a failure as one line: `leasehold: <message>` (nothing for a quiet exit).
+pub fn report(failure: &Failure) {
+    if !failure.message.is_empty() {
+        let _ = writeln!(io::stderr(), "leasehold: {}", one_line(&failure.message));
+    }
+}
+
+/// Folds a message onto one line and escapes anything a terminal would act on.
+#[must_use]
+pub fn one_line(message: &str) -> String {
+    let joined = message
+        .split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    output::escape(&joined)
+}
+
+/// Help and version print as clap renders them (exit 0); every other parse error is
+/// folded into one line (exit 2).
+fn clap_exit(error: &clap::Error) -> u8 {
+    use clap::error::ErrorKind;
+    match error.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = error.print();
+            u8::try_from(error.exit_code()).unwrap_or(EXIT_USAGE)
+        }
+        _ => {
+            report(&Failure::usage(clap_message(error)));
+            EXIT_USAGE
+        }
+    }
+}
+
+/// The substance of a clap error without its usage block: `unexpected argument '--x'
+/// found; try --help`.
+fn clap_message(error: &clap::Error) -> String {
+    let rendered = error.render().to_string();
+    let body = rendered.split("\nUsage:").next().unwrap_or(&rendered);
+    let body = body.split("\nFor more information").next().unwrap_or(body);
+    let body = body.trim().strip_prefix("error:").unwrap_or(body).trim();
+    let text = body
+        .split('\n')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!("{text}; try --help")
+}
+
+/// Runs a parsed command, writing its normal output to `out`.
+///
+/// # Errors
+/// The [`Failure`] to report.
+pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
+    match cli.command {
+        Command::Seed(args) => seed::run(&args, out),
+        Command::Inspect(args) => inspect::run(&args, out),
+        Command::Event(args) => event::run(&args, out),
+        Command::Workflow(cmd) => workflow::run(cmd, out),
+        Command::Demo(_) => pending::not_yet("demo"),
+        Command::Attach(_) => pending::not_yet("attach"),
+        Command::Authority(_) => pending::not_yet("authority"),
+        Command::History(_) => pending::not_yet("history"),
+        Command::Cancel(_) => pending::not_yet("cancel"),
+        Command::Check(_) => pending::not_yet("check"),
+        Command::Copy(_) => pending::not_yet("copy"),
+        Command::Bench(_) => pending::not_yet("bench"),
+        Command::External(words) => {
+            let attach = shorthand_attach(&words)?;
+            execute(
+                Cli {
+                    command: Command::Attach(attach),
+                },
+                out,
+            )
+        }
+    }
+}
+
+/// `leasehold STORE` means `leasehold attach STORE` — but only for something that looks
+/// like a store, so a mistyped subcommand is an error rather than a new SQLite file.
+fn shorthand_attach(words: &[OsString]) -> Result<pending::AttachArgs, Failure> {
+    let first = words
+        .first()
+        .map(|w| w.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let looks_like_store = first == "memory"
+        || first.contains(['/', '.', ':'])
+        || std::path::Path::new(&first).exists();
+    if words.len() == 1 && looks_like_store {
+        Ok(pending::AttachArgs {
+            store: first,
+            read_only: false,
+            theme: None,
+        })
+    } else {
+        Err(Failure::usage(format!(
+            "unrecognized subcommand '{first}'; try --help"
+        )))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn clap_errors_fold_into_one_line() {
+        let error = Cli::try_parse_from(["leasehold", "inspect", "work", "--store"]).unwrap_err();
+        let message = clap_message(&error);
+        assert!(!message.contains('\n'), "{message}");
+        assert!(message.ends_with("; try --help"), "{message}");
+    }
+
+    #[test]
+    fn error_mapping_follows_the_contract() {
+        assert_eq!(
+            Failure::from(Error::Unavailable("x".into())).exit,
+            EXIT_USAGE
+        );
+        assert_eq!(Failure::from(Error::Invalid("x".into())).exit, EXIT_USAGE);
+        let conflict = Error::EventIdConflict {
+            event_source: "s".into(),
+            external_id: "i".into(),
+        };
+        assert_eq!(Failure::from(conflict).exit, EXIT_REFUSED);
+    }
+
+    #[test]
+    fn messages_are_one_escaped_line() {
+        assert_eq!(one_line("a\nb\u{1b}[2J"), "a b\\x1b[2J");
+    }
+
+    #[test]
+    fn the_shorthand_only_takes_store_like_words() {
+        assert!(shorthand_attach(&["memory".into()]).is_ok());
+        assert!(shorthand_attach(&["./x.db".into()]).is_ok());
+        assert!(shorthand_attach(&["inspct".into()]).is_err());
+    }
+}

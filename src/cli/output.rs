@@ -1,0 +1,214 @@
+//! What the CLI prints: aligned tables for people, one JSON object per line for scripts.
+//!
+//! Anything that came out of a store (ids, handler names, event types, messages) may be
+//! hostile: in tables it goes through [`cell`], which escapes control characters, escape
+//! sequences and bidirectional overrides (`\u{1b}` prints as `\x1b`) and truncates long
+//! values with `…`. `--json` output is serialised by `serde_json`, which escapes for JSON.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::clock::{Millis, format_duration};
+
+/// The longest a table cell may be, in characters, unless a column says otherwise.
+pub const MAX_CELL: usize = 40;
+
+/// Escapes `text` so that printing it cannot move the cursor, change colours, reorder text
+/// or break a line: C0/C1 controls and DEL become `\xNN` / `\u{NNNN}`, Unicode format
+/// characters that reorder text (bidi overrides and isolates) become `\u{NNNN}`, and a
+/// backslash is doubled so that an escape is never ambiguous.
+#[must_use]
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x80 && c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() || is_reordering(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Characters that change the visual order or visibility of the text around them.
+fn is_reordering(c: char) -> bool {
+    matches!(c as u32, 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x2069 | 0xFEFF)
+}
+
+/// Cuts `text` to at most `max` characters, ending with `…` when something was cut.
+#[must_use]
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// A table cell from untrusted text: escaped, then truncated to `max` characters.
+#[must_use]
+pub fn cell_max(text: &str, max: usize) -> String {
+    truncate(&escape(text), max)
+}
+
+/// A table cell from untrusted text, at most [`MAX_CELL`] characters.
+#[must_use]
+pub fn cell(text: &str) -> String {
+    cell_max(text, MAX_CELL)
+}
+
+/// An optional cell: `-` when absent.
+#[must_use]
+pub fn opt_cell(text: Option<&str>) -> String {
+    text.map_or_else(|| "-".to_owned(), cell)
+}
+
+/// A short form of a digest or token for people (the first 8 characters).
+#[must_use]
+pub fn short(digest: &str) -> String {
+    cell_max(&digest.chars().take(8).collect::<String>(), 8)
+}
+
+/// An instant relative to `now`: `in 4.2s`, `3m05s ago`, `now`.
+#[must_use]
+pub fn when(at: Millis, now: Millis) -> String {
+    let delta = at - now;
+    if delta == 0 {
+        "now".to_owned()
+    } else if delta > 0 {
+        format!("in {}", format_duration(delta))
+    } else {
+        format!("{} ago", format_duration(-delta))
+    }
+}
+
+/// An optional instant relative to `now`; `-` when absent.
+#[must_use]
+pub fn opt_when(at: Option<Millis>, now: Millis) -> String {
+    at.map_or_else(|| "-".to_owned(), |at| when(at, now))
+}
+
+/// An aligned, headed table. Cells must already be safe ([`cell`] and friends).
+#[derive(Debug, Clone)]
+pub struct Table {
+    headers: Vec<&'static str>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// An empty table with these column headers.
+    #[must_use]
+    pub fn new(headers: &[&'static str]) -> Self {
+        Self {
+            headers: headers.to_vec(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds one row (missing cells print empty, extra cells are dropped).
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Renders the table: a header line, then one line per row, columns separated by two
+    /// spaces; `(no rows)` under the header when empty.
+    #[must_use]
+    pub fn render(&self) -> String {
+        let columns = self.headers.len();
+        let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (i, text) in row.iter().take(columns).enumerate() {
+                widths[i] = widths[i].max(text.chars().count());
+            }
+        }
+        let mut out = String::new();
+        let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+            let mut text = String::new();
+            for (i, width) in widths.iter().enumerate() {
+                let value = cells.next().unwrap_or("");
+                if i > 0 {
+                    text.push_str("  ");
+                }
+                text.push_str(value);
+                let pad = width.saturating_sub(value.chars().count());
+                text.extend(std::iter::repeat_n(' ', pad));
+            }
+            out.push_str(text.trim_end());
+            out.push('\n');
+        };
+        line(&mut self.headers.iter().copied());
+        for row in &self.rows {
+            line(&mut row.iter().map(String::as_str));
+        }
+        if self.rows.is_empty() {
+            out.push_str("(no rows)\n");
+        }
+        out
+    }
+}
+
+/// Writes `value` as one line of JSON.
+///
+/// # Errors
+/// An I/O error from `out`.
+pub fn json_line(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
+    let text = serde_json::to_string(value).map_err(io::Error::other)?;
+    writeln!(out, "{text}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_text_is_escaped() {
+        assert_eq!(escape("a\u{1b}[31mred"), "a\\x1b[31mred");
+        assert_eq!(escape("line\nbreak\u{7f}"), "line\\nbreak\\x7f");
+        assert_eq!(escape("rtl\u{202e}x"), "rtl\\u{202e}x");
+        assert_eq!(escape("c1\u{9b}"), "c1\\u{9b}");
+        assert_eq!(escape("back\\slash"), "back\\\\slash");
+        assert_eq!(escape("plain-id_1 ü"), "plain-id_1 ü");
+    }
+
+    #[test]
+    fn long_text_is_truncated_with_an_ellipsis() {
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("abcd", 4), "abcd");
+        assert_eq!(cell(&"x".repeat(100)).chars().count(), MAX_CELL);
+    }
+
+    #[test]
+    fn tables_align_and_say_when_empty() {
+        let mut table = Table::new(&["ID", "STATE"]);
+        assert_eq!(table.render(), "ID  STATE\n(no rows)\n");
+        table.row(vec!["long-id".into(), "pending".into()]);
+        table.row(vec!["x".into(), "claimed".into()]);
+        assert_eq!(
+            table.render(),
+            "ID       STATE\nlong-id  pending\nx        claimed\n"
+        );
+    }
+
+    #[test]
+    fn instants_read_relative_to_now() {
+        assert_eq!(when(1_500, 1_000), "in 500ms");
+        assert_eq!(when(1_000, 4_000), "3.0s ago");
+        assert_eq!(when(7, 7), "now");
+    }
+}

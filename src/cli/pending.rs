@@ -1,0 +1,159 @@
+//! Subcommands whose names and flags are fixed by SPEC §7 but whose implementation lands
+//! separately. Each parses its full argument set (so scripts and `--help` are stable) and
+//! answers `"<name>" is not available in this build yet` with exit 2.
+//!
+//! To implement one: move its `…Args` struct into its own `cli/<name>.rs`, point the
+//! `Command` variant in `cli/mod.rs` at it and replace its `not_yet` arm in
+//! [`super::execute`].
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{CliResult, Failure, StoreArg};
+
+/// The answer of every subcommand that is declared but not built yet (exit 2).
+///
+/// # Errors
+/// Always.
+pub fn not_yet(name: &str) -> CliResult {
+    Err(Failure::usage(format!(
+        "`leasehold {name}` is not available in this build yet"
+    )))
+}
+
+/// `leasehold demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// How many authorities the embedded cluster runs.
+    #[arg(long, default_value_t = 3)]
+    pub authorities: u32,
+    /// A named fault scenario.
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// The RNG seed (printed when not given).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Run without the dashboard and print the checker's report.
+    #[arg(long, requires = "duration")]
+    pub headless: bool,
+    /// How long a headless run lasts (e.g. `30s`, `5m`).
+    #[arg(long)]
+    pub duration: Option<String>,
+}
+
+/// `leasehold attach`.
+#[derive(Debug, Clone, Args)]
+pub struct AttachArgs {
+    /// The work store: a SQLite file path or sqlite:PATH, postgres://…, or memory.
+    #[arg(env = "LEASEHOLD_STORE", value_name = "STORE")]
+    pub store: String,
+    /// Disable operator actions (cancel).
+    #[arg(long)]
+    pub read_only: bool,
+    /// A theme from `themes/` or a theme file.
+    #[arg(long)]
+    pub theme: Option<String>,
+}
+
+/// `leasehold authority`.
+#[derive(Debug, Clone, Args)]
+pub struct AuthorityArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// This authority's instance id (generated when not given).
+    #[arg(long)]
+    pub instance: Option<String>,
+    /// The build tag whose compatibility key this authority runs under.
+    #[arg(long, default_value = crate::build_key::DEFAULT_BUILD_TAG)]
+    pub build: String,
+    /// The handler set to register.
+    #[arg(long, default_value = "default")]
+    pub workload: String,
+}
+
+/// `leasehold history`.
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// The workflow instance.
+    #[arg(value_name = "INSTANCE_ID")]
+    pub instance: String,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `leasehold cancel`.
+#[derive(Debug, Clone, Args)]
+pub struct CancelArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// The workflow instance.
+    #[arg(value_name = "INSTANCE_ID")]
+    pub instance: String,
+    /// Why, for the audit log and the instance's history.
+    #[arg(long)]
+    pub reason: Option<String>,
+}
+
+/// `leasehold check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `leasehold workflow deploy`.
+#[derive(Debug, Clone, Args)]
+pub struct WorkflowDeployArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// The definition (JSON, or TOML by extension).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+/// `leasehold workflow start`.
+#[derive(Debug, Clone, Args)]
+pub struct WorkflowStartArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// The deployed workflow to start.
+    #[arg(value_name = "WORKFLOW_ID")]
+    pub workflow: String,
+    /// The inputs, as a JSON object.
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// Makes a retried start return the first instance.
+    #[arg(long, value_name = "K")]
+    pub idempotency_key: Option<String>,
+}
+
+/// `leasehold copy`.
+#[derive(Debug, Clone, Args)]
+pub struct CopyArgs {
+    /// The store to read.
+    #[arg(long, value_name = "STORE")]
+    pub from: String,
+    /// The store to write.
+    #[arg(long, value_name = "STORE")]
+    pub to: String,
+}
+
+/// `leasehold bench`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// What to measure (`store` or `dashboard`).
+    #[arg(value_name = "TARGET")]
+    pub target: Option<String>,
+    /// Further options for the benchmark.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub rest: Vec<String>,
+}

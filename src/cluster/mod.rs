@@ -1,0 +1,1 @@
+//! The embedded memory cluster (SPEC §6).

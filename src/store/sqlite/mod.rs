@@ -1,0 +1,456 @@
+//! The SQLite provider: the embedded default and the cross-process reference. One database
+//! file shared by independent OS processes on one host (WAL; never a network filesystem).
+//!
+//! - One [`Connection`] per backend behind a mutex; [`Store`](super::Store) clones share it.
+//! - Every write is `BEGIN IMMEDIATE`, so the reads inside a store operation and the writes
+//!   that follow are serialised against every other process; reads are one deferred
+//!   transaction (one consistent snapshot).
+//! - `SQLITE_BUSY` / `SQLITE_LOCKED` wait in `busy_timeout`, then the whole transaction is
+//!   retried a bounded number of times with jittered backoff; after that the caller sees
+//!   `STORE_CONTENTION`, never a backend message.
+//! - `synchronous=FULL`: a committed claim survives power loss.
+//! - The schema (`schema.sql`) is idempotent, so N processes may initialise one file at
+//!   once; its version lives in the `meta` table with the revision and the journal
+//!   high-water. A file that is not a leasehold store (not SQLite, damaged, another
+//!   application's database, a newer schema) is refused with one line and left untouched:
+//!   nothing is created or converted before the file has been recognised.
+//!
+//! Files: `rows.rs` maps rows to models, `tx.rs` implements [`Tx`], `schema.sql`.
+
+mod rows;
+#[cfg(test)]
+mod tests;
+mod tx;
+
+use std::hash::{BuildHasher, Hasher};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+
+use super::Store;
+use super::backend::{Backend, StoreKind, Tx};
+use super::url::OpenMode;
+use crate::clock::SystemClock;
+use crate::error::{Error, Result};
+use crate::ids::SeededIds;
+use tx::SqliteTx;
+
+/// The schema this build reads and writes (`meta.schema_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The schema, run idempotently at every read-write open.
+const SCHEMA: &str = include_str!("schema.sql");
+
+/// How long one statement waits for another process's lock before reporting busy.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whole-transaction attempts before `STORE_CONTENTION`.
+pub const MAX_ATTEMPTS: u32 = 50;
+
+/// A leasehold store in one SQLite file.
+pub struct SqliteBackend {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+    label: String,
+    read_only: bool,
+}
+
+/// Opens the store at `path`; see [`SqliteBackend::open`].
+///
+/// # Errors
+/// `STORE_UNAVAILABLE`, `STORE_CORRUPT`, `STORE_READ_ONLY`.
+pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<SqliteBackend> {
+    SqliteBackend::open(path, mode)
+}
+
+/// A read-write [`Store`] over the SQLite file at `path`, with the system clock and random
+/// tokens.
+///
+/// # Errors
+/// As [`SqliteBackend::open`].
+pub fn sqlite_store(path: impl AsRef<Path>) -> Result<Store> {
+    let backend = SqliteBackend::open(path, OpenMode::ReadWrite)?;
+    Ok(Store::new(
+        Arc::new(backend),
+        Arc::new(SystemClock),
+        Arc::new(SeededIds::random()),
+    ))
+}
+
+/// What an existing database holds, read before anything is changed.
+enum Found {
+    /// No tables at all: a new (or being-created) store.
+    Empty,
+    /// A leasehold store of this schema version.
+    Leasehold(i64),
+}
+
+/// One attempt's failure: retry after contention, or give up.
+enum Step {
+    Busy,
+    Fail(Error),
+}
+
+impl SqliteBackend {
+    /// Opens (in `ReadWrite` mode, creating if missing) the store at `path`.
+    ///
+    /// Before anything is written the file is recognised: a non-SQLite file, a damaged one,
+    /// another application's database or a newer schema is refused and left byte-for-byte
+    /// as it was. `ReadOnly` opens with `SQLITE_OPEN_READ_ONLY`, creates nothing and refuses
+    /// a missing file; a file without write permission opens read-only in either mode and
+    /// its writes fail with `STORE_READ_ONLY`.
+    ///
+    /// # Errors
+    /// `STORE_UNAVAILABLE` (missing in read-only mode, cannot open), `STORE_CORRUPT` (not a
+    /// leasehold store, damaged, newer schema), `STORE_CONTENTION` (initialisation stayed
+    /// busy).
+    pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Self> {
+        let path = path.as_ref();
+        let label = path.display().to_string();
+        let existing = match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => {
+                return Err(Error::Unavailable(format!(
+                    "{label}: is a directory, not a store file"
+                )));
+            }
+            Ok(m) => Some(m.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::Unavailable(format!("{label}: {e}"))),
+        };
+        if mode == OpenMode::ReadOnly && existing.is_none() {
+            return Err(Error::Unavailable(format!(
+                "{label}: no store here (opened read-only, so nothing was created)"
+            )));
+        }
+        if existing.is_some_and(|len| len > 0) {
+            check_header(path, &label)?;
+        }
+        let flags = match mode {
+            OpenMode::ReadOnly => {
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            }
+            OpenMode::ReadWrite => {
+                OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_CREATE
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            }
+        };
+        let mut conn =
+            Connection::open_with_flags(path, flags).map_err(|e| map_error(&label, &e))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| map_error(&label, &e))?;
+        conn.set_prepared_statement_cache_capacity(128);
+        let read_only = mode == OpenMode::ReadOnly
+            || conn
+                .is_readonly(rusqlite::MAIN_DB)
+                .map_err(|e| map_error(&label, &e))?;
+
+        // Recognise the file before changing anything.
+        let found = retry(|| inspect(&conn, &label))?;
+        match found {
+            Found::Leasehold(v) if v > SCHEMA_VERSION => return Err(newer(&label, v)),
+            Found::Empty if read_only => {
+                return Err(Error::Unavailable(format!(
+                    "{label}: empty, not a leasehold store yet (opened read-only)"
+                )));
+            }
+            _ => {}
+        }
+        if !read_only {
+            conn.pragma_update(None, "synchronous", "FULL")
+                .map_err(|e| map_error(&label, &e))?;
+            retry(|| {
+                let mode: String = conn
+                    .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+                    .map_err(|e| step(&label, &e))?;
+                if mode.eq_ignore_ascii_case("wal") {
+                    Ok(())
+                } else {
+                    Err(Step::Fail(Error::Unavailable(format!(
+                        "{label}: cannot use WAL (journal mode stayed {mode})"
+                    ))))
+                }
+            })?;
+            retry(|| init(&mut conn, &label))?;
+        }
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path: path.to_owned(),
+            label,
+            read_only,
+        })
+    }
+
+    /// The database file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether writes are refused (opened read-only, or the file is not writable).
+    #[must_use]
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic inside a transaction dropped (rolled back) the rusqlite transaction while
+        // unwinding, so the connection itself is consistent.
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn run(
+        &self,
+        behavior: TransactionBehavior,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
+    ) -> Result<()> {
+        let writable = matches!(behavior, TransactionBehavior::Immediate);
+        let mut conn = self.lock();
+        let label = self.label.as_str();
+        retry(|| {
+            let tx = conn
+                .transaction_with_behavior(behavior)
+                .map_err(|e| step(label, &e))?;
+            let mut stx = SqliteTx::new(&tx, label, writable);
+            let result = f(&mut stx);
+            let busy = stx.hit_busy();
+            match result {
+                // Dropping `tx` rolls back.
+                Err(_) if busy => Err(Step::Busy),
+                Err(e) => Err(Step::Fail(e)),
+                Ok(()) if !writable => Ok(()),
+                Ok(()) => tx.commit().map_err(|e| {
+                    if is_busy(&e) {
+                        // Not committed: SQLite reports busy before anything is durable.
+                        Step::Busy
+                    } else {
+                        Step::Fail(Error::OutcomeUnknown(format!(
+                            "{label}: the commit failed: {}",
+                            one_line(&e)
+                        )))
+                    }
+                }),
+            }
+        })
+    }
+}
+
+impl Backend for SqliteBackend {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Sqlite
+    }
+
+    fn describe(&self) -> String {
+        self.label.clone()
+    }
+
+    fn physical_durability(&self) -> bool {
+        true
+    }
+
+    fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly(format!(
+                "{}: the store was opened read-only",
+                self.label
+            )));
+        }
+        self.run(TransactionBehavior::Immediate, f)
+    }
+
+    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        self.run(TransactionBehavior::Deferred, f)
+    }
+
+    fn change_token(&self) -> Result<u64> {
+        let conn = self.lock();
+        let label = self.label.as_str();
+        // `data_version` moves when another connection commits; the revision moves with
+        // every commit (ours included). Both only grow, so their sum changes on any commit.
+        retry(|| {
+            let token = conn
+                .prepare_cached("PRAGMA data_version")
+                .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+                .and_then(|dv| {
+                    let rev = conn
+                        .prepare_cached("SELECT value FROM meta WHERE key = 'revision'")?
+                        .query_row([], |r| r.get::<_, i64>(0))?;
+                    Ok(dv.wrapping_add(rev))
+                })
+                .map_err(|e| step(label, &e))?;
+            Ok(u64::from_ne_bytes(token.to_ne_bytes()))
+        })
+    }
+}
+
+/// Runs `attempt` until it succeeds, fails for good, or stays busy [`MAX_ATTEMPTS`] times.
+fn retry<T>(mut attempt: impl FnMut() -> std::result::Result<T, Step>) -> Result<T> {
+    for n in 1..=MAX_ATTEMPTS {
+        match attempt() {
+            Ok(v) => return Ok(v),
+            Err(Step::Fail(e)) => return Err(e),
+            Err(Step::Busy) if n < MAX_ATTEMPTS => backoff(n),
+            Err(Step::Busy) => {}
+        }
+    }
+    Err(Error::Contention {
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+/// Sleeps 1–64 ms, growing with the attempt, with random jitter so retriers spread out.
+fn backoff(attempt: u32) {
+    let base = 1u64 << attempt.min(5);
+    let jitter = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+        % (base + 1);
+    std::thread::sleep(Duration::from_millis(base + jitter));
+}
+
+/// Whether an error is physical contention (retried, never shown).
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+fn step(label: &str, e: &rusqlite::Error) -> Step {
+    if is_busy(e) {
+        Step::Busy
+    } else {
+        Step::Fail(map_error(label, e))
+    }
+}
+
+/// An error's text on one line.
+fn one_line(e: &rusqlite::Error) -> String {
+    e.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The one translation from SQLite errors to store errors.
+pub(super) fn map_error(label: &str, e: &rusqlite::Error) -> Error {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            Error::Contention { attempts: 1 }
+        }
+        Some(ErrorCode::NotADatabase) => Error::Corrupt(format!("{label}: not a SQLite database")),
+        Some(ErrorCode::DatabaseCorrupt) => Error::Corrupt(format!(
+            "{label}: the database file is damaged ({})",
+            one_line(e)
+        )),
+        Some(ErrorCode::CannotOpen) => Error::Unavailable(format!(
+            "{label}: cannot open the store file ({})",
+            one_line(e)
+        )),
+        Some(ErrorCode::ReadOnly) => {
+            Error::ReadOnly(format!("{label}: the store file is read-only"))
+        }
+        Some(ErrorCode::PermissionDenied) => {
+            Error::Unavailable(format!("{label}: permission denied"))
+        }
+        Some(ErrorCode::DiskFull) => Error::Unavailable(format!("{label}: the disk is full")),
+        _ => match e {
+            rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::InvalidColumnType(..)
+            | rusqlite::Error::IntegralValueOutOfRange(..)
+            | rusqlite::Error::InvalidColumnName(_) => {
+                Error::Corrupt(format!("{label}: unreadable row: {}", one_line(e)))
+            }
+            _ => Error::Unavailable(format!("{label}: {}", one_line(e))),
+        },
+    }
+}
+
+fn newer(label: &str, version: i64) -> Error {
+    Error::Corrupt(format!(
+        "{label}: store schema version {version} is newer than this build ({SCHEMA_VERSION}): upgrade leasehold"
+    ))
+}
+
+/// Refuses a non-empty file that does not start with the SQLite header, without opening it
+/// as a database.
+fn check_header(path: &Path, label: &str) -> Result<()> {
+    const MAGIC: &[u8; 16] = b"SQLite format 3\0";
+    let mut head = [0u8; 16];
+    let mut file =
+        std::fs::File::open(path).map_err(|e| Error::Unavailable(format!("{label}: {e}")))?;
+    let mut read = 0;
+    while read < head.len() {
+        match file.read(&mut head[read..]) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::Unavailable(format!("{label}: {e}"))),
+        }
+    }
+    if read < head.len() || &head != MAGIC {
+        return Err(Error::Corrupt(format!(
+            "{label}: not a SQLite database (not a leasehold store)"
+        )));
+    }
+    Ok(())
+}
+
+/// Reads what the file holds (the first read: a damaged file fails here).
+fn inspect(conn: &Connection, label: &str) -> std::result::Result<Found, Step> {
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| step(label, &e))?;
+    if tables.is_empty() {
+        return Ok(Found::Empty);
+    }
+    if !tables.iter().any(|t| t == "meta") {
+        return Err(Step::Fail(Error::Corrupt(format!(
+            "{label}: a SQLite database, but not a leasehold store"
+        ))));
+    }
+    match schema_version(conn).map_err(|e| step(label, &e))? {
+        Some(v) => Ok(Found::Leasehold(v)),
+        None => Err(Step::Fail(Error::Corrupt(format!(
+            "{label}: a leasehold meta table without a schema version"
+        )))),
+    }
+}
+
+fn schema_version(conn: &Connection) -> rusqlite::Result<Option<i64>> {
+    use rusqlite::OptionalExtension;
+    conn.query_row(
+        "SELECT value FROM meta WHERE key = 'schema_version'",
+        [],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+/// Creates whatever is missing, inside `BEGIN IMMEDIATE`, after re-checking the version
+/// (another process may have initialised the file since it was inspected).
+fn init(conn: &mut Connection, label: &str) -> std::result::Result<(), Step> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| step(label, &e))?;
+    let has_meta: bool = tx
+        .query_row(
+            "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| step(label, &e))?;
+    if has_meta {
+        if let Some(v) = schema_version(&tx).map_err(|e| step(label, &e))? {
+            if v > SCHEMA_VERSION {
+                return Err(Step::Fail(newer(label, v)));
+            }
+        }
+    }
+    tx.execute_batch(SCHEMA).map_err(|e| step(label, &e))?;
+    tx.commit().map_err(|e| step(label, &e))
+}

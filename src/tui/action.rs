@@ -1,0 +1,212 @@
+//! Everything that can happen to the dashboard, as data. Keys resolve to [`Action`]s
+//! through the [`super::keymap`]; the event loop turns store snapshots, ticks and finished
+//! operator commands into Actions too, so [`super::app::App::update`] is the only place the
+//! model changes and every behaviour can be driven in a test without a terminal.
+
+use std::sync::Arc;
+
+use crate::clock::Millis;
+
+use super::snapshot::Snapshot;
+
+/// The views, in number-key order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ViewId {
+    Overview,
+    Authorities,
+    Leases,
+    Work,
+    Workflows,
+    Cursors,
+    Events,
+    Schedules,
+    Audit,
+    /// Reached from a row (`t`) or `:timeline RESOURCE`.
+    Timeline,
+    /// Reached with `Enter` on a workflow.
+    WorkflowDetail,
+}
+
+impl ViewId {
+    /// Views reachable with `:name` and number keys (1-9, then 0 for the timeline).
+    pub const MAIN: [Self; 10] = [
+        Self::Overview,
+        Self::Authorities,
+        Self::Leases,
+        Self::Work,
+        Self::Workflows,
+        Self::Cursors,
+        Self::Events,
+        Self::Schedules,
+        Self::Audit,
+        Self::Timeline,
+    ];
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Overview => "overview",
+            Self::Authorities => "authorities",
+            Self::Leases => "leases",
+            Self::Work => "work",
+            Self::Workflows => "workflows",
+            Self::Cursors => "cursors",
+            Self::Events => "events",
+            Self::Schedules => "schedules",
+            Self::Audit => "audit",
+            Self::Timeline => "timeline",
+            Self::WorkflowDetail => "workflow",
+        }
+    }
+
+    /// Resolves a `:` command word (a name or an unambiguous prefix, plus a few aliases).
+    #[must_use]
+    pub fn parse(word: &str) -> Option<Self> {
+        let word = word.trim().to_ascii_lowercase();
+        let alias = match word.as_str() {
+            "auth" | "au" => Some(Self::Authorities),
+            "wf" | "instances" => Some(Self::Workflows),
+            "subs" | "subscriptions" => Some(Self::Cursors),
+            "gen" | "generations" => Some(Self::Timeline),
+            "ov" | "home" => Some(Self::Overview),
+            _ => None,
+        };
+        if alias.is_some() {
+            return alias;
+        }
+        let mut found = Self::MAIN.iter().filter(|v| v.name().starts_with(&word));
+        match (found.next(), found.next()) {
+            (Some(v), None) if !word.is_empty() => Some(*v),
+            _ => Self::MAIN.iter().find(|v| v.name() == word).copied(),
+        }
+    }
+
+    /// The number key that opens this view, if any.
+    #[must_use]
+    pub fn digit(self) -> Option<char> {
+        Self::MAIN.iter().position(|v| *v == self).map(|i| if i == 9 { '0' } else { char::from(b'1' + u8::try_from(i).unwrap_or(0)) })
+    }
+
+    /// Whether the view is a paged table (as opposed to overview and workflow detail).
+    #[must_use]
+    pub fn is_table(self) -> bool {
+        !matches!(self, Self::Overview | Self::WorkflowDetail)
+    }
+}
+
+/// Server-side quick filters of the work view (they narrow the store query, so paging
+/// still pages through every matching row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WorkQuick {
+    #[default]
+    All,
+    Pending,
+    Claimed,
+    Retry,
+    Failed,
+    Incompatible,
+}
+
+impl WorkQuick {
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::All => "all",
+            Self::Pending => "pending",
+            Self::Claimed => "claimed",
+            Self::Retry => "retry",
+            Self::Failed => "failed",
+            Self::Incompatible => "incompatible",
+        }
+    }
+}
+
+/// Demo-mode faults and scaling (sent to [`super::demo::ClusterControl`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DemoOp {
+    Kill(String),
+    Pause(String),
+    Resume(String),
+    Add,
+    RollOut(String),
+    Skew(String, i64),
+}
+
+/// What a finished background command reports back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Done {
+    /// A cancel ran: the status line text and whether it was a refusal.
+    Cancel { instance: String, message: String, refused: bool },
+    /// A demo operation ran.
+    Demo { message: String },
+}
+
+/// One thing that happened.
+#[derive(Debug, Clone)]
+pub enum Action {
+    // --- navigation
+    SwitchView(ViewId),
+    Back,
+    Up,
+    Down,
+    Left,
+    Right,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    /// Detail of the selected row (workflow detail for workflows).
+    Enter,
+    /// Timeline of the selected row's resource.
+    Timeline,
+    /// Open the `:` command prompt.
+    OpenCommand,
+    /// Open the `/` filter prompt.
+    OpenFilter,
+    ClearFilter,
+    /// Sort by the next column (within the page); again on the last column: unsorted.
+    CycleSort,
+    ReverseSort,
+    SortBy(usize),
+    QuickFilter(WorkQuick),
+    TogglePause,
+    ToggleHelp,
+    ToggleStats,
+    CycleTheme,
+    Quit,
+    // --- prompts and dialogs
+    Input(char),
+    Backspace,
+    Complete,
+    Submit,
+    Confirm,
+    Dismiss,
+    // --- operator actions
+    CancelWorkflow,
+    Demo(DemoKey),
+    // --- mouse and terminal
+    ScrollUp,
+    ScrollDown,
+    Click { column: u16, row: u16 },
+    Resize { width: u16, height: u16 },
+    // --- from the event loop
+    /// Time passes: `now` is the store's clock (countdowns), `wall` a monotonic
+    /// millisecond count of the dashboard (flashes, the stale badge, sparkline rates).
+    Tick { now: Millis, wall: Millis },
+    Snapshot(Arc<Snapshot>),
+    /// The reader checked the store and nothing changed.
+    Fresh,
+    StoreError { message: String, retry_in_ms: u64, failures: u32 },
+    Done(Done),
+}
+
+/// The demo keys, before the app knows which authority is selected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DemoKey {
+    Kill,
+    Pause,
+    Resume,
+    Add,
+    RollOut,
+    Skew,
+}

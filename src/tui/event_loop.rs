@@ -1,0 +1,180 @@
+//! The terminal side: set the terminal up (and always put it back), then one
+//! `tokio::select!` loop over terminal input, the reader's snapshots, a tick for countdowns
+//! and the results of operator commands. Input is drained before drawing, and a frame is
+//! drawn only when something changed.
+
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture, Event, EventStream, KeyEventKind, MouseButton, MouseEventKind};
+use crossterm::execute;
+use futures_util::{FutureExt, StreamExt};
+use ratatui::DefaultTerminal;
+use tokio::sync::{mpsc, watch};
+
+use super::action::Action;
+use super::app::{App, AppOptions, Command};
+use super::harness::execute;
+use super::snapshot::{Published, run_reader};
+use super::theme::ThemeSet;
+use super::{TuiOptions, views};
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+/// Restores the terminal when dropped (normal exit, error, or unwinding panic).
+struct TerminalGuard;
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        let _ = execute!(io::stdout(), DisableMouseCapture);
+        ratatui::restore();
+    }
+}
+
+fn terminal_error(e: &io::Error) -> Error {
+    Error::Unavailable(format!("terminal: {e}"))
+}
+
+/// Runs the dashboard until the operator quits. The theme is loaded (and an unknown name
+/// refused) before the terminal is touched.
+///
+/// # Errors
+/// `INVALID` for an unknown or broken theme; `STORE_UNAVAILABLE` when the terminal cannot
+/// be used. Store failures while running are shown, retried, and not returned.
+pub async fn run(store: Store, options: TuiOptions) -> Result<()> {
+    let themes = ThemeSet::new(ThemeSet::default_user_dir());
+    let mut theme = themes.load(&options.theme)?;
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        theme = theme.monochrome();
+    }
+    let app = App::new(
+        AppOptions { read_only: options.read_only, demo: options.demo.is_some(), actor: options.actor.clone(), refresh_ms: options.refresh_ms },
+        theme,
+        themes,
+    );
+    let mut terminal = ratatui::try_init().map_err(|e| terminal_error(&e))?;
+    let guard = TerminalGuard;
+    // ratatui's hook restores the terminal; release the mouse first, then chain.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = execute!(io::stdout(), DisableMouseCapture);
+        previous(info);
+    }));
+    execute!(io::stdout(), EnableMouseCapture).map_err(|e| terminal_error(&e))?;
+    let result = event_loop(&mut terminal, app, store, options).await;
+    drop(guard);
+    result
+}
+
+/// [`run`] on a fresh tokio runtime, for callers without one.
+///
+/// # Errors
+/// As [`run`]; `STORE_UNAVAILABLE` when no runtime can be built.
+pub fn run_blocking(store: Store, options: TuiOptions) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Unavailable(format!("tokio runtime: {e}")))?;
+    runtime.block_on(run(store, options))
+}
+
+/// Maps a terminal event to an action (keys through the key map, in the app's mode).
+fn event_action(app: &mut App, event: Event) -> Vec<Command> {
+    match event {
+        Event::Key(key) if key.kind == KeyEventKind::Press => app.handle_key(&key),
+        Event::Mouse(m) => match m.kind {
+            MouseEventKind::ScrollUp => app.update(Action::ScrollUp),
+            MouseEventKind::ScrollDown => app.update(Action::ScrollDown),
+            MouseEventKind::Down(MouseButton::Left) => app.update(Action::Click { column: m.column, row: m.row }),
+            _ => Vec::new(),
+        },
+        Event::Resize(width, height) => app.update(Action::Resize { width, height }),
+        _ => Vec::new(),
+    }
+}
+
+async fn event_loop(terminal: &mut DefaultTerminal, mut app: App, store: Store, options: TuiOptions) -> Result<()> {
+    let started = Instant::now();
+    let wall = move || i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    let size = terminal.size().map_err(|e| terminal_error(&e))?;
+    let mut pending = app.update(Action::Resize { width: size.width, height: size.height });
+    pending.extend(app.update(Action::Tick { now: store.now(), wall: wall() }));
+
+    let (query_tx, query_rx) = watch::channel(app.query().clone());
+    let (snap_tx, mut snap_rx) = watch::channel(Published::Nothing);
+    let reader = tokio::spawn(run_reader(store.clone(), options.demo.clone(), query_rx, snap_tx, options.refresh_ms));
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Action>();
+    let mut events = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut dirty = true;
+
+    let outcome = loop {
+        // Carry out what the app asked for.
+        for command in pending.drain(..) {
+            match command {
+                Command::Quit => {}
+                Command::Query(q) => {
+                    let _ = query_tx.send(q);
+                }
+                other => {
+                    let (store, cluster, actor, tx) = (store.clone(), options.demo.clone(), app.options().actor.clone(), done_tx.clone());
+                    tokio::task::spawn_blocking(move || {
+                        if let Some(action) = execute(&store, cluster.as_deref(), &actor, &other) {
+                            let _ = tx.send(action);
+                        }
+                    });
+                }
+            }
+        }
+        if app.should_quit() {
+            break Ok(());
+        }
+        if dirty {
+            if let Err(e) = terminal.draw(|f| views::render(f, &app)) {
+                break Err(terminal_error(&e));
+            }
+            dirty = false;
+        }
+        tokio::select! {
+            event = events.next() => match event {
+                Some(Ok(event)) => {
+                    pending.extend(event_action(&mut app, event));
+                    // Drain whatever input is already waiting before drawing again.
+                    while let Some(Some(Ok(event))) = events.next().now_or_never() {
+                        pending.extend(event_action(&mut app, event));
+                    }
+                    dirty = true;
+                }
+                Some(Err(e)) => break Err(terminal_error(&e)),
+                None => break Ok(()),
+            },
+            changed = snap_rx.changed() => {
+                if changed.is_err() {
+                    break Err(Error::Unavailable("the store reader stopped".into()));
+                }
+                let published = snap_rx.borrow_and_update().clone();
+                let action = match published {
+                    Published::Nothing => continue,
+                    Published::Fresh => Action::Fresh,
+                    Published::Snapshot(s) => Action::Snapshot(Arc::clone(&s)),
+                    Published::Error { message, retry_in_ms, failures } => Action::StoreError { message, retry_in_ms, failures },
+                };
+                dirty |= !matches!(action, Action::Fresh) || app.stale_for().is_some() || app.store_error().is_some();
+                pending.extend(app.update(action));
+            },
+            _ = tick.tick() => {
+                pending.extend(app.update(Action::Tick { now: store.now(), wall: wall() }));
+                dirty = true;
+            },
+            Some(action) = done_rx.recv() => {
+                pending.extend(app.update(action));
+                dirty = true;
+            },
+        }
+    };
+    reader.abort();
+    outcome
+}

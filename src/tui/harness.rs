@@ -1,0 +1,187 @@
+//! Drives the dashboard synchronously, without a terminal: the app, the store and the
+//! commands the app asks for, executed in line. Tests, screenshot generation and the
+//! dashboard benchmark use it; the real event loop does the same work asynchronously.
+
+use std::sync::Arc;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+
+use super::action::{Action, DemoOp, Done};
+use super::app::{App, AppOptions, Command};
+use super::demo::ClusterControl;
+use super::snapshot;
+use super::theme::{Theme, ThemeSet};
+use super::views;
+use super::wf;
+use crate::clock::Millis;
+use crate::store::Store;
+
+/// Carries out one non-query command (a cancel or a demo operation) and reports what
+/// happened, audited. Blocking: the event loop runs it on `spawn_blocking`.
+#[must_use]
+pub fn execute(store: &Store, cluster: Option<&dyn ClusterControl>, actor: &str, command: &Command) -> Option<Action> {
+    match command {
+        Command::Cancel { instance, reason } => {
+            let (mut message, refused) = wf::cancel(store, instance, actor, reason);
+            if let Err(e) = store.audit(actor, "cancel-workflow", instance, &message) {
+                message.push_str(&format!(" (audit failed: {e})"));
+            }
+            Some(Action::Done(Done::Cancel { instance: instance.clone(), message, refused }))
+        }
+        Command::Demo(op) => {
+            let Some(cluster) = cluster else {
+                return Some(Action::Done(Done::Demo { message: "no demo cluster attached".into() }));
+            };
+            let (action, target, message) = match op {
+                DemoOp::Kill(id) => {
+                    cluster.kill(id);
+                    ("demo-kill", id.clone(), format!("killed {id} (no release: its work must be reclaimed)"))
+                }
+                DemoOp::Pause(id) => {
+                    cluster.pause(id);
+                    ("demo-pause", id.clone(), format!("paused {id} (its leases will expire; on resume it is fenced)"))
+                }
+                DemoOp::Resume(id) => {
+                    cluster.resume(id);
+                    ("demo-resume", id.clone(), format!("resumed {id}"))
+                }
+                DemoOp::Add => {
+                    let id = cluster.add_authority();
+                    ("demo-add", id.clone(), format!("added authority {id}"))
+                }
+                DemoOp::RollOut(build) => {
+                    cluster.roll_out(build);
+                    ("demo-roll-out", build.clone(), format!("rolling out build {build}"))
+                }
+                DemoOp::Skew(id, ms) => {
+                    cluster.skew(id, *ms);
+                    ("demo-skew", id.clone(), format!("skewed {id}'s clock by {ms} ms"))
+                }
+            };
+            let message = match store.audit(actor, action, &target, "done") {
+                Ok(()) => message,
+                Err(e) => format!("{message} (audit failed: {e})"),
+            };
+            Some(Action::Done(Done::Demo { message }))
+        }
+        Command::Query(_) | Command::Quit => None,
+    }
+}
+
+/// A dashboard driven in line.
+pub struct Harness {
+    pub app: App,
+    store: Store,
+    cluster: Option<Arc<dyn ClusterControl>>,
+    wall: Millis,
+}
+
+impl Harness {
+    /// A dashboard over `store` at `width` × `height`, with its first snapshot read.
+    #[must_use]
+    pub fn new(store: Store, options: AppOptions, theme: Theme, cluster: Option<Arc<dyn ClusterControl>>, width: u16, height: u16) -> Self {
+        let app = App::new(options, theme, ThemeSet::new(None));
+        let mut h = Self { app, store, cluster, wall: 0 };
+        h.dispatch(Action::Tick { now: h.store.now(), wall: 0 });
+        h.dispatch(Action::Resize { width, height });
+        h.refresh();
+        h
+    }
+
+    #[must_use]
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Applies an action and everything it leads to.
+    pub fn dispatch(&mut self, action: Action) {
+        let commands = self.app.update(action);
+        self.run(commands);
+    }
+
+    fn run(&mut self, commands: Vec<Command>) {
+        for command in commands {
+            let next = match &command {
+                Command::Query(q) => Some(match snapshot::read(&self.store, q, self.cluster.as_deref()) {
+                    Ok(s) => Action::Snapshot(Arc::new(s)),
+                    Err(e) => Action::StoreError { message: e.to_string(), retry_in_ms: snapshot::backoff_ms(250, 1), failures: 1 },
+                }),
+                other => execute(&self.store, self.cluster.as_deref(), &self.app.options().actor.clone(), other),
+            };
+            if let Some(action) = next {
+                self.dispatch(action);
+            }
+        }
+    }
+
+    /// Re-reads the current query, as the reader does when the store changed.
+    pub fn refresh(&mut self) {
+        let q = self.app.query().clone();
+        self.run(vec![Command::Query(q)]);
+    }
+
+    /// Lets `ms` of dashboard time pass (flashes fade, badges age) and ticks.
+    pub fn advance(&mut self, ms: Millis) {
+        self.wall += ms;
+        self.dispatch(Action::Tick { now: self.store.now(), wall: self.wall });
+    }
+
+    /// Presses a key (through the key map, as the terminal would).
+    pub fn key(&mut self, code: KeyCode) {
+        let commands = self.app.handle_key(&KeyEvent::new(code, KeyModifiers::NONE));
+        self.run(commands);
+    }
+
+    /// Presses a character key.
+    pub fn press(&mut self, c: char) {
+        self.key(KeyCode::Char(c));
+    }
+
+    /// Types a string character by character.
+    pub fn type_text(&mut self, text: &str) {
+        for c in text.chars() {
+            self.press(c);
+        }
+    }
+
+    /// Draws the current frame at the app's size.
+    #[must_use]
+    pub fn render(&self) -> Buffer {
+        let (w, h) = self.app.size();
+        render_app(&self.app, w, h)
+    }
+}
+
+/// Draws `app` into a fresh buffer of `width` × `height`.
+#[must_use]
+pub fn render_app(app: &App, width: u16, height: u16) -> Buffer {
+    let backend = TestBackend::new(width, height);
+    match Terminal::new(backend) {
+        Ok(mut terminal) => {
+            let _ = terminal.draw(|f| views::render(f, app));
+            terminal.backend().buffer().clone()
+        }
+        Err(_) => Buffer::empty(ratatui::layout::Rect::new(0, 0, width, height)),
+    }
+}
+
+/// The buffer as plain text lines (for assertions and insta snapshots).
+#[must_use]
+pub fn buffer_text(buffer: &Buffer) -> String {
+    let area = buffer.area;
+    let mut out = String::new();
+    for y in area.top()..area.bottom() {
+        let mut line = String::new();
+        for x in area.left()..area.right() {
+            if let Some(cell) = buffer.cell((x, y)) {
+                line.push_str(cell.symbol());
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

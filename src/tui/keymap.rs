@@ -1,0 +1,246 @@
+//! The key map: one table from keys to [`Action`]s. [`resolve`] is what the event loop
+//! calls, and the help overlay is generated from [`bindings`] — so the help can never
+//! disagree with the keys.
+
+use std::sync::LazyLock;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::action::{Action, DemoKey, ViewId, WorkQuick};
+
+/// Where the keyboard focus is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Browsing a view.
+    Normal(ViewId),
+    /// Typing in the `:` or `/` prompt (or a demo prompt).
+    Prompt,
+    /// A confirmation dialog is open.
+    Dialog,
+    /// The help overlay or a row-detail popup is open.
+    Overlay,
+}
+
+/// Where a binding applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Global,
+    /// Every paged table view.
+    Table,
+    View(ViewId),
+}
+
+/// What a binding is for; operator and demo bindings are hidden when unavailable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    Views,
+    Navigation,
+    Live,
+    Operator,
+    Demo,
+}
+
+impl Group {
+    #[must_use]
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Views => "Views",
+            Self::Navigation => "Navigation",
+            Self::Live => "Live data & display",
+            Self::Operator => "Operator actions",
+            Self::Demo => "Demo cluster (faults you can drive by hand)",
+        }
+    }
+}
+
+/// One key (code + modifiers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    pub code: KeyCode,
+    pub mods: KeyModifiers,
+}
+
+impl Key {
+    const fn plain(code: KeyCode) -> Self {
+        Self { code, mods: KeyModifiers::NONE }
+    }
+    const fn ch(c: char) -> Self {
+        Self::plain(KeyCode::Char(c))
+    }
+    const fn ctrl(c: char) -> Self {
+        Self { code: KeyCode::Char(c), mods: KeyModifiers::CONTROL }
+    }
+
+    /// How the key is written in help and hints.
+    #[must_use]
+    pub fn label(self) -> String {
+        let base = match self.code {
+            KeyCode::Char(' ') => "space".into(),
+            KeyCode::Char(c) => c.to_string(),
+            KeyCode::Enter => "Enter".into(),
+            KeyCode::Esc => "Esc".into(),
+            KeyCode::Up => "↑".into(),
+            KeyCode::Down => "↓".into(),
+            KeyCode::Left => "←".into(),
+            KeyCode::Right => "→".into(),
+            KeyCode::PageUp => "PgUp".into(),
+            KeyCode::PageDown => "PgDn".into(),
+            KeyCode::Home => "Home".into(),
+            KeyCode::End => "End".into(),
+            KeyCode::Tab => "Tab".into(),
+            KeyCode::F(n) => format!("F{n}"),
+            other => format!("{other:?}"),
+        };
+        if self.mods.contains(KeyModifiers::CONTROL) { format!("ctrl-{base}") } else { base }
+    }
+
+    fn matches(self, event: &KeyEvent) -> bool {
+        let mods = event.modifiers - KeyModifiers::SHIFT;
+        let code = match event.code {
+            // Some terminals report uppercase letters with SHIFT, some without.
+            KeyCode::Char(c) => KeyCode::Char(c),
+            other => other,
+        };
+        code == self.code && mods == self.mods - KeyModifiers::SHIFT
+    }
+}
+
+/// One row of the key map.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    pub keys: Vec<Key>,
+    pub action: Action,
+    pub scope: Scope,
+    pub group: Group,
+    pub help: &'static str,
+}
+
+impl Binding {
+    /// `j/↓` style label of every key.
+    #[must_use]
+    pub fn label(&self) -> String {
+        self.keys.iter().map(|k| k.label()).collect::<Vec<_>>().join("/")
+    }
+}
+
+fn bind(keys: &[Key], action: Action, scope: Scope, group: Group, help: &'static str) -> Binding {
+    Binding { keys: keys.to_vec(), action, scope, group, help }
+}
+
+static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
+    use Group::{Demo, Live, Navigation, Operator, Views};
+    use Scope::{Global, Table, View};
+    let mut b = vec![
+        bind(&[Key::ch(':')], Action::OpenCommand, Global, Views, "command: switch view (:work, :timeline RES, :theme NAME, :q), Tab completes"),
+    ];
+    for view in ViewId::MAIN {
+        if let Some(d) = view.digit() {
+            b.push(bind(&[Key::ch(d)], Action::SwitchView(view), Global, Views, view_help(view)));
+        }
+    }
+    b.extend([
+        bind(&[Key::plain(KeyCode::Enter)], Action::Enter, Global, Navigation, "open: workflow detail / row detail; toggle a history node"),
+        bind(&[Key::plain(KeyCode::Esc)], Action::Back, Global, Navigation, "back: close, clear the filter, previous view"),
+        bind(&[Key::ch('k'), Key::plain(KeyCode::Up)], Action::Up, Global, Navigation, "up"),
+        bind(&[Key::ch('j'), Key::plain(KeyCode::Down)], Action::Down, Global, Navigation, "down"),
+        bind(&[Key::ch('h'), Key::plain(KeyCode::Left)], Action::Left, View(ViewId::WorkflowDetail), Navigation, "collapse a history node"),
+        bind(&[Key::ch('l'), Key::plain(KeyCode::Right)], Action::Right, View(ViewId::WorkflowDetail), Navigation, "expand a history node"),
+        bind(&[Key::plain(KeyCode::PageDown), Key::ctrl('f')], Action::PageDown, Table, Navigation, "next page (read from the store)"),
+        bind(&[Key::plain(KeyCode::PageUp), Key::ctrl('b')], Action::PageUp, Table, Navigation, "previous page"),
+        bind(&[Key::plain(KeyCode::Home), Key::ch('g')], Action::Home, Table, Navigation, "first page"),
+        bind(&[Key::plain(KeyCode::End), Key::ch('G')], Action::End, Table, Navigation, "last page"),
+        bind(&[Key::ch('/')], Action::OpenFilter, Table, Navigation, "filter rows: text, or field:value (e.g. state:failed)"),
+        bind(&[Key::ch('s')], Action::CycleSort, Table, Navigation, "sort by the next column (within the page)"),
+        bind(&[Key::ch('z')], Action::ReverseSort, Table, Navigation, "reverse the sort"),
+        bind(&[Key::ch('t')], Action::Timeline, Table, Navigation, "generation timeline of the selected resource"),
+        bind(&[Key::ch('a')], Action::QuickFilter(WorkQuick::All), View(ViewId::Work), Navigation, "work: all states"),
+        bind(&[Key::ch('p')], Action::QuickFilter(WorkQuick::Pending), View(ViewId::Work), Navigation, "work: pending only"),
+        bind(&[Key::ch('c')], Action::QuickFilter(WorkQuick::Claimed), View(ViewId::Work), Navigation, "work: claimed only"),
+        bind(&[Key::ch('r')], Action::QuickFilter(WorkQuick::Retry), View(ViewId::Work), Navigation, "work: retry only"),
+        bind(&[Key::ch('f')], Action::QuickFilter(WorkQuick::Failed), View(ViewId::Work), Navigation, "work: failed only"),
+        bind(&[Key::ch('x')], Action::QuickFilter(WorkQuick::Incompatible), View(ViewId::Work), Navigation, "work: incompatible (no live authority can run it)"),
+        bind(&[Key::ch(' ')], Action::TogglePause, Global, Live, "pause / resume live refresh"),
+        bind(&[Key::ch('i')], Action::ToggleStats, Global, Live, "show query count and latency"),
+        bind(&[Key::ctrl('t')], Action::CycleTheme, Global, Live, "next theme"),
+        bind(&[Key::ch('?')], Action::ToggleHelp, Global, Live, "this help"),
+        bind(&[Key::ch('q'), Key::ctrl('c')], Action::Quit, Global, Live, "quit"),
+        bind(&[Key::ch('C')], Action::CancelWorkflow, Global, Operator, "cancel the selected workflow (asks first; not a rollback)"),
+        bind(&[Key::ch('K')], Action::Demo(DemoKey::Kill), Global, Demo, "kill the selected authority (crash: no release)"),
+        bind(&[Key::ch('P')], Action::Demo(DemoKey::Pause), Global, Demo, "pause the selected authority (it will be fenced)"),
+        bind(&[Key::ch('R')], Action::Demo(DemoKey::Resume), Global, Demo, "resume the selected authority"),
+        bind(&[Key::ch('A')], Action::Demo(DemoKey::Add), Global, Demo, "add an authority"),
+        bind(&[Key::ch('B')], Action::Demo(DemoKey::RollOut), Global, Demo, "roll out a new build (prompts for the tag)"),
+        bind(&[Key::ch('X')], Action::Demo(DemoKey::Skew), Global, Demo, "skew the selected authority's clock (prompts for ms)"),
+    ]);
+    b
+});
+
+fn view_help(view: ViewId) -> &'static str {
+    match view {
+        ViewId::Overview => "overview: counts, throughput, failovers",
+        ViewId::Authorities => "authorities: builds, heartbeats, ownership",
+        ViewId::Leases => "leases: owner, generation, expiry",
+        ViewId::Work => "work items: state, owner, attempts, compatibility",
+        ViewId::Workflows => "workflow instances",
+        ViewId::Cursors => "subscription cursors",
+        ViewId::Events => "events: dedup outcomes and journal seq",
+        ViewId::Schedules => "schedules: due, late, owned, fired",
+        ViewId::Audit => "audit log of operator actions",
+        ViewId::Timeline => "generation timeline of the last chosen resource",
+        ViewId::WorkflowDetail => "workflow detail",
+    }
+}
+
+/// Every binding, in help order.
+#[must_use]
+pub fn bindings() -> &'static [Binding] {
+    &BINDINGS
+}
+
+fn in_scope(scope: Scope, view: ViewId) -> bool {
+    match scope {
+        Scope::Global => true,
+        Scope::Table => view.is_table(),
+        Scope::View(v) => v == view,
+    }
+}
+
+/// The action for `key` in `mode`, if any. View-specific bindings win over global ones.
+#[must_use]
+pub fn resolve(key: &KeyEvent, mode: Mode) -> Option<Action> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    match mode {
+        Mode::Prompt => Some(match key.code {
+            KeyCode::Esc => Action::Dismiss,
+            KeyCode::Enter => Action::Submit,
+            KeyCode::Tab => Action::Complete,
+            KeyCode::Backspace => Action::Backspace,
+            KeyCode::Char('c') if ctrl => Action::Dismiss,
+            KeyCode::Char(c) if !ctrl => Action::Input(c),
+            _ => return None,
+        }),
+        Mode::Dialog => match key.code {
+            KeyCode::Char('y' | 'Y') | KeyCode::Enter => Some(Action::Confirm),
+            KeyCode::Char('n' | 'N' | 'q') | KeyCode::Esc => Some(Action::Dismiss),
+            _ => None,
+        },
+        Mode::Overlay => match key.code {
+            KeyCode::Esc | KeyCode::Char('?' | 'q') | KeyCode::Enter => Some(Action::Dismiss),
+            KeyCode::Up | KeyCode::Char('k') => Some(Action::Up),
+            KeyCode::Down | KeyCode::Char('j') => Some(Action::Down),
+            KeyCode::PageUp => Some(Action::PageUp),
+            KeyCode::PageDown => Some(Action::PageDown),
+            _ => None,
+        },
+        Mode::Normal(view) => {
+            let candidates = bindings().iter().filter(|b| in_scope(b.scope, view) && b.keys.iter().any(|k| k.matches(key)));
+            let mut best: Option<&Binding> = None;
+            for b in candidates {
+                if best.is_none() || !matches!(b.scope, Scope::Global) {
+                    best = Some(b);
+                }
+            }
+            best.map(|b| b.action.clone())
+        }
+    }
+}

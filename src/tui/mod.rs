@@ -1,0 +1,80 @@
+//! The terminal dashboard: k9s for durable work.
+//!
+//! Data flows one way — store → [`snapshot`] (a background reader publishing one snapshot
+//! per refresh through `tokio::sync::watch`) → [`app::App`] (model + `update`) →
+//! [`views`] (pure rendering). Keys become [`action::Action`]s through [`keymap`]; operator
+//! actions come back out of `update` as [`app::Command`]s that call the same library entry
+//! points the CLI uses (cancel through [`wf`], the demo cluster through
+//! [`demo::ClusterControl`]), audited.
+//!
+//! Layout: `action.rs` (what can happen), `keymap.rs` (keys → actions; the help overlay is
+//! generated from it), `app.rs` (model and update), `snapshot.rs` (the reader),
+//! `event_loop.rs` (terminal set-up, restore, the `select!` loop), `theme.rs` (TOML
+//! themes), `views/` (one file per view), `harness.rs` (drive it without a terminal),
+//! `screenshot.rs` (buffer → SVG), `text.rs` (escaping hostile text), `wf.rs` (the workflow
+//! engine calls), `demo.rs` (the cluster seam).
+//!
+//! Entry point: [`run`] (async) or [`run_blocking`].
+
+pub mod action;
+pub mod app;
+pub mod demo;
+pub mod event_loop;
+pub mod harness;
+pub mod keymap;
+pub mod screenshot;
+pub mod snapshot;
+pub mod text;
+pub mod theme;
+pub mod views;
+mod wf;
+
+use std::sync::Arc;
+
+pub use demo::{ClusterControl, DemoAuthority, DemoState};
+pub use event_loop::{run, run_blocking};
+
+/// How the dashboard runs.
+#[derive(Clone)]
+pub struct TuiOptions {
+    /// How often the reader probes the store for changes.
+    pub refresh_ms: u64,
+    /// Hide and refuse operator actions.
+    pub read_only: bool,
+    /// Theme name: shipped (`dark`, `light`, `high-contrast`) or a user theme file.
+    pub theme: String,
+    /// The embedded cluster, in `leasehold demo`.
+    pub demo: Option<Arc<dyn ClusterControl>>,
+    /// `user@host`, recorded in the audit log with every operator action.
+    pub actor: String,
+}
+
+impl Default for TuiOptions {
+    fn default() -> Self {
+        Self { refresh_ms: 250, read_only: false, theme: "dark".into(), demo: None, actor: default_actor() }
+    }
+}
+
+impl std::fmt::Debug for TuiOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TuiOptions")
+            .field("refresh_ms", &self.refresh_ms)
+            .field("read_only", &self.read_only)
+            .field("theme", &self.theme)
+            .field("demo", &self.demo.is_some())
+            .field("actor", &self.actor)
+            .finish()
+    }
+}
+
+/// `$USER@$HOSTNAME` (or `operator@localhost`), for the audit log.
+#[must_use]
+pub fn default_actor() -> String {
+    let user = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "operator".into());
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_owned()))
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{user}@{host}")
+}

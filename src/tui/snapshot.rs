@@ -1,0 +1,383 @@
+//! The background reader. One task owns every store read of the dashboard: it probes the
+//! store's cheap change token at the refresh interval and, when the token moved or the UI
+//! asked for something else (another view, page or filter), reads exactly the visible page
+//! plus the headline counters into one [`Snapshot`] and publishes it through a
+//! `tokio::sync::watch` channel. All panes render from that one snapshot, so they always
+//! agree. Reads run on `spawn_blocking`: the UI thread never waits on the store. A failing
+//! store is retried with exponential backoff while the last good frame stays on screen.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use super::action::{ViewId, WorkQuick};
+use super::demo::{ClusterControl, DemoAuthority};
+use super::wf;
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::model::work::{WorkFilter, WorkState};
+use crate::model::{
+    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, Lease, Page, PageRequest, Schedule, Subscription, WorkItem,
+    WriteRecord,
+};
+use crate::store::{Overview, Store};
+
+/// How many authorities the header, the overview and compatibility checks look at.
+pub const AUTHORITY_SAMPLE: usize = 64;
+/// Grants and writes read for "recent" figures (failovers, claims/s), newest revisions.
+pub const RECENT_REVISIONS: u64 = 512;
+pub const RECENT_LIMIT: usize = 1_024;
+/// Claimed items counted per authority before showing `N+`.
+pub const OWNED_CAP: usize = 500;
+/// Defaults used to judge heartbeats when an authority's config does not say.
+pub const DEFAULT_HEARTBEAT_MS: Millis = 1_000;
+pub const DEFAULT_LEASE_MS: Millis = 30_000;
+/// The timeline reads this many grants and writes per visible row.
+pub const TIMELINE_FACTOR: usize = 4;
+
+/// What the UI wants to see. Any change (tracked by `seq`) triggers a read right away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    pub seq: u64,
+    pub view: ViewId,
+    pub page: PageRequest,
+    pub work: WorkQuick,
+    /// The workflow instance of the detail view.
+    pub instance: Option<String>,
+    /// The resource of the timeline view.
+    pub resource: Option<String>,
+    /// While paused the reader only answers new queries; it does not refresh.
+    pub paused: bool,
+}
+
+impl Default for Query {
+    fn default() -> Self {
+        Self {
+            seq: 0,
+            view: ViewId::Overview,
+            page: PageRequest::first(20),
+            work: WorkQuick::All,
+            instance: None,
+            resource: None,
+            paused: false,
+        }
+    }
+}
+
+/// The rows of the visible view.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ViewData {
+    Overview,
+    Authorities { page: Page<Authority>, owned: HashMap<String, usize> },
+    Leases(Page<Lease>),
+    Work(Page<WorkItem>),
+    Workflows(Page<InstanceRow>),
+    Detail { instance: Option<InstanceRow>, history: Vec<HistoryRecord> },
+    Cursors { page: Page<Subscription>, items: HashMap<String, WorkItem>, high_water: i64 },
+    Events { page: Page<Ingestion>, high_water: i64 },
+    Schedules { page: Page<Schedule>, firings: HashMap<String, WorkItem> },
+    Timeline { resource: Option<String>, grants: Vec<Grant>, writes: Vec<WriteRecord>, lease: Option<Lease>, item: Option<WorkItem> },
+    Audit(Page<AuditEntry>),
+}
+
+/// Cost of producing one snapshot (shown with `i`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueryStats {
+    pub queries: u32,
+    pub latency_us: u64,
+}
+
+/// Everything one refresh read, at one store instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// The query this answers.
+    pub query: Query,
+    /// Store clock at the read.
+    pub at: Millis,
+    pub token: u64,
+    pub store: String,
+    pub overview: Overview,
+    /// First [`AUTHORITY_SAMPLE`] authorities, by id.
+    pub authorities: Vec<Authority>,
+    /// Compat digests of authorities that are not gone.
+    pub live_compats: Vec<String>,
+    /// Non-terminal work whose compat no live authority has (0 with no live authority).
+    pub incompatible: u64,
+    /// Grants and writes of the last [`RECENT_REVISIONS`] revisions (overview, authorities).
+    pub recent_grants: Vec<Grant>,
+    pub recent_writes: Vec<WriteRecord>,
+    /// Demo cluster view of its authorities, when attached to one.
+    pub demo: Option<Vec<DemoAuthority>>,
+    pub scenario: Option<String>,
+    pub data: ViewData,
+    pub stats: QueryStats,
+}
+
+/// Heartbeat and lease window an authority advertises in its config JSON.
+#[must_use]
+pub fn authority_windows(a: &Authority) -> (Millis, Millis) {
+    let config: serde_json::Value = serde_json::from_str(&a.config).unwrap_or_default();
+    let pick = |keys: &[&str], default: Millis| keys.iter().find_map(|k| config.get(*k).and_then(serde_json::Value::as_i64)).filter(|v| *v > 0).unwrap_or(default);
+    (
+        pick(&["heartbeatMs", "heartbeatIntervalMs", "pollIntervalMs"], DEFAULT_HEARTBEAT_MS),
+        pick(&["leaseDurationMs", "leaseMs"], DEFAULT_LEASE_MS),
+    )
+}
+
+/// `live`, `silent` or `gone`, judged at `now`.
+#[must_use]
+pub fn authority_state(a: &Authority, now: Millis) -> &'static str {
+    let (hb, lease) = authority_windows(a);
+    a.state(now, hb, lease)
+}
+
+/// Counts store calls for the stats line.
+struct Counter<'a> {
+    store: &'a Store,
+    queries: u32,
+}
+
+impl Counter<'_> {
+    fn run<T>(&mut self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        self.queries += 1;
+        f(self.store)
+    }
+}
+
+/// Reads one snapshot for `query`, synchronously. The reader task calls this on a blocking
+/// thread; tests call it directly.
+///
+/// # Errors
+/// A store failure.
+pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> Result<Snapshot> {
+    let started = Instant::now();
+    let mut c = Counter { store, queries: 0 };
+    let token = c.run(Store::change_token)?;
+    let at = store.now();
+    let overview = c.run(Store::overview)?;
+    let authorities = c.run(|s| s.list_authorities(&PageRequest::first(AUTHORITY_SAMPLE)))?.rows;
+    let mut live_compats: Vec<String> =
+        authorities.iter().filter(|a| authority_state(a, at) != "gone").map(|a| a.compat.clone()).collect();
+    live_compats.sort();
+    live_compats.dedup();
+    let incompatible_compats: Vec<String> = if live_compats.is_empty() {
+        Vec::new()
+    } else {
+        let mut v: Vec<String> = overview
+            .work
+            .iter()
+            .filter(|w| !w.state.is_terminal() && w.count > 0 && !live_compats.contains(&w.compat))
+            .map(|w| w.compat.clone())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let incompatible = overview
+        .work
+        .iter()
+        .filter(|w| !w.state.is_terminal() && incompatible_compats.contains(&w.compat))
+        .map(|w| w.count)
+        .sum();
+    let (recent_grants, recent_writes) = if matches!(query.view, ViewId::Overview | ViewId::Authorities) {
+        c.run(|s| s.ownership_history(None, overview.revision.saturating_sub(RECENT_REVISIONS), RECENT_LIMIT))?
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let page = &query.page;
+    let data = match query.view {
+        ViewId::Overview => ViewData::Overview,
+        ViewId::Authorities => {
+            let page = c.run(|s| s.list_authorities(page))?;
+            let mut owned = HashMap::new();
+            for a in &page.rows {
+                let filter = WorkFilter { states: vec![WorkState::Claimed], owner: Some(a.instance_id.clone()), ..WorkFilter::default() };
+                let n = c.run(|s| s.list_work(&filter, &PageRequest::first(OWNED_CAP)))?.rows.len();
+                owned.insert(a.instance_id.clone(), n);
+            }
+            ViewData::Authorities { page, owned }
+        }
+        ViewId::Leases => ViewData::Leases(c.run(|s| s.list_leases(page))?),
+        ViewId::Work => {
+            let states = match query.work {
+                WorkQuick::All | WorkQuick::Incompatible => Vec::new(),
+                WorkQuick::Pending => vec![WorkState::Pending],
+                WorkQuick::Claimed => vec![WorkState::Claimed],
+                WorkQuick::Retry => vec![WorkState::Retry],
+                WorkQuick::Failed => vec![WorkState::Failed],
+            };
+            if query.work == WorkQuick::Incompatible && incompatible_compats.is_empty() {
+                ViewData::Work(Page { rows: Vec::new(), next: None })
+            } else {
+                let filter = WorkFilter {
+                    states: if query.work == WorkQuick::Incompatible { vec![WorkState::Pending, WorkState::Retry, WorkState::Claimed] } else { states },
+                    compats: if query.work == WorkQuick::Incompatible { incompatible_compats.clone() } else { Vec::new() },
+                    ..WorkFilter::default()
+                };
+                ViewData::Work(c.run(|s| s.list_work(&filter, page))?)
+            }
+        }
+        ViewId::Workflows => ViewData::Workflows(c.run(|s| s.list_instances(None, page))?),
+        ViewId::WorkflowDetail => match &query.instance {
+            Some(id) => {
+                let instance = c.run(|s| wf::instance(s, id))?;
+                let history = c.run(|s| wf::history(s, id))?;
+                ViewData::Detail { instance, history }
+            }
+            None => ViewData::Detail { instance: None, history: Vec::new() },
+        },
+        ViewId::Cursors => {
+            let page = c.run(|s| s.list_subscriptions(page))?;
+            let mut items = HashMap::new();
+            for sub in &page.rows {
+                let id = Subscription::work_id(&sub.subscription_id);
+                if let Some(item) = c.run(|s| s.work(&id))? {
+                    items.insert(sub.subscription_id.clone(), item);
+                }
+            }
+            let high_water = c.run(Store::journal_high_water)?;
+            ViewData::Cursors { page, items, high_water }
+        }
+        ViewId::Events => {
+            let page = c.run(|s| s.list_ingestions(page))?;
+            let high_water = c.run(Store::journal_high_water)?;
+            ViewData::Events { page, high_water }
+        }
+        ViewId::Schedules => {
+            let page = c.run(|s| s.list_schedules(page))?;
+            let mut firings = HashMap::new();
+            for sched in &page.rows {
+                if let Some(due) = sched.last_due {
+                    let id = crate::model::schedule::firing_id(&sched.schedule_id, due);
+                    if let Some(item) = c.run(|s| s.work(&id))? {
+                        firings.insert(sched.schedule_id.clone(), item);
+                    }
+                }
+            }
+            ViewData::Schedules { page, firings }
+        }
+        ViewId::Audit => ViewData::Audit(c.run(|s| s.list_audit(page))?),
+        ViewId::Timeline => match &query.resource {
+            Some(resource) => {
+                let after = page.after.as_deref().and_then(|a| a.parse().ok()).unwrap_or(0);
+                let limit = page.limit.max(1) * TIMELINE_FACTOR;
+                let (grants, writes) = c.run(|s| s.ownership_history(Some(resource), after, limit))?;
+                let lease = c.run(|s| s.lease(resource))?;
+                let item = c.run(|s| s.work(resource))?;
+                ViewData::Timeline { resource: Some(resource.clone()), grants, writes, lease, item }
+            }
+            None => ViewData::Timeline { resource: None, grants: Vec::new(), writes: Vec::new(), lease: None, item: None },
+        },
+    };
+    let (demo_rows, scenario) = match demo {
+        Some(d) => (Some(d.authorities()), Some(d.scenario())),
+        None => (None, None),
+    };
+    let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    Ok(Snapshot {
+        query: query.clone(),
+        at,
+        token,
+        store: store.describe(),
+        overview,
+        authorities,
+        live_compats,
+        incompatible,
+        recent_grants,
+        recent_writes,
+        demo: demo_rows,
+        scenario,
+        data,
+        stats: QueryStats { queries: c.queries, latency_us },
+    })
+}
+
+/// What the reader publishes.
+#[derive(Debug, Clone)]
+pub enum Published {
+    Nothing,
+    /// Checked: nothing changed since the last snapshot.
+    Fresh,
+    Snapshot(Arc<Snapshot>),
+    Error { message: String, retry_in_ms: u64, failures: u32 },
+}
+
+/// Backoff after `failures` consecutive failed refreshes: 250 ms doubling to 8 s.
+#[must_use]
+pub fn backoff_ms(base_ms: u64, failures: u32) -> u64 {
+    let shift = failures.saturating_sub(1).min(6);
+    (base_ms.max(50) << shift).min(8_000)
+}
+
+/// Runs the reader until the query channel closes. Publishes a snapshot whenever the query
+/// changed or the store's change token moved (checked every `refresh_ms` unless paused).
+pub async fn run_reader(
+    store: Store,
+    demo: Option<Arc<dyn ClusterControl>>,
+    mut queries: watch::Receiver<Query>,
+    out: watch::Sender<Published>,
+    refresh_ms: u64,
+) {
+    let refresh = Duration::from_millis(refresh_ms.max(10));
+    let mut last_seq: Option<u64> = None;
+    let mut last_token: Option<u64> = None;
+    let mut failures: u32 = 0;
+    loop {
+        let query = queries.borrow_and_update().clone();
+        let fresh_query = last_seq != Some(query.seq);
+        let mut wait = refresh;
+        if fresh_query || !query.paused || failures > 0 {
+            let probe_store = store.clone();
+            // The token probe is cheap; skip the full read when nothing changed.
+            let token = tokio::task::spawn_blocking(move || probe_store.change_token()).await;
+            let token = match token {
+                Ok(r) => r,
+                Err(e) => Err(crate::error::Error::Unavailable(format!("reader task failed: {e}"))),
+            };
+            let result = match token {
+                Ok(t) if !fresh_query && failures == 0 && last_token == Some(t) && !demo_moving(demo.as_ref()) => None,
+                Ok(_) | Err(_) => {
+                    let (s, q, d) = (store.clone(), query.clone(), demo.clone());
+                    let joined = tokio::task::spawn_blocking(move || read(&s, &q, d.as_deref())).await;
+                    Some(joined.unwrap_or_else(|e| Err(crate::error::Error::Unavailable(format!("reader task failed: {e}")))))
+                }
+            };
+            match result {
+                None => {
+                    if out.send(Published::Fresh).is_err() {
+                        return;
+                    }
+                }
+                Some(Ok(snapshot)) => {
+                    failures = 0;
+                    last_seq = Some(query.seq);
+                    last_token = Some(snapshot.token);
+                    if out.send(Published::Snapshot(Arc::new(snapshot))).is_err() {
+                        return;
+                    }
+                }
+                Some(Err(e)) => {
+                    failures = failures.saturating_add(1);
+                    let retry = backoff_ms(refresh_ms, failures);
+                    wait = Duration::from_millis(retry);
+                    let message = e.to_string();
+                    if out.send(Published::Error { message, retry_in_ms: retry, failures }).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        tokio::select! {
+            changed = queries.changed() => if changed.is_err() { return },
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// With a demo cluster the store token covers everything but the cluster's own view of
+/// its authorities (paused/crashed), which is cheap; always re-read then.
+fn demo_moving(demo: Option<&Arc<dyn ClusterControl>>) -> bool {
+    demo.is_some()
+}

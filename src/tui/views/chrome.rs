@@ -1,0 +1,182 @@
+//! The frame around every view: the header (store, revision, LIVE / PAUSED, stale and
+//! loading badges, query stats), the view tabs (or the store-error banner), and the footer
+//! (prompt, status message or key hints).
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::super::action::ViewId;
+use super::super::app::{App, PromptKind, completions};
+use super::super::keymap::{Group, bindings};
+use super::super::text::clean;
+use super::super::theme::Role;
+use crate::clock::format_duration;
+
+/// `[header, tabs, body, footer]`.
+#[must_use]
+pub fn layout(area: Rect) -> [Rect; 4] {
+    Layout::vertical([Constraint::Length(1), Constraint::Length(1), Constraint::Fill(1), Constraint::Length(1)]).areas(area)
+}
+
+pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let t = app.theme();
+    let mut left = vec![Span::styled(" leasehold ", t.style(Role::Title))];
+    let sep = || Span::styled(" │ ", t.style(Role::Border));
+    match app.snapshot() {
+        Some(s) => {
+            left.push(Span::styled(clean(&s.store, 40), t.style(Role::Accent)));
+            left.push(sep());
+            left.push(Span::styled(format!("rev {}", s.overview.revision), t.style(Role::Base)));
+            if let Some(scenario) = &s.scenario {
+                left.push(sep());
+                left.push(Span::styled(format!("demo {}", clean(scenario, 30)), t.style(Role::Muted)));
+            }
+        }
+        None => left.push(Span::styled("connecting…", t.style(Role::Stale))),
+    }
+    if app.options().read_only {
+        left.push(sep());
+        left.push(Span::styled("read-only", t.style(Role::Warning)));
+    }
+    let mut right: Vec<Span<'_>> = Vec::new();
+    if app.show_stats() {
+        if let Some(s) = app.snapshot() {
+            right.push(Span::styled(
+                format!("{} queries {:.1}ms ", s.stats.queries, s.stats.latency_us as f64 / 1000.0),
+                t.style(Role::Muted),
+            ));
+        }
+    }
+    if app.loading() {
+        right.push(Span::styled("loading… ", t.style(Role::Stale)));
+    }
+    if let Some(ms) = app.stale_for() {
+        right.push(Span::styled(format!("stale {}s ", ms / 1000), t.style(Role::Stale)));
+    }
+    if app.paused() {
+        right.push(Span::styled(" PAUSED ", t.style(Role::Paused)));
+    } else {
+        right.push(Span::styled("● LIVE", t.style(Role::Live)));
+    }
+    right.push(Span::raw(" "));
+    let right = Line::from(right);
+    let rw = u16::try_from(right.width()).unwrap_or(u16::MAX).min(area.width);
+    let [l, r] = Layout::horizontal([Constraint::Fill(1), Constraint::Length(rw)]).areas(area);
+    frame.render_widget(Paragraph::new(Line::from(left)), l);
+    frame.render_widget(Paragraph::new(right), r);
+}
+
+/// The label of each tab, short when the terminal is narrow.
+fn tab_labels(width: u16) -> Vec<(ViewId, String)> {
+    let long: u16 = ViewId::MAIN.iter().map(|v| u16::try_from(v.name().len()).unwrap_or(0) + 3).sum();
+    ViewId::MAIN
+        .iter()
+        .map(|v| {
+            let d = v.digit().unwrap_or(' ');
+            let name = if long <= width { v.name().to_owned() } else { v.name().chars().take(4).collect() };
+            (*v, format!("{d}:{name}"))
+        })
+        .collect()
+}
+
+/// The view tab under column `x` of the tabs row.
+#[must_use]
+pub fn tab_at(area: Rect, x: u16) -> Option<ViewId> {
+    let mut pos = area.x + 1;
+    for (view, label) in tab_labels(area.width) {
+        let w = u16::try_from(label.chars().count()).unwrap_or(0);
+        if x >= pos && x < pos + w {
+            return Some(view);
+        }
+        pos += w + 1;
+    }
+    None
+}
+
+pub fn tabs(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let t = app.theme();
+    if let Some(err) = app.store_error() {
+        let text = format!(
+            " STORE ERROR: {} — retry #{} in {} (showing the last good frame) ",
+            clean(&err.message, 200),
+            err.failures,
+            format_duration(i64::try_from(err.retry_in_ms).unwrap_or(0))
+        );
+        frame.render_widget(Paragraph::new(text).style(t.style(Role::Error)), area);
+        return;
+    }
+    let current = if app.view() == ViewId::WorkflowDetail { ViewId::Workflows } else { app.view() };
+    let mut spans = vec![Span::raw(" ")];
+    for (view, label) in tab_labels(area.width) {
+        let role = if view == current { Role::Selection } else { Role::Muted };
+        spans.push(Span::styled(label, t.style(role)));
+        spans.push(Span::raw(" "));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+pub fn footer(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let t = app.theme();
+    if let Some(prompt) = app.prompt() {
+        let label = match &prompt.kind {
+            PromptKind::Command => ":".to_owned(),
+            PromptKind::Filter => "/".to_owned(),
+            PromptKind::RollOut => "roll out build tag: ".to_owned(),
+            PromptKind::Skew { authority } => format!("clock offset ms for {}: ", clean(authority, 30)),
+        };
+        let mut spans = vec![
+            Span::styled(label, t.style(Role::Key)),
+            Span::styled(clean(&prompt.text, 200), t.style(Role::Base)),
+            Span::styled("█", t.style(Role::Accent)),
+        ];
+        if prompt.kind == PromptKind::Command {
+            let options = completions(&prompt.text);
+            if !options.is_empty() && !prompt.text.is_empty() {
+                spans.push(Span::styled(format!("  Tab → {}", options.join(" ")), t.style(Role::Muted)));
+            }
+        }
+        if prompt.kind == PromptKind::Filter {
+            spans.push(Span::styled("  text or field:value · Enter keep · Esc clear", t.style(Role::Muted)));
+        }
+        frame.render_widget(Paragraph::new(Line::from(spans)), area);
+        return;
+    }
+    if let Some(status) = app.status() {
+        frame.render_widget(Paragraph::new(format!(" {}", clean(&status.text, 300))).style(t.style(status.role)), area);
+        return;
+    }
+    let mut spans = Vec::new();
+    for (keys, what) in hints(app) {
+        spans.push(Span::styled(keys, t.style(Role::Key)));
+        spans.push(Span::styled(format!(" {what}  "), t.style(Role::Muted)));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The few keys worth showing in the footer for this view.
+fn hints(app: &App) -> Vec<(String, &'static str)> {
+    let mut out: Vec<(String, &'static str)> = vec![("?".into(), "help"), (":".into(), "view")];
+    let view = app.view();
+    if view.is_table() {
+        out.extend([("/".into(), "filter"), ("s".into(), "sort"), ("PgDn".into(), "page"), ("Enter".into(), "detail")]);
+    }
+    match view {
+        ViewId::Work => out.push(("p c r f x a".into(), "quick filter")),
+        ViewId::Leases | ViewId::Cursors | ViewId::Schedules => out.push(("t".into(), "timeline")),
+        ViewId::WorkflowDetail => out.push(("Esc".into(), "back")),
+        _ => {}
+    }
+    let operator = !app.options().read_only;
+    if operator && matches!(view, ViewId::Workflows | ViewId::WorkflowDetail) {
+        out.push(("C".into(), "cancel"));
+    }
+    if operator && app.options().demo && view == ViewId::Authorities {
+        let demo: Vec<String> = bindings().iter().filter(|b| b.group == Group::Demo).map(|b| b.label()).collect();
+        out.push((demo.join(" "), "demo"));
+    }
+    out.push(("space".into(), if app.paused() { "resume" } else { "pause" }));
+    out.push(("q".into(), "quit"));
+    out
+}

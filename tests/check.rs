@@ -1,0 +1,1035 @@
+//! The invariant checker: every invariant planted once in a memory store's durable history
+//! (through the provider seam, as a broken provider or a buggy authority would leave it)
+//! must be reported with its code and ids; a realistic mixed workload through the public
+//! store API must report nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use leasehold::check::{CheckOptions, Report, check, codes, render_json_lines, render_text};
+use leasehold::clock::{Clock, ManualClock, Millis};
+use leasehold::ids::SeededIds;
+use leasehold::model::event::NewEvent;
+use leasehold::model::schedule::{CatchUp, Trigger};
+use leasehold::model::work::NewWork;
+use leasehold::model::workflow::ActionOutcome;
+use leasehold::model::{
+    Authority, Failure, FailureClass, Grant, HistoryRecord, InstanceRow, JournalEvent, WorkItem,
+    WorkKind, WriteRecord,
+};
+use leasehold::store::memory::MemoryBackend;
+use leasehold::store::sqlite::SqliteBackend;
+use leasehold::store::url::OpenMode;
+use leasehold::store::{Backend, Completion, Keyed, Store, Tx};
+use serde_json::{Value, json};
+
+const T0: Millis = 1_700_000_000_000;
+const K1: &str = "k1";
+const LEASE: Millis = 30_000;
+
+struct Fixture {
+    backend: Arc<dyn Backend>,
+    store: Store,
+    clock: ManualClock,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn over(backend: Arc<dyn Backend>, dir: Option<tempfile::TempDir>) -> Fixture {
+    let clock = ManualClock::new(T0);
+    let store = Store::new(
+        backend.clone(),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(7)),
+    );
+    Fixture {
+        backend,
+        store,
+        clock,
+        _dir: dir,
+    }
+}
+
+fn fixture() -> Fixture {
+    over(Arc::new(MemoryBackend::new()), None)
+}
+
+fn sqlite_fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = SqliteBackend::open(dir.path().join("store.db"), OpenMode::ReadWrite).unwrap();
+    over(Arc::new(backend), Some(dir))
+}
+
+impl Fixture {
+    /// Runs `f` in its own write transaction (so its own revision) and returns the revision.
+    fn plant(&self, mut f: impl FnMut(&mut dyn Tx, u64) -> leasehold::Result<()>) -> u64 {
+        let mut revision = 0;
+        self.backend
+            .write(&mut |tx| {
+                revision = tx.commit_revision()?;
+                f(tx, revision)
+            })
+            .expect("plant");
+        revision
+    }
+
+    fn grant_with(
+        &self,
+        resource: &str,
+        generation: u64,
+        owner: &str,
+        owner_compat: &str,
+        item_compat: &str,
+    ) -> u64 {
+        self.plant(|tx, revision| {
+            tx.add_grant(&Grant {
+                revision,
+                resource_id: resource.into(),
+                generation,
+                owner_id: owner.into(),
+                how: "claim".into(),
+                owner_compat: Some(owner_compat.into()),
+                item_compat: Some(item_compat.into()),
+                at: T0,
+            })
+        })
+    }
+
+    fn grant(&self, resource: &str, generation: u64, owner: &str) -> u64 {
+        self.grant_with(resource, generation, owner, K1, K1)
+    }
+
+    #[allow(clippy::needless_pass_by_value)]
+    fn write(
+        &self,
+        resource: &str,
+        generation: u64,
+        owner: &str,
+        verb: &str,
+        accepted: bool,
+        detail: Value,
+    ) -> u64 {
+        self.plant(|tx, revision| {
+            tx.add_write(&WriteRecord {
+                revision,
+                resource_id: resource.into(),
+                generation,
+                owner_id: owner.into(),
+                verb: verb.into(),
+                accepted,
+                refusal: (!accepted).then(|| "WORK_FENCED".into()),
+                detail: detail.to_string(),
+                at: T0,
+            })
+        })
+    }
+
+    /// An accepted `complete` of an effect whose logical id is its id.
+    fn complete(&self, resource: &str, generation: u64, owner: &str) -> u64 {
+        let detail =
+            json!({"logicalEffectId": resource, "idempotencyKey": resource, "state": "succeeded"});
+        self.write(resource, generation, owner, "complete", true, detail)
+    }
+
+    fn item(&self, id: &str, kind: WorkKind) {
+        let spec = NewWork {
+            kind,
+            ..NewWork::effect(id, "noop", "{}")
+        };
+        self.plant(|tx, _| {
+            tx.insert_work(&WorkItem::new(spec.clone(), K1, T0))
+                .map(|_| ())
+        });
+    }
+
+    fn run_with(&self, page_size: usize) -> Report {
+        let options = CheckOptions {
+            page_size,
+            ..CheckOptions::at(self.clock.now())
+        };
+        check(&self.store, &options).expect("check")
+    }
+
+    fn run(&self) -> Report {
+        self.run_with(10_000)
+    }
+}
+
+fn codes_of(report: &Report) -> Vec<&'static str> {
+    report.violations.iter().map(|v| v.invariant).collect()
+}
+
+/// Asserts one violation with exactly this code and these ids.
+#[track_caller]
+fn assert_reported(report: &Report, code: &str, ids: &[&str]) {
+    let found = report
+        .of(code)
+        .any(|v| v.ids.iter().map(String::as_str).eq(ids.iter().copied()));
+    assert!(
+        found,
+        "expected {code} {ids:?}, got:\n{}",
+        render_text(report)
+    );
+}
+
+#[track_caller]
+fn assert_codes(report: &Report, expected: &[&str]) {
+    assert_eq!(codes_of(report), expected, "\n{}", render_text(report));
+}
+
+// --- 1. two owners of one (resourceId, generation)
+
+#[test]
+fn two_owners_of_one_generation_are_reported() {
+    let f = fixture();
+    // The current generation granted again to someone else.
+    f.grant("e-1", 1, "a-1");
+    f.grant("e-1", 1, "a-2");
+    // An older generation granted again (decided by reading the resource's grants back).
+    f.grant("e-2", 1, "a-1");
+    f.grant("e-2", 2, "a-2");
+    f.grant("e-2", 1, "a-3");
+    // A regression nobody else held.
+    f.grant("e-3", 2, "a-1");
+    f.grant("e-3", 1, "a-2");
+    // An accepted write under a generation by someone who was not granted it.
+    f.grant("e-4", 1, "a-1");
+    f.complete("e-4", 1, "a-2");
+
+    let report = f.run();
+    assert_reported(
+        &report,
+        codes::TWO_OWNERS_ONE_GENERATION,
+        &["e-1", "a-1", "a-2"],
+    );
+    assert_reported(
+        &report,
+        codes::TWO_OWNERS_ONE_GENERATION,
+        &["e-2", "a-1", "a-3"],
+    );
+    assert_reported(&report, codes::GENERATION_NOT_INCREASING, &["e-3", "a-2"]);
+    assert_reported(
+        &report,
+        codes::TWO_OWNERS_ONE_GENERATION,
+        &["e-4", "a-1", "a-2"],
+    );
+    assert_eq!(report.violations.len(), 4, "{}", render_text(&report));
+    let sentence = &report
+        .of(codes::TWO_OWNERS_ONE_GENERATION)
+        .next()
+        .unwrap()
+        .sentence;
+    assert_eq!(
+        sentence,
+        "work e-1 generation 1 was granted to a-1 at revision 1 and to a-2 at revision 2"
+    );
+}
+
+// --- 2. no accepted write from a superseded generation
+
+#[test]
+fn an_accepted_write_from_a_superseded_generation_is_reported() {
+    let f = fixture();
+    f.grant("e-1", 1, "a-1");
+    f.grant("e-1", 2, "a-2");
+    f.complete("e-1", 1, "a-1");
+    // Refused: exactly what fencing is for, not a violation.
+    f.grant("e-2", 1, "a-1");
+    f.grant("e-2", 2, "a-2");
+    f.write(
+        "e-2",
+        1,
+        "a-1",
+        "complete",
+        false,
+        json!({"logicalEffectId": "e-2", "idempotencyKey": "e-2", "state": "claimed"}),
+    );
+
+    let report = f.run();
+    assert_codes(&report, &[codes::SUPERSEDED_WRITE_ACCEPTED]);
+    assert_reported(
+        &report,
+        codes::SUPERSEDED_WRITE_ACCEPTED,
+        &["e-1", "a-1", "a-2"],
+    );
+    assert!(
+        report.violations[0]
+            .sentence
+            .contains("complete by a-1 under generation 1 was accepted at revision 3")
+    );
+}
+
+// --- 3. one firing per schedule instant
+
+#[test]
+fn a_schedule_firing_completed_twice_is_reported() {
+    let f = fixture();
+    let firing = "nightly@1700000040000";
+    f.item(firing, WorkKind::Schedule);
+    f.grant(firing, 1, "a-1");
+    f.complete(firing, 1, "a-1");
+    f.grant(firing, 2, "a-2");
+    f.complete(firing, 2, "a-2");
+
+    let report = f.run();
+    assert_codes(&report, &[codes::SCHEDULE_FIRED_TWICE]);
+    assert_reported(
+        &report,
+        codes::SCHEDULE_FIRED_TWICE,
+        &[firing, "a-1", "a-2"],
+    );
+}
+
+#[test]
+fn schedule_firing_ids_must_be_derived_and_unique() {
+    let f = fixture();
+    f.item("nightly", WorkKind::Schedule);
+    f.item("hourly@3600000", WorkKind::Schedule);
+    f.item("hourly@03600000", WorkKind::Schedule);
+    f.item("daily@+86400000", WorkKind::Schedule);
+    f.item("ok@60000", WorkKind::Schedule);
+    // Not a schedule item: its id is free-form.
+    f.item("mail@example", WorkKind::Effect);
+
+    let report = f.run();
+    assert_reported(&report, codes::SCHEDULE_FIRING_ID_MALFORMED, &["nightly"]);
+    assert_reported(
+        &report,
+        codes::SCHEDULE_FIRING_DUPLICATED,
+        &["hourly@3600000", "hourly@03600000"],
+    );
+    assert_reported(
+        &report,
+        codes::SCHEDULE_FIRING_ID_MALFORMED,
+        &["daily@+86400000"],
+    );
+    assert_eq!(report.violations.len(), 3, "{}", render_text(&report));
+}
+
+// --- 4. no duplicate semantic event
+
+#[test]
+fn a_duplicate_semantic_event_in_the_journal_is_reported() {
+    let f = fixture();
+    let event = |source: Option<&str>, id: Option<&str>| JournalEvent {
+        seq: 0,
+        event_type: "payment.captured".into(),
+        source: source.map(Into::into),
+        external_id: id.map(Into::into),
+        payload: "{}".into(),
+        fingerprint: "f".into(),
+        at: T0,
+    };
+    for e in [
+        event(Some("stripe"), Some("evt-1")),
+        event(Some("stripe"), Some("evt-2")),
+        event(Some("adyen"), Some("evt-1")),
+        event(Some("stripe"), Some("evt-1")),
+        // Unidentified events are at-least-once by design.
+        event(None, None),
+        event(None, None),
+    ] {
+        f.plant(|tx, _| tx.append_journal(&e).map(|_| ()));
+    }
+
+    let report = f.run();
+    assert_codes(&report, &[codes::DUPLICATE_SEMANTIC_EVENT]);
+    assert_reported(
+        &report,
+        codes::DUPLICATE_SEMANTIC_EVENT,
+        &["stripe", "evt-1"],
+    );
+    assert!(report.violations[0].sentence.contains("seq 1 and seq 4"));
+    assert_eq!(report.checked.journal_events, 6);
+}
+
+// --- 5. one logicalEffectId per effect across retries
+
+#[test]
+fn a_second_logical_effect_id_or_a_second_terminal_write_is_reported() {
+    let f = fixture();
+    let detail = |logical: &str, state: &str| json!({"logicalEffectId": logical, "idempotencyKey": logical, "state": state});
+    // A retry that minted a new logical effect id.
+    f.grant("e-1", 1, "a-1");
+    f.write("e-1", 1, "a-1", "fail", true, detail("intent-1", "retry"));
+    f.grant("e-1", 2, "a-2");
+    f.write(
+        "e-1",
+        2,
+        "a-2",
+        "complete",
+        true,
+        detail("intent-1b", "succeeded"),
+    );
+    // The item row carries other ids than its writes did.
+    f.item("e-2", WorkKind::Effect);
+    f.grant("e-2", 1, "a-1");
+    f.write(
+        "e-2",
+        1,
+        "a-1",
+        "renew",
+        true,
+        detail("intent-2", "claimed"),
+    );
+    // Finished twice.
+    f.grant("e-3", 1, "a-1");
+    f.complete("e-3", 1, "a-1");
+    f.grant("e-3", 2, "a-2");
+    f.write("e-3", 2, "a-2", "fail", true, detail("e-3", "failed"));
+
+    let report = f.run();
+    assert_reported(
+        &report,
+        codes::LOGICAL_EFFECT_ID_CHANGED,
+        &["e-1", "intent-1", "intent-1b"],
+    );
+    assert_reported(
+        &report,
+        codes::LOGICAL_EFFECT_ID_CHANGED,
+        &["e-2", "intent-2", "e-2"],
+    );
+    assert_reported(&report, codes::TERMINAL_WRITE_TWICE, &["e-3", "a-1", "a-2"]);
+    assert_eq!(report.violations.len(), 3, "{}", render_text(&report));
+}
+
+// --- 6. no stranded work once authorities are healthy
+
+fn authority(id: &str, compat: &str, at: Millis) -> Authority {
+    Authority {
+        instance_id: id.into(),
+        compat: compat.into(),
+        build: "test".into(),
+        config: "{}".into(),
+        started_at: at,
+        heartbeat_at: at,
+        stopped_at: None,
+        host: "localhost".into(),
+        pid: 1,
+    }
+}
+
+#[test]
+fn stranded_work_is_reported_and_incompatible_work_is_counted() {
+    let f = fixture();
+    f.store
+        .register_authority(&authority("a-1", K1, T0))
+        .unwrap();
+    f.store
+        .enqueue(NewWork::effect("e-late", "noop", "{}"), K1)
+        .unwrap();
+    f.store
+        .enqueue(NewWork::effect("e-claimed", "noop", "{}"), K1)
+        .unwrap();
+    f.store
+        .enqueue(NewWork::effect("e-old-build", "noop", "{}"), "k0")
+        .unwrap();
+    f.store.claim("e-claimed", "a-9", K1, 10_000).unwrap();
+    f.clock.advance(120_000);
+    f.store
+        .enqueue(NewWork::effect("e-fresh", "noop", "{}"), K1)
+        .unwrap();
+    f.store.heartbeat("a-1", false).unwrap();
+
+    let report = f.run();
+    assert_reported(&report, codes::STRANDED_WORK, &["e-late"]);
+    assert_reported(&report, codes::STRANDED_WORK, &["e-claimed"]);
+    assert_eq!(report.violations.len(), 2, "{}", render_text(&report));
+    assert_eq!(report.incompatible_items, 1);
+
+    // Without a live authority of their build, the same items are incompatible, not stranded.
+    f.clock.advance(LEASE * 10);
+    let report = f.run();
+    assert!(report.is_clean(), "{}", render_text(&report));
+    assert_eq!(report.incompatible_items, 4);
+}
+
+#[test]
+fn work_is_not_stranded_before_its_build_has_been_live_for_the_bound() {
+    let f = fixture();
+    f.store
+        .enqueue(NewWork::effect("e-1", "noop", "{}"), K1)
+        .unwrap();
+    f.clock.advance(600_000);
+    // The first authority of the build just started: it has not had the chance yet.
+    f.store
+        .register_authority(&authority("a-1", K1, f.clock.now()))
+        .unwrap();
+    assert!(f.run().is_clean());
+    f.clock.advance(61_000);
+    f.store.heartbeat("a-1", false).unwrap();
+    assert_codes(&f.run(), &[codes::STRANDED_WORK]);
+}
+
+// --- 7. no incompatible execution
+
+#[test]
+fn a_claim_across_builds_is_reported() {
+    let f = fixture();
+    f.grant_with("e-1", 1, "a-2", "k2", K1);
+    // Lease grants carry no compat and are not work.
+    f.plant(|tx, revision| {
+        tx.add_grant(&Grant {
+            revision,
+            resource_id: "leader".into(),
+            generation: 1,
+            owner_id: "a-1".into(),
+            how: "acquire".into(),
+            owner_compat: None,
+            item_compat: None,
+            at: T0,
+        })
+    });
+
+    let report = f.run();
+    assert_codes(&report, &[codes::INCOMPATIBLE_EXECUTION]);
+    assert_reported(&report, codes::INCOMPATIBLE_EXECUTION, &["e-1", "a-2"]);
+    assert!(
+        report.violations[0]
+            .sentence
+            .contains("(build k1) was claimed by a-2 running build k2")
+    );
+}
+
+// --- 8. monotone cursors
+
+#[test]
+fn a_cursor_moving_back_or_written_by_a_stale_owner_is_reported() {
+    let f = fixture();
+    let cursor =
+        |sub: &str, from: u64, to: u64| json!({"subscription": sub, "from": from, "to": to});
+    f.grant("cursor:s-1", 1, "a-1");
+    f.write("cursor:s-1", 1, "a-1", "cursor", true, cursor("s-1", 0, 5));
+    f.write("cursor:s-1", 1, "a-1", "cursor", false, cursor("s-1", 5, 4));
+    f.write("cursor:s-1", 1, "a-1", "cursor", true, cursor("s-1", 5, 3));
+
+    f.grant("cursor:s-2", 1, "a-1");
+    f.grant("cursor:s-2", 2, "a-2");
+    f.write("cursor:s-2", 1, "a-1", "cursor", true, cursor("s-2", 0, 4));
+
+    let report = f.run();
+    assert_codes(
+        &report,
+        &[codes::CURSOR_NOT_MONOTONE, codes::STALE_CURSOR_WRITE],
+    );
+    assert_reported(&report, codes::CURSOR_NOT_MONOTONE, &["s-1", "cursor:s-1"]);
+    assert_reported(&report, codes::STALE_CURSOR_WRITE, &["s-2", "a-1", "a-2"]);
+}
+
+// --- 9. workflows
+
+/// `(kind, activationId, instanceRevision, detail)`.
+type Entry<'a> = (&'a str, Option<&'a str>, u64, Value);
+
+fn plant_instance(f: &Fixture, id: &str, entries: &[Entry<'_>], outcomes: &[(&str, &str)]) {
+    let revision = entries.iter().map(|e| e.2).max().unwrap_or(0);
+    let status = entries
+        .iter()
+        .rev()
+        .find_map(|e| {
+            ["completed", "failed", "cancelled"]
+                .contains(&e.0)
+                .then_some(e.0)
+        })
+        .unwrap_or("running");
+    f.plant(|tx, _| {
+        tx.insert_instance(&InstanceRow {
+            instance_id: id.into(),
+            workflow_id: "order".into(),
+            status: status.into(),
+            compat: K1.into(),
+            instance_revision: revision,
+            next_eligible_at: None,
+            waiting_event: None,
+            principal: "alice".into(),
+            start_key: None,
+            state: "{}".into(),
+            created_at: T0,
+            updated_at: T0,
+        })?;
+        for (n, (kind, activation, instance_revision, detail)) in entries.iter().enumerate() {
+            tx.add_history(&HistoryRecord {
+                instance_id: id.into(),
+                position: n as u64 + 1,
+                instance_revision: *instance_revision,
+                kind: (*kind).into(),
+                at: T0,
+                step_id: activation.map(|a| a.trim_end_matches("#0").to_owned()),
+                activation_id: activation.map(Into::into),
+                detail: detail.to_string(),
+            })?;
+        }
+        for (invocation, outcome) in outcomes {
+            tx.put_action_outcome(&ActionOutcome {
+                invocation_id: (*invocation).into(),
+                attempt: 1,
+                outcome: (*outcome).into(),
+                detail: "{}".into(),
+                at: T0,
+            })?;
+        }
+        Ok(())
+    });
+}
+
+fn action(invocation: &str) -> Value {
+    json!({"type": "action", "action": "charge", "invocationId": invocation, "attempt": 1})
+}
+
+/// A full, healthy history: retries (with a retryable step-failed), an event wait, completion.
+fn clean_history(id: &str) -> (Vec<Entry<'static>>, String) {
+    let invocation = format!("{id}/charge#0");
+    let entries = vec![
+        ("started", None, 1, json!({})),
+        ("step-activated", Some("charge#0"), 1, action(&invocation)),
+        (
+            "step-failed",
+            Some("charge#0"),
+            2,
+            json!({"retryable": true}),
+        ),
+        (
+            "retry-scheduled",
+            Some("charge#0"),
+            2,
+            json!({"attempt": 2}),
+        ),
+        (
+            "retry-scheduled",
+            Some("charge#0"),
+            3,
+            json!({"attempt": 3}),
+        ),
+        ("step-succeeded", Some("charge#0"), 4, json!({"attempt": 3})),
+        (
+            "step-activated",
+            Some("wait#0"),
+            4,
+            json!({"type": "wait-event"}),
+        ),
+        ("event-matched", Some("wait#0"), 5, json!({"seq": 3})),
+        (
+            "step-activated",
+            Some("done#0"),
+            5,
+            json!({"type": "complete"}),
+        ),
+        ("completed", Some("done#0"), 5, json!({})),
+    ];
+    (entries, invocation)
+}
+
+#[test]
+fn a_healthy_workflow_history_is_clean() {
+    let f = fixture();
+    let (entries, invocation) = clean_history("wf-1");
+    plant_instance(&f, "wf-1", &entries, &[(&invocation, "succeeded")]);
+    let report = f.run();
+    assert!(report.is_clean(), "{}", render_text(&report));
+    assert_eq!(
+        (report.checked.instances, report.checked.history_entries),
+        (1, 10)
+    );
+}
+
+#[test]
+fn broken_workflow_histories_are_reported() {
+    let f = fixture();
+    plant_instance(
+        &f,
+        "wf-rev",
+        &[
+            ("started", None, 1, json!({})),
+            ("step-activated", Some("t#0"), 2, json!({"type": "timer"})),
+            ("timer-fired", Some("t#0"), 1, json!({})),
+        ],
+        &[],
+    );
+    plant_instance(
+        &f,
+        "wf-twice",
+        &[
+            ("started", None, 1, json!({})),
+            (
+                "step-activated",
+                Some("wait#0"),
+                1,
+                json!({"type": "wait-event"}),
+            ),
+            ("event-matched", Some("wait#0"), 2, json!({})),
+            ("timeout-fired", Some("wait#0"), 3, json!({})),
+        ],
+        &[],
+    );
+    plant_instance(
+        &f,
+        "wf-after",
+        &[
+            ("started", None, 1, json!({})),
+            ("step-activated", Some("t#0"), 1, json!({"type": "timer"})),
+            ("cancelled", Some("t#0"), 2, json!({})),
+            ("timer-fired", Some("t#0"), 3, json!({})),
+        ],
+        &[],
+    );
+    plant_instance(
+        &f,
+        "wf-missing",
+        &[
+            ("started", None, 1, json!({})),
+            (
+                "step-activated",
+                Some("charge#0"),
+                1,
+                action("wf-missing/charge#0"),
+            ),
+            ("step-succeeded", Some("charge#0"), 2, json!({})),
+        ],
+        &[],
+    );
+    plant_instance(
+        &f,
+        "wf-conflict",
+        &[
+            ("started", None, 1, json!({})),
+            (
+                "step-activated",
+                Some("charge#0"),
+                1,
+                action("wf-conflict/charge#0"),
+            ),
+            ("step-succeeded", Some("charge#0"), 2, json!({})),
+        ],
+        &[("wf-conflict/charge#0", "failed")],
+    );
+
+    let report = f.run();
+    assert_reported(&report, codes::INSTANCE_REVISION_NOT_MONOTONE, &["wf-rev"]);
+    assert_reported(
+        &report,
+        codes::ACTIVATION_RESOLVED_TWICE,
+        &["wf-twice", "wait#0"],
+    );
+    assert_reported(&report, codes::ENTRY_AFTER_TERMINAL, &["wf-after"]);
+    assert_reported(
+        &report,
+        codes::ACTION_OUTCOME_MISSING,
+        &["wf-missing", "wf-missing/charge#0"],
+    );
+    assert_reported(
+        &report,
+        codes::ACTION_OUTCOME_CONFLICT,
+        &["wf-conflict", "wf-conflict/charge#0"],
+    );
+    assert_eq!(report.violations.len(), 5, "{}", render_text(&report));
+}
+
+// --- a clean, realistic run through the public API
+
+/// Claims, completions, retries, a crash and reclaim after expiry with fenced refusals,
+/// group commit, schedule firings polled by two authorities, event dedup, a cursor handed
+/// between authorities, leases with renew / handoff / release, and a second build whose
+/// authority is refused the first build's work.
+#[allow(clippy::too_many_lines)]
+fn mixed_workload(f: &Fixture) {
+    let s = &f.store;
+    for (id, compat) in [("a-1", K1), ("a-2", K1), ("a-3", "k2")] {
+        s.register_authority(&authority(id, compat, T0)).unwrap();
+    }
+    let specs: Vec<NewWork> = (0..8)
+        .map(|n| NewWork::effect(format!("e-{n}"), "send-email", "{}"))
+        .collect();
+    assert_eq!(s.enqueue_batch(specs, K1).unwrap(), 8);
+    assert!(
+        !s.enqueue(NewWork::effect("e-0", "send-email", "{}"), K1)
+            .unwrap(),
+        "idempotent enqueue"
+    );
+
+    // a-1 claims five in one transaction; completes two, fails one retryably.
+    let first = s.claim_batch("a-1", K1, 5, LEASE).unwrap();
+    assert_eq!(first.len(), 5);
+    s.complete(&first[0].id, "a-1", first[0].generation, Some("{}".into()))
+        .unwrap();
+    s.complete(&first[1].id, "a-1", first[1].generation, None)
+        .unwrap();
+    let retryable = Failure {
+        class: FailureClass::Retryable,
+        code: "SMTP_DOWN".into(),
+        message: "try later".into(),
+    };
+    s.fail(&first[2].id, "a-1", first[2].generation, retryable)
+        .unwrap();
+    assert!(
+        s.claim("e-5", "a-3", "k2", LEASE).is_err(),
+        "another build never claims"
+    );
+
+    // a-1 stalls past its lease; a-2 reclaims everything still open.
+    f.clock.advance(LEASE + 60_000);
+    let second = s.claim_batch("a-2", K1, 32, LEASE).unwrap();
+    assert!(second.len() >= 5, "reclaimed {}", second.len());
+    // The stale owner wakes up: every write is fenced.
+    let stale = s
+        .complete(&first[3].id, "a-1", first[3].generation, None)
+        .unwrap_err();
+    assert_eq!(stale.code(), "WORK_FENCED");
+    assert!(
+        s.renew_claim(&first[4].id, "a-1", first[4].generation, LEASE)
+            .is_err()
+    );
+    // A late duplicate completion of a finished item is `already-terminal`.
+    assert!(
+        s.complete(&first[0].id, "a-1", first[0].generation, None)
+            .is_err()
+    );
+
+    // a-2 group-commits, with one stale entry that refuses only itself.
+    let mut batch: Vec<Completion> = second
+        .iter()
+        .map(|w| Completion {
+            id: w.id.clone(),
+            owner: "a-2".into(),
+            generation: w.generation,
+            outcome: Ok(None),
+        })
+        .collect();
+    batch.push(Completion {
+        id: first[3].id.clone(),
+        owner: "a-1".into(),
+        generation: first[3].generation,
+        outcome: Ok(None),
+    });
+    let answers = s.complete_batch(&batch).unwrap();
+    assert_eq!(answers.iter().filter(|a| a.is_err()).count(), 1);
+
+    // Schedules: two pollers observe the same instant, one firing each boundary.
+    s.create_schedule(
+        "tick",
+        Trigger::Interval { every_ms: 60_000 },
+        CatchUp::Latest,
+        "tick",
+        "{}",
+        K1,
+    )
+    .unwrap();
+    f.clock.advance(61_000);
+    let fired = s.fire_due_schedules(16).unwrap();
+    assert!(fired >= 1);
+    assert_eq!(fired + s.fire_due_schedules(16).unwrap(), fired);
+    for w in s.claim_batch("a-1", K1, 32, LEASE).unwrap() {
+        s.complete(&w.id, "a-1", w.generation, None).unwrap();
+        assert!(s.complete(&w.id, "a-2", w.generation, None).is_err());
+    }
+
+    // Events: accepted, duplicate, conflict, unidentified.
+    let event = |id: Option<&str>, amount: u64| NewEvent {
+        event_type: "payment.captured".into(),
+        source: id.map(|_| "stripe".into()),
+        external_id: id.map(Into::into),
+        payload: json!({"amount": amount}),
+    };
+    for e in [
+        event(Some("evt-1"), 10),
+        event(Some("evt-1"), 10),
+        event(Some("evt-1"), 11),
+        event(Some("evt-2"), 5),
+        event(None, 1),
+        event(None, 1),
+    ] {
+        s.ingest(&e).unwrap();
+    }
+
+    // A cursor: a-1 moves it, stalls; a-2 takes over; a-1's late write is fenced.
+    s.create_subscription("s-1", "payment.captured", "deliver", K1)
+        .unwrap();
+    let c1 = s.claim("cursor:s-1", "a-1", K1, LEASE).unwrap();
+    s.advance_cursor("s-1", "a-1", c1.generation, 1).unwrap();
+    assert_eq!(
+        s.advance_cursor("s-1", "a-1", c1.generation, 1)
+            .unwrap_err()
+            .code(),
+        "stale-sequence"
+    );
+    f.clock.advance(LEASE + 1);
+    let c2 = s.claim("cursor:s-1", "a-2", K1, LEASE).unwrap();
+    assert_eq!(
+        s.advance_cursor("s-1", "a-1", c1.generation, 2)
+            .unwrap_err()
+            .code(),
+        "WORK_FENCED"
+    );
+    s.advance_cursor("s-1", "a-2", c2.generation, 3).unwrap();
+    s.yield_back("cursor:s-1", "a-2", c2.generation, f.clock.now() + 1_000)
+        .unwrap();
+
+    // Leases: acquire, renew, expiry and takeover (the old holder is fenced), handoff, release.
+    let keyed = Keyed { key: None };
+    let l1 = s.acquire("leader", "a-1", 10_000.0, keyed).unwrap();
+    s.renew("leader", &l1.token, l1.generation, 10_000.0)
+        .unwrap();
+    f.clock.advance(20_001);
+    let l2 = s.acquire("leader", "a-2", 10_000.0, keyed).unwrap();
+    assert!(
+        s.renew("leader", &l1.token, l1.generation, 10_000.0)
+            .is_err()
+    );
+    let l3 = s
+        .handoff(
+            "leader",
+            "a-2",
+            &l2.token,
+            l2.generation,
+            "a-1",
+            10_000.0,
+            keyed,
+        )
+        .unwrap();
+    s.release("leader", "a-1", &l3.token, l3.generation, keyed)
+        .unwrap();
+    assert!(
+        s.release("leader", "a-2", &l2.token, l2.generation, keyed)
+            .is_err()
+    );
+
+    // Finish what is left, as healthy authorities would.
+    for w in s.claim_batch("a-1", K1, 32, LEASE).unwrap() {
+        if w.kind == WorkKind::Cursor {
+            s.yield_back(&w.id, "a-1", w.generation, f.clock.now() + 1_000)
+                .unwrap();
+        } else {
+            s.complete(&w.id, "a-1", w.generation, None).unwrap();
+        }
+    }
+    for id in ["a-1", "a-2", "a-3"] {
+        s.heartbeat(id, false).unwrap();
+    }
+}
+
+#[test]
+fn a_realistic_mixed_workload_is_clean() {
+    let f = fixture();
+    mixed_workload(&f);
+    let report = f.run();
+    assert!(report.is_clean(), "{}", render_text(&report));
+    let c = report.checked;
+    assert!(
+        c.grants >= 15 && c.writes >= 20 && c.items >= 10 && c.journal_events == 4,
+        "{c:?}"
+    );
+    assert!(report.oldest_revision.is_some() && !report.history_may_be_trimmed);
+
+    // Tiny pages read exactly the same history (claim batches put many grants in one
+    // revision: the pager must neither skip nor repeat them).
+    let paged = f.run_with(2);
+    assert_eq!(paged, report);
+}
+
+#[test]
+fn the_same_workload_is_clean_on_sqlite_and_a_planted_violation_is_found() {
+    let f = sqlite_fixture();
+    mixed_workload(&f);
+    let report = f.run();
+    assert!(report.is_clean(), "{}", render_text(&report));
+    assert_eq!(f.run_with(2), report);
+    let memory = fixture();
+    mixed_workload(&memory);
+    assert_eq!(memory.run().checked, report.checked);
+
+    f.grant("e-0", 1, "intruder");
+    let report = f.run_with(3);
+    assert_codes(&report, &[codes::TWO_OWNERS_ONE_GENERATION]);
+    assert_reported(
+        &report,
+        codes::TWO_OWNERS_ONE_GENERATION,
+        &["e-0", "a-1", "intruder"],
+    );
+}
+
+#[test]
+fn tiny_pages_still_find_a_violation_after_a_busy_history() {
+    let f = fixture();
+    mixed_workload(&f);
+    // e-0 was claimed and completed by a-1 under generation 1, long ago: found by reading
+    // e-0's grants back, whatever the page size.
+    f.grant("e-0", 1, "intruder");
+    for page in [1, 2, 3, 7] {
+        let report = f.run_with(page);
+        assert_codes(&report, &[codes::TWO_OWNERS_ONE_GENERATION]);
+        assert_reported(
+            &report,
+            codes::TWO_OWNERS_ONE_GENERATION,
+            &["e-0", "a-1", "intruder"],
+        );
+    }
+    let e1 = f.store.work("e-1").unwrap().unwrap();
+    f.grant("e-1", e1.generation, "intruder");
+    let report = f.run_with(3);
+    assert_reported(
+        &report,
+        codes::TWO_OWNERS_ONE_GENERATION,
+        &["e-1", e1.owner_id.as_deref().unwrap(), "intruder"],
+    );
+    assert_eq!(report.violations.len(), 2, "{}", render_text(&report));
+}
+
+// --- rendering
+
+#[test]
+fn reports_render_as_lines_of_text_and_json() {
+    let f = fixture();
+    f.grant("e-1", 1, "a-1");
+    f.grant("e-1", 1, "a\u{1b}[2J-2");
+    let report = f.run();
+    let text = render_text(&report);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with(
+            "two-owners-one-generation [e-1, a-1, a\\u{1b}[2J-2] work e-1 generation 1"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains('\u{1b}'));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("checked through revision 2: 2 grants, 0 writes")),
+        "{text}"
+    );
+    assert_eq!(
+        *lines.last().unwrap(),
+        "1 violation: 1 two-owners-one-generation"
+    );
+
+    let json = render_json_lines(&report);
+    let objects: Vec<Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(objects.len(), 2);
+    assert_eq!(objects[0]["invariant"], "two-owners-one-generation");
+    assert_eq!(objects[0]["ids"][0], "e-1");
+    assert_eq!(objects[1]["summary"]["violations"], 1);
+    assert_eq!(objects[1]["summary"]["checked"]["grants"], 2);
+    let whole = serde_json::to_value(&report).unwrap();
+    assert_eq!(whole["incompatibleItems"], 0);
+    assert_eq!(whole["checked"]["historyEntries"], 0);
+
+    let clean = fixture().run();
+    assert_eq!(
+        render_text(&clean).lines().last(),
+        Some("OK: no invariant violated")
+    );
+}
+
+#[test]
+fn every_code_is_distinct_kebab_case() {
+    let mut all = codes::ALL.to_vec();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), codes::ALL.len());
+    assert!(
+        codes::ALL
+            .iter()
+            .all(|c| c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '-'))
+    );
+}

@@ -1,0 +1,536 @@
+//! The property-based state-machine test: random sequences of acquire / renew / release /
+//! handoff / checkpoint / claim / claim-batch / complete / fail / renew-claim / clock
+//! advances across three owners, three resources and four work items, applied both to the
+//! real [`Store`] and to an independent shadow model written here from the SPEC (plain
+//! structs; nothing from `leasehold::rules`). After every step the outcome code, and every
+//! lease's and item's owner, generation, expiry and state must agree.
+//!
+//! The shadow's constants are written out again on purpose: if the library's documented
+//! window or backoff drifts, this test says so.
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+
+use leasehold::Store;
+use leasehold::clock::{Clock, ManualClock};
+use leasehold::model::work::NewWork;
+use leasehold::model::{Failure, FailureClass, WorkItem, WorkState};
+use leasehold::store::Keyed;
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
+
+use crate::support::{self, Harness, K, K_OTHER, START};
+
+// --- the SPEC's numbers, restated (not imported) -------------------------------------------
+
+const MIN_LEASE: i64 = 100;
+const MAX_LEASE: i64 = 30 * 24 * 3_600_000;
+const DEFAULT_LEASE: i64 = 30_000;
+const OWNER_CAP: u64 = 2;
+
+const OWNERS: [&str; 3] = ["alice", "bob", "carol"];
+const RESOURCES: [&str; 3] = ["res-0", "res-1", "res-2"];
+/// Items 0–2 were made by this build; item 3 by another one.
+const ITEMS: [&str; 4] = ["item-0", "item-1", "item-2", "item-x"];
+const MAX_ATTEMPTS: [u32; 4] = [2, 3, 5, 5];
+
+const DURATIONS: [f64; 8] = [f64::NAN, f64::INFINITY, -1.0, 0.0, 40.0, 300.0, 1_000.0, 1e18];
+const WORK_LEASES: [i64; 4] = [150, 400, 1_000, 2_500];
+const ADVANCES: [i64; 7] = [1, 99, 100, 250, 1_000, 3_000, 40_000];
+
+fn clamp(requested: f64) -> i64 {
+    if requested.is_nan() || requested.is_infinite() || requested <= 0.0 {
+        DEFAULT_LEASE
+    } else if requested >= MAX_LEASE as f64 {
+        MAX_LEASE
+    } else {
+        (requested.trunc() as i64).max(MIN_LEASE).min(MAX_LEASE)
+    }
+}
+
+/// Default retry backoff: 500 ms doubling per attempt, at most 30 s.
+fn backoff(attempt: u32) -> i64 {
+    let mut delay: i64 = 500;
+    for _ in 1..attempt.min(31) {
+        delay = (delay * 2).min(30_000);
+    }
+    delay.min(30_000)
+}
+
+// --- the shadow model ---------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ShadowLease {
+    owner: usize,
+    generation: u64,
+    expires_at: i64,
+    released: bool,
+    checkpoint: Option<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum St {
+    Pending,
+    Claimed,
+    Retry,
+    Succeeded,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ShadowItem {
+    ours: bool,
+    state: St,
+    owner: Option<usize>,
+    generation: u64,
+    lease_expires_at: Option<i64>,
+    attempt: u32,
+    uncertain: u32,
+    max_attempts: u32,
+    next_eligible_at: i64,
+}
+
+/// What one step answered: success, a refusal code, or the items a batch claimed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Outcome {
+    Ok,
+    Refused(&'static str),
+    Batch(Vec<usize>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Shadow {
+    now: i64,
+    leases: [Option<ShadowLease>; 3],
+    items: [ShadowItem; 4],
+    /// The generation each owner last obtained per resource / item (0: never).
+    lease_gen: [[u64; 3]; 3],
+    item_gen: [[u64; 4]; 3],
+    last: Outcome,
+}
+
+#[derive(Debug, Clone)]
+pub enum Step {
+    Acquire { owner: usize, res: usize, dur: usize },
+    Renew { owner: usize, res: usize, dur: usize },
+    RenewForged { owner: usize, res: usize },
+    Release { owner: usize, res: usize },
+    Handoff { owner: usize, res: usize, to: usize, dur: usize },
+    Checkpoint { owner: usize, res: usize, data: u8 },
+    Claim { owner: usize, item: usize, lease: usize },
+    ClaimBatch { owner: usize, limit: usize, lease: usize },
+    Complete { owner: usize, item: usize },
+    Fail { owner: usize, item: usize, retryable: bool },
+    RenewClaim { owner: usize, item: usize, lease: usize },
+    Advance { by: usize },
+}
+
+impl Shadow {
+    fn live(&self, res: usize) -> bool {
+        self.leases[res].as_ref().is_some_and(|l| !l.released && l.expires_at > self.now)
+    }
+
+    fn held_by(&self, owner: usize) -> u64 {
+        (0..3).filter(|&r| self.live(r) && self.leases[r].as_ref().is_some_and(|l| l.owner == owner)).count() as u64
+    }
+
+    /// The holder check: the presented generation must be the current, unreleased one.
+    /// (Tokens are per acquisition, so "my token for generation g" is right iff g is current.)
+    fn holder(&self, res: usize, presented: u64, forged: bool) -> Result<ShadowLease, &'static str> {
+        let lease = self.leases[res].clone().ok_or("NOT_FOUND")?;
+        if forged || lease.released || lease.generation != presented {
+            return Err("WORK_FENCED");
+        }
+        Ok(lease)
+    }
+
+    fn item_claimable(&self, i: usize) -> Option<i64> {
+        let it = &self.items[i];
+        if !it.ours {
+            return None;
+        }
+        match it.state {
+            St::Pending | St::Retry => (it.next_eligible_at <= self.now).then_some(it.next_eligible_at),
+            St::Claimed => it.lease_expires_at.filter(|&e| e <= self.now),
+            St::Succeeded | St::Failed => None,
+        }
+    }
+
+    fn claim_item(&mut self, owner: usize, i: usize, lease: i64) -> Result<(), &'static str> {
+        let now = self.now;
+        let it = &mut self.items[i];
+        if !it.ours {
+            return Err("INCOMPATIBLE_AUTHORITY");
+        }
+        let reclaim = match it.state {
+            St::Succeeded | St::Failed => return Err("already-terminal"),
+            St::Claimed if it.lease_expires_at.is_some_and(|e| e > now) => return Err("WORK_IN_PROGRESS"),
+            St::Claimed => true,
+            St::Pending | St::Retry if it.next_eligible_at > now => return Err("WORK_NOT_CLAIMABLE"),
+            St::Pending | St::Retry => false,
+        };
+        it.state = St::Claimed;
+        it.owner = Some(owner);
+        it.generation += 1;
+        it.lease_expires_at = Some(now + lease);
+        it.attempt += 1;
+        it.uncertain += u32::from(reclaim);
+        self.item_gen[owner][i] = it.generation;
+        Ok(())
+    }
+
+    fn claim_check(&self, owner: usize, i: usize) -> Result<(), &'static str> {
+        let it = &self.items[i];
+        if matches!(it.state, St::Succeeded | St::Failed) {
+            return Err("already-terminal");
+        }
+        if it.state != St::Claimed || it.owner != Some(owner) || it.generation != self.item_gen[owner][i] {
+            return Err("WORK_FENCED");
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, step: &Step) -> Outcome {
+        let now = self.now;
+        let done = |r: Result<(), &'static str>| r.map_or_else(Outcome::Refused, |()| Outcome::Ok);
+        match *step {
+            Step::Acquire { owner, res, dur } => done((|| {
+                if self.held_by(owner) >= OWNER_CAP {
+                    return Err("LEASE_CAP_REACHED");
+                }
+                if self.live(res) {
+                    return Err("WORK_IN_PROGRESS");
+                }
+                let prev = self.leases[res].clone();
+                let lease = ShadowLease {
+                    owner,
+                    generation: prev.as_ref().map_or(0, |l| l.generation) + 1,
+                    expires_at: now + clamp(DURATIONS[dur]),
+                    released: false,
+                    checkpoint: prev.and_then(|l| l.checkpoint),
+                };
+                self.lease_gen[owner][res] = lease.generation;
+                self.leases[res] = Some(lease);
+                Ok(())
+            })()),
+            Step::Renew { owner, res, dur } => done(self.holder(res, self.lease_gen[owner][res], false).map(|l| {
+                self.leases[res] = Some(ShadowLease { expires_at: now + clamp(DURATIONS[dur]), ..l });
+            })),
+            Step::RenewForged { owner, res } => done(self.holder(res, self.lease_gen[owner][res], true).map(|_| ())),
+            Step::Release { owner, res } => done(self.holder(res, self.lease_gen[owner][res], false).map(|l| {
+                self.leases[res] = Some(ShadowLease { released: true, checkpoint: None, ..l });
+            })),
+            Step::Handoff { owner, res, to, dur } => done((|| {
+                if self.held_by(to) >= OWNER_CAP {
+                    return Err("LEASE_CAP_REACHED");
+                }
+                let l = self.holder(res, self.lease_gen[owner][res], false)?;
+                let moved = ShadowLease { owner: to, generation: l.generation + 1, expires_at: now + clamp(DURATIONS[dur]), released: false, ..l };
+                self.lease_gen[to][res] = moved.generation;
+                self.leases[res] = Some(moved);
+                Ok(())
+            })()),
+            Step::Checkpoint { owner, res, data } => done(self.holder(res, self.lease_gen[owner][res], false).map(|l| {
+                self.leases[res] = Some(ShadowLease { checkpoint: Some(data), ..l });
+            })),
+            Step::Claim { owner, item, lease } => done(self.claim_item(owner, item, WORK_LEASES[lease])),
+            Step::ClaimBatch { owner, limit, lease } => {
+                let mut due: Vec<(i64, &str, usize)> = (0..4).filter_map(|i| self.item_claimable(i).map(|d| (d, ITEMS[i], i))).collect();
+                due.sort_unstable();
+                let picked: Vec<usize> = due.into_iter().take(limit).map(|(_, _, i)| i).collect();
+                for &i in &picked {
+                    self.claim_item(owner, i, WORK_LEASES[lease]).expect("a due item is claimable");
+                }
+                Outcome::Batch(picked)
+            }
+            Step::Complete { owner, item } => done(self.claim_check(owner, item).map(|()| {
+                let it = &mut self.items[item];
+                it.state = St::Succeeded;
+                it.lease_expires_at = None;
+            })),
+            Step::Fail { owner, item, retryable } => done(self.claim_check(owner, item).map(|()| {
+                let it = &mut self.items[item];
+                let retry = retryable && it.attempt < it.max_attempts;
+                it.state = if retry { St::Retry } else { St::Failed };
+                if retry {
+                    it.next_eligible_at = now + backoff(it.attempt);
+                }
+                it.lease_expires_at = None;
+            })),
+            Step::RenewClaim { owner, item, lease } => done(self.claim_check(owner, item).map(|()| {
+                self.items[item].lease_expires_at = Some(now + WORK_LEASES[lease]);
+            })),
+            Step::Advance { by } => {
+                self.now += ADVANCES[by];
+                Outcome::Ok
+            }
+        }
+    }
+}
+
+pub struct ShadowMachine;
+
+impl ReferenceStateMachine for ShadowMachine {
+    type State = Shadow;
+    type Transition = Step;
+
+    fn init_state() -> BoxedStrategy<Shadow> {
+        let item = |i: usize| ShadowItem {
+            ours: i < 3,
+            state: St::Pending,
+            owner: None,
+            generation: 0,
+            lease_expires_at: None,
+            attempt: 0,
+            uncertain: 0,
+            max_attempts: MAX_ATTEMPTS[i],
+            next_eligible_at: START,
+        };
+        Just(Shadow {
+            now: START,
+            leases: [None, None, None],
+            items: [item(0), item(1), item(2), item(3)],
+            lease_gen: [[0; 3]; 3],
+            item_gen: [[0; 4]; 3],
+            last: Outcome::Ok,
+        })
+        .boxed()
+    }
+
+    fn transitions(_: &Shadow) -> BoxedStrategy<Step> {
+        let o = 0..3usize;
+        let r = 0..3usize;
+        let i = 0..4usize;
+        let d = 0..DURATIONS.len();
+        let l = 0..WORK_LEASES.len();
+        prop_oneof![
+            4 => (o.clone(), r.clone(), d.clone()).prop_map(|(owner, res, dur)| Step::Acquire { owner, res, dur }),
+            2 => (o.clone(), r.clone(), d.clone()).prop_map(|(owner, res, dur)| Step::Renew { owner, res, dur }),
+            1 => (o.clone(), r.clone()).prop_map(|(owner, res)| Step::RenewForged { owner, res }),
+            2 => (o.clone(), r.clone()).prop_map(|(owner, res)| Step::Release { owner, res }),
+            2 => (o.clone(), r.clone(), 1..3usize, d).prop_map(|(owner, res, k, dur)| Step::Handoff { owner, res, to: (owner + k) % 3, dur }),
+            1 => (o.clone(), r, any::<u8>()).prop_map(|(owner, res, data)| Step::Checkpoint { owner, res, data }),
+            3 => (o.clone(), i.clone(), l.clone()).prop_map(|(owner, item, lease)| Step::Claim { owner, item, lease }),
+            3 => (o.clone(), 0..4usize, l.clone()).prop_map(|(owner, limit, lease)| Step::ClaimBatch { owner, limit, lease }),
+            3 => (o.clone(), i.clone()).prop_map(|(owner, item)| Step::Complete { owner, item }),
+            2 => (o.clone(), i.clone(), any::<bool>()).prop_map(|(owner, item, retryable)| Step::Fail { owner, item, retryable }),
+            1 => (o, i, l).prop_map(|(owner, item, lease)| Step::RenewClaim { owner, item, lease }),
+            4 => (0..ADVANCES.len()).prop_map(|by| Step::Advance { by }),
+        ]
+        .boxed()
+    }
+
+    fn apply(mut state: Shadow, step: &Step) -> Shadow {
+        state.last = state.step(step);
+        state
+    }
+}
+
+// --- the system under test ----------------------------------------------------------------
+
+/// How the machine gets a fresh provider per case.
+pub trait Provider {
+    fn fresh() -> Box<dyn Harness>;
+}
+
+pub struct Memory;
+impl Provider for Memory {
+    fn fresh() -> Box<dyn Harness> {
+        support::memory()
+    }
+}
+
+pub struct Sqlite;
+impl Provider for Sqlite {
+    fn fresh() -> Box<dyn Harness> {
+        support::sqlite()
+    }
+}
+
+pub struct Real {
+    store: Store,
+    clock: ManualClock,
+    /// What each owner (a client) remembers: its (token, generation) per resource and its
+    /// generation per item, learned only from the store's answers.
+    tokens: HashMap<(usize, usize), (String, u64)>,
+    item_gen: [[u64; 4]; 3],
+    _harness: Box<dyn Harness>,
+}
+
+pub struct Machine<P>(PhantomData<P>);
+
+fn code<T>(r: &leasehold::Result<T>) -> Outcome {
+    match r {
+        Ok(_) => Outcome::Ok,
+        Err(e) => {
+            assert!(!e.is_store_failure(), "a store failure in the model test: {e}");
+            Outcome::Refused(e.code())
+        }
+    }
+}
+
+impl Real {
+    fn token(&self, owner: usize, res: usize) -> (String, u64) {
+        self.tokens.get(&(owner, res)).cloned().unwrap_or_else(|| ("never-held".into(), 0))
+    }
+
+    fn remember_item(&mut self, owner: usize, item: &WorkItem) {
+        let i = ITEMS.iter().position(|id| *id == item.id).expect("a known item");
+        self.item_gen[owner][i] = item.generation;
+    }
+
+    fn step(&mut self, step: &Step) -> Outcome {
+        let no_key = Keyed { key: None };
+        let s = self.store.clone();
+        match *step {
+            Step::Acquire { owner, res, dur } => {
+                let r = s.acquire(RESOURCES[res], OWNERS[owner], DURATIONS[dur], no_key);
+                if let Ok(l) = &r {
+                    self.tokens.insert((owner, res), (l.token.clone(), l.generation));
+                }
+                code(&r)
+            }
+            Step::Renew { owner, res, dur } => {
+                let (token, generation) = self.token(owner, res);
+                code(&s.renew(RESOURCES[res], &token, generation, DURATIONS[dur]))
+            }
+            Step::RenewForged { owner, res } => {
+                let (_, generation) = self.token(owner, res);
+                code(&s.renew(RESOURCES[res], "forged-token", generation, 1_000.0))
+            }
+            Step::Release { owner, res } => {
+                let (token, generation) = self.token(owner, res);
+                code(&s.release(RESOURCES[res], OWNERS[owner], &token, generation, no_key))
+            }
+            Step::Handoff { owner, res, to, dur } => {
+                let (token, generation) = self.token(owner, res);
+                let r = s.handoff(RESOURCES[res], OWNERS[owner], &token, generation, OWNERS[to], DURATIONS[dur], no_key);
+                if let Ok(l) = &r {
+                    assert_eq!(l.owner_id, OWNERS[to]);
+                    self.tokens.insert((to, res), (l.token.clone(), l.generation));
+                }
+                code(&r)
+            }
+            Step::Checkpoint { owner, res, data } => {
+                let (token, generation) = self.token(owner, res);
+                code(&s.save_checkpoint(RESOURCES[res], OWNERS[owner], &token, generation, &data.to_string(), no_key))
+            }
+            Step::Claim { owner, item, lease } => {
+                // This authority is always "this build": item-x answers INCOMPATIBLE_AUTHORITY.
+                let r = s.claim(ITEMS[item], OWNERS[owner], K, WORK_LEASES[lease]);
+                if let Ok(it) = &r {
+                    self.remember_item(owner, it);
+                }
+                code(&r)
+            }
+            Step::ClaimBatch { owner, limit, lease } => match s.claim_batch(OWNERS[owner], K, limit, WORK_LEASES[lease]) {
+                Ok(items) => {
+                    let mut picked = Vec::new();
+                    for it in &items {
+                        self.remember_item(owner, it);
+                        picked.push(ITEMS.iter().position(|id| *id == it.id).expect("known"));
+                    }
+                    Outcome::Batch(picked)
+                }
+                Err(e) => panic!("claim_batch failed: {e}"),
+            },
+            Step::Complete { owner, item } => {
+                code(&s.complete(ITEMS[item], OWNERS[owner], self.item_gen[owner][item], Some("done".into())))
+            }
+            Step::Fail { owner, item, retryable } => {
+                let class = if retryable { FailureClass::Retryable } else { FailureClass::Terminal };
+                let failure = Failure { class, code: "E_MODEL".into(), message: "model".into() };
+                code(&s.fail(ITEMS[item], OWNERS[owner], self.item_gen[owner][item], failure))
+            }
+            Step::RenewClaim { owner, item, lease } => {
+                code(&s.renew_claim(ITEMS[item], OWNERS[owner], self.item_gen[owner][item], WORK_LEASES[lease]))
+            }
+            Step::Advance { by } => {
+                self.clock.advance(ADVANCES[by]);
+                Outcome::Ok
+            }
+        }
+    }
+
+    fn check(&self, shadow: &Shadow) {
+        assert_eq!(self.clock.now(), shadow.now);
+        for (r, expected) in shadow.leases.iter().enumerate() {
+            let actual = self.store.lease(RESOURCES[r]).expect("read lease");
+            match (expected, actual) {
+                (None, None) => {}
+                (Some(e), Some(a)) => {
+                    let view = (a.owner_id.as_str(), a.generation, a.expires_at, a.released_at.is_some(), a.checkpoint.as_ref().map(|c| c.data.clone()));
+                    let want = (OWNERS[e.owner], e.generation, e.expires_at, e.released, e.checkpoint.map(|d| d.to_string()));
+                    assert_eq!(view, want, "{}: (owner, generation, expiresAt, released, checkpoint)", RESOURCES[r]);
+                    // The client that holds the current generation holds the current token.
+                    assert_eq!(self.token(e.owner, r), (a.token.clone(), a.generation), "{}: holder's token", RESOURCES[r]);
+                }
+                (e, a) => panic!("{}: shadow {e:?}, store {a:?}", RESOURCES[r]),
+            }
+        }
+        for (i, e) in shadow.items.iter().enumerate() {
+            let a = self.store.work(ITEMS[i]).expect("read item").expect("item exists");
+            let state = match a.state {
+                WorkState::Pending => St::Pending,
+                WorkState::Claimed => St::Claimed,
+                WorkState::Retry => St::Retry,
+                WorkState::Succeeded => St::Succeeded,
+                WorkState::Failed => St::Failed,
+            };
+            let owner = a.current_owner().map(|o| OWNERS.iter().position(|x| *x == o).expect("known owner"));
+            let view = (state, owner, a.generation, a.lease_expires_at, a.attempt_number, a.uncertain_attempts, a.next_eligible_at);
+            let want = (
+                e.state,
+                if e.state == St::Claimed { e.owner } else { None },
+                e.generation,
+                e.lease_expires_at,
+                e.attempt,
+                e.uncertain,
+                e.next_eligible_at,
+            );
+            assert_eq!(view, want, "{}: (state, owner, generation, leaseExpiresAt, attempt, uncertain, nextEligibleAt)", ITEMS[i]);
+        }
+        assert_eq!(self.item_gen, shadow.item_gen, "what each owner learned from the store");
+    }
+}
+
+impl<P: Provider> StateMachineTest for Machine<P> {
+    type SystemUnderTest = Real;
+    type Reference = ShadowMachine;
+
+    fn init_test(_: &Shadow) -> Real {
+        let harness = P::fresh();
+        let store = harness.store().with_owner_cap(OWNER_CAP);
+        let clock = harness.clock().clone();
+        for (i, id) in ITEMS.iter().enumerate() {
+            let compat = if i < 3 { K } else { K_OTHER };
+            store.enqueue(NewWork { max_attempts: MAX_ATTEMPTS[i], ..NewWork::effect(*id, "model", "{}") }, compat).expect("enqueue");
+        }
+        Real { store, clock, tokens: HashMap::new(), item_gen: [[0; 4]; 3], _harness: harness }
+    }
+
+    fn apply(mut real: Real, shadow: &Shadow, step: Step) -> Real {
+        let outcome = real.step(&step);
+        assert_eq!(outcome, shadow.last, "outcome of {step:?}");
+        real
+    }
+
+    fn check_invariants(real: &Real, shadow: &Shadow) {
+        real.check(shadow);
+    }
+}
+
+fn config() -> Config {
+    Config { cases: 256, failure_persistence: None, ..Config::default() }
+}
+
+prop_state_machine! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn shadow_model_agrees_on_memory(sequential 50 => Machine<Memory>);
+
+    #[test]
+    fn shadow_model_agrees_on_sqlite(sequential 50 => Machine<Sqlite>);
+}

@@ -1,0 +1,97 @@
+//! Durable workflows (SPEC §3, seed `WORKFLOWS.md`), end to end over the store providers.
+//!
+//! - `fixtures`: the portable conformance fixtures in `tests/fixtures/workflows/*.json`, one
+//!   generated test per fixture per provider (`fixtures::memory::<name>`,
+//!   `fixtures::sqlite::<name>`).
+//! - `conformance`: the workflow part of the store conformance suite — fenced CAS, stale
+//!   lease holders, terminal irreversibility, monotone history revisions, one outcome record
+//!   per invocation — as plain cases run on every provider.
+//! - `processes`: independent OS processes (this test binary re-executed as children)
+//!   advancing one SQLite file while one of them is SIGKILLed.
+
+#[path = "workflows/harness.rs"]
+mod harness;
+
+/// Generates one `#[test]` per case per provider: `memory::<case>` and `sqlite::<case>`,
+/// each calling `super::<case>(Provider)`.
+macro_rules! per_provider {
+    ($($case:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[test]
+                fn $case() {
+                    super::$case(crate::harness::Provider::Memory);
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[test]
+                fn $case() {
+                    super::$case(crate::harness::Provider::Sqlite);
+                }
+            )*
+        }
+    };
+}
+
+#[path = "workflows/fixtures.rs"]
+mod runner;
+
+/// One test per fixture file per provider; the names show in the test output.
+macro_rules! fixtures {
+    ($($name:ident => $file:literal),* $(,)?) => {
+        mod fixtures {
+            const FILES: &[&str] = &[$($file),*];
+
+            #[test]
+            fn every_fixture_file_is_listed() {
+                crate::runner::all_files_listed(FILES);
+            }
+
+            mod memory {
+                $(
+                    #[test]
+                    fn $name() {
+                        crate::runner::run_fixture($file, crate::harness::Provider::Memory);
+                    }
+                )*
+            }
+            mod sqlite {
+                $(
+                    #[test]
+                    fn $name() {
+                        crate::runner::run_fixture($file, crate::harness::Provider::Sqlite);
+                    }
+                )*
+            }
+        }
+    };
+}
+
+fixtures! {
+    step_kinds_complete => "step-kinds-complete.json",
+    step_kinds_branch_fail => "step-kinds-branch-fail.json",
+    retry_then_success => "retry-then-success.json",
+    retry_exhaustion_on_error => "retry-exhaustion-on-error.json",
+    retry_exhaustion_failed => "retry-exhaustion-failed.json",
+    semantic_refusal_not_retried => "semantic-refusal-not-retried.json",
+    event_before_timeout => "event-before-timeout.json",
+    timeout_fires => "timeout-fires.json",
+    timeout_without_edge_fails => "timeout-without-edge-fails.json",
+    event_timeout_same_instant => "event-timeout-same-instant.json",
+    event_before_wait_not_matched => "event-before-wait-not-matched.json",
+    cancel_while_waiting => "cancel-while-waiting.json",
+    cancel_races_completion => "cancel-races-completion.json",
+    terminal_ignores_late_event => "terminal-ignores-late-event.json",
+    incompatible_build_refuses => "incompatible-build-refuses.json",
+    crash_between_outcome_and_transition => "crash-between-outcome-and-transition.json",
+    idempotent_start => "idempotent-start.json",
+    fanout_one_event => "fanout-one-event.json",
+}
+
+#[path = "workflows/conformance.rs"]
+mod conformance;
+
+#[path = "workflows/processes.rs"]
+mod processes;

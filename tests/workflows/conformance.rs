@@ -1,0 +1,360 @@
+//! The workflow part of the store conformance suite: the same cases, unchanged, on every
+//! provider (`conformance::memory::*`, `conformance::sqlite::*`).
+//!
+//! Each case pins one rule of the seed's "Logical identity and exactly-once", "Cancellation"
+//! and "Crash recovery" sections as the store enforces it inside its write transaction:
+//! every transition is a CAS on `instanceRevision` plus the lease fence, a refused write
+//! changes nothing but the refused-write record, terminal statuses are irreversible,
+//! history revisions are monotone and there is one outcome record per invocation id.
+
+use leasehold::Store;
+use leasehold::model::HistoryRecord;
+use leasehold::model::event::NewEvent;
+use leasehold::store::Keyed;
+use leasehold::workflow::Trigger;
+use leasehold::workflow::engine::{CancelOutcome, Claimed, Engine, Next, decode_state};
+use leasehold::workflow::machine::Failure;
+use serde_json::{Value, json};
+
+use crate::harness::{Env, Provider, args, deploy};
+
+const COMPAT: &str = "build-a";
+const LEASE_MS: i64 = 1_000;
+
+/// Two actions in a row, the first with retries, then `complete`.
+fn two_actions() -> Value {
+    json!({
+        "id": "cf-two-actions",
+        "inputs": [{ "id": "n", "valueType": "integer", "required": true }],
+        "bindings": [
+            { "id": "first", "producedBy": "one" },
+            { "id": "second", "producedBy": "two" }
+        ],
+        "entry": "one",
+        "steps": [
+            { "id": "one", "type": "action", "action": "step-one", "arguments": { "n": { "ref": "n" } },
+              "retry": { "maxAttempts": 4, "initialDelaySeconds": 1, "backoffMultiplier": 2, "maxDelaySeconds": 10 },
+              "next": "two" },
+            { "id": "two", "type": "action", "action": "step-two", "arguments": { "n": { "ref": "n" } }, "next": "done" },
+            { "id": "done", "type": "complete", "output": { "object": { "first": { "ref": "first" }, "second": { "ref": "second" } } } }
+        ]
+    })
+}
+
+/// One event wait with a one-minute timeout.
+fn wait_with_timeout() -> Value {
+    json!({
+        "id": "cf-wait",
+        "inputs": [{ "id": "key", "valueType": "string", "required": true }],
+        "bindings": [{ "id": "signal", "producedBy": "wait" }],
+        "entry": "wait",
+        "steps": [
+            { "id": "wait", "type": "wait-event", "event": "signal",
+              "where": { "eq": [{ "ref": "EVENT", "path": ["key"] }, { "ref": "key" }] },
+              "bind": { "signal": { "ref": "EVENT" } },
+              "next": "done", "timeout": { "seconds": 60 }, "onTimeout": "late" },
+            { "id": "done", "type": "complete", "output": { "ref": "signal" } },
+            { "id": "late", "type": "fail", "error": { "lit": { "code": "LATE" } } }
+        ]
+    })
+}
+
+fn start(store: &Store, def: &Value, arguments: Value) -> String {
+    let workflow = deploy(store, def);
+    store
+        .start_workflow(&workflow, args(arguments), "alice", None, COMPAT)
+        .expect("start")
+        .instance_id
+}
+
+fn engine(env: &Env, owner: &str) -> Engine {
+    Engine::new(env.store.clone(), owner, COMPAT)
+}
+
+fn claim_one(engine: &Engine) -> Claimed {
+    let mut claimed = engine.claim(10, LEASE_MS).expect("claim");
+    assert_eq!(claimed.len(), 1, "exactly one runnable instance");
+    claimed.remove(0)
+}
+
+fn ok(v: Value) -> impl FnOnce(&leasehold::workflow::machine::ActionRequest) -> Result<Value, Failure> {
+    move |_| Ok(v)
+}
+
+fn never(req: &leasehold::workflow::machine::ActionRequest) -> Result<Value, Failure> {
+    panic!("no handler may run here, but {} was invoked", req.invocation_id)
+}
+
+/// Row, history and (when an action is due) its outcome record.
+fn snapshot(store: &Store, id: &str) -> (leasehold::model::InstanceRow, Vec<HistoryRecord>) {
+    (
+        store.instance(id).expect("instance").expect("exists"),
+        store.workflow_history(id).expect("history"),
+    )
+}
+
+fn last_write(store: &Store, id: &str) -> leasehold::model::WriteRecord {
+    let (_, writes) = store
+        .ownership_history(Some(&format!("wf:{id}")), 0, 10_000)
+        .expect("ownership history");
+    writes.last().cloned().expect("a write record")
+}
+
+fn code<T: std::fmt::Debug>(r: leasehold::Result<T>) -> &'static str {
+    r.expect_err("must be refused").code()
+}
+
+/// A Claimed whose lease is current but whose revision moved on (the owner applied a
+/// transition and claimed again) is refused by the CAS, and writes nothing.
+fn stale_revision_is_fenced_and_writes_nothing(p: Provider) {
+    let env = Env::new(p);
+    let id = start(&env.store, &two_actions(), json!({ "n": 1 }));
+    let a = engine(&env, "a");
+    let first = claim_one(&a);
+    assert_eq!(first.row.instance_revision, 1);
+    a.advance(&first, ok(json!(1))).expect("first step");
+    let second = claim_one(&a);
+    assert_eq!(second.row.instance_revision, 2);
+
+    // The fence (lease) is right, the revision is not.
+    let stale = Claimed { lease: second.lease.clone(), ..first.clone() };
+    let before = snapshot(&env.store, &id);
+    let refused = a.apply(&stale, Trigger::ActionSucceeded { output: json!("stale") });
+    assert_eq!(code(refused), "WORK_FENCED");
+    assert_eq!(snapshot(&env.store, &id), before, "a refused CAS wrote instance state");
+    let w = last_write(&env.store, &id);
+    assert!(!w.accepted && w.refusal.as_deref() == Some("WORK_FENCED") && w.verb == "transition");
+
+    // The current claim still works, and the stale value never surfaces.
+    let row = a.advance(&second, ok(json!(2))).expect("second step").expect("row");
+    assert_eq!(row.status, "completed");
+    let (_, state) = decode_state(&row).expect("state");
+    assert_eq!(state.output, Some(json!({ "first": 1, "second": 2 })));
+}
+
+/// A cancel moves the revision under a live claim: the holder's transition is refused.
+fn cancel_fences_the_holder(p: Provider) {
+    let env = Env::new(p);
+    let id = start(&env.store, &two_actions(), json!({ "n": 1 }));
+    let a = engine(&env, "a");
+    let held = claim_one(&a);
+    assert_eq!(
+        env.store.cancel_workflow(&id, Some(COMPAT), "ops", "stop").expect("cancel"),
+        CancelOutcome::Cancelled
+    );
+    let before = snapshot(&env.store, &id);
+    let refused = a.apply(&held, Trigger::ActionSucceeded { output: json!(1) });
+    assert_eq!(code(refused), "WORK_FENCED");
+    assert_eq!(snapshot(&env.store, &id), before);
+    assert_eq!(before.0.status, "cancelled");
+}
+
+/// A holder whose lease was reclaimed by another authority is fenced on every write: the
+/// outcome record, the transition and the release. The new holder proceeds.
+fn stale_lease_holder_is_fenced(p: Provider) {
+    let env = Env::new(p);
+    let id = start(&env.store, &two_actions(), json!({ "n": 1 }));
+    let (a, b) = (engine(&env, "a"), engine(&env, "b"));
+    let old = claim_one(&a);
+    let Next::Run(request) = a.next(&old).expect("next") else { panic!("an action is due") };
+    env.clock.advance(LEASE_MS);
+    let new = claim_one(&b);
+    assert!(new.lease.generation > old.lease.generation, "a reclaim mints a higher generation");
+
+    let before = snapshot(&env.store, &id);
+    assert_eq!(code(a.record_outcome(&old, &request, &Ok(json!("stale")))), "WORK_FENCED");
+    assert_eq!(env.store.action_outcome(&request.invocation_id).expect("read"), None, "a fenced outcome was recorded");
+    assert_eq!(code(a.apply(&old, Trigger::ActionSucceeded { output: json!("stale") })), "WORK_FENCED");
+    assert_eq!(code(a.release(&old)), "WORK_FENCED");
+    assert_eq!(snapshot(&env.store, &id), before, "the stale holder changed the instance");
+
+    let row = b.advance(&new, ok(json!("fresh"))).expect("new holder").expect("row");
+    assert_eq!(row.instance_revision, 2);
+    let outcome = env.store.action_outcome(&request.invocation_id).expect("read").expect("recorded");
+    assert_eq!(outcome.detail, json!("fresh").to_string());
+}
+
+/// Expiry alone fences nothing: if nobody reclaimed, the late holder's transition applies.
+fn expiry_alone_does_not_fence(p: Provider) {
+    let env = Env::new(p);
+    start(&env.store, &two_actions(), json!({ "n": 1 }));
+    let a = engine(&env, "a");
+    let held = claim_one(&a);
+    env.clock.advance(LEASE_MS * 5);
+    let row = a.advance(&held, ok(json!(1))).expect("late but unchallenged").expect("row");
+    assert_eq!(row.instance_revision, 2);
+}
+
+/// Two authorities claiming at the same instant: exactly one gets the instance.
+fn racing_claimers_one_wins(p: Provider) {
+    let env = Env::new(p);
+    start(&env.store, &two_actions(), json!({ "n": 1 }));
+    let (a, b) = (engine(&env, "a"), engine(&env, "b"));
+    let got_a = a.claim(10, LEASE_MS).expect("claim a");
+    let got_b = b.claim(10, LEASE_MS).expect("claim b");
+    assert_eq!(got_a.len() + got_b.len(), 1);
+}
+
+/// Terminal statuses are irreversible: no cancel, no stale transition, no event or timer,
+/// and even a current, fenced transition attempt is refused as `already-terminal`.
+fn terminal_is_irreversible(p: Provider) {
+    let env = Env::new(p);
+    let id = start(&env.store, &wait_with_timeout(), json!({ "key": "k" }));
+    let a = engine(&env, "a");
+    env.store
+        .ingest(&NewEvent { event_type: "signal".into(), source: Some("s".into()), external_id: Some("e1".into()), payload: json!({ "key": "k" }) })
+        .expect("ingest");
+    let stale = claim_one(&a);
+    a.advance(&stale, never).expect("advance");
+    let done = snapshot(&env.store, &id);
+    assert_eq!(done.0.status, "completed");
+
+    assert_eq!(code(env.store.cancel_workflow(&id, Some(COMPAT), "ops", "late")), "already-terminal");
+    assert_eq!(code(a.apply(&stale, Trigger::TimeoutFired)), "WORK_FENCED");
+    env.store
+        .ingest(&NewEvent { event_type: "signal".into(), source: Some("s".into()), external_id: Some("e2".into()), payload: json!({ "key": "k" }) })
+        .expect("ingest");
+    env.clock.advance(3_600_000);
+    assert!(a.claim(10, LEASE_MS).expect("claim").is_empty(), "a terminal instance was claimable");
+
+    // Current revision, current lease (taken directly): the state machine itself refuses.
+    let lease = env.store.acquire(&format!("wf:{id}"), "a", 1_000.0, Keyed { key: None }).expect("lease");
+    let row = env.store.instance(&id).expect("read").expect("exists");
+    let (_, state) = decode_state(&row).expect("state");
+    let current = Claimed { row, state, lease };
+    assert_eq!(code(a.apply(&current, Trigger::TimeoutFired)), "already-terminal");
+    assert_eq!(code(a.apply(&current, Trigger::Cancel { by: "ops".into(), reason: "x".into() })), "already-terminal");
+    assert!(matches!(a.next(&current).expect("next"), Next::Idle));
+    assert_eq!(snapshot(&env.store, &id), done, "a terminal instance changed");
+
+    // Cancelled is terminal too, and a repeated cancel is idempotent.
+    let other = start(&env.store, &wait_with_timeout(), json!({ "key": "z" }));
+    assert_eq!(env.store.cancel_workflow(&other, Some(COMPAT), "ops", "x").expect("cancel"), CancelOutcome::Cancelled);
+    let cancelled = snapshot(&env.store, &other);
+    assert_eq!(env.store.cancel_workflow(&other, Some(COMPAT), "ops", "x").expect("cancel"), CancelOutcome::AlreadyCancelled);
+    env.store
+        .ingest(&NewEvent { event_type: "signal".into(), source: Some("s".into()), external_id: Some("e3".into()), payload: json!({ "key": "z" }) })
+        .expect("ingest");
+    env.clock.advance(3_600_000);
+    assert!(a.claim(10, LEASE_MS).expect("claim").is_empty());
+    assert_eq!(snapshot(&env.store, &other), cancelled);
+}
+
+/// History positions are dense, each transition's entries carry the revision it produced,
+/// revisions go up by exactly one per committed transition, and the last one is the row's.
+fn history_revisions_are_monotone(p: Provider) {
+    let env = Env::new(p);
+    let id = start(&env.store, &two_actions(), json!({ "n": 3 }));
+    let a = engine(&env, "a");
+    let mut revisions = vec![env.store.instance(&id).expect("r").expect("e").instance_revision];
+    let fail = || Err(Failure { code: "BUSY".into(), message: "try later".into(), retryable: true });
+    for (wait, outcome) in [(0, fail()), (1_000, fail()), (2_000, Ok(json!("a"))), (0, Ok(json!("b")))] {
+        env.clock.advance(wait);
+        let c = claim_one(&a);
+        let row = a.advance(&c, |_| outcome).expect("advance").expect("row");
+        revisions.push(row.instance_revision);
+    }
+    assert_eq!(revisions, vec![1, 2, 3, 4, 5], "one revision per transition");
+
+    let history = env.store.workflow_history(&id).expect("history");
+    let kinds: Vec<String> = history.iter().map(crate::harness::line).collect();
+    assert_eq!(
+        kinds,
+        [
+            "started", "step-activated:one", "retry-scheduled:one", "retry-scheduled:one",
+            "step-succeeded:one", "step-activated:two", "step-succeeded:two", "step-activated:done",
+            "completed:done"
+        ]
+    );
+    let by_entry: Vec<u64> = history.iter().map(|h| h.instance_revision).collect();
+    assert_eq!(by_entry, vec![1, 1, 2, 3, 4, 4, 5, 5, 5]);
+    for (i, h) in history.iter().enumerate() {
+        assert_eq!(h.position, i as u64 + 1);
+        assert!(h.at >= history[i.saturating_sub(1)].at, "history instants go forward");
+    }
+}
+
+/// One outcome record per invocation id: retries reuse the id (the record follows the
+/// latest attempt), and a second record for the same attempt never replaces the first.
+fn one_outcome_record_per_invocation(p: Provider) {
+    let env = Env::new(p);
+    let id = start(&env.store, &two_actions(), json!({ "n": 1 }));
+    let (a, b) = (engine(&env, "a"), engine(&env, "b"));
+    let invocation = format!("{id}/one#0");
+
+    let c = claim_one(&a);
+    a.advance(&c, |req| {
+        assert_eq!(req.invocation_id, invocation);
+        assert_eq!(req.attempt, 1);
+        Err(Failure { code: "BUSY".into(), message: "later".into(), retryable: true })
+    })
+    .expect("attempt 1");
+    let first = env.store.action_outcome(&invocation).expect("read").expect("recorded");
+    assert_eq!((first.attempt, first.outcome.as_str()), (1, "failed"));
+
+    // Attempt 2: a records and dies before the transition.
+    env.clock.advance(1_000);
+    let c = claim_one(&a);
+    let Next::Run(request) = a.next(&c).expect("next") else { panic!("attempt 2 is due") };
+    assert_eq!((request.invocation_id.as_str(), request.attempt), (invocation.as_str(), 2));
+    a.record_outcome(&c, &request, &Ok(json!("committed"))).expect("record");
+
+    // b takes over; a duplicate record for the same attempt does not replace the first.
+    env.clock.advance(LEASE_MS);
+    let c = claim_one(&b);
+    b.record_outcome(&c, &request, &Ok(json!("duplicate"))).expect("idempotent record");
+    let recorded = env.store.action_outcome(&invocation).expect("read").expect("recorded");
+    assert_eq!((recorded.attempt, recorded.detail.as_str()), (2, "\"committed\""));
+    assert_eq!(b.next(&c).expect("next"), Next::Apply(Trigger::ActionSucceeded { output: json!("committed") }));
+    b.advance(&c, never).expect("reconcile");
+
+    let c = claim_one(&b);
+    b.advance(&c, ok(json!("two"))).expect("step two");
+    let row = env.store.instance(&id).expect("read").expect("exists");
+    let (_, state) = decode_state(&row).expect("state");
+    assert_eq!(state.output, Some(json!({ "first": "committed", "second": "two" })));
+    let succeeded: Vec<_> = env
+        .store
+        .workflow_history(&id)
+        .expect("history")
+        .into_iter()
+        .filter(|h| h.kind == "step-succeeded")
+        .map(|h| h.activation_id)
+        .collect();
+    assert_eq!(succeeded, vec![Some("one#0".to_string()), Some("two#0".to_string())]);
+    assert!(env.store.action_outcome(&format!("{id}/two#0")).expect("read").is_some());
+}
+
+/// Event and timeout due together, read by two authorities: whichever CAS commits first
+/// wins; the other is fenced; the history holds exactly one of them.
+fn event_versus_timeout_linearizes(p: Provider) {
+    let env = Env::new(p);
+    let id = start(&env.store, &wait_with_timeout(), json!({ "key": "k" }));
+    let (a, b) = (engine(&env, "a"), engine(&env, "b"));
+    env.clock.advance(60_000);
+    env.store
+        .ingest(&NewEvent { event_type: "signal".into(), source: Some("s".into()), external_id: Some("e1".into()), payload: json!({ "key": "k" }) })
+        .expect("ingest");
+    let slow = claim_one(&a);
+    let Next::Apply(event @ Trigger::EventMatched { .. }) = a.next(&slow).expect("next") else {
+        panic!("the event at timeoutAt is due")
+    };
+    env.clock.advance(LEASE_MS);
+    let fast = claim_one(&b);
+    b.apply(&fast, Trigger::TimeoutFired).expect("timeout first");
+    assert_eq!(code(a.apply(&slow, event)), "WORK_FENCED");
+    let kinds: Vec<String> = env.store.workflow_history(&id).expect("h").iter().map(crate::harness::line).collect();
+    assert_eq!(kinds, ["started", "step-activated:wait", "timeout-fired:wait", "step-activated:late", "failed:late"]);
+}
+
+per_provider! {
+    stale_revision_is_fenced_and_writes_nothing,
+    cancel_fences_the_holder,
+    stale_lease_holder_is_fenced,
+    expiry_alone_does_not_fence,
+    racing_claimers_one_wins,
+    terminal_is_irreversible,
+    history_revisions_are_monotone,
+    one_outcome_record_per_invocation,
+    event_versus_timeout_linearizes,
+}
