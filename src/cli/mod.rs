@@ -14,6 +14,7 @@
 
 pub mod event;
 pub mod inspect;
+pub mod instance;
 pub mod live;
 pub mod output;
 pub mod pending;
@@ -59,9 +60,9 @@ pub enum Command {
     /// Print one view of a store as a table or as JSON lines.
     Inspect(inspect::InspectArgs),
     /// Print a workflow instance's history.
-    History(pending::HistoryArgs),
+    History(instance::HistoryArgs),
     /// Cancel a workflow instance.
-    Cancel(pending::CancelArgs),
+    Cancel(instance::CancelArgs),
     /// Run the invariant checker over a store's durable history (exit 1 on a violation).
     Check(pending::CheckArgs),
     /// Validate, deploy and start durable workflows.
@@ -280,8 +281,8 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::Demo(_) => pending::not_yet("demo"),
         Command::Attach(_) => pending::not_yet("attach"),
         Command::Authority(_) => pending::not_yet("authority"),
-        Command::History(_) => pending::not_yet("history"),
-        Command::Cancel(_) => pending::not_yet("cancel"),
+        Command::History(args) => instance::history(&args, out),
+        Command::Cancel(args) => instance::cancel(&args, out),
         Command::Check(_) => pending::not_yet("check"),
         Command::Copy(_) => pending::not_yet("copy"),
         Command::Bench(_) => pending::not_yet("bench"),

@@ -6,7 +6,6 @@
 //! `Command` variant in `cli/mod.rs` at it and replace its `not_yet` arm in
 //! [`super::execute`].
 
-use std::path::PathBuf;
 
 use clap::Args;
 
@@ -72,32 +71,6 @@ pub struct AuthorityArgs {
     pub workload: String,
 }
 
-/// `leasehold history`.
-#[derive(Debug, Clone, Args)]
-pub struct HistoryArgs {
-    #[command(flatten)]
-    pub store: StoreArg,
-    /// The workflow instance.
-    #[arg(value_name = "INSTANCE_ID")]
-    pub instance: String,
-    /// One JSON object per line.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `leasehold cancel`.
-#[derive(Debug, Clone, Args)]
-pub struct CancelArgs {
-    #[command(flatten)]
-    pub store: StoreArg,
-    /// The workflow instance.
-    #[arg(value_name = "INSTANCE_ID")]
-    pub instance: String,
-    /// Why, for the audit log and the instance's history.
-    #[arg(long)]
-    pub reason: Option<String>,
-}
-
 /// `leasehold check`.
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
@@ -106,32 +79,6 @@ pub struct CheckArgs {
     /// One JSON object per line.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `leasehold workflow deploy`.
-#[derive(Debug, Clone, Args)]
-pub struct WorkflowDeployArgs {
-    #[command(flatten)]
-    pub store: StoreArg,
-    /// The definition (JSON, or TOML by extension).
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
-}
-
-/// `leasehold workflow start`.
-#[derive(Debug, Clone, Args)]
-pub struct WorkflowStartArgs {
-    #[command(flatten)]
-    pub store: StoreArg,
-    /// The deployed workflow to start.
-    #[arg(value_name = "WORKFLOW_ID")]
-    pub workflow: String,
-    /// The inputs, as a JSON object.
-    #[arg(long, value_name = "JSON")]
-    pub args: Option<String>,
-    /// Makes a retried start return the first instance.
-    #[arg(long, value_name = "K")]
-    pub idempotency_key: Option<String>,
 }
 
 /// `leasehold copy`.

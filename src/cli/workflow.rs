@@ -1,5 +1,5 @@
-//! `leasehold workflow validate FILE` (here) and `workflow deploy` / `workflow start`
-//! (declared in [`super::pending`]).
+//! `leasehold workflow validate FILE`, `workflow deploy --store STORE FILE` and
+//! `workflow start --store STORE WORKFLOW_ID [--args JSON] [--idempotency-key K]`.
 //!
 //! `validate` checks a definition (JSON, or TOML when the file name ends in `.toml`)
 //! against the demo catalog — the actions and events the shipped runtime registers — and
@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 
 use super::output::{cell, cell_max, escape, json_line, short};
-use super::pending::{WorkflowDeployArgs, WorkflowStartArgs, not_yet};
-use super::{CliResult, Failure};
+use super::{CliResult, Failure, StoreArg};
+use crate::store::url::OpenMode;
 use crate::workflow::{
     Catalog, parse_definition, parse_definition_toml, semantic_fingerprint, validate,
 };
@@ -48,9 +48,92 @@ pub struct ValidateArgs {
 pub fn run(command: WorkflowCommand, out: &mut dyn Write) -> CliResult {
     match command {
         WorkflowCommand::Validate(args) => validate_file(&args, out),
-        WorkflowCommand::Deploy(_) => not_yet("workflow deploy"),
-        WorkflowCommand::Start(_) => not_yet("workflow start"),
+        WorkflowCommand::Deploy(args) => deploy(&args, out),
+        WorkflowCommand::Start(args) => start(&args, out),
     }
+}
+
+/// `leasehold workflow deploy`.
+#[derive(Debug, Clone, Args)]
+pub struct WorkflowDeployArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// The definition (JSON, or TOML by extension).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+/// `leasehold workflow start`.
+#[derive(Debug, Clone, Args)]
+pub struct WorkflowStartArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// The deployed workflow to start.
+    #[arg(value_name = "WORKFLOW_ID")]
+    pub workflow: String,
+    /// The inputs, as a JSON object.
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// Makes a retried start return the first instance.
+    #[arg(long, value_name = "K")]
+    pub idempotency_key: Option<String>,
+    /// The principal the instance runs as (default: `user@host`).
+    #[arg(long)]
+    pub principal: Option<String>,
+    /// The build whose compatibility key the instance is stamped with.
+    #[arg(long, default_value = crate::build_key::DEFAULT_BUILD_TAG)]
+    pub build: String,
+}
+
+/// Runs `leasehold workflow deploy`: validates, then stores the definition (a definition
+/// with diagnostics is refused and nothing is written).
+///
+/// # Errors
+/// Unreadable file or store (exit 2); diagnostics (exit 1).
+pub fn deploy(args: &WorkflowDeployArgs, out: &mut dyn Write) -> CliResult {
+    let shown = escape(&args.file.display().to_string());
+    let text = std::fs::read_to_string(&args.file).map_err(|e| Failure::usage(format!("cannot read {shown}: {e}")))?;
+    let text = if is_toml(&args.file) {
+        let def = parse_definition_toml(&text).map_err(|d| Failure::refused(format!("{shown}: {}", d.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))))?;
+        serde_json::to_string(&def).map_err(|e| Failure::usage(e.to_string()))?
+    } else {
+        text
+    };
+    let store = args.store.open(OpenMode::ReadWrite)?;
+    match store.deploy_workflow(&text, &Catalog::demo())? {
+        Ok(row) => {
+            writeln!(out, "deployed workflow {} (semantic fingerprint {})", cell(&row.workflow_id), short(&row.fingerprint))?;
+            Ok(())
+        }
+        Err(diagnostics) => {
+            for d in &diagnostics {
+                writeln!(out, "{} at {}: {}", d.code, cell_max(&d.path, 80), cell_max(&d.message, 300))?;
+            }
+            Err(Failure::refused(format!("{shown}: not deployed, {} problem(s) found", diagnostics.len())))
+        }
+    }
+}
+
+/// Runs `leasehold workflow start`.
+///
+/// # Errors
+/// Malformed `--args`, unknown workflow or unreadable store (exit 2).
+pub fn start(args: &WorkflowStartArgs, out: &mut dyn Write) -> CliResult {
+    let inputs = match &args.args {
+        None => serde_json::Map::new(),
+        Some(text) => match serde_json::from_str(text) {
+            Ok(serde_json::Value::Object(map)) => map,
+            Ok(_) => return Err(Failure::usage("--args must be a JSON object")),
+            Err(e) => return Err(Failure::usage(format!("--args is not valid JSON: {e}"))),
+        },
+    };
+    let store = args.store.open(OpenMode::ReadWrite)?;
+    let principal = args.principal.clone().unwrap_or_else(super::instance::actor);
+    let compat = crate::build_key::compatibility_key(&args.build).digest();
+    let started = store.start_workflow(&args.workflow, inputs, &principal, args.idempotency_key.as_deref(), &compat)?;
+    let verb = if started.created { "started" } else { "already started" };
+    writeln!(out, "{verb} {} ({})", cell(&started.instance_id), started.status)?;
+    Ok(())
 }
 
 fn is_toml(path: &Path) -> bool {
