@@ -18,6 +18,7 @@ pub mod instance;
 pub mod live;
 pub mod output;
 pub mod pending;
+pub mod run;
 pub mod seed;
 pub mod workflow;
 
@@ -54,7 +55,7 @@ pub enum Command {
     /// Attach the dashboard to a store (`leasehold STORE` is a shorthand).
     Attach(pending::AttachArgs),
     /// Run one authority process against a store.
-    Authority(pending::AuthorityArgs),
+    Authority(run::AuthorityArgs),
     /// Fill a store with a realistic mixed workload.
     Seed(seed::SeedArgs),
     /// Print one view of a store as a table or as JSON lines.
@@ -64,7 +65,7 @@ pub enum Command {
     /// Cancel a workflow instance.
     Cancel(instance::CancelArgs),
     /// Run the invariant checker over a store's durable history (exit 1 on a violation).
-    Check(pending::CheckArgs),
+    Check(run::CheckArgs),
     /// Validate, deploy and start durable workflows.
     #[command(subcommand)]
     Workflow(workflow::WorkflowCommand),
@@ -278,12 +279,12 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::Inspect(args) => inspect::run(&args, out),
         Command::Event(args) => event::run(&args, out),
         Command::Workflow(cmd) => workflow::run(cmd, out),
-        Command::Demo(_) => pending::not_yet("demo"),
-        Command::Attach(_) => pending::not_yet("attach"),
-        Command::Authority(_) => pending::not_yet("authority"),
+        Command::Demo(args) => run::demo(&args, out),
+        Command::Attach(args) => run::attach(&args),
+        Command::Authority(args) => run::authority(&args, out),
         Command::History(args) => instance::history(&args, out),
         Command::Cancel(args) => instance::cancel(&args, out),
-        Command::Check(_) => pending::not_yet("check"),
+        Command::Check(args) => run::run_check(&args, out),
         Command::Copy(_) => pending::not_yet("copy"),
         Command::Bench(_) => pending::not_yet("bench"),
         Command::External(words) => {

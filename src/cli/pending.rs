@@ -39,6 +39,12 @@ pub struct DemoArgs {
     /// How long a headless run lasts (e.g. `30s`, `5m`).
     #[arg(long)]
     pub duration: Option<String>,
+    /// Print the headless report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// The dashboard theme.
+    #[arg(long)]
+    pub theme: Option<String>,
 }
 
 /// `leasehold attach`.
@@ -53,32 +59,6 @@ pub struct AttachArgs {
     /// A theme from `themes/` or a theme file.
     #[arg(long)]
     pub theme: Option<String>,
-}
-
-/// `leasehold authority`.
-#[derive(Debug, Clone, Args)]
-pub struct AuthorityArgs {
-    #[command(flatten)]
-    pub store: StoreArg,
-    /// This authority's instance id (generated when not given).
-    #[arg(long)]
-    pub instance: Option<String>,
-    /// The build tag whose compatibility key this authority runs under.
-    #[arg(long, default_value = crate::build_key::DEFAULT_BUILD_TAG)]
-    pub build: String,
-    /// The handler set to register.
-    #[arg(long, default_value = "default")]
-    pub workload: String,
-}
-
-/// `leasehold check`.
-#[derive(Debug, Clone, Args)]
-pub struct CheckArgs {
-    #[command(flatten)]
-    pub store: StoreArg,
-    /// One JSON object per line.
-    #[arg(long)]
-    pub json: bool,
 }
 
 /// `leasehold copy`.
