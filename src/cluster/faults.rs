@@ -52,6 +52,8 @@ pub enum Fault {
     FailingHandlers { per_mille: u64, for_ms: Millis },
     /// Sets the target's clock offset.
     Skew { target: Target, offset_ms: Millis },
+    /// Every authority's clock back to the shared time.
+    ResetSkew,
     /// Rolling deploy: every authority of another build is replaced, one per `step_ms`,
     /// by one of `build`; the workload creates new work under `build` from now on.
     RollOut { build: String, step_ms: Millis },
@@ -72,6 +74,7 @@ impl Fault {
             Self::SlowHandlers { factor_pct, for_ms } => format!("handlers at {factor_pct}% time for {}", format_duration(*for_ms)),
             Self::FailingHandlers { per_mille, for_ms } => format!("handlers fail {per_mille}‰ for {}", format_duration(*for_ms)),
             Self::Skew { target, offset_ms } => format!("skew {} by {offset_ms:+}ms", target.describe()),
+            Self::ResetSkew => "clocks back in sync".into(),
             Self::RollOut { build, step_ms } => format!("roll out build {build} (one authority per {})", format_duration(*step_ms)),
             Self::AddAuthority { build } => format!("add an authority{}", build.as_ref().map(|b| format!(" of build {b}")).unwrap_or_default()),
             Self::Stop(t) => format!("stop {} cleanly", t.describe()),

@@ -1,1 +1,215 @@
-//! The embedded memory cluster (SPEC §6).
+//! The embedded memory cluster (SPEC §6): N authorities in one process over one memory
+//! store, a workload generator, fault injection, named seedable scenarios and an
+//! end-of-run report with the invariant checker's verdict.
+//!
+//! - `sim.rs`: the deterministic discrete-event simulation (virtual time, seeded).
+//! - [`workload`]: the generator of effects, schedules, subscriptions, workflows, events.
+//! - [`faults`]: crash, pause, outage, slow / failing handlers, skew, rolling deploy.
+//! - [`scenarios`]: `steady`, `failover`, `stall`, `rolling-deploy`, `skew`, `chaos`.
+//! - [`report`]: [`run_headless`] and the report ([`render_text`], serde JSON).
+//! - [`control`]: the dashboard's [`crate::tui::demo::ClusterControl`] over [`Cluster`].
+//!
+//! Headless runs step the simulation straight to the end. The dashboard's live mode uses
+//! [`Cluster`]: the same simulation stepped by a background thread against the wall
+//! clock (the virtual clock advanced in real time), with kill / pause / resume / add /
+//! roll-out / skew controls.
+
+pub mod control;
+pub mod faults;
+pub mod report;
+pub mod scenarios;
+mod sim;
+pub mod workload;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub use faults::{Fault, Target};
+pub use report::{Report, render_text, run_headless, run_with};
+pub use scenarios::{SCENARIOS, Timing};
+pub use sim::{ClusterOptions, HEADLESS_EPOCH, NodeInfo, NodeState, Sim};
+
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::store::Store;
+
+/// A cluster that can be stepped by hand or run live, and controlled while it runs.
+/// Share it in an `Arc`; every method locks the simulation briefly.
+pub struct Cluster {
+    sim: Mutex<Sim>,
+    store: Store,
+    label: String,
+}
+
+impl Cluster {
+    /// Builds a cluster (nothing runs until it is stepped or [`Self::spawn_live`]).
+    ///
+    /// # Errors
+    /// As [`Sim::new`].
+    pub fn new(options: ClusterOptions) -> Result<Self> {
+        let label = format!("{} · seed {}", options.scenario, options.seed);
+        let sim = Sim::new(options)?;
+        let store = sim.store().clone();
+        Ok(Self { sim: Mutex::new(sim), store, label })
+    }
+
+    fn sim(&self) -> MutexGuard<'_, Sim> {
+        // A panic inside a step cannot be recovered from meaningfully; keep serving reads.
+        self.sim.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The shared store (read it through its unskewed virtual clock).
+    #[must_use]
+    pub fn store(&self) -> Store {
+        self.store.clone()
+    }
+
+    /// `"<scenario> · seed <seed>"`.
+    #[must_use]
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The virtual now.
+    #[must_use]
+    pub fn now(&self) -> Millis {
+        self.sim().now()
+    }
+
+    /// Runs every event due by `at`.
+    pub fn step_until(&self, at: Millis) {
+        self.sim().step_until(at);
+    }
+
+    /// Runs `ms` of virtual time.
+    pub fn advance(&self, ms: Millis) {
+        let mut sim = self.sim();
+        let target = sim.now() + ms;
+        sim.step_until(target);
+    }
+
+    /// The authorities in start order.
+    #[must_use]
+    pub fn nodes(&self) -> Vec<NodeInfo> {
+        self.sim().nodes()
+    }
+
+    /// Applies a fault now.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` when its target does not resolve.
+    pub fn apply(&self, fault: &Fault) -> Result<String> {
+        self.sim().apply(fault)
+    }
+
+    fn node(&self, id: &str) -> Option<usize> {
+        self.nodes().iter().position(|n| n.id == id)
+    }
+
+    /// Crashes `id` (nothing released).
+    pub fn kill(&self, id: &str) {
+        if let Some(i) = self.node(id) {
+            let _ = self.apply(&Fault::Crash(Target::Node(i)));
+        }
+    }
+
+    /// Freezes `id` until [`Self::resume`].
+    pub fn pause(&self, id: &str) {
+        if let Some(i) = self.node(id) {
+            let mut sim = self.sim();
+            sim.pause_node(i, None);
+            let at = sim.now() - sim.options.start_at;
+            sim.timeline.push(faults::FaultRecord { at_ms: at, what: format!("pause → {id}") });
+        }
+    }
+
+    /// Unfreezes `id`: its late writes are presented first.
+    pub fn resume(&self, id: &str) {
+        if let Some(i) = self.node(id) {
+            let mut sim = self.sim();
+            sim.resume_node(i);
+            let at = sim.now() - sim.options.start_at;
+            sim.timeline.push(faults::FaultRecord { at_ms: at, what: format!("resume → {id}") });
+        }
+    }
+
+    /// Starts one more authority of the current build; returns its id.
+    ///
+    /// # Errors
+    /// `INVALID` when the cluster is full.
+    pub fn add_authority(&self) -> Result<String> {
+        let what = self.apply(&Fault::AddAuthority { build: None })?;
+        Ok(what.rsplit(' ').next().unwrap_or_default().to_owned())
+    }
+
+    /// Rolling deploy to `build`.
+    pub fn roll_out(&self, build: &str) {
+        let step = self.sim().options.timing.lease_ms / 2;
+        let _ = self.apply(&Fault::RollOut { build: build.into(), step_ms: step });
+    }
+
+    /// Sets `id`'s clock offset.
+    pub fn skew(&self, id: &str, offset_ms: Millis) {
+        if let Some(i) = self.node(id) {
+            let _ = self.apply(&Fault::Skew { target: Target::Node(i), offset_ms });
+        }
+    }
+
+    /// The report as of now (runs the checker).
+    ///
+    /// # Errors
+    /// A store failure (e.g. during an outage).
+    pub fn report(&self) -> Result<Report> {
+        self.sim().report()
+    }
+
+    /// Steps the cluster from a background thread so virtual time follows the wall clock
+    /// (`speed` virtual ms per wall ms), every `tick` of wall time. Stops when the handle
+    /// is dropped (or [`LiveHandle::stop`]).
+    #[must_use]
+    pub fn spawn_live(self: &Arc<Self>, speed: f64, tick: Duration) -> LiveHandle {
+        let stop = Arc::new(AtomicBool::new(false));
+        let cluster = self.clone();
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("leasehold-cluster".into())
+            .spawn(move || {
+                let wall = Instant::now();
+                let start = cluster.now();
+                while !flag.load(Ordering::SeqCst) {
+                    std::thread::park_timeout(tick);
+                    // Wall milliseconds since start fit an f64 exactly for centuries.
+                    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+                    let elapsed = (wall.elapsed().as_millis() as f64 * speed) as Millis;
+                    cluster.step_until(start + elapsed);
+                }
+            })
+            .ok();
+        LiveHandle { stop, thread }
+    }
+}
+
+/// Keeps a live cluster stepping; dropping it stops the stepping thread.
+pub struct LiveHandle {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl LiveHandle {
+    /// Stops stepping and waits for the thread.
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for LiveHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

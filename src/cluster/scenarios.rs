@@ -71,7 +71,6 @@ pub const NEXT_BUILD: &str = "v2";
 /// `INVALID` for an unknown name.
 pub fn build(name: &str, seed: u64, duration_ms: Millis, authorities: usize, timing: Timing, first_build: &str) -> Result<Scenario> {
     let at = |pct: i64| duration_ms * pct / 100;
-    let stall = timing.lease_ms * 2 + timing.poll_ms * 2;
     let script = match name {
         "steady" => Vec::new(),
         "failover" => {
@@ -82,23 +81,31 @@ pub fn build(name: &str, seed: u64, duration_ms: Millis, authorities: usize, tim
             }
             s
         }
-        "stall" => vec![
-            (at(20), Fault::Pause { target: Target::Busiest, for_ms: stall }),
-            (at(55), Fault::Pause { target: Target::Busiest, for_ms: stall }),
-        ],
+        "stall" => {
+            // Slow handlers around each pause keep every authority mid-work when it
+            // freezes, and keep the successor mid-work when the stalled one wakes up: its
+            // late completions then meet a newer claim (WORK_FENCED), not only a finished
+            // item (already-terminal).
+            let pause = timing.lease_ms + timing.poll_ms * 3;
+            let mut s = Vec::new();
+            for pct in [20, 55] {
+                s.push((at(pct) - 2_000, Fault::SlowHandlers { factor_pct: 500, for_ms: 2_000 + pause + 3_000 }));
+                s.push((at(pct), Fault::Pause { target: Target::Busiest, for_ms: pause }));
+            }
+            s
+        }
         "rolling-deploy" => vec![
             (at(20), Fault::RollOut { build: NEXT_BUILD.into(), step_ms: timing.lease_ms / 2 }),
             (at(65), Fault::AddAuthority { build: Some(first_build.into()) }),
         ],
         "skew" => {
-            let mut s = vec![(at(10), Fault::Skew { target: Target::Node(0), offset_ms: timing.lease_ms - timing.renew_ms / 2 })];
+            // Ahead by more than a lease: auth-1 sees every other claim as expired and takes
+            // it over; the owners' writes are then fenced.
+            let mut s = vec![(at(10), Fault::Skew { target: Target::Node(0), offset_ms: timing.lease_ms + timing.renew_ms })];
             if authorities >= 2 {
                 s.push((at(10), Fault::Skew { target: Target::Node(1), offset_ms: -(timing.lease_ms / 2) }));
             }
-            s.push((at(70), Fault::Skew { target: Target::Node(0), offset_ms: 0 }));
-            if authorities >= 2 {
-                s.push((at(70), Fault::Skew { target: Target::Node(1), offset_ms: 0 }));
-            }
+            s.push((at(70), Fault::ResetSkew));
             s
         }
         "chaos" => chaos(seed, duration_ms, timing),
@@ -134,7 +141,7 @@ fn chaos(seed: u64, duration_ms: Millis, timing: Timing) -> Vec<(Millis, Fault)>
     }
     // Always one outage, and skew undone before the end.
     script.push((duration_ms * 2 / 5, Fault::Outage { for_ms: timing.lease_ms / 2 }));
-    script.push((duration_ms * 4 / 5, Fault::Skew { target: Target::Node(0), offset_ms: 0 }));
+    script.push((duration_ms * 4 / 5, Fault::ResetSkew));
     script.sort_by_key(|(t, _)| *t);
     script
 }

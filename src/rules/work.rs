@@ -78,7 +78,7 @@ pub fn claim(item: &WorkItem, owner: &str, compat: &str, token: String, lease_ms
         token: Some(token),
         generation: item.generation + 1,
         claimed_at: Some(now),
-        lease_expires_at: Some(now.saturating_add(lease_ms)),
+        lease_expires_at: Some(now.saturating_add(crate::rules::lease::clamp_duration(lease_ms as f64))),
         attempt_number: item.attempt_number + 1,
         uncertain_attempts: item.uncertain_attempts + u32::from(reclaim),
         last_attempt_at: Some(now),
@@ -108,7 +108,7 @@ pub fn check_claim(item: &WorkItem, owner: &str, generation: u64) -> Result<()> 
 /// As [`check_claim`].
 pub fn renew(item: &WorkItem, owner: &str, generation: u64, lease_ms: Millis, now: Millis) -> Result<WorkItem> {
     check_claim(item, owner, generation)?;
-    Ok(WorkItem { lease_expires_at: Some(now.saturating_add(lease_ms)), ..item.clone() })
+    Ok(WorkItem { lease_expires_at: Some(now.saturating_add(crate::rules::lease::clamp_duration(lease_ms as f64))), ..item.clone() })
 }
 
 /// Records success: the item becomes `succeeded`, for good.

@@ -340,8 +340,12 @@ impl Engine {
     /// a due timer, match the first journal event after `sinceEventSeq`, or time out.
     ///
     /// # Errors
-    /// A store failure, or a corrupt instance.
+    /// `INCOMPATIBLE_AUTHORITY` for an instance of another build (nothing is run), a store
+    /// failure, or a corrupt instance.
     pub fn next(&self, claimed: &Claimed) -> Result<Next> {
+        if claimed.row.compat != self.compat {
+            return Err(Error::Incompatible { id: claimed.row.instance_id.clone(), required: claimed.row.compat.clone(), have: self.compat.clone() });
+        }
         let now = self.store.now();
         self.store.read(|tx| {
             let (fingerprint, state) = decode_state(&claimed.row)?;

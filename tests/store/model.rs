@@ -512,6 +512,18 @@ impl<P: Provider> StateMachineTest for Machine<P> {
 
     fn apply(mut real: Real, shadow: &Shadow, step: Step) -> Real {
         let outcome = real.step(&step);
+        {
+            use std::sync::Mutex;
+            static STATS: Mutex<Option<std::collections::BTreeMap<String, usize>>> = Mutex::new(None);
+            let mut g = STATS.lock().unwrap();
+            let m = g.get_or_insert_with(Default::default);
+            let name = format!("{step:?}");
+            let name = name.split(' ').next().unwrap().to_string();
+            let o = match &outcome { Outcome::Ok => "ok".to_string(), Outcome::Refused(c) => c.to_string(), Outcome::Batch(v) => format!("batch{}", v.len()) };
+            *m.entry(format!("{name}:{o}")).or_default() += 1;
+            *m.entry("TOTAL".into()).or_default() += 1;
+            if m["TOTAL"] % 12800 == 0 { eprintln!("{m:#?}"); }
+        }
         assert_eq!(outcome, shadow.last, "outcome of {step:?}");
         real
     }

@@ -901,10 +901,16 @@ fn racing_claimers_over_separate_connections_each_win_once() {
     let (_dir, path) = temp();
     let store = |p: &Path| {
         let backend = open(p, OpenMode::ReadWrite).expect("open");
-        Store::new(Arc::new(backend), Arc::new(crate::clock::ManualClock::new(1_000)), Arc::new(SeededIds::new(1)))
+        Store::new(
+            Arc::new(backend),
+            Arc::new(crate::clock::ManualClock::new(1_000)),
+            Arc::new(SeededIds::new(1)),
+        )
     };
     let first = store(&path);
-    let specs = (0..40).map(|i| NewWork::effect(format!("e{i:02}"), "h", "{}")).collect();
+    let specs = (0..40)
+        .map(|i| NewWork::effect(format!("e{i:02}"), "h", "{}"))
+        .collect();
     assert_eq!(first.enqueue_batch(specs, "c").expect("enqueue"), 40);
     let barrier = Arc::new(Barrier::new(4));
     let handles: Vec<_> = (0..4)
@@ -915,24 +921,66 @@ fn racing_claimers_over_separate_connections_each_win_once() {
                 barrier.wait();
                 let mut mine = Vec::new();
                 loop {
-                    let got = s.claim_batch(&format!("o{i}"), "c", 3, 10_000).expect("claim");
+                    let got = s
+                        .claim_batch(&format!("o{i}"), "c", 3, 10_000)
+                        .expect("claim");
                     if got.is_empty() {
                         return mine;
                     }
                     for w in got {
-                        s.complete(&w.id, &format!("o{i}"), w.generation, None).expect("complete");
+                        s.complete(&w.id, &format!("o{i}"), w.generation, None)
+                            .expect("complete");
                         mine.push(w.id);
                     }
                 }
             })
         })
         .collect();
-    let mut all: Vec<String> = handles.into_iter().flat_map(|h| h.join().expect("thread")).collect();
+    let mut all: Vec<String> = handles
+        .into_iter()
+        .flat_map(|h| h.join().expect("thread"))
+        .collect();
     all.sort();
     let expected: Vec<String> = (0..40).map(|i| format!("e{i:02}")).collect();
     assert_eq!(all, expected, "every item claimed exactly once");
     let done = first
-        .list_work(&WorkFilter { states: vec![WorkState::Succeeded], ..WorkFilter::default() }, &PageRequest::first(100))
+        .list_work(
+            &WorkFilter {
+                states: vec![WorkState::Succeeded],
+                ..WorkFilter::default()
+            },
+            &PageRequest::first(100),
+        )
         .expect("list");
     assert_eq!(done.rows.len(), 40);
+}
+
+#[test]
+fn sqlite_errors_map_to_store_errors() {
+    use rusqlite::ffi;
+    let err =
+        |code| rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some("detail\nmore".into()));
+    let cases = [
+        (ffi::SQLITE_BUSY, "STORE_CONTENTION"),
+        (ffi::SQLITE_LOCKED, "STORE_CONTENTION"),
+        (ffi::SQLITE_NOTADB, "STORE_CORRUPT"),
+        (ffi::SQLITE_CORRUPT, "STORE_CORRUPT"),
+        (ffi::SQLITE_CANTOPEN, "STORE_UNAVAILABLE"),
+        (ffi::SQLITE_READONLY, "STORE_READ_ONLY"),
+        (ffi::SQLITE_IOERR, "STORE_UNAVAILABLE"),
+        (ffi::SQLITE_FULL, "STORE_UNAVAILABLE"),
+    ];
+    for (code, expected) in cases {
+        let mapped = map_error("/x/store.db", &err(code));
+        assert_eq!(mapped.code(), expected, "{code}");
+        assert!(!mapped.to_string().contains('\n'), "{mapped}");
+        assert_eq!(is_busy(&err(code)), expected == "STORE_CONTENTION");
+    }
+    let mut calls = 0;
+    let out: Result<()> = retry(|| {
+        calls += 1;
+        if calls < 3 { Err(Step::Busy) } else { Ok(()) }
+    });
+    assert!(out.is_ok());
+    assert_eq!(calls, 3, "busy attempts are retried");
 }

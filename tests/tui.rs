@@ -1,0 +1,690 @@
+//! The dashboard, end to end without a terminal: deterministic data (memory store, manual
+//! clock, seeded ids) driven through the app's update loop and drawn with `TestBackend`.
+//!
+//! - `snapshots_*`: insta snapshots of every view at 80×24 and 160×48 in two themes.
+//! - interaction tests: views, `:` completion, filter, sort, keyset paging, workflow detail
+//!   and its history tree, cancel through the dialog, read-only, demo keys, live flashes,
+//!   pause, store errors, hostile text.
+//! - `no_panic_on_tiny_sizes`: every view and overlay at every size up to 30×12.
+//! - `screenshots`: renders every main view; with `LEASEHOLD_SCREENSHOTS=1` it also writes
+//!   `screenshots/<view>.svg` (`LEASEHOLD_SCREENSHOTS=1 cargo test --test tui screenshots`).
+
+use std::sync::{Arc, Mutex};
+
+use crossterm::event::KeyCode;
+use leasehold::clock::{Clock, ManualClock};
+use leasehold::ids::SeededIds;
+use leasehold::model::event::NewEvent;
+use leasehold::model::schedule::Trigger as ScheduleTrigger;
+use leasehold::model::work::NewWork;
+use leasehold::model::{Authority, CatchUp, Failure, FailureClass, WorkState};
+use leasehold::store::memory::MemoryBackend;
+use leasehold::store::{Keyed, Store};
+use leasehold::tui::action::{Action, ViewId};
+use leasehold::tui::app::{AppOptions, Overlay};
+use leasehold::tui::demo::{ClusterControl, DemoAuthority, DemoState};
+use leasehold::tui::harness::{Harness, buffer_text, render_app};
+use leasehold::tui::snapshot::ViewData;
+use leasehold::tui::theme::{BUILTIN, Role, Theme, ThemeSet};
+use leasehold::workflow::Catalog;
+use leasehold::workflow::engine::Engine;
+use serde_json::{Map, Value, json};
+
+/// 2026-01-01T00:00:00Z.
+const T0: i64 = 1_767_225_600_000;
+const C1: &str = "c1c1c1c1c1c1c1c1";
+const OLD: &str = "0ld0ld0ld0ld0ld0";
+
+struct Fixture {
+    store: Store,
+    clock: ManualClock,
+    backend: MemoryBackend,
+    /// Workflow instance ids by role.
+    running: String,
+    completed: String,
+}
+
+fn args(pairs: &[(&str, Value)]) -> Map<String, Value> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
+}
+
+fn authority(id: &str, build: &str, compat: &str, at: i64, stopped: bool) -> Authority {
+    Authority {
+        instance_id: id.into(),
+        compat: compat.into(),
+        build: build.into(),
+        config: json!({"pollIntervalMs": 1000, "leaseDurationMs": 30000}).to_string(),
+        started_at: at - 60_000,
+        heartbeat_at: at,
+        stopped_at: stopped.then_some(at),
+        host: "host-1".into(),
+        pid: 4242,
+    }
+}
+
+/// A store with something in every view, more than one page of work, a failover with a
+/// fenced write, workflows in every status, and hostile text.
+#[allow(clippy::too_many_lines)]
+fn fixture() -> Fixture {
+    let clock = ManualClock::new(T0);
+    let backend = MemoryBackend::new();
+    let store = Store::new(Arc::new(backend.clone()), Arc::new(clock.clone()), Arc::new(SeededIds::new(7)));
+    let now = clock.now();
+    store.register_authority(&authority("auth-a", "v1.4.0", C1, now, false)).unwrap();
+    store.register_authority(&authority("auth-b", "v1.4.0", C1, now, false)).unwrap();
+    store.register_authority(&authority("auth-old", "v1.3.9", OLD, now - 120_000, true)).unwrap();
+
+    // Work: 40 effects, 3 from an old build, one hostile item.
+    let specs: Vec<NewWork> = (0..40).map(|i| NewWork::effect(format!("effect-{i:03}"), "send-email", json!({"to": format!("user{i}@example.com")}).to_string())).collect();
+    store.enqueue_batch(specs, C1).unwrap();
+    let old: Vec<NewWork> = (0..3).map(|i| NewWork::effect(format!("legacy-{i}"), "send-email", "{}")).collect();
+    store.enqueue_batch(old, OLD).unwrap();
+    let hostile = format!("evil\u{1b}[31mred\nline\u{202e}{}", "x".repeat(500));
+    store.enqueue(NewWork::effect(hostile.clone(), "send-email", "y".repeat(100_000)), C1).unwrap();
+
+    for i in 0..6 {
+        let id = format!("effect-{i:03}");
+        let item = store.claim(&id, "auth-a", C1, 30_000).unwrap();
+        match i {
+            0 | 1 => {
+                store.complete(&id, "auth-a", item.generation, Some("{\"sent\":true}".into())).unwrap();
+            }
+            2 => {
+                store.fail(&id, "auth-a", item.generation, Failure { class: FailureClass::Retryable, code: "SMTP_TIMEOUT".into(), message: "smtp timed out".into() }).unwrap();
+            }
+            3 => {
+                store.fail(&id, "auth-a", item.generation, Failure { class: FailureClass::Terminal, code: "BAD_ADDRESS".into(), message: "no such mailbox".into() }).unwrap();
+            }
+            _ => {}
+        }
+    }
+    let hostile_item = store.claim(&hostile, "auth-b", C1, 30_000).unwrap();
+    store
+        .fail(&hostile, "auth-b", hostile_item.generation, Failure { class: FailureClass::Terminal, code: "E\u{7}BELL".into(), message: format!("boom\r\n{}", "z".repeat(10_000)) })
+        .unwrap();
+
+    // A failover: auth-b claims, stalls past its lease, auth-a reclaims, auth-b's late
+    // completion is fenced.
+    let stale = store.claim("effect-020", "auth-b", C1, 5_000).unwrap();
+    clock.advance(6_000);
+    store.claim("effect-020", "auth-a", C1, 30_000).unwrap();
+    let fenced = store.complete("effect-020", "auth-b", stale.generation, None);
+    assert!(fenced.is_err(), "the stale owner must be fenced");
+
+    // Leases.
+    store.acquire("leader/orders", "auth-a", 30_000.0, Keyed { key: None }).unwrap();
+    store.acquire("leader/billing", "auth-b", 2_000.0, Keyed { key: None }).unwrap();
+    let lock = store.acquire("lock/reports", "auth-a", 10_000.0, Keyed { key: None }).unwrap();
+    store.release("lock/reports", "auth-a", &lock.token, lock.generation, Keyed { key: None }).unwrap();
+
+    // Schedules, a subscription, events.
+    store.create_schedule("hourly-report", ScheduleTrigger::Interval { every_ms: 3_600_000 }, CatchUp::Latest, "report", "{}", C1).unwrap();
+    store.create_schedule("cleanup", ScheduleTrigger::Interval { every_ms: 60_000 }, CatchUp::All, "cleanup", "{}", C1).unwrap();
+    store.create_schedule("launch", ScheduleTrigger::Delay { after_ms: T0 + 86_400_000 }, CatchUp::Latest, "launch", "{}", C1).unwrap();
+    store.fire_due_schedules(10).unwrap();
+    store.create_subscription("payments-sink", "payment-received", "sink", C1).unwrap();
+    store.create_subscription("audit-sink", "order-placed", "sink", C1).unwrap();
+    let cursor = store.claim("cursor:payments-sink", "auth-b", C1, 30_000).unwrap();
+    for (source, id, amount) in [(Some("stripe"), Some("evt_1"), 10), (Some("stripe"), Some("evt_1"), 10), (Some("stripe"), Some("evt_1"), 99), (None, None, 5), (Some("stripe"), Some("evt_2"), 20)] {
+        store
+            .ingest(&NewEvent { event_type: "payment-received".into(), source: source.map(Into::into), external_id: id.map(Into::into), payload: json!({"amount": amount}) })
+            .unwrap();
+    }
+    store.advance_cursor("payments-sink", "auth-b", cursor.generation, 2).unwrap();
+
+    // Workflows.
+    let catalog = Catalog::demo();
+    for (_, text) in leasehold::workflow::SHIPPED_DEFINITIONS {
+        store.deploy_workflow(text, &catalog).unwrap().unwrap();
+    }
+    let call = |partner: &str| args(&[("partner", json!(partner)), ("request", json!({"op": "sync"}))]);
+    let ok = store.start_workflow("integration-call", call("acme"), "alice", None, C1).unwrap().instance_id;
+    let retry = store.start_workflow("integration-call", call("globex"), "alice", None, C1).unwrap().instance_id;
+    let gave_up = store.start_workflow("integration-call", call("initech"), "bob", None, C1).unwrap().instance_id;
+    let running = store.start_workflow("integration-call", call("umbrella"), "bob", None, C1).unwrap().instance_id;
+    let reminder = store.start_workflow("reminder", args(&[("recipient", json!("carol")), ("message", json!("standup"))]), "carol", None, C1).unwrap().instance_id;
+    let cancelled = store.start_workflow("reminder", args(&[("recipient", json!("dave")), ("message", json!("lunch"))]), "dave", None, C1).unwrap().instance_id;
+    store.start_workflow("integration-call", call("legacy"), "erin", None, OLD).unwrap();
+    let engine = Engine::new(store.clone(), "auth-a", C1);
+    for claimed in engine.claim(16, 30_000).unwrap() {
+        let id = claimed.row.instance_id.clone();
+        if id == running {
+            engine.release(&claimed).unwrap();
+            continue;
+        }
+        let _ = engine.advance(&claimed, |_| {
+            if id == ok {
+                Ok(json!({"status": 200}))
+            } else if id == retry {
+                Err(leasehold::workflow::machine::Failure { code: "HTTP_503".into(), message: "partner busy".into(), retryable: true })
+            } else if id == gave_up {
+                Err(leasehold::workflow::machine::Failure { code: "HTTP_400".into(), message: "bad request".into(), retryable: false })
+            } else {
+                Ok(json!({}))
+            }
+        });
+    }
+    let _ = reminder;
+    store.cancel_workflow(&cancelled, None, "ops@host", "not needed").unwrap();
+    store.audit("ops@host", "cancel-workflow", &cancelled, "cancelled").unwrap();
+    clock.advance(1_500);
+    Fixture { store, clock, backend, running, completed: ok }
+}
+
+fn options() -> AppOptions {
+    AppOptions { read_only: false, demo: false, actor: "tester@ci".into(), refresh_ms: 250 }
+}
+
+fn harness(f: &Fixture, theme: &str, w: u16, h: u16) -> Harness {
+    Harness::new(f.store.clone(), options(), Theme::builtin(theme).unwrap(), None, w, h)
+}
+
+fn screen(h: &Harness) -> String {
+    buffer_text(&h.render())
+}
+
+/// Every view reachable for snapshots, with how to get there.
+fn open(h: &mut Harness, view: ViewId, f: &Fixture) {
+    match view {
+        ViewId::WorkflowDetail => {
+            h.dispatch(Action::SwitchView(ViewId::Workflows));
+            h.press(':');
+            h.type_text(&format!("workflow {}", f.running));
+            h.key(KeyCode::Enter);
+        }
+        ViewId::Timeline => {
+            h.press(':');
+            h.type_text("timeline effect-020");
+            h.key(KeyCode::Enter);
+        }
+        v => h.dispatch(Action::SwitchView(v)),
+    }
+    assert_eq!(h.app.view(), view);
+}
+
+const ALL_VIEWS: [ViewId; 11] = [
+    ViewId::Overview,
+    ViewId::Authorities,
+    ViewId::Leases,
+    ViewId::Work,
+    ViewId::Workflows,
+    ViewId::WorkflowDetail,
+    ViewId::Cursors,
+    ViewId::Events,
+    ViewId::Schedules,
+    ViewId::Timeline,
+    ViewId::Audit,
+];
+
+#[test]
+fn snapshots_every_view_two_sizes_two_themes() {
+    let f = fixture();
+    for theme in ["dark", "light"] {
+        for (w, hgt) in [(80, 24), (160, 48)] {
+            for view in ALL_VIEWS {
+                let mut h = harness(&f, theme, w, hgt);
+                open(&mut h, view, &f);
+                let buffer = h.render();
+                let name = format!("{}_{w}x{hgt}_{theme}", view.name());
+                if theme == "dark" {
+                    // Text only: what an operator reads.
+                    insta::assert_snapshot!(name, buffer_text(&buffer));
+                } else {
+                    // Cells with styles: the theme's roles at work.
+                    insta::assert_snapshot!(name, format!("{buffer:?}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn number_keys_and_command_completion_switch_views() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 80, 24);
+    h.press('3');
+    assert_eq!(h.app.view(), ViewId::Leases);
+    h.press(':');
+    h.type_text("wor");
+    h.key(KeyCode::Tab);
+    assert_eq!(h.app.prompt().map(|p| p.text.as_str()), Some("work"), "two candidates (work, workflows) share `work`");
+    h.type_text("fl");
+    h.key(KeyCode::Tab);
+    assert_eq!(h.app.prompt().map(|p| p.text.as_str()), Some("workflow"), "`workflow ID` and `workflows`");
+    h.press('s');
+    h.key(KeyCode::Tab);
+    assert_eq!(h.app.prompt().map(|p| p.text.as_str()), Some("workflows"));
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.view(), ViewId::Workflows);
+    h.key(KeyCode::Esc);
+    assert_eq!(h.app.view(), ViewId::Leases, "Esc goes back");
+    h.press(':');
+    h.type_text("nonsense");
+    h.key(KeyCode::Enter);
+    assert!(h.app.status().is_some_and(|s| s.text.contains("unknown command")));
+    h.press(':');
+    h.type_text("work failed");
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.view(), ViewId::Work);
+    assert_eq!(h.app.work_quick().name(), "failed");
+}
+
+#[test]
+fn filter_by_field_and_text() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 160, 48);
+    h.press('4');
+    h.press('/');
+    h.type_text("state:retry");
+    let data = h.app.table_data().unwrap();
+    let rows: Vec<_> = h.app.visible().iter().map(|i| &data.rows[*i]).collect();
+    assert!(!rows.is_empty());
+    assert!(rows.iter().all(|r| r.cells[2].text == "retry"), "only retry rows");
+    h.key(KeyCode::Enter);
+    assert!(screen(&h).contains("/state:retry"));
+    h.key(KeyCode::Esc);
+    assert!(h.app.table_ui().filter.is_empty(), "Esc clears the filter first");
+    h.press('/');
+    h.type_text("effect-00");
+    assert!(h.app.visible().len() >= 9);
+    h.press('/');
+    h.key(KeyCode::Esc);
+    h.press('/');
+    h.type_text("nosuchcolumn:x");
+    assert!(h.app.visible().is_empty(), "an unknown field matches nothing");
+}
+
+#[test]
+fn sort_by_column_within_the_page() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 160, 48);
+    h.press('4');
+    let ids = |h: &Harness| -> Vec<String> {
+        let d = h.app.table_data().unwrap();
+        h.app.visible().iter().map(|i| d.rows[*i].cells[0].text.clone()).collect()
+    };
+    let natural = ids(&h);
+    h.press('s');
+    assert_eq!(h.app.table_ui().sort, Some((0, false)));
+    h.press('z');
+    let mut reversed = natural.clone();
+    reversed.sort_by_key(|s| std::cmp::Reverse(s.to_lowercase()));
+    assert_eq!(ids(&h), reversed);
+    // Sort by generation (column 4) via a header click.
+    let data = h.app.table_data().unwrap();
+    let _ = data;
+    h.press('s');
+    h.press('s');
+    h.press('s');
+    h.press('s');
+    assert_eq!(h.app.table_ui().sort.map(|s| s.0), Some(4));
+    let d = h.app.table_data().unwrap();
+    let gens: Vec<i64> = h.app.visible().iter().map(|i| d.rows[*i].cells[4].text.parse().unwrap()).collect();
+    let mut sorted = gens.clone();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(gens, sorted, "still descending after z");
+}
+
+#[test]
+fn pages_through_the_store_with_keyset_paging() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 80, 24);
+    h.press('4');
+    let page = h.app.page_size();
+    assert_eq!(page, 18);
+    let first: Vec<String> = h.app.table_data().unwrap().rows.iter().map(|r| r.key.clone()).collect();
+    assert_eq!(first.len(), page, "only the visible page is read");
+    assert!(h.app.table_data().unwrap().more_after);
+    h.key(KeyCode::PageDown);
+    let second: Vec<String> = h.app.table_data().unwrap().rows.iter().map(|r| r.key.clone()).collect();
+    assert_eq!(second.len(), page);
+    assert!(second[0] > first[page - 1], "the next page continues after the last key");
+    assert!(screen(&h).contains("◀ more"));
+    h.key(KeyCode::End);
+    let last: Vec<String> = h.app.table_data().unwrap().rows.iter().map(|r| r.key.clone()).collect();
+    assert!(!h.app.table_data().unwrap().more_after);
+    assert!(last.last().unwrap().starts_with("legacy-"), "End shows the last keys");
+    h.key(KeyCode::PageUp);
+    let before: Vec<String> = h.app.table_data().unwrap().rows.iter().map(|r| r.key.clone()).collect();
+    assert!(before.last().unwrap() < &last[0]);
+    h.key(KeyCode::Home);
+    let home: Vec<String> = h.app.table_data().unwrap().rows.iter().map(|r| r.key.clone()).collect();
+    assert_eq!(home, first);
+    // Quick filters narrow the store query.
+    h.press('f');
+    let states: Vec<String> = h.app.table_data().unwrap().rows.iter().map(|r| r.cells[2].text.clone()).collect();
+    assert!(!states.is_empty() && states.iter().all(|s| s == "failed"), "{states:?}");
+    h.press('x');
+    let rows = &h.app.table_data().unwrap().rows;
+    assert_eq!(rows.len(), 3, "the three legacy items are incompatible");
+    assert!(rows.iter().all(|r| r.key.starts_with("legacy-")));
+}
+
+#[test]
+fn workflow_detail_shows_history_tree() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 160, 48);
+    h.press('5');
+    let target = f.completed.clone();
+    let index = h.app.visible().iter().position(|i| h.app.table_data().unwrap().rows[*i].key == target).unwrap();
+    for _ in 0..index {
+        h.key(KeyCode::Down);
+    }
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.view(), ViewId::WorkflowDetail);
+    assert_eq!(h.app.instance(), Some(target.as_str()));
+    let Some(ViewData::Detail { instance, history }) = h.app.snapshot().map(|s| &s.data) else { panic!("detail data") };
+    assert_eq!(instance.as_ref().unwrap().status, "completed");
+    assert!(history.iter().any(|r| r.kind == "completed"));
+    let text = screen(&h);
+    assert!(text.contains("history:"), "{text}");
+    assert!(text.contains("call#0"), "activation node: {text}");
+    assert!(text.contains("step-succeeded"));
+    let first = h.app.tree().selected.clone();
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Down);
+    assert_ne!(h.app.tree().selected, first);
+    // Fold the activation.
+    h.key(KeyCode::Left);
+    h.key(KeyCode::Enter);
+    assert!(!h.app.tree().closed.is_empty());
+    assert!(!screen(&h).contains("step-succeeded"));
+    h.key(KeyCode::Esc);
+    assert_eq!(h.app.view(), ViewId::Workflows);
+}
+
+fn select_workflow(h: &mut Harness, id: &str) {
+    h.dispatch(Action::SwitchView(ViewId::Workflows));
+    h.dispatch(Action::Home);
+    while h.app.selected_row().is_some_and(|r| r.key != id) {
+        let before = h.app.table_ui().selected;
+        h.key(KeyCode::Down);
+        assert_ne!(before, h.app.table_ui().selected, "{id} not on the page");
+    }
+}
+
+#[test]
+fn cancel_through_the_dialog() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 80, 24);
+    select_workflow(&mut h, &f.running);
+    h.press('C');
+    assert!(matches!(h.app.overlay(), Some(Overlay::ConfirmCancel { .. })));
+    let text = screen(&h);
+    assert!(text.contains("not rollback"), "{text}");
+    h.press('n');
+    assert!(h.app.overlay().is_none());
+    assert_eq!(f.store.instance(&f.running).unwrap().unwrap().status, "running", "n keeps it running");
+    h.press('C');
+    h.press('y');
+    assert_eq!(f.store.instance(&f.running).unwrap().unwrap().status, "cancelled");
+    assert!(h.app.status().unwrap().text.ends_with(": cancelled"), "{:?}", h.app.status());
+    assert!(screen(&h).contains("cancelled"));
+    // Again: idempotent.
+    h.press('C');
+    h.press('y');
+    assert!(h.app.status().unwrap().text.ends_with("already cancelled"));
+    // A completed instance refuses.
+    select_workflow(&mut h, &f.completed);
+    h.press('C');
+    h.press('y');
+    assert!(h.app.status().unwrap().text.ends_with("refused: completed"), "{:?}", h.app.status());
+    assert_eq!(h.app.status().unwrap().role, Role::Error);
+    // Everything was audited.
+    let audit = f.store.list_audit(&leasehold::model::PageRequest::first(50)).unwrap().rows;
+    let mine: Vec<_> = audit.iter().filter(|a| a.actor == "tester@ci").map(|a| a.outcome.as_str()).collect();
+    assert_eq!(mine, ["cancelled", "already cancelled", "refused: completed"]);
+}
+
+#[test]
+fn read_only_hides_and_refuses_actions() {
+    let f = fixture();
+    let mut h = Harness::new(f.store.clone(), AppOptions { read_only: true, ..options() }, Theme::builtin("dark").unwrap(), None, 80, 24);
+    select_workflow(&mut h, &f.running);
+    h.press('C');
+    assert!(h.app.overlay().is_none());
+    assert!(h.app.status().unwrap().text.contains("read-only"));
+    assert_eq!(f.store.instance(&f.running).unwrap().unwrap().status, "running");
+    let help: Vec<String> = leasehold::tui::views::help::entries(&h.app).into_iter().map(|e| e.2).collect();
+    assert!(!help.iter().any(|l| l.contains("cancel the selected workflow")));
+    assert!(screen(&h).contains("read-only"));
+}
+
+#[derive(Default)]
+struct FakeCluster {
+    calls: Mutex<Vec<String>>,
+}
+
+impl ClusterControl for FakeCluster {
+    fn authorities(&self) -> Vec<DemoAuthority> {
+        vec![
+            DemoAuthority { id: "auth-a".into(), build: "v1.4.0".into(), state: DemoState::Running },
+            DemoAuthority { id: "auth-b".into(), build: "v1.4.0".into(), state: DemoState::Paused },
+        ]
+    }
+    fn kill(&self, id: &str) {
+        self.calls.lock().unwrap().push(format!("kill {id}"));
+    }
+    fn pause(&self, id: &str) {
+        self.calls.lock().unwrap().push(format!("pause {id}"));
+    }
+    fn resume(&self, id: &str) {
+        self.calls.lock().unwrap().push(format!("resume {id}"));
+    }
+    fn add_authority(&self) -> String {
+        self.calls.lock().unwrap().push("add".into());
+        "auth-c".into()
+    }
+    fn roll_out(&self, build: &str) {
+        self.calls.lock().unwrap().push(format!("roll-out {build}"));
+    }
+    fn skew(&self, id: &str, offset_ms: i64) {
+        self.calls.lock().unwrap().push(format!("skew {id} {offset_ms}"));
+    }
+    fn scenario(&self) -> String {
+        "failover seed=7".into()
+    }
+}
+
+#[test]
+fn demo_keys_drive_the_cluster() {
+    let f = fixture();
+    let cluster = Arc::new(FakeCluster::default());
+    let mut h = Harness::new(f.store.clone(), AppOptions { demo: true, ..options() }, Theme::builtin("dark").unwrap(), Some(cluster.clone()), 120, 30);
+    h.press('K');
+    assert!(h.app.status().unwrap().text.contains("select an authority"));
+    h.press('2');
+    assert!(screen(&h).contains("paused"), "demo state shows");
+    h.press('K');
+    h.key(KeyCode::Down);
+    h.press('P');
+    h.press('R');
+    h.press('A');
+    h.press('B');
+    h.type_text("v2.0.0");
+    h.key(KeyCode::Enter);
+    h.press('X');
+    h.type_text("-1500");
+    h.key(KeyCode::Enter);
+    assert_eq!(*cluster.calls.lock().unwrap(), ["kill auth-a", "pause auth-b", "resume auth-b", "add", "roll-out v2.0.0", "skew auth-b -1500"]);
+    assert!(screen(&h).contains("demo failover seed=7"));
+}
+
+#[test]
+fn live_refresh_flashes_changed_rows_and_pauses() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 160, 48);
+    h.press('4');
+    let item = f.store.work("effect-004").unwrap().unwrap();
+    assert_eq!(item.state, WorkState::Claimed);
+    f.store.complete("effect-004", "auth-a", item.generation, None).unwrap();
+    h.refresh();
+    assert!(h.app.is_flashing("effect-004"));
+    assert!(!h.app.is_flashing("effect-005"), "unchanged rows do not flash");
+    h.advance(2_000);
+    assert!(!h.app.is_flashing("effect-004"), "the flash fades");
+    assert!(screen(&h).contains("● LIVE"));
+    h.press(' ');
+    assert!(h.app.paused());
+    assert!(h.app.query().paused);
+    assert!(screen(&h).contains("PAUSED"));
+}
+
+#[test]
+fn store_errors_show_a_banner_and_keep_the_last_frame() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 80, 24);
+    h.press('4');
+    let before = h.app.table_data().unwrap().rows.len();
+    f.backend.set_outage(true);
+    h.refresh();
+    let text = screen(&h);
+    assert!(text.contains("STORE ERROR"), "{text}");
+    assert_eq!(h.app.table_data().unwrap().rows.len(), before, "the last good frame stays");
+    f.backend.set_outage(false);
+    h.refresh();
+    assert!(!screen(&h).contains("STORE ERROR"));
+    // Silence from the reader shows as stale.
+    h.advance(5_000);
+    assert!(screen(&h).contains("stale 5s"));
+}
+
+#[test]
+fn stats_and_help_and_themes_cycle() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 120, 40);
+    h.press('i');
+    assert!(screen(&h).contains("queries"));
+    h.press('?');
+    let text = screen(&h);
+    assert!(text.contains("keys (↑↓ scroll"), "{text}");
+    assert!(text.contains("next page (read from the store)"));
+    h.key(KeyCode::PageDown);
+    h.key(KeyCode::PageDown);
+    assert!(screen(&h).contains("pause / resume live refresh"), "scrolled");
+    h.key(KeyCode::Esc);
+    assert!(h.app.overlay().is_none());
+    let before = h.app.theme().name.clone();
+    h.dispatch(Action::CycleTheme);
+    assert_ne!(h.app.theme().name, before);
+}
+
+#[test]
+fn hostile_text_is_escaped_and_truncated() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 160, 48);
+    h.press('4');
+    h.key(KeyCode::End);
+    h.press('/');
+    h.type_text("evil");
+    h.key(KeyCode::Enter);
+    let text = screen(&h);
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{202e}'));
+    assert!(text.contains("evil\\u{1b}[31mred\\nlin"), "{text}");
+    assert!(text.contains("E\\u{7}BELL: boom\\r\\n"));
+    h.key(KeyCode::Enter);
+    let text = screen(&h);
+    assert!(text.contains('…'), "huge fields are cut: {text}");
+    assert!(!text.contains('\r'));
+}
+
+#[test]
+fn themes_load_and_refuse_unknown() {
+    for (name, _) in BUILTIN {
+        let theme = Theme::builtin(name).unwrap();
+        assert_eq!(theme.name, name);
+        let mono = theme.monochrome();
+        for role in Role::ALL {
+            let s = mono.style(*role);
+            assert!(s.fg.is_none() && s.bg.is_none(), "NO_COLOR strips colours");
+        }
+    }
+    assert!(Theme::builtin("neon").is_err());
+    assert!(ThemeSet::new(None).load("neon").unwrap_err().to_string().contains("unknown theme"));
+    let extra = format!("{}\nsurprise = 1\n", BUILTIN[0].1);
+    assert!(Theme::parse(&extra, "test").is_err(), "unknown keys are refused");
+    let bad = BUILTIN[0].1.replace("#cdd6f4", "not-a-colour");
+    assert!(Theme::parse(&bad, "test").is_err());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("mine.toml"), BUILTIN[1].1.replace("name = \"light\"", "name = \"mine\"")).unwrap();
+    let set = ThemeSet::new(Some(dir.path().to_path_buf()));
+    assert!(set.names().contains(&"mine".to_owned()));
+    assert_eq!(set.load("mine").unwrap().name, "mine");
+    assert_eq!(set.next_name("high-contrast"), "mine");
+}
+
+#[test]
+fn help_lists_every_binding() {
+    let f = fixture();
+    let h = Harness::new(f.store.clone(), AppOptions { demo: true, ..options() }, Theme::builtin("dark").unwrap(), Some(Arc::new(FakeCluster::default())), 80, 24);
+    let entries = leasehold::tui::views::help::entries(&h.app);
+    for b in leasehold::tui::keymap::bindings() {
+        assert!(entries.iter().any(|e| e.1 == b.label() && e.2.starts_with(b.help)), "{} missing from help", b.help);
+    }
+}
+
+#[test]
+fn no_panic_on_tiny_sizes() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 80, 24);
+    for view in ALL_VIEWS {
+        open(&mut h, view, &f);
+        for overlay in [None, Some('?'), Some('\n')] {
+            match overlay {
+                Some('?') => h.press('?'),
+                Some(_) => h.key(KeyCode::Enter),
+                None => {}
+            }
+            for w in 0..=30 {
+                for hgt in 0..=12 {
+                    h.dispatch(Action::Resize { width: w, height: hgt });
+                    let _ = render_app(&h.app, w, hgt);
+                }
+            }
+            h.key(KeyCode::Esc);
+            h.dispatch(Action::Resize { width: 80, height: 24 });
+            if h.app.view() != view {
+                open(&mut h, view, &f);
+            }
+        }
+    }
+    let mut h = harness(&f, "dark", 80, 24);
+    select_workflow(&mut h, &f.running);
+    h.press('C');
+    for w in 0..=30 {
+        for hgt in 0..=12 {
+            let _ = render_app(&h.app, w, hgt);
+        }
+    }
+    let _ = f.clock.now();
+}
+
+#[test]
+fn screenshots() {
+    let f = fixture();
+    let write = std::env::var("LEASEHOLD_SCREENSHOTS").is_ok_and(|v| v == "1");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("screenshots");
+    for view in ALL_VIEWS {
+        let mut h = harness(&f, "dark", 120, 32);
+        open(&mut h, view, &f);
+        if view == ViewId::Work {
+            h.key(KeyCode::Down);
+            h.key(KeyCode::Down);
+        }
+        let svg = leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme());
+        assert!(svg.starts_with("<svg") && svg.contains("leasehold"));
+        if write {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(format!("{}.svg", view.name())), svg).unwrap();
+        }
+    }
+    if write {
+        let mut h = harness(&f, "light", 120, 32);
+        open(&mut h, ViewId::Overview, &f);
+        std::fs::write(dir.join("overview-light.svg"), leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme())).unwrap();
+        let mut h = harness(&f, "dark", 120, 32);
+        select_workflow(&mut h, &f.running);
+        h.press('C');
+        std::fs::write(dir.join("cancel-dialog.svg"), leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme())).unwrap();
+    }
+}
