@@ -9,6 +9,8 @@
 //! - `screenshots`: renders every main view; with `LEASEHOLD_SCREENSHOTS=1` it also writes
 //!   `screenshots/<view>.svg` (`LEASEHOLD_SCREENSHOTS=1 cargo test --test tui screenshots`).
 
+#![allow(clippy::unwrap_used)]
+
 use std::sync::{Arc, Mutex};
 
 use crossterm::event::KeyCode;
@@ -42,10 +44,14 @@ struct Fixture {
     /// Workflow instance ids by role.
     running: String,
     completed: String,
+    retrying: String,
 }
 
 fn args(pairs: &[(&str, Value)]) -> Map<String, Value> {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
 }
 
 fn authority(id: &str, build: &str, compat: &str, at: i64, stopped: bool) -> Authority {
@@ -68,39 +74,125 @@ fn authority(id: &str, build: &str, compat: &str, at: i64, stopped: bool) -> Aut
 fn fixture() -> Fixture {
     let clock = ManualClock::new(T0);
     let backend = MemoryBackend::new();
-    let store = Store::new(Arc::new(backend.clone()), Arc::new(clock.clone()), Arc::new(SeededIds::new(7)));
+    let store = Store::new(
+        Arc::new(backend.clone()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(7)),
+    );
     let now = clock.now();
-    store.register_authority(&authority("auth-a", "v1.4.0", C1, now, false)).unwrap();
-    store.register_authority(&authority("auth-b", "v1.4.0", C1, now, false)).unwrap();
-    store.register_authority(&authority("auth-old", "v1.3.9", OLD, now - 120_000, true)).unwrap();
+    store
+        .register_authority(&authority("auth-a", "v1.4.0", C1, now, false))
+        .unwrap();
+    store
+        .register_authority(&authority("auth-b", "v1.4.0", C1, now, false))
+        .unwrap();
+    store
+        .register_authority(&authority("auth-old", "v1.3.9", OLD, now - 120_000, true))
+        .unwrap();
+
+    store
+        .create_schedule(
+            "hourly-report",
+            ScheduleTrigger::Interval {
+                every_ms: 3_600_000,
+            },
+            CatchUp::Latest,
+            "report",
+            "{}",
+            C1,
+        )
+        .unwrap();
+    store
+        .create_schedule(
+            "cleanup",
+            ScheduleTrigger::Interval { every_ms: 5_000 },
+            CatchUp::All,
+            "cleanup",
+            "{}",
+            C1,
+        )
+        .unwrap();
 
     // Work: 40 effects, 3 from an old build, one hostile item.
-    let specs: Vec<NewWork> = (0..40).map(|i| NewWork::effect(format!("effect-{i:03}"), "send-email", json!({"to": format!("user{i}@example.com")}).to_string())).collect();
+    let specs: Vec<NewWork> = (0..40)
+        .map(|i| {
+            NewWork::effect(
+                format!("effect-{i:03}"),
+                "send-email",
+                json!({"to": format!("user{i}@example.com")}).to_string(),
+            )
+        })
+        .collect();
     store.enqueue_batch(specs, C1).unwrap();
-    let old: Vec<NewWork> = (0..3).map(|i| NewWork::effect(format!("legacy-{i}"), "send-email", "{}")).collect();
+    let old: Vec<NewWork> = (0..3)
+        .map(|i| NewWork::effect(format!("legacy-{i}"), "send-email", "{}"))
+        .collect();
     store.enqueue_batch(old, OLD).unwrap();
     let hostile = format!("evil\u{1b}[31mred\nline\u{202e}{}", "x".repeat(500));
-    store.enqueue(NewWork::effect(hostile.clone(), "send-email", "y".repeat(100_000)), C1).unwrap();
+    store
+        .enqueue(
+            NewWork::effect(hostile.clone(), "send-email", "y".repeat(100_000)),
+            C1,
+        )
+        .unwrap();
 
     for i in 0..6 {
         let id = format!("effect-{i:03}");
         let item = store.claim(&id, "auth-a", C1, 30_000).unwrap();
         match i {
             0 | 1 => {
-                store.complete(&id, "auth-a", item.generation, Some("{\"sent\":true}".into())).unwrap();
+                store
+                    .complete(
+                        &id,
+                        "auth-a",
+                        item.generation,
+                        Some("{\"sent\":true}".into()),
+                    )
+                    .unwrap();
             }
             2 => {
-                store.fail(&id, "auth-a", item.generation, Failure { class: FailureClass::Retryable, code: "SMTP_TIMEOUT".into(), message: "smtp timed out".into() }).unwrap();
+                store
+                    .fail(
+                        &id,
+                        "auth-a",
+                        item.generation,
+                        Failure {
+                            class: FailureClass::Retryable,
+                            code: "SMTP_TIMEOUT".into(),
+                            message: "smtp timed out".into(),
+                        },
+                    )
+                    .unwrap();
             }
             3 => {
-                store.fail(&id, "auth-a", item.generation, Failure { class: FailureClass::Terminal, code: "BAD_ADDRESS".into(), message: "no such mailbox".into() }).unwrap();
+                store
+                    .fail(
+                        &id,
+                        "auth-a",
+                        item.generation,
+                        Failure {
+                            class: FailureClass::Terminal,
+                            code: "BAD_ADDRESS".into(),
+                            message: "no such mailbox".into(),
+                        },
+                    )
+                    .unwrap();
             }
             _ => {}
         }
     }
     let hostile_item = store.claim(&hostile, "auth-b", C1, 30_000).unwrap();
     store
-        .fail(&hostile, "auth-b", hostile_item.generation, Failure { class: FailureClass::Terminal, code: "E\u{7}BELL".into(), message: format!("boom\r\n{}", "z".repeat(10_000)) })
+        .fail(
+            &hostile,
+            "auth-b",
+            hostile_item.generation,
+            Failure {
+                class: FailureClass::Terminal,
+                code: "E\u{7}BELL".into(),
+                message: format!("boom\r\n{}", "z".repeat(10_000)),
+            },
+        )
         .unwrap();
 
     // A failover: auth-b claims, stalls past its lease, auth-a reclaims, auth-b's late
@@ -112,39 +204,121 @@ fn fixture() -> Fixture {
     assert!(fenced.is_err(), "the stale owner must be fenced");
 
     // Leases.
-    store.acquire("leader/orders", "auth-a", 30_000.0, Keyed { key: None }).unwrap();
-    store.acquire("leader/billing", "auth-b", 2_000.0, Keyed { key: None }).unwrap();
-    let lock = store.acquire("lock/reports", "auth-a", 10_000.0, Keyed { key: None }).unwrap();
-    store.release("lock/reports", "auth-a", &lock.token, lock.generation, Keyed { key: None }).unwrap();
+    store
+        .acquire("leader/orders", "auth-a", 30_000.0, Keyed { key: None })
+        .unwrap();
+    store
+        .acquire("leader/billing", "auth-b", 2_000.0, Keyed { key: None })
+        .unwrap();
+    let lock = store
+        .acquire("lock/reports", "auth-a", 10_000.0, Keyed { key: None })
+        .unwrap();
+    store
+        .release(
+            "lock/reports",
+            "auth-a",
+            &lock.token,
+            lock.generation,
+            Keyed { key: None },
+        )
+        .unwrap();
 
     // Schedules, a subscription, events.
-    store.create_schedule("hourly-report", ScheduleTrigger::Interval { every_ms: 3_600_000 }, CatchUp::Latest, "report", "{}", C1).unwrap();
-    store.create_schedule("cleanup", ScheduleTrigger::Interval { every_ms: 60_000 }, CatchUp::All, "cleanup", "{}", C1).unwrap();
-    store.create_schedule("launch", ScheduleTrigger::Delay { after_ms: T0 + 86_400_000 }, CatchUp::Latest, "launch", "{}", C1).unwrap();
     store.fire_due_schedules(10).unwrap();
-    store.create_subscription("payments-sink", "payment-received", "sink", C1).unwrap();
-    store.create_subscription("audit-sink", "order-placed", "sink", C1).unwrap();
-    let cursor = store.claim("cursor:payments-sink", "auth-b", C1, 30_000).unwrap();
-    for (source, id, amount) in [(Some("stripe"), Some("evt_1"), 10), (Some("stripe"), Some("evt_1"), 10), (Some("stripe"), Some("evt_1"), 99), (None, None, 5), (Some("stripe"), Some("evt_2"), 20)] {
+    store
+        .claim("cleanup@1767225605000", "auth-b", C1, 30_000)
+        .unwrap();
+    store
+        .create_schedule(
+            "launch",
+            ScheduleTrigger::Delay {
+                after_ms: T0 + 1_000,
+            },
+            CatchUp::Latest,
+            "launch",
+            "{}",
+            C1,
+        )
+        .unwrap();
+    store
+        .create_subscription("payments-sink", "payment-received", "sink", C1)
+        .unwrap();
+    store
+        .create_subscription("audit-sink", "order-placed", "sink", C1)
+        .unwrap();
+    let cursor = store
+        .claim("cursor:payments-sink", "auth-b", C1, 30_000)
+        .unwrap();
+    for (source, id, amount) in [
+        (Some("stripe"), Some("evt_1"), 10),
+        (Some("stripe"), Some("evt_1"), 10),
+        (Some("stripe"), Some("evt_1"), 99),
+        (None, None, 5),
+        (Some("stripe"), Some("evt_2"), 20),
+    ] {
         store
-            .ingest(&NewEvent { event_type: "payment-received".into(), source: source.map(Into::into), external_id: id.map(Into::into), payload: json!({"amount": amount}) })
+            .ingest(&NewEvent {
+                event_type: "payment-received".into(),
+                source: source.map(Into::into),
+                external_id: id.map(Into::into),
+                payload: json!({"amount": amount}),
+            })
             .unwrap();
     }
-    store.advance_cursor("payments-sink", "auth-b", cursor.generation, 2).unwrap();
+    store
+        .advance_cursor("payments-sink", "auth-b", cursor.generation, 2)
+        .unwrap();
 
     // Workflows.
     let catalog = Catalog::demo();
     for (_, text) in leasehold::workflow::SHIPPED_DEFINITIONS {
         store.deploy_workflow(text, &catalog).unwrap().unwrap();
     }
-    let call = |partner: &str| args(&[("partner", json!(partner)), ("request", json!({"op": "sync"}))]);
-    let ok = store.start_workflow("integration-call", call("acme"), "alice", None, C1).unwrap().instance_id;
-    let retry = store.start_workflow("integration-call", call("globex"), "alice", None, C1).unwrap().instance_id;
-    let gave_up = store.start_workflow("integration-call", call("initech"), "bob", None, C1).unwrap().instance_id;
-    let running = store.start_workflow("integration-call", call("umbrella"), "bob", None, C1).unwrap().instance_id;
-    let reminder = store.start_workflow("reminder", args(&[("recipient", json!("carol")), ("message", json!("standup"))]), "carol", None, C1).unwrap().instance_id;
-    let cancelled = store.start_workflow("reminder", args(&[("recipient", json!("dave")), ("message", json!("lunch"))]), "dave", None, C1).unwrap().instance_id;
-    store.start_workflow("integration-call", call("legacy"), "erin", None, OLD).unwrap();
+    let call = |partner: &str| {
+        args(&[
+            ("partner", json!(partner)),
+            ("request", json!({"op": "sync"})),
+        ])
+    };
+    let ok = store
+        .start_workflow("integration-call", call("acme"), "alice", None, C1)
+        .unwrap()
+        .instance_id;
+    let retry = store
+        .start_workflow("integration-call", call("globex"), "alice", None, C1)
+        .unwrap()
+        .instance_id;
+    let gave_up = store
+        .start_workflow("integration-call", call("initech"), "bob", None, C1)
+        .unwrap()
+        .instance_id;
+    let running = store
+        .start_workflow("integration-call", call("umbrella"), "bob", None, C1)
+        .unwrap()
+        .instance_id;
+    let reminder = store
+        .start_workflow(
+            "reminder",
+            args(&[("recipient", json!("carol")), ("message", json!("standup"))]),
+            "carol",
+            None,
+            C1,
+        )
+        .unwrap()
+        .instance_id;
+    let cancelled = store
+        .start_workflow(
+            "reminder",
+            args(&[("recipient", json!("dave")), ("message", json!("lunch"))]),
+            "dave",
+            None,
+            C1,
+        )
+        .unwrap()
+        .instance_id;
+    store
+        .start_workflow("integration-call", call("legacy"), "erin", None, OLD)
+        .unwrap();
     let engine = Engine::new(store.clone(), "auth-a", C1);
     for claimed in engine.claim(16, 30_000).unwrap() {
         let id = claimed.row.instance_id.clone();
@@ -156,27 +330,61 @@ fn fixture() -> Fixture {
             if id == ok {
                 Ok(json!({"status": 200}))
             } else if id == retry {
-                Err(leasehold::workflow::machine::Failure { code: "HTTP_503".into(), message: "partner busy".into(), retryable: true })
+                Err(leasehold::workflow::machine::Failure {
+                    code: "HTTP_503".into(),
+                    message: "partner busy".into(),
+                    retryable: true,
+                })
             } else if id == gave_up {
-                Err(leasehold::workflow::machine::Failure { code: "HTTP_400".into(), message: "bad request".into(), retryable: false })
+                Err(leasehold::workflow::machine::Failure {
+                    code: "HTTP_400".into(),
+                    message: "bad request".into(),
+                    retryable: false,
+                })
             } else {
                 Ok(json!({}))
             }
         });
     }
     let _ = reminder;
-    store.cancel_workflow(&cancelled, None, "ops@host", "not needed").unwrap();
-    store.audit("ops@host", "cancel-workflow", &cancelled, "cancelled").unwrap();
+    store
+        .cancel_workflow(&cancelled, None, "ops@host", "not needed")
+        .unwrap();
+    store
+        .audit("ops@host", "cancel-workflow", &cancelled, "cancelled")
+        .unwrap();
     clock.advance(1_500);
-    Fixture { store, clock, backend, running, completed: ok }
+    store.heartbeat("auth-a", false).unwrap();
+    clock.advance(200);
+    store.heartbeat("auth-b", false).unwrap();
+    Fixture {
+        store,
+        clock,
+        backend,
+        running,
+        completed: ok,
+        retrying: retry,
+    }
 }
 
 fn options() -> AppOptions {
-    AppOptions { read_only: false, demo: false, actor: "tester@ci".into(), refresh_ms: 250 }
+    AppOptions {
+        read_only: false,
+        demo: false,
+        actor: "tester@ci".into(),
+        refresh_ms: 250,
+    }
 }
 
 fn harness(f: &Fixture, theme: &str, w: u16, h: u16) -> Harness {
-    Harness::new(f.store.clone(), options(), Theme::builtin(theme).unwrap(), None, w, h)
+    Harness::new(
+        f.store.clone(),
+        options(),
+        Theme::builtin(theme).unwrap(),
+        None,
+        w,
+        h,
+    )
 }
 
 fn screen(h: &Harness) -> String {
@@ -247,10 +455,18 @@ fn number_keys_and_command_completion_switch_views() {
     h.press(':');
     h.type_text("wor");
     h.key(KeyCode::Tab);
-    assert_eq!(h.app.prompt().map(|p| p.text.as_str()), Some("work"), "two candidates (work, workflows) share `work`");
+    assert_eq!(
+        h.app.prompt().map(|p| p.text.as_str()),
+        Some("work"),
+        "two candidates (work, workflows) share `work`"
+    );
     h.type_text("fl");
     h.key(KeyCode::Tab);
-    assert_eq!(h.app.prompt().map(|p| p.text.as_str()), Some("workflow"), "`workflow ID` and `workflows`");
+    assert_eq!(
+        h.app.prompt().map(|p| p.text.as_str()),
+        Some("workflow"),
+        "`workflow ID` and `workflows`"
+    );
     h.press('s');
     h.key(KeyCode::Tab);
     assert_eq!(h.app.prompt().map(|p| p.text.as_str()), Some("workflows"));
@@ -261,7 +477,11 @@ fn number_keys_and_command_completion_switch_views() {
     h.press(':');
     h.type_text("nonsense");
     h.key(KeyCode::Enter);
-    assert!(h.app.status().is_some_and(|s| s.text.contains("unknown command")));
+    assert!(
+        h.app
+            .status()
+            .is_some_and(|s| s.text.contains("unknown command"))
+    );
     h.press(':');
     h.type_text("work failed");
     h.key(KeyCode::Enter);
@@ -279,11 +499,17 @@ fn filter_by_field_and_text() {
     let data = h.app.table_data().unwrap();
     let rows: Vec<_> = h.app.visible().iter().map(|i| &data.rows[*i]).collect();
     assert!(!rows.is_empty());
-    assert!(rows.iter().all(|r| r.cells[2].text == "retry"), "only retry rows");
+    assert!(
+        rows.iter().all(|r| r.cells[2].text == "retry"),
+        "only retry rows"
+    );
     h.key(KeyCode::Enter);
     assert!(screen(&h).contains("/state:retry"));
     h.key(KeyCode::Esc);
-    assert!(h.app.table_ui().filter.is_empty(), "Esc clears the filter first");
+    assert!(
+        h.app.table_ui().filter.is_empty(),
+        "Esc clears the filter first"
+    );
     h.press('/');
     h.type_text("effect-00");
     assert!(h.app.visible().len() >= 9);
@@ -291,7 +517,10 @@ fn filter_by_field_and_text() {
     h.key(KeyCode::Esc);
     h.press('/');
     h.type_text("nosuchcolumn:x");
-    assert!(h.app.visible().is_empty(), "an unknown field matches nothing");
+    assert!(
+        h.app.visible().is_empty(),
+        "an unknown field matches nothing"
+    );
 }
 
 #[test]
@@ -301,7 +530,11 @@ fn sort_by_column_within_the_page() {
     h.press('4');
     let ids = |h: &Harness| -> Vec<String> {
         let d = h.app.table_data().unwrap();
-        h.app.visible().iter().map(|i| d.rows[*i].cells[0].text.clone()).collect()
+        h.app
+            .visible()
+            .iter()
+            .map(|i| d.rows[*i].cells[0].text.clone())
+            .collect()
     };
     let natural = ids(&h);
     h.press('s');
@@ -319,7 +552,12 @@ fn sort_by_column_within_the_page() {
     h.press('s');
     assert_eq!(h.app.table_ui().sort.map(|s| s.0), Some(4));
     let d = h.app.table_data().unwrap();
-    let gens: Vec<i64> = h.app.visible().iter().map(|i| d.rows[*i].cells[4].text.parse().unwrap()).collect();
+    let gens: Vec<i64> = h
+        .app
+        .visible()
+        .iter()
+        .map(|i| d.rows[*i].cells[4].text.parse().unwrap())
+        .collect();
     let mut sorted = gens.clone();
     sorted.sort_unstable_by(|a, b| b.cmp(a));
     assert_eq!(gens, sorted, "still descending after z");
@@ -332,28 +570,79 @@ fn pages_through_the_store_with_keyset_paging() {
     h.press('4');
     let page = h.app.page_size();
     assert_eq!(page, 18);
-    let first: Vec<String> = h.app.table_data().unwrap().rows.iter().map(|r| r.key.clone()).collect();
+    let first: Vec<String> = h
+        .app
+        .table_data()
+        .unwrap()
+        .rows
+        .iter()
+        .map(|r| r.key.clone())
+        .collect();
     assert_eq!(first.len(), page, "only the visible page is read");
     assert!(h.app.table_data().unwrap().more_after);
     h.key(KeyCode::PageDown);
-    let second: Vec<String> = h.app.table_data().unwrap().rows.iter().map(|r| r.key.clone()).collect();
+    let second: Vec<String> = h
+        .app
+        .table_data()
+        .unwrap()
+        .rows
+        .iter()
+        .map(|r| r.key.clone())
+        .collect();
     assert_eq!(second.len(), page);
-    assert!(second[0] > first[page - 1], "the next page continues after the last key");
+    assert!(
+        second[0] > first[page - 1],
+        "the next page continues after the last key"
+    );
     assert!(screen(&h).contains("◀ more"));
     h.key(KeyCode::End);
-    let last: Vec<String> = h.app.table_data().unwrap().rows.iter().map(|r| r.key.clone()).collect();
+    let last: Vec<String> = h
+        .app
+        .table_data()
+        .unwrap()
+        .rows
+        .iter()
+        .map(|r| r.key.clone())
+        .collect();
     assert!(!h.app.table_data().unwrap().more_after);
-    assert!(last.last().unwrap().starts_with("legacy-"), "End shows the last keys");
+    assert!(
+        last.last().unwrap().starts_with("legacy-"),
+        "End shows the last keys"
+    );
     h.key(KeyCode::PageUp);
-    let before: Vec<String> = h.app.table_data().unwrap().rows.iter().map(|r| r.key.clone()).collect();
+    let before: Vec<String> = h
+        .app
+        .table_data()
+        .unwrap()
+        .rows
+        .iter()
+        .map(|r| r.key.clone())
+        .collect();
     assert!(before.last().unwrap() < &last[0]);
     h.key(KeyCode::Home);
-    let home: Vec<String> = h.app.table_data().unwrap().rows.iter().map(|r| r.key.clone()).collect();
+    let home: Vec<String> = h
+        .app
+        .table_data()
+        .unwrap()
+        .rows
+        .iter()
+        .map(|r| r.key.clone())
+        .collect();
     assert_eq!(home, first);
     // Quick filters narrow the store query.
     h.press('f');
-    let states: Vec<String> = h.app.table_data().unwrap().rows.iter().map(|r| r.cells[2].text.clone()).collect();
-    assert!(!states.is_empty() && states.iter().all(|s| s == "failed"), "{states:?}");
+    let states: Vec<String> = h
+        .app
+        .table_data()
+        .unwrap()
+        .rows
+        .iter()
+        .map(|r| r.cells[2].text.clone())
+        .collect();
+    assert!(
+        !states.is_empty() && states.iter().all(|s| s == "failed"),
+        "{states:?}"
+    );
     h.press('x');
     let rows = &h.app.table_data().unwrap().rows;
     assert_eq!(rows.len(), 3, "the three legacy items are incompatible");
@@ -366,14 +655,21 @@ fn workflow_detail_shows_history_tree() {
     let mut h = harness(&f, "dark", 160, 48);
     h.press('5');
     let target = f.completed.clone();
-    let index = h.app.visible().iter().position(|i| h.app.table_data().unwrap().rows[*i].key == target).unwrap();
+    let index = h
+        .app
+        .visible()
+        .iter()
+        .position(|i| h.app.table_data().unwrap().rows[*i].key == target)
+        .unwrap();
     for _ in 0..index {
         h.key(KeyCode::Down);
     }
     h.key(KeyCode::Enter);
     assert_eq!(h.app.view(), ViewId::WorkflowDetail);
     assert_eq!(h.app.instance(), Some(target.as_str()));
-    let Some(ViewData::Detail { instance, history }) = h.app.snapshot().map(|s| &s.data) else { panic!("detail data") };
+    let Some(ViewData::Detail { instance, history }) = h.app.snapshot().map(|s| &s.data) else {
+        panic!("detail data")
+    };
     assert_eq!(instance.as_ref().unwrap().status, "completed");
     assert!(history.iter().any(|r| r.kind == "completed"));
     let text = screen(&h);
@@ -409,16 +705,30 @@ fn cancel_through_the_dialog() {
     let mut h = harness(&f, "dark", 80, 24);
     select_workflow(&mut h, &f.running);
     h.press('C');
-    assert!(matches!(h.app.overlay(), Some(Overlay::ConfirmCancel { .. })));
+    assert!(matches!(
+        h.app.overlay(),
+        Some(Overlay::ConfirmCancel { .. })
+    ));
     let text = screen(&h);
     assert!(text.contains("not rollback"), "{text}");
     h.press('n');
     assert!(h.app.overlay().is_none());
-    assert_eq!(f.store.instance(&f.running).unwrap().unwrap().status, "running", "n keeps it running");
+    assert_eq!(
+        f.store.instance(&f.running).unwrap().unwrap().status,
+        "running",
+        "n keeps it running"
+    );
     h.press('C');
     h.press('y');
-    assert_eq!(f.store.instance(&f.running).unwrap().unwrap().status, "cancelled");
-    assert!(h.app.status().unwrap().text.ends_with(": cancelled"), "{:?}", h.app.status());
+    assert_eq!(
+        f.store.instance(&f.running).unwrap().unwrap().status,
+        "cancelled"
+    );
+    assert!(
+        h.app.status().unwrap().text.ends_with(": cancelled"),
+        "{:?}",
+        h.app.status()
+    );
     assert!(screen(&h).contains("cancelled"));
     // Again: idempotent.
     h.press('C');
@@ -428,25 +738,60 @@ fn cancel_through_the_dialog() {
     select_workflow(&mut h, &f.completed);
     h.press('C');
     h.press('y');
-    assert!(h.app.status().unwrap().text.ends_with("refused: completed"), "{:?}", h.app.status());
+    assert!(
+        h.app.status().unwrap().text.ends_with("refused: completed"),
+        "{:?}",
+        h.app.status()
+    );
     assert_eq!(h.app.status().unwrap().role, Role::Error);
     // Everything was audited.
-    let audit = f.store.list_audit(&leasehold::model::PageRequest::first(50)).unwrap().rows;
-    let mine: Vec<_> = audit.iter().filter(|a| a.actor == "tester@ci").map(|a| a.outcome.as_str()).collect();
-    assert_eq!(mine, ["cancelled", "already cancelled", "refused: completed"]);
+    let audit = f
+        .store
+        .list_audit(&leasehold::model::PageRequest::first(50))
+        .unwrap()
+        .rows;
+    let mine: Vec<_> = audit
+        .iter()
+        .filter(|a| a.actor == "tester@ci")
+        .map(|a| a.outcome.as_str())
+        .collect();
+    assert_eq!(
+        mine,
+        ["cancelled", "already cancelled", "refused: completed"]
+    );
 }
 
 #[test]
 fn read_only_hides_and_refuses_actions() {
     let f = fixture();
-    let mut h = Harness::new(f.store.clone(), AppOptions { read_only: true, ..options() }, Theme::builtin("dark").unwrap(), None, 80, 24);
+    let mut h = Harness::new(
+        f.store.clone(),
+        AppOptions {
+            read_only: true,
+            ..options()
+        },
+        Theme::builtin("dark").unwrap(),
+        None,
+        80,
+        24,
+    );
     select_workflow(&mut h, &f.running);
     h.press('C');
     assert!(h.app.overlay().is_none());
     assert!(h.app.status().unwrap().text.contains("read-only"));
-    assert_eq!(f.store.instance(&f.running).unwrap().unwrap().status, "running");
-    let help: Vec<String> = leasehold::tui::views::help::entries(&h.app).into_iter().map(|e| e.2).collect();
-    assert!(!help.iter().any(|l| l.contains("cancel the selected workflow")));
+    assert_eq!(
+        f.store.instance(&f.running).unwrap().unwrap().status,
+        "running"
+    );
+    let help: Vec<String> = leasehold::tui::views::help::entries(&h.app)
+        .into_iter()
+        .map(|e| e.2)
+        .collect();
+    assert!(
+        !help
+            .iter()
+            .any(|l| l.contains("cancel the selected workflow"))
+    );
     assert!(screen(&h).contains("read-only"));
 }
 
@@ -458,8 +803,16 @@ struct FakeCluster {
 impl ClusterControl for FakeCluster {
     fn authorities(&self) -> Vec<DemoAuthority> {
         vec![
-            DemoAuthority { id: "auth-a".into(), build: "v1.4.0".into(), state: DemoState::Running },
-            DemoAuthority { id: "auth-b".into(), build: "v1.4.0".into(), state: DemoState::Paused },
+            DemoAuthority {
+                id: "auth-a".into(),
+                build: "v1.4.0".into(),
+                state: DemoState::Running,
+            },
+            DemoAuthority {
+                id: "auth-b".into(),
+                build: "v1.4.0".into(),
+                state: DemoState::Paused,
+            },
         ]
     }
     fn kill(&self, id: &str) {
@@ -479,7 +832,10 @@ impl ClusterControl for FakeCluster {
         self.calls.lock().unwrap().push(format!("roll-out {build}"));
     }
     fn skew(&self, id: &str, offset_ms: i64) {
-        self.calls.lock().unwrap().push(format!("skew {id} {offset_ms}"));
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("skew {id} {offset_ms}"));
     }
     fn scenario(&self) -> String {
         "failover seed=7".into()
@@ -490,7 +846,17 @@ impl ClusterControl for FakeCluster {
 fn demo_keys_drive_the_cluster() {
     let f = fixture();
     let cluster = Arc::new(FakeCluster::default());
-    let mut h = Harness::new(f.store.clone(), AppOptions { demo: true, ..options() }, Theme::builtin("dark").unwrap(), Some(cluster.clone()), 120, 30);
+    let mut h = Harness::new(
+        f.store.clone(),
+        AppOptions {
+            demo: true,
+            ..options()
+        },
+        Theme::builtin("dark").unwrap(),
+        Some(cluster.clone()),
+        120,
+        30,
+    );
     h.press('K');
     assert!(h.app.status().unwrap().text.contains("select an authority"));
     h.press('2');
@@ -506,7 +872,17 @@ fn demo_keys_drive_the_cluster() {
     h.press('X');
     h.type_text("-1500");
     h.key(KeyCode::Enter);
-    assert_eq!(*cluster.calls.lock().unwrap(), ["kill auth-a", "pause auth-b", "resume auth-b", "add", "roll-out v2.0.0", "skew auth-b -1500"]);
+    assert_eq!(
+        *cluster.calls.lock().unwrap(),
+        [
+            "kill auth-a",
+            "pause auth-b",
+            "resume auth-b",
+            "add",
+            "roll-out v2.0.0",
+            "skew auth-b -1500"
+        ]
+    );
     assert!(screen(&h).contains("demo failover seed=7"));
 }
 
@@ -517,10 +893,15 @@ fn live_refresh_flashes_changed_rows_and_pauses() {
     h.press('4');
     let item = f.store.work("effect-004").unwrap().unwrap();
     assert_eq!(item.state, WorkState::Claimed);
-    f.store.complete("effect-004", "auth-a", item.generation, None).unwrap();
+    f.store
+        .complete("effect-004", "auth-a", item.generation, None)
+        .unwrap();
     h.refresh();
     assert!(h.app.is_flashing("effect-004"));
-    assert!(!h.app.is_flashing("effect-005"), "unchanged rows do not flash");
+    assert!(
+        !h.app.is_flashing("effect-005"),
+        "unchanged rows do not flash"
+    );
     h.advance(2_000);
     assert!(!h.app.is_flashing("effect-004"), "the flash fades");
     assert!(screen(&h).contains("● LIVE"));
@@ -540,7 +921,11 @@ fn store_errors_show_a_banner_and_keep_the_last_frame() {
     h.refresh();
     let text = screen(&h);
     assert!(text.contains("STORE ERROR"), "{text}");
-    assert_eq!(h.app.table_data().unwrap().rows.len(), before, "the last good frame stays");
+    assert_eq!(
+        h.app.table_data().unwrap().rows.len(),
+        before,
+        "the last good frame stays"
+    );
     f.backend.set_outage(false);
     h.refresh();
     assert!(!screen(&h).contains("STORE ERROR"));
@@ -561,7 +946,10 @@ fn stats_and_help_and_themes_cycle() {
     assert!(text.contains("next page (read from the store)"));
     h.key(KeyCode::PageDown);
     h.key(KeyCode::PageDown);
-    assert!(screen(&h).contains("pause / resume live refresh"), "scrolled");
+    assert!(
+        screen(&h).contains("pause / resume live refresh"),
+        "scrolled"
+    );
     h.key(KeyCode::Esc);
     assert!(h.app.overlay().is_none());
     let before = h.app.theme().name.clone();
@@ -580,7 +968,7 @@ fn hostile_text_is_escaped_and_truncated() {
     h.key(KeyCode::Enter);
     let text = screen(&h);
     assert!(!text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{202e}'));
-    assert!(text.contains("evil\\u{1b}[31mred\\nlin"), "{text}");
+    assert!(text.contains("evil\\u{1b}[31mred\\n"), "{text}");
     assert!(text.contains("E\\u{7}BELL: boom\\r\\n"));
     h.key(KeyCode::Enter);
     let text = screen(&h);
@@ -600,13 +988,26 @@ fn themes_load_and_refuse_unknown() {
         }
     }
     assert!(Theme::builtin("neon").is_err());
-    assert!(ThemeSet::new(None).load("neon").unwrap_err().to_string().contains("unknown theme"));
+    assert!(
+        ThemeSet::new(None)
+            .load("neon")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown theme")
+    );
     let extra = format!("{}\nsurprise = 1\n", BUILTIN[0].1);
-    assert!(Theme::parse(&extra, "test").is_err(), "unknown keys are refused");
+    assert!(
+        Theme::parse(&extra, "test").is_err(),
+        "unknown keys are refused"
+    );
     let bad = BUILTIN[0].1.replace("#cdd6f4", "not-a-colour");
     assert!(Theme::parse(&bad, "test").is_err());
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("mine.toml"), BUILTIN[1].1.replace("name = \"light\"", "name = \"mine\"")).unwrap();
+    std::fs::write(
+        dir.path().join("mine.toml"),
+        BUILTIN[1].1.replace("name = \"light\"", "name = \"mine\""),
+    )
+    .unwrap();
     let set = ThemeSet::new(Some(dir.path().to_path_buf()));
     assert!(set.names().contains(&"mine".to_owned()));
     assert_eq!(set.load("mine").unwrap().name, "mine");
@@ -616,10 +1017,26 @@ fn themes_load_and_refuse_unknown() {
 #[test]
 fn help_lists_every_binding() {
     let f = fixture();
-    let h = Harness::new(f.store.clone(), AppOptions { demo: true, ..options() }, Theme::builtin("dark").unwrap(), Some(Arc::new(FakeCluster::default())), 80, 24);
+    let h = Harness::new(
+        f.store.clone(),
+        AppOptions {
+            demo: true,
+            ..options()
+        },
+        Theme::builtin("dark").unwrap(),
+        Some(Arc::new(FakeCluster::default())),
+        80,
+        24,
+    );
     let entries = leasehold::tui::views::help::entries(&h.app);
     for b in leasehold::tui::keymap::bindings() {
-        assert!(entries.iter().any(|e| e.1 == b.label() && e.2.starts_with(b.help)), "{} missing from help", b.help);
+        assert!(
+            entries
+                .iter()
+                .any(|e| e.1 == b.label() && e.2.starts_with(b.help)),
+            "{} missing from help",
+            b.help
+        );
     }
 }
 
@@ -637,12 +1054,18 @@ fn no_panic_on_tiny_sizes() {
             }
             for w in 0..=30 {
                 for hgt in 0..=12 {
-                    h.dispatch(Action::Resize { width: w, height: hgt });
+                    h.dispatch(Action::Resize {
+                        width: w,
+                        height: hgt,
+                    });
                     let _ = render_app(&h.app, w, hgt);
                 }
             }
             h.key(KeyCode::Esc);
-            h.dispatch(Action::Resize { width: 80, height: 24 });
+            h.dispatch(Action::Resize {
+                width: 80,
+                height: 24,
+            });
             if h.app.view() != view {
                 open(&mut h, view, &f);
             }
@@ -664,9 +1087,50 @@ fn screenshots() {
     let f = fixture();
     let write = std::env::var("LEASEHOLD_SCREENSHOTS").is_ok_and(|v| v == "1");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("screenshots");
+    // Some activity first, so the overview's sparklines have a story to tell.
+    let mut live = harness(&f, "dark", 120, 32);
+    for round in 0..40 {
+        let n = [3, 5, 8, 6, 2, 9, 12, 7, 4, 1][round % 10];
+        let claimed = f
+            .store
+            .claim_batch(
+                &format!("auth-{}", if round % 2 == 0 { "a" } else { "b" }),
+                C1,
+                n,
+                30_000,
+            )
+            .unwrap();
+        for item in claimed.iter().skip(1) {
+            let owner = item.owner_id.clone().unwrap();
+            f.store
+                .complete(&item.id, &owner, item.generation, None)
+                .unwrap();
+        }
+        if round % 7 == 3 {
+            let _ = f.store.complete("effect-020", "auth-b", 1, None);
+        }
+        f.clock.advance(250);
+        f.store.heartbeat("auth-a", false).unwrap();
+        f.store.heartbeat("auth-b", false).unwrap();
+        live.advance(250);
+        live.refresh();
+    }
+    let mut live = Some(live);
     for view in ALL_VIEWS {
-        let mut h = harness(&f, "dark", 120, 32);
-        open(&mut h, view, &f);
+        let mut h = match (view, live.take()) {
+            (ViewId::Overview, Some(h)) => h,
+            (_, back) => {
+                live = back;
+                harness(&f, "dark", 120, 32)
+            }
+        };
+        if view == ViewId::WorkflowDetail {
+            h.press(':');
+            h.type_text(&format!("workflow {}", f.retrying));
+            h.key(KeyCode::Enter);
+        } else {
+            open(&mut h, view, &f);
+        }
         if view == ViewId::Work {
             h.key(KeyCode::Down);
             h.key(KeyCode::Down);
@@ -681,10 +1145,18 @@ fn screenshots() {
     if write {
         let mut h = harness(&f, "light", 120, 32);
         open(&mut h, ViewId::Overview, &f);
-        std::fs::write(dir.join("overview-light.svg"), leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme())).unwrap();
+        std::fs::write(
+            dir.join("overview-light.svg"),
+            leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
+        )
+        .unwrap();
         let mut h = harness(&f, "dark", 120, 32);
         select_workflow(&mut h, &f.running);
         h.press('C');
-        std::fs::write(dir.join("cancel-dialog.svg"), leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme())).unwrap();
+        std::fs::write(
+            dir.join("cancel-dialog.svg"),
+            leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
+        )
+        .unwrap();
     }
 }

@@ -84,7 +84,10 @@ impl AuthorityConfig {
             return invalid("build must not be empty".into());
         }
         if self.lease_duration_ms < MIN_LEASE_MS {
-            return invalid(format!("leaseDurationMs must be at least {MIN_LEASE_MS} ms, got {}", self.lease_duration_ms));
+            return invalid(format!(
+                "leaseDurationMs must be at least {MIN_LEASE_MS} ms, got {}",
+                self.lease_duration_ms
+            ));
         }
         for (name, value) in [
             ("renewIntervalMs", self.renew_interval_ms),
@@ -122,7 +125,12 @@ impl AuthorityConfig {
 pub fn generated_instance_id() -> String {
     let ids = crate::ids::SeededIds::random();
     let suffix = crate::ids::IdSource::next_id(&ids, "");
-    format!("{}-{}{}", host_name(), std::process::id(), &suffix[..suffix.len().min(7)])
+    format!(
+        "{}-{}{}",
+        host_name(),
+        std::process::id(),
+        &suffix[..suffix.len().min(7)]
+    )
 }
 
 /// This host's name, from `HOSTNAME` or `/etc/hostname`, else `localhost`.
@@ -143,13 +151,25 @@ mod tests {
     #[test]
     fn defaults_are_the_seeds_and_valid() {
         let c = AuthorityConfig::new("a", "v1");
-        assert_eq!((c.lease_duration_ms, c.renew_interval_ms, c.worker_concurrency, c.claim_batch_size, c.poll_interval_ms), (30_000, 10_000, 4, 32, 1_000));
+        assert_eq!(
+            (
+                c.lease_duration_ms,
+                c.renew_interval_ms,
+                c.worker_concurrency,
+                c.claim_batch_size,
+                c.poll_interval_ms
+            ),
+            (30_000, 10_000, 4, 32, 1_000)
+        );
         assert!(c.validate().is_ok());
     }
 
     #[test]
     fn renew_not_below_lease_is_refused() {
-        let err = AuthorityConfig::new("a", "v1").with_timing(1_000, 1_000).validate().unwrap_err();
+        let err = AuthorityConfig::new("a", "v1")
+            .with_timing(1_000, 1_000)
+            .validate()
+            .expect_err("refused");
         assert_eq!(err.code(), "INVALID");
         assert!(err.to_string().contains("renewIntervalMs"));
     }

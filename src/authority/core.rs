@@ -38,7 +38,7 @@ const CURSOR_BATCH: usize = 64;
 #[derive(Debug, Clone)]
 pub enum Task {
     /// A claimed work item (effect, schedule firing, cursor).
-    Work(WorkItem),
+    Work(Box<WorkItem>),
     /// A workflow instance whose lease this authority holds.
     Workflow(Box<Claimed>),
 }
@@ -86,7 +86,11 @@ impl Job {
 pub enum Exec {
     /// A work item's handler ran. For a cursor, `advance_to` is the journal seq to move
     /// the cursor to (set while the advance is still to be written).
-    Work { outcome: HandlerOutcome, advance_to: Option<u64>, delivered: u64 },
+    Work {
+        outcome: HandlerOutcome,
+        advance_to: Option<u64>,
+        delivered: u64,
+    },
     /// A cursor with nothing new to deliver: hand it back for a later look.
     CursorIdle,
     /// A workflow instance with nothing due.
@@ -94,7 +98,10 @@ pub enum Exec {
     /// A workflow trigger to apply (recorded outcome, timer, matched event, timeout).
     WorkflowApply(Trigger),
     /// A workflow action ran.
-    WorkflowRan { request: ActionRequest, outcome: HandlerOutcome },
+    WorkflowRan {
+        request: ActionRequest,
+        outcome: HandlerOutcome,
+    },
     /// The attempt could not start (a store failure reading its input): hand it back.
     Aborted(String),
 }
@@ -191,11 +198,20 @@ impl AuthorityCore {
     ///
     /// # Errors
     /// `INVALID` for an unsafe config (see [`AuthorityConfig::validate`]).
-    pub fn new(store: Store, config: AuthorityConfig, workload: Workload, pace: Pace) -> Result<Self> {
+    pub fn new(
+        store: Store,
+        config: AuthorityConfig,
+        workload: Workload,
+        pace: Pace,
+    ) -> Result<Self> {
         config.validate()?;
         let compat = compatibility_key(&config.build).digest();
         let engine = Engine::new(store.clone(), &config.instance_id, &compat);
-        let stats = Stats { instance_id: config.instance_id.clone(), build: config.build.clone(), ..Stats::default() };
+        let stats = Stats {
+            instance_id: config.instance_id.clone(),
+            build: config.build.clone(),
+            ..Stats::default()
+        };
         Ok(Self {
             store,
             compat,
@@ -205,7 +221,10 @@ impl AuthorityCore {
             exec_log: None,
             host: host_name(),
             config,
-            state: Mutex::new(CoreState { stats, ..CoreState::default() }),
+            state: Mutex::new(CoreState {
+                stats,
+                ..CoreState::default()
+            }),
         })
     }
 
@@ -225,7 +244,9 @@ impl AuthorityCore {
 
     fn state(&self) -> MutexGuard<'_, CoreState> {
         // The state is plain counters and maps; a panic elsewhere cannot leave it torn.
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     #[must_use]
@@ -259,6 +280,12 @@ impl AuthorityCore {
     #[must_use]
     pub fn inflight(&self) -> usize {
         self.state().inflight.len()
+    }
+
+    /// The jobs owned right now (claimed and not yet finished, lost or released).
+    #[must_use]
+    pub fn owned(&self) -> Vec<Job> {
+        self.state().inflight.values().filter(|f| !f.lost).map(|f| f.job.clone()).collect()
     }
 
     /// Whether [`Self::shutdown`] has begun.
@@ -326,7 +353,9 @@ impl AuthorityCore {
             if st.stopping {
                 return Ok(Vec::new());
             }
-            self.config.worker_concurrency.saturating_sub(st.inflight.len())
+            self.config
+                .worker_concurrency
+                .saturating_sub(st.inflight.len())
         };
         let fired = self.store.fire_due_schedules(SCHEDULES_PER_POLL)?;
         self.state().stats.schedules_fired += fired as u64;
@@ -366,7 +395,12 @@ impl AuthorityCore {
                     .filter_map(|w| w.lease_expires_at.map(|e| (w.id, e)))
                     .collect())
             })?;
-            items = self.store.claim_batch(&self.config.instance_id, &self.compat, work_limit, lease)?;
+            items = self.store.claim_batch(
+                &self.config.instance_id,
+                &self.compat,
+                work_limit,
+                lease,
+            )?;
         }
 
         let mut st = self.state();
@@ -377,7 +411,11 @@ impl AuthorityCore {
                 let res = format!("wf:{}", c.row.instance_id);
                 (wf_expired.get(&res).copied(), Task::Workflow(Box::new(c)))
             })
-            .chain(items.into_iter().map(|i| (work_expired.get(&i.id).copied(), Task::Work(i))));
+            .chain(
+                items
+                    .into_iter()
+                    .map(|i| (work_expired.get(&i.id).copied(), Task::Work(Box::new(i)))),
+            );
         for (expired, task) in tasks {
             st.stats.claims += 1;
             if matches!(task, Task::Workflow(_)) {
@@ -385,11 +423,24 @@ impl AuthorityCore {
             }
             if let Some(expired_at) = expired {
                 st.stats.reclaims += 1;
-                st.stats.reclaim_latencies_ms.push((now - expired_at).max(0));
+                st.stats
+                    .reclaim_latencies_ms
+                    .push((now - expired_at).max(0));
             }
             st.next_job += 1;
-            let job = Job { id: st.next_job, task, claimed_at: now };
-            st.inflight.insert(job.id, InFlight { job: job.clone(), lost: false, deferred: None });
+            let job = Job {
+                id: st.next_job,
+                task,
+                claimed_at: now,
+            };
+            st.inflight.insert(
+                job.id,
+                InFlight {
+                    job: job.clone(),
+                    lost: false,
+                    deferred: None,
+                },
+            );
             jobs.push(job);
         }
         Ok(jobs)
@@ -404,31 +455,71 @@ impl AuthorityCore {
         let seed = self.workload.seed();
         let (exec, spent_ms) = match &job.task {
             Task::Work(item) => {
-                let payload: Value = serde_json::from_str(&item.payload).unwrap_or_else(|_| Value::String(item.payload.clone()));
+                let payload: Value = serde_json::from_str(&item.payload)
+                    .unwrap_or_else(|_| Value::String(item.payload.clone()));
                 let kind = match item.kind {
                     WorkKind::Effect => AttemptKind::Effect,
                     WorkKind::Schedule => AttemptKind::Schedule,
                     WorkKind::Cursor => AttemptKind::Cursor,
                 };
-                let mut ctx = AttemptContext::new(&item.id, kind, &item.handler, payload, &item.logical_effect_id, &item.idempotency_key, item.attempt_number, owner, item.generation, seed, self.pace);
+                let mut ctx = AttemptContext::new(
+                    &item.id,
+                    kind,
+                    &item.handler,
+                    payload,
+                    &item.logical_effect_id,
+                    &item.idempotency_key,
+                    item.attempt_number,
+                    owner,
+                    item.generation,
+                    seed,
+                    self.pace,
+                );
                 if kind == AttemptKind::Cursor {
                     let sub_id = subscription_id(item);
                     match self.cursor_events(&sub_id) {
                         Err(e) => (Exec::Aborted(e.to_string()), 0),
-                        Ok(None) => (Exec::Work { outcome: HandlerOutcome::terminal("NO_SUBSCRIPTION", format!("subscription {sub_id} does not exist")), advance_to: None, delivered: 0 }, 0),
+                        Ok(None) => (
+                            Exec::Work {
+                                outcome: HandlerOutcome::terminal(
+                                    "NO_SUBSCRIPTION",
+                                    format!("subscription {sub_id} does not exist"),
+                                ),
+                                advance_to: None,
+                                delivered: 0,
+                            },
+                            0,
+                        ),
                         Ok(Some(events)) if events.is_empty() => (Exec::CursorIdle, 0),
                         Ok(Some(events)) => {
-                            let last = events.last().map_or(0, |e| u64::try_from(e.seq).unwrap_or(0));
+                            let last = events
+                                .last()
+                                .map_or(0, |e| u64::try_from(e.seq).unwrap_or(0));
                             let delivered = events.len() as u64;
                             ctx.events = events;
                             let outcome = self.workload.run(&ctx);
-                            let advance_to = matches!(outcome, HandlerOutcome::Succeeded(_)).then_some(last);
-                            (Exec::Work { outcome, advance_to, delivered }, ctx.spent())
+                            let advance_to =
+                                matches!(outcome, HandlerOutcome::Succeeded(_)).then_some(last);
+                            (
+                                Exec::Work {
+                                    outcome,
+                                    advance_to,
+                                    delivered,
+                                },
+                                ctx.spent(),
+                            )
                         }
                     }
                 } else {
                     let outcome = self.workload.run(&ctx);
-                    (Exec::Work { outcome, advance_to: None, delivered: 0 }, ctx.spent())
+                    (
+                        Exec::Work {
+                            outcome,
+                            advance_to: None,
+                            delivered: 0,
+                        },
+                        ctx.spent(),
+                    )
                 }
             }
             Task::Workflow(claimed) => match self.engine.next(claimed) {
@@ -454,13 +545,23 @@ impl AuthorityCore {
                 }
             },
         };
-        Executed { job_id: job.id, exec, spent_ms }
+        Executed {
+            job_id: job.id,
+            exec,
+            spent_ms,
+        }
     }
 
     fn cursor_events(&self, sub_id: &str) -> Result<Option<Vec<crate::model::JournalEvent>>> {
-        let Some(sub) = self.store.subscription(sub_id)? else { return Ok(None) };
+        let Some(sub) = self.store.subscription(sub_id)? else {
+            return Ok(None);
+        };
         let after = i64::try_from(sub.sequence).unwrap_or(i64::MAX);
-        Ok(Some(self.store.journal_after(after, Some(&sub.event_type), CURSOR_BATCH)?))
+        Ok(Some(self.store.journal_after(
+            after,
+            Some(&sub.event_type),
+            CURSOR_BATCH,
+        )?))
     }
 
     /// Records a job's outcome under its fence: complete / fail (durable retry) / cursor
@@ -497,7 +598,14 @@ impl AuthorityCore {
             let st = self.state();
             for (i, executed) in batch.into_iter().enumerate() {
                 let groupable = match (st.inflight.get(&executed.job_id), &executed.exec) {
-                    (Some(f), Exec::Work { outcome: HandlerOutcome::Succeeded(_) | HandlerOutcome::Failed(_), advance_to: None, .. }) if !f.lost => match &f.job.task {
+                    (
+                        Some(f),
+                        Exec::Work {
+                            outcome: HandlerOutcome::Succeeded(_) | HandlerOutcome::Failed(_),
+                            advance_to: None,
+                            ..
+                        },
+                    ) if !f.lost => match &f.job.task {
                         Task::Work(item) if item.kind != WorkKind::Cursor => Some(f.job.clone()),
                         _ => None,
                     },
@@ -517,8 +625,14 @@ impl AuthorityCore {
                     owner: self.config.instance_id.clone(),
                     generation: job.generation(),
                     outcome: match &executed.exec {
-                        Exec::Work { outcome: HandlerOutcome::Failed(f), .. } => Err(f.clone()),
-                        Exec::Work { outcome: HandlerOutcome::Succeeded(out), .. } => Ok(out.as_ref().map(Value::to_string)),
+                        Exec::Work {
+                            outcome: HandlerOutcome::Failed(f),
+                            ..
+                        } => Err(f.clone()),
+                        Exec::Work {
+                            outcome: HandlerOutcome::Succeeded(out),
+                            ..
+                        } => Ok(out.as_ref().map(Value::to_string)),
                         _ => Ok(None),
                     },
                 })
@@ -539,7 +653,10 @@ impl AuthorityCore {
         for (i, executed) in single {
             answers[i] = Some(self.finish(executed));
         }
-        answers.into_iter().map(|a| a.unwrap_or(Finished::Abandoned("not-owned"))).collect()
+        answers
+            .into_iter()
+            .map(|a| a.unwrap_or(Finished::Abandoned("not-owned")))
+            .collect()
     }
 
     /// Applies a commit result: removes the job (or keeps it deferred), counts, logs.
@@ -571,18 +688,25 @@ impl AuthorityCore {
                 Finished::Failed => s.failures += 1,
                 Finished::Transitioned => match action {
                     Some(HandlerOutcome::Succeeded(_)) => s.completions += 1,
-                    Some(HandlerOutcome::Failed(f)) if f.class == FailureClass::Retryable => s.retries += 1,
+                    Some(HandlerOutcome::Failed(f)) if f.class == FailureClass::Retryable => {
+                        s.retries += 1
+                    }
                     Some(HandlerOutcome::Failed(_)) => s.failures += 1,
                     _ => {}
                 },
                 Finished::Refused(code) => s.refused(code),
                 Finished::Abandoned("uncertain") => s.uncertain += 1,
-                Finished::Yielded | Finished::Released | Finished::Abandoned(_) | Finished::Deferred(_) => {}
+                Finished::Yielded
+                | Finished::Released
+                | Finished::Abandoned(_)
+                | Finished::Deferred(_) => {}
             }
         }
         let word = match (&finished, &executed.exec) {
             (Finished::Refused(code), _) => Some(code.clone()),
-            (_, Exec::Work { outcome, .. } | Exec::WorkflowRan { outcome, .. }) => Some(outcome.label().to_owned()),
+            (_, Exec::Work { outcome, .. } | Exec::WorkflowRan { outcome, .. }) => {
+                Some(outcome.label().to_owned())
+            }
             _ => None,
         };
         if let Some(word) = word {
@@ -594,8 +718,16 @@ impl AuthorityCore {
     fn log_attempt(&self, job: &Job, executed: &Executed, outcome: &str) {
         let Some(log) = &self.exec_log else { return };
         let (logical, key, attempt) = match (&job.task, &executed.exec) {
-            (Task::Work(item), _) => (item.logical_effect_id.clone(), item.idempotency_key.clone(), item.attempt_number),
-            (Task::Workflow(_), Exec::WorkflowRan { request, .. }) => (request.invocation_id.clone(), request.invocation_id.clone(), request.attempt),
+            (Task::Work(item), _) => (
+                item.logical_effect_id.clone(),
+                item.idempotency_key.clone(),
+                item.attempt_number,
+            ),
+            (Task::Workflow(_), Exec::WorkflowRan { request, .. }) => (
+                request.invocation_id.clone(),
+                request.invocation_id.clone(),
+                request.attempt,
+            ),
             (Task::Workflow(_), _) => return,
         };
         let record = ExecRecord {
@@ -618,15 +750,26 @@ impl AuthorityCore {
         let owner = self.config.instance_id.as_str();
         let later = self.store.now() + self.config.poll_interval_ms;
         match (&job.task, &mut executed.exec) {
-            (Task::Work(item), Exec::Work { outcome, advance_to, delivered }) => {
+            (
+                Task::Work(item),
+                Exec::Work {
+                    outcome,
+                    advance_to,
+                    delivered,
+                },
+            ) => {
                 let generation = item.generation;
                 match outcome {
                     HandlerOutcome::Uncertain => Ok(Finished::Abandoned("uncertain")),
-                    HandlerOutcome::Failed(f) => classify(self.store.fail(&item.id, owner, generation, f.clone())),
+                    HandlerOutcome::Failed(f) => {
+                        classify(self.store.fail(&item.id, owner, generation, f.clone()))
+                    }
                     HandlerOutcome::Succeeded(_) if item.kind == WorkKind::Cursor => {
                         if let Some(seq) = *advance_to {
                             let sub = subscription_id(item);
-                            if let Err(refused) = refusal(self.store.advance_cursor(&sub, owner, generation, seq))? {
+                            if let Err(refused) =
+                                refusal(self.store.advance_cursor(&sub, owner, generation, seq))?
+                            {
                                 return Ok(refused);
                             }
                             *advance_to = None;
@@ -635,12 +778,25 @@ impl AuthorityCore {
                             st.stats.events_delivered += *delivered;
                         }
                         // More may be waiting: eligible again at once.
-                        classify(self.store.yield_back(&item.id, owner, generation, self.store.now()))
+                        classify(self.store.yield_back(
+                            &item.id,
+                            owner,
+                            generation,
+                            self.store.now(),
+                        ))
                     }
-                    HandlerOutcome::Succeeded(out) => classify(self.store.complete(&item.id, owner, generation, out.as_ref().map(Value::to_string))),
+                    HandlerOutcome::Succeeded(out) => classify(self.store.complete(
+                        &item.id,
+                        owner,
+                        generation,
+                        out.as_ref().map(Value::to_string),
+                    )),
                 }
             }
-            (Task::Work(item), Exec::CursorIdle | Exec::Aborted(_)) => classify(self.store.yield_back(&item.id, owner, item.generation, later)),
+            (Task::Work(item), Exec::CursorIdle | Exec::Aborted(_)) => classify(
+                self.store
+                    .yield_back(&item.id, owner, item.generation, later),
+            ),
             (Task::Workflow(claimed), exec) => self.commit_workflow(claimed, exec),
             (Task::Work(_), _) => Ok(Finished::Abandoned("not-owned")),
         }
@@ -655,19 +811,32 @@ impl AuthorityCore {
                 });
             }
             Exec::WorkflowApply(trigger) => trigger.clone(),
-            Exec::WorkflowRan { outcome: HandlerOutcome::Uncertain, .. } => return Ok(Finished::Abandoned("uncertain")),
+            Exec::WorkflowRan {
+                outcome: HandlerOutcome::Uncertain,
+                ..
+            } => return Ok(Finished::Abandoned("uncertain")),
             Exec::WorkflowRan { request, outcome } => {
                 let result = match outcome {
                     HandlerOutcome::Succeeded(out) => Ok(out.clone().unwrap_or(Value::Null)),
-                    HandlerOutcome::Failed(f) => Err(machine::Failure { code: f.code.clone(), message: f.message.clone(), retryable: f.class == FailureClass::Retryable }),
+                    HandlerOutcome::Failed(f) => Err(machine::Failure {
+                        code: f.code.clone(),
+                        message: f.message.clone(),
+                        retryable: f.class == FailureClass::Retryable,
+                    }),
                     HandlerOutcome::Uncertain => return Ok(Finished::Abandoned("uncertain")),
                 };
-                if let Err(refused) = refusal(self.engine.record_outcome(claimed, request, &result))? {
+                if let Err(refused) =
+                    refusal(self.engine.record_outcome(claimed, request, &result))?
+                {
                     return Ok(refused);
                 }
                 match result {
                     Ok(output) => Trigger::ActionSucceeded { output },
-                    Err(f) => Trigger::ActionFailed { retryable: f.retryable, code: f.code, message: f.message },
+                    Err(f) => Trigger::ActionFailed {
+                        retryable: f.retryable,
+                        code: f.code,
+                        message: f.message,
+                    },
                 }
             }
             Exec::Work { .. } | Exec::CursorIdle => return Ok(Finished::Abandoned("not-owned")),
@@ -689,7 +858,10 @@ impl AuthorityCore {
     pub fn flush(&self) -> Vec<Finished> {
         let deferred: Vec<Executed> = {
             let mut st = self.state();
-            st.inflight.values_mut().filter_map(|f| f.deferred.take()).collect()
+            st.inflight
+                .values_mut()
+                .filter_map(|f| f.deferred.take())
+                .collect()
         };
         deferred.into_iter().map(|e| self.finish(e)).collect()
     }
@@ -697,15 +869,32 @@ impl AuthorityCore {
     /// Renews every owned claim. A fenced (or otherwise refused) renewal marks the job lost:
     /// someone else owns the item now, and this job's outcome will be dropped.
     pub fn renew(&self) -> Renewed {
-        let jobs: Vec<Job> = self.state().inflight.values().filter(|f| !f.lost).map(|f| f.job.clone()).collect();
+        let jobs: Vec<Job> = self
+            .state()
+            .inflight
+            .values()
+            .filter(|f| !f.lost)
+            .map(|f| f.job.clone())
+            .collect();
         let lease = self.config.lease_duration_ms;
         let mut report = Renewed::default();
         for job in jobs {
             let result = match &job.task {
-                Task::Work(item) => self.store.renew_claim(&item.id, &self.config.instance_id, item.generation, lease).map(|_| ()),
+                Task::Work(item) => self
+                    .store
+                    .renew_claim(&item.id, &self.config.instance_id, item.generation, lease)
+                    .map(|_| ()),
                 // Whole milliseconds, far inside f64's exact range.
                 #[allow(clippy::cast_precision_loss)]
-                Task::Workflow(c) => self.store.renew(&job.resource(), &c.lease.token, c.lease.generation, lease as f64).map(|_| ()),
+                Task::Workflow(c) => self
+                    .store
+                    .renew(
+                        &job.resource(),
+                        &c.lease.token,
+                        c.lease.generation,
+                        lease as f64,
+                    )
+                    .map(|_| ()),
             };
             let mut st = self.state();
             match result {
@@ -737,11 +926,23 @@ impl AuthorityCore {
         let owned: Vec<Job> = {
             let mut st = self.state();
             st.stopping = true;
-            std::mem::take(&mut st.inflight).into_values().filter(|f| !f.lost).map(|f| f.job).collect()
+            std::mem::take(&mut st.inflight)
+                .into_values()
+                .filter(|f| !f.lost)
+                .map(|f| f.job)
+                .collect()
         };
         for job in owned {
             let released = match &job.task {
-                Task::Work(item) => self.store.yield_back(&item.id, &self.config.instance_id, item.generation, self.store.now()).map(|_| ()),
+                Task::Work(item) => self
+                    .store
+                    .yield_back(
+                        &item.id,
+                        &self.config.instance_id,
+                        item.generation,
+                        self.store.now(),
+                    )
+                    .map(|_| ()),
                 Task::Workflow(c) => self.engine.release(c),
             };
             let mut st = self.state();
@@ -752,7 +953,15 @@ impl AuthorityCore {
             }
             drop(st);
             if let Task::Work(_) = &job.task {
-                self.log_attempt(&job, &Executed { job_id: job.id, exec: Exec::CursorIdle, spent_ms: 0 }, "released");
+                self.log_attempt(
+                    &job,
+                    &Executed {
+                        job_id: job.id,
+                        exec: Exec::CursorIdle,
+                        spent_ms: 0,
+                    },
+                    "released",
+                );
             }
         }
         let stopped = self.store.heartbeat(&self.config.instance_id, true);
@@ -770,7 +979,11 @@ impl AuthorityCore {
 
 impl std::fmt::Debug for AuthorityCore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AuthorityCore").field("instance", &self.config.instance_id).field("build", &self.config.build).field("compat", &self.compat).finish_non_exhaustive()
+        f.debug_struct("AuthorityCore")
+            .field("instance", &self.config.instance_id)
+            .field("build", &self.config.build)
+            .field("compat", &self.compat)
+            .finish_non_exhaustive()
     }
 }
 
@@ -779,6 +992,15 @@ impl std::fmt::Debug for AuthorityCore {
 fn subscription_id(item: &WorkItem) -> String {
     serde_json::from_str::<Value>(&item.payload)
         .ok()
-        .and_then(|p| p.get("subscription").and_then(Value::as_str).map(str::to_owned))
-        .unwrap_or_else(|| item.id.strip_prefix(&Subscription::work_id("")).unwrap_or(&item.id).to_owned())
+        .and_then(|p| {
+            p.get("subscription")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| {
+            item.id
+                .strip_prefix(&Subscription::work_id(""))
+                .unwrap_or(&item.id)
+                .to_owned()
+        })
 }

@@ -166,13 +166,21 @@ impl HandlerOutcome {
     /// A retryable failure.
     #[must_use]
     pub fn retryable(code: &str, message: impl Into<String>) -> Self {
-        Self::Failed(Failure { class: FailureClass::Retryable, code: code.into(), message: message.into() })
+        Self::Failed(Failure {
+            class: FailureClass::Retryable,
+            code: code.into(),
+            message: message.into(),
+        })
     }
 
     /// A terminal failure.
     #[must_use]
     pub fn terminal(code: &str, message: impl Into<String>) -> Self {
-        Self::Failed(Failure { class: FailureClass::Terminal, code: code.into(), message: message.into() })
+        Self::Failed(Failure {
+            class: FailureClass::Terminal,
+            code: code.into(),
+            message: message.into(),
+        })
     }
 
     /// `succeeded`, `retryable`, `terminal` or `uncertain`: the exec log's outcome word.
@@ -213,7 +221,11 @@ pub struct Workload {
 
 impl std::fmt::Debug for Workload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Workload").field("name", &self.name).field("seed", &self.seed).field("handlers", &self.handlers.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("Workload")
+            .field("name", &self.name)
+            .field("seed", &self.seed)
+            .field("handlers", &self.handlers.keys().collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -221,7 +233,11 @@ impl Workload {
     /// An empty workload.
     #[must_use]
     pub fn new(name: impl Into<String>, seed: u64) -> Self {
-        Self { name: name.into(), seed, handlers: BTreeMap::new() }
+        Self {
+            name: name.into(),
+            seed,
+            handlers: BTreeMap::new(),
+        }
     }
 
     /// Registers (or replaces) the handler for `name`.
@@ -272,7 +288,13 @@ impl Workload {
     pub fn run(&self, attempt: &AttemptContext) -> HandlerOutcome {
         match self.handlers.get(&attempt.handler) {
             Some(handler) => handler.run(attempt),
-            None => HandlerOutcome::terminal("UNKNOWN_HANDLER", format!("no handler named {:?} is registered in workload {:?}", attempt.handler, self.name)),
+            None => HandlerOutcome::terminal(
+                "UNKNOWN_HANDLER",
+                format!(
+                    "no handler named {:?} is registered in workload {:?}",
+                    attempt.handler, self.name
+                ),
+            ),
         }
     }
 }

@@ -40,7 +40,9 @@ impl std::str::FromStr for LogFormat {
         match s {
             "text" => Ok(Self::Text),
             "json" => Ok(Self::Json),
-            other => Err(Error::Invalid(format!("unknown log format {other:?}; use text or json"))),
+            other => Err(Error::Invalid(format!(
+                "unknown log format {other:?}; use text or json"
+            ))),
         }
     }
 }
@@ -63,29 +65,60 @@ pub struct RunOptions {
 /// `INVALID` for an unsafe config or an exec log that cannot be opened; a store failure
 /// registering at start-up or recording the stop. Store failures while running are logged
 /// and retried, never fatal.
-pub async fn run_authority(store: Store, config: AuthorityConfig, workload: Workload, exec_log: Option<PathBuf>, shutdown: impl Future<Output = ()>) -> Result<Stats> {
-    run_authority_with(store, config, workload, RunOptions { exec_log, ..RunOptions::default() }, shutdown).await
+pub async fn run_authority(
+    store: Store,
+    config: AuthorityConfig,
+    workload: Workload,
+    exec_log: Option<PathBuf>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Stats> {
+    run_authority_with(
+        store,
+        config,
+        workload,
+        RunOptions {
+            exec_log,
+            ..RunOptions::default()
+        },
+        shutdown,
+    )
+    .await
 }
 
 /// [`run_authority`] with every option.
 ///
 /// # Errors
 /// As [`run_authority`].
-pub async fn run_authority_with(store: Store, config: AuthorityConfig, workload: Workload, options: RunOptions, shutdown: impl Future<Output = ()>) -> Result<Stats> {
+pub async fn run_authority_with(
+    store: Store,
+    config: AuthorityConfig,
+    workload: Workload,
+    options: RunOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Stats> {
     let mut core = AuthorityCore::new(store, config, workload, Pace::Real)?;
     if let Some(path) = &options.exec_log {
         core = core.with_exec_log(ExecLog::open(path)?);
     }
     let core = Arc::new(core);
-    let log = Logger { format: options.log_format, core: core.clone() };
+    let log = Logger {
+        format: options.log_format,
+        core: core.clone(),
+    };
     let cfg = core.config().clone();
     blocking(&core, AuthorityCore::register).await??;
     log.line("started", json!({ "build": cfg.build, "compat": core.compat(), "store": core.store().describe(), "config": serde_json::to_value(&cfg).unwrap_or(Value::Null) }));
 
     let period = |ms: Millis| Duration::from_millis(ms.max(1).unsigned_abs());
     let mut poll = tokio::time::interval(period(cfg.poll_interval_ms));
-    let mut renew = tokio::time::interval_at(Instant::now() + period(cfg.renew_interval_ms), period(cfg.renew_interval_ms));
-    let mut heartbeat = tokio::time::interval_at(Instant::now() + period(cfg.heartbeat_interval_ms), period(cfg.heartbeat_interval_ms));
+    let mut renew = tokio::time::interval_at(
+        Instant::now() + period(cfg.renew_interval_ms),
+        period(cfg.renew_interval_ms),
+    );
+    let mut heartbeat = tokio::time::interval_at(
+        Instant::now() + period(cfg.heartbeat_interval_ms),
+        period(cfg.heartbeat_interval_ms),
+    );
     for timer in [&mut poll, &mut renew, &mut heartbeat] {
         timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
     }
@@ -124,7 +157,10 @@ pub async fn run_authority_with(store: Store, config: AuthorityConfig, workload:
     }
 
     core.stop_claiming();
-    log.line("stopping", json!({ "inflight": core.inflight(), "running": running.len() }));
+    log.line(
+        "stopping",
+        json!({ "inflight": core.inflight(), "running": running.len() }),
+    );
     let grace = options.shutdown_grace_ms.unwrap_or(cfg.renew_interval_ms);
     let deadline = tokio::time::sleep(period(grace));
     tokio::pin!(deadline);
@@ -148,24 +184,40 @@ pub async fn run_authority_with(store: Store, config: AuthorityConfig, workload:
 }
 
 /// Runs `f` on the blocking pool (store calls are synchronous).
-async fn blocking<T: Send + 'static>(core: &Arc<AuthorityCore>, f: impl FnOnce(&AuthorityCore) -> T + Send + 'static) -> Result<T> {
+async fn blocking<T: Send + 'static>(
+    core: &Arc<AuthorityCore>,
+    f: impl FnOnce(&AuthorityCore) -> T + Send + 'static,
+) -> Result<T> {
     let core = core.clone();
-    tokio::task::spawn_blocking(move || f(&core)).await.map_err(|e| Error::OutcomeUnknown(format!("an authority task did not finish: {e}")))
+    tokio::task::spawn_blocking(move || f(&core))
+        .await
+        .map_err(|e| Error::OutcomeUnknown(format!("an authority task did not finish: {e}")))
 }
 
 /// Executes one job, turning a handler panic into an uncertain outcome (nothing recorded).
 fn execute_caught(core: &AuthorityCore, job: &Job) -> Executed {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| core.execute(job))).unwrap_or_else(|_| Executed {
-        job_id: job.id,
-        exec: match job.task {
-            Task::Work(_) => Exec::Work { outcome: HandlerOutcome::Uncertain, advance_to: None, delivered: 0 },
-            Task::Workflow(_) => Exec::Aborted("the handler panicked".into()),
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| core.execute(job))).unwrap_or_else(
+        |_| Executed {
+            job_id: job.id,
+            exec: match job.task {
+                Task::Work(_) => Exec::Work {
+                    outcome: HandlerOutcome::Uncertain,
+                    advance_to: None,
+                    delivered: 0,
+                },
+                Task::Workflow(_) => Exec::Aborted("the handler panicked".into()),
+            },
+            spent_ms: 0,
         },
-        spent_ms: 0,
-    })
+    )
 }
 
-async fn poll_and_spawn(core: &Arc<AuthorityCore>, log: &Logger, running: &mut JoinSet<Executed>, store_down: &mut bool) -> Result<()> {
+async fn poll_and_spawn(
+    core: &Arc<AuthorityCore>,
+    log: &Logger,
+    running: &mut JoinSet<Executed>,
+    store_down: &mut bool,
+) -> Result<()> {
     let polled = blocking(core, AuthorityCore::poll).await?;
     note_store(log, store_down, polled.as_ref().err());
     for job in polled.unwrap_or_default() {
@@ -175,7 +227,12 @@ async fn poll_and_spawn(core: &Arc<AuthorityCore>, log: &Logger, running: &mut J
     Ok(())
 }
 
-async fn finish_joined(core: &Arc<AuthorityCore>, log: &Logger, running: &mut JoinSet<Executed>, first: std::result::Result<Executed, tokio::task::JoinError>) -> Result<()> {
+async fn finish_joined(
+    core: &Arc<AuthorityCore>,
+    log: &Logger,
+    running: &mut JoinSet<Executed>,
+    first: std::result::Result<Executed, tokio::task::JoinError>,
+) -> Result<()> {
     let mut batch: Vec<Executed> = Vec::new();
     let mut push = |joined: std::result::Result<Executed, tokio::task::JoinError>| match joined {
         Ok(executed) => batch.push(executed),
@@ -199,7 +256,9 @@ fn log_finished(log: &Logger, finished: &Finished) {
     match finished {
         Finished::Refused(code) => log.line("write-refused", json!({ "code": code })),
         Finished::Deferred(why) => log.line("outcome-deferred", json!({ "error": why })),
-        Finished::Abandoned(reason @ ("lost" | "uncertain")) => log.line("attempt-abandoned", json!({ "reason": reason })),
+        Finished::Abandoned(reason @ ("lost" | "uncertain")) => {
+            log.line("attempt-abandoned", json!({ "reason": reason }))
+        }
         _ => {}
     }
 }

@@ -103,7 +103,12 @@ impl ExecLog {
             .create(true)
             .append(true)
             .open(path)
-            .map_err(|e| Error::Invalid(format!("cannot open the execution log {}: {e}", path.display())))?;
+            .map_err(|e| {
+                Error::Invalid(format!(
+                    "cannot open the execution log {}: {e}",
+                    path.display()
+                ))
+            })?;
         Ok(Self(Mutex::new(LineWriter::new(file))))
     }
 
@@ -113,8 +118,12 @@ impl ExecLog {
     /// `INVALID` when the line cannot be written.
     pub fn append(&self, record: &ExecRecord) -> Result<()> {
         let line = serde_json::to_string(record).map_err(|e| Error::Invalid(e.to_string()))?;
-        let mut w = self.0.lock().map_err(|_| Error::Invalid("execution log lock poisoned".into()))?;
-        writeln!(w, "{line}").map_err(|e| Error::Invalid(format!("cannot write the execution log: {e}")))
+        let mut w = self
+            .0
+            .lock()
+            .map_err(|_| Error::Invalid("execution log lock poisoned".into()))?;
+        writeln!(w, "{line}")
+            .map_err(|e| Error::Invalid(format!("cannot write the execution log: {e}")))
     }
 }
 

@@ -27,7 +27,13 @@ pub const SCHEDULE_HANDLER: &str = "schedule-tick";
 /// The handler of subscription cursors.
 pub const CURSOR_HANDLER: &str = "deliver-events";
 /// The workflow actions of the shipped definitions.
-pub const ACTION_HANDLERS: [&str; 5] = ["reserve-stock", "ship-order", "release-stock", "call-partner-api", "send-reminder"];
+pub const ACTION_HANDLERS: [&str; 5] = [
+    "reserve-stock",
+    "ship-order",
+    "release-stock",
+    "call-partner-api",
+    "send-reminder",
+];
 
 /// Multipliers over every handler's base knobs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,11 +50,32 @@ impl Profile {
     /// `INVALID` for an unknown name (listing the known ones).
     pub fn named(name: &str) -> Result<Self> {
         Ok(match name {
-            "default" => Self { latency: 1.0, failure: 1.0, uncertain: 1.0 },
-            "fast" => Self { latency: 0.0, failure: 0.0, uncertain: 0.0 },
-            "slow" => Self { latency: 10.0, failure: 1.0, uncertain: 1.0 },
-            "chaos" => Self { latency: 1.0, failure: 3.0, uncertain: 3.0 },
-            other => return Err(Error::Invalid(format!("unknown workload {other:?}; known: {}", WORKLOAD_NAMES.join(", ")))),
+            "default" => Self {
+                latency: 1.0,
+                failure: 1.0,
+                uncertain: 1.0,
+            },
+            "fast" => Self {
+                latency: 0.0,
+                failure: 0.0,
+                uncertain: 0.0,
+            },
+            "slow" => Self {
+                latency: 10.0,
+                failure: 1.0,
+                uncertain: 1.0,
+            },
+            "chaos" => Self {
+                latency: 1.0,
+                failure: 3.0,
+                uncertain: 3.0,
+            },
+            other => {
+                return Err(Error::Invalid(format!(
+                    "unknown workload {other:?}; known: {}",
+                    WORKLOAD_NAMES.join(", ")
+                )));
+            }
         })
     }
 }
@@ -81,8 +108,22 @@ pub struct DemoHandler {
 }
 
 impl DemoHandler {
-    fn new(latency_ms: (Millis, Millis), retryable: f64, terminal: f64, uncertain: f64, terminal_code: &'static str, output: Output) -> Self {
-        Self { latency_ms, retryable_rate: retryable, terminal_rate: terminal, uncertain_rate: uncertain, terminal_code, output }
+    fn new(
+        latency_ms: (Millis, Millis),
+        retryable: f64,
+        terminal: f64,
+        uncertain: f64,
+        terminal_code: &'static str,
+        output: Output,
+    ) -> Self {
+        Self {
+            latency_ms,
+            retryable_rate: retryable,
+            terminal_rate: terminal,
+            uncertain_rate: uncertain,
+            terminal_code,
+            output,
+        }
     }
 
     fn scaled(mut self, profile: Profile) -> Self {
@@ -104,11 +145,19 @@ impl DemoHandler {
         match self.output {
             Output::Receipt(field, prefix) => json!({ field: format!("{prefix}-{digest}") }),
             Output::Reservation => {
-                let order = attempt.payload.get("orderId").and_then(Value::as_str).unwrap_or("unknown");
+                let order = attempt
+                    .payload
+                    .get("orderId")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown");
                 json!({ "reservationId": format!("res-{order}-{digest}") })
             }
-            Output::Partner => json!({ "status": 200, "partner": attempt.payload.get("partner").cloned().unwrap_or(Value::Null), "requestId": format!("req-{digest}") }),
-            Output::Delivery => json!({ "delivered": attempt.events.len(), "through": attempt.events.last().map(|e| e.seq) }),
+            Output::Partner => {
+                json!({ "status": 200, "partner": attempt.payload.get("partner").cloned().unwrap_or(Value::Null), "requestId": format!("req-{digest}") })
+            }
+            Output::Delivery => {
+                json!({ "delivered": attempt.events.len(), "through": attempt.events.last().map(|e| e.seq) })
+            }
         }
     }
 }
@@ -116,19 +165,39 @@ impl DemoHandler {
 impl Handler for DemoHandler {
     fn run(&self, attempt: &AttemptContext) -> HandlerOutcome {
         let mut rng = attempt.rng("demo");
-        let (lo, hi) = (self.latency_ms.0.min(self.latency_ms.1), self.latency_ms.0.max(self.latency_ms.1));
-        let per = if hi > lo { rng.random_range(lo..=hi) } else { lo };
-        let units = if attempt.kind == AttemptKind::Cursor { attempt.events.len().max(1) } else { 1 };
+        let (lo, hi) = (
+            self.latency_ms.0.min(self.latency_ms.1),
+            self.latency_ms.0.max(self.latency_ms.1),
+        );
+        let per = if hi > lo {
+            rng.random_range(lo..=hi)
+        } else {
+            lo
+        };
+        let units = if attempt.kind == AttemptKind::Cursor {
+            attempt.events.len().max(1)
+        } else {
+            1
+        };
         attempt.spend(per.saturating_mul(Millis::try_from(units).unwrap_or(Millis::MAX)));
         let roll: f64 = rng.random();
         if roll < self.uncertain_rate {
             return HandlerOutcome::Uncertain;
         }
         if roll < self.uncertain_rate + self.terminal_rate {
-            return HandlerOutcome::terminal(self.terminal_code, format!("{} refused {}", attempt.handler, attempt.idempotency_key));
+            return HandlerOutcome::terminal(
+                self.terminal_code,
+                format!("{} refused {}", attempt.handler, attempt.idempotency_key),
+            );
         }
         if roll < self.uncertain_rate + self.terminal_rate + self.retryable_rate {
-            return HandlerOutcome::retryable("TEMPORARY_FAILURE", format!("{} failed transiently (attempt {})", attempt.handler, attempt.attempt));
+            return HandlerOutcome::retryable(
+                "TEMPORARY_FAILURE",
+                format!(
+                    "{} failed transiently (attempt {})",
+                    attempt.handler, attempt.attempt
+                ),
+            );
         }
         HandlerOutcome::Succeeded(Some(self.output(attempt)))
     }
@@ -138,17 +207,99 @@ impl Handler for DemoHandler {
 fn base_handlers() -> Vec<(&'static str, DemoHandler)> {
     use Output::{Delivery, Partner, Receipt, Reservation};
     vec![
-        ("send-email", DemoHandler::new((10, 60), 0.02, 0.0, 0.005, "EMAIL_REJECTED", Receipt("messageId", "msg"))),
-        ("charge-card", DemoHandler::new((30, 150), 0.03, 0.04, 0.01, "CARD_DECLINED", Receipt("chargeId", "ch"))),
-        ("sync-crm", DemoHandler::new((100, 400), 0.05, 0.0, 0.005, "CRM_REJECTED", Receipt("crmRecord", "crm"))),
-        ("flaky-call", DemoHandler::new((20, 200), 0.33, 0.0, 0.02, "PARTNER_REFUSED", Partner)),
-        (SCHEDULE_HANDLER, DemoHandler::new((5, 40), 0.02, 0.0, 0.0, "TICK_FAILED", Receipt("tick", "tick"))),
-        (CURSOR_HANDLER, DemoHandler::new((2, 10), 0.02, 0.0, 0.005, "DELIVERY_FAILED", Delivery)),
-        ("reserve-stock", DemoHandler::new((20, 120), 0.05, 0.02, 0.005, "OUT_OF_STOCK", Reservation)),
-        ("ship-order", DemoHandler::new((50, 300), 0.05, 0.0, 0.005, "CARRIER_REFUSED", Receipt("trackingId", "trk"))),
-        ("release-stock", DemoHandler::new((20, 80), 0.03, 0.0, 0.0, "RELEASE_FAILED", Receipt("releaseId", "rel"))),
-        ("call-partner-api", DemoHandler::new((50, 400), 0.2, 0.0, 0.01, "PARTNER_REFUSED", Partner)),
-        ("send-reminder", DemoHandler::new((10, 50), 0.03, 0.0, 0.0, "REMINDER_REJECTED", Receipt("receiptId", "rcpt"))),
+        (
+            "send-email",
+            DemoHandler::new(
+                (10, 60),
+                0.02,
+                0.0,
+                0.005,
+                "EMAIL_REJECTED",
+                Receipt("messageId", "msg"),
+            ),
+        ),
+        (
+            "charge-card",
+            DemoHandler::new(
+                (30, 150),
+                0.03,
+                0.04,
+                0.01,
+                "CARD_DECLINED",
+                Receipt("chargeId", "ch"),
+            ),
+        ),
+        (
+            "sync-crm",
+            DemoHandler::new(
+                (100, 400),
+                0.05,
+                0.0,
+                0.005,
+                "CRM_REJECTED",
+                Receipt("crmRecord", "crm"),
+            ),
+        ),
+        (
+            "flaky-call",
+            DemoHandler::new((20, 200), 0.33, 0.0, 0.02, "PARTNER_REFUSED", Partner),
+        ),
+        (
+            SCHEDULE_HANDLER,
+            DemoHandler::new(
+                (5, 40),
+                0.02,
+                0.0,
+                0.0,
+                "TICK_FAILED",
+                Receipt("tick", "tick"),
+            ),
+        ),
+        (
+            CURSOR_HANDLER,
+            DemoHandler::new((2, 10), 0.02, 0.0, 0.005, "DELIVERY_FAILED", Delivery),
+        ),
+        (
+            "reserve-stock",
+            DemoHandler::new((20, 120), 0.05, 0.02, 0.005, "OUT_OF_STOCK", Reservation),
+        ),
+        (
+            "ship-order",
+            DemoHandler::new(
+                (50, 300),
+                0.05,
+                0.0,
+                0.005,
+                "CARRIER_REFUSED",
+                Receipt("trackingId", "trk"),
+            ),
+        ),
+        (
+            "release-stock",
+            DemoHandler::new(
+                (20, 80),
+                0.03,
+                0.0,
+                0.0,
+                "RELEASE_FAILED",
+                Receipt("releaseId", "rel"),
+            ),
+        ),
+        (
+            "call-partner-api",
+            DemoHandler::new((50, 400), 0.2, 0.0, 0.01, "PARTNER_REFUSED", Partner),
+        ),
+        (
+            "send-reminder",
+            DemoHandler::new(
+                (10, 50),
+                0.03,
+                0.0,
+                0.0,
+                "REMINDER_REJECTED",
+                Receipt("receiptId", "rcpt"),
+            ),
+        ),
     ]
 }
 
@@ -181,10 +332,14 @@ mod tests {
     #[test]
     fn the_default_workload_covers_seed_and_the_shipped_workflows() {
         let w = default_workload(1);
-        for name in EFFECT_HANDLERS.iter().chain(&ACTION_HANDLERS).chain(&[SCHEDULE_HANDLER, CURSOR_HANDLER]) {
+        for name in EFFECT_HANDLERS
+            .iter()
+            .chain(&ACTION_HANDLERS)
+            .chain(&[SCHEDULE_HANDLER, CURSOR_HANDLER])
+        {
             assert!(w.get(name).is_some(), "{name}");
         }
-        for (action, _) in &Catalog::demo().actions {
+        for action in Catalog::demo().actions.keys() {
             assert!(w.get(action).is_some(), "{action}");
         }
         for name in crate::cli::seed::SEED_HANDLERS {
@@ -194,10 +349,36 @@ mod tests {
 
     #[test]
     fn fast_attempts_succeed_without_latency_and_outputs_follow_the_key() {
-        let w = named("fast", 3).unwrap();
-        let ctx = AttemptContext::new("e1", AttemptKind::Effect, "send-email", json!({}), "e1", "k1", 1, "a", 1, 3, Pace::Virtual);
-        let HandlerOutcome::Succeeded(Some(first)) = w.run(&ctx) else { panic!("fast never fails") };
-        let again = AttemptContext::new("e1", AttemptKind::Effect, "send-email", json!({}), "e1", "k1", 2, "b", 2, 3, Pace::Virtual);
+        let w = named("fast", 3).expect("a known workload");
+        let ctx = AttemptContext::new(
+            "e1",
+            AttemptKind::Effect,
+            "send-email",
+            json!({}),
+            "e1",
+            "k1",
+            1,
+            "a",
+            1,
+            3,
+            Pace::Virtual,
+        );
+        let HandlerOutcome::Succeeded(Some(first)) = w.run(&ctx) else {
+            panic!("fast never fails")
+        };
+        let again = AttemptContext::new(
+            "e1",
+            AttemptKind::Effect,
+            "send-email",
+            json!({}),
+            "e1",
+            "k1",
+            2,
+            "b",
+            2,
+            3,
+            Pace::Virtual,
+        );
         assert_eq!(w.run(&again), HandlerOutcome::Succeeded(Some(first)));
         assert_eq!(ctx.spent(), 0);
     }

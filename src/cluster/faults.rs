@@ -25,6 +25,10 @@ pub enum Target {
     Busiest,
     /// A running authority chosen by the scenario's generator.
     Random,
+    /// The running authority holding the most cursor and workflow claims (then the most
+    /// jobs): a stall there is sure to meet a successor's newer generation, since those
+    /// claims never become terminal under it.
+    Stallable,
 }
 
 impl Target {
@@ -33,6 +37,7 @@ impl Target {
             Self::Node(i) => format!("auth-{}", i + 1),
             Self::Busiest => "the busiest authority".into(),
             Self::Random => "a random authority".into(),
+            Self::Stallable => "the authority holding the most cursor and workflow claims".into(),
         }
     }
 }
@@ -69,14 +74,35 @@ impl Fault {
     pub fn describe(&self) -> String {
         match self {
             Self::Crash(t) => format!("crash {}", t.describe()),
-            Self::Pause { target, for_ms } => format!("pause {} for {}", target.describe(), format_duration(*for_ms)),
+            Self::Pause { target, for_ms } => format!(
+                "pause {} for {}",
+                target.describe(),
+                format_duration(*for_ms)
+            ),
             Self::Outage { for_ms } => format!("store outage for {}", format_duration(*for_ms)),
-            Self::SlowHandlers { factor_pct, for_ms } => format!("handlers at {factor_pct}% time for {}", format_duration(*for_ms)),
-            Self::FailingHandlers { per_mille, for_ms } => format!("handlers fail {per_mille}‰ for {}", format_duration(*for_ms)),
-            Self::Skew { target, offset_ms } => format!("skew {} by {offset_ms:+}ms", target.describe()),
+            Self::SlowHandlers { factor_pct, for_ms } => format!(
+                "handlers at {factor_pct}% time for {}",
+                format_duration(*for_ms)
+            ),
+            Self::FailingHandlers { per_mille, for_ms } => format!(
+                "handlers fail {per_mille}‰ for {}",
+                format_duration(*for_ms)
+            ),
+            Self::Skew { target, offset_ms } => {
+                format!("skew {} by {offset_ms:+}ms", target.describe())
+            }
             Self::ResetSkew => "clocks back in sync".into(),
-            Self::RollOut { build, step_ms } => format!("roll out build {build} (one authority per {})", format_duration(*step_ms)),
-            Self::AddAuthority { build } => format!("add an authority{}", build.as_ref().map(|b| format!(" of build {b}")).unwrap_or_default()),
+            Self::RollOut { build, step_ms } => format!(
+                "roll out build {build} (one authority per {})",
+                format_duration(*step_ms)
+            ),
+            Self::AddAuthority { build } => format!(
+                "add an authority{}",
+                build
+                    .as_ref()
+                    .map(|b| format!(" of build {b}"))
+                    .unwrap_or_default()
+            ),
             Self::Stop(t) => format!("stop {} cleanly", t.describe()),
         }
     }
@@ -100,7 +126,10 @@ pub struct HandlerFaults {
 
 impl Default for HandlerFaults {
     fn default() -> Self {
-        Self { slow_pct: AtomicU64::new(100), fail_per_mille: AtomicU64::new(0) }
+        Self {
+            slow_pct: AtomicU64::new(100),
+            fail_per_mille: AtomicU64::new(0),
+        }
     }
 }
 
@@ -110,7 +139,8 @@ impl HandlerFaults {
     }
 
     pub fn set_failing(&self, per_mille: u64) {
-        self.fail_per_mille.store(per_mille.min(1000), Ordering::SeqCst);
+        self.fail_per_mille
+            .store(per_mille.min(1000), Ordering::SeqCst);
     }
 
     /// Back to normal.
@@ -122,7 +152,10 @@ impl HandlerFaults {
     /// Wraps `inner` so it obeys these knobs.
     #[must_use]
     pub fn wrap(self: &Arc<Self>, inner: Arc<dyn Handler>) -> Arc<dyn Handler> {
-        Arc::new(FaultyHandler { inner, faults: self.clone() })
+        Arc::new(FaultyHandler {
+            inner,
+            faults: self.clone(),
+        })
     }
 }
 
@@ -144,8 +177,14 @@ impl Handler for FaultyHandler {
             attempt.spend(taken.saturating_mul(Millis::try_from(pct - 100).unwrap_or(0)) / 100);
         }
         let fail = self.faults.fail_per_mille.load(Ordering::SeqCst);
-        if fail > 0 && matches!(outcome, HandlerOutcome::Succeeded(_)) && attempt.rng("fault").random_range(0..1000) < fail {
-            return HandlerOutcome::retryable("INJECTED_FAILURE", format!("{} failed by fault injection", attempt.handler));
+        if fail > 0
+            && matches!(outcome, HandlerOutcome::Succeeded(_))
+            && attempt.rng("fault").random_range(0..1000) < fail
+        {
+            return HandlerOutcome::retryable(
+                "INJECTED_FAILURE",
+                format!("{} failed by fault injection", attempt.handler),
+            );
         }
         outcome
     }

@@ -52,12 +52,18 @@ impl Cluster {
         let label = format!("{} · seed {}", options.scenario, options.seed);
         let sim = Sim::new(options)?;
         let store = sim.store().clone();
-        Ok(Self { sim: Mutex::new(sim), store, label })
+        Ok(Self {
+            sim: Mutex::new(sim),
+            store,
+            label,
+        })
     }
 
     fn sim(&self) -> MutexGuard<'_, Sim> {
         // A panic inside a step cannot be recovered from meaningfully; keep serving reads.
-        self.sim.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.sim
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The shared store (read it through its unskewed virtual clock).
@@ -121,7 +127,10 @@ impl Cluster {
             let mut sim = self.sim();
             sim.pause_node(i, None);
             let at = sim.now() - sim.options.start_at;
-            sim.timeline.push(faults::FaultRecord { at_ms: at, what: format!("pause → {id}") });
+            sim.timeline.push(faults::FaultRecord {
+                at_ms: at,
+                what: format!("pause → {id}"),
+            });
         }
     }
 
@@ -131,7 +140,10 @@ impl Cluster {
             let mut sim = self.sim();
             sim.resume_node(i);
             let at = sim.now() - sim.options.start_at;
-            sim.timeline.push(faults::FaultRecord { at_ms: at, what: format!("resume → {id}") });
+            sim.timeline.push(faults::FaultRecord {
+                at_ms: at,
+                what: format!("resume → {id}"),
+            });
         }
     }
 
@@ -147,13 +159,19 @@ impl Cluster {
     /// Rolling deploy to `build`.
     pub fn roll_out(&self, build: &str) {
         let step = self.sim().options.timing.lease_ms / 2;
-        let _ = self.apply(&Fault::RollOut { build: build.into(), step_ms: step });
+        let _ = self.apply(&Fault::RollOut {
+            build: build.into(),
+            step_ms: step,
+        });
     }
 
     /// Sets `id`'s clock offset.
     pub fn skew(&self, id: &str, offset_ms: Millis) {
         if let Some(i) = self.node(id) {
-            let _ = self.apply(&Fault::Skew { target: Target::Node(i), offset_ms });
+            let _ = self.apply(&Fault::Skew {
+                target: Target::Node(i),
+                offset_ms,
+            });
         }
     }
 

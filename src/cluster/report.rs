@@ -110,8 +110,18 @@ impl Report {
 ///
 /// # Errors
 /// `INVALID` for an unknown scenario or a bad count; a store failure while reporting.
-pub fn run_headless(scenario: &str, seed: u64, duration_ms: i64, authorities: usize) -> Result<Report> {
-    run_with(ClusterOptions::headless(scenario, seed, authorities, duration_ms))
+pub fn run_headless(
+    scenario: &str,
+    seed: u64,
+    duration_ms: i64,
+    authorities: usize,
+) -> Result<Report> {
+    run_with(ClusterOptions::headless(
+        scenario,
+        seed,
+        authorities,
+        duration_ms,
+    ))
 }
 
 /// [`run_headless`] with every option.
@@ -163,25 +173,53 @@ impl Sim {
         let mut work_by_kind: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
         for c in &overview.work {
             *work.entry(c.state.as_str().to_owned()).or_default() += c.count;
-            *work_by_kind.entry(c.kind.as_str().to_owned()).or_default().entry(c.state.as_str().to_owned()).or_default() += c.count;
+            *work_by_kind
+                .entry(c.kind.as_str().to_owned())
+                .or_default()
+                .entry(c.state.as_str().to_owned())
+                .or_default() += c.count;
         }
         let (incompatible_at_end, _) = self.held_count()?;
-        let rolling_deploy = (self.scenario.name == "rolling-deploy" || self.deploy.held_samples > 0).then(|| {
-            let mut drained = 0;
-            for id in &self.deploy.held_ids {
-                if self.store.work(id).ok().flatten().is_some_and(|w| w.state.is_terminal()) {
-                    drained += 1;
+        let rolling_deploy =
+            (self.scenario.name == "rolling-deploy" || self.deploy.held_samples > 0).then(|| {
+                let mut drained = 0;
+                for id in &self.deploy.held_ids {
+                    if self
+                        .store
+                        .work(id)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|w| w.state.is_terminal())
+                    {
+                        drained += 1;
+                    }
                 }
-            }
-            let held_items = self.deploy.held_ids.len() as u64;
-            RollingDeploy { held_max: self.deploy.held_max, held_samples: self.deploy.held_samples, held_items, drained, still_held: held_items - drained }
-        });
+                let held_items = self.deploy.held_ids.len() as u64;
+                RollingDeploy {
+                    held_max: self.deploy.held_max,
+                    held_samples: self.deploy.held_samples,
+                    held_items,
+                    drained,
+                    still_held: held_items - drained,
+                }
+            });
         let t = self.options.timing;
-        let options = CheckOptions { now, stranded_after_ms: (t.lease_ms * 4).max(20_000), heartbeat_ms: t.heartbeat_ms, lease_ms: t.lease_ms, page_size: 10_000 };
+        let options = CheckOptions {
+            now,
+            stranded_after_ms: (t.lease_ms * 4).max(20_000),
+            heartbeat_ms: t.heartbeat_ms,
+            lease_ms: t.lease_ms,
+            page_size: 10_000,
+        };
         let checked = check(&self.store, &options)?;
         let checker = Verdict {
             violations: checked.violations.len(),
-            details: checked.violations.iter().take(20).map(|v| format!("{}: {}", v.invariant, v.sentence)).collect(),
+            details: checked
+                .violations
+                .iter()
+                .take(20)
+                .map(|v| format!("{}: {}", v.invariant, v.sentence))
+                .collect(),
             incompatible_items: checked.incompatible_items,
             grants_checked: checked.checked.grants,
             writes_checked: checked.checked.writes,
@@ -215,41 +253,95 @@ fn counts(map: &BTreeMap<String, u64>) -> String {
     if map.is_empty() {
         return "none".into();
     }
-    map.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+    map.iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The report for people.
 #[must_use]
 pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "scenario {} · seed {} · {} of virtual time · {} authorities", report.scenario, report.seed, format_duration(report.duration_ms), report.authorities.len());
+    let _ = writeln!(
+        out,
+        "scenario {} · seed {} · {} of virtual time · {} authorities",
+        report.scenario,
+        report.seed,
+        format_duration(report.duration_ms),
+        report.authorities.len()
+    );
     let _ = writeln!(out);
     let _ = writeln!(
         out,
         "{:<8} {:<6} {:<9} {:>7} {:>11} {:>7} {:>8} {:>6} {:>5} {:>11} {:>8} {:>9}",
-        "AUTH", "BUILD", "STATE", "CLAIMS", "COMPLETIONS", "RETRIES", "FAILURES", "FENCED", "LATE", "LEASES-LOST", "RECLAIMS", "UNCERTAIN"
+        "AUTH",
+        "BUILD",
+        "STATE",
+        "CLAIMS",
+        "COMPLETIONS",
+        "RETRIES",
+        "FAILURES",
+        "FENCED",
+        "LATE",
+        "LEASES-LOST",
+        "RECLAIMS",
+        "UNCERTAIN"
     );
     for a in &report.authorities {
         let _ = writeln!(
             out,
             "{:<8} {:<6} {:<9} {:>7} {:>11} {:>7} {:>8} {:>6} {:>5} {:>11} {:>8} {:>9}",
-            a.id, a.build, a.state, a.claims, a.completions, a.retries, a.failures, a.fenced_writes_refused, a.other_refusals, a.leases_lost, a.reclaims, a.uncertain
+            a.id,
+            a.build,
+            a.state,
+            a.claims,
+            a.completions,
+            a.retries,
+            a.failures,
+            a.fenced_writes_refused,
+            a.other_refusals,
+            a.leases_lost,
+            a.reclaims,
+            a.uncertain
         );
     }
     let _ = writeln!(out);
     let latency = |v: Option<Millis>| v.map_or_else(|| "-".to_owned(), format_duration);
-    let _ = writeln!(out, "FENCED: writes refused WORK_FENCED; LATE: other refusals (mostly already-terminal)");
-    let _ = writeln!(out, "failovers {} · reclaim latency p50 {} p99 {} · fenced writes refused {}", report.failovers, latency(report.reclaim_latency_p50_ms), latency(report.reclaim_latency_p99_ms), report.fenced_writes_refused);
+    let _ = writeln!(
+        out,
+        "FENCED: writes refused WORK_FENCED; LATE: other refusals (mostly already-terminal)"
+    );
+    let _ = writeln!(
+        out,
+        "failovers {} · reclaim latency p50 {} p99 {} · fenced writes refused {}",
+        report.failovers,
+        latency(report.reclaim_latency_p50_ms),
+        latency(report.reclaim_latency_p99_ms),
+        report.fenced_writes_refused
+    );
     let _ = writeln!(out, "work: {}", counts(&report.work));
     for (kind, states) in &report.work_by_kind {
         let _ = writeln!(out, "  {kind}: {}", counts(states));
     }
-    let _ = writeln!(out, "incompatible (held) at end: {}", report.incompatible_at_end);
+    let _ = writeln!(
+        out,
+        "incompatible (held) at end: {}",
+        report.incompatible_at_end
+    );
     let _ = writeln!(out, "workflows: {}", counts(&report.workflows));
     let _ = writeln!(out, "events: {}", counts(&report.events));
-    let _ = writeln!(out, "writes: {} accepted, {} refused · store revision {}", report.writes_accepted, report.writes_refused, report.revision);
+    let _ = writeln!(
+        out,
+        "writes: {} accepted, {} refused · store revision {}",
+        report.writes_accepted, report.writes_refused, report.revision
+    );
     if let Some(d) = &report.rolling_deploy {
-        let _ = writeln!(out, "rolling deploy: up to {} items held incompatible ({} samples); of {} effects/firings held, {} drained, {} still held", d.held_max, d.held_samples, d.held_items, d.drained, d.still_held);
+        let _ = writeln!(
+            out,
+            "rolling deploy: up to {} items held incompatible ({} samples); of {} effects/firings held, {} drained, {} still held",
+            d.held_max, d.held_samples, d.held_items, d.drained, d.still_held
+        );
     }
     if !report.faults.is_empty() {
         let _ = writeln!(out, "faults:");
@@ -260,7 +352,11 @@ pub fn render_text(report: &Report) -> String {
     let c = &report.checker;
     let _ = writeln!(out);
     if c.violations == 0 {
-        let _ = writeln!(out, "checker: 0 violations ({} grants, {} writes checked)", c.grants_checked, c.writes_checked);
+        let _ = writeln!(
+            out,
+            "checker: 0 violations ({} grants, {} writes checked)",
+            c.grants_checked, c.writes_checked
+        );
     } else {
         let _ = writeln!(out, "checker: {} VIOLATIONS", c.violations);
         for d in &c.details {

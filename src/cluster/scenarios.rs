@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `steady` | no faults: the baseline |
 //! | `failover` | the busiest authority crashes (twice, with replacements): its claims lapse and are reclaimed |
-//! | `stall` | the busiest authority pauses past its lease expiry, twice; its late writes are refused (`WORK_FENCED`) |
+//! | `stall` | an authority mid-work pauses past its lease expiry, twice; its late writes are refused (`WORK_FENCED`) |
 //! | `rolling-deploy` | every authority is replaced by build `v2`; old-build work is held *incompatible* until an old-build authority comes back and drains it |
 //! | `skew` | clocks disagree by more than the renew slack: takeovers and fenced writes, never a violation |
 //! | `chaos` | a seeded mix of everything, including a store outage and slow / failing handlers |
@@ -18,7 +18,14 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 
 /// Every scenario name, in the order `--help` lists them.
-pub const SCENARIOS: [&str; 6] = ["steady", "failover", "stall", "rolling-deploy", "skew", "chaos"];
+pub const SCENARIOS: [&str; 6] = [
+    "steady",
+    "failover",
+    "stall",
+    "rolling-deploy",
+    "skew",
+    "chaos",
+];
 
 /// The lease timings a script is laid out against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +42,14 @@ impl Default for Timing {
     /// Demo timings: a 5 s lease renewed every 1.5 s, polled every 250 ms, so failover is
     /// visible within seconds.
     fn default() -> Self {
-        Self { lease_ms: 5_000, renew_ms: 1_500, poll_ms: 250, heartbeat_ms: 1_000, concurrency: 4, batch: 8 }
+        Self {
+            lease_ms: 5_000,
+            renew_ms: 1_500,
+            poll_ms: 250,
+            heartbeat_ms: 1_000,
+            concurrency: 4,
+            batch: 8,
+        }
     }
 }
 
@@ -53,11 +67,21 @@ pub struct Scenario {
 pub fn describe(name: &str) -> &'static str {
     match name {
         "steady" => "no faults: the baseline",
-        "failover" => "the busiest authority crashes (twice, with replacements); its claims lapse and are reclaimed",
-        "stall" => "the busiest authority pauses past lease expiry, twice; its late writes are refused (WORK_FENCED)",
-        "rolling-deploy" => "authorities are replaced by build v2; old-build work is held incompatible until an old-build authority returns to drain it",
-        "skew" => "authority clocks disagree by more than the renew slack: takeovers and fenced writes, never a violation",
-        "chaos" => "a seeded mix of crashes, pauses, a store outage, slow and failing handlers, and skew",
+        "failover" => {
+            "the busiest authority crashes (twice, with replacements); its claims lapse and are reclaimed"
+        }
+        "stall" => {
+            "the busiest authority pauses past lease expiry, twice; its late writes are refused (WORK_FENCED)"
+        }
+        "rolling-deploy" => {
+            "authorities are replaced by build v2; old-build work is held incompatible until an old-build authority returns to drain it"
+        }
+        "skew" => {
+            "authority clocks disagree by more than the renew slack: takeovers and fenced writes, never a violation"
+        }
+        "chaos" => {
+            "a seeded mix of crashes, pauses, a store outage, slow and failing handlers, and skew"
+        }
         _ => "",
     }
 }
@@ -69,15 +93,31 @@ pub const NEXT_BUILD: &str = "v2";
 ///
 /// # Errors
 /// `INVALID` for an unknown name.
-pub fn build(name: &str, seed: u64, duration_ms: Millis, authorities: usize, timing: Timing, first_build: &str) -> Result<Scenario> {
+pub fn build(
+    name: &str,
+    seed: u64,
+    duration_ms: Millis,
+    authorities: usize,
+    timing: Timing,
+    first_build: &str,
+) -> Result<Scenario> {
     let at = |pct: i64| duration_ms * pct / 100;
     let script = match name {
         "steady" => Vec::new(),
         "failover" => {
-            let mut s = vec![(at(25), Fault::Crash(Target::Busiest)), (at(25) + timing.lease_ms, Fault::AddAuthority { build: None })];
+            let mut s = vec![
+                (at(25), Fault::Crash(Target::Busiest)),
+                (
+                    at(25) + timing.lease_ms,
+                    Fault::AddAuthority { build: None },
+                ),
+            ];
             if authorities >= 2 {
                 s.push((at(55), Fault::Crash(Target::Busiest)));
-                s.push((at(55) + timing.lease_ms, Fault::AddAuthority { build: None }));
+                s.push((
+                    at(55) + timing.lease_ms,
+                    Fault::AddAuthority { build: None },
+                ));
             }
             s
         }
@@ -89,29 +129,73 @@ pub fn build(name: &str, seed: u64, duration_ms: Millis, authorities: usize, tim
             let pause = timing.lease_ms + timing.poll_ms * 3;
             let mut s = Vec::new();
             for pct in [20, 55] {
-                s.push((at(pct) - 2_000, Fault::SlowHandlers { factor_pct: 500, for_ms: 2_000 + pause + 3_000 }));
-                s.push((at(pct), Fault::Pause { target: Target::Busiest, for_ms: pause }));
+                s.push((
+                    at(pct) - 2_000,
+                    Fault::SlowHandlers {
+                        factor_pct: 500,
+                        for_ms: 2_000 + pause + 3_000,
+                    },
+                ));
+                s.push((
+                    at(pct),
+                    Fault::Pause {
+                        target: Target::Busiest,
+                        for_ms: pause,
+                    },
+                ));
             }
             s
         }
         "rolling-deploy" => vec![
-            (at(20), Fault::RollOut { build: NEXT_BUILD.into(), step_ms: timing.lease_ms / 2 }),
-            (at(65), Fault::AddAuthority { build: Some(first_build.into()) }),
+            (
+                at(20),
+                Fault::RollOut {
+                    build: NEXT_BUILD.into(),
+                    step_ms: timing.lease_ms / 2,
+                },
+            ),
+            (
+                at(65),
+                Fault::AddAuthority {
+                    build: Some(first_build.into()),
+                },
+            ),
         ],
         "skew" => {
             // Ahead by more than a lease: auth-1 sees every other claim as expired and takes
             // it over; the owners' writes are then fenced.
-            let mut s = vec![(at(10), Fault::Skew { target: Target::Node(0), offset_ms: timing.lease_ms + timing.renew_ms })];
+            let mut s = vec![(
+                at(10),
+                Fault::Skew {
+                    target: Target::Node(0),
+                    offset_ms: timing.lease_ms + timing.renew_ms,
+                },
+            )];
             if authorities >= 2 {
-                s.push((at(10), Fault::Skew { target: Target::Node(1), offset_ms: -(timing.lease_ms / 2) }));
+                s.push((
+                    at(10),
+                    Fault::Skew {
+                        target: Target::Node(1),
+                        offset_ms: -(timing.lease_ms / 2),
+                    },
+                ));
             }
             s.push((at(70), Fault::ResetSkew));
             s
         }
         "chaos" => chaos(seed, duration_ms, timing),
-        other => return Err(Error::Invalid(format!("unknown scenario {other:?}; known: {}", SCENARIOS.join(", ")))),
+        other => {
+            return Err(Error::Invalid(format!(
+                "unknown scenario {other:?}; known: {}",
+                SCENARIOS.join(", ")
+            )));
+        }
     };
-    Ok(Scenario { name: name.into(), description: describe(name), script })
+    Ok(Scenario {
+        name: name.into(),
+        description: describe(name),
+        script,
+    })
 }
 
 /// A seeded mix: one fault every eighth of the run (none in the last fifth, so the run
@@ -129,18 +213,52 @@ fn chaos(seed: u64, duration_ms: Millis, timing: Timing) -> Vec<(Millis, Fault)>
                 script.push((when, Fault::Crash(Target::Random)));
                 script.push((when + timing.lease_ms, Fault::AddAuthority { build: None }));
             }
-            1 => script.push((when, Fault::Pause { target: Target::Random, for_ms: timing.lease_ms + rng.random_range(0..timing.lease_ms) })),
-            2 => script.push((when, Fault::Outage { for_ms: rng.random_range(500..timing.lease_ms / 2 + 501) })),
-            3 => script.push((when, Fault::SlowHandlers { factor_pct: rng.random_range(300..1_000), for_ms: timing.lease_ms * 2 })),
-            4 => script.push((when, Fault::FailingHandlers { per_mille: rng.random_range(100..500), for_ms: timing.lease_ms * 2 })),
+            1 => script.push((
+                when,
+                Fault::Pause {
+                    target: Target::Random,
+                    for_ms: timing.lease_ms + rng.random_range(0..timing.lease_ms),
+                },
+            )),
+            2 => script.push((
+                when,
+                Fault::Outage {
+                    for_ms: rng.random_range(500..timing.lease_ms / 2 + 501),
+                },
+            )),
+            3 => script.push((
+                when,
+                Fault::SlowHandlers {
+                    factor_pct: rng.random_range(300..1_000),
+                    for_ms: timing.lease_ms * 2,
+                },
+            )),
+            4 => script.push((
+                when,
+                Fault::FailingHandlers {
+                    per_mille: rng.random_range(100..500),
+                    for_ms: timing.lease_ms * 2,
+                },
+            )),
             _ => {
-                script.push((when, Fault::Skew { target: Target::Random, offset_ms: rng.random_range(-timing.lease_ms..timing.lease_ms) }));
+                script.push((
+                    when,
+                    Fault::Skew {
+                        target: Target::Random,
+                        offset_ms: rng.random_range(-timing.lease_ms..timing.lease_ms),
+                    },
+                ));
             }
         }
         t += slot;
     }
     // Always one outage, and skew undone before the end.
-    script.push((duration_ms * 2 / 5, Fault::Outage { for_ms: timing.lease_ms / 2 }));
+    script.push((
+        duration_ms * 2 / 5,
+        Fault::Outage {
+            for_ms: timing.lease_ms / 2,
+        },
+    ));
     script.push((duration_ms * 4 / 5, Fault::ResetSkew));
     script.sort_by_key(|(t, _)| *t);
     script

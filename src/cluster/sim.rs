@@ -76,7 +76,11 @@ impl ClusterOptions {
     /// dashboard).
     #[must_use]
     pub fn live(scenario: &str, seed: u64, authorities: usize, start_at: Millis) -> Self {
-        Self { duration_ms: None, start_at, ..Self::headless(scenario, seed, authorities, 0) }
+        Self {
+            duration_ms: None,
+            start_at,
+            ..Self::headless(scenario, seed, authorities, 0)
+        }
     }
 }
 
@@ -137,7 +141,11 @@ pub(super) enum Ev {
 impl Ev {
     fn node(&self) -> Option<usize> {
         match self {
-            Self::Poll(i) | Self::Renew(i) | Self::Heartbeat(i) | Self::Finish(i, _) | Self::StopDeadline(i) => Some(*i),
+            Self::Poll(i)
+            | Self::Renew(i)
+            | Self::Heartbeat(i)
+            | Self::Finish(i, _)
+            | Self::StopDeadline(i) => Some(*i),
             _ => None,
         }
     }
@@ -191,15 +199,30 @@ impl Sim {
     /// `INVALID` for an unknown scenario or workload, or an authority count out of range.
     pub fn new(options: ClusterOptions) -> Result<Self> {
         if options.authorities == 0 || options.authorities > MAX_AUTHORITIES {
-            return Err(Error::Invalid(format!("a cluster runs 1 to {MAX_AUTHORITIES} authorities, not {}", options.authorities)));
+            return Err(Error::Invalid(format!(
+                "a cluster runs 1 to {MAX_AUTHORITIES} authorities, not {}",
+                options.authorities
+            )));
         }
         let layout = options.duration_ms.unwrap_or(NOMINAL_CYCLE_MS);
-        let scenario = scenarios::build(&options.scenario, options.seed, layout, options.authorities, options.timing, &options.build)?;
+        let scenario = scenarios::build(
+            &options.scenario,
+            options.seed,
+            layout,
+            options.authorities,
+            options.timing,
+            &options.build,
+        )?;
         let clock = ManualClock::new(options.start_at);
         let backend = MemoryBackend::new();
-        let store = Store::new(Arc::new(backend.clone()), Arc::new(clock.clone()), Arc::new(SeededIds::new(options.seed)));
+        let store = Store::new(
+            Arc::new(backend.clone()),
+            Arc::new(clock.clone()),
+            Arc::new(SeededIds::new(options.seed)),
+        );
         let faults = Arc::new(HandlerFaults::default());
-        let workload = crate::authority::workload::named(&options.workload, options.seed)?.wrapped(|h| faults.wrap(h));
+        let workload = crate::authority::workload::named(&options.workload, options.seed)?
+            .wrapped(|h| faults.wrap(h));
         let mut generator = Generator::new(options.seed, &options.build, options.rates);
         generator.setup(&store)?;
         let mut sim = Self {
@@ -278,7 +301,13 @@ impl Sim {
     pub fn nodes(&self) -> Vec<NodeInfo> {
         self.nodes
             .iter()
-            .map(|n| NodeInfo { id: n.id.clone(), build: n.build.clone(), state: n.state, clock_offset_ms: n.clock.offset(), inflight: n.core.inflight() })
+            .map(|n| NodeInfo {
+                id: n.id.clone(),
+                build: n.build.clone(),
+                state: n.state,
+                clock_offset_ms: n.clock.offset(),
+                inflight: n.core.inflight(),
+            })
             .collect()
     }
 
@@ -288,7 +317,9 @@ impl Sim {
     /// `INVALID` when the cluster is full.
     pub fn add_node(&mut self, build: &str) -> Result<String> {
         if self.nodes.len() >= MAX_AUTHORITIES {
-            return Err(Error::Invalid(format!("the cluster already ran {MAX_AUTHORITIES} authorities")));
+            return Err(Error::Invalid(format!(
+                "the cluster already ran {MAX_AUTHORITIES} authorities"
+            )));
         }
         let index = self.nodes.len();
         let id = format!("auth-{}", index + 1);
@@ -303,7 +334,13 @@ impl Sim {
             heartbeat_interval_ms: t.heartbeat_ms,
             ..AuthorityConfig::new(&id, build)
         };
-        let core = AuthorityCore::new(self.store.with_clock(Arc::new(clock.clone())), config, self.workload.clone(), Pace::Virtual)?.with_host("memory-cluster");
+        let core = AuthorityCore::new(
+            self.store.with_clock(Arc::new(clock.clone())),
+            config,
+            self.workload.clone(),
+            Pace::Virtual,
+        )?
+        .with_host("memory-cluster");
         // A registration lost to an outage is retried by the heartbeat.
         let _ = core.register();
         self.nodes.push(Node {
@@ -380,7 +417,10 @@ impl Sim {
             }
             Ev::Resume(i) => self.resume_node(i),
             Ev::Generate => {
-                let stop_at = self.options.duration_ms.map(|d| self.options.start_at + d * 85 / 100);
+                let stop_at = self
+                    .options
+                    .duration_ms
+                    .map(|d| self.options.start_at + d * 85 / 100);
                 if stop_at.is_none_or(|s| now < s) {
                     self.generator.tick(&self.store, now);
                     self.push(now + Generator::TICK_MS, Ev::Generate);
@@ -405,15 +445,27 @@ impl Sim {
     }
 
     fn running(&self) -> Vec<usize> {
-        (0..self.nodes.len()).filter(|&i| self.nodes[i].state == NodeState::Running).collect()
+        (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].state == NodeState::Running)
+            .collect()
     }
 
     fn resolve(&mut self, target: &Target) -> Option<usize> {
         let running = self.running();
         match target {
             Target::Node(i) => (*i < self.nodes.len()).then_some(*i),
-            Target::Busiest => running.iter().copied().max_by_key(|&i| (self.nodes[i].core.inflight(), std::cmp::Reverse(i))),
-            Target::Random => (!running.is_empty()).then(|| running[self.rng.random_range(0..running.len())]),
+            Target::Busiest => running
+                .iter()
+                .copied()
+                .max_by_key(|&i| (self.nodes[i].core.inflight(), std::cmp::Reverse(i))),
+            Target::Random => {
+                (!running.is_empty()).then(|| running[self.rng.random_range(0..running.len())])
+            }
+            Target::Stallable => running.iter().copied().max_by_key(|&i| {
+                let owned = self.nodes[i].core.owned();
+                let long_lived = owned.iter().filter(|j| matches!(j.kind(), "cursor" | "workflow")).count();
+                (long_lived, owned.len(), std::cmp::Reverse(i))
+            }),
         }
     }
 
@@ -424,11 +476,17 @@ impl Sim {
     pub fn apply(&mut self, fault: &Fault) -> Result<String> {
         let now = self.clock.now();
         let target_of = |f: &Fault| match f {
-            Fault::Crash(t) | Fault::Stop(t) | Fault::Pause { target: t, .. } | Fault::Skew { target: t, .. } => Some(t.clone()),
+            Fault::Crash(t)
+            | Fault::Stop(t)
+            | Fault::Pause { target: t, .. }
+            | Fault::Skew { target: t, .. } => Some(t.clone()),
             _ => None,
         };
         let node = match target_of(fault) {
-            Some(t) => Some(self.resolve(&t).ok_or_else(|| Error::NotFound { what: "authority".into(), id: format!("{t:?}") })?),
+            Some(t) => Some(self.resolve(&t).ok_or_else(|| Error::NotFound {
+                what: "authority".into(),
+                id: format!("{t:?}"),
+            })?),
             None => None,
         };
         let mut what = fault.describe();
@@ -439,7 +497,9 @@ impl Sim {
             Fault::Crash(_) => self.crash_node(node.unwrap_or(0)),
             Fault::Pause { for_ms, .. } => self.pause_node(node.unwrap_or(0), Some(*for_ms)),
             Fault::Stop(_) => self.stop_node(node.unwrap_or(0)),
-            Fault::Skew { offset_ms, .. } => self.nodes[node.unwrap_or(0)].clock.set_offset(*offset_ms),
+            Fault::Skew { offset_ms, .. } => {
+                self.nodes[node.unwrap_or(0)].clock.set_offset(*offset_ms)
+            }
             Fault::ResetSkew => self.nodes.iter().for_each(|n| n.clock.set_offset(0)),
             Fault::Outage { for_ms } => {
                 self.backend.set_outage(true);
@@ -455,19 +515,34 @@ impl Sim {
             }
             Fault::RollOut { build, step_ms } => {
                 self.generator.switch_build(&self.store, build);
-                let olds: Vec<usize> = self.running().into_iter().filter(|&i| self.nodes[i].build != *build).collect();
+                let olds: Vec<usize> = self
+                    .running()
+                    .into_iter()
+                    .filter(|&i| self.nodes[i].build != *build)
+                    .collect();
                 for (k, old) in olds.into_iter().enumerate() {
                     let k = Millis::try_from(k).unwrap_or(0);
-                    self.push(now + k * step_ms, Ev::Replace { old, build: build.clone() });
+                    self.push(
+                        now + k * step_ms,
+                        Ev::Replace {
+                            old,
+                            build: build.clone(),
+                        },
+                    );
                 }
             }
             Fault::AddAuthority { build } => {
-                let build = build.clone().unwrap_or_else(|| self.generator.build().to_owned());
+                let build = build
+                    .clone()
+                    .unwrap_or_else(|| self.generator.build().to_owned());
                 let id = self.add_node(&build)?;
                 what = format!("{what} → {id}");
             }
         }
-        self.timeline.push(FaultRecord { at_ms: now - self.options.start_at, what: what.clone() });
+        self.timeline.push(FaultRecord {
+            at_ms: now - self.options.start_at,
+            what: what.clone(),
+        });
         Ok(what)
     }
 
@@ -502,7 +577,9 @@ impl Sim {
         }
         self.nodes[i].state = NodeState::Running;
         let deferred = std::mem::take(&mut self.nodes[i].deferred);
-        let (finishes, others): (Vec<Ev>, Vec<Ev>) = deferred.into_iter().partition(|e| matches!(e, Ev::Finish(..)));
+        let (finishes, others): (Vec<Ev>, Vec<Ev>) = deferred
+            .into_iter()
+            .partition(|e| matches!(e, Ev::Finish(..)));
         let now = self.clock.now();
         for ev in finishes.into_iter().chain(others) {
             self.push(now, ev);
@@ -534,7 +611,11 @@ impl Sim {
 
     /// Compat digests some running authority claims under.
     pub(super) fn running_compats(&self) -> BTreeSet<String> {
-        self.nodes.iter().filter(|n| matches!(n.state, NodeState::Running | NodeState::Stopping)).map(|n| n.compat.clone()).collect()
+        self.nodes
+            .iter()
+            .filter(|n| matches!(n.state, NodeState::Running | NodeState::Stopping))
+            .map(|n| n.compat.clone())
+            .collect()
     }
 
     /// Non-terminal work whose build no running authority has.
@@ -553,16 +634,28 @@ impl Sim {
     }
 
     fn sample(&mut self) {
-        let Ok((held, compats)) = self.held_count() else { return };
+        let Ok((held, compats)) = self.held_count() else {
+            return;
+        };
         if held == 0 {
             return;
         }
         self.deploy.held_max = self.deploy.held_max.max(held);
         self.deploy.held_samples += 1;
         if self.deploy.held_ids.is_empty() {
-            let filter = WorkFilter { states: vec![WorkState::Pending, WorkState::Retry, WorkState::Claimed], kind: None, owner: None, compats: compats.into_iter().collect() };
+            let filter = WorkFilter {
+                states: vec![WorkState::Pending, WorkState::Retry, WorkState::Claimed],
+                kind: None,
+                owner: None,
+                compats: compats.into_iter().collect(),
+            };
             if let Ok(page) = self.store.list_work(&filter, &PageRequest::first(5_000)) {
-                self.deploy.held_ids = page.rows.into_iter().filter(|w| w.kind != WorkKind::Cursor).map(|w| w.id).collect();
+                self.deploy.held_ids = page
+                    .rows
+                    .into_iter()
+                    .filter(|w| w.kind != WorkKind::Cursor)
+                    .map(|w| w.id)
+                    .collect();
             }
         }
     }

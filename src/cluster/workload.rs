@@ -45,7 +45,14 @@ pub struct Rates {
 
 impl Default for Rates {
     fn default() -> Self {
-        Self { effects: 0.9, orders: 0.08, other_workflows: 0.05, events: 0.3, duplicate: 0.1, conflict: 0.02 }
+        Self {
+            effects: 0.9,
+            orders: 0.08,
+            other_workflows: 0.05,
+            events: 0.3,
+            duplicate: 0.1,
+            conflict: 0.02,
+        }
     }
 }
 
@@ -67,7 +74,11 @@ pub struct Generated {
 
 /// A draw with probability `p`, clamped into `[0, 1]` (never a panic on odd rates).
 fn chance(rng: &mut SmallRng, p: f64) -> bool {
-    let p = if p.is_finite() { p.clamp(0.0, 1.0) } else { 0.0 };
+    let p = if p.is_finite() {
+        p.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     rng.random_bool(p)
 }
 
@@ -127,7 +138,10 @@ impl Generator {
         if !self.deployed {
             for (name, text) in SHIPPED_DEFINITIONS {
                 if let Err(diags) = store.deploy_workflow(text, &Catalog::demo())? {
-                    return Err(crate::Error::Invalid(format!("shipped workflow {name} does not validate: {}", diags.first().map(ToString::to_string).unwrap_or_default())));
+                    return Err(crate::Error::Invalid(format!(
+                        "shipped workflow {name} does not validate: {}",
+                        diags.first().map(ToString::to_string).unwrap_or_default()
+                    )));
                 }
             }
             self.deployed = true;
@@ -137,15 +151,30 @@ impl Generator {
         }
         let b = self.build.clone();
         let c = self.compat.clone();
-        let schedules = [("heartbeat", 5_000, CatchUp::Latest), ("digest", 10_000, CatchUp::Last(3))];
+        let schedules = [
+            ("heartbeat", 5_000, CatchUp::Latest),
+            ("digest", 10_000, CatchUp::Last(3)),
+        ];
         for (job, every_ms, catch_up) in schedules {
             let id = format!("sched-{b}-{job}");
             let payload = json!({ "job": job, "schedule": id }).to_string();
-            self.counts.schedules += u64::from(store.create_schedule(&id, Trigger::Interval { every_ms }, catch_up, SCHEDULE_HANDLER, &payload, &c)?);
+            self.counts.schedules += u64::from(store.create_schedule(
+                &id,
+                Trigger::Interval { every_ms },
+                catch_up,
+                SCHEDULE_HANDLER,
+                &payload,
+                &c,
+            )?);
         }
-        for (name, event_type) in [("orders", "order-placed"), ("payments", "payment-received"), ("customers", "customer-updated")] {
+        for (name, event_type) in [
+            ("orders", "order-placed"),
+            ("payments", "payment-received"),
+            ("customers", "customer-updated"),
+        ] {
             let id = format!("sub-{b}-{name}");
-            self.counts.subscriptions += u64::from(store.create_subscription(&id, event_type, CURSOR_HANDLER, &c)?);
+            self.counts.subscriptions +=
+                u64::from(store.create_subscription(&id, event_type, CURSOR_HANDLER, &c)?);
         }
         self.set_up.insert(b);
         Ok(())
@@ -183,7 +212,11 @@ impl Generator {
             budget -= 1.0;
             let n = self.next_n();
             let handler = EFFECT_HANDLERS[self.rng.random_range(0..EFFECT_HANDLERS.len())];
-            let mut spec = NewWork::effect(format!("eff-{}-{n:06}", self.build), handler, json!({ "n": n, "to": format!("user{}@example.com", n % 97) }).to_string());
+            let mut spec = NewWork::effect(
+                format!("eff-{}-{n:06}", self.build),
+                handler,
+                json!({ "n": n, "to": format!("user{}@example.com", n % 97) }).to_string(),
+            );
             if handler == "charge-card" {
                 spec.idempotency_key = Some(format!("charge-{n:06}"));
             }
@@ -201,18 +234,37 @@ impl Generator {
             let n = self.next_n();
             let order = format!("ord-{n:06}");
             let amount = self.rng.random_range(10..500);
-            self.start(store, "order-fulfilment", json!({ "orderId": order, "amount": amount }), n)?;
+            self.start(
+                store,
+                "order-fulfilment",
+                json!({ "orderId": order, "amount": amount }),
+                n,
+            )?;
             if chance(&mut self.rng, 0.9) {
-                let paid = if chance(&mut self.rng, 0.9) { amount } else { amount / 2 };
+                let paid = if chance(&mut self.rng, 0.9) {
+                    amount
+                } else {
+                    amount / 2
+                };
                 let ok = chance(&mut self.rng, 0.95);
                 let at = now + self.rng.random_range(500..8_000);
-                self.payments.push(Payment { at, order, amount: paid, ok });
+                self.payments.push(Payment {
+                    at,
+                    order,
+                    amount: paid,
+                    ok,
+                });
             }
         }
         if chance(&mut self.rng, self.rates.other_workflows) {
             let n = self.next_n();
             if chance(&mut self.rng, 0.5) {
-                self.start(store, "integration-call", json!({ "partner": format!("partner-{}", n % 5), "request": { "n": n } }), n)?;
+                self.start(
+                    store,
+                    "integration-call",
+                    json!({ "partner": format!("partner-{}", n % 5), "request": { "n": n } }),
+                    n,
+                )?;
             } else {
                 self.start(store, "reminder", json!({ "recipient": format!("user{}@example.com", n % 97), "message": "your order is on its way" }), n)?;
             }
@@ -220,18 +272,32 @@ impl Generator {
 
         // External events: fresh, duplicate, conflicting, unidentified.
         if chance(&mut self.rng, self.rates.events) {
-            let event = if !self.delivered.is_empty() && chance(&mut self.rng, self.rates.duplicate) {
+            let event = if !self.delivered.is_empty() && chance(&mut self.rng, self.rates.duplicate)
+            {
                 let i = self.rng.random_range(0..self.delivered.len());
                 let mut again = self.delivered[i].clone();
-                if chance(&mut self.rng, self.rates.conflict / self.rates.duplicate.max(f64::EPSILON)) {
+                if chance(
+                    &mut self.rng,
+                    self.rates.conflict / self.rates.duplicate.max(f64::EPSILON),
+                ) {
                     again.payload = json!({ "redelivered": true, "changed": self.n });
                 }
                 again
             } else if chance(&mut self.rng, 0.1) {
-                NewEvent { event_type: "customer-updated".into(), source: None, external_id: None, payload: json!({ "customer": self.n % 31 }) }
+                NewEvent {
+                    event_type: "customer-updated".into(),
+                    source: None,
+                    external_id: None,
+                    payload: json!({ "customer": self.n % 31 }),
+                }
             } else {
                 let n = self.next_n();
-                NewEvent { event_type: "order-placed".into(), source: Some("shopify".into()), external_id: Some(format!("evt-{n:06}")), payload: json!({ "orderId": format!("ord-{n:06}"), "lines": n % 4 + 1 }) }
+                NewEvent {
+                    event_type: "order-placed".into(),
+                    source: Some("shopify".into()),
+                    external_id: Some(format!("evt-{n:06}")),
+                    payload: json!({ "orderId": format!("ord-{n:06}"), "lines": n % 4 + 1 }),
+                }
             };
             self.ingest(store, event)?;
         }
@@ -247,7 +313,12 @@ impl Generator {
             }
         });
         for (order, amount, ok) in due {
-            let event = NewEvent { event_type: "payment-received".into(), source: Some("stripe".into()), external_id: Some(format!("pay-{order}")), payload: json!({ "orderId": order, "amount": amount, "ok": ok }) };
+            let event = NewEvent {
+                event_type: "payment-received".into(),
+                source: Some("stripe".into()),
+                external_id: Some(format!("pay-{order}")),
+                payload: json!({ "orderId": order, "amount": amount, "ok": ok }),
+            };
             self.ingest(store, event)?;
         }
         Ok(())
@@ -258,7 +329,13 @@ impl Generator {
             Value::Object(map) => map,
             _ => Map::new(),
         };
-        let started = store.start_workflow(workflow, args, PRINCIPAL, Some(&format!("start-{n:06}")), &self.compat)?;
+        let started = store.start_workflow(
+            workflow,
+            args,
+            PRINCIPAL,
+            Some(&format!("start-{n:06}")),
+            &self.compat,
+        )?;
         self.counts.workflows += u64::from(started.created);
         Ok(())
     }

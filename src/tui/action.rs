@@ -84,7 +84,13 @@ impl ViewId {
     /// The number key that opens this view, if any.
     #[must_use]
     pub fn digit(self) -> Option<char> {
-        Self::MAIN.iter().position(|v| *v == self).map(|i| if i == 9 { '0' } else { char::from(b'1' + u8::try_from(i).unwrap_or(0)) })
+        Self::MAIN.iter().position(|v| *v == self).map(|i| {
+            if i == 9 {
+                '0'
+            } else {
+                char::from(b'1' + u8::try_from(i).unwrap_or(0))
+            }
+        })
     }
 
     /// Whether the view is a paged table (as opposed to overview and workflow detail).
@@ -136,7 +142,11 @@ pub enum DemoOp {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Done {
     /// A cancel ran: the status line text and whether it was a refusal.
-    Cancel { instance: String, message: String, refused: bool },
+    Cancel {
+        instance: String,
+        message: String,
+        refused: bool,
+    },
     /// A demo operation ran.
     Demo { message: String },
 }
@@ -187,16 +197,29 @@ pub enum Action {
     // --- mouse and terminal
     ScrollUp,
     ScrollDown,
-    Click { column: u16, row: u16 },
-    Resize { width: u16, height: u16 },
+    Click {
+        column: u16,
+        row: u16,
+    },
+    Resize {
+        width: u16,
+        height: u16,
+    },
     // --- from the event loop
     /// Time passes: `now` is the store's clock (countdowns), `wall` a monotonic
     /// millisecond count of the dashboard (flashes, the stale badge, sparkline rates).
-    Tick { now: Millis, wall: Millis },
+    Tick {
+        now: Millis,
+        wall: Millis,
+    },
     Snapshot(Arc<Snapshot>),
     /// The reader checked the store and nothing changed.
     Fresh,
-    StoreError { message: String, retry_in_ms: u64, failures: u32 },
+    StoreError {
+        message: String,
+        retry_in_ms: u64,
+        failures: u32,
+    },
     Done(Done),
 }
 

@@ -37,7 +37,12 @@ pub struct AppOptions {
 
 impl Default for AppOptions {
     fn default() -> Self {
-        Self { read_only: false, demo: false, actor: "operator@localhost".into(), refresh_ms: 250 }
+        Self {
+            read_only: false,
+            demo: false,
+            actor: "operator@localhost".into(),
+            refresh_ms: 250,
+        }
     }
 }
 
@@ -47,7 +52,10 @@ pub enum Command {
     /// Publish this query to the reader (it reads at once).
     Query(Query),
     /// Cancel a workflow instance (then audit it).
-    Cancel { instance: String, reason: String },
+    Cancel {
+        instance: String,
+        reason: String,
+    },
     Demo(DemoOp),
     Quit,
 }
@@ -55,9 +63,17 @@ pub enum Command {
 /// A popup over the view.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Overlay {
-    Help { scroll: u16 },
-    Detail { title: String, fields: Vec<(String, String)>, scroll: u16 },
-    ConfirmCancel { instance: String },
+    Help {
+        scroll: u16,
+    },
+    Detail {
+        title: String,
+        fields: Vec<(String, String)>,
+        scroll: u16,
+    },
+    ConfirmCancel {
+        instance: String,
+    },
 }
 
 /// What a prompt is for.
@@ -297,7 +313,9 @@ impl App {
     /// Whether the snapshot on screen answers an older query (a read is in flight).
     #[must_use]
     pub fn loading(&self) -> bool {
-        self.snapshot.as_ref().is_none_or(|s| s.query.seq != self.query.seq)
+        self.snapshot
+            .as_ref()
+            .is_none_or(|s| s.query.seq != self.query.seq)
     }
     /// Seconds since the reader last reported, when that is late (not while paused).
     #[must_use]
@@ -305,14 +323,18 @@ impl App {
         if self.paused {
             return None;
         }
-        let limit = i64::try_from(self.options.refresh_ms.saturating_mul(4)).unwrap_or(i64::MAX).max(2_000);
+        let limit = i64::try_from(self.options.refresh_ms.saturating_mul(4))
+            .unwrap_or(i64::MAX)
+            .max(2_000);
         let since = self.wall - self.last_contact?;
         (since > limit).then_some(since)
     }
     /// Whether the snapshot is for the view on screen.
     #[must_use]
     pub fn snapshot_fits_view(&self) -> bool {
-        self.snapshot.as_ref().is_some_and(|s| s.query.view == self.view)
+        self.snapshot
+            .as_ref()
+            .is_some_and(|s| s.query.view == self.view)
     }
     /// Rows a table page holds at the current size.
     #[must_use]
@@ -369,15 +391,30 @@ impl App {
                     self.sample(&s);
                 }
             }
-            Action::StoreError { message, retry_in_ms, failures } => {
+            Action::StoreError {
+                message,
+                retry_in_ms,
+                failures,
+            } => {
                 self.last_contact = Some(self.wall);
-                self.error = Some(StoreError { message, retry_in_ms, failures });
+                self.error = Some(StoreError {
+                    message,
+                    retry_in_ms,
+                    failures,
+                });
             }
             Action::Done(done) => {
                 match done {
-                    Done::Cancel { instance, message, refused } => {
+                    Done::Cancel {
+                        instance,
+                        message,
+                        refused,
+                    } => {
                         let role = if refused { Role::Error } else { Role::Ok };
-                        self.say(format!("{}: {message}", super::text::clean(&instance, 40)), role);
+                        self.say(
+                            format!("{}: {message}", super::text::clean(&instance, 40)),
+                            role,
+                        );
                     }
                     Done::Demo { message } => self.say(message, Role::Ok),
                 }
@@ -401,7 +438,11 @@ impl App {
     }
 
     fn say(&mut self, text: impl Into<String>, role: Role) {
-        self.status = Some(Status { text: text.into(), role, until: self.wall + STATUS_MS });
+        self.status = Some(Status {
+            text: text.into(),
+            role,
+            until: self.wall + STATUS_MS,
+        });
     }
 
     fn table_mut(&mut self) -> &mut TableUi {
@@ -423,7 +464,10 @@ impl App {
         match action {
             Action::SwitchView(view) => {
                 if view == ViewId::Timeline && self.resource.is_none() {
-                    self.say("pick a row and press t (or :timeline RESOURCE) to see its generations", Role::Warning);
+                    self.say(
+                        "pick a row and press t (or :timeline RESOURCE) to see its generations",
+                        Role::Warning,
+                    );
                 }
                 self.switch(view);
             }
@@ -451,10 +495,18 @@ impl App {
                 Some(resource) => self.open_timeline(resource),
                 None => self.say("this row has no lease resource", Role::Warning),
             },
-            Action::OpenCommand => self.prompt = Some(Prompt { kind: PromptKind::Command, text: String::new() }),
+            Action::OpenCommand => {
+                self.prompt = Some(Prompt {
+                    kind: PromptKind::Command,
+                    text: String::new(),
+                })
+            }
             Action::OpenFilter => {
                 let text = self.table_ui().filter;
-                self.prompt = Some(Prompt { kind: PromptKind::Filter, text });
+                self.prompt = Some(Prompt {
+                    kind: PromptKind::Filter,
+                    text,
+                });
             }
             Action::ClearFilter => {
                 self.table_mut().filter.clear();
@@ -483,16 +535,21 @@ impl App {
                 };
                 self.rebuild();
             }
-            Action::QuickFilter(q) => {
-                if self.work_quick != q {
-                    self.work_quick = q;
-                    self.table_mut().page = None;
-                    self.table_mut().selected = 0;
-                }
+            Action::QuickFilter(q) if self.work_quick != q => {
+                self.work_quick = q;
+                self.table_mut().page = None;
+                self.table_mut().selected = 0;
             }
             Action::TogglePause => {
                 self.paused = !self.paused;
-                self.say(if self.paused { "paused: the frame is frozen (space resumes)" } else { "live" }, Role::Accent);
+                self.say(
+                    if self.paused {
+                        "paused: the frame is frozen (space resumes)"
+                    } else {
+                        "live"
+                    },
+                    Role::Accent,
+                );
             }
             Action::ToggleHelp => self.overlay = Some(Overlay::Help { scroll: 0 }),
             Action::ToggleStats => self.show_stats = !self.show_stats,
@@ -561,7 +618,10 @@ impl App {
                 if text.is_empty() {
                     self.say("roll-out cancelled: no build tag", Role::Warning);
                 } else {
-                    self.say(format!("rolling out build {}…", super::text::clean(&text, 40)), Role::Accent);
+                    self.say(
+                        format!("rolling out build {}…", super::text::clean(&text, 40)),
+                        Role::Accent,
+                    );
                     out.push(Command::Demo(DemoOp::RollOut(text)));
                 }
             }
@@ -570,7 +630,13 @@ impl App {
                     self.say(format!("skewing {authority} by {ms} ms…"), Role::Accent);
                     out.push(Command::Demo(DemoOp::Skew(authority, ms)));
                 }
-                Err(_) => self.say(format!("not a number of milliseconds: {}", super::text::clean(&text, 30)), Role::Error),
+                Err(_) => self.say(
+                    format!(
+                        "not a number of milliseconds: {}",
+                        super::text::clean(&text, 30)
+                    ),
+                    Role::Error,
+                ),
             },
         }
     }
@@ -586,7 +652,10 @@ impl App {
             }
             "theme" => match rest.first() {
                 Some(name) => self.set_theme(name),
-                None => self.say(format!("themes: {}", self.themes.names().join(", ")), Role::Accent),
+                None => self.say(
+                    format!("themes: {}", self.themes.names().join(", ")),
+                    Role::Accent,
+                ),
             },
             "help" => self.overlay = Some(Overlay::Help { scroll: 0 }),
             "timeline" | "gen" if !rest.is_empty() => self.open_timeline(rest.join(" ")),
@@ -600,11 +669,17 @@ impl App {
                         }
                     }
                     if view == ViewId::Timeline && self.resource.is_none() {
-                        self.say("pick a row and press t (or :timeline RESOURCE)", Role::Warning);
+                        self.say(
+                            "pick a row and press t (or :timeline RESOURCE)",
+                            Role::Warning,
+                        );
                     }
                     self.switch(view);
                 }
-                None => self.say(format!("unknown command :{}", super::text::clean(text, 40)), Role::Error),
+                None => self.say(
+                    format!("unknown command :{}", super::text::clean(text, 40)),
+                    Role::Error,
+                ),
             },
         }
     }
@@ -612,7 +687,11 @@ impl App {
     fn set_theme(&mut self, name: &str) {
         match self.themes.load(name) {
             Ok(theme) => {
-                self.theme = if self.no_color { theme.monochrome() } else { theme };
+                self.theme = if self.no_color {
+                    theme.monochrome()
+                } else {
+                    theme
+                };
                 self.say(format!("theme: {name}"), Role::Accent);
             }
             Err(e) => self.say(e.to_string(), Role::Error),
@@ -623,32 +702,52 @@ impl App {
         match (overlay, action) {
             (Overlay::ConfirmCancel { instance }, Action::Confirm) => {
                 self.overlay = None;
-                self.say(format!("cancelling {}…", super::text::clean(&instance, 40)), Role::Accent);
-                out.push(Command::Cancel { instance, reason: "cancelled from the dashboard".into() });
+                self.say(
+                    format!("cancelling {}…", super::text::clean(&instance, 40)),
+                    Role::Accent,
+                );
+                out.push(Command::Cancel {
+                    instance,
+                    reason: "cancelled from the dashboard".into(),
+                });
             }
-            (Overlay::Help { scroll } | Overlay::Detail { scroll, .. }, Action::Up | Action::ScrollUp) => self.scroll_overlay(scroll.saturating_sub(1)),
-            (Overlay::Help { scroll } | Overlay::Detail { scroll, .. }, Action::Down | Action::ScrollDown) => self.scroll_overlay(scroll.saturating_add(1)),
-            (Overlay::Help { scroll } | Overlay::Detail { scroll, .. }, Action::PageDown) => self.scroll_overlay(scroll.saturating_add(10)),
-            (Overlay::Help { scroll } | Overlay::Detail { scroll, .. }, Action::PageUp) => self.scroll_overlay(scroll.saturating_sub(10)),
+            (
+                Overlay::Help { scroll } | Overlay::Detail { scroll, .. },
+                Action::Up | Action::ScrollUp,
+            ) => self.scroll_overlay(scroll.saturating_sub(1)),
+            (
+                Overlay::Help { scroll } | Overlay::Detail { scroll, .. },
+                Action::Down | Action::ScrollDown,
+            ) => self.scroll_overlay(scroll.saturating_add(1)),
+            (Overlay::Help { scroll } | Overlay::Detail { scroll, .. }, Action::PageDown) => {
+                self.scroll_overlay(scroll.saturating_add(10))
+            }
+            (Overlay::Help { scroll } | Overlay::Detail { scroll, .. }, Action::PageUp) => {
+                self.scroll_overlay(scroll.saturating_sub(10))
+            }
             (Overlay::ConfirmCancel { .. }, Action::Dismiss) => {
                 self.overlay = None;
                 self.say("nothing was cancelled", Role::Muted);
             }
-            (_, Action::Dismiss | Action::Back | Action::ToggleHelp | Action::Quit) => self.overlay = None,
+            (_, Action::Dismiss | Action::Back | Action::ToggleHelp | Action::Quit) => {
+                self.overlay = None
+            }
             _ => {}
         }
     }
 
     fn scroll_overlay(&mut self, to: u16) {
-        match &mut self.overlay {
-            Some(Overlay::Help { scroll } | Overlay::Detail { scroll, .. }) => *scroll = to.min(500),
-            _ => {}
+        if let Some(Overlay::Help { scroll } | Overlay::Detail { scroll, .. }) = &mut self.overlay {
+            *scroll = to.min(500);
         }
     }
 
     fn ask_cancel(&mut self) {
         if self.options.read_only {
-            self.say("read-only: actions are disabled (started with --read-only)", Role::Error);
+            self.say(
+                "read-only: actions are disabled (started with --read-only)",
+                Role::Error,
+            );
             return;
         }
         let instance = match self.view {
@@ -657,34 +756,62 @@ impl App {
         };
         match instance {
             Some(instance) => self.overlay = Some(Overlay::ConfirmCancel { instance }),
-            None => self.say("select a workflow instance to cancel (5 for workflows)", Role::Warning),
+            None => self.say(
+                "select a workflow instance to cancel (5 for workflows)",
+                Role::Warning,
+            ),
         }
     }
 
     fn demo_key(&mut self, key: DemoKey, out: &mut Vec<Command>) {
         if !self.options.demo {
-            self.say("demo keys work only with an embedded cluster (leasehold demo)", Role::Warning);
+            self.say(
+                "demo keys work only with an embedded cluster (leasehold demo)",
+                Role::Warning,
+            );
             return;
         }
         if self.options.read_only {
-            self.say("read-only: actions are disabled (started with --read-only)", Role::Error);
+            self.say(
+                "read-only: actions are disabled (started with --read-only)",
+                Role::Error,
+            );
             return;
         }
-        let selected = (self.view == ViewId::Authorities).then(|| self.selected_row().and_then(|r| r.authority.clone())).flatten();
-        let need = |app: &mut Self| app.say("select an authority first (2 for authorities)", Role::Warning);
+        let selected = (self.view == ViewId::Authorities)
+            .then(|| self.selected_row().and_then(|r| r.authority.clone()))
+            .flatten();
+        let need = |app: &mut Self| {
+            app.say(
+                "select an authority first (2 for authorities)",
+                Role::Warning,
+            )
+        };
         match key {
             DemoKey::Add => {
                 self.say("adding an authority…", Role::Accent);
                 out.push(Command::Demo(DemoOp::Add));
             }
-            DemoKey::RollOut => self.prompt = Some(Prompt { kind: PromptKind::RollOut, text: String::new() }),
+            DemoKey::RollOut => {
+                self.prompt = Some(Prompt {
+                    kind: PromptKind::RollOut,
+                    text: String::new(),
+                })
+            }
             DemoKey::Kill | DemoKey::Pause | DemoKey::Resume | DemoKey::Skew => {
-                let Some(id) = selected else { return need(self) };
+                let Some(id) = selected else {
+                    return need(self);
+                };
                 match key {
                     DemoKey::Kill => out.push(Command::Demo(DemoOp::Kill(id))),
                     DemoKey::Pause => out.push(Command::Demo(DemoOp::Pause(id))),
                     DemoKey::Resume => out.push(Command::Demo(DemoOp::Resume(id))),
-                    _ => self.prompt = Some(Prompt { kind: PromptKind::Skew { authority: id }, text: String::new() }),
+                    _ => {
+                        self.prompt = Some(Prompt {
+                            kind: PromptKind::Skew { authority: id },
+                            text: String::new(),
+                        })
+                    }
                 }
             }
         }
@@ -700,13 +827,23 @@ impl App {
             }
             return;
         }
-        let Some(row) = self.selected_row().cloned() else { return };
+        let Some(row) = self.selected_row().cloned() else {
+            return;
+        };
         if let Some(instance) = row.instance.filter(|_| self.view == ViewId::Workflows) {
             self.open_instance(instance);
             return;
         }
-        let title = row.cells.first().map(|c| c.text.clone()).unwrap_or_default();
-        self.overlay = Some(Overlay::Detail { title, fields: row.detail, scroll: 0 });
+        let title = row
+            .cells
+            .first()
+            .map(|c| c.text.clone())
+            .unwrap_or_default();
+        self.overlay = Some(Overlay::Detail {
+            title,
+            fields: row.detail,
+            scroll: 0,
+        });
     }
 
     fn open_instance(&mut self, instance: String) {
@@ -751,8 +888,14 @@ impl App {
             return;
         }
         let limit = self.page_size();
-        let (first, last) = self.data.as_ref().map_or((None, None), |d| (d.first_key.clone(), d.last_key.clone()));
-        let (more_before, more_after) = self.data.as_ref().map_or((false, false), |d| (d.more_before, d.more_after));
+        let (first, last) = self
+            .data
+            .as_ref()
+            .map_or((None, None), |d| (d.first_key.clone(), d.last_key.clone()));
+        let (more_before, more_after) = self
+            .data
+            .as_ref()
+            .map_or((false, false), |d| (d.more_before, d.more_after));
         let next = match how {
             PageMove::Down if more_after => last.map(|k| PageRequest::after(k, limit)),
             PageMove::Up if self.view == ViewId::Timeline => Some(PageRequest::first(limit)),
@@ -807,7 +950,9 @@ impl App {
 
     fn tree_paths(&self) -> Vec<Vec<String>> {
         match self.snapshot.as_deref().map(|s| &s.data) {
-            Some(ViewData::Detail { history, .. }) => workflow_detail::visible_paths(&workflow_detail::nodes(history), &self.tree.closed),
+            Some(ViewData::Detail { history, .. }) => {
+                workflow_detail::visible_paths(&workflow_detail::nodes(history), &self.tree.closed)
+            }
             _ => Vec::new(),
         }
     }
@@ -817,7 +962,10 @@ impl App {
         if paths.is_empty() {
             return;
         }
-        let cur = paths.iter().position(|p| *p == self.tree.selected).map_or(-1, |i| i64::try_from(i).unwrap_or(0));
+        let cur = paths
+            .iter()
+            .position(|p| *p == self.tree.selected)
+            .map_or(-1, |i| i64::try_from(i).unwrap_or(0));
         let max = i64::try_from(paths.len() - 1).unwrap_or(0);
         let next = usize::try_from((cur + delta).clamp(0, max)).unwrap_or(0);
         if let Some(p) = paths.get(next) {
@@ -849,10 +997,18 @@ impl App {
         self.error = None;
         self.now = self.now.max(snapshot.at);
         // Flash rows whose data changed since the last snapshot of the same page.
-        let scope = Query { seq: 0, paused: false, ..snapshot.query.clone() };
+        let scope = Query {
+            seq: 0,
+            paused: false,
+            ..snapshot.query.clone()
+        };
         let same_scope = self.version_scope.as_ref() == Some(&scope);
         if let Some(data) = views::table(&snapshot, snapshot.at) {
-            let versions: HashMap<String, String> = data.rows.iter().map(|r| (r.key.clone(), row_version(r))).collect();
+            let versions: HashMap<String, String> = data
+                .rows
+                .iter()
+                .map(|r| (r.key.clone(), row_version(r)))
+                .collect();
             if same_scope {
                 for (key, v) in &versions {
                     if self.versions.get(key) != Some(v) {
@@ -868,9 +1024,10 @@ impl App {
         self.sample(&snapshot);
         // A backwards page that ran into the start: show the first full page instead.
         let page = &snapshot.query.page;
-        let short_backwards = page.backwards && page.after.is_some() && snapshot.query.seq == self.query.seq && {
-            views::table(&snapshot, snapshot.at).is_some_and(|d| d.fetched < page.limit)
-        };
+        let short_backwards = page.backwards
+            && page.after.is_some()
+            && snapshot.query.seq == self.query.seq
+            && { views::table(&snapshot, snapshot.at).is_some_and(|d| d.fetched < page.limit) };
         let view = snapshot.query.view;
         self.snapshot = Some(snapshot);
         if self.view == ViewId::WorkflowDetail && self.tree.selected.is_empty() {
@@ -887,8 +1044,17 @@ impl App {
     }
 
     fn sample(&mut self, s: &Snapshot) {
-        let sample = Sample { wall: self.wall, claims: s.overview.claims, refused: s.overview.writes_refused, accepted: s.overview.writes_accepted };
-        if self.samples.back().is_some_and(|last| last.wall == sample.wall) {
+        let sample = Sample {
+            wall: self.wall,
+            claims: s.overview.claims,
+            refused: s.overview.writes_refused,
+            accepted: s.overview.writes_accepted,
+        };
+        if self
+            .samples
+            .back()
+            .is_some_and(|last| last.wall == sample.wall)
+        {
             self.samples.pop_back();
         }
         self.samples.push_back(sample);
@@ -899,16 +1065,28 @@ impl App {
 
     /// Recomputes the table model, then the filtered / sorted order and the selection.
     fn rebuild(&mut self) {
-        self.data = self.snapshot.as_deref().filter(|s| s.query.view == self.view).and_then(|s| views::table(s, self.now));
+        self.data = self
+            .snapshot
+            .as_deref()
+            .filter(|s| s.query.view == self.view)
+            .and_then(|s| views::table(s, self.now));
         let ui = self.table_ui();
         let Some(data) = &self.data else {
             self.visible.clear();
             return;
         };
         let filter = Filter::parse(&ui.filter, data.columns);
-        let mut visible: Vec<usize> = (0..data.rows.len()).filter(|i| data.rows.get(*i).is_some_and(|r| filter.matches(r))).collect();
+        let mut visible: Vec<usize> = (0..data.rows.len())
+            .filter(|i| data.rows.get(*i).is_some_and(|r| filter.matches(r)))
+            .collect();
         if let Some((col, desc)) = ui.sort {
-            let key = |i: &usize| data.rows.get(*i).and_then(|r| r.cells.get(col)).map(|c| c.sort.clone()).unwrap_or(SortKey::Num(i64::MIN));
+            let key = |i: &usize| {
+                data.rows
+                    .get(*i)
+                    .and_then(|r| r.cells.get(col))
+                    .map(|c| c.sort.clone())
+                    .unwrap_or(SortKey::Num(i64::MIN))
+            };
             visible.sort_by_key(key);
             if desc {
                 visible.reverse();
@@ -917,7 +1095,11 @@ impl App {
         let selected = ui
             .selected_key
             .as_ref()
-            .and_then(|k| visible.iter().position(|i| data.rows.get(*i).is_some_and(|r| &r.key == k)))
+            .and_then(|k| {
+                visible
+                    .iter()
+                    .position(|i| data.rows.get(*i).is_some_and(|r| &r.key == k))
+            })
             .unwrap_or(ui.selected)
             .min(visible.len().saturating_sub(1));
         self.visible = visible;
@@ -933,7 +1115,11 @@ impl App {
         let page = match self.view {
             ViewId::Overview | ViewId::WorkflowDetail => PageRequest::first(limit),
             _ => {
-                let mut p = self.tables.get(&self.view).and_then(|t| t.page.clone()).unwrap_or_else(|| PageRequest::first(limit));
+                let mut p = self
+                    .tables
+                    .get(&self.view)
+                    .and_then(|t| t.page.clone())
+                    .unwrap_or_else(|| PageRequest::first(limit));
                 p.limit = limit;
                 p
             }
@@ -942,9 +1128,21 @@ impl App {
             seq,
             view: self.view,
             page,
-            work: if self.view == ViewId::Work { self.work_quick } else { WorkQuick::All },
-            instance: if self.view == ViewId::WorkflowDetail { self.instance.clone() } else { None },
-            resource: if self.view == ViewId::Timeline { self.resource.clone() } else { None },
+            work: if self.view == ViewId::Work {
+                self.work_quick
+            } else {
+                WorkQuick::All
+            },
+            instance: if self.view == ViewId::WorkflowDetail {
+                self.instance.clone()
+            } else {
+                None
+            },
+            resource: if self.view == ViewId::Timeline {
+                self.resource.clone()
+            } else {
+                None
+            },
             paused: self.paused,
         }
     }
@@ -955,8 +1153,15 @@ impl App {
             return None;
         }
         // Pausing or resuming alone does not need a new read, only a new instruction.
-        let only_pause = Query { paused: self.query.paused, ..candidate.clone() } == self.query;
-        let seq = if only_pause && !force { self.query.seq } else { self.query.seq + 1 };
+        let only_pause = Query {
+            paused: self.query.paused,
+            ..candidate.clone()
+        } == self.query;
+        let seq = if only_pause && !force {
+            self.query.seq
+        } else {
+            self.query.seq + 1
+        };
         self.query = Query { seq, ..candidate };
         Some(self.query.clone())
     }
@@ -975,9 +1180,16 @@ fn row_version(row: &views::Row) -> String {
 }
 
 fn parse_quick(word: &str) -> Option<WorkQuick> {
-    [WorkQuick::All, WorkQuick::Pending, WorkQuick::Claimed, WorkQuick::Retry, WorkQuick::Failed, WorkQuick::Incompatible]
-        .into_iter()
-        .find(|q| q.name().starts_with(&word.to_ascii_lowercase()))
+    [
+        WorkQuick::All,
+        WorkQuick::Pending,
+        WorkQuick::Claimed,
+        WorkQuick::Retry,
+        WorkQuick::Failed,
+        WorkQuick::Incompatible,
+    ]
+    .into_iter()
+    .find(|q| q.name().starts_with(&word.to_ascii_lowercase()))
 }
 
 /// Every `:` command word, for completion.
@@ -994,7 +1206,10 @@ pub fn completions(text: &str) -> Vec<&'static str> {
     if text.contains(' ') {
         return Vec::new();
     }
-    command_words().into_iter().filter(|w| w.starts_with(text)).collect()
+    command_words()
+        .into_iter()
+        .filter(|w| w.starts_with(text))
+        .collect()
 }
 
 /// The longest common completion of `text`, if it adds anything.
@@ -1002,12 +1217,20 @@ fn complete(text: &str) -> Option<String> {
     let options = completions(text);
     let first = options.first()?;
     if options.len() == 1 {
-        let space = if matches!(*first, "timeline" | "workflow" | "theme" | "work") { " " } else { "" };
+        let space = if matches!(*first, "timeline" | "workflow" | "theme" | "work") {
+            " "
+        } else {
+            ""
+        };
         return Some(format!("{first}{space}"));
     }
     let mut prefix: String = (*first).to_owned();
     for o in &options[1..] {
-        let common = prefix.chars().zip(o.chars()).take_while(|(a, b)| a == b).count();
+        let common = prefix
+            .chars()
+            .zip(o.chars())
+            .take_while(|(a, b)| a == b)
+            .count();
         prefix = prefix.chars().take(common).collect();
     }
     (prefix.len() > text.len()).then_some(prefix)
@@ -1028,7 +1251,14 @@ impl Filter {
             .map(|term| match term.split_once(':') {
                 Some((field, value)) if !field.is_empty() => {
                     let field = field.to_lowercase();
-                    let col = columns.iter().position(|c| c.name.to_lowercase() == field).or_else(|| columns.iter().position(|c| c.name.to_lowercase().starts_with(&field)));
+                    let col = columns
+                        .iter()
+                        .position(|c| c.name.to_lowercase() == field)
+                        .or_else(|| {
+                            columns
+                                .iter()
+                                .position(|c| c.name.to_lowercase().starts_with(&field))
+                        });
                     if col.is_none() {
                         impossible = true;
                     }
@@ -1045,8 +1275,16 @@ impl Filter {
             return false;
         }
         self.terms.iter().all(|(col, needle)| match col {
-            Some(c) => row.cells.get(*c).is_some_and(|cell| cell.text.to_lowercase().contains(needle)),
-            None => row.cells.iter().any(|cell| cell.text.to_lowercase().contains(needle)) || row.key.to_lowercase().contains(needle),
+            Some(c) => row
+                .cells
+                .get(*c)
+                .is_some_and(|cell| cell.text.to_lowercase().contains(needle)),
+            None => {
+                row.cells
+                    .iter()
+                    .any(|cell| cell.text.to_lowercase().contains(needle))
+                    || row.key.to_lowercase().contains(needle)
+            }
         })
     }
 }

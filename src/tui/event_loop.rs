@@ -7,7 +7,10 @@ use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossterm::event::{DisableMouseCapture, EnableMouseCapture, Event, EventStream, KeyEventKind, MouseButton, MouseEventKind};
+use crossterm::event::{
+    DisableMouseCapture, EnableMouseCapture, Event, EventStream, KeyEventKind, MouseButton,
+    MouseEventKind,
+};
 use crossterm::execute;
 use futures_util::{FutureExt, StreamExt};
 use ratatui::DefaultTerminal;
@@ -49,7 +52,12 @@ pub async fn run(store: Store, options: TuiOptions) -> Result<()> {
         theme = theme.monochrome();
     }
     let app = App::new(
-        AppOptions { read_only: options.read_only, demo: options.demo.is_some(), actor: options.actor.clone(), refresh_ms: options.refresh_ms },
+        AppOptions {
+            read_only: options.read_only,
+            demo: options.demo.is_some(),
+            actor: options.actor.clone(),
+            refresh_ms: options.refresh_ms,
+        },
         theme,
         themes,
     );
@@ -87,7 +95,10 @@ fn event_action(app: &mut App, event: Event) -> Vec<Command> {
         Event::Mouse(m) => match m.kind {
             MouseEventKind::ScrollUp => app.update(Action::ScrollUp),
             MouseEventKind::ScrollDown => app.update(Action::ScrollDown),
-            MouseEventKind::Down(MouseButton::Left) => app.update(Action::Click { column: m.column, row: m.row }),
+            MouseEventKind::Down(MouseButton::Left) => app.update(Action::Click {
+                column: m.column,
+                row: m.row,
+            }),
             _ => Vec::new(),
         },
         Event::Resize(width, height) => app.update(Action::Resize { width, height }),
@@ -95,16 +106,33 @@ fn event_action(app: &mut App, event: Event) -> Vec<Command> {
     }
 }
 
-async fn event_loop(terminal: &mut DefaultTerminal, mut app: App, store: Store, options: TuiOptions) -> Result<()> {
+async fn event_loop(
+    terminal: &mut DefaultTerminal,
+    mut app: App,
+    store: Store,
+    options: TuiOptions,
+) -> Result<()> {
     let started = Instant::now();
     let wall = move || i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     let size = terminal.size().map_err(|e| terminal_error(&e))?;
-    let mut pending = app.update(Action::Resize { width: size.width, height: size.height });
-    pending.extend(app.update(Action::Tick { now: store.now(), wall: wall() }));
+    let mut pending = app.update(Action::Resize {
+        width: size.width,
+        height: size.height,
+    });
+    pending.extend(app.update(Action::Tick {
+        now: store.now(),
+        wall: wall(),
+    }));
 
     let (query_tx, query_rx) = watch::channel(app.query().clone());
     let (snap_tx, mut snap_rx) = watch::channel(Published::Nothing);
-    let reader = tokio::spawn(run_reader(store.clone(), options.demo.clone(), query_rx, snap_tx, options.refresh_ms));
+    let reader = tokio::spawn(run_reader(
+        store.clone(),
+        options.demo.clone(),
+        query_rx,
+        snap_tx,
+        options.refresh_ms,
+    ));
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Action>();
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
@@ -120,7 +148,12 @@ async fn event_loop(terminal: &mut DefaultTerminal, mut app: App, store: Store, 
                     let _ = query_tx.send(q);
                 }
                 other => {
-                    let (store, cluster, actor, tx) = (store.clone(), options.demo.clone(), app.options().actor.clone(), done_tx.clone());
+                    let (store, cluster, actor, tx) = (
+                        store.clone(),
+                        options.demo.clone(),
+                        app.options().actor.clone(),
+                        done_tx.clone(),
+                    );
                     tokio::task::spawn_blocking(move || {
                         if let Some(action) = execute(&store, cluster.as_deref(), &actor, &other) {
                             let _ = tx.send(action);

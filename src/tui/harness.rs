@@ -22,27 +22,46 @@ use crate::store::Store;
 /// Carries out one non-query command (a cancel or a demo operation) and reports what
 /// happened, audited. Blocking: the event loop runs it on `spawn_blocking`.
 #[must_use]
-pub fn execute(store: &Store, cluster: Option<&dyn ClusterControl>, actor: &str, command: &Command) -> Option<Action> {
+pub fn execute(
+    store: &Store,
+    cluster: Option<&dyn ClusterControl>,
+    actor: &str,
+    command: &Command,
+) -> Option<Action> {
     match command {
         Command::Cancel { instance, reason } => {
             let (mut message, refused) = wf::cancel(store, instance, actor, reason);
             if let Err(e) = store.audit(actor, "cancel-workflow", instance, &message) {
                 message.push_str(&format!(" (audit failed: {e})"));
             }
-            Some(Action::Done(Done::Cancel { instance: instance.clone(), message, refused }))
+            Some(Action::Done(Done::Cancel {
+                instance: instance.clone(),
+                message,
+                refused,
+            }))
         }
         Command::Demo(op) => {
             let Some(cluster) = cluster else {
-                return Some(Action::Done(Done::Demo { message: "no demo cluster attached".into() }));
+                return Some(Action::Done(Done::Demo {
+                    message: "no demo cluster attached".into(),
+                }));
             };
             let (action, target, message) = match op {
                 DemoOp::Kill(id) => {
                     cluster.kill(id);
-                    ("demo-kill", id.clone(), format!("killed {id} (no release: its work must be reclaimed)"))
+                    (
+                        "demo-kill",
+                        id.clone(),
+                        format!("killed {id} (no release: its work must be reclaimed)"),
+                    )
                 }
                 DemoOp::Pause(id) => {
                     cluster.pause(id);
-                    ("demo-pause", id.clone(), format!("paused {id} (its leases will expire; on resume it is fenced)"))
+                    (
+                        "demo-pause",
+                        id.clone(),
+                        format!("paused {id} (its leases will expire; on resume it is fenced)"),
+                    )
                 }
                 DemoOp::Resume(id) => {
                     cluster.resume(id);
@@ -54,11 +73,19 @@ pub fn execute(store: &Store, cluster: Option<&dyn ClusterControl>, actor: &str,
                 }
                 DemoOp::RollOut(build) => {
                     cluster.roll_out(build);
-                    ("demo-roll-out", build.clone(), format!("rolling out build {build}"))
+                    (
+                        "demo-roll-out",
+                        build.clone(),
+                        format!("rolling out build {build}"),
+                    )
                 }
                 DemoOp::Skew(id, ms) => {
                     cluster.skew(id, *ms);
-                    ("demo-skew", id.clone(), format!("skewed {id}'s clock by {ms} ms"))
+                    (
+                        "demo-skew",
+                        id.clone(),
+                        format!("skewed {id}'s clock by {ms} ms"),
+                    )
                 }
             };
             let message = match store.audit(actor, action, &target, "done") {
@@ -82,10 +109,25 @@ pub struct Harness {
 impl Harness {
     /// A dashboard over `store` at `width` × `height`, with its first snapshot read.
     #[must_use]
-    pub fn new(store: Store, options: AppOptions, theme: Theme, cluster: Option<Arc<dyn ClusterControl>>, width: u16, height: u16) -> Self {
+    pub fn new(
+        store: Store,
+        options: AppOptions,
+        theme: Theme,
+        cluster: Option<Arc<dyn ClusterControl>>,
+        width: u16,
+        height: u16,
+    ) -> Self {
         let app = App::new(options, theme, ThemeSet::new(None));
-        let mut h = Self { app, store, cluster, wall: 0 };
-        h.dispatch(Action::Tick { now: h.store.now(), wall: 0 });
+        let mut h = Self {
+            app,
+            store,
+            cluster,
+            wall: 0,
+        };
+        h.dispatch(Action::Tick {
+            now: h.store.now(),
+            wall: 0,
+        });
         h.dispatch(Action::Resize { width, height });
         h.refresh();
         h
@@ -105,11 +147,22 @@ impl Harness {
     fn run(&mut self, commands: Vec<Command>) {
         for command in commands {
             let next = match &command {
-                Command::Query(q) => Some(match snapshot::read(&self.store, q, self.cluster.as_deref()) {
-                    Ok(s) => Action::Snapshot(Arc::new(s)),
-                    Err(e) => Action::StoreError { message: e.to_string(), retry_in_ms: snapshot::backoff_ms(250, 1), failures: 1 },
-                }),
-                other => execute(&self.store, self.cluster.as_deref(), &self.app.options().actor.clone(), other),
+                Command::Query(q) => Some(
+                    match snapshot::read(&self.store, q, self.cluster.as_deref()) {
+                        Ok(s) => Action::Snapshot(Arc::new(s)),
+                        Err(e) => Action::StoreError {
+                            message: e.to_string(),
+                            retry_in_ms: snapshot::backoff_ms(250, 1),
+                            failures: 1,
+                        },
+                    },
+                ),
+                other => execute(
+                    &self.store,
+                    self.cluster.as_deref(),
+                    &self.app.options().actor.clone(),
+                    other,
+                ),
             };
             if let Some(action) = next {
                 self.dispatch(action);
@@ -126,12 +179,17 @@ impl Harness {
     /// Lets `ms` of dashboard time pass (flashes fade, badges age) and ticks.
     pub fn advance(&mut self, ms: Millis) {
         self.wall += ms;
-        self.dispatch(Action::Tick { now: self.store.now(), wall: self.wall });
+        self.dispatch(Action::Tick {
+            now: self.store.now(),
+            wall: self.wall,
+        });
     }
 
     /// Presses a key (through the key map, as the terminal would).
     pub fn key(&mut self, code: KeyCode) {
-        let commands = self.app.handle_key(&KeyEvent::new(code, KeyModifiers::NONE));
+        let commands = self
+            .app
+            .handle_key(&KeyEvent::new(code, KeyModifiers::NONE));
         self.run(commands);
     }
 

@@ -62,13 +62,19 @@ pub struct Key {
 
 impl Key {
     const fn plain(code: KeyCode) -> Self {
-        Self { code, mods: KeyModifiers::NONE }
+        Self {
+            code,
+            mods: KeyModifiers::NONE,
+        }
     }
     const fn ch(c: char) -> Self {
         Self::plain(KeyCode::Char(c))
     }
     const fn ctrl(c: char) -> Self {
-        Self { code: KeyCode::Char(c), mods: KeyModifiers::CONTROL }
+        Self {
+            code: KeyCode::Char(c),
+            mods: KeyModifiers::CONTROL,
+        }
     }
 
     /// How the key is written in help and hints.
@@ -91,17 +97,18 @@ impl Key {
             KeyCode::F(n) => format!("F{n}"),
             other => format!("{other:?}"),
         };
-        if self.mods.contains(KeyModifiers::CONTROL) { format!("ctrl-{base}") } else { base }
+        if self.mods.contains(KeyModifiers::CONTROL) {
+            format!("ctrl-{base}")
+        } else {
+            base
+        }
     }
 
     fn matches(self, event: &KeyEvent) -> bool {
+        // Some terminals report uppercase letters with SHIFT, some without: the character
+        // decides, SHIFT is ignored.
         let mods = event.modifiers - KeyModifiers::SHIFT;
-        let code = match event.code {
-            // Some terminals report uppercase letters with SHIFT, some without.
-            KeyCode::Char(c) => KeyCode::Char(c),
-            other => other,
-        };
-        code == self.code && mods == self.mods - KeyModifiers::SHIFT
+        event.code == self.code && mods == self.mods - KeyModifiers::SHIFT
     }
 }
 
@@ -119,58 +126,270 @@ impl Binding {
     /// `j/↓` style label of every key.
     #[must_use]
     pub fn label(&self) -> String {
-        self.keys.iter().map(|k| k.label()).collect::<Vec<_>>().join("/")
+        self.keys
+            .iter()
+            .map(|k| k.label())
+            .collect::<Vec<_>>()
+            .join("/")
     }
 }
 
 fn bind(keys: &[Key], action: Action, scope: Scope, group: Group, help: &'static str) -> Binding {
-    Binding { keys: keys.to_vec(), action, scope, group, help }
+    Binding {
+        keys: keys.to_vec(),
+        action,
+        scope,
+        group,
+        help,
+    }
 }
 
 static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
     use Group::{Demo, Live, Navigation, Operator, Views};
     use Scope::{Global, Table, View};
-    let mut b = vec![
-        bind(&[Key::ch(':')], Action::OpenCommand, Global, Views, "command: switch view (:work, :timeline RES, :theme NAME, :q), Tab completes"),
-    ];
+    let mut b = vec![bind(
+        &[Key::ch(':')],
+        Action::OpenCommand,
+        Global,
+        Views,
+        "command: switch view (:work, :timeline RES, :theme NAME, :q), Tab completes",
+    )];
     for view in ViewId::MAIN {
         if let Some(d) = view.digit() {
-            b.push(bind(&[Key::ch(d)], Action::SwitchView(view), Global, Views, view_help(view)));
+            b.push(bind(
+                &[Key::ch(d)],
+                Action::SwitchView(view),
+                Global,
+                Views,
+                view_help(view),
+            ));
         }
     }
     b.extend([
-        bind(&[Key::plain(KeyCode::Enter)], Action::Enter, Global, Navigation, "open: workflow detail / row detail; toggle a history node"),
-        bind(&[Key::plain(KeyCode::Esc)], Action::Back, Global, Navigation, "back: close, clear the filter, previous view"),
-        bind(&[Key::ch('k'), Key::plain(KeyCode::Up)], Action::Up, Global, Navigation, "up"),
-        bind(&[Key::ch('j'), Key::plain(KeyCode::Down)], Action::Down, Global, Navigation, "down"),
-        bind(&[Key::ch('h'), Key::plain(KeyCode::Left)], Action::Left, View(ViewId::WorkflowDetail), Navigation, "collapse a history node"),
-        bind(&[Key::ch('l'), Key::plain(KeyCode::Right)], Action::Right, View(ViewId::WorkflowDetail), Navigation, "expand a history node"),
-        bind(&[Key::plain(KeyCode::PageDown), Key::ctrl('f')], Action::PageDown, Table, Navigation, "next page (read from the store)"),
-        bind(&[Key::plain(KeyCode::PageUp), Key::ctrl('b')], Action::PageUp, Table, Navigation, "previous page"),
-        bind(&[Key::plain(KeyCode::Home), Key::ch('g')], Action::Home, Table, Navigation, "first page"),
-        bind(&[Key::plain(KeyCode::End), Key::ch('G')], Action::End, Table, Navigation, "last page"),
-        bind(&[Key::ch('/')], Action::OpenFilter, Table, Navigation, "filter rows: text, or field:value (e.g. state:failed)"),
-        bind(&[Key::ch('s')], Action::CycleSort, Table, Navigation, "sort by the next column (within the page)"),
-        bind(&[Key::ch('z')], Action::ReverseSort, Table, Navigation, "reverse the sort"),
-        bind(&[Key::ch('t')], Action::Timeline, Table, Navigation, "generation timeline of the selected resource"),
-        bind(&[Key::ch('a')], Action::QuickFilter(WorkQuick::All), View(ViewId::Work), Navigation, "work: all states"),
-        bind(&[Key::ch('p')], Action::QuickFilter(WorkQuick::Pending), View(ViewId::Work), Navigation, "work: pending only"),
-        bind(&[Key::ch('c')], Action::QuickFilter(WorkQuick::Claimed), View(ViewId::Work), Navigation, "work: claimed only"),
-        bind(&[Key::ch('r')], Action::QuickFilter(WorkQuick::Retry), View(ViewId::Work), Navigation, "work: retry only"),
-        bind(&[Key::ch('f')], Action::QuickFilter(WorkQuick::Failed), View(ViewId::Work), Navigation, "work: failed only"),
-        bind(&[Key::ch('x')], Action::QuickFilter(WorkQuick::Incompatible), View(ViewId::Work), Navigation, "work: incompatible (no live authority can run it)"),
-        bind(&[Key::ch(' ')], Action::TogglePause, Global, Live, "pause / resume live refresh"),
-        bind(&[Key::ch('i')], Action::ToggleStats, Global, Live, "show query count and latency"),
-        bind(&[Key::ctrl('t')], Action::CycleTheme, Global, Live, "next theme"),
-        bind(&[Key::ch('?')], Action::ToggleHelp, Global, Live, "this help"),
-        bind(&[Key::ch('q'), Key::ctrl('c')], Action::Quit, Global, Live, "quit"),
-        bind(&[Key::ch('C')], Action::CancelWorkflow, Global, Operator, "cancel the selected workflow (asks first; not a rollback)"),
-        bind(&[Key::ch('K')], Action::Demo(DemoKey::Kill), Global, Demo, "kill the selected authority (crash: no release)"),
-        bind(&[Key::ch('P')], Action::Demo(DemoKey::Pause), Global, Demo, "pause the selected authority (it will be fenced)"),
-        bind(&[Key::ch('R')], Action::Demo(DemoKey::Resume), Global, Demo, "resume the selected authority"),
-        bind(&[Key::ch('A')], Action::Demo(DemoKey::Add), Global, Demo, "add an authority"),
-        bind(&[Key::ch('B')], Action::Demo(DemoKey::RollOut), Global, Demo, "roll out a new build (prompts for the tag)"),
-        bind(&[Key::ch('X')], Action::Demo(DemoKey::Skew), Global, Demo, "skew the selected authority's clock (prompts for ms)"),
+        bind(
+            &[Key::plain(KeyCode::Enter)],
+            Action::Enter,
+            Global,
+            Navigation,
+            "open: workflow detail / row detail; toggle a history node",
+        ),
+        bind(
+            &[Key::plain(KeyCode::Esc)],
+            Action::Back,
+            Global,
+            Navigation,
+            "back: close, clear the filter, previous view",
+        ),
+        bind(
+            &[Key::ch('k'), Key::plain(KeyCode::Up)],
+            Action::Up,
+            Global,
+            Navigation,
+            "up",
+        ),
+        bind(
+            &[Key::ch('j'), Key::plain(KeyCode::Down)],
+            Action::Down,
+            Global,
+            Navigation,
+            "down",
+        ),
+        bind(
+            &[Key::ch('h'), Key::plain(KeyCode::Left)],
+            Action::Left,
+            View(ViewId::WorkflowDetail),
+            Navigation,
+            "collapse a history node",
+        ),
+        bind(
+            &[Key::ch('l'), Key::plain(KeyCode::Right)],
+            Action::Right,
+            View(ViewId::WorkflowDetail),
+            Navigation,
+            "expand a history node",
+        ),
+        bind(
+            &[Key::plain(KeyCode::PageDown), Key::ctrl('f')],
+            Action::PageDown,
+            Table,
+            Navigation,
+            "next page (read from the store)",
+        ),
+        bind(
+            &[Key::plain(KeyCode::PageUp), Key::ctrl('b')],
+            Action::PageUp,
+            Table,
+            Navigation,
+            "previous page",
+        ),
+        bind(
+            &[Key::plain(KeyCode::Home), Key::ch('g')],
+            Action::Home,
+            Table,
+            Navigation,
+            "first page",
+        ),
+        bind(
+            &[Key::plain(KeyCode::End), Key::ch('G')],
+            Action::End,
+            Table,
+            Navigation,
+            "last page",
+        ),
+        bind(
+            &[Key::ch('/')],
+            Action::OpenFilter,
+            Table,
+            Navigation,
+            "filter rows: text, or field:value (e.g. state:failed)",
+        ),
+        bind(
+            &[Key::ch('s')],
+            Action::CycleSort,
+            Table,
+            Navigation,
+            "sort by the next column (within the page)",
+        ),
+        bind(
+            &[Key::ch('z')],
+            Action::ReverseSort,
+            Table,
+            Navigation,
+            "reverse the sort",
+        ),
+        bind(
+            &[Key::ch('t')],
+            Action::Timeline,
+            Table,
+            Navigation,
+            "generation timeline of the selected resource",
+        ),
+        bind(
+            &[Key::ch('a')],
+            Action::QuickFilter(WorkQuick::All),
+            View(ViewId::Work),
+            Navigation,
+            "work: all states",
+        ),
+        bind(
+            &[Key::ch('p')],
+            Action::QuickFilter(WorkQuick::Pending),
+            View(ViewId::Work),
+            Navigation,
+            "work: pending only",
+        ),
+        bind(
+            &[Key::ch('c')],
+            Action::QuickFilter(WorkQuick::Claimed),
+            View(ViewId::Work),
+            Navigation,
+            "work: claimed only",
+        ),
+        bind(
+            &[Key::ch('r')],
+            Action::QuickFilter(WorkQuick::Retry),
+            View(ViewId::Work),
+            Navigation,
+            "work: retry only",
+        ),
+        bind(
+            &[Key::ch('f')],
+            Action::QuickFilter(WorkQuick::Failed),
+            View(ViewId::Work),
+            Navigation,
+            "work: failed only",
+        ),
+        bind(
+            &[Key::ch('x')],
+            Action::QuickFilter(WorkQuick::Incompatible),
+            View(ViewId::Work),
+            Navigation,
+            "work: incompatible (no live authority can run it)",
+        ),
+        bind(
+            &[Key::ch(' ')],
+            Action::TogglePause,
+            Global,
+            Live,
+            "pause / resume live refresh",
+        ),
+        bind(
+            &[Key::ch('i')],
+            Action::ToggleStats,
+            Global,
+            Live,
+            "show query count and latency",
+        ),
+        bind(
+            &[Key::ctrl('t')],
+            Action::CycleTheme,
+            Global,
+            Live,
+            "next theme",
+        ),
+        bind(
+            &[Key::ch('?')],
+            Action::ToggleHelp,
+            Global,
+            Live,
+            "this help",
+        ),
+        bind(
+            &[Key::ch('q'), Key::ctrl('c')],
+            Action::Quit,
+            Global,
+            Live,
+            "quit",
+        ),
+        bind(
+            &[Key::ch('C')],
+            Action::CancelWorkflow,
+            Global,
+            Operator,
+            "cancel the selected workflow (asks first; not a rollback)",
+        ),
+        bind(
+            &[Key::ch('K')],
+            Action::Demo(DemoKey::Kill),
+            Global,
+            Demo,
+            "kill the selected authority (crash: no release)",
+        ),
+        bind(
+            &[Key::ch('P')],
+            Action::Demo(DemoKey::Pause),
+            Global,
+            Demo,
+            "pause the selected authority (it will be fenced)",
+        ),
+        bind(
+            &[Key::ch('R')],
+            Action::Demo(DemoKey::Resume),
+            Global,
+            Demo,
+            "resume the selected authority",
+        ),
+        bind(
+            &[Key::ch('A')],
+            Action::Demo(DemoKey::Add),
+            Global,
+            Demo,
+            "add an authority",
+        ),
+        bind(
+            &[Key::ch('B')],
+            Action::Demo(DemoKey::RollOut),
+            Global,
+            Demo,
+            "roll out a new build (prompts for the tag)",
+        ),
+        bind(
+            &[Key::ch('X')],
+            Action::Demo(DemoKey::Skew),
+            Global,
+            Demo,
+            "skew the selected authority's clock (prompts for ms)",
+        ),
     ]);
     b
 });
@@ -233,7 +452,9 @@ pub fn resolve(key: &KeyEvent, mode: Mode) -> Option<Action> {
             _ => None,
         },
         Mode::Normal(view) => {
-            let candidates = bindings().iter().filter(|b| in_scope(b.scope, view) && b.keys.iter().any(|k| k.matches(key)));
+            let candidates = bindings()
+                .iter()
+                .filter(|b| in_scope(b.scope, view) && b.keys.iter().any(|k| k.matches(key)));
             let mut best: Option<&Binding> = None;
             for b in candidates {
                 if best.is_none() || !matches!(b.scope, Scope::Global) {

@@ -51,7 +51,13 @@ pub struct TuiOptions {
 
 impl Default for TuiOptions {
     fn default() -> Self {
-        Self { refresh_ms: 250, read_only: false, theme: "dark".into(), demo: None, actor: default_actor() }
+        Self {
+            refresh_ms: 250,
+            read_only: false,
+            theme: "dark".into(),
+            demo: None,
+            actor: default_actor(),
+        }
     }
 }
 
@@ -70,10 +76,16 @@ impl std::fmt::Debug for TuiOptions {
 /// `$USER@$HOSTNAME` (or `operator@localhost`), for the audit log.
 #[must_use]
 pub fn default_actor() -> String {
-    let user = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "operator".into());
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("USERNAME"))
+        .unwrap_or_else(|_| "operator".into());
     let host = std::env::var("HOSTNAME")
         .ok()
-        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_owned()))
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into());
     format!("{user}@{host}")

@@ -104,7 +104,9 @@ pub fn to_svg(buffer: &Buffer, theme: &Theme) -> String {
     for y in area.top()..area.bottom() {
         let mut x = area.left();
         while x < area.right() {
-            let Some(cell) = buffer.cell((x, y)) else { break };
+            let Some(cell) = buffer.cell((x, y)) else {
+                break;
+            };
             let style = cell.style();
             let key = (style.fg, style.bg, style.add_modifier);
             let start = x;
@@ -115,7 +117,11 @@ pub fn to_svg(buffer: &Buffer, theme: &Theme) -> String {
                 if (s.fg, s.bg, s.add_modifier) != key {
                     break;
                 }
-                text.push_str(if c.symbol().is_empty() { "" } else { c.symbol() });
+                text.push_str(if c.symbol().is_empty() {
+                    ""
+                } else {
+                    c.symbol()
+                });
                 x += 1;
             }
             let mut fg = style.fg.and_then(ansi).unwrap_or(default_fg);

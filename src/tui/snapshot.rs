@@ -19,8 +19,8 @@ use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::{WorkFilter, WorkState};
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, Lease, Page, PageRequest, Schedule, Subscription, WorkItem,
-    WriteRecord,
+    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, Lease, Page, PageRequest,
+    Schedule, Subscription, WorkItem, WriteRecord,
 };
 use crate::store::{Overview, Store};
 
@@ -66,19 +66,43 @@ impl Default for Query {
     }
 }
 
-/// The rows of the visible view.
+/// The rows of the visible view. (One per snapshot, so the size difference between
+/// variants does not matter.)
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 pub enum ViewData {
     Overview,
-    Authorities { page: Page<Authority>, owned: HashMap<String, usize> },
+    Authorities {
+        page: Page<Authority>,
+        owned: HashMap<String, usize>,
+    },
     Leases(Page<Lease>),
     Work(Page<WorkItem>),
     Workflows(Page<InstanceRow>),
-    Detail { instance: Option<InstanceRow>, history: Vec<HistoryRecord> },
-    Cursors { page: Page<Subscription>, items: HashMap<String, WorkItem>, high_water: i64 },
-    Events { page: Page<Ingestion>, high_water: i64 },
-    Schedules { page: Page<Schedule>, firings: HashMap<String, WorkItem> },
-    Timeline { resource: Option<String>, grants: Vec<Grant>, writes: Vec<WriteRecord>, lease: Option<Lease>, item: Option<WorkItem> },
+    Detail {
+        instance: Option<InstanceRow>,
+        history: Vec<HistoryRecord>,
+    },
+    Cursors {
+        page: Page<Subscription>,
+        items: HashMap<String, WorkItem>,
+        high_water: i64,
+    },
+    Events {
+        page: Page<Ingestion>,
+        high_water: i64,
+    },
+    Schedules {
+        page: Page<Schedule>,
+        firings: HashMap<String, WorkItem>,
+    },
+    Timeline {
+        resource: Option<String>,
+        grants: Vec<Grant>,
+        writes: Vec<WriteRecord>,
+        lease: Option<Lease>,
+        item: Option<WorkItem>,
+    },
     Audit(Page<AuditEntry>),
 }
 
@@ -119,9 +143,17 @@ pub struct Snapshot {
 #[must_use]
 pub fn authority_windows(a: &Authority) -> (Millis, Millis) {
     let config: serde_json::Value = serde_json::from_str(&a.config).unwrap_or_default();
-    let pick = |keys: &[&str], default: Millis| keys.iter().find_map(|k| config.get(*k).and_then(serde_json::Value::as_i64)).filter(|v| *v > 0).unwrap_or(default);
+    let pick = |keys: &[&str], default: Millis| {
+        keys.iter()
+            .find_map(|k| config.get(*k).and_then(serde_json::Value::as_i64))
+            .filter(|v| *v > 0)
+            .unwrap_or(default)
+    };
     (
-        pick(&["heartbeatMs", "heartbeatIntervalMs", "pollIntervalMs"], DEFAULT_HEARTBEAT_MS),
+        pick(
+            &["heartbeatMs", "heartbeatIntervalMs", "pollIntervalMs"],
+            DEFAULT_HEARTBEAT_MS,
+        ),
         pick(&["leaseDurationMs", "leaseMs"], DEFAULT_LEASE_MS),
     )
 }
@@ -157,9 +189,14 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
     let token = c.run(Store::change_token)?;
     let at = store.now();
     let overview = c.run(Store::overview)?;
-    let authorities = c.run(|s| s.list_authorities(&PageRequest::first(AUTHORITY_SAMPLE)))?.rows;
-    let mut live_compats: Vec<String> =
-        authorities.iter().filter(|a| authority_state(a, at) != "gone").map(|a| a.compat.clone()).collect();
+    let authorities = c
+        .run(|s| s.list_authorities(&PageRequest::first(AUTHORITY_SAMPLE)))?
+        .rows;
+    let mut live_compats: Vec<String> = authorities
+        .iter()
+        .filter(|a| authority_state(a, at) != "gone")
+        .map(|a| a.compat.clone())
+        .collect();
     live_compats.sort();
     live_compats.dedup();
     let incompatible_compats: Vec<String> = if live_compats.is_empty() {
@@ -181,11 +218,18 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         .filter(|w| !w.state.is_terminal() && incompatible_compats.contains(&w.compat))
         .map(|w| w.count)
         .sum();
-    let (recent_grants, recent_writes) = if matches!(query.view, ViewId::Overview | ViewId::Authorities) {
-        c.run(|s| s.ownership_history(None, overview.revision.saturating_sub(RECENT_REVISIONS), RECENT_LIMIT))?
-    } else {
-        (Vec::new(), Vec::new())
-    };
+    let (recent_grants, recent_writes) =
+        if matches!(query.view, ViewId::Overview | ViewId::Authorities) {
+            c.run(|s| {
+                s.ownership_history(
+                    None,
+                    overview.revision.saturating_sub(RECENT_REVISIONS),
+                    RECENT_LIMIT,
+                )
+            })?
+        } else {
+            (Vec::new(), Vec::new())
+        };
     let page = &query.page;
     let data = match query.view {
         ViewId::Overview => ViewData::Overview,
@@ -193,8 +237,15 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
             let page = c.run(|s| s.list_authorities(page))?;
             let mut owned = HashMap::new();
             for a in &page.rows {
-                let filter = WorkFilter { states: vec![WorkState::Claimed], owner: Some(a.instance_id.clone()), ..WorkFilter::default() };
-                let n = c.run(|s| s.list_work(&filter, &PageRequest::first(OWNED_CAP)))?.rows.len();
+                let filter = WorkFilter {
+                    states: vec![WorkState::Claimed],
+                    owner: Some(a.instance_id.clone()),
+                    ..WorkFilter::default()
+                };
+                let n = c
+                    .run(|s| s.list_work(&filter, &PageRequest::first(OWNED_CAP)))?
+                    .rows
+                    .len();
                 owned.insert(a.instance_id.clone(), n);
             }
             ViewData::Authorities { page, owned }
@@ -209,11 +260,22 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
                 WorkQuick::Failed => vec![WorkState::Failed],
             };
             if query.work == WorkQuick::Incompatible && incompatible_compats.is_empty() {
-                ViewData::Work(Page { rows: Vec::new(), next: None })
+                ViewData::Work(Page {
+                    rows: Vec::new(),
+                    next: None,
+                })
             } else {
                 let filter = WorkFilter {
-                    states: if query.work == WorkQuick::Incompatible { vec![WorkState::Pending, WorkState::Retry, WorkState::Claimed] } else { states },
-                    compats: if query.work == WorkQuick::Incompatible { incompatible_compats.clone() } else { Vec::new() },
+                    states: if query.work == WorkQuick::Incompatible {
+                        vec![WorkState::Pending, WorkState::Retry, WorkState::Claimed]
+                    } else {
+                        states
+                    },
+                    compats: if query.work == WorkQuick::Incompatible {
+                        incompatible_compats.clone()
+                    } else {
+                        Vec::new()
+                    },
                     ..WorkFilter::default()
                 };
                 ViewData::Work(c.run(|s| s.list_work(&filter, page))?)
@@ -226,7 +288,10 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
                 let history = c.run(|s| wf::history(s, id))?;
                 ViewData::Detail { instance, history }
             }
-            None => ViewData::Detail { instance: None, history: Vec::new() },
+            None => ViewData::Detail {
+                instance: None,
+                history: Vec::new(),
+            },
         },
         ViewId::Cursors => {
             let page = c.run(|s| s.list_subscriptions(page))?;
@@ -238,7 +303,11 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
                 }
             }
             let high_water = c.run(Store::journal_high_water)?;
-            ViewData::Cursors { page, items, high_water }
+            ViewData::Cursors {
+                page,
+                items,
+                high_water,
+            }
         }
         ViewId::Events => {
             let page = c.run(|s| s.list_ingestions(page))?;
@@ -261,14 +330,31 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         ViewId::Audit => ViewData::Audit(c.run(|s| s.list_audit(page))?),
         ViewId::Timeline => match &query.resource {
             Some(resource) => {
-                let after = page.after.as_deref().and_then(|a| a.parse().ok()).unwrap_or(0);
+                let after = page
+                    .after
+                    .as_deref()
+                    .and_then(|a| a.parse().ok())
+                    .unwrap_or(0);
                 let limit = page.limit.max(1) * TIMELINE_FACTOR;
-                let (grants, writes) = c.run(|s| s.ownership_history(Some(resource), after, limit))?;
+                let (grants, writes) =
+                    c.run(|s| s.ownership_history(Some(resource), after, limit))?;
                 let lease = c.run(|s| s.lease(resource))?;
                 let item = c.run(|s| s.work(resource))?;
-                ViewData::Timeline { resource: Some(resource.clone()), grants, writes, lease, item }
+                ViewData::Timeline {
+                    resource: Some(resource.clone()),
+                    grants,
+                    writes,
+                    lease,
+                    item,
+                }
             }
-            None => ViewData::Timeline { resource: None, grants: Vec::new(), writes: Vec::new(), lease: None, item: None },
+            None => ViewData::Timeline {
+                resource: None,
+                grants: Vec::new(),
+                writes: Vec::new(),
+                lease: None,
+                item: None,
+            },
         },
     };
     let (demo_rows, scenario) = match demo {
@@ -290,7 +376,10 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         demo: demo_rows,
         scenario,
         data,
-        stats: QueryStats { queries: c.queries, latency_us },
+        stats: QueryStats {
+            queries: c.queries,
+            latency_us,
+        },
     })
 }
 
@@ -301,7 +390,11 @@ pub enum Published {
     /// Checked: nothing changed since the last snapshot.
     Fresh,
     Snapshot(Arc<Snapshot>),
-    Error { message: String, retry_in_ms: u64, failures: u32 },
+    Error {
+        message: String,
+        retry_in_ms: u64,
+        failures: u32,
+    },
 }
 
 /// Backoff after `failures` consecutive failed refreshes: 250 ms doubling to 8 s.
@@ -334,14 +427,28 @@ pub async fn run_reader(
             let token = tokio::task::spawn_blocking(move || probe_store.change_token()).await;
             let token = match token {
                 Ok(r) => r,
-                Err(e) => Err(crate::error::Error::Unavailable(format!("reader task failed: {e}"))),
+                Err(e) => Err(crate::error::Error::Unavailable(format!(
+                    "reader task failed: {e}"
+                ))),
             };
             let result = match token {
-                Ok(t) if !fresh_query && failures == 0 && last_token == Some(t) && !demo_moving(demo.as_ref()) => None,
+                Ok(t)
+                    if !fresh_query
+                        && failures == 0
+                        && last_token == Some(t)
+                        && !demo_moving(demo.as_ref()) =>
+                {
+                    None
+                }
                 Ok(_) | Err(_) => {
                     let (s, q, d) = (store.clone(), query.clone(), demo.clone());
-                    let joined = tokio::task::spawn_blocking(move || read(&s, &q, d.as_deref())).await;
-                    Some(joined.unwrap_or_else(|e| Err(crate::error::Error::Unavailable(format!("reader task failed: {e}")))))
+                    let joined =
+                        tokio::task::spawn_blocking(move || read(&s, &q, d.as_deref())).await;
+                    Some(joined.unwrap_or_else(|e| {
+                        Err(crate::error::Error::Unavailable(format!(
+                            "reader task failed: {e}"
+                        )))
+                    }))
                 }
             };
             match result {
@@ -363,7 +470,14 @@ pub async fn run_reader(
                     let retry = backoff_ms(refresh_ms, failures);
                     wait = Duration::from_millis(retry);
                     let message = e.to_string();
-                    if out.send(Published::Error { message, retry_in_ms: retry, failures }).is_err() {
+                    if out
+                        .send(Published::Error {
+                            message,
+                            retry_in_ms: retry,
+                            failures,
+                        })
+                        .is_err()
+                    {
                         return;
                     }
                 }

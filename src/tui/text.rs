@@ -68,10 +68,21 @@ pub fn relative(now: Millis, at: Option<Millis>) -> String {
     }
 }
 
+/// A lease expiry, short: `exp 4.0s` while live, `expired 2.0s` after.
+#[must_use]
+pub fn expiry(now: Millis, at: Millis) -> String {
+    if at > now {
+        format!("exp {}", format_duration(at - now))
+    } else {
+        format!("expired {}", format_duration(now - at))
+    }
+}
+
 /// A clock time `HH:MM:SS.mmm` (UTC) for tables; the full instant lives in detail views.
 #[must_use]
 pub fn clock_time(at: Millis) -> String {
-    chrono::DateTime::from_timestamp_millis(at).map_or_else(|| at.to_string(), |t| t.format("%H:%M:%S%.3f").to_string())
+    chrono::DateTime::from_timestamp_millis(at)
+        .map_or_else(|| at.to_string(), |t| t.format("%H:%M:%S%.3f").to_string())
 }
 
 #[cfg(test)]

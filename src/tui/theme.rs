@@ -18,7 +18,10 @@ use crate::error::{Error, Result};
 pub const BUILTIN: [(&str, &str); 3] = [
     ("dark", include_str!("../../themes/dark.toml")),
     ("light", include_str!("../../themes/light.toml")),
-    ("high-contrast", include_str!("../../themes/high-contrast.toml")),
+    (
+        "high-contrast",
+        include_str!("../../themes/high-contrast.toml"),
+    ),
 ];
 
 /// One role's style as written in a theme file.
@@ -43,7 +46,11 @@ impl StyleSpec {
     fn to_style(&self, role: &str) -> Result<Style> {
         let colour = |c: &Option<String>| -> Result<Option<Color>> {
             c.as_deref()
-                .map(|c| Color::from_str(c).map_err(|_| Error::Invalid(format!("theme role {role}: unknown colour {c:?}"))))
+                .map(|c| {
+                    Color::from_str(c).map_err(|_| {
+                        Error::Invalid(format!("theme role {role}: unknown colour {c:?}"))
+                    })
+                })
                 .transpose()
         };
         let mut style = Style::default();
@@ -171,8 +178,14 @@ impl Theme {
     /// # Errors
     /// `INVALID` naming the file, for bad TOML, unknown keys, missing roles or colours.
     pub fn parse(text: &str, origin: &str) -> Result<Self> {
-        let file: ThemeFile = toml::from_str(text).map_err(|e| Error::Invalid(format!("theme {origin}: {e}")))?;
-        Ok(Self { name: file.name, description: file.description, styles: file.roles.styles()?, monochrome: false })
+        let file: ThemeFile =
+            toml::from_str(text).map_err(|e| Error::Invalid(format!("theme {origin}: {e}")))?;
+        Ok(Self {
+            name: file.name,
+            description: file.description,
+            styles: file.roles.styles()?,
+            monochrome: false,
+        })
     }
 
     /// A shipped theme by name.
@@ -180,10 +193,11 @@ impl Theme {
     /// # Errors
     /// `INVALID` for an unknown name.
     pub fn builtin(name: &str) -> Result<Self> {
-        let (_, text) = BUILTIN
-            .iter()
-            .find(|(n, _)| *n == name)
-            .ok_or_else(|| Error::Invalid(format!("unknown theme {name:?}; shipped themes: dark, light, high-contrast")))?;
+        let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+            Error::Invalid(format!(
+                "unknown theme {name:?}; shipped themes: dark, light, high-contrast"
+            ))
+        })?;
         Self::parse(text, name)
     }
 
@@ -201,8 +215,17 @@ impl Theme {
         for (i, style) in self.styles.iter_mut().enumerate() {
             let mut plain = Style::default().add_modifier(style.add_modifier);
             match Role::ALL.get(i) {
-                Some(Role::Selection | Role::Error | Role::Dialog) => plain = plain.add_modifier(Modifier::REVERSED),
-                Some(Role::Flash | Role::Header | Role::Title | Role::Fenced | Role::Incompatible | Role::WorkFailed) => {
+                Some(Role::Selection | Role::Error | Role::Dialog) => {
+                    plain = plain.add_modifier(Modifier::REVERSED)
+                }
+                Some(
+                    Role::Flash
+                    | Role::Header
+                    | Role::Title
+                    | Role::Fenced
+                    | Role::Incompatible
+                    | Role::WorkFailed,
+                ) => {
                     plain = plain.add_modifier(Modifier::BOLD);
                 }
                 _ => {}
@@ -253,7 +276,8 @@ impl ThemeSet {
                     .filter_map(|e| e.ok())
                     .filter_map(|e| {
                         let path = e.path();
-                        (path.extension().is_some_and(|x| x == "toml")).then(|| path.file_stem()?.to_str().map(str::to_owned))?
+                        (path.extension().is_some_and(|x| x == "toml"))
+                            .then(|| path.file_stem()?.to_str().map(str::to_owned))?
                     })
                     .filter(|n| !names.contains(n))
                     .collect();
@@ -270,17 +294,23 @@ impl ThemeSet {
     /// `INVALID` for an unknown name or a bad file.
     pub fn load(&self, name: &str) -> Result<Theme> {
         if name.contains(['/', '\\']) || name.starts_with('.') {
-            return Err(Error::Invalid(format!("theme name {name:?} must be a plain name")));
+            return Err(Error::Invalid(format!(
+                "theme name {name:?} must be a plain name"
+            )));
         }
         if let Some(dir) = &self.user_dir {
             let path = dir.join(format!("{name}.toml"));
             if path.is_file() {
-                let text = std::fs::read_to_string(&path).map_err(|e| Error::Invalid(format!("theme {}: {e}", path.display())))?;
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| Error::Invalid(format!("theme {}: {e}", path.display())))?;
                 return Theme::parse(&text, &path.display().to_string());
             }
         }
         Theme::builtin(name).map_err(|_| {
-            Error::Invalid(format!("unknown theme {name:?}; available: {}", self.names().join(", ")))
+            Error::Invalid(format!(
+                "unknown theme {name:?}; available: {}",
+                self.names().join(", ")
+            ))
         })
     }
 
@@ -288,7 +318,10 @@ impl ThemeSet {
     #[must_use]
     pub fn next_name(&self, current: &str) -> String {
         let names = self.names();
-        let i = names.iter().position(|n| n == current).map_or(0, |i| (i + 1) % names.len().max(1));
+        let i = names
+            .iter()
+            .position(|n| n == current)
+            .map_or(0, |i| (i + 1) % names.len().max(1));
         names.get(i).cloned().unwrap_or_else(|| "dark".into())
     }
 }

@@ -319,6 +319,9 @@ impl Engine {
                 let Ok(lease) = lease_rules::acquire(current.as_ref(), &res, &self.owner, self.store.ids().next_id("tok"), lease_ms, now) else { continue };
                 let revision = tx.commit_revision()?;
                 tx.put_lease(&lease)?;
+                // Parked until the lease expires: other authorities skip it meanwhile, and
+                // if this owner dies it becomes runnable again exactly when reclaimable.
+                tx.update_instance(&InstanceRow { next_eligible_at: Some(lease.expires_at), ..row.clone() })?;
                 tx.add_grant(&Grant {
                     revision,
                     resource_id: res,
@@ -460,8 +463,7 @@ impl Engine {
     }
 
     /// Gives the instance lease back without a transition (nothing was due) and restores
-    /// its natural eligibility (an event fanout may have woken it for an event that did not
-    /// match its `where`).
+    /// its natural eligibility, unless an event fanout woke it while it was held.
     ///
     /// # Errors
     /// `WORK_FENCED` when it was no longer ours.
@@ -474,7 +476,10 @@ impl Engine {
             if let Some(row) = tx.instance(&claimed.row.instance_id)? {
                 let (_, state) = decode_state(&row)?;
                 let natural = if state.status.is_terminal() { None } else { state.next_eligible_at };
-                if row.next_eligible_at != natural {
+                // An event fanout that landed while we held it moved the parking instant
+                // forward to "now": keep that wake-up, or the event would be missed.
+                let parked = row.next_eligible_at == Some(claimed.lease.expires_at);
+                if parked && row.next_eligible_at != natural {
                     tx.commit_revision()?;
                     tx.update_instance(&InstanceRow { next_eligible_at: natural, ..row })?;
                 }

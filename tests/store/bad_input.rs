@@ -15,7 +15,10 @@ use crate::support::{K, START, open_sqlite};
 use crate::work::effect;
 
 fn temp() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("leasehold-bad-").tempdir().expect("temp dir")
+    tempfile::Builder::new()
+        .prefix("leasehold-bad-")
+        .tempdir()
+        .expect("temp dir")
 }
 
 fn sqlite_url(path: &Path) -> String {
@@ -27,8 +30,14 @@ fn sqlite_url(path: &Path) -> String {
 fn one_line(what: &str, err: &leasehold::Error, code: &str) -> String {
     let text = err.to_string();
     assert_eq!(err.code(), code, "{what}: {text}");
-    assert!(!text.contains('\n') && !text.contains('\r'), "{what}: the error spans lines: {text:?}");
-    assert!(text.starts_with(code), "{what}: the text leads with its code: {text}");
+    assert!(
+        !text.contains('\n') && !text.contains('\r'),
+        "{what}: the error spans lines: {text:?}"
+    );
+    assert!(
+        text.starts_with(code),
+        "{what}: the text leads with its code: {text}"
+    );
     text
 }
 
@@ -47,13 +56,27 @@ fn write_real_store(path: &Path, items: usize) {
     let store = open_sqlite(path, &clock, OpenMode::ReadWrite).expect("create a store");
     let payload = "x".repeat(300);
     for chunk in (0..items).collect::<Vec<_>>().chunks(250) {
-        let specs = chunk.iter().map(|i| leasehold::model::work::NewWork::effect(format!("e-{i:05}"), "h", format!("{{\"pad\":\"{payload}\",\"i\":{i}}}"))).collect();
+        let specs = chunk
+            .iter()
+            .map(|i| {
+                leasehold::model::work::NewWork::effect(
+                    format!("e-{i:05}"),
+                    "h",
+                    format!("{{\"pad\":\"{payload}\",\"i\":{i}}}"),
+                )
+            })
+            .collect();
         store.enqueue_batch(specs, K).expect("enqueue");
     }
-    store.acquire("r", "a", 1_000.0, Keyed { key: None }).expect("acquire");
+    store
+        .acquire("r", "a", 1_000.0, Keyed { key: None })
+        .expect("acquire");
     drop(store);
     let wal = wal_path(path);
-    assert!(std::fs::metadata(&wal).map_or(true, |m| m.len() == 0), "the WAL was checkpointed on close");
+    assert!(
+        std::fs::metadata(&wal).map_or(true, |m| m.len() == 0),
+        "the WAL was checkpointed on close"
+    );
 }
 
 fn wal_path(path: &Path) -> PathBuf {
@@ -91,16 +114,26 @@ fn read_everything(store: &Store) -> leasehold::Result<()> {
 fn not_a_sqlite_file_is_refused_and_left_alone() {
     let dir = temp();
     let path = dir.path().join("notes.txt");
-    let bytes = "these are my notes, not a database\n".repeat(200).into_bytes();
+    let bytes = "these are my notes, not a database\n"
+        .repeat(200)
+        .into_bytes();
     std::fs::write(&path, &bytes).expect("write");
     for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
         let err = open_err("a text file", &sqlite_url(&path), mode);
         one_line("a text file", &err, "STORE_CORRUPT");
         // A bare path means SQLite too.
-        let err = open_err("a text file by bare path", &path.display().to_string(), mode);
+        let err = open_err(
+            "a text file by bare path",
+            &path.display().to_string(),
+            mode,
+        );
         one_line("a text file by bare path", &err, "STORE_CORRUPT");
     }
-    assert_eq!(std::fs::read(&path).expect("read"), bytes, "left byte-for-byte as it was");
+    assert_eq!(
+        std::fs::read(&path).expect("read"),
+        bytes,
+        "left byte-for-byte as it was"
+    );
     assert!(!wal_path(&path).exists(), "nothing created beside it");
 }
 
@@ -117,7 +150,11 @@ fn another_applications_database_is_refused_and_left_alone() {
         let err = open_err("another app's database", &sqlite_url(&path), mode);
         one_line("another app's database", &err, "STORE_CORRUPT");
     }
-    assert_eq!(std::fs::read(&path).expect("read"), bytes, "left byte-for-byte as it was");
+    assert_eq!(
+        std::fs::read(&path).expect("read"),
+        bytes,
+        "left byte-for-byte as it was"
+    );
 }
 
 #[test]
@@ -129,9 +166,14 @@ fn truncated_database_is_reported_corrupt_and_left_alone() {
     let truncated = &full[..full.len() / 2];
     std::fs::write(&path, truncated).expect("truncate");
     for mode in [OpenMode::ReadOnly, OpenMode::ReadWrite] {
-        let err = first_error(&path, mode).unwrap_or_else(|| panic!("{mode:?}: a truncated store read without complaint"));
+        let err = first_error(&path, mode)
+            .unwrap_or_else(|| panic!("{mode:?}: a truncated store read without complaint"));
         one_line("a truncated store", &err, "STORE_CORRUPT");
-        assert_eq!(std::fs::read(&path).expect("read"), truncated, "{mode:?}: left byte-for-byte as it was");
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            truncated,
+            "{mode:?}: left byte-for-byte as it was"
+        );
     }
 }
 
@@ -147,9 +189,14 @@ fn corrupted_database_is_reported_corrupt_and_left_alone() {
     }
     std::fs::write(&path, &bytes).expect("corrupt");
     for mode in [OpenMode::ReadOnly, OpenMode::ReadWrite] {
-        let err = first_error(&path, mode).unwrap_or_else(|| panic!("{mode:?}: a corrupted store read without complaint"));
+        let err = first_error(&path, mode)
+            .unwrap_or_else(|| panic!("{mode:?}: a corrupted store read without complaint"));
         one_line("a corrupted store", &err, "STORE_CORRUPT");
-        assert_eq!(std::fs::read(&path).expect("read"), bytes, "{mode:?}: left byte-for-byte as it was");
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            bytes,
+            "{mode:?}: left byte-for-byte as it was"
+        );
     }
 }
 
@@ -160,7 +207,12 @@ fn newer_schema_version_is_refused_and_left_alone() {
     write_real_store(&path, 10);
     {
         let conn = rusqlite::Connection::open(&path).expect("sqlite");
-        let changed = conn.execute("UPDATE meta SET value = 99 WHERE key = 'schema_version'", []).expect("bump");
+        let changed = conn
+            .execute(
+                "UPDATE meta SET value = 99 WHERE key = 'schema_version'",
+                [],
+            )
+            .expect("bump");
         assert_eq!(changed, 1, "the store keeps its schema version in meta");
     }
     let bytes = std::fs::read(&path).expect("read");
@@ -168,7 +220,11 @@ fn newer_schema_version_is_refused_and_left_alone() {
         let err = open_err("a newer schema", &sqlite_url(&path), mode);
         let text = one_line("a newer schema", &err, "STORE_CORRUPT");
         assert!(text.contains("99"), "names the version it found: {text}");
-        assert_eq!(std::fs::read(&path).expect("read"), bytes, "{mode:?}: left byte-for-byte as it was");
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            bytes,
+            "{mode:?}: left byte-for-byte as it was"
+        );
     }
 }
 
@@ -187,23 +243,61 @@ fn read_only_open_refuses_every_write_and_changes_nothing() {
     write_real_store(&path, 50);
     let bytes = std::fs::read(&path).expect("read");
     let clock = ManualClock::new(START + 10_000);
-    let store = open_sqlite(&path, &clock, OpenMode::ReadOnly).expect("a read-only open of a good store");
+    let store =
+        open_sqlite(&path, &clock, OpenMode::ReadOnly).expect("a read-only open of a good store");
     let revision = store.revision().expect("reads work read-only");
     read_everything(&store).expect("reads work read-only");
-    assert_eq!(store.work("e-00007").expect("read").map(|w| w.id), Some("e-00007".into()));
+    assert_eq!(
+        store.work("e-00007").expect("read").map(|w| w.id),
+        Some("e-00007".into())
+    );
 
     let no_key = Keyed { key: None };
     let lease = store.lease("r").expect("read").expect("lease row");
     let refusals: Vec<(&str, leasehold::Result<()>)> = vec![
-        ("acquire", store.acquire("r2", "a", 1_000.0, no_key).map(drop)),
-        ("keyed acquire", store.acquire("r3", "a", 1_000.0, Keyed { key: Some("k") }).map(drop)),
-        ("renew", store.renew("r", &lease.token, lease.generation, 1_000.0).map(drop)),
-        ("release", store.release("r", "a", &lease.token, lease.generation, no_key).map(drop)),
+        (
+            "acquire",
+            store.acquire("r2", "a", 1_000.0, no_key).map(drop),
+        ),
+        (
+            "keyed acquire",
+            store
+                .acquire("r3", "a", 1_000.0, Keyed { key: Some("k") })
+                .map(drop),
+        ),
+        (
+            "renew",
+            store
+                .renew("r", &lease.token, lease.generation, 1_000.0)
+                .map(drop),
+        ),
+        (
+            "release",
+            store
+                .release("r", "a", &lease.token, lease.generation, no_key)
+                .map(drop),
+        ),
         ("enqueue", store.enqueue(effect("new"), K).map(drop)),
-        ("claim batch", store.claim_batch("a", K, 10, 1_000).map(drop)),
+        (
+            "claim batch",
+            store.claim_batch("a", K, 10, 1_000).map(drop),
+        ),
         ("claim", store.claim("e-00001", "a", K, 1_000).map(drop)),
-        ("complete", store.complete("e-00001", "a", 1, None).map(drop)),
-        ("ingest", store.ingest(&NewEvent { event_type: "t".into(), source: None, external_id: None, payload: serde_json::json!({}) }).map(drop)),
+        (
+            "complete",
+            store.complete("e-00001", "a", 1, None).map(drop),
+        ),
+        (
+            "ingest",
+            store
+                .ingest(&NewEvent {
+                    event_type: "t".into(),
+                    source: None,
+                    external_id: None,
+                    payload: serde_json::json!({}),
+                })
+                .map(drop),
+        ),
         ("fire schedules", store.fire_due_schedules(10).map(drop)),
         ("audit", store.audit("op", "x", "y", "z")),
         (
@@ -222,12 +316,22 @@ fn read_only_open_refuses_every_write_and_changes_nothing() {
         ),
     ];
     for (what, result) in refusals {
-        let err = result.err().unwrap_or_else(|| panic!("{what} succeeded on a read-only store"));
+        let err = result
+            .err()
+            .unwrap_or_else(|| panic!("{what} succeeded on a read-only store"));
         one_line(what, &err, "STORE_READ_ONLY");
     }
-    assert_eq!(store.revision().expect("read"), revision, "a refused write does not advance the revision");
+    assert_eq!(
+        store.revision().expect("read"),
+        revision,
+        "a refused write does not advance the revision"
+    );
     drop(store);
-    assert_eq!(std::fs::read(&path).expect("read"), bytes, "left byte-for-byte as it was");
+    assert_eq!(
+        std::fs::read(&path).expect("read"),
+        bytes,
+        "left byte-for-byte as it was"
+    );
 }
 
 #[test]
@@ -247,20 +351,33 @@ fn a_file_without_write_permission_refuses_writes() {
     match open_sqlite(&path, &clock, OpenMode::ReadWrite) {
         Err(e) => drop(one_line("open a 0444 file", &e, "STORE_READ_ONLY")),
         Ok(store) => {
-            let err = store.enqueue(effect("new"), K).expect_err("a write to a 0444 file");
+            let err = store
+                .enqueue(effect("new"), K)
+                .expect_err("a write to a 0444 file");
             one_line("write to a 0444 file", &err, "STORE_READ_ONLY");
         }
     }
-    assert_eq!(std::fs::read(&path).expect("read"), bytes, "left byte-for-byte as it was");
+    assert_eq!(
+        std::fs::read(&path).expect("read"),
+        bytes,
+        "left byte-for-byte as it was"
+    );
 }
 
 #[test]
 fn read_only_open_of_a_missing_file_creates_nothing() {
     let dir = temp();
     let path = dir.path().join("missing.db");
-    let err = open_err("a missing file, read-only", &sqlite_url(&path), OpenMode::ReadOnly);
+    let err = open_err(
+        "a missing file, read-only",
+        &sqlite_url(&path),
+        OpenMode::ReadOnly,
+    );
     one_line("a missing file, read-only", &err, "STORE_UNAVAILABLE");
-    assert!(!path.exists() && !wal_path(&path).exists(), "nothing was created");
+    assert!(
+        !path.exists() && !wal_path(&path).exists(),
+        "nothing was created"
+    );
     let err = open_err("a directory", &sqlite_url(dir.path()), OpenMode::ReadWrite);
     one_line("a directory", &err, "STORE_UNAVAILABLE");
 }

@@ -30,58 +30,145 @@ pub fn every_dedup_outcome_and_a_monotone_journal(h: &dyn Harness) {
     let seq1 = first.seq.expect("accepted events are journalled");
 
     let dup = outcome(&event(Some("stripe"), Some("evt_1"), payload.clone()));
-    assert_eq!((dup.outcome, dup.seq), (DedupOutcome::Duplicate, Some(seq1)));
+    assert_eq!(
+        (dup.outcome, dup.seq),
+        (DedupOutcome::Duplicate, Some(seq1))
+    );
     let dup2 = outcome(&event(Some("stripe"), Some("evt_1"), reordered));
-    assert_eq!((dup2.outcome, dup2.seq), (DedupOutcome::Duplicate, Some(seq1)), "canonical JSON ignores key order");
+    assert_eq!(
+        (dup2.outcome, dup2.seq),
+        (DedupOutcome::Duplicate, Some(seq1)),
+        "canonical JSON ignores key order"
+    );
 
-    let conflict = outcome(&event(Some("stripe"), Some("evt_1"), json!({"amount": 101})));
+    let conflict = outcome(&event(
+        Some("stripe"),
+        Some("evt_1"),
+        json!({"amount": 101}),
+    ));
     assert_eq!(conflict.outcome, DedupOutcome::Conflict);
     assert_eq!(conflict.outcome.as_str(), "EVENT_ID_CONFLICT");
-    assert_eq!(ok("high water", s.journal_high_water()), seq1, "neither duplicates nor conflicts are journalled");
+    assert_eq!(
+        ok("high water", s.journal_high_water()),
+        seq1,
+        "neither duplicates nor conflicts are journalled"
+    );
 
     let other_source = outcome(&event(Some("adyen"), Some("evt_1"), payload.clone()));
-    assert_eq!(other_source.outcome, DedupOutcome::Accepted, "dedup is per (source, externalEventId)");
+    assert_eq!(
+        other_source.outcome,
+        DedupOutcome::Accepted,
+        "dedup is per (source, externalEventId)"
+    );
 
     let mut unidentified = Vec::new();
-    for (source, id) in [(None, None), (Some("stripe"), None), (None, Some("evt_9")), (Some("stripe"), Some("")), (Some(""), Some("evt_9"))] {
+    for (source, id) in [
+        (None, None),
+        (Some("stripe"), None),
+        (None, Some("evt_9")),
+        (Some("stripe"), Some("")),
+        (Some(""), Some("evt_9")),
+    ] {
         for _ in 0..2 {
             let got = outcome(&event(source, id, payload.clone()));
-            assert_eq!(got.outcome, DedupOutcome::Unidentified, "source {source:?} id {id:?}");
-            unidentified.push(got.seq.expect("unidentified events are journalled (at-least-once)"));
+            assert_eq!(
+                got.outcome,
+                DedupOutcome::Unidentified,
+                "source {source:?} id {id:?}"
+            );
+            unidentified.push(
+                got.seq
+                    .expect("unidentified events are journalled (at-least-once)"),
+            );
         }
     }
 
     let s = h.reopen();
-    let after_reopen = ok("ingest", s.ingest(&event(Some("stripe"), Some("evt_1"), payload.clone())));
-    assert_eq!((after_reopen.outcome, after_reopen.seq), (DedupOutcome::Duplicate, Some(seq1)), "dedup is durable");
-    let fresh = ok("ingest", s.ingest(&event(Some("stripe"), Some("evt_2"), payload.clone())));
+    let after_reopen = ok(
+        "ingest",
+        s.ingest(&event(Some("stripe"), Some("evt_1"), payload.clone())),
+    );
+    assert_eq!(
+        (after_reopen.outcome, after_reopen.seq),
+        (DedupOutcome::Duplicate, Some(seq1)),
+        "dedup is durable"
+    );
+    let fresh = ok(
+        "ingest",
+        s.ingest(&event(Some("stripe"), Some("evt_2"), payload.clone())),
+    );
     assert_eq!(fresh.outcome, DedupOutcome::Accepted);
 
     let mut expected = vec![seq1, other_source.seq.expect("seq")];
     expected.extend(&unidentified);
     expected.push(fresh.seq.expect("seq"));
-    assert!(expected.windows(2).all(|w| w[0] < w[1]), "seq strictly increases: {expected:?}");
+    assert!(
+        expected.windows(2).all(|w| w[0] < w[1]),
+        "seq strictly increases: {expected:?}"
+    );
     let journal = ok("journal", s.journal_after(0, None, 1_000));
     assert_eq!(journal.iter().map(|e| e.seq).collect::<Vec<_>>(), expected);
-    assert_eq!(ok("high water", s.journal_high_water()), *expected.last().expect("seq"));
+    assert_eq!(
+        ok("high water", s.journal_high_water()),
+        *expected.last().expect("seq")
+    );
     for e in &journal {
-        assert_eq!(e.payload, leasehold::rules::dedup::canonical_json(&payload), "the canonical payload is journalled");
+        assert_eq!(
+            e.payload,
+            leasehold::rules::dedup::canonical_json(&payload),
+            "the canonical payload is journalled"
+        );
     }
     // Never a synthesised id: an unidentified event keeps exactly what it arrived with.
-    let none = journal.iter().find(|e| e.seq == unidentified[0]).expect("journalled");
-    assert_eq!((none.source.as_deref(), none.external_id.as_deref()), (None, None));
-    assert_eq!(ok("journal after", s.journal_after(seq1, Some("order.paid"), 2)).len(), 2);
-    assert!(ok("other types", s.journal_after(0, Some("order.refunded"), 10)).is_empty());
+    let none = journal
+        .iter()
+        .find(|e| e.seq == unidentified[0])
+        .expect("journalled");
+    assert_eq!(
+        (none.source.as_deref(), none.external_id.as_deref()),
+        (None, None)
+    );
+    assert_eq!(
+        ok(
+            "journal after",
+            s.journal_after(seq1, Some("order.paid"), 2)
+        )
+        .len(),
+        2
+    );
+    assert!(
+        ok(
+            "other types",
+            s.journal_after(0, Some("order.refunded"), 10)
+        )
+        .is_empty()
+    );
 
     let ingestions = ok("ingestions", s.list_ingestions(&PageRequest::first(100))).rows;
     assert_eq!(ingestions.len(), 17);
     let count = |o: DedupOutcome| ingestions.iter().filter(|i| i.outcome == o).count() as u64;
     let overview = ok("overview", s.overview());
-    for o in [DedupOutcome::Accepted, DedupOutcome::Duplicate, DedupOutcome::Conflict, DedupOutcome::Unidentified] {
-        let counted = overview.events.iter().find(|(name, _)| name == o.as_str()).map_or(0, |(_, n)| *n);
+    for o in [
+        DedupOutcome::Accepted,
+        DedupOutcome::Duplicate,
+        DedupOutcome::Conflict,
+        DedupOutcome::Unidentified,
+    ] {
+        let counted = overview
+            .events
+            .iter()
+            .find(|(name, _)| name == o.as_str())
+            .map_or(0, |(_, n)| *n);
         assert_eq!(counted, count(o), "{} count", o.as_str());
     }
-    assert_eq!((count(DedupOutcome::Accepted), count(DedupOutcome::Duplicate), count(DedupOutcome::Conflict)), (3, 3, 1));
+    assert_eq!(
+        (
+            count(DedupOutcome::Accepted),
+            count(DedupOutcome::Duplicate),
+            count(DedupOutcome::Conflict)
+        ),
+        (3, 3, 1)
+    );
 }
 
 /// Cursor writes are fenced on the cursor item's claim and strictly forward:
@@ -89,41 +176,137 @@ pub fn every_dedup_outcome_and_a_monotone_journal(h: &dyn Harness) {
 /// cursor, and the refused writes change nothing.
 pub fn cursor_writes_are_fenced_and_monotone(h: &dyn Harness) {
     let s = h.store();
-    assert!(ok("create", s.create_subscription("billing", "order.paid", "bill", K)));
-    assert!(!ok("create again", s.create_subscription("billing", "order.paid", "bill", K)), "idempotent");
+    assert!(ok(
+        "create",
+        s.create_subscription("billing", "order.paid", "bill", K)
+    ));
+    assert!(
+        !ok(
+            "create again",
+            s.create_subscription("billing", "order.paid", "bill", K)
+        ),
+        "idempotent"
+    );
     let work_id = Subscription::work_id("billing");
     let cursor_item = ok("item", s.work(&work_id)).expect("the cursor's work item");
-    assert_eq!((cursor_item.kind, cursor_item.state), (WorkKind::Cursor, WorkState::Pending));
+    assert_eq!(
+        (cursor_item.kind, cursor_item.state),
+        (WorkKind::Cursor, WorkState::Pending)
+    );
 
-    assert_eq!(refused("advance unclaimed", s.advance_cursor("billing", "a", 0, 1)), "WORK_FENCED");
+    assert_eq!(
+        refused("advance unclaimed", s.advance_cursor("billing", "a", 0, 1)),
+        "WORK_FENCED"
+    );
     let a = ok("a claims the cursor", s.claim(&work_id, "a", K, 1_000));
-    let moved = ok("advance to 5", s.advance_cursor("billing", "a", a.generation, 5));
-    assert_eq!((moved.sequence, moved.generation, moved.updated_by.as_deref()), (5, a.generation, Some("a")));
-    assert_eq!(refused("repeat 5", s.advance_cursor("billing", "a", a.generation, 5)), "stale-sequence");
-    assert_eq!(refused("back to 3", s.advance_cursor("billing", "a", a.generation, 3)), "stale-sequence");
-    ok("forward to 7", s.advance_cursor("billing", "a", a.generation, 7));
+    let moved = ok(
+        "advance to 5",
+        s.advance_cursor("billing", "a", a.generation, 5),
+    );
+    assert_eq!(
+        (
+            moved.sequence,
+            moved.generation,
+            moved.updated_by.as_deref()
+        ),
+        (5, a.generation, Some("a"))
+    );
+    assert_eq!(
+        refused(
+            "repeat 5",
+            s.advance_cursor("billing", "a", a.generation, 5)
+        ),
+        "stale-sequence"
+    );
+    assert_eq!(
+        refused(
+            "back to 3",
+            s.advance_cursor("billing", "a", a.generation, 3)
+        ),
+        "stale-sequence"
+    );
+    ok(
+        "forward to 7",
+        s.advance_cursor("billing", "a", a.generation, 7),
+    );
 
     h.clock().advance(1_000);
-    let b = ok("b takes the cursor over", h.reopen().claim_batch("b", K, 10, 1_000)).pop().expect("cursor reclaimed");
-    assert_eq!((b.id.as_str(), b.generation), (work_id.as_str(), a.generation + 1));
-    assert_eq!(refused("a after the takeover", s.advance_cursor("billing", "a", a.generation, 8)), "WORK_FENCED");
-    assert_eq!(refused("b, not forward", s.advance_cursor("billing", "b", b.generation, 7)), "stale-sequence");
+    let b = ok(
+        "b takes the cursor over",
+        h.reopen().claim_batch("b", K, 10, 1_000),
+    )
+    .pop()
+    .expect("cursor reclaimed");
+    assert_eq!(
+        (b.id.as_str(), b.generation),
+        (work_id.as_str(), a.generation + 1)
+    );
+    assert_eq!(
+        refused(
+            "a after the takeover",
+            s.advance_cursor("billing", "a", a.generation, 8)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "b, not forward",
+            s.advance_cursor("billing", "b", b.generation, 7)
+        ),
+        "stale-sequence"
+    );
     let sub = ok("read", s.subscription("billing")).expect("subscription");
-    assert_eq!((sub.sequence, sub.generation, sub.updated_by.as_deref()), (7, a.generation, Some("a")), "refusals changed nothing");
-    let by_b = ok("b advances", s.advance_cursor("billing", "b", b.generation, 9));
-    assert_eq!((by_b.sequence, by_b.generation, by_b.updated_by.as_deref()), (9, b.generation, Some("b")));
+    assert_eq!(
+        (sub.sequence, sub.generation, sub.updated_by.as_deref()),
+        (7, a.generation, Some("a")),
+        "refusals changed nothing"
+    );
+    let by_b = ok(
+        "b advances",
+        s.advance_cursor("billing", "b", b.generation, 9),
+    );
+    assert_eq!(
+        (by_b.sequence, by_b.generation, by_b.updated_by.as_deref()),
+        (9, b.generation, Some("b"))
+    );
 
     // Yield hands the cursor back; whoever claims it next continues from 9.
-    ok("b yields", s.yield_back(&work_id, "b", b.generation, s.now()));
-    assert_eq!(refused("b after yielding", s.advance_cursor("billing", "b", b.generation, 10)), "WORK_FENCED");
+    ok(
+        "b yields",
+        s.yield_back(&work_id, "b", b.generation, s.now()),
+    );
+    assert_eq!(
+        refused(
+            "b after yielding",
+            s.advance_cursor("billing", "b", b.generation, 10)
+        ),
+        "WORK_FENCED"
+    );
     let c = ok("c claims", s.claim(&work_id, "c", K, 1_000));
     assert_eq!(c.generation, b.generation + 1);
-    assert_eq!(ok("c advances", s.advance_cursor("billing", "c", c.generation, 10)).sequence, 10);
+    assert_eq!(
+        ok(
+            "c advances",
+            s.advance_cursor("billing", "c", c.generation, 10)
+        )
+        .sequence,
+        10
+    );
 
-    assert_eq!(refused("unknown subscription", s.advance_cursor("nope", "c", 1, 1)), "NOT_FOUND");
+    assert_eq!(
+        refused("unknown subscription", s.advance_cursor("nope", "c", 1, 1)),
+        "NOT_FOUND"
+    );
     let (_, writes) = ok("history", s.ownership_history(Some(&work_id), 0, 100));
-    let refusals: Vec<&str> = writes.iter().filter(|w| !w.accepted).filter_map(|w| w.refusal.as_deref()).collect();
-    assert!(refusals.contains(&"stale-sequence") && refusals.contains(&"WORK_FENCED"), "{refusals:?}");
+    let refusals: Vec<&str> = writes
+        .iter()
+        .filter(|w| !w.accepted)
+        .filter_map(|w| w.refusal.as_deref())
+        .collect();
+    assert!(
+        refusals.contains(&"stale-sequence") && refusals.contains(&"WORK_FENCED"),
+        "{refusals:?}"
+    );
 }
 
 /// Reconnect resumes from the durable cursor through any authority: after the owner dies
@@ -131,29 +314,73 @@ pub fn cursor_writes_are_fenced_and_monotone(h: &dyn Harness) {
 /// last durable sequence, replaying the journal from there.
 pub fn cursor_resumes_from_the_durable_cursor_after_reopen(h: &dyn Harness) {
     let s = h.store();
-    ok("create", s.create_subscription("ship", "order.paid", "ship", K));
+    ok(
+        "create",
+        s.create_subscription("ship", "order.paid", "ship", K),
+    );
     let mut seqs = Vec::new();
     for i in 0..6 {
-        let got = ok("ingest", s.ingest(&event(Some("shop"), Some(&format!("o-{i}")), json!({"n": i}))));
+        let got = ok(
+            "ingest",
+            s.ingest(&event(
+                Some("shop"),
+                Some(&format!("o-{i}")),
+                json!({"n": i}),
+            )),
+        );
         seqs.push(got.seq.expect("seq"));
     }
     let work_id = Subscription::work_id("ship");
     let a = ok("a claims", s.claim(&work_id, "a", K, 1_000));
     let delivered = ok("journal", s.journal_after(0, Some("order.paid"), 3));
     let last = u64::try_from(delivered.last().expect("events").seq).expect("positive");
-    ok("a advances", s.advance_cursor("ship", "a", a.generation, last));
+    ok(
+        "a advances",
+        s.advance_cursor("ship", "a", a.generation, last),
+    );
     drop(s);
 
     // a dies; another process starts and takes over once the lease has lapsed.
     h.clock().advance(5_000);
     let s = h.reopen();
-    let b = ok("b claims", s.claim_batch("b", K, 10, 1_000)).into_iter().find(|i| i.id == work_id).expect("cursor");
+    let b = ok("b claims", s.claim_batch("b", K, 10, 1_000))
+        .into_iter()
+        .find(|i| i.id == work_id)
+        .expect("cursor");
     let durable = ok("read", s.subscription("ship")).expect("subscription");
-    assert_eq!((durable.sequence, durable.updated_by.as_deref()), (last, Some("a")), "resume from the durable cursor");
-    let rest = ok("journal", s.journal_after(i64::try_from(durable.sequence).expect("fits"), Some("order.paid"), 100));
-    assert_eq!(rest.iter().map(|e| e.seq).collect::<Vec<_>>(), seqs[3..].to_vec(), "nothing skipped, nothing repeated");
+    assert_eq!(
+        (durable.sequence, durable.updated_by.as_deref()),
+        (last, Some("a")),
+        "resume from the durable cursor"
+    );
+    let rest = ok(
+        "journal",
+        s.journal_after(
+            i64::try_from(durable.sequence).expect("fits"),
+            Some("order.paid"),
+            100,
+        ),
+    );
+    assert_eq!(
+        rest.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        seqs[3..].to_vec(),
+        "nothing skipped, nothing repeated"
+    );
     let end = u64::try_from(rest.last().expect("events").seq).expect("positive");
-    ok("b advances", s.advance_cursor("ship", "b", b.generation, end));
-    assert_eq!(ok("read", h.reopen().subscription("ship")).map(|s| (s.sequence, s.generation)), Some((end, b.generation)));
-    assert_eq!(refused("a wakes up", h.reopen().advance_cursor("ship", "a", a.generation, end + 1)), "WORK_FENCED");
+    ok(
+        "b advances",
+        s.advance_cursor("ship", "b", b.generation, end),
+    );
+    assert_eq!(
+        ok("read", h.reopen().subscription("ship")).map(|s| (s.sequence, s.generation)),
+        Some((end, b.generation))
+    );
+    assert_eq!(
+        refused(
+            "a wakes up",
+            h.reopen()
+                .advance_cursor("ship", "a", a.generation, end + 1)
+        ),
+        "WORK_FENCED"
+    );
 }

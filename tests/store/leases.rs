@@ -2,8 +2,8 @@
 //! the per-owner cap, idempotency keys.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use leasehold::model::Lease;
 use leasehold::rules::lease::{DEFAULT_LEASE_MS, MAX_LEASE_MS, MIN_LEASE_MS};
@@ -18,7 +18,8 @@ fn key(k: &str) -> Keyed<'_> {
 }
 
 fn lease_of(h: &dyn Harness, resource: &str) -> Lease {
-    ok("read lease", h.store().lease(resource)).unwrap_or_else(|| panic!("no lease row for {resource}"))
+    ok("read lease", h.store().lease(resource))
+        .unwrap_or_else(|| panic!("no lease row for {resource}"))
 }
 
 /// `acquire` succeeds only when the resource is unclaimed or its window has closed
@@ -29,19 +30,50 @@ pub fn acquire_never_grants_over_a_live_lease(h: &dyn Harness) {
     assert_eq!((a.owner_id.as_str(), a.generation), ("a", 1));
     assert_eq!(a.expires_at, a.acquired_at + 1_000);
 
-    assert_eq!(refused("b over a's live lease", s.acquire("r", "b", 1_000.0, NO_KEY)), "WORK_IN_PROGRESS");
-    assert_eq!(refused("a over its own live lease", s.acquire("r", "a", 1_000.0, NO_KEY)), "WORK_IN_PROGRESS");
+    assert_eq!(
+        refused(
+            "b over a's live lease",
+            s.acquire("r", "b", 1_000.0, NO_KEY)
+        ),
+        "WORK_IN_PROGRESS"
+    );
+    assert_eq!(
+        refused(
+            "a over its own live lease",
+            s.acquire("r", "a", 1_000.0, NO_KEY)
+        ),
+        "WORK_IN_PROGRESS"
+    );
     h.clock().advance(999);
-    assert_eq!(refused("b one ms before expiry", s.acquire("r", "b", 1_000.0, NO_KEY)), "WORK_IN_PROGRESS");
-    assert_eq!(lease_of(h, "r"), a, "a refused acquire leaves the incumbent untouched");
+    assert_eq!(
+        refused(
+            "b one ms before expiry",
+            s.acquire("r", "b", 1_000.0, NO_KEY)
+        ),
+        "WORK_IN_PROGRESS"
+    );
+    assert_eq!(
+        lease_of(h, "r"),
+        a,
+        "a refused acquire leaves the incumbent untouched"
+    );
 
     h.clock().advance(1);
-    let b = ok("b at expiresAt (not live)", s.acquire("r", "b", 1_000.0, NO_KEY));
+    let b = ok(
+        "b at expiresAt (not live)",
+        s.acquire("r", "b", 1_000.0, NO_KEY),
+    );
     assert_eq!((b.owner_id.as_str(), b.generation), ("b", 2));
 
-    let released = ok("b releases", s.release("r", "b", &b.token, b.generation, NO_KEY));
+    let released = ok(
+        "b releases",
+        s.release("r", "b", &b.token, b.generation, NO_KEY),
+    );
     assert!(released.released_at.is_some());
-    let c = ok("c right after a release", s.acquire("r", "c", 1_000.0, NO_KEY));
+    let c = ok(
+        "c right after a release",
+        s.acquire("r", "c", 1_000.0, NO_KEY),
+    );
     assert_eq!((c.owner_id.as_str(), c.generation), ("c", 3));
 }
 
@@ -61,18 +93,36 @@ pub fn racing_acquirers_exactly_one_wins(h: &dyn Harness) {
                     let (barrier, resource, contention) = (&barrier, &resource, &contention);
                     scope.spawn(move || {
                         barrier.wait();
-                        retry_contention(contention, || store.acquire(resource, &format!("racer-{i}"), 60_000.0, NO_KEY))
-                            .map_err(|e| e.code())
+                        retry_contention(contention, || {
+                            store.acquire(resource, &format!("racer-{i}"), 60_000.0, NO_KEY)
+                        })
+                        .map_err(|e| e.code())
                     })
                 })
                 .collect();
-            joins.into_iter().map(|j| j.join().expect("racer thread")).collect()
+            joins
+                .into_iter()
+                .map(|j| j.join().expect("racer thread"))
+                .collect()
         });
         let winners: Vec<&Lease> = outcomes.iter().filter_map(|o| o.as_ref().ok()).collect();
-        assert_eq!(winners.len(), 1, "round {round}: exactly one winner, got {outcomes:?}");
-        assert!(outcomes.iter().filter_map(|o| o.as_ref().err()).all(|c| *c == "WORK_IN_PROGRESS"), "{outcomes:?}");
+        assert_eq!(
+            winners.len(),
+            1,
+            "round {round}: exactly one winner, got {outcomes:?}"
+        );
+        assert!(
+            outcomes
+                .iter()
+                .filter_map(|o| o.as_ref().err())
+                .all(|c| *c == "WORK_IN_PROGRESS"),
+            "{outcomes:?}"
+        );
         let stored = lease_of(h, &resource);
-        assert_eq!((&stored.owner_id, stored.generation), (&winners[0].owner_id, 1));
+        assert_eq!(
+            (&stored.owner_id, stored.generation),
+            (&winners[0].owner_id, 1)
+        );
     }
 }
 
@@ -83,32 +133,60 @@ pub fn generations_strictly_increase_across_release_expiry_and_reopen(h: &dyn Ha
     let mut seen = Vec::new();
     let a = ok("a acquires", s.acquire("r", "a", 1_000.0, NO_KEY));
     seen.push(a.generation);
-    ok("a releases", s.release("r", "a", &a.token, a.generation, NO_KEY));
-    let b = ok("b acquires after release", s.acquire("r", "b", 1_000.0, NO_KEY));
+    ok(
+        "a releases",
+        s.release("r", "a", &a.token, a.generation, NO_KEY),
+    );
+    let b = ok(
+        "b acquires after release",
+        s.acquire("r", "b", 1_000.0, NO_KEY),
+    );
     seen.push(b.generation);
     h.clock().advance(1_000);
-    let c = ok("c reclaims after expiry", s.acquire("r", "c", 1_000.0, NO_KEY));
+    let c = ok(
+        "c reclaims after expiry",
+        s.acquire("r", "c", 1_000.0, NO_KEY),
+    );
     seen.push(c.generation);
 
     let s = h.reopen();
-    assert_eq!(ok("read after reopen", s.lease("r")).map(|l| l.generation), Some(c.generation), "the generation is durable");
-    ok("c releases after reopen", s.release("r", "c", &c.token, c.generation, NO_KEY));
+    assert_eq!(
+        ok("read after reopen", s.lease("r")).map(|l| l.generation),
+        Some(c.generation),
+        "the generation is durable"
+    );
+    ok(
+        "c releases after reopen",
+        s.release("r", "c", &c.token, c.generation, NO_KEY),
+    );
     let s = h.reopen();
-    let a2 = ok("a acquires again after another reopen", s.acquire("r", "a", 1_000.0, NO_KEY));
+    let a2 = ok(
+        "a acquires again after another reopen",
+        s.acquire("r", "a", 1_000.0, NO_KEY),
+    );
     seen.push(a2.generation);
-    let d = ok("a hands off to d", s.handoff("r", "a", &a2.token, a2.generation, "d", 1_000.0, NO_KEY));
+    let d = ok(
+        "a hands off to d",
+        s.handoff("r", "a", &a2.token, a2.generation, "d", 1_000.0, NO_KEY),
+    );
     seen.push(d.generation);
     h.clock().advance(5_000);
     let e = ok("e reclaims", h.reopen().acquire("r", "e", 1_000.0, NO_KEY));
     seen.push(e.generation);
 
-    assert!(seen.windows(2).all(|w| w[0] < w[1]), "generations must strictly increase: {seen:?}");
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "generations must strictly increase: {seen:?}"
+    );
     assert_eq!(seen, vec![1, 2, 3, 4, 5, 6]);
 
     // The checker's history agrees: grants in revision order, generations strictly rising.
     let (grants, _) = ok("history", h.store().ownership_history(Some("r"), 0, 1_000));
     let generations: Vec<u64> = grants.iter().map(|g| g.generation).collect();
-    assert_eq!(generations, seen, "one grant per acquisition / handoff, in order");
+    assert_eq!(
+        generations, seen,
+        "one grant per acquisition / handoff, in order"
+    );
     assert!(grants.windows(2).all(|w| w[0].revision < w[1].revision));
 }
 
@@ -118,30 +196,108 @@ pub fn wrong_token_cannot_renew_or_release(h: &dyn Harness) {
     let s = h.store();
     let a = ok("a acquires", s.acquire("r", "a", 1_000.0, NO_KEY));
     let generation = a.generation;
-    assert_eq!(refused("renew, forged token", s.renew("r", "forged", generation, 5_000.0)), "WORK_FENCED");
-    assert_eq!(refused("release, forged token", s.release("r", "a", "forged", generation, NO_KEY)), "WORK_FENCED");
-    assert_eq!(refused("renew, next generation", s.renew("r", &a.token, generation + 1, 5_000.0)), "WORK_FENCED");
-    assert_eq!(refused("renew, generation 0", s.renew("r", &a.token, 0, 5_000.0)), "WORK_FENCED");
-    assert_eq!(refused("handoff, forged token", s.handoff("r", "a", "forged", generation, "b", 1_000.0, NO_KEY)), "WORK_FENCED");
-    assert_eq!(refused("checkpoint, forged token", s.save_checkpoint("r", "a", "forged", generation, "x", NO_KEY)), "WORK_FENCED");
-    assert_eq!(refused("ownership, forged token", s.check_ownership("r", "forged", generation)), "WORK_FENCED");
+    assert_eq!(
+        refused(
+            "renew, forged token",
+            s.renew("r", "forged", generation, 5_000.0)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "release, forged token",
+            s.release("r", "a", "forged", generation, NO_KEY)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "renew, next generation",
+            s.renew("r", &a.token, generation + 1, 5_000.0)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused("renew, generation 0", s.renew("r", &a.token, 0, 5_000.0)),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "handoff, forged token",
+            s.handoff("r", "a", "forged", generation, "b", 1_000.0, NO_KEY)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "checkpoint, forged token",
+            s.save_checkpoint("r", "a", "forged", generation, "x", NO_KEY)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "ownership, forged token",
+            s.check_ownership("r", "forged", generation)
+        ),
+        "WORK_FENCED"
+    );
     assert_eq!(lease_of(h, "r"), a, "refused writes change nothing");
-    ok("ownership, right token", s.check_ownership("r", &a.token, generation));
+    ok(
+        "ownership, right token",
+        s.check_ownership("r", &a.token, generation),
+    );
 
-    ok("a releases", s.release("r", "a", &a.token, generation, NO_KEY));
-    assert_eq!(refused("renew after release", s.renew("r", &a.token, generation, 1_000.0)), "WORK_FENCED");
-    assert_eq!(refused("release twice", s.release("r", "a", &a.token, generation, NO_KEY)), "WORK_FENCED");
-    assert_eq!(refused("ownership after release", s.check_ownership("r", &a.token, generation)), "WORK_FENCED");
+    ok(
+        "a releases",
+        s.release("r", "a", &a.token, generation, NO_KEY),
+    );
+    assert_eq!(
+        refused(
+            "renew after release",
+            s.renew("r", &a.token, generation, 1_000.0)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "release twice",
+            s.release("r", "a", &a.token, generation, NO_KEY)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "ownership after release",
+            s.check_ownership("r", &a.token, generation)
+        ),
+        "WORK_FENCED"
+    );
 
-    assert_eq!(refused("renew unknown", s.renew("nope", "t", 1, 1_000.0)), "NOT_FOUND");
-    assert_eq!(refused("release unknown", s.release("nope", "a", "t", 1, NO_KEY)), "NOT_FOUND");
+    assert_eq!(
+        refused("renew unknown", s.renew("nope", "t", 1, 1_000.0)),
+        "NOT_FOUND"
+    );
+    assert_eq!(
+        refused("release unknown", s.release("nope", "a", "t", 1, NO_KEY)),
+        "NOT_FOUND"
+    );
 
     // Refused fenced writes are recorded for the checker, with their code.
     let (_, writes) = ok("history", s.ownership_history(Some("r"), 0, 1_000));
-    let refusals: Vec<(&str, Option<&str>)> =
-        writes.iter().filter(|w| !w.accepted).map(|w| (w.verb.as_str(), w.refusal.as_deref())).collect();
-    assert!(refusals.contains(&("renew", Some("WORK_FENCED"))), "{refusals:?}");
-    assert!(refusals.contains(&("release", Some("WORK_FENCED"))), "{refusals:?}");
+    let refusals: Vec<(&str, Option<&str>)> = writes
+        .iter()
+        .filter(|w| !w.accepted)
+        .map(|w| (w.verb.as_str(), w.refusal.as_deref()))
+        .collect();
+    assert!(
+        refusals.contains(&("renew", Some("WORK_FENCED"))),
+        "{refusals:?}"
+    );
+    assert!(
+        refusals.contains(&("release", Some("WORK_FENCED"))),
+        "{refusals:?}"
+    );
 }
 
 /// Expiry alone fences nothing: if nobody reclaimed, the old owner's renew / checkpoint /
@@ -153,14 +309,33 @@ pub fn expiry_without_reclaim_does_not_fence(h: &dyn Harness) {
     let s = h.reopen();
     let stale = lease_of(h, "r");
     assert_eq!(stale.status(s.now()), "expired");
-    ok("ownership after expiry", s.check_ownership("r", &a.token, a.generation));
-    let renewed = ok("renew after expiry", s.renew("r", &a.token, a.generation, 2_000.0));
-    assert_eq!((renewed.generation, renewed.expires_at), (a.generation, s.now() + 2_000));
+    ok(
+        "ownership after expiry",
+        s.check_ownership("r", &a.token, a.generation),
+    );
+    let renewed = ok(
+        "renew after expiry",
+        s.renew("r", &a.token, a.generation, 2_000.0),
+    );
+    assert_eq!(
+        (renewed.generation, renewed.expires_at),
+        (a.generation, s.now() + 2_000)
+    );
     assert!(renewed.is_live(s.now()));
     h.clock().advance(60_000);
-    ok("checkpoint after expiry", s.save_checkpoint("r", "a", &a.token, a.generation, "cp", NO_KEY));
-    ok("release after expiry", s.release("r", "a", &a.token, a.generation, NO_KEY));
-    assert_eq!(lease_of(h, "r").generation, 1, "no reclaim, no new generation");
+    ok(
+        "checkpoint after expiry",
+        s.save_checkpoint("r", "a", &a.token, a.generation, "cp", NO_KEY),
+    );
+    ok(
+        "release after expiry",
+        s.release("r", "a", &a.token, a.generation, NO_KEY),
+    );
+    assert_eq!(
+        lease_of(h, "r").generation,
+        1,
+        "no reclaim, no new generation"
+    );
 }
 
 /// A reclaim advances the generation and fences the prior owner: every holder-only write it
@@ -171,18 +346,57 @@ pub fn reclaim_fences_the_old_owner(h: &dyn Harness) {
     h.clock().advance(1_500);
     let b = ok("b reclaims", h.reopen().acquire("r", "b", 1_000.0, NO_KEY));
     assert_eq!(b.generation, a.generation + 1);
-    assert_eq!(refused("stale renew", s.renew("r", &a.token, a.generation, 1_000.0)), "WORK_FENCED");
-    assert_eq!(refused("stale checkpoint", s.save_checkpoint("r", "a", &a.token, a.generation, "x", NO_KEY)), "WORK_FENCED");
-    assert_eq!(refused("stale handoff", s.handoff("r", "a", &a.token, a.generation, "c", 1_000.0, NO_KEY)), "WORK_FENCED");
-    assert_eq!(refused("stale release", s.release("r", "a", &a.token, a.generation, NO_KEY)), "WORK_FENCED");
-    assert_eq!(refused("stale ownership", s.check_ownership("r", &a.token, a.generation)), "WORK_FENCED");
-    assert_eq!(lease_of(h, "r"), b, "b's lease is untouched by the stale owner");
+    assert_eq!(
+        refused("stale renew", s.renew("r", &a.token, a.generation, 1_000.0)),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "stale checkpoint",
+            s.save_checkpoint("r", "a", &a.token, a.generation, "x", NO_KEY)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "stale handoff",
+            s.handoff("r", "a", &a.token, a.generation, "c", 1_000.0, NO_KEY)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "stale release",
+            s.release("r", "a", &a.token, a.generation, NO_KEY)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "stale ownership",
+            s.check_ownership("r", &a.token, a.generation)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        lease_of(h, "r"),
+        b,
+        "b's lease is untouched by the stale owner"
+    );
     ok("b renews", s.renew("r", &b.token, b.generation, 1_000.0));
 
     let (_, writes) = ok("history", s.ownership_history(Some("r"), 0, 1_000));
-    let stale: Vec<_> = writes.iter().filter(|w| w.generation == a.generation).collect();
+    let stale: Vec<_> = writes
+        .iter()
+        .filter(|w| w.generation == a.generation)
+        .collect();
     assert_eq!(stale.len(), 4);
-    assert!(stale.iter().all(|w| !w.accepted && w.refusal.as_deref() == Some("WORK_FENCED")), "{stale:?}");
+    assert!(
+        stale
+            .iter()
+            .all(|w| !w.accepted && w.refusal.as_deref() == Some("WORK_FENCED")),
+        "{stale:?}"
+    );
 }
 
 /// Requested durations are clamped into `[MIN_LEASE_MS, MAX_LEASE_MS]`; non-finite, zero and
@@ -205,13 +419,38 @@ pub fn ttl_is_clamped_into_a_bounded_window(h: &dyn Harness) {
     for (i, (requested, expected)) in cases.into_iter().enumerate() {
         let resource = format!("ttl-{i}");
         let lease = ok("acquire", s.acquire(&resource, "a", requested, NO_KEY));
-        assert_eq!(lease.expires_at - lease.acquired_at, expected, "acquire({requested}) window");
-        let renewed = ok("renew", s.renew(&resource, &lease.token, lease.generation, requested));
-        assert_eq!(renewed.expires_at - s.now(), expected, "renew({requested}) window");
-        let moved = ok("handoff", s.handoff(&resource, "a", &lease.token, lease.generation, "b", requested, NO_KEY));
-        assert_eq!(moved.expires_at - s.now(), expected, "handoff({requested}) window");
+        assert_eq!(
+            lease.expires_at - lease.acquired_at,
+            expected,
+            "acquire({requested}) window"
+        );
+        let renewed = ok(
+            "renew",
+            s.renew(&resource, &lease.token, lease.generation, requested),
+        );
+        assert_eq!(
+            renewed.expires_at - s.now(),
+            expected,
+            "renew({requested}) window"
+        );
+        let moved = ok(
+            "handoff",
+            s.handoff(
+                &resource,
+                "a",
+                &lease.token,
+                lease.generation,
+                "b",
+                requested,
+                NO_KEY,
+            ),
+        );
+        assert_eq!(
+            moved.expires_at - s.now(),
+            expected,
+            "handoff({requested}) window"
+        );
     }
-    assert!(MIN_LEASE_MS > 0 && MIN_LEASE_MS < DEFAULT_LEASE_MS && DEFAULT_LEASE_MS < MAX_LEASE_MS);
 }
 
 /// An owner may hold at most `cap` live leases through acquire (and through handoff onto
@@ -220,22 +459,52 @@ pub fn owner_cap_is_enforced_and_renewal_is_exempt(h: &dyn Harness) {
     let s = h.store().with_owner_cap(2);
     let r1 = ok("r1", s.acquire("r1", "a", 1_000.0, NO_KEY));
     let r2 = ok("r2", s.acquire("r2", "a", 5_000.0, NO_KEY));
-    assert_eq!(refused("third live lease", s.acquire("r3", "a", 1_000.0, NO_KEY)), "LEASE_CAP_REACHED");
-    assert!(ok("r3 row", s.lease("r3")).is_none(), "a capped acquire creates nothing");
-    ok("renew at the cap", s.renew("r1", &r1.token, r1.generation, 1_000.0));
-    ok("renew at the cap", s.renew("r2", &r2.token, r2.generation, 5_000.0));
-    ok("another owner is not charged", s.acquire("r3", "b", 1_000.0, NO_KEY));
+    assert_eq!(
+        refused("third live lease", s.acquire("r3", "a", 1_000.0, NO_KEY)),
+        "LEASE_CAP_REACHED"
+    );
+    assert!(
+        ok("r3 row", s.lease("r3")).is_none(),
+        "a capped acquire creates nothing"
+    );
+    ok(
+        "renew at the cap",
+        s.renew("r1", &r1.token, r1.generation, 1_000.0),
+    );
+    ok(
+        "renew at the cap",
+        s.renew("r2", &r2.token, r2.generation, 5_000.0),
+    );
+    ok(
+        "another owner is not charged",
+        s.acquire("r3", "b", 1_000.0, NO_KEY),
+    );
 
     // Handoff onto a capped recipient is refused and the giver keeps the lease.
     let b4 = ok("b takes r4", s.acquire("r4", "b", 1_000.0, NO_KEY));
-    assert_eq!(refused("handoff onto capped a", s.handoff("r4", "b", &b4.token, b4.generation, "a", 1_000.0, NO_KEY)), "LEASE_CAP_REACHED");
+    assert_eq!(
+        refused(
+            "handoff onto capped a",
+            s.handoff("r4", "b", &b4.token, b4.generation, "a", 1_000.0, NO_KEY)
+        ),
+        "LEASE_CAP_REACHED"
+    );
     assert_eq!(lease_of(h, "r4"), b4);
 
-    ok("release frees a slot", s.release("r1", "a", &r1.token, r1.generation, NO_KEY));
+    ok(
+        "release frees a slot",
+        s.release("r1", "a", &r1.token, r1.generation, NO_KEY),
+    );
     ok("a takes r5", s.acquire("r5", "a", 1_000.0, NO_KEY));
-    assert_eq!(refused("cap again", s.acquire("r6", "a", 1_000.0, NO_KEY)), "LEASE_CAP_REACHED");
+    assert_eq!(
+        refused("cap again", s.acquire("r6", "a", 1_000.0, NO_KEY)),
+        "LEASE_CAP_REACHED"
+    );
     h.clock().advance(1_000);
-    ok("an expired lease frees a slot", s.acquire("r6", "a", 1_000.0, NO_KEY));
+    ok(
+        "an expired lease frees a slot",
+        s.acquire("r6", "a", 1_000.0, NO_KEY),
+    );
 }
 
 /// Handoff moves the lease to the recipient in one transaction under generation + 1: the
@@ -243,7 +512,10 @@ pub fn owner_cap_is_enforced_and_renewal_is_exempt(h: &dyn Harness) {
 pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {
     let s = h.store();
     let a = ok("a acquires", s.acquire("r", "a", 60_000.0, NO_KEY));
-    ok("a checkpoints", s.save_checkpoint("r", "a", &a.token, a.generation, "step=7", NO_KEY));
+    ok(
+        "a checkpoints",
+        s.save_checkpoint("r", "a", &a.token, a.generation, "step=7", NO_KEY),
+    );
 
     let done = AtomicBool::new(false);
     let (thief, watcher) = (h.reopen(), h.reopen());
@@ -268,7 +540,10 @@ pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {
                 // Read once more after the handoff returned, then stop.
                 let finished = done.load(Ordering::SeqCst);
                 let lease = watcher.lease("r").expect("read").expect("row");
-                assert!(lease.is_live(watcher.now()), "the lease was observed free: {lease:?}");
+                assert!(
+                    lease.is_live(watcher.now()),
+                    "the lease was observed free: {lease:?}"
+                );
                 assert!(lease.owner_id == "a" || lease.owner_id == "b", "{lease:?}");
                 seen.insert((lease.owner_id.clone(), lease.generation));
                 if finished {
@@ -278,30 +553,76 @@ pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {
             seen
         });
         barrier.wait();
-        let moved = ok("a hands off to b", s.handoff("r", "a", &a.token, a.generation, "b", 2_000.0, NO_KEY));
-        assert_eq!((moved.owner_id.as_str(), moved.generation), ("b", a.generation + 1));
+        let moved = ok(
+            "a hands off to b",
+            s.handoff("r", "a", &a.token, a.generation, "b", 2_000.0, NO_KEY),
+        );
+        assert_eq!(
+            (moved.owner_id.as_str(), moved.generation),
+            ("b", a.generation + 1)
+        );
         assert_ne!(moved.token, a.token, "the recipient gets a fresh token");
         assert_eq!(moved.expires_at, s.now() + 2_000);
-        assert_eq!(moved.checkpoint.as_ref().map(|c| c.data.as_str()), Some("step=7"), "the checkpoint travels");
+        assert_eq!(
+            moved.checkpoint.as_ref().map(|c| c.data.as_str()),
+            Some("step=7"),
+            "the checkpoint travels"
+        );
         done.store(true, Ordering::SeqCst);
-        (thief.join().expect("thief"), watcher.join().expect("watcher"))
+        (
+            thief.join().expect("thief"),
+            watcher.join().expect("watcher"),
+        )
     });
     assert!(attempts >= 20);
-    assert!(observations.iter().all(|(owner, generation)| (owner == "a" && *generation == 1) || (owner == "b" && *generation == 2)), "{observations:?}");
+    assert!(
+        observations
+            .iter()
+            .all(|(owner, generation)| (owner == "a" && *generation == 1)
+                || (owner == "b" && *generation == 2)),
+        "{observations:?}"
+    );
 
     let b = lease_of(h, "r");
-    assert_eq!(refused("giver renews", s.renew("r", &a.token, a.generation, 1_000.0)), "WORK_FENCED");
-    assert_eq!(refused("giver releases", s.release("r", "a", &a.token, a.generation, NO_KEY)), "WORK_FENCED");
-    assert_eq!(refused("giver hands off again", s.handoff("r", "a", &a.token, a.generation, "c", 1_000.0, NO_KEY)), "WORK_FENCED");
-    ok("recipient renews", s.renew("r", &b.token, b.generation, 1_000.0));
+    assert_eq!(
+        refused(
+            "giver renews",
+            s.renew("r", &a.token, a.generation, 1_000.0)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "giver releases",
+            s.release("r", "a", &a.token, a.generation, NO_KEY)
+        ),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "giver hands off again",
+            s.handoff("r", "a", &a.token, a.generation, "c", 1_000.0, NO_KEY)
+        ),
+        "WORK_FENCED"
+    );
+    ok(
+        "recipient renews",
+        s.renew("r", &b.token, b.generation, 1_000.0),
+    );
 
     let (grants, _) = ok("history", s.ownership_history(Some("r"), 0, 1_000));
-    let grants: Vec<(&str, u64, &str)> = grants.iter().map(|g| (g.owner_id.as_str(), g.generation, g.how.as_str())).collect();
+    let grants: Vec<(&str, u64, &str)> = grants
+        .iter()
+        .map(|g| (g.owner_id.as_str(), g.generation, g.how.as_str()))
+        .collect();
     assert_eq!(grants, vec![("a", 1, "acquire"), ("b", 2, "handoff")]);
 
     // An expired-but-unreclaimed lease can still be handed off (expiry fences nothing).
     h.clock().advance(5_000);
-    let c = ok("b hands off after expiry", s.handoff("r", "b", &b.token, b.generation, "c", 1_000.0, NO_KEY));
+    let c = ok(
+        "b hands off after expiry",
+        s.handoff("r", "b", &b.token, b.generation, "c", 1_000.0, NO_KEY),
+    );
     assert_eq!((c.owner_id.as_str(), c.generation), ("c", 3));
 }
 
@@ -310,22 +631,55 @@ pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {
 pub fn checkpoint_survives_expiry_and_is_dropped_on_release(h: &dyn Harness) {
     let s = h.store();
     let a = ok("a acquires", s.acquire("r", "a", 1_000.0, NO_KEY));
-    let saved = ok("a checkpoints", s.save_checkpoint("r", "a", &a.token, a.generation, "page=3", NO_KEY));
+    let saved = ok(
+        "a checkpoints",
+        s.save_checkpoint("r", "a", &a.token, a.generation, "page=3", NO_KEY),
+    );
     let cp = saved.checkpoint.clone().expect("checkpoint");
-    assert_eq!((cp.generation, cp.data.as_str(), cp.saved_at), (1, "page=3", s.now()));
+    assert_eq!(
+        (cp.generation, cp.data.as_str(), cp.saved_at),
+        (1, "page=3", s.now())
+    );
     h.clock().advance(2_000);
 
     let s = h.reopen();
     let b = ok("b reclaims", s.acquire("r", "b", 1_000.0, NO_KEY));
-    assert_eq!(b.checkpoint, Some(cp), "the next owner resumes from the checkpoint");
-    assert_eq!(refused("stale checkpoint", s.save_checkpoint("r", "a", &a.token, a.generation, "page=99", NO_KEY)), "WORK_FENCED");
-    let b2 = ok("b checkpoints", s.save_checkpoint("r", "b", &b.token, b.generation, "page=4", NO_KEY));
-    assert_eq!(b2.checkpoint.as_ref().map(|c| (c.generation, c.data.as_str())), Some((2, "page=4")));
-    let released = ok("b releases", s.release("r", "b", &b.token, b.generation, NO_KEY));
-    assert_eq!(released.checkpoint, None, "a normal release drops the checkpoint");
+    assert_eq!(
+        b.checkpoint,
+        Some(cp),
+        "the next owner resumes from the checkpoint"
+    );
+    assert_eq!(
+        refused(
+            "stale checkpoint",
+            s.save_checkpoint("r", "a", &a.token, a.generation, "page=99", NO_KEY)
+        ),
+        "WORK_FENCED"
+    );
+    let b2 = ok(
+        "b checkpoints",
+        s.save_checkpoint("r", "b", &b.token, b.generation, "page=4", NO_KEY),
+    );
+    assert_eq!(
+        b2.checkpoint
+            .as_ref()
+            .map(|c| (c.generation, c.data.as_str())),
+        Some((2, "page=4"))
+    );
+    let released = ok(
+        "b releases",
+        s.release("r", "b", &b.token, b.generation, NO_KEY),
+    );
+    assert_eq!(
+        released.checkpoint, None,
+        "a normal release drops the checkpoint"
+    );
 
     let c = ok("c acquires", h.reopen().acquire("r", "c", 1_000.0, NO_KEY));
-    assert_eq!(c.checkpoint, None, "nothing stale is resurrected after a release");
+    assert_eq!(
+        c.checkpoint, None,
+        "nothing stale is resurrected after a release"
+    );
 }
 
 /// A keyed lease-family mutation applies once and replays its first answer — success or
@@ -334,52 +688,161 @@ pub fn keyed_mutation_applies_once_and_replays_across_reopen(h: &dyn Harness) {
     let s = h.store();
     let first = ok("keyed acquire", s.acquire("r", "a", 1_000.0, key("k1")));
     let revision = ok("revision", s.revision());
-    assert_eq!(ok("retry", s.acquire("r", "a", 1_000.0, key("k1"))), first, "a retry replays the first answer");
-    assert_eq!(ok("revision", s.revision()), revision, "a replay commits nothing");
+    assert_eq!(
+        ok("retry", s.acquire("r", "a", 1_000.0, key("k1"))),
+        first,
+        "a retry replays the first answer"
+    );
+    assert_eq!(
+        ok("revision", s.revision()),
+        revision,
+        "a replay commits nothing"
+    );
     h.clock().advance(5_000);
-    assert_eq!(ok("retry after expiry", s.acquire("r", "a", 1_000.0, key("k1"))), first, "not a second acquire");
+    assert_eq!(
+        ok(
+            "retry after expiry",
+            s.acquire("r", "a", 1_000.0, key("k1"))
+        ),
+        first,
+        "not a second acquire"
+    );
     let s = h.reopen();
-    assert_eq!(ok("retry after reopen", s.acquire("r", "a", 1_000.0, key("k1"))), first, "replay survives restart");
+    assert_eq!(
+        ok(
+            "retry after reopen",
+            s.acquire("r", "a", 1_000.0, key("k1"))
+        ),
+        first,
+        "replay survives restart"
+    );
     let (grants, _) = ok("history", s.ownership_history(Some("r"), 0, 1_000));
     assert_eq!(grants.len(), 1, "applied once");
 
     // A keyed handoff applies once: the generation moves once however often it is retried.
-    let moved = ok("keyed handoff", s.handoff("r", "a", &first.token, first.generation, "b", 1_000.0, key("h1")));
+    let moved = ok(
+        "keyed handoff",
+        s.handoff(
+            "r",
+            "a",
+            &first.token,
+            first.generation,
+            "b",
+            1_000.0,
+            key("h1"),
+        ),
+    );
     assert_eq!(moved.generation, 2);
-    assert_eq!(ok("retry handoff", h.reopen().handoff("r", "a", &first.token, first.generation, "b", 1_000.0, key("h1"))), moved);
+    assert_eq!(
+        ok(
+            "retry handoff",
+            h.reopen().handoff(
+                "r",
+                "a",
+                &first.token,
+                first.generation,
+                "b",
+                1_000.0,
+                key("h1")
+            )
+        ),
+        moved
+    );
     assert_eq!(lease_of(h, "r").generation, 2);
 
     // A keyed release replays its success rather than answering WORK_FENCED.
-    let released = ok("keyed release", s.release("r", "b", &moved.token, moved.generation, key("rel")));
-    assert_eq!(ok("retry release", h.reopen().release("r", "b", &moved.token, moved.generation, key("rel"))), released);
+    let released = ok(
+        "keyed release",
+        s.release("r", "b", &moved.token, moved.generation, key("rel")),
+    );
+    assert_eq!(
+        ok(
+            "retry release",
+            h.reopen()
+                .release("r", "b", &moved.token, moved.generation, key("rel"))
+        ),
+        released
+    );
 
     // A keyed refusal replays too, even once the mutation would now succeed.
     let d = ok("d acquires", s.acquire("r", "d", 1_000.0, NO_KEY));
-    assert_eq!(refused("c keyed, over d", s.acquire("r", "c", 1_000.0, key("kc"))), "WORK_IN_PROGRESS");
-    ok("d releases", s.release("r", "d", &d.token, d.generation, NO_KEY));
-    assert_eq!(refused("c retries the same key", h.reopen().acquire("r", "c", 1_000.0, key("kc"))), "WORK_IN_PROGRESS");
+    assert_eq!(
+        refused("c keyed, over d", s.acquire("r", "c", 1_000.0, key("kc"))),
+        "WORK_IN_PROGRESS"
+    );
+    ok(
+        "d releases",
+        s.release("r", "d", &d.token, d.generation, NO_KEY),
+    );
+    assert_eq!(
+        refused(
+            "c retries the same key",
+            h.reopen().acquire("r", "c", 1_000.0, key("kc"))
+        ),
+        "WORK_IN_PROGRESS"
+    );
     let c = ok("c with a new key", s.acquire("r", "c", 1_000.0, key("kc2")));
     assert_eq!(c.generation, d.generation + 1);
 
     // A keyed checkpoint replays its first answer.
-    let cp = ok("keyed checkpoint", s.save_checkpoint("r", "c", &c.token, c.generation, "v1", key("cp")));
-    assert_eq!(ok("retry checkpoint", s.save_checkpoint("r", "c", &c.token, c.generation, "v2", key("cp"))), cp);
-    assert_eq!(lease_of(h, "r").checkpoint.map(|c| c.data), Some("v1".into()));
+    let cp = ok(
+        "keyed checkpoint",
+        s.save_checkpoint("r", "c", &c.token, c.generation, "v1", key("cp")),
+    );
+    assert_eq!(
+        ok(
+            "retry checkpoint",
+            s.save_checkpoint("r", "c", &c.token, c.generation, "v2", key("cp"))
+        ),
+        cp
+    );
+    assert_eq!(
+        lease_of(h, "r").checkpoint.map(|c| c.data),
+        Some("v1".into())
+    );
 }
 
 /// Idempotency keys are namespaced by owner and verb: the same key text never suppresses or
 /// leaks another owner's mutation or another verb.
 pub fn idempotency_keys_are_namespaced_by_owner_and_verb(h: &dyn Harness) {
     let s = h.store();
-    let a1 = ok("a acquires r1 with k", s.acquire("r1", "a", 1_000.0, key("k")));
-    let b2 = ok("b acquires r2 with the same key", s.acquire("r2", "b", 1_000.0, key("k")));
-    assert_eq!((b2.resource_id.as_str(), b2.owner_id.as_str()), ("r2", "b"), "another owner's key is its own");
-    let released = ok("a releases r1 with the same key", s.release("r1", "a", &a1.token, a1.generation, key("k")));
-    assert!(released.released_at.is_some(), "another verb's key is its own");
+    let a1 = ok(
+        "a acquires r1 with k",
+        s.acquire("r1", "a", 1_000.0, key("k")),
+    );
+    let b2 = ok(
+        "b acquires r2 with the same key",
+        s.acquire("r2", "b", 1_000.0, key("k")),
+    );
+    assert_eq!(
+        (b2.resource_id.as_str(), b2.owner_id.as_str()),
+        ("r2", "b"),
+        "another owner's key is its own"
+    );
+    let released = ok(
+        "a releases r1 with the same key",
+        s.release("r1", "a", &a1.token, a1.generation, key("k")),
+    );
+    assert!(
+        released.released_at.is_some(),
+        "another verb's key is its own"
+    );
     assert!(lease_of(h, "r1").released_at.is_some());
-    let cp = ok("b checkpoints with the same key", s.save_checkpoint("r2", "b", &b2.token, b2.generation, "x", key("k")));
+    let cp = ok(
+        "b checkpoints with the same key",
+        s.save_checkpoint("r2", "b", &b2.token, b2.generation, "x", key("k")),
+    );
     assert_eq!(cp.checkpoint.map(|c| c.data), Some("x".into()));
     // Within one (owner, verb) the key names the mutation: a reuse replays it.
-    assert_eq!(ok("a reuses k for acquire", s.acquire("r9", "a", 1_000.0, key("k"))), a1);
-    assert!(ok("r9", s.lease("r9")).is_none(), "the replay applied nothing");
+    assert_eq!(
+        ok(
+            "a reuses k for acquire",
+            s.acquire("r9", "a", 1_000.0, key("k"))
+        ),
+        a1
+    );
+    assert!(
+        ok("r9", s.lease("r9")).is_none(),
+        "the replay applied nothing"
+    );
 }

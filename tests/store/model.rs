@@ -35,7 +35,16 @@ const RESOURCES: [&str; 3] = ["res-0", "res-1", "res-2"];
 const ITEMS: [&str; 4] = ["item-0", "item-1", "item-2", "item-x"];
 const MAX_ATTEMPTS: [u32; 4] = [2, 3, 5, 5];
 
-const DURATIONS: [f64; 8] = [f64::NAN, f64::INFINITY, -1.0, 0.0, 40.0, 300.0, 1_000.0, 1e18];
+const DURATIONS: [f64; 8] = [
+    f64::NAN,
+    f64::INFINITY,
+    -1.0,
+    0.0,
+    40.0,
+    300.0,
+    1_000.0,
+    1e18,
+];
 const WORK_LEASES: [i64; 4] = [150, 400, 1_000, 2_500];
 const ADVANCES: [i64; 7] = [1, 99, 100, 250, 1_000, 3_000, 40_000];
 
@@ -45,7 +54,7 @@ fn clamp(requested: f64) -> i64 {
     } else if requested >= MAX_LEASE as f64 {
         MAX_LEASE
     } else {
-        (requested.trunc() as i64).max(MIN_LEASE).min(MAX_LEASE)
+        (requested.trunc() as i64).clamp(MIN_LEASE, MAX_LEASE)
     }
 }
 
@@ -112,32 +121,85 @@ pub struct Shadow {
 
 #[derive(Debug, Clone)]
 pub enum Step {
-    Acquire { owner: usize, res: usize, dur: usize },
-    Renew { owner: usize, res: usize, dur: usize },
-    RenewForged { owner: usize, res: usize },
-    Release { owner: usize, res: usize },
-    Handoff { owner: usize, res: usize, to: usize, dur: usize },
-    Checkpoint { owner: usize, res: usize, data: u8 },
-    Claim { owner: usize, item: usize, lease: usize },
-    ClaimBatch { owner: usize, limit: usize, lease: usize },
-    Complete { owner: usize, item: usize },
-    Fail { owner: usize, item: usize, retryable: bool },
-    RenewClaim { owner: usize, item: usize, lease: usize },
-    Advance { by: usize },
+    Acquire {
+        owner: usize,
+        res: usize,
+        dur: usize,
+    },
+    Renew {
+        owner: usize,
+        res: usize,
+        dur: usize,
+    },
+    RenewForged {
+        owner: usize,
+        res: usize,
+    },
+    Release {
+        owner: usize,
+        res: usize,
+    },
+    Handoff {
+        owner: usize,
+        res: usize,
+        to: usize,
+        dur: usize,
+    },
+    Checkpoint {
+        owner: usize,
+        res: usize,
+        data: u8,
+    },
+    Claim {
+        owner: usize,
+        item: usize,
+        lease: usize,
+    },
+    ClaimBatch {
+        owner: usize,
+        limit: usize,
+        lease: usize,
+    },
+    Complete {
+        owner: usize,
+        item: usize,
+    },
+    Fail {
+        owner: usize,
+        item: usize,
+        retryable: bool,
+    },
+    RenewClaim {
+        owner: usize,
+        item: usize,
+        lease: usize,
+    },
+    Advance {
+        by: usize,
+    },
 }
 
 impl Shadow {
     fn live(&self, res: usize) -> bool {
-        self.leases[res].as_ref().is_some_and(|l| !l.released && l.expires_at > self.now)
+        self.leases[res]
+            .as_ref()
+            .is_some_and(|l| !l.released && l.expires_at > self.now)
     }
 
     fn held_by(&self, owner: usize) -> u64 {
-        (0..3).filter(|&r| self.live(r) && self.leases[r].as_ref().is_some_and(|l| l.owner == owner)).count() as u64
+        (0..3)
+            .filter(|&r| self.live(r) && self.leases[r].as_ref().is_some_and(|l| l.owner == owner))
+            .count() as u64
     }
 
     /// The holder check: the presented generation must be the current, unreleased one.
     /// (Tokens are per acquisition, so "my token for generation g" is right iff g is current.)
-    fn holder(&self, res: usize, presented: u64, forged: bool) -> Result<ShadowLease, &'static str> {
+    fn holder(
+        &self,
+        res: usize,
+        presented: u64,
+        forged: bool,
+    ) -> Result<ShadowLease, &'static str> {
         let lease = self.leases[res].clone().ok_or("NOT_FOUND")?;
         if forged || lease.released || lease.generation != presented {
             return Err("WORK_FENCED");
@@ -151,7 +213,9 @@ impl Shadow {
             return None;
         }
         match it.state {
-            St::Pending | St::Retry => (it.next_eligible_at <= self.now).then_some(it.next_eligible_at),
+            St::Pending | St::Retry => {
+                (it.next_eligible_at <= self.now).then_some(it.next_eligible_at)
+            }
             St::Claimed => it.lease_expires_at.filter(|&e| e <= self.now),
             St::Succeeded | St::Failed => None,
         }
@@ -165,9 +229,13 @@ impl Shadow {
         }
         let reclaim = match it.state {
             St::Succeeded | St::Failed => return Err("already-terminal"),
-            St::Claimed if it.lease_expires_at.is_some_and(|e| e > now) => return Err("WORK_IN_PROGRESS"),
+            St::Claimed if it.lease_expires_at.is_some_and(|e| e > now) => {
+                return Err("WORK_IN_PROGRESS");
+            }
             St::Claimed => true,
-            St::Pending | St::Retry if it.next_eligible_at > now => return Err("WORK_NOT_CLAIMABLE"),
+            St::Pending | St::Retry if it.next_eligible_at > now => {
+                return Err("WORK_NOT_CLAIMABLE");
+            }
             St::Pending | St::Retry => false,
         };
         it.state = St::Claimed;
@@ -185,7 +253,10 @@ impl Shadow {
         if matches!(it.state, St::Succeeded | St::Failed) {
             return Err("already-terminal");
         }
-        if it.state != St::Claimed || it.owner != Some(owner) || it.generation != self.item_gen[owner][i] {
+        if it.state != St::Claimed
+            || it.owner != Some(owner)
+            || it.generation != self.item_gen[owner][i]
+        {
             return Err("WORK_FENCED");
         }
         Ok(())
@@ -214,33 +285,75 @@ impl Shadow {
                 self.leases[res] = Some(lease);
                 Ok(())
             })()),
-            Step::Renew { owner, res, dur } => done(self.holder(res, self.lease_gen[owner][res], false).map(|l| {
-                self.leases[res] = Some(ShadowLease { expires_at: now + clamp(DURATIONS[dur]), ..l });
-            })),
-            Step::RenewForged { owner, res } => done(self.holder(res, self.lease_gen[owner][res], true).map(|_| ())),
-            Step::Release { owner, res } => done(self.holder(res, self.lease_gen[owner][res], false).map(|l| {
-                self.leases[res] = Some(ShadowLease { released: true, checkpoint: None, ..l });
-            })),
-            Step::Handoff { owner, res, to, dur } => done((|| {
+            Step::Renew { owner, res, dur } => done(
+                self.holder(res, self.lease_gen[owner][res], false)
+                    .map(|l| {
+                        self.leases[res] = Some(ShadowLease {
+                            expires_at: now + clamp(DURATIONS[dur]),
+                            ..l
+                        });
+                    }),
+            ),
+            Step::RenewForged { owner, res } => done(
+                self.holder(res, self.lease_gen[owner][res], true)
+                    .map(|_| ()),
+            ),
+            Step::Release { owner, res } => done(
+                self.holder(res, self.lease_gen[owner][res], false)
+                    .map(|l| {
+                        self.leases[res] = Some(ShadowLease {
+                            released: true,
+                            checkpoint: None,
+                            ..l
+                        });
+                    }),
+            ),
+            Step::Handoff {
+                owner,
+                res,
+                to,
+                dur,
+            } => done((|| {
                 if self.held_by(to) >= OWNER_CAP {
                     return Err("LEASE_CAP_REACHED");
                 }
                 let l = self.holder(res, self.lease_gen[owner][res], false)?;
-                let moved = ShadowLease { owner: to, generation: l.generation + 1, expires_at: now + clamp(DURATIONS[dur]), released: false, ..l };
+                let moved = ShadowLease {
+                    owner: to,
+                    generation: l.generation + 1,
+                    expires_at: now + clamp(DURATIONS[dur]),
+                    released: false,
+                    ..l
+                };
                 self.lease_gen[to][res] = moved.generation;
                 self.leases[res] = Some(moved);
                 Ok(())
             })()),
-            Step::Checkpoint { owner, res, data } => done(self.holder(res, self.lease_gen[owner][res], false).map(|l| {
-                self.leases[res] = Some(ShadowLease { checkpoint: Some(data), ..l });
-            })),
-            Step::Claim { owner, item, lease } => done(self.claim_item(owner, item, WORK_LEASES[lease])),
-            Step::ClaimBatch { owner, limit, lease } => {
-                let mut due: Vec<(i64, &str, usize)> = (0..4).filter_map(|i| self.item_claimable(i).map(|d| (d, ITEMS[i], i))).collect();
+            Step::Checkpoint { owner, res, data } => done(
+                self.holder(res, self.lease_gen[owner][res], false)
+                    .map(|l| {
+                        self.leases[res] = Some(ShadowLease {
+                            checkpoint: Some(data),
+                            ..l
+                        });
+                    }),
+            ),
+            Step::Claim { owner, item, lease } => {
+                done(self.claim_item(owner, item, WORK_LEASES[lease]))
+            }
+            Step::ClaimBatch {
+                owner,
+                limit,
+                lease,
+            } => {
+                let mut due: Vec<(i64, &str, usize)> = (0..4)
+                    .filter_map(|i| self.item_claimable(i).map(|d| (d, ITEMS[i], i)))
+                    .collect();
                 due.sort_unstable();
                 let picked: Vec<usize> = due.into_iter().take(limit).map(|(_, _, i)| i).collect();
                 for &i in &picked {
-                    self.claim_item(owner, i, WORK_LEASES[lease]).expect("a due item is claimable");
+                    self.claim_item(owner, i, WORK_LEASES[lease])
+                        .expect("a due item is claimable");
                 }
                 Outcome::Batch(picked)
             }
@@ -249,7 +362,11 @@ impl Shadow {
                 it.state = St::Succeeded;
                 it.lease_expires_at = None;
             })),
-            Step::Fail { owner, item, retryable } => done(self.claim_check(owner, item).map(|()| {
+            Step::Fail {
+                owner,
+                item,
+                retryable,
+            } => done(self.claim_check(owner, item).map(|()| {
                 let it = &mut self.items[item];
                 let retry = retryable && it.attempt < it.max_attempts;
                 it.state = if retry { St::Retry } else { St::Failed };
@@ -258,9 +375,11 @@ impl Shadow {
                 }
                 it.lease_expires_at = None;
             })),
-            Step::RenewClaim { owner, item, lease } => done(self.claim_check(owner, item).map(|()| {
-                self.items[item].lease_expires_at = Some(now + WORK_LEASES[lease]);
-            })),
+            Step::RenewClaim { owner, item, lease } => {
+                done(self.claim_check(owner, item).map(|()| {
+                    self.items[item].lease_expires_at = Some(now + WORK_LEASES[lease]);
+                }))
+            }
             Step::Advance { by } => {
                 self.now += ADVANCES[by];
                 Outcome::Ok
@@ -364,7 +483,10 @@ fn code<T>(r: &leasehold::Result<T>) -> Outcome {
     match r {
         Ok(_) => Outcome::Ok,
         Err(e) => {
-            assert!(!e.is_store_failure(), "a store failure in the model test: {e}");
+            assert!(
+                !e.is_store_failure(),
+                "a store failure in the model test: {e}"
+            );
             Outcome::Refused(e.code())
         }
     }
@@ -372,11 +494,17 @@ fn code<T>(r: &leasehold::Result<T>) -> Outcome {
 
 impl Real {
     fn token(&self, owner: usize, res: usize) -> (String, u64) {
-        self.tokens.get(&(owner, res)).cloned().unwrap_or_else(|| ("never-held".into(), 0))
+        self.tokens
+            .get(&(owner, res))
+            .cloned()
+            .unwrap_or_else(|| ("never-held".into(), 0))
     }
 
     fn remember_item(&mut self, owner: usize, item: &WorkItem) {
-        let i = ITEMS.iter().position(|id| *id == item.id).expect("a known item");
+        let i = ITEMS
+            .iter()
+            .position(|id| *id == item.id)
+            .expect("a known item");
         self.item_gen[owner][i] = item.generation;
     }
 
@@ -387,7 +515,8 @@ impl Real {
             Step::Acquire { owner, res, dur } => {
                 let r = s.acquire(RESOURCES[res], OWNERS[owner], DURATIONS[dur], no_key);
                 if let Ok(l) = &r {
-                    self.tokens.insert((owner, res), (l.token.clone(), l.generation));
+                    self.tokens
+                        .insert((owner, res), (l.token.clone(), l.generation));
                 }
                 code(&r)
             }
@@ -403,18 +532,39 @@ impl Real {
                 let (token, generation) = self.token(owner, res);
                 code(&s.release(RESOURCES[res], OWNERS[owner], &token, generation, no_key))
             }
-            Step::Handoff { owner, res, to, dur } => {
+            Step::Handoff {
+                owner,
+                res,
+                to,
+                dur,
+            } => {
                 let (token, generation) = self.token(owner, res);
-                let r = s.handoff(RESOURCES[res], OWNERS[owner], &token, generation, OWNERS[to], DURATIONS[dur], no_key);
+                let r = s.handoff(
+                    RESOURCES[res],
+                    OWNERS[owner],
+                    &token,
+                    generation,
+                    OWNERS[to],
+                    DURATIONS[dur],
+                    no_key,
+                );
                 if let Ok(l) = &r {
                     assert_eq!(l.owner_id, OWNERS[to]);
-                    self.tokens.insert((to, res), (l.token.clone(), l.generation));
+                    self.tokens
+                        .insert((to, res), (l.token.clone(), l.generation));
                 }
                 code(&r)
             }
             Step::Checkpoint { owner, res, data } => {
                 let (token, generation) = self.token(owner, res);
-                code(&s.save_checkpoint(RESOURCES[res], OWNERS[owner], &token, generation, &data.to_string(), no_key))
+                code(&s.save_checkpoint(
+                    RESOURCES[res],
+                    OWNERS[owner],
+                    &token,
+                    generation,
+                    &data.to_string(),
+                    no_key,
+                ))
             }
             Step::Claim { owner, item, lease } => {
                 // This authority is always "this build": item-x answers INCOMPATIBLE_AUTHORITY.
@@ -424,7 +574,11 @@ impl Real {
                 }
                 code(&r)
             }
-            Step::ClaimBatch { owner, limit, lease } => match s.claim_batch(OWNERS[owner], K, limit, WORK_LEASES[lease]) {
+            Step::ClaimBatch {
+                owner,
+                limit,
+                lease,
+            } => match s.claim_batch(OWNERS[owner], K, limit, WORK_LEASES[lease]) {
                 Ok(items) => {
                     let mut picked = Vec::new();
                     for it in &items {
@@ -435,17 +589,40 @@ impl Real {
                 }
                 Err(e) => panic!("claim_batch failed: {e}"),
             },
-            Step::Complete { owner, item } => {
-                code(&s.complete(ITEMS[item], OWNERS[owner], self.item_gen[owner][item], Some("done".into())))
+            Step::Complete { owner, item } => code(&s.complete(
+                ITEMS[item],
+                OWNERS[owner],
+                self.item_gen[owner][item],
+                Some("done".into()),
+            )),
+            Step::Fail {
+                owner,
+                item,
+                retryable,
+            } => {
+                let class = if retryable {
+                    FailureClass::Retryable
+                } else {
+                    FailureClass::Terminal
+                };
+                let failure = Failure {
+                    class,
+                    code: "E_MODEL".into(),
+                    message: "model".into(),
+                };
+                code(&s.fail(
+                    ITEMS[item],
+                    OWNERS[owner],
+                    self.item_gen[owner][item],
+                    failure,
+                ))
             }
-            Step::Fail { owner, item, retryable } => {
-                let class = if retryable { FailureClass::Retryable } else { FailureClass::Terminal };
-                let failure = Failure { class, code: "E_MODEL".into(), message: "model".into() };
-                code(&s.fail(ITEMS[item], OWNERS[owner], self.item_gen[owner][item], failure))
-            }
-            Step::RenewClaim { owner, item, lease } => {
-                code(&s.renew_claim(ITEMS[item], OWNERS[owner], self.item_gen[owner][item], WORK_LEASES[lease]))
-            }
+            Step::RenewClaim { owner, item, lease } => code(&s.renew_claim(
+                ITEMS[item],
+                OWNERS[owner],
+                self.item_gen[owner][item],
+                WORK_LEASES[lease],
+            )),
             Step::Advance { by } => {
                 self.clock.advance(ADVANCES[by]);
                 Outcome::Ok
@@ -460,17 +637,42 @@ impl Real {
             match (expected, actual) {
                 (None, None) => {}
                 (Some(e), Some(a)) => {
-                    let view = (a.owner_id.as_str(), a.generation, a.expires_at, a.released_at.is_some(), a.checkpoint.as_ref().map(|c| c.data.clone()));
-                    let want = (OWNERS[e.owner], e.generation, e.expires_at, e.released, e.checkpoint.map(|d| d.to_string()));
-                    assert_eq!(view, want, "{}: (owner, generation, expiresAt, released, checkpoint)", RESOURCES[r]);
+                    let view = (
+                        a.owner_id.as_str(),
+                        a.generation,
+                        a.expires_at,
+                        a.released_at.is_some(),
+                        a.checkpoint.as_ref().map(|c| c.data.clone()),
+                    );
+                    let want = (
+                        OWNERS[e.owner],
+                        e.generation,
+                        e.expires_at,
+                        e.released,
+                        e.checkpoint.map(|d| d.to_string()),
+                    );
+                    assert_eq!(
+                        view, want,
+                        "{}: (owner, generation, expiresAt, released, checkpoint)",
+                        RESOURCES[r]
+                    );
                     // The client that holds the current generation holds the current token.
-                    assert_eq!(self.token(e.owner, r), (a.token.clone(), a.generation), "{}: holder's token", RESOURCES[r]);
+                    assert_eq!(
+                        self.token(e.owner, r),
+                        (a.token.clone(), a.generation),
+                        "{}: holder's token",
+                        RESOURCES[r]
+                    );
                 }
                 (e, a) => panic!("{}: shadow {e:?}, store {a:?}", RESOURCES[r]),
             }
         }
         for (i, e) in shadow.items.iter().enumerate() {
-            let a = self.store.work(ITEMS[i]).expect("read item").expect("item exists");
+            let a = self
+                .store
+                .work(ITEMS[i])
+                .expect("read item")
+                .expect("item exists");
             let state = match a.state {
                 WorkState::Pending => St::Pending,
                 WorkState::Claimed => St::Claimed,
@@ -478,20 +680,41 @@ impl Real {
                 WorkState::Succeeded => St::Succeeded,
                 WorkState::Failed => St::Failed,
             };
-            let owner = a.current_owner().map(|o| OWNERS.iter().position(|x| *x == o).expect("known owner"));
-            let view = (state, owner, a.generation, a.lease_expires_at, a.attempt_number, a.uncertain_attempts, a.next_eligible_at);
+            let owner = a
+                .current_owner()
+                .map(|o| OWNERS.iter().position(|x| *x == o).expect("known owner"));
+            let view = (
+                state,
+                owner,
+                a.generation,
+                a.lease_expires_at,
+                a.attempt_number,
+                a.uncertain_attempts,
+                a.next_eligible_at,
+            );
             let want = (
                 e.state,
-                if e.state == St::Claimed { e.owner } else { None },
+                if e.state == St::Claimed {
+                    e.owner
+                } else {
+                    None
+                },
                 e.generation,
                 e.lease_expires_at,
                 e.attempt,
                 e.uncertain,
                 e.next_eligible_at,
             );
-            assert_eq!(view, want, "{}: (state, owner, generation, leaseExpiresAt, attempt, uncertain, nextEligibleAt)", ITEMS[i]);
+            assert_eq!(
+                view, want,
+                "{}: (state, owner, generation, leaseExpiresAt, attempt, uncertain, nextEligibleAt)",
+                ITEMS[i]
+            );
         }
-        assert_eq!(self.item_gen, shadow.item_gen, "what each owner learned from the store");
+        assert_eq!(
+            self.item_gen, shadow.item_gen,
+            "what each owner learned from the store"
+        );
     }
 }
 
@@ -505,25 +728,27 @@ impl<P: Provider> StateMachineTest for Machine<P> {
         let clock = harness.clock().clone();
         for (i, id) in ITEMS.iter().enumerate() {
             let compat = if i < 3 { K } else { K_OTHER };
-            store.enqueue(NewWork { max_attempts: MAX_ATTEMPTS[i], ..NewWork::effect(*id, "model", "{}") }, compat).expect("enqueue");
+            store
+                .enqueue(
+                    NewWork {
+                        max_attempts: MAX_ATTEMPTS[i],
+                        ..NewWork::effect(*id, "model", "{}")
+                    },
+                    compat,
+                )
+                .expect("enqueue");
         }
-        Real { store, clock, tokens: HashMap::new(), item_gen: [[0; 4]; 3], _harness: harness }
+        Real {
+            store,
+            clock,
+            tokens: HashMap::new(),
+            item_gen: [[0; 4]; 3],
+            _harness: harness,
+        }
     }
 
     fn apply(mut real: Real, shadow: &Shadow, step: Step) -> Real {
         let outcome = real.step(&step);
-        {
-            use std::sync::Mutex;
-            static STATS: Mutex<Option<std::collections::BTreeMap<String, usize>>> = Mutex::new(None);
-            let mut g = STATS.lock().unwrap();
-            let m = g.get_or_insert_with(Default::default);
-            let name = format!("{step:?}");
-            let name = name.split(' ').next().unwrap().to_string();
-            let o = match &outcome { Outcome::Ok => "ok".to_string(), Outcome::Refused(c) => c.to_string(), Outcome::Batch(v) => format!("batch{}", v.len()) };
-            *m.entry(format!("{name}:{o}")).or_default() += 1;
-            *m.entry("TOTAL".into()).or_default() += 1;
-            if m["TOTAL"] % 12800 == 0 { eprintln!("{m:#?}"); }
-        }
         assert_eq!(outcome, shadow.last, "outcome of {step:?}");
         real
     }
@@ -534,7 +759,11 @@ impl<P: Provider> StateMachineTest for Machine<P> {
 }
 
 fn config() -> Config {
-    Config { cases: 256, failure_persistence: None, ..Config::default() }
+    Config {
+        cases: 256,
+        failure_persistence: None,
+        ..Config::default()
+    }
 }
 
 prop_state_machine! {

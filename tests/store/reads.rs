@@ -47,23 +47,56 @@ pub fn every_commit_advances_the_revision(h: &dyn Harness) {
 
     let lease = ok("acquire", s.acquire("r", "a", 1_000.0, NO_KEY));
     commit("acquire", &s);
-    ok("renew", s.renew("r", &lease.token, lease.generation, 1_000.0));
+    ok(
+        "renew",
+        s.renew("r", &lease.token, lease.generation, 1_000.0),
+    );
     commit("renew", &s);
-    ok("checkpoint", s.save_checkpoint("r", "a", &lease.token, lease.generation, "x", NO_KEY));
+    ok(
+        "checkpoint",
+        s.save_checkpoint("r", "a", &lease.token, lease.generation, "x", NO_KEY),
+    );
     commit("checkpoint", &s);
-    let keyed = ok("keyed acquire", s.acquire("k", "a", 600_000.0, Keyed { key: Some("key") }));
+    let keyed = ok(
+        "keyed acquire",
+        s.acquire("k", "a", 600_000.0, Keyed { key: Some("key") }),
+    );
     commit("keyed acquire", &s);
     ok("enqueue", s.enqueue(effect("e1"), K));
     commit("enqueue", &s);
-    ok("enqueue batch", s.enqueue_batch((2..12).map(|i| effect(&format!("e{i}"))).collect(), K));
+    ok(
+        "enqueue batch",
+        s.enqueue_batch((2..12).map(|i| effect(&format!("e{i}"))).collect(), K),
+    );
     commit("enqueue batch (ten items, one commit)", &s);
     let claimed = ok("claim batch", s.claim_batch("a", K, 5, 1_000));
     commit("claim batch (five items, one commit)", &s);
-    ok("complete", s.complete(&claimed[0].id, "a", claimed[0].generation, None));
+    ok(
+        "complete",
+        s.complete(&claimed[0].id, "a", claimed[0].generation, None),
+    );
     commit("complete", &s);
-    ok("ingest", s.ingest(&NewEvent { event_type: "t".into(), source: Some("s".into()), external_id: Some("1".into()), payload: serde_json::json!({}) }));
+    ok(
+        "ingest",
+        s.ingest(&NewEvent {
+            event_type: "t".into(),
+            source: Some("s".into()),
+            external_id: Some("1".into()),
+            payload: serde_json::json!({}),
+        }),
+    );
     commit("ingest", &s);
-    ok("schedule", s.create_schedule("tick", Trigger::Interval { every_ms: 1_000 }, CatchUp::Latest, "h", "{}", K));
+    ok(
+        "schedule",
+        s.create_schedule(
+            "tick",
+            Trigger::Interval { every_ms: 1_000 },
+            CatchUp::Latest,
+            "h",
+            "{}",
+            K,
+        ),
+    );
     commit("create schedule", &s);
     h.clock().advance(1_000);
     assert_eq!(ok("fire", s.fire_due_schedules(10)), 1);
@@ -76,43 +109,98 @@ pub fn every_commit_advances_the_revision(h: &dyn Harness) {
     commit("heartbeat", &s);
     ok("audit", s.audit("op@host", "cancel", "wf-1", "ok"));
     commit("audit", &s);
-    assert_eq!(refused("stale renew", s.renew("r", "forged", lease.generation, 1_000.0)), "WORK_FENCED");
+    assert_eq!(
+        refused(
+            "stale renew",
+            s.renew("r", "forged", lease.generation, 1_000.0)
+        ),
+        "WORK_FENCED"
+    );
     commit("a refused fenced write (recorded for the checker)", &s);
-    ok("release", s.release("r", "a", &lease.token, lease.generation, NO_KEY));
+    ok(
+        "release",
+        s.release("r", "a", &lease.token, lease.generation, NO_KEY),
+    );
     commit("release", &s);
 
     // Nothing committed: the revision stays.
-    let still = |what: &str, s: &Store| assert_eq!(ok("revision", s.revision()), rev, "{what} must not advance the revision");
+    let still = |what: &str, s: &Store| {
+        assert_eq!(
+            ok("revision", s.revision()),
+            rev,
+            "{what} must not advance the revision"
+        )
+    };
     ok("read lease", s.lease("r"));
     ok("read work", s.work("e1"));
-    ok("list", s.list_work(&WorkFilter::default(), &PageRequest::first(100)));
+    ok(
+        "list",
+        s.list_work(&WorkFilter::default(), &PageRequest::first(100)),
+    );
     ok("overview", s.overview());
     ok("history", s.ownership_history(None, 0, 100));
     ok("journal", s.journal_after(0, None, 10));
-    ok("ownership", s.check_ownership("k", &keyed.token, keyed.generation));
+    ok(
+        "ownership",
+        s.check_ownership("k", &keyed.token, keyed.generation),
+    );
     still("reads", &s);
-    assert_eq!(refused("acquire over a live lease", s.acquire("k", "b", 1_000.0, NO_KEY)), "WORK_IN_PROGRESS");
+    assert_eq!(
+        refused(
+            "acquire over a live lease",
+            s.acquire("k", "b", 1_000.0, NO_KEY)
+        ),
+        "WORK_IN_PROGRESS"
+    );
     still("a refused acquire", &s);
-    assert_eq!(refused("capped acquire", s.clone().with_owner_cap(1).acquire("z", "a", 1_000.0, NO_KEY)), "LEASE_CAP_REACHED");
+    assert_eq!(
+        refused(
+            "capped acquire",
+            s.clone()
+                .with_owner_cap(1)
+                .acquire("z", "a", 1_000.0, NO_KEY)
+        ),
+        "LEASE_CAP_REACHED"
+    );
     still("a capped acquire", &s);
-    assert_eq!(ok("keyed replay", s.acquire("k", "a", 600_000.0, Keyed { key: Some("key") })), keyed);
+    assert_eq!(
+        ok(
+            "keyed replay",
+            s.acquire("k", "a", 600_000.0, Keyed { key: Some("key") })
+        ),
+        keyed
+    );
     still("a keyed replay", &s);
     assert!(ok("empty claim", s.claim_batch("a", K_OTHER, 10, 1_000)).is_empty());
     still("an empty claim batch", &s);
     assert_eq!(ok("fire nothing", s.fire_due_schedules(10)), 0);
     still("a poll with nothing due", &s);
-    assert_eq!(ok("revision after reopen", h.reopen().revision()), rev, "the revision is durable");
+    assert_eq!(
+        ok("revision after reopen", h.reopen().revision()),
+        rev,
+        "the revision is durable"
+    );
 }
 
 /// Follows `next` forward from the first page; returns every key in the order read.
-fn forward<T>(limit: usize, fetch: impl Fn(&PageRequest) -> Page<T>, key: impl Fn(&T) -> String) -> Vec<String> {
+fn forward<T>(
+    limit: usize,
+    fetch: impl Fn(&PageRequest) -> Page<T>,
+    key: impl Fn(&T) -> String,
+) -> Vec<String> {
     let mut keys = Vec::new();
     let mut request = PageRequest::first(limit);
     for _ in 0..10_000 {
         let page = fetch(&request);
-        assert!(page.rows.len() <= limit, "a page holds at most `limit` rows");
+        assert!(
+            page.rows.len() <= limit,
+            "a page holds at most `limit` rows"
+        );
         let page_keys: Vec<String> = page.rows.iter().map(&key).collect();
-        assert!(page_keys.windows(2).all(|w| w[0] < w[1]), "rows ascend within a page: {page_keys:?}");
+        assert!(
+            page_keys.windows(2).all(|w| w[0] < w[1]),
+            "rows ascend within a page: {page_keys:?}"
+        );
         keys.extend(page_keys);
         match page.next {
             Some(next) => request = PageRequest::after(next, limit),
@@ -123,14 +211,24 @@ fn forward<T>(limit: usize, fetch: impl Fn(&PageRequest) -> Page<T>, key: impl F
 }
 
 /// Follows `next` backwards from the last page; returns every key, ascending.
-fn backward<T>(limit: usize, fetch: impl Fn(&PageRequest) -> Page<T>, key: impl Fn(&T) -> String) -> Vec<String> {
+fn backward<T>(
+    limit: usize,
+    fetch: impl Fn(&PageRequest) -> Page<T>,
+    key: impl Fn(&T) -> String,
+) -> Vec<String> {
     let mut pages: Vec<Vec<String>> = Vec::new();
     let mut request = PageRequest::last(limit);
     for _ in 0..10_000 {
         let page = fetch(&request);
-        assert!(page.rows.len() <= limit, "a page holds at most `limit` rows");
+        assert!(
+            page.rows.len() <= limit,
+            "a page holds at most `limit` rows"
+        );
         let page_keys: Vec<String> = page.rows.iter().map(&key).collect();
-        assert!(page_keys.windows(2).all(|w| w[0] < w[1]), "rows ascend within a page: {page_keys:?}");
+        assert!(
+            page_keys.windows(2).all(|w| w[0] < w[1]),
+            "rows ascend within a page: {page_keys:?}"
+        );
         pages.push(page_keys);
         match page.next {
             Some(next) => request = PageRequest::before(next, limit),
@@ -141,10 +239,23 @@ fn backward<T>(limit: usize, fetch: impl Fn(&PageRequest) -> Page<T>, key: impl 
 }
 
 /// Checks that forward and backward paging at several page sizes return exactly `all`.
-fn every_row_once<T>(what: &str, all: &[String], fetch: impl Fn(&PageRequest) -> Page<T>, key: impl Fn(&T) -> String) {
+fn every_row_once<T>(
+    what: &str,
+    all: &[String],
+    fetch: impl Fn(&PageRequest) -> Page<T>,
+    key: impl Fn(&T) -> String,
+) {
     for limit in [1, 2, 3, 5, 7, all.len().max(1), all.len() + 1] {
-        assert_eq!(forward(limit, &fetch, &key), all, "{what}: forward pages of {limit}");
-        assert_eq!(backward(limit, &fetch, &key), all, "{what}: backward pages of {limit}");
+        assert_eq!(
+            forward(limit, &fetch, &key),
+            all,
+            "{what}: forward pages of {limit}"
+        );
+        assert_eq!(
+            backward(limit, &fetch, &key),
+            all,
+            "{what}: backward pages of {limit}"
+        );
     }
 }
 
@@ -153,19 +264,43 @@ fn every_row_once<T>(what: &str, all: &[String], fetch: impl Fn(&PageRequest) ->
 pub fn paging_returns_every_row_exactly_once(h: &dyn Harness) {
     let s = h.store();
     let all_work: Vec<String> = (0..23).map(|i| format!("w-{i:02}")).collect();
-    ok("enqueue", s.enqueue_batch(all_work.iter().map(|id| effect(id)).collect(), K));
-    let claimed: BTreeSet<String> = ok("claim", s.claim_batch("a", K, 7, 60_000)).into_iter().map(|w| w.id).collect();
+    ok(
+        "enqueue",
+        s.enqueue_batch(all_work.iter().map(|id| effect(id)).collect(), K),
+    );
+    let claimed: BTreeSet<String> = ok("claim", s.claim_batch("a", K, 7, 60_000))
+        .into_iter()
+        .map(|w| w.id)
+        .collect();
     let resources: Vec<String> = (0..12).map(|i| format!("r-{i:02}")).collect();
     for r in &resources {
         ok("acquire", s.acquire(r, "a", 1_000.0, NO_KEY));
     }
     for i in 0..15 {
         let id = format!("evt-{}", i % 11);
-        ok("ingest", s.ingest(&NewEvent { event_type: "t".into(), source: Some("s".into()), external_id: Some(id), payload: serde_json::json!({"i": i}) }));
+        ok(
+            "ingest",
+            s.ingest(&NewEvent {
+                event_type: "t".into(),
+                source: Some("s".into()),
+                external_id: Some(id),
+                payload: serde_json::json!({"i": i}),
+            }),
+        );
     }
     let schedules: Vec<String> = (0..5).map(|i| format!("s-{i}")).collect();
     for id in &schedules {
-        ok("schedule", s.create_schedule(id, Trigger::Interval { every_ms: 60_000 }, CatchUp::Latest, "h", "{}", K));
+        ok(
+            "schedule",
+            s.create_schedule(
+                id,
+                Trigger::Interval { every_ms: 60_000 },
+                CatchUp::Latest,
+                "h",
+                "{}",
+                K,
+            ),
+        );
     }
     let subscriptions: Vec<String> = (0..4).map(|i| format!("sub-{i}")).collect();
     for id in &subscriptions {
@@ -174,24 +309,80 @@ pub fn paging_returns_every_row_exactly_once(h: &dyn Harness) {
     let s = h.reopen();
 
     let mut every_item = all_work.clone();
-    every_item.extend(subscriptions.iter().map(|id| leasehold::model::Subscription::work_id(id)));
+    every_item.extend(
+        subscriptions
+            .iter()
+            .map(|id| leasehold::model::Subscription::work_id(id)),
+    );
     every_item.sort();
-    every_row_once("work", &every_item, |p| ok("list", s.list_work(&WorkFilter::default(), p)), |w| w.id.clone());
-    let filter = WorkFilter { states: vec![WorkState::Claimed], ..WorkFilter::default() };
+    every_row_once(
+        "work",
+        &every_item,
+        |p| ok("list", s.list_work(&WorkFilter::default(), p)),
+        |w| w.id.clone(),
+    );
+    let filter = WorkFilter {
+        states: vec![WorkState::Claimed],
+        ..WorkFilter::default()
+    };
     let claimed: Vec<String> = claimed.into_iter().collect();
-    every_row_once("claimed work", &claimed, |p| ok("list", s.list_work(&filter, p)), |w| w.id.clone());
-    let filter = WorkFilter { kind: Some(WorkKind::Effect), owner: Some("a".into()), ..WorkFilter::default() };
-    every_row_once("work owned by a", &claimed, |p| ok("list", s.list_work(&filter, p)), |w| w.id.clone());
-    every_row_once("leases", &resources, |p| ok("list", s.list_leases(p)), |l| l.resource_id.clone());
-    every_row_once("schedules", &schedules, |p| ok("list", s.list_schedules(p)), |x| x.schedule_id.clone());
-    every_row_once("subscriptions", &subscriptions, |p| ok("list", s.list_subscriptions(p)), |x| x.subscription_id.clone());
-    let ingestions: Vec<String> = ok("all", s.list_ingestions(&PageRequest::first(1_000))).rows.iter().map(|i| format!("{:020}", i.id)).collect();
+    every_row_once(
+        "claimed work",
+        &claimed,
+        |p| ok("list", s.list_work(&filter, p)),
+        |w| w.id.clone(),
+    );
+    let filter = WorkFilter {
+        kind: Some(WorkKind::Effect),
+        owner: Some("a".into()),
+        ..WorkFilter::default()
+    };
+    every_row_once(
+        "work owned by a",
+        &claimed,
+        |p| ok("list", s.list_work(&filter, p)),
+        |w| w.id.clone(),
+    );
+    every_row_once(
+        "leases",
+        &resources,
+        |p| ok("list", s.list_leases(p)),
+        |l| l.resource_id.clone(),
+    );
+    every_row_once(
+        "schedules",
+        &schedules,
+        |p| ok("list", s.list_schedules(p)),
+        |x| x.schedule_id.clone(),
+    );
+    every_row_once(
+        "subscriptions",
+        &subscriptions,
+        |p| ok("list", s.list_subscriptions(p)),
+        |x| x.subscription_id.clone(),
+    );
+    let ingestions: Vec<String> = ok("all", s.list_ingestions(&PageRequest::first(1_000)))
+        .rows
+        .iter()
+        .map(|i| format!("{:020}", i.id))
+        .collect();
     assert_eq!(ingestions.len(), 15);
-    every_row_once("ingestions", &ingestions, |p| ok("list", s.list_ingestions(p)), |i| format!("{:020}", i.id));
+    every_row_once(
+        "ingestions",
+        &ingestions,
+        |p| ok("list", s.list_ingestions(p)),
+        |i| format!("{:020}", i.id),
+    );
 
-    let beyond = ok("after the end", s.list_work(&WorkFilter::default(), &PageRequest::after("zzz", 5)));
+    let beyond = ok(
+        "after the end",
+        s.list_work(&WorkFilter::default(), &PageRequest::after("zzz", 5)),
+    );
     assert!(beyond.rows.is_empty() && beyond.next.is_none());
-    let before = ok("before the start", s.list_work(&WorkFilter::default(), &PageRequest::before("a", 5)));
+    let before = ok(
+        "before the start",
+        s.list_work(&WorkFilter::default(), &PageRequest::before("a", 5)),
+    );
     assert!(before.rows.is_empty() && before.next.is_none());
 }
 
@@ -199,17 +390,51 @@ pub fn paging_returns_every_row_exactly_once(h: &dyn Harness) {
 /// history and the ingestions say, on this handle and after a reopen.
 pub fn overview_counts_match_the_items(h: &dyn Harness) {
     let s = h.store();
-    ok("enqueue", s.enqueue_batch((0..30).map(|i| effect(&format!("e-{i:02}"))).collect(), K));
-    ok("enqueue old", s.enqueue_batch((0..4).map(|i| effect(&format!("old-{i}"))).collect(), K_OTHER));
-    ok("enqueue later", s.enqueue(NewWork { not_before: Some(s.now() + 50_000), ..effect("later") }, K));
-    ok("schedule", s.create_schedule("tick", Trigger::Interval { every_ms: 1_000 }, CatchUp::All, "h", "{}", K));
+    ok(
+        "enqueue",
+        s.enqueue_batch((0..30).map(|i| effect(&format!("e-{i:02}"))).collect(), K),
+    );
+    ok(
+        "enqueue old",
+        s.enqueue_batch(
+            (0..4).map(|i| effect(&format!("old-{i}"))).collect(),
+            K_OTHER,
+        ),
+    );
+    ok(
+        "enqueue later",
+        s.enqueue(
+            NewWork {
+                not_before: Some(s.now() + 50_000),
+                ..effect("later")
+            },
+            K,
+        ),
+    );
+    ok(
+        "schedule",
+        s.create_schedule(
+            "tick",
+            Trigger::Interval { every_ms: 1_000 },
+            CatchUp::All,
+            "h",
+            "{}",
+            K,
+        ),
+    );
     ok("subscription", s.create_subscription("sub", "t", "h", K));
     let claimed = ok("claim", s.claim_batch("a", K, 20, 1_000));
     for (i, it) in claimed.iter().enumerate() {
         match i % 5 {
             0 | 1 => drop(ok("complete", s.complete(&it.id, "a", it.generation, None))),
-            2 => drop(ok("retry", s.fail(&it.id, "a", it.generation, retryable("E")))),
-            3 => drop(ok("dead", s.fail(&it.id, "a", it.generation, terminal("E")))),
+            2 => drop(ok(
+                "retry",
+                s.fail(&it.id, "a", it.generation, retryable("E")),
+            )),
+            3 => drop(ok(
+                "dead",
+                s.fail(&it.id, "a", it.generation, terminal("E")),
+            )),
             _ => {}
         }
     }
@@ -225,36 +450,87 @@ pub fn overview_counts_match_the_items(h: &dyn Harness) {
     }
     for i in 0..5 {
         let id = format!("x-{}", i % 3);
-        ok("ingest", s.ingest(&NewEvent { event_type: "t".into(), source: Some("s".into()), external_id: Some(id), payload: serde_json::json!({"i": i % 4}) }));
+        ok(
+            "ingest",
+            s.ingest(&NewEvent {
+                event_type: "t".into(),
+                source: Some("s".into()),
+                external_id: Some(id),
+                payload: serde_json::json!({"i": i % 4}),
+            }),
+        );
     }
 
     for store in [h.store(), h.reopen()] {
         let overview = ok("overview", store.overview());
-        let items = ok("items", store.list_work(&WorkFilter::default(), &PageRequest::first(10_000))).rows;
+        let items = ok(
+            "items",
+            store.list_work(&WorkFilter::default(), &PageRequest::first(10_000)),
+        )
+        .rows;
         let mut expected: BTreeMap<(WorkKind, WorkState, String), u64> = BTreeMap::new();
         for it in &items {
-            *expected.entry((it.kind, it.state, it.compat.clone())).or_default() += 1;
+            *expected
+                .entry((it.kind, it.state, it.compat.clone()))
+                .or_default() += 1;
         }
-        let counted: BTreeMap<(WorkKind, WorkState, String), u64> =
-            overview.work.iter().filter(|c| c.count > 0).map(|c| ((c.kind, c.state, c.compat.clone()), c.count)).collect();
+        let counted: BTreeMap<(WorkKind, WorkState, String), u64> = overview
+            .work
+            .iter()
+            .filter(|c| c.count > 0)
+            .map(|c| ((c.kind, c.state, c.compat.clone()), c.count))
+            .collect();
         assert_eq!(counted, expected, "work counts");
-        assert!(expected.keys().map(|(_, st, _)| *st).collect::<BTreeSet<_>>().len() >= 4, "a mixed workload: {expected:?}");
+        assert!(
+            expected
+                .keys()
+                .map(|(_, st, _)| *st)
+                .collect::<BTreeSet<_>>()
+                .len()
+                >= 4,
+            "a mixed workload: {expected:?}"
+        );
 
         let (grants, writes) = ok("history", store.ownership_history(None, 0, 100_000));
-        assert_eq!(overview.claims, grants.iter().filter(|g| g.how == "claim").count() as u64, "claims");
-        assert_eq!(overview.writes_accepted, writes.iter().filter(|w| w.accepted).count() as u64, "accepted writes");
-        assert_eq!(overview.writes_refused, writes.iter().filter(|w| !w.accepted).count() as u64, "refused writes");
+        assert_eq!(
+            overview.claims,
+            grants.iter().filter(|g| g.how == "claim").count() as u64,
+            "claims"
+        );
+        assert_eq!(
+            overview.writes_accepted,
+            writes.iter().filter(|w| w.accepted).count() as u64,
+            "accepted writes"
+        );
+        assert_eq!(
+            overview.writes_refused,
+            writes.iter().filter(|w| !w.accepted).count() as u64,
+            "refused writes"
+        );
         assert!(overview.writes_refused > 0);
 
-        let ingestions = ok("ingestions", store.list_ingestions(&PageRequest::first(1_000))).rows;
+        let ingestions = ok(
+            "ingestions",
+            store.list_ingestions(&PageRequest::first(1_000)),
+        )
+        .rows;
         let mut by_outcome: BTreeMap<String, u64> = BTreeMap::new();
         for i in &ingestions {
             *by_outcome.entry(i.outcome.as_str().to_owned()).or_default() += 1;
         }
-        let events: BTreeMap<String, u64> = overview.events.iter().filter(|(_, n)| *n > 0).cloned().collect();
+        let events: BTreeMap<String, u64> = overview
+            .events
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .cloned()
+            .collect();
         assert_eq!(events, by_outcome, "event counts");
 
-        let oldest = items.iter().filter(|i| matches!(i.state, WorkState::Pending | WorkState::Retry)).map(|i| i.next_eligible_at).min();
+        let oldest = items
+            .iter()
+            .filter(|i| matches!(i.state, WorkState::Pending | WorkState::Retry))
+            .map(|i| i.next_eligible_at)
+            .min();
         assert_eq!(overview.oldest_waiting, oldest, "oldest waiting");
         assert_eq!(overview.revision, ok("revision", store.revision()));
     }

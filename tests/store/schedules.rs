@@ -13,8 +13,18 @@ use leasehold::model::{PageRequest, WorkKind, WorkState};
 use crate::support::{BASE, Harness, K, START, ok, retry_contention};
 
 fn firings(h: &dyn Harness) -> BTreeSet<String> {
-    let filter = WorkFilter { kind: Some(WorkKind::Schedule), ..WorkFilter::default() };
-    ok("list firings", h.store().list_work(&filter, &PageRequest::first(10_000))).rows.into_iter().map(|w| w.id).collect()
+    let filter = WorkFilter {
+        kind: Some(WorkKind::Schedule),
+        ..WorkFilter::default()
+    };
+    ok(
+        "list firings",
+        h.store().list_work(&filter, &PageRequest::first(10_000)),
+    )
+    .rows
+    .into_iter()
+    .map(|w| w.id)
+    .collect()
 }
 
 fn ids(schedule: &str, dues: impl IntoIterator<Item = Millis>) -> BTreeSet<String> {
@@ -34,7 +44,12 @@ fn poll_concurrently(h: &dyn Harness, pollers: usize) -> usize {
                 let (barrier, contention) = (&barrier, &contention);
                 scope.spawn(move || {
                     barrier.wait();
-                    (0..4).map(|_| retry_contention(contention, || store.fire_due_schedules(100)).expect("fire")).sum::<usize>()
+                    (0..4)
+                        .map(|_| {
+                            retry_contention(contention, || store.fire_due_schedules(100))
+                                .expect("fire")
+                        })
+                        .sum::<usize>()
                 })
             })
             .collect();
@@ -46,45 +61,107 @@ fn poll_concurrently(h: &dyn Harness, pollers: usize) -> usize {
 /// derived id, in one transaction), epoch-aligned, eligible at its due instant.
 pub fn one_firing_per_due_instant_across_pollers(h: &dyn Harness) {
     let s = h.store();
-    assert!(ok("create", s.create_schedule("tick", Trigger::Interval { every_ms: 1_000 }, CatchUp::Latest, "tick", "{}", K)));
-    assert!(!ok("create again", s.create_schedule("tick", Trigger::Interval { every_ms: 5 }, CatchUp::All, "x", "{}", K)));
+    assert!(ok(
+        "create",
+        s.create_schedule(
+            "tick",
+            Trigger::Interval { every_ms: 1_000 },
+            CatchUp::Latest,
+            "tick",
+            "{}",
+            K
+        )
+    ));
+    assert!(!ok(
+        "create again",
+        s.create_schedule(
+            "tick",
+            Trigger::Interval { every_ms: 5 },
+            CatchUp::All,
+            "x",
+            "{}",
+            K
+        )
+    ));
     let sched = ok("read", s.schedule("tick")).expect("schedule");
-    assert_eq!(sched.next_due, BASE + 1_000, "the first epoch-aligned boundary after now");
-    assert_eq!(poll_concurrently(h, 6), 0, "nothing is due before the first boundary");
+    assert_eq!(
+        sched.next_due,
+        BASE + 1_000,
+        "the first epoch-aligned boundary after now"
+    );
+    assert_eq!(
+        poll_concurrently(h, 6),
+        0,
+        "nothing is due before the first boundary"
+    );
 
     let mut expected = BTreeSet::new();
     for k in 1..=3 {
         h.clock().set(BASE + k * 1_000);
-        assert_eq!(poll_concurrently(h, 6), 1, "boundary {k}: one firing however many pollers");
+        assert_eq!(
+            poll_concurrently(h, 6),
+            1,
+            "boundary {k}: one firing however many pollers"
+        );
         expected.insert(firing_id("tick", BASE + k * 1_000));
         assert_eq!(firings(h), expected);
         h.clock().advance(999);
         assert_eq!(poll_concurrently(h, 3), 0, "nothing new between boundaries");
     }
     let firing = ok("read", s.work(&firing_id("tick", BASE + 2_000))).expect("firing");
-    assert_eq!((firing.kind, firing.state, firing.next_eligible_at), (WorkKind::Schedule, WorkState::Pending, BASE + 2_000));
-    assert_eq!((firing.handler.as_str(), firing.compat.as_str()), ("tick", K));
+    assert_eq!(
+        (firing.kind, firing.state, firing.next_eligible_at),
+        (WorkKind::Schedule, WorkState::Pending, BASE + 2_000)
+    );
+    assert_eq!(
+        (firing.handler.as_str(), firing.compat.as_str()),
+        ("tick", K)
+    );
     let sched = ok("read", h.reopen().schedule("tick")).expect("schedule");
-    assert_eq!((sched.last_due, sched.next_due), (Some(BASE + 3_000), BASE + 4_000));
+    assert_eq!(
+        (sched.last_due, sched.next_due),
+        (Some(BASE + 3_000), BASE + 4_000)
+    );
 }
 
 /// Observes an interval schedule after a 5-boundary outage (from `START` to `BASE + 5_750`)
 /// with `catch_up`, through a reopened handle (another authority), and returns the firings.
 fn after_outage(h: &dyn Harness, catch_up: CatchUp) -> (usize, BTreeSet<String>) {
     let s = h.store();
-    ok("create", s.create_schedule("s", Trigger::Interval { every_ms: 1_000 }, catch_up, "h", "{}", K));
+    ok(
+        "create",
+        s.create_schedule(
+            "s",
+            Trigger::Interval { every_ms: 1_000 },
+            catch_up,
+            "h",
+            "{}",
+            K,
+        ),
+    );
     assert_eq!(s.now(), START);
     assert_eq!(ok("fire at start", s.fire_due_schedules(10)), 0);
     h.clock().set(BASE + 5_750);
     let s = h.reopen();
     let fired = ok("fire after the outage", s.fire_due_schedules(10));
-    assert_eq!(ok("fire again", s.fire_due_schedules(10)), 0, "an observation is not repeated");
+    assert_eq!(
+        ok("fire again", s.fire_due_schedules(10)),
+        0,
+        "an observation is not repeated"
+    );
     let out = (fired, firings(h));
     h.clock().set(BASE + 6_000);
-    assert_eq!(ok("next boundary", h.reopen().fire_due_schedules(10)), 1, "back to one per boundary");
+    assert_eq!(
+        ok("next boundary", h.reopen().fire_due_schedules(10)),
+        1,
+        "back to one per boundary"
+    );
     assert!(firings(h).contains(&firing_id("s", BASE + 6_000)));
     let sched = ok("read", s.schedule("s")).expect("schedule");
-    assert_eq!((sched.last_due, sched.next_due), (Some(BASE + 6_000), BASE + 7_000));
+    assert_eq!(
+        (sched.last_due, sched.next_due),
+        (Some(BASE + 6_000), BASE + 7_000)
+    );
     out
 }
 
@@ -97,20 +174,36 @@ pub fn catch_up_latest_after_an_outage(h: &dyn Harness) {
 /// `catchUp: all` enqueues every missed boundary.
 pub fn catch_up_all_after_an_outage(h: &dyn Harness) {
     let (fired, got) = after_outage(h, CatchUp::All);
-    assert_eq!((fired, got), (5, ids("s", (1..=5).map(|k| BASE + k * 1_000))));
+    assert_eq!(
+        (fired, got),
+        (5, ids("s", (1..=5).map(|k| BASE + k * 1_000)))
+    );
 }
 
 /// `catchUp: N` enqueues at most the N most recent missed boundaries.
 pub fn catch_up_last_n_after_an_outage(h: &dyn Harness) {
     let (fired, got) = after_outage(h, CatchUp::Last(3));
-    assert_eq!((fired, got), (3, ids("s", [BASE + 3_000, BASE + 4_000, BASE + 5_000])));
+    assert_eq!(
+        (fired, got),
+        (3, ids("s", [BASE + 3_000, BASE + 4_000, BASE + 5_000]))
+    );
 }
 
 /// A delay schedule fires exactly once, at its instant, whoever polls and whenever.
 pub fn delay_schedule_fires_once(h: &dyn Harness) {
     let s = h.store();
     let at = START + 2_000;
-    ok("create", s.create_schedule("once", Trigger::Delay { after_ms: at }, CatchUp::Latest, "h", "{}", K));
+    ok(
+        "create",
+        s.create_schedule(
+            "once",
+            Trigger::Delay { after_ms: at },
+            CatchUp::Latest,
+            "h",
+            "{}",
+            K,
+        ),
+    );
     h.clock().advance(1_999);
     assert_eq!(poll_concurrently(h, 4), 0, "not before its instant");
     h.clock().advance(1);

@@ -18,11 +18,19 @@ pub fn effect(id: &str) -> NewWork {
 }
 
 pub fn retryable(code: &str) -> Failure {
-    Failure { class: FailureClass::Retryable, code: code.into(), message: format!("{code} happened") }
+    Failure {
+        class: FailureClass::Retryable,
+        code: code.into(),
+        message: format!("{code} happened"),
+    }
 }
 
 pub fn terminal(code: &str) -> Failure {
-    Failure { class: FailureClass::Terminal, code: code.into(), message: format!("{code} happened") }
+    Failure {
+        class: FailureClass::Terminal,
+        code: code.into(),
+        message: format!("{code} happened"),
+    }
 }
 
 pub fn item(h: &dyn Harness, id: &str) -> WorkItem {
@@ -46,40 +54,60 @@ pub fn racing_claimers_exactly_one_wins(h: &dyn Harness) {
     let contention = AtomicU64::new(0);
     let barrier = Barrier::new(RACERS);
     let handles: Vec<_> = (0..RACERS).map(|_| h.reopen()).collect();
-    let per_racer: Vec<(String, Vec<WorkItem>, Result<WorkItem, &'static str>)> = std::thread::scope(|scope| {
-        let joins: Vec<_> = handles
-            .into_iter()
-            .enumerate()
-            .map(|(i, store)| {
-                let (barrier, contention) = (&barrier, &contention);
-                scope.spawn(move || {
-                    let owner = format!("racer-{i}");
-                    barrier.wait();
-                    let solo = retry_contention(contention, || store.claim("solo", &owner, K, 60_000)).map_err(|e| e.code());
-                    let mut mine = Vec::new();
-                    loop {
-                        let batch = retry_contention(contention, || store.claim_batch(&owner, K, 5, 60_000)).expect("claim_batch");
-                        if batch.is_empty() {
-                            break;
+    let per_racer: Vec<(String, Vec<WorkItem>, Result<WorkItem, &'static str>)> =
+        std::thread::scope(|scope| {
+            let joins: Vec<_> = handles
+                .into_iter()
+                .enumerate()
+                .map(|(i, store)| {
+                    let (barrier, contention) = (&barrier, &contention);
+                    scope.spawn(move || {
+                        let owner = format!("racer-{i}");
+                        barrier.wait();
+                        let solo =
+                            retry_contention(contention, || store.claim("solo", &owner, K, 60_000))
+                                .map_err(|e| e.code());
+                        let mut mine = Vec::new();
+                        loop {
+                            let batch = retry_contention(contention, || {
+                                store.claim_batch(&owner, K, 5, 60_000)
+                            })
+                            .expect("claim_batch");
+                            if batch.is_empty() {
+                                break;
+                            }
+                            assert!(batch.len() <= 5, "limit respected");
+                            mine.extend(batch);
                         }
-                        assert!(batch.len() <= 5, "limit respected");
-                        mine.extend(batch);
-                    }
-                    (owner, mine, solo)
+                        (owner, mine, solo)
+                    })
                 })
-            })
-            .collect();
-        joins.into_iter().map(|j| j.join().expect("racer")).collect()
-    });
+                .collect();
+            joins
+                .into_iter()
+                .map(|j| j.join().expect("racer"))
+                .collect()
+        });
 
-    let solo_winners: Vec<_> = per_racer.iter().filter(|(_, _, solo)| solo.is_ok()).collect();
+    let solo_winners: Vec<_> = per_racer
+        .iter()
+        .filter(|(_, _, solo)| solo.is_ok())
+        .collect();
     assert_eq!(solo_winners.len(), 1, "exactly one direct claim wins");
-    assert!(per_racer.iter().filter_map(|(_, _, s)| s.as_ref().err()).all(|c| *c == "WORK_IN_PROGRESS"));
+    assert!(
+        per_racer
+            .iter()
+            .filter_map(|(_, _, s)| s.as_ref().err())
+            .all(|c| *c == "WORK_IN_PROGRESS")
+    );
 
     let mut owner_of = BTreeMap::new();
     for (owner, items, _) in &per_racer {
         for it in items {
-            assert_eq!((it.generation, it.attempt_number, it.owner_id.as_deref()), (1, 1, Some(owner.as_str())));
+            assert_eq!(
+                (it.generation, it.attempt_number, it.owner_id.as_deref()),
+                (1, 1, Some(owner.as_str()))
+            );
             if let Some(other) = owner_of.insert(it.id.clone(), owner.clone()) {
                 panic!("{} was claimed by both {other} and {owner}", it.id);
             }
@@ -88,10 +116,17 @@ pub fn racing_claimers_exactly_one_wins(h: &dyn Harness) {
     assert_eq!(owner_of.len(), ITEMS, "every item claimed exactly once");
     for (id, owner) in &owner_of {
         let stored = item(h, id);
-        assert_eq!((stored.state, stored.owner_id.as_deref(), stored.generation), (WorkState::Claimed, Some(owner.as_str()), 1));
+        assert_eq!(
+            (stored.state, stored.owner_id.as_deref(), stored.generation),
+            (WorkState::Claimed, Some(owner.as_str()), 1)
+        );
     }
     let (grants, _) = ok("history", s.ownership_history(None, 0, 10_000));
-    assert_eq!(grants.iter().filter(|g| g.how == "claim").count(), ITEMS + 1, "one grant per claim");
+    assert_eq!(
+        grants.iter().filter(|g| g.how == "claim").count(),
+        ITEMS + 1,
+        "one grant per claim"
+    );
 }
 
 /// `claim_batch` takes at most `limit` items, earliest due first, and only eligible ones:
@@ -107,12 +142,24 @@ pub fn claim_batch_respects_limit_and_eligibility(h: &dyn Harness) {
     ok("complete t1", s.complete("t1", "z", t1.generation, None));
     ok("claim c1", s.claim("c1", "z", K, 60_000));
     let r1 = ok("claim r1", s.claim("r1", "z", K, 60_000));
-    ok("fail r1", s.fail("r1", "z", r1.generation, retryable("E_TIMEOUT")));
+    ok(
+        "fail r1",
+        s.fail("r1", "z", r1.generation, retryable("E_TIMEOUT")),
+    );
     let pending: BTreeSet<String> = (0..5).map(|i| format!("p{i}")).collect();
     for id in &pending {
         ok("enqueue", s.enqueue(effect(id), K));
     }
-    ok("enqueue f1", s.enqueue(NewWork { not_before: Some(start + 1_000), ..effect("f1") }, K));
+    ok(
+        "enqueue f1",
+        s.enqueue(
+            NewWork {
+                not_before: Some(start + 1_000),
+                ..effect("f1")
+            },
+            K,
+        ),
+    );
     ok("enqueue inc", s.enqueue(effect("inc"), K_OTHER));
 
     assert!(ok("limit 0", s.claim_batch("w", K, 0, 10_000)).is_empty());
@@ -120,11 +167,21 @@ pub fn claim_batch_respects_limit_and_eligibility(h: &dyn Harness) {
     assert_eq!(first.len(), 3);
     assert!(ids(&first).is_subset(&pending), "{:?}", ids(&first));
     for it in &first {
-        assert_eq!((it.state, it.owner_id.as_deref(), it.generation), (WorkState::Claimed, Some("w"), 1));
+        assert_eq!(
+            (it.state, it.owner_id.as_deref(), it.generation),
+            (WorkState::Claimed, Some("w"), 1)
+        );
         assert_eq!(it.lease_expires_at, Some(s.now() + 10_000));
     }
     let second = ok("limit 10", s.claim_batch("w", K, 10, 10_000));
-    assert_eq!(ids(&first).union(&ids(&second)).cloned().collect::<BTreeSet<_>>(), pending, "the rest of the due items");
+    assert_eq!(
+        ids(&first)
+            .union(&ids(&second))
+            .cloned()
+            .collect::<BTreeSet<_>>(),
+        pending,
+        "the rest of the due items"
+    );
     assert!(ok("nothing else is due", s.claim_batch("w", K, 10, 10_000)).is_empty());
 
     h.clock().advance(Backoff::default().delay(1));
@@ -137,11 +194,35 @@ pub fn claim_batch_respects_limit_and_eligibility(h: &dyn Harness) {
 
     // Earliest due first.
     let now = s.now();
-    ok("enqueue late", s.enqueue(NewWork { not_before: Some(now + 200), ..effect("late") }, K));
-    ok("enqueue early", s.enqueue(NewWork { not_before: Some(now + 100), ..effect("early") }, K));
+    ok(
+        "enqueue late",
+        s.enqueue(
+            NewWork {
+                not_before: Some(now + 200),
+                ..effect("late")
+            },
+            K,
+        ),
+    );
+    ok(
+        "enqueue early",
+        s.enqueue(
+            NewWork {
+                not_before: Some(now + 100),
+                ..effect("early")
+            },
+            K,
+        ),
+    );
     h.clock().advance(300);
-    assert_eq!(ids(&ok("one", s.claim_batch("w", K, 1, 10_000))), BTreeSet::from(["early".to_owned()]));
-    assert_eq!(ids(&ok("one", s.claim_batch("w", K, 1, 10_000))), BTreeSet::from(["late".to_owned()]));
+    assert_eq!(
+        ids(&ok("one", s.claim_batch("w", K, 1, 10_000))),
+        BTreeSet::from(["early".to_owned()])
+    );
+    assert_eq!(
+        ids(&ok("one", s.claim_batch("w", K, 1, 10_000))),
+        BTreeSet::from(["late".to_owned()])
+    );
 
     assert!(ok("never inc, t1, live c1", s.claim_batch("w", K, 100, 10_000)).is_empty());
     assert_eq!(item(h, "t1").state, WorkState::Succeeded);
@@ -163,11 +244,26 @@ pub fn expiry_without_reclaim_does_not_fence_work(h: &dyn Harness) {
     let renewed = ok("renew after expiry", s.renew_claim("e1", "a", 1, 1_000));
     assert_eq!(renewed.lease_expires_at, Some(s.now() + 1_000));
     h.clock().advance(10_000);
-    let done = ok("complete after expiry", s.complete("e1", "a", 1, Some("{\"ok\":true}".into())));
-    assert_eq!((done.state, done.result.as_deref(), done.generation), (WorkState::Succeeded, Some("{\"ok\":true}"), 1));
-    assert_eq!(ok("fail after expiry", s.fail("e2", "a", 1, retryable("E"))).state, WorkState::Retry);
-    let yielded = ok("yield after expiry", s.yield_back("e3", "a", 1, s.now() + 5));
-    assert_eq!((yielded.state, yielded.next_eligible_at), (WorkState::Pending, s.now() + 5));
+    let done = ok(
+        "complete after expiry",
+        s.complete("e1", "a", 1, Some("{\"ok\":true}".into())),
+    );
+    assert_eq!(
+        (done.state, done.result.as_deref(), done.generation),
+        (WorkState::Succeeded, Some("{\"ok\":true}"), 1)
+    );
+    assert_eq!(
+        ok("fail after expiry", s.fail("e2", "a", 1, retryable("E"))).state,
+        WorkState::Retry
+    );
+    let yielded = ok(
+        "yield after expiry",
+        s.yield_back("e3", "a", 1, s.now() + 5),
+    );
+    assert_eq!(
+        (yielded.state, yielded.next_eligible_at),
+        (WorkState::Pending, s.now() + 5)
+    );
 }
 
 /// A reclaim mints generation + 1 and fences the prior owner: its complete / fail / renew /
@@ -178,57 +274,130 @@ pub fn reclaim_fences_the_old_work_owner(h: &dyn Harness) {
     ok("enqueue", s.enqueue(effect("e"), K));
     let a = ok("a claims", s.claim("e", "a", K, 1_000));
     h.clock().advance(999);
-    assert_eq!(refused("b while a's claim is live", s.claim("e", "b", K, 1_000)), "WORK_IN_PROGRESS");
+    assert_eq!(
+        refused("b while a's claim is live", s.claim("e", "b", K, 1_000)),
+        "WORK_IN_PROGRESS"
+    );
     assert!(ok("batch while live", s.claim_batch("b", K, 10, 1_000)).is_empty());
     h.clock().advance(1);
-    let b = ok("b reclaims at expiry", h.reopen().claim_batch("b", K, 10, 1_000)).pop().expect("reclaimed");
-    assert_eq!((b.generation, b.owner_id.as_deref()), (a.generation + 1, Some("b")));
+    let b = ok(
+        "b reclaims at expiry",
+        h.reopen().claim_batch("b", K, 10, 1_000),
+    )
+    .pop()
+    .expect("reclaimed");
+    assert_eq!(
+        (b.generation, b.owner_id.as_deref()),
+        (a.generation + 1, Some("b"))
+    );
 
-    assert_eq!(refused("stale complete", s.complete("e", "a", a.generation, None)), "WORK_FENCED");
-    assert_eq!(refused("stale fail", s.fail("e", "a", a.generation, retryable("E"))), "WORK_FENCED");
-    assert_eq!(refused("stale renew", s.renew_claim("e", "a", a.generation, 1_000)), "WORK_FENCED");
-    assert_eq!(refused("stale yield", s.yield_back("e", "a", a.generation, s.now())), "WORK_FENCED");
-    assert_eq!(refused("right generation, wrong owner", s.complete("e", "a", b.generation, None)), "WORK_FENCED");
+    assert_eq!(
+        refused("stale complete", s.complete("e", "a", a.generation, None)),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused("stale fail", s.fail("e", "a", a.generation, retryable("E"))),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused("stale renew", s.renew_claim("e", "a", a.generation, 1_000)),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused("stale yield", s.yield_back("e", "a", a.generation, s.now())),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "right generation, wrong owner",
+            s.complete("e", "a", b.generation, None)
+        ),
+        "WORK_FENCED"
+    );
     assert_eq!(item(h, "e"), b, "the stale owner changed nothing");
     ok("b completes", s.complete("e", "b", b.generation, None));
-    assert_eq!(refused("stale owner after the end", s.complete("e", "a", a.generation, None)), "already-terminal");
+    assert_eq!(
+        refused(
+            "stale owner after the end",
+            s.complete("e", "a", a.generation, None)
+        ),
+        "already-terminal"
+    );
 
     let (_, writes) = ok("history", s.ownership_history(Some("e"), 0, 1_000));
     let by_a: Vec<_> = writes.iter().filter(|w| w.owner_id == "a").collect();
     assert_eq!(by_a.len(), 6);
     assert!(by_a.iter().all(|w| !w.accepted), "{by_a:?}");
-    assert_eq!(by_a.iter().filter(|w| w.refusal.as_deref() == Some("WORK_FENCED")).count(), 5);
-    assert_eq!(writes.iter().filter(|w| w.accepted).count(), 1, "only b's completion applied");
+    assert_eq!(
+        by_a.iter()
+            .filter(|w| w.refusal.as_deref() == Some("WORK_FENCED"))
+            .count(),
+        5
+    );
+    assert_eq!(
+        writes.iter().filter(|w| w.accepted).count(),
+        1,
+        "only b's completion applied"
+    );
 }
 
 /// Reclaiming an attempt whose outcome was never recorded counts an uncertain attempt and
 /// keeps the idempotency key and logical effect id, so the retry dedups downstream.
 pub fn unrecorded_attempt_is_uncertain_and_keeps_its_keys(h: &dyn Harness) {
     let s = h.store();
-    let spec = NewWork { logical_effect_id: Some("intent-1".into()), idempotency_key: Some("idem-1".into()), ..effect("e") };
+    let spec = NewWork {
+        logical_effect_id: Some("intent-1".into()),
+        idempotency_key: Some("idem-1".into()),
+        ..effect("e")
+    };
     ok("enqueue", s.enqueue(spec, K));
     ok("enqueue default keys", s.enqueue(effect("plain"), K));
     let plain = item(h, "plain");
-    assert_eq!((plain.logical_effect_id.as_str(), plain.idempotency_key.as_str()), ("plain", "plain"), "key defaults to the intent id");
+    assert_eq!(
+        (
+            plain.logical_effect_id.as_str(),
+            plain.idempotency_key.as_str()
+        ),
+        ("plain", "plain"),
+        "key defaults to the intent id"
+    );
 
     let a = ok("a claims", s.claim("e", "a", K, 1_000));
     assert_eq!((a.attempt_number, a.uncertain_attempts), (1, 0));
     h.clock().advance(1_000);
     // The owner died: a new process picks the item up.
     let s = h.reopen();
-    let b = ok("b reclaims", s.claim_batch("b", K, 10, 1_000)).into_iter().find(|i| i.id == "e").expect("e reclaimed");
-    assert_eq!((b.generation, b.attempt_number, b.uncertain_attempts), (2, 2, 1));
-    assert_eq!((b.logical_effect_id.as_str(), b.idempotency_key.as_str()), ("intent-1", "idem-1"));
+    let b = ok("b reclaims", s.claim_batch("b", K, 10, 1_000))
+        .into_iter()
+        .find(|i| i.id == "e")
+        .expect("e reclaimed");
+    assert_eq!(
+        (b.generation, b.attempt_number, b.uncertain_attempts),
+        (2, 2, 1)
+    );
+    assert_eq!(
+        (b.logical_effect_id.as_str(), b.idempotency_key.as_str()),
+        ("intent-1", "idem-1")
+    );
     h.clock().advance(1_000);
     let c = ok("c reclaims directly", h.reopen().claim("e", "c", K, 1_000));
-    assert_eq!((c.generation, c.attempt_number, c.uncertain_attempts), (3, 3, 2));
+    assert_eq!(
+        (c.generation, c.attempt_number, c.uncertain_attempts),
+        (3, 3, 2)
+    );
     assert_eq!(c.idempotency_key, "idem-1");
 
     // A recorded outcome is not uncertain: the next claim after a recorded retry adds none.
-    ok("c records a retryable failure", s.fail("e", "c", c.generation, retryable("E_503")));
+    ok(
+        "c records a retryable failure",
+        s.fail("e", "c", c.generation, retryable("E_503")),
+    );
     h.clock().advance(Backoff::default().delay(3));
     let d = ok("d claims the retry", s.claim("e", "d", K, 1_000));
-    assert_eq!((d.generation, d.attempt_number, d.uncertain_attempts), (4, 4, 2));
+    assert_eq!(
+        (d.generation, d.attempt_number, d.uncertain_attempts),
+        (4, 4, 2)
+    );
     assert_eq!(item(h, "e").idempotency_key, "idem-1");
 }
 
@@ -236,40 +405,89 @@ pub fn unrecorded_attempt_is_uncertain_and_keeps_its_keys(h: &dyn Harness) {
 /// failure's class — survives a reopen, and the item is not claimable before it is due.
 pub fn retry_state_survives_reopen(h: &dyn Harness) {
     let s = h.store();
-    ok("enqueue", s.enqueue(NewWork { max_attempts: 3, ..effect("e") }, K));
+    ok(
+        "enqueue",
+        s.enqueue(
+            NewWork {
+                max_attempts: 3,
+                ..effect("e")
+            },
+            K,
+        ),
+    );
     let claimed = ok("claim", s.claim("e", "a", K, 5_000));
     h.clock().advance(40);
-    let failed = ok("fail", s.fail("e", "a", claimed.generation, retryable("E_TIMEOUT")));
+    let failed = ok(
+        "fail",
+        s.fail("e", "a", claimed.generation, retryable("E_TIMEOUT")),
+    );
     assert_eq!(failed.state, WorkState::Retry);
     assert_eq!(failed.attempt_number, 1);
     assert_eq!(failed.last_attempt_at, claimed.claimed_at);
-    assert_eq!(failed.next_eligible_at, s.now() + Backoff::default().delay(1));
-    assert_eq!(failed.last_failure.as_ref().map(|f| (f.class, f.code.as_str())), Some((FailureClass::Retryable, "E_TIMEOUT")));
+    assert_eq!(
+        failed.next_eligible_at,
+        s.now() + Backoff::default().delay(1)
+    );
+    assert_eq!(
+        failed
+            .last_failure
+            .as_ref()
+            .map(|f| (f.class, f.code.as_str())),
+        Some((FailureClass::Retryable, "E_TIMEOUT"))
+    );
 
     let s = h.reopen();
     assert_eq!(item(h, "e"), failed, "the whole retry state is durable");
-    assert_eq!(refused("claim before nextEligibleAt", s.claim("e", "b", K, 5_000)), "WORK_NOT_CLAIMABLE");
-    assert!(ok("batch before nextEligibleAt", s.claim_batch("b", K, 10, 5_000)).is_empty());
+    assert_eq!(
+        refused("claim before nextEligibleAt", s.claim("e", "b", K, 5_000)),
+        "WORK_NOT_CLAIMABLE"
+    );
+    assert!(
+        ok(
+            "batch before nextEligibleAt",
+            s.claim_batch("b", K, 10, 5_000)
+        )
+        .is_empty()
+    );
     h.clock().set(failed.next_eligible_at);
     let second = ok("claim when due", s.claim("e", "b", K, 5_000));
     assert_eq!((second.attempt_number, second.generation), (2, 2));
     let failed2 = ok("fail again", s.fail("e", "b", 2, retryable("E_TIMEOUT")));
-    assert_eq!(failed2.next_eligible_at, s.now() + Backoff::default().delay(2), "backoff grows");
+    assert_eq!(
+        failed2.next_eligible_at,
+        s.now() + Backoff::default().delay(2),
+        "backoff grows"
+    );
 
     let s = h.reopen();
     h.clock().set(failed2.next_eligible_at);
-    let third = ok("third attempt", s.claim_batch("c", K, 10, 5_000)).pop().expect("due");
+    let third = ok("third attempt", s.claim_batch("c", K, 10, 5_000))
+        .pop()
+        .expect("due");
     assert_eq!(third.attempt_number, 3);
-    let exhausted = ok("fail the last attempt", s.fail("e", "c", third.generation, retryable("E_TIMEOUT")));
-    assert_eq!(exhausted.state, WorkState::Failed, "the retry budget is spent");
+    let exhausted = ok(
+        "fail the last attempt",
+        s.fail("e", "c", third.generation, retryable("E_TIMEOUT")),
+    );
+    assert_eq!(
+        exhausted.state,
+        WorkState::Failed,
+        "the retry budget is spent"
+    );
     assert_eq!(h.reopen().work("e").expect("read").expect("row"), exhausted);
 
     // A terminal classification ends it at once, attempts left or not.
     ok("enqueue", s.enqueue(effect("bad-input"), K));
     let x = ok("claim", s.claim("bad-input", "a", K, 5_000));
-    let dead = ok("terminal failure", s.fail("bad-input", "a", x.generation, terminal("E_INVALID")));
+    let dead = ok(
+        "terminal failure",
+        s.fail("bad-input", "a", x.generation, terminal("E_INVALID")),
+    );
     assert_eq!(dead.state, WorkState::Failed);
-    assert_eq!(dead.last_failure.map(|f| f.class), Some(FailureClass::Terminal));
+    assert_eq!(
+        dead.last_failure.map(|f| f.class),
+        Some(FailureClass::Terminal)
+    );
 }
 
 /// A terminal item answers `already-terminal` to every later write and claim, forever.
@@ -278,24 +496,59 @@ pub fn terminal_items_answer_already_terminal(h: &dyn Harness) {
     ok("enqueue", s.enqueue(effect("ok"), K));
     ok("enqueue", s.enqueue(effect("dead"), K));
     let a = ok("claim", s.claim("ok", "a", K, 1_000));
-    let done = ok("complete", s.complete("ok", "a", a.generation, Some("1".into())));
+    let done = ok(
+        "complete",
+        s.complete("ok", "a", a.generation, Some("1".into())),
+    );
     let d = ok("claim", s.claim("dead", "a", K, 1_000));
-    let dead = ok("fail terminally", s.fail("dead", "a", d.generation, terminal("E_BAD")));
+    let dead = ok(
+        "fail terminally",
+        s.fail("dead", "a", d.generation, terminal("E_BAD")),
+    );
     h.clock().advance(100_000);
     let s = h.reopen();
     for (id, generation, expected) in [("ok", a.generation, &done), ("dead", d.generation, &dead)] {
-        assert_eq!(refused("complete again", s.complete(id, "a", generation, None)), "already-terminal");
-        assert_eq!(refused("fail again", s.fail(id, "a", generation, retryable("E"))), "already-terminal");
-        assert_eq!(refused("renew", s.renew_claim(id, "a", generation, 1_000)), "already-terminal");
-        assert_eq!(refused("yield", s.yield_back(id, "a", generation, s.now())), "already-terminal");
-        assert_eq!(refused("claim", s.claim(id, "b", K, 1_000)), "already-terminal");
-        assert_eq!(refused("other owner", s.complete(id, "b", generation + 1, None)), "already-terminal");
+        assert_eq!(
+            refused("complete again", s.complete(id, "a", generation, None)),
+            "already-terminal"
+        );
+        assert_eq!(
+            refused("fail again", s.fail(id, "a", generation, retryable("E"))),
+            "already-terminal"
+        );
+        assert_eq!(
+            refused("renew", s.renew_claim(id, "a", generation, 1_000)),
+            "already-terminal"
+        );
+        assert_eq!(
+            refused("yield", s.yield_back(id, "a", generation, s.now())),
+            "already-terminal"
+        );
+        assert_eq!(
+            refused("claim", s.claim(id, "b", K, 1_000)),
+            "already-terminal"
+        );
+        assert_eq!(
+            refused("other owner", s.complete(id, "b", generation + 1, None)),
+            "already-terminal"
+        );
         assert_eq!(&item(h, id), expected, "nothing changed");
     }
     assert!(ok("batch", s.claim_batch("b", K, 10, 1_000)).is_empty());
-    let results = ok("group commit", s.complete_batch(&[Completion { id: "ok".into(), owner: "a".into(), generation: 1, outcome: Ok(None) }]));
+    let results = ok(
+        "group commit",
+        s.complete_batch(&[Completion {
+            id: "ok".into(),
+            owner: "a".into(),
+            generation: 1,
+            outcome: Ok(None),
+        }]),
+    );
     assert_eq!(results.len(), 1);
-    assert_eq!(results[0].as_ref().err().map(leasehold::Error::code), Some("already-terminal"));
+    assert_eq!(
+        results[0].as_ref().err().map(leasehold::Error::code),
+        Some("already-terminal")
+    );
 }
 
 /// Group commit: one transaction, each entry fenced on its own; a stale generation refuses
@@ -311,31 +564,78 @@ pub fn group_commit_refuses_only_the_stale_entry(h: &dyn Harness) {
     let b = ok("b reclaims g2", h.reopen().claim("g2", "b", K, 1_000));
     let before = ok("revision", s.revision());
     let batch = [
-        Completion { id: "g1".into(), owner: "a".into(), generation: 1, outcome: Ok(Some("\"r1\"".into())) },
-        Completion { id: "g2".into(), owner: "a".into(), generation: 1, outcome: Ok(None) },
-        Completion { id: "g3".into(), owner: "a".into(), generation: 1, outcome: Err(retryable("E_429")) },
+        Completion {
+            id: "g1".into(),
+            owner: "a".into(),
+            generation: 1,
+            outcome: Ok(Some("\"r1\"".into())),
+        },
+        Completion {
+            id: "g2".into(),
+            owner: "a".into(),
+            generation: 1,
+            outcome: Ok(None),
+        },
+        Completion {
+            id: "g3".into(),
+            owner: "a".into(),
+            generation: 1,
+            outcome: Err(retryable("E_429")),
+        },
     ];
-    let results: Vec<Result<WorkState, &str>> =
-        ok("group commit", s.complete_batch(&batch)).into_iter().map(|r| r.map(|i| i.state).map_err(|e| e.code())).collect();
-    assert_eq!(results, vec![Ok(WorkState::Succeeded), Err("WORK_FENCED"), Ok(WorkState::Retry)]);
+    let results: Vec<Result<WorkState, &str>> = ok("group commit", s.complete_batch(&batch))
+        .into_iter()
+        .map(|r| r.map(|i| i.state).map_err(|e| e.code()))
+        .collect();
+    assert_eq!(
+        results,
+        vec![
+            Ok(WorkState::Succeeded),
+            Err("WORK_FENCED"),
+            Ok(WorkState::Retry)
+        ]
+    );
     let after = ok("revision", s.revision());
     assert_eq!(after, before + 1, "one commit for the whole batch");
     assert_eq!(item(h, "g2"), b, "the stale entry changed nothing");
     assert_eq!(item(h, "g1").result.as_deref(), Some("\"r1\""));
 
     let (_, writes) = ok("history", s.ownership_history(None, before, 100));
-    let logged: Vec<(&str, &str, bool)> = writes.iter().map(|w| (w.resource_id.as_str(), w.verb.as_str(), w.accepted)).collect();
-    assert_eq!(logged, vec![("g1", "complete", true), ("g2", "complete", false), ("g3", "fail", true)]);
+    let logged: Vec<(&str, &str, bool)> = writes
+        .iter()
+        .map(|w| (w.resource_id.as_str(), w.verb.as_str(), w.accepted))
+        .collect();
+    assert_eq!(
+        logged,
+        vec![
+            ("g1", "complete", true),
+            ("g2", "complete", false),
+            ("g3", "fail", true)
+        ]
+    );
     assert!(writes.iter().all(|w| w.revision == after));
 
     let mixed = ok(
         "unknown entry",
         s.complete_batch(&[
-            Completion { id: "missing".into(), owner: "b".into(), generation: 1, outcome: Ok(None) },
-            Completion { id: "g2".into(), owner: "b".into(), generation: b.generation, outcome: Ok(None) },
+            Completion {
+                id: "missing".into(),
+                owner: "b".into(),
+                generation: 1,
+                outcome: Ok(None),
+            },
+            Completion {
+                id: "g2".into(),
+                owner: "b".into(),
+                generation: b.generation,
+                outcome: Ok(None),
+            },
         ]),
     );
-    let codes: Vec<Result<WorkState, &str>> = mixed.into_iter().map(|r| r.map(|i| i.state).map_err(|e| e.code())).collect();
+    let codes: Vec<Result<WorkState, &str>> = mixed
+        .into_iter()
+        .map(|r| r.map(|i| i.state).map_err(|e| e.code()))
+        .collect();
     assert_eq!(codes, vec![Err("NOT_FOUND"), Ok(WorkState::Succeeded)]);
     assert!(ok("empty batch", s.complete_batch(&[])).is_empty());
 }
@@ -349,14 +649,38 @@ pub fn claim_leases_are_clamped_into_a_bounded_window(h: &dyn Harness) {
     }
     let window = |it: &WorkItem| it.lease_expires_at.expect("claimed") - s.now();
     let huge = ok("huge lease", s.claim("huge", "a", K, i64::MAX));
-    assert!((MIN_LEASE_MS..=MAX_LEASE_MS).contains(&window(&huge)), "claim(i64::MAX) window {}", window(&huge));
+    assert!(
+        (MIN_LEASE_MS..=MAX_LEASE_MS).contains(&window(&huge)),
+        "claim(i64::MAX) window {}",
+        window(&huge)
+    );
     let negative = ok("negative lease", s.claim("negative", "a", K, -5));
-    assert!((MIN_LEASE_MS..=MAX_LEASE_MS).contains(&window(&negative)), "claim(-5) window {}", window(&negative));
-    let zero = ok("zero lease", s.claim_batch("a", K, 1, 0)).pop().expect("zero");
-    assert!((MIN_LEASE_MS..=MAX_LEASE_MS).contains(&window(&zero)), "claim_batch(0) window {}", window(&zero));
-    let renewed = ok("huge renew", s.renew_claim("huge", "a", huge.generation, i64::MAX));
-    assert!((MIN_LEASE_MS..=MAX_LEASE_MS).contains(&window(&renewed)), "renew(i64::MAX) window {}", window(&renewed));
-    assert_eq!(refused("still held", s.claim("negative", "b", K, 1_000)), "WORK_IN_PROGRESS");
+    assert!(
+        (MIN_LEASE_MS..=MAX_LEASE_MS).contains(&window(&negative)),
+        "claim(-5) window {}",
+        window(&negative)
+    );
+    let zero = ok("zero lease", s.claim_batch("a", K, 1, 0))
+        .pop()
+        .expect("zero");
+    assert!(
+        (MIN_LEASE_MS..=MAX_LEASE_MS).contains(&window(&zero)),
+        "claim_batch(0) window {}",
+        window(&zero)
+    );
+    let renewed = ok(
+        "huge renew",
+        s.renew_claim("huge", "a", huge.generation, i64::MAX),
+    );
+    assert!(
+        (MIN_LEASE_MS..=MAX_LEASE_MS).contains(&window(&renewed)),
+        "renew(i64::MAX) window {}",
+        window(&renewed)
+    );
+    assert_eq!(
+        refused("still held", s.claim("negative", "b", K, 1_000)),
+        "WORK_IN_PROGRESS"
+    );
 }
 
 /// Enqueue is idempotent per id: one logical effect however often it is offered, the first
@@ -365,12 +689,28 @@ pub fn enqueue_is_idempotent_per_id(h: &dyn Harness) {
     let s = h.store();
     assert!(ok("first", s.enqueue(effect("e"), K)));
     let first = item(h, "e");
-    assert!(!ok("again, other payload", s.enqueue(NewWork::effect("e", "other", "{}"), K)));
-    assert!(!ok("again, other build", h.reopen().enqueue(effect("e"), K_OTHER)));
+    assert!(!ok(
+        "again, other payload",
+        s.enqueue(NewWork::effect("e", "other", "{}"), K)
+    ));
+    assert!(!ok(
+        "again, other build",
+        h.reopen().enqueue(effect("e"), K_OTHER)
+    ));
     assert_eq!(item(h, "e"), first);
-    assert_eq!(ok("batch with repeats", s.enqueue_batch(vec![effect("e"), effect("f"), effect("f")], K)), 1);
+    assert_eq!(
+        ok(
+            "batch with repeats",
+            s.enqueue_batch(vec![effect("e"), effect("f"), effect("f")], K)
+        ),
+        1
+    );
     let counts = ok("overview", s.overview()).work;
-    let pending: u64 = counts.iter().filter(|c| c.state == WorkState::Pending && c.kind == WorkKind::Effect).map(|c| c.count).sum();
+    let pending: u64 = counts
+        .iter()
+        .filter(|c| c.state == WorkState::Pending && c.kind == WorkKind::Effect)
+        .map(|c| c.count)
+        .sum();
     assert_eq!(pending, 2);
 }
 
@@ -386,24 +726,83 @@ pub fn incompatible_items_are_never_claimed_and_stay_visible(h: &dyn Harness) {
     for _ in 0..3 {
         h.clock().advance(3_600_000);
         let got = ok("batch", s.claim_batch("new-build", K, 100, 1_000));
-        assert_eq!(ids(&got).into_iter().filter(|i| i.starts_with("old")).count(), 0, "never another build's items");
+        assert_eq!(
+            ids(&got)
+                .into_iter()
+                .filter(|i| i.starts_with("old"))
+                .count(),
+            0,
+            "never another build's items"
+        );
     }
-    assert_eq!(refused("direct claim", s.claim("old-1", "new-build", K, 1_000)), "INCOMPATIBLE_AUTHORITY");
+    assert_eq!(
+        refused("direct claim", s.claim("old-1", "new-build", K, 1_000)),
+        "INCOMPATIBLE_AUTHORITY"
+    );
     let old = item(h, "old-1");
-    assert_eq!((old.state, old.attempt_number, old.generation), (WorkState::Pending, 0, 0), "never auto-failed");
+    assert_eq!(
+        (old.state, old.attempt_number, old.generation),
+        (WorkState::Pending, 0, 0),
+        "never auto-failed"
+    );
 
     let overview = ok("overview", h.reopen().overview());
-    let cell = overview.work.iter().find(|c| c.compat == K_OTHER && c.state == WorkState::Pending && c.kind == WorkKind::Effect);
-    assert_eq!(cell.map(|c| c.count), Some(2), "visible in the counts: {:?}", overview.work);
-    let filter = WorkFilter { compats: vec![K_OTHER.into()], ..WorkFilter::default() };
-    let listed = ok("list by compat", s.list_work(&filter, &PageRequest::first(10)));
-    assert_eq!(listed.rows.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(), vec!["old-1", "old-2"]);
-    let filter = WorkFilter { compats: vec![K.into()], ..WorkFilter::default() };
-    let listed = ok("list by compat", s.list_work(&filter, &PageRequest::first(10)));
-    assert_eq!(listed.rows.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(), vec!["mine"]);
+    let cell = overview.work.iter().find(|c| {
+        c.compat == K_OTHER && c.state == WorkState::Pending && c.kind == WorkKind::Effect
+    });
+    assert_eq!(
+        cell.map(|c| c.count),
+        Some(2),
+        "visible in the counts: {:?}",
+        overview.work
+    );
+    let filter = WorkFilter {
+        compats: vec![K_OTHER.into()],
+        ..WorkFilter::default()
+    };
+    let listed = ok(
+        "list by compat",
+        s.list_work(&filter, &PageRequest::first(10)),
+    );
+    assert_eq!(
+        listed
+            .rows
+            .iter()
+            .map(|w| w.id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["old-1", "old-2"]
+    );
+    let filter = WorkFilter {
+        compats: vec![K.into()],
+        ..WorkFilter::default()
+    };
+    let listed = ok(
+        "list by compat",
+        s.list_work(&filter, &PageRequest::first(10)),
+    );
+    assert_eq!(
+        listed
+            .rows
+            .iter()
+            .map(|w| w.id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["mine"]
+    );
 
-    let taken = ok("a compatible authority", s.claim_batch("old-build", K_OTHER, 10, 1_000));
-    assert_eq!(ids(&taken), BTreeSet::from(["old-1".to_owned(), "old-2".to_owned()]));
+    let taken = ok(
+        "a compatible authority",
+        s.claim_batch("old-build", K_OTHER, 10, 1_000),
+    );
+    assert_eq!(
+        ids(&taken),
+        BTreeSet::from(["old-1".to_owned(), "old-2".to_owned()])
+    );
     let (grants, _) = ok("history", s.ownership_history(None, 0, 1_000));
-    assert!(grants.iter().filter(|g| g.how == "claim").all(|g| g.owner_compat == g.item_compat), "claims only by matching builds");
+    assert!(
+        grants
+            .iter()
+            .filter(|g| g.how == "claim")
+            .all(|g| g.owner_compat == g.item_compat),
+        "claims only by matching builds"
+    );
 }

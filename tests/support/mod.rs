@@ -60,8 +60,16 @@ pub struct MemoryHarness {
 pub fn memory() -> Box<dyn Harness> {
     let backend = MemoryBackend::new();
     let clock = ManualClock::new(START);
-    let primary = Store::new(Arc::new(backend.clone()), Arc::new(clock.clone()), Arc::new(SeededIds::new(next_seed())));
-    Box::new(MemoryHarness { backend, clock, primary })
+    let primary = Store::new(
+        Arc::new(backend.clone()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(next_seed())),
+    );
+    Box::new(MemoryHarness {
+        backend,
+        clock,
+        primary,
+    })
 }
 
 impl Harness for MemoryHarness {
@@ -78,7 +86,11 @@ impl Harness for MemoryHarness {
     }
 
     fn reopen(&self) -> Store {
-        Store::new(Arc::new(self.backend.clone()), Arc::new(self.clock.clone()), Arc::new(SeededIds::new(next_seed())))
+        Store::new(
+            Arc::new(self.backend.clone()),
+            Arc::new(self.clock.clone()),
+            Arc::new(SeededIds::new(next_seed())),
+        )
     }
 }
 
@@ -93,11 +105,20 @@ pub struct SqliteHarness {
 
 /// A fresh SQLite store in its own temp dir.
 pub fn sqlite() -> Box<dyn Harness> {
-    let dir = tempfile::Builder::new().prefix("leasehold-store-").tempdir().expect("temp dir");
+    let dir = tempfile::Builder::new()
+        .prefix("leasehold-store-")
+        .tempdir()
+        .expect("temp dir");
     let path = dir.path().join("store.db");
     let clock = ManualClock::new(START);
-    let primary = open_sqlite(&path, &clock, OpenMode::ReadWrite).expect("open a fresh SQLite store");
-    Box::new(SqliteHarness { primary, clock, path, _dir: dir })
+    let primary =
+        open_sqlite(&path, &clock, OpenMode::ReadWrite).expect("open a fresh SQLite store");
+    Box::new(SqliteHarness {
+        primary,
+        clock,
+        path,
+        _dir: dir,
+    })
 }
 
 /// A store over the SQLite file at `path` reading `clock`, with seeded ids.
@@ -106,7 +127,11 @@ pub fn sqlite() -> Box<dyn Harness> {
 /// Whatever the provider's open says.
 pub fn open_sqlite(path: &Path, clock: &ManualClock, mode: OpenMode) -> leasehold::Result<Store> {
     let backend = SqliteBackend::open(path, mode)?;
-    Ok(Store::new(Arc::new(backend), Arc::new(clock.clone()), Arc::new(SeededIds::new(next_seed()))))
+    Ok(Store::new(
+        Arc::new(backend),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(next_seed())),
+    ))
 }
 
 impl SqliteHarness {
@@ -140,7 +165,10 @@ pub fn refused<T: Debug>(what: &str, result: leasehold::Result<T>) -> &'static s
         Ok(v) => panic!("{what}: expected a refusal, got {v:?}"),
         Err(e) => {
             let text = e.to_string();
-            assert!(!text.contains('\n'), "{what}: error text spans lines: {text:?}");
+            assert!(
+                !text.contains('\n'),
+                "{what}: error text spans lines: {text:?}"
+            );
             e.code()
         }
     }
@@ -157,7 +185,10 @@ pub fn ok<T>(what: &str, result: leasehold::Result<T>) -> T {
 
 /// Runs `op` again while the store reports physical contention (the only retryable store
 /// failure a caller may see), counting the retries in `contention`.
-pub fn retry_contention<T>(contention: &AtomicU64, mut op: impl FnMut() -> leasehold::Result<T>) -> leasehold::Result<T> {
+pub fn retry_contention<T>(
+    contention: &AtomicU64,
+    mut op: impl FnMut() -> leasehold::Result<T>,
+) -> leasehold::Result<T> {
     loop {
         match op() {
             Err(e) if e.code() == "STORE_CONTENTION" => {

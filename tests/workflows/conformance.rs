@@ -77,12 +77,17 @@ fn claim_one(engine: &Engine) -> Claimed {
     claimed.remove(0)
 }
 
-fn ok(v: Value) -> impl FnOnce(&leasehold::workflow::machine::ActionRequest) -> Result<Value, Failure> {
+fn ok(
+    v: Value,
+) -> impl FnOnce(&leasehold::workflow::machine::ActionRequest) -> Result<Value, Failure> {
     move |_| Ok(v)
 }
 
 fn never(req: &leasehold::workflow::machine::ActionRequest) -> Result<Value, Failure> {
-    panic!("no handler may run here, but {} was invoked", req.invocation_id)
+    panic!(
+        "no handler may run here, but {} was invoked",
+        req.invocation_id
+    )
 }
 
 /// Row, history and (when an action is due) its outcome record.
@@ -117,16 +122,31 @@ fn stale_revision_is_fenced_and_writes_nothing(p: Provider) {
     assert_eq!(second.row.instance_revision, 2);
 
     // The fence (lease) is right, the revision is not.
-    let stale = Claimed { lease: second.lease.clone(), ..first.clone() };
+    let stale = Claimed {
+        lease: second.lease.clone(),
+        ..first.clone()
+    };
     let before = snapshot(&env.store, &id);
-    let refused = a.apply(&stale, Trigger::ActionSucceeded { output: json!("stale") });
+    let refused = a.apply(
+        &stale,
+        Trigger::ActionSucceeded {
+            output: json!("stale"),
+        },
+    );
     assert_eq!(code(refused), "WORK_FENCED");
-    assert_eq!(snapshot(&env.store, &id), before, "a refused CAS wrote instance state");
+    assert_eq!(
+        snapshot(&env.store, &id),
+        before,
+        "a refused CAS wrote instance state"
+    );
     let w = last_write(&env.store, &id);
     assert!(!w.accepted && w.refusal.as_deref() == Some("WORK_FENCED") && w.verb == "transition");
 
     // The current claim still works, and the stale value never surfaces.
-    let row = a.advance(&second, ok(json!(2))).expect("second step").expect("row");
+    let row = a
+        .advance(&second, ok(json!(2)))
+        .expect("second step")
+        .expect("row");
     assert_eq!(row.status, "completed");
     let (_, state) = decode_state(&row).expect("state");
     assert_eq!(state.output, Some(json!({ "first": 1, "second": 2 })));
@@ -139,7 +159,9 @@ fn cancel_fences_the_holder(p: Provider) {
     let a = engine(&env, "a");
     let held = claim_one(&a);
     assert_eq!(
-        env.store.cancel_workflow(&id, Some(COMPAT), "ops", "stop").expect("cancel"),
+        env.store
+            .cancel_workflow(&id, Some(COMPAT), "ops", "stop")
+            .expect("cancel"),
         CancelOutcome::Cancelled
     );
     let before = snapshot(&env.store, &id);
@@ -156,21 +178,54 @@ fn stale_lease_holder_is_fenced(p: Provider) {
     let id = start(&env.store, &two_actions(), json!({ "n": 1 }));
     let (a, b) = (engine(&env, "a"), engine(&env, "b"));
     let old = claim_one(&a);
-    let Next::Run(request) = a.next(&old).expect("next") else { panic!("an action is due") };
+    let Next::Run(request) = a.next(&old).expect("next") else {
+        panic!("an action is due")
+    };
     env.clock.advance(LEASE_MS);
     let new = claim_one(&b);
-    assert!(new.lease.generation > old.lease.generation, "a reclaim mints a higher generation");
+    assert!(
+        new.lease.generation > old.lease.generation,
+        "a reclaim mints a higher generation"
+    );
 
     let before = snapshot(&env.store, &id);
-    assert_eq!(code(a.record_outcome(&old, &request, &Ok(json!("stale")))), "WORK_FENCED");
-    assert_eq!(env.store.action_outcome(&request.invocation_id).expect("read"), None, "a fenced outcome was recorded");
-    assert_eq!(code(a.apply(&old, Trigger::ActionSucceeded { output: json!("stale") })), "WORK_FENCED");
+    assert_eq!(
+        code(a.record_outcome(&old, &request, &Ok(json!("stale")))),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        env.store
+            .action_outcome(&request.invocation_id)
+            .expect("read"),
+        None,
+        "a fenced outcome was recorded"
+    );
+    assert_eq!(
+        code(a.apply(
+            &old,
+            Trigger::ActionSucceeded {
+                output: json!("stale")
+            }
+        )),
+        "WORK_FENCED"
+    );
     assert_eq!(code(a.release(&old)), "WORK_FENCED");
-    assert_eq!(snapshot(&env.store, &id), before, "the stale holder changed the instance");
+    assert_eq!(
+        snapshot(&env.store, &id),
+        before,
+        "the stale holder changed the instance"
+    );
 
-    let row = b.advance(&new, ok(json!("fresh"))).expect("new holder").expect("row");
+    let row = b
+        .advance(&new, ok(json!("fresh")))
+        .expect("new holder")
+        .expect("row");
     assert_eq!(row.instance_revision, 2);
-    let outcome = env.store.action_outcome(&request.invocation_id).expect("read").expect("recorded");
+    let outcome = env
+        .store
+        .action_outcome(&request.invocation_id)
+        .expect("read")
+        .expect("recorded");
     assert_eq!(outcome.detail, json!("fresh").to_string());
 }
 
@@ -181,7 +236,10 @@ fn expiry_alone_does_not_fence(p: Provider) {
     let a = engine(&env, "a");
     let held = claim_one(&a);
     env.clock.advance(LEASE_MS * 5);
-    let row = a.advance(&held, ok(json!(1))).expect("late but unchallenged").expect("row");
+    let row = a
+        .advance(&held, ok(json!(1)))
+        .expect("late but unchallenged")
+        .expect("row");
     assert_eq!(row.instance_revision, 2);
 }
 
@@ -202,38 +260,88 @@ fn terminal_is_irreversible(p: Provider) {
     let id = start(&env.store, &wait_with_timeout(), json!({ "key": "k" }));
     let a = engine(&env, "a");
     env.store
-        .ingest(&NewEvent { event_type: "signal".into(), source: Some("s".into()), external_id: Some("e1".into()), payload: json!({ "key": "k" }) })
+        .ingest(&NewEvent {
+            event_type: "signal".into(),
+            source: Some("s".into()),
+            external_id: Some("e1".into()),
+            payload: json!({ "key": "k" }),
+        })
         .expect("ingest");
     let stale = claim_one(&a);
     a.advance(&stale, never).expect("advance");
     let done = snapshot(&env.store, &id);
     assert_eq!(done.0.status, "completed");
 
-    assert_eq!(code(env.store.cancel_workflow(&id, Some(COMPAT), "ops", "late")), "already-terminal");
+    assert_eq!(
+        code(env.store.cancel_workflow(&id, Some(COMPAT), "ops", "late")),
+        "already-terminal"
+    );
     assert_eq!(code(a.apply(&stale, Trigger::TimeoutFired)), "WORK_FENCED");
     env.store
-        .ingest(&NewEvent { event_type: "signal".into(), source: Some("s".into()), external_id: Some("e2".into()), payload: json!({ "key": "k" }) })
+        .ingest(&NewEvent {
+            event_type: "signal".into(),
+            source: Some("s".into()),
+            external_id: Some("e2".into()),
+            payload: json!({ "key": "k" }),
+        })
         .expect("ingest");
     env.clock.advance(3_600_000);
-    assert!(a.claim(10, LEASE_MS).expect("claim").is_empty(), "a terminal instance was claimable");
+    assert!(
+        a.claim(10, LEASE_MS).expect("claim").is_empty(),
+        "a terminal instance was claimable"
+    );
 
     // Current revision, current lease (taken directly): the state machine itself refuses.
-    let lease = env.store.acquire(&format!("wf:{id}"), "a", 1_000.0, Keyed { key: None }).expect("lease");
+    let lease = env
+        .store
+        .acquire(&format!("wf:{id}"), "a", 1_000.0, Keyed { key: None })
+        .expect("lease");
     let row = env.store.instance(&id).expect("read").expect("exists");
     let (_, state) = decode_state(&row).expect("state");
     let current = Claimed { row, state, lease };
-    assert_eq!(code(a.apply(&current, Trigger::TimeoutFired)), "already-terminal");
-    assert_eq!(code(a.apply(&current, Trigger::Cancel { by: "ops".into(), reason: "x".into() })), "already-terminal");
+    assert_eq!(
+        code(a.apply(&current, Trigger::TimeoutFired)),
+        "already-terminal"
+    );
+    assert_eq!(
+        code(a.apply(
+            &current,
+            Trigger::Cancel {
+                by: "ops".into(),
+                reason: "x".into()
+            }
+        )),
+        "already-terminal"
+    );
     assert!(matches!(a.next(&current).expect("next"), Next::Idle));
-    assert_eq!(snapshot(&env.store, &id), done, "a terminal instance changed");
+    assert_eq!(
+        snapshot(&env.store, &id),
+        done,
+        "a terminal instance changed"
+    );
 
     // Cancelled is terminal too, and a repeated cancel is idempotent.
     let other = start(&env.store, &wait_with_timeout(), json!({ "key": "z" }));
-    assert_eq!(env.store.cancel_workflow(&other, Some(COMPAT), "ops", "x").expect("cancel"), CancelOutcome::Cancelled);
+    assert_eq!(
+        env.store
+            .cancel_workflow(&other, Some(COMPAT), "ops", "x")
+            .expect("cancel"),
+        CancelOutcome::Cancelled
+    );
     let cancelled = snapshot(&env.store, &other);
-    assert_eq!(env.store.cancel_workflow(&other, Some(COMPAT), "ops", "x").expect("cancel"), CancelOutcome::AlreadyCancelled);
+    assert_eq!(
+        env.store
+            .cancel_workflow(&other, Some(COMPAT), "ops", "x")
+            .expect("cancel"),
+        CancelOutcome::AlreadyCancelled
+    );
     env.store
-        .ingest(&NewEvent { event_type: "signal".into(), source: Some("s".into()), external_id: Some("e3".into()), payload: json!({ "key": "z" }) })
+        .ingest(&NewEvent {
+            event_type: "signal".into(),
+            source: Some("s".into()),
+            external_id: Some("e3".into()),
+            payload: json!({ "key": "z" }),
+        })
         .expect("ingest");
     env.clock.advance(3_600_000);
     assert!(a.claim(10, LEASE_MS).expect("claim").is_empty());
@@ -246,23 +354,50 @@ fn history_revisions_are_monotone(p: Provider) {
     let env = Env::new(p);
     let id = start(&env.store, &two_actions(), json!({ "n": 3 }));
     let a = engine(&env, "a");
-    let mut revisions = vec![env.store.instance(&id).expect("r").expect("e").instance_revision];
-    let fail = || Err(Failure { code: "BUSY".into(), message: "try later".into(), retryable: true });
-    for (wait, outcome) in [(0, fail()), (1_000, fail()), (2_000, Ok(json!("a"))), (0, Ok(json!("b")))] {
+    let mut revisions = vec![
+        env.store
+            .instance(&id)
+            .expect("r")
+            .expect("e")
+            .instance_revision,
+    ];
+    let fail = || {
+        Err(Failure {
+            code: "BUSY".into(),
+            message: "try later".into(),
+            retryable: true,
+        })
+    };
+    for (wait, outcome) in [
+        (0, fail()),
+        (1_000, fail()),
+        (2_000, Ok(json!("a"))),
+        (0, Ok(json!("b"))),
+    ] {
         env.clock.advance(wait);
         let c = claim_one(&a);
         let row = a.advance(&c, |_| outcome).expect("advance").expect("row");
         revisions.push(row.instance_revision);
     }
-    assert_eq!(revisions, vec![1, 2, 3, 4, 5], "one revision per transition");
+    assert_eq!(
+        revisions,
+        vec![1, 2, 3, 4, 5],
+        "one revision per transition"
+    );
 
     let history = env.store.workflow_history(&id).expect("history");
     let kinds: Vec<String> = history.iter().map(crate::harness::line).collect();
     assert_eq!(
         kinds,
         [
-            "started", "step-activated:one", "retry-scheduled:one", "retry-scheduled:one",
-            "step-succeeded:one", "step-activated:two", "step-succeeded:two", "step-activated:done",
+            "started",
+            "step-activated:one",
+            "retry-scheduled:one",
+            "retry-scheduled:one",
+            "step-succeeded:one",
+            "step-activated:two",
+            "step-succeeded:two",
+            "step-activated:done",
             "completed:done"
         ]
     );
@@ -270,7 +405,10 @@ fn history_revisions_are_monotone(p: Provider) {
     assert_eq!(by_entry, vec![1, 1, 2, 3, 4, 4, 5, 5, 5]);
     for (i, h) in history.iter().enumerate() {
         assert_eq!(h.position, i as u64 + 1);
-        assert!(h.at >= history[i.saturating_sub(1)].at, "history instants go forward");
+        assert!(
+            h.at >= history[i.saturating_sub(1)].at,
+            "history instants go forward"
+        );
     }
 }
 
@@ -286,33 +424,63 @@ fn one_outcome_record_per_invocation(p: Provider) {
     a.advance(&c, |req| {
         assert_eq!(req.invocation_id, invocation);
         assert_eq!(req.attempt, 1);
-        Err(Failure { code: "BUSY".into(), message: "later".into(), retryable: true })
+        Err(Failure {
+            code: "BUSY".into(),
+            message: "later".into(),
+            retryable: true,
+        })
     })
     .expect("attempt 1");
-    let first = env.store.action_outcome(&invocation).expect("read").expect("recorded");
+    let first = env
+        .store
+        .action_outcome(&invocation)
+        .expect("read")
+        .expect("recorded");
     assert_eq!((first.attempt, first.outcome.as_str()), (1, "failed"));
 
     // Attempt 2: a records and dies before the transition.
     env.clock.advance(1_000);
     let c = claim_one(&a);
-    let Next::Run(request) = a.next(&c).expect("next") else { panic!("attempt 2 is due") };
-    assert_eq!((request.invocation_id.as_str(), request.attempt), (invocation.as_str(), 2));
-    a.record_outcome(&c, &request, &Ok(json!("committed"))).expect("record");
+    let Next::Run(request) = a.next(&c).expect("next") else {
+        panic!("attempt 2 is due")
+    };
+    assert_eq!(
+        (request.invocation_id.as_str(), request.attempt),
+        (invocation.as_str(), 2)
+    );
+    a.record_outcome(&c, &request, &Ok(json!("committed")))
+        .expect("record");
 
     // b takes over; a duplicate record for the same attempt does not replace the first.
     env.clock.advance(LEASE_MS);
     let c = claim_one(&b);
-    b.record_outcome(&c, &request, &Ok(json!("duplicate"))).expect("idempotent record");
-    let recorded = env.store.action_outcome(&invocation).expect("read").expect("recorded");
-    assert_eq!((recorded.attempt, recorded.detail.as_str()), (2, "\"committed\""));
-    assert_eq!(b.next(&c).expect("next"), Next::Apply(Trigger::ActionSucceeded { output: json!("committed") }));
+    b.record_outcome(&c, &request, &Ok(json!("duplicate")))
+        .expect("idempotent record");
+    let recorded = env
+        .store
+        .action_outcome(&invocation)
+        .expect("read")
+        .expect("recorded");
+    assert_eq!(
+        (recorded.attempt, recorded.detail.as_str()),
+        (2, "\"committed\"")
+    );
+    assert_eq!(
+        b.next(&c).expect("next"),
+        Next::Apply(Trigger::ActionSucceeded {
+            output: json!("committed")
+        })
+    );
     b.advance(&c, never).expect("reconcile");
 
     let c = claim_one(&b);
     b.advance(&c, ok(json!("two"))).expect("step two");
     let row = env.store.instance(&id).expect("read").expect("exists");
     let (_, state) = decode_state(&row).expect("state");
-    assert_eq!(state.output, Some(json!({ "first": "committed", "second": "two" })));
+    assert_eq!(
+        state.output,
+        Some(json!({ "first": "committed", "second": "two" }))
+    );
     let succeeded: Vec<_> = env
         .store
         .workflow_history(&id)
@@ -321,8 +489,16 @@ fn one_outcome_record_per_invocation(p: Provider) {
         .filter(|h| h.kind == "step-succeeded")
         .map(|h| h.activation_id)
         .collect();
-    assert_eq!(succeeded, vec![Some("one#0".to_string()), Some("two#0".to_string())]);
-    assert!(env.store.action_outcome(&format!("{id}/two#0")).expect("read").is_some());
+    assert_eq!(
+        succeeded,
+        vec![Some("one#0".to_string()), Some("two#0".to_string())]
+    );
+    assert!(
+        env.store
+            .action_outcome(&format!("{id}/two#0"))
+            .expect("read")
+            .is_some()
+    );
 }
 
 /// Event and timeout due together, read by two authorities: whichever CAS commits first
@@ -333,7 +509,12 @@ fn event_versus_timeout_linearizes(p: Provider) {
     let (a, b) = (engine(&env, "a"), engine(&env, "b"));
     env.clock.advance(60_000);
     env.store
-        .ingest(&NewEvent { event_type: "signal".into(), source: Some("s".into()), external_id: Some("e1".into()), payload: json!({ "key": "k" }) })
+        .ingest(&NewEvent {
+            event_type: "signal".into(),
+            source: Some("s".into()),
+            external_id: Some("e1".into()),
+            payload: json!({ "key": "k" }),
+        })
         .expect("ingest");
     let slow = claim_one(&a);
     let Next::Apply(event @ Trigger::EventMatched { .. }) = a.next(&slow).expect("next") else {
@@ -341,13 +522,107 @@ fn event_versus_timeout_linearizes(p: Provider) {
     };
     env.clock.advance(LEASE_MS);
     let fast = claim_one(&b);
-    b.apply(&fast, Trigger::TimeoutFired).expect("timeout first");
+    b.apply(&fast, Trigger::TimeoutFired)
+        .expect("timeout first");
     assert_eq!(code(a.apply(&slow, event)), "WORK_FENCED");
-    let kinds: Vec<String> = env.store.workflow_history(&id).expect("h").iter().map(crate::harness::line).collect();
-    assert_eq!(kinds, ["started", "step-activated:wait", "timeout-fired:wait", "step-activated:late", "failed:late"]);
+    let kinds: Vec<String> = env
+        .store
+        .workflow_history(&id)
+        .expect("h")
+        .iter()
+        .map(crate::harness::line)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "started",
+            "step-activated:wait",
+            "timeout-fired:wait",
+            "step-activated:late",
+            "failed:late"
+        ]
+    );
+}
+
+/// One event wait with no timeout.
+fn wait_forever() -> Value {
+    json!({
+        "id": "cf-wait-forever",
+        "inputs": [{ "id": "key", "valueType": "string", "required": true }],
+        "bindings": [{ "id": "signal", "producedBy": "wait" }],
+        "entry": "wait",
+        "steps": [
+            { "id": "wait", "type": "wait-event", "event": "signal",
+              "where": { "eq": [{ "ref": "EVENT", "path": ["key"] }, { "ref": "key" }] },
+              "bind": { "signal": { "ref": "EVENT" } }, "next": "done" },
+            { "id": "done", "type": "complete", "output": { "ref": "signal" } }
+        ]
+    })
+}
+
+fn signal(store: &Store, id: &str, key: &str) {
+    store
+        .ingest(&NewEvent {
+            event_type: "signal".into(),
+            source: Some("s".into()),
+            external_id: Some(id.into()),
+            payload: json!({ "key": key }),
+        })
+        .expect("ingest");
+}
+
+/// No event is lost in the handoff: a matching event that commits while an authority is
+/// looking at the instance for an earlier, non-matching event (it has read the journal and
+/// found nothing, and is about to give the instance back) must still move the instance.
+fn event_during_an_idle_check_is_not_lost(p: Provider) {
+    let env = Env::new(p);
+    let id = start(&env.store, &wait_forever(), json!({ "key": "k" }));
+    let (a, b) = (engine(&env, "a"), engine(&env, "b"));
+    signal(&env.store, "e1", "other");
+    let looking = claim_one(&a);
+    assert_eq!(
+        a.next(&looking).expect("next"),
+        Next::Idle,
+        "e1 does not match"
+    );
+    env.clock.advance(10);
+    signal(&env.store, "e2", "k");
+    a.release(&looking).expect("release");
+
+    env.clock.advance(10);
+    for c in b.claim(10, LEASE_MS).expect("claim") {
+        b.advance(&c, never).expect("advance");
+    }
+    let row = env.store.instance(&id).expect("read").expect("exists");
+    assert_eq!(
+        row.status, "completed",
+        "the matching event e2 was journalled before the release, yet the instance is no longer eligible (next_eligible_at {:?})",
+        row.next_eligible_at
+    );
+}
+
+/// Leaderless progress: while one authority holds some runnable instances, another one's
+/// claim gets the others (a claim window is not spent on instances someone else holds).
+fn claim_skips_instances_leased_by_others(p: Provider) {
+    let env = Env::new(p);
+    for n in 0..3 {
+        start(&env.store, &two_actions(), json!({ "n": n }));
+    }
+    let (a, b) = (engine(&env, "a"), engine(&env, "b"));
+    let held = a.claim(1, LEASE_MS).expect("claim a");
+    assert_eq!(held.len(), 1);
+    let got = b.claim(1, LEASE_MS).expect("claim b");
+    assert_eq!(
+        got.len(),
+        1,
+        "two instances are runnable and free, but b's claim of one got none"
+    );
+    assert_ne!(got[0].row.instance_id, held[0].row.instance_id);
 }
 
 per_provider! {
+    event_during_an_idle_check_is_not_lost,
+    claim_skips_instances_leased_by_others,
     stale_revision_is_fenced_and_writes_nothing,
     cancel_fences_the_holder,
     stale_lease_holder_is_fenced,

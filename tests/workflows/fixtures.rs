@@ -244,7 +244,10 @@ impl Runner {
         let engine = self.engine(name);
         let claimed = engine.claim(100, self.lease_ms).expect("claim");
         assert!(!claimed.is_empty(), "claim by {name}: nothing was runnable");
-        self.held.entry(name.to_string()).or_default().extend(claimed);
+        self.held
+            .entry(name.to_string())
+            .or_default()
+            .extend(claimed);
     }
 
     fn crash_after_outcome(&mut self, name: &str) {
@@ -264,7 +267,10 @@ impl Runner {
                 _ => engine.release(c).expect("release"),
             }
         }
-        assert!(recorded > 0, "crashAfterOutcome by {name}: no action was due");
+        assert!(
+            recorded > 0,
+            "crashAfterOutcome by {name}: no action was due"
+        );
     }
 
     fn snapshot(&self, id: &str) -> Snapshot {
@@ -410,7 +416,9 @@ impl Runner {
                 let outcome = match (spec.ok, spec.fail) {
                     (Some(v), None) => Ok(v),
                     (None, Some(f)) => Err(Failure {
-                        message: f.message.unwrap_or_else(|| format!("{} failed", spec.action)),
+                        message: f
+                            .message
+                            .unwrap_or_else(|| format!("{} failed", spec.action)),
                         code: f.code,
                         retryable: f.retryable,
                     }),
@@ -512,7 +520,10 @@ pub fn run_fixture(file: &str, provider: Provider) {
         .filter(|(_, q)| !q.is_empty())
         .map(|(a, q)| format!("{a} x{}", q.len()))
         .collect();
-    assert!(unused.is_empty(), "scripted outcomes never consumed: {unused:?}");
+    assert!(
+        unused.is_empty(),
+        "scripted outcomes never consumed: {unused:?}"
+    );
     assert_eq!(runner.refusals, fixture.expect.refusals, "refusals");
     if let Some(calls) = &fixture.expect.handler_calls {
         assert_eq!(&runner.calls, calls, "handler calls");
@@ -581,7 +592,10 @@ pub fn check_history_shape(store: &leasehold::Store, id: &str) {
         "the last history entry was written by the current revision"
     );
     let terminal = ["completed", "failed", "cancelled"];
-    if let Some(end) = records.iter().position(|r| terminal.contains(&r.kind.as_str())) {
+    if let Some(end) = records
+        .iter()
+        .position(|r| terminal.contains(&r.kind.as_str()))
+    {
         assert_eq!(end + 1, records.len(), "nothing after a terminal entry");
     }
     let mut succeeded = std::collections::BTreeSet::new();

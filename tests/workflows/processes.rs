@@ -56,7 +56,12 @@ fn definition() -> Value {
 }
 
 fn expected_history(n: i64) -> Vec<String> {
-    let mut h = vec!["started", "step-activated:wait", "timer-fired:wait", "step-activated:send"];
+    let mut h = vec![
+        "started",
+        "step-activated:wait",
+        "timer-fired:wait",
+        "step-activated:send",
+    ];
     if n % 3 == 0 {
         h.push("retry-scheduled:send");
     }
@@ -72,7 +77,11 @@ fn expected_history(n: i64) -> Vec<String> {
 
 fn open(path: &Path) -> Store {
     let backend = SqliteBackend::open(path, OpenMode::ReadWrite).expect("open sqlite store");
-    Store::new(Arc::new(backend), Arc::new(SystemClock), Arc::new(SeededIds::random()))
+    Store::new(
+        Arc::new(backend),
+        Arc::new(SystemClock),
+        Arc::new(SeededIds::random()),
+    )
 }
 
 fn all_instances(store: &Store) -> Vec<leasehold::model::InstanceRow> {
@@ -109,7 +118,11 @@ fn handle(log: &mut std::fs::File, req: &ActionRequest) -> Result<Value, Failure
         }),
         "send-reminder" => Ok(json!({ "sent": n })),
         "confirm-delivery" => Ok(json!({ "ack": n })),
-        other => Err(Failure { code: "UNKNOWN_ACTION".into(), message: other.into(), retryable: false }),
+        other => Err(Failure {
+            code: "UNKNOWN_ACTION".into(),
+            message: other.into(),
+            retryable: false,
+        }),
     }
 }
 
@@ -117,7 +130,9 @@ fn handle(log: &mut std::fs::File, req: &ActionRequest) -> Result<Value, Failure
 /// Without the environment variable (a normal test run) it does nothing.
 #[test]
 fn child_authority() {
-    let (Ok(path), Ok(name)) = (std::env::var(STORE_ENV), std::env::var(NAME_ENV)) else { return };
+    let (Ok(path), Ok(name)) = (std::env::var(STORE_ENV), std::env::var(NAME_ENV)) else {
+        return;
+    };
     let path = Path::new(&path);
     let store = open(path);
     let engine = Engine::new(store.clone(), &format!("child-{name}"), COMPAT);
@@ -128,7 +143,10 @@ fn child_authority() {
         .expect("call log");
     let started = Instant::now();
     loop {
-        assert!(started.elapsed() < DEADLINE, "child {name} did not finish in time");
+        assert!(
+            started.elapsed() < DEADLINE,
+            "child {name} did not finish in time"
+        );
         let claimed = match engine.claim(4, LEASE_MS) {
             Ok(c) => c,
             Err(e) if e.is_store_failure() => continue,
@@ -150,7 +168,13 @@ fn child_authority() {
 
 fn spawn(path: &Path, name: &str) -> Child {
     Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "processes::child_authority", "--nocapture", "--test-threads", "1"])
+        .args([
+            "--exact",
+            "processes::child_authority",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env(STORE_ENV, path)
         .env(NAME_ENV, name)
         .stdout(Stdio::null())
@@ -176,6 +200,20 @@ fn claims_by(store: &Store) -> BTreeMap<String, usize> {
     by
 }
 
+/// Resources whose current lease `owner` holds and never released.
+fn held_by(store: &Store, owner: &str) -> Vec<String> {
+    let page = store
+        .list_leases(&PageRequest::first(10_000))
+        .expect("leases");
+    page.rows
+        .into_iter()
+        .filter(|l| {
+            l.owner_id == owner && l.released_at.is_none() && l.resource_id.starts_with("wf:")
+        })
+        .map(|l| l.resource_id)
+        .collect()
+}
+
 #[test]
 fn two_processes_one_killed_survivor_finishes() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -185,7 +223,13 @@ fn two_processes_one_killed_survivor_finishes() {
     let mut inputs = BTreeMap::new();
     for n in 0..INSTANCES {
         let started = store
-            .start_workflow(&workflow, args(json!({ "n": n })), "scheduler", Some(&format!("reminder-{n}")), COMPAT)
+            .start_workflow(
+                &workflow,
+                args(json!({ "n": n })),
+                "scheduler",
+                Some(&format!("reminder-{n}")),
+                COMPAT,
+            )
             .expect("start");
         inputs.insert(started.instance_id, n);
     }
@@ -201,16 +245,31 @@ fn two_processes_one_killed_survivor_finishes() {
     let unfinished_at_kill = unfinished(&store);
     victim.kill().expect("SIGKILL child a");
     victim.wait().expect("reap child a");
+    // Leases a dead process still holds: the survivor must wait them out and take over.
+    let orphaned = held_by(&store, "child-a");
 
     let mut status = None;
     wait_until("the survivor to finish", || {
         status = survivor.try_wait().expect("poll child b");
         status.is_some()
     });
-    assert!(status.is_some_and(|s| s.success()), "child b failed: {status:?}");
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "child b failed: {status:?}"
+    );
 
     let by = claims_by(&store);
-    eprintln!("claims by authority: {by:?}; unfinished when a was killed: {unfinished_at_kill}");
+    eprintln!(
+        "claims by authority: {by:?}; when a was killed: {unfinished_at_kill} unfinished, {} lease(s) held by a: {orphaned:?}",
+        orphaned.len()
+    );
+    for resource in &orphaned {
+        let lease = store.lease(resource).expect("lease").expect("exists");
+        assert_eq!(
+            lease.owner_id, "child-b",
+            "the survivor took over {resource} from the dead process"
+        );
+    }
     assert!(by.contains_key("child-b"), "the survivor took part");
 
     // Logical results: every instance terminal with the single-authority history.
@@ -218,7 +277,8 @@ fn two_processes_one_killed_survivor_finishes() {
     assert_eq!(rows.len(), INSTANCES as usize);
     let mut physical: BTreeMap<String, usize> = BTreeMap::new();
     for name in ["a", "b"] {
-        let text = std::fs::read_to_string(dir.path().join(format!("calls-{name}.log"))).unwrap_or_default();
+        let text = std::fs::read_to_string(dir.path().join(format!("calls-{name}.log")))
+            .unwrap_or_default();
         for line in text.lines() {
             *physical.entry(line.to_string()).or_default() += 1;
         }
@@ -226,13 +286,28 @@ fn two_processes_one_killed_survivor_finishes() {
     let mut invocations = BTreeSet::new();
     for row in &rows {
         let n = inputs[&row.instance_id];
-        assert_eq!(row.status, "completed", "instance {} (n={n})", row.instance_id);
-        assert_eq!(history(&store, &row.instance_id), expected_history(n), "history of n={n}");
+        assert_eq!(
+            row.status, "completed",
+            "instance {} (n={n})",
+            row.instance_id
+        );
+        assert_eq!(
+            history(&store, &row.instance_id),
+            expected_history(n),
+            "history of n={n}"
+        );
         crate::runner::check_history_shape(&store, &row.instance_id);
         for (step, attempt) in [("send", if n % 3 == 0 { 2 } else { 1 }), ("confirm", 1)] {
             let invocation = format!("{}/{step}#0", row.instance_id);
-            let outcome = store.action_outcome(&invocation).expect("read outcome").expect("one outcome record");
-            assert_eq!((outcome.outcome.as_str(), outcome.attempt), ("succeeded", attempt), "{invocation}");
+            let outcome = store
+                .action_outcome(&invocation)
+                .expect("read outcome")
+                .expect("one outcome record");
+            assert_eq!(
+                (outcome.outcome.as_str(), outcome.attempt),
+                ("succeeded", attempt),
+                "{invocation}"
+            );
             assert!(
                 physical.contains_key(&format!("{invocation} {attempt}")),
                 "{invocation} attempt {attempt} has an outcome but never ran"
@@ -240,7 +315,10 @@ fn two_processes_one_killed_survivor_finishes() {
             assert!(invocations.insert(invocation), "invocation ids are unique");
         }
         let (_, state) = leasehold::workflow::engine::decode_state(row).expect("state");
-        assert_eq!(state.output, Some(json!({ "receipt": { "sent": n }, "ack": { "ack": n } })));
+        assert_eq!(
+            state.output,
+            Some(json!({ "receipt": { "sent": n }, "ack": { "ack": n } }))
+        );
     }
     let repeats: usize = physical.values().map(|c| c - 1).sum();
     eprintln!(

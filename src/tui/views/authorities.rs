@@ -37,20 +37,37 @@ pub fn state_role(state: &str) -> Role {
 /// Claims per second by `owner` over the recent grants.
 #[must_use]
 pub fn claims_per_sec(snap: &Snapshot, owner: &str, now: Millis) -> f64 {
-    let n = snap.recent_grants.iter().filter(|g| g.owner_id == owner && g.how == "claim" && g.at > now - RATE_WINDOW_MS).count();
+    let n = snap
+        .recent_grants
+        .iter()
+        .filter(|g| g.owner_id == owner && g.how == "claim" && g.at > now - RATE_WINDOW_MS)
+        .count();
     n as f64 * 1000.0 / RATE_WINDOW_MS as f64
 }
 
 #[must_use]
-pub fn table(snap: &Snapshot, page: &Page<Authority>, owned: &HashMap<String, usize>, now: Millis) -> TableData {
+pub fn table(
+    snap: &Snapshot,
+    page: &Page<Authority>,
+    owned: &HashMap<String, usize>,
+    now: Millis,
+) -> TableData {
     let rows = page
         .rows
         .iter()
         .map(|a| {
             let state = authority_state(a, now);
-            let demo = snap.demo.as_ref().and_then(|d| d.iter().find(|x| x.id == a.instance_id)).map(|d| d.state.as_str());
+            let demo = snap
+                .demo
+                .as_ref()
+                .and_then(|d| d.iter().find(|x| x.id == a.instance_id))
+                .map(|d| d.state.as_str());
             let n = owned.get(&a.instance_id).copied().unwrap_or(0);
-            let owned_text = if n >= super::super::snapshot::OWNED_CAP { format!("{n}+") } else { n.to_string() };
+            let owned_text = if n >= super::super::snapshot::OWNED_CAP {
+                format!("{n}+")
+            } else {
+                n.to_string()
+            };
             let rate = claims_per_sec(snap, &a.instance_id, now);
             let compatible = snap.live_compats.contains(&a.compat);
             let (hb, lease) = authority_windows(a);
@@ -60,23 +77,41 @@ pub fn table(snap: &Snapshot, page: &Page<Authority>, owned: &HashMap<String, us
                     Cell::raw(&a.instance_id, 64),
                     Cell::text(state).role(state_role(state)),
                     Cell::raw(&a.build, 32),
-                    Cell::timed(age(now, Some(a.heartbeat_at)), now - a.heartbeat_at).role_if(state != "live", state_role(state)),
+                    Cell::timed(age(now, Some(a.heartbeat_at)), now - a.heartbeat_at)
+                        .role_if(state != "live", state_role(state)),
                     Cell::timed(owned_text, i64::try_from(n).unwrap_or(0)),
                     Cell::timed(format!("{rate:.1}"), (rate * 10.0) as i64),
-                    Cell::text(demo.unwrap_or("-")).role_if(demo.is_some_and(|d| d != "running"), Role::Warning),
+                    Cell::text(demo.unwrap_or("-"))
+                        .role_if(demo.is_some_and(|d| d != "running"), Role::Warning),
                     Cell::text(short(&a.compat, 8)).role_if(!compatible, Role::Incompatible),
                     Cell::raw(&format!("{}:{}", a.host, a.pid), 40),
                     Cell::timed(clock_time(a.started_at), a.started_at),
                 ],
                 detail: vec![
                     ("instance".into(), clean(&a.instance_id, 200)),
-                    ("state".into(), format!("{state} (heartbeat every {hb} ms, lease {lease} ms)")),
+                    (
+                        "state".into(),
+                        format!("{state} (heartbeat every {hb} ms, lease {lease} ms)"),
+                    ),
                     ("build".into(), clean(&a.build, 200)),
                     ("compat".into(), clean(&a.compat, 200)),
-                    ("host / pid".into(), format!("{} / {}", clean(&a.host, 100), a.pid)),
+                    (
+                        "host / pid".into(),
+                        format!("{} / {}", clean(&a.host, 100), a.pid),
+                    ),
                     ("started".into(), format_instant(a.started_at)),
-                    ("heartbeat".into(), format!("{} ({} ago)", format_instant(a.heartbeat_at), age(now, Some(a.heartbeat_at)))),
-                    ("stopped".into(), a.stopped_at.map_or_else(|| "-".into(), format_instant)),
+                    (
+                        "heartbeat".into(),
+                        format!(
+                            "{} ({} ago)",
+                            format_instant(a.heartbeat_at),
+                            age(now, Some(a.heartbeat_at))
+                        ),
+                    ),
+                    (
+                        "stopped".into(),
+                        a.stopped_at.map_or_else(|| "-".into(), format_instant),
+                    ),
                     ("items owned".into(), owned_text_detail(n)),
                     ("claims/s (10 s)".into(), format!("{rate:.1}")),
                     ("demo state".into(), demo.unwrap_or("-").into()),
@@ -88,10 +123,22 @@ pub fn table(snap: &Snapshot, page: &Page<Authority>, owned: &HashMap<String, us
             }
         })
         .collect();
-    let live = snap.authorities.iter().filter(|a| authority_state(a, now) == "live").count();
-    TableData::new(COLUMNS, rows, format!("{live} live of {}", snap.authorities.len()))
+    let live = snap
+        .authorities
+        .iter()
+        .filter(|a| authority_state(a, now) == "live")
+        .count();
+    TableData::new(
+        COLUMNS,
+        rows,
+        format!("{live} live of {}", snap.authorities.len()),
+    )
 }
 
 fn owned_text_detail(n: usize) -> String {
-    if n >= super::super::snapshot::OWNED_CAP { format!("at least {n} claimed items") } else { format!("{n} claimed items") }
+    if n >= super::super::snapshot::OWNED_CAP {
+        format!("at least {n} claimed items")
+    } else {
+        format!("{n} claimed items")
+    }
 }

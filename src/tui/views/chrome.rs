@@ -17,7 +17,13 @@ use crate::clock::format_duration;
 /// `[header, tabs, body, footer]`.
 #[must_use]
 pub fn layout(area: Rect) -> [Rect; 4] {
-    Layout::vertical([Constraint::Length(1), Constraint::Length(1), Constraint::Fill(1), Constraint::Length(1)]).areas(area)
+    Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Fill(1),
+        Constraint::Length(1),
+    ])
+    .areas(area)
 }
 
 pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
@@ -28,10 +34,16 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
         Some(s) => {
             left.push(Span::styled(clean(&s.store, 40), t.style(Role::Accent)));
             left.push(sep());
-            left.push(Span::styled(format!("rev {}", s.overview.revision), t.style(Role::Base)));
+            left.push(Span::styled(
+                format!("rev {}", s.overview.revision),
+                t.style(Role::Base),
+            ));
             if let Some(scenario) = &s.scenario {
                 left.push(sep());
-                left.push(Span::styled(format!("demo {}", clean(scenario, 30)), t.style(Role::Muted)));
+                left.push(Span::styled(
+                    format!("demo {}", clean(scenario, 30)),
+                    t.style(Role::Muted),
+                ));
             }
         }
         None => left.push(Span::styled("connecting…", t.style(Role::Stale))),
@@ -44,7 +56,11 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
     if app.show_stats() {
         if let Some(s) = app.snapshot() {
             right.push(Span::styled(
-                format!("{} queries {:.1}ms ", s.stats.queries, s.stats.latency_us as f64 / 1000.0),
+                format!(
+                    "{} queries {:.1}ms ",
+                    s.stats.queries,
+                    s.stats.latency_us as f64 / 1000.0
+                ),
                 t.style(Role::Muted),
             ));
         }
@@ -53,7 +69,10 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
         right.push(Span::styled("loading… ", t.style(Role::Stale)));
     }
     if let Some(ms) = app.stale_for() {
-        right.push(Span::styled(format!("stale {}s ", ms / 1000), t.style(Role::Stale)));
+        right.push(Span::styled(
+            format!("stale {}s ", ms / 1000),
+            t.style(Role::Stale),
+        ));
     }
     if app.paused() {
         right.push(Span::styled(" PAUSED ", t.style(Role::Paused)));
@@ -62,7 +81,9 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
     }
     right.push(Span::raw(" "));
     let right = Line::from(right);
-    let rw = u16::try_from(right.width()).unwrap_or(u16::MAX).min(area.width);
+    let rw = u16::try_from(right.width())
+        .unwrap_or(u16::MAX)
+        .min(area.width);
     let [l, r] = Layout::horizontal([Constraint::Fill(1), Constraint::Length(rw)]).areas(area);
     frame.render_widget(Paragraph::new(Line::from(left)), l);
     frame.render_widget(Paragraph::new(right), r);
@@ -70,15 +91,38 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
 
 /// The label of each tab, short when the terminal is narrow.
 fn tab_labels(width: u16) -> Vec<(ViewId, String)> {
-    let long: u16 = ViewId::MAIN.iter().map(|v| u16::try_from(v.name().len()).unwrap_or(0) + 3).sum();
+    let long: u16 = ViewId::MAIN
+        .iter()
+        .map(|v| u16::try_from(v.name().len()).unwrap_or(0) + 3)
+        .sum();
     ViewId::MAIN
         .iter()
         .map(|v| {
             let d = v.digit().unwrap_or(' ');
-            let name = if long <= width { v.name().to_owned() } else { v.name().chars().take(4).collect() };
+            let name = if long < width {
+                v.name()
+            } else {
+                short_name(*v)
+            };
             (*v, format!("{d}:{name}"))
         })
         .collect()
+}
+
+fn short_name(view: ViewId) -> &'static str {
+    match view {
+        ViewId::Overview => "over",
+        ViewId::Authorities => "auth",
+        ViewId::Leases => "lease",
+        ViewId::Work => "work",
+        ViewId::Workflows => "wflow",
+        ViewId::Cursors => "curs",
+        ViewId::Events => "event",
+        ViewId::Schedules => "sched",
+        ViewId::Audit => "audit",
+        ViewId::Timeline => "time",
+        ViewId::WorkflowDetail => "wf",
+    }
 }
 
 /// The view tab under column `x` of the tabs row.
@@ -107,10 +151,18 @@ pub fn tabs(frame: &mut Frame<'_>, area: Rect, app: &App) {
         frame.render_widget(Paragraph::new(text).style(t.style(Role::Error)), area);
         return;
     }
-    let current = if app.view() == ViewId::WorkflowDetail { ViewId::Workflows } else { app.view() };
+    let current = if app.view() == ViewId::WorkflowDetail {
+        ViewId::Workflows
+    } else {
+        app.view()
+    };
     let mut spans = vec![Span::raw(" ")];
     for (view, label) in tab_labels(area.width) {
-        let role = if view == current { Role::Selection } else { Role::Muted };
+        let role = if view == current {
+            Role::Selection
+        } else {
+            Role::Muted
+        };
         spans.push(Span::styled(label, t.style(role)));
         spans.push(Span::raw(" "));
     }
@@ -124,7 +176,9 @@ pub fn footer(frame: &mut Frame<'_>, area: Rect, app: &App) {
             PromptKind::Command => ":".to_owned(),
             PromptKind::Filter => "/".to_owned(),
             PromptKind::RollOut => "roll out build tag: ".to_owned(),
-            PromptKind::Skew { authority } => format!("clock offset ms for {}: ", clean(authority, 30)),
+            PromptKind::Skew { authority } => {
+                format!("clock offset ms for {}: ", clean(authority, 30))
+            }
         };
         let mut spans = vec![
             Span::styled(label, t.style(Role::Key)),
@@ -134,23 +188,47 @@ pub fn footer(frame: &mut Frame<'_>, area: Rect, app: &App) {
         if prompt.kind == PromptKind::Command {
             let options = completions(&prompt.text);
             if !options.is_empty() && !prompt.text.is_empty() {
-                spans.push(Span::styled(format!("  Tab → {}", options.join(" ")), t.style(Role::Muted)));
+                spans.push(Span::styled(
+                    format!("  Tab → {}", options.join(" ")),
+                    t.style(Role::Muted),
+                ));
             }
         }
         if prompt.kind == PromptKind::Filter {
-            spans.push(Span::styled("  text or field:value · Enter keep · Esc clear", t.style(Role::Muted)));
+            spans.push(Span::styled(
+                "  text or field:value · Enter keep · Esc clear",
+                t.style(Role::Muted),
+            ));
         }
         frame.render_widget(Paragraph::new(Line::from(spans)), area);
         return;
     }
     if let Some(status) = app.status() {
-        frame.render_widget(Paragraph::new(format!(" {}", clean(&status.text, 300))).style(t.style(status.role)), area);
+        frame.render_widget(
+            Paragraph::new(format!(" {}", clean(&status.text, 300))).style(t.style(status.role)),
+            area,
+        );
         return;
     }
-    let mut spans = Vec::new();
-    for (keys, what) in hints(app) {
+    // Whole hints only: drop the ones that do not fit, keeping `q quit` last.
+    let mut hints = hints(app);
+    let quit = hints.pop();
+    let mut spans = vec![Span::raw(" ")];
+    let mut used = 1 + quit
+        .as_ref()
+        .map_or(0, |(k, w)| k.chars().count() + w.len() + 1);
+    for (keys, what) in hints {
+        let w = keys.chars().count() + what.len() + 3;
+        if used + w > usize::from(area.width) {
+            continue;
+        }
+        used += w;
         spans.push(Span::styled(keys, t.style(Role::Key)));
         spans.push(Span::styled(format!(" {what}  "), t.style(Role::Muted)));
+    }
+    if let Some((keys, what)) = quit {
+        spans.push(Span::styled(keys, t.style(Role::Key)));
+        spans.push(Span::styled(format!(" {what}"), t.style(Role::Muted)));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -160,7 +238,12 @@ fn hints(app: &App) -> Vec<(String, &'static str)> {
     let mut out: Vec<(String, &'static str)> = vec![("?".into(), "help"), (":".into(), "view")];
     let view = app.view();
     if view.is_table() {
-        out.extend([("/".into(), "filter"), ("s".into(), "sort"), ("PgDn".into(), "page"), ("Enter".into(), "detail")]);
+        out.extend([
+            ("/".into(), "filter"),
+            ("s".into(), "sort"),
+            ("PgDn".into(), "page"),
+            ("Enter".into(), "detail"),
+        ]);
     }
     match view {
         ViewId::Work => out.push(("p c r f x a".into(), "quick filter")),
@@ -173,10 +256,17 @@ fn hints(app: &App) -> Vec<(String, &'static str)> {
         out.push(("C".into(), "cancel"));
     }
     if operator && app.options().demo && view == ViewId::Authorities {
-        let demo: Vec<String> = bindings().iter().filter(|b| b.group == Group::Demo).map(|b| b.label()).collect();
+        let demo: Vec<String> = bindings()
+            .iter()
+            .filter(|b| b.group == Group::Demo)
+            .map(|b| b.label())
+            .collect();
         out.push((demo.join(" "), "demo"));
     }
-    out.push(("space".into(), if app.paused() { "resume" } else { "pause" }));
+    out.push((
+        "space".into(),
+        if app.paused() { "resume" } else { "pause" },
+    ));
     out.push(("q".into(), "quit"));
     out
 }

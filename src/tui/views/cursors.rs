@@ -21,7 +21,12 @@ pub const COLUMNS: &[Column] = &[
 ];
 
 #[must_use]
-pub fn table(page: &Page<Subscription>, items: &HashMap<String, WorkItem>, high_water: i64, now: Millis) -> TableData {
+pub fn table(
+    page: &Page<Subscription>,
+    items: &HashMap<String, WorkItem>,
+    high_water: i64,
+    now: Millis,
+) -> TableData {
     let rows = page
         .rows
         .iter()
@@ -29,7 +34,9 @@ pub fn table(page: &Page<Subscription>, items: &HashMap<String, WorkItem>, high_
             let item = items.get(&s.subscription_id);
             let owner = item.and_then(|w| w.current_owner()).unwrap_or("-");
             let generation = item.map_or(s.generation, |w| w.generation);
-            let lease = item.filter(|w| w.state == WorkState::Claimed).and_then(|w| w.lease_expires_at);
+            let lease = item
+                .filter(|w| w.state == WorkState::Claimed)
+                .and_then(|w| w.lease_expires_at);
             let behind = (high_water - i64::try_from(s.sequence).unwrap_or(i64::MAX)).max(0);
             Row {
                 key: s.subscription_id.clone(),
@@ -40,17 +47,37 @@ pub fn table(page: &Page<Subscription>, items: &HashMap<String, WorkItem>, high_
                     Cell::num(behind).role_if(behind > 0, Role::Warning),
                     Cell::raw(owner, 40),
                     Cell::num(i64::try_from(generation).unwrap_or(i64::MAX)),
-                    Cell::timed(relative(now, lease), lease.unwrap_or(0)).role_if(lease.is_some_and(|l| l <= now), Role::LeaseExpired),
+                    Cell::timed(relative(now, lease), lease.unwrap_or(0))
+                        .role_if(lease.is_some_and(|l| l <= now), Role::LeaseExpired),
                     Cell::timed(clock_time(s.updated_at), s.updated_at),
                 ],
                 detail: vec![
                     ("subscription".into(), clean(&s.subscription_id, 300)),
                     ("event type".into(), clean(&s.event_type, 200)),
-                    ("sequence".into(), format!("{} (journal high-water {high_water}; behind at most {behind})", s.sequence)),
+                    (
+                        "sequence".into(),
+                        format!(
+                            "{} (journal high-water {high_water}; behind at most {behind})",
+                            s.sequence
+                        ),
+                    ),
                     ("cursor generation".into(), s.generation.to_string()),
-                    ("updated".into(), format!("{} by {}", format_instant(s.updated_at), clean(s.updated_by.as_deref().unwrap_or("-"), 100))),
-                    ("cursor work item".into(), Subscription::work_id(&s.subscription_id)),
-                    ("holder".into(), format!("{} gen {generation}", clean(owner, 100))),
+                    (
+                        "updated".into(),
+                        format!(
+                            "{} by {}",
+                            format_instant(s.updated_at),
+                            clean(s.updated_by.as_deref().unwrap_or("-"), 100)
+                        ),
+                    ),
+                    (
+                        "cursor work item".into(),
+                        Subscription::work_id(&s.subscription_id),
+                    ),
+                    (
+                        "holder".into(),
+                        format!("{} gen {generation}", clean(owner, 100)),
+                    ),
                 ],
                 resource: Some(Subscription::work_id(&s.subscription_id)),
                 version: version(&(s, item)),

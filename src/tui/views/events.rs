@@ -40,18 +40,30 @@ pub fn table(page: &Page<Ingestion>, high_water: i64) -> TableData {
                 Cell::raw(e.source.as_deref().unwrap_or("-"), 60),
                 Cell::raw(e.external_id.as_deref().unwrap_or("-"), 80),
                 Cell::text(e.outcome.as_str()).role(outcome_role(e.outcome)),
-                Cell::timed(e.seq.map_or_else(|| "-".into(), |s| s.to_string()), e.seq.unwrap_or(-1)),
+                Cell::timed(
+                    e.seq.map_or_else(|| "-".into(), |s| s.to_string()),
+                    e.seq.unwrap_or(-1),
+                ),
             ],
             detail: vec![
                 ("ingestion".into(), e.id.to_string()),
                 ("at".into(), format_instant(e.at)),
                 ("type".into(), clean(&e.event_type, 200)),
-                ("source / external id".into(), format!("{} / {}", clean(e.source.as_deref().unwrap_or("-"), 200), clean(e.external_id.as_deref().unwrap_or("-"), 200))),
+                (
+                    "source / external id".into(),
+                    format!(
+                        "{} / {}",
+                        clean(e.source.as_deref().unwrap_or("-"), 200),
+                        clean(e.external_id.as_deref().unwrap_or("-"), 200)
+                    ),
+                ),
                 ("outcome".into(), e.outcome.as_str().into()),
                 (
                     "journal seq".into(),
                     match (e.outcome, e.seq) {
-                        (DedupOutcome::Duplicate | DedupOutcome::Conflict, Some(s)) => format!("{s} (the original event; nothing new was appended)"),
+                        (DedupOutcome::Duplicate | DedupOutcome::Conflict, Some(s)) => {
+                            format!("{s} (the original event; nothing new was appended)")
+                        }
                         (_, Some(s)) => s.to_string(),
                         (_, None) => "-".into(),
                     },

@@ -14,7 +14,13 @@ use super::dialog::centered;
 /// The help text as lines: `(keys, scope, help)` grouped.
 #[must_use]
 pub fn entries(app: &App) -> Vec<(Group, String, String)> {
-    let groups = [Group::Views, Group::Navigation, Group::Live, Group::Operator, Group::Demo];
+    let groups = [
+        Group::Views,
+        Group::Navigation,
+        Group::Live,
+        Group::Operator,
+        Group::Demo,
+    ];
     let mut out = Vec::new();
     for g in groups {
         if g == Group::Operator && app.options().read_only {
@@ -49,18 +55,33 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, scroll: u16) {
             lines.push(Line::from(Span::styled(g.title(), t.style(Role::Header))));
             last = Some(g);
         }
-        lines.push(Line::from(vec![Span::styled(format!("  {keys:>14}  "), t.style(Role::Key)), Span::styled(help, t.style(Role::Dialog))]));
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {keys:>14}  "), t.style(Role::Key)),
+            Span::styled(help, t.style(Role::Dialog)),
+        ]));
     }
     if app.options().read_only {
         lines.push(Line::raw(""));
-        lines.push(Line::from(Span::styled("read-only: operator actions are disabled", t.style(Role::Warning))));
+        lines.push(Line::from(Span::styled(
+            "read-only: operator actions are disabled",
+            t.style(Role::Warning),
+        )));
     }
     lines.push(Line::raw(""));
     lines.push(Line::from(Span::styled("Prompts: type, Tab completes, Enter runs, Esc closes. Mouse: wheel scrolls, click selects, click a header sorts.", t.style(Role::Muted))));
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.style(Role::Accent))
-        .title(Span::styled(" keys (↑↓ scroll, Esc closes) ", t.style(Role::Title)))
+        .title(Span::styled(
+            " keys (↑↓ scroll, Esc closes) ",
+            t.style(Role::Title),
+        ))
         .style(t.style(Role::Dialog));
-    frame.render_widget(Paragraph::new(lines).block(block).scroll((scroll, 0)).style(t.style(Role::Dialog)), popup);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .scroll((scroll, 0))
+            .style(t.style(Role::Dialog)),
+        popup,
+    );
 }

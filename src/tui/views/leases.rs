@@ -33,7 +33,11 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
         .iter()
         .map(|l| {
             let status = l.status(now);
-            let expires = if status == "released" { "-".into() } else { relative(now, Some(l.expires_at)) };
+            let expires = if status == "released" {
+                "-".into()
+            } else {
+                relative(now, Some(l.expires_at))
+            };
             Row {
                 key: l.resource_id.clone(),
                 cells: vec![
@@ -44,7 +48,11 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
                     Cell::timed(expires, l.expires_at - now).role(status_role(status)),
                     Cell::text(short(&l.token, 10)).role(Role::Muted),
                     Cell::timed(clock_time(l.acquired_at), l.acquired_at),
-                    Cell::text(l.checkpoint.as_ref().map_or_else(|| "-".into(), |c| format!("gen {}", c.generation))),
+                    Cell::text(
+                        l.checkpoint
+                            .as_ref()
+                            .map_or_else(|| "-".into(), |c| format!("gen {}", c.generation)),
+                    ),
                 ],
                 detail: vec![
                     ("resource".into(), clean(&l.resource_id, 500)),
@@ -53,11 +61,31 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
                     ("status".into(), status.into()),
                     ("token".into(), clean(&l.token, 200)),
                     ("acquired".into(), format_instant(l.acquired_at)),
-                    ("expires".into(), format!("{} ({})", format_instant(l.expires_at), relative(now, Some(l.expires_at)))),
-                    ("released".into(), l.released_at.map_or_else(|| "-".into(), format_instant)),
+                    (
+                        "expires".into(),
+                        format!(
+                            "{} ({})",
+                            format_instant(l.expires_at),
+                            relative(now, Some(l.expires_at))
+                        ),
+                    ),
+                    (
+                        "released".into(),
+                        l.released_at.map_or_else(|| "-".into(), format_instant),
+                    ),
                     (
                         "checkpoint".into(),
-                        l.checkpoint.as_ref().map_or_else(|| "-".into(), |c| format!("gen {} at {}: {}", c.generation, format_instant(c.saved_at), clean(&c.data, 1_000))),
+                        l.checkpoint.as_ref().map_or_else(
+                            || "-".into(),
+                            |c| {
+                                format!(
+                                    "gen {} at {}: {}",
+                                    c.generation,
+                                    format_instant(c.saved_at),
+                                    clean(&c.data, 1_000)
+                                )
+                            },
+                        ),
                     ),
                     ("timeline".into(), "press Esc, then t".into()),
                 ],

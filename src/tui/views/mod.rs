@@ -42,7 +42,11 @@ pub struct Column {
 }
 
 pub const fn col(name: &'static str, width: u16, priority: u8) -> Column {
-    Column { name, width, priority }
+    Column {
+        name,
+        width,
+        priority,
+    }
 }
 
 /// How a cell sorts.
@@ -63,18 +67,30 @@ pub struct Cell {
 impl Cell {
     pub fn text(s: impl Into<String>) -> Self {
         let text = s.into();
-        Self { sort: SortKey::Text(text.to_lowercase()), text, role: None }
+        Self {
+            sort: SortKey::Text(text.to_lowercase()),
+            text,
+            role: None,
+        }
     }
     /// Store-sourced text: escaped and cut to `max`.
     pub fn raw(s: &str, max: usize) -> Self {
         Self::text(super::text::clean(s, max))
     }
     pub fn num(n: impl Into<i64> + Copy + std::fmt::Display) -> Self {
-        Self { text: n.to_string(), role: None, sort: SortKey::Num(n.into()) }
+        Self {
+            text: n.to_string(),
+            role: None,
+            sort: SortKey::Num(n.into()),
+        }
     }
     /// Text that sorts by a number (durations, instants).
     pub fn timed(text: impl Into<String>, key: i64) -> Self {
-        Self { text: text.into(), role: None, sort: SortKey::Num(key) }
+        Self {
+            text: text.into(),
+            role: None,
+            sort: SortKey::Num(key),
+        }
     }
     #[must_use]
     pub fn role(mut self, role: Role) -> Self {
@@ -154,13 +170,31 @@ pub fn table(snap: &Snapshot, now: Millis) -> Option<TableData> {
         ViewData::Leases(page) => leases::table(page, now),
         ViewData::Work(page) => work::table(snap, page, now),
         ViewData::Workflows(page) => workflows::table(snap, page, now),
-        ViewData::Cursors { page, items, high_water } => cursors::table(page, items, *high_water, now),
+        ViewData::Cursors {
+            page,
+            items,
+            high_water,
+        } => cursors::table(page, items, *high_water, now),
         ViewData::Events { page, high_water } => events::table(page, *high_water),
         ViewData::Schedules { page, firings } => schedules::table(page, firings, now),
         ViewData::Audit(page) => audit::table(page),
-        ViewData::Timeline { resource, grants, writes, lease, item } => {
+        ViewData::Timeline {
+            resource,
+            grants,
+            writes,
+            lease,
+            item,
+        } => {
             let limit = snap.query.page.limit.max(1) * super::snapshot::TIMELINE_FACTOR;
-            timeline::table(resource.as_deref(), grants, writes, lease.as_ref(), item.as_ref(), limit, now)
+            timeline::table(
+                resource.as_deref(),
+                grants,
+                writes,
+                lease.as_ref(),
+                item.as_ref(),
+                limit,
+                now,
+            )
         }
         ViewData::Overview | ViewData::Detail { .. } => return None,
     };
@@ -194,8 +228,14 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
     chrome::footer(frame, footer, app);
     match app.overlay() {
         Some(Overlay::Help { scroll }) => help::render(frame, area, app, *scroll),
-        Some(Overlay::Detail { title, fields, scroll }) => dialog::detail(frame, area, theme, title, fields, *scroll),
-        Some(Overlay::ConfirmCancel { instance }) => dialog::confirm_cancel(frame, area, app, instance),
+        Some(Overlay::Detail {
+            title,
+            fields,
+            scroll,
+        }) => dialog::detail(frame, area, theme, title, fields, *scroll),
+        Some(Overlay::ConfirmCancel { instance }) => {
+            dialog::confirm_cancel(frame, area, app, instance)
+        }
         None => {}
     }
 }

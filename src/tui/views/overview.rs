@@ -42,7 +42,13 @@ pub fn failovers(snap: &Snapshot) -> Vec<Failover> {
                     && !matches!(w.verb.as_str(), "renew" | "checkpoint" | "cursor")
             });
             if prev.owner_id != g.owner_id && !finished && g.how != "handoff" {
-                out.push(Failover { resource: g.resource_id.clone(), from: prev.owner_id.clone(), to: g.owner_id.clone(), generation: g.generation, at: g.at });
+                out.push(Failover {
+                    resource: g.resource_id.clone(),
+                    from: prev.owner_id.clone(),
+                    to: g.owner_id.clone(),
+                    generation: g.generation,
+                    at: g.at,
+                });
             }
         }
         last.insert(g.resource_id.as_str(), g);
@@ -67,68 +73,150 @@ pub fn rates(samples: &std::collections::VecDeque<Sample>, f: impl Fn(&Sample) -
 
 pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let t = app.theme();
-    let block = Block::default().borders(Borders::ALL).border_style(t.style(Role::Border)).title(Span::styled(" overview ", t.style(Role::Title)));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.style(Role::Border))
+        .title(Span::styled(" overview ", t.style(Role::Title)));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let Some(snap) = app.snapshot() else {
-        frame.render_widget(Paragraph::new("loading…").style(t.style(Role::Muted)), inner);
+        frame.render_widget(
+            Paragraph::new("loading…").style(t.style(Role::Muted)),
+            inner,
+        );
         return;
     };
     let now = app.now();
-    let wide = inner.width >= 100;
-    let [top, sparks, bottom] = Layout::vertical([Constraint::Length(7), Constraint::Length(if inner.height >= 20 { 4 } else { 2 }), Constraint::Fill(1)]).areas(inner);
-    let [counts, facts] = Layout::horizontal([Constraint::Length(if wide { 64 } else { 44 }), Constraint::Fill(1)]).spacing(1).areas(top);
-    counts_table(frame, counts, t, snap, wide);
+    let wide = inner.width >= 110;
+    let spark_rows = if inner.height >= 30 { 5 } else { 2 };
+    let (counts, facts, sparks, bottom) = if wide {
+        let [top, sparks, bottom] = Layout::vertical([
+            Constraint::Length(6),
+            Constraint::Length(spark_rows),
+            Constraint::Fill(1),
+        ])
+        .spacing(1)
+        .areas(inner);
+        let [counts, facts] = Layout::horizontal([Constraint::Length(60), Constraint::Fill(1)])
+            .spacing(2)
+            .areas(top);
+        (counts, facts, sparks, bottom)
+    } else {
+        let [counts, facts, sparks, bottom] = Layout::vertical([
+            Constraint::Length(5),
+            Constraint::Length(6),
+            Constraint::Length(spark_rows),
+            Constraint::Fill(1),
+        ])
+        .areas(inner);
+        (counts, facts, sparks, bottom)
+    };
+    counts_table(frame, counts, t, snap);
     facts_panel(frame, facts, t, snap, now);
     sparklines(frame, sparks, app);
-    let [auths, fails] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).spacing(1).areas(bottom);
+    let [auths, fails] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+            .spacing(1)
+            .areas(bottom);
     authorities(frame, auths, t, snap, now);
     failover_list(frame, fails, t, snap, now);
 }
 
-fn counts_table(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, wide: bool) {
+fn counts_table(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot) {
     let states = WorkState::ALL;
-    let label = |s: WorkState| -> String {
-        if wide { s.as_str().to_owned() } else { s.as_str().chars().take(5).collect() }
-    };
-    let header = TableRow::new(std::iter::once(Span::styled("WORK", t.style(Role::Header))).chain(states.iter().map(|s| Span::styled(label(*s), t.style(work_role(*s))))));
+    let header = TableRow::new(
+        std::iter::once(Span::styled("WORK", t.style(Role::Header))).chain(
+            states
+                .iter()
+                .map(|s| Span::styled(s.as_str(), t.style(work_role(*s)))),
+        ),
+    );
     let count = |kind: Option<WorkKind>, state: WorkState| -> u64 {
-        snap.overview.work.iter().filter(|w| kind.is_none_or(|k| w.kind == k) && w.state == state).map(|w| w.count).sum()
+        snap.overview
+            .work
+            .iter()
+            .filter(|w| kind.is_none_or(|k| w.kind == k) && w.state == state)
+            .map(|w| w.count)
+            .sum()
     };
     let mut rows: Vec<TableRow<'_>> = WorkKind::ALL
         .iter()
         .map(|k| {
-            TableRow::new(std::iter::once(Span::raw(k.as_str())).chain(states.iter().map(|s| {
-                let n = count(Some(*k), *s);
-                Span::styled(n.to_string(), if n == 0 { t.style(Role::Muted) } else { t.style(Role::Base) })
-            })))
+            TableRow::new(
+                std::iter::once(Span::raw(k.as_str())).chain(states.iter().map(|s| {
+                    let n = count(Some(*k), *s);
+                    Span::styled(
+                        format!("{n:>9}"),
+                        if n == 0 {
+                            t.style(Role::Muted)
+                        } else {
+                            t.style(Role::Base)
+                        },
+                    )
+                })),
+            )
         })
         .collect();
-    rows.push(
-        TableRow::new(std::iter::once(Span::styled("total", t.style(Role::Accent))).chain(states.iter().map(|s| Span::styled(count(None, *s).to_string(), t.style(Role::Accent))))),
+    rows.push(TableRow::new(
+        std::iter::once(Span::styled("total", t.style(Role::Accent))).chain(
+            states
+                .iter()
+                .map(|s| Span::styled(format!("{:>9}", count(None, *s)), t.style(Role::Accent))),
+        ),
+    ));
+    let widths =
+        std::iter::once(Constraint::Length(9)).chain(states.iter().map(|_| Constraint::Length(9)));
+    frame.render_widget(
+        Table::new(rows, widths).header(header).column_spacing(1),
+        area,
     );
-    let w = if wide { 10 } else { 6 };
-    let widths = std::iter::once(Constraint::Length(9)).chain(states.iter().map(|_| Constraint::Length(w)));
-    frame.render_widget(Table::new(rows, widths).header(header).column_spacing(1), area);
 }
 
 fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, now: Millis) {
-    let states: Vec<&str> = snap.authorities.iter().map(|a| authority_state(a, now)).collect();
+    let states: Vec<&str> = snap
+        .authorities
+        .iter()
+        .map(|a| authority_state(a, now))
+        .collect();
     let n = |s: &str| states.iter().filter(|x| **x == s).count();
     let mut lines = vec![Line::from(vec![
         Span::styled("authorities ", t.style(Role::Muted)),
         Span::styled(format!("{} live", n("live")), t.style(Role::AuthorityLive)),
         Span::raw(" "),
-        Span::styled(format!("{} silent", n("silent")), t.style(if n("silent") > 0 { Role::AuthoritySilent } else { Role::Muted })),
+        Span::styled(
+            format!("{} silent", n("silent")),
+            t.style(if n("silent") > 0 {
+                Role::AuthoritySilent
+            } else {
+                Role::Muted
+            }),
+        ),
         Span::raw(" "),
-        Span::styled(format!("{} gone", n("gone")), t.style(if n("gone") > 0 { Role::AuthorityGone } else { Role::Muted })),
+        Span::styled(
+            format!("{} gone", n("gone")),
+            t.style(if n("gone") > 0 {
+                Role::AuthorityGone
+            } else {
+                Role::Muted
+            }),
+        ),
     ])];
     lines.push(Line::from(vec![
         Span::styled("incompatible ", t.style(Role::Muted)),
-        Span::styled(snap.incompatible.to_string(), t.style(if snap.incompatible > 0 { Role::Incompatible } else { Role::Ok })),
+        Span::styled(
+            snap.incompatible.to_string(),
+            t.style(if snap.incompatible > 0 {
+                Role::Incompatible
+            } else {
+                Role::Ok
+            }),
+        ),
         Span::styled("  oldest waiting ", t.style(Role::Muted)),
         Span::styled(
-            snap.overview.oldest_waiting.filter(|w| *w <= now).map_or_else(|| "-".into(), |w| age(now, Some(w))),
+            snap.overview
+                .oldest_waiting
+                .filter(|w| *w <= now)
+                .map_or_else(|| "-".into(), |w| age(now, Some(w))),
             t.style(Role::Base),
         ),
     ]));
@@ -137,68 +225,145 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
         .workflows
         .iter()
         .filter(|(_, n)| *n > 0)
-        .flat_map(|(s, n)| [Span::styled(format!("{n} {s}"), t.style(super::workflows::status_role(s))), Span::raw(" ")])
+        .flat_map(|(s, n)| {
+            [
+                Span::styled(
+                    format!("{n} {s}"),
+                    t.style(super::workflows::status_role(s)),
+                ),
+                Span::raw(" "),
+            ]
+        })
         .collect();
-    lines.push(Line::from(std::iter::once(Span::styled("workflows ", t.style(Role::Muted))).chain(if wf.is_empty() { vec![Span::styled("none", t.style(Role::Muted))] } else { wf }).collect::<Vec<_>>()));
+    lines.push(Line::from(
+        std::iter::once(Span::styled("workflows ", t.style(Role::Muted)))
+            .chain(if wf.is_empty() {
+                vec![Span::styled("none", t.style(Role::Muted))]
+            } else {
+                wf
+            })
+            .collect::<Vec<_>>(),
+    ));
     let ev: Vec<Span<'_>> = snap
         .overview
         .events
         .iter()
         .filter(|(_, n)| *n > 0)
         .flat_map(|(s, n)| {
-            let role = crate::model::DedupOutcome::parse(s).map_or(Role::Base, super::events::outcome_role);
-            [Span::styled(format!("{n} {s}"), t.style(role)), Span::raw(" ")]
+            let role = crate::model::DedupOutcome::parse(s)
+                .map_or(Role::Base, super::events::outcome_role);
+            [
+                Span::styled(format!("{n} {s}"), t.style(role)),
+                Span::raw(" "),
+            ]
         })
         .collect();
-    lines.push(Line::from(std::iter::once(Span::styled("events ", t.style(Role::Muted))).chain(if ev.is_empty() { vec![Span::styled("none", t.style(Role::Muted))] } else { ev }).collect::<Vec<_>>()));
+    lines.push(Line::from(
+        std::iter::once(Span::styled("events ", t.style(Role::Muted)))
+            .chain(if ev.is_empty() {
+                vec![Span::styled("none", t.style(Role::Muted))]
+            } else {
+                ev
+            })
+            .collect::<Vec<_>>(),
+    ));
     lines.push(Line::from(vec![
         Span::styled("claims ", t.style(Role::Muted)),
         Span::raw(snap.overview.claims.to_string()),
         Span::styled("  writes ", t.style(Role::Muted)),
-        Span::styled(format!("{} ok", snap.overview.writes_accepted), t.style(Role::Ok)),
+        Span::styled(
+            format!("{} ok", snap.overview.writes_accepted),
+            t.style(Role::Ok),
+        ),
         Span::raw(" "),
-        Span::styled(format!("{} fenced", snap.overview.writes_refused), t.style(if snap.overview.writes_refused > 0 { Role::Fenced } else { Role::Muted })),
+        Span::styled(
+            format!("{} fenced", snap.overview.writes_refused),
+            t.style(if snap.overview.writes_refused > 0 {
+                Role::Fenced
+            } else {
+                Role::Muted
+            }),
+        ),
     ]));
     let f = failovers(snap).len();
     lines.push(Line::from(vec![
         Span::styled("recent failovers ", t.style(Role::Muted)),
-        Span::styled(f.to_string(), t.style(if f > 0 { Role::Fenced } else { Role::Ok })),
-        Span::styled(format!("  (last {} revisions)", super::super::snapshot::RECENT_REVISIONS), t.style(Role::Muted)),
+        Span::styled(
+            f.to_string(),
+            t.style(if f > 0 { Role::Fenced } else { Role::Ok }),
+        ),
+        Span::styled(
+            format!(
+                "  (last {} revisions)",
+                super::super::snapshot::RECENT_REVISIONS
+            ),
+            t.style(Role::Muted),
+        ),
     ]));
-    frame.render_widget(Paragraph::new(lines), area);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: true }),
+        area,
+    );
 }
 
 fn sparklines(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let t = app.theme();
     let claims = rates(app.samples(), |s| s.claims);
     let fenced = rates(app.samples(), |s| s.refused);
-    let [a, b] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).spacing(1).areas(area);
-    for (area, title, data, role) in [(a, "claims/s", claims, Role::Sparkline), (b, "fenced writes/s", fenced, Role::Fenced)] {
+    let [a, b] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+        .spacing(1)
+        .areas(area);
+    for (area, title, data, role) in [
+        (a, "claims/s", claims, Role::Sparkline),
+        (b, "fenced writes/s", fenced, Role::Fenced),
+    ] {
         let latest = data.last().copied().unwrap_or(0);
-        let [label, spark] = Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(area);
+        let [label, spark] =
+            Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(area);
         frame.render_widget(
-            Paragraph::new(Line::from(vec![Span::styled(format!("{title} "), t.style(Role::Muted)), Span::styled(latest.to_string(), t.style(Role::Accent))])),
+            Paragraph::new(Line::from(vec![
+                Span::styled(format!("{title} "), t.style(Role::Muted)),
+                Span::styled(latest.to_string(), t.style(Role::Accent)),
+            ])),
             label,
         );
         let width = usize::from(spark.width);
-        let tail: Vec<u64> = data.iter().skip(data.len().saturating_sub(width)).copied().collect();
+        let tail: Vec<u64> = data
+            .iter()
+            .skip(data.len().saturating_sub(width))
+            .copied()
+            .collect();
         frame.render_widget(Sparkline::default().data(&tail).style(t.style(role)), spark);
     }
 }
 
 fn authorities(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, now: Millis) {
-    let mut lines = vec![Line::from(Span::styled("AUTHORITIES", t.style(Role::Header)))];
+    let mut lines = vec![Line::from(Span::styled(
+        "AUTHORITIES",
+        t.style(Role::Header),
+    ))];
     if snap.authorities.is_empty() {
-        lines.push(Line::from(Span::styled("none registered", t.style(Role::Muted))));
+        lines.push(Line::from(Span::styled(
+            "none registered",
+            t.style(Role::Muted),
+        )));
     }
     for a in &snap.authorities {
         let state = authority_state(a, now);
-        let demo = snap.demo.as_ref().and_then(|d| d.iter().find(|x| x.id == a.instance_id)).map(|d| d.state.as_str()).filter(|s| *s != "running");
+        let demo = snap
+            .demo
+            .as_ref()
+            .and_then(|d| d.iter().find(|x| x.id == a.instance_id))
+            .map(|d| d.state.as_str())
+            .filter(|s| *s != "running");
         let mut spans = vec![
             Span::styled(format!("{:<7}", state), t.style(state_role(state))),
             Span::raw(clean(&a.instance_id, 24)),
             Span::styled(format!(" {} ", clean(&a.build, 12)), t.style(Role::Muted)),
-            Span::styled(format!("hb {}", age(now, Some(a.heartbeat_at))), t.style(Role::Muted)),
+            Span::styled(
+                format!("hb {}", age(now, Some(a.heartbeat_at))),
+                t.style(Role::Muted),
+            ),
         ];
         if let Some(d) = demo {
             spans.push(Span::styled(format!(" [{d}]"), t.style(Role::Warning)));
@@ -212,7 +377,10 @@ fn authorities(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
 }
 
 fn failover_list(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, now: Millis) {
-    let mut lines = vec![Line::from(Span::styled("RECENT FAILOVERS", t.style(Role::Header)))];
+    let mut lines = vec![Line::from(Span::styled(
+        "RECENT FAILOVERS",
+        t.style(Role::Header),
+    ))];
     let list = failovers(snap);
     if list.is_empty() {
         lines.push(Line::from(Span::styled("none seen", t.style(Role::Muted))));
@@ -222,8 +390,14 @@ fn failover_list(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, 
             Span::styled(clock_time(f.at), t.style(Role::Muted)),
             Span::raw(" "),
             Span::raw(clean(&f.resource, 22)),
-            Span::styled(format!(" {} → {}", clean(&f.from, 14), clean(&f.to, 14)), t.style(Role::Fenced)),
-            Span::styled(format!(" gen {} ({} ago)", f.generation, age(now, Some(f.at))), t.style(Role::Muted)),
+            Span::styled(
+                format!(" {} → {}", clean(&f.from, 14), clean(&f.to, 14)),
+                t.style(Role::Fenced),
+            ),
+            Span::styled(
+                format!(" gen {} ({} ago)", f.generation, age(now, Some(f.at))),
+                t.style(Role::Muted),
+            ),
         ]));
     }
     frame.render_widget(Paragraph::new(lines), area);

@@ -46,7 +46,13 @@ pub fn table(page: &Page<Schedule>, firings: &HashMap<String, WorkItem>, now: Mi
             let st = status(s, now);
             let trigger = match s.trigger {
                 Trigger::Interval { every_ms } => format!("every {}", format_duration(every_ms)),
-                Trigger::Delay { after_ms } => format!("at {}", super::super::text::clock_time(after_ms)),
+                Trigger::Delay { after_ms } => format!(
+                    "at {}",
+                    chrono::DateTime::from_timestamp_millis(after_ms).map_or_else(
+                        || after_ms.to_string(),
+                        |t| t.format("%H:%M:%S").to_string()
+                    )
+                ),
             };
             let firing = firings.get(&s.schedule_id);
             let firing_state = firing.map_or("-", |w| w.state.as_str());
@@ -63,7 +69,10 @@ pub fn table(page: &Page<Schedule>, firings: &HashMap<String, WorkItem>, now: Mi
                     }),
                     Cell::timed(relative(now, Some(s.next_due)), s.next_due),
                     Cell::timed(relative(now, s.last_due), s.last_due.unwrap_or(0)),
-                    Cell::text(firing_state).role_if(firing.is_some(), firing.map_or(Role::Base, |w| super::work::state_role(w.state))),
+                    Cell::text(firing_state).role_if(
+                        firing.is_some(),
+                        firing.map_or(Role::Base, |w| super::work::state_role(w.state)),
+                    ),
                     Cell::raw(owner, 40),
                     Cell::text(s.catch_up.label()),
                     Cell::raw(&s.handler, 60),
@@ -74,11 +83,26 @@ pub fn table(page: &Page<Schedule>, firings: &HashMap<String, WorkItem>, now: Mi
                     ("catch-up".into(), s.catch_up.label()),
                     ("handler".into(), clean(&s.handler, 200)),
                     ("payload".into(), clean(&s.payload, 1_000)),
-                    ("next due".into(), format!("{} ({st})", format_instant(s.next_due))),
-                    ("last fired".into(), s.last_due.map_or_else(|| "never".into(), format_instant)),
+                    (
+                        "next due".into(),
+                        format!("{} ({st})", format_instant(s.next_due)),
+                    ),
+                    (
+                        "last fired".into(),
+                        s.last_due.map_or_else(|| "never".into(), format_instant),
+                    ),
                     (
                         "last firing".into(),
-                        s.last_due.map_or_else(|| "-".into(), |d| format!("{} {firing_state} owner {}", firing_id(&s.schedule_id, d), clean(owner, 80))),
+                        s.last_due.map_or_else(
+                            || "-".into(),
+                            |d| {
+                                format!(
+                                    "{} {firing_state} owner {}",
+                                    firing_id(&s.schedule_id, d),
+                                    clean(owner, 80)
+                                )
+                            },
+                        ),
                     ),
                     ("compat".into(), clean(&s.compat, 100)),
                 ],
@@ -88,6 +112,10 @@ pub fn table(page: &Page<Schedule>, firings: &HashMap<String, WorkItem>, now: Mi
             }
         })
         .collect();
-    let late = page.rows.iter().filter(|s| status(s, now) == "late").count();
+    let late = page
+        .rows
+        .iter()
+        .filter(|s| status(s, now) == "late")
+        .count();
     TableData::new(COLUMNS, rows, format!("{late} late on this page"))
 }

@@ -37,7 +37,11 @@ fn constraints(columns: &[Column], keep: &[usize]) -> Vec<Constraint> {
         .enumerate()
         .map(|(n, i)| {
             let w = columns.get(*i).map_or(1, |c| c.width);
-            if n + 1 == keep.len() { Constraint::Fill(1) } else { Constraint::Length(w) }
+            if n + 1 == keep.len() {
+                Constraint::Fill(1)
+            } else {
+                Constraint::Length(w)
+            }
         })
         .collect()
 }
@@ -47,8 +51,13 @@ fn constraints(columns: &[Column], keep: &[usize]) -> Vec<Constraint> {
 pub fn column_at(body: Rect, columns: &[Column], x: u16) -> Option<usize> {
     let inner = Block::default().borders(Borders::ALL).inner(body);
     let keep = fit(columns, inner.width);
-    let areas = Layout::horizontal(constraints(columns, &keep)).spacing(1).split(inner);
-    areas.iter().position(|a| x >= a.x && x < a.right()).and_then(|n| keep.get(n).copied())
+    let areas = Layout::horizontal(constraints(columns, &keep))
+        .spacing(1)
+        .split(inner);
+    areas
+        .iter()
+        .position(|a| x >= a.x && x < a.right())
+        .and_then(|n| keep.get(n).copied())
 }
 
 /// The title of a table view: its name, quick filter, filter and sort.
@@ -69,7 +78,11 @@ fn title(app: &App) -> String {
         }
     }
     if !ui.filter.is_empty() {
-        title.push_str(&format!("· /{} ({} of page) ", clean(&ui.filter, 30), app.visible().len()));
+        title.push_str(&format!(
+            "· /{} ({} of page) ",
+            clean(&ui.filter, 30),
+            app.visible().len()
+        ));
     }
     title
 }
@@ -115,14 +128,27 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
             Some((c, true)) if c == *i => " ▼",
             _ => "",
         };
-        Span::styled(format!("{}{arrow}", name.to_uppercase()), t.style(Role::Header))
+        Span::styled(
+            format!("{}{arrow}", name.to_uppercase()),
+            t.style(Role::Header),
+        )
     }));
     if app.visible().is_empty() {
-        let msg = if data.rows.is_empty() { "no rows on this page" } else { "no rows on this page match the filter (Esc clears it)" };
-        let table = Table::new(Vec::<TableRow<'_>>::new(), constraints(data.columns, &keep)).header(header).column_spacing(1);
+        let msg = if data.rows.is_empty() {
+            "no rows on this page"
+        } else {
+            "no rows on this page match the filter (Esc clears it)"
+        };
+        let table = Table::new(Vec::<TableRow<'_>>::new(), constraints(data.columns, &keep))
+            .header(header)
+            .column_spacing(1);
         frame.render_widget(table, inner);
         if inner.height > 1 {
-            let msg_area = Rect { y: inner.y + 1, height: 1, ..inner };
+            let msg_area = Rect {
+                y: inner.y + 1,
+                height: 1,
+                ..inner
+            };
             frame.render_widget(Paragraph::new(msg).style(t.style(Role::Muted)), msg_area);
         }
         return;
@@ -137,7 +163,11 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
             let cells = keep.iter().map(|c| match row.cells.get(*c) {
                 // Selected and flashing rows take the row style whole, for contrast.
                 Some(cell) if plain => Span::raw(cell.text.clone()),
-                Some(cell) => Span::styled(cell.text.clone(), cell.role.map_or_else(|| t.style(Role::Base), |r| t.style(r))),
+                Some(cell) => Span::styled(
+                    cell.text.clone(),
+                    cell.role
+                        .map_or_else(|| t.style(Role::Base), |r| t.style(r)),
+                ),
                 None => Span::raw(""),
             });
             let mut r = TableRow::new(cells);
@@ -149,7 +179,9 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
             r
         })
         .collect();
-    let table = Table::new(rows, constraints(data.columns, &keep)).header(header).column_spacing(1);
+    let table = Table::new(rows, constraints(data.columns, &keep))
+        .header(header)
+        .column_spacing(1);
     let mut state = TableState::default().with_selected(Some(ui.selected));
     frame.render_stateful_widget(table, inner, &mut state);
 }

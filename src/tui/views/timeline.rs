@@ -46,14 +46,29 @@ pub fn table(
 ) -> TableData {
     // A list that filled its limit may continue past its last row: only show revisions
     // both lists are complete for, and continue from there.
-    let cut = [(grants.len() >= limit).then(|| grants.last().map(|g| g.revision)).flatten(), (writes.len() >= limit).then(|| writes.last().map(|w| w.revision)).flatten()]
-        .into_iter()
-        .flatten()
-        .min();
-    let mut entries: Vec<Entry<'_>> = grants.iter().enumerate().map(|(i, g)| Entry::Grant(g, i)).chain(writes.iter().map(Entry::Write)).collect();
+    let cut = [
+        (grants.len() >= limit)
+            .then(|| grants.last().map(|g| g.revision))
+            .flatten(),
+        (writes.len() >= limit)
+            .then(|| writes.last().map(|w| w.revision))
+            .flatten(),
+    ]
+    .into_iter()
+    .flatten()
+    .min();
+    let mut entries: Vec<Entry<'_>> = grants
+        .iter()
+        .enumerate()
+        .map(|(i, g)| Entry::Grant(g, i))
+        .chain(writes.iter().map(Entry::Write))
+        .collect();
     entries.retain(|e| cut.is_none_or(|c| e.revision() <= c));
     entries.sort_by_key(|e| (e.revision(), matches!(e, Entry::Write(..))));
-    let holder_now = lease.filter(|l| l.is_live(now)).map(|l| l.generation).or_else(|| item.and_then(|w| w.current_owner().map(|_| w.generation)));
+    let holder_now = lease
+        .filter(|l| l.is_live(now))
+        .map(|l| l.generation)
+        .or_else(|| item.and_then(|w| w.current_owner().map(|_| w.generation)));
     let rows: Vec<Row> = entries
         .iter()
         .map(|e| match e {
@@ -61,7 +76,9 @@ pub fn table(
                 let until = grants.get(i + 1).map(|n| n.at);
                 let held = match until {
                     Some(end) => format!("{} → {}", format_duration(end - g.at), clock_time(end)),
-                    None if holder_now == Some(g.generation) => format!("{} → now", format_duration(now - g.at)),
+                    None if holder_now == Some(g.generation) => {
+                        format!("{} → now", format_duration(now - g.at))
+                    }
                     None => "ended".into(),
                 };
                 let reclaim = g.generation > 1 && g.how == "claim";
@@ -70,25 +87,54 @@ pub fn table(
                     cells: vec![
                         Cell::num(i64::try_from(g.revision).unwrap_or(i64::MAX)),
                         Cell::timed(clock_time(g.at), g.at),
-                        Cell::num(i64::try_from(g.generation).unwrap_or(i64::MAX)).role(Role::Accent),
+                        Cell::num(i64::try_from(g.generation).unwrap_or(i64::MAX))
+                            .role(Role::Accent),
                         Cell::raw(&g.owner_id, 40),
                         Cell::text(format!("grant: {}", clean(&g.how, 12))).role(Role::LeaseLive),
-                        Cell::text(if g.generation == 1 { "first holder" } else { "new generation" }).role_if(reclaim, Role::Warning),
+                        Cell::text(if g.generation == 1 {
+                            "first holder"
+                        } else {
+                            "new generation"
+                        })
+                        .role_if(reclaim, Role::Warning),
                         Cell::text(held),
                     ],
                     detail: vec![
                         ("revision".into(), g.revision.to_string()),
                         ("at".into(), format_instant(g.at)),
-                        ("grant".into(), format!("generation {} to {} by {}", g.generation, clean(&g.owner_id, 100), clean(&g.how, 40))),
-                        ("holder compat / item compat".into(), format!("{} / {}", g.owner_compat.as_deref().unwrap_or("-"), g.item_compat.as_deref().unwrap_or("-"))),
-                        ("held until".into(), until.map_or_else(|| "the next grant (none yet)".into(), format_instant)),
+                        (
+                            "grant".into(),
+                            format!(
+                                "generation {} to {} by {}",
+                                g.generation,
+                                clean(&g.owner_id, 100),
+                                clean(&g.how, 40)
+                            ),
+                        ),
+                        (
+                            "holder compat / item compat".into(),
+                            format!(
+                                "{} / {}",
+                                g.owner_compat.as_deref().unwrap_or("-"),
+                                g.item_compat.as_deref().unwrap_or("-")
+                            ),
+                        ),
+                        (
+                            "held until".into(),
+                            until
+                                .map_or_else(|| "the next grant (none yet)".into(), format_instant),
+                        ),
                     ],
                     version: version(g),
                     ..Row::default()
                 }
             }
             Entry::Write(w) => {
-                let outcome = if w.accepted { "accepted".to_owned() } else { format!("FENCED {}", w.refusal.as_deref().unwrap_or("refused")) };
+                let outcome = if w.accepted {
+                    "accepted".to_owned()
+                } else {
+                    format!("FENCED {}", w.refusal.as_deref().unwrap_or("refused"))
+                };
                 Row {
                     key: format!("{:020}w{}", w.revision, w.generation),
                     cells: vec![
@@ -97,13 +143,25 @@ pub fn table(
                         Cell::num(i64::try_from(w.generation).unwrap_or(i64::MAX)),
                         Cell::raw(&w.owner_id, 40),
                         Cell::text(format!("write: {}", clean(&w.verb, 12))),
-                        Cell::text(outcome.clone()).role(if w.accepted { Role::Ok } else { Role::Fenced }),
+                        Cell::text(outcome.clone()).role(if w.accepted {
+                            Role::Ok
+                        } else {
+                            Role::Fenced
+                        }),
                         Cell::text(""),
                     ],
                     detail: vec![
                         ("revision".into(), w.revision.to_string()),
                         ("at".into(), format_instant(w.at)),
-                        ("write".into(), format!("{} by {} presenting generation {}", clean(&w.verb, 40), clean(&w.owner_id, 100), w.generation)),
+                        (
+                            "write".into(),
+                            format!(
+                                "{} by {} presenting generation {}",
+                                clean(&w.verb, 40),
+                                clean(&w.owner_id, 100),
+                                w.generation
+                            ),
+                        ),
                         ("outcome".into(), outcome),
                         ("detail".into(), clean(&w.detail, 2_000)),
                     ],
@@ -113,13 +171,22 @@ pub fn table(
             }
         })
         .collect();
-    let fenced = entries.iter().filter(|e| matches!(e, Entry::Write(w) if !w.accepted)).count();
-    let n_grants = entries.iter().filter(|e| matches!(e, Entry::Grant(..))).count();
+    let fenced = entries
+        .iter()
+        .filter(|e| matches!(e, Entry::Write(w) if !w.accepted))
+        .count();
+    let n_grants = entries
+        .iter()
+        .filter(|e| matches!(e, Entry::Grant(..)))
+        .count();
     let mut data = TableData::new(
         COLUMNS,
         rows,
         match resource {
-            Some(_) => format!("{n_grants} grants, {} writes, {fenced} fenced", entries.len() - n_grants),
+            Some(_) => format!(
+                "{n_grants} grants, {} writes, {fenced} fenced",
+                entries.len() - n_grants
+            ),
             None => String::new(),
         },
     );

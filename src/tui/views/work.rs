@@ -9,15 +9,15 @@ use crate::clock::{Millis, format_instant};
 use crate::model::{Page, WorkItem, WorkState};
 
 pub const COLUMNS: &[Column] = &[
-    col("id", 22, 0),
-    col("kind", 8, 2),
+    col("id", 20, 0),
+    col("kind", 8, 3),
     col("state", 9, 0),
     col("owner", 12, 1),
     col("gen", 4, 1),
     col("att", 4, 1),
-    col("unc", 3, 3),
+    col("unc", 3, 2),
     col("next", 10, 2),
-    col("compat", 9, 0),
+    col("compat", 8, 0),
     col("last failure", 24, 4),
 ];
 
@@ -54,22 +54,33 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, now: Millis) -> TableData {
             let incompatible = !ok && !w.state.is_terminal();
             let next = match w.state {
                 WorkState::Pending | WorkState::Retry => relative(now, Some(w.next_eligible_at)),
-                WorkState::Claimed => w.lease_expires_at.map_or_else(|| "-".into(), |e| format!("lease {}", relative(now, Some(e)))),
+                WorkState::Claimed => w
+                    .lease_expires_at
+                    .map_or_else(|| "-".into(), |e| super::super::text::expiry(now, e)),
                 _ => "-".into(),
             };
-            let failure = w.last_failure.as_ref().map_or_else(String::new, |f| format!("{}: {}", f.code, f.message));
+            let failure = w
+                .last_failure
+                .as_ref()
+                .map_or_else(String::new, |f| format!("{}: {}", f.code, f.message));
             Row {
                 key: w.id.clone(),
                 cells: vec![
                     Cell::raw(&w.id, 80),
                     Cell::text(w.kind.as_str()),
-                    Cell::text(w.state.as_str()).role(if incompatible { Role::Incompatible } else { state_role(w.state) }),
+                    Cell::text(w.state.as_str()).role(if incompatible {
+                        Role::Incompatible
+                    } else {
+                        state_role(w.state)
+                    }),
                     Cell::raw(w.owner_id.as_deref().unwrap_or("-"), 40),
                     Cell::num(i64::try_from(w.generation).unwrap_or(i64::MAX)),
                     Cell::num(w.attempt_number),
-                    Cell::num(w.uncertain_attempts).role_if(w.uncertain_attempts > 0, Role::Warning),
+                    Cell::num(w.uncertain_attempts)
+                        .role_if(w.uncertain_attempts > 0, Role::Warning),
                     Cell::timed(next, w.next_eligible_at),
-                    Cell::text(format!("{} {}", compat_text, short(&w.compat, 5))).role_if(incompatible, Role::Incompatible),
+                    Cell::text(format!("{} {}", compat_text, short(&w.compat, 4)))
+                        .role_if(incompatible, Role::Incompatible),
                     Cell::raw(&failure, 200).role(Role::WorkFailed),
                 ],
                 detail: detail(w, compat_text, now),
@@ -86,22 +97,71 @@ fn detail(w: &WorkItem, compat_text: &str, now: Millis) -> Vec<(String, String)>
     let opt = |v: Option<Millis>| v.map_or_else(|| "-".into(), format_instant);
     vec![
         ("id".into(), clean(&w.id, 500)),
-        ("kind / state".into(), format!("{} / {}", w.kind.as_str(), w.state.as_str())),
+        (
+            "kind / state".into(),
+            format!("{} / {}", w.kind.as_str(), w.state.as_str()),
+        ),
         ("handler".into(), clean(&w.handler, 200)),
-        ("owner / generation".into(), format!("{} / {}", clean(w.owner_id.as_deref().unwrap_or("-"), 100), w.generation)),
-        ("claimed / lease expires".into(), format!("{} / {}", opt(w.claimed_at), opt(w.lease_expires_at))),
-        ("attempts".into(), format!("{} of {} ({} uncertain: may have run)", w.attempt_number, w.max_attempts, w.uncertain_attempts)),
-        ("next eligible".into(), format!("{} ({})", format_instant(w.next_eligible_at), relative(now, Some(w.next_eligible_at)))),
+        (
+            "owner / generation".into(),
+            format!(
+                "{} / {}",
+                clean(w.owner_id.as_deref().unwrap_or("-"), 100),
+                w.generation
+            ),
+        ),
+        (
+            "claimed / lease expires".into(),
+            format!("{} / {}", opt(w.claimed_at), opt(w.lease_expires_at)),
+        ),
+        (
+            "attempts".into(),
+            format!(
+                "{} of {} ({} uncertain: may have run)",
+                w.attempt_number, w.max_attempts, w.uncertain_attempts
+            ),
+        ),
+        (
+            "next eligible".into(),
+            format!(
+                "{} ({})",
+                format_instant(w.next_eligible_at),
+                relative(now, Some(w.next_eligible_at))
+            ),
+        ),
         ("last attempt".into(), opt(w.last_attempt_at)),
         (
             "last failure".into(),
-            w.last_failure.as_ref().map_or_else(|| "-".into(), |f| format!("{:?} {}: {}", f.class, clean(&f.code, 80), clean(&f.message, 1_000))),
+            w.last_failure.as_ref().map_or_else(
+                || "-".into(),
+                |f| {
+                    format!(
+                        "{:?} {}: {}",
+                        f.class,
+                        clean(&f.code, 80),
+                        clean(&f.message, 1_000)
+                    )
+                },
+            ),
         ),
         ("logical effect id".into(), clean(&w.logical_effect_id, 300)),
         ("idempotency key".into(), clean(&w.idempotency_key, 300)),
-        ("compat".into(), format!("{} ({compat_text})", clean(&w.compat, 100))),
+        (
+            "compat".into(),
+            format!("{} ({compat_text})", clean(&w.compat, 100)),
+        ),
         ("payload".into(), clean(&w.payload, 2_000)),
-        ("result".into(), clean(w.result.as_deref().unwrap_or("-"), 2_000)),
-        ("created / updated".into(), format!("{} / {}", format_instant(w.created_at), format_instant(w.updated_at))),
+        (
+            "result".into(),
+            clean(w.result.as_deref().unwrap_or("-"), 2_000),
+        ),
+        (
+            "created / updated".into(),
+            format!(
+                "{} / {}",
+                format_instant(w.created_at),
+                format_instant(w.updated_at)
+            ),
+        ),
     ]
 }

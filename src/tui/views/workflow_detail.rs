@@ -33,14 +33,24 @@ pub struct Node {
 pub fn nodes(history: &[HistoryRecord]) -> Vec<Node> {
     let mut out: Vec<Node> = Vec::new();
     for r in history {
-        let leaf = Node { id: format!("h{}", r.position), record: Some(r.clone()), activation: None, children: Vec::new() };
+        let leaf = Node {
+            id: format!("h{}", r.position),
+            record: Some(r.clone()),
+            activation: None,
+            children: Vec::new(),
+        };
         match &r.activation_id {
             Some(a) => {
                 let id = format!("a:{a}");
                 if let Some(node) = out.iter_mut().find(|n| n.id == id) {
                     node.children.push(leaf);
                 } else {
-                    out.push(Node { id, record: None, activation: Some((a.clone(), r.step_id.clone())), children: vec![leaf] });
+                    out.push(Node {
+                        id,
+                        record: None,
+                        activation: Some((a.clone(), r.step_id.clone())),
+                        children: vec![leaf],
+                    });
                 }
             }
             None => out.push(leaf),
@@ -76,10 +86,17 @@ fn kind_role(kind: &str) -> Role {
 }
 
 fn record_line<'a>(t: &Theme, r: &HistoryRecord, width: usize) -> Line<'a> {
-    let detail = if r.detail == "null" || r.detail == "{}" { String::new() } else { r.detail.clone() };
+    let detail = if r.detail == "null" || r.detail == "{}" {
+        String::new()
+    } else {
+        r.detail.clone()
+    };
     Line::from(vec![
         Span::styled(format!("{} ", clock_time(r.at)), t.style(Role::Muted)),
-        Span::styled(format!("{:<15}", clean(&r.kind, 20)), t.style(kind_role(&r.kind))),
+        Span::styled(
+            format!("{:<15}", clean(&r.kind, 20)),
+            t.style(kind_role(&r.kind)),
+        ),
         Span::styled(format!(" r{} ", r.instance_revision), t.style(Role::Muted)),
         Span::raw(clean(&detail, width.max(8))),
     ])
@@ -90,17 +107,35 @@ fn items<'a>(t: &Theme, nodes: &[Node], width: usize) -> Vec<TreeItem<'a, String
         .iter()
         .filter_map(|n| {
             if let Some((activation, step)) = &n.activation {
-                let failed = n.children.iter().any(|c| c.record.as_ref().is_some_and(|r| r.kind == "step-failed"));
+                let failed = n
+                    .children
+                    .iter()
+                    .any(|c| c.record.as_ref().is_some_and(|r| r.kind == "step-failed"));
                 let label = Line::from(vec![
                     Span::styled(clean(activation, 40), t.style(Role::Accent)),
-                    Span::styled(format!("  {}  ", clean(step.as_deref().unwrap_or("-"), 30)), t.style(Role::Base)),
-                    Span::styled(format!("{} transitions", n.children.len()), t.style(if failed { Role::WorkRetry } else { Role::Muted })),
+                    Span::styled(
+                        format!("  {}  ", clean(step.as_deref().unwrap_or("-"), 30)),
+                        t.style(Role::Base),
+                    ),
+                    Span::styled(
+                        format!("{} transitions", n.children.len()),
+                        t.style(if failed { Role::WorkRetry } else { Role::Muted }),
+                    ),
                 ]);
-                let children: Vec<TreeItem<'a, String>> =
-                    n.children.iter().filter_map(|c| c.record.as_ref().map(|r| TreeItem::new_leaf(c.id.clone(), record_line(t, r, width)))).collect();
+                let children: Vec<TreeItem<'a, String>> = n
+                    .children
+                    .iter()
+                    .filter_map(|c| {
+                        c.record
+                            .as_ref()
+                            .map(|r| TreeItem::new_leaf(c.id.clone(), record_line(t, r, width)))
+                    })
+                    .collect();
                 TreeItem::new(n.id.clone(), label, children).ok()
             } else {
-                n.record.as_ref().map(|r| TreeItem::new_leaf(n.id.clone(), record_line(t, r, width)))
+                n.record
+                    .as_ref()
+                    .map(|r| TreeItem::new_leaf(n.id.clone(), record_line(t, r, width)))
             }
         })
         .collect()
@@ -115,23 +150,61 @@ fn fields(app: &App, row: &InstanceRow) -> Vec<(String, String)> {
     let mut f = vec![
         ("status".to_owned(), row.status.clone()),
         ("revision".into(), row.instance_revision.to_string()),
-        ("step".into(), state.as_ref().and_then(|s| s.current_step_id.clone()).map_or_else(|| "-".into(), |s| clean(&s, 60))),
-        ("activation".into(), state.as_ref().and_then(|s| s.activation_id.clone()).map_or_else(|| "-".into(), |s| clean(&s, 60))),
-        ("attempt".into(), state.as_ref().map_or_else(|| "-".into(), |s| s.attempt.to_string())),
-        ("waiting".into(), state.as_ref().and_then(super::workflows::wf_waiting).map_or_else(|| "-".into(), |s| clean(&s, 60))),
+        (
+            "step".into(),
+            state
+                .as_ref()
+                .and_then(|s| s.current_step_id.clone())
+                .map_or_else(|| "-".into(), |s| clean(&s, 60)),
+        ),
+        (
+            "activation".into(),
+            state
+                .as_ref()
+                .and_then(|s| s.activation_id.clone())
+                .map_or_else(|| "-".into(), |s| clean(&s, 60)),
+        ),
+        (
+            "attempt".into(),
+            state
+                .as_ref()
+                .map_or_else(|| "-".into(), |s| s.attempt.to_string()),
+        ),
+        (
+            "waiting".into(),
+            state
+                .as_ref()
+                .and_then(super::workflows::wf_waiting)
+                .map_or_else(|| "-".into(), |s| clean(&s, 60)),
+        ),
         ("next eligible".into(), relative(now, row.next_eligible_at)),
         ("definition".into(), clean(&row.workflow_id, 60)),
         ("created".into(), format_instant(row.created_at)),
         ("updated".into(), format_instant(row.updated_at)),
-        ("compatible".into(), format!("{compat_text} ({})", clean(&row.compat, 16))),
+        (
+            "compatible".into(),
+            format!("{compat_text} ({})", clean(&row.compat, 16)),
+        ),
         ("principal".into(), clean(&row.principal, 60)),
     ];
     if !ok && !terminal {
-        f.push(("incompatible".into(), "no live authority has this instance's build key; it waits, untouched".into()));
+        f.push((
+            "incompatible".into(),
+            "no live authority has this instance's build key; it waits, untouched".into(),
+        ));
     }
     if let Some(s) = &state {
         if let Some(failure) = &s.failure {
-            f.push(("failure".into(), clean(&format!("{}: {} (retryable: {})", failure.code, failure.message, failure.retryable), 300)));
+            f.push((
+                "failure".into(),
+                clean(
+                    &format!(
+                        "{}: {} (retryable: {})",
+                        failure.code, failure.message, failure.retryable
+                    ),
+                    300,
+                ),
+            ));
         }
         if let Some(output) = &s.output {
             f.push(("output".into(), clean(&output.to_string(), 300)));
@@ -139,7 +212,10 @@ fn fields(app: &App, row: &InstanceRow) -> Vec<(String, String)> {
         let bindings = serde_json::Value::Object(s.bindings.clone()).to_string();
         f.push(("bindings".into(), clean(&bindings, 600)));
     } else {
-        f.push(("state".into(), "the stored state could not be decoded".into()));
+        f.push((
+            "state".into(),
+            "the stored state could not be decoded".into(),
+        ));
     }
     f
 }
@@ -150,24 +226,50 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.style(Role::Border))
-        .title(Span::styled(format!(" workflow {} ", clean(id, 60)), t.style(Role::Title)));
+        .title(Span::styled(
+            format!(" workflow {} ", clean(id, 60)),
+            t.style(Role::Title),
+        ));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let data = app.snapshot().filter(|_| app.snapshot_fits_view()).map(|s| &s.data);
+    let data = app
+        .snapshot()
+        .filter(|_| app.snapshot_fits_view())
+        .map(|s| &s.data);
     let Some(ViewData::Detail { instance, history }) = data else {
-        frame.render_widget(Paragraph::new("loading…").style(t.style(Role::Muted)), inner);
+        frame.render_widget(
+            Paragraph::new("loading…").style(t.style(Role::Muted)),
+            inner,
+        );
         return;
     };
     let Some(row) = instance else {
-        frame.render_widget(Paragraph::new(format!("no workflow instance named {}", clean(id, 80))).style(t.style(Role::Warning)), inner);
+        frame.render_widget(
+            Paragraph::new(format!("no workflow instance named {}", clean(id, 80)))
+                .style(t.style(Role::Warning)),
+            inner,
+        );
         return;
     };
     let fields = fields(app, row);
     let two_cols = inner.width >= 60;
-    let (fixed, rest): (Vec<_>, Vec<_>) = fields.iter().partition(|(k, _)| !matches!(k.as_str(), "bindings" | "failure" | "output" | "incompatible"));
-    let fixed_lines = if two_cols { fixed.len().div_ceil(2) } else { fixed.len() };
-    let top_height = u16::try_from(fixed_lines + rest.len()).unwrap_or(u16::MAX).min(inner.height / 2).max(1);
-    let [top, tree_area] = Layout::vertical([Constraint::Length(top_height), Constraint::Fill(1)]).areas(inner);
+    let (fixed, rest): (Vec<_>, Vec<_>) = fields.iter().partition(|(k, _)| {
+        !matches!(
+            k.as_str(),
+            "bindings" | "failure" | "output" | "incompatible"
+        )
+    });
+    let fixed_lines = if two_cols {
+        fixed.len().div_ceil(2)
+    } else {
+        fixed.len()
+    };
+    let top_height = u16::try_from(fixed_lines + rest.len())
+        .unwrap_or(u16::MAX)
+        .min(inner.height / 2)
+        .max(1);
+    let [top, tree_area] =
+        Layout::vertical([Constraint::Length(top_height), Constraint::Fill(1)]).areas(inner);
     let field_line = |(k, v): &(String, String)| -> Line<'_> {
         let role = match (k.as_str(), v.as_str()) {
             ("status", s) => super::workflows::status_role(s),
@@ -176,14 +278,20 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
             ("failure", _) => Role::WorkFailed,
             _ => Role::Base,
         };
-        Line::from(vec![Span::styled(format!("{k:>13} "), t.style(Role::Muted)), Span::styled(v.clone(), t.style(role))])
+        Line::from(vec![
+            Span::styled(format!("{k:>13} "), t.style(Role::Muted)),
+            Span::styled(v.clone(), t.style(role)),
+        ])
     };
     let mut lines: Vec<Line<'_>> = Vec::new();
     if two_cols {
         let half = fixed.len().div_ceil(2);
         let col_w = usize::from(inner.width / 2);
         for i in 0..half {
-            let mut spans = fixed.get(i).map(|f| field_line(f).spans).unwrap_or_default();
+            let mut spans = fixed
+                .get(i)
+                .map(|f| field_line(f).spans)
+                .unwrap_or_default();
             let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
             spans.push(Span::raw(" ".repeat(col_w.saturating_sub(used))));
             if let Some(f) = fixed.get(i + half) {
@@ -201,7 +309,10 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let tree_block = Block::default()
         .borders(Borders::TOP)
         .border_style(t.style(Role::Border))
-        .title(Span::styled(format!(" history: {} transitions (Enter/←/→ fold) ", history.len()), t.style(Role::Header)));
+        .title(Span::styled(
+            format!(" history: {} transitions (Enter/←/→ fold) ", history.len()),
+            t.style(Role::Header),
+        ));
     let items = items(t, &nodes, usize::from(inner.width.saturating_sub(40)));
     let mut state = TreeState::default();
     let closed = &app.tree().closed;
@@ -213,9 +324,15 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     state.select(app.tree().selected.clone());
     match Tree::new(&items) {
         Ok(tree) => {
-            let tree = tree.block(tree_block).highlight_style(t.style(Role::Selection)).style(t.style(Role::Base));
+            let tree = tree
+                .block(tree_block)
+                .highlight_style(t.style(Role::Selection))
+                .style(t.style(Role::Base));
             frame.render_stateful_widget(tree, tree_area, &mut state);
         }
-        Err(e) => frame.render_widget(Paragraph::new(format!("history cannot be drawn: {e}")).style(t.style(Role::Error)), tree_area),
+        Err(e) => frame.render_widget(
+            Paragraph::new(format!("history cannot be drawn: {e}")).style(t.style(Role::Error)),
+            tree_area,
+        ),
     }
 }

@@ -47,19 +47,32 @@ pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, now: Millis) -> TableDat
             let state = wf::state(i);
             let (compat_text, ok) = super::work::compatible(snap, &i.compat);
             let incompatible = !ok && !terminal(&i.status);
-            let step = state.as_ref().and_then(|s| s.current_step_id.clone()).unwrap_or_else(|| "-".into());
+            let step = state
+                .as_ref()
+                .and_then(|s| s.current_step_id.clone())
+                .unwrap_or_else(|| "-".into());
             let attempt = state.as_ref().map_or(0, |s| s.attempt);
-            let waiting = state.as_ref().and_then(wf_waiting).unwrap_or_else(|| "-".into());
+            let waiting = state
+                .as_ref()
+                .and_then(wf_waiting)
+                .unwrap_or_else(|| "-".into());
             Row {
                 key: i.instance_id.clone(),
                 cells: vec![
                     Cell::raw(&i.instance_id, 80),
                     Cell::raw(&i.workflow_id, 60),
-                    Cell::text(i.status.as_str()).role(if incompatible { Role::Incompatible } else { status_role(&i.status) }),
+                    Cell::text(i.status.as_str()).role(if incompatible {
+                        Role::Incompatible
+                    } else {
+                        status_role(&i.status)
+                    }),
                     Cell::raw(&step, 60),
                     Cell::num(attempt),
                     Cell::raw(&waiting, 60),
-                    Cell::timed(relative(now, i.next_eligible_at), i.next_eligible_at.unwrap_or(i64::MAX)),
+                    Cell::timed(
+                        relative(now, i.next_eligible_at),
+                        i.next_eligible_at.unwrap_or(i64::MAX),
+                    ),
                     Cell::num(i64::try_from(i.instance_revision).unwrap_or(i64::MAX)),
                     Cell::text(compat_text).role_if(incompatible, Role::Incompatible),
                 ],
@@ -68,7 +81,11 @@ pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, now: Millis) -> TableDat
                     ("definition".into(), clean(&i.workflow_id, 200)),
                     ("status".into(), i.status.clone()),
                     ("step".into(), clean(&step, 200)),
-                    ("next eligible".into(), i.next_eligible_at.map_or_else(|| "-".into(), format_instant)),
+                    (
+                        "next eligible".into(),
+                        i.next_eligible_at
+                            .map_or_else(|| "-".into(), format_instant),
+                    ),
                 ],
                 resource: Some(wf::resource(&i.instance_id)),
                 instance: Some(i.instance_id.clone()),
@@ -77,7 +94,13 @@ pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, now: Millis) -> TableDat
             }
         })
         .collect();
-    let counts: Vec<String> = snap.overview.workflows.iter().filter(|(_, n)| *n > 0).map(|(s, n)| format!("{n} {s}")).collect();
+    let counts: Vec<String> = snap
+        .overview
+        .workflows
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(s, n)| format!("{n} {s}"))
+        .collect();
     TableData::new(COLUMNS, rows, counts.join(" "))
 }
 

@@ -1,0 +1,489 @@
+//! The authority runtime: unsafe knobs are refused at construction; the core's step
+//! functions fence, count and reclaim correctly on a manual clock; the tokio driver drains
+//! a seeded memory store and shuts down cleanly, releasing what it still owns.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use leasehold::Store;
+use leasehold::authority::workload::{self, EFFECT_HANDLERS};
+use leasehold::authority::{
+    AttemptContext, AuthorityConfig, AuthorityCore, Finished, HandlerOutcome, LogFormat, Pace,
+    RunOptions, Workload, run_authority, run_authority_with,
+};
+use leasehold::build_key::compatibility_key;
+use leasehold::clock::{Clock, ManualClock};
+use leasehold::ids::SeededIds;
+use leasehold::model::event::NewEvent;
+use leasehold::model::work::{NewWork, WorkFilter};
+use leasehold::model::{PageRequest, WorkState};
+use leasehold::store::memory::MemoryBackend;
+use leasehold::workflow::{Catalog, SHIPPED_DEFINITIONS};
+use serde_json::json;
+
+const T0: i64 = 1_767_225_600_000;
+
+fn store(clock: &ManualClock) -> Store {
+    Store::new(
+        Arc::new(MemoryBackend::new()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(11)),
+    )
+}
+
+fn compat() -> String {
+    compatibility_key("v1").digest()
+}
+
+fn config(id: &str) -> AuthorityConfig {
+    AuthorityConfig {
+        poll_interval_ms: 10,
+        renew_interval_ms: 50,
+        heartbeat_interval_ms: 100,
+        lease_duration_ms: 30_000,
+        ..AuthorityConfig::new(id, "v1")
+    }
+}
+
+fn work_in(store: &Store, state: WorkState) -> Vec<leasehold::model::WorkItem> {
+    let filter = WorkFilter {
+        states: vec![state],
+        ..WorkFilter::default()
+    };
+    store
+        .list_work(&filter, &PageRequest::first(10_000))
+        .expect("lists")
+        .rows
+}
+
+/// Waits for `cond` with a generous deadline (never a fixed sleep standing in for time).
+async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[test]
+fn unsafe_knobs_are_refused_at_construction() {
+    let clock = ManualClock::new(T0);
+    let cases = [
+        AuthorityConfig::new("a", "v1").with_timing(10_000, 10_000),
+        AuthorityConfig::new("a", "v1").with_timing(10_000, 20_000),
+        AuthorityConfig {
+            renew_interval_ms: 0,
+            ..AuthorityConfig::new("a", "v1")
+        },
+        AuthorityConfig {
+            poll_interval_ms: 0,
+            ..AuthorityConfig::new("a", "v1")
+        },
+        AuthorityConfig {
+            worker_concurrency: 0,
+            ..AuthorityConfig::new("a", "v1")
+        },
+        AuthorityConfig {
+            claim_batch_size: 0,
+            ..AuthorityConfig::new("a", "v1")
+        },
+        AuthorityConfig {
+            lease_duration_ms: 0,
+            ..AuthorityConfig::new("a", "v1")
+        },
+        AuthorityConfig::new("", "v1"),
+    ];
+    for config in cases {
+        let err = AuthorityCore::new(
+            store(&clock),
+            config.clone(),
+            workload::default_workload(1),
+            Pace::Virtual,
+        )
+        .expect_err("refused");
+        assert_eq!(err.code(), "INVALID", "{config:?}");
+    }
+    let err = AuthorityConfig::new("a", "v1")
+        .with_timing(1_000, 1_000)
+        .validate()
+        .expect_err("refused");
+    assert!(
+        err.to_string()
+            .contains("renewIntervalMs (1000) must be less than leaseDurationMs (1000)"),
+        "{err}"
+    );
+    assert!(AuthorityConfig::new("a", "v1").validate().is_ok());
+    assert_eq!("json".parse::<LogFormat>().ok(), Some(LogFormat::Json));
+    assert!("yaml".parse::<LogFormat>().is_err());
+}
+
+#[tokio::test]
+async fn the_runtime_refuses_an_unsafe_config_before_touching_the_store() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    let bad = AuthorityConfig::new("a", "v1").with_timing(5_000, 5_000);
+    let err = run_authority(
+        s.clone(),
+        bad,
+        workload::default_workload(1),
+        None,
+        std::future::pending(),
+    )
+    .await
+    .expect_err("refused");
+    assert_eq!(err.code(), "INVALID");
+    assert!(
+        s.list_authorities(&PageRequest::first(10))
+            .expect("lists")
+            .rows
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_stale_owners_completion_is_fenced_and_its_renewal_marks_the_job_lost() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    s.enqueue(NewWork::effect("e1", "send-email", "{}"), &compat())
+        .expect("enqueues");
+    let fast = workload::named("fast", 1).expect("fast");
+    let short = |id: &str| AuthorityConfig {
+        lease_duration_ms: 1_000,
+        renew_interval_ms: 300,
+        ..AuthorityConfig::new(id, "v1")
+    };
+    let a = AuthorityCore::new(s.clone(), short("a"), fast.clone(), Pace::Virtual).expect("a");
+    let b = AuthorityCore::new(s.clone(), short("b"), fast, Pace::Virtual).expect("b");
+    a.register().expect("registers");
+    b.register().expect("registers");
+
+    let jobs = a.poll().expect("polls");
+    assert_eq!(jobs.len(), 1);
+    let executed = a.execute(&jobs[0]);
+    // a stalls past its lease; b reclaims (a new generation) and is still working.
+    clock.advance(1_500);
+    let taken = b.poll().expect("polls");
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].generation(), 2);
+    assert_eq!(b.stats().reclaims, 1);
+    assert_eq!(b.stats().reclaim_latencies_ms, vec![500]);
+
+    // a wakes: its completion is refused, counted, never retried as success.
+    assert_eq!(a.finish(executed), Finished::Refused("WORK_FENCED".into()));
+    assert_eq!(a.stats().fenced_writes_refused, 1);
+    assert_eq!(a.stats().completions, 0);
+    assert_eq!(
+        s.work("e1").expect("reads").expect("exists").state,
+        WorkState::Claimed
+    );
+
+    // b finishes; a later renewal by a would be fenced too (nothing of a's is left).
+    assert_eq!(b.finish(b.execute(&taken[0])), Finished::Completed);
+    assert_eq!(a.renew().lost, 0);
+    assert_eq!(
+        s.work("e1").expect("reads").expect("exists").state,
+        WorkState::Succeeded
+    );
+}
+
+#[test]
+fn a_fenced_renewal_marks_the_job_lost_and_drops_its_outcome() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    s.enqueue(NewWork::effect("e1", "send-email", "{}"), &compat())
+        .expect("enqueues");
+    let fast = workload::named("fast", 1).expect("fast");
+    let short = |id: &str| AuthorityConfig {
+        lease_duration_ms: 1_000,
+        renew_interval_ms: 300,
+        ..AuthorityConfig::new(id, "v1")
+    };
+    let a = AuthorityCore::new(s.clone(), short("a"), fast.clone(), Pace::Virtual).expect("a");
+    let b = AuthorityCore::new(s.clone(), short("b"), fast, Pace::Virtual).expect("b");
+    let jobs = a.poll().expect("polls");
+    let executed = a.execute(&jobs[0]);
+    clock.advance(1_001);
+    assert_eq!(b.poll().expect("polls").len(), 1);
+    let renewed = a.renew();
+    assert_eq!((renewed.lost, a.stats().leases_lost), (1, 1));
+    assert_eq!(a.finish(executed), Finished::Abandoned("lost"));
+    assert_eq!(a.stats().fenced_writes_refused, 0);
+}
+
+#[test]
+fn an_uncertain_attempt_is_reclaimed_with_the_same_idempotency_key() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    s.enqueue(
+        NewWork {
+            idempotency_key: Some("charge-1".into()),
+            ..NewWork::effect("e1", "charge", "{}")
+        },
+        &compat(),
+    )
+    .expect("enqueues");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (c, k) = (calls.clone(), seen.clone());
+    let crashy = Workload::new("crashy", 1).with("charge", move |ctx: &AttemptContext| {
+        k.lock().expect("lock").push(ctx.idempotency_key.clone());
+        if c.fetch_add(1, Ordering::SeqCst) == 0 {
+            HandlerOutcome::Uncertain
+        } else {
+            HandlerOutcome::Succeeded(Some(json!({ "ok": true })))
+        }
+    });
+    let cfg = AuthorityConfig {
+        lease_duration_ms: 1_000,
+        renew_interval_ms: 300,
+        ..AuthorityConfig::new("a", "v1")
+    };
+    let a = AuthorityCore::new(s.clone(), cfg, crashy, Pace::Virtual).expect("a");
+    let job = a.poll().expect("polls").remove(0);
+    assert_eq!(a.finish(a.execute(&job)), Finished::Abandoned("uncertain"));
+    assert_eq!(a.inflight(), 0, "an uncertain attempt is no longer renewed");
+    assert!(
+        a.poll().expect("polls").is_empty(),
+        "the claim stands until it lapses"
+    );
+    clock.advance(1_000);
+    let again = a.poll().expect("polls").remove(0);
+    assert_eq!(a.finish(a.execute(&again)), Finished::Completed);
+    let item = s.work("e1").expect("reads").expect("exists");
+    assert_eq!(
+        (item.attempt_number, item.uncertain_attempts, item.state),
+        (2, 1, WorkState::Succeeded)
+    );
+    assert_eq!(
+        *seen.lock().expect("lock"),
+        vec!["charge-1".to_owned(), "charge-1".to_owned()]
+    );
+    assert_eq!(a.stats().uncertain, 1);
+}
+
+#[test]
+fn a_store_outage_defers_the_outcome_until_the_store_is_back() {
+    let clock = ManualClock::new(T0);
+    let backend = MemoryBackend::new();
+    let s = Store::new(
+        Arc::new(backend.clone()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(3)),
+    );
+    s.enqueue(NewWork::effect("e1", "send-email", "{}"), &compat())
+        .expect("enqueues");
+    let a = AuthorityCore::new(
+        s.clone(),
+        config("a"),
+        workload::named("fast", 1).expect("fast"),
+        Pace::Virtual,
+    )
+    .expect("a");
+    let job = a.poll().expect("polls").remove(0);
+    let executed = a.execute(&job);
+    backend.set_outage(true);
+    assert!(matches!(a.finish(executed), Finished::Deferred(_)));
+    assert!(a.poll().is_err());
+    backend.set_outage(false);
+    assert_eq!(a.flush(), vec![Finished::Completed]);
+    assert_eq!(
+        s.work("e1").expect("reads").expect("exists").state,
+        WorkState::Succeeded
+    );
+    assert!(a.stats().store_errors >= 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runtime_drains_a_seeded_store_and_stops_cleanly() {
+    // The clock never moves: no lease can lapse, so every completion must be the first owner's.
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    let c = compat();
+    let effects: Vec<NewWork> = (0..60)
+        .map(|i| {
+            NewWork::effect(
+                format!("e{i:03}"),
+                EFFECT_HANDLERS[i % EFFECT_HANDLERS.len()],
+                json!({ "n": i }).to_string(),
+            )
+        })
+        .collect();
+    s.enqueue_batch(effects, &c).expect("enqueues");
+    s.create_subscription("orders", "order-placed", workload::CURSOR_HANDLER, &c)
+        .expect("subscribes");
+    for i in 0..5 {
+        let event = NewEvent {
+            event_type: "order-placed".into(),
+            source: Some("shop".into()),
+            external_id: Some(format!("o{i}")),
+            payload: json!({ "i": i }),
+        };
+        s.ingest(&event).expect("ingests");
+    }
+    let (_, text) = SHIPPED_DEFINITIONS
+        .iter()
+        .find(|(name, _)| name.starts_with("integration-call"))
+        .expect("shipped");
+    s.deploy_workflow(text, &Catalog::demo())
+        .expect("deploys")
+        .expect("valid");
+    let mut instances = Vec::new();
+    for i in 0..4 {
+        let args = json!({ "partner": "p", "request": { "i": i } });
+        let started = s
+            .start_workflow(
+                "integration-call",
+                args.as_object().cloned().unwrap_or_default(),
+                "test",
+                None,
+                &c,
+            )
+            .expect("starts");
+        instances.push(started.instance_id);
+    }
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log_path = dir.path().join("exec.jsonl");
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let options = RunOptions {
+        exec_log: Some(log_path.clone()),
+        log_format: LogFormat::Json,
+        shutdown_grace_ms: None,
+    };
+    let runtime = tokio::spawn(run_authority_with(
+        s.clone(),
+        config("solo"),
+        workload::named("fast", 1).expect("fast"),
+        options,
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+
+    let high_water = s.journal_high_water().expect("reads");
+    wait_for("the store to drain", || {
+        work_in(&s, WorkState::Succeeded).len() == 60
+            && instances.iter().all(|id| {
+                s.instance(id)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|r| r.status == "completed")
+            })
+            && s.subscription("orders")
+                .ok()
+                .flatten()
+                .is_some_and(|sub| i64::try_from(sub.sequence).unwrap_or(0) == high_water)
+    })
+    .await;
+    let _ = stop_tx.send(());
+    let stats = runtime.await.expect("joins").expect("runs");
+
+    assert_eq!(stats.completions, 60 + 4, "{stats:?}");
+    assert_eq!(
+        (
+            stats.fenced_writes_refused,
+            stats.leases_lost,
+            stats.reclaims
+        ),
+        (0, 0, 0)
+    );
+    assert!(
+        work_in(&s, WorkState::Claimed).is_empty(),
+        "nothing stays claimed after a clean stop"
+    );
+    let me = s
+        .list_authorities(&PageRequest::first(10))
+        .expect("lists")
+        .rows;
+    assert_eq!(me.len(), 1);
+    assert_eq!(me[0].stopped_at, Some(clock.now()));
+    let registered: serde_json::Value = serde_json::from_str(&me[0].config).expect("config json");
+    assert_eq!(registered["leaseDurationMs"], 30_000);
+
+    let log = std::fs::read_to_string(&log_path).expect("the exec log exists");
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert!(lines.len() >= 60 + 4, "{} lines", lines.len());
+    for key in [
+        "workId",
+        "logicalEffectId",
+        "idempotencyKey",
+        "attempt",
+        "ownerId",
+        "generation",
+        "outcome",
+    ] {
+        assert!(lines[0].get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l["workId"].as_str().is_some_and(|w| w.starts_with('e'))
+                && l["outcome"] == "succeeded")
+            .count(),
+        60
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_releases_what_the_authority_still_owns() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    for i in 0..3 {
+        s.enqueue(NewWork::effect(format!("h{i}"), "hold", "{}"), &compat())
+            .expect("enqueues");
+    }
+    // A handler that blocks until the test opens the gate.
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let g = gate.clone();
+    let holding = Workload::new("hold", 1).with("hold", move |_: &AttemptContext| {
+        let (open, cv) = &*g;
+        let guard = open.lock().expect("lock");
+        let _unused = cv
+            .wait_timeout_while(guard, Duration::from_secs(30), |open| !*open)
+            .expect("wait");
+        HandlerOutcome::Succeeded(None)
+    });
+    let cfg = AuthorityConfig {
+        worker_concurrency: 2,
+        ..config("holder")
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let options = RunOptions {
+        shutdown_grace_ms: Some(20),
+        ..RunOptions::default()
+    };
+    let runtime = tokio::spawn(run_authority_with(
+        s.clone(),
+        cfg,
+        holding,
+        options,
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    wait_for("two claims", || work_in(&s, WorkState::Claimed).len() == 2).await;
+    let _ = stop_tx.send(());
+    let stats = runtime.await.expect("joins").expect("runs");
+    assert_eq!(stats.released_on_shutdown, 2, "{stats:?}");
+    assert!(work_in(&s, WorkState::Claimed).is_empty());
+    assert_eq!(work_in(&s, WorkState::Pending).len(), 3);
+    assert!(
+        s.list_authorities(&PageRequest::first(10))
+            .expect("lists")
+            .rows[0]
+            .stopped_at
+            .is_some()
+    );
+
+    // The detached handlers finish later; their outcomes are dropped, nothing completes.
+    {
+        let (open, cv) = &*gate;
+        *open.lock().expect("lock") = true;
+        cv.notify_all();
+    }
+    assert!(work_in(&s, WorkState::Succeeded).is_empty());
+}
