@@ -223,13 +223,3 @@ fn a_live_cluster_is_controlled_by_hand() {
     assert!(ClusterControl::scenario(&cluster).contains("seed 9"));
 }
 
-#[test]
-#[ignore = "a sweep for tuning, not a check"]
-fn sweep() {
-    for scenario in ["stall", "skew", "rolling-deploy"] {
-        for seed in 100..130 {
-            let r = cluster::run_headless(scenario, seed, DURATION_MS, 3).expect("runs");
-            println!("{scenario} {seed}: fenced {} late {} violations {} held {:?} conflicts {:?} dup {:?}", r.fenced_writes_refused, r.authorities.iter().map(|a| a.other_refusals).sum::<u64>(), r.checker.violations, r.rolling_deploy.as_ref().map(|d| (d.held_max, d.still_held)), r.events.get("EVENT_ID_CONFLICT"), r.events.get("duplicate"));
-        }
-    }
-}

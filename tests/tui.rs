@@ -1091,6 +1091,10 @@ fn screenshots() {
     let mut live = harness(&f, "dark", 120, 32);
     for round in 0..40 {
         let n = [3, 5, 8, 6, 2, 9, 12, 7, 4, 1][round % 10];
+        let more: Vec<NewWork> = (0..n)
+            .map(|i| NewWork::effect(format!("load-{round:02}-{i:02}"), "send-email", "{}"))
+            .collect();
+        f.store.enqueue_batch(more, C1).unwrap();
         let claimed = f
             .store
             .claim_batch(

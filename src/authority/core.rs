@@ -285,7 +285,12 @@ impl AuthorityCore {
     /// The jobs owned right now (claimed and not yet finished, lost or released).
     #[must_use]
     pub fn owned(&self) -> Vec<Job> {
-        self.state().inflight.values().filter(|f| !f.lost).map(|f| f.job.clone()).collect()
+        self.state()
+            .inflight
+            .values()
+            .filter(|f| !f.lost)
+            .map(|f| f.job.clone())
+            .collect()
     }
 
     /// Whether [`Self::shutdown`] has begun.

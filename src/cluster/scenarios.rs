@@ -139,7 +139,7 @@ pub fn build(
                 s.push((
                     at(pct),
                     Fault::Pause {
-                        target: Target::Busiest,
+                        target: Target::Stallable,
                         for_ms: pause,
                     },
                 ));

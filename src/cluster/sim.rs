@@ -189,6 +189,7 @@ pub struct Sim {
     pub(super) generator: Generator,
     pub(super) timeline: Vec<FaultRecord>,
     pub(super) deploy: DeployWatch,
+    script_waits: BTreeMap<usize, u32>,
 }
 
 impl Sim {
@@ -239,6 +240,7 @@ impl Sim {
             generator,
             timeline: Vec::new(),
             deploy: DeployWatch::default(),
+            script_waits: BTreeMap::new(),
             options,
         };
         for _ in 0..sim.options.authorities {
@@ -432,7 +434,28 @@ impl Sim {
             }
             Ev::Script(k) => {
                 if let Some((_, fault)) = self.scenario.script.get(k).cloned() {
-                    let _ = self.apply(&fault);
+                    // A stall aimed at long-lived claims waits (up to two seconds) for an
+                    // authority to hold one, so the scenario shows what it is about.
+                    let waiting = matches!(
+                        &fault,
+                        Fault::Pause {
+                            target: Target::Stallable,
+                            ..
+                        }
+                    ) && !self.nodes.iter().any(|n| {
+                        n.state == NodeState::Running
+                            && n.core
+                                .owned()
+                                .iter()
+                                .any(|j| matches!(j.kind(), "cursor" | "workflow"))
+                    });
+                    let tries = self.script_waits.entry(k).or_insert(0);
+                    if waiting && *tries < 40 {
+                        *tries += 1;
+                        self.push(now + 50, Ev::Script(k));
+                    } else {
+                        let _ = self.apply(&fault);
+                    }
                 }
             }
             Ev::OutageEnd => self.backend.set_outage(false),
@@ -463,7 +486,10 @@ impl Sim {
             }
             Target::Stallable => running.iter().copied().max_by_key(|&i| {
                 let owned = self.nodes[i].core.owned();
-                let long_lived = owned.iter().filter(|j| matches!(j.kind(), "cursor" | "workflow")).count();
+                let long_lived = owned
+                    .iter()
+                    .filter(|j| matches!(j.kind(), "cursor" | "workflow"))
+                    .count();
                 (long_lived, owned.len(), std::cmp::Reverse(i))
             }),
         }

@@ -13,8 +13,8 @@ use std::marker::PhantomData;
 
 use leasehold::Store;
 use leasehold::clock::{Clock, ManualClock};
-use leasehold::model::work::NewWork;
-use leasehold::model::{Failure, FailureClass, WorkItem, WorkState};
+use leasehold::model::work::{NewWork, WorkFilter};
+use leasehold::model::{Failure, FailureClass, PageRequest, WorkItem, WorkState};
 use leasehold::store::Keyed;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -632,8 +632,26 @@ impl Real {
 
     fn check(&self, shadow: &Shadow) {
         assert_eq!(self.clock.now(), shadow.now);
+        // Two paged reads per step (cheaper on SQLite than one read per row).
+        let mut leases: HashMap<String, leasehold::model::Lease> = self
+            .store
+            .list_leases(&PageRequest::first(16))
+            .expect("list leases")
+            .rows
+            .into_iter()
+            .map(|l| (l.resource_id.clone(), l))
+            .collect();
+        let mut items: HashMap<String, WorkItem> = self
+            .store
+            .list_work(&WorkFilter::default(), &PageRequest::first(16))
+            .expect("list work")
+            .rows
+            .into_iter()
+            .map(|w| (w.id.clone(), w))
+            .collect();
+        assert_eq!(items.len(), ITEMS.len(), "no work item appears or vanishes");
         for (r, expected) in shadow.leases.iter().enumerate() {
-            let actual = self.store.lease(RESOURCES[r]).expect("read lease");
+            let actual = leases.remove(RESOURCES[r]);
             match (expected, actual) {
                 (None, None) => {}
                 (Some(e), Some(a)) => {
@@ -667,12 +685,12 @@ impl Real {
                 (e, a) => panic!("{}: shadow {e:?}, store {a:?}", RESOURCES[r]),
             }
         }
+        assert!(
+            leases.is_empty(),
+            "lease rows the shadow does not know: {leases:?}"
+        );
         for (i, e) in shadow.items.iter().enumerate() {
-            let a = self
-                .store
-                .work(ITEMS[i])
-                .expect("read item")
-                .expect("item exists");
+            let a = items.remove(ITEMS[i]).expect("item exists");
             let state = match a.state {
                 WorkState::Pending => St::Pending,
                 WorkState::Claimed => St::Claimed,

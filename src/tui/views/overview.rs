@@ -91,7 +91,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let spark_rows = if inner.height >= 30 { 5 } else { 2 };
     let (counts, facts, sparks, bottom) = if wide {
         let [top, sparks, bottom] = Layout::vertical([
-            Constraint::Length(6),
+            Constraint::Length(8),
             Constraint::Length(spark_rows),
             Constraint::Fill(1),
         ])
@@ -315,7 +315,7 @@ fn sparklines(frame: &mut Frame<'_>, area: Rect, app: &App) {
         .areas(area);
     for (area, title, data, role) in [
         (a, "claims/s", claims, Role::Sparkline),
-        (b, "fenced writes/s", fenced, Role::Fenced),
+        (b, "fenced writes/s", fenced, Role::WorkFailed),
     ] {
         let latest = data.last().copied().unwrap_or(0);
         let [label, spark] =
