@@ -463,7 +463,7 @@ impl Provider for Memory {
 pub struct Sqlite;
 impl Provider for Sqlite {
     fn fresh() -> Box<dyn Harness> {
-        support::sqlite()
+        support::sqlite_in_memory_fs()
     }
 }
 

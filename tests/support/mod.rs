@@ -109,6 +109,32 @@ pub fn sqlite() -> Box<dyn Harness> {
         .prefix("leasehold-store-")
         .tempdir()
         .expect("temp dir");
+    sqlite_in(dir)
+}
+
+/// A fresh SQLite store on a RAM-backed file system when there is one (`/dev/shm`), else in
+/// the temp dir: the same provider code, without paying an `fsync` per commit. For the
+/// long property-based runs, whose subject is the rules, not durability (the conformance
+/// suite and the process tests use the real temp dir).
+pub fn sqlite_in_memory_fs() -> Box<dyn Harness> {
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        tempfile::Builder::new()
+            .prefix("leasehold-model-")
+            .tempdir_in(shm)
+            .ok()
+    } else {
+        None
+    };
+    sqlite_in(dir.unwrap_or_else(|| {
+        tempfile::Builder::new()
+            .prefix("leasehold-model-")
+            .tempdir()
+            .expect("temp dir")
+    }))
+}
+
+fn sqlite_in(dir: tempfile::TempDir) -> Box<dyn Harness> {
     let path = dir.path().join("store.db");
     let clock = ManualClock::new(START);
     let primary =
