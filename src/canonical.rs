@@ -61,4 +61,3 @@ fn write_canonical(value: &Value, out: &mut String) {
         }
     }
 }
-

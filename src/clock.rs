@@ -63,7 +63,10 @@ impl SkewedClock {
     /// Wraps `inner` with an initial offset of `offset` ms.
     #[must_use]
     pub fn new(inner: Arc<dyn Clock>, offset: Millis) -> Self {
-        Self { inner, offset: Arc::new(AtomicI64::new(offset)) }
+        Self {
+            inner,
+            offset: Arc::new(AtomicI64::new(offset)),
+        }
     }
 
     /// Changes the offset; clones see the change.
@@ -87,8 +90,10 @@ impl Clock for SkewedClock {
 /// Formats an instant for people: `2026-11-30T10:07:51.123Z`.
 #[must_use]
 pub fn format_instant(at: Millis) -> String {
-    chrono::DateTime::from_timestamp_millis(at)
-        .map_or_else(|| at.to_string(), |t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+    chrono::DateTime::from_timestamp_millis(at).map_or_else(
+        || at.to_string(),
+        |t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+    )
 }
 
 /// Formats a duration for people: `850ms`, `12.4s`, `3m05s`, `2h10m`.

@@ -9,25 +9,44 @@
 pub enum Error {
     /// A live lease is held by someone else (`WORK_IN_PROGRESS`).
     #[error("WORK_IN_PROGRESS: {resource} is held by {owner} until {expires_at}")]
-    LeaseHeld { resource: String, owner: String, expires_at: i64 },
+    LeaseHeld {
+        resource: String,
+        owner: String,
+        expires_at: i64,
+    },
     /// The caller's generation or token is not the current one (`WORK_FENCED`).
     #[error("WORK_FENCED: {resource} presented generation {presented}, current is {current}")]
-    Fenced { resource: String, presented: u64, current: u64 },
+    Fenced {
+        resource: String,
+        presented: u64,
+        current: u64,
+    },
     /// The item is not in a state that can be claimed (`WORK_NOT_CLAIMABLE`).
     #[error("WORK_NOT_CLAIMABLE: {id} is {state}")]
     NotClaimable { id: String, state: String },
     /// The item or instance was made by a build with another compatibility key.
     #[error("INCOMPATIBLE_AUTHORITY: {id} needs build key {required}, this authority has {have}")]
-    Incompatible { id: String, required: String, have: String },
+    Incompatible {
+        id: String,
+        required: String,
+        have: String,
+    },
     /// The same external event id arrived with a different payload.
     #[error("EVENT_ID_CONFLICT: {event_source}/{external_id} was first seen with another payload")]
-    EventIdConflict { event_source: String, external_id: String },
+    EventIdConflict {
+        event_source: String,
+        external_id: String,
+    },
     /// The item already finished; nothing was changed.
     #[error("already-terminal: {id} is already {state}")]
     AlreadyTerminal { id: String, state: String },
     /// A cursor write that would move a subscription cursor backwards.
     #[error("stale-sequence: {subscription} is at {current}, refused {presented}")]
-    StaleSequence { subscription: String, presented: u64, current: u64 },
+    StaleSequence {
+        subscription: String,
+        presented: u64,
+        current: u64,
+    },
     /// The owner already holds as many live leases as it may.
     #[error("LEASE_CAP_REACHED: {owner} already holds {held} live leases (cap {cap})")]
     LeaseCap { owner: String, held: u64, cap: u64 },
@@ -39,7 +58,10 @@ pub enum Error {
     Invalid(String),
     /// The provider lacks a capability the caller needs.
     #[error("CAPABILITY_MISSING: the {provider} store does not provide {capability}")]
-    CapabilityMissing { provider: String, capability: String },
+    CapabilityMissing {
+        provider: String,
+        capability: String,
+    },
     /// Physical contention (SQLITE_BUSY, serialization failure) outlasted the retry budget.
     #[error("STORE_CONTENTION: the store stayed busy after {attempts} attempts")]
     Contention { attempts: u32 },

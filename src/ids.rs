@@ -26,7 +26,9 @@ impl SeededIds {
     /// A source seeded from the time and process id: unique enough for tokens, for production.
     #[must_use]
     pub fn random() -> Self {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
         // Truncation intended: only the low bits vary between starts.
         #[allow(clippy::cast_possible_truncation)]
         let seed = (nanos as u64) ^ (u64::from(std::process::id()) << 32);

@@ -222,4 +222,3 @@ fn a_live_cluster_is_controlled_by_hand() {
     assert_eq!(ClusterControl::authorities(&cluster).len(), nodes.len());
     assert!(ClusterControl::scenario(&cluster).contains("seed 9"));
 }
-

@@ -11,7 +11,12 @@ struct Tmux {
 
 impl Tmux {
     fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux").arg("-L").arg(&self.socket).args(args).output().expect("tmux runs");
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -27,7 +32,10 @@ impl Tmux {
             if screen.contains(needle) {
                 return screen;
             }
-            assert!(Instant::now() < deadline, "waited for {needle:?}; the screen shows:\n{screen}");
+            assert!(
+                Instant::now() < deadline,
+                "waited for {needle:?}; the screen shows:\n{screen}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -39,7 +47,11 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").arg("-L").arg(&self.socket).arg("kill-server").output();
+        let _ = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
     }
 }
 
@@ -49,10 +61,24 @@ fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
         eprintln!("tmux is not installed; skipping (CI installs it)");
         return;
     }
-    let tmux = Tmux { socket: format!("leasehold-smoke-{}", std::process::id()) };
+    let tmux = Tmux {
+        socket: format!("leasehold-smoke-{}", std::process::id()),
+    };
     let bin = env!("CARGO_BIN_EXE_leasehold");
     let script = format!("{bin} demo --seed 3 --authorities 3; echo EXIT:$?; stty -a; sleep 60");
-    tmux.run(&["new-session", "-d", "-s", "smoke", "-x", "100", "-y", "30", "sh", "-c", &script]);
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "smoke",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "sh",
+        "-c",
+        &script,
+    ]);
 
     let overview = tmux.wait_for("LIVE");
     assert!(overview.contains("overview"), "{overview}");
@@ -60,7 +86,10 @@ fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
 
     tmux.keys("2");
     let authorities = tmux.wait_for("INSTANCE");
-    assert!(authorities.contains("auth-1") && authorities.contains("running"), "{authorities}");
+    assert!(
+        authorities.contains("auth-1") && authorities.contains("running"),
+        "{authorities}"
+    );
 
     tmux.keys("K");
     let killed = tmux.wait_for("crashed");
@@ -78,5 +107,8 @@ fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
     let after = tmux.wait_for("EXIT:");
     assert!(after.contains("EXIT:0"), "{after}");
     // Raw mode is off again: the terminal is back in canonical mode with echo.
-    assert!(after.contains(" icanon") && after.contains(" echo"), "{after}");
+    assert!(
+        after.contains(" icanon") && after.contains(" echo"),
+        "{after}"
+    );
 }

@@ -48,8 +48,12 @@ pub struct CancelArgs {
 /// `user@host` of whoever runs this process: who operator actions are recorded as.
 #[must_use]
 pub fn actor() -> String {
-    let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".into());
-    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "localhost".into());
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".into());
     format!("{user}@{host}")
 }
 
@@ -60,7 +64,11 @@ pub fn actor() -> String {
 pub fn history(args: &HistoryArgs, out: &mut dyn Write) -> CliResult {
     let store = args.store.open(OpenMode::ReadOnly)?;
     if store.instance(&args.instance)?.is_none() {
-        return Err(Error::NotFound { what: "workflow instance".into(), id: args.instance.clone() }.into());
+        return Err(Error::NotFound {
+            what: "workflow instance".into(),
+            id: args.instance.clone(),
+        }
+        .into());
     }
     for record in store.workflow_history(&args.instance)? {
         if args.json {
@@ -73,7 +81,13 @@ pub fn history(args: &HistoryArgs, out: &mut dyn Write) -> CliResult {
                 record.instance_revision,
                 format_instant(record.at),
                 record.kind,
-                cell(record.activation_id.as_deref().or(record.step_id.as_deref()).unwrap_or("-")),
+                cell(
+                    record
+                        .activation_id
+                        .as_deref()
+                        .or(record.step_id.as_deref())
+                        .unwrap_or("-")
+                ),
                 cell_max(&record.detail, 120)
             )?;
         }
@@ -88,7 +102,10 @@ pub fn history(args: &HistoryArgs, out: &mut dyn Write) -> CliResult {
 pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
     let store = args.store.open(OpenMode::ReadWrite)?;
     let who = actor();
-    let reason = args.reason.clone().unwrap_or_else(|| "cancelled from the command line".into());
+    let reason = args
+        .reason
+        .clone()
+        .unwrap_or_else(|| "cancelled from the command line".into());
     let compat = crate::build_key::compatibility_key(&args.build).digest();
     let outcome = store.cancel_workflow(&args.instance, Some(&compat), &who, &reason);
     let said = match &outcome {
@@ -103,16 +120,25 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
     }
     match outcome {
         Ok(CancelOutcome::Cancelled) => {
-            writeln!(out, "{} cancelled: no further steps will run (committed actions and dispatched effects stand)", cell(&args.instance))?;
+            writeln!(
+                out,
+                "{} cancelled: no further steps will run (committed actions and dispatched effects stand)",
+                cell(&args.instance)
+            )?;
             Ok(())
         }
         Ok(CancelOutcome::AlreadyCancelled) => {
-            writeln!(out, "{} was already cancelled: nothing changed", cell(&args.instance))?;
+            writeln!(
+                out,
+                "{} was already cancelled: nothing changed",
+                cell(&args.instance)
+            )?;
             Ok(())
         }
-        Err(Error::AlreadyTerminal { state, .. }) => {
-            Err(Failure::refused(format!("{} is already {state}: a finished workflow cannot be cancelled", cell(&args.instance))))
-        }
+        Err(Error::AlreadyTerminal { state, .. }) => Err(Failure::refused(format!(
+            "{} is already {state}: a finished workflow cannot be cancelled",
+            cell(&args.instance)
+        ))),
         Err(Error::Incompatible { .. }) => Err(Failure::refused(format!(
             "{} belongs to another build: this build ({}) may not cancel it",
             cell(&args.instance),

@@ -6,7 +6,6 @@
 //! `Command` variant in `cli/mod.rs` at it and replace its `not_yet` arm in
 //! [`super::execute`].
 
-
 use clap::Args;
 
 use super::{CliResult, Failure, StoreArg};

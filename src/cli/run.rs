@@ -67,7 +67,11 @@ pub struct CheckArgs {
 }
 
 fn tokio_runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| Failure::usage(format!("cannot start the async runtime: {e}")))
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::usage(format!("cannot start the async runtime: {e}")))
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -75,13 +79,14 @@ async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(_) => {
-                let _ = interrupt.await;
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
         tokio::select! {
             _ = interrupt => {}
             _ = term.recv() => {}
@@ -101,13 +106,24 @@ pub fn authority(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     let store = args.store.open(OpenMode::ReadWrite)?;
     let instance = args.instance.clone().unwrap_or_else(generated_instance_id);
     let renew = args.renew_ms.unwrap_or(args.lease_ms / 3);
-    let mut config = AuthorityConfig::new(instance, args.build.clone()).with_timing(args.lease_ms, renew);
+    let mut config =
+        AuthorityConfig::new(instance, args.build.clone()).with_timing(args.lease_ms, renew);
     config.poll_interval_ms = args.poll_ms;
     config.validate()?;
     let workload = workload::named(&args.workload, args.seed)?;
     let log_format: LogFormat = args.log_format.parse()?;
-    let options = RunOptions { exec_log: args.exec_log.clone(), log_format, shutdown_grace_ms: None };
-    let stats = tokio_runtime()?.block_on(run_authority_with(store, config, workload, options, shutdown_signal()))?;
+    let options = RunOptions {
+        exec_log: args.exec_log.clone(),
+        log_format,
+        shutdown_grace_ms: None,
+    };
+    let stats = tokio_runtime()?.block_on(run_authority_with(
+        store,
+        config,
+        workload,
+        options,
+        shutdown_signal(),
+    ))?;
     writeln!(out, "{}", serde_json::to_string(&stats).unwrap_or_default())?;
     Ok(())
 }
@@ -118,7 +134,10 @@ pub fn authority(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
 /// Violations (exit 1), an unreadable store (exit 2).
 pub fn run_check(args: &CheckArgs, out: &mut dyn Write) -> CliResult {
     let store = args.store.open(OpenMode::ReadOnly)?;
-    let options = CheckOptions { stranded_after_ms: args.stranded_after_ms, ..CheckOptions::at(store.now()) };
+    let options = CheckOptions {
+        stranded_after_ms: args.stranded_after_ms,
+        ..CheckOptions::at(store.now())
+    };
     let report = check(&store, &options)?;
     if args.json {
         write!(out, "{}", crate::check::render_json_lines(&report))?;
@@ -128,21 +147,34 @@ pub fn run_check(args: &CheckArgs, out: &mut dyn Write) -> CliResult {
     if report.is_clean() {
         Ok(())
     } else {
-        Err(Failure::refused(format!("{} invariant violation(s)", report.violations.len())))
+        Err(Failure::refused(format!(
+            "{} invariant violation(s)",
+            report.violations.len()
+        )))
     }
 }
 
 /// Parses `30s`, `5m`, `1500ms`, `2h` or plain seconds.
 fn parse_duration(text: &str) -> Result<i64, Failure> {
     let text = text.trim();
-    let (number, unit) = text.find(|c: char| !c.is_ascii_digit()).map_or((text, "s"), |i| text.split_at(i));
-    let n: i64 = number.parse().map_err(|_| Failure::usage(format!("cannot read duration {text:?}: use e.g. 30s, 5m, 1500ms")))?;
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((text, "s"), |i| text.split_at(i));
+    let n: i64 = number.parse().map_err(|_| {
+        Failure::usage(format!(
+            "cannot read duration {text:?}: use e.g. 30s, 5m, 1500ms"
+        ))
+    })?;
     let factor = match unit {
         "ms" => 1,
         "s" => 1_000,
         "m" => 60_000,
         "h" => 3_600_000,
-        _ => return Err(Failure::usage(format!("cannot read duration {text:?}: use e.g. 30s, 5m, 1500ms"))),
+        _ => {
+            return Err(Failure::usage(format!(
+                "cannot read duration {text:?}: use e.g. 30s, 5m, 1500ms"
+            )));
+        }
     };
     Ok(n.saturating_mul(factor))
 }
@@ -153,24 +185,52 @@ fn parse_duration(text: &str) -> Result<i64, Failure> {
 /// # Errors
 /// Unknown scenario (exit 2); a violation in a headless run (exit 1).
 pub fn demo(args: &DemoArgs, out: &mut dyn Write) -> CliResult {
-    let scenario = args.scenario.clone().unwrap_or_else(|| if args.headless { "chaos".into() } else { "steady".into() });
+    let scenario = args.scenario.clone().unwrap_or_else(|| {
+        if args.headless {
+            "chaos".into()
+        } else {
+            "steady".into()
+        }
+    });
     let seed = args.seed.unwrap_or_else(|| u64::from(std::process::id()));
     let authorities = usize::try_from(args.authorities).unwrap_or(3).max(1);
     if args.headless {
         let duration = parse_duration(args.duration.as_deref().unwrap_or("60s"))?;
         let report = run_headless(&scenario, seed, duration, authorities)?;
         if args.json {
-            writeln!(out, "{}", serde_json::to_string(&report).unwrap_or_default())?;
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string(&report).unwrap_or_default()
+            )?;
         } else {
             write!(out, "{}", crate::cluster::render_text(&report))?;
         }
-        return if report.checker.violations == 0 { Ok(()) } else { Err(Failure::refused(format!("{} invariant violation(s)", report.checker.violations))) };
+        return if report.checker.violations == 0 {
+            Ok(())
+        } else {
+            Err(Failure::refused(format!(
+                "{} invariant violation(s)",
+                report.checker.violations
+            )))
+        };
     }
-    let options = ClusterOptions::live(&scenario, seed, authorities, crate::clock::Clock::now(&crate::clock::SystemClock));
+    let options = ClusterOptions::live(
+        &scenario,
+        seed,
+        authorities,
+        crate::clock::Clock::now(&crate::clock::SystemClock),
+    );
     let cluster = Arc::new(Cluster::new(options)?);
     let live = cluster.spawn_live(1.0, Duration::from_millis(50));
     let store = cluster.store();
-    let tui = TuiOptions { refresh_ms: 250, read_only: false, theme: args.theme.clone().unwrap_or_else(|| "dark".into()), demo: Some(cluster.clone()), actor: default_actor() };
+    let tui = TuiOptions {
+        refresh_ms: 250,
+        read_only: false,
+        theme: args.theme.clone().unwrap_or_else(|| "dark".into()),
+        demo: Some(cluster.clone()),
+        actor: default_actor(),
+    };
     let result = tokio_runtime()?.block_on(crate::tui::run(store, tui));
     drop(live);
     result.map_err(Failure::from)
@@ -181,8 +241,20 @@ pub fn demo(args: &DemoArgs, out: &mut dyn Write) -> CliResult {
 /// # Errors
 /// An unreadable store (exit 2).
 pub fn attach(args: &AttachArgs) -> CliResult {
-    let mode = if args.read_only { OpenMode::ReadOnly } else { OpenMode::ReadWrite };
+    let mode = if args.read_only {
+        OpenMode::ReadOnly
+    } else {
+        OpenMode::ReadWrite
+    };
     let store = crate::store::url::open(&args.store, mode).map_err(Failure::from)?;
-    let tui = TuiOptions { refresh_ms: 250, read_only: args.read_only, theme: args.theme.clone().unwrap_or_else(|| "dark".into()), demo: None, actor: default_actor() };
-    tokio_runtime()?.block_on(crate::tui::run(store, tui)).map_err(Failure::from)
+    let tui = TuiOptions {
+        refresh_ms: 250,
+        read_only: args.read_only,
+        theme: args.theme.clone().unwrap_or_else(|| "dark".into()),
+        demo: None,
+        actor: default_actor(),
+    };
+    tokio_runtime()?
+        .block_on(crate::tui::run(store, tui))
+        .map_err(Failure::from)
 }

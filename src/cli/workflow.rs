@@ -92,9 +92,18 @@ pub struct WorkflowStartArgs {
 /// Unreadable file or store (exit 2); diagnostics (exit 1).
 pub fn deploy(args: &WorkflowDeployArgs, out: &mut dyn Write) -> CliResult {
     let shown = escape(&args.file.display().to_string());
-    let text = std::fs::read_to_string(&args.file).map_err(|e| Failure::usage(format!("cannot read {shown}: {e}")))?;
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| Failure::usage(format!("cannot read {shown}: {e}")))?;
     let text = if is_toml(&args.file) {
-        let def = parse_definition_toml(&text).map_err(|d| Failure::refused(format!("{shown}: {}", d.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))))?;
+        let def = parse_definition_toml(&text).map_err(|d| {
+            Failure::refused(format!(
+                "{shown}: {}",
+                d.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ))
+        })?;
         serde_json::to_string(&def).map_err(|e| Failure::usage(e.to_string()))?
     } else {
         text
@@ -102,14 +111,28 @@ pub fn deploy(args: &WorkflowDeployArgs, out: &mut dyn Write) -> CliResult {
     let store = args.store.open(OpenMode::ReadWrite)?;
     match store.deploy_workflow(&text, &Catalog::demo())? {
         Ok(row) => {
-            writeln!(out, "deployed workflow {} (semantic fingerprint {})", cell(&row.workflow_id), short(&row.fingerprint))?;
+            writeln!(
+                out,
+                "deployed workflow {} (semantic fingerprint {})",
+                cell(&row.workflow_id),
+                short(&row.fingerprint)
+            )?;
             Ok(())
         }
         Err(diagnostics) => {
             for d in &diagnostics {
-                writeln!(out, "{} at {}: {}", d.code, cell_max(&d.path, 80), cell_max(&d.message, 300))?;
+                writeln!(
+                    out,
+                    "{} at {}: {}",
+                    d.code,
+                    cell_max(&d.path, 80),
+                    cell_max(&d.message, 300)
+                )?;
             }
-            Err(Failure::refused(format!("{shown}: not deployed, {} problem(s) found", diagnostics.len())))
+            Err(Failure::refused(format!(
+                "{shown}: not deployed, {} problem(s) found",
+                diagnostics.len()
+            )))
         }
     }
 }
@@ -128,11 +151,29 @@ pub fn start(args: &WorkflowStartArgs, out: &mut dyn Write) -> CliResult {
         },
     };
     let store = args.store.open(OpenMode::ReadWrite)?;
-    let principal = args.principal.clone().unwrap_or_else(super::instance::actor);
+    let principal = args
+        .principal
+        .clone()
+        .unwrap_or_else(super::instance::actor);
     let compat = crate::build_key::compatibility_key(&args.build).digest();
-    let started = store.start_workflow(&args.workflow, inputs, &principal, args.idempotency_key.as_deref(), &compat)?;
-    let verb = if started.created { "started" } else { "already started" };
-    writeln!(out, "{verb} {} ({})", cell(&started.instance_id), started.status)?;
+    let started = store.start_workflow(
+        &args.workflow,
+        inputs,
+        &principal,
+        args.idempotency_key.as_deref(),
+        &compat,
+    )?;
+    let verb = if started.created {
+        "started"
+    } else {
+        "already started"
+    };
+    writeln!(
+        out,
+        "{verb} {} ({})",
+        cell(&started.instance_id),
+        started.status
+    )?;
     Ok(())
 }
 

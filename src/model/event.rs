@@ -32,9 +32,14 @@ impl DedupOutcome {
 
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::Accepted, Self::Duplicate, Self::Conflict, Self::Unidentified]
-            .into_iter()
-            .find(|o| o.as_str() == s)
+        [
+            Self::Accepted,
+            Self::Duplicate,
+            Self::Conflict,
+            Self::Unidentified,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == s)
     }
 }
 

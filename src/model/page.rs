@@ -16,25 +16,41 @@ impl PageRequest {
     /// The first page of `limit` rows.
     #[must_use]
     pub fn first(limit: usize) -> Self {
-        Self { after: None, limit, backwards: false }
+        Self {
+            after: None,
+            limit,
+            backwards: false,
+        }
     }
 
     /// The page after the row whose key is `key`.
     #[must_use]
     pub fn after(key: impl Into<String>, limit: usize) -> Self {
-        Self { after: Some(key.into()), limit, backwards: false }
+        Self {
+            after: Some(key.into()),
+            limit,
+            backwards: false,
+        }
     }
 
     /// The last page of `limit` rows (for End), nearest-to-end first.
     #[must_use]
     pub fn last(limit: usize) -> Self {
-        Self { after: None, limit, backwards: true }
+        Self {
+            after: None,
+            limit,
+            backwards: true,
+        }
     }
 
     /// The page before the row whose key is `key` (for PageUp).
     #[must_use]
     pub fn before(key: impl Into<String>, limit: usize) -> Self {
-        Self { after: Some(key.into()), limit, backwards: true }
+        Self {
+            after: Some(key.into()),
+            limit,
+            backwards: true,
+        }
     }
 }
 

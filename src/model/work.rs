@@ -48,8 +48,13 @@ pub enum WorkState {
 }
 
 impl WorkState {
-    pub const ALL: [Self; 5] =
-        [Self::Pending, Self::Claimed, Self::Retry, Self::Succeeded, Self::Failed];
+    pub const ALL: [Self; 5] = [
+        Self::Pending,
+        Self::Claimed,
+        Self::Retry,
+        Self::Succeeded,
+        Self::Failed,
+    ];
 
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -164,7 +169,9 @@ impl WorkItem {
     /// The owner whose claim is current, if the item is claimed.
     #[must_use]
     pub fn current_owner(&self) -> Option<&str> {
-        (self.state == WorkState::Claimed).then_some(self.owner_id.as_deref()).flatten()
+        (self.state == WorkState::Claimed)
+            .then_some(self.owner_id.as_deref())
+            .flatten()
     }
 }
 
@@ -184,7 +191,11 @@ pub struct NewWork {
 impl NewWork {
     /// An effect with default retry budget (5 attempts).
     #[must_use]
-    pub fn effect(id: impl Into<String>, handler: impl Into<String>, payload: impl Into<String>) -> Self {
+    pub fn effect(
+        id: impl Into<String>,
+        handler: impl Into<String>,
+        payload: impl Into<String>,
+    ) -> Self {
         Self {
             id: id.into(),
             kind: WorkKind::Effect,

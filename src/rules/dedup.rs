@@ -14,7 +14,11 @@ pub fn fingerprint(canonical: &str) -> String {
 
 /// Classifies a delivery against the durable record for its id (if it has one).
 #[must_use]
-pub fn classify(has_stable_id: bool, existing: Option<&DedupRecord>, fingerprint: &str) -> DedupOutcome {
+pub fn classify(
+    has_stable_id: bool,
+    existing: Option<&DedupRecord>,
+    fingerprint: &str,
+) -> DedupOutcome {
     match (has_stable_id, existing) {
         (false, _) => DedupOutcome::Unidentified,
         (true, None) => DedupOutcome::Accepted,
@@ -38,7 +42,13 @@ mod tests {
 
     #[test]
     fn every_dedup_outcome() {
-        let record = DedupRecord { source: "s".into(), external_id: "1".into(), fingerprint: "f".into(), seq: 1, first_seen_at: 0 };
+        let record = DedupRecord {
+            source: "s".into(),
+            external_id: "1".into(),
+            fingerprint: "f".into(),
+            seq: 1,
+            first_seen_at: 0,
+        };
         assert_eq!(classify(false, None, "f"), DedupOutcome::Unidentified);
         assert_eq!(classify(true, None, "f"), DedupOutcome::Accepted);
         assert_eq!(classify(true, Some(&record), "f"), DedupOutcome::Duplicate);

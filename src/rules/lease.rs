@@ -84,9 +84,18 @@ pub fn check_holder(lease: &Lease, token: &str, generation: u64) -> Result<()> {
 ///
 /// # Errors
 /// `Fenced` for a wrong token or superseded generation.
-pub fn renew(lease: &Lease, token: &str, generation: u64, duration: Millis, now: Millis) -> Result<Lease> {
+pub fn renew(
+    lease: &Lease,
+    token: &str,
+    generation: u64,
+    duration: Millis,
+    now: Millis,
+) -> Result<Lease> {
     check_holder(lease, token, generation)?;
-    Ok(Lease { expires_at: now.saturating_add(duration), ..lease.clone() })
+    Ok(Lease {
+        expires_at: now.saturating_add(duration),
+        ..lease.clone()
+    })
 }
 
 /// Releases the lease; the generation stays so the next acquire goes higher. A normal
@@ -96,7 +105,11 @@ pub fn renew(lease: &Lease, token: &str, generation: u64, duration: Millis, now:
 /// `Fenced` for a wrong token or superseded generation.
 pub fn release(lease: &Lease, token: &str, generation: u64, now: Millis) -> Result<Lease> {
     check_holder(lease, token, generation)?;
-    Ok(Lease { released_at: Some(now), checkpoint: None, ..lease.clone() })
+    Ok(Lease {
+        released_at: Some(now),
+        checkpoint: None,
+        ..lease.clone()
+    })
 }
 
 /// Moves the lease straight to `recipient` under a fresh generation, in one write: the
@@ -130,9 +143,22 @@ pub fn handoff(
 ///
 /// # Errors
 /// `Fenced` for a wrong token or superseded generation.
-pub fn checkpoint(lease: &Lease, token: &str, generation: u64, data: String, now: Millis) -> Result<Lease> {
+pub fn checkpoint(
+    lease: &Lease,
+    token: &str,
+    generation: u64,
+    data: String,
+    now: Millis,
+) -> Result<Lease> {
     check_holder(lease, token, generation)?;
-    Ok(Lease { checkpoint: Some(Checkpoint { generation, data, saved_at: now }), ..lease.clone() })
+    Ok(Lease {
+        checkpoint: Some(Checkpoint {
+            generation,
+            data,
+            saved_at: now,
+        }),
+        ..lease.clone()
+    })
 }
 
 #[cfg(test)]
@@ -156,7 +182,12 @@ mod tests {
     #[test]
     fn live_lease_refuses_acquire_expired_does_not() {
         let lease = held(0);
-        assert_eq!(acquire(Some(&lease), "r", "b", "t2".into(), 1_000, 999).unwrap_err().code(), "WORK_IN_PROGRESS");
+        assert_eq!(
+            acquire(Some(&lease), "r", "b", "t2".into(), 1_000, 999)
+                .unwrap_err()
+                .code(),
+            "WORK_IN_PROGRESS"
+        );
         let next = acquire(Some(&lease), "r", "b", "t2".into(), 1_000, 1_000).expect("expired");
         assert_eq!(next.generation, 2);
     }
@@ -166,14 +197,20 @@ mod tests {
         let lease = held(0);
         let moved = handoff(&lease, "t1", 1, "b", "t2".into(), 1_000, 10).expect("holder");
         assert_eq!((moved.owner_id.as_str(), moved.generation), ("b", 2));
-        assert_eq!(renew(&moved, "t1", 1, 1_000, 20).unwrap_err().code(), "WORK_FENCED");
+        assert_eq!(
+            renew(&moved, "t1", 1, 1_000, 20).unwrap_err().code(),
+            "WORK_FENCED"
+        );
     }
 
     #[test]
     fn checkpoint_survives_expiry_and_is_dropped_on_release() {
         let lease = checkpoint(&held(0), "t1", 1, "page=3".into(), 5).expect("holder");
         let next = acquire(Some(&lease), "r", "b", "t2".into(), 1_000, 2_000).expect("expired");
-        assert_eq!(next.checkpoint.as_ref().map(|c| c.data.as_str()), Some("page=3"));
+        assert_eq!(
+            next.checkpoint.as_ref().map(|c| c.data.as_str()),
+            Some("page=3")
+        );
         let released = release(&next, "t2", 2, 2_100).expect("holder");
         assert!(released.checkpoint.is_none());
     }

@@ -21,7 +21,12 @@ pub fn first_boundary(trigger: Trigger, from: Millis) -> Millis {
     match trigger {
         Trigger::Interval { every_ms } => {
             let every = every_ms.max(1);
-            from.div_euclid(every) * every + if from.rem_euclid(every) == 0 { 0 } else { every }
+            from.div_euclid(every) * every
+                + if from.rem_euclid(every) == 0 {
+                    0
+                } else {
+                    every
+                }
         }
         Trigger::Delay { after_ms } => after_ms,
     }
@@ -30,12 +35,20 @@ pub fn first_boundary(trigger: Trigger, from: Millis) -> Millis {
 /// Which firings are due at `now`, honouring the catch-up policy.
 #[must_use]
 pub fn observe(schedule: &Schedule, now: Millis) -> Observation {
-    let unchanged = Observation { due: Vec::new(), last_due: schedule.last_due, next_due: schedule.next_due };
+    let unchanged = Observation {
+        due: Vec::new(),
+        last_due: schedule.last_due,
+        next_due: schedule.next_due,
+    };
     if schedule.next_due > now {
         return unchanged;
     }
     match schedule.trigger {
-        Trigger::Delay { after_ms } => Observation { due: vec![after_ms], last_due: Some(after_ms), next_due: Millis::MAX },
+        Trigger::Delay { after_ms } => Observation {
+            due: vec![after_ms],
+            last_due: Some(after_ms),
+            next_due: Millis::MAX,
+        },
         Trigger::Interval { every_ms } => {
             let every = every_ms.max(1);
             let latest = now.div_euclid(every) * every;
@@ -46,7 +59,11 @@ pub fn observe(schedule: &Schedule, now: Millis) -> Observation {
                 CatchUp::Last(n) => missed.min(i64::from(n)),
             };
             let due = (0..keep).rev().map(|i| latest - i * every).collect();
-            Observation { due, last_due: Some(latest), next_due: latest + every }
+            Observation {
+                due,
+                last_due: Some(latest),
+                next_due: latest + every,
+            }
         }
     }
 }
@@ -72,15 +89,30 @@ mod tests {
 
     #[test]
     fn boundaries_are_epoch_aligned() {
-        assert_eq!(first_boundary(Trigger::Interval { every_ms: 1_000 }, 1_500), 2_000);
-        assert_eq!(first_boundary(Trigger::Interval { every_ms: 1_000 }, 2_000), 2_000);
+        assert_eq!(
+            first_boundary(Trigger::Interval { every_ms: 1_000 }, 1_500),
+            2_000
+        );
+        assert_eq!(
+            first_boundary(Trigger::Interval { every_ms: 1_000 }, 2_000),
+            2_000
+        );
     }
 
     #[test]
     fn catch_up_policies_choose_how_many_missed_firings() {
-        assert_eq!(observe(&every(100, CatchUp::Latest, 100), 550).due, vec![500]);
-        assert_eq!(observe(&every(100, CatchUp::All, 100), 550).due, vec![100, 200, 300, 400, 500]);
-        assert_eq!(observe(&every(100, CatchUp::Last(2), 100), 550).due, vec![400, 500]);
+        assert_eq!(
+            observe(&every(100, CatchUp::Latest, 100), 550).due,
+            vec![500]
+        );
+        assert_eq!(
+            observe(&every(100, CatchUp::All, 100), 550).due,
+            vec![100, 200, 300, 400, 500]
+        );
+        assert_eq!(
+            observe(&every(100, CatchUp::Last(2), 100), 550).due,
+            vec![400, 500]
+        );
         assert_eq!(observe(&every(100, CatchUp::All, 100), 550).next_due, 600);
         assert!(observe(&every(100, CatchUp::All, 600), 550).due.is_empty());
     }

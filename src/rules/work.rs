@@ -13,7 +13,10 @@ pub struct Backoff {
 
 impl Default for Backoff {
     fn default() -> Self {
-        Self { initial_ms: 500, max_ms: 30_000 }
+        Self {
+            initial_ms: 500,
+            max_ms: 30_000,
+        }
     }
 }
 
@@ -46,13 +49,27 @@ pub fn claimable(item: &WorkItem, compat: &str, now: Millis) -> bool {
 /// # Errors
 /// `Incompatible` for another build's item, `AlreadyTerminal`, `LeaseHeld` while the claim
 /// is live, `NotClaimable` before `nextEligibleAt`.
-pub fn claim(item: &WorkItem, owner: &str, compat: &str, token: String, lease_ms: Millis, now: Millis) -> Result<WorkItem> {
+pub fn claim(
+    item: &WorkItem,
+    owner: &str,
+    compat: &str,
+    token: String,
+    lease_ms: Millis,
+    now: Millis,
+) -> Result<WorkItem> {
     if item.compat != compat {
-        return Err(Error::Incompatible { id: item.id.clone(), required: item.compat.clone(), have: compat.to_owned() });
+        return Err(Error::Incompatible {
+            id: item.id.clone(),
+            required: item.compat.clone(),
+            have: compat.to_owned(),
+        });
     }
     let reclaim = match item.state {
         WorkState::Succeeded | WorkState::Failed => {
-            return Err(Error::AlreadyTerminal { id: item.id.clone(), state: item.state.as_str().into() });
+            return Err(Error::AlreadyTerminal {
+                id: item.id.clone(),
+                state: item.state.as_str().into(),
+            });
         }
         WorkState::Claimed => {
             let expires = item.lease_expires_at.unwrap_or(Millis::MAX);
@@ -67,7 +84,10 @@ pub fn claim(item: &WorkItem, owner: &str, compat: &str, token: String, lease_ms
         }
         WorkState::Pending | WorkState::Retry => {
             if item.next_eligible_at > now {
-                return Err(Error::NotClaimable { id: item.id.clone(), state: item.state.as_str().into() });
+                return Err(Error::NotClaimable {
+                    id: item.id.clone(),
+                    state: item.state.as_str().into(),
+                });
             }
             false
         }
@@ -78,7 +98,9 @@ pub fn claim(item: &WorkItem, owner: &str, compat: &str, token: String, lease_ms
         token: Some(token),
         generation: item.generation + 1,
         claimed_at: Some(now),
-        lease_expires_at: Some(now.saturating_add(crate::rules::lease::clamp_duration(lease_ms as f64))),
+        lease_expires_at: Some(
+            now.saturating_add(crate::rules::lease::clamp_duration(lease_ms as f64)),
+        ),
         attempt_number: item.attempt_number + 1,
         uncertain_attempts: item.uncertain_attempts + u32::from(reclaim),
         last_attempt_at: Some(now),
@@ -94,10 +116,20 @@ pub fn claim(item: &WorkItem, owner: &str, compat: &str, token: String, lease_ms
 /// `AlreadyTerminal` or `Fenced`.
 pub fn check_claim(item: &WorkItem, owner: &str, generation: u64) -> Result<()> {
     if item.state.is_terminal() {
-        return Err(Error::AlreadyTerminal { id: item.id.clone(), state: item.state.as_str().into() });
+        return Err(Error::AlreadyTerminal {
+            id: item.id.clone(),
+            state: item.state.as_str().into(),
+        });
     }
-    if item.state != WorkState::Claimed || item.generation != generation || item.owner_id.as_deref() != Some(owner) {
-        return Err(Error::Fenced { resource: item.id.clone(), presented: generation, current: item.generation });
+    if item.state != WorkState::Claimed
+        || item.generation != generation
+        || item.owner_id.as_deref() != Some(owner)
+    {
+        return Err(Error::Fenced {
+            resource: item.id.clone(),
+            presented: generation,
+            current: item.generation,
+        });
     }
     Ok(())
 }
@@ -106,16 +138,33 @@ pub fn check_claim(item: &WorkItem, owner: &str, generation: u64) -> Result<()> 
 ///
 /// # Errors
 /// As [`check_claim`].
-pub fn renew(item: &WorkItem, owner: &str, generation: u64, lease_ms: Millis, now: Millis) -> Result<WorkItem> {
+pub fn renew(
+    item: &WorkItem,
+    owner: &str,
+    generation: u64,
+    lease_ms: Millis,
+    now: Millis,
+) -> Result<WorkItem> {
     check_claim(item, owner, generation)?;
-    Ok(WorkItem { lease_expires_at: Some(now.saturating_add(crate::rules::lease::clamp_duration(lease_ms as f64))), ..item.clone() })
+    Ok(WorkItem {
+        lease_expires_at: Some(
+            now.saturating_add(crate::rules::lease::clamp_duration(lease_ms as f64)),
+        ),
+        ..item.clone()
+    })
 }
 
 /// Records success: the item becomes `succeeded`, for good.
 ///
 /// # Errors
 /// As [`check_claim`].
-pub fn complete(item: &WorkItem, owner: &str, generation: u64, result: Option<String>, now: Millis) -> Result<WorkItem> {
+pub fn complete(
+    item: &WorkItem,
+    owner: &str,
+    generation: u64,
+    result: Option<String>,
+    now: Millis,
+) -> Result<WorkItem> {
     check_claim(item, owner, generation)?;
     Ok(WorkItem {
         state: WorkState::Succeeded,
@@ -131,12 +180,27 @@ pub fn complete(item: &WorkItem, owner: &str, generation: u64, result: Option<St
 ///
 /// # Errors
 /// As [`check_claim`].
-pub fn fail(item: &WorkItem, owner: &str, generation: u64, failure: Failure, backoff: Backoff, now: Millis) -> Result<WorkItem> {
+pub fn fail(
+    item: &WorkItem,
+    owner: &str,
+    generation: u64,
+    failure: Failure,
+    backoff: Backoff,
+    now: Millis,
+) -> Result<WorkItem> {
     check_claim(item, owner, generation)?;
     let retry = failure.class == FailureClass::Retryable && item.attempt_number < item.max_attempts;
     Ok(WorkItem {
-        state: if retry { WorkState::Retry } else { WorkState::Failed },
-        next_eligible_at: if retry { now.saturating_add(backoff.delay(item.attempt_number)) } else { item.next_eligible_at },
+        state: if retry {
+            WorkState::Retry
+        } else {
+            WorkState::Failed
+        },
+        next_eligible_at: if retry {
+            now.saturating_add(backoff.delay(item.attempt_number))
+        } else {
+            item.next_eligible_at
+        },
         last_failure: Some(failure),
         lease_expires_at: None,
         updated_at: now,
@@ -149,7 +213,13 @@ pub fn fail(item: &WorkItem, owner: &str, generation: u64, failure: Failure, bac
 ///
 /// # Errors
 /// As [`check_claim`].
-pub fn yield_back(item: &WorkItem, owner: &str, generation: u64, next_at: Millis, now: Millis) -> Result<WorkItem> {
+pub fn yield_back(
+    item: &WorkItem,
+    owner: &str,
+    generation: u64,
+    next_at: Millis,
+    now: Millis,
+) -> Result<WorkItem> {
     check_claim(item, owner, generation)?;
     Ok(WorkItem {
         state: WorkState::Pending,
@@ -173,9 +243,19 @@ mod tests {
     fn reclaim_of_unrecorded_attempt_is_uncertain_and_keeps_the_key() {
         let first = claim(&item(), "a", "k", "t1".into(), 100, 0).expect("pending");
         let second = claim(&first, "b", "k", "t2".into(), 100, 100).expect("expired");
-        assert_eq!((second.generation, second.attempt_number, second.uncertain_attempts), (2, 2, 1));
+        assert_eq!(
+            (
+                second.generation,
+                second.attempt_number,
+                second.uncertain_attempts
+            ),
+            (2, 2, 1)
+        );
         assert_eq!(second.idempotency_key, first.idempotency_key);
-        assert_eq!(complete(&second, "a", 1, None, 101).unwrap_err().code(), "WORK_FENCED");
+        assert_eq!(
+            complete(&second, "a", 1, None, 101).unwrap_err().code(),
+            "WORK_FENCED"
+        );
     }
 
     #[test]
@@ -186,8 +266,15 @@ mod tests {
 
     #[test]
     fn retryable_failures_back_off_until_the_budget_is_spent() {
-        let mut it = WorkItem { max_attempts: 2, ..item() };
-        let failure = Failure { class: FailureClass::Retryable, code: "E".into(), message: "m".into() };
+        let mut it = WorkItem {
+            max_attempts: 2,
+            ..item()
+        };
+        let failure = Failure {
+            class: FailureClass::Retryable,
+            code: "E".into(),
+            message: "m".into(),
+        };
         it = claim(&it, "a", "k", "t".into(), 100, 0).expect("pending");
         it = fail(&it, "a", 1, failure.clone(), Backoff::default(), 10).expect("holder");
         assert_eq!((it.state, it.next_eligible_at), (WorkState::Retry, 510));
@@ -199,8 +286,23 @@ mod tests {
 
     #[test]
     fn terminal_items_answer_already_terminal() {
-        let done = complete(&claim(&item(), "a", "k", "t".into(), 100, 0).expect("pending"), "a", 1, None, 1).expect("holder");
-        assert_eq!(complete(&done, "a", 1, None, 2).unwrap_err().code(), "already-terminal");
-        assert_eq!(claim(&done, "b", "k", "t".into(), 100, 2).unwrap_err().code(), "already-terminal");
+        let done = complete(
+            &claim(&item(), "a", "k", "t".into(), 100, 0).expect("pending"),
+            "a",
+            1,
+            None,
+            1,
+        )
+        .expect("holder");
+        assert_eq!(
+            complete(&done, "a", 1, None, 2).unwrap_err().code(),
+            "already-terminal"
+        );
+        assert_eq!(
+            claim(&done, "b", "k", "t".into(), 100, 2)
+                .unwrap_err()
+                .code(),
+            "already-terminal"
+        );
     }
 }

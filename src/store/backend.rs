@@ -19,8 +19,8 @@ use crate::model::event::DedupRecord;
 use crate::model::work::WorkFilter;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    Authority, AuditEntry, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, Schedule,
-    Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease,
+    PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 
 /// What kind of store this is.
@@ -115,7 +115,12 @@ pub trait Tx {
     /// Appends to the journal; the store assigns and returns the next `seq`.
     fn append_journal(&mut self, event: &JournalEvent) -> Result<i64>;
     /// Journal events with `seq > after`, ascending; only `event_type` when given.
-    fn journal_after(&mut self, after: i64, event_type: Option<&str>, limit: usize) -> Result<Vec<JournalEvent>>;
+    fn journal_after(
+        &mut self,
+        after: i64,
+        event_type: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<JournalEvent>>;
     /// The highest seq ever assigned (0 for none).
     fn journal_high_water(&mut self) -> Result<i64>;
     fn add_ingestion(&mut self, ingestion: &Ingestion) -> Result<()>;
@@ -149,7 +154,12 @@ pub trait Tx {
     /// Grants in revision order, after revision `after` (page key is the revision).
     fn grants(&mut self, resource: Option<&str>, after: u64, limit: usize) -> Result<Vec<Grant>>;
     /// Writes in revision order, after revision `after`.
-    fn writes(&mut self, resource: Option<&str>, after: u64, limit: usize) -> Result<Vec<WriteRecord>>;
+    fn writes(
+        &mut self,
+        resource: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<WriteRecord>>;
     /// Drops grants and writes older than `keep_from_revision`.
     fn trim_history(&mut self, keep_from_revision: u64) -> Result<()>;
 
@@ -162,11 +172,25 @@ pub trait Tx {
     fn insert_instance(&mut self, row: &InstanceRow) -> Result<()>;
     fn update_instance(&mut self, row: &InstanceRow) -> Result<()>;
     /// Non-terminal instances of this compat digest with `next_eligible_at <= now`.
-    fn runnable_instances(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<InstanceRow>>;
+    fn runnable_instances(
+        &mut self,
+        compat: &str,
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<InstanceRow>>;
     /// Instances waiting for `event_type`, by id after `after`.
-    fn instances_waiting_for(&mut self, event_type: &str, after: Option<&str>, limit: usize) -> Result<Vec<InstanceRow>>;
+    fn instances_waiting_for(
+        &mut self,
+        event_type: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<InstanceRow>>;
     /// Instances by id, only `status` when given.
-    fn list_instances(&mut self, status: Option<&str>, page: &PageRequest) -> Result<Vec<InstanceRow>>;
+    fn list_instances(
+        &mut self,
+        status: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Vec<InstanceRow>>;
     fn add_history(&mut self, record: &HistoryRecord) -> Result<()>;
     fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>>;
     fn action_outcome(&mut self, invocation_id: &str) -> Result<Option<ActionOutcome>>;

@@ -24,11 +24,16 @@ fn wake_waiters(tx: &mut dyn Tx, event_type: &str, now: Millis) -> Result<()> {
     let mut after: Option<String> = None;
     loop {
         let page = tx.instances_waiting_for(event_type, after.as_deref(), 512)?;
-        let Some(last) = page.last() else { return Ok(()) };
+        let Some(last) = page.last() else {
+            return Ok(());
+        };
         after = Some(last.instance_id.clone());
         for row in page {
             if row.next_eligible_at.is_none_or(|t| t > now) {
-                tx.update_instance(&InstanceRow { next_eligible_at: Some(now), ..row })?;
+                tx.update_instance(&InstanceRow {
+                    next_eligible_at: Some(now),
+                    ..row
+                })?;
             }
         }
     }
@@ -44,7 +49,11 @@ impl Store {
     pub fn ingest(&self, event: &NewEvent) -> Result<Ingested> {
         let canonical = dedup::canonical_json(&event.payload);
         let fingerprint = dedup::fingerprint(&canonical);
-        let stable = event.source.as_deref().zip(event.external_id.as_deref()).filter(|(s, id)| !s.is_empty() && !id.is_empty());
+        let stable = event
+            .source
+            .as_deref()
+            .zip(event.external_id.as_deref())
+            .filter(|(s, id)| !s.is_empty() && !id.is_empty());
         self.write(|tx, now| {
             let existing = match stable {
                 Some((source, id)) => tx.dedup(source, id)?,
@@ -64,12 +73,20 @@ impl Store {
                         at: now,
                     })?;
                     if let Some((source, id)) = stable {
-                        tx.put_dedup(&DedupRecord { source: source.into(), external_id: id.into(), fingerprint: fingerprint.clone(), seq, first_seen_at: now })?;
+                        tx.put_dedup(&DedupRecord {
+                            source: source.into(),
+                            external_id: id.into(),
+                            fingerprint: fingerprint.clone(),
+                            seq,
+                            first_seen_at: now,
+                        })?;
                     }
                     wake_waiters(tx, &event.event_type, now)?;
                     Some(seq)
                 }
-                DedupOutcome::Duplicate | DedupOutcome::Conflict => existing.as_ref().map(|r| r.seq),
+                DedupOutcome::Duplicate | DedupOutcome::Conflict => {
+                    existing.as_ref().map(|r| r.seq)
+                }
             };
             tx.add_ingestion(&Ingestion {
                 id: 0,
@@ -89,7 +106,12 @@ impl Store {
     ///
     /// # Errors
     /// A store failure.
-    pub fn journal_after(&self, after: i64, event_type: Option<&str>, limit: usize) -> Result<Vec<JournalEvent>> {
+    pub fn journal_after(
+        &self,
+        after: i64,
+        event_type: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<JournalEvent>> {
         self.read(|tx| tx.journal_after(after, event_type, limit))
     }
 
@@ -105,14 +127,35 @@ impl Store {
     ///
     /// # Errors
     /// A store failure.
-    pub fn create_subscription(&self, id: &str, event_type: &str, handler: &str, compat: &str) -> Result<bool> {
+    pub fn create_subscription(
+        &self,
+        id: &str,
+        event_type: &str,
+        handler: &str,
+        compat: &str,
+    ) -> Result<bool> {
         self.write(|tx, now| {
             if tx.subscription(id)?.is_some() {
                 return Ok(false);
             }
             tx.commit_revision()?;
-            tx.put_subscription(&Subscription { subscription_id: id.into(), event_type: event_type.into(), sequence: 0, generation: 0, updated_at: now, updated_by: None })?;
-            let spec = NewWork { kind: WorkKind::Cursor, max_attempts: u32::MAX, ..NewWork::effect(Subscription::work_id(id), handler, serde_json::json!({ "subscription": id }).to_string()) };
+            tx.put_subscription(&Subscription {
+                subscription_id: id.into(),
+                event_type: event_type.into(),
+                sequence: 0,
+                generation: 0,
+                updated_at: now,
+                updated_by: None,
+            })?;
+            let spec = NewWork {
+                kind: WorkKind::Cursor,
+                max_attempts: u32::MAX,
+                ..NewWork::effect(
+                    Subscription::work_id(id),
+                    handler,
+                    serde_json::json!({ "subscription": id }).to_string(),
+                )
+            };
             save_work(tx, None, &WorkItem::new(spec, compat, now))?;
             Ok(true)
         })
@@ -122,7 +165,13 @@ impl Store {
     ///
     /// # Errors
     /// `WORK_FENCED` (a newer owner took the cursor), `stale-sequence` (not forward).
-    pub fn advance_cursor(&self, subscription: &str, owner: &str, generation: u64, sequence: u64) -> Result<Subscription> {
+    pub fn advance_cursor(
+        &self,
+        subscription: &str,
+        owner: &str,
+        generation: u64,
+        sequence: u64,
+    ) -> Result<Subscription> {
         let work_id = Subscription::work_id(subscription);
         self.write_logged(|tx, now| {
             let (Some(sub), Some(item)) = (tx.subscription(subscription)?, tx.work(&work_id)?) else {

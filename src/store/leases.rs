@@ -32,11 +32,14 @@ impl Store {
         key: Option<&str>,
         mut op: impl FnMut(&mut dyn Tx, Millis) -> Result<Result<T>>,
     ) -> Result<T> {
-        let Some(key) = key else { return self.write_logged(op) };
+        let Some(key) = key else {
+            return self.write_logged(op);
+        };
         let namespaced = format!("{owner}\u{1f}{verb}\u{1f}{key}");
         let answer: Answer<T> = self.write(|tx, now| {
             if let Some(stored) = tx.idempotent_answer(&namespaced)? {
-                return serde_json::from_str(&stored).map_err(|e| Error::Corrupt(format!("stored answer for {key}: {e}")));
+                return serde_json::from_str(&stored)
+                    .map_err(|e| Error::Corrupt(format!("stored answer for {key}: {e}")));
             }
             let answer = match op(tx, now)? {
                 Ok(v) => Answer::Ok(v),
@@ -59,16 +62,33 @@ impl Store {
     ///
     /// # Errors
     /// `WORK_IN_PROGRESS`, `LEASE_CAP_REACHED`, or a store failure.
-    pub fn acquire(&self, resource: &str, owner: &str, duration_ms: f64, idem: Keyed<'_>) -> Result<Lease> {
+    pub fn acquire(
+        &self,
+        resource: &str,
+        owner: &str,
+        duration_ms: f64,
+        idem: Keyed<'_>,
+    ) -> Result<Lease> {
         let duration = rules::clamp_duration(duration_ms);
         let cap = self.owner_cap;
         self.keyed(owner, "acquire", idem.key, |tx, now| {
             let current = tx.lease(resource)?;
             let held = tx.live_lease_count(owner, now)?;
             if held >= cap {
-                return Ok(Err(Error::LeaseCap { owner: owner.into(), held, cap }));
+                return Ok(Err(Error::LeaseCap {
+                    owner: owner.into(),
+                    held,
+                    cap,
+                }));
             }
-            let lease = match rules::acquire(current.as_ref(), resource, owner, self.ids.next_id("tok"), duration, now) {
+            let lease = match rules::acquire(
+                current.as_ref(),
+                resource,
+                owner,
+                self.ids.next_id("tok"),
+                duration,
+                now,
+            ) {
                 Ok(lease) => lease,
                 Err(e) => return Ok(Err(e)),
             };
@@ -98,10 +118,22 @@ impl Store {
     ) -> impl FnMut(&mut dyn Tx, Millis) -> Result<Result<Lease>> {
         move |tx, now| {
             let Some(current) = tx.lease(resource)? else {
-                return Ok(Err(Error::NotFound { what: "lease".into(), id: resource.into() }));
+                return Ok(Err(Error::NotFound {
+                    what: "lease".into(),
+                    id: resource.into(),
+                }));
             };
             let outcome = change(&current, now);
-            record_write(tx, now, resource, &current.owner_id, generation, verb, &outcome.as_ref().map(|_| ()).map_err(Clone::clone), serde_json::Value::Null)?;
+            record_write(
+                tx,
+                now,
+                resource,
+                &current.owner_id,
+                generation,
+                verb,
+                &outcome.as_ref().map(|_| ()).map_err(Clone::clone),
+                serde_json::Value::Null,
+            )?;
             if let Ok(next) = &outcome {
                 tx.put_lease(next)?;
             }
@@ -114,33 +146,78 @@ impl Store {
     ///
     /// # Errors
     /// `WORK_FENCED` for a wrong token or superseded generation.
-    pub fn renew(&self, resource: &str, token: &str, generation: u64, duration_ms: f64) -> Result<Lease> {
+    pub fn renew(
+        &self,
+        resource: &str,
+        token: &str,
+        generation: u64,
+        duration_ms: f64,
+    ) -> Result<Lease> {
         let duration = rules::clamp_duration(duration_ms);
-        self.write_logged(self.holder_write(resource, generation, "renew", |l, now| rules::renew(l, token, generation, duration, now)))
+        self.write_logged(self.holder_write(resource, generation, "renew", |l, now| {
+            rules::renew(l, token, generation, duration, now)
+        }))
     }
 
     /// Releases the lease (dropping its checkpoint); the generation is kept.
     ///
     /// # Errors
     /// `WORK_FENCED` for a wrong token or superseded generation.
-    pub fn release(&self, resource: &str, owner: &str, token: &str, generation: u64, idem: Keyed<'_>) -> Result<Lease> {
-        self.keyed(owner, "release", idem.key, self.holder_write(resource, generation, "release", |l, now| rules::release(l, token, generation, now)))
+    pub fn release(
+        &self,
+        resource: &str,
+        owner: &str,
+        token: &str,
+        generation: u64,
+        idem: Keyed<'_>,
+    ) -> Result<Lease> {
+        self.keyed(
+            owner,
+            "release",
+            idem.key,
+            self.holder_write(resource, generation, "release", |l, now| {
+                rules::release(l, token, generation, now)
+            }),
+        )
     }
 
     /// Moves the lease atomically to `recipient` under a fresh generation.
     ///
     /// # Errors
     /// `WORK_FENCED`, `LEASE_CAP_REACHED` for the recipient.
-    pub fn handoff(&self, resource: &str, owner: &str, token: &str, generation: u64, recipient: &str, duration_ms: f64, idem: Keyed<'_>) -> Result<Lease> {
+    pub fn handoff(
+        &self,
+        resource: &str,
+        owner: &str,
+        token: &str,
+        generation: u64,
+        recipient: &str,
+        duration_ms: f64,
+        idem: Keyed<'_>,
+    ) -> Result<Lease> {
         let duration = rules::clamp_duration(duration_ms);
         let cap = self.owner_cap;
         self.keyed(owner, "handoff", idem.key, |tx, now| {
             let held = tx.live_lease_count(recipient, now)?;
             if held >= cap {
-                return Ok(Err(Error::LeaseCap { owner: recipient.into(), held, cap }));
+                return Ok(Err(Error::LeaseCap {
+                    owner: recipient.into(),
+                    held,
+                    cap,
+                }));
             }
             let new_token = self.ids.next_id("tok");
-            let moved = self.holder_write(resource, generation, "handoff", |l, now| rules::handoff(l, token, generation, recipient, new_token.clone(), duration, now))(tx, now)?;
+            let moved = self.holder_write(resource, generation, "handoff", |l, now| {
+                rules::handoff(
+                    l,
+                    token,
+                    generation,
+                    recipient,
+                    new_token.clone(),
+                    duration,
+                    now,
+                )
+            })(tx, now)?;
             if let Ok(lease) = &moved {
                 let revision = tx.commit_revision()?;
                 tx.add_grant(&Grant {
@@ -162,8 +239,23 @@ impl Store {
     ///
     /// # Errors
     /// `WORK_FENCED`.
-    pub fn save_checkpoint(&self, resource: &str, owner: &str, token: &str, generation: u64, data: &str, idem: Keyed<'_>) -> Result<Lease> {
-        self.keyed(owner, "checkpoint", idem.key, self.holder_write(resource, generation, "checkpoint", |l, now| rules::checkpoint(l, token, generation, data.to_owned(), now)))
+    pub fn save_checkpoint(
+        &self,
+        resource: &str,
+        owner: &str,
+        token: &str,
+        generation: u64,
+        data: &str,
+        idem: Keyed<'_>,
+    ) -> Result<Lease> {
+        self.keyed(
+            owner,
+            "checkpoint",
+            idem.key,
+            self.holder_write(resource, generation, "checkpoint", |l, now| {
+                rules::checkpoint(l, token, generation, data.to_owned(), now)
+            }),
+        )
     }
 
     /// The lease row for `resource`, live or not.
@@ -181,7 +273,10 @@ impl Store {
     pub fn check_ownership(&self, resource: &str, token: &str, generation: u64) -> Result<()> {
         match self.lease(resource)? {
             Some(lease) => rules::check_holder(&lease, token, generation),
-            None => Err(Error::NotFound { what: "lease".into(), id: resource.into() }),
+            None => Err(Error::NotFound {
+                what: "lease".into(),
+                id: resource.into(),
+            }),
         }
     }
 
@@ -190,6 +285,10 @@ impl Store {
     /// # Errors
     /// A store failure.
     pub fn list_leases(&self, page: &PageRequest) -> Result<Page<Lease>> {
-        self.read(|tx| Ok(super::reads::paged(tx.list_leases(page)?, page, |l| l.resource_id.clone())))
+        self.read(|tx| {
+            Ok(super::reads::paged(tx.list_leases(page)?, page, |l| {
+                l.resource_id.clone()
+            }))
+        })
     }
 }

@@ -13,8 +13,8 @@ use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkState};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, Schedule,
-    Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease,
+    PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::RETENTION;
 
@@ -77,11 +77,15 @@ impl MemoryBackend {
 
     fn lock(&self) -> Result<MutexGuard<'_, State>> {
         if self.outage.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(Error::Unavailable("the memory store is in a simulated outage".into()));
+            return Err(Error::Unavailable(
+                "the memory store is in a simulated outage".into(),
+            ));
         }
         // A panic inside a transaction left the undo log unapplied; refuse rather than
         // serve half a transaction.
-        self.state.lock().map_err(|_| Error::Corrupt("a transaction panicked while holding the memory store".into()))
+        self.state.lock().map_err(|_| {
+            Error::Corrupt("a transaction panicked while holding the memory store".into())
+        })
     }
 }
 
@@ -100,7 +104,12 @@ impl Backend for MemoryBackend {
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         let mut guard = self.lock()?;
-        let mut tx = MemTx { state: &mut guard, undo: Vec::new(), revision: None, writable: true };
+        let mut tx = MemTx {
+            state: &mut guard,
+            undo: Vec::new(),
+            revision: None,
+            writable: true,
+        };
         let result = f(&mut tx);
         if result.is_err() {
             let MemTx { state, undo, .. } = tx;
@@ -113,7 +122,12 @@ impl Backend for MemoryBackend {
 
     fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         let mut guard = self.lock()?;
-        f(&mut MemTx { state: &mut guard, undo: Vec::new(), revision: None, writable: false })
+        f(&mut MemTx {
+            state: &mut guard,
+            undo: Vec::new(),
+            revision: None,
+            writable: false,
+        })
     }
 
     fn change_token(&self) -> Result<u64> {
@@ -142,16 +156,38 @@ macro_rules! put {
     }};
 }
 
-fn page_of<'m, V: Clone + 'm>(map: &'m BTreeMap<String, V>, page: &PageRequest, keep: impl Fn(&V) -> bool) -> Vec<V> {
+fn page_of<'m, V: Clone + 'm>(
+    map: &'m BTreeMap<String, V>,
+    page: &PageRequest,
+    keep: impl Fn(&V) -> bool,
+) -> Vec<V> {
     let limit = page.limit.max(1);
     if page.backwards {
-        let upper = page.after.as_ref().map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
-        let mut rows: Vec<V> = map.range((Bound::Unbounded, upper)).rev().map(|(_, v)| v).filter(|v| keep(v)).take(limit).cloned().collect();
+        let upper = page
+            .after
+            .as_ref()
+            .map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+        let mut rows: Vec<V> = map
+            .range((Bound::Unbounded, upper))
+            .rev()
+            .map(|(_, v)| v)
+            .filter(|v| keep(v))
+            .take(limit)
+            .cloned()
+            .collect();
         rows.reverse();
         rows
     } else {
-        let lower = page.after.as_ref().map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
-        map.range((lower, Bound::Unbounded)).map(|(_, v)| v).filter(|v| keep(v)).take(limit).cloned().collect()
+        let lower = page
+            .after
+            .as_ref()
+            .map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+        map.range((lower, Bound::Unbounded))
+            .map(|(_, v)| v)
+            .filter(|v| keep(v))
+            .take(limit)
+            .cloned()
+            .collect()
     }
 }
 
@@ -160,22 +196,35 @@ fn numeric_page<V: Clone>(map: &BTreeMap<i64, V>, page: &PageRequest) -> Vec<V> 
     let key = page.after.as_ref().and_then(|k| k.parse::<i64>().ok());
     if page.backwards {
         let upper = key.map_or(Bound::Unbounded, Bound::Excluded);
-        let mut rows: Vec<V> = map.range((Bound::Unbounded, upper)).rev().take(limit).map(|(_, v)| v.clone()).collect();
+        let mut rows: Vec<V> = map
+            .range((Bound::Unbounded, upper))
+            .rev()
+            .take(limit)
+            .map(|(_, v)| v.clone())
+            .collect();
         rows.reverse();
         rows
     } else {
         let lower = key.map_or(Bound::Unbounded, Bound::Excluded);
-        map.range((lower, Bound::Unbounded)).take(limit).map(|(_, v)| v.clone()).collect()
+        map.range((lower, Bound::Unbounded))
+            .take(limit)
+            .map(|(_, v)| v.clone())
+            .collect()
     }
 }
 
 impl MemTx<'_> {
     fn writable(&self) -> Result<()> {
-        if self.writable { Ok(()) } else { Err(Error::ReadOnly("write inside a read transaction".into())) }
+        if self.writable {
+            Ok(())
+        } else {
+            Err(Error::ReadOnly("write inside a read transaction".into()))
+        }
     }
 
     fn set_due(&mut self, prev: Option<&WorkItem>, next: &WorkItem) {
-        if let Some(key) = prev.and_then(|p| due_at(p).map(|d| (p.compat.clone(), d, p.id.clone()))) {
+        if let Some(key) = prev.and_then(|p| due_at(p).map(|d| (p.compat.clone(), d, p.id.clone())))
+        {
             if self.state.work_due.remove(&key) {
                 self.undo.push(Box::new(move |s: &mut State| {
                     s.work_due.insert(key);
@@ -210,7 +259,8 @@ impl Tx for MemTx<'_> {
         }
         let old = self.state.revision;
         self.state.revision += 1;
-        self.undo.push(Box::new(move |s: &mut State| s.revision = old));
+        self.undo
+            .push(Box::new(move |s: &mut State| s.revision = old));
         self.revision = Some(self.state.revision);
         Ok(self.state.revision)
     }
@@ -222,7 +272,13 @@ impl Tx for MemTx<'_> {
     }
 
     fn counters(&mut self, prefix: &str) -> Result<Vec<(String, i64)>> {
-        Ok(self.state.counters.range(prefix.to_owned()..).take_while(|(k, _)| k.starts_with(prefix)).map(|(k, v)| (k.clone(), *v)).collect())
+        Ok(self
+            .state
+            .counters
+            .range(prefix.to_owned()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect())
     }
 
     fn lease(&mut self, resource: &str) -> Result<Option<Lease>> {
@@ -235,7 +291,12 @@ impl Tx for MemTx<'_> {
     }
 
     fn live_lease_count(&mut self, owner: &str, now: Millis) -> Result<u64> {
-        Ok(self.state.leases.values().filter(|l| l.owner_id == owner && l.is_live(now)).count() as u64)
+        Ok(self
+            .state
+            .leases
+            .values()
+            .filter(|l| l.owner_id == owner && l.is_live(now))
+            .count() as u64)
     }
 
     fn list_leases(&mut self, page: &PageRequest) -> Result<Vec<Lease>> {
@@ -278,21 +339,44 @@ impl Tx for MemTx<'_> {
         Ok(page_of(&self.state.work, page, |w| {
             (filter.states.is_empty() || filter.states.contains(&w.state))
                 && filter.kind.is_none_or(|k| w.kind == k)
-                && filter.owner.as_ref().is_none_or(|o| w.owner_id.as_ref() == Some(o))
+                && filter
+                    .owner
+                    .as_ref()
+                    .is_none_or(|o| w.owner_id.as_ref() == Some(o))
                 && (filter.compats.is_empty() || filter.compats.contains(&w.compat))
         }))
     }
 
     fn oldest_waiting_work(&mut self) -> Result<Option<Millis>> {
-        Ok(self.state.work_due.iter().filter(|(_, _, id)| self.state.work.get(id).is_some_and(|w| w.state != WorkState::Claimed)).map(|(_, due, _)| *due).min())
+        Ok(self
+            .state
+            .work_due
+            .iter()
+            .filter(|(_, _, id)| {
+                self.state
+                    .work
+                    .get(id)
+                    .is_some_and(|w| w.state != WorkState::Claimed)
+            })
+            .map(|(_, due, _)| *due)
+            .min())
     }
 
     fn dedup(&mut self, source: &str, external_id: &str) -> Result<Option<DedupRecord>> {
-        Ok(self.state.dedup.get(&(source.to_owned(), external_id.to_owned())).cloned())
+        Ok(self
+            .state
+            .dedup
+            .get(&(source.to_owned(), external_id.to_owned()))
+            .cloned())
     }
 
     fn put_dedup(&mut self, record: &DedupRecord) -> Result<()> {
-        put!(self, dedup, (record.source.clone(), record.external_id.clone()), record.clone());
+        put!(
+            self,
+            dedup,
+            (record.source.clone(), record.external_id.clone()),
+            record.clone()
+        );
         Ok(())
     }
 
@@ -300,8 +384,17 @@ impl Tx for MemTx<'_> {
         let old_seq = self.state.journal_seq;
         self.state.journal_seq += 1;
         let seq = self.state.journal_seq;
-        self.undo.push(Box::new(move |s: &mut State| s.journal_seq = old_seq));
-        put!(self, journal, seq, JournalEvent { seq, ..event.clone() });
+        self.undo
+            .push(Box::new(move |s: &mut State| s.journal_seq = old_seq));
+        put!(
+            self,
+            journal,
+            seq,
+            JournalEvent {
+                seq,
+                ..event.clone()
+            }
+        );
         let floor = seq - RETENTION.journal_events;
         while let Some((&oldest, _)) = self.state.journal.first_key_value() {
             if oldest > floor {
@@ -316,7 +409,12 @@ impl Tx for MemTx<'_> {
         Ok(seq)
     }
 
-    fn journal_after(&mut self, after: i64, event_type: Option<&str>, limit: usize) -> Result<Vec<JournalEvent>> {
+    fn journal_after(
+        &mut self,
+        after: i64,
+        event_type: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<JournalEvent>> {
         Ok(self
             .state
             .journal
@@ -333,8 +431,20 @@ impl Tx for MemTx<'_> {
     }
 
     fn add_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
-        let id = self.state.ingestions.last_key_value().map_or(1, |(k, _)| k + 1);
-        put!(self, ingestions, id, Ingestion { id, ..ingestion.clone() });
+        let id = self
+            .state
+            .ingestions
+            .last_key_value()
+            .map_or(1, |(k, _)| k + 1);
+        put!(
+            self,
+            ingestions,
+            id,
+            Ingestion {
+                id,
+                ..ingestion.clone()
+            }
+        );
         Ok(())
     }
 
@@ -347,7 +457,12 @@ impl Tx for MemTx<'_> {
     }
 
     fn put_subscription(&mut self, sub: &Subscription) -> Result<()> {
-        put!(self, subscriptions, sub.subscription_id.clone(), sub.clone());
+        put!(
+            self,
+            subscriptions,
+            sub.subscription_id.clone(),
+            sub.clone()
+        );
         Ok(())
     }
 
@@ -360,12 +475,23 @@ impl Tx for MemTx<'_> {
     }
 
     fn put_schedule(&mut self, schedule: &Schedule) -> Result<()> {
-        put!(self, schedules, schedule.schedule_id.clone(), schedule.clone());
+        put!(
+            self,
+            schedules,
+            schedule.schedule_id.clone(),
+            schedule.clone()
+        );
         Ok(())
     }
 
     fn due_schedules(&mut self, now: Millis, limit: usize) -> Result<Vec<Schedule>> {
-        let mut due: Vec<Schedule> = self.state.schedules.values().filter(|s| s.next_due <= now).cloned().collect();
+        let mut due: Vec<Schedule> = self
+            .state
+            .schedules
+            .values()
+            .filter(|s| s.next_due <= now)
+            .cloned()
+            .collect();
         due.sort_by_key(|s| s.next_due);
         due.truncate(limit);
         Ok(due)
@@ -380,7 +506,12 @@ impl Tx for MemTx<'_> {
     }
 
     fn put_authority(&mut self, authority: &Authority) -> Result<()> {
-        put!(self, authorities, authority.instance_id.clone(), authority.clone());
+        put!(
+            self,
+            authorities,
+            authority.instance_id.clone(),
+            authority.clone()
+        );
         Ok(())
     }
 
@@ -399,7 +530,15 @@ impl Tx for MemTx<'_> {
 
     fn add_audit(&mut self, entry: &AuditEntry) -> Result<()> {
         let id = self.state.audit.last_key_value().map_or(1, |(k, _)| k + 1);
-        put!(self, audit, id, AuditEntry { id, ..entry.clone() });
+        put!(
+            self,
+            audit,
+            id,
+            AuditEntry {
+                id,
+                ..entry.clone()
+            }
+        );
         Ok(())
     }
 
@@ -420,11 +559,32 @@ impl Tx for MemTx<'_> {
     }
 
     fn grants(&mut self, resource: Option<&str>, after: u64, limit: usize) -> Result<Vec<Grant>> {
-        Ok(self.state.grants.range((after + 1, 0)..).map(|(_, g)| g).filter(|g| resource.is_none_or(|r| g.resource_id == r)).take(limit).cloned().collect())
+        Ok(self
+            .state
+            .grants
+            .range((after + 1, 0)..)
+            .map(|(_, g)| g)
+            .filter(|g| resource.is_none_or(|r| g.resource_id == r))
+            .take(limit)
+            .cloned()
+            .collect())
     }
 
-    fn writes(&mut self, resource: Option<&str>, after: u64, limit: usize) -> Result<Vec<WriteRecord>> {
-        Ok(self.state.writes.range((after + 1, 0)..).map(|(_, w)| w).filter(|w| resource.is_none_or(|r| w.resource_id == r)).take(limit).cloned().collect())
+    fn writes(
+        &mut self,
+        resource: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<WriteRecord>> {
+        Ok(self
+            .state
+            .writes
+            .range((after + 1, 0)..)
+            .map(|(_, w)| w)
+            .filter(|w| resource.is_none_or(|r| w.resource_id == r))
+            .take(limit)
+            .cloned()
+            .collect())
     }
 
     fn trim_history(&mut self, keep_from_revision: u64) -> Result<()> {
@@ -452,7 +612,12 @@ impl Tx for MemTx<'_> {
     }
 
     fn instance_by_start_key(&mut self, start_key: &str) -> Result<Option<InstanceRow>> {
-        Ok(self.state.start_keys.get(start_key).and_then(|id| self.state.instances.get(id)).cloned())
+        Ok(self
+            .state
+            .start_keys
+            .get(start_key)
+            .and_then(|id| self.state.instances.get(id))
+            .cloned())
     }
 
     fn insert_instance(&mut self, row: &InstanceRow) -> Result<()> {
@@ -468,29 +633,67 @@ impl Tx for MemTx<'_> {
         Ok(())
     }
 
-    fn runnable_instances(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<InstanceRow>> {
-        let mut rows: Vec<InstanceRow> = self.state.instances.values().filter(|i| i.compat == compat && i.next_eligible_at.is_some_and(|t| t <= now)).cloned().collect();
+    fn runnable_instances(
+        &mut self,
+        compat: &str,
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<InstanceRow>> {
+        let mut rows: Vec<InstanceRow> = self
+            .state
+            .instances
+            .values()
+            .filter(|i| i.compat == compat && i.next_eligible_at.is_some_and(|t| t <= now))
+            .cloned()
+            .collect();
         rows.sort_by_key(|i| i.next_eligible_at);
         rows.truncate(limit);
         Ok(rows)
     }
 
-    fn instances_waiting_for(&mut self, event_type: &str, after: Option<&str>, limit: usize) -> Result<Vec<InstanceRow>> {
-        let page = PageRequest { after: after.map(str::to_owned), limit, backwards: false };
-        Ok(page_of(&self.state.instances, &page, |i| i.waiting_event.as_deref() == Some(event_type)))
+    fn instances_waiting_for(
+        &mut self,
+        event_type: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<InstanceRow>> {
+        let page = PageRequest {
+            after: after.map(str::to_owned),
+            limit,
+            backwards: false,
+        };
+        Ok(page_of(&self.state.instances, &page, |i| {
+            i.waiting_event.as_deref() == Some(event_type)
+        }))
     }
 
-    fn list_instances(&mut self, status: Option<&str>, page: &PageRequest) -> Result<Vec<InstanceRow>> {
-        Ok(page_of(&self.state.instances, page, |i| status.is_none_or(|s| i.status == s)))
+    fn list_instances(
+        &mut self,
+        status: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Vec<InstanceRow>> {
+        Ok(page_of(&self.state.instances, page, |i| {
+            status.is_none_or(|s| i.status == s)
+        }))
     }
 
     fn add_history(&mut self, record: &HistoryRecord) -> Result<()> {
-        put!(self, history, (record.instance_id.clone(), record.position), record.clone());
+        put!(
+            self,
+            history,
+            (record.instance_id.clone(), record.position),
+            record.clone()
+        );
         Ok(())
     }
 
     fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>> {
-        Ok(self.state.history.range((instance_id.to_owned(), 0)..=(instance_id.to_owned(), u64::MAX)).map(|(_, r)| r.clone()).collect())
+        Ok(self
+            .state
+            .history
+            .range((instance_id.to_owned(), 0)..=(instance_id.to_owned(), u64::MAX))
+            .map(|(_, r)| r.clone())
+            .collect())
     }
 
     fn action_outcome(&mut self, invocation_id: &str) -> Result<Option<ActionOutcome>> {
@@ -498,7 +701,12 @@ impl Tx for MemTx<'_> {
     }
 
     fn put_action_outcome(&mut self, outcome: &ActionOutcome) -> Result<()> {
-        put!(self, outcomes, outcome.invocation_id.clone(), outcome.clone());
+        put!(
+            self,
+            outcomes,
+            outcome.invocation_id.clone(),
+            outcome.clone()
+        );
         Ok(())
     }
 }

@@ -32,7 +32,11 @@ use crate::model::WriteRecord;
 
 /// How much durable history is kept. Old grants and writes beyond this many revisions are
 /// trimmed (the checker reads what is kept); the journal keeps this many events.
-pub const RETENTION: Retention = Retention { history_revisions: 1_000_000, journal_events: 100_000, trim_every: 4_096 };
+pub const RETENTION: Retention = Retention {
+    history_revisions: 1_000_000,
+    journal_events: 100_000,
+    trim_every: 4_096,
+};
 
 /// Bounds on the durable history, documented in the README.
 #[derive(Debug, Clone, Copy)]
@@ -68,7 +72,12 @@ pub struct Store {
 impl Store {
     /// A store over `backend`, reading time from `clock` and tokens from `ids`.
     pub fn new(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>, ids: Arc<dyn IdSource>) -> Self {
-        Self { backend, clock, ids, owner_cap: crate::rules::lease::DEFAULT_OWNER_CAP }
+        Self {
+            backend,
+            clock,
+            ids,
+            owner_cap: crate::rules::lease::DEFAULT_OWNER_CAP,
+        }
     }
 
     /// The same store with another live-lease cap per owner.
@@ -82,7 +91,10 @@ impl Store {
     /// possibly skewed, clock over one shared provider).
     #[must_use]
     pub fn with_clock(&self, clock: Arc<dyn Clock>) -> Self {
-        Self { clock, ..self.clone() }
+        Self {
+            clock,
+            ..self.clone()
+        }
     }
 
     pub fn kind(&self) -> StoreKind {
@@ -107,7 +119,10 @@ impl Store {
         if self.capabilities().contains(&capability) {
             Ok(())
         } else {
-            Err(Error::CapabilityMissing { provider: self.kind().as_str().into(), capability: capability.into() })
+            Err(Error::CapabilityMissing {
+                provider: self.kind().as_str().into(),
+                capability: capability.into(),
+            })
         }
     }
 
@@ -139,19 +154,27 @@ impl Store {
     ///
     /// # Errors
     /// Whatever `f` returns, or a store failure.
-    pub(crate) fn write<T>(&self, mut f: impl FnMut(&mut dyn Tx, Millis) -> Result<T>) -> Result<T> {
+    pub(crate) fn write<T>(
+        &self,
+        mut f: impl FnMut(&mut dyn Tx, Millis) -> Result<T>,
+    ) -> Result<T> {
         let now = self.clock.now();
         let mut out = None;
         self.backend.write(&mut |tx| {
             out = Some(f(tx, now)?);
             Ok(())
         })?;
-        out.ok_or_else(|| Error::OutcomeUnknown("the transaction committed without an answer".into()))
+        out.ok_or_else(|| {
+            Error::OutcomeUnknown("the transaction committed without an answer".into())
+        })
     }
 
     /// Like [`Self::write`], but a semantic refusal inside (`Ok(Err(_))`) still commits what
     /// was written before it — the refused-write record the checker and dashboard read.
-    pub(crate) fn write_logged<T>(&self, f: impl FnMut(&mut dyn Tx, Millis) -> Result<Result<T>>) -> Result<T> {
+    pub(crate) fn write_logged<T>(
+        &self,
+        f: impl FnMut(&mut dyn Tx, Millis) -> Result<Result<T>>,
+    ) -> Result<T> {
         self.write(f)?
     }
 
@@ -192,7 +215,11 @@ pub(crate) fn record_write(
         detail: detail.to_string(),
         at: now,
     })?;
-    let counter = if outcome.is_ok() { "writes|accepted" } else { "writes|refused" };
+    let counter = if outcome.is_ok() {
+        "writes|accepted"
+    } else {
+        "writes|refused"
+    };
     tx.adjust_counter(counter, 1)?;
     if revision % RETENTION.trim_every == 0 {
         tx.trim_history(revision.saturating_sub(RETENTION.history_revisions))?;

@@ -9,8 +9,8 @@ use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::{WorkCount, WorkFilter};
 use crate::model::{
-    AuditEntry, Authority, Grant, Ingestion, InstanceRow, Page, PageRequest, Schedule, Subscription, WorkItem,
-    WorkKind, WorkState, WriteRecord,
+    AuditEntry, Authority, Grant, Ingestion, InstanceRow, Page, PageRequest, Schedule,
+    Subscription, WorkItem, WorkKind, WorkState, WriteRecord,
 };
 
 /// Counts and headline numbers for the overview, all from incremental counters.
@@ -31,7 +31,16 @@ pub struct Overview {
 
 /// Turns a page of rows (ascending) into a [`Page`] with its continuation key.
 pub(crate) fn paged<T>(rows: Vec<T>, page: &PageRequest, key: impl Fn(&T) -> String) -> Page<T> {
-    let next = if rows.len() >= page.limit.max(1) { if page.backwards { rows.first() } else { rows.last() }.map(&key) } else { None };
+    let next = if rows.len() >= page.limit.max(1) {
+        if page.backwards {
+            rows.first()
+        } else {
+            rows.last()
+        }
+        .map(&key)
+    } else {
+        None
+    };
     Page { rows, next }
 }
 
@@ -54,19 +63,31 @@ impl Store {
     /// A store failure.
     pub fn overview(&self) -> Result<Overview> {
         self.read(|tx| {
-            let mut overview = Overview { revision: tx.revision()?, ..Overview::default() };
+            let mut overview = Overview {
+                revision: tx.revision()?,
+                ..Overview::default()
+            };
             for (name, value) in tx.counters("")? {
                 let parts: Vec<&str> = name.split('|').collect();
                 match parts.as_slice() {
                     ["work", kind, state, compat] => {
-                        if let (Some(kind), Some(state)) = (WorkKind::parse(kind), WorkState::parse(state)) {
-                            overview.work.push(WorkCount { kind, state, compat: (*compat).into(), count: count(value) });
+                        if let (Some(kind), Some(state)) =
+                            (WorkKind::parse(kind), WorkState::parse(state))
+                        {
+                            overview.work.push(WorkCount {
+                                kind,
+                                state,
+                                compat: (*compat).into(),
+                                count: count(value),
+                            });
                         }
                     }
-                    ["wf", status, _compat] => match overview.workflows.iter_mut().find(|(s, _)| s == status) {
-                        Some((_, n)) => *n += count(value),
-                        None => overview.workflows.push(((*status).into(), count(value))),
-                    },
+                    ["wf", status, _compat] => {
+                        match overview.workflows.iter_mut().find(|(s, _)| s == status) {
+                            Some((_, n)) => *n += count(value),
+                            None => overview.workflows.push(((*status).into(), count(value))),
+                        }
+                    }
                     ["events", outcome] => overview.events.push(((*outcome).into(), count(value))),
                     ["claims"] => overview.claims = count(value),
                     ["writes", "accepted"] => overview.writes_accepted = count(value),
@@ -92,7 +113,11 @@ impl Store {
     /// # Errors
     /// A store failure.
     pub fn list_authorities(&self, page: &PageRequest) -> Result<Page<Authority>> {
-        self.read(|tx| Ok(paged(tx.list_authorities(page)?, page, |a| a.instance_id.clone())))
+        self.read(|tx| {
+            Ok(paged(tx.list_authorities(page)?, page, |a| {
+                a.instance_id.clone()
+            }))
+        })
     }
 
     /// Subscriptions (cursors) by id.
@@ -100,7 +125,11 @@ impl Store {
     /// # Errors
     /// A store failure.
     pub fn list_subscriptions(&self, page: &PageRequest) -> Result<Page<Subscription>> {
-        self.read(|tx| Ok(paged(tx.list_subscriptions(page)?, page, |s| s.subscription_id.clone())))
+        self.read(|tx| {
+            Ok(paged(tx.list_subscriptions(page)?, page, |s| {
+                s.subscription_id.clone()
+            }))
+        })
     }
 
     /// Schedules by id.
@@ -108,7 +137,11 @@ impl Store {
     /// # Errors
     /// A store failure.
     pub fn list_schedules(&self, page: &PageRequest) -> Result<Page<Schedule>> {
-        self.read(|tx| Ok(paged(tx.list_schedules(page)?, page, |s| s.schedule_id.clone())))
+        self.read(|tx| {
+            Ok(paged(tx.list_schedules(page)?, page, |s| {
+                s.schedule_id.clone()
+            }))
+        })
     }
 
     /// Ingestions (dedup outcomes) by id; keys are zero-padded so they sort as text.
@@ -116,15 +149,27 @@ impl Store {
     /// # Errors
     /// A store failure.
     pub fn list_ingestions(&self, page: &PageRequest) -> Result<Page<Ingestion>> {
-        self.read(|tx| Ok(paged(tx.list_ingestions(page)?, page, |i| format!("{:020}", i.id))))
+        self.read(|tx| {
+            Ok(paged(tx.list_ingestions(page)?, page, |i| {
+                format!("{:020}", i.id)
+            }))
+        })
     }
 
     /// Workflow instances by id, only `status` when given.
     ///
     /// # Errors
     /// A store failure.
-    pub fn list_instances(&self, status: Option<&str>, page: &PageRequest) -> Result<Page<InstanceRow>> {
-        self.read(|tx| Ok(paged(tx.list_instances(status, page)?, page, |i| i.instance_id.clone())))
+    pub fn list_instances(
+        &self,
+        status: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Page<InstanceRow>> {
+        self.read(|tx| {
+            Ok(paged(tx.list_instances(status, page)?, page, |i| {
+                i.instance_id.clone()
+            }))
+        })
     }
 
     /// The audit log by id.
@@ -132,7 +177,11 @@ impl Store {
     /// # Errors
     /// A store failure.
     pub fn list_audit(&self, page: &PageRequest) -> Result<Page<AuditEntry>> {
-        self.read(|tx| Ok(paged(tx.list_audit(page)?, page, |a| format!("{:020}", a.id))))
+        self.read(|tx| {
+            Ok(paged(tx.list_audit(page)?, page, |a| {
+                format!("{:020}", a.id)
+            }))
+        })
     }
 
     /// Grants and fenced writes of one resource (or all), in revision order: the checker's
@@ -140,8 +189,18 @@ impl Store {
     ///
     /// # Errors
     /// A store failure.
-    pub fn ownership_history(&self, resource: Option<&str>, after: u64, limit: usize) -> Result<(Vec<Grant>, Vec<WriteRecord>)> {
-        self.read(|tx| Ok((tx.grants(resource, after, limit)?, tx.writes(resource, after, limit)?)))
+    pub fn ownership_history(
+        &self,
+        resource: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<(Vec<Grant>, Vec<WriteRecord>)> {
+        self.read(|tx| {
+            Ok((
+                tx.grants(resource, after, limit)?,
+                tx.writes(resource, after, limit)?,
+            ))
+        })
     }
 
     /// Registers (or re-registers) an authority.
@@ -162,7 +221,10 @@ impl Store {
     pub fn heartbeat(&self, instance: &str, stopped: bool) -> Result<()> {
         self.write(|tx, now| {
             let Some(mut row) = tx.authority(instance)? else {
-                return Err(crate::error::Error::NotFound { what: "authority".into(), id: instance.into() });
+                return Err(crate::error::Error::NotFound {
+                    what: "authority".into(),
+                    id: instance.into(),
+                });
             };
             row.heartbeat_at = now;
             if stopped {
@@ -180,7 +242,14 @@ impl Store {
     pub fn audit(&self, actor: &str, action: &str, target: &str, outcome: &str) -> Result<()> {
         self.write(|tx, now| {
             tx.commit_revision()?;
-            tx.add_audit(&AuditEntry { id: 0, at: now, actor: actor.into(), action: action.into(), target: target.into(), outcome: outcome.into() })
+            tx.add_audit(&AuditEntry {
+                id: 0,
+                at: now,
+                actor: actor.into(),
+                action: action.into(),
+                target: target.into(),
+                outcome: outcome.into(),
+            })
         })
     }
 }

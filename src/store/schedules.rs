@@ -14,7 +14,15 @@ impl Store {
     ///
     /// # Errors
     /// A store failure.
-    pub fn create_schedule(&self, id: &str, trigger: Trigger, catch_up: CatchUp, handler: &str, payload: &str, compat: &str) -> Result<bool> {
+    pub fn create_schedule(
+        &self,
+        id: &str,
+        trigger: Trigger,
+        catch_up: CatchUp,
+        handler: &str,
+        payload: &str,
+        compat: &str,
+    ) -> Result<bool> {
         self.write(|tx, now| {
             if tx.schedule(id)?.is_some() {
                 return Ok(false);
@@ -50,11 +58,23 @@ impl Store {
                     let spec = NewWork {
                         kind: WorkKind::Schedule,
                         not_before: Some(*due),
-                        ..NewWork::effect(firing_id(&schedule.schedule_id, *due), schedule.handler.clone(), schedule.payload.clone())
+                        ..NewWork::effect(
+                            firing_id(&schedule.schedule_id, *due),
+                            schedule.handler.clone(),
+                            schedule.payload.clone(),
+                        )
                     };
-                    fired += usize::from(save_work(tx, None, &WorkItem::new(spec, &schedule.compat, now))?);
+                    fired += usize::from(save_work(
+                        tx,
+                        None,
+                        &WorkItem::new(spec, &schedule.compat, now),
+                    )?);
                 }
-                tx.put_schedule(&Schedule { last_due: observation.last_due, next_due: observation.next_due, ..schedule })?;
+                tx.put_schedule(&Schedule {
+                    last_due: observation.last_due,
+                    next_due: observation.next_due,
+                    ..schedule
+                })?;
             }
             Ok(fired)
         })

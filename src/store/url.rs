@@ -25,7 +25,10 @@ impl StoreUrl {
     pub fn parse(text: &str) -> Result<Self> {
         let text = text.trim();
         if text.is_empty() {
-            return Err(Error::Invalid("the store is empty: give a SQLite path, sqlite:PATH, postgres://… or memory".into()));
+            return Err(Error::Invalid(
+                "the store is empty: give a SQLite path, sqlite:PATH, postgres://… or memory"
+                    .into(),
+            ));
         }
         if text == "memory" {
             return Ok(Self::Memory);
@@ -37,7 +40,9 @@ impl StoreUrl {
             return Ok(Self::Sqlite(path.trim_start_matches("//").into()));
         }
         if let Some((scheme, _)) = text.split_once("://") {
-            return Err(Error::Invalid(format!("unknown store scheme {scheme:?}: use a SQLite path, sqlite:PATH, postgres://… or memory")));
+            return Err(Error::Invalid(format!(
+                "unknown store scheme {scheme:?}: use a SQLite path, sqlite:PATH, postgres://… or memory"
+            )));
         }
         Ok(Self::Sqlite(text.into()))
     }
@@ -61,7 +66,15 @@ pub fn open(url: &str, mode: OpenMode) -> Result<Store> {
     let backend: Arc<dyn super::Backend> = match StoreUrl::parse(url)? {
         StoreUrl::Memory => Arc::new(MemoryBackend::new()),
         StoreUrl::Sqlite(path) => Arc::new(super::sqlite::SqliteBackend::open(&path, mode)?),
-        StoreUrl::Postgres(_) => return Err(Error::Unavailable("the postgres provider is not built yet".into())),
+        StoreUrl::Postgres(_) => {
+            return Err(Error::Unavailable(
+                "the postgres provider is not built yet".into(),
+            ));
+        }
     };
-    Ok(Store::new(backend, Arc::new(SystemClock), Arc::new(SeededIds::random())))
+    Ok(Store::new(
+        backend,
+        Arc::new(SystemClock),
+        Arc::new(SeededIds::random()),
+    ))
 }

@@ -20,7 +20,12 @@ pub struct Completion {
 
 /// The counter name for one (kind, state, compat) cell.
 pub(crate) fn work_counter(item: &WorkItem) -> String {
-    format!("work|{}|{}|{}", item.kind.as_str(), item.state.as_str(), item.compat)
+    format!(
+        "work|{}|{}|{}",
+        item.kind.as_str(),
+        item.state.as_str(),
+        item.compat
+    )
 }
 
 /// Writes `next` over `prev`, keeping the counts in step.
@@ -62,7 +67,11 @@ impl Store {
         self.write(|tx, now| {
             let mut inserted = 0;
             for spec in &specs {
-                inserted += usize::from(save_work(tx, None, &WorkItem::new(spec.clone(), compat, now))?);
+                inserted += usize::from(save_work(
+                    tx,
+                    None,
+                    &WorkItem::new(spec.clone(), compat, now),
+                )?);
             }
             Ok(inserted)
         })
@@ -74,12 +83,20 @@ impl Store {
     ///
     /// # Errors
     /// A store failure.
-    pub fn claim_batch(&self, owner: &str, compat: &str, limit: usize, lease_ms: Millis) -> Result<Vec<WorkItem>> {
+    pub fn claim_batch(
+        &self,
+        owner: &str,
+        compat: &str,
+        limit: usize,
+        lease_ms: Millis,
+    ) -> Result<Vec<WorkItem>> {
         self.write(|tx, now| {
             let candidates = tx.claimable_work(compat, now, limit)?;
             let mut claimed = Vec::with_capacity(candidates.len());
             for item in candidates {
-                if let Ok(next) = rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now) {
+                if let Ok(next) =
+                    rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now)
+                {
                     save_work(tx, Some(&item), &next)?;
                     log_claim(tx, &next, owner, compat, now)?;
                     claimed.push(next);
@@ -96,11 +113,14 @@ impl Store {
     /// `already-terminal`, `NOT_FOUND`.
     pub fn claim(&self, id: &str, owner: &str, compat: &str, lease_ms: Millis) -> Result<WorkItem> {
         self.write_logged(|tx, now| {
-            let Some(item) = tx.work(id)? else { return Ok(Err(not_found(id))) };
-            let next = match rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now) {
-                Ok(next) => next,
-                Err(e) => return Ok(Err(e)),
+            let Some(item) = tx.work(id)? else {
+                return Ok(Err(not_found(id)));
             };
+            let next =
+                match rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now) {
+                    Ok(next) => next,
+                    Err(e) => return Ok(Err(e)),
+                };
             save_work(tx, Some(&item), &next)?;
             log_claim(tx, &next, owner, compat, now)?;
             Ok(Ok(next))
@@ -111,32 +131,71 @@ impl Store {
     ///
     /// # Errors
     /// `WORK_FENCED`, `already-terminal`.
-    pub fn renew_claim(&self, id: &str, owner: &str, generation: u64, lease_ms: Millis) -> Result<WorkItem> {
-        self.fenced(id, owner, generation, "renew", |item, now| rules::renew(item, owner, generation, lease_ms, now))
+    pub fn renew_claim(
+        &self,
+        id: &str,
+        owner: &str,
+        generation: u64,
+        lease_ms: Millis,
+    ) -> Result<WorkItem> {
+        self.fenced(id, owner, generation, "renew", |item, now| {
+            rules::renew(item, owner, generation, lease_ms, now)
+        })
     }
 
     /// Records success under the caller's claim.
     ///
     /// # Errors
     /// `WORK_FENCED`, `already-terminal`.
-    pub fn complete(&self, id: &str, owner: &str, generation: u64, result: Option<String>) -> Result<WorkItem> {
-        self.fenced(id, owner, generation, "complete", |item, now| rules::complete(item, owner, generation, result.clone(), now))
+    pub fn complete(
+        &self,
+        id: &str,
+        owner: &str,
+        generation: u64,
+        result: Option<String>,
+    ) -> Result<WorkItem> {
+        self.fenced(id, owner, generation, "complete", |item, now| {
+            rules::complete(item, owner, generation, result.clone(), now)
+        })
     }
 
     /// Records a failed attempt: durable retry or terminal failure.
     ///
     /// # Errors
     /// `WORK_FENCED`, `already-terminal`.
-    pub fn fail(&self, id: &str, owner: &str, generation: u64, failure: Failure) -> Result<WorkItem> {
-        self.fenced(id, owner, generation, "fail", |item, now| rules::fail(item, owner, generation, failure.clone(), Backoff::default(), now))
+    pub fn fail(
+        &self,
+        id: &str,
+        owner: &str,
+        generation: u64,
+        failure: Failure,
+    ) -> Result<WorkItem> {
+        self.fenced(id, owner, generation, "fail", |item, now| {
+            rules::fail(
+                item,
+                owner,
+                generation,
+                failure.clone(),
+                Backoff::default(),
+                now,
+            )
+        })
     }
 
     /// Hands a long-lived item back to pending, eligible at `next_at`.
     ///
     /// # Errors
     /// `WORK_FENCED`, `already-terminal`.
-    pub fn yield_back(&self, id: &str, owner: &str, generation: u64, next_at: Millis) -> Result<WorkItem> {
-        self.fenced(id, owner, generation, "yield", |item, now| rules::yield_back(item, owner, generation, next_at, now))
+    pub fn yield_back(
+        &self,
+        id: &str,
+        owner: &str,
+        generation: u64,
+        next_at: Millis,
+    ) -> Result<WorkItem> {
+        self.fenced(id, owner, generation, "yield", |item, now| {
+            rules::yield_back(item, owner, generation, next_at, now)
+        })
     }
 
     /// Group commit: many finished attempts in one transaction, each fenced on its own. A
@@ -150,11 +209,32 @@ impl Store {
             batch
                 .iter()
                 .map(|c| {
-                    let verb = if c.outcome.is_ok() { "complete" } else { "fail" };
-                    fenced_in(tx, now, &c.id, &c.owner, c.generation, verb, |item, now| match &c.outcome {
-                        Ok(result) => rules::complete(item, &c.owner, c.generation, result.clone(), now),
-                        Err(failure) => rules::fail(item, &c.owner, c.generation, failure.clone(), Backoff::default(), now),
-                    })
+                    let verb = if c.outcome.is_ok() {
+                        "complete"
+                    } else {
+                        "fail"
+                    };
+                    fenced_in(
+                        tx,
+                        now,
+                        &c.id,
+                        &c.owner,
+                        c.generation,
+                        verb,
+                        |item, now| match &c.outcome {
+                            Ok(result) => {
+                                rules::complete(item, &c.owner, c.generation, result.clone(), now)
+                            }
+                            Err(failure) => rules::fail(
+                                item,
+                                &c.owner,
+                                c.generation,
+                                failure.clone(),
+                                Backoff::default(),
+                                now,
+                            ),
+                        },
+                    )
                 })
                 .collect()
         })
@@ -190,21 +270,38 @@ pub(crate) fn fenced_in(
     verb: &str,
     change: impl Fn(&WorkItem, Millis) -> Result<WorkItem>,
 ) -> Result<Result<WorkItem>> {
-    let Some(item) = tx.work(id)? else { return Ok(Err(not_found(id))) };
+    let Some(item) = tx.work(id)? else {
+        return Ok(Err(not_found(id)));
+    };
     let outcome = change(&item, now);
     let detail = serde_json::json!({
         "logicalEffectId": item.logical_effect_id,
         "idempotencyKey": item.idempotency_key,
         "state": outcome.as_ref().map_or(item.state.as_str(), |n| n.state.as_str()),
     });
-    record_write(tx, now, id, owner, generation, verb, &outcome.as_ref().map(|_| ()).map_err(Clone::clone), detail)?;
+    record_write(
+        tx,
+        now,
+        id,
+        owner,
+        generation,
+        verb,
+        &outcome.as_ref().map(|_| ()).map_err(Clone::clone),
+        detail,
+    )?;
     if let Ok(next) = &outcome {
         save_work(tx, Some(&item), next)?;
     }
     Ok(outcome)
 }
 
-fn log_claim(tx: &mut dyn Tx, item: &WorkItem, owner: &str, compat: &str, now: Millis) -> Result<()> {
+fn log_claim(
+    tx: &mut dyn Tx,
+    item: &WorkItem,
+    owner: &str,
+    compat: &str,
+    now: Millis,
+) -> Result<()> {
     tx.adjust_counter("claims", 1)?;
     let revision = tx.commit_revision()?;
     tx.add_grant(&Grant {
@@ -220,5 +317,8 @@ fn log_claim(tx: &mut dyn Tx, item: &WorkItem, owner: &str, compat: &str, now: M
 }
 
 fn not_found(id: &str) -> Error {
-    Error::NotFound { what: "work item".into(), id: id.into() }
+    Error::NotFound {
+        what: "work item".into(),
+        id: id.into(),
+    }
 }

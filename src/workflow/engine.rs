@@ -88,7 +88,10 @@ fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
 
 fn refusal(e: &MachineError, instance_id: &str) -> Error {
     match e {
-        MachineError::Terminal { status } => Error::AlreadyTerminal { id: instance_id.into(), state: (*status).into() },
+        MachineError::Terminal { status } => Error::AlreadyTerminal {
+            id: instance_id.into(),
+            state: (*status).into(),
+        },
         other => Error::Invalid(format!("{instance_id}: {other}")),
     }
 }
@@ -98,17 +101,33 @@ fn refusal(e: &MachineError, instance_id: &str) -> Error {
 /// # Errors
 /// `STORE_CORRUPT` when the JSON is not an instance state.
 pub fn decode_state(row: &InstanceRow) -> Result<(String, InstanceState)> {
-    let stored: Stored = serde_json::from_str(&row.state).map_err(|e| corrupt(&format!("instance {}", row.instance_id), e))?;
+    let stored: Stored = serde_json::from_str(&row.state)
+        .map_err(|e| corrupt(&format!("instance {}", row.instance_id), e))?;
     Ok((stored.definition, stored.state))
 }
 
-fn encode_row(row: &InstanceRow, definition: &str, state: &InstanceState, now: Millis) -> Result<InstanceRow> {
-    let text = serde_json::to_string(&Stored { definition: definition.into(), state: state.clone() }).map_err(|e| Error::Invalid(e.to_string()))?;
+fn encode_row(
+    row: &InstanceRow,
+    definition: &str,
+    state: &InstanceState,
+    now: Millis,
+) -> Result<InstanceRow> {
+    let text = serde_json::to_string(&Stored {
+        definition: definition.into(),
+        state: state.clone(),
+    })
+    .map_err(|e| Error::Invalid(e.to_string()))?;
     Ok(InstanceRow {
         status: state.status.as_str().into(),
-        next_eligible_at: if state.status.is_terminal() { None } else { state.next_eligible_at },
+        next_eligible_at: if state.status.is_terminal() {
+            None
+        } else {
+            state.next_eligible_at
+        },
         waiting_event: match &state.waiting {
-            Some(Waiting::Event { event, .. }) if !state.status.is_terminal() => Some(event.clone()),
+            Some(Waiting::Event { event, .. }) if !state.status.is_terminal() => {
+                Some(event.clone())
+            }
             _ => None,
         },
         state: text,
@@ -118,7 +137,14 @@ fn encode_row(row: &InstanceRow, definition: &str, state: &InstanceState, now: M
 }
 
 /// Writes a transition: new row (revision + 1), history entries, status counters.
-fn commit_transition(tx: &mut dyn Tx, before: &InstanceRow, definition: &str, state: &InstanceState, entries: &[machine::HistoryEntry], now: Millis) -> Result<InstanceRow> {
+fn commit_transition(
+    tx: &mut dyn Tx,
+    before: &InstanceRow,
+    definition: &str,
+    state: &InstanceState,
+    entries: &[machine::HistoryEntry],
+    now: Millis,
+) -> Result<InstanceRow> {
     tx.commit_revision()?;
     let mut row = encode_row(before, definition, state, now)?;
     row.instance_revision = before.instance_revision + 1;
@@ -150,7 +176,11 @@ impl Store {
     /// # Errors
     /// The diagnostics when the definition is invalid (outer `Ok(Err(..))`), or a store
     /// failure.
-    pub fn deploy_workflow(&self, text: &str, catalog: &Catalog) -> Result<std::result::Result<WorkflowDefinitionRow, Vec<Diagnostic>>> {
+    pub fn deploy_workflow(
+        &self,
+        text: &str,
+        catalog: &Catalog,
+    ) -> Result<std::result::Result<WorkflowDefinitionRow, Vec<Diagnostic>>> {
         let def = match parse_definition(text) {
             Ok(def) => def,
             Err(diags) => return Ok(Err(diags)),
@@ -162,8 +192,16 @@ impl Store {
         let fingerprint = semantic_fingerprint(&def, catalog);
         self.write(|tx, now| {
             tx.commit_revision()?;
-            let row = WorkflowDefinitionRow { workflow_id: def.id.clone(), fingerprint: fingerprint.clone(), definition: text.into(), deployed_at: now };
-            tx.put_definition(&WorkflowDefinitionRow { workflow_id: pinned(&def.id, &fingerprint), ..row.clone() })?;
+            let row = WorkflowDefinitionRow {
+                workflow_id: def.id.clone(),
+                fingerprint: fingerprint.clone(),
+                definition: text.into(),
+                deployed_at: now,
+            };
+            tx.put_definition(&WorkflowDefinitionRow {
+                workflow_id: pinned(&def.id, &fingerprint),
+                ..row.clone()
+            })?;
             tx.put_definition(&row)?;
             Ok(Ok(row))
         })
@@ -175,19 +213,45 @@ impl Store {
     ///
     /// # Errors
     /// `NOT_FOUND` for an undeployed workflow, `INVALID` for bad arguments.
-    pub fn start_workflow(&self, workflow_id: &str, args: Map<String, Value>, principal: &str, idempotency_key: Option<&str>, compat: &str) -> Result<Started> {
+    pub fn start_workflow(
+        &self,
+        workflow_id: &str,
+        args: Map<String, Value>,
+        principal: &str,
+        idempotency_key: Option<&str>,
+        compat: &str,
+    ) -> Result<Started> {
         let start_key = idempotency_key.map(|k| [workflow_id, principal, k, compat].join("\u{1f}"));
         self.write(|tx, now| {
-            if let Some(existing) = start_key.as_deref().map(|k| tx.instance_by_start_key(k)).transpose()?.flatten() {
-                return Ok(Started { instance_id: existing.instance_id, status: existing.status, created: false });
+            if let Some(existing) = start_key
+                .as_deref()
+                .map(|k| tx.instance_by_start_key(k))
+                .transpose()?
+                .flatten()
+            {
+                return Ok(Started {
+                    instance_id: existing.instance_id,
+                    status: existing.status,
+                    created: false,
+                });
             }
             let Some(def_row) = tx.definition(workflow_id)? else {
-                return Err(Error::NotFound { what: "workflow definition".into(), id: workflow_id.into() });
+                return Err(Error::NotFound {
+                    what: "workflow definition".into(),
+                    id: workflow_id.into(),
+                });
             };
-            let def = parse_definition(&def_row.definition).map_err(|d| corrupt("deployed definition", d.first().map(ToString::to_string).unwrap_or_default()))?;
+            let def = parse_definition(&def_row.definition).map_err(|d| {
+                corrupt(
+                    "deployed definition",
+                    d.first().map(ToString::to_string).unwrap_or_default(),
+                )
+            })?;
             let instance_id = self.ids().next_id("wf");
             let high_water = tx.journal_high_water()?;
-            let (state, entries) = machine::start(&def, &instance_id, args.clone(), principal, now, high_water).map_err(|e| Error::Invalid(e.to_string()))?;
+            let (state, entries) =
+                machine::start(&def, &instance_id, args.clone(), principal, now, high_water)
+                    .map_err(|e| Error::Invalid(e.to_string()))?;
             let blank = InstanceRow {
                 instance_id: instance_id.clone(),
                 workflow_id: workflow_id.into(),
@@ -219,7 +283,11 @@ impl Store {
                 })?;
             }
             tx.adjust_counter(&format!("wf|{}|{}", row.status, compat), 1)?;
-            Ok(Started { instance_id, status: row.status, created: true })
+            Ok(Started {
+                instance_id,
+                status: row.status,
+                created: true,
+            })
         })
     }
 
@@ -254,20 +322,46 @@ impl Store {
     ///
     /// # Errors
     /// `NOT_FOUND`, `already-terminal` (completed / failed), `INCOMPATIBLE_AUTHORITY`.
-    pub fn cancel_workflow(&self, instance_id: &str, compat: Option<&str>, actor: &str, reason: &str) -> Result<CancelOutcome> {
+    pub fn cancel_workflow(
+        &self,
+        instance_id: &str,
+        compat: Option<&str>,
+        actor: &str,
+        reason: &str,
+    ) -> Result<CancelOutcome> {
         self.write_logged(|tx, now| {
             let Some(row) = tx.instance(instance_id)? else {
-                return Ok(Err(Error::NotFound { what: "workflow instance".into(), id: instance_id.into() }));
+                return Ok(Err(Error::NotFound {
+                    what: "workflow instance".into(),
+                    id: instance_id.into(),
+                }));
             };
             if let Some(have) = compat.filter(|c| *c != row.compat) {
-                return Ok(Err(Error::Incompatible { id: instance_id.into(), required: row.compat.clone(), have: have.into() }));
+                return Ok(Err(Error::Incompatible {
+                    id: instance_id.into(),
+                    required: row.compat.clone(),
+                    have: have.into(),
+                }));
             }
             let (definition, state) = decode_state(&row)?;
             let Some(def_row) = tx.definition(&pinned(&row.workflow_id, &definition))? else {
-                return Ok(Err(Error::NotFound { what: "workflow definition".into(), id: pinned(&row.workflow_id, &definition) }));
+                return Ok(Err(Error::NotFound {
+                    what: "workflow definition".into(),
+                    id: pinned(&row.workflow_id, &definition),
+                }));
             };
-            let def = parse_definition(&def_row.definition).map_err(|_| corrupt("deployed definition", &row.workflow_id))?;
-            match machine::apply(&def, &state, Trigger::Cancel { by: actor.into(), reason: reason.into() }, now, 0) {
+            let def = parse_definition(&def_row.definition)
+                .map_err(|_| corrupt("deployed definition", &row.workflow_id))?;
+            match machine::apply(
+                &def,
+                &state,
+                Trigger::Cancel {
+                    by: actor.into(),
+                    reason: reason.into(),
+                },
+                now,
+                0,
+            ) {
                 Err(MachineError::AlreadyCancelled) => Ok(Ok(CancelOutcome::AlreadyCancelled)),
                 Err(e) => Ok(Err(refusal(&e, instance_id))),
                 Ok((next, entries)) => {
@@ -292,17 +386,41 @@ pub struct Engine {
 impl Engine {
     #[must_use]
     pub fn new(store: Store, owner: &str, compat: &str) -> Self {
-        Self { store, compat: compat.into(), owner: owner.into(), defs: Arc::default() }
+        Self {
+            store,
+            compat: compat.into(),
+            owner: owner.into(),
+            defs: Arc::default(),
+        }
     }
 
-    fn definition(&self, tx: &mut dyn Tx, row: &InstanceRow, fingerprint: &str) -> Result<Arc<WorkflowDef>> {
+    fn definition(
+        &self,
+        tx: &mut dyn Tx,
+        row: &InstanceRow,
+        fingerprint: &str,
+    ) -> Result<Arc<WorkflowDef>> {
         let key = pinned(&row.workflow_id, fingerprint);
-        if let Some(def) = self.defs.lock().map_err(|_| corrupt("definition cache", "poisoned"))?.get(&key) {
+        if let Some(def) = self
+            .defs
+            .lock()
+            .map_err(|_| corrupt("definition cache", "poisoned"))?
+            .get(&key)
+        {
             return Ok(def.clone());
         }
-        let def_row = tx.definition(&key)?.ok_or_else(|| Error::NotFound { what: "workflow definition".into(), id: key.clone() })?;
-        let def = Arc::new(parse_definition(&def_row.definition).map_err(|_| corrupt("deployed definition", &key))?);
-        self.defs.lock().map_err(|_| corrupt("definition cache", "poisoned"))?.insert(key, def.clone());
+        let def_row = tx.definition(&key)?.ok_or_else(|| Error::NotFound {
+            what: "workflow definition".into(),
+            id: key.clone(),
+        })?;
+        let def = Arc::new(
+            parse_definition(&def_row.definition)
+                .map_err(|_| corrupt("deployed definition", &key))?,
+        );
+        self.defs
+            .lock()
+            .map_err(|_| corrupt("definition cache", "poisoned"))?
+            .insert(key, def.clone());
         Ok(def)
     }
 
@@ -316,12 +434,24 @@ impl Engine {
             for row in tx.runnable_instances(&self.compat, now, limit)? {
                 let res = resource(&row.instance_id);
                 let current = tx.lease(&res)?;
-                let Ok(lease) = lease_rules::acquire(current.as_ref(), &res, &self.owner, self.store.ids().next_id("tok"), lease_ms, now) else { continue };
+                let Ok(lease) = lease_rules::acquire(
+                    current.as_ref(),
+                    &res,
+                    &self.owner,
+                    self.store.ids().next_id("tok"),
+                    lease_ms,
+                    now,
+                ) else {
+                    continue;
+                };
                 let revision = tx.commit_revision()?;
                 tx.put_lease(&lease)?;
                 // Parked until the lease expires: other authorities skip it meanwhile, and
                 // if this owner dies it becomes runnable again exactly when reclaimable.
-                tx.update_instance(&InstanceRow { next_eligible_at: Some(lease.expires_at), ..row.clone() })?;
+                tx.update_instance(&InstanceRow {
+                    next_eligible_at: Some(lease.expires_at),
+                    ..row.clone()
+                })?;
                 tx.add_grant(&Grant {
                     revision,
                     resource_id: res,
@@ -347,7 +477,11 @@ impl Engine {
     /// failure, or a corrupt instance.
     pub fn next(&self, claimed: &Claimed) -> Result<Next> {
         if claimed.row.compat != self.compat {
-            return Err(Error::Incompatible { id: claimed.row.instance_id.clone(), required: claimed.row.compat.clone(), have: self.compat.clone() });
+            return Err(Error::Incompatible {
+                id: claimed.row.instance_id.clone(),
+                required: claimed.row.compat.clone(),
+                have: self.compat.clone(),
+            });
         }
         let now = self.store.now();
         self.store.read(|tx| {
@@ -355,27 +489,45 @@ impl Engine {
             let def = self.definition(tx, &claimed.row, &fingerprint)?;
             Ok(match &state.waiting {
                 _ if state.status.is_terminal() => Next::Idle,
-                Some(Waiting::Action { invocation_id }) => match tx.action_outcome(invocation_id)? {
-                    // This attempt already ran and recorded its outcome: reconcile, never rerun.
-                    Some(outcome) if outcome.attempt == state.attempt => Next::Apply(outcome_trigger(&outcome)?),
-                    _ if state.next_eligible_at.is_some_and(|t| t > now) => Next::Idle,
-                    _ => Next::Run(machine::action_request(&def, &state).map_err(|e| refusal(&e, &state.instance_id))?),
-                },
-                Some(Waiting::Timer { fire_at }) if *fire_at <= now => Next::Apply(Trigger::TimerFired),
-                Some(Waiting::Event { event, since_event_seq, timeout_at }) => {
+                Some(Waiting::Action { invocation_id }) => {
+                    match tx.action_outcome(invocation_id)? {
+                        // This attempt already ran and recorded its outcome: reconcile, never rerun.
+                        Some(outcome) if outcome.attempt == state.attempt => {
+                            Next::Apply(outcome_trigger(&outcome)?)
+                        }
+                        _ if state.next_eligible_at.is_some_and(|t| t > now) => Next::Idle,
+                        _ => Next::Run(
+                            machine::action_request(&def, &state)
+                                .map_err(|e| refusal(&e, &state.instance_id))?,
+                        ),
+                    }
+                }
+                Some(Waiting::Timer { fire_at }) if *fire_at <= now => {
+                    Next::Apply(Trigger::TimerFired)
+                }
+                Some(Waiting::Event {
+                    event,
+                    since_event_seq,
+                    timeout_at,
+                }) => {
                     let mut after = *since_event_seq;
                     loop {
                         let batch = tx.journal_after(after, Some(event), 256)?;
                         let Some(last) = batch.last() else { break };
                         after = last.seq;
                         for e in &batch {
-                            let payload: Value = serde_json::from_str(&e.payload).unwrap_or(Value::Null);
+                            let payload: Value =
+                                serde_json::from_str(&e.payload).unwrap_or(Value::Null);
                             // An event the clock says came after the timeout lost the race.
                             if timeout_at.is_some_and(|t| e.at > t) {
                                 continue;
                             }
                             if machine::event_matches(&def, &state, event, &payload) {
-                                return Ok(Next::Apply(Trigger::EventMatched { event_type: event.clone(), seq: e.seq, payload }));
+                                return Ok(Next::Apply(Trigger::EventMatched {
+                                    event_type: event.clone(),
+                                    seq: e.seq,
+                                    payload,
+                                }));
                             }
                         }
                     }
@@ -394,7 +546,12 @@ impl Engine {
     ///
     /// # Errors
     /// `WORK_FENCED` when the lease moved on; a store failure.
-    pub fn record_outcome(&self, claimed: &Claimed, request: &ActionRequest, outcome: &std::result::Result<Value, machine::Failure>) -> Result<()> {
+    pub fn record_outcome(
+        &self,
+        claimed: &Claimed,
+        request: &ActionRequest,
+        outcome: &std::result::Result<Value, machine::Failure>,
+    ) -> Result<()> {
         self.store.write_logged(|tx, now| {
             let fence = self.fence(tx, claimed);
             let detail = serde_json::json!({ "invocationId": request.invocation_id, "attempt": request.attempt });
@@ -416,7 +573,10 @@ impl Engine {
 
     fn fence(&self, tx: &mut dyn Tx, claimed: &Claimed) -> Result<()> {
         let res = resource(&claimed.row.instance_id);
-        let current = tx.lease(&res)?.ok_or_else(|| Error::NotFound { what: "lease".into(), id: res.clone() })?;
+        let current = tx.lease(&res)?.ok_or_else(|| Error::NotFound {
+            what: "lease".into(),
+            id: res.clone(),
+        })?;
         lease_rules::check_holder(&current, &claimed.lease.token, claimed.lease.generation)
     }
 
@@ -430,33 +590,59 @@ impl Engine {
         self.store.write_logged(|tx, now| {
             let res = resource(&claimed.row.instance_id);
             let Some(row) = tx.instance(&claimed.row.instance_id)? else {
-                return Ok(Err(Error::NotFound { what: "workflow instance".into(), id: claimed.row.instance_id.clone() }));
+                return Ok(Err(Error::NotFound {
+                    what: "workflow instance".into(),
+                    id: claimed.row.instance_id.clone(),
+                }));
             };
             if row.compat != self.compat {
-                return Ok(Err(Error::Incompatible { id: row.instance_id.clone(), required: row.compat.clone(), have: self.compat.clone() }));
+                return Ok(Err(Error::Incompatible {
+                    id: row.instance_id.clone(),
+                    required: row.compat.clone(),
+                    have: self.compat.clone(),
+                }));
             }
             let fence = self.fence(tx, claimed).and_then(|()| {
                 if row.instance_revision == claimed.row.instance_revision {
                     Ok(())
                 } else {
-                    Err(Error::Fenced { resource: res.clone(), presented: claimed.row.instance_revision, current: row.instance_revision })
+                    Err(Error::Fenced {
+                        resource: res.clone(),
+                        presented: claimed.row.instance_revision,
+                        current: row.instance_revision,
+                    })
                 }
             });
             let detail = serde_json::json!({ "instanceRevision": claimed.row.instance_revision });
-            record_write(tx, now, &res, &self.owner, claimed.lease.generation, "transition", &fence, detail)?;
+            record_write(
+                tx,
+                now,
+                &res,
+                &self.owner,
+                claimed.lease.generation,
+                "transition",
+                &fence,
+                detail,
+            )?;
             if let Err(e) = fence {
                 return Ok(Err(e));
             }
             let (fingerprint, state) = decode_state(&row)?;
             let def = self.definition(tx, &row, &fingerprint)?;
             let high_water = tx.journal_high_water()?;
-            let (next, entries) = match machine::apply(&def, &state, trigger.clone(), now, high_water) {
-                Ok(t) => t,
-                Err(e) => return Ok(Err(refusal(&e, &row.instance_id))),
-            };
+            let (next, entries) =
+                match machine::apply(&def, &state, trigger.clone(), now, high_water) {
+                    Ok(t) => t,
+                    Err(e) => return Ok(Err(refusal(&e, &row.instance_id))),
+                };
             let written = commit_transition(tx, &row, &fingerprint, &next, &entries, now)?;
             if let Some(lease) = tx.lease(&res)? {
-                tx.put_lease(&lease_rules::release(&lease, &claimed.lease.token, claimed.lease.generation, now)?)?;
+                tx.put_lease(&lease_rules::release(
+                    &lease,
+                    &claimed.lease.token,
+                    claimed.lease.generation,
+                    now,
+                )?)?;
             }
             Ok(Ok(written))
         })
@@ -475,18 +661,30 @@ impl Engine {
             }
             if let Some(row) = tx.instance(&claimed.row.instance_id)? {
                 let (_, state) = decode_state(&row)?;
-                let natural = if state.status.is_terminal() { None } else { state.next_eligible_at };
+                let natural = if state.status.is_terminal() {
+                    None
+                } else {
+                    state.next_eligible_at
+                };
                 // An event fanout that landed while we held it moved the parking instant
                 // forward to "now": keep that wake-up, or the event would be missed.
                 let parked = row.next_eligible_at == Some(claimed.lease.expires_at);
                 if parked && row.next_eligible_at != natural {
                     tx.commit_revision()?;
-                    tx.update_instance(&InstanceRow { next_eligible_at: natural, ..row })?;
+                    tx.update_instance(&InstanceRow {
+                        next_eligible_at: natural,
+                        ..row
+                    })?;
                 }
             }
             if let Some(lease) = tx.lease(&res)? {
                 tx.commit_revision()?;
-                tx.put_lease(&lease_rules::release(&lease, &claimed.lease.token, claimed.lease.generation, now)?)?;
+                tx.put_lease(&lease_rules::release(
+                    &lease,
+                    &claimed.lease.token,
+                    claimed.lease.generation,
+                    now,
+                )?)?;
             }
             Ok(Ok(()))
         })
@@ -498,7 +696,11 @@ impl Engine {
     ///
     /// # Errors
     /// `WORK_FENCED` when someone else won; a store failure.
-    pub fn advance(&self, claimed: &Claimed, run_action: impl FnOnce(&ActionRequest) -> std::result::Result<Value, machine::Failure>) -> Result<Option<InstanceRow>> {
+    pub fn advance(
+        &self,
+        claimed: &Claimed,
+        run_action: impl FnOnce(&ActionRequest) -> std::result::Result<Value, machine::Failure>,
+    ) -> Result<Option<InstanceRow>> {
         match self.next(claimed)? {
             Next::Idle => {
                 self.release(claimed)?;
@@ -510,7 +712,11 @@ impl Engine {
                 self.record_outcome(claimed, &request, &outcome)?;
                 let trigger = match outcome {
                     Ok(output) => Trigger::ActionSucceeded { output },
-                    Err(f) => Trigger::ActionFailed { retryable: f.retryable, code: f.code, message: f.message },
+                    Err(f) => Trigger::ActionFailed {
+                        retryable: f.retryable,
+                        code: f.code,
+                        message: f.message,
+                    },
                 };
                 self.apply(claimed, trigger).map(Some)
             }
@@ -525,10 +731,16 @@ impl Engine {
 }
 
 fn outcome_trigger(outcome: &ActionOutcome) -> Result<Trigger> {
-    let detail: Value = serde_json::from_str(&outcome.detail).map_err(|e| corrupt("action outcome", e))?;
+    let detail: Value =
+        serde_json::from_str(&outcome.detail).map_err(|e| corrupt("action outcome", e))?;
     if outcome.outcome == "succeeded" {
         return Ok(Trigger::ActionSucceeded { output: detail });
     }
-    let failure: machine::Failure = serde_json::from_value(detail).map_err(|e| corrupt("action outcome", e))?;
-    Ok(Trigger::ActionFailed { retryable: failure.retryable, code: failure.code, message: failure.message })
+    let failure: machine::Failure =
+        serde_json::from_value(detail).map_err(|e| corrupt("action outcome", e))?;
+    Ok(Trigger::ActionFailed {
+        retryable: failure.retryable,
+        code: failure.code,
+        message: failure.message,
+    })
 }
