@@ -13,6 +13,7 @@ mod leases;
 pub mod memory;
 mod reads;
 mod schedules;
+mod sql;
 pub mod sqlite;
 pub mod url;
 mod work;

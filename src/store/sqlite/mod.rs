@@ -22,7 +22,6 @@ mod rows;
 mod tests;
 mod tx;
 
-use std::hash::{BuildHasher, Hasher};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -32,6 +31,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use super::Store;
 use super::backend::{Backend, StoreKind, Tx};
+use super::sql::{Step, Transient, retry};
 use super::url::OpenMode;
 use crate::clock::SystemClock;
 use crate::error::{Error, Result};
@@ -86,12 +86,6 @@ enum Found {
     Empty,
     /// A leasehold store of this schema version.
     Leasehold(i64),
-}
-
-/// One attempt's failure: retry after contention, or give up.
-enum Step {
-    Busy,
-    Fail(Error),
 }
 
 impl SqliteBackend {
@@ -149,7 +143,7 @@ impl SqliteBackend {
                 .map_err(|e| map_error(&label, &e))?;
 
         // Recognise the file before changing anything.
-        let found = retry(|| inspect(&conn, &label))?;
+        let found = retry(MAX_ATTEMPTS, || inspect(&conn, &label))?;
         match found {
             Found::Leasehold(v) if v > SCHEMA_VERSION => return Err(newer(&label, v)),
             Found::Empty if read_only => {
@@ -162,7 +156,7 @@ impl SqliteBackend {
         if !read_only {
             conn.pragma_update(None, "synchronous", "FULL")
                 .map_err(|e| map_error(&label, &e))?;
-            retry(|| {
+            retry(MAX_ATTEMPTS, || {
                 let mode: String = conn
                     .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
                     .map_err(|e| step(&label, &e))?;
@@ -174,7 +168,7 @@ impl SqliteBackend {
                     ))))
                 }
             })?;
-            retry(|| init(&mut conn, &label))?;
+            retry(MAX_ATTEMPTS, || init(&mut conn, &label))?;
         }
         Ok(Self {
             conn: Mutex::new(conn),
@@ -210,7 +204,7 @@ impl SqliteBackend {
         let writable = matches!(behavior, TransactionBehavior::Immediate);
         let mut conn = self.lock();
         let label = self.label.as_str();
-        retry(|| {
+        retry(MAX_ATTEMPTS, || {
             let tx = conn
                 .transaction_with_behavior(behavior)
                 .map_err(|e| step(label, &e))?;
@@ -219,13 +213,13 @@ impl SqliteBackend {
             let busy = stx.hit_busy();
             match result {
                 // Dropping `tx` rolls back.
-                Err(_) if busy => Err(Step::Busy),
+                Err(_) if busy => Err(Step::Retry(Transient::Contention)),
                 Err(e) => Err(Step::Fail(e)),
                 Ok(()) if !writable => Ok(()),
                 Ok(()) => tx.commit().map_err(|e| {
                     if is_busy(&e) {
                         // Not committed: SQLite reports busy before anything is durable.
-                        Step::Busy
+                        Step::Retry(Transient::Contention)
                     } else {
                         Step::Fail(Error::OutcomeUnknown(format!(
                             "{label}: the commit failed: {}",
@@ -270,7 +264,7 @@ impl Backend for SqliteBackend {
         let label = self.label.as_str();
         // `data_version` moves when another connection commits; the revision moves with
         // every commit (ours included). Both only grow, so their sum changes on any commit.
-        retry(|| {
+        retry(MAX_ATTEMPTS, || {
             let token = conn
                 .prepare_cached("PRAGMA data_version")
                 .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
@@ -286,31 +280,6 @@ impl Backend for SqliteBackend {
     }
 }
 
-/// Runs `attempt` until it succeeds, fails for good, or stays busy [`MAX_ATTEMPTS`] times.
-fn retry<T>(mut attempt: impl FnMut() -> std::result::Result<T, Step>) -> Result<T> {
-    for n in 1..=MAX_ATTEMPTS {
-        match attempt() {
-            Ok(v) => return Ok(v),
-            Err(Step::Fail(e)) => return Err(e),
-            Err(Step::Busy) if n < MAX_ATTEMPTS => backoff(n),
-            Err(Step::Busy) => {}
-        }
-    }
-    Err(Error::Contention {
-        attempts: MAX_ATTEMPTS,
-    })
-}
-
-/// Sleeps 1–64 ms, growing with the attempt, with random jitter so retriers spread out.
-fn backoff(attempt: u32) {
-    let base = 1u64 << attempt.min(5);
-    let jitter = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish()
-        % (base + 1);
-    std::thread::sleep(Duration::from_millis(base + jitter));
-}
-
 /// Whether an error is physical contention (retried, never shown).
 fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(
@@ -321,7 +290,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 
 fn step(label: &str, e: &rusqlite::Error) -> Step {
     if is_busy(e) {
-        Step::Busy
+        Step::Retry(Transient::Contention)
     } else {
         Step::Fail(map_error(label, e))
     }

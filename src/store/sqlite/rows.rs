@@ -6,8 +6,6 @@ use rusqlite::Row;
 use rusqlite::types::Type;
 use serde::de::DeserializeOwned;
 
-use crate::clock::Millis;
-use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
@@ -46,41 +44,6 @@ fn get_json_opt<T: DeserializeOwned>(row: &Row<'_>, col: &str) -> SqlResult<Opti
     let text: Option<String> = row.get(col)?;
     text.map(|t| serde_json::from_str(&t).map_err(|e| bad(col, Type::Text, e)))
         .transpose()
-}
-
-/// A `u64` as an SQLite integer; values beyond `i64::MAX` are refused, never wrapped.
-pub(super) fn int(v: u64) -> Result<i64> {
-    i64::try_from(v).map_err(|_| {
-        Error::Invalid(format!(
-            "{v} does not fit the store's 64-bit signed integers"
-        ))
-    })
-}
-
-/// A `u64` query bound, saturated (a bound beyond every stored value stays beyond it).
-pub(super) fn bound(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-/// A row limit for `LIMIT ?`.
-pub(super) fn limit(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// JSON text of a nested struct.
-pub(super) fn json<T: serde::Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value)
-        .map_err(|e| Error::Invalid(format!("cannot encode a stored value: {e}")))
-}
-
-/// When a non-terminal item next becomes claimable: the `due_at` claim column (mirrors the
-/// memory provider's claim index).
-pub(super) fn due_at(item: &WorkItem) -> Option<Millis> {
-    match item.state {
-        WorkState::Pending | WorkState::Retry => Some(item.next_eligible_at),
-        WorkState::Claimed => item.lease_expires_at,
-        WorkState::Succeeded | WorkState::Failed => None,
-    }
 }
 
 pub(super) fn lease(row: &Row<'_>) -> SqlResult<Lease> {

@@ -9,7 +9,8 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Params, Row, params, params_from_iter};
 
 use super::map_error;
-use super::rows::{self, bound, due_at, int, json, limit};
+use super::rows;
+use crate::store::sql::{bound, due_at, int, json, limit};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;

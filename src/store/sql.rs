@@ -1,0 +1,98 @@
+//! What the two SQL providers (SQLite, PostgreSQL) share: the bounded retry loop around a
+//! whole transaction, and the encodings of values that have no native column type.
+
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
+
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::model::{WorkItem, WorkState};
+
+/// One attempt's failure: retry after a transient failure, or give up.
+pub(crate) enum Step {
+    Retry(Transient),
+    Fail(Error),
+}
+
+/// A failure that may pass if the whole transaction runs again.
+pub(crate) enum Transient {
+    /// Another writer holds a lock, or the server aborted us to serialise (busy, 40001).
+    Contention,
+    /// The connection was lost before anything was committed; the text says how.
+    Disconnected(String),
+}
+
+/// Runs `attempt` until it succeeds, fails for good, or stays transient `max_attempts`
+/// times; then the caller sees `STORE_CONTENTION` (contention) or `STORE_UNAVAILABLE`
+/// (a connection that cannot be re-established), never a backend message about a lock.
+pub(crate) fn retry<T>(
+    max_attempts: u32,
+    mut attempt: impl FnMut() -> std::result::Result<T, Step>,
+) -> Result<T> {
+    let mut last = Transient::Contention;
+    for n in 1..=max_attempts {
+        match attempt() {
+            Ok(v) => return Ok(v),
+            Err(Step::Fail(e)) => return Err(e),
+            Err(Step::Retry(why)) => {
+                last = why;
+                if n < max_attempts {
+                    backoff(n);
+                }
+            }
+        }
+    }
+    Err(match last {
+        Transient::Contention => Error::Contention {
+            attempts: max_attempts,
+        },
+        Transient::Disconnected(why) => Error::Unavailable(format!(
+            "{why} (still failing after {max_attempts} attempts)"
+        )),
+    })
+}
+
+/// Sleeps 1–64 ms, growing with the attempt, with random jitter so retriers spread out.
+pub(crate) fn backoff(attempt: u32) {
+    let base = 1u64 << attempt.min(5);
+    let jitter = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+        % (base + 1);
+    std::thread::sleep(Duration::from_millis(base + jitter));
+}
+
+/// A `u64` as a 64-bit signed column; values beyond `i64::MAX` are refused, never wrapped.
+pub(crate) fn int(v: u64) -> Result<i64> {
+    i64::try_from(v).map_err(|_| {
+        Error::Invalid(format!(
+            "{v} does not fit the store's 64-bit signed integers"
+        ))
+    })
+}
+
+/// A `u64` query bound, saturated (a bound beyond every stored value stays beyond it).
+pub(crate) fn bound(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// A row limit for `LIMIT ?`.
+pub(crate) fn limit(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// JSON text of a nested struct.
+pub(crate) fn json<T: serde::Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value)
+        .map_err(|e| Error::Invalid(format!("cannot encode a stored value: {e}")))
+}
+
+/// When a non-terminal item next becomes claimable: the `due_at` claim column (mirrors the
+/// memory provider's claim index).
+pub(crate) fn due_at(item: &WorkItem) -> Option<Millis> {
+    match item.state {
+        WorkState::Pending | WorkState::Retry => Some(item.next_eligible_at),
+        WorkState::Claimed => item.lease_expires_at,
+        WorkState::Succeeded | WorkState::Failed => None,
+    }
+}
