@@ -11,6 +11,7 @@ pub mod backend;
 mod events;
 mod leases;
 pub mod memory;
+pub mod postgres;
 mod reads;
 mod schedules;
 mod sql;

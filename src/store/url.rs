@@ -66,11 +66,7 @@ pub fn open(url: &str, mode: OpenMode) -> Result<Store> {
     let backend: Arc<dyn super::Backend> = match StoreUrl::parse(url)? {
         StoreUrl::Memory => Arc::new(MemoryBackend::new()),
         StoreUrl::Sqlite(path) => Arc::new(super::sqlite::SqliteBackend::open(&path, mode)?),
-        StoreUrl::Postgres(_) => {
-            return Err(Error::Unavailable(
-                "the postgres provider is not built yet".into(),
-            ));
-        }
+        StoreUrl::Postgres(url) => Arc::new(super::postgres::PostgresBackend::open(&url, mode)?),
     };
     Ok(Store::new(
         backend,

@@ -1,0 +1,651 @@
+//! The PostgreSQL provider: the scale-out. Many authority processes on many hosts share one
+//! PostgreSQL database; the semantics are the generic ones of [`Store`](super::Store), run
+//! inside PostgreSQL transactions.
+//!
+//! - **Serialisation.** Every write transaction starts with
+//!   `pg_advisory_xact_lock(WRITE_LOCK)` (READ COMMITTED): writers queue on one lock per
+//!   database, and after it every statement sees everything committed before, so the reads
+//!   inside a store operation and the writes that follow are serialised against every other
+//!   writer — the same contract as SQLite's `BEGIN IMMEDIATE`, and the generation / revision
+//!   checks happen inside the writing transaction. Reads are one `REPEATABLE READ READ ONLY`
+//!   snapshot and never wait for writers.
+//! - **Claims** are one `SELECT … ORDER BY due_at LIMIT n` over the claim index inside the
+//!   locked transaction (no per-candidate round trips to find work).
+//! - **Failures.** Serialization failures and deadlocks (40001 / 40P01), and a connection
+//!   lost before COMMIT, run the whole transaction again on a fresh connection, a bounded
+//!   number of times with jittered backoff; after that the caller sees `STORE_CONTENTION`
+//!   or `STORE_UNAVAILABLE`. A connection lost *during* COMMIT is resolved by asking the
+//!   server what became of the transaction id (`txid_status`): committed, or safely re-run
+//!   after an abort; if that cannot be established the caller sees `OUTCOME_UNKNOWN`,
+//!   never a guess.
+//! - **Stalled sessions.** Sessions set `idle_in_transaction_session_timeout`, so a process
+//!   paused (SIGSTOP) inside a write transaction loses its session and the write lock after
+//!   a few seconds instead of stalling every writer until it resumes; its transaction was
+//!   never committed and runs again when it resumes.
+//! - **Connections** come from a small pool per backend, opened on demand up to
+//!   [`DEFAULT_POOL_SIZE`] (an authority's concurrent store calls: its workers, the poller
+//!   and the renewer); a broken connection is dropped and replaced on the next attempt.
+//!   Each connection caches its prepared statements. `synchronous_commit` is the server's
+//!   (durable by default).
+//! - **No TLS**: connect over loopback or a trusted network only.
+//! - **Secrets.** [`Backend::describe`] and every error text name the server as
+//!   `postgres://user@host:port/db`; the password never appears.
+//! - **Schema** (`schema.sql`): idempotent, run in one transaction under a second advisory
+//!   lock, so any number of authorities may start at once; `meta.schema_version` records
+//!   the version and a newer one is refused. Tables live in the connection's default schema
+//!   (choose another with `?options=-csearch_path%3Dname`).
+//!
+//! Files: `rows.rs` maps rows to models, `tx.rs` implements [`Tx`], `schema.sql`.
+
+mod rows;
+mod tx;
+
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use postgres::error::SqlState;
+use postgres::{Client, Config, NoTls, SimpleQueryMessage, Statement};
+
+use super::backend::{Backend, StoreKind, Tx};
+use super::sql::{Step, Transient, backoff, retry};
+use super::url::OpenMode;
+use crate::error::{Error, Result};
+use tx::PgTx;
+
+/// The schema this build reads and writes (`meta.schema_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The schema, run idempotently at every read-write open of an uninitialised database.
+const SCHEMA: &str = include_str!("schema.sql");
+
+/// Whole-transaction attempts before `STORE_CONTENTION` / `STORE_UNAVAILABLE`.
+pub const MAX_ATTEMPTS: u32 = 50;
+
+/// Connections per backend at most: an authority's default worker concurrency plus its
+/// poller and renewer. Connections open on demand, so a reader uses one.
+pub const DEFAULT_POOL_SIZE: usize = crate::authority::config::DEFAULT_WORKER_CONCURRENCY + 2;
+
+/// How long a session may sit inside a transaction without sending anything before the
+/// server ends it (a paused or hung process must not hold the write lock for long).
+const IDLE_IN_TRANSACTION_MS: u32 = 5_000;
+
+/// Opening a connection gives up after this long (the server is down or unreachable).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Begins a write transaction: takes the database's write lock (advisory key
+/// `0x6c65617365686f6c`, "leasehol") and returns the transaction id, so a commit whose
+/// acknowledgement is lost can be resolved with `txid_status`.
+const BEGIN_WRITE: &str =
+    "BEGIN; SELECT pg_advisory_xact_lock(7810312481262643052), txid_current()::text";
+
+/// Begins a read: one snapshot for every statement of the read.
+const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+/// Begins schema initialisation under its own advisory lock (`WRITE_LOCK + 1`).
+const BEGIN_INIT: &str = "BEGIN; SELECT pg_advisory_xact_lock(7810312481262643053)";
+
+/// A leasehold store in one PostgreSQL database.
+pub struct PostgresBackend {
+    pool: Pool,
+    names: Names,
+    read_only: bool,
+}
+
+/// How the server is named in messages, and the secret that must never appear in them.
+pub(super) struct Names {
+    label: String,
+    password: Option<String>,
+}
+
+impl Names {
+    fn new(config: &Config) -> Self {
+        Self {
+            label: label(config),
+            password: config
+                .get_password()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .filter(|p| !p.is_empty()),
+        }
+    }
+
+    /// A driver error as one line, prefixed by the label, with the password removed.
+    pub(super) fn text(&self, e: &postgres::Error) -> String {
+        let detail = match e.as_db_error() {
+            Some(db) => format!("{}: {} ({})", db.severity(), db.message(), db.code().code()),
+            None => match std::error::Error::source(e) {
+                Some(cause) => format!("{e}: {cause}"),
+                None => e.to_string(),
+            },
+        };
+        let detail = detail.split_whitespace().collect::<Vec<_>>().join(" ");
+        let detail = match &self.password {
+            Some(p) => detail.replace(p.as_str(), "***"),
+            None => detail,
+        };
+        format!("{}: {detail}", self.label)
+    }
+}
+
+/// `postgres://user@host:port/db`, without the password or any other parameter.
+fn label(config: &Config) -> String {
+    let user = config.get_user().unwrap_or("");
+    let user = if user.is_empty() {
+        String::new()
+    } else {
+        format!("{user}@")
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let db = config.get_dbname().unwrap_or(config.get_user().unwrap_or(""));
+    match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(host)) => {
+            format!("postgres://{user}{host}:{port}/{db}")
+        }
+        Some(postgres::config::Host::Unix(dir)) => {
+            format!("postgres://{user}/{db}?host={}&port={port}", dir.display())
+        }
+        None => format!("postgres://{user}localhost:{port}/{db}"),
+    }
+}
+
+/// A URL that did not parse, for its error message: the scheme and host part only (no
+/// user info, no parameters), so a password can never be echoed.
+pub(crate) fn redact_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    format!("{scheme}://{rest}")
+}
+
+/// One pooled connection and its prepared statements.
+pub(super) struct Conn {
+    client: Client,
+    statements: HashMap<String, Statement>,
+    /// Inside BEGIN … COMMIT / ROLLBACK: such a connection is never handed out again.
+    in_transaction: bool,
+}
+
+impl Conn {
+    /// A prepared statement for `sql`, prepared once per connection.
+    pub(super) fn statement(&mut self, sql: &str) -> std::result::Result<Statement, postgres::Error> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql)?;
+        self.statements.insert(sql.to_owned(), s.clone());
+        Ok(s)
+    }
+
+    pub(super) fn client(&mut self) -> &mut Client {
+        &mut self.client
+    }
+}
+
+/// Connections opened on demand up to `max`; idle ones are reused.
+struct Pool {
+    config: Config,
+    max: usize,
+    state: Mutex<PoolState>,
+    returned: Condvar,
+}
+
+struct PoolState {
+    idle: Vec<Conn>,
+    open: usize,
+}
+
+/// A connection out of the pool; it goes back on drop unless it is broken or mid-transaction.
+struct Pooled<'a> {
+    pool: &'a Pool,
+    conn: Option<Conn>,
+}
+
+impl Pooled<'_> {
+    fn conn(&mut self) -> &mut Conn {
+        self.conn.as_mut().expect("a pooled connection until dropped")
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        let mut state = self.pool.lock();
+        match self.conn.take() {
+            Some(conn) if !conn.in_transaction && !conn.client.is_closed() => {
+                state.idle.push(conn);
+            }
+            _ => state.open = state.open.saturating_sub(1),
+        }
+        self.pool.returned.notify_one();
+    }
+}
+
+impl Pool {
+    fn lock(&self) -> MutexGuard<'_, PoolState> {
+        // The state is a list and a count, consistent at every unlock.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn get(&self, names: &Names) -> std::result::Result<Pooled<'_>, Step> {
+        let mut state = self.lock();
+        loop {
+            if let Some(conn) = state.idle.pop() {
+                return Ok(Pooled {
+                    pool: self,
+                    conn: Some(conn),
+                });
+            }
+            if state.open < self.max {
+                state.open += 1;
+                break;
+            }
+            state = self
+                .returned
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        drop(state);
+        match connect(&self.config, names) {
+            Ok(conn) => Ok(Pooled {
+                pool: self,
+                conn: Some(conn),
+            }),
+            Err(step) => {
+                self.lock().open -= 1;
+                self.returned.notify_one();
+                Err(step)
+            }
+        }
+    }
+}
+
+/// Opens one session and sets it up.
+fn connect(config: &Config, names: &Names) -> std::result::Result<Conn, Step> {
+    let mut client = config.connect(NoTls).map_err(|e| connect_step(names, &e))?;
+    client
+        .batch_execute(&format!(
+            "SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}"
+        ))
+        .map_err(|e| step(names, &e, &client))?;
+    Ok(Conn {
+        client,
+        statements: HashMap::new(),
+        in_transaction: false,
+    })
+}
+
+/// A failed connection attempt: the server refusing us for good (bad password, no such
+/// database or role) fails at once; anything else (refused, unreachable, starting up) may
+/// pass when the server is back.
+fn connect_step(names: &Names, e: &postgres::Error) -> Step {
+    match e.code() {
+        Some(code)
+            if code.code().starts_with("28")
+                || *code == SqlState::INVALID_CATALOG_NAME
+                || *code == SqlState::INVALID_PARAMETER_VALUE =>
+        {
+            Step::Fail(Error::Unavailable(names.text(e)))
+        }
+        _ => Step::Retry(Transient::Disconnected(names.text(e))),
+    }
+}
+
+/// Whether an error may pass if the whole transaction runs again.
+pub(super) fn transient(names: &Names, e: &postgres::Error, client: &Client) -> Option<Transient> {
+    if let Some(code) = e.code() {
+        if *code == SqlState::T_R_SERIALIZATION_FAILURE || *code == SqlState::T_R_DEADLOCK_DETECTED
+        {
+            return Some(Transient::Contention);
+        }
+        // Connection exceptions, an administrator's or a crash's shutdown, a server still
+        // starting, a session ended for idling inside a transaction.
+        if code.code().starts_with("08")
+            || [
+                SqlState::ADMIN_SHUTDOWN,
+                SqlState::CRASH_SHUTDOWN,
+                SqlState::CANNOT_CONNECT_NOW,
+                SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT,
+                SqlState::TOO_MANY_CONNECTIONS,
+            ]
+            .contains(code)
+        {
+            return Some(Transient::Disconnected(names.text(e)));
+        }
+    }
+    if client.is_closed() || e.is_closed() || e.as_db_error().is_none() && is_io(e) {
+        return Some(Transient::Disconnected(names.text(e)));
+    }
+    None
+}
+
+fn is_io(e: &postgres::Error) -> bool {
+    std::error::Error::source(e).is_some_and(|c| c.is::<std::io::Error>())
+}
+
+/// The one translation from driver errors to store errors (after retries).
+pub(super) fn map_error(names: &Names, e: &postgres::Error) -> Error {
+    match e.code() {
+        Some(code)
+            if *code == SqlState::UNDEFINED_TABLE || *code == SqlState::UNDEFINED_COLUMN =>
+        {
+            Error::Corrupt(format!(
+                "{} (not a leasehold store of this version)",
+                names.text(e)
+            ))
+        }
+        Some(code) if *code == SqlState::READ_ONLY_SQL_TRANSACTION => {
+            Error::ReadOnly(names.text(e))
+        }
+        _ => Error::Unavailable(names.text(e)),
+    }
+}
+
+fn step(names: &Names, e: &postgres::Error, client: &Client) -> Step {
+    match transient(names, e, client) {
+        Some(t) => Step::Retry(t),
+        None => Step::Fail(map_error(names, e)),
+    }
+}
+
+/// What a database holds, read before anything is changed.
+enum Found {
+    /// No `meta` table: a new (or being-created) store.
+    Empty,
+    /// A leasehold store of this schema version.
+    Leasehold(i64),
+}
+
+impl PostgresBackend {
+    /// Connects to the database at `url` (`postgres://…` or `postgresql://…`) and, in
+    /// `ReadWrite` mode, creates the schema if the database has none. A database holding a
+    /// newer schema is refused before anything is changed.
+    ///
+    /// # Errors
+    /// `INVALID` (not a PostgreSQL URL), `STORE_UNAVAILABLE` (refused, unreachable, bad
+    /// credentials, no such database; an uninitialised database opened read-only),
+    /// `STORE_CORRUPT` (a newer schema, a damaged `meta` table).
+    pub fn open(url: &str, mode: OpenMode) -> Result<Self> {
+        Self::open_with_pool(url, mode, DEFAULT_POOL_SIZE)
+    }
+
+    /// [`Self::open`] with at most `pool_size` connections (at least one).
+    ///
+    /// # Errors
+    /// As [`Self::open`].
+    pub fn open_with_pool(url: &str, mode: OpenMode, pool_size: usize) -> Result<Self> {
+        let mut config: Config = url.parse().map_err(|e| {
+            Error::Invalid(format!(
+                "{}: not a PostgreSQL URL ({e})",
+                redact_url(url)
+            ))
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("leasehold");
+        }
+        let names = Names::new(&config);
+        let read_only = mode == OpenMode::ReadOnly;
+        let pool = Pool {
+            config,
+            max: pool_size.max(1),
+            state: Mutex::new(PoolState {
+                idle: Vec::new(),
+                open: 0,
+            }),
+            returned: Condvar::new(),
+        };
+        // The first connection is not retried: a server that is not there now is reported
+        // at once (an authority's supervisor restarts it); later losses are retried.
+        drop(pool.get(&names).map_err(|s| match s {
+            Step::Fail(e) => e,
+            Step::Retry(Transient::Disconnected(why)) => Error::Unavailable(why),
+            Step::Retry(Transient::Contention) => Error::Contention { attempts: 1 },
+        })?);
+        retry(MAX_ATTEMPTS, || init(pool.get(&names)?.conn(), &names, read_only))?;
+        Ok(Self {
+            pool,
+            names,
+            read_only,
+        })
+    }
+
+    /// Whether writes are refused (opened read-only).
+    #[must_use]
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn run(&self, write: bool, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        retry(MAX_ATTEMPTS, || {
+            let mut pooled = self.pool.get(&self.names)?;
+            self.attempt(pooled.conn(), write, f)
+        })
+    }
+
+    /// One attempt at a whole transaction on one connection.
+    fn attempt(
+        &self,
+        conn: &mut Conn,
+        write: bool,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
+    ) -> std::result::Result<(), Step> {
+        let names = &self.names;
+        conn.in_transaction = true;
+        let began = |conn: &mut Conn, e: &postgres::Error| {
+            let failed = step(names, e, &conn.client);
+            rollback(conn);
+            failed
+        };
+        let txid = if write {
+            let messages = conn
+                .client
+                .simple_query(BEGIN_WRITE)
+                .map_err(|e| began(conn, &e))?;
+            Some(txid_of(&messages).ok_or_else(|| {
+                Step::Fail(Error::Unavailable(format!(
+                    "{}: the server did not return a transaction id",
+                    names.label
+                )))
+            })?)
+        } else {
+            conn.client
+                .batch_execute(BEGIN_READ)
+                .map_err(|e| began(conn, &e))?;
+            None
+        };
+        let (result, failed_transiently) = {
+            let mut tx = PgTx::new(conn, names, write);
+            let result = f(&mut tx);
+            (result, tx.take_transient())
+        };
+        match result {
+            Err(e) => {
+                rollback(conn);
+                Err(match failed_transiently {
+                    Some(t) => Step::Retry(t),
+                    None => Step::Fail(e),
+                })
+            }
+            Ok(()) => match conn.client.batch_execute("COMMIT") {
+                Ok(()) => {
+                    conn.in_transaction = false;
+                    Ok(())
+                }
+                Err(e) => match (txid, transient(names, &e, &conn.client)) {
+                    // A read has nothing to lose; a refused commit committed nothing.
+                    (None, Some(t)) => Err(Step::Retry(t)),
+                    (Some(_), Some(Transient::Contention)) => {
+                        Err(Step::Retry(Transient::Contention))
+                    }
+                    (Some(txid), Some(Transient::Disconnected(why))) => self.resolve(txid, &why),
+                    (_, None) => Err(Step::Fail(map_error(names, &e))),
+                },
+            },
+        }
+    }
+
+    /// Establishes what became of a write transaction whose COMMIT got no answer: committed
+    /// (success), aborted (run it again), or unknown (`OUTCOME_UNKNOWN`). Asked on a new
+    /// session outside the pool (the broken one still counts against it); a transaction
+    /// still "in progress" is the old session finishing, so ask again.
+    fn resolve(&self, txid: i64, why: &str) -> std::result::Result<(), Step> {
+        let unknown = |detail: &str| {
+            Step::Fail(Error::OutcomeUnknown(format!(
+                "{why}; the commit's outcome could not be established ({detail}): re-read before acting"
+            )))
+        };
+        for n in 1..=MAX_ATTEMPTS {
+            let status = connect(&self.pool.config, &self.names).and_then(|mut conn| {
+                let client = &mut conn.client;
+                client
+                    .query_one("SELECT txid_status($1)", &[&txid])
+                    .and_then(|row| row.try_get::<_, Option<String>>(0))
+                    .map_err(|e| step(&self.names, &e, client))
+            });
+            match status {
+                Ok(Some(s)) if s == "committed" => return Ok(()),
+                Ok(Some(s)) if s == "aborted" => {
+                    return Err(Step::Retry(Transient::Disconnected(why.to_owned())));
+                }
+                Ok(Some(_)) | Err(Step::Retry(_)) => backoff(n),
+                Ok(None) => return Err(unknown("the transaction id is no longer known")),
+                Err(Step::Fail(e)) => return Err(unknown(&e.to_string())),
+            }
+        }
+        Err(unknown("the server did not answer"))
+    }
+}
+
+/// The transaction id in the answer to [`BEGIN_WRITE`].
+fn txid_of(messages: &[SimpleQueryMessage]) -> Option<i64> {
+    messages.iter().find_map(|m| match m {
+        SimpleQueryMessage::Row(row) => row.get(1).and_then(|t| t.parse().ok()),
+        _ => None,
+    })
+}
+
+/// Rolls back; a connection that cannot is left marked mid-transaction and is dropped.
+fn rollback(conn: &mut Conn) {
+    if conn.client.batch_execute("ROLLBACK").is_ok() {
+        conn.in_transaction = false;
+    }
+}
+
+impl Backend for PostgresBackend {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Postgres
+    }
+
+    fn describe(&self) -> String {
+        self.names.label.clone()
+    }
+
+    fn physical_durability(&self) -> bool {
+        true
+    }
+
+    fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly(format!(
+                "{}: the store was opened read-only",
+                self.names.label
+            )));
+        }
+        self.run(true, f)
+    }
+
+    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        self.run(false, f)
+    }
+
+    /// The store revision, read outside any transaction: it moves with every commit of
+    /// every process, so the dashboard re-reads exactly when something changed.
+    fn change_token(&self) -> Result<u64> {
+        retry(MAX_ATTEMPTS, || {
+            let mut pooled = self.pool.get(&self.names)?;
+            let conn = pooled.conn();
+            let revision = conn
+                .statement("SELECT value FROM meta WHERE key = 'revision'")
+                .and_then(|s| conn.client.query_one(&s, &[]))
+                .and_then(|row| row.try_get::<_, i64>(0))
+                .map_err(|e| step(&self.names, &e, &conn.client))?;
+            Ok(u64::from_ne_bytes(revision.to_ne_bytes()))
+        })
+    }
+}
+
+fn newer(names: &Names, version: i64) -> Error {
+    Error::Corrupt(format!(
+        "{}: store schema version {version} is newer than this build ({SCHEMA_VERSION}): upgrade leasehold",
+        names.label
+    ))
+}
+
+/// Recognises the database and, unless read-only, creates whatever is missing — all in one
+/// transaction under the initialisation lock, so concurrent first opens are safe.
+fn init(conn: &mut Conn, names: &Names, read_only: bool) -> std::result::Result<(), Step> {
+    conn.in_transaction = true;
+    let begin = if read_only { "BEGIN" } else { BEGIN_INIT };
+    let result = conn
+        .client
+        .batch_execute(begin)
+        .map_err(|e| step(names, &e, &conn.client))
+        .and_then(|()| inspect(conn, names))
+        .and_then(|found| match found {
+            Found::Leasehold(v) if v > SCHEMA_VERSION => Err(Step::Fail(newer(names, v))),
+            Found::Leasehold(_) => Ok(()),
+            Found::Empty if read_only => Err(Step::Fail(Error::Unavailable(format!(
+                "{}: not a leasehold store yet (opened read-only, so nothing was created)",
+                names.label
+            )))),
+            Found::Empty => conn
+                .client
+                .batch_execute(SCHEMA)
+                .map_err(|e| step(names, &e, &conn.client)),
+        })
+        .and_then(|()| {
+            conn.client
+                .batch_execute("COMMIT")
+                .map_err(|e| step(names, &e, &conn.client))
+        });
+    match result {
+        Ok(()) => {
+            conn.in_transaction = false;
+            Ok(())
+        }
+        Err(e) => {
+            rollback(conn);
+            Err(e)
+        }
+    }
+}
+
+/// Reads the schema version, if the database has a `meta` table.
+fn inspect(conn: &mut Conn, names: &Names) -> std::result::Result<Found, Step> {
+    let client = &mut conn.client;
+    let has_meta: bool = client
+        .query_one("SELECT to_regclass('meta') IS NOT NULL", &[])
+        .and_then(|r| r.try_get(0))
+        .map_err(|e| step(names, &e, client))?;
+    if !has_meta {
+        return Ok(Found::Empty);
+    }
+    let version: Option<i64> = client
+        .query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[])
+        .and_then(|r| r.map(|r| r.try_get(0)).transpose())
+        .map_err(|e| match step(names, &e, client) {
+            Step::Fail(_) if e.as_db_error().is_some() => Step::Fail(Error::Corrupt(format!(
+                "{}: a meta table that is not leasehold's",
+                names.label
+            ))),
+            other => other,
+        })?;
+    match version {
+        Some(v) => Ok(Found::Leasehold(v)),
+        None => Err(Step::Fail(Error::Corrupt(format!(
+            "{}: a leasehold meta table without a schema version",
+            names.label
+        )))),
+    }
+}

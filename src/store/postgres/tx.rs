@@ -1,0 +1,966 @@
+//! [`Tx`] over one PostgreSQL transaction. Every statement is prepared once per connection
+//! with `$n` placeholders; the only SQL assembled at run time is the choice of filter
+//! columns for the paged lists, all from constants. Each list is served by an index (the
+//! schema mirrors SQLite's indexes).
+
+use postgres::Row;
+use postgres::types::ToSql;
+
+use super::{Conn, Names, map_error, rows, transient};
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::model::event::DedupRecord;
+use crate::model::work::WorkFilter;
+use crate::model::workflow::ActionOutcome;
+use crate::model::{
+    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease,
+    PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+};
+use crate::store::RETENTION;
+use crate::store::backend::Tx;
+use crate::store::sql::{Transient, bound, due_at, int, json, limit};
+
+type Map<T> = fn(&Row) -> Result<T>;
+type Param<'a> = &'a (dyn ToSql + Sync);
+
+/// Owned parameters of a statement assembled at run time.
+#[derive(Default)]
+struct Query {
+    conds: Vec<String>,
+    values: Vec<Box<dyn ToSql + Sync>>,
+}
+
+impl Query {
+    /// Binds a value and returns its placeholder.
+    fn bind(&mut self, value: impl ToSql + Sync + 'static) -> String {
+        self.values.push(Box::new(value));
+        format!("${}", self.values.len())
+    }
+
+    /// Adds the condition `{lhs} {placeholder}{rhs}`.
+    fn cond(&mut self, lhs: &str, value: impl ToSql + Sync + 'static, rhs: &str) {
+        let p = self.bind(value);
+        self.conds.push(format!("{lhs} {p}{rhs}"));
+    }
+
+    fn params(&self) -> Vec<Param<'_>> {
+        self.values.iter().map(|v| &**v as Param<'_>).collect()
+    }
+}
+
+/// One open transaction (the backend owns BEGIN / COMMIT / ROLLBACK).
+pub(super) struct PgTx<'a> {
+    conn: &'a mut Conn,
+    names: &'a Names,
+    writable: bool,
+    /// This transaction's revision once [`Tx::commit_revision`] advanced it.
+    revision: Option<u64>,
+    /// Set when a statement failed in a way that may pass on a fresh attempt.
+    transient: Option<Transient>,
+}
+
+impl<'a> PgTx<'a> {
+    pub(super) fn new(conn: &'a mut Conn, names: &'a Names, writable: bool) -> Self {
+        Self {
+            conn,
+            names,
+            writable,
+            revision: None,
+            transient: None,
+        }
+    }
+
+    /// Why a statement failed transiently, if one did: the backend runs the transaction
+    /// again.
+    pub(super) fn take_transient(&mut self) -> Option<Transient> {
+        self.transient.take()
+    }
+
+    fn check<T>(&mut self, r: std::result::Result<T, postgres::Error>) -> Result<T> {
+        r.map_err(|e| {
+            if let Some(t) = transient(self.names, &e, self.conn.client()) {
+                self.transient = Some(t);
+            }
+            map_error(self.names, &e)
+        })
+    }
+
+    fn writable(&self) -> Result<()> {
+        if self.writable {
+            Ok(())
+        } else {
+            Err(Error::ReadOnly("write inside a read transaction".into()))
+        }
+    }
+
+    fn query(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
+        let conn = &mut *self.conn;
+        let rows = conn
+            .statement(sql)
+            .and_then(|s| conn.client().query(&s, params));
+        self.check(rows)
+    }
+
+    fn exec(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
+        self.writable()?;
+        let conn = &mut *self.conn;
+        let n = conn
+            .statement(sql)
+            .and_then(|s| conn.client().execute(&s, params));
+        self.check(n)
+    }
+
+    fn one<T>(&mut self, sql: &str, params: &[Param<'_>], map: Map<T>) -> Result<Option<T>> {
+        self.query(sql, params)?.first().map(map).transpose()
+    }
+
+    fn all<T>(&mut self, sql: &str, params: &[Param<'_>], map: Map<T>) -> Result<Vec<T>> {
+        self.query(sql, params)?.iter().map(map).collect()
+    }
+
+    fn meta(&mut self, key: &str) -> Result<i64> {
+        self.one("SELECT value FROM meta WHERE key = $1", &[&key], first_i64)?
+            .ok_or_else(|| missing_meta(self.names, key))
+    }
+
+    /// Advances a meta counter by one and returns the new value.
+    fn bump_meta(&mut self, key: &str) -> Result<i64> {
+        self.writable()?;
+        self.one(
+            "UPDATE meta SET value = value + 1 WHERE key = $1 RETURNING value",
+            &[&key],
+            first_i64,
+        )?
+        .ok_or_else(|| missing_meta(self.names, key))
+    }
+
+    /// One keyset page: rows of `table` matching `q` strictly after (or, backwards, before)
+    /// `after` in `key` order, returned ascending.
+    fn page<T>(
+        &mut self,
+        table: &str,
+        key: &str,
+        mut q: Query,
+        after: Option<Box<dyn ToSql + Sync>>,
+        backwards: bool,
+        n: usize,
+        map: Map<T>,
+    ) -> Result<Vec<T>> {
+        let (cmp, dir) = if backwards {
+            ("<", "DESC")
+        } else {
+            (">", "ASC")
+        };
+        if let Some(after) = after {
+            q.values.push(after);
+            q.conds.push(format!("{key} {cmp} ${}", q.values.len()));
+        }
+        let filter = if q.conds.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", q.conds.join(" AND "))
+        };
+        let lim = q.bind(limit(n));
+        let sql = format!("SELECT * FROM {table}{filter} ORDER BY {key} {dir} LIMIT {lim}");
+        let mut rows = self.all(&sql, &q.params(), map)?;
+        if backwards {
+            rows.reverse();
+        }
+        Ok(rows)
+    }
+
+    /// A page keyed by a text primary key, optionally narrowed by one equality.
+    fn text_page<T>(
+        &mut self,
+        table: &str,
+        key: &str,
+        eq: Option<(&str, &str)>,
+        page: &PageRequest,
+        map: Map<T>,
+    ) -> Result<Vec<T>> {
+        let mut q = Query::default();
+        if let Some((col, v)) = eq {
+            q.cond(&format!("{col} ="), v.to_owned(), "");
+        }
+        let after = page
+            .after
+            .clone()
+            .map(|a| Box::new(a) as Box<dyn ToSql + Sync>);
+        self.page(
+            table,
+            key,
+            q,
+            after,
+            page.backwards,
+            page.limit.max(1),
+            map,
+        )
+    }
+
+    /// A page keyed by an integer id; the cursor is its decimal text.
+    fn numeric_page<T>(&mut self, table: &str, page: &PageRequest, map: Map<T>) -> Result<Vec<T>> {
+        let after = page
+            .after
+            .as_ref()
+            .and_then(|k| k.parse::<i64>().ok())
+            .map(|a| Box::new(a) as Box<dyn ToSql + Sync>);
+        self.page(
+            table,
+            "id",
+            Query::default(),
+            after,
+            page.backwards,
+            page.limit.max(1),
+            map,
+        )
+    }
+
+    /// Runs a statement whose 23 parameters are a work row in column order.
+    fn work_statement(&mut self, sql: &str, item: &WorkItem) -> Result<u64> {
+        let generation = int(item.generation)?;
+        let attempt = i64::from(item.attempt_number);
+        let uncertain = i64::from(item.uncertain_attempts);
+        let max_attempts = i64::from(item.max_attempts);
+        let failure = item.last_failure.as_ref().map(json).transpose()?;
+        let due = due_at(item);
+        self.exec(
+            sql,
+            &[
+                &item.id,
+                &item.kind.as_str(),
+                &item.state.as_str(),
+                &item.handler,
+                &item.payload,
+                &item.logical_effect_id,
+                &item.idempotency_key,
+                &item.compat,
+                &item.owner_id,
+                &item.token,
+                &generation,
+                &item.claimed_at,
+                &item.lease_expires_at,
+                &attempt,
+                &uncertain,
+                &max_attempts,
+                &item.last_attempt_at,
+                &item.next_eligible_at,
+                &failure,
+                &item.result,
+                &item.created_at,
+                &item.updated_at,
+                &due,
+            ],
+        )
+    }
+
+    fn insert_work_row(&mut self, item: &WorkItem) -> Result<u64> {
+        self.work_statement(
+            "INSERT INTO work (id, kind, state, handler, payload, logical_effect_id, idempotency_key, compat,
+                owner_id, token, generation, claimed_at, lease_expires_at, attempt_number, uncertain_attempts,
+                max_attempts, last_attempt_at, next_eligible_at, last_failure, result, created_at, updated_at, due_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+                $21, $22, $23)
+             ON CONFLICT (id) DO NOTHING",
+            item,
+        )
+    }
+
+    /// Runs a statement whose 12 parameters are an instance row in column order.
+    fn instance_statement(&mut self, sql: &str, row: &InstanceRow) -> Result<u64> {
+        let revision = int(row.instance_revision)?;
+        self.exec(
+            sql,
+            &[
+                &row.instance_id,
+                &row.workflow_id,
+                &row.status,
+                &row.compat,
+                &revision,
+                &row.next_eligible_at,
+                &row.waiting_event,
+                &row.principal,
+                &row.start_key,
+                &row.state,
+                &row.created_at,
+                &row.updated_at,
+            ],
+        )
+    }
+}
+
+fn first_i64(row: &Row) -> Result<i64> {
+    row.try_get(0)
+        .map_err(|e| Error::Corrupt(format!("unreadable row: {e}")))
+}
+
+fn first_opt_i64(row: &Row) -> Result<Option<i64>> {
+    row.try_get(0)
+        .map_err(|e| Error::Corrupt(format!("unreadable row: {e}")))
+}
+
+fn first_string(row: &Row) -> Result<String> {
+    row.try_get(0)
+        .map_err(|e| Error::Corrupt(format!("unreadable row: {e}")))
+}
+
+fn missing_meta(names: &Names, key: &str) -> Error {
+    Error::Corrupt(format!("{}: the meta row {key:?} is missing", names.label))
+}
+
+fn to_u64(names: &Names, rev: i64) -> Result<u64> {
+    u64::try_from(rev)
+        .map_err(|_| Error::Corrupt(format!("{}: negative revision {rev}", names.label)))
+}
+
+impl Tx for PgTx<'_> {
+    fn revision(&mut self) -> Result<u64> {
+        let rev = self.meta("revision")?;
+        to_u64(self.names, rev)
+    }
+
+    fn commit_revision(&mut self) -> Result<u64> {
+        self.writable()?;
+        if let Some(rev) = self.revision {
+            return Ok(rev);
+        }
+        let rev = self.bump_meta("revision")?;
+        let rev = to_u64(self.names, rev)?;
+        self.revision = Some(rev);
+        Ok(rev)
+    }
+
+    fn adjust_counter(&mut self, name: &str, delta: i64) -> Result<()> {
+        self.exec(
+            "INSERT INTO counters (name, value) VALUES ($1, $2)
+             ON CONFLICT (name) DO UPDATE SET value = counters.value + EXCLUDED.value",
+            &[&name, &delta],
+        )?;
+        Ok(())
+    }
+
+    fn counters(&mut self, prefix: &str) -> Result<Vec<(String, i64)>> {
+        // A range seek on the primary key from `prefix` (byte order: COLLATE "C").
+        self.all(
+            "SELECT name, value FROM counters WHERE name >= $1 AND starts_with(name, $1) ORDER BY name",
+            &[&prefix],
+            |r| {
+                Ok((
+                    first_string(r)?,
+                    r.try_get(1)
+                        .map_err(|e| Error::Corrupt(format!("unreadable row: {e}")))?,
+                ))
+            },
+        )
+    }
+
+    fn lease(&mut self, resource: &str) -> Result<Option<Lease>> {
+        self.one(
+            "SELECT * FROM leases WHERE resource_id = $1",
+            &[&resource],
+            rows::lease,
+        )
+    }
+
+    fn put_lease(&mut self, lease: &Lease) -> Result<()> {
+        let generation = int(lease.generation)?;
+        let checkpoint = lease.checkpoint.as_ref().map(json).transpose()?;
+        self.exec(
+            "INSERT INTO leases
+                (resource_id, owner_id, token, generation, acquired_at, expires_at, released_at, checkpoint)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (resource_id) DO UPDATE SET owner_id = EXCLUDED.owner_id, token = EXCLUDED.token,
+                generation = EXCLUDED.generation, acquired_at = EXCLUDED.acquired_at,
+                expires_at = EXCLUDED.expires_at, released_at = EXCLUDED.released_at,
+                checkpoint = EXCLUDED.checkpoint",
+            &[
+                &lease.resource_id,
+                &lease.owner_id,
+                &lease.token,
+                &generation,
+                &lease.acquired_at,
+                &lease.expires_at,
+                &lease.released_at,
+                &checkpoint,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn live_lease_count(&mut self, owner: &str, now: Millis) -> Result<u64> {
+        let n = self
+            .one(
+                "SELECT count(*) FROM leases WHERE owner_id = $1 AND expires_at > $2 AND released_at IS NULL",
+                &[&owner, &now],
+                first_i64,
+            )?
+            .unwrap_or(0);
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    fn list_leases(&mut self, page: &PageRequest) -> Result<Vec<Lease>> {
+        self.text_page("leases", "resource_id", None, page, rows::lease)
+    }
+
+    fn work(&mut self, id: &str) -> Result<Option<WorkItem>> {
+        self.one("SELECT * FROM work WHERE id = $1", &[&id], rows::work)
+    }
+
+    fn insert_work(&mut self, item: &WorkItem) -> Result<bool> {
+        Ok(self.insert_work_row(item)? == 1)
+    }
+
+    fn update_work(&mut self, item: &WorkItem) -> Result<()> {
+        self.work_statement(
+            "INSERT INTO work (id, kind, state, handler, payload, logical_effect_id, idempotency_key, compat,
+                owner_id, token, generation, claimed_at, lease_expires_at, attempt_number, uncertain_attempts,
+                max_attempts, last_attempt_at, next_eligible_at, last_failure, result, created_at, updated_at, due_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+                $21, $22, $23)
+             ON CONFLICT (id) DO UPDATE SET kind = EXCLUDED.kind, state = EXCLUDED.state,
+                handler = EXCLUDED.handler, payload = EXCLUDED.payload,
+                logical_effect_id = EXCLUDED.logical_effect_id, idempotency_key = EXCLUDED.idempotency_key,
+                compat = EXCLUDED.compat, owner_id = EXCLUDED.owner_id, token = EXCLUDED.token,
+                generation = EXCLUDED.generation, claimed_at = EXCLUDED.claimed_at,
+                lease_expires_at = EXCLUDED.lease_expires_at, attempt_number = EXCLUDED.attempt_number,
+                uncertain_attempts = EXCLUDED.uncertain_attempts, max_attempts = EXCLUDED.max_attempts,
+                last_attempt_at = EXCLUDED.last_attempt_at, next_eligible_at = EXCLUDED.next_eligible_at,
+                last_failure = EXCLUDED.last_failure, result = EXCLUDED.result,
+                created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, due_at = EXCLUDED.due_at",
+            item,
+        )?;
+        Ok(())
+    }
+
+    fn claimable_work(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
+        self.all(
+            "SELECT * FROM work WHERE compat = $1 AND due_at <= $2 ORDER BY due_at, id LIMIT $3",
+            &[&compat, &now, &limit(n)],
+            rows::work,
+        )
+    }
+
+    fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {
+        let mut states: Vec<String> = filter.states.iter().map(|s| s.as_str().into()).collect();
+        states.sort_unstable();
+        states.dedup();
+        let mut compats = filter.compats.clone();
+        compats.sort_unstable();
+        compats.dedup();
+        let mut q = Query::default();
+        if let Some(owner) = &filter.owner {
+            q.cond("owner_id =", owner.clone(), "");
+        }
+        if !states.is_empty() {
+            q.cond("state = ANY(", states, ")");
+        }
+        if !compats.is_empty() {
+            q.cond("compat = ANY(", compats, ")");
+        }
+        if let Some(kind) = filter.kind {
+            q.cond("kind =", kind.as_str(), "");
+        }
+        let after = page
+            .after
+            .clone()
+            .map(|a| Box::new(a) as Box<dyn ToSql + Sync>);
+        self.page(
+            "work",
+            "id",
+            q,
+            after,
+            page.backwards,
+            page.limit.max(1),
+            rows::work,
+        )
+    }
+
+    fn oldest_waiting_work(&mut self) -> Result<Option<Millis>> {
+        Ok(self
+            .one(
+                "SELECT next_eligible_at FROM work WHERE state IN ('pending', 'retry')
+                 ORDER BY next_eligible_at LIMIT 1",
+                &[],
+                first_opt_i64,
+            )?
+            .flatten())
+    }
+
+    fn dedup(&mut self, source: &str, external_id: &str) -> Result<Option<DedupRecord>> {
+        self.one(
+            "SELECT * FROM dedup WHERE source = $1 AND external_id = $2",
+            &[&source, &external_id],
+            rows::dedup,
+        )
+    }
+
+    fn put_dedup(&mut self, record: &DedupRecord) -> Result<()> {
+        self.exec(
+            "INSERT INTO dedup (source, external_id, fingerprint, seq, first_seen_at)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (source, external_id) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
+                seq = EXCLUDED.seq, first_seen_at = EXCLUDED.first_seen_at",
+            &[
+                &record.source,
+                &record.external_id,
+                &record.fingerprint,
+                &record.seq,
+                &record.first_seen_at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn append_journal(&mut self, event: &JournalEvent) -> Result<i64> {
+        let seq = self.bump_meta("journal_seq")?;
+        self.exec(
+            "INSERT INTO journal (seq, event_type, source, external_id, payload, fingerprint, at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                &seq,
+                &event.event_type,
+                &event.source,
+                &event.external_id,
+                &event.payload,
+                &event.fingerprint,
+                &event.at,
+            ],
+        )?;
+        self.exec(
+            "DELETE FROM journal WHERE seq <= $1",
+            &[&(seq - RETENTION.journal_events)],
+        )?;
+        Ok(seq)
+    }
+
+    fn journal_after(
+        &mut self,
+        after: i64,
+        event_type: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<JournalEvent>> {
+        match event_type {
+            Some(t) => self.all(
+                "SELECT * FROM journal WHERE event_type = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                &[&t, &after, &limit(n)],
+                rows::journal,
+            ),
+            None => self.all(
+                "SELECT * FROM journal WHERE seq > $1 ORDER BY seq LIMIT $2",
+                &[&after, &limit(n)],
+                rows::journal,
+            ),
+        }
+    }
+
+    fn journal_high_water(&mut self) -> Result<i64> {
+        self.meta("journal_seq")
+    }
+
+    fn add_ingestion(&mut self, i: &Ingestion) -> Result<()> {
+        self.exec(
+            "INSERT INTO ingestions (at, event_type, source, external_id, outcome, seq)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &i.at,
+                &i.event_type,
+                &i.source,
+                &i.external_id,
+                &i.outcome.as_str(),
+                &i.seq,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn list_ingestions(&mut self, page: &PageRequest) -> Result<Vec<Ingestion>> {
+        self.numeric_page("ingestions", page, rows::ingestion)
+    }
+
+    fn subscription(&mut self, id: &str) -> Result<Option<Subscription>> {
+        self.one(
+            "SELECT * FROM subscriptions WHERE subscription_id = $1",
+            &[&id],
+            rows::subscription,
+        )
+    }
+
+    fn put_subscription(&mut self, sub: &Subscription) -> Result<()> {
+        let sequence = int(sub.sequence)?;
+        let generation = int(sub.generation)?;
+        self.exec(
+            "INSERT INTO subscriptions (subscription_id, event_type, sequence, generation, updated_at, updated_by)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (subscription_id) DO UPDATE SET event_type = EXCLUDED.event_type,
+                sequence = EXCLUDED.sequence, generation = EXCLUDED.generation,
+                updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by",
+            &[
+                &sub.subscription_id,
+                &sub.event_type,
+                &sequence,
+                &generation,
+                &sub.updated_at,
+                &sub.updated_by,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn list_subscriptions(&mut self, page: &PageRequest) -> Result<Vec<Subscription>> {
+        self.text_page(
+            "subscriptions",
+            "subscription_id",
+            None,
+            page,
+            rows::subscription,
+        )
+    }
+
+    fn schedule(&mut self, id: &str) -> Result<Option<Schedule>> {
+        self.one(
+            "SELECT * FROM schedules WHERE schedule_id = $1",
+            &[&id],
+            rows::schedule,
+        )
+    }
+
+    fn put_schedule(&mut self, s: &Schedule) -> Result<()> {
+        let trigger = json(&s.trigger)?;
+        let catch_up = json(&s.catch_up)?;
+        self.exec(
+            "INSERT INTO schedules
+                (schedule_id, trigger, catch_up, handler, payload, compat, last_due, next_due, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+             ON CONFLICT (schedule_id) DO UPDATE SET trigger = EXCLUDED.trigger, catch_up = EXCLUDED.catch_up,
+                handler = EXCLUDED.handler, payload = EXCLUDED.payload, compat = EXCLUDED.compat,
+                last_due = EXCLUDED.last_due, next_due = EXCLUDED.next_due, created_at = EXCLUDED.created_at",
+            &[
+                &s.schedule_id,
+                &trigger,
+                &catch_up,
+                &s.handler,
+                &s.payload,
+                &s.compat,
+                &s.last_due,
+                &s.next_due,
+                &s.created_at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn due_schedules(&mut self, now: Millis, n: usize) -> Result<Vec<Schedule>> {
+        self.all(
+            "SELECT * FROM schedules WHERE next_due <= $1 ORDER BY next_due, schedule_id LIMIT $2",
+            &[&now, &limit(n)],
+            rows::schedule,
+        )
+    }
+
+    fn list_schedules(&mut self, page: &PageRequest) -> Result<Vec<Schedule>> {
+        self.text_page("schedules", "schedule_id", None, page, rows::schedule)
+    }
+
+    fn authority(&mut self, id: &str) -> Result<Option<Authority>> {
+        self.one(
+            "SELECT * FROM authorities WHERE instance_id = $1",
+            &[&id],
+            rows::authority,
+        )
+    }
+
+    fn put_authority(&mut self, a: &Authority) -> Result<()> {
+        let pid = i64::from(a.pid);
+        self.exec(
+            "INSERT INTO authorities
+                (instance_id, compat, build, config, started_at, heartbeat_at, stopped_at, host, pid)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+             ON CONFLICT (instance_id) DO UPDATE SET compat = EXCLUDED.compat, build = EXCLUDED.build,
+                config = EXCLUDED.config, started_at = EXCLUDED.started_at,
+                heartbeat_at = EXCLUDED.heartbeat_at, stopped_at = EXCLUDED.stopped_at,
+                host = EXCLUDED.host, pid = EXCLUDED.pid",
+            &[
+                &a.instance_id,
+                &a.compat,
+                &a.build,
+                &a.config,
+                &a.started_at,
+                &a.heartbeat_at,
+                &a.stopped_at,
+                &a.host,
+                &pid,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn list_authorities(&mut self, page: &PageRequest) -> Result<Vec<Authority>> {
+        self.text_page("authorities", "instance_id", None, page, rows::authority)
+    }
+
+    fn idempotent_answer(&mut self, key: &str) -> Result<Option<String>> {
+        self.one(
+            "SELECT answer FROM idempotency WHERE key = $1",
+            &[&key],
+            first_string,
+        )
+    }
+
+    fn put_idempotent_answer(&mut self, key: &str, answer: &str, at: Millis) -> Result<()> {
+        self.exec(
+            "INSERT INTO idempotency (key, answer, at) VALUES ($1, $2, $3)
+             ON CONFLICT (key) DO UPDATE SET answer = EXCLUDED.answer, at = EXCLUDED.at",
+            &[&key, &answer, &at],
+        )?;
+        Ok(())
+    }
+
+    fn add_audit(&mut self, e: &AuditEntry) -> Result<()> {
+        self.exec(
+            "INSERT INTO audit (at, actor, action, target, outcome) VALUES ($1, $2, $3, $4, $5)",
+            &[&e.at, &e.actor, &e.action, &e.target, &e.outcome],
+        )?;
+        Ok(())
+    }
+
+    fn list_audit(&mut self, page: &PageRequest) -> Result<Vec<AuditEntry>> {
+        self.numeric_page("audit", page, rows::audit)
+    }
+
+    fn add_grant(&mut self, g: &Grant) -> Result<()> {
+        let revision = int(g.revision)?;
+        let generation = int(g.generation)?;
+        self.exec(
+            "INSERT INTO grants (revision, resource_id, generation, owner_id, how, owner_compat, item_compat, at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            &[
+                &revision,
+                &g.resource_id,
+                &generation,
+                &g.owner_id,
+                &g.how,
+                &g.owner_compat,
+                &g.item_compat,
+                &g.at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn add_write(&mut self, w: &WriteRecord) -> Result<()> {
+        let revision = int(w.revision)?;
+        let generation = int(w.generation)?;
+        self.exec(
+            "INSERT INTO writes (revision, resource_id, generation, owner_id, verb, accepted, refusal, detail, at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            &[
+                &revision,
+                &w.resource_id,
+                &generation,
+                &w.owner_id,
+                &w.verb,
+                &w.accepted,
+                &w.refusal,
+                &w.detail,
+                &w.at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn grants(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<Grant>> {
+        match resource {
+            Some(r) => self.all(
+                "SELECT * FROM grants WHERE resource_id = $1 AND revision > $2 ORDER BY revision, seq LIMIT $3",
+                &[&r, &bound(after), &limit(n)],
+                rows::grant,
+            ),
+            None => self.all(
+                "SELECT * FROM grants WHERE revision > $1 ORDER BY revision, seq LIMIT $2",
+                &[&bound(after), &limit(n)],
+                rows::grant,
+            ),
+        }
+    }
+
+    fn writes(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<WriteRecord>> {
+        match resource {
+            Some(r) => self.all(
+                "SELECT * FROM writes WHERE resource_id = $1 AND revision > $2 ORDER BY revision, seq LIMIT $3",
+                &[&r, &bound(after), &limit(n)],
+                rows::write_record,
+            ),
+            None => self.all(
+                "SELECT * FROM writes WHERE revision > $1 ORDER BY revision, seq LIMIT $2",
+                &[&bound(after), &limit(n)],
+                rows::write_record,
+            ),
+        }
+    }
+
+    fn trim_history(&mut self, keep_from_revision: u64) -> Result<()> {
+        let keep = bound(keep_from_revision);
+        self.exec("DELETE FROM grants WHERE revision < $1", &[&keep])?;
+        self.exec("DELETE FROM writes WHERE revision < $1", &[&keep])?;
+        Ok(())
+    }
+
+    fn put_definition(&mut self, d: &WorkflowDefinitionRow) -> Result<()> {
+        self.exec(
+            "INSERT INTO definitions (workflow_id, fingerprint, definition, deployed_at)
+             VALUES ($1, $2, $3, $4)
+             ON CONFLICT (workflow_id) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
+                definition = EXCLUDED.definition, deployed_at = EXCLUDED.deployed_at",
+            &[&d.workflow_id, &d.fingerprint, &d.definition, &d.deployed_at],
+        )?;
+        Ok(())
+    }
+
+    fn definition(&mut self, workflow_id: &str) -> Result<Option<WorkflowDefinitionRow>> {
+        self.one(
+            "SELECT * FROM definitions WHERE workflow_id = $1",
+            &[&workflow_id],
+            rows::definition,
+        )
+    }
+
+    fn list_definitions(&mut self, page: &PageRequest) -> Result<Vec<WorkflowDefinitionRow>> {
+        self.text_page("definitions", "workflow_id", None, page, rows::definition)
+    }
+
+    fn instance(&mut self, id: &str) -> Result<Option<InstanceRow>> {
+        self.one(
+            "SELECT * FROM instances WHERE instance_id = $1",
+            &[&id],
+            rows::instance,
+        )
+    }
+
+    fn instance_by_start_key(&mut self, start_key: &str) -> Result<Option<InstanceRow>> {
+        self.one(
+            "SELECT * FROM instances WHERE start_key = $1",
+            &[&start_key],
+            rows::instance,
+        )
+    }
+
+    fn insert_instance(&mut self, row: &InstanceRow) -> Result<()> {
+        // An upsert on the id (the memory provider's insert replaces a same-id row).
+        self.instance_statement(
+            "INSERT INTO instances (instance_id, workflow_id, status, compat, instance_revision, next_eligible_at,
+                waiting_event, principal, start_key, state, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+             ON CONFLICT (instance_id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id, status = EXCLUDED.status,
+                compat = EXCLUDED.compat, instance_revision = EXCLUDED.instance_revision,
+                next_eligible_at = EXCLUDED.next_eligible_at, waiting_event = EXCLUDED.waiting_event,
+                principal = EXCLUDED.principal, start_key = EXCLUDED.start_key, state = EXCLUDED.state,
+                created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at",
+            row,
+        )?;
+        Ok(())
+    }
+
+    fn update_instance(&mut self, row: &InstanceRow) -> Result<()> {
+        // Same as the insert: an update of a missing row inserts it.
+        self.insert_instance(row)
+    }
+
+    fn runnable_instances(
+        &mut self,
+        compat: &str,
+        now: Millis,
+        n: usize,
+    ) -> Result<Vec<InstanceRow>> {
+        self.all(
+            "SELECT * FROM instances WHERE compat = $1 AND next_eligible_at <= $2
+             ORDER BY next_eligible_at, instance_id LIMIT $3",
+            &[&compat, &now, &limit(n)],
+            rows::instance,
+        )
+    }
+
+    fn instances_waiting_for(
+        &mut self,
+        event_type: &str,
+        after: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<InstanceRow>> {
+        let page = PageRequest {
+            after: after.map(str::to_owned),
+            limit: n,
+            backwards: false,
+        };
+        self.text_page(
+            "instances",
+            "instance_id",
+            Some(("waiting_event", event_type)),
+            &page,
+            rows::instance,
+        )
+    }
+
+    fn list_instances(
+        &mut self,
+        status: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Vec<InstanceRow>> {
+        self.text_page(
+            "instances",
+            "instance_id",
+            status.map(|s| ("status", s)),
+            page,
+            rows::instance,
+        )
+    }
+
+    fn add_history(&mut self, h: &HistoryRecord) -> Result<()> {
+        let position = int(h.position)?;
+        let revision = int(h.instance_revision)?;
+        self.exec(
+            "INSERT INTO history
+                (instance_id, position, instance_revision, kind, at, step_id, activation_id, detail)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (instance_id, position) DO UPDATE SET instance_revision = EXCLUDED.instance_revision,
+                kind = EXCLUDED.kind, at = EXCLUDED.at, step_id = EXCLUDED.step_id,
+                activation_id = EXCLUDED.activation_id, detail = EXCLUDED.detail",
+            &[
+                &h.instance_id,
+                &position,
+                &revision,
+                &h.kind,
+                &h.at,
+                &h.step_id,
+                &h.activation_id,
+                &h.detail,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>> {
+        self.all(
+            "SELECT * FROM history WHERE instance_id = $1 ORDER BY position",
+            &[&instance_id],
+            rows::history,
+        )
+    }
+
+    fn action_outcome(&mut self, invocation_id: &str) -> Result<Option<ActionOutcome>> {
+        self.one(
+            "SELECT * FROM action_outcomes WHERE invocation_id = $1",
+            &[&invocation_id],
+            rows::outcome,
+        )
+    }
+
+    fn put_action_outcome(&mut self, o: &ActionOutcome) -> Result<()> {
+        let attempt = i64::from(o.attempt);
+        self.exec(
+            "INSERT INTO action_outcomes (invocation_id, attempt, outcome, detail, at)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (invocation_id) DO UPDATE SET attempt = EXCLUDED.attempt,
+                outcome = EXCLUDED.outcome, detail = EXCLUDED.detail, at = EXCLUDED.at",
+            &[&o.invocation_id, &attempt, &o.outcome, &o.detail, &o.at],
+        )?;
+        Ok(())
+    }
+}
