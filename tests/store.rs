@@ -97,3 +97,4 @@ macro_rules! conformance {
 
 conformance!(memory => crate::support::memory());
 conformance!(sqlite => crate::support::sqlite());
+conformance!(postgres => crate::support::postgres());

@@ -467,6 +467,13 @@ impl Provider for Sqlite {
     }
 }
 
+pub struct Postgres;
+impl Provider for Postgres {
+    fn fresh() -> Box<dyn Harness> {
+        support::postgres()
+    }
+}
+
 pub struct Real {
     store: Store,
     clock: ManualClock,
@@ -792,4 +799,7 @@ prop_state_machine! {
 
     #[test]
     fn shadow_model_agrees_on_sqlite(sequential 50 => Machine<Sqlite>);
+
+    #[test]
+    fn shadow_model_agrees_on_postgres(sequential 50 => Machine<Postgres>);
 }

@@ -4,10 +4,12 @@
 //! a new handle over the same `MemoryBackend`) and cleans up after itself on drop (the temp
 //! dir of a SQLite file).
 //!
-//! A third provider (Postgres) adds one constructor here and one `conformance!` line in
-//! `tests/store.rs`.
+//! The Postgres harness gets a database of its own on the test server (`postgres.rs`: a
+//! throwaway server per test binary, or the one `LEASEHOLD_TEST_PG_URL` names).
 
 #![allow(dead_code, clippy::unwrap_used)]
+
+pub mod postgres;
 
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
@@ -18,6 +20,7 @@ use leasehold::Store;
 use leasehold::clock::{ManualClock, Millis};
 use leasehold::ids::SeededIds;
 use leasehold::store::memory::MemoryBackend;
+use leasehold::store::postgres::PostgresBackend;
 use leasehold::store::sqlite::SqliteBackend;
 use leasehold::store::url::OpenMode;
 
@@ -181,6 +184,66 @@ impl Harness for SqliteHarness {
 
     fn reopen(&self) -> Store {
         open_sqlite(&self.path, &self.clock, OpenMode::ReadWrite).expect("reopen the SQLite store")
+    }
+}
+
+/// The Postgres provider over a database of its own, dropped with the harness.
+pub struct PostgresHarness {
+    // Dropped first: the handles close before the database goes.
+    primary: Store,
+    clock: ManualClock,
+    db: postgres::Database,
+}
+
+/// A fresh Postgres store in its own database.
+pub fn postgres() -> Box<dyn Harness> {
+    Box::new(postgres_harness())
+}
+
+/// [`postgres`], typed (for tests that need the database itself).
+pub fn postgres_harness() -> PostgresHarness {
+    let db = postgres::database();
+    let clock = ManualClock::new(START);
+    let primary =
+        open_postgres(db.url(), &clock, OpenMode::ReadWrite).expect("open a fresh Postgres store");
+    PostgresHarness { primary, clock, db }
+}
+
+/// A store over the Postgres database at `url` reading `clock`, with seeded ids.
+///
+/// # Errors
+/// Whatever the provider's open says.
+pub fn open_postgres(url: &str, clock: &ManualClock, mode: OpenMode) -> leasehold::Result<Store> {
+    let backend = PostgresBackend::open(url, mode)?;
+    Ok(Store::new(
+        Arc::new(backend),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(next_seed())),
+    ))
+}
+
+impl PostgresHarness {
+    pub fn database(&self) -> &postgres::Database {
+        &self.db
+    }
+}
+
+impl Harness for PostgresHarness {
+    fn provider(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn clock(&self) -> &ManualClock {
+        &self.clock
+    }
+
+    fn store(&self) -> Store {
+        self.primary.clone()
+    }
+
+    fn reopen(&self) -> Store {
+        open_postgres(self.db.url(), &self.clock, OpenMode::ReadWrite)
+            .expect("reopen the Postgres store")
     }
 }
 
