@@ -1,11 +1,14 @@
 //! A throwaway PostgreSQL for the tests, from the installed server binaries
 //! (`/usr/lib/postgresql/<version>/bin`, the newest installed; `LEASEHOLD_TEST_PG_BIN`
-//! overrides): a fresh data directory in the temp dir, a free loopback port, trust
-//! authentication, default durability settings (`fsync`, `synchronous_commit` on).
+//! overrides): a fresh data directory, a free loopback port, trust authentication, default
+//! durability settings (`fsync`, `synchronous_commit` on). The data directory is on a
+//! RAM-backed file system when there is one (`/dev/shm`), like the SQLite model runs: the
+//! subject is the provider's logic and crash behaviour against killed processes, not the
+//! disk's flush latency (a measurement of throughput uses [`Server::start_on_disk`]).
 //!
 //! - [`shared`] starts one server per test binary, on first use; every test gets its own
 //!   database from [`database`], so tests stay isolated and run in parallel.
-//! - [`Server::start`] starts a dedicated server (a test that restarts it).
+//! - [`Server::dedicated`] starts a server of its own (a test that restarts it).
 //! - `LEASEHOLD_TEST_PG_URL=postgres://user:pw@host:port/db` points the tests at an
 //!   existing server instead: each test creates (and drops) its own database there.
 //!
@@ -44,7 +47,7 @@ fn source() -> &'static Source {
     static SOURCE: OnceLock<Source> = OnceLock::new();
     SOURCE.get_or_init(|| match std::env::var(URL_VAR) {
         Ok(url) if !url.trim().is_empty() => Source::External(url),
-        _ => Source::Throwaway(Server::start()),
+        _ => Source::Throwaway(Server::start(true)),
     })
 }
 
@@ -174,15 +177,34 @@ fn free_port() -> u16 {
 }
 
 impl Server {
+    /// A dedicated server (its data on a RAM-backed file system when there is one).
+    pub fn dedicated() -> Self {
+        Self::start(true)
+    }
+
+    /// A dedicated server with its data in the temp dir on disk (every commit pays a real
+    /// flush), for measurements.
+    pub fn start_on_disk() -> Self {
+        Self::start(false)
+    }
+
     /// Initialises a data directory and starts a server on a free loopback port.
-    pub fn start() -> Self {
+    fn start(in_ram: bool) -> Self {
         let bin = bin_dir();
         let as_postgres = is_root();
-        let dir = tempfile::Builder::new()
-            .prefix("leasehold-pg-")
-            .tempdir()
-            .expect("temp dir")
-            .keep();
+        let shm = Path::new("/dev/shm");
+        let builder = {
+            let mut b = tempfile::Builder::new();
+            b.prefix("leasehold-pg-");
+            b
+        };
+        let dir = if in_ram && shm.is_dir() {
+            builder.tempdir_in(shm)
+        } else {
+            builder.tempdir()
+        }
+        .expect("temp dir")
+        .keep();
         if as_postgres {
             run(Command::new("chown").args(["-R", "postgres:postgres"]).arg(&dir));
         }
