@@ -2,7 +2,7 @@
 //!
 //! - `fixtures`: the portable conformance fixtures in `tests/fixtures/workflows/*.json`, one
 //!   generated test per fixture per provider (`fixtures::memory::<name>`,
-//!   `fixtures::sqlite::<name>`).
+//!   `fixtures::sqlite::<name>`, `fixtures::postgres::<name>`).
 //! - `conformance`: the workflow part of the store conformance suite — fenced CAS, stale
 //!   lease holders, terminal irreversibility, monotone history revisions, one outcome record
 //!   per invocation — as plain cases run on every provider.
@@ -12,8 +12,12 @@
 #[path = "workflows/harness.rs"]
 mod harness;
 
-/// Generates one `#[test]` per case per provider: `memory::<case>` and `sqlite::<case>`,
-/// each calling `super::<case>(Provider)`.
+#[allow(dead_code, clippy::unwrap_used)]
+#[path = "support/postgres.rs"]
+mod pg_server;
+
+/// Generates one `#[test]` per case per provider: `memory::<case>`, `sqlite::<case>` and
+/// `postgres::<case>`, each calling `super::<case>(Provider)`.
 macro_rules! per_provider {
     ($($case:ident),* $(,)?) => {
         mod memory {
@@ -29,6 +33,14 @@ macro_rules! per_provider {
                 #[test]
                 fn $case() {
                     super::$case(crate::harness::Provider::Sqlite);
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[test]
+                fn $case() {
+                    super::$case(crate::harness::Provider::Postgres);
                 }
             )*
         }
@@ -62,6 +74,14 @@ macro_rules! fixtures {
                     #[test]
                     fn $name() {
                         crate::runner::run_fixture($file, crate::harness::Provider::Sqlite);
+                    }
+                )*
+            }
+            mod postgres {
+                $(
+                    #[test]
+                    fn $name() {
+                        crate::runner::run_fixture($file, crate::harness::Provider::Postgres);
                     }
                 )*
             }

@@ -1,5 +1,5 @@
 //! The workflow part of the store conformance suite: the same cases, unchanged, on every
-//! provider (`conformance::memory::*`, `conformance::sqlite::*`).
+//! provider (`conformance::memory::*`, `conformance::sqlite::*`, `conformance::postgres::*`).
 //!
 //! Each case pins one rule of the seed's "Logical identity and exactly-once", "Cancellation"
 //! and "Crash recovery" sections as the store enforces it inside its write transaction:

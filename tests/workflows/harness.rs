@@ -1,5 +1,5 @@
-//! The shared, provider-generic harness of the workflow tests: a store on memory or SQLite
-//! with a manual clock and seeded ids, a catalog derived from a definition, deployment and
+//! The shared, provider-generic harness of the workflow tests: a store on memory, SQLite or
+//! Postgres (a database of its own on the test server) with a manual clock and seeded ids, a catalog derived from a definition, deployment and
 //! the logical-history view (`kind:stepId`) every assertion compares.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -10,6 +10,7 @@ use leasehold::clock::ManualClock;
 use leasehold::ids::SeededIds;
 use leasehold::model::HistoryRecord;
 use leasehold::store::memory::MemoryBackend;
+use leasehold::store::postgres::PostgresBackend;
 use leasehold::store::sqlite::SqliteBackend;
 use leasehold::store::url::OpenMode;
 use leasehold::workflow::Catalog;
@@ -23,14 +24,16 @@ pub const T0: i64 = 1_700_000_000_000;
 pub enum Provider {
     Memory,
     Sqlite,
+    Postgres,
 }
 
-/// One store under test with the clock that drives it. The temporary directory (SQLite)
-/// lives as long as the environment.
+/// One store under test with the clock that drives it. The temporary directory (SQLite) or
+/// database (Postgres) lives as long as the environment.
 pub struct Env {
     pub store: Store,
     pub clock: ManualClock,
     _dir: Option<tempfile::TempDir>,
+    _db: Option<crate::pg_server::Database>,
 }
 
 impl Env {
@@ -46,6 +49,7 @@ impl Env {
                 store: Store::new(Arc::new(MemoryBackend::new()), Arc::new(clock.clone()), ids),
                 clock,
                 _dir: None,
+                _db: None,
             },
             Provider::Sqlite => {
                 let dir = tempfile::tempdir().expect("temp dir");
@@ -55,6 +59,18 @@ impl Env {
                     store: Store::new(Arc::new(backend), Arc::new(clock.clone()), ids),
                     clock,
                     _dir: Some(dir),
+                    _db: None,
+                }
+            }
+            Provider::Postgres => {
+                let db = crate::pg_server::database();
+                let backend =
+                    PostgresBackend::open(db.url(), OpenMode::ReadWrite).expect("open postgres store");
+                Self {
+                    store: Store::new(Arc::new(backend), Arc::new(clock.clone()), ids),
+                    clock,
+                    _dir: None,
+                    _db: Some(db),
                 }
             }
         }
