@@ -1,0 +1,522 @@
+//! What only the Postgres provider has to prove (the shared suites run in `store.rs` and
+//! `workflows.rs`): opening and recognising databases, secrets kept out of every text, a
+//! session killed inside a transaction, and real `leasehold authority` processes riding out
+//! SIGKILL, SIGSTOP, killed sessions and a server restart with a clean `leasehold check`.
+//!
+//! Every test gets a database of its own on the throwaway server of this test binary
+//! (`support/postgres.rs`; `LEASEHOLD_TEST_PG_URL` points at an existing server instead);
+//! the restart test starts a server of its own.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use leasehold::Store;
+use leasehold::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
+use leasehold::model::work::{NewWork, WorkFilter};
+use leasehold::model::{PageRequest, WorkState};
+use leasehold::store::Backend;
+use leasehold::store::postgres::PostgresBackend;
+use leasehold::store::url::{self, OpenMode};
+
+use support::postgres::{Database, Server, database};
+
+const SECRET: &str = "s3cr3t-Pa55word";
+
+fn open_err(url: &str, mode: OpenMode) -> leasehold::Error {
+    match url::open(url, mode) {
+        Ok(store) => panic!("{url}: expected a refusal, opened {}", store.describe()),
+        Err(e) => e,
+    }
+}
+
+/// `url` with `user:SECRET@` as its user info.
+fn with_password(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    format!("{scheme}://postgres:{SECRET}@{rest}")
+}
+
+fn leasehold(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(args)
+        .env_remove("LEASEHOLD_STORE")
+        .output()
+        .expect("run leasehold")
+}
+
+// --- opening ---------------------------------------------------------------------------------
+
+#[test]
+fn the_password_never_appears_in_errors_labels_or_output() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = format!("postgres://leasehold:{SECRET}@127.0.0.1:{port}/store");
+    let e = open_err(&refused, OpenMode::ReadWrite);
+    assert_eq!(e.code(), "STORE_UNAVAILABLE", "{e}");
+    let text = e.to_string();
+    assert!(!text.contains(SECRET), "{text}");
+    assert!(!text.contains('\n'), "{text}");
+    assert!(
+        text.contains(&format!("postgres://leasehold@127.0.0.1:{port}/store")),
+        "{text}"
+    );
+
+    let bad_port = format!("postgresql://leasehold:{SECRET}@127.0.0.1:notaport/store");
+    let e = open_err(&bad_port, OpenMode::ReadWrite);
+    assert!(!e.to_string().contains(SECRET), "{e}");
+
+    // A reachable server: the label, a failing open and the CLI's header, error and JSON.
+    let db = database();
+    let url = with_password(db.url());
+    let store = url::open(&url, OpenMode::ReadWrite).expect("trust authentication ignores it");
+    assert!(!store.describe().contains(SECRET), "{}", store.describe());
+    assert!(store.describe().starts_with("postgres://postgres@"));
+    let missing = {
+        let (base, _) = url.rsplit_once('/').unwrap();
+        format!("{base}/no_such_database")
+    };
+    let e = open_err(&missing, OpenMode::ReadWrite);
+    assert_eq!(e.code(), "STORE_UNAVAILABLE");
+    assert!(!e.to_string().contains(SECRET), "{e}");
+
+    for args in [
+        vec!["inspect", "--store", &url, "work", "--json"],
+        vec!["inspect", "--store", &url, "authorities"],
+        vec!["check", "--store", &url, "--json"],
+        vec!["inspect", "--store", &missing, "work"],
+        vec!["inspect", "--store", &refused, "work", "--json"],
+    ] {
+        let o = leasehold(&args);
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!all.contains(SECRET), "{args:?}: {all}");
+    }
+}
+
+#[test]
+fn many_first_opens_at_once_are_safe() {
+    let db = database();
+    let n = 8;
+    let barrier = Arc::new(Barrier::new(n));
+    let handles: Vec<_> = (0..n)
+        .map(|_| {
+            let (url, barrier) = (db.url().to_owned(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                PostgresBackend::open(&url, OpenMode::ReadWrite).map(|b| b.describe())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap().expect("a concurrent first open");
+    }
+    let store = url::open(db.url(), OpenMode::ReadOnly).unwrap();
+    assert_eq!(store.revision().unwrap(), 0);
+}
+
+#[test]
+fn unknown_databases_are_refused_untouched() {
+    // Empty, read-only: nothing is created.
+    let db = database();
+    let e = open_err(db.url(), OpenMode::ReadOnly);
+    assert_eq!(e.code(), "STORE_UNAVAILABLE", "{e}");
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    let tables: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 0, "a read-only open created tables");
+
+    // Another application's `meta` table.
+    admin
+        .batch_execute("CREATE TABLE meta (id int PRIMARY KEY, note text)")
+        .unwrap();
+    for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
+        assert_eq!(open_err(db.url(), mode).code(), "STORE_CORRUPT");
+    }
+
+    // A newer schema.
+    let db = database();
+    url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute("UPDATE meta SET value = 99 WHERE key = 'schema_version'")
+        .unwrap();
+    for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
+        let e = open_err(db.url(), mode);
+        assert_eq!(e.code(), "STORE_CORRUPT");
+        assert!(e.to_string().contains("newer"), "{e}");
+    }
+}
+
+#[test]
+fn read_only_opens_refuse_writes_and_see_commits() {
+    let db = database();
+    let writer = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    let reader = url::open(db.url(), OpenMode::ReadOnly).unwrap();
+    let token = reader.change_token().unwrap();
+    writer
+        .enqueue(NewWork::effect("fx-1", "send-email", "{}"), "k")
+        .unwrap();
+    assert_ne!(reader.change_token().unwrap(), token, "the token moves");
+    assert!(reader.work("fx-1").unwrap().is_some());
+    let e = reader
+        .enqueue(NewWork::effect("fx-2", "send-email", "{}"), "k")
+        .unwrap_err();
+    assert_eq!(e.code(), "STORE_READ_ONLY");
+}
+
+// --- sessions lost ---------------------------------------------------------------------------
+
+/// The session is ended by the server (`pg_terminate_backend`) in the middle of a write
+/// transaction: the write runs again from scratch on a new connection and commits once.
+#[test]
+fn a_session_killed_inside_a_transaction_is_retried_on_a_new_connection() {
+    let db = database();
+    let backend = PostgresBackend::open(db.url(), OpenMode::ReadWrite).unwrap();
+    let attempts = AtomicU32::new(0);
+    backend
+        .write(&mut |tx| {
+            let n = attempts.fetch_add(1, Ordering::SeqCst);
+            tx.commit_revision()?;
+            tx.adjust_counter("test|killed", 1)?;
+            if n == 0 {
+                assert_eq!(db.terminate_sessions(), 1, "our one session");
+            }
+            tx.adjust_counter("test|killed", 1)?;
+            Ok(())
+        })
+        .expect("the write succeeds on a new connection");
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+    let mut counters = Vec::new();
+    backend
+        .read(&mut |tx| {
+            counters = tx.counters("test|")?;
+            assert_eq!(tx.revision()?, 1, "one commit");
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(counters, vec![("test|killed".to_owned(), 2)]);
+
+    // Idle pooled sessions killed between calls are replaced too.
+    assert!(db.terminate_sessions() >= 1);
+    backend
+        .read(&mut |tx| tx.revision().map(drop))
+        .expect("a read on a new connection");
+}
+
+// --- real authority processes --------------------------------------------------------------
+
+const HANDLER: &str = "send-email";
+
+fn compat() -> String {
+    compatibility_key(DEFAULT_BUILD_TAG).digest()
+}
+
+fn enqueue(store: &Store, n: usize) {
+    let compat = compat();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
+        let specs = chunk
+            .iter()
+            .map(|i| NewWork::effect(format!("fx-{i:05}"), HANDLER, format!("{{\"n\":{i}}}")))
+            .collect();
+        store.enqueue_batch(specs, &compat).unwrap();
+    }
+}
+
+/// Compatible items not yet terminal, from the incremental counts.
+fn unfinished(store: &Store) -> u64 {
+    let compat = compat();
+    store
+        .overview()
+        .unwrap()
+        .work
+        .iter()
+        .filter(|c| c.compat == compat && !c.state.is_terminal())
+        .map(|c| c.count)
+        .sum()
+}
+
+#[track_caller]
+fn wait_until(what: &str, deadline: Instant, mut done: impl FnMut() -> bool) {
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn signal(sig: &str, pid: u32) {
+    let _ = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// `leasehold authority` processes; each one still running is resumed and killed on drop.
+struct Authorities {
+    dir: tempfile::TempDir,
+    running: BTreeMap<String, Child>,
+}
+
+impl Authorities {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::Builder::new()
+                .prefix("leasehold-pg-procs-")
+                .tempdir()
+                .unwrap(),
+            running: BTreeMap::new(),
+        }
+    }
+
+    fn log(&self, name: &str) -> PathBuf {
+        self.dir.path().join(format!("{name}.log"))
+    }
+
+    /// Starts one authority with a short lease, polling fast.
+    fn spawn(&mut self, name: &str, store: &str) {
+        let child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .args([
+                "authority",
+                "--store",
+                store,
+                "--instance",
+                name,
+                "--lease-ms",
+                "1500",
+                "--poll-ms",
+                "50",
+                "--log-format",
+                "json",
+            ])
+            .env_remove("LEASEHOLD_STORE")
+            .stdin(Stdio::null())
+            .stdout(File::create(self.dir.path().join(format!("{name}.out"))).unwrap())
+            .stderr(File::create(self.log(name)).unwrap())
+            .spawn()
+            .expect("start leasehold authority");
+        self.running.insert(name.to_owned(), child);
+    }
+
+    fn pid(&self, name: &str) -> u32 {
+        self.running[name].id()
+    }
+
+    fn kill(&mut self, name: &str) {
+        let mut child = self.running.remove(name).unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// SIGTERM to every authority still running; each must shut down cleanly.
+    fn stop_all(&mut self, deadline: Instant) {
+        for child in self.running.values() {
+            signal("-TERM", child.id());
+        }
+        for (name, mut child) in std::mem::take(&mut self.running) {
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                assert!(Instant::now() < deadline, "{name} did not stop on SIGTERM");
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            let log = std::fs::read_to_string(self.log(&name)).unwrap_or_default();
+            assert!(status.success(), "{name} exited with {status}: {log}");
+        }
+    }
+}
+
+impl Drop for Authorities {
+    fn drop(&mut self) {
+        for child in self.running.values_mut() {
+            signal("-CONT", child.id());
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Items `owner` holds a claim on now, with their generations.
+fn claimed_by(store: &Store, owner: &str) -> BTreeMap<String, u64> {
+    let filter = WorkFilter {
+        states: vec![WorkState::Claimed],
+        owner: Some(owner.into()),
+        ..WorkFilter::default()
+    };
+    store
+        .list_work(&filter, &PageRequest::first(10_000))
+        .unwrap()
+        .rows
+        .into_iter()
+        .map(|w| (w.id, w.generation))
+        .collect()
+}
+
+/// `leasehold check` over the store: exit 0 and no violation line.
+fn assert_check_clean(url: &str) {
+    let o = leasehold(&["check", "--store", url, "--json"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "leasehold check failed ({}): {stdout}{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let summary = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get("summary").cloned())
+        .expect("a summary line");
+    assert_eq!(summary["violations"], 0, "{stdout}");
+}
+
+/// Every item terminal, and each completed by exactly one accepted terminal write.
+fn assert_all_done_once(store: &Store, items: usize) {
+    assert_eq!(unfinished(store), 0);
+    let (_, writes) = store.ownership_history(None, 0, 10_000_000).unwrap();
+    let mut terminal: BTreeMap<&str, usize> = BTreeMap::new();
+    for w in writes.iter().filter(|w| w.accepted) {
+        let state = serde_json::from_str::<serde_json::Value>(&w.detail).unwrap()["state"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if state == "succeeded" || state == "failed" {
+            *terminal.entry(w.resource_id.as_str()).or_default() += 1;
+        }
+    }
+    assert_eq!(terminal.len(), items, "every item has a terminal write");
+    for (id, n) in terminal {
+        assert_eq!(n, 1, "{id} was finished {n} times");
+    }
+}
+
+/// Four authorities against one database: one SIGKILLed mid-run, one SIGSTOPped until every
+/// claim it held was taken over after its lease lapsed, then resumed. All work finishes, each
+/// item once, and `leasehold check` is clean.
+#[test]
+fn four_authorities_ride_out_sigkill_and_sigstop() {
+    const ITEMS: usize = 1_500;
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let db = database();
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    enqueue(&store, ITEMS);
+    let mut auth = Authorities::new();
+    for i in 0..4 {
+        auth.spawn(&format!("auth-{i}"), db.url());
+    }
+
+    wait_until("the first 300 completions", deadline, || {
+        unfinished(&store) <= (ITEMS - 300) as u64
+    });
+    auth.kill("auth-0");
+
+    let held = loop {
+        wait_until("auth-1 to hold claims", deadline, || {
+            !claimed_by(&store, "auth-1").is_empty()
+        });
+        signal("-STOP", auth.pid("auth-1"));
+        let held = claimed_by(&store, "auth-1");
+        if !held.is_empty() {
+            break held;
+        }
+        signal("-CONT", auth.pid("auth-1"));
+    };
+    // A session paused inside a transaction is ended by the server after a few seconds, so
+    // the others always get past it.
+    wait_until("auth-1's claims to be taken over", deadline, || {
+        held.iter().all(|(id, g)| {
+            store
+                .work(id)
+                .unwrap()
+                .is_some_and(|w| w.generation > *g || w.state.is_terminal())
+        })
+    });
+    signal("-CONT", auth.pid("auth-1"));
+
+    wait_until("every item to finish", deadline, || unfinished(&store) == 0);
+    auth.stop_all(deadline);
+    assert_all_done_once(&store, ITEMS);
+    assert_check_clean(db.url());
+}
+
+/// Two authorities while an operator keeps ending their sessions (`pg_terminate_backend`,
+/// often inside a transaction): they reconnect and finish everything, each item once.
+#[test]
+fn authorities_reconnect_after_their_sessions_are_killed() {
+    const ITEMS: usize = 600;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let db = database();
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    enqueue(&store, ITEMS);
+    let mut auth = Authorities::new();
+    for i in 0..2 {
+        auth.spawn(&format!("auth-{i}"), db.url());
+    }
+    wait_until("the first completions", deadline, || {
+        unfinished(&store) < ITEMS as u64
+    });
+    let mut killed = 0;
+    while unfinished(&store) > (ITEMS / 4) as u64 {
+        assert!(Instant::now() < deadline, "timed out while killing sessions");
+        killed += db.terminate_sessions();
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    assert!(killed >= 10, "only {killed} sessions were killed");
+    wait_until("every item to finish", deadline, || unfinished(&store) == 0);
+    auth.stop_all(deadline);
+    assert_all_done_once(&store, ITEMS);
+    assert_check_clean(db.url());
+}
+
+/// The server restarts under two running authorities: they reconnect and finish everything,
+/// each item once.
+#[test]
+fn authorities_ride_out_a_server_restart() {
+    const ITEMS: usize = 600;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let server = Server::dedicated();
+    let db: Database = server.database();
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    enqueue(&store, ITEMS);
+    let mut auth = Authorities::new();
+    for i in 0..2 {
+        auth.spawn(&format!("auth-{i}"), db.url());
+    }
+    wait_until("a third of the items", deadline, || {
+        unfinished(&store) <= (ITEMS * 2 / 3) as u64
+    });
+    server.restart();
+    wait_until("every item to finish", deadline, || {
+        // The test's own handle reconnects too (a failed read is retried here).
+        store
+            .overview()
+            .is_ok_and(|_| unfinished(&store) == 0)
+    });
+    auth.stop_all(deadline);
+    assert_all_done_once(&store, ITEMS);
+    assert_check_clean(db.url());
+    drop(store);
+    drop(db);
+    drop(server);
+}
