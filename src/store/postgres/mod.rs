@@ -219,6 +219,18 @@ impl Drop for Pooled<'_> {
     }
 }
 
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let idle = std::mem::take(&mut self.lock().idle);
+        // Closing a connection blocks on the driver's own runtime, which tokio forbids on a
+        // thread that drives async tasks (a store dropped at the end of an async fn), so
+        // inside a runtime the connections are closed on a thread of their own.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            let _ = std::thread::spawn(move || drop(idle)).join();
+        }
+    }
+}
+
 impl Pool {
     fn lock(&self) -> MutexGuard<'_, PoolState> {
         // The state is a list and a count, consistent at every unlock.
@@ -372,9 +384,10 @@ impl PostgresBackend {
     /// # Errors
     /// As [`Self::open`].
     pub fn open_with_pool(url: &str, mode: OpenMode, pool_size: usize) -> Result<Self> {
-        let mut config: Config = url.parse().map_err(|e| {
+        let mut config: Config = url.parse().map_err(|e: postgres::Error| {
+            let why = std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string);
             Error::Invalid(format!(
-                "{}: not a PostgreSQL URL ({e})",
+                "{}: not a PostgreSQL URL ({why})",
                 redact_url(url)
             ))
         })?;
