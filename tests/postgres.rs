@@ -318,6 +318,28 @@ impl Authorities {
         self.running.insert(name.to_owned(), child);
     }
 
+    /// How often each event (`store-unavailable`, `write-refused`, …) appears in the logs of
+    /// every authority, and every error text they logged.
+    fn events(&self) -> (BTreeMap<String, usize>, Vec<String>) {
+        let mut events = BTreeMap::new();
+        let mut errors = Vec::new();
+        for entry in std::fs::read_dir(self.dir.path()).unwrap().flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            for line in text.lines() {
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                    continue;
+                };
+                if let Some(event) = v["event"].as_str() {
+                    *events.entry(event.to_owned()).or_default() += 1;
+                }
+                if let Some(error) = v["error"].as_str() {
+                    errors.push(error.to_owned());
+                }
+            }
+        }
+        (events, errors)
+    }
+
     fn pid(&self, name: &str) -> u32 {
         self.running[name].id()
     }
@@ -417,7 +439,8 @@ fn assert_all_done_once(store: &Store, items: usize) {
 #[test]
 fn four_authorities_ride_out_sigkill_and_sigstop() {
     const ITEMS: usize = 1_500;
-    let deadline = Instant::now() + Duration::from_secs(240);
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(240);
     let db = database();
     let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
     enqueue(&store, ITEMS);
@@ -458,6 +481,12 @@ fn four_authorities_ride_out_sigkill_and_sigstop() {
     auth.stop_all(deadline);
     assert_all_done_once(&store, ITEMS);
     assert_check_clean(db.url());
+    let (events, _) = auth.events();
+    eprintln!(
+        "four authorities: {ITEMS} items in {:?}; auth-1 stopped holding {}; events {events:?}",
+        started.elapsed(),
+        held.len()
+    );
 }
 
 /// Two authorities while an operator keeps ending their sessions (`pg_terminate_backend`,
@@ -487,6 +516,8 @@ fn authorities_reconnect_after_their_sessions_are_killed() {
     auth.stop_all(deadline);
     assert_all_done_once(&store, ITEMS);
     assert_check_clean(db.url());
+    let (events, errors) = auth.events();
+    eprintln!("killed sessions: {killed} sessions ended; events {events:?}; errors {errors:?}");
 }
 
 /// The server restarts under two running authorities: they reconnect and finish everything,
@@ -516,6 +547,8 @@ fn authorities_ride_out_a_server_restart() {
     auth.stop_all(deadline);
     assert_all_done_once(&store, ITEMS);
     assert_check_clean(db.url());
+    let (events, errors) = auth.events();
+    eprintln!("server restart: events {events:?}; errors {errors:?}");
     drop(store);
     drop(db);
     drop(server);
