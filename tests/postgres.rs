@@ -553,3 +553,64 @@ fn authorities_ride_out_a_server_restart() {
     drop(db);
     drop(server);
 }
+
+// --- measurement -----------------------------------------------------------------------------
+
+/// Drain throughput: `LEASEHOLD_DRAIN_ITEMS` (20,000) effects claimed in batches of 64 and
+/// group-committed by `LEASEHOLD_DRAIN_THREADS` (4) workers, on a server with its data on
+/// disk. A measurement, not a pass/fail bar: run it with
+/// `cargo test --release --test postgres drain -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement; run explicitly"]
+fn drain_throughput() {
+    let env = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let items = env("LEASEHOLD_DRAIN_ITEMS", 20_000);
+    let threads = env("LEASEHOLD_DRAIN_THREADS", 4);
+    let server = Server::start_on_disk();
+    let db = server.database();
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    enqueue(&store, items);
+    let compat = compat();
+    let started = Instant::now();
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let (store, compat) = (store.clone(), compat.clone());
+            std::thread::spawn(move || {
+                let owner = format!("drain-{t}");
+                let mut done = 0usize;
+                loop {
+                    let claimed = store.claim_batch(&owner, &compat, 64, 30_000).unwrap();
+                    if claimed.is_empty() {
+                        return done;
+                    }
+                    let batch: Vec<_> = claimed
+                        .iter()
+                        .map(|w| leasehold::store::Completion {
+                            id: w.id.clone(),
+                            owner: owner.clone(),
+                            generation: w.generation,
+                            outcome: Ok(None),
+                        })
+                        .collect();
+                    let results = store.complete_batch(&batch).unwrap();
+                    done += results.iter().filter(|r| r.is_ok()).count();
+                }
+            })
+        })
+        .collect();
+    let done: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    let elapsed = started.elapsed();
+    assert_eq!(done, items);
+    eprintln!(
+        "postgres drain: {items} items, {threads} threads, batch 64: {:.2?}, {:.0} items/s",
+        elapsed,
+        items as f64 / elapsed.as_secs_f64()
+    );
+    drop(store);
+    drop(db);
+}
