@@ -98,6 +98,12 @@ pub trait Tx {
 
     // --- work
     fn work(&mut self, id: &str) -> Result<Option<WorkItem>>;
+    /// A hint that [`Tx::work`] is about to be called for each of `ids`: a provider whose
+    /// statements cost a network round trip fetches them in one. Changes nothing.
+    fn prefetch_work(&mut self, ids: &[&str]) -> Result<()> {
+        let _ = ids;
+        Ok(())
+    }
     /// Inserts unless the id exists; returns whether it was inserted.
     fn insert_work(&mut self, item: &WorkItem) -> Result<bool>;
     fn update_work(&mut self, item: &WorkItem) -> Result<()>;

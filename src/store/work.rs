@@ -65,6 +65,7 @@ impl Store {
     /// A store failure.
     pub fn enqueue_batch(&self, specs: Vec<NewWork>, compat: &str) -> Result<usize> {
         self.write(|tx, now| {
+            tx.prefetch_work(&specs.iter().map(|s| s.id.as_str()).collect::<Vec<_>>())?;
             let mut inserted = 0;
             for spec in &specs {
                 inserted += usize::from(save_work(
@@ -206,6 +207,7 @@ impl Store {
     /// A store failure (then none of the batch is committed).
     pub fn complete_batch(&self, batch: &[Completion]) -> Result<Vec<Result<WorkItem>>> {
         self.write(|tx, now| {
+            tx.prefetch_work(&batch.iter().map(|c| c.id.as_str()).collect::<Vec<_>>())?;
             batch
                 .iter()
                 .map(|c| {

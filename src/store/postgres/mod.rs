@@ -469,7 +469,7 @@ impl PostgresBackend {
         };
         let (result, failed_transiently) = {
             let mut tx = PgTx::new(conn, names, write);
-            let result = f(&mut tx);
+            let result = f(&mut tx).and_then(|()| tx.flush());
             (result, tx.take_transient())
         };
         match result {

@@ -2,6 +2,16 @@
 //! with `$n` placeholders; the only SQL assembled at run time is the choice of filter
 //! columns for the paged lists, all from constants. Each list is served by an index (the
 //! schema mirrors SQLite's indexes).
+//!
+//! Every statement is a network round trip, so the hot writes are held back and sent as
+//! one statement per table (arrays through `unnest`): work rows, counter deltas, grants
+//! and write records wait in [`Pending`] until the next statement that could observe them,
+//! or the commit. Work rows read or written in a write transaction are remembered: the
+//! write lock keeps every other writer out, so they cannot change under it, and
+//! [`Tx::prefetch_work`] reads a whole batch of them in one round trip. A claim batch or a
+//! group commit thus costs a constant handful of round trips, whatever its size.
+
+use std::collections::{BTreeMap, HashMap};
 
 use postgres::Row;
 use postgres::types::ToSql;
@@ -48,6 +58,27 @@ impl Query {
     }
 }
 
+/// Writes held back until a statement could observe them, or the commit.
+#[derive(Default)]
+struct Pending {
+    /// The last version of each written work row.
+    work: BTreeMap<String, WorkItem>,
+    /// The summed delta of each counter.
+    counters: BTreeMap<String, i64>,
+    /// Appended in order (their identity column orders one revision's rows).
+    grants: Vec<Grant>,
+    writes: Vec<WriteRecord>,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.work.is_empty()
+            && self.counters.is_empty()
+            && self.grants.is_empty()
+            && self.writes.is_empty()
+    }
+}
+
 /// One open transaction (the backend owns BEGIN / COMMIT / ROLLBACK).
 pub(super) struct PgTx<'a> {
     conn: &'a mut Conn,
@@ -57,6 +88,9 @@ pub(super) struct PgTx<'a> {
     revision: Option<u64>,
     /// Set when a statement failed in a way that may pass on a fresh attempt.
     transient: Option<Transient>,
+    pending: Pending,
+    /// Work rows as this transaction sees them (`None`: known not to exist).
+    seen: HashMap<String, Option<WorkItem>>,
 }
 
 impl<'a> PgTx<'a> {
@@ -67,6 +101,120 @@ impl<'a> PgTx<'a> {
             writable,
             revision: None,
             transient: None,
+            pending: Pending::default(),
+            seen: HashMap::new(),
+        }
+    }
+
+    /// Sends every held-back write: one statement per table. The backend calls it before
+    /// COMMIT; every statement that could observe them calls it first.
+    pub(super) fn flush(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        if !pending.work.is_empty() {
+            let columns = WorkColumns::of(pending.work.values())?;
+            self.send(UPSERT_WORK, &columns.params())?;
+        }
+        if !pending.counters.is_empty() {
+            let (names, deltas): (Vec<String>, Vec<i64>) = pending.counters.into_iter().unzip();
+            self.send(
+                "INSERT INTO counters (name, value) SELECT * FROM unnest($1::text[], $2::bigint[])
+                 ON CONFLICT (name) DO UPDATE SET value = counters.value + EXCLUDED.value",
+                &[&names, &deltas],
+            )?;
+        }
+        if !pending.grants.is_empty() {
+            let g = &pending.grants;
+            let revision = g.iter().map(|g| int(g.revision)).collect::<Result<Vec<_>>>()?;
+            let generation = g.iter().map(|g| int(g.generation)).collect::<Result<Vec<_>>>()?;
+            let resource: Vec<&str> = g.iter().map(|g| g.resource_id.as_str()).collect();
+            let owner: Vec<&str> = g.iter().map(|g| g.owner_id.as_str()).collect();
+            let how: Vec<&str> = g.iter().map(|g| g.how.as_str()).collect();
+            let owner_compat: Vec<Option<&str>> =
+                g.iter().map(|g| g.owner_compat.as_deref()).collect();
+            let item_compat: Vec<Option<&str>> =
+                g.iter().map(|g| g.item_compat.as_deref()).collect();
+            let at: Vec<i64> = g.iter().map(|g| g.at).collect();
+            self.send(
+                "INSERT INTO grants (revision, resource_id, generation, owner_id, how, owner_compat, item_compat, at)
+                 SELECT revision, resource_id, generation, owner_id, how, owner_compat, item_compat, at
+                 FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
+                    $7::text[], $8::bigint[])
+                    WITH ORDINALITY AS t(revision, resource_id, generation, owner_id, how, owner_compat,
+                    item_compat, at, n)
+                 ORDER BY n",
+                &[
+                    &revision,
+                    &resource,
+                    &generation,
+                    &owner,
+                    &how,
+                    &owner_compat,
+                    &item_compat,
+                    &at,
+                ],
+            )?;
+        }
+        if !pending.writes.is_empty() {
+            let w = &pending.writes;
+            let revision = w.iter().map(|w| int(w.revision)).collect::<Result<Vec<_>>>()?;
+            let generation = w.iter().map(|w| int(w.generation)).collect::<Result<Vec<_>>>()?;
+            let resource: Vec<&str> = w.iter().map(|w| w.resource_id.as_str()).collect();
+            let owner: Vec<&str> = w.iter().map(|w| w.owner_id.as_str()).collect();
+            let verb: Vec<&str> = w.iter().map(|w| w.verb.as_str()).collect();
+            let accepted: Vec<bool> = w.iter().map(|w| w.accepted).collect();
+            let refusal: Vec<Option<&str>> = w.iter().map(|w| w.refusal.as_deref()).collect();
+            let detail: Vec<&str> = w.iter().map(|w| w.detail.as_str()).collect();
+            let at: Vec<i64> = w.iter().map(|w| w.at).collect();
+            self.send(
+                "INSERT INTO writes (revision, resource_id, generation, owner_id, verb, accepted, refusal, detail, at)
+                 SELECT revision, resource_id, generation, owner_id, verb, accepted, refusal, detail, at
+                 FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::boolean[],
+                    $7::text[], $8::text[], $9::bigint[])
+                    WITH ORDINALITY AS t(revision, resource_id, generation, owner_id, verb, accepted, refusal,
+                    detail, at, n)
+                 ORDER BY n",
+                &[
+                    &revision,
+                    &resource,
+                    &generation,
+                    &owner,
+                    &verb,
+                    &accepted,
+                    &refusal,
+                    &detail,
+                    &at,
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Runs a statement as it is, without flushing first: only for statements that cannot
+    /// observe the held-back writes.
+    fn send(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
+        let conn = &mut *self.conn;
+        let n = conn
+            .statement(sql)
+            .and_then(|s| conn.client().execute(&s, params));
+        self.check(n)
+    }
+
+    /// Queries without flushing first (see [`Self::send`]).
+    fn fetch(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
+        let conn = &mut *self.conn;
+        let rows = conn
+            .statement(sql)
+            .and_then(|s| conn.client().query(&s, params));
+        self.check(rows)
+    }
+
+    /// Remembers work rows read in this transaction.
+    fn saw(&mut self, items: &[WorkItem]) {
+        for item in items {
+            self.seen.insert(item.id.clone(), Some(item.clone()));
         }
     }
 
@@ -94,20 +242,14 @@ impl<'a> PgTx<'a> {
     }
 
     fn query(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
-        let conn = &mut *self.conn;
-        let rows = conn
-            .statement(sql)
-            .and_then(|s| conn.client().query(&s, params));
-        self.check(rows)
+        self.flush()?;
+        self.fetch(sql, params)
     }
 
     fn exec(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
         self.writable()?;
-        let conn = &mut *self.conn;
-        let n = conn
-            .statement(sql)
-            .and_then(|s| conn.client().execute(&s, params));
-        self.check(n)
+        self.flush()?;
+        self.send(sql, params)
     }
 
     fn one<T>(&mut self, sql: &str, params: &[Param<'_>], map: Map<T>) -> Result<Option<T>> {
@@ -118,19 +260,25 @@ impl<'a> PgTx<'a> {
         self.query(sql, params)?.iter().map(map).collect()
     }
 
+    /// Reads a meta value (no held-back write touches `meta`).
     fn meta(&mut self, key: &str) -> Result<i64> {
-        self.one("SELECT value FROM meta WHERE key = $1", &[&key], first_i64)?
+        self.fetch("SELECT value FROM meta WHERE key = $1", &[&key])?
+            .first()
+            .map(first_i64)
+            .transpose()?
             .ok_or_else(|| missing_meta(self.names, key))
     }
 
     /// Advances a meta counter by one and returns the new value.
     fn bump_meta(&mut self, key: &str) -> Result<i64> {
         self.writable()?;
-        self.one(
+        self.fetch(
             "UPDATE meta SET value = value + 1 WHERE key = $1 RETURNING value",
             &[&key],
-            first_i64,
         )?
+        .first()
+        .map(first_i64)
+        .transpose()?
         .ok_or_else(|| missing_meta(self.names, key))
     }
 
@@ -215,56 +363,6 @@ impl<'a> PgTx<'a> {
         )
     }
 
-    /// Runs a statement whose 23 parameters are a work row in column order.
-    fn work_statement(&mut self, sql: &str, item: &WorkItem) -> Result<u64> {
-        let generation = int(item.generation)?;
-        let attempt = i64::from(item.attempt_number);
-        let uncertain = i64::from(item.uncertain_attempts);
-        let max_attempts = i64::from(item.max_attempts);
-        let failure = item.last_failure.as_ref().map(json).transpose()?;
-        let due = due_at(item);
-        self.exec(
-            sql,
-            &[
-                &item.id,
-                &item.kind.as_str(),
-                &item.state.as_str(),
-                &item.handler,
-                &item.payload,
-                &item.logical_effect_id,
-                &item.idempotency_key,
-                &item.compat,
-                &item.owner_id,
-                &item.token,
-                &generation,
-                &item.claimed_at,
-                &item.lease_expires_at,
-                &attempt,
-                &uncertain,
-                &max_attempts,
-                &item.last_attempt_at,
-                &item.next_eligible_at,
-                &failure,
-                &item.result,
-                &item.created_at,
-                &item.updated_at,
-                &due,
-            ],
-        )
-    }
-
-    fn insert_work_row(&mut self, item: &WorkItem) -> Result<u64> {
-        self.work_statement(
-            "INSERT INTO work (id, kind, state, handler, payload, logical_effect_id, idempotency_key, compat,
-                owner_id, token, generation, claimed_at, lease_expires_at, attempt_number, uncertain_attempts,
-                max_attempts, last_attempt_at, next_eligible_at, last_failure, result, created_at, updated_at, due_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-                $21, $22, $23)
-             ON CONFLICT (id) DO NOTHING",
-            item,
-        )
-    }
-
     /// Runs a statement whose 12 parameters are an instance row in column order.
     fn instance_statement(&mut self, sql: &str, row: &InstanceRow) -> Result<u64> {
         let revision = int(row.instance_revision)?;
@@ -285,6 +383,115 @@ impl<'a> PgTx<'a> {
                 &row.updated_at,
             ],
         )
+    }
+}
+
+/// Writes work rows (new or changed) from one array per column.
+const UPSERT_WORK: &str = "INSERT INTO work (id, kind, state, handler, payload, logical_effect_id,
+        idempotency_key, compat, owner_id, token, generation, claimed_at, lease_expires_at, attempt_number,
+        uncertain_attempts, max_attempts, last_attempt_at, next_eligible_at, last_failure, result, created_at,
+        updated_at, due_at)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+        $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
+        $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::text[], $20::text[], $21::bigint[],
+        $22::bigint[], $23::bigint[])
+    ON CONFLICT (id) DO UPDATE SET kind = EXCLUDED.kind, state = EXCLUDED.state,
+        handler = EXCLUDED.handler, payload = EXCLUDED.payload,
+        logical_effect_id = EXCLUDED.logical_effect_id, idempotency_key = EXCLUDED.idempotency_key,
+        compat = EXCLUDED.compat, owner_id = EXCLUDED.owner_id, token = EXCLUDED.token,
+        generation = EXCLUDED.generation, claimed_at = EXCLUDED.claimed_at,
+        lease_expires_at = EXCLUDED.lease_expires_at, attempt_number = EXCLUDED.attempt_number,
+        uncertain_attempts = EXCLUDED.uncertain_attempts, max_attempts = EXCLUDED.max_attempts,
+        last_attempt_at = EXCLUDED.last_attempt_at, next_eligible_at = EXCLUDED.next_eligible_at,
+        last_failure = EXCLUDED.last_failure, result = EXCLUDED.result,
+        created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, due_at = EXCLUDED.due_at";
+
+/// Work rows as one array per column, in [`UPSERT_WORK`]'s parameter order.
+#[derive(Default)]
+struct WorkColumns<'a> {
+    id: Vec<&'a str>,
+    kind: Vec<&'static str>,
+    state: Vec<&'static str>,
+    handler: Vec<&'a str>,
+    payload: Vec<&'a str>,
+    logical_effect_id: Vec<&'a str>,
+    idempotency_key: Vec<&'a str>,
+    compat: Vec<&'a str>,
+    owner_id: Vec<Option<&'a str>>,
+    token: Vec<Option<&'a str>>,
+    generation: Vec<i64>,
+    claimed_at: Vec<Option<i64>>,
+    lease_expires_at: Vec<Option<i64>>,
+    attempt_number: Vec<i64>,
+    uncertain_attempts: Vec<i64>,
+    max_attempts: Vec<i64>,
+    last_attempt_at: Vec<Option<i64>>,
+    next_eligible_at: Vec<i64>,
+    last_failure: Vec<Option<String>>,
+    result: Vec<Option<&'a str>>,
+    created_at: Vec<i64>,
+    updated_at: Vec<i64>,
+    due_at: Vec<Option<i64>>,
+}
+
+impl<'a> WorkColumns<'a> {
+    fn of(items: impl Iterator<Item = &'a WorkItem>) -> Result<Self> {
+        let mut c = Self::default();
+        for item in items {
+            c.id.push(&item.id);
+            c.kind.push(item.kind.as_str());
+            c.state.push(item.state.as_str());
+            c.handler.push(&item.handler);
+            c.payload.push(&item.payload);
+            c.logical_effect_id.push(&item.logical_effect_id);
+            c.idempotency_key.push(&item.idempotency_key);
+            c.compat.push(&item.compat);
+            c.owner_id.push(item.owner_id.as_deref());
+            c.token.push(item.token.as_deref());
+            c.generation.push(int(item.generation)?);
+            c.claimed_at.push(item.claimed_at);
+            c.lease_expires_at.push(item.lease_expires_at);
+            c.attempt_number.push(item.attempt_number.into());
+            c.uncertain_attempts.push(item.uncertain_attempts.into());
+            c.max_attempts.push(item.max_attempts.into());
+            c.last_attempt_at.push(item.last_attempt_at);
+            c.next_eligible_at.push(item.next_eligible_at);
+            c.last_failure
+                .push(item.last_failure.as_ref().map(json).transpose()?);
+            c.result.push(item.result.as_deref());
+            c.created_at.push(item.created_at);
+            c.updated_at.push(item.updated_at);
+            c.due_at.push(due_at(item));
+        }
+        Ok(c)
+    }
+
+    fn params(&self) -> [Param<'_>; 23] {
+        [
+            &self.id,
+            &self.kind,
+            &self.state,
+            &self.handler,
+            &self.payload,
+            &self.logical_effect_id,
+            &self.idempotency_key,
+            &self.compat,
+            &self.owner_id,
+            &self.token,
+            &self.generation,
+            &self.claimed_at,
+            &self.lease_expires_at,
+            &self.attempt_number,
+            &self.uncertain_attempts,
+            &self.max_attempts,
+            &self.last_attempt_at,
+            &self.next_eligible_at,
+            &self.last_failure,
+            &self.result,
+            &self.created_at,
+            &self.updated_at,
+            &self.due_at,
+        ]
     }
 }
 
@@ -330,11 +537,8 @@ impl Tx for PgTx<'_> {
     }
 
     fn adjust_counter(&mut self, name: &str, delta: i64) -> Result<()> {
-        self.exec(
-            "INSERT INTO counters (name, value) VALUES ($1, $2)
-             ON CONFLICT (name) DO UPDATE SET value = counters.value + EXCLUDED.value",
-            &[&name, &delta],
-        )?;
+        self.writable()?;
+        *self.pending.counters.entry(name.to_owned()).or_default() += delta;
         Ok(())
     }
 
@@ -402,41 +606,75 @@ impl Tx for PgTx<'_> {
     }
 
     fn work(&mut self, id: &str) -> Result<Option<WorkItem>> {
-        self.one("SELECT * FROM work WHERE id = $1", &[&id], rows::work)
+        if let Some(known) = self.seen.get(id) {
+            return Ok(known.clone());
+        }
+        // Reads only this row, which has no held-back write (it would be in `seen`).
+        let item = self
+            .fetch("SELECT * FROM work WHERE id = $1", &[&id])?
+            .first()
+            .map(rows::work)
+            .transpose()?;
+        if self.writable {
+            self.seen.insert(id.to_owned(), item.clone());
+        }
+        Ok(item)
+    }
+
+    fn prefetch_work(&mut self, ids: &[&str]) -> Result<()> {
+        if !self.writable {
+            return Ok(());
+        }
+        let wanted: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|id| !self.seen.contains_key(*id))
+            .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let found = self
+            .fetch("SELECT * FROM work WHERE id = ANY($1)", &[&wanted])?
+            .iter()
+            .map(rows::work)
+            .collect::<Result<Vec<_>>>()?;
+        for id in wanted {
+            self.seen.insert(id.to_owned(), None);
+        }
+        self.saw(&found);
+        Ok(())
     }
 
     fn insert_work(&mut self, item: &WorkItem) -> Result<bool> {
-        Ok(self.insert_work_row(item)? == 1)
+        self.writable()?;
+        let absent = match self.seen.get(&item.id) {
+            Some(Some(_)) => return Ok(false),
+            Some(None) => true,
+            None => self.work(&item.id)?.is_none(),
+        };
+        if absent {
+            self.update_work(item)?;
+        }
+        Ok(absent)
     }
 
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {
-        self.work_statement(
-            "INSERT INTO work (id, kind, state, handler, payload, logical_effect_id, idempotency_key, compat,
-                owner_id, token, generation, claimed_at, lease_expires_at, attempt_number, uncertain_attempts,
-                max_attempts, last_attempt_at, next_eligible_at, last_failure, result, created_at, updated_at, due_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-                $21, $22, $23)
-             ON CONFLICT (id) DO UPDATE SET kind = EXCLUDED.kind, state = EXCLUDED.state,
-                handler = EXCLUDED.handler, payload = EXCLUDED.payload,
-                logical_effect_id = EXCLUDED.logical_effect_id, idempotency_key = EXCLUDED.idempotency_key,
-                compat = EXCLUDED.compat, owner_id = EXCLUDED.owner_id, token = EXCLUDED.token,
-                generation = EXCLUDED.generation, claimed_at = EXCLUDED.claimed_at,
-                lease_expires_at = EXCLUDED.lease_expires_at, attempt_number = EXCLUDED.attempt_number,
-                uncertain_attempts = EXCLUDED.uncertain_attempts, max_attempts = EXCLUDED.max_attempts,
-                last_attempt_at = EXCLUDED.last_attempt_at, next_eligible_at = EXCLUDED.next_eligible_at,
-                last_failure = EXCLUDED.last_failure, result = EXCLUDED.result,
-                created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, due_at = EXCLUDED.due_at",
-            item,
-        )?;
+        self.writable()?;
+        self.seen.insert(item.id.clone(), Some(item.clone()));
+        self.pending.work.insert(item.id.clone(), item.clone());
         Ok(())
     }
 
     fn claimable_work(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
-        self.all(
+        let items = self.all(
             "SELECT * FROM work WHERE compat = $1 AND due_at <= $2 ORDER BY due_at, id LIMIT $3",
             &[&compat, &now, &limit(n)],
             rows::work,
-        )
+        )?;
+        if self.writable {
+            self.saw(&items);
+        }
+        Ok(items)
     }
 
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {
@@ -727,43 +965,14 @@ impl Tx for PgTx<'_> {
     }
 
     fn add_grant(&mut self, g: &Grant) -> Result<()> {
-        let revision = int(g.revision)?;
-        let generation = int(g.generation)?;
-        self.exec(
-            "INSERT INTO grants (revision, resource_id, generation, owner_id, how, owner_compat, item_compat, at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            &[
-                &revision,
-                &g.resource_id,
-                &generation,
-                &g.owner_id,
-                &g.how,
-                &g.owner_compat,
-                &g.item_compat,
-                &g.at,
-            ],
-        )?;
+        self.writable()?;
+        self.pending.grants.push(g.clone());
         Ok(())
     }
 
     fn add_write(&mut self, w: &WriteRecord) -> Result<()> {
-        let revision = int(w.revision)?;
-        let generation = int(w.generation)?;
-        self.exec(
-            "INSERT INTO writes (revision, resource_id, generation, owner_id, verb, accepted, refusal, detail, at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            &[
-                &revision,
-                &w.resource_id,
-                &generation,
-                &w.owner_id,
-                &w.verb,
-                &w.accepted,
-                &w.refusal,
-                &w.detail,
-                &w.at,
-            ],
-        )?;
+        self.writable()?;
+        self.pending.writes.push(w.clone());
         Ok(())
     }
 
