@@ -556,9 +556,10 @@ fn authorities_ride_out_a_server_restart() {
 
 // --- measurement -----------------------------------------------------------------------------
 
-/// Drain throughput: `LEASEHOLD_DRAIN_ITEMS` (20,000) effects claimed in batches of 64 and
-/// group-committed by `LEASEHOLD_DRAIN_THREADS` (4) workers, on a server with its data on
-/// disk. A measurement, not a pass/fail bar: run it with
+/// Drain throughput: `LEASEHOLD_DRAIN_ITEMS` (20,000) effects claimed in batches of
+/// `LEASEHOLD_DRAIN_BATCH` (64) and group-committed by `LEASEHOLD_DRAIN_THREADS` (4)
+/// workers, on a server of its own with its data on disk (or on the server
+/// `LEASEHOLD_TEST_PG_URL` names). A measurement, not a pass/fail bar: run it with
 /// `cargo test --release --test postgres drain -- --ignored --nocapture`.
 #[test]
 #[ignore = "a measurement; run explicitly"]
@@ -571,8 +572,10 @@ fn drain_throughput() {
     };
     let items = env("LEASEHOLD_DRAIN_ITEMS", 20_000);
     let threads = env("LEASEHOLD_DRAIN_THREADS", 4);
-    let server = Server::start_on_disk();
-    let db = server.database();
+    let batch = env("LEASEHOLD_DRAIN_BATCH", 64);
+    // An existing server when one is named, else one of our own with its data on disk.
+    let server = support::postgres::shared().map(|_| Server::start_on_disk());
+    let db = server.as_ref().map_or_else(database, Server::database);
     let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
     enqueue(&store, items);
     let compat = compat();
@@ -584,11 +587,11 @@ fn drain_throughput() {
                 let owner = format!("drain-{t}");
                 let mut done = 0usize;
                 loop {
-                    let claimed = store.claim_batch(&owner, &compat, 64, 30_000).unwrap();
+                    let claimed = store.claim_batch(&owner, &compat, batch, 30_000).unwrap();
                     if claimed.is_empty() {
                         return done;
                     }
-                    let batch: Vec<_> = claimed
+                    let completions: Vec<_> = claimed
                         .iter()
                         .map(|w| leasehold::store::Completion {
                             id: w.id.clone(),
@@ -597,7 +600,7 @@ fn drain_throughput() {
                             outcome: Ok(None),
                         })
                         .collect();
-                    let results = store.complete_batch(&batch).unwrap();
+                    let results = store.complete_batch(&completions).unwrap();
                     done += results.iter().filter(|r| r.is_ok()).count();
                 }
             })
@@ -607,7 +610,7 @@ fn drain_throughput() {
     let elapsed = started.elapsed();
     assert_eq!(done, items);
     eprintln!(
-        "postgres drain: {items} items, {threads} threads, batch 64: {:.2?}, {:.0} items/s",
+        "postgres drain: {items} items, {threads} threads, batch {batch}: {:.2?}, {:.0} items/s",
         elapsed,
         items as f64 / elapsed.as_secs_f64()
     );
