@@ -185,6 +185,35 @@ fn read_only_opens_refuse_writes_and_see_commits() {
     assert_eq!(e.code(), "STORE_READ_ONLY");
 }
 
+/// The database lost commits this process saw acknowledged (as after a failover to a
+/// replica that was behind): the next write fails closed instead of minting a generation
+/// again.
+#[test]
+fn a_store_that_went_back_in_time_refuses_writes() {
+    let db = database();
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    for i in 0..3 {
+        store
+            .enqueue(NewWork::effect(format!("fx-{i}"), HANDLER, "{}"), "k")
+            .unwrap();
+    }
+    assert_eq!(store.revision().unwrap(), 3);
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute("UPDATE meta SET value = 1 WHERE key = 'revision'")
+        .unwrap();
+    let e = store
+        .enqueue(NewWork::effect("fx-9", HANDLER, "{}"), "k")
+        .unwrap_err();
+    assert_eq!(e.code(), "STORE_CORRUPT", "{e}");
+    assert!(store.work("fx-9").unwrap().is_none(), "nothing was written");
+    // A process that opens the store afresh has no memory of it: the guard is per process.
+    let fresh = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    fresh
+        .enqueue(NewWork::effect("fx-9", HANDLER, "{}"), "k")
+        .unwrap();
+}
+
 // --- sessions lost ---------------------------------------------------------------------------
 
 /// The session is ended by the server (`pg_terminate_backend`) in the middle of a write
@@ -574,7 +603,9 @@ fn drain_throughput() {
     let threads = env("LEASEHOLD_DRAIN_THREADS", 4);
     let batch = env("LEASEHOLD_DRAIN_BATCH", 64);
     // An existing server when one is named, else one of our own with its data on disk.
-    let server = support::postgres::shared().map(|_| Server::start_on_disk());
+    let server = std::env::var_os(support::postgres::URL_VAR)
+        .is_none()
+        .then(Server::start_on_disk);
     let db = server.as_ref().map_or_else(database, Server::database);
     let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
     enqueue(&store, items);

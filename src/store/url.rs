@@ -10,11 +10,25 @@ use crate::error::{Error, Result};
 use crate::ids::SeededIds;
 
 /// A parsed store location.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum StoreUrl {
     Memory,
     Sqlite(std::path::PathBuf),
     Postgres(String),
+}
+
+/// Never prints a PostgreSQL URL's user info or parameters (a password may be there).
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Memory => f.write_str("Memory"),
+            Self::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            Self::Postgres(url) => f
+                .debug_tuple("Postgres")
+                .field(&super::postgres::redact_url(url))
+                .finish(),
+        }
+    }
 }
 
 impl StoreUrl {

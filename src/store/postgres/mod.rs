@@ -30,6 +30,11 @@
 //! - **No TLS**: connect over loopback or a trusted network only.
 //! - **Secrets.** [`Backend::describe`] and every error text name the server as
 //!   `postgres://user@host:port/db`; the password never appears.
+//! - **Lost commits.** A backend remembers the highest revision it has seen committed; a
+//!   write transaction that finds the store below it (a failover to a replica that missed
+//!   acknowledged commits, which could mint a generation twice) fails closed with
+//!   `STORE_CORRUPT` instead of fencing wrongly. It guards each process from the moment it
+//!   opens the store.
 //! - **Schema** (`schema.sql`): idempotent, run in one transaction under a second advisory
 //!   lock, so any number of authorities may start at once; `meta.schema_version` records
 //!   the version and a newer one is refused. Tables live in the connection's default schema
@@ -41,6 +46,7 @@ mod rows;
 mod tx;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -66,9 +72,10 @@ pub const MAX_ATTEMPTS: u32 = 50;
 /// poller and renewer. Connections open on demand, so a reader uses one.
 pub const DEFAULT_POOL_SIZE: usize = crate::authority::config::DEFAULT_WORKER_CONCURRENCY + 2;
 
-/// How long a session may sit inside a transaction without sending anything before the
-/// server ends it (a paused or hung process must not hold the write lock for long).
-const IDLE_IN_TRANSACTION_MS: u32 = 5_000;
+/// Run on every new session: a session that sits inside a transaction for 5 s without
+/// sending anything is ended by the server (a paused or hung process must not hold the
+/// write lock for long; its transaction was not committed and runs again).
+const SESSION_SETUP: &str = "SET idle_in_transaction_session_timeout = 5000";
 
 /// Opening a connection gives up after this long (the server is down or unreachable).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -90,6 +97,10 @@ pub struct PostgresBackend {
     pool: Pool,
     names: Names,
     read_only: bool,
+    /// The highest revision this backend has seen committed. The database never goes
+    /// below it unless it lost acknowledged commits (a failover to a replica that was
+    /// behind): then a generation could be minted twice, so writes fail closed.
+    high_water: AtomicU64,
 }
 
 /// How the server is named in messages, and the secret that must never appear in them.
@@ -274,9 +285,7 @@ impl Pool {
 fn connect(config: &Config, names: &Names) -> std::result::Result<Conn, Step> {
     let mut client = config.connect(NoTls).map_err(|e| connect_step(names, &e))?;
     client
-        .batch_execute(&format!(
-            "SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}"
-        ))
+        .batch_execute(SESSION_SETUP)
         .map_err(|e| step(names, &e, &client))?;
     Ok(Conn {
         client,
@@ -420,6 +429,7 @@ impl PostgresBackend {
             pool,
             names,
             read_only,
+            high_water: AtomicU64::new(0),
         })
     }
 
@@ -467,10 +477,10 @@ impl PostgresBackend {
                 .map_err(|e| began(conn, &e))?;
             None
         };
-        let (result, failed_transiently) = {
-            let mut tx = PgTx::new(conn, names, write);
+        let (result, failed_transiently, revision) = {
+            let mut tx = PgTx::new(conn, names, write, self.high_water.load(Ordering::Acquire));
             let result = f(&mut tx).and_then(|()| tx.flush());
-            (result, tx.take_transient())
+            (result, tx.take_transient(), tx.seen_revision())
         };
         match result {
             Err(e) => {
@@ -483,6 +493,7 @@ impl PostgresBackend {
             Ok(()) => match conn.client.batch_execute("COMMIT") {
                 Ok(()) => {
                     conn.in_transaction = false;
+                    self.saw_committed(revision);
                     Ok(())
                 }
                 Err(e) => match (txid, transient(names, &e, &conn.client)) {
@@ -491,10 +502,21 @@ impl PostgresBackend {
                     (Some(_), Some(Transient::Contention)) => {
                         Err(Step::Retry(Transient::Contention))
                     }
-                    (Some(txid), Some(Transient::Disconnected(why))) => self.resolve(txid, &why),
+                    (Some(txid), Some(Transient::Disconnected(why))) => {
+                        self.resolve(txid, &why)?;
+                        self.saw_committed(revision);
+                        Ok(())
+                    }
                     (_, None) => Err(Step::Fail(map_error(names, &e))),
                 },
             },
+        }
+    }
+
+    /// Raises the high-water mark to a revision known to be committed.
+    fn saw_committed(&self, revision: Option<u64>) {
+        if let Some(revision) = revision {
+            self.high_water.fetch_max(revision, Ordering::AcqRel);
         }
     }
 
@@ -583,7 +605,9 @@ impl Backend for PostgresBackend {
                 .and_then(|s| conn.client.query_one(&s, &[]))
                 .and_then(|row| row.try_get::<_, i64>(0))
                 .map_err(|e| step(&self.names, &e, &conn.client))?;
-            Ok(u64::from_ne_bytes(revision.to_ne_bytes()))
+            let revision = u64::try_from(revision).unwrap_or(0);
+            self.saw_committed(Some(revision));
+            Ok(revision)
         })
     }
 }
@@ -660,5 +684,45 @@ fn inspect(conn: &mut Conn, names: &Names) -> std::result::Result<Found, Step> {
             "{}: a leasehold meta table without a schema version",
             names.label
         )))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_never_carry_the_password() {
+        let config: Config = "postgres://app:pw-123@db.internal:6543/work?application_name=x"
+            .parse()
+            .expect("a URL");
+        let names = Names::new(&config);
+        assert_eq!(names.label, "postgres://app@db.internal:6543/work");
+        assert_eq!(names.password.as_deref(), Some("pw-123"));
+
+        let config: Config = "postgresql:///work?host=/run/pg&user=app&password=pw"
+            .parse()
+            .expect("a URL");
+        let label = Names::new(&config).label;
+        assert_eq!(label, "postgres://app@/work?host=/run/pg&port=5432");
+        assert!(!label.contains("pw"));
+    }
+
+    #[test]
+    fn unparsable_urls_are_echoed_without_user_info_or_parameters() {
+        assert_eq!(
+            redact_url("postgres://app:p@ss@host:bad/db?password=x"),
+            "postgres://host:bad/db"
+        );
+        assert_eq!(redact_url("postgresql://host/db"), "postgresql://host/db");
+        let e = PostgresBackend::open("postgres://app:secret@host:bad/db", OpenMode::ReadWrite)
+            .err()
+            .expect("refused");
+        assert_eq!(e.code(), "INVALID");
+        assert!(!e.to_string().contains("secret"), "{e}");
+        assert!(
+            !format!("{:?}", super::super::url::StoreUrl::parse("postgres://a:secret@h/d"))
+                .contains("secret")
+        );
     }
 }

@@ -91,10 +91,19 @@ pub(super) struct PgTx<'a> {
     pending: Pending,
     /// Work rows as this transaction sees them (`None`: known not to exist).
     seen: HashMap<String, Option<WorkItem>>,
+    /// The backend's high-water revision when this transaction began.
+    high_water: u64,
+    /// The revision this transaction read or will commit as.
+    seen_revision: Option<u64>,
 }
 
 impl<'a> PgTx<'a> {
-    pub(super) fn new(conn: &'a mut Conn, names: &'a Names, writable: bool) -> Self {
+    pub(super) fn new(
+        conn: &'a mut Conn,
+        names: &'a Names,
+        writable: bool,
+        high_water: u64,
+    ) -> Self {
         Self {
             conn,
             names,
@@ -103,7 +112,14 @@ impl<'a> PgTx<'a> {
             transient: None,
             pending: Pending::default(),
             seen: HashMap::new(),
+            high_water,
+            seen_revision: None,
         }
+    }
+
+    /// The store revision this transaction read or advanced to (committed if it commits).
+    pub(super) fn seen_revision(&self) -> Option<u64> {
+        self.seen_revision
     }
 
     /// Sends every held-back write: one statement per table. The backend calls it before
@@ -522,7 +538,9 @@ fn to_u64(names: &Names, rev: i64) -> Result<u64> {
 impl Tx for PgTx<'_> {
     fn revision(&mut self) -> Result<u64> {
         let rev = self.meta("revision")?;
-        to_u64(self.names, rev)
+        let rev = to_u64(self.names, rev)?;
+        self.seen_revision = self.seen_revision.max(Some(rev));
+        Ok(rev)
     }
 
     fn commit_revision(&mut self) -> Result<u64> {
@@ -532,7 +550,19 @@ impl Tx for PgTx<'_> {
         }
         let rev = self.bump_meta("revision")?;
         let rev = to_u64(self.names, rev)?;
+        // Under the write lock every commit is visible: a revision at or below one already
+        // seen committed means the database lost acknowledged commits.
+        if rev <= self.high_water {
+            return Err(Error::Corrupt(format!(
+                "{}: the store revision went back from {} to {}: the database lost acknowledged \
+                 commits (a failover to a replica that was behind?); refusing to write",
+                self.names.label,
+                self.high_water,
+                rev.saturating_sub(1)
+            )));
+        }
         self.revision = Some(rev);
+        self.seen_revision = Some(rev);
         Ok(rev)
     }
 
