@@ -536,7 +536,10 @@ fn authorities_reconnect_after_their_sessions_are_killed() {
     });
     let mut killed = 0;
     while unfinished(&store) > (ITEMS / 4) as u64 {
-        assert!(Instant::now() < deadline, "timed out while killing sessions");
+        assert!(
+            Instant::now() < deadline,
+            "timed out while killing sessions"
+        );
         killed += db.terminate_sessions();
         std::thread::sleep(Duration::from_millis(150));
     }
@@ -569,9 +572,7 @@ fn authorities_ride_out_a_server_restart() {
     server.restart();
     wait_until("every item to finish", deadline, || {
         // The test's own handle reconnects too (a failed read is retried here).
-        store
-            .overview()
-            .is_ok_and(|_| unfinished(&store) == 0)
+        store.overview().is_ok_and(|_| unfinished(&store) == 0)
     });
     auth.stop_all(deadline);
     assert_all_done_once(&store, ITEMS);

@@ -12,7 +12,6 @@
 #[path = "workflows/harness.rs"]
 mod harness;
 
-#[allow(dead_code, clippy::unwrap_used)]
 #[path = "support/postgres.rs"]
 mod pg_server;
 

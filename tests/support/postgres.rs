@@ -148,9 +148,7 @@ fn bin_dir() -> PathBuf {
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|v| {
-            Path::new(&format!("/usr/lib/postgresql/{v}/bin/initdb")).exists()
-        })
+        .filter(|v| Path::new(&format!("/usr/lib/postgresql/{v}/bin/initdb")).exists())
         .max();
     match newest {
         Some(v) => format!("/usr/lib/postgresql/{v}/bin").into(),
@@ -206,7 +204,9 @@ impl Server {
         .expect("temp dir")
         .keep();
         if as_postgres {
-            run(Command::new("chown").args(["-R", "postgres:postgres"]).arg(&dir));
+            run(Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&dir));
         }
         let mut server = Self {
             bin,
@@ -237,7 +237,11 @@ impl Server {
             if server.try_start() {
                 return server;
             }
-            assert!(attempt < 5, "the test server did not start: {}", server.log());
+            assert!(
+                attempt < 5,
+                "the test server did not start: {}",
+                server.log()
+            );
         }
         unreachable!()
     }
@@ -300,7 +304,9 @@ impl Server {
     }
 
     /// Stops the server when this test process is gone (whatever killed it) and removes its
-    /// directory. Detached from the test's output so `cargo test` never waits for it.
+    /// directory. Detached from the test's output so `cargo test` never waits for it; it
+    /// outlives this process by design, so it is never waited for.
+    #[allow(clippy::zombie_processes)]
     fn watchdog(&self) {
         let data = self.data().display().to_string();
         let dir = self.dir.display().to_string();

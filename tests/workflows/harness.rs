@@ -64,8 +64,8 @@ impl Env {
             }
             Provider::Postgres => {
                 let db = crate::pg_server::database();
-                let backend =
-                    PostgresBackend::open(db.url(), OpenMode::ReadWrite).expect("open postgres store");
+                let backend = PostgresBackend::open(db.url(), OpenMode::ReadWrite)
+                    .expect("open postgres store");
                 Self {
                     store: Store::new(Arc::new(backend), Arc::new(clock.clone()), ids),
                     clock,

@@ -84,13 +84,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// `0x6c65617365686f6c`, "leasehol") and returns the transaction id, so a commit whose
 /// acknowledgement is lost can be resolved with `txid_status`.
 const BEGIN_WRITE: &str =
-    "BEGIN; SELECT pg_advisory_xact_lock(7810312481262643052), txid_current()::text";
+    "BEGIN; SELECT pg_advisory_xact_lock(7810756276994469740), txid_current()::text";
 
 /// Begins a read: one snapshot for every statement of the read.
 const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
 /// Begins schema initialisation under its own advisory lock (`WRITE_LOCK + 1`).
-const BEGIN_INIT: &str = "BEGIN; SELECT pg_advisory_xact_lock(7810312481262643053)";
+const BEGIN_INIT: &str = "BEGIN; SELECT pg_advisory_xact_lock(7810756276994469741)";
 
 /// A leasehold store in one PostgreSQL database.
 pub struct PostgresBackend {
@@ -147,7 +147,9 @@ fn label(config: &Config) -> String {
         format!("{user}@")
     };
     let port = config.get_ports().first().copied().unwrap_or(5432);
-    let db = config.get_dbname().unwrap_or(config.get_user().unwrap_or(""));
+    let db = config
+        .get_dbname()
+        .unwrap_or(config.get_user().unwrap_or(""));
     match config.get_hosts().first() {
         Some(postgres::config::Host::Tcp(host)) => {
             format!("postgres://{user}{host}:{port}/{db}")
@@ -178,7 +180,10 @@ pub(super) struct Conn {
 
 impl Conn {
     /// A prepared statement for `sql`, prepared once per connection.
-    pub(super) fn statement(&mut self, sql: &str) -> std::result::Result<Statement, postgres::Error> {
+    pub(super) fn statement(
+        &mut self,
+        sql: &str,
+    ) -> std::result::Result<Statement, postgres::Error> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
@@ -213,7 +218,9 @@ struct Pooled<'a> {
 
 impl Pooled<'_> {
     fn conn(&mut self) -> &mut Conn {
-        self.conn.as_mut().expect("a pooled connection until dropped")
+        self.conn
+            .as_mut()
+            .expect("a pooled connection until dropped")
     }
 }
 
@@ -345,9 +352,7 @@ fn is_io(e: &postgres::Error) -> bool {
 /// The one translation from driver errors to store errors (after retries).
 pub(super) fn map_error(names: &Names, e: &postgres::Error) -> Error {
     match e.code() {
-        Some(code)
-            if *code == SqlState::UNDEFINED_TABLE || *code == SqlState::UNDEFINED_COLUMN =>
-        {
+        Some(code) if *code == SqlState::UNDEFINED_TABLE || *code == SqlState::UNDEFINED_COLUMN => {
             Error::Corrupt(format!(
                 "{} (not a leasehold store of this version)",
                 names.text(e)
@@ -394,11 +399,9 @@ impl PostgresBackend {
     /// As [`Self::open`].
     pub fn open_with_pool(url: &str, mode: OpenMode, pool_size: usize) -> Result<Self> {
         let mut config: Config = url.parse().map_err(|e: postgres::Error| {
-            let why = std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string);
-            Error::Invalid(format!(
-                "{}: not a PostgreSQL URL ({why})",
-                redact_url(url)
-            ))
+            let why =
+                std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string);
+            Error::Invalid(format!("{}: not a PostgreSQL URL ({why})", redact_url(url)))
         })?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
@@ -424,7 +427,9 @@ impl PostgresBackend {
             Step::Retry(Transient::Disconnected(why)) => Error::Unavailable(why),
             Step::Retry(Transient::Contention) => Error::Contention { attempts: 1 },
         })?);
-        retry(MAX_ATTEMPTS, || init(pool.get(&names)?.conn(), &names, read_only))?;
+        retry(MAX_ATTEMPTS, || {
+            init(pool.get(&names)?.conn(), &names, read_only)
+        })?;
         Ok(Self {
             pool,
             names,
@@ -721,8 +726,11 @@ mod tests {
         assert_eq!(e.code(), "INVALID");
         assert!(!e.to_string().contains("secret"), "{e}");
         assert!(
-            !format!("{:?}", super::super::url::StoreUrl::parse("postgres://a:secret@h/d"))
-                .contains("secret")
+            !format!(
+                "{:?}",
+                super::super::url::StoreUrl::parse("postgres://a:secret@h/d")
+            )
+            .contains("secret")
         );
     }
 }

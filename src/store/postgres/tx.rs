@@ -143,8 +143,14 @@ impl<'a> PgTx<'a> {
         }
         if !pending.grants.is_empty() {
             let g = &pending.grants;
-            let revision = g.iter().map(|g| int(g.revision)).collect::<Result<Vec<_>>>()?;
-            let generation = g.iter().map(|g| int(g.generation)).collect::<Result<Vec<_>>>()?;
+            let revision = g
+                .iter()
+                .map(|g| int(g.revision))
+                .collect::<Result<Vec<_>>>()?;
+            let generation = g
+                .iter()
+                .map(|g| int(g.generation))
+                .collect::<Result<Vec<_>>>()?;
             let resource: Vec<&str> = g.iter().map(|g| g.resource_id.as_str()).collect();
             let owner: Vec<&str> = g.iter().map(|g| g.owner_id.as_str()).collect();
             let how: Vec<&str> = g.iter().map(|g| g.how.as_str()).collect();
@@ -175,8 +181,14 @@ impl<'a> PgTx<'a> {
         }
         if !pending.writes.is_empty() {
             let w = &pending.writes;
-            let revision = w.iter().map(|w| int(w.revision)).collect::<Result<Vec<_>>>()?;
-            let generation = w.iter().map(|w| int(w.generation)).collect::<Result<Vec<_>>>()?;
+            let revision = w
+                .iter()
+                .map(|w| int(w.revision))
+                .collect::<Result<Vec<_>>>()?;
+            let generation = w
+                .iter()
+                .map(|w| int(w.generation))
+                .collect::<Result<Vec<_>>>()?;
             let resource: Vec<&str> = w.iter().map(|w| w.resource_id.as_str()).collect();
             let owner: Vec<&str> = w.iter().map(|w| w.owner_id.as_str()).collect();
             let verb: Vec<&str> = w.iter().map(|w| w.verb.as_str()).collect();
@@ -300,6 +312,7 @@ impl<'a> PgTx<'a> {
 
     /// One keyset page: rows of `table` matching `q` strictly after (or, backwards, before)
     /// `after` in `key` order, returned ascending.
+    #[allow(clippy::too_many_arguments)]
     fn page<T>(
         &mut self,
         table: &str,
@@ -350,15 +363,7 @@ impl<'a> PgTx<'a> {
             .after
             .clone()
             .map(|a| Box::new(a) as Box<dyn ToSql + Sync>);
-        self.page(
-            table,
-            key,
-            q,
-            after,
-            page.backwards,
-            page.limit.max(1),
-            map,
-        )
+        self.page(table, key, q, after, page.backwards, page.limit.max(1), map)
     }
 
     /// A page keyed by an integer id; the cursor is its decimal text.
@@ -1049,7 +1054,12 @@ impl Tx for PgTx<'_> {
              VALUES ($1, $2, $3, $4)
              ON CONFLICT (workflow_id) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
                 definition = EXCLUDED.definition, deployed_at = EXCLUDED.deployed_at",
-            &[&d.workflow_id, &d.fingerprint, &d.definition, &d.deployed_at],
+            &[
+                &d.workflow_id,
+                &d.fingerprint,
+                &d.definition,
+                &d.deployed_at,
+            ],
         )?;
         Ok(())
     }

@@ -977,9 +977,13 @@ fn sqlite_errors_map_to_store_errors() {
         assert_eq!(is_busy(&err(code)), expected == "STORE_CONTENTION");
     }
     let mut calls = 0;
-    let out: Result<()> = retry(|| {
+    let out: Result<()> = retry(MAX_ATTEMPTS, || {
         calls += 1;
-        if calls < 3 { Err(Step::Busy) } else { Ok(()) }
+        if calls < 3 {
+            Err(Step::Retry(Transient::Contention))
+        } else {
+            Ok(())
+        }
     });
     assert!(out.is_ok());
     assert_eq!(calls, 3, "busy attempts are retried");

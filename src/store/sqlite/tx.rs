@@ -10,7 +10,6 @@ use rusqlite::{Connection, OptionalExtension, Params, Row, params, params_from_i
 
 use super::map_error;
 use super::rows;
-use crate::store::sql::{bound, due_at, int, json, limit};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
@@ -22,6 +21,7 @@ use crate::model::{
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
+use crate::store::sql::{bound, due_at, int, json, limit};
 
 type Map<T> = fn(&Row<'_>) -> rusqlite::Result<T>;
 
