@@ -214,6 +214,45 @@ fn a_store_that_went_back_in_time_refuses_writes() {
         .unwrap();
 }
 
+/// Connections open on demand, at most as many as the callers the runtime announced.
+#[test]
+fn the_pool_opens_one_connection_per_concurrent_caller_at_most() {
+    let db = database();
+    let backend = Arc::new(PostgresBackend::open(db.url(), OpenMode::ReadWrite).unwrap());
+    backend.fit_concurrency(2);
+    let barrier = Arc::new(Barrier::new(6));
+    let readers: Vec<_> = (0..6)
+        .map(|_| {
+            let (backend, barrier) = (backend.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                for _ in 0..20 {
+                    backend
+                        .read(&mut |tx| {
+                            tx.revision()?;
+                            std::thread::sleep(Duration::from_millis(2));
+                            Ok(())
+                        })
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for r in readers {
+        r.join().unwrap();
+    }
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    let sessions: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name = 'leasehold'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!((1..=2).contains(&sessions), "{sessions} sessions open");
+}
+
 // --- sessions lost ---------------------------------------------------------------------------
 
 /// The session is ended by the server (`pg_terminate_backend`) in the middle of a write

@@ -96,6 +96,8 @@ pub async fn run_authority_with(
     options: RunOptions,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Stats> {
+    // Every worker, the poller and the renewer may call the store at once.
+    store.fit_concurrency(config.worker_concurrency + 2);
     let mut core = AuthorityCore::new(store, config, workload, Pace::Real)?;
     if let Some(path) = &options.exec_log {
         core = core.with_exec_log(ExecLog::open(path)?);

@@ -65,6 +65,12 @@ pub trait Backend: Send + Sync {
     /// Whatever `f` returns, or a store failure.
     fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
 
+    /// Sizes the provider for `callers` concurrent store calls (an authority's workers plus
+    /// its poller and renewer). Only a provider with a connection pool uses it.
+    fn fit_concurrency(&self, callers: usize) {
+        let _ = callers;
+    }
+
     /// A cheap probe that changes whenever another connection committed (SQLite
     /// `data_version`, a revision read elsewhere). Readers poll it before re-reading.
     ///

@@ -144,6 +144,11 @@ impl Store {
         &self.ids
     }
 
+    /// Sizes the provider for this many concurrent calls; see [`Backend::fit_concurrency`].
+    pub fn fit_concurrency(&self, callers: usize) {
+        self.backend.fit_concurrency(callers);
+    }
+
     /// A cheap token that changes when anything committed; see [`Backend::change_token`].
     ///
     /// # Errors

@@ -23,8 +23,9 @@
 //!   a few seconds instead of stalling every writer until it resumes; its transaction was
 //!   never committed and runs again when it resumes.
 //! - **Connections** come from a small pool per backend, opened on demand up to
-//!   [`DEFAULT_POOL_SIZE`] (an authority's concurrent store calls: its workers, the poller
-//!   and the renewer); a broken connection is dropped and replaced on the next attempt.
+//!   [`DEFAULT_POOL_SIZE`], or as many as the authority runtime says it calls the store
+//!   concurrently (its workers, the poller and the renewer: [`Backend::fit_concurrency`]);
+//!   a broken connection is dropped and replaced on the next attempt.
 //!   Each connection caches its prepared statements. `synchronous_commit` is the server's
 //!   (durable by default).
 //! - **No TLS**: connect over loopback or a trusted network only.
@@ -46,7 +47,7 @@ mod rows;
 mod tx;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -200,7 +201,7 @@ impl Conn {
 /// Connections opened on demand up to `max`; idle ones are reused.
 struct Pool {
     config: Config,
-    max: usize,
+    max: AtomicUsize,
     state: Mutex<PoolState>,
     returned: Condvar,
 }
@@ -264,7 +265,7 @@ impl Pool {
                     conn: Some(conn),
                 });
             }
-            if state.open < self.max {
+            if state.open < self.max.load(Ordering::Relaxed) {
                 state.open += 1;
                 break;
             }
@@ -413,7 +414,7 @@ impl PostgresBackend {
         let read_only = mode == OpenMode::ReadOnly;
         let pool = Pool {
             config,
-            max: pool_size.max(1),
+            max: AtomicUsize::new(pool_size.max(1)),
             state: Mutex::new(PoolState {
                 idle: Vec::new(),
                 open: 0,
@@ -579,6 +580,12 @@ impl Backend for PostgresBackend {
 
     fn describe(&self) -> String {
         self.names.label.clone()
+    }
+
+    /// One connection per concurrent caller: nobody waits for a connection.
+    fn fit_concurrency(&self, callers: usize) {
+        self.pool.max.store(callers.max(1), Ordering::Relaxed);
+        self.pool.returned.notify_all();
     }
 
     fn physical_durability(&self) -> bool {
