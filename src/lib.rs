@@ -14,8 +14,11 @@
 //! - [`store`]: the store API written once over a provider seam, and the providers
 //!   (memory, SQLite, PostgreSQL).
 //! - [`workflow`]: durable workflow definitions, validation, fingerprint, engine.
+//! - [`authority`], [`cluster`], [`check`]: the runtime, the embedded cluster, the checker.
+//! - [`tui`], [`cli`], [`bench`]: the dashboard, the command line, the benchmarks.
 
 pub mod authority;
+pub mod bench;
 pub mod build_key;
 pub mod canonical;
 pub mod check;

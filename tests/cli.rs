@@ -331,10 +331,7 @@ fn bad_stores_and_bad_input_are_one_line_exit_2() {
 
 #[test]
 fn declared_but_unbuilt_subcommands_say_so() {
-    for args in [
-        vec!["copy", "--from", "memory", "--to", "memory"],
-        vec!["bench", "--store", "memory"],
-    ] {
+    for args in [vec!["copy", "--from", "memory", "--to", "memory"]] {
         let o = leasehold(&args);
         assert!(
             stderr(&o).contains("not available in this build yet"),

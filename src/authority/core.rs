@@ -679,10 +679,20 @@ impl AuthorityCore {
             Err(e) => Finished::Refused(e.code().to_owned()),
             Ok(finished) => finished,
         };
+        let finished_at = self.store.now();
         {
             let mut st = self.state();
             st.inflight.remove(&job.id);
             let s = &mut st.stats;
+            if matches!(
+                finished,
+                Finished::Completed
+                    | Finished::RetryScheduled
+                    | Finished::Failed
+                    | Finished::Transitioned
+            ) {
+                s.finish_latency_ms.record(finished_at - job.claimed_at);
+            }
             let action = match &executed.exec {
                 Exec::WorkflowRan { outcome, .. } => Some(outcome),
                 _ => None,

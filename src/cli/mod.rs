@@ -12,6 +12,7 @@
 //! - `--store` falls back to `LEASEHOLD_STORE`;
 //! - `--json` prints one JSON object per line with camelCase keys.
 
+pub mod bench;
 pub mod event;
 pub mod inspect;
 pub mod instance;
@@ -73,8 +74,8 @@ pub enum Command {
     Event(event::EventArgs),
     /// Copy a store into another (e.g. SQLite to PostgreSQL).
     Copy(pending::CopyArgs),
-    /// Measure store throughput.
-    Bench(pending::BenchArgs),
+    /// Measure store throughput and the dashboard's cost.
+    Bench(bench::BenchArgs),
     /// `leasehold STORE`: shorthand for `leasehold attach STORE`.
     #[command(external_subcommand)]
     External(Vec<OsString>),
@@ -286,7 +287,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::Cancel(args) => instance::cancel(&args, out),
         Command::Check(args) => run::run_check(&args, out),
         Command::Copy(_) => pending::not_yet("copy"),
-        Command::Bench(_) => pending::not_yet("bench"),
+        Command::Bench(args) => bench::run(&args, out),
         Command::External(words) => {
             let attach = shorthand_attach(&words)?;
             execute(

@@ -8,7 +8,7 @@
 
 use clap::Args;
 
-use super::{CliResult, Failure, StoreArg};
+use super::{CliResult, Failure};
 
 /// The answer of every subcommand that is declared but not built yet (exit 2).
 ///
@@ -69,17 +69,4 @@ pub struct CopyArgs {
     /// The store to write.
     #[arg(long, value_name = "STORE")]
     pub to: String,
-}
-
-/// `leasehold bench`.
-#[derive(Debug, Clone, Args)]
-pub struct BenchArgs {
-    #[command(flatten)]
-    pub store: StoreArg,
-    /// What to measure (`store` or `dashboard`).
-    #[arg(value_name = "TARGET")]
-    pub target: Option<String>,
-    /// Further options for the benchmark.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub rest: Vec<String>,
 }

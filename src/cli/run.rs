@@ -42,10 +42,16 @@ pub struct AuthorityArgs {
     /// Poll cadence in ms.
     #[arg(long, default_value_t = crate::authority::config::DEFAULT_POLL_INTERVAL_MS)]
     pub poll_ms: i64,
+    /// Items in flight at once (work items and workflow steps together).
+    #[arg(long, default_value_t = crate::authority::config::DEFAULT_WORKER_CONCURRENCY)]
+    pub concurrency: usize,
+    /// Items claimed per poll, in one transaction.
+    #[arg(long, default_value_t = crate::authority::config::DEFAULT_CLAIM_BATCH_SIZE)]
+    pub batch: usize,
     /// Append one JSON line per physical attempt to this file.
     #[arg(long, value_name = "FILE")]
     pub exec_log: Option<PathBuf>,
-    /// `text` (default) or `json` log lines on stderr.
+    /// `text` (default), `json` or `off`: the log lines on stderr.
     #[arg(long, default_value = "text")]
     pub log_format: String,
     /// Seed of the workload's simulated latency and failures.
@@ -109,6 +115,8 @@ pub fn authority(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     let mut config =
         AuthorityConfig::new(instance, args.build.clone()).with_timing(args.lease_ms, renew);
     config.poll_interval_ms = args.poll_ms;
+    config.worker_concurrency = args.concurrency;
+    config.claim_batch_size = args.batch;
     config.validate()?;
     let workload = workload::named(&args.workload, args.seed)?;
     let log_format: LogFormat = args.log_format.parse()?;
