@@ -371,56 +371,25 @@ impl AuthorityCore {
         let batch = self.config.claim_batch_size;
         let now = self.store.now();
 
-        // Workflow instances: note which leases are being taken over (expired, unreleased).
+        // Workflow instances, then work items, each claim noting a takeover (failover).
         let wf_limit = free.div_ceil(2).min(batch);
-        let wf_expired: BTreeMap<String, Millis> = self.store.read(|tx| {
-            let mut expired = BTreeMap::new();
-            for row in tx.runnable_instances(&self.compat, now, wf_limit)? {
-                let res = format!("wf:{}", row.instance_id);
-                if let Some(l) = tx.lease(&res)? {
-                    if l.released_at.is_none() && l.expires_at <= now {
-                        expired.insert(res, l.expires_at);
-                    }
-                }
-            }
-            Ok(expired)
-        })?;
-        let instances = self.engine.claim(wf_limit, lease)?;
-
-        // Work items: note which claims are being taken over.
+        let instances = self.engine.claim_noting_takeovers(wf_limit, lease)?;
         let work_limit = free.saturating_sub(instances.len()).min(batch);
-        let mut items = Vec::new();
-        let mut work_expired: BTreeMap<String, Millis> = BTreeMap::new();
-        if work_limit > 0 {
-            work_expired = self.store.read(|tx| {
-                Ok(tx
-                    .claimable_work(&self.compat, now, work_limit)?
-                    .into_iter()
-                    .filter(|w| w.state == WorkState::Claimed)
-                    .filter_map(|w| w.lease_expires_at.map(|e| (w.id, e)))
-                    .collect())
-            })?;
-            items = self.store.claim_batch(
-                &self.config.instance_id,
-                &self.compat,
-                work_limit,
-                lease,
-            )?;
-        }
+        let items = if work_limit > 0 {
+            self.store
+                .claim_work(&self.config.instance_id, &self.compat, work_limit, lease)?
+        } else {
+            Vec::new()
+        };
 
         let mut st = self.state();
         let mut jobs = Vec::with_capacity(instances.len() + items.len());
         let tasks = instances
             .into_iter()
-            .map(|c| {
-                let res = format!("wf:{}", c.row.instance_id);
-                (wf_expired.get(&res).copied(), Task::Workflow(Box::new(c)))
-            })
-            .chain(
-                items
-                    .into_iter()
-                    .map(|i| (work_expired.get(&i.id).copied(), Task::Work(Box::new(i)))),
-            );
+            .map(|(c, expired)| (expired, Task::Workflow(Box::new(c))))
+            .chain(items.into_iter().map(|c| {
+                (c.took_over_expired_at, Task::Work(Box::new(c.item)))
+            }));
         for (expired, task) in tasks {
             st.stats.claims += 1;
             if matches!(task, Task::Workflow(_)) {

@@ -429,6 +429,23 @@ impl Engine {
     /// # Errors
     /// A store failure.
     pub fn claim(&self, limit: usize, lease_ms: Millis) -> Result<Vec<Claimed>> {
+        Ok(self
+            .claim_noting_takeovers(limit, lease_ms)?
+            .into_iter()
+            .map(|(claimed, _)| claimed)
+            .collect())
+    }
+
+    /// [`Self::claim`], with when the lease each claim took over had expired, for the
+    /// claims that took over an unreleased, expired lease (a failover).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn claim_noting_takeovers(
+        &self,
+        limit: usize,
+        lease_ms: Millis,
+    ) -> Result<Vec<(Claimed, Option<Millis>)>> {
         self.store.write(|tx, now| {
             let mut claimed = Vec::new();
             for row in tx.runnable_instances(&self.compat, now, limit)? {
@@ -462,8 +479,11 @@ impl Engine {
                     item_compat: Some(row.compat.clone()),
                     at: now,
                 })?;
+                let took_over = current
+                    .filter(|l| l.released_at.is_none())
+                    .map(|l| l.expires_at);
                 let (_, state) = decode_state(&row)?;
-                claimed.push(Claimed { row, state, lease });
+                claimed.push((Claimed { row, state, lease }, took_over));
             }
             Ok(claimed)
         })
