@@ -3,8 +3,8 @@
 //! text and nested structs as JSON. A value this build cannot decode is reported as a
 //! conversion failure, which the provider maps to `STORE_CORRUPT`.
 
-use rusqlite::{Row, RowIndex};
 use rusqlite::types::Type;
+use rusqlite::{Row, RowIndex};
 use serde::de::DeserializeOwned;
 
 use crate::clock::Millis;
@@ -40,8 +40,13 @@ fn get_u32(row: &Row<'_>, col: impl Col) -> SqlResult<u32> {
 
 fn get_enum<T>(row: &Row<'_>, col: impl Col, parse: fn(&str) -> Option<T>) -> SqlResult<T> {
     let text: String = row.get(col)?;
-    parse(&text)
-        .ok_or_else(|| bad(&col.to_string(), Type::Text, format!("unknown value {text:?}")))
+    parse(&text).ok_or_else(|| {
+        bad(
+            &col.to_string(),
+            Type::Text,
+            format!("unknown value {text:?}"),
+        )
+    })
 }
 
 fn get_json<T: DeserializeOwned>(row: &Row<'_>, col: &str) -> SqlResult<T> {
