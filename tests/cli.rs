@@ -555,6 +555,8 @@ fn bench_reports_its_documented_fields_as_json() {
         "workflows",
         "--instances",
         "30",
+        "--single",
+        "10",
         "--concurrency",
         "8",
         "--json",
@@ -562,7 +564,12 @@ fn bench_reports_its_documented_fields_as_json() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let report: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
     assert_eq!(report["bench"], "workflows");
-    for key in ["startsPerSec", "workflowsPerSec", "transitionsPerSec"] {
+    for key in [
+        "startsPerSec",
+        "startsBatchedPerSec",
+        "workflowsPerSec",
+        "transitionsPerSec",
+    ] {
         assert!(
             report["results"][key].as_f64().unwrap() > 0.0,
             "{key}: {report}"

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::model::PageRequest;
 use crate::store::Store;
 use crate::workflow::Catalog;
+use crate::workflow::engine::NewInstance;
 
 /// The benchmarked definition: three action steps, then complete.
 pub const THREE_STEPS: &str = r#"{
@@ -30,10 +31,15 @@ pub const THREE_STEPS: &str = r#"{
   ]
 }"#;
 
+/// Starts per transaction after the single ones.
+const START_BATCH: u64 = 500;
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct WorkflowBench {
     pub instances: u64,
+    /// Of the instances, how many are started one per transaction (the rest in batches).
+    pub single: u64,
     pub fleet: FleetOptions,
     pub timeout: Duration,
     pub quiet: bool,
@@ -57,6 +63,7 @@ pub fn run(store: &Store, bench: &WorkflowBench) -> Result<Report> {
     let compat = compatibility_key(&bench.fleet.build).digest();
     let mut report = Report::new("workflows", StoreFacts::of(store));
     report.knob("instances", bench.instances);
+    report.knob("singleStarts", bench.single.min(bench.instances));
     report.knob("steps", 3);
     knobs(&mut report, &bench.fleet);
 
@@ -68,19 +75,48 @@ pub fn run(store: &Store, bench: &WorkflowBench) -> Result<Report> {
                 diags.first().map(ToString::to_string).unwrap_or_default()
             ))
         })?;
+    let single = bench.single.min(bench.instances);
     let mut progress = Progress::new("start", bench.instances, bench.quiet);
     let started = Instant::now();
-    for i in 0..bench.instances {
+    for i in 0..single {
         store.start_workflow(&definition.workflow_id, Map::new(), "bench", None, &compat)?;
         progress.update(i + 1);
     }
+    let single_elapsed = started.elapsed();
+    let started = Instant::now();
+    let mut next = single;
+    while next < bench.instances {
+        let end = (next + START_BATCH).min(bench.instances);
+        let starts: Vec<NewInstance<'_>> = (next..end)
+            .map(|_| NewInstance {
+                workflow_id: &definition.workflow_id,
+                args: Map::new(),
+                principal: "bench",
+                idempotency_key: None,
+            })
+            .collect();
+        store.start_workflows(&starts, &compat)?;
+        next = end;
+        progress.update(next);
+    }
+    let batched_elapsed = started.elapsed();
     progress.finish();
-    report.metric(
-        "startsPerSec",
-        "workflow starts, one per commit",
-        rate(bench.instances, started.elapsed()),
-        "workflows/s",
-    );
+    if single > 0 {
+        report.metric(
+            "startsPerSec",
+            "workflow starts, one per commit",
+            rate(single, single_elapsed),
+            "workflows/s",
+        );
+    }
+    if bench.instances > single {
+        report.metric(
+            "startsBatchedPerSec",
+            "workflow starts, batched",
+            rate(bench.instances - single, batched_elapsed),
+            "workflows/s",
+        );
+    }
 
     let revision_before = store.revision()?;
     let started = Instant::now();
@@ -173,6 +209,7 @@ mod tests {
         let store = open("memory", OpenMode::ReadWrite).expect("memory opens");
         let bench = WorkflowBench {
             instances: 40,
+            single: 10,
             fleet: FleetOptions {
                 url: "memory".into(),
                 authorities: 2,

@@ -105,6 +105,9 @@ pub struct WorkflowArgs {
     /// How many instances to start and run.
     #[arg(long, default_value_t = 2_000)]
     pub instances: u64,
+    /// Of those, how many are started one per transaction (the rest in batches).
+    #[arg(long, default_value_t = 200)]
+    pub single: u64,
     #[command(flatten)]
     pub fleet: FleetArgs,
 }
@@ -155,6 +158,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
             &open(url, OpenMode::ReadWrite)?,
             &WorkflowBench {
                 instances: w.instances,
+                single: w.single,
                 fleet: w.fleet.options(url),
                 timeout,
                 quiet,

@@ -46,6 +46,16 @@ pub struct Started {
     pub created: bool,
 }
 
+/// One instance to start ([`Store::start_workflows`]).
+#[derive(Debug, Clone)]
+pub struct NewInstance<'a> {
+    pub workflow_id: &'a str,
+    pub args: Map<String, Value>,
+    pub principal: &'a str,
+    /// Starts are idempotent on `(workflowId, principal, key, compat)` when given.
+    pub idempotency_key: Option<&'a str>,
+}
+
 /// An instance an authority holds the lease of, at the revision it read.
 #[derive(Debug, Clone)]
 pub struct Claimed {
@@ -221,73 +231,112 @@ impl Store {
         idempotency_key: Option<&str>,
         compat: &str,
     ) -> Result<Started> {
-        let start_key = idempotency_key.map(|k| [workflow_id, principal, k, compat].join("\u{1f}"));
+        let start = NewInstance {
+            workflow_id,
+            args,
+            principal,
+            idempotency_key,
+        };
+        self.write(|tx, now| self.start_in(tx, now, &start, compat))
+    }
+
+    /// Starts many instances in one transaction (one commit): each as
+    /// [`Self::start_workflow`], all or none.
+    ///
+    /// # Errors
+    /// As [`Self::start_workflow`], for the first start that fails (nothing is started).
+    pub fn start_workflows(
+        &self,
+        starts: &[NewInstance<'_>],
+        compat: &str,
+    ) -> Result<Vec<Started>> {
         self.write(|tx, now| {
-            if let Some(existing) = start_key
-                .as_deref()
-                .map(|k| tx.instance_by_start_key(k))
-                .transpose()?
-                .flatten()
-            {
-                return Ok(Started {
-                    instance_id: existing.instance_id,
-                    status: existing.status,
-                    created: false,
-                });
-            }
-            let Some(def_row) = tx.definition(workflow_id)? else {
-                return Err(Error::NotFound {
-                    what: "workflow definition".into(),
-                    id: workflow_id.into(),
-                });
-            };
-            let def = parse_definition(&def_row.definition).map_err(|d| {
-                corrupt(
-                    "deployed definition",
-                    d.first().map(ToString::to_string).unwrap_or_default(),
-                )
-            })?;
-            let instance_id = self.ids().next_id("wf");
-            let high_water = tx.journal_high_water()?;
-            let (state, entries) =
-                machine::start(&def, &instance_id, args.clone(), principal, now, high_water)
-                    .map_err(|e| Error::Invalid(e.to_string()))?;
-            let blank = InstanceRow {
+            starts
+                .iter()
+                .map(|start| self.start_in(tx, now, start, compat))
+                .collect()
+        })
+    }
+
+    fn start_in(
+        &self,
+        tx: &mut dyn Tx,
+        now: Millis,
+        start: &NewInstance<'_>,
+        compat: &str,
+    ) -> Result<Started> {
+        let NewInstance {
+            workflow_id,
+            args,
+            principal,
+            idempotency_key,
+        } = start;
+        let (workflow_id, principal) = (*workflow_id, *principal);
+        let start_key = idempotency_key.map(|k| [workflow_id, principal, k, compat].join("\u{1f}"));
+        if let Some(existing) = start_key
+            .as_deref()
+            .map(|k| tx.instance_by_start_key(k))
+            .transpose()?
+            .flatten()
+        {
+            return Ok(Started {
+                instance_id: existing.instance_id,
+                status: existing.status,
+                created: false,
+            });
+        }
+        let Some(def_row) = tx.definition(workflow_id)? else {
+            return Err(Error::NotFound {
+                what: "workflow definition".into(),
+                id: workflow_id.into(),
+            });
+        };
+        let def = parse_definition(&def_row.definition).map_err(|d| {
+            corrupt(
+                "deployed definition",
+                d.first().map(ToString::to_string).unwrap_or_default(),
+            )
+        })?;
+        let instance_id = self.ids().next_id("wf");
+        let high_water = tx.journal_high_water()?;
+        let (state, entries) =
+            machine::start(&def, &instance_id, args.clone(), principal, now, high_water)
+                .map_err(|e| Error::Invalid(e.to_string()))?;
+        let blank = InstanceRow {
+            instance_id: instance_id.clone(),
+            workflow_id: workflow_id.into(),
+            status: String::new(),
+            compat: compat.into(),
+            instance_revision: 0,
+            next_eligible_at: None,
+            waiting_event: None,
+            principal: principal.into(),
+            start_key: start_key.clone(),
+            state: String::new(),
+            created_at: now,
+            updated_at: now,
+        };
+        tx.commit_revision()?;
+        let mut row = encode_row(&blank, &def_row.fingerprint, &state, now)?;
+        row.instance_revision = 1;
+        tx.insert_instance(&row)?;
+        for (i, entry) in entries.iter().enumerate() {
+            tx.add_history(&HistoryRecord {
                 instance_id: instance_id.clone(),
-                workflow_id: workflow_id.into(),
-                status: String::new(),
-                compat: compat.into(),
-                instance_revision: 0,
-                next_eligible_at: None,
-                waiting_event: None,
-                principal: principal.into(),
-                start_key: start_key.clone(),
-                state: String::new(),
-                created_at: now,
-                updated_at: now,
-            };
-            tx.commit_revision()?;
-            let mut row = encode_row(&blank, &def_row.fingerprint, &state, now)?;
-            row.instance_revision = 1;
-            tx.insert_instance(&row)?;
-            for (i, entry) in entries.iter().enumerate() {
-                tx.add_history(&HistoryRecord {
-                    instance_id: instance_id.clone(),
-                    position: i as u64 + 1,
-                    instance_revision: 1,
-                    kind: entry.kind.as_str().into(),
-                    at: entry.at,
-                    step_id: entry.step_id.clone(),
-                    activation_id: entry.activation_id.clone(),
-                    detail: entry.detail.to_string(),
-                })?;
-            }
-            tx.adjust_counter(&format!("wf|{}|{}", row.status, compat), 1)?;
-            Ok(Started {
-                instance_id,
-                status: row.status,
-                created: true,
-            })
+                position: i as u64 + 1,
+                instance_revision: 1,
+                kind: entry.kind.as_str().into(),
+                at: entry.at,
+                step_id: entry.step_id.clone(),
+                activation_id: entry.activation_id.clone(),
+                detail: entry.detail.to_string(),
+            })?;
+        }
+        tx.adjust_counter(&format!("wf|{}|{}", row.status, compat), 1)?;
+        Ok(Started {
+            instance_id,
+            status: row.status,
+            created: true,
         })
     }
 
