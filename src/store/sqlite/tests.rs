@@ -484,6 +484,32 @@ fn main_queries_use_indexes() {
             1,
             "INDEX",
         ),
+        (
+            "SELECT * FROM grants WHERE revision = ? ORDER BY seq",
+            1,
+            "grants_revision",
+        ),
+        (
+            "SELECT * FROM writes WHERE revision = ? AND resource_id = ? ORDER BY seq",
+            2,
+            "writes_resource",
+        ),
+        (
+            "SELECT * FROM dedup WHERE (source, external_id) > (?1, ?2)
+             ORDER BY source, external_id LIMIT ?3",
+            3,
+            "PRIMARY KEY",
+        ),
+        (
+            "SELECT * FROM idempotency WHERE key > ? ORDER BY key ASC LIMIT ?",
+            2,
+            "INDEX",
+        ),
+        (
+            "SELECT * FROM action_outcomes WHERE invocation_id > ? ORDER BY invocation_id ASC LIMIT ?",
+            2,
+            "INDEX",
+        ),
     ];
     for (sql, n, index) in cases {
         assert_indexed(&conn, sql, *n, index);
@@ -626,13 +652,15 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
             outcome: "ok".into(),
         })?;
     }
-    tx.put_dedup(&DedupRecord {
-        source: "s".into(),
-        external_id: "x".into(),
-        fingerprint: "f".into(),
-        seq: 1,
-        first_seen_at: 2,
-    })?;
+    for (source, external_id) in [("s", "x"), ("s", "a"), ("r", "z"), ("t", "")] {
+        tx.put_dedup(&DedupRecord {
+            source: source.into(),
+            external_id: external_id.into(),
+            fingerprint: "f".into(),
+            seq: 1,
+            first_seen_at: 2,
+        })?;
+    }
     for i in 0..8u64 {
         for r in ["ra", "rb"] {
             tx.add_grant(&Grant {
@@ -696,14 +724,18 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
             detail: "{}".into(),
         })?;
     }
-    tx.put_action_outcome(&ActionOutcome {
-        invocation_id: "i/a".into(),
-        attempt: 2,
-        outcome: "succeeded".into(),
-        detail: "1".into(),
-        at: 3,
-    })?;
-    tx.put_idempotent_answer("k", "answer", 1)?;
+    for id in ["i/a", "i/b", "h/a"] {
+        tx.put_action_outcome(&ActionOutcome {
+            invocation_id: id.into(),
+            attempt: 2,
+            outcome: "succeeded".into(),
+            detail: "1".into(),
+            at: 3,
+        })?;
+    }
+    for (key, at) in [("k", 1), ("j", 2), ("l", 3)] {
+        tx.put_idempotent_answer(key, "answer", at)?;
+    }
     Ok(())
 }
 
@@ -861,14 +893,16 @@ fn every_read_matches_the_memory_reference() {
             });
         }
     }
-    for after in [0, 1, 2, 3, u64::MAX - 1] {
+    for after in [0, 1, 2, 3, u64::MAX - 1, u64::MAX] {
         for resource in [None, Some("ra"), Some("rz")] {
-            same(mem, sql, &format!("grants {resource:?} {after}"), |tx| {
-                tx.grants(resource, after, 5)
-            });
-            same(mem, sql, &format!("writes {resource:?} {after}"), |tx| {
-                tx.writes(resource, after, 5)
-            });
+            for n in [0, 1, 3, 5, 100] {
+                same(mem, sql, &format!("grants {resource:?} {after} {n}"), |tx| {
+                    tx.grants(resource, after, n)
+                });
+                same(mem, sql, &format!("writes {resource:?} {after} {n}"), |tx| {
+                    tx.writes(resource, after, n)
+                });
+            }
         }
     }
     for after in [0, 3, 9] {
@@ -879,6 +913,23 @@ fn every_read_matches_the_memory_reference() {
         }
     }
     same(mem, sql, "journal high water", |tx| tx.journal_high_water());
+    for after in [None, Some(("s", "a")), Some(("r", "")), Some(("t", ""))] {
+        for n in [0, 1, 2, 10] {
+            same(mem, sql, &format!("dedup {after:?} {n}"), |tx| {
+                tx.list_dedup(after, n)
+            });
+        }
+    }
+    for after in [None, Some(""), Some("i/a"), Some("k"), Some("z")] {
+        for n in [1, 2, 10] {
+            same(mem, sql, &format!("answers {after:?} {n}"), |tx| {
+                tx.list_idempotent_answers(after, n)
+            });
+            same(mem, sql, &format!("outcomes {after:?} {n}"), |tx| {
+                tx.list_action_outcomes(after, n)
+            });
+        }
+    }
     same(mem, sql, "point reads", |tx| {
         Ok((
             tx.work("w000")?,
