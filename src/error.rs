@@ -82,7 +82,9 @@ pub enum Error {
     TargetNotEmpty { target: String, holds: String },
     /// A copy stopped after writing part of its target, or its source is itself such a
     /// partial copy: the store is not usable as it is.
-    #[error("COPY_INCOMPLETE: {store} holds an unfinished copy ({cause}); delete it and copy again")]
+    #[error(
+        "COPY_INCOMPLETE: {store} holds an unfinished copy ({cause}); delete it and copy again"
+    )]
     CopyIncomplete { store: String, cause: String },
 }
 

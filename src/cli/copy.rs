@@ -64,7 +64,11 @@ pub fn run(args: &CopyArgs, out: &mut dyn Write) -> CliResult {
             },
         )?;
     } else {
-        write!(out, "{}", render(&source.describe(), &target.describe(), &summary))?;
+        write!(
+            out,
+            "{}",
+            render(&source.describe(), &target.describe(), &summary)
+        )?;
     }
     Ok(())
 }

@@ -73,22 +73,34 @@ const TABLES: [(&str, Probe); 17] = [
     ("work", |tx| {
         Ok(!tx.list_work(&WorkFilter::default(), &one())?.is_empty())
     }),
-    ("dedup records", |tx| Ok(!tx.list_dedup(None, 1)?.is_empty())),
-    ("journal", |tx| Ok(!tx.journal_after(0, None, 1)?.is_empty())),
-    ("ingestions", |tx| Ok(!tx.list_ingestions(&one())?.is_empty())),
+    ("dedup records", |tx| {
+        Ok(!tx.list_dedup(None, 1)?.is_empty())
+    }),
+    ("journal", |tx| {
+        Ok(!tx.journal_after(0, None, 1)?.is_empty())
+    }),
+    ("ingestions", |tx| {
+        Ok(!tx.list_ingestions(&one())?.is_empty())
+    }),
     ("subscriptions", |tx| {
         Ok(!tx.list_subscriptions(&one())?.is_empty())
     }),
     ("schedules", |tx| Ok(!tx.list_schedules(&one())?.is_empty())),
-    ("authorities", |tx| Ok(!tx.list_authorities(&one())?.is_empty())),
+    ("authorities", |tx| {
+        Ok(!tx.list_authorities(&one())?.is_empty())
+    }),
     ("keyed answers", |tx| {
         Ok(!tx.list_idempotent_answers(None, 1)?.is_empty())
     }),
     ("audit", |tx| Ok(!tx.list_audit(&one())?.is_empty())),
     ("grants", |tx| Ok(!tx.grants(None, 0, 1)?.is_empty())),
     ("writes", |tx| Ok(!tx.writes(None, 0, 1)?.is_empty())),
-    ("definitions", |tx| Ok(!tx.list_definitions(&one())?.is_empty())),
-    ("instances", |tx| Ok(!tx.list_instances(None, &one())?.is_empty())),
+    ("definitions", |tx| {
+        Ok(!tx.list_definitions(&one())?.is_empty())
+    }),
+    ("instances", |tx| {
+        Ok(!tx.list_instances(None, &one())?.is_empty())
+    }),
     ("action outcomes", |tx| {
         Ok(!tx.list_action_outcomes(None, 1)?.is_empty())
     }),
@@ -289,7 +301,9 @@ impl Copier<'_> {
         self.table(
             src,
             "keyed answers",
-            |tx, after: Option<&String>| tx.list_idempotent_answers(after.map(String::as_str), BATCH),
+            |tx, after: Option<&String>| {
+                tx.list_idempotent_answers(after.map(String::as_str), BATCH)
+            },
             |a| a.key.clone(),
             |tx, a| tx.put_idempotent_answer(&a.key, &a.answer, a.at),
         )?;
@@ -490,14 +504,22 @@ mod tests {
                 ];
                 rows(&mut out, "counter", tx.counters("")?);
                 rows(&mut out, "lease", tx.list_leases(&all)?);
-                rows(&mut out, "work", tx.list_work(&WorkFilter::default(), &all)?);
+                rows(
+                    &mut out,
+                    "work",
+                    tx.list_work(&WorkFilter::default(), &all)?,
+                );
                 rows(&mut out, "dedup", tx.list_dedup(None, usize::MAX)?);
                 rows(&mut out, "journal", tx.journal_after(0, None, usize::MAX)?);
                 rows(&mut out, "ingestion", tx.list_ingestions(&all)?);
                 rows(&mut out, "subscription", tx.list_subscriptions(&all)?);
                 rows(&mut out, "schedule", tx.list_schedules(&all)?);
                 rows(&mut out, "authority", tx.list_authorities(&all)?);
-                rows(&mut out, "answer", tx.list_idempotent_answers(None, usize::MAX)?);
+                rows(
+                    &mut out,
+                    "answer",
+                    tx.list_idempotent_answers(None, usize::MAX)?,
+                );
                 rows(&mut out, "audit", tx.list_audit(&all)?);
                 rows(&mut out, "grant", tx.grants(None, 0, usize::MAX)?);
                 rows(&mut out, "write", tx.writes(None, 0, usize::MAX)?);
@@ -506,7 +528,11 @@ mod tests {
                     rows(&mut out, "history", tx.history(&instance.instance_id)?);
                     out.push(format!("instance {instance:?}"));
                 }
-                rows(&mut out, "outcome", tx.list_action_outcomes(None, usize::MAX)?);
+                rows(
+                    &mut out,
+                    "outcome",
+                    tx.list_action_outcomes(None, usize::MAX)?,
+                );
                 Ok(out)
             })
             .unwrap()
@@ -522,7 +548,9 @@ mod tests {
         let key = Keyed { key: Some("k-1") };
         store.acquire("r-keyed", "op", 5_000.0, key).unwrap();
         store.acquire("r-keyed", "op", 5_000.0, key).unwrap();
-        store.audit("me@host", "cancel", "wf-1", "cancelled").unwrap();
+        store
+            .audit("me@host", "cancel", "wf-1", "cancelled")
+            .unwrap();
         let specs = (0..BATCH + 300)
             .map(|i| NewWork::effect(format!("bulk-{i:05}"), "send-email", "{}"))
             .collect();
@@ -549,11 +577,18 @@ mod tests {
         assert_eq!(dump(&via), original);
         assert_eq!(dump(&back), original);
         assert_eq!(there, again);
-        assert!(there.tables.iter().all(|c| c.rows > 0), "{:?}", there.tables);
+        assert!(
+            there.tables.iter().all(|c| c.rows > 0),
+            "{:?}",
+            there.tables
+        );
         assert_eq!(there.revision, source.revision().unwrap());
         let grants = there.tables.iter().find(|c| c.table == "grants").unwrap();
         assert!(grants.rows > BATCH as u64 + 200, "{grants:?}");
-        assert!(seen.iter().any(|c| c.table == "work" && c.rows == BATCH as u64));
+        assert!(
+            seen.iter()
+                .any(|c| c.table == "work" && c.rows == BATCH as u64)
+        );
 
         let options = CheckOptions::at(source.now());
         let report = check(&source, &options).unwrap();
@@ -567,7 +602,12 @@ mod tests {
         let (_, copy) = memory();
         let summary = copy_store(&source, &copy, &mut quiet).unwrap();
         let (last_audit, high_water) = source
-            .read(|tx| Ok((tx.list_audit(&PageRequest::last(1))?, tx.journal_high_water()?)))
+            .read(|tx| {
+                Ok((
+                    tx.list_audit(&PageRequest::last(1))?,
+                    tx.journal_high_water()?,
+                ))
+            })
             .unwrap();
         copy.audit("me@host", "copy", "-", "ok").unwrap();
         let event = crate::model::event::NewEvent {
@@ -614,7 +654,10 @@ mod tests {
         let path = dir.path().join("one.db");
         let err = copy_store(&sqlite(&path), &sqlite(&path), &mut quiet).unwrap_err();
         assert_eq!(err.code(), "INVALID");
-        assert!(err.to_string().contains("both the source and the target"), "{err}");
+        assert!(
+            err.to_string().contains("both the source and the target"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -896,12 +896,18 @@ fn every_read_matches_the_memory_reference() {
     for after in [0, 1, 2, 3, u64::MAX - 1, u64::MAX] {
         for resource in [None, Some("ra"), Some("rz")] {
             for n in [0, 1, 3, 5, 100] {
-                same(mem, sql, &format!("grants {resource:?} {after} {n}"), |tx| {
-                    tx.grants(resource, after, n)
-                });
-                same(mem, sql, &format!("writes {resource:?} {after} {n}"), |tx| {
-                    tx.writes(resource, after, n)
-                });
+                same(
+                    mem,
+                    sql,
+                    &format!("grants {resource:?} {after} {n}"),
+                    |tx| tx.grants(resource, after, n),
+                );
+                same(
+                    mem,
+                    sql,
+                    &format!("writes {resource:?} {after} {n}"),
+                    |tx| tx.writes(resource, after, n),
+                );
             }
         }
     }

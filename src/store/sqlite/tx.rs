@@ -218,7 +218,11 @@ impl<'a> SqliteTx<'a> {
             params_from_iter(head),
             map,
         )?;
-        let Some(last) = rows.last().map(revision).filter(|_| n > 0 && rows.len() == n) else {
+        let Some(last) = rows
+            .last()
+            .map(revision)
+            .filter(|_| n > 0 && rows.len() == n)
+        else {
             return Ok(rows);
         };
         rows.retain(|r| revision(r) != last);
@@ -254,7 +258,15 @@ impl<'a> SqliteTx<'a> {
         self.exec(
             "INSERT INTO ingestions (id, at, event_type, source, external_id, outcome, seq)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![id, i.at, i.event_type, i.source, i.external_id, i.outcome.as_str(), i.seq],
+            params![
+                id,
+                i.at,
+                i.event_type,
+                i.source,
+                i.external_id,
+                i.outcome.as_str(),
+                i.seq
+            ],
         )?;
         Ok(())
     }
@@ -270,7 +282,11 @@ impl<'a> SqliteTx<'a> {
 
     /// Sets a meta value.
     fn set_meta(&self, key: &str, value: i64) -> Result<()> {
-        if self.exec("UPDATE meta SET value = ?2 WHERE key = ?1", params![key, value])? == 1 {
+        if self.exec(
+            "UPDATE meta SET value = ?2 WHERE key = ?1",
+            params![key, value],
+        )? == 1
+        {
             Ok(())
         } else {
             Err(self.missing_meta(key))
