@@ -195,6 +195,7 @@ impl Store {
 }
 
 /// Records one fenced write attempt (accepted or refused) at this transaction's revision.
+#[allow(clippy::too_many_arguments)] // one argument per field of the record
 pub(crate) fn record_write(
     tx: &mut dyn Tx,
     now: Millis,

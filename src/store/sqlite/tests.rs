@@ -221,9 +221,7 @@ fn read_only_open() {
         read(&ro, |tx| tx.counters("x")).expect("read"),
         vec![("x".to_owned(), 3)]
     );
-    let err = write(&ro, |tx| tx.adjust_counter("x", 1))
-        .err()
-        .expect("refused");
+    let err = write(&ro, |tx| tx.adjust_counter("x", 1)).expect_err("refused");
     assert_eq!(err.code(), "STORE_READ_ONLY");
     assert!(ro.change_token().is_ok());
     drop(ro);
@@ -231,9 +229,7 @@ fn read_only_open() {
 
     // A write inside a read transaction is refused too.
     let b = open(&path, OpenMode::ReadWrite).expect("open");
-    let err = read(&b, |tx| tx.adjust_counter("x", 1))
-        .err()
-        .expect("refused");
+    let err = read(&b, |tx| tx.adjust_counter("x", 1)).expect_err("refused");
     assert_eq!(err.code(), "STORE_READ_ONLY");
 }
 
@@ -252,8 +248,7 @@ fn read_only_file_opens_for_inspection() {
     assert_eq!(read(&b, |tx| tx.revision()).expect("read"), 0);
     assert_eq!(
         write(&b, |tx| tx.commit_revision().map(drop))
-            .err()
-            .expect("refused")
+            .expect_err("refused")
             .code(),
         "STORE_READ_ONLY"
     );
@@ -270,8 +265,7 @@ fn rollback_on_err_leaves_nothing() {
         tx.append_journal(&event("t", 0))?;
         Err(Error::Invalid("no".into()))
     })
-    .err()
-    .expect("err");
+    .expect_err("err");
     assert_eq!(err.code(), "INVALID");
     read(&b, |tx| {
         assert_eq!(tx.revision()?, 0);
