@@ -5,10 +5,10 @@
 //! unfinished" means), then prints the rows per table, or with `--json` one object. Refused
 //! with exit 2 and nothing written: a non-empty target, the same store on both sides (two
 //! spellings of one SQLite file included), and `memory`, which no other process can see.
+//! The source is opened first and read-only, so an unreadable source creates no target.
 //! Store descriptions never carry a password.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -36,18 +36,13 @@ pub struct CopyArgs {
 /// # Errors
 /// Exit 2 for an unreadable source, a refused target or a copy that stopped part way.
 pub fn run(args: &CopyArgs, out: &mut dyn Write) -> CliResult {
-    let (from, to) = (location(&args.from)?, location(&args.to)?);
-    if from == StoreUrl::Memory || to == StoreUrl::Memory {
-        return Err(Failure::usage(
-            "copy needs stores other processes can open: a SQLite path or postgres://…, not memory",
-        ));
+    for url in [&args.from, &args.to] {
+        if StoreUrl::parse(url)? == StoreUrl::Memory {
+            return Err(Failure::usage(
+                "copy needs stores other processes can open: a SQLite path or postgres://…, not memory",
+            ));
+        }
     }
-    if from == to {
-        return Err(Failure::usage(
-            "--from and --to are the same store: copy into a new, empty store",
-        ));
-    }
-    // The source first, so an unreadable source never leaves a new, empty target behind.
     let source = open(&args.from, OpenMode::ReadOnly)?;
     let target = open(&args.to, OpenMode::ReadWrite)?;
     let mut progress = Progress::new();
@@ -71,30 +66,6 @@ pub fn run(args: &CopyArgs, out: &mut dyn Write) -> CliResult {
         )?;
     }
     Ok(())
-}
-
-/// Where a store URL points, with a SQLite path resolved (links, `.` and `..`) so two
-/// spellings of one file compare equal.
-fn location(url: &str) -> Result<StoreUrl, Failure> {
-    Ok(match StoreUrl::parse(url)? {
-        StoreUrl::Sqlite(path) => StoreUrl::Sqlite(resolve(&path)),
-        other => other,
-    })
-}
-
-/// The canonical form of `path`, or of its directory when the file does not exist yet.
-fn resolve(path: &Path) -> PathBuf {
-    if let Ok(full) = path.canonicalize() {
-        return full;
-    }
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    match (dir.canonicalize(), path.file_name()) {
-        (Ok(dir), Some(name)) => dir.join(name),
-        _ => path.to_owned(),
-    }
 }
 
 /// `--json`: the summary with both ends.

@@ -50,6 +50,13 @@ pub trait Backend: Send + Sync {
     /// Human description without secrets (a path, a URL with the password removed).
     fn describe(&self) -> String;
 
+    /// Equal for two handles on the same data (one file, one database, one memory state)
+    /// and different otherwise: `copy` refuses to copy a store onto itself by it. Defaults
+    /// to [`Backend::describe`].
+    fn identity(&self) -> String {
+        self.describe()
+    }
+
     /// Whether the store survives the process (false only for memory).
     fn physical_durability(&self) -> bool;
 

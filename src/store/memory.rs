@@ -99,6 +99,10 @@ impl Backend for MemoryBackend {
         "memory".into()
     }
 
+    fn identity(&self) -> String {
+        format!("memory {:p}", Arc::as_ptr(&self.state))
+    }
+
     fn physical_durability(&self) -> bool {
         false
     }
