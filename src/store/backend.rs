@@ -82,7 +82,8 @@ pub trait Backend: Send + Sync {
 }
 
 /// Typed row access inside one transaction. Write methods are only called inside
-/// [`Backend::write`]; the store calls [`Tx::commit_revision`] before its first write.
+/// [`Backend::write`]; the store calls [`Tx::commit_revision`] before its first write, except
+/// while a copy fills an empty store (see the copy methods at the end).
 #[allow(clippy::missing_errors_doc)]
 pub trait Tx {
     // --- revision and counters

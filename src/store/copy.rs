@@ -27,8 +27,9 @@
 //! is an unfinished copy, and it is refused both as a target
 //! ([`Error::TargetNotEmpty`]) and as a source ([`Error::CopyIncomplete`]). A copy that
 //! fails after its first batch reports [`Error::CopyIncomplete`] naming the target to
-//! delete. Nothing stops an authority from opening the target before the copy finished:
-//! start authorities on the new store once the copy has reported.
+//! delete, and so does a copy whose target was written by anyone else meanwhile (each
+//! batch checks that the revision is still 0). Start authorities on the new store once the
+//! copy has reported.
 
 use serde::Serialize;
 
@@ -336,14 +337,7 @@ impl Copier<'_> {
             |tx, o| tx.put_action_outcome(o),
         )?;
 
-        let target = self.target_name.clone();
-        let first = !self.started;
-        self.target.write(&mut |tx| {
-            if first {
-                refuse_non_empty(tx, &target)?;
-            }
-            tx.import_revision(revision, journal_high_water)
-        })?;
+        self.commit(|tx| tx.import_revision(revision, journal_high_water))?;
         Ok(CopySummary {
             revision,
             journal_high_water,
@@ -351,14 +345,20 @@ impl Copier<'_> {
         })
     }
 
-    /// Commits one batch in one target transaction; the first one also proves the target
-    /// empty, so a refusal writes nothing.
+    /// Commits one batch in one target transaction. The first one also proves the target
+    /// empty, so a refusal writes nothing; every later one proves that nobody else wrote to
+    /// the target since (any other write would have advanced its revision).
     fn commit(&mut self, mut write: impl FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         let first = !self.started;
         let target = self.target_name.as_str();
         self.target.write(&mut |tx| {
             if first {
                 refuse_non_empty(tx, target)?;
+            } else if tx.revision()? != 0 {
+                return Err(Error::CopyIncomplete {
+                    store: target.to_owned(),
+                    cause: "another process wrote to it during the copy".into(),
+                });
             }
             write(tx)
         })?;
@@ -564,5 +564,20 @@ mod tests {
         let err = copy_store(&target, &elsewhere, &mut quiet).unwrap_err();
         assert_eq!(err.code(), "COPY_INCOMPLETE", "{err}");
         assert_eq!(contents(&elsewhere), (0, None));
+    }
+
+    #[test]
+    fn a_target_written_during_the_copy_is_reported_unfinished() {
+        let source = some_store();
+        let (_, target) = memory();
+        let meddler = target.clone();
+        let err = copy_store(&source, &target, &mut |c| {
+            if c.rows > 0 && meddler.revision().unwrap() == 0 {
+                meddler.audit("someone@else", "x", "y", "z").unwrap();
+            }
+        })
+        .unwrap_err();
+        assert_eq!(err.code(), "COPY_INCOMPLETE", "{err}");
+        assert!(err.to_string().contains("another process wrote"), "{err}");
     }
 }
