@@ -90,7 +90,7 @@ pub struct WorkArgs {
     #[arg(long, default_value_t = 20_000)]
     pub items: u64,
     /// Of those, how many are enqueued one per transaction (the rest in batches).
-    #[arg(long, default_value_t = 5_000)]
+    #[arg(long, default_value_t = 2_000)]
     pub single: u64,
     /// Items per enqueue transaction after the single ones.
     #[arg(long, default_value_t = 500)]

@@ -24,6 +24,9 @@ struct State {
     revision: u64,
     counters: BTreeMap<String, i64>,
     leases: BTreeMap<String, Lease>,
+    /// (owner, resource) of every lease: the owner-cap count reads one owner's leases,
+    /// not all of them.
+    lease_owners: BTreeSet<(String, String)>,
     work: BTreeMap<String, WorkItem>,
     /// (compat, due instant, id) of every non-terminal item: the claim index.
     work_due: BTreeSet<(String, Millis, String)>,
@@ -318,16 +321,38 @@ impl Tx for MemTx<'_> {
     }
 
     fn put_lease(&mut self, lease: &Lease) -> Result<()> {
+        let key = (lease.owner_id.clone(), lease.resource_id.clone());
+        let previous = self
+            .state
+            .leases
+            .get(&lease.resource_id)
+            .map(|old| (old.owner_id.clone(), old.resource_id.clone()))
+            .filter(|old| *old != key);
+        if let Some(old) = &previous {
+            self.state.lease_owners.remove(old);
+        }
+        let added = self.state.lease_owners.insert(key.clone());
+        self.undo.push(Box::new(move |s: &mut State| {
+            if added {
+                s.lease_owners.remove(&key);
+            }
+            if let Some(old) = previous {
+                s.lease_owners.insert(old);
+            }
+        }));
         put!(self, leases, lease.resource_id.clone(), lease.clone());
         Ok(())
     }
 
     fn live_lease_count(&mut self, owner: &str, now: Millis) -> Result<u64> {
+        let leases = &self.state.leases;
         Ok(self
             .state
-            .leases
-            .values()
-            .filter(|l| l.owner_id == owner && l.is_live(now))
+            .lease_owners
+            .range((owner.to_owned(), String::new())..)
+            .take_while(|(o, _)| o == owner)
+            .filter_map(|(_, resource)| leases.get(resource))
+            .filter(|l| l.is_live(now))
             .count() as u64)
     }
 

@@ -215,7 +215,7 @@ impl SqliteBackend {
                 .transaction_with_behavior(behavior)
                 .map_err(|e| step(label, &e))?;
             let mut stx = SqliteTx::new(&tx, label, writable);
-            let result = f(&mut stx);
+            let result = f(&mut stx).and_then(|()| stx.flush());
             let busy = stx.hit_busy();
             match result {
                 // Dropping `tx` rolls back.

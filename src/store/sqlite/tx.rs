@@ -4,6 +4,7 @@
 //! query-plan tests in `tests.rs`).
 
 use std::cell::Cell;
+use std::collections::BTreeMap;
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Params, Row, params, params_from_iter};
@@ -34,6 +35,10 @@ pub(super) struct SqliteTx<'a> {
     revision: Option<u64>,
     /// Set when a statement hit `SQLITE_BUSY` / `SQLITE_LOCKED`: the caller retries.
     busy: Cell<bool>,
+    /// Counter deltas not yet written: a claim batch moves the same few cells once per
+    /// item, so they are summed here and written once, before any counter read and at
+    /// commit ([`Self::flush`]).
+    pending_counters: BTreeMap<String, i64>,
 }
 
 impl<'a> SqliteTx<'a> {
@@ -44,7 +49,22 @@ impl<'a> SqliteTx<'a> {
             writable,
             revision: None,
             busy: Cell::new(false),
+            pending_counters: BTreeMap::new(),
         }
+    }
+
+    /// Writes the buffered counter deltas. The caller runs it before COMMIT.
+    pub(super) fn flush(&mut self) -> Result<()> {
+        for (name, delta) in std::mem::take(&mut self.pending_counters) {
+            if delta != 0 {
+                self.exec(
+                    "INSERT INTO counters (name, value) VALUES (?1, ?2)
+                     ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+                    params![name, delta],
+                )?;
+            }
+        }
+        Ok(())
     }
 
     /// Whether a statement failed with physical contention.
@@ -331,15 +351,18 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn adjust_counter(&mut self, name: &str, delta: i64) -> Result<()> {
-        self.exec(
-            "INSERT INTO counters (name, value) VALUES (?1, ?2)
-             ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-            params![name, delta],
-        )?;
+        self.writable()?;
+        match self.pending_counters.get_mut(name) {
+            Some(sum) => *sum += delta,
+            None => {
+                self.pending_counters.insert(name.to_owned(), delta);
+            }
+        }
         Ok(())
     }
 
     fn counters(&mut self, prefix: &str) -> Result<Vec<(String, i64)>> {
+        self.flush()?;
         // A range seek on the primary key from `prefix`, stopping at the first name past it.
         let conn = self.conn;
         let rows = conn
