@@ -607,6 +607,9 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
         ("workx", 1),
         ("wf|x", -1),
         ("claims", 3),
+        ("zero|net", 2),
+        ("zero|net", -2),
+        ("zero|nil", 0),
     ] {
         tx.adjust_counter(name, d)?;
     }

@@ -53,16 +53,16 @@ impl<'a> SqliteTx<'a> {
         }
     }
 
-    /// Writes the buffered counter deltas. The caller runs it before COMMIT.
+    /// Writes the buffered counter deltas. The caller runs it before COMMIT. A net delta of
+    /// zero is written too: a counter once adjusted exists (at 0), as in the memory store,
+    /// and a copy recreates zero-valued counters exactly.
     pub(super) fn flush(&mut self) -> Result<()> {
         for (name, delta) in std::mem::take(&mut self.pending_counters) {
-            if delta != 0 {
-                self.exec(
-                    "INSERT INTO counters (name, value) VALUES (?1, ?2)
-                     ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-                    params![name, delta],
-                )?;
-            }
+            self.exec(
+                "INSERT INTO counters (name, value) VALUES (?1, ?2)
+                 ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+                params![name, delta],
+            )?;
         }
         Ok(())
     }
