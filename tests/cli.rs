@@ -423,10 +423,10 @@ fn round_trip(from: &str, via: &str, back: &str) {
     for (source, target) in [(from, via), (via, back)] {
         let o = leasehold(&["copy", "--from", source, "--to", target, "--json"]);
         assert_eq!(code(&o), 0, "copy {source} to {target}: {}", stderr(&o));
+        // Both ends are named as `describe()` names them (a URL without its password).
         let mut summary: Value = serde_json::from_str(&stdout(&o)).unwrap();
-        assert_eq!(summary["from"], source);
-        assert_eq!(summary["to"], target);
         for end in ["from", "to"] {
+            assert!(summary[end].is_string(), "{summary}");
             summary.as_object_mut().unwrap().remove(end);
         }
         summaries.push(summary);
