@@ -222,8 +222,8 @@ fn numeric_page<V: Clone>(map: &BTreeMap<i64, V>, page: &PageRequest) -> Vec<V> 
 }
 
 /// A page of the checker's history (grants or writes): the first `limit` rows above
-/// revision `after` for `resource`, extended to the end of the last revision reached (see
-/// [`Tx::grants`]).
+/// revision `after` that `keep` accepts, extended to the end of the last revision reached
+/// (see [`Tx::grants`]).
 fn history_page<V: Clone>(
     map: &BTreeMap<(u64, u64), V>,
     after: u64,
@@ -231,11 +231,10 @@ fn history_page<V: Clone>(
     keep: impl Fn(&V) -> bool,
 ) -> Vec<V> {
     let mut rows = Vec::new();
-    let mut last = None;
-    let start = after.saturating_add(1);
-    if start == after {
+    let Some(start) = after.checked_add(1) else {
         return rows;
-    }
+    };
+    let mut last = None;
     for (&(revision, _), row) in map.range((start, 0)..) {
         if rows.len() >= limit && last != Some(revision) {
             break;
