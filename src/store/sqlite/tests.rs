@@ -424,22 +424,22 @@ fn main_queries_use_indexes() {
             "PRIMARY KEY",
         ),
         (
-            "SELECT * FROM grants WHERE revision > ?1 ORDER BY revision, seq LIMIT ?2",
+            "SELECT * FROM grants WHERE revision > ? ORDER BY revision, seq LIMIT ?",
             2,
             "grants_revision",
         ),
         (
-            "SELECT * FROM grants WHERE resource_id = ?1 AND revision > ?2 ORDER BY revision, seq LIMIT ?3",
+            "SELECT * FROM grants WHERE revision > ? AND resource_id = ? ORDER BY revision, seq LIMIT ?",
             3,
             "grants_resource",
         ),
         (
-            "SELECT * FROM writes WHERE revision > ?1 ORDER BY revision, seq LIMIT ?2",
+            "SELECT * FROM writes WHERE revision > ? ORDER BY revision, seq LIMIT ?",
             2,
             "writes_revision",
         ),
         (
-            "SELECT * FROM writes WHERE resource_id = ?1 AND revision > ?2 ORDER BY revision, seq LIMIT ?3",
+            "SELECT * FROM writes WHERE revision > ? AND resource_id = ? ORDER BY revision, seq LIMIT ?",
             3,
             "writes_resource",
         ),
@@ -482,6 +482,16 @@ fn main_queries_use_indexes() {
             "SELECT * FROM grants WHERE revision = ? ORDER BY seq",
             1,
             "grants_revision",
+        ),
+        (
+            "SELECT * FROM grants WHERE revision = ? AND resource_id = ? ORDER BY seq",
+            2,
+            "grants_resource",
+        ),
+        (
+            "SELECT * FROM writes WHERE revision = ? ORDER BY seq",
+            1,
+            "writes_revision",
         ),
         (
             "SELECT * FROM writes WHERE revision = ? AND resource_id = ? ORDER BY seq",
