@@ -343,7 +343,7 @@ fn bad_stores_and_bad_input_are_one_line_exit_2() {
 /// manual clock an hour ahead so every seeded item is due: batches claimed and finished, a
 /// stalled owner whose completions are fenced after a reclaim, retries, workflow steps and
 /// their outcome records, cursors, schedule firings and a keyed lease call; then both
-/// authorities stop cleanly (so nothing in the views depends on when they are read).
+/// authorities stop cleanly, so no authority's liveness changes while the views are read.
 fn drive(path: &str) {
     let clock = ManualClock::new(SystemClock.now() + 3_600_000);
     let store = Store::new(
