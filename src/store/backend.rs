@@ -109,6 +109,9 @@ pub trait Tx {
     fn work(&mut self, id: &str) -> Result<Option<WorkItem>>;
     /// Inserts unless the id exists; returns whether it was inserted.
     fn insert_work(&mut self, item: &WorkItem) -> Result<bool>;
+    /// Writes an item's lifecycle fields. Its identity (kind, handler, payload, logical
+    /// effect id, idempotency key, compat, `created_at`) is fixed at insert and may be
+    /// left as stored.
     fn update_work(&mut self, item: &WorkItem) -> Result<()>;
     /// Non-terminal items with this compat digest due by `now` (pending/retry eligible, or
     /// claimed with an expired lease), earliest due first.

@@ -25,7 +25,7 @@ pub use backend::{Backend, StoreKind, Tx};
 pub use events::Ingested;
 pub use leases::Keyed;
 pub use reads::Overview;
-pub use work::Completion;
+pub use work::{Claim, Completion};
 
 use crate::clock::{Clock, Millis};
 use crate::error::{Error, Result};

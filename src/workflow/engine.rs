@@ -428,6 +428,23 @@ impl Engine {
     /// # Errors
     /// A store failure.
     pub fn claim(&self, limit: usize, lease_ms: Millis) -> Result<Vec<Claimed>> {
+        Ok(self
+            .claim_noting_takeovers(limit, lease_ms)?
+            .into_iter()
+            .map(|(claimed, _)| claimed)
+            .collect())
+    }
+
+    /// [`Self::claim`], with when the lease each claim took over had expired, for the
+    /// claims that took over an unreleased, expired lease (a failover).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn claim_noting_takeovers(
+        &self,
+        limit: usize,
+        lease_ms: Millis,
+    ) -> Result<Vec<(Claimed, Option<Millis>)>> {
         self.store.write(|tx, now| {
             let mut claimed = Vec::new();
             for row in tx.runnable_instances(&self.compat, now, limit)? {
@@ -461,8 +478,11 @@ impl Engine {
                     item_compat: Some(row.compat.clone()),
                     at: now,
                 })?;
+                let took_over = current
+                    .filter(|l| l.released_at.is_none())
+                    .map(|l| l.expires_at);
                 let (_, state) = decode_state(&row)?;
-                claimed.push(Claimed { row, state, lease });
+                claimed.push((Claimed { row, state, lease }, took_over));
             }
             Ok(claimed)
         })
@@ -551,23 +571,56 @@ impl Engine {
         request: &ActionRequest,
         outcome: &std::result::Result<Value, machine::Failure>,
     ) -> Result<()> {
-        self.store.write_logged(|tx, now| {
-            let fence = self.fence(tx, claimed);
-            let detail = serde_json::json!({ "invocationId": request.invocation_id, "attempt": request.attempt });
-            record_write(tx, now, &resource(&claimed.row.instance_id), &self.owner, claimed.lease.generation, "action-outcome", &fence, detail)?;
-            if let Err(e) = fence {
-                return Ok(Err(e));
-            }
-            if tx.action_outcome(&request.invocation_id)?.is_some_and(|o| o.attempt == request.attempt) {
-                return Ok(Ok(()));
-            }
-            let (kind, detail) = match outcome {
-                Ok(v) => ("succeeded", v.clone()),
-                Err(f) => ("failed", serde_json::to_value(f).map_err(|e| Error::Invalid(e.to_string()))?),
-            };
-            tx.put_action_outcome(&ActionOutcome { invocation_id: request.invocation_id.clone(), attempt: request.attempt, outcome: kind.into(), detail: detail.to_string(), at: now })?;
-            Ok(Ok(()))
-        })
+        self.store
+            .write_logged(|tx, now| self.record_outcome_in(tx, now, claimed, request, outcome))
+    }
+
+    /// [`Self::record_outcome`] inside an open transaction: `Ok(Err(_))` is a refusal
+    /// (logged), `Err(_)` a store failure.
+    fn record_outcome_in(
+        &self,
+        tx: &mut dyn Tx,
+        now: Millis,
+        claimed: &Claimed,
+        request: &ActionRequest,
+        outcome: &std::result::Result<Value, machine::Failure>,
+    ) -> Result<Result<()>> {
+        let fence = self.fence(tx, claimed);
+        let detail = serde_json::json!({ "invocationId": request.invocation_id, "attempt": request.attempt });
+        record_write(
+            tx,
+            now,
+            &resource(&claimed.row.instance_id),
+            &self.owner,
+            claimed.lease.generation,
+            "action-outcome",
+            &fence,
+            detail,
+        )?;
+        if let Err(e) = fence {
+            return Ok(Err(e));
+        }
+        if tx
+            .action_outcome(&request.invocation_id)?
+            .is_some_and(|o| o.attempt == request.attempt)
+        {
+            return Ok(Ok(()));
+        }
+        let (kind, detail) = match outcome {
+            Ok(v) => ("succeeded", v.clone()),
+            Err(f) => (
+                "failed",
+                serde_json::to_value(f).map_err(|e| Error::Invalid(e.to_string()))?,
+            ),
+        };
+        tx.put_action_outcome(&ActionOutcome {
+            invocation_id: request.invocation_id.clone(),
+            attempt: request.attempt,
+            outcome: kind.into(),
+            detail: detail.to_string(),
+            at: now,
+        })?;
+        Ok(Ok(()))
     }
 
     fn fence(&self, tx: &mut dyn Tx, claimed: &Claimed) -> Result<()> {
@@ -586,7 +639,49 @@ impl Engine {
     /// `WORK_FENCED` when the lease or the revision moved on (someone else won);
     /// `already-terminal`; `INVALID` for a trigger that does not fit.
     pub fn apply(&self, claimed: &Claimed, trigger: Trigger) -> Result<InstanceRow> {
-        self.store.write_logged(|tx, now| {
+        self.store
+            .write_logged(|tx, now| self.apply_in(tx, now, claimed, trigger.clone()))
+    }
+
+    /// Group commit of finished steps: for each claimed instance, the action's outcome
+    /// record (when an action ran) and the transition, each fenced on its own, all in one
+    /// transaction — one commit for a whole batch of steps. A refused entry (fenced,
+    /// terminal, no longer fitting) is logged and refuses only itself; an outcome and its
+    /// transition commit together, so no crash can fall between them.
+    ///
+    /// # Errors
+    /// A store failure (then nothing of the batch is committed).
+    pub fn finish_steps(&self, steps: &[(&Claimed, Step<'_>)]) -> Result<Vec<Result<InstanceRow>>> {
+        self.store.write(|tx, now| {
+            let mut answers = Vec::with_capacity(steps.len());
+            for (claimed, step) in steps {
+                let trigger = match step {
+                    Step::Ran { request, outcome } => {
+                        if let Err(e) =
+                            self.record_outcome_in(tx, now, claimed, request, outcome)?
+                        {
+                            answers.push(Err(e));
+                            continue;
+                        }
+                        outcome_to_trigger(outcome)
+                    }
+                    Step::Apply(trigger) => trigger.clone(),
+                };
+                answers.push(self.apply_in(tx, now, claimed, trigger)?);
+            }
+            Ok(answers)
+        })
+    }
+
+    /// [`Self::apply`] inside an open transaction: `Ok(Err(_))` is a refusal (logged).
+    fn apply_in(
+        &self,
+        tx: &mut dyn Tx,
+        now: Millis,
+        claimed: &Claimed,
+        trigger: Trigger,
+    ) -> Result<Result<InstanceRow>> {
+        {
             let res = resource(&claimed.row.instance_id);
             let Some(row) = tx.instance(&claimed.row.instance_id)? else {
                 return Ok(Err(Error::NotFound {
@@ -629,11 +724,10 @@ impl Engine {
             let (fingerprint, state) = decode_state(&row)?;
             let def = self.definition(tx, &row, &fingerprint)?;
             let high_water = tx.journal_high_water()?;
-            let (next, entries) =
-                match machine::apply(&def, &state, trigger.clone(), now, high_water) {
-                    Ok(t) => t,
-                    Err(e) => return Ok(Err(refusal(&e, &row.instance_id))),
-                };
+            let (next, entries) = match machine::apply(&def, &state, trigger, now, high_water) {
+                Ok(t) => t,
+                Err(e) => return Ok(Err(refusal(&e, &row.instance_id))),
+            };
             let written = commit_transition(tx, &row, &fingerprint, &next, &entries, now)?;
             if let Some(lease) = tx.lease(&res)? {
                 tx.put_lease(&lease_rules::release(
@@ -644,7 +738,7 @@ impl Engine {
                 )?)?;
             }
             Ok(Ok(written))
-        })
+        }
     }
 
     /// Gives the instance lease back without a transition (nothing was due) and restores
@@ -709,15 +803,7 @@ impl Engine {
             Next::Run(request) => {
                 let outcome = run_action(&request);
                 self.record_outcome(claimed, &request, &outcome)?;
-                let trigger = match outcome {
-                    Ok(output) => Trigger::ActionSucceeded { output },
-                    Err(f) => Trigger::ActionFailed {
-                        retryable: f.retryable,
-                        code: f.code,
-                        message: f.message,
-                    },
-                };
-                self.apply(claimed, trigger).map(Some)
+                self.apply(claimed, outcome_to_trigger(&outcome)).map(Some)
             }
         }
     }
@@ -726,6 +812,33 @@ impl Engine {
     #[must_use]
     pub fn owner(&self) -> &str {
         &self.owner
+    }
+}
+
+/// One finished step, for [`Engine::finish_steps`].
+#[derive(Debug, Clone)]
+pub enum Step<'a> {
+    /// An action ran: record its outcome, then apply it.
+    Ran {
+        request: &'a ActionRequest,
+        outcome: &'a std::result::Result<Value, machine::Failure>,
+    },
+    /// A trigger that needs no action (a timer, a timeout, a recorded outcome).
+    Apply(Trigger),
+}
+
+/// The trigger an action's outcome fires.
+#[must_use]
+pub fn outcome_to_trigger(outcome: &std::result::Result<Value, machine::Failure>) -> Trigger {
+    match outcome {
+        Ok(output) => Trigger::ActionSucceeded {
+            output: output.clone(),
+        },
+        Err(f) => Trigger::ActionFailed {
+            retryable: f.retryable,
+            code: f.code.clone(),
+            message: f.message.clone(),
+        },
     }
 }
 

@@ -1048,3 +1048,45 @@ fn sqlite_errors_map_to_store_errors() {
     assert!(out.is_ok());
     assert_eq!(calls, 3, "busy attempts are retried");
 }
+
+/// The `work` table's columns in the order `rows::work` reads them by position.
+const WORK_COLUMNS: [&str; 23] = [
+    "id",
+    "kind",
+    "state",
+    "handler",
+    "payload",
+    "logical_effect_id",
+    "idempotency_key",
+    "compat",
+    "owner_id",
+    "token",
+    "generation",
+    "claimed_at",
+    "lease_expires_at",
+    "attempt_number",
+    "uncertain_attempts",
+    "max_attempts",
+    "last_attempt_at",
+    "next_eligible_at",
+    "last_failure",
+    "result",
+    "created_at",
+    "updated_at",
+    "due_at",
+];
+
+#[test]
+fn work_columns_are_in_the_order_rows_are_mapped_by_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = SqliteBackend::open(dir.path().join("s.db"), OpenMode::ReadWrite).unwrap();
+    let conn = backend.lock();
+    let names: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('work') ORDER BY cid")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(names, WORK_COLUMNS);
+}

@@ -433,11 +433,12 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {
+        // Only the columns a transition changes: SQLite then leaves the indexes over the
+        // identity columns (kind, compat) alone. Parameters keep `work_values` numbering.
         let changed = self.exec(
-            "UPDATE work SET kind = ?2, state = ?3, handler = ?4, payload = ?5, logical_effect_id = ?6,
-                idempotency_key = ?7, compat = ?8, owner_id = ?9, token = ?10, generation = ?11, claimed_at = ?12,
+            "UPDATE work SET state = ?3, owner_id = ?9, token = ?10, generation = ?11, claimed_at = ?12,
                 lease_expires_at = ?13, attempt_number = ?14, uncertain_attempts = ?15, max_attempts = ?16,
-                last_attempt_at = ?17, next_eligible_at = ?18, last_failure = ?19, result = ?20, created_at = ?21,
+                last_attempt_at = ?17, next_eligible_at = ?18, last_failure = ?19, result = ?20,
                 updated_at = ?22, due_at = ?23
              WHERE id = ?1",
             params_from_iter(work_values(item)?),
