@@ -1078,15 +1078,12 @@ const WORK_COLUMNS: [&str; 23] = [
 
 #[test]
 fn work_columns_are_in_the_order_rows_are_mapped_by_position() {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = SqliteBackend::open(dir.path().join("s.db"), OpenMode::ReadWrite).unwrap();
+    let (_dir, path) = temp();
+    let backend = open(&path, OpenMode::ReadWrite).expect("open");
     let conn = backend.lock();
     let names: Vec<String> = conn
         .prepare("SELECT name FROM pragma_table_info('work') ORDER BY cid")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap();
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .expect("table info");
     assert_eq!(names, WORK_COLUMNS);
 }
