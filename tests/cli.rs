@@ -695,3 +695,109 @@ fn help_and_version_exit_zero() {
     }
     assert_eq!(code(&leasehold(&["--version"])), 0);
 }
+
+/// `leasehold bench … --json`: one object with the documented fields, for every mode.
+#[test]
+fn bench_reports_its_documented_fields_as_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let work_store = format!("sqlite:{}", dir.path().join("work.db").display());
+    let o = leasehold(&[
+        "bench",
+        "work",
+        "--store",
+        &work_store,
+        "--items",
+        "300",
+        "--single",
+        "20",
+        "--authorities",
+        "2",
+        "--concurrency",
+        "16",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let report: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(report["bench"], "work");
+    assert_eq!(report["store"]["kind"], "sqlite");
+    assert!(
+        report["store"]["durability"]
+            .as_str()
+            .unwrap()
+            .contains("synchronous=FULL")
+    );
+    assert!(report["machine"]["cores"].as_u64().unwrap() >= 1);
+    assert_eq!(report["knobs"]["items"], 300);
+    let results = &report["results"];
+    for key in [
+        "enqueueSinglePerSec",
+        "enqueueBatchedPerSec",
+        "drainPerSec",
+        "claimToCompleteP50Ms",
+        "claimToCompleteP99Ms",
+        "fencedRejections",
+        "storeCommits",
+    ] {
+        assert!(results[key].is_number(), "{key} missing: {report}");
+    }
+    assert_eq!(results["completions"], 300);
+
+    // The store now holds the bench's items: a second run refuses and changes nothing.
+    let again = leasehold(&["bench", "work", "--store", &work_store, "--items", "10"]);
+    assert!(assert_one_line_failure(&again, 2).contains("scratch store"));
+
+    let wf_store = format!("sqlite:{}", dir.path().join("wf.db").display());
+    let o = leasehold(&[
+        "bench",
+        "--store",
+        &wf_store,
+        "workflows",
+        "--instances",
+        "30",
+        "--concurrency",
+        "8",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let report: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(report["bench"], "workflows");
+    for key in ["startsPerSec", "workflowsPerSec", "transitionsPerSec"] {
+        assert!(
+            report["results"][key].as_f64().unwrap() > 0.0,
+            "{key}: {report}"
+        );
+    }
+
+    // The dashboard over a seeded store, with one writer process working it meanwhile.
+    let seeded = format!("sqlite:{}", dir.path().join("seeded.db").display());
+    seed(&seeded, &[]);
+    let o = leasehold(&[
+        "bench",
+        "dashboard",
+        "--store",
+        &seeded,
+        "--refreshes",
+        "3",
+        "--writers",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let report: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(report["knobs"]["writers"], 1);
+    for key in [
+        "firstFrameMs",
+        "refreshP50Ms",
+        "refreshP99Ms",
+        "endOfWorkMs",
+        "peakRssMb",
+    ] {
+        assert!(
+            report["results"][key].as_f64().unwrap() > 0.0,
+            "{key}: {report}"
+        );
+    }
+
+    let o = leasehold(&["bench", "work"]);
+    assert!(assert_one_line_failure(&o, 2).contains("--store"));
+}
