@@ -51,11 +51,10 @@ impl Progress {
             return;
         }
         self.last = Some(now);
-        let pct = if self.total > 0 {
-            done.saturating_mul(100) / self.total
-        } else {
-            100
-        };
+        let pct = done
+            .saturating_mul(100)
+            .checked_div(self.total)
+            .unwrap_or(100);
         let line = format!(
             "{}: {done}/{} ({pct}%) {:.1} s",
             self.label,

@@ -255,7 +255,7 @@ mod tests {
         assert_eq!(grouped(12.34), "12.3");
         assert_eq!(grouped(7.0), "7");
         assert_eq!(number(3.0), Value::from(3));
-        assert_eq!(number(3.14159), Value::from(3.1));
+        assert_eq!(number(2.34567), Value::from(2.3));
     }
 
     #[test]

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::pending::{AttachArgs, DemoArgs};
 use super::{CliResult, Failure, StoreArg};
 use crate::authority::config::{AuthorityConfig, generated_instance_id};
 use crate::authority::runtime::{LogFormat, RunOptions, run_authority_with};
@@ -18,6 +17,46 @@ use crate::check::{CheckOptions, check};
 use crate::cluster::{Cluster, ClusterOptions, run_headless};
 use crate::store::url::OpenMode;
 use crate::tui::{TuiOptions, default_actor};
+
+/// `leasehold demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// How many authorities the embedded cluster runs.
+    #[arg(long, default_value_t = 3)]
+    pub authorities: u32,
+    /// A named fault scenario.
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// The RNG seed (printed when not given).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Run without the dashboard and print the checker's report.
+    #[arg(long, requires = "duration")]
+    pub headless: bool,
+    /// How long a headless run lasts (e.g. `30s`, `5m`).
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Print the headless report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// The dashboard theme.
+    #[arg(long)]
+    pub theme: Option<String>,
+}
+
+/// `leasehold attach`.
+#[derive(Debug, Clone, Args)]
+pub struct AttachArgs {
+    /// The work store: a SQLite file path or sqlite:PATH, postgres://…, or memory.
+    #[arg(env = "LEASEHOLD_STORE", value_name = "STORE")]
+    pub store: String,
+    /// Disable operator actions (cancel).
+    #[arg(long)]
+    pub read_only: bool,
+    /// A theme from `themes/` or a theme file.
+    #[arg(long)]
+    pub theme: Option<String>,
+}
 
 /// `leasehold authority`.
 #[derive(Debug, Clone, Args)]

@@ -158,9 +158,8 @@ fn commit_transition(
     tx.commit_revision()?;
     let mut row = encode_row(before, definition, state, now)?;
     row.instance_revision = before.instance_revision + 1;
-    let mut position = tx.history(&before.instance_id)?.len() as u64;
-    for entry in entries {
-        position += 1;
+    let next = tx.history(&before.instance_id)?.len() as u64 + 1;
+    for (position, entry) in (next..).zip(entries) {
         tx.add_history(&HistoryRecord {
             instance_id: row.instance_id.clone(),
             position,

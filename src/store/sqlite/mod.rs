@@ -247,6 +247,15 @@ impl Backend for SqliteBackend {
         self.label.clone()
     }
 
+    /// The file's canonical path: two spellings of one file are one store.
+    fn identity(&self) -> String {
+        self.path
+            .canonicalize()
+            .unwrap_or_else(|_| self.path.clone())
+            .display()
+            .to_string()
+    }
+
     fn physical_durability(&self) -> bool {
         true
     }

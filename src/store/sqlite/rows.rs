@@ -12,8 +12,8 @@ use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, DedupOutcome, Grant, HistoryRecord, Ingestion, InstanceRow,
-    JournalEvent, Lease, Schedule, Subscription, WorkItem, WorkKind, WorkState,
+    AuditEntry, Authority, DedupOutcome, Grant, HistoryRecord, IdempotentAnswer, Ingestion,
+    InstanceRow, JournalEvent, Lease, Schedule, Subscription, WorkItem, WorkKind, WorkState,
     WorkflowDefinitionRow, WriteRecord,
 };
 
@@ -218,6 +218,14 @@ pub(super) fn audit(row: &Row<'_>) -> SqlResult<AuditEntry> {
         action: row.get("action")?,
         target: row.get("target")?,
         outcome: row.get("outcome")?,
+    })
+}
+
+pub(super) fn idempotent_answer(row: &Row<'_>) -> SqlResult<IdempotentAnswer> {
+    Ok(IdempotentAnswer {
+        key: row.get("key")?,
+        answer: row.get("answer")?,
+        at: row.get("at")?,
     })
 }
 

@@ -17,8 +17,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::WorkFilter;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease,
-    PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, Grant, HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow,
+    JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow,
+    WriteRecord,
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
@@ -52,16 +53,16 @@ impl<'a> SqliteTx<'a> {
         }
     }
 
-    /// Writes the buffered counter deltas. The caller runs it before COMMIT.
+    /// Writes the buffered counter deltas. The caller runs it before COMMIT. A net delta of
+    /// zero is written too: a counter once adjusted exists (at 0), as in the memory store,
+    /// and a copy recreates zero-valued counters exactly.
     pub(super) fn flush(&mut self) -> Result<()> {
         for (name, delta) in std::mem::take(&mut self.pending_counters) {
-            if delta != 0 {
-                self.exec(
-                    "INSERT INTO counters (name, value) VALUES (?1, ?2)
-                     ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-                    params![name, delta],
-                )?;
-            }
+            self.exec(
+                "INSERT INTO counters (name, value) VALUES (?1, ?2)
+                 ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+                params![name, delta],
+            )?;
         }
         Ok(())
     }
@@ -112,9 +113,11 @@ impl<'a> SqliteTx<'a> {
 
     fn meta(&self, key: &str) -> Result<i64> {
         self.one("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))?
-            .ok_or_else(|| {
-                Error::Corrupt(format!("{}: the meta row {key:?} is missing", self.label))
-            })
+            .ok_or_else(|| self.missing_meta(key))
+    }
+
+    fn missing_meta(&self, key: &str) -> Error {
+        Error::Corrupt(format!("{}: the meta row {key:?} is missing", self.label))
     }
 
     /// Advances a meta counter by one and returns the new value.
@@ -125,7 +128,7 @@ impl<'a> SqliteTx<'a> {
             [key],
             |r| r.get(0),
         )?
-        .ok_or_else(|| Error::Corrupt(format!("{}: the meta row {key:?} is missing", self.label)))
+        .ok_or_else(|| self.missing_meta(key))
     }
 
     /// One keyset page: rows of `from` matching `conds` strictly after (or, backwards,
@@ -208,6 +211,106 @@ impl<'a> SqliteTx<'a> {
             page.limit.max(1),
             map,
         )
+    }
+
+    /// A page of the checker's history (`grants` or `writes`): the first `n` rows above
+    /// revision `after`, then the rest of the last revision reached (see [`Tx::grants`]).
+    fn history_page<T>(
+        &self,
+        table: &str,
+        resource: Option<&str>,
+        after: u64,
+        n: usize,
+        map: Map<T>,
+        revision: fn(&T) -> u64,
+    ) -> Result<Vec<T>> {
+        let (on_resource, mut values) = match resource {
+            Some(r) => (" AND resource_id = ?", vec![Value::Text(r.to_owned())]),
+            None => ("", Vec::new()),
+        };
+        let mut head = vec![Value::Integer(bound(after))];
+        head.extend(values.iter().cloned());
+        head.push(Value::Integer(limit(n)));
+        let mut rows = self.all(
+            &format!(
+                "SELECT * FROM {table} WHERE revision > ?{on_resource} ORDER BY revision, seq LIMIT ?"
+            ),
+            params_from_iter(head),
+            map,
+        )?;
+        let Some(last) = rows
+            .last()
+            .map(revision)
+            .filter(|_| n > 0 && rows.len() == n)
+        else {
+            return Ok(rows);
+        };
+        rows.retain(|r| revision(r) != last);
+        values.insert(0, Value::Integer(int(last)?));
+        rows.extend(self.all(
+            &format!("SELECT * FROM {table} WHERE revision = ?{on_resource} ORDER BY seq"),
+            params_from_iter(values),
+            map,
+        )?);
+        Ok(rows)
+    }
+
+    /// Inserts a journal row under `seq`.
+    fn insert_journal_row(&self, seq: i64, event: &JournalEvent) -> Result<()> {
+        self.exec(
+            "INSERT INTO journal (seq, event_type, source, external_id, payload, fingerprint, at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                seq,
+                event.event_type,
+                event.source,
+                event.external_id,
+                event.payload,
+                event.fingerprint,
+                event.at
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Inserts an ingestion under `id`, or the next id when `None`.
+    fn insert_ingestion(&self, id: Option<i64>, i: &Ingestion) -> Result<()> {
+        self.exec(
+            "INSERT INTO ingestions (id, at, event_type, source, external_id, outcome, seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                id,
+                i.at,
+                i.event_type,
+                i.source,
+                i.external_id,
+                i.outcome.as_str(),
+                i.seq
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Inserts an audit entry under `id`, or the next id when `None`.
+    fn insert_audit(&self, id: Option<i64>, e: &AuditEntry) -> Result<()> {
+        self.exec(
+            "INSERT INTO audit (id, at, actor, action, target, outcome) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![id, e.at, e.actor, e.action, e.target, e.outcome],
+        )?;
+        Ok(())
+    }
+
+    /// Sets a meta value.
+    fn set_meta(&self, key: &str, value: i64) -> Result<()> {
+        if self.exec(
+            "UPDATE meta SET value = ?2 WHERE key = ?1",
+            params![key, value],
+        )? == 1
+        {
+            Ok(())
+        } else {
+            Err(self.missing_meta(key))
+        }
     }
 
     fn insert_work_row(&self, item: &WorkItem) -> Result<usize> {
@@ -481,19 +584,7 @@ impl Tx for SqliteTx<'_> {
 
     fn append_journal(&mut self, event: &JournalEvent) -> Result<i64> {
         let seq = self.bump_meta("journal_seq")?;
-        self.exec(
-            "INSERT INTO journal (seq, event_type, source, external_id, payload, fingerprint, at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                seq,
-                event.event_type,
-                event.source,
-                event.external_id,
-                event.payload,
-                event.fingerprint,
-                event.at
-            ],
-        )?;
+        self.insert_journal_row(seq, event)?;
         self.exec(
             "DELETE FROM journal WHERE seq <= ?1",
             [seq - RETENTION.journal_events],
@@ -525,12 +616,8 @@ impl Tx for SqliteTx<'_> {
         self.meta("journal_seq")
     }
 
-    fn add_ingestion(&mut self, i: &Ingestion) -> Result<()> {
-        self.exec(
-            "INSERT INTO ingestions (at, event_type, source, external_id, outcome, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![i.at, i.event_type, i.source, i.external_id, i.outcome.as_str(), i.seq],
-        )?;
-        Ok(())
+    fn add_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
+        self.insert_ingestion(None, ingestion)
     }
 
     fn list_ingestions(&mut self, page: &PageRequest) -> Result<Vec<Ingestion>> {
@@ -650,12 +737,8 @@ impl Tx for SqliteTx<'_> {
         Ok(())
     }
 
-    fn add_audit(&mut self, e: &AuditEntry) -> Result<()> {
-        self.exec(
-            "INSERT INTO audit (at, actor, action, target, outcome) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![e.at, e.actor, e.action, e.target, e.outcome],
-        )?;
-        Ok(())
+    fn add_audit(&mut self, entry: &AuditEntry) -> Result<()> {
+        self.insert_audit(None, entry)
     }
 
     fn list_audit(&mut self, page: &PageRequest) -> Result<Vec<AuditEntry>> {
@@ -681,33 +764,13 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn grants(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<Grant>> {
-        match resource {
-            Some(r) => self.all(
-                "SELECT * FROM grants WHERE resource_id = ?1 AND revision > ?2 ORDER BY revision, seq LIMIT ?3",
-                params![r, bound(after), limit(n)],
-                rows::grant,
-            ),
-            None => self.all(
-                "SELECT * FROM grants WHERE revision > ?1 ORDER BY revision, seq LIMIT ?2",
-                params![bound(after), limit(n)],
-                rows::grant,
-            ),
-        }
+        self.history_page("grants", resource, after, n, rows::grant, |g| g.revision)
     }
 
     fn writes(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<WriteRecord>> {
-        match resource {
-            Some(r) => self.all(
-                "SELECT * FROM writes WHERE resource_id = ?1 AND revision > ?2 ORDER BY revision, seq LIMIT ?3",
-                params![r, bound(after), limit(n)],
-                rows::write_record,
-            ),
-            None => self.all(
-                "SELECT * FROM writes WHERE revision > ?1 ORDER BY revision, seq LIMIT ?2",
-                params![bound(after), limit(n)],
-                rows::write_record,
-            ),
-        }
+        self.history_page("writes", resource, after, n, rows::write_record, |w| {
+            w.revision
+        })
     }
 
     fn trim_history(&mut self, keep_from_revision: u64) -> Result<()> {
@@ -804,11 +867,7 @@ impl Tx for SqliteTx<'_> {
         after: Option<&str>,
         n: usize,
     ) -> Result<Vec<InstanceRow>> {
-        let page = PageRequest {
-            after: after.map(str::to_owned),
-            limit: n,
-            backwards: false,
-        };
+        let page = PageRequest::resume(after, n);
         self.text_page(
             "instances",
             "instance_id",
@@ -874,6 +933,67 @@ impl Tx for SqliteTx<'_> {
             params![o.invocation_id, o.attempt, o.outcome, o.detail, o.at],
         )?;
         Ok(())
+    }
+
+    fn list_dedup(&mut self, after: Option<(&str, &str)>, n: usize) -> Result<Vec<DedupRecord>> {
+        match after {
+            Some((source, external_id)) => self.all(
+                "SELECT * FROM dedup WHERE (source, external_id) > (?1, ?2)
+                 ORDER BY source, external_id LIMIT ?3",
+                params![source, external_id, limit(n)],
+                rows::dedup,
+            ),
+            None => self.all(
+                "SELECT * FROM dedup ORDER BY source, external_id LIMIT ?1",
+                [limit(n)],
+                rows::dedup,
+            ),
+        }
+    }
+
+    fn list_idempotent_answers(
+        &mut self,
+        after: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<IdempotentAnswer>> {
+        self.text_page(
+            "idempotency",
+            "key",
+            None,
+            &PageRequest::resume(after, n),
+            rows::idempotent_answer,
+        )
+    }
+
+    fn list_action_outcomes(
+        &mut self,
+        after: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<ActionOutcome>> {
+        self.text_page(
+            "action_outcomes",
+            "invocation_id",
+            None,
+            &PageRequest::resume(after, n),
+            rows::outcome,
+        )
+    }
+
+    fn import_journal(&mut self, event: &JournalEvent) -> Result<()> {
+        self.insert_journal_row(event.seq, event)
+    }
+
+    fn import_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
+        self.insert_ingestion(Some(ingestion.id), ingestion)
+    }
+
+    fn import_audit(&mut self, entry: &AuditEntry) -> Result<()> {
+        self.insert_audit(Some(entry.id), entry)
+    }
+
+    fn import_revision(&mut self, revision: u64, journal_high_water: i64) -> Result<()> {
+        self.set_meta("revision", int(revision)?)?;
+        self.set_meta("journal_seq", journal_high_water)
     }
 }
 
