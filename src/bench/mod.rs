@@ -21,8 +21,10 @@ pub use fleet::{Fleet, FleetOptions};
 pub use progress::Progress;
 pub use report::{Machine, Report, StoreFacts};
 
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
+use crate::authority::stats::Stats;
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -81,4 +83,103 @@ pub fn wait_for<T>(
 pub fn rate(count: u64, elapsed: Duration) -> f64 {
     let secs = elapsed.as_secs_f64();
     if secs > 0.0 { count as f64 / secs } else { 0.0 }
+}
+
+/// How a creation phase went: the first items one per transaction, the rest in batches.
+pub struct Created {
+    pub single: (u64, Duration),
+    pub batched: (u64, Duration),
+}
+
+impl Created {
+    /// Reports both rates (a part with no items is left out).
+    pub fn report(
+        &self,
+        report: &mut Report,
+        single: [&'static str; 2],
+        batched: [&'static str; 2],
+        unit: &'static str,
+    ) {
+        for ((n, elapsed), [key, label]) in [(self.single, single), (self.batched, batched)] {
+            if n > 0 {
+                report.metric(key, label, rate(n, elapsed), unit);
+            }
+        }
+    }
+}
+
+/// Creates `total` items: `one(i)` for the first `single`, then `many(range)` per batch of
+/// `batch`, reporting `label` progress.
+///
+/// # Errors
+/// The first failing call's.
+pub fn create(
+    label: &str,
+    total: u64,
+    single: u64,
+    batch: u64,
+    quiet: bool,
+    mut one: impl FnMut(u64) -> Result<()>,
+    mut many: impl FnMut(Range<u64>) -> Result<()>,
+) -> Result<Created> {
+    let single = single.min(total);
+    let mut progress = Progress::new(label, total, quiet);
+    let started = Instant::now();
+    for i in 0..single {
+        one(i)?;
+        progress.update(i + 1);
+    }
+    let single_elapsed = started.elapsed();
+    let started = Instant::now();
+    let mut next = single;
+    while next < total {
+        let end = (next + batch.max(1)).min(total);
+        many(next..end)?;
+        next = end;
+        progress.update(next);
+    }
+    progress.finish();
+    Ok(Created {
+        single: (single, single_elapsed),
+        batched: (total - single, started.elapsed()),
+    })
+}
+
+/// A fleet's run: how long it took, what its authorities counted, what the store committed.
+pub struct FleetRun {
+    pub elapsed: Duration,
+    pub stats: Vec<Stats>,
+    pub commits: u64,
+}
+
+/// Starts `fleet` on `store`, waits until `done` counts `total`, stops the fleet.
+///
+/// # Errors
+/// A fleet that cannot start or stop, a store failure, `timeout` passing first.
+pub fn run_fleet(
+    store: &Store,
+    fleet: &FleetOptions,
+    label: &str,
+    total: u64,
+    timeout: Duration,
+    quiet: bool,
+    done: impl Fn(&Store) -> Result<u64>,
+) -> Result<FleetRun> {
+    let revision_before = store.revision()?;
+    let started = Instant::now();
+    let running = Fleet::start(fleet, store)?;
+    let mut progress = Progress::new(label, total, quiet);
+    let finished = wait_for(label, timeout, &mut progress, |p| {
+        let n = done(store)?;
+        p.update(n);
+        Ok((n >= total).then_some(()))
+    });
+    let elapsed = started.elapsed();
+    let stats = running.stop();
+    finished?;
+    Ok(FleetRun {
+        elapsed,
+        stats: stats?,
+        commits: store.revision()?.saturating_sub(revision_before),
+    })
 }

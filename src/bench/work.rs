@@ -2,9 +2,9 @@
 //! the rest in batches — then drain them with K authorities through the real runtime
 //! (batched claims, handlers on the worker pool, group-committed fenced completions).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{Fleet, FleetOptions, Progress, Report, StoreFacts, rate, wait_for};
+use super::{FleetOptions, FleetRun, Report, StoreFacts, create, rate, run_fleet};
 use crate::authority::stats::{Histogram, Stats};
 use crate::authority::workload::NOOP_HANDLER;
 use crate::build_key::compatibility_key;
@@ -40,62 +40,42 @@ pub fn run(store: &Store, bench: &WorkBench) -> Result<Report> {
     knobs(&mut report, &bench.fleet);
 
     let spec = |i: u64| NewWork::effect(format!("bench-{i:09}"), NOOP_HANDLER, "{}");
-    let single = bench.single.min(bench.items);
-    let mut progress = Progress::new("enqueue", bench.items, bench.quiet);
-    let started = Instant::now();
-    for i in 0..single {
-        store.enqueue(spec(i), &compat)?;
-        progress.update(i + 1);
-    }
-    let single_elapsed = started.elapsed();
-    let started = Instant::now();
-    let mut next = single;
-    while next < bench.items {
-        let end = (next + bench.enqueue_batch.max(1) as u64).min(bench.items);
-        store.enqueue_batch((next..end).map(spec).collect(), &compat)?;
-        next = end;
-        progress.update(next);
-    }
-    let batched_elapsed = started.elapsed();
-    progress.finish();
-    if single > 0 {
-        report.metric(
-            "enqueueSinglePerSec",
-            "enqueue, one item per commit",
-            rate(single, single_elapsed),
-            "items/s",
-        );
-    }
-    if bench.items > single {
-        report.metric(
-            "enqueueBatchedPerSec",
-            "enqueue, batched",
-            rate(bench.items - single, batched_elapsed),
-            "items/s",
-        );
-    }
+    create(
+        "enqueue",
+        bench.items,
+        bench.single,
+        bench.enqueue_batch as u64,
+        bench.quiet,
+        |i| store.enqueue(spec(i), &compat).map(drop),
+        |range| {
+            store
+                .enqueue_batch(range.map(spec).collect(), &compat)
+                .map(drop)
+        },
+    )?
+    .report(
+        &mut report,
+        ["enqueueSinglePerSec", "enqueue, one item per commit"],
+        ["enqueueBatchedPerSec", "enqueue, batched"],
+        "items/s",
+    );
 
-    let revision_before = store.revision()?;
-    let started = Instant::now();
-    let fleet = Fleet::start(&bench.fleet, store)?;
-    let mut progress = Progress::new("drain", bench.items, bench.quiet);
-    let drained = wait_for("the drain", bench.timeout, &mut progress, |p| {
-        let done = terminal_effects(store, &compat)?;
-        p.update(done);
-        Ok((done >= bench.items).then_some(()))
-    });
-    let elapsed = started.elapsed();
-    let stats = fleet.stop();
-    drained?;
-    let stats = stats?;
-    let commits = store.revision()?.saturating_sub(revision_before);
+    let run = run_fleet(
+        store,
+        &bench.fleet,
+        "drain",
+        bench.items,
+        bench.timeout,
+        bench.quiet,
+        |store| terminal_effects(store, &compat),
+    )?;
     report.metric(
         "drainPerSec",
         "drain (claim + fenced complete)",
-        rate(bench.items, elapsed),
+        rate(bench.items, run.elapsed),
         "items/s",
     );
-    fleet_metrics(&mut report, elapsed, &stats, commits);
+    fleet_metrics(&mut report, &run);
     Ok(report)
 }
 
@@ -118,7 +98,8 @@ pub(super) fn knobs(report: &mut Report, fleet: &FleetOptions) {
 
 /// What the authorities did while they ran, from their own counters, and what it cost
 /// the store.
-pub(super) fn fleet_metrics(report: &mut Report, elapsed: Duration, stats: &[Stats], commits: u64) {
+pub(super) fn fleet_metrics(report: &mut Report, run: &FleetRun) {
+    let (elapsed, stats, commits) = (run.elapsed, &run.stats, run.commits);
     let mut latency = Histogram::default();
     for s in stats {
         latency.merge(&s.finish_latency_ms);

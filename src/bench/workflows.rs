@@ -3,12 +3,12 @@
 //! engine: fenced claim, durable outcome record, then the transition.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Map;
 
 use super::work::{fleet_metrics, knobs};
-use super::{Fleet, FleetOptions, Progress, Report, StoreFacts, rate, wait_for};
+use super::{FleetOptions, Report, StoreFacts, create, rate, run_fleet};
 use crate::authority::workload::NOOP_HANDLER;
 use crate::build_key::compatibility_key;
 use crate::error::{Error, Result};
@@ -75,77 +75,54 @@ pub fn run(store: &Store, bench: &WorkflowBench) -> Result<Report> {
                 diags.first().map(ToString::to_string).unwrap_or_default()
             ))
         })?;
-    let single = bench.single.min(bench.instances);
-    let mut progress = Progress::new("start", bench.instances, bench.quiet);
-    let started = Instant::now();
-    for i in 0..single {
-        store.start_workflow(&definition.workflow_id, Map::new(), "bench", None, &compat)?;
-        progress.update(i + 1);
-    }
-    let single_elapsed = started.elapsed();
-    let started = Instant::now();
-    let mut next = single;
-    while next < bench.instances {
-        let end = (next + START_BATCH).min(bench.instances);
-        let starts: Vec<NewInstance<'_>> = (next..end)
-            .map(|_| NewInstance {
-                workflow_id: &definition.workflow_id,
-                args: Map::new(),
-                principal: "bench",
-                idempotency_key: None,
-            })
-            .collect();
-        store.start_workflows(&starts, &compat)?;
-        next = end;
-        progress.update(next);
-    }
-    let batched_elapsed = started.elapsed();
-    progress.finish();
-    if single > 0 {
-        report.metric(
-            "startsPerSec",
-            "workflow starts, one per commit",
-            rate(single, single_elapsed),
-            "workflows/s",
-        );
-    }
-    if bench.instances > single {
-        report.metric(
-            "startsBatchedPerSec",
-            "workflow starts, batched",
-            rate(bench.instances - single, batched_elapsed),
-            "workflows/s",
-        );
-    }
+    let start = |_| NewInstance {
+        workflow_id: &definition.workflow_id,
+        args: Map::new(),
+        principal: "bench",
+        idempotency_key: None,
+    };
+    create(
+        "start",
+        bench.instances,
+        bench.single,
+        START_BATCH,
+        bench.quiet,
+        |i| store.start_workflows(&[start(i)], &compat).map(drop),
+        |range| {
+            let starts: Vec<NewInstance<'_>> = range.map(start).collect();
+            store.start_workflows(&starts, &compat).map(drop)
+        },
+    )?
+    .report(
+        &mut report,
+        ["startsPerSec", "workflow starts, one per commit"],
+        ["startsBatchedPerSec", "workflow starts, batched"],
+        "workflows/s",
+    );
 
-    let revision_before = store.revision()?;
-    let started = Instant::now();
-    let fleet = Fleet::start(&bench.fleet, store)?;
-    let mut progress = Progress::new("run", bench.instances, bench.quiet);
-    let finished = wait_for("the workflows", bench.timeout, &mut progress, |p| {
-        let done = ended_instances(store)?;
-        p.update(done);
-        Ok((done >= bench.instances).then_some(()))
-    });
-    let elapsed = started.elapsed();
-    let stats = fleet.stop();
-    finished?;
-    let stats = stats?;
-    let commits = store.revision()?.saturating_sub(revision_before);
+    let run = run_fleet(
+        store,
+        &bench.fleet,
+        "run",
+        bench.instances,
+        bench.timeout,
+        bench.quiet,
+        ended_instances,
+    )?;
     let transitions = transitions(store)?;
     report.metric(
         "workflowsPerSec",
         "three-step workflows",
-        rate(bench.instances, elapsed),
+        rate(bench.instances, run.elapsed),
         "workflows/s",
     );
     report.metric(
         "transitionsPerSec",
         "transitions",
-        rate(transitions, elapsed),
+        rate(transitions, run.elapsed),
         "transitions/s",
     );
-    fleet_metrics(&mut report, elapsed, &stats, commits);
+    fleet_metrics(&mut report, &run);
     Ok(report)
 }
 
