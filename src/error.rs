@@ -77,6 +77,15 @@ pub enum Error {
     /// The store refuses writes (opened read-only, or a file without write permission).
     #[error("STORE_READ_ONLY: {0}")]
     ReadOnly(String),
+    /// `copy` writes only into an empty store; `holds` names what the target already has.
+    #[error("COPY_TARGET_NOT_EMPTY: {target} already holds {holds}; copy into a new, empty store")]
+    TargetNotEmpty { target: String, holds: String },
+    /// A copy stopped after writing part of its target, or its source is itself such a
+    /// partial copy: the store is not usable as it is.
+    #[error(
+        "COPY_INCOMPLETE: {store} holds an unfinished copy ({cause}); delete it and copy again"
+    )]
+    CopyIncomplete { store: String, cause: String },
 }
 
 impl Error {
@@ -100,6 +109,8 @@ impl Error {
             Self::Corrupt(_) => "STORE_CORRUPT",
             Self::OutcomeUnknown(_) => "OUTCOME_UNKNOWN",
             Self::ReadOnly(_) => "STORE_READ_ONLY",
+            Self::TargetNotEmpty { .. } => "COPY_TARGET_NOT_EMPTY",
+            Self::CopyIncomplete { .. } => "COPY_INCOMPLETE",
         }
     }
 

@@ -11,11 +11,14 @@
 //! - [`clock`], [`ids`], [`error`]: injected time and ids, the error vocabulary.
 //! - [`model`]: plain data (leases, work items, events, cursors, schedules, authorities).
 //! - [`rules`]: the coordination rules as pure functions over that data.
-//! - [`store`]: the store API written once over a provider seam, and the providers
-//!   (memory, SQLite, PostgreSQL).
+//! - [`store`]: the store API written once over a provider seam, the providers (memory,
+//!   SQLite, PostgreSQL), and the copy of a whole store from one provider to another.
 //! - [`workflow`]: durable workflow definitions, validation, fingerprint, engine.
+//! - [`authority`], [`cluster`], [`check`]: the runtime, the embedded cluster, the checker.
+//! - [`tui`], [`cli`], [`bench`]: the dashboard, the command line, the benchmarks.
 
 pub mod authority;
+pub mod bench;
 pub mod build_key;
 pub mod canonical;
 pub mod check;

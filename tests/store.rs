@@ -15,6 +15,8 @@ mod support;
 
 #[path = "store/bad_input.rs"]
 mod bad_input;
+#[path = "store/copy.rs"]
+mod copy;
 #[path = "store/events.rs"]
 mod events;
 #[path = "store/leases.rs"]
@@ -73,6 +75,10 @@ macro_rules! for_each_case {
             reads::every_commit_advances_the_revision,
             reads::paging_returns_every_row_exactly_once,
             reads::overview_counts_match_the_items,
+            // §4 copying a store
+            copy::a_busy_store_round_trips_through_the_provider,
+            copy::a_copy_carries_on_where_the_source_stopped,
+            copy::a_non_empty_target_is_refused,
         );
     };
 }

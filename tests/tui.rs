@@ -543,9 +543,7 @@ fn sort_by_column_within_the_page() {
     let mut reversed = natural.clone();
     reversed.sort_by_key(|s| std::cmp::Reverse(s.to_lowercase()));
     assert_eq!(ids(&h), reversed);
-    // Sort by generation (column 4) via a header click.
-    let data = h.app.table_data().unwrap();
-    let _ = data;
+    // Cycle the sort column to generation (column 4).
     h.press('s');
     h.press('s');
     h.press('s');
@@ -561,6 +559,50 @@ fn sort_by_column_within_the_page() {
     let mut sorted = gens.clone();
     sorted.sort_unstable_by(|a, b| b.cmp(a));
     assert_eq!(gens, sorted, "still descending after z");
+}
+
+/// Mouse: a click on a tab switches views, on a column header sorts by it, on a row
+/// selects it; the wheel moves the selection.
+#[test]
+fn mouse_clicks_and_wheel() {
+    use leasehold::tui::views::{chrome, table};
+    use ratatui::layout::Rect;
+
+    let f = fixture();
+    let mut h = harness(&f, "dark", 160, 48);
+    let [_, tabs, body, _] = chrome::layout(Rect::new(0, 0, 160, 48));
+    let tab_x = (0..160)
+        .find(|x| chrome::tab_at(tabs, *x) == Some(ViewId::Work))
+        .expect("the work tab is on screen");
+    h.dispatch(Action::Click {
+        column: tab_x,
+        row: tabs.y,
+    });
+    assert_eq!(h.app.view(), ViewId::Work);
+
+    let columns = h.app.table_data().unwrap().columns;
+    let gen_x = (body.x..body.right())
+        .find(|x| table::column_at(body, columns, *x) == Some(4))
+        .expect("the generation column is on screen");
+    h.dispatch(Action::Click {
+        column: gen_x,
+        row: body.y + 1,
+    });
+    assert_eq!(
+        h.app.table_ui().sort.map(|s| s.0),
+        Some(4),
+        "header click sorts"
+    );
+
+    h.dispatch(Action::Click {
+        column: body.x + 2,
+        row: body.y + 4,
+    });
+    assert_eq!(h.app.table_ui().selected, 2, "third row selected");
+    h.dispatch(Action::ScrollDown);
+    assert_eq!(h.app.table_ui().selected, 5, "the wheel moves three rows");
+    h.dispatch(Action::ScrollUp);
+    assert_eq!(h.app.table_ui().selected, 2);
 }
 
 #[test]

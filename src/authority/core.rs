@@ -24,9 +24,11 @@ use super::stats::{ExecLog, ExecRecord, Stats};
 use crate::build_key::compatibility_key;
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::model::{Authority, FailureClass, Subscription, WorkItem, WorkKind, WorkState};
+use crate::model::{
+    Authority, FailureClass, InstanceRow, Subscription, WorkItem, WorkKind, WorkState,
+};
 use crate::store::{Completion, Store};
-use crate::workflow::engine::{Claimed, Engine, Next};
+use crate::workflow::engine::{Claimed, Engine, Next, Step, outcome_to_trigger};
 use crate::workflow::machine::{self, ActionRequest, Trigger};
 
 /// Schedules examined per poll.
@@ -185,6 +187,20 @@ fn classify(result: Result<WorkItem>) -> Result<Finished> {
 }
 
 /// Turns a semantic refusal into `Ok(Some(Refused))`, passing store failures up.
+/// An action's outcome as the engine records it; `None` when it is uncertain (nothing is
+/// recorded, the claim lapses).
+fn action_result(outcome: &HandlerOutcome) -> Option<std::result::Result<Value, machine::Failure>> {
+    match outcome {
+        HandlerOutcome::Succeeded(out) => Some(Ok(out.clone().unwrap_or(Value::Null))),
+        HandlerOutcome::Failed(f) => Some(Err(machine::Failure {
+            code: f.code.clone(),
+            message: f.message.clone(),
+            retryable: f.class == FailureClass::Retryable,
+        })),
+        HandlerOutcome::Uncertain => None,
+    }
+}
+
 fn refusal<T>(result: Result<T>) -> Result<std::result::Result<T, Finished>> {
     match result {
         Ok(v) => Ok(Ok(v)),
@@ -371,55 +387,26 @@ impl AuthorityCore {
         let batch = self.config.claim_batch_size;
         let now = self.store.now();
 
-        // Workflow instances: note which leases are being taken over (expired, unreleased).
+        // Workflow instances, then work items, each claim noting a takeover (failover).
         let wf_limit = free.div_ceil(2).min(batch);
-        let wf_expired: BTreeMap<String, Millis> = self.store.read(|tx| {
-            let mut expired = BTreeMap::new();
-            for row in tx.runnable_instances(&self.compat, now, wf_limit)? {
-                let res = format!("wf:{}", row.instance_id);
-                if let Some(l) = tx.lease(&res)? {
-                    if l.released_at.is_none() && l.expires_at <= now {
-                        expired.insert(res, l.expires_at);
-                    }
-                }
-            }
-            Ok(expired)
-        })?;
-        let instances = self.engine.claim(wf_limit, lease)?;
-
-        // Work items: note which claims are being taken over.
+        let instances = self.engine.claim_noting_takeovers(wf_limit, lease)?;
         let work_limit = free.saturating_sub(instances.len()).min(batch);
-        let mut items = Vec::new();
-        let mut work_expired: BTreeMap<String, Millis> = BTreeMap::new();
-        if work_limit > 0 {
-            work_expired = self.store.read(|tx| {
-                Ok(tx
-                    .claimable_work(&self.compat, now, work_limit)?
-                    .into_iter()
-                    .filter(|w| w.state == WorkState::Claimed)
-                    .filter_map(|w| w.lease_expires_at.map(|e| (w.id, e)))
-                    .collect())
-            })?;
-            items = self.store.claim_batch(
-                &self.config.instance_id,
-                &self.compat,
-                work_limit,
-                lease,
-            )?;
-        }
+        let items = if work_limit > 0 {
+            self.store
+                .claim_work(&self.config.instance_id, &self.compat, work_limit, lease)?
+        } else {
+            Vec::new()
+        };
 
         let mut st = self.state();
         let mut jobs = Vec::with_capacity(instances.len() + items.len());
         let tasks = instances
             .into_iter()
-            .map(|c| {
-                let res = format!("wf:{}", c.row.instance_id);
-                (wf_expired.get(&res).copied(), Task::Workflow(Box::new(c)))
-            })
+            .map(|(c, expired)| (expired, Task::Workflow(Box::new(c))))
             .chain(
                 items
                     .into_iter()
-                    .map(|i| (work_expired.get(&i.id).copied(), Task::Work(Box::new(i)))),
+                    .map(|c| (c.took_over_expired_at, Task::Work(Box::new(c.item)))),
             );
         for (expired, task) in tasks {
             st.stats.claims += 1;
@@ -598,6 +585,7 @@ impl AuthorityCore {
     pub fn finish_all(&self, batch: Vec<Executed>) -> Vec<Finished> {
         let mut answers: Vec<Option<Finished>> = vec![None; batch.len()];
         let mut grouped: Vec<(usize, Job, Executed)> = Vec::new();
+        let mut steps: Vec<(usize, Job, Executed)> = Vec::new();
         let mut single: Vec<(usize, Executed)> = Vec::new();
         {
             let st = self.state();
@@ -616,9 +604,21 @@ impl AuthorityCore {
                     },
                     _ => None,
                 };
-                match groupable {
-                    Some(job) => grouped.push((i, job, executed)),
-                    None => single.push((i, executed)),
+                let step = match (st.inflight.get(&executed.job_id), &executed.exec) {
+                    (
+                        Some(f),
+                        Exec::WorkflowApply(_)
+                        | Exec::WorkflowRan {
+                            outcome: HandlerOutcome::Succeeded(_) | HandlerOutcome::Failed(_),
+                            ..
+                        },
+                    ) if !f.lost && matches!(f.job.task, Task::Workflow(_)) => Some(f.job.clone()),
+                    _ => None,
+                };
+                match (groupable, step) {
+                    (Some(job), _) => grouped.push((i, job, executed)),
+                    (None, Some(job)) => steps.push((i, job, executed)),
+                    (None, None) => single.push((i, executed)),
                 }
             }
         }
@@ -655,6 +655,9 @@ impl AuthorityCore {
                 }
             }
         }
+        if !steps.is_empty() {
+            self.commit_workflow_steps(steps, &mut answers);
+        }
         for (i, executed) in single {
             answers[i] = Some(self.finish(executed));
         }
@@ -679,10 +682,20 @@ impl AuthorityCore {
             Err(e) => Finished::Refused(e.code().to_owned()),
             Ok(finished) => finished,
         };
+        let finished_at = self.store.now();
         {
             let mut st = self.state();
             st.inflight.remove(&job.id);
             let s = &mut st.stats;
+            if matches!(
+                finished,
+                Finished::Completed
+                    | Finished::RetryScheduled
+                    | Finished::Failed
+                    | Finished::Transitioned
+            ) {
+                s.finish_latency_ms.record(finished_at - job.claimed_at);
+            }
             let action = match &executed.exec {
                 Exec::WorkflowRan { outcome, .. } => Some(outcome),
                 _ => None,
@@ -808,45 +821,37 @@ impl AuthorityCore {
     }
 
     fn commit_workflow(&self, claimed: &Claimed, exec: &mut Exec) -> Result<Finished> {
-        let trigger = match exec {
+        let applied = match exec {
             Exec::WorkflowIdle | Exec::Aborted(_) => {
                 return Ok(match refusal(self.engine.release(claimed))? {
                     Ok(()) => Finished::Released,
                     Err(refused) => refused,
                 });
             }
-            Exec::WorkflowApply(trigger) => trigger.clone(),
-            Exec::WorkflowRan {
-                outcome: HandlerOutcome::Uncertain,
-                ..
-            } => return Ok(Finished::Abandoned("uncertain")),
+            Exec::WorkflowApply(trigger) => self.engine.apply(claimed, trigger.clone()),
             Exec::WorkflowRan { request, outcome } => {
-                let result = match outcome {
-                    HandlerOutcome::Succeeded(out) => Ok(out.clone().unwrap_or(Value::Null)),
-                    HandlerOutcome::Failed(f) => Err(machine::Failure {
-                        code: f.code.clone(),
-                        message: f.message.clone(),
-                        retryable: f.class == FailureClass::Retryable,
-                    }),
-                    HandlerOutcome::Uncertain => return Ok(Finished::Abandoned("uncertain")),
+                let Some(result) = action_result(outcome) else {
+                    return Ok(Finished::Abandoned("uncertain"));
                 };
                 if let Err(refused) =
                     refusal(self.engine.record_outcome(claimed, request, &result))?
                 {
                     return Ok(refused);
                 }
-                match result {
-                    Ok(output) => Trigger::ActionSucceeded { output },
-                    Err(f) => Trigger::ActionFailed {
-                        retryable: f.retryable,
-                        code: f.code,
-                        message: f.message,
-                    },
-                }
+                self.engine.apply(claimed, outcome_to_trigger(&result))
             }
             Exec::Work { .. } | Exec::CursorIdle => return Ok(Finished::Abandoned("not-owned")),
         };
-        match refusal(self.engine.apply(claimed, trigger))? {
+        self.after_transition(claimed, applied)
+    }
+
+    /// What a transition's answer means for the job.
+    fn after_transition(
+        &self,
+        claimed: &Claimed,
+        applied: Result<InstanceRow>,
+    ) -> Result<Finished> {
+        match refusal(applied)? {
             Ok(_) => Ok(Finished::Transitioned),
             Err(refused) => {
                 // A refusal other than the fence (a trigger that no longer fits, a cancelled
@@ -855,6 +860,57 @@ impl AuthorityCore {
                     let _ = self.engine.release(claimed);
                 }
                 Ok(refused)
+            }
+        }
+    }
+
+    /// Group commit of workflow steps ([`Engine::finish_steps`]): every transition of the
+    /// batch, with its outcome record, in one transaction, each fenced on its own.
+    fn commit_workflow_steps(
+        &self,
+        grouped: Vec<(usize, Job, Executed)>,
+        answers: &mut [Option<Finished>],
+    ) {
+        let results: Vec<Option<std::result::Result<Value, machine::Failure>>> = grouped
+            .iter()
+            .map(|(_, _, executed)| match &executed.exec {
+                Exec::WorkflowRan { outcome, .. } => action_result(outcome),
+                _ => None,
+            })
+            .collect();
+        let steps: Vec<(&Claimed, Step<'_>)> = grouped
+            .iter()
+            .zip(&results)
+            .filter_map(|((_, job, executed), result)| {
+                let Task::Workflow(claimed) = &job.task else {
+                    return None;
+                };
+                let step = match (&executed.exec, result) {
+                    (Exec::WorkflowApply(trigger), _) => Step::Apply(trigger.clone()),
+                    (Exec::WorkflowRan { request, .. }, Some(outcome)) => {
+                        Step::Ran { request, outcome }
+                    }
+                    _ => return None,
+                };
+                Some((claimed.as_ref(), step))
+            })
+            .collect();
+        let committed = self.engine.finish_steps(&steps);
+        drop(steps);
+        match committed {
+            Ok(applied) => {
+                for ((i, job, executed), applied) in grouped.into_iter().zip(applied) {
+                    let Task::Workflow(claimed) = &job.task else {
+                        continue;
+                    };
+                    let result = self.after_transition(claimed, applied);
+                    answers[i] = Some(self.settle(&job, executed, result));
+                }
+            }
+            Err(e) => {
+                for (i, job, executed) in grouped {
+                    answers[i] = Some(self.settle(&job, executed, Err(e.clone())));
+                }
             }
         }
     }

@@ -31,6 +31,8 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line: `{"at":…,"instance":…,"event":…,…}`.
     Json,
+    /// Nothing (benchmarks, which report on their own).
+    Off,
 }
 
 impl std::str::FromStr for LogFormat {
@@ -40,8 +42,9 @@ impl std::str::FromStr for LogFormat {
         match s {
             "text" => Ok(Self::Text),
             "json" => Ok(Self::Json),
+            "off" => Ok(Self::Off),
             other => Err(Error::Invalid(format!(
-                "unknown log format {other:?}; use text or json"
+                "unknown log format {other:?}; use text, json or off"
             ))),
         }
     }
@@ -290,6 +293,7 @@ impl Logger {
         let at = format_instant(self.core.store().now());
         let instance = self.core.id();
         match self.format {
+            LogFormat::Off => {}
             LogFormat::Json => {
                 let mut obj = serde_json::Map::new();
                 obj.insert("at".into(), Value::String(at));

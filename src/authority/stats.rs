@@ -5,14 +5,14 @@ use std::io::{LineWriter, Write};
 use std::path::Path;
 use std::sync::Mutex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 
 /// What one authority did, from its own point of view.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Stats {
     pub instance_id: String,
     pub build: String,
@@ -48,6 +48,9 @@ pub struct Stats {
     pub store_errors: u64,
     /// Claims released (yielded back) by a clean shutdown.
     pub released_on_shutdown: u64,
+    /// Claim-to-finish time (ms, store clock) of every accepted outcome: what
+    /// `leasehold bench` reports as claim-to-complete latency.
+    pub finish_latency_ms: Histogram,
 }
 
 impl Stats {
@@ -58,6 +61,46 @@ impl Stats {
         } else {
             *self.other_refusals.entry(code.to_owned()).or_default() += 1;
         }
+    }
+}
+
+/// A latency distribution at millisecond resolution: one counter per distinct value, so it
+/// stays small however many samples a long-running authority adds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Histogram(BTreeMap<Millis, u64>);
+
+impl Histogram {
+    /// Counts one sample (negative values count as 0).
+    pub fn record(&mut self, ms: Millis) {
+        *self.0.entry(ms.max(0)).or_default() += 1;
+    }
+
+    /// Adds every sample of `other`.
+    pub fn merge(&mut self, other: &Self) {
+        for (ms, n) in &other.0 {
+            *self.0.entry(*ms).or_default() += n;
+        }
+    }
+
+    /// How many samples were recorded.
+    #[must_use]
+    pub fn count(&self) -> u64 {
+        self.0.values().sum()
+    }
+
+    /// The `p`-th percentile (0–100, nearest rank), or `None` without samples.
+    #[must_use]
+    pub fn percentile(&self, p: u32) -> Option<Millis> {
+        let total = self.count();
+        let rank = (total * u64::from(p.min(100))).div_ceil(100).max(1);
+        let mut seen = 0;
+        for (ms, n) in &self.0 {
+            seen += n;
+            if seen >= rank {
+                return Some(*ms);
+            }
+        }
+        None
     }
 }
 
@@ -138,5 +181,24 @@ mod tests {
         let v: Vec<Millis> = (1..=100).collect();
         assert_eq!(percentile(&v, 50), Some(50));
         assert_eq!(percentile(&v, 99), Some(99));
+    }
+
+    #[test]
+    fn histogram_percentiles_match_the_sorted_samples() {
+        let mut h = Histogram::default();
+        assert_eq!(h.percentile(50), None);
+        let v: Vec<Millis> = (1..=100).rev().collect();
+        for ms in &v[..50] {
+            h.record(*ms);
+        }
+        let mut rest = Histogram::default();
+        for ms in &v[50..] {
+            rest.record(*ms);
+        }
+        h.merge(&rest);
+        assert_eq!(h.count(), 100);
+        for p in [1, 50, 99, 100] {
+            assert_eq!(h.percentile(p), percentile(&v, p), "p{p}");
+        }
     }
 }

@@ -5,7 +5,9 @@
 //!
 //! Named profiles scale those knobs: `default` (realistic), `fast` (no latency, no
 //! failures: drains as quickly as the store allows), `slow` (ten times the latency) and
-//! `chaos` (three times the failure rates, more uncertain attempts).
+//! `chaos` (three times the failure rates, more uncertain attempts). Apart from those,
+//! `noop` registers only [`NOOP_HANDLER`], which succeeds at once: what `leasehold bench`
+//! enqueues, so a benchmark measures the store and the runtime, not a handler.
 //!
 //! [`Catalog::demo`]: crate::workflow::Catalog::demo
 
@@ -17,8 +19,11 @@ use super::handlers::{AttemptContext, AttemptKind, Handler, HandlerOutcome, Work
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 
-/// The names [`named`] accepts.
+/// The demo profiles [`named`] accepts (it also accepts `noop`).
 pub const WORKLOAD_NAMES: [&str; 4] = ["default", "fast", "slow", "chaos"];
+
+/// The only handler of the `noop` workload: succeeds at once, with no output.
+pub const NOOP_HANDLER: &str = "noop";
 
 /// The effect handlers `leasehold seed` enqueues.
 pub const EFFECT_HANDLERS: [&str; 4] = ["send-email", "charge-card", "sync-crm", "flaky-call"];
@@ -72,7 +77,7 @@ impl Profile {
             },
             other => {
                 return Err(Error::Invalid(format!(
-                    "unknown workload {other:?}; known: {}",
+                    "unknown workload {other:?}; known: {}, {NOOP_HANDLER}",
                     WORKLOAD_NAMES.join(", ")
                 )));
             }
@@ -304,11 +309,19 @@ fn base_handlers() -> Vec<(&'static str, DemoHandler)> {
 }
 
 /// The demo workload called `name` (see [`WORKLOAD_NAMES`]), its randomness seeded by `seed`.
-/// It registers every handler `leasehold seed` and the shipped workflows need.
+/// It registers every handler `leasehold seed` and the shipped workflows need; `noop`
+/// registers only [`NOOP_HANDLER`].
 ///
 /// # Errors
 /// `INVALID` for an unknown name.
 pub fn named(name: &str, seed: u64) -> Result<Workload> {
+    if name == NOOP_HANDLER {
+        return Ok(
+            Workload::new(name, seed).with(NOOP_HANDLER, |_: &AttemptContext| {
+                HandlerOutcome::Succeeded(None)
+            }),
+        );
+    }
     let profile = Profile::named(name)?;
     let mut workload = Workload::new(name, seed);
     for (handler, demo) in base_handlers() {

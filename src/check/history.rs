@@ -157,9 +157,8 @@ impl Detail {
 
 type ReadPage<T> = fn(&mut dyn Tx, u64, usize) -> Result<Vec<T>>;
 
-/// One revision-keyed history table read in pages. The page key (the revision) is not
-/// unique — one transaction may log many grants — so a full page drops its last, possibly
-/// partial, revision and re-reads it next time; a page that is a single revision widens.
+/// One revision-keyed history table read in pages. A page never ends inside a revision
+/// (see [`Tx::grants`]), so the next page starts after the last revision read.
 struct Pager<T> {
     buffer: VecDeque<T>,
     after: u64,
@@ -192,35 +191,19 @@ impl<T> Pager<T> {
     }
 
     fn fill(&mut self, store: &Store, page: usize, through: u64) -> Result<()> {
-        let rev = self.revision;
-        let mut limit = page;
-        loop {
-            let read = self.read;
-            let after = self.after;
-            let rows = store.read(|tx| read(tx, after, limit))?;
-            let (Some(first), Some(last)) = (rows.first().map(rev), rows.last().map(rev)) else {
-                self.done = true;
-                return Ok(());
-            };
-            if rows.len() < limit {
-                self.buffer
-                    .extend(rows.into_iter().filter(|r| rev(r) <= through));
-                self.done = true;
-                return Ok(());
+        let (read, rev, after) = (self.read, self.revision, self.after);
+        let rows = store.read(|tx| read(tx, after, page))?;
+        let full = rows.len() >= page;
+        match rows.last().map(rev) {
+            Some(last) if full => {
+                self.after = last;
+                self.done = last >= through;
             }
-            if first == last {
-                limit = limit.saturating_mul(2);
-                continue;
-            }
-            self.buffer.extend(
-                rows.into_iter()
-                    .take_while(|r| rev(r) < last)
-                    .filter(|r| rev(r) <= through),
-            );
-            self.after = last - 1;
-            self.done = self.after >= through;
-            return Ok(());
+            _ => self.done = true,
         }
+        self.buffer
+            .extend(rows.into_iter().filter(|r| rev(r) <= through));
+        Ok(())
     }
 }
 
@@ -367,8 +350,6 @@ fn earlier_grant(store: &Store, suspect: &Suspect, page: usize) -> Result<Option
             }
         }
         match rows.last() {
-            // Revisions of one resource's grants are distinct unless a transaction granted
-            // it twice, which the stream reports anyway; stepping past is safe enough here.
             Some(last) if full => after = last.revision,
             _ => return Ok(None),
         }
@@ -443,9 +424,8 @@ mod tests {
         }
     }
 
-    /// Many grants share a revision (one claim batch): a page boundary inside a revision
-    /// neither skips nor repeats any, a page that is one revision widens, and nothing past
-    /// `through` is read.
+    /// Many grants share a revision (one claim batch): whatever the page size, none is
+    /// skipped or repeated, and nothing past `through` is kept.
     #[test]
     fn pages_split_only_between_revisions() {
         let backend = MemoryBackend::new();

@@ -1,8 +1,7 @@
 //! The `leasehold` command line (SPEC §7): parsing, dispatch and the exit-code contract.
 //!
-//! One file per subcommand; [`output`] holds tables and `--json`; [`live`] defines what
-//! `compatible` means for every view; [`pending`] holds the subcommands declared here but
-//! implemented elsewhere (each answers "not available in this build yet", exit 2).
+//! One file per subcommand (`run` holds the long-running ones); [`output`] holds tables
+//! and `--json`; [`live`] defines what `compatible` means for every view.
 //!
 //! Contract:
 //! - exit 0 ok; 1 a semantic refusal or violation; 2 usage, an unreadable store or an
@@ -12,12 +11,13 @@
 //! - `--store` falls back to `LEASEHOLD_STORE`;
 //! - `--json` prints one JSON object per line with camelCase keys.
 
+pub mod bench;
+pub mod copy;
 pub mod event;
 pub mod inspect;
 pub mod instance;
 pub mod live;
 pub mod output;
-pub mod pending;
 pub mod run;
 pub mod seed;
 pub mod workflow;
@@ -51,9 +51,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run an embedded in-memory N-authority cluster and watch it.
-    Demo(pending::DemoArgs),
+    Demo(run::DemoArgs),
     /// Attach the dashboard to a store (`leasehold STORE` is a shorthand).
-    Attach(pending::AttachArgs),
+    Attach(run::AttachArgs),
     /// Run one authority process against a store.
     Authority(run::AuthorityArgs),
     /// Fill a store with a realistic mixed workload.
@@ -72,9 +72,9 @@ pub enum Command {
     /// Ingest one external event (dedup on source and id).
     Event(event::EventArgs),
     /// Copy a store into another (e.g. SQLite to PostgreSQL).
-    Copy(pending::CopyArgs),
-    /// Measure store throughput.
-    Bench(pending::BenchArgs),
+    Copy(copy::CopyArgs),
+    /// Measure store throughput and the dashboard's cost.
+    Bench(bench::BenchArgs),
     /// `leasehold STORE`: shorthand for `leasehold attach STORE`.
     #[command(external_subcommand)]
     External(Vec<OsString>),
@@ -127,13 +127,17 @@ impl Failure {
 }
 
 impl From<Error> for Failure {
-    /// Store failures, malformed requests, unknown names and missing capabilities are
-    /// exit 2; every other error is a semantic refusal, exit 1.
+    /// Store failures, malformed requests, unknown names, missing capabilities and a
+    /// refused copy are exit 2; every other error is a semantic refusal, exit 1.
     fn from(error: Error) -> Self {
         let exit = if error.is_store_failure()
             || matches!(
                 error,
-                Error::Invalid(_) | Error::NotFound { .. } | Error::CapabilityMissing { .. }
+                Error::Invalid(_)
+                    | Error::NotFound { .. }
+                    | Error::CapabilityMissing { .. }
+                    | Error::TargetNotEmpty { .. }
+                    | Error::CopyIncomplete { .. }
             ) {
             EXIT_USAGE
         } else {
@@ -285,8 +289,8 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::History(args) => instance::history(&args, out),
         Command::Cancel(args) => instance::cancel(&args, out),
         Command::Check(args) => run::run_check(&args, out),
-        Command::Copy(_) => pending::not_yet("copy"),
-        Command::Bench(_) => pending::not_yet("bench"),
+        Command::Copy(args) => copy::run(&args, out),
+        Command::Bench(args) => bench::run(&args, out),
         Command::External(words) => {
             let attach = shorthand_attach(&words)?;
             execute(
@@ -301,7 +305,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
 
 /// `leasehold STORE` means `leasehold attach STORE` — but only for something that looks
 /// like a store, so a mistyped subcommand is an error rather than a new SQLite file.
-fn shorthand_attach(words: &[OsString]) -> Result<pending::AttachArgs, Failure> {
+fn shorthand_attach(words: &[OsString]) -> Result<run::AttachArgs, Failure> {
     let first = words
         .first()
         .map(|w| w.to_string_lossy().into_owned())
@@ -310,7 +314,7 @@ fn shorthand_attach(words: &[OsString]) -> Result<pending::AttachArgs, Failure> 
         || first.contains(['/', '.', ':'])
         || std::path::Path::new(&first).exists();
     if words.len() == 1 && looks_like_store {
-        Ok(pending::AttachArgs {
+        Ok(run::AttachArgs {
             store: first,
             read_only: false,
             theme: None,

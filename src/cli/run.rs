@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::pending::{AttachArgs, DemoArgs};
 use super::{CliResult, Failure, StoreArg};
 use crate::authority::config::{AuthorityConfig, generated_instance_id};
 use crate::authority::runtime::{LogFormat, RunOptions, run_authority_with};
@@ -18,6 +17,46 @@ use crate::check::{CheckOptions, check};
 use crate::cluster::{Cluster, ClusterOptions, run_headless};
 use crate::store::url::OpenMode;
 use crate::tui::{TuiOptions, default_actor};
+
+/// `leasehold demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// How many authorities the embedded cluster runs.
+    #[arg(long, default_value_t = 3)]
+    pub authorities: u32,
+    /// A named fault scenario.
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// The RNG seed (printed when not given).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Run without the dashboard and print the checker's report.
+    #[arg(long, requires = "duration")]
+    pub headless: bool,
+    /// How long a headless run lasts (e.g. `30s`, `5m`).
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Print the headless report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// The dashboard theme.
+    #[arg(long)]
+    pub theme: Option<String>,
+}
+
+/// `leasehold attach`.
+#[derive(Debug, Clone, Args)]
+pub struct AttachArgs {
+    /// The work store: a SQLite file path or sqlite:PATH, postgres://…, or memory.
+    #[arg(env = "LEASEHOLD_STORE", value_name = "STORE")]
+    pub store: String,
+    /// Disable operator actions (cancel).
+    #[arg(long)]
+    pub read_only: bool,
+    /// A theme from `themes/` or a theme file.
+    #[arg(long)]
+    pub theme: Option<String>,
+}
 
 /// `leasehold authority`.
 #[derive(Debug, Clone, Args)]
@@ -42,10 +81,16 @@ pub struct AuthorityArgs {
     /// Poll cadence in ms.
     #[arg(long, default_value_t = crate::authority::config::DEFAULT_POLL_INTERVAL_MS)]
     pub poll_ms: i64,
+    /// Items in flight at once (work items and workflow steps together).
+    #[arg(long, default_value_t = crate::authority::config::DEFAULT_WORKER_CONCURRENCY)]
+    pub concurrency: usize,
+    /// Items claimed per poll, in one transaction.
+    #[arg(long, default_value_t = crate::authority::config::DEFAULT_CLAIM_BATCH_SIZE)]
+    pub batch: usize,
     /// Append one JSON line per physical attempt to this file.
     #[arg(long, value_name = "FILE")]
     pub exec_log: Option<PathBuf>,
-    /// `text` (default) or `json` log lines on stderr.
+    /// `text` (default), `json` or `off`: the log lines on stderr.
     #[arg(long, default_value = "text")]
     pub log_format: String,
     /// Seed of the workload's simulated latency and failures.
@@ -109,6 +154,8 @@ pub fn authority(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     let mut config =
         AuthorityConfig::new(instance, args.build.clone()).with_timing(args.lease_ms, renew);
     config.poll_interval_ms = args.poll_ms;
+    config.worker_concurrency = args.concurrency;
+    config.claim_batch_size = args.batch;
     config.validate()?;
     let workload = workload::named(&args.workload, args.seed)?;
     let log_format: LogFormat = args.log_format.parse()?;

@@ -30,6 +30,7 @@ use crate::model::schedule::{CatchUp, Trigger};
 use crate::model::work::NewWork;
 use crate::store::Store;
 use crate::store::url::OpenMode;
+use crate::workflow::engine::NewInstance;
 use crate::workflow::{Catalog, SHIPPED_DEFINITIONS};
 
 /// Handlers for the outbox effects seed creates, with what each is meant to do.
@@ -277,7 +278,8 @@ fn seed_workflows(
             }
         }
     }
-    let mut started = 0;
+    // Arguments and keys first, then the starts in batches (one commit per batch).
+    let mut planned = Vec::with_capacity(count as usize);
     for i in 0..count {
         let Some(workflow) = deployed.get(i as usize % deployed.len().max(1)) else {
             break;
@@ -295,15 +297,26 @@ fn seed_workflows(
                 json!({ "recipient": format!("user{n}@example.com"), "message": "Your trial ends soon" })
             }
         };
-        let serde_json::Value::Object(args) = args else {
-            continue;
-        };
-        let key = format!("seed-{run}-{i}");
-        started += usize::from(
-            store
-                .start_workflow(workflow, args, SEED_PRINCIPAL, Some(&key), compat)?
-                .created,
-        );
+        if let serde_json::Value::Object(args) = args {
+            planned.push((workflow.as_str(), args, format!("seed-{run}-{i}")));
+        }
+    }
+    let mut started = 0;
+    for chunk in planned.chunks(BATCH) {
+        let starts: Vec<NewInstance<'_>> = chunk
+            .iter()
+            .map(|(workflow, args, key)| NewInstance {
+                workflow_id: workflow,
+                args: args.clone(),
+                principal: SEED_PRINCIPAL,
+                idempotency_key: Some(key),
+            })
+            .collect();
+        started += store
+            .start_workflows(&starts, compat)?
+            .iter()
+            .filter(|s| s.created)
+            .count();
     }
     Ok(started)
 }

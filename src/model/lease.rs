@@ -23,6 +23,17 @@ pub struct Lease {
     pub checkpoint: Option<Checkpoint>,
 }
 
+/// The stored answer of a keyed lease-family call (see [`crate::store::Keyed`]): `key` is
+/// namespaced by owner and verb, `answer` is the JSON the first call returned, replayed to
+/// every retry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdempotentAnswer {
+    pub key: String,
+    pub answer: String,
+    pub at: Millis,
+}
+
 /// A holder's saved progress, tagged with the generation that wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

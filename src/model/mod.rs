@@ -16,7 +16,7 @@ pub use authority::Authority;
 pub use compat::CompatibilityKey;
 pub use event::{DedupOutcome, Ingestion, JournalEvent};
 pub use history::{AuditEntry, Grant, WriteRecord};
-pub use lease::{Checkpoint, Lease};
+pub use lease::{Checkpoint, IdempotentAnswer, Lease};
 pub use page::{Page, PageRequest};
 pub use schedule::{CatchUp, Schedule};
 pub use subscription::Subscription;

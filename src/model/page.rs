@@ -33,6 +33,17 @@ impl PageRequest {
         }
     }
 
+    /// The page after `key`, or the first page when there is none: the form of the
+    /// store's forward-only lists that take `after: Option<&str>`.
+    #[must_use]
+    pub fn resume(key: Option<&str>, limit: usize) -> Self {
+        Self {
+            after: key.map(str::to_owned),
+            limit,
+            backwards: false,
+        }
+    }
+
     /// The last page of `limit` rows (for End), nearest-to-end first.
     #[must_use]
     pub fn last(limit: usize) -> Self {

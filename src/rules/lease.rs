@@ -184,7 +184,7 @@ mod tests {
         let lease = held(0);
         assert_eq!(
             acquire(Some(&lease), "r", "b", "t2".into(), 1_000, 999)
-                .unwrap_err()
+                .expect_err("refused")
                 .code(),
             "WORK_IN_PROGRESS"
         );
@@ -198,7 +198,9 @@ mod tests {
         let moved = handoff(&lease, "t1", 1, "b", "t2".into(), 1_000, 10).expect("holder");
         assert_eq!((moved.owner_id.as_str(), moved.generation), ("b", 2));
         assert_eq!(
-            renew(&moved, "t1", 1, 1_000, 20).unwrap_err().code(),
+            renew(&moved, "t1", 1, 1_000, 20)
+                .expect_err("refused")
+                .code(),
             "WORK_FENCED"
         );
     }

@@ -253,7 +253,9 @@ mod tests {
         );
         assert_eq!(second.idempotency_key, first.idempotency_key);
         assert_eq!(
-            complete(&second, "a", 1, None, 101).unwrap_err().code(),
+            complete(&second, "a", 1, None, 101)
+                .expect_err("refused")
+                .code(),
             "WORK_FENCED"
         );
     }
@@ -295,12 +297,14 @@ mod tests {
         )
         .expect("holder");
         assert_eq!(
-            complete(&done, "a", 1, None, 2).unwrap_err().code(),
+            complete(&done, "a", 1, None, 2)
+                .expect_err("refused")
+                .code(),
             "already-terminal"
         );
         assert_eq!(
             claim(&done, "b", "k", "t".into(), 100, 2)
-                .unwrap_err()
+                .expect_err("refused")
                 .code(),
             "already-terminal"
         );

@@ -19,8 +19,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::WorkFilter;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease,
-    PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, Grant, HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow,
+    JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow,
+    WriteRecord,
 };
 
 /// What kind of store this is.
@@ -48,6 +49,13 @@ pub trait Backend: Send + Sync {
 
     /// Human description without secrets (a path, a URL with the password removed).
     fn describe(&self) -> String;
+
+    /// Equal for two handles on the same data (one file, one database, one memory state)
+    /// and different otherwise: `copy` refuses to copy a store onto itself by it. Defaults
+    /// to [`Backend::describe`].
+    fn identity(&self) -> String {
+        self.describe()
+    }
 
     /// Whether the store survives the process (false only for memory).
     fn physical_durability(&self) -> bool;
@@ -80,7 +88,8 @@ pub trait Backend: Send + Sync {
 }
 
 /// Typed row access inside one transaction. Write methods are only called inside
-/// [`Backend::write`]; the store calls [`Tx::commit_revision`] before its first write.
+/// [`Backend::write`]; the store calls [`Tx::commit_revision`] before its first write, except
+/// while a copy fills an empty store (see the copy methods at the end).
 #[allow(clippy::missing_errors_doc)]
 pub trait Tx {
     // --- revision and counters
@@ -112,6 +121,9 @@ pub trait Tx {
     }
     /// Inserts unless the id exists; returns whether it was inserted.
     fn insert_work(&mut self, item: &WorkItem) -> Result<bool>;
+    /// Writes an item's lifecycle fields. Its identity (kind, handler, payload, logical
+    /// effect id, idempotency key, compat, `created_at`) is fixed at insert and may be
+    /// left as stored.
     fn update_work(&mut self, item: &WorkItem) -> Result<()>;
     /// Non-terminal items with this compat digest due by `now` (pending/retry eligible, or
     /// claimed with an expired lease), earliest due first.
@@ -163,9 +175,15 @@ pub trait Tx {
     // --- checker history (bounded)
     fn add_grant(&mut self, grant: &Grant) -> Result<()>;
     fn add_write(&mut self, write: &WriteRecord) -> Result<()>;
-    /// Grants in revision order, after revision `after` (page key is the revision).
+    /// Grants with a revision above `after`, in revision order and, within one revision,
+    /// in the order they were added. A page is the first `limit` such rows *extended to the
+    /// end of the last revision it reaches*: one transaction may add many grants (a claim
+    /// batch), and a page that stopped inside a revision could not be continued by revision
+    /// without skipping or repeating rows. So the next page is always `after = the last
+    /// row's revision`, a page may hold more than `limit` rows, and fewer than `limit` rows
+    /// means there are no more.
     fn grants(&mut self, resource: Option<&str>, after: u64, limit: usize) -> Result<Vec<Grant>>;
-    /// Writes in revision order, after revision `after`.
+    /// Writes with a revision above `after`, paged exactly like [`Tx::grants`].
     fn writes(
         &mut self,
         resource: Option<&str>,
@@ -207,4 +225,35 @@ pub trait Tx {
     fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>>;
     fn action_outcome(&mut self, invocation_id: &str) -> Result<Option<ActionOutcome>>;
     fn put_action_outcome(&mut self, outcome: &ActionOutcome) -> Result<()>;
+
+    // --- used by copy (`store/copy.rs`): the rows no other list returns, and writes that
+    // keep the keys the source assigned. The imports are only called on a store that was
+    // empty when the copy began, in write transactions that do not advance the revision;
+    // `import_revision` comes last, in the copy's final transaction.
+    /// Dedup records in `(source, external_id)` order, strictly after `after`.
+    fn list_dedup(&mut self, after: Option<(&str, &str)>, limit: usize)
+    -> Result<Vec<DedupRecord>>;
+    /// Keyed answers by key, strictly after `after`.
+    fn list_idempotent_answers(
+        &mut self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<IdempotentAnswer>>;
+    /// Action outcome records by invocation id, strictly after `after`.
+    fn list_action_outcomes(
+        &mut self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ActionOutcome>>;
+    /// Stores a journal event under its own `seq`. Nothing is trimmed and the high-water
+    /// is left alone (see [`Tx::import_revision`]).
+    fn import_journal(&mut self, event: &JournalEvent) -> Result<()>;
+    /// Stores an ingestion under its own `id`; later [`Tx::add_ingestion`] ids are higher.
+    fn import_ingestion(&mut self, ingestion: &Ingestion) -> Result<()>;
+    /// Stores an audit entry under its own `id`; later [`Tx::add_audit`] ids are higher.
+    fn import_audit(&mut self, entry: &AuditEntry) -> Result<()>;
+    /// Sets the store revision and the journal high-water to exactly these values; the
+    /// next committed transaction is `revision + 1` and the next journal seq
+    /// `journal_high_water + 1`.
+    fn import_revision(&mut self, revision: u64, journal_high_water: i64) -> Result<()>;
 }

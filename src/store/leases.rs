@@ -185,6 +185,7 @@ impl Store {
     ///
     /// # Errors
     /// `WORK_FENCED`, `LEASE_CAP_REACHED` for the recipient.
+    #[allow(clippy::too_many_arguments)] // the holder's proof, the recipient's, and the key
     pub fn handoff(
         &self,
         resource: &str,

@@ -13,8 +13,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkState};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease,
-    PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, Grant, HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow,
+    JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow,
+    WriteRecord,
 };
 use crate::store::RETENTION;
 
@@ -23,6 +24,9 @@ struct State {
     revision: u64,
     counters: BTreeMap<String, i64>,
     leases: BTreeMap<String, Lease>,
+    /// (owner, resource) of every lease: the owner-cap count reads one owner's leases,
+    /// not all of them.
+    lease_owners: BTreeSet<(String, String)>,
     work: BTreeMap<String, WorkItem>,
     /// (compat, due instant, id) of every non-terminal item: the claim index.
     work_due: BTreeSet<(String, Millis, String)>,
@@ -33,7 +37,7 @@ struct State {
     subscriptions: BTreeMap<String, Subscription>,
     schedules: BTreeMap<String, Schedule>,
     authorities: BTreeMap<String, Authority>,
-    idempotency: BTreeMap<String, String>,
+    idempotency: BTreeMap<String, IdempotentAnswer>,
     audit: BTreeMap<i64, AuditEntry>,
     grants: BTreeMap<(u64, u64), Grant>,
     writes: BTreeMap<(u64, u64), WriteRecord>,
@@ -96,6 +100,10 @@ impl Backend for MemoryBackend {
 
     fn describe(&self) -> String {
         "memory".into()
+    }
+
+    fn identity(&self) -> String {
+        format!("memory {:p}", Arc::as_ptr(&self.state))
     }
 
     fn physical_durability(&self) -> bool {
@@ -213,6 +221,32 @@ fn numeric_page<V: Clone>(map: &BTreeMap<i64, V>, page: &PageRequest) -> Vec<V> 
     }
 }
 
+/// A page of the checker's history (grants or writes): the first `limit` rows above
+/// revision `after` that `keep` accepts, extended to the end of the last revision reached
+/// (see [`Tx::grants`]).
+fn history_page<V: Clone>(
+    map: &BTreeMap<(u64, u64), V>,
+    after: u64,
+    limit: usize,
+    keep: impl Fn(&V) -> bool,
+) -> Vec<V> {
+    let mut rows = Vec::new();
+    let Some(start) = after.checked_add(1) else {
+        return rows;
+    };
+    let mut last = None;
+    for (&(revision, _), row) in map.range((start, 0)..) {
+        if rows.len() >= limit && last != Some(revision) {
+            break;
+        }
+        if keep(row) {
+            rows.push(row.clone());
+            last = Some(revision);
+        }
+    }
+    rows
+}
+
 impl MemTx<'_> {
     fn writable(&self) -> Result<()> {
         if self.writable {
@@ -286,16 +320,38 @@ impl Tx for MemTx<'_> {
     }
 
     fn put_lease(&mut self, lease: &Lease) -> Result<()> {
+        let key = (lease.owner_id.clone(), lease.resource_id.clone());
+        let previous = self
+            .state
+            .leases
+            .get(&lease.resource_id)
+            .map(|old| (old.owner_id.clone(), old.resource_id.clone()))
+            .filter(|old| *old != key);
+        if let Some(old) = &previous {
+            self.state.lease_owners.remove(old);
+        }
+        let added = self.state.lease_owners.insert(key.clone());
+        self.undo.push(Box::new(move |s: &mut State| {
+            if added {
+                s.lease_owners.remove(&key);
+            }
+            if let Some(old) = previous {
+                s.lease_owners.insert(old);
+            }
+        }));
         put!(self, leases, lease.resource_id.clone(), lease.clone());
         Ok(())
     }
 
     fn live_lease_count(&mut self, owner: &str, now: Millis) -> Result<u64> {
+        let leases = &self.state.leases;
         Ok(self
             .state
-            .leases
-            .values()
-            .filter(|l| l.owner_id == owner && l.is_live(now))
+            .lease_owners
+            .range((owner.to_owned(), String::new())..)
+            .take_while(|(o, _)| o == owner)
+            .filter_map(|(_, resource)| leases.get(resource))
+            .filter(|l| l.is_live(now))
             .count() as u64)
     }
 
@@ -520,11 +576,20 @@ impl Tx for MemTx<'_> {
     }
 
     fn idempotent_answer(&mut self, key: &str) -> Result<Option<String>> {
-        Ok(self.state.idempotency.get(key).cloned())
+        Ok(self.state.idempotency.get(key).map(|a| a.answer.clone()))
     }
 
-    fn put_idempotent_answer(&mut self, key: &str, answer: &str, _at: Millis) -> Result<()> {
-        put!(self, idempotency, key.to_owned(), answer.to_owned());
+    fn put_idempotent_answer(&mut self, key: &str, answer: &str, at: Millis) -> Result<()> {
+        put!(
+            self,
+            idempotency,
+            key.to_owned(),
+            IdempotentAnswer {
+                key: key.to_owned(),
+                answer: answer.to_owned(),
+                at,
+            }
+        );
         Ok(())
     }
 
@@ -559,15 +624,9 @@ impl Tx for MemTx<'_> {
     }
 
     fn grants(&mut self, resource: Option<&str>, after: u64, limit: usize) -> Result<Vec<Grant>> {
-        Ok(self
-            .state
-            .grants
-            .range((after + 1, 0)..)
-            .map(|(_, g)| g)
-            .filter(|g| resource.is_none_or(|r| g.resource_id == r))
-            .take(limit)
-            .cloned()
-            .collect())
+        Ok(history_page(&self.state.grants, after, limit, |g| {
+            resource.is_none_or(|r| g.resource_id == r)
+        }))
     }
 
     fn writes(
@@ -576,15 +635,9 @@ impl Tx for MemTx<'_> {
         after: u64,
         limit: usize,
     ) -> Result<Vec<WriteRecord>> {
-        Ok(self
-            .state
-            .writes
-            .range((after + 1, 0)..)
-            .map(|(_, w)| w)
-            .filter(|w| resource.is_none_or(|r| w.resource_id == r))
-            .take(limit)
-            .cloned()
-            .collect())
+        Ok(history_page(&self.state.writes, after, limit, |w| {
+            resource.is_none_or(|r| w.resource_id == r)
+        }))
     }
 
     fn trim_history(&mut self, keep_from_revision: u64) -> Result<()> {
@@ -657,11 +710,7 @@ impl Tx for MemTx<'_> {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<InstanceRow>> {
-        let page = PageRequest {
-            after: after.map(str::to_owned),
-            limit,
-            backwards: false,
-        };
+        let page = PageRequest::resume(after, limit);
         Ok(page_of(&self.state.instances, &page, |i| {
             i.waiting_event.as_deref() == Some(event_type)
         }))
@@ -707,6 +756,70 @@ impl Tx for MemTx<'_> {
             outcome.invocation_id.clone(),
             outcome.clone()
         );
+        Ok(())
+    }
+
+    fn list_dedup(
+        &mut self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<DedupRecord>> {
+        let lower = after.map_or(Bound::Unbounded, |(s, e)| {
+            Bound::Excluded((s.to_owned(), e.to_owned()))
+        });
+        Ok(self
+            .state
+            .dedup
+            .range((lower, Bound::Unbounded))
+            .take(limit)
+            .map(|(_, r)| r.clone())
+            .collect())
+    }
+
+    fn list_idempotent_answers(
+        &mut self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<IdempotentAnswer>> {
+        let page = PageRequest::resume(after, limit);
+        Ok(page_of(&self.state.idempotency, &page, |_| true))
+    }
+
+    fn list_action_outcomes(
+        &mut self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ActionOutcome>> {
+        let page = PageRequest::resume(after, limit);
+        Ok(page_of(&self.state.outcomes, &page, |_| true))
+    }
+
+    fn import_journal(&mut self, event: &JournalEvent) -> Result<()> {
+        self.writable()?;
+        put!(self, journal, event.seq, event.clone());
+        Ok(())
+    }
+
+    fn import_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
+        self.writable()?;
+        put!(self, ingestions, ingestion.id, ingestion.clone());
+        Ok(())
+    }
+
+    fn import_audit(&mut self, entry: &AuditEntry) -> Result<()> {
+        self.writable()?;
+        put!(self, audit, entry.id, entry.clone());
+        Ok(())
+    }
+
+    fn import_revision(&mut self, revision: u64, journal_high_water: i64) -> Result<()> {
+        self.writable()?;
+        let old = (self.state.revision, self.state.journal_seq);
+        self.state.revision = revision;
+        self.state.journal_seq = journal_high_water;
+        self.undo.push(Box::new(move |s: &mut State| {
+            (s.revision, s.journal_seq) = old;
+        }));
         Ok(())
     }
 }

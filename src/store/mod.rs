@@ -4,10 +4,12 @@
 //! PostgreSQL, always inside the provider's write transaction.
 //!
 //! Layout: `backend.rs` (the seam), `leases.rs`, `work.rs`, `events.rs`, `schedules.rs`,
-//! `reads.rs` (the dashboard's paged reads) hold the operations; `memory.rs`, `sqlite/`
-//! and `postgres/` are the providers; `url.rs` opens a store from a URL.
+//! `reads.rs` (the dashboard's paged reads) hold the operations; `copy.rs` copies a whole
+//! store into an empty one; `memory.rs`, `sqlite/` and `postgres/` are the providers;
+//! `url.rs` opens a store from a URL.
 
 pub mod backend;
+pub mod copy;
 mod events;
 mod leases;
 pub mod memory;
@@ -25,7 +27,7 @@ pub use backend::{Backend, StoreKind, Tx};
 pub use events::Ingested;
 pub use leases::Keyed;
 pub use reads::Overview;
-pub use work::Completion;
+pub use work::{Claim, Completion};
 
 use crate::clock::{Clock, Millis};
 use crate::error::{Error, Result};
@@ -200,6 +202,7 @@ impl Store {
 }
 
 /// Records one fenced write attempt (accepted or refused) at this transaction's revision.
+#[allow(clippy::too_many_arguments)] // one argument per field of the record
 pub(crate) fn record_write(
     tx: &mut dyn Tx,
     now: Millis,

@@ -6,7 +6,7 @@ use super::{Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::work::NewWork;
-use crate::model::{Failure, Grant, WorkItem};
+use crate::model::{Failure, Grant, WorkItem, WorkState};
 use crate::rules::work::{self as rules, Backoff};
 
 /// One finished attempt, for group commit: each is fenced on its own.
@@ -16,6 +16,14 @@ pub struct Completion {
     pub owner: String,
     pub generation: u64,
     pub outcome: std::result::Result<Option<String>, Failure>,
+}
+
+/// One claimed item, from [`Store::claim_work`].
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub item: WorkItem,
+    /// When the claim this one took over had expired, if it took one over.
+    pub took_over_expired_at: Option<Millis>,
 }
 
 /// The counter name for one (kind, state, compat) cell.
@@ -91,6 +99,26 @@ impl Store {
         limit: usize,
         lease_ms: Millis,
     ) -> Result<Vec<WorkItem>> {
+        Ok(self
+            .claim_work(owner, compat, limit, lease_ms)?
+            .into_iter()
+            .map(|c| c.item)
+            .collect())
+    }
+
+    /// [`Self::claim_batch`], also telling which claims took over an expired claim nobody
+    /// released (a failover) and when that claim had expired — what an authority reports
+    /// as reclaim latency, learnt in the claiming transaction itself.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn claim_work(
+        &self,
+        owner: &str,
+        compat: &str,
+        limit: usize,
+        lease_ms: Millis,
+    ) -> Result<Vec<Claim>> {
         self.write(|tx, now| {
             let candidates = tx.claimable_work(compat, now, limit)?;
             let mut claimed = Vec::with_capacity(candidates.len());
@@ -100,7 +128,13 @@ impl Store {
                 {
                     save_work(tx, Some(&item), &next)?;
                     log_claim(tx, &next, owner, compat, now)?;
-                    claimed.push(next);
+                    let took_over_expired_at = (item.state == WorkState::Claimed)
+                        .then_some(item.lease_expires_at)
+                        .flatten();
+                    claimed.push(Claim {
+                        item: next,
+                        took_over_expired_at,
+                    });
                 }
             }
             Ok(claimed)

@@ -46,6 +46,16 @@ pub struct Started {
     pub created: bool,
 }
 
+/// One instance to start ([`Store::start_workflows`]).
+#[derive(Debug, Clone)]
+pub struct NewInstance<'a> {
+    pub workflow_id: &'a str,
+    pub args: Map<String, Value>,
+    pub principal: &'a str,
+    /// Starts are idempotent on `(workflowId, principal, key, compat)` when given.
+    pub idempotency_key: Option<&'a str>,
+}
+
 /// An instance an authority holds the lease of, at the revision it read.
 #[derive(Debug, Clone)]
 pub struct Claimed {
@@ -148,9 +158,8 @@ fn commit_transition(
     tx.commit_revision()?;
     let mut row = encode_row(before, definition, state, now)?;
     row.instance_revision = before.instance_revision + 1;
-    let mut position = tx.history(&before.instance_id)?.len() as u64;
-    for entry in entries {
-        position += 1;
+    let next = tx.history(&before.instance_id)?.len() as u64 + 1;
+    for (position, entry) in (next..).zip(entries) {
         tx.add_history(&HistoryRecord {
             instance_id: row.instance_id.clone(),
             position,
@@ -221,73 +230,112 @@ impl Store {
         idempotency_key: Option<&str>,
         compat: &str,
     ) -> Result<Started> {
-        let start_key = idempotency_key.map(|k| [workflow_id, principal, k, compat].join("\u{1f}"));
+        let start = NewInstance {
+            workflow_id,
+            args,
+            principal,
+            idempotency_key,
+        };
+        self.write(|tx, now| self.start_in(tx, now, &start, compat))
+    }
+
+    /// Starts many instances in one transaction (one commit): each as
+    /// [`Self::start_workflow`], all or none.
+    ///
+    /// # Errors
+    /// As [`Self::start_workflow`], for the first start that fails (nothing is started).
+    pub fn start_workflows(
+        &self,
+        starts: &[NewInstance<'_>],
+        compat: &str,
+    ) -> Result<Vec<Started>> {
         self.write(|tx, now| {
-            if let Some(existing) = start_key
-                .as_deref()
-                .map(|k| tx.instance_by_start_key(k))
-                .transpose()?
-                .flatten()
-            {
-                return Ok(Started {
-                    instance_id: existing.instance_id,
-                    status: existing.status,
-                    created: false,
-                });
-            }
-            let Some(def_row) = tx.definition(workflow_id)? else {
-                return Err(Error::NotFound {
-                    what: "workflow definition".into(),
-                    id: workflow_id.into(),
-                });
-            };
-            let def = parse_definition(&def_row.definition).map_err(|d| {
-                corrupt(
-                    "deployed definition",
-                    d.first().map(ToString::to_string).unwrap_or_default(),
-                )
-            })?;
-            let instance_id = self.ids().next_id("wf");
-            let high_water = tx.journal_high_water()?;
-            let (state, entries) =
-                machine::start(&def, &instance_id, args.clone(), principal, now, high_water)
-                    .map_err(|e| Error::Invalid(e.to_string()))?;
-            let blank = InstanceRow {
+            starts
+                .iter()
+                .map(|start| self.start_in(tx, now, start, compat))
+                .collect()
+        })
+    }
+
+    fn start_in(
+        &self,
+        tx: &mut dyn Tx,
+        now: Millis,
+        start: &NewInstance<'_>,
+        compat: &str,
+    ) -> Result<Started> {
+        let NewInstance {
+            workflow_id,
+            args,
+            principal,
+            idempotency_key,
+        } = start;
+        let (workflow_id, principal) = (*workflow_id, *principal);
+        let start_key = idempotency_key.map(|k| [workflow_id, principal, k, compat].join("\u{1f}"));
+        if let Some(existing) = start_key
+            .as_deref()
+            .map(|k| tx.instance_by_start_key(k))
+            .transpose()?
+            .flatten()
+        {
+            return Ok(Started {
+                instance_id: existing.instance_id,
+                status: existing.status,
+                created: false,
+            });
+        }
+        let Some(def_row) = tx.definition(workflow_id)? else {
+            return Err(Error::NotFound {
+                what: "workflow definition".into(),
+                id: workflow_id.into(),
+            });
+        };
+        let def = parse_definition(&def_row.definition).map_err(|d| {
+            corrupt(
+                "deployed definition",
+                d.first().map(ToString::to_string).unwrap_or_default(),
+            )
+        })?;
+        let instance_id = self.ids().next_id("wf");
+        let high_water = tx.journal_high_water()?;
+        let (state, entries) =
+            machine::start(&def, &instance_id, args.clone(), principal, now, high_water)
+                .map_err(|e| Error::Invalid(e.to_string()))?;
+        let blank = InstanceRow {
+            instance_id: instance_id.clone(),
+            workflow_id: workflow_id.into(),
+            status: String::new(),
+            compat: compat.into(),
+            instance_revision: 0,
+            next_eligible_at: None,
+            waiting_event: None,
+            principal: principal.into(),
+            start_key: start_key.clone(),
+            state: String::new(),
+            created_at: now,
+            updated_at: now,
+        };
+        tx.commit_revision()?;
+        let mut row = encode_row(&blank, &def_row.fingerprint, &state, now)?;
+        row.instance_revision = 1;
+        tx.insert_instance(&row)?;
+        for (i, entry) in entries.iter().enumerate() {
+            tx.add_history(&HistoryRecord {
                 instance_id: instance_id.clone(),
-                workflow_id: workflow_id.into(),
-                status: String::new(),
-                compat: compat.into(),
-                instance_revision: 0,
-                next_eligible_at: None,
-                waiting_event: None,
-                principal: principal.into(),
-                start_key: start_key.clone(),
-                state: String::new(),
-                created_at: now,
-                updated_at: now,
-            };
-            tx.commit_revision()?;
-            let mut row = encode_row(&blank, &def_row.fingerprint, &state, now)?;
-            row.instance_revision = 1;
-            tx.insert_instance(&row)?;
-            for (i, entry) in entries.iter().enumerate() {
-                tx.add_history(&HistoryRecord {
-                    instance_id: instance_id.clone(),
-                    position: i as u64 + 1,
-                    instance_revision: 1,
-                    kind: entry.kind.as_str().into(),
-                    at: entry.at,
-                    step_id: entry.step_id.clone(),
-                    activation_id: entry.activation_id.clone(),
-                    detail: entry.detail.to_string(),
-                })?;
-            }
-            tx.adjust_counter(&format!("wf|{}|{}", row.status, compat), 1)?;
-            Ok(Started {
-                instance_id,
-                status: row.status,
-                created: true,
-            })
+                position: i as u64 + 1,
+                instance_revision: 1,
+                kind: entry.kind.as_str().into(),
+                at: entry.at,
+                step_id: entry.step_id.clone(),
+                activation_id: entry.activation_id.clone(),
+                detail: entry.detail.to_string(),
+            })?;
+        }
+        tx.adjust_counter(&format!("wf|{}|{}", row.status, compat), 1)?;
+        Ok(Started {
+            instance_id,
+            status: row.status,
+            created: true,
         })
     }
 
@@ -429,6 +477,23 @@ impl Engine {
     /// # Errors
     /// A store failure.
     pub fn claim(&self, limit: usize, lease_ms: Millis) -> Result<Vec<Claimed>> {
+        Ok(self
+            .claim_noting_takeovers(limit, lease_ms)?
+            .into_iter()
+            .map(|(claimed, _)| claimed)
+            .collect())
+    }
+
+    /// [`Self::claim`], with when the lease each claim took over had expired, for the
+    /// claims that took over an unreleased, expired lease (a failover).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn claim_noting_takeovers(
+        &self,
+        limit: usize,
+        lease_ms: Millis,
+    ) -> Result<Vec<(Claimed, Option<Millis>)>> {
         self.store.write(|tx, now| {
             let mut claimed = Vec::new();
             for row in tx.runnable_instances(&self.compat, now, limit)? {
@@ -462,8 +527,11 @@ impl Engine {
                     item_compat: Some(row.compat.clone()),
                     at: now,
                 })?;
+                let took_over = current
+                    .filter(|l| l.released_at.is_none())
+                    .map(|l| l.expires_at);
                 let (_, state) = decode_state(&row)?;
-                claimed.push(Claimed { row, state, lease });
+                claimed.push((Claimed { row, state, lease }, took_over));
             }
             Ok(claimed)
         })
@@ -552,23 +620,56 @@ impl Engine {
         request: &ActionRequest,
         outcome: &std::result::Result<Value, machine::Failure>,
     ) -> Result<()> {
-        self.store.write_logged(|tx, now| {
-            let fence = self.fence(tx, claimed);
-            let detail = serde_json::json!({ "invocationId": request.invocation_id, "attempt": request.attempt });
-            record_write(tx, now, &resource(&claimed.row.instance_id), &self.owner, claimed.lease.generation, "action-outcome", &fence, detail)?;
-            if let Err(e) = fence {
-                return Ok(Err(e));
-            }
-            if tx.action_outcome(&request.invocation_id)?.is_some_and(|o| o.attempt == request.attempt) {
-                return Ok(Ok(()));
-            }
-            let (kind, detail) = match outcome {
-                Ok(v) => ("succeeded", v.clone()),
-                Err(f) => ("failed", serde_json::to_value(f).map_err(|e| Error::Invalid(e.to_string()))?),
-            };
-            tx.put_action_outcome(&ActionOutcome { invocation_id: request.invocation_id.clone(), attempt: request.attempt, outcome: kind.into(), detail: detail.to_string(), at: now })?;
-            Ok(Ok(()))
-        })
+        self.store
+            .write_logged(|tx, now| self.record_outcome_in(tx, now, claimed, request, outcome))
+    }
+
+    /// [`Self::record_outcome`] inside an open transaction: `Ok(Err(_))` is a refusal
+    /// (logged), `Err(_)` a store failure.
+    fn record_outcome_in(
+        &self,
+        tx: &mut dyn Tx,
+        now: Millis,
+        claimed: &Claimed,
+        request: &ActionRequest,
+        outcome: &std::result::Result<Value, machine::Failure>,
+    ) -> Result<Result<()>> {
+        let fence = self.fence(tx, claimed);
+        let detail = serde_json::json!({ "invocationId": request.invocation_id, "attempt": request.attempt });
+        record_write(
+            tx,
+            now,
+            &resource(&claimed.row.instance_id),
+            &self.owner,
+            claimed.lease.generation,
+            "action-outcome",
+            &fence,
+            detail,
+        )?;
+        if let Err(e) = fence {
+            return Ok(Err(e));
+        }
+        if tx
+            .action_outcome(&request.invocation_id)?
+            .is_some_and(|o| o.attempt == request.attempt)
+        {
+            return Ok(Ok(()));
+        }
+        let (kind, detail) = match outcome {
+            Ok(v) => ("succeeded", v.clone()),
+            Err(f) => (
+                "failed",
+                serde_json::to_value(f).map_err(|e| Error::Invalid(e.to_string()))?,
+            ),
+        };
+        tx.put_action_outcome(&ActionOutcome {
+            invocation_id: request.invocation_id.clone(),
+            attempt: request.attempt,
+            outcome: kind.into(),
+            detail: detail.to_string(),
+            at: now,
+        })?;
+        Ok(Ok(()))
     }
 
     fn fence(&self, tx: &mut dyn Tx, claimed: &Claimed) -> Result<()> {
@@ -587,7 +688,49 @@ impl Engine {
     /// `WORK_FENCED` when the lease or the revision moved on (someone else won);
     /// `already-terminal`; `INVALID` for a trigger that does not fit.
     pub fn apply(&self, claimed: &Claimed, trigger: Trigger) -> Result<InstanceRow> {
-        self.store.write_logged(|tx, now| {
+        self.store
+            .write_logged(|tx, now| self.apply_in(tx, now, claimed, trigger.clone()))
+    }
+
+    /// Group commit of finished steps: for each claimed instance, the action's outcome
+    /// record (when an action ran) and the transition, each fenced on its own, all in one
+    /// transaction — one commit for a whole batch of steps. A refused entry (fenced,
+    /// terminal, no longer fitting) is logged and refuses only itself; an outcome and its
+    /// transition commit together, so no crash can fall between them.
+    ///
+    /// # Errors
+    /// A store failure (then nothing of the batch is committed).
+    pub fn finish_steps(&self, steps: &[(&Claimed, Step<'_>)]) -> Result<Vec<Result<InstanceRow>>> {
+        self.store.write(|tx, now| {
+            let mut answers = Vec::with_capacity(steps.len());
+            for (claimed, step) in steps {
+                let trigger = match step {
+                    Step::Ran { request, outcome } => {
+                        if let Err(e) =
+                            self.record_outcome_in(tx, now, claimed, request, outcome)?
+                        {
+                            answers.push(Err(e));
+                            continue;
+                        }
+                        outcome_to_trigger(outcome)
+                    }
+                    Step::Apply(trigger) => trigger.clone(),
+                };
+                answers.push(self.apply_in(tx, now, claimed, trigger)?);
+            }
+            Ok(answers)
+        })
+    }
+
+    /// [`Self::apply`] inside an open transaction: `Ok(Err(_))` is a refusal (logged).
+    fn apply_in(
+        &self,
+        tx: &mut dyn Tx,
+        now: Millis,
+        claimed: &Claimed,
+        trigger: Trigger,
+    ) -> Result<Result<InstanceRow>> {
+        {
             let res = resource(&claimed.row.instance_id);
             let Some(row) = tx.instance(&claimed.row.instance_id)? else {
                 return Ok(Err(Error::NotFound {
@@ -630,11 +773,10 @@ impl Engine {
             let (fingerprint, state) = decode_state(&row)?;
             let def = self.definition(tx, &row, &fingerprint)?;
             let high_water = tx.journal_high_water()?;
-            let (next, entries) =
-                match machine::apply(&def, &state, trigger.clone(), now, high_water) {
-                    Ok(t) => t,
-                    Err(e) => return Ok(Err(refusal(&e, &row.instance_id))),
-                };
+            let (next, entries) = match machine::apply(&def, &state, trigger, now, high_water) {
+                Ok(t) => t,
+                Err(e) => return Ok(Err(refusal(&e, &row.instance_id))),
+            };
             let written = commit_transition(tx, &row, &fingerprint, &next, &entries, now)?;
             if let Some(lease) = tx.lease(&res)? {
                 tx.put_lease(&lease_rules::release(
@@ -645,7 +787,7 @@ impl Engine {
                 )?)?;
             }
             Ok(Ok(written))
-        })
+        }
     }
 
     /// Gives the instance lease back without a transition (nothing was due) and restores
@@ -710,15 +852,7 @@ impl Engine {
             Next::Run(request) => {
                 let outcome = run_action(&request);
                 self.record_outcome(claimed, &request, &outcome)?;
-                let trigger = match outcome {
-                    Ok(output) => Trigger::ActionSucceeded { output },
-                    Err(f) => Trigger::ActionFailed {
-                        retryable: f.retryable,
-                        code: f.code,
-                        message: f.message,
-                    },
-                };
-                self.apply(claimed, trigger).map(Some)
+                self.apply(claimed, outcome_to_trigger(&outcome)).map(Some)
             }
         }
     }
@@ -727,6 +861,33 @@ impl Engine {
     #[must_use]
     pub fn owner(&self) -> &str {
         &self.owner
+    }
+}
+
+/// One finished step, for [`Engine::finish_steps`].
+#[derive(Debug, Clone)]
+pub enum Step<'a> {
+    /// An action ran: record its outcome, then apply it.
+    Ran {
+        request: &'a ActionRequest,
+        outcome: &'a std::result::Result<Value, machine::Failure>,
+    },
+    /// A trigger that needs no action (a timer, a timeout, a recorded outcome).
+    Apply(Trigger),
+}
+
+/// The trigger an action's outcome fires.
+#[must_use]
+pub fn outcome_to_trigger(outcome: &std::result::Result<Value, machine::Failure>) -> Trigger {
+    match outcome {
+        Ok(output) => Trigger::ActionSucceeded {
+            output: output.clone(),
+        },
+        Err(f) => Trigger::ActionFailed {
+            retryable: f.retryable,
+            code: f.code.clone(),
+            message: f.message.clone(),
+        },
     }
 }
 

@@ -12,7 +12,7 @@ use leasehold::model::HistoryRecord;
 use leasehold::model::event::NewEvent;
 use leasehold::store::Keyed;
 use leasehold::workflow::Trigger;
-use leasehold::workflow::engine::{CancelOutcome, Claimed, Engine, Next, decode_state};
+use leasehold::workflow::engine::{CancelOutcome, Claimed, Engine, Next, Step, decode_state};
 use leasehold::workflow::machine::Failure;
 use serde_json::{Value, json};
 
@@ -620,7 +620,97 @@ fn claim_skips_instances_leased_by_others(p: Provider) {
     assert_ne!(got[0].row.instance_id, held[0].row.instance_id);
 }
 
+/// Group commit of workflow steps: a batch in which one entry is stale (its lease was
+/// taken over) refuses only that entry; the others record their outcome and transition in
+/// the same single commit.
+fn finished_steps_commit_together_and_a_stale_entry_refuses_alone(p: Provider) {
+    let env = Env::new(p);
+    for n in 1..=3 {
+        start(&env.store, &two_actions(), json!({ "n": n }));
+    }
+    let a = engine(&env, "a");
+    let mut claimed = a.claim(10, LEASE_MS).expect("claim");
+    assert_eq!(claimed.len(), 3);
+    claimed.sort_by(|x, y| x.row.instance_id.cmp(&y.row.instance_id));
+
+    // The lease of the middle instance expires and b takes it over.
+    env.clock.advance(LEASE_MS + 1);
+    let b = engine(&env, "b");
+    let taken = b.claim(10, LEASE_MS).expect("b claims");
+    assert_eq!(taken.len(), 3, "every lease lapsed");
+    let stale_id = claimed[1].row.instance_id.clone();
+    for other in taken.iter().filter(|c| c.row.instance_id != stale_id) {
+        b.release(other).expect("b gives the others back");
+    }
+    // a renews the two it still wants (its old claims lapsed too): claim again.
+    let mut mine = a.claim(10, LEASE_MS).expect("a claims again");
+    mine.sort_by(|x, y| x.row.instance_id.cmp(&y.row.instance_id));
+    assert_eq!(mine.len(), 2);
+    let revision = env.store.revision().expect("revision");
+
+    let requests: Vec<_> = mine
+        .iter()
+        .chain(std::iter::once(&claimed[1]))
+        .map(|c| match a.next(c).expect("next") {
+            Next::Run(request) => request,
+            other => panic!("an action is due, not {other:?}"),
+        })
+        .collect();
+    let outcome = Ok(json!("done"));
+    let entries: Vec<(&Claimed, Step<'_>)> = mine
+        .iter()
+        .chain(std::iter::once(&claimed[1]))
+        .zip(&requests)
+        .map(|(c, request)| {
+            (
+                c,
+                Step::Ran {
+                    request,
+                    outcome: &outcome,
+                },
+            )
+        })
+        .collect();
+    let answers = a.finish_steps(&entries).expect("one commit");
+    assert_eq!(
+        env.store.revision().expect("revision"),
+        revision + 1,
+        "one commit"
+    );
+    assert!(answers[0].is_ok() && answers[1].is_ok(), "{answers:?}");
+    assert_eq!(code(answers[2].clone()), "WORK_FENCED");
+    for c in &mine {
+        assert_eq!(
+            env.store
+                .instance(&c.row.instance_id)
+                .expect("read")
+                .expect("exists")
+                .instance_revision,
+            2,
+            "the fresh entries transitioned"
+        );
+    }
+    let stale_row = env
+        .store
+        .instance(&stale_id)
+        .expect("read")
+        .expect("exists");
+    assert_eq!(
+        stale_row.instance_revision, 1,
+        "the stale entry changed nothing"
+    );
+    assert!(
+        env.store
+            .action_outcome(&requests[2].invocation_id)
+            .expect("read")
+            .is_none(),
+        "no outcome recorded under a stale lease"
+    );
+    assert!(!last_write(&env.store, &stale_id).accepted);
+}
+
 per_provider! {
+    finished_steps_commit_together_and_a_stale_entry_refuses_alone,
     event_during_an_idle_check_is_not_lost,
     claim_skips_instances_leased_by_others,
     stale_revision_is_fenced_and_writes_nothing,

@@ -10,8 +10,8 @@ use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, DedupOutcome, Grant, HistoryRecord, Ingestion, InstanceRow,
-    JournalEvent, Lease, Schedule, Subscription, WorkItem, WorkKind, WorkState,
+    AuditEntry, Authority, DedupOutcome, Grant, HistoryRecord, IdempotentAnswer, Ingestion,
+    InstanceRow, JournalEvent, Lease, Schedule, Subscription, WorkItem, WorkKind, WorkState,
     WorkflowDefinitionRow, WriteRecord,
 };
 
@@ -170,6 +170,14 @@ pub(super) fn audit(row: &Row) -> Result<AuditEntry> {
         action: get(row, "action")?,
         target: get(row, "target")?,
         outcome: get(row, "outcome")?,
+    })
+}
+
+pub(super) fn idempotent_answer(row: &Row) -> Result<IdempotentAnswer> {
+    Ok(IdempotentAnswer {
+        key: get(row, "key")?,
+        answer: get(row, "answer")?,
+        at: get(row, "at")?,
     })
 }
 

@@ -23,8 +23,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::WorkFilter;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease,
-    PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, Grant, HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow,
+    JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow,
+    WriteRecord,
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
@@ -382,6 +383,113 @@ impl<'a> PgTx<'a> {
             page.limit.max(1),
             map,
         )
+    }
+
+    /// A page of the checker's history (`grants` or `writes`): the first `n` rows above
+    /// revision `after`, then the rest of the last revision reached (see [`Tx::grants`]).
+    fn history_page<T>(
+        &mut self,
+        table: &str,
+        resource: Option<&str>,
+        after: u64,
+        n: usize,
+        map: Map<T>,
+        revision: fn(&T) -> u64,
+    ) -> Result<Vec<T>> {
+        let on_resource = if resource.is_some() {
+            " AND resource_id = $3"
+        } else {
+            ""
+        };
+        let (after, lim) = (bound(after), limit(n));
+        let mut params: Vec<Param<'_>> = vec![&after, &lim];
+        if let Some(r) = &resource {
+            params.push(r);
+        }
+        let mut rows = self.all(
+            &format!(
+                "SELECT * FROM {table} WHERE revision > $1{on_resource} ORDER BY revision, seq LIMIT $2"
+            ),
+            &params,
+            map,
+        )?;
+        let Some(last) = rows
+            .last()
+            .map(revision)
+            .filter(|_| n > 0 && rows.len() == n)
+        else {
+            return Ok(rows);
+        };
+        rows.retain(|r| revision(r) != last);
+        let last = int(last)?;
+        params[0] = &last;
+        let on_resource = if resource.is_some() {
+            " AND resource_id = $2"
+        } else {
+            ""
+        };
+        params.remove(1);
+        rows.extend(self.all(
+            &format!("SELECT * FROM {table} WHERE revision = $1{on_resource} ORDER BY seq"),
+            &params,
+            map,
+        )?);
+        Ok(rows)
+    }
+
+    /// Stores a journal row under `seq`.
+    fn insert_journal_row(&mut self, seq: i64, event: &JournalEvent) -> Result<()> {
+        self.exec(
+            "INSERT INTO journal (seq, event_type, source, external_id, payload, fingerprint, at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                &seq,
+                &event.event_type,
+                &event.source,
+                &event.external_id,
+                &event.payload,
+                &event.fingerprint,
+                &event.at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Stores an ingestion under `id`, or the next id (max + 1: writers are serialised).
+    fn insert_ingestion(&mut self, id: Option<i64>, i: &Ingestion) -> Result<()> {
+        self.exec(
+            "INSERT INTO ingestions (id, at, event_type, source, external_id, outcome, seq)
+             VALUES (coalesce($1, (SELECT coalesce(max(id), 0) + 1 FROM ingestions)), $2, $3, $4, $5, $6, $7)",
+            &[
+                &id,
+                &i.at,
+                &i.event_type,
+                &i.source,
+                &i.external_id,
+                &i.outcome.as_str(),
+                &i.seq,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Stores an audit entry under `id`, or the next id (max + 1: writers are serialised).
+    fn insert_audit(&mut self, id: Option<i64>, e: &AuditEntry) -> Result<()> {
+        self.exec(
+            "INSERT INTO audit (id, at, actor, action, target, outcome)
+             VALUES (coalesce($1, (SELECT coalesce(max(id), 0) + 1 FROM audit)), $2, $3, $4, $5, $6)",
+            &[&id, &e.at, &e.actor, &e.action, &e.target, &e.outcome],
+        )?;
+        Ok(())
+    }
+
+    /// Sets a meta value.
+    fn set_meta(&mut self, key: &str, value: i64) -> Result<()> {
+        if self.exec("UPDATE meta SET value = $2 WHERE key = $1", &[&key, &value])? == 1 {
+            Ok(())
+        } else {
+            Err(missing_meta(self.names, key))
+        }
     }
 
     /// Runs a statement whose 12 parameters are an instance row in column order.
@@ -785,19 +893,7 @@ impl Tx for PgTx<'_> {
 
     fn append_journal(&mut self, event: &JournalEvent) -> Result<i64> {
         let seq = self.bump_meta("journal_seq")?;
-        self.exec(
-            "INSERT INTO journal (seq, event_type, source, external_id, payload, fingerprint, at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            &[
-                &seq,
-                &event.event_type,
-                &event.source,
-                &event.external_id,
-                &event.payload,
-                &event.fingerprint,
-                &event.at,
-            ],
-        )?;
+        self.insert_journal_row(seq, event)?;
         self.exec(
             "DELETE FROM journal WHERE seq <= $1",
             &[&(seq - RETENTION.journal_events)],
@@ -830,19 +926,7 @@ impl Tx for PgTx<'_> {
     }
 
     fn add_ingestion(&mut self, i: &Ingestion) -> Result<()> {
-        self.exec(
-            "INSERT INTO ingestions (at, event_type, source, external_id, outcome, seq)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-            &[
-                &i.at,
-                &i.event_type,
-                &i.source,
-                &i.external_id,
-                &i.outcome.as_str(),
-                &i.seq,
-            ],
-        )?;
-        Ok(())
+        self.insert_ingestion(None, i)
     }
 
     fn list_ingestions(&mut self, page: &PageRequest) -> Result<Vec<Ingestion>> {
@@ -988,11 +1072,7 @@ impl Tx for PgTx<'_> {
     }
 
     fn add_audit(&mut self, e: &AuditEntry) -> Result<()> {
-        self.exec(
-            "INSERT INTO audit (at, actor, action, target, outcome) VALUES ($1, $2, $3, $4, $5)",
-            &[&e.at, &e.actor, &e.action, &e.target, &e.outcome],
-        )?;
-        Ok(())
+        self.insert_audit(None, e)
     }
 
     fn list_audit(&mut self, page: &PageRequest) -> Result<Vec<AuditEntry>> {
@@ -1012,33 +1092,13 @@ impl Tx for PgTx<'_> {
     }
 
     fn grants(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<Grant>> {
-        match resource {
-            Some(r) => self.all(
-                "SELECT * FROM grants WHERE resource_id = $1 AND revision > $2 ORDER BY revision, seq LIMIT $3",
-                &[&r, &bound(after), &limit(n)],
-                rows::grant,
-            ),
-            None => self.all(
-                "SELECT * FROM grants WHERE revision > $1 ORDER BY revision, seq LIMIT $2",
-                &[&bound(after), &limit(n)],
-                rows::grant,
-            ),
-        }
+        self.history_page("grants", resource, after, n, rows::grant, |g| g.revision)
     }
 
     fn writes(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<WriteRecord>> {
-        match resource {
-            Some(r) => self.all(
-                "SELECT * FROM writes WHERE resource_id = $1 AND revision > $2 ORDER BY revision, seq LIMIT $3",
-                &[&r, &bound(after), &limit(n)],
-                rows::write_record,
-            ),
-            None => self.all(
-                "SELECT * FROM writes WHERE revision > $1 ORDER BY revision, seq LIMIT $2",
-                &[&bound(after), &limit(n)],
-                rows::write_record,
-            ),
-        }
+        self.history_page("writes", resource, after, n, rows::write_record, |w| {
+            w.revision
+        })
     }
 
     fn trim_history(&mut self, keep_from_revision: u64) -> Result<()> {
@@ -1211,5 +1271,66 @@ impl Tx for PgTx<'_> {
             &[&o.invocation_id, &attempt, &o.outcome, &o.detail, &o.at],
         )?;
         Ok(())
+    }
+
+    fn list_dedup(&mut self, after: Option<(&str, &str)>, n: usize) -> Result<Vec<DedupRecord>> {
+        match after {
+            Some((source, external_id)) => self.all(
+                "SELECT * FROM dedup WHERE (source, external_id) > ($1, $2)
+                 ORDER BY source, external_id LIMIT $3",
+                &[&source, &external_id, &limit(n)],
+                rows::dedup,
+            ),
+            None => self.all(
+                "SELECT * FROM dedup ORDER BY source, external_id LIMIT $1",
+                &[&limit(n)],
+                rows::dedup,
+            ),
+        }
+    }
+
+    fn list_idempotent_answers(
+        &mut self,
+        after: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<IdempotentAnswer>> {
+        self.text_page(
+            "idempotency",
+            "key",
+            None,
+            &PageRequest::resume(after, n),
+            rows::idempotent_answer,
+        )
+    }
+
+    fn list_action_outcomes(
+        &mut self,
+        after: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<ActionOutcome>> {
+        self.text_page(
+            "action_outcomes",
+            "invocation_id",
+            None,
+            &PageRequest::resume(after, n),
+            rows::outcome,
+        )
+    }
+
+    fn import_journal(&mut self, event: &JournalEvent) -> Result<()> {
+        self.insert_journal_row(event.seq, event)
+    }
+
+    fn import_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
+        self.insert_ingestion(Some(ingestion.id), ingestion)
+    }
+
+    fn import_audit(&mut self, entry: &AuditEntry) -> Result<()> {
+        self.insert_audit(Some(entry.id), entry)
+    }
+
+    fn import_revision(&mut self, revision: u64, journal_high_water: i64) -> Result<()> {
+        self.set_meta("revision", int(revision)?)?;
+        self.set_meta("journal_seq", journal_high_water)
     }
 }

@@ -209,7 +209,7 @@ impl SqliteBackend {
                 .transaction_with_behavior(behavior)
                 .map_err(|e| step(label, &e))?;
             let mut stx = SqliteTx::new(&tx, label, writable);
-            let result = f(&mut stx);
+            let result = f(&mut stx).and_then(|()| stx.flush());
             let busy = stx.hit_busy();
             match result {
                 // Dropping `tx` rolls back.
@@ -239,6 +239,15 @@ impl Backend for SqliteBackend {
 
     fn describe(&self) -> String {
         self.label.clone()
+    }
+
+    /// The file's canonical path: two spellings of one file are one store.
+    fn identity(&self) -> String {
+        self.path
+            .canonicalize()
+            .unwrap_or_else(|_| self.path.clone())
+            .display()
+            .to_string()
     }
 
     fn physical_durability(&self) -> bool {

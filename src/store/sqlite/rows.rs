@@ -1,16 +1,17 @@
-//! Row ↔ struct mapping. Columns are read by name; enums are stored as their `as_str()`
+//! Row ↔ struct mapping. Columns are read by name (work rows by position, see
+//! [`work`]); enums are stored as their `as_str()`
 //! text and nested structs as JSON. A value this build cannot decode is reported as a
 //! conversion failure, which the provider maps to `STORE_CORRUPT`.
 
-use rusqlite::Row;
 use rusqlite::types::Type;
+use rusqlite::{Row, RowIndex};
 use serde::de::DeserializeOwned;
 
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, DedupOutcome, Grant, HistoryRecord, Ingestion, InstanceRow,
-    JournalEvent, Lease, Schedule, Subscription, WorkItem, WorkKind, WorkState,
+    AuditEntry, Authority, DedupOutcome, Grant, HistoryRecord, IdempotentAnswer, Ingestion,
+    InstanceRow, JournalEvent, Lease, Schedule, Subscription, WorkItem, WorkKind, WorkState,
     WorkflowDefinitionRow, WriteRecord,
 };
 
@@ -20,19 +21,30 @@ fn bad(col: &str, ty: Type, why: impl std::fmt::Display) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(0, ty, format!("column {col}: {why}").into())
 }
 
-fn get_u64(row: &Row<'_>, col: &str) -> SqlResult<u64> {
+/// A column by name, or by position (the hot work rows, see [`work`]).
+trait Col: RowIndex + Copy + std::fmt::Display {}
+impl Col for &str {}
+impl Col for usize {}
+
+fn get_u64(row: &Row<'_>, col: impl Col) -> SqlResult<u64> {
     let v: i64 = row.get(col)?;
-    u64::try_from(v).map_err(|e| bad(col, Type::Integer, e))
+    u64::try_from(v).map_err(|e| bad(&col.to_string(), Type::Integer, e))
 }
 
-fn get_u32(row: &Row<'_>, col: &str) -> SqlResult<u32> {
+fn get_u32(row: &Row<'_>, col: impl Col) -> SqlResult<u32> {
     let v: i64 = row.get(col)?;
-    u32::try_from(v).map_err(|e| bad(col, Type::Integer, e))
+    u32::try_from(v).map_err(|e| bad(&col.to_string(), Type::Integer, e))
 }
 
-fn get_enum<T>(row: &Row<'_>, col: &str, parse: fn(&str) -> Option<T>) -> SqlResult<T> {
+fn get_enum<T>(row: &Row<'_>, col: impl Col, parse: fn(&str) -> Option<T>) -> SqlResult<T> {
     let text: String = row.get(col)?;
-    parse(&text).ok_or_else(|| bad(col, Type::Text, format!("unknown value {text:?}")))
+    parse(&text).ok_or_else(|| {
+        bad(
+            &col.to_string(),
+            Type::Text,
+            format!("unknown value {text:?}"),
+        )
+    })
 }
 
 fn get_json<T: DeserializeOwned>(row: &Row<'_>, col: &str) -> SqlResult<T> {
@@ -40,9 +52,9 @@ fn get_json<T: DeserializeOwned>(row: &Row<'_>, col: &str) -> SqlResult<T> {
     serde_json::from_str(&text).map_err(|e| bad(col, Type::Text, e))
 }
 
-fn get_json_opt<T: DeserializeOwned>(row: &Row<'_>, col: &str) -> SqlResult<Option<T>> {
+fn get_json_opt<T: DeserializeOwned>(row: &Row<'_>, col: impl Col) -> SqlResult<Option<T>> {
     let text: Option<String> = row.get(col)?;
-    text.map(|t| serde_json::from_str(&t).map_err(|e| bad(col, Type::Text, e)))
+    text.map(|t| serde_json::from_str(&t).map_err(|e| bad(&col.to_string(), Type::Text, e)))
         .transpose()
 }
 
@@ -59,30 +71,32 @@ pub(super) fn lease(row: &Row<'_>) -> SqlResult<Lease> {
     })
 }
 
+/// A `SELECT * FROM work` row, mapped by position: work rows are read on every claim and
+/// completion. The column order is `schema.sql`'s, pinned by a test in `tests.rs`.
 pub(super) fn work(row: &Row<'_>) -> SqlResult<WorkItem> {
     Ok(WorkItem {
-        id: row.get("id")?,
-        kind: get_enum(row, "kind", WorkKind::parse)?,
-        state: get_enum(row, "state", WorkState::parse)?,
-        handler: row.get("handler")?,
-        payload: row.get("payload")?,
-        logical_effect_id: row.get("logical_effect_id")?,
-        idempotency_key: row.get("idempotency_key")?,
-        compat: row.get("compat")?,
-        owner_id: row.get("owner_id")?,
-        token: row.get("token")?,
-        generation: get_u64(row, "generation")?,
-        claimed_at: row.get("claimed_at")?,
-        lease_expires_at: row.get("lease_expires_at")?,
-        attempt_number: get_u32(row, "attempt_number")?,
-        uncertain_attempts: get_u32(row, "uncertain_attempts")?,
-        max_attempts: get_u32(row, "max_attempts")?,
-        last_attempt_at: row.get("last_attempt_at")?,
-        next_eligible_at: row.get("next_eligible_at")?,
-        last_failure: get_json_opt(row, "last_failure")?,
-        result: row.get("result")?,
-        created_at: row.get("created_at")?,
-        updated_at: row.get("updated_at")?,
+        id: row.get(0)?,
+        kind: get_enum(row, 1, WorkKind::parse)?,
+        state: get_enum(row, 2, WorkState::parse)?,
+        handler: row.get(3)?,
+        payload: row.get(4)?,
+        logical_effect_id: row.get(5)?,
+        idempotency_key: row.get(6)?,
+        compat: row.get(7)?,
+        owner_id: row.get(8)?,
+        token: row.get(9)?,
+        generation: get_u64(row, 10)?,
+        claimed_at: row.get(11)?,
+        lease_expires_at: row.get(12)?,
+        attempt_number: get_u32(row, 13)?,
+        uncertain_attempts: get_u32(row, 14)?,
+        max_attempts: get_u32(row, 15)?,
+        last_attempt_at: row.get(16)?,
+        next_eligible_at: row.get(17)?,
+        last_failure: get_json_opt(row, 18)?,
+        result: row.get(19)?,
+        created_at: row.get(20)?,
+        updated_at: row.get(21)?,
     })
 }
 
@@ -167,6 +181,14 @@ pub(super) fn audit(row: &Row<'_>) -> SqlResult<AuditEntry> {
         action: row.get("action")?,
         target: row.get("target")?,
         outcome: row.get("outcome")?,
+    })
+}
+
+pub(super) fn idempotent_answer(row: &Row<'_>) -> SqlResult<IdempotentAnswer> {
+    Ok(IdempotentAnswer {
+        key: row.get("key")?,
+        answer: row.get("answer")?,
+        at: row.get("at")?,
     })
 }
 

@@ -221,9 +221,7 @@ fn read_only_open() {
         read(&ro, |tx| tx.counters("x")).expect("read"),
         vec![("x".to_owned(), 3)]
     );
-    let err = write(&ro, |tx| tx.adjust_counter("x", 1))
-        .err()
-        .expect("refused");
+    let err = write(&ro, |tx| tx.adjust_counter("x", 1)).expect_err("refused");
     assert_eq!(err.code(), "STORE_READ_ONLY");
     assert!(ro.change_token().is_ok());
     drop(ro);
@@ -231,9 +229,7 @@ fn read_only_open() {
 
     // A write inside a read transaction is refused too.
     let b = open(&path, OpenMode::ReadWrite).expect("open");
-    let err = read(&b, |tx| tx.adjust_counter("x", 1))
-        .err()
-        .expect("refused");
+    let err = read(&b, |tx| tx.adjust_counter("x", 1)).expect_err("refused");
     assert_eq!(err.code(), "STORE_READ_ONLY");
 }
 
@@ -252,8 +248,7 @@ fn read_only_file_opens_for_inspection() {
     assert_eq!(read(&b, |tx| tx.revision()).expect("read"), 0);
     assert_eq!(
         write(&b, |tx| tx.commit_revision().map(drop))
-            .err()
-            .expect("refused")
+            .expect_err("refused")
             .code(),
         "STORE_READ_ONLY"
     );
@@ -270,8 +265,7 @@ fn rollback_on_err_leaves_nothing() {
         tx.append_journal(&event("t", 0))?;
         Err(Error::Invalid("no".into()))
     })
-    .err()
-    .expect("err");
+    .expect_err("err");
     assert_eq!(err.code(), "INVALID");
     read(&b, |tx| {
         assert_eq!(tx.revision()?, 0);
@@ -430,22 +424,22 @@ fn main_queries_use_indexes() {
             "PRIMARY KEY",
         ),
         (
-            "SELECT * FROM grants WHERE revision > ?1 ORDER BY revision, seq LIMIT ?2",
+            "SELECT * FROM grants WHERE revision > ? ORDER BY revision, seq LIMIT ?",
             2,
             "grants_revision",
         ),
         (
-            "SELECT * FROM grants WHERE resource_id = ?1 AND revision > ?2 ORDER BY revision, seq LIMIT ?3",
+            "SELECT * FROM grants WHERE revision > ? AND resource_id = ? ORDER BY revision, seq LIMIT ?",
             3,
             "grants_resource",
         ),
         (
-            "SELECT * FROM writes WHERE revision > ?1 ORDER BY revision, seq LIMIT ?2",
+            "SELECT * FROM writes WHERE revision > ? ORDER BY revision, seq LIMIT ?",
             2,
             "writes_revision",
         ),
         (
-            "SELECT * FROM writes WHERE resource_id = ?1 AND revision > ?2 ORDER BY revision, seq LIMIT ?3",
+            "SELECT * FROM writes WHERE revision > ? AND resource_id = ? ORDER BY revision, seq LIMIT ?",
             3,
             "writes_resource",
         ),
@@ -482,6 +476,42 @@ fn main_queries_use_indexes() {
         (
             "SELECT * FROM history WHERE instance_id = ?1 ORDER BY position",
             1,
+            "INDEX",
+        ),
+        (
+            "SELECT * FROM grants WHERE revision = ? ORDER BY seq",
+            1,
+            "grants_revision",
+        ),
+        (
+            "SELECT * FROM grants WHERE revision = ? AND resource_id = ? ORDER BY seq",
+            2,
+            "grants_resource",
+        ),
+        (
+            "SELECT * FROM writes WHERE revision = ? ORDER BY seq",
+            1,
+            "writes_revision",
+        ),
+        (
+            "SELECT * FROM writes WHERE revision = ? AND resource_id = ? ORDER BY seq",
+            2,
+            "writes_resource",
+        ),
+        (
+            "SELECT * FROM dedup WHERE (source, external_id) > (?1, ?2)
+             ORDER BY source, external_id LIMIT ?3",
+            3,
+            "PRIMARY KEY",
+        ),
+        (
+            "SELECT * FROM idempotency WHERE key > ? ORDER BY key ASC LIMIT ?",
+            2,
+            "INDEX",
+        ),
+        (
+            "SELECT * FROM action_outcomes WHERE invocation_id > ? ORDER BY invocation_id ASC LIMIT ?",
+            2,
             "INDEX",
         ),
     ];
@@ -587,6 +617,9 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
         ("workx", 1),
         ("wf|x", -1),
         ("claims", 3),
+        ("zero|net", 2),
+        ("zero|net", -2),
+        ("zero|nil", 0),
     ] {
         tx.adjust_counter(name, d)?;
     }
@@ -626,13 +659,15 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
             outcome: "ok".into(),
         })?;
     }
-    tx.put_dedup(&DedupRecord {
-        source: "s".into(),
-        external_id: "x".into(),
-        fingerprint: "f".into(),
-        seq: 1,
-        first_seen_at: 2,
-    })?;
+    for (source, external_id) in [("s", "x"), ("s", "a"), ("r", "z"), ("t", "")] {
+        tx.put_dedup(&DedupRecord {
+            source: source.into(),
+            external_id: external_id.into(),
+            fingerprint: "f".into(),
+            seq: 1,
+            first_seen_at: 2,
+        })?;
+    }
     for i in 0..8u64 {
         for r in ["ra", "rb"] {
             tx.add_grant(&Grant {
@@ -696,14 +731,18 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
             detail: "{}".into(),
         })?;
     }
-    tx.put_action_outcome(&ActionOutcome {
-        invocation_id: "i/a".into(),
-        attempt: 2,
-        outcome: "succeeded".into(),
-        detail: "1".into(),
-        at: 3,
-    })?;
-    tx.put_idempotent_answer("k", "answer", 1)?;
+    for id in ["i/a", "i/b", "h/a"] {
+        tx.put_action_outcome(&ActionOutcome {
+            invocation_id: id.into(),
+            attempt: 2,
+            outcome: "succeeded".into(),
+            detail: "1".into(),
+            at: 3,
+        })?;
+    }
+    for (key, at) in [("k", 1), ("j", 2), ("l", 3)] {
+        tx.put_idempotent_answer(key, "answer", at)?;
+    }
     Ok(())
 }
 
@@ -861,14 +900,22 @@ fn every_read_matches_the_memory_reference() {
             });
         }
     }
-    for after in [0, 1, 2, 3, u64::MAX - 1] {
+    for after in [0, 1, 2, 3, u64::MAX - 1, u64::MAX] {
         for resource in [None, Some("ra"), Some("rz")] {
-            same(mem, sql, &format!("grants {resource:?} {after}"), |tx| {
-                tx.grants(resource, after, 5)
-            });
-            same(mem, sql, &format!("writes {resource:?} {after}"), |tx| {
-                tx.writes(resource, after, 5)
-            });
+            for n in [0, 1, 3, 5, 100] {
+                same(
+                    mem,
+                    sql,
+                    &format!("grants {resource:?} {after} {n}"),
+                    |tx| tx.grants(resource, after, n),
+                );
+                same(
+                    mem,
+                    sql,
+                    &format!("writes {resource:?} {after} {n}"),
+                    |tx| tx.writes(resource, after, n),
+                );
+            }
         }
     }
     for after in [0, 3, 9] {
@@ -879,6 +926,23 @@ fn every_read_matches_the_memory_reference() {
         }
     }
     same(mem, sql, "journal high water", |tx| tx.journal_high_water());
+    for after in [None, Some(("s", "a")), Some(("r", "")), Some(("t", ""))] {
+        for n in [0, 1, 2, 10] {
+            same(mem, sql, &format!("dedup {after:?} {n}"), |tx| {
+                tx.list_dedup(after, n)
+            });
+        }
+    }
+    for after in [None, Some(""), Some("i/a"), Some("k"), Some("z")] {
+        for n in [1, 2, 10] {
+            same(mem, sql, &format!("answers {after:?} {n}"), |tx| {
+                tx.list_idempotent_answers(after, n)
+            });
+            same(mem, sql, &format!("outcomes {after:?} {n}"), |tx| {
+                tx.list_action_outcomes(after, n)
+            });
+        }
+    }
     same(mem, sql, "point reads", |tx| {
         Ok((
             tx.work("w000")?,
@@ -987,4 +1051,43 @@ fn sqlite_errors_map_to_store_errors() {
     });
     assert!(out.is_ok());
     assert_eq!(calls, 3, "busy attempts are retried");
+}
+
+/// The `work` table's columns in the order `rows::work` reads them by position.
+const WORK_COLUMNS: [&str; 23] = [
+    "id",
+    "kind",
+    "state",
+    "handler",
+    "payload",
+    "logical_effect_id",
+    "idempotency_key",
+    "compat",
+    "owner_id",
+    "token",
+    "generation",
+    "claimed_at",
+    "lease_expires_at",
+    "attempt_number",
+    "uncertain_attempts",
+    "max_attempts",
+    "last_attempt_at",
+    "next_eligible_at",
+    "last_failure",
+    "result",
+    "created_at",
+    "updated_at",
+    "due_at",
+];
+
+#[test]
+fn work_columns_are_in_the_order_rows_are_mapped_by_position() {
+    let (_dir, path) = temp();
+    let backend = open(&path, OpenMode::ReadWrite).expect("open");
+    let conn = backend.lock();
+    let names: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('work') ORDER BY cid")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .expect("table info");
+    assert_eq!(names, WORK_COLUMNS);
 }

@@ -4,6 +4,7 @@
 //! query-plan tests in `tests.rs`).
 
 use std::cell::Cell;
+use std::collections::BTreeMap;
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Params, Row, params, params_from_iter};
@@ -16,8 +17,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::WorkFilter;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease,
-    PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, Grant, HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow,
+    JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow,
+    WriteRecord,
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
@@ -34,6 +36,10 @@ pub(super) struct SqliteTx<'a> {
     revision: Option<u64>,
     /// Set when a statement hit `SQLITE_BUSY` / `SQLITE_LOCKED`: the caller retries.
     busy: Cell<bool>,
+    /// Counter deltas not yet written: a claim batch moves the same few cells once per
+    /// item, so they are summed here and written once, before any counter read and at
+    /// commit ([`Self::flush`]).
+    pending_counters: BTreeMap<String, i64>,
 }
 
 impl<'a> SqliteTx<'a> {
@@ -44,7 +50,22 @@ impl<'a> SqliteTx<'a> {
             writable,
             revision: None,
             busy: Cell::new(false),
+            pending_counters: BTreeMap::new(),
         }
+    }
+
+    /// Writes the buffered counter deltas. The caller runs it before COMMIT. A net delta of
+    /// zero is written too: a counter once adjusted exists (at 0), as in the memory store,
+    /// and a copy recreates zero-valued counters exactly.
+    pub(super) fn flush(&mut self) -> Result<()> {
+        for (name, delta) in std::mem::take(&mut self.pending_counters) {
+            self.exec(
+                "INSERT INTO counters (name, value) VALUES (?1, ?2)
+                 ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+                params![name, delta],
+            )?;
+        }
+        Ok(())
     }
 
     /// Whether a statement failed with physical contention.
@@ -93,9 +114,11 @@ impl<'a> SqliteTx<'a> {
 
     fn meta(&self, key: &str) -> Result<i64> {
         self.one("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))?
-            .ok_or_else(|| {
-                Error::Corrupt(format!("{}: the meta row {key:?} is missing", self.label))
-            })
+            .ok_or_else(|| self.missing_meta(key))
+    }
+
+    fn missing_meta(&self, key: &str) -> Error {
+        Error::Corrupt(format!("{}: the meta row {key:?} is missing", self.label))
     }
 
     /// Advances a meta counter by one and returns the new value.
@@ -106,7 +129,7 @@ impl<'a> SqliteTx<'a> {
             [key],
             |r| r.get(0),
         )?
-        .ok_or_else(|| Error::Corrupt(format!("{}: the meta row {key:?} is missing", self.label)))
+        .ok_or_else(|| self.missing_meta(key))
     }
 
     /// One keyset page: rows of `from` matching `conds` strictly after (or, backwards,
@@ -191,6 +214,106 @@ impl<'a> SqliteTx<'a> {
         )
     }
 
+    /// A page of the checker's history (`grants` or `writes`): the first `n` rows above
+    /// revision `after`, then the rest of the last revision reached (see [`Tx::grants`]).
+    fn history_page<T>(
+        &self,
+        table: &str,
+        resource: Option<&str>,
+        after: u64,
+        n: usize,
+        map: Map<T>,
+        revision: fn(&T) -> u64,
+    ) -> Result<Vec<T>> {
+        let (on_resource, mut values) = match resource {
+            Some(r) => (" AND resource_id = ?", vec![Value::Text(r.to_owned())]),
+            None => ("", Vec::new()),
+        };
+        let mut head = vec![Value::Integer(bound(after))];
+        head.extend(values.iter().cloned());
+        head.push(Value::Integer(limit(n)));
+        let mut rows = self.all(
+            &format!(
+                "SELECT * FROM {table} WHERE revision > ?{on_resource} ORDER BY revision, seq LIMIT ?"
+            ),
+            params_from_iter(head),
+            map,
+        )?;
+        let Some(last) = rows
+            .last()
+            .map(revision)
+            .filter(|_| n > 0 && rows.len() == n)
+        else {
+            return Ok(rows);
+        };
+        rows.retain(|r| revision(r) != last);
+        values.insert(0, Value::Integer(int(last)?));
+        rows.extend(self.all(
+            &format!("SELECT * FROM {table} WHERE revision = ?{on_resource} ORDER BY seq"),
+            params_from_iter(values),
+            map,
+        )?);
+        Ok(rows)
+    }
+
+    /// Inserts a journal row under `seq`.
+    fn insert_journal_row(&self, seq: i64, event: &JournalEvent) -> Result<()> {
+        self.exec(
+            "INSERT INTO journal (seq, event_type, source, external_id, payload, fingerprint, at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                seq,
+                event.event_type,
+                event.source,
+                event.external_id,
+                event.payload,
+                event.fingerprint,
+                event.at
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Inserts an ingestion under `id`, or the next id when `None`.
+    fn insert_ingestion(&self, id: Option<i64>, i: &Ingestion) -> Result<()> {
+        self.exec(
+            "INSERT INTO ingestions (id, at, event_type, source, external_id, outcome, seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                id,
+                i.at,
+                i.event_type,
+                i.source,
+                i.external_id,
+                i.outcome.as_str(),
+                i.seq
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Inserts an audit entry under `id`, or the next id when `None`.
+    fn insert_audit(&self, id: Option<i64>, e: &AuditEntry) -> Result<()> {
+        self.exec(
+            "INSERT INTO audit (id, at, actor, action, target, outcome) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![id, e.at, e.actor, e.action, e.target, e.outcome],
+        )?;
+        Ok(())
+    }
+
+    /// Sets a meta value.
+    fn set_meta(&self, key: &str, value: i64) -> Result<()> {
+        if self.exec(
+            "UPDATE meta SET value = ?2 WHERE key = ?1",
+            params![key, value],
+        )? == 1
+        {
+            Ok(())
+        } else {
+            Err(self.missing_meta(key))
+        }
+    }
+
     fn insert_work_row(&self, item: &WorkItem) -> Result<usize> {
         self.exec(
             "INSERT INTO work (id, kind, state, handler, payload, logical_effect_id, idempotency_key, compat,
@@ -229,15 +352,18 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn adjust_counter(&mut self, name: &str, delta: i64) -> Result<()> {
-        self.exec(
-            "INSERT INTO counters (name, value) VALUES (?1, ?2)
-             ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-            params![name, delta],
-        )?;
+        self.writable()?;
+        match self.pending_counters.get_mut(name) {
+            Some(sum) => *sum += delta,
+            None => {
+                self.pending_counters.insert(name.to_owned(), delta);
+            }
+        }
         Ok(())
     }
 
     fn counters(&mut self, prefix: &str) -> Result<Vec<(String, i64)>> {
+        self.flush()?;
         // A range seek on the primary key from `prefix`, stopping at the first name past it.
         let conn = self.conn;
         let rows = conn
@@ -308,11 +434,12 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {
+        // Only the columns a transition changes: SQLite then leaves the indexes over the
+        // identity columns (kind, compat) alone. Parameters keep `work_values` numbering.
         let changed = self.exec(
-            "UPDATE work SET kind = ?2, state = ?3, handler = ?4, payload = ?5, logical_effect_id = ?6,
-                idempotency_key = ?7, compat = ?8, owner_id = ?9, token = ?10, generation = ?11, claimed_at = ?12,
+            "UPDATE work SET state = ?3, owner_id = ?9, token = ?10, generation = ?11, claimed_at = ?12,
                 lease_expires_at = ?13, attempt_number = ?14, uncertain_attempts = ?15, max_attempts = ?16,
-                last_attempt_at = ?17, next_eligible_at = ?18, last_failure = ?19, result = ?20, created_at = ?21,
+                last_attempt_at = ?17, next_eligible_at = ?18, last_failure = ?19, result = ?20,
                 updated_at = ?22, due_at = ?23
              WHERE id = ?1",
             params_from_iter(work_values(item)?),
@@ -458,19 +585,7 @@ impl Tx for SqliteTx<'_> {
 
     fn append_journal(&mut self, event: &JournalEvent) -> Result<i64> {
         let seq = self.bump_meta("journal_seq")?;
-        self.exec(
-            "INSERT INTO journal (seq, event_type, source, external_id, payload, fingerprint, at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                seq,
-                event.event_type,
-                event.source,
-                event.external_id,
-                event.payload,
-                event.fingerprint,
-                event.at
-            ],
-        )?;
+        self.insert_journal_row(seq, event)?;
         self.exec(
             "DELETE FROM journal WHERE seq <= ?1",
             [seq - RETENTION.journal_events],
@@ -502,12 +617,8 @@ impl Tx for SqliteTx<'_> {
         self.meta("journal_seq")
     }
 
-    fn add_ingestion(&mut self, i: &Ingestion) -> Result<()> {
-        self.exec(
-            "INSERT INTO ingestions (at, event_type, source, external_id, outcome, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![i.at, i.event_type, i.source, i.external_id, i.outcome.as_str(), i.seq],
-        )?;
-        Ok(())
+    fn add_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
+        self.insert_ingestion(None, ingestion)
     }
 
     fn list_ingestions(&mut self, page: &PageRequest) -> Result<Vec<Ingestion>> {
@@ -627,12 +738,8 @@ impl Tx for SqliteTx<'_> {
         Ok(())
     }
 
-    fn add_audit(&mut self, e: &AuditEntry) -> Result<()> {
-        self.exec(
-            "INSERT INTO audit (at, actor, action, target, outcome) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![e.at, e.actor, e.action, e.target, e.outcome],
-        )?;
-        Ok(())
+    fn add_audit(&mut self, entry: &AuditEntry) -> Result<()> {
+        self.insert_audit(None, entry)
     }
 
     fn list_audit(&mut self, page: &PageRequest) -> Result<Vec<AuditEntry>> {
@@ -658,33 +765,13 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn grants(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<Grant>> {
-        match resource {
-            Some(r) => self.all(
-                "SELECT * FROM grants WHERE resource_id = ?1 AND revision > ?2 ORDER BY revision, seq LIMIT ?3",
-                params![r, bound(after), limit(n)],
-                rows::grant,
-            ),
-            None => self.all(
-                "SELECT * FROM grants WHERE revision > ?1 ORDER BY revision, seq LIMIT ?2",
-                params![bound(after), limit(n)],
-                rows::grant,
-            ),
-        }
+        self.history_page("grants", resource, after, n, rows::grant, |g| g.revision)
     }
 
     fn writes(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<WriteRecord>> {
-        match resource {
-            Some(r) => self.all(
-                "SELECT * FROM writes WHERE resource_id = ?1 AND revision > ?2 ORDER BY revision, seq LIMIT ?3",
-                params![r, bound(after), limit(n)],
-                rows::write_record,
-            ),
-            None => self.all(
-                "SELECT * FROM writes WHERE revision > ?1 ORDER BY revision, seq LIMIT ?2",
-                params![bound(after), limit(n)],
-                rows::write_record,
-            ),
-        }
+        self.history_page("writes", resource, after, n, rows::write_record, |w| {
+            w.revision
+        })
     }
 
     fn trim_history(&mut self, keep_from_revision: u64) -> Result<()> {
@@ -781,11 +868,7 @@ impl Tx for SqliteTx<'_> {
         after: Option<&str>,
         n: usize,
     ) -> Result<Vec<InstanceRow>> {
-        let page = PageRequest {
-            after: after.map(str::to_owned),
-            limit: n,
-            backwards: false,
-        };
+        let page = PageRequest::resume(after, n);
         self.text_page(
             "instances",
             "instance_id",
@@ -851,6 +934,67 @@ impl Tx for SqliteTx<'_> {
             params![o.invocation_id, o.attempt, o.outcome, o.detail, o.at],
         )?;
         Ok(())
+    }
+
+    fn list_dedup(&mut self, after: Option<(&str, &str)>, n: usize) -> Result<Vec<DedupRecord>> {
+        match after {
+            Some((source, external_id)) => self.all(
+                "SELECT * FROM dedup WHERE (source, external_id) > (?1, ?2)
+                 ORDER BY source, external_id LIMIT ?3",
+                params![source, external_id, limit(n)],
+                rows::dedup,
+            ),
+            None => self.all(
+                "SELECT * FROM dedup ORDER BY source, external_id LIMIT ?1",
+                [limit(n)],
+                rows::dedup,
+            ),
+        }
+    }
+
+    fn list_idempotent_answers(
+        &mut self,
+        after: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<IdempotentAnswer>> {
+        self.text_page(
+            "idempotency",
+            "key",
+            None,
+            &PageRequest::resume(after, n),
+            rows::idempotent_answer,
+        )
+    }
+
+    fn list_action_outcomes(
+        &mut self,
+        after: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<ActionOutcome>> {
+        self.text_page(
+            "action_outcomes",
+            "invocation_id",
+            None,
+            &PageRequest::resume(after, n),
+            rows::outcome,
+        )
+    }
+
+    fn import_journal(&mut self, event: &JournalEvent) -> Result<()> {
+        self.insert_journal_row(event.seq, event)
+    }
+
+    fn import_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
+        self.insert_ingestion(Some(ingestion.id), ingestion)
+    }
+
+    fn import_audit(&mut self, entry: &AuditEntry) -> Result<()> {
+        self.insert_audit(Some(entry.id), entry)
+    }
+
+    fn import_revision(&mut self, revision: u64, journal_high_water: i64) -> Result<()> {
+        self.set_meta("revision", int(revision)?)?;
+        self.set_meta("journal_seq", journal_high_water)
     }
 }
 

@@ -1,0 +1,272 @@
+//! `leasehold bench dashboard`: the dashboard's real read-and-render path, off-screen
+//! ([`crate::tui::harness`]: the same app, snapshot reader and views as `leasehold attach`,
+//! drawn into an in-memory buffer instead of a terminal).
+//!
+//! Measured: the first complete frame (from before the store is opened to the first frame
+//! drawn with data), every live refresh (one shared snapshot read plus one frame) across
+//! the main views and a jump to the end of the work list, and this process's peak resident
+//! memory. Writers are real `leasehold authority` processes working the store meanwhile,
+//! so the refreshes race real commits and the memory figure is the dashboard's alone.
+
+use std::time::{Duration, Instant};
+
+use super::{Fleet, FleetOptions, Progress, Report, StoreFacts, wait_for};
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::store::StoreKind;
+use crate::store::url::{OpenMode, open};
+use crate::tui::action::{Action, ViewId};
+use crate::tui::app::AppOptions;
+use crate::tui::harness::Harness;
+use crate::tui::theme::Theme;
+
+/// The views refreshed, in order (the timeline needs a resource, the detail an instance).
+const VIEWS: [ViewId; 9] = [
+    ViewId::Overview,
+    ViewId::Authorities,
+    ViewId::Leases,
+    ViewId::Work,
+    ViewId::Workflows,
+    ViewId::Cursors,
+    ViewId::Events,
+    ViewId::Schedules,
+    ViewId::Audit,
+];
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct DashboardBench {
+    pub url: String,
+    /// Refreshes per view.
+    pub refreshes: usize,
+    pub width: u16,
+    pub height: u16,
+    /// Writers: authority processes (build and workload below) working the store.
+    pub writers: FleetOptions,
+    pub timeout: Duration,
+}
+
+/// Runs the benchmark.
+///
+/// # Errors
+/// An unreadable store, writers that cannot start.
+pub fn run(bench: &DashboardBench) -> Result<Report> {
+    let started = Instant::now();
+    let store = open(&bench.url, OpenMode::ReadOnly)?;
+    let options = AppOptions {
+        read_only: true,
+        ..AppOptions::default()
+    };
+    let mut harness = Harness::new(
+        store.clone(),
+        options,
+        Theme::builtin("dark")?,
+        None,
+        bench.width,
+        bench.height,
+    );
+    let _ = harness.render();
+    let first_frame = started.elapsed();
+
+    let mut report = Report::new("dashboard", StoreFacts::of(&store));
+    report.knob("size", format!("{}x{}", bench.width, bench.height));
+    report.knob("refreshesPerView", bench.refreshes);
+    let overview = store.overview()?;
+    report.knob(
+        "workItems",
+        overview.work.iter().map(|c| c.count).sum::<u64>(),
+    );
+    report.knob(
+        "workflowInstances",
+        overview.workflows.iter().map(|(_, n)| n).sum::<u64>(),
+    );
+
+    let writers = bench.writers.authorities > 0 && store.kind() != StoreKind::Memory;
+    report.knob(
+        "writers",
+        if writers {
+            bench.writers.authorities
+        } else {
+            0
+        },
+    );
+    let fleet = if writers {
+        report.note(format!(
+            "Writers: {} `leasehold authority` processes (build {}, workload {}) working this store's own items during the refreshes.",
+            bench.writers.authorities, bench.writers.build, bench.writers.workload
+        ));
+        let fleet = Fleet::start(&bench.writers, &store)?;
+        // Refresh only once the writers are committing.
+        let from = store.revision()?;
+        let mut quiet = Progress::new("writers", 1, true);
+        let moving = wait_for(
+            "the writers' first commit",
+            bench.timeout,
+            &mut quiet,
+            |_| Ok((store.revision()? > from).then_some(())),
+        );
+        if let Err(e) = moving {
+            let _ = fleet.stop();
+            return Err(e);
+        }
+        Some(fleet)
+    } else {
+        None
+    };
+
+    let mut samples: Vec<(ViewId, Duration)> = Vec::new();
+    for view in VIEWS {
+        harness.dispatch(Action::SwitchView(view));
+        for _ in 0..bench.refreshes {
+            let t = Instant::now();
+            harness.refresh();
+            let _ = harness.render();
+            samples.push((view, t.elapsed()));
+        }
+    }
+    // Keyset paging from the far end of a long list.
+    harness.dispatch(Action::SwitchView(ViewId::Work));
+    let t = Instant::now();
+    harness.dispatch(Action::End);
+    let _ = harness.render();
+    let end_of_work = t.elapsed();
+    if let Some(fleet) = fleet {
+        fleet.stop()?;
+    }
+
+    let mut all: Vec<Duration> = samples.iter().map(|(_, d)| *d).collect();
+    all.sort_unstable();
+    let ms = |d: Duration| d.as_secs_f64() * 1_000.0;
+    report.metric(
+        "firstFrameMs",
+        "first complete frame",
+        ms(first_frame),
+        "ms",
+    );
+    report.metric(
+        "refreshP50Ms",
+        "live refresh, p50",
+        ms(nearest(&all, 50)),
+        "ms",
+    );
+    report.metric(
+        "refreshP99Ms",
+        "live refresh, p99",
+        ms(nearest(&all, 99)),
+        "ms",
+    );
+    report.metric(
+        "refreshMaxMs",
+        "live refresh, max",
+        ms(all.last().copied().unwrap_or_default()),
+        "ms",
+    );
+    report.metric(
+        "endOfWorkMs",
+        "jump to the end of work",
+        ms(end_of_work),
+        "ms",
+    );
+    let (rss, peak) = resident_memory();
+    report.metric("rssMb", "resident memory", rss, "MB");
+    report.metric("peakRssMb", "peak resident memory", peak, "MB");
+    if let Some((view, worst)) = slowest_view(&samples) {
+        report.note(format!(
+            "Slowest view at p99: {} ({:.2} ms).",
+            view.name(),
+            ms(worst)
+        ));
+    }
+    Ok(report)
+}
+
+/// The nearest-rank percentile of sorted durations.
+fn nearest(sorted: &[Duration], p: usize) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = (sorted.len() * p).div_ceil(100).max(1);
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+/// The view with the highest p99 refresh.
+fn slowest_view(samples: &[(ViewId, Duration)]) -> Option<(ViewId, Duration)> {
+    VIEWS
+        .iter()
+        .filter_map(|view| {
+            let mut d: Vec<Duration> = samples
+                .iter()
+                .filter(|(v, _)| v == view)
+                .map(|(_, d)| *d)
+                .collect();
+            d.sort_unstable();
+            (!d.is_empty()).then(|| (*view, nearest(&d, 99)))
+        })
+        .max_by_key(|(_, d)| *d)
+}
+
+/// This process's resident and peak resident memory in MB (`/proc/self/status`; 0 where
+/// it is not available).
+fn resident_memory() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| -> f64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            })
+            .map_or(0.0, |kb| kb / 1_024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Default writer knobs: two authorities of the store's default build working its items
+/// with the `fast` workload.
+#[must_use]
+pub fn default_writers(url: &str, authorities: usize, lease_ms: Millis) -> FleetOptions {
+    FleetOptions {
+        url: url.to_owned(),
+        authorities,
+        build: crate::build_key::DEFAULT_BUILD_TAG.to_owned(),
+        workload: "fast".into(),
+        concurrency: 32,
+        batch: 32,
+        lease_ms,
+        poll_ms: 50,
+        processes: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_durations_use_nearest_rank() {
+        let d: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        assert_eq!(nearest(&d, 99), Duration::from_millis(99));
+        assert_eq!(nearest(&d, 50), Duration::from_millis(50));
+        assert_eq!(nearest(&[], 99), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_run_over_an_empty_memory_store_reports_every_figure() {
+        let bench = DashboardBench {
+            url: "memory".into(),
+            refreshes: 3,
+            width: 120,
+            height: 40,
+            writers: default_writers("memory", 0, 30_000),
+            timeout: Duration::from_secs(60),
+        };
+        let report = run(&bench).expect("runs");
+        for key in ["firstFrameMs", "refreshP99Ms", "endOfWorkMs", "peakRssMb"] {
+            assert!(report.value(key).is_some(), "{key}");
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! The authorities a benchmark runs: K real authority runtimes, either in this process
+//! (one tokio runtime, each authority with its own store connection, as separate
+//! processes would have) or as K `leasehold authority` OS processes.
+
+use std::process::{Child, Command, Stdio};
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::authority::config::AuthorityConfig;
+use crate::authority::runtime::{LogFormat, RunOptions, run_authority_with};
+use crate::authority::stats::Stats;
+use crate::authority::workload;
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::store::url::{OpenMode, open};
+use crate::store::{Store, StoreKind};
+
+/// How the fleet's authorities are set up.
+#[derive(Debug, Clone)]
+pub struct FleetOptions {
+    /// The store URL each authority opens (its own connection).
+    pub url: String,
+    pub authorities: usize,
+    /// Build tag: decides which items they may claim.
+    pub build: String,
+    /// Workload name ([`workload::named`]).
+    pub workload: String,
+    pub concurrency: usize,
+    pub batch: usize,
+    pub lease_ms: Millis,
+    pub poll_ms: Millis,
+    /// Real OS processes instead of in-process runtimes.
+    pub processes: bool,
+}
+
+impl FleetOptions {
+    /// Authority `i`'s config.
+    fn config(&self, i: usize) -> AuthorityConfig {
+        let mut config = AuthorityConfig::new(format!("{}-a{i}", self.build), self.build.clone())
+            .with_timing(self.lease_ms, self.lease_ms / 3);
+        config.worker_concurrency = self.concurrency;
+        config.claim_batch_size = self.batch;
+        config.poll_interval_ms = self.poll_ms;
+        config
+    }
+}
+
+/// Running authorities.
+pub enum Fleet {
+    InProcess {
+        runtime: tokio::runtime::Runtime,
+        stop: watch::Sender<bool>,
+        tasks: Vec<JoinHandle<Result<Stats>>>,
+    },
+    Processes(Vec<Child>),
+}
+
+impl Fleet {
+    /// Starts the fleet. In-process authorities over a memory store share `primary`'s
+    /// backend (a memory store lives in this process only).
+    ///
+    /// # Errors
+    /// `INVALID` for unsafe knobs or processes over a memory store; a store failure.
+    pub fn start(options: &FleetOptions, primary: &Store) -> Result<Self> {
+        let configs: Vec<AuthorityConfig> = (0..options.authorities)
+            .map(|i| options.config(i))
+            .collect();
+        for config in &configs {
+            config.validate()?;
+        }
+        if options.processes {
+            if primary.kind() == StoreKind::Memory {
+                return Err(Error::Invalid(
+                    "--processes needs a store other processes can open (SQLite or Postgres), not memory"
+                        .into(),
+                ));
+            }
+            return spawn_processes(options, &configs).map(Self::Processes);
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Unavailable(format!("cannot start the async runtime: {e}")))?;
+        let workload = workload::named(&options.workload, 0)?;
+        let (stop, watcher) = watch::channel(false);
+        let mut tasks = Vec::with_capacity(configs.len());
+        for config in configs {
+            let store = if primary.kind() == StoreKind::Memory {
+                primary.clone()
+            } else {
+                open(&options.url, OpenMode::ReadWrite)?
+            };
+            let mut watcher = watcher.clone();
+            let shutdown = async move {
+                let _ = watcher.wait_for(|stopped| *stopped).await;
+            };
+            let run = run_authority_with(
+                store,
+                config,
+                workload.clone(),
+                RunOptions {
+                    log_format: LogFormat::Off,
+                    ..RunOptions::default()
+                },
+                shutdown,
+            );
+            tasks.push(runtime.spawn(run));
+        }
+        Ok(Self::InProcess {
+            runtime,
+            stop,
+            tasks,
+        })
+    }
+
+    /// Stops every authority (a clean shutdown: they release what they hold) and returns
+    /// their counters.
+    ///
+    /// # Errors
+    /// An authority that failed, or a process that did not report.
+    pub fn stop(self) -> Result<Vec<Stats>> {
+        match self {
+            Self::InProcess {
+                runtime,
+                stop,
+                tasks,
+            } => {
+                let _ = stop.send(true);
+                runtime.block_on(async {
+                    let mut all = Vec::with_capacity(tasks.len());
+                    for task in tasks {
+                        let stats = task.await.map_err(|e| {
+                            Error::Unavailable(format!("an authority task failed: {e}"))
+                        })??;
+                        all.push(stats);
+                    }
+                    Ok(all)
+                })
+            }
+            Self::Processes(children) => {
+                for child in &children {
+                    // SIGTERM: the authority releases what it owns and prints its counters.
+                    let _ = Command::new("kill")
+                        .args(["-TERM", &child.id().to_string()])
+                        .status();
+                }
+                children.into_iter().map(process_stats).collect()
+            }
+        }
+    }
+}
+
+fn spawn_processes(options: &FleetOptions, configs: &[AuthorityConfig]) -> Result<Vec<Child>> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::Unavailable(format!("cannot find the leasehold binary: {e}")))?;
+    let mut children = Vec::with_capacity(configs.len());
+    for config in configs {
+        let spawned = Command::new(&exe)
+            .arg("authority")
+            .args(["--instance", &config.instance_id])
+            .args(["--build", &config.build])
+            .args(["--workload", &options.workload])
+            .args(["--concurrency", &config.worker_concurrency.to_string()])
+            .args(["--batch", &config.claim_batch_size.to_string()])
+            .args(["--poll-ms", &config.poll_interval_ms.to_string()])
+            .args(["--lease-ms", &config.lease_duration_ms.to_string()])
+            .args(["--log-format", "off"])
+            // Through the environment, so a password never shows in a process list.
+            .env("LEASEHOLD_STORE", &options.url)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn();
+        match spawned {
+            Ok(child) => children.push(child),
+            Err(e) => {
+                for mut child in children {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+                return Err(Error::Unavailable(format!(
+                    "cannot start an authority process: {e}"
+                )));
+            }
+        }
+    }
+    Ok(children)
+}
+
+/// Waits for a stopped authority process and reads the counters it prints on stdout.
+fn process_stats(child: Child) -> Result<Stats> {
+    let pid = child.id();
+    let output = child
+        .wait_with_output()
+        .map_err(|e| Error::Unavailable(format!("authority process {pid}: {e}")))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines()
+        .rev()
+        .find_map(|line| serde_json::from_str::<Stats>(line).ok())
+        .ok_or_else(|| {
+            Error::Unavailable(format!(
+                "authority process {pid} exited ({}) without reporting its counters",
+                output.status
+            ))
+        })
+}

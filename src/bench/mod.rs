@@ -1,0 +1,185 @@
+//! `leasehold bench`: what a store drains and what the dashboard costs, measured through
+//! the real code paths — the authority runtime, the store's fenced transactions, the
+//! dashboard's read-and-render loop — never a shortcut around them.
+//!
+//! Every run ends in one [`Report`]: the store (kind, location without secrets, what is
+//! durable when), the machine, the knobs and the measured figures, as a table for people
+//! or one JSON object for machines, so figures from two runs can be compared.
+//!
+//! - [`work`]: enqueue no-op effects, drain them with K authorities;
+//! - [`workflows`]: start three-step workflows, run them to completion;
+//! - [`dashboard`]: first frame, refresh latency and memory of the dashboard.
+
+pub mod dashboard;
+mod fleet;
+mod progress;
+mod report;
+pub mod work;
+pub mod workflows;
+
+pub use fleet::{Fleet, FleetOptions};
+pub use progress::Progress;
+pub use report::{Machine, Report, StoreFacts};
+
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use crate::authority::stats::Stats;
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+/// The build tag bench items are stamped with: only bench authorities claim them, so a
+/// benchmark never touches a store's own work.
+pub const BENCH_BUILD: &str = "bench";
+
+/// Refuses a store that already holds work or workflows: a benchmark writes thousands of
+/// items and measures a drain to zero, so it runs on a scratch store.
+///
+/// # Errors
+/// `INVALID` naming what the store holds; a store failure.
+pub fn require_empty(store: &Store) -> Result<()> {
+    let overview = store.overview()?;
+    let work: u64 = overview.work.iter().map(|c| c.count).sum();
+    let workflows: u64 = overview.workflows.iter().map(|(_, n)| n).sum();
+    if work + workflows > 0 {
+        return Err(Error::Invalid(format!(
+            "{} holds {work} work items and {workflows} workflow instances: benchmarks write and drain their own items, so point them at an empty scratch store",
+            store.describe()
+        )));
+    }
+    Ok(())
+}
+
+/// Calls `done` every 20 ms until it answers `Some`, reporting `progress`; fails after
+/// `timeout`.
+///
+/// # Errors
+/// `done`'s error, or `INVALID` after `timeout` naming `what`.
+pub fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    progress: &mut Progress,
+    mut done: impl FnMut(&mut Progress) -> Result<Option<T>>,
+) -> Result<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = done(progress)? {
+            progress.finish();
+            return Ok(value);
+        }
+        if Instant::now() >= deadline {
+            progress.finish();
+            return Err(Error::Invalid(format!(
+                "{what} did not finish within {} s (raise --timeout-s)",
+                timeout.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `count / seconds`, or 0 for an empty interval.
+#[must_use]
+pub fn rate(count: u64, elapsed: Duration) -> f64 {
+    let secs = elapsed.as_secs_f64();
+    if secs > 0.0 { count as f64 / secs } else { 0.0 }
+}
+
+/// How a creation phase went: the first items one per transaction, the rest in batches.
+pub struct Created {
+    pub single: (u64, Duration),
+    pub batched: (u64, Duration),
+}
+
+impl Created {
+    /// Reports both rates (a part with no items is left out).
+    pub fn report(
+        &self,
+        report: &mut Report,
+        single: [&'static str; 2],
+        batched: [&'static str; 2],
+        unit: &'static str,
+    ) {
+        for ((n, elapsed), [key, label]) in [(self.single, single), (self.batched, batched)] {
+            if n > 0 {
+                report.metric(key, label, rate(n, elapsed), unit);
+            }
+        }
+    }
+}
+
+/// Creates `total` items: `one(i)` for the first `single`, then `many(range)` per batch of
+/// `batch`, reporting `label` progress.
+///
+/// # Errors
+/// The first failing call's.
+pub fn create(
+    label: &str,
+    total: u64,
+    single: u64,
+    batch: u64,
+    quiet: bool,
+    mut one: impl FnMut(u64) -> Result<()>,
+    mut many: impl FnMut(Range<u64>) -> Result<()>,
+) -> Result<Created> {
+    let single = single.min(total);
+    let mut progress = Progress::new(label, total, quiet);
+    let started = Instant::now();
+    for i in 0..single {
+        one(i)?;
+        progress.update(i + 1);
+    }
+    let single_elapsed = started.elapsed();
+    let started = Instant::now();
+    let mut next = single;
+    while next < total {
+        let end = (next + batch.max(1)).min(total);
+        many(next..end)?;
+        next = end;
+        progress.update(next);
+    }
+    progress.finish();
+    Ok(Created {
+        single: (single, single_elapsed),
+        batched: (total - single, started.elapsed()),
+    })
+}
+
+/// A fleet's run: how long it took, what its authorities counted, what the store committed.
+pub struct FleetRun {
+    pub elapsed: Duration,
+    pub stats: Vec<Stats>,
+    pub commits: u64,
+}
+
+/// Starts `fleet` on `store`, waits until `done` counts `total`, stops the fleet.
+///
+/// # Errors
+/// A fleet that cannot start or stop, a store failure, `timeout` passing first.
+pub fn run_fleet(
+    store: &Store,
+    fleet: &FleetOptions,
+    label: &str,
+    total: u64,
+    timeout: Duration,
+    quiet: bool,
+    done: impl Fn(&Store) -> Result<u64>,
+) -> Result<FleetRun> {
+    let revision_before = store.revision()?;
+    let started = Instant::now();
+    let running = Fleet::start(fleet, store)?;
+    let mut progress = Progress::new(label, total, quiet);
+    let finished = wait_for(label, timeout, &mut progress, |p| {
+        let n = done(store)?;
+        p.update(n);
+        Ok((n >= total).then_some(()))
+    });
+    let elapsed = started.elapsed();
+    let stats = running.stop();
+    finished?;
+    Ok(FleetRun {
+        elapsed,
+        stats: stats?,
+        commits: store.revision()?.saturating_sub(revision_before),
+    })
+}

@@ -1,0 +1,192 @@
+//! `leasehold bench work`: enqueue N no-op effects — the first ones one per transaction,
+//! the rest in batches — then drain them with K authorities through the real runtime
+//! (batched claims, handlers on the worker pool, group-committed fenced completions).
+
+use std::time::Duration;
+
+use super::{FleetOptions, FleetRun, Report, StoreFacts, create, rate, run_fleet};
+use crate::authority::stats::{Histogram, Stats};
+use crate::authority::workload::NOOP_HANDLER;
+use crate::build_key::compatibility_key;
+use crate::error::Result;
+use crate::model::work::NewWork;
+use crate::model::{WorkKind, WorkState};
+use crate::store::Store;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct WorkBench {
+    pub items: u64,
+    /// Of the items, how many are enqueued one per transaction.
+    pub single: u64,
+    /// Items per transaction for the rest.
+    pub enqueue_batch: usize,
+    pub fleet: FleetOptions,
+    pub timeout: Duration,
+    pub quiet: bool,
+}
+
+/// Runs the benchmark on `store` (which must be empty).
+///
+/// # Errors
+/// A non-empty store, unsafe knobs, a store failure, a drain that does not finish.
+pub fn run(store: &Store, bench: &WorkBench) -> Result<Report> {
+    super::require_empty(store)?;
+    let compat = compatibility_key(&bench.fleet.build).digest();
+    let mut report = Report::new("work", StoreFacts::of(store));
+    report.knob("items", bench.items);
+    report.knob("singleEnqueues", bench.single.min(bench.items));
+    report.knob("enqueueBatch", bench.enqueue_batch);
+    knobs(&mut report, &bench.fleet);
+
+    let spec = |i: u64| NewWork::effect(format!("bench-{i:09}"), NOOP_HANDLER, "{}");
+    create(
+        "enqueue",
+        bench.items,
+        bench.single,
+        bench.enqueue_batch as u64,
+        bench.quiet,
+        |i| store.enqueue(spec(i), &compat).map(drop),
+        |range| {
+            store
+                .enqueue_batch(range.map(spec).collect(), &compat)
+                .map(drop)
+        },
+    )?
+    .report(
+        &mut report,
+        ["enqueueSinglePerSec", "enqueue, one item per commit"],
+        ["enqueueBatchedPerSec", "enqueue, batched"],
+        "items/s",
+    );
+
+    let run = run_fleet(
+        store,
+        &bench.fleet,
+        "drain",
+        bench.items,
+        bench.timeout,
+        bench.quiet,
+        |store| terminal_effects(store, &compat),
+    )?;
+    report.metric(
+        "drainPerSec",
+        "drain (claim + fenced complete)",
+        rate(bench.items, run.elapsed),
+        "items/s",
+    );
+    fleet_metrics(&mut report, &run);
+    Ok(report)
+}
+
+/// The fleet's knobs, shared by the work and workflow benches.
+pub(super) fn knobs(report: &mut Report, fleet: &FleetOptions) {
+    report.knob("authorities", fleet.authorities);
+    report.knob(
+        "mode",
+        if fleet.processes {
+            "processes"
+        } else {
+            "in-process"
+        },
+    );
+    report.knob("concurrency", fleet.concurrency);
+    report.knob("claimBatch", fleet.batch);
+    report.knob("leaseMs", fleet.lease_ms);
+    report.knob("pollMs", fleet.poll_ms);
+}
+
+/// What the authorities did while they ran, from their own counters, and what it cost
+/// the store.
+pub(super) fn fleet_metrics(report: &mut Report, run: &FleetRun) {
+    let (elapsed, stats, commits) = (run.elapsed, &run.stats, run.commits);
+    let mut latency = Histogram::default();
+    for s in stats {
+        latency.merge(&s.finish_latency_ms);
+    }
+    let sum = |f: fn(&Stats) -> u64| stats.iter().map(f).sum::<u64>();
+    report.metric("elapsedSeconds", "run time", elapsed.as_secs_f64(), "s");
+    for (key, label, p) in [
+        ("claimToCompleteP50Ms", "claim to complete, p50", 50),
+        ("claimToCompleteP99Ms", "claim to complete, p99", 99),
+    ] {
+        report.metric(key, label, latency.percentile(p).unwrap_or(0) as f64, "ms");
+    }
+    report.metric("claims", "claims", sum(|s| s.claims) as f64, "");
+    report.metric(
+        "completions",
+        "completions accepted",
+        sum(|s| s.completions) as f64,
+        "",
+    );
+    report.metric(
+        "fencedRejections",
+        "fenced writes refused",
+        sum(|s| s.fenced_writes_refused) as f64,
+        "",
+    );
+    report.metric("storeCommits", "store commits", commits as f64, "");
+    report.metric(
+        "commitsPerSec",
+        "store commit rate",
+        rate(commits, elapsed),
+        "commits/s",
+    );
+}
+
+/// Effects of `compat` that reached a terminal state, from the incremental counters.
+fn terminal_effects(store: &Store, compat: &str) -> Result<u64> {
+    let prefix = format!("work|{}|", WorkKind::Effect.as_str());
+    store.read(|tx| {
+        Ok(tx
+            .counters(&prefix)?
+            .into_iter()
+            .filter(|(name, _)| {
+                name.ends_with(&format!("|{compat}"))
+                    && [WorkState::Succeeded, WorkState::Failed]
+                        .iter()
+                        .any(|s| name.starts_with(&format!("{prefix}{}|", s.as_str())))
+            })
+            .map(|(_, n)| u64::try_from(n).unwrap_or(0))
+            .sum())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::BENCH_BUILD;
+    use crate::store::url::{OpenMode, open};
+
+    #[test]
+    fn a_small_drain_on_memory_reports_every_item_once() {
+        let store = open("memory", OpenMode::ReadWrite).expect("memory opens");
+        let bench = WorkBench {
+            items: 300,
+            single: 50,
+            enqueue_batch: 100,
+            fleet: FleetOptions {
+                url: "memory".into(),
+                authorities: 2,
+                build: BENCH_BUILD.into(),
+                workload: NOOP_HANDLER.into(),
+                concurrency: 16,
+                batch: 16,
+                lease_ms: 30_000,
+                poll_ms: 5,
+                processes: false,
+            },
+            timeout: Duration::from_secs(120),
+            quiet: true,
+        };
+        let report = run(&store, &bench).expect("the bench runs");
+        assert_eq!(report.value("completions"), Some(300.0));
+        assert_eq!(report.value("fencedRejections"), Some(0.0));
+        assert!(report.value("drainPerSec").is_some_and(|r| r > 0.0));
+        assert!(report.value("storeCommits").is_some_and(|c| c > 0.0));
+        assert!(report.value("enqueueSinglePerSec").is_some());
+        // A second run refuses: the store is no longer empty.
+        let err = run(&store, &bench).expect_err("refused");
+        assert!(err.to_string().contains("scratch store"), "{err}");
+    }
+}

@@ -1,0 +1,182 @@
+//! `leasehold bench work|workflows|dashboard --store STORE [knobs] [--json]`.
+//!
+//! `--store` may come before or after the mode (`leasehold bench --store S work` as in
+//! SPEC §7, or `leasehold bench work --store S`). The report goes to stdout (a table, or one
+//! JSON object with `--json`); progress goes to stderr.
+
+use std::io::Write;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use super::{CliResult, Failure};
+use crate::authority::workload::NOOP_HANDLER;
+use crate::bench::dashboard::{self, DashboardBench, default_writers};
+use crate::bench::work::{self, WorkBench};
+use crate::bench::workflows::{self, WorkflowBench};
+use crate::bench::{BENCH_BUILD, FleetOptions, Report};
+use crate::store::url::{OpenMode, open};
+
+/// `leasehold bench`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// The store to measure (a scratch store for `work` and `workflows`: they write).
+    #[arg(long, global = true, env = "LEASEHOLD_STORE", value_name = "STORE")]
+    pub store: Option<String>,
+    /// Print the report as one JSON object.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Give up after this many seconds.
+    #[arg(long, global = true, default_value_t = 600)]
+    pub timeout_s: u64,
+    #[command(subcommand)]
+    pub mode: BenchMode,
+}
+
+/// What to measure.
+#[derive(Debug, Clone, Subcommand)]
+pub enum BenchMode {
+    /// Enqueue N no-op effects, then drain them with K authorities.
+    Work(WorkArgs),
+    /// Run M three-step workflows to completion with K authorities.
+    Workflows(WorkflowArgs),
+    /// The dashboard's read-and-render path, off-screen, while authorities write.
+    Dashboard(DashboardArgs),
+}
+
+/// The authorities that drain.
+#[derive(Debug, Clone, Args)]
+pub struct FleetArgs {
+    /// How many authorities drain.
+    #[arg(long, default_value_t = 2)]
+    pub authorities: usize,
+    /// Run them as `leasehold authority` OS processes instead of in this process.
+    #[arg(long)]
+    pub processes: bool,
+    /// Items in flight per authority.
+    #[arg(long, default_value_t = 256)]
+    pub concurrency: usize,
+    /// Items claimed per transaction (default: the concurrency).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Lease window in ms.
+    #[arg(long, default_value_t = 30_000)]
+    pub lease_ms: i64,
+    /// Poll cadence in ms when idle (a finished batch re-polls at once).
+    #[arg(long, default_value_t = 10)]
+    pub poll_ms: i64,
+}
+
+impl FleetArgs {
+    fn options(&self, url: &str) -> FleetOptions {
+        FleetOptions {
+            url: url.to_owned(),
+            authorities: self.authorities,
+            build: BENCH_BUILD.into(),
+            workload: NOOP_HANDLER.into(),
+            concurrency: self.concurrency,
+            batch: self.batch.unwrap_or(self.concurrency),
+            lease_ms: self.lease_ms,
+            poll_ms: self.poll_ms,
+            processes: self.processes,
+        }
+    }
+}
+
+/// `leasehold bench work`.
+#[derive(Debug, Clone, Args)]
+pub struct WorkArgs {
+    /// How many no-op effects to enqueue and drain.
+    #[arg(long, default_value_t = 20_000)]
+    pub items: u64,
+    /// Of those, how many are enqueued one per transaction (the rest in batches).
+    #[arg(long, default_value_t = 2_000)]
+    pub single: u64,
+    /// Items per enqueue transaction after the single ones.
+    #[arg(long, default_value_t = 500)]
+    pub enqueue_batch: usize,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+}
+
+/// `leasehold bench workflows`.
+#[derive(Debug, Clone, Args)]
+pub struct WorkflowArgs {
+    /// How many instances to start and run.
+    #[arg(long, default_value_t = 2_000)]
+    pub instances: u64,
+    /// Of those, how many are started one per transaction (the rest in batches).
+    #[arg(long, default_value_t = 200)]
+    pub single: u64,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+}
+
+/// `leasehold bench dashboard`.
+#[derive(Debug, Clone, Args)]
+pub struct DashboardArgs {
+    /// Timed refreshes per view.
+    #[arg(long, default_value_t = 200)]
+    pub refreshes: usize,
+    /// Off-screen terminal width.
+    #[arg(long, default_value_t = 160)]
+    pub width: u16,
+    /// Off-screen terminal height.
+    #[arg(long, default_value_t = 48)]
+    pub height: u16,
+    /// Authority processes (build v1, `fast` workload) working the store's own items
+    /// during the refreshes; 0 for none.
+    #[arg(long, default_value_t = 2)]
+    pub writers: usize,
+}
+
+/// Runs `leasehold bench`.
+///
+/// # Errors
+/// A missing or unreadable store, a non-empty store for `work` / `workflows`, unsafe knobs.
+pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
+    let Some(url) = args.store.as_deref() else {
+        return Err(Failure::usage(
+            "bench needs --store STORE (or LEASEHOLD_STORE)",
+        ));
+    };
+    let timeout = Duration::from_secs(args.timeout_s);
+    let quiet = args.json;
+    let report: Report = match &args.mode {
+        BenchMode::Work(w) => work::run(
+            &open(url, OpenMode::ReadWrite)?,
+            &WorkBench {
+                items: w.items,
+                single: w.single,
+                enqueue_batch: w.enqueue_batch,
+                fleet: w.fleet.options(url),
+                timeout,
+                quiet,
+            },
+        )?,
+        BenchMode::Workflows(w) => workflows::run(
+            &open(url, OpenMode::ReadWrite)?,
+            &WorkflowBench {
+                instances: w.instances,
+                single: w.single,
+                fleet: w.fleet.options(url),
+                timeout,
+                quiet,
+            },
+        )?,
+        BenchMode::Dashboard(d) => dashboard::run(&DashboardBench {
+            url: url.to_owned(),
+            refreshes: d.refreshes,
+            width: d.width,
+            height: d.height,
+            writers: default_writers(url, d.writers, 30_000),
+            timeout,
+        })?,
+    };
+    if args.json {
+        writeln!(out, "{}", report.to_json())?;
+    } else {
+        write!(out, "{}", report.to_text())?;
+    }
+    Ok(())
+}

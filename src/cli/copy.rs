@@ -1,0 +1,128 @@
+//! `leasehold copy --from STORE --to STORE [--json]`.
+//!
+//! Copies a whole store into a new, empty one through [`crate::store::copy::copy_store`]
+//! (every generation, revision and history intact; see there for what "complete or visibly
+//! unfinished" means), then prints the rows per table, or with `--json` one object. Refused
+//! with exit 2 and nothing written: a non-empty target, the same store on both sides (two
+//! spellings of one SQLite file included), and `memory`, which no other process can see.
+//! The source is opened first and read-only, so an unreadable source creates no target.
+//! Store descriptions never carry a password.
+
+use std::io::{IsTerminal, Write};
+
+use clap::Args;
+
+use super::output::{Table, cell, json_line};
+use super::{CliResult, Failure};
+use crate::store::copy::{CopySummary, TableCount, copy_store};
+use crate::store::url::{OpenMode, StoreUrl, open};
+
+/// Arguments of `leasehold copy`.
+#[derive(Debug, Clone, Args)]
+pub struct CopyArgs {
+    /// The store to read (not changed).
+    #[arg(long, value_name = "STORE")]
+    pub from: String,
+    /// The store to write: new or empty.
+    #[arg(long, value_name = "STORE")]
+    pub to: String,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `leasehold copy`.
+///
+/// # Errors
+/// Exit 2 for an unreadable source, a refused target or a copy that stopped part way.
+pub fn run(args: &CopyArgs, out: &mut dyn Write) -> CliResult {
+    for url in [&args.from, &args.to] {
+        if StoreUrl::parse(url)? == StoreUrl::Memory {
+            return Err(Failure::usage(
+                "copy needs stores other processes can open: a SQLite path or postgres://…, not memory",
+            ));
+        }
+    }
+    let source = open(&args.from, OpenMode::ReadOnly)?;
+    let target = open(&args.to, OpenMode::ReadWrite)?;
+    let mut progress = Progress::new();
+    let summary = copy_store(&source, &target, &mut |count| progress.show(count));
+    progress.clear();
+    let summary = summary?;
+    if args.json {
+        json_line(
+            out,
+            &Report {
+                from: source.describe(),
+                to: target.describe(),
+                summary: &summary,
+            },
+        )?;
+    } else {
+        write!(
+            out,
+            "{}",
+            render(&source.describe(), &target.describe(), &summary)
+        )?;
+    }
+    Ok(())
+}
+
+/// `--json`: the summary with both ends.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report<'a> {
+    from: String,
+    to: String,
+    #[serde(flatten)]
+    summary: &'a CopySummary,
+}
+
+/// The header line, then rows per table.
+fn render(from: &str, to: &str, summary: &CopySummary) -> String {
+    let mut table = Table::new(&["TABLE", "ROWS"]);
+    for count in &summary.tables {
+        table.row(vec![count.table.to_owned(), count.rows.to_string()]);
+    }
+    format!(
+        "copied {} to {} at revision {} (journal high-water {})\n{}",
+        cell(from),
+        cell(to),
+        summary.revision,
+        summary.journal_high_water,
+        table.render()
+    )
+}
+
+/// Rows copied so far, on one rewritten stderr line — only when stderr is a terminal.
+struct Progress {
+    shown: bool,
+    terminal: bool,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Self {
+            shown: false,
+            terminal: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn show(&mut self, count: &TableCount) {
+        if self.terminal {
+            let _ = write!(
+                std::io::stderr(),
+                "\r\x1b[Kcopying {}: {} rows",
+                count.table,
+                count.rows
+            );
+            self.shown = true;
+        }
+    }
+
+    fn clear(&mut self) {
+        if self.shown {
+            let _ = write!(std::io::stderr(), "\r\x1b[K");
+        }
+    }
+}
