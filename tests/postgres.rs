@@ -648,7 +648,13 @@ fn drain_throughput() {
         .then(Server::start_on_disk);
     let db = server.as_ref().map_or_else(database, Server::database);
     let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    let started = Instant::now();
     enqueue(&store, items);
+    eprintln!(
+        "postgres enqueue: {items} items in batches of 500: {:.2?}, {:.0} items/s",
+        started.elapsed(),
+        items as f64 / started.elapsed().as_secs_f64()
+    );
     let compat = compat();
     let started = Instant::now();
     let workers: Vec<_> = (0..threads)

@@ -24,10 +24,11 @@
 //!   never committed and runs again when it resumes.
 //! - **Connections** come from a small pool per backend, opened on demand up to
 //!   [`DEFAULT_POOL_SIZE`], or as many as the authority runtime says it calls the store
-//!   concurrently (its workers, the poller and the renewer: [`Backend::fit_concurrency`]);
+//!   concurrently (its workers, the poller and the renewer: [`Backend::fit_concurrency`]),
+//!   never more than [`POOL_CAP`];
 //!   a broken connection is dropped and replaced on the next attempt.
-//!   Each connection caches its prepared statements. `synchronous_commit` is the server's
-//!   (durable by default).
+//!   Each connection caches its prepared statements and sets `synchronous_commit = on`:
+//!   a commit is durable when it returns, whatever the server's default.
 //! - **No TLS**: connect over loopback or a trusted network only.
 //! - **Secrets.** [`Backend::describe`] and every error text name the server as
 //!   `postgres://user@host:port/db`; the password never appears.
@@ -73,10 +74,17 @@ pub const MAX_ATTEMPTS: u32 = 50;
 /// poller and renewer. Connections open on demand, so a reader uses one.
 pub const DEFAULT_POOL_SIZE: usize = crate::authority::config::DEFAULT_WORKER_CONCURRENCY + 2;
 
-/// Run on every new session: a session that sits inside a transaction for 5 s without
-/// sending anything is ended by the server (a paused or hung process must not hold the
-/// write lock for long; its transaction was not committed and runs again).
-const SESSION_SETUP: &str = "SET idle_in_transaction_session_timeout = 5000";
+/// Connections per backend at most, however many callers: writers serialise on one lock,
+/// so more sessions would only load the server.
+pub const POOL_CAP: usize = 16;
+
+/// Run on every new session: every commit waits for its WAL flush whatever the server's
+/// default (an acknowledged claim or completion is durable), and a session that sits inside
+/// a transaction for 5 s without sending anything is ended by the server (a paused or hung
+/// process must not hold the write lock for long; its transaction was not committed and
+/// runs again).
+const SESSION_SETUP: &str =
+    "SET synchronous_commit = on; SET idle_in_transaction_session_timeout = 5000";
 
 /// Opening a connection gives up after this long (the server is down or unreachable).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -582,9 +590,11 @@ impl Backend for PostgresBackend {
         self.names.label.clone()
     }
 
-    /// One connection per concurrent caller: nobody waits for a connection.
+    /// One connection per concurrent caller, up to [`POOL_CAP`].
     fn fit_concurrency(&self, callers: usize) {
-        self.pool.max.store(callers.max(1), Ordering::Relaxed);
+        self.pool
+            .max
+            .store(callers.clamp(1, POOL_CAP), Ordering::Relaxed);
         self.pool.returned.notify_all();
     }
 
