@@ -235,14 +235,22 @@ impl Pooled<'_> {
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        let mut state = self.pool.lock();
-        match self.conn.take() {
-            Some(conn) if !conn.in_transaction && !conn.client.is_closed() => {
+        let Some(conn) = self.conn.take() else {
+            return;
+        };
+        let discarded = {
+            let mut state = self.pool.lock();
+            if conn.in_transaction || conn.client.is_closed() {
+                state.open = state.open.saturating_sub(1);
+                Some(conn)
+            } else {
                 state.idle.push(conn);
+                None
             }
-            _ => state.open = state.open.saturating_sub(1),
-        }
+        };
         self.pool.returned.notify_one();
+        // Closed outside the lock: closing talks to the server.
+        drop(discarded);
     }
 }
 
