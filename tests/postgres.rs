@@ -253,6 +253,135 @@ fn the_pool_opens_one_connection_per_concurrent_caller_at_most() {
     assert!((1..=2).contains(&sessions), "{sessions} sessions open");
 }
 
+/// Every statement the provider sends is served by an index: with sequential scans disabled
+/// for the database, a realistic store is seeded, worked, checked and read through every
+/// dashboard view and work filter, and no table was ever scanned sequentially.
+#[test]
+fn every_query_is_served_by_an_index() {
+    let db = database();
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute("SELECT 1")
+        .and_then(|()| {
+            let name: String = admin.query_one("SELECT current_database()", &[])?.get(0);
+            admin.batch_execute(&format!(
+                "ALTER DATABASE \"{name}\" SET enable_seqscan = off"
+            ))
+        })
+        .unwrap();
+    // Building the indexes scans the (empty) tables: count from after the schema exists.
+    drop(url::open(db.url(), OpenMode::ReadWrite).unwrap());
+    let before = seq_scans(&mut admin);
+
+    let url = db.url();
+    let run = |args: &[&str]| {
+        let o = leasehold(args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    run(&["seed", "--store", url, "--seed", "7"]);
+    let mut auth = Authorities::new();
+    auth.spawn("auth-0", url);
+    let store = url::open(url, OpenMode::ReadWrite).unwrap();
+    wait_until(
+        "some completions",
+        Instant::now() + Duration::from_secs(60),
+        || {
+            store
+                .overview()
+                .unwrap()
+                .work
+                .iter()
+                .any(|c| c.state.is_terminal())
+        },
+    );
+    auth.stop_all(Instant::now() + Duration::from_secs(60));
+    for view in [
+        "overview",
+        "authorities",
+        "leases",
+        "work",
+        "workflows",
+        "cursors",
+        "events",
+        "schedules",
+        "audit",
+    ] {
+        run(&["inspect", "--store", url, view, "--json", "--limit", "5"]);
+    }
+    run(&["check", "--store", url]);
+    let filters = [
+        WorkFilter {
+            states: vec![WorkState::Pending, WorkState::Succeeded],
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            owner: Some("auth-0".into()),
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            compats: vec![compat()],
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            kind: Some(leasehold::model::WorkKind::Effect),
+            ..WorkFilter::default()
+        },
+    ];
+    for filter in &filters {
+        for page in [PageRequest::first(5), PageRequest::resume(Some("m"), 5)] {
+            store.list_work(filter, &page).unwrap();
+        }
+    }
+    let (grants, _) = store.ownership_history(None, 0, 10).unwrap();
+    if let Some(g) = grants.first() {
+        store
+            .ownership_history(Some(&g.resource_id), 0, 10)
+            .unwrap();
+    }
+    drop(store);
+
+    let after = seq_scans(&mut admin);
+    let scanned: Vec<_> = after
+        .iter()
+        .filter(|(table, (seq, _))| before.get(*table).is_none_or(|(b, _)| b != seq))
+        .collect();
+    assert!(after["work"].1 > 0, "the statistics were not collected");
+    assert!(scanned.is_empty(), "sequential scans: {scanned:?}");
+}
+
+/// `(sequential scans, index scans)` per table, once every other session of the database
+/// has ended (sessions report their statistics as they end).
+fn seq_scans(admin: &mut postgres::Client) -> BTreeMap<String, (i64, i64)> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    wait_until("the store's sessions to end", deadline, || {
+        admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get::<_, i64>(0)
+            == 0
+    });
+    admin
+        .batch_execute("SELECT pg_stat_clear_snapshot()")
+        .unwrap();
+    admin
+        .query(
+            "SELECT relname::text, seq_scan, coalesce(idx_scan, 0) FROM pg_stat_user_tables",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), (r.get(1), r.get(2))))
+        .collect()
+}
+
 // --- sessions lost ---------------------------------------------------------------------------
 
 /// The session is ended by the server (`pg_terminate_backend`) in the middle of a write
