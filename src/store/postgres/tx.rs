@@ -5,8 +5,9 @@
 //!
 //! Every statement is a network round trip, so the hot writes are held back and sent as
 //! one statement per table (arrays through `unnest`): work rows, counter deltas, grants
-//! and write records wait in [`Pending`] until the next statement that could observe them,
-//! or the commit. Work rows read or written in a write transaction are remembered: the
+//! and write records wait in [`Pending`] until a statement over one of those four tables
+//! (each such method flushes first), or the commit. Statements over other tables cannot
+//! observe them and go straight out. Work rows read or written in a write transaction are remembered: the
 //! write lock keeps every other writer out, so they cannot change under it, and
 //! [`Tx::prefetch_work`] reads a whole batch of them in one round trip. A claim batch or a
 //! group commit thus costs a constant handful of round trips, whatever its size.
@@ -132,11 +133,11 @@ impl<'a> PgTx<'a> {
         let pending = std::mem::take(&mut self.pending);
         if !pending.work.is_empty() {
             let columns = WorkColumns::of(pending.work.values())?;
-            self.send(UPSERT_WORK, &columns.params())?;
+            self.exec(UPSERT_WORK, &columns.params())?;
         }
         if !pending.counters.is_empty() {
             let (names, deltas): (Vec<String>, Vec<i64>) = pending.counters.into_iter().unzip();
-            self.send(
+            self.exec(
                 "INSERT INTO counters (name, value) SELECT * FROM unnest($1::text[], $2::bigint[])
                  ON CONFLICT (name) DO UPDATE SET value = counters.value + EXCLUDED.value",
                 &[&names, &deltas],
@@ -160,7 +161,7 @@ impl<'a> PgTx<'a> {
             let item_compat: Vec<Option<&str>> =
                 g.iter().map(|g| g.item_compat.as_deref()).collect();
             let at: Vec<i64> = g.iter().map(|g| g.at).collect();
-            self.send(
+            self.exec(
                 "INSERT INTO grants (revision, resource_id, generation, owner_id, how, owner_compat, item_compat, at)
                  SELECT revision, resource_id, generation, owner_id, how, owner_compat, item_compat, at
                  FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
@@ -197,7 +198,7 @@ impl<'a> PgTx<'a> {
             let refusal: Vec<Option<&str>> = w.iter().map(|w| w.refusal.as_deref()).collect();
             let detail: Vec<&str> = w.iter().map(|w| w.detail.as_str()).collect();
             let at: Vec<i64> = w.iter().map(|w| w.at).collect();
-            self.send(
+            self.exec(
                 "INSERT INTO writes (revision, resource_id, generation, owner_id, verb, accepted, refusal, detail, at)
                  SELECT revision, resource_id, generation, owner_id, verb, accepted, refusal, detail, at
                  FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::boolean[],
@@ -219,25 +220,6 @@ impl<'a> PgTx<'a> {
             )?;
         }
         Ok(())
-    }
-
-    /// Runs a statement as it is, without flushing first: only for statements that cannot
-    /// observe the held-back writes.
-    fn send(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
-        let conn = &mut *self.conn;
-        let n = conn
-            .statement(sql)
-            .and_then(|s| conn.client().execute(&s, params));
-        self.check(n)
-    }
-
-    /// Queries without flushing first (see [`Self::send`]).
-    fn fetch(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
-        let conn = &mut *self.conn;
-        let rows = conn
-            .statement(sql)
-            .and_then(|s| conn.client().query(&s, params));
-        self.check(rows)
     }
 
     /// Remembers work rows read in this transaction.
@@ -270,15 +252,24 @@ impl<'a> PgTx<'a> {
         }
     }
 
+    /// Runs a query. Held-back writes are not sent first: a method reading `work`,
+    /// `counters`, `grants` or `writes` calls [`Self::flush`] itself.
     fn query(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
-        self.flush()?;
-        self.fetch(sql, params)
+        let conn = &mut *self.conn;
+        let rows = conn
+            .statement(sql)
+            .and_then(|s| conn.client().query(&s, params));
+        self.check(rows)
     }
 
+    /// Runs a write statement (see [`Self::query`] about held-back writes).
     fn exec(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
         self.writable()?;
-        self.flush()?;
-        self.send(sql, params)
+        let conn = &mut *self.conn;
+        let n = conn
+            .statement(sql)
+            .and_then(|s| conn.client().execute(&s, params));
+        self.check(n)
     }
 
     fn one<T>(&mut self, sql: &str, params: &[Param<'_>], map: Map<T>) -> Result<Option<T>> {
@@ -291,7 +282,7 @@ impl<'a> PgTx<'a> {
 
     /// Reads a meta value (no held-back write touches `meta`).
     fn meta(&mut self, key: &str) -> Result<i64> {
-        self.fetch("SELECT value FROM meta WHERE key = $1", &[&key])?
+        self.query("SELECT value FROM meta WHERE key = $1", &[&key])?
             .first()
             .map(first_i64)
             .transpose()?
@@ -301,7 +292,7 @@ impl<'a> PgTx<'a> {
     /// Advances a meta counter by one and returns the new value.
     fn bump_meta(&mut self, key: &str) -> Result<i64> {
         self.writable()?;
-        self.fetch(
+        self.query(
             "UPDATE meta SET value = value + 1 WHERE key = $1 RETURNING value",
             &[&key],
         )?
@@ -396,6 +387,7 @@ impl<'a> PgTx<'a> {
         map: Map<T>,
         revision: fn(&T) -> u64,
     ) -> Result<Vec<T>> {
+        self.flush()?;
         let on_resource = if resource.is_some() {
             " AND resource_id = $3"
         } else {
@@ -686,6 +678,7 @@ impl Tx for PgTx<'_> {
     }
 
     fn counters(&mut self, prefix: &str) -> Result<Vec<(String, i64)>> {
+        self.flush()?;
         // A range seek on the primary key from `prefix` (byte order: COLLATE "C").
         self.all(
             "SELECT name, value FROM counters WHERE name >= $1 AND starts_with(name, $1) ORDER BY name",
@@ -754,7 +747,7 @@ impl Tx for PgTx<'_> {
         }
         // Reads only this row, which has no held-back write (it would be in `seen`).
         let item = self
-            .fetch("SELECT * FROM work WHERE id = $1", &[&id])?
+            .query("SELECT * FROM work WHERE id = $1", &[&id])?
             .first()
             .map(rows::work)
             .transpose()?;
@@ -777,7 +770,7 @@ impl Tx for PgTx<'_> {
             return Ok(());
         }
         let found = self
-            .fetch("SELECT * FROM work WHERE id = ANY($1)", &[&wanted])?
+            .query("SELECT * FROM work WHERE id = ANY($1)", &[&wanted])?
             .iter()
             .map(rows::work)
             .collect::<Result<Vec<_>>>()?;
@@ -809,6 +802,7 @@ impl Tx for PgTx<'_> {
     }
 
     fn claimable_work(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
+        self.flush()?;
         let items = self.all(
             "SELECT * FROM work WHERE compat = $1 AND due_at <= $2 ORDER BY due_at, id LIMIT $3",
             &[&compat, &now, &limit(n)],
@@ -821,6 +815,7 @@ impl Tx for PgTx<'_> {
     }
 
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {
+        self.flush()?;
         let mut states: Vec<String> = filter.states.iter().map(|s| s.as_str().into()).collect();
         states.sort_unstable();
         states.dedup();
@@ -856,6 +851,7 @@ impl Tx for PgTx<'_> {
     }
 
     fn oldest_waiting_work(&mut self) -> Result<Option<Millis>> {
+        self.flush()?;
         Ok(self
             .one(
                 "SELECT next_eligible_at FROM work WHERE state IN ('pending', 'retry')
@@ -1102,6 +1098,7 @@ impl Tx for PgTx<'_> {
     }
 
     fn trim_history(&mut self, keep_from_revision: u64) -> Result<()> {
+        self.flush()?;
         let keep = bound(keep_from_revision);
         self.exec("DELETE FROM grants WHERE revision < $1", &[&keep])?;
         self.exec("DELETE FROM writes WHERE revision < $1", &[&keep])?;
