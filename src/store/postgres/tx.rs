@@ -4,13 +4,14 @@
 //! schema mirrors SQLite's indexes).
 //!
 //! Every statement is a network round trip, so the hot writes are held back and sent as
-//! one statement per table (arrays through `unnest`): work rows, counter deltas, grants
-//! and write records wait in [`Pending`] until a statement over one of those four tables
-//! (each such method flushes first), or the commit. Statements over other tables cannot
-//! observe them and go straight out. Work rows read or written in a write transaction are remembered: the
-//! write lock keeps every other writer out, so they cannot change under it, and
-//! [`Tx::prefetch_work`] reads a whole batch of them in one round trip. A claim batch or a
-//! group commit thus costs a constant handful of round trips, whatever its size.
+//! one statement per table (arrays through `unnest`): work, lease, instance and history
+//! rows, counter deltas, grants and write records wait in [`Pending`] until a statement
+//! that lists one of those tables (each such method flushes first), or the commit. Rows
+//! read or written by key in a write transaction are remembered in [`Seen`]: the write
+//! lock keeps every other writer out, so they cannot change under it, and a read by key
+//! is answered from there (history by key merges the held-back records). A batch of
+//! work rows is read in one round trip ([`Tx::prefetch_work`]). A claim batch or a group
+//! commit thus costs a constant handful of round trips, whatever its size.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -63,8 +64,11 @@ impl Query {
 /// Writes held back until a statement could observe them, or the commit.
 #[derive(Default)]
 struct Pending {
-    /// The last version of each written work row.
+    /// The last version of each written row, by key.
     work: BTreeMap<String, WorkItem>,
+    leases: BTreeMap<String, Lease>,
+    instances: BTreeMap<String, InstanceRow>,
+    history: BTreeMap<(String, u64), HistoryRecord>,
     /// The summed delta of each counter.
     counters: BTreeMap<String, i64>,
     /// Appended in order (their identity column orders one revision's rows).
@@ -75,10 +79,24 @@ struct Pending {
 impl Pending {
     fn is_empty(&self) -> bool {
         self.work.is_empty()
+            && self.leases.is_empty()
+            && self.instances.is_empty()
+            && self.history.is_empty()
             && self.counters.is_empty()
             && self.grants.is_empty()
             && self.writes.is_empty()
     }
+}
+
+/// Rows a write transaction has read or written, by key (`None`: known not to exist). The
+/// write lock keeps every other writer out, so they cannot change but through it.
+#[derive(Default)]
+struct Seen {
+    work: HashMap<String, Option<WorkItem>>,
+    leases: HashMap<String, Option<Lease>>,
+    instances: HashMap<String, Option<InstanceRow>>,
+    definitions: HashMap<String, Option<WorkflowDefinitionRow>>,
+    meta: HashMap<String, i64>,
 }
 
 /// One open transaction (the backend owns BEGIN / COMMIT / ROLLBACK).
@@ -91,8 +109,7 @@ pub(super) struct PgTx<'a> {
     /// Set when a statement failed in a way that may pass on a fresh attempt.
     transient: Option<Transient>,
     pending: Pending,
-    /// Work rows as this transaction sees them (`None`: known not to exist).
-    seen: HashMap<String, Option<WorkItem>>,
+    seen: Seen,
     /// The backend's high-water revision when this transaction began.
     high_water: u64,
     /// The revision this transaction read or will commit as.
@@ -113,7 +130,7 @@ impl<'a> PgTx<'a> {
             revision: None,
             transient: None,
             pending: Pending::default(),
-            seen: HashMap::new(),
+            seen: Seen::default(),
             high_water,
             seen_revision: None,
         }
@@ -134,6 +151,120 @@ impl<'a> PgTx<'a> {
         if !pending.work.is_empty() {
             let columns = WorkColumns::of(pending.work.values())?;
             self.exec(UPSERT_WORK, &columns.params())?;
+        }
+        if !pending.leases.is_empty() {
+            let l: Vec<&Lease> = pending.leases.values().collect();
+            let resource: Vec<&str> = l.iter().map(|l| l.resource_id.as_str()).collect();
+            let owner: Vec<&str> = l.iter().map(|l| l.owner_id.as_str()).collect();
+            let token: Vec<&str> = l.iter().map(|l| l.token.as_str()).collect();
+            let generation = l
+                .iter()
+                .map(|l| int(l.generation))
+                .collect::<Result<Vec<_>>>()?;
+            let acquired: Vec<i64> = l.iter().map(|l| l.acquired_at).collect();
+            let expires: Vec<i64> = l.iter().map(|l| l.expires_at).collect();
+            let released: Vec<Option<i64>> = l.iter().map(|l| l.released_at).collect();
+            let checkpoint = l
+                .iter()
+                .map(|l| l.checkpoint.as_ref().map(json).transpose())
+                .collect::<Result<Vec<_>>>()?;
+            self.exec(
+                "INSERT INTO leases
+                    (resource_id, owner_id, token, generation, acquired_at, expires_at, released_at, checkpoint)
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[],
+                    $6::bigint[], $7::bigint[], $8::text[])
+                 ON CONFLICT (resource_id) DO UPDATE SET owner_id = EXCLUDED.owner_id, token = EXCLUDED.token,
+                    generation = EXCLUDED.generation, acquired_at = EXCLUDED.acquired_at,
+                    expires_at = EXCLUDED.expires_at, released_at = EXCLUDED.released_at,
+                    checkpoint = EXCLUDED.checkpoint",
+                &[
+                    &resource,
+                    &owner,
+                    &token,
+                    &generation,
+                    &acquired,
+                    &expires,
+                    &released,
+                    &checkpoint,
+                ],
+            )?;
+        }
+        if !pending.instances.is_empty() {
+            let r: Vec<&InstanceRow> = pending.instances.values().collect();
+            let text = |f: fn(&InstanceRow) -> &str| r.iter().map(|r| f(r)).collect::<Vec<_>>();
+            let opt =
+                |f: fn(&InstanceRow) -> Option<&str>| r.iter().map(|r| f(r)).collect::<Vec<_>>();
+            let revision = r
+                .iter()
+                .map(|r| int(r.instance_revision))
+                .collect::<Result<Vec<_>>>()?;
+            let next: Vec<Option<i64>> = r.iter().map(|r| r.next_eligible_at).collect();
+            let created: Vec<i64> = r.iter().map(|r| r.created_at).collect();
+            let updated: Vec<i64> = r.iter().map(|r| r.updated_at).collect();
+            self.exec(
+                "INSERT INTO instances (instance_id, workflow_id, status, compat, instance_revision,
+                    next_eligible_at, waiting_event, principal, start_key, state, created_at, updated_at)
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[],
+                    $6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[])
+                 ON CONFLICT (instance_id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id,
+                    status = EXCLUDED.status, compat = EXCLUDED.compat,
+                    instance_revision = EXCLUDED.instance_revision, next_eligible_at = EXCLUDED.next_eligible_at,
+                    waiting_event = EXCLUDED.waiting_event, principal = EXCLUDED.principal,
+                    start_key = EXCLUDED.start_key, state = EXCLUDED.state, created_at = EXCLUDED.created_at,
+                    updated_at = EXCLUDED.updated_at",
+                &[
+                    &text(|r| &r.instance_id),
+                    &text(|r| &r.workflow_id),
+                    &text(|r| &r.status),
+                    &text(|r| &r.compat),
+                    &revision,
+                    &next,
+                    &opt(|r| r.waiting_event.as_deref()),
+                    &text(|r| &r.principal),
+                    &opt(|r| r.start_key.as_deref()),
+                    &text(|r| &r.state),
+                    &created,
+                    &updated,
+                ],
+            )?;
+        }
+        if !pending.history.is_empty() {
+            let h: Vec<&HistoryRecord> = pending.history.values().collect();
+            let id: Vec<&str> = h.iter().map(|h| h.instance_id.as_str()).collect();
+            let position = h
+                .iter()
+                .map(|h| int(h.position))
+                .collect::<Result<Vec<_>>>()?;
+            let revision = h
+                .iter()
+                .map(|h| int(h.instance_revision))
+                .collect::<Result<Vec<_>>>()?;
+            let kind: Vec<&str> = h.iter().map(|h| h.kind.as_str()).collect();
+            let at: Vec<i64> = h.iter().map(|h| h.at).collect();
+            let step: Vec<Option<&str>> = h.iter().map(|h| h.step_id.as_deref()).collect();
+            let activation: Vec<Option<&str>> =
+                h.iter().map(|h| h.activation_id.as_deref()).collect();
+            let detail: Vec<&str> = h.iter().map(|h| h.detail.as_str()).collect();
+            self.exec(
+                "INSERT INTO history
+                    (instance_id, position, instance_revision, kind, at, step_id, activation_id, detail)
+                 SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[],
+                    $6::text[], $7::text[], $8::text[])
+                 ON CONFLICT (instance_id, position) DO UPDATE SET
+                    instance_revision = EXCLUDED.instance_revision, kind = EXCLUDED.kind, at = EXCLUDED.at,
+                    step_id = EXCLUDED.step_id, activation_id = EXCLUDED.activation_id,
+                    detail = EXCLUDED.detail",
+                &[
+                    &id,
+                    &position,
+                    &revision,
+                    &kind,
+                    &at,
+                    &step,
+                    &activation,
+                    &detail,
+                ],
+            )?;
         }
         if !pending.counters.is_empty() {
             let (names, deltas): (Vec<String>, Vec<i64>) = pending.counters.into_iter().unzip();
@@ -225,8 +356,28 @@ impl<'a> PgTx<'a> {
     /// Remembers work rows read in this transaction.
     fn saw(&mut self, items: &[WorkItem]) {
         for item in items {
-            self.seen.insert(item.id.clone(), Some(item.clone()));
+            self.seen.work.insert(item.id.clone(), Some(item.clone()));
         }
+    }
+
+    /// A row by key, read once per write transaction (see [`Seen`]); `cache` picks the
+    /// table's map. Reads only that row, which has no held-back write unless it is cached.
+    fn cached<T: Clone>(
+        &mut self,
+        cache: fn(&mut Seen) -> &mut HashMap<String, Option<T>>,
+        key: &str,
+        sql: &str,
+        map: Map<T>,
+    ) -> Result<Option<T>> {
+        if !self.writable {
+            return self.one(sql, &[&key], map);
+        }
+        if let Some(known) = cache(&mut self.seen).get(key) {
+            return Ok(known.clone());
+        }
+        let row = self.one(sql, &[&key], map)?;
+        cache(&mut self.seen).insert(key.to_owned(), row.clone());
+        Ok(row)
     }
 
     /// Why a statement failed transiently, if one did: the backend runs the transaction
@@ -280,26 +431,37 @@ impl<'a> PgTx<'a> {
         self.query(sql, params)?.iter().map(map).collect()
     }
 
-    /// Reads a meta value (no held-back write touches `meta`).
+    /// Reads a meta value (once per write transaction: only this one can change it).
     fn meta(&mut self, key: &str) -> Result<i64> {
-        self.query("SELECT value FROM meta WHERE key = $1", &[&key])?
+        if let Some(v) = self.seen.meta.get(key) {
+            return Ok(*v);
+        }
+        let v = self
+            .query("SELECT value FROM meta WHERE key = $1", &[&key])?
             .first()
             .map(first_i64)
             .transpose()?
-            .ok_or_else(|| missing_meta(self.names, key))
+            .ok_or_else(|| missing_meta(self.names, key))?;
+        if self.writable {
+            self.seen.meta.insert(key.to_owned(), v);
+        }
+        Ok(v)
     }
 
     /// Advances a meta counter by one and returns the new value.
     fn bump_meta(&mut self, key: &str) -> Result<i64> {
         self.writable()?;
-        self.query(
-            "UPDATE meta SET value = value + 1 WHERE key = $1 RETURNING value",
-            &[&key],
-        )?
-        .first()
-        .map(first_i64)
-        .transpose()?
-        .ok_or_else(|| missing_meta(self.names, key))
+        let v = self
+            .query(
+                "UPDATE meta SET value = value + 1 WHERE key = $1 RETURNING value",
+                &[&key],
+            )?
+            .first()
+            .map(first_i64)
+            .transpose()?
+            .ok_or_else(|| missing_meta(self.names, key))?;
+        self.seen.meta.insert(key.to_owned(), v);
+        Ok(v)
     }
 
     /// One keyset page: rows of `table` matching `q` strictly after (or, backwards, before)
@@ -478,32 +640,11 @@ impl<'a> PgTx<'a> {
     /// Sets a meta value.
     fn set_meta(&mut self, key: &str, value: i64) -> Result<()> {
         if self.exec("UPDATE meta SET value = $2 WHERE key = $1", &[&key, &value])? == 1 {
+            self.seen.meta.insert(key.to_owned(), value);
             Ok(())
         } else {
             Err(missing_meta(self.names, key))
         }
-    }
-
-    /// Runs a statement whose 12 parameters are an instance row in column order.
-    fn instance_statement(&mut self, sql: &str, row: &InstanceRow) -> Result<u64> {
-        let revision = int(row.instance_revision)?;
-        self.exec(
-            sql,
-            &[
-                &row.instance_id,
-                &row.workflow_id,
-                &row.status,
-                &row.compat,
-                &revision,
-                &row.next_eligible_at,
-                &row.waiting_event,
-                &row.principal,
-                &row.start_key,
-                &row.state,
-                &row.created_at,
-                &row.updated_at,
-            ],
-        )
     }
 }
 
@@ -694,39 +835,24 @@ impl Tx for PgTx<'_> {
     }
 
     fn lease(&mut self, resource: &str) -> Result<Option<Lease>> {
-        self.one(
+        self.cached(
+            |seen| &mut seen.leases,
+            resource,
             "SELECT * FROM leases WHERE resource_id = $1",
-            &[&resource],
             rows::lease,
         )
     }
 
     fn put_lease(&mut self, lease: &Lease) -> Result<()> {
-        let generation = int(lease.generation)?;
-        let checkpoint = lease.checkpoint.as_ref().map(json).transpose()?;
-        self.exec(
-            "INSERT INTO leases
-                (resource_id, owner_id, token, generation, acquired_at, expires_at, released_at, checkpoint)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-             ON CONFLICT (resource_id) DO UPDATE SET owner_id = EXCLUDED.owner_id, token = EXCLUDED.token,
-                generation = EXCLUDED.generation, acquired_at = EXCLUDED.acquired_at,
-                expires_at = EXCLUDED.expires_at, released_at = EXCLUDED.released_at,
-                checkpoint = EXCLUDED.checkpoint",
-            &[
-                &lease.resource_id,
-                &lease.owner_id,
-                &lease.token,
-                &generation,
-                &lease.acquired_at,
-                &lease.expires_at,
-                &lease.released_at,
-                &checkpoint,
-            ],
-        )?;
+        self.writable()?;
+        let key = lease.resource_id.clone();
+        self.seen.leases.insert(key.clone(), Some(lease.clone()));
+        self.pending.leases.insert(key, lease.clone());
         Ok(())
     }
 
     fn live_lease_count(&mut self, owner: &str, now: Millis) -> Result<u64> {
+        self.flush()?;
         let n = self
             .one(
                 "SELECT count(*) FROM leases WHERE owner_id = $1 AND expires_at > $2 AND released_at IS NULL",
@@ -738,23 +864,17 @@ impl Tx for PgTx<'_> {
     }
 
     fn list_leases(&mut self, page: &PageRequest) -> Result<Vec<Lease>> {
+        self.flush()?;
         self.text_page("leases", "resource_id", None, page, rows::lease)
     }
 
     fn work(&mut self, id: &str) -> Result<Option<WorkItem>> {
-        if let Some(known) = self.seen.get(id) {
-            return Ok(known.clone());
-        }
-        // Reads only this row, which has no held-back write (it would be in `seen`).
-        let item = self
-            .query("SELECT * FROM work WHERE id = $1", &[&id])?
-            .first()
-            .map(rows::work)
-            .transpose()?;
-        if self.writable {
-            self.seen.insert(id.to_owned(), item.clone());
-        }
-        Ok(item)
+        self.cached(
+            |seen| &mut seen.work,
+            id,
+            "SELECT * FROM work WHERE id = $1",
+            rows::work,
+        )
     }
 
     fn prefetch_work(&mut self, ids: &[&str]) -> Result<()> {
@@ -764,7 +884,7 @@ impl Tx for PgTx<'_> {
         let wanted: Vec<&str> = ids
             .iter()
             .copied()
-            .filter(|id| !self.seen.contains_key(*id))
+            .filter(|id| !self.seen.work.contains_key(*id))
             .collect();
         if wanted.is_empty() {
             return Ok(());
@@ -775,7 +895,7 @@ impl Tx for PgTx<'_> {
             .map(rows::work)
             .collect::<Result<Vec<_>>>()?;
         for id in wanted {
-            self.seen.insert(id.to_owned(), None);
+            self.seen.work.insert(id.to_owned(), None);
         }
         self.saw(&found);
         Ok(())
@@ -783,7 +903,7 @@ impl Tx for PgTx<'_> {
 
     fn insert_work(&mut self, item: &WorkItem) -> Result<bool> {
         self.writable()?;
-        let absent = match self.seen.get(&item.id) {
+        let absent = match self.seen.work.get(&item.id) {
             Some(Some(_)) => return Ok(false),
             Some(None) => true,
             None => self.work(&item.id)?.is_none(),
@@ -796,7 +916,7 @@ impl Tx for PgTx<'_> {
 
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {
         self.writable()?;
-        self.seen.insert(item.id.clone(), Some(item.clone()));
+        self.seen.work.insert(item.id.clone(), Some(item.clone()));
         self.pending.work.insert(item.id.clone(), item.clone());
         Ok(())
     }
@@ -1118,13 +1238,17 @@ impl Tx for PgTx<'_> {
                 &d.deployed_at,
             ],
         )?;
+        self.seen
+            .definitions
+            .insert(d.workflow_id.clone(), Some(d.clone()));
         Ok(())
     }
 
     fn definition(&mut self, workflow_id: &str) -> Result<Option<WorkflowDefinitionRow>> {
-        self.one(
+        self.cached(
+            |seen| &mut seen.definitions,
+            workflow_id,
             "SELECT * FROM definitions WHERE workflow_id = $1",
-            &[&workflow_id],
             rows::definition,
         )
     }
@@ -1134,14 +1258,16 @@ impl Tx for PgTx<'_> {
     }
 
     fn instance(&mut self, id: &str) -> Result<Option<InstanceRow>> {
-        self.one(
+        self.cached(
+            |seen| &mut seen.instances,
+            id,
             "SELECT * FROM instances WHERE instance_id = $1",
-            &[&id],
             rows::instance,
         )
     }
 
     fn instance_by_start_key(&mut self, start_key: &str) -> Result<Option<InstanceRow>> {
+        self.flush()?;
         self.one(
             "SELECT * FROM instances WHERE start_key = $1",
             &[&start_key],
@@ -1151,17 +1277,10 @@ impl Tx for PgTx<'_> {
 
     fn insert_instance(&mut self, row: &InstanceRow) -> Result<()> {
         // An upsert on the id (the memory provider's insert replaces a same-id row).
-        self.instance_statement(
-            "INSERT INTO instances (instance_id, workflow_id, status, compat, instance_revision, next_eligible_at,
-                waiting_event, principal, start_key, state, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-             ON CONFLICT (instance_id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id, status = EXCLUDED.status,
-                compat = EXCLUDED.compat, instance_revision = EXCLUDED.instance_revision,
-                next_eligible_at = EXCLUDED.next_eligible_at, waiting_event = EXCLUDED.waiting_event,
-                principal = EXCLUDED.principal, start_key = EXCLUDED.start_key, state = EXCLUDED.state,
-                created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at",
-            row,
-        )?;
+        self.writable()?;
+        let key = row.instance_id.clone();
+        self.seen.instances.insert(key.clone(), Some(row.clone()));
+        self.pending.instances.insert(key, row.clone());
         Ok(())
     }
 
@@ -1176,6 +1295,7 @@ impl Tx for PgTx<'_> {
         now: Millis,
         n: usize,
     ) -> Result<Vec<InstanceRow>> {
+        self.flush()?;
         self.all(
             "SELECT * FROM instances WHERE compat = $1 AND next_eligible_at <= $2
              ORDER BY next_eligible_at, instance_id LIMIT $3",
@@ -1190,6 +1310,7 @@ impl Tx for PgTx<'_> {
         after: Option<&str>,
         n: usize,
     ) -> Result<Vec<InstanceRow>> {
+        self.flush()?;
         let page = PageRequest {
             after: after.map(str::to_owned),
             limit: n,
@@ -1209,6 +1330,7 @@ impl Tx for PgTx<'_> {
         status: Option<&str>,
         page: &PageRequest,
     ) -> Result<Vec<InstanceRow>> {
+        self.flush()?;
         self.text_page(
             "instances",
             "instance_id",
@@ -1219,35 +1341,34 @@ impl Tx for PgTx<'_> {
     }
 
     fn add_history(&mut self, h: &HistoryRecord) -> Result<()> {
-        let position = int(h.position)?;
-        let revision = int(h.instance_revision)?;
-        self.exec(
-            "INSERT INTO history
-                (instance_id, position, instance_revision, kind, at, step_id, activation_id, detail)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-             ON CONFLICT (instance_id, position) DO UPDATE SET instance_revision = EXCLUDED.instance_revision,
-                kind = EXCLUDED.kind, at = EXCLUDED.at, step_id = EXCLUDED.step_id,
-                activation_id = EXCLUDED.activation_id, detail = EXCLUDED.detail",
-            &[
-                &h.instance_id,
-                &position,
-                &revision,
-                &h.kind,
-                &h.at,
-                &h.step_id,
-                &h.activation_id,
-                &h.detail,
-            ],
-        )?;
+        self.writable()?;
+        self.pending
+            .history
+            .insert((h.instance_id.clone(), h.position), h.clone());
         Ok(())
     }
 
+    /// The stored records merged with this transaction's held-back ones.
     fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>> {
-        self.all(
+        let stored = self.all(
             "SELECT * FROM history WHERE instance_id = $1 ORDER BY position",
             &[&instance_id],
             rows::history,
-        )
+        )?;
+        let key = instance_id.to_owned();
+        let mut held = self
+            .pending
+            .history
+            .range((key.clone(), 0)..=(key, u64::MAX))
+            .map(|(_, h)| h.clone())
+            .peekable();
+        if held.peek().is_none() {
+            return Ok(stored);
+        }
+        let mut merged: BTreeMap<u64, HistoryRecord> =
+            stored.into_iter().map(|h| (h.position, h)).collect();
+        merged.extend(held.map(|h| (h.position, h)));
+        Ok(merged.into_values().collect())
     }
 
     fn action_outcome(&mut self, invocation_id: &str) -> Result<Option<ActionOutcome>> {
