@@ -378,7 +378,7 @@ fn main_queries_use_indexes() {
             "work_state",
         ),
         (
-            "SELECT * FROM work INDEXED BY work_claimed_by WHERE owner_id = ? AND state = 'claimed' ORDER BY id ASC LIMIT ?",
+            "SELECT * FROM work WHERE owner_id = ? AND state = 'claimed' ORDER BY id ASC LIMIT ?",
             2,
             "work_claimed_by",
         ),

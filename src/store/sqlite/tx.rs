@@ -472,7 +472,8 @@ impl Tx for SqliteTx<'_> {
         // "What does this authority hold now" (the dashboard asks it for every authority on
         // every refresh) reads the small partial index of claimed items, not every item the
         // owner ever touched.
-        let claimed_by = filter.owner.is_some() && states == [crate::model::WorkState::Claimed.as_str()];
+        let claimed_by =
+            filter.owner.is_some() && states == [crate::model::WorkState::Claimed.as_str()];
         let (lead, lead_values): (Option<(&str, &str)>, Vec<Value>) =
             if let (true, Some(owner)) = (claimed_by, &filter.owner) {
                 (Some(("work_claimed_by", "owner_id")), vec![text(owner)])
@@ -532,7 +533,13 @@ impl Tx for SqliteTx<'_> {
                 rows::work,
             );
         };
-        let from = format!("work INDEXED BY {index}");
+        // The claimed-by index is left to the planner: a store created before it existed
+        // (opened read-only, so nothing is added) still answers, through `work_owner`.
+        let from = if claimed_by {
+            "work".to_owned()
+        } else {
+            format!("work INDEXED BY {index}")
+        };
         let mut rows = Vec::new();
         for v in lead_values {
             let mut c = vec![format!("{col} = ?")];
