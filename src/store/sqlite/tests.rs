@@ -378,6 +378,11 @@ fn main_queries_use_indexes() {
             "work_state",
         ),
         (
+            "SELECT * FROM work WHERE owner_id = ? AND state = 'claimed' ORDER BY id ASC LIMIT ?",
+            2,
+            "work_claimed_by",
+        ),
+        (
             "SELECT * FROM work INDEXED BY work_state WHERE state = ? AND id < ? ORDER BY id DESC LIMIT ?",
             3,
             "work_state",

@@ -470,8 +470,15 @@ impl Tx for SqliteTx<'_> {
         // One filter leads through its `(column, id)` index (one seek per value, merged);
         // the others narrow the rows that index yields.
         let text = |v: &str| Value::Text(v.to_owned());
+        // "What does this authority hold now" (the dashboard asks it for every authority on
+        // every refresh) reads the small partial index of claimed items, not every item the
+        // owner ever touched.
+        let claimed_by =
+            filter.owner.is_some() && states == [crate::model::WorkState::Claimed.as_str()];
         let (lead, lead_values): (Option<(&str, &str)>, Vec<Value>) =
-            if let Some(owner) = &filter.owner {
+            if let (true, Some(owner)) = (claimed_by, &filter.owner) {
+                (Some(("work_claimed_by", "owner_id")), vec![text(owner)])
+            } else if let Some(owner) = &filter.owner {
                 (Some(("work_owner", "owner_id")), vec![text(owner)])
             } else if !states.is_empty() {
                 (
@@ -497,7 +504,10 @@ impl Tx for SqliteTx<'_> {
                 values.push(text(owner));
             }
         }
-        if lead_col != Some("state") && !states.is_empty() {
+        if claimed_by {
+            // A literal, so the planner sees the partial index's condition.
+            conds.push("state = 'claimed'".to_owned());
+        } else if lead_col != Some("state") && !states.is_empty() {
             conds.push(format!("state IN ({})", marks(states.len())));
             values.extend(states.iter().map(|s| text(s)));
         }
@@ -524,7 +534,13 @@ impl Tx for SqliteTx<'_> {
                 rows::work,
             );
         };
-        let from = format!("work INDEXED BY {index}");
+        // The claimed-by index is left to the planner: a store created before it existed
+        // (opened read-only, so nothing is added) still answers, through `work_owner`.
+        let from = if claimed_by {
+            "work".to_owned()
+        } else {
+            format!("work INDEXED BY {index}")
+        };
         let mut rows = Vec::new();
         for v in lead_values {
             let mut c = vec![format!("{col} = ?")];
