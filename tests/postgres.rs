@@ -323,6 +323,11 @@ fn every_query_is_served_by_an_index() {
             ..WorkFilter::default()
         },
         WorkFilter {
+            owner: Some("auth-0".into()),
+            states: vec![WorkState::Claimed],
+            ..WorkFilter::default()
+        },
+        WorkFilter {
             compats: vec![compat()],
             ..WorkFilter::default()
         },
@@ -351,6 +356,15 @@ fn every_query_is_served_by_an_index() {
         .collect();
     assert!(after["work"].1 > 0, "the statistics were not collected");
     assert!(scanned.is_empty(), "sequential scans: {scanned:?}");
+    // What an authority holds now is read from the small partial index.
+    let claimed_by: i64 = admin
+        .query_one(
+            "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'work_claimed_by'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(claimed_by > 0, "work_claimed_by was not used");
 }
 
 /// `(sequential scans, index scans)` per table, once every other session of the database

@@ -26,8 +26,8 @@ use crate::model::work::WorkFilter;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow,
-    JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow,
-    WriteRecord,
+    JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkState,
+    WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
@@ -946,7 +946,11 @@ impl Tx for PgTx<'_> {
         if let Some(owner) = &filter.owner {
             q.cond("owner_id =", owner.clone(), "");
         }
-        if !states.is_empty() {
+        if filter.owner.is_some() && states == [WorkState::Claimed.as_str()] {
+            // "What does this authority hold now" (the dashboard asks it for every authority
+            // on every refresh): a literal, so the planner sees the partial index's condition.
+            q.conds.push("state = 'claimed'".to_owned());
+        } else if !states.is_empty() {
             q.cond("state = ANY(", states, ")");
         }
         if !compats.is_empty() {
