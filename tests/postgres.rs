@@ -107,6 +107,22 @@ fn the_password_never_appears_in_errors_labels_or_output() {
         );
         assert!(!all.contains(SECRET), "{args:?}: {all}");
     }
+
+    // A URL in the environment is not echoed by `--help` either.
+    for args in [
+        vec!["inspect", "--help"],
+        vec!["attach", "--help"],
+        vec!["bench", "work", "--help"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .args(&args)
+            .env("LEASEHOLD_STORE", &url)
+            .output()
+            .expect("run leasehold");
+        let help = String::from_utf8_lossy(&o.stdout);
+        assert!(help.contains("LEASEHOLD_STORE"), "{args:?}: {help}");
+        assert!(!help.contains(SECRET), "{args:?}: {help}");
+    }
 }
 
 #[test]

@@ -21,7 +21,13 @@ use crate::store::url::{OpenMode, open};
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// The store to measure (a scratch store for `work` and `workflows`: they write).
-    #[arg(long, global = true, env = "LEASEHOLD_STORE", value_name = "STORE")]
+    #[arg(
+        long,
+        global = true,
+        env = "LEASEHOLD_STORE",
+        hide_env_values = true,
+        value_name = "STORE"
+    )]
     pub store: Option<String>,
     /// Print the report as one JSON object.
     #[arg(long, global = true)]

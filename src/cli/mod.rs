@@ -84,7 +84,12 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct StoreArg {
     /// The work store: a SQLite file path or sqlite:PATH, postgres://…, or memory.
-    #[arg(long, env = "LEASEHOLD_STORE", value_name = "STORE")]
+    #[arg(
+        long,
+        env = "LEASEHOLD_STORE",
+        hide_env_values = true,
+        value_name = "STORE"
+    )]
     pub store: String,
 }
 

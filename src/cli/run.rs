@@ -48,7 +48,7 @@ pub struct DemoArgs {
 #[derive(Debug, Clone, Args)]
 pub struct AttachArgs {
     /// The work store: a SQLite file path or sqlite:PATH, postgres://…, or memory.
-    #[arg(env = "LEASEHOLD_STORE", value_name = "STORE")]
+    #[arg(env = "LEASEHOLD_STORE", hide_env_values = true, value_name = "STORE")]
     pub store: String,
     /// Disable operator actions (cancel).
     #[arg(long)]
