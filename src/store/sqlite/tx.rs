@@ -4,7 +4,7 @@
 //! query-plan tests in `tests.rs`).
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Params, Row, params, params_from_iter};
@@ -40,6 +40,10 @@ pub(super) struct SqliteTx<'a> {
     /// item, so they are summed here and written once, before any counter read and at
     /// commit ([`Self::flush`]).
     pending_counters: BTreeMap<String, i64>,
+    /// The owner of each work row read in this write transaction: an update that keeps
+    /// the owner leaves `owner_id` out of its SET list, so SQLite does not rewrite the row's
+    /// `work_owner` index entry (a completion never changes the owner).
+    owners: HashMap<String, Option<String>>,
 }
 
 impl<'a> SqliteTx<'a> {
@@ -51,6 +55,17 @@ impl<'a> SqliteTx<'a> {
             revision: None,
             busy: Cell::new(false),
             pending_counters: BTreeMap::new(),
+            owners: HashMap::new(),
+        }
+    }
+
+    /// Remembers the stored owner of work rows read inside a write transaction (the lock is
+    /// held, so they cannot change under it).
+    fn note_owners<'i>(&mut self, items: impl Iterator<Item = &'i WorkItem>) {
+        if self.writable {
+            for item in items {
+                self.owners.insert(item.id.clone(), item.owner_id.clone());
+            }
         }
     }
 
@@ -426,7 +441,9 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn work(&mut self, id: &str) -> Result<Option<WorkItem>> {
-        self.one("SELECT * FROM work WHERE id = ?1", [id], rows::work)
+        let item = self.one("SELECT * FROM work WHERE id = ?1", [id], rows::work)?;
+        self.note_owners(item.iter());
+        Ok(item)
     }
 
     fn insert_work(&mut self, item: &WorkItem) -> Result<bool> {
@@ -435,15 +452,26 @@ impl Tx for SqliteTx<'_> {
 
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {
         // Only the columns a transition changes: SQLite then leaves the indexes over the
-        // identity columns (kind, compat) alone. Parameters keep `work_values` numbering.
-        let changed = self.exec(
+        // identity columns (kind, compat) alone, and over the owner when it is unchanged.
+        // Parameters keep `work_values` numbering.
+        let same_owner = self.owners.get(&item.id) == Some(&item.owner_id);
+        let sql = if same_owner {
+            "UPDATE work SET state = ?3, token = ?10, generation = ?11, claimed_at = ?12,
+                lease_expires_at = ?13, attempt_number = ?14, uncertain_attempts = ?15, max_attempts = ?16,
+                last_attempt_at = ?17, next_eligible_at = ?18, last_failure = ?19, result = ?20,
+                updated_at = ?22, due_at = ?23
+             WHERE id = ?1"
+        } else {
             "UPDATE work SET state = ?3, owner_id = ?9, token = ?10, generation = ?11, claimed_at = ?12,
                 lease_expires_at = ?13, attempt_number = ?14, uncertain_attempts = ?15, max_attempts = ?16,
                 last_attempt_at = ?17, next_eligible_at = ?18, last_failure = ?19, result = ?20,
                 updated_at = ?22, due_at = ?23
-             WHERE id = ?1",
-            params_from_iter(work_values(item)?),
-        )?;
+             WHERE id = ?1"
+        };
+        let changed = self.exec(sql, params_from_iter(work_values(item)?))?;
+        if self.owners.contains_key(&item.id) {
+            self.owners.insert(item.id.clone(), item.owner_id.clone());
+        }
         if changed == 0 {
             self.insert_work_row(item)?;
         }
@@ -451,11 +479,13 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn claimable_work(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
-        self.all(
+        let items = self.all(
             "SELECT * FROM work INDEXED BY work_claim WHERE compat = ?1 AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
             params![compat, now, limit(n)],
             rows::work,
-        )
+        )?;
+        self.note_owners(items.iter());
+        Ok(items)
     }
 
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {
