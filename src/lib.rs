@@ -28,6 +28,7 @@ pub mod cluster;
 pub mod error;
 pub mod ids;
 pub mod model;
+pub mod progress;
 pub mod rules;
 pub mod store;
 pub mod tui;

@@ -104,7 +104,7 @@ impl Histogram {
     }
 }
 
-/// The `p`-th percentile (0–100, nearest rank) of `values`.
+/// The `p`-th percentile (0–100, nearest rank) of `values` (milliseconds, or any unit).
 #[must_use]
 pub fn percentile(values: &[Millis], p: u32) -> Option<Millis> {
     if values.is_empty() {

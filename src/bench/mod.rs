@@ -12,13 +12,11 @@
 
 pub mod dashboard;
 mod fleet;
-mod progress;
 mod report;
 pub mod work;
 pub mod workflows;
 
 pub use fleet::{Fleet, FleetOptions};
-pub use progress::Progress;
 pub use report::{Machine, Report, StoreFacts};
 
 use std::ops::Range;
@@ -26,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use crate::authority::stats::Stats;
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::store::Store;
 
 /// The build tag bench items are stamped with: only bench authorities claim them, so a
@@ -50,25 +49,21 @@ pub fn require_empty(store: &Store) -> Result<()> {
     Ok(())
 }
 
-/// Calls `done` every 20 ms until it answers `Some`, reporting `progress`; fails after
-/// `timeout`.
+/// Calls `done` every 20 ms until it answers `Some`; fails after `timeout`.
 ///
 /// # Errors
 /// `done`'s error, or `INVALID` after `timeout` naming `what`.
 pub fn wait_for<T>(
     what: &str,
     timeout: Duration,
-    progress: &mut Progress,
-    mut done: impl FnMut(&mut Progress) -> Result<Option<T>>,
+    mut done: impl FnMut() -> Result<Option<T>>,
 ) -> Result<T> {
     let deadline = Instant::now() + timeout;
     loop {
-        if let Some(value) = done(progress)? {
-            progress.finish();
+        if let Some(value) = done()? {
             return Ok(value);
         }
         if Instant::now() >= deadline {
-            progress.finish();
             return Err(Error::Invalid(format!(
                 "{what} did not finish within {} s (raise --timeout-s)",
                 timeout.as_secs()
@@ -123,11 +118,11 @@ pub fn create(
     mut many: impl FnMut(Range<u64>) -> Result<()>,
 ) -> Result<Created> {
     let single = single.min(total);
-    let mut progress = Progress::new(label, total, quiet);
+    let mut progress = Progress::new(quiet);
     let started = Instant::now();
     for i in 0..single {
         one(i)?;
-        progress.update(i + 1);
+        progress.count(label, i + 1, total);
     }
     let single_elapsed = started.elapsed();
     let started = Instant::now();
@@ -136,7 +131,7 @@ pub fn create(
         let end = (next + batch.max(1)).min(total);
         many(next..end)?;
         next = end;
-        progress.update(next);
+        progress.count(label, next, total);
     }
     progress.finish();
     Ok(Created {
@@ -168,12 +163,13 @@ pub fn run_fleet(
     let revision_before = store.revision()?;
     let started = Instant::now();
     let running = Fleet::start(fleet, store)?;
-    let mut progress = Progress::new(label, total, quiet);
-    let finished = wait_for(label, timeout, &mut progress, |p| {
+    let mut progress = Progress::new(quiet);
+    let finished = wait_for(label, timeout, || {
         let n = done(store)?;
-        p.update(n);
+        progress.count(label, n, total);
         Ok((n >= total).then_some(()))
     });
+    progress.finish();
     let elapsed = started.elapsed();
     let stats = running.stop();
     finished?;

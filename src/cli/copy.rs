@@ -8,13 +8,14 @@
 //! The source is opened first and read-only, so an unreadable source creates no target.
 //! Store descriptions never carry a password.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use clap::Args;
 
 use super::output::{Table, cell, json_line};
 use super::{CliResult, Failure};
-use crate::store::copy::{CopySummary, TableCount, copy_store};
+use crate::progress::Progress;
+use crate::store::copy::{CopySummary, copy_store};
 use crate::store::url::{OpenMode, StoreUrl, open};
 
 /// Arguments of `leasehold copy`.
@@ -45,9 +46,12 @@ pub fn run(args: &CopyArgs, out: &mut dyn Write) -> CliResult {
     }
     let source = open(&args.from, OpenMode::ReadOnly)?;
     let target = open(&args.to, OpenMode::ReadWrite)?;
-    let mut progress = Progress::new();
-    let summary = copy_store(&source, &target, &mut |count| progress.show(count));
-    progress.clear();
+    // Rows copied so far, on a terminal only.
+    let mut progress = Progress::terminal_only();
+    let summary = copy_store(&source, &target, &mut |count| {
+        progress.show(|| format!("copying {}: {} rows", count.table, count.rows));
+    });
+    progress.finish();
     let summary = summary?;
     if args.json {
         json_line(
@@ -92,37 +96,4 @@ fn render(from: &str, to: &str, summary: &CopySummary) -> String {
         summary.journal_high_water,
         table.render()
     )
-}
-
-/// Rows copied so far, on one rewritten stderr line — only when stderr is a terminal.
-struct Progress {
-    shown: bool,
-    terminal: bool,
-}
-
-impl Progress {
-    fn new() -> Self {
-        Self {
-            shown: false,
-            terminal: std::io::stderr().is_terminal(),
-        }
-    }
-
-    fn show(&mut self, count: &TableCount) {
-        if self.terminal {
-            let _ = write!(
-                std::io::stderr(),
-                "\r\x1b[Kcopying {}: {} rows",
-                count.table,
-                count.rows
-            );
-            self.shown = true;
-        }
-    }
-
-    fn clear(&mut self) {
-        if self.shown {
-            let _ = write!(std::io::stderr(), "\r\x1b[K");
-        }
-    }
 }
