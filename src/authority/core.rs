@@ -186,7 +186,6 @@ fn classify(result: Result<WorkItem>) -> Result<Finished> {
     }
 }
 
-/// Turns a semantic refusal into `Ok(Some(Refused))`, passing store failures up.
 /// An action's outcome as the engine records it; `None` when it is uncertain (nothing is
 /// recorded, the claim lapses).
 fn action_result(outcome: &HandlerOutcome) -> Option<std::result::Result<Value, machine::Failure>> {
@@ -201,6 +200,7 @@ fn action_result(outcome: &HandlerOutcome) -> Option<std::result::Result<Value, 
     }
 }
 
+/// Turns a semantic refusal into `Ok(Some(Refused))`, passing store failures up.
 fn refusal<T>(result: Result<T>) -> Result<std::result::Result<T, Finished>> {
     match result {
         Ok(v) => Ok(Ok(v)),
@@ -590,35 +590,33 @@ impl AuthorityCore {
         {
             let st = self.state();
             for (i, executed) in batch.into_iter().enumerate() {
-                let groupable = match (st.inflight.get(&executed.job_id), &executed.exec) {
-                    (
-                        Some(f),
-                        Exec::Work {
-                            outcome: HandlerOutcome::Succeeded(_) | HandlerOutcome::Failed(_),
-                            advance_to: None,
-                            ..
-                        },
-                    ) if !f.lost => match &f.job.task {
-                        Task::Work(item) if item.kind != WorkKind::Cursor => Some(f.job.clone()),
+                // Plain effect / schedule outcomes go to one group commit, workflow steps
+                // to another; everything else (cursors, releases, lost jobs) one by one.
+                let route = match st.inflight.get(&executed.job_id) {
+                    Some(f) if !f.lost => match (&f.job.task, &executed.exec) {
+                        (
+                            Task::Work(item),
+                            Exec::Work {
+                                outcome: HandlerOutcome::Succeeded(_) | HandlerOutcome::Failed(_),
+                                advance_to: None,
+                                ..
+                            },
+                        ) if item.kind != WorkKind::Cursor => Some((&mut grouped, f.job.clone())),
+                        (
+                            Task::Workflow(_),
+                            Exec::WorkflowApply(_)
+                            | Exec::WorkflowRan {
+                                outcome: HandlerOutcome::Succeeded(_) | HandlerOutcome::Failed(_),
+                                ..
+                            },
+                        ) => Some((&mut steps, f.job.clone())),
                         _ => None,
                     },
                     _ => None,
                 };
-                let step = match (st.inflight.get(&executed.job_id), &executed.exec) {
-                    (
-                        Some(f),
-                        Exec::WorkflowApply(_)
-                        | Exec::WorkflowRan {
-                            outcome: HandlerOutcome::Succeeded(_) | HandlerOutcome::Failed(_),
-                            ..
-                        },
-                    ) if !f.lost && matches!(f.job.task, Task::Workflow(_)) => Some(f.job.clone()),
-                    _ => None,
-                };
-                match (groupable, step) {
-                    (Some(job), _) => grouped.push((i, job, executed)),
-                    (None, Some(job)) => steps.push((i, job, executed)),
-                    (None, None) => single.push((i, executed)),
+                match route {
+                    Some((group, job)) => group.push((i, job, executed)),
+                    None => single.push((i, executed)),
                 }
             }
         }
@@ -878,10 +876,12 @@ impl AuthorityCore {
                 _ => None,
             })
             .collect();
-        let steps: Vec<(&Claimed, Step<'_>)> = grouped
+        // Each entry keeps its place in `grouped`, so answers go back to the right job.
+        let steps: Vec<(usize, &Claimed, Step<'_>)> = grouped
             .iter()
             .zip(&results)
-            .filter_map(|((_, job, executed), result)| {
+            .enumerate()
+            .filter_map(|(at, ((_, job, executed), result))| {
                 let Task::Workflow(claimed) = &job.task else {
                     return None;
                 };
@@ -892,26 +892,35 @@ impl AuthorityCore {
                     }
                     _ => return None,
                 };
-                Some((claimed.as_ref(), step))
+                Some((at, claimed.as_ref(), step))
             })
             .collect();
-        let committed = self.engine.finish_steps(&steps);
-        drop(steps);
-        match committed {
+        let places: Vec<usize> = steps.iter().map(|(at, _, _)| *at).collect();
+        let entries: Vec<(&Claimed, Step<'_>)> =
+            steps.into_iter().map(|(_, c, step)| (c, step)).collect();
+        let committed = self.engine.finish_steps(&entries);
+        drop(entries);
+        let applied: Vec<Option<Result<InstanceRow>>> = match committed {
             Ok(applied) => {
-                for ((i, job, executed), applied) in grouped.into_iter().zip(applied) {
-                    let Task::Workflow(claimed) = &job.task else {
-                        continue;
-                    };
-                    let result = self.after_transition(claimed, applied);
-                    answers[i] = Some(self.settle(&job, executed, result));
+                let mut by_place = vec![None; grouped.len()];
+                for (at, answer) in places.into_iter().zip(applied) {
+                    by_place[at] = Some(answer);
                 }
+                by_place
             }
-            Err(e) => {
-                for (i, job, executed) in grouped {
-                    answers[i] = Some(self.settle(&job, executed, Err(e.clone())));
+            Err(e) => vec![Some(Err(e)); grouped.len()],
+        };
+        for ((i, job, executed), applied) in grouped.into_iter().zip(applied) {
+            // A store failure passes through `after_transition` and defers the outcome.
+            let result = match (&job.task, applied) {
+                (Task::Workflow(claimed), Some(answer)) => self.after_transition(claimed, answer),
+                // Not a step after all: finish it on its own.
+                _ => {
+                    answers[i] = Some(self.finish(executed));
+                    continue;
                 }
-            }
+            };
+            answers[i] = Some(self.settle(&job, executed, result));
         }
     }
 
