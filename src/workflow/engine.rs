@@ -236,7 +236,7 @@ impl Store {
             principal,
             idempotency_key,
         };
-        self.write(|tx, now| self.start_in(tx, now, &start, compat))
+        self.write(|tx, now| self.start_in(tx, now, &start, compat, &mut HashMap::new()))
     }
 
     /// Starts many instances in one transaction (one commit): each as
@@ -250,9 +250,11 @@ impl Store {
         compat: &str,
     ) -> Result<Vec<Started>> {
         self.write(|tx, now| {
+            // Each deployed definition is read and parsed once per batch.
+            let mut defs = HashMap::new();
             starts
                 .iter()
-                .map(|start| self.start_in(tx, now, start, compat))
+                .map(|start| self.start_in(tx, now, start, compat, &mut defs))
                 .collect()
         })
     }
@@ -263,6 +265,7 @@ impl Store {
         now: Millis,
         start: &NewInstance<'_>,
         compat: &str,
+        defs: &mut HashMap<String, (String, Arc<WorkflowDef>)>,
     ) -> Result<Started> {
         let NewInstance {
             workflow_id,
@@ -284,18 +287,26 @@ impl Store {
                 created: false,
             });
         }
-        let Some(def_row) = tx.definition(workflow_id)? else {
-            return Err(Error::NotFound {
-                what: "workflow definition".into(),
-                id: workflow_id.into(),
-            });
+        let (fingerprint, def) = match defs.get(workflow_id) {
+            Some(known) => known.clone(),
+            None => {
+                let Some(def_row) = tx.definition(workflow_id)? else {
+                    return Err(Error::NotFound {
+                        what: "workflow definition".into(),
+                        id: workflow_id.into(),
+                    });
+                };
+                let def = parse_definition(&def_row.definition).map_err(|d| {
+                    corrupt(
+                        "deployed definition",
+                        d.first().map(ToString::to_string).unwrap_or_default(),
+                    )
+                })?;
+                let known = (def_row.fingerprint, Arc::new(def));
+                defs.insert(workflow_id.to_owned(), known.clone());
+                known
+            }
         };
-        let def = parse_definition(&def_row.definition).map_err(|d| {
-            corrupt(
-                "deployed definition",
-                d.first().map(ToString::to_string).unwrap_or_default(),
-            )
-        })?;
         let instance_id = self.ids().next_id("wf");
         let high_water = tx.journal_high_water()?;
         let (state, entries) =
@@ -316,7 +327,7 @@ impl Store {
             updated_at: now,
         };
         tx.commit_revision()?;
-        let mut row = encode_row(&blank, &def_row.fingerprint, &state, now)?;
+        let mut row = encode_row(&blank, &fingerprint, &state, now)?;
         row.instance_revision = 1;
         tx.insert_instance(&row)?;
         for (i, entry) in entries.iter().enumerate() {
