@@ -15,6 +15,8 @@
 //!   SQLite, PostgreSQL), and the copy of a whole store from one provider to another.
 //! - [`workflow`]: durable workflow definitions, validation, fingerprint, engine.
 //! - [`authority`], [`cluster`], [`check`]: the runtime, the embedded cluster, the checker.
+//! - [`ops`]: what operators are told (liveness, failovers, fenced writes, filters), defined
+//!   once for the dashboard and the command line.
 //! - [`tui`], [`cli`], [`bench`]: the dashboard, the command line, the benchmarks.
 
 pub mod authority;
@@ -28,6 +30,7 @@ pub mod cluster;
 pub mod error;
 pub mod ids;
 pub mod model;
+pub mod ops;
 pub mod progress;
 pub mod rules;
 pub mod store;
