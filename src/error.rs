@@ -50,6 +50,11 @@ pub enum Error {
     /// The owner already holds as many live leases as it may.
     #[error("LEASE_CAP_REACHED: {owner} already holds {held} live leases (cap {cap})")]
     LeaseCap { owner: String, held: u64, cap: u64 },
+    /// A handoff to the lease's own holder: nothing would change hands.
+    #[error(
+        "LEASE_SELF_HANDOFF: {owner} already holds {resource}; a holder keeps a lease by renewing it"
+    )]
+    SelfHandoff { resource: String, owner: String },
     /// No such lease, item, instance, definition or subscription.
     #[error("NOT_FOUND: no {what} named {id}")]
     NotFound { what: String, id: String },
@@ -101,6 +106,7 @@ impl Error {
             Self::AlreadyTerminal { .. } => "already-terminal",
             Self::StaleSequence { .. } => "stale-sequence",
             Self::LeaseCap { .. } => "LEASE_CAP_REACHED",
+            Self::SelfHandoff { .. } => "LEASE_SELF_HANDOFF",
             Self::NotFound { .. } => "NOT_FOUND",
             Self::Invalid(_) => "INVALID",
             Self::CapabilityMissing { .. } => "CAPABILITY_MISSING",

@@ -43,6 +43,8 @@ macro_rules! for_each_case {
             leases::reclaim_fences_the_old_owner,
             leases::ttl_is_clamped_into_a_bounded_window,
             leases::owner_cap_is_enforced_and_renewal_is_exempt,
+            leases::lapsed_renewal_counts_against_the_owner_cap,
+            leases::self_handoff_is_refused,
             leases::handoff_is_atomic_and_fences_the_giver,
             leases::checkpoint_survives_expiry_and_is_dropped_on_release,
             leases::keyed_mutation_applies_once_and_replays_across_reopen,

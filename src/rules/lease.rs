@@ -80,7 +80,9 @@ pub fn check_holder(lease: &Lease, token: &str, generation: u64) -> Result<()> {
 }
 
 /// Extends the holder's lease. Renewal of a lease that expired but was not reclaimed is
-/// allowed: nobody else was granted it, so the holder still is the owner.
+/// allowed: nobody else was granted it, so the holder still is the owner. (It is no longer
+/// live, though, so the store charges it against the per-owner cap like an acquire: see
+/// [`renewal_is_cap_exempt`].)
 ///
 /// # Errors
 /// `Fenced` for a wrong token or superseded generation.
@@ -96,6 +98,14 @@ pub fn renew(
         expires_at: now.saturating_add(duration),
         ..lease.clone()
     })
+}
+
+/// Whether renewing `lease` at `now` is exempt from the per-owner cap: only while it is
+/// still live. A lapsed lease renewed is a new hold as far as the cap is concerned, or an
+/// owner could collect any number of live leases by letting each lapse and renewing it.
+#[must_use]
+pub fn renewal_is_cap_exempt(lease: &Lease, now: Millis) -> bool {
+    lease.is_live(now)
 }
 
 /// Releases the lease; the generation stays so the next acquire goes higher. A normal
@@ -115,8 +125,12 @@ pub fn release(lease: &Lease, token: &str, generation: u64, now: Millis) -> Resu
 /// Moves the lease straight to `recipient` under a fresh generation, in one write: the
 /// giver is fenced and nobody else can take it in between. The checkpoint travels with it.
 ///
+/// Handing a lease to its own holder is refused: it would mint a generation and fence the
+/// holder's own token while nothing changed hands (renewing is how a holder keeps a lease).
+///
 /// # Errors
-/// `Fenced` for a wrong token or superseded generation.
+/// `Fenced` for a wrong token or superseded generation; `SelfHandoff` when `recipient`
+/// already holds it.
 pub fn handoff(
     lease: &Lease,
     token: &str,
@@ -127,6 +141,12 @@ pub fn handoff(
     now: Millis,
 ) -> Result<Lease> {
     check_holder(lease, token, generation)?;
+    if lease.owner_id == recipient {
+        return Err(Error::SelfHandoff {
+            resource: lease.resource_id.clone(),
+            owner: recipient.to_owned(),
+        });
+    }
     Ok(Lease {
         owner_id: recipient.to_owned(),
         token: new_token,
@@ -203,6 +223,48 @@ mod tests {
                 .code(),
             "WORK_FENCED"
         );
+    }
+
+    /// The README states the lease window as part of the contract; each number there is
+    /// this module's constant, so neither can change without the other.
+    #[test]
+    fn the_readme_states_the_lease_window_of_the_code() {
+        let readme = include_str!("../../README.md");
+        let rows = [
+            format!("| Shortest lease | {MIN_LEASE_MS} ms |"),
+            format!("| Longest lease | {MAX_LEASE_MS} ms (30 days)"),
+            format!("| Default duration | {DEFAULT_LEASE_MS} ms |"),
+            format!("| Live leases per owner | at most {DEFAULT_OWNER_CAP} by default"),
+        ];
+        for row in rows {
+            assert!(readme.contains(&row), "README lacks {row:?}");
+        }
+        assert_eq!(
+            MAX_LEASE_MS,
+            30 * 24 * 3_600_000,
+            "30 days, as the README says"
+        );
+        for request in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -1.0] {
+            assert_eq!(clamp_duration(request), DEFAULT_LEASE_MS, "{request}");
+        }
+    }
+
+    #[test]
+    fn handoff_to_the_holder_itself_is_refused() {
+        let lease = held(0);
+        assert_eq!(
+            handoff(&lease, "t1", 1, "a", "t2".into(), 1_000, 10)
+                .expect_err("self-handoff")
+                .code(),
+            "LEASE_SELF_HANDOFF"
+        );
+    }
+
+    #[test]
+    fn only_a_live_lease_renews_cap_exempt() {
+        let lease = held(0);
+        assert!(renewal_is_cap_exempt(&lease, 999));
+        assert!(!renewal_is_cap_exempt(&lease, 1_000));
     }
 
     #[test]

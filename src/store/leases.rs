@@ -141,11 +141,13 @@ impl Store {
         }
     }
 
-    /// Extends the holder's lease by `duration_ms` (clamped) from now. Renewal is exempt
-    /// from the per-owner cap.
+    /// Extends the holder's lease by `duration_ms` (clamped) from now. Renewing a live
+    /// lease is exempt from the per-owner cap; renewing one that lapsed (unreclaimed) is a
+    /// new live hold and is charged against the cap like an acquire.
     ///
     /// # Errors
-    /// `WORK_FENCED` for a wrong token or superseded generation.
+    /// `WORK_FENCED` for a wrong token or superseded generation; `LEASE_CAP_REACHED` for a
+    /// lapsed lease when its owner is at the cap.
     pub fn renew(
         &self,
         resource: &str,
@@ -154,9 +156,26 @@ impl Store {
         duration_ms: f64,
     ) -> Result<Lease> {
         let duration = rules::clamp_duration(duration_ms);
-        self.write_logged(self.holder_write(resource, generation, "renew", |l, now| {
+        let cap = self.owner_cap;
+        let mut renew = self.holder_write(resource, generation, "renew", |l, now| {
             rules::renew(l, token, generation, duration, now)
-        }))
+        });
+        self.write_logged(move |tx, now| {
+            if let Some(current) = tx.lease(resource)? {
+                let holder = rules::check_holder(&current, token, generation).is_ok();
+                if holder && !rules::renewal_is_cap_exempt(&current, now) {
+                    let held = tx.live_lease_count(&current.owner_id, now)?;
+                    if held >= cap {
+                        return Ok(Err(Error::LeaseCap {
+                            owner: current.owner_id,
+                            held,
+                            cap,
+                        }));
+                    }
+                }
+            }
+            renew(tx, now)
+        })
     }
 
     /// Releases the lease (dropping its checkpoint); the generation is kept.
@@ -199,6 +218,17 @@ impl Store {
         let duration = rules::clamp_duration(duration_ms);
         let cap = self.owner_cap;
         self.keyed(owner, "handoff", idem.key, |tx, now| {
+            // A self-handoff is refused before the cap is counted, so its answer names the
+            // real reason (and, like a capped handoff, it leaves no write record).
+            if let Some(current) = tx.lease(resource)? {
+                let holder = rules::check_holder(&current, token, generation).is_ok();
+                if holder && current.owner_id == recipient {
+                    return Ok(Err(Error::SelfHandoff {
+                        resource: resource.into(),
+                        owner: recipient.into(),
+                    }));
+                }
+            }
             let held = tx.live_lease_count(recipient, now)?;
             if held >= cap {
                 return Ok(Err(Error::LeaseCap {

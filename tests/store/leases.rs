@@ -507,6 +507,96 @@ pub fn owner_cap_is_enforced_and_renewal_is_exempt(h: &dyn Harness) {
     );
 }
 
+/// Renewing a lease that lapsed without being reclaimed is a new live hold: it counts
+/// against the cap like an acquire. Without that, an owner at a cap of 1 could hold any
+/// number of live leases by letting each lapse and renewing it.
+pub fn lapsed_renewal_counts_against_the_owner_cap(h: &dyn Harness) {
+    let s = h.store().with_owner_cap(1);
+    let mut held = Vec::new();
+    for resource in ["r1", "r2", "r3", "r4"] {
+        held.push(ok(resource, s.acquire(resource, "a", 1_000.0, NO_KEY)));
+        h.clock().advance(1_000);
+    }
+    // Every lease lapsed, none reclaimed; a renews them one by one.
+    let first = &held[0];
+    ok(
+        "the first lapsed renewal fits under the cap",
+        s.renew("r1", &first.token, first.generation, 10_000.0),
+    );
+    for lease in &held[1..] {
+        assert_eq!(
+            refused(
+                "a lapsed renewal over the cap",
+                s.renew(&lease.resource_id, &lease.token, lease.generation, 10_000.0)
+            ),
+            "LEASE_CAP_REACHED"
+        );
+        assert_eq!(
+            lease_of(h, &lease.resource_id),
+            *lease,
+            "a refused renewal changes nothing"
+        );
+    }
+    ok(
+        "renewing the live one stays exempt at the cap",
+        s.renew("r1", &first.token, first.generation, 10_000.0),
+    );
+    let live = s.now();
+    let live_count = ["r1", "r2", "r3", "r4"]
+        .iter()
+        .filter(|r| lease_of(h, r).is_live(live))
+        .count();
+    assert_eq!(live_count, 1, "a holds exactly its cap of live leases");
+    // A lapsed lease is still its holder's (expiry fences nothing): once a slot is free the
+    // holder may renew it.
+    ok(
+        "release frees the slot",
+        s.release("r1", "a", &first.token, first.generation, NO_KEY),
+    );
+    let second = &held[1];
+    ok(
+        "a lapsed renewal under the cap",
+        s.renew("r2", &second.token, second.generation, 1_000.0),
+    );
+}
+
+/// Handing a lease to its own holder is refused with its own reason: no generation is
+/// minted, the holder's token stays valid, no grant is recorded.
+pub fn self_handoff_is_refused(h: &dyn Harness) {
+    let s = h.store();
+    let a = ok("a acquires", s.acquire("r", "a", 5_000.0, NO_KEY));
+    assert_eq!(
+        refused(
+            "handoff to itself",
+            s.handoff("r", "a", &a.token, a.generation, "a", 5_000.0, NO_KEY)
+        ),
+        "LEASE_SELF_HANDOFF"
+    );
+    assert_eq!(lease_of(h, "r"), a, "nothing changed hands");
+    ok(
+        "the holder still renews with its token",
+        s.renew("r", &a.token, a.generation, 5_000.0),
+    );
+    let (grants, _) = ok("history", s.ownership_history(Some("r"), 0, 100));
+    assert_eq!(grants.len(), 1, "only the acquire is a grant: {grants:?}");
+    // A stale token is fenced first: the refusal never reveals who holds the lease.
+    assert_eq!(
+        refused(
+            "a stale self-handoff",
+            s.handoff(
+                "r",
+                "a",
+                "not-the-token",
+                a.generation,
+                "a",
+                5_000.0,
+                NO_KEY
+            )
+        ),
+        "WORK_FENCED"
+    );
+}
+
 /// Handoff moves the lease to the recipient in one transaction under generation + 1: the
 /// giver is fenced, the checkpoint travels, and a third party never sees the lease free.
 pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {

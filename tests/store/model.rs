@@ -285,15 +285,18 @@ impl Shadow {
                 self.leases[res] = Some(lease);
                 Ok(())
             })()),
-            Step::Renew { owner, res, dur } => done(
-                self.holder(res, self.lease_gen[owner][res], false)
-                    .map(|l| {
-                        self.leases[res] = Some(ShadowLease {
-                            expires_at: now + clamp(DURATIONS[dur]),
-                            ..l
-                        });
-                    }),
-            ),
+            Step::Renew { owner, res, dur } => done((|| {
+                let l = self.holder(res, self.lease_gen[owner][res], false)?;
+                // Only a live lease renews cap-exempt; a lapsed one is a new hold.
+                if !self.live(res) && self.held_by(l.owner) >= OWNER_CAP {
+                    return Err("LEASE_CAP_REACHED");
+                }
+                self.leases[res] = Some(ShadowLease {
+                    expires_at: now + clamp(DURATIONS[dur]),
+                    ..l
+                });
+                Ok(())
+            })()),
             Step::RenewForged { owner, res } => done(
                 self.holder(res, self.lease_gen[owner][res], true)
                     .map(|_| ()),
@@ -314,10 +317,14 @@ impl Shadow {
                 to,
                 dur,
             } => done((|| {
+                let holder = self.holder(res, self.lease_gen[owner][res], false);
+                if holder.as_ref().is_ok_and(|l| l.owner == to) {
+                    return Err("LEASE_SELF_HANDOFF");
+                }
                 if self.held_by(to) >= OWNER_CAP {
                     return Err("LEASE_CAP_REACHED");
                 }
-                let l = self.holder(res, self.lease_gen[owner][res], false)?;
+                let l = holder?;
                 let moved = ShadowLease {
                     owner: to,
                     generation: l.generation + 1,
@@ -428,7 +435,7 @@ impl ReferenceStateMachine for ShadowMachine {
             2 => (o.clone(), r.clone(), d.clone()).prop_map(|(owner, res, dur)| Step::Renew { owner, res, dur }),
             1 => (o.clone(), r.clone()).prop_map(|(owner, res)| Step::RenewForged { owner, res }),
             2 => (o.clone(), r.clone()).prop_map(|(owner, res)| Step::Release { owner, res }),
-            2 => (o.clone(), r.clone(), 1..3usize, d).prop_map(|(owner, res, k, dur)| Step::Handoff { owner, res, to: (owner + k) % 3, dur }),
+            2 => (o.clone(), r.clone(), 0..3usize, d).prop_map(|(owner, res, k, dur)| Step::Handoff { owner, res, to: (owner + k) % 3, dur }),
             1 => (o.clone(), r, any::<u8>()).prop_map(|(owner, res, data)| Step::Checkpoint { owner, res, data }),
             3 => (o.clone(), i.clone(), l.clone()).prop_map(|(owner, item, lease)| Step::Claim { owner, item, lease }),
             3 => (o.clone(), 0..4usize, l.clone()).prop_map(|(owner, limit, lease)| Step::ClaimBatch { owner, limit, lease }),
