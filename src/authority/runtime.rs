@@ -148,6 +148,12 @@ pub async fn run_authority_with(
             }
             _ = heartbeat.tick() => {
                 let beat = blocking(&core, AuthorityCore::heartbeat).await?;
+                if let Err(taken @ Error::Superseded { .. }) = &beat {
+                    // Another start of this instance id owns the registration now: two
+                    // processes under one id would share claims, so this one steps down.
+                    log.line("instance-taken", json!({ "error": taken.to_string() }));
+                    break;
+                }
                 note_store(&log, &mut store_down, beat.as_ref().err());
                 let s = core.stats();
                 log.line("progress", json!({ "inflight": core.inflight(), "claims": s.claims, "completions": s.completions, "retries": s.retries, "failures": s.failures, "fencedWritesRefused": s.fenced_writes_refused, "leasesLost": s.leases_lost, "reclaims": s.reclaims }));

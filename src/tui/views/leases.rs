@@ -5,13 +5,14 @@ use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::clock::{Millis, format_instant};
 use crate::model::{Lease, Page};
+use crate::ops::claims::ClaimStanding;
 
 pub const COLUMNS: &[Column] = &[
     col("resource", 24, 0),
     col("owner", 14, 0),
     col("gen", 5, 0),
     col("status", 8, 0),
-    col("expires", 11, 1),
+    col("expires", 31, 1),
     col("token", 10, 2),
     col("acquired", 12, 3),
     col("checkpoint", 12, 4),
@@ -33,10 +34,11 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
         .iter()
         .map(|l| {
             let status = l.status(now);
-            let expires = if status == "released" {
-                "-".into()
-            } else {
-                relative(now, Some(l.expires_at))
+            let expired = ClaimStanding::of_lease(l, now).and_then(ClaimStanding::expired_text);
+            let expires = match (status, &expired) {
+                ("released", _) => "-".into(),
+                (_, Some(expired)) => expired.clone(),
+                _ => relative(now, Some(l.expires_at)),
             };
             Row {
                 key: l.resource_id.clone(),
@@ -58,7 +60,7 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
                     ("resource".into(), clean(&l.resource_id, 500)),
                     ("owner".into(), clean(&l.owner_id, 200)),
                     ("generation".into(), l.generation.to_string()),
-                    ("status".into(), status.into()),
+                    ("status".into(), expired.unwrap_or_else(|| status.into())),
                     ("token".into(), clean(&l.token, 200)),
                     ("acquired".into(), format_instant(l.acquired_at)),
                     (
