@@ -9,18 +9,24 @@ use crate::clock::{Millis, format_duration, format_instant};
 use crate::model::{Page, WorkItem, WorkState};
 use crate::ops::claims::ClaimStanding;
 
-pub const COLUMNS: &[Column] = &[
-    col("id", 20, 0),
-    col("kind", 8, 3),
-    col("state", 31, 0),
-    col("owner", 12, 1),
-    col("gen", 4, 1),
-    col("att", 4, 1),
-    col("unc", 3, 2),
-    col("next", 10, 2),
-    col("compat", 8, 0),
-    col("last failure", 24, 4),
-];
+pub const COLUMNS: &[Column] = &columns(9);
+/// For a page holding a lapsed claim: its state reads `expired, awaiting reclaim (Ns)`.
+const COLUMNS_EXPIRED: &[Column] = &columns(31);
+
+const fn columns(state_width: u16) -> [Column; 10] {
+    [
+        col("id", 20, 0),
+        col("kind", 8, 3),
+        col("state", state_width, 0),
+        col("owner", 12, 1),
+        col("gen", 4, 1),
+        col("att", 4, 1),
+        col("unc", 3, 2),
+        col("next", 10, 2),
+        col("compat", 8, 0),
+        col("last failure", 24, 4),
+    ]
+}
 
 #[must_use]
 pub fn state_role(state: WorkState) -> Role {
@@ -100,7 +106,15 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, now: Millis) -> TableData {
             }
         })
         .collect();
-    TableData::new(COLUMNS, rows, format!("{} incompatible", snap.incompatible))
+    let expired = page
+        .rows
+        .iter()
+        .any(|w| ClaimStanding::of_work(w, now).is_some_and(ClaimStanding::is_expired));
+    TableData::new(
+        if expired { COLUMNS_EXPIRED } else { COLUMNS },
+        rows,
+        format!("{} incompatible", snap.incompatible),
+    )
 }
 
 fn detail(w: &WorkItem, compat_text: &str, now: Millis) -> Vec<(String, String)> {
