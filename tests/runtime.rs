@@ -487,3 +487,54 @@ async fn shutdown_releases_what_the_authority_still_owns() {
     }
     assert!(work_in(&s, WorkState::Succeeded).is_empty());
 }
+
+/// An authority whose registration another start of its instance id took over (it was
+/// paused past its lease, so it read as gone) stops at its next heartbeat instead of
+/// overwriting the new holder's row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authority_whose_id_was_taken_over_stops() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    let cfg = config("a-dup");
+    let lease = cfg.lease_duration_ms;
+    let run = tokio::spawn(run_authority_with(
+        s.clone(),
+        cfg,
+        workload::named("fast", 1).expect("fast"),
+        RunOptions {
+            log_format: LogFormat::Off,
+            ..RunOptions::default()
+        },
+        std::future::pending::<()>(),
+    ));
+    let row = |s: &Store| {
+        s.list_authorities(&PageRequest::first(10))
+            .expect("lists")
+            .rows
+            .into_iter()
+            .find(|a| a.instance_id == "a-dup")
+    };
+    wait_for("the registration", || row(&s).is_some()).await;
+    let first = row(&s).expect("registered");
+
+    // Past its lease on the store's clock: it reads as gone, so a second start takes the id.
+    clock.advance(lease + 1);
+    let second = leasehold::model::Authority {
+        pid: first.pid.wrapping_add(1),
+        started_at: clock.now(),
+        heartbeat_at: clock.now(),
+        ..first.clone()
+    };
+    s.register_authority(&second)
+        .expect("a gone holder is replaced");
+
+    let outcome = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the first authority stops by itself")
+        .expect("joins");
+    assert_eq!(
+        outcome.expect_err("superseded").code(),
+        "INSTANCE_SUPERSEDED"
+    );
+    assert_eq!(row(&s), Some(second), "the new holder's row is untouched");
+}
