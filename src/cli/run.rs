@@ -83,7 +83,8 @@ pub struct AuthorityArgs {
     /// The handler set to register.
     #[arg(long, default_value = "default")]
     pub workload: String,
-    /// Lease window in ms (renewal runs at a third of it unless `--renew-ms` is given).
+    /// Lease window in ms (renewal runs at a third of it unless `--renew-ms` is given; the
+    /// heartbeat at a third of it, at most every 10 s, so liveness follows the lease).
     #[arg(long, default_value_t = crate::authority::config::DEFAULT_LEASE_DURATION_MS)]
     pub lease_ms: i64,
     /// Renew cadence in ms; must be below the lease window.
