@@ -352,7 +352,9 @@ struct LeaseRow {
     acquired_at: Millis,
     expires_at: Millis,
     released_at: Option<Millis>,
-    /// Set while the lease has lapsed without a reclaim: for how long, in ms.
+    /// Set while the lease has lapsed without a reclaim: for how long, in ms (the table
+    /// says it; the JSON keeps absolute instants and `status`).
+    #[serde(skip)]
     awaiting_reclaim_ms: Option<Millis>,
     checkpoint_generation: Option<u64>,
 }
@@ -411,7 +413,11 @@ struct WorkRow {
     owner_id: Option<String>,
     generation: u64,
     lease_expires_at: Option<Millis>,
-    /// Set while its claim has lapsed without a reclaim: for how long, in ms.
+    /// Whether it is claimed and its claim lapsed without a reclaim (`leaseExpiresAt`
+    /// says since when).
+    claim_expired: bool,
+    /// For how long, in ms (the table says it; the JSON keeps absolute instants).
+    #[serde(skip)]
     awaiting_reclaim_ms: Option<Millis>,
     attempt_number: u32,
     uncertain_attempts: u32,
@@ -513,6 +519,8 @@ fn work(
             compatible: live.compatible(&w.compat),
             kind: w.kind.as_str(),
             state: w.state.as_str(),
+            claim_expired: ClaimStanding::of_work(&w, ctx.now)
+                .is_some_and(ClaimStanding::is_expired),
             awaiting_reclaim_ms: ClaimStanding::of_work(&w, ctx.now)
                 .and_then(ClaimStanding::lapsed_ms),
             owner_id: w.current_owner().map(str::to_owned),

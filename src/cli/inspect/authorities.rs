@@ -24,9 +24,6 @@ struct AuthorityRow {
     compat: String,
     state: Liveness,
     heartbeat_at: Millis,
-    /// How old the heartbeat was when this was read (the store's clock): what `state`
-    /// was judged from.
-    heartbeat_age_ms: Millis,
     started_at: Millis,
     stopped_at: Option<Millis>,
     host: String,
@@ -63,7 +60,6 @@ pub(super) fn authorities(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<S
             build: a.build,
             compat: a.compat,
             heartbeat_at: a.heartbeat_at,
-            heartbeat_age_ms: ctx.now.saturating_sub(a.heartbeat_at),
             started_at: a.started_at,
             stopped_at: a.stopped_at,
             host: a.host,
