@@ -148,10 +148,12 @@ pub async fn run_authority_with(
             }
             _ = heartbeat.tick() => {
                 let beat = blocking(&core, AuthorityCore::heartbeat).await?;
-                if let Err(taken @ Error::Superseded { .. }) = &beat {
-                    // Another start of this instance id owns the registration now: two
-                    // processes under one id would share claims, so this one steps down.
-                    log.line("instance-taken", json!({ "error": taken.to_string() }));
+                if let Err(lost @ (Error::Superseded { .. } | Error::NotFound { .. })) = &beat {
+                    // The registration is no longer this process's: another start of its
+                    // instance id owns it (two processes under one id would share claims),
+                    // or an operator forgot it while it read as gone. It steps down rather
+                    // than work unseen.
+                    log.line("registration-lost", json!({ "error": lost.to_string() }));
                     break;
                 }
                 note_store(&log, &mut store_down, beat.as_ref().err());
