@@ -155,24 +155,19 @@ pub struct CheckOptions {
     /// A compatible item due for longer than this (while a live authority of its build
     /// existed) is stranded.
     pub stranded_after_ms: Millis,
-    /// Authorities' heartbeat cadence: silent for 3× this is no longer live.
-    pub heartbeat_ms: Millis,
-    /// Authorities' lease window: silent for longer than this is gone.
-    pub lease_ms: Millis,
     /// Rows read per page (history, items, journal); instances are read a tenth as many
     /// at a time, each with its history.
     pub page_size: usize,
 }
 
 impl CheckOptions {
-    /// Defaults (axiom §17 timings: heartbeat 10 s, lease 30 s; stranded after 60 s) at `now`.
+    /// Defaults (stranded after 60 s) at `now`. Each authority's liveness is judged by its
+    /// own registered timing ([`crate::ops::liveness`]).
     #[must_use]
     pub fn at(now: Millis) -> Self {
         Self {
             now,
             stranded_after_ms: 60_000,
-            heartbeat_ms: 10_000,
-            lease_ms: 30_000,
             page_size: 10_000,
         }
     }

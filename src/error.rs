@@ -82,6 +82,24 @@ pub enum Error {
     /// The store refuses writes (opened read-only, or a file without write permission).
     #[error("STORE_READ_ONLY: {0}")]
     ReadOnly(String),
+    /// Another running (live or silent) authority holds this instance id: a second start
+    /// under it, or forgetting it, is refused.
+    #[error("INSTANCE_IN_USE: instance {instance} is {liveness}, held by pid {pid} on host {host}")]
+    InstanceInUse {
+        instance: String,
+        liveness: String,
+        host: String,
+        pid: u32,
+    },
+    /// The registration row of this instance id now belongs to another start of it.
+    #[error(
+        "INSTANCE_SUPERSEDED: instance {instance} was registered again by pid {pid} on host {host}; this process stops"
+    )]
+    Superseded {
+        instance: String,
+        host: String,
+        pid: u32,
+    },
     /// `copy` writes only into an empty store; `holds` names what the target already has.
     #[error("COPY_TARGET_NOT_EMPTY: {target} already holds {holds}; copy into a new, empty store")]
     TargetNotEmpty { target: String, holds: String },
@@ -115,6 +133,8 @@ impl Error {
             Self::Corrupt(_) => "STORE_CORRUPT",
             Self::OutcomeUnknown(_) => "OUTCOME_UNKNOWN",
             Self::ReadOnly(_) => "STORE_READ_ONLY",
+            Self::InstanceInUse { .. } => "INSTANCE_IN_USE",
+            Self::Superseded { .. } => "INSTANCE_SUPERSEDED",
             Self::TargetNotEmpty { .. } => "COPY_TARGET_NOT_EMPTY",
             Self::CopyIncomplete { .. } => "COPY_INCOMPLETE",
         }

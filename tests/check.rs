@@ -428,7 +428,9 @@ fn stranded_work_is_reported_and_incompatible_work_is_counted() {
     f.store
         .enqueue(NewWork::effect("e-fresh", "noop", "{}"), K1)
         .unwrap();
-    f.store.heartbeat("a-1", false).unwrap();
+    f.store
+        .heartbeat(&authority("a-1", K1, T0).incarnation(), false)
+        .unwrap();
 
     let report = f.run();
     assert_reported(&report, codes::STRANDED_WORK, &["e-late"]);
@@ -451,12 +453,11 @@ fn work_is_not_stranded_before_its_build_has_been_live_for_the_bound() {
         .unwrap();
     f.clock.advance(600_000);
     // The first authority of the build just started: it has not had the chance yet.
-    f.store
-        .register_authority(&authority("a-1", K1, f.clock.now()))
-        .unwrap();
+    let registered = authority("a-1", K1, f.clock.now());
+    f.store.register_authority(&registered).unwrap();
     assert!(f.run().is_clean());
     f.clock.advance(61_000);
-    f.store.heartbeat("a-1", false).unwrap();
+    f.store.heartbeat(&registered.incarnation(), false).unwrap();
     assert_codes(&f.run(), &[codes::STRANDED_WORK]);
 }
 
@@ -901,7 +902,8 @@ fn mixed_workload(f: &Fixture) {
         }
     }
     for id in ["a-1", "a-2", "a-3"] {
-        s.heartbeat(id, false).unwrap();
+        s.heartbeat(&authority(id, K1, T0).incarnation(), false)
+            .unwrap();
     }
 }
 

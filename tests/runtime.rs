@@ -487,3 +487,89 @@ async fn shutdown_releases_what_the_authority_still_owns() {
     }
     assert!(work_in(&s, WorkState::Succeeded).is_empty());
 }
+
+/// Runs one authority on `s` until it stops by itself, after `meanwhile` acted on its
+/// registration (passed in) while it read as gone; returns how it ended.
+async fn run_until_it_steps_down(
+    clock: &ManualClock,
+    s: &Store,
+    mut meanwhile: impl FnMut(&leasehold::model::Authority) -> leasehold::Result<()>,
+) -> leasehold::Result<leasehold::authority::Stats> {
+    let cfg = config("a-dup");
+    let lease = cfg.lease_duration_ms;
+    let run = tokio::spawn(run_authority_with(
+        s.clone(),
+        cfg,
+        workload::named("fast", 1).expect("fast"),
+        RunOptions {
+            log_format: LogFormat::Off,
+            ..RunOptions::default()
+        },
+        std::future::pending::<()>(),
+    ));
+    wait_for("the registration", || registration(s).is_some()).await;
+    // Past its lease on the store's clock it reads as gone (as if it had been paused). A
+    // heartbeat landing in between makes it live again: then move on another lease.
+    loop {
+        clock.advance(lease + 1);
+        match meanwhile(&registration(s).expect("registered")) {
+            Err(e) if e.code() == "INSTANCE_IN_USE" => {}
+            done => break done.expect("acts on a gone registration"),
+        }
+    }
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the authority stops by itself")
+        .expect("joins")
+}
+
+fn registration(s: &Store) -> Option<leasehold::model::Authority> {
+    s.list_authorities(&PageRequest::first(10))
+        .expect("lists")
+        .rows
+        .into_iter()
+        .find(|a| a.instance_id == "a-dup")
+}
+
+/// An authority whose registration another start of its instance id took over stops at
+/// its next heartbeat instead of overwriting the new holder's row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authority_whose_id_was_taken_over_stops() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    let mut second = None;
+    let outcome = run_until_it_steps_down(&clock, &s, |first| {
+        let takeover = leasehold::model::Authority {
+            pid: first.pid.wrapping_add(1),
+            started_at: clock.now(),
+            heartbeat_at: clock.now(),
+            ..first.clone()
+        };
+        s.register_authority(&takeover)?;
+        second = Some(takeover);
+        Ok(())
+    })
+    .await;
+    assert_eq!(
+        outcome.expect_err("superseded").code(),
+        "INSTANCE_SUPERSEDED"
+    );
+    assert_eq!(
+        registration(&s),
+        second,
+        "the new holder's row is untouched"
+    );
+}
+
+/// An authority an operator forgot while it read as gone stops instead of working unseen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgotten_authority_stops() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    let outcome = run_until_it_steps_down(&clock, &s, |_| {
+        s.forget_authority("a-dup", "ops@box").map(|_| ())
+    })
+    .await;
+    assert_eq!(outcome.expect_err("forgotten").code(), "NOT_FOUND");
+    assert_eq!(registration(&s), None, "not registered again");
+}

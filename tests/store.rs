@@ -25,6 +25,8 @@ mod leases;
 mod model;
 #[path = "store/reads.rs"]
 mod reads;
+#[path = "store/registry.rs"]
+mod registry;
 #[path = "store/schedules.rs"]
 mod schedules;
 #[path = "store/work.rs"]
@@ -77,6 +79,11 @@ macro_rules! for_each_case {
             reads::every_commit_advances_the_revision,
             reads::paging_returns_every_row_exactly_once,
             reads::overview_counts_match_the_items,
+            // the authority registry: unique instance ids, incarnations, forget
+            registry::duplicate_registration_is_refused_while_the_holder_runs,
+            registry::racing_registrations_exactly_one_wins,
+            registry::a_superseded_incarnation_cannot_heartbeat,
+            registry::forget_is_refused_while_running_and_allowed_when_gone,
             // §4 copying a store
             copy::a_busy_store_round_trips_through_the_provider,
             copy::a_copy_carries_on_where_the_source_stopped,

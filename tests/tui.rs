@@ -68,6 +68,12 @@ fn authority(id: &str, build: &str, compat: &str, at: i64, stopped: bool) -> Aut
     }
 }
 
+/// A heartbeat from the fixture's registration of `id` (registered at `T0`).
+fn beat(store: &Store, id: &str) {
+    let registered = authority(id, "v1.4.0", C1, T0, false);
+    store.heartbeat(&registered.incarnation(), false).unwrap();
+}
+
 /// A store with something in every view, more than one page of work, a failover with a
 /// fenced write, workflows in every status, and hostile text.
 #[allow(clippy::too_many_lines)]
@@ -354,9 +360,9 @@ fn fixture() -> Fixture {
         .audit("ops@host", "cancel-workflow", &cancelled, "cancelled")
         .unwrap();
     clock.advance(1_500);
-    store.heartbeat("auth-a", false).unwrap();
+    beat(&store, "auth-a");
     clock.advance(200);
-    store.heartbeat("auth-b", false).unwrap();
+    beat(&store, "auth-b");
     Fixture {
         store,
         clock,
@@ -1156,8 +1162,8 @@ fn screenshots() {
             let _ = f.store.complete("effect-020", "auth-b", 1, None);
         }
         f.clock.advance(250);
-        f.store.heartbeat("auth-a", false).unwrap();
-        f.store.heartbeat("auth-b", false).unwrap();
+        beat(&f.store, "auth-a");
+        beat(&f.store, "auth-b");
         live.advance(250);
         live.refresh();
     }

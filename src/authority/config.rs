@@ -18,8 +18,19 @@ pub const DEFAULT_WORKER_CONCURRENCY: usize = 4;
 pub const DEFAULT_CLAIM_BATCH_SIZE: usize = 32;
 /// Default durable-state re-observation cadence.
 pub const DEFAULT_POLL_INTERVAL_MS: Millis = 1_000;
-/// Default heartbeat cadence (what the dashboard assumes when a registration omits it).
+/// Default heartbeat cadence for the default lease; a shorter lease beats faster (see
+/// [`default_heartbeat_interval`]).
 pub const DEFAULT_HEARTBEAT_INTERVAL_MS: Millis = 10_000;
+
+/// The heartbeat cadence for a lease of `lease_duration_ms`: at most a third of the lease
+/// (and at most [`DEFAULT_HEARTBEAT_INTERVAL_MS`]). Liveness calls an authority `silent`
+/// after 1.5 missed intervals and `gone` after one lease, so with this cadence a healthy
+/// authority always reads `live` and a dead one reads `silent` at half its lease, well
+/// before its claims lapse.
+#[must_use]
+pub fn default_heartbeat_interval(lease_duration_ms: Millis) -> Millis {
+    (lease_duration_ms / 3).clamp(1, DEFAULT_HEARTBEAT_INTERVAL_MS)
+}
 
 /// One authority's identity and runtime knobs. Serialised (camelCase) into its
 /// registration row, where the dashboard reads `leaseDurationMs` and `heartbeatIntervalMs`.
@@ -40,7 +51,8 @@ pub struct AuthorityConfig {
     pub claim_batch_size: usize,
     /// How often durable state is re-observed (claims, schedule firings).
     pub poll_interval_ms: Millis,
-    /// How often the registration row's heartbeat is refreshed.
+    /// How often the registration row's heartbeat is refreshed; by default it follows the
+    /// lease ([`default_heartbeat_interval`]).
     pub heartbeat_interval_ms: Millis,
 }
 
@@ -56,16 +68,18 @@ impl AuthorityConfig {
             worker_concurrency: DEFAULT_WORKER_CONCURRENCY,
             claim_batch_size: DEFAULT_CLAIM_BATCH_SIZE,
             poll_interval_ms: DEFAULT_POLL_INTERVAL_MS,
-            heartbeat_interval_ms: DEFAULT_HEARTBEAT_INTERVAL_MS,
+            heartbeat_interval_ms: default_heartbeat_interval(DEFAULT_LEASE_DURATION_MS),
         }
     }
 
-    /// The same config with another lease window and renew cadence (validated later, by
-    /// [`Self::validate`] at construction of the authority).
+    /// The same config with another lease window and renew cadence, and the heartbeat
+    /// that follows that lease ([`default_heartbeat_interval`]); validated later, by
+    /// [`Self::validate`] at construction of the authority.
     #[must_use]
     pub fn with_timing(mut self, lease_duration_ms: Millis, renew_interval_ms: Millis) -> Self {
         self.lease_duration_ms = lease_duration_ms;
         self.renew_interval_ms = renew_interval_ms;
+        self.heartbeat_interval_ms = default_heartbeat_interval(lease_duration_ms);
         self
     }
 
@@ -162,6 +176,22 @@ mod tests {
             (30_000, 10_000, 4, 32, 1_000)
         );
         assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn the_heartbeat_follows_the_lease() {
+        let c = AuthorityConfig::new("a", "v1");
+        assert_eq!(c.heartbeat_interval_ms, 10_000);
+        for (lease, heartbeat) in [
+            (3_000, 1_000),
+            (1_000, 333),
+            (30_000, 10_000),
+            (120_000, 10_000),
+        ] {
+            let c = AuthorityConfig::new("a", "v1").with_timing(lease, lease / 3);
+            assert_eq!(c.heartbeat_interval_ms, heartbeat, "lease {lease}");
+            assert!(c.heartbeat_interval_ms * 3 <= lease);
+        }
     }
 
     #[test]

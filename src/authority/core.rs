@@ -25,7 +25,7 @@ use crate::build_key::compatibility_key;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::{
-    Authority, FailureClass, InstanceRow, Subscription, WorkItem, WorkKind, WorkState,
+    Authority, FailureClass, Incarnation, InstanceRow, Subscription, WorkItem, WorkKind, WorkState,
 };
 use crate::store::{Completion, Store};
 use crate::workflow::engine::{Claimed, Engine, Next, Step, outcome_to_trigger};
@@ -158,6 +158,9 @@ struct CoreState {
     inflight: BTreeMap<u64, InFlight>,
     stopping: bool,
     stats: Stats,
+    /// When this process last registered: with the host and pid, the incarnation its
+    /// heartbeats present.
+    started_at: Millis,
 }
 
 /// One authority's logic over a store. All methods take `&self`; share it in an `Arc`.
@@ -320,12 +323,15 @@ impl AuthorityCore {
         self.state().stopping = true;
     }
 
-    /// Registers this authority (identity, compat, build, config, heartbeat).
+    /// Registers this authority (identity, compat, build, config, heartbeat) as a new
+    /// incarnation of its instance id.
     ///
     /// # Errors
-    /// A store failure.
+    /// `INSTANCE_IN_USE` while another start of the same instance id is running; a store
+    /// failure.
     pub fn register(&self) -> Result<()> {
         let now = self.store.now();
+        self.state().started_at = now;
         self.store.register_authority(&Authority {
             instance_id: self.config.instance_id.clone(),
             compat: self.compat.clone(),
@@ -339,12 +345,24 @@ impl AuthorityCore {
         })
     }
 
+    /// This process's incarnation (as of its last [`Self::register`]).
+    #[must_use]
+    pub fn incarnation(&self) -> Incarnation {
+        Incarnation {
+            instance_id: self.config.instance_id.clone(),
+            host: self.host.clone(),
+            pid: std::process::id(),
+            started_at: self.state().started_at,
+        }
+    }
+
     /// Refreshes the heartbeat.
     ///
     /// # Errors
-    /// A store failure.
+    /// `INSTANCE_SUPERSEDED` once another start of this instance id owns the registration
+    /// (the caller should stop); a store failure.
     pub fn heartbeat(&self) -> Result<()> {
-        let out = self.store.heartbeat(&self.config.instance_id, false);
+        let out = self.store.heartbeat(&self.incarnation(), false);
         self.note_store_error(&out);
         out
     }
@@ -1034,7 +1052,7 @@ impl AuthorityCore {
                 );
             }
         }
-        let stopped = self.store.heartbeat(&self.config.instance_id, true);
+        let stopped = self.store.heartbeat(&self.incarnation(), true);
         self.note_store_error(&stopped);
         stopped.map(|()| self.stats())
     }

@@ -148,6 +148,14 @@ pub async fn run_authority_with(
             }
             _ = heartbeat.tick() => {
                 let beat = blocking(&core, AuthorityCore::heartbeat).await?;
+                if let Err(lost @ (Error::Superseded { .. } | Error::NotFound { .. })) = &beat {
+                    // The registration is no longer this process's: another start of its
+                    // instance id owns it (two processes under one id would share claims),
+                    // or an operator forgot it while it read as gone. It steps down rather
+                    // than work unseen.
+                    log.line("registration-lost", json!({ "error": lost.to_string() }));
+                    break;
+                }
                 note_store(&log, &mut store_down, beat.as_ref().err());
                 let s = core.stats();
                 log.line("progress", json!({ "inflight": core.inflight(), "claims": s.claims, "completions": s.completions, "retries": s.retries, "failures": s.failures, "fencedWritesRefused": s.fenced_writes_refused, "leasesLost": s.leases_lost, "reclaims": s.reclaims }));

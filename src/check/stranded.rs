@@ -12,6 +12,7 @@ use super::{CheckOptions, Findings};
 use crate::clock::{Millis, format_duration, format_instant};
 use crate::error::Result;
 use crate::model::{PageRequest, WorkItem, WorkState};
+use crate::ops::liveness::{Liveness, liveness};
 use crate::store::Store;
 
 /// The live authorities' builds: compat digest → (earliest start among its live
@@ -20,14 +21,14 @@ use crate::store::Store;
 pub(super) struct LiveBuilds(HashMap<String, (Millis, String)>);
 
 impl LiveBuilds {
-    /// Reads the authorities and keeps the live ones (see `Authority::state`).
+    /// Reads the authorities and keeps the live ones (see [`crate::ops::liveness`]).
     pub(super) fn read(store: &Store, options: &CheckOptions, page: usize) -> Result<Self> {
         let mut live = Self::default();
         let mut request = PageRequest::first(page);
         loop {
             let rows = store.list_authorities(&request)?;
             for a in &rows.rows {
-                if a.state(options.now, options.heartbeat_ms, options.lease_ms) != "live" {
+                if liveness(a, options.now) != Liveness::Live {
                     continue;
                 }
                 let entry = live

@@ -18,7 +18,9 @@ use std::io::Write;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use super::live::{LiveBuilds, authority_state};
+mod authorities;
+
+use super::live::LiveBuilds;
 use super::output::{Table, cell, cell_max, json_line, opt_cell, opt_when, short, when};
 use super::{CliResult, Failure, StoreArg};
 use crate::clock::Millis;
@@ -26,6 +28,7 @@ use crate::model::InstanceRow;
 use crate::model::schedule::Trigger;
 use crate::model::work::WorkFilter;
 use crate::model::{Failure as WorkFailure, Page, PageRequest, Subscription, WorkKind, WorkState};
+use crate::ops::claims::{self, ClaimStanding};
 use crate::store::Store;
 use crate::store::url::OpenMode;
 use crate::workflow::InstanceState;
@@ -125,7 +128,7 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
     };
     let next = match args.view {
         View::Overview => overview(&ctx, out)?,
-        View::Authorities => authorities(&ctx, out)?,
+        View::Authorities => authorities::authorities(&ctx, out)?,
         View::Leases => leases(&ctx, out)?,
         View::Work => work(&ctx, &filters, out)?,
         View::Workflows => workflows(&ctx, &filters, out)?,
@@ -222,6 +225,7 @@ struct OverviewRow {
     revision: u64,
     now: Millis,
     authorities_live: usize,
+    authorities_silent: usize,
     authorities_registered: usize,
     work: Vec<CountRow>,
     workflows: serde_json::Map<String, serde_json::Value>,
@@ -271,6 +275,7 @@ fn overview(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failur
         revision: overview.revision,
         now: ctx.now,
         authorities_live: live.live,
+        authorities_silent: live.silent,
         authorities_registered: live.registered,
         workflows: to_map(&overview.workflows),
         events: to_map(&overview.events),
@@ -303,8 +308,8 @@ fn overview(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failur
     )?;
     writeln!(
         out,
-        "authorities  {} live of {} registered",
-        row.authorities_live, row.authorities_registered
+        "authorities  {} live, {} silent of {} registered",
+        row.authorities_live, row.authorities_silent, row.authorities_registered
     )?;
     writeln!(out, "workflows    {}", pairs(&row.workflows))?;
     writeln!(out, "events       {}", pairs(&row.events))?;
@@ -333,66 +338,7 @@ fn overview(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failur
 
 // ---------------------------------------------------------------- authorities
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct AuthorityRow {
-    instance_id: String,
-    build: String,
-    compat: String,
-    state: &'static str,
-    heartbeat_at: Millis,
-    started_at: Millis,
-    stopped_at: Option<Millis>,
-    host: String,
-    pid: u32,
-    config: serde_json::Value,
-}
-
-fn authorities(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure> {
-    let Page { rows, next } = ctx.store.list_authorities(&ctx.page)?;
-    let mut table = Table::new(&[
-        "INSTANCE",
-        "BUILD",
-        "COMPAT",
-        "STATE",
-        "HEARTBEAT",
-        "STARTED",
-        "HOST",
-        "PID",
-    ]);
-    let rows: Vec<AuthorityRow> = rows
-        .into_iter()
-        .map(|a| {
-            let state = authority_state(&a, ctx.now);
-            AuthorityRow {
-                config: serde_json::from_str(&a.config)
-                    .unwrap_or(serde_json::Value::String(a.config.clone())),
-                instance_id: a.instance_id,
-                build: a.build,
-                compat: a.compat,
-                state,
-                heartbeat_at: a.heartbeat_at,
-                started_at: a.started_at,
-                stopped_at: a.stopped_at,
-                host: a.host,
-                pid: a.pid,
-            }
-        })
-        .collect();
-    for a in &rows {
-        table.row(vec![
-            cell(&a.instance_id),
-            cell_max(&a.build, 16),
-            short(&a.compat),
-            a.state.into(),
-            when(a.heartbeat_at, ctx.now),
-            when(a.started_at, ctx.now),
-            cell_max(&a.host, 24),
-            a.pid.to_string(),
-        ]);
-    }
-    ctx.emit(out, &rows, &table, next)
-}
+// The view lives in `inspect/authorities.rs`.
 
 // ---------------------------------------------------------------- leases
 
@@ -406,6 +352,10 @@ struct LeaseRow {
     acquired_at: Millis,
     expires_at: Millis,
     released_at: Option<Millis>,
+    /// Set while the lease has lapsed without a reclaim: for how long, in ms (the table
+    /// says it; the JSON keeps absolute instants and `status`).
+    #[serde(skip)]
+    awaiting_reclaim_ms: Option<Millis>,
     checkpoint_generation: Option<u64>,
 }
 
@@ -415,6 +365,8 @@ fn leases(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure>
         .into_iter()
         .map(|l| LeaseRow {
             status: l.status(ctx.now),
+            awaiting_reclaim_ms: ClaimStanding::of_lease(&l, ctx.now)
+                .and_then(ClaimStanding::lapsed_ms),
             checkpoint_generation: l.checkpoint.as_ref().map(|c| c.generation),
             resource_id: l.resource_id,
             owner_id: l.owner_id,
@@ -438,7 +390,8 @@ fn leases(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure>
             cell(&l.resource_id),
             cell(&l.owner_id),
             l.generation.to_string(),
-            l.status.into(),
+            l.awaiting_reclaim_ms
+                .map_or_else(|| l.status.into(), claims::expired_text),
             when(l.expires_at, ctx.now),
             when(l.acquired_at, ctx.now),
             l.checkpoint_generation
@@ -460,6 +413,12 @@ struct WorkRow {
     owner_id: Option<String>,
     generation: u64,
     lease_expires_at: Option<Millis>,
+    /// Whether it is claimed and its claim lapsed without a reclaim (`leaseExpiresAt`
+    /// says since when).
+    claim_expired: bool,
+    /// For how long, in ms (the table says it; the JSON keeps absolute instants).
+    #[serde(skip)]
+    awaiting_reclaim_ms: Option<Millis>,
     attempt_number: u32,
     uncertain_attempts: u32,
     max_attempts: u32,
@@ -560,6 +519,10 @@ fn work(
             compatible: live.compatible(&w.compat),
             kind: w.kind.as_str(),
             state: w.state.as_str(),
+            claim_expired: ClaimStanding::of_work(&w, ctx.now)
+                .is_some_and(ClaimStanding::is_expired),
+            awaiting_reclaim_ms: ClaimStanding::of_work(&w, ctx.now)
+                .and_then(ClaimStanding::lapsed_ms),
             owner_id: w.current_owner().map(str::to_owned),
             lease_expires_at: (w.state == WorkState::Claimed)
                 .then_some(w.lease_expires_at)
@@ -602,7 +565,8 @@ fn work(
         table.row(vec![
             cell(&w.id),
             w.kind.into(),
-            w.state.into(),
+            w.awaiting_reclaim_ms
+                .map_or_else(|| w.state.into(), claims::expired_text),
             cell_max(&w.handler, 24),
             opt_cell(w.owner_id.as_deref()),
             w.generation.to_string(),

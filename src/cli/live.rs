@@ -1,71 +1,39 @@
 //! What `compatible` means, defined once for every view.
 //!
-//! A work item or workflow instance is **compatible** when at least one *live* authority
-//! runs under the item's compatibility-key digest, i.e. someone could claim it now. An
-//! authority is live when it has not stopped and its last heartbeat is within its lease
-//! window ([`crate::model::Authority::state`] is not `gone`): after that, whatever it held
-//! is reclaimable and it can no longer be counted on. An item that is not compatible is
-//! shown as **incompatible**: it waits for a compatible build and is never failed for it.
+//! A work item or workflow instance is **compatible** when at least one *running*
+//! authority (live or silent, see [`crate::ops::liveness`]) runs under the item's
+//! compatibility-key digest, i.e. someone could claim it now. A gone authority's claims are
+//! reclaimable and it can no longer be counted on; a stopped one left. An item that is not
+//! compatible is shown as **incompatible**: it waits for a compatible build and is never
+//! failed for it.
 
 use std::collections::BTreeSet;
 
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::model::{Authority, PageRequest};
+use crate::model::PageRequest;
+use crate::ops::liveness::{Liveness, liveness};
 use crate::store::Store;
 
-/// The lease window assumed for an authority whose config does not say (SPEC §5 default).
-pub const DEFAULT_LEASE_MS: Millis = 30_000;
-/// The heartbeat interval assumed for an authority whose config does not say.
-pub const DEFAULT_HEARTBEAT_MS: Millis = 10_000;
 /// Registrations read per page, and pages at most: the registry is small, and this bounds
 /// the read even for a store full of stale registrations.
 const PAGE: usize = 500;
 const MAX_PAGES: usize = 20;
 
-/// An authority's lease window and heartbeat interval, from its registered config JSON
-/// (`leaseDurationMs`, `heartbeatIntervalMs` or else `renewIntervalMs`).
-#[must_use]
-pub fn windows(authority: &Authority) -> (Millis, Millis) {
-    let config: serde_json::Value = serde_json::from_str(&authority.config).unwrap_or_default();
-    let get = |key: &str| {
-        config
-            .get(key)
-            .and_then(serde_json::Value::as_i64)
-            .filter(|v| *v > 0)
-    };
-    let lease = get("leaseDurationMs").unwrap_or(DEFAULT_LEASE_MS);
-    let heartbeat = get("heartbeatIntervalMs")
-        .or_else(|| get("renewIntervalMs"))
-        .unwrap_or(DEFAULT_HEARTBEAT_MS);
-    (lease, heartbeat)
-}
-
-/// `live`, `silent` or `gone` for one authority at `now`.
-#[must_use]
-pub fn authority_state(authority: &Authority, now: Millis) -> &'static str {
-    let (lease, heartbeat) = windows(authority);
-    authority.state(now, heartbeat, lease)
-}
-
-/// Whether the authority counts for compatibility: heartbeat within its lease window.
-#[must_use]
-pub fn is_live(authority: &Authority, now: Millis) -> bool {
-    authority_state(authority, now) != "gone"
-}
-
 /// The compat digests some live authority runs under, read once per command.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LiveBuilds {
     digests: BTreeSet<String>,
-    /// How many authorities are live.
+    /// How many authorities are live (heartbeating on time).
     pub live: usize,
+    /// How many are silent (missed heartbeats, not yet gone): they still count as running.
+    pub silent: usize,
     /// How many registrations were read.
     pub registered: usize,
 }
 
 impl LiveBuilds {
-    /// Reads the authority registry (paged, bounded) and keeps the live ones' digests.
+    /// Reads the authority registry (paged, bounded) and keeps the running ones' digests.
     ///
     /// # Errors
     /// A store failure.
@@ -76,8 +44,10 @@ impl LiveBuilds {
             let rows = store.list_authorities(&page)?;
             for authority in &rows.rows {
                 builds.registered += 1;
-                if is_live(authority, now) {
-                    builds.live += 1;
+                let state = liveness(authority, now);
+                builds.live += usize::from(state == Liveness::Live);
+                builds.silent += usize::from(state == Liveness::Silent);
+                if state.is_running() {
                     builds.digests.insert(authority.compat.clone());
                 }
             }
@@ -89,13 +59,13 @@ impl LiveBuilds {
         Ok(builds)
     }
 
-    /// Whether a live authority runs under `compat`.
+    /// Whether a running authority runs under `compat`.
     #[must_use]
     pub fn compatible(&self, compat: &str) -> bool {
         self.digests.contains(compat)
     }
 
-    /// The live digests.
+    /// The running authorities' digests.
     pub fn digests(&self) -> impl Iterator<Item = &String> {
         self.digests.iter()
     }
@@ -109,6 +79,7 @@ mod tests {
     use super::*;
     use crate::clock::{Clock, ManualClock};
     use crate::ids::SeededIds;
+    use crate::model::Authority;
     use crate::store::memory::MemoryBackend;
 
     fn authority(id: &str, compat: &str, heartbeat_at: Millis, config: &str) -> Authority {
@@ -126,7 +97,7 @@ mod tests {
     }
 
     #[test]
-    fn only_authorities_within_their_lease_window_make_items_compatible() {
+    fn only_running_authorities_make_items_compatible() {
         let clock = ManualClock::new(100_000);
         let store = Store::new(
             Arc::new(MemoryBackend::new()),
@@ -159,6 +130,6 @@ mod tests {
         );
         assert!(!builds.compatible("short"), "its own 5 s window has passed");
         assert!(!builds.compatible("stopped"));
-        assert_eq!((builds.live, builds.registered), (1, 4));
+        assert_eq!((builds.live, builds.silent, builds.registered), (1, 0, 4));
     }
 }

@@ -18,6 +18,7 @@ pub mod inspect;
 pub mod instance;
 pub mod live;
 pub mod output;
+pub mod registry;
 pub mod run;
 pub mod seed;
 pub mod workflow;
@@ -132,13 +133,15 @@ impl Failure {
 }
 
 impl From<Error> for Failure {
-    /// Store failures, malformed requests, unknown names, missing capabilities and a
-    /// refused copy are exit 2; every other error is a semantic refusal, exit 1.
+    /// Store failures, malformed requests, unknown names, an instance id another running
+    /// authority holds, missing capabilities and a refused copy are exit 2; every other
+    /// error is a semantic refusal, exit 1.
     fn from(error: Error) -> Self {
         let exit = if error.is_store_failure()
             || matches!(
                 error,
                 Error::Invalid(_)
+                    | Error::InstanceInUse { .. }
                     | Error::NotFound { .. }
                     | Error::CapabilityMissing { .. }
                     | Error::TargetNotEmpty { .. }
@@ -290,7 +293,10 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::Workflow(cmd) => workflow::run(cmd, out),
         Command::Demo(args) => run::demo(&args, out),
         Command::Attach(args) => run::attach(&args),
-        Command::Authority(args) => run::authority(&args, out),
+        Command::Authority(args) => match &args.command {
+            Some(command) => registry::run(command, out),
+            None => run::authority(&args, out),
+        },
         Command::History(args) => instance::history(&args, out),
         Command::Cancel(args) => instance::cancel(&args, out),
         Command::Check(args) => run::run_check(&args, out),

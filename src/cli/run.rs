@@ -58,11 +58,22 @@ pub struct AttachArgs {
     pub theme: Option<String>,
 }
 
-/// `leasehold authority`.
+/// `leasehold authority`: runs one authority, or with a subcommand administers the
+/// registry (`leasehold authority forget ID`).
 #[derive(Debug, Clone, Args)]
+#[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
 pub struct AuthorityArgs {
-    #[command(flatten)]
-    pub store: StoreArg,
+    #[command(subcommand)]
+    pub command: Option<super::registry::AuthorityCommand>,
+    /// The work store: a SQLite file path or sqlite:PATH, postgres://…, or memory.
+    #[arg(
+        long,
+        env = "LEASEHOLD_STORE",
+        hide_env_values = true,
+        value_name = "STORE",
+        required = true
+    )]
+    pub store: Option<String>,
     /// This authority's instance id (generated when not given).
     #[arg(long)]
     pub instance: Option<String>,
@@ -72,7 +83,8 @@ pub struct AuthorityArgs {
     /// The handler set to register.
     #[arg(long, default_value = "default")]
     pub workload: String,
-    /// Lease window in ms (renewal runs at a third of it unless `--renew-ms` is given).
+    /// Lease window in ms (renewal runs at a third of it unless `--renew-ms` is given; the
+    /// heartbeat at a third of it, at most every 10 s, so liveness follows the lease).
     #[arg(long, default_value_t = crate::authority::config::DEFAULT_LEASE_DURATION_MS)]
     pub lease_ms: i64,
     /// Renew cadence in ms; must be below the lease window.
@@ -146,9 +158,16 @@ async fn shutdown_signal() {
 /// Runs `leasehold authority` until SIGINT / SIGTERM, then releases what it owns.
 ///
 /// # Errors
-/// Unsafe knobs, an unknown workload or an unreadable store (exit 2).
+/// Unsafe knobs, an unknown workload, an unreadable store or an instance id another
+/// running authority holds (exit 2).
 pub fn authority(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
-    let store = args.store.open(OpenMode::ReadWrite)?;
+    let store = StoreArg {
+        store: args
+            .store
+            .clone()
+            .ok_or_else(|| Failure::usage("--store is required"))?,
+    }
+    .open(OpenMode::ReadWrite)?;
     let instance = args.instance.clone().unwrap_or_else(generated_instance_id);
     let renew = args.renew_ms.unwrap_or(args.lease_ms / 3);
     let mut config =

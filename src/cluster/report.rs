@@ -207,8 +207,6 @@ impl Sim {
         let options = CheckOptions {
             now,
             stranded_after_ms: (t.lease_ms * 4).max(20_000),
-            heartbeat_ms: t.heartbeat_ms,
-            lease_ms: t.lease_ms,
             page_size: 10_000,
         };
         let checked = check(&self.store, &options)?;

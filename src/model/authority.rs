@@ -24,17 +24,37 @@ pub struct Authority {
 }
 
 impl Authority {
-    /// `live` (recent heartbeat), `silent` (missed heartbeats) or `gone` (stopped, or silent
-    /// for longer than the lease window so whatever it held is reclaimable).
+    /// This registration's incarnation: which start of which process wrote it.
     #[must_use]
-    pub fn state(&self, now: Millis, heartbeat_ms: Millis, lease_ms: Millis) -> &'static str {
-        let age = now - self.heartbeat_at;
-        if self.stopped_at.is_some() || age > lease_ms {
-            "gone"
-        } else if age > heartbeat_ms * 3 {
-            "silent"
-        } else {
-            "live"
+    pub fn incarnation(&self) -> Incarnation {
+        Incarnation {
+            instance_id: self.instance_id.clone(),
+            host: self.host.clone(),
+            pid: self.pid,
+            started_at: self.started_at,
         }
+    }
+}
+
+/// One start of one authority: its instance id plus the host, pid and start instant of
+/// the process that registered it. A second start under the same id is another
+/// incarnation, so a heartbeat from the first can tell that the row is no longer its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Incarnation {
+    pub instance_id: String,
+    pub host: String,
+    pub pid: u32,
+    pub started_at: Millis,
+}
+
+impl Incarnation {
+    /// Whether `row` was written by this incarnation.
+    #[must_use]
+    pub fn owns(&self, row: &Authority) -> bool {
+        row.instance_id == self.instance_id
+            && row.host == self.host
+            && row.pid == self.pid
+            && row.started_at == self.started_at
     }
 }

@@ -12,7 +12,7 @@ pub mod subscription;
 pub mod work;
 pub mod workflow;
 
-pub use authority::Authority;
+pub use authority::{Authority, Incarnation};
 pub use compat::CompatibilityKey;
 pub use event::{DedupOutcome, Ingestion, JournalEvent};
 pub use history::{AuditEntry, Grant, WriteRecord};

@@ -164,6 +164,8 @@ pub trait Tx {
     // --- authorities, idempotency, audit
     fn authority(&mut self, id: &str) -> Result<Option<Authority>>;
     fn put_authority(&mut self, authority: &Authority) -> Result<()>;
+    /// Removes a registration; returns whether there was one.
+    fn delete_authority(&mut self, id: &str) -> Result<bool>;
     fn list_authorities(&mut self, page: &PageRequest) -> Result<Vec<Authority>>;
     /// The recorded answer of a keyed mutation, if it already ran.
     fn idempotent_answer(&mut self, key: &str) -> Result<Option<String>>;

@@ -571,6 +571,16 @@ impl Tx for MemTx<'_> {
         Ok(())
     }
 
+    fn delete_authority(&mut self, id: &str) -> Result<bool> {
+        let Some(old) = self.state.authorities.remove(id) else {
+            return Ok(false);
+        };
+        self.undo.push(Box::new(move |s: &mut State| {
+            s.authorities.insert(old.instance_id.clone(), old);
+        }));
+        Ok(true)
+    }
+
     fn list_authorities(&mut self, page: &PageRequest) -> Result<Vec<Authority>> {
         Ok(page_of(&self.state.authorities, page, |_| true))
     }

@@ -15,6 +15,7 @@ mod leases;
 pub mod memory;
 pub mod postgres;
 mod reads;
+mod registry;
 mod schedules;
 mod sql;
 pub mod sqlite;

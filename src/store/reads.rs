@@ -1,6 +1,6 @@
 //! Reads for the dashboard and the CLI: paged lists over index-backed keys, incremental
-//! counts, the revision — plus authority registration and the audit log, which are small
-//! writes that exist for the people watching.
+//! counts, the revision — plus the audit log, a small write that exists for the people
+//! watching (authority registration is in `registry.rs`).
 
 use serde::Serialize;
 
@@ -200,38 +200,6 @@ impl Store {
                 tx.grants(resource, after, limit)?,
                 tx.writes(resource, after, limit)?,
             ))
-        })
-    }
-
-    /// Registers (or re-registers) an authority.
-    ///
-    /// # Errors
-    /// A store failure.
-    pub fn register_authority(&self, authority: &Authority) -> Result<()> {
-        self.write(|tx, _| {
-            tx.commit_revision()?;
-            tx.put_authority(authority)
-        })
-    }
-
-    /// Records a heartbeat (or, with `stopped`, a clean stop) for an authority.
-    ///
-    /// # Errors
-    /// A store failure; `NOT_FOUND` for an unregistered instance.
-    pub fn heartbeat(&self, instance: &str, stopped: bool) -> Result<()> {
-        self.write(|tx, now| {
-            let Some(mut row) = tx.authority(instance)? else {
-                return Err(crate::error::Error::NotFound {
-                    what: "authority".into(),
-                    id: instance.into(),
-                });
-            };
-            row.heartbeat_at = now;
-            if stopped {
-                row.stopped_at = Some(now);
-            }
-            tx.commit_revision()?;
-            tx.put_authority(&row)
         })
     }
 

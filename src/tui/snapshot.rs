@@ -22,6 +22,8 @@ use crate::model::{
     AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, Lease, Page, PageRequest,
     Schedule, Subscription, WorkItem, WriteRecord,
 };
+use crate::ops::claims::OwnedClaims;
+use crate::ops::liveness::liveness;
 use crate::store::{Overview, Store};
 
 /// How many authorities the header, the overview and compatibility checks look at.
@@ -31,9 +33,6 @@ pub const RECENT_REVISIONS: u64 = 512;
 pub const RECENT_LIMIT: usize = 1_024;
 /// Claimed items counted per authority before showing `N+`.
 pub const OWNED_CAP: usize = 500;
-/// Defaults used to judge heartbeats when an authority's config does not say.
-pub const DEFAULT_HEARTBEAT_MS: Millis = 1_000;
-pub const DEFAULT_LEASE_MS: Millis = 30_000;
 /// The timeline reads this many grants and writes per visible row.
 pub const TIMELINE_FACTOR: usize = 4;
 
@@ -74,7 +73,8 @@ pub enum ViewData {
     Overview,
     Authorities {
         page: Page<Authority>,
-        owned: HashMap<String, usize>,
+        /// Each authority's claims and how many of them lapsed unreclaimed.
+        owned: HashMap<String, OwnedClaims>,
     },
     Leases(Page<Lease>),
     Work(Page<WorkItem>),
@@ -139,32 +139,6 @@ pub struct Snapshot {
     pub stats: QueryStats,
 }
 
-/// Heartbeat and lease window an authority advertises in its config JSON.
-#[must_use]
-pub fn authority_windows(a: &Authority) -> (Millis, Millis) {
-    let config: serde_json::Value = serde_json::from_str(&a.config).unwrap_or_default();
-    let pick = |keys: &[&str], default: Millis| {
-        keys.iter()
-            .find_map(|k| config.get(*k).and_then(serde_json::Value::as_i64))
-            .filter(|v| *v > 0)
-            .unwrap_or(default)
-    };
-    (
-        pick(
-            &["heartbeatMs", "heartbeatIntervalMs", "pollIntervalMs"],
-            DEFAULT_HEARTBEAT_MS,
-        ),
-        pick(&["leaseDurationMs", "leaseMs"], DEFAULT_LEASE_MS),
-    )
-}
-
-/// `live`, `silent` or `gone`, judged at `now`.
-#[must_use]
-pub fn authority_state(a: &Authority, now: Millis) -> &'static str {
-    let (hb, lease) = authority_windows(a);
-    a.state(now, hb, lease)
-}
-
 /// Counts store calls for the stats line.
 struct Counter<'a> {
     store: &'a Store,
@@ -194,7 +168,7 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         .rows;
     let mut live_compats: Vec<String> = authorities
         .iter()
-        .filter(|a| authority_state(a, at) != "gone")
+        .filter(|a| liveness(a, at).is_running())
         .map(|a| a.compat.clone())
         .collect();
     live_compats.sort();
@@ -237,16 +211,8 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
             let page = c.run(|s| s.list_authorities(page))?;
             let mut owned = HashMap::new();
             for a in &page.rows {
-                let filter = WorkFilter {
-                    states: vec![WorkState::Claimed],
-                    owner: Some(a.instance_id.clone()),
-                    ..WorkFilter::default()
-                };
-                let n = c
-                    .run(|s| s.list_work(&filter, &PageRequest::first(OWNED_CAP)))?
-                    .rows
-                    .len();
-                owned.insert(a.instance_id.clone(), n);
+                let claims = c.run(|s| OwnedClaims::read(s, &a.instance_id, at, OWNED_CAP))?;
+                owned.insert(a.instance_id.clone(), claims);
             }
             ViewData::Authorities { page, owned }
         }

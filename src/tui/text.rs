@@ -68,16 +68,6 @@ pub fn relative(now: Millis, at: Option<Millis>) -> String {
     }
 }
 
-/// A lease expiry, short: `exp 4.0s` while live, `expired 2.0s` after.
-#[must_use]
-pub fn expiry(now: Millis, at: Millis) -> String {
-    if at > now {
-        format!("exp {}", format_duration(at - now))
-    } else {
-        format!("expired {}", format_duration(now - at))
-    }
-}
-
 /// A clock time `HH:MM:SS.mmm` (UTC) for tables; the full instant lives in detail views.
 #[must_use]
 pub fn clock_time(at: Millis) -> String {

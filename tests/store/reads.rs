@@ -105,7 +105,10 @@ pub fn every_commit_advances_the_revision(h: &dyn Harness) {
     commit("create subscription", &s);
     ok("register", s.register_authority(&authority("auth-1")));
     commit("register authority", &s);
-    ok("heartbeat", s.heartbeat("auth-1", false));
+    ok(
+        "heartbeat",
+        s.heartbeat(&authority("auth-1").incarnation(), false),
+    );
     commit("heartbeat", &s);
     ok("audit", s.audit("op@host", "cancel", "wf-1", "ok"));
     commit("audit", &s);

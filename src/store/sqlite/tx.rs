@@ -764,6 +764,11 @@ impl Tx for SqliteTx<'_> {
         Ok(())
     }
 
+    fn delete_authority(&mut self, id: &str) -> Result<bool> {
+        let n = self.exec("DELETE FROM authorities WHERE instance_id = ?1", [id])?;
+        Ok(n > 0)
+    }
+
     fn list_authorities(&mut self, page: &PageRequest) -> Result<Vec<Authority>> {
         self.text_page("authorities", "instance_id", None, page, rows::authority)
     }

@@ -2,35 +2,45 @@
 
 use std::collections::HashMap;
 
-use super::super::snapshot::{Snapshot, authority_state, authority_windows};
+use super::super::snapshot::{OWNED_CAP, Snapshot};
 use super::super::text::{age, clean, clock_time, short};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::clock::{Millis, format_instant};
 use crate::model::{Authority, Page};
+use crate::ops::claims::OwnedClaims;
+use crate::ops::liveness::{Liveness, Timing, liveness};
 
-pub const COLUMNS: &[Column] = &[
-    col("instance", 18, 0),
-    col("state", 7, 0),
-    col("build", 10, 1),
-    col("heartbeat", 9, 1),
-    col("owned", 6, 1),
-    col("claims/s", 8, 2),
-    col("demo", 8, 2),
-    col("compat", 8, 3),
-    col("host", 14, 4),
-    col("started", 12, 5),
-];
+pub const COLUMNS: &[Column] = &columns(6);
+/// For a page where someone holds lapsed claims: its count reads `4 (3 expired)`.
+const COLUMNS_EXPIRED: &[Column] = &columns(14);
+
+const fn columns(owned_width: u16) -> [Column; 10] {
+    [
+        col("instance", 18, 0),
+        col("state", 7, 0),
+        col("build", 10, 1),
+        col("heartbeat", 9, 1),
+        col("owned", owned_width, 1),
+        col("claims/s", 8, 2),
+        col("demo", 8, 2),
+        col("compat", 8, 3),
+        col("host", 14, 4),
+        col("started", 12, 5),
+    ]
+}
 
 /// Window over which claims/s is averaged.
 const RATE_WINDOW_MS: Millis = 10_000;
 
+/// A stopped authority left cleanly: nothing to warn about, so it is muted, not red.
 #[must_use]
-pub fn state_role(state: &str) -> Role {
+pub fn state_role(state: Liveness) -> Role {
     match state {
-        "live" => Role::AuthorityLive,
-        "silent" => Role::AuthoritySilent,
-        _ => Role::AuthorityGone,
+        Liveness::Live => Role::AuthorityLive,
+        Liveness::Silent => Role::AuthoritySilent,
+        Liveness::Gone => Role::AuthorityGone,
+        Liveness::Stopped => Role::Muted,
     }
 }
 
@@ -49,37 +59,34 @@ pub fn claims_per_sec(snap: &Snapshot, owner: &str, now: Millis) -> f64 {
 pub fn table(
     snap: &Snapshot,
     page: &Page<Authority>,
-    owned: &HashMap<String, usize>,
+    owned: &HashMap<String, OwnedClaims>,
     now: Millis,
 ) -> TableData {
     let rows = page
         .rows
         .iter()
         .map(|a| {
-            let state = authority_state(a, now);
+            let state = liveness(a, now);
             let demo = snap
                 .demo
                 .as_ref()
                 .and_then(|d| d.iter().find(|x| x.id == a.instance_id))
                 .map(|d| d.state.as_str());
-            let n = owned.get(&a.instance_id).copied().unwrap_or(0);
-            let owned_text = if n >= super::super::snapshot::OWNED_CAP {
-                format!("{n}+")
-            } else {
-                n.to_string()
-            };
+            let claims = owned.get(&a.instance_id).copied().unwrap_or_default();
+            let n = claims.claimed;
             let rate = claims_per_sec(snap, &a.instance_id, now);
             let compatible = snap.live_compats.contains(&a.compat);
-            let (hb, lease) = authority_windows(a);
+            let timing = Timing::of(a);
             Row {
                 key: a.instance_id.clone(),
                 cells: vec![
                     Cell::raw(&a.instance_id, 64),
-                    Cell::text(state).role(state_role(state)),
+                    Cell::text(state.as_str()).role(state_role(state)),
                     Cell::raw(&a.build, 32),
                     Cell::timed(age(now, Some(a.heartbeat_at)), now - a.heartbeat_at)
-                        .role_if(state != "live", state_role(state)),
-                    Cell::timed(owned_text, i64::try_from(n).unwrap_or(0)),
+                        .role_if(state != Liveness::Live, state_role(state)),
+                    Cell::timed(claims.text(OWNED_CAP), i64::try_from(n).unwrap_or(0))
+                        .role_if(claims.expired > 0, Role::LeaseExpired),
                     Cell::timed(format!("{rate:.1}"), (rate * 10.0) as i64),
                     Cell::text(demo.unwrap_or("-"))
                         .role_if(demo.is_some_and(|d| d != "running"), Role::Warning),
@@ -91,7 +98,10 @@ pub fn table(
                     ("instance".into(), clean(&a.instance_id, 200)),
                     (
                         "state".into(),
-                        format!("{state} (heartbeat every {hb} ms, lease {lease} ms)"),
+                        format!(
+                            "{state} (heartbeat every {} ms, lease {} ms)",
+                            timing.heartbeat_interval_ms, timing.lease_duration_ms
+                        ),
                     ),
                     ("build".into(), clean(&a.build, 200)),
                     ("compat".into(), clean(&a.compat, 200)),
@@ -112,7 +122,7 @@ pub fn table(
                         "stopped".into(),
                         a.stopped_at.map_or_else(|| "-".into(), format_instant),
                     ),
-                    ("items owned".into(), owned_text_detail(n)),
+                    ("items owned".into(), owned_text_detail(claims)),
                     ("claims/s (10 s)".into(), format!("{rate:.1}")),
                     ("demo state".into(), demo.unwrap_or("-").into()),
                     ("config".into(), clean(&a.config, 2_000)),
@@ -126,19 +136,28 @@ pub fn table(
     let live = snap
         .authorities
         .iter()
-        .filter(|a| authority_state(a, now) == "live")
+        .filter(|a| liveness(a, now) == Liveness::Live)
         .count();
+    let expired = page
+        .rows
+        .iter()
+        .any(|a| owned.get(&a.instance_id).is_some_and(|c| c.expired > 0));
     TableData::new(
-        COLUMNS,
+        if expired { COLUMNS_EXPIRED } else { COLUMNS },
         rows,
         format!("{live} live of {}", snap.authorities.len()),
     )
 }
 
-fn owned_text_detail(n: usize) -> String {
-    if n >= super::super::snapshot::OWNED_CAP {
+fn owned_text_detail(claims: OwnedClaims) -> String {
+    let n = claims.claimed;
+    let count = if n >= OWNED_CAP {
         format!("at least {n} claimed items")
     } else {
         format!("{n} claimed items")
+    };
+    match claims.expired {
+        0 => count,
+        expired => format!("{count}, {expired} expired, awaiting reclaim"),
     }
 }

@@ -5,17 +5,24 @@ use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::clock::{Millis, format_instant};
 use crate::model::{Lease, Page};
+use crate::ops::claims::ClaimStanding;
 
-pub const COLUMNS: &[Column] = &[
-    col("resource", 24, 0),
-    col("owner", 14, 0),
-    col("gen", 5, 0),
-    col("status", 8, 0),
-    col("expires", 11, 1),
-    col("token", 10, 2),
-    col("acquired", 12, 3),
-    col("checkpoint", 12, 4),
-];
+pub const COLUMNS: &[Column] = &columns(11);
+/// For a page holding a lapsed lease: its expiry reads `expired, awaiting reclaim (Ns)`.
+const COLUMNS_EXPIRED: &[Column] = &columns(31);
+
+const fn columns(expires_width: u16) -> [Column; 8] {
+    [
+        col("resource", 24, 0),
+        col("owner", 14, 0),
+        col("gen", 5, 0),
+        col("status", 8, 0),
+        col("expires", expires_width, 1),
+        col("token", 10, 2),
+        col("acquired", 12, 3),
+        col("checkpoint", 12, 4),
+    ]
+}
 
 #[must_use]
 pub fn status_role(status: &str) -> Role {
@@ -33,10 +40,11 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
         .iter()
         .map(|l| {
             let status = l.status(now);
-            let expires = if status == "released" {
-                "-".into()
-            } else {
-                relative(now, Some(l.expires_at))
+            let expired = ClaimStanding::of_lease(l, now).and_then(ClaimStanding::expired_text);
+            let expires = match (status, &expired) {
+                ("released", _) => "-".into(),
+                (_, Some(expired)) => expired.clone(),
+                _ => relative(now, Some(l.expires_at)),
             };
             Row {
                 key: l.resource_id.clone(),
@@ -58,7 +66,7 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
                     ("resource".into(), clean(&l.resource_id, 500)),
                     ("owner".into(), clean(&l.owner_id, 200)),
                     ("generation".into(), l.generation.to_string()),
-                    ("status".into(), status.into()),
+                    ("status".into(), expired.unwrap_or_else(|| status.into())),
                     ("token".into(), clean(&l.token, 200)),
                     ("acquired".into(), format_instant(l.acquired_at)),
                     (
@@ -96,5 +104,13 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
         })
         .collect();
     let live = page.rows.iter().filter(|l| l.is_live(now)).count();
-    TableData::new(COLUMNS, rows, format!("{live} live on this page"))
+    let expired = page
+        .rows
+        .iter()
+        .any(|l| ClaimStanding::of_lease(l, now).is_some_and(ClaimStanding::is_expired));
+    TableData::new(
+        if expired { COLUMNS_EXPIRED } else { COLUMNS },
+        rows,
+        format!("{live} live on this page"),
+    )
 }

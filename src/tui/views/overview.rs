@@ -8,13 +8,14 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row as TableRow, Sparkline, Table};
 
 use super::super::app::{App, Sample};
-use super::super::snapshot::{Snapshot, authority_state};
+use super::super::snapshot::Snapshot;
 use super::super::text::{age, clean, clock_time};
 use super::super::theme::{Role, Theme};
 use super::authorities::state_role;
 use super::work::state_role as work_role;
 use crate::clock::Millis;
 use crate::model::{Grant, WorkKind, WorkState};
+use crate::ops::liveness::{Liveness, liveness};
 
 /// A reclaim seen in the recent grants: the item moved to another owner without the
 /// previous owner finishing, releasing or yielding it.
@@ -173,34 +174,20 @@ fn counts_table(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot) {
 }
 
 fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, now: Millis) {
-    let states: Vec<&str> = snap
-        .authorities
-        .iter()
-        .map(|a| authority_state(a, now))
-        .collect();
-    let n = |s: &str| states.iter().filter(|x| **x == s).count();
-    let mut lines = vec![Line::from(vec![
-        Span::styled("authorities ", t.style(Role::Muted)),
-        Span::styled(format!("{} live", n("live")), t.style(Role::AuthorityLive)),
-        Span::raw(" "),
-        Span::styled(
-            format!("{} silent", n("silent")),
-            t.style(if n("silent") > 0 {
-                Role::AuthoritySilent
-            } else {
-                Role::Muted
-            }),
-        ),
-        Span::raw(" "),
-        Span::styled(
-            format!("{} gone", n("gone")),
-            t.style(if n("gone") > 0 {
-                Role::AuthorityGone
-            } else {
-                Role::Muted
-            }),
-        ),
-    ])];
+    let states: Vec<Liveness> = snap.authorities.iter().map(|a| liveness(a, now)).collect();
+    let mut spans = vec![Span::styled("authorities", t.style(Role::Muted))];
+    for state in Liveness::ALL {
+        let n = states.iter().filter(|x| **x == state).count();
+        // Live is always coloured; the others only when there are some to notice.
+        let role = if n > 0 || state == Liveness::Live {
+            state_role(state)
+        } else {
+            Role::Muted
+        };
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(format!("{n} {state}"), t.style(role)));
+    }
+    let mut lines = vec![Line::from(spans)];
     lines.push(Line::from(vec![
         Span::styled("incompatible ", t.style(Role::Muted)),
         Span::styled(
@@ -349,7 +336,7 @@ fn authorities(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
         )));
     }
     for a in &snap.authorities {
-        let state = authority_state(a, now);
+        let state = liveness(a, now);
         let demo = snap
             .demo
             .as_ref()
@@ -357,7 +344,7 @@ fn authorities(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
             .map(|d| d.state.as_str())
             .filter(|s| *s != "running");
         let mut spans = vec![
-            Span::styled(format!("{:<7}", state), t.style(state_role(state))),
+            Span::styled(format!("{:<8}", state.as_str()), t.style(state_role(state))),
             Span::raw(clean(&a.instance_id, 24)),
             Span::styled(format!(" {} ", clean(&a.build, 12)), t.style(Role::Muted)),
             Span::styled(

@@ -5,21 +5,28 @@ use super::super::snapshot::Snapshot;
 use super::super::text::{clean, relative, short};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
-use crate::clock::{Millis, format_instant};
+use crate::clock::{Millis, format_duration, format_instant};
 use crate::model::{Page, WorkItem, WorkState};
+use crate::ops::claims::ClaimStanding;
 
-pub const COLUMNS: &[Column] = &[
-    col("id", 20, 0),
-    col("kind", 8, 3),
-    col("state", 9, 0),
-    col("owner", 12, 1),
-    col("gen", 4, 1),
-    col("att", 4, 1),
-    col("unc", 3, 2),
-    col("next", 10, 2),
-    col("compat", 8, 0),
-    col("last failure", 24, 4),
-];
+pub const COLUMNS: &[Column] = &columns(9);
+/// For a page holding a lapsed claim: its state reads `expired, awaiting reclaim (Ns)`.
+const COLUMNS_EXPIRED: &[Column] = &columns(31);
+
+const fn columns(state_width: u16) -> [Column; 10] {
+    [
+        col("id", 20, 0),
+        col("kind", 8, 3),
+        col("state", state_width, 0),
+        col("owner", 12, 1),
+        col("gen", 4, 1),
+        col("att", 4, 1),
+        col("unc", 3, 2),
+        col("next", 10, 2),
+        col("compat", 8, 0),
+        col("last failure", 24, 4),
+    ]
+}
 
 #[must_use]
 pub fn state_role(state: WorkState) -> Role {
@@ -52,13 +59,18 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, now: Millis) -> TableData {
         .map(|w| {
             let (compat_text, ok) = compatible(snap, &w.compat);
             let incompatible = !ok && !w.state.is_terminal();
-            let next = match w.state {
-                WorkState::Pending | WorkState::Retry => relative(now, Some(w.next_eligible_at)),
-                WorkState::Claimed => w
-                    .lease_expires_at
-                    .map_or_else(|| "-".into(), |e| super::super::text::expiry(now, e)),
+            let standing = ClaimStanding::of_work(w, now);
+            let next = match (w.state, standing) {
+                (WorkState::Pending | WorkState::Retry, _) => {
+                    relative(now, Some(w.next_eligible_at))
+                }
+                (_, Some(ClaimStanding::Held { expires_in_ms })) => {
+                    format!("exp {}", format_duration(expires_in_ms))
+                }
                 _ => "-".into(),
             };
+            // A lapsed claim is not held any more: say so instead of "claimed".
+            let state = standing.and_then(ClaimStanding::expired_text);
             let failure = w
                 .last_failure
                 .as_ref()
@@ -68,11 +80,15 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, now: Millis) -> TableData {
                 cells: vec![
                     Cell::raw(&w.id, 80),
                     Cell::text(w.kind.as_str()),
-                    Cell::text(w.state.as_str()).role(if incompatible {
-                        Role::Incompatible
-                    } else {
-                        state_role(w.state)
-                    }),
+                    Cell::text(state.clone().unwrap_or_else(|| w.state.as_str().into())).role(
+                        if incompatible {
+                            Role::Incompatible
+                        } else if state.is_some() {
+                            Role::LeaseExpired
+                        } else {
+                            state_role(w.state)
+                        },
+                    ),
                     Cell::raw(w.owner_id.as_deref().unwrap_or("-"), 40),
                     Cell::num(i64::try_from(w.generation).unwrap_or(i64::MAX)),
                     Cell::num(w.attempt_number),
@@ -90,7 +106,15 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, now: Millis) -> TableData {
             }
         })
         .collect();
-    TableData::new(COLUMNS, rows, format!("{} incompatible", snap.incompatible))
+    let expired = page
+        .rows
+        .iter()
+        .any(|w| ClaimStanding::of_work(w, now).is_some_and(ClaimStanding::is_expired));
+    TableData::new(
+        if expired { COLUMNS_EXPIRED } else { COLUMNS },
+        rows,
+        format!("{} incompatible", snap.incompatible),
+    )
 }
 
 fn detail(w: &WorkItem, compat_text: &str, now: Millis) -> Vec<(String, String)> {
@@ -99,7 +123,10 @@ fn detail(w: &WorkItem, compat_text: &str, now: Millis) -> Vec<(String, String)>
         ("id".into(), clean(&w.id, 500)),
         (
             "kind / state".into(),
-            format!("{} / {}", w.kind.as_str(), w.state.as_str()),
+            match ClaimStanding::of_work(w, now).and_then(ClaimStanding::expired_text) {
+                Some(expired) => format!("{} / {} ({expired})", w.kind.as_str(), w.state.as_str()),
+                None => format!("{} / {}", w.kind.as_str(), w.state.as_str()),
+            },
         ),
         ("handler".into(), clean(&w.handler, 200)),
         (

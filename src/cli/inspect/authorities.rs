@@ -1,0 +1,83 @@
+//! `inspect authorities`: each registration with its liveness (see
+//! [`crate::ops::liveness`]) and how many claims it holds, of which how many lapsed
+//! unreclaimed (see [`crate::ops::claims`]).
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use super::super::output::{Table, cell, cell_max, short, when};
+use super::{Ctx, Failure};
+use crate::clock::Millis;
+use crate::model::Page;
+use crate::ops::claims::OwnedClaims;
+use crate::ops::liveness::{Liveness, Timing, liveness};
+
+/// Claimed items read per authority: enough to say "at least this many".
+const OWNED_CAP: usize = 100;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AuthorityRow {
+    instance_id: String,
+    build: String,
+    compat: String,
+    state: Liveness,
+    heartbeat_at: Millis,
+    started_at: Millis,
+    stopped_at: Option<Millis>,
+    host: String,
+    pid: u32,
+    /// The timing its liveness is judged by.
+    timing: Timing,
+    /// Claimed items it owns (read up to a cap) and how many of them lapsed unreclaimed.
+    owned: OwnedClaims,
+    config: serde_json::Value,
+}
+
+pub(super) fn authorities(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure> {
+    let Page { rows, next } = ctx.store.list_authorities(&ctx.page)?;
+    let mut table = Table::new(&[
+        "INSTANCE",
+        "BUILD",
+        "COMPAT",
+        "STATE",
+        "HEARTBEAT",
+        "OWNED",
+        "STARTED",
+        "HOST",
+        "PID",
+    ]);
+    let mut shown = Vec::with_capacity(rows.len());
+    for a in rows {
+        shown.push(AuthorityRow {
+            state: liveness(&a, ctx.now),
+            timing: Timing::of(&a),
+            owned: OwnedClaims::read(ctx.store, &a.instance_id, ctx.now, OWNED_CAP)?,
+            config: serde_json::from_str(&a.config)
+                .unwrap_or(serde_json::Value::String(a.config.clone())),
+            instance_id: a.instance_id,
+            build: a.build,
+            compat: a.compat,
+            heartbeat_at: a.heartbeat_at,
+            started_at: a.started_at,
+            stopped_at: a.stopped_at,
+            host: a.host,
+            pid: a.pid,
+        });
+    }
+    for a in &shown {
+        table.row(vec![
+            cell(&a.instance_id),
+            cell_max(&a.build, 16),
+            short(&a.compat),
+            a.state.as_str().into(),
+            when(a.heartbeat_at, ctx.now),
+            a.owned.text(OWNED_CAP),
+            when(a.started_at, ctx.now),
+            cell_max(&a.host, 24),
+            a.pid.to_string(),
+        ]);
+    }
+    ctx.emit(out, &shown, &table, next)
+}

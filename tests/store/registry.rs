@@ -1,0 +1,242 @@
+//! The authority registry: an instance id is unique among running authorities, a heartbeat
+//! only ever refreshes its own incarnation's row, and only a gone or stopped registration
+//! can be forgotten (audited either way).
+
+use std::sync::Barrier;
+use std::sync::atomic::AtomicU64;
+
+use leasehold::Store;
+use leasehold::clock::Clock;
+use leasehold::model::{Authority, PageRequest};
+use leasehold::ops::liveness::{Liveness, liveness};
+
+use crate::support::{Harness, K, ok, refused, retry_contention};
+
+/// A registration of `id` by process `pid`, started (and last heartbeating) at `at`, on a
+/// 3 s lease with a 1 s heartbeat.
+fn started(id: &str, pid: u32, at: i64) -> Authority {
+    Authority {
+        instance_id: id.into(),
+        compat: K.into(),
+        build: "test".into(),
+        config: r#"{"leaseDurationMs":3000,"heartbeatIntervalMs":1000}"#.into(),
+        started_at: at,
+        heartbeat_at: at,
+        stopped_at: None,
+        host: "host-1".into(),
+        pid,
+    }
+}
+
+fn row(s: &Store, id: &str) -> Option<Authority> {
+    ok("list", s.list_authorities(&PageRequest::first(100)))
+        .rows
+        .into_iter()
+        .find(|a| a.instance_id == id)
+}
+
+fn state(h: &dyn Harness, id: &str) -> Liveness {
+    let a = row(&h.store(), id).expect("registered");
+    liveness(&a, h.clock().now())
+}
+
+/// A second start under a live or silent id is refused and changes nothing; once the first
+/// is gone (heartbeat older than its lease) or stopped, a new start takes the id over.
+pub fn duplicate_registration_is_refused_while_the_holder_runs(h: &dyn Harness) {
+    let s = h.store();
+    let now = h.clock().now();
+    let first = started("auth-1", 100, now);
+    ok("register", s.register_authority(&first));
+    ok(
+        "the same incarnation may register again",
+        s.register_authority(&first),
+    );
+
+    let second = || started("auth-1", 200, h.clock().now());
+    let err = s.register_authority(&second()).expect_err("live holder");
+    assert_eq!(err.code(), "INSTANCE_IN_USE");
+    let text = err.to_string();
+    for part in ["auth-1", "live", "100", "host-1"] {
+        assert!(text.contains(part), "names {part}: {text}");
+    }
+    assert_eq!(row(&s, "auth-1").expect("kept").pid, 100, "unchanged");
+
+    h.clock().advance(2_000);
+    assert_eq!(state(h, "auth-1"), Liveness::Silent);
+    assert_eq!(
+        refused("silent holder", s.register_authority(&second())),
+        "INSTANCE_IN_USE"
+    );
+    h.clock().advance(1_000);
+    assert_eq!(
+        state(h, "auth-1"),
+        Liveness::Silent,
+        "exactly one lease old"
+    );
+    assert_eq!(
+        refused("holder one lease old", s.register_authority(&second())),
+        "INSTANCE_IN_USE"
+    );
+
+    h.clock().advance(1);
+    assert_eq!(state(h, "auth-1"), Liveness::Gone);
+    ok("gone holder is replaced", s.register_authority(&second()));
+    assert_eq!(row(&s, "auth-1").expect("taken over").pid, 200);
+
+    // A clean stop frees the id at once.
+    let third = started("auth-1", 300, h.clock().now());
+    assert_eq!(
+        refused("live again", s.register_authority(&third)),
+        "INSTANCE_IN_USE"
+    );
+    let holder = row(&s, "auth-1").expect("registered");
+    ok("stop", s.heartbeat(&holder.incarnation(), true));
+    assert_eq!(state(h, "auth-1"), Liveness::Stopped);
+    ok("stopped holder is replaced", s.register_authority(&third));
+    assert_eq!(row(&s, "auth-1").expect("taken over").pid, 300);
+}
+
+/// Racing starts under one id, each on its own connection: exactly one registers.
+pub fn racing_registrations_exactly_one_wins(h: &dyn Harness) {
+    const RACERS: u32 = 6;
+    let contention = AtomicU64::new(0);
+    for round in 0..3 {
+        let id = format!("racer-{round}");
+        let barrier = Barrier::new(RACERS as usize);
+        let handles: Vec<Store> = (0..RACERS).map(|_| h.reopen()).collect();
+        let now = h.clock().now();
+        let outcomes: Vec<Result<u32, &'static str>> = std::thread::scope(|scope| {
+            let joins: Vec<_> = handles
+                .into_iter()
+                .zip(1..)
+                .map(|(store, pid)| {
+                    let (barrier, id, contention) = (&barrier, &id, &contention);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        retry_contention(contention, || {
+                            store.register_authority(&started(id, pid, now))
+                        })
+                        .map(|()| pid)
+                        .map_err(|e| e.code())
+                    })
+                })
+                .collect();
+            joins
+                .into_iter()
+                .map(|j| j.join().expect("racer thread"))
+                .collect()
+        });
+        let winners: Vec<u32> = outcomes.iter().filter_map(|o| o.ok()).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {outcomes:?}");
+        assert!(
+            outcomes
+                .iter()
+                .filter_map(|o| o.err())
+                .all(|c| c == "INSTANCE_IN_USE"),
+            "{outcomes:?}"
+        );
+        assert_eq!(row(&h.store(), &id).expect("registered").pid, winners[0]);
+    }
+}
+
+/// Once another start owns the row, the first incarnation's heartbeats (and its clean
+/// stop) are refused and leave the row alone.
+pub fn a_superseded_incarnation_cannot_heartbeat(h: &dyn Harness) {
+    let s = h.store();
+    let first = started("auth-1", 100, h.clock().now());
+    ok("register", s.register_authority(&first));
+    ok("own heartbeat", s.heartbeat(&first.incarnation(), false));
+
+    h.clock().advance(3_001);
+    let second = started("auth-1", 200, h.clock().now());
+    ok("takeover of a gone id", s.register_authority(&second));
+
+    h.clock().advance(100);
+    let err = s
+        .heartbeat(&first.incarnation(), false)
+        .expect_err("superseded");
+    assert_eq!(err.code(), "INSTANCE_SUPERSEDED");
+    assert!(
+        err.to_string().contains("200"),
+        "names the new holder: {err}"
+    );
+    assert_eq!(
+        refused("superseded stop", s.heartbeat(&first.incarnation(), true)),
+        "INSTANCE_SUPERSEDED"
+    );
+    let kept = row(&s, "auth-1").expect("registered");
+    assert_eq!(
+        (kept.pid, kept.heartbeat_at, kept.stopped_at),
+        (200, second.heartbeat_at, None)
+    );
+    ok(
+        "the new holder beats",
+        s.heartbeat(&second.incarnation(), false),
+    );
+
+    let unknown = started("nobody", 1, h.clock().now());
+    assert_eq!(
+        refused("unregistered", s.heartbeat(&unknown.incarnation(), false)),
+        "NOT_FOUND"
+    );
+}
+
+/// `forget` is refused (and audited) while the authority is live or silent or unknown, and
+/// removes a gone or stopped one (audited, with the actor).
+pub fn forget_is_refused_while_running_and_allowed_when_gone(h: &dyn Harness) {
+    let s = h.store();
+    let a = started("auth-1", 100, h.clock().now());
+    let b = started("auth-2", 101, h.clock().now());
+    ok("register", s.register_authority(&a));
+    ok("register", s.register_authority(&b));
+
+    let err = s.forget_authority("auth-1", "ops@box").expect_err("live");
+    assert_eq!(err.code(), "INSTANCE_IN_USE");
+    h.clock().advance(2_000);
+    assert_eq!(
+        refused("silent", s.forget_authority("auth-1", "ops@box")),
+        "INSTANCE_IN_USE"
+    );
+    assert_eq!(
+        refused("unknown", s.forget_authority("nobody", "ops@box")),
+        "NOT_FOUND"
+    );
+    assert!(row(&s, "auth-1").is_some(), "still registered");
+
+    ok("stop", s.heartbeat(&b.incarnation(), true));
+    let (forgotten, was) = ok("stopped", s.forget_authority("auth-2", "ops@box"));
+    assert_eq!((forgotten.pid, was), (101, Liveness::Stopped));
+    h.clock().advance(1_001);
+    let (_, was) = ok("gone", s.forget_authority("auth-1", "ops@box"));
+    assert_eq!(was, Liveness::Gone);
+    assert!(row(&s, "auth-1").is_none() && row(&s, "auth-2").is_none());
+    ok(
+        "the id is free again",
+        s.register_authority(&started("auth-1", 300, h.clock().now())),
+    );
+
+    let audit: Vec<(String, String, String, String)> =
+        ok("audit", s.list_audit(&PageRequest::first(100)))
+            .rows
+            .into_iter()
+            .map(|e| (e.actor, e.action, e.target, e.outcome))
+            .collect();
+    let entry = |target: &str, outcome: &str| {
+        (
+            "ops@box".to_owned(),
+            "forget-authority".to_owned(),
+            target.to_owned(),
+            outcome.to_owned(),
+        )
+    };
+    assert_eq!(
+        audit,
+        vec![
+            entry("auth-1", "refused: live"),
+            entry("auth-1", "refused: silent"),
+            entry("nobody", "refused: not found"),
+            entry("auth-2", "forgotten: was stopped"),
+            entry("auth-1", "forgotten: was gone"),
+        ]
+    );
+}
