@@ -15,8 +15,8 @@ use super::demo::ClusterControl;
 use super::snapshot;
 use super::theme::{Theme, ThemeSet};
 use super::views;
-use super::wf;
 use crate::clock::Millis;
+use crate::ops::cancel;
 use crate::store::Store;
 
 /// Carries out one non-query command (a cancel or a demo operation) and reports what
@@ -30,10 +30,10 @@ pub fn execute(
 ) -> Option<Action> {
     match command {
         Command::Cancel { instance, reason } => {
-            let (mut message, refused) = wf::cancel(store, instance, actor, reason);
-            if let Err(e) = store.audit(actor, "cancel-workflow", instance, &message) {
-                message.push_str(&format!(" (audit failed: {e})"));
-            }
+            let (message, refused) = match cancel::cancel(store, instance, None, actor, reason) {
+                Ok(verdict) => (verdict.words(), verdict.refused()),
+                Err(e) => (format!("failed: {e}"), true),
+            };
             Some(Action::Done(Done::Cancel {
                 instance: instance.clone(),
                 message,

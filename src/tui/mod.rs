@@ -45,7 +45,7 @@ pub struct TuiOptions {
     pub theme: String,
     /// The embedded cluster, in `leasehold demo`.
     pub demo: Option<Arc<dyn ClusterControl>>,
-    /// `user@host`, recorded in the audit log with every operator action.
+    /// `account@host`, recorded in the audit log with every operator action.
     pub actor: String,
 }
 
@@ -56,7 +56,7 @@ impl Default for TuiOptions {
             read_only: false,
             theme: "dark".into(),
             demo: None,
-            actor: default_actor(),
+            actor: crate::ops::actor::operator(),
         }
     }
 }
@@ -71,22 +71,4 @@ impl std::fmt::Debug for TuiOptions {
             .field("actor", &self.actor)
             .finish()
     }
-}
-
-/// `$USER@$HOSTNAME` (or `operator@localhost`), for the audit log.
-#[must_use]
-pub fn default_actor() -> String {
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("USERNAME"))
-        .unwrap_or_else(|_| "operator".into());
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| {
-            std::fs::read_to_string("/etc/hostname")
-                .ok()
-                .map(|h| h.trim().to_owned())
-        })
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into());
-    format!("{user}@{host}")
 }
