@@ -28,6 +28,7 @@ use leasehold::tui::demo::{ClusterControl, DemoAuthority, DemoState};
 use leasehold::tui::harness::{Harness, buffer_text, render_app};
 use leasehold::tui::snapshot::ViewData;
 use leasehold::tui::theme::{BUILTIN, Role, Theme, ThemeSet};
+use leasehold::ops::timefmt::Zone;
 use leasehold::workflow::Catalog;
 use leasehold::workflow::engine::Engine;
 use serde_json::{Map, Value, json};
@@ -373,6 +374,7 @@ fn options() -> AppOptions {
         demo: false,
         actor: "tester@ci".into(),
         refresh_ms: 250,
+        zone: Zone::Utc,
     }
 }
 
@@ -772,21 +774,23 @@ fn cancel_through_the_dialog() {
         h.app.status()
     );
     assert!(screen(&h).contains("cancelled"));
-    // Again: idempotent.
+    // Again: nothing to cancel, and no dialog.
     h.press('C');
-    h.press('y');
-    assert!(h.app.status().unwrap().text.ends_with("already cancelled"));
-    // A completed instance refuses.
+    assert!(h.app.overlay().is_none());
+    assert_eq!(
+        h.app.status().unwrap().text,
+        "cancelled — nothing to cancel"
+    );
+    // A completed instance is not offered either.
     select_workflow(&mut h, &f.completed);
     h.press('C');
-    h.press('y');
-    assert!(
-        h.app.status().unwrap().text.ends_with("refused: completed"),
-        "{:?}",
-        h.app.status()
+    assert!(h.app.overlay().is_none());
+    assert_eq!(
+        h.app.status().unwrap().text,
+        "completed — nothing to cancel"
     );
-    assert_eq!(h.app.status().unwrap().role, Role::Error);
-    // Everything was audited.
+    assert_eq!(h.app.status().unwrap().role, Role::Warning);
+    // Only the act itself was audited, in the shared vocabulary.
     let audit = f
         .store
         .list_audit(&leasehold::model::PageRequest::first(50))
@@ -795,12 +799,9 @@ fn cancel_through_the_dialog() {
     let mine: Vec<_> = audit
         .iter()
         .filter(|a| a.actor == "tester@ci")
-        .map(|a| a.outcome.as_str())
+        .map(|a| (a.action.as_str(), a.outcome.as_str()))
         .collect();
-    assert_eq!(
-        mine,
-        ["cancelled", "already cancelled", "refused: completed"]
-    );
+    assert_eq!(mine, [("cancel-workflow", "cancelled")]);
 }
 
 #[test]

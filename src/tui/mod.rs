@@ -4,21 +4,23 @@
 //! per refresh through `tokio::sync::watch`) → [`app::App`] (model + `update`) →
 //! [`views`] (pure rendering). Keys become [`action::Action`]s through [`keymap`]; operator
 //! actions come back out of `update` as [`app::Command`]s that call the same library entry
-//! points the CLI uses (cancel through [`wf`], the demo cluster through
+//! points the CLI uses (cancel through [`crate::ops::cancel`], the demo cluster through
 //! [`demo::ClusterControl`]), audited.
 //!
 //! Layout: `action.rs` (what can happen), `keymap.rs` (keys → actions; the help overlay is
 //! generated from it), `app.rs` (model and update), `snapshot.rs` (the reader),
 //! `event_loop.rs` (terminal set-up, restore, the `select!` loop), `theme.rs` (TOML
 //! themes), `views/` (one file per view), `harness.rs` (drive it without a terminal),
-//! `screenshot.rs` (buffer → SVG), `text.rs` (escaping hostile text), `wf.rs` (the workflow
-//! engine calls), `demo.rs` (the cluster seam).
+//! `describe.rs` (the describe pane's records and the clipboard), `screenshot.rs` (buffer →
+//! SVG), `text.rs` (escaping hostile text), `wf.rs` (the workflow engine's reads),
+//! `demo.rs` (the cluster seam).
 //!
 //! Entry point: [`run`] (async) or [`run_blocking`].
 
 pub mod action;
 pub mod app;
 pub mod demo;
+pub mod describe;
 pub mod event_loop;
 pub mod harness;
 pub mod keymap;

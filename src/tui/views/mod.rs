@@ -10,6 +10,7 @@ pub mod audit;
 pub mod authorities;
 pub mod chrome;
 pub mod cursors;
+pub mod describe;
 pub mod dialog;
 pub mod events;
 pub mod help;
@@ -228,14 +229,12 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
     chrome::footer(frame, footer, app);
     match app.overlay() {
         Some(Overlay::Help { scroll }) => help::render(frame, area, app, *scroll),
-        Some(Overlay::Detail {
-            title,
-            fields,
-            scroll,
-        }) => dialog::detail(frame, area, theme, title, fields, *scroll),
-        Some(Overlay::ConfirmCancel { instance }) => {
-            dialog::confirm_cancel(frame, area, app, instance)
-        }
+        Some(Overlay::Describe(d)) => describe::render(frame, area, app, d),
+        Some(Overlay::ConfirmCancel {
+            instance,
+            reason,
+            editing,
+        }) => dialog::confirm_cancel(frame, area, app, instance, reason, *editing),
         None => {}
     }
 }

@@ -1,0 +1,64 @@
+//! The describe pane: the row's id and facts, then its whole record as pretty JSON with
+//! instants annotated; a key line at the bottom that is always visible.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+
+use super::super::app::App;
+use super::super::describe::{Describe, body, pane};
+use super::super::text::clean;
+use super::super::theme::Role;
+
+pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, d: &Describe) {
+    let t = app.theme();
+    let popup = pane(area);
+    frame.render_widget(Clear, popup);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.style(Role::Accent))
+        .title(Span::styled(
+            format!(" {} ", clean(&d.title, 60)),
+            t.style(Role::Title),
+        ))
+        .style(t.style(Role::Dialog));
+    let inner = block.inner(popup);
+    frame.render_widget(block, popup);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    let keys = Rect {
+        y: inner.bottom() - 1,
+        height: 1,
+        ..inner
+    };
+    let text = Rect {
+        height: inner.height - 1,
+        ..inner
+    };
+    let lines = body(d, app.time_fmt(), text.width);
+    let total = lines.len();
+    let shown: Vec<Line<'_>> = lines
+        .into_iter()
+        .skip(usize::from(d.scroll))
+        .take(usize::from(text.height))
+        .map(|l| Line::from(Span::styled(l, t.style(Role::Dialog))))
+        .collect();
+    frame.render_widget(Paragraph::new(shown), text);
+    let position = format!(
+        " {}–{} of {total} ",
+        usize::from(d.scroll) + 1,
+        (usize::from(d.scroll) + usize::from(text.height)).min(total)
+    );
+    let hint = vec![
+        Span::styled("↑↓ PgUp/PgDn Home/End", t.style(Role::Key)),
+        Span::styled(" scroll  ", t.style(Role::Muted)),
+        Span::styled("y", t.style(Role::Key)),
+        Span::styled(" copy id  ", t.style(Role::Muted)),
+        Span::styled("Esc", t.style(Role::Key)),
+        Span::styled(" close", t.style(Role::Muted)),
+        Span::styled(position, t.style(Role::Muted)),
+    ];
+    frame.render_widget(Paragraph::new(Line::from(hint)), keys);
+}
