@@ -921,7 +921,7 @@ impl App {
         }
         let Some(data) = &self.data else { return };
         if row == body.y + 1 {
-            if let Some(c) = views::table::column_at(body, data.columns, column) {
+            if let Some(c) = views::table::column_at(body, data, column) {
                 let _ = self.normal_action(Action::SortBy(c), &mut Vec::new());
             }
             return;
