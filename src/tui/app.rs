@@ -990,7 +990,8 @@ impl App {
             ..snapshot.query.clone()
         };
         let same_scope = self.version_scope.as_ref() == Some(&scope);
-        if let Some(data) = views::table(&snapshot, snapshot.at) {
+        let at_read = TimeFmt::new(snapshot.at, self.options.zone);
+        if let Some(data) = views::table(&snapshot, at_read) {
             let versions: HashMap<String, String> = data
                 .rows
                 .iter()
@@ -1014,7 +1015,7 @@ impl App {
         let short_backwards = page.backwards
             && page.after.is_some()
             && snapshot.query.seq == self.query.seq
-            && { views::table(&snapshot, snapshot.at).is_some_and(|d| d.fetched < page.limit) };
+            && { views::table(&snapshot, at_read).is_some_and(|d| d.fetched < page.limit) };
         let view = snapshot.query.view;
         self.snapshot = Some(snapshot);
         if self.view == ViewId::WorkflowDetail && self.tree.selected.is_empty() {
@@ -1056,7 +1057,7 @@ impl App {
             .snapshot
             .as_deref()
             .filter(|s| s.query.view == self.view)
-            .and_then(|s| views::table(s, self.now));
+            .and_then(|s| views::table(s, self.time_fmt()));
         let ui = self.table_ui();
         let Some(data) = &self.data else {
             self.visible.clear();

@@ -1,9 +1,9 @@
 //! Leases: resource, owner, generation, token, expiry countdown, live / expired / released.
 
-use super::super::text::{clean, clock_time, relative, short};
+use crate::ops::timefmt::TimeFmt;
+use super::super::text::{clean, relative, short};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
-use crate::clock::{Millis, format_instant};
 use crate::model::{Lease, Page};
 
 pub const COLUMNS: &[Column] = &[
@@ -27,7 +27,8 @@ pub fn status_role(status: &str) -> Role {
 }
 
 #[must_use]
-pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
+pub fn table(page: &Page<Lease>, fmt: TimeFmt) -> TableData {
+    let now = fmt.now;
     let rows = page
         .rows
         .iter()
@@ -47,7 +48,7 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
                     Cell::text(status).role(status_role(status)),
                     Cell::timed(expires, l.expires_at - now).role(status_role(status)),
                     Cell::text(short(&l.token, 10)).role(Role::Muted),
-                    Cell::timed(clock_time(l.acquired_at), l.acquired_at),
+                    Cell::timed(fmt.wall(l.acquired_at), l.acquired_at),
                     Cell::text(
                         l.checkpoint
                             .as_ref()
@@ -60,18 +61,18 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
                     ("generation".into(), l.generation.to_string()),
                     ("status".into(), status.into()),
                     ("token".into(), clean(&l.token, 200)),
-                    ("acquired".into(), format_instant(l.acquired_at)),
+                    ("acquired".into(), fmt.at(l.acquired_at)),
                     (
                         "expires".into(),
                         format!(
                             "{} ({})",
-                            format_instant(l.expires_at),
+                            fmt.at(l.expires_at),
                             relative(now, Some(l.expires_at))
                         ),
                     ),
                     (
                         "released".into(),
-                        l.released_at.map_or_else(|| "-".into(), format_instant),
+                        l.released_at.map_or_else(|| "-".into(), |t| fmt.at(t)),
                     ),
                     (
                         "checkpoint".into(),
@@ -81,7 +82,7 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
                                 format!(
                                     "gen {} at {}: {}",
                                     c.generation,
-                                    format_instant(c.saved_at),
+                                    fmt.at(c.saved_at),
                                     clean(&c.data, 1_000)
                                 )
                             },

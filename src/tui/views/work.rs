@@ -1,11 +1,12 @@
 //! Work items: state, owner, generation, attempts, uncertain attempts, next eligibility,
 //! last failure and whether any live authority can run them.
 
+use crate::ops::timefmt::TimeFmt;
 use super::super::snapshot::Snapshot;
 use super::super::text::{clean, relative, short};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
-use crate::clock::{Millis, format_instant};
+use crate::clock::Millis;
 use crate::model::{Page, WorkItem, WorkState};
 
 pub const COLUMNS: &[Column] = &[
@@ -45,7 +46,8 @@ pub fn compatible(snap: &Snapshot, compat: &str) -> (&'static str, bool) {
 }
 
 #[must_use]
-pub fn table(snap: &Snapshot, page: &Page<WorkItem>, now: Millis) -> TableData {
+pub fn table(snap: &Snapshot, page: &Page<WorkItem>, fmt: TimeFmt) -> TableData {
+    let now = fmt.now;
     let rows = page
         .rows
         .iter()
@@ -83,7 +85,7 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, now: Millis) -> TableData {
                         .role_if(incompatible, Role::Incompatible),
                     Cell::raw(&failure, 200).role(Role::WorkFailed),
                 ],
-                detail: detail(w, compat_text, now),
+                detail: detail(w, compat_text, fmt),
                 resource: Some(w.id.clone()),
                 version: version(w),
                 ..Row::default()
@@ -93,8 +95,9 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, now: Millis) -> TableData {
     TableData::new(COLUMNS, rows, format!("{} incompatible", snap.incompatible))
 }
 
-fn detail(w: &WorkItem, compat_text: &str, now: Millis) -> Vec<(String, String)> {
-    let opt = |v: Option<Millis>| v.map_or_else(|| "-".into(), format_instant);
+fn detail(w: &WorkItem, compat_text: &str, fmt: TimeFmt) -> Vec<(String, String)> {
+    let now = fmt.now;
+    let opt = |v: Option<Millis>| v.map_or_else(|| "-".into(), |t| fmt.at(t));
     vec![
         ("id".into(), clean(&w.id, 500)),
         (
@@ -125,7 +128,7 @@ fn detail(w: &WorkItem, compat_text: &str, now: Millis) -> Vec<(String, String)>
             "next eligible".into(),
             format!(
                 "{} ({})",
-                format_instant(w.next_eligible_at),
+                fmt.at(w.next_eligible_at),
                 relative(now, Some(w.next_eligible_at))
             ),
         ),
@@ -159,8 +162,8 @@ fn detail(w: &WorkItem, compat_text: &str, now: Millis) -> Vec<(String, String)>
             "created / updated".into(),
             format!(
                 "{} / {}",
-                format_instant(w.created_at),
-                format_instant(w.updated_at)
+                fmt.at(w.created_at),
+                fmt.at(w.updated_at)
             ),
         ),
     ]

@@ -12,10 +12,10 @@ use tui_tree_widget::{Tree, TreeItem, TreeState};
 
 use super::super::app::App;
 use super::super::snapshot::ViewData;
-use super::super::text::{clean, clock_time, relative};
+use super::super::text::{clean, relative};
 use super::super::theme::{Role, Theme};
 use super::super::wf;
-use crate::clock::format_instant;
+use crate::ops::timefmt::TimeFmt;
 use crate::model::{HistoryRecord, InstanceRow};
 
 /// One node of the history tree.
@@ -85,14 +85,14 @@ fn kind_role(kind: &str) -> Role {
     }
 }
 
-fn record_line<'a>(t: &Theme, r: &HistoryRecord, width: usize) -> Line<'a> {
+fn record_line<'a>(t: &Theme, fmt: TimeFmt, r: &HistoryRecord, width: usize) -> Line<'a> {
     let detail = if r.detail == "null" || r.detail == "{}" {
         String::new()
     } else {
         r.detail.clone()
     };
     Line::from(vec![
-        Span::styled(format!("{} ", clock_time(r.at)), t.style(Role::Muted)),
+        Span::styled(format!("{} ", fmt.wall(r.at)), t.style(Role::Muted)),
         Span::styled(
             format!("{:<15}", clean(&r.kind, 20)),
             t.style(kind_role(&r.kind)),
@@ -102,7 +102,7 @@ fn record_line<'a>(t: &Theme, r: &HistoryRecord, width: usize) -> Line<'a> {
     ])
 }
 
-fn items<'a>(t: &Theme, nodes: &[Node], width: usize) -> Vec<TreeItem<'a, String>> {
+fn items<'a>(t: &Theme, fmt: TimeFmt, nodes: &[Node], width: usize) -> Vec<TreeItem<'a, String>> {
     nodes
         .iter()
         .filter_map(|n| {
@@ -128,21 +128,22 @@ fn items<'a>(t: &Theme, nodes: &[Node], width: usize) -> Vec<TreeItem<'a, String
                     .filter_map(|c| {
                         c.record
                             .as_ref()
-                            .map(|r| TreeItem::new_leaf(c.id.clone(), record_line(t, r, width)))
+                            .map(|r| TreeItem::new_leaf(c.id.clone(), record_line(t, fmt, r, width)))
                     })
                     .collect();
                 TreeItem::new(n.id.clone(), label, children).ok()
             } else {
                 n.record
                     .as_ref()
-                    .map(|r| TreeItem::new_leaf(n.id.clone(), record_line(t, r, width)))
+                    .map(|r| TreeItem::new_leaf(n.id.clone(), record_line(t, fmt, r, width)))
             }
         })
         .collect()
 }
 
 fn fields(app: &App, row: &InstanceRow) -> Vec<(String, String)> {
-    let now = app.now();
+    let fmt = app.time_fmt();
+    let now = fmt.now;
     let state = wf::state(row);
     let snap = app.snapshot();
     let (compat_text, ok) = snap.map_or(("?", true), |s| super::work::compatible(s, &row.compat));
@@ -179,8 +180,8 @@ fn fields(app: &App, row: &InstanceRow) -> Vec<(String, String)> {
         ),
         ("next eligible".into(), relative(now, row.next_eligible_at)),
         ("definition".into(), clean(&row.workflow_id, 60)),
-        ("created".into(), format_instant(row.created_at)),
-        ("updated".into(), format_instant(row.updated_at)),
+        ("created".into(), fmt.at(row.created_at)),
+        ("updated".into(), fmt.at(row.updated_at)),
         (
             "compatible".into(),
             format!("{compat_text} ({})", clean(&row.compat, 16)),
@@ -313,7 +314,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
             format!(" history: {} transitions (Enter/←/→ fold) ", history.len()),
             t.style(Role::Header),
         ));
-    let items = items(t, &nodes, usize::from(inner.width.saturating_sub(40)));
+    let items = items(t, app.time_fmt(), &nodes, usize::from(inner.width.saturating_sub(40)));
     let mut state = TreeState::default();
     let closed = &app.tree().closed;
     for n in &nodes {

@@ -1,12 +1,12 @@
 //! Workflow instances: status, current step, attempt, waiting reason, next eligibility,
 //! instance revision and whether a live authority can run them.
 
+use crate::ops::timefmt::TimeFmt;
 use super::super::snapshot::Snapshot;
 use super::super::text::{clean, relative};
 use super::super::theme::Role;
 use super::super::wf;
 use super::{Cell, Column, Row, TableData, col, version};
-use crate::clock::{Millis, format_instant};
 use crate::model::{InstanceRow, Page};
 
 pub const COLUMNS: &[Column] = &[
@@ -39,7 +39,8 @@ pub fn terminal(status: &str) -> bool {
 }
 
 #[must_use]
-pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, now: Millis) -> TableData {
+pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, fmt: TimeFmt) -> TableData {
+    let now = fmt.now;
     let rows = page
         .rows
         .iter()
@@ -84,7 +85,7 @@ pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, now: Millis) -> TableDat
                     (
                         "next eligible".into(),
                         i.next_eligible_at
-                            .map_or_else(|| "-".into(), format_instant),
+                            .map_or_else(|| "-".into(), |t| fmt.at(t)),
                     ),
                 ],
                 resource: Some(wf::resource(&i.instance_id)),
