@@ -584,7 +584,7 @@ fn mouse_clicks_and_wheel() {
 
     let data = h.app.table_data().unwrap().clone();
     let gen_x = (body.x..body.right())
-        .find(|x| table::column_at(body, &data, *x) == Some(4))
+        .find(|x| table::column_at(body, &data, None, *x) == Some(4))
         .expect("the generation column is on screen");
     h.dispatch(Action::Click {
         column: gen_x,

@@ -43,15 +43,16 @@ fn text_width(text: &str) -> u16 {
 /// column gets its widest cell (or header) when the row has room; when it does not, the
 /// widest columns give way first, never below their declared width, and only then are
 /// the least important columns dropped. So a value is cut only when space has run out.
+/// `sorted`: the sort column, whose header carries an arrow.
 #[must_use]
-pub fn layout(data: &TableData, width: u16) -> Vec<(usize, u16)> {
+pub fn layout(data: &TableData, width: u16, sorted: Option<usize>) -> Vec<(usize, u16)> {
     let natural: Vec<u16> = data
         .columns
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            // Room for the sort arrow after the header.
-            let header = text_width(c.name).saturating_add(2);
+            let arrow = if sorted == Some(i) { 2 } else { 0 };
+            let header = text_width(c.name).saturating_add(arrow);
             data.rows
                 .iter()
                 .filter_map(|r| r.cells.get(i))
@@ -126,11 +127,11 @@ pub fn ellipsize(text: &str, width: u16) -> String {
 }
 
 /// Which column (index into the page's columns) is under screen column `x` of a table in
-/// `body`.
+/// `body` (sorted by `sorted`).
 #[must_use]
-pub fn column_at(body: Rect, data: &TableData, x: u16) -> Option<usize> {
+pub fn column_at(body: Rect, data: &TableData, sorted: Option<usize>, x: u16) -> Option<usize> {
     let inner = Block::default().borders(Borders::ALL).inner(body);
-    let sized = layout(data, inner.width);
+    let sized = layout(data, inner.width, sorted);
     let areas = Layout::horizontal(constraints(&sized))
         .spacing(1)
         .split(inner);
@@ -200,7 +201,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
         frame.render_widget(Paragraph::new(text).style(t.style(Role::Muted)), inner);
         return;
     };
-    let sized = layout(data, inner.width);
+    let sized = layout(data, inner.width, ui.sort.map(|(c, _)| c));
     let header = TableRow::new(sized.iter().map(|(i, _)| {
         let name = data.columns.get(*i).map_or("", |c| c.name);
         let arrow = match ui.sort {
