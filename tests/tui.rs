@@ -11,6 +11,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "tui/describe.rs"]
+mod describe;
+
 use std::sync::{Arc, Mutex};
 
 use crossterm::event::KeyCode;

@@ -32,6 +32,9 @@ pub struct Describe {
     pub summary: Vec<(String, String)>,
     /// The record, JSON held in strings already unfolded.
     pub record: Value,
+    /// Related records shown after it, each under its name (a workflow's history, a
+    /// cursor's work item, an event's journal entry).
+    pub related: Vec<(String, Value)>,
     /// What is still being read for it.
     pub pending: Option<Fetch>,
     pub scroll: u16,
@@ -47,7 +50,7 @@ pub enum Fetch {
 }
 
 impl Fetch {
-    /// The field of the record the answer goes into.
+    /// The name the answer is shown under.
     #[must_use]
     pub fn field(&self) -> &'static str {
         match self {
@@ -84,6 +87,7 @@ fn open(title: String, id: &str, record: Value, pending: Option<Fetch>) -> Descr
         id: id.to_owned(),
         summary: Vec::new(),
         record,
+        related: Vec::new(),
         pending,
         scroll: 0,
     }
@@ -102,14 +106,14 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
     match &snap.data {
         ViewData::Detail { instance, history } => {
             let i = instance.as_ref()?;
-            let mut r = record(i);
-            r["history"] = record(history);
-            Some(open(
+            let mut d = open(
                 format!("workflow instance {}", i.instance_id),
                 &i.instance_id,
-                r,
+                record(i),
                 None,
-            ))
+            );
+            d.related.push(("history".into(), record(history)));
+            Some(d)
         }
         ViewData::Authorities { page, owned } => {
             let a = page.rows.iter().find(|a| Some(a.instance_id.as_str()) == key)?;
@@ -150,14 +154,15 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
                 .rows
                 .iter()
                 .find(|s| Some(s.subscription_id.as_str()) == key)?;
-            let mut r = record(s);
-            r["item"] = items.get(&s.subscription_id).map_or(Value::Null, record);
-            Some(open(
+            let mut d = open(
                 format!("cursor {}", s.subscription_id),
                 &s.subscription_id,
-                r,
+                record(s),
                 None,
-            ))
+            );
+            let item = items.get(&s.subscription_id).map_or(Value::Null, record);
+            d.related.push(("work item".into(), item));
+            Some(d)
         }
         ViewData::Events { page, .. } => {
             let e = page
@@ -174,14 +179,15 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
         }
         ViewData::Schedules { page, firings } => {
             let s = page.rows.iter().find(|s| Some(s.schedule_id.as_str()) == key)?;
-            let mut r = record(s);
-            r["lastFiring"] = firings.get(&s.schedule_id).map_or(Value::Null, record);
-            Some(open(
+            let mut d = open(
                 format!("schedule {}", s.schedule_id),
                 &s.schedule_id,
-                r,
+                record(s),
                 None,
-            ))
+            );
+            let firing = firings.get(&s.schedule_id).map_or(Value::Null, record);
+            d.related.push(("last firing".into(), firing));
+            Some(d)
         }
         ViewData::Audit(page) => {
             let a = page
@@ -255,6 +261,11 @@ pub fn body(d: &Describe, fmt: TimeFmt, width: u16) -> Vec<String> {
         lines.push(format!("reading {}…", f.field()));
     }
     lines.extend(pretty::lines(&d.record, fmt));
+    for (name, value) in &d.related {
+        lines.push(String::new());
+        lines.push(format!("{name}:"));
+        lines.extend(pretty::lines(value, fmt));
+    }
     lines
         .iter()
         .flat_map(|l| wrap(&clean(l, 64 * 1024), width))

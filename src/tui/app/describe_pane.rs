@@ -37,7 +37,8 @@ impl App {
             return;
         }
         d.pending = None;
-        d.record[fetch.field()] = value.unwrap_or_else(|e| format!("could not read: {e}").into());
+        let value = value.unwrap_or_else(|e| format!("could not read: {e}").into());
+        d.related.push((fetch.field().into(), value));
     }
 
     pub(super) fn describe_action(&mut self, d: Describe, action: Action, out: &mut Vec<Command>) {

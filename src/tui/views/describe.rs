@@ -15,7 +15,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, d: &Describe) {
     let t = app.theme();
     let popup = pane(area);
     frame.render_widget(Clear, popup);
-    let block = Block::default()
+    let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.style(Role::Accent))
         .title(Span::styled(
@@ -24,8 +24,8 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, d: &Describe) {
         ))
         .style(t.style(Role::Dialog));
     let inner = block.inner(popup);
-    frame.render_widget(block, popup);
     if inner.height == 0 || inner.width == 0 {
+        frame.render_widget(block, popup);
         return;
     }
     let keys = Rect {
@@ -39,6 +39,13 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, d: &Describe) {
     };
     let lines = body(d, app.time_fmt(), text.width);
     let total = lines.len();
+    let position = format!(
+        " {}–{} of {total} ",
+        usize::from(d.scroll) + 1,
+        (usize::from(d.scroll) + usize::from(text.height)).min(total)
+    );
+    block = block.title_bottom(Line::from(Span::styled(position, t.style(Role::Muted))).right_aligned());
+    frame.render_widget(block, popup);
     let shown: Vec<Line<'_>> = lines
         .into_iter()
         .skip(usize::from(d.scroll))
@@ -46,19 +53,13 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, d: &Describe) {
         .map(|l| Line::from(Span::styled(l, t.style(Role::Dialog))))
         .collect();
     frame.render_widget(Paragraph::new(shown), text);
-    let position = format!(
-        " {}–{} of {total} ",
-        usize::from(d.scroll) + 1,
-        (usize::from(d.scroll) + usize::from(text.height)).min(total)
-    );
     let hint = vec![
-        Span::styled("↑↓ PgUp/PgDn Home/End", t.style(Role::Key)),
+        Span::styled("↑↓ PgUp PgDn Home End", t.style(Role::Key)),
         Span::styled(" scroll  ", t.style(Role::Muted)),
         Span::styled("y", t.style(Role::Key)),
         Span::styled(" copy id  ", t.style(Role::Muted)),
         Span::styled("Esc", t.style(Role::Key)),
         Span::styled(" close", t.style(Role::Muted)),
-        Span::styled(position, t.style(Role::Muted)),
     ];
     frame.render_widget(Paragraph::new(Line::from(hint)), keys);
 }
