@@ -82,10 +82,10 @@ impl App {
             }
             Action::Complete => *editing = !*editing,
             Action::Back => *editing = false,
-            Action::Input(c) if *editing => {
-                if reason.chars().count() < REASON_MAX && !c.is_control() {
-                    reason.push(c);
-                }
+            Action::Input(c)
+                if *editing && reason.chars().count() < REASON_MAX && !c.is_control() =>
+            {
+                reason.push(c);
             }
             Action::Backspace if *editing => {
                 reason.pop();
