@@ -15,9 +15,9 @@ use super::output::{cell, cell_max, json_line};
 use super::{CliResult, Failure, StoreArg};
 use crate::clock::format_instant;
 use crate::error::Error;
-use crate::store::url::OpenMode;
 use crate::ops::actor::operator;
 use crate::ops::cancel::{self as ops, Verdict};
+use crate::store::url::OpenMode;
 
 /// `leasehold history`.
 #[derive(Debug, Clone, Args)]
@@ -94,13 +94,7 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
     let store = args.store.open(OpenMode::ReadWrite)?;
     let reason = args.reason.clone().unwrap_or_default();
     let compat = crate::build_key::compatibility_key(&args.build).digest();
-    let verdict = ops::cancel(
-        &store,
-        &args.instance,
-        Some(&compat),
-        &operator(),
-        &reason,
-    )?;
+    let verdict = ops::cancel(&store, &args.instance, Some(&compat), &operator(), &reason)?;
     let id = cell(&args.instance);
     match verdict {
         Verdict::Cancelled => {

@@ -15,8 +15,8 @@ use crate::authority::runtime::{LogFormat, RunOptions, run_authority_with};
 use crate::authority::workload;
 use crate::check::{CheckOptions, check};
 use crate::cluster::{Cluster, ClusterOptions, run_headless};
-use crate::store::url::OpenMode;
 use crate::ops::actor::operator;
+use crate::store::url::OpenMode;
 use crate::tui::TuiOptions;
 
 /// `leasehold demo`.

@@ -96,7 +96,12 @@ pub fn cancel(
         Err(Error::Incompatible { .. }) => Verdict::Incompatible,
         Err(e) => Verdict::Failed(e.code().into()),
     };
-    store.audit(actor, AUDIT_ACTION, instance, &audit_outcome(&verdict, reason))?;
+    store.audit(
+        actor,
+        AUDIT_ACTION,
+        instance,
+        &audit_outcome(&verdict, reason),
+    )?;
     Ok(verdict)
 }
 

@@ -921,7 +921,9 @@ impl App {
         }
         let Some(data) = &self.data else { return };
         if row == body.y + 1 {
-            if let Some(c) = views::table::column_at(body, data, self.table_ui().sort.map(|(c, _)| c), column) {
+            if let Some(c) =
+                views::table::column_at(body, data, self.table_ui().sort.map(|(c, _)| c), column)
+            {
                 let _ = self.normal_action(Action::SortBy(c), &mut Vec::new());
             }
             return;

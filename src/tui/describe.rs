@@ -116,7 +116,10 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
             Some(d)
         }
         ViewData::Authorities { page, owned } => {
-            let a = page.rows.iter().find(|a| Some(a.instance_id.as_str()) == key)?;
+            let a = page
+                .rows
+                .iter()
+                .find(|a| Some(a.instance_id.as_str()) == key)?;
             let mut r = record(a);
             r["liveness"] = json!(authority_state(a, snap.at));
             r["claimedItems"] = json!(owned.get(&a.instance_id));
@@ -128,7 +131,10 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
             ))
         }
         ViewData::Leases(page) => {
-            let l = page.rows.iter().find(|l| Some(l.resource_id.as_str()) == key)?;
+            let l = page
+                .rows
+                .iter()
+                .find(|l| Some(l.resource_id.as_str()) == key)?;
             Some(open(
                 format!("lease {}", l.resource_id),
                 &l.resource_id,
@@ -141,7 +147,10 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
             Some(open(format!("work item {}", w.id), &w.id, record(w), None))
         }
         ViewData::Workflows(page) => {
-            let i = page.rows.iter().find(|i| Some(i.instance_id.as_str()) == key)?;
+            let i = page
+                .rows
+                .iter()
+                .find(|i| Some(i.instance_id.as_str()) == key)?;
             Some(open(
                 format!("workflow instance {}", i.instance_id),
                 &i.instance_id,
@@ -178,7 +187,10 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
             ))
         }
         ViewData::Schedules { page, firings } => {
-            let s = page.rows.iter().find(|s| Some(s.schedule_id.as_str()) == key)?;
+            let s = page
+                .rows
+                .iter()
+                .find(|s| Some(s.schedule_id.as_str()) == key)?;
             let mut d = open(
                 format!("schedule {}", s.schedule_id),
                 &s.schedule_id,
@@ -254,7 +266,12 @@ pub fn viewport(area: Rect) -> (u16, u16) {
 pub fn body(d: &Describe, fmt: TimeFmt, width: u16) -> Vec<String> {
     let width = usize::from(width.max(8));
     let mut lines = vec![format!("id: {}", d.id)];
-    let pad = d.summary.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0);
+    let pad = d
+        .summary
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
     lines.extend(d.summary.iter().map(|(k, v)| format!("{k:>pad$}  {v}")));
     lines.push(String::new());
     if let Some(f) = &d.pending {

@@ -53,12 +53,17 @@ fn setup() -> Setup {
     let engine = Engine::new(store.clone(), "auth-a", &compat);
     for claimed in engine.claim(16, 30_000).unwrap() {
         if claimed.row.instance_id == completed {
-            engine.advance(&claimed, |_| Ok(json!({"status": 200}))).unwrap();
+            engine
+                .advance(&claimed, |_| Ok(json!({"status": 200})))
+                .unwrap();
         } else {
             engine.release(&claimed).unwrap();
         }
     }
-    assert_eq!(store.instance(&completed).unwrap().unwrap().status, "completed");
+    assert_eq!(
+        store.instance(&completed).unwrap().unwrap().status,
+        "completed"
+    );
     store
         .cancel_workflow(&cancelled, None, "ops@host", "setup")
         .unwrap();
@@ -105,8 +110,16 @@ fn tui_cancel(url: &str, instance: &str) {
 fn refusals_are_audited_alike_from_the_cli_and_the_dashboard() {
     let s = setup();
     for (instance, exit, outcome) in [
-        (&s.completed, 1, "refused: completed; reason: duplicate order"),
-        (&s.cancelled, 1, "refused: cancelled; reason: duplicate order"),
+        (
+            &s.completed,
+            1,
+            "refused: completed; reason: duplicate order",
+        ),
+        (
+            &s.cancelled,
+            1,
+            "refused: cancelled; reason: duplicate order",
+        ),
         (
             &"wf-does-not-exist".to_owned(),
             2,
@@ -163,7 +176,10 @@ fn a_confirm_that_lost_the_race_is_refused_in_the_same_words() {
         "the CLI's cancel"
     );
     assert_eq!(said(&rows[n - 2]), said(&rows[n - 1]), "dashboard vs CLI");
-    assert_eq!(rows[n - 1].outcome, "refused: cancelled; reason: duplicate order");
+    assert_eq!(
+        rows[n - 1].outcome,
+        "refused: cancelled; reason: duplicate order"
+    );
     assert!(h.app.status().unwrap().text.ends_with("refused: cancelled"));
 }
 
@@ -181,7 +197,10 @@ fn the_actor_is_the_os_account_not_the_environment() {
         .output()
         .unwrap();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let id = std::process::Command::new("id").arg("-un").output().unwrap();
+    let id = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
     let account = String::from_utf8(id.stdout).unwrap().trim().to_owned();
     let last = audit(&s.url).pop().unwrap();
     assert_eq!(last.actor, operator());

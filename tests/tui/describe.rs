@@ -80,7 +80,10 @@ fn describe_pane_snapshots() {
         h.key(KeyCode::Enter);
         let text = describe_text(&h);
         let failure = item.last_failure.unwrap();
-        assert!(text.contains(&format!("\"code\": \"{}\"", failure.code)), "{text}");
+        assert!(
+            text.contains(&format!("\"code\": \"{}\"", failure.code)),
+            "{text}"
+        );
         insta::assert_snapshot!(format!("describe_work_failure_{w}x{ht}"), screen(&h));
     }
 }
@@ -197,7 +200,11 @@ fn assert_whole_unless_full(h: &Harness) {
     for (n, i) in h.app.visible().iter().enumerate() {
         let row = &data.rows[*i];
         let line = lines[usize::from(body.y) + 2 + n];
-        let inside: String = line.chars().skip(1).take(usize::from(body.width) - 2).collect();
+        let inside: String = line
+            .chars()
+            .skip(1)
+            .take(usize::from(body.width) - 2)
+            .collect();
         let full = !inside.ends_with("  ");
         for (c, _) in &sized {
             let cell = &row.cells[*c].text;
@@ -289,4 +296,32 @@ fn describe_and_dialog_survive_tiny_sizes() {
             height: 24,
         });
     }
+}
+
+#[test]
+fn describe_escapes_hostile_records_and_describes_the_open_workflow() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 80, 24);
+    h.dispatch(Action::SwitchView(ViewId::Work));
+    h.press('f'); // failed only: the hostile item failed
+    select_row(&mut h, |k| k.starts_with("evil"));
+    h.press('d');
+    let text = screen(&h);
+    assert!(text.contains("\\u{1b}[31m"), "{text}");
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+        "{text}"
+    );
+    h.key(KeyCode::End);
+    assert!(!screen(&h).contains('\u{1b}'));
+    h.key(KeyCode::Esc);
+    // In the workflow detail view `d` describes the instance on screen.
+    h.press(':');
+    h.type_text(&format!("workflow {}", f.retrying));
+    h.key(KeyCode::Enter);
+    h.press('d');
+    let text = describe_text(&h);
+    assert!(text.starts_with(&format!("id: {}", f.retrying)), "{text}");
+    assert!(text.contains("\nhistory:\n["), "{text}");
+    assert!(text.contains("HTTP_503"), "the action's failure: {text}");
 }

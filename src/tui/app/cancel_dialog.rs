@@ -4,7 +4,7 @@
 //! (Tab, or just start typing after Tab, to edit it); the cancel itself and its audit
 //! entry go through [`crate::ops::cancel::cancel`], exactly as `leasehold cancel` does.
 
-use super::{Action, App, Command, Overlay, Role, ViewId, ViewData};
+use super::{Action, App, Command, Overlay, Role, ViewData, ViewId};
 use crate::ops::cancel::offer;
 use crate::tui::text::clean;
 
@@ -52,7 +52,10 @@ impl App {
             self.say("still reading the instance; try again", Role::Muted);
             return;
         }
-        match offer(&clean(&instance, 60), self.status_on_screen(&instance).as_deref()) {
+        match offer(
+            &clean(&instance, 60),
+            self.status_on_screen(&instance).as_deref(),
+        ) {
             Ok(()) => {
                 self.overlay = Some(Overlay::ConfirmCancel {
                     instance,
@@ -77,11 +80,13 @@ impl App {
             Action::Confirm => {
                 let (instance, reason) = (instance.clone(), reason.trim().to_owned());
                 self.overlay = None;
-                self.say(format!("cancelling {}…", clean(&instance, 40)), Role::Accent);
+                self.say(
+                    format!("cancelling {}…", clean(&instance, 40)),
+                    Role::Accent,
+                );
                 out.push(Command::Cancel { instance, reason });
             }
             Action::Complete => *editing = !*editing,
-            Action::Back => *editing = false,
             Action::Input(c)
                 if *editing && reason.chars().count() < REASON_MAX && !c.is_control() =>
             {

@@ -8,7 +8,10 @@ use crate::tui::text::clean;
 
 impl App {
     fn describe_selected(&self) -> Option<Describe> {
-        let snap = self.snapshot.as_deref().filter(|s| s.query.view == self.view)?;
+        let snap = self
+            .snapshot
+            .as_deref()
+            .filter(|s| s.query.view == self.view)?;
         describe::locate(snap, self.selected_row())
     }
 

@@ -1,10 +1,10 @@
 //! The audit log: who did what to which target, and what came of it.
 
-use crate::ops::timefmt::TimeFmt;
 use super::super::text::clean;
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::model::{AuditEntry, Page};
+use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("#", 5, 0),

@@ -44,7 +44,8 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, d: &Describe) {
         usize::from(d.scroll) + 1,
         (usize::from(d.scroll) + usize::from(text.height)).min(total)
     );
-    block = block.title_bottom(Line::from(Span::styled(position, t.style(Role::Muted))).right_aligned());
+    block = block
+        .title_bottom(Line::from(Span::styled(position, t.style(Role::Muted))).right_aligned());
     frame.render_widget(block, popup);
     let shown: Vec<Line<'_>> = lines
         .into_iter()

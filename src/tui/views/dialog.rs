@@ -130,7 +130,10 @@ fn reason_line<'a>(app: &'a App, reason: &str, editing: bool) -> Line<'a> {
         spans.push(Span::styled(clean(reason, 200), t.style(Role::Base)));
         spans.push(Span::styled("█", t.style(Role::Accent)));
     } else if reason.is_empty() {
-        spans.push(Span::styled("(none — Tab to add one)", t.style(Role::Muted)));
+        spans.push(Span::styled(
+            "(none — Tab to add one)",
+            t.style(Role::Muted),
+        ));
     } else {
         spans.push(Span::styled(clean(reason, 200), t.style(Role::Dialog)));
     }
@@ -146,10 +149,13 @@ fn choice_line(app: &App, editing: bool) -> Line<'_> {
         ]
     };
     let spans: Vec<Span<'_>> = if editing {
-        [pair(" Enter ", " cancel it  "), pair(" Esc/Tab ", " done typing")]
-            .into_iter()
-            .flatten()
-            .collect()
+        [
+            pair(" Enter ", " cancel it  "),
+            pair(" Esc/Tab ", " done typing"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     } else {
         [
             pair(" y ", " cancel it  "),

@@ -1,10 +1,10 @@
 //! Events: every ingestion with its dedup outcome and journal seq.
 
-use crate::ops::timefmt::TimeFmt;
 use super::super::text::clean;
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::model::{DedupOutcome, Ingestion, Page};
+use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("#", 6, 0),

@@ -1,10 +1,10 @@
 //! Leases: resource, owner, generation, token, expiry countdown, live / expired / released.
 
-use crate::ops::timefmt::TimeFmt;
 use super::super::text::{clean, relative, short};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::model::{Lease, Page};
+use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("resource", 24, 0),

@@ -110,7 +110,7 @@ impl Cell {
 pub struct Row {
     pub key: String,
     pub cells: Vec<Cell>,
-    /// Field/value pairs for the detail popup.
+    /// Field/value pairs: the row's facts in the view's words, atop its describe pane.
     pub detail: Vec<(String, String)>,
     /// The lease / work resource for the generation timeline.
     pub resource: Option<String>,

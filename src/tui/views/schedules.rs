@@ -39,7 +39,11 @@ pub fn status(s: &Schedule, now: Millis) -> &'static str {
 }
 
 #[must_use]
-pub fn table(page: &Page<Schedule>, firings: &HashMap<String, WorkItem>, fmt: TimeFmt) -> TableData {
+pub fn table(
+    page: &Page<Schedule>,
+    firings: &HashMap<String, WorkItem>,
+    fmt: TimeFmt,
+) -> TableData {
     let now = fmt.now;
     let rows = page
         .rows
@@ -85,10 +89,7 @@ pub fn table(page: &Page<Schedule>, firings: &HashMap<String, WorkItem>, fmt: Ti
                     ("catch-up".into(), s.catch_up.label()),
                     ("handler".into(), clean(&s.handler, 200)),
                     ("payload".into(), clean(&s.payload, 1_000)),
-                    (
-                        "next due".into(),
-                        format!("{} ({st})", fmt.at(s.next_due)),
-                    ),
+                    ("next due".into(), format!("{} ({st})", fmt.at(s.next_due))),
                     (
                         "last fired".into(),
                         s.last_due.map_or_else(|| "never".into(), |t| fmt.at(t)),

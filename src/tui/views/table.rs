@@ -24,7 +24,11 @@ pub fn fit(columns: &[Column], widths: &[u16], width: u16) -> Vec<usize> {
     let mut keep = Vec::new();
     for i in order {
         let w = widths.get(i).copied().unwrap_or(0);
-        let need = if keep.is_empty() { w } else { w.saturating_add(1) };
+        let need = if keep.is_empty() {
+            w
+        } else {
+            w.saturating_add(1)
+        };
         if used.saturating_add(need) <= width || keep.is_empty() {
             used = used.saturating_add(need);
             keep.push(i);
@@ -72,10 +76,7 @@ pub fn layout(data: &TableData, width: u16, sorted: Option<usize>) -> Vec<(usize
         .map(|i| (*i, natural.get(*i).copied().unwrap_or(1)))
         .collect();
     let spacing = u16::try_from(sized.len().saturating_sub(1)).unwrap_or(u16::MAX);
-    let total = |s: &[(usize, u16)]| {
-        s.iter()
-            .fold(spacing, |acc, (_, w)| acc.saturating_add(*w))
-    };
+    let total = |s: &[(usize, u16)]| s.iter().fold(spacing, |acc, (_, w)| acc.saturating_add(*w));
     // Shrink the widest column that is still above its floor, one cell at a time.
     while total(&sized) > width {
         let widest = sized

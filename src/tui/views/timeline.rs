@@ -3,12 +3,12 @@
 //! it, accepted or refused, in store-revision order — so a reclaim and the stale owner's
 //! refused write read as one story.
 
-use crate::ops::timefmt::TimeFmt;
 use super::super::text::clean;
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::clock::format_duration;
 use crate::model::{Grant, Lease, WorkItem, WriteRecord};
+use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("rev", 6, 0),
@@ -123,8 +123,7 @@ pub fn table(
                         ),
                         (
                             "held until".into(),
-                            until
-                                .map_or_else(|| "the next grant (none yet)".into(), |t| fmt.at(t)),
+                            until.map_or_else(|| "the next grant (none yet)".into(), |t| fmt.at(t)),
                         ),
                     ],
                     version: version(g),

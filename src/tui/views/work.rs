@@ -1,13 +1,13 @@
 //! Work items: state, owner, generation, attempts, uncertain attempts, next eligibility,
 //! last failure and whether any live authority can run them.
 
-use crate::ops::timefmt::TimeFmt;
 use super::super::snapshot::Snapshot;
 use super::super::text::{clean, relative, short};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::clock::Millis;
 use crate::model::{Page, WorkItem, WorkState};
+use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("id", 20, 0),
@@ -160,11 +160,7 @@ fn detail(w: &WorkItem, compat_text: &str, fmt: TimeFmt) -> Vec<(String, String)
         ),
         (
             "created / updated".into(),
-            format!(
-                "{} / {}",
-                fmt.at(w.created_at),
-                fmt.at(w.updated_at)
-            ),
+            format!("{} / {}", fmt.at(w.created_at), fmt.at(w.updated_at)),
         ),
     ]
 }

@@ -15,8 +15,8 @@ use super::super::snapshot::ViewData;
 use super::super::text::{clean, relative};
 use super::super::theme::{Role, Theme};
 use super::super::wf;
-use crate::ops::timefmt::TimeFmt;
 use crate::model::{HistoryRecord, InstanceRow};
+use crate::ops::timefmt::TimeFmt;
 
 /// One node of the history tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,9 +126,9 @@ fn items<'a>(t: &Theme, fmt: TimeFmt, nodes: &[Node], width: usize) -> Vec<TreeI
                     .children
                     .iter()
                     .filter_map(|c| {
-                        c.record
-                            .as_ref()
-                            .map(|r| TreeItem::new_leaf(c.id.clone(), record_line(t, fmt, r, width)))
+                        c.record.as_ref().map(|r| {
+                            TreeItem::new_leaf(c.id.clone(), record_line(t, fmt, r, width))
+                        })
                     })
                     .collect();
                 TreeItem::new(n.id.clone(), label, children).ok()
@@ -314,7 +314,12 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
             format!(" history: {} transitions (Enter/←/→ fold) ", history.len()),
             t.style(Role::Header),
         ));
-    let items = items(t, app.time_fmt(), &nodes, usize::from(inner.width.saturating_sub(40)));
+    let items = items(
+        t,
+        app.time_fmt(),
+        &nodes,
+        usize::from(inner.width.saturating_sub(40)),
+    );
     let mut state = TreeState::default();
     let closed = &app.tree().closed;
     for n in &nodes {

@@ -1,13 +1,13 @@
 //! Workflow instances: status, current step, attempt, waiting reason, next eligibility,
 //! instance revision and whether a live authority can run them.
 
-use crate::ops::timefmt::TimeFmt;
 use super::super::snapshot::Snapshot;
 use super::super::text::{clean, relative};
 use super::super::theme::Role;
 use super::super::wf;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::model::{InstanceRow, Page};
+use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("instance", 20, 0),
@@ -84,8 +84,7 @@ pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, fmt: TimeFmt) -> TableDa
                     ("step".into(), clean(&step, 200)),
                     (
                         "next eligible".into(),
-                        i.next_eligible_at
-                            .map_or_else(|| "-".into(), |t| fmt.at(t)),
+                        i.next_eligible_at.map_or_else(|| "-".into(), |t| fmt.at(t)),
                     ),
                 ],
                 resource: Some(wf::resource(&i.instance_id)),
