@@ -432,6 +432,9 @@ impl App {
                 });
             }
             Action::Done(done) => {
+                // An operator action changed the store: read it again. A describe read
+                // changed nothing.
+                force = !matches!(done, Done::Described { .. });
                 match done {
                     Done::Cancel {
                         instance,
@@ -447,7 +450,6 @@ impl App {
                     Done::Demo { message } => self.say(message, Role::Ok),
                     Done::Described { fetch, value } => self.on_described(&fetch, value),
                 }
-                force = true;
             }
             Action::Resize { width, height } => self.size = (width, height),
             other => {
