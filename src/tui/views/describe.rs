@@ -39,17 +39,19 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, d: &Describe) {
     };
     let lines = body(d, app.time_fmt(), text.width);
     let total = lines.len();
+    // A resize may leave the offset past the end: show the last screenful instead.
+    let top = usize::from(d.scroll).min(total.saturating_sub(usize::from(text.height)));
     let position = format!(
         " {}–{} of {total} ",
-        usize::from(d.scroll) + 1,
-        (usize::from(d.scroll) + usize::from(text.height)).min(total)
+        top + 1,
+        (top + usize::from(text.height)).min(total)
     );
     block = block
         .title_bottom(Line::from(Span::styled(position, t.style(Role::Muted))).right_aligned());
     frame.render_widget(block, popup);
     let shown: Vec<Line<'_>> = lines
         .into_iter()
-        .skip(usize::from(d.scroll))
+        .skip(top)
         .take(usize::from(text.height))
         .map(|l| Line::from(Span::styled(l, t.style(Role::Dialog))))
         .collect();
