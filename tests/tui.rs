@@ -1203,8 +1203,19 @@ fn screenshots() {
         let mut h = harness(&f, "dark", 120, 32);
         select_workflow(&mut h, &f.running);
         h.press('C');
+        h.key(KeyCode::Tab);
+        h.type_text("duplicate of order 4411");
+        h.key(KeyCode::Tab);
         std::fs::write(
             dir.join("cancel-dialog.svg"),
+            leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
+        )
+        .unwrap();
+        let mut h = harness(&f, "dark", 120, 32);
+        select_workflow(&mut h, &f.retrying);
+        h.press('d');
+        std::fs::write(
+            dir.join("describe.svg"),
             leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
         )
         .unwrap();
