@@ -42,6 +42,55 @@ fn parse_nested(text: String) -> Value {
     }
 }
 
+/// `value` on one line, compact, instants annotated by `fmt`:
+/// `{"step":"wait","timeoutAt":1796086160176 (14:03:07, in 4.2s)}`.
+#[must_use]
+pub fn inline(value: &Value, fmt: TimeFmt) -> String {
+    let mut out = String::new();
+    write_inline(&mut out, None, value, fmt);
+    out
+}
+
+fn write_inline(out: &mut String, key: Option<&str>, value: &Value, fmt: TimeFmt) {
+    match value {
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&quoted(k));
+                out.push(':');
+                write_inline(out, Some(k), v, fmt);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_inline(out, None, v, fmt);
+            }
+            out.push(']');
+        }
+        other => write_scalar(out, key, other, fmt),
+    }
+}
+
+/// A scalar, with the annotation when it is an instant under a time key.
+fn write_scalar(out: &mut String, key: Option<&str>, value: &Value, fmt: TimeFmt) {
+    out.push_str(&value.to_string());
+    let note = match value {
+        Value::Number(n) => key.zip(n.as_i64()).and_then(|(k, v)| fmt.annotate(k, v)),
+        _ => None,
+    };
+    if let Some(note) = note {
+        out.push_str(&format!(" ({note})"));
+    }
+}
+
 /// `value` as indented lines, instants annotated by `fmt`.
 #[must_use]
 pub fn lines(value: &Value, fmt: TimeFmt) -> Vec<String> {
@@ -90,13 +139,7 @@ fn write_value(
             }
             *line = format!("{}]", indent(depth));
         }
-        Value::Number(n) => {
-            line.push_str(&n.to_string());
-            if let Some(note) = key.zip(n.as_i64()).and_then(|(k, v)| fmt.annotate(k, v)) {
-                line.push_str(&format!(" ({note})"));
-            }
-        }
-        other => line.push_str(&other.to_string()),
+        other => write_scalar(line, key, other, fmt),
     }
 }
 
@@ -135,6 +178,16 @@ mod tests {
                 "  \"timeoutAt\": 1796047387000 (14:03:07, in 4.2s)",
                 "}",
             ]
+        );
+    }
+
+    #[test]
+    fn inline_is_compact_and_annotated() {
+        let fmt = TimeFmt::new(NOW, Zone::Utc);
+        let v = json!({"step": "wait", "timeoutAt": NOW + 4_200, "n": [1, 2]});
+        assert_eq!(
+            inline(&v, fmt),
+            "{\"n\":[1,2],\"step\":\"wait\",\"timeoutAt\":1796047387000 (14:03:07, in 4.2s)}"
         );
     }
 

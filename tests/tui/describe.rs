@@ -325,3 +325,41 @@ fn describe_escapes_hostile_records_and_describes_the_open_workflow() {
     assert!(text.contains("\nhistory:\n["), "{text}");
     assert!(text.contains("HTTP_503"), "the action's failure: {text}");
 }
+
+/// The history tree writes instants inside a transition's detail with their wall time
+/// (a timer's `fireAt`), never as bare epoch milliseconds.
+#[test]
+fn history_details_annotate_their_instants() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 160, 48);
+    h.dispatch(Action::SwitchView(ViewId::Workflows));
+    let Some(ViewData::Workflows(page)) = h.app.snapshot().map(|s| &s.data) else {
+        panic!("workflows data")
+    };
+    let waiting = page
+        .rows
+        .iter()
+        .find(|r| r.workflow_id == "reminder" && r.status == "waiting")
+        .map(|r| r.instance_id.clone())
+        .expect("a reminder waiting on its timer");
+    h.press(':');
+    h.type_text(&format!("workflow {waiting}"));
+    h.key(KeyCode::Enter);
+    let text = screen(&h);
+    let mut annotated = 0;
+    for (at, _) in text.match_indices("17672256") {
+        let digits: String = text[at..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if digits.len() == 13 {
+            assert!(
+                text[at + 13..].starts_with(" ("),
+                "a bare epoch ms: {}",
+                &text[at..(at + 40).min(text.len())]
+            );
+            annotated += 1;
+        }
+    }
+    assert!(annotated > 0, "the timer's instant is shown: {text}");
+}

@@ -16,6 +16,7 @@ use super::super::text::{clean, relative};
 use super::super::theme::{Role, Theme};
 use super::super::wf;
 use crate::model::{HistoryRecord, InstanceRow};
+use crate::ops::pretty;
 use crate::ops::timefmt::TimeFmt;
 
 /// One node of the history tree.
@@ -86,10 +87,12 @@ fn kind_role(kind: &str) -> Role {
 }
 
 fn record_line<'a>(t: &Theme, fmt: TimeFmt, r: &HistoryRecord, width: usize) -> Line<'a> {
-    let detail = if r.detail == "null" || r.detail == "{}" {
-        String::new()
-    } else {
-        r.detail.clone()
+    // Instants inside the detail are annotated (`"fireAt":… (14:03:07, in 4.2s)`).
+    let detail = match serde_json::from_str::<serde_json::Value>(&r.detail) {
+        Ok(serde_json::Value::Null) => String::new(),
+        Ok(serde_json::Value::Object(m)) if m.is_empty() => String::new(),
+        Ok(v) => pretty::inline(&v, fmt),
+        Err(_) => r.detail.clone(),
     };
     Line::from(vec![
         Span::styled(format!("{} ", fmt.wall(r.at)), t.style(Role::Muted)),
