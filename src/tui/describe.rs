@@ -16,9 +16,10 @@ use super::action::ViewId;
 use super::snapshot::{Snapshot, ViewData, authority_state};
 use super::text::clean;
 use super::views::Row;
+use crate::clock::Millis;
 use crate::error::Result;
 use crate::ops::pretty;
-use crate::ops::timefmt::TimeFmt;
+use crate::ops::timefmt::{TimeFmt, Zone};
 use crate::store::Store;
 
 /// An open describe pane.
@@ -38,6 +39,9 @@ pub struct Describe {
     /// What is still being read for it.
     pub pending: Option<Fetch>,
     pub scroll: u16,
+    /// When it opened: the pane is a picture of that moment, its relative times (and the
+    /// row's facts above the record) measured from it.
+    pub at: Millis,
 }
 
 /// A read by key that completes a record.
@@ -90,14 +94,16 @@ fn open(title: String, id: &str, record: Value, pending: Option<Fetch>) -> Descr
         related: Vec::new(),
         pending,
         scroll: 0,
+        at: 0,
     }
 }
 
 /// The describe pane for `row` of the snapshot's view (none: the workflow detail's
-/// instance), or `None` when the row is not on the snapshot.
+/// instance) as of `now`, or `None` when the row is not on the snapshot.
 #[must_use]
-pub fn locate(snap: &Snapshot, row: Option<&Row>) -> Option<Describe> {
+pub fn locate(snap: &Snapshot, row: Option<&Row>, now: Millis) -> Option<Describe> {
     let mut d = record_of(snap, row.map(|r| r.key.as_str()))?;
+    d.at = now;
     d.summary = row.map(|r| r.detail.clone()).unwrap_or_default();
     Some(d)
 }
@@ -261,9 +267,11 @@ pub fn viewport(area: Rect) -> (u16, u16) {
     (p.width.saturating_sub(2), p.height.saturating_sub(3))
 }
 
-/// The pane's text, wrapped to `width` columns: the id line, then the record.
+/// The pane's text, wrapped to `width` columns, instants in `zone` relative to when the
+/// pane opened: the id line, the row's facts, then the record and its related records.
 #[must_use]
-pub fn body(d: &Describe, fmt: TimeFmt, width: u16) -> Vec<String> {
+pub fn body(d: &Describe, zone: Zone, width: u16) -> Vec<String> {
+    let fmt = TimeFmt::new(d.at, zone);
     let width = usize::from(width.max(8));
     let mut lines = vec![format!("id: {}", d.id)];
     let pad = d
@@ -306,9 +314,9 @@ fn wrap(line: &str, width: usize) -> Vec<String> {
 
 /// The highest useful scroll offset of `d` in a frame of `area`.
 #[must_use]
-pub fn max_scroll(d: &Describe, fmt: TimeFmt, area: Rect) -> u16 {
+pub fn max_scroll(d: &Describe, zone: Zone, area: Rect) -> u16 {
     let (w, h) = viewport(area);
-    let n = body(d, fmt, w).len();
+    let n = body(d, zone, w).len();
     u16::try_from(n.saturating_sub(usize::from(h))).unwrap_or(u16::MAX)
 }
 

@@ -28,7 +28,7 @@ fn describe_text(h: &Harness) -> String {
     let Some(Overlay::Describe(d)) = h.app.overlay() else {
         panic!("no describe pane: {:?}", h.app.overlay())
     };
-    leasehold::tui::describe::body(d, h.app.time_fmt(), 200).join("\n")
+    leasehold::tui::describe::body(d, h.app.options().zone, 200).join("\n")
 }
 
 /// The first work item of the page with a recorded failure.
@@ -362,4 +362,19 @@ fn history_details_annotate_their_instants() {
         }
     }
     assert!(annotated > 0, "the timer's instant is shown: {text}");
+}
+
+/// A describe pane is a picture of the moment it opened: its facts and its annotated
+/// instants agree with each other, and do not drift apart while time passes.
+#[test]
+fn a_describe_pane_holds_its_moment() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 100, 30);
+    h.dispatch(Action::SwitchView(ViewId::Leases));
+    h.press('d');
+    let before = describe_text(&h);
+    f.clock.advance(5_000);
+    h.advance(5_000);
+    assert_eq!(describe_text(&h), before);
+    assert!(screen(&h).contains("as of 00:00:07"), "{}", screen(&h));
 }

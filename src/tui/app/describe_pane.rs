@@ -12,7 +12,7 @@ impl App {
             .snapshot
             .as_deref()
             .filter(|s| s.query.view == self.view)?;
-        describe::locate(snap, self.selected_row())
+        describe::locate(snap, self.selected_row(), self.now)
     }
 
     pub(super) fn open_describe(&mut self, out: &mut Vec<Command>) {
@@ -47,7 +47,7 @@ impl App {
     pub(super) fn describe_action(&mut self, d: Describe, action: Action, out: &mut Vec<Command>) {
         let (w, h) = self.size;
         let area = ratatui::layout::Rect::new(0, 0, w, h);
-        let max = describe::max_scroll(&d, self.time_fmt(), area);
+        let max = describe::max_scroll(&d, self.options.zone, area);
         let page = describe::viewport(area).1.max(1);
         let scroll = match action {
             Action::Up | Action::ScrollUp => d.scroll.saturating_sub(1),

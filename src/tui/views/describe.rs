@@ -19,7 +19,11 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, d: &Describe) {
         .borders(Borders::ALL)
         .border_style(t.style(Role::Accent))
         .title(Span::styled(
-            format!(" {} ", clean(&d.title, 60)),
+            format!(
+                " {} · as of {} ",
+                clean(&d.title, 60),
+                app.time_fmt().wall(d.at)
+            ),
             t.style(Role::Title),
         ))
         .style(t.style(Role::Dialog));
@@ -37,7 +41,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, d: &Describe) {
         height: inner.height - 1,
         ..inner
     };
-    let lines = body(d, app.time_fmt(), text.width);
+    let lines = body(d, app.options().zone, text.width);
     let total = lines.len();
     // A resize may leave the offset past the end: show the last screenful instead.
     let top = usize::from(d.scroll).min(total.saturating_sub(usize::from(text.height)));
