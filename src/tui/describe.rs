@@ -72,7 +72,7 @@ pub fn fetch(store: &Store, fetch: &Fetch) -> Result<Value> {
     match fetch {
         Fetch::Journal(seq) => {
             let event = store
-                .journal_after(seq - 1, None, 1)?
+                .journal_after(seq.saturating_sub(1), None, 1)?
                 .into_iter()
                 .find(|e| e.seq == *seq);
             Ok(event.map_or(Value::Null, |e| record(&e)))
