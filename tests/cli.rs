@@ -7,6 +7,9 @@
 #[path = "support/mod.rs"]
 mod support;
 
+#[path = "cli/cancel.rs"]
+mod cancel;
+
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;

@@ -110,6 +110,7 @@ fn the_dashboard_shows_a_dead_authority_turn_silent_then_gone_with_its_claims_ex
         demo: false,
         actor: "tester@ci".into(),
         refresh_ms: 250,
+        ..AppOptions::default()
     };
     let mut h = Harness::new(
         store.clone(),

@@ -11,6 +11,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "tui/describe.rs"]
+mod describe;
+
 use std::sync::{Arc, Mutex};
 
 use crossterm::event::KeyCode;
@@ -20,6 +23,7 @@ use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::Trigger as ScheduleTrigger;
 use leasehold::model::work::NewWork;
 use leasehold::model::{Authority, CatchUp, Failure, FailureClass, WorkState};
+use leasehold::ops::timefmt::Zone;
 use leasehold::store::memory::MemoryBackend;
 use leasehold::store::{Keyed, Store};
 use leasehold::tui::action::{Action, ViewId};
@@ -379,6 +383,7 @@ fn options() -> AppOptions {
         demo: false,
         actor: "tester@ci".into(),
         refresh_ms: 250,
+        zone: Zone::Utc,
     }
 }
 
@@ -586,9 +591,9 @@ fn mouse_clicks_and_wheel() {
     });
     assert_eq!(h.app.view(), ViewId::Work);
 
-    let columns = h.app.table_data().unwrap().columns;
+    let data = h.app.table_data().unwrap().clone();
     let gen_x = (body.x..body.right())
-        .find(|x| table::column_at(body, columns, *x) == Some(4))
+        .find(|x| table::column_at(body, &data, None, *x) == Some(4))
         .expect("the generation column is on screen");
     h.dispatch(Action::Click {
         column: gen_x,
@@ -778,21 +783,23 @@ fn cancel_through_the_dialog() {
         h.app.status()
     );
     assert!(screen(&h).contains("cancelled"));
-    // Again: idempotent.
+    // Again: nothing to cancel, and no dialog.
     h.press('C');
-    h.press('y');
-    assert!(h.app.status().unwrap().text.ends_with("already cancelled"));
-    // A completed instance refuses.
+    assert!(h.app.overlay().is_none());
+    assert_eq!(
+        h.app.status().unwrap().text,
+        "cancelled — nothing to cancel"
+    );
+    // A completed instance is not offered either.
     select_workflow(&mut h, &f.completed);
     h.press('C');
-    h.press('y');
-    assert!(
-        h.app.status().unwrap().text.ends_with("refused: completed"),
-        "{:?}",
-        h.app.status()
+    assert!(h.app.overlay().is_none());
+    assert_eq!(
+        h.app.status().unwrap().text,
+        "completed — nothing to cancel"
     );
-    assert_eq!(h.app.status().unwrap().role, Role::Error);
-    // Everything was audited.
+    assert_eq!(h.app.status().unwrap().role, Role::Warning);
+    // Only the act itself was audited, in the shared vocabulary.
     let audit = f
         .store
         .list_audit(&leasehold::model::PageRequest::first(50))
@@ -801,12 +808,9 @@ fn cancel_through_the_dialog() {
     let mine: Vec<_> = audit
         .iter()
         .filter(|a| a.actor == "tester@ci")
-        .map(|a| a.outcome.as_str())
+        .map(|a| (a.action.as_str(), a.outcome.as_str()))
         .collect();
-    assert_eq!(
-        mine,
-        ["cancelled", "already cancelled", "refused: completed"]
-    );
+    assert_eq!(mine, [("cancel-workflow", "cancelled")]);
 }
 
 #[test]
@@ -1205,8 +1209,19 @@ fn screenshots() {
         let mut h = harness(&f, "dark", 120, 32);
         select_workflow(&mut h, &f.running);
         h.press('C');
+        h.key(KeyCode::Tab);
+        h.type_text("duplicate of order 4411");
+        h.key(KeyCode::Tab);
         std::fs::write(
             dir.join("cancel-dialog.svg"),
+            leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
+        )
+        .unwrap();
+        let mut h = harness(&f, "dark", 120, 32);
+        select_workflow(&mut h, &f.retrying);
+        h.press('d');
+        std::fs::write(
+            dir.join("describe.svg"),
             leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
         )
         .unwrap();

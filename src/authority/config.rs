@@ -141,21 +141,10 @@ pub fn generated_instance_id() -> String {
     let suffix = crate::ids::IdSource::next_id(&ids, "");
     format!(
         "{}-{}{}",
-        host_name(),
+        crate::ops::actor::host_name(),
         std::process::id(),
         &suffix[..suffix.len().min(7)]
     )
-}
-
-/// This host's name, from `HOSTNAME` or `/etc/hostname`, else `localhost`.
-#[must_use]
-pub fn host_name() -> String {
-    std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into())
 }
 
 #[cfg(test)]

@@ -18,7 +18,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
-use super::config::{AuthorityConfig, host_name};
+use super::config::AuthorityConfig;
+use crate::ops::actor::host_name;
 use super::handlers::{AttemptContext, AttemptKind, HandlerOutcome, Pace, Workload};
 use super::stats::{ExecLog, ExecRecord, Stats};
 use crate::build_key::compatibility_key;

@@ -1,9 +1,11 @@
 //! `leasehold history` and `leasehold cancel`: one workflow instance, read or cancelled.
 //!
-//! `cancel` exits 0 when the instance is (now or already) cancelled, 1 when refused
-//! (already completed / failed, or the instance belongs to another build), 2 for an
-//! unknown instance or an unreadable store. Every cancel is recorded in the audit log with
-//! who (`user@host`), when and why; the instance's own history records it too.
+//! `cancel` exits 0 when it cancelled the instance, 1 when refused (already completed,
+//! failed or cancelled, or the instance belongs to another build), 2 for an unknown
+//! instance or an unreadable store. Every attempt is recorded in the audit log through
+//! [`crate::ops::cancel`] — the same entry the dashboard writes — with who (the OS account
+//! `name@host`), when, the outcome and the reason; the instance's own history records a
+//! cancel too.
 
 use std::io::Write;
 
@@ -13,8 +15,9 @@ use super::output::{cell, cell_max, json_line};
 use super::{CliResult, Failure, StoreArg};
 use crate::clock::format_instant;
 use crate::error::Error;
+use crate::ops::actor::operator;
+use crate::ops::cancel::{self as ops, Verdict};
 use crate::store::url::OpenMode;
-use crate::workflow::engine::CancelOutcome;
 
 /// `leasehold history`.
 #[derive(Debug, Clone, Args)]
@@ -43,18 +46,6 @@ pub struct CancelArgs {
     /// The build whose compatibility key the cancelling operator runs (default v1).
     #[arg(long, default_value = crate::build_key::DEFAULT_BUILD_TAG)]
     pub build: String,
-}
-
-/// `user@host` of whoever runs this process: who operator actions are recorded as.
-#[must_use]
-pub fn actor() -> String {
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".into());
-    let host = std::fs::read_to_string("/etc/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "localhost".into());
-    format!("{user}@{host}")
 }
 
 /// Runs `leasehold history`.
@@ -101,49 +92,30 @@ pub fn history(args: &HistoryArgs, out: &mut dyn Write) -> CliResult {
 /// A refusal (exit 1), an unknown instance or unreadable store (exit 2).
 pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
     let store = args.store.open(OpenMode::ReadWrite)?;
-    let who = actor();
-    let reason = args
-        .reason
-        .clone()
-        .unwrap_or_else(|| "cancelled from the command line".into());
+    let reason = args.reason.clone().unwrap_or_default();
     let compat = crate::build_key::compatibility_key(&args.build).digest();
-    let outcome = store.cancel_workflow(&args.instance, Some(&compat), &who, &reason);
-    let said = match &outcome {
-        Ok(CancelOutcome::Cancelled) => "cancelled".to_owned(),
-        Ok(CancelOutcome::AlreadyCancelled) => "already cancelled".to_owned(),
-        Err(Error::AlreadyTerminal { state, .. }) => format!("refused: already {state}"),
-        Err(Error::Incompatible { .. }) => "refused: incompatible build".to_owned(),
-        Err(e) => e.code().to_owned(),
-    };
-    if !matches!(&outcome, Err(Error::NotFound { .. })) {
-        store.audit(&who, "cancel", &args.instance, &said)?;
-    }
-    match outcome {
-        Ok(CancelOutcome::Cancelled) => {
+    let verdict = ops::cancel(&store, &args.instance, Some(&compat), &operator(), &reason)?;
+    let id = cell(&args.instance);
+    match verdict {
+        Verdict::Cancelled => {
             writeln!(
                 out,
-                "{} cancelled: no further steps will run (committed actions and dispatched effects stand)",
-                cell(&args.instance)
+                "{id} cancelled: no further steps will run (committed actions and dispatched effects stand)"
             )?;
             Ok(())
         }
-        Ok(CancelOutcome::AlreadyCancelled) => {
-            writeln!(
-                out,
-                "{} was already cancelled: nothing changed",
-                cell(&args.instance)
-            )?;
-            Ok(())
-        }
-        Err(Error::AlreadyTerminal { state, .. }) => Err(Failure::refused(format!(
-            "{} is already {state}: a finished workflow cannot be cancelled",
-            cell(&args.instance)
+        Verdict::Finished(status) => Err(Failure::refused(format!(
+            "{id} is already {status}: nothing to cancel"
         ))),
-        Err(Error::Incompatible { .. }) => Err(Failure::refused(format!(
-            "{} belongs to another build: this build ({}) may not cancel it",
-            cell(&args.instance),
+        Verdict::Unknown => Err(Error::NotFound {
+            what: "workflow instance".into(),
+            id: args.instance.clone(),
+        }
+        .into()),
+        Verdict::Incompatible => Err(Failure::refused(format!(
+            "{id} belongs to another build: this build ({}) may not cancel it",
             cell(&args.build)
         ))),
-        Err(e) => Err(e.into()),
+        Verdict::Failed(code) => Err(Failure::refused(format!("{id}: cancel failed: {code}"))),
     }
 }

@@ -10,7 +10,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::clock::{Millis, format_duration};
+use crate::clock::Millis;
+use crate::ops::timefmt::{TimeFmt, Zone};
 
 /// The longest a table cell may be, in characters, unless a column says otherwise.
 pub const MAX_CELL: usize = 40;
@@ -80,20 +81,14 @@ pub fn short(digest: &str) -> String {
     cell_max(&digest.chars().take(8).collect::<String>(), 8)
 }
 
-/// An instant relative to `now`: `in 4.2s`, `3m05s ago`, `now`.
+/// An instant for people: local wall time and distance from `now`, in the dashboard's
+/// words (`14:03:07 · in 4.2s`, `14:00:02 · 3m ago`).
 #[must_use]
 pub fn when(at: Millis, now: Millis) -> String {
-    let delta = at - now;
-    if delta == 0 {
-        "now".to_owned()
-    } else if delta > 0 {
-        format!("in {}", format_duration(delta))
-    } else {
-        format!("{} ago", format_duration(-delta))
-    }
+    TimeFmt::new(now, Zone::Local).at(at)
 }
 
-/// An optional instant relative to `now`; `-` when absent.
+/// An optional instant as [`when`]; `-` when absent.
 #[must_use]
 pub fn opt_when(at: Option<Millis>, now: Millis) -> String {
     at.map_or_else(|| "-".to_owned(), |at| when(at, now))
@@ -207,8 +202,10 @@ mod tests {
 
     #[test]
     fn instants_read_relative_to_now() {
-        assert_eq!(when(1_500, 1_000), "in 500ms");
-        assert_eq!(when(1_000, 4_000), "3.0s ago");
-        assert_eq!(when(7, 7), "now");
+        // The wall time is the machine's zone; the distance is not.
+        let now = 1_796_047_382_800;
+        assert!(when(now + 500, now).ends_with(" · in 500ms"));
+        assert!(when(now - 180_000, now).ends_with(" · 3m ago"));
+        assert!(when(now, now).ends_with(" · now"));
     }
 }

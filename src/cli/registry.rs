@@ -12,7 +12,7 @@ use clap::{Args, Subcommand};
 use super::output::cell;
 use super::{CliResult, Failure, StoreArg};
 use crate::error::Error;
-use crate::ops::actor::os_account;
+use crate::ops::actor::operator;
 use crate::store::url::OpenMode;
 
 /// `leasehold authority SUBCOMMAND`.
@@ -46,7 +46,7 @@ fn forget(args: &ForgetArgs, out: &mut dyn Write) -> CliResult {
     // Opened read-only first, so a mistyped path is refused instead of created.
     args.store.open(OpenMode::ReadOnly)?;
     let store = args.store.open(OpenMode::ReadWrite)?;
-    match store.forget_authority(&args.id, &os_account()) {
+    match store.forget_authority(&args.id, &operator()) {
         Ok((row, state)) => {
             writeln!(
                 out,

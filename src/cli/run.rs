@@ -15,8 +15,9 @@ use crate::authority::runtime::{LogFormat, RunOptions, run_authority_with};
 use crate::authority::workload;
 use crate::check::{CheckOptions, check};
 use crate::cluster::{Cluster, ClusterOptions, run_headless};
+use crate::ops::actor::operator;
 use crate::store::url::OpenMode;
-use crate::tui::{TuiOptions, default_actor};
+use crate::tui::TuiOptions;
 
 /// `leasehold demo`.
 #[derive(Debug, Clone, Args)]
@@ -295,7 +296,7 @@ pub fn demo(args: &DemoArgs, out: &mut dyn Write) -> CliResult {
         read_only: false,
         theme: args.theme.clone().unwrap_or_else(|| "dark".into()),
         demo: Some(cluster.clone()),
-        actor: default_actor(),
+        actor: operator(),
     };
     let result = tokio_runtime()?.block_on(crate::tui::run(store, tui));
     drop(live);
@@ -318,7 +319,7 @@ pub fn attach(args: &AttachArgs) -> CliResult {
         read_only: args.read_only,
         theme: args.theme.clone().unwrap_or_else(|| "dark".into()),
         demo: None,
-        actor: default_actor(),
+        actor: operator(),
     };
     tokio_runtime()?
         .block_on(crate::tui::run(store, tui))

@@ -154,7 +154,7 @@ pub fn start(args: &WorkflowStartArgs, out: &mut dyn Write) -> CliResult {
     let principal = args
         .principal
         .clone()
-        .unwrap_or_else(super::instance::actor);
+        .unwrap_or_else(crate::ops::actor::operator);
     let compat = crate::build_key::compatibility_key(&args.build).digest();
     let started = store.start_workflow(
         &args.workflow,

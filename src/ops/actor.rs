@@ -1,40 +1,33 @@
-//! Who an operator action is recorded as: the OS account running the process, looked up
-//! from its user id, never from an environment variable (which anyone can set to
-//! anything). Plus the host, so an audit entry says where the action came from.
+//! Who an operator action is recorded as: the operating-system account running this
+//! process, at this host (`alice@build-3`). The account comes from the kernel (the owner of
+//! `/proc/self` is the process's user id) and the account database (`/etc/passwd`), never
+//! from environment variables such as `USER`, which anyone can set to anything.
 
-use crate::authority::config::host_name;
+use std::os::unix::fs::MetadataExt;
 
-/// `name@host` for the account running this process: its user id's name in
-/// `/etc/passwd`, else `uid N`; `operator@host` where no user id can be read.
+/// `account@host` of this process, for the audit log.
 #[must_use]
-pub fn os_account() -> String {
-    let user = process_uid().map_or_else(
-        || "operator".to_owned(),
-        |uid| {
-            std::fs::read_to_string("/etc/passwd")
-                .ok()
-                .and_then(|passwd| account_name(&passwd, uid))
-                .unwrap_or_else(|| format!("uid {uid}"))
-        },
-    );
-    format!("{user}@{}", host_name())
+pub fn operator() -> String {
+    format!("{}@{}", account(), host_name())
 }
 
-/// This process's user id: the owner of its own `/proc/self` entry (Linux), if readable.
-fn process_uid() -> Option<u32> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata("/proc/self").ok().map(|m| m.uid())
-    }
-    #[cfg(not(unix))]
-    {
-        None
-    }
+/// The account name of this process's user id; `uid N` when the account database has no
+/// entry for it, `unknown` when the user id cannot be read.
+#[must_use]
+pub fn account() -> String {
+    let Ok(meta) = std::fs::metadata("/proc/self") else {
+        return "unknown".into();
+    };
+    let uid = meta.uid();
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|db| account_name(&db, uid))
+        .unwrap_or_else(|| format!("uid {uid}"))
 }
 
-/// The name `passwd` (the text of `/etc/passwd`) gives user id `uid`.
-fn account_name(passwd: &str, uid: u32) -> Option<String> {
+/// The name of `uid` in a `passwd(5)` database.
+#[must_use]
+pub fn account_name(passwd: &str, uid: u32) -> Option<String> {
     passwd.lines().find_map(|line| {
         let mut fields = line.split(':');
         let name = fields.next()?;
@@ -43,23 +36,37 @@ fn account_name(passwd: &str, uid: u32) -> Option<String> {
     })
 }
 
+/// The kernel's host name (`localhost` when it cannot be read): what authorities register
+/// and audit entries name, read from the kernel rather than the `HOSTNAME` variable.
+#[must_use]
+pub fn host_name() -> String {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|p| {
+            std::fs::read_to_string(p)
+                .ok()
+                .map(|h| h.trim().to_owned())
+                .filter(|h| !h.is_empty())
+        })
+        .unwrap_or_else(|| "localhost".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_name_comes_from_the_user_id() {
-        let passwd =
-            "root:x:0:0:root:/root:/bin/bash\n# comment\nops:x:1001:1001::/home/ops:/bin/sh\n";
-        assert_eq!(account_name(passwd, 1001).as_deref(), Some("ops"));
-        assert_eq!(account_name(passwd, 0).as_deref(), Some("root"));
-        assert_eq!(account_name(passwd, 7), None);
+    fn finds_the_name_of_a_uid() {
+        let db = "root:x:0:0:root:/root:/bin/sh\n#comment\nalice:x:1000:1000::/home/a:/bin/sh\n";
+        assert_eq!(account_name(db, 1000).as_deref(), Some("alice"));
+        assert_eq!(account_name(db, 0).as_deref(), Some("root"));
+        assert_eq!(account_name(db, 7), None);
     }
 
     #[test]
     fn this_process_has_an_account() {
-        let actor = os_account();
+        let actor = operator();
         assert!(actor.contains('@'), "{actor}");
-        assert!(!actor.starts_with('@'));
+        assert!(!actor.starts_with('@'), "{actor}");
     }
 }

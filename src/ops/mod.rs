@@ -3,5 +3,8 @@
 //! once here so the two can never disagree.
 
 pub mod actor;
+pub mod cancel;
 pub mod claims;
 pub mod liveness;
+pub mod pretty;
+pub mod timefmt;

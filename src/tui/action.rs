@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::clock::Millis;
 
+use super::describe::Fetch;
 use super::snapshot::Snapshot;
 
 /// The views, in number-key order.
@@ -149,6 +150,11 @@ pub enum Done {
     },
     /// A demo operation ran.
     Demo { message: String },
+    /// A describe pane's read by key finished (the record's field, or the failure).
+    Described {
+        fetch: Fetch,
+        value: Result<serde_json::Value, String>,
+    },
 }
 
 /// One thing that happened.
@@ -191,6 +197,12 @@ pub enum Action {
     Submit,
     Confirm,
     Dismiss,
+    /// Open the describe pane of the selected row (every field of its record).
+    Describe,
+    /// Copy the selected row's id to the clipboard (OSC 52).
+    CopyId,
+    /// Release / take back the mouse, so the terminal can select text.
+    ToggleMouse,
     // --- operator actions
     CancelWorkflow,
     Demo(DemoKey),

@@ -9,13 +9,18 @@ use std::sync::Arc;
 
 use crossterm::event::KeyEvent;
 
+mod cancel_dialog;
+mod describe_pane;
+
 use super::action::{Action, DemoKey, DemoOp, Done, ViewId, WorkQuick};
+use super::describe::{Describe, Fetch};
 use super::keymap::{self, Mode};
 use super::snapshot::{Query, Snapshot, ViewData};
 use super::theme::{Role, Theme, ThemeSet};
 use super::views::{self, CHROME_ROWS, SortKey, TableData, workflow_detail};
 use crate::clock::Millis;
 use crate::model::PageRequest;
+use crate::ops::timefmt::{TimeFmt, Zone};
 
 /// How long a changed row stays highlighted.
 pub const FLASH_MS: Millis = 1_500;
@@ -30,9 +35,11 @@ pub struct AppOptions {
     pub read_only: bool,
     /// A demo cluster is attached (its keys are shown and work).
     pub demo: bool,
-    /// `user@host`, recorded in the audit log.
+    /// `account@host`, recorded in the audit log.
     pub actor: String,
     pub refresh_ms: u64,
+    /// The zone wall times are shown in (UTC in tests, local for people).
+    pub zone: Zone,
 }
 
 impl Default for AppOptions {
@@ -42,6 +49,7 @@ impl Default for AppOptions {
             demo: false,
             actor: "operator@localhost".into(),
             refresh_ms: 250,
+            zone: Zone::Utc,
         }
     }
 }
@@ -57,6 +65,12 @@ pub enum Command {
         reason: String,
     },
     Demo(DemoOp),
+    /// Read what a describe pane still lacks.
+    Fetch(Fetch),
+    /// Put this text on the clipboard (OSC 52, through the terminal backend).
+    Copy(String),
+    /// Capture the mouse (`true`) or leave it to the terminal for selecting text.
+    Mouse(bool),
     Quit,
 }
 
@@ -66,13 +80,13 @@ pub enum Overlay {
     Help {
         scroll: u16,
     },
-    Detail {
-        title: String,
-        fields: Vec<(String, String)>,
-        scroll: u16,
-    },
+    /// Every field of one record.
+    Describe(Describe),
+    /// Confirm a cancel; `editing` while the reason field has the keyboard.
     ConfirmCancel {
         instance: String,
+        reason: String,
+        editing: bool,
     },
 }
 
@@ -166,6 +180,8 @@ pub struct App {
     samples: VecDeque<Sample>,
     status: Option<Status>,
     tree: TreeUi,
+    /// Whether the dashboard captures the mouse (off: the terminal selects text).
+    mouse: bool,
     quit: bool,
 }
 
@@ -204,6 +220,7 @@ impl App {
             samples: VecDeque::new(),
             status: None,
             tree: TreeUi::default(),
+            mouse: true,
             quit: false,
         };
         app.query = app.build_query(0);
@@ -345,6 +362,16 @@ impl App {
     pub fn size(&self) -> (u16, u16) {
         self.size
     }
+    /// How instants are written: the store's now, in the session's zone.
+    #[must_use]
+    pub fn time_fmt(&self) -> TimeFmt {
+        TimeFmt::new(self.now, self.options.zone)
+    }
+    /// Whether the dashboard has the mouse (shown in the footer when it does not).
+    #[must_use]
+    pub fn mouse_captured(&self) -> bool {
+        self.mouse
+    }
 
     /// The key-map mode the app is in.
     #[must_use]
@@ -353,6 +380,7 @@ impl App {
             Mode::Prompt
         } else {
             match self.overlay {
+                Some(Overlay::ConfirmCancel { editing: true, .. }) => Mode::DialogText,
                 Some(Overlay::ConfirmCancel { .. }) => Mode::Dialog,
                 Some(_) => Mode::Overlay,
                 None => Mode::Normal(self.view),
@@ -404,6 +432,9 @@ impl App {
                 });
             }
             Action::Done(done) => {
+                // An operator action changed the store: read it again. A describe read
+                // changed nothing.
+                force = !matches!(done, Done::Described { .. });
                 match done {
                     Done::Cancel {
                         instance,
@@ -417,8 +448,8 @@ impl App {
                         );
                     }
                     Done::Demo { message } => self.say(message, Role::Ok),
+                    Done::Described { fetch, value } => self.on_described(&fetch, value),
                 }
-                force = true;
             }
             Action::Resize { width, height } => self.size = (width, height),
             other => {
@@ -490,7 +521,10 @@ impl App {
             Action::PageUp => self.page(PageMove::Up),
             Action::Home => self.page(PageMove::Home),
             Action::End => self.page(PageMove::End),
-            Action::Enter => self.enter(),
+            Action::Enter => self.enter(out),
+            Action::Describe => self.open_describe(out),
+            Action::CopyId => self.copy_id(out),
+            Action::ToggleMouse => self.toggle_mouse(out),
             Action::Timeline => match self.selected_row().and_then(|r| r.resource.clone()) {
                 Some(resource) => self.open_timeline(resource),
                 None => self.say("this row has no lease resource", Role::Warning),
@@ -700,66 +734,30 @@ impl App {
 
     fn overlay_action(&mut self, overlay: Overlay, action: Action, out: &mut Vec<Command>) {
         match (overlay, action) {
-            (Overlay::ConfirmCancel { instance }, Action::Confirm) => {
-                self.overlay = None;
-                self.say(
-                    format!("cancelling {}…", super::text::clean(&instance, 40)),
-                    Role::Accent,
-                );
-                out.push(Command::Cancel {
-                    instance,
-                    reason: "cancelled from the dashboard".into(),
-                });
+            (Overlay::ConfirmCancel { .. }, action) => self.cancel_dialog_action(action, out),
+            (Overlay::Describe(d), action) => self.describe_action(d, action, out),
+            (Overlay::Help { scroll }, Action::Up | Action::ScrollUp) => {
+                self.scroll_help(scroll.saturating_sub(1));
             }
-            (
-                Overlay::Help { scroll } | Overlay::Detail { scroll, .. },
-                Action::Up | Action::ScrollUp,
-            ) => self.scroll_overlay(scroll.saturating_sub(1)),
-            (
-                Overlay::Help { scroll } | Overlay::Detail { scroll, .. },
-                Action::Down | Action::ScrollDown,
-            ) => self.scroll_overlay(scroll.saturating_add(1)),
-            (Overlay::Help { scroll } | Overlay::Detail { scroll, .. }, Action::PageDown) => {
-                self.scroll_overlay(scroll.saturating_add(10))
+            (Overlay::Help { scroll }, Action::Down | Action::ScrollDown) => {
+                self.scroll_help(scroll.saturating_add(1));
             }
-            (Overlay::Help { scroll } | Overlay::Detail { scroll, .. }, Action::PageUp) => {
-                self.scroll_overlay(scroll.saturating_sub(10))
+            (Overlay::Help { scroll }, Action::PageDown) => {
+                self.scroll_help(scroll.saturating_add(10));
             }
-            (Overlay::ConfirmCancel { .. }, Action::Dismiss) => {
-                self.overlay = None;
-                self.say("nothing was cancelled", Role::Muted);
+            (Overlay::Help { scroll }, Action::PageUp) => {
+                self.scroll_help(scroll.saturating_sub(10));
             }
             (_, Action::Dismiss | Action::Back | Action::ToggleHelp | Action::Quit) => {
-                self.overlay = None
+                self.overlay = None;
             }
             _ => {}
         }
     }
 
-    fn scroll_overlay(&mut self, to: u16) {
-        if let Some(Overlay::Help { scroll } | Overlay::Detail { scroll, .. }) = &mut self.overlay {
+    fn scroll_help(&mut self, to: u16) {
+        if let Some(Overlay::Help { scroll }) = &mut self.overlay {
             *scroll = to.min(500);
-        }
-    }
-
-    fn ask_cancel(&mut self) {
-        if self.options.read_only {
-            self.say(
-                "read-only: actions are disabled (started with --read-only)",
-                Role::Error,
-            );
-            return;
-        }
-        let instance = match self.view {
-            ViewId::WorkflowDetail => self.instance.clone(),
-            _ => self.selected_row().and_then(|r| r.instance.clone()),
-        };
-        match instance {
-            Some(instance) => self.overlay = Some(Overlay::ConfirmCancel { instance }),
-            None => self.say(
-                "select a workflow instance to cancel (5 for workflows)",
-                Role::Warning,
-            ),
         }
     }
 
@@ -817,7 +815,7 @@ impl App {
         }
     }
 
-    fn enter(&mut self) {
+    fn enter(&mut self, out: &mut Vec<Command>) {
         if self.view == ViewId::WorkflowDetail {
             let sel = self.tree.selected.last().cloned();
             if let Some(id) = sel {
@@ -834,16 +832,7 @@ impl App {
             self.open_instance(instance);
             return;
         }
-        let title = row
-            .cells
-            .first()
-            .map(|c| c.text.clone())
-            .unwrap_or_default();
-        self.overlay = Some(Overlay::Detail {
-            title,
-            fields: row.detail,
-            scroll: 0,
-        });
+        self.open_describe(out);
     }
 
     fn open_instance(&mut self, instance: String) {
@@ -934,7 +923,9 @@ impl App {
         }
         let Some(data) = &self.data else { return };
         if row == body.y + 1 {
-            if let Some(c) = views::table::column_at(body, data.columns, column) {
+            if let Some(c) =
+                views::table::column_at(body, data, self.table_ui().sort.map(|(c, _)| c), column)
+            {
                 let _ = self.normal_action(Action::SortBy(c), &mut Vec::new());
             }
             return;
@@ -1003,7 +994,8 @@ impl App {
             ..snapshot.query.clone()
         };
         let same_scope = self.version_scope.as_ref() == Some(&scope);
-        if let Some(data) = views::table(&snapshot, snapshot.at) {
+        let at_read = TimeFmt::new(snapshot.at, self.options.zone);
+        if let Some(data) = views::table(&snapshot, at_read) {
             let versions: HashMap<String, String> = data
                 .rows
                 .iter()
@@ -1027,7 +1019,7 @@ impl App {
         let short_backwards = page.backwards
             && page.after.is_some()
             && snapshot.query.seq == self.query.seq
-            && { views::table(&snapshot, snapshot.at).is_some_and(|d| d.fetched < page.limit) };
+            && { views::table(&snapshot, at_read).is_some_and(|d| d.fetched < page.limit) };
         let view = snapshot.query.view;
         self.snapshot = Some(snapshot);
         if self.view == ViewId::WorkflowDetail && self.tree.selected.is_empty() {
@@ -1069,7 +1061,7 @@ impl App {
             .snapshot
             .as_deref()
             .filter(|s| s.query.view == self.view)
-            .and_then(|s| views::table(s, self.now));
+            .and_then(|s| views::table(s, self.time_fmt()));
         let ui = self.table_ui();
         let Some(data) = &self.data else {
             self.visible.clear();

@@ -3,7 +3,7 @@
 //! and the results of operator commands. Input is drained before drawing, and a frame is
 //! drawn only when something changed.
 
-use std::io;
+use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,8 +21,9 @@ use super::app::{App, AppOptions, Command};
 use super::harness::execute;
 use super::snapshot::{Published, run_reader};
 use super::theme::ThemeSet;
-use super::{TuiOptions, views};
+use super::{TuiOptions, describe, views};
 use crate::error::{Error, Result};
+use crate::ops::timefmt::Zone;
 use crate::store::Store;
 
 /// Restores the terminal when dropped (normal exit, error, or unwinding panic).
@@ -57,6 +58,7 @@ pub async fn run(store: Store, options: TuiOptions) -> Result<()> {
             demo: options.demo.is_some(),
             actor: options.actor.clone(),
             refresh_ms: options.refresh_ms,
+            zone: Zone::Local,
         },
         theme,
         themes,
@@ -106,6 +108,21 @@ fn event_action(app: &mut App, event: Event) -> Vec<Command> {
     }
 }
 
+/// Writes a terminal-side command through the backend, between frames, so it is never
+/// interleaved with drawing: the clipboard's OSC 52 sequence, or mouse capture on / off.
+fn terminal_command(terminal: &mut DefaultTerminal, command: &Command) -> io::Result<()> {
+    let backend = terminal.backend_mut();
+    match command {
+        Command::Copy(text) => {
+            backend.write_all(describe::osc52(text).as_bytes())?;
+            backend.flush()
+        }
+        Command::Mouse(true) => execute!(backend, EnableMouseCapture),
+        Command::Mouse(false) => execute!(backend, DisableMouseCapture),
+        _ => Ok(()),
+    }
+}
+
 async fn event_loop(
     terminal: &mut DefaultTerminal,
     mut app: App,
@@ -141,11 +158,17 @@ async fn event_loop(
 
     let outcome = loop {
         // Carry out what the app asked for.
+        let mut broken = None;
         for command in pending.drain(..) {
             match command {
                 Command::Quit => {}
                 Command::Query(q) => {
                     let _ = query_tx.send(q);
+                }
+                Command::Copy(_) | Command::Mouse(_) => {
+                    if let Err(e) = terminal_command(terminal, &command) {
+                        broken = Some(terminal_error(&e));
+                    }
                 }
                 other => {
                     let (store, cluster, actor, tx) = (
@@ -161,6 +184,9 @@ async fn event_loop(
                     });
                 }
             }
+        }
+        if let Some(e) = broken {
+            break Err(e);
         }
         if app.should_quit() {
             break Ok(());

@@ -12,15 +12,17 @@ use ratatui::buffer::Buffer;
 use super::action::{Action, DemoOp, Done};
 use super::app::{App, AppOptions, Command};
 use super::demo::ClusterControl;
+use super::describe;
 use super::snapshot;
 use super::theme::{Theme, ThemeSet};
 use super::views;
-use super::wf;
 use crate::clock::Millis;
+use crate::ops::cancel;
 use crate::store::Store;
 
-/// Carries out one non-query command (a cancel or a demo operation) and reports what
-/// happened, audited. Blocking: the event loop runs it on `spawn_blocking`.
+/// Carries out one store-side command (a cancel, a demo operation, a describe read) and
+/// reports what happened; operator actions are audited. Blocking: the event loop runs it
+/// on `spawn_blocking`. Terminal-side commands (clipboard, mouse) are the caller's.
 #[must_use]
 pub fn execute(
     store: &Store,
@@ -30,10 +32,10 @@ pub fn execute(
 ) -> Option<Action> {
     match command {
         Command::Cancel { instance, reason } => {
-            let (mut message, refused) = wf::cancel(store, instance, actor, reason);
-            if let Err(e) = store.audit(actor, "cancel-workflow", instance, &message) {
-                message.push_str(&format!(" (audit failed: {e})"));
-            }
+            let (message, refused) = match cancel::cancel(store, instance, None, actor, reason) {
+                Ok(verdict) => (verdict.words(), verdict.refused()),
+                Err(e) => (format!("failed: {e}"), true),
+            };
             Some(Action::Done(Done::Cancel {
                 instance: instance.clone(),
                 message,
@@ -94,7 +96,11 @@ pub fn execute(
             };
             Some(Action::Done(Done::Demo { message }))
         }
-        Command::Query(_) | Command::Quit => None,
+        Command::Fetch(fetch) => Some(Action::Done(Done::Described {
+            fetch: fetch.clone(),
+            value: describe::fetch(store, fetch).map_err(|e| e.to_string()),
+        })),
+        Command::Query(_) | Command::Copy(_) | Command::Mouse(_) | Command::Quit => None,
     }
 }
 
@@ -104,6 +110,10 @@ pub struct Harness {
     store: Store,
     cluster: Option<Arc<dyn ClusterControl>>,
     wall: Millis,
+    /// What the app wrote to the terminal itself (OSC 52 clipboard sequences).
+    terminal_out: Vec<u8>,
+    /// Whether the app has the mouse captured, as the terminal would have it.
+    mouse: bool,
 }
 
 impl Harness {
@@ -123,6 +133,8 @@ impl Harness {
             store,
             cluster,
             wall: 0,
+            terminal_out: Vec::new(),
+            mouse: true,
         };
         h.dispatch(Action::Tick {
             now: h.store.now(),
@@ -138,6 +150,18 @@ impl Harness {
         &self.store
     }
 
+    /// The bytes the app asked to write to the terminal (clipboard sequences).
+    #[must_use]
+    pub fn terminal_output(&self) -> &[u8] {
+        &self.terminal_out
+    }
+
+    /// Whether the terminal would have the mouse captured now.
+    #[must_use]
+    pub fn mouse_captured(&self) -> bool {
+        self.mouse
+    }
+
     /// Applies an action and everything it leads to.
     pub fn dispatch(&mut self, action: Action) {
         let commands = self.app.update(action);
@@ -147,6 +171,15 @@ impl Harness {
     fn run(&mut self, commands: Vec<Command>) {
         for command in commands {
             let next = match &command {
+                Command::Copy(text) => {
+                    self.terminal_out
+                        .extend_from_slice(describe::osc52(text).as_bytes());
+                    None
+                }
+                Command::Mouse(on) => {
+                    self.mouse = *on;
+                    None
+                }
                 Command::Query(q) => Some(
                     match snapshot::read(&self.store, q, self.cluster.as_deref()) {
                         Ok(s) => Action::Snapshot(Arc::new(s)),

@@ -17,7 +17,9 @@ pub enum Mode {
     Prompt,
     /// A confirmation dialog is open.
     Dialog,
-    /// The help overlay or a row-detail popup is open.
+    /// A dialog's text field (the cancel reason) has the keyboard.
+    DialogText,
+    /// The help overlay or a describe pane is open.
     Overlay,
 }
 
@@ -171,7 +173,21 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             Action::Enter,
             Global,
             Navigation,
-            "open: workflow detail / row detail; toggle a history node",
+            "open: workflow detail, else describe the row; toggle a history node",
+        ),
+        bind(
+            &[Key::ch('d')],
+            Action::Describe,
+            Global,
+            Navigation,
+            "describe the selected row: every field, JSON pretty-printed, scrollable",
+        ),
+        bind(
+            &[Key::ch('y')],
+            Action::CopyId,
+            Global,
+            Navigation,
+            "copy the selected row's id to the clipboard (OSC 52)",
         ),
         bind(
             &[Key::plain(KeyCode::Esc)],
@@ -321,6 +337,13 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             "show query count and latency",
         ),
         bind(
+            &[Key::ch('m')],
+            Action::ToggleMouse,
+            Global,
+            Live,
+            "release / capture the mouse (released: select text with the terminal)",
+        ),
+        bind(
             &[Key::ctrl('t')],
             Action::CycleTheme,
             Global,
@@ -346,7 +369,7 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             Action::CancelWorkflow,
             Global,
             Operator,
-            "cancel the selected workflow (asks first; not a rollback)",
+            "cancel the selected workflow (asks first, Tab: a reason; not a rollback)",
         ),
         bind(
             &[Key::ch('K')],
@@ -441,14 +464,26 @@ pub fn resolve(key: &KeyEvent, mode: Mode) -> Option<Action> {
         Mode::Dialog => match key.code {
             KeyCode::Char('y' | 'Y') | KeyCode::Enter => Some(Action::Confirm),
             KeyCode::Char('n' | 'N' | 'q') | KeyCode::Esc => Some(Action::Dismiss),
+            KeyCode::Tab => Some(Action::Complete),
             _ => None,
         },
+        Mode::DialogText => Some(match key.code {
+            KeyCode::Enter => Action::Confirm,
+            KeyCode::Esc | KeyCode::Tab => Action::Complete,
+            KeyCode::Backspace => Action::Backspace,
+            KeyCode::Char('c') if ctrl => Action::Dismiss,
+            KeyCode::Char(c) if !ctrl => Action::Input(c),
+            _ => return None,
+        }),
         Mode::Overlay => match key.code {
             KeyCode::Esc | KeyCode::Char('?' | 'q') | KeyCode::Enter => Some(Action::Dismiss),
             KeyCode::Up | KeyCode::Char('k') => Some(Action::Up),
             KeyCode::Down | KeyCode::Char('j') => Some(Action::Down),
             KeyCode::PageUp => Some(Action::PageUp),
-            KeyCode::PageDown => Some(Action::PageDown),
+            KeyCode::PageDown | KeyCode::Char(' ') => Some(Action::PageDown),
+            KeyCode::Home | KeyCode::Char('g') => Some(Action::Home),
+            KeyCode::End | KeyCode::Char('G') => Some(Action::End),
+            KeyCode::Char('y') => Some(Action::CopyId),
             _ => None,
         },
         Mode::Normal(view) => {

@@ -4,21 +4,23 @@
 //! per refresh through `tokio::sync::watch`) → [`app::App`] (model + `update`) →
 //! [`views`] (pure rendering). Keys become [`action::Action`]s through [`keymap`]; operator
 //! actions come back out of `update` as [`app::Command`]s that call the same library entry
-//! points the CLI uses (cancel through [`wf`], the demo cluster through
+//! points the CLI uses (cancel through [`crate::ops::cancel`], the demo cluster through
 //! [`demo::ClusterControl`]), audited.
 //!
 //! Layout: `action.rs` (what can happen), `keymap.rs` (keys → actions; the help overlay is
 //! generated from it), `app.rs` (model and update), `snapshot.rs` (the reader),
 //! `event_loop.rs` (terminal set-up, restore, the `select!` loop), `theme.rs` (TOML
 //! themes), `views/` (one file per view), `harness.rs` (drive it without a terminal),
-//! `screenshot.rs` (buffer → SVG), `text.rs` (escaping hostile text), `wf.rs` (the workflow
-//! engine calls), `demo.rs` (the cluster seam).
+//! `describe.rs` (the describe pane's records and the clipboard), `screenshot.rs` (buffer →
+//! SVG), `text.rs` (escaping hostile text), `wf.rs` (the workflow engine's reads),
+//! `demo.rs` (the cluster seam).
 //!
 //! Entry point: [`run`] (async) or [`run_blocking`].
 
 pub mod action;
 pub mod app;
 pub mod demo;
+pub mod describe;
 pub mod event_loop;
 pub mod harness;
 pub mod keymap;
@@ -45,7 +47,7 @@ pub struct TuiOptions {
     pub theme: String,
     /// The embedded cluster, in `leasehold demo`.
     pub demo: Option<Arc<dyn ClusterControl>>,
-    /// `user@host`, recorded in the audit log with every operator action.
+    /// `account@host`, recorded in the audit log with every operator action.
     pub actor: String,
 }
 
@@ -56,7 +58,7 @@ impl Default for TuiOptions {
             read_only: false,
             theme: "dark".into(),
             demo: None,
-            actor: default_actor(),
+            actor: crate::ops::actor::operator(),
         }
     }
 }
@@ -71,22 +73,4 @@ impl std::fmt::Debug for TuiOptions {
             .field("actor", &self.actor)
             .finish()
     }
-}
-
-/// `$USER@$HOSTNAME` (or `operator@localhost`), for the audit log.
-#[must_use]
-pub fn default_actor() -> String {
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("USERNAME"))
-        .unwrap_or_else(|_| "operator".into());
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| {
-            std::fs::read_to_string("/etc/hostname")
-                .ok()
-                .map(|h| h.trim().to_owned())
-        })
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into());
-    format!("{user}@{host}")
 }

@@ -1,11 +1,10 @@
-//! The dashboard's only doorway into the workflow engine: reads for the detail view and the
-//! operator's cancel. Kept in one place so an engine signature change is a one-line edit.
+//! The dashboard's only doorway into the workflow engine's reads, for the detail view. Kept in one place so an engine signature change is a one-line edit.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::{HistoryRecord, InstanceRow};
 use crate::store::Store;
 use crate::workflow::InstanceState;
-use crate::workflow::engine::{CancelOutcome, decode_state};
+use crate::workflow::engine::decode_state;
 
 /// One instance row.
 pub(crate) fn instance(store: &Store, id: &str) -> Result<Option<InstanceRow>> {
@@ -26,17 +25,4 @@ pub(crate) fn state(row: &InstanceRow) -> Option<InstanceState> {
 /// The lease resource the engine fences an instance's transitions on.
 pub(crate) fn resource(instance_id: &str) -> String {
     format!("wf:{instance_id}")
-}
-
-/// Cancels `instance` as `actor`, and says what happened in the operator's words:
-/// `(message, refused)`. Audited by the caller.
-pub(crate) fn cancel(store: &Store, instance: &str, actor: &str, reason: &str) -> (String, bool) {
-    match store.cancel_workflow(instance, None, actor, reason) {
-        Ok(CancelOutcome::Cancelled) => ("cancelled".into(), false),
-        Ok(CancelOutcome::AlreadyCancelled) => ("already cancelled".into(), false),
-        Err(Error::AlreadyTerminal { state, .. }) => (format!("refused: {state}"), true),
-        Err(Error::Incompatible { .. }) => ("refused: incompatible build".into(), true),
-        Err(Error::NotFound { .. }) => ("refused: no such instance".into(), true),
-        Err(e) => (format!("failed: {e}"), true),
-    }
 }

@@ -1,10 +1,10 @@
 //! The audit log: who did what to which target, and what came of it.
 
-use super::super::text::{clean, clock_time};
+use super::super::text::clean;
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
-use crate::clock::format_instant;
 use crate::model::{AuditEntry, Page};
+use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("#", 5, 0),
@@ -16,7 +16,7 @@ pub const COLUMNS: &[Column] = &[
 ];
 
 #[must_use]
-pub fn table(page: &Page<AuditEntry>) -> TableData {
+pub fn table(page: &Page<AuditEntry>, fmt: TimeFmt) -> TableData {
     let rows = page
         .rows
         .iter()
@@ -26,7 +26,7 @@ pub fn table(page: &Page<AuditEntry>) -> TableData {
                 key: format!("{:020}", a.id),
                 cells: vec![
                     Cell::num(a.id),
-                    Cell::timed(clock_time(a.at), a.at),
+                    Cell::timed(fmt.wall(a.at), a.at),
                     Cell::raw(&a.actor, 60),
                     Cell::raw(&a.action, 60),
                     Cell::raw(&a.target, 80),
@@ -34,7 +34,7 @@ pub fn table(page: &Page<AuditEntry>) -> TableData {
                 ],
                 detail: vec![
                     ("entry".into(), a.id.to_string()),
-                    ("at".into(), format_instant(a.at)),
+                    ("at".into(), fmt.at(a.at)),
                     ("actor".into(), clean(&a.actor, 200)),
                     ("action".into(), clean(&a.action, 200)),
                     ("target".into(), clean(&a.target, 500)),

@@ -1,12 +1,13 @@
 //! Authorities: who runs, under which build, how recently alive, how much they own.
 
+use crate::ops::timefmt::TimeFmt;
 use std::collections::HashMap;
 
 use super::super::snapshot::{OWNED_CAP, Snapshot};
-use super::super::text::{age, clean, clock_time, short};
+use super::super::text::{age, clean, short};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
-use crate::clock::{Millis, format_instant};
+use crate::clock::Millis;
 use crate::model::{Authority, Page};
 use crate::ops::claims::OwnedClaims;
 use crate::ops::liveness::{Liveness, Timing, liveness};
@@ -60,8 +61,9 @@ pub fn table(
     snap: &Snapshot,
     page: &Page<Authority>,
     owned: &HashMap<String, OwnedClaims>,
-    now: Millis,
+    fmt: TimeFmt,
 ) -> TableData {
+    let now = fmt.now;
     let rows = page
         .rows
         .iter()
@@ -92,7 +94,7 @@ pub fn table(
                         .role_if(demo.is_some_and(|d| d != "running"), Role::Warning),
                     Cell::text(short(&a.compat, 8)).role_if(!compatible, Role::Incompatible),
                     Cell::raw(&format!("{}:{}", a.host, a.pid), 40),
-                    Cell::timed(clock_time(a.started_at), a.started_at),
+                    Cell::timed(fmt.wall(a.started_at), a.started_at),
                 ],
                 detail: vec![
                     ("instance".into(), clean(&a.instance_id, 200)),
@@ -109,18 +111,18 @@ pub fn table(
                         "host / pid".into(),
                         format!("{} / {}", clean(&a.host, 100), a.pid),
                     ),
-                    ("started".into(), format_instant(a.started_at)),
+                    ("started".into(), fmt.at(a.started_at)),
                     (
                         "heartbeat".into(),
                         format!(
                             "{} ({} ago)",
-                            format_instant(a.heartbeat_at),
+                            fmt.at(a.heartbeat_at),
                             age(now, Some(a.heartbeat_at))
                         ),
                     ),
                     (
                         "stopped".into(),
-                        a.stopped_at.map_or_else(|| "-".into(), format_instant),
+                        a.stopped_at.map_or_else(|| "-".into(), |t| fmt.at(t)),
                     ),
                     ("items owned".into(), owned_text_detail(claims)),
                     ("claims/s (10 s)".into(), format!("{rate:.1}")),

@@ -242,8 +242,11 @@ fn hints(app: &App) -> Vec<(String, &'static str)> {
             ("/".into(), "filter"),
             ("s".into(), "sort"),
             ("PgDn".into(), "page"),
-            ("Enter".into(), "detail"),
+            ("d".into(), "describe"),
         ]);
+    }
+    if !app.mouse_captured() {
+        out.insert(0, ("m".into(), "mouse released: select text"));
     }
     match view {
         ViewId::Work => out.push(("p c r f x a".into(), "quick filter")),

@@ -1,12 +1,12 @@
 //! Subscription cursors: the monotone delivered sequence, which authority holds the cursor
 //! and under which generation, and how far behind the journal it is.
 
+use crate::ops::timefmt::TimeFmt;
 use std::collections::HashMap;
 
-use super::super::text::{clean, clock_time, relative};
+use super::super::text::{clean, relative};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
-use crate::clock::{Millis, format_instant};
 use crate::model::{Page, Subscription, WorkItem, WorkState};
 
 pub const COLUMNS: &[Column] = &[
@@ -25,8 +25,9 @@ pub fn table(
     page: &Page<Subscription>,
     items: &HashMap<String, WorkItem>,
     high_water: i64,
-    now: Millis,
+    fmt: TimeFmt,
 ) -> TableData {
+    let now = fmt.now;
     let rows = page
         .rows
         .iter()
@@ -49,7 +50,7 @@ pub fn table(
                     Cell::num(i64::try_from(generation).unwrap_or(i64::MAX)),
                     Cell::timed(relative(now, lease), lease.unwrap_or(0))
                         .role_if(lease.is_some_and(|l| l <= now), Role::LeaseExpired),
-                    Cell::timed(clock_time(s.updated_at), s.updated_at),
+                    Cell::timed(fmt.wall(s.updated_at), s.updated_at),
                 ],
                 detail: vec![
                     ("subscription".into(), clean(&s.subscription_id, 300)),
@@ -66,7 +67,7 @@ pub fn table(
                         "updated".into(),
                         format!(
                             "{} by {}",
-                            format_instant(s.updated_at),
+                            fmt.at(s.updated_at),
                             clean(s.updated_by.as_deref().unwrap_or("-"), 100)
                         ),
                     ),

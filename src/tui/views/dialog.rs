@@ -1,5 +1,4 @@
-//! Popups: the cancel confirmation (which says what will and will not happen) and the row
-//! detail.
+//! Popups: the cancel confirmation, which says what will and will not happen.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,7 +7,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::super::app::App;
 use super::super::text::clean;
-use super::super::theme::{Role, Theme};
+use super::super::theme::Role;
 
 /// A rectangle of at most `width` × `height` centred in `area`.
 #[must_use]
@@ -23,22 +22,82 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
     }
 }
 
-pub fn confirm_cancel(frame: &mut Frame<'_>, area: Rect, app: &App, instance: &str) {
+/// The cancel confirmation. Its reason field and its choices are pinned to the bottom of
+/// the popup, so they stay visible however small the terminal; the explanation above
+/// them is cut first.
+pub fn confirm_cancel(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &App,
+    instance: &str,
+    reason: &str,
+    editing: bool,
+) {
     let t = app.theme();
     let popup = centered(area, 72, 16);
     frame.render_widget(Clear, popup);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.style(Role::Warning))
+        .title(Span::styled(" confirm cancel ", t.style(Role::Title)))
+        .style(t.style(Role::Dialog));
+    let inner = block.inner(popup);
+    frame.render_widget(block, popup);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    let choices = Rect {
+        y: inner.bottom() - 1,
+        height: 1,
+        ..inner
+    };
+    let mut rest = Rect {
+        height: inner.height - 1,
+        ..inner
+    };
+    frame.render_widget(
+        Paragraph::new(choice_line(app, editing)).style(t.style(Role::Dialog)),
+        choices,
+    );
+    if rest.height > 0 {
+        let field = Rect {
+            y: rest.bottom() - 1,
+            height: 1,
+            ..rest
+        };
+        rest.height -= 1;
+        frame.render_widget(Paragraph::new(reason_line(app, reason, editing)), field);
+    }
+    if rest.height > 0 {
+        frame.render_widget(
+            Paragraph::new(explanation(app, instance))
+                .wrap(Wrap { trim: false })
+                .style(t.style(Role::Dialog)),
+            rest,
+        );
+    }
+}
+
+fn explanation<'a>(app: &'a App, instance: &str) -> Vec<Line<'a>> {
+    let t = app.theme();
     let bullet = |s: &'static str, role: Role| {
         Line::from(vec![
             Span::styled("  • ", t.style(role)),
             Span::styled(s, t.style(Role::Dialog)),
         ])
     };
-    let lines = vec![
+    vec![
         Line::from(vec![
             Span::styled("Cancel workflow ", t.style(Role::Dialog)),
             Span::styled(clean(instance, 50), t.style(Role::Accent)),
         ]),
-        Line::raw(""),
+        Line::from(Span::styled(
+            format!(
+                "Recorded in the audit log as {}.",
+                clean(&app.options().actor, 40)
+            ),
+            t.style(Role::Muted),
+        )),
         Line::from(Span::styled("This will:", t.style(Role::Ok))),
         bullet(
             "move the instance to cancelled (a fenced, idempotent transition)",
@@ -61,75 +120,51 @@ pub fn confirm_cancel(frame: &mut Frame<'_>, area: Rect, app: &App, instance: &s
             "run compensation, or cancel from an incompatible build",
             Role::Warning,
         ),
-        Line::raw(""),
-        Line::from(Span::styled(
-            format!(
-                "Recorded in the audit log as {}.",
-                clean(&app.options().actor, 40)
-            ),
-            t.style(Role::Muted),
-        )),
-        Line::raw(""),
-        Line::from(vec![
-            Span::styled(" y ", t.style(Role::Key)),
-            Span::styled("cancel it   ", t.style(Role::Dialog)),
-            Span::styled(" n/Esc ", t.style(Role::Key)),
-            Span::styled("keep it running", t.style(Role::Dialog)),
-        ]),
-    ];
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(t.style(Role::Warning))
-        .title(Span::styled(" confirm cancel ", t.style(Role::Title)))
-        .style(t.style(Role::Dialog));
-    frame.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false })
-            .style(t.style(Role::Dialog)),
-        popup,
-    );
+    ]
 }
 
-pub fn detail(
-    frame: &mut Frame<'_>,
-    area: Rect,
-    t: &Theme,
-    title: &str,
-    fields: &[(String, String)],
-    scroll: u16,
-) {
-    let popup = centered(area, 100, area.height.saturating_sub(2).max(3));
-    frame.render_widget(Clear, popup);
-    let width = fields
-        .iter()
-        .map(|(k, _)| k.chars().count())
-        .max()
-        .unwrap_or(0)
-        .min(28);
-    let lines: Vec<Line<'_>> = fields
-        .iter()
-        .map(|(k, v)| {
-            Line::from(vec![
-                Span::styled(format!("{k:>width$}  "), t.style(Role::Muted)),
-                Span::styled(v.clone(), t.style(Role::Dialog)),
-            ])
-        })
-        .collect();
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(t.style(Role::Accent))
-        .title(Span::styled(
-            format!(" {} (Esc closes) ", clean(title, 60)),
-            t.style(Role::Title),
-        ))
-        .style(t.style(Role::Dialog));
-    frame.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false })
-            .scroll((scroll, 0))
-            .style(t.style(Role::Dialog)),
-        popup,
-    );
+fn reason_line<'a>(app: &'a App, reason: &str, editing: bool) -> Line<'a> {
+    let t = app.theme();
+    let mut spans = vec![Span::styled("reason: ", t.style(Role::Header))];
+    if editing {
+        spans.push(Span::styled(clean(reason, 200), t.style(Role::Base)));
+        spans.push(Span::styled("█", t.style(Role::Accent)));
+    } else if reason.is_empty() {
+        spans.push(Span::styled(
+            "(none — Tab to add one)",
+            t.style(Role::Muted),
+        ));
+    } else {
+        spans.push(Span::styled(clean(reason, 200), t.style(Role::Dialog)));
+    }
+    Line::from(spans)
+}
+
+fn choice_line(app: &App, editing: bool) -> Line<'_> {
+    let t = app.theme();
+    let pair = |key: &'static str, what: &'static str| {
+        [
+            Span::styled(key, t.style(Role::Key)),
+            Span::styled(what, t.style(Role::Dialog)),
+        ]
+    };
+    let spans: Vec<Span<'_>> = if editing {
+        [
+            pair(" Enter ", " cancel it  "),
+            pair(" Esc/Tab ", " done typing"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    } else {
+        [
+            pair(" y ", " cancel it  "),
+            pair(" n/Esc ", " keep it  "),
+            pair(" Tab ", " reason"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    };
+    Line::from(spans)
 }

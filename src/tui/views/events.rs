@@ -1,10 +1,10 @@
 //! Events: every ingestion with its dedup outcome and journal seq.
 
-use super::super::text::{clean, clock_time};
+use super::super::text::clean;
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
-use crate::clock::format_instant;
 use crate::model::{DedupOutcome, Ingestion, Page};
+use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("#", 6, 0),
@@ -27,7 +27,7 @@ pub fn outcome_role(o: DedupOutcome) -> Role {
 }
 
 #[must_use]
-pub fn table(page: &Page<Ingestion>, high_water: i64) -> TableData {
+pub fn table(page: &Page<Ingestion>, high_water: i64, fmt: TimeFmt) -> TableData {
     let rows = page
         .rows
         .iter()
@@ -35,7 +35,7 @@ pub fn table(page: &Page<Ingestion>, high_water: i64) -> TableData {
             key: format!("{:020}", e.id),
             cells: vec![
                 Cell::num(e.id),
-                Cell::timed(clock_time(e.at), e.at),
+                Cell::timed(fmt.wall(e.at), e.at),
                 Cell::raw(&e.event_type, 60),
                 Cell::raw(e.source.as_deref().unwrap_or("-"), 60),
                 Cell::raw(e.external_id.as_deref().unwrap_or("-"), 80),
@@ -47,7 +47,7 @@ pub fn table(page: &Page<Ingestion>, high_water: i64) -> TableData {
             ],
             detail: vec![
                 ("ingestion".into(), e.id.to_string()),
-                ("at".into(), format_instant(e.at)),
+                ("at".into(), fmt.at(e.at)),
                 ("type".into(), clean(&e.event_type, 200)),
                 (
                     "source / external id".into(),

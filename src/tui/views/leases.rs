@@ -1,11 +1,11 @@
 //! Leases: resource, owner, generation, token, expiry countdown, live / expired / released.
 
-use super::super::text::{clean, clock_time, relative, short};
+use super::super::text::{clean, relative, short};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
-use crate::clock::{Millis, format_instant};
 use crate::model::{Lease, Page};
 use crate::ops::claims::ClaimStanding;
+use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &columns(11);
 /// For a page holding a lapsed lease: its expiry reads `expired, awaiting reclaim (Ns)`.
@@ -34,7 +34,8 @@ pub fn status_role(status: &str) -> Role {
 }
 
 #[must_use]
-pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
+pub fn table(page: &Page<Lease>, fmt: TimeFmt) -> TableData {
+    let now = fmt.now;
     let rows = page
         .rows
         .iter()
@@ -55,7 +56,7 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
                     Cell::text(status).role(status_role(status)),
                     Cell::timed(expires, l.expires_at - now).role(status_role(status)),
                     Cell::text(short(&l.token, 10)).role(Role::Muted),
-                    Cell::timed(clock_time(l.acquired_at), l.acquired_at),
+                    Cell::timed(fmt.wall(l.acquired_at), l.acquired_at),
                     Cell::text(
                         l.checkpoint
                             .as_ref()
@@ -68,18 +69,18 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
                     ("generation".into(), l.generation.to_string()),
                     ("status".into(), expired.unwrap_or_else(|| status.into())),
                     ("token".into(), clean(&l.token, 200)),
-                    ("acquired".into(), format_instant(l.acquired_at)),
+                    ("acquired".into(), fmt.at(l.acquired_at)),
                     (
                         "expires".into(),
                         format!(
                             "{} ({})",
-                            format_instant(l.expires_at),
+                            fmt.at(l.expires_at),
                             relative(now, Some(l.expires_at))
                         ),
                     ),
                     (
                         "released".into(),
-                        l.released_at.map_or_else(|| "-".into(), format_instant),
+                        l.released_at.map_or_else(|| "-".into(), |t| fmt.at(t)),
                     ),
                     (
                         "checkpoint".into(),
@@ -89,7 +90,7 @@ pub fn table(page: &Page<Lease>, now: Millis) -> TableData {
                                 format!(
                                     "gen {} at {}: {}",
                                     c.generation,
-                                    format_instant(c.saved_at),
+                                    fmt.at(c.saved_at),
                                     clean(&c.data, 1_000)
                                 )
                             },

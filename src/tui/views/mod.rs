@@ -10,6 +10,7 @@ pub mod audit;
 pub mod authorities;
 pub mod chrome;
 pub mod cursors;
+pub mod describe;
 pub mod dialog;
 pub mod events;
 pub mod help;
@@ -28,7 +29,7 @@ use ratatui::layout::Rect;
 use super::app::{App, Overlay};
 use super::snapshot::{Snapshot, ViewData};
 use super::theme::Role;
-use crate::clock::Millis;
+use crate::ops::timefmt::TimeFmt;
 
 /// Rows of chrome around a table body: header, tabs, footer, two borders, column header.
 pub const CHROME_ROWS: u16 = 6;
@@ -109,7 +110,7 @@ impl Cell {
 pub struct Row {
     pub key: String,
     pub cells: Vec<Cell>,
-    /// Field/value pairs for the detail popup.
+    /// Field/value pairs: the row's facts in the view's words, atop its describe pane.
     pub detail: Vec<(String, String)>,
     /// The lease / work resource for the generation timeline.
     pub resource: Option<String>,
@@ -162,22 +163,22 @@ pub fn version<T: std::fmt::Debug>(value: &T) -> String {
     format!("{:016x}", h.finish())
 }
 
-/// The table model of the snapshot's view, at `now`.
+/// The table model of the snapshot's view, instants written by `fmt`.
 #[must_use]
-pub fn table(snap: &Snapshot, now: Millis) -> Option<TableData> {
+pub fn table(snap: &Snapshot, fmt: TimeFmt) -> Option<TableData> {
     let mut data = match &snap.data {
-        ViewData::Authorities { page, owned } => authorities::table(snap, page, owned, now),
-        ViewData::Leases(page) => leases::table(page, now),
-        ViewData::Work(page) => work::table(snap, page, now),
-        ViewData::Workflows(page) => workflows::table(snap, page, now),
+        ViewData::Authorities { page, owned } => authorities::table(snap, page, owned, fmt),
+        ViewData::Leases(page) => leases::table(page, fmt),
+        ViewData::Work(page) => work::table(snap, page, fmt),
+        ViewData::Workflows(page) => workflows::table(snap, page, fmt),
         ViewData::Cursors {
             page,
             items,
             high_water,
-        } => cursors::table(page, items, *high_water, now),
-        ViewData::Events { page, high_water } => events::table(page, *high_water),
-        ViewData::Schedules { page, firings } => schedules::table(page, firings, now),
-        ViewData::Audit(page) => audit::table(page),
+        } => cursors::table(page, items, *high_water, fmt),
+        ViewData::Events { page, high_water } => events::table(page, *high_water, fmt),
+        ViewData::Schedules { page, firings } => schedules::table(page, firings, fmt),
+        ViewData::Audit(page) => audit::table(page, fmt),
         ViewData::Timeline {
             resource,
             grants,
@@ -193,7 +194,7 @@ pub fn table(snap: &Snapshot, now: Millis) -> Option<TableData> {
                 lease.as_ref(),
                 item.as_ref(),
                 limit,
-                now,
+                fmt,
             )
         }
         ViewData::Overview | ViewData::Detail { .. } => return None,
@@ -228,14 +229,12 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
     chrome::footer(frame, footer, app);
     match app.overlay() {
         Some(Overlay::Help { scroll }) => help::render(frame, area, app, *scroll),
-        Some(Overlay::Detail {
-            title,
-            fields,
-            scroll,
-        }) => dialog::detail(frame, area, theme, title, fields, *scroll),
-        Some(Overlay::ConfirmCancel { instance }) => {
-            dialog::confirm_cancel(frame, area, app, instance)
-        }
+        Some(Overlay::Describe(d)) => describe::render(frame, area, app, d),
+        Some(Overlay::ConfirmCancel {
+            instance,
+            reason,
+            editing,
+        }) => dialog::confirm_cancel(frame, area, app, instance, reason, *editing),
         None => {}
     }
 }

@@ -1,11 +1,12 @@
 //! Schedules: trigger, next due (due / late), last firing and who owns it.
 
+use crate::ops::timefmt::TimeFmt;
 use std::collections::HashMap;
 
 use super::super::text::{clean, relative};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
-use crate::clock::{Millis, format_duration, format_instant};
+use crate::clock::{Millis, format_duration};
 use crate::model::schedule::{Trigger, firing_id};
 use crate::model::{Page, Schedule, WorkItem};
 
@@ -38,7 +39,12 @@ pub fn status(s: &Schedule, now: Millis) -> &'static str {
 }
 
 #[must_use]
-pub fn table(page: &Page<Schedule>, firings: &HashMap<String, WorkItem>, now: Millis) -> TableData {
+pub fn table(
+    page: &Page<Schedule>,
+    firings: &HashMap<String, WorkItem>,
+    fmt: TimeFmt,
+) -> TableData {
+    let now = fmt.now;
     let rows = page
         .rows
         .iter()
@@ -83,13 +89,10 @@ pub fn table(page: &Page<Schedule>, firings: &HashMap<String, WorkItem>, now: Mi
                     ("catch-up".into(), s.catch_up.label()),
                     ("handler".into(), clean(&s.handler, 200)),
                     ("payload".into(), clean(&s.payload, 1_000)),
-                    (
-                        "next due".into(),
-                        format!("{} ({st})", format_instant(s.next_due)),
-                    ),
+                    ("next due".into(), format!("{} ({st})", fmt.at(s.next_due))),
                     (
                         "last fired".into(),
-                        s.last_due.map_or_else(|| "never".into(), format_instant),
+                        s.last_due.map_or_else(|| "never".into(), |t| fmt.at(t)),
                     ),
                     (
                         "last firing".into(),

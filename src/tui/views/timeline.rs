@@ -3,11 +3,12 @@
 //! it, accepted or refused, in store-revision order — so a reclaim and the stale owner's
 //! refused write read as one story.
 
-use super::super::text::{clean, clock_time};
+use super::super::text::clean;
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
-use crate::clock::{Millis, format_duration, format_instant};
+use crate::clock::format_duration;
 use crate::model::{Grant, Lease, WorkItem, WriteRecord};
+use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("rev", 6, 0),
@@ -42,8 +43,9 @@ pub fn table(
     lease: Option<&Lease>,
     item: Option<&WorkItem>,
     limit: usize,
-    now: Millis,
+    fmt: TimeFmt,
 ) -> TableData {
+    let now = fmt.now;
     // A list that filled its limit may continue past its last row: only show revisions
     // both lists are complete for, and continue from there.
     let cut = [
@@ -75,7 +77,7 @@ pub fn table(
             Entry::Grant(g, i) => {
                 let until = grants.get(i + 1).map(|n| n.at);
                 let held = match until {
-                    Some(end) => format!("{} → {}", format_duration(end - g.at), clock_time(end)),
+                    Some(end) => format!("{} → {}", format_duration(end - g.at), fmt.wall(end)),
                     None if holder_now == Some(g.generation) => {
                         format!("{} → now", format_duration(now - g.at))
                     }
@@ -86,7 +88,7 @@ pub fn table(
                     key: format!("{:020}g{}", g.revision, g.generation),
                     cells: vec![
                         Cell::num(i64::try_from(g.revision).unwrap_or(i64::MAX)),
-                        Cell::timed(clock_time(g.at), g.at),
+                        Cell::timed(fmt.wall(g.at), g.at),
                         Cell::num(i64::try_from(g.generation).unwrap_or(i64::MAX))
                             .role(Role::Accent),
                         Cell::raw(&g.owner_id, 40),
@@ -101,7 +103,7 @@ pub fn table(
                     ],
                     detail: vec![
                         ("revision".into(), g.revision.to_string()),
-                        ("at".into(), format_instant(g.at)),
+                        ("at".into(), fmt.at(g.at)),
                         (
                             "grant".into(),
                             format!(
@@ -121,8 +123,7 @@ pub fn table(
                         ),
                         (
                             "held until".into(),
-                            until
-                                .map_or_else(|| "the next grant (none yet)".into(), format_instant),
+                            until.map_or_else(|| "the next grant (none yet)".into(), |t| fmt.at(t)),
                         ),
                     ],
                     version: version(g),
@@ -139,7 +140,7 @@ pub fn table(
                     key: format!("{:020}w{}", w.revision, w.generation),
                     cells: vec![
                         Cell::num(i64::try_from(w.revision).unwrap_or(i64::MAX)),
-                        Cell::timed(clock_time(w.at), w.at),
+                        Cell::timed(fmt.wall(w.at), w.at),
                         Cell::num(i64::try_from(w.generation).unwrap_or(i64::MAX)),
                         Cell::raw(&w.owner_id, 40),
                         Cell::text(format!("write: {}", clean(&w.verb, 12))),
@@ -152,7 +153,7 @@ pub fn table(
                     ],
                     detail: vec![
                         ("revision".into(), w.revision.to_string()),
-                        ("at".into(), format_instant(w.at)),
+                        ("at".into(), fmt.at(w.at)),
                         (
                             "write".into(),
                             format!(

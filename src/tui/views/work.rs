@@ -5,9 +5,10 @@ use super::super::snapshot::Snapshot;
 use super::super::text::{clean, relative, short};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
-use crate::clock::{Millis, format_duration, format_instant};
+use crate::clock::{Millis, format_duration};
 use crate::model::{Page, WorkItem, WorkState};
 use crate::ops::claims::ClaimStanding;
+use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &columns(9);
 /// For a page holding a lapsed claim: its state reads `expired, awaiting reclaim (Ns)`.
@@ -52,7 +53,8 @@ pub fn compatible(snap: &Snapshot, compat: &str) -> (&'static str, bool) {
 }
 
 #[must_use]
-pub fn table(snap: &Snapshot, page: &Page<WorkItem>, now: Millis) -> TableData {
+pub fn table(snap: &Snapshot, page: &Page<WorkItem>, fmt: TimeFmt) -> TableData {
+    let now = fmt.now;
     let rows = page
         .rows
         .iter()
@@ -99,7 +101,7 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, now: Millis) -> TableData {
                         .role_if(incompatible, Role::Incompatible),
                     Cell::raw(&failure, 200).role(Role::WorkFailed),
                 ],
-                detail: detail(w, compat_text, now),
+                detail: detail(w, compat_text, fmt),
                 resource: Some(w.id.clone()),
                 version: version(w),
                 ..Row::default()
@@ -117,8 +119,9 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, now: Millis) -> TableData {
     )
 }
 
-fn detail(w: &WorkItem, compat_text: &str, now: Millis) -> Vec<(String, String)> {
-    let opt = |v: Option<Millis>| v.map_or_else(|| "-".into(), format_instant);
+fn detail(w: &WorkItem, compat_text: &str, fmt: TimeFmt) -> Vec<(String, String)> {
+    let now = fmt.now;
+    let opt = |v: Option<Millis>| v.map_or_else(|| "-".into(), |t| fmt.at(t));
     vec![
         ("id".into(), clean(&w.id, 500)),
         (
@@ -152,7 +155,7 @@ fn detail(w: &WorkItem, compat_text: &str, now: Millis) -> Vec<(String, String)>
             "next eligible".into(),
             format!(
                 "{} ({})",
-                format_instant(w.next_eligible_at),
+                fmt.at(w.next_eligible_at),
                 relative(now, Some(w.next_eligible_at))
             ),
         ),
@@ -184,11 +187,7 @@ fn detail(w: &WorkItem, compat_text: &str, now: Millis) -> Vec<(String, String)>
         ),
         (
             "created / updated".into(),
-            format!(
-                "{} / {}",
-                format_instant(w.created_at),
-                format_instant(w.updated_at)
-            ),
+            format!("{} / {}", fmt.at(w.created_at), fmt.at(w.updated_at)),
         ),
     ]
 }

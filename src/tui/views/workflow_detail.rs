@@ -12,11 +12,12 @@ use tui_tree_widget::{Tree, TreeItem, TreeState};
 
 use super::super::app::App;
 use super::super::snapshot::ViewData;
-use super::super::text::{clean, clock_time, relative};
+use super::super::text::{clean, relative};
 use super::super::theme::{Role, Theme};
 use super::super::wf;
-use crate::clock::format_instant;
 use crate::model::{HistoryRecord, InstanceRow};
+use crate::ops::pretty;
+use crate::ops::timefmt::TimeFmt;
 
 /// One node of the history tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,14 +86,16 @@ fn kind_role(kind: &str) -> Role {
     }
 }
 
-fn record_line<'a>(t: &Theme, r: &HistoryRecord, width: usize) -> Line<'a> {
-    let detail = if r.detail == "null" || r.detail == "{}" {
-        String::new()
-    } else {
-        r.detail.clone()
+fn record_line<'a>(t: &Theme, fmt: TimeFmt, r: &HistoryRecord, width: usize) -> Line<'a> {
+    // Instants inside the detail are annotated (`"fireAt":… (14:03:07, in 4.2s)`).
+    let detail = match serde_json::from_str::<serde_json::Value>(&r.detail) {
+        Ok(serde_json::Value::Null) => String::new(),
+        Ok(serde_json::Value::Object(m)) if m.is_empty() => String::new(),
+        Ok(v) => pretty::inline(&v, fmt),
+        Err(_) => r.detail.clone(),
     };
     Line::from(vec![
-        Span::styled(format!("{} ", clock_time(r.at)), t.style(Role::Muted)),
+        Span::styled(format!("{} ", fmt.wall(r.at)), t.style(Role::Muted)),
         Span::styled(
             format!("{:<15}", clean(&r.kind, 20)),
             t.style(kind_role(&r.kind)),
@@ -102,7 +105,7 @@ fn record_line<'a>(t: &Theme, r: &HistoryRecord, width: usize) -> Line<'a> {
     ])
 }
 
-fn items<'a>(t: &Theme, nodes: &[Node], width: usize) -> Vec<TreeItem<'a, String>> {
+fn items<'a>(t: &Theme, fmt: TimeFmt, nodes: &[Node], width: usize) -> Vec<TreeItem<'a, String>> {
     nodes
         .iter()
         .filter_map(|n| {
@@ -126,23 +129,24 @@ fn items<'a>(t: &Theme, nodes: &[Node], width: usize) -> Vec<TreeItem<'a, String
                     .children
                     .iter()
                     .filter_map(|c| {
-                        c.record
-                            .as_ref()
-                            .map(|r| TreeItem::new_leaf(c.id.clone(), record_line(t, r, width)))
+                        c.record.as_ref().map(|r| {
+                            TreeItem::new_leaf(c.id.clone(), record_line(t, fmt, r, width))
+                        })
                     })
                     .collect();
                 TreeItem::new(n.id.clone(), label, children).ok()
             } else {
                 n.record
                     .as_ref()
-                    .map(|r| TreeItem::new_leaf(n.id.clone(), record_line(t, r, width)))
+                    .map(|r| TreeItem::new_leaf(n.id.clone(), record_line(t, fmt, r, width)))
             }
         })
         .collect()
 }
 
 fn fields(app: &App, row: &InstanceRow) -> Vec<(String, String)> {
-    let now = app.now();
+    let fmt = app.time_fmt();
+    let now = fmt.now;
     let state = wf::state(row);
     let snap = app.snapshot();
     let (compat_text, ok) = snap.map_or(("?", true), |s| super::work::compatible(s, &row.compat));
@@ -179,8 +183,8 @@ fn fields(app: &App, row: &InstanceRow) -> Vec<(String, String)> {
         ),
         ("next eligible".into(), relative(now, row.next_eligible_at)),
         ("definition".into(), clean(&row.workflow_id, 60)),
-        ("created".into(), format_instant(row.created_at)),
-        ("updated".into(), format_instant(row.updated_at)),
+        ("created".into(), fmt.at(row.created_at)),
+        ("updated".into(), fmt.at(row.updated_at)),
         (
             "compatible".into(),
             format!("{compat_text} ({})", clean(&row.compat, 16)),
@@ -313,7 +317,12 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
             format!(" history: {} transitions (Enter/←/→ fold) ", history.len()),
             t.style(Role::Header),
         ));
-    let items = items(t, &nodes, usize::from(inner.width.saturating_sub(40)));
+    let items = items(
+        t,
+        app.time_fmt(),
+        &nodes,
+        usize::from(inner.width.saturating_sub(40)),
+    );
     let mut state = TreeState::default();
     let closed = &app.tree().closed;
     for n in &nodes {

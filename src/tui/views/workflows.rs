@@ -6,8 +6,8 @@ use super::super::text::{clean, relative};
 use super::super::theme::Role;
 use super::super::wf;
 use super::{Cell, Column, Row, TableData, col, version};
-use crate::clock::{Millis, format_instant};
 use crate::model::{InstanceRow, Page};
+use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("instance", 20, 0),
@@ -39,7 +39,8 @@ pub fn terminal(status: &str) -> bool {
 }
 
 #[must_use]
-pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, now: Millis) -> TableData {
+pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, fmt: TimeFmt) -> TableData {
+    let now = fmt.now;
     let rows = page
         .rows
         .iter()
@@ -83,8 +84,7 @@ pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, now: Millis) -> TableDat
                     ("step".into(), clean(&step, 200)),
                     (
                         "next eligible".into(),
-                        i.next_eligible_at
-                            .map_or_else(|| "-".into(), format_instant),
+                        i.next_eligible_at.map_or_else(|| "-".into(), |t| fmt.at(t)),
                     ),
                 ],
                 resource: Some(wf::resource(&i.instance_id)),

@@ -1,0 +1,213 @@
+//! Cancel speaks one vocabulary: the same refusal, from `leasehold cancel` and from the
+//! dashboard, leaves the same audit entry (actor, action, target, outcome with the reason),
+//! and the actor is the OS account running the process, whatever `USER` says.
+
+use leasehold::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
+use leasehold::model::{AuditEntry, PageRequest};
+use leasehold::ops::actor::operator;
+use leasehold::store::url::{self, OpenMode};
+use leasehold::tui::app::{AppOptions, Command as AppCommand};
+use leasehold::tui::harness::{Harness, execute};
+use leasehold::tui::theme::Theme;
+use leasehold::workflow::Catalog;
+use leasehold::workflow::engine::Engine;
+use serde_json::{Map, Value, json};
+
+use super::{code, leasehold, stderr};
+
+const REASON: &str = "duplicate order";
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    url: String,
+    completed: String,
+    cancelled: String,
+    running: String,
+}
+
+fn inputs(partner: &str) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("partner".into(), json!(partner));
+    m.insert("request".into(), json!({"op": "sync"}));
+    m
+}
+
+/// A SQLite store with a completed, a cancelled and a running workflow of the CLI's
+/// default build.
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("store.db").display());
+    let store = url::open(&url, OpenMode::ReadWrite).unwrap();
+    let compat = compatibility_key(DEFAULT_BUILD_TAG).digest();
+    let catalog = Catalog::demo();
+    for (_, text) in leasehold::workflow::SHIPPED_DEFINITIONS {
+        store.deploy_workflow(text, &catalog).unwrap().unwrap();
+    }
+    let start = |p: &str| {
+        store
+            .start_workflow("integration-call", inputs(p), "alice", None, &compat)
+            .unwrap()
+            .instance_id
+    };
+    let (completed, cancelled, running) = (start("acme"), start("globex"), start("initech"));
+    let engine = Engine::new(store.clone(), "auth-a", &compat);
+    for claimed in engine.claim(16, 30_000).unwrap() {
+        if claimed.row.instance_id == completed {
+            engine
+                .advance(&claimed, |_| Ok(json!({"status": 200})))
+                .unwrap();
+        } else {
+            engine.release(&claimed).unwrap();
+        }
+    }
+    assert_eq!(
+        store.instance(&completed).unwrap().unwrap().status,
+        "completed"
+    );
+    store
+        .cancel_workflow(&cancelled, None, "ops@host", "setup")
+        .unwrap();
+    Setup {
+        _dir: dir,
+        url,
+        completed,
+        cancelled,
+        running,
+    }
+}
+
+fn audit(url: &str) -> Vec<AuditEntry> {
+    let store = url::open(url, OpenMode::ReadOnly).unwrap();
+    let mut rows = store.list_audit(&PageRequest::first(100)).unwrap().rows;
+    rows.sort_by_key(|a| a.id);
+    rows
+}
+
+/// The part of an audit entry that must not depend on which front end wrote it.
+fn said(a: &AuditEntry) -> (String, String, String, String) {
+    (
+        a.actor.clone(),
+        a.action.clone(),
+        a.target.clone(),
+        a.outcome.clone(),
+    )
+}
+
+fn cli_cancel(url: &str, instance: &str) -> std::process::Output {
+    leasehold(&["cancel", "--store", url, instance, "--reason", REASON])
+}
+
+fn tui_cancel(url: &str, instance: &str) {
+    let store = url::open(url, OpenMode::ReadWrite).unwrap();
+    let command = AppCommand::Cancel {
+        instance: instance.into(),
+        reason: REASON.into(),
+    };
+    execute(&store, None, &operator(), &command).unwrap();
+}
+
+#[test]
+fn refusals_are_audited_alike_from_the_cli_and_the_dashboard() {
+    let s = setup();
+    for (instance, exit, outcome) in [
+        (
+            &s.completed,
+            1,
+            "refused: completed; reason: duplicate order",
+        ),
+        (
+            &s.cancelled,
+            1,
+            "refused: cancelled; reason: duplicate order",
+        ),
+        (
+            &"wf-does-not-exist".to_owned(),
+            2,
+            "refused: no such instance; reason: duplicate order",
+        ),
+    ] {
+        let before = audit(&s.url).len();
+        let o = cli_cancel(&s.url, instance);
+        assert_eq!(code(&o), exit, "{instance}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+        tui_cancel(&s.url, instance);
+        let rows = audit(&s.url);
+        assert_eq!(rows.len(), before + 2, "one entry each");
+        let (cli, tui) = (said(&rows[before]), said(&rows[before + 1]));
+        assert_eq!(cli, tui, "{instance}");
+        assert_eq!(cli.1, "cancel-workflow");
+        assert_eq!(cli.3, outcome);
+    }
+}
+
+/// The dialog was opened while the instance could still be cancelled; by the time the
+/// operator confirms, the CLI has cancelled it: the dashboard's refusal reads exactly as
+/// the CLI's own second attempt.
+#[test]
+fn a_confirm_that_lost_the_race_is_refused_in_the_same_words() {
+    let s = setup();
+    let store = url::open(&s.url, OpenMode::ReadWrite).unwrap();
+    let mut h = Harness::new(
+        store,
+        AppOptions {
+            actor: operator(),
+            ..AppOptions::default()
+        },
+        Theme::builtin("dark").unwrap(),
+        None,
+        100,
+        30,
+    );
+    h.press(':');
+    h.type_text(&format!("workflow {}", s.running));
+    h.key(crossterm::event::KeyCode::Enter);
+    h.press('C');
+    h.key(crossterm::event::KeyCode::Tab);
+    h.type_text(REASON);
+    h.key(crossterm::event::KeyCode::Tab);
+    assert_eq!(code(&cli_cancel(&s.url, &s.running)), 0);
+    h.press('y');
+    assert_eq!(code(&cli_cancel(&s.url, &s.running)), 1);
+    let rows = audit(&s.url);
+    let n = rows.len();
+    assert_eq!(
+        rows[n - 3].outcome,
+        "cancelled; reason: duplicate order",
+        "the CLI's cancel"
+    );
+    assert_eq!(said(&rows[n - 2]), said(&rows[n - 1]), "dashboard vs CLI");
+    assert_eq!(
+        rows[n - 1].outcome,
+        "refused: cancelled; reason: duplicate order"
+    );
+    assert!(h.app.status().unwrap().text.ends_with("refused: cancelled"));
+}
+
+/// `USER` and `LOGNAME` are anyone's to set; the audit log records the account the
+/// kernel says runs the process.
+#[test]
+fn the_actor_is_the_os_account_not_the_environment() {
+    let s = setup();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(["cancel", "--store", &s.url, &s.running])
+        .env_remove("LEASEHOLD_STORE")
+        .env("USER", "mallory")
+        .env("LOGNAME", "mallory")
+        .env("HOSTNAME", "evil")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let id = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
+    let account = String::from_utf8(id.stdout).unwrap().trim().to_owned();
+    let last = audit(&s.url).pop().unwrap();
+    assert_eq!(last.actor, operator());
+    assert!(
+        last.actor.starts_with(&format!("{account}@")),
+        "{} is not {account}@…",
+        last.actor
+    );
+    assert!(!last.actor.contains("mallory") && !last.actor.contains("evil"));
+}
