@@ -19,11 +19,12 @@ use std::sync::{Mutex, MutexGuard};
 use serde_json::Value;
 
 use super::config::{AuthorityConfig, host_name};
+use super::{fencing, log};
 use super::handlers::{AttemptContext, AttemptKind, HandlerOutcome, Pace, Workload};
 use super::stats::{ExecLog, ExecRecord, Stats};
 use crate::build_key::compatibility_key;
 use crate::clock::Millis;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{
     Authority, FailureClass, InstanceRow, Subscription, WorkItem, WorkKind, WorkState,
 };
@@ -125,6 +126,9 @@ pub enum Finished {
     Failed,
     /// A cursor (or aborted item) handed back to pending.
     Yielded,
+    /// A cursor kept: still claimed and renewed, looked at again on a later poll. Its
+    /// generation moves only when its ownership does.
+    Held,
     /// A workflow transition committed.
     Transitioned,
     /// A workflow instance lease given back with nothing due.
@@ -150,6 +154,22 @@ struct InFlight {
     job: Job,
     lost: bool,
     deferred: Option<Executed>,
+    /// A held cursor between looks: owned, renewed, but not executing.
+    held: bool,
+    /// When a held cursor is due for its next look.
+    look_at: Millis,
+}
+
+impl InFlight {
+    fn new(job: Job) -> Self {
+        Self {
+            job,
+            lost: false,
+            deferred: None,
+            held: false,
+            look_at: 0,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -369,23 +389,26 @@ impl AuthorityCore {
     }
 
     fn poll_inner(&self) -> Result<Vec<Job>> {
-        let free = {
-            let st = self.state();
+        let now = self.store.now();
+        let (looks, free) = {
+            let mut st = self.state();
             if st.stopping {
                 return Ok(Vec::new());
             }
-            self.config
-                .worker_concurrency
-                .saturating_sub(st.inflight.len())
+            let executing = st.inflight.values().filter(|f| !f.held).count();
+            let free = self.config.worker_concurrency.saturating_sub(executing);
+            // Held cursors due for a look take at most half the free slots.
+            let looks = take_due_cursors(&mut st.inflight, now, free.div_ceil(2));
+            (looks, free)
         };
+        let free = free - looks.len();
         let fired = self.store.fire_due_schedules(SCHEDULES_PER_POLL)?;
         self.state().stats.schedules_fired += fired as u64;
         if free == 0 {
-            return Ok(Vec::new());
+            return Ok(looks);
         }
         let lease = self.config.lease_duration_ms;
         let batch = self.config.claim_batch_size;
-        let now = self.store.now();
 
         // Workflow instances, then work items, each claim noting a takeover (failover).
         let wf_limit = free.div_ceil(2).min(batch);
@@ -399,7 +422,8 @@ impl AuthorityCore {
         };
 
         let mut st = self.state();
-        let mut jobs = Vec::with_capacity(instances.len() + items.len());
+        let mut jobs = looks;
+        jobs.reserve(instances.len() + items.len());
         let tasks = instances
             .into_iter()
             .map(|(c, expired)| (expired, Task::Workflow(Box::new(c))))
@@ -413,11 +437,10 @@ impl AuthorityCore {
             if matches!(task, Task::Workflow(_)) {
                 st.stats.workflow_claims += 1;
             }
-            if let Some(expired_at) = expired {
+            let lapsed = expired.map(|expired_at| (now - expired_at).max(0));
+            if let Some(lapsed) = lapsed {
                 st.stats.reclaims += 1;
-                st.stats
-                    .reclaim_latencies_ms
-                    .push((now - expired_at).max(0));
+                st.stats.reclaim_latencies_ms.push(lapsed);
             }
             st.next_job += 1;
             let job = Job {
@@ -425,14 +448,8 @@ impl AuthorityCore {
                 task,
                 claimed_at: now,
             };
-            st.inflight.insert(
-                job.id,
-                InFlight {
-                    job: job.clone(),
-                    lost: false,
-                    deferred: None,
-                },
-            );
+            log::claimed(self.id(), &job, lapsed);
+            st.inflight.insert(job.id, InFlight::new(job.clone()));
             jobs.push(job);
         }
         Ok(jobs)
@@ -570,7 +587,9 @@ impl AuthorityCore {
                     st.inflight.remove(&executed.job_id);
                     drop(st);
                     self.log_attempt(&job, &executed, "lost");
-                    return Finished::Abandoned("lost");
+                    let lost = Finished::Abandoned("lost");
+                    log::finished(self.id(), &job, &executed, &lost, None);
+                    return lost;
                 }
                 Some(f) => f.job.clone(),
             }
@@ -671,19 +690,38 @@ impl AuthorityCore {
             Err(e) if e.is_store_failure() => {
                 let mut st = self.state();
                 st.stats.store_errors += 1;
-                let message = e.to_string();
+                let deferred = Finished::Deferred(e.to_string());
+                log::finished(self.id(), job, &executed, &deferred, None);
                 if let Some(f) = st.inflight.get_mut(&job.id) {
                     f.deferred = Some(executed);
                 }
-                return Finished::Deferred(message);
+                return deferred;
             }
             Err(e) => Finished::Refused(e.code().to_owned()),
             Ok(finished) => finished,
         };
+        let fenced = match &finished {
+            Finished::Refused(code) => fencing::fenced(&self.store, job, code),
+            _ => None,
+        };
+        log::finished(self.id(), job, &executed, &finished, fenced);
         let finished_at = self.store.now();
         {
             let mut st = self.state();
-            st.inflight.remove(&job.id);
+            if finished == Finished::Held {
+                // A cursor that delivered may have more waiting; an idle one looks again
+                // after a poll interval.
+                let look_at = match &executed.exec {
+                    Exec::Work { .. } => finished_at,
+                    _ => finished_at + self.config.poll_interval_ms,
+                };
+                if let Some(f) = st.inflight.get_mut(&job.id) {
+                    f.held = true;
+                    f.look_at = look_at;
+                }
+            } else {
+                st.inflight.remove(&job.id);
+            }
             let s = &mut st.stats;
             if matches!(
                 finished,
@@ -710,9 +748,10 @@ impl AuthorityCore {
                     Some(HandlerOutcome::Failed(_)) => s.failures += 1,
                     _ => {}
                 },
-                Finished::Refused(code) => s.refused(code),
+                Finished::Refused(code) => s.refused(code, fenced.is_some()),
                 Finished::Abandoned("uncertain") => s.uncertain += 1,
                 Finished::Yielded
+                | Finished::Held
                 | Finished::Released
                 | Finished::Abandoned(_)
                 | Finished::Deferred(_) => {}
@@ -793,13 +832,9 @@ impl AuthorityCore {
                             st.stats.cursor_advances += 1;
                             st.stats.events_delivered += *delivered;
                         }
-                        // More may be waiting: eligible again at once.
-                        classify(self.store.yield_back(
-                            &item.id,
-                            owner,
-                            generation,
-                            self.store.now(),
-                        ))
+                        // Keep the claim: more may be waiting, and the generation must
+                        // not move while the ownership does not.
+                        Ok(Finished::Held)
                     }
                     HandlerOutcome::Succeeded(out) => classify(self.store.complete(
                         &item.id,
@@ -808,6 +843,11 @@ impl AuthorityCore {
                         out.as_ref().map(Value::to_string),
                     )),
                 }
+            }
+            (Task::Work(item), Exec::CursorIdle | Exec::Aborted(_))
+                if item.kind == WorkKind::Cursor =>
+            {
+                Ok(Finished::Held)
             }
             (Task::Work(item), Exec::CursorIdle | Exec::Aborted(_)) => classify(
                 self.store
@@ -966,6 +1006,10 @@ impl AuthorityCore {
                     )
                     .map(|_| ()),
             };
+            let current = match &result {
+                Err(Error::Fenced { current, .. }) => Some(*current),
+                _ => None,
+            };
             let mut st = self.state();
             match result {
                 Ok(()) => report.renewed += 1,
@@ -976,8 +1020,14 @@ impl AuthorityCore {
                 Err(_) => {
                     if let Some(f) = st.inflight.get_mut(&job.id) {
                         f.lost = true;
+                        // A held cursor runs nothing whose finish would drop it: forget it now.
+                        if f.held {
+                            st.inflight.remove(&job.id);
+                        }
                         st.stats.leases_lost += 1;
                         report.lost += 1;
+                        drop(st);
+                        log::lease_lost(self.id(), &job, current);
                     }
                 }
             }
@@ -1015,11 +1065,15 @@ impl AuthorityCore {
                     .map(|_| ()),
                 Task::Workflow(c) => self.engine.release(c),
             };
+            let fenced = match &released {
+                Err(e) if !e.is_store_failure() => fencing::fenced(&self.store, &job, e.code()),
+                _ => None,
+            };
             let mut st = self.state();
             match released {
                 Ok(()) => st.stats.released_on_shutdown += 1,
                 Err(e) if e.is_store_failure() => st.stats.store_errors += 1,
-                Err(e) => st.stats.refused(e.code()),
+                Err(e) => st.stats.refused(e.code(), fenced.is_some()),
             }
             drop(st);
             if let Task::Work(_) = &job.task {
@@ -1055,6 +1109,23 @@ impl std::fmt::Debug for AuthorityCore {
             .field("compat", &self.compat)
             .finish_non_exhaustive()
     }
+}
+
+/// Marks up to `n` held cursors due by `now` (longest waiting first) as executing again and
+/// returns their jobs: the same claim, the same generation.
+fn take_due_cursors(inflight: &mut BTreeMap<u64, InFlight>, now: Millis, n: usize) -> Vec<Job> {
+    let mut due: Vec<&mut InFlight> = inflight
+        .values_mut()
+        .filter(|f| f.held && !f.lost && f.look_at <= now)
+        .collect();
+    due.sort_by_key(|f| f.look_at);
+    due.into_iter()
+        .take(n)
+        .map(|f| {
+            f.held = false;
+            f.job.clone()
+        })
+        .collect()
 }
 
 /// The subscription a cursor item carries: its payload's `subscription`, else its id

@@ -5,64 +5,44 @@
 //! still owns. Every decision is [`AuthorityCore`]'s; this file only schedules it. Store
 //! calls are synchronous (SQLite), so they run on the blocking pool too, never on the
 //! async workers.
+//!
+//! Log lines are `tracing` events (see [`super::log`]); [`RunOptions::log`] routes every
+//! event of this authority — from whichever thread — to one subscriber, so several
+//! authorities in one process (tests, benchmarks) each keep their own log.
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, MissedTickBehavior};
+use tracing::{Dispatch, info, warn};
 
 use super::config::AuthorityConfig;
-use super::core::{AuthorityCore, Exec, Executed, Finished, Job, Task};
+use super::core::{AuthorityCore, Exec, Executed, Job, Task};
 use super::handlers::{HandlerOutcome, Pace, Workload};
 use super::stats::{ExecLog, Stats};
-use crate::clock::{Millis, format_instant};
+use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::store::Store;
-
-/// How the runtime writes its log lines on stderr.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum LogFormat {
-    /// `2026-01-01T00:00:00.000Z a1 started build=v1 …`, for people.
-    #[default]
-    Text,
-    /// One JSON object per line: `{"at":…,"instance":…,"event":…,…}`.
-    Json,
-    /// Nothing (benchmarks, which report on their own).
-    Off,
-}
-
-impl std::str::FromStr for LogFormat {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "text" => Ok(Self::Text),
-            "json" => Ok(Self::Json),
-            "off" => Ok(Self::Off),
-            other => Err(Error::Invalid(format!(
-                "unknown log format {other:?}; use text, json or off"
-            ))),
-        }
-    }
-}
 
 /// Options of [`run_authority_with`].
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Append one JSON line per physical attempt here.
     pub exec_log: Option<PathBuf>,
-    pub log_format: LogFormat,
+    /// Where this authority's log events go (the binary builds one with
+    /// [`crate::cli::log::dispatch`]); `None` leaves them to the caller's default
+    /// subscriber.
+    pub log: Option<Dispatch>,
     /// How long a shutdown waits for running handlers before releasing their items
     /// (default: the renew interval, so no claim can lapse meanwhile).
     pub shutdown_grace_ms: Option<Millis>,
 }
 
 /// Runs one authority until `shutdown` completes, then releases what it owns and returns
-/// its counters. Logs human lines on stderr.
+/// its counters. Logs through the caller's default `tracing` subscriber.
 ///
 /// # Errors
 /// `INVALID` for an unsafe config or an exec log that cannot be opened; a store failure
@@ -106,13 +86,25 @@ pub async fn run_authority_with(
         core = core.with_exec_log(ExecLog::open(path)?);
     }
     let core = Arc::new(core);
-    let log = Logger {
-        format: options.log_format,
-        core: core.clone(),
+    let cx = Cx {
+        core,
+        log: Logs(options.log.clone()),
     };
-    let cfg = core.config().clone();
-    blocking(&core, AuthorityCore::register).await??;
-    log.line("started", json!({ "build": cfg.build, "compat": core.compat(), "store": core.store().describe(), "config": serde_json::to_value(&cfg).unwrap_or(Value::Null) }));
+    let cfg = cx.core.config().clone();
+    cx.blocking(AuthorityCore::register).await??;
+    cx.log.scope(|| {
+        info!(
+            instance = cfg.instance_id.as_str(),
+            build = cfg.build.as_str(),
+            store = %cx.core.store().describe(),
+            compat = cx.core.compat(),
+            "leaseMs" = cfg.lease_duration_ms,
+            "renewMs" = cfg.renew_interval_ms,
+            "pollMs" = cfg.poll_interval_ms,
+            concurrency = cfg.worker_concurrency,
+            "started"
+        );
+    });
 
     let period = |ms: Millis| Duration::from_millis(ms.max(1).unsigned_abs());
     let mut poll = tokio::time::interval(period(cfg.poll_interval_ms));
@@ -136,46 +128,57 @@ pub async fn run_authority_with(
             biased;
             () = &mut shutdown => break,
             Some(joined) = running.join_next(), if !running.is_empty() => {
-                finish_joined(&core, &log, &mut running, joined).await?;
+                cx.finish_joined(&mut running, joined).await?;
                 // Keep the workers busy: claim again as soon as a slot frees up.
-                poll_and_spawn(&core, &log, &mut running, &mut store_down).await?;
+                cx.poll_and_spawn(&mut running, &mut store_down).await?;
             }
             _ = renew.tick() => {
-                let renewed = blocking(&core, AuthorityCore::renew).await?;
-                if renewed.lost > 0 {
-                    log.line("leases-lost", json!({ "lost": renewed.lost, "renewed": renewed.renewed }));
-                }
+                // Each lost claim is logged by the core, with its item and generation.
+                cx.blocking(AuthorityCore::renew).await?;
             }
             _ = heartbeat.tick() => {
-                let beat = blocking(&core, AuthorityCore::heartbeat).await?;
-                note_store(&log, &mut store_down, beat.as_ref().err());
-                let s = core.stats();
-                log.line("progress", json!({ "inflight": core.inflight(), "claims": s.claims, "completions": s.completions, "retries": s.retries, "failures": s.failures, "fencedWritesRefused": s.fenced_writes_refused, "leasesLost": s.leases_lost, "reclaims": s.reclaims }));
+                let beat = cx.blocking(AuthorityCore::heartbeat).await?;
+                cx.note_store(&mut store_down, beat.as_ref().err());
+                let s = cx.core.stats();
+                cx.log.scope(|| info!(
+                    instance = cx.core.id(),
+                    inflight = cx.core.inflight(),
+                    claims = s.claims,
+                    completions = s.completions,
+                    retries = s.retries,
+                    failures = s.failures,
+                    "fencedWritesRefused" = s.fenced_writes_refused,
+                    "leasesLost" = s.leases_lost,
+                    reclaims = s.reclaims,
+                    "progress"
+                ));
             }
             _ = poll.tick() => {
-                for finished in blocking(&core, AuthorityCore::flush).await? {
-                    log_finished(&log, &finished);
-                }
-                poll_and_spawn(&core, &log, &mut running, &mut store_down).await?;
+                cx.blocking(AuthorityCore::flush).await?;
+                cx.poll_and_spawn(&mut running, &mut store_down).await?;
             }
         }
     }
 
-    core.stop_claiming();
-    log.line(
-        "stopping",
-        json!({ "inflight": core.inflight(), "running": running.len() }),
-    );
+    cx.core.stop_claiming();
+    cx.log.scope(|| {
+        info!(
+            instance = cx.core.id(),
+            inflight = cx.core.inflight(),
+            running = running.len(),
+            "stopping"
+        );
+    });
     let grace = options.shutdown_grace_ms.unwrap_or(cfg.renew_interval_ms);
     let deadline = tokio::time::sleep(period(grace));
     tokio::pin!(deadline);
     while !running.is_empty() {
         tokio::select! {
             biased;
-            Some(joined) = running.join_next() => finish_joined(&core, &log, &mut running, joined).await?,
-            _ = renew.tick() => { blocking(&core, AuthorityCore::renew).await?; }
+            Some(joined) = running.join_next() => cx.finish_joined(&mut running, joined).await?,
+            _ = renew.tick() => { cx.blocking(AuthorityCore::renew).await?; }
             () = &mut deadline => {
-                log.line("grace-expired", json!({ "running": running.len() }));
+                cx.log.scope(|| warn!(instance = cx.core.id(), running = running.len(), "grace-expired"));
                 break;
             }
         }
@@ -183,20 +186,114 @@ pub async fn run_authority_with(
     // Handlers still running are detached; their items are released below and their
     // outcomes, if they ever come, are dropped.
     running.detach_all();
-    let stats = blocking(&core, AuthorityCore::shutdown).await??;
-    log.line("stopped", json!({ "claims": stats.claims, "completions": stats.completions, "fencedWritesRefused": stats.fenced_writes_refused, "leasesLost": stats.leases_lost, "released": stats.released_on_shutdown }));
+    let stats = cx.blocking(AuthorityCore::shutdown).await??;
+    cx.log.scope(|| {
+        info!(
+            instance = stats.instance_id.as_str(),
+            build = stats.build.as_str(),
+            store = %cx.core.store().describe(),
+            claims = stats.claims,
+            completions = stats.completions,
+            retries = stats.retries,
+            failures = stats.failures,
+            "fencedWritesRefused" = stats.fenced_writes_refused,
+            "leasesLost" = stats.leases_lost,
+            reclaims = stats.reclaims,
+            released = stats.released_on_shutdown,
+            "stopped"
+        );
+    });
     Ok(stats)
 }
 
-/// Runs `f` on the blocking pool (store calls are synchronous).
-async fn blocking<T: Send + 'static>(
-    core: &Arc<AuthorityCore>,
-    f: impl FnOnce(&AuthorityCore) -> T + Send + 'static,
-) -> Result<T> {
-    let core = core.clone();
-    tokio::task::spawn_blocking(move || f(&core))
-        .await
-        .map_err(|e| Error::OutcomeUnknown(format!("an authority task did not finish: {e}")))
+/// Where this authority's events go: its own subscriber, or the caller's default.
+#[derive(Clone)]
+struct Logs(Option<Dispatch>);
+
+impl Logs {
+    /// Runs `f` with this authority's subscriber as the thread's default.
+    fn scope<T>(&self, f: impl FnOnce() -> T) -> T {
+        match &self.0 {
+            Some(dispatch) => tracing::dispatcher::with_default(dispatch, f),
+            None => f(),
+        }
+    }
+}
+
+/// The core and its log, shared by every task of the driver.
+struct Cx {
+    core: Arc<AuthorityCore>,
+    log: Logs,
+}
+
+impl Cx {
+    /// Runs `f` on the blocking pool (store calls are synchronous), logging to this
+    /// authority's subscriber.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&AuthorityCore) -> T + Send + 'static,
+    ) -> Result<T> {
+        let (core, log) = (self.core.clone(), self.log.clone());
+        tokio::task::spawn_blocking(move || log.scope(|| f(&core)))
+            .await
+            .map_err(|e| Error::OutcomeUnknown(format!("an authority task did not finish: {e}")))
+    }
+
+    async fn poll_and_spawn(
+        &self,
+        running: &mut JoinSet<Executed>,
+        store_down: &mut bool,
+    ) -> Result<()> {
+        let polled = self.blocking(AuthorityCore::poll).await?;
+        self.note_store(store_down, polled.as_ref().err());
+        for job in polled.unwrap_or_default() {
+            let (core, log) = (self.core.clone(), self.log.clone());
+            running.spawn_blocking(move || log.scope(|| execute_caught(&core, &job)));
+        }
+        Ok(())
+    }
+
+    async fn finish_joined(
+        &self,
+        running: &mut JoinSet<Executed>,
+        first: std::result::Result<Executed, tokio::task::JoinError>,
+    ) -> Result<()> {
+        let mut batch: Vec<Executed> = Vec::new();
+        let mut push = |joined: std::result::Result<Executed, tokio::task::JoinError>| match joined {
+            Ok(executed) => batch.push(executed),
+            // Panics are caught in the task; a join error here means the task was cancelled.
+            Err(e) => self.log.scope(|| {
+                warn!(instance = self.core.id(), error = %e, "task-failed");
+            }),
+        };
+        push(first);
+        while let Some(joined) = running.try_join_next() {
+            push(joined);
+        }
+        if !batch.is_empty() {
+            // Each outcome is logged by the core, with its item and generation.
+            self.blocking(move |c| c.finish_all(batch)).await?;
+        }
+        Ok(())
+    }
+
+    /// Logs the first store failure of a streak and the recovery, not every failed call.
+    fn note_store(&self, down: &mut bool, error: Option<&Error>) {
+        match (error, *down) {
+            (Some(e), false) if e.is_store_failure() => {
+                *down = true;
+                self.log.scope(|| {
+                    warn!(instance = self.core.id(), error = %e, "store-unavailable");
+                });
+            }
+            (None, true) => {
+                *down = false;
+                self.log
+                    .scope(|| info!(instance = self.core.id(), "store-recovered"));
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Executes one job, turning a handler panic into an uncertain outcome (nothing recorded).
@@ -215,107 +312,4 @@ fn execute_caught(core: &AuthorityCore, job: &Job) -> Executed {
             spent_ms: 0,
         },
     )
-}
-
-async fn poll_and_spawn(
-    core: &Arc<AuthorityCore>,
-    log: &Logger,
-    running: &mut JoinSet<Executed>,
-    store_down: &mut bool,
-) -> Result<()> {
-    let polled = blocking(core, AuthorityCore::poll).await?;
-    note_store(log, store_down, polled.as_ref().err());
-    for job in polled.unwrap_or_default() {
-        let core = core.clone();
-        running.spawn_blocking(move || execute_caught(&core, &job));
-    }
-    Ok(())
-}
-
-async fn finish_joined(
-    core: &Arc<AuthorityCore>,
-    log: &Logger,
-    running: &mut JoinSet<Executed>,
-    first: std::result::Result<Executed, tokio::task::JoinError>,
-) -> Result<()> {
-    let mut batch: Vec<Executed> = Vec::new();
-    let mut push = |joined: std::result::Result<Executed, tokio::task::JoinError>| match joined {
-        Ok(executed) => batch.push(executed),
-        // Panics are caught in the task; a join error here means the task was cancelled.
-        Err(e) => log.line("task-failed", json!({ "error": e.to_string() })),
-    };
-    push(first);
-    while let Some(joined) = running.try_join_next() {
-        push(joined);
-    }
-    if batch.is_empty() {
-        return Ok(());
-    }
-    for finished in blocking(core, move |c| c.finish_all(batch)).await? {
-        log_finished(log, &finished);
-    }
-    Ok(())
-}
-
-fn log_finished(log: &Logger, finished: &Finished) {
-    match finished {
-        Finished::Refused(code) => log.line("write-refused", json!({ "code": code })),
-        Finished::Deferred(why) => log.line("outcome-deferred", json!({ "error": why })),
-        Finished::Abandoned(reason @ ("lost" | "uncertain")) => {
-            log.line("attempt-abandoned", json!({ "reason": reason }))
-        }
-        _ => {}
-    }
-}
-
-/// Logs the first store failure of a streak and the recovery, not every failed call.
-fn note_store(log: &Logger, down: &mut bool, error: Option<&Error>) {
-    match (error, *down) {
-        (Some(e), false) if e.is_store_failure() => {
-            *down = true;
-            log.line("store-unavailable", json!({ "error": e.to_string() }));
-        }
-        (None, true) => {
-            *down = false;
-            log.line("store-recovered", json!({}));
-        }
-        _ => {}
-    }
-}
-
-struct Logger {
-    format: LogFormat,
-    core: Arc<AuthorityCore>,
-}
-
-impl Logger {
-    fn line(&self, event: &str, fields: Value) {
-        let at = format_instant(self.core.store().now());
-        let instance = self.core.id();
-        match self.format {
-            LogFormat::Off => {}
-            LogFormat::Json => {
-                let mut obj = serde_json::Map::new();
-                obj.insert("at".into(), Value::String(at));
-                obj.insert("instance".into(), Value::String(instance.to_owned()));
-                obj.insert("event".into(), Value::String(event.to_owned()));
-                if let Value::Object(extra) = fields {
-                    obj.extend(extra);
-                }
-                eprintln!("{}", Value::Object(obj));
-            }
-            LogFormat::Text => {
-                let mut line = format!("{at} {instance} {event}");
-                if let Value::Object(extra) = fields {
-                    for (k, v) in extra {
-                        match v {
-                            Value::String(s) => line.push_str(&format!(" {k}={s}")),
-                            other => line.push_str(&format!(" {k}={other}")),
-                        }
-                    }
-                }
-                eprintln!("{line}");
-            }
-        }
-    }
 }

@@ -11,7 +11,8 @@ use clap::Args;
 
 use super::{CliResult, Failure, StoreArg};
 use crate::authority::config::{AuthorityConfig, generated_instance_id};
-use crate::authority::runtime::{LogFormat, RunOptions, run_authority_with};
+use super::log::{LogFormat, dispatch};
+use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
 use crate::check::{CheckOptions, check};
 use crate::cluster::{Cluster, ClusterOptions, run_headless};
@@ -90,9 +91,10 @@ pub struct AuthorityArgs {
     /// Append one JSON line per physical attempt to this file.
     #[arg(long, value_name = "FILE")]
     pub exec_log: Option<PathBuf>,
-    /// `text` (default), `json` or `off`: the log lines on stderr.
-    #[arg(long, default_value = "text")]
-    pub log_format: String,
+    /// The log lines on stderr: for people (every value escaped), one JSON object per
+    /// line, or none.
+    #[arg(long, value_enum, default_value_t = LogFormat::Human)]
+    pub log_format: LogFormat,
     /// Seed of the workload's simulated latency and failures.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -158,10 +160,13 @@ pub fn authority(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     config.claim_batch_size = args.batch;
     config.validate()?;
     let workload = workload::named(&args.workload, args.seed)?;
-    let log_format: LogFormat = args.log_format.parse()?;
     let options = RunOptions {
         exec_log: args.exec_log.clone(),
-        log_format,
+        log: Some(dispatch(
+            args.log_format,
+            store.clock().clone(),
+            std::io::stderr,
+        )),
         shutdown_grace_ms: None,
     };
     let stats = tokio_runtime()?.block_on(run_authority_with(
