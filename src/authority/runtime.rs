@@ -32,9 +32,11 @@ use crate::store::Store;
 pub struct RunOptions {
     /// Append one JSON line per physical attempt here.
     pub exec_log: Option<PathBuf>,
-    /// Where this authority's log events go (the binary builds one with
-    /// [`crate::cli::log::dispatch`]); `None` leaves them to the caller's default
-    /// subscriber.
+    /// A subscriber for this authority's events alone (e.g. one built with
+    /// [`crate::cli::log::dispatch`]), for several authorities in one process; `None`
+    /// leaves them to the default subscriber, which is what the binary installs. `tracing`
+    /// caches per call site whether anyone listens: a scoped subscriber is reliable only if
+    /// the process reaches these call sites under some subscriber everywhere.
     pub log: Option<Dispatch>,
     /// How long a shutdown waits for running handlers before releasing their items
     /// (default: the renew interval, so no claim can lapse meanwhile).

@@ -232,9 +232,4 @@ mod tests {
         assert_eq!(v["generation"], 3);
         assert_eq!(v["timestamp"], "2026-01-01T00:00:00.000Z");
     }
-
-    #[test]
-    fn off_writes_nothing() {
-        assert_eq!(logged(LogFormat::Off), "");
-    }
 }

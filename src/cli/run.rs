@@ -160,13 +160,13 @@ pub fn authority(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     config.claim_batch_size = args.batch;
     config.validate()?;
     let workload = workload::named(&args.workload, args.seed)?;
+    // The process's one subscriber, for every thread: `tracing` remembers per call site
+    // whether anyone listens, so a subscriber scoped to some threads could miss lines.
+    let log = dispatch(args.log_format, store.clock().clone(), std::io::stderr);
+    let _ = tracing::dispatcher::set_global_default(log);
     let options = RunOptions {
         exec_log: args.exec_log.clone(),
-        log: Some(dispatch(
-            args.log_format,
-            store.clock().clone(),
-            std::io::stderr,
-        )),
+        log: None,
         shutdown_grace_ms: None,
     };
     let stats = tokio_runtime()?.block_on(run_authority_with(

@@ -170,11 +170,7 @@ pub fn table(snap: &Snapshot, now: Millis) -> Option<TableData> {
         ViewData::Leases(page) => leases::table(page, now),
         ViewData::Work(page) => work::table(snap, page, now),
         ViewData::Workflows(page) => workflows::table(snap, page, now),
-        ViewData::Cursors {
-            page,
-            items,
-            high_water,
-        } => cursors::table(page, items, *high_water, now),
+        ViewData::Cursors(page) => cursors::table(page, now),
         ViewData::Events { page, high_water } => events::table(page, *high_water),
         ViewData::Schedules { page, firings } => schedules::table(page, firings, now),
         ViewData::Audit(page) => audit::table(page),
