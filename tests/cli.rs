@@ -829,3 +829,89 @@ fn bench_reports_its_documented_fields_as_json() {
     let o = leasehold(&["bench", "work"]);
     assert!(assert_one_line_failure(&o, 2).contains("--store"));
 }
+
+/// `inspect cursors --json` and the dashboard's cursor rows state the same facts about the
+/// same store, both read through `ops::cursors`: owner, generation, position, lag and claim
+/// rate. A cursor that has delivered everything shows lag 0; one nobody can claim (its
+/// build is not running) stays behind with no owner.
+#[test]
+fn inspect_cursors_and_the_dashboard_agree_field_by_field() {
+    use leasehold::model::event::NewEvent;
+    use leasehold::tui::harness::Harness;
+    use leasehold::tui::app::AppOptions;
+    use leasehold::tui::theme::Theme;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = store_in(dir.path());
+    let store = leasehold::store::url::open(&path, OpenMode::ReadWrite).unwrap();
+    let compat = leasehold::build_key::compatibility_key("v1").digest();
+    store
+        .create_subscription("orders", "order-placed", workload::CURSOR_HANDLER, &compat)
+        .unwrap();
+    store
+        .create_subscription("ledger", "audit-entry", workload::CURSOR_HANDLER, "gone-build")
+        .unwrap();
+    for i in 0..4 {
+        for event_type in ["order-placed", "audit-entry"] {
+            let event = NewEvent {
+                event_type: event_type.into(),
+                source: Some("shop".into()),
+                external_id: Some(format!("{event_type}-{i}")),
+                payload: serde_json::json!({ "i": i }),
+            };
+            store.ingest(&event).unwrap();
+        }
+    }
+    let a = AuthorityCore::new(
+        store.clone(),
+        AuthorityConfig::new("a", "v1"),
+        workload::named("fast", 1).unwrap(),
+        Pace::Virtual,
+    )
+    .unwrap();
+    a.register().unwrap();
+    for _ in 0..3 {
+        for job in a.poll().unwrap() {
+            a.finish(a.execute(&job));
+        }
+    }
+
+    let cli = json_lines(&leasehold(&["inspect", "--store", &path, "cursors", "--json"]));
+    let options = AppOptions {
+        read_only: true,
+        demo: false,
+        actor: "tester@ci".into(),
+        refresh_ms: 250,
+    };
+    let theme = Theme::builtin("dark").unwrap();
+    let mut h = Harness::new(store.clone(), options, theme, None, 160, 48);
+    h.dispatch(leasehold::tui::action::Action::SwitchView(
+        leasehold::tui::action::ViewId::Cursors,
+    ));
+    let table = h.app.table_data().expect("the cursors table");
+    let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+    let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
+    assert_eq!(cli.len(), 2);
+    assert_eq!(table.rows.len(), 2);
+    for (json, row) in cli.iter().zip(&table.rows) {
+        let cell = |name: &str| row.cells[at(name)].text.clone();
+        assert_eq!(json["subscriptionId"], row.key.as_str());
+        assert_eq!(json["position"].to_string(), cell("position"));
+        assert_eq!(json["lag"].to_string(), cell("lag"));
+        assert_eq!(json["generation"].to_string(), cell("gen"));
+        assert_eq!(json["ownerId"].as_str().unwrap_or("-"), cell("owner"));
+        let rate = json["claimsPerSec"].as_f64().unwrap();
+        assert_eq!(leasehold::ops::cursors::rate_text(rate), cell("claims/s"));
+    }
+    let by_id = |id: &str| cli.iter().find(|c| c["subscriptionId"] == id).unwrap();
+    let orders = by_id("orders");
+    assert_eq!(orders["ownerId"], "a");
+    assert_eq!(orders["generation"], 1, "held, not re-claimed: {orders}");
+    assert_eq!(orders["lag"], 0, "caught up: {orders}");
+    assert_eq!(orders["position"], orders["highWater"]);
+    let ledger = by_id("ledger");
+    assert_eq!(ledger["ownerId"], Value::Null);
+    assert_eq!(ledger["position"], 0);
+    assert_eq!(ledger["lag"], ledger["highWater"]);
+    assert!(ledger["lag"].as_u64().unwrap() > 0);
+}

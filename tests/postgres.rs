@@ -556,7 +556,7 @@ impl Authorities {
                 let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
                     continue;
                 };
-                if let Some(event) = v["event"].as_str() {
+                if let Some(event) = v["message"].as_str() {
                     *events.entry(event.to_owned()).or_default() += 1;
                 }
                 if let Some(error) = v["error"].as_str() {
