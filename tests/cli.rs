@@ -837,8 +837,8 @@ fn bench_reports_its_documented_fields_as_json() {
 #[test]
 fn inspect_cursors_and_the_dashboard_agree_field_by_field() {
     use leasehold::model::event::NewEvent;
-    use leasehold::tui::harness::Harness;
     use leasehold::tui::app::AppOptions;
+    use leasehold::tui::harness::Harness;
     use leasehold::tui::theme::Theme;
 
     let dir = tempfile::tempdir().unwrap();
@@ -849,7 +849,12 @@ fn inspect_cursors_and_the_dashboard_agree_field_by_field() {
         .create_subscription("orders", "order-placed", workload::CURSOR_HANDLER, &compat)
         .unwrap();
     store
-        .create_subscription("ledger", "audit-entry", workload::CURSOR_HANDLER, "gone-build")
+        .create_subscription(
+            "ledger",
+            "audit-entry",
+            workload::CURSOR_HANDLER,
+            "gone-build",
+        )
         .unwrap();
     for i in 0..4 {
         for event_type in ["order-placed", "audit-entry"] {
@@ -876,7 +881,9 @@ fn inspect_cursors_and_the_dashboard_agree_field_by_field() {
         }
     }
 
-    let cli = json_lines(&leasehold(&["inspect", "--store", &path, "cursors", "--json"]));
+    let cli = json_lines(&leasehold(&[
+        "inspect", "--store", &path, "cursors", "--json",
+    ]));
     let options = AppOptions {
         read_only: true,
         demo: false,
@@ -974,8 +981,8 @@ fn the_authority_binary_logs_items_and_its_final_counters() {
         assert!(term.success());
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{format}: {}", log());
-        let stats: Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim())
-            .unwrap();
+        let stats: Value =
+            serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
         let text = log();
         let line = |message: &str| -> String {
             text.lines()
@@ -1013,7 +1020,11 @@ fn the_authority_binary_logs_items_and_its_final_counters() {
         assert!(item.state.is_terminal(), "{item:?}");
         let stopped = line("stopped");
         for key in ["claims", "completions", "fencedWritesRefused", "leasesLost"] {
-            assert_eq!(field(&stopped, key), stats[key].to_string(), "{key}: {stopped}");
+            assert_eq!(
+                field(&stopped, key),
+                stats[key].to_string(),
+                "{key}: {stopped}"
+            );
         }
     }
 }

@@ -67,7 +67,12 @@ fn a_crashed_authoritys_work_is_reclaimed() {
         let end = sim.end().expect("a bounded run");
         sim.step_until(end);
         let report = sim.report().expect("the report");
-        assert_eq!(report.checker.violations, 0, "{}", cluster::render_text(&report));
+        assert_eq!(
+            report.checker.violations,
+            0,
+            "{}",
+            cluster::render_text(&report)
+        );
         assert!(
             report.authorities.iter().any(|a| a.state == "crashed"),
             "{}",

@@ -279,7 +279,11 @@ fn the_final_counters_count_a_planted_fence_and_a_planted_lease_loss() {
         .collect();
     assert_eq!(b_completed.len(), 1);
     assert_eq!(
-        (&b_completed[0]["instance"], &b_completed[0]["item"], &b_completed[0]["generation"]),
+        (
+            &b_completed[0]["instance"],
+            &b_completed[0]["item"],
+            &b_completed[0]["generation"]
+        ),
         (&json!("b"), &json!("e1"), &json!(2))
     );
 }

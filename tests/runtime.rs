@@ -424,7 +424,6 @@ async fn the_runtime_drains_a_seeded_store_and_stops_cleanly() {
             .count(),
         60
     );
-
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

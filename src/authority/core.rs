@@ -10,8 +10,13 @@
 //! drivers over this one implementation.
 //!
 //! Every write is fenced in the store; this file only decides what to present. A refusal
-//! (`WORK_FENCED`, `already-terminal`, …) is counted and never retried as success; a
-//! fenced renewal marks the job lost, and a lost job's outcome is dropped.
+//! (`WORK_FENCED`, `already-terminal`, …) is counted and never retried as success — as a
+//! fenced write and a lost lease when another claim had taken the item over (see
+//! [`super::fencing`]); a fenced renewal marks the job lost, and a lost job's outcome is
+//! dropped. A subscription cursor is kept once claimed: after each look (deliver what is
+//! new, or nothing) it stays owned and renewed, and a later poll looks again, so its
+//! generation moves only when its ownership does. Each claim, outcome and lost lease is a
+//! `tracing` event ([`super::log`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
@@ -19,9 +24,9 @@ use std::sync::{Mutex, MutexGuard};
 use serde_json::Value;
 
 use super::config::{AuthorityConfig, host_name};
-use super::{fencing, log};
 use super::handlers::{AttemptContext, AttemptKind, HandlerOutcome, Pace, Workload};
 use super::stats::{ExecLog, ExecRecord, Stats};
+use super::{fencing, log};
 use crate::build_key::compatibility_key;
 use crate::clock::Millis;
 use crate::error::{Error, Result};

@@ -75,7 +75,9 @@ pub fn finished(
                 "currentGeneration" = current,
                 "fenced"
             ),
-            None => warn!(instance, %item, generation, handler, code = code.as_str(), "write-refused"),
+            None => {
+                warn!(instance, %item, generation, handler, code = code.as_str(), "write-refused")
+            }
         },
         Finished::Abandoned(reason @ ("uncertain" | "lost")) => {
             warn!(instance, %item, generation, handler, reason = *reason, "attempt-abandoned");

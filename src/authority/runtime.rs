@@ -261,7 +261,8 @@ impl Cx {
         first: std::result::Result<Executed, tokio::task::JoinError>,
     ) -> Result<()> {
         let mut batch: Vec<Executed> = Vec::new();
-        let mut push = |joined: std::result::Result<Executed, tokio::task::JoinError>| match joined {
+        let mut push = |joined: std::result::Result<Executed, tokio::task::JoinError>| match joined
+        {
             Ok(executed) => batch.push(executed),
             // Panics are caught in the task; a join error here means the task was cancelled.
             Err(e) => self.log.scope(|| {

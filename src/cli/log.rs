@@ -222,7 +222,9 @@ mod tests {
     fn json_lines_escape_what_a_terminal_acts_on_and_parse_back() {
         let line = logged(LogFormat::Json);
         assert!(
-            !line.chars().any(|c| c.is_control() && c != '\n' || terminal_acts_on(c)),
+            !line
+                .chars()
+                .any(|c| c.is_control() && c != '\n' || terminal_acts_on(c)),
             "{line:?}"
         );
         let v: serde_json::Value = serde_json::from_str(line.trim_end()).expect("one object");

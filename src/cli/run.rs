@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::log::{LogFormat, dispatch};
 use super::{CliResult, Failure, StoreArg};
 use crate::authority::config::{AuthorityConfig, generated_instance_id};
-use super::log::{LogFormat, dispatch};
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
 use crate::check::{CheckOptions, check};

@@ -127,7 +127,13 @@ pub fn status(store: &Store, sub: &Subscription, now: Millis) -> Result<CursorSt
         ))
     })?;
     let instants: Vec<Millis> = claims.iter().map(|g| g.at).collect();
-    Ok(CursorStatus::new(sub, item.as_ref(), high_water, &instants, now))
+    Ok(CursorStatus::new(
+        sub,
+        item.as_ref(),
+        high_water,
+        &instants,
+        now,
+    ))
 }
 
 #[cfg(test)]

@@ -18,11 +18,11 @@ use super::wf;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::{WorkFilter, WorkState};
-use crate::ops::cursors::CursorStatus;
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, Lease, Page, PageRequest,
     Schedule, WorkItem, WriteRecord,
 };
+use crate::ops::cursors::CursorStatus;
 use crate::store::{Overview, Store};
 
 /// How many authorities the header, the overview and compatibility checks look at.
