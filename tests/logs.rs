@@ -19,6 +19,7 @@ use leasehold::build_key::compatibility_key;
 use leasehold::cli::log::{LogFormat, dispatch};
 use leasehold::clock::ManualClock;
 use leasehold::ids::SeededIds;
+use leasehold::model::event::NewEvent;
 use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{PageRequest, WorkState};
 use leasehold::store::memory::MemoryBackend;
@@ -85,6 +86,22 @@ async fn claims_and_completions_are_logged_with_item_and_generation() {
         })
         .collect();
     s.enqueue_batch(effects, &compat()).expect("enqueues");
+    s.create_subscription(
+        "orders",
+        "order-placed",
+        workload::CURSOR_HANDLER,
+        &compat(),
+    )
+    .expect("subscribes");
+    for i in 0..5 {
+        let event = NewEvent {
+            event_type: "order-placed".into(),
+            source: Some("shop".into()),
+            external_id: Some(format!("o{i}")),
+            payload: json!({ "i": i }),
+        };
+        s.ingest(&event).expect("ingests");
+    }
     let said = LogBuffer::default();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let runtime = tokio::spawn(run_authority_with(
@@ -101,6 +118,10 @@ async fn claims_and_completions_are_logged_with_item_and_generation() {
     ));
     wait_for("the store to drain", || {
         work_in(&s, WorkState::Succeeded).len() == 30
+            && s.subscription("orders")
+                .ok()
+                .flatten()
+                .is_some_and(|sub| sub.sequence == 5)
     })
     .await;
     let _ = stop_tx.send(());
@@ -122,6 +143,22 @@ async fn claims_and_completions_are_logged_with_item_and_generation() {
         assert_eq!(line["handler"], item.handler.as_str(), "{line}");
         assert_eq!(line["instance"], "solo");
     }
+    // The cursor: claimed once, advanced under that one generation to the journal's end.
+    let advanced = of("cursor-advanced");
+    assert!(!advanced.is_empty(), "{said:#?}");
+    assert!(
+        advanced
+            .iter()
+            .all(|l| l["item"] == "cursor:orders" && l["generation"] == 1)
+    );
+    assert_eq!(advanced.last().expect("one")["to"], 5);
+    assert_eq!(
+        advanced
+            .iter()
+            .map(|l| l["delivered"].as_u64().expect("n"))
+            .sum::<u64>(),
+        5
+    );
     let started = of("started");
     assert_eq!(started[0]["build"], "v1");
     assert_eq!(started[0]["store"], s.describe().as_str());

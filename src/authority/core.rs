@@ -833,6 +833,7 @@ impl AuthorityCore {
                                 return Ok(refused);
                             }
                             *advance_to = None;
+                            log::cursor_advanced(self.id(), job, seq, *delivered);
                             let mut st = self.state();
                             st.stats.cursor_advances += 1;
                             st.stats.events_delivered += *delivered;

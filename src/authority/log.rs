@@ -89,6 +89,20 @@ pub fn finished(
     }
 }
 
+/// A held cursor delivered `delivered` events and moved to journal seq `to`, keeping its
+/// claim.
+pub fn cursor_advanced(instance: &str, job: &Job, to: u64, delivered: u64) {
+    info!(
+        instance,
+        item = %job.resource(),
+        generation = job.generation(),
+        handler = handler(job, None),
+        to,
+        delivered,
+        "cursor-advanced"
+    );
+}
+
 /// A claim found taken over at renewal; `current` is the generation that replaced it,
 /// when the store said.
 pub fn lease_lost(instance: &str, job: &Job, current: Option<u64>) {
