@@ -129,7 +129,7 @@ pub enum Finished {
     Completed,
     RetryScheduled,
     Failed,
-    /// A cursor (or aborted item) handed back to pending.
+    /// An item handed back to pending (a cursor only at shutdown: it is otherwise held).
     Yielded,
     /// A cursor kept: still claimed and renewed, looked at again on a later poll. Its
     /// generation moves only when its ownership does.
