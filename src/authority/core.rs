@@ -194,6 +194,8 @@ pub struct AuthorityCore {
     workload: Workload,
     pace: Pace,
     exec_log: Option<ExecLog>,
+    /// Where this authority's events go, when not to the default subscriber.
+    log: Option<tracing::Dispatch>,
     host: String,
     state: Mutex<CoreState>,
 }
@@ -260,6 +262,7 @@ impl AuthorityCore {
             workload,
             pace,
             exec_log: None,
+            log: None,
             host: host_name(),
             config,
             state: Mutex::new(CoreState {
@@ -274,6 +277,22 @@ impl AuthorityCore {
     pub fn with_exec_log(mut self, log: ExecLog) -> Self {
         self.exec_log = Some(log);
         self
+    }
+
+    /// Sends this authority's events to `dispatch` (see [`Self::log_scope`]).
+    #[must_use]
+    pub fn with_log(mut self, dispatch: tracing::Dispatch) -> Self {
+        self.log = Some(dispatch);
+        self
+    }
+
+    /// Runs `f` with this authority's subscriber, if it has one, as the thread's default:
+    /// a driver wraps every call into the core (on any thread) in it.
+    pub fn log_scope<T>(&self, f: impl FnOnce() -> T) -> T {
+        match &self.log {
+            Some(dispatch) => tracing::dispatcher::with_default(dispatch, f),
+            None => f(),
+        }
     }
 
     /// Reports `host` in the registration instead of this machine's name.

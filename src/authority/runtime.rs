@@ -6,9 +6,10 @@
 //! calls are synchronous (SQLite), so they run on the blocking pool too, never on the
 //! async workers.
 //!
-//! Log lines are `tracing` events (see [`super::log`]); [`RunOptions::log`] routes every
-//! event of this authority — from whichever thread — to one subscriber, so several
-//! authorities in one process (tests, benchmarks) each keep their own log.
+//! Log lines are `tracing` events: the core's per item (see [`super::log`]), this file's
+//! for the authority as a whole. With [`RunOptions::log`] every one of them, from whichever
+//! thread, goes to that subscriber, so several authorities in one process (tests,
+//! benchmarks) each keep their own log.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -44,7 +45,7 @@ pub struct RunOptions {
 }
 
 /// Runs one authority until `shutdown` completes, then releases what it owns and returns
-/// its counters. Logs through the caller's default `tracing` subscriber.
+/// its counters. Logs through the default `tracing` subscriber.
 ///
 /// # Errors
 /// `INVALID` for an unsafe config or an exec log that cannot be opened; a store failure
@@ -87,19 +88,19 @@ pub async fn run_authority_with(
     if let Some(path) = &options.exec_log {
         core = core.with_exec_log(ExecLog::open(path)?);
     }
+    if let Some(dispatch) = options.log.clone() {
+        core = core.with_log(dispatch);
+    }
     let core = Arc::new(core);
-    let cx = Cx {
-        core,
-        log: Logs(options.log.clone()),
-    };
-    let cfg = cx.core.config().clone();
-    cx.blocking(AuthorityCore::register).await??;
-    cx.log.scope(|| {
+    let log = Logger { core: core.clone() };
+    let cfg = core.config().clone();
+    blocking(&core, AuthorityCore::register).await??;
+    log.scope(|| {
         info!(
             instance = cfg.instance_id.as_str(),
             build = cfg.build.as_str(),
-            store = %cx.core.store().describe(),
-            compat = cx.core.compat(),
+            store = %core.store().describe(),
+            compat = core.compat(),
             "leaseMs" = cfg.lease_duration_ms,
             "renewMs" = cfg.renew_interval_ms,
             "pollMs" = cfg.poll_interval_ms,
@@ -130,43 +131,32 @@ pub async fn run_authority_with(
             biased;
             () = &mut shutdown => break,
             Some(joined) = running.join_next(), if !running.is_empty() => {
-                cx.finish_joined(&mut running, joined).await?;
+                finish_joined(&core, &log, &mut running, joined).await?;
                 // Keep the workers busy: claim again as soon as a slot frees up.
-                cx.poll_and_spawn(&mut running, &mut store_down).await?;
+                poll_and_spawn(&core, &log, &mut running, &mut store_down).await?;
             }
             _ = renew.tick() => {
-                // Each lost claim is logged by the core, with its item and generation.
-                cx.blocking(AuthorityCore::renew).await?;
+                // The core logs each lost claim with its item and generation.
+                blocking(&core, AuthorityCore::renew).await?;
             }
             _ = heartbeat.tick() => {
-                let beat = cx.blocking(AuthorityCore::heartbeat).await?;
-                cx.note_store(&mut store_down, beat.as_ref().err());
-                let s = cx.core.stats();
-                cx.log.scope(|| info!(
-                    instance = cx.core.id(),
-                    inflight = cx.core.inflight(),
-                    claims = s.claims,
-                    completions = s.completions,
-                    retries = s.retries,
-                    failures = s.failures,
-                    "fencedWritesRefused" = s.fenced_writes_refused,
-                    "leasesLost" = s.leases_lost,
-                    reclaims = s.reclaims,
-                    "progress"
-                ));
+                let beat = blocking(&core, AuthorityCore::heartbeat).await?;
+                note_store(&log, &mut store_down, beat.as_ref().err());
+                let s = core.stats();
+                log.scope(|| info!(instance = core.id(), inflight = core.inflight(), claims = s.claims, completions = s.completions, retries = s.retries, failures = s.failures, "fencedWritesRefused" = s.fenced_writes_refused, "leasesLost" = s.leases_lost, reclaims = s.reclaims, "progress"));
             }
             _ = poll.tick() => {
-                cx.blocking(AuthorityCore::flush).await?;
-                cx.poll_and_spawn(&mut running, &mut store_down).await?;
+                blocking(&core, AuthorityCore::flush).await?;
+                poll_and_spawn(&core, &log, &mut running, &mut store_down).await?;
             }
         }
     }
 
-    cx.core.stop_claiming();
-    cx.log.scope(|| {
+    core.stop_claiming();
+    log.scope(|| {
         info!(
-            instance = cx.core.id(),
-            inflight = cx.core.inflight(),
+            instance = core.id(),
+            inflight = core.inflight(),
             running = running.len(),
             "stopping"
         );
@@ -177,10 +167,10 @@ pub async fn run_authority_with(
     while !running.is_empty() {
         tokio::select! {
             biased;
-            Some(joined) = running.join_next() => cx.finish_joined(&mut running, joined).await?,
-            _ = renew.tick() => { cx.blocking(AuthorityCore::renew).await?; }
+            Some(joined) = running.join_next() => finish_joined(&core, &log, &mut running, joined).await?,
+            _ = renew.tick() => { blocking(&core, AuthorityCore::renew).await?; }
             () = &mut deadline => {
-                cx.log.scope(|| warn!(instance = cx.core.id(), running = running.len(), "grace-expired"));
+                log.scope(|| warn!(instance = core.id(), running = running.len(), "grace-expired"));
                 break;
             }
         }
@@ -188,12 +178,12 @@ pub async fn run_authority_with(
     // Handlers still running are detached; their items are released below and their
     // outcomes, if they ever come, are dropped.
     running.detach_all();
-    let stats = cx.blocking(AuthorityCore::shutdown).await??;
-    cx.log.scope(|| {
+    let stats = blocking(&core, AuthorityCore::shutdown).await??;
+    log.scope(|| {
         info!(
             instance = stats.instance_id.as_str(),
             build = stats.build.as_str(),
-            store = %cx.core.store().describe(),
+            store = %core.store().describe(),
             claims = stats.claims,
             completions = stats.completions,
             retries = stats.retries,
@@ -208,95 +198,15 @@ pub async fn run_authority_with(
     Ok(stats)
 }
 
-/// Where this authority's events go: its own subscriber, or the caller's default.
-#[derive(Clone)]
-struct Logs(Option<Dispatch>);
-
-impl Logs {
-    /// Runs `f` with this authority's subscriber as the thread's default.
-    fn scope<T>(&self, f: impl FnOnce() -> T) -> T {
-        match &self.0 {
-            Some(dispatch) => tracing::dispatcher::with_default(dispatch, f),
-            None => f(),
-        }
-    }
-}
-
-/// The core and its log, shared by every task of the driver.
-struct Cx {
-    core: Arc<AuthorityCore>,
-    log: Logs,
-}
-
-impl Cx {
-    /// Runs `f` on the blocking pool (store calls are synchronous), logging to this
-    /// authority's subscriber.
-    async fn blocking<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&AuthorityCore) -> T + Send + 'static,
-    ) -> Result<T> {
-        let (core, log) = (self.core.clone(), self.log.clone());
-        tokio::task::spawn_blocking(move || log.scope(|| f(&core)))
-            .await
-            .map_err(|e| Error::OutcomeUnknown(format!("an authority task did not finish: {e}")))
-    }
-
-    async fn poll_and_spawn(
-        &self,
-        running: &mut JoinSet<Executed>,
-        store_down: &mut bool,
-    ) -> Result<()> {
-        let polled = self.blocking(AuthorityCore::poll).await?;
-        self.note_store(store_down, polled.as_ref().err());
-        for job in polled.unwrap_or_default() {
-            let (core, log) = (self.core.clone(), self.log.clone());
-            running.spawn_blocking(move || log.scope(|| execute_caught(&core, &job)));
-        }
-        Ok(())
-    }
-
-    async fn finish_joined(
-        &self,
-        running: &mut JoinSet<Executed>,
-        first: std::result::Result<Executed, tokio::task::JoinError>,
-    ) -> Result<()> {
-        let mut batch: Vec<Executed> = Vec::new();
-        let mut push = |joined: std::result::Result<Executed, tokio::task::JoinError>| match joined
-        {
-            Ok(executed) => batch.push(executed),
-            // Panics are caught in the task; a join error here means the task was cancelled.
-            Err(e) => self.log.scope(|| {
-                warn!(instance = self.core.id(), error = %e, "task-failed");
-            }),
-        };
-        push(first);
-        while let Some(joined) = running.try_join_next() {
-            push(joined);
-        }
-        if !batch.is_empty() {
-            // Each outcome is logged by the core, with its item and generation.
-            self.blocking(move |c| c.finish_all(batch)).await?;
-        }
-        Ok(())
-    }
-
-    /// Logs the first store failure of a streak and the recovery, not every failed call.
-    fn note_store(&self, down: &mut bool, error: Option<&Error>) {
-        match (error, *down) {
-            (Some(e), false) if e.is_store_failure() => {
-                *down = true;
-                self.log.scope(|| {
-                    warn!(instance = self.core.id(), error = %e, "store-unavailable");
-                });
-            }
-            (None, true) => {
-                *down = false;
-                self.log
-                    .scope(|| info!(instance = self.core.id(), "store-recovered"));
-            }
-            _ => {}
-        }
-    }
+/// Runs `f` on the blocking pool (store calls are synchronous), under the core's log.
+async fn blocking<T: Send + 'static>(
+    core: &Arc<AuthorityCore>,
+    f: impl FnOnce(&AuthorityCore) -> T + Send + 'static,
+) -> Result<T> {
+    let core = core.clone();
+    tokio::task::spawn_blocking(move || core.log_scope(|| f(&core)))
+        .await
+        .map_err(|e| Error::OutcomeUnknown(format!("an authority task did not finish: {e}")))
 }
 
 /// Executes one job, turning a handler panic into an uncertain outcome (nothing recorded).
@@ -315,4 +225,69 @@ fn execute_caught(core: &AuthorityCore, job: &Job) -> Executed {
             spent_ms: 0,
         },
     )
+}
+
+async fn poll_and_spawn(
+    core: &Arc<AuthorityCore>,
+    log: &Logger,
+    running: &mut JoinSet<Executed>,
+    store_down: &mut bool,
+) -> Result<()> {
+    let polled = blocking(core, AuthorityCore::poll).await?;
+    note_store(log, store_down, polled.as_ref().err());
+    for job in polled.unwrap_or_default() {
+        let core = core.clone();
+        running.spawn_blocking(move || core.log_scope(|| execute_caught(&core, &job)));
+    }
+    Ok(())
+}
+
+async fn finish_joined(
+    core: &Arc<AuthorityCore>,
+    log: &Logger,
+    running: &mut JoinSet<Executed>,
+    first: std::result::Result<Executed, tokio::task::JoinError>,
+) -> Result<()> {
+    let mut batch: Vec<Executed> = Vec::new();
+    let mut push = |joined: std::result::Result<Executed, tokio::task::JoinError>| match joined {
+        Ok(executed) => batch.push(executed),
+        // Panics are caught in the task; a join error here means the task was cancelled.
+        Err(e) => log.scope(|| warn!(instance = log.core.id(), error = %e, "task-failed")),
+    };
+    push(first);
+    while let Some(joined) = running.try_join_next() {
+        push(joined);
+    }
+    if batch.is_empty() {
+        return Ok(());
+    }
+    // The core logs each outcome with its item and generation.
+    blocking(core, move |c| c.finish_all(batch)).await?;
+    Ok(())
+}
+
+/// Logs the first store failure of a streak and the recovery, not every failed call.
+fn note_store(log: &Logger, down: &mut bool, error: Option<&Error>) {
+    match (error, *down) {
+        (Some(e), false) if e.is_store_failure() => {
+            *down = true;
+            log.scope(|| warn!(instance = log.core.id(), error = %e, "store-unavailable"));
+        }
+        (None, true) => {
+            *down = false;
+            log.scope(|| info!(instance = log.core.id(), "store-recovered"));
+        }
+        _ => {}
+    }
+}
+
+/// The authority-wide lines, under the core's log.
+struct Logger {
+    core: Arc<AuthorityCore>,
+}
+
+impl Logger {
+    fn scope(&self, f: impl FnOnce()) {
+        self.core.log_scope(f);
+    }
 }
