@@ -249,3 +249,26 @@ fn a_live_cluster_is_controlled_by_hand() {
     assert_eq!(ClusterControl::authorities(&cluster).len(), nodes.len());
     assert!(ClusterControl::scenario(&cluster).contains("seed 9"));
 }
+
+/// With no faults, each subscription cursor is claimed once and kept for the whole run
+/// (renewed while idle, never handed back), so its generation never moves; the workload's
+/// events still all reach it.
+#[test]
+fn a_cursor_is_claimed_once_when_nothing_fails() {
+    let (grants, writes, _) = history("steady", 1);
+    let cursors: std::collections::BTreeSet<&str> = grants
+        .iter()
+        .filter(|g| g.resource_id.starts_with("cursor:"))
+        .map(|g| g.resource_id.as_str())
+        .collect();
+    assert!(!cursors.is_empty(), "the workload has subscriptions");
+    for cursor in cursors {
+        let claims: Vec<&Grant> = grants.iter().filter(|g| g.resource_id == cursor).collect();
+        assert_eq!(claims.len(), 1, "{cursor}: {claims:?}");
+        let moves = writes
+            .iter()
+            .filter(|w| w.resource_id == cursor && w.verb == "cursor" && w.accepted)
+            .count();
+        assert!(moves > 0, "{cursor} never delivered");
+    }
+}
