@@ -12,7 +12,7 @@
 //! Every write is fenced in the store; this file only decides what to present. A refusal
 //! (`WORK_FENCED`, `already-terminal`, …) is counted and never retried as success — as a
 //! fenced write and a lost lease when another claim had taken the item over (see
-//! [`super::fencing`]); a fenced renewal marks the job lost, and a lost job's outcome is
+//! `fencing.rs`); a fenced renewal marks the job lost, and a lost job's outcome is
 //! dropped. A subscription cursor is kept once claimed: after each look (deliver what is
 //! new, or nothing) it stays owned and renewed, and a later poll looks again, so its
 //! generation moves only when its ownership does. Each claim, outcome and lost lease is a
