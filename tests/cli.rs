@@ -832,3 +832,203 @@ fn bench_reports_its_documented_fields_as_json() {
     let o = leasehold(&["bench", "work"]);
     assert!(assert_one_line_failure(&o, 2).contains("--store"));
 }
+
+/// `inspect cursors --json` and the dashboard's cursor rows state the same facts about the
+/// same store, both read through `ops::cursors`: owner, generation, position, lag and claim
+/// rate. A cursor that has delivered everything shows lag 0; one nobody can claim (its
+/// build is not running) stays behind with no owner.
+#[test]
+fn inspect_cursors_and_the_dashboard_agree_field_by_field() {
+    use leasehold::model::event::NewEvent;
+    use leasehold::tui::app::AppOptions;
+    use leasehold::tui::harness::Harness;
+    use leasehold::tui::theme::Theme;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = store_in(dir.path());
+    let store = leasehold::store::url::open(&path, OpenMode::ReadWrite).unwrap();
+    let compat = leasehold::build_key::compatibility_key("v1").digest();
+    store
+        .create_subscription("orders", "order-placed", workload::CURSOR_HANDLER, &compat)
+        .unwrap();
+    store
+        .create_subscription(
+            "ledger",
+            "audit-entry",
+            workload::CURSOR_HANDLER,
+            "gone-build",
+        )
+        .unwrap();
+    for i in 0..4 {
+        for event_type in ["order-placed", "audit-entry"] {
+            let event = NewEvent {
+                event_type: event_type.into(),
+                source: Some("shop".into()),
+                external_id: Some(format!("{event_type}-{i}")),
+                payload: serde_json::json!({ "i": i }),
+            };
+            store.ingest(&event).unwrap();
+        }
+    }
+    let a = AuthorityCore::new(
+        store.clone(),
+        AuthorityConfig::new("a", "v1"),
+        workload::named("fast", 1).unwrap(),
+        Pace::Virtual,
+    )
+    .unwrap();
+    a.register().unwrap();
+    for _ in 0..3 {
+        for job in a.poll().unwrap() {
+            a.finish(a.execute(&job));
+        }
+    }
+
+    let cli = json_lines(&leasehold(&[
+        "inspect", "--store", &path, "cursors", "--json",
+    ]));
+    let options = AppOptions {
+        read_only: true,
+        demo: false,
+        actor: "tester@ci".into(),
+        refresh_ms: 250,
+        ..AppOptions::default()
+    };
+    let theme = Theme::builtin("dark").unwrap();
+    let mut h = Harness::new(store.clone(), options, theme, None, 160, 48);
+    h.dispatch(leasehold::tui::action::Action::SwitchView(
+        leasehold::tui::action::ViewId::Cursors,
+    ));
+    let table = h.app.table_data().expect("the cursors table");
+    let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+    let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
+    assert_eq!(cli.len(), 2);
+    assert_eq!(table.rows.len(), 2);
+    for (json, row) in cli.iter().zip(&table.rows) {
+        let cell = |name: &str| row.cells[at(name)].text.clone();
+        assert_eq!(json["subscriptionId"], row.key.as_str());
+        assert_eq!(json["position"].to_string(), cell("position"));
+        assert_eq!(json["lag"].to_string(), cell("lag"));
+        assert_eq!(json["generation"].to_string(), cell("gen"));
+        assert_eq!(json["ownerId"].as_str().unwrap_or("-"), cell("owner"));
+        let rate = json["claimsPerSec"].as_f64().unwrap();
+        assert_eq!(leasehold::ops::cursors::rate_text(rate), cell("claims/s"));
+    }
+    let by_id = |id: &str| cli.iter().find(|c| c["subscriptionId"] == id).unwrap();
+    let orders = by_id("orders");
+    assert_eq!(orders["ownerId"], "a");
+    assert_eq!(orders["generation"], 1, "held, not re-claimed: {orders}");
+    assert_eq!(orders["lag"], 0, "caught up: {orders}");
+    assert_eq!(orders["position"], orders["highWater"]);
+    let ledger = by_id("ledger");
+    assert_eq!(ledger["ownerId"], Value::Null);
+    assert_eq!(ledger["position"], 0);
+    assert_eq!(ledger["lag"], ledger["highWater"]);
+    assert!(ledger["lag"].as_u64().unwrap() > 0);
+}
+
+/// `leasehold authority` itself: its log on stderr, in both formats, names the items it
+/// claims and completes with their generations, and a clean stop (SIGTERM) ends with a
+/// `stopped` line whose counters are the stats it prints on stdout.
+#[test]
+fn the_authority_binary_logs_items_and_its_final_counters() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    for format in ["human", "json"] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_in(dir.path());
+        seed(
+            &store,
+            &[
+                "--effects",
+                "12",
+                "--workflows",
+                "0",
+                "--schedules",
+                "0",
+                "--subscriptions",
+                "0",
+                "--events",
+                "0",
+            ],
+        );
+        let err_path = dir.path().join("authority.err");
+        let child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .args([
+                "authority",
+                "--store",
+                &store,
+                "--instance",
+                "solo",
+                "--poll-ms",
+                "50",
+                "--log-format",
+                format,
+            ])
+            .env_remove("LEASEHOLD_STORE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&err_path).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let log = || std::fs::read_to_string(&err_path).unwrap_or_default();
+        while !log().contains("completed") {
+            assert!(Instant::now() < deadline, "no completion logged: {}", log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let term = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(term.success());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{format}: {}", log());
+        let stats: Value =
+            serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+        let text = log();
+        let line = |message: &str| -> String {
+            text.lines()
+                .find(|l| match format {
+                    "json" => l.contains(&format!("\"message\":\"{message}\"")),
+                    _ => l.contains(&format!(" {message} ")),
+                })
+                .unwrap_or_else(|| panic!("{format}: no {message} line in {text}"))
+                .to_owned()
+        };
+        // One shape for both formats: `key=value` pairs, or a JSON object.
+        let field = |line: &str, key: &str| -> String {
+            if format == "json" {
+                let v: Value = serde_json::from_str(line).unwrap();
+                match &v[key] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                }
+            } else {
+                line.split(' ')
+                    .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+                    .unwrap_or_else(|| panic!("no {key} in {line}"))
+                    .to_owned()
+            }
+        };
+        let started = line("started");
+        assert_eq!(field(&started, "instance"), "solo");
+        assert_eq!(field(&started, "build"), "v1");
+        let completed = line("completed");
+        let id = field(&completed, "item");
+        let read = leasehold::store::url::open(&store, OpenMode::ReadOnly).unwrap();
+        let item = read.work(&id).unwrap().expect("the logged item exists");
+        assert_eq!(field(&completed, "generation"), item.generation.to_string());
+        assert_eq!(field(&completed, "handler"), item.handler);
+        assert!(item.state.is_terminal(), "{item:?}");
+        let stopped = line("stopped");
+        for key in ["claims", "completions", "fencedWritesRefused", "leasesLost"] {
+            assert_eq!(
+                field(&stopped, key),
+                stats[key].to_string(),
+                "{key}: {stopped}"
+            );
+        }
+    }
+}

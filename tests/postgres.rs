@@ -108,6 +108,27 @@ fn the_password_never_appears_in_errors_labels_or_output() {
         assert!(!all.contains(SECRET), "{args:?}: {all}");
     }
 
+    // An authority's start and stop lines name its store, without the password.
+    let mut auth = Authorities::new();
+    auth.spawn("auth-pw", &url);
+    let log = auth.log("auth-pw");
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_until(
+        "the started line",
+        Instant::now() + Duration::from_secs(60),
+        || read().contains("\"started\""),
+    );
+    auth.stop_all(Instant::now() + Duration::from_secs(60));
+    let text = read();
+    assert!(!text.contains(SECRET), "{text}");
+    for message in ["started", "stopped"] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("\"message\":\"{message}\"")))
+            .unwrap_or_else(|| panic!("no {message} line: {text}"));
+        assert!(line.contains(&store.describe()), "{line}");
+    }
+
     // A URL in the environment is not echoed by `--help` either.
     for args in [
         vec!["inspect", "--help"],
@@ -556,7 +577,7 @@ impl Authorities {
                 let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
                     continue;
                 };
-                if let Some(event) = v["event"].as_str() {
+                if let Some(event) = v["message"].as_str() {
                     *events.entry(event.to_owned()).or_default() += 1;
                 }
                 if let Some(error) = v["error"].as_str() {

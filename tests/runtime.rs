@@ -1,6 +1,7 @@
 //! The authority runtime: unsafe knobs are refused at construction; the core's step
-//! functions fence, count and reclaim correctly on a manual clock; the tokio driver drains
-//! a seeded memory store and shuts down cleanly, releasing what it still owns.
+//! functions fence, count and reclaim correctly on a manual clock; an idle cursor keeps its
+//! claim, so its generation moves only with its ownership; the tokio driver
+//! drains a seeded memory store and shuts down cleanly, releasing what it still owns.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -9,8 +10,8 @@ use std::time::{Duration, Instant};
 use leasehold::Store;
 use leasehold::authority::workload::{self, EFFECT_HANDLERS};
 use leasehold::authority::{
-    AttemptContext, AuthorityConfig, AuthorityCore, Finished, HandlerOutcome, LogFormat, Pace,
-    RunOptions, Workload, run_authority, run_authority_with,
+    AttemptContext, AuthorityConfig, AuthorityCore, Finished, HandlerOutcome, Pace, RunOptions,
+    Workload, run_authority, run_authority_with,
 };
 use leasehold::build_key::compatibility_key;
 use leasehold::clock::{Clock, ManualClock};
@@ -114,8 +115,6 @@ fn unsafe_knobs_are_refused_at_construction() {
         "{err}"
     );
     assert!(AuthorityConfig::new("a", "v1").validate().is_ok());
-    assert_eq!("json".parse::<LogFormat>().ok(), Some(LogFormat::Json));
-    assert!("yaml".parse::<LogFormat>().is_err());
 }
 
 #[tokio::test]
@@ -348,8 +347,7 @@ async fn the_runtime_drains_a_seeded_store_and_stops_cleanly() {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let options = RunOptions {
         exec_log: Some(log_path.clone()),
-        log_format: LogFormat::Json,
-        shutdown_grace_ms: None,
+        ..RunOptions::default()
     };
     let runtime = tokio::spawn(run_authority_with(
         s.clone(),
@@ -501,10 +499,7 @@ async fn run_until_it_steps_down(
         s.clone(),
         cfg,
         workload::named("fast", 1).expect("fast"),
-        RunOptions {
-            log_format: LogFormat::Off,
-            ..RunOptions::default()
-        },
+        RunOptions::default(),
         std::future::pending::<()>(),
     ));
     wait_for("the registration", || registration(s).is_some()).await;
@@ -572,4 +567,79 @@ async fn a_forgotten_authority_stops() {
     .await;
     assert_eq!(outcome.expect_err("forgotten").code(), "NOT_FOUND");
     assert_eq!(registration(&s), None, "not registered again");
+}
+
+/// An idle cursor is kept (renewed), not handed back and re-claimed every poll: its
+/// generation holds while its owner lives, through deliveries too, and moves once when the
+/// owner dies and another authority reclaims it.
+#[test]
+fn an_idle_cursor_keeps_its_generation_until_its_owner_dies() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    let c = compat();
+    s.create_subscription("orders", "order-placed", workload::CURSOR_HANDLER, &c)
+        .expect("subscribes");
+    let fast = workload::named("fast", 1).expect("fast");
+    let cfg = |id: &str| AuthorityConfig {
+        poll_interval_ms: 100,
+        lease_duration_ms: 3_000,
+        renew_interval_ms: 1_000,
+        ..AuthorityConfig::new(id, "v1")
+    };
+    let a = AuthorityCore::new(s.clone(), cfg("a"), fast.clone(), Pace::Virtual).expect("a");
+    let b = AuthorityCore::new(s.clone(), cfg("b"), fast, Pace::Virtual).expect("b");
+    let cursor = |s: &Store| {
+        let sub = s.subscription("orders").expect("reads").expect("exists");
+        leasehold::ops::cursors::status(s, &sub, s.now()).expect("reads")
+    };
+    // One tick of each living authority: renew on its cadence, poll, run, record.
+    let tick = |cores: &[&AuthorityCore], n: i64| {
+        for core in cores {
+            if n % 10 == 0 {
+                core.renew();
+            }
+            for job in core.poll().expect("polls") {
+                core.finish(core.execute(&job));
+            }
+        }
+        clock.advance(100);
+    };
+
+    for n in 0..200 {
+        tick(&[&a, &b], n);
+        if n == 100 {
+            for i in 0..3 {
+                let event = NewEvent {
+                    event_type: "order-placed".into(),
+                    source: Some("shop".into()),
+                    external_id: Some(format!("o{i}")),
+                    payload: json!({ "i": i }),
+                };
+                s.ingest(&event).expect("ingests");
+            }
+        }
+    }
+    let held = cursor(&s);
+    let owner = held.owner_id.clone().expect("held");
+    assert_eq!(held.generation, 1, "{held:?}");
+    assert_eq!((held.position, held.high_water, held.lag), (3, 3, 0));
+    let (dead, heir) = if owner == "a" { (&a, &b) } else { (&b, &a) };
+    assert_eq!(dead.stats().claims, 1, "one claim in 200 polls");
+    assert_eq!(dead.stats().events_delivered, 3);
+    assert!(held.claims_per_sec < 0.02, "{held:?}");
+
+    // Its owner is killed: the claim lapses and the other authority takes it, once.
+    dead.crash();
+    for n in 0..200 {
+        tick(&[heir], n);
+    }
+    let moved = cursor(&s);
+    assert_eq!(moved.owner_id.as_deref(), Some(heir.id()));
+    assert_eq!(moved.generation, 2, "{moved:?}");
+    assert_eq!(heir.stats().claims, 1);
+    assert_eq!(heir.stats().reclaims, 1);
+    let (grants, _) = s
+        .ownership_history(Some("cursor:orders"), 0, 1_000)
+        .expect("history");
+    assert_eq!(grants.len(), 2, "{grants:?}");
 }

@@ -75,6 +75,7 @@ macro_rules! for_each_case {
             // §2.5 cursors
             events::cursor_writes_are_fenced_and_monotone,
             events::cursor_resumes_from_the_durable_cursor_after_reopen,
+            events::cursor_status_reads_the_same_on_every_provider,
             // §2.6 revision, §4 paged reads and counts
             reads::every_commit_advances_the_revision,
             reads::paging_returns_every_row_exactly_once,

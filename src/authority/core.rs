@@ -10,8 +10,13 @@
 //! drivers over this one implementation.
 //!
 //! Every write is fenced in the store; this file only decides what to present. A refusal
-//! (`WORK_FENCED`, `already-terminal`, …) is counted and never retried as success; a
-//! fenced renewal marks the job lost, and a lost job's outcome is dropped.
+//! (`WORK_FENCED`, `already-terminal`, …) is counted and never retried as success — as a
+//! fenced write and a lost lease when another claim had taken the item over (see
+//! `fencing.rs`); a fenced renewal marks the job lost, and a lost job's outcome is
+//! dropped. A subscription cursor is kept once claimed: after each look (deliver what is
+//! new, or nothing) it stays owned and renewed, and a later poll looks again, so its
+//! generation moves only when its ownership does. Each claim, outcome and lost lease is a
+//! `tracing` event ([`super::log`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
@@ -22,9 +27,10 @@ use super::config::AuthorityConfig;
 use crate::ops::actor::host_name;
 use super::handlers::{AttemptContext, AttemptKind, HandlerOutcome, Pace, Workload};
 use super::stats::{ExecLog, ExecRecord, Stats};
+use super::{fencing, log};
 use crate::build_key::compatibility_key;
 use crate::clock::Millis;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{
     Authority, FailureClass, Incarnation, InstanceRow, Subscription, WorkItem, WorkKind, WorkState,
 };
@@ -124,8 +130,11 @@ pub enum Finished {
     Completed,
     RetryScheduled,
     Failed,
-    /// A cursor (or aborted item) handed back to pending.
+    /// An item handed back to pending (a cursor only at shutdown: it is otherwise held).
     Yielded,
+    /// A cursor kept: still claimed and renewed, looked at again on a later poll. Its
+    /// generation moves only when its ownership does.
+    Held,
     /// A workflow transition committed.
     Transitioned,
     /// A workflow instance lease given back with nothing due.
@@ -151,6 +160,22 @@ struct InFlight {
     job: Job,
     lost: bool,
     deferred: Option<Executed>,
+    /// A held cursor between looks: owned, renewed, but not executing.
+    held: bool,
+    /// When a held cursor is due for its next look.
+    look_at: Millis,
+}
+
+impl InFlight {
+    fn new(job: Job) -> Self {
+        Self {
+            job,
+            lost: false,
+            deferred: None,
+            held: false,
+            look_at: 0,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -173,6 +198,8 @@ pub struct AuthorityCore {
     workload: Workload,
     pace: Pace,
     exec_log: Option<ExecLog>,
+    /// Where this authority's events go, when not to the default subscriber.
+    log: Option<tracing::Dispatch>,
     host: String,
     state: Mutex<CoreState>,
 }
@@ -239,6 +266,7 @@ impl AuthorityCore {
             workload,
             pace,
             exec_log: None,
+            log: None,
             host: host_name(),
             config,
             state: Mutex::new(CoreState {
@@ -253,6 +281,22 @@ impl AuthorityCore {
     pub fn with_exec_log(mut self, log: ExecLog) -> Self {
         self.exec_log = Some(log);
         self
+    }
+
+    /// Sends this authority's events to `dispatch` (see [`Self::log_scope`]).
+    #[must_use]
+    pub fn with_log(mut self, dispatch: tracing::Dispatch) -> Self {
+        self.log = Some(dispatch);
+        self
+    }
+
+    /// Runs `f` with this authority's subscriber, if it has one, as the thread's default:
+    /// a driver wraps every call into the core (on any thread) in it.
+    pub fn log_scope<T>(&self, f: impl FnOnce() -> T) -> T {
+        match &self.log {
+            Some(dispatch) => tracing::dispatcher::with_default(dispatch, f),
+            None => f(),
+        }
     }
 
     /// Reports `host` in the registration instead of this machine's name.
@@ -388,23 +432,26 @@ impl AuthorityCore {
     }
 
     fn poll_inner(&self) -> Result<Vec<Job>> {
-        let free = {
-            let st = self.state();
+        let now = self.store.now();
+        let (looks, free) = {
+            let mut st = self.state();
             if st.stopping {
                 return Ok(Vec::new());
             }
-            self.config
-                .worker_concurrency
-                .saturating_sub(st.inflight.len())
+            let executing = st.inflight.values().filter(|f| !f.held).count();
+            let free = self.config.worker_concurrency.saturating_sub(executing);
+            // Held cursors due for a look take at most half the free slots.
+            let looks = take_due_cursors(&mut st.inflight, now, free.div_ceil(2));
+            (looks, free)
         };
+        let free = free - looks.len();
         let fired = self.store.fire_due_schedules(SCHEDULES_PER_POLL)?;
         self.state().stats.schedules_fired += fired as u64;
         if free == 0 {
-            return Ok(Vec::new());
+            return Ok(looks);
         }
         let lease = self.config.lease_duration_ms;
         let batch = self.config.claim_batch_size;
-        let now = self.store.now();
 
         // Workflow instances, then work items, each claim noting a takeover (failover).
         let wf_limit = free.div_ceil(2).min(batch);
@@ -418,7 +465,8 @@ impl AuthorityCore {
         };
 
         let mut st = self.state();
-        let mut jobs = Vec::with_capacity(instances.len() + items.len());
+        let mut jobs = looks;
+        jobs.reserve(instances.len() + items.len());
         let tasks = instances
             .into_iter()
             .map(|(c, expired)| (expired, Task::Workflow(Box::new(c))))
@@ -432,11 +480,10 @@ impl AuthorityCore {
             if matches!(task, Task::Workflow(_)) {
                 st.stats.workflow_claims += 1;
             }
-            if let Some(expired_at) = expired {
+            let lapsed = expired.map(|expired_at| (now - expired_at).max(0));
+            if let Some(lapsed) = lapsed {
                 st.stats.reclaims += 1;
-                st.stats
-                    .reclaim_latencies_ms
-                    .push((now - expired_at).max(0));
+                st.stats.reclaim_latencies_ms.push(lapsed);
             }
             st.next_job += 1;
             let job = Job {
@@ -444,14 +491,8 @@ impl AuthorityCore {
                 task,
                 claimed_at: now,
             };
-            st.inflight.insert(
-                job.id,
-                InFlight {
-                    job: job.clone(),
-                    lost: false,
-                    deferred: None,
-                },
-            );
+            log::claimed(self.id(), &job, lapsed);
+            st.inflight.insert(job.id, InFlight::new(job.clone()));
             jobs.push(job);
         }
         Ok(jobs)
@@ -589,7 +630,9 @@ impl AuthorityCore {
                     st.inflight.remove(&executed.job_id);
                     drop(st);
                     self.log_attempt(&job, &executed, "lost");
-                    return Finished::Abandoned("lost");
+                    let lost = Finished::Abandoned("lost");
+                    log::finished(self.id(), &job, &executed, &lost, None);
+                    return lost;
                 }
                 Some(f) => f.job.clone(),
             }
@@ -690,19 +733,38 @@ impl AuthorityCore {
             Err(e) if e.is_store_failure() => {
                 let mut st = self.state();
                 st.stats.store_errors += 1;
-                let message = e.to_string();
+                let deferred = Finished::Deferred(e.to_string());
+                log::finished(self.id(), job, &executed, &deferred, None);
                 if let Some(f) = st.inflight.get_mut(&job.id) {
                     f.deferred = Some(executed);
                 }
-                return Finished::Deferred(message);
+                return deferred;
             }
             Err(e) => Finished::Refused(e.code().to_owned()),
             Ok(finished) => finished,
         };
+        let fenced = match &finished {
+            Finished::Refused(code) => fencing::fenced(&self.store, job, code),
+            _ => None,
+        };
+        log::finished(self.id(), job, &executed, &finished, fenced);
         let finished_at = self.store.now();
         {
             let mut st = self.state();
-            st.inflight.remove(&job.id);
+            if finished == Finished::Held {
+                // A cursor that delivered may have more waiting; an idle one looks again
+                // after a poll interval.
+                let look_at = match &executed.exec {
+                    Exec::Work { .. } => finished_at,
+                    _ => finished_at + self.config.poll_interval_ms,
+                };
+                if let Some(f) = st.inflight.get_mut(&job.id) {
+                    f.held = true;
+                    f.look_at = look_at;
+                }
+            } else {
+                st.inflight.remove(&job.id);
+            }
             let s = &mut st.stats;
             if matches!(
                 finished,
@@ -729,9 +791,10 @@ impl AuthorityCore {
                     Some(HandlerOutcome::Failed(_)) => s.failures += 1,
                     _ => {}
                 },
-                Finished::Refused(code) => s.refused(code),
+                Finished::Refused(code) => s.refused(code, fenced.is_some()),
                 Finished::Abandoned("uncertain") => s.uncertain += 1,
                 Finished::Yielded
+                | Finished::Held
                 | Finished::Released
                 | Finished::Abandoned(_)
                 | Finished::Deferred(_) => {}
@@ -808,17 +871,14 @@ impl AuthorityCore {
                                 return Ok(refused);
                             }
                             *advance_to = None;
+                            log::cursor_advanced(self.id(), job, seq, *delivered);
                             let mut st = self.state();
                             st.stats.cursor_advances += 1;
                             st.stats.events_delivered += *delivered;
                         }
-                        // More may be waiting: eligible again at once.
-                        classify(self.store.yield_back(
-                            &item.id,
-                            owner,
-                            generation,
-                            self.store.now(),
-                        ))
+                        // Keep the claim: more may be waiting, and the generation must
+                        // not move while the ownership does not.
+                        Ok(Finished::Held)
                     }
                     HandlerOutcome::Succeeded(out) => classify(self.store.complete(
                         &item.id,
@@ -827,6 +887,11 @@ impl AuthorityCore {
                         out.as_ref().map(Value::to_string),
                     )),
                 }
+            }
+            (Task::Work(item), Exec::CursorIdle | Exec::Aborted(_))
+                if item.kind == WorkKind::Cursor =>
+            {
+                Ok(Finished::Held)
             }
             (Task::Work(item), Exec::CursorIdle | Exec::Aborted(_)) => classify(
                 self.store
@@ -985,6 +1050,10 @@ impl AuthorityCore {
                     )
                     .map(|_| ()),
             };
+            let current = match &result {
+                Err(Error::Fenced { current, .. }) => Some(*current),
+                _ => None,
+            };
             let mut st = self.state();
             match result {
                 Ok(()) => report.renewed += 1,
@@ -995,8 +1064,14 @@ impl AuthorityCore {
                 Err(_) => {
                     if let Some(f) = st.inflight.get_mut(&job.id) {
                         f.lost = true;
+                        // A held cursor runs nothing whose finish would drop it: forget it now.
+                        if f.held {
+                            st.inflight.remove(&job.id);
+                        }
                         st.stats.leases_lost += 1;
                         report.lost += 1;
+                        drop(st);
+                        log::lease_lost(self.id(), &job, current);
                     }
                 }
             }
@@ -1034,11 +1109,15 @@ impl AuthorityCore {
                     .map(|_| ()),
                 Task::Workflow(c) => self.engine.release(c),
             };
+            let fenced = match &released {
+                Err(e) if !e.is_store_failure() => fencing::fenced(&self.store, &job, e.code()),
+                _ => None,
+            };
             let mut st = self.state();
             match released {
                 Ok(()) => st.stats.released_on_shutdown += 1,
                 Err(e) if e.is_store_failure() => st.stats.store_errors += 1,
-                Err(e) => st.stats.refused(e.code()),
+                Err(e) => st.stats.refused(e.code(), fenced.is_some()),
             }
             drop(st);
             if let Task::Work(_) = &job.task {
@@ -1074,6 +1153,23 @@ impl std::fmt::Debug for AuthorityCore {
             .field("compat", &self.compat)
             .finish_non_exhaustive()
     }
+}
+
+/// Marks up to `n` held cursors due by `now` (longest waiting first) as executing again and
+/// returns their jobs: the same claim, the same generation.
+fn take_due_cursors(inflight: &mut BTreeMap<u64, InFlight>, now: Millis, n: usize) -> Vec<Job> {
+    let mut due: Vec<&mut InFlight> = inflight
+        .values_mut()
+        .filter(|f| f.held && !f.lost && f.look_at <= now)
+        .collect();
+    due.sort_by_key(|f| f.look_at);
+    due.into_iter()
+        .take(n)
+        .map(|f| {
+            f.held = false;
+            f.job.clone()
+        })
+        .collect()
 }
 
 /// The subscription a cursor item carries: its payload's `subscription`, else its id

@@ -6,7 +6,9 @@
 
 pub mod config;
 pub mod core;
+mod fencing;
 pub mod handlers;
+pub mod log;
 pub mod runtime;
 pub mod stats;
 pub mod workload;
@@ -14,5 +16,5 @@ pub mod workload;
 pub use config::AuthorityConfig;
 pub use core::{AuthorityCore, Exec, Executed, Finished, Job, Renewed, Task};
 pub use handlers::{AttemptContext, AttemptKind, Handler, HandlerOutcome, Pace, Workload};
-pub use runtime::{LogFormat, RunOptions, run_authority, run_authority_with};
+pub use runtime::{RunOptions, run_authority, run_authority_with};
 pub use stats::{ExecLog, ExecRecord, Stats, percentile};

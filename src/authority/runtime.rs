@@ -5,64 +5,47 @@
 //! still owns. Every decision is [`AuthorityCore`]'s; this file only schedules it. Store
 //! calls are synchronous (SQLite), so they run on the blocking pool too, never on the
 //! async workers.
+//!
+//! Log lines are `tracing` events: the core's per item (see [`super::log`]), this file's
+//! for the authority as a whole. With [`RunOptions::log`] every one of them, from whichever
+//! thread, goes to that subscriber, so several authorities in one process (tests,
+//! benchmarks) each keep their own log.
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, MissedTickBehavior};
+use tracing::{Dispatch, info, warn};
 
 use super::config::AuthorityConfig;
-use super::core::{AuthorityCore, Exec, Executed, Finished, Job, Task};
+use super::core::{AuthorityCore, Exec, Executed, Job, Task};
 use super::handlers::{HandlerOutcome, Pace, Workload};
 use super::stats::{ExecLog, Stats};
-use crate::clock::{Millis, format_instant};
+use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::store::Store;
-
-/// How the runtime writes its log lines on stderr.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum LogFormat {
-    /// `2026-01-01T00:00:00.000Z a1 started build=v1 …`, for people.
-    #[default]
-    Text,
-    /// One JSON object per line: `{"at":…,"instance":…,"event":…,…}`.
-    Json,
-    /// Nothing (benchmarks, which report on their own).
-    Off,
-}
-
-impl std::str::FromStr for LogFormat {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "text" => Ok(Self::Text),
-            "json" => Ok(Self::Json),
-            "off" => Ok(Self::Off),
-            other => Err(Error::Invalid(format!(
-                "unknown log format {other:?}; use text, json or off"
-            ))),
-        }
-    }
-}
 
 /// Options of [`run_authority_with`].
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Append one JSON line per physical attempt here.
     pub exec_log: Option<PathBuf>,
-    pub log_format: LogFormat,
+    /// A subscriber for this authority's events alone (e.g. one built with
+    /// [`crate::cli::log::dispatch`]), for several authorities in one process; `None`
+    /// leaves them to the default subscriber, which is what the binary installs. `tracing`
+    /// caches per call site whether anyone listens: a scoped subscriber is reliable only if
+    /// the process reaches these call sites under some subscriber everywhere.
+    pub log: Option<Dispatch>,
     /// How long a shutdown waits for running handlers before releasing their items
     /// (default: the renew interval, so no claim can lapse meanwhile).
     pub shutdown_grace_ms: Option<Millis>,
 }
 
 /// Runs one authority until `shutdown` completes, then releases what it owns and returns
-/// its counters. Logs human lines on stderr.
+/// its counters. Logs through the default `tracing` subscriber.
 ///
 /// # Errors
 /// `INVALID` for an unsafe config or an exec log that cannot be opened; a store failure
@@ -105,14 +88,26 @@ pub async fn run_authority_with(
     if let Some(path) = &options.exec_log {
         core = core.with_exec_log(ExecLog::open(path)?);
     }
+    if let Some(dispatch) = options.log.clone() {
+        core = core.with_log(dispatch);
+    }
     let core = Arc::new(core);
-    let log = Logger {
-        format: options.log_format,
-        core: core.clone(),
-    };
+    let log = Logger { core: core.clone() };
     let cfg = core.config().clone();
     blocking(&core, AuthorityCore::register).await??;
-    log.line("started", json!({ "build": cfg.build, "compat": core.compat(), "store": core.store().describe(), "config": serde_json::to_value(&cfg).unwrap_or(Value::Null) }));
+    log.scope(|| {
+        info!(
+            instance = cfg.instance_id.as_str(),
+            build = cfg.build.as_str(),
+            store = %core.store().describe(),
+            compat = core.compat(),
+            "leaseMs" = cfg.lease_duration_ms,
+            "renewMs" = cfg.renew_interval_ms,
+            "pollMs" = cfg.poll_interval_ms,
+            concurrency = cfg.worker_concurrency,
+            "started"
+        );
+    });
 
     let period = |ms: Millis| Duration::from_millis(ms.max(1).unsigned_abs());
     let mut poll = tokio::time::interval(period(cfg.poll_interval_ms));
@@ -141,10 +136,8 @@ pub async fn run_authority_with(
                 poll_and_spawn(&core, &log, &mut running, &mut store_down).await?;
             }
             _ = renew.tick() => {
-                let renewed = blocking(&core, AuthorityCore::renew).await?;
-                if renewed.lost > 0 {
-                    log.line("leases-lost", json!({ "lost": renewed.lost, "renewed": renewed.renewed }));
-                }
+                // The core logs each lost claim with its item and generation.
+                blocking(&core, AuthorityCore::renew).await?;
             }
             _ = heartbeat.tick() => {
                 let beat = blocking(&core, AuthorityCore::heartbeat).await?;
@@ -153,27 +146,29 @@ pub async fn run_authority_with(
                     // instance id owns it (two processes under one id would share claims),
                     // or an operator forgot it while it read as gone. It steps down rather
                     // than work unseen.
-                    log.line("registration-lost", json!({ "error": lost.to_string() }));
+                    log.scope(|| warn!(instance = core.id(), error = %lost, "registration-lost"));
                     break;
                 }
                 note_store(&log, &mut store_down, beat.as_ref().err());
                 let s = core.stats();
-                log.line("progress", json!({ "inflight": core.inflight(), "claims": s.claims, "completions": s.completions, "retries": s.retries, "failures": s.failures, "fencedWritesRefused": s.fenced_writes_refused, "leasesLost": s.leases_lost, "reclaims": s.reclaims }));
+                log.scope(|| info!(instance = core.id(), inflight = core.inflight(), claims = s.claims, completions = s.completions, retries = s.retries, failures = s.failures, "fencedWritesRefused" = s.fenced_writes_refused, "leasesLost" = s.leases_lost, reclaims = s.reclaims, "progress"));
             }
             _ = poll.tick() => {
-                for finished in blocking(&core, AuthorityCore::flush).await? {
-                    log_finished(&log, &finished);
-                }
+                blocking(&core, AuthorityCore::flush).await?;
                 poll_and_spawn(&core, &log, &mut running, &mut store_down).await?;
             }
         }
     }
 
     core.stop_claiming();
-    log.line(
-        "stopping",
-        json!({ "inflight": core.inflight(), "running": running.len() }),
-    );
+    log.scope(|| {
+        info!(
+            instance = core.id(),
+            inflight = core.inflight(),
+            running = running.len(),
+            "stopping"
+        );
+    });
     let grace = options.shutdown_grace_ms.unwrap_or(cfg.renew_interval_ms);
     let deadline = tokio::time::sleep(period(grace));
     tokio::pin!(deadline);
@@ -183,7 +178,7 @@ pub async fn run_authority_with(
             Some(joined) = running.join_next() => finish_joined(&core, &log, &mut running, joined).await?,
             _ = renew.tick() => { blocking(&core, AuthorityCore::renew).await?; }
             () = &mut deadline => {
-                log.line("grace-expired", json!({ "running": running.len() }));
+                log.scope(|| warn!(instance = core.id(), running = running.len(), "grace-expired"));
                 break;
             }
         }
@@ -192,17 +187,32 @@ pub async fn run_authority_with(
     // outcomes, if they ever come, are dropped.
     running.detach_all();
     let stats = blocking(&core, AuthorityCore::shutdown).await??;
-    log.line("stopped", json!({ "claims": stats.claims, "completions": stats.completions, "fencedWritesRefused": stats.fenced_writes_refused, "leasesLost": stats.leases_lost, "released": stats.released_on_shutdown }));
+    log.scope(|| {
+        info!(
+            instance = stats.instance_id.as_str(),
+            build = stats.build.as_str(),
+            store = %core.store().describe(),
+            claims = stats.claims,
+            completions = stats.completions,
+            retries = stats.retries,
+            failures = stats.failures,
+            "fencedWritesRefused" = stats.fenced_writes_refused,
+            "leasesLost" = stats.leases_lost,
+            reclaims = stats.reclaims,
+            released = stats.released_on_shutdown,
+            "stopped"
+        );
+    });
     Ok(stats)
 }
 
-/// Runs `f` on the blocking pool (store calls are synchronous).
+/// Runs `f` on the blocking pool (store calls are synchronous), under the core's log.
 async fn blocking<T: Send + 'static>(
     core: &Arc<AuthorityCore>,
     f: impl FnOnce(&AuthorityCore) -> T + Send + 'static,
 ) -> Result<T> {
     let core = core.clone();
-    tokio::task::spawn_blocking(move || f(&core))
+    tokio::task::spawn_blocking(move || core.log_scope(|| f(&core)))
         .await
         .map_err(|e| Error::OutcomeUnknown(format!("an authority task did not finish: {e}")))
 }
@@ -235,7 +245,7 @@ async fn poll_and_spawn(
     note_store(log, store_down, polled.as_ref().err());
     for job in polled.unwrap_or_default() {
         let core = core.clone();
-        running.spawn_blocking(move || execute_caught(&core, &job));
+        running.spawn_blocking(move || core.log_scope(|| execute_caught(&core, &job)));
     }
     Ok(())
 }
@@ -250,7 +260,7 @@ async fn finish_joined(
     let mut push = |joined: std::result::Result<Executed, tokio::task::JoinError>| match joined {
         Ok(executed) => batch.push(executed),
         // Panics are caught in the task; a join error here means the task was cancelled.
-        Err(e) => log.line("task-failed", json!({ "error": e.to_string() })),
+        Err(e) => log.scope(|| warn!(instance = log.core.id(), error = %e, "task-failed")),
     };
     push(first);
     while let Some(joined) = running.try_join_next() {
@@ -259,21 +269,9 @@ async fn finish_joined(
     if batch.is_empty() {
         return Ok(());
     }
-    for finished in blocking(core, move |c| c.finish_all(batch)).await? {
-        log_finished(log, &finished);
-    }
+    // The core logs each outcome with its item and generation.
+    blocking(core, move |c| c.finish_all(batch)).await?;
     Ok(())
-}
-
-fn log_finished(log: &Logger, finished: &Finished) {
-    match finished {
-        Finished::Refused(code) => log.line("write-refused", json!({ "code": code })),
-        Finished::Deferred(why) => log.line("outcome-deferred", json!({ "error": why })),
-        Finished::Abandoned(reason @ ("lost" | "uncertain")) => {
-            log.line("attempt-abandoned", json!({ "reason": reason }))
-        }
-        _ => {}
-    }
 }
 
 /// Logs the first store failure of a streak and the recovery, not every failed call.
@@ -281,49 +279,23 @@ fn note_store(log: &Logger, down: &mut bool, error: Option<&Error>) {
     match (error, *down) {
         (Some(e), false) if e.is_store_failure() => {
             *down = true;
-            log.line("store-unavailable", json!({ "error": e.to_string() }));
+            log.scope(|| warn!(instance = log.core.id(), error = %e, "store-unavailable"));
         }
         (None, true) => {
             *down = false;
-            log.line("store-recovered", json!({}));
+            log.scope(|| info!(instance = log.core.id(), "store-recovered"));
         }
         _ => {}
     }
 }
 
+/// The authority-wide lines, under the core's log.
 struct Logger {
-    format: LogFormat,
     core: Arc<AuthorityCore>,
 }
 
 impl Logger {
-    fn line(&self, event: &str, fields: Value) {
-        let at = format_instant(self.core.store().now());
-        let instance = self.core.id();
-        match self.format {
-            LogFormat::Off => {}
-            LogFormat::Json => {
-                let mut obj = serde_json::Map::new();
-                obj.insert("at".into(), Value::String(at));
-                obj.insert("instance".into(), Value::String(instance.to_owned()));
-                obj.insert("event".into(), Value::String(event.to_owned()));
-                if let Value::Object(extra) = fields {
-                    obj.extend(extra);
-                }
-                eprintln!("{}", Value::Object(obj));
-            }
-            LogFormat::Text => {
-                let mut line = format!("{at} {instance} {event}");
-                if let Value::Object(extra) = fields {
-                    for (k, v) in extra {
-                        match v {
-                            Value::String(s) => line.push_str(&format!(" {k}={s}")),
-                            other => line.push_str(&format!(" {k}={other}")),
-                        }
-                    }
-                }
-                eprintln!("{line}");
-            }
-        }
+    fn scope(&self, f: impl FnOnce()) {
+        self.core.log_scope(f);
     }
 }

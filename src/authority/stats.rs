@@ -36,11 +36,15 @@ pub struct Stats {
     pub events_delivered: u64,
     /// Schedule firings this authority enqueued.
     pub schedules_fired: u64,
-    /// Writes the store refused with `WORK_FENCED`: this authority had been superseded.
+    /// Outcome writes (completions, failures, cursor advances, transitions, releases) the
+    /// store refused because this authority had been superseded: another claim had taken
+    /// the item over. The store says `WORK_FENCED`, or `already-terminal` once the
+    /// successor has finished the item; both count here.
     pub fenced_writes_refused: u64,
-    /// Other refused writes by code (`already-terminal`, `stale-sequence`, …).
+    /// Other refused writes by code (`already-terminal` of our own repeated write,
+    /// `stale-sequence`, a cancelled workflow, …).
     pub other_refusals: BTreeMap<String, u64>,
-    /// Claims whose renewal was fenced: someone else took the item over.
+    /// Claims taken over by someone else, found at renewal or by a fenced write.
     pub leases_lost: u64,
     /// Attempts that ended uncertain (nothing recorded, the claim left to lapse).
     pub uncertain: u64,
@@ -54,10 +58,12 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Counts a refused write by its code.
-    pub fn refused(&mut self, code: &str) {
-        if code == "WORK_FENCED" {
+    /// Counts a refused write: a fenced one (see [`Self::fenced_writes_refused`]) is also a
+    /// lost claim; any other is counted by its code.
+    pub fn refused(&mut self, code: &str, fenced: bool) {
+        if fenced {
             self.fenced_writes_refused += 1;
+            self.leases_lost += 1;
         } else {
             *self.other_refusals.entry(code.to_owned()).or_default() += 1;
         }

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::authority::config::AuthorityConfig;
-use crate::authority::runtime::{LogFormat, RunOptions, run_authority_with};
+use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::stats::Stats;
 use crate::authority::workload;
 use crate::clock::Millis;
@@ -100,7 +100,8 @@ impl Fleet {
                 config,
                 workload.clone(),
                 RunOptions {
-                    log_format: LogFormat::Off,
+                    // Nothing to say: the benchmark reports on its own.
+                    log: Some(tracing::Dispatch::none()),
                     ..RunOptions::default()
                 },
                 shutdown,

@@ -27,8 +27,9 @@ use crate::clock::Millis;
 use crate::model::InstanceRow;
 use crate::model::schedule::Trigger;
 use crate::model::work::WorkFilter;
-use crate::model::{Failure as WorkFailure, Page, PageRequest, Subscription, WorkKind, WorkState};
+use crate::model::{Failure as WorkFailure, Page, PageRequest, WorkKind, WorkState};
 use crate::ops::claims::{self, ClaimStanding};
+use crate::ops::cursors::{CursorStatus, rate_text};
 use crate::store::Store;
 use crate::store::url::OpenMode;
 use crate::workflow::InstanceState;
@@ -739,61 +740,50 @@ fn workflows(
 
 // ---------------------------------------------------------------- cursors
 
+/// A cursor as [`crate::ops::cursors`] defines it, and whether a live build can claim it.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct CursorRow {
-    subscription_id: String,
-    event_type: String,
-    sequence: u64,
-    generation: u64,
-    updated_at: Millis,
-    updated_by: Option<String>,
-    owner_id: Option<String>,
-    state: Option<&'static str>,
+    #[serde(flatten)]
+    cursor: CursorStatus,
     compatible: Option<bool>,
 }
 
 fn cursors(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure> {
     let live = LiveBuilds::load(ctx.store, ctx.now)?;
-    let Page { rows, next } = ctx.store.list_subscriptions(&ctx.page)?;
-    let mut shown = Vec::with_capacity(rows.len());
-    for s in rows {
-        // One point read per row of the page: who holds the cursor item now.
-        let item = ctx.store.work(&Subscription::work_id(&s.subscription_id))?;
-        shown.push(CursorRow {
-            owner_id: item
-                .as_ref()
-                .and_then(|w| w.current_owner().map(str::to_owned)),
-            state: item.as_ref().map(|w| w.state.as_str()),
-            compatible: item.as_ref().map(|w| live.compatible(&w.compat)),
-            subscription_id: s.subscription_id,
-            event_type: s.event_type,
-            sequence: s.sequence,
-            generation: s.generation,
-            updated_at: s.updated_at,
-            updated_by: s.updated_by,
-        });
-    }
+    let Page { rows, next } = crate::ops::cursors::page(ctx.store, &ctx.page, ctx.now)?;
+    let shown: Vec<CursorRow> = rows
+        .into_iter()
+        .map(|cursor| CursorRow {
+            compatible: cursor.compat.as_deref().map(|c| live.compatible(c)),
+            cursor,
+        })
+        .collect();
     let mut table = Table::new(&[
         "SUBSCRIPTION",
         "EVENT",
-        "SEQ",
+        "POSITION",
+        "LAG",
         "GEN",
         "OWNER",
         "STATE",
+        "CLAIMS/S",
         "UPDATED",
         "COMPATIBLE",
     ]);
-    for c in &shown {
+    for row in &shown {
+        let c = &row.cursor;
         table.row(vec![
             cell(&c.subscription_id),
             cell_max(&c.event_type, 24),
-            c.sequence.to_string(),
+            c.position.to_string(),
+            c.lag.to_string(),
             c.generation.to_string(),
             opt_cell(c.owner_id.as_deref()),
             c.state.unwrap_or("-").into(),
+            rate_text(c.claims_per_sec),
             when(c.updated_at, ctx.now),
-            c.compatible.map_or_else(|| "-".into(), yes_no),
+            row.compatible.map_or_else(|| "-".into(), yes_no),
         ]);
     }
     ctx.emit(out, &shown, &table, next)

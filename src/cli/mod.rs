@@ -17,6 +17,7 @@ pub mod event;
 pub mod inspect;
 pub mod instance;
 pub mod live;
+pub mod log;
 pub mod output;
 pub mod registry;
 pub mod run;

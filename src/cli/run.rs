@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::log::{LogFormat, dispatch};
 use super::{CliResult, Failure, StoreArg};
 use crate::authority::config::{AuthorityConfig, generated_instance_id};
-use crate::authority::runtime::{LogFormat, RunOptions, run_authority_with};
+use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
 use crate::check::{CheckOptions, check};
 use crate::cluster::{Cluster, ClusterOptions, run_headless};
@@ -103,9 +104,10 @@ pub struct AuthorityArgs {
     /// Append one JSON line per physical attempt to this file.
     #[arg(long, value_name = "FILE")]
     pub exec_log: Option<PathBuf>,
-    /// `text` (default), `json` or `off`: the log lines on stderr.
-    #[arg(long, default_value = "text")]
-    pub log_format: String,
+    /// The log lines on stderr: for people (every value escaped), one JSON object per
+    /// line, or none.
+    #[arg(long, value_enum, default_value_t = LogFormat::Human)]
+    pub log_format: LogFormat,
     /// Seed of the workload's simulated latency and failures.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -178,10 +180,13 @@ pub fn authority(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     config.claim_batch_size = args.batch;
     config.validate()?;
     let workload = workload::named(&args.workload, args.seed)?;
-    let log_format: LogFormat = args.log_format.parse()?;
+    // The process's one subscriber, for every thread: `tracing` remembers per call site
+    // whether anyone listens, so a subscriber scoped to some threads could miss lines.
+    let log = dispatch(args.log_format, store.clock().clone(), std::io::stderr);
+    let _ = tracing::dispatcher::set_global_default(log);
     let options = RunOptions {
         exec_log: args.exec_log.clone(),
-        log_format,
+        log: None,
         shutdown_grace_ms: None,
     };
     let stats = tokio_runtime()?.block_on(run_authority_with(

@@ -5,6 +5,7 @@
 pub mod actor;
 pub mod cancel;
 pub mod claims;
+pub mod cursors;
 pub mod liveness;
 pub mod pretty;
 pub mod timefmt;

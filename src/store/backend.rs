@@ -147,6 +147,8 @@ pub trait Tx {
     ) -> Result<Vec<JournalEvent>>;
     /// The highest seq ever assigned (0 for none).
     fn journal_high_water(&mut self) -> Result<i64>;
+    /// The highest seq of `event_type` still in the journal (0 for none); an index seek.
+    fn journal_type_high_water(&mut self, event_type: &str) -> Result<i64>;
     fn add_ingestion(&mut self, ingestion: &Ingestion) -> Result<()>;
     /// Ingestions by id.
     fn list_ingestions(&mut self, page: &PageRequest) -> Result<Vec<Ingestion>>;
@@ -185,6 +187,8 @@ pub trait Tx {
     /// row's revision`, a page may hold more than `limit` rows, and fewer than `limit` rows
     /// means there are no more.
     fn grants(&mut self, resource: Option<&str>, after: u64, limit: usize) -> Result<Vec<Grant>>;
+    /// The newest `limit` grants of `resource`, newest first; an index seek.
+    fn latest_grants(&mut self, resource: &str, limit: usize) -> Result<Vec<Grant>>;
     /// Writes with a revision above `after`, paged exactly like [`Tx::grants`].
     fn writes(
         &mut self,

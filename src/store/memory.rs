@@ -486,6 +486,16 @@ impl Tx for MemTx<'_> {
         Ok(self.state.journal_seq)
     }
 
+    fn journal_type_high_water(&mut self, event_type: &str) -> Result<i64> {
+        Ok(self
+            .state
+            .journal
+            .values()
+            .rev()
+            .find(|e| e.event_type == event_type)
+            .map_or(0, |e| e.seq))
+    }
+
     fn add_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
         let id = self
             .state
@@ -637,6 +647,18 @@ impl Tx for MemTx<'_> {
         Ok(history_page(&self.state.grants, after, limit, |g| {
             resource.is_none_or(|r| g.resource_id == r)
         }))
+    }
+
+    fn latest_grants(&mut self, resource: &str, limit: usize) -> Result<Vec<Grant>> {
+        Ok(self
+            .state
+            .grants
+            .values()
+            .rev()
+            .filter(|g| g.resource_id == resource)
+            .take(limit)
+            .cloned()
+            .collect())
     }
 
     fn writes(

@@ -19,6 +19,7 @@ use super::text::clean;
 use super::views::Row;
 use crate::clock::Millis;
 use crate::error::Result;
+use crate::model::Subscription;
 use crate::ops::pretty;
 use crate::ops::timefmt::{TimeFmt, Zone};
 use crate::store::Store;
@@ -52,6 +53,8 @@ pub enum Fetch {
     Journal(i64),
     /// A workflow instance's history (action arguments, results, failures).
     History(String),
+    /// A work item by id (a cursor's delivery item: its claim, attempts, last failure).
+    Work(String),
 }
 
 impl Fetch {
@@ -61,6 +64,7 @@ impl Fetch {
         match self {
             Self::Journal(_) => "journal",
             Self::History(_) => "history",
+            Self::Work(_) => "work item",
         }
     }
 }
@@ -79,6 +83,7 @@ pub fn fetch(store: &Store, fetch: &Fetch) -> Result<Value> {
             Ok(event.map_or(Value::Null, |e| record(&e)))
         }
         Fetch::History(id) => Ok(record(&store.workflow_history(id)?)),
+        Fetch::Work(id) => Ok(store.work(id)?.map_or(Value::Null, |w| record(&w))),
     }
 }
 
@@ -165,20 +170,17 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
                 Some(Fetch::History(i.instance_id.clone())),
             ))
         }
-        ViewData::Cursors { page, items, .. } => {
-            let s = page
+        ViewData::Cursors(page) => {
+            let c = page
                 .rows
                 .iter()
-                .find(|s| Some(s.subscription_id.as_str()) == key)?;
-            let mut d = open(
-                format!("cursor {}", s.subscription_id),
-                &s.subscription_id,
-                record(s),
-                None,
-            );
-            let item = items.get(&s.subscription_id).map_or(Value::Null, record);
-            d.related.push(("work item".into(), item));
-            Some(d)
+                .find(|c| Some(c.subscription_id.as_str()) == key)?;
+            Some(open(
+                format!("cursor {}", c.subscription_id),
+                &c.subscription_id,
+                record(c),
+                Some(Fetch::Work(Subscription::work_id(&c.subscription_id))),
+            ))
         }
         ViewData::Events { page, .. } => {
             let e = page

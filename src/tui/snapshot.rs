@@ -20,10 +20,11 @@ use crate::error::Result;
 use crate::model::work::{WorkFilter, WorkState};
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, Lease, Page, PageRequest,
-    Schedule, Subscription, WorkItem, WriteRecord,
+    Schedule, WorkItem, WriteRecord,
 };
 use crate::ops::claims::OwnedClaims;
 use crate::ops::liveness::liveness;
+use crate::ops::cursors::CursorStatus;
 use crate::store::{Overview, Store};
 
 /// How many authorities the header, the overview and compatibility checks look at.
@@ -83,11 +84,8 @@ pub enum ViewData {
         instance: Option<InstanceRow>,
         history: Vec<HistoryRecord>,
     },
-    Cursors {
-        page: Page<Subscription>,
-        items: HashMap<String, WorkItem>,
-        high_water: i64,
-    },
+    /// Cursors as [`crate::ops::cursors`] defines them (the same rows `inspect` prints).
+    Cursors(Page<CursorStatus>),
     Events {
         page: Page<Ingestion>,
         high_water: i64,
@@ -259,22 +257,7 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
                 history: Vec::new(),
             },
         },
-        ViewId::Cursors => {
-            let page = c.run(|s| s.list_subscriptions(page))?;
-            let mut items = HashMap::new();
-            for sub in &page.rows {
-                let id = Subscription::work_id(&sub.subscription_id);
-                if let Some(item) = c.run(|s| s.work(&id))? {
-                    items.insert(sub.subscription_id.clone(), item);
-                }
-            }
-            let high_water = c.run(Store::journal_high_water)?;
-            ViewData::Cursors {
-                page,
-                items,
-                high_water,
-            }
-        }
+        ViewId::Cursors => ViewData::Cursors(c.run(|s| crate::ops::cursors::page(s, page, at))?),
         ViewId::Events => {
             let page = c.run(|s| s.list_ingestions(page))?;
             let high_water = c.run(Store::journal_high_water)?;

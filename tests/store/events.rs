@@ -384,3 +384,76 @@ pub fn cursor_resumes_from_the_durable_cursor_after_reopen(h: &dyn Harness) {
         "WORK_FENCED"
     );
 }
+
+/// A cursor as operators are told about it (`ops::cursors`), read the same on every
+/// provider: its owner and claim generation, its position against the newest event of its
+/// own type (not the journal's: other types never make it look behind), lag 0 once caught
+/// up, and its claims over the last minute.
+pub fn cursor_status_reads_the_same_on_every_provider(h: &dyn Harness) {
+    use leasehold::ops::cursors::status;
+
+    let s = h.store();
+    ok(
+        "create",
+        s.create_subscription("ship", "order.paid", "ship", K),
+    );
+    let other = |i: usize| NewEvent {
+        event_type: "order.viewed".into(),
+        ..event(Some("shop"), Some(&format!("v-{i}")), json!({ "v": i }))
+    };
+    let mut last_paid = 0;
+    for i in 0..3 {
+        let got = ok(
+            "ingest",
+            s.ingest(&event(
+                Some("shop"),
+                Some(&format!("p-{i}")),
+                json!({ "n": i }),
+            )),
+        );
+        last_paid = got.seq.expect("seq");
+        ok("ingest", s.ingest(&other(i)));
+    }
+    let sub = |s: &leasehold::Store| ok("read", s.subscription("ship")).expect("subscription");
+    let before = ok("status", status(&s, &sub(&s), s.now()));
+    assert_eq!(
+        (
+            before.owner_id.as_deref(),
+            before.generation,
+            before.position
+        ),
+        (None, 0, 0)
+    );
+    let high_water = u64::try_from(last_paid).expect("positive");
+    assert_eq!((before.high_water, before.lag), (high_water, high_water));
+    assert!(before.claims_per_sec.abs() < f64::EPSILON);
+
+    let work_id = Subscription::work_id("ship");
+    let a = ok("a claims", s.claim(&work_id, "a", K, 1_000));
+    ok(
+        "a advances",
+        s.advance_cursor("ship", "a", a.generation, high_water),
+    );
+    let caught_up = ok("status", status(&s, &sub(&s), s.now()));
+    assert_eq!(
+        (caught_up.owner_id.as_deref(), caught_up.generation),
+        (Some("a"), a.generation)
+    );
+    assert_eq!((caught_up.position, caught_up.lag), (high_water, 0));
+    assert!(
+        ok("journal", s.journal_high_water()) > last_paid,
+        "the journal itself is further on"
+    );
+
+    h.clock().advance(5_000);
+    let b = ok("b claims", s.claim(&work_id, "b", K, 1_000));
+    let moved = ok("status", status(&s, &sub(&s), s.now()));
+    assert_eq!(
+        (moved.owner_id.as_deref(), moved.generation),
+        (Some("b"), b.generation)
+    );
+    assert!(
+        (moved.claims_per_sec - 2.0 / 60.0).abs() < 1e-9,
+        "{moved:?}"
+    );
+}

@@ -429,6 +429,16 @@ fn main_queries_use_indexes() {
             "PRIMARY KEY",
         ),
         (
+            "SELECT COALESCE(MAX(seq), 0) FROM journal WHERE event_type = ?1",
+            1,
+            "journal_type",
+        ),
+        (
+            "SELECT * FROM grants WHERE resource_id = ?1 ORDER BY revision DESC, seq DESC LIMIT ?2",
+            2,
+            "grants_resource",
+        ),
+        (
             "SELECT * FROM grants WHERE revision > ? ORDER BY revision, seq LIMIT ?",
             2,
             "grants_revision",

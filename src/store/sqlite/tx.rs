@@ -663,6 +663,15 @@ impl Tx for SqliteTx<'_> {
         self.meta("journal_seq")
     }
 
+    fn journal_type_high_water(&mut self, event_type: &str) -> Result<i64> {
+        let max = self.one(
+            "SELECT COALESCE(MAX(seq), 0) FROM journal WHERE event_type = ?1",
+            [event_type],
+            |r| r.get(0),
+        )?;
+        Ok(max.unwrap_or(0))
+    }
+
     fn add_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
         self.insert_ingestion(None, ingestion)
     }
@@ -817,6 +826,14 @@ impl Tx for SqliteTx<'_> {
 
     fn grants(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<Grant>> {
         self.history_page("grants", resource, after, n, rows::grant, |g| g.revision)
+    }
+
+    fn latest_grants(&mut self, resource: &str, n: usize) -> Result<Vec<Grant>> {
+        self.all(
+            "SELECT * FROM grants WHERE resource_id = ?1 ORDER BY revision DESC, seq DESC LIMIT ?2",
+            params![resource, limit(n)],
+            rows::grant,
+        )
     }
 
     fn writes(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<WriteRecord>> {

@@ -171,11 +171,7 @@ pub fn table(snap: &Snapshot, fmt: TimeFmt) -> Option<TableData> {
         ViewData::Leases(page) => leases::table(page, fmt),
         ViewData::Work(page) => work::table(snap, page, fmt),
         ViewData::Workflows(page) => workflows::table(snap, page, fmt),
-        ViewData::Cursors {
-            page,
-            items,
-            high_water,
-        } => cursors::table(page, items, *high_water, fmt),
+        ViewData::Cursors(page) => cursors::table(page, fmt),
         ViewData::Events { page, high_water } => events::table(page, *high_water, fmt),
         ViewData::Schedules { page, firings } => schedules::table(page, firings, fmt),
         ViewData::Audit(page) => audit::table(page, fmt),

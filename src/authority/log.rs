@@ -1,0 +1,117 @@
+//! What an authority says about each item it handles, as `tracing` events: one line per
+//! claim, recorded outcome, refused write and lost lease, each naming the item, the
+//! generation it was held under and its handler. The subscriber — and so the format and
+//! the escaping of every value — is chosen by whoever runs the authority (the binary's is
+//! [`crate::cli::log`]); with none installed these events cost next to nothing.
+
+use tracing::{info, warn};
+
+use super::core::{Exec, Executed, Finished, Job, Task};
+use super::handlers::HandlerOutcome;
+use crate::clock::Millis;
+
+/// The handler a job runs: the work item's, or the workflow action that ran (else the
+/// workflow's id).
+fn handler<'a>(job: &'a Job, exec: Option<&'a Exec>) -> &'a str {
+    match (&job.task, exec) {
+        (Task::Work(item), _) => &item.handler,
+        (Task::Workflow(_), Some(Exec::WorkflowRan { request, .. })) => &request.action,
+        (Task::Workflow(c), _) => &c.row.workflow_id,
+    }
+}
+
+/// A new claim; `lapsed_ms` is set when it took over an expired claim nobody released.
+pub fn claimed(instance: &str, job: &Job, lapsed_ms: Option<Millis>) {
+    info!(
+        instance,
+        item = %job.resource(),
+        kind = job.kind(),
+        generation = job.generation(),
+        handler = handler(job, None),
+        "takeoverAfterMs" = lapsed_ms,
+        "claimed"
+    );
+}
+
+/// How finishing a job ended. `fenced` is set when a refused write was fenced (another
+/// claim had replaced the job's), with the replacing generation when it is known.
+pub fn finished(
+    instance: &str,
+    job: &Job,
+    executed: &Executed,
+    finished: &Finished,
+    fenced: Option<Option<u64>>,
+) {
+    let item = job.resource();
+    let generation = job.generation();
+    let handler = handler(job, Some(&executed.exec));
+    let failure = match &executed.exec {
+        Exec::Work {
+            outcome: HandlerOutcome::Failed(f),
+            ..
+        }
+        | Exec::WorkflowRan {
+            outcome: HandlerOutcome::Failed(f),
+            ..
+        } => Some(f.code.as_str()),
+        _ => None,
+    };
+    match finished {
+        Finished::Completed => info!(instance, %item, generation, handler, "completed"),
+        Finished::RetryScheduled => {
+            info!(instance, %item, generation, handler, code = failure, "retry-scheduled");
+        }
+        Finished::Failed => warn!(instance, %item, generation, handler, code = failure, "failed"),
+        Finished::Transitioned => {
+            info!(instance, %item, generation, handler, code = failure, "transitioned");
+        }
+        Finished::Refused(code) => match fenced {
+            Some(current) => warn!(
+                instance,
+                %item,
+                generation,
+                handler,
+                code = code.as_str(),
+                "currentGeneration" = current,
+                "fenced"
+            ),
+            None => {
+                warn!(instance, %item, generation, handler, code = code.as_str(), "write-refused")
+            }
+        },
+        Finished::Abandoned(reason @ ("uncertain" | "lost")) => {
+            warn!(instance, %item, generation, handler, reason = *reason, "attempt-abandoned");
+        }
+        Finished::Deferred(error) => {
+            warn!(instance, %item, generation, handler, error = error.as_str(), "outcome-deferred");
+        }
+        Finished::Yielded | Finished::Released | Finished::Held | Finished::Abandoned(_) => {}
+    }
+}
+
+/// A held cursor delivered `delivered` events and moved to journal seq `to`, keeping its
+/// claim.
+pub fn cursor_advanced(instance: &str, job: &Job, to: u64, delivered: u64) {
+    info!(
+        instance,
+        item = %job.resource(),
+        generation = job.generation(),
+        handler = handler(job, None),
+        to,
+        delivered,
+        "cursor-advanced"
+    );
+}
+
+/// A claim found taken over at renewal; `current` is the generation that replaced it,
+/// when the store said.
+pub fn lease_lost(instance: &str, job: &Job, current: Option<u64>) {
+    warn!(
+        instance,
+        item = %job.resource(),
+        generation = job.generation(),
+        handler = handler(job, None),
+        "currentGeneration" = current,
+        "lease-lost"
+    );
+}

@@ -1,0 +1,392 @@
+//! What an authority says: log lines that name each item and generation, as the store
+//! holds them; final counters that count a planted fence and a planted lease loss (they
+//! match the store's own history); and hostile values written escaped in both formats.
+//!
+//! Every test here runs every authority call under its own subscriber. `tracing` caches
+//! per call site whether anyone listens, and a site first reached on a thread with no
+//! subscriber while a single one exists elsewhere is cached as silent — so tests that log
+//! nothing (`tests/runtime.rs`) live in another binary.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use leasehold::Store;
+use leasehold::authority::workload::{self, EFFECT_HANDLERS};
+use leasehold::authority::{
+    AuthorityConfig, AuthorityCore, Finished, Pace, RunOptions, run_authority_with,
+};
+use leasehold::build_key::compatibility_key;
+use leasehold::cli::log::{LogFormat, dispatch};
+use leasehold::clock::ManualClock;
+use leasehold::ids::SeededIds;
+use leasehold::model::event::NewEvent;
+use leasehold::model::work::{NewWork, WorkFilter};
+use leasehold::model::{PageRequest, WorkState};
+use leasehold::store::memory::MemoryBackend;
+use serde_json::json;
+
+const T0: i64 = 1_767_225_600_000;
+
+fn store(clock: &ManualClock) -> Store {
+    Store::new(
+        Arc::new(MemoryBackend::new()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(11)),
+    )
+}
+
+fn compat() -> String {
+    compatibility_key("v1").digest()
+}
+
+fn config(id: &str) -> AuthorityConfig {
+    AuthorityConfig {
+        poll_interval_ms: 10,
+        renew_interval_ms: 50,
+        heartbeat_interval_ms: 100,
+        lease_duration_ms: 30_000,
+        ..AuthorityConfig::new(id, "v1")
+    }
+}
+
+fn work_in(store: &Store, state: WorkState) -> Vec<leasehold::model::WorkItem> {
+    let filter = WorkFilter {
+        states: vec![state],
+        ..WorkFilter::default()
+    };
+    store
+        .list_work(&filter, &PageRequest::first(10_000))
+        .expect("lists")
+        .rows
+}
+
+/// Waits for `cond` with a generous deadline (never a fixed sleep standing in for time).
+async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The runtime's lines for a drained store: every claim and completion names its item, its
+/// generation and its handler as the store holds them; the start line names the instance,
+/// build and store; the last line's counters are the ones the runtime returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_and_completions_are_logged_with_item_and_generation() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    let effects: Vec<NewWork> = (0..30)
+        .map(|i| {
+            NewWork::effect(
+                format!("e{i:03}"),
+                EFFECT_HANDLERS[i % EFFECT_HANDLERS.len()],
+                json!({ "n": i }).to_string(),
+            )
+        })
+        .collect();
+    s.enqueue_batch(effects, &compat()).expect("enqueues");
+    s.create_subscription(
+        "orders",
+        "order-placed",
+        workload::CURSOR_HANDLER,
+        &compat(),
+    )
+    .expect("subscribes");
+    for i in 0..5 {
+        let event = NewEvent {
+            event_type: "order-placed".into(),
+            source: Some("shop".into()),
+            external_id: Some(format!("o{i}")),
+            payload: json!({ "i": i }),
+        };
+        s.ingest(&event).expect("ingests");
+    }
+    let said = LogBuffer::default();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let runtime = tokio::spawn(run_authority_with(
+        s.clone(),
+        config("solo"),
+        workload::named("fast", 1).expect("fast"),
+        RunOptions {
+            log: Some(said.dispatch(LogFormat::Json, &clock)),
+            ..RunOptions::default()
+        },
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    wait_for("the store to drain", || {
+        work_in(&s, WorkState::Succeeded).len() == 30
+            && s.subscription("orders")
+                .ok()
+                .flatten()
+                .is_some_and(|sub| sub.sequence == 5)
+    })
+    .await;
+    let _ = stop_tx.send(());
+    let stats = runtime.await.expect("joins").expect("runs");
+    // The authority's own log: every claim and completion names its item and generation,
+    // as the store holds them, and the last line's counters are the returned ones.
+    let said = said.json();
+    let of = |message: &str| -> Vec<&serde_json::Value> {
+        said.iter().filter(|l| l["message"] == message).collect()
+    };
+    assert_eq!(of("claimed").len() as u64, stats.claims, "{said:#?}");
+    let completed = of("completed");
+    assert_eq!(completed.len(), 30);
+    for line in &completed {
+        let id = line["item"].as_str().expect("an item id");
+        let item = s.work(id).expect("reads").expect("the logged item exists");
+        assert_eq!(item.state, WorkState::Succeeded);
+        assert_eq!(line["generation"], item.generation, "{line}");
+        assert_eq!(line["handler"], item.handler.as_str(), "{line}");
+        assert_eq!(line["instance"], "solo");
+    }
+    // The cursor: claimed once, advanced under that one generation to the journal's end.
+    let advanced = of("cursor-advanced");
+    assert!(!advanced.is_empty(), "{said:#?}");
+    assert!(
+        advanced
+            .iter()
+            .all(|l| l["item"] == "cursor:orders" && l["generation"] == 1)
+    );
+    assert_eq!(advanced.last().expect("one")["to"], 5);
+    assert_eq!(
+        advanced
+            .iter()
+            .map(|l| l["delivered"].as_u64().expect("n"))
+            .sum::<u64>(),
+        5
+    );
+    let started = of("started");
+    assert_eq!(started[0]["build"], "v1");
+    assert_eq!(started[0]["store"], s.describe().as_str());
+    let stopped = of("stopped");
+    assert_eq!(stopped.len(), 1);
+    assert_eq!(stopped[0]["claims"], stats.claims);
+    assert_eq!(stopped[0]["completions"], stats.completions);
+    assert_eq!(stopped[0]["fencedWritesRefused"], 0);
+    assert_eq!(stopped[0]["leasesLost"], 0);
+}
+
+/// Log lines an authority wrote, kept in memory.
+#[derive(Clone, Default)]
+struct LogBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LogBuffer {
+    /// A subscriber writing `format` lines here, stamped with `clock`.
+    fn dispatch(&self, format: LogFormat, clock: &ManualClock) -> tracing::Dispatch {
+        let sink = self.clone();
+        dispatch(format, Arc::new(clock.clone()), move || sink.clone())
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().expect("lock").clone()).expect("utf-8")
+    }
+
+    /// Every line, parsed as one JSON object.
+    fn json(&self) -> Vec<serde_json::Value> {
+        self.text()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+            .collect()
+    }
+}
+
+/// The bug this guards: a stale owner whose successor had already finished the item was
+/// answered `already-terminal` and counted as neither fenced nor lost, so the final line
+/// said `fencedWritesRefused=0 leasesLost=0` after both had happened. Three claims are
+/// planted: one finished by the successor, one still held by it, one found lost at renewal.
+#[test]
+fn the_final_counters_count_a_planted_fence_and_a_planted_lease_loss() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    for id in ["e1", "e2", "e3"] {
+        s.enqueue(NewWork::effect(id, "send-email", "{}"), &compat())
+            .expect("enqueues");
+    }
+    let fast = workload::named("fast", 1).expect("fast");
+    let short = |id: &str| AuthorityConfig {
+        lease_duration_ms: 1_000,
+        renew_interval_ms: 300,
+        ..AuthorityConfig::new(id, "v1")
+    };
+    let a = AuthorityCore::new(s.clone(), short("a"), fast.clone(), Pace::Virtual).expect("a");
+    let b = AuthorityCore::new(s.clone(), short("b"), fast, Pace::Virtual).expect("b");
+    a.register().expect("registers");
+    b.register().expect("registers");
+    let log = LogBuffer::default();
+    let logs = log.dispatch(LogFormat::Json, &clock);
+
+    tracing::dispatcher::with_default(&logs, || {
+        let mut stalled: Vec<_> = a
+            .poll()
+            .expect("polls")
+            .iter()
+            .map(|job| (job.resource(), a.execute(job)))
+            .collect();
+        stalled.sort_by(|x, y| x.0.cmp(&y.0));
+        assert_eq!(stalled.len(), 3);
+        clock.advance(1_500);
+        let taken = b.poll().expect("polls");
+        assert_eq!(taken.len(), 3);
+        let e1 = taken.iter().find(|j| j.resource() == "e1").expect("e1");
+        assert_eq!(b.finish(b.execute(e1)), Finished::Completed);
+
+        let mut stalled = stalled.into_iter().map(|(_, executed)| executed);
+        let (e1, e2, e3) = (
+            stalled.next().expect("e1"),
+            stalled.next().expect("e2"),
+            stalled.next().expect("e3"),
+        );
+        // e1: the successor finished it; e2: the successor still holds it.
+        assert_eq!(a.finish(e1), Finished::Refused("already-terminal".into()));
+        assert_eq!(a.finish(e2), Finished::Refused("WORK_FENCED".into()));
+        // e3: the renewal finds it lost, and its outcome is dropped unwritten.
+        assert_eq!(a.renew().lost, 1);
+        assert_eq!(a.finish(e3), Finished::Abandoned("lost"));
+    });
+    let stats = a.shutdown().expect("stops");
+    assert_eq!(
+        (stats.fenced_writes_refused, stats.leases_lost),
+        (2, 3),
+        "{stats:?}"
+    );
+    assert!(stats.other_refusals.is_empty(), "{stats:?}");
+
+    // The store's own history agrees: a's refused outcome writes, and a's claims that a
+    // newer generation replaced.
+    let (grants, writes) = s.ownership_history(None, 0, 10_000).expect("history");
+    let refused_outcomes = writes
+        .iter()
+        .filter(|w| w.owner_id == "a" && !w.accepted && w.verb != "renew")
+        .count() as u64;
+    assert_eq!(stats.fenced_writes_refused, refused_outcomes);
+    let lost = grants
+        .iter()
+        .filter(|g| g.owner_id == "a")
+        .filter(|g| {
+            grants
+                .iter()
+                .any(|n| n.resource_id == g.resource_id && n.generation > g.generation)
+        })
+        .count() as u64;
+    assert_eq!(stats.leases_lost, lost);
+
+    // Each line names its item and the generation it was held under.
+    let said = log.json();
+    let lines = |message: &str| -> Vec<(String, u64)> {
+        said.iter()
+            .filter(|l| l["message"] == message && l["instance"] == "a")
+            .map(|l| {
+                (
+                    l["item"].as_str().expect("item").to_owned(),
+                    l["generation"].as_u64().expect("generation"),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        lines("claimed"),
+        [("e1".into(), 1), ("e2".into(), 1), ("e3".into(), 1)]
+    );
+    assert_eq!(lines("fenced"), [("e1".into(), 1), ("e2".into(), 1)]);
+    assert_eq!(lines("lease-lost"), [("e3".into(), 1)]);
+    assert!(
+        said.iter()
+            .filter(|l| l["message"] == "fenced" || l["message"] == "lease-lost")
+            .all(|l| l["currentGeneration"] == 2 && l["handler"] == "send-email"),
+        "{said:#?}"
+    );
+    let b_completed: Vec<_> = said
+        .iter()
+        .filter(|l| l["message"] == "completed")
+        .collect();
+    assert_eq!(b_completed.len(), 1);
+    assert_eq!(
+        (
+            &b_completed[0]["instance"],
+            &b_completed[0]["item"],
+            &b_completed[0]["generation"]
+        ),
+        (&json!("b"), &json!("e1"), &json!(2))
+    );
+}
+
+/// A hostile handler name (stored by whoever enqueued the work) reaches the log through the
+/// real runtime: escaped in the human format, escaped by construction in JSON, and never a
+/// raw escape sequence on the terminal in either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_value_is_logged_escaped_in_both_formats() {
+    const HOSTILE: &str = "mail\u{1b}]0;owned\u{7}\u{1b}[2J\u{202e}";
+    for format in [LogFormat::Human, LogFormat::Json] {
+        let clock = ManualClock::new(T0);
+        let s = store(&clock);
+        s.enqueue(NewWork::effect("e\u{9b}1", HOSTILE, "{}"), &compat())
+            .expect("enqueues");
+        let log = LogBuffer::default();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let runtime = tokio::spawn(run_authority_with(
+            s.clone(),
+            config("solo"),
+            workload::named("fast", 1).expect("fast"),
+            RunOptions {
+                log: Some(log.dispatch(format, &clock)),
+                ..RunOptions::default()
+            },
+            async move {
+                let _ = stop_rx.await;
+            },
+        ));
+        wait_for("the unknown handler's failure", || {
+            work_in(&s, WorkState::Failed).len() == 1
+        })
+        .await;
+        let _ = stop_tx.send(());
+        runtime.await.expect("joins").expect("runs");
+
+        let text = log.text();
+        assert!(
+            !text
+                .chars()
+                .any(|c| c != '\n' && (c.is_control() || c == '\u{202e}')),
+            "{format:?}: a raw control or bidi character reached the log: {text:?}"
+        );
+        match format {
+            LogFormat::Human => {
+                let escaped = "handler=mail\\x1b]0;owned\\x07\\x1b[2J\\u{202e}";
+                for message in [" claimed ", " failed "] {
+                    let line = text
+                        .lines()
+                        .find(|l| l.contains(message))
+                        .unwrap_or_else(|| panic!("no{message}line in {text}"));
+                    assert!(line.contains(escaped), "{line}");
+                    assert!(line.contains("item=e\\u{9b}1"), "{line}");
+                    assert!(line.contains("generation=1"), "{line}");
+                }
+            }
+            _ => {
+                let failed = log
+                    .json()
+                    .into_iter()
+                    .find(|l| l["message"] == "failed")
+                    .expect("a failed line");
+                assert_eq!(failed["handler"], HOSTILE);
+                assert_eq!(failed["item"], "e\u{9b}1");
+                assert_eq!(failed["code"], "UNKNOWN_HANDLER");
+            }
+        }
+    }
+}
