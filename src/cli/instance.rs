@@ -13,6 +13,7 @@ use super::output::{cell, cell_max, json_line};
 use super::{CliResult, Failure, StoreArg};
 use crate::clock::format_instant;
 use crate::error::Error;
+use crate::ids::check_id;
 use crate::store::url::OpenMode;
 use crate::workflow::engine::CancelOutcome;
 
@@ -62,6 +63,7 @@ pub fn actor() -> String {
 /// # Errors
 /// An unknown instance or unreadable store (exit 2).
 pub fn history(args: &HistoryArgs, out: &mut dyn Write) -> CliResult {
+    check_id("instance id", &args.instance)?;
     let store = args.store.open(OpenMode::ReadOnly)?;
     if store.instance(&args.instance)?.is_none() {
         return Err(Error::NotFound {
@@ -100,6 +102,7 @@ pub fn history(args: &HistoryArgs, out: &mut dyn Write) -> CliResult {
 /// # Errors
 /// A refusal (exit 1), an unknown instance or unreadable store (exit 2).
 pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
+    check_id("instance id", &args.instance)?;
     let store = args.store.open(OpenMode::ReadWrite)?;
     let who = actor();
     let reason = args

@@ -148,7 +148,6 @@ async fn shutdown_signal() {
 /// # Errors
 /// Unsafe knobs, an unknown workload or an unreadable store (exit 2).
 pub fn authority(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
-    let store = args.store.open(OpenMode::ReadWrite)?;
     let instance = args.instance.clone().unwrap_or_else(generated_instance_id);
     let renew = args.renew_ms.unwrap_or(args.lease_ms / 3);
     let mut config =
@@ -157,6 +156,7 @@ pub fn authority(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     config.worker_concurrency = args.concurrency;
     config.claim_batch_size = args.batch;
     config.validate()?;
+    let store = args.store.open(OpenMode::ReadWrite)?;
     let workload = workload::named(&args.workload, args.seed)?;
     let log_format: LogFormat = args.log_format.parse()?;
     let options = RunOptions {

@@ -14,6 +14,7 @@ use clap::{Args, Subcommand};
 
 use super::output::{cell, cell_max, escape, json_line, short};
 use super::{CliResult, Failure, StoreArg};
+use crate::ids::{check_id, check_opt_id};
 use crate::store::url::OpenMode;
 use crate::workflow::{
     Catalog, parse_definition, parse_definition_toml, semantic_fingerprint, validate,
@@ -150,6 +151,8 @@ pub fn start(args: &WorkflowStartArgs, out: &mut dyn Write) -> CliResult {
             Err(e) => return Err(Failure::usage(format!("--args is not valid JSON: {e}"))),
         },
     };
+    check_id("workflow id", &args.workflow)?;
+    check_opt_id("idempotency key", args.idempotency_key.as_deref())?;
     let store = args.store.open(OpenMode::ReadWrite)?;
     let principal = args
         .principal

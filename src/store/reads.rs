@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::Store;
 use crate::clock::Millis;
 use crate::error::Result;
+use crate::ids::{check_id, check_opt_id};
 use crate::model::work::{WorkCount, WorkFilter};
 use crate::model::{
     AuditEntry, Authority, Grant, Ingestion, InstanceRow, Page, PageRequest, Schedule,
@@ -208,6 +209,8 @@ impl Store {
     /// # Errors
     /// A store failure.
     pub fn register_authority(&self, authority: &Authority) -> Result<()> {
+        check_id("instance id", &authority.instance_id)?;
+        check_opt_id("build", Some(authority.build.as_str()).filter(|b| !b.is_empty()))?;
         self.write(|tx, _| {
             tx.commit_revision()?;
             tx.put_authority(authority)

@@ -5,6 +5,7 @@
 use super::{Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::ids::{check_id, check_opt_id};
 use crate::model::work::NewWork;
 use crate::model::{Failure, Grant, WorkItem, WorkState};
 use crate::rules::work::{self as rules, Backoff};
@@ -72,6 +73,12 @@ impl Store {
     /// # Errors
     /// A store failure.
     pub fn enqueue_batch(&self, specs: Vec<NewWork>, compat: &str) -> Result<usize> {
+        for spec in &specs {
+            check_id("work id", &spec.id)?;
+            check_id("handler", &spec.handler)?;
+            check_opt_id("logical effect id", spec.logical_effect_id.as_deref())?;
+            check_opt_id("idempotency key", spec.idempotency_key.as_deref())?;
+        }
         self.write(|tx, now| {
             tx.prefetch_work(&specs.iter().map(|s| s.id.as_str()).collect::<Vec<_>>())?;
             let mut inserted = 0;
