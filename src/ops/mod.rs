@@ -1,3 +1,4 @@
 //! The operator's vocabulary: the facts the dashboard and the command line state about a
 //! running cluster (liveness, failovers, fenced writes, filters, cursors), each defined
 //! once here so the two can never disagree.
+pub mod file_input;

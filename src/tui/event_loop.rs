@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::action::Action;
 use super::app::{App, AppOptions, Command};
-use super::harness::execute;
+use super::writer::execute_with;
 use super::snapshot::{Published, run_reader};
 use super::theme::ThemeSet;
 use super::{TuiOptions, views};
@@ -148,14 +148,15 @@ async fn event_loop(
                     let _ = query_tx.send(q);
                 }
                 other => {
-                    let (store, cluster, actor, tx) = (
+                    let (store, writer, cluster, actor, tx) = (
                         store.clone(),
+                        options.writer.clone(),
                         options.demo.clone(),
                         app.options().actor.clone(),
                         done_tx.clone(),
                     );
                     tokio::task::spawn_blocking(move || {
-                        if let Some(action) = execute(&store, cluster.as_deref(), &actor, &other) {
+                        if let Some(action) = execute_with(&store, writer.as_ref(), cluster.as_deref(), &actor, &other) {
                             let _ = tx.send(action);
                         }
                     });

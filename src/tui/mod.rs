@@ -28,6 +28,7 @@ pub mod text;
 pub mod theme;
 pub mod views;
 mod wf;
+pub mod writer;
 
 use std::sync::Arc;
 
@@ -47,6 +48,9 @@ pub struct TuiOptions {
     pub demo: Option<Arc<dyn ClusterControl>>,
     /// `user@host`, recorded in the audit log with every operator action.
     pub actor: String,
+    /// Opens a write handle for an operator action; `None` acts on the watched store
+    /// itself (the demo cluster). See [`writer`].
+    pub writer: Option<writer::OpenWriter>,
 }
 
 impl Default for TuiOptions {
@@ -57,6 +61,7 @@ impl Default for TuiOptions {
             theme: "dark".into(),
             demo: None,
             actor: default_actor(),
+            writer: None,
         }
     }
 }
@@ -69,6 +74,7 @@ impl std::fmt::Debug for TuiOptions {
             .field("theme", &self.theme)
             .field("demo", &self.demo.is_some())
             .field("actor", &self.actor)
+            .field("writer", &self.writer.is_some())
             .finish()
     }
 }
