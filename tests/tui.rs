@@ -19,7 +19,8 @@ use leasehold::ids::SeededIds;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::Trigger as ScheduleTrigger;
 use leasehold::model::work::NewWork;
-use leasehold::model::{Authority, CatchUp, Failure, FailureClass, WorkState};
+use leasehold::model::{Authority, CatchUp, Failure, FailureClass, WorkItem, WorkState};
+use leasehold::store::Backend;
 use leasehold::store::memory::MemoryBackend;
 use leasehold::store::{Keyed, Store};
 use leasehold::tui::action::{Action, ViewId};
@@ -129,11 +130,19 @@ fn fixture() -> Fixture {
         .collect();
     store.enqueue_batch(old, OLD).unwrap();
     let hostile = format!("evil\u{1b}[31mred\nline\u{202e}{}", "x".repeat(500));
-    store
-        .enqueue(
-            NewWork::effect(hostile.clone(), "send-email", "y".repeat(100_000)),
-            C1,
-        )
+    // Ids like this are refused at every entry point now; a store from an older build
+    // may still hold one, so it is planted below the validator.
+    let planted = WorkItem::new(
+        NewWork::effect(hostile.clone(), "send-email", "y".repeat(100_000)),
+        C1,
+        clock.now(),
+    );
+    backend
+        .write(&mut |tx| {
+            tx.commit_revision()?;
+            tx.insert_work(&planted)?;
+            tx.adjust_counter(&format!("work|effect|pending|{C1}"), 1)
+        })
         .unwrap();
 
     for i in 0..6 {
