@@ -2,3 +2,4 @@
 //! running cluster (liveness, failovers, fenced writes, filters, cursors), each defined
 //! once here so the two can never disagree.
 pub mod file_input;
+pub mod filter;

@@ -400,6 +400,10 @@ impl Tx for MemTx<'_> {
                     .as_ref()
                     .is_none_or(|o| w.owner_id.as_ref() == Some(o))
                 && (filter.compats.is_empty() || filter.compats.contains(&w.compat))
+                && filter
+                    .id_prefix
+                    .as_ref()
+                    .is_none_or(|p| w.id.starts_with(p.as_str()))
         }))
     }
 

@@ -959,6 +959,12 @@ impl Tx for PgTx<'_> {
         if let Some(kind) = filter.kind {
             q.cond("kind =", kind.as_str(), "");
         }
+        if let Some(prefix) = &filter.id_prefix {
+            q.cond("id >=", prefix.clone(), "");
+            if let Some(end) = crate::model::page::prefix_end(prefix) {
+                q.cond("id <", end, "");
+            }
+        }
         let after = page
             .after
             .clone()

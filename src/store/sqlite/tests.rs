@@ -858,6 +858,35 @@ fn every_read_matches_the_memory_reference() {
             kind: Some(WorkKind::Cursor),
             compats: vec!["c1".into(), "c2".into()],
             owner: None,
+            id_prefix: None,
+        },
+        // Id prefixes: alone, under each leading index, empty and past every key.
+        WorkFilter {
+            id_prefix: Some("w00".into()),
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            id_prefix: Some("w01".into()),
+            states: vec![WorkState::Pending, WorkState::Retry],
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            id_prefix: Some("w0".into()),
+            owner: Some("o1".into()),
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            id_prefix: Some("w02".into()),
+            compats: vec!["c1".into()],
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            id_prefix: Some(String::new()),
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            id_prefix: Some("\u{10ffff}".into()),
+            ..WorkFilter::default()
         },
     ];
     for (i, filter) in filters.iter().enumerate() {

@@ -551,6 +551,14 @@ impl Tx for SqliteTx<'_> {
                 values.push(text(kind.as_str()));
             }
         }
+        if let Some(prefix) = &filter.id_prefix {
+            conds.push("id >= ?".to_owned());
+            values.push(text(prefix));
+            if let Some(end) = crate::model::page::prefix_end(prefix) {
+                conds.push("id < ?".to_owned());
+                values.push(Value::Text(end));
+            }
+        }
         let after = page.after.clone().map(Value::Text);
         let Some((index, col)) = lead else {
             return self.page(
