@@ -4,9 +4,10 @@
 //! - `field:value` narrows on a field the view knows ([`Subject::fields`]); an unknown
 //!   field is refused with the list of valid ones, never ignored;
 //! - a bare word (no `:`) is free text: an **id prefix**, the same as `id:WORD`. On views
-//!   whose store read takes a prefix ([`Subject::prefix_in_store`], the work view) it is a
-//!   range over the primary key, so it pages through the whole store like any other
-//!   filter; elsewhere it narrows the rows already on the page, and the dashboard says so.
+//!   whose store read takes a prefix ([`Subject::prefix_in_store`]: work and workflows)
+//!   it is a range over the primary key, so it pages through the whole store like any
+//!   other filter; elsewhere it narrows the rows already on the page, and the dashboard
+//!   says so.
 //!
 //! Fields, by view:
 //! - work: `state:S[,S…]` (any of), `kind:K`, `owner:ID`, `compat:DIGEST-PREFIX`,
@@ -59,7 +60,7 @@ impl Subject {
     /// the prefix narrows the rows of the page already read.
     #[must_use]
     pub fn prefix_in_store(self) -> bool {
-        self == Self::Work
+        matches!(self, Self::Work | Self::Workflows)
     }
 }
 

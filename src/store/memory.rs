@@ -723,10 +723,12 @@ impl Tx for MemTx<'_> {
     fn list_instances(
         &mut self,
         status: Option<&str>,
+        id_prefix: Option<&str>,
         page: &PageRequest,
     ) -> Result<Vec<InstanceRow>> {
         Ok(page_of(&self.state.instances, page, |i| {
             status.is_none_or(|s| i.status == s)
+                && id_prefix.is_none_or(|p| i.instance_id.starts_with(p))
         }))
     }
 

@@ -1338,16 +1338,26 @@ impl Tx for PgTx<'_> {
     fn list_instances(
         &mut self,
         status: Option<&str>,
+        id_prefix: Option<&str>,
         page: &PageRequest,
     ) -> Result<Vec<InstanceRow>> {
         self.flush()?;
-        self.text_page(
-            "instances",
-            "instance_id",
-            status.map(|s| ("status", s)),
-            page,
-            rows::instance,
-        )
+        let mut q = Query::default();
+        if let Some(status) = status {
+            q.cond("status =", status.to_owned(), "");
+        }
+        if let Some(prefix) = id_prefix {
+            q.cond("instance_id >=", prefix.to_owned(), "");
+            if let Some(end) = crate::model::page::prefix_end(prefix) {
+                q.cond("instance_id <", end, "");
+            }
+        }
+        let after = page
+            .after
+            .clone()
+            .map(|a| Box::new(a) as Box<dyn ToSql + Sync>);
+        let n = page.limit.max(1);
+        self.page("instances", "instance_id", q, after, page.backwards, n, rows::instance)
     }
 
     fn add_history(&mut self, h: &HistoryRecord) -> Result<()> {

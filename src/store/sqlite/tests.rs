@@ -910,12 +910,20 @@ fn every_read_matches_the_memory_reference() {
             tx.list_schedules(&page)
         });
         same(mem, sql, &format!("instances {page:?}"), |tx| {
-            tx.list_instances(None, &page)
+            tx.list_instances(None, None, &page)
         });
         for status in ["running", "completed", "none"] {
             same(mem, sql, &format!("instances {status} {page:?}"), |tx| {
-                tx.list_instances(Some(status), &page)
+                tx.list_instances(Some(status), None, &page)
             });
+            for prefix in ["i0", "i1", "i22", "j"] {
+                same(mem, sql, &format!("instances {status} {prefix} {page:?}"), |tx| {
+                    tx.list_instances(Some(status), Some(prefix), &page)
+                });
+                same(mem, sql, &format!("instances {prefix} {page:?}"), |tx| {
+                    tx.list_instances(None, Some(prefix), &page)
+                });
+            }
         }
     }
     for after in [None, Some("i05"), Some("i22")] {
