@@ -11,6 +11,7 @@ use crossterm::event::KeyEvent;
 
 use super::action::{Action, DemoKey, DemoOp, Done, ViewId, WorkQuick};
 use super::keymap::{self, Mode};
+use super::store_filter;
 use super::snapshot::{Query, Snapshot, ViewData};
 use super::theme::{Role, Theme, ThemeSet};
 use super::views::{self, CHROME_ROWS, SortKey, TableData, workflow_detail};
@@ -100,6 +101,9 @@ pub struct TableUi {
     pub sort: Option<(usize, bool)>,
     pub filter: String,
     pub page: Option<PageRequest>,
+    /// Rows before this page, tracked while paging (keyset pages carry no offset);
+    /// `None` when unknown.
+    pub offset: Option<usize>,
 }
 
 /// A status-line message.
@@ -601,18 +605,13 @@ impl App {
             }
             _ => return,
         }
-        if prompt.kind == PromptKind::Filter {
-            self.table_mut().filter.clone_from(&prompt.text);
-            self.table_mut().selected = 0;
-            self.rebuild();
-        }
         self.prompt = Some(prompt);
     }
 
     fn submit(&mut self, prompt: Prompt, out: &mut Vec<Command>) {
         let text = prompt.text.trim().to_owned();
         match prompt.kind {
-            PromptKind::Filter => {}
+            PromptKind::Filter => self.apply_filter(&text),
             PromptKind::Command => self.command(&text, out),
             PromptKind::RollOut => {
                 if text.is_empty() {
@@ -913,7 +912,15 @@ impl App {
             PageMove::End => None,
         };
         if let Some(page) = next {
+            let fetched = self.data.as_ref().map_or(0, |d| d.fetched);
+            let start = views::position::page_start(self, views::position::total(self), fetched);
+            let offset = match how {
+                PageMove::Down => start.map(|s| s + fetched),
+                PageMove::Up => start.map(|s| s.saturating_sub(limit)),
+                PageMove::Home | PageMove::End => None,
+            };
             let t = self.table_mut();
+            t.offset = offset;
             t.page = Some(page);
             t.selected = if how == PageMove::End { usize::MAX } else { 0 };
             t.selected_key = None;
@@ -1075,9 +1082,16 @@ impl App {
             self.visible.clear();
             return;
         };
-        let filter = Filter::parse(&ui.filter, data.columns);
+        // Only an id prefix on a view whose store read takes none narrows the page here.
+        let prefix = store_filter::parse(self.view, &ui.filter)
+            .ok()
+            .and_then(|f| f.page_prefix().map(str::to_owned));
         let mut visible: Vec<usize> = (0..data.rows.len())
-            .filter(|i| data.rows.get(*i).is_some_and(|r| filter.matches(r)))
+            .filter(|i| {
+                data.rows
+                    .get(*i)
+                    .is_some_and(|r| prefix.as_deref().is_none_or(|p| r.key.starts_with(p)))
+            })
             .collect();
         if let Some((col, desc)) = ui.sort {
             let key = |i: &usize| {
@@ -1143,7 +1157,32 @@ impl App {
             } else {
                 None
             },
+            filter: self.store_filter(),
             paused: self.paused,
+        }
+    }
+
+    /// The current view's `/` filter when the store applies it (work, workflows).
+    fn store_filter(&self) -> Option<crate::ops::filter::Filter> {
+        let text = self.tables.get(&self.view).map(|t| t.filter.as_str())?;
+        store_filter::parse(self.view, text)
+            .ok()
+            .filter(|f| !f.is_empty() && f.page_prefix().is_none() && f.subject.prefix_in_store())
+    }
+
+    /// Applies a submitted `/` filter, or refuses it on the status line and keeps the one
+    /// in force: the filter is parsed by the same grammar as `inspect --filter`.
+    fn apply_filter(&mut self, text: &str) {
+        match store_filter::parse(self.view, text) {
+            Ok(_) => {
+                let t = self.table_mut();
+                t.filter = text.to_owned();
+                t.page = None;
+                t.selected = 0;
+                t.selected_key = None;
+                self.rebuild();
+            }
+            Err(e) => self.say(e.to_string(), Role::Error),
         }
     }
 
@@ -1234,57 +1273,4 @@ fn complete(text: &str) -> Option<String> {
         prefix = prefix.chars().take(common).collect();
     }
     (prefix.len() > text.len()).then_some(prefix)
-}
-
-/// A parsed `/` filter: every term must match; `field:value` looks in the column whose
-/// name starts with `field`, plain text in any cell. Case-insensitive.
-struct Filter {
-    terms: Vec<(Option<usize>, String)>,
-    impossible: bool,
-}
-
-impl Filter {
-    fn parse(text: &str, columns: &[views::Column]) -> Self {
-        let mut impossible = false;
-        let terms = text
-            .split_whitespace()
-            .map(|term| match term.split_once(':') {
-                Some((field, value)) if !field.is_empty() => {
-                    let field = field.to_lowercase();
-                    let col = columns
-                        .iter()
-                        .position(|c| c.name.to_lowercase() == field)
-                        .or_else(|| {
-                            columns
-                                .iter()
-                                .position(|c| c.name.to_lowercase().starts_with(&field))
-                        });
-                    if col.is_none() {
-                        impossible = true;
-                    }
-                    (col, value.to_lowercase())
-                }
-                _ => (None, term.to_lowercase()),
-            })
-            .collect();
-        Self { terms, impossible }
-    }
-
-    fn matches(&self, row: &views::Row) -> bool {
-        if self.impossible {
-            return false;
-        }
-        self.terms.iter().all(|(col, needle)| match col {
-            Some(c) => row
-                .cells
-                .get(*c)
-                .is_some_and(|cell| cell.text.to_lowercase().contains(needle)),
-            None => {
-                row.cells
-                    .iter()
-                    .any(|cell| cell.text.to_lowercase().contains(needle))
-                    || row.key.to_lowercase().contains(needle)
-            }
-        })
-    }
 }

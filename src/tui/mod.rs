@@ -24,6 +24,7 @@ pub mod harness;
 pub mod keymap;
 pub mod screenshot;
 pub mod snapshot;
+pub mod store_filter;
 pub mod text;
 pub mod theme;
 pub mod views;
