@@ -18,8 +18,10 @@ use leasehold::clock::{Clock, ManualClock};
 use leasehold::ids::SeededIds;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::Trigger as ScheduleTrigger;
-use leasehold::model::work::NewWork;
-use leasehold::model::{Authority, CatchUp, Failure, FailureClass, WorkItem, WorkState};
+use leasehold::model::work::{NewWork, WorkFilter};
+use leasehold::model::{
+    Authority, CatchUp, Failure, FailureClass, PageRequest, WorkItem, WorkState,
+};
 use leasehold::store::Backend;
 use leasehold::store::memory::MemoryBackend;
 use leasehold::store::{Keyed, Store};
@@ -498,38 +500,112 @@ fn number_keys_and_command_completion_switch_views() {
     assert_eq!(h.app.work_quick().name(), "failed");
 }
 
-#[test]
-fn filter_by_field_and_text() {
-    let f = fixture();
-    let mut h = harness(&f, "dark", 160, 48);
-    h.press('4');
-    h.press('/');
-    h.type_text("state:retry");
+/// The keys of the rows on screen, in order.
+fn visible_keys(h: &Harness) -> Vec<String> {
     let data = h.app.table_data().unwrap();
-    let rows: Vec<_> = h.app.visible().iter().map(|i| &data.rows[*i]).collect();
-    assert!(!rows.is_empty());
+    h.app
+        .visible()
+        .iter()
+        .map(|i| data.rows[*i].key.clone())
+        .collect()
+}
+
+#[test]
+fn filter_asks_the_store_across_every_page() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 80, 24);
+    h.press('4');
+    let first_page = visible_keys(&h);
+    let everything = f
+        .store
+        .list_work(&WorkFilter::default(), &PageRequest::first(10_000))
+        .unwrap()
+        .rows
+        .len();
     assert!(
-        rows.iter().all(|r| r.cells[2].text == "retry"),
-        "only retry rows"
+        screen(&h).contains(&format!("rows 1–{} of {everything}", first_page.len())),
+        "the counters' total is the store's: {}",
+        screen(&h)
     );
+    let failed_in_store: Vec<String> = f
+        .store
+        .list_work(
+            &WorkFilter {
+                states: vec![WorkState::Failed],
+                ..WorkFilter::default()
+            },
+            &PageRequest::first(100),
+        )
+        .unwrap()
+        .rows
+        .into_iter()
+        .map(|w| w.id)
+        .collect();
+    assert!(
+        failed_in_store.iter().any(|id| !first_page.contains(id)),
+        "the fixture has a failed item beyond the first page"
+    );
+
+    h.press('/');
+    h.type_text("state:failed");
+    assert_eq!(visible_keys(&h), first_page, "nothing applies while typing");
     h.key(KeyCode::Enter);
-    assert!(screen(&h).contains("/state:retry"));
-    h.key(KeyCode::Esc);
+    assert_eq!(visible_keys(&h), failed_in_store, "every failed item, from the store");
+    let text = screen(&h);
+    assert!(text.contains("/state:failed"), "{text}");
     assert!(
-        h.app.table_ui().filter.is_empty(),
-        "Esc clears the filter first"
+        text.contains(&format!("rows 1–2 of {}", failed_in_store.len())),
+        "position and the counters' total: {text}"
     );
-    h.press('/');
-    h.type_text("effect-00");
-    assert!(h.app.visible().len() >= 9);
-    h.press('/');
     h.key(KeyCode::Esc);
+    assert!(h.app.table_ui().filter.is_empty(), "Esc clears the filter first");
+    assert_eq!(visible_keys(&h), first_page);
+
+    // An unknown field is refused on the status line, with the valid ones, not applied.
     h.press('/');
-    h.type_text("nosuchcolumn:x");
-    assert!(
-        h.app.visible().is_empty(),
-        "an unknown field matches nothing"
+    h.type_text("bogus:zzz");
+    h.key(KeyCode::Enter);
+    let status = h.app.status().map(|s| s.text.clone()).unwrap_or_default();
+    assert_eq!(
+        status,
+        "the work view cannot filter on \"bogus\": use state:, kind:, owner:, compat:, id: \
+         (or plain text for an id prefix)"
     );
+    assert!(h.app.table_ui().filter.is_empty());
+    assert_eq!(visible_keys(&h), first_page);
+    h.press('/');
+    h.type_text("state:nope");
+    h.key(KeyCode::Enter);
+    assert!(
+        h.app.status().is_some_and(|s| s.text.contains("use pending, claimed")),
+        "bad values too"
+    );
+
+    // Free text is an id prefix, read from the store's key range.
+    h.press('/');
+    h.type_text("legacy-");
+    h.key(KeyCode::Enter);
+    assert_eq!(visible_keys(&h), ["legacy-0", "legacy-1", "legacy-2"]);
+
+    // Workflows filter by status in the store, too.
+    h.key(KeyCode::Esc);
+    h.dispatch(Action::SwitchView(ViewId::Workflows));
+    h.press('/');
+    h.type_text("status:completed");
+    h.key(KeyCode::Enter);
+    assert_eq!(visible_keys(&h), [f.completed.clone()]);
+
+    // Where the store takes no prefix, it narrows the page and the title says so.
+    h.dispatch(Action::SwitchView(ViewId::Leases));
+    h.press('/');
+    h.type_text("state:x");
+    h.key(KeyCode::Enter);
+    assert!(h.app.status().is_some_and(|s| s.text.contains("use id:")));
+    h.press('/');
+    h.type_text("effect-02");
+    h.key(KeyCode::Enter);
+    assert!(visible_keys(&h).iter().all(|k| k.starts_with("effect-02")));
+    assert!(screen(&h).contains("(within page:"), "{}", screen(&h));
 }
 
 #[test]
@@ -546,8 +622,13 @@ fn sort_by_column_within_the_page() {
             .collect()
     };
     let natural = ids(&h);
+    assert!(!screen(&h).contains("sorted within page"));
     h.press('s');
     assert_eq!(h.app.table_ui().sort, Some((0, false)));
+    assert!(
+        screen(&h).contains("sorted within page"),
+        "the store pages by key; a column sort orders only the page, and says so"
+    );
     h.press('z');
     let mut reversed = natural.clone();
     reversed.sort_by_key(|s| std::cmp::Reverse(s.to_lowercase()));

@@ -93,6 +93,10 @@ pub fn page_start(app: &App, total: Option<u64>, fetched: usize) -> Option<usize
 /// `rows 51–100 of 1,000,002`, `rows 51–100`, `0 rows`; `None` before the first page.
 #[must_use]
 pub fn position(app: &App) -> Option<String> {
+    // The timeline pages by revision through one resource's history, not by rows.
+    if app.view() == ViewId::Timeline {
+        return None;
+    }
     let data = app.table_data()?;
     let total = total(app);
     let fetched = data.fetched;
@@ -104,6 +108,10 @@ pub fn position(app: &App) -> Option<String> {
     }
     let start = page_start(app, total, fetched);
     let fetched_u = fetched as u64;
+    if let (1, Some(s)) = (fetched, start) {
+        let of = total.map(|t| format!(" of {}", thousands(t))).unwrap_or_default();
+        return Some(format!("row {}{of}", thousands(s as u64 + 1)));
+    }
     Some(match (start, total) {
         (Some(s), Some(t)) => format!(
             "rows {}–{} of {}",
