@@ -104,6 +104,7 @@ pub fn check_opt_id(field: &str, value: Option<&str>) -> crate::Result<()> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -121,7 +122,13 @@ mod tests {
             assert!(text.contains("control character"), "{text}");
             assert!(!text.contains('\u{1b}') && !text.contains('\n'), "{text}");
         }
-        for hostile in ["\u{202e}gpj.exe", "a\u{2066}b", "a\u{200f}", "a\u{200b}", "\u{feff}a"] {
+        for hostile in [
+            "\u{202e}gpj.exe",
+            "a\u{2066}b",
+            "a\u{200f}",
+            "a\u{200b}",
+            "\u{feff}a",
+        ] {
             let text = refused(hostile);
             assert!(text.contains("reorders or hides text"), "{text}");
         }

@@ -550,7 +550,11 @@ fn filter_asks_the_store_across_every_page() {
     h.type_text("state:failed");
     assert_eq!(visible_keys(&h), first_page, "nothing applies while typing");
     h.key(KeyCode::Enter);
-    assert_eq!(visible_keys(&h), failed_in_store, "every failed item, from the store");
+    assert_eq!(
+        visible_keys(&h),
+        failed_in_store,
+        "every failed item, from the store"
+    );
     let text = screen(&h);
     assert!(text.contains("/state:failed"), "{text}");
     assert!(
@@ -558,7 +562,10 @@ fn filter_asks_the_store_across_every_page() {
         "position and the counters' total: {text}"
     );
     h.key(KeyCode::Esc);
-    assert!(h.app.table_ui().filter.is_empty(), "Esc clears the filter first");
+    assert!(
+        h.app.table_ui().filter.is_empty(),
+        "Esc clears the filter first"
+    );
     assert_eq!(visible_keys(&h), first_page);
 
     // An unknown field is refused on the status line, with the valid ones, not applied.
@@ -577,7 +584,9 @@ fn filter_asks_the_store_across_every_page() {
     h.type_text("state:nope");
     h.key(KeyCode::Enter);
     assert!(
-        h.app.status().is_some_and(|s| s.text.contains("use pending, claimed")),
+        h.app
+            .status()
+            .is_some_and(|s| s.text.contains("use pending, claimed")),
         "bad values too"
     );
 
@@ -593,7 +602,7 @@ fn filter_asks_the_store_across_every_page() {
     h.press('/');
     h.type_text("status:completed");
     h.key(KeyCode::Enter);
-    assert_eq!(visible_keys(&h), [f.completed.clone()]);
+    assert_eq!(visible_keys(&h), std::slice::from_ref(&f.completed));
 
     // Where the store takes no prefix, it narrows the page and the title says so.
     h.dispatch(Action::SwitchView(ViewId::Leases));

@@ -13,9 +13,9 @@ use serde::Serialize;
 
 use super::output::{cell, json_line};
 use super::{CliResult, Failure, StoreArg};
+use crate::ids::{check_id, check_opt_id};
 use crate::model::DedupOutcome;
 use crate::model::event::NewEvent;
-use crate::ids::{check_id, check_opt_id};
 use crate::store::url::OpenMode;
 
 /// Arguments of `leasehold event`.

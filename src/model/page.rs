@@ -93,6 +93,7 @@ pub struct Page<T> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::prefix_end;
 

@@ -68,6 +68,7 @@ fn human_bytes(n: u64) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -79,12 +80,18 @@ mod tests {
         assert_eq!(read_text(&small, 10).unwrap(), "{\"id\":\"x\"}");
         let failure = read_text(&small, 9).unwrap_err();
         assert!(matches!(failure, ReadFailure::TooLarge { limit: 9 }));
-        assert_eq!(failure.to_string(), "larger than 9 bytes (the limit for this kind of file)");
+        assert_eq!(
+            failure.to_string(),
+            "larger than 9 bytes (the limit for this kind of file)"
+        );
 
         let binary = dir.path().join("binary");
         std::fs::write(&binary, [0xff, 0xfe, 0x00]).unwrap();
         assert!(matches!(read_text(&binary, 100), Err(ReadFailure::NotText)));
-        assert!(matches!(read_text(dir.path(), 100), Err(ReadFailure::Io(_))));
+        assert!(matches!(
+            read_text(dir.path(), 100),
+            Err(ReadFailure::Io(_))
+        ));
         assert!(matches!(
             read_text(&dir.path().join("missing"), 100),
             Err(ReadFailure::Io(_))
@@ -95,6 +102,9 @@ mod tests {
     #[test]
     fn an_endless_file_is_refused_after_the_bound() {
         let failure = read_text(Path::new("/dev/zero"), MAX_DEFINITION_BYTES).unwrap_err();
-        assert_eq!(failure.to_string(), "larger than 4 MiB (the limit for this kind of file)");
+        assert_eq!(
+            failure.to_string(),
+            "larger than 4 MiB (the limit for this kind of file)"
+        );
     }
 }

@@ -294,6 +294,7 @@ fn example(field: &str) -> &'static str {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -320,13 +321,21 @@ mod tests {
     fn free_text_is_an_id_prefix() {
         let f = Filter::parse(Subject::Work, "effect-01 state:failed").unwrap();
         assert_eq!(f.id_prefix.as_deref(), Some("effect-01"));
-        assert_eq!(f.page_prefix(), None, "the store applies it on the work view");
+        assert_eq!(
+            f.page_prefix(),
+            None,
+            "the store applies it on the work view"
+        );
         assert_eq!(
             f.work_filter(&[], |_| true).unwrap().id_prefix.as_deref(),
             Some("effect-01")
         );
         let f = Filter::parse(Subject::Other("leases"), "id:lease-7").unwrap();
-        assert_eq!(f.page_prefix(), Some("lease-7"), "elsewhere it narrows the page");
+        assert_eq!(
+            f.page_prefix(),
+            Some("lease-7"),
+            "elsewhere it narrows the page"
+        );
         assert!(refused(Subject::Work, "a b").contains("id: given twice"));
     }
 
@@ -369,7 +378,10 @@ mod tests {
         };
         assert_eq!(pick("compat:aa"), Some(vec!["aaa1".into(), "aab2".into()]));
         assert_eq!(pick("compat:incompatible"), Some(vec!["bbb3".into()]));
-        assert_eq!(pick("compat:compatible"), Some(vec!["aaa1".into(), "aab2".into()]));
+        assert_eq!(
+            pick("compat:compatible"),
+            Some(vec!["aaa1".into(), "aab2".into()])
+        );
         assert_eq!(pick("compat:zz"), None, "matches nothing");
         assert_eq!(pick("state:failed"), Some(vec![]), "no compat term: any");
     }

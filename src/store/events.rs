@@ -49,7 +49,10 @@ impl Store {
     /// A store failure. (`EVENT_ID_CONFLICT` is an outcome, recorded and returned in `Ok`.)
     pub fn ingest(&self, event: &NewEvent) -> Result<Ingested> {
         check_id("event type", &event.event_type)?;
-        check_opt_id("event source", event.source.as_deref().filter(|s| !s.is_empty()))?;
+        check_opt_id(
+            "event source",
+            event.source.as_deref().filter(|s| !s.is_empty()),
+        )?;
         check_opt_id(
             "event id",
             event.external_id.as_deref().filter(|s| !s.is_empty()),

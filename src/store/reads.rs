@@ -180,9 +180,11 @@ impl Store {
         page: &PageRequest,
     ) -> Result<Page<InstanceRow>> {
         self.read(|tx| {
-            Ok(paged(tx.list_instances(status, id_prefix, page)?, page, |i| {
-                i.instance_id.clone()
-            }))
+            Ok(paged(
+                tx.list_instances(status, id_prefix, page)?,
+                page,
+                |i| i.instance_id.clone(),
+            ))
         })
     }
 
@@ -223,7 +225,10 @@ impl Store {
     /// A store failure.
     pub fn register_authority(&self, authority: &Authority) -> Result<()> {
         check_id("instance id", &authority.instance_id)?;
-        check_opt_id("build", Some(authority.build.as_str()).filter(|b| !b.is_empty()))?;
+        check_opt_id(
+            "build",
+            Some(authority.build.as_str()).filter(|b| !b.is_empty()),
+        )?;
         self.write(|tx, _| {
             tx.commit_revision()?;
             tx.put_authority(authority)

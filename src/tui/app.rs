@@ -11,8 +11,8 @@ use crossterm::event::KeyEvent;
 
 use super::action::{Action, DemoKey, DemoOp, Done, ViewId, WorkQuick};
 use super::keymap::{self, Mode};
-use super::store_filter;
 use super::snapshot::{Query, Snapshot, ViewData};
+use super::store_filter;
 use super::theme::{Role, Theme, ThemeSet};
 use super::views::{self, CHROME_ROWS, SortKey, TableData, workflow_detail};
 use crate::clock::Millis;

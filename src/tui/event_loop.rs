@@ -18,9 +18,9 @@ use tokio::sync::{mpsc, watch};
 
 use super::action::Action;
 use super::app::{App, AppOptions, Command};
-use super::writer::execute_with;
 use super::snapshot::{Published, run_reader};
 use super::theme::ThemeSet;
+use super::writer::execute_with;
 use super::{TuiOptions, views};
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -156,7 +156,13 @@ async fn event_loop(
                         done_tx.clone(),
                     );
                     tokio::task::spawn_blocking(move || {
-                        if let Some(action) = execute_with(&store, writer.as_ref(), cluster.as_deref(), &actor, &other) {
+                        if let Some(action) = execute_with(
+                            &store,
+                            writer.as_ref(),
+                            cluster.as_deref(),
+                            &actor,
+                            &other,
+                        ) {
                             let _ = tx.send(action);
                         }
                     });

@@ -79,6 +79,7 @@ pub fn work_filter(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::ops::filter::Subject;
@@ -101,9 +102,19 @@ mod tests {
         let w = work_filter(WorkQuick::Incompatible, None, &present, &old).unwrap();
         assert_eq!(w.compats, old.to_vec());
         assert!(work_filter(WorkQuick::Incompatible, None, &present, &[]).is_none());
-        let w = work_filter(WorkQuick::All, Some(&parsed("compat:incompatible")), &present, &old);
+        let w = work_filter(
+            WorkQuick::All,
+            Some(&parsed("compat:incompatible")),
+            &present,
+            &old,
+        );
         assert_eq!(w.unwrap().compats, old.to_vec());
-        let w = work_filter(WorkQuick::All, Some(&parsed("compat:compatible")), &present, &old);
+        let w = work_filter(
+            WorkQuick::All,
+            Some(&parsed("compat:compatible")),
+            &present,
+            &old,
+        );
         assert_eq!(w.unwrap().compats, vec!["new".to_owned()]);
     }
 }

@@ -36,12 +36,19 @@ fn reading_commands_refuse_what_is_not_a_store_and_create_nothing() {
     let passwd = dir.path().join("passwd");
     std::fs::copy("/etc/passwd", &passwd).unwrap();
     let before = listing(dir.path());
-    let sums: Vec<(std::path::PathBuf, String)> = [&empty, &passwd, &Path::new("/etc/passwd").to_path_buf()]
-        .into_iter()
-        .map(|p| (p.clone(), sha256(p)))
-        .collect();
+    let sums: Vec<(std::path::PathBuf, String)> =
+        [&empty, &passwd, &Path::new("/etc/passwd").to_path_buf()]
+            .into_iter()
+            .map(|p| (p.clone(), sha256(p)))
+            .collect();
 
-    for target in [&missing, &empty, &subdir, &passwd, &Path::new("/etc/passwd").to_path_buf()] {
+    for target in [
+        &missing,
+        &empty,
+        &subdir,
+        &passwd,
+        &Path::new("/etc/passwd").to_path_buf(),
+    ] {
         let path = target.display().to_string();
         for args in [
             vec!["attach", path.as_str()],
@@ -71,7 +78,10 @@ fn reading_commands_refuse_what_is_not_a_store_and_create_nothing() {
 fn attach_without_a_terminal_says_so_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
-    seed(&store, &["--effects", "3", "--workflows", "1", "--events", "0"]);
+    seed(
+        &store,
+        &["--effects", "3", "--workflows", "1", "--events", "0"],
+    );
     let before = listing(dir.path());
     let sum = sha256(Path::new(&store));
     let o = leasehold(&["attach", &store]);
@@ -83,8 +93,16 @@ fn attach_without_a_terminal_says_so_and_changes_nothing() {
     // itself stays empty and the store file is byte-for-byte the same.
     let wal = format!("{store}-wal");
     let coordination: BTreeSet<String> = ["store.db-wal", "store.db-shm"].map(String::from).into();
-    assert!(listing(dir.path()).difference(&before).all(|f| coordination.contains(f)));
-    assert_eq!(std::fs::metadata(&wal).map_or(0, |m| m.len()), 0, "nothing written");
+    assert!(
+        listing(dir.path())
+            .difference(&before)
+            .all(|f| coordination.contains(f))
+    );
+    assert_eq!(
+        std::fs::metadata(&wal).map_or(0, |m| m.len()),
+        0,
+        "nothing written"
+    );
     assert_eq!(sha256(Path::new(&store)), sum);
 }
 
@@ -93,35 +111,64 @@ fn every_verb_refuses_hostile_ids_before_opening_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("never.db").display().to_string();
     let long = "x".repeat(10_000);
-    let hostile = ["id\u{1b}]0;pwned\u{7}", "\u{202e}gpj.exe", "a\u{2066}b", long.as_str()];
+    let hostile = [
+        "id\u{1b}]0;pwned\u{7}",
+        "\u{202e}gpj.exe",
+        "a\u{2066}b",
+        long.as_str(),
+    ];
     for value in hostile {
         let s = store.as_str();
         let cases: Vec<(&str, Vec<&str>)> = vec![
             ("instance id", vec!["history", "--store", s, value]),
             ("instance id", vec!["cancel", "--store", s, value]),
-            ("workflow id", vec!["workflow", "start", "--store", s, value]),
+            (
+                "workflow id",
+                vec!["workflow", "start", "--store", s, value],
+            ),
             (
                 "idempotency key",
-                vec!["workflow", "start", "--store", s, "reminder", "--idempotency-key", value],
+                vec![
+                    "workflow",
+                    "start",
+                    "--store",
+                    s,
+                    "reminder",
+                    "--idempotency-key",
+                    value,
+                ],
             ),
             ("event type", vec!["event", "--store", s, "--type", value]),
             (
                 "event source",
-                vec!["event", "--store", s, "--type", "t", "--source", value, "--id", "e"],
+                vec![
+                    "event", "--store", s, "--type", "t", "--source", value, "--id", "e",
+                ],
             ),
             (
                 "event id",
-                vec!["event", "--store", s, "--type", "t", "--source", "src", "--id", value],
+                vec![
+                    "event", "--store", s, "--type", "t", "--source", "src", "--id", value,
+                ],
             ),
-            ("instanceId", vec!["authority", "--store", s, "--instance", value]),
+            (
+                "instanceId",
+                vec!["authority", "--store", s, "--instance", value],
+            ),
             ("build", vec!["authority", "--store", s, "--build", value]),
         ];
         for (field, args) in cases {
             let o = leasehold(&args);
             let err = assert_one_line_failure(&o, 2);
-            assert!(err.contains(&format!("{field}: ")), "{args:?} names {field}: {err}");
+            assert!(
+                err.contains(&format!("{field}: ")),
+                "{args:?} names {field}: {err}"
+            );
             assert!(err.len() < 300, "the value is not echoed: {err}");
-            assert!(!err.contains(['\u{1b}', '\u{7}', '\u{202e}', '\u{2066}']), "{err:?}");
+            assert!(
+                !err.contains(['\u{1b}', '\u{7}', '\u{202e}', '\u{2066}']),
+                "{err:?}"
+            );
         }
     }
     assert!(listing(dir.path()).is_empty(), "no store was created");
@@ -133,7 +180,13 @@ fn workflow_files_past_the_bound_are_refused_without_reading_them_whole() {
     let err = assert_one_line_failure(&o, 2);
     assert!(err.contains("larger than 4 MiB"), "{err}");
     let dir = tempfile::tempdir().unwrap();
-    let o = leasehold(&["workflow", "deploy", "--store", &store_in(dir.path()), "/dev/zero"]);
+    let o = leasehold(&[
+        "workflow",
+        "deploy",
+        "--store",
+        &store_in(dir.path()),
+        "/dev/zero",
+    ]);
     let err = assert_one_line_failure(&o, 2);
     assert!(err.contains("larger than 4 MiB"), "{err}");
     assert!(listing(dir.path()).is_empty(), "no store was created");

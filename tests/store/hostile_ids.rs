@@ -4,10 +4,10 @@
 //! written.
 
 use leasehold::Store;
+use leasehold::model::Authority;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::{CatchUp, Trigger};
 use leasehold::model::work::NewWork;
-use leasehold::model::Authority;
 use leasehold::store::url::{self, OpenMode};
 use leasehold::workflow::Catalog;
 
@@ -30,8 +30,14 @@ type Verb = Box<dyn Fn(&Store, &str) -> leasehold::Result<()>>;
 
 fn verbs() -> Vec<(&'static str, Verb)> {
     vec![
-        ("work id", Box::new(|s, v| s.enqueue(NewWork::effect(v, "h", "{}"), K).map(drop))),
-        ("handler", Box::new(|s, v| s.enqueue(NewWork::effect("w-1", v, "{}"), K).map(drop))),
+        (
+            "work id",
+            Box::new(|s, v| s.enqueue(NewWork::effect(v, "h", "{}"), K).map(drop)),
+        ),
+        (
+            "handler",
+            Box::new(|s, v| s.enqueue(NewWork::effect("w-1", v, "{}"), K).map(drop)),
+        ),
         (
             "idempotency key",
             Box::new(|s, v| {
@@ -46,7 +52,8 @@ fn verbs() -> Vec<(&'static str, Verb)> {
             "schedule id",
             Box::new(|s, v| {
                 let every = Trigger::Interval { every_ms: 60_000 };
-                s.create_schedule(v, every, CatchUp::Latest, "h", "{}", K).map(drop)
+                s.create_schedule(v, every, CatchUp::Latest, "h", "{}", K)
+                    .map(drop)
             }),
         ),
         (
@@ -69,7 +76,10 @@ fn verbs() -> Vec<(&'static str, Verb)> {
             "instance id",
             Box::new(|s, v| s.register_authority(&authority(v, "b1"))),
         ),
-        ("build", Box::new(|s, v| s.register_authority(&authority("a-1", v)))),
+        (
+            "build",
+            Box::new(|s, v| s.register_authority(&authority("a-1", v))),
+        ),
         (
             "workflow id",
             Box::new(|s, v| {
@@ -153,7 +163,11 @@ fn every_library_verb_refuses_hostile_ids_and_writes_nothing() {
                 !text.contains(['\n', '\u{1b}', '\u{202e}']) && text.len() < 200,
                 "one short clean line: {text:?}"
             );
-            assert_eq!(store.revision().unwrap(), before, "{field} with {what} wrote");
+            assert_eq!(
+                store.revision().unwrap(),
+                before,
+                "{field} with {what} wrote"
+            );
         }
         // A plain id gets past the check (it may still be unknown).
         let store = fresh();

@@ -1357,7 +1357,15 @@ impl Tx for PgTx<'_> {
             .clone()
             .map(|a| Box::new(a) as Box<dyn ToSql + Sync>);
         let n = page.limit.max(1);
-        self.page("instances", "instance_id", q, after, page.backwards, n, rows::instance)
+        self.page(
+            "instances",
+            "instance_id",
+            q,
+            after,
+            page.backwards,
+            n,
+            rows::instance,
+        )
     }
 
     fn add_history(&mut self, h: &HistoryRecord) -> Result<()> {

@@ -917,9 +917,12 @@ fn every_read_matches_the_memory_reference() {
                 tx.list_instances(Some(status), None, &page)
             });
             for prefix in ["i0", "i1", "i22", "j"] {
-                same(mem, sql, &format!("instances {status} {prefix} {page:?}"), |tx| {
-                    tx.list_instances(Some(status), Some(prefix), &page)
-                });
+                same(
+                    mem,
+                    sql,
+                    &format!("instances {status} {prefix} {page:?}"),
+                    |tx| tx.list_instances(Some(status), Some(prefix), &page),
+                );
                 same(mem, sql, &format!("instances {prefix} {page:?}"), |tx| {
                     tx.list_instances(None, Some(prefix), &page)
                 });

@@ -6,8 +6,8 @@
 //! pages (keyset pages carry no offset), so rows committed meanwhile can shift it slightly.
 
 use crate::ops::filter::Filter;
-use crate::tui::app::App;
 use crate::tui::action::ViewId;
+use crate::tui::app::App;
 use crate::tui::store_filter;
 use crate::tui::text::clean;
 
@@ -83,9 +83,11 @@ pub fn page_start(app: &App, total: Option<u64>, fetched: usize) -> Option<usize
     match &ui.page {
         None => Some(0),
         Some(p) if p.after.is_none() && !p.backwards => Some(0),
-        Some(p) if p.after.is_none() => {
-            total.map(|t| usize::try_from(t).unwrap_or(usize::MAX).saturating_sub(fetched))
-        }
+        Some(p) if p.after.is_none() => total.map(|t| {
+            usize::try_from(t)
+                .unwrap_or(usize::MAX)
+                .saturating_sub(fetched)
+        }),
         Some(_) => ui.offset,
     }
 }
@@ -109,7 +111,9 @@ pub fn position(app: &App) -> Option<String> {
     let start = page_start(app, total, fetched);
     let fetched_u = fetched as u64;
     if let (1, Some(s)) = (fetched, start) {
-        let of = total.map(|t| format!(" of {}", thousands(t))).unwrap_or_default();
+        let of = total
+            .map(|t| format!(" of {}", thousands(t)))
+            .unwrap_or_default();
         return Some(format!("row {}{of}", thousands(s as u64 + 1)));
     }
     Some(match (start, total) {
@@ -137,8 +141,8 @@ pub fn filter_and_sort(app: &App) -> String {
     let mut notes = String::new();
     if !ui.filter.is_empty() {
         notes.push_str(&format!("· /{} ", clean(&ui.filter, 30)));
-        let on_page = store_filter::parse(app.view(), &ui.filter)
-            .is_ok_and(|f| f.page_prefix().is_some());
+        let on_page =
+            store_filter::parse(app.view(), &ui.filter).is_ok_and(|f| f.page_prefix().is_some());
         if let (true, Some(data)) = (on_page, app.table_data()) {
             notes.push_str(&format!(
                 "(within page: {} of {}) ",
@@ -154,6 +158,7 @@ pub fn filter_and_sort(app: &App) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::thousands;
 
