@@ -343,6 +343,46 @@ pub fn paging_returns_every_row_exactly_once(h: &dyn Harness) {
         |p| ok("list", s.list_work(&filter, p)),
         |w| w.id.clone(),
     );
+    // An id prefix is a key range: it pages like any filter, alone or under an index.
+    let teens: Vec<String> = all_work
+        .iter()
+        .filter(|id| id.starts_with("w-1"))
+        .cloned()
+        .collect();
+    let filter = WorkFilter {
+        id_prefix: Some("w-1".into()),
+        ..WorkFilter::default()
+    };
+    every_row_once(
+        "work with an id prefix",
+        &teens,
+        |p| ok("list", s.list_work(&filter, p)),
+        |w| w.id.clone(),
+    );
+    let filter = WorkFilter {
+        id_prefix: Some("w-0".into()),
+        states: vec![WorkState::Claimed],
+        ..WorkFilter::default()
+    };
+    let claimed_zeros: Vec<String> = claimed
+        .iter()
+        .filter(|id| id.starts_with("w-0"))
+        .cloned()
+        .collect();
+    every_row_once(
+        "claimed work with an id prefix",
+        &claimed_zeros,
+        |p| ok("list", s.list_work(&filter, p)),
+        |w| w.id.clone(),
+    );
+    for (prefix, expected) in [("cursor", subscriptions.len()), ("w-2", 3), ("x", 0)] {
+        let filter = WorkFilter {
+            id_prefix: Some(prefix.into()),
+            ..WorkFilter::default()
+        };
+        let got = ok("list", s.list_work(&filter, &PageRequest::first(100)));
+        assert_eq!(got.rows.len(), expected, "prefix {prefix}");
+    }
     every_row_once(
         "leases",
         &resources,
