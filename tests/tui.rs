@@ -595,6 +595,14 @@ fn filter_asks_the_store_across_every_page() {
     h.type_text("legacy-");
     h.key(KeyCode::Enter);
     assert_eq!(visible_keys(&h), ["legacy-0", "legacy-1", "legacy-2"]);
+    h.press('/');
+    h.type_text("x");
+    h.key(KeyCode::Esc);
+    assert_eq!(
+        h.app.table_ui().filter,
+        "legacy-",
+        "Esc in the prompt keeps the filter"
+    );
 
     // Workflows filter by status in the store, too.
     h.key(KeyCode::Esc);

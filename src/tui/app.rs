@@ -591,10 +591,7 @@ impl App {
                 }
             }
             Action::Dismiss => {
-                if prompt.kind == PromptKind::Filter {
-                    self.table_mut().filter.clear();
-                    self.rebuild();
-                }
+                // The filter in force stays (Esc again clears it): the prompt only edits.
                 self.prompt = None;
                 return;
             }

@@ -408,6 +408,22 @@ fn main_queries_use_indexes() {
             "INDEX",
         ),
         ("SELECT * FROM work ORDER BY id DESC LIMIT ?", 1, "INDEX"),
+        // An id prefix is a key range, alone or under the leading index.
+        (
+            "SELECT * FROM work WHERE id >= ? AND id < ? AND id > ? ORDER BY id ASC LIMIT ?",
+            4,
+            "INDEX",
+        ),
+        (
+            "SELECT * FROM work INDEXED BY work_state WHERE state = ? AND id >= ? AND id < ? ORDER BY id ASC LIMIT ?",
+            4,
+            "work_state",
+        ),
+        (
+            "SELECT * FROM instances WHERE status = ? AND instance_id >= ? AND instance_id < ? ORDER BY instance_id ASC LIMIT ?",
+            4,
+            "instances_status",
+        ),
         (
             "SELECT count(*) FROM leases WHERE owner_id = ?1 AND expires_at > ?2 AND released_at IS NULL",
             2,
