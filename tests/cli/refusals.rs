@@ -89,6 +89,8 @@ fn attach_without_a_terminal_says_so_and_changes_nothing() {
     assert!(err.contains("needs a terminal"), "{err}");
     assert!(err.contains("leasehold inspect"), "{err}");
     assert!(!err.contains("STORE_UNAVAILABLE"), "{err}");
+    let demo = leasehold(&["demo"]);
+    assert!(assert_one_line_failure(&demo, 2).contains("needs a terminal"));
     // SQLite's shared-memory index may appear beside a WAL store a reader opened; the WAL
     // itself stays empty and the store file is byte-for-byte the same.
     let wal = format!("{store}-wal");
