@@ -193,3 +193,22 @@ fn workflow_files_past_the_bound_are_refused_without_reading_them_whole() {
     assert!(err.contains("larger than 4 MiB"), "{err}");
     assert!(listing(dir.path()).is_empty(), "no store was created");
 }
+
+#[test]
+fn workflow_definitions_with_hostile_ids_are_diagnosed() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("workflows/reminder.json");
+    let text = std::fs::read_to_string(shipped).unwrap();
+    for (what, hostile) in [
+        ("workflow id", "\"id\": \"re\\u202eminder\""),
+        ("workflow id", "\"id\": \"re\\u001b[2Jminder\""),
+    ] {
+        let file = dir.path().join("hostile.json");
+        std::fs::write(&file, text.replacen("\"id\": \"reminder\"", hostile, 1)).unwrap();
+        let o = leasehold(&["workflow", "validate", file.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{}", super::stderr(&o));
+        let out = super::stdout(&o) + &super::stderr(&o);
+        assert!(out.contains(&format!("{what}: holds ")), "{out}");
+        assert!(!out.contains(['\u{1b}', '\u{202e}']), "{out:?}");
+    }
+}
