@@ -12,7 +12,8 @@
 //! `event_loop.rs` (terminal set-up, restore, the `select!` loop), `theme.rs` (TOML
 //! themes), `views/` (one file per view), `harness.rs` (drive it without a terminal),
 //! `screenshot.rs` (buffer → SVG), `text.rs` (escaping hostile text), `wf.rs` (the workflow
-//! engine calls), `demo.rs` (the cluster seam).
+//! engine calls), `demo.rs` (the cluster seam), `store_filter.rs` (the `/` filter as a store
+//! read), `writer.rs` (the write handle opened per action).
 //!
 //! Entry point: [`run`] (async) or [`run_blocking`].
 
