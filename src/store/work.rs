@@ -126,6 +126,7 @@ impl Store {
         limit: usize,
         lease_ms: Millis,
     ) -> Result<Vec<Claim>> {
+        check_id("owner", owner)?;
         self.write(|tx, now| {
             let candidates = tx.claimable_work(compat, now, limit)?;
             let mut claimed = Vec::with_capacity(candidates.len());
@@ -154,6 +155,7 @@ impl Store {
     /// `INCOMPATIBLE_AUTHORITY`, `WORK_IN_PROGRESS`, `WORK_NOT_CLAIMABLE`,
     /// `already-terminal`, `NOT_FOUND`.
     pub fn claim(&self, id: &str, owner: &str, compat: &str, lease_ms: Millis) -> Result<WorkItem> {
+        check_id("owner", owner)?;
         self.write_logged(|tx, now| {
             let Some(item) = tx.work(id)? else {
                 return Ok(Err(not_found(id)));

@@ -8,6 +8,7 @@ use leasehold::model::Authority;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::{CatchUp, Trigger};
 use leasehold::model::work::NewWork;
+use leasehold::store::Keyed;
 use leasehold::store::url::{self, OpenMode};
 use leasehold::workflow::Catalog;
 
@@ -98,6 +99,46 @@ fn verbs() -> Vec<(&'static str, Verb)> {
             "instance id",
             Box::new(|s, v| s.cancel_workflow(v, None, "alice", "why").map(drop)),
         ),
+        (
+            "lease resource",
+            Box::new(|s, v| s.acquire(v, "a-1", 1_000.0, Keyed { key: None }).map(drop)),
+        ),
+        (
+            "owner",
+            Box::new(|s, v| s.acquire("r-1", v, 1_000.0, Keyed { key: None }).map(drop)),
+        ),
+        (
+            "idempotency key",
+            Box::new(|s, v| {
+                s.acquire("r-1", "a-1", 1_000.0, Keyed { key: Some(v) })
+                    .map(drop)
+            }),
+        ),
+        (
+            "recipient",
+            Box::new(|s, v| {
+                let held = s.lease("r-held")?.expect("fresh() holds r-held");
+                let key = Keyed { key: None };
+                s.handoff(
+                    "r-held",
+                    "a-1",
+                    &held.token,
+                    held.generation,
+                    v,
+                    1_000.0,
+                    key,
+                )
+                .map(drop)
+            }),
+        ),
+        (
+            "owner",
+            Box::new(|s, v| s.claim_batch(v, K, 5, 1_000).map(drop)),
+        ),
+        (
+            "owner",
+            Box::new(|s, v| s.claim("w-1", v, K, 1_000).map(drop)),
+        ),
     ]
 }
 
@@ -124,7 +165,8 @@ fn authority(instance: &str, build: &str) -> Authority {
     }
 }
 
-/// A fresh store with the reminder workflow deployed (so a start can get past the lookup).
+/// A fresh store with the reminder workflow deployed (so a start can get past the lookup)
+/// and a lease held (so a handoff can).
 fn fresh() -> Store {
     let store = url::open("memory", OpenMode::ReadWrite).unwrap();
     let (_, reminder) = leasehold::workflow::SHIPPED_DEFINITIONS
@@ -134,6 +176,9 @@ fn fresh() -> Store {
     store
         .deploy_workflow(reminder, &Catalog::demo())
         .unwrap()
+        .unwrap();
+    store
+        .acquire("r-held", "a-1", 60_000.0, Keyed { key: None })
         .unwrap();
     store
 }
