@@ -549,6 +549,11 @@ fn filter_asks_the_store_across_every_page() {
     h.press('/');
     h.type_text("state:failed");
     assert_eq!(visible_keys(&h), first_page, "nothing applies while typing");
+    assert!(
+        screen(&h).contains("state: kind: owner: compat: id:"),
+        "the prompt lists the view's fields: {}",
+        screen(&h)
+    );
     h.key(KeyCode::Enter);
     assert_eq!(
         visible_keys(&h),
