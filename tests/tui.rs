@@ -572,6 +572,22 @@ fn filter_asks_the_store_across_every_page() {
         "Esc clears the filter first"
     );
     assert_eq!(visible_keys(&h), first_page);
+    h.press('/');
+    h.type_text("effect-");
+    h.key(KeyCode::Enter);
+    h.key(KeyCode::PageDown);
+    assert!(visible_keys(&h).iter().all(|k| k.starts_with("effect-")));
+    assert_ne!(
+        visible_keys(&h),
+        first_page,
+        "a later page of the filtered rows"
+    );
+    h.key(KeyCode::Esc);
+    assert_eq!(
+        visible_keys(&h),
+        first_page,
+        "clearing starts from the first page"
+    );
 
     // An unknown field is refused on the status line, with the valid ones, not applied.
     h.press('/');

@@ -477,8 +477,7 @@ impl App {
             }
             Action::Back => {
                 if !self.table_ui().filter.is_empty() {
-                    self.table_mut().filter.clear();
-                    self.rebuild();
+                    self.apply_filter("");
                 } else if let Some(v) = self.back.pop() {
                     self.view = v;
                     self.rebuild();
@@ -512,10 +511,7 @@ impl App {
                     text,
                 });
             }
-            Action::ClearFilter => {
-                self.table_mut().filter.clear();
-                self.rebuild();
-            }
+            Action::ClearFilter => self.apply_filter(""),
             Action::CycleSort => {
                 let columns = self.data.as_ref().map_or(0, |d| d.columns.len());
                 let t = self.table_mut();
@@ -1164,11 +1160,12 @@ impl App {
         let text = self.tables.get(&self.view).map(|t| t.filter.as_str())?;
         store_filter::parse(self.view, text)
             .ok()
-            .filter(|f| !f.is_empty() && f.page_prefix().is_none() && f.subject.prefix_in_store())
+            .filter(|f| f.subject.prefix_in_store() && !f.is_empty())
     }
 
-    /// Applies a submitted `/` filter, or refuses it on the status line and keeps the one
-    /// in force: the filter is parsed by the same grammar as `inspect --filter`.
+    /// Applies a submitted `/` filter (from the first page), or refuses it on the status
+    /// line and keeps the one in force: the filter is parsed by the same grammar as
+    /// `inspect --filter`. An empty text clears it.
     fn apply_filter(&mut self, text: &str) {
         match store_filter::parse(self.view, text) {
             Ok(_) => {
