@@ -1405,3 +1405,61 @@ fn actions_open_a_write_handle_only_when_they_run() {
         "the reader sees the write handle's commit"
     );
 }
+
+/// Sorting the work view by state (an indexed column) pages the whole store in that order;
+/// any other sort orders the page on screen and says so.
+#[test]
+fn sort_on_an_indexed_column_is_done_by_the_store() {
+    use leasehold::store::WorkOrder;
+    use leasehold::tui::views::work::COLUMNS;
+
+    let f = fixture();
+    let mut h = harness(&f, "dark", 80, 24);
+    h.press('4');
+    let state = COLUMNS.iter().position(|c| c.name == "state").unwrap();
+    h.dispatch(Action::SortBy(state));
+    assert!(
+        screen(&h).contains("by state (store order)"),
+        "{}",
+        screen(&h)
+    );
+    let first = visible_keys(&h);
+    let store_first = f
+        .store
+        .list_work_ordered(
+            &WorkFilter::default(),
+            WorkOrder::State,
+            &PageRequest::first(first.len()),
+        )
+        .unwrap();
+    let ids: Vec<String> = store_first.rows.iter().map(|w| w.id.clone()).collect();
+    assert_eq!(
+        first, ids,
+        "the first page is the store's first page in state order"
+    );
+    assert_eq!(
+        store_first.rows[0].state,
+        WorkState::Claimed,
+        "claimed sorts first"
+    );
+
+    h.key(KeyCode::PageDown);
+    let store_next = f
+        .store
+        .list_work_ordered(
+            &WorkFilter::default(),
+            WorkOrder::State,
+            &PageRequest::after(store_first.next.clone().unwrap(), first.len()),
+        )
+        .unwrap();
+    let ids: Vec<String> = store_next.rows.iter().map(|w| w.id.clone()).collect();
+    assert_eq!(visible_keys(&h), ids, "and so is the next");
+
+    // Descending, or a column without an index: the page on screen, and the title says so.
+    h.dispatch(Action::SortBy(state));
+    assert!(screen(&h).contains("sorted within page"), "{}", screen(&h));
+    assert_eq!(h.app.store_order(), None);
+    let kind = COLUMNS.iter().position(|c| c.name == "kind").unwrap();
+    h.dispatch(Action::SortBy(kind));
+    assert_eq!(h.app.store_order(), Some(WorkOrder::Kind));
+}

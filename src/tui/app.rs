@@ -17,6 +17,7 @@ use super::theme::{Role, Theme, ThemeSet};
 use super::views::{self, CHROME_ROWS, SortKey, TableData, workflow_detail};
 use crate::clock::Millis;
 use crate::model::PageRequest;
+use crate::store::WorkOrder;
 
 /// How long a changed row stays highlighted.
 pub const FLASH_MS: Millis = 1_500;
@@ -513,6 +514,7 @@ impl App {
             }
             Action::ClearFilter => self.apply_filter(""),
             Action::CycleSort => {
+                let before = self.store_order();
                 let columns = self.data.as_ref().map_or(0, |d| d.columns.len());
                 let t = self.table_mut();
                 t.sort = match t.sort {
@@ -520,20 +522,22 @@ impl App {
                     Some((c, desc)) if c + 1 < columns => Some((c + 1, desc)),
                     _ => None,
                 };
-                self.rebuild();
+                self.sort_changed(before);
             }
             Action::ReverseSort => {
+                let before = self.store_order();
                 let t = self.table_mut();
                 t.sort = Some(t.sort.map_or((0, true), |(c, d)| (c, !d)));
-                self.rebuild();
+                self.sort_changed(before);
             }
             Action::SortBy(c) => {
+                let before = self.store_order();
                 let t = self.table_mut();
                 t.sort = match t.sort {
                     Some((old, desc)) if old == c => Some((c, !desc)),
                     _ => Some((c, false)),
                 };
-                self.rebuild();
+                self.sort_changed(before);
             }
             Action::QuickFilter(q) if self.work_quick != q => {
                 self.work_quick = q;
@@ -1086,7 +1090,8 @@ impl App {
                     .is_some_and(|r| prefix.as_deref().is_none_or(|p| r.key.starts_with(p)))
             })
             .collect();
-        if let Some((col, desc)) = ui.sort {
+        // A store order arrives sorted; only a sort the store cannot give is done here.
+        if let Some((col, desc)) = ui.sort.filter(|_| self.store_order().is_none()) {
             let key = |i: &usize| {
                 data.rows
                     .get(*i)
@@ -1151,8 +1156,37 @@ impl App {
                 None
             },
             filter: self.store_filter(),
+            order: self.store_order(),
             paused: self.paused,
         }
+    }
+
+    /// The order the store pages the current view in, when the sort asks for one it can
+    /// give through an index: the work view ascending by state or kind. Any other sort
+    /// orders only the rows of the page.
+    #[must_use]
+    pub fn store_order(&self) -> Option<WorkOrder> {
+        if self.view != ViewId::Work {
+            return None;
+        }
+        let (col, desc) = self.tables.get(&self.view)?.sort?;
+        match views::work::COLUMNS.get(col).map(|c| c.name) {
+            Some("state") if !desc => Some(WorkOrder::State),
+            Some("kind") if !desc => Some(WorkOrder::Kind),
+            _ => None,
+        }
+    }
+
+    /// After a sort change: a new store order pages from its first page.
+    fn sort_changed(&mut self, before: Option<WorkOrder>) {
+        if self.store_order() != before {
+            let t = self.table_mut();
+            t.page = None;
+            t.offset = None;
+            t.selected = 0;
+            t.selected_key = None;
+        }
+        self.rebuild();
     }
 
     /// The current view's `/` filter when the store applies it (work, workflows).

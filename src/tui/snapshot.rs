@@ -50,6 +50,8 @@ pub struct Query {
     pub resource: Option<String>,
     /// The `/` filter the store applies (work and workflows), already parsed.
     pub filter: Option<crate::ops::filter::Filter>,
+    /// The work view's order when the store gives it (by state or kind, then id).
+    pub order: Option<crate::store::WorkOrder>,
     /// While paused the reader only answers new queries; it does not refresh.
     pub paused: bool,
 }
@@ -64,6 +66,7 @@ impl Default for Query {
             instance: None,
             resource: None,
             filter: None,
+            order: None,
             paused: false,
         }
     }
@@ -264,9 +267,12 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
                 &present,
                 &incompatible_compats,
             );
-            ViewData::Work(match filter {
-                Some(filter) => c.run(|s| s.list_work(&filter, page))?,
-                None => Page {
+            ViewData::Work(match (filter, query.order) {
+                (Some(filter), Some(order)) => {
+                    c.run(|s| s.list_work_ordered(&filter, order, page))?
+                }
+                (Some(filter), None) => c.run(|s| s.list_work(&filter, page))?,
+                (None, _) => Page {
                     rows: Vec::new(),
                     next: None,
                 },

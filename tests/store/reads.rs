@@ -390,7 +390,10 @@ pub fn paging_returns_every_row_exactly_once(h: &dyn Harness) {
     )
     .rows;
     for (order, column) in [
-        (WorkOrder::State, (|w: &WorkItem| w.state.as_str()) as fn(&WorkItem) -> &'static str),
+        (
+            WorkOrder::State,
+            (|w: &WorkItem| w.state.as_str()) as fn(&WorkItem) -> &'static str,
+        ),
         (WorkOrder::Kind, |w: &WorkItem| w.kind.as_str()),
     ] {
         for filter in [

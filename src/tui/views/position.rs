@@ -151,8 +151,10 @@ pub fn filter_and_sort(app: &App) -> String {
             ));
         }
     }
-    if ui.sort.is_some() {
-        notes.push_str("· sorted within page ");
+    match (ui.sort, app.store_order()) {
+        (_, Some(order)) => notes.push_str(&format!("· by {} (store order) ", order.name())),
+        (Some(_), None) => notes.push_str("· sorted within page "),
+        (None, None) => {}
     }
     notes
 }
