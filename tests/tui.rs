@@ -1411,6 +1411,7 @@ fn actions_open_a_write_handle_only_when_they_run() {
 #[test]
 fn sort_on_an_indexed_column_is_done_by_the_store() {
     use leasehold::store::WorkOrder;
+    use leasehold::tui::store_filter::StoreOrder;
     use leasehold::tui::views::work::COLUMNS;
 
     let f = fixture();
@@ -1461,5 +1462,67 @@ fn sort_on_an_indexed_column_is_done_by_the_store() {
     assert_eq!(h.app.store_order(), None);
     let kind = COLUMNS.iter().position(|c| c.name == "kind").unwrap();
     h.dispatch(Action::SortBy(kind));
-    assert_eq!(h.app.store_order(), Some(WorkOrder::Kind));
+    assert_eq!(h.app.store_order(), Some(StoreOrder::Work(WorkOrder::Kind)));
+
+    // Workflows by status: the store's order, every instance once whichever way it pages.
+    let mut expected: Vec<(String, String)> = f
+        .store
+        .list_instances(None, &PageRequest::first(1_000))
+        .unwrap()
+        .rows
+        .into_iter()
+        .map(|i| (i.status, i.instance_id))
+        .collect();
+    expected.sort();
+    let expected: Vec<String> = expected.into_iter().map(|(_, id)| id).collect();
+    for limit in [1, 2, 3, expected.len() + 1] {
+        let mut forward = Vec::new();
+        let mut request = PageRequest::first(limit);
+        loop {
+            let page = f
+                .store
+                .list_instances_by_status(None, None, &request)
+                .unwrap();
+            forward.extend(page.rows.into_iter().map(|i| i.instance_id));
+            match page.next {
+                Some(next) => request = PageRequest::after(next, limit),
+                None => break,
+            }
+        }
+        assert_eq!(forward, expected, "forward pages of {limit}");
+        let mut pages = Vec::new();
+        let mut request = PageRequest::last(limit);
+        loop {
+            let page = f
+                .store
+                .list_instances_by_status(None, None, &request)
+                .unwrap();
+            pages.push(
+                page.rows
+                    .into_iter()
+                    .map(|i| i.instance_id)
+                    .collect::<Vec<_>>(),
+            );
+            match page.next {
+                Some(next) => request = PageRequest::before(next, limit),
+                None => break,
+            }
+        }
+        let backward: Vec<String> = pages.into_iter().rev().flatten().collect();
+        assert_eq!(backward, expected, "backward pages of {limit}");
+    }
+    h.dispatch(Action::SwitchView(ViewId::Workflows));
+    let status = leasehold::tui::views::workflows::COLUMNS
+        .iter()
+        .position(|c| c.name == "status")
+        .unwrap();
+    h.dispatch(Action::SortBy(status));
+    assert_eq!(h.app.store_order(), Some(StoreOrder::WorkflowStatus));
+    assert!(screen(&h).contains("· by status"), "{}", screen(&h));
+    let shown = visible_keys(&h);
+    assert_eq!(
+        shown,
+        expected[..shown.len()],
+        "the store's first page in status order"
+    );
 }

@@ -1,5 +1,6 @@
-//! Work listed in the order of an indexed column other than the key: by state or by kind,
-//! then by id. Both columns have a small, known set of values and a `(column, id)` index,
+//! Lists in the order of an indexed column other than the key: work by state or by kind,
+//! workflow instances by status, then by id. Each column has a small, known set of values
+//! and a `(column, id)` index,
 //! so a page is a short walk over the groups — one keyset seek per group, in the group's
 //! order — on every provider, never a sort of the table.
 //!
@@ -12,7 +13,8 @@ use super::Store;
 use super::reads::paged;
 use crate::error::Result;
 use crate::model::work::WorkFilter;
-use crate::model::{Page, PageRequest, WorkItem, WorkKind, WorkState};
+use crate::model::{InstanceRow, Page, PageRequest, WorkItem, WorkKind, WorkState};
+use crate::ops::filter::WORKFLOW_STATUSES;
 
 /// The indexed column a work list is ordered by (then by id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +70,50 @@ impl WorkOrder {
     }
 }
 
+/// Walks `groups` from the cursor's (forward, or down from it backward), one keyset page
+/// per group through `fetch`, until `limit` rows are read; rows come back in page order.
+fn walk<T>(
+    groups: &[&str],
+    cursor: Option<(usize, String)>,
+    page: &PageRequest,
+    mut fetch: impl FnMut(&str, PageRequest) -> Result<Vec<T>>,
+) -> Result<Vec<T>> {
+    let limit = page.limit.max(1);
+    let after_in = |at: usize| {
+        cursor
+            .as_ref()
+            .filter(|(c, _)| *c == at)
+            .map(|(_, id)| id.clone())
+    };
+    let order: Vec<usize> = if page.backwards {
+        let from = cursor.as_ref().map_or(groups.len(), |(at, _)| at + 1);
+        (0..from).rev().collect()
+    } else {
+        let from = cursor.as_ref().map_or(0, |(at, _)| *at);
+        (from..groups.len()).collect()
+    };
+    let mut chunks: Vec<Vec<T>> = Vec::new();
+    let mut taken = 0;
+    for at in order {
+        let request = PageRequest {
+            after: after_in(at),
+            limit: limit - taken,
+            backwards: page.backwards,
+        };
+        let got = fetch(groups[at], request)?;
+        taken += got.len();
+        chunks.push(got);
+        if taken >= limit {
+            break;
+        }
+    }
+    if page.backwards {
+        // Walked down from the cursor: put the groups back in ascending order.
+        chunks.reverse();
+    }
+    Ok(chunks.into_iter().flatten().collect())
+}
+
 impl Store {
     /// Work items matching `filter`, ordered by `order`'s column, then by id. Forward pages
     /// continue after the page key; backward pages (PageUp, End) end before it. A key that
@@ -82,7 +128,6 @@ impl Store {
         page: &PageRequest,
     ) -> Result<Page<WorkItem>> {
         let groups = order.groups(filter);
-        let limit = page.limit.max(1);
         self.read(|tx| {
             let cursor = match &page.after {
                 Some(id) => tx
@@ -91,47 +136,42 @@ impl Store {
                     .map(|at| (at, id.clone())),
                 None => None,
             };
-            let after_in = |at: usize| {
-                cursor
-                    .as_ref()
-                    .filter(|(c, _)| *c == at)
-                    .map(|(_, id)| id.clone())
-            };
-            let mut rows: Vec<WorkItem> = Vec::new();
-            if page.backwards {
-                // Walk the groups down from the cursor's, then put the chunks back in order.
-                let from = cursor.as_ref().map_or(groups.len(), |(at, _)| at + 1);
-                let mut chunks: Vec<Vec<WorkItem>> = Vec::new();
-                let mut taken = 0;
-                for at in (0..from).rev() {
-                    let request = PageRequest {
-                        after: after_in(at),
-                        limit: limit - taken,
-                        backwards: true,
-                    };
-                    let got = tx.list_work(&order.narrow(filter, groups[at]), &request)?;
-                    taken += got.len();
-                    chunks.push(got);
-                    if taken >= limit {
-                        break;
-                    }
-                }
-                rows = chunks.into_iter().rev().flatten().collect();
-            } else {
-                let from = cursor.as_ref().map_or(0, |(at, _)| *at);
-                for (at, group) in groups.iter().enumerate().skip(from) {
-                    let request = PageRequest {
-                        after: after_in(at),
-                        limit: limit - rows.len(),
-                        backwards: false,
-                    };
-                    rows.extend(tx.list_work(&order.narrow(filter, group), &request)?);
-                    if rows.len() >= limit {
-                        break;
-                    }
-                }
-            }
+            let rows = walk(&groups, cursor, page, |group, request| {
+                tx.list_work(&order.narrow(filter, group), &request)
+            })?;
             Ok(paged(rows, page, |w| w.id.clone()))
+        })
+    }
+
+    /// Workflow instances ordered by status, then id (the `(status, instance_id)` index):
+    /// only `status` and ids starting with `id_prefix` when given. Paged as
+    /// [`Self::list_work_ordered`].
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn list_instances_by_status(
+        &self,
+        status: Option<&str>,
+        id_prefix: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Page<InstanceRow>> {
+        let mut groups: Vec<&str> = WORKFLOW_STATUSES
+            .into_iter()
+            .filter(|s| status.is_none_or(|want| want == *s))
+            .collect();
+        groups.sort_unstable();
+        self.read(|tx| {
+            let cursor = match &page.after {
+                Some(id) => tx
+                    .instance(id)?
+                    .and_then(|i| groups.iter().position(|g| *g == i.status))
+                    .map(|at| (at, id.clone())),
+                None => None,
+            };
+            let rows = walk(&groups, cursor, page, |group, request| {
+                tx.list_instances(Some(group), id_prefix, &request)
+            })?;
+            Ok(paged(rows, page, |i| i.instance_id.clone()))
         })
     }
 }

@@ -12,12 +12,11 @@ use crossterm::event::KeyEvent;
 use super::action::{Action, DemoKey, DemoOp, Done, ViewId, WorkQuick};
 use super::keymap::{self, Mode};
 use super::snapshot::{Query, Snapshot, ViewData};
-use super::store_filter;
+use super::store_filter::{self, StoreOrder};
 use super::theme::{Role, Theme, ThemeSet};
 use super::views::{self, CHROME_ROWS, SortKey, TableData, workflow_detail};
 use crate::clock::Millis;
 use crate::model::PageRequest;
-use crate::store::WorkOrder;
 
 /// How long a changed row stays highlighted.
 pub const FLASH_MS: Millis = 1_500;
@@ -1162,23 +1161,21 @@ impl App {
     }
 
     /// The order the store pages the current view in, when the sort asks for one it can
-    /// give through an index: the work view ascending by state or kind. Any other sort
-    /// orders only the rows of the page.
+    /// give through an index (work ascending by state or kind, workflows by status). Any
+    /// other sort orders only the rows of the page.
     #[must_use]
-    pub fn store_order(&self) -> Option<WorkOrder> {
-        if self.view != ViewId::Work {
-            return None;
-        }
+    pub fn store_order(&self) -> Option<StoreOrder> {
         let (col, desc) = self.tables.get(&self.view)?.sort?;
-        match views::work::COLUMNS.get(col).map(|c| c.name) {
-            Some("state") if !desc => Some(WorkOrder::State),
-            Some("kind") if !desc => Some(WorkOrder::Kind),
-            _ => None,
-        }
+        let columns = match self.view {
+            ViewId::Work => views::work::COLUMNS,
+            ViewId::Workflows => views::workflows::COLUMNS,
+            _ => return None,
+        };
+        StoreOrder::for_sort(self.view, columns.get(col)?.name, desc)
     }
 
     /// After a sort change: a new store order pages from its first page.
-    fn sort_changed(&mut self, before: Option<WorkOrder>) {
+    fn sort_changed(&mut self, before: Option<StoreOrder>) {
         if self.store_order() != before {
             let t = self.table_mut();
             t.page = None;

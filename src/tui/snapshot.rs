@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use super::action::{ViewId, WorkQuick};
 use super::demo::{ClusterControl, DemoAuthority};
+use super::store_filter::StoreOrder;
 use super::wf;
 use crate::clock::Millis;
 use crate::error::Result;
@@ -50,8 +51,8 @@ pub struct Query {
     pub resource: Option<String>,
     /// The `/` filter the store applies (work and workflows), already parsed.
     pub filter: Option<crate::ops::filter::Filter>,
-    /// The work view's order when the store gives it (by state or kind, then id).
-    pub order: Option<crate::store::WorkOrder>,
+    /// The table's order when the store gives it (an indexed column, then id).
+    pub order: Option<StoreOrder>,
     /// While paused the reader only answers new queries; it does not refresh.
     pub paused: bool,
 }
@@ -268,10 +269,10 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
                 &incompatible_compats,
             );
             ViewData::Work(match (filter, query.order) {
-                (Some(filter), Some(order)) => {
+                (Some(filter), Some(StoreOrder::Work(order))) => {
                     c.run(|s| s.list_work_ordered(&filter, order, page))?
                 }
-                (Some(filter), None) => c.run(|s| s.list_work(&filter, page))?,
+                (Some(filter), _) => c.run(|s| s.list_work(&filter, page))?,
                 (None, _) => Page {
                     rows: Vec::new(),
                     next: None,
@@ -283,7 +284,11 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
                 .filter
                 .as_ref()
                 .map_or((None, None), |f| (f.status, f.id_prefix.as_deref()));
-            ViewData::Workflows(c.run(|s| s.list_instances_by(status, prefix, page))?)
+            ViewData::Workflows(if query.order == Some(StoreOrder::WorkflowStatus) {
+                c.run(|s| s.list_instances_by_status(status, prefix, page))?
+            } else {
+                c.run(|s| s.list_instances_by(status, prefix, page))?
+            })
         }
         ViewId::WorkflowDetail => match &query.instance {
             Some(id) => {

@@ -5,6 +5,7 @@
 use super::action::{ViewId, WorkQuick};
 use crate::model::work::{WorkFilter, WorkState};
 use crate::ops::filter::{Filter, FilterError, Subject};
+use crate::store::WorkOrder;
 
 /// What the filter grammar knows a view as.
 #[must_use]
@@ -13,6 +14,35 @@ pub fn subject(view: ViewId) -> Subject {
         ViewId::Work => Subject::Work,
         ViewId::Workflows => Subject::Workflows,
         other => Subject::Other(other.name()),
+    }
+}
+
+/// An order the store gives a table through an index (ascending, then by id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreOrder {
+    Work(WorkOrder),
+    WorkflowStatus,
+}
+
+impl StoreOrder {
+    /// The column's name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Work(order) => order.name(),
+            Self::WorkflowStatus => "status",
+        }
+    }
+
+    /// The order a sort on `column` of `view` asks for, if the store can give it.
+    #[must_use]
+    pub fn for_sort(view: ViewId, column: &str, descending: bool) -> Option<Self> {
+        match (view, column, descending) {
+            (ViewId::Work, "state", false) => Some(Self::Work(WorkOrder::State)),
+            (ViewId::Work, "kind", false) => Some(Self::Work(WorkOrder::Kind)),
+            (ViewId::Workflows, "status", false) => Some(Self::WorkflowStatus),
+            _ => None,
+        }
     }
 }
 
