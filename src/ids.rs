@@ -1,5 +1,10 @@
 //! Ids and lease tokens, injected. A seeded source makes a whole run reproducible; the
 //! random source is for production.
+//!
+//! Every identifier that comes from outside (instance, build, workflow and instance ids,
+//! work and schedule ids, event source / id / type, handler names, idempotency keys) passes
+//! [`check_id`] before it is stored: it ends up in tables, logs and terminals, so it must
+//! print as itself and stay short.
 
 use std::sync::Mutex;
 
@@ -46,9 +51,90 @@ impl IdSource for SeededIds {
     }
 }
 
+/// The longest identifier accepted, in bytes. Long enough for a URL-ish external event id
+/// or a digest-suffixed firing id; short enough to fit a table row and an index key.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// Characters that reorder or hide the text around them: the bidirectional marks,
+/// embeddings, overrides and isolates, zero-width characters, line and paragraph
+/// separators and the byte-order mark. An id holding one can print as a different id.
+#[must_use]
+pub fn is_invisible_or_reordering(c: char) -> bool {
+    matches!(c as u32, 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x2069 | 0xFEFF)
+}
+
+/// Checks an identifier that came from outside, naming the field in the refusal: it must
+/// be non-empty, at most [`MAX_ID_BYTES`] bytes, and printable (no control characters, no
+/// bidirectional or zero-width characters).
+///
+/// # Errors
+/// `INVALID`, one line naming the field and the rule broken (never echoing the value raw).
+pub fn check_id(field: &str, value: &str) -> crate::Result<()> {
+    let refuse = |rule: String| Err(crate::Error::Invalid(format!("{field}: {rule}")));
+    if value.is_empty() {
+        return refuse("must not be empty".into());
+    }
+    if value.len() > MAX_ID_BYTES {
+        return refuse(format!(
+            "is {} bytes, the limit is {MAX_ID_BYTES}",
+            value.len()
+        ));
+    }
+    if let Some(c) = value.chars().find(|c| c.is_control()) {
+        return refuse(format!(
+            "holds the control character U+{:04X}; ids must be printable",
+            c as u32
+        ));
+    }
+    if let Some(c) = value.chars().find(|c| is_invisible_or_reordering(*c)) {
+        return refuse(format!(
+            "holds U+{:04X}, which reorders or hides text; ids must print as themselves",
+            c as u32
+        ));
+    }
+    Ok(())
+}
+
+/// [`check_id`] for an optional identifier: absent is fine.
+///
+/// # Errors
+/// As [`check_id`].
+pub fn check_opt_id(field: &str, value: Option<&str>) -> crate::Result<()> {
+    value.map_or(Ok(()), |v| check_id(field, v))
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_must_be_short_printable_and_plain() {
+        assert!(check_id("instance id", "a-1").is_ok());
+        assert!(check_id("instance id", "é-ü/日本:1").is_ok());
+        assert!(check_id("instance id", &"x".repeat(MAX_ID_BYTES)).is_ok());
+        let refused = |v: &str| check_id("instance id", v).unwrap_err().to_string();
+        assert!(refused("").contains("instance id: must not be empty"));
+        assert!(refused(&"x".repeat(MAX_ID_BYTES + 1)).contains("the limit is 256"));
+        assert!(refused(&"x".repeat(10_000)).contains("10000 bytes"));
+        for hostile in ["a\u{1b}[2J", "a\nb", "a\u{7f}", "a\u{9b}b", "\t"] {
+            let text = refused(hostile);
+            assert!(text.contains("control character"), "{text}");
+            assert!(!text.contains('\u{1b}') && !text.contains('\n'), "{text}");
+        }
+        for hostile in [
+            "\u{202e}gpj.exe",
+            "a\u{2066}b",
+            "a\u{200f}",
+            "a\u{200b}",
+            "\u{feff}a",
+        ] {
+            let text = refused(hostile);
+            assert!(text.contains("reorders or hides text"), "{text}");
+        }
+        assert!(check_opt_id("key", None).is_ok());
+        assert!(check_opt_id("key", Some("")).is_err());
+    }
 
     #[test]
     fn same_seed_same_ids() {

@@ -8,7 +8,8 @@
 //! up after a takeover can never commit.
 //!
 //! ## Layout
-//! - [`clock`], [`ids`], [`error`]: injected time and ids, the error vocabulary.
+//! - [`clock`], [`ids`], [`error`]: injected time and ids (and the rule every identifier
+//!   from outside obeys), the error vocabulary.
 //! - [`model`]: plain data (leases, work items, events, cursors, schedules, authorities).
 //! - [`rules`]: the coordination rules as pure functions over that data.
 //! - [`store`]: the store API written once over a provider seam, the providers (memory,

@@ -4,6 +4,8 @@
 //! judged by what `inspect`, `history` and `check` say.
 #![allow(clippy::unwrap_used)]
 
+#[path = "cli/refusals.rs"]
+mod refusals;
 #[path = "support/mod.rs"]
 mod support;
 
@@ -621,6 +623,9 @@ fn event_dedup_outcomes_and_exit_codes() {
     );
 }
 
+/// Hostile ids are refused at the door (see `refusals`), but a store written by an older
+/// build or another tool may hold them: planted below the validator, they still print
+/// escaped in tables and exact in JSON.
 #[test]
 fn hostile_ids_are_escaped_in_tables_and_exact_in_json() {
     let dir = tempfile::tempdir().unwrap();
@@ -630,7 +635,22 @@ fn hostile_ids_are_escaped_in_tables_and_exact_in_json() {
     let o = leasehold(&[
         "event", "--store", &store, "--type", evil_type, "--source", "s\nrc", "--id", &evil_id,
     ]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(code(&o), 2, "refused at the door: {}", stderr(&o));
+    let backend = SqliteBackend::open(&store, OpenMode::ReadWrite).unwrap();
+    leasehold::store::Backend::write(&backend, &mut |tx| {
+        tx.commit_revision()?;
+        tx.add_ingestion(&leasehold::model::Ingestion {
+            id: 1,
+            at: 0,
+            event_type: evil_type.into(),
+            source: Some("s\nrc".into()),
+            external_id: Some(evil_id.clone()),
+            outcome: leasehold::model::event::DedupOutcome::Accepted,
+            seq: Some(1),
+        })
+    })
+    .unwrap();
+    drop(backend);
 
     let table = leasehold(&["inspect", "--store", &store, "events"]);
     let out = stdout(&table);

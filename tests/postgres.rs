@@ -378,6 +378,26 @@ fn every_query_is_served_by_an_index() {
             store.list_work(filter, &page).unwrap();
         }
     }
+    // Instances by status and id prefix agree with the unfiltered list.
+    let all = store
+        .list_instances(None, &PageRequest::first(10_000))
+        .unwrap()
+        .rows;
+    for (status, prefix) in [(None, "wf-"), (Some("running"), "wf-0"), (None, "zz")] {
+        let got: Vec<String> = store
+            .list_instances_by(status, Some(prefix), &PageRequest::first(10_000))
+            .unwrap()
+            .rows
+            .into_iter()
+            .map(|i| i.instance_id)
+            .collect();
+        let want: Vec<String> = all
+            .iter()
+            .filter(|i| i.instance_id.starts_with(prefix) && status.is_none_or(|s| i.status == s))
+            .map(|i| i.instance_id.clone())
+            .collect();
+        assert_eq!(got, want, "{status:?} {prefix}");
+    }
     let (grants, _) = store.ownership_history(None, 0, 10).unwrap();
     if let Some(g) = grants.first() {
         store

@@ -19,6 +19,8 @@ mod bad_input;
 mod copy;
 #[path = "store/events.rs"]
 mod events;
+#[path = "store/hostile_ids.rs"]
+mod hostile_ids;
 #[path = "store/leases.rs"]
 mod leases;
 #[path = "store/model.rs"]

@@ -21,9 +21,12 @@ use leasehold::clock::{Clock, ManualClock};
 use leasehold::ids::SeededIds;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::Trigger as ScheduleTrigger;
-use leasehold::model::work::NewWork;
-use leasehold::model::{Authority, CatchUp, Failure, FailureClass, WorkState};
+use leasehold::model::work::{NewWork, WorkFilter};
+use leasehold::model::{
+    Authority, CatchUp, Failure, FailureClass, PageRequest, WorkItem, WorkState,
+};
 use leasehold::ops::timefmt::Zone;
+use leasehold::store::Backend;
 use leasehold::store::memory::MemoryBackend;
 use leasehold::store::{Keyed, Store};
 use leasehold::tui::action::{Action, ViewId};
@@ -139,11 +142,19 @@ fn fixture() -> Fixture {
         .collect();
     store.enqueue_batch(old, OLD).unwrap();
     let hostile = format!("evil\u{1b}[31mred\nline\u{202e}{}", "x".repeat(500));
-    store
-        .enqueue(
-            NewWork::effect(hostile.clone(), "send-email", "y".repeat(100_000)),
-            C1,
-        )
+    // Ids like this are refused at every entry point now; a store from an older build
+    // may still hold one, so it is planted below the validator.
+    let planted = WorkItem::new(
+        NewWork::effect(hostile.clone(), "send-email", "y".repeat(100_000)),
+        C1,
+        clock.now(),
+    );
+    backend
+        .write(&mut |tx| {
+            tx.commit_revision()?;
+            tx.insert_work(&planted)?;
+            tx.adjust_counter(&format!("work|effect|pending|{C1}"), 1)
+        })
         .unwrap();
 
     for i in 0..6 {
@@ -500,38 +511,150 @@ fn number_keys_and_command_completion_switch_views() {
     assert_eq!(h.app.work_quick().name(), "failed");
 }
 
-#[test]
-fn filter_by_field_and_text() {
-    let f = fixture();
-    let mut h = harness(&f, "dark", 160, 48);
-    h.press('4');
-    h.press('/');
-    h.type_text("state:retry");
+/// The keys of the rows on screen, in order.
+fn visible_keys(h: &Harness) -> Vec<String> {
     let data = h.app.table_data().unwrap();
-    let rows: Vec<_> = h.app.visible().iter().map(|i| &data.rows[*i]).collect();
-    assert!(!rows.is_empty());
+    h.app
+        .visible()
+        .iter()
+        .map(|i| data.rows[*i].key.clone())
+        .collect()
+}
+
+#[test]
+fn filter_asks_the_store_across_every_page() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 80, 24);
+    h.press('4');
+    let first_page = visible_keys(&h);
+    let everything = f
+        .store
+        .list_work(&WorkFilter::default(), &PageRequest::first(10_000))
+        .unwrap()
+        .rows
+        .len();
     assert!(
-        rows.iter().all(|r| r.cells[2].text == "retry"),
-        "only retry rows"
+        screen(&h).contains(&format!("rows 1–{} of {everything}", first_page.len())),
+        "the counters' total is the store's: {}",
+        screen(&h)
+    );
+    let failed_in_store: Vec<String> = f
+        .store
+        .list_work(
+            &WorkFilter {
+                states: vec![WorkState::Failed],
+                ..WorkFilter::default()
+            },
+            &PageRequest::first(100),
+        )
+        .unwrap()
+        .rows
+        .into_iter()
+        .map(|w| w.id)
+        .collect();
+    assert!(
+        failed_in_store.iter().any(|id| !first_page.contains(id)),
+        "the fixture has a failed item beyond the first page"
+    );
+
+    h.press('/');
+    h.type_text("state:failed");
+    assert_eq!(visible_keys(&h), first_page, "nothing applies while typing");
+    assert!(
+        screen(&h).contains("state: kind: owner: compat: id:"),
+        "the prompt lists the view's fields: {}",
+        screen(&h)
     );
     h.key(KeyCode::Enter);
-    assert!(screen(&h).contains("/state:retry"));
+    assert_eq!(
+        visible_keys(&h),
+        failed_in_store,
+        "every failed item, from the store"
+    );
+    let text = screen(&h);
+    assert!(text.contains("/state:failed"), "{text}");
+    assert!(
+        text.contains(&format!("rows 1–2 of {}", failed_in_store.len())),
+        "position and the counters' total: {text}"
+    );
     h.key(KeyCode::Esc);
     assert!(
         h.app.table_ui().filter.is_empty(),
         "Esc clears the filter first"
     );
+    assert_eq!(visible_keys(&h), first_page);
     h.press('/');
-    h.type_text("effect-00");
-    assert!(h.app.visible().len() >= 9);
-    h.press('/');
-    h.key(KeyCode::Esc);
-    h.press('/');
-    h.type_text("nosuchcolumn:x");
-    assert!(
-        h.app.visible().is_empty(),
-        "an unknown field matches nothing"
+    h.type_text("effect-");
+    h.key(KeyCode::Enter);
+    h.key(KeyCode::PageDown);
+    assert!(visible_keys(&h).iter().all(|k| k.starts_with("effect-")));
+    assert_ne!(
+        visible_keys(&h),
+        first_page,
+        "a later page of the filtered rows"
     );
+    h.key(KeyCode::Esc);
+    assert_eq!(
+        visible_keys(&h),
+        first_page,
+        "clearing starts from the first page"
+    );
+
+    // An unknown field is refused on the status line, with the valid ones, not applied.
+    h.press('/');
+    h.type_text("bogus:zzz");
+    h.key(KeyCode::Enter);
+    let status = h.app.status().map(|s| s.text.clone()).unwrap_or_default();
+    assert_eq!(
+        status,
+        "the work view cannot filter on \"bogus\": use state:, kind:, owner:, compat:, id: \
+         (or plain text for an id prefix)"
+    );
+    assert!(h.app.table_ui().filter.is_empty());
+    assert_eq!(visible_keys(&h), first_page);
+    h.press('/');
+    h.type_text("state:nope");
+    h.key(KeyCode::Enter);
+    assert!(
+        h.app
+            .status()
+            .is_some_and(|s| s.text.contains("use pending, claimed")),
+        "bad values too"
+    );
+
+    // Free text is an id prefix, read from the store's key range.
+    h.press('/');
+    h.type_text("legacy-");
+    h.key(KeyCode::Enter);
+    assert_eq!(visible_keys(&h), ["legacy-0", "legacy-1", "legacy-2"]);
+    h.press('/');
+    h.type_text("x");
+    h.key(KeyCode::Esc);
+    assert_eq!(
+        h.app.table_ui().filter,
+        "legacy-",
+        "Esc in the prompt keeps the filter"
+    );
+
+    // Workflows filter by status in the store, too.
+    h.key(KeyCode::Esc);
+    h.dispatch(Action::SwitchView(ViewId::Workflows));
+    h.press('/');
+    h.type_text("status:completed");
+    h.key(KeyCode::Enter);
+    assert_eq!(visible_keys(&h), std::slice::from_ref(&f.completed));
+
+    // Where the store takes no prefix, it narrows the page and the title says so.
+    h.dispatch(Action::SwitchView(ViewId::Leases));
+    h.press('/');
+    h.type_text("state:x");
+    h.key(KeyCode::Enter);
+    assert!(h.app.status().is_some_and(|s| s.text.contains("use id:")));
+    h.press('/');
+    h.type_text("effect-02");
+    h.key(KeyCode::Enter);
+    assert!(visible_keys(&h).iter().all(|k| k.starts_with("effect-02")));
+    assert!(screen(&h).contains("(within page:"), "{}", screen(&h));
 }
 
 #[test]
@@ -548,8 +671,13 @@ fn sort_by_column_within_the_page() {
             .collect()
     };
     let natural = ids(&h);
+    assert!(!screen(&h).contains("sorted within page"));
     h.press('s');
     assert_eq!(h.app.table_ui().sort, Some((0, false)));
+    assert!(
+        screen(&h).contains("sorted within page"),
+        "the store pages by key; a column sort orders only the page, and says so"
+    );
     h.press('z');
     let mut reversed = natural.clone();
     reversed.sort_by_key(|s| std::cmp::Reverse(s.to_lowercase()));
@@ -1226,4 +1354,196 @@ fn screenshots() {
         )
         .unwrap();
     }
+}
+
+/// `attach` reads through a read-only handle; an action opens a write handle at that moment
+/// (never creating a store), and a handle that cannot be opened is the action's refusal.
+#[test]
+fn actions_open_a_write_handle_only_when_they_run() {
+    use leasehold::store::url::{OpenMode, open as open_store};
+    use leasehold::tui::action::Done;
+    use leasehold::tui::app::Command;
+    use leasehold::tui::writer::{OpenWriter, execute_with};
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = dir.path().join("store.db").display().to_string();
+    let instance = {
+        let store = open_store(&url, OpenMode::ReadWrite).unwrap();
+        let reminder = leasehold::workflow::SHIPPED_DEFINITIONS
+            .iter()
+            .find(|(name, _)| name.contains("reminder"))
+            .map(|(_, text)| *text)
+            .unwrap();
+        store
+            .deploy_workflow(reminder, &Catalog::demo())
+            .unwrap()
+            .unwrap();
+        let inputs = args(&[("recipient", json!("ops")), ("message", json!("hi"))]);
+        store
+            .start_workflow("reminder", inputs, "alice", None, C1)
+            .unwrap()
+            .instance_id
+    };
+    let reader = open_store(&url, OpenMode::ReadOnly).unwrap();
+    let cancel = Command::Cancel {
+        instance: instance.clone(),
+        reason: "test".into(),
+    };
+    let outcome = |writer: Option<&OpenWriter>| match execute_with(
+        &reader,
+        writer,
+        None,
+        "tester@ci",
+        &cancel,
+    ) {
+        Some(Action::Done(Done::Cancel {
+            message, refused, ..
+        })) => (message, refused),
+        other => panic!("{other:?}"),
+    };
+
+    let (message, refused) = outcome(None);
+    assert!(refused && message.contains("STORE_READ_ONLY"), "{message}");
+
+    let missing = dir.path().join("typo.db");
+    let gone = missing.display().to_string();
+    let broken: OpenWriter = Arc::new(move || open_store(&gone, OpenMode::Existing));
+    let (message, refused) = outcome(Some(&broken));
+    assert!(refused, "{message}");
+    assert!(
+        message.starts_with("cannot open the store for writing: "),
+        "{message}"
+    );
+    assert!(!missing.exists(), "the write handle never creates a store");
+
+    let target = url.clone();
+    let writer: OpenWriter = Arc::new(move || open_store(&target, OpenMode::Existing));
+    let (message, refused) = outcome(Some(&writer));
+    assert!(!refused, "{message}");
+    assert_eq!(
+        reader.instance(&instance).unwrap().unwrap().status,
+        "cancelled",
+        "the reader sees the write handle's commit"
+    );
+}
+
+/// Sorting the work view by state (an indexed column) pages the whole store in that order;
+/// any other sort orders the page on screen and says so.
+#[test]
+fn sort_on_an_indexed_column_is_done_by_the_store() {
+    use leasehold::store::WorkOrder;
+    use leasehold::tui::store_filter::StoreOrder;
+    use leasehold::tui::views::work::COLUMNS;
+
+    let f = fixture();
+    let mut h = harness(&f, "dark", 80, 24);
+    h.press('4');
+    let state = COLUMNS.iter().position(|c| c.name == "state").unwrap();
+    h.dispatch(Action::SortBy(state));
+    assert!(
+        screen(&h).contains("by state (store order)"),
+        "{}",
+        screen(&h)
+    );
+    let first = visible_keys(&h);
+    let store_first = f
+        .store
+        .list_work_ordered(
+            &WorkFilter::default(),
+            WorkOrder::State,
+            &PageRequest::first(first.len()),
+        )
+        .unwrap();
+    let ids: Vec<String> = store_first.rows.iter().map(|w| w.id.clone()).collect();
+    assert_eq!(
+        first, ids,
+        "the first page is the store's first page in state order"
+    );
+    assert_eq!(
+        store_first.rows[0].state,
+        WorkState::Claimed,
+        "claimed sorts first"
+    );
+
+    h.key(KeyCode::PageDown);
+    let store_next = f
+        .store
+        .list_work_ordered(
+            &WorkFilter::default(),
+            WorkOrder::State,
+            &PageRequest::after(store_first.next.clone().unwrap(), first.len()),
+        )
+        .unwrap();
+    let ids: Vec<String> = store_next.rows.iter().map(|w| w.id.clone()).collect();
+    assert_eq!(visible_keys(&h), ids, "and so is the next");
+
+    // Descending, or a column without an index: the page on screen, and the title says so.
+    h.dispatch(Action::SortBy(state));
+    assert!(screen(&h).contains("sorted within page"), "{}", screen(&h));
+    assert_eq!(h.app.store_order(), None);
+    let kind = COLUMNS.iter().position(|c| c.name == "kind").unwrap();
+    h.dispatch(Action::SortBy(kind));
+    assert_eq!(h.app.store_order(), Some(StoreOrder::Work(WorkOrder::Kind)));
+
+    // Workflows by status: the store's order, every instance once whichever way it pages.
+    let mut expected: Vec<(String, String)> = f
+        .store
+        .list_instances(None, &PageRequest::first(1_000))
+        .unwrap()
+        .rows
+        .into_iter()
+        .map(|i| (i.status, i.instance_id))
+        .collect();
+    expected.sort();
+    let expected: Vec<String> = expected.into_iter().map(|(_, id)| id).collect();
+    for limit in [1, 2, 3, expected.len() + 1] {
+        let mut forward = Vec::new();
+        let mut request = PageRequest::first(limit);
+        loop {
+            let page = f
+                .store
+                .list_instances_by_status(None, None, &request)
+                .unwrap();
+            forward.extend(page.rows.into_iter().map(|i| i.instance_id));
+            match page.next {
+                Some(next) => request = PageRequest::after(next, limit),
+                None => break,
+            }
+        }
+        assert_eq!(forward, expected, "forward pages of {limit}");
+        let mut pages = Vec::new();
+        let mut request = PageRequest::last(limit);
+        loop {
+            let page = f
+                .store
+                .list_instances_by_status(None, None, &request)
+                .unwrap();
+            pages.push(
+                page.rows
+                    .into_iter()
+                    .map(|i| i.instance_id)
+                    .collect::<Vec<_>>(),
+            );
+            match page.next {
+                Some(next) => request = PageRequest::before(next, limit),
+                None => break,
+            }
+        }
+        let backward: Vec<String> = pages.into_iter().rev().flatten().collect();
+        assert_eq!(backward, expected, "backward pages of {limit}");
+    }
+    h.dispatch(Action::SwitchView(ViewId::Workflows));
+    let status = leasehold::tui::views::workflows::COLUMNS
+        .iter()
+        .position(|c| c.name == "status")
+        .unwrap();
+    h.dispatch(Action::SortBy(status));
+    assert_eq!(h.app.store_order(), Some(StoreOrder::WorkflowStatus));
+    assert!(screen(&h).contains("· by status"), "{}", screen(&h));
+    let shown = visible_keys(&h);
+    assert_eq!(
+        shown,
+        expected[..shown.len()],
+        "the store's first page in status order"
+    );
 }

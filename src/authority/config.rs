@@ -97,6 +97,8 @@ impl AuthorityConfig {
         if self.build.trim().is_empty() {
             return invalid("build must not be empty".into());
         }
+        crate::ids::check_id("instanceId", &self.instance_id)?;
+        crate::ids::check_id("build", &self.build)?;
         if self.lease_duration_ms < MIN_LEASE_MS {
             return invalid(format!(
                 "leaseDurationMs must be at least {MIN_LEASE_MS} ms, got {}",

@@ -24,7 +24,6 @@ use std::sync::{Mutex, MutexGuard};
 use serde_json::Value;
 
 use super::config::AuthorityConfig;
-use crate::ops::actor::host_name;
 use super::handlers::{AttemptContext, AttemptKind, HandlerOutcome, Pace, Workload};
 use super::stats::{ExecLog, ExecRecord, Stats};
 use super::{fencing, log};
@@ -34,6 +33,7 @@ use crate::error::{Error, Result};
 use crate::model::{
     Authority, FailureClass, Incarnation, InstanceRow, Subscription, WorkItem, WorkKind, WorkState,
 };
+use crate::ops::actor::host_name;
 use crate::store::{Completion, Store};
 use crate::workflow::engine::{Claimed, Engine, Next, Step, outcome_to_trigger};
 use crate::workflow::machine::{self, ActionRequest, Trigger};

@@ -278,7 +278,7 @@ pub(super) fn scan(
     let mut request = PageRequest::first(page);
     loop {
         let instances = store.read(|tx| {
-            let rows = tx.list_instances(None, &request)?;
+            let rows = tx.list_instances(None, None, &request)?;
             rows.into_iter()
                 .map(|row| Instance::read(tx, row))
                 .collect::<Result<Vec<_>>>()

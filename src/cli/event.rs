@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::output::{cell, json_line};
 use super::{CliResult, Failure, StoreArg};
+use crate::ids::{check_id, check_opt_id};
 use crate::model::DedupOutcome;
 use crate::model::event::NewEvent;
 use crate::store::url::OpenMode;
@@ -59,6 +60,9 @@ pub fn run(args: &EventArgs, out: &mut dyn Write) -> CliResult {
             .map_err(|e| Failure::usage(format!("--payload is not valid JSON: {e}")))?,
         None => serde_json::json!({}),
     };
+    check_id("event type", &args.event_type)?;
+    check_opt_id("event source", args.source.as_deref())?;
+    check_opt_id("event id", args.id.as_deref())?;
     let store = args.store.open(OpenMode::ReadWrite)?;
     let event = NewEvent {
         event_type: args.event_type.clone(),

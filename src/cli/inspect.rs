@@ -5,13 +5,11 @@
 //! Every read is a keyed page of an index-backed list; `--after KEY` continues from the
 //! key printed under the previous page (on stderr with `--json`).
 //!
-//! Filters (`--filter 'state:pending,retry kind:effect'`, repeatable) map onto the store's
-//! own filtered reads, so they never scan:
-//! - `work`: `state:S[,S…]`, `kind:K`, `owner:ID`, `compat:DIGEST-OR-PREFIX`,
-//!   `compat:incompatible`, `compat:compatible`;
-//! - `workflows`: `status:S` (`running`, `waiting`, `completed`, `failed`, `cancelled`).
-//!
-//! Other views take no filter. `compatible` is defined in [`super::live`].
+//! Filters (`--filter 'state:pending,retry kind:effect'`, repeatable) use the dashboard's
+//! grammar ([`crate::ops::filter`]) and map onto the store's own filtered reads, so they
+//! never scan: `work` takes `state:`, `kind:`, `owner:`, `compat:` and an id prefix;
+//! `workflows` takes `status:` and an id prefix. Other views take no filter (start at a
+//! key with `--after`). `compatible` is defined in [`super::live`].
 
 use std::io::Write;
 
@@ -26,10 +24,10 @@ use super::{CliResult, Failure, StoreArg};
 use crate::clock::Millis;
 use crate::model::InstanceRow;
 use crate::model::schedule::Trigger;
-use crate::model::work::WorkFilter;
-use crate::model::{Failure as WorkFailure, Page, PageRequest, WorkKind, WorkState};
+use crate::model::{Failure as WorkFailure, Page, PageRequest, WorkState};
 use crate::ops::claims::{self, ClaimStanding};
 use crate::ops::cursors::{CursorStatus, rate_text};
+use crate::ops::filter::{Filter, Subject};
 use crate::store::Store;
 use crate::store::url::OpenMode;
 use crate::workflow::InstanceState;
@@ -73,12 +71,12 @@ impl View {
         }
     }
 
-    /// The filter keys this view accepts.
-    fn filter_keys(self) -> &'static [&'static str] {
+    /// What the filter grammar knows this view as.
+    fn subject(self) -> Subject {
         match self {
-            Self::Work => &["state", "kind", "owner", "compat"],
-            Self::Workflows => &["status"],
-            _ => &[],
+            Self::Work => Subject::Work,
+            Self::Workflows => Subject::Workflows,
+            other => Subject::Other(other.name()),
         }
     }
 }
@@ -111,7 +109,7 @@ pub struct InspectArgs {
 /// # Errors
 /// A store failure (exit 2) or a bad filter (exit 2).
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
-    let filters = parse_filters(args.view, &args.filter)?;
+    let filter = parse_filter(args.view, &args.filter)?;
     if args.view == View::Overview && args.after.is_some() {
         return Err(Failure::usage("--after does not apply to the overview"));
     }
@@ -131,8 +129,8 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
         View::Overview => overview(&ctx, out)?,
         View::Authorities => authorities::authorities(&ctx, out)?,
         View::Leases => leases(&ctx, out)?,
-        View::Work => work(&ctx, &filters, out)?,
-        View::Workflows => workflows(&ctx, &filters, out)?,
+        View::Work => work(&ctx, &filter, out)?,
+        View::Workflows => workflows(&ctx, &filter, out)?,
         View::Cursors => cursors(&ctx, out)?,
         View::Events => events(&ctx, out)?,
         View::Schedules => schedules(&ctx, out)?,
@@ -177,39 +175,18 @@ impl Ctx<'_> {
     }
 }
 
-/// Parses `--filter` expressions into `(key, value)` pairs, refusing keys the view lacks.
-fn parse_filters(view: View, exprs: &[String]) -> Result<Vec<(String, String)>, Failure> {
-    let mut pairs = Vec::new();
-    for token in exprs.iter().flat_map(|e| e.split_whitespace()) {
-        let Some((key, value)) = token.split_once(':') else {
-            return Err(Failure::usage(format!(
-                "bad filter {:?}: use field:value, e.g. state:pending",
-                cell(token)
-            )));
-        };
-        let key = key.to_ascii_lowercase();
-        if value.is_empty() {
-            return Err(Failure::usage(format!(
-                "bad filter {:?}: {key} needs a value",
-                cell(token)
-            )));
-        }
-        if !view.filter_keys().contains(&key.as_str()) {
-            let allowed = view.filter_keys();
-            let hint = if allowed.is_empty() {
-                "it takes no filter".to_owned()
-            } else {
-                format!("it takes {}", allowed.join(", "))
-            };
-            return Err(Failure::usage(format!(
-                "the {} view cannot filter on {:?}: {hint}",
-                view.name(),
-                cell(&key)
-            )));
-        }
-        pairs.push((key, value.to_owned()));
+/// Parses the `--filter` expressions (joined, as one filter) for `view`. A view whose
+/// store read takes no filter refuses one rather than narrowing a single page.
+fn parse_filter(view: View, exprs: &[String]) -> Result<Filter, Failure> {
+    let filter =
+        Filter::parse(view.subject(), &exprs.join(" ")).map_err(|e| Failure::usage(e.0))?;
+    if filter.page_prefix().is_some() {
+        return Err(Failure::usage(format!(
+            "the {} view takes no filter here; start at a key with --after KEY",
+            view.name()
+        )));
     }
-    Ok(pairs)
+    Ok(filter)
 }
 
 fn yes_no(b: bool) -> String {
@@ -434,80 +411,24 @@ struct WorkRow {
     updated_at: Millis,
 }
 
-/// Turns `work` filters into a [`WorkFilter`]; `None` when the filter can match nothing
-/// (e.g. `compat:incompatible` while every build present is live).
-fn work_filter(
-    store: &Store,
-    live: &LiveBuilds,
-    pairs: &[(String, String)],
-) -> Result<Option<WorkFilter>, Failure> {
-    let mut filter = WorkFilter::default();
-    for (key, value) in pairs {
-        match key.as_str() {
-            "state" => {
-                for s in value.split(',') {
-                    let state = WorkState::parse(s).ok_or_else(|| {
-                        let all: Vec<&str> = WorkState::ALL.iter().map(|s| s.as_str()).collect();
-                        Failure::usage(format!(
-                            "unknown work state {:?}: use {}",
-                            cell(s),
-                            all.join(", ")
-                        ))
-                    })?;
-                    filter.states.push(state);
-                }
-            }
-            "kind" => {
-                filter.kind = Some(WorkKind::parse(value).ok_or_else(|| {
-                    Failure::usage(format!(
-                        "unknown work kind {:?}: use effect, schedule, cursor",
-                        cell(value)
-                    ))
-                })?);
-            }
-            "owner" => filter.owner = Some(value.clone()),
-            "compat" => {
-                // The digests present come from the (small) counts table, never from a scan.
-                let present: Vec<String> = {
-                    let mut d: Vec<String> = store
-                        .overview()?
-                        .work
-                        .into_iter()
-                        .map(|c| c.compat)
-                        .collect();
-                    d.sort();
-                    d.dedup();
-                    d
-                };
-                let chosen: Vec<String> = match value.as_str() {
-                    "incompatible" => present
-                        .into_iter()
-                        .filter(|d| !live.compatible(d))
-                        .collect(),
-                    "compatible" => present.into_iter().filter(|d| live.compatible(d)).collect(),
-                    prefix => present
-                        .into_iter()
-                        .filter(|d| d.starts_with(prefix))
-                        .collect(),
-                };
-                if chosen.is_empty() {
-                    return Ok(None);
-                }
-                filter.compats.extend(chosen);
-            }
-            _ => {}
-        }
-    }
-    Ok(Some(filter))
-}
-
-fn work(
-    ctx: &Ctx<'_>,
-    pairs: &[(String, String)],
-    out: &mut dyn Write,
-) -> Result<Option<String>, Failure> {
+fn work(ctx: &Ctx<'_>, filter: &Filter, out: &mut dyn Write) -> Result<Option<String>, Failure> {
     let live = LiveBuilds::load(ctx.store, ctx.now)?;
-    let Page { rows, next } = match work_filter(ctx.store, &live, pairs)? {
+    // The digests present come from the (small) counts table, never from a scan.
+    let present: Vec<String> = if filter.compat.is_some() {
+        let mut d: Vec<String> = ctx
+            .store
+            .overview()?
+            .work
+            .into_iter()
+            .map(|c| c.compat)
+            .collect();
+        d.sort();
+        d.dedup();
+        d
+    } else {
+        Vec::new()
+    };
+    let Page { rows, next } = match filter.work_filter(&present, |d| live.compatible(d)) {
         Some(filter) => ctx.store.list_work(&filter, &ctx.page)?,
         None => Page {
             rows: Vec::new(),
@@ -664,23 +585,13 @@ fn fields_of(state: InstanceState) -> StateFields {
 
 fn workflows(
     ctx: &Ctx<'_>,
-    pairs: &[(String, String)],
+    filter: &Filter,
     out: &mut dyn Write,
 ) -> Result<Option<String>, Failure> {
-    const STATUSES: [&str; 5] = ["running", "waiting", "completed", "failed", "cancelled"];
-    let mut status = None;
-    for (_, value) in pairs {
-        if !STATUSES.contains(&value.as_str()) {
-            return Err(Failure::usage(format!(
-                "unknown workflow status {:?}: use {}",
-                cell(value),
-                STATUSES.join(", ")
-            )));
-        }
-        status = Some(value.as_str());
-    }
     let live = LiveBuilds::load(ctx.store, ctx.now)?;
-    let Page { rows, next } = ctx.store.list_instances(status, &ctx.page)?;
+    let Page { rows, next } =
+        ctx.store
+            .list_instances_by(filter.status, filter.id_prefix.as_deref(), &ctx.page)?;
     let rows: Vec<WorkflowRow> = rows
         .into_iter()
         .map(|i| {
@@ -974,17 +885,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn filters_parse_and_refuse_unknown_keys() {
-        let pairs = parse_filters(
+    fn filters_join_into_one_and_views_without_store_filters_refuse() {
+        let f = parse_filter(
             View::Work,
             &["state:pending,retry kind:effect".into(), "owner:a-1".into()],
         )
         .unwrap();
-        assert_eq!(pairs.len(), 3);
-        assert_eq!(pairs[2], ("owner".into(), "a-1".into()));
-        assert!(parse_filters(View::Leases, &["owner:x".into()]).is_err());
-        assert!(parse_filters(View::Work, &["state".into()]).is_err());
-        assert!(parse_filters(View::Work, &["state:".into()]).is_err());
+        assert_eq!(f.owner.as_deref(), Some("a-1"));
+        assert_eq!(f.states.len(), 2);
+        assert!(parse_filter(View::Leases, &["owner:x".into()]).is_err());
+        let refused = parse_filter(View::Leases, &["lease-1".into()]).unwrap_err();
+        assert!(refused.message.contains("--after"), "{}", refused.message);
+        assert!(parse_filter(View::Work, &["bogus:1".into()]).is_err());
+        assert!(parse_filter(View::Work, &["state:".into()]).is_err());
+        assert!(parse_filter(View::Workflows, &["order-".into()]).is_ok());
     }
 
     #[test]

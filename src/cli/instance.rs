@@ -15,6 +15,7 @@ use super::output::{cell, cell_max, json_line};
 use super::{CliResult, Failure, StoreArg};
 use crate::clock::format_instant;
 use crate::error::Error;
+use crate::ids::check_id;
 use crate::ops::actor::operator;
 use crate::ops::cancel::{self as ops, Verdict};
 use crate::store::url::OpenMode;
@@ -53,6 +54,7 @@ pub struct CancelArgs {
 /// # Errors
 /// An unknown instance or unreadable store (exit 2).
 pub fn history(args: &HistoryArgs, out: &mut dyn Write) -> CliResult {
+    check_id("instance id", &args.instance)?;
     let store = args.store.open(OpenMode::ReadOnly)?;
     if store.instance(&args.instance)?.is_none() {
         return Err(Error::NotFound {
@@ -91,6 +93,7 @@ pub fn history(args: &HistoryArgs, out: &mut dyn Write) -> CliResult {
 /// # Errors
 /// A refusal (exit 1), an unknown instance or unreadable store (exit 2).
 pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
+    check_id("instance id", &args.instance)?;
     let store = args.store.open(OpenMode::ReadWrite)?;
     let reason = args.reason.clone().unwrap_or_default();
     let compat = crate::build_key::compatibility_key(&args.build).digest();

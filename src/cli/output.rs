@@ -11,6 +11,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::clock::Millis;
+use crate::ids::is_invisible_or_reordering as is_reordering;
 use crate::ops::timefmt::{TimeFmt, Zone};
 
 /// The longest a table cell may be, in characters, unless a column says otherwise.
@@ -39,11 +40,6 @@ pub fn escape(text: &str) -> String {
         }
     }
     out
-}
-
-/// Characters that change the visual order or visibility of the text around them.
-fn is_reordering(c: char) -> bool {
-    matches!(c as u32, 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x2069 | 0xFEFF)
 }
 
 /// Cuts `text` to at most `max` characters, ending with `…` when something was cut.

@@ -164,13 +164,6 @@ async fn shutdown_signal() {
 /// Unsafe knobs, an unknown workload, an unreadable store or an instance id another
 /// running authority holds (exit 2).
 pub fn authority(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
-    let store = StoreArg {
-        store: args
-            .store
-            .clone()
-            .ok_or_else(|| Failure::usage("--store is required"))?,
-    }
-    .open(OpenMode::ReadWrite)?;
     let instance = args.instance.clone().unwrap_or_else(generated_instance_id);
     let renew = args.renew_ms.unwrap_or(args.lease_ms / 3);
     let mut config =
@@ -179,6 +172,13 @@ pub fn authority(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     config.worker_concurrency = args.concurrency;
     config.claim_batch_size = args.batch;
     config.validate()?;
+    let store = StoreArg {
+        store: args
+            .store
+            .clone()
+            .ok_or_else(|| Failure::usage("--store is required"))?,
+    }
+    .open(OpenMode::ReadWrite)?;
     let workload = workload::named(&args.workload, args.seed)?;
     // The process's one subscriber, for every thread: `tracing` remembers per call site
     // whether anyone listens, so a subscriber scoped to some threads could miss lines.
@@ -287,6 +287,7 @@ pub fn demo(args: &DemoArgs, out: &mut dyn Write) -> CliResult {
             )))
         };
     }
+    need_terminal()?;
     let options = ClusterOptions::live(
         &scenario,
         seed,
@@ -302,31 +303,50 @@ pub fn demo(args: &DemoArgs, out: &mut dyn Write) -> CliResult {
         theme: args.theme.clone().unwrap_or_else(|| "dark".into()),
         demo: Some(cluster.clone()),
         actor: operator(),
+        writer: None,
     };
     let result = tokio_runtime()?.block_on(crate::tui::run(store, tui));
     drop(live);
     result.map_err(Failure::from)
 }
 
-/// Runs `leasehold attach`: the dashboard over a store.
+/// Runs `leasehold attach`: the dashboard over a store, opened read-only. A write handle
+/// is opened only for an operator action (never with `--read-only`), and never creates a
+/// store: a missing, empty or foreign one is refused before the terminal is touched.
 ///
 /// # Errors
-/// An unreadable store (exit 2).
+/// An unreadable store or no terminal (exit 2).
 pub fn attach(args: &AttachArgs) -> CliResult {
-    let mode = if args.read_only {
-        OpenMode::ReadOnly
-    } else {
-        OpenMode::ReadWrite
-    };
-    let store = crate::store::url::open(&args.store, mode).map_err(Failure::from)?;
+    let store = crate::store::url::open(&args.store, OpenMode::ReadOnly).map_err(Failure::from)?;
+    need_terminal()?;
+    let url = args.store.clone();
     let tui = TuiOptions {
         refresh_ms: 250,
         read_only: args.read_only,
         theme: args.theme.clone().unwrap_or_else(|| "dark".into()),
         demo: None,
         actor: operator(),
+        writer: (!args.read_only).then(|| {
+            let open: crate::tui::writer::OpenWriter =
+                Arc::new(move || crate::store::url::open(&url, OpenMode::Existing));
+            open
+        }),
     };
     tokio_runtime()?
         .block_on(crate::tui::run(store, tui))
         .map_err(Failure::from)
+}
+
+/// The dashboard draws on a terminal: without one (output piped, no tty, CI) say so and
+/// point at the command that prints the same facts as text.
+fn need_terminal() -> CliResult {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+        Ok(())
+    } else {
+        Err(Failure::usage(
+            "the dashboard needs a terminal (stdin and stdout are not both one); \
+             for plain text use `leasehold inspect --store STORE overview`",
+        ))
+    }
 }

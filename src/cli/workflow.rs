@@ -14,6 +14,8 @@ use clap::{Args, Subcommand};
 
 use super::output::{cell, cell_max, escape, json_line, short};
 use super::{CliResult, Failure, StoreArg};
+use crate::ids::{check_id, check_opt_id};
+use crate::ops::file_input::{MAX_DEFINITION_BYTES, read_text};
 use crate::store::url::OpenMode;
 use crate::workflow::{
     Catalog, parse_definition, parse_definition_toml, semantic_fingerprint, validate,
@@ -92,7 +94,7 @@ pub struct WorkflowStartArgs {
 /// Unreadable file or store (exit 2); diagnostics (exit 1).
 pub fn deploy(args: &WorkflowDeployArgs, out: &mut dyn Write) -> CliResult {
     let shown = escape(&args.file.display().to_string());
-    let text = std::fs::read_to_string(&args.file)
+    let text = read_text(&args.file, MAX_DEFINITION_BYTES)
         .map_err(|e| Failure::usage(format!("cannot read {shown}: {e}")))?;
     let text = if is_toml(&args.file) {
         let def = parse_definition_toml(&text).map_err(|d| {
@@ -150,6 +152,8 @@ pub fn start(args: &WorkflowStartArgs, out: &mut dyn Write) -> CliResult {
             Err(e) => return Err(Failure::usage(format!("--args is not valid JSON: {e}"))),
         },
     };
+    check_id("workflow id", &args.workflow)?;
+    check_opt_id("idempotency key", args.idempotency_key.as_deref())?;
     let store = args.store.open(OpenMode::ReadWrite)?;
     let principal = args
         .principal
@@ -188,12 +192,8 @@ fn is_toml(path: &Path) -> bool {
 /// An unreadable file (exit 2); any diagnostic (exit 1).
 pub fn validate_file(args: &ValidateArgs, out: &mut dyn Write) -> CliResult {
     let shown = escape(&args.file.display().to_string());
-    let text = std::fs::read_to_string(&args.file).map_err(|e| match e.kind() {
-        std::io::ErrorKind::InvalidData => {
-            Failure::usage(format!("cannot read {shown}: not UTF-8 text"))
-        }
-        _ => Failure::usage(format!("cannot read {shown}: {e}")),
-    })?;
+    let text = read_text(&args.file, MAX_DEFINITION_BYTES)
+        .map_err(|e| Failure::usage(format!("cannot read {shown}: {e}")))?;
     let catalog = Catalog::demo();
     let parsed = if is_toml(&args.file) {
         parse_definition_toml(&text)

@@ -65,10 +65,51 @@ impl PageRequest {
     }
 }
 
+/// The least key above every key that starts with `prefix` (keys order by bytes, so by
+/// code point): the exclusive upper end of the prefix's key range. `None` when no such key
+/// exists (the prefix is empty or all `U+10FFFF`), so the range is open above.
+#[must_use]
+pub fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = match last {
+            '\u{D7FF}' => Some('\u{E000}'),
+            c => char::from_u32(u32::from(c) + 1),
+        };
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
 /// One page of rows in ascending key order, with the cursor to continue from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Page<T> {
     pub rows: Vec<T>,
     /// The key to pass as `after` for the next page; `None` when this was the last.
     pub next: Option<String>,
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::prefix_end;
+
+    #[test]
+    fn prefix_end_bounds_exactly_the_keys_with_the_prefix() {
+        assert_eq!(prefix_end("w01").as_deref(), Some("w02"));
+        assert_eq!(prefix_end("a\u{10ffff}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{d7ff}").as_deref(), Some("\u{e000}"));
+        assert_eq!(prefix_end(""), None);
+        assert_eq!(prefix_end("\u{10ffff}"), None);
+        let end = prefix_end("ab").unwrap();
+        for key in ["ab", "ab\u{0}", "ab\u{10ffff}\u{10ffff}", "abz"] {
+            assert!(key >= "ab" && key < end.as_str(), "{key:?} in range");
+        }
+        for key in ["aa\u{10ffff}", "ac", "b"] {
+            assert!(!(key >= "ab" && key < end.as_str()), "{key:?} out of range");
+        }
+    }
 }

@@ -219,6 +219,9 @@ pub struct WorkFilter {
     /// Any of these compat digests (empty: any). The incompatible quick filter passes the
     /// digests no live authority has, read from the (small) counts table.
     pub compats: Vec<String>,
+    /// Ids starting with this: a range over the key (`id >= prefix AND id < end`), so it
+    /// combines with whichever `(column, id)` index leads.
+    pub id_prefix: Option<String>,
 }
 
 /// The number of items in one (kind, state, compat) cell; kept incrementally by every write.

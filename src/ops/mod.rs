@@ -6,6 +6,8 @@ pub mod actor;
 pub mod cancel;
 pub mod claims;
 pub mod cursors;
+pub mod file_input;
+pub mod filter;
 pub mod liveness;
 pub mod pretty;
 pub mod timefmt;

@@ -221,10 +221,12 @@ pub trait Tx {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<InstanceRow>>;
-    /// Instances by id, only `status` when given.
+    /// Instances by id, only `status` and ids starting with `id_prefix` when given (the
+    /// prefix is a key range, so it combines with the `(status, instance_id)` index).
     fn list_instances(
         &mut self,
         status: Option<&str>,
+        id_prefix: Option<&str>,
         page: &PageRequest,
     ) -> Result<Vec<InstanceRow>>;
     fn add_history(&mut self, record: &HistoryRecord) -> Result<()>;

@@ -98,7 +98,7 @@ const TABLES: [(&str, Probe); 17] = [
         Ok(!tx.list_definitions(&one())?.is_empty())
     }),
     ("instances", |tx| {
-        Ok(!tx.list_instances(None, &one())?.is_empty())
+        Ok(!tx.list_instances(None, None, &one())?.is_empty())
     }),
     ("action outcomes", |tx| {
         Ok(!tx.list_action_outcomes(None, 1)?.is_empty())
@@ -412,7 +412,7 @@ impl Copier<'_> {
         let mut after: Option<String> = None;
         let mut history_rows = 0;
         loop {
-            let rows = src.list_instances(None, &page(after.as_ref()))?;
+            let rows = src.list_instances(None, None, &page(after.as_ref()))?;
             let mut pages: Vec<(InstanceRow, Vec<HistoryRecord>)> = Vec::new();
             for row in rows {
                 let history = src.history(&row.instance_id)?;

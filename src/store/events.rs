@@ -4,6 +4,7 @@ use super::work::save_work;
 use super::{Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::ids::{check_id, check_opt_id};
 use crate::model::event::{DedupOutcome, DedupRecord, NewEvent};
 use crate::model::work::NewWork;
 use crate::model::{Ingestion, InstanceRow, JournalEvent, Subscription, WorkItem, WorkKind};
@@ -47,6 +48,15 @@ impl Store {
     /// # Errors
     /// A store failure. (`EVENT_ID_CONFLICT` is an outcome, recorded and returned in `Ok`.)
     pub fn ingest(&self, event: &NewEvent) -> Result<Ingested> {
+        check_id("event type", &event.event_type)?;
+        check_opt_id(
+            "event source",
+            event.source.as_deref().filter(|s| !s.is_empty()),
+        )?;
+        check_opt_id(
+            "event id",
+            event.external_id.as_deref().filter(|s| !s.is_empty()),
+        )?;
         let canonical = dedup::canonical_json(&event.payload);
         let fingerprint = dedup::fingerprint(&canonical);
         let stable = event
@@ -134,6 +144,9 @@ impl Store {
         handler: &str,
         compat: &str,
     ) -> Result<bool> {
+        check_id("subscription id", id)?;
+        check_id("event type", event_type)?;
+        check_id("handler", handler)?;
         self.write(|tx, now| {
             if tx.subscription(id)?.is_some() {
                 return Ok(false);

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::ids::{check_id, check_opt_id};
 use crate::model::{Grant, Lease, Page, PageRequest};
 use crate::rules::lease as rules;
 
@@ -69,6 +70,9 @@ impl Store {
         duration_ms: f64,
         idem: Keyed<'_>,
     ) -> Result<Lease> {
+        check_id("lease resource", resource)?;
+        check_id("owner", owner)?;
+        check_opt_id("idempotency key", idem.key)?;
         let duration = rules::clamp_duration(duration_ms);
         let cap = self.owner_cap;
         self.keyed(owner, "acquire", idem.key, |tx, now| {
@@ -215,6 +219,7 @@ impl Store {
         duration_ms: f64,
         idem: Keyed<'_>,
     ) -> Result<Lease> {
+        check_id("recipient", recipient)?;
         let duration = rules::clamp_duration(duration_ms);
         let cap = self.owner_cap;
         self.keyed(owner, "handoff", idem.key, |tx, now| {

@@ -400,6 +400,10 @@ impl Tx for MemTx<'_> {
                     .as_ref()
                     .is_none_or(|o| w.owner_id.as_ref() == Some(o))
                 && (filter.compats.is_empty() || filter.compats.contains(&w.compat))
+                && filter
+                    .id_prefix
+                    .as_ref()
+                    .is_none_or(|p| w.id.starts_with(p.as_str()))
         }))
     }
 
@@ -751,10 +755,12 @@ impl Tx for MemTx<'_> {
     fn list_instances(
         &mut self,
         status: Option<&str>,
+        id_prefix: Option<&str>,
         page: &PageRequest,
     ) -> Result<Vec<InstanceRow>> {
         Ok(page_of(&self.state.instances, page, |i| {
             status.is_none_or(|s| i.status == s)
+                && id_prefix.is_none_or(|p| i.instance_id.starts_with(p))
         }))
     }
 

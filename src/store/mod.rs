@@ -13,6 +13,7 @@ pub mod copy;
 mod events;
 mod leases;
 pub mod memory;
+mod ordered;
 pub mod postgres;
 mod reads;
 mod registry;
@@ -27,6 +28,7 @@ use std::sync::Arc;
 pub use backend::{Backend, StoreKind, Tx};
 pub use events::Ingested;
 pub use leases::Keyed;
+pub use ordered::WorkOrder;
 pub use reads::Overview;
 pub use work::{Claim, Completion};
 

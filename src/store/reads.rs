@@ -165,10 +165,25 @@ impl Store {
         status: Option<&str>,
         page: &PageRequest,
     ) -> Result<Page<InstanceRow>> {
+        self.list_instances_by(status, None, page)
+    }
+
+    /// Workflow instances by id, only `status` and ids starting with `id_prefix` when given.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn list_instances_by(
+        &self,
+        status: Option<&str>,
+        id_prefix: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Page<InstanceRow>> {
         self.read(|tx| {
-            Ok(paged(tx.list_instances(status, page)?, page, |i| {
-                i.instance_id.clone()
-            }))
+            Ok(paged(
+                tx.list_instances(status, id_prefix, page)?,
+                page,
+                |i| i.instance_id.clone(),
+            ))
         })
     }
 

@@ -32,6 +32,11 @@ impl Store {
     /// # Errors
     /// `INSTANCE_IN_USE` naming the running holder; a store failure.
     pub fn register_authority(&self, authority: &Authority) -> Result<()> {
+        crate::ids::check_id("instance id", &authority.instance_id)?;
+        crate::ids::check_opt_id(
+            "build",
+            Some(authority.build.as_str()).filter(|b| !b.is_empty()),
+        )?;
         let incarnation = authority.incarnation();
         self.write(|tx, now| {
             tx.commit_revision()?;
@@ -83,6 +88,7 @@ impl Store {
     /// `NOT_FOUND` for an unknown id; `INSTANCE_IN_USE` while it is live or silent; a store
     /// failure.
     pub fn forget_authority(&self, instance: &str, actor: &str) -> Result<(Authority, Liveness)> {
+        crate::ids::check_id("instance id", instance)?;
         self.write_logged(|tx, now| {
             tx.commit_revision()?;
             let row = tx.authority(instance)?;

@@ -4,6 +4,7 @@
 use super::Store;
 use super::work::save_work;
 use crate::error::Result;
+use crate::ids::check_id;
 use crate::model::schedule::{CatchUp, Schedule, Trigger, firing_id};
 use crate::model::work::NewWork;
 use crate::model::{WorkItem, WorkKind};
@@ -23,6 +24,8 @@ impl Store {
         payload: &str,
         compat: &str,
     ) -> Result<bool> {
+        check_id("schedule id", id)?;
+        check_id("handler", handler)?;
         self.write(|tx, now| {
             if tx.schedule(id)?.is_some() {
                 return Ok(false);

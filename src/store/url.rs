@@ -68,8 +68,19 @@ pub enum OpenMode {
     /// Create the store if it does not exist; write as needed.
     #[default]
     ReadWrite,
-    /// Never create or change anything (inspection, the dashboard with `--read-only`).
+    /// Never create or change anything (inspection, the dashboard).
     ReadOnly,
+    /// Write to a store that already exists, never creating one: a missing or empty store
+    /// is refused as in `ReadOnly` (the dashboard's handle for an operator action).
+    Existing,
+}
+
+impl OpenMode {
+    /// Whether a missing (or empty) store is created.
+    #[must_use]
+    pub fn creates(self) -> bool {
+        self == Self::ReadWrite
+    }
 }
 
 /// Opens the store at `url` with the system clock and random tokens.

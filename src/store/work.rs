@@ -5,6 +5,7 @@
 use super::{Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::ids::{check_id, check_opt_id};
 use crate::model::work::NewWork;
 use crate::model::{Failure, Grant, WorkItem, WorkState};
 use crate::rules::work::{self as rules, Backoff};
@@ -72,6 +73,12 @@ impl Store {
     /// # Errors
     /// A store failure.
     pub fn enqueue_batch(&self, specs: Vec<NewWork>, compat: &str) -> Result<usize> {
+        for spec in &specs {
+            check_id("work id", &spec.id)?;
+            check_id("handler", &spec.handler)?;
+            check_opt_id("logical effect id", spec.logical_effect_id.as_deref())?;
+            check_opt_id("idempotency key", spec.idempotency_key.as_deref())?;
+        }
         self.write(|tx, now| {
             tx.prefetch_work(&specs.iter().map(|s| s.id.as_str()).collect::<Vec<_>>())?;
             let mut inserted = 0;
@@ -119,6 +126,7 @@ impl Store {
         limit: usize,
         lease_ms: Millis,
     ) -> Result<Vec<Claim>> {
+        check_id("owner", owner)?;
         self.write(|tx, now| {
             let candidates = tx.claimable_work(compat, now, limit)?;
             let mut claimed = Vec::with_capacity(candidates.len());
@@ -147,6 +155,7 @@ impl Store {
     /// `INCOMPATIBLE_AUTHORITY`, `WORK_IN_PROGRESS`, `WORK_NOT_CLAIMABLE`,
     /// `already-terminal`, `NOT_FOUND`.
     pub fn claim(&self, id: &str, owner: &str, compat: &str, lease_ms: Millis) -> Result<WorkItem> {
+        check_id("owner", owner)?;
         self.write_logged(|tx, now| {
             let Some(item) = tx.work(id)? else {
                 return Ok(Err(not_found(id)));

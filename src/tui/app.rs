@@ -16,6 +16,7 @@ use super::action::{Action, DemoKey, DemoOp, Done, ViewId, WorkQuick};
 use super::describe::{Describe, Fetch};
 use super::keymap::{self, Mode};
 use super::snapshot::{Query, Snapshot, ViewData};
+use super::store_filter::{self, StoreOrder};
 use super::theme::{Role, Theme, ThemeSet};
 use super::views::{self, CHROME_ROWS, SortKey, TableData, workflow_detail};
 use crate::clock::Millis;
@@ -114,6 +115,9 @@ pub struct TableUi {
     pub sort: Option<(usize, bool)>,
     pub filter: String,
     pub page: Option<PageRequest>,
+    /// Rows before this page, tracked while paging (keyset pages carry no offset);
+    /// `None` when unknown.
+    pub offset: Option<usize>,
 }
 
 /// A status-line message.
@@ -504,8 +508,7 @@ impl App {
             }
             Action::Back => {
                 if !self.table_ui().filter.is_empty() {
-                    self.table_mut().filter.clear();
-                    self.rebuild();
+                    self.apply_filter("");
                 } else if let Some(v) = self.back.pop() {
                     self.view = v;
                     self.rebuild();
@@ -542,11 +545,9 @@ impl App {
                     text,
                 });
             }
-            Action::ClearFilter => {
-                self.table_mut().filter.clear();
-                self.rebuild();
-            }
+            Action::ClearFilter => self.apply_filter(""),
             Action::CycleSort => {
+                let before = self.store_order();
                 let columns = self.data.as_ref().map_or(0, |d| d.columns.len());
                 let t = self.table_mut();
                 t.sort = match t.sort {
@@ -554,20 +555,22 @@ impl App {
                     Some((c, desc)) if c + 1 < columns => Some((c + 1, desc)),
                     _ => None,
                 };
-                self.rebuild();
+                self.sort_changed(before);
             }
             Action::ReverseSort => {
+                let before = self.store_order();
                 let t = self.table_mut();
                 t.sort = Some(t.sort.map_or((0, true), |(c, d)| (c, !d)));
-                self.rebuild();
+                self.sort_changed(before);
             }
             Action::SortBy(c) => {
+                let before = self.store_order();
                 let t = self.table_mut();
                 t.sort = match t.sort {
                     Some((old, desc)) if old == c => Some((c, !desc)),
                     _ => Some((c, false)),
                 };
-                self.rebuild();
+                self.sort_changed(before);
             }
             Action::QuickFilter(q) if self.work_quick != q => {
                 self.work_quick = q;
@@ -621,10 +624,7 @@ impl App {
                 }
             }
             Action::Dismiss => {
-                if prompt.kind == PromptKind::Filter {
-                    self.table_mut().filter.clear();
-                    self.rebuild();
-                }
+                // The filter in force stays (Esc again clears it): the prompt only edits.
                 self.prompt = None;
                 return;
             }
@@ -635,18 +635,13 @@ impl App {
             }
             _ => return,
         }
-        if prompt.kind == PromptKind::Filter {
-            self.table_mut().filter.clone_from(&prompt.text);
-            self.table_mut().selected = 0;
-            self.rebuild();
-        }
         self.prompt = Some(prompt);
     }
 
     fn submit(&mut self, prompt: Prompt, out: &mut Vec<Command>) {
         let text = prompt.text.trim().to_owned();
         match prompt.kind {
-            PromptKind::Filter => {}
+            PromptKind::Filter => self.apply_filter(&text),
             PromptKind::Command => self.command(&text, out),
             PromptKind::RollOut => {
                 if text.is_empty() {
@@ -902,7 +897,15 @@ impl App {
             PageMove::End => None,
         };
         if let Some(page) = next {
+            let fetched = self.data.as_ref().map_or(0, |d| d.fetched);
+            let start = views::position::page_start(self, views::position::total(self), fetched);
+            let offset = match how {
+                PageMove::Down => start.map(|s| s + fetched),
+                PageMove::Up => start.map(|s| s.saturating_sub(limit)),
+                PageMove::Home | PageMove::End => None,
+            };
             let t = self.table_mut();
+            t.offset = offset;
             t.page = Some(page);
             t.selected = if how == PageMove::End { usize::MAX } else { 0 };
             t.selected_key = None;
@@ -1067,11 +1070,19 @@ impl App {
             self.visible.clear();
             return;
         };
-        let filter = Filter::parse(&ui.filter, data.columns);
+        // Only an id prefix on a view whose store read takes none narrows the page here.
+        let prefix = store_filter::parse(self.view, &ui.filter)
+            .ok()
+            .and_then(|f| f.page_prefix().map(str::to_owned));
         let mut visible: Vec<usize> = (0..data.rows.len())
-            .filter(|i| data.rows.get(*i).is_some_and(|r| filter.matches(r)))
+            .filter(|i| {
+                data.rows
+                    .get(*i)
+                    .is_some_and(|r| prefix.as_deref().is_none_or(|p| r.key.starts_with(p)))
+            })
             .collect();
-        if let Some((col, desc)) = ui.sort {
+        // A store order arrives sorted; only a sort the store cannot give is done here.
+        if let Some((col, desc)) = ui.sort.filter(|_| self.store_order().is_none()) {
             let key = |i: &usize| {
                 data.rows
                     .get(*i)
@@ -1135,7 +1146,60 @@ impl App {
             } else {
                 None
             },
+            filter: self.store_filter(),
+            order: self.store_order(),
             paused: self.paused,
+        }
+    }
+
+    /// The order the store pages the current view in, when the sort asks for one it can
+    /// give through an index (work ascending by state or kind, workflows by status). Any
+    /// other sort orders only the rows of the page.
+    #[must_use]
+    pub fn store_order(&self) -> Option<StoreOrder> {
+        let (col, desc) = self.tables.get(&self.view)?.sort?;
+        let columns = match self.view {
+            ViewId::Work => views::work::COLUMNS,
+            ViewId::Workflows => views::workflows::COLUMNS,
+            _ => return None,
+        };
+        StoreOrder::for_sort(self.view, columns.get(col)?.name, desc)
+    }
+
+    /// After a sort change: a new store order pages from its first page.
+    fn sort_changed(&mut self, before: Option<StoreOrder>) {
+        if self.store_order() != before {
+            let t = self.table_mut();
+            t.page = None;
+            t.offset = None;
+            t.selected = 0;
+            t.selected_key = None;
+        }
+        self.rebuild();
+    }
+
+    /// The current view's `/` filter when the store applies it (work, workflows).
+    fn store_filter(&self) -> Option<crate::ops::filter::Filter> {
+        let text = self.tables.get(&self.view).map(|t| t.filter.as_str())?;
+        store_filter::parse(self.view, text)
+            .ok()
+            .filter(|f| f.subject.prefix_in_store() && !f.is_empty())
+    }
+
+    /// Applies a submitted `/` filter (from the first page), or refuses it on the status
+    /// line and keeps the one in force: the filter is parsed by the same grammar as
+    /// `inspect --filter`. An empty text clears it.
+    fn apply_filter(&mut self, text: &str) {
+        match store_filter::parse(self.view, text) {
+            Ok(_) => {
+                let t = self.table_mut();
+                t.filter = text.to_owned();
+                t.page = None;
+                t.selected = 0;
+                t.selected_key = None;
+                self.rebuild();
+            }
+            Err(e) => self.say(e.to_string(), Role::Error),
         }
     }
 
@@ -1226,57 +1290,4 @@ fn complete(text: &str) -> Option<String> {
         prefix = prefix.chars().take(common).collect();
     }
     (prefix.len() > text.len()).then_some(prefix)
-}
-
-/// A parsed `/` filter: every term must match; `field:value` looks in the column whose
-/// name starts with `field`, plain text in any cell. Case-insensitive.
-struct Filter {
-    terms: Vec<(Option<usize>, String)>,
-    impossible: bool,
-}
-
-impl Filter {
-    fn parse(text: &str, columns: &[views::Column]) -> Self {
-        let mut impossible = false;
-        let terms = text
-            .split_whitespace()
-            .map(|term| match term.split_once(':') {
-                Some((field, value)) if !field.is_empty() => {
-                    let field = field.to_lowercase();
-                    let col = columns
-                        .iter()
-                        .position(|c| c.name.to_lowercase() == field)
-                        .or_else(|| {
-                            columns
-                                .iter()
-                                .position(|c| c.name.to_lowercase().starts_with(&field))
-                        });
-                    if col.is_none() {
-                        impossible = true;
-                    }
-                    (col, value.to_lowercase())
-                }
-                _ => (None, term.to_lowercase()),
-            })
-            .collect();
-        Self { terms, impossible }
-    }
-
-    fn matches(&self, row: &views::Row) -> bool {
-        if self.impossible {
-            return false;
-        }
-        self.terms.iter().all(|(col, needle)| match col {
-            Some(c) => row
-                .cells
-                .get(*c)
-                .is_some_and(|cell| cell.text.to_lowercase().contains(needle)),
-            None => {
-                row.cells
-                    .iter()
-                    .any(|cell| cell.text.to_lowercase().contains(needle))
-                    || row.key.to_lowercase().contains(needle)
-            }
-        })
-    }
 }

@@ -14,12 +14,12 @@ use serde_json::{Value, json};
 
 use super::action::ViewId;
 use super::snapshot::{Snapshot, ViewData};
-use crate::ops::liveness::liveness;
 use super::text::clean;
 use super::views::Row;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::Subscription;
+use crate::ops::liveness::liveness;
 use crate::ops::pretty;
 use crate::ops::timefmt::{TimeFmt, Zone};
 use crate::store::Store;

@@ -18,9 +18,9 @@ use tokio::sync::{mpsc, watch};
 
 use super::action::Action;
 use super::app::{App, AppOptions, Command};
-use super::harness::execute;
 use super::snapshot::{Published, run_reader};
 use super::theme::ThemeSet;
+use super::writer::execute_with;
 use super::{TuiOptions, describe, views};
 use crate::error::{Error, Result};
 use crate::ops::timefmt::Zone;
@@ -171,14 +171,21 @@ async fn event_loop(
                     }
                 }
                 other => {
-                    let (store, cluster, actor, tx) = (
+                    let (store, writer, cluster, actor, tx) = (
                         store.clone(),
+                        options.writer.clone(),
                         options.demo.clone(),
                         app.options().actor.clone(),
                         done_tx.clone(),
                     );
                     tokio::task::spawn_blocking(move || {
-                        if let Some(action) = execute(&store, cluster.as_deref(), &actor, &other) {
+                        if let Some(action) = execute_with(
+                            &store,
+                            writer.as_ref(),
+                            cluster.as_deref(),
+                            &actor,
+                            &other,
+                        ) {
                             let _ = tx.send(action);
                         }
                     });

@@ -257,7 +257,7 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             Action::OpenFilter,
             Table,
             Navigation,
-            "filter rows: text, or field:value (e.g. state:failed)",
+            "filter (the store, every page): field:value (state:failed) or an id prefix",
         ),
         bind(
             &[Key::ch('s')],

@@ -12,8 +12,9 @@
 //! `event_loop.rs` (terminal set-up, restore, the `select!` loop), `theme.rs` (TOML
 //! themes), `views/` (one file per view), `harness.rs` (drive it without a terminal),
 //! `describe.rs` (the describe pane's records and the clipboard), `screenshot.rs` (buffer →
-//! SVG), `text.rs` (escaping hostile text), `wf.rs` (the workflow engine's reads),
-//! `demo.rs` (the cluster seam).
+//! SVG), `text.rs` (escaping hostile text), `wf.rs` (the workflow engine calls), `demo.rs`
+//! (the cluster seam), `store_filter.rs` (the `/` filter as a store read), `writer.rs` (the
+//! write handle opened per action).
 //!
 //! Entry point: [`run`] (async) or [`run_blocking`].
 
@@ -26,10 +27,12 @@ pub mod harness;
 pub mod keymap;
 pub mod screenshot;
 pub mod snapshot;
+pub mod store_filter;
 pub mod text;
 pub mod theme;
 pub mod views;
 mod wf;
+pub mod writer;
 
 use std::sync::Arc;
 
@@ -49,6 +52,9 @@ pub struct TuiOptions {
     pub demo: Option<Arc<dyn ClusterControl>>,
     /// `account@host`, recorded in the audit log with every operator action.
     pub actor: String,
+    /// Opens a write handle for an operator action; `None` acts on the watched store
+    /// itself (the demo cluster). See [`writer`].
+    pub writer: Option<writer::OpenWriter>,
 }
 
 impl Default for TuiOptions {
@@ -59,6 +65,7 @@ impl Default for TuiOptions {
             theme: "dark".into(),
             demo: None,
             actor: crate::ops::actor::operator(),
+            writer: None,
         }
     }
 }
@@ -71,6 +78,7 @@ impl std::fmt::Debug for TuiOptions {
             .field("theme", &self.theme)
             .field("demo", &self.demo.is_some())
             .field("actor", &self.actor)
+            .field("writer", &self.writer.is_some())
             .finish()
     }
 }

@@ -14,17 +14,17 @@ use tokio::sync::watch;
 
 use super::action::{ViewId, WorkQuick};
 use super::demo::{ClusterControl, DemoAuthority};
+use super::store_filter::StoreOrder;
 use super::wf;
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::model::work::{WorkFilter, WorkState};
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, Lease, Page, PageRequest,
     Schedule, WorkItem, WriteRecord,
 };
 use crate::ops::claims::OwnedClaims;
-use crate::ops::liveness::liveness;
 use crate::ops::cursors::CursorStatus;
+use crate::ops::liveness::liveness;
 use crate::store::{Overview, Store};
 
 /// How many authorities the header, the overview and compatibility checks look at.
@@ -48,6 +48,10 @@ pub struct Query {
     pub instance: Option<String>,
     /// The resource of the timeline view.
     pub resource: Option<String>,
+    /// The `/` filter the store applies (work and workflows), already parsed.
+    pub filter: Option<crate::ops::filter::Filter>,
+    /// The table's order when the store gives it (an indexed column, then id).
+    pub order: Option<StoreOrder>,
     /// While paused the reader only answers new queries; it does not refresh.
     pub paused: bool,
 }
@@ -61,6 +65,8 @@ impl Default for Query {
             work: WorkQuick::All,
             instance: None,
             resource: None,
+            filter: None,
+            order: None,
             paused: false,
         }
     }
@@ -127,6 +133,8 @@ pub struct Snapshot {
     pub live_compats: Vec<String>,
     /// Non-terminal work whose compat no live authority has (0 with no live authority).
     pub incompatible: u64,
+    /// The compat digests of that work.
+    pub incompatible_compats: Vec<String>,
     /// Grants and writes of the last [`RECENT_REVISIONS`] revisions (overview, authorities).
     pub recent_grants: Vec<Grant>,
     pub recent_writes: Vec<WriteRecord>,
@@ -216,36 +224,35 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         }
         ViewId::Leases => ViewData::Leases(c.run(|s| s.list_leases(page))?),
         ViewId::Work => {
-            let states = match query.work {
-                WorkQuick::All | WorkQuick::Incompatible => Vec::new(),
-                WorkQuick::Pending => vec![WorkState::Pending],
-                WorkQuick::Claimed => vec![WorkState::Claimed],
-                WorkQuick::Retry => vec![WorkState::Retry],
-                WorkQuick::Failed => vec![WorkState::Failed],
-            };
-            if query.work == WorkQuick::Incompatible && incompatible_compats.is_empty() {
-                ViewData::Work(Page {
+            let present: Vec<String> = overview.work.iter().map(|w| w.compat.clone()).collect();
+            let filter = super::store_filter::work_filter(
+                query.work,
+                query.filter.as_ref(),
+                &present,
+                &incompatible_compats,
+            );
+            ViewData::Work(match (filter, query.order) {
+                (Some(filter), Some(StoreOrder::Work(order))) => {
+                    c.run(|s| s.list_work_ordered(&filter, order, page))?
+                }
+                (Some(filter), _) => c.run(|s| s.list_work(&filter, page))?,
+                (None, _) => Page {
                     rows: Vec::new(),
                     next: None,
-                })
-            } else {
-                let filter = WorkFilter {
-                    states: if query.work == WorkQuick::Incompatible {
-                        vec![WorkState::Pending, WorkState::Retry, WorkState::Claimed]
-                    } else {
-                        states
-                    },
-                    compats: if query.work == WorkQuick::Incompatible {
-                        incompatible_compats.clone()
-                    } else {
-                        Vec::new()
-                    },
-                    ..WorkFilter::default()
-                };
-                ViewData::Work(c.run(|s| s.list_work(&filter, page))?)
-            }
+                },
+            })
         }
-        ViewId::Workflows => ViewData::Workflows(c.run(|s| s.list_instances(None, page))?),
+        ViewId::Workflows => {
+            let (status, prefix) = query
+                .filter
+                .as_ref()
+                .map_or((None, None), |f| (f.status, f.id_prefix.as_deref()));
+            ViewData::Workflows(if query.order == Some(StoreOrder::WorkflowStatus) {
+                c.run(|s| s.list_instances_by_status(status, prefix, page))?
+            } else {
+                c.run(|s| s.list_instances_by(status, prefix, page))?
+            })
+        }
         ViewId::WorkflowDetail => match &query.instance {
             Some(id) => {
                 let instance = c.run(|s| wf::instance(s, id))?;
@@ -320,6 +327,7 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         authorities,
         live_compats,
         incompatible,
+        incompatible_compats,
         recent_grants,
         recent_writes,
         demo: demo_rows,

@@ -23,6 +23,7 @@ use super::machine::{self, ActionRequest, InstanceState, MachineError, Trigger, 
 use super::{Catalog, Diagnostic, WorkflowDef, parse_definition, semantic_fingerprint, validate};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::ids::{check_id, check_opt_id};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{Grant, HistoryRecord, InstanceRow, Lease, WorkflowDefinitionRow};
 use crate::rules::lease as lease_rules;
@@ -198,6 +199,7 @@ impl Store {
         if !diags.is_empty() {
             return Ok(Err(diags));
         }
+        check_id("workflow id", &def.id)?;
         let fingerprint = semantic_fingerprint(&def, catalog);
         self.write(|tx, now| {
             tx.commit_revision()?;
@@ -274,6 +276,8 @@ impl Store {
             idempotency_key,
         } = start;
         let (workflow_id, principal) = (*workflow_id, *principal);
+        check_id("workflow id", workflow_id)?;
+        check_opt_id("idempotency key", *idempotency_key)?;
         let start_key = idempotency_key.map(|k| [workflow_id, principal, k, compat].join("\u{1f}"));
         if let Some(existing) = start_key
             .as_deref()
@@ -388,6 +392,7 @@ impl Store {
         actor: &str,
         reason: &str,
     ) -> Result<CancelOutcome> {
+        check_id("instance id", instance_id)?;
         self.write_logged(|tx, now| {
             let Some(row) = tx.instance(instance_id)? else {
                 return Ok(Err(Error::NotFound {

@@ -161,6 +161,7 @@ pub fn validate(def: &WorkflowDef, catalog: &Catalog) -> Vec<Diagnostic> {
         out: Vec::new(),
         steps: BTreeMap::new(),
     };
+    v.check_ids();
     v.index_steps();
     v.check_entry();
     v.check_names();
@@ -233,6 +234,25 @@ impl<'a> Validator<'a> {
 
     /// Inputs and bindings share one namespace with `EVENT` and `PRINCIPAL`; each binding
     /// has exactly one producing step that actually assigns it.
+    /// The workflow id and step ids end up in tables, logs and terminals: they follow the
+    /// rule for every identifier from outside ([`crate::ids::check_id`]).
+    fn check_ids(&mut self) {
+        let def = self.def;
+        let ids = std::iter::once(("id".to_owned(), "workflow id", def.id.as_str())).chain(
+            def.steps
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (format!("steps[{i}].id"), "step id", s.id.as_str())),
+        );
+        for (path, field, id) in ids {
+            if let Err(e) = crate::ids::check_id(field, id) {
+                let text = e.to_string();
+                let rule = text.strip_prefix("INVALID: ").unwrap_or(&text).to_owned();
+                self.push(codes::WORKFLOW_INVALID_DEFINITION, path, None, rule);
+            }
+        }
+    }
+
     fn check_names(&mut self) {
         let def = self.def;
         let mut seen: BTreeSet<&str> = [EVENT, PRINCIPAL].into_iter().collect();

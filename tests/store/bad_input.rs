@@ -381,3 +381,31 @@ fn read_only_open_of_a_missing_file_creates_nothing() {
     let err = open_err("a directory", &sqlite_url(dir.path()), OpenMode::ReadWrite);
     one_line("a directory", &err, "STORE_UNAVAILABLE");
 }
+
+/// The dashboard's write handle (`OpenMode::Existing`) writes an existing store but never
+/// creates one: a missing path or an empty file is refused and left as it was.
+#[test]
+fn existing_mode_writes_a_store_but_never_creates_one() {
+    let dir = temp();
+    let missing = dir.path().join("typo.db");
+    let err = open_err("a missing file", &sqlite_url(&missing), OpenMode::Existing);
+    one_line("a missing file", &err, "STORE_UNAVAILABLE");
+    assert!(
+        !missing.exists() && !wal_path(&missing).exists(),
+        "nothing created"
+    );
+
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").expect("write");
+    let err = open_err("an empty file", &sqlite_url(&empty), OpenMode::Existing);
+    one_line("an empty file", &err, "STORE_UNAVAILABLE");
+    assert_eq!(std::fs::read(&empty).expect("read").len(), 0, "still empty");
+    assert!(!wal_path(&empty).exists());
+
+    let real = dir.path().join("real.db");
+    write_real_store(&real, 3);
+    let store = url::open(&sqlite_url(&real), OpenMode::Existing).expect("an existing store");
+    store
+        .enqueue(effect("one-more"), K)
+        .expect("the write handle writes");
+}

@@ -69,7 +69,7 @@ fn dump(backend: &MemoryBackend) -> Vec<String> {
             rows(&mut out, "grant", tx.grants(None, 0, usize::MAX)?);
             rows(&mut out, "write", tx.writes(None, 0, usize::MAX)?);
             rows(&mut out, "definition", tx.list_definitions(&all)?);
-            for instance in tx.list_instances(None, &all)? {
+            for instance in tx.list_instances(None, None, &all)? {
                 rows(&mut out, "history", tx.history(&instance.instance_id)?);
                 out.push(format!("instance {instance:?}"));
             }

@@ -6,8 +6,8 @@ use leasehold::Store;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::{CatchUp, Trigger};
 use leasehold::model::work::{NewWork, WorkFilter};
-use leasehold::model::{Authority, Page, PageRequest, WorkKind, WorkState};
-use leasehold::store::Keyed;
+use leasehold::model::{Authority, Page, PageRequest, WorkItem, WorkKind, WorkState};
+use leasehold::store::{Keyed, WorkOrder};
 
 use crate::support::{Harness, K, K_OTHER, ok, refused};
 use crate::work::{effect, retryable, terminal};
@@ -346,6 +346,92 @@ pub fn paging_returns_every_row_exactly_once(h: &dyn Harness) {
         |p| ok("list", s.list_work(&filter, p)),
         |w| w.id.clone(),
     );
+    // An id prefix is a key range: it pages like any filter, alone or under an index.
+    let teens: Vec<String> = all_work
+        .iter()
+        .filter(|id| id.starts_with("w-1"))
+        .cloned()
+        .collect();
+    let filter = WorkFilter {
+        id_prefix: Some("w-1".into()),
+        ..WorkFilter::default()
+    };
+    every_row_once(
+        "work with an id prefix",
+        &teens,
+        |p| ok("list", s.list_work(&filter, p)),
+        |w| w.id.clone(),
+    );
+    let filter = WorkFilter {
+        id_prefix: Some("w-0".into()),
+        states: vec![WorkState::Claimed],
+        ..WorkFilter::default()
+    };
+    let claimed_zeros: Vec<String> = claimed
+        .iter()
+        .filter(|id| id.starts_with("w-0"))
+        .cloned()
+        .collect();
+    every_row_once(
+        "claimed work with an id prefix",
+        &claimed_zeros,
+        |p| ok("list", s.list_work(&filter, p)),
+        |w| w.id.clone(),
+    );
+    for (prefix, expected) in [("cursor", subscriptions.len()), ("w-2", 3), ("x", 0)] {
+        let filter = WorkFilter {
+            id_prefix: Some(prefix.into()),
+            ..WorkFilter::default()
+        };
+        let got = ok("list", s.list_work(&filter, &PageRequest::first(100)));
+        assert_eq!(got.rows.len(), expected, "prefix {prefix}");
+    }
+    // Ordered by an indexed column (state, kind), then id: one seek per group.
+    let everything = ok(
+        "all",
+        s.list_work(&WorkFilter::default(), &PageRequest::first(1_000)),
+    )
+    .rows;
+    for (order, column) in [
+        (
+            WorkOrder::State,
+            (|w: &WorkItem| w.state.as_str()) as fn(&WorkItem) -> &'static str,
+        ),
+        (WorkOrder::Kind, |w: &WorkItem| w.kind.as_str()),
+    ] {
+        for filter in [
+            WorkFilter::default(),
+            WorkFilter {
+                owner: Some("a".into()),
+                ..WorkFilter::default()
+            },
+            WorkFilter {
+                states: vec![WorkState::Pending, WorkState::Claimed],
+                id_prefix: Some("w-1".into()),
+                ..WorkFilter::default()
+            },
+        ] {
+            let mut expected: Vec<String> = everything
+                .iter()
+                .filter(|w| filter.owner.is_none() || w.owner_id == filter.owner)
+                .filter(|w| filter.states.is_empty() || filter.states.contains(&w.state))
+                .filter(|w| {
+                    filter
+                        .id_prefix
+                        .as_deref()
+                        .is_none_or(|p| w.id.starts_with(p))
+                })
+                .map(|w| format!("{}|{}", column(w), w.id))
+                .collect();
+            expected.sort();
+            every_row_once(
+                &format!("work by {order:?} where {filter:?}"),
+                &expected,
+                |p| ok("ordered", s.list_work_ordered(&filter, order, p)),
+                |w| format!("{}|{}", column(w), w.id),
+            );
+        }
+    }
     every_row_once(
         "leases",
         &resources,

@@ -445,7 +445,7 @@ impl PostgresBackend {
             Step::Retry(Transient::Contention) => Error::Contention { attempts: 1 },
         })?);
         retry(MAX_ATTEMPTS, || {
-            init(pool.get(&names)?.conn(), &names, read_only)
+            init(pool.get(&names)?.conn(), &names, read_only, mode.creates())
         })?;
         Ok(Self {
             pool,
@@ -651,7 +651,12 @@ fn newer(names: &Names, version: i64) -> Error {
 
 /// Recognises the database and, unless read-only, creates whatever is missing — all in one
 /// transaction under the initialisation lock, so concurrent first opens are safe.
-fn init(conn: &mut Conn, names: &Names, read_only: bool) -> std::result::Result<(), Step> {
+fn init(
+    conn: &mut Conn,
+    names: &Names,
+    read_only: bool,
+    create: bool,
+) -> std::result::Result<(), Step> {
     conn.in_transaction = true;
     let begin = if read_only { "BEGIN" } else { BEGIN_INIT };
     let result = conn
@@ -662,8 +667,8 @@ fn init(conn: &mut Conn, names: &Names, read_only: bool) -> std::result::Result<
         .and_then(|found| match found {
             Found::Leasehold(v) if v > SCHEMA_VERSION => Err(Step::Fail(newer(names, v))),
             Found::Leasehold(_) => Ok(()),
-            Found::Empty if read_only => Err(Step::Fail(Error::Unavailable(format!(
-                "{}: not a leasehold store yet (opened read-only, so nothing was created)",
+            Found::Empty if read_only || !create => Err(Step::Fail(Error::Unavailable(format!(
+                "{}: not a leasehold store yet (nothing was created)",
                 names.label
             )))),
             Found::Empty => conn

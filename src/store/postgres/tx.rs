@@ -959,6 +959,12 @@ impl Tx for PgTx<'_> {
         if let Some(kind) = filter.kind {
             q.cond("kind =", kind.as_str(), "");
         }
+        if let Some(prefix) = &filter.id_prefix {
+            q.cond("id >=", prefix.clone(), "");
+            if let Some(end) = crate::model::page::prefix_end(prefix) {
+                q.cond("id <", end, "");
+            }
+        }
         let after = page
             .after
             .clone()
@@ -1355,14 +1361,32 @@ impl Tx for PgTx<'_> {
     fn list_instances(
         &mut self,
         status: Option<&str>,
+        id_prefix: Option<&str>,
         page: &PageRequest,
     ) -> Result<Vec<InstanceRow>> {
         self.flush()?;
-        self.text_page(
+        let mut q = Query::default();
+        if let Some(status) = status {
+            q.cond("status =", status.to_owned(), "");
+        }
+        if let Some(prefix) = id_prefix {
+            q.cond("instance_id >=", prefix.to_owned(), "");
+            if let Some(end) = crate::model::page::prefix_end(prefix) {
+                q.cond("instance_id <", end, "");
+            }
+        }
+        let after = page
+            .after
+            .clone()
+            .map(|a| Box::new(a) as Box<dyn ToSql + Sync>);
+        let n = page.limit.max(1);
+        self.page(
             "instances",
             "instance_id",
-            status.map(|s| ("status", s)),
-            page,
+            q,
+            after,
+            page.backwards,
+            n,
             rows::instance,
         )
     }

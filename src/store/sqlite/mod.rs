@@ -114,9 +114,9 @@ impl SqliteBackend {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(Error::Unavailable(format!("{label}: {e}"))),
         };
-        if mode == OpenMode::ReadOnly && existing.is_none() {
+        if !mode.creates() && existing.is_none() {
             return Err(Error::Unavailable(format!(
-                "{label}: no store here (opened read-only, so nothing was created)"
+                "{label}: no store here (nothing was created)"
             )));
         }
         if existing.is_some_and(|len| len > 0) {
@@ -125,6 +125,9 @@ impl SqliteBackend {
         let flags = match mode {
             OpenMode::ReadOnly => {
                 OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            }
+            OpenMode::Existing => {
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX
             }
             OpenMode::ReadWrite => {
                 OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -146,9 +149,9 @@ impl SqliteBackend {
         let found = retry(MAX_ATTEMPTS, || inspect(&conn, &label))?;
         match found {
             Found::Leasehold(v) if v > SCHEMA_VERSION => return Err(newer(&label, v)),
-            Found::Empty if read_only => {
+            Found::Empty if read_only || !mode.creates() => {
                 return Err(Error::Unavailable(format!(
-                    "{label}: empty, not a leasehold store yet (opened read-only)"
+                    "{label}: empty, not a leasehold store yet (nothing was created)"
                 )));
             }
             _ => {}

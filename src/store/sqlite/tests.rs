@@ -408,6 +408,22 @@ fn main_queries_use_indexes() {
             "INDEX",
         ),
         ("SELECT * FROM work ORDER BY id DESC LIMIT ?", 1, "INDEX"),
+        // An id prefix is a key range, alone or under the leading index.
+        (
+            "SELECT * FROM work WHERE id >= ? AND id < ? AND id > ? ORDER BY id ASC LIMIT ?",
+            4,
+            "INDEX",
+        ),
+        (
+            "SELECT * FROM work INDEXED BY work_state WHERE state = ? AND id >= ? AND id < ? ORDER BY id ASC LIMIT ?",
+            4,
+            "work_state",
+        ),
+        (
+            "SELECT * FROM instances WHERE status = ? AND instance_id >= ? AND instance_id < ? ORDER BY instance_id ASC LIMIT ?",
+            4,
+            "instances_status",
+        ),
         (
             "SELECT count(*) FROM leases WHERE owner_id = ?1 AND expires_at > ?2 AND released_at IS NULL",
             2,
@@ -868,6 +884,35 @@ fn every_read_matches_the_memory_reference() {
             kind: Some(WorkKind::Cursor),
             compats: vec!["c1".into(), "c2".into()],
             owner: None,
+            id_prefix: None,
+        },
+        // Id prefixes: alone, under each leading index, empty and past every key.
+        WorkFilter {
+            id_prefix: Some("w00".into()),
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            id_prefix: Some("w01".into()),
+            states: vec![WorkState::Pending, WorkState::Retry],
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            id_prefix: Some("w0".into()),
+            owner: Some("o1".into()),
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            id_prefix: Some("w02".into()),
+            compats: vec!["c1".into()],
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            id_prefix: Some(String::new()),
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            id_prefix: Some("\u{10ffff}".into()),
+            ..WorkFilter::default()
         },
     ];
     for (i, filter) in filters.iter().enumerate() {
@@ -891,12 +936,23 @@ fn every_read_matches_the_memory_reference() {
             tx.list_schedules(&page)
         });
         same(mem, sql, &format!("instances {page:?}"), |tx| {
-            tx.list_instances(None, &page)
+            tx.list_instances(None, None, &page)
         });
         for status in ["running", "completed", "none"] {
             same(mem, sql, &format!("instances {status} {page:?}"), |tx| {
-                tx.list_instances(Some(status), &page)
+                tx.list_instances(Some(status), None, &page)
             });
+            for prefix in ["i0", "i1", "i22", "j"] {
+                same(
+                    mem,
+                    sql,
+                    &format!("instances {status} {prefix} {page:?}"),
+                    |tx| tx.list_instances(Some(status), Some(prefix), &page),
+                );
+                same(mem, sql, &format!("instances {prefix} {page:?}"), |tx| {
+                    tx.list_instances(None, Some(prefix), &page)
+                });
+            }
         }
     }
     for after in [None, Some("i05"), Some("i22")] {

@@ -551,6 +551,14 @@ impl Tx for SqliteTx<'_> {
                 values.push(text(kind.as_str()));
             }
         }
+        if let Some(prefix) = &filter.id_prefix {
+            conds.push("id >= ?".to_owned());
+            values.push(text(prefix));
+            if let Some(end) = crate::model::page::prefix_end(prefix) {
+                conds.push("id < ?".to_owned());
+                values.push(Value::Text(end));
+            }
+        }
         let after = page.after.clone().map(Value::Text);
         let Some((index, col)) = lead else {
             return self.page(
@@ -949,13 +957,31 @@ impl Tx for SqliteTx<'_> {
     fn list_instances(
         &mut self,
         status: Option<&str>,
+        id_prefix: Option<&str>,
         page: &PageRequest,
     ) -> Result<Vec<InstanceRow>> {
-        self.text_page(
+        let mut conds = Vec::new();
+        let mut values = Vec::new();
+        if let Some(status) = status {
+            conds.push("status = ?".to_owned());
+            values.push(Value::Text(status.to_owned()));
+        }
+        if let Some(prefix) = id_prefix {
+            conds.push("instance_id >= ?".to_owned());
+            values.push(Value::Text(prefix.to_owned()));
+            if let Some(end) = crate::model::page::prefix_end(prefix) {
+                conds.push("instance_id < ?".to_owned());
+                values.push(Value::Text(end));
+            }
+        }
+        self.page(
             "instances",
             "instance_id",
-            status.map(|s| ("status", s)),
-            page,
+            conds,
+            values,
+            page.after.clone().map(Value::Text),
+            page.backwards,
+            page.limit.max(1),
             rows::instance,
         )
     }

@@ -195,8 +195,14 @@ pub fn footer(frame: &mut Frame<'_>, area: Rect, app: &App) {
             }
         }
         if prompt.kind == PromptKind::Filter {
+            let fields = crate::tui::store_filter::subject(app.view())
+                .fields()
+                .iter()
+                .map(|f| format!("{f}:"))
+                .collect::<Vec<_>>()
+                .join(" ");
             spans.push(Span::styled(
-                "  text or field:value · Enter keep · Esc clear",
+                format!("  {fields} or an id prefix · Enter apply · Esc keep"),
                 t.style(Role::Muted),
             ));
         }

@@ -16,6 +16,7 @@ pub mod events;
 pub mod help;
 pub mod leases;
 pub mod overview;
+pub mod position;
 pub mod schedules;
 pub mod table;
 pub mod timeline;

@@ -144,7 +144,6 @@ pub fn column_at(body: Rect, data: &TableData, sorted: Option<usize>, x: u16) ->
 
 /// The title of a table view: its name, quick filter, filter and sort.
 fn title(app: &App) -> String {
-    let ui = app.table_ui();
     let mut title = format!(" {} ", app.view().name());
     if app.view() == ViewId::Work {
         title.push_str(&format!("[{}] ", app.work_quick().name()));
@@ -159,13 +158,7 @@ fn title(app: &App) -> String {
             title.push_str(&format!("· {} ", data.summary));
         }
     }
-    if !ui.filter.is_empty() {
-        title.push_str(&format!(
-            "· /{} ({} of page) ",
-            clean(&ui.filter, 30),
-            app.visible().len()
-        ));
-    }
+    title.push_str(&super::position::filter_and_sort(app));
     title
 }
 
@@ -186,6 +179,11 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
         }
         if !nav.is_empty() {
             block = block.title_bottom(Line::from(nav).right_aligned());
+        }
+        if let Some(at) = super::position::position(app) {
+            block = block.title_bottom(
+                Line::from(Span::styled(format!(" {at} "), t.style(Role::Muted))).left_aligned(),
+            );
         }
     }
     let inner = block.inner(area);
@@ -216,7 +214,9 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
         )
     }));
     if app.visible().is_empty() {
-        let msg = if data.rows.is_empty() {
+        let msg = if data.rows.is_empty() && !ui.filter.is_empty() {
+            "no rows match the filter (Esc clears it)"
+        } else if data.rows.is_empty() {
             "no rows on this page"
         } else {
             "no rows on this page match the filter (Esc clears it)"

@@ -1,0 +1,214 @@
+//! What the binary refuses before it touches anything: a dashboard or a read over a path
+//! that is not a store (nothing created, the file byte-for-byte as it was), a dashboard
+//! without a terminal, hostile identifiers on every verb, and files past their size bound.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use super::{assert_one_line_failure, leasehold, seed, store_in};
+
+fn sha256(path: &Path) -> String {
+    let bytes = std::fs::read(path).unwrap();
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Every name in `dir` (so a `-wal` / `-shm` or a new store shows up).
+fn listing(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn reading_commands_refuse_what_is_not_a_store_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("typo.db");
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let subdir = dir.path().join("a-directory");
+    std::fs::create_dir(&subdir).unwrap();
+    let passwd = dir.path().join("passwd");
+    std::fs::copy("/etc/passwd", &passwd).unwrap();
+    let before = listing(dir.path());
+    let sums: Vec<(std::path::PathBuf, String)> =
+        [&empty, &passwd, &Path::new("/etc/passwd").to_path_buf()]
+            .into_iter()
+            .map(|p| (p.clone(), sha256(p)))
+            .collect();
+
+    for target in [
+        &missing,
+        &empty,
+        &subdir,
+        &passwd,
+        &Path::new("/etc/passwd").to_path_buf(),
+    ] {
+        let path = target.display().to_string();
+        for args in [
+            vec!["attach", path.as_str()],
+            vec!["attach", "--read-only", path.as_str()],
+            vec![path.as_str()],
+            vec!["inspect", "--store", path.as_str(), "overview"],
+            vec!["inspect", "--store", path.as_str(), "work"],
+            vec!["history", "--store", path.as_str(), "wf-1"],
+            vec!["check", "--store", path.as_str()],
+        ] {
+            let o = leasehold(&args);
+            let err = assert_one_line_failure(&o, 2);
+            assert!(
+                !err.contains("terminal"),
+                "{args:?}: the store's problem comes first: {err}"
+            );
+        }
+    }
+    assert_eq!(listing(dir.path()), before, "nothing was created");
+    assert!(listing(&subdir).is_empty());
+    for (path, sum) in sums {
+        assert_eq!(sha256(&path), sum, "{} unchanged", path.display());
+    }
+}
+
+#[test]
+fn attach_without_a_terminal_says_so_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    seed(
+        &store,
+        &["--effects", "3", "--workflows", "1", "--events", "0"],
+    );
+    let before = listing(dir.path());
+    let sum = sha256(Path::new(&store));
+    let o = leasehold(&["attach", &store]);
+    let err = assert_one_line_failure(&o, 2);
+    assert!(err.contains("needs a terminal"), "{err}");
+    assert!(err.contains("leasehold inspect"), "{err}");
+    assert!(!err.contains("STORE_UNAVAILABLE"), "{err}");
+    let demo = leasehold(&["demo"]);
+    assert!(assert_one_line_failure(&demo, 2).contains("needs a terminal"));
+    // SQLite's shared-memory index may appear beside a WAL store a reader opened; the WAL
+    // itself stays empty and the store file is byte-for-byte the same.
+    let wal = format!("{store}-wal");
+    let coordination: BTreeSet<String> = ["store.db-wal", "store.db-shm"].map(String::from).into();
+    assert!(
+        listing(dir.path())
+            .difference(&before)
+            .all(|f| coordination.contains(f))
+    );
+    assert_eq!(
+        std::fs::metadata(&wal).map_or(0, |m| m.len()),
+        0,
+        "nothing written"
+    );
+    assert_eq!(sha256(Path::new(&store)), sum);
+}
+
+#[test]
+fn every_verb_refuses_hostile_ids_before_opening_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("never.db").display().to_string();
+    let long = "x".repeat(10_000);
+    let hostile = [
+        "id\u{1b}]0;pwned\u{7}",
+        "\u{202e}gpj.exe",
+        "a\u{2066}b",
+        long.as_str(),
+    ];
+    for value in hostile {
+        let s = store.as_str();
+        let cases: Vec<(&str, Vec<&str>)> = vec![
+            ("instance id", vec!["history", "--store", s, value]),
+            ("instance id", vec!["cancel", "--store", s, value]),
+            (
+                "workflow id",
+                vec!["workflow", "start", "--store", s, value],
+            ),
+            (
+                "idempotency key",
+                vec![
+                    "workflow",
+                    "start",
+                    "--store",
+                    s,
+                    "reminder",
+                    "--idempotency-key",
+                    value,
+                ],
+            ),
+            ("event type", vec!["event", "--store", s, "--type", value]),
+            (
+                "event source",
+                vec![
+                    "event", "--store", s, "--type", "t", "--source", value, "--id", "e",
+                ],
+            ),
+            (
+                "event id",
+                vec![
+                    "event", "--store", s, "--type", "t", "--source", "src", "--id", value,
+                ],
+            ),
+            (
+                "instanceId",
+                vec!["authority", "--store", s, "--instance", value],
+            ),
+            ("build", vec!["authority", "--store", s, "--build", value]),
+        ];
+        for (field, args) in cases {
+            let o = leasehold(&args);
+            let err = assert_one_line_failure(&o, 2);
+            assert!(
+                err.contains(&format!("{field}: ")),
+                "{args:?} names {field}: {err}"
+            );
+            assert!(err.len() < 300, "the value is not echoed: {err}");
+            assert!(
+                !err.contains(['\u{1b}', '\u{7}', '\u{202e}', '\u{2066}']),
+                "{err:?}"
+            );
+        }
+    }
+    assert!(listing(dir.path()).is_empty(), "no store was created");
+}
+
+#[test]
+fn workflow_files_past_the_bound_are_refused_without_reading_them_whole() {
+    let o = leasehold(&["workflow", "validate", "/dev/zero"]);
+    let err = assert_one_line_failure(&o, 2);
+    assert!(err.contains("larger than 4 MiB"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let o = leasehold(&[
+        "workflow",
+        "deploy",
+        "--store",
+        &store_in(dir.path()),
+        "/dev/zero",
+    ]);
+    let err = assert_one_line_failure(&o, 2);
+    assert!(err.contains("larger than 4 MiB"), "{err}");
+    assert!(listing(dir.path()).is_empty(), "no store was created");
+}
+
+#[test]
+fn workflow_definitions_with_hostile_ids_are_diagnosed() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("workflows/reminder.json");
+    let text = std::fs::read_to_string(shipped).unwrap();
+    for (what, hostile) in [
+        ("workflow id", "\"id\": \"re\\u202eminder\""),
+        ("workflow id", "\"id\": \"re\\u001b[2Jminder\""),
+    ] {
+        let file = dir.path().join("hostile.json");
+        std::fs::write(&file, text.replacen("\"id\": \"reminder\"", hostile, 1)).unwrap();
+        let o = leasehold(&["workflow", "validate", file.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{}", super::stderr(&o));
+        let out = super::stdout(&o) + &super::stderr(&o);
+        assert!(out.contains(&format!("{what}: holds ")), "{out}");
+        assert!(!out.contains(['\u{1b}', '\u{202e}']), "{out:?}");
+    }
+}
