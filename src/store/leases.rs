@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::model::{Grant, Lease, Page, PageRequest};
+use crate::model::{Grant, Holder, Lease, Page, PageRequest, Takeover};
 use crate::rules::lease as rules;
 
 /// A lease-family request that names an idempotency key: `(owner, verb, key)` identifies
@@ -103,6 +103,7 @@ impl Store {
                 owner_compat: None,
                 item_compat: None,
                 at: now,
+                took_over: Takeover::of_lease(current.as_ref(), owner, now),
             })?;
             Ok(Ok(lease))
         })
@@ -133,6 +134,7 @@ impl Store {
                 verb,
                 &outcome.as_ref().map(|_| ()).map_err(Clone::clone),
                 serde_json::Value::Null,
+                Holder::of_lease(&current),
             )?;
             if let Ok(next) = &outcome {
                 tx.put_lease(next)?;
@@ -230,6 +232,7 @@ impl Store {
                     owner_compat: None,
                     item_compat: None,
                     at: now,
+                    took_over: None,
                 })?;
             }
             Ok(moved)

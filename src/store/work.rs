@@ -6,7 +6,7 @@ use super::{Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::work::NewWork;
-use crate::model::{Failure, Grant, WorkItem, WorkState};
+use crate::model::{Failure, Grant, Holder, Takeover, WorkItem, WorkState};
 use crate::rules::work::{self as rules, Backoff};
 
 /// One finished attempt, for group commit: each is fenced on its own.
@@ -127,7 +127,7 @@ impl Store {
                     rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now)
                 {
                     save_work(tx, Some(&item), &next)?;
-                    log_claim(tx, &next, owner, compat, now)?;
+                    log_claim(tx, &item, &next, owner, compat, now)?;
                     let took_over_expired_at = (item.state == WorkState::Claimed)
                         .then_some(item.lease_expires_at)
                         .flatten();
@@ -157,7 +157,7 @@ impl Store {
                     Err(e) => return Ok(Err(e)),
                 };
             save_work(tx, Some(&item), &next)?;
-            log_claim(tx, &next, owner, compat, now)?;
+            log_claim(tx, &item, &next, owner, compat, now)?;
             Ok(Ok(next))
         })
     }
@@ -324,6 +324,7 @@ pub(crate) fn fenced_in(
         verb,
         &outcome.as_ref().map(|_| ()).map_err(Clone::clone),
         detail,
+        Holder::of_work(&item),
     )?;
     if let Ok(next) = &outcome {
         save_work(tx, Some(&item), next)?;
@@ -331,8 +332,11 @@ pub(crate) fn fenced_in(
     Ok(outcome)
 }
 
+/// Logs the grant of `item` (as claimed) to `owner`; `before` is the row it replaced, so
+/// a claim over another owner's unfinished claim is recorded as a failover.
 fn log_claim(
     tx: &mut dyn Tx,
+    before: &WorkItem,
     item: &WorkItem,
     owner: &str,
     compat: &str,
@@ -349,6 +353,7 @@ fn log_claim(
         owner_compat: Some(compat.into()),
         item_compat: Some(item.compat.clone()),
         at: now,
+        took_over: Takeover::of_work(before, owner, now),
     })
 }
 

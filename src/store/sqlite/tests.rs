@@ -11,9 +11,9 @@ use crate::model::schedule::Trigger;
 use crate::model::work::{NewWork, WorkFilter};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, CatchUp, Checkpoint, DedupOutcome, Failure, FailureClass, Grant, HistoryRecord,
-    Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, Schedule, WorkItem, WorkKind,
-    WorkState, WriteRecord,
+    AuditEntry, CatchUp, Checkpoint, DedupOutcome, Failure, FailureClass, Grant, Holder,
+    HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, Schedule, WorkItem, WorkKind,
+    Takeover, WorkState, WriteRecord,
 };
 use crate::store::memory::MemoryBackend;
 
@@ -683,7 +683,12 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
                 how: "claim".into(),
                 owner_compat: Some("c".into()),
                 item_compat: None,
-                at: 0,
+                at: i as i64,
+                took_over: (i % 3 == 0).then(|| Takeover {
+                    from_owner: "p".into(),
+                    from_generation: i,
+                    lapsed_ms: 5 - i as i64,
+                }),
             })?;
             tx.add_write(&WriteRecord {
                 revision: i / 2,
@@ -694,11 +699,15 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
                 accepted: i % 2 == 0,
                 refusal: (i % 2 == 1).then(|| "WORK_FENCED".into()),
                 detail: "{}".into(),
-                at: 0,
+                at: i as i64,
+                holder: (i % 4 != 3).then(|| Holder {
+                    owner_id: (i % 4 != 1).then(|| "h".into()),
+                    generation: i + 1,
+                }),
             })?;
         }
     }
-    tx.trim_history(1)?;
+    tx.trim_history(1, 1)?;
     for i in 0..6 {
         tx.put_schedule(&Schedule {
             schedule_id: format!("s{i}"),
@@ -902,6 +911,19 @@ fn every_read_matches_the_memory_reference() {
         for compat in ["c1", "c2"] {
             same(mem, sql, &format!("runnable {compat} {now}"), |tx| {
                 tx.runnable_instances(compat, now, 4)
+            });
+        }
+    }
+    // Incident lists: positions number rows per provider, so only the rows are compared.
+    for since in [-1, 0, 1, 4, 7, 8] {
+        for n in [0, 1, 2, 100] {
+            same(mem, sql, &format!("failovers {since} {n}"), |tx| {
+                let rows = tx.failovers(since, None, n)?;
+                Ok((rows.into_iter().map(|r| r.1).collect::<Vec<_>>(), tx.count_failovers(since)?))
+            });
+            same(mem, sql, &format!("refused {since} {n}"), |tx| {
+                let rows = tx.refused_writes(since, None, n)?;
+                Ok((rows.into_iter().map(|r| r.1).collect::<Vec<_>>(), tx.count_refused_writes(since)?))
             });
         }
     }
