@@ -19,6 +19,8 @@ mod bad_input;
 mod copy;
 #[path = "store/events.rs"]
 mod events;
+#[path = "store/incidents.rs"]
+mod incidents;
 #[path = "store/leases.rs"]
 mod leases;
 #[path = "store/model.rs"]
@@ -75,6 +77,11 @@ macro_rules! for_each_case {
             reads::every_commit_advances_the_revision,
             reads::paging_returns_every_row_exactly_once,
             reads::overview_counts_match_the_items,
+            // failovers and refused writes, listed by time
+            incidents::a_reclaim_after_expiry_is_a_failover,
+            incidents::release_then_claim_and_handoff_are_not_failovers,
+            incidents::a_refused_write_records_the_holder_then,
+            incidents::the_window_excludes_older_rows_and_pages_newest_first,
             // §4 copying a store
             copy::a_busy_store_round_trips_through_the_provider,
             copy::a_copy_carries_on_where_the_source_stopped,

@@ -85,10 +85,7 @@ impl Holder {
     #[must_use]
     pub fn of_lease(lease: &Lease) -> Self {
         Self {
-            owner_id: lease
-                .released_at
-                .is_none()
-                .then(|| lease.owner_id.clone()),
+            owner_id: lease.released_at.is_none().then(|| lease.owner_id.clone()),
             generation: lease.generation,
         }
     }

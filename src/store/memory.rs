@@ -13,9 +13,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkState};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow,
-    JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow,
-    WriteRecord,
+    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
+    InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem,
+    WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::RETENTION;
 
@@ -694,7 +694,11 @@ impl Tx for MemTx<'_> {
         }))
     }
 
-    fn trim_history(&mut self, keep_from_revision: u64, keep_incidents_since: Millis) -> Result<()> {
+    fn trim_history(
+        &mut self,
+        keep_from_revision: u64,
+        keep_incidents_since: Millis,
+    ) -> Result<()> {
         // Trimming is not undone on rollback: it only drops rows older than retention.
         let recent = |p: &HistoryPosition| p.at >= keep_incidents_since;
         let state = &mut *self.state;
@@ -702,7 +706,11 @@ impl Tx for MemTx<'_> {
             &mut state.grants,
             &mut state.failover_index,
             keep_from_revision,
-            |g: &Grant, seq| g.took_over.is_some().then_some(HistoryPosition { at: g.at, seq }),
+            |g: &Grant, seq| {
+                g.took_over
+                    .is_some()
+                    .then_some(HistoryPosition { at: g.at, seq })
+            },
             recent,
         );
         trim_rows(
@@ -722,7 +730,13 @@ impl Tx for MemTx<'_> {
         limit: usize,
     ) -> Result<Vec<(HistoryPosition, Grant)>> {
         let s = &self.state;
-        Ok(incident_page(&s.failover_index, &s.grants, since, before, limit))
+        Ok(incident_page(
+            &s.failover_index,
+            &s.grants,
+            since,
+            before,
+            limit,
+        ))
     }
 
     fn count_failovers(&mut self, since: Millis) -> Result<u64> {
@@ -737,7 +751,13 @@ impl Tx for MemTx<'_> {
         limit: usize,
     ) -> Result<Vec<(HistoryPosition, WriteRecord)>> {
         let s = &self.state;
-        Ok(incident_page(&s.refused_index, &s.writes, since, before, limit))
+        Ok(incident_page(
+            &s.refused_index,
+            &s.writes,
+            since,
+            before,
+            limit,
+        ))
     }
 
     fn count_refused_writes(&mut self, since: Millis) -> Result<u64> {

@@ -25,7 +25,7 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    Grant, Holder, HistoryRecord, InstanceRow, Lease, Takeover, WorkflowDefinitionRow,
+    Grant, HistoryRecord, Holder, InstanceRow, Lease, Takeover, WorkflowDefinitionRow,
 };
 use crate::rules::lease as lease_rules;
 use crate::store::{Store, Tx, record_write};
@@ -695,7 +695,13 @@ impl Engine {
                 owner_id: None,
                 generation: 0,
             };
-            return Ok((nobody, Err(Error::NotFound { what: "lease".into(), id: res })));
+            return Ok((
+                nobody,
+                Err(Error::NotFound {
+                    what: "lease".into(),
+                    id: res,
+                }),
+            ));
         };
         let fence =
             lease_rules::check_holder(&current, &claimed.lease.token, claimed.lease.generation);

@@ -10,9 +10,9 @@ use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, DedupOutcome, Grant, Holder, HistoryPosition, HistoryRecord,
-    IdempotentAnswer, Ingestion, InstanceRow, JournalEvent, Lease, Schedule, Subscription, Takeover,
-    WorkItem, WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, DedupOutcome, Grant, HistoryPosition, HistoryRecord, Holder,
+    IdempotentAnswer, Ingestion, InstanceRow, JournalEvent, Lease, Schedule, Subscription,
+    Takeover, WorkItem, WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord,
 };
 
 fn bad(col: &str, why: impl std::fmt::Display) -> Error {

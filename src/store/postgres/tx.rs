@@ -298,7 +298,12 @@ impl<'a> PgTx<'a> {
                 .collect();
             let from_generation = g
                 .iter()
-                .map(|g| g.took_over.as_ref().map(|t| int(t.from_generation)).transpose())
+                .map(|g| {
+                    g.took_over
+                        .as_ref()
+                        .map(|t| int(t.from_generation))
+                        .transpose()
+                })
                 .collect::<Result<Vec<_>>>()?;
             let lapsed: Vec<Option<i64>> = g
                 .iter()
@@ -1256,7 +1261,11 @@ impl Tx for PgTx<'_> {
         })
     }
 
-    fn trim_history(&mut self, keep_from_revision: u64, keep_incidents_since: Millis) -> Result<()> {
+    fn trim_history(
+        &mut self,
+        keep_from_revision: u64,
+        keep_incidents_since: Millis,
+    ) -> Result<()> {
         self.flush()?;
         let keep = bound(keep_from_revision);
         self.exec(
@@ -1312,7 +1321,10 @@ impl Tx for PgTx<'_> {
 
     fn count_refused_writes(&mut self, since: Millis) -> Result<u64> {
         self.flush()?;
-        self.count("SELECT count(*) FROM writes WHERE NOT accepted AND at >= $1", since)
+        self.count(
+            "SELECT count(*) FROM writes WHERE NOT accepted AND at >= $1",
+            since,
+        )
     }
 
     fn put_definition(&mut self, d: &WorkflowDefinitionRow) -> Result<()> {

@@ -15,12 +15,15 @@
 //!   application's database, a newer schema) is refused with one line and left untouched:
 //!   nothing is created or converted before the file has been recognised.
 //!
-//! Files: `rows.rs` maps rows to models, `tx.rs` implements [`Tx`], `schema.sql`.
+//! Files: `rows.rs` maps rows to models, `tx.rs` implements [`Tx`], `schema.sql`, and
+//! `upgrade_1.sql`, which brings a store of schema 1 to 2 in place.
 
 mod rows;
 #[cfg(test)]
 mod tests;
 mod tx;
+#[cfg(test)]
+mod upgrade_tests;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -10,9 +10,9 @@ use serde::de::DeserializeOwned;
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, DedupOutcome, Grant, Holder, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
-    InstanceRow, JournalEvent, Lease, Schedule, Subscription, WorkItem, WorkKind, WorkState,
-    Takeover, WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, DedupOutcome, Grant, HistoryPosition, HistoryRecord, Holder,
+    IdempotentAnswer, Ingestion, InstanceRow, JournalEvent, Lease, Schedule, Subscription,
+    Takeover, WorkItem, WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord,
 };
 
 type SqlResult<T> = rusqlite::Result<T>;

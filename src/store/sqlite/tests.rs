@@ -11,9 +11,9 @@ use crate::model::schedule::Trigger;
 use crate::model::work::{NewWork, WorkFilter};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, CatchUp, Checkpoint, DedupOutcome, Failure, FailureClass, Grant, Holder,
-    HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, Schedule, WorkItem, WorkKind,
-    Takeover, WorkState, WriteRecord,
+    AuditEntry, CatchUp, Checkpoint, DedupOutcome, Failure, FailureClass, Grant, HistoryRecord,
+    Holder, Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Takeover, WorkItem,
+    WorkKind, WorkState, WriteRecord,
 };
 use crate::store::memory::MemoryBackend;
 
@@ -120,7 +120,9 @@ fn newer_schema_is_refused_and_untouched() {
         assert_eq!(err.code(), "STORE_CORRUPT");
         let text = err.to_string();
         assert!(
-            text.contains("store schema version 7 is newer than this build (1): upgrade leasehold"),
+            text.contains(&format!(
+                "store schema version 7 is newer than this build ({SCHEMA_VERSION}): upgrade leasehold"
+            )),
             "{text}"
         );
         assert!(text.contains(&path.display().to_string()), "{text}");
@@ -447,6 +449,26 @@ fn main_queries_use_indexes() {
             "SELECT * FROM writes WHERE revision > ? AND resource_id = ? ORDER BY revision, seq LIMIT ?",
             3,
             "writes_resource",
+        ),
+        (
+            "SELECT * FROM grants WHERE from_owner IS NOT NULL AND at >= ?1 AND (at, seq) < (?2, ?3) ORDER BY at DESC, seq DESC LIMIT ?4",
+            4,
+            "grants_failovers",
+        ),
+        (
+            "SELECT count(*) FROM grants WHERE from_owner IS NOT NULL AND at >= ?1",
+            1,
+            "grants_failovers",
+        ),
+        (
+            "SELECT * FROM writes WHERE accepted = 0 AND at >= ?1 AND (at, seq) < (?2, ?3) ORDER BY at DESC, seq DESC LIMIT ?4",
+            4,
+            "writes_refused",
+        ),
+        (
+            "SELECT count(*) FROM writes WHERE accepted = 0 AND at >= ?1",
+            1,
+            "writes_refused",
         ),
         (
             "SELECT * FROM schedules WHERE next_due <= ?1 ORDER BY next_due, schedule_id LIMIT ?2",
@@ -919,11 +941,17 @@ fn every_read_matches_the_memory_reference() {
         for n in [0, 1, 2, 100] {
             same(mem, sql, &format!("failovers {since} {n}"), |tx| {
                 let rows = tx.failovers(since, None, n)?;
-                Ok((rows.into_iter().map(|r| r.1).collect::<Vec<_>>(), tx.count_failovers(since)?))
+                Ok((
+                    rows.into_iter().map(|r| r.1).collect::<Vec<_>>(),
+                    tx.count_failovers(since)?,
+                ))
             });
             same(mem, sql, &format!("refused {since} {n}"), |tx| {
                 let rows = tx.refused_writes(since, None, n)?;
-                Ok((rows.into_iter().map(|r| r.1).collect::<Vec<_>>(), tx.count_refused_writes(since)?))
+                Ok((
+                    rows.into_iter().map(|r| r.1).collect::<Vec<_>>(),
+                    tx.count_refused_writes(since)?,
+                ))
             });
         }
     }

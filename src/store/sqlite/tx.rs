@@ -17,9 +17,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::WorkFilter;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow,
-    JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow,
-    WriteRecord,
+    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
+    InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem,
+    WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
@@ -837,7 +837,11 @@ impl Tx for SqliteTx<'_> {
         })
     }
 
-    fn trim_history(&mut self, keep_from_revision: u64, keep_incidents_since: Millis) -> Result<()> {
+    fn trim_history(
+        &mut self,
+        keep_from_revision: u64,
+        keep_incidents_since: Millis,
+    ) -> Result<()> {
         let keep = bound(keep_from_revision);
         self.exec(
             "DELETE FROM grants WHERE revision < ?1 AND (from_owner IS NULL OR at < ?2)",
@@ -866,7 +870,10 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn count_failovers(&mut self, since: Millis) -> Result<u64> {
-        self.count("SELECT count(*) FROM grants WHERE from_owner IS NOT NULL AND at >= ?1", since)
+        self.count(
+            "SELECT count(*) FROM grants WHERE from_owner IS NOT NULL AND at >= ?1",
+            since,
+        )
     }
 
     fn refused_writes(
@@ -885,7 +892,10 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn count_refused_writes(&mut self, since: Millis) -> Result<u64> {
-        self.count("SELECT count(*) FROM writes WHERE accepted = 0 AND at >= ?1", since)
+        self.count(
+            "SELECT count(*) FROM writes WHERE accepted = 0 AND at >= ?1",
+            since,
+        )
     }
 
     fn put_definition(&mut self, d: &WorkflowDefinitionRow) -> Result<()> {
