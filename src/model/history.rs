@@ -111,6 +111,24 @@ pub struct HistoryPosition {
     pub seq: u64,
 }
 
+impl HistoryPosition {
+    /// `AT.SEQ`: the page key people pass back (`--after`) and the dashboard pages by.
+    #[must_use]
+    pub fn key(self) -> String {
+        format!("{}.{}", self.at, self.seq)
+    }
+
+    /// Reads [`Self::key`] back; `None` for anything else.
+    #[must_use]
+    pub fn parse_key(text: &str) -> Option<Self> {
+        let (at, seq) = text.trim().rsplit_once('.')?;
+        Some(Self {
+            at: at.parse().ok()?,
+            seq: seq.parse().ok()?,
+        })
+    }
+}
+
 /// One fenced write attempt and whether the store accepted it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -10,8 +10,8 @@ use crate::model::{Grant, HistoryPosition, WriteRecord};
 /// One page of an incident list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Incidents<T> {
-    /// Newest first.
-    pub rows: Vec<T>,
+    /// Newest first, each with its place in the list.
+    pub rows: Vec<(HistoryPosition, T)>,
     /// How many rows the whole window holds.
     pub total: u64,
     /// Where the next (older) page starts, when this one was full.
@@ -23,11 +23,7 @@ impl<T> Incidents<T> {
         let next = (rows.len() >= limit.max(1))
             .then(|| rows.last().map(|(p, _)| *p))
             .flatten();
-        Self {
-            rows: rows.into_iter().map(|(_, row)| row).collect(),
-            total,
-            next,
-        }
+        Self { rows, total, next }
     }
 }
 

@@ -17,6 +17,10 @@ fn failovers(s: &Store, since: i64) -> Incidents<Grant> {
     ok("failovers", s.failovers(since, None, 1_000))
 }
 
+fn rows_of<T: Clone>(list: &Incidents<T>) -> Vec<T> {
+    list.rows.iter().map(|(_, row)| row.clone()).collect()
+}
+
 /// The grants the checker's history holds, in revision order.
 fn grants(s: &Store) -> Vec<Grant> {
     ok("history", s.ownership_history(None, 0, 10_000)).0
@@ -40,7 +44,8 @@ pub fn a_reclaim_after_expiry_is_a_failover(h: &dyn Harness) {
     let list = failovers(&s, t0);
     assert_eq!(list.total, 2);
     assert_eq!(list.next, None);
-    let [lease_failover, work_failover] = &list.rows[..] else {
+    let rows = rows_of(&list);
+    let [lease_failover, work_failover] = &rows[..] else {
         panic!("two failovers, newest first: {list:?}");
     };
     assert_eq!(
@@ -82,7 +87,7 @@ pub fn a_reclaim_after_expiry_is_a_failover(h: &dyn Harness) {
         .filter(|g| g.took_over.is_some())
         .rev()
         .collect();
-    assert_eq!(history, list.rows, "the list is the history's failovers");
+    assert_eq!(history, rows, "the list is the history's failovers");
 }
 
 /// Moves the holder agreed to are no failovers: a grant after a release, after a failed
@@ -174,7 +179,8 @@ pub fn a_refused_write_records_the_holder_then(h: &dyn Harness) {
 
     let list = ok("refused", s.refused_writes(t0, None, 100));
     assert_eq!(list.total, 3);
-    let [renew, fail, complete] = &list.rows[..] else {
+    let rows = rows_of(&list);
+    let [renew, fail, complete] = &rows[..] else {
         panic!("three refused writes, newest first: {list:?}");
     };
     assert_eq!(
@@ -218,7 +224,7 @@ pub fn a_refused_write_records_the_holder_then(h: &dyn Harness) {
         .filter(|w| !w.accepted)
         .rev()
         .collect();
-    assert_eq!(history, list.rows, "the list is the history's refusals");
+    assert_eq!(history, rows, "the list is the history's refusals");
 }
 
 /// The window is by time: rows before `since` are left out, the count covers the whole
@@ -257,16 +263,17 @@ pub fn the_window_excludes_older_rows_and_pages_newest_first(h: &dyn Harness) {
     }
 
     assert_eq!(failovers(&s, t0).total, 6);
-    let window = failovers(&s, since);
-    assert_eq!(window.total, 5, "the reclaim before the window is left out");
-    assert!(window.rows.iter().all(|g| g.at >= since));
+    let list = failovers(&s, since);
+    assert_eq!(list.total, 5, "the reclaim before the window is left out");
+    let window = rows_of(&list);
+    assert!(window.iter().all(|g| g.at >= since));
     assert!(
-        !window.rows.iter().any(|g| g.generation == first.generation
+        !window.iter().any(|g| g.generation == first.generation
             && g.resource_id == "e0"
             && g.owner_id == "b")
     );
     assert!(
-        window.rows.windows(2).all(|w| w[0].at >= w[1].at),
+        window.windows(2).all(|w| w[0].at >= w[1].at),
         "newest first"
     );
 
@@ -277,13 +284,13 @@ pub fn the_window_excludes_older_rows_and_pages_newest_first(h: &dyn Harness) {
             let page = ok("page", s.failovers(since, before, limit));
             assert_eq!(page.total, 5);
             assert!(page.rows.len() <= limit);
-            seen.extend(page.rows);
+            seen.extend(rows_of(&page));
             match page.next {
                 Some(next) => before = Some(next),
                 None => break,
             }
         }
-        assert_eq!(seen, window.rows, "pages of {limit}");
+        assert_eq!(seen, window, "pages of {limit}");
         let distinct: BTreeSet<_> = seen
             .iter()
             .map(|g| (g.revision, g.resource_id.clone()))

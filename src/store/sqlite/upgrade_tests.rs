@@ -84,7 +84,7 @@ fn a_schema_1_store_is_upgraded_in_place_and_old_rows_read_as_unknown() {
     s.acquire("r", "c", 1_000.0, NO_KEY).expect("c reclaims");
     let failovers = s.failovers(0, None, 10).expect("failovers");
     assert_eq!(failovers.total, 1);
-    let takeover = failovers.rows[0].took_over.clone().expect("a failover");
+    let takeover = failovers.rows[0].1.took_over.clone().expect("a failover");
     assert_eq!(
         (takeover.from_owner.as_str(), takeover.from_generation),
         ("b", 2)
