@@ -122,6 +122,8 @@ fn short_name(view: ViewId) -> &'static str {
         ViewId::Audit => "audit",
         ViewId::Timeline => "time",
         ViewId::WorkflowDetail => "wf",
+        ViewId::Failovers => "fail",
+        ViewId::Fenced => "fence",
     }
 }
 

@@ -12,6 +12,8 @@ pub mod chrome;
 pub mod cursors;
 pub mod dialog;
 pub mod events;
+pub mod failovers;
+pub mod fenced;
 pub mod help;
 pub mod leases;
 pub mod overview;
@@ -178,6 +180,17 @@ pub fn table(snap: &Snapshot, now: Millis) -> Option<TableData> {
         ViewData::Events { page, high_water } => events::table(page, *high_water),
         ViewData::Schedules { page, firings } => schedules::table(page, firings, now),
         ViewData::Audit(page) => audit::table(page),
+        // Newest first by time, paged forward only: the view knows whether there is more.
+        ViewData::Failovers(list) => {
+            let mut data = failovers::table(list, now);
+            data.more_before = snap.query.page.after.is_some() && !snap.query.page.backwards;
+            return Some(data);
+        }
+        ViewData::Fenced(list) => {
+            let mut data = fenced::table(list);
+            data.more_before = snap.query.page.after.is_some() && !snap.query.page.backwards;
+            return Some(data);
+        }
         ViewData::Timeline {
             resource,
             grants,
