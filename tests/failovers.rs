@@ -126,7 +126,10 @@ fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
         }
         let (mut revision, mut moved_at) = (store.revision().unwrap(), Instant::now());
         loop {
-            assert!(Instant::now() < deadline, "timed out waiting for auth-1's claims to be taken over");
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for auth-1's claims to be taken over"
+            );
             let reclaimed = held
                 .iter()
                 .all(|(id, g)| store.work(id).unwrap().is_some_and(|w| w.generation > *g));
@@ -168,16 +171,22 @@ fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
             )
         })
         .collect();
-    assert_eq!(listed, history, "inspect failovers lists every reclaim the history holds");
+    assert_eq!(
+        listed, history,
+        "inspect failovers lists every reclaim the history holds"
+    );
     for (owner, held) in [("auth-0", &killed_held), ("auth-1", &stopped_held)] {
         let from: Vec<_> = listed.iter().filter(|f| f.1 == owner).collect();
         assert!(!from.is_empty(), "no failover from {owner}");
         for id in held.keys() {
             assert!(
-                from.iter().any(|f| &f.0 == id) || store.work(id).unwrap().is_some_and(|w| {
-                    // Finished by its own holder in the instant before the signal landed.
-                    writes.iter().any(|x| x.accepted && x.resource_id == w.id && x.owner_id == owner)
-                }),
+                from.iter().any(|f| &f.0 == id)
+                    || store.work(id).unwrap().is_some_and(|w| {
+                        // Finished by its own holder in the instant before the signal landed.
+                        writes
+                            .iter()
+                            .any(|x| x.accepted && x.resource_id == w.id && x.owner_id == owner)
+                    }),
                 "{owner} held {id}, which was neither reclaimed nor finished by it"
             );
         }
@@ -201,12 +210,17 @@ fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
     assert!(!late.is_empty());
     for w in &late {
         let holder_generation = w["holderGeneration"].as_u64().expect("holder recorded");
-        assert!(holder_generation > w["writerGeneration"].as_u64().unwrap(), "{w}");
+        assert!(
+            holder_generation > w["writerGeneration"].as_u64().unwrap(),
+            "{w}"
+        );
         let holder = w["holder"].as_str();
         if let Some(holder) = holder {
             assert_ne!(holder, "auth-1");
             assert_eq!(
-                owner_of.get(&(text(w, "resource"), holder_generation)).map(String::as_str),
+                owner_of
+                    .get(&(text(w, "resource"), holder_generation))
+                    .map(String::as_str),
                 Some(holder),
                 "{w}"
             );
@@ -214,7 +228,11 @@ fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
         assert!(!text(w, "verb").is_empty() && !text(w, "refusal").is_empty());
     }
     let refused = writes.iter().filter(|w| !w.accepted).count();
-    assert_eq!(inspect(&path, "fenced").len(), refused, "every refused write is listed");
+    assert_eq!(
+        inspect(&path, "fenced").len(),
+        refused,
+        "every refused write is listed"
+    );
     eprintln!(
         "failovers: {} listed ({} from auth-0, {} from auth-1); auth-1 wrote {} times late",
         listed.len(),

@@ -25,9 +25,7 @@ use leasehold::store::Backend;
 use leasehold::store::postgres::PostgresBackend;
 use leasehold::store::url::{self, OpenMode};
 
-use support::authorities::{
-    Authorities, HANDLER, claimed_by, compat, enqueue, signal, unfinished,
-};
+use support::authorities::{Authorities, HANDLER, claimed_by, compat, enqueue, signal, unfinished};
 use support::postgres::{Database, Server, database};
 
 const SECRET: &str = "s3cr3t-Pa55word";

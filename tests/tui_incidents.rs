@@ -67,12 +67,17 @@ fn fixture() -> (Store, ManualClock) {
     store.claim_batch("auth-a", C1, 1, 5_000).unwrap();
     clock.advance(6_000);
     let old = store.claim_batch("auth-b", C1, 1, 5_000).unwrap();
-    store.complete(&old[0].id, "auth-b", old[0].generation, None).unwrap();
+    store
+        .complete(&old[0].id, "auth-b", old[0].generation, None)
+        .unwrap();
     clock.advance(20 * 60_000);
 
     effects(&store, "effect", 30);
     store
-        .enqueue(NewWork::effect("evil\u{1b}[31m-\u{202e}id", "send-email", "{}"), C1)
+        .enqueue(
+            NewWork::effect("evil\u{1b}[31m-\u{202e}id", "send-email", "{}"),
+            C1,
+        )
         .unwrap();
     let held = store.claim_batch("auth-a", C1, 100, 5_000).unwrap();
     let leader = store.acquire("leader", "auth-a", 5_000.0, NO_KEY).unwrap();
@@ -85,21 +90,31 @@ fn fixture() -> (Store, ManualClock) {
     store.acquire("leader", "auth-c", 60_000.0, NO_KEY).unwrap();
     clock.advance(700);
     for item in held.iter().take(2) {
-        assert!(store.complete(&item.id, "auth-a", item.generation, None).is_err());
+        assert!(
+            store
+                .complete(&item.id, "auth-a", item.generation, None)
+                .is_err()
+        );
     }
     let done = store.work("effect-010").unwrap().unwrap();
     let owner = done.owner_id.clone().unwrap();
-    store.complete("effect-010", &owner, done.generation, None).unwrap();
+    store
+        .complete("effect-010", &owner, done.generation, None)
+        .unwrap();
     let late = held.iter().find(|i| i.id == "effect-010").unwrap();
     let failure = Failure {
         class: FailureClass::Retryable,
         code: "E".into(),
         message: "late".into(),
     };
-    assert!(store.fail("effect-010", "auth-a", late.generation, failure).is_err());
     assert!(
         store
-            .renew("leader", &leader.token, leader.generation, 5_000.0)
+            .fail("effect-010", "auth-a", late.generation, failure)
+            .is_err()
+    );
+    assert!(
+        store
+            .release("leader", "auth-a", &leader.token, leader.generation, NO_KEY)
             .is_err()
     );
     for id in ["auth-b", "auth-c"] {
@@ -183,7 +198,10 @@ fn keys_and_commands_open_the_views() {
 fn the_failovers_view_pages_through_the_stores_list() {
     let (store, _clock) = fixture();
     let list = failovers(&store, Window::default(), store.now(), None, 1_000).unwrap();
-    assert_eq!(list.total, 32, "30 effects, the hostile one and the lease; not the old one");
+    assert_eq!(
+        list.total, 32,
+        "30 effects, the hostile one and the lease; not the old one"
+    );
     let expected: Vec<String> = list.rows.iter().map(|f| f.position.key()).collect();
     let (grants, _) = store.ownership_history(None, 0, 10_000).unwrap();
     assert_eq!(
@@ -198,7 +216,11 @@ fn the_failovers_view_pages_through_the_stores_list() {
     let mut h = harness(&store, "dark", 80, 24);
     h.press('F');
     let first = h.app.table_data().unwrap();
-    assert!(first.summary.contains("last 15m · 32 failovers"), "{}", first.summary);
+    assert!(
+        first.summary.contains("last 15m · 32 failovers"),
+        "{}",
+        first.summary
+    );
     let mut seen: Vec<String> = Vec::new();
     for _ in 0..10 {
         let data = h.app.table_data().unwrap();
@@ -237,8 +259,20 @@ fn the_fenced_view_names_the_holder_of_each_refused_write() {
         assert_eq!(cells[6], w.verb);
     }
     let holders: Vec<&str> = data.rows.iter().map(|r| r.cells[4].text.as_str()).collect();
-    assert!(holders.contains(&"auth-c"), "the lease's holder: {holders:?}");
-    assert!(holders.contains(&"nobody"), "the finished item: {holders:?}");
+    assert!(
+        holders.contains(&"auth-c"),
+        "the lease's holder: {holders:?}"
+    );
+    let writers: BTreeSet<&str> = data.rows.iter().map(|r| r.cells[2].text.as_str()).collect();
+    assert_eq!(
+        writers,
+        BTreeSet::from(["auth-a"]),
+        "only the late owner wrote"
+    );
+    assert!(
+        holders.contains(&"nobody"),
+        "the finished item: {holders:?}"
+    );
 }
 
 #[test]

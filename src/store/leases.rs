@@ -109,10 +109,12 @@ impl Store {
         })
     }
 
-    /// Applies a holder-only change to a lease, logging the write for the checker.
+    /// Applies a holder-only change to a lease, logging the write for the checker: a refused
+    /// one as made by `writer` (a renewal presents only a token: then by the holder).
     fn holder_write(
         &self,
         resource: &str,
+        writer: Option<&str>,
         generation: u64,
         verb: &str,
         change: impl Fn(&Lease, Millis) -> Result<Lease>,
@@ -129,7 +131,10 @@ impl Store {
                 tx,
                 now,
                 resource,
-                &current.owner_id,
+                // An accepted write presented the holder's token: it is the holder's.
+                writer
+                    .filter(|_| outcome.is_err())
+                    .unwrap_or(&current.owner_id),
                 generation,
                 verb,
                 &outcome.as_ref().map(|_| ()).map_err(Clone::clone),
@@ -156,9 +161,11 @@ impl Store {
         duration_ms: f64,
     ) -> Result<Lease> {
         let duration = rules::clamp_duration(duration_ms);
-        self.write_logged(self.holder_write(resource, generation, "renew", |l, now| {
-            rules::renew(l, token, generation, duration, now)
-        }))
+        self.write_logged(
+            self.holder_write(resource, None, generation, "renew", |l, now| {
+                rules::renew(l, token, generation, duration, now)
+            }),
+        )
     }
 
     /// Releases the lease (dropping its checkpoint); the generation is kept.
@@ -177,7 +184,7 @@ impl Store {
             owner,
             "release",
             idem.key,
-            self.holder_write(resource, generation, "release", |l, now| {
+            self.holder_write(resource, Some(owner), generation, "release", |l, now| {
                 rules::release(l, token, generation, now)
             }),
         )
@@ -210,17 +217,18 @@ impl Store {
                 }));
             }
             let new_token = self.ids.next_id("tok");
-            let moved = self.holder_write(resource, generation, "handoff", |l, now| {
-                rules::handoff(
-                    l,
-                    token,
-                    generation,
-                    recipient,
-                    new_token.clone(),
-                    duration,
-                    now,
-                )
-            })(tx, now)?;
+            let moved =
+                self.holder_write(resource, Some(owner), generation, "handoff", |l, now| {
+                    rules::handoff(
+                        l,
+                        token,
+                        generation,
+                        recipient,
+                        new_token.clone(),
+                        duration,
+                        now,
+                    )
+                })(tx, now)?;
             if let Ok(lease) = &moved {
                 let revision = tx.commit_revision()?;
                 tx.add_grant(&Grant {
@@ -256,7 +264,7 @@ impl Store {
             owner,
             "checkpoint",
             idem.key,
-            self.holder_write(resource, generation, "checkpoint", |l, now| {
+            self.holder_write(resource, Some(owner), generation, "checkpoint", |l, now| {
                 rules::checkpoint(l, token, generation, data.to_owned(), now)
             }),
         )

@@ -13,7 +13,6 @@ use leasehold::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
 use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{PageRequest, WorkState};
 
-
 /// Sends `sig` (`-STOP`, `-CONT`, `-TERM`) to `pid`.
 pub fn signal(sig: &str, pid: u32) {
     let _ = Command::new("kill")
@@ -135,7 +134,6 @@ impl Drop for Authorities {
     }
 }
 
-
 /// The handler of the effects [`enqueue`] adds (the default workload has it).
 pub const HANDLER: &str = "send-email";
 
@@ -183,4 +181,3 @@ pub fn claimed_by(store: &Store, owner: &str) -> BTreeMap<String, u64> {
         .map(|w| (w.id, w.generation))
         .collect()
 }
-

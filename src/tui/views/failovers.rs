@@ -9,13 +9,13 @@ use crate::clock::{Millis, format_instant};
 use crate::ops::failovers::{FailoverRow, Listing};
 
 pub const COLUMNS: &[Column] = &[
-    col("at", 12, 0),
-    col("resource", 26, 0),
-    col("from", 14, 0),
-    col("to", 14, 0),
-    col("gen", 5, 0),
-    col("lapsed", 9, 1),
-    col("how", 8, 2),
+    col("at", 12, 1),
+    col("resource", 20, 0),
+    col("from", 12, 0),
+    col("to", 12, 0),
+    col("gen", 4, 0),
+    col("lapsed", 8, 1),
+    col("how", 7, 2),
     col("ago", 8, 3),
 ];
 

@@ -10,13 +10,13 @@ use crate::ops::failovers::Listing;
 use crate::ops::fenced::FencedRow;
 
 pub const COLUMNS: &[Column] = &[
-    col("at", 12, 0),
-    col("resource", 26, 0),
-    col("writer", 14, 0),
-    col("gen", 5, 0),
-    col("holder then", 14, 0),
-    col("h.gen", 5, 1),
-    col("verb", 10, 1),
+    col("at", 12, 1),
+    col("resource", 18, 0),
+    col("writer", 12, 0),
+    col("gen", 4, 0),
+    col("holder then", 12, 0),
+    col("h.gen", 5, 0),
+    col("verb", 9, 1),
     col("refusal", 16, 2),
 ];
 
