@@ -323,6 +323,8 @@ fn every_query_is_served_by_an_index() {
         "events",
         "schedules",
         "audit",
+        "failovers",
+        "fenced",
     ] {
         run(&["inspect", "--store", url, view, "--json", "--limit", "5"]);
     }
