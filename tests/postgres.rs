@@ -19,6 +19,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use leasehold::Store;
+use leasehold::clock::ManualClock;
 use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{PageRequest, WorkState};
 use leasehold::store::Backend;
@@ -26,6 +27,7 @@ use leasehold::store::postgres::PostgresBackend;
 use leasehold::store::url::{self, OpenMode};
 
 use support::authorities::{Authorities, HANDLER, claimed_by, compat, enqueue, signal, unfinished};
+use support::open_postgres;
 use support::postgres::{Database, Server, database};
 
 const SECRET: &str = "s3cr3t-Pa55word";
@@ -197,6 +199,47 @@ fn read_only_opens_refuse_writes_and_see_commits() {
         .enqueue(NewWork::effect("fx-2", "send-email", "{}"), "k")
         .unwrap_err();
     assert_eq!(e.code(), "STORE_READ_ONLY");
+}
+
+/// A database created by schema 1 (before failovers and holders were recorded) is refused
+/// read-only and upgraded in place by a read-write open: old rows read as unknown, new
+/// failovers are listed.
+#[test]
+fn a_schema_1_database_is_upgraded_in_place() {
+    let db = database();
+    let clock = ManualClock::new(support::START);
+    let no_key = leasehold::store::Keyed { key: None };
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    store.acquire("r", "a", 1_000.0, no_key).unwrap();
+    drop(store);
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "DROP INDEX grants_failovers; DROP INDEX writes_refused;
+             ALTER TABLE grants DROP COLUMN from_owner, DROP COLUMN from_generation,
+                 DROP COLUMN lapsed_ms;
+             ALTER TABLE writes DROP COLUMN holder_id, DROP COLUMN holder_generation;
+             UPDATE meta SET value = 1 WHERE key = 'schema_version';",
+        )
+        .unwrap();
+    let e = open_err(db.url(), OpenMode::ReadOnly);
+    assert!(e.to_string().contains("predates this build"), "{e}");
+
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    let version: i64 = admin
+        .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(version, leasehold::store::postgres::SCHEMA_VERSION);
+    let (grants, _) = store.ownership_history(None, 0, 10).unwrap();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(grants[0].took_over, None, "an old row reads as unknown");
+    clock.advance(1_500);
+    store.acquire("r", "b", 1_000.0, no_key).unwrap();
+    let listed = store.failovers(0, None, 10).unwrap();
+    assert_eq!(listed.total, 1);
+    let took = listed.rows[0].1.took_over.clone().unwrap();
+    assert_eq!((took.from_owner.as_str(), took.lapsed_ms), ("a", 500));
 }
 
 /// The database lost commits this process saw acknowledged (as after a failover to a
