@@ -521,9 +521,14 @@ fn failovers_and_fenced_writes_are_listed_from_the_history() {
     let text = stdout(&table);
     assert!(text.starts_with("AT "), "{text}");
     assert!(text.contains("HOLDER THEN"), "{text}");
+    let noun = if fenced.len() == 1 {
+        "refused write"
+    } else {
+        "refused writes"
+    };
     assert!(
         text.trim_end()
-            .ends_with(&format!("last 3h · {} refused writes", fenced.len())),
+            .ends_with(&format!("last 3h · {} {noun}", fenced.len())),
         "{text}"
     );
 }

@@ -42,13 +42,13 @@ fn emit<T: serde::Serialize>(
     ctx: &Ctx<'_>,
     out: &mut dyn Write,
     list: &Listing<T>,
-    noun: &str,
+    (one, many): (&str, &str),
     table: &Table,
 ) -> Result<Option<String>, Failure> {
     let next = list.next.map(HistoryPosition::key);
     let next = ctx.emit(out, &list.rows, table, next)?;
     if !ctx.json {
-        writeln!(out, "{}", list.headline(noun))?;
+        writeln!(out, "{}", list.headline(one, many))?;
     }
     Ok(next)
 }
@@ -67,7 +67,7 @@ pub fn print_failovers(
     for f in &list.rows {
         table.row(failover_cells(f, ctx));
     }
-    emit(ctx, out, &list, "failovers", &table)
+    emit(ctx, out, &list, ("failover", "failovers"), &table)
 }
 
 fn failover_cells(f: &FailoverRow, ctx: &Ctx<'_>) -> Vec<String> {
@@ -105,7 +105,7 @@ pub fn print_fenced(
     for w in &list.rows {
         table.row(fenced_cells(w, ctx));
     }
-    emit(ctx, out, &list, "refused writes", &table)
+    emit(ctx, out, &list, ("refused write", "refused writes"), &table)
 }
 
 fn fenced_cells(w: &FencedRow, ctx: &Ctx<'_>) -> Vec<String> {

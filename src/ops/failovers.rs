@@ -80,9 +80,11 @@ pub struct Listing<T> {
 }
 
 impl<T> Listing<T> {
-    /// `last 15m · 3 failovers` and the like: the headline both front ends print.
+    /// `last 15m · 3 failovers`, `last 1h · 1 refused write`: the headline both front
+    /// ends print, with the noun for one row and for any other count.
     #[must_use]
-    pub fn headline(&self, noun: &str) -> String {
+    pub fn headline(&self, one: &str, many: &str) -> String {
+        let noun = if self.total == 1 { one } else { many };
         format!("last {} · {} {noun}", self.window.label(), self.total)
     }
 }

@@ -59,7 +59,7 @@ pub fn row(f: &FailoverRow, now: Millis) -> Row {
 #[must_use]
 pub fn table(list: &Listing<FailoverRow>, now: Millis) -> TableData {
     let rows = list.rows.iter().map(|f| row(f, now)).collect();
-    let mut data = TableData::new(COLUMNS, rows, list.headline("failovers"));
+    let mut data = TableData::new(COLUMNS, rows, list.headline("failover", "failovers"));
     data.more_after = list.next.is_some();
     data
 }

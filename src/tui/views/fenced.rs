@@ -66,7 +66,11 @@ pub fn table(list: &Listing<FencedRow>) -> TableData {
             ..Row::default()
         })
         .collect();
-    let mut data = TableData::new(COLUMNS, rows, list.headline("refused writes"));
+    let mut data = TableData::new(
+        COLUMNS,
+        rows,
+        list.headline("refused write", "refused writes"),
+    );
     data.more_after = list.next.is_some();
     data
 }

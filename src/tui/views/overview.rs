@@ -341,7 +341,7 @@ fn failover_list(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, 
         return;
     };
     let mut lines = vec![Line::from(Span::styled(
-        format!("FAILOVERS · {}", list.headline("in window")),
+        format!("FAILOVERS · {}", list.headline("in window", "in window")),
         t.style(Role::Header),
     ))];
     if list.rows.is_empty() {
