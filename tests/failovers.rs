@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use support::authorities::{Authorities, claimed_by, enqueue, signal, unfinished};
 
-const ITEMS: usize = 1_200;
+const ITEMS: usize = 3_000;
 const LEASE_MS: u32 = 1_000;
 
 fn leasehold(args: &[&str]) -> Output {
@@ -111,50 +111,60 @@ fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
     let killed_held = claimed_by(&store, "auth-0");
     auth.kill("auth-0");
 
-    // SIGSTOP another while it holds claims, until each was taken over, then resume it. A
-    // stop that lands inside a write transaction holds SQLite's write lock and nobody
-    // progresses: then it is resumed and stopped again.
-    let stopped_held = 'stop: loop {
-        wait_until("auth-1 to hold claims", deadline, || {
-            !claimed_by(&store, "auth-1").is_empty()
-        });
-        signal("-STOP", auth.pid("auth-1"));
-        let held = claimed_by(&store, "auth-1");
-        if held.is_empty() {
-            signal("-CONT", auth.pid("auth-1"));
-            continue;
-        }
-        let (mut revision, mut moved_at) = (store.revision().unwrap(), Instant::now());
-        loop {
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for auth-1's claims to be taken over"
-            );
-            let reclaimed = held
-                .iter()
-                .all(|(id, g)| store.work(id).unwrap().is_some_and(|w| w.generation > *g));
-            if reclaimed {
-                break 'stop held;
-            }
-            let now = store.revision().unwrap();
-            if now != revision {
-                (revision, moved_at) = (now, Instant::now());
-            } else if moved_at.elapsed() > Duration::from_secs(5) {
+    // SIGSTOP another while it holds claims, until each was taken over, then resume it,
+    // until it writes late at least once (a resumed authority may also drop an attempt
+    // without writing). A stop that lands inside a write transaction holds SQLite's write
+    // lock and nobody progresses: then it is resumed and stopped again.
+    let mut stopped_held = BTreeMap::new();
+    'cycle: loop {
+        let held = 'stop: loop {
+            wait_until("auth-1 to hold claims", deadline, || {
+                !claimed_by(&store, "auth-1").is_empty()
+            });
+            signal("-STOP", auth.pid("auth-1"));
+            let held = claimed_by(&store, "auth-1");
+            if held.is_empty() {
                 signal("-CONT", auth.pid("auth-1"));
-                std::thread::sleep(Duration::from_millis(200));
-                continue 'stop;
+                continue;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            let (mut revision, mut moved_at) = (store.revision().unwrap(), Instant::now());
+            loop {
+                assert!(
+                    Instant::now() < deadline,
+                    "timed out waiting for auth-1's claims to be taken over"
+                );
+                let reclaimed = held
+                    .iter()
+                    .all(|(id, g)| store.work(id).unwrap().is_some_and(|w| w.generation > *g));
+                if reclaimed {
+                    break 'stop held;
+                }
+                let now = store.revision().unwrap();
+                if now != revision {
+                    (revision, moved_at) = (now, Instant::now());
+                } else if moved_at.elapsed() > Duration::from_secs(5) {
+                    signal("-CONT", auth.pid("auth-1"));
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue 'stop;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        stopped_held.extend(held);
+        signal("-CONT", auth.pid("auth-1"));
+        // Its late writes are refused and listed, each naming the holder then.
+        let resumed = Instant::now();
+        while resumed.elapsed() < Duration::from_secs(20) {
+            let late = inspect(&path, "fenced")
+                .iter()
+                .any(|w| text(w, "writer") == "auth-1");
+            if late {
+                break 'cycle;
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
-    };
-    signal("-CONT", auth.pid("auth-1"));
-
-    // Its late writes are refused and listed, each naming the holder then.
-    wait_until("auth-1's late writes to be listed", deadline, || {
-        inspect(&path, "fenced")
-            .iter()
-            .any(|w| text(w, "writer") == "auth-1")
-    });
+        assert!(Instant::now() < deadline, "auth-1 never wrote late");
+    }
     wait_until("every item to finish", deadline, || unfinished(&store) == 0);
     auth.stop_all(deadline);
 
