@@ -7,9 +7,9 @@ use super::Failure;
 use super::inspect::Ctx;
 use super::output::{Table, cell_max, when};
 use crate::model::HistoryPosition;
-use crate::ops::failovers::{self, FailoverRow, Listing};
+use crate::ops::failovers::{self, FailoverRow};
 use crate::ops::fenced::{self, FencedRow};
-use crate::ops::window::Window;
+use crate::ops::window::{Listing, Window};
 
 /// The window `--window` names, or the default.
 ///

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::window::Window;
+use super::window::{Listing, Window};
 use crate::clock::{Millis, format_duration};
 use crate::error::Result;
 use crate::model::{Grant, HistoryPosition};
@@ -62,30 +62,6 @@ impl FailoverRow {
         } else {
             format_duration(self.lapsed_ms)
         }
-    }
-}
-
-/// One page of an incident list in a window.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listing<T> {
-    pub window: Window,
-    /// The window's first instant.
-    pub since: Millis,
-    /// Rows in the whole window.
-    pub total: u64,
-    /// This page, newest first.
-    pub rows: Vec<T>,
-    /// The next (older) page's start, when there is one.
-    pub next: Option<HistoryPosition>,
-}
-
-impl<T> Listing<T> {
-    /// `last 15m · 3 failovers`, `last 1h · 1 refused write`: the headline both front
-    /// ends print, with the noun for one row and for any other count.
-    #[must_use]
-    pub fn headline(&self, one: &str, many: &str) -> String {
-        let noun = if self.total == 1 { one } else { many };
-        format!("last {} · {} {noun}", self.window.label(), self.total)
     }
 }
 

@@ -4,8 +4,7 @@
 
 use serde::Serialize;
 
-use super::failovers::Listing;
-use super::window::Window;
+use super::window::{Listing, Window};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::{HistoryPosition, WriteRecord};

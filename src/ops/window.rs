@@ -1,10 +1,12 @@
-//! How far back the incident lists (failovers, refused writes) look: a span of time, not a
-//! number of revisions, so a busy store shows the same quarter hour as a quiet one.
+//! How far back the incident lists (failovers, refused writes) look — a span of time, not a
+//! number of revisions, so a busy store shows the same quarter hour as a quiet one — and
+//! the page of such a list both front ends print.
 
 use serde::Serialize;
 
 use crate::clock::{Millis, parse_duration};
 use crate::error::{Error, Result};
+use crate::model::HistoryPosition;
 use crate::store::RETENTION;
 
 /// A look-back span ending now.
@@ -62,6 +64,30 @@ impl Window {
             ms if ms % 1_000 == 0 => format!("{}s", ms / 1_000),
             ms => format!("{ms}ms"),
         }
+    }
+}
+
+/// One page of an incident list in a window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing<T> {
+    pub window: Window,
+    /// The window's first instant.
+    pub since: Millis,
+    /// Rows in the whole window.
+    pub total: u64,
+    /// This page, newest first.
+    pub rows: Vec<T>,
+    /// The next (older) page's start, when there is one.
+    pub next: Option<HistoryPosition>,
+}
+
+impl<T> Listing<T> {
+    /// `last 15m · 3 failovers`, `last 1h · 1 refused write`: the headline both front
+    /// ends print, with the noun for one row and for any other count.
+    #[must_use]
+    pub fn headline(&self, one: &str, many: &str) -> String {
+        let noun = if self.total == 1 { one } else { many };
+        format!("last {} · {} {noun}", self.window.label(), self.total)
     }
 }
 

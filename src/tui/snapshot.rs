@@ -23,9 +23,9 @@ use crate::model::{
     Page, PageRequest, Schedule, Subscription, WorkItem, WriteRecord,
 };
 use crate::ops;
-use crate::ops::failovers::{FailoverRow, Listing};
+use crate::ops::failovers::FailoverRow;
 use crate::ops::fenced::FencedRow;
-use crate::ops::window::Window;
+use crate::ops::window::{Listing, Window};
 use crate::store::{Overview, Store};
 
 /// How many authorities the header, the overview and compatibility checks look at.

@@ -6,7 +6,8 @@ use super::super::text::{age, clean, clock_time};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::clock::{Millis, format_instant};
-use crate::ops::failovers::{FailoverRow, Listing};
+use crate::ops::failovers::FailoverRow;
+use crate::ops::window::Listing;
 
 pub const COLUMNS: &[Column] = &[
     col("at", 12, 1),

@@ -6,8 +6,8 @@ use super::super::text::{clean, clock_time};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::clock::format_instant;
-use crate::ops::failovers::Listing;
 use crate::ops::fenced::FencedRow;
+use crate::ops::window::Listing;
 
 pub const COLUMNS: &[Column] = &[
     col("at", 12, 1),
