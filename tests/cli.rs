@@ -504,6 +504,14 @@ fn failovers_and_fenced_writes_are_listed_from_the_history() {
         );
     }
 
+    // The overview counts the same lists over the default window (all of them are in it).
+    let overview = &json_lines(&leasehold(&[
+        "inspect", "--store", &store, "overview", "--json",
+    ]))[0];
+    assert_eq!(overview["incidents"]["failovers"], failovers.len());
+    assert_eq!(overview["incidents"]["refusedWrites"], fenced.len());
+    assert_eq!(overview["incidents"]["window"], "15m");
+
     // Pages: the key under a full page continues exactly where it stopped.
     let first = read("failovers", &["--limit", "1"]);
     let hint = stderr(&first);

@@ -120,3 +120,37 @@ fn fenced_cells(w: &FencedRow, ctx: &Ctx<'_>) -> Vec<String> {
         cell_max(&w.refusal, 24),
     ]
 }
+
+/// The overview's incident figures: how many failovers and refused writes the default
+/// window holds, read from the same lists as the two views.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowCounts {
+    window: String,
+    failovers: u64,
+    refused_writes: u64,
+}
+
+impl WindowCounts {
+    /// Counts the default window ending at `ctx.now`.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn read(ctx: &Ctx<'_>) -> Result<Self, Failure> {
+        let window = Window::default();
+        Ok(Self {
+            window: window.label(),
+            failovers: failovers::failovers(ctx.store, window, ctx.now, None, 1)?.total,
+            refused_writes: fenced::fenced(ctx.store, window, ctx.now, None, 1)?.total,
+        })
+    }
+
+    /// `2 failovers, 5 refused writes in the last 15m`.
+    #[must_use]
+    pub fn line(&self) -> String {
+        format!(
+            "{} failovers, {} refused writes in the last {} (inspect failovers, fenced)",
+            self.failovers, self.refused_writes, self.window
+        )
+    }
+}

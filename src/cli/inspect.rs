@@ -250,6 +250,7 @@ struct OverviewRow {
     writes_accepted: u64,
     writes_refused: u64,
     oldest_waiting: Option<Millis>,
+    incidents: super::incidents::WindowCounts,
 }
 
 #[derive(Serialize)]
@@ -299,6 +300,7 @@ fn overview(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failur
         writes_accepted: overview.writes_accepted,
         writes_refused: overview.writes_refused,
         oldest_waiting: overview.oldest_waiting,
+        incidents: super::incidents::WindowCounts::read(ctx)?,
     };
     if ctx.json {
         json_line(out, &row)?;
@@ -336,6 +338,7 @@ fn overview(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failur
         row.claims,
         opt_when(row.oldest_waiting, ctx.now)
     )?;
+    writeln!(out, "incidents    {}", row.incidents.line())?;
     writeln!(out)?;
     let mut table = Table::new(&["KIND", "STATE", "COMPAT", "COMPATIBLE", "COUNT"]);
     for c in &row.work {
