@@ -112,6 +112,24 @@ pub fn format_duration(ms: Millis) -> String {
     }
 }
 
+/// Reads `30s`, `5m`, `1500ms`, `2h` or plain seconds; `None` for anything else.
+#[must_use]
+pub fn parse_duration(text: &str) -> Option<Millis> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((text, "s"), |i| text.split_at(i));
+    let n: Millis = number.parse().ok()?;
+    let factor = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return None,
+    };
+    Some(n.saturating_mul(factor))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

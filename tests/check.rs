@@ -90,6 +90,7 @@ impl Fixture {
                 owner_compat: Some(owner_compat.into()),
                 item_compat: Some(item_compat.into()),
                 at: T0,
+                took_over: None,
             })
         })
     }
@@ -119,6 +120,7 @@ impl Fixture {
                 refusal: (!accepted).then(|| "WORK_FENCED".into()),
                 detail: detail.to_string(),
                 at: T0,
+                holder: None,
             })
         })
     }
@@ -478,6 +480,7 @@ fn a_claim_across_builds_is_reported() {
             owner_compat: None,
             item_compat: None,
             at: T0,
+            took_over: None,
         })
     });
 

@@ -13,21 +13,21 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use leasehold::Store;
-use leasehold::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
+use leasehold::clock::ManualClock;
 use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{PageRequest, WorkState};
 use leasehold::store::Backend;
 use leasehold::store::postgres::PostgresBackend;
 use leasehold::store::url::{self, OpenMode};
 
+use support::authorities::{Authorities, HANDLER, claimed_by, compat, enqueue, signal, unfinished};
+use support::open_postgres;
 use support::postgres::{Database, Server, database};
 
 const SECRET: &str = "s3cr3t-Pa55word";
@@ -222,6 +222,47 @@ fn read_only_opens_refuse_writes_and_see_commits() {
     assert_eq!(e.code(), "STORE_READ_ONLY");
 }
 
+/// A database created by schema 1 (before failovers and holders were recorded) is refused
+/// read-only and upgraded in place by a read-write open: old rows read as unknown, new
+/// failovers are listed.
+#[test]
+fn a_schema_1_database_is_upgraded_in_place() {
+    let db = database();
+    let clock = ManualClock::new(support::START);
+    let no_key = leasehold::store::Keyed { key: None };
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    store.acquire("r", "a", 1_000.0, no_key).unwrap();
+    drop(store);
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "DROP INDEX grants_failovers; DROP INDEX writes_refused;
+             ALTER TABLE grants DROP COLUMN from_owner, DROP COLUMN from_generation,
+                 DROP COLUMN lapsed_ms;
+             ALTER TABLE writes DROP COLUMN holder_id, DROP COLUMN holder_generation;
+             UPDATE meta SET value = 1 WHERE key = 'schema_version';",
+        )
+        .unwrap();
+    let e = open_err(db.url(), OpenMode::ReadOnly);
+    assert!(e.to_string().contains("predates this build"), "{e}");
+
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    let version: i64 = admin
+        .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(version, leasehold::store::postgres::SCHEMA_VERSION);
+    let (grants, _) = store.ownership_history(None, 0, 10).unwrap();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(grants[0].took_over, None, "an old row reads as unknown");
+    clock.advance(1_500);
+    store.acquire("r", "b", 1_000.0, no_key).unwrap();
+    let listed = store.failovers(0, None, 10).unwrap();
+    assert_eq!(listed.total, 1);
+    let took = listed.rows[0].1.took_over.clone().unwrap();
+    assert_eq!((took.from_owner.as_str(), took.lapsed_ms), ("a", 500));
+}
+
 /// The database lost commits this process saw acknowledged (as after a failover to a
 /// replica that was behind): the next write fails closed instead of minting a generation
 /// again.
@@ -346,6 +387,8 @@ fn every_query_is_served_by_an_index() {
         "events",
         "schedules",
         "audit",
+        "failovers",
+        "fenced",
     ] {
         run(&["inspect", "--store", url, view, "--json", "--limit", "5"]);
     }
@@ -494,173 +537,12 @@ fn a_session_killed_inside_a_transaction_is_retried_on_a_new_connection() {
 
 // --- real authority processes --------------------------------------------------------------
 
-const HANDLER: &str = "send-email";
-
-fn compat() -> String {
-    compatibility_key(DEFAULT_BUILD_TAG).digest()
-}
-
-fn enqueue(store: &Store, n: usize) {
-    let compat = compat();
-    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
-        let specs = chunk
-            .iter()
-            .map(|i| NewWork::effect(format!("fx-{i:05}"), HANDLER, format!("{{\"n\":{i}}}")))
-            .collect();
-        store.enqueue_batch(specs, &compat).unwrap();
-    }
-}
-
-/// Compatible items not yet terminal, from the incremental counts.
-fn unfinished(store: &Store) -> u64 {
-    let compat = compat();
-    store
-        .overview()
-        .unwrap()
-        .work
-        .iter()
-        .filter(|c| c.compat == compat && !c.state.is_terminal())
-        .map(|c| c.count)
-        .sum()
-}
-
 #[track_caller]
 fn wait_until(what: &str, deadline: Instant, mut done: impl FnMut() -> bool) {
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn signal(sig: &str, pid: u32) {
-    let _ = Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
-/// `leasehold authority` processes; each one still running is resumed and killed on drop.
-struct Authorities {
-    dir: tempfile::TempDir,
-    running: BTreeMap<String, Child>,
-}
-
-impl Authorities {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::Builder::new()
-                .prefix("leasehold-pg-procs-")
-                .tempdir()
-                .unwrap(),
-            running: BTreeMap::new(),
-        }
-    }
-
-    fn log(&self, name: &str) -> PathBuf {
-        self.dir.path().join(format!("{name}.log"))
-    }
-
-    /// Starts one authority with a short lease, polling fast.
-    fn spawn(&mut self, name: &str, store: &str) {
-        let child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
-            .args([
-                "authority",
-                "--store",
-                store,
-                "--instance",
-                name,
-                "--lease-ms",
-                "1500",
-                "--poll-ms",
-                "50",
-                "--log-format",
-                "json",
-            ])
-            .env_remove("LEASEHOLD_STORE")
-            .stdin(Stdio::null())
-            .stdout(File::create(self.dir.path().join(format!("{name}.out"))).unwrap())
-            .stderr(File::create(self.log(name)).unwrap())
-            .spawn()
-            .expect("start leasehold authority");
-        self.running.insert(name.to_owned(), child);
-    }
-
-    /// How often each event (`store-unavailable`, `write-refused`, …) appears in the logs of
-    /// every authority, and every error text they logged.
-    fn events(&self) -> (BTreeMap<String, usize>, Vec<String>) {
-        let mut events = BTreeMap::new();
-        let mut errors = Vec::new();
-        for entry in std::fs::read_dir(self.dir.path()).unwrap().flatten() {
-            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
-            for line in text.lines() {
-                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-                    continue;
-                };
-                if let Some(event) = v["message"].as_str() {
-                    *events.entry(event.to_owned()).or_default() += 1;
-                }
-                if let Some(error) = v["error"].as_str() {
-                    errors.push(error.to_owned());
-                }
-            }
-        }
-        (events, errors)
-    }
-
-    fn pid(&self, name: &str) -> u32 {
-        self.running[name].id()
-    }
-
-    fn kill(&mut self, name: &str) {
-        let mut child = self.running.remove(name).unwrap();
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-
-    /// SIGTERM to every authority still running; each must shut down cleanly.
-    fn stop_all(&mut self, deadline: Instant) {
-        for child in self.running.values() {
-            signal("-TERM", child.id());
-        }
-        for (name, mut child) in std::mem::take(&mut self.running) {
-            let status = loop {
-                if let Some(status) = child.try_wait().unwrap() {
-                    break status;
-                }
-                assert!(Instant::now() < deadline, "{name} did not stop on SIGTERM");
-                std::thread::sleep(Duration::from_millis(50));
-            };
-            let log = std::fs::read_to_string(self.log(&name)).unwrap_or_default();
-            assert!(status.success(), "{name} exited with {status}: {log}");
-        }
-    }
-}
-
-impl Drop for Authorities {
-    fn drop(&mut self) {
-        for child in self.running.values_mut() {
-            signal("-CONT", child.id());
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// Items `owner` holds a claim on now, with their generations.
-fn claimed_by(store: &Store, owner: &str) -> BTreeMap<String, u64> {
-    let filter = WorkFilter {
-        states: vec![WorkState::Claimed],
-        owner: Some(owner.into()),
-        ..WorkFilter::default()
-    };
-    store
-        .list_work(&filter, &PageRequest::first(10_000))
-        .unwrap()
-        .rows
-        .into_iter()
-        .map(|w| (w.id, w.generation))
-        .collect()
 }
 
 /// `leasehold check` over the store: exit 0 and no violation line.

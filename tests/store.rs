@@ -21,6 +21,8 @@ mod copy;
 mod events;
 #[path = "store/hostile_ids.rs"]
 mod hostile_ids;
+#[path = "store/incidents.rs"]
+mod incidents;
 #[path = "store/leases.rs"]
 mod leases;
 #[path = "store/model.rs"]
@@ -87,6 +89,11 @@ macro_rules! for_each_case {
             registry::racing_registrations_exactly_one_wins,
             registry::a_superseded_incarnation_cannot_heartbeat,
             registry::forget_is_refused_while_running_and_allowed_when_gone,
+            // failovers and refused writes, listed by time
+            incidents::a_reclaim_after_expiry_is_a_failover,
+            incidents::release_then_claim_and_handoff_are_not_failovers,
+            incidents::a_refused_write_records_the_holder_then,
+            incidents::the_window_excludes_older_rows_and_pages_newest_first,
             // §4 copying a store
             copy::a_busy_store_round_trips_through_the_provider,
             copy::a_copy_carries_on_where_the_source_stopped,

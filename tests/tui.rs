@@ -432,7 +432,7 @@ fn open(h: &mut Harness, view: ViewId, f: &Fixture) {
     assert_eq!(h.app.view(), view);
 }
 
-const ALL_VIEWS: [ViewId; 11] = [
+const ALL_VIEWS: [ViewId; 13] = [
     ViewId::Overview,
     ViewId::Authorities,
     ViewId::Leases,
@@ -444,6 +444,8 @@ const ALL_VIEWS: [ViewId; 11] = [
     ViewId::Schedules,
     ViewId::Timeline,
     ViewId::Audit,
+    ViewId::Failovers,
+    ViewId::Fenced,
 ];
 
 #[test]

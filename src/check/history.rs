@@ -421,6 +421,7 @@ mod tests {
             owner_compat: None,
             item_compat: None,
             at: 0,
+            took_over: None,
         }
     }
 

@@ -1,4 +1,5 @@
-//! `leasehold inspect --store STORE VIEW [--json] [--limit N] [--filter EXPR] [--after KEY]`.
+//! `leasehold inspect --store STORE VIEW [--json] [--limit N] [--filter EXPR] [--after KEY]
+//! [--window SPAN]`.
 //!
 //! One page of one view: an aligned table for people (short digests, relative instants,
 //! hostile text escaped), or with `--json` one object per row and line with camelCase keys.
@@ -9,7 +10,8 @@
 //! grammar ([`crate::ops::filter`]) and map onto the store's own filtered reads, so they
 //! never scan: `work` takes `state:`, `kind:`, `owner:`, `compat:` and an id prefix;
 //! `workflows` takes `status:` and an id prefix. Other views take no filter (start at a
-//! key with `--after`). `compatible` is defined in [`super::live`].
+//! key with `--after`). `compatible` is defined in [`super::live`]. `failovers`
+//! and `fenced` (in `incidents.rs`) list by time, newest first, over `--window`.
 
 use std::io::Write;
 
@@ -54,6 +56,10 @@ pub enum View {
     Schedules,
     /// Operator actions.
     Audit,
+    /// Grants that took a resource from a holder that had not released it (`--window`).
+    Failovers,
+    /// Refused (fenced) writes and who held the resource then (`--window`).
+    Fenced,
 }
 
 impl View {
@@ -68,6 +74,8 @@ impl View {
             Self::Events => "events",
             Self::Schedules => "schedules",
             Self::Audit => "audit",
+            Self::Failovers => "failovers",
+            Self::Fenced => "fenced",
         }
     }
 
@@ -102,6 +110,9 @@ pub struct InspectArgs {
     /// Continue after this row key (printed under the previous page).
     #[arg(long, value_name = "KEY")]
     pub after: Option<String>,
+    /// How far back `failovers` and `fenced` look, e.g. `15m` (the default), `90s`, `2h`.
+    #[arg(long, value_name = "SPAN")]
+    pub window: Option<String>,
 }
 
 /// Runs `leasehold inspect`.
@@ -113,6 +124,13 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
     if args.view == View::Overview && args.after.is_some() {
         return Err(Failure::usage("--after does not apply to the overview"));
     }
+    if args.window.is_some() && !matches!(args.view, View::Failovers | View::Fenced) {
+        return Err(Failure::usage(format!(
+            "--window applies to failovers and fenced, not {}",
+            args.view.name()
+        )));
+    }
+    let window = super::incidents::window(args.window.as_deref())?;
     let store = args.store.open(OpenMode::ReadOnly)?;
     let now = store.now();
     let page = match &args.after {
@@ -135,6 +153,8 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
         View::Events => events(&ctx, out)?,
         View::Schedules => schedules(&ctx, out)?,
         View::Audit => audit(&ctx, out)?,
+        View::Failovers => super::incidents::print_failovers(&ctx, window, out)?,
+        View::Fenced => super::incidents::print_fenced(&ctx, window, out)?,
     };
     if let Some(key) = next {
         let hint = format!("(more rows: --after {})", cell_max(&key, 200));
@@ -148,16 +168,16 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
 }
 
 /// What every view needs.
-struct Ctx<'a> {
-    store: &'a Store,
-    now: Millis,
-    page: PageRequest,
-    json: bool,
+pub(super) struct Ctx<'a> {
+    pub(super) store: &'a Store,
+    pub(super) now: Millis,
+    pub(super) page: PageRequest,
+    pub(super) json: bool,
 }
 
 impl Ctx<'_> {
     /// Prints the rows as JSON lines or the table, and returns the continuation key.
-    fn emit<T: Serialize>(
+    pub(super) fn emit<T: Serialize>(
         &self,
         out: &mut dyn Write,
         rows: &[T],
@@ -212,6 +232,7 @@ struct OverviewRow {
     writes_accepted: u64,
     writes_refused: u64,
     oldest_waiting: Option<Millis>,
+    incidents: super::incidents::WindowCounts,
 }
 
 #[derive(Serialize)]
@@ -262,6 +283,7 @@ fn overview(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failur
         writes_accepted: overview.writes_accepted,
         writes_refused: overview.writes_refused,
         oldest_waiting: overview.oldest_waiting,
+        incidents: super::incidents::WindowCounts::read(ctx)?,
     };
     if ctx.json {
         json_line(out, &row)?;
@@ -299,6 +321,7 @@ fn overview(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failur
         row.claims,
         opt_when(row.oldest_waiting, ctx.now)
     )?;
+    writeln!(out, "incidents    {}", row.incidents.line())?;
     writeln!(out)?;
     let mut table = Table::new(&["KIND", "STATE", "COMPAT", "COMPATIBLE", "COUNT"]);
     for c in &row.work {

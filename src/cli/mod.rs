@@ -14,6 +14,7 @@
 pub mod bench;
 pub mod copy;
 pub mod event;
+mod incidents;
 pub mod inspect;
 pub mod instance;
 pub mod live;

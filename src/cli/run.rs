@@ -228,27 +228,12 @@ pub fn run_check(args: &CheckArgs, out: &mut dyn Write) -> CliResult {
 
 /// Parses `30s`, `5m`, `1500ms`, `2h` or plain seconds.
 fn parse_duration(text: &str) -> Result<i64, Failure> {
-    let text = text.trim();
-    let (number, unit) = text
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or((text, "s"), |i| text.split_at(i));
-    let n: i64 = number.parse().map_err(|_| {
+    crate::clock::parse_duration(text).ok_or_else(|| {
         Failure::usage(format!(
-            "cannot read duration {text:?}: use e.g. 30s, 5m, 1500ms"
+            "cannot read duration {:?}: use e.g. 30s, 5m, 1500ms",
+            text.trim()
         ))
-    })?;
-    let factor = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        _ => {
-            return Err(Failure::usage(format!(
-                "cannot read duration {text:?}: use e.g. 30s, 5m, 1500ms"
-            )));
-        }
-    };
-    Ok(n.saturating_mul(factor))
+    })
 }
 
 /// Runs `leasehold demo`: headless prints the report (exit 1 on a violation); otherwise

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
+use crate::model::{Lease, WorkItem, WorkState};
 
 /// One ownership grant: an acquire, a claim or a handoff minted `generation` for `owner`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +21,112 @@ pub struct Grant {
     pub owner_compat: Option<String>,
     pub item_compat: Option<String>,
     pub at: Millis,
+    /// The holder this grant took the resource from without that holder releasing it:
+    /// set exactly when the grant is a failover. `None` for a first grant, a grant after a
+    /// release, a handoff — and for grants recorded before stores kept this fact.
+    #[serde(default)]
+    pub took_over: Option<Takeover>,
+}
+
+/// A failover's facts, recorded inside the granting transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Takeover {
+    /// The holder that lost the resource.
+    pub from_owner: String,
+    /// Its generation, fenced by this grant.
+    pub from_generation: u64,
+    /// How long its lease had been over when the grant was made (zero or negative for a
+    /// take from a holder whose lease had not run out).
+    pub lapsed_ms: Millis,
+}
+
+impl Takeover {
+    /// What granting `current` to `owner` at `now` takes over: the unreleased lease of
+    /// another owner. A release, or the same owner coming back, is no failover.
+    #[must_use]
+    pub fn of_lease(current: Option<&Lease>, owner: &str, now: Millis) -> Option<Self> {
+        current
+            .filter(|l| l.released_at.is_none() && l.owner_id != owner)
+            .map(|l| Self {
+                from_owner: l.owner_id.clone(),
+                from_generation: l.generation,
+                lapsed_ms: now.saturating_sub(l.expires_at),
+            })
+    }
+
+    /// What claiming `item` (as it was before the claim) for `owner` at `now` takes over:
+    /// another owner's claim that was never completed, failed or yielded.
+    #[must_use]
+    pub fn of_work(item: &WorkItem, owner: &str, now: Millis) -> Option<Self> {
+        let from = item.owner_id.as_deref()?;
+        (item.state == WorkState::Claimed && from != owner).then(|| Self {
+            from_owner: from.to_owned(),
+            from_generation: item.generation,
+            lapsed_ms: item
+                .lease_expires_at
+                .map_or(0, |expired| now.saturating_sub(expired)),
+        })
+    }
+}
+
+/// Who held a resource when a write against it was attempted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Holder {
+    /// `None` when nobody held it (released, finished, never claimed).
+    pub owner_id: Option<String>,
+    /// The resource's current generation.
+    pub generation: u64,
+}
+
+impl Holder {
+    /// The holder of a lease row: nobody once it was released.
+    #[must_use]
+    pub fn of_lease(lease: &Lease) -> Self {
+        Self {
+            owner_id: lease.released_at.is_none().then(|| lease.owner_id.clone()),
+            generation: lease.generation,
+        }
+    }
+
+    /// The holder of a work item: its claimant while claimed.
+    #[must_use]
+    pub fn of_work(item: &WorkItem) -> Self {
+        Self {
+            owner_id: (item.state == WorkState::Claimed)
+                .then(|| item.owner_id.clone())
+                .flatten(),
+            generation: item.generation,
+        }
+    }
+}
+
+/// Where a history row sits in a newest-first incident list: its instant, then the order
+/// it was added in. A page continues strictly before the last row's position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryPosition {
+    pub at: Millis,
+    pub seq: u64,
+}
+
+impl HistoryPosition {
+    /// `AT.SEQ`: the page key people pass back (`--after`) and the dashboard pages by.
+    #[must_use]
+    pub fn key(self) -> String {
+        format!("{}.{}", self.at, self.seq)
+    }
+
+    /// Reads [`Self::key`] back; `None` for anything else.
+    #[must_use]
+    pub fn parse_key(text: &str) -> Option<Self> {
+        let (at, seq) = text.trim().rsplit_once('.')?;
+        Some(Self {
+            at: at.parse().ok()?,
+            seq: seq.parse().ok()?,
+        })
+    }
 }
 
 /// One fenced write attempt and whether the store accepted it.
@@ -38,6 +145,10 @@ pub struct WriteRecord {
     /// Verb-specific facts the checker needs (logical effect id, cursor sequence…), JSON.
     pub detail: String,
     pub at: Millis,
+    /// Who held the resource when the write was attempted; `None` for records written
+    /// before stores kept this fact.
+    #[serde(default)]
+    pub holder: Option<Holder>,
 }
 
 /// An operator action, kept so the audit view can say who did what.

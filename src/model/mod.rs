@@ -15,7 +15,7 @@ pub mod workflow;
 pub use authority::{Authority, Incarnation};
 pub use compat::CompatibilityKey;
 pub use event::{DedupOutcome, Ingestion, JournalEvent};
-pub use history::{AuditEntry, Grant, WriteRecord};
+pub use history::{AuditEntry, Grant, HistoryPosition, Holder, Takeover, WriteRecord};
 pub use lease::{Checkpoint, IdempotentAnswer, Lease};
 pub use page::{Page, PageRequest};
 pub use schedule::{CatchUp, Schedule};

@@ -19,9 +19,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::WorkFilter;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow,
-    JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow,
-    WriteRecord,
+    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
+    InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem,
+    WorkflowDefinitionRow, WriteRecord,
 };
 
 /// What kind of store this is.
@@ -196,8 +196,32 @@ pub trait Tx {
         after: u64,
         limit: usize,
     ) -> Result<Vec<WriteRecord>>;
-    /// Drops grants and writes older than `keep_from_revision`.
-    fn trim_history(&mut self, keep_from_revision: u64) -> Result<()>;
+    /// Drops grants and writes older than `keep_from_revision`, except failovers and
+    /// refused writes made at or after `keep_incidents_since`: the operator's incident
+    /// lists read by time, and a busy store passes many revisions in a minute.
+    fn trim_history(&mut self, keep_from_revision: u64, keep_incidents_since: Millis)
+    -> Result<()>;
+    /// Failover grants (those with [`Grant::took_over`]) made at or after `since` and
+    /// strictly before `before`, newest first, at most `limit`, through an index on
+    /// `(at, seq)` over failovers only.
+    fn failovers(
+        &mut self,
+        since: Millis,
+        before: Option<HistoryPosition>,
+        limit: usize,
+    ) -> Result<Vec<(HistoryPosition, Grant)>>;
+    /// How many failover grants were made at or after `since` (a range of that index).
+    fn count_failovers(&mut self, since: Millis) -> Result<u64>;
+    /// Refused writes made at or after `since`, paged like [`Tx::failovers`] through an
+    /// index over refused writes only.
+    fn refused_writes(
+        &mut self,
+        since: Millis,
+        before: Option<HistoryPosition>,
+        limit: usize,
+    ) -> Result<Vec<(HistoryPosition, WriteRecord)>>;
+    /// How many writes were refused at or after `since`.
+    fn count_refused_writes(&mut self, since: Millis) -> Result<u64>;
 
     // --- workflows
     fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()>;

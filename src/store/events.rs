@@ -7,7 +7,9 @@ use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::event::{DedupOutcome, DedupRecord, NewEvent};
 use crate::model::work::NewWork;
-use crate::model::{Ingestion, InstanceRow, JournalEvent, Subscription, WorkItem, WorkKind};
+use crate::model::{
+    Holder, Ingestion, InstanceRow, JournalEvent, Subscription, WorkItem, WorkKind,
+};
 use crate::rules::{cursor, dedup};
 
 /// What ingestion did with one delivery.
@@ -192,7 +194,7 @@ impl Store {
             };
             let outcome = cursor::advance(&sub, &item, owner, generation, sequence, now);
             let detail = serde_json::json!({ "subscription": subscription, "from": sub.sequence, "to": sequence });
-            record_write(tx, now, &work_id, owner, generation, "cursor", &outcome.as_ref().map(|_| ()).map_err(Clone::clone), detail)?;
+            record_write(tx, now, &work_id, owner, generation, "cursor", &outcome.as_ref().map(|_| ()).map_err(Clone::clone), detail, Holder::of_work(&item))?;
             if let Ok(next) = &outcome {
                 tx.put_subscription(next)?;
             }

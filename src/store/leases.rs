@@ -7,7 +7,7 @@ use super::{Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
-use crate::model::{Grant, Lease, Page, PageRequest};
+use crate::model::{Grant, Holder, Lease, Page, PageRequest, Takeover};
 use crate::rules::lease as rules;
 
 /// A lease-family request that names an idempotency key: `(owner, verb, key)` identifies
@@ -107,15 +107,18 @@ impl Store {
                 owner_compat: None,
                 item_compat: None,
                 at: now,
+                took_over: Takeover::of_lease(current.as_ref(), owner, now),
             })?;
             Ok(Ok(lease))
         })
     }
 
-    /// Applies a holder-only change to a lease, logging the write for the checker.
+    /// Applies a holder-only change to a lease, logging the write for the checker: a refused
+    /// one as made by `writer` (a renewal presents only a token: then by the holder).
     fn holder_write(
         &self,
         resource: &str,
+        writer: Option<&str>,
         generation: u64,
         verb: &str,
         change: impl Fn(&Lease, Millis) -> Result<Lease>,
@@ -132,11 +135,15 @@ impl Store {
                 tx,
                 now,
                 resource,
-                &current.owner_id,
+                // An accepted write presented the holder's token: it is the holder's.
+                writer
+                    .filter(|_| outcome.is_err())
+                    .unwrap_or(&current.owner_id),
                 generation,
                 verb,
                 &outcome.as_ref().map(|_| ()).map_err(Clone::clone),
                 serde_json::Value::Null,
+                Holder::of_lease(&current),
             )?;
             if let Ok(next) = &outcome {
                 tx.put_lease(next)?;
@@ -161,7 +168,7 @@ impl Store {
     ) -> Result<Lease> {
         let duration = rules::clamp_duration(duration_ms);
         let cap = self.owner_cap;
-        let mut renew = self.holder_write(resource, generation, "renew", |l, now| {
+        let mut renew = self.holder_write(resource, None, generation, "renew", |l, now| {
             rules::renew(l, token, generation, duration, now)
         });
         self.write_logged(move |tx, now| {
@@ -198,7 +205,7 @@ impl Store {
             owner,
             "release",
             idem.key,
-            self.holder_write(resource, generation, "release", |l, now| {
+            self.holder_write(resource, Some(owner), generation, "release", |l, now| {
                 rules::release(l, token, generation, now)
             }),
         )
@@ -243,17 +250,18 @@ impl Store {
                 }));
             }
             let new_token = self.ids.next_id("tok");
-            let moved = self.holder_write(resource, generation, "handoff", |l, now| {
-                rules::handoff(
-                    l,
-                    token,
-                    generation,
-                    recipient,
-                    new_token.clone(),
-                    duration,
-                    now,
-                )
-            })(tx, now)?;
+            let moved =
+                self.holder_write(resource, Some(owner), generation, "handoff", |l, now| {
+                    rules::handoff(
+                        l,
+                        token,
+                        generation,
+                        recipient,
+                        new_token.clone(),
+                        duration,
+                        now,
+                    )
+                })(tx, now)?;
             if let Ok(lease) = &moved {
                 let revision = tx.commit_revision()?;
                 tx.add_grant(&Grant {
@@ -265,6 +273,7 @@ impl Store {
                     owner_compat: None,
                     item_compat: None,
                     at: now,
+                    took_over: None,
                 })?;
             }
             Ok(moved)
@@ -288,7 +297,7 @@ impl Store {
             owner,
             "checkpoint",
             idem.key,
-            self.holder_write(resource, generation, "checkpoint", |l, now| {
+            self.holder_write(resource, Some(owner), generation, "checkpoint", |l, now| {
                 rules::checkpoint(l, token, generation, data.to_owned(), now)
             }),
         )

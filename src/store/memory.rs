@@ -13,9 +13,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkState};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow,
-    JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow,
-    WriteRecord,
+    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
+    InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem,
+    WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::RETENTION;
 
@@ -41,6 +41,10 @@ struct State {
     audit: BTreeMap<i64, AuditEntry>,
     grants: BTreeMap<(u64, u64), Grant>,
     writes: BTreeMap<(u64, u64), WriteRecord>,
+    /// Position → `grants` key of every failover grant: the failover list's index.
+    failover_index: BTreeMap<HistoryPosition, (u64, u64)>,
+    /// Position → `writes` key of every refused write.
+    refused_index: BTreeMap<HistoryPosition, (u64, u64)>,
     log_seq: u64,
     definitions: BTreeMap<String, WorkflowDefinitionRow>,
     instances: BTreeMap<String, InstanceRow>,
@@ -245,6 +249,48 @@ fn history_page<V: Clone>(
         }
     }
     rows
+}
+
+/// Rows of `rows` listed in `index` at or after `since` and strictly before `before`,
+/// newest first: an incident page (see [`Tx::failovers`]).
+fn incident_page<V: Clone>(
+    index: &BTreeMap<HistoryPosition, (u64, u64)>,
+    rows: &BTreeMap<(u64, u64), V>,
+    since: Millis,
+    before: Option<HistoryPosition>,
+    limit: usize,
+) -> Vec<(HistoryPosition, V)> {
+    let lower = Bound::Included(HistoryPosition { at: since, seq: 0 });
+    let upper = before.map_or(Bound::Unbounded, Bound::Excluded);
+    index
+        .range((lower, upper))
+        .rev()
+        .filter_map(|(position, key)| rows.get(key).map(|row| (*position, row.clone())))
+        .take(limit)
+        .collect()
+}
+
+/// Drops the rows of `rows` below revision `keep_from` except those `kept` says to keep,
+/// and their `index` entries (see [`Tx::trim_history`]).
+fn trim_rows<V>(
+    rows: &mut BTreeMap<(u64, u64), V>,
+    index: &mut BTreeMap<HistoryPosition, (u64, u64)>,
+    keep_from: u64,
+    position: impl Fn(&V, u64) -> Option<HistoryPosition>,
+    kept: impl Fn(&HistoryPosition) -> bool,
+) {
+    let newer = rows.split_off(&(keep_from, 0));
+    for (key, row) in std::mem::replace(rows, newer) {
+        match position(&row, key.1) {
+            Some(p) if kept(&p) => {
+                rows.insert(key, row);
+            }
+            Some(p) => {
+                index.remove(&p);
+            }
+            None => {}
+        }
+    }
 }
 
 impl MemTx<'_> {
@@ -638,12 +684,20 @@ impl Tx for MemTx<'_> {
     fn add_grant(&mut self, grant: &Grant) -> Result<()> {
         let seq = self.next_log_seq();
         put!(self, grants, (grant.revision, seq), grant.clone());
+        if grant.took_over.is_some() {
+            let position = HistoryPosition { at: grant.at, seq };
+            put!(self, failover_index, position, (grant.revision, seq));
+        }
         Ok(())
     }
 
     fn add_write(&mut self, write: &WriteRecord) -> Result<()> {
         let seq = self.next_log_seq();
         put!(self, writes, (write.revision, seq), write.clone());
+        if !write.accepted {
+            let position = HistoryPosition { at: write.at, seq };
+            put!(self, refused_index, position, (write.revision, seq));
+        }
         Ok(())
     }
 
@@ -676,11 +730,75 @@ impl Tx for MemTx<'_> {
         }))
     }
 
-    fn trim_history(&mut self, keep_from_revision: u64) -> Result<()> {
+    fn trim_history(
+        &mut self,
+        keep_from_revision: u64,
+        keep_incidents_since: Millis,
+    ) -> Result<()> {
         // Trimming is not undone on rollback: it only drops rows older than retention.
-        self.state.grants = self.state.grants.split_off(&(keep_from_revision, 0));
-        self.state.writes = self.state.writes.split_off(&(keep_from_revision, 0));
+        let recent = |p: &HistoryPosition| p.at >= keep_incidents_since;
+        let state = &mut *self.state;
+        trim_rows(
+            &mut state.grants,
+            &mut state.failover_index,
+            keep_from_revision,
+            |g: &Grant, seq| {
+                g.took_over
+                    .is_some()
+                    .then_some(HistoryPosition { at: g.at, seq })
+            },
+            recent,
+        );
+        trim_rows(
+            &mut state.writes,
+            &mut state.refused_index,
+            keep_from_revision,
+            |w: &WriteRecord, seq| (!w.accepted).then_some(HistoryPosition { at: w.at, seq }),
+            recent,
+        );
         Ok(())
+    }
+
+    fn failovers(
+        &mut self,
+        since: Millis,
+        before: Option<HistoryPosition>,
+        limit: usize,
+    ) -> Result<Vec<(HistoryPosition, Grant)>> {
+        let s = &self.state;
+        Ok(incident_page(
+            &s.failover_index,
+            &s.grants,
+            since,
+            before,
+            limit,
+        ))
+    }
+
+    fn count_failovers(&mut self, since: Millis) -> Result<u64> {
+        let from = HistoryPosition { at: since, seq: 0 };
+        Ok(self.state.failover_index.range(from..).count() as u64)
+    }
+
+    fn refused_writes(
+        &mut self,
+        since: Millis,
+        before: Option<HistoryPosition>,
+        limit: usize,
+    ) -> Result<Vec<(HistoryPosition, WriteRecord)>> {
+        let s = &self.state;
+        Ok(incident_page(
+            &s.refused_index,
+            &s.writes,
+            since,
+            before,
+            limit,
+        ))
+    }
+
+    fn count_refused_writes(&mut self, since: Millis) -> Result<u64> {
+        let from = HistoryPosition { at: since, seq: 0 };
+        Ok(self.state.refused_index.range(from..).count() as u64)
     }
 
     fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()> {

@@ -4,13 +4,15 @@
 //! PostgreSQL, always inside the provider's write transaction.
 //!
 //! Layout: `backend.rs` (the seam), `leases.rs`, `work.rs`, `events.rs`, `schedules.rs`,
-//! `reads.rs` (the dashboard's paged reads) hold the operations; `copy.rs` copies a whole
+//! `reads.rs` (the dashboard's paged reads), `incidents.rs` (failovers and refused
+//! writes by time) hold the operations; `copy.rs` copies a whole
 //! store into an empty one; `memory.rs`, `sqlite/` and `postgres/` are the providers;
 //! `url.rs` opens a store from a URL.
 
 pub mod backend;
 pub mod copy;
 mod events;
+mod incidents;
 mod leases;
 pub mod memory;
 mod ordered;
@@ -27,6 +29,7 @@ use std::sync::Arc;
 
 pub use backend::{Backend, StoreKind, Tx};
 pub use events::Ingested;
+pub use incidents::Incidents;
 pub use leases::Keyed;
 pub use ordered::WorkOrder;
 pub use reads::Overview;
@@ -35,7 +38,7 @@ pub use work::{Claim, Completion};
 use crate::clock::{Clock, Millis};
 use crate::error::{Error, Result};
 use crate::ids::IdSource;
-use crate::model::WriteRecord;
+use crate::model::{Holder, WriteRecord};
 
 /// How much durable history is kept. Old grants and writes beyond this many revisions are
 /// trimmed (the checker reads what is kept); the journal keeps this many events.
@@ -43,6 +46,7 @@ pub const RETENTION: Retention = Retention {
     history_revisions: 1_000_000,
     journal_events: 100_000,
     trim_every: 4_096,
+    incidents_ms: 24 * 60 * 60 * 1_000,
 };
 
 /// Bounds on the durable history, documented in the README.
@@ -54,6 +58,9 @@ pub struct Retention {
     pub journal_events: i64,
     /// Trimming runs on commits whose revision is a multiple of this.
     pub trim_every: u64,
+    /// Failovers and refused writes younger than this are kept whatever their revision:
+    /// the widest window the incident lists can show.
+    pub incidents_ms: Millis,
 }
 
 /// Capabilities a provider advertises (axiom §15).
@@ -204,7 +211,8 @@ impl Store {
     }
 }
 
-/// Records one fenced write attempt (accepted or refused) at this transaction's revision.
+/// Records one fenced write attempt (accepted or refused) at this transaction's revision,
+/// with `holder`, who held the resource as the attempt was judged.
 #[allow(clippy::too_many_arguments)] // one argument per field of the record
 pub(crate) fn record_write(
     tx: &mut dyn Tx,
@@ -215,6 +223,7 @@ pub(crate) fn record_write(
     verb: &str,
     outcome: &Result<()>,
     detail: serde_json::Value,
+    holder: Holder,
 ) -> Result<()> {
     let revision = tx.commit_revision()?;
     tx.add_write(&WriteRecord {
@@ -227,6 +236,7 @@ pub(crate) fn record_write(
         refusal: outcome.as_ref().err().map(|e| e.code().to_owned()),
         detail: detail.to_string(),
         at: now,
+        holder: Some(holder),
     })?;
     let counter = if outcome.is_ok() {
         "writes|accepted"
@@ -235,7 +245,10 @@ pub(crate) fn record_write(
     };
     tx.adjust_counter(counter, 1)?;
     if revision % RETENTION.trim_every == 0 {
-        tx.trim_history(revision.saturating_sub(RETENTION.history_revisions))?;
+        tx.trim_history(
+            revision.saturating_sub(RETENTION.history_revisions),
+            now.saturating_sub(RETENTION.incidents_ms),
+        )?;
     }
     Ok(())
 }

@@ -96,3 +96,9 @@ pub(crate) fn due_at(item: &WorkItem) -> Option<Millis> {
         WorkState::Succeeded | WorkState::Failed => None,
     }
 }
+
+/// The exclusive upper `(at, seq)` bound of an incident page: everything when there is no
+/// previous page.
+pub(crate) fn incident_bound(before: Option<crate::model::HistoryPosition>) -> (i64, i64) {
+    before.map_or((i64::MAX, i64::MAX), |p| (p.at, bound(p.seq)))
+}

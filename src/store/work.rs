@@ -7,7 +7,7 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::work::NewWork;
-use crate::model::{Failure, Grant, WorkItem, WorkState};
+use crate::model::{Failure, Grant, Holder, Takeover, WorkItem, WorkState};
 use crate::rules::work::{self as rules, Backoff};
 
 /// One finished attempt, for group commit: each is fenced on its own.
@@ -135,7 +135,7 @@ impl Store {
                     rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now)
                 {
                     save_work(tx, Some(&item), &next)?;
-                    log_claim(tx, &next, owner, compat, now)?;
+                    log_claim(tx, &item, &next, owner, compat, now)?;
                     let took_over_expired_at = (item.state == WorkState::Claimed)
                         .then_some(item.lease_expires_at)
                         .flatten();
@@ -166,7 +166,7 @@ impl Store {
                     Err(e) => return Ok(Err(e)),
                 };
             save_work(tx, Some(&item), &next)?;
-            log_claim(tx, &next, owner, compat, now)?;
+            log_claim(tx, &item, &next, owner, compat, now)?;
             Ok(Ok(next))
         })
     }
@@ -333,6 +333,7 @@ pub(crate) fn fenced_in(
         verb,
         &outcome.as_ref().map(|_| ()).map_err(Clone::clone),
         detail,
+        Holder::of_work(&item),
     )?;
     if let Ok(next) = &outcome {
         save_work(tx, Some(&item), next)?;
@@ -340,8 +341,11 @@ pub(crate) fn fenced_in(
     Ok(outcome)
 }
 
+/// Logs the grant of `item` (as claimed) to `owner`; `before` is the row it replaced, so
+/// a claim over another owner's unfinished claim is recorded as a failover.
 fn log_claim(
     tx: &mut dyn Tx,
+    before: &WorkItem,
     item: &WorkItem,
     owner: &str,
     compat: &str,
@@ -358,6 +362,7 @@ fn log_claim(
         owner_compat: Some(compat.into()),
         item_compat: Some(item.compat.clone()),
         at: now,
+        took_over: Takeover::of_work(before, owner, now),
     })
 }
 

@@ -26,11 +26,15 @@ pub enum ViewId {
     Timeline,
     /// Reached with `Enter` on a workflow.
     WorkflowDetail,
+    /// Failovers in the last window, newest first.
+    Failovers,
+    /// Refused (fenced) writes in the last window, newest first.
+    Fenced,
 }
 
 impl ViewId {
-    /// Views reachable with `:name` and number keys (1-9, then 0 for the timeline).
-    pub const MAIN: [Self; 10] = [
+    /// Views reachable with `:name` and a key: 1-9, then 0 for the timeline, then letters.
+    pub const MAIN: [Self; 12] = [
         Self::Overview,
         Self::Authorities,
         Self::Leases,
@@ -41,6 +45,8 @@ impl ViewId {
         Self::Schedules,
         Self::Audit,
         Self::Timeline,
+        Self::Failovers,
+        Self::Fenced,
     ];
 
     #[must_use]
@@ -57,6 +63,8 @@ impl ViewId {
             Self::Audit => "audit",
             Self::Timeline => "timeline",
             Self::WorkflowDetail => "workflow",
+            Self::Failovers => "failovers",
+            Self::Fenced => "fenced",
         }
     }
 
@@ -69,6 +77,7 @@ impl ViewId {
             "wf" | "instances" => Some(Self::Workflows),
             "subs" | "subscriptions" => Some(Self::Cursors),
             "gen" | "generations" => Some(Self::Timeline),
+            "refused" | "writes" => Some(Self::Fenced),
             "ov" | "home" => Some(Self::Overview),
             _ => None,
         };
@@ -82,16 +91,21 @@ impl ViewId {
         }
     }
 
-    /// The number key that opens this view, if any.
+    /// The key that opens this view, if any: a number for the first ten, then `F`
+    /// (failovers) and `W` (refused writes).
     #[must_use]
     pub fn digit(self) -> Option<char> {
-        Self::MAIN.iter().position(|v| *v == self).map(|i| {
-            if i == 9 {
-                '0'
-            } else {
-                char::from(b'1' + u8::try_from(i).unwrap_or(0))
-            }
-        })
+        match self {
+            Self::Failovers => Some('F'),
+            Self::Fenced => Some('W'),
+            _ => Self::MAIN.iter().position(|v| *v == self).map(|i| {
+                if i == 9 {
+                    '0'
+                } else {
+                    char::from(b'1' + u8::try_from(i).unwrap_or(0))
+                }
+            }),
+        }
     }
 
     /// Whether the view is a paged table (as opposed to overview and workflow detail).

@@ -222,6 +222,30 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
                 None,
             ))
         }
+        ViewData::Failovers(list) => {
+            let f = list
+                .rows
+                .iter()
+                .find(|f| Some(f.position.key()) == key.map(str::to_owned))?;
+            Some(open(
+                format!("failover of {}", f.resource),
+                &f.resource,
+                record(f),
+                None,
+            ))
+        }
+        ViewData::Fenced(list) => {
+            let w = list
+                .rows
+                .iter()
+                .find(|w| Some(w.position.key()) == key.map(str::to_owned))?;
+            Some(open(
+                format!("refused {} on {}", w.verb, w.resource),
+                &w.resource,
+                record(w),
+                None,
+            ))
+        }
         ViewData::Timeline { grants, writes, .. } => {
             let key = key?;
             if let Some(g) = grants

@@ -430,6 +430,8 @@ fn view_help(view: ViewId) -> &'static str {
         ViewId::Audit => "audit log of operator actions",
         ViewId::Timeline => "generation timeline of the last chosen resource",
         ViewId::WorkflowDetail => "workflow detail",
+        ViewId::Failovers => "failovers: resources taken from a holder that never let go",
+        ViewId::Fenced => "fenced writes: refused writes and who held the resource then",
     }
 }
 

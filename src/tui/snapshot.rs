@@ -19,17 +19,23 @@ use super::wf;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, Lease, Page, PageRequest,
-    Schedule, WorkItem, WriteRecord,
+    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, Ingestion, InstanceRow, Lease,
+    Page, PageRequest, Schedule, WorkItem, WriteRecord,
 };
+use crate::ops;
 use crate::ops::claims::OwnedClaims;
 use crate::ops::cursors::CursorStatus;
+use crate::ops::failovers::FailoverRow;
+use crate::ops::fenced::FencedRow;
 use crate::ops::liveness::liveness;
+use crate::ops::window::{Listing, Window};
 use crate::store::{Overview, Store};
 
 /// How many authorities the header, the overview and compatibility checks look at.
 pub const AUTHORITY_SAMPLE: usize = 64;
-/// Grants and writes read for "recent" figures (failovers, claims/s), newest revisions.
+/// Failovers the overview lists (the count covers the whole window).
+pub const OVERVIEW_FAILOVERS: usize = 12;
+/// Grants and writes read for "recent" figures (claims/s), newest revisions.
 pub const RECENT_REVISIONS: u64 = 512;
 pub const RECENT_LIMIT: usize = 1_024;
 /// Claimed items counted per authority before showing `N+`.
@@ -108,6 +114,8 @@ pub enum ViewData {
         item: Option<WorkItem>,
     },
     Audit(Page<AuditEntry>),
+    Failovers(Listing<FailoverRow>),
+    Fenced(Listing<FencedRow>),
 }
 
 /// Cost of producing one snapshot (shown with `i`).
@@ -135,9 +143,11 @@ pub struct Snapshot {
     pub incompatible: u64,
     /// The compat digests of that work.
     pub incompatible_compats: Vec<String>,
-    /// Grants and writes of the last [`RECENT_REVISIONS`] revisions (overview, authorities).
+    /// Grants and writes of the last [`RECENT_REVISIONS`] revisions (authorities).
     pub recent_grants: Vec<Grant>,
     pub recent_writes: Vec<WriteRecord>,
+    /// The overview's failover summary: the window's count and its latest few.
+    pub failovers: Option<Listing<FailoverRow>>,
     /// Demo cluster view of its authorities, when attached to one.
     pub demo: Option<Vec<DemoAuthority>>,
     pub scenario: Option<String>,
@@ -198,21 +208,33 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         .filter(|w| !w.state.is_terminal() && incompatible_compats.contains(&w.compat))
         .map(|w| w.count)
         .sum();
-    let (recent_grants, recent_writes) =
-        if matches!(query.view, ViewId::Overview | ViewId::Authorities) {
-            c.run(|s| {
-                s.ownership_history(
-                    None,
-                    overview.revision.saturating_sub(RECENT_REVISIONS),
-                    RECENT_LIMIT,
-                )
-            })?
-        } else {
-            (Vec::new(), Vec::new())
-        };
+    let (recent_grants, recent_writes) = if matches!(query.view, ViewId::Authorities) {
+        c.run(|s| {
+            s.ownership_history(
+                None,
+                overview.revision.saturating_sub(RECENT_REVISIONS),
+                RECENT_LIMIT,
+            )
+        })?
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let failovers = if query.view == ViewId::Overview {
+        Some(c.run(|s| {
+            ops::failovers::failovers(s, Window::default(), at, None, OVERVIEW_FAILOVERS)
+        })?)
+    } else {
+        None
+    };
     let page = &query.page;
     let data = match query.view {
         ViewId::Overview => ViewData::Overview,
+        ViewId::Failovers => ViewData::Failovers(c.run(|s| {
+            ops::failovers::failovers(s, Window::default(), at, incident_page(page), page.limit)
+        })?),
+        ViewId::Fenced => ViewData::Fenced(c.run(|s| {
+            ops::fenced::fenced(s, Window::default(), at, incident_page(page), page.limit)
+        })?),
         ViewId::Authorities => {
             let page = c.run(|s| s.list_authorities(page))?;
             let mut owned = HashMap::new();
@@ -330,6 +352,7 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         incompatible_compats,
         recent_grants,
         recent_writes,
+        failovers,
         demo: demo_rows,
         scenario,
         data,
@@ -338,6 +361,15 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
             latency_us,
         },
     })
+}
+
+/// Where an incident page starts: after the key of the last row seen. The lists only
+/// page forward (older); a backward request (PageUp, End) starts again from the newest.
+fn incident_page(page: &PageRequest) -> Option<HistoryPosition> {
+    page.after
+        .as_deref()
+        .filter(|_| !page.backwards)
+        .and_then(HistoryPosition::parse_key)
 }
 
 /// What the reader publishes.

@@ -25,7 +25,9 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::workflow::ActionOutcome;
-use crate::model::{Grant, HistoryRecord, InstanceRow, Lease, WorkflowDefinitionRow};
+use crate::model::{
+    Grant, HistoryRecord, Holder, InstanceRow, Lease, Takeover, WorkflowDefinitionRow,
+};
 use crate::rules::lease as lease_rules;
 use crate::store::{Store, Tx, record_write};
 
@@ -542,6 +544,7 @@ impl Engine {
                     owner_compat: Some(self.compat.clone()),
                     item_compat: Some(row.compat.clone()),
                     at: now,
+                    took_over: Takeover::of_lease(current.as_ref(), &self.owner, now),
                 })?;
                 let took_over = current
                     .filter(|l| l.released_at.is_none())
@@ -650,7 +653,7 @@ impl Engine {
         request: &ActionRequest,
         outcome: &std::result::Result<Value, machine::Failure>,
     ) -> Result<Result<()>> {
-        let fence = self.fence(tx, claimed);
+        let (holder, fence) = self.fence(tx, claimed)?;
         let detail = serde_json::json!({ "invocationId": request.invocation_id, "attempt": request.attempt });
         record_write(
             tx,
@@ -661,6 +664,7 @@ impl Engine {
             "action-outcome",
             &fence,
             detail,
+            holder,
         )?;
         if let Err(e) = fence {
             return Ok(Err(e));
@@ -688,13 +692,25 @@ impl Engine {
         Ok(Ok(()))
     }
 
-    fn fence(&self, tx: &mut dyn Tx, claimed: &Claimed) -> Result<()> {
+    /// Who holds the instance lease now, and whether `claimed` is still that holder.
+    fn fence(&self, tx: &mut dyn Tx, claimed: &Claimed) -> Result<(Holder, Result<()>)> {
         let res = resource(&claimed.row.instance_id);
-        let current = tx.lease(&res)?.ok_or_else(|| Error::NotFound {
-            what: "lease".into(),
-            id: res.clone(),
-        })?;
-        lease_rules::check_holder(&current, &claimed.lease.token, claimed.lease.generation)
+        let Some(current) = tx.lease(&res)? else {
+            let nobody = Holder {
+                owner_id: None,
+                generation: 0,
+            };
+            return Ok((
+                nobody,
+                Err(Error::NotFound {
+                    what: "lease".into(),
+                    id: res,
+                }),
+            ));
+        };
+        let fence =
+            lease_rules::check_holder(&current, &claimed.lease.token, claimed.lease.generation);
+        Ok((Holder::of_lease(&current), fence))
     }
 
     /// Applies a trigger as the fenced CAS `instanceRevision R → R+1` and releases the
@@ -761,7 +777,8 @@ impl Engine {
                     have: self.compat.clone(),
                 }));
             }
-            let fence = self.fence(tx, claimed).and_then(|()| {
+            let (holder, fence) = self.fence(tx, claimed)?;
+            let fence = fence.and_then(|()| {
                 if row.instance_revision == claimed.row.instance_revision {
                     Ok(())
                 } else {
@@ -782,6 +799,7 @@ impl Engine {
                 "transition",
                 &fence,
                 detail,
+                holder,
             )?;
             if let Err(e) = fence {
                 return Ok(Err(e));
@@ -814,7 +832,7 @@ impl Engine {
     pub fn release(&self, claimed: &Claimed) -> Result<()> {
         self.store.write_logged(|tx, now| {
             let res = resource(&claimed.row.instance_id);
-            if let Err(e) = self.fence(tx, claimed) {
+            if let (_, Err(e)) = self.fence(tx, claimed)? {
                 return Ok(Err(e));
             }
             if let Some(row) = tx.instance(&claimed.row.instance_id)? {

@@ -86,7 +86,8 @@ fn dump(backend: &MemoryBackend) -> Vec<String> {
 
 /// A memory store after a chaotic cluster run (reclaims, fenced writes, retries,
 /// workflows with their histories and outcomes, events, cursors, schedules), plus a keyed
-/// lease call, an audit entry and one transaction granting more than a copy batch.
+/// lease call, an audit entry, a lease failover and the late owner's refused renewal, and
+/// one transaction granting more than a copy batch.
 fn busy(h: &dyn Harness) -> (MemoryBackend, Store) {
     let cluster = Cluster::new(ClusterOptions::headless("chaos", 7, 3, 20_000)).unwrap();
     cluster.advance(20_000);
@@ -94,6 +95,19 @@ fn busy(h: &dyn Harness) -> (MemoryBackend, Store) {
     let key = Keyed { key: Some("k-1") };
     ok("acquire", run.acquire("r-keyed", "op", 5_000.0, key));
     ok("audit", run.audit("me@host", "cancel", "wf-1", "cancelled"));
+    let lost = ok(
+        "acquire",
+        run.acquire("r-lost", "op-a", 1_000.0, Keyed { key: None }),
+    );
+    cluster.advance(2_000);
+    ok(
+        "reclaim",
+        run.acquire("r-lost", "op-b", 5_000.0, Keyed { key: None }),
+    );
+    assert!(
+        run.renew("r-lost", &lost.token, lost.generation, 1_000.0)
+            .is_err()
+    );
     let specs = (0..BATCH + 300)
         .map(|i| NewWork::effect(format!("bulk-{i:05}"), "send-email", "{}"))
         .collect();
@@ -124,6 +138,25 @@ pub fn a_busy_store_round_trips_through_the_provider(h: &dyn Harness) {
     );
     assert_eq!(dump(&back_rows), dump(&source_rows));
     assert_eq!(ok("revision", target.revision()), there.revision);
+    let incidents = |s: &Store| {
+        let failovers = ok("failovers", s.failovers(i64::MIN, None, usize::MAX));
+        let refused = ok("refused", s.refused_writes(i64::MIN, None, usize::MAX));
+        // Positions number rows per provider: compare the rows themselves.
+        let grants: Vec<_> = failovers.rows.into_iter().map(|(_, g)| g).collect();
+        let writes: Vec<_> = refused.rows.into_iter().map(|(_, w)| w).collect();
+        (grants, failovers.total, writes, refused.total)
+    };
+    let source_incidents = incidents(&source);
+    assert!(
+        source_incidents.1 > 0 && source_incidents.3 > 0,
+        "the run had failovers and refusals"
+    );
+    assert_eq!(
+        incidents(&target),
+        source_incidents,
+        "the copy lists the same incidents"
+    );
+    assert_eq!(incidents(&back), source_incidents);
 
     let options = CheckOptions::at(source.now());
     let report = ok("check", check(&source, &options));

@@ -9,6 +9,7 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod authorities;
 pub mod postgres;
 
 use std::fmt::Debug;

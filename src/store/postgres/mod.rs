@@ -62,10 +62,13 @@ use crate::error::{Error, Result};
 use tx::PgTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The schema, run idempotently at every read-write open of an uninitialised database.
 const SCHEMA: &str = include_str!("schema.sql");
+
+/// Brings a version 1 store to version 2.
+const UPGRADE_1: &str = include_str!("upgrade_1.sql");
 
 /// Whole-transaction attempts before `STORE_CONTENTION` / `STORE_UNAVAILABLE`.
 pub const MAX_ATTEMPTS: u32 = 50;
@@ -666,6 +669,16 @@ fn init(
         .and_then(|()| inspect(conn, names))
         .and_then(|found| match found {
             Found::Leasehold(v) if v > SCHEMA_VERSION => Err(Step::Fail(newer(names, v))),
+            Found::Leasehold(v) if v < SCHEMA_VERSION && read_only => {
+                Err(Step::Fail(Error::Unavailable(format!(
+                    "{}: store schema version {v} predates this build ({SCHEMA_VERSION}); any command that writes to it upgrades it",
+                    names.label
+                ))))
+            }
+            Found::Leasehold(1) => conn
+                .client
+                .batch_execute(UPGRADE_1)
+                .map_err(|e| step(names, &e, &conn.client)),
             Found::Leasehold(_) => Ok(()),
             Found::Empty if read_only || !create => Err(Step::Fail(Error::Unavailable(format!(
                 "{}: not a leasehold store yet (nothing was created)",

@@ -10,9 +10,9 @@ use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, DedupOutcome, Grant, HistoryRecord, IdempotentAnswer, Ingestion,
-    InstanceRow, JournalEvent, Lease, Schedule, Subscription, WorkItem, WorkKind, WorkState,
-    WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, DedupOutcome, Grant, HistoryPosition, HistoryRecord, Holder,
+    IdempotentAnswer, Ingestion, InstanceRow, JournalEvent, Lease, Schedule, Subscription,
+    Takeover, WorkItem, WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord,
 };
 
 fn bad(col: &str, why: impl std::fmt::Display) -> Error {
@@ -191,7 +191,31 @@ pub(super) fn grant(row: &Row) -> Result<Grant> {
         owner_compat: get(row, "owner_compat")?,
         item_compat: get(row, "item_compat")?,
         at: get(row, "at")?,
+        took_over: match get::<Option<String>>(row, "from_owner")? {
+            Some(from_owner) => Some(Takeover {
+                from_owner,
+                from_generation: get_u64(row, "from_generation")?,
+                lapsed_ms: get(row, "lapsed_ms")?,
+            }),
+            None => None,
+        },
     })
+}
+
+/// A history row's place in the newest-first incident lists.
+fn position(row: &Row) -> Result<HistoryPosition> {
+    Ok(HistoryPosition {
+        at: get(row, "at")?,
+        seq: get_u64(row, "seq")?,
+    })
+}
+
+pub(super) fn failover(row: &Row) -> Result<(HistoryPosition, Grant)> {
+    Ok((position(row)?, grant(row)?))
+}
+
+pub(super) fn refused_write(row: &Row) -> Result<(HistoryPosition, WriteRecord)> {
+    Ok((position(row)?, write_record(row)?))
 }
 
 pub(super) fn write_record(row: &Row) -> Result<WriteRecord> {
@@ -205,6 +229,13 @@ pub(super) fn write_record(row: &Row) -> Result<WriteRecord> {
         refusal: get(row, "refusal")?,
         detail: get(row, "detail")?,
         at: get(row, "at")?,
+        holder: match get::<Option<i64>>(row, "holder_generation")? {
+            Some(_) => Some(Holder {
+                owner_id: get(row, "holder_id")?,
+                generation: get_u64(row, "holder_generation")?,
+            }),
+            None => None,
+        },
     })
 }
 

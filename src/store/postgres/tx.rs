@@ -25,13 +25,13 @@ use crate::model::event::DedupRecord;
 use crate::model::work::WorkFilter;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow,
-    JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkState,
+    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
+    InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkState,
     WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
-use crate::store::sql::{Transient, bound, due_at, int, json, limit};
+use crate::store::sql::{Transient, bound, due_at, incident_bound, int, json, limit};
 
 type Map<T> = fn(&Row) -> Result<T>;
 type Param<'a> = &'a (dyn ToSql + Sync);
@@ -292,13 +292,32 @@ impl<'a> PgTx<'a> {
             let item_compat: Vec<Option<&str>> =
                 g.iter().map(|g| g.item_compat.as_deref()).collect();
             let at: Vec<i64> = g.iter().map(|g| g.at).collect();
+            let from_owner: Vec<Option<&str>> = g
+                .iter()
+                .map(|g| g.took_over.as_ref().map(|t| t.from_owner.as_str()))
+                .collect();
+            let from_generation = g
+                .iter()
+                .map(|g| {
+                    g.took_over
+                        .as_ref()
+                        .map(|t| int(t.from_generation))
+                        .transpose()
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let lapsed: Vec<Option<i64>> = g
+                .iter()
+                .map(|g| g.took_over.as_ref().map(|t| t.lapsed_ms))
+                .collect();
             self.exec(
-                "INSERT INTO grants (revision, resource_id, generation, owner_id, how, owner_compat, item_compat, at)
-                 SELECT revision, resource_id, generation, owner_id, how, owner_compat, item_compat, at
+                "INSERT INTO grants (revision, resource_id, generation, owner_id, how, owner_compat, item_compat, at,
+                    from_owner, from_generation, lapsed_ms)
+                 SELECT revision, resource_id, generation, owner_id, how, owner_compat, item_compat, at,
+                    from_owner, from_generation, lapsed_ms
                  FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
-                    $7::text[], $8::bigint[])
+                    $7::text[], $8::bigint[], $9::text[], $10::bigint[], $11::bigint[])
                     WITH ORDINALITY AS t(revision, resource_id, generation, owner_id, how, owner_compat,
-                    item_compat, at, n)
+                    item_compat, at, from_owner, from_generation, lapsed_ms, n)
                  ORDER BY n",
                 &[
                     &revision,
@@ -309,6 +328,9 @@ impl<'a> PgTx<'a> {
                     &owner_compat,
                     &item_compat,
                     &at,
+                    &from_owner,
+                    &from_generation,
+                    &lapsed,
                 ],
             )?;
         }
@@ -329,13 +351,23 @@ impl<'a> PgTx<'a> {
             let refusal: Vec<Option<&str>> = w.iter().map(|w| w.refusal.as_deref()).collect();
             let detail: Vec<&str> = w.iter().map(|w| w.detail.as_str()).collect();
             let at: Vec<i64> = w.iter().map(|w| w.at).collect();
+            let holder_id: Vec<Option<&str>> = w
+                .iter()
+                .map(|w| w.holder.as_ref().and_then(|h| h.owner_id.as_deref()))
+                .collect();
+            let holder_generation = w
+                .iter()
+                .map(|w| w.holder.as_ref().map(|h| int(h.generation)).transpose())
+                .collect::<Result<Vec<_>>>()?;
             self.exec(
-                "INSERT INTO writes (revision, resource_id, generation, owner_id, verb, accepted, refusal, detail, at)
-                 SELECT revision, resource_id, generation, owner_id, verb, accepted, refusal, detail, at
+                "INSERT INTO writes (revision, resource_id, generation, owner_id, verb, accepted, refusal, detail, at,
+                    holder_id, holder_generation)
+                 SELECT revision, resource_id, generation, owner_id, verb, accepted, refusal, detail, at,
+                    holder_id, holder_generation
                  FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::boolean[],
-                    $7::text[], $8::text[], $9::bigint[])
+                    $7::text[], $8::text[], $9::bigint[], $10::text[], $11::bigint[])
                     WITH ORDINALITY AS t(revision, resource_id, generation, owner_id, verb, accepted, refusal,
-                    detail, at, n)
+                    detail, at, holder_id, holder_generation, n)
                  ORDER BY n",
                 &[
                     &revision,
@@ -347,6 +379,8 @@ impl<'a> PgTx<'a> {
                     &refusal,
                     &detail,
                     &at,
+                    &holder_id,
+                    &holder_generation,
                 ],
             )?;
         }
@@ -429,6 +463,12 @@ impl<'a> PgTx<'a> {
 
     fn all<T>(&mut self, sql: &str, params: &[Param<'_>], map: Map<T>) -> Result<Vec<T>> {
         self.query(sql, params)?.iter().map(map).collect()
+    }
+
+    /// A `count(*)` over an index range starting at `since`.
+    fn count(&mut self, sql: &str, since: Millis) -> Result<u64> {
+        let n = self.one(sql, &[&since], first_i64)?.unwrap_or(0);
+        Ok(n.unsigned_abs())
     }
 
     /// Reads a meta value (once per write transaction: only this one can change it).
@@ -1250,12 +1290,70 @@ impl Tx for PgTx<'_> {
         })
     }
 
-    fn trim_history(&mut self, keep_from_revision: u64) -> Result<()> {
+    fn trim_history(
+        &mut self,
+        keep_from_revision: u64,
+        keep_incidents_since: Millis,
+    ) -> Result<()> {
         self.flush()?;
         let keep = bound(keep_from_revision);
-        self.exec("DELETE FROM grants WHERE revision < $1", &[&keep])?;
-        self.exec("DELETE FROM writes WHERE revision < $1", &[&keep])?;
+        self.exec(
+            "DELETE FROM grants WHERE revision < $1 AND (from_owner IS NULL OR at < $2)",
+            &[&keep, &keep_incidents_since],
+        )?;
+        self.exec(
+            "DELETE FROM writes WHERE revision < $1 AND (accepted OR at < $2)",
+            &[&keep, &keep_incidents_since],
+        )?;
         Ok(())
+    }
+
+    fn failovers(
+        &mut self,
+        since: Millis,
+        before: Option<HistoryPosition>,
+        n: usize,
+    ) -> Result<Vec<(HistoryPosition, Grant)>> {
+        self.flush()?;
+        let (at, seq) = incident_bound(before);
+        self.all(
+            "SELECT * FROM grants WHERE from_owner IS NOT NULL AND at >= $1 AND (at, seq) < ($2, $3)
+             ORDER BY at DESC, seq DESC LIMIT $4",
+            &[&since, &at, &seq, &limit(n)],
+            rows::failover,
+        )
+    }
+
+    fn count_failovers(&mut self, since: Millis) -> Result<u64> {
+        self.flush()?;
+        self.count(
+            "SELECT count(*) FROM grants WHERE from_owner IS NOT NULL AND at >= $1",
+            since,
+        )
+    }
+
+    fn refused_writes(
+        &mut self,
+        since: Millis,
+        before: Option<HistoryPosition>,
+        n: usize,
+    ) -> Result<Vec<(HistoryPosition, WriteRecord)>> {
+        self.flush()?;
+        let (at, seq) = incident_bound(before);
+        self.all(
+            "SELECT * FROM writes WHERE NOT accepted AND at >= $1 AND (at, seq) < ($2, $3)
+             ORDER BY at DESC, seq DESC LIMIT $4",
+            &[&since, &at, &seq, &limit(n)],
+            rows::refused_write,
+        )
+    }
+
+    fn count_refused_writes(&mut self, since: Millis) -> Result<u64> {
+        self.flush()?;
+        self.count(
+            "SELECT count(*) FROM writes WHERE NOT accepted AND at >= $1",
+            since,
+        )
     }
 
     fn put_definition(&mut self, d: &WorkflowDefinitionRow) -> Result<()> {

@@ -15,12 +15,15 @@
 //!   application's database, a newer schema) is refused with one line and left untouched:
 //!   nothing is created or converted before the file has been recognised.
 //!
-//! Files: `rows.rs` maps rows to models, `tx.rs` implements [`Tx`], `schema.sql`.
+//! Files: `rows.rs` maps rows to models, `tx.rs` implements [`Tx`], `schema.sql`, and
+//! `upgrade_1.sql`, which brings a store of schema 1 to 2 in place.
 
 mod rows;
 #[cfg(test)]
 mod tests;
 mod tx;
+#[cfg(test)]
+mod upgrade_tests;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -39,10 +42,13 @@ use crate::ids::SeededIds;
 use tx::SqliteTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The schema, run idempotently at every read-write open.
 const SCHEMA: &str = include_str!("schema.sql");
+
+/// Brings a version 1 store to version 2 (run before [`SCHEMA`]).
+const UPGRADE_1: &str = include_str!("upgrade_1.sql");
 
 /// How long one statement waits for another process's lock before reporting busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -149,6 +155,11 @@ impl SqliteBackend {
         let found = retry(MAX_ATTEMPTS, || inspect(&conn, &label))?;
         match found {
             Found::Leasehold(v) if v > SCHEMA_VERSION => return Err(newer(&label, v)),
+            Found::Leasehold(v) if v < SCHEMA_VERSION && read_only => {
+                return Err(Error::Unavailable(format!(
+                    "{label}: store schema version {v} predates this build ({SCHEMA_VERSION}); any command that writes to it upgrades it"
+                )));
+            }
             Found::Empty if read_only || !mode.creates() => {
                 return Err(Error::Unavailable(format!(
                     "{label}: empty, not a leasehold store yet (nothing was created)"
@@ -426,10 +437,10 @@ fn init(conn: &mut Connection, label: &str) -> std::result::Result<(), Step> {
         )
         .map_err(|e| step(label, &e))?;
     if has_meta {
-        if let Some(v) = schema_version(&tx).map_err(|e| step(label, &e))? {
-            if v > SCHEMA_VERSION {
-                return Err(Step::Fail(newer(label, v)));
-            }
+        match schema_version(&tx).map_err(|e| step(label, &e))? {
+            Some(v) if v > SCHEMA_VERSION => return Err(Step::Fail(newer(label, v))),
+            Some(1) => tx.execute_batch(UPGRADE_1).map_err(|e| step(label, &e))?,
+            _ => {}
         }
     }
     tx.execute_batch(SCHEMA).map_err(|e| step(label, &e))?;

@@ -10,9 +10,9 @@ use serde::de::DeserializeOwned;
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, DedupOutcome, Grant, HistoryRecord, IdempotentAnswer, Ingestion,
-    InstanceRow, JournalEvent, Lease, Schedule, Subscription, WorkItem, WorkKind, WorkState,
-    WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, DedupOutcome, Grant, HistoryPosition, HistoryRecord, Holder,
+    IdempotentAnswer, Ingestion, InstanceRow, JournalEvent, Lease, Schedule, Subscription,
+    Takeover, WorkItem, WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord,
 };
 
 type SqlResult<T> = rusqlite::Result<T>;
@@ -202,7 +202,31 @@ pub(super) fn grant(row: &Row<'_>) -> SqlResult<Grant> {
         owner_compat: row.get("owner_compat")?,
         item_compat: row.get("item_compat")?,
         at: row.get("at")?,
+        took_over: match row.get::<_, Option<String>>("from_owner")? {
+            Some(from_owner) => Some(Takeover {
+                from_owner,
+                from_generation: get_u64(row, "from_generation")?,
+                lapsed_ms: row.get("lapsed_ms")?,
+            }),
+            None => None,
+        },
     })
+}
+
+/// A history row's place in the newest-first incident lists.
+fn position(row: &Row<'_>) -> SqlResult<HistoryPosition> {
+    Ok(HistoryPosition {
+        at: row.get("at")?,
+        seq: get_u64(row, "seq")?,
+    })
+}
+
+pub(super) fn failover(row: &Row<'_>) -> SqlResult<(HistoryPosition, Grant)> {
+    Ok((position(row)?, grant(row)?))
+}
+
+pub(super) fn refused_write(row: &Row<'_>) -> SqlResult<(HistoryPosition, WriteRecord)> {
+    Ok((position(row)?, write_record(row)?))
 }
 
 pub(super) fn write_record(row: &Row<'_>) -> SqlResult<WriteRecord> {
@@ -216,6 +240,13 @@ pub(super) fn write_record(row: &Row<'_>) -> SqlResult<WriteRecord> {
         refusal: row.get("refusal")?,
         detail: row.get("detail")?,
         at: row.get("at")?,
+        holder: match row.get::<_, Option<i64>>("holder_generation")? {
+            Some(_) => Some(Holder {
+                owner_id: row.get("holder_id")?,
+                generation: get_u64(row, "holder_generation")?,
+            }),
+            None => None,
+        },
     })
 }
 

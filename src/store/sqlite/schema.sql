@@ -1,4 +1,4 @@
--- leasehold SQLite schema, version 1. Every statement is idempotent so that any number of
+-- leasehold SQLite schema, version 2. Every statement is idempotent so that any number of
 -- processes may run it at once (each inside BEGIN IMMEDIATE). Instants are epoch
 -- milliseconds; enums are their `as_str()` text; nested structs are JSON text.
 
@@ -7,7 +7,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
-INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 1);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 2);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('journal_seq', 0);
 
@@ -155,10 +155,15 @@ CREATE TABLE IF NOT EXISTS grants (
     how          TEXT NOT NULL,
     owner_compat TEXT,
     item_compat  TEXT,
-    at           INTEGER NOT NULL
+    at           INTEGER NOT NULL,
+    -- Set only on a failover: the holder it took over (see upgrade_1.sql for older stores).
+    from_owner      TEXT,
+    from_generation INTEGER,
+    lapsed_ms       INTEGER
 );
 CREATE INDEX IF NOT EXISTS grants_revision ON grants (revision);
 CREATE INDEX IF NOT EXISTS grants_resource ON grants (resource_id, revision);
+CREATE INDEX IF NOT EXISTS grants_failovers ON grants (at, seq) WHERE from_owner IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS writes (
     seq         INTEGER PRIMARY KEY,
@@ -170,10 +175,14 @@ CREATE TABLE IF NOT EXISTS writes (
     accepted    INTEGER NOT NULL,
     refusal     TEXT,
     detail      TEXT NOT NULL,
-    at          INTEGER NOT NULL
+    at          INTEGER NOT NULL,
+    -- Who held the resource then; NULL generation: not recorded (an older store's row).
+    holder_id         TEXT,
+    holder_generation INTEGER
 );
 CREATE INDEX IF NOT EXISTS writes_revision ON writes (revision);
 CREATE INDEX IF NOT EXISTS writes_resource ON writes (resource_id, revision);
+CREATE INDEX IF NOT EXISTS writes_refused ON writes (at, seq) WHERE accepted = 0;
 
 CREATE TABLE IF NOT EXISTS definitions (
     workflow_id TEXT PRIMARY KEY,

@@ -12,8 +12,8 @@ use crate::model::work::{NewWork, WorkFilter};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
     AuditEntry, CatchUp, Checkpoint, DedupOutcome, Failure, FailureClass, Grant, HistoryRecord,
-    Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, Schedule, WorkItem, WorkKind,
-    WorkState, WriteRecord,
+    Holder, Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Takeover, WorkItem,
+    WorkKind, WorkState, WriteRecord,
 };
 use crate::store::memory::MemoryBackend;
 
@@ -120,7 +120,9 @@ fn newer_schema_is_refused_and_untouched() {
         assert_eq!(err.code(), "STORE_CORRUPT");
         let text = err.to_string();
         assert!(
-            text.contains("store schema version 7 is newer than this build (1): upgrade leasehold"),
+            text.contains(&format!(
+                "store schema version 7 is newer than this build ({SCHEMA_VERSION}): upgrade leasehold"
+            )),
             "{text}"
         );
         assert!(text.contains(&path.display().to_string()), "{text}");
@@ -475,6 +477,26 @@ fn main_queries_use_indexes() {
             "writes_resource",
         ),
         (
+            "SELECT * FROM grants WHERE from_owner IS NOT NULL AND at >= ?1 AND (at, seq) < (?2, ?3) ORDER BY at DESC, seq DESC LIMIT ?4",
+            4,
+            "grants_failovers",
+        ),
+        (
+            "SELECT count(*) FROM grants WHERE from_owner IS NOT NULL AND at >= ?1",
+            1,
+            "grants_failovers",
+        ),
+        (
+            "SELECT * FROM writes WHERE accepted = 0 AND at >= ?1 AND (at, seq) < (?2, ?3) ORDER BY at DESC, seq DESC LIMIT ?4",
+            4,
+            "writes_refused",
+        ),
+        (
+            "SELECT count(*) FROM writes WHERE accepted = 0 AND at >= ?1",
+            1,
+            "writes_refused",
+        ),
+        (
             "SELECT * FROM schedules WHERE next_due <= ?1 ORDER BY next_due, schedule_id LIMIT ?2",
             2,
             "schedules_due",
@@ -709,7 +731,12 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
                 how: "claim".into(),
                 owner_compat: Some("c".into()),
                 item_compat: None,
-                at: 0,
+                at: i as i64,
+                took_over: (i % 3 == 0).then(|| Takeover {
+                    from_owner: "p".into(),
+                    from_generation: i,
+                    lapsed_ms: 5 - i as i64,
+                }),
             })?;
             tx.add_write(&WriteRecord {
                 revision: i / 2,
@@ -720,11 +747,15 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
                 accepted: i % 2 == 0,
                 refusal: (i % 2 == 1).then(|| "WORK_FENCED".into()),
                 detail: "{}".into(),
-                at: 0,
+                at: i as i64,
+                holder: (i % 4 != 3).then(|| Holder {
+                    owner_id: (i % 4 != 1).then(|| "h".into()),
+                    generation: i + 1,
+                }),
             })?;
         }
     }
-    tx.trim_history(1)?;
+    tx.trim_history(1, 1)?;
     for i in 0..6 {
         tx.put_schedule(&Schedule {
             schedule_id: format!("s{i}"),
@@ -968,6 +999,25 @@ fn every_read_matches_the_memory_reference() {
         for compat in ["c1", "c2"] {
             same(mem, sql, &format!("runnable {compat} {now}"), |tx| {
                 tx.runnable_instances(compat, now, 4)
+            });
+        }
+    }
+    // Incident lists: positions number rows per provider, so only the rows are compared.
+    for since in [-1, 0, 1, 4, 7, 8] {
+        for n in [0, 1, 2, 100] {
+            same(mem, sql, &format!("failovers {since} {n}"), |tx| {
+                let rows = tx.failovers(since, None, n)?;
+                Ok((
+                    rows.into_iter().map(|r| r.1).collect::<Vec<_>>(),
+                    tx.count_failovers(since)?,
+                ))
+            });
+            same(mem, sql, &format!("refused {since} {n}"), |tx| {
+                let rows = tx.refused_writes(since, None, n)?;
+                Ok((
+                    rows.into_iter().map(|r| r.1).collect::<Vec<_>>(),
+                    tx.count_refused_writes(since)?,
+                ))
             });
         }
     }

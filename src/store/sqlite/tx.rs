@@ -17,13 +17,13 @@ use crate::model::event::DedupRecord;
 use crate::model::work::WorkFilter;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow,
-    JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem, WorkflowDefinitionRow,
-    WriteRecord,
+    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
+    InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem,
+    WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
-use crate::store::sql::{bound, due_at, int, json, limit};
+use crate::store::sql::{bound, due_at, incident_bound, int, json, limit};
 
 type Map<T> = fn(&Row<'_>) -> rusqlite::Result<T>;
 
@@ -125,6 +125,12 @@ impl<'a> SqliteTx<'a> {
             conn.prepare_cached(sql)
                 .and_then(|mut s| s.query_map(p, map)?.collect()),
         )
+    }
+
+    /// A `count(*)` over an index range starting at `since`.
+    fn count(&self, sql: &str, since: Millis) -> Result<u64> {
+        let n: i64 = self.one(sql, [since], |r| r.get(0))?.unwrap_or(0);
+        Ok(n.unsigned_abs())
     }
 
     fn meta(&self, key: &str) -> Result<i64> {
@@ -816,18 +822,29 @@ impl Tx for SqliteTx<'_> {
 
     fn add_grant(&mut self, g: &Grant) -> Result<()> {
         self.exec(
-            "INSERT INTO grants (revision, resource_id, generation, owner_id, how, owner_compat, item_compat, at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![int(g.revision)?, g.resource_id, int(g.generation)?, g.owner_id, g.how, g.owner_compat, g.item_compat, g.at],
+            "INSERT INTO grants (revision, resource_id, generation, owner_id, how, owner_compat, item_compat, at,
+                from_owner, from_generation, lapsed_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                int(g.revision)?, g.resource_id, int(g.generation)?, g.owner_id, g.how, g.owner_compat, g.item_compat, g.at,
+                g.took_over.as_ref().map(|t| &t.from_owner),
+                g.took_over.as_ref().map(|t| int(t.from_generation)).transpose()?,
+                g.took_over.as_ref().map(|t| t.lapsed_ms),
+            ],
         )?;
         Ok(())
     }
 
     fn add_write(&mut self, w: &WriteRecord) -> Result<()> {
         self.exec(
-            "INSERT INTO writes (revision, resource_id, generation, owner_id, verb, accepted, refusal, detail, at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![int(w.revision)?, w.resource_id, int(w.generation)?, w.owner_id, w.verb, w.accepted, w.refusal, w.detail, w.at],
+            "INSERT INTO writes (revision, resource_id, generation, owner_id, verb, accepted, refusal, detail, at,
+                holder_id, holder_generation)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                int(w.revision)?, w.resource_id, int(w.generation)?, w.owner_id, w.verb, w.accepted, w.refusal, w.detail, w.at,
+                w.holder.as_ref().and_then(|h| h.owner_id.as_ref()),
+                w.holder.as_ref().map(|h| int(h.generation)).transpose()?,
+            ],
         )?;
         Ok(())
     }
@@ -850,11 +867,65 @@ impl Tx for SqliteTx<'_> {
         })
     }
 
-    fn trim_history(&mut self, keep_from_revision: u64) -> Result<()> {
+    fn trim_history(
+        &mut self,
+        keep_from_revision: u64,
+        keep_incidents_since: Millis,
+    ) -> Result<()> {
         let keep = bound(keep_from_revision);
-        self.exec("DELETE FROM grants WHERE revision < ?1", [keep])?;
-        self.exec("DELETE FROM writes WHERE revision < ?1", [keep])?;
+        self.exec(
+            "DELETE FROM grants WHERE revision < ?1 AND (from_owner IS NULL OR at < ?2)",
+            [keep, keep_incidents_since],
+        )?;
+        self.exec(
+            "DELETE FROM writes WHERE revision < ?1 AND (accepted = 1 OR at < ?2)",
+            [keep, keep_incidents_since],
+        )?;
         Ok(())
+    }
+
+    fn failovers(
+        &mut self,
+        since: Millis,
+        before: Option<HistoryPosition>,
+        n: usize,
+    ) -> Result<Vec<(HistoryPosition, Grant)>> {
+        let (at, seq) = incident_bound(before);
+        self.all(
+            "SELECT * FROM grants WHERE from_owner IS NOT NULL AND at >= ?1 AND (at, seq) < (?2, ?3)
+             ORDER BY at DESC, seq DESC LIMIT ?4",
+            params![since, at, seq, limit(n)],
+            rows::failover,
+        )
+    }
+
+    fn count_failovers(&mut self, since: Millis) -> Result<u64> {
+        self.count(
+            "SELECT count(*) FROM grants WHERE from_owner IS NOT NULL AND at >= ?1",
+            since,
+        )
+    }
+
+    fn refused_writes(
+        &mut self,
+        since: Millis,
+        before: Option<HistoryPosition>,
+        n: usize,
+    ) -> Result<Vec<(HistoryPosition, WriteRecord)>> {
+        let (at, seq) = incident_bound(before);
+        self.all(
+            "SELECT * FROM writes WHERE accepted = 0 AND at >= ?1 AND (at, seq) < (?2, ?3)
+             ORDER BY at DESC, seq DESC LIMIT ?4",
+            params![since, at, seq, limit(n)],
+            rows::refused_write,
+        )
+    }
+
+    fn count_refused_writes(&mut self, since: Millis) -> Result<u64> {
+        self.count(
+            "SELECT count(*) FROM writes WHERE accepted = 0 AND at >= ?1",
+            since,
+        )
     }
 
     fn put_definition(&mut self, d: &WorkflowDefinitionRow) -> Result<()> {

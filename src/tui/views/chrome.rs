@@ -89,23 +89,26 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
     frame.render_widget(Paragraph::new(right), r);
 }
 
-/// The label of each tab, short when the terminal is narrow.
+/// The label of each tab: the full name, a short one when the terminal is narrow, and
+/// its first three letters when even those do not fit.
 fn tab_labels(width: u16) -> Vec<(ViewId, String)> {
-    let long: u16 = ViewId::MAIN
-        .iter()
-        .map(|v| u16::try_from(v.name().len()).unwrap_or(0) + 3)
-        .sum();
+    let fits = |name: fn(ViewId) -> &'static str| {
+        ViewId::MAIN
+            .iter()
+            .map(|v| u16::try_from(name(*v).len()).unwrap_or(0) + 3)
+            .sum::<u16>()
+            < width
+    };
+    let name: fn(ViewId) -> &'static str = if fits(ViewId::name) {
+        ViewId::name
+    } else if fits(short_name) {
+        short_name
+    } else {
+        |v| short_name(v).get(..3).unwrap_or(short_name(v))
+    };
     ViewId::MAIN
         .iter()
-        .map(|v| {
-            let d = v.digit().unwrap_or(' ');
-            let name = if long < width {
-                v.name()
-            } else {
-                short_name(*v)
-            };
-            (*v, format!("{d}:{name}"))
-        })
+        .map(|v| (*v, format!("{}:{}", v.digit().unwrap_or(' '), name(*v))))
         .collect()
 }
 
@@ -122,6 +125,8 @@ fn short_name(view: ViewId) -> &'static str {
         ViewId::Audit => "audit",
         ViewId::Timeline => "time",
         ViewId::WorkflowDetail => "wf",
+        ViewId::Failovers => "fail",
+        ViewId::Fenced => "fence",
     }
 }
 

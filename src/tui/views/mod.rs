@@ -13,6 +13,8 @@ pub mod cursors;
 pub mod describe;
 pub mod dialog;
 pub mod events;
+pub mod failovers;
+pub mod fenced;
 pub mod help;
 pub mod leases;
 pub mod overview;
@@ -176,6 +178,17 @@ pub fn table(snap: &Snapshot, fmt: TimeFmt) -> Option<TableData> {
         ViewData::Events { page, high_water } => events::table(page, *high_water, fmt),
         ViewData::Schedules { page, firings } => schedules::table(page, firings, fmt),
         ViewData::Audit(page) => audit::table(page, fmt),
+        // Newest first by time, paged forward only: the view knows whether there is more.
+        ViewData::Failovers(list) => {
+            let mut data = failovers::table(list, fmt);
+            data.more_before = snap.query.page.after.is_some() && !snap.query.page.backwards;
+            return Some(data);
+        }
+        ViewData::Fenced(list) => {
+            let mut data = fenced::table(list, fmt);
+            data.more_before = snap.query.page.after.is_some() && !snap.query.page.backwards;
+            return Some(data);
+        }
         ViewData::Timeline {
             resource,
             grants,

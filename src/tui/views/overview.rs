@@ -1,6 +1,7 @@
 //! The overview: counts by kind × state, workflows and events at a glance, throughput and
 //! fenced-write sparklines from successive snapshots, the oldest waiting item, how much
-//! work no live authority can run, authorities at a glance and recent failovers.
+//! work no live authority can run, authorities at a glance, and the failovers of the last
+//! window (the store's failover list, as the failovers view and `inspect failovers`).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -9,54 +10,14 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row as TableRow, Sparkline, Ta
 
 use super::super::app::{App, Sample};
 use super::super::snapshot::Snapshot;
-use super::super::text::{age, clean, clock_time};
+use super::super::text::{age, clean};
 use super::super::theme::{Role, Theme};
 use super::authorities::state_role;
 use super::work::state_role as work_role;
 use crate::clock::Millis;
-use crate::model::{Grant, WorkKind, WorkState};
+use crate::model::{WorkKind, WorkState};
 use crate::ops::liveness::{Liveness, liveness};
-
-/// A reclaim seen in the recent grants: the item moved to another owner without the
-/// previous owner finishing, releasing or yielding it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failover {
-    pub resource: String,
-    pub from: String,
-    pub to: String,
-    pub generation: u64,
-    pub at: Millis,
-}
-
-/// Failovers among the snapshot's recent grants, newest first.
-#[must_use]
-pub fn failovers(snap: &Snapshot) -> Vec<Failover> {
-    let mut out = Vec::new();
-    let mut last: std::collections::HashMap<&str, &Grant> = std::collections::HashMap::new();
-    for g in &snap.recent_grants {
-        if let Some(prev) = last.get(g.resource_id.as_str()) {
-            let finished = snap.recent_writes.iter().any(|w| {
-                w.resource_id == g.resource_id
-                    && w.generation == prev.generation
-                    && w.accepted
-                    && w.revision < g.revision
-                    && !matches!(w.verb.as_str(), "renew" | "checkpoint" | "cursor")
-            });
-            if prev.owner_id != g.owner_id && !finished && g.how != "handoff" {
-                out.push(Failover {
-                    resource: g.resource_id.clone(),
-                    from: prev.owner_id.clone(),
-                    to: g.owner_id.clone(),
-                    generation: g.generation,
-                    at: g.at,
-                });
-            }
-        }
-        last.insert(g.resource_id.as_str(), g);
-    }
-    out.reverse();
-    out
-}
+use crate::ops::timefmt::TimeFmt;
 
 /// Per-second rates between successive samples of `f`.
 #[must_use]
@@ -120,7 +81,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
             .spacing(1)
             .areas(bottom);
     authorities(frame, auths, t, snap, now);
-    failover_list(frame, fails, t, snap, now);
+    failover_list(frame, fails, t, snap, app.time_fmt());
 }
 
 fn counts_table(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot) {
@@ -272,18 +233,18 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
             }),
         ),
     ]));
-    let f = failovers(snap).len();
+    let (count, window) = snap
+        .failovers
+        .as_ref()
+        .map_or((0, String::new()), |l| (l.total, l.window.label()));
     lines.push(Line::from(vec![
-        Span::styled("recent failovers ", t.style(Role::Muted)),
+        Span::styled("failovers ", t.style(Role::Muted)),
         Span::styled(
-            f.to_string(),
-            t.style(if f > 0 { Role::Fenced } else { Role::Ok }),
+            count.to_string(),
+            t.style(if count > 0 { Role::Fenced } else { Role::Ok }),
         ),
         Span::styled(
-            format!(
-                "  (last {} revisions)",
-                super::super::snapshot::RECENT_REVISIONS
-            ),
+            format!("  (last {window}; F lists them, W the fenced writes)"),
             t.style(Role::Muted),
         ),
     ]));
@@ -363,18 +324,27 @@ fn authorities(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
     frame.render_widget(Paragraph::new(lines), area);
 }
 
-fn failover_list(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, now: Millis) {
+fn failover_list(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, fmt: TimeFmt) {
+    let Some(list) = &snap.failovers else {
+        return;
+    };
     let mut lines = vec![Line::from(Span::styled(
-        "RECENT FAILOVERS",
+        format!("FAILOVERS · {}", list.headline("in window", "in window")),
         t.style(Role::Header),
     ))];
-    let list = failovers(snap);
-    if list.is_empty() {
-        lines.push(Line::from(Span::styled("none seen", t.style(Role::Muted))));
+    if list.rows.is_empty() {
+        lines.push(Line::from(Span::styled(
+            format!("none in the last {}", list.window.label()),
+            t.style(Role::Muted),
+        )));
     }
-    for f in list.iter().take(usize::from(area.height.saturating_sub(1))) {
+    for f in list
+        .rows
+        .iter()
+        .take(usize::from(area.height.saturating_sub(1)))
+    {
         lines.push(Line::from(vec![
-            Span::styled(clock_time(f.at), t.style(Role::Muted)),
+            Span::styled(fmt.wall(f.at), t.style(Role::Muted)),
             Span::raw(" "),
             Span::raw(clean(&f.resource, 22)),
             Span::styled(
@@ -382,7 +352,12 @@ fn failover_list(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, 
                 t.style(Role::Fenced),
             ),
             Span::styled(
-                format!(" gen {} ({} ago)", f.generation, age(now, Some(f.at))),
+                format!(
+                    " gen {} lapsed {} ({})",
+                    f.generation,
+                    f.lapsed_label(),
+                    fmt.relative(f.at)
+                ),
                 t.style(Role::Muted),
             ),
         ]));

@@ -1,0 +1,93 @@
+//! A store written by schema 1 (before failovers and holders were recorded) opens in
+//! place: its columns and rows stay, the new facts read as unknown, new rows carry them.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rusqlite::Connection;
+
+use super::{OpenMode, SCHEMA_VERSION, SqliteBackend};
+use crate::clock::ManualClock;
+use crate::ids::SeededIds;
+use crate::store::{Keyed, Store};
+
+const NO_KEY: Keyed<'static> = Keyed { key: None };
+
+fn store(path: &Path, clock: &ManualClock) -> Store {
+    let backend = SqliteBackend::open(path, OpenMode::ReadWrite).expect("open");
+    Store::new(
+        Arc::new(backend),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(7)),
+    )
+}
+
+/// Turns a fresh store back into what schema 1 created: no failover or holder columns,
+/// no indexes over them, version 1.
+fn downgrade_to_schema_1(path: &Path) {
+    let conn = Connection::open(path).expect("raw");
+    conn.execute_batch(
+        "DROP INDEX grants_failovers;
+         DROP INDEX writes_refused;
+         ALTER TABLE grants DROP COLUMN from_owner;
+         ALTER TABLE grants DROP COLUMN from_generation;
+         ALTER TABLE grants DROP COLUMN lapsed_ms;
+         ALTER TABLE writes DROP COLUMN holder_id;
+         ALTER TABLE writes DROP COLUMN holder_generation;
+         UPDATE meta SET value = 1 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+}
+
+#[test]
+fn a_schema_1_store_is_upgraded_in_place_and_old_rows_read_as_unknown() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("old.db");
+    let clock = ManualClock::new(1_000);
+    let s = store(&path, &clock);
+    let lease = s.acquire("r", "a", 1_000.0, NO_KEY).expect("a acquires");
+    clock.advance(2_000);
+    s.acquire("r", "b", 1_000.0, NO_KEY).expect("b reclaims");
+    assert!(
+        s.renew("r", &lease.token, lease.generation, 1_000.0)
+            .is_err()
+    );
+    drop(s);
+    downgrade_to_schema_1(&path);
+
+    let untouched = std::fs::read(&path).expect("bytes");
+    let err = SqliteBackend::open(&path, OpenMode::ReadOnly)
+        .err()
+        .expect("a read-only open cannot upgrade");
+    assert!(err.to_string().contains("predates this build"), "{err}");
+    assert_eq!(std::fs::read(&path).expect("bytes"), untouched);
+
+    let s = store(&path, &clock);
+    let version: i64 = Connection::open(&path)
+        .expect("raw")
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("version");
+    assert_eq!(version, SCHEMA_VERSION);
+    let old = s.read(|tx| tx.grants(None, 0, 10)).expect("grants");
+    assert_eq!(old.len(), 2, "the old grants stay");
+    assert!(old.iter().all(|g| g.took_over.is_none()));
+    let writes = s.read(|tx| tx.writes(None, 0, 10)).expect("writes");
+    assert!(writes.iter().all(|w| w.holder.is_none()));
+    assert_eq!(s.failovers(0, None, 10).expect("failovers").total, 0);
+    assert_eq!(s.refused_writes(0, None, 10).expect("refused").total, 1);
+
+    clock.advance(2_500);
+    s.acquire("r", "c", 1_000.0, NO_KEY).expect("c reclaims");
+    let failovers = s.failovers(0, None, 10).expect("failovers");
+    assert_eq!(failovers.total, 1);
+    let takeover = failovers.rows[0].1.took_over.clone().expect("a failover");
+    assert_eq!(
+        (takeover.from_owner.as_str(), takeover.from_generation),
+        ("b", 2)
+    );
+    assert_eq!(takeover.lapsed_ms, 1_500);
+}

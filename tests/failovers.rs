@@ -1,0 +1,253 @@
+//! The failover story with real processes: three `leasehold authority` processes share one
+//! SQLite store under a short lease; one is SIGKILLed and another SIGSTOPped until every
+//! claim it held was taken over, then resumed. `inspect failovers --json` must list
+//! exactly the reclaims the grant history holds — worked out here from the grants and
+//! writes alone, not from the failover facts — including reclaims from both lost owners,
+//! and `inspect fenced --json` the resumed one's late writes, each naming who held the
+//! item at that moment. Every wait is on a condition, with a generous deadline.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use leasehold::Store;
+use leasehold::model::{Grant, WriteRecord};
+use leasehold::store::url::{self, OpenMode};
+use serde_json::Value;
+
+use support::authorities::{Authorities, claimed_by, enqueue, signal, unfinished};
+
+const ITEMS: usize = 3_000;
+const LEASE_MS: u32 = 1_000;
+
+fn leasehold(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(args)
+        .env_remove("LEASEHOLD_STORE")
+        .output()
+        .expect("run leasehold")
+}
+
+#[track_caller]
+fn wait_until(what: &str, deadline: Instant, mut done: impl FnMut() -> bool) {
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `inspect VIEW --json` rows.
+fn inspect(store: &str, view: &str) -> Vec<Value> {
+    let o = leasehold(&[
+        "inspect", "--store", store, view, "--json", "--limit", "100000", "--window", "1h",
+    ]);
+    assert!(
+        o.status.success(),
+        "inspect {view}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Every reclaim in the history, as `(resource, from, to, generation)`: a grant whose
+/// resource was last granted to another owner that never finished, failed or yielded it
+/// under that generation (an accepted write that ends a claim).
+fn reclaims(grants: &[Grant], writes: &[WriteRecord]) -> BTreeSet<(String, String, String, u64)> {
+    let ended: BTreeSet<(&str, &str, u64)> = writes
+        .iter()
+        .filter(|w| w.accepted && matches!(w.verb.as_str(), "complete" | "fail" | "yield"))
+        .map(|w| (w.resource_id.as_str(), w.owner_id.as_str(), w.generation))
+        .collect();
+    let mut last: BTreeMap<&str, &Grant> = BTreeMap::new();
+    let mut out = BTreeSet::new();
+    for g in grants {
+        if let Some(prev) = last.insert(g.resource_id.as_str(), g) {
+            let released = ended.contains(&(
+                prev.resource_id.as_str(),
+                prev.owner_id.as_str(),
+                prev.generation,
+            ));
+            if prev.owner_id != g.owner_id && !released {
+                out.insert((
+                    g.resource_id.clone(),
+                    prev.owner_id.clone(),
+                    g.owner_id.clone(),
+                    g.generation,
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn text(v: &Value, key: &str) -> String {
+    v[key].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").display().to_string();
+    let store: Store = url::open(&path, OpenMode::ReadWrite).unwrap();
+    enqueue(&store, ITEMS);
+    let mut auth = Authorities::new();
+    for name in ["auth-0", "auth-1", "auth-2"] {
+        auth.spawn_with_lease(name, &path, LEASE_MS);
+    }
+
+    // kill -9 one while it holds claims.
+    wait_until("auth-0 to hold claims", deadline, || {
+        !claimed_by(&store, "auth-0").is_empty()
+    });
+    let killed_held = claimed_by(&store, "auth-0");
+    auth.kill("auth-0");
+
+    // SIGSTOP another while it holds claims, until each was taken over, then resume it,
+    // until it writes late at least once (a resumed authority may also drop an attempt
+    // without writing). A stop that lands inside a write transaction holds SQLite's write
+    // lock and nobody progresses: then it is resumed and stopped again.
+    let mut stopped_held = BTreeMap::new();
+    'cycle: loop {
+        let held = 'stop: loop {
+            wait_until("auth-1 to hold claims", deadline, || {
+                !claimed_by(&store, "auth-1").is_empty()
+            });
+            signal("-STOP", auth.pid("auth-1"));
+            let held = claimed_by(&store, "auth-1");
+            if held.is_empty() {
+                signal("-CONT", auth.pid("auth-1"));
+                continue;
+            }
+            let (mut revision, mut moved_at) = (store.revision().unwrap(), Instant::now());
+            loop {
+                assert!(
+                    Instant::now() < deadline,
+                    "timed out waiting for auth-1's claims to be taken over"
+                );
+                let reclaimed = held
+                    .iter()
+                    .all(|(id, g)| store.work(id).unwrap().is_some_and(|w| w.generation > *g));
+                if reclaimed {
+                    break 'stop held;
+                }
+                let now = store.revision().unwrap();
+                if now != revision {
+                    (revision, moved_at) = (now, Instant::now());
+                } else if moved_at.elapsed() > Duration::from_secs(5) {
+                    signal("-CONT", auth.pid("auth-1"));
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue 'stop;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        stopped_held.extend(held);
+        signal("-CONT", auth.pid("auth-1"));
+        // Its late writes are refused and listed, each naming the holder then.
+        let resumed = Instant::now();
+        while resumed.elapsed() < Duration::from_secs(20) {
+            let late = inspect(&path, "fenced")
+                .iter()
+                .any(|w| text(w, "writer") == "auth-1");
+            if late {
+                break 'cycle;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(Instant::now() < deadline, "auth-1 never wrote late");
+    }
+    wait_until("every item to finish", deadline, || unfinished(&store) == 0);
+    auth.stop_all(deadline);
+
+    let (grants, writes) = store.ownership_history(None, 0, 10_000_000).unwrap();
+    let history = reclaims(&grants, &writes);
+    let listed: BTreeSet<(String, String, String, u64)> = inspect(&path, "failovers")
+        .iter()
+        .map(|f| {
+            (
+                text(f, "resource"),
+                text(f, "from"),
+                text(f, "to"),
+                f["generation"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed, history,
+        "inspect failovers lists every reclaim the history holds"
+    );
+    for (owner, held) in [("auth-0", &killed_held), ("auth-1", &stopped_held)] {
+        let from: Vec<_> = listed.iter().filter(|f| f.1 == owner).collect();
+        assert!(!from.is_empty(), "no failover from {owner}");
+        for id in held.keys() {
+            assert!(
+                from.iter().any(|f| &f.0 == id)
+                    || store.work(id).unwrap().is_some_and(|w| {
+                        // Finished by its own holder in the instant before the signal landed.
+                        writes
+                            .iter()
+                            .any(|x| x.accepted && x.resource_id == w.id && x.owner_id == owner)
+                    }),
+                "{owner} held {id}, which was neither reclaimed nor finished by it"
+            );
+        }
+    }
+    for f in inspect(&path, "failovers") {
+        let lapsed = f["lapsedMs"].as_i64().unwrap();
+        assert!(lapsed >= 0, "a reclaim before expiry: {f}");
+        assert!(f["fromGeneration"].as_u64().unwrap() < f["generation"].as_u64().unwrap());
+    }
+
+    // Each late write of auth-1 names the holder of that moment: the owner of the grant of
+    // that generation in the history, never auth-1 itself.
+    let owner_of: BTreeMap<(String, u64), String> = grants
+        .iter()
+        .map(|g| ((g.resource_id.clone(), g.generation), g.owner_id.clone()))
+        .collect();
+    let late: Vec<Value> = inspect(&path, "fenced")
+        .into_iter()
+        .filter(|w| text(w, "writer") == "auth-1")
+        .collect();
+    assert!(!late.is_empty());
+    for w in &late {
+        let holder_generation = w["holderGeneration"].as_u64().expect("holder recorded");
+        assert!(
+            holder_generation > w["writerGeneration"].as_u64().unwrap(),
+            "{w}"
+        );
+        let holder = w["holder"].as_str();
+        if let Some(holder) = holder {
+            assert_ne!(holder, "auth-1");
+            assert_eq!(
+                owner_of
+                    .get(&(text(w, "resource"), holder_generation))
+                    .map(String::as_str),
+                Some(holder),
+                "{w}"
+            );
+        }
+        assert!(!text(w, "verb").is_empty() && !text(w, "refusal").is_empty());
+    }
+    let refused = writes.iter().filter(|w| !w.accepted).count();
+    assert_eq!(
+        inspect(&path, "fenced").len(),
+        refused,
+        "every refused write is listed"
+    );
+    eprintln!(
+        "failovers: {} listed ({} from auth-0, {} from auth-1); auth-1 wrote {} times late",
+        listed.len(),
+        listed.iter().filter(|f| f.1 == "auth-0").count(),
+        listed.iter().filter(|f| f.1 == "auth-1").count(),
+        late.len()
+    );
+}

@@ -1,0 +1,183 @@
+//! Real `leasehold authority` processes for the tests that kill, stop and resume them:
+//! each writes its JSON log to a temp dir, and every one still running is resumed and
+//! killed when the set is dropped.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use leasehold::Store;
+use leasehold::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
+use leasehold::model::work::{NewWork, WorkFilter};
+use leasehold::model::{PageRequest, WorkState};
+
+/// Sends `sig` (`-STOP`, `-CONT`, `-TERM`) to `pid`.
+pub fn signal(sig: &str, pid: u32) {
+    let _ = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// `leasehold authority` processes; each one still running is resumed and killed on drop.
+pub struct Authorities {
+    dir: tempfile::TempDir,
+    running: BTreeMap<String, Child>,
+}
+
+impl Authorities {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::Builder::new()
+                .prefix("leasehold-procs-")
+                .tempdir()
+                .unwrap(),
+            running: BTreeMap::new(),
+        }
+    }
+
+    pub fn log(&self, name: &str) -> PathBuf {
+        self.dir.path().join(format!("{name}.log"))
+    }
+
+    /// Starts one authority with a short lease, polling fast.
+    pub fn spawn(&mut self, name: &str, store: &str) {
+        self.spawn_with_lease(name, store, 1_500);
+    }
+
+    /// Starts one authority with a lease of `lease_ms`, polling fast.
+    pub fn spawn_with_lease(&mut self, name: &str, store: &str, lease_ms: u32) {
+        let child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .args([
+                "authority",
+                "--store",
+                store,
+                "--instance",
+                name,
+                "--lease-ms",
+                &lease_ms.to_string(),
+                "--poll-ms",
+                "50",
+                "--log-format",
+                "json",
+            ])
+            .env_remove("LEASEHOLD_STORE")
+            .stdin(Stdio::null())
+            .stdout(File::create(self.dir.path().join(format!("{name}.out"))).unwrap())
+            .stderr(File::create(self.log(name)).unwrap())
+            .spawn()
+            .expect("start leasehold authority");
+        self.running.insert(name.to_owned(), child);
+    }
+
+    /// How often each event (`store-unavailable`, `write-refused`, …) appears in the logs of
+    /// every authority, and every error text they logged.
+    pub fn events(&self) -> (BTreeMap<String, usize>, Vec<String>) {
+        let mut events = BTreeMap::new();
+        let mut errors = Vec::new();
+        for entry in std::fs::read_dir(self.dir.path()).unwrap().flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            for line in text.lines() {
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                    continue;
+                };
+                if let Some(event) = v["message"].as_str() {
+                    *events.entry(event.to_owned()).or_default() += 1;
+                }
+                if let Some(error) = v["error"].as_str() {
+                    errors.push(error.to_owned());
+                }
+            }
+        }
+        (events, errors)
+    }
+
+    pub fn pid(&self, name: &str) -> u32 {
+        self.running[name].id()
+    }
+
+    pub fn kill(&mut self, name: &str) {
+        let mut child = self.running.remove(name).unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// SIGTERM to every authority still running; each must shut down cleanly.
+    pub fn stop_all(&mut self, deadline: Instant) {
+        for child in self.running.values() {
+            signal("-TERM", child.id());
+        }
+        for (name, mut child) in std::mem::take(&mut self.running) {
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                assert!(Instant::now() < deadline, "{name} did not stop on SIGTERM");
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            let log = std::fs::read_to_string(self.log(&name)).unwrap_or_default();
+            assert!(status.success(), "{name} exited with {status}: {log}");
+        }
+    }
+}
+
+impl Drop for Authorities {
+    fn drop(&mut self) {
+        for child in self.running.values_mut() {
+            signal("-CONT", child.id());
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The handler of the effects [`enqueue`] adds (the default workload has it).
+pub const HANDLER: &str = "send-email";
+
+/// The compatibility digest of the default build the authorities run.
+pub fn compat() -> String {
+    compatibility_key(DEFAULT_BUILD_TAG).digest()
+}
+
+pub fn enqueue(store: &Store, n: usize) {
+    let compat = compat();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
+        let specs = chunk
+            .iter()
+            .map(|i| NewWork::effect(format!("fx-{i:05}"), HANDLER, format!("{{\"n\":{i}}}")))
+            .collect();
+        store.enqueue_batch(specs, &compat).unwrap();
+    }
+}
+
+/// Compatible items not yet terminal, from the incremental counts.
+pub fn unfinished(store: &Store) -> u64 {
+    let compat = compat();
+    store
+        .overview()
+        .unwrap()
+        .work
+        .iter()
+        .filter(|c| c.compat == compat && !c.state.is_terminal())
+        .map(|c| c.count)
+        .sum()
+}
+
+/// Items `owner` holds a claim on now, with their generations.
+pub fn claimed_by(store: &Store, owner: &str) -> BTreeMap<String, u64> {
+    let filter = WorkFilter {
+        states: vec![WorkState::Claimed],
+        owner: Some(owner.into()),
+        ..WorkFilter::default()
+    };
+    store
+        .list_work(&filter, &PageRequest::first(10_000))
+        .unwrap()
+        .rows
+        .into_iter()
+        .map(|w| (w.id, w.generation))
+        .collect()
+}
