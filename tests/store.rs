@@ -58,6 +58,7 @@ macro_rules! for_each_case {
             // §2.2 durable work
             work::racing_claimers_exactly_one_wins,
             work::claim_batch_respects_limit_and_eligibility,
+            work::lapsed_claims_are_reclaimed_before_the_backlog,
             work::expiry_without_reclaim_does_not_fence_work,
             work::reclaim_fences_the_old_work_owner,
             work::unrecorded_attempt_is_uncertain_and_keeps_its_keys,

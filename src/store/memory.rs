@@ -29,7 +29,9 @@ struct State {
     lease_owners: BTreeSet<(String, String)>,
     work: BTreeMap<String, WorkItem>,
     /// (compat, due instant, id) of every non-terminal item: the claim index.
-    work_due: BTreeSet<(String, Millis, String)>,
+    work_due: BTreeSet<DueKey>,
+    /// (compat, lease expiry, id) of every claimed item: lapsed claims are reclaimed first.
+    claims_due: BTreeSet<DueKey>,
     dedup: BTreeMap<(String, String), DedupRecord>,
     journal: BTreeMap<i64, JournalEvent>,
     journal_seq: i64,
@@ -60,6 +62,31 @@ fn due_at(item: &WorkItem) -> Option<Millis> {
         WorkState::Claimed => item.lease_expires_at,
         WorkState::Succeeded | WorkState::Failed => None,
     }
+}
+
+/// (compat, instant, id): the key of the claim indexes.
+type DueKey = (String, Millis, String);
+
+fn due_key(item: &WorkItem) -> Option<DueKey> {
+    due_at(item).map(|d| (item.compat.clone(), d, item.id.clone()))
+}
+
+fn claim_key(item: &WorkItem) -> Option<DueKey> {
+    (item.state == WorkState::Claimed)
+        .then_some(item.lease_expires_at)
+        .flatten()
+        .map(|d| (item.compat.clone(), d, item.id.clone()))
+}
+
+/// The first `limit` keys of `compat` due by `now`, in due order.
+fn due_by(index: &BTreeSet<DueKey>, compat: &str, now: Millis, limit: usize) -> Vec<String> {
+    let start = (compat.to_owned(), Millis::MIN, String::new());
+    index
+        .range(start..)
+        .take_while(|(c, due, _)| c == compat && *due <= now)
+        .take(limit)
+        .map(|(_, _, id)| id.clone())
+        .collect()
 }
 
 type Undo = Box<dyn FnOnce(&mut State) + Send>;
@@ -303,19 +330,35 @@ impl MemTx<'_> {
     }
 
     fn set_due(&mut self, prev: Option<&WorkItem>, next: &WorkItem) {
-        if let Some(key) = prev.and_then(|p| due_at(p).map(|d| (p.compat.clone(), d, p.id.clone())))
-        {
-            if self.state.work_due.remove(&key) {
+        self.reindex(|s| &mut s.work_due, prev.and_then(due_key), due_key(next));
+        self.reindex(
+            |s| &mut s.claims_due,
+            prev.and_then(claim_key),
+            claim_key(next),
+        );
+    }
+
+    /// Moves an item's entry in one index from `prev` to `next`, undoably.
+    fn reindex(
+        &mut self,
+        index: fn(&mut State) -> &mut BTreeSet<DueKey>,
+        prev: Option<DueKey>,
+        next: Option<DueKey>,
+    ) {
+        if prev == next {
+            return;
+        }
+        if let Some(key) = prev {
+            if index(self.state).remove(&key) {
                 self.undo.push(Box::new(move |s: &mut State| {
-                    s.work_due.insert(key);
+                    index(s).insert(key);
                 }));
             }
         }
-        if let Some(due) = due_at(next) {
-            let key = (next.compat.clone(), due, next.id.clone());
-            if self.state.work_due.insert(key.clone()) {
+        if let Some(key) = next {
+            if index(self.state).insert(key.clone()) {
                 self.undo.push(Box::new(move |s: &mut State| {
-                    s.work_due.remove(&key);
+                    index(s).remove(&key);
                 }));
             }
         }
@@ -426,14 +469,16 @@ impl Tx for MemTx<'_> {
     }
 
     fn claimable_work(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<WorkItem>> {
-        let start = (compat.to_owned(), Millis::MIN, String::new());
-        Ok(self
-            .state
-            .work_due
-            .range(start..)
-            .take_while(|(c, due, _)| c == compat && *due <= now)
-            .take(limit)
-            .filter_map(|(_, _, id)| self.state.work.get(id).cloned())
+        Ok(due_by(&self.state.work_due, compat, now, limit)
+            .iter()
+            .filter_map(|id| self.state.work.get(id).cloned())
+            .collect())
+    }
+
+    fn lapsed_claims(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<WorkItem>> {
+        Ok(due_by(&self.state.claims_due, compat, now, limit)
+            .iter()
+            .filter_map(|id| self.state.work.get(id).cloned())
             .collect())
     }
 

@@ -128,7 +128,7 @@ impl Store {
     ) -> Result<Vec<Claim>> {
         check_id("owner", owner)?;
         self.write(|tx, now| {
-            let candidates = tx.claimable_work(compat, now, limit)?;
+            let candidates = claim_candidates(tx, compat, now, limit)?;
             let mut claimed = Vec::with_capacity(candidates.len());
             for item in candidates {
                 if let Ok(next) =
@@ -343,6 +343,27 @@ pub(crate) fn fenced_in(
 
 /// Logs the grant of `item` (as claimed) to `owner`; `before` is the row it replaced, so
 /// a claim over another owner's unfinished claim is recorded as a failover.
+/// What one claim batch considers, in order: claims whose lease lapsed (a dead or stopped
+/// owner's work) first, then everything else due, earliest first. Without the first step
+/// a reclaim would wait behind every pending item that fell due before the lease lapsed —
+/// minutes on a store with a backlog.
+fn claim_candidates(
+    tx: &mut dyn Tx,
+    compat: &str,
+    now: Millis,
+    limit: usize,
+) -> Result<Vec<WorkItem>> {
+    let mut candidates = tx.lapsed_claims(compat, now, limit)?;
+    if candidates.len() < limit {
+        let lapsed: std::collections::HashSet<String> =
+            candidates.iter().map(|w| w.id.clone()).collect();
+        let due = tx.claimable_work(compat, now, limit)?;
+        candidates.extend(due.into_iter().filter(|w| !lapsed.contains(&w.id)));
+        candidates.truncate(limit);
+    }
+    Ok(candidates)
+}
+
 fn log_claim(
     tx: &mut dyn Tx,
     before: &WorkItem,

@@ -353,11 +353,16 @@ impl Shadow {
                 limit,
                 lease,
             } => {
-                let mut due: Vec<(i64, &str, usize)> = (0..4)
-                    .filter_map(|i| self.item_claimable(i).map(|d| (d, ITEMS[i], i)))
+                // Lapsed claims first (earliest lapse first), then the rest by due instant.
+                let mut due: Vec<(bool, i64, &str, usize)> = (0..4)
+                    .filter_map(|i| {
+                        let fresh = self.items[i].state != St::Claimed;
+                        self.item_claimable(i).map(|d| (fresh, d, ITEMS[i], i))
+                    })
                     .collect();
                 due.sort_unstable();
-                let picked: Vec<usize> = due.into_iter().take(limit).map(|(_, _, i)| i).collect();
+                let picked: Vec<usize> =
+                    due.into_iter().take(limit).map(|(_, _, _, i)| i).collect();
                 for &i in &picked {
                     self.claim_item(owner, i, WORK_LEASES[lease])
                         .expect("a due item is claimable");

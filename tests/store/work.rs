@@ -131,6 +131,36 @@ pub fn racing_claimers_exactly_one_wins(h: &dyn Harness) {
 
 /// `claim_batch` takes at most `limit` items, earliest due first, and only eligible ones:
 /// never before `notBefore` / `nextEligibleAt`, never a live claim, a terminal item or
+/// A claim whose lease lapsed (its owner died or stopped) is reclaimed ahead of a backlog
+/// of pending work that fell due long before: otherwise a dead owner's items would wait
+/// behind the whole backlog, however short the lease.
+pub fn lapsed_claims_are_reclaimed_before_the_backlog(h: &dyn Harness) {
+    let s = h.store();
+    let backlog: Vec<NewWork> = (0..20).map(|i| effect(&format!("b{i:02}"))).collect();
+    ok("backlog", s.enqueue_batch(backlog, K));
+    h.clock().advance(1_000);
+    ok("enqueue d1", s.enqueue(effect("d1"), K));
+    ok("enqueue d2", s.enqueue(effect("d2"), K));
+    ok("dead claims d1", s.claim("d1", "dead", K, 2_000));
+    ok("dead claims d2", s.claim("d2", "dead", K, 3_000));
+    h.clock().advance(5_000);
+    let first = ok("claim 3", s.claim_batch("heir", K, 3, 10_000));
+    let got: Vec<&str> = first.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(
+        got,
+        ["d1", "d2", "b00"],
+        "lapsed claims first (earliest lapse first), then the oldest due"
+    );
+    assert!(
+        first[..2]
+            .iter()
+            .all(|w| w.generation == 2 && w.uncertain_attempts == 1)
+    );
+    // A claim that has not lapsed is not a candidate; the backlog continues in order.
+    let next = ok("claim 2", s.claim_batch("other", K, 2, 10_000));
+    let got: Vec<&str> = next.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(got, ["b01", "b02"]);
+}
 /// another build's item.
 pub fn claim_batch_respects_limit_and_eligibility(h: &dyn Harness) {
     let s = h.store();

@@ -974,6 +974,19 @@ impl Tx for PgTx<'_> {
         Ok(items)
     }
 
+    fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
+        self.flush()?;
+        let items = self.all(
+            "SELECT * FROM work WHERE compat = $1 AND state = 'claimed' AND due_at <= $2 ORDER BY due_at, id LIMIT $3",
+            &[&compat, &now, &limit(n)],
+            rows::work,
+        )?;
+        if self.writable {
+            self.saw(&items);
+        }
+        Ok(items)
+    }
+
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {
         self.flush()?;
         let mut states: Vec<String> = filter.states.iter().map(|s| s.as_str().into()).collect();

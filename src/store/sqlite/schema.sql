@@ -63,6 +63,8 @@ CREATE INDEX IF NOT EXISTS work_kind ON work (kind, id);
 CREATE INDEX IF NOT EXISTS work_owner ON work (owner_id, id);
 -- What each authority holds right now: small, whatever the table's size.
 CREATE INDEX IF NOT EXISTS work_claimed_by ON work (owner_id, id) WHERE state = 'claimed';
+-- Claims by when their lease lapses: reclaims are served before the backlog.
+CREATE INDEX IF NOT EXISTS work_lapsed ON work (compat, due_at, id) WHERE state = 'claimed';
 CREATE INDEX IF NOT EXISTS work_compat ON work (compat, id);
 
 CREATE TABLE IF NOT EXISTS dedup (

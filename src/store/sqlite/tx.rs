@@ -494,6 +494,16 @@ impl Tx for SqliteTx<'_> {
         Ok(items)
     }
 
+    fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
+        let items = self.all(
+            "SELECT * FROM work INDEXED BY work_lapsed WHERE compat = ?1 AND state = 'claimed' AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
+            params![compat, now, limit(n)],
+            rows::work,
+        )?;
+        self.note_owners(items.iter());
+        Ok(items)
+    }
+
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {
         let n = page.limit.max(1);
         let mut states: Vec<&str> = filter.states.iter().map(|s| s.as_str()).collect();
