@@ -1,4 +1,4 @@
-//! The compatibility key of a build of this binary (SPEC §2.3).
+//! The compatibility key of a build of this binary (docs/ARCHITECTURE.md#compatibility).
 //!
 //! Every durable item records the key of the build that created it, and an authority only
 //! claims items whose key digest equals its own. [`compatibility_key`] derives the key of

@@ -112,7 +112,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// The stable code of this error, in the seed's vocabulary.
+    /// The stable code of this error, shared by the CLI, the logs and the tests (docs/ARCHITECTURE.md#errors).
     #[must_use]
     pub fn code(&self) -> &'static str {
         match self {

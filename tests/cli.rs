@@ -1,5 +1,6 @@
 //! The `leasehold` binary against real SQLite files in a temp dir: the CLI contract of
-//! SPEC §7 (names, `--json` lines, exit codes 0/1/2, one-line errors, `LEASEHOLD_STORE`),
+//! The command-line contract (names, `--json` lines, exit codes 0/1/2, one-line errors,
+//! `LEASEHOLD_STORE`),
 //! and `leasehold copy` round trips (SQLite to SQLite, and SQLite to Postgres and back)
 //! judged by what `inspect`, `history` and `check` say.
 #![allow(clippy::unwrap_used)]

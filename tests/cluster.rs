@@ -245,7 +245,7 @@ fn a_live_cluster_is_controlled_by_hand() {
         "{}",
         cluster::render_text(&report)
     );
-    use leasehold::tui::demo::ClusterControl;
+    use leasehold::cluster::control::ClusterControl;
     assert_eq!(ClusterControl::authorities(&cluster).len(), nodes.len());
     assert!(ClusterControl::scenario(&cluster).contains("seed 9"));
 }

@@ -1,4 +1,4 @@
-//! Real OS processes racing on one SQLite file (sled's `test_crash_recovery.rs` style): the
+//! Real OS processes racing on one SQLite file (the test binary re-runs itself as a child and is killed mid-workload): the
 //! test binary re-executes itself as four worker processes that claim (in batches) and
 //! complete 2,000 effects under a short wall-clock lease, while the parent SIGKILLs one
 //! mid-run and SIGSTOPs another past its lease expiry, then resumes it. Afterwards the

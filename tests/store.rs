@@ -1,7 +1,7 @@
 //! The store conformance suite, written once and run unchanged on every provider.
 //!
 //! Every case is a plain `fn case(h: &dyn Harness)` in one of the submodules (named after the
-//! SPEC §2 rule it pins); [`conformance!`] expands the list into one `#[test]` per case and
+//! rule of docs/ARCHITECTURE.md it pins); [`conformance!`] expands the list into one `#[test]` per case and
 //! provider, so `cargo test --test store` shows `memory::<case>` and `sqlite::<case>` side
 //! by side and a failure names its rule and its provider. A third provider adds one line.
 //!
@@ -40,7 +40,7 @@ mod work;
 macro_rules! for_each_case {
     ($callback:ident ! ($($args:tt)*)) => {
         $callback!($($args)*;
-            // §2.1 leases and fencing
+            // leases and fencing
             leases::acquire_never_grants_over_a_live_lease,
             leases::racing_acquirers_exactly_one_wins,
             leases::generations_strictly_increase_across_release_expiry_and_reopen,
@@ -55,7 +55,7 @@ macro_rules! for_each_case {
             leases::checkpoint_survives_expiry_and_is_dropped_on_release,
             leases::keyed_mutation_applies_once_and_replays_across_reopen,
             leases::idempotency_keys_are_namespaced_by_owner_and_verb,
-            // §2.2 durable work
+            // durable work
             work::racing_claimers_exactly_one_wins,
             work::claim_batch_respects_limit_and_eligibility,
             work::lapsed_claims_are_reclaimed_before_the_backlog,
@@ -67,21 +67,21 @@ macro_rules! for_each_case {
             work::group_commit_refuses_only_the_stale_entry,
             work::claim_leases_are_clamped_into_a_bounded_window,
             work::enqueue_is_idempotent_per_id,
-            // §2.3 compatibility
+            // compatibility
             work::incompatible_items_are_never_claimed_and_stay_visible,
-            // §2.2 schedules
+            // schedules
             schedules::one_firing_per_due_instant_across_pollers,
             schedules::catch_up_latest_after_an_outage,
             schedules::catch_up_all_after_an_outage,
             schedules::catch_up_last_n_after_an_outage,
             schedules::delay_schedule_fires_once,
-            // §2.4 dedup and journal
+            // events: dedup and journal
             events::every_dedup_outcome_and_a_monotone_journal,
-            // §2.5 cursors
+            // subscription cursors
             events::cursor_writes_are_fenced_and_monotone,
             events::cursor_resumes_from_the_durable_cursor_after_reopen,
             events::cursor_status_reads_the_same_on_every_provider,
-            // §2.6 revision, §4 paged reads and counts
+            // store revision, paged reads and counts
             reads::every_commit_advances_the_revision,
             reads::paging_returns_every_row_exactly_once,
             reads::overview_counts_match_the_items,
@@ -95,7 +95,7 @@ macro_rules! for_each_case {
             incidents::release_then_claim_and_handoff_are_not_failovers,
             incidents::a_refused_write_records_the_holder_then,
             incidents::the_window_excludes_older_rows_and_pages_newest_first,
-            // §4 copying a store
+            // copying a store
             copy::a_busy_store_round_trips_through_the_provider,
             copy::a_copy_carries_on_where_the_source_stopped,
             copy::a_non_empty_target_is_refused,

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use crossterm::event::KeyCode;
 use leasehold::clock::{Clock, ManualClock};
+use leasehold::cluster::control::{ClusterControl, DemoAuthority, DemoState};
 use leasehold::ids::SeededIds;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::Trigger as ScheduleTrigger;
@@ -31,7 +32,6 @@ use leasehold::store::memory::MemoryBackend;
 use leasehold::store::{Keyed, Store};
 use leasehold::tui::action::{Action, ViewId};
 use leasehold::tui::app::{AppOptions, Overlay};
-use leasehold::tui::demo::{ClusterControl, DemoAuthority, DemoState};
 use leasehold::tui::harness::{Harness, buffer_text, render_app};
 use leasehold::tui::snapshot::ViewData;
 use leasehold::tui::theme::{BUILTIN, Role, Theme, ThemeSet};

@@ -1,4 +1,4 @@
-//! Durable workflows (SPEC §3, seed `WORKFLOWS.md`), end to end over the store providers.
+//! Durable workflows (docs/ARCHITECTURE.md#workflows), end to end over the store providers.
 //!
 //! - `fixtures`: the portable conformance fixtures in `tests/fixtures/workflows/*.json`, one
 //!   generated test per fixture per provider (`fixtures::memory::<name>`,

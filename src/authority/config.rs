@@ -1,4 +1,4 @@
-//! The host knobs of one authority (axiom §17). None changes a semantic guarantee; an
+//! The host knobs of one authority (docs/ARCHITECTURE.md#authority-runtime). None changes a semantic guarantee; an
 //! unsafe combination is refused when the authority is constructed, never discovered at
 //! runtime.
 
@@ -8,7 +8,7 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::rules::lease::MIN_LEASE_MS;
 
-/// Default lease window (axiom §17).
+/// Default lease window (docs/ARCHITECTURE.md#authority-runtime).
 pub const DEFAULT_LEASE_DURATION_MS: Millis = 30_000;
 /// Default renew cadence: a third of the lease window.
 pub const DEFAULT_RENEW_INTERVAL_MS: Millis = 10_000;
@@ -57,7 +57,7 @@ pub struct AuthorityConfig {
 }
 
 impl AuthorityConfig {
-    /// The seed's defaults for `instance_id` running build `build`.
+    /// The documented defaults for `instance_id` running build `build`.
     #[must_use]
     pub fn new(instance_id: impl Into<String>, build: impl Into<String>) -> Self {
         Self {
@@ -154,7 +154,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_are_the_seeds_and_valid() {
+    fn defaults_are_documented_and_valid() {
         let c = AuthorityConfig::new("a", "v1");
         assert_eq!(
             (

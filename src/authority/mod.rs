@@ -1,4 +1,4 @@
-//! The authority runtime (SPEC §5): one authority's logic as step functions
+//! The authority runtime (docs/ARCHITECTURE.md#authority-runtime): one authority's logic as step functions
 //! ([`core::AuthorityCore`]), its knobs ([`config::AuthorityConfig`]), the handlers it runs
 //! ([`handlers`], with the demo set in [`workload`]), its counters and execution log
 //! ([`stats`]), and the tokio driver for a real process ([`runtime::run_authority`]). The

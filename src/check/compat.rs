@@ -1,4 +1,4 @@
-//! Invariant 7 (axiom §14, §16): an incompatible / older-build authority never executes
+//! Invariant 7 (docs/ARCHITECTURE.md#checker): an incompatible / older-build authority never executes
 //! new-schema work.
 
 use super::Findings;

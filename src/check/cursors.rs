@@ -1,4 +1,4 @@
-//! Invariant 8 (axiom §12, §16): a subscription's cursor only moves forward, and a stale
+//! Invariant 8 (docs/ARCHITECTURE.md#checker): a subscription's cursor only moves forward, and a stale
 //! owner never overwrites a newer cursor.
 
 use super::Findings;

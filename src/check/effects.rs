@@ -1,4 +1,4 @@
-//! Invariant 5 (axiom §5–§10, §16): an effect retry never creates a second
+//! Invariant 5 (docs/ARCHITECTURE.md#checker): an effect retry never creates a second
 //! `logicalEffectId` — every write on one work item carries the same `logicalEffectId` and
 //! `idempotencyKey`, the item row keeps them — and an item is finished at most once.
 

@@ -1,4 +1,4 @@
-//! Invariant 4 (axiom §11, §16): a duplicate stable external event never becomes two
+//! Invariant 4 (docs/ARCHITECTURE.md#checker): a duplicate stable external event never becomes two
 //! semantic events. The journal is bounded (`RETENTION.journal_events`), so the set of ids
 //! kept while scanning it is bounded too.
 

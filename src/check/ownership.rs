@@ -1,4 +1,4 @@
-//! Invariants 1 and 2 (axiom §16): two authorities never validly own the same
+//! Invariants 1 and 2 (docs/ARCHITECTURE.md#checker): two authorities never validly own the same
 //! `(resourceId, generation)`, and a stale owner cannot commit after the generation
 //! advances.
 

@@ -1,4 +1,4 @@
-//! Invariant 3 (axiom §8, §16): one logical schedule firing never becomes two because N
+//! Invariant 3 (docs/ARCHITECTURE.md#checker): one logical schedule firing never becomes two because N
 //! authorities poll. Firing ids are derived — `"<scheduleId>@<dueInstant>"` — so an item
 //! whose id is the canonical derivation is unique per `(schedule, instant)` by the store's
 //! primary key; only non-canonical ids can alias, and those are looked up.

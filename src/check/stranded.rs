@@ -1,4 +1,4 @@
-//! Invariant 6 (axiom §16): a crash never permanently strands durable work. Judged at
+//! Invariant 6 (docs/ARCHITECTURE.md#checker): a crash never permanently strands durable work. Judged at
 //! [`CheckOptions::now`]: a non-terminal item is stranded when it has been claimable for
 //! longer than `stranded_after_ms` while a live authority of its build existed. Items no
 //! live authority can claim (their compat digest is nobody's) are *incompatible*, not

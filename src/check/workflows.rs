@@ -1,4 +1,4 @@
-//! Invariant 9 (axiom 0.14 `WORKFLOWS.md`; SPEC §3): durable workflow histories. Along
+//! Invariant 9 (docs/ARCHITECTURE.md#checker): durable workflow histories. Along
 //! each instance's log `instanceRevision` never goes back; each activation gets one logical
 //! transition (`retry-scheduled` may repeat); nothing follows a terminal entry; and every
 //! action invocation has one durable outcome that agrees with the history.

@@ -1,7 +1,7 @@
 //! `leasehold bench work|workflows|dashboard --store STORE [knobs] [--json]`.
 //!
 //! `--store` may come before or after the mode (`leasehold bench --store S work` as in
-//! SPEC §7, or `leasehold bench work --store S`). The report goes to stdout (a table, or one
+//! the command line contract, or `leasehold bench work --store S`). The report goes to stdout (a table, or one
 //! JSON object with `--json`); progress goes to stderr.
 
 use std::io::Write;

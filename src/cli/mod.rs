@@ -1,4 +1,4 @@
-//! The `leasehold` command line (SPEC §7): parsing, dispatch and the exit-code contract.
+//! The `leasehold` command line (docs/ARCHITECTURE.md#command-line): parsing, dispatch and the exit-code contract.
 //!
 //! One file per subcommand (`run` holds the long-running ones); [`output`] holds tables
 //! and `--json`; [`live`] defines what `compatible` means for every view.
@@ -50,7 +50,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Every subcommand of SPEC §7.
+/// Every subcommand (see the README and docs/ARCHITECTURE.md#command-line).
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run an embedded in-memory N-authority cluster and watch it.

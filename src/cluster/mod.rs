@@ -1,4 +1,4 @@
-//! The embedded memory cluster (SPEC §6): N authorities in one process over one memory
+//! The embedded memory cluster (docs/ARCHITECTURE.md#embedded-cluster): N authorities in one process over one memory
 //! store, a workload generator, fault injection, named seedable scenarios and an
 //! end-of-run report with the invariant checker's verdict.
 //!
@@ -7,7 +7,7 @@
 //! - [`faults`]: crash, pause, outage, slow / failing handlers, skew, rolling deploy.
 //! - [`scenarios`]: `steady`, `failover`, `stall`, `rolling-deploy`, `skew`, `chaos`.
 //! - [`report`]: [`run_headless`] and the report ([`render_text`], serde JSON).
-//! - [`control`]: the dashboard's [`crate::tui::demo::ClusterControl`] over [`Cluster`].
+//! - [`control`]: the dashboard's [`crate::cluster::control::ClusterControl`] over [`Cluster`].
 //!
 //! Headless runs step the simulation straight to the end. The dashboard's live mode uses
 //! [`Cluster`]: the same simulation stepped by a background thread against the wall

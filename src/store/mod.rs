@@ -63,7 +63,7 @@ pub struct Retention {
     pub incidents_ms: Millis,
 }
 
-/// Capabilities a provider advertises (axiom §15).
+/// Capabilities a provider advertises (docs/ARCHITECTURE.md#stores).
 pub const CAPABILITIES: [&str; 7] = [
     "distributed-lease",
     "fencing",

@@ -142,7 +142,7 @@ impl WorkQuick {
     }
 }
 
-/// Demo-mode faults and scaling (sent to [`super::demo::ClusterControl`]).
+/// Demo-mode faults and scaling (sent to [`crate::cluster::control::ClusterControl`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DemoOp {
     Kill(String),

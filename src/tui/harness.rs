@@ -11,12 +11,12 @@ use ratatui::buffer::Buffer;
 
 use super::action::{Action, DemoOp, Done};
 use super::app::{App, AppOptions, Command};
-use super::demo::ClusterControl;
 use super::describe;
 use super::snapshot;
 use super::theme::{Theme, ThemeSet};
 use super::views;
 use crate::clock::Millis;
+use crate::cluster::control::ClusterControl;
 use crate::ops::cancel;
 use crate::store::Store;
 

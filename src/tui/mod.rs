@@ -5,22 +5,23 @@
 //! [`views`] (pure rendering). Keys become [`action::Action`]s through [`keymap`]; operator
 //! actions come back out of `update` as [`app::Command`]s that call the same library entry
 //! points the CLI uses (cancel through [`crate::ops::cancel`], the demo cluster through
-//! [`demo::ClusterControl`]), audited.
+//! [`crate::cluster::control::ClusterControl`]), audited.
 //!
 //! Layout: `action.rs` (what can happen), `keymap.rs` (keys → actions; the help overlay is
 //! generated from it), `app.rs` (model and update), `snapshot.rs` (the reader),
 //! `event_loop.rs` (terminal set-up, restore, the `select!` loop), `theme.rs` (TOML
 //! themes), `views/` (one file per view), `harness.rs` (drive it without a terminal),
 //! `describe.rs` (the describe pane's records and the clipboard), `screenshot.rs` (buffer →
-//! SVG), `text.rs` (escaping hostile text), `wf.rs` (the workflow engine calls), `demo.rs`
-//! (the cluster seam), `store_filter.rs` (the `/` filter as a store read), `writer.rs` (the
-//! write handle opened per action).
+//! SVG), `text.rs` (escaping hostile text), `wf.rs` (the workflow engine calls),
+//! `store_filter.rs` (the `/` filter as a store read), `writer.rs` (the
+//! write handle opened per action). The demo controls are the cluster's seam
+//! ([`crate::cluster::control::ClusterControl`]): the dashboard depends on it, never the
+//! other way round.
 //!
 //! Entry point: [`run`] (async) or [`run_blocking`].
 
 pub mod action;
 pub mod app;
-pub mod demo;
 pub mod describe;
 pub mod event_loop;
 pub mod harness;
@@ -36,7 +37,7 @@ pub mod writer;
 
 use std::sync::Arc;
 
-pub use demo::{ClusterControl, DemoAuthority, DemoState};
+pub use crate::cluster::control::{ClusterControl, DemoAuthority, DemoState};
 pub use event_loop::{run, run_blocking};
 
 /// How the dashboard runs.

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::action::{ViewId, WorkQuick};
-use super::demo::{ClusterControl, DemoAuthority};
 use super::store_filter::StoreOrder;
 use super::wf;
 use crate::clock::Millis;
+use crate::cluster::control::{ClusterControl, DemoAuthority};
 use crate::error::Result;
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, Ingestion, InstanceRow, Lease,

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::action::{Action, Done};
 use super::app::Command;
-use super::demo::ClusterControl;
 use super::harness::execute;
+use crate::cluster::control::ClusterControl;
 use crate::error::Result;
 use crate::store::Store;
 

@@ -97,7 +97,7 @@ pub struct Step {
     pub kind: StepKind,
 }
 
-/// The six step kinds of the seed, tagged by `type`.
+/// The six step kinds, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum StepKind {
@@ -109,7 +109,7 @@ pub enum StepKind {
     Fail(FailStep),
 }
 
-/// The six `type` strings, in the seed's order.
+/// The six `type` strings, in their documented order.
 pub const STEP_TYPES: [&str; 6] = [
     "action",
     "wait-event",

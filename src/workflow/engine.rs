@@ -8,7 +8,7 @@
 //! the instance revision is the one the caller read (the CAS); only then does it write the
 //! new state, the history entries and the counters.
 //!
-//! An action runs in two commits, as the seed prescribes: the outcome record (keyed by the
+//! An action runs in two commits, (docs/ARCHITECTURE.md#workflows): the outcome record (keyed by the
 //! invocation id `"<instanceId>/<activationId>"`, with whatever the action itself writes)
 //! and then the transition. A crash between them leaves the outcome on record; the next
 //! owner finds it and applies the transition without running the action again.

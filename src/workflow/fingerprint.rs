@@ -2,7 +2,7 @@
 //!
 //! An in-flight instance records the fingerprint of the definition that created it; an
 //! authority whose fingerprint differs must not advance it. So the fingerprint covers
-//! *executable meaning only* (anti-patterns 78–80): inputs, bindings, entry, and for every
+//! *executable meaning only* (never names, descriptions or formatting): inputs, bindings, entry, and for every
 //! step its kind, edges, targets (with the catalog's handler version for an action),
 //! expressions, retry policy, timer and timeout. It excludes `name`, `description`, step
 //! `label`s, step declaration order and JSON key order, so a presentation edit or a reorder

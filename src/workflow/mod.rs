@@ -1,4 +1,4 @@
-//! Durable workflows (axiom 0.14 `WORKFLOWS.md`; SPEC §3).
+//! Durable workflows (docs/ARCHITECTURE.md#workflows).
 //!
 //! A workflow is data — a [`WorkflowDef`] of six step kinds and closed, deterministic
 //! expressions — advanced by a pure state machine and persisted by a store. This module is

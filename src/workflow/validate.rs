@@ -1,7 +1,7 @@
 //! Static validation of a [`WorkflowDef`] against a [`Catalog`] of registered handlers.
 //!
 //! Validation is authoring-time checking: it returns every problem it finds as a structured
-//! [`Diagnostic`] with one of the seed's fifteen `WORKFLOW_*` codes, and never panics, so an
+//! [`Diagnostic`] with one of the fifteen `WORKFLOW_*` codes, and never panics, so an
 //! operator sees the whole list at once. An engine should refuse to start a definition with
 //! any diagnostic.
 
@@ -30,11 +30,11 @@ pub mod codes {
     pub const WORKFLOW_NO_TERMINAL: &str = "WORKFLOW_NO_TERMINAL";
     pub const WORKFLOW_EXPRESSION_SCOPE: &str = "WORKFLOW_EXPRESSION_SCOPE";
     pub const WORKFLOW_NONDETERMINISTIC: &str = "WORKFLOW_NONDETERMINISTIC";
-    /// Not one of the seed's fifteen: the text is not a workflow at all (bad JSON / TOML, a
+    /// Not one of the fifteen: the text is not a workflow at all (bad JSON / TOML, a
     /// wrong top-level field). Step-level garbage is `WORKFLOW_INVALID_STEP`.
     pub const WORKFLOW_INVALID_DEFINITION: &str = "WORKFLOW_INVALID_DEFINITION";
 
-    /// The seed's fifteen validation codes.
+    /// The fifteen validation codes (docs/ARCHITECTURE.md#workflows).
     pub const ALL: [&str; 15] = [
         WORKFLOW_ENTRY_NOT_FOUND,
         WORKFLOW_STEP_NOT_FOUND,

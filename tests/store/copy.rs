@@ -1,4 +1,4 @@
-//! §4 copying a store: what `leasehold copy` relies on from every provider — its list and
+//! Copying a store: what `leasehold copy` relies on from every provider — its list and
 //! import methods keep every row and key, history pages never end inside a revision, and a
 //! copy carries on from the source's revision, journal seq and ids.
 //!

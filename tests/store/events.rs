@@ -1,4 +1,4 @@
-//! §2.4 Event dedup and the journal; §2.5 subscription cursors.
+//! Event dedup and the journal; subscription cursors.
 
 use leasehold::model::event::NewEvent;
 use leasehold::model::{DedupOutcome, PageRequest, Subscription, WorkKind, WorkState};

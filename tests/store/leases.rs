@@ -1,4 +1,4 @@
-//! §2.1 Leases and fencing: acquire / renew / release / handoff / checkpoint, TTL clamping,
+//! Leases and fencing: acquire / renew / release / handoff / checkpoint, TTL clamping,
 //! the per-owner cap, idempotency keys.
 
 use std::collections::BTreeSet;

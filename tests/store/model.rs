@@ -1,7 +1,7 @@
 //! The property-based state-machine test: random sequences of acquire / renew / release /
 //! handoff / checkpoint / claim / claim-batch / complete / fail / renew-claim / clock
 //! advances across three owners, three resources and four work items, applied both to the
-//! real [`Store`] and to an independent shadow model written here from the SPEC (plain
+//! real [`Store`] and to an independent shadow model written here from docs/ARCHITECTURE.md (plain
 //! structs; nothing from `leasehold::rules`). After every step the outcome code, and every
 //! lease's and item's owner, generation, expiry and state must agree.
 //!
@@ -22,7 +22,7 @@ use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state
 
 use crate::support::{self, Harness, K, K_OTHER, START};
 
-// --- the SPEC's numbers, restated (not imported) -------------------------------------------
+// --- the documented numbers, restated (not imported) -------------------------------------------
 
 const MIN_LEASE: i64 = 100;
 const MAX_LEASE: i64 = 30 * 24 * 3_600_000;

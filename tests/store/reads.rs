@@ -1,4 +1,4 @@
-//! §2.6 the store revision, §4 keyset-paged reads and the incremental counts.
+//! The store revision, keyset-paged reads and the incremental counts.
 
 use std::collections::{BTreeMap, BTreeSet};
 

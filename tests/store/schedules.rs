@@ -1,4 +1,4 @@
-//! §2.2 Schedule firings: derived ids `"<scheduleId>@<dueInstant>"`, epoch-aligned, one
+//! Schedule firings: derived ids `"<scheduleId>@<dueInstant>"`, epoch-aligned, one
 //! firing per due instant however many pollers, and each `catchUp` policy after an outage.
 
 use std::collections::BTreeSet;

@@ -1,4 +1,4 @@
-//! §2.2 Durable work items and §2.3 compatibility: batched atomic claims, fenced completion,
+//! Durable work items and compatibility: batched atomic claims, fenced completion,
 //! durable retry state, uncertain attempts, group commit, incompatible items.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,8 +1,9 @@
 //! The workflow part of the store conformance suite: the same cases, unchanged, on every
 //! provider (`conformance::memory::*`, `conformance::sqlite::*`, `conformance::postgres::*`).
 //!
-//! Each case pins one rule of the seed's "Logical identity and exactly-once", "Cancellation"
-//! and "Crash recovery" sections as the store enforces it inside its write transaction:
+//! Each case pins one workflow rule (logical identity and exactly-once, cancellation, crash
+//! recovery: docs/ARCHITECTURE.md#workflows) as the store enforces it inside its write
+//! transaction:
 //! every transition is a CAS on `instanceRevision` plus the lease fence, a refused write
 //! changes nothing but the refused-write record, terminal statuses are irreversible,
 //! history revisions are monotone and there is one outcome record per invocation id.

@@ -1,4 +1,4 @@
-//! The portable conformance tier (seed `WORKFLOWS.md` § Portability): each JSON file in
+//! The portable conformance tier (docs/ARCHITECTURE.md#workflows): each JSON file in
 //! `tests/fixtures/workflows/` is a definition, start arguments, a principal, a
 //! deterministic driver script and the required ordered logical history and terminal
 //! state. The runner below interprets the script against a store (memory or SQLite) with a

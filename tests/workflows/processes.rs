@@ -1,5 +1,5 @@
-//! Independent OS processes on one SQLite file (seed "Crash recovery and multi-authority
-//! behaviour"; SPEC §4 sqlite). The parent starts ~50 short reminder-style instances, then
+//! Independent OS processes on one SQLite file: crash recovery and several authorities
+//! (docs/ARCHITECTURE.md#workflows). The parent starts ~50 short reminder-style instances, then
 //! re-executes this test binary twice as child authorities (`--exact
 //! processes::child_authority` with the store path in the environment). Both advance the
 //! instances under a 500 ms wall-clock lease; the parent SIGKILLs one of them mid-run and

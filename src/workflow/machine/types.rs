@@ -112,7 +112,7 @@ impl InstanceState {
     }
 }
 
-/// The seed's history kinds, exactly.
+/// The history kinds every engine writes, exactly (docs/ARCHITECTURE.md#workflows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HistoryKind {

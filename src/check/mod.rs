@@ -1,7 +1,7 @@
 //! # The invariant checker
 //!
 //! Reads a store's durable history and reports every violation of the release invariants
-//! (axiom §16; SPEC §6). The demo cluster runs it at the end of a scenario and `leasehold
+//! (docs/ARCHITECTURE.md#checker). The demo cluster runs it at the end of a scenario and `leasehold
 //! check` runs the same code against a real store.
 //!
 //! ## What it reads
@@ -23,7 +23,7 @@
 //! Each family lives in its own file; each invariant is one function over one record and
 //! that compact state. The stable codes are in [`codes`]:
 //!
-//! | § | Invariant | Codes | File |
+//! | # | Invariant | Codes | File |
 //! |---|---|---|---|
 //! | 1 | no two owners of one `(resourceId, generation)` | `two-owners-one-generation`, `generation-not-increasing` | `check/ownership.rs` |
 //! | 2 | no accepted write from a superseded generation | `superseded-write-accepted` | `check/ownership.rs` |
