@@ -166,6 +166,19 @@ impl WorkItem {
         }
     }
 
+    /// When the item is (or was) due to be claimed: its `nextEligibleAt` while pending or
+    /// in retry, its claim's expiry while claimed, never once terminal. Every provider's
+    /// claim index is keyed by this instant, and the checker's stranded-work clock starts
+    /// at it.
+    #[must_use]
+    pub fn due_at(&self) -> Option<Millis> {
+        match self.state {
+            WorkState::Pending | WorkState::Retry => Some(self.next_eligible_at),
+            WorkState::Claimed => self.lease_expires_at,
+            WorkState::Succeeded | WorkState::Failed => None,
+        }
+    }
+
     /// The owner whose claim is current, if the item is claimed.
     #[must_use]
     pub fn current_owner(&self) -> Option<&str> {

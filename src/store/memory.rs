@@ -55,20 +55,12 @@ struct State {
     outcomes: BTreeMap<String, ActionOutcome>,
 }
 
-/// When a non-terminal item next becomes claimable.
-fn due_at(item: &WorkItem) -> Option<Millis> {
-    match item.state {
-        WorkState::Pending | WorkState::Retry => Some(item.next_eligible_at),
-        WorkState::Claimed => item.lease_expires_at,
-        WorkState::Succeeded | WorkState::Failed => None,
-    }
-}
-
 /// (compat, instant, id): the key of the claim indexes.
 type DueKey = (String, Millis, String);
 
 fn due_key(item: &WorkItem) -> Option<DueKey> {
-    due_at(item).map(|d| (item.compat.clone(), d, item.id.clone()))
+    item.due_at()
+        .map(|d| (item.compat.clone(), d, item.id.clone()))
 }
 
 fn claim_key(item: &WorkItem) -> Option<DueKey> {
