@@ -246,3 +246,26 @@ pub struct WorkCount {
     pub compat: String,
     pub count: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one due instant every claim index and the stranded-work check key on.
+    #[test]
+    fn due_at_follows_the_state() {
+        let mut item = WorkItem::new(NewWork::effect("e", "h", "{}"), "c", 100);
+        item.next_eligible_at = 250;
+        item.lease_expires_at = Some(900);
+        let due = |state| {
+            let mut item = item.clone();
+            item.state = state;
+            item.due_at()
+        };
+        assert_eq!(due(WorkState::Pending), Some(250));
+        assert_eq!(due(WorkState::Retry), Some(250));
+        assert_eq!(due(WorkState::Claimed), Some(900));
+        assert_eq!(due(WorkState::Succeeded), None);
+        assert_eq!(due(WorkState::Failed), None);
+    }
+}

@@ -24,6 +24,8 @@ mod registry;
 mod schedules;
 mod sql;
 pub mod sqlite;
+#[cfg(test)]
+mod unknown_values;
 pub mod url;
 mod work;
 
