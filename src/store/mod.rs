@@ -5,7 +5,8 @@
 //!
 //! Layout: `backend.rs` (the seam), `leases.rs`, `work.rs`, `events.rs`, `schedules.rs`,
 //! `reads.rs` (the dashboard's paged reads), `incidents.rs` (failovers and refused
-//! writes by time) hold the operations; `copy.rs` copies a whole
+//! writes by time) hold the operations; `counter.rs` names every incremental counter,
+//! `logged.rs` the answer of a write whose refusal commits; `copy.rs` copies a whole
 //! store into an empty one; `memory.rs`, `sqlite/` and `postgres/` are the providers;
 //! `url.rs` opens a store from a URL.
 

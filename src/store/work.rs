@@ -332,8 +332,6 @@ pub(crate) fn fenced_in(
     Ok(outcome.into())
 }
 
-/// Logs the grant of `item` (as claimed) to `owner`; `before` is the row it replaced, so
-/// a claim over another owner's unfinished claim is recorded as a failover.
 /// What one claim batch considers, in order: claims whose lease lapsed (a dead or stopped
 /// owner's work) first, then everything else due, earliest first. Without the first step
 /// a reclaim would wait behind every pending item that fell due before the lease lapsed —
@@ -355,6 +353,8 @@ fn claim_candidates(
     Ok(candidates)
 }
 
+/// Logs the grant of `item` (as claimed) to `owner`; `before` is the row it replaced, so
+/// a claim over another owner's unfinished claim is recorded as a failover.
 fn log_claim(
     tx: &mut dyn Tx,
     before: &WorkItem,

@@ -1,6 +1,7 @@
 //! The store-backed workflow engine: deploy, idempotent start, claim, the fenced
-//! `instanceRevision` compare-and-swap around every [`machine::apply`], action outcome
-//! records, event-wait replay from the journal, cancellation and inspection.
+//! `instanceRevision` compare-and-swap around every
+//! [`machine::apply`](super::machine::apply), action outcome records, event-wait replay
+//! from the journal, cancellation and inspection.
 //!
 //! Ownership of an instance while an authority advances it is a lease on the resource
 //! `wf:<instanceId>` (the same lease rules as everything else). Every transition checks,
@@ -8,10 +9,11 @@
 //! the instance revision is the one the caller read (the CAS); only then does it write the
 //! new state, the history entries and the counters.
 //!
-//! An action runs in two commits, (docs/ARCHITECTURE.md#workflows): the outcome record (keyed by the
-//! invocation id `"<instanceId>/<activationId>"`, with whatever the action itself writes)
-//! and then the transition. A crash between them leaves the outcome on record; the next
-//! owner finds it and applies the transition without running the action again.
+//! An action runs in two commits (docs/ARCHITECTURE.md#workflows): the outcome record
+//! (keyed by the invocation id `"<instanceId>/<activationId>"`, with whatever the action
+//! itself writes) and then the transition. A crash between them leaves the outcome on
+//! record; the next owner finds it and applies the transition without running the action
+//! again.
 //!
 //! The files follow who calls them:
 //! - operators (the command line, the dashboard): `instances.rs` (deploy, start, read) and

@@ -232,66 +232,64 @@ impl Engine {
         claimed: &Claimed,
         trigger: Trigger,
     ) -> Result<Logged<InstanceRow>> {
-        {
-            let res = resource(&claimed.row.instance_id);
-            let Some(row) = tx.instance(&claimed.row.instance_id)? else {
-                return Ok(Logged::Refused(Error::NotFound {
-                    what: "workflow instance".into(),
-                    id: claimed.row.instance_id.clone(),
-                }));
-            };
-            if row.compat != self.compat {
-                return Ok(Logged::Refused(Error::Incompatible {
-                    id: row.instance_id.clone(),
-                    required: row.compat.clone(),
-                    have: self.compat.clone(),
-                }));
-            }
-            let (holder, fence) = self.fence(tx, claimed)?;
-            let fence = fence.and_then(|()| {
-                if row.instance_revision == claimed.row.instance_revision {
-                    Ok(())
-                } else {
-                    Err(Error::Fenced {
-                        resource: res.clone(),
-                        presented: claimed.row.instance_revision,
-                        current: row.instance_revision,
-                    })
-                }
-            });
-            let detail = serde_json::json!({ "instanceRevision": claimed.row.instance_revision });
-            record_write(
-                tx,
-                now,
-                &res,
-                &self.owner,
-                claimed.lease.generation,
-                WriteVerb::Transition,
-                &fence,
-                detail,
-                holder,
-            )?;
-            if let Err(e) = fence {
-                return Ok(Logged::Refused(e));
-            }
-            let (fingerprint, state) = decode_state(&row)?;
-            let def = self.definition(tx, &row, &fingerprint)?;
-            let high_water = tx.journal_high_water()?;
-            let (next, entries) = match machine::apply(&def, &state, trigger, now, high_water) {
-                Ok(t) => t,
-                Err(e) => return Ok(Logged::Refused(refusal(&e, &row.instance_id))),
-            };
-            let written = commit_transition(tx, &row, &fingerprint, &next, &entries, now)?;
-            if let Some(lease) = tx.lease(&res)? {
-                tx.put_lease(&lease_rules::release(
-                    &lease,
-                    &claimed.lease.token,
-                    claimed.lease.generation,
-                    now,
-                )?)?;
-            }
-            Ok(Logged::Done(written))
+        let res = resource(&claimed.row.instance_id);
+        let Some(row) = tx.instance(&claimed.row.instance_id)? else {
+            return Ok(Logged::Refused(Error::NotFound {
+                what: "workflow instance".into(),
+                id: claimed.row.instance_id.clone(),
+            }));
+        };
+        if row.compat != self.compat {
+            return Ok(Logged::Refused(Error::Incompatible {
+                id: row.instance_id.clone(),
+                required: row.compat.clone(),
+                have: self.compat.clone(),
+            }));
         }
+        let (holder, fence) = self.fence(tx, claimed)?;
+        let fence = fence.and_then(|()| {
+            if row.instance_revision == claimed.row.instance_revision {
+                Ok(())
+            } else {
+                Err(Error::Fenced {
+                    resource: res.clone(),
+                    presented: claimed.row.instance_revision,
+                    current: row.instance_revision,
+                })
+            }
+        });
+        let detail = serde_json::json!({ "instanceRevision": claimed.row.instance_revision });
+        record_write(
+            tx,
+            now,
+            &res,
+            &self.owner,
+            claimed.lease.generation,
+            WriteVerb::Transition,
+            &fence,
+            detail,
+            holder,
+        )?;
+        if let Err(e) = fence {
+            return Ok(Logged::Refused(e));
+        }
+        let (fingerprint, state) = decode_state(&row)?;
+        let def = self.definition(tx, &row, &fingerprint)?;
+        let high_water = tx.journal_high_water()?;
+        let (next, entries) = match machine::apply(&def, &state, trigger, now, high_water) {
+            Ok(t) => t,
+            Err(e) => return Ok(Logged::Refused(refusal(&e, &row.instance_id))),
+        };
+        let written = commit_transition(tx, &row, &fingerprint, &next, &entries, now)?;
+        if let Some(lease) = tx.lease(&res)? {
+            tx.put_lease(&lease_rules::release(
+                &lease,
+                &claimed.lease.token,
+                claimed.lease.generation,
+                now,
+            )?)?;
+        }
+        Ok(Logged::Done(written))
     }
 
     /// Gives the instance lease back without a transition (nothing was due) and restores
