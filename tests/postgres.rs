@@ -428,7 +428,11 @@ fn every_query_is_served_by_an_index() {
         .rows;
     for (status, prefix) in [(None, "wf-"), (Some("running"), "wf-0"), (None, "zz")] {
         let got: Vec<String> = store
-            .list_instances_by(status, Some(prefix), &PageRequest::first(10_000))
+            .list_instances_by(
+                status.map(|s| leasehold::model::InstanceStatus::parse(s).expect("a status")),
+                Some(prefix),
+                &PageRequest::first(10_000),
+            )
             .unwrap()
             .rows
             .into_iter()

@@ -1494,7 +1494,7 @@ fn sort_on_an_indexed_column_is_done_by_the_store() {
         .unwrap()
         .rows
         .into_iter()
-        .map(|i| (i.status, i.instance_id))
+        .map(|i| (i.status.to_string(), i.instance_id))
         .collect();
     expected.sort();
     let expected: Vec<String> = expected.into_iter().map(|(_, id)| id).collect();

@@ -9,9 +9,9 @@ use crate::authority::stats::{Histogram, Stats};
 use crate::authority::workload::NOOP_HANDLER;
 use crate::build_key::compatibility_key;
 use crate::error::Result;
+use crate::model::WorkKind;
 use crate::model::work::NewWork;
-use crate::model::{WorkKind, WorkState};
-use crate::store::Store;
+use crate::store::{Counter, Store};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -136,19 +136,19 @@ pub(super) fn fleet_metrics(report: &mut Report, run: &FleetRun) {
 
 /// Effects of `compat` that reached a terminal state, from the incremental counters.
 fn terminal_effects(store: &Store, compat: &str) -> Result<u64> {
-    let prefix = format!("work|{}|", WorkKind::Effect.as_str());
     store.read(|tx| {
-        Ok(tx
-            .counters(&prefix)?
-            .into_iter()
-            .filter(|(name, _)| {
-                name.ends_with(&format!("|{compat}"))
-                    && [WorkState::Succeeded, WorkState::Failed]
-                        .iter()
-                        .any(|s| name.starts_with(&format!("{prefix}{}|", s.as_str())))
-            })
-            .map(|(_, n)| u64::try_from(n).unwrap_or(0))
-            .sum())
+        let mut terminal = 0;
+        for (name, n) in tx.counters(&Counter::work_prefix(WorkKind::Effect))? {
+            if let Counter::Work {
+                state, compat: c, ..
+            } = Counter::parse(&name)?
+            {
+                if state.is_terminal() && c == compat {
+                    terminal += u64::try_from(n).unwrap_or(0);
+                }
+            }
+        }
+        Ok(terminal)
     })
 }
 

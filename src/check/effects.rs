@@ -5,7 +5,7 @@
 use super::Findings;
 use super::codes::{LOGICAL_EFFECT_ID_CHANGED, TERMINAL_WRITE_TWICE};
 use super::history::{Detail, DoubleTerminal, EffectIds, Mark, Owners, ResourceState};
-use crate::model::{WorkItem, WriteRecord};
+use crate::model::{WorkItem, WriteRecord, WriteVerb};
 
 fn ids_sentence(logical: &str, key: &str) -> String {
     if logical == key {
@@ -98,10 +98,11 @@ pub(super) fn one_terminal_write(
     mark: Mark,
 ) -> Option<DoubleTerminal> {
     let terminal = matches!(detail.state.as_deref(), Some("succeeded" | "failed"));
-    if !write.accepted || !terminal || !matches!(write.verb.as_str(), "complete" | "fail") {
+    if !write.accepted || !terminal || !matches!(write.verb, WriteVerb::Complete | WriteVerb::Fail)
+    {
         return None;
     }
-    let this = (mark, write.verb == "complete");
+    let this = (mark, write.verb == WriteVerb::Complete);
     match state.terminal {
         None => {
             state.terminal = Some(this);

@@ -11,7 +11,7 @@ use super::{Counts, Findings, compat, cursors, effects, ownership, schedules, st
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::WorkFilter;
-use crate::model::{Grant, PageRequest, WorkKind, WriteRecord};
+use crate::model::{Grant, GrantKind, PageRequest, WorkKind, WriteRecord, WriteVerb};
 use crate::store::{Store, Tx};
 
 /// Owner ids, interned: the ledger keeps a `u32` per mark instead of a string.
@@ -63,19 +63,20 @@ impl Noun {
         }
     }
 
-    fn of_grant(how: &str) -> Self {
+    fn of_grant(how: GrantKind) -> Self {
         match how {
-            "claim" => Self::Work,
-            "acquire" | "handoff" => Self::Lease,
-            _ => Self::Resource,
+            GrantKind::Claim => Self::Work,
+            GrantKind::Acquire | GrantKind::Handoff => Self::Lease,
         }
     }
 
-    fn of_verb(verb: &str) -> Self {
+    fn of_verb(verb: WriteVerb) -> Self {
         match verb {
-            "complete" | "fail" | "yield" | "cursor" => Self::Work,
-            "release" | "checkpoint" | "handoff" => Self::Lease,
-            _ => Self::Resource,
+            WriteVerb::Complete | WriteVerb::Fail | WriteVerb::Yield | WriteVerb::Cursor => {
+                Self::Work
+            }
+            WriteVerb::Release | WriteVerb::Checkpoint | WriteVerb::Handoff => Self::Lease,
+            WriteVerb::Renew | WriteVerb::ActionOutcome | WriteVerb::Transition => Self::Resource,
         }
     }
 }
@@ -255,7 +256,7 @@ fn on_grant(ledger: &mut Ledger, grant: &Grant, findings: &mut Findings) {
         .resources
         .entry(grant.resource_id.clone())
         .or_default();
-    state.noun = Noun::of_grant(&grant.how);
+    state.noun = Noun::of_grant(grant.how);
     let mark = Mark {
         generation: grant.generation,
         owner,
@@ -284,7 +285,7 @@ fn on_write(ledger: &mut Ledger, write: &WriteRecord, findings: &mut Findings) {
         .entry(write.resource_id.clone())
         .or_default();
     if state.noun == Noun::Resource {
-        state.noun = Noun::of_verb(&write.verb);
+        state.noun = Noun::of_verb(write.verb);
     }
     let mark = Mark {
         generation: write.generation,
@@ -294,7 +295,7 @@ fn on_write(ledger: &mut Ledger, write: &WriteRecord, findings: &mut Findings) {
     let detail = Detail::parse(&write.detail);
     let owners = &ledger.owners;
 
-    if write.verb == "cursor" {
+    if write.verb == WriteVerb::Cursor {
         cursors::no_stale_cursor_write(state, write, &detail, owners, findings);
         cursors::monotone_cursor(state, write, &detail, findings);
     } else {
@@ -417,7 +418,7 @@ mod tests {
             resource_id: format!("r-{n}"),
             generation: 1,
             owner_id: "a".into(),
-            how: "claim".into(),
+            how: GrantKind::Claim,
             owner_compat: None,
             item_compat: None,
             at: 0,

@@ -57,15 +57,6 @@ pub(super) enum Verdict {
     Incompatible,
 }
 
-/// When a non-terminal item became claimable: its `nextEligibleAt`, or its claim's expiry.
-fn due_since(item: &WorkItem) -> Option<Millis> {
-    match item.state {
-        WorkState::Pending | WorkState::Retry => Some(item.next_eligible_at),
-        WorkState::Claimed => item.lease_expires_at,
-        WorkState::Succeeded | WorkState::Failed => None,
-    }
-}
-
 /// No compatible item stays claimable for longer than the bound once a live authority of
 /// its build has been up: the clock starts at the later of its due instant and that
 /// build's earliest live start.
@@ -75,7 +66,7 @@ pub(super) fn no_stranded_work(
     options: &CheckOptions,
     findings: &mut Findings,
 ) -> Verdict {
-    let Some(due) = due_since(item) else {
+    let Some(due) = item.due_at() else {
         return Verdict::Fine;
     };
     let Some((live_since, authority)) = live.0.get(&item.compat) else {

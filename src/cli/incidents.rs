@@ -78,7 +78,7 @@ fn failover_cells(f: &FailoverRow, ctx: &Ctx<'_>) -> Vec<String> {
         cell_max(&f.to, 32),
         f.generation.to_string(),
         f.lapsed_label(),
-        cell_max(&f.how, 12),
+        cell_max(f.how.as_str(), 12),
     ]
 }
 
@@ -116,7 +116,7 @@ fn fenced_cells(w: &FencedRow, ctx: &Ctx<'_>) -> Vec<String> {
         w.writer_generation.to_string(),
         cell_max(&w.holder_label(), 32),
         w.holder_generation_label(),
-        cell_max(&w.verb, 16),
+        cell_max(w.verb.as_str(), 16),
         cell_max(&w.refusal, 24),
     ]
 }

@@ -365,7 +365,7 @@ fn leases(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure>
     let rows: Vec<LeaseRow> = rows
         .into_iter()
         .map(|l| LeaseRow {
-            status: l.status(ctx.now),
+            status: l.status(ctx.now).as_str(),
             awaiting_reclaim_ms: ClaimStanding::of_lease(&l, ctx.now)
                 .and_then(ClaimStanding::lapsed_ms),
             checkpoint_generation: l.checkpoint.as_ref().map(|c| c.generation),
@@ -633,7 +633,7 @@ fn workflows(
                 output: fields.output,
                 instance_id: i.instance_id,
                 workflow_id: i.workflow_id,
-                status: i.status,
+                status: i.status.to_string(),
                 next_eligible_at: i.next_eligible_at,
                 created_at: i.created_at,
                 updated_at: i.updated_at,
@@ -929,7 +929,7 @@ mod tests {
         let row = |state: &str| InstanceRow {
             instance_id: "i".into(),
             workflow_id: "w".into(),
-            status: "waiting".into(),
+            status: crate::model::InstanceStatus::Waiting,
             compat: "c".into(),
             instance_revision: 1,
             next_eligible_at: None,

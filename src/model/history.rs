@@ -5,7 +5,41 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
+use crate::model::vocab::vocabulary;
 use crate::model::{Lease, WorkItem, WorkState};
+
+vocabulary! {
+    /// How a grant minted its generation.
+    pub enum GrantKind("grant kind") {
+        /// A lease taken with `acquire`.
+        Acquire = "acquire",
+        /// A work item or workflow instance claimed by an authority.
+        Claim = "claim",
+        /// A lease moved to a named recipient.
+        Handoff = "handoff",
+    }
+}
+
+vocabulary! {
+    /// What a fenced write attempted.
+    pub enum WriteVerb("write verb") {
+        /// A lease or a work claim extended.
+        Renew = "renew",
+        Release = "release",
+        Handoff = "handoff",
+        Checkpoint = "checkpoint",
+        Complete = "complete",
+        Fail = "fail",
+        /// A long-lived work item handed back to pending.
+        Yield = "yield",
+        /// A subscription cursor advanced.
+        Cursor = "cursor",
+        /// A workflow action's outcome recorded.
+        ActionOutcome = "action-outcome",
+        /// A workflow instance's transition.
+        Transition = "transition",
+    }
+}
 
 /// One ownership grant: an acquire, a claim or a handoff minted `generation` for `owner`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -15,8 +49,7 @@ pub struct Grant {
     pub resource_id: String,
     pub generation: u64,
     pub owner_id: String,
-    /// `acquire`, `claim`, `handoff`.
-    pub how: String,
+    pub how: GrantKind,
     /// Compat digest of the grantee (for work claims: must equal the item's).
     pub owner_compat: Option<String>,
     pub item_compat: Option<String>,
@@ -137,8 +170,7 @@ pub struct WriteRecord {
     pub resource_id: String,
     pub generation: u64,
     pub owner_id: String,
-    /// `complete`, `fail`, `retry`, `cursor`, `renew`, `release`, `checkpoint`, `transition`…
-    pub verb: String,
+    pub verb: WriteVerb,
     pub accepted: bool,
     /// Why it was refused (`WORK_FENCED`, `stale-sequence`, …).
     pub refusal: Option<String>,

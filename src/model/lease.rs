@@ -3,6 +3,20 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
+use crate::model::vocab::vocabulary;
+
+vocabulary! {
+    /// A lease row's standing at one instant, for people and `--json`.
+    pub enum LeaseStatus("lease status") {
+        /// Unreleased and `expiresAt > now`: held.
+        Live = "live",
+        /// Unreleased but past `expiresAt`: reclaimable, yet its holder's writes are still
+        /// accepted until someone takes it.
+        Expired = "expired",
+        /// Given back by its holder.
+        Released = "released",
+    }
+}
 
 /// A lease as stored. The row outlives release so that its generation keeps climbing
 /// across release, crash and restart.
@@ -50,15 +64,15 @@ impl Lease {
         self.released_at.is_none() && self.expires_at > now
     }
 
-    /// `live`, `expired` or `released`, for people and `--json`.
+    /// Live, expired or released at `now`.
     #[must_use]
-    pub fn status(&self, now: Millis) -> &'static str {
+    pub fn status(&self, now: Millis) -> LeaseStatus {
         if self.released_at.is_some() {
-            "released"
+            LeaseStatus::Released
         } else if self.expires_at > now {
-            "live"
+            LeaseStatus::Live
         } else {
-            "expired"
+            LeaseStatus::Expired
         }
     }
 }

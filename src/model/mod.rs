@@ -9,16 +9,19 @@ pub mod lease;
 pub mod page;
 pub mod schedule;
 pub mod subscription;
+pub(crate) mod vocab;
 pub mod work;
 pub mod workflow;
 
 pub use authority::{Authority, Incarnation};
 pub use compat::CompatibilityKey;
 pub use event::{DedupOutcome, Ingestion, JournalEvent};
-pub use history::{AuditEntry, Grant, HistoryPosition, Holder, Takeover, WriteRecord};
-pub use lease::{Checkpoint, IdempotentAnswer, Lease};
+pub use history::{
+    AuditEntry, Grant, GrantKind, HistoryPosition, Holder, Takeover, WriteRecord, WriteVerb,
+};
+pub use lease::{Checkpoint, IdempotentAnswer, Lease, LeaseStatus};
 pub use page::{Page, PageRequest};
 pub use schedule::{CatchUp, Schedule};
 pub use subscription::Subscription;
 pub use work::{Failure, FailureClass, WorkItem, WorkKind, WorkState};
-pub use workflow::{HistoryRecord, InstanceRow, WorkflowDefinitionRow};
+pub use workflow::{HistoryRecord, InstanceRow, InstanceStatus, WorkflowDefinitionRow};

@@ -166,6 +166,19 @@ impl WorkItem {
         }
     }
 
+    /// When the item is (or was) due to be claimed: its `nextEligibleAt` while pending or
+    /// in retry, its claim's expiry while claimed, never once terminal. Every provider's
+    /// claim index is keyed by this instant, and the checker's stranded-work clock starts
+    /// at it.
+    #[must_use]
+    pub fn due_at(&self) -> Option<Millis> {
+        match self.state {
+            WorkState::Pending | WorkState::Retry => Some(self.next_eligible_at),
+            WorkState::Claimed => self.lease_expires_at,
+            WorkState::Succeeded | WorkState::Failed => None,
+        }
+    }
+
     /// The owner whose claim is current, if the item is claimed.
     #[must_use]
     pub fn current_owner(&self) -> Option<&str> {
@@ -232,4 +245,27 @@ pub struct WorkCount {
     pub state: WorkState,
     pub compat: String,
     pub count: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one due instant every claim index and the stranded-work check key on.
+    #[test]
+    fn due_at_follows_the_state() {
+        let mut item = WorkItem::new(NewWork::effect("e", "h", "{}"), "c", 100);
+        item.next_eligible_at = 250;
+        item.lease_expires_at = Some(900);
+        let due = |state| {
+            let mut item = item.clone();
+            item.state = state;
+            item.due_at()
+        };
+        assert_eq!(due(WorkState::Pending), Some(250));
+        assert_eq!(due(WorkState::Retry), Some(250));
+        assert_eq!(due(WorkState::Claimed), Some(900));
+        assert_eq!(due(WorkState::Succeeded), None);
+        assert_eq!(due(WorkState::Failed), None);
+    }
 }

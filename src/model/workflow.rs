@@ -4,6 +4,27 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
+use crate::model::vocab::vocabulary;
+
+vocabulary! {
+    /// An instance's lifecycle status. `running` means an action is (or, after a retry
+    /// backoff, will be) executable; `waiting` means an event or a timer.
+    pub enum InstanceStatus("workflow instance status") {
+        Running = "running",
+        Waiting = "waiting",
+        Completed = "completed",
+        Failed = "failed",
+        Cancelled = "cancelled",
+    }
+}
+
+impl InstanceStatus {
+    /// Terminal statuses are durable and irreversible.
+    #[must_use]
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
 
 /// A deployed definition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,8 +44,7 @@ pub struct WorkflowDefinitionRow {
 pub struct InstanceRow {
     pub instance_id: String,
     pub workflow_id: String,
-    /// `running`, `waiting`, `completed`, `failed`, `cancelled`.
-    pub status: String,
+    pub status: InstanceStatus,
     pub compat: String,
     pub instance_revision: u64,
     /// When the instance next needs an authority (action due, retry due, timer, timeout).

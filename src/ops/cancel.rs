@@ -5,14 +5,12 @@
 //! under [`AUDIT_ACTION`], refusals included, with the operator's reason.
 
 use crate::error::{Error, Result};
+use crate::model::InstanceStatus;
 use crate::store::Store;
 use crate::workflow::engine::CancelOutcome;
 
 /// The audit log's action name for a cancel, from either front end.
 pub const AUDIT_ACTION: &str = "cancel-workflow";
-
-/// Statuses an instance never leaves: there is nothing to cancel.
-const FINISHED: [&str; 3] = ["completed", "failed", "cancelled"];
 
 /// What a cancel attempt came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +69,9 @@ pub fn audit_outcome(verdict: &Verdict, reason: &str) -> String {
 pub fn offer(instance: &str, status: Option<&str>) -> std::result::Result<(), String> {
     match status {
         None => Err(format!("no such workflow instance: {instance}")),
-        Some(s) if FINISHED.contains(&s) => Err(format!("{s} — nothing to cancel")),
+        Some(s) if InstanceStatus::parse(s).is_some_and(InstanceStatus::is_terminal) => {
+            Err(format!("{s} — nothing to cancel"))
+        }
         Some(_) => Ok(()),
     }
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::window::{Listing, Window};
 use crate::clock::{Millis, format_duration};
 use crate::error::Result;
-use crate::model::{Grant, HistoryPosition};
+use crate::model::{Grant, GrantKind, HistoryPosition};
 use crate::store::Store;
 
 /// One failover.
@@ -27,7 +27,7 @@ pub struct FailoverRow {
     /// How long the lost holder's lease had been over (zero or less: taken while live).
     pub lapsed_ms: Millis,
     /// `claim` (work, workflow instance) or `acquire` (lease).
-    pub how: String,
+    pub how: GrantKind,
     pub revision: u64,
     /// Where the row sits in the list (the page key).
     #[serde(skip)]
@@ -47,7 +47,7 @@ impl FailoverRow {
             to: grant.owner_id.clone(),
             generation: grant.generation,
             lapsed_ms: took.lapsed_ms,
-            how: grant.how.clone(),
+            how: grant.how,
             revision: grant.revision,
             position,
         })

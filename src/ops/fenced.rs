@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::window::{Listing, Window};
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::model::{HistoryPosition, WriteRecord};
+use crate::model::{HistoryPosition, WriteRecord, WriteVerb};
 use crate::store::Store;
 
 /// One refused write.
@@ -25,8 +25,7 @@ pub struct FencedRow {
     /// The resource's generation then; `null` only for writes recorded before stores kept
     /// the holder.
     pub holder_generation: Option<u64>,
-    /// `complete`, `fail`, `renew`, `cursor`, `transition`…
-    pub verb: String,
+    pub verb: WriteVerb,
     /// Why it was refused (`WORK_FENCED`, `already-terminal`, …).
     pub refusal: String,
     pub revision: u64,
@@ -48,7 +47,7 @@ impl FencedRow {
             writer_generation: write.generation,
             holder: write.holder.as_ref().and_then(|h| h.owner_id.clone()),
             holder_generation: write.holder.as_ref().map(|h| h.generation),
-            verb: write.verb.clone(),
+            verb: write.verb,
             refusal: write.refusal.clone().unwrap_or_default(),
             revision: write.revision,
             position,

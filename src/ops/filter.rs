@@ -21,10 +21,8 @@
 //! filtered page is an index seek on every provider, never a scan.
 
 use crate::ids::check_id;
+use crate::model::InstanceStatus;
 use crate::model::work::{WorkFilter, WorkKind, WorkState};
-
-/// The statuses a workflow instance can have.
-pub const WORKFLOW_STATUSES: [&str; 5] = ["running", "waiting", "completed", "failed", "cancelled"];
 
 /// What is being filtered: decides which fields are valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +83,7 @@ pub struct Filter {
     pub owner: Option<String>,
     pub compat: Option<CompatTerm>,
     /// One workflow status.
-    pub status: Option<&'static str>,
+    pub status: Option<InstanceStatus>,
     /// Rows whose id starts with this (free text, or `id:`).
     pub id_prefix: Option<String>,
 }
@@ -196,12 +194,10 @@ impl Filter {
                     Some(WorkKind::parse(&value.to_lowercase()).ok_or_else(|| bad("kind", &all))?);
             }
             "status" => {
-                let lower = value.to_lowercase();
+                let all: Vec<&str> = InstanceStatus::ALL.iter().map(|s| s.as_str()).collect();
                 self.status = Some(
-                    WORKFLOW_STATUSES
-                        .into_iter()
-                        .find(|s| *s == lower)
-                        .ok_or_else(|| bad("workflow status", &WORKFLOW_STATUSES))?,
+                    InstanceStatus::parse(&value.to_lowercase())
+                        .ok_or_else(|| bad("workflow status", &all))?,
                 );
             }
             "owner" => {
@@ -313,7 +309,7 @@ mod tests {
         assert_eq!(w.id_prefix, None);
 
         let f = Filter::parse(Subject::Workflows, "Status:waiting").unwrap();
-        assert_eq!(f.status, Some("waiting"));
+        assert_eq!(f.status, Some(InstanceStatus::Waiting));
         assert!(Filter::parse(Subject::Work, "  ").unwrap().is_empty());
     }
 

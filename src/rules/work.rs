@@ -32,14 +32,7 @@ impl Backoff {
 /// Is the item claimable now by an authority with compat digest `compat`?
 #[must_use]
 pub fn claimable(item: &WorkItem, compat: &str, now: Millis) -> bool {
-    if item.compat != compat {
-        return false;
-    }
-    match item.state {
-        WorkState::Pending | WorkState::Retry => item.next_eligible_at <= now,
-        WorkState::Claimed => item.lease_expires_at.is_some_and(|e| e <= now),
-        WorkState::Succeeded | WorkState::Failed => false,
-    }
+    item.compat == compat && item.due_at().is_some_and(|due| due <= now)
 }
 
 /// Claims the item for `owner`: a new generation, a lease window, a new attempt. A reclaim

@@ -1,14 +1,14 @@
 //! Event ingestion (dedup + journal) and subscription cursors.
 
 use super::work::save_work;
-use super::{Store, Tx, record_write};
+use super::{Counter, Logged, Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::event::{DedupOutcome, DedupRecord, NewEvent};
 use crate::model::work::NewWork;
 use crate::model::{
-    Holder, Ingestion, InstanceRow, JournalEvent, Subscription, WorkItem, WorkKind,
+    Holder, Ingestion, InstanceRow, JournalEvent, Subscription, WorkItem, WorkKind, WriteVerb,
 };
 use crate::rules::{cursor, dedup};
 
@@ -109,7 +109,7 @@ impl Store {
                 outcome,
                 seq,
             })?;
-            tx.adjust_counter(&format!("events|{}", outcome.as_str()), 1)?;
+            Counter::Events(outcome).adjust(tx, 1)?;
             Ok(Ingested { outcome, seq })
         })
     }
@@ -190,15 +190,15 @@ impl Store {
         let work_id = Subscription::work_id(subscription);
         self.write_logged(|tx, now| {
             let (Some(sub), Some(item)) = (tx.subscription(subscription)?, tx.work(&work_id)?) else {
-                return Ok(Err(Error::NotFound { what: "subscription".into(), id: subscription.into() }));
+                return Ok(Logged::Refused(Error::NotFound { what: "subscription".into(), id: subscription.into() }));
             };
             let outcome = cursor::advance(&sub, &item, owner, generation, sequence, now);
             let detail = serde_json::json!({ "subscription": subscription, "from": sub.sequence, "to": sequence });
-            record_write(tx, now, &work_id, owner, generation, "cursor", &outcome.as_ref().map(|_| ()).map_err(Clone::clone), detail, Holder::of_work(&item))?;
+            record_write(tx, now, &work_id, owner, generation, WriteVerb::Cursor, &outcome.as_ref().map(|_| ()).map_err(Clone::clone), detail, Holder::of_work(&item))?;
             if let Ok(next) = &outcome {
                 tx.put_subscription(next)?;
             }
-            Ok(outcome)
+            Ok(outcome.into())
         })
     }
 

@@ -71,7 +71,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::{Grant, Takeover, WriteRecord};
+    use crate::model::{Grant, GrantKind, Takeover, WriteRecord, WriteVerb};
     use crate::store::backend::{Backend, Tx};
     use crate::store::memory::MemoryBackend;
     use crate::store::sqlite::SqliteBackend;
@@ -83,7 +83,7 @@ mod tests {
             resource_id: format!("r{revision}-{at}"),
             generation: 2,
             owner_id: "b".into(),
-            how: "claim".into(),
+            how: GrantKind::Claim,
             owner_compat: None,
             item_compat: None,
             at,
@@ -101,7 +101,7 @@ mod tests {
             resource_id: format!("r{revision}-{at}"),
             generation: 1,
             owner_id: "a".into(),
-            verb: "complete".into(),
+            verb: WriteVerb::Complete,
             accepted,
             refusal: (!accepted).then(|| "WORK_FENCED".into()),
             detail: "{}".into(),

@@ -3,11 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Store, Tx, record_write};
+use super::{Logged, Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
-use crate::model::{Grant, Holder, Lease, Page, PageRequest, Takeover};
+use crate::model::{Grant, GrantKind, Holder, Lease, Page, PageRequest, Takeover, WriteVerb};
 use crate::rules::lease as rules;
 
 /// A lease-family request that names an idempotency key: `(owner, verb, key)` identifies
@@ -31,7 +31,7 @@ impl Store {
         owner: &str,
         verb: &str,
         key: Option<&str>,
-        mut op: impl FnMut(&mut dyn Tx, Millis) -> Result<Result<T>>,
+        mut op: impl FnMut(&mut dyn Tx, Millis) -> Result<Logged<T>>,
     ) -> Result<T> {
         let Some(key) = key else {
             return self.write_logged(op);
@@ -43,8 +43,8 @@ impl Store {
                     .map_err(|e| Error::Corrupt(format!("stored answer for {key}: {e}")));
             }
             let answer = match op(tx, now)? {
-                Ok(v) => Answer::Ok(v),
-                Err(e) => Answer::Err(e),
+                Logged::Done(v) => Answer::Ok(v),
+                Logged::Refused(e) => Answer::Err(e),
             };
             let text = serde_json::to_string(&answer).map_err(|e| Error::Invalid(e.to_string()))?;
             tx.commit_revision()?;
@@ -79,7 +79,7 @@ impl Store {
             let current = tx.lease(resource)?;
             let held = tx.live_lease_count(owner, now)?;
             if held >= cap {
-                return Ok(Err(Error::LeaseCap {
+                return Ok(Logged::Refused(Error::LeaseCap {
                     owner: owner.into(),
                     held,
                     cap,
@@ -94,7 +94,7 @@ impl Store {
                 now,
             ) {
                 Ok(lease) => lease,
-                Err(e) => return Ok(Err(e)),
+                Err(e) => return Ok(Logged::Refused(e)),
             };
             let revision = tx.commit_revision()?;
             tx.put_lease(&lease)?;
@@ -103,13 +103,13 @@ impl Store {
                 resource_id: resource.into(),
                 generation: lease.generation,
                 owner_id: owner.into(),
-                how: "acquire".into(),
+                how: GrantKind::Acquire,
                 owner_compat: None,
                 item_compat: None,
                 at: now,
                 took_over: Takeover::of_lease(current.as_ref(), owner, now),
             })?;
-            Ok(Ok(lease))
+            Ok(Logged::Done(lease))
         })
     }
 
@@ -120,12 +120,12 @@ impl Store {
         resource: &str,
         writer: Option<&str>,
         generation: u64,
-        verb: &str,
+        verb: WriteVerb,
         change: impl Fn(&Lease, Millis) -> Result<Lease>,
-    ) -> impl FnMut(&mut dyn Tx, Millis) -> Result<Result<Lease>> {
+    ) -> impl FnMut(&mut dyn Tx, Millis) -> Result<Logged<Lease>> {
         move |tx, now| {
             let Some(current) = tx.lease(resource)? else {
-                return Ok(Err(Error::NotFound {
+                return Ok(Logged::Refused(Error::NotFound {
                     what: "lease".into(),
                     id: resource.into(),
                 }));
@@ -148,7 +148,7 @@ impl Store {
             if let Ok(next) = &outcome {
                 tx.put_lease(next)?;
             }
-            Ok(outcome)
+            Ok(outcome.into())
         }
     }
 
@@ -168,16 +168,17 @@ impl Store {
     ) -> Result<Lease> {
         let duration = rules::clamp_duration(duration_ms);
         let cap = self.owner_cap;
-        let mut renew = self.holder_write(resource, None, generation, "renew", |l, now| {
-            rules::renew(l, token, generation, duration, now)
-        });
+        let mut renew =
+            self.holder_write(resource, None, generation, WriteVerb::Renew, |l, now| {
+                rules::renew(l, token, generation, duration, now)
+            });
         self.write_logged(move |tx, now| {
             if let Some(current) = tx.lease(resource)? {
                 let holder = rules::check_holder(&current, token, generation).is_ok();
                 if holder && !rules::renewal_is_cap_exempt(&current, now) {
                     let held = tx.live_lease_count(&current.owner_id, now)?;
                     if held >= cap {
-                        return Ok(Err(Error::LeaseCap {
+                        return Ok(Logged::Refused(Error::LeaseCap {
                             owner: current.owner_id,
                             held,
                             cap,
@@ -205,9 +206,13 @@ impl Store {
             owner,
             "release",
             idem.key,
-            self.holder_write(resource, Some(owner), generation, "release", |l, now| {
-                rules::release(l, token, generation, now)
-            }),
+            self.holder_write(
+                resource,
+                Some(owner),
+                generation,
+                WriteVerb::Release,
+                |l, now| rules::release(l, token, generation, now),
+            ),
         )
     }
 
@@ -235,7 +240,7 @@ impl Store {
             if let Some(current) = tx.lease(resource)? {
                 let holder = rules::check_holder(&current, token, generation).is_ok();
                 if holder && current.owner_id == recipient {
-                    return Ok(Err(Error::SelfHandoff {
+                    return Ok(Logged::Refused(Error::SelfHandoff {
                         resource: resource.into(),
                         owner: recipient.into(),
                     }));
@@ -243,15 +248,19 @@ impl Store {
             }
             let held = tx.live_lease_count(recipient, now)?;
             if held >= cap {
-                return Ok(Err(Error::LeaseCap {
+                return Ok(Logged::Refused(Error::LeaseCap {
                     owner: recipient.into(),
                     held,
                     cap,
                 }));
             }
             let new_token = self.ids.next_id("tok");
-            let moved =
-                self.holder_write(resource, Some(owner), generation, "handoff", |l, now| {
+            let moved = self.holder_write(
+                resource,
+                Some(owner),
+                generation,
+                WriteVerb::Handoff,
+                |l, now| {
                     rules::handoff(
                         l,
                         token,
@@ -261,15 +270,16 @@ impl Store {
                         duration,
                         now,
                     )
-                })(tx, now)?;
-            if let Ok(lease) = &moved {
+                },
+            )(tx, now)?;
+            if let Logged::Done(lease) = &moved {
                 let revision = tx.commit_revision()?;
                 tx.add_grant(&Grant {
                     revision,
                     resource_id: resource.into(),
                     generation: lease.generation,
                     owner_id: recipient.into(),
-                    how: "handoff".into(),
+                    how: GrantKind::Handoff,
                     owner_compat: None,
                     item_compat: None,
                     at: now,
@@ -297,9 +307,13 @@ impl Store {
             owner,
             "checkpoint",
             idem.key,
-            self.holder_write(resource, Some(owner), generation, "checkpoint", |l, now| {
-                rules::checkpoint(l, token, generation, data.to_owned(), now)
-            }),
+            self.holder_write(
+                resource,
+                Some(owner),
+                generation,
+                WriteVerb::Checkpoint,
+                |l, now| rules::checkpoint(l, token, generation, data.to_owned(), now),
+            ),
         )
     }
 

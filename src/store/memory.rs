@@ -1,6 +1,10 @@
 //! The memory provider: the semantic reference. One mutex-guarded state shared by every
 //! authority in the process; a write transaction holds the mutex and keeps an undo log so
 //! an `Err` rolls back exactly what it touched. Not durable across processes.
+//!
+//! Longer than 600 lines on purpose: the `impl Tx` below (one method per row access of the
+//! seam, about 650 lines) is one block that cannot be split across files, and it reads
+//! best as the one place that says what every `Tx` method means with no SQL around it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -55,20 +59,12 @@ struct State {
     outcomes: BTreeMap<String, ActionOutcome>,
 }
 
-/// When a non-terminal item next becomes claimable.
-fn due_at(item: &WorkItem) -> Option<Millis> {
-    match item.state {
-        WorkState::Pending | WorkState::Retry => Some(item.next_eligible_at),
-        WorkState::Claimed => item.lease_expires_at,
-        WorkState::Succeeded | WorkState::Failed => None,
-    }
-}
-
 /// (compat, instant, id): the key of the claim indexes.
 type DueKey = (String, Millis, String);
 
 fn due_key(item: &WorkItem) -> Option<DueKey> {
-    due_at(item).map(|d| (item.compat.clone(), d, item.id.clone()))
+    item.due_at()
+        .map(|d| (item.compat.clone(), d, item.id.clone()))
 }
 
 fn claim_key(item: &WorkItem) -> Option<DueKey> {

@@ -5,15 +5,18 @@
 //!
 //! Layout: `backend.rs` (the seam), `leases.rs`, `work.rs`, `events.rs`, `schedules.rs`,
 //! `reads.rs` (the dashboard's paged reads), `incidents.rs` (failovers and refused
-//! writes by time) hold the operations; `copy.rs` copies a whole
+//! writes by time) hold the operations; `counter.rs` names every incremental counter,
+//! `logged.rs` the answer of a write whose refusal commits; `copy.rs` copies a whole
 //! store into an empty one; `memory.rs`, `sqlite/` and `postgres/` are the providers;
 //! `url.rs` opens a store from a URL.
 
 pub mod backend;
 pub mod copy;
+mod counter;
 mod events;
 mod incidents;
 mod leases;
+mod logged;
 pub mod memory;
 mod ordered;
 pub mod postgres;
@@ -22,15 +25,19 @@ mod registry;
 mod schedules;
 mod sql;
 pub mod sqlite;
+#[cfg(test)]
+mod unknown_values;
 pub mod url;
 mod work;
 
 use std::sync::Arc;
 
 pub use backend::{Backend, StoreKind, Tx};
+pub use counter::Counter;
 pub use events::Ingested;
 pub use incidents::Incidents;
 pub use leases::Keyed;
+pub use logged::Logged;
 pub use ordered::WorkOrder;
 pub use reads::Overview;
 pub use work::{Claim, Completion};
@@ -38,7 +45,7 @@ pub use work::{Claim, Completion};
 use crate::clock::{Clock, Millis};
 use crate::error::{Error, Result};
 use crate::ids::IdSource;
-use crate::model::{Holder, WriteRecord};
+use crate::model::{Holder, WriteRecord, WriteVerb};
 
 /// How much durable history is kept. Old grants and writes beyond this many revisions are
 /// trimmed (the checker reads what is kept); the journal keeps this many events.
@@ -188,13 +195,17 @@ impl Store {
         })
     }
 
-    /// Like [`Self::write`], but a semantic refusal inside (`Ok(Err(_))`) still commits what
-    /// was written before it — the refused-write record the checker and dashboard read.
+    /// Like [`Self::write`], but a refusal inside ([`Logged::Refused`]) still commits what
+    /// was written before it — the refused-write record the checker and dashboard read —
+    /// and is then the answer.
+    ///
+    /// # Errors
+    /// The refusal, or whatever `f` fails with (then nothing commits), or a store failure.
     pub(crate) fn write_logged<T>(
         &self,
-        f: impl FnMut(&mut dyn Tx, Millis) -> Result<Result<T>>,
+        f: impl FnMut(&mut dyn Tx, Millis) -> Result<Logged<T>>,
     ) -> Result<T> {
-        self.write(f)?
+        self.write(f)?.into_result()
     }
 
     /// Runs `f` in a read snapshot.
@@ -220,7 +231,7 @@ pub(crate) fn record_write(
     resource: &str,
     owner: &str,
     generation: u64,
-    verb: &str,
+    verb: WriteVerb,
     outcome: &Result<()>,
     detail: serde_json::Value,
     holder: Holder,
@@ -231,19 +242,17 @@ pub(crate) fn record_write(
         resource_id: resource.to_owned(),
         generation,
         owner_id: owner.to_owned(),
-        verb: verb.to_owned(),
+        verb,
         accepted: outcome.is_ok(),
         refusal: outcome.as_ref().err().map(|e| e.code().to_owned()),
         detail: detail.to_string(),
         at: now,
         holder: Some(holder),
     })?;
-    let counter = if outcome.is_ok() {
-        "writes|accepted"
-    } else {
-        "writes|refused"
-    };
-    tx.adjust_counter(counter, 1)?;
+    Counter::Writes {
+        accepted: outcome.is_ok(),
+    }
+    .adjust(tx, 1)?;
     if revision % RETENTION.trim_every == 0 {
         tx.trim_history(
             revision.saturating_sub(RETENTION.history_revisions),

@@ -13,8 +13,7 @@ use super::Store;
 use super::reads::paged;
 use crate::error::Result;
 use crate::model::work::WorkFilter;
-use crate::model::{InstanceRow, Page, PageRequest, WorkItem, WorkKind, WorkState};
-use crate::ops::filter::WORKFLOW_STATUSES;
+use crate::model::{InstanceRow, InstanceStatus, Page, PageRequest, WorkItem, WorkKind, WorkState};
 
 /// The indexed column a work list is ordered by (then by id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,20 +150,22 @@ impl Store {
     /// A store failure.
     pub fn list_instances_by_status(
         &self,
-        status: Option<&str>,
+        status: Option<InstanceStatus>,
         id_prefix: Option<&str>,
         page: &PageRequest,
     ) -> Result<Page<InstanceRow>> {
-        let mut groups: Vec<&str> = WORKFLOW_STATUSES
-            .into_iter()
-            .filter(|s| status.is_none_or(|want| want == *s))
+        // The index orders by the stored text.
+        let mut groups: Vec<&str> = InstanceStatus::ALL
+            .iter()
+            .filter(|s| status.is_none_or(|want| want == **s))
+            .map(|s| s.as_str())
             .collect();
         groups.sort_unstable();
         self.read(|tx| {
             let cursor = match &page.after {
                 Some(id) => tx
                     .instance(id)?
-                    .and_then(|i| groups.iter().position(|g| *g == i.status))
+                    .and_then(|i| groups.iter().position(|g| i.status == *g))
                     .map(|at| (at, id.clone())),
                 None => None,
             };

@@ -4,13 +4,13 @@
 
 use serde::Serialize;
 
-use super::Store;
+use super::{Counter, Store};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::{WorkCount, WorkFilter};
 use crate::model::{
-    AuditEntry, Authority, Grant, Ingestion, InstanceRow, Page, PageRequest, Schedule,
-    Subscription, WorkItem, WorkKind, WorkState, WriteRecord,
+    AuditEntry, Authority, Grant, Ingestion, InstanceRow, InstanceStatus, Page, PageRequest,
+    Schedule, Subscription, WorkItem, WriteRecord,
 };
 
 /// Counts and headline numbers for the overview, all from incremental counters.
@@ -68,31 +68,30 @@ impl Store {
                 ..Overview::default()
             };
             for (name, value) in tx.counters("")? {
-                let parts: Vec<&str> = name.split('|').collect();
-                match parts.as_slice() {
-                    ["work", kind, state, compat] => {
-                        if let (Some(kind), Some(state)) =
-                            (WorkKind::parse(kind), WorkState::parse(state))
-                        {
-                            overview.work.push(WorkCount {
-                                kind,
-                                state,
-                                compat: (*compat).into(),
-                                count: count(value),
-                            });
+                let value = count(value);
+                match Counter::parse(&name)? {
+                    Counter::Work {
+                        kind,
+                        state,
+                        compat,
+                    } => overview.work.push(WorkCount {
+                        kind,
+                        state,
+                        compat,
+                        count: value,
+                    }),
+                    Counter::Workflows { status, .. } => {
+                        match overview.workflows.iter_mut().find(|(s, _)| status == *s) {
+                            Some((_, n)) => *n += value,
+                            None => overview.workflows.push((status.as_str().into(), value)),
                         }
                     }
-                    ["wf", status, _compat] => {
-                        match overview.workflows.iter_mut().find(|(s, _)| s == status) {
-                            Some((_, n)) => *n += count(value),
-                            None => overview.workflows.push(((*status).into(), count(value))),
-                        }
+                    Counter::Events(outcome) => {
+                        overview.events.push((outcome.as_str().into(), value));
                     }
-                    ["events", outcome] => overview.events.push(((*outcome).into(), count(value))),
-                    ["claims"] => overview.claims = count(value),
-                    ["writes", "accepted"] => overview.writes_accepted = count(value),
-                    ["writes", "refused"] => overview.writes_refused = count(value),
-                    _ => {}
+                    Counter::Claims => overview.claims = value,
+                    Counter::Writes { accepted: true } => overview.writes_accepted = value,
+                    Counter::Writes { accepted: false } => overview.writes_refused = value,
                 }
             }
             overview.oldest_waiting = tx.oldest_waiting_work()?;
@@ -162,7 +161,7 @@ impl Store {
     /// A store failure.
     pub fn list_instances(
         &self,
-        status: Option<&str>,
+        status: Option<InstanceStatus>,
         page: &PageRequest,
     ) -> Result<Page<InstanceRow>> {
         self.list_instances_by(status, None, page)
@@ -174,13 +173,13 @@ impl Store {
     /// A store failure.
     pub fn list_instances_by(
         &self,
-        status: Option<&str>,
+        status: Option<InstanceStatus>,
         id_prefix: Option<&str>,
         page: &PageRequest,
     ) -> Result<Page<InstanceRow>> {
         self.read(|tx| {
             Ok(paged(
-                tx.list_instances(status, id_prefix, page)?,
+                tx.list_instances(status.map(InstanceStatus::as_str), id_prefix, page)?,
                 page,
                 |i| i.instance_id.clone(),
             ))

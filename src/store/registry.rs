@@ -4,7 +4,7 @@
 //! overwrites a row that another start of the same id now owns, and only a gone or stopped
 //! registration can be forgotten.
 
-use super::Store;
+use super::{Logged, Store};
 use crate::error::{Error, Result};
 use crate::model::{AuditEntry, Authority, Incarnation};
 use crate::ops::liveness::{Liveness, liveness};
@@ -118,7 +118,7 @@ impl Store {
                 target: instance.into(),
                 outcome,
             })?;
-            Ok(answer)
+            Ok(Logged::from(answer))
         })
     }
 }

@@ -4,9 +4,7 @@
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
-use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::model::{WorkItem, WorkState};
 
 /// One attempt's failure: retry after a transient failure, or give up.
 pub(crate) enum Step {
@@ -85,16 +83,6 @@ pub(crate) fn limit(n: usize) -> i64 {
 pub(crate) fn json<T: serde::Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value)
         .map_err(|e| Error::Invalid(format!("cannot encode a stored value: {e}")))
-}
-
-/// When a non-terminal item next becomes claimable: the `due_at` claim column (mirrors the
-/// memory provider's claim index).
-pub(crate) fn due_at(item: &WorkItem) -> Option<Millis> {
-    match item.state {
-        WorkState::Pending | WorkState::Retry => Some(item.next_eligible_at),
-        WorkState::Claimed => item.lease_expires_at,
-        WorkState::Succeeded | WorkState::Failed => None,
-    }
 }
 
 /// The exclusive upper `(at, seq)` bound of an incident page: everything when there is no

@@ -2,12 +2,12 @@
 //! commit. Counts by (kind, state, compat) are kept incrementally here, in the same
 //! transaction as the change, so the dashboard never counts a million rows.
 
-use super::{Store, Tx, record_write};
+use super::{Counter, Logged, Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::work::NewWork;
-use crate::model::{Failure, Grant, Holder, Takeover, WorkItem, WorkState};
+use crate::model::{Failure, Grant, GrantKind, Holder, Takeover, WorkItem, WorkState, WriteVerb};
 use crate::rules::work::{self as rules, Backoff};
 
 /// One finished attempt, for group commit: each is fenced on its own.
@@ -27,16 +27,6 @@ pub struct Claim {
     pub took_over_expired_at: Option<Millis>,
 }
 
-/// The counter name for one (kind, state, compat) cell.
-pub(crate) fn work_counter(item: &WorkItem) -> String {
-    format!(
-        "work|{}|{}|{}",
-        item.kind.as_str(),
-        item.state.as_str(),
-        item.compat
-    )
-}
-
 /// Writes `next` over `prev`, keeping the counts in step.
 pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkItem) -> Result<bool> {
     tx.commit_revision()?;
@@ -51,10 +41,10 @@ pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkIte
             if prev.state == next.state {
                 return Ok(true);
             }
-            tx.adjust_counter(&work_counter(prev), -1)?;
+            Counter::work(prev).adjust(tx, -1)?;
         }
     }
-    tx.adjust_counter(&work_counter(next), 1)?;
+    Counter::work(next).adjust(tx, 1)?;
     Ok(true)
 }
 
@@ -158,16 +148,16 @@ impl Store {
         check_id("owner", owner)?;
         self.write_logged(|tx, now| {
             let Some(item) = tx.work(id)? else {
-                return Ok(Err(not_found(id)));
+                return Ok(Logged::Refused(not_found(id)));
             };
             let next =
                 match rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now) {
                     Ok(next) => next,
-                    Err(e) => return Ok(Err(e)),
+                    Err(e) => return Ok(Logged::Refused(e)),
                 };
             save_work(tx, Some(&item), &next)?;
             log_claim(tx, &item, &next, owner, compat, now)?;
-            Ok(Ok(next))
+            Ok(Logged::Done(next))
         })
     }
 
@@ -182,7 +172,7 @@ impl Store {
         generation: u64,
         lease_ms: Millis,
     ) -> Result<WorkItem> {
-        self.fenced(id, owner, generation, "renew", |item, now| {
+        self.fenced(id, owner, generation, WriteVerb::Renew, |item, now| {
             rules::renew(item, owner, generation, lease_ms, now)
         })
     }
@@ -198,7 +188,7 @@ impl Store {
         generation: u64,
         result: Option<String>,
     ) -> Result<WorkItem> {
-        self.fenced(id, owner, generation, "complete", |item, now| {
+        self.fenced(id, owner, generation, WriteVerb::Complete, |item, now| {
             rules::complete(item, owner, generation, result.clone(), now)
         })
     }
@@ -214,7 +204,7 @@ impl Store {
         generation: u64,
         failure: Failure,
     ) -> Result<WorkItem> {
-        self.fenced(id, owner, generation, "fail", |item, now| {
+        self.fenced(id, owner, generation, WriteVerb::Fail, |item, now| {
             rules::fail(
                 item,
                 owner,
@@ -237,7 +227,7 @@ impl Store {
         generation: u64,
         next_at: Millis,
     ) -> Result<WorkItem> {
-        self.fenced(id, owner, generation, "yield", |item, now| {
+        self.fenced(id, owner, generation, WriteVerb::Yield, |item, now| {
             rules::yield_back(item, owner, generation, next_at, now)
         })
     }
@@ -255,11 +245,11 @@ impl Store {
                 .iter()
                 .map(|c| {
                     let verb = if c.outcome.is_ok() {
-                        "complete"
+                        WriteVerb::Complete
                     } else {
-                        "fail"
+                        WriteVerb::Fail
                     };
-                    fenced_in(
+                    let answer = fenced_in(
                         tx,
                         now,
                         &c.id,
@@ -279,7 +269,8 @@ impl Store {
                                 now,
                             ),
                         },
-                    )
+                    )?;
+                    Ok(answer.into_result())
                 })
                 .collect()
         })
@@ -290,7 +281,7 @@ impl Store {
         id: &str,
         owner: &str,
         generation: u64,
-        verb: &str,
+        verb: WriteVerb,
         change: impl Fn(&WorkItem, Millis) -> Result<WorkItem>,
     ) -> Result<WorkItem> {
         self.write_logged(|tx, now| fenced_in(tx, now, id, owner, generation, verb, &change))
@@ -312,11 +303,11 @@ pub(crate) fn fenced_in(
     id: &str,
     owner: &str,
     generation: u64,
-    verb: &str,
+    verb: WriteVerb,
     change: impl Fn(&WorkItem, Millis) -> Result<WorkItem>,
-) -> Result<Result<WorkItem>> {
+) -> Result<Logged<WorkItem>> {
     let Some(item) = tx.work(id)? else {
-        return Ok(Err(not_found(id)));
+        return Ok(Logged::Refused(not_found(id)));
     };
     let outcome = change(&item, now);
     let detail = serde_json::json!({
@@ -338,11 +329,9 @@ pub(crate) fn fenced_in(
     if let Ok(next) = &outcome {
         save_work(tx, Some(&item), next)?;
     }
-    Ok(outcome)
+    Ok(outcome.into())
 }
 
-/// Logs the grant of `item` (as claimed) to `owner`; `before` is the row it replaced, so
-/// a claim over another owner's unfinished claim is recorded as a failover.
 /// What one claim batch considers, in order: claims whose lease lapsed (a dead or stopped
 /// owner's work) first, then everything else due, earliest first. Without the first step
 /// a reclaim would wait behind every pending item that fell due before the lease lapsed —
@@ -364,6 +353,8 @@ fn claim_candidates(
     Ok(candidates)
 }
 
+/// Logs the grant of `item` (as claimed) to `owner`; `before` is the row it replaced, so
+/// a claim over another owner's unfinished claim is recorded as a failover.
 fn log_claim(
     tx: &mut dyn Tx,
     before: &WorkItem,
@@ -372,14 +363,14 @@ fn log_claim(
     compat: &str,
     now: Millis,
 ) -> Result<()> {
-    tx.adjust_counter("claims", 1)?;
+    Counter::Claims.adjust(tx, 1)?;
     let revision = tx.commit_revision()?;
     tx.add_grant(&Grant {
         revision,
         resource_id: item.id.clone(),
         generation: item.generation,
         owner_id: owner.into(),
-        how: "claim".into(),
+        how: GrantKind::Claim,
         owner_compat: Some(compat.into()),
         item_compat: Some(item.compat.clone()),
         at: now,

@@ -10,7 +10,7 @@
 //!   (the semantic fingerprint that decides instance compatibility, and the canonical JSON
 //!   form), and [`machine`] (start / apply transitions with `now` passed in, producing the
 //!   new state and its history entries).
-//! - **Store-backed** (`engine.rs`, separately): idempotent start, the fenced
+//! - **Store-backed** ([`engine`], separately): idempotent start, the fenced
 //!   `instanceRevision` CAS around each [`machine::apply`], event-wait registration and
 //!   journal replay from `sinceEventSeq`, timer and retry discovery, action invocation with
 //!   durable outcome records, cancellation and inspection.

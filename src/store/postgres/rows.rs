@@ -10,9 +10,10 @@ use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, DedupOutcome, Grant, HistoryPosition, HistoryRecord, Holder,
-    IdempotentAnswer, Ingestion, InstanceRow, JournalEvent, Lease, Schedule, Subscription,
-    Takeover, WorkItem, WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, DedupOutcome, Grant, GrantKind, HistoryPosition, HistoryRecord, Holder,
+    IdempotentAnswer, Ingestion, InstanceRow, InstanceStatus, JournalEvent, Lease, Schedule,
+    Subscription, Takeover, WorkItem, WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord,
+    WriteVerb,
 };
 
 fn bad(col: &str, why: impl std::fmt::Display) -> Error {
@@ -187,7 +188,7 @@ pub(super) fn grant(row: &Row) -> Result<Grant> {
         resource_id: get(row, "resource_id")?,
         generation: get_u64(row, "generation")?,
         owner_id: get(row, "owner_id")?,
-        how: get(row, "how")?,
+        how: get_enum(row, "how", GrantKind::parse)?,
         owner_compat: get(row, "owner_compat")?,
         item_compat: get(row, "item_compat")?,
         at: get(row, "at")?,
@@ -224,7 +225,7 @@ pub(super) fn write_record(row: &Row) -> Result<WriteRecord> {
         resource_id: get(row, "resource_id")?,
         generation: get_u64(row, "generation")?,
         owner_id: get(row, "owner_id")?,
-        verb: get(row, "verb")?,
+        verb: get_enum(row, "verb", WriteVerb::parse)?,
         accepted: get(row, "accepted")?,
         refusal: get(row, "refusal")?,
         detail: get(row, "detail")?,
@@ -252,7 +253,7 @@ pub(super) fn instance(row: &Row) -> Result<InstanceRow> {
     Ok(InstanceRow {
         instance_id: get(row, "instance_id")?,
         workflow_id: get(row, "workflow_id")?,
-        status: get(row, "status")?,
+        status: get_enum(row, "status", InstanceStatus::parse)?,
         compat: get(row, "compat")?,
         instance_revision: get_u64(row, "instance_revision")?,
         next_eligible_at: get(row, "next_eligible_at")?,

@@ -31,7 +31,7 @@ use crate::model::{
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
-use crate::store::sql::{Transient, bound, due_at, incident_bound, int, json, limit};
+use crate::store::sql::{Transient, bound, incident_bound, int, json, limit};
 
 type Map<T> = fn(&Row) -> Result<T>;
 type Param<'a> = &'a (dyn ToSql + Sync);
@@ -215,7 +215,7 @@ impl<'a> PgTx<'a> {
                 &[
                     &text(|r| &r.instance_id),
                     &text(|r| &r.workflow_id),
-                    &text(|r| &r.status),
+                    &text(|r| r.status.as_str()),
                     &text(|r| &r.compat),
                     &revision,
                     &next,
@@ -763,7 +763,7 @@ impl<'a> WorkColumns<'a> {
             c.result.push(item.result.as_deref());
             c.created_at.push(item.created_at);
             c.updated_at.push(item.updated_at);
-            c.due_at.push(due_at(item));
+            c.due_at.push(item.due_at());
         }
         Ok(c)
     }

@@ -10,9 +10,10 @@ use serde::de::DeserializeOwned;
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, DedupOutcome, Grant, HistoryPosition, HistoryRecord, Holder,
-    IdempotentAnswer, Ingestion, InstanceRow, JournalEvent, Lease, Schedule, Subscription,
-    Takeover, WorkItem, WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord,
+    AuditEntry, Authority, DedupOutcome, Grant, GrantKind, HistoryPosition, HistoryRecord, Holder,
+    IdempotentAnswer, Ingestion, InstanceRow, InstanceStatus, JournalEvent, Lease, Schedule,
+    Subscription, Takeover, WorkItem, WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord,
+    WriteVerb,
 };
 
 type SqlResult<T> = rusqlite::Result<T>;
@@ -198,7 +199,7 @@ pub(super) fn grant(row: &Row<'_>) -> SqlResult<Grant> {
         resource_id: row.get("resource_id")?,
         generation: get_u64(row, "generation")?,
         owner_id: row.get("owner_id")?,
-        how: row.get("how")?,
+        how: get_enum(row, "how", GrantKind::parse)?,
         owner_compat: row.get("owner_compat")?,
         item_compat: row.get("item_compat")?,
         at: row.get("at")?,
@@ -235,7 +236,7 @@ pub(super) fn write_record(row: &Row<'_>) -> SqlResult<WriteRecord> {
         resource_id: row.get("resource_id")?,
         generation: get_u64(row, "generation")?,
         owner_id: row.get("owner_id")?,
-        verb: row.get("verb")?,
+        verb: get_enum(row, "verb", WriteVerb::parse)?,
         accepted: row.get("accepted")?,
         refusal: row.get("refusal")?,
         detail: row.get("detail")?,
@@ -263,7 +264,7 @@ pub(super) fn instance(row: &Row<'_>) -> SqlResult<InstanceRow> {
     Ok(InstanceRow {
         instance_id: row.get("instance_id")?,
         workflow_id: row.get("workflow_id")?,
-        status: row.get("status")?,
+        status: get_enum(row, "status", InstanceStatus::parse)?,
         compat: row.get("compat")?,
         instance_revision: get_u64(row, "instance_revision")?,
         next_eligible_at: row.get("next_eligible_at")?,

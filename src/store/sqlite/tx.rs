@@ -23,7 +23,7 @@ use crate::model::{
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
-use crate::store::sql::{bound, due_at, incident_bound, int, json, limit};
+use crate::store::sql::{bound, incident_bound, int, json, limit};
 
 type Map<T> = fn(&Row<'_>) -> rusqlite::Result<T>;
 
@@ -836,7 +836,7 @@ impl Tx for SqliteTx<'_> {
                 from_owner, from_generation, lapsed_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
-                int(g.revision)?, g.resource_id, int(g.generation)?, g.owner_id, g.how, g.owner_compat, g.item_compat, g.at,
+                int(g.revision)?, g.resource_id, int(g.generation)?, g.owner_id, g.how.as_str(), g.owner_compat, g.item_compat, g.at,
                 g.took_over.as_ref().map(|t| &t.from_owner),
                 g.took_over.as_ref().map(|t| int(t.from_generation)).transpose()?,
                 g.took_over.as_ref().map(|t| t.lapsed_ms),
@@ -851,7 +851,7 @@ impl Tx for SqliteTx<'_> {
                 holder_id, holder_generation)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
-                int(w.revision)?, w.resource_id, int(w.generation)?, w.owner_id, w.verb, w.accepted, w.refusal, w.detail, w.at,
+                int(w.revision)?, w.resource_id, int(w.generation)?, w.owner_id, w.verb.as_str(), w.accepted, w.refusal, w.detail, w.at,
                 w.holder.as_ref().and_then(|h| h.owner_id.as_ref()),
                 w.holder.as_ref().map(|h| int(h.generation)).transpose()?,
             ],
@@ -1198,7 +1198,7 @@ fn work_values(item: &WorkItem) -> Result<Vec<Value>> {
         item.result.clone().into(),
         item.created_at.into(),
         item.updated_at.into(),
-        due_at(item).into(),
+        item.due_at().into(),
     ])
 }
 
@@ -1207,7 +1207,7 @@ fn instance_values(row: &InstanceRow) -> Result<Vec<Value>> {
     Ok(vec![
         row.instance_id.clone().into(),
         row.workflow_id.clone().into(),
-        row.status.clone().into(),
+        row.status.to_string().into(),
         row.compat.clone().into(),
         int(row.instance_revision)?.into(),
         row.next_eligible_at.into(),

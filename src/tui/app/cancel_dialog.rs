@@ -19,12 +19,12 @@ impl App {
             Some(ViewData::Detail { instance: row, .. }) => row
                 .as_ref()
                 .filter(|r| r.instance_id == instance)
-                .map(|r| r.status.clone()),
+                .map(|r| r.status.to_string()),
             Some(ViewData::Workflows(page)) => page
                 .rows
                 .iter()
                 .find(|r| r.instance_id == instance)
-                .map(|r| r.status.clone()),
+                .map(|r| r.status.to_string()),
             _ => None,
         }
     }

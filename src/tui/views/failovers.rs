@@ -32,7 +32,7 @@ pub fn row(f: &FailoverRow, fmt: TimeFmt) -> Row {
             Cell::raw(&f.to, 40),
             Cell::num(i64::try_from(f.generation).unwrap_or(i64::MAX)),
             Cell::timed(f.lapsed_label(), f.lapsed_ms).role(Role::Warning),
-            Cell::raw(&f.how, 12).role(Role::Muted),
+            Cell::raw(f.how.as_str(), 12).role(Role::Muted),
             Cell::timed(fmt.relative(f.at), f.at).role(Role::Muted),
         ],
         detail: vec![
@@ -47,7 +47,7 @@ pub fn row(f: &FailoverRow, fmt: TimeFmt) -> Row {
                 format!("{} (generation {})", clean(&f.to, 200), f.generation),
             ),
             ("lapsed".into(), f.lapsed_label()),
-            ("how".into(), clean(&f.how, 40)),
+            ("how".into(), clean(f.how.as_str(), 40)),
             ("revision".into(), f.revision.to_string()),
             ("timeline".into(), "press Esc, then t".into()),
         ],

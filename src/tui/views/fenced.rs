@@ -34,7 +34,7 @@ pub fn table(list: &Listing<FencedRow>, fmt: TimeFmt) -> TableData {
                 Cell::num(i64::try_from(w.writer_generation).unwrap_or(i64::MAX)),
                 Cell::raw(&w.holder_label(), 40),
                 Cell::text(w.holder_generation_label()),
-                Cell::raw(&w.verb, 20),
+                Cell::raw(w.verb.as_str(), 20),
                 Cell::raw(&w.refusal, 40).role(Role::Error),
             ],
             detail: vec![
@@ -56,7 +56,7 @@ pub fn table(list: &Listing<FencedRow>, fmt: TimeFmt) -> TableData {
                         w.holder_generation_label()
                     ),
                 ),
-                ("verb".into(), clean(&w.verb, 40)),
+                ("verb".into(), clean(w.verb.as_str(), 40)),
                 ("refusal".into(), clean(&w.refusal, 200)),
                 ("revision".into(), w.revision.to_string()),
                 ("timeline".into(), "press Esc, then t".into()),

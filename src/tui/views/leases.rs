@@ -40,7 +40,7 @@ pub fn table(page: &Page<Lease>, fmt: TimeFmt) -> TableData {
         .rows
         .iter()
         .map(|l| {
-            let status = l.status(now);
+            let status = l.status(now).as_str();
             let expired = ClaimStanding::of_lease(l, now).and_then(ClaimStanding::expired_text);
             let expires = match (status, &expired) {
                 ("released", _) => "-".into(),

@@ -66,7 +66,7 @@ pub fn total(app: &App) -> Option<u64> {
                 overview
                     .workflows
                     .iter()
-                    .filter(|(s, _)| status.is_none_or(|want| want == s))
+                    .filter(|(s, _)| status.is_none_or(|want| *s == want))
                     .map(|(_, n)| *n)
                     .sum(),
             )

@@ -92,7 +92,8 @@ pub fn table(
                         Cell::num(i64::try_from(g.generation).unwrap_or(i64::MAX))
                             .role(Role::Accent),
                         Cell::raw(&g.owner_id, 40),
-                        Cell::text(format!("grant: {}", clean(&g.how, 12))).role(Role::LeaseLive),
+                        Cell::text(format!("grant: {}", clean(g.how.as_str(), 12)))
+                            .role(Role::LeaseLive),
                         Cell::text(if g.generation == 1 {
                             "first holder"
                         } else {
@@ -110,7 +111,7 @@ pub fn table(
                                 "generation {} to {} by {}",
                                 g.generation,
                                 clean(&g.owner_id, 100),
-                                clean(&g.how, 40)
+                                clean(g.how.as_str(), 40)
                             ),
                         ),
                         (
@@ -143,7 +144,7 @@ pub fn table(
                         Cell::timed(fmt.wall(w.at), w.at),
                         Cell::num(i64::try_from(w.generation).unwrap_or(i64::MAX)),
                         Cell::raw(&w.owner_id, 40),
-                        Cell::text(format!("write: {}", clean(&w.verb, 12))),
+                        Cell::text(format!("write: {}", clean(w.verb.as_str(), 12))),
                         Cell::text(outcome.clone()).role(if w.accepted {
                             Role::Ok
                         } else {
@@ -158,7 +159,7 @@ pub fn table(
                             "write".into(),
                             format!(
                                 "{} by {} presenting generation {}",
-                                clean(&w.verb, 40),
+                                clean(w.verb.as_str(), 40),
                                 clean(&w.owner_id, 100),
                                 w.generation
                             ),

@@ -150,9 +150,9 @@ fn fields(app: &App, row: &InstanceRow) -> Vec<(String, String)> {
     let state = wf::state(row);
     let snap = app.snapshot();
     let (compat_text, ok) = snap.map_or(("?", true), |s| super::work::compatible(s, &row.compat));
-    let terminal = super::workflows::terminal(&row.status);
+    let terminal = super::workflows::terminal(row.status.as_str());
     let mut f = vec![
-        ("status".to_owned(), row.status.clone()),
+        ("status".to_owned(), row.status.to_string()),
         ("revision".into(), row.instance_revision.to_string()),
         (
             "step".into(),

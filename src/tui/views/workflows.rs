@@ -47,7 +47,7 @@ pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, fmt: TimeFmt) -> TableDa
         .map(|i| {
             let state = wf::state(i);
             let (compat_text, ok) = super::work::compatible(snap, &i.compat);
-            let incompatible = !ok && !terminal(&i.status);
+            let incompatible = !ok && !terminal(i.status.as_str());
             let step = state
                 .as_ref()
                 .and_then(|s| s.current_step_id.clone())
@@ -65,7 +65,7 @@ pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, fmt: TimeFmt) -> TableDa
                     Cell::text(i.status.as_str()).role(if incompatible {
                         Role::Incompatible
                     } else {
-                        status_role(&i.status)
+                        status_role(i.status.as_str())
                     }),
                     Cell::raw(&step, 60),
                     Cell::num(attempt),
@@ -80,7 +80,7 @@ pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, fmt: TimeFmt) -> TableDa
                 detail: vec![
                     ("instance".into(), clean(&i.instance_id, 300)),
                     ("definition".into(), clean(&i.workflow_id, 200)),
-                    ("status".into(), i.status.clone()),
+                    ("status".into(), i.status.to_string()),
                     ("step".into(), clean(&step, 200)),
                     (
                         "next eligible".into(),

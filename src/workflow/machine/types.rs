@@ -12,36 +12,7 @@ pub const TIMED_OUT: &str = "WORKFLOW_TIMEOUT";
 /// Failure code of a `fail` step whose `error` carries no string `code`.
 pub const FAILED: &str = "WORKFLOW_FAILED";
 
-/// Lifecycle status. `running` means an action is (or, after a retry backoff, will be)
-/// executable; `waiting` means an event or a timer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum InstanceStatus {
-    Running,
-    Waiting,
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl InstanceStatus {
-    /// Terminal statuses are durable and irreversible.
-    #[must_use]
-    pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
-    }
-
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Running => "running",
-            Self::Waiting => "waiting",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-        }
-    }
-}
+pub use crate::model::workflow::InstanceStatus;
 
 /// What a non-terminal instance is blocked on. Stored with the instance: the waiting row
 /// *is* the timer and the event registration.

@@ -1,0 +1,81 @@
+//! Cancelling an instance: an operator's fenced transition to `cancelled`.
+
+use serde::Serialize;
+
+use super::transition::{commit_transition, decode_state};
+use super::{corrupt, pinned, refusal};
+use crate::error::{Error, Result};
+use crate::ids::check_id;
+use crate::store::{Logged, Store};
+use crate::workflow::machine::{self, MachineError, Trigger};
+use crate::workflow::parse_definition;
+
+/// What a cancel did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CancelOutcome {
+    Cancelled,
+    AlreadyCancelled,
+}
+
+impl Store {
+    /// Cancels an instance: an idempotent, fenced transition to `cancelled` (not a
+    /// rollback: committed actions and dispatched effects stand). `compat` is the caller's
+    /// build; a different build is refused. Any authority holding the instance is fenced
+    /// out by the revision change.
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `already-terminal` (completed / failed), `INCOMPATIBLE_AUTHORITY`.
+    pub fn cancel_workflow(
+        &self,
+        instance_id: &str,
+        compat: Option<&str>,
+        actor: &str,
+        reason: &str,
+    ) -> Result<CancelOutcome> {
+        check_id("instance id", instance_id)?;
+        self.write_logged(|tx, now| {
+            let Some(row) = tx.instance(instance_id)? else {
+                return Ok(Logged::Refused(Error::NotFound {
+                    what: "workflow instance".into(),
+                    id: instance_id.into(),
+                }));
+            };
+            if let Some(have) = compat.filter(|c| *c != row.compat) {
+                return Ok(Logged::Refused(Error::Incompatible {
+                    id: instance_id.into(),
+                    required: row.compat.clone(),
+                    have: have.into(),
+                }));
+            }
+            let (definition, state) = decode_state(&row)?;
+            let Some(def_row) = tx.definition(&pinned(&row.workflow_id, &definition))? else {
+                return Ok(Logged::Refused(Error::NotFound {
+                    what: "workflow definition".into(),
+                    id: pinned(&row.workflow_id, &definition),
+                }));
+            };
+            let def = parse_definition(&def_row.definition)
+                .map_err(|_| corrupt("deployed definition", &row.workflow_id))?;
+            match machine::apply(
+                &def,
+                &state,
+                Trigger::Cancel {
+                    by: actor.into(),
+                    reason: reason.into(),
+                },
+                now,
+                0,
+            ) {
+                Err(MachineError::AlreadyCancelled) => {
+                    Ok(Logged::Done(CancelOutcome::AlreadyCancelled))
+                }
+                Err(e) => Ok(Logged::Refused(refusal(&e, instance_id))),
+                Ok((next, entries)) => {
+                    commit_transition(tx, &row, &definition, &next, &entries, now)?;
+                    Ok(Logged::Done(CancelOutcome::Cancelled))
+                }
+            }
+        })
+    }
+}
