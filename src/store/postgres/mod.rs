@@ -42,9 +42,10 @@
 //!   the version and a newer one is refused. Tables live in the connection's default schema
 //!   (choose another with `?options=-csearch_path%3Dname`).
 //!
-//! Files: `rows.rs` maps rows to models, `tx.rs` implements [`Tx`], `schema.sql`.
+//! Files: `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
+//! provider's side of that layer (`store/sql/`), `schema.sql`.
 
-mod rows;
+mod bind;
 mod tx;
 
 use std::collections::HashMap;
@@ -73,9 +74,12 @@ const UPGRADE_1: &str = include_str!("upgrade_1.sql");
 /// Whole-transaction attempts before `STORE_CONTENTION` / `STORE_UNAVAILABLE`.
 pub const MAX_ATTEMPTS: u32 = 50;
 
-/// Connections per backend at most: an authority's default worker concurrency plus its
-/// poller and renewer. Connections open on demand, so a reader uses one.
-pub const DEFAULT_POOL_SIZE: usize = crate::authority::config::DEFAULT_WORKER_CONCURRENCY + 2;
+/// Connections per backend at most unless a caller asks for more
+/// ([`Backend::fit_concurrency`]): six covers an authority at its default settings (four
+/// workers, its poller and its renewer, each calling the store at once) while staying well
+/// under [`POOL_CAP`]. Connections open on demand, so a reader uses one. The store does not
+/// read the authority's settings; the authority's tests check that this covers them.
+pub const DEFAULT_POOL_SIZE: usize = 6;
 
 /// Connections per backend at most, however many callers: writers serialise on one lock,
 /// so more sessions would only load the server.

@@ -15,10 +15,13 @@
 //!   application's database, a newer schema) is refused with one line and left untouched:
 //!   nothing is created or converted before the file has been recognised.
 //!
-//! Files: `rows.rs` maps rows to models, `tx.rs` implements [`Tx`], `schema.sql`, and
+//! Files: `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
+//! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
+//! choice, `schema.sql`, and
 //! `upgrade_1.sql`, which brings a store of schema 1 to 2 in place.
 
-mod rows;
+mod bind;
+mod list_work;
 #[cfg(test)]
 mod tests;
 mod tx;

@@ -1,0 +1,95 @@
+//! The shared SQL layer's values and rows on the `postgres` driver: a [`SqlValue`] binds as
+//! the type the prepared statement expects (a NULL needs one), a column of values binds as
+//! one typed array (for `unnest`), and a result row reads as [`SqlRow`], by name. A value
+//! of the wrong type is `STORE_CORRUPT`, naming the column.
+
+use postgres::Row;
+use postgres::types::{FromSql, ToSql, Type};
+
+use crate::error::Result;
+use crate::store::sql::encode::Kind;
+use crate::store::sql::row::{Col, SqlRow, unreadable};
+use crate::store::sql::value::SqlValue;
+
+pub(super) type Param<'a> = &'a (dyn ToSql + Sync);
+
+/// `value` as a parameter of type `ty`.
+pub(super) fn param<'a>(value: &'a SqlValue, ty: &Type) -> Param<'a> {
+    match value {
+        SqlValue::Int(v) => v,
+        SqlValue::Text(v) => v,
+        SqlValue::Bool(v) => v,
+        SqlValue::Null => match *ty {
+            Type::INT8 => &None::<i64>,
+            Type::BOOL => &None::<bool>,
+            _ => &None::<String>,
+        },
+    }
+}
+
+/// One column of values as a typed array (`$n::bigint[]`, …); a value of another kind is
+/// NULL (the encoders list each column's kind, so none is).
+pub(super) fn array(kind: Kind, values: impl Iterator<Item = SqlValue>) -> Box<dyn ToSql + Sync> {
+    match kind {
+        Kind::Int => Box::new(
+            values
+                .map(|v| match v {
+                    SqlValue::Int(v) => Some(v),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+        ),
+        Kind::Text => Box::new(
+            values
+                .map(|v| match v {
+                    SqlValue::Text(v) => Some(v),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+        ),
+        Kind::Bool => Box::new(
+            values
+                .map(|v| match v {
+                    SqlValue::Bool(v) => Some(v),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
+/// The SQL type name of a column kind's arrays.
+pub(super) fn array_type(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Int => "bigint[]",
+        Kind::Text => "text[]",
+        Kind::Bool => "boolean[]",
+    }
+}
+
+/// One PostgreSQL result row.
+pub(super) struct PgRow<'r>(pub(super) &'r Row);
+
+impl PgRow<'_> {
+    fn get<'r, T: FromSql<'r>>(&'r self, col: Col) -> Result<T> {
+        let got = match col {
+            Col::Name(name) | Col::Both(_, name) => self.0.try_get(name),
+            Col::Pos(pos) => self.0.try_get(pos),
+        };
+        got.map_err(|e| unreadable(&col.label(), e))
+    }
+}
+
+impl SqlRow for PgRow<'_> {
+    fn int(&self, col: Col) -> Result<Option<i64>> {
+        self.get(col)
+    }
+
+    fn text(&self, col: Col) -> Result<Option<String>> {
+        self.get(col)
+    }
+
+    fn flag(&self, col: Col) -> Result<Option<bool>> {
+        self.get(col)
+    }
+}

@@ -1,0 +1,122 @@
+//! Reading one result row, whatever the driver: [`SqlRow`] is the three reads a driver
+//! provides, and the typed getters here are the checks every decoder shares. A value this
+//! build cannot decode is `STORE_CORRUPT` naming the column, never a panic or a default.
+
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, Result};
+
+/// Turns one row into a model value.
+pub(crate) type Decode<T> = fn(&dyn SqlRow) -> Result<T>;
+
+/// A column by name, and by position where a decoder pins it: the hot work rows are read by
+/// position on SQLite (a lookup by name scans the column names). PostgreSQL reads by name
+/// wherever there is one.
+#[derive(Clone, Copy)]
+pub(crate) enum Col {
+    Name(&'static str),
+    /// The column `name` at position `pos` of `SELECT *` (the schema's column order).
+    Both(usize, &'static str),
+    /// An unnamed result column (`count(*)`, `max(…)`).
+    Pos(usize),
+}
+
+impl Col {
+    /// How errors name the column.
+    pub(crate) fn label(self) -> String {
+        match self {
+            Self::Name(name) | Self::Both(_, name) => name.to_owned(),
+            Self::Pos(pos) => format!("#{pos}"),
+        }
+    }
+}
+
+impl From<&'static str> for Col {
+    fn from(name: &'static str) -> Self {
+        Self::Name(name)
+    }
+}
+
+/// The column `name` at position `pos` of `SELECT *`.
+pub(crate) fn at(pos: usize, name: &'static str) -> Col {
+    Col::Both(pos, name)
+}
+
+/// One result row of a driver.
+pub(crate) trait SqlRow {
+    fn int(&self, col: Col) -> Result<Option<i64>>;
+    fn text(&self, col: Col) -> Result<Option<String>>;
+    fn flag(&self, col: Col) -> Result<Option<bool>>;
+}
+
+/// The error for a column this build cannot read.
+pub(crate) fn unreadable(col: &str, why: impl std::fmt::Display) -> Error {
+    Error::Corrupt(format!("unreadable row: column {col}: {why}"))
+}
+
+fn present<T>(col: Col, v: Option<T>) -> Result<T> {
+    v.ok_or_else(|| unreadable(&col.label(), "NULL in a NOT NULL column"))
+}
+
+pub(crate) fn int(row: &dyn SqlRow, col: impl Into<Col>) -> Result<i64> {
+    let col = col.into();
+    present(col, row.int(col)?)
+}
+
+pub(crate) fn opt_int(row: &dyn SqlRow, col: impl Into<Col>) -> Result<Option<i64>> {
+    row.int(col.into())
+}
+
+pub(crate) fn text(row: &dyn SqlRow, col: impl Into<Col>) -> Result<String> {
+    let col = col.into();
+    present(col, row.text(col)?)
+}
+
+pub(crate) fn opt_text(row: &dyn SqlRow, col: impl Into<Col>) -> Result<Option<String>> {
+    row.text(col.into())
+}
+
+pub(crate) fn flag(row: &dyn SqlRow, col: impl Into<Col>) -> Result<bool> {
+    let col = col.into();
+    present(col, row.flag(col)?)
+}
+
+pub(crate) fn u64(row: &dyn SqlRow, col: impl Into<Col>) -> Result<u64> {
+    let col = col.into();
+    let v = int(row, col)?;
+    u64::try_from(v).map_err(|e| unreadable(&col.label(), e))
+}
+
+pub(crate) fn u32(row: &dyn SqlRow, col: impl Into<Col>) -> Result<u32> {
+    let col = col.into();
+    let v = int(row, col)?;
+    u32::try_from(v).map_err(|e| unreadable(&col.label(), e))
+}
+
+/// An enum stored as its `as_str()` text.
+pub(crate) fn enumerated<T>(
+    row: &dyn SqlRow,
+    col: impl Into<Col>,
+    parse: fn(&str) -> Option<T>,
+) -> Result<T> {
+    let col = col.into();
+    let text = text(row, col)?;
+    parse(&text).ok_or_else(|| unreadable(&col.label(), format!("unknown value {text:?}")))
+}
+
+/// A nested struct stored as JSON text.
+pub(crate) fn json<T: DeserializeOwned>(row: &dyn SqlRow, col: impl Into<Col>) -> Result<T> {
+    let col = col.into();
+    let text = text(row, col)?;
+    serde_json::from_str(&text).map_err(|e| unreadable(&col.label(), e))
+}
+
+pub(crate) fn opt_json<T: DeserializeOwned>(
+    row: &dyn SqlRow,
+    col: impl Into<Col>,
+) -> Result<Option<T>> {
+    let col = col.into();
+    opt_text(row, col)?
+        .map(|t| serde_json::from_str(&t).map_err(|e| unreadable(&col.label(), e)))
+        .transpose()
+}
