@@ -3,8 +3,11 @@
 //! one typed array (for `unnest`), and a result row reads as [`SqlRow`], by name. A value
 //! of the wrong type is `STORE_CORRUPT`, naming the column.
 
-use postgres::Row;
-use postgres::types::{FromSql, ToSql, Type};
+use std::fmt::Display;
+
+use postgres::row::RowIndex;
+use postgres::types::{ToSql, Type};
+use postgres::{Error, Row};
 
 use crate::error::Result;
 use crate::store::sql::encode::Kind;
@@ -70,26 +73,20 @@ pub(super) fn array_type(kind: Kind) -> &'static str {
 /// One PostgreSQL result row.
 pub(super) struct PgRow<'r>(pub(super) &'r Row);
 
-impl PgRow<'_> {
-    fn get<'r, T: FromSql<'r>>(&'r self, col: Col) -> Result<T> {
+impl SqlRow for PgRow<'_> {
+    fn value(&self, col: Col, kind: Kind) -> Result<SqlValue> {
         let got = match col {
-            Col::Name(name) | Col::Both(_, name) => self.0.try_get(name),
-            Col::Pos(pos) => self.0.try_get(pos),
+            Col::Name(name) | Col::Both(_, name) => read(self.0, name, kind),
+            Col::Pos(pos) => read(self.0, pos, kind),
         };
         got.map_err(|e| unreadable(&col.label(), e))
     }
 }
 
-impl SqlRow for PgRow<'_> {
-    fn int(&self, col: Col) -> Result<Option<i64>> {
-        self.get(col)
-    }
-
-    fn text(&self, col: Col) -> Result<Option<String>> {
-        self.get(col)
-    }
-
-    fn flag(&self, col: Col) -> Result<Option<bool>> {
-        self.get(col)
-    }
+fn read<I: RowIndex + Display>(row: &Row, col: I, kind: Kind) -> Result<SqlValue, Error> {
+    Ok(match kind {
+        Kind::Int => row.try_get::<_, Option<i64>>(col)?.into(),
+        Kind::Text => row.try_get::<_, Option<String>>(col)?.into(),
+        Kind::Bool => row.try_get::<_, Option<bool>>(col)?.into(),
+    })
 }

@@ -4,6 +4,8 @@
 
 use serde::de::DeserializeOwned;
 
+use super::encode::Kind;
+use super::value::SqlValue;
 use crate::error::{Error, Result};
 
 /// Turns one row into a model value.
@@ -42,11 +44,10 @@ pub(crate) fn at(pos: usize, name: &'static str) -> Col {
     Col::Both(pos, name)
 }
 
-/// One result row of a driver.
+/// One result row of a driver: a column's value, read as `kind` where the driver needs to
+/// know (PostgreSQL's columns are typed; SQLite's values carry their own type).
 pub(crate) trait SqlRow {
-    fn int(&self, col: Col) -> Result<Option<i64>>;
-    fn text(&self, col: Col) -> Result<Option<String>>;
-    fn flag(&self, col: Col) -> Result<Option<bool>>;
+    fn value(&self, col: Col, kind: Kind) -> Result<SqlValue>;
 }
 
 /// The error for a column this build cannot read.
@@ -58,27 +59,48 @@ fn present<T>(col: Col, v: Option<T>) -> Result<T> {
     v.ok_or_else(|| unreadable(&col.label(), "NULL in a NOT NULL column"))
 }
 
-pub(crate) fn int(row: &dyn SqlRow, col: impl Into<Col>) -> Result<i64> {
+pub(crate) fn opt_int(row: &dyn SqlRow, col: impl Into<Col>) -> Result<Option<i64>> {
     let col = col.into();
-    present(col, row.int(col)?)
+    match row.value(col, Kind::Int)? {
+        SqlValue::Null => Ok(None),
+        SqlValue::Int(v) => Ok(Some(v)),
+        other => Err(unreadable(
+            &col.label(),
+            format!("{other:?} is not an integer"),
+        )),
+    }
 }
 
-pub(crate) fn opt_int(row: &dyn SqlRow, col: impl Into<Col>) -> Result<Option<i64>> {
-    row.int(col.into())
+pub(crate) fn opt_text(row: &dyn SqlRow, col: impl Into<Col>) -> Result<Option<String>> {
+    let col = col.into();
+    match row.value(col, Kind::Text)? {
+        SqlValue::Null => Ok(None),
+        SqlValue::Text(v) => Ok(Some(v)),
+        other => Err(unreadable(&col.label(), format!("{other:?} is not a text"))),
+    }
+}
+
+/// A boolean: PostgreSQL's own, or SQLite's 0 / 1.
+pub(crate) fn flag(row: &dyn SqlRow, col: impl Into<Col>) -> Result<bool> {
+    let col = col.into();
+    match row.value(col, Kind::Bool)? {
+        SqlValue::Bool(v) => Ok(v),
+        SqlValue::Int(v @ (0 | 1)) => Ok(v == 1),
+        other => Err(unreadable(
+            &col.label(),
+            format!("{other:?} is not a boolean"),
+        )),
+    }
+}
+
+pub(crate) fn int(row: &dyn SqlRow, col: impl Into<Col>) -> Result<i64> {
+    let col = col.into();
+    present(col, opt_int(row, col)?)
 }
 
 pub(crate) fn text(row: &dyn SqlRow, col: impl Into<Col>) -> Result<String> {
     let col = col.into();
-    present(col, row.text(col)?)
-}
-
-pub(crate) fn opt_text(row: &dyn SqlRow, col: impl Into<Col>) -> Result<Option<String>> {
-    row.text(col.into())
-}
-
-pub(crate) fn flag(row: &dyn SqlRow, col: impl Into<Col>) -> Result<bool> {
-    let col = col.into();
-    present(col, row.flag(col)?)
+    present(col, opt_text(row, col)?)
 }
 
 pub(crate) fn u64(row: &dyn SqlRow, col: impl Into<Col>) -> Result<u64> {

@@ -46,12 +46,7 @@ pub(crate) trait Statements: Driver {
             "SELECT value FROM meta WHERE key = {}",
             Self::DIALECT.param(1)
         );
-        let v = self
-            .one(&sql, &[key.into()], first_int)?
-            .flatten()
-            .ok_or_else(|| missing_meta(self.label(), key))?;
-        self.remember_meta(key, v);
-        Ok(v)
+        self.meta_row(&sql, key)
     }
 
     /// Advances a meta counter by one and returns the new value.
@@ -61,8 +56,13 @@ pub(crate) trait Statements: Driver {
             "UPDATE meta SET value = value + 1 WHERE key = {} RETURNING value",
             Self::DIALECT.param(1)
         );
+        self.meta_row(&sql, key)
+    }
+
+    /// The value `sql` returns for the meta row `key`, remembered.
+    fn meta_row(&mut self, sql: &str, key: &str) -> Result<i64> {
         let v = self
-            .one(&sql, &[key.into()], first_int)?
+            .one(sql, &[key.into()], first_int)?
             .flatten()
             .ok_or_else(|| missing_meta(self.label(), key))?;
         self.remember_meta(key, v);

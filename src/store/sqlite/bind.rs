@@ -6,6 +6,7 @@ use rusqlite::Row;
 use rusqlite::types::{ToSql, ToSqlOutput, ValueRef};
 
 use crate::error::Result;
+use crate::store::sql::encode::Kind;
 use crate::store::sql::row::{Col, SqlRow, unreadable};
 use crate::store::sql::value::SqlValue;
 
@@ -23,26 +24,20 @@ impl ToSql for SqlValue {
 /// One rusqlite result row.
 pub(super) struct SqliteRow<'r, 's>(pub(super) &'r Row<'s>);
 
-impl SqliteRow<'_, '_> {
-    fn get<T: rusqlite::types::FromSql>(&self, col: Col) -> Result<T> {
-        let got = match col {
-            Col::Name(name) => self.0.get(name),
-            Col::Both(pos, _) | Col::Pos(pos) => self.0.get(pos),
-        };
-        got.map_err(|e| unreadable(&col.label(), e))
-    }
-}
-
 impl SqlRow for SqliteRow<'_, '_> {
-    fn int(&self, col: Col) -> Result<Option<i64>> {
-        self.get(col)
-    }
-
-    fn text(&self, col: Col) -> Result<Option<String>> {
-        self.get(col)
-    }
-
-    fn flag(&self, col: Col) -> Result<Option<bool>> {
-        self.get(col)
+    fn value(&self, col: Col, _kind: Kind) -> Result<SqlValue> {
+        let got = match col {
+            Col::Name(name) => self.0.get_ref(name),
+            Col::Both(pos, _) | Col::Pos(pos) => self.0.get_ref(pos),
+        };
+        let why = |e: &dyn std::fmt::Display| unreadable(&col.label(), e);
+        match got.map_err(|e| why(&e))? {
+            ValueRef::Null => Ok(SqlValue::Null),
+            ValueRef::Integer(v) => Ok(SqlValue::Int(v)),
+            ValueRef::Text(v) => String::from_utf8(v.to_vec())
+                .map(SqlValue::Text)
+                .map_err(|e| why(&e)),
+            other => Err(why(&format!("unexpected {:?} value", other.data_type()))),
+        }
     }
 }

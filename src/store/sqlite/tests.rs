@@ -1179,7 +1179,8 @@ fn sqlite_errors_map_to_store_errors() {
     assert_eq!(calls, 3, "busy attempts are retried");
 }
 
-/// The `work` table's columns in the order `rows::work` reads them by position.
+/// The `work` table's columns in the order `sql::decode::work` reads them by position and
+/// `sql::encode::WORK` lists them.
 const WORK_COLUMNS: [&str; 23] = [
     "id",
     "kind",
@@ -1216,4 +1217,6 @@ fn work_columns_are_in_the_order_rows_are_mapped_by_position() {
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         .expect("table info");
     assert_eq!(names, WORK_COLUMNS);
+    let encoded: Vec<&str> = crate::store::sql::encode::WORK.names().collect();
+    assert_eq!(encoded, WORK_COLUMNS);
 }
