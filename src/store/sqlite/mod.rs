@@ -21,7 +21,11 @@
 //! `upgrade_1.sql`, which brings a store of schema 1 to 2 in place.
 
 mod bind;
+#[cfg(test)]
+mod differential_tests;
 mod list_work;
+#[cfg(test)]
+mod plan_tests;
 #[cfg(test)]
 mod tests;
 mod tx;
