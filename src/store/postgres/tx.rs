@@ -14,8 +14,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::Names;
 use super::bind::{Param, PgRow, array, array_type, param};
-use super::{Conn, Names, map_error, transient};
+use super::errors::{map_error, transient};
+use super::pool::Conn;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::work::WorkFilter;
