@@ -38,6 +38,26 @@ impl Dialect {
         format!("{}{n}", self.mark)
     }
 
+    /// `sql`, written with SQLite's `?N` marks, in this dialect (the shared statements are
+    /// written once, that way).
+    pub(crate) fn marks(&self, sql: &str) -> String {
+        let mut out = String::with_capacity(sql.len());
+        let mut chars = sql.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '?' && chars.peek().is_some_and(char::is_ascii_digit) {
+                let mut n = String::new();
+                while let Some(digit) = chars.next_if(char::is_ascii_digit) {
+                    n.push(digit);
+                }
+                out.push(self.mark);
+                out.push_str(&n);
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
     /// `?1, ?2, …` for `n` parameters.
     fn params(&self, n: usize) -> String {
         (1..=n)
@@ -158,6 +178,35 @@ mod tests {
             "INSERT INTO idempotency (key, answer, at) VALUES ($1, $2, $3) \
              ON CONFLICT (key) DO UPDATE SET answer = EXCLUDED.answer, at = EXCLUDED.at"
         );
+    }
+
+    #[test]
+    fn numbered_marks_follow_the_dialect() {
+        let sql = "SELECT * FROM t WHERE a = ?1 AND b > ?12 AND c = '?'";
+        assert_eq!(SQLITE.marks(sql), sql);
+        assert_eq!(
+            POSTGRES.marks(sql),
+            "SELECT * FROM t WHERE a = $1 AND b > $12 AND c = '?'"
+        );
+    }
+
+    #[test]
+    fn an_update_by_key_sets_every_other_column() {
+        assert_eq!(
+            POSTGRES.update_by_key(&IDEMPOTENCY),
+            "UPDATE idempotency SET answer = $2, at = $3 WHERE key = $1"
+        );
+    }
+
+    #[test]
+    fn booleans_read_as_each_database_indexes_them() {
+        assert_eq!(SQLITE.is_false("accepted"), "accepted = 0");
+        assert_eq!(POSTGRES.is_false("accepted"), "NOT accepted");
+        assert_eq!(
+            SQLITE.from("work", "work_claim"),
+            "work INDEXED BY work_claim"
+        );
+        assert_eq!(POSTGRES.from("work", "work_claim"), "work");
     }
 
     #[test]

@@ -142,3 +142,59 @@ pub(crate) fn opt_json<T: DeserializeOwned>(
         .map(|t| serde_json::from_str(&t).map_err(|e| unreadable(&col.label(), e)))
         .transpose()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::WorkState;
+
+    /// A row of one column, `state`, holding `value`.
+    struct One(SqlValue);
+
+    impl SqlRow for One {
+        fn value(&self, col: Col, _kind: Kind) -> Result<SqlValue> {
+            match col {
+                Col::Name("state") | Col::Both(_, "state") | Col::Pos(0) => Ok(self.0.clone()),
+                _ => Err(unreadable(&col.label(), "no such column")),
+            }
+        }
+    }
+
+    fn corrupt(r: Result<impl std::fmt::Debug>) -> String {
+        match r {
+            Err(Error::Corrupt(why)) => why,
+            other => panic!("expected STORE_CORRUPT, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_unknown_stored_value_is_corrupt_naming_the_column() {
+        let row = One(SqlValue::Text("sleeping".into()));
+        let why = corrupt(enumerated(&row, "state", WorkState::parse));
+        assert!(
+            why.contains("column state") && why.contains("sleeping"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn null_in_a_required_column_is_corrupt_not_a_default() {
+        let row = One(SqlValue::Null);
+        assert!(corrupt(text(&row, "state")).contains("NULL"));
+        assert_eq!(opt_text(&row, "state").expect("optional"), None);
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_or_range_is_corrupt() {
+        assert!(corrupt(int(&One(SqlValue::Text("7".into())), "state")).contains("integer"));
+        assert!(corrupt(u64(&One(SqlValue::Int(-1)), "state")).contains("column state"));
+        assert!(corrupt(flag(&One(SqlValue::Int(2)), "state")).contains("boolean"));
+    }
+
+    #[test]
+    fn booleans_read_from_either_driver() {
+        assert!(flag(&One(SqlValue::Bool(true)), "state").expect("bool"));
+        assert!(flag(&One(SqlValue::Int(1)), "state").expect("0 / 1"));
+        assert!(!flag(&One(SqlValue::Int(0)), "state").expect("0 / 1"));
+    }
+}

@@ -27,24 +27,9 @@ use crate::model::{
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
 
-/// `sql` with its `?N` marks in the driver's dialect (the shared statements are written
-/// with SQLite's marks).
+/// `sql` with its `?N` marks in the driver's dialect.
 fn marks<D: Driver>(sql: &str) -> String {
-    let d = D::DIALECT;
-    let mut out = String::with_capacity(sql.len());
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '?' && chars.peek().is_some_and(char::is_ascii_digit) {
-            let mut n = String::new();
-            while let Some(digit) = chars.next_if(char::is_ascii_digit) {
-                n.push(digit);
-            }
-            out.push_str(&d.param(n.parse().unwrap_or(0)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    D::DIALECT.marks(sql)
 }
 
 /// Inserts or replaces one row of `table`.
