@@ -57,7 +57,7 @@ use std::time::Duration;
 use postgres::{Config, SimpleQueryMessage};
 
 use super::backend::{Backend, StoreKind, Tx};
-use super::sql::{Step, Transient, backoff, retry};
+use super::sql::{Step, Transient, backoff, refuse_read_only, retry};
 use super::url::OpenMode;
 use crate::error::{Error, Result};
 use errors::{map_error, step, transient};
@@ -410,12 +410,7 @@ impl Backend for PostgresBackend {
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
-        if self.read_only {
-            return Err(Error::ReadOnly(format!(
-                "{}: the store was opened read-only",
-                self.names.label
-            )));
-        }
+        refuse_read_only(self.read_only, &self.names.label)?;
         self.run(true, f)
     }
 

@@ -317,8 +317,7 @@ impl Driver for PgTx<'_> {
     }
 
     fn revision(&mut self) -> Result<u64> {
-        let rev = self.meta("revision")?;
-        let rev = self.revision_of(rev)?;
+        let rev = self.stored_revision()?;
         self.seen_revision = self.seen_revision.max(Some(rev));
         Ok(rev)
     }
@@ -328,8 +327,7 @@ impl Driver for PgTx<'_> {
         if let Some(rev) = self.revision {
             return Ok(rev);
         }
-        let rev = self.bump_meta("revision")?;
-        let rev = self.revision_of(rev)?;
+        let rev = self.next_revision()?;
         // Under the write lock every commit is visible: a revision at or below one already
         // seen committed means the database lost acknowledged commits.
         if rev <= self.high_water {

@@ -44,6 +44,17 @@ pub(crate) enum Transient {
     Disconnected(String),
 }
 
+/// Refuses a write to a store opened read-only, before any transaction begins.
+pub(crate) fn refuse_read_only(read_only: bool, label: &str) -> Result<()> {
+    if read_only {
+        Err(Error::ReadOnly(format!(
+            "{label}: the store was opened read-only"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
 /// Runs `attempt` until it succeeds, fails for good, or stays transient `max_attempts`
 /// times; then the caller sees `STORE_CONTENTION` (contention) or `STORE_UNAVAILABLE`
 /// (a connection that cannot be re-established), never a backend message about a lock.

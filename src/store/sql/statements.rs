@@ -85,7 +85,20 @@ pub(crate) trait Statements: Driver {
         }
     }
 
-    /// The stored revision as a `u64`.
+    /// The store's revision.
+    fn stored_revision(&mut self) -> Result<u64> {
+        let rev = self.meta("revision")?;
+        self.revision_of(rev)
+    }
+
+    /// Advances the store's revision (once per transaction: the caller remembers it).
+    fn next_revision(&mut self) -> Result<u64> {
+        super::driver::writable(self.is_writable())?;
+        let rev = self.bump_meta("revision")?;
+        self.revision_of(rev)
+    }
+
+    /// A stored revision as a `u64`.
     fn revision_of(&self, rev: i64) -> Result<u64> {
         u64::try_from(rev)
             .map_err(|_| Error::Corrupt(format!("{}: negative revision {rev}", self.label())))

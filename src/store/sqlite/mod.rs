@@ -41,7 +41,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use super::Store;
 use super::backend::{Backend, StoreKind, Tx};
-use super::sql::{Step, Transient, retry};
+use super::sql::{Step, Transient, refuse_read_only, retry};
 use super::url::OpenMode;
 use crate::clock::SystemClock;
 use crate::error::{Error, Result};
@@ -276,12 +276,7 @@ impl Backend for SqliteBackend {
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
-        if self.read_only {
-            return Err(Error::ReadOnly(format!(
-                "{}: the store was opened read-only",
-                self.label
-            )));
-        }
+        refuse_read_only(self.read_only, &self.label)?;
         self.run(TransactionBehavior::Immediate, f)
     }
 

@@ -171,17 +171,14 @@ impl Driver for SqliteTx<'_> {
     fn remember_meta(&mut self, _key: &str, _value: i64) {}
 
     fn revision(&mut self) -> Result<u64> {
-        let rev = self.meta("revision")?;
-        self.revision_of(rev)
+        self.stored_revision()
     }
 
     fn commit_revision(&mut self) -> Result<u64> {
-        writable(self.writable)?;
         if let Some(rev) = self.revision {
             return Ok(rev);
         }
-        let rev = self.bump_meta("revision")?;
-        let rev = self.revision_of(rev)?;
+        let rev = self.next_revision()?;
         self.revision = Some(rev);
         Ok(rev)
     }
