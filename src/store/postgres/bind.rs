@@ -7,7 +7,7 @@ use std::fmt::Display;
 
 use postgres::row::RowIndex;
 use postgres::types::{ToSql, Type};
-use postgres::{Error, Row};
+use postgres::{Error, Row, Statement};
 
 use crate::error::Result;
 use crate::store::sql::encode::Kind;
@@ -17,7 +17,7 @@ use crate::store::sql::value::SqlValue;
 pub(super) type Param<'a> = &'a (dyn ToSql + Sync);
 
 /// `value` as a parameter of type `ty`.
-pub(super) fn param<'a>(value: &'a SqlValue, ty: &Type) -> Param<'a> {
+fn param<'a>(value: &'a SqlValue, ty: &Type) -> Param<'a> {
     match value {
         SqlValue::Int(v) => v,
         SqlValue::Text(v) => v,
@@ -32,33 +32,22 @@ pub(super) fn param<'a>(value: &'a SqlValue, ty: &Type) -> Param<'a> {
 
 /// One column of values as a typed array (`$n::bigint[]`, …); a value of another kind is
 /// NULL (the encoders list each column's kind, so none is).
-pub(super) fn array(kind: Kind, values: impl Iterator<Item = SqlValue>) -> Box<dyn ToSql + Sync> {
+pub(super) fn array(kind: Kind, values: Vec<SqlValue>) -> Box<dyn ToSql + Sync> {
+    let values = values.into_iter();
     match kind {
-        Kind::Int => Box::new(
-            values
-                .map(|v| match v {
-                    SqlValue::Int(v) => Some(v),
-                    _ => None,
-                })
-                .collect::<Vec<_>>(),
-        ),
-        Kind::Text => Box::new(
-            values
-                .map(|v| match v {
-                    SqlValue::Text(v) => Some(v),
-                    _ => None,
-                })
-                .collect::<Vec<_>>(),
-        ),
-        Kind::Bool => Box::new(
-            values
-                .map(|v| match v {
-                    SqlValue::Bool(v) => Some(v),
-                    _ => None,
-                })
-                .collect::<Vec<_>>(),
-        ),
+        Kind::Int => Box::new(values.map(SqlValue::into_int).collect::<Vec<_>>()),
+        Kind::Text => Box::new(values.map(SqlValue::into_text).collect::<Vec<_>>()),
+        Kind::Bool => Box::new(values.map(SqlValue::into_bool).collect::<Vec<_>>()),
     }
+}
+
+/// `values` as the parameters `statement` expects.
+pub(super) fn params<'v>(values: &'v [SqlValue], statement: &Statement) -> Vec<Param<'v>> {
+    values
+        .iter()
+        .zip(statement.params())
+        .map(|(v, ty)| param(v, ty))
+        .collect()
 }
 
 /// The SQL type name of a column kind's arrays.

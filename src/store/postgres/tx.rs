@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::Names;
-use super::bind::{Param, PgRow, array, array_type, param};
+use super::bind::{self, Param, PgRow, array, array_type};
 use super::errors::{map_error, transient};
 use super::pool::Conn;
 use crate::clock::Millis;
@@ -163,7 +163,7 @@ impl<'a> PgTx<'a> {
             .columns
             .iter()
             .zip(columns)
-            .map(|((_, kind), values)| array(*kind, values.into_iter()))
+            .map(|((_, kind), values)| array(*kind, values))
             .collect();
         let names = table.names().collect::<Vec<_>>().join(", ");
         let unnest = table
@@ -275,27 +275,17 @@ impl Driver for PgTx<'_> {
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64> {
         writable(self.writable)?;
         let conn = &mut *self.conn;
-        let n = conn.statement(sql).and_then(|s| {
-            let bound: Vec<Param<'_>> = params
-                .iter()
-                .zip(s.params())
-                .map(|(v, ty)| param(v, ty))
-                .collect();
-            conn.client().execute(&s, &bound)
-        });
+        let n = conn
+            .statement(sql)
+            .and_then(|s| conn.client().execute(&s, &bind::params(params, &s)));
         self.check(n)
     }
 
     fn query<T>(&mut self, sql: &str, params: &[SqlValue], decode: Decode<T>) -> Result<Vec<T>> {
         let conn = &mut *self.conn;
-        let rows = conn.statement(sql).and_then(|s| {
-            let bound: Vec<Param<'_>> = params
-                .iter()
-                .zip(s.params())
-                .map(|(v, ty)| param(v, ty))
-                .collect();
-            conn.client().query(&s, &bound)
-        });
+        let rows = conn
+            .statement(sql)
+            .and_then(|s| conn.client().query(&s, &bind::params(params, &s)));
         self.check(rows)?
             .iter()
             .map(|r| decode(&PgRow(r)))

@@ -50,6 +50,35 @@ fn resume<D: Driver, T>(
     tx.text_page(table.name, table.key[0], None, &page, decode)
 }
 
+/// The grants that took a lease over from another owner.
+const FAILOVER: &str = "from_owner IS NOT NULL";
+
+/// A newest-first page of the incidents (rows of `table` matching `cond`) at or after
+/// `since` and before the position `before`, through the table's `(at, seq)` incident index.
+fn incidents<D: Driver, T>(
+    tx: &mut D,
+    table: &str,
+    cond: &str,
+    (since, before, n): (Millis, Option<HistoryPosition>, usize),
+    decode: Decode<T>,
+) -> Result<Vec<T>> {
+    tx.settle()?;
+    let (at, seq) = incident_bound(before);
+    let sql = marks::<D>(&format!(
+        "SELECT * FROM {table} WHERE {cond} AND at >= ?1 AND (at, seq) < (?2, ?3)
+         ORDER BY at DESC, seq DESC LIMIT ?4"
+    ));
+    let params = [since.into(), at.into(), seq.into(), limit(n).into()];
+    tx.query(&sql, &params, decode)
+}
+
+/// How many incidents (rows of `table` matching `cond`) happened at or after `since`.
+fn count_incidents<D: Driver>(tx: &mut D, table: &str, cond: &str, since: Millis) -> Result<u64> {
+    tx.settle()?;
+    let sql = format!("SELECT count(*) FROM {table} WHERE {cond} AND at >= ?1");
+    tx.count(&marks::<D>(&sql), since)
+}
+
 impl<D: Driver> Tx for D {
     fn revision(&mut self) -> Result<u64> {
         Driver::revision(self)
@@ -336,24 +365,12 @@ impl<D: Driver> Tx for D {
         before: Option<HistoryPosition>,
         n: usize,
     ) -> Result<Vec<(HistoryPosition, Grant)>> {
-        self.settle()?;
-        let (at, seq) = incident_bound(before);
-        self.query(
-            &marks::<D>(
-                "SELECT * FROM grants WHERE from_owner IS NOT NULL AND at >= ?1 AND (at, seq) < (?2, ?3)
-             ORDER BY at DESC, seq DESC LIMIT ?4",
-            ),
-            &[since.into(), at.into(), seq.into(), limit(n).into()],
-            decode::failover,
-        )
+        let page = (since, before, n);
+        incidents(self, "grants", FAILOVER, page, decode::failover)
     }
 
     fn count_failovers(&mut self, since: Millis) -> Result<u64> {
-        self.settle()?;
-        self.count(
-            &marks::<D>("SELECT count(*) FROM grants WHERE from_owner IS NOT NULL AND at >= ?1"),
-            since,
-        )
+        count_incidents(self, "grants", FAILOVER, since)
     }
 
     fn refused_writes(
@@ -362,28 +379,14 @@ impl<D: Driver> Tx for D {
         before: Option<HistoryPosition>,
         n: usize,
     ) -> Result<Vec<(HistoryPosition, WriteRecord)>> {
-        self.settle()?;
-        let (at, seq) = incident_bound(before);
         let refused = D::DIALECT.is_false("accepted");
-        self.query(
-            &marks::<D>(&format!(
-                "SELECT * FROM writes WHERE {refused} AND at >= ?1 AND (at, seq) < (?2, ?3)
-             ORDER BY at DESC, seq DESC LIMIT ?4"
-            )),
-            &[since.into(), at.into(), seq.into(), limit(n).into()],
-            decode::refused_write,
-        )
+        let page = (since, before, n);
+        incidents(self, "writes", &refused, page, decode::refused_write)
     }
 
     fn count_refused_writes(&mut self, since: Millis) -> Result<u64> {
-        self.settle()?;
         let refused = D::DIALECT.is_false("accepted");
-        self.count(
-            &marks::<D>(&format!(
-                "SELECT count(*) FROM writes WHERE {refused} AND at >= ?1"
-            )),
-            since,
-        )
+        count_incidents(self, "writes", &refused, since)
     }
 
     fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()> {

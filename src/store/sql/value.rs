@@ -11,6 +11,32 @@ pub(crate) enum SqlValue {
     Bool(bool),
 }
 
+impl SqlValue {
+    /// The integer, if this is one.
+    pub(crate) fn into_int(self) -> Option<i64> {
+        match self {
+            Self::Int(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The text, if this is one.
+    pub(crate) fn into_text(self) -> Option<String> {
+        match self {
+            Self::Text(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The boolean, if this is one.
+    pub(crate) fn into_bool(self) -> Option<bool> {
+        match self {
+            Self::Bool(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
 impl From<i64> for SqlValue {
     fn from(v: i64) -> Self {
         Self::Int(v)
