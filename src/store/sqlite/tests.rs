@@ -471,3 +471,60 @@ fn work_columns_are_in_the_order_rows_are_mapped_by_position() {
     let encoded: Vec<&str> = crate::store::sql::encode::WORK.names().collect();
     assert_eq!(encoded, WORK_COLUMNS);
 }
+
+#[test]
+fn every_encoded_column_is_in_the_schema() {
+    use crate::store::sql::encode::{
+        ACTION_OUTCOMES, AUDIT, AUTHORITIES, DEDUP, DEFINITIONS, GRANTS, HISTORY, IDEMPOTENCY,
+        INGESTIONS, INSTANCES, JOURNAL, LEASES, SCHEDULES, SUBSCRIPTIONS, WORK, WRITES,
+    };
+    let (_dir, path) = temp();
+    let backend = open(&path, OpenMode::ReadWrite).expect("open");
+    let conn = backend.lock();
+    for table in [
+        &ACTION_OUTCOMES,
+        &AUDIT,
+        &AUTHORITIES,
+        &DEDUP,
+        &DEFINITIONS,
+        &GRANTS,
+        &HISTORY,
+        &IDEMPOTENCY,
+        &INGESTIONS,
+        &INSTANCES,
+        &JOURNAL,
+        &LEASES,
+        &SCHEDULES,
+        &SUBSCRIPTIONS,
+        &WORK,
+        &WRITES,
+    ] {
+        let (names, keys): (Vec<String>, Vec<i64>) = conn
+            .prepare("SELECT name, pk FROM pragma_table_info(?1) ORDER BY cid")
+            .and_then(|mut s| {
+                s.query_map([table.name], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<Vec<(String, i64)>>>()
+            })
+            .expect("table info")
+            .into_iter()
+            .unzip();
+        for column in table.names() {
+            assert!(
+                names.iter().any(|n| n == column),
+                "{}.{column} is not in the schema",
+                table.name
+            );
+        }
+        // The key the encoder's upserts conflict on is the table's primary key (the
+        // append-only history tables are keyed by their identity column instead).
+        let key: Vec<&str> = names
+            .iter()
+            .zip(&keys)
+            .filter(|(_, pk)| **pk > 0)
+            .map(|(n, _)| n.as_str())
+            .collect();
+        if !table.key.is_empty() {
+            assert_eq!(key, table.key, "{}'s primary key", table.name);
+        }
+    }
+}
