@@ -170,6 +170,17 @@ mod tests {
     }
 
     #[test]
+    fn the_default_postgres_pool_covers_the_default_concurrency() {
+        // The workers, the poller and the renewer each call the store at once (the runtime
+        // asks the store to fit that many); a default authority must not wait for one.
+        let callers = AuthorityConfig::new("a", "v1").worker_concurrency + 2;
+        assert!(
+            crate::store::postgres::DEFAULT_POOL_SIZE >= callers,
+            "a default authority would wait for connections"
+        );
+    }
+
+    #[test]
     fn the_heartbeat_follows_the_lease() {
         let c = AuthorityConfig::new("a", "v1");
         assert_eq!(c.heartbeat_interval_ms, 10_000);

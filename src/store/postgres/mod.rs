@@ -42,23 +42,26 @@
 //!   the version and a newer one is refused. Tables live in the connection's default schema
 //!   (choose another with `?options=-csearch_path%3Dname`).
 //!
-//! Files: `rows.rs` maps rows to models, `tx.rs` implements [`Tx`], `schema.sql`.
+//! Files: `pool.rs` holds the connections, `errors.rs` maps driver errors, `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
+//! provider's side of that layer (`store/sql/`), `schema.sql`.
 
-mod rows;
+mod bind;
+mod errors;
+mod pool;
 mod tx;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use postgres::error::SqlState;
-use postgres::{Client, Config, NoTls, SimpleQueryMessage, Statement};
+use postgres::{Config, SimpleQueryMessage};
 
 use super::backend::{Backend, StoreKind, Tx};
-use super::sql::{Step, Transient, backoff, retry};
+use super::sql::{Step, Transient, backoff, refuse_read_only, retry};
 use super::url::OpenMode;
 use crate::error::{Error, Result};
+use errors::{map_error, step, transient};
+use pool::{Conn, Pool, PoolState, connect};
 use tx::PgTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
@@ -73,9 +76,12 @@ const UPGRADE_1: &str = include_str!("upgrade_1.sql");
 /// Whole-transaction attempts before `STORE_CONTENTION` / `STORE_UNAVAILABLE`.
 pub const MAX_ATTEMPTS: u32 = 50;
 
-/// Connections per backend at most: an authority's default worker concurrency plus its
-/// poller and renewer. Connections open on demand, so a reader uses one.
-pub const DEFAULT_POOL_SIZE: usize = crate::authority::config::DEFAULT_WORKER_CONCURRENCY + 2;
+/// Connections per backend at most unless a caller asks for more
+/// ([`Backend::fit_concurrency`]): six covers an authority at its default settings (four
+/// workers, its poller and its renewer, each calling the store at once) while staying well
+/// under [`POOL_CAP`]. Connections open on demand, so a reader uses one. The store does not
+/// read the authority's settings; the authority's tests check that this covers them.
+pub const DEFAULT_POOL_SIZE: usize = 6;
 
 /// Connections per backend at most, however many callers: writers serialise on one lock,
 /// so more sessions would only load the server.
@@ -180,216 +186,6 @@ pub(crate) fn redact_url(url: &str) -> String {
     let rest = rest.split(['?', '#']).next().unwrap_or("");
     let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
     format!("{scheme}://{rest}")
-}
-
-/// One pooled connection and its prepared statements.
-pub(super) struct Conn {
-    client: Client,
-    statements: HashMap<String, Statement>,
-    /// Inside BEGIN … COMMIT / ROLLBACK: such a connection is never handed out again.
-    in_transaction: bool,
-}
-
-impl Conn {
-    /// A prepared statement for `sql`, prepared once per connection.
-    pub(super) fn statement(
-        &mut self,
-        sql: &str,
-    ) -> std::result::Result<Statement, postgres::Error> {
-        if let Some(s) = self.statements.get(sql) {
-            return Ok(s.clone());
-        }
-        let s = self.client.prepare(sql)?;
-        self.statements.insert(sql.to_owned(), s.clone());
-        Ok(s)
-    }
-
-    pub(super) fn client(&mut self) -> &mut Client {
-        &mut self.client
-    }
-}
-
-/// Connections opened on demand up to `max`; idle ones are reused.
-struct Pool {
-    config: Config,
-    max: AtomicUsize,
-    state: Mutex<PoolState>,
-    returned: Condvar,
-}
-
-struct PoolState {
-    idle: Vec<Conn>,
-    open: usize,
-}
-
-/// A connection out of the pool; it goes back on drop unless it is broken or mid-transaction.
-struct Pooled<'a> {
-    pool: &'a Pool,
-    conn: Option<Conn>,
-}
-
-impl Pooled<'_> {
-    fn conn(&mut self) -> &mut Conn {
-        self.conn
-            .as_mut()
-            .expect("a pooled connection until dropped")
-    }
-}
-
-impl Drop for Pooled<'_> {
-    fn drop(&mut self) {
-        let Some(conn) = self.conn.take() else {
-            return;
-        };
-        let discarded = {
-            let mut state = self.pool.lock();
-            if conn.in_transaction || conn.client.is_closed() {
-                state.open = state.open.saturating_sub(1);
-                Some(conn)
-            } else {
-                state.idle.push(conn);
-                None
-            }
-        };
-        self.pool.returned.notify_one();
-        // Closed outside the lock: closing talks to the server.
-        drop(discarded);
-    }
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        let idle = std::mem::take(&mut self.lock().idle);
-        // Closing a connection blocks on the driver's own runtime, which tokio forbids on a
-        // thread that drives async tasks (a store dropped at the end of an async fn), so
-        // inside a runtime the connections are closed on a thread of their own.
-        if tokio::runtime::Handle::try_current().is_ok() {
-            let _ = std::thread::spawn(move || drop(idle)).join();
-        }
-    }
-}
-
-impl Pool {
-    fn lock(&self) -> MutexGuard<'_, PoolState> {
-        // The state is a list and a count, consistent at every unlock.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn get(&self, names: &Names) -> std::result::Result<Pooled<'_>, Step> {
-        let mut state = self.lock();
-        loop {
-            if let Some(conn) = state.idle.pop() {
-                return Ok(Pooled {
-                    pool: self,
-                    conn: Some(conn),
-                });
-            }
-            if state.open < self.max.load(Ordering::Relaxed) {
-                state.open += 1;
-                break;
-            }
-            state = self
-                .returned
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        drop(state);
-        match connect(&self.config, names) {
-            Ok(conn) => Ok(Pooled {
-                pool: self,
-                conn: Some(conn),
-            }),
-            Err(step) => {
-                self.lock().open -= 1;
-                self.returned.notify_one();
-                Err(step)
-            }
-        }
-    }
-}
-
-/// Opens one session and sets it up.
-fn connect(config: &Config, names: &Names) -> std::result::Result<Conn, Step> {
-    let mut client = config.connect(NoTls).map_err(|e| connect_step(names, &e))?;
-    client
-        .batch_execute(SESSION_SETUP)
-        .map_err(|e| step(names, &e, &client))?;
-    Ok(Conn {
-        client,
-        statements: HashMap::new(),
-        in_transaction: false,
-    })
-}
-
-/// A failed connection attempt: the server refusing us for good (bad password, no such
-/// database or role) fails at once; anything else (refused, unreachable, starting up) may
-/// pass when the server is back.
-fn connect_step(names: &Names, e: &postgres::Error) -> Step {
-    match e.code() {
-        Some(code)
-            if code.code().starts_with("28")
-                || *code == SqlState::INVALID_CATALOG_NAME
-                || *code == SqlState::INVALID_PARAMETER_VALUE =>
-        {
-            Step::Fail(Error::Unavailable(names.text(e)))
-        }
-        _ => Step::Retry(Transient::Disconnected(names.text(e))),
-    }
-}
-
-/// Whether an error may pass if the whole transaction runs again.
-pub(super) fn transient(names: &Names, e: &postgres::Error, client: &Client) -> Option<Transient> {
-    if let Some(code) = e.code() {
-        if *code == SqlState::T_R_SERIALIZATION_FAILURE || *code == SqlState::T_R_DEADLOCK_DETECTED
-        {
-            return Some(Transient::Contention);
-        }
-        // Connection exceptions, an administrator's or a crash's shutdown, a server still
-        // starting, a session ended for idling inside a transaction.
-        if code.code().starts_with("08")
-            || [
-                SqlState::ADMIN_SHUTDOWN,
-                SqlState::CRASH_SHUTDOWN,
-                SqlState::CANNOT_CONNECT_NOW,
-                SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT,
-                SqlState::TOO_MANY_CONNECTIONS,
-            ]
-            .contains(code)
-        {
-            return Some(Transient::Disconnected(names.text(e)));
-        }
-    }
-    if client.is_closed() || e.is_closed() || e.as_db_error().is_none() && is_io(e) {
-        return Some(Transient::Disconnected(names.text(e)));
-    }
-    None
-}
-
-fn is_io(e: &postgres::Error) -> bool {
-    std::error::Error::source(e).is_some_and(|c| c.is::<std::io::Error>())
-}
-
-/// The one translation from driver errors to store errors (after retries).
-pub(super) fn map_error(names: &Names, e: &postgres::Error) -> Error {
-    match e.code() {
-        Some(code) if *code == SqlState::UNDEFINED_TABLE || *code == SqlState::UNDEFINED_COLUMN => {
-            Error::Corrupt(format!(
-                "{} (not a leasehold store of this version)",
-                names.text(e)
-            ))
-        }
-        Some(code) if *code == SqlState::READ_ONLY_SQL_TRANSACTION => {
-            Error::ReadOnly(names.text(e))
-        }
-        _ => Error::Unavailable(names.text(e)),
-    }
-}
-
-fn step(names: &Names, e: &postgres::Error, client: &Client) -> Step {
-    match transient(names, e, client) {
-        Some(t) => Step::Retry(t),
-        None => Step::Fail(map_error(names, e)),
-    }
 }
 
 /// What a database holds, read before anything is changed.
@@ -614,12 +410,7 @@ impl Backend for PostgresBackend {
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
-        if self.read_only {
-            return Err(Error::ReadOnly(format!(
-                "{}: the store was opened read-only",
-                self.names.label
-            )));
-        }
+        refuse_read_only(self.read_only, &self.names.label)?;
         self.run(true, f)
     }
 

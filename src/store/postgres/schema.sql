@@ -5,6 +5,12 @@
 -- (BIGINT); enums are their `as_str()` text; nested structs are JSON text. Every text column
 -- is `COLLATE "C"`: keys order by bytes, as in SQLite and the memory provider, whatever
 -- the database's locale, so keyset pages and prefix ranges agree across providers.
+--
+-- Change this file and `sqlite/schema.sql` together. They stay two files because what
+-- differs is on nearly every line (types, collations, identity columns, booleans, the
+-- idempotent insert): a template with substitutions would hide the SQL each database
+-- actually runs. The column names and order the code relies on are written once, in
+-- `store/sql/encode.rs`.
 
 -- schema_version, revision (advanced once per committed write), journal_seq (high-water).
 CREATE TABLE IF NOT EXISTS meta (

@@ -15,10 +15,17 @@
 //!   application's database, a newer schema) is refused with one line and left untouched:
 //!   nothing is created or converted before the file has been recognised.
 //!
-//! Files: `rows.rs` maps rows to models, `tx.rs` implements [`Tx`], `schema.sql`, and
+//! Files: `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
+//! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
+//! choice, `schema.sql`, and
 //! `upgrade_1.sql`, which brings a store of schema 1 to 2 in place.
 
-mod rows;
+mod bind;
+#[cfg(test)]
+mod differential_tests;
+mod list_work;
+#[cfg(test)]
+mod plan_tests;
 #[cfg(test)]
 mod tests;
 mod tx;
@@ -34,7 +41,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use super::Store;
 use super::backend::{Backend, StoreKind, Tx};
-use super::sql::{Step, Transient, retry};
+use super::sql::{Step, Transient, refuse_read_only, retry};
 use super::url::OpenMode;
 use crate::clock::SystemClock;
 use crate::error::{Error, Result};
@@ -269,12 +276,7 @@ impl Backend for SqliteBackend {
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
-        if self.read_only {
-            return Err(Error::ReadOnly(format!(
-                "{}: the store was opened read-only",
-                self.label
-            )));
-        }
+        refuse_read_only(self.read_only, &self.label)?;
         self.run(TransactionBehavior::Immediate, f)
     }
 

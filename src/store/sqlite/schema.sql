@@ -1,6 +1,13 @@
 -- leasehold SQLite schema, version 2. Every statement is idempotent so that any number of
 -- processes may run it at once (each inside BEGIN IMMEDIATE). Instants are epoch
 -- milliseconds; enums are their `as_str()` text; nested structs are JSON text.
+--
+-- `postgres/schema.sql` mirrors this file table for table, column for column and index for
+-- index; change both together (the conformance suite runs on both). They stay two files
+-- because what differs is on nearly every line (types, collations, `WITHOUT ROWID`, identity
+-- columns, how booleans read in partial indexes, the idempotent insert): a template with
+-- substitutions would hide the SQL each database actually runs. The column names and order
+-- the code relies on are written once, in `store/sql/encode.rs`.
 
 -- schema_version, revision (advanced once per committed write), journal_seq (high-water).
 CREATE TABLE IF NOT EXISTS meta (

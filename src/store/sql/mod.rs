@@ -1,5 +1,27 @@
-//! What the two SQL providers (SQLite, PostgreSQL) share: the bounded retry loop around a
-//! whole transaction, and the encodings of values that have no native column type.
+//! What the two SQL providers (SQLite, PostgreSQL) share: everything but the driver and
+//! the dialect. A provider implements [`Driver`] (run a statement, run a query, and the
+//! tables it stores its own way); [`Tx`](crate::store::backend::Tx) is written once over it.
+//!
+//! - `value.rs`, `row.rs`: the values both drivers bind and read, and the typed getters.
+//! - `encode.rs`, `decode.rs`: model ↔ row, one place per table.
+//! - `dialect.rs`: parameter marks, upserts, booleans, index hints, new ids.
+//! - `query.rs`, `statements.rs`: assembled conditions, reads by key, meta counters and
+//!   the keyset-paged lists.
+//! - `driver.rs`, `tx.rs`: the provider seam and the shared `Tx`.
+//! - here: the bounded retry loop around a whole transaction, and the encodings of values
+//!   that have no native column type.
+
+pub(crate) mod decode;
+pub(crate) mod dialect;
+mod driver;
+pub(crate) mod encode;
+pub(crate) mod query;
+pub(crate) mod row;
+pub(crate) mod statements;
+mod tx;
+pub(crate) mod value;
+
+pub(crate) use driver::{Driver, writable};
 
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
@@ -18,6 +40,17 @@ pub(crate) enum Transient {
     Contention,
     /// The connection was lost before anything was committed; the text says how.
     Disconnected(String),
+}
+
+/// Refuses a write to a store opened read-only, before any transaction begins.
+pub(crate) fn refuse_read_only(read_only: bool, label: &str) -> Result<()> {
+    if read_only {
+        Err(Error::ReadOnly(format!(
+            "{label}: the store was opened read-only"
+        )))
+    } else {
+        Ok(())
+    }
 }
 
 /// Runs `attempt` until it succeeds, fails for good, or stays transient `max_attempts`

@@ -1,0 +1,267 @@
+//! Row → model, once for both SQL providers. Columns are read by name (work rows also by
+//! position, see [`work`]); enums are stored as their `as_str()` text and nested structs as
+//! JSON (the other direction is `encode.rs`).
+
+use super::row::{
+    Col, SqlRow, at, enumerated, flag, int, json, opt_int, opt_json, opt_text, text, u32, u64,
+};
+use crate::error::Result;
+use crate::model::event::DedupRecord;
+use crate::model::workflow::ActionOutcome;
+use crate::model::{
+    AuditEntry, Authority, DedupOutcome, Grant, GrantKind, HistoryPosition, HistoryRecord, Holder,
+    IdempotentAnswer, Ingestion, InstanceRow, InstanceStatus, JournalEvent, Lease, Schedule,
+    Subscription, Takeover, WorkItem, WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord,
+    WriteVerb,
+};
+
+pub(crate) fn lease(row: &dyn SqlRow) -> Result<Lease> {
+    Ok(Lease {
+        resource_id: text(row, "resource_id")?,
+        owner_id: text(row, "owner_id")?,
+        token: text(row, "token")?,
+        generation: u64(row, "generation")?,
+        acquired_at: int(row, "acquired_at")?,
+        expires_at: int(row, "expires_at")?,
+        released_at: opt_int(row, "released_at")?,
+        checkpoint: opt_json(row, "checkpoint")?,
+    })
+}
+
+/// A `SELECT * FROM work` row. Work rows are read on every claim and completion, so each
+/// column also names its position (the schema's column order, pinned by a SQLite test).
+pub(crate) fn work(row: &dyn SqlRow) -> Result<WorkItem> {
+    Ok(WorkItem {
+        id: text(row, at(0, "id"))?,
+        kind: enumerated(row, at(1, "kind"), WorkKind::parse)?,
+        state: enumerated(row, at(2, "state"), WorkState::parse)?,
+        handler: text(row, at(3, "handler"))?,
+        payload: text(row, at(4, "payload"))?,
+        logical_effect_id: text(row, at(5, "logical_effect_id"))?,
+        idempotency_key: text(row, at(6, "idempotency_key"))?,
+        compat: text(row, at(7, "compat"))?,
+        owner_id: opt_text(row, at(8, "owner_id"))?,
+        token: opt_text(row, at(9, "token"))?,
+        generation: u64(row, at(10, "generation"))?,
+        claimed_at: opt_int(row, at(11, "claimed_at"))?,
+        lease_expires_at: opt_int(row, at(12, "lease_expires_at"))?,
+        attempt_number: u32(row, at(13, "attempt_number"))?,
+        uncertain_attempts: u32(row, at(14, "uncertain_attempts"))?,
+        max_attempts: u32(row, at(15, "max_attempts"))?,
+        last_attempt_at: opt_int(row, at(16, "last_attempt_at"))?,
+        next_eligible_at: int(row, at(17, "next_eligible_at"))?,
+        last_failure: opt_json(row, at(18, "last_failure"))?,
+        result: opt_text(row, at(19, "result"))?,
+        created_at: int(row, at(20, "created_at"))?,
+        updated_at: int(row, at(21, "updated_at"))?,
+    })
+}
+
+pub(crate) fn dedup(row: &dyn SqlRow) -> Result<DedupRecord> {
+    Ok(DedupRecord {
+        source: text(row, "source")?,
+        external_id: text(row, "external_id")?,
+        fingerprint: text(row, "fingerprint")?,
+        seq: int(row, "seq")?,
+        first_seen_at: int(row, "first_seen_at")?,
+    })
+}
+
+pub(crate) fn journal(row: &dyn SqlRow) -> Result<JournalEvent> {
+    Ok(JournalEvent {
+        seq: int(row, "seq")?,
+        event_type: text(row, "event_type")?,
+        source: opt_text(row, "source")?,
+        external_id: opt_text(row, "external_id")?,
+        payload: text(row, "payload")?,
+        fingerprint: text(row, "fingerprint")?,
+        at: int(row, "at")?,
+    })
+}
+
+pub(crate) fn ingestion(row: &dyn SqlRow) -> Result<Ingestion> {
+    Ok(Ingestion {
+        id: int(row, "id")?,
+        at: int(row, "at")?,
+        event_type: text(row, "event_type")?,
+        source: opt_text(row, "source")?,
+        external_id: opt_text(row, "external_id")?,
+        outcome: enumerated(row, "outcome", DedupOutcome::parse)?,
+        seq: opt_int(row, "seq")?,
+    })
+}
+
+pub(crate) fn subscription(row: &dyn SqlRow) -> Result<Subscription> {
+    Ok(Subscription {
+        subscription_id: text(row, "subscription_id")?,
+        event_type: text(row, "event_type")?,
+        sequence: u64(row, "sequence")?,
+        generation: u64(row, "generation")?,
+        updated_at: int(row, "updated_at")?,
+        updated_by: opt_text(row, "updated_by")?,
+    })
+}
+
+pub(crate) fn schedule(row: &dyn SqlRow) -> Result<Schedule> {
+    Ok(Schedule {
+        schedule_id: text(row, "schedule_id")?,
+        trigger: json(row, "trigger")?,
+        catch_up: json(row, "catch_up")?,
+        handler: text(row, "handler")?,
+        payload: text(row, "payload")?,
+        compat: text(row, "compat")?,
+        last_due: opt_int(row, "last_due")?,
+        next_due: int(row, "next_due")?,
+        created_at: int(row, "created_at")?,
+    })
+}
+
+pub(crate) fn authority(row: &dyn SqlRow) -> Result<Authority> {
+    Ok(Authority {
+        instance_id: text(row, "instance_id")?,
+        compat: text(row, "compat")?,
+        build: text(row, "build")?,
+        config: text(row, "config")?,
+        started_at: int(row, "started_at")?,
+        heartbeat_at: int(row, "heartbeat_at")?,
+        stopped_at: opt_int(row, "stopped_at")?,
+        host: text(row, "host")?,
+        pid: u32(row, "pid")?,
+    })
+}
+
+pub(crate) fn audit(row: &dyn SqlRow) -> Result<AuditEntry> {
+    Ok(AuditEntry {
+        id: int(row, "id")?,
+        at: int(row, "at")?,
+        actor: text(row, "actor")?,
+        action: text(row, "action")?,
+        target: text(row, "target")?,
+        outcome: text(row, "outcome")?,
+    })
+}
+
+pub(crate) fn idempotent_answer(row: &dyn SqlRow) -> Result<IdempotentAnswer> {
+    Ok(IdempotentAnswer {
+        key: text(row, "key")?,
+        answer: text(row, "answer")?,
+        at: int(row, "at")?,
+    })
+}
+
+/// The `answer` column alone.
+pub(crate) fn answer(row: &dyn SqlRow) -> Result<String> {
+    text(row, "answer")
+}
+
+pub(crate) fn grant(row: &dyn SqlRow) -> Result<Grant> {
+    Ok(Grant {
+        revision: u64(row, "revision")?,
+        resource_id: text(row, "resource_id")?,
+        generation: u64(row, "generation")?,
+        owner_id: text(row, "owner_id")?,
+        how: enumerated(row, "how", GrantKind::parse)?,
+        owner_compat: opt_text(row, "owner_compat")?,
+        item_compat: opt_text(row, "item_compat")?,
+        at: int(row, "at")?,
+        took_over: match opt_text(row, "from_owner")? {
+            Some(from_owner) => Some(Takeover {
+                from_owner,
+                from_generation: u64(row, "from_generation")?,
+                lapsed_ms: int(row, "lapsed_ms")?,
+            }),
+            None => None,
+        },
+    })
+}
+
+/// A history row's place in the newest-first incident lists.
+fn position(row: &dyn SqlRow) -> Result<HistoryPosition> {
+    Ok(HistoryPosition {
+        at: int(row, "at")?,
+        seq: u64(row, "seq")?,
+    })
+}
+
+pub(crate) fn failover(row: &dyn SqlRow) -> Result<(HistoryPosition, Grant)> {
+    Ok((position(row)?, grant(row)?))
+}
+
+pub(crate) fn refused_write(row: &dyn SqlRow) -> Result<(HistoryPosition, WriteRecord)> {
+    Ok((position(row)?, write_record(row)?))
+}
+
+pub(crate) fn write_record(row: &dyn SqlRow) -> Result<WriteRecord> {
+    Ok(WriteRecord {
+        revision: u64(row, "revision")?,
+        resource_id: text(row, "resource_id")?,
+        generation: u64(row, "generation")?,
+        owner_id: text(row, "owner_id")?,
+        verb: enumerated(row, "verb", WriteVerb::parse)?,
+        accepted: flag(row, "accepted")?,
+        refusal: opt_text(row, "refusal")?,
+        detail: text(row, "detail")?,
+        at: int(row, "at")?,
+        holder: match opt_int(row, "holder_generation")? {
+            Some(_) => Some(Holder {
+                owner_id: opt_text(row, "holder_id")?,
+                generation: u64(row, "holder_generation")?,
+            }),
+            None => None,
+        },
+    })
+}
+
+pub(crate) fn definition(row: &dyn SqlRow) -> Result<WorkflowDefinitionRow> {
+    Ok(WorkflowDefinitionRow {
+        workflow_id: text(row, "workflow_id")?,
+        fingerprint: text(row, "fingerprint")?,
+        definition: text(row, "definition")?,
+        deployed_at: int(row, "deployed_at")?,
+    })
+}
+
+pub(crate) fn instance(row: &dyn SqlRow) -> Result<InstanceRow> {
+    Ok(InstanceRow {
+        instance_id: text(row, "instance_id")?,
+        workflow_id: text(row, "workflow_id")?,
+        status: enumerated(row, "status", InstanceStatus::parse)?,
+        compat: text(row, "compat")?,
+        instance_revision: u64(row, "instance_revision")?,
+        next_eligible_at: opt_int(row, "next_eligible_at")?,
+        waiting_event: opt_text(row, "waiting_event")?,
+        principal: text(row, "principal")?,
+        start_key: opt_text(row, "start_key")?,
+        state: text(row, "state")?,
+        created_at: int(row, "created_at")?,
+        updated_at: int(row, "updated_at")?,
+    })
+}
+
+pub(crate) fn history(row: &dyn SqlRow) -> Result<HistoryRecord> {
+    Ok(HistoryRecord {
+        instance_id: text(row, "instance_id")?,
+        position: u64(row, "position")?,
+        instance_revision: u64(row, "instance_revision")?,
+        kind: text(row, "kind")?,
+        at: int(row, "at")?,
+        step_id: opt_text(row, "step_id")?,
+        activation_id: opt_text(row, "activation_id")?,
+        detail: text(row, "detail")?,
+    })
+}
+
+pub(crate) fn outcome(row: &dyn SqlRow) -> Result<ActionOutcome> {
+    Ok(ActionOutcome {
+        invocation_id: text(row, "invocation_id")?,
+        attempt: u32(row, "attempt")?,
+        outcome: text(row, "outcome")?,
+        detail: text(row, "detail")?,
+        at: int(row, "at")?,
+    })
+}
+
+/// The first column as an integer (`count(*)`, `max`, a meta value), NULL as `None`.
+pub(crate) fn first_int(row: &dyn SqlRow) -> Result<Option<i64>> {
+    opt_int(row, Col::Pos(0))
+}

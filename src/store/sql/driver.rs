@@ -1,0 +1,80 @@
+//! The seam between the shared SQL layer and one SQL provider. A provider implements
+//! [`Driver`]: a few primitives (run a statement, run a query, send held-back writes) and
+//! the methods whose storage is truly its own (counters, leases, work, grants and write
+//! records, definitions, instances and their history: PostgreSQL holds their writes back and
+//! answers reads by key from what the transaction has seen; SQLite writes through and steers
+//! its planner with index hints). Everything else of [`Tx`](crate::store::backend::Tx) is
+//! written once over these, in `tx.rs`.
+
+use super::dialect::Dialect;
+use super::row::Decode;
+use super::value::SqlValue;
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::model::work::WorkFilter;
+use crate::model::{
+    Grant, HistoryRecord, InstanceRow, Lease, PageRequest, WorkItem, WorkflowDefinitionRow,
+    WriteRecord,
+};
+
+/// One open transaction of a SQL provider.
+pub(crate) trait Driver {
+    /// The provider's SQL spelling.
+    const DIALECT: &'static Dialect;
+
+    /// How errors name the store.
+    fn label(&self) -> &str;
+
+    /// Whether this transaction may write.
+    fn is_writable(&self) -> bool;
+
+    /// Runs a write statement; the number of rows it changed.
+    fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64>;
+
+    /// Runs a query, decoding each row. Held-back writes are not sent first: a shared method
+    /// reading a table with held-back writes calls [`Driver::settle`] itself.
+    fn query<T>(&mut self, sql: &str, params: &[SqlValue], decode: Decode<T>) -> Result<Vec<T>>;
+
+    /// Sends every held-back write (PostgreSQL); SQLite writes through.
+    fn settle(&mut self) -> Result<()>;
+
+    /// A meta value this transaction already knows (PostgreSQL remembers them in a write
+    /// transaction, where only it can change them).
+    fn known_meta(&self, key: &str) -> Option<i64>;
+
+    /// Remembers a meta value read or written by this transaction.
+    fn remember_meta(&mut self, key: &str, value: i64);
+
+    // --- what each provider stores its own way (the `Tx` methods of the same names)
+    fn revision(&mut self) -> Result<u64>;
+    fn commit_revision(&mut self) -> Result<u64>;
+    fn adjust_counter(&mut self, name: &str, delta: i64) -> Result<()>;
+    fn counters(&mut self, prefix: &str) -> Result<Vec<(String, i64)>>;
+    fn lease(&mut self, resource: &str) -> Result<Option<Lease>>;
+    fn put_lease(&mut self, lease: &Lease) -> Result<()>;
+    fn work(&mut self, id: &str) -> Result<Option<WorkItem>>;
+    fn prefetch_work(&mut self, ids: &[&str]) -> Result<()>;
+    fn insert_work(&mut self, item: &WorkItem) -> Result<bool>;
+    fn update_work(&mut self, item: &WorkItem) -> Result<()>;
+    fn claimable_work(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>>;
+    fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>>;
+    fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>>;
+    fn add_grant(&mut self, grant: &Grant) -> Result<()>;
+    fn add_write(&mut self, write: &WriteRecord) -> Result<()>;
+    fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()>;
+    fn definition(&mut self, workflow_id: &str) -> Result<Option<WorkflowDefinitionRow>>;
+    fn instance(&mut self, id: &str) -> Result<Option<InstanceRow>>;
+    fn insert_instance(&mut self, row: &InstanceRow) -> Result<()>;
+    fn update_instance(&mut self, row: &InstanceRow) -> Result<()>;
+    fn add_history(&mut self, record: &HistoryRecord) -> Result<()>;
+    fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>>;
+}
+
+/// Refuses a write inside a read transaction.
+pub(crate) fn writable(writable: bool) -> Result<()> {
+    if writable {
+        Ok(())
+    } else {
+        Err(Error::ReadOnly("write inside a read transaction".into()))
+    }
+}

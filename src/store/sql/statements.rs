@@ -1,0 +1,236 @@
+//! The statements both SQL providers run the same way, written once over [`Driver`]: reads
+//! by key, counts, the meta counters, and the keyset-paged lists (forward and backward, by
+//! text or integer key, and the checker's history pages).
+
+use super::decode::first_int;
+use super::driver::Driver;
+use super::encode::Table;
+use super::query::Query;
+use super::row::Decode;
+use super::value::SqlValue;
+use super::{bound, int, limit};
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::model::PageRequest;
+
+/// Shared statements, for every [`Driver`].
+pub(crate) trait Statements: Driver {
+    /// The first row a query returns, if any.
+    fn one<T>(&mut self, sql: &str, params: &[SqlValue], decode: Decode<T>) -> Result<Option<T>> {
+        Ok(self.query(sql, params, decode)?.into_iter().next())
+    }
+
+    /// The row of `table` whose single-column key is `key`.
+    fn by_key<T>(&mut self, table: &Table, key: &str, decode: Decode<T>) -> Result<Option<T>> {
+        let sql = format!(
+            "SELECT * FROM {} WHERE {} = {}",
+            table.name,
+            table.key[0],
+            Self::DIALECT.param(1)
+        );
+        self.one(&sql, &[key.into()], decode)
+    }
+
+    /// A `count(*)` over an index range starting at `since` (the statement's only parameter).
+    fn count(&mut self, sql: &str, since: Millis) -> Result<u64> {
+        let n = self.one(sql, &[since.into()], first_int)?.flatten();
+        Ok(n.unwrap_or(0).unsigned_abs())
+    }
+
+    /// A meta value (once per write transaction on PostgreSQL: only it can change it).
+    fn meta(&mut self, key: &str) -> Result<i64> {
+        if let Some(v) = self.known_meta(key) {
+            return Ok(v);
+        }
+        let sql = format!(
+            "SELECT value FROM meta WHERE key = {}",
+            Self::DIALECT.param(1)
+        );
+        self.meta_row(&sql, key)
+    }
+
+    /// Advances a meta counter by one and returns the new value.
+    fn bump_meta(&mut self, key: &str) -> Result<i64> {
+        super::driver::writable(self.is_writable())?;
+        let sql = format!(
+            "UPDATE meta SET value = value + 1 WHERE key = {} RETURNING value",
+            Self::DIALECT.param(1)
+        );
+        self.meta_row(&sql, key)
+    }
+
+    /// The value `sql` returns for the meta row `key`, remembered.
+    fn meta_row(&mut self, sql: &str, key: &str) -> Result<i64> {
+        let v = self
+            .one(sql, &[key.into()], first_int)?
+            .flatten()
+            .ok_or_else(|| missing_meta(self.label(), key))?;
+        self.remember_meta(key, v);
+        Ok(v)
+    }
+
+    /// Sets a meta value.
+    fn set_meta(&mut self, key: &str, value: i64) -> Result<()> {
+        let d = Self::DIALECT;
+        let sql = format!(
+            "UPDATE meta SET value = {} WHERE key = {}",
+            d.param(2),
+            d.param(1)
+        );
+        if self.execute(&sql, &[key.into(), value.into()])? == 1 {
+            self.remember_meta(key, value);
+            Ok(())
+        } else {
+            Err(missing_meta(self.label(), key))
+        }
+    }
+
+    /// The store's revision.
+    fn stored_revision(&mut self) -> Result<u64> {
+        let rev = self.meta("revision")?;
+        self.revision_of(rev)
+    }
+
+    /// Advances the store's revision (once per transaction: the caller remembers it).
+    fn next_revision(&mut self) -> Result<u64> {
+        super::driver::writable(self.is_writable())?;
+        let rev = self.bump_meta("revision")?;
+        self.revision_of(rev)
+    }
+
+    /// A stored revision as a `u64`.
+    fn revision_of(&self, rev: i64) -> Result<u64> {
+        u64::try_from(rev)
+            .map_err(|_| Error::Corrupt(format!("{}: negative revision {rev}", self.label())))
+    }
+
+    /// One keyset page: rows of `from` matching `q` strictly after (or, backwards, before)
+    /// `after` in `key` order, returned ascending.
+    #[allow(clippy::too_many_arguments)]
+    fn page<T>(
+        &mut self,
+        from: &str,
+        key: &str,
+        mut q: Query,
+        after: Option<SqlValue>,
+        backwards: bool,
+        n: usize,
+        decode: Decode<T>,
+    ) -> Result<Vec<T>> {
+        let (cmp, dir) = if backwards {
+            ("<", "DESC")
+        } else {
+            (">", "ASC")
+        };
+        if let Some(after) = after {
+            q.cond(&format!("{key} {cmp}"), after);
+        }
+        let lim = q.bind(limit(n));
+        let sql = format!(
+            "SELECT * FROM {from}{} ORDER BY {key} {dir} LIMIT {lim}",
+            q.filter()
+        );
+        let mut rows = self.query(&sql, q.values(), decode)?;
+        if backwards {
+            rows.reverse();
+        }
+        Ok(rows)
+    }
+
+    /// A page keyed by a text primary key, optionally narrowed by one equality.
+    fn text_page<T>(
+        &mut self,
+        table: &str,
+        key: &str,
+        eq: Option<(&str, &str)>,
+        page: &PageRequest,
+        decode: Decode<T>,
+    ) -> Result<Vec<T>> {
+        let mut q = Query::new(Self::DIALECT);
+        if let Some((col, v)) = eq {
+            q.cond(&format!("{col} ="), v);
+        }
+        let after = page.after.clone().map(SqlValue::Text);
+        self.page(
+            table,
+            key,
+            q,
+            after,
+            page.backwards,
+            page.limit.max(1),
+            decode,
+        )
+    }
+
+    /// A page keyed by an integer id; the cursor is its decimal text (zero-padded is fine).
+    fn numeric_page<T>(
+        &mut self,
+        table: &str,
+        page: &PageRequest,
+        decode: Decode<T>,
+    ) -> Result<Vec<T>> {
+        let after = page
+            .after
+            .as_ref()
+            .and_then(|k| k.parse::<i64>().ok())
+            .map(SqlValue::Int);
+        let q = Query::new(Self::DIALECT);
+        self.page(
+            table,
+            "id",
+            q,
+            after,
+            page.backwards,
+            page.limit.max(1),
+            decode,
+        )
+    }
+
+    /// A page of the checker's history (`grants` or `writes`): the first `n` rows above
+    /// revision `after`, then the rest of the last revision reached (see
+    /// [`Tx::grants`](crate::store::backend::Tx::grants)).
+    fn history_page<T>(
+        &mut self,
+        table: &str,
+        resource: Option<&str>,
+        after: u64,
+        n: usize,
+        decode: Decode<T>,
+        revision: fn(&T) -> u64,
+    ) -> Result<Vec<T>> {
+        self.settle()?;
+        let mut q = Query::new(Self::DIALECT);
+        q.cond("revision >", bound(after));
+        if let Some(r) = resource {
+            q.cond("resource_id =", r);
+        }
+        let lim = q.bind(limit(n));
+        let sql = format!(
+            "SELECT * FROM {table}{} ORDER BY revision, seq LIMIT {lim}",
+            q.filter()
+        );
+        let mut rows = self.query(&sql, q.values(), decode)?;
+        let Some(last) = rows
+            .last()
+            .map(revision)
+            .filter(|_| n > 0 && rows.len() == n)
+        else {
+            return Ok(rows);
+        };
+        rows.retain(|r| revision(r) != last);
+        let mut q = Query::new(Self::DIALECT);
+        q.cond("revision =", int(last)?);
+        if let Some(r) = resource {
+            q.cond("resource_id =", r);
+        }
+        let sql = format!("SELECT * FROM {table}{} ORDER BY seq", q.filter());
+        rows.extend(self.query(&sql, q.values(), decode)?);
+        Ok(rows)
+    }
+}
+
+impl<D: Driver> Statements for D {}
+
+fn missing_meta(label: &str, key: &str) -> Error {
+    Error::Corrupt(format!("{label}: the meta row {key:?} is missing"))
+}

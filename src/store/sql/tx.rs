@@ -1,0 +1,565 @@
+//! [`Tx`] for every SQL provider, written once over [`Driver`]: the methods whose statements
+//! are the same on SQLite and PostgreSQL but for the [`Dialect`](super::dialect::Dialect),
+//! and the provider's own methods passed through. Each statement reads through an index
+//! (SQLite's query-plan tests, PostgreSQL's no-sequential-scan test). A method reading a
+//! table PostgreSQL holds writes back for (leases, work, instances, grants, writes) sends
+//! them first ([`Driver::settle`]); the others cost no extra round trip.
+
+use super::decode;
+use super::driver::Driver;
+use super::encode::{self, Table};
+use super::incident_bound;
+use super::limit;
+use super::query::Query;
+use super::row::Decode;
+use super::statements::Statements;
+use super::value::SqlValue;
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::model::event::DedupRecord;
+use crate::model::work::WorkFilter;
+use crate::model::workflow::ActionOutcome;
+use crate::model::{
+    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
+    InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem,
+    WorkflowDefinitionRow, WriteRecord,
+};
+use crate::store::RETENTION;
+use crate::store::backend::Tx;
+
+/// `sql` with its `?N` marks in the driver's dialect.
+fn marks<D: Driver>(sql: &str) -> String {
+    D::DIALECT.marks(sql)
+}
+
+/// Inserts or replaces one row of `table`.
+fn upsert<D: Driver>(tx: &mut D, table: &Table, values: &[SqlValue]) -> Result<()> {
+    tx.execute(&D::DIALECT.upsert(table), values)?;
+    Ok(())
+}
+
+/// A page of rows of `table` after a text key, for a copy.
+fn resume<D: Driver, T>(
+    tx: &mut D,
+    table: &Table,
+    after: Option<&str>,
+    n: usize,
+    decode: Decode<T>,
+) -> Result<Vec<T>> {
+    let page = PageRequest::resume(after, n);
+    tx.text_page(table.name, table.key[0], None, &page, decode)
+}
+
+/// The grants that took a lease over from another owner.
+const FAILOVER: &str = "from_owner IS NOT NULL";
+
+/// A newest-first page of the incidents (rows of `table` matching `cond`) at or after
+/// `since` and before the position `before`, through the table's `(at, seq)` incident index.
+fn incidents<D: Driver, T>(
+    tx: &mut D,
+    table: &str,
+    cond: &str,
+    (since, before, n): (Millis, Option<HistoryPosition>, usize),
+    decode: Decode<T>,
+) -> Result<Vec<T>> {
+    tx.settle()?;
+    let (at, seq) = incident_bound(before);
+    let sql = marks::<D>(&format!(
+        "SELECT * FROM {table} WHERE {cond} AND at >= ?1 AND (at, seq) < (?2, ?3)
+         ORDER BY at DESC, seq DESC LIMIT ?4"
+    ));
+    let params = [since.into(), at.into(), seq.into(), limit(n).into()];
+    tx.query(&sql, &params, decode)
+}
+
+/// How many incidents (rows of `table` matching `cond`) happened at or after `since`.
+fn count_incidents<D: Driver>(tx: &mut D, table: &str, cond: &str, since: Millis) -> Result<u64> {
+    tx.settle()?;
+    let sql = format!("SELECT count(*) FROM {table} WHERE {cond} AND at >= ?1");
+    tx.count(&marks::<D>(&sql), since)
+}
+
+impl<D: Driver> Tx for D {
+    fn revision(&mut self) -> Result<u64> {
+        Driver::revision(self)
+    }
+
+    fn commit_revision(&mut self) -> Result<u64> {
+        Driver::commit_revision(self)
+    }
+
+    fn adjust_counter(&mut self, name: &str, delta: i64) -> Result<()> {
+        Driver::adjust_counter(self, name, delta)
+    }
+
+    fn counters(&mut self, prefix: &str) -> Result<Vec<(String, i64)>> {
+        Driver::counters(self, prefix)
+    }
+
+    fn lease(&mut self, resource: &str) -> Result<Option<Lease>> {
+        Driver::lease(self, resource)
+    }
+
+    fn put_lease(&mut self, lease: &Lease) -> Result<()> {
+        Driver::put_lease(self, lease)
+    }
+
+    fn live_lease_count(&mut self, owner: &str, now: Millis) -> Result<u64> {
+        self.settle()?;
+        let n = self
+            .one(
+                &marks::<D>(
+                    "SELECT count(*) FROM leases WHERE owner_id = ?1 AND expires_at > ?2 AND released_at IS NULL",
+                ),
+                &[owner.into(), now.into()],
+                decode::first_int,
+            )?
+            .flatten()
+            .unwrap_or(0);
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    fn list_leases(&mut self, page: &PageRequest) -> Result<Vec<Lease>> {
+        self.settle()?;
+        self.text_page("leases", "resource_id", None, page, decode::lease)
+    }
+
+    fn work(&mut self, id: &str) -> Result<Option<WorkItem>> {
+        Driver::work(self, id)
+    }
+
+    fn prefetch_work(&mut self, ids: &[&str]) -> Result<()> {
+        Driver::prefetch_work(self, ids)
+    }
+
+    fn insert_work(&mut self, item: &WorkItem) -> Result<bool> {
+        Driver::insert_work(self, item)
+    }
+
+    fn update_work(&mut self, item: &WorkItem) -> Result<()> {
+        Driver::update_work(self, item)
+    }
+
+    fn claimable_work(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
+        Driver::claimable_work(self, compat, now, n)
+    }
+
+    fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
+        Driver::lapsed_claims(self, compat, now, n)
+    }
+
+    fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {
+        Driver::list_work(self, filter, page)
+    }
+
+    fn oldest_waiting_work(&mut self) -> Result<Option<Millis>> {
+        self.settle()?;
+        let sql = format!(
+            "SELECT next_eligible_at FROM {} WHERE state IN ('pending', 'retry') ORDER BY next_eligible_at LIMIT 1",
+            D::DIALECT.from("work", "work_waiting")
+        );
+        Ok(self.one(&sql, &[], decode::first_int)?.flatten())
+    }
+
+    fn dedup(&mut self, source: &str, external_id: &str) -> Result<Option<DedupRecord>> {
+        self.one(
+            &marks::<D>("SELECT * FROM dedup WHERE source = ?1 AND external_id = ?2"),
+            &[source.into(), external_id.into()],
+            decode::dedup,
+        )
+    }
+
+    fn put_dedup(&mut self, record: &DedupRecord) -> Result<()> {
+        upsert(self, &encode::DEDUP, &encode::dedup(record))
+    }
+
+    fn append_journal(&mut self, event: &JournalEvent) -> Result<i64> {
+        let seq = self.bump_meta("journal_seq")?;
+        let sql = D::DIALECT.insert(&encode::JOURNAL);
+        self.execute(&sql, &encode::journal(seq, event))?;
+        self.execute(
+            &marks::<D>("DELETE FROM journal WHERE seq <= ?1"),
+            &[(seq - RETENTION.journal_events).into()],
+        )?;
+        Ok(seq)
+    }
+
+    fn journal_after(
+        &mut self,
+        after: i64,
+        event_type: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<JournalEvent>> {
+        let mut q = Query::new(D::DIALECT);
+        if let Some(t) = event_type {
+            q.cond("event_type =", t);
+        }
+        q.cond("seq >", after);
+        let lim = q.bind(limit(n));
+        let sql = format!(
+            "SELECT * FROM journal{} ORDER BY seq LIMIT {lim}",
+            q.filter()
+        );
+        self.query(&sql, q.values(), decode::journal)
+    }
+
+    fn journal_high_water(&mut self) -> Result<i64> {
+        self.meta("journal_seq")
+    }
+
+    fn journal_type_high_water(&mut self, event_type: &str) -> Result<i64> {
+        let max = self.one(
+            &marks::<D>("SELECT COALESCE(MAX(seq), 0) FROM journal WHERE event_type = ?1"),
+            &[event_type.into()],
+            decode::first_int,
+        )?;
+        Ok(max.flatten().unwrap_or(0))
+    }
+
+    fn add_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
+        let sql = D::DIALECT.insert_with_id(&encode::INGESTIONS);
+        self.execute(&sql, &encode::ingestion(None, ingestion))?;
+        Ok(())
+    }
+
+    fn list_ingestions(&mut self, page: &PageRequest) -> Result<Vec<Ingestion>> {
+        self.numeric_page("ingestions", page, decode::ingestion)
+    }
+
+    fn subscription(&mut self, id: &str) -> Result<Option<Subscription>> {
+        self.by_key(&encode::SUBSCRIPTIONS, id, decode::subscription)
+    }
+
+    fn put_subscription(&mut self, sub: &Subscription) -> Result<()> {
+        upsert(self, &encode::SUBSCRIPTIONS, &encode::subscription(sub)?)
+    }
+
+    fn list_subscriptions(&mut self, page: &PageRequest) -> Result<Vec<Subscription>> {
+        let t = &encode::SUBSCRIPTIONS;
+        self.text_page(t.name, t.key[0], None, page, decode::subscription)
+    }
+
+    fn schedule(&mut self, id: &str) -> Result<Option<Schedule>> {
+        self.by_key(&encode::SCHEDULES, id, decode::schedule)
+    }
+
+    fn put_schedule(&mut self, schedule: &Schedule) -> Result<()> {
+        upsert(self, &encode::SCHEDULES, &encode::schedule(schedule)?)
+    }
+
+    fn due_schedules(&mut self, now: Millis, n: usize) -> Result<Vec<Schedule>> {
+        self.query(
+            &marks::<D>(
+                "SELECT * FROM schedules WHERE next_due <= ?1 ORDER BY next_due, schedule_id LIMIT ?2",
+            ),
+            &[now.into(), limit(n).into()],
+            decode::schedule,
+        )
+    }
+
+    fn list_schedules(&mut self, page: &PageRequest) -> Result<Vec<Schedule>> {
+        let t = &encode::SCHEDULES;
+        self.text_page(t.name, t.key[0], None, page, decode::schedule)
+    }
+
+    fn authority(&mut self, id: &str) -> Result<Option<Authority>> {
+        self.by_key(&encode::AUTHORITIES, id, decode::authority)
+    }
+
+    fn put_authority(&mut self, authority: &Authority) -> Result<()> {
+        upsert(self, &encode::AUTHORITIES, &encode::authority(authority))
+    }
+
+    fn delete_authority(&mut self, id: &str) -> Result<bool> {
+        let sql = marks::<D>("DELETE FROM authorities WHERE instance_id = ?1");
+        Ok(self.execute(&sql, &[id.into()])? > 0)
+    }
+
+    fn list_authorities(&mut self, page: &PageRequest) -> Result<Vec<Authority>> {
+        let t = &encode::AUTHORITIES;
+        self.text_page(t.name, t.key[0], None, page, decode::authority)
+    }
+
+    fn idempotent_answer(&mut self, key: &str) -> Result<Option<String>> {
+        self.one(
+            &marks::<D>("SELECT answer FROM idempotency WHERE key = ?1"),
+            &[key.into()],
+            decode::answer,
+        )
+    }
+
+    fn put_idempotent_answer(&mut self, key: &str, answer: &str, at: Millis) -> Result<()> {
+        upsert(
+            self,
+            &encode::IDEMPOTENCY,
+            &[key.into(), answer.into(), at.into()],
+        )
+    }
+
+    fn add_audit(&mut self, entry: &AuditEntry) -> Result<()> {
+        let sql = D::DIALECT.insert_with_id(&encode::AUDIT);
+        self.execute(&sql, &encode::audit(None, entry))?;
+        Ok(())
+    }
+
+    fn list_audit(&mut self, page: &PageRequest) -> Result<Vec<AuditEntry>> {
+        self.numeric_page("audit", page, decode::audit)
+    }
+
+    fn add_grant(&mut self, grant: &Grant) -> Result<()> {
+        Driver::add_grant(self, grant)
+    }
+
+    fn add_write(&mut self, write: &WriteRecord) -> Result<()> {
+        Driver::add_write(self, write)
+    }
+
+    fn grants(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<Grant>> {
+        self.history_page("grants", resource, after, n, decode::grant, |g| g.revision)
+    }
+
+    fn latest_grants(&mut self, resource: &str, n: usize) -> Result<Vec<Grant>> {
+        self.settle()?;
+        self.query(
+            &marks::<D>(
+                "SELECT * FROM grants WHERE resource_id = ?1 ORDER BY revision DESC, seq DESC LIMIT ?2",
+            ),
+            &[resource.into(), limit(n).into()],
+            decode::grant,
+        )
+    }
+
+    fn writes(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<WriteRecord>> {
+        self.history_page("writes", resource, after, n, decode::write_record, |w| {
+            w.revision
+        })
+    }
+
+    fn trim_history(
+        &mut self,
+        keep_from_revision: u64,
+        keep_incidents_since: Millis,
+    ) -> Result<()> {
+        self.settle()?;
+        let keep: SqlValue = super::bound(keep_from_revision).into();
+        let since: SqlValue = keep_incidents_since.into();
+        self.execute(
+            &marks::<D>(
+                "DELETE FROM grants WHERE revision < ?1 AND (from_owner IS NULL OR at < ?2)",
+            ),
+            &[keep.clone(), since.clone()],
+        )?;
+        let accepted = D::DIALECT.is_true("accepted");
+        self.execute(
+            &marks::<D>(&format!(
+                "DELETE FROM writes WHERE revision < ?1 AND ({accepted} OR at < ?2)"
+            )),
+            &[keep, since],
+        )?;
+        Ok(())
+    }
+
+    fn failovers(
+        &mut self,
+        since: Millis,
+        before: Option<HistoryPosition>,
+        n: usize,
+    ) -> Result<Vec<(HistoryPosition, Grant)>> {
+        let page = (since, before, n);
+        incidents(self, "grants", FAILOVER, page, decode::failover)
+    }
+
+    fn count_failovers(&mut self, since: Millis) -> Result<u64> {
+        count_incidents(self, "grants", FAILOVER, since)
+    }
+
+    fn refused_writes(
+        &mut self,
+        since: Millis,
+        before: Option<HistoryPosition>,
+        n: usize,
+    ) -> Result<Vec<(HistoryPosition, WriteRecord)>> {
+        let refused = D::DIALECT.is_false("accepted");
+        let page = (since, before, n);
+        incidents(self, "writes", &refused, page, decode::refused_write)
+    }
+
+    fn count_refused_writes(&mut self, since: Millis) -> Result<u64> {
+        let refused = D::DIALECT.is_false("accepted");
+        count_incidents(self, "writes", &refused, since)
+    }
+
+    fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()> {
+        Driver::put_definition(self, def)
+    }
+
+    fn definition(&mut self, workflow_id: &str) -> Result<Option<WorkflowDefinitionRow>> {
+        Driver::definition(self, workflow_id)
+    }
+
+    fn list_definitions(&mut self, page: &PageRequest) -> Result<Vec<WorkflowDefinitionRow>> {
+        let t = &encode::DEFINITIONS;
+        self.text_page(t.name, t.key[0], None, page, decode::definition)
+    }
+
+    fn instance(&mut self, id: &str) -> Result<Option<InstanceRow>> {
+        Driver::instance(self, id)
+    }
+
+    fn instance_by_start_key(&mut self, start_key: &str) -> Result<Option<InstanceRow>> {
+        self.settle()?;
+        self.one(
+            &marks::<D>("SELECT * FROM instances WHERE start_key = ?1"),
+            &[start_key.into()],
+            decode::instance,
+        )
+    }
+
+    fn insert_instance(&mut self, row: &InstanceRow) -> Result<()> {
+        Driver::insert_instance(self, row)
+    }
+
+    fn update_instance(&mut self, row: &InstanceRow) -> Result<()> {
+        Driver::update_instance(self, row)
+    }
+
+    fn runnable_instances(
+        &mut self,
+        compat: &str,
+        now: Millis,
+        n: usize,
+    ) -> Result<Vec<InstanceRow>> {
+        self.settle()?;
+        let from = D::DIALECT.from("instances", "instances_runnable");
+        self.query(
+            &marks::<D>(&format!(
+                "SELECT * FROM {from} WHERE compat = ?1 AND next_eligible_at <= ?2
+             ORDER BY next_eligible_at, instance_id LIMIT ?3"
+            )),
+            &[compat.into(), now.into(), limit(n).into()],
+            decode::instance,
+        )
+    }
+
+    fn instances_waiting_for(
+        &mut self,
+        event_type: &str,
+        after: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<InstanceRow>> {
+        self.settle()?;
+        let page = PageRequest::resume(after, n);
+        let eq = Some(("waiting_event", event_type));
+        self.text_page("instances", "instance_id", eq, &page, decode::instance)
+    }
+
+    fn list_instances(
+        &mut self,
+        status: Option<&str>,
+        id_prefix: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Vec<InstanceRow>> {
+        self.settle()?;
+        let mut q = Query::new(D::DIALECT);
+        if let Some(status) = status {
+            q.cond("status =", status);
+        }
+        if let Some(prefix) = id_prefix {
+            q.cond("instance_id >=", prefix);
+            if let Some(end) = crate::model::page::prefix_end(prefix) {
+                q.cond("instance_id <", end);
+            }
+        }
+        let after = page.after.clone().map(SqlValue::Text);
+        let n = page.limit.max(1);
+        let decode = decode::instance;
+        self.page(
+            "instances",
+            "instance_id",
+            q,
+            after,
+            page.backwards,
+            n,
+            decode,
+        )
+    }
+
+    fn add_history(&mut self, record: &HistoryRecord) -> Result<()> {
+        Driver::add_history(self, record)
+    }
+
+    fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>> {
+        Driver::history(self, instance_id)
+    }
+
+    fn action_outcome(&mut self, invocation_id: &str) -> Result<Option<ActionOutcome>> {
+        self.by_key(&encode::ACTION_OUTCOMES, invocation_id, decode::outcome)
+    }
+
+    fn put_action_outcome(&mut self, outcome: &ActionOutcome) -> Result<()> {
+        upsert(self, &encode::ACTION_OUTCOMES, &encode::outcome(outcome))
+    }
+
+    fn list_dedup(&mut self, after: Option<(&str, &str)>, n: usize) -> Result<Vec<DedupRecord>> {
+        match after {
+            Some((source, external_id)) => self.query(
+                &marks::<D>(
+                    "SELECT * FROM dedup WHERE (source, external_id) > (?1, ?2)
+                 ORDER BY source, external_id LIMIT ?3",
+                ),
+                &[source.into(), external_id.into(), limit(n).into()],
+                decode::dedup,
+            ),
+            None => self.query(
+                &marks::<D>("SELECT * FROM dedup ORDER BY source, external_id LIMIT ?1"),
+                &[limit(n).into()],
+                decode::dedup,
+            ),
+        }
+    }
+
+    fn list_idempotent_answers(
+        &mut self,
+        after: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<IdempotentAnswer>> {
+        resume(
+            self,
+            &encode::IDEMPOTENCY,
+            after,
+            n,
+            decode::idempotent_answer,
+        )
+    }
+
+    fn list_action_outcomes(
+        &mut self,
+        after: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<ActionOutcome>> {
+        resume(self, &encode::ACTION_OUTCOMES, after, n, decode::outcome)
+    }
+
+    fn import_journal(&mut self, event: &JournalEvent) -> Result<()> {
+        let sql = D::DIALECT.insert(&encode::JOURNAL);
+        self.execute(&sql, &encode::journal(event.seq, event))?;
+        Ok(())
+    }
+
+    fn import_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
+        let sql = D::DIALECT.insert_with_id(&encode::INGESTIONS);
+        self.execute(&sql, &encode::ingestion(Some(ingestion.id), ingestion))?;
+        Ok(())
+    }
+
+    fn import_audit(&mut self, entry: &AuditEntry) -> Result<()> {
+        let sql = D::DIALECT.insert_with_id(&encode::AUDIT);
+        self.execute(&sql, &encode::audit(Some(entry.id), entry))?;
+        Ok(())
+    }
+
+    fn import_revision(&mut self, revision: u64, journal_high_water: i64) -> Result<()> {
+        self.set_meta("revision", super::int(revision)?)?;
+        self.set_meta("journal_seq", journal_high_water)
+    }
+}

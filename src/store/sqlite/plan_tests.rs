@@ -1,0 +1,252 @@
+//! Query plans: every statement the provider runs for a list or a claim is an index seek,
+//! never a scan or a sort (asked of SQLite with `EXPLAIN QUERY PLAN`).
+
+use super::tests::temp;
+use super::*;
+
+fn plan(conn: &Connection, sql: &str, n: usize) -> String {
+    let mut stmt = conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .expect("explain");
+    let params: Vec<rusqlite::types::Value> = (0..n)
+        .map(|_| rusqlite::types::Value::Text("x".into()))
+        .collect();
+    let rows: Vec<String> = stmt
+        .query_map(rusqlite::params_from_iter(params), |r| {
+            r.get::<_, String>(3)
+        })
+        .expect("query")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows");
+    rows.join("; ")
+}
+
+fn assert_indexed(conn: &Connection, sql: &str, n: usize, index: &str) {
+    let p = plan(conn, sql, n);
+    assert!(p.contains(index), "{sql}\n  plan: {p}\n  expected {index}");
+    assert!(!p.contains("TEMP B-TREE"), "{sql}\n  sorts: {p}");
+    assert!(
+        p.starts_with("SEARCH") || p.contains("USING INDEX") || p.contains("PRIMARY KEY"),
+        "{sql}\n  scans: {p}"
+    );
+}
+
+#[test]
+fn main_queries_use_indexes() {
+    let (_dir, path) = temp();
+    let b = open(&path, OpenMode::ReadWrite).expect("open");
+    let conn = b.lock();
+    let cases: &[(&str, usize, &str)] = &[
+        (
+            "SELECT * FROM work INDEXED BY work_claim WHERE compat = ?1 AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
+            3,
+            "work_claim",
+        ),
+        (
+            "SELECT * FROM work INDEXED BY work_lapsed WHERE compat = ?1 AND state = 'claimed' AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
+            3,
+            "work_lapsed",
+        ),
+        (
+            "SELECT next_eligible_at FROM work INDEXED BY work_waiting WHERE state IN ('pending', 'retry') ORDER BY next_eligible_at LIMIT 1",
+            0,
+            "work_waiting",
+        ),
+        (
+            "SELECT * FROM work INDEXED BY work_state WHERE state = ? AND id > ? ORDER BY id ASC LIMIT ?",
+            3,
+            "work_state",
+        ),
+        (
+            "SELECT * FROM work WHERE owner_id = ? AND state = 'claimed' ORDER BY id ASC LIMIT ?",
+            2,
+            "work_claimed_by",
+        ),
+        (
+            "SELECT * FROM work INDEXED BY work_state WHERE state = ? AND id < ? ORDER BY id DESC LIMIT ?",
+            3,
+            "work_state",
+        ),
+        (
+            "SELECT * FROM work INDEXED BY work_owner WHERE owner_id = ? AND state IN (?, ?) AND kind = ? AND id > ? ORDER BY id ASC LIMIT ?",
+            6,
+            "work_owner",
+        ),
+        (
+            "SELECT * FROM work INDEXED BY work_kind WHERE kind = ? ORDER BY id ASC LIMIT ?",
+            2,
+            "work_kind",
+        ),
+        (
+            "SELECT * FROM work INDEXED BY work_compat WHERE compat = ? AND kind = ? ORDER BY id ASC LIMIT ?",
+            3,
+            "work_compat",
+        ),
+        (
+            "SELECT * FROM work WHERE id > ? ORDER BY id ASC LIMIT ?",
+            2,
+            "INDEX",
+        ),
+        ("SELECT * FROM work ORDER BY id DESC LIMIT ?", 1, "INDEX"),
+        // An id prefix is a key range, alone or under the leading index.
+        (
+            "SELECT * FROM work WHERE id >= ? AND id < ? AND id > ? ORDER BY id ASC LIMIT ?",
+            4,
+            "INDEX",
+        ),
+        (
+            "SELECT * FROM work INDEXED BY work_state WHERE state = ? AND id >= ? AND id < ? ORDER BY id ASC LIMIT ?",
+            4,
+            "work_state",
+        ),
+        (
+            "SELECT * FROM instances WHERE status = ? AND instance_id >= ? AND instance_id < ? ORDER BY instance_id ASC LIMIT ?",
+            4,
+            "instances_status",
+        ),
+        (
+            "SELECT count(*) FROM leases WHERE owner_id = ?1 AND expires_at > ?2 AND released_at IS NULL",
+            2,
+            "leases_owner",
+        ),
+        (
+            "SELECT name, value FROM counters WHERE name >= ?1 ORDER BY name",
+            1,
+            "PRIMARY KEY",
+        ),
+        (
+            "SELECT * FROM journal WHERE event_type = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            3,
+            "journal_type",
+        ),
+        (
+            "SELECT * FROM journal WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            2,
+            "PRIMARY KEY",
+        ),
+        (
+            "SELECT COALESCE(MAX(seq), 0) FROM journal WHERE event_type = ?1",
+            1,
+            "journal_type",
+        ),
+        (
+            "SELECT * FROM grants WHERE resource_id = ?1 ORDER BY revision DESC, seq DESC LIMIT ?2",
+            2,
+            "grants_resource",
+        ),
+        (
+            "SELECT * FROM grants WHERE revision > ? ORDER BY revision, seq LIMIT ?",
+            2,
+            "grants_revision",
+        ),
+        (
+            "SELECT * FROM grants WHERE revision > ? AND resource_id = ? ORDER BY revision, seq LIMIT ?",
+            3,
+            "grants_resource",
+        ),
+        (
+            "SELECT * FROM writes WHERE revision > ? ORDER BY revision, seq LIMIT ?",
+            2,
+            "writes_revision",
+        ),
+        (
+            "SELECT * FROM writes WHERE revision > ? AND resource_id = ? ORDER BY revision, seq LIMIT ?",
+            3,
+            "writes_resource",
+        ),
+        (
+            "SELECT * FROM grants WHERE from_owner IS NOT NULL AND at >= ?1 AND (at, seq) < (?2, ?3) ORDER BY at DESC, seq DESC LIMIT ?4",
+            4,
+            "grants_failovers",
+        ),
+        (
+            "SELECT count(*) FROM grants WHERE from_owner IS NOT NULL AND at >= ?1",
+            1,
+            "grants_failovers",
+        ),
+        (
+            "SELECT * FROM writes WHERE accepted = 0 AND at >= ?1 AND (at, seq) < (?2, ?3) ORDER BY at DESC, seq DESC LIMIT ?4",
+            4,
+            "writes_refused",
+        ),
+        (
+            "SELECT count(*) FROM writes WHERE accepted = 0 AND at >= ?1",
+            1,
+            "writes_refused",
+        ),
+        (
+            "SELECT * FROM schedules WHERE next_due <= ?1 ORDER BY next_due, schedule_id LIMIT ?2",
+            2,
+            "schedules_due",
+        ),
+        (
+            "SELECT * FROM instances INDEXED BY instances_runnable WHERE compat = ?1 AND next_eligible_at <= ?2 ORDER BY next_eligible_at, instance_id LIMIT ?3",
+            3,
+            "instances_runnable",
+        ),
+        (
+            "SELECT * FROM instances WHERE waiting_event = ? AND instance_id > ? ORDER BY instance_id ASC LIMIT ?",
+            3,
+            "instances_waiting",
+        ),
+        (
+            "SELECT * FROM instances WHERE status = ? AND instance_id < ? ORDER BY instance_id DESC LIMIT ?",
+            3,
+            "instances_status",
+        ),
+        (
+            "SELECT * FROM instances WHERE start_key = ?1",
+            1,
+            "instances_start_key",
+        ),
+        (
+            "SELECT * FROM ingestions WHERE id > ? ORDER BY id ASC LIMIT ?",
+            2,
+            "PRIMARY KEY",
+        ),
+        (
+            "SELECT * FROM history WHERE instance_id = ?1 ORDER BY position",
+            1,
+            "INDEX",
+        ),
+        (
+            "SELECT * FROM grants WHERE revision = ? ORDER BY seq",
+            1,
+            "grants_revision",
+        ),
+        (
+            "SELECT * FROM grants WHERE revision = ? AND resource_id = ? ORDER BY seq",
+            2,
+            "grants_resource",
+        ),
+        (
+            "SELECT * FROM writes WHERE revision = ? ORDER BY seq",
+            1,
+            "writes_revision",
+        ),
+        (
+            "SELECT * FROM writes WHERE revision = ? AND resource_id = ? ORDER BY seq",
+            2,
+            "writes_resource",
+        ),
+        (
+            "SELECT * FROM dedup WHERE (source, external_id) > (?1, ?2)
+             ORDER BY source, external_id LIMIT ?3",
+            3,
+            "PRIMARY KEY",
+        ),
+        (
+            "SELECT * FROM idempotency WHERE key > ? ORDER BY key ASC LIMIT ?",
+            2,
+            "INDEX",
+        ),
+        (
+            "SELECT * FROM action_outcomes WHERE invocation_id > ? ORDER BY invocation_id ASC LIMIT ?",
+            2,
+            "INDEX",
+        ),
+    ];
+    for (sql, n, index) in cases {
+        assert_indexed(&conn, sql, *n, index);
+    }
+}
