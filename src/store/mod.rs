@@ -16,6 +16,7 @@ mod incidents;
 mod leases;
 pub mod memory;
 mod ordered;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 mod reads;
 mod registry;

@@ -479,7 +479,9 @@ impl Provider for Sqlite {
     }
 }
 
+#[cfg(feature = "postgres")]
 pub struct Postgres;
+#[cfg(feature = "postgres")]
 impl Provider for Postgres {
     fn fresh() -> Box<dyn Harness> {
         support::postgres()
@@ -812,6 +814,7 @@ prop_state_machine! {
     #[test]
     fn shadow_model_agrees_on_sqlite(sequential 50 => Machine<Sqlite>);
 
+    #[cfg(feature = "postgres")]
     #[test]
     fn shadow_model_agrees_on_postgres(sequential 50 => Machine<Postgres>);
 }
