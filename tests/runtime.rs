@@ -482,7 +482,16 @@ async fn shutdown_releases_what_the_authority_still_owns() {
         *open.lock().expect("lock") = true;
         cv.notify_all();
     }
+    // The handler closure holds the only other reference to the gate, and it goes away with
+    // the authority's last task: once it has, every detached handler has returned and
+    // whatever would ever follow its outcome has run.
+    wait_until_async("the detached handlers to return", within(RUNNING), || {
+        Arc::strong_count(&gate) == 1
+    })
+    .await;
     assert!(work_in(&s, WorkState::Succeeded).is_empty());
+    assert!(work_in(&s, WorkState::Claimed).is_empty());
+    assert_eq!(work_in(&s, WorkState::Pending).len(), 3);
 }
 
 /// Runs one authority on `s` until it stops by itself, after `meanwhile` acted on its
