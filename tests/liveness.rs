@@ -318,10 +318,8 @@ fn reading(store: &str, instance: &str) -> Option<Reading> {
 fn expected(age: i64) -> u8 {
     if age > LEASE_MS {
         2
-    } else if age > HEARTBEAT_MS * 3 / 2 {
-        1
     } else {
-        0
+        u8::from(age > HEARTBEAT_MS * 3 / 2)
     }
 }
 

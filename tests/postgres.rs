@@ -29,8 +29,8 @@ use leasehold::store::url::{self, OpenMode};
 
 use support::authorities::{Authorities, HANDLER, claimed_by, compat, enqueue, signal, unfinished};
 use support::open_postgres;
-use support::wait::wait_until;
 use support::postgres::{Database, Server, database};
+use support::wait::wait_until;
 
 const SECRET: &str = "s3cr3t-Pa55word";
 

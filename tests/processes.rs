@@ -23,8 +23,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use leasehold::Store;
-use leasehold::model::work::NewWork;
 use leasehold::model::WorkState;
+use leasehold::model::work::NewWork;
 use leasehold::store::Completion;
 use leasehold::store::url::{self, OpenMode};
 
@@ -476,7 +476,7 @@ fn four_processes_race_through_sigkill_and_sigstop() {
         let outcome = mine[0].outcome.as_str();
         match outcome.strip_prefix("REFUSED ") {
             Some(code @ ("WORK_FENCED" | "already-terminal")) => {
-                *refusals.entry(code).or_default() += 1
+                *refusals.entry(code).or_default() += 1;
             }
             _ => assert_eq!(
                 outcome, "ERROR STORE_CONTENTION",

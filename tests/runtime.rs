@@ -462,7 +462,10 @@ async fn shutdown_releases_what_the_authority_still_owns() {
             let _ = stop_rx.await;
         },
     ));
-    wait_until_async("two claims", within(RUNNING), || work_in(&s, WorkState::Claimed).len() == 2).await;
+    wait_until_async("two claims", within(RUNNING), || {
+        work_in(&s, WorkState::Claimed).len() == 2
+    })
+    .await;
     let _ = stop_tx.send(());
     let stats = runtime.await.expect("joins").expect("runs");
     assert_eq!(stats.released_on_shutdown, 2, "{stats:?}");
@@ -510,7 +513,10 @@ async fn run_until_it_steps_down(
         RunOptions::default(),
         std::future::pending::<()>(),
     ));
-    wait_until_async("the registration", within(RUNNING), || registration(s).is_some()).await;
+    wait_until_async("the registration", within(RUNNING), || {
+        registration(s).is_some()
+    })
+    .await;
     // Past its lease on the store's clock it reads as gone (as if it had been paused). A
     // heartbeat landing in between makes it live again: then move on another lease.
     loop {

@@ -11,10 +11,7 @@ use super::{assert_one_line_failure, leasehold, seed, store_in};
 
 fn sha256(path: &Path) -> String {
     let bytes = std::fs::read(path).unwrap();
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(&bytes))
 }
 
 /// Every name in `dir` (so a `-wal` / `-shm` or a new store shows up).

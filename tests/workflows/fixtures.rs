@@ -33,11 +33,11 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use leasehold::clock::ManualClock;
-use leasehold::{Error, Store};
 use leasehold::model::event::NewEvent;
 use leasehold::store::Keyed;
 use leasehold::workflow::engine::{Claimed, Engine, Next, decode_state};
 use leasehold::workflow::machine::{ActionRequest, Failure};
+use leasehold::{Error, Store};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -613,9 +613,13 @@ pub fn all_files_listed(listed: &[&str]) {
     let dir = format!("{}/tests/fixtures/workflows", env!("CARGO_MANIFEST_DIR"));
     let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
         .expect("fixture dir")
-        .filter_map(|e| e.ok())
+        .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".json"))
+        .filter(|n| {
+            std::path::Path::new(n)
+                .extension()
+                .is_some_and(|x| x.eq_ignore_ascii_case("json"))
+        })
         .collect();
     on_disk.sort();
     let mut listed: Vec<String> = listed.iter().map(|s| (*s).to_string()).collect();

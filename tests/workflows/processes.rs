@@ -231,10 +231,14 @@ fn two_processes_one_killed_survivor_finishes() {
     let mut survivor = spawn(&path, "b");
 
     // Kill `a` mid-run: once it has taken instances and a fifth of them are done.
-    wait_until("child a to take part and the run to be under way", within(DEADLINE), || {
-        let left = unfinished(&store);
-        left == 0 || (claims_by(&store).get("child-a").copied().unwrap_or(0) >= 3 && left <= 40)
-    });
+    wait_until(
+        "child a to take part and the run to be under way",
+        within(DEADLINE),
+        || {
+            let left = unfinished(&store);
+            left == 0 || (claims_by(&store).get("child-a").copied().unwrap_or(0) >= 3 && left <= 40)
+        },
+    );
     let unfinished_at_kill = unfinished(&store);
     victim.kill().expect("SIGKILL child a");
     victim.wait().expect("reap child a");
