@@ -1,11 +1,15 @@
-//! The test harness shared by the store suites: one [`Harness`] per provider that hands out
-//! [`Store`] handles over one store with an injected [`ManualClock`] and seeded ids, can
-//! *reopen* the store (a process restart: a new connection over the same file, or for memory
-//! a new handle over the same `MemoryBackend`) and cleans up after itself on drop (the temp
-//! dir of a SQLite file).
+//! The one test-support layer every suite includes (`#[path = "support/mod.rs"] mod support;`):
 //!
-//! The Postgres harness gets a database of its own on the test server (`postgres.rs`: a
-//! throwaway server per test binary, or the one `LEASEHOLD_TEST_PG_URL` names).
+//! - this file: the provider [`Harness`] — per provider, [`Store`] handles over one store with
+//!   an injected [`ManualClock`] and seeded ids, a *reopen* (a process restart: a new
+//!   connection over the same file, or for memory a new handle over the same
+//!   `MemoryBackend`) and cleanup on drop (the temp dir of a SQLite file);
+//!   `postgres_store.rs` is the Postgres one, over a database of its own on the test server
+//!   (`postgres.rs`: a throwaway server per test binary, or the one `LEASEHOLD_TEST_PG_URL`
+//!   names);
+//! - `per_provider.rs`: the macro that runs a case on every provider;
+//! - `wait.rs`: the one way to wait for something another thread or process does;
+//! - `authorities.rs`: real `leasehold authority` processes.
 
 #![allow(dead_code, unused_macros, clippy::unwrap_used)]
 
