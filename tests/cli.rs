@@ -629,6 +629,7 @@ fn copy_round_trips_a_busy_store_exactly() {
 
 /// SQLite → Postgres → SQLite: moving up and back keeps everything `inspect`, `history`
 /// and `check` show.
+#[cfg(feature = "postgres")]
 #[test]
 fn copy_round_trips_through_postgres_exactly() {
     let dir = tempfile::tempdir().unwrap();

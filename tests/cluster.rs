@@ -2,6 +2,7 @@
 //! violations; a stalled authority's late writes are fenced; a rolling deploy holds
 //! old-build work as incompatible, then drains it; the same seed gives the same history.
 
+use leasehold::cluster::control::ClusterControl;
 use leasehold::cluster::{self, ClusterOptions, Report, SCENARIOS, Sim};
 use leasehold::model::work::WorkFilter;
 use leasehold::model::{Grant, PageRequest, WorkKind, WorkState, WriteRecord};
@@ -245,7 +246,6 @@ fn a_live_cluster_is_controlled_by_hand() {
         "{}",
         cluster::render_text(&report)
     );
-    use leasehold::cluster::control::ClusterControl;
     assert_eq!(ClusterControl::authorities(&cluster).len(), nodes.len());
     assert!(ClusterControl::scenario(&cluster).contains("seed 9"));
 }

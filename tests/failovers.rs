@@ -21,6 +21,7 @@ use leasehold::store::url::{self, OpenMode};
 use serde_json::Value;
 
 use support::authorities::{Authorities, claimed_by, enqueue, signal, unfinished};
+use support::wait::wait_until;
 
 const ITEMS: usize = 3_000;
 const LEASE_MS: u32 = 1_000;
@@ -31,14 +32,6 @@ fn leasehold(args: &[&str]) -> Output {
         .env_remove("LEASEHOLD_STORE")
         .output()
         .expect("run leasehold")
-}
-
-#[track_caller]
-fn wait_until(what: &str, deadline: Instant, mut done: impl FnMut() -> bool) {
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// `inspect VIEW --json` rows.

@@ -12,9 +12,12 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use leasehold::Store;
 use leasehold::clock::{ManualClock, Millis};
@@ -28,6 +31,8 @@ use leasehold::tui::app::AppOptions;
 use leasehold::tui::harness::{Harness, buffer_text};
 use leasehold::tui::theme::Theme;
 use serde_json::Value;
+
+use support::wait::{wait_until, within};
 
 const T0: Millis = 1_767_225_600_000;
 const K: &str = "compat-k";
@@ -203,7 +208,6 @@ const LEASE_MS: i64 = 9_000;
 const HEARTBEAT_MS: i64 = LEASE_MS / 3;
 /// Generous: the machine may be busy.
 const DEADLINE: Duration = Duration::from_secs(90);
-const POLL: Duration = Duration::from_millis(50);
 
 fn leasehold(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_leasehold"))
@@ -310,23 +314,12 @@ fn reading(store: &str, instance: &str) -> Option<Reading> {
     authorities(store).into_iter().find(|r| r.id == instance)
 }
 
-#[track_caller]
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(POLL);
-    }
-}
-
 /// What the liveness rule says for a heartbeat `age` old (never stopped), as a rank.
 fn expected(age: i64) -> u8 {
     if age > LEASE_MS {
         2
-    } else if age > HEARTBEAT_MS * 3 / 2 {
-        1
     } else {
-        0
+        u8::from(age > HEARTBEAT_MS * 3 / 2)
     }
 }
 
@@ -371,7 +364,7 @@ fn real_authorities_pass_live_silent_gone_stopped_and_keep_their_ids() {
             instance: id.into(),
         })
         .collect();
-    wait_until("three live authorities", || {
+    wait_until("three live authorities", within(DEADLINE), || {
         let all = authorities(store);
         fleet.iter().all(|r| {
             all.iter().any(|a| {
@@ -384,7 +377,7 @@ fn real_authorities_pass_live_silent_gone_stopped_and_keep_their_ids() {
     let a1 = fleet.remove(0);
     signal("-KILL", a1.child.id());
     let mut seen: Vec<String> = Vec::new();
-    wait_until("a1 gone", || {
+    wait_until("a1 gone", within(DEADLINE), || {
         let Reading { state, age, .. } = reading(store, "a1").unwrap();
         // Judged at an instant between the two ages: the state is what the rule says at
         // one of them or in between (live up to 1.5 heartbeats, so silent well within 2).
@@ -410,7 +403,7 @@ fn real_authorities_pass_live_silent_gone_stopped_and_keep_their_ids() {
     let mut a2 = fleet.remove(0);
     signal("-TERM", a2.child.id());
     let mut status = None;
-    wait_until("a2 to exit", || {
+    wait_until("a2 to exit", within(DEADLINE), || {
         status = a2.child.try_wait().unwrap();
         status.is_some()
     });
@@ -443,7 +436,7 @@ fn real_authorities_pass_live_silent_gone_stopped_and_keep_their_ids() {
         ("live", a3_pid)
     );
     // Its next heartbeats land in its own row, and it stays live.
-    wait_until("a3's next heartbeats", || {
+    wait_until("a3's next heartbeats", within(DEADLINE), || {
         let now = reading(store, "a3").unwrap();
         assert_eq!((now.state.as_str(), now.pid), ("live", a3_pid), "{now:?}");
         now.heartbeat_at >= refused_at.heartbeat_at + 2 * HEARTBEAT_MS

@@ -7,8 +7,11 @@
 //! subscriber while a single one exists elsewhere is cached as silent — so tests that log
 //! nothing (`tests/runtime.rs`) live in another binary.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use leasehold::Store;
 use leasehold::authority::workload::{self, EFFECT_HANDLERS};
@@ -25,6 +28,11 @@ use leasehold::model::{PageRequest, WorkItem, WorkState};
 use leasehold::store::Backend;
 use leasehold::store::memory::MemoryBackend;
 use serde_json::json;
+
+use support::wait::{wait_until_async, within};
+
+/// How long a runtime in this process gets to reach a state the test waits for.
+const RUNNING: Duration = Duration::from_secs(60);
 
 const T0: i64 = 1_767_225_600_000;
 
@@ -59,15 +67,6 @@ fn work_in(store: &Store, state: WorkState) -> Vec<leasehold::model::WorkItem> {
         .list_work(&filter, &PageRequest::first(10_000))
         .expect("lists")
         .rows
-}
-
-/// Waits for `cond` with a generous deadline (never a fixed sleep standing in for time).
-async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 /// The runtime's lines for a drained store: every claim and completion names its item, its
@@ -117,7 +116,7 @@ async fn claims_and_completions_are_logged_with_item_and_generation() {
             let _ = stop_rx.await;
         },
     ));
-    wait_for("the store to drain", || {
+    wait_until_async("the store to drain", within(RUNNING), || {
         work_in(&s, WorkState::Succeeded).len() == 30
             && s.subscription("orders")
                 .ok()
@@ -364,7 +363,7 @@ async fn a_hostile_value_is_logged_escaped_in_both_formats() {
                 let _ = stop_rx.await;
             },
         ));
-        wait_for("the unknown handler's failure", || {
+        wait_until_async("the unknown handler's failure", within(RUNNING), || {
             work_in(&s, WorkState::Failed).len() == 1
         })
         .await;

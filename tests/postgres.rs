@@ -7,6 +7,7 @@
 //! (`support/postgres.rs`; `LEASEHOLD_TEST_PG_URL` points at an existing server instead);
 //! the restart test starts a server of its own.
 
+#![cfg(feature = "postgres")]
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/mod.rs"]
@@ -29,6 +30,7 @@ use leasehold::store::url::{self, OpenMode};
 use support::authorities::{Authorities, HANDLER, claimed_by, compat, enqueue, signal, unfinished};
 use support::open_postgres;
 use support::postgres::{Database, Server, database};
+use support::wait::wait_until;
 
 const SECRET: &str = "s3cr3t-Pa55word";
 
@@ -540,14 +542,6 @@ fn a_session_killed_inside_a_transaction_is_retried_on_a_new_connection() {
 }
 
 // --- real authority processes --------------------------------------------------------------
-
-#[track_caller]
-fn wait_until(what: &str, deadline: Instant, mut done: impl FnMut() -> bool) {
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// `leasehold check` over the store: exit 0 and no violation line.
 fn assert_check_clean(url: &str) {

@@ -13,6 +13,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -20,10 +23,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use leasehold::Store;
-use leasehold::model::work::{NewWork, WorkFilter};
-use leasehold::model::{PageRequest, WorkState};
+use leasehold::model::WorkState;
+use leasehold::model::work::NewWork;
 use leasehold::store::Completion;
 use leasehold::store::url::{self, OpenMode};
+
+use support::authorities::{claimed_by, signal};
+use support::wait::wait_until;
 
 /// Set (to the store path) only in a worker process.
 const CHILD_STORE: &str = "LEASEHOLD_TEST_CHILD_STORE";
@@ -37,7 +43,6 @@ const LEASE_MS: i64 = 400;
 /// How long a worker "runs" a claimed batch before recording it (well inside the lease).
 const WORK: Duration = Duration::from_millis(80);
 const COMPAT: &str = "processes-test-build";
-const POLL: Duration = Duration::from_millis(50);
 
 // --- the worker ---------------------------------------------------------------------------
 
@@ -146,38 +151,6 @@ impl Drop for Workers {
             }
         }
     }
-}
-
-fn signal(sig: &str, pid: u32) {
-    let _ = Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
-#[track_caller]
-fn wait_until(what: &str, deadline: Instant, mut done: impl FnMut() -> bool) {
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(POLL);
-    }
-}
-
-/// `(id, generation)` of every item `owner` holds a claim on now.
-fn claimed_by(store: &Store, owner: &str) -> BTreeMap<String, u64> {
-    let filter = WorkFilter {
-        states: vec![WorkState::Claimed],
-        owner: Some(owner.into()),
-        ..WorkFilter::default()
-    };
-    let page = store
-        .list_work(&filter, &PageRequest::first(10_000))
-        .expect("list claimed");
-    page.rows
-        .into_iter()
-        .map(|w| (w.id, w.generation))
-        .collect()
 }
 
 fn terminal(store: &Store) -> u64 {
@@ -503,7 +476,7 @@ fn four_processes_race_through_sigkill_and_sigstop() {
         let outcome = mine[0].outcome.as_str();
         match outcome.strip_prefix("REFUSED ") {
             Some(code @ ("WORK_FENCED" | "already-terminal")) => {
-                *refusals.entry(code).or_default() += 1
+                *refusals.entry(code).or_default() += 1;
             }
             _ => assert_eq!(
                 outcome, "ERROR STORE_CONTENTION",

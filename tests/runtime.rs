@@ -3,9 +3,12 @@
 //! claim, so its generation moves only with its ownership; the tokio driver
 //! drains a seeded memory store and shuts down cleanly, releasing what it still owns.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use leasehold::Store;
 use leasehold::authority::workload::{self, EFFECT_HANDLERS};
@@ -22,6 +25,11 @@ use leasehold::model::{PageRequest, WorkState};
 use leasehold::store::memory::MemoryBackend;
 use leasehold::workflow::{Catalog, SHIPPED_DEFINITIONS};
 use serde_json::json;
+
+use support::wait::{wait_until_async, within};
+
+/// How long a runtime in this process gets to reach a state the test waits for.
+const RUNNING: Duration = Duration::from_secs(60);
 
 const T0: i64 = 1_767_225_600_000;
 
@@ -56,15 +64,6 @@ fn work_in(store: &Store, state: WorkState) -> Vec<leasehold::model::WorkItem> {
         .list_work(&filter, &PageRequest::first(10_000))
         .expect("lists")
         .rows
-}
-
-/// Waits for `cond` with a generous deadline (never a fixed sleep standing in for time).
-async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 #[test]
@@ -360,7 +359,7 @@ async fn the_runtime_drains_a_seeded_store_and_stops_cleanly() {
     ));
 
     let high_water = s.journal_high_water().expect("reads");
-    wait_for("the store to drain", || {
+    wait_until_async("the store to drain", within(RUNNING), || {
         work_in(&s, WorkState::Succeeded).len() == 60
             && instances.iter().all(|id| {
                 s.instance(id)
@@ -463,7 +462,10 @@ async fn shutdown_releases_what_the_authority_still_owns() {
             let _ = stop_rx.await;
         },
     ));
-    wait_for("two claims", || work_in(&s, WorkState::Claimed).len() == 2).await;
+    wait_until_async("two claims", within(RUNNING), || {
+        work_in(&s, WorkState::Claimed).len() == 2
+    })
+    .await;
     let _ = stop_tx.send(());
     let stats = runtime.await.expect("joins").expect("runs");
     assert_eq!(stats.released_on_shutdown, 2, "{stats:?}");
@@ -483,7 +485,16 @@ async fn shutdown_releases_what_the_authority_still_owns() {
         *open.lock().expect("lock") = true;
         cv.notify_all();
     }
+    // The handler closure holds the only other reference to the gate, and it goes away with
+    // the authority's last task: once it has, every detached handler has returned and
+    // whatever would ever follow its outcome has run.
+    wait_until_async("the detached handlers to return", within(RUNNING), || {
+        Arc::strong_count(&gate) == 1
+    })
+    .await;
     assert!(work_in(&s, WorkState::Succeeded).is_empty());
+    assert!(work_in(&s, WorkState::Claimed).is_empty());
+    assert_eq!(work_in(&s, WorkState::Pending).len(), 3);
 }
 
 /// Runs one authority on `s` until it stops by itself, after `meanwhile` acted on its
@@ -502,7 +513,10 @@ async fn run_until_it_steps_down(
         RunOptions::default(),
         std::future::pending::<()>(),
     ));
-    wait_for("the registration", || registration(s).is_some()).await;
+    wait_until_async("the registration", within(RUNNING), || {
+        registration(s).is_some()
+    })
+    .await;
     // Past its lease on the store's clock it reads as gone (as if it had been paused). A
     // heartbeat landing in between makes it live again: then move on another lease.
     loop {

@@ -1,15 +1,17 @@
 //! The store conformance suite, written once and run unchanged on every provider.
 //!
 //! Every case is a plain `fn case(h: &dyn Harness)` in one of the submodules (named after the
-//! rule of docs/ARCHITECTURE.md it pins); [`conformance!`] expands the list into one `#[test]` per case and
-//! provider, so `cargo test --test store` shows `memory::<case>` and `sqlite::<case>` side
-//! by side and a failure names its rule and its provider. A third provider adds one line.
+//! rule of docs/ARCHITECTURE.md it pins); `per_provider!` (tests/support) expands the list
+//! into one `#[test]` per case and provider, so `cargo test --test store` shows
+//! `memory::<case>`, `sqlite::<case>` and `postgres::<case>` side by side and a failure names
+//! its rule and its provider.
 //!
 //! Also here: the property-based state-machine test against an independent shadow model
 //! (`model`), and the SQLite bad-input tests (`bad_input`).
 
 #![allow(clippy::unwrap_used)]
 
+#[macro_use]
 #[path = "support/mod.rs"]
 mod support;
 
@@ -36,91 +38,64 @@ mod schedules;
 #[path = "store/work.rs"]
 mod work;
 
-/// Calls `$callback!` with the full list of conformance cases (`module::case`).
-macro_rules! for_each_case {
-    ($callback:ident ! ($($args:tt)*)) => {
-        $callback!($($args)*;
-            // leases and fencing
-            leases::acquire_never_grants_over_a_live_lease,
-            leases::racing_acquirers_exactly_one_wins,
-            leases::generations_strictly_increase_across_release_expiry_and_reopen,
-            leases::wrong_token_cannot_renew_or_release,
-            leases::expiry_without_reclaim_does_not_fence,
-            leases::reclaim_fences_the_old_owner,
-            leases::ttl_is_clamped_into_a_bounded_window,
-            leases::owner_cap_is_enforced_and_renewal_is_exempt,
-            leases::lapsed_renewal_counts_against_the_owner_cap,
-            leases::self_handoff_is_refused,
-            leases::handoff_is_atomic_and_fences_the_giver,
-            leases::checkpoint_survives_expiry_and_is_dropped_on_release,
-            leases::keyed_mutation_applies_once_and_replays_across_reopen,
-            leases::idempotency_keys_are_namespaced_by_owner_and_verb,
-            // durable work
-            work::racing_claimers_exactly_one_wins,
-            work::claim_batch_respects_limit_and_eligibility,
-            work::lapsed_claims_are_reclaimed_before_the_backlog,
-            work::expiry_without_reclaim_does_not_fence_work,
-            work::reclaim_fences_the_old_work_owner,
-            work::unrecorded_attempt_is_uncertain_and_keeps_its_keys,
-            work::retry_state_survives_reopen,
-            work::terminal_items_answer_already_terminal,
-            work::group_commit_refuses_only_the_stale_entry,
-            work::claim_leases_are_clamped_into_a_bounded_window,
-            work::enqueue_is_idempotent_per_id,
-            // compatibility
-            work::incompatible_items_are_never_claimed_and_stay_visible,
-            // schedules
-            schedules::one_firing_per_due_instant_across_pollers,
-            schedules::catch_up_latest_after_an_outage,
-            schedules::catch_up_all_after_an_outage,
-            schedules::catch_up_last_n_after_an_outage,
-            schedules::delay_schedule_fires_once,
-            // events: dedup and journal
-            events::every_dedup_outcome_and_a_monotone_journal,
-            // subscription cursors
-            events::cursor_writes_are_fenced_and_monotone,
-            events::cursor_resumes_from_the_durable_cursor_after_reopen,
-            events::cursor_status_reads_the_same_on_every_provider,
-            // store revision, paged reads and counts
-            reads::every_commit_advances_the_revision,
-            reads::paging_returns_every_row_exactly_once,
-            reads::overview_counts_match_the_items,
-            // the authority registry: unique instance ids, incarnations, forget
-            registry::duplicate_registration_is_refused_while_the_holder_runs,
-            registry::racing_registrations_exactly_one_wins,
-            registry::a_superseded_incarnation_cannot_heartbeat,
-            registry::forget_is_refused_while_running_and_allowed_when_gone,
-            // failovers and refused writes, listed by time
-            incidents::a_reclaim_after_expiry_is_a_failover,
-            incidents::release_then_claim_and_handoff_are_not_failovers,
-            incidents::a_refused_write_records_the_holder_then,
-            incidents::the_window_excludes_older_rows_and_pages_newest_first,
-            // copying a store
-            copy::a_busy_store_round_trips_through_the_provider,
-            copy::a_copy_carries_on_where_the_source_stopped,
-            copy::a_non_empty_target_is_refused,
-        );
-    };
+per_provider! {
+    // leases and fencing
+    leases::acquire_never_grants_over_a_live_lease,
+    leases::racing_acquirers_exactly_one_wins,
+    leases::generations_strictly_increase_across_release_expiry_and_reopen,
+    leases::wrong_token_cannot_renew_or_release,
+    leases::expiry_without_reclaim_does_not_fence,
+    leases::reclaim_fences_the_old_owner,
+    leases::ttl_is_clamped_into_a_bounded_window,
+    leases::owner_cap_is_enforced_and_renewal_is_exempt,
+    leases::lapsed_renewal_counts_against_the_owner_cap,
+    leases::self_handoff_is_refused,
+    leases::handoff_is_atomic_and_fences_the_giver,
+    leases::checkpoint_survives_expiry_and_is_dropped_on_release,
+    leases::keyed_mutation_applies_once_and_replays_across_reopen,
+    leases::idempotency_keys_are_namespaced_by_owner_and_verb,
+    // durable work
+    work::racing_claimers_exactly_one_wins,
+    work::claim_batch_respects_limit_and_eligibility,
+    work::lapsed_claims_are_reclaimed_before_the_backlog,
+    work::expiry_without_reclaim_does_not_fence_work,
+    work::reclaim_fences_the_old_work_owner,
+    work::unrecorded_attempt_is_uncertain_and_keeps_its_keys,
+    work::retry_state_survives_reopen,
+    work::terminal_items_answer_already_terminal,
+    work::group_commit_refuses_only_the_stale_entry,
+    work::claim_leases_are_clamped_into_a_bounded_window,
+    work::enqueue_is_idempotent_per_id,
+    // compatibility
+    work::incompatible_items_are_never_claimed_and_stay_visible,
+    // schedules
+    schedules::one_firing_per_due_instant_across_pollers,
+    schedules::catch_up_latest_after_an_outage,
+    schedules::catch_up_all_after_an_outage,
+    schedules::catch_up_last_n_after_an_outage,
+    schedules::delay_schedule_fires_once,
+    // events: dedup and journal
+    events::every_dedup_outcome_and_a_monotone_journal,
+    // subscription cursors
+    events::cursor_writes_are_fenced_and_monotone,
+    events::cursor_resumes_from_the_durable_cursor_after_reopen,
+    events::cursor_status_reads_the_same_on_every_provider,
+    // store revision, paged reads and counts
+    reads::every_commit_advances_the_revision,
+    reads::paging_returns_every_row_exactly_once,
+    reads::overview_counts_match_the_items,
+    // the authority registry: unique instance ids, incarnations, forget
+    registry::duplicate_registration_is_refused_while_the_holder_runs,
+    registry::racing_registrations_exactly_one_wins,
+    registry::a_superseded_incarnation_cannot_heartbeat,
+    registry::forget_is_refused_while_running_and_allowed_when_gone,
+    // failovers and refused writes, listed by time
+    incidents::a_reclaim_after_expiry_is_a_failover,
+    incidents::release_then_claim_and_handoff_are_not_failovers,
+    incidents::a_refused_write_records_the_holder_then,
+    incidents::the_window_excludes_older_rows_and_pages_newest_first,
+    // copying a store
+    copy::a_busy_store_round_trips_through_the_provider,
+    copy::a_copy_carries_on_where_the_source_stopped,
+    copy::a_non_empty_target_is_refused,
 }
-
-/// Expands every conformance case into a `#[test]` inside `mod $provider`.
-macro_rules! conformance {
-    ($provider:ident => $harness:expr) => {
-        mod $provider {
-            for_each_case!(conformance!(@cases $harness));
-        }
-    };
-    (@cases $harness:expr; $($module:ident :: $case:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $case() {
-                let harness: Box<dyn crate::support::Harness> = $harness;
-                crate::$module::$case(&*harness);
-            }
-        )*
-    };
-}
-
-conformance!(memory => crate::support::memory());
-conformance!(sqlite => crate::support::sqlite());
-conformance!(postgres => crate::support::postgres());

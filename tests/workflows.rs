@@ -2,54 +2,25 @@
 //!
 //! - `fixtures`: the portable conformance fixtures in `tests/fixtures/workflows/*.json`, one
 //!   generated test per fixture per provider (`fixtures::memory::<name>`,
-//!   `fixtures::sqlite::<name>`, `fixtures::postgres::<name>`).
+//!   `fixtures::sqlite::<name>`, `fixtures::postgres::<name>`, by the shared `per_provider!`).
 //! - `conformance`: the workflow part of the store conformance suite — fenced CAS, stale
 //!   lease holders, terminal irreversibility, monotone history revisions, one outcome record
 //!   per invocation — as plain cases run on every provider.
 //! - `processes`: independent OS processes (this test binary re-executed as children)
 //!   advancing one SQLite file while one of them is SIGKILLed.
 
-#[path = "workflows/harness.rs"]
-mod harness;
+#[macro_use]
+#[path = "support/mod.rs"]
+mod support;
 
-#[path = "support/postgres.rs"]
-mod pg_server;
-
-/// Generates one `#[test]` per case per provider: `memory::<case>`, `sqlite::<case>` and
-/// `postgres::<case>`, each calling `super::<case>(Provider)`.
-macro_rules! per_provider {
-    ($($case:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[test]
-                fn $case() {
-                    super::$case(crate::harness::Provider::Memory);
-                }
-            )*
-        }
-        mod sqlite {
-            $(
-                #[test]
-                fn $case() {
-                    super::$case(crate::harness::Provider::Sqlite);
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[test]
-                fn $case() {
-                    super::$case(crate::harness::Provider::Postgres);
-                }
-            )*
-        }
-    };
-}
+#[path = "workflows/definitions.rs"]
+mod definitions;
 
 #[path = "workflows/fixtures.rs"]
 mod runner;
 
-/// One test per fixture file per provider; the names show in the test output.
+/// One test per fixture file per provider (`fixtures::<provider>::<name>`), and one that
+/// every file in the directory is listed; the names show in the test output.
 macro_rules! fixtures {
     ($($name:ident => $file:literal),* $(,)?) => {
         mod fixtures {
@@ -60,29 +31,8 @@ macro_rules! fixtures {
                 crate::runner::all_files_listed(FILES);
             }
 
-            mod memory {
-                $(
-                    #[test]
-                    fn $name() {
-                        crate::runner::run_fixture($file, crate::harness::Provider::Memory);
-                    }
-                )*
-            }
-            mod sqlite {
-                $(
-                    #[test]
-                    fn $name() {
-                        crate::runner::run_fixture($file, crate::harness::Provider::Sqlite);
-                    }
-                )*
-            }
-            mod postgres {
-                $(
-                    #[test]
-                    fn $name() {
-                        crate::runner::run_fixture($file, crate::harness::Provider::Postgres);
-                    }
-                )*
+            per_provider! {
+                $($name => |h: &dyn crate::support::Harness| crate::runner::run_fixture($file, h)),*
             }
         }
     };

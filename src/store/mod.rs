@@ -19,10 +19,13 @@ mod leases;
 mod logged;
 pub mod memory;
 mod ordered;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 mod reads;
 mod registry;
 mod schedules;
+// Parts of the shared SQL layer (a lost connection) only the PostgreSQL provider uses.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 mod sql;
 pub mod sqlite;
 #[cfg(test)]

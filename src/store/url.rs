@@ -23,10 +23,14 @@ impl std::fmt::Debug for StoreUrl {
         match self {
             Self::Memory => f.write_str("Memory"),
             Self::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            #[cfg(feature = "postgres")]
             Self::Postgres(url) => f
                 .debug_tuple("Postgres")
                 .field(&super::postgres::redact_url(url))
                 .finish(),
+            // Without the provider there is no redaction at hand: nothing of the URL shows.
+            #[cfg(not(feature = "postgres"))]
+            Self::Postgres(_) => f.write_str("Postgres(..)"),
         }
     }
 }
@@ -83,6 +87,15 @@ impl OpenMode {
     }
 }
 
+/// The refusal of a `postgres://` URL by a build without the PostgreSQL provider.
+#[cfg(not(feature = "postgres"))]
+fn without_postgres() -> Error {
+    Error::Invalid(
+        "this build has no PostgreSQL provider: rebuild with the `postgres` feature (cargo build --features postgres)"
+            .into(),
+    )
+}
+
 /// Opens the store at `url` with the system clock and random tokens.
 ///
 /// # Errors
@@ -91,7 +104,10 @@ pub fn open(url: &str, mode: OpenMode) -> Result<Store> {
     let backend: Arc<dyn super::Backend> = match StoreUrl::parse(url)? {
         StoreUrl::Memory => Arc::new(MemoryBackend::new()),
         StoreUrl::Sqlite(path) => Arc::new(super::sqlite::SqliteBackend::open(&path, mode)?),
+        #[cfg(feature = "postgres")]
         StoreUrl::Postgres(url) => Arc::new(super::postgres::PostgresBackend::open(&url, mode)?),
+        #[cfg(not(feature = "postgres"))]
+        StoreUrl::Postgres(_) => return Err(without_postgres()),
     };
     Ok(Store::new(
         backend,

@@ -11,10 +11,7 @@ use super::{assert_one_line_failure, leasehold, seed, store_in};
 
 fn sha256(path: &Path) -> String {
     let bytes = std::fs::read(path).unwrap();
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(&bytes))
 }
 
 /// Every name in `dir` (so a `-wal` / `-shm` or a new store shows up).
@@ -210,5 +207,23 @@ fn workflow_definitions_with_hostile_ids_are_diagnosed() {
         let out = super::stdout(&o) + &super::stderr(&o);
         assert!(out.contains(&format!("{what}: holds ")), "{out}");
         assert!(!out.contains(['\u{1b}', '\u{202e}']), "{out:?}");
+    }
+}
+
+/// A build without the `postgres` feature refuses a PostgreSQL URL in one line that names
+/// the feature, on every command that opens a store (and never echoes the password).
+#[cfg(not(feature = "postgres"))]
+#[test]
+fn postgres_urls_name_the_missing_feature() {
+    let url = "postgres://operator:s3cr3t@127.0.0.1:1/leasehold";
+    for args in [
+        vec!["inspect", "--store", url, "overview"],
+        vec!["history", "--store", url, "wf-1"],
+        vec!["check", "--store", url],
+        vec!["attach", "--read-only", url],
+    ] {
+        let err = assert_one_line_failure(&leasehold(&args), 2);
+        assert!(err.contains("`postgres` feature"), "{args:?}: {err}");
+        assert!(!err.contains("s3cr3t"), "{args:?}: {err}");
     }
 }

@@ -175,33 +175,36 @@ pub fn every_dedup_outcome_and_a_monotone_journal(h: &dyn Harness) {
 /// `stale-sequence` for a repeat or a step back, `WORK_FENCED` once another owner took the
 /// cursor, and the refused writes change nothing.
 pub fn cursor_writes_are_fenced_and_monotone(h: &dyn Harness) {
-    let s = h.store();
+    let store = h.store();
     assert!(ok(
         "create",
-        s.create_subscription("billing", "order.paid", "bill", K)
+        store.create_subscription("billing", "order.paid", "bill", K)
     ));
     assert!(
         !ok(
             "create again",
-            s.create_subscription("billing", "order.paid", "bill", K)
+            store.create_subscription("billing", "order.paid", "bill", K)
         ),
         "idempotent"
     );
     let work_id = Subscription::work_id("billing");
-    let cursor_item = ok("item", s.work(&work_id)).expect("the cursor's work item");
+    let cursor_item = ok("item", store.work(&work_id)).expect("the cursor's work item");
     assert_eq!(
         (cursor_item.kind, cursor_item.state),
         (WorkKind::Cursor, WorkState::Pending)
     );
 
     assert_eq!(
-        refused("advance unclaimed", s.advance_cursor("billing", "a", 0, 1)),
+        refused(
+            "advance unclaimed",
+            store.advance_cursor("billing", "a", 0, 1)
+        ),
         "WORK_FENCED"
     );
-    let a = ok("a claims the cursor", s.claim(&work_id, "a", K, 1_000));
+    let a = ok("a claims the cursor", store.claim(&work_id, "a", K, 1_000));
     let moved = ok(
         "advance to 5",
-        s.advance_cursor("billing", "a", a.generation, 5),
+        store.advance_cursor("billing", "a", a.generation, 5),
     );
     assert_eq!(
         (
@@ -214,20 +217,20 @@ pub fn cursor_writes_are_fenced_and_monotone(h: &dyn Harness) {
     assert_eq!(
         refused(
             "repeat 5",
-            s.advance_cursor("billing", "a", a.generation, 5)
+            store.advance_cursor("billing", "a", a.generation, 5)
         ),
         "stale-sequence"
     );
     assert_eq!(
         refused(
             "back to 3",
-            s.advance_cursor("billing", "a", a.generation, 3)
+            store.advance_cursor("billing", "a", a.generation, 3)
         ),
         "stale-sequence"
     );
     ok(
         "forward to 7",
-        s.advance_cursor("billing", "a", a.generation, 7),
+        store.advance_cursor("billing", "a", a.generation, 7),
     );
 
     h.clock().advance(1_000);
@@ -244,18 +247,18 @@ pub fn cursor_writes_are_fenced_and_monotone(h: &dyn Harness) {
     assert_eq!(
         refused(
             "a after the takeover",
-            s.advance_cursor("billing", "a", a.generation, 8)
+            store.advance_cursor("billing", "a", a.generation, 8)
         ),
         "WORK_FENCED"
     );
     assert_eq!(
         refused(
             "b, not forward",
-            s.advance_cursor("billing", "b", b.generation, 7)
+            store.advance_cursor("billing", "b", b.generation, 7)
         ),
         "stale-sequence"
     );
-    let sub = ok("read", s.subscription("billing")).expect("subscription");
+    let sub = ok("read", store.subscription("billing")).expect("subscription");
     assert_eq!(
         (sub.sequence, sub.generation, sub.updated_by.as_deref()),
         (7, a.generation, Some("a")),
@@ -263,7 +266,7 @@ pub fn cursor_writes_are_fenced_and_monotone(h: &dyn Harness) {
     );
     let by_b = ok(
         "b advances",
-        s.advance_cursor("billing", "b", b.generation, 9),
+        store.advance_cursor("billing", "b", b.generation, 9),
     );
     assert_eq!(
         (by_b.sequence, by_b.generation, by_b.updated_by.as_deref()),
@@ -273,31 +276,34 @@ pub fn cursor_writes_are_fenced_and_monotone(h: &dyn Harness) {
     // Yield hands the cursor back; whoever claims it next continues from 9.
     ok(
         "b yields",
-        s.yield_back(&work_id, "b", b.generation, s.now()),
+        store.yield_back(&work_id, "b", b.generation, store.now()),
     );
     assert_eq!(
         refused(
             "b after yielding",
-            s.advance_cursor("billing", "b", b.generation, 10)
+            store.advance_cursor("billing", "b", b.generation, 10)
         ),
         "WORK_FENCED"
     );
-    let c = ok("c claims", s.claim(&work_id, "c", K, 1_000));
+    let c = ok("c claims", store.claim(&work_id, "c", K, 1_000));
     assert_eq!(c.generation, b.generation + 1);
     assert_eq!(
         ok(
             "c advances",
-            s.advance_cursor("billing", "c", c.generation, 10)
+            store.advance_cursor("billing", "c", c.generation, 10)
         )
         .sequence,
         10
     );
 
     assert_eq!(
-        refused("unknown subscription", s.advance_cursor("nope", "c", 1, 1)),
+        refused(
+            "unknown subscription",
+            store.advance_cursor("nope", "c", 1, 1)
+        ),
         "NOT_FOUND"
     );
-    let (_, writes) = ok("history", s.ownership_history(Some(&work_id), 0, 100));
+    let (_, writes) = ok("history", store.ownership_history(Some(&work_id), 0, 100));
     let refusals: Vec<&str> = writes
         .iter()
         .filter(|w| !w.accepted)

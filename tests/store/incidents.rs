@@ -30,18 +30,21 @@ fn grants(s: &Store) -> Vec<Grant> {
 /// failovers, with the holder, its generation and how long its lease had lapsed — the
 /// same rows the grant history holds.
 pub fn a_reclaim_after_expiry_is_a_failover(h: &dyn Harness) {
-    let s = h.store();
-    let t0 = s.now();
-    ok("enqueue", s.enqueue(effect("e"), K));
-    let a = ok("a claims", s.claim("e", "a", K, 1_000));
-    let lease = ok("a acquires", s.acquire("r", "a", 1_000.0, NO_KEY));
+    let store = h.store();
+    let t0 = store.now();
+    ok("enqueue", store.enqueue(effect("e"), K));
+    let a = ok("a claims", store.claim("e", "a", K, 1_000));
+    let lease = ok("a acquires", store.acquire("r", "a", 1_000.0, NO_KEY));
     h.clock().advance(1_500);
     let b = ok("b reclaims", h.reopen().claim_batch("b", K, 10, 1_000));
     assert_eq!(b.len(), 1);
     h.clock().advance(250);
-    let c = ok("c reclaims the lease", s.acquire("r", "c", 1_000.0, NO_KEY));
+    let c = ok(
+        "c reclaims the lease",
+        store.acquire("r", "c", 1_000.0, NO_KEY),
+    );
 
-    let list = failovers(&s, t0);
+    let list = failovers(&store, t0);
     assert_eq!(list.total, 2);
     assert_eq!(list.next, None);
     let rows = rows_of(&list);
@@ -82,7 +85,7 @@ pub fn a_reclaim_after_expiry_is_a_failover(h: &dyn Harness) {
     );
     assert_eq!(work_failover.at, t0 + 1_500);
 
-    let history: Vec<Grant> = grants(&s)
+    let history: Vec<Grant> = grants(&store)
         .into_iter()
         .filter(|g| g.took_over.is_some())
         .rev()

@@ -25,22 +25,22 @@ fn lease_of(h: &dyn Harness, resource: &str) -> Lease {
 /// `acquire` succeeds only when the resource is unclaimed or its window has closed
 /// (`expiresAt <= now`); never over a live lease, not even the holder's own.
 pub fn acquire_never_grants_over_a_live_lease(h: &dyn Harness) {
-    let s = h.store();
-    let a = ok("a acquires", s.acquire("r", "a", 1_000.0, NO_KEY));
+    let store = h.store();
+    let a = ok("a acquires", store.acquire("r", "a", 1_000.0, NO_KEY));
     assert_eq!((a.owner_id.as_str(), a.generation), ("a", 1));
     assert_eq!(a.expires_at, a.acquired_at + 1_000);
 
     assert_eq!(
         refused(
             "b over a's live lease",
-            s.acquire("r", "b", 1_000.0, NO_KEY)
+            store.acquire("r", "b", 1_000.0, NO_KEY)
         ),
         "WORK_IN_PROGRESS"
     );
     assert_eq!(
         refused(
             "a over its own live lease",
-            s.acquire("r", "a", 1_000.0, NO_KEY)
+            store.acquire("r", "a", 1_000.0, NO_KEY)
         ),
         "WORK_IN_PROGRESS"
     );
@@ -48,7 +48,7 @@ pub fn acquire_never_grants_over_a_live_lease(h: &dyn Harness) {
     assert_eq!(
         refused(
             "b one ms before expiry",
-            s.acquire("r", "b", 1_000.0, NO_KEY)
+            store.acquire("r", "b", 1_000.0, NO_KEY)
         ),
         "WORK_IN_PROGRESS"
     );
@@ -61,18 +61,18 @@ pub fn acquire_never_grants_over_a_live_lease(h: &dyn Harness) {
     h.clock().advance(1);
     let b = ok(
         "b at expiresAt (not live)",
-        s.acquire("r", "b", 1_000.0, NO_KEY),
+        store.acquire("r", "b", 1_000.0, NO_KEY),
     );
     assert_eq!((b.owner_id.as_str(), b.generation), ("b", 2));
 
     let released = ok(
         "b releases",
-        s.release("r", "b", &b.token, b.generation, NO_KEY),
+        store.release("r", "b", &b.token, b.generation, NO_KEY),
     );
     assert!(released.released_at.is_some());
     let c = ok(
         "c right after a release",
-        s.acquire("r", "c", 1_000.0, NO_KEY),
+        store.acquire("r", "c", 1_000.0, NO_KEY),
     );
     assert_eq!((c.owner_id.as_str(), c.generation), ("c", 3));
 }
@@ -129,50 +129,50 @@ pub fn racing_acquirers_exactly_one_wins(h: &dyn Harness) {
 /// Every successful acquire (and handoff) mints a generation strictly greater than every
 /// earlier one for that resource, across release, expiry-reclaim and reopening.
 pub fn generations_strictly_increase_across_release_expiry_and_reopen(h: &dyn Harness) {
-    let s = h.store();
+    let store = h.store();
     let mut seen = Vec::new();
-    let a = ok("a acquires", s.acquire("r", "a", 1_000.0, NO_KEY));
-    seen.push(a.generation);
+    let by_a = ok("a acquires", store.acquire("r", "a", 1_000.0, NO_KEY));
+    seen.push(by_a.generation);
     ok(
         "a releases",
-        s.release("r", "a", &a.token, a.generation, NO_KEY),
+        store.release("r", "a", &by_a.token, by_a.generation, NO_KEY),
     );
-    let b = ok(
+    let by_b = ok(
         "b acquires after release",
-        s.acquire("r", "b", 1_000.0, NO_KEY),
+        store.acquire("r", "b", 1_000.0, NO_KEY),
     );
-    seen.push(b.generation);
+    seen.push(by_b.generation);
     h.clock().advance(1_000);
-    let c = ok(
+    let by_c = ok(
         "c reclaims after expiry",
-        s.acquire("r", "c", 1_000.0, NO_KEY),
+        store.acquire("r", "c", 1_000.0, NO_KEY),
     );
-    seen.push(c.generation);
+    seen.push(by_c.generation);
 
-    let s = h.reopen();
+    let store = h.reopen();
     assert_eq!(
-        ok("read after reopen", s.lease("r")).map(|l| l.generation),
-        Some(c.generation),
+        ok("read after reopen", store.lease("r")).map(|l| l.generation),
+        Some(by_c.generation),
         "the generation is durable"
     );
     ok(
         "c releases after reopen",
-        s.release("r", "c", &c.token, c.generation, NO_KEY),
+        store.release("r", "c", &by_c.token, by_c.generation, NO_KEY),
     );
-    let s = h.reopen();
+    let store = h.reopen();
     let a2 = ok(
         "a acquires again after another reopen",
-        s.acquire("r", "a", 1_000.0, NO_KEY),
+        store.acquire("r", "a", 1_000.0, NO_KEY),
     );
     seen.push(a2.generation);
-    let d = ok(
+    let by_d = ok(
         "a hands off to d",
-        s.handoff("r", "a", &a2.token, a2.generation, "d", 1_000.0, NO_KEY),
+        store.handoff("r", "a", &a2.token, a2.generation, "d", 1_000.0, NO_KEY),
     );
-    seen.push(d.generation);
+    seen.push(by_d.generation);
     h.clock().advance(5_000);
-    let e = ok("e reclaims", h.reopen().acquire("r", "e", 1_000.0, NO_KEY));
-    seen.push(e.generation);
+    let by_e = ok("e reclaims", h.reopen().acquire("r", "e", 1_000.0, NO_KEY));
+    seen.push(by_e.generation);
 
     assert!(
         seen.windows(2).all(|w| w[0] < w[1]),
@@ -600,11 +600,11 @@ pub fn self_handoff_is_refused(h: &dyn Harness) {
 /// Handoff moves the lease to the recipient in one transaction under generation + 1: the
 /// giver is fenced, the checkpoint travels, and a third party never sees the lease free.
 pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {
-    let s = h.store();
-    let a = ok("a acquires", s.acquire("r", "a", 60_000.0, NO_KEY));
+    let store = h.store();
+    let a = ok("a acquires", store.acquire("r", "a", 60_000.0, NO_KEY));
     ok(
         "a checkpoints",
-        s.save_checkpoint("r", "a", &a.token, a.generation, "step=7", NO_KEY),
+        store.save_checkpoint("r", "a", &a.token, a.generation, "step=7", NO_KEY),
     );
 
     let done = AtomicBool::new(false);
@@ -645,14 +645,14 @@ pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {
         barrier.wait();
         let moved = ok(
             "a hands off to b",
-            s.handoff("r", "a", &a.token, a.generation, "b", 2_000.0, NO_KEY),
+            store.handoff("r", "a", &a.token, a.generation, "b", 2_000.0, NO_KEY),
         );
         assert_eq!(
             (moved.owner_id.as_str(), moved.generation),
             ("b", a.generation + 1)
         );
         assert_ne!(moved.token, a.token, "the recipient gets a fresh token");
-        assert_eq!(moved.expires_at, s.now() + 2_000);
+        assert_eq!(moved.expires_at, store.now() + 2_000);
         assert_eq!(
             moved.checkpoint.as_ref().map(|c| c.data.as_str()),
             Some("step=7"),
@@ -677,30 +677,30 @@ pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {
     assert_eq!(
         refused(
             "giver renews",
-            s.renew("r", &a.token, a.generation, 1_000.0)
+            store.renew("r", &a.token, a.generation, 1_000.0)
         ),
         "WORK_FENCED"
     );
     assert_eq!(
         refused(
             "giver releases",
-            s.release("r", "a", &a.token, a.generation, NO_KEY)
+            store.release("r", "a", &a.token, a.generation, NO_KEY)
         ),
         "WORK_FENCED"
     );
     assert_eq!(
         refused(
             "giver hands off again",
-            s.handoff("r", "a", &a.token, a.generation, "c", 1_000.0, NO_KEY)
+            store.handoff("r", "a", &a.token, a.generation, "c", 1_000.0, NO_KEY)
         ),
         "WORK_FENCED"
     );
     ok(
         "recipient renews",
-        s.renew("r", &b.token, b.generation, 1_000.0),
+        store.renew("r", &b.token, b.generation, 1_000.0),
     );
 
-    let (grants, _) = ok("history", s.ownership_history(Some("r"), 0, 1_000));
+    let (grants, _) = ok("history", store.ownership_history(Some("r"), 0, 1_000));
     let grants: Vec<(&str, u64, &str)> = grants
         .iter()
         .map(|g| (g.owner_id.as_str(), g.generation, g.how.as_str()))
@@ -711,7 +711,7 @@ pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {
     h.clock().advance(5_000);
     let c = ok(
         "b hands off after expiry",
-        s.handoff("r", "b", &b.token, b.generation, "c", 1_000.0, NO_KEY),
+        store.handoff("r", "b", &b.token, b.generation, "c", 1_000.0, NO_KEY),
     );
     assert_eq!((c.owner_id.as_str(), c.generation), ("c", 3));
 }
@@ -719,21 +719,21 @@ pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {
 /// A checkpoint saved under the current generation survives expiry for the next owner (and
 /// a reopen), and a normal release drops it.
 pub fn checkpoint_survives_expiry_and_is_dropped_on_release(h: &dyn Harness) {
-    let s = h.store();
-    let a = ok("a acquires", s.acquire("r", "a", 1_000.0, NO_KEY));
+    let store = h.store();
+    let a = ok("a acquires", store.acquire("r", "a", 1_000.0, NO_KEY));
     let saved = ok(
         "a checkpoints",
-        s.save_checkpoint("r", "a", &a.token, a.generation, "page=3", NO_KEY),
+        store.save_checkpoint("r", "a", &a.token, a.generation, "page=3", NO_KEY),
     );
     let cp = saved.checkpoint.clone().expect("checkpoint");
     assert_eq!(
         (cp.generation, cp.data.as_str(), cp.saved_at),
-        (1, "page=3", s.now())
+        (1, "page=3", store.now())
     );
     h.clock().advance(2_000);
 
-    let s = h.reopen();
-    let b = ok("b reclaims", s.acquire("r", "b", 1_000.0, NO_KEY));
+    let store = h.reopen();
+    let b = ok("b reclaims", store.acquire("r", "b", 1_000.0, NO_KEY));
     assert_eq!(
         b.checkpoint,
         Some(cp),
@@ -742,13 +742,13 @@ pub fn checkpoint_survives_expiry_and_is_dropped_on_release(h: &dyn Harness) {
     assert_eq!(
         refused(
             "stale checkpoint",
-            s.save_checkpoint("r", "a", &a.token, a.generation, "page=99", NO_KEY)
+            store.save_checkpoint("r", "a", &a.token, a.generation, "page=99", NO_KEY)
         ),
         "WORK_FENCED"
     );
     let b2 = ok(
         "b checkpoints",
-        s.save_checkpoint("r", "b", &b.token, b.generation, "page=4", NO_KEY),
+        store.save_checkpoint("r", "b", &b.token, b.generation, "page=4", NO_KEY),
     );
     assert_eq!(
         b2.checkpoint
@@ -758,7 +758,7 @@ pub fn checkpoint_survives_expiry_and_is_dropped_on_release(h: &dyn Harness) {
     );
     let released = ok(
         "b releases",
-        s.release("r", "b", &b.token, b.generation, NO_KEY),
+        store.release("r", "b", &b.token, b.generation, NO_KEY),
     );
     assert_eq!(
         released.checkpoint, None,

@@ -430,23 +430,23 @@ impl ReferenceStateMachine for ShadowMachine {
     }
 
     fn transitions(_: &Shadow) -> BoxedStrategy<Step> {
-        let o = 0..3usize;
-        let r = 0..3usize;
-        let i = 0..4usize;
-        let d = 0..DURATIONS.len();
-        let l = 0..WORK_LEASES.len();
+        let owners = 0..3usize;
+        let resources = 0..3usize;
+        let items = 0..4usize;
+        let durations = 0..DURATIONS.len();
+        let leases = 0..WORK_LEASES.len();
         prop_oneof![
-            4 => (o.clone(), r.clone(), d.clone()).prop_map(|(owner, res, dur)| Step::Acquire { owner, res, dur }),
-            2 => (o.clone(), r.clone(), d.clone()).prop_map(|(owner, res, dur)| Step::Renew { owner, res, dur }),
-            1 => (o.clone(), r.clone()).prop_map(|(owner, res)| Step::RenewForged { owner, res }),
-            2 => (o.clone(), r.clone()).prop_map(|(owner, res)| Step::Release { owner, res }),
-            2 => (o.clone(), r.clone(), 0..3usize, d).prop_map(|(owner, res, k, dur)| Step::Handoff { owner, res, to: (owner + k) % 3, dur }),
-            1 => (o.clone(), r, any::<u8>()).prop_map(|(owner, res, data)| Step::Checkpoint { owner, res, data }),
-            3 => (o.clone(), i.clone(), l.clone()).prop_map(|(owner, item, lease)| Step::Claim { owner, item, lease }),
-            3 => (o.clone(), 0..4usize, l.clone()).prop_map(|(owner, limit, lease)| Step::ClaimBatch { owner, limit, lease }),
-            3 => (o.clone(), i.clone()).prop_map(|(owner, item)| Step::Complete { owner, item }),
-            2 => (o.clone(), i.clone(), any::<bool>()).prop_map(|(owner, item, retryable)| Step::Fail { owner, item, retryable }),
-            1 => (o, i, l).prop_map(|(owner, item, lease)| Step::RenewClaim { owner, item, lease }),
+            4 => (owners.clone(), resources.clone(), durations.clone()).prop_map(|(owner, res, dur)| Step::Acquire { owner, res, dur }),
+            2 => (owners.clone(), resources.clone(), durations.clone()).prop_map(|(owner, res, dur)| Step::Renew { owner, res, dur }),
+            1 => (owners.clone(), resources.clone()).prop_map(|(owner, res)| Step::RenewForged { owner, res }),
+            2 => (owners.clone(), resources.clone()).prop_map(|(owner, res)| Step::Release { owner, res }),
+            2 => (owners.clone(), resources.clone(), 0..3usize, durations).prop_map(|(owner, res, k, dur)| Step::Handoff { owner, res, to: (owner + k) % 3, dur }),
+            1 => (owners.clone(), resources, any::<u8>()).prop_map(|(owner, res, data)| Step::Checkpoint { owner, res, data }),
+            3 => (owners.clone(), items.clone(), leases.clone()).prop_map(|(owner, item, lease)| Step::Claim { owner, item, lease }),
+            3 => (owners.clone(), 0..4usize, leases.clone()).prop_map(|(owner, limit, lease)| Step::ClaimBatch { owner, limit, lease }),
+            3 => (owners.clone(), items.clone()).prop_map(|(owner, item)| Step::Complete { owner, item }),
+            2 => (owners.clone(), items.clone(), any::<bool>()).prop_map(|(owner, item, retryable)| Step::Fail { owner, item, retryable }),
+            1 => (owners, items, leases).prop_map(|(owner, item, lease)| Step::RenewClaim { owner, item, lease }),
             4 => (0..ADVANCES.len()).prop_map(|by| Step::Advance { by }),
         ]
         .boxed()
@@ -479,7 +479,9 @@ impl Provider for Sqlite {
     }
 }
 
+#[cfg(feature = "postgres")]
 pub struct Postgres;
+#[cfg(feature = "postgres")]
 impl Provider for Postgres {
     fn fresh() -> Box<dyn Harness> {
         support::postgres()
@@ -812,6 +814,7 @@ prop_state_machine! {
     #[test]
     fn shadow_model_agrees_on_sqlite(sequential 50 => Machine<Sqlite>);
 
+    #[cfg(feature = "postgres")]
     #[test]
     fn shadow_model_agrees_on_postgres(sequential 50 => Machine<Postgres>);
 }

@@ -132,7 +132,7 @@ pub fn every_commit_advances_the_revision(h: &dyn Harness) {
             ok("revision", s.revision()),
             rev,
             "{what} must not advance the revision"
-        )
+        );
     };
     ok("read lease", s.lease("r"));
     ok("read work", s.work("e1"));

@@ -374,14 +374,14 @@ pub fn reclaim_fences_the_old_work_owner(h: &dyn Harness) {
 /// Reclaiming an attempt whose outcome was never recorded counts an uncertain attempt and
 /// keeps the idempotency key and logical effect id, so the retry dedups downstream.
 pub fn unrecorded_attempt_is_uncertain_and_keeps_its_keys(h: &dyn Harness) {
-    let s = h.store();
+    let store = h.store();
     let spec = NewWork {
         logical_effect_id: Some("intent-1".into()),
         idempotency_key: Some("idem-1".into()),
         ..effect("e")
     };
-    ok("enqueue", s.enqueue(spec, K));
-    ok("enqueue default keys", s.enqueue(effect("plain"), K));
+    ok("enqueue", store.enqueue(spec, K));
+    ok("enqueue default keys", store.enqueue(effect("plain"), K));
     let plain = item(h, "plain");
     assert_eq!(
         (
@@ -392,40 +392,55 @@ pub fn unrecorded_attempt_is_uncertain_and_keeps_its_keys(h: &dyn Harness) {
         "key defaults to the intent id"
     );
 
-    let a = ok("a claims", s.claim("e", "a", K, 1_000));
-    assert_eq!((a.attempt_number, a.uncertain_attempts), (1, 0));
+    let by_a = ok("a claims", store.claim("e", "a", K, 1_000));
+    assert_eq!((by_a.attempt_number, by_a.uncertain_attempts), (1, 0));
     h.clock().advance(1_000);
     // The owner died: a new process picks the item up.
-    let s = h.reopen();
-    let b = ok("b reclaims", s.claim_batch("b", K, 10, 1_000))
+    let store = h.reopen();
+    let by_b = ok("b reclaims", store.claim_batch("b", K, 10, 1_000))
         .into_iter()
         .find(|i| i.id == "e")
         .expect("e reclaimed");
     assert_eq!(
-        (b.generation, b.attempt_number, b.uncertain_attempts),
+        (
+            by_b.generation,
+            by_b.attempt_number,
+            by_b.uncertain_attempts
+        ),
         (2, 2, 1)
     );
     assert_eq!(
-        (b.logical_effect_id.as_str(), b.idempotency_key.as_str()),
+        (
+            by_b.logical_effect_id.as_str(),
+            by_b.idempotency_key.as_str()
+        ),
         ("intent-1", "idem-1")
     );
     h.clock().advance(1_000);
-    let c = ok("c reclaims directly", h.reopen().claim("e", "c", K, 1_000));
+    let by_c = ok("c reclaims directly", h.reopen().claim("e", "c", K, 1_000));
     assert_eq!(
-        (c.generation, c.attempt_number, c.uncertain_attempts),
+        (
+            by_c.generation,
+            by_c.attempt_number,
+            by_c.uncertain_attempts
+        ),
         (3, 3, 2)
     );
-    assert_eq!(c.idempotency_key, "idem-1");
+    assert_eq!(by_c.idempotency_key, "idem-1");
 
     // A recorded outcome is not uncertain: the next claim after a recorded retry adds none.
     ok(
         "c records a retryable failure",
-        s.fail("e", "c", c.generation, retryable("E_503")),
+        store.fail("e", "c", by_c.generation, retryable("E_503")),
     );
     h.clock().advance(Backoff::default().delay(3));
-    let d = ok("d claims the retry", s.claim("e", "d", K, 1_000));
+    let by_d = ok("d claims the retry", store.claim("e", "d", K, 1_000));
     assert_eq!(
-        (d.generation, d.attempt_number, d.uncertain_attempts),
+        (
+            by_d.generation,
+            by_d.attempt_number,
+            by_d.uncertain_attempts
+        ),
         (4, 4, 2)
     );
     assert_eq!(item(h, "e").idempotency_key, "idem-1");

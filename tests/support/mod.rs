@@ -1,16 +1,31 @@
-//! The test harness shared by the store suites: one [`Harness`] per provider that hands out
-//! [`Store`] handles over one store with an injected [`ManualClock`] and seeded ids, can
-//! *reopen* the store (a process restart: a new connection over the same file, or for memory
-//! a new handle over the same `MemoryBackend`) and cleans up after itself on drop (the temp
-//! dir of a SQLite file).
+//! The one test-support layer every suite includes (`#[path = "support/mod.rs"] mod support;`):
 //!
-//! The Postgres harness gets a database of its own on the test server (`postgres.rs`: a
-//! throwaway server per test binary, or the one `LEASEHOLD_TEST_PG_URL` names).
+//! - this file: the provider [`Harness`] — per provider, [`Store`] handles over one store with
+//!   an injected [`ManualClock`] and seeded ids, a *reopen* (a process restart: a new
+//!   connection over the same file, or for memory a new handle over the same
+//!   `MemoryBackend`) and cleanup on drop (the temp dir of a SQLite file);
+//!   `postgres_store.rs` is the Postgres one, over a database of its own on the test server
+//!   (`postgres.rs`: a throwaway server per test binary, or the one `LEASEHOLD_TEST_PG_URL`
+//!   names);
+//! - `per_provider.rs`: the macro that runs a case on every provider;
+//! - `wait.rs`: the one way to wait for something another thread or process does;
+//! - `authorities.rs`: real `leasehold authority` processes.
 
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(dead_code, unused_macros, clippy::unwrap_used)]
 
 pub mod authorities;
+#[macro_use]
+mod per_provider;
+#[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_store;
+pub mod wait;
+
+// Each test binary uses a part of the harness, like the dead-code allowance above.
+#[cfg(feature = "postgres")]
+#[allow(unused_imports)]
+pub use postgres_store::{PostgresHarness, open_postgres, postgres, postgres_harness};
 
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
@@ -21,7 +36,6 @@ use leasehold::Store;
 use leasehold::clock::{ManualClock, Millis};
 use leasehold::ids::SeededIds;
 use leasehold::store::memory::MemoryBackend;
-use leasehold::store::postgres::PostgresBackend;
 use leasehold::store::sqlite::SqliteBackend;
 use leasehold::store::url::OpenMode;
 
@@ -185,66 +199,6 @@ impl Harness for SqliteHarness {
 
     fn reopen(&self) -> Store {
         open_sqlite(&self.path, &self.clock, OpenMode::ReadWrite).expect("reopen the SQLite store")
-    }
-}
-
-/// The Postgres provider over a database of its own, dropped with the harness.
-pub struct PostgresHarness {
-    // Dropped first: the handles close before the database goes.
-    primary: Store,
-    clock: ManualClock,
-    db: postgres::Database,
-}
-
-/// A fresh Postgres store in its own database.
-pub fn postgres() -> Box<dyn Harness> {
-    Box::new(postgres_harness())
-}
-
-/// [`postgres`], typed (for tests that need the database itself).
-pub fn postgres_harness() -> PostgresHarness {
-    let db = postgres::database();
-    let clock = ManualClock::new(START);
-    let primary =
-        open_postgres(db.url(), &clock, OpenMode::ReadWrite).expect("open a fresh Postgres store");
-    PostgresHarness { primary, clock, db }
-}
-
-/// A store over the Postgres database at `url` reading `clock`, with seeded ids.
-///
-/// # Errors
-/// Whatever the provider's open says.
-pub fn open_postgres(url: &str, clock: &ManualClock, mode: OpenMode) -> leasehold::Result<Store> {
-    let backend = PostgresBackend::open(url, mode)?;
-    Ok(Store::new(
-        Arc::new(backend),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(next_seed())),
-    ))
-}
-
-impl PostgresHarness {
-    pub fn database(&self) -> &postgres::Database {
-        &self.db
-    }
-}
-
-impl Harness for PostgresHarness {
-    fn provider(&self) -> &'static str {
-        "postgres"
-    }
-
-    fn clock(&self) -> &ManualClock {
-        &self.clock
-    }
-
-    fn store(&self) -> Store {
-        self.primary.clone()
-    }
-
-    fn reopen(&self) -> Store {
-        open_postgres(self.db.url(), &self.clock, OpenMode::ReadWrite)
-            .expect("reopen the Postgres store")
     }
 }
 

@@ -17,7 +17,8 @@ use leasehold::workflow::engine::{CancelOutcome, Claimed, Engine, Next, Step, de
 use leasehold::workflow::machine::Failure;
 use serde_json::{Value, json};
 
-use crate::harness::{Env, Provider, args, deploy};
+use crate::definitions::{args, deploy};
+use crate::support::Harness;
 
 const COMPAT: &str = "build-a";
 const LEASE_MS: i64 = 1_000;
@@ -68,8 +69,8 @@ fn start(store: &Store, def: &Value, arguments: Value) -> String {
         .instance_id
 }
 
-fn engine(env: &Env, owner: &str) -> Engine {
-    Engine::new(env.store.clone(), owner, COMPAT)
+fn engine(h: &dyn Harness, owner: &str) -> Engine {
+    Engine::new(h.store(), owner, COMPAT)
 }
 
 fn claim_one(engine: &Engine) -> Claimed {
@@ -112,10 +113,9 @@ fn code<T: std::fmt::Debug>(r: leasehold::Result<T>) -> &'static str {
 
 /// A Claimed whose lease is current but whose revision moved on (the owner applied a
 /// transition and claimed again) is refused by the CAS, and writes nothing.
-fn stale_revision_is_fenced_and_writes_nothing(p: Provider) {
-    let env = Env::new(p);
-    let id = start(&env.store, &two_actions(), json!({ "n": 1 }));
-    let a = engine(&env, "a");
+fn stale_revision_is_fenced_and_writes_nothing(h: &dyn Harness) {
+    let id = start(&h.store(), &two_actions(), json!({ "n": 1 }));
+    let a = engine(h, "a");
     let first = claim_one(&a);
     assert_eq!(first.row.instance_revision, 1);
     a.advance(&first, ok(json!(1))).expect("first step");
@@ -127,7 +127,7 @@ fn stale_revision_is_fenced_and_writes_nothing(p: Provider) {
         lease: second.lease.clone(),
         ..first.clone()
     };
-    let before = snapshot(&env.store, &id);
+    let before = snapshot(&h.store(), &id);
     let refused = a.apply(
         &stale,
         Trigger::ActionSucceeded {
@@ -136,11 +136,11 @@ fn stale_revision_is_fenced_and_writes_nothing(p: Provider) {
     );
     assert_eq!(code(refused), "WORK_FENCED");
     assert_eq!(
-        snapshot(&env.store, &id),
+        snapshot(&h.store(), &id),
         before,
         "a refused CAS wrote instance state"
     );
-    let w = last_write(&env.store, &id);
+    let w = last_write(&h.store(), &id);
     assert!(!w.accepted && w.refusal.as_deref() == Some("WORK_FENCED") && w.verb == "transition");
 
     // The current claim still works, and the stale value never surfaces.
@@ -154,48 +154,46 @@ fn stale_revision_is_fenced_and_writes_nothing(p: Provider) {
 }
 
 /// A cancel moves the revision under a live claim: the holder's transition is refused.
-fn cancel_fences_the_holder(p: Provider) {
-    let env = Env::new(p);
-    let id = start(&env.store, &two_actions(), json!({ "n": 1 }));
-    let a = engine(&env, "a");
+fn cancel_fences_the_holder(h: &dyn Harness) {
+    let id = start(&h.store(), &two_actions(), json!({ "n": 1 }));
+    let a = engine(h, "a");
     let held = claim_one(&a);
     assert_eq!(
-        env.store
+        h.store()
             .cancel_workflow(&id, Some(COMPAT), "ops", "stop")
             .expect("cancel"),
         CancelOutcome::Cancelled
     );
-    let before = snapshot(&env.store, &id);
+    let before = snapshot(&h.store(), &id);
     let refused = a.apply(&held, Trigger::ActionSucceeded { output: json!(1) });
     assert_eq!(code(refused), "WORK_FENCED");
-    assert_eq!(snapshot(&env.store, &id), before);
+    assert_eq!(snapshot(&h.store(), &id), before);
     assert_eq!(before.0.status, "cancelled");
 }
 
 /// A holder whose lease was reclaimed by another authority is fenced on every write: the
 /// outcome record, the transition and the release. The new holder proceeds.
-fn stale_lease_holder_is_fenced(p: Provider) {
-    let env = Env::new(p);
-    let id = start(&env.store, &two_actions(), json!({ "n": 1 }));
-    let (a, b) = (engine(&env, "a"), engine(&env, "b"));
+fn stale_lease_holder_is_fenced(h: &dyn Harness) {
+    let id = start(&h.store(), &two_actions(), json!({ "n": 1 }));
+    let (a, b) = (engine(h, "a"), engine(h, "b"));
     let old = claim_one(&a);
     let Next::Run(request) = a.next(&old).expect("next") else {
         panic!("an action is due")
     };
-    env.clock.advance(LEASE_MS);
+    h.clock().advance(LEASE_MS);
     let new = claim_one(&b);
     assert!(
         new.lease.generation > old.lease.generation,
         "a reclaim mints a higher generation"
     );
 
-    let before = snapshot(&env.store, &id);
+    let before = snapshot(&h.store(), &id);
     assert_eq!(
         code(a.record_outcome(&old, &request, &Ok(json!("stale")))),
         "WORK_FENCED"
     );
     assert_eq!(
-        env.store
+        h.store()
             .action_outcome(&request.invocation_id)
             .expect("read"),
         None,
@@ -212,7 +210,7 @@ fn stale_lease_holder_is_fenced(p: Provider) {
     );
     assert_eq!(code(a.release(&old)), "WORK_FENCED");
     assert_eq!(
-        snapshot(&env.store, &id),
+        snapshot(&h.store(), &id),
         before,
         "the stale holder changed the instance"
     );
@@ -222,8 +220,8 @@ fn stale_lease_holder_is_fenced(p: Provider) {
         .expect("new holder")
         .expect("row");
     assert_eq!(row.instance_revision, 2);
-    let outcome = env
-        .store
+    let outcome = h
+        .store()
         .action_outcome(&request.invocation_id)
         .expect("read")
         .expect("recorded");
@@ -231,12 +229,11 @@ fn stale_lease_holder_is_fenced(p: Provider) {
 }
 
 /// Expiry alone fences nothing: if nobody reclaimed, the late holder's transition applies.
-fn expiry_alone_does_not_fence(p: Provider) {
-    let env = Env::new(p);
-    start(&env.store, &two_actions(), json!({ "n": 1 }));
-    let a = engine(&env, "a");
+fn expiry_alone_does_not_fence(h: &dyn Harness) {
+    start(&h.store(), &two_actions(), json!({ "n": 1 }));
+    let a = engine(h, "a");
     let held = claim_one(&a);
-    env.clock.advance(LEASE_MS * 5);
+    h.clock().advance(LEASE_MS * 5);
     let row = a
         .advance(&held, ok(json!(1)))
         .expect("late but unchallenged")
@@ -245,10 +242,9 @@ fn expiry_alone_does_not_fence(p: Provider) {
 }
 
 /// Two authorities claiming at the same instant: exactly one gets the instance.
-fn racing_claimers_one_wins(p: Provider) {
-    let env = Env::new(p);
-    start(&env.store, &two_actions(), json!({ "n": 1 }));
-    let (a, b) = (engine(&env, "a"), engine(&env, "b"));
+fn racing_claimers_one_wins(h: &dyn Harness) {
+    start(&h.store(), &two_actions(), json!({ "n": 1 }));
+    let (a, b) = (engine(h, "a"), engine(h, "b"));
     let got_a = a.claim(10, LEASE_MS).expect("claim a");
     let got_b = b.claim(10, LEASE_MS).expect("claim b");
     assert_eq!(got_a.len() + got_b.len(), 1);
@@ -256,11 +252,10 @@ fn racing_claimers_one_wins(p: Provider) {
 
 /// Terminal statuses are irreversible: no cancel, no stale transition, no event or timer,
 /// and even a current, fenced transition attempt is refused as `already-terminal`.
-fn terminal_is_irreversible(p: Provider) {
-    let env = Env::new(p);
-    let id = start(&env.store, &wait_with_timeout(), json!({ "key": "k" }));
-    let a = engine(&env, "a");
-    env.store
+fn terminal_is_irreversible(h: &dyn Harness) {
+    let id = start(&h.store(), &wait_with_timeout(), json!({ "key": "k" }));
+    let a = engine(h, "a");
+    h.store()
         .ingest(&NewEvent {
             event_type: "signal".into(),
             source: Some("s".into()),
@@ -270,15 +265,15 @@ fn terminal_is_irreversible(p: Provider) {
         .expect("ingest");
     let stale = claim_one(&a);
     a.advance(&stale, never).expect("advance");
-    let done = snapshot(&env.store, &id);
+    let done = snapshot(&h.store(), &id);
     assert_eq!(done.0.status, "completed");
 
     assert_eq!(
-        code(env.store.cancel_workflow(&id, Some(COMPAT), "ops", "late")),
+        code(h.store().cancel_workflow(&id, Some(COMPAT), "ops", "late")),
         "already-terminal"
     );
     assert_eq!(code(a.apply(&stale, Trigger::TimeoutFired)), "WORK_FENCED");
-    env.store
+    h.store()
         .ingest(&NewEvent {
             event_type: "signal".into(),
             source: Some("s".into()),
@@ -286,18 +281,18 @@ fn terminal_is_irreversible(p: Provider) {
             payload: json!({ "key": "k" }),
         })
         .expect("ingest");
-    env.clock.advance(3_600_000);
+    h.clock().advance(3_600_000);
     assert!(
         a.claim(10, LEASE_MS).expect("claim").is_empty(),
         "a terminal instance was claimable"
     );
 
     // Current revision, current lease (taken directly): the state machine itself refuses.
-    let lease = env
-        .store
+    let lease = h
+        .store()
         .acquire(&format!("wf:{id}"), "a", 1_000.0, Keyed { key: None })
         .expect("lease");
-    let row = env.store.instance(&id).expect("read").expect("exists");
+    let row = h.store().instance(&id).expect("read").expect("exists");
     let (_, state) = decode_state(&row).expect("state");
     let current = Claimed { row, state, lease };
     assert_eq!(
@@ -316,27 +311,27 @@ fn terminal_is_irreversible(p: Provider) {
     );
     assert!(matches!(a.next(&current).expect("next"), Next::Idle));
     assert_eq!(
-        snapshot(&env.store, &id),
+        snapshot(&h.store(), &id),
         done,
         "a terminal instance changed"
     );
 
     // Cancelled is terminal too, and a repeated cancel is idempotent.
-    let other = start(&env.store, &wait_with_timeout(), json!({ "key": "z" }));
+    let other = start(&h.store(), &wait_with_timeout(), json!({ "key": "z" }));
     assert_eq!(
-        env.store
+        h.store()
             .cancel_workflow(&other, Some(COMPAT), "ops", "x")
             .expect("cancel"),
         CancelOutcome::Cancelled
     );
-    let cancelled = snapshot(&env.store, &other);
+    let cancelled = snapshot(&h.store(), &other);
     assert_eq!(
-        env.store
+        h.store()
             .cancel_workflow(&other, Some(COMPAT), "ops", "x")
             .expect("cancel"),
         CancelOutcome::AlreadyCancelled
     );
-    env.store
+    h.store()
         .ingest(&NewEvent {
             event_type: "signal".into(),
             source: Some("s".into()),
@@ -344,19 +339,18 @@ fn terminal_is_irreversible(p: Provider) {
             payload: json!({ "key": "z" }),
         })
         .expect("ingest");
-    env.clock.advance(3_600_000);
+    h.clock().advance(3_600_000);
     assert!(a.claim(10, LEASE_MS).expect("claim").is_empty());
-    assert_eq!(snapshot(&env.store, &other), cancelled);
+    assert_eq!(snapshot(&h.store(), &other), cancelled);
 }
 
 /// History positions are dense, each transition's entries carry the revision it produced,
 /// revisions go up by exactly one per committed transition, and the last one is the row's.
-fn history_revisions_are_monotone(p: Provider) {
-    let env = Env::new(p);
-    let id = start(&env.store, &two_actions(), json!({ "n": 3 }));
-    let a = engine(&env, "a");
+fn history_revisions_are_monotone(h: &dyn Harness) {
+    let id = start(&h.store(), &two_actions(), json!({ "n": 3 }));
+    let a = engine(h, "a");
     let mut revisions = vec![
-        env.store
+        h.store()
             .instance(&id)
             .expect("r")
             .expect("e")
@@ -375,7 +369,7 @@ fn history_revisions_are_monotone(p: Provider) {
         (2_000, Ok(json!("a"))),
         (0, Ok(json!("b"))),
     ] {
-        env.clock.advance(wait);
+        h.clock().advance(wait);
         let c = claim_one(&a);
         let row = a.advance(&c, |_| outcome).expect("advance").expect("row");
         revisions.push(row.instance_revision);
@@ -386,8 +380,8 @@ fn history_revisions_are_monotone(p: Provider) {
         "one revision per transition"
     );
 
-    let history = env.store.workflow_history(&id).expect("history");
-    let kinds: Vec<String> = history.iter().map(crate::harness::line).collect();
+    let history = h.store().workflow_history(&id).expect("history");
+    let kinds: Vec<String> = history.iter().map(crate::definitions::line).collect();
     assert_eq!(
         kinds,
         [
@@ -415,10 +409,9 @@ fn history_revisions_are_monotone(p: Provider) {
 
 /// One outcome record per invocation id: retries reuse the id (the record follows the
 /// latest attempt), and a second record for the same attempt never replaces the first.
-fn one_outcome_record_per_invocation(p: Provider) {
-    let env = Env::new(p);
-    let id = start(&env.store, &two_actions(), json!({ "n": 1 }));
-    let (a, b) = (engine(&env, "a"), engine(&env, "b"));
+fn one_outcome_record_per_invocation(h: &dyn Harness) {
+    let id = start(&h.store(), &two_actions(), json!({ "n": 1 }));
+    let (a, b) = (engine(h, "a"), engine(h, "b"));
     let invocation = format!("{id}/one#0");
 
     let c = claim_one(&a);
@@ -432,15 +425,15 @@ fn one_outcome_record_per_invocation(p: Provider) {
         })
     })
     .expect("attempt 1");
-    let first = env
-        .store
+    let first = h
+        .store()
         .action_outcome(&invocation)
         .expect("read")
         .expect("recorded");
     assert_eq!((first.attempt, first.outcome.as_str()), (1, "failed"));
 
     // Attempt 2: a records and dies before the transition.
-    env.clock.advance(1_000);
+    h.clock().advance(1_000);
     let c = claim_one(&a);
     let Next::Run(request) = a.next(&c).expect("next") else {
         panic!("attempt 2 is due")
@@ -453,12 +446,12 @@ fn one_outcome_record_per_invocation(p: Provider) {
         .expect("record");
 
     // b takes over; a duplicate record for the same attempt does not replace the first.
-    env.clock.advance(LEASE_MS);
+    h.clock().advance(LEASE_MS);
     let c = claim_one(&b);
     b.record_outcome(&c, &request, &Ok(json!("duplicate")))
         .expect("idempotent record");
-    let recorded = env
-        .store
+    let recorded = h
+        .store()
         .action_outcome(&invocation)
         .expect("read")
         .expect("recorded");
@@ -476,14 +469,14 @@ fn one_outcome_record_per_invocation(p: Provider) {
 
     let c = claim_one(&b);
     b.advance(&c, ok(json!("two"))).expect("step two");
-    let row = env.store.instance(&id).expect("read").expect("exists");
+    let row = h.store().instance(&id).expect("read").expect("exists");
     let (_, state) = decode_state(&row).expect("state");
     assert_eq!(
         state.output,
         Some(json!({ "first": "committed", "second": "two" }))
     );
-    let succeeded: Vec<_> = env
-        .store
+    let succeeded: Vec<_> = h
+        .store()
         .workflow_history(&id)
         .expect("history")
         .into_iter()
@@ -495,7 +488,7 @@ fn one_outcome_record_per_invocation(p: Provider) {
         vec![Some("one#0".to_string()), Some("two#0".to_string())]
     );
     assert!(
-        env.store
+        h.store()
             .action_outcome(&format!("{id}/two#0"))
             .expect("read")
             .is_some()
@@ -504,12 +497,11 @@ fn one_outcome_record_per_invocation(p: Provider) {
 
 /// Event and timeout due together, read by two authorities: whichever CAS commits first
 /// wins; the other is fenced; the history holds exactly one of them.
-fn event_versus_timeout_linearizes(p: Provider) {
-    let env = Env::new(p);
-    let id = start(&env.store, &wait_with_timeout(), json!({ "key": "k" }));
-    let (a, b) = (engine(&env, "a"), engine(&env, "b"));
-    env.clock.advance(60_000);
-    env.store
+fn event_versus_timeout_linearizes(h: &dyn Harness) {
+    let id = start(&h.store(), &wait_with_timeout(), json!({ "key": "k" }));
+    let (a, b) = (engine(h, "a"), engine(h, "b"));
+    h.clock().advance(60_000);
+    h.store()
         .ingest(&NewEvent {
             event_type: "signal".into(),
             source: Some("s".into()),
@@ -521,17 +513,17 @@ fn event_versus_timeout_linearizes(p: Provider) {
     let Next::Apply(event @ Trigger::EventMatched { .. }) = a.next(&slow).expect("next") else {
         panic!("the event at timeoutAt is due")
     };
-    env.clock.advance(LEASE_MS);
+    h.clock().advance(LEASE_MS);
     let fast = claim_one(&b);
     b.apply(&fast, Trigger::TimeoutFired)
         .expect("timeout first");
     assert_eq!(code(a.apply(&slow, event)), "WORK_FENCED");
-    let kinds: Vec<String> = env
-        .store
+    let kinds: Vec<String> = h
+        .store()
         .workflow_history(&id)
         .expect("h")
         .iter()
-        .map(crate::harness::line)
+        .map(crate::definitions::line)
         .collect();
     assert_eq!(
         kinds,
@@ -575,26 +567,25 @@ fn signal(store: &Store, id: &str, key: &str) {
 /// No event is lost in the handoff: a matching event that commits while an authority is
 /// looking at the instance for an earlier, non-matching event (it has read the journal and
 /// found nothing, and is about to give the instance back) must still move the instance.
-fn event_during_an_idle_check_is_not_lost(p: Provider) {
-    let env = Env::new(p);
-    let id = start(&env.store, &wait_forever(), json!({ "key": "k" }));
-    let (a, b) = (engine(&env, "a"), engine(&env, "b"));
-    signal(&env.store, "e1", "other");
+fn event_during_an_idle_check_is_not_lost(h: &dyn Harness) {
+    let id = start(&h.store(), &wait_forever(), json!({ "key": "k" }));
+    let (a, b) = (engine(h, "a"), engine(h, "b"));
+    signal(&h.store(), "e1", "other");
     let looking = claim_one(&a);
     assert_eq!(
         a.next(&looking).expect("next"),
         Next::Idle,
         "e1 does not match"
     );
-    env.clock.advance(10);
-    signal(&env.store, "e2", "k");
+    h.clock().advance(10);
+    signal(&h.store(), "e2", "k");
     a.release(&looking).expect("release");
 
-    env.clock.advance(10);
+    h.clock().advance(10);
     for c in b.claim(10, LEASE_MS).expect("claim") {
         b.advance(&c, never).expect("advance");
     }
-    let row = env.store.instance(&id).expect("read").expect("exists");
+    let row = h.store().instance(&id).expect("read").expect("exists");
     assert_eq!(
         row.status, "completed",
         "the matching event e2 was journalled before the release, yet the instance is no longer eligible (next_eligible_at {:?})",
@@ -604,12 +595,11 @@ fn event_during_an_idle_check_is_not_lost(p: Provider) {
 
 /// Leaderless progress: while one authority holds some runnable instances, another one's
 /// claim gets the others (a claim window is not spent on instances someone else holds).
-fn claim_skips_instances_leased_by_others(p: Provider) {
-    let env = Env::new(p);
+fn claim_skips_instances_leased_by_others(h: &dyn Harness) {
     for n in 0..3 {
-        start(&env.store, &two_actions(), json!({ "n": n }));
+        start(&h.store(), &two_actions(), json!({ "n": n }));
     }
-    let (a, b) = (engine(&env, "a"), engine(&env, "b"));
+    let (a, b) = (engine(h, "a"), engine(h, "b"));
     let held = a.claim(1, LEASE_MS).expect("claim a");
     assert_eq!(held.len(), 1);
     let got = b.claim(1, LEASE_MS).expect("claim b");
@@ -624,19 +614,18 @@ fn claim_skips_instances_leased_by_others(p: Provider) {
 /// Group commit of workflow steps: a batch in which one entry is stale (its lease was
 /// taken over) refuses only that entry; the others record their outcome and transition in
 /// the same single commit.
-fn finished_steps_commit_together_and_a_stale_entry_refuses_alone(p: Provider) {
-    let env = Env::new(p);
+fn finished_steps_commit_together_and_a_stale_entry_refuses_alone(h: &dyn Harness) {
     for n in 1..=3 {
-        start(&env.store, &two_actions(), json!({ "n": n }));
+        start(&h.store(), &two_actions(), json!({ "n": n }));
     }
-    let a = engine(&env, "a");
+    let a = engine(h, "a");
     let mut claimed = a.claim(10, LEASE_MS).expect("claim");
     assert_eq!(claimed.len(), 3);
     claimed.sort_by(|x, y| x.row.instance_id.cmp(&y.row.instance_id));
 
     // The lease of the middle instance expires and b takes it over.
-    env.clock.advance(LEASE_MS + 1);
-    let b = engine(&env, "b");
+    h.clock().advance(LEASE_MS + 1);
+    let b = engine(h, "b");
     let taken = b.claim(10, LEASE_MS).expect("b claims");
     assert_eq!(taken.len(), 3, "every lease lapsed");
     let stale_id = claimed[1].row.instance_id.clone();
@@ -647,7 +636,7 @@ fn finished_steps_commit_together_and_a_stale_entry_refuses_alone(p: Provider) {
     let mut mine = a.claim(10, LEASE_MS).expect("a claims again");
     mine.sort_by(|x, y| x.row.instance_id.cmp(&y.row.instance_id));
     assert_eq!(mine.len(), 2);
-    let revision = env.store.revision().expect("revision");
+    let revision = h.store().revision().expect("revision");
 
     let requests: Vec<_> = mine
         .iter()
@@ -674,7 +663,7 @@ fn finished_steps_commit_together_and_a_stale_entry_refuses_alone(p: Provider) {
         .collect();
     let answers = a.finish_steps(&entries).expect("one commit");
     assert_eq!(
-        env.store.revision().expect("revision"),
+        h.store().revision().expect("revision"),
         revision + 1,
         "one commit"
     );
@@ -682,7 +671,7 @@ fn finished_steps_commit_together_and_a_stale_entry_refuses_alone(p: Provider) {
     assert_eq!(code(answers[2].clone()), "WORK_FENCED");
     for c in &mine {
         assert_eq!(
-            env.store
+            h.store()
                 .instance(&c.row.instance_id)
                 .expect("read")
                 .expect("exists")
@@ -691,8 +680,8 @@ fn finished_steps_commit_together_and_a_stale_entry_refuses_alone(p: Provider) {
             "the fresh entries transitioned"
         );
     }
-    let stale_row = env
-        .store
+    let stale_row = h
+        .store()
         .instance(&stale_id)
         .expect("read")
         .expect("exists");
@@ -701,13 +690,13 @@ fn finished_steps_commit_together_and_a_stale_entry_refuses_alone(p: Provider) {
         "the stale entry changed nothing"
     );
     assert!(
-        env.store
+        h.store()
             .action_outcome(&requests[2].invocation_id)
             .expect("read")
             .is_none(),
         "no outcome recorded under a stale lease"
     );
-    assert!(!last_write(&env.store, &stale_id).accepted);
+    assert!(!last_write(&h.store(), &stale_id).accepted);
 }
 
 per_provider! {

@@ -32,15 +32,17 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use leasehold::Error;
+use leasehold::clock::ManualClock;
 use leasehold::model::event::NewEvent;
 use leasehold::store::Keyed;
 use leasehold::workflow::engine::{Claimed, Engine, Next, decode_state};
 use leasehold::workflow::machine::{ActionRequest, Failure};
+use leasehold::{Error, Store};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::harness::{Env, Provider, args, deploy, history};
+use crate::definitions::{args, deploy, history};
+use crate::support::Harness;
 
 const DEFAULT_COMPAT: &str = "build-a";
 const DEFAULT_LEASE_MS: i64 = 30_000;
@@ -171,7 +173,8 @@ struct Snapshot {
 }
 
 struct Runner {
-    env: Env,
+    store: Store,
+    clock: ManualClock,
     workflow_id: String,
     compat: String,
     lease_ms: i64,
@@ -203,7 +206,7 @@ fn handle(
 
 impl Runner {
     fn engine(&mut self, name: &str) -> Engine {
-        let (store, compat) = (self.env.store.clone(), self.compat.clone());
+        let (store, compat) = (self.store.clone(), self.compat.clone());
         self.engines
             .entry(name.to_string())
             .or_insert_with(|| Engine::new(store, name, &compat))
@@ -274,7 +277,7 @@ impl Runner {
     }
 
     fn snapshot(&self, id: &str) -> Snapshot {
-        let store = &self.env.store;
+        let store = &self.store;
         let row = store.instance(id).expect("instance").expect("exists");
         let (_, state) = decode_state(&row).expect("state");
         let outcome = match &state.waiting {
@@ -293,7 +296,7 @@ impl Runner {
     /// Another build tries everything; nothing may change.
     fn incompatible(&mut self, compat: &str) {
         assert_ne!(compat, self.compat, "the incompatible build must differ");
-        let store = self.env.store.clone();
+        let store = self.store.clone();
         let ids: Vec<String> = self.aliases.values().cloned().collect();
         let before: Vec<Snapshot> = ids.iter().map(|id| self.snapshot(id)).collect();
         let calls_before = self.calls.clone();
@@ -370,7 +373,6 @@ impl Runner {
     fn start(&mut self, spec: StartSpec) {
         let args = args(spec.args.unwrap_or(Value::Null));
         let started = self
-            .env
             .store
             .start_workflow(
                 &self.workflow_id,
@@ -408,7 +410,7 @@ impl Runner {
         match step {
             Step::Advance(ms) => {
                 assert!(ms >= 0, "time only moves forward in a fixture");
-                self.env.clock.advance(ms);
+                self.clock.advance(ms);
             }
             Step::Run(name) => self.run(&name),
             Step::Claim(name) => self.claim(&name),
@@ -431,7 +433,6 @@ impl Runner {
             }
             Step::Event(spec) => {
                 let ingested = self
-                    .env
                     .store
                     .ingest(&NewEvent {
                         event_type: spec.event_type,
@@ -448,8 +449,7 @@ impl Runner {
                 let id = self.aliases[alias].clone();
                 let compat = spec.compat.unwrap_or_else(|| self.compat.clone());
                 if let Err(e) =
-                    self.env
-                        .store
+                    self.store
                         .cancel_workflow(&id, Some(&compat), &spec.by, &spec.reason)
                 {
                     self.refuse("cancel", &e);
@@ -479,17 +479,16 @@ fn load(file: &str) -> Fixture {
 }
 
 /// Runs one fixture file on one provider and checks the required logical history.
-pub fn run_fixture(file: &str, provider: Provider) {
+pub fn run_fixture(file: &str, h: &dyn Harness) {
     let fixture = load(file);
     assert!(!fixture.description.is_empty() && !fixture.rule.is_empty());
-    let env = Env::new(provider);
-    let workflow_id = deploy(&env.store, &fixture.definition);
+    let store = h.store();
+    let workflow_id = deploy(&store, &fixture.definition);
     let compat = fixture
         .compat
         .clone()
         .unwrap_or_else(|| DEFAULT_COMPAT.into());
-    let started = env
-        .store
+    let started = store
         .start_workflow(
             &workflow_id,
             args(fixture.args.clone()),
@@ -499,7 +498,8 @@ pub fn run_fixture(file: &str, provider: Provider) {
         )
         .expect("start");
     let mut runner = Runner {
-        env,
+        store,
+        clock: h.clock().clone(),
         workflow_id,
         compat,
         lease_ms: fixture.lease_ms.unwrap_or(DEFAULT_LEASE_MS),
@@ -535,7 +535,7 @@ pub fn run_fixture(file: &str, provider: Provider) {
     );
     for (alias, want) in &fixture.expect.instances {
         let id = &runner.aliases[alias];
-        let store = &runner.env.store;
+        let store = &runner.store;
         let got = history(store, id);
         assert_eq!(got, want.history, "logical history of `{alias}`");
         let row = store.instance(id).expect("instance").expect("exists");
@@ -613,9 +613,13 @@ pub fn all_files_listed(listed: &[&str]) {
     let dir = format!("{}/tests/fixtures/workflows", env!("CARGO_MANIFEST_DIR"));
     let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
         .expect("fixture dir")
-        .filter_map(|e| e.ok())
+        .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".json"))
+        .filter(|n| {
+            std::path::Path::new(n)
+                .extension()
+                .is_some_and(|x| x.eq_ignore_ascii_case("json"))
+        })
         .collect();
     on_disk.sort();
     let mut listed: Vec<String> = listed.iter().map(|s| (*s).to_string()).collect();

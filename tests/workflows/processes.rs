@@ -24,14 +24,14 @@ use leasehold::workflow::engine::Engine;
 use leasehold::workflow::machine::{ActionRequest, Failure};
 use serde_json::{Value, json};
 
-use crate::harness::{args, deploy, history};
+use crate::definitions::{args, deploy, history};
+use crate::support::wait::{wait_until, within};
 
 const STORE_ENV: &str = "LEASEHOLD_WF_CHILD_STORE";
 const NAME_ENV: &str = "LEASEHOLD_WF_CHILD_NAME";
 const COMPAT: &str = "proc-build";
 const LEASE_MS: i64 = 500;
 const INSTANCES: i64 = 50;
-const POLL: Duration = Duration::from_millis(50);
 const DEADLINE: Duration = Duration::from_secs(90);
 
 /// timer (50 ms) -> send (retried once for every third n) -> confirm -> complete.
@@ -184,15 +184,6 @@ fn spawn(path: &Path, name: &str) -> Child {
         .expect("spawn child authority")
 }
 
-/// Polls `cond` every 50 ms until it holds or 90 s pass.
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !cond() {
-        assert!(started.elapsed() < DEADLINE, "timed out waiting for {what}");
-        std::thread::sleep(POLL);
-    }
-}
-
 fn claims_by(store: &Store) -> BTreeMap<String, usize> {
     let (grants, _) = store.ownership_history(None, 0, 100_000).expect("grants");
     let mut by = BTreeMap::new();
@@ -240,10 +231,14 @@ fn two_processes_one_killed_survivor_finishes() {
     let mut survivor = spawn(&path, "b");
 
     // Kill `a` mid-run: once it has taken instances and a fifth of them are done.
-    wait_until("child a to take part and the run to be under way", || {
-        let left = unfinished(&store);
-        left == 0 || (claims_by(&store).get("child-a").copied().unwrap_or(0) >= 3 && left <= 40)
-    });
+    wait_until(
+        "child a to take part and the run to be under way",
+        within(DEADLINE),
+        || {
+            let left = unfinished(&store);
+            left == 0 || (claims_by(&store).get("child-a").copied().unwrap_or(0) >= 3 && left <= 40)
+        },
+    );
     let unfinished_at_kill = unfinished(&store);
     victim.kill().expect("SIGKILL child a");
     victim.wait().expect("reap child a");
@@ -251,7 +246,7 @@ fn two_processes_one_killed_survivor_finishes() {
     let orphaned = held_by(&store, "child-a");
 
     let mut status = None;
-    wait_until("the survivor to finish", || {
+    wait_until("the survivor to finish", within(DEADLINE), || {
         status = survivor.try_wait().expect("poll child b");
         status.is_some()
     });
