@@ -169,6 +169,7 @@ mod tests {
         assert!(c.validate().is_ok());
     }
 
+    #[cfg(feature = "postgres")]
     #[test]
     fn the_default_postgres_pool_covers_the_default_concurrency() {
         // The workers, the poller and the renewer each call the store at once (the runtime
