@@ -6,9 +6,9 @@
 //!
 //! This file holds the model, its read access and the routing of actions; what each kind
 //! of action does to the model lives beside it, one concern a file: the table state
-//! ([`table`]), the history tree ([`tree`]), prompts ([`prompt`]) and `:` commands
-//! ([`command`]), overlays ([`overlay`]), the describe pane and the cancel dialog, demo
-//! keys, snapshots coming in ([`snapshots`]) and the query going out ([`query`]).
+//! (`table.rs`), the history tree (`tree.rs`), prompts (`prompt.rs`) and `:` commands
+//! (`command.rs`), overlays (`overlay.rs`), the describe pane and the cancel dialog, demo
+//! keys, snapshots coming in (`snapshots.rs`) and the query going out (`query.rs`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
