@@ -18,7 +18,6 @@ pub mod check;
 pub mod copy;
 pub mod demo;
 pub mod event;
-mod incidents;
 pub mod inspect;
 pub mod instance;
 pub mod live;
