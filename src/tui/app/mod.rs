@@ -517,32 +517,9 @@ impl App {
                 });
             }
             Action::ClearFilter => self.apply_filter(""),
-            Action::CycleSort => {
-                let before = self.store_order();
-                let columns = self.data.as_ref().map_or(0, |d| d.columns.len());
-                let t = self.table_mut();
-                t.sort = match t.sort {
-                    None if columns > 0 => Some((0, false)),
-                    Some((c, desc)) if c + 1 < columns => Some((c + 1, desc)),
-                    _ => None,
-                };
-                self.sort_changed(before);
-            }
-            Action::ReverseSort => {
-                let before = self.store_order();
-                let t = self.table_mut();
-                t.sort = Some(t.sort.map_or((0, true), |(c, d)| (c, !d)));
-                self.sort_changed(before);
-            }
-            Action::SortBy(c) => {
-                let before = self.store_order();
-                let t = self.table_mut();
-                t.sort = match t.sort {
-                    Some((old, desc)) if old == c => Some((c, !desc)),
-                    _ => Some((c, false)),
-                };
-                self.sort_changed(before);
-            }
+            Action::CycleSort => self.cycle_sort(),
+            Action::ReverseSort => self.reverse_sort(),
+            Action::SortBy(c) => self.sort_by(c),
             Action::QuickFilter(q) if self.work_quick != q => {
                 self.work_quick = q;
                 self.table_mut().page = None;

@@ -102,7 +102,7 @@ impl App {
             if let Some(c) =
                 views::table::column_at(body, data, self.table_ui().sort.map(|(c, _)| c), column)
             {
-                let _ = self.normal_action(Action::SortBy(c), &mut Vec::new());
+                self.sort_by(c);
             }
             return;
         }
@@ -164,6 +164,38 @@ impl App {
         let t = self.table_mut();
         t.selected = selected;
         self.remember_selection();
+    }
+
+    /// `s`: sort by the next column (ascending first), then unsorted.
+    pub(super) fn cycle_sort(&mut self) {
+        let before = self.store_order();
+        let columns = self.data.as_ref().map_or(0, |d| d.columns.len());
+        let t = self.table_mut();
+        t.sort = match t.sort {
+            None if columns > 0 => Some((0, false)),
+            Some((c, desc)) if c + 1 < columns => Some((c + 1, desc)),
+            _ => None,
+        };
+        self.sort_changed(before);
+    }
+
+    /// `z`: reverse the sort (the first column descending when unsorted).
+    pub(super) fn reverse_sort(&mut self) {
+        let before = self.store_order();
+        let t = self.table_mut();
+        t.sort = Some(t.sort.map_or((0, true), |(c, d)| (c, !d)));
+        self.sort_changed(before);
+    }
+
+    /// Sort by column `c`, or reverse it when it already sorts by `c` (a header click).
+    pub(super) fn sort_by(&mut self, c: usize) {
+        let before = self.store_order();
+        let t = self.table_mut();
+        t.sort = match t.sort {
+            Some((old, desc)) if old == c => Some((c, !desc)),
+            _ => Some((c, false)),
+        };
+        self.sort_changed(before);
     }
 
     /// After a sort change: a new store order pages from its first page.
