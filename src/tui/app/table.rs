@@ -2,7 +2,7 @@
 //! sorting and the `/` filter, and the rebuild of the visible rows from the snapshot's
 //! table model. Kept apart from the update function, which only routes actions here.
 
-use super::{Action, App, PageRequest, Role, SortKey, StoreOrder, ViewId, store_filter, views};
+use super::{App, PageRequest, Role, SortKey, StoreOrder, ViewId, store_filter, views};
 
 /// Per-view table state.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
