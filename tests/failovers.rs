@@ -201,7 +201,9 @@ fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
     }
 
     // Each late write of auth-1 names the holder of that moment: the owner of the grant of
-    // that generation in the history, never auth-1 itself.
+    // that generation in the history. That may be auth-1 itself under a newer generation —
+    // once resumed, it can reclaim a lapsed item again while its old attempt still runs —
+    // so the holder is checked against the history, not assumed to be someone else.
     let owner_of: BTreeMap<(String, u64), String> = grants
         .iter()
         .map(|g| ((g.resource_id.clone(), g.generation), g.owner_id.clone()))
@@ -219,7 +221,6 @@ fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
         );
         let holder = w["holder"].as_str();
         if let Some(holder) = holder {
-            assert_ne!(holder, "auth-1");
             assert_eq!(
                 owner_of
                     .get(&(text(w, "resource"), holder_generation))

@@ -1,7 +1,7 @@
 //! The `leasehold` command line (docs/ARCHITECTURE.md#command-line): parsing, dispatch and the exit-code contract.
 //!
-//! One file per subcommand (`run` holds the long-running ones); [`output`] holds tables
-//! and `--json`; [`live`] defines what `compatible` means for every view.
+//! One file per subcommand; [`output`] holds tables and `--json`; [`live`] defines what
+//! `compatible` means for every view.
 //!
 //! Contract:
 //! - exit 0 ok; 1 a semantic refusal or violation; 2 usage, an unreadable store or an
@@ -11,17 +11,19 @@
 //! - `--store` falls back to `LEASEHOLD_STORE`;
 //! - `--json` prints one JSON object per line with camelCase keys.
 
+pub mod attach;
+pub mod authority;
 pub mod bench;
+pub mod check;
 pub mod copy;
+pub mod demo;
 pub mod event;
-mod incidents;
 pub mod inspect;
 pub mod instance;
 pub mod live;
 pub mod log;
 pub mod output;
 pub mod registry;
-pub mod run;
 pub mod seed;
 pub mod workflow;
 
@@ -54,11 +56,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run an embedded in-memory N-authority cluster and watch it.
-    Demo(run::DemoArgs),
+    Demo(demo::DemoArgs),
     /// Attach the dashboard to a store (`leasehold STORE` is a shorthand).
-    Attach(run::AttachArgs),
+    Attach(attach::AttachArgs),
     /// Run one authority process against a store.
-    Authority(run::AuthorityArgs),
+    Authority(authority::AuthorityArgs),
     /// Fill a store with a realistic mixed workload.
     Seed(seed::SeedArgs),
     /// Print one view of a store as a table or as JSON lines.
@@ -68,7 +70,7 @@ pub enum Command {
     /// Cancel a workflow instance.
     Cancel(instance::CancelArgs),
     /// Run the invariant checker over a store's durable history (exit 1 on a violation).
-    Check(run::CheckArgs),
+    Check(check::CheckArgs),
     /// Validate, deploy and start durable workflows.
     #[command(subcommand)]
     Workflow(workflow::WorkflowCommand),
@@ -176,6 +178,15 @@ impl From<io::Error> for Failure {
 
 /// The result of one command.
 pub type CliResult = Result<(), Failure>;
+
+/// The async runtime the long-running subcommands (`authority`, `demo`, `attach`) block on.
+fn tokio_runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::usage(format!("cannot start the async runtime: {e}")))
+}
 
 /// Installs the last-resort panic hook: one line on stderr, exit 2. A hook installed later
 /// (the TUI's terminal restore) runs first and then chains to this one.
@@ -293,15 +304,15 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::Inspect(args) => inspect::run(&args, out),
         Command::Event(args) => event::run(&args, out),
         Command::Workflow(cmd) => workflow::run(cmd, out),
-        Command::Demo(args) => run::demo(&args, out),
-        Command::Attach(args) => run::attach(&args),
+        Command::Demo(args) => demo::run(&args, out),
+        Command::Attach(args) => attach::run(&args),
         Command::Authority(args) => match &args.command {
             Some(command) => registry::run(command, out),
-            None => run::authority(&args, out),
+            None => authority::run(&args, out),
         },
         Command::History(args) => instance::history(&args, out),
         Command::Cancel(args) => instance::cancel(&args, out),
-        Command::Check(args) => run::run_check(&args, out),
+        Command::Check(args) => check::run(&args, out),
         Command::Copy(args) => copy::run(&args, out),
         Command::Bench(args) => bench::run(&args, out),
         Command::External(words) => {
@@ -318,7 +329,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
 
 /// `leasehold STORE` means `leasehold attach STORE` — but only for something that looks
 /// like a store, so a mistyped subcommand is an error rather than a new SQLite file.
-fn shorthand_attach(words: &[OsString]) -> Result<run::AttachArgs, Failure> {
+fn shorthand_attach(words: &[OsString]) -> Result<attach::AttachArgs, Failure> {
     let first = words
         .first()
         .map(|w| w.to_string_lossy().into_owned())
@@ -327,7 +338,7 @@ fn shorthand_attach(words: &[OsString]) -> Result<run::AttachArgs, Failure> {
         || first.contains(['/', '.', ':'])
         || std::path::Path::new(&first).exists();
     if words.len() == 1 && looks_like_store {
-        Ok(run::AttachArgs {
+        Ok(attach::AttachArgs {
             store: first,
             read_only: false,
             theme: None,

@@ -71,6 +71,12 @@ pub fn opt_cell(text: Option<&str>) -> String {
     text.map_or_else(|| "-".to_owned(), cell)
 }
 
+/// `yes` or `no`.
+#[must_use]
+pub fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.to_owned()
+}
+
 /// A short form of a digest or token for people (the first 8 characters).
 #[must_use]
 pub fn short(digest: &str) -> String {

@@ -2,7 +2,7 @@
 //! store, a workload generator, fault injection, named seedable scenarios and an
 //! end-of-run report with the invariant checker's verdict.
 //!
-//! - `sim.rs`: the deterministic discrete-event simulation (virtual time, seeded).
+//! - `sim/`: the deterministic discrete-event simulation (virtual time, seeded).
 //! - [`workload`]: the generator of effects, schedules, subscriptions, workflows, events.
 //! - [`faults`]: crash, pause, outage, slow / failing handlers, skew, rolling deploy.
 //! - [`scenarios`]: `steady`, `failover`, `stall`, `rolling-deploy`, `skew`, `chaos`.

@@ -8,7 +8,7 @@
 //! [`crate::cluster::control::ClusterControl`]), audited.
 //!
 //! Layout: `action.rs` (what can happen), `keymap.rs` (keys → actions; the help overlay is
-//! generated from it), `app.rs` (model and update), `snapshot.rs` (the reader),
+//! generated from it), `app/` (model and update), `snapshot.rs` (the reader),
 //! `event_loop.rs` (terminal set-up, restore, the `select!` loop), `theme.rs` (TOML
 //! themes), `views/` (one file per view), `harness.rs` (drive it without a terminal),
 //! `describe.rs` (the describe pane's records and the clipboard), `screenshot.rs` (buffer →

@@ -6,8 +6,9 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use super::super::output::{Table, cell, cell_max, short, when};
+use super::render::ViewRow;
 use super::{Ctx, Failure};
+use crate::cli::output::{cell, cell_max, short, when};
 use crate::clock::Millis;
 use crate::model::Page;
 use crate::ops::claims::OwnedClaims;
@@ -35,9 +36,8 @@ struct AuthorityRow {
     config: serde_json::Value,
 }
 
-pub(super) fn authorities(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure> {
-    let Page { rows, next } = ctx.store.list_authorities(&ctx.page)?;
-    let mut table = Table::new(&[
+impl ViewRow for AuthorityRow {
+    const COLUMNS: &'static [&'static str] = &[
         "INSTANCE",
         "BUILD",
         "COMPAT",
@@ -47,7 +47,26 @@ pub(super) fn authorities(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<S
         "STARTED",
         "HOST",
         "PID",
-    ]);
+    ];
+
+    fn cells(&self, now: Millis) -> Vec<String> {
+        let a = self;
+        vec![
+            cell(&a.instance_id),
+            cell_max(&a.build, 16),
+            short(&a.compat),
+            a.state.as_str().into(),
+            when(a.heartbeat_at, now),
+            a.owned.text(OWNED_CAP),
+            when(a.started_at, now),
+            cell_max(&a.host, 24),
+            a.pid.to_string(),
+        ]
+    }
+}
+
+pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure> {
+    let Page { rows, next } = ctx.store.list_authorities(&ctx.page)?;
     let mut shown = Vec::with_capacity(rows.len());
     for a in rows {
         shown.push(AuthorityRow {
@@ -66,18 +85,5 @@ pub(super) fn authorities(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<S
             pid: a.pid,
         });
     }
-    for a in &shown {
-        table.row(vec![
-            cell(&a.instance_id),
-            cell_max(&a.build, 16),
-            short(&a.compat),
-            a.state.as_str().into(),
-            when(a.heartbeat_at, ctx.now),
-            a.owned.text(OWNED_CAP),
-            when(a.started_at, ctx.now),
-            cell_max(&a.host, 24),
-            a.pid.to_string(),
-        ]);
-    }
-    ctx.emit(out, &shown, &table, next)
+    ctx.emit(out, &shown, next)
 }

@@ -3,9 +3,10 @@
 
 use std::io::Write;
 
-use super::Failure;
-use super::inspect::Ctx;
-use super::output::{Table, cell_max, when};
+use super::render::ViewRow;
+use super::{Ctx, Failure};
+use crate::cli::output::{cell_max, when};
+use crate::clock::Millis;
 use crate::model::HistoryPosition;
 use crate::ops::failovers::{self, FailoverRow};
 use crate::ops::fenced::{self, FencedRow};
@@ -38,15 +39,14 @@ fn before(ctx: &Ctx<'_>) -> Result<Option<HistoryPosition>, Failure> {
 }
 
 /// The headline under the table (people only): the window and its count.
-fn emit<T: serde::Serialize>(
+fn emit<R: ViewRow>(
     ctx: &Ctx<'_>,
     out: &mut dyn Write,
-    list: &Listing<T>,
+    list: &Listing<R>,
     (one, many): (&str, &str),
-    table: &Table,
 ) -> Result<Option<String>, Failure> {
     let next = list.next.map(HistoryPosition::key);
-    let next = ctx.emit(out, &list.rows, table, next)?;
+    let next = ctx.emit(out, &list.rows, next)?;
     if !ctx.json {
         writeln!(out, "{}", list.headline(one, many))?;
     }
@@ -63,23 +63,25 @@ pub fn print_failovers(
     out: &mut dyn Write,
 ) -> Result<Option<String>, Failure> {
     let list = failovers::failovers(ctx.store, window, ctx.now, before(ctx)?, ctx.page.limit)?;
-    let mut table = Table::new(&["AT", "RESOURCE", "FROM", "TO", "GEN", "LAPSED", "HOW"]);
-    for f in &list.rows {
-        table.row(failover_cells(f, ctx));
-    }
-    emit(ctx, out, &list, ("failover", "failovers"), &table)
+    emit(ctx, out, &list, ("failover", "failovers"))
 }
 
-fn failover_cells(f: &FailoverRow, ctx: &Ctx<'_>) -> Vec<String> {
-    vec![
-        when(f.at, ctx.now),
-        cell_max(&f.resource, 48),
-        format!("{} (gen {})", cell_max(&f.from, 32), f.from_generation),
-        cell_max(&f.to, 32),
-        f.generation.to_string(),
-        f.lapsed_label(),
-        cell_max(f.how.as_str(), 12),
-    ]
+impl ViewRow for FailoverRow {
+    const COLUMNS: &'static [&'static str] =
+        &["AT", "RESOURCE", "FROM", "TO", "GEN", "LAPSED", "HOW"];
+
+    fn cells(&self, now: Millis) -> Vec<String> {
+        let f = self;
+        vec![
+            when(f.at, now),
+            cell_max(&f.resource, 48),
+            format!("{} (gen {})", cell_max(&f.from, 32), f.from_generation),
+            cell_max(&f.to, 32),
+            f.generation.to_string(),
+            f.lapsed_label(),
+            cell_max(f.how.as_str(), 12),
+        ]
+    }
 }
 
 /// Prints one page of refused writes in `window`.
@@ -92,7 +94,11 @@ pub fn print_fenced(
     out: &mut dyn Write,
 ) -> Result<Option<String>, Failure> {
     let list = fenced::fenced(ctx.store, window, ctx.now, before(ctx)?, ctx.page.limit)?;
-    let mut table = Table::new(&[
+    emit(ctx, out, &list, ("refused write", "refused writes"))
+}
+
+impl ViewRow for FencedRow {
+    const COLUMNS: &'static [&'static str] = &[
         "AT",
         "RESOURCE",
         "WRITER",
@@ -101,24 +107,21 @@ pub fn print_fenced(
         "HOLDER GEN",
         "VERB",
         "REFUSAL",
-    ]);
-    for w in &list.rows {
-        table.row(fenced_cells(w, ctx));
-    }
-    emit(ctx, out, &list, ("refused write", "refused writes"), &table)
-}
+    ];
 
-fn fenced_cells(w: &FencedRow, ctx: &Ctx<'_>) -> Vec<String> {
-    vec![
-        when(w.at, ctx.now),
-        cell_max(&w.resource, 48),
-        cell_max(&w.writer, 32),
-        w.writer_generation.to_string(),
-        cell_max(&w.holder_label(), 32),
-        w.holder_generation_label(),
-        cell_max(w.verb.as_str(), 16),
-        cell_max(&w.refusal, 24),
-    ]
+    fn cells(&self, now: Millis) -> Vec<String> {
+        let w = self;
+        vec![
+            when(w.at, now),
+            cell_max(&w.resource, 48),
+            cell_max(&w.writer, 32),
+            w.writer_generation.to_string(),
+            cell_max(&w.holder_label(), 32),
+            w.holder_generation_label(),
+            cell_max(w.verb.as_str(), 16),
+            cell_max(&w.refusal, 24),
+        ]
+    }
 }
 
 /// The overview's incident figures: how many failovers and refused writes the default

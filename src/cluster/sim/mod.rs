@@ -10,8 +10,14 @@
 //! A paused authority's events are held back and replayed, completions first, when it
 //! resumes — exactly what a process frozen by SIGSTOP does: it presents its late writes
 //! before it notices anything.
+//!
+//! This file holds the simulation's state and its event loop; injecting a fault into it
+//! (`inject.rs`) and watching a rolling deploy (`deploy_watch.rs`) live beside it.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod deploy_watch;
+mod inject;
+
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rand::rngs::SmallRng;
@@ -25,10 +31,10 @@ use crate::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
 use crate::clock::{Clock, ManualClock, Millis, SkewedClock};
 use crate::error::{Error, Result};
 use crate::ids::SeededIds;
-use crate::model::work::WorkFilter;
-use crate::model::{PageRequest, WorkKind, WorkState};
 use crate::store::Store;
 use crate::store::memory::MemoryBackend;
+
+use deploy_watch::DeployWatch;
 
 /// Where headless runs start on the virtual clock: 2026-01-01T00:00:00Z.
 pub const HEADLESS_EPOCH: Millis = 1_767_225_600_000;
@@ -160,17 +166,6 @@ pub(super) struct Node {
     pub state: NodeState,
     running: BTreeMap<u64, Executed>,
     deferred: Vec<Ev>,
-}
-
-/// What the rolling-deploy watch saw.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct DeployWatch {
-    /// Most non-terminal items at once whose build no running authority had.
-    pub held_max: u64,
-    /// Samples that saw held items.
-    pub held_samples: u64,
-    /// Effects and schedule firings seen held (the first time anything was held).
-    pub held_ids: BTreeSet<String>,
 }
 
 /// The simulation. Not thread-safe by itself: [`super::Cluster`] wraps it in a mutex.
@@ -463,226 +458,6 @@ impl Sim {
             Ev::Replace { old, build } => {
                 let _ = self.add_node(&build);
                 self.stop_node(old);
-            }
-        }
-    }
-
-    fn running(&self) -> Vec<usize> {
-        (0..self.nodes.len())
-            .filter(|&i| self.nodes[i].state == NodeState::Running)
-            .collect()
-    }
-
-    fn resolve(&mut self, target: &Target) -> Option<usize> {
-        let running = self.running();
-        match target {
-            Target::Node(i) => (*i < self.nodes.len()).then_some(*i),
-            Target::Busiest => running
-                .iter()
-                .copied()
-                .max_by_key(|&i| (self.nodes[i].core.inflight(), std::cmp::Reverse(i))),
-            Target::Random => {
-                (!running.is_empty()).then(|| running[self.rng.random_range(0..running.len())])
-            }
-            Target::Stallable => running.iter().copied().max_by_key(|&i| {
-                let owned = self.nodes[i].core.owned();
-                let long_lived = owned
-                    .iter()
-                    .filter(|j| matches!(j.kind(), "cursor" | "workflow"))
-                    .count();
-                (long_lived, owned.len(), std::cmp::Reverse(i))
-            }),
-        }
-    }
-
-    /// Applies one fault now and records it in the timeline; returns what it did.
-    ///
-    /// # Errors
-    /// `NOT_FOUND` when the target does not resolve to an authority.
-    pub fn apply(&mut self, fault: &Fault) -> Result<String> {
-        let now = self.clock.now();
-        let target_of = |f: &Fault| match f {
-            Fault::Crash(t)
-            | Fault::Stop(t)
-            | Fault::Pause { target: t, .. }
-            | Fault::Skew { target: t, .. } => Some(t.clone()),
-            _ => None,
-        };
-        let node = match target_of(fault) {
-            Some(t) => Some(self.resolve(&t).ok_or_else(|| Error::NotFound {
-                what: "authority".into(),
-                id: format!("{t:?}"),
-            })?),
-            None => None,
-        };
-        let mut what = fault.describe();
-        if let Some(i) = node {
-            what = format!("{what} → {}", self.nodes[i].id);
-        }
-        match fault {
-            Fault::Crash(_) => self.crash_node(node.unwrap_or(0)),
-            Fault::Pause { for_ms, .. } => self.pause_node(node.unwrap_or(0), Some(*for_ms)),
-            Fault::Stop(_) => self.stop_node(node.unwrap_or(0)),
-            Fault::Skew { offset_ms, .. } => {
-                self.nodes[node.unwrap_or(0)].clock.set_offset(*offset_ms)
-            }
-            Fault::ResetSkew => self.nodes.iter().for_each(|n| n.clock.set_offset(0)),
-            Fault::Outage { for_ms } => {
-                self.backend.set_outage(true);
-                self.push(now + for_ms, Ev::OutageEnd);
-            }
-            Fault::SlowHandlers { factor_pct, for_ms } => {
-                self.faults.set_slow(*factor_pct);
-                self.push(now + for_ms, Ev::HandlerFaultsEnd);
-            }
-            Fault::FailingHandlers { per_mille, for_ms } => {
-                self.faults.set_failing(*per_mille);
-                self.push(now + for_ms, Ev::HandlerFaultsEnd);
-            }
-            Fault::RollOut { build, step_ms } => {
-                self.generator.switch_build(&self.store, build);
-                let olds: Vec<usize> = self
-                    .running()
-                    .into_iter()
-                    .filter(|&i| self.nodes[i].build != *build)
-                    .collect();
-                for (k, old) in olds.into_iter().enumerate() {
-                    let k = Millis::try_from(k).unwrap_or(0);
-                    self.push(
-                        now + k * step_ms,
-                        Ev::Replace {
-                            old,
-                            build: build.clone(),
-                        },
-                    );
-                }
-            }
-            Fault::AddAuthority { build } => {
-                let build = build
-                    .clone()
-                    .unwrap_or_else(|| self.generator.build().to_owned());
-                let id = self.add_node(&build)?;
-                what = format!("{what} → {id}");
-            }
-        }
-        self.timeline.push(FaultRecord {
-            at_ms: now - self.options.start_at,
-            what: what.clone(),
-        });
-        Ok(what)
-    }
-
-    /// Crashes `i`: forgets everything without releasing.
-    pub(super) fn crash_node(&mut self, i: usize) {
-        let node = &mut self.nodes[i];
-        if matches!(node.state, NodeState::Crashed | NodeState::Stopped) {
-            return;
-        }
-        node.core.crash();
-        node.running.clear();
-        node.deferred.clear();
-        node.state = NodeState::Crashed;
-    }
-
-    /// Freezes `i`, until `for_ms` passes (or [`Self::resume_node`]).
-    pub(super) fn pause_node(&mut self, i: usize, for_ms: Option<Millis>) {
-        if self.nodes[i].state != NodeState::Running {
-            return;
-        }
-        self.nodes[i].state = NodeState::Paused;
-        if let Some(for_ms) = for_ms {
-            let now = self.clock.now();
-            self.push(now + for_ms, Ev::Resume(i));
-        }
-    }
-
-    /// Unfreezes `i`: its held-back events run now, completions first.
-    pub(super) fn resume_node(&mut self, i: usize) {
-        if self.nodes[i].state != NodeState::Paused {
-            return;
-        }
-        self.nodes[i].state = NodeState::Running;
-        let deferred = std::mem::take(&mut self.nodes[i].deferred);
-        let (finishes, others): (Vec<Ev>, Vec<Ev>) = deferred
-            .into_iter()
-            .partition(|e| matches!(e, Ev::Finish(..)));
-        let now = self.clock.now();
-        for ev in finishes.into_iter().chain(others) {
-            self.push(now, ev);
-        }
-    }
-
-    /// Stops `i` cleanly: no new claims; it finishes what runs (up to a renew interval),
-    /// then releases the rest and records the stop.
-    pub(super) fn stop_node(&mut self, i: usize) {
-        if self.nodes[i].state != NodeState::Running {
-            return;
-        }
-        self.nodes[i].state = NodeState::Stopping;
-        self.nodes[i].core.stop_claiming();
-        if self.nodes[i].running.is_empty() {
-            self.complete_stop(i);
-        } else {
-            let at = self.clock.now() + self.options.timing.renew_ms;
-            self.push(at, Ev::StopDeadline(i));
-        }
-    }
-
-    fn complete_stop(&mut self, i: usize) {
-        let node = &mut self.nodes[i];
-        node.running.clear();
-        let _ = node.core.shutdown();
-        node.state = NodeState::Stopped;
-    }
-
-    /// Compat digests some running authority claims under.
-    pub(super) fn running_compats(&self) -> BTreeSet<String> {
-        self.nodes
-            .iter()
-            .filter(|n| matches!(n.state, NodeState::Running | NodeState::Stopping))
-            .map(|n| n.compat.clone())
-            .collect()
-    }
-
-    /// Non-terminal work whose build no running authority has.
-    pub(super) fn held_count(&self) -> Result<(u64, BTreeSet<String>)> {
-        let live = self.running_compats();
-        let overview = self.store.overview()?;
-        let mut held = 0;
-        let mut compats = BTreeSet::new();
-        for c in overview.work {
-            if !c.state.is_terminal() && !live.contains(&c.compat) && c.count > 0 {
-                held += c.count;
-                compats.insert(c.compat);
-            }
-        }
-        Ok((held, compats))
-    }
-
-    fn sample(&mut self) {
-        let Ok((held, compats)) = self.held_count() else {
-            return;
-        };
-        if held == 0 {
-            return;
-        }
-        self.deploy.held_max = self.deploy.held_max.max(held);
-        self.deploy.held_samples += 1;
-        if self.deploy.held_ids.is_empty() {
-            let filter = WorkFilter {
-                states: vec![WorkState::Pending, WorkState::Retry, WorkState::Claimed],
-                kind: None,
-                owner: None,
-                compats: compats.into_iter().collect(),
-                id_prefix: None,
-            };
-            if let Ok(page) = self.store.list_work(&filter, &PageRequest::first(5_000)) {
-                self.deploy.held_ids = page
-                    .rows
-                    .into_iter()
-                    .filter(|w| w.kind != WorkKind::Cursor)
-                    .map(|w| w.id)
-                    .collect();
             }
         }
     }

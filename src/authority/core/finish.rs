@@ -1,0 +1,272 @@
+//! The finish step: route executed jobs (one group commit for plain completions, one for
+//! workflow steps, the rest one by one), then settle each answer: drop or defer the job,
+//! count it, log it. A refusal is final and counted; a store failure defers the outcome
+//! to [`AuthorityCore::flush`]; a lost job's outcome is dropped.
+
+use serde_json::Value;
+
+use super::{AuthorityCore, Exec, Executed, Finished, Job, Task};
+use crate::authority::handlers::HandlerOutcome;
+use crate::authority::stats::ExecRecord;
+use crate::authority::{fencing, log};
+use crate::error::Result;
+use crate::model::{FailureClass, WorkItem, WorkKind, WorkState};
+use crate::store::Completion;
+
+pub(super) fn classify(result: Result<WorkItem>) -> Result<Finished> {
+    match result {
+        Ok(item) => Ok(match item.state {
+            WorkState::Succeeded => Finished::Completed,
+            WorkState::Retry => Finished::RetryScheduled,
+            WorkState::Failed => Finished::Failed,
+            WorkState::Pending | WorkState::Claimed => Finished::Yielded,
+        }),
+        Err(e) if e.is_store_failure() => Err(e),
+        Err(e) => Ok(Finished::Refused(e.code().to_owned())),
+    }
+}
+
+impl AuthorityCore {
+    /// Records a job's outcome under its fence: complete / fail (durable retry) / cursor
+    /// advance + yield / workflow outcome record + transition. A refusal is counted
+    /// (`fenced_writes_refused` for `WORK_FENCED`) and final; a store failure defers the
+    /// outcome to [`Self::flush`]; a lost job's outcome is dropped.
+    pub fn finish(&self, executed: Executed) -> Finished {
+        let job = {
+            let mut st = self.state();
+            match st.inflight.get(&executed.job_id) {
+                None => return Finished::Abandoned("not-owned"),
+                Some(f) if f.lost => {
+                    let job = f.job.clone();
+                    st.inflight.remove(&executed.job_id);
+                    drop(st);
+                    self.log_attempt(&job, &executed, "lost");
+                    let lost = Finished::Abandoned("lost");
+                    log::finished(self.id(), &job, &executed, &lost, None);
+                    return lost;
+                }
+                Some(f) => f.job.clone(),
+            }
+        };
+        let mut executed = executed;
+        let result = self.commit(&job, &mut executed);
+        self.settle(&job, executed, result)
+    }
+
+    /// Finishes many jobs; plain effect and schedule completions / failures go to the store
+    /// in one group commit ([`Store::complete_batch`]), each still fenced on its own.
+    pub fn finish_all(&self, batch: Vec<Executed>) -> Vec<Finished> {
+        let mut answers: Vec<Option<Finished>> = vec![None; batch.len()];
+        let mut grouped: Vec<(usize, Job, Executed)> = Vec::new();
+        let mut steps: Vec<(usize, Job, Executed)> = Vec::new();
+        let mut single: Vec<(usize, Executed)> = Vec::new();
+        {
+            let st = self.state();
+            for (i, executed) in batch.into_iter().enumerate() {
+                // Plain effect / schedule outcomes go to one group commit, workflow steps
+                // to another; everything else (cursors, releases, lost jobs) one by one.
+                let route = match st.inflight.get(&executed.job_id) {
+                    Some(f) if !f.lost => match (&f.job.task, &executed.exec) {
+                        (
+                            Task::Work(item),
+                            Exec::Work {
+                                outcome: HandlerOutcome::Succeeded(_) | HandlerOutcome::Failed(_),
+                                advance_to: None,
+                                ..
+                            },
+                        ) if item.kind != WorkKind::Cursor => Some((&mut grouped, f.job.clone())),
+                        (
+                            Task::Workflow(_),
+                            Exec::WorkflowApply(_)
+                            | Exec::WorkflowRan {
+                                outcome: HandlerOutcome::Succeeded(_) | HandlerOutcome::Failed(_),
+                                ..
+                            },
+                        ) => Some((&mut steps, f.job.clone())),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match route {
+                    Some((group, job)) => group.push((i, job, executed)),
+                    None => single.push((i, executed)),
+                }
+            }
+        }
+        if !grouped.is_empty() {
+            let completions: Vec<Completion> = grouped
+                .iter()
+                .map(|(_, job, executed)| Completion {
+                    id: job.resource(),
+                    owner: self.config.instance_id.clone(),
+                    generation: job.generation(),
+                    outcome: match &executed.exec {
+                        Exec::Work {
+                            outcome: HandlerOutcome::Failed(f),
+                            ..
+                        } => Err(f.clone()),
+                        Exec::Work {
+                            outcome: HandlerOutcome::Succeeded(out),
+                            ..
+                        } => Ok(out.as_ref().map(Value::to_string)),
+                        _ => Ok(None),
+                    },
+                })
+                .collect();
+            match self.store.complete_batch(&completions) {
+                Ok(results) => {
+                    for ((i, job, executed), result) in grouped.into_iter().zip(results) {
+                        answers[i] = Some(self.settle(&job, executed, classify(result)));
+                    }
+                }
+                Err(e) => {
+                    for (i, job, executed) in grouped {
+                        answers[i] = Some(self.settle(&job, executed, Err(e.clone())));
+                    }
+                }
+            }
+        }
+        if !steps.is_empty() {
+            self.commit_workflow_steps(steps, &mut answers);
+        }
+        for (i, executed) in single {
+            answers[i] = Some(self.finish(executed));
+        }
+        answers
+            .into_iter()
+            .map(|a| a.unwrap_or(Finished::Abandoned("not-owned")))
+            .collect()
+    }
+
+    /// Applies a commit result: removes the job (or keeps it deferred), counts, logs.
+    pub(super) fn settle(
+        &self,
+        job: &Job,
+        executed: Executed,
+        result: Result<Finished>,
+    ) -> Finished {
+        let finished = match result {
+            Err(e) if e.is_store_failure() => {
+                let mut st = self.state();
+                st.stats.store_errors += 1;
+                let deferred = Finished::Deferred(e.to_string());
+                log::finished(self.id(), job, &executed, &deferred, None);
+                if let Some(f) = st.inflight.get_mut(&job.id) {
+                    f.deferred = Some(executed);
+                }
+                return deferred;
+            }
+            Err(e) => Finished::Refused(e.code().to_owned()),
+            Ok(finished) => finished,
+        };
+        let fenced = match &finished {
+            Finished::Refused(code) => fencing::fenced(&self.store, job, code),
+            _ => None,
+        };
+        log::finished(self.id(), job, &executed, &finished, fenced);
+        let finished_at = self.store.now();
+        {
+            let mut st = self.state();
+            if finished == Finished::Held {
+                // A cursor that delivered may have more waiting; an idle one looks again
+                // after a poll interval.
+                let look_at = match &executed.exec {
+                    Exec::Work { .. } => finished_at,
+                    _ => finished_at + self.config.poll_interval_ms,
+                };
+                if let Some(f) = st.inflight.get_mut(&job.id) {
+                    f.held = true;
+                    f.look_at = look_at;
+                }
+            } else {
+                st.inflight.remove(&job.id);
+            }
+            let s = &mut st.stats;
+            if matches!(
+                finished,
+                Finished::Completed
+                    | Finished::RetryScheduled
+                    | Finished::Failed
+                    | Finished::Transitioned
+            ) {
+                s.finish_latency_ms.record(finished_at - job.claimed_at);
+            }
+            let action = match &executed.exec {
+                Exec::WorkflowRan { outcome, .. } => Some(outcome),
+                _ => None,
+            };
+            match &finished {
+                Finished::Completed => s.completions += 1,
+                Finished::RetryScheduled => s.retries += 1,
+                Finished::Failed => s.failures += 1,
+                Finished::Transitioned => match action {
+                    Some(HandlerOutcome::Succeeded(_)) => s.completions += 1,
+                    Some(HandlerOutcome::Failed(f)) if f.class == FailureClass::Retryable => {
+                        s.retries += 1
+                    }
+                    Some(HandlerOutcome::Failed(_)) => s.failures += 1,
+                    _ => {}
+                },
+                Finished::Refused(code) => s.refused(code, fenced.is_some()),
+                Finished::Abandoned("uncertain") => s.uncertain += 1,
+                Finished::Yielded
+                | Finished::Held
+                | Finished::Released
+                | Finished::Abandoned(_)
+                | Finished::Deferred(_) => {}
+            }
+        }
+        let word = match (&finished, &executed.exec) {
+            (Finished::Refused(code), _) => Some(code.clone()),
+            (_, Exec::Work { outcome, .. } | Exec::WorkflowRan { outcome, .. }) => {
+                Some(outcome.label().to_owned())
+            }
+            _ => None,
+        };
+        if let Some(word) = word {
+            self.log_attempt(job, &executed, &word);
+        }
+        finished
+    }
+
+    pub(super) fn log_attempt(&self, job: &Job, executed: &Executed, outcome: &str) {
+        let Some(log) = &self.exec_log else { return };
+        let (logical, key, attempt) = match (&job.task, &executed.exec) {
+            (Task::Work(item), _) => (
+                item.logical_effect_id.clone(),
+                item.idempotency_key.clone(),
+                item.attempt_number,
+            ),
+            (Task::Workflow(_), Exec::WorkflowRan { request, .. }) => (
+                request.invocation_id.clone(),
+                request.invocation_id.clone(),
+                request.attempt,
+            ),
+            (Task::Workflow(_), _) => return,
+        };
+        let record = ExecRecord {
+            work_id: job.resource(),
+            logical_effect_id: logical,
+            idempotency_key: key,
+            attempt,
+            owner_id: self.config.instance_id.clone(),
+            generation: job.generation(),
+            outcome: outcome.to_owned(),
+            at: self.store.now(),
+        };
+        // The log is diagnostics: a failed line must not fail the attempt it describes.
+        let _ = log.append(&record);
+    }
+
+    /// Retries outcomes a store failure deferred; drops lost ones.
+    pub fn flush(&self) -> Vec<Finished> {
+        let deferred: Vec<Executed> = {
+            let mut st = self.state();
+            st.inflight
+                .values_mut()
+                .filter_map(|f| f.deferred.take())
+                .collect()
+        };
+        deferred.into_iter().map(|e| self.finish(e)).collect()
+    }
+}

@@ -1,0 +1,179 @@
+//! An authority's life around the claim loop: register as a new incarnation, heartbeat,
+//! renew every owned claim (a refused renewal marks the job lost), shut down (release
+//! what it owns, record the stop) or crash (forget everything; the claims lapse).
+
+use super::{AuthorityCore, Exec, Executed, Job, Renewed, Task};
+use crate::authority::stats::Stats;
+use crate::authority::{fencing, log};
+use crate::error::{Error, Result};
+use crate::model::{Authority, Incarnation};
+
+impl AuthorityCore {
+    /// Registers this authority (identity, compat, build, config, heartbeat) as a new
+    /// incarnation of its instance id.
+    ///
+    /// # Errors
+    /// `INSTANCE_IN_USE` while another start of the same instance id is running; a store
+    /// failure.
+    pub fn register(&self) -> Result<()> {
+        let now = self.store.now();
+        self.state().started_at = now;
+        self.store.register_authority(&Authority {
+            instance_id: self.config.instance_id.clone(),
+            compat: self.compat.clone(),
+            build: self.config.build.clone(),
+            config: self.config.to_json(),
+            started_at: now,
+            heartbeat_at: now,
+            stopped_at: None,
+            host: self.host.clone(),
+            pid: std::process::id(),
+        })
+    }
+
+    /// This process's incarnation (as of its last [`Self::register`]).
+    #[must_use]
+    pub fn incarnation(&self) -> Incarnation {
+        Incarnation {
+            instance_id: self.config.instance_id.clone(),
+            host: self.host.clone(),
+            pid: std::process::id(),
+            started_at: self.state().started_at,
+        }
+    }
+
+    /// Refreshes the heartbeat.
+    ///
+    /// # Errors
+    /// `INSTANCE_SUPERSEDED` once another start of this instance id owns the registration
+    /// (the caller should stop); a store failure.
+    pub fn heartbeat(&self) -> Result<()> {
+        let out = self.store.heartbeat(&self.incarnation(), false);
+        self.note_store_error(&out);
+        out
+    }
+
+    /// Renews every owned claim. A fenced (or otherwise refused) renewal marks the job lost:
+    /// someone else owns the item now, and this job's outcome will be dropped.
+    pub fn renew(&self) -> Renewed {
+        let jobs: Vec<Job> = self
+            .state()
+            .inflight
+            .values()
+            .filter(|f| !f.lost)
+            .map(|f| f.job.clone())
+            .collect();
+        let lease = self.config.lease_duration_ms;
+        let mut report = Renewed::default();
+        for job in jobs {
+            let result = match &job.task {
+                Task::Work(item) => self
+                    .store
+                    .renew_claim(&item.id, &self.config.instance_id, item.generation, lease)
+                    .map(|_| ()),
+                // Whole milliseconds, far inside f64's exact range.
+                #[allow(clippy::cast_precision_loss)]
+                Task::Workflow(c) => self
+                    .store
+                    .renew(
+                        &job.resource(),
+                        &c.lease.token,
+                        c.lease.generation,
+                        lease as f64,
+                    )
+                    .map(|_| ()),
+            };
+            let current = match &result {
+                Err(Error::Fenced { current, .. }) => Some(*current),
+                _ => None,
+            };
+            let mut st = self.state();
+            match result {
+                Ok(()) => report.renewed += 1,
+                Err(e) if e.is_store_failure() => {
+                    st.stats.store_errors += 1;
+                    report.failed += 1;
+                }
+                Err(_) => {
+                    if let Some(f) = st.inflight.get_mut(&job.id) {
+                        f.lost = true;
+                        // A held cursor runs nothing whose finish would drop it: forget it now.
+                        if f.held {
+                            st.inflight.remove(&job.id);
+                        }
+                        st.stats.leases_lost += 1;
+                        report.lost += 1;
+                        drop(st);
+                        log::lease_lost(self.id(), &job, current);
+                    }
+                }
+            }
+        }
+        report
+    }
+
+    /// Stops claiming, releases what it still owns (work items yielded back to pending,
+    /// workflow leases released) and records the stop. Handlers still running afterwards
+    /// find their jobs released: their outcomes are dropped.
+    ///
+    /// # Errors
+    /// Never for a release that fails (counted; the claim then lapses on its own); a store
+    /// failure recording the stop is returned after everything else was attempted.
+    pub fn shutdown(&self) -> Result<Stats> {
+        let owned: Vec<Job> = {
+            let mut st = self.state();
+            st.stopping = true;
+            std::mem::take(&mut st.inflight)
+                .into_values()
+                .filter(|f| !f.lost)
+                .map(|f| f.job)
+                .collect()
+        };
+        for job in owned {
+            let released = match &job.task {
+                Task::Work(item) => self
+                    .store
+                    .yield_back(
+                        &item.id,
+                        &self.config.instance_id,
+                        item.generation,
+                        self.store.now(),
+                    )
+                    .map(|_| ()),
+                Task::Workflow(c) => self.engine.release(c),
+            };
+            let fenced = match &released {
+                Err(e) if !e.is_store_failure() => fencing::fenced(&self.store, &job, e.code()),
+                _ => None,
+            };
+            let mut st = self.state();
+            match released {
+                Ok(()) => st.stats.released_on_shutdown += 1,
+                Err(e) if e.is_store_failure() => st.stats.store_errors += 1,
+                Err(e) => st.stats.refused(e.code(), fenced.is_some()),
+            }
+            drop(st);
+            if let Task::Work(_) = &job.task {
+                self.log_attempt(
+                    &job,
+                    &Executed {
+                        job_id: job.id,
+                        exec: Exec::CursorIdle,
+                        spent_ms: 0,
+                    },
+                    "released",
+                );
+            }
+        }
+        let stopped = self.store.heartbeat(&self.incarnation(), true);
+        self.note_store_error(&stopped);
+        stopped.map(|()| self.stats())
+    }
+
+    /// Forgets every owned job without writing anything (a crash): the claims lapse.
+    pub fn crash(&self) {
+        let mut st = self.state();
+        st.stopping = true;
+        st.inflight.clear();
+    }
+}

@@ -1,0 +1,241 @@
+//! The authority as step functions: no tokio, no sleeping, time from the store's clock.
+//!
+//! A driver calls, on its own cadence: [`AuthorityCore::poll`] (fire due schedules, claim
+//! work and runnable workflow instances up to free concurrency), then for each [`Job`]
+//! [`AuthorityCore::execute`] (run the handler — possibly on another thread) and
+//! [`AuthorityCore::finish`] (record the outcome under the fence); [`AuthorityCore::renew`]
+//! on the renew cadence, [`AuthorityCore::heartbeat`], [`AuthorityCore::flush`] (retry
+//! outcomes a store failure deferred) and finally [`AuthorityCore::shutdown`]. The tokio
+//! runtime ([`super::runtime`]) and the simulated cluster ([`crate::cluster`]) are two
+//! drivers over this one implementation.
+//!
+//! Every write is fenced in the store; this file only decides what to present. A refusal
+//! (`WORK_FENCED`, `already-terminal`, …) is counted and never retried as success — as a
+//! fenced write and a lost lease when another claim had taken the item over (see
+//! `fencing.rs`); a fenced renewal marks the job lost, and a lost job's outcome is
+//! dropped. A subscription cursor is kept once claimed: after each look (deliver what is
+//! new, or nothing) it stays owned and renewed, and a later poll looks again, so its
+//! generation moves only when its ownership does. Each claim, outcome and lost lease is a
+//! `tracing` event ([`super::log`]).
+//!
+//! This file holds the core's state and its read access; the steps live beside it, one
+//! file each: `poll.rs` (claim), `execute.rs` (run), `finish.rs` (route and account for
+//! outcomes) over `commit.rs` (the fenced store writes), and `lifecycle.rs` (register,
+//! heartbeat, renew, shutdown, crash). `job.rs` holds what passes between them.
+
+mod commit;
+mod execute;
+mod finish;
+mod job;
+mod lifecycle;
+mod poll;
+
+pub use job::{Exec, Executed, Finished, Job, Renewed, Task};
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+
+use super::config::AuthorityConfig;
+use super::handlers::{Pace, Workload};
+use super::stats::{ExecLog, Stats};
+use crate::build_key::compatibility_key;
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::ops::actor::host_name;
+use crate::store::Store;
+use crate::workflow::engine::Engine;
+
+struct InFlight {
+    job: Job,
+    lost: bool,
+    deferred: Option<Executed>,
+    /// A held cursor between looks: owned, renewed, but not executing.
+    held: bool,
+    /// When a held cursor is due for its next look.
+    look_at: Millis,
+}
+
+impl InFlight {
+    fn new(job: Job) -> Self {
+        Self {
+            job,
+            lost: false,
+            deferred: None,
+            held: false,
+            look_at: 0,
+        }
+    }
+}
+
+#[derive(Default)]
+struct CoreState {
+    next_job: u64,
+    inflight: BTreeMap<u64, InFlight>,
+    stopping: bool,
+    stats: Stats,
+    /// When this process last registered: with the host and pid, the incarnation its
+    /// heartbeats present.
+    started_at: Millis,
+}
+
+/// One authority's logic over a store. All methods take `&self`; share it in an `Arc`.
+pub struct AuthorityCore {
+    store: Store,
+    config: AuthorityConfig,
+    compat: String,
+    engine: Engine,
+    workload: Workload,
+    pace: Pace,
+    exec_log: Option<ExecLog>,
+    /// Where this authority's events go, when not to the default subscriber.
+    log: Option<tracing::Dispatch>,
+    host: String,
+    state: Mutex<CoreState>,
+}
+
+impl AuthorityCore {
+    /// An authority over `store` (whose clock it reads) with `config`, running `workload`.
+    ///
+    /// # Errors
+    /// `INVALID` for an unsafe config (see [`AuthorityConfig::validate`]).
+    pub fn new(
+        store: Store,
+        config: AuthorityConfig,
+        workload: Workload,
+        pace: Pace,
+    ) -> Result<Self> {
+        config.validate()?;
+        let compat = compatibility_key(&config.build).digest();
+        let engine = Engine::new(store.clone(), &config.instance_id, &compat);
+        let stats = Stats {
+            instance_id: config.instance_id.clone(),
+            build: config.build.clone(),
+            ..Stats::default()
+        };
+        Ok(Self {
+            store,
+            compat,
+            engine,
+            workload,
+            pace,
+            exec_log: None,
+            log: None,
+            host: host_name(),
+            config,
+            state: Mutex::new(CoreState {
+                stats,
+                ..CoreState::default()
+            }),
+        })
+    }
+
+    /// Writes one JSON line per physical attempt to `log`.
+    #[must_use]
+    pub fn with_exec_log(mut self, log: ExecLog) -> Self {
+        self.exec_log = Some(log);
+        self
+    }
+
+    /// Sends this authority's events to `dispatch` (see [`Self::log_scope`]).
+    #[must_use]
+    pub fn with_log(mut self, dispatch: tracing::Dispatch) -> Self {
+        self.log = Some(dispatch);
+        self
+    }
+
+    /// Runs `f` with this authority's subscriber, if it has one, as the thread's default:
+    /// a driver wraps every call into the core (on any thread) in it.
+    pub fn log_scope<T>(&self, f: impl FnOnce() -> T) -> T {
+        match &self.log {
+            Some(dispatch) => tracing::dispatcher::with_default(dispatch, f),
+            None => f(),
+        }
+    }
+
+    /// Reports `host` in the registration instead of this machine's name.
+    #[must_use]
+    pub fn with_host(mut self, host: impl Into<String>) -> Self {
+        self.host = host.into();
+        self
+    }
+
+    fn state(&self) -> MutexGuard<'_, CoreState> {
+        // The state is plain counters and maps; a panic elsewhere cannot leave it torn.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    #[must_use]
+    pub fn config(&self) -> &AuthorityConfig {
+        &self.config
+    }
+
+    #[must_use]
+    pub fn id(&self) -> &str {
+        &self.config.instance_id
+    }
+
+    /// The compat digest this authority claims under.
+    #[must_use]
+    pub fn compat(&self) -> &str {
+        &self.compat
+    }
+
+    #[must_use]
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// A snapshot of the counters.
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        self.state().stats.clone()
+    }
+
+    /// Jobs owned right now (claimed and not yet finished, lost or released).
+    #[must_use]
+    pub fn inflight(&self) -> usize {
+        self.state().inflight.len()
+    }
+
+    /// The jobs owned right now (claimed and not yet finished, lost or released).
+    #[must_use]
+    pub fn owned(&self) -> Vec<Job> {
+        self.state()
+            .inflight
+            .values()
+            .filter(|f| !f.lost)
+            .map(|f| f.job.clone())
+            .collect()
+    }
+
+    /// Whether [`Self::shutdown`] has begun.
+    #[must_use]
+    pub fn is_stopping(&self) -> bool {
+        self.state().stopping
+    }
+
+    /// Stops claiming; owned jobs still finish. [`Self::shutdown`] implies it.
+    pub fn stop_claiming(&self) {
+        self.state().stopping = true;
+    }
+
+    fn note_store_error<T>(&self, result: &Result<T>) {
+        if let Err(e) = result {
+            if e.is_store_failure() {
+                self.state().stats.store_errors += 1;
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for AuthorityCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthorityCore")
+            .field("instance", &self.config.instance_id)
+            .field("build", &self.config.build)
+            .field("compat", &self.compat)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,65 @@
+//! `leasehold attach` (and its shorthand `leasehold STORE`): the dashboard over a store.
+
+use std::sync::Arc;
+
+use clap::Args;
+
+use super::{CliResult, Failure, tokio_runtime};
+use crate::ops::actor::operator;
+use crate::store::url::OpenMode;
+use crate::tui::TuiOptions;
+
+/// `leasehold attach`.
+#[derive(Debug, Clone, Args)]
+pub struct AttachArgs {
+    /// The work store: a SQLite file path or sqlite:PATH, postgres://…, or memory.
+    #[arg(env = "LEASEHOLD_STORE", hide_env_values = true, value_name = "STORE")]
+    pub store: String,
+    /// Disable operator actions (cancel).
+    #[arg(long)]
+    pub read_only: bool,
+    /// A theme from `themes/` or a theme file.
+    #[arg(long)]
+    pub theme: Option<String>,
+}
+
+/// Runs `leasehold attach`: the dashboard over a store, opened read-only. A write handle
+/// is opened only for an operator action (never with `--read-only`), and never creates a
+/// store: a missing, empty or foreign one is refused before the terminal is touched.
+///
+/// # Errors
+/// An unreadable store or no terminal (exit 2).
+pub fn run(args: &AttachArgs) -> CliResult {
+    let store = crate::store::url::open(&args.store, OpenMode::ReadOnly).map_err(Failure::from)?;
+    need_terminal()?;
+    let url = args.store.clone();
+    let tui = TuiOptions {
+        refresh_ms: 250,
+        read_only: args.read_only,
+        theme: args.theme.clone().unwrap_or_else(|| "dark".into()),
+        demo: None,
+        actor: operator(),
+        writer: (!args.read_only).then(|| {
+            let open: crate::tui::writer::OpenWriter =
+                Arc::new(move || crate::store::url::open(&url, OpenMode::Existing));
+            open
+        }),
+    };
+    tokio_runtime()?
+        .block_on(crate::tui::run(store, tui))
+        .map_err(Failure::from)
+}
+
+/// The dashboard draws on a terminal: without one (output piped, no tty, CI) say so and
+/// point at the command that prints the same facts as text.
+pub(super) fn need_terminal() -> CliResult {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+        Ok(())
+    } else {
+        Err(Failure::usage(
+            "the dashboard needs a terminal (stdin and stdout are not both one); \
+             for plain text use `leasehold inspect --store STORE overview`",
+        ))
+    }
+}

@@ -1,0 +1,109 @@
+//! `leasehold demo`: the embedded cluster, headless (the checker's report) or driven
+//! live under the dashboard.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::attach::need_terminal;
+use super::{CliResult, Failure, tokio_runtime};
+use crate::cluster::{Cluster, ClusterOptions, run_headless};
+use crate::ops::actor::operator;
+use crate::tui::TuiOptions;
+
+/// `leasehold demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// How many authorities the embedded cluster runs.
+    #[arg(long, default_value_t = 3)]
+    pub authorities: u32,
+    /// A named fault scenario.
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// The RNG seed (printed when not given).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Run without the dashboard and print the checker's report.
+    #[arg(long, requires = "duration")]
+    pub headless: bool,
+    /// How long a headless run lasts (e.g. `30s`, `5m`).
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Print the headless report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// The dashboard theme.
+    #[arg(long)]
+    pub theme: Option<String>,
+}
+
+/// Parses `30s`, `5m`, `1500ms`, `2h` or plain seconds.
+fn parse_duration(text: &str) -> Result<i64, Failure> {
+    crate::clock::parse_duration(text).ok_or_else(|| {
+        Failure::usage(format!(
+            "cannot read duration {:?}: use e.g. 30s, 5m, 1500ms",
+            text.trim()
+        ))
+    })
+}
+
+/// Runs `leasehold demo`: headless prints the report (exit 1 on a violation); otherwise
+/// the dashboard drives a live cluster.
+///
+/// # Errors
+/// Unknown scenario (exit 2); a violation in a headless run (exit 1).
+pub fn run(args: &DemoArgs, out: &mut dyn Write) -> CliResult {
+    let scenario = args.scenario.clone().unwrap_or_else(|| {
+        if args.headless {
+            "chaos".into()
+        } else {
+            "steady".into()
+        }
+    });
+    let seed = args.seed.unwrap_or_else(|| u64::from(std::process::id()));
+    let authorities = usize::try_from(args.authorities).unwrap_or(3).max(1);
+    if args.headless {
+        let duration = parse_duration(args.duration.as_deref().unwrap_or("60s"))?;
+        let report = run_headless(&scenario, seed, duration, authorities)?;
+        if args.json {
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string(&report).unwrap_or_default()
+            )?;
+        } else {
+            write!(out, "{}", crate::cluster::render_text(&report))?;
+        }
+        return if report.checker.violations == 0 {
+            Ok(())
+        } else {
+            Err(Failure::refused(format!(
+                "{} invariant violation(s)",
+                report.checker.violations
+            )))
+        };
+    }
+    need_terminal()?;
+    let options = ClusterOptions::live(
+        &scenario,
+        seed,
+        authorities,
+        crate::clock::Clock::now(&crate::clock::SystemClock),
+    );
+    let cluster = Arc::new(Cluster::new(options)?);
+    let live = cluster.spawn_live(1.0, Duration::from_millis(50));
+    let store = cluster.store();
+    let tui = TuiOptions {
+        refresh_ms: 250,
+        read_only: false,
+        theme: args.theme.clone().unwrap_or_else(|| "dark".into()),
+        demo: Some(cluster.clone()),
+        actor: operator(),
+        writer: None,
+    };
+    let result = tokio_runtime()?.block_on(crate::tui::run(store, tui));
+    drop(live);
+    result.map_err(Failure::from)
+}

@@ -1,0 +1,55 @@
+//! `inspect audit`: the operator actions recorded in the store (who, what, on what, how
+//! it ended).
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use super::render::ViewRow;
+use super::{Ctx, Failure};
+use crate::cli::output::{cell, cell_max, when};
+use crate::clock::Millis;
+use crate::model::Page;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AuditRow {
+    id: i64,
+    at: Millis,
+    actor: String,
+    action: String,
+    target: String,
+    outcome: String,
+}
+
+impl ViewRow for AuditRow {
+    const COLUMNS: &'static [&'static str] = &["ID", "AT", "ACTOR", "ACTION", "TARGET", "OUTCOME"];
+
+    fn cells(&self, now: Millis) -> Vec<String> {
+        let a = self;
+        vec![
+            a.id.to_string(),
+            when(a.at, now),
+            cell_max(&a.actor, 24),
+            cell_max(&a.action, 16),
+            cell(&a.target),
+            cell(&a.outcome),
+        ]
+    }
+}
+
+pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure> {
+    let Page { rows, next } = ctx.store.list_audit(&ctx.page)?;
+    let rows: Vec<AuditRow> = rows
+        .into_iter()
+        .map(|a| AuditRow {
+            id: a.id,
+            at: a.at,
+            actor: a.actor,
+            action: a.action,
+            target: a.target,
+            outcome: a.outcome,
+        })
+        .collect();
+    ctx.emit(out, &rows, next)
+}

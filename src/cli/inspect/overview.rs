@@ -1,0 +1,141 @@
+//! `inspect overview`: one object of headline figures (store, revision, authorities by
+//! liveness, workflows and events by status, claims, accepted and refused writes, the
+//! window's incidents) and the work counts by kind, state and build.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use super::incidents;
+use super::render::{ViewRow, table};
+use super::{Ctx, Failure};
+use crate::cli::live::LiveBuilds;
+use crate::cli::output::{cell, cell_max, json_line, opt_when, short, yes_no};
+use crate::clock::Millis;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OverviewRow {
+    store: String,
+    store_kind: &'static str,
+    revision: u64,
+    now: Millis,
+    authorities_live: usize,
+    authorities_silent: usize,
+    authorities_registered: usize,
+    work: Vec<CountRow>,
+    workflows: serde_json::Map<String, serde_json::Value>,
+    events: serde_json::Map<String, serde_json::Value>,
+    claims: u64,
+    writes_accepted: u64,
+    writes_refused: u64,
+    oldest_waiting: Option<Millis>,
+    incidents: incidents::WindowCounts,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CountRow {
+    kind: &'static str,
+    state: &'static str,
+    compat: String,
+    compatible: bool,
+    count: u64,
+}
+
+impl ViewRow for CountRow {
+    const COLUMNS: &'static [&'static str] = &["KIND", "STATE", "COMPAT", "COMPATIBLE", "COUNT"];
+
+    fn cells(&self, _now: Millis) -> Vec<String> {
+        let c = self;
+        vec![
+            c.kind.into(),
+            c.state.into(),
+            short(&c.compat),
+            yes_no(c.compatible),
+            c.count.to_string(),
+        ]
+    }
+}
+
+pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure> {
+    let overview = ctx.store.overview()?;
+    let live = LiveBuilds::load(ctx.store, ctx.now)?;
+    let mut counts: Vec<CountRow> = overview
+        .work
+        .iter()
+        .filter(|c| c.count > 0)
+        .map(|c| CountRow {
+            kind: c.kind.as_str(),
+            state: c.state.as_str(),
+            compat: c.compat.clone(),
+            compatible: live.compatible(&c.compat),
+            count: c.count,
+        })
+        .collect();
+    counts.sort_by(|a, b| (a.kind, a.state, &a.compat).cmp(&(b.kind, b.state, &b.compat)));
+    let to_map = |pairs: &[(String, u64)]| {
+        pairs
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| (k.clone(), serde_json::Value::from(*n)))
+            .collect()
+    };
+    let row = OverviewRow {
+        store: ctx.store.describe(),
+        store_kind: ctx.store.kind().as_str(),
+        revision: overview.revision,
+        now: ctx.now,
+        authorities_live: live.live,
+        authorities_silent: live.silent,
+        authorities_registered: live.registered,
+        workflows: to_map(&overview.workflows),
+        events: to_map(&overview.events),
+        work: counts,
+        claims: overview.claims,
+        writes_accepted: overview.writes_accepted,
+        writes_refused: overview.writes_refused,
+        oldest_waiting: overview.oldest_waiting,
+        incidents: incidents::WindowCounts::read(ctx)?,
+    };
+    if ctx.json {
+        json_line(out, &row)?;
+        return Ok(None);
+    }
+    let pairs = |map: &serde_json::Map<String, serde_json::Value>| {
+        if map.is_empty() {
+            "none".to_owned()
+        } else {
+            map.iter()
+                .map(|(k, v)| format!("{} {v}", cell(k)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    writeln!(
+        out,
+        "store        {} ({}, revision {})",
+        cell_max(&row.store, 120),
+        row.store_kind,
+        row.revision
+    )?;
+    writeln!(
+        out,
+        "authorities  {} live, {} silent of {} registered",
+        row.authorities_live, row.authorities_silent, row.authorities_registered
+    )?;
+    writeln!(out, "workflows    {}", pairs(&row.workflows))?;
+    writeln!(out, "events       {}", pairs(&row.events))?;
+    writeln!(
+        out,
+        "writes       {} accepted, {} refused (fenced); {} claims; oldest waiting {}",
+        row.writes_accepted,
+        row.writes_refused,
+        row.claims,
+        opt_when(row.oldest_waiting, ctx.now)
+    )?;
+    writeln!(out, "incidents    {}", row.incidents.line())?;
+    writeln!(out)?;
+    out.write_all(table(&row.work, ctx.now).render().as_bytes())?;
+    Ok(None)
+}

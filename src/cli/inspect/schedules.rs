@@ -1,0 +1,105 @@
+//! `inspect schedules`: each schedule's trigger, catch-up policy, handler and next due
+//! instant, and whether a live build can run its firings.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use super::render::ViewRow;
+use super::{Ctx, Failure};
+use crate::cli::live::LiveBuilds;
+use crate::cli::output::{cell, cell_max, opt_when, short, when, yes_no};
+use crate::clock::Millis;
+use crate::model::Page;
+use crate::model::schedule::Trigger;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ScheduleRow {
+    schedule_id: String,
+    trigger: String,
+    every_ms: Option<Millis>,
+    after_ms: Option<Millis>,
+    catch_up: String,
+    handler: String,
+    compat: String,
+    compatible: bool,
+    last_due: Option<Millis>,
+    next_due: Millis,
+    due: bool,
+    created_at: Millis,
+}
+
+impl ViewRow for ScheduleRow {
+    const COLUMNS: &'static [&'static str] = &[
+        "SCHEDULE",
+        "TRIGGER",
+        "CATCH-UP",
+        "HANDLER",
+        "NEXT-DUE",
+        "LAST-DUE",
+        "COMPAT",
+        "COMPATIBLE",
+    ];
+
+    fn cells(&self, now: Millis) -> Vec<String> {
+        let s = self;
+        vec![
+            cell(&s.schedule_id),
+            s.trigger.clone(),
+            s.catch_up.clone(),
+            cell_max(&s.handler, 24),
+            when(s.next_due, now),
+            opt_when(s.last_due, now),
+            short(&s.compat),
+            yes_no(s.compatible),
+        ]
+    }
+}
+
+pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure> {
+    let live = LiveBuilds::load(ctx.store, ctx.now)?;
+    let Page { rows, next } = ctx.store.list_schedules(&ctx.page)?;
+    let rows: Vec<ScheduleRow> = rows
+        .into_iter()
+        .map(|s| {
+            let (trigger, every_ms, after_ms) = match s.trigger {
+                Trigger::Interval { every_ms } => (
+                    format!("every {}", interval_label(every_ms)),
+                    Some(every_ms),
+                    None,
+                ),
+                Trigger::Delay { after_ms } => (
+                    format!("once at {}", crate::clock::format_instant(after_ms)),
+                    None,
+                    Some(after_ms),
+                ),
+            };
+            ScheduleRow {
+                trigger,
+                every_ms,
+                after_ms,
+                catch_up: s.catch_up.label(),
+                compatible: live.compatible(&s.compat),
+                due: s.next_due <= ctx.now,
+                schedule_id: s.schedule_id,
+                handler: s.handler,
+                compat: s.compat,
+                last_due: s.last_due,
+                next_due: s.next_due,
+                created_at: s.created_at,
+            }
+        })
+        .collect();
+    ctx.emit(out, &rows, next)
+}
+
+/// `5s`, `1m`, `2h`, or the exact duration when it is not a whole unit.
+fn interval_label(ms: Millis) -> String {
+    match ms {
+        ms if ms > 0 && ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
+        ms if ms > 0 && ms % 60_000 == 0 => format!("{}m", ms / 60_000),
+        ms if ms > 0 && ms % 1_000 == 0 => format!("{}s", ms / 1_000),
+        ms => crate::clock::format_duration(ms),
+    }
+}
