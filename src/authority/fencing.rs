@@ -23,6 +23,7 @@ fn current_generation(store: &Store, job: &Job) -> Option<u64> {
 /// newer generation, when it could be read) if another claim had replaced the job's or the
 /// store said `WORK_FENCED`; `None` for any other refusal (a cancelled workflow, a cursor
 /// that did not move forward, …).
+#[allow(clippy::option_option)] // "fenced, successor unreadable" is not "not fenced"
 pub(super) fn fenced(store: &Store, job: &Job, code: &str) -> Option<Option<u64>> {
     let newer = current_generation(store, job).filter(|g| *g > job.generation());
     (newer.is_some() || code == "WORK_FENCED").then_some(newer)

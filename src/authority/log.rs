@@ -76,7 +76,7 @@ pub fn finished(
                 "fenced"
             ),
             None => {
-                warn!(instance, %item, generation, handler, code = code.as_str(), "write-refused")
+                warn!(instance, %item, generation, handler, code = code.as_str(), "write-refused");
             }
         },
         Finished::Abandoned(reason @ ("uncertain" | "lost")) => {

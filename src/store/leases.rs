@@ -116,7 +116,6 @@ impl Store {
     /// Applies a holder-only change to a lease, logging the write for the checker: a refused
     /// one as made by `writer` (a renewal presents only a token: then by the holder).
     fn holder_write(
-        &self,
         resource: &str,
         writer: Option<&str>,
         generation: u64,
@@ -169,7 +168,7 @@ impl Store {
         let duration = rules::clamp_duration(duration_ms);
         let cap = self.owner_cap;
         let mut renew =
-            self.holder_write(resource, None, generation, WriteVerb::Renew, |l, now| {
+            Self::holder_write(resource, None, generation, WriteVerb::Renew, |l, now| {
                 rules::renew(l, token, generation, duration, now)
             });
         self.write_logged(move |tx, now| {
@@ -206,7 +205,7 @@ impl Store {
             owner,
             "release",
             idem.key,
-            self.holder_write(
+            Self::holder_write(
                 resource,
                 Some(owner),
                 generation,
@@ -255,7 +254,7 @@ impl Store {
                 }));
             }
             let new_token = self.ids.next_id("tok");
-            let moved = self.holder_write(
+            let moved = Self::holder_write(
                 resource,
                 Some(owner),
                 generation,
@@ -307,7 +306,7 @@ impl Store {
             owner,
             "checkpoint",
             idem.key,
-            self.holder_write(
+            Self::holder_write(
                 resource,
                 Some(owner),
                 generation,

@@ -216,7 +216,7 @@ impl Theme {
             let mut plain = Style::default().add_modifier(style.add_modifier);
             match Role::ALL.get(i) {
                 Some(Role::Selection | Role::Error | Role::Dialog) => {
-                    plain = plain.add_modifier(Modifier::REVERSED)
+                    plain = plain.add_modifier(Modifier::REVERSED);
                 }
                 Some(
                     Role::Flash
@@ -273,7 +273,7 @@ impl ThemeSet {
         if let Some(dir) = &self.user_dir {
             if let Ok(entries) = std::fs::read_dir(dir) {
                 let mut user: Vec<String> = entries
-                    .filter_map(|e| e.ok())
+                    .filter_map(std::result::Result::ok)
                     .filter_map(|e| {
                         let path = e.path();
                         (path.extension().is_some_and(|x| x == "toml"))

@@ -202,7 +202,7 @@ impl AuthorityCore {
                 Finished::Transitioned => match action {
                     Some(HandlerOutcome::Succeeded(_)) => s.completions += 1,
                     Some(HandlerOutcome::Failed(f)) if f.class == FailureClass::Retryable => {
-                        s.retries += 1
+                        s.retries += 1;
                     }
                     Some(HandlerOutcome::Failed(_)) => s.failures += 1,
                     _ => {}

@@ -12,6 +12,7 @@ use crate::model::{PageRequest, WorkKind, WorkState};
 
 /// What the rolling-deploy watch saw.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[allow(clippy::struct_field_names)] // each field counts "held" items in its own way
 pub(in crate::cluster) struct DeployWatch {
     /// Most non-terminal items at once whose build no running authority had.
     pub held_max: u64,

@@ -68,7 +68,7 @@ impl Sim {
             Fault::Pause { for_ms, .. } => self.pause_node(node.unwrap_or(0), Some(*for_ms)),
             Fault::Stop(_) => self.stop_node(node.unwrap_or(0)),
             Fault::Skew { offset_ms, .. } => {
-                self.nodes[node.unwrap_or(0)].clock.set_offset(*offset_ms)
+                self.nodes[node.unwrap_or(0)].clock.set_offset(*offset_ms);
             }
             Fault::ResetSkew => self.nodes.iter().for_each(|n| n.clock.set_offset(0)),
             Fault::Outage { for_ms } => {

@@ -53,7 +53,8 @@ pub(super) fn transient(names: &Names, e: &postgres::Error, client: &Client) -> 
 }
 
 fn is_io(e: &postgres::Error) -> bool {
-    std::error::Error::source(e).is_some_and(|c| c.is::<std::io::Error>())
+    std::error::Error::source(e)
+        .is_some_and(<dyn std::error::Error + 'static>::is::<std::io::Error>)
 }
 
 /// The one translation from driver errors to store errors (after retries).

@@ -27,7 +27,7 @@ impl App {
             app.say(
                 "select an authority first (2 for authorities)",
                 Role::Warning,
-            )
+            );
         };
         match key {
             DemoKey::Add => {
@@ -38,7 +38,7 @@ impl App {
                 self.prompt = Some(Prompt {
                     kind: PromptKind::RollOut,
                     text: String::new(),
-                })
+                });
             }
             DemoKey::Kill | DemoKey::Pause | DemoKey::Resume | DemoKey::Skew => {
                 let Some(id) = selected else {
@@ -52,7 +52,7 @@ impl App {
                         self.prompt = Some(Prompt {
                             kind: PromptKind::Skew { authority: id },
                             text: String::new(),
-                        })
+                        });
                     }
                 }
             }

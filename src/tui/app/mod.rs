@@ -507,7 +507,7 @@ impl App {
                 self.prompt = Some(Prompt {
                     kind: PromptKind::Command,
                     text: String::new(),
-                })
+                });
             }
             Action::OpenFilter => {
                 let text = self.table_ui().filter;

@@ -142,8 +142,7 @@ impl App {
                 data.rows
                     .get(*i)
                     .and_then(|r| r.cells.get(col))
-                    .map(|c| c.sort.clone())
-                    .unwrap_or(SortKey::Num(i64::MIN))
+                    .map_or(SortKey::Num(i64::MIN), |c| c.sort.clone())
             };
             visible.sort_by_key(key);
             if desc {
@@ -217,7 +216,7 @@ impl App {
         match store_filter::parse(self.view, text) {
             Ok(_) => {
                 let t = self.table_mut();
-                t.filter = text.to_owned();
+                text.clone_into(&mut t.filter);
                 t.page = None;
                 t.selected = 0;
                 t.selected_key = None;

@@ -273,7 +273,7 @@ fn hints(app: &App) -> Vec<(String, &'static str)> {
         let demo: Vec<String> = bindings()
             .iter()
             .filter(|b| b.group == Group::Demo)
-            .map(|b| b.label())
+            .map(super::super::keymap::Binding::label)
             .collect();
         out.push((demo.join(" "), "demo"));
     }

@@ -122,7 +122,7 @@ impl Engine {
         request: &ActionRequest,
         outcome: &std::result::Result<Value, machine::Failure>,
     ) -> Result<Logged<()>> {
-        let (holder, fence) = self.fence(tx, claimed)?;
+        let (holder, fence) = Self::fence(tx, claimed)?;
         let detail = serde_json::json!({ "invocationId": request.invocation_id, "attempt": request.attempt });
         record_write(
             tx,
@@ -162,7 +162,7 @@ impl Engine {
     }
 
     /// Who holds the instance lease now, and whether `claimed` is still that holder.
-    fn fence(&self, tx: &mut dyn Tx, claimed: &Claimed) -> Result<(Holder, Result<()>)> {
+    fn fence(tx: &mut dyn Tx, claimed: &Claimed) -> Result<(Holder, Result<()>)> {
         let res = resource(&claimed.row.instance_id);
         let Some(current) = tx.lease(&res)? else {
             let nobody = Holder {
@@ -246,7 +246,7 @@ impl Engine {
                 have: self.compat.clone(),
             }));
         }
-        let (holder, fence) = self.fence(tx, claimed)?;
+        let (holder, fence) = Self::fence(tx, claimed)?;
         let fence = fence.and_then(|()| {
             if row.instance_revision == claimed.row.instance_revision {
                 Ok(())
@@ -300,7 +300,7 @@ impl Engine {
     pub fn release(&self, claimed: &Claimed) -> Result<()> {
         self.store.write_logged(|tx, now| {
             let res = resource(&claimed.row.instance_id);
-            if let (_, Err(e)) = self.fence(tx, claimed)? {
+            if let (_, Err(e)) = Self::fence(tx, claimed)? {
                 return Ok(Logged::Refused(e));
             }
             if let Some(row) = tx.instance(&claimed.row.instance_id)? {
