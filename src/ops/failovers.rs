@@ -78,15 +78,5 @@ pub fn failovers(
 ) -> Result<Listing<FailoverRow>> {
     let since = window.since(now);
     let page = store.failovers(since, before, limit)?;
-    Ok(Listing {
-        window,
-        since,
-        total: page.total,
-        rows: page
-            .rows
-            .iter()
-            .filter_map(|(p, g)| FailoverRow::of(*p, g))
-            .collect(),
-        next: page.next,
-    })
+    Ok(Listing::of(window, since, &page, FailoverRow::of))
 }

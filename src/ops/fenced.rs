@@ -85,15 +85,5 @@ pub fn fenced(
 ) -> Result<Listing<FencedRow>> {
     let since = window.since(now);
     let page = store.refused_writes(since, before, limit)?;
-    Ok(Listing {
-        window,
-        since,
-        total: page.total,
-        rows: page
-            .rows
-            .iter()
-            .filter_map(|(p, w)| FencedRow::of(*p, w))
-            .collect(),
-        next: page.next,
-    })
+    Ok(Listing::of(window, since, &page, FencedRow::of))
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::clock::{Millis, parse_duration};
 use crate::error::{Error, Result};
 use crate::model::HistoryPosition;
-use crate::store::RETENTION;
+use crate::store::{Incidents, RETENTION};
 
 /// A look-back span ending now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -82,6 +82,23 @@ pub struct Listing<T> {
 }
 
 impl<T> Listing<T> {
+    /// The listing of one store page of `window` (starting at `since`), each stored record
+    /// turned into the row both front ends print (`row` skips records it cannot state).
+    pub fn of<R>(
+        window: Window,
+        since: Millis,
+        page: &Incidents<R>,
+        row: impl Fn(HistoryPosition, &R) -> Option<T>,
+    ) -> Self {
+        Self {
+            window,
+            since,
+            total: page.total,
+            rows: page.rows.iter().filter_map(|(p, r)| row(*p, r)).collect(),
+            next: page.next,
+        }
+    }
+
     /// `last 15m · 3 failovers`, `last 1h · 1 refused write`: the headline both front
     /// ends print, with the noun for one row and for any other count.
     #[must_use]
