@@ -18,7 +18,7 @@
 //! - [`authority`], [`cluster`], [`check`]: the runtime, the embedded cluster, the checker.
 //! - [`ops`]: what operators are told (liveness, failovers, fenced writes, filters), defined
 //!   once for the dashboard and the command line.
-//! - [`tui`], [`cli`], [`bench`]: the dashboard, the command line, the benchmarks.
+//! - [`tui`], [`cli`], [`mod@bench`]: the dashboard, the command line, the benchmarks.
 
 pub mod authority;
 pub mod bench;

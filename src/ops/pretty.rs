@@ -14,7 +14,7 @@ const NESTED_JSON: &[&str] = &[
     "payload", "state", "result", "config", "detail", "args", "input", "inputs", "output",
 ];
 
-/// Replaces string values of [`NESTED_JSON`] fields that hold a JSON object or array by
+/// Replaces string values of the nested-JSON fields that hold a JSON object or array by
 /// the parsed value, recursively.
 #[must_use]
 pub fn unfold(value: Value) -> Value {

@@ -5,7 +5,7 @@
 //! split along that line:
 //!
 //! - **Pure, storage-free** (here): [`def`] (the definition and total JSON / TOML parsing),
-//!   [`expr`] (the expression language and its evaluator), [`validate`] (the fifteen
+//!   [`expr`] (the expression language and its evaluator), [`mod@validate`] (the fifteen
 //!   `WORKFLOW_*` diagnostics against a [`Catalog`] of registered handlers), [`fingerprint`]
 //!   (the semantic fingerprint that decides instance compatibility, and the canonical JSON
 //!   form), and [`machine`] (start / apply transitions with `now` passed in, producing the

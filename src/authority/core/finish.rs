@@ -54,7 +54,7 @@ impl AuthorityCore {
     }
 
     /// Finishes many jobs; plain effect and schedule completions / failures go to the store
-    /// in one group commit ([`Store::complete_batch`]), each still fenced on its own.
+    /// in one group commit ([`crate::Store::complete_batch`]), each still fenced on its own.
     pub fn finish_all(&self, batch: Vec<Executed>) -> Vec<Finished> {
         let mut answers: Vec<Option<Finished>> = vec![None; batch.len()];
         let mut grouped: Vec<(usize, Job, Executed)> = Vec::new();

@@ -86,7 +86,7 @@ pub enum Exec {
 pub struct Executed {
     pub job_id: u64,
     pub exec: Exec,
-    /// Time the handler spent ([`AttemptContext::spend`]): virtual latency in the cluster.
+    /// Time the handler spent ([`crate::authority::handlers::AttemptContext::spend`]): virtual latency in the cluster.
     pub spent_ms: Millis,
 }
 
@@ -110,7 +110,7 @@ pub enum Finished {
     /// Nothing was written: `uncertain` (the attempt's outcome is unknown), `lost` (the
     /// claim was taken over), `not-owned` (already released or finished).
     Abandoned(&'static str),
-    /// A store failure: the outcome is kept and [`AuthorityCore::flush`] retries it.
+    /// A store failure: the outcome is kept and [`super::AuthorityCore::flush`] retries it.
     Deferred(String),
 }
 

@@ -1,7 +1,7 @@
 //! The SQLite provider: the embedded default and the cross-process reference. One database
 //! file shared by independent OS processes on one host (WAL; never a network filesystem).
 //!
-//! - One [`Connection`] per backend behind a mutex; [`Store`](super::Store) clones share it.
+//! - One [`Connection`] per backend behind a mutex; [`super::Store`] clones share it.
 //! - Every write is `BEGIN IMMEDIATE`, so the reads inside a store operation and the writes
 //!   that follow are serialised against every other process; reads are one deferred
 //!   transaction (one consistent snapshot).

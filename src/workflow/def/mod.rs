@@ -7,7 +7,7 @@
 //! field) is one `WORKFLOW_INVALID_DEFINITION` diagnostic.
 //!
 //! Parsing checks shape only; references, graph structure and policies are checked by
-//! [`crate::workflow::validate`].
+//! [`mod@crate::workflow::validate`].
 
 use std::collections::BTreeMap;
 
