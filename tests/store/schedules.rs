@@ -46,7 +46,7 @@ fn poll_concurrently(h: &dyn Harness, pollers: usize) -> usize {
                     barrier.wait();
                     (0..4)
                         .map(|_| {
-                            retry_contention(contention, || store.fire_due_schedules(100))
+                            retry_contention(contention, || store.fire_due_schedules(K, 100))
                                 .expect("fire")
                         })
                         .sum::<usize>()
@@ -140,19 +140,19 @@ fn after_outage(h: &dyn Harness, catch_up: CatchUp) -> (usize, BTreeSet<String>)
         ),
     );
     assert_eq!(s.now(), START);
-    assert_eq!(ok("fire at start", s.fire_due_schedules(10)), 0);
+    assert_eq!(ok("fire at start", s.fire_due_schedules(K, 10)), 0);
     h.clock().set(BASE + 5_750);
     let s = h.reopen();
-    let fired = ok("fire after the outage", s.fire_due_schedules(10));
+    let fired = ok("fire after the outage", s.fire_due_schedules(K, 10));
     assert_eq!(
-        ok("fire again", s.fire_due_schedules(10)),
+        ok("fire again", s.fire_due_schedules(K, 10)),
         0,
         "an observation is not repeated"
     );
     let out = (fired, firings(h));
     h.clock().set(BASE + 6_000);
     assert_eq!(
-        ok("next boundary", h.reopen().fire_due_schedules(10)),
+        ok("next boundary", h.reopen().fire_due_schedules(K, 10)),
         1,
         "back to one per boundary"
     );
@@ -210,6 +210,6 @@ pub fn delay_schedule_fires_once(h: &dyn Harness) {
     assert_eq!(poll_concurrently(h, 4), 1, "once at its instant");
     h.clock().advance(86_400_000);
     assert_eq!(poll_concurrently(h, 4), 0, "never again");
-    assert_eq!(ok("reopened", h.reopen().fire_due_schedules(10)), 0);
+    assert_eq!(ok("reopened", h.reopen().fire_due_schedules(K, 10)), 0);
     assert_eq!(firings(h), ids("once", [at]));
 }
