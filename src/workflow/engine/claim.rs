@@ -3,10 +3,9 @@
 use super::transition::decode_state;
 use super::{Claimed, Engine, resource};
 use crate::clock::Millis;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::{Grant, GrantKind, InstanceRow, Takeover};
 use crate::rules::lease as lease_rules;
-use crate::store::Tx;
 
 impl Engine {
     /// Takes the lease of up to `limit` runnable instances of this build.
@@ -33,78 +32,45 @@ impl Engine {
     ) -> Result<Vec<(Claimed, Option<Millis>)>> {
         self.store.write(|tx, now| {
             let mut claimed = Vec::new();
-            // Each pass claims a row or re-parks it past now, so the passes end; a row held
-            // by a live lease never takes a place another instance could have had.
-            while claimed.len() < limit {
-                let rows = tx.runnable_instances(&self.compat, now, limit - claimed.len())?;
-                if rows.is_empty() {
-                    break;
-                }
-                for row in rows {
-                    if let Some(pair) = self.claim_one(tx, row, lease_ms, now)? {
-                        claimed.push(pair);
-                    }
-                }
+            for row in tx.runnable_instances(&self.compat, now, limit)? {
+                let res = resource(&row.instance_id);
+                let current = tx.lease(&res)?;
+                let Ok(lease) = lease_rules::acquire(
+                    current.as_ref(),
+                    &res,
+                    &self.owner,
+                    self.store.ids().next_id("tok"),
+                    lease_ms,
+                    now,
+                ) else {
+                    continue;
+                };
+                let revision = tx.commit_revision()?;
+                tx.put_lease(&lease)?;
+                // Parked until the lease expires: other authorities skip it meanwhile, and
+                // if this owner dies it becomes runnable again exactly when reclaimable.
+                tx.update_instance(&InstanceRow {
+                    next_eligible_at: Some(lease.expires_at),
+                    ..row.clone()
+                })?;
+                tx.add_grant(&Grant {
+                    revision,
+                    resource_id: res,
+                    generation: lease.generation,
+                    owner_id: self.owner.clone(),
+                    how: GrantKind::Claim,
+                    owner_compat: Some(self.compat.clone()),
+                    item_compat: Some(row.compat.clone()),
+                    at: now,
+                    took_over: Takeover::of_lease(current.as_ref(), &self.owner, now),
+                })?;
+                let took_over = current
+                    .filter(|l| l.released_at.is_none())
+                    .map(|l| l.expires_at);
+                let (_, state) = decode_state(&row)?;
+                claimed.push((Claimed { row, state, lease }, took_over));
             }
             Ok(claimed)
         })
-    }
-
-    /// Takes the lease of one runnable instance, parking it until that lease expires. An
-    /// instance whose lease is still live (an owner renewing through a long action keeps
-    /// it so, while its parked instant stays where the claim put it) is re-parked until
-    /// that lease can lapse instead, so discovery skips it until it might be reclaimable.
-    fn claim_one(
-        &self,
-        tx: &mut dyn Tx,
-        row: InstanceRow,
-        lease_ms: Millis,
-        now: Millis,
-    ) -> Result<Option<(Claimed, Option<Millis>)>> {
-        let res = resource(&row.instance_id);
-        let current = tx.lease(&res)?;
-        let lease = match lease_rules::acquire(
-            current.as_ref(),
-            &res,
-            &self.owner,
-            self.store.ids().next_id("tok"),
-            lease_ms,
-            now,
-        ) {
-            Ok(lease) => lease,
-            Err(Error::LeaseHeld { expires_at, .. }) => {
-                tx.commit_revision()?;
-                tx.update_instance(&InstanceRow {
-                    next_eligible_at: Some(expires_at),
-                    ..row
-                })?;
-                return Ok(None);
-            }
-            Err(e) => return Err(e),
-        };
-        let revision = tx.commit_revision()?;
-        tx.put_lease(&lease)?;
-        // Parked until the lease expires: other authorities skip it meanwhile, and if this
-        // owner dies it becomes runnable again exactly when reclaimable.
-        tx.update_instance(&InstanceRow {
-            next_eligible_at: Some(lease.expires_at),
-            ..row.clone()
-        })?;
-        tx.add_grant(&Grant {
-            revision,
-            resource_id: res,
-            generation: lease.generation,
-            owner_id: self.owner.clone(),
-            how: GrantKind::Claim,
-            owner_compat: Some(self.compat.clone()),
-            item_compat: Some(row.compat.clone()),
-            at: now,
-            took_over: Takeover::of_lease(current.as_ref(), &self.owner, now),
-        })?;
-        let took_over = current
-            .filter(|l| l.released_at.is_none())
-            .map(|l| l.expires_at);
-        let (_, state) = decode_state(&row)?;
-        Ok(Some((Claimed { row, state, lease }, took_over)))
     }
 }
