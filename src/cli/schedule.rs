@@ -245,7 +245,7 @@ fn print(out: &mut dyn Write, json: bool, outcome: &'static str, s: &Schedule) -
         writeln!(
             out,
             "{outcome} schedule {} ({}, catch-up {}, handler {}), next due {}",
-            cell(&row.schedule_id),
+            cell(row.schedule_id),
             row.trigger,
             row.catch_up,
             cell(row.handler),
