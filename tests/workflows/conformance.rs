@@ -762,7 +762,59 @@ fn long_actions_do_not_starve_short_instances(h: &dyn Harness) {
     }
 }
 
+/// The park follows renewals both ways: a renewed instance given back is runnable again at
+/// once (not at its renewed expiry), and a wake-up an event fanout wrote while it was held
+/// survives a renewal, so the event is not lost in the handoff.
+fn renewal_keeps_a_release_and_a_wake_up_prompt(h: &dyn Harness) {
+    let id = start(&h.store(), &wait_forever(), json!({ "key": "k" }));
+    let (a, b) = (engine(h, "a"), engine(h, "b"));
+    signal(&h.store(), "e0", "other");
+    // As an authority does, each claim is kept as taken: renewals present its token.
+    let held = claim_one(&a);
+    assert_eq!(
+        a.next(&held).expect("next"),
+        Next::Idle,
+        "e0 does not match"
+    );
+    h.clock().advance(LEASE_MS / 2);
+    a.renew(&held, LEASE_MS).expect("renew");
+    signal(&h.store(), "e1", "k");
+    h.clock().advance(LEASE_MS / 2);
+    let renewed = a.renew(&held, LEASE_MS).expect("renew after the wake-up");
+    let row = h.store().instance(&id).expect("read").expect("exists");
+    assert!(
+        row.next_eligible_at.is_some_and(|t| t < renewed.expires_at),
+        "the renewal overwrote the fanout's wake-up: {:?}",
+        row.next_eligible_at
+    );
+    a.release(&held).expect("release");
+    let woken = claim_one(&b);
+    b.advance(&woken, never).expect("advance");
+    let row = h.store().instance(&id).expect("read").expect("exists");
+    assert_eq!(row.status, "completed");
+
+    // Renewed, then given back with nothing due: runnable again at once.
+    let other = start(&h.store(), &two_actions(), json!({ "n": 7 }));
+    let held = claim_one(&a);
+    assert_eq!(held.row.instance_id, other);
+    h.clock().advance(LEASE_MS / 2);
+    let renewed = a.renew(&held, LEASE_MS).expect("renew");
+    let parked = h.store().instance(&other).expect("read").expect("exists");
+    assert_eq!(
+        parked.next_eligible_at,
+        Some(renewed.expires_at),
+        "parked with the lease"
+    );
+    a.release(&held).expect("release");
+    assert_eq!(
+        claim_one(&b).row.instance_id,
+        other,
+        "a released instance waits for no renewed expiry"
+    );
+}
+
 per_provider! {
+    renewal_keeps_a_release_and_a_wake_up_prompt,
     long_actions_do_not_starve_short_instances,
     finished_steps_commit_together_and_a_stale_entry_refuses_alone,
     event_during_an_idle_check_is_not_lost,
