@@ -817,9 +817,9 @@ fn mixed_workload(f: &Fixture) {
     )
     .unwrap();
     f.clock.advance(61_000);
-    let fired = s.fire_due_schedules(16).unwrap();
+    let fired = s.fire_due_schedules(K1, 16).unwrap();
     assert!(fired >= 1);
-    assert_eq!(fired + s.fire_due_schedules(16).unwrap(), fired);
+    assert_eq!(fired + s.fire_due_schedules(K1, 16).unwrap(), fired);
     for w in s.claim_batch("a-1", K1, 32, LEASE).unwrap() {
         s.complete(&w.id, "a-1", w.generation, None).unwrap();
         assert!(s.complete(&w.id, "a-2", w.generation, None).is_err());

@@ -1,7 +1,9 @@
 //! The embedded cluster on virtual time: every named scenario ends with zero checker
 //! violations; a stalled authority's late writes are fenced; a rolling deploy holds
-//! old-build work as incompatible, then drains it; the same seed gives the same history.
+//! old-build work as incompatible, then drains it, while schedules keep firing under the
+//! new build; the same seed gives the same history.
 
+use leasehold::build_key::compatibility_key;
 use leasehold::cluster::control::ClusterControl;
 use leasehold::cluster::{self, ClusterOptions, Report, SCENARIOS, Sim};
 use leasehold::model::work::WorkFilter;
@@ -161,6 +163,61 @@ fn a_rolling_deploy_holds_old_build_work_then_drains_it() {
             "{text}"
         );
     }
+}
+
+/// A firing is work of the authority observing the schedule: once only v2 runs, every
+/// schedule, the old build's too, keeps firing under v2's key, and v2 runs the firings.
+#[test]
+fn schedules_keep_firing_under_the_new_build() {
+    for seed in SEEDS {
+        let report = run("rolling-deploy", seed);
+        let text = cluster::render_text(&report);
+        let deploy = report.rolling_deploy.as_ref().expect("the watch ran");
+        assert!(
+            deploy.firings_under_new_build.is_some_and(|n| n >= 4),
+            "schedules stopped firing under v2:\n{text}"
+        );
+        assert_eq!(deploy.firings_stranded, 0, "{text}");
+        assert!(
+            text.contains("schedules under the new build alone:"),
+            "{text}"
+        );
+    }
+
+    // The store's own rows: the old build's schedule fired under v2 after the deploy,
+    // and every one of its firings was run by the end.
+    let mut sim = Sim::new(ClusterOptions::headless(
+        "rolling-deploy",
+        7,
+        3,
+        DURATION_MS,
+    ))
+    .expect("the cluster builds");
+    let end = sim.end().expect("a bounded run");
+    sim.step_until(end);
+    let filter = WorkFilter {
+        kind: Some(WorkKind::Schedule),
+        id_prefix: Some("sched-v1-heartbeat@".into()),
+        ..WorkFilter::default()
+    };
+    let firings = sim
+        .store()
+        .list_work(&filter, &PageRequest::first(1_000))
+        .expect("the firings read")
+        .rows;
+    let v2 = compatibility_key("v2").digest();
+    assert!(
+        firings.iter().any(|w| w.compat == v2),
+        "no firing of the old build's schedule carries v2's key: {firings:?}"
+    );
+    let due_by_end: Vec<_> = firings
+        .iter()
+        .filter(|w| w.next_eligible_at < end - 5_000)
+        .collect();
+    assert!(
+        due_by_end.iter().all(|w| w.state.is_terminal()),
+        "{due_by_end:?}"
+    );
 }
 
 #[test]

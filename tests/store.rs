@@ -74,6 +74,9 @@ per_provider! {
     schedules::catch_up_all_after_an_outage,
     schedules::catch_up_last_n_after_an_outage,
     schedules::delay_schedule_fires_once,
+    schedules::a_firing_carries_the_observers_key,
+    schedules::two_observers_of_one_instant_create_one_firing,
+    schedules::update_changes_the_next_firings_not_past_ones,
     // events: dedup and journal
     events::every_dedup_outcome_and_a_monotone_journal,
     // subscription cursors

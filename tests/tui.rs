@@ -245,7 +245,7 @@ fn fixture() -> Fixture {
         .unwrap();
 
     // Schedules, a subscription, events.
-    store.fire_due_schedules(10).unwrap();
+    store.fire_due_schedules(C1, 10).unwrap();
     store
         .claim("cleanup@1767225605000", "auth-b", C1, 30_000)
         .unwrap();

@@ -24,6 +24,7 @@ pub mod live;
 pub mod log;
 pub mod output;
 pub mod registry;
+pub mod schedule;
 pub mod seed;
 pub mod workflow;
 
@@ -76,6 +77,9 @@ pub enum Command {
     Workflow(workflow::WorkflowCommand),
     /// Ingest one external event (dedup on source and id).
     Event(event::EventArgs),
+    /// Create, update and list schedules.
+    #[command(subcommand)]
+    Schedule(schedule::ScheduleCommand),
     /// Copy a store into another (e.g. SQLite to PostgreSQL).
     Copy(copy::CopyArgs),
     /// Measure store throughput and the dashboard's cost.
@@ -304,6 +308,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::Inspect(args) => inspect::run(&args, out),
         Command::Event(args) => event::run(&args, out),
         Command::Workflow(cmd) => workflow::run(cmd, out),
+        Command::Schedule(cmd) => schedule::run(cmd, out),
         Command::Demo(args) => demo::run(&args, out),
         Command::Attach(args) => attach::run(&args),
         Command::Authority(args) => match &args.command {

@@ -52,6 +52,11 @@ pub struct RollingDeploy {
     pub drained: u64,
     /// Of those, how many were still waiting at the end.
     pub still_held: u64,
+    /// Schedule firings created while only the new build ran (`None`: the old build
+    /// never stopped running).
+    pub firings_under_new_build: Option<u64>,
+    /// Of those, how many carry a key no authority running then had (stranded).
+    pub firings_stranded: u64,
 }
 
 /// The checker's verdict.
@@ -180,6 +185,7 @@ impl Sim {
                 .or_default() += c.count;
         }
         let (incompatible_at_end, _) = self.held_count()?;
+        let firings = self.firings_under_new_build()?;
         let rolling_deploy =
             (self.scenario.name == "rolling-deploy" || self.deploy.held_samples > 0).then(|| {
                 let mut drained = 0;
@@ -201,6 +207,8 @@ impl Sim {
                     held_items,
                     drained,
                     still_held: held_items - drained,
+                    firings_under_new_build: firings.map(|(created, _)| created),
+                    firings_stranded: firings.map_or(0, |(_, stranded)| stranded),
                 }
             });
         let t = self.options.timing;
@@ -340,6 +348,13 @@ pub fn render_text(report: &Report) -> String {
             "rolling deploy: up to {} items held incompatible ({} samples); of {} effects/firings held, {} drained, {} still held",
             d.held_max, d.held_samples, d.held_items, d.drained, d.still_held
         );
+        if let Some(created) = d.firings_under_new_build {
+            let _ = writeln!(
+                out,
+                "schedules under the new build alone: {created} firings, {} stranded",
+                d.firings_stranded
+            );
+        }
     }
     if !report.faults.is_empty() {
         let _ = writeln!(out, "faults:");

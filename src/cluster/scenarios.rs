@@ -6,7 +6,7 @@
 //! | `steady` | no faults: the baseline |
 //! | `failover` | the busiest authority crashes (twice, with replacements): its claims lapse and are reclaimed |
 //! | `stall` | an authority mid-work pauses past its lease expiry, twice; its late writes are refused (`WORK_FENCED`) |
-//! | `rolling-deploy` | every authority is replaced by build `v2`; old-build work is held *incompatible* until an old-build authority comes back and drains it |
+//! | `rolling-deploy` | every authority is replaced by build `v2`; old-build work is held *incompatible* until an old-build authority comes back and drains it, while schedules (the old build's too) keep firing under `v2` |
 //! | `skew` | clocks disagree by more than the renew slack: takeovers and fenced writes, never a violation |
 //! | `chaos` | a seeded mix of everything, including a store outage and slow / failing handlers |
 
@@ -74,7 +74,7 @@ pub fn describe(name: &str) -> &'static str {
             "the busiest authority pauses past lease expiry, twice; its late writes are refused (WORK_FENCED)"
         }
         "rolling-deploy" => {
-            "authorities are replaced by build v2; old-build work is held incompatible until an old-build authority returns to drain it"
+            "authorities are replaced by build v2; old-build work is held incompatible until an old-build authority returns to drain it; schedules keep firing under v2"
         }
         "skew" => {
             "authority clocks disagree by more than the renew slack: takeovers and fenced writes, never a violation"

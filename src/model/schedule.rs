@@ -47,6 +47,29 @@ pub enum Trigger {
     Delay { after_ms: Millis },
 }
 
+impl Trigger {
+    /// `every 5s` or `once at <instant>`: how operators are shown a trigger.
+    #[must_use]
+    pub fn label(self) -> String {
+        match self {
+            Self::Interval { every_ms } => format!("every {}", interval_label(every_ms)),
+            Self::Delay { after_ms } => {
+                format!("once at {}", crate::clock::format_instant(after_ms))
+            }
+        }
+    }
+}
+
+/// `5s`, `1m`, `2h`, or the exact duration when it is not a whole unit.
+fn interval_label(ms: Millis) -> String {
+    match ms {
+        ms if ms > 0 && ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
+        ms if ms > 0 && ms % 60_000 == 0 => format!("{}m", ms / 60_000),
+        ms if ms > 0 && ms % 1_000 == 0 => format!("{}s", ms / 1_000),
+        ms => crate::clock::format_duration(ms),
+    }
+}
+
 /// A durable schedule definition plus its firing high-water mark.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -165,6 +165,20 @@ impl Store {
         generation: u64,
         duration_ms: f64,
     ) -> Result<Lease> {
+        self.renew_then(resource, token, generation, duration_ms, |_, _, _| Ok(()))
+    }
+
+    /// [`Self::renew`], then `then(tx, before, after)` in the same transaction when the
+    /// renewal was accepted: for what must move with the lease's expiry (a workflow
+    /// instance parked until its lease can lapse).
+    pub(crate) fn renew_then(
+        &self,
+        resource: &str,
+        token: &str,
+        generation: u64,
+        duration_ms: f64,
+        mut then: impl FnMut(&mut dyn Tx, &Lease, &Lease) -> Result<()>,
+    ) -> Result<Lease> {
         let duration = rules::clamp_duration(duration_ms);
         let cap = self.owner_cap;
         let mut renew =
@@ -172,20 +186,25 @@ impl Store {
                 rules::renew(l, token, generation, duration, now)
             });
         self.write_logged(move |tx, now| {
-            if let Some(current) = tx.lease(resource)? {
-                let holder = rules::check_holder(&current, token, generation).is_ok();
-                if holder && !rules::renewal_is_cap_exempt(&current, now) {
+            let before = tx.lease(resource)?;
+            if let Some(current) = &before {
+                let holder = rules::check_holder(current, token, generation).is_ok();
+                if holder && !rules::renewal_is_cap_exempt(current, now) {
                     let held = tx.live_lease_count(&current.owner_id, now)?;
                     if held >= cap {
                         return Ok(Logged::Refused(Error::LeaseCap {
-                            owner: current.owner_id,
+                            owner: current.owner_id.clone(),
                             held,
                             cap,
                         }));
                     }
                 }
             }
-            renew(tx, now)
+            let renewed = renew(tx, now)?;
+            if let (Some(before), Logged::Done(after)) = (&before, &renewed) {
+                then(tx, before, after)?;
+            }
+            Ok(renewed)
         })
     }
 

@@ -43,6 +43,7 @@ pub use leases::Keyed;
 pub use logged::Logged;
 pub use ordered::WorkOrder;
 pub use reads::Overview;
+pub use schedules::UPDATE_ACTION as SCHEDULE_UPDATE_ACTION;
 pub use work::{Claim, Completion};
 
 use crate::clock::{Clock, Millis};

@@ -1,14 +1,21 @@
-//! Schedules: definitions and firing. Firings are derived-id work items, enqueued with an
-//! insert-if-absent inside one transaction, so any number of pollers yields one firing.
+//! Schedules: definitions, updates and firing. Firings are derived-id work items, enqueued
+//! with an insert-if-absent inside one transaction, so any number of pollers yields one
+//! firing. A firing is work created by the authority that observes the schedule, so it
+//! carries that observer's compatibility key, not the key of whoever created the schedule:
+//! after a rolling deploy retires the creating build, the new build's firings stay
+//! claimable by the new build.
 
 use super::Store;
 use super::work::save_work;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::check_id;
 use crate::model::schedule::{CatchUp, Schedule, Trigger, firing_id};
 use crate::model::work::NewWork;
-use crate::model::{WorkItem, WorkKind};
+use crate::model::{AuditEntry, WorkItem, WorkKind};
 use crate::rules::schedule as rules;
+
+/// The audit action of [`Store::update_schedule`].
+pub const UPDATE_ACTION: &str = "schedule-update";
 
 impl Store {
     /// Creates (or leaves alone) a schedule. Its first boundary is the first one after now.
@@ -46,12 +53,65 @@ impl Store {
         })
     }
 
-    /// Enqueues the firings of every due schedule (at most `limit` schedules per call);
-    /// returns how many new firings this call created.
+    /// Replaces a schedule's trigger, catch-up policy, handler and payload, audited under
+    /// `actor`. Firings already enqueued stay as they were; the boundaries after now follow
+    /// the new definition. Returns the schedule as stored.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown schedule (nothing is written); a store failure.
+    #[allow(clippy::too_many_arguments)] // one argument per replaced field, plus who and which
+    pub fn update_schedule(
+        &self,
+        id: &str,
+        trigger: Trigger,
+        catch_up: CatchUp,
+        handler: &str,
+        payload: &str,
+        actor: &str,
+    ) -> Result<Schedule> {
+        check_id("schedule id", id)?;
+        check_id("handler", handler)?;
+        self.write(|tx, now| {
+            let Some(current) = tx.schedule(id)? else {
+                return Err(Error::NotFound {
+                    what: "schedule".into(),
+                    id: id.into(),
+                });
+            };
+            tx.commit_revision()?;
+            let updated = Schedule {
+                trigger,
+                catch_up,
+                handler: handler.into(),
+                payload: payload.into(),
+                next_due: rules::first_boundary(trigger, now.saturating_add(1)),
+                ..current
+            };
+            tx.put_schedule(&updated)?;
+            tx.add_audit(&AuditEntry {
+                id: 0,
+                at: now,
+                actor: actor.into(),
+                action: UPDATE_ACTION.into(),
+                target: id.into(),
+                outcome: format!(
+                    "updated: {}, catch-up {}, handler {handler}",
+                    trigger.label(),
+                    catch_up.label()
+                ),
+            })?;
+            Ok(updated)
+        })
+    }
+
+    /// Enqueues the firings of every due schedule (at most `limit` schedules per call),
+    /// stamped with `observer_compat`, the compatibility key of the authority observing
+    /// them; returns how many new firings this call created. Observers of one due instant
+    /// converge on its derived firing id: the first to enqueue it wins, the rest add nothing.
     ///
     /// # Errors
     /// A store failure.
-    pub fn fire_due_schedules(&self, limit: usize) -> Result<usize> {
+    pub fn fire_due_schedules(&self, observer_compat: &str, limit: usize) -> Result<usize> {
         self.write(|tx, now| {
             let mut fired = 0;
             for schedule in tx.due_schedules(now, limit)? {
@@ -70,7 +130,7 @@ impl Store {
                     fired += usize::from(save_work(
                         tx,
                         None,
-                        &WorkItem::new(spec, &schedule.compat, now),
+                        &WorkItem::new(spec, observer_compat, now),
                     )?);
                 }
                 tx.put_schedule(&Schedule {

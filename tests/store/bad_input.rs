@@ -298,7 +298,7 @@ fn read_only_open_refuses_every_write_and_changes_nothing() {
                 })
                 .map(drop),
         ),
-        ("fire schedules", store.fire_due_schedules(10).map(drop)),
+        ("fire schedules", store.fire_due_schedules(K, 10).map(drop)),
         ("audit", store.audit("op", "x", "y", "z")),
         (
             "register",

@@ -99,7 +99,7 @@ pub fn every_commit_advances_the_revision(h: &dyn Harness) {
     );
     commit("create schedule", &s);
     h.clock().advance(1_000);
-    assert_eq!(ok("fire", s.fire_due_schedules(10)), 1);
+    assert_eq!(ok("fire", s.fire_due_schedules(K, 10)), 1);
     commit("fire schedules", &s);
     ok("subscription", s.create_subscription("sub", "t", "h", K));
     commit("create subscription", &s);
@@ -176,7 +176,7 @@ pub fn every_commit_advances_the_revision(h: &dyn Harness) {
     still("a keyed replay", &s);
     assert!(ok("empty claim", s.claim_batch("a", K_OTHER, 10, 1_000)).is_empty());
     still("an empty claim batch", &s);
-    assert_eq!(ok("fire nothing", s.fire_due_schedules(10)), 0);
+    assert_eq!(ok("fire nothing", s.fire_due_schedules(K, 10)), 0);
     still("a poll with nothing due", &s);
     assert_eq!(
         ok("revision after reopen", h.reopen().revision()),
@@ -528,7 +528,7 @@ pub fn overview_counts_match_the_items(h: &dyn Harness) {
         }
     }
     h.clock().advance(3_000);
-    ok("fire", s.fire_due_schedules(10));
+    ok("fire", s.fire_due_schedules(K, 10));
     let b = h.reopen();
     let reclaimed = ok("b claims", b.claim_batch("b", K, 12, 1_000));
     for it in reclaimed.iter().take(4) {

@@ -9,8 +9,9 @@ use leasehold::clock::Millis;
 use leasehold::model::schedule::{CatchUp, Trigger, firing_id};
 use leasehold::model::work::WorkFilter;
 use leasehold::model::{PageRequest, WorkKind, WorkState};
+use leasehold::store::SCHEDULE_UPDATE_ACTION;
 
-use crate::support::{BASE, Harness, K, START, ok, retry_contention};
+use crate::support::{BASE, Harness, K, K_OTHER, START, ok, refused, retry_contention};
 
 fn firings(h: &dyn Harness) -> BTreeSet<String> {
     let filter = WorkFilter {
@@ -46,7 +47,7 @@ fn poll_concurrently(h: &dyn Harness, pollers: usize) -> usize {
                     barrier.wait();
                     (0..4)
                         .map(|_| {
-                            retry_contention(contention, || store.fire_due_schedules(100))
+                            retry_contention(contention, || store.fire_due_schedules(K, 100))
                                 .expect("fire")
                         })
                         .sum::<usize>()
@@ -140,19 +141,19 @@ fn after_outage(h: &dyn Harness, catch_up: CatchUp) -> (usize, BTreeSet<String>)
         ),
     );
     assert_eq!(s.now(), START);
-    assert_eq!(ok("fire at start", s.fire_due_schedules(10)), 0);
+    assert_eq!(ok("fire at start", s.fire_due_schedules(K, 10)), 0);
     h.clock().set(BASE + 5_750);
     let s = h.reopen();
-    let fired = ok("fire after the outage", s.fire_due_schedules(10));
+    let fired = ok("fire after the outage", s.fire_due_schedules(K, 10));
     assert_eq!(
-        ok("fire again", s.fire_due_schedules(10)),
+        ok("fire again", s.fire_due_schedules(K, 10)),
         0,
         "an observation is not repeated"
     );
     let out = (fired, firings(h));
     h.clock().set(BASE + 6_000);
     assert_eq!(
-        ok("next boundary", h.reopen().fire_due_schedules(10)),
+        ok("next boundary", h.reopen().fire_due_schedules(K, 10)),
         1,
         "back to one per boundary"
     );
@@ -210,6 +211,128 @@ pub fn delay_schedule_fires_once(h: &dyn Harness) {
     assert_eq!(poll_concurrently(h, 4), 1, "once at its instant");
     h.clock().advance(86_400_000);
     assert_eq!(poll_concurrently(h, 4), 0, "never again");
-    assert_eq!(ok("reopened", h.reopen().fire_due_schedules(10)), 0);
+    assert_eq!(ok("reopened", h.reopen().fire_due_schedules(K, 10)), 0);
     assert_eq!(firings(h), ids("once", [at]));
+}
+
+fn every_second(h: &dyn Harness, id: &str, handler: &str, created_by: &str) {
+    assert!(ok(
+        "create",
+        h.store().create_schedule(
+            id,
+            Trigger::Interval { every_ms: 1_000 },
+            CatchUp::Latest,
+            handler,
+            "{}",
+            created_by
+        )
+    ));
+}
+
+/// A firing is work of the authority that observes the schedule: after a deploy retired
+/// the build that created the schedule, the new build's firings carry the new build's key
+/// and the new build claims them; the retired key gets nothing.
+pub fn a_firing_carries_the_observers_key(h: &dyn Harness) {
+    every_second(h, "tick", "tick", K);
+    h.clock().set(BASE + 1_000);
+    assert_eq!(
+        ok("v2 observes", h.reopen().fire_due_schedules(K_OTHER, 10)),
+        1
+    );
+    let firing = ok("read", h.store().work(&firing_id("tick", BASE + 1_000))).expect("firing");
+    assert_eq!(firing.compat, K_OTHER, "stamped with the observer's key");
+    assert!(
+        ok("v1 claims", h.store().claim_batch("a-v1", K, 10, 5_000)).is_empty(),
+        "the retired build's key claims nothing"
+    );
+    let claimed = ok(
+        "v2 claims",
+        h.store().claim_batch("a-v2", K_OTHER, 10, 5_000),
+    );
+    assert_eq!(
+        claimed.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(),
+        [firing_id("tick", BASE + 1_000).as_str()]
+    );
+}
+
+/// Two observers with different keys see the same due instant: one firing, stamped with
+/// the key of whoever enqueued it first; the second adds nothing.
+pub fn two_observers_of_one_instant_create_one_firing(h: &dyn Harness) {
+    every_second(h, "tick", "tick", K);
+    h.clock().set(BASE + 1_000);
+    assert_eq!(ok("v1 observes", h.reopen().fire_due_schedules(K, 10)), 1);
+    assert_eq!(
+        ok("v2 observes", h.reopen().fire_due_schedules(K_OTHER, 10)),
+        0
+    );
+    assert_eq!(firings(h), ids("tick", [BASE + 1_000]));
+    let firing = ok("read", h.store().work(&firing_id("tick", BASE + 1_000))).expect("firing");
+    assert_eq!(firing.compat, K, "the first observer's firing stands");
+}
+
+/// An update replaces the trigger, catch-up, handler and payload of the next firings;
+/// firings already enqueued keep what they were created with. It is audited, and an
+/// unknown schedule is refused without writing anything.
+pub fn update_changes_the_next_firings_not_past_ones(h: &dyn Harness) {
+    let s = h.store();
+    every_second(h, "tick", "old", K);
+    h.clock().set(BASE + 1_000);
+    assert_eq!(ok("fire", s.fire_due_schedules(K, 10)), 1);
+    let updated = ok(
+        "update",
+        s.update_schedule(
+            "tick",
+            Trigger::Interval { every_ms: 5_000 },
+            CatchUp::All,
+            "new",
+            r#"{"v":2}"#,
+            "alice@host",
+        ),
+    );
+    assert_eq!(
+        (updated.next_due, updated.last_due, updated.handler.as_str()),
+        (BASE + 5_000, Some(BASE + 1_000), "new")
+    );
+    assert_eq!(ok("read", s.schedule("tick")), Some(updated));
+    h.clock().set(BASE + 4_999);
+    assert_eq!(
+        ok("between", s.fire_due_schedules(K, 10)),
+        0,
+        "the old 1s boundaries are gone"
+    );
+    h.clock().set(BASE + 5_000);
+    assert_eq!(ok("new boundary", s.fire_due_schedules(K, 10)), 1);
+    let past = ok("read", s.work(&firing_id("tick", BASE + 1_000))).expect("past firing");
+    let next = ok("read", s.work(&firing_id("tick", BASE + 5_000))).expect("next firing");
+    assert_eq!(
+        (past.handler.as_str(), past.payload.as_str()),
+        ("old", "{}")
+    );
+    assert_eq!(
+        (next.handler.as_str(), next.payload.as_str()),
+        ("new", r#"{"v":2}"#)
+    );
+    assert_eq!(firings(h), ids("tick", [BASE + 1_000, BASE + 5_000]));
+    let audit = ok("audit", s.list_audit(&PageRequest::first(100))).rows;
+    let entry = audit
+        .iter()
+        .find(|a| a.action == SCHEDULE_UPDATE_ACTION)
+        .expect("the update is audited");
+    assert_eq!(
+        (entry.actor.as_str(), entry.target.as_str()),
+        ("alice@host", "tick")
+    );
+    assert!(entry.outcome.contains("every 5s"), "{}", entry.outcome);
+
+    let revision = ok("revision", s.revision());
+    let unknown = s.update_schedule(
+        "nope",
+        Trigger::Interval { every_ms: 5_000 },
+        CatchUp::All,
+        "new",
+        "{}",
+        "alice@host",
+    );
+    assert_eq!(refused("unknown", unknown), "NOT_FOUND");
+    assert_eq!(ok("revision", s.revision()), revision, "nothing written");
 }

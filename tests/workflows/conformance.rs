@@ -8,6 +8,8 @@
 //! changes nothing but the refused-write record, terminal statuses are irreversible,
 //! history revisions are monotone and there is one outcome record per invocation id.
 
+use std::collections::BTreeSet;
+
 use leasehold::Store;
 use leasehold::model::HistoryRecord;
 use leasehold::model::event::NewEvent;
@@ -699,7 +701,121 @@ fn finished_steps_commit_together_and_a_stale_entry_refuses_alone(h: &dyn Harnes
     assert!(!last_write(&h.store(), &stale_id).accepted);
 }
 
+/// An action that outlives its lease window, renewed by its owner, keeps its instance out
+/// of discovery: with as many long actions as another authority's claim limit, that
+/// authority's claims still get every short instance, which all finish while the long
+/// actions run for four lease windows.
+fn long_actions_do_not_starve_short_instances(h: &dyn Harness) {
+    let store = h.store();
+    let long: BTreeSet<String> = (0..2)
+        .map(|n| start(&store, &two_actions(), json!({ "n": n })))
+        .collect();
+    let slow = engine(h, "slow");
+    let mut held = slow.claim(2, LEASE_MS).expect("claim the long ones");
+    assert_eq!(held.len(), 2);
+    let fast = engine(h, "fast");
+    let mut short = BTreeSet::new();
+    let mut finished = BTreeSet::new();
+    // Quarter-window ticks: the slow owner renews at every tick; the short instances start
+    // once the long ones' first lease window is over, so they queue behind its instant.
+    for tick in 1..=16 {
+        h.clock().advance(LEASE_MS / 4);
+        for c in &mut held {
+            c.lease = slow.renew(c, LEASE_MS).expect("renew");
+        }
+        if tick == 6 {
+            short = (10..15)
+                .map(|n| start(&store, &two_actions(), json!({ "n": n })))
+                .collect();
+        }
+        for c in fast.claim(long.len(), LEASE_MS).expect("claim") {
+            assert!(
+                !long.contains(&c.row.instance_id),
+                "a held instance was claimed"
+            );
+            let row = fast
+                .advance(&c, ok(json!(1)))
+                .expect("advance")
+                .expect("a step");
+            if row.status == "completed" {
+                finished.insert(row.instance_id);
+            }
+        }
+    }
+    assert_eq!(finished, short, "every short instance finished meanwhile");
+    for c in &held {
+        let (row, history) = snapshot(&store, &c.row.instance_id);
+        assert_eq!((row.status.as_str(), row.instance_revision), ("running", 1));
+        assert_eq!(
+            row.next_eligible_at,
+            Some(c.lease.expires_at),
+            "parked with its lease"
+        );
+        assert!(
+            history.iter().all(|r| r.instance_revision == 1),
+            "nothing past the start: {history:?}"
+        );
+        let after = slow
+            .advance(c, ok(json!(2)))
+            .expect("the owner still holds it");
+        assert_eq!(after.map(|r| r.instance_revision), Some(2));
+    }
+}
+
+/// The park follows renewals both ways: a renewed instance given back is runnable again at
+/// once (not at its renewed expiry), and a wake-up an event fanout wrote while it was held
+/// survives a renewal, so the event is not lost in the handoff.
+fn renewal_keeps_a_release_and_a_wake_up_prompt(h: &dyn Harness) {
+    let id = start(&h.store(), &wait_forever(), json!({ "key": "k" }));
+    let (a, b) = (engine(h, "a"), engine(h, "b"));
+    signal(&h.store(), "e0", "other");
+    // As an authority does, each claim is kept as taken: renewals present its token.
+    let held = claim_one(&a);
+    assert_eq!(
+        a.next(&held).expect("next"),
+        Next::Idle,
+        "e0 does not match"
+    );
+    h.clock().advance(LEASE_MS / 2);
+    a.renew(&held, LEASE_MS).expect("renew");
+    signal(&h.store(), "e1", "k");
+    h.clock().advance(LEASE_MS / 2);
+    let renewed = a.renew(&held, LEASE_MS).expect("renew after the wake-up");
+    let row = h.store().instance(&id).expect("read").expect("exists");
+    assert!(
+        row.next_eligible_at.is_some_and(|t| t < renewed.expires_at),
+        "the renewal overwrote the fanout's wake-up: {:?}",
+        row.next_eligible_at
+    );
+    a.release(&held).expect("release");
+    let woken = claim_one(&b);
+    b.advance(&woken, never).expect("advance");
+    let row = h.store().instance(&id).expect("read").expect("exists");
+    assert_eq!(row.status, "completed");
+
+    // Renewed, then given back with nothing due: runnable again at once.
+    let other = start(&h.store(), &two_actions(), json!({ "n": 7 }));
+    let held = claim_one(&a);
+    assert_eq!(held.row.instance_id, other);
+    h.clock().advance(LEASE_MS / 2);
+    let renewed = a.renew(&held, LEASE_MS).expect("renew");
+    let parked = h.store().instance(&other).expect("read").expect("exists");
+    assert_eq!(
+        parked.next_eligible_at,
+        Some(renewed.expires_at),
+        "parked with the lease"
+    );
+    a.release(&held).expect("release");
+    assert_eq!(
+        claim_one(&b).row.instance_id,
+        other,
+        "a released instance waits for no renewed expiry"
+    );
+}
+
 per_provider! {
+    renewal_keeps_a_release_and_a_wake_up_prompt,
+    long_actions_do_not_starve_short_instances,
     finished_steps_commit_together_and_a_stale_entry_refuses_alone,
     event_during_an_idle_check_is_not_lost,
     claim_skips_instances_leased_by_others,

@@ -71,17 +71,7 @@ impl AuthorityCore {
                     .store
                     .renew_claim(&item.id, &self.config.instance_id, item.generation, lease)
                     .map(|_| ()),
-                // Whole milliseconds, far inside f64's exact range.
-                #[allow(clippy::cast_precision_loss)]
-                Task::Workflow(c) => self
-                    .store
-                    .renew(
-                        &job.resource(),
-                        &c.lease.token,
-                        c.lease.generation,
-                        lease as f64,
-                    )
-                    .map(|_| ()),
+                Task::Workflow(c) => self.engine.renew(c, lease).map(|_| ()),
             };
             let current = match &result {
                 Err(Error::Fenced { current, .. }) => Some(*current),

@@ -37,7 +37,9 @@ impl AuthorityCore {
             (looks, free)
         };
         let free = free - looks.len();
-        let fired = self.store.fire_due_schedules(SCHEDULES_PER_POLL)?;
+        let fired = self
+            .store
+            .fire_due_schedules(&self.compat, SCHEDULES_PER_POLL)?;
         self.state().stats.schedules_fired += fired as u64;
         if free == 0 {
             return Ok(looks);

@@ -63,20 +63,12 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
     let rows: Vec<ScheduleRow> = rows
         .into_iter()
         .map(|s| {
-            let (trigger, every_ms, after_ms) = match s.trigger {
-                Trigger::Interval { every_ms } => (
-                    format!("every {}", interval_label(every_ms)),
-                    Some(every_ms),
-                    None,
-                ),
-                Trigger::Delay { after_ms } => (
-                    format!("once at {}", crate::clock::format_instant(after_ms)),
-                    None,
-                    Some(after_ms),
-                ),
+            let (every_ms, after_ms) = match s.trigger {
+                Trigger::Interval { every_ms } => (Some(every_ms), None),
+                Trigger::Delay { after_ms } => (None, Some(after_ms)),
             };
             ScheduleRow {
-                trigger,
+                trigger: s.trigger.label(),
                 every_ms,
                 after_ms,
                 catch_up: s.catch_up.label(),
@@ -92,14 +84,4 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         })
         .collect();
     ctx.emit(out, &rows, next)
-}
-
-/// `5s`, `1m`, `2h`, or the exact duration when it is not a whole unit.
-fn interval_label(ms: Millis) -> String {
-    match ms {
-        ms if ms > 0 && ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
-        ms if ms > 0 && ms % 60_000 == 0 => format!("{}m", ms / 60_000),
-        ms if ms > 0 && ms % 1_000 == 0 => format!("{}s", ms / 1_000),
-        ms => crate::clock::format_duration(ms),
-    }
 }

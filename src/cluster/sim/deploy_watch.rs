@@ -1,11 +1,14 @@
 //! The rolling-deploy watch: how much non-terminal work sat *held* (its build run by no
 //! running authority) while a deploy was under way, and which items, so the report can
-//! say whether they drained. Kept apart because it observes the simulation and never
-//! changes it.
+//! say whether they drained; and when only the new build ran, so the report can say
+//! whether schedules kept firing under it with nothing stranded. Kept apart because it
+//! observes the simulation and never changes it.
 
 use std::collections::BTreeSet;
 
 use super::{NodeState, Sim};
+use crate::build_key::compatibility_key;
+use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::WorkFilter;
 use crate::model::{PageRequest, WorkKind, WorkState};
@@ -20,6 +23,19 @@ pub(in crate::cluster) struct DeployWatch {
     pub held_samples: u64,
     /// Effects and schedule firings seen held (the first time anything was held).
     pub held_ids: BTreeSet<String>,
+    /// The span in which the first build had no running authority after a deploy.
+    pub new_build_alone: Option<NewBuildAlone>,
+}
+
+/// From the first sample after a deploy at which no running authority had the first
+/// build, until the first later sample at which one had it again (`None`: to the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(in crate::cluster) struct NewBuildAlone {
+    pub since: Millis,
+    pub until: Option<Millis>,
+    /// The compat digests running at `since`: the only keys work created meanwhile can
+    /// be claimed under.
+    pub compats: BTreeSet<String>,
 }
 
 impl Sim {
@@ -47,7 +63,57 @@ impl Sim {
         Ok((held, compats))
     }
 
+    /// Notes when the first build stopped running after a deploy, and when it came back.
+    fn watch_new_build_alone(&mut self) {
+        if self.generator.build() == self.options.build {
+            return;
+        }
+        let live = self.running_compats();
+        let first_runs = live.contains(&compatibility_key(&self.options.build).digest());
+        let now = self.store.now();
+        match &mut self.deploy.new_build_alone {
+            None if !first_runs && !live.is_empty() => {
+                self.deploy.new_build_alone = Some(NewBuildAlone {
+                    since: now,
+                    until: None,
+                    compats: live,
+                });
+            }
+            Some(alone) if first_runs && alone.until.is_none() => alone.until = Some(now),
+            _ => {}
+        }
+    }
+
+    /// Schedule firings created while only the new build ran: how many, and how many of
+    /// them carry a key no authority running then had (stranded until the old build
+    /// returns, if it ever does). `None` when the first build never stopped running.
+    pub(in crate::cluster) fn firings_under_new_build(&self) -> Result<Option<(u64, u64)>> {
+        let Some(alone) = &self.deploy.new_build_alone else {
+            return Ok(None);
+        };
+        let filter = WorkFilter {
+            kind: Some(WorkKind::Schedule),
+            ..WorkFilter::default()
+        };
+        let (mut created, mut stranded) = (0, 0);
+        let mut page = PageRequest::first(1_000);
+        loop {
+            let listed = self.store.list_work(&filter, &page)?;
+            for w in &listed.rows {
+                if w.created_at >= alone.since && alone.until.is_none_or(|u| w.created_at < u) {
+                    created += 1;
+                    stranded += u64::from(!alone.compats.contains(&w.compat));
+                }
+            }
+            match listed.next {
+                Some(after) => page = PageRequest::resume(Some(&after), 1_000),
+                None => return Ok(Some((created, stranded))),
+            }
+        }
+    }
+
     pub(super) fn sample(&mut self) {
+        self.watch_new_build_alone();
         let Ok((held, compats)) = self.held_count() else {
             return;
         };

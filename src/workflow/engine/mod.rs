@@ -18,14 +18,16 @@
 //! The files follow who calls them:
 //! - operators (the command line, the dashboard): `instances.rs` (deploy, start, read) and
 //!   `cancel.rs`;
-//! - an authority, through [`Engine`]: `claim.rs` (take the lease of runnable instances)
-//!   and `step.rs` (decide, record an outcome, apply a transition, release);
+//! - an authority, through [`Engine`]: `claim.rs` (take the lease of runnable instances),
+//!   `renew.rs` (keep it through a long action) and `step.rs` (decide, record an outcome,
+//!   apply a transition, release);
 //! - both: `transition.rs`, the instance row as stored and the one way a transition is
 //!   written.
 
 mod cancel;
 mod claim;
 mod instances;
+mod renew;
 mod step;
 mod transition;
 

@@ -311,8 +311,10 @@ impl Engine {
                     state.next_eligible_at
                 };
                 // An event fanout that landed while we held it moved the parking instant
-                // forward to "now": keep that wake-up, or the event would be missed.
-                let parked = row.next_eligible_at == Some(claimed.lease.expires_at);
+                // forward to "now": keep that wake-up, or the event would be missed. The
+                // park follows renewals, so it is compared with the lease as it is now.
+                let held_until = tx.lease(&res)?.map(|l| l.expires_at);
+                let parked = held_until.is_some() && row.next_eligible_at == held_until;
                 if parked && row.next_eligible_at != natural {
                     tx.commit_revision()?;
                     tx.update_instance(&InstanceRow {

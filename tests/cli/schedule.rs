@@ -1,0 +1,281 @@
+//! `leasehold schedule create|update|list`: what each prints is what the store holds, an
+//! update is audited under the operator, and bad input is one line, changes nothing and
+//! never creates a store.
+
+use leasehold::Store;
+use leasehold::model::PageRequest;
+use leasehold::model::schedule::{CatchUp, Trigger};
+use leasehold::ops::actor::operator;
+use leasehold::store::SCHEDULE_UPDATE_ACTION;
+use leasehold::store::url::{self, OpenMode};
+use serde_json::Value;
+
+use super::{assert_one_line_failure, json_lines, leasehold};
+
+fn empty_store(dir: &std::path::Path) -> (String, Store) {
+    let url = format!("sqlite:{}", dir.join("store.db").display());
+    let store = url::open(&url, OpenMode::ReadWrite).unwrap();
+    (url, store)
+}
+
+fn one(o: &std::process::Output) -> Value {
+    let mut rows = json_lines(o);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    rows.remove(0)
+}
+
+#[test]
+fn schedule_create_update_list_say_what_the_store_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    let create = [
+        "schedule",
+        "create",
+        "--store",
+        &url,
+        "tick",
+        "--every",
+        "30s",
+        "--handler",
+        "ping",
+        "--json",
+    ];
+    let created = one(&leasehold(&create));
+    let stored = store.schedule("tick").unwrap().expect("created");
+    assert_eq!(
+        (
+            stored.trigger,
+            stored.catch_up,
+            stored.handler.as_str(),
+            stored.payload.as_str()
+        ),
+        (
+            Trigger::Interval { every_ms: 30_000 },
+            CatchUp::Latest,
+            "ping",
+            "{}"
+        )
+    );
+    assert_eq!(created["outcome"], "created");
+    assert_eq!(created["trigger"], "every 30s");
+    assert_eq!(created["nextDue"], stored.next_due);
+    assert_eq!(one(&leasehold(&create))["outcome"], "unchanged");
+
+    let other = leasehold(&[
+        "schedule",
+        "create",
+        "--store",
+        &url,
+        "tick",
+        "--every",
+        "5m",
+        "--handler",
+        "ping",
+    ]);
+    let err = assert_one_line_failure(&other, 1);
+    assert!(err.contains("schedule update"), "{err}");
+    assert_eq!(
+        store.schedule("tick").unwrap(),
+        Some(stored),
+        "a refused create changes nothing"
+    );
+
+    let updated = one(&leasehold(&[
+        "schedule",
+        "update",
+        "--store",
+        &url,
+        "tick",
+        "--every",
+        "5m",
+        "--catch-up",
+        "all",
+        "--handler",
+        "pong",
+        "--payload",
+        r#"{"v": 2}"#,
+        "--json",
+    ]));
+    let stored = store.schedule("tick").unwrap().expect("still there");
+    assert_eq!(
+        (
+            stored.trigger,
+            stored.catch_up,
+            stored.handler.as_str(),
+            stored.payload.as_str()
+        ),
+        (
+            Trigger::Interval { every_ms: 300_000 },
+            CatchUp::All,
+            "pong",
+            r#"{"v":2}"#
+        )
+    );
+    assert_eq!(
+        (updated["outcome"].as_str(), updated["handler"].as_str()),
+        (Some("updated"), Some("pong"))
+    );
+    let audit = store.list_audit(&PageRequest::first(10)).unwrap().rows;
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert_eq!(
+        (
+            audit[0].action.as_str(),
+            audit[0].actor.as_str(),
+            audit[0].target.as_str()
+        ),
+        (SCHEDULE_UPDATE_ACTION, operator().as_str(), "tick")
+    );
+
+    let listed = json_lines(&leasehold(&["schedule", "list", "--store", &url, "--json"]));
+    let ids: Vec<&str> = listed
+        .iter()
+        .filter_map(|r| r["scheduleId"].as_str())
+        .collect();
+    let in_store = store.list_schedules(&PageRequest::first(10)).unwrap().rows;
+    assert_eq!(
+        ids,
+        in_store
+            .iter()
+            .map(|s| s.schedule_id.as_str())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(listed[0]["handler"], "pong");
+}
+
+#[test]
+fn schedule_bad_input_is_one_line_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    let missing = dir.path().join("typo.db").display().to_string();
+    let cases: [(&[&str], i32); 9] = [
+        (
+            &[
+                "create",
+                "--store",
+                &missing,
+                "t",
+                "--every",
+                "1s",
+                "--handler",
+                "h",
+            ],
+            2,
+        ),
+        (
+            &[
+                "update",
+                "--store",
+                &missing,
+                "t",
+                "--every",
+                "1s",
+                "--handler",
+                "h",
+            ],
+            2,
+        ),
+        (&["list", "--store", &missing], 2),
+        (
+            &[
+                "create",
+                "--store",
+                &url,
+                "bad\u{1b}[31mid",
+                "--every",
+                "1s",
+                "--handler",
+                "h",
+            ],
+            2,
+        ),
+        (
+            &[
+                "create",
+                "--store",
+                &url,
+                "t",
+                "--every",
+                "soon",
+                "--handler",
+                "h",
+            ],
+            2,
+        ),
+        (
+            &[
+                "create",
+                "--store",
+                &url,
+                "t",
+                "--every",
+                "1s",
+                "--at",
+                "5",
+                "--handler",
+                "h",
+            ],
+            2,
+        ),
+        (
+            &[
+                "create",
+                "--store",
+                &url,
+                "t",
+                "--every",
+                "1s",
+                "--catch-up",
+                "0",
+                "--handler",
+                "h",
+            ],
+            2,
+        ),
+        (
+            &[
+                "create",
+                "--store",
+                &url,
+                "t",
+                "--every",
+                "1s",
+                "--handler",
+                "h",
+                "--payload",
+                "{",
+            ],
+            2,
+        ),
+        (
+            &[
+                "update",
+                "--store",
+                &url,
+                "nope",
+                "--every",
+                "1s",
+                "--handler",
+                "h",
+            ],
+            2,
+        ),
+    ];
+    let revision = store.revision().unwrap();
+    for (args, exit) in cases {
+        let mut full = vec!["schedule"];
+        full.extend_from_slice(args);
+        assert_one_line_failure(&leasehold(&full), exit);
+    }
+    assert!(
+        !std::path::Path::new(&missing).exists(),
+        "a mistyped store is never created"
+    );
+    assert_eq!(store.revision().unwrap(), revision, "nothing was written");
+    assert!(
+        store
+            .list_schedules(&PageRequest::first(10))
+            .unwrap()
+            .rows
+            .is_empty()
+    );
+}
