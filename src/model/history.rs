@@ -93,7 +93,7 @@ impl Takeover {
     #[must_use]
     pub fn of_work(item: &WorkItem, owner: &str, now: Millis) -> Option<Self> {
         let from = item.owner_id.as_deref()?;
-        (item.state == WorkState::Claimed && from != owner).then(|| Self {
+        (item.unfinished_claim_expiry().is_some() && from != owner).then(|| Self {
             from_owner: from.to_owned(),
             from_generation: item.generation,
             lapsed_ms: item
