@@ -25,6 +25,7 @@ pub mod log;
 pub mod output;
 pub mod registry;
 pub mod seed;
+pub mod work;
 pub mod workflow;
 
 use std::ffi::OsString;
@@ -74,6 +75,9 @@ pub enum Command {
     /// Validate, deploy and start durable workflows.
     #[command(subcommand)]
     Workflow(workflow::WorkflowCommand),
+    /// Triage of failed work: requeue or discard an item.
+    #[command(subcommand)]
+    Work(work::WorkCommand),
     /// Ingest one external event (dedup on source and id).
     Event(event::EventArgs),
     /// Copy a store into another (e.g. SQLite to PostgreSQL).
@@ -304,6 +308,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::Inspect(args) => inspect::run(&args, out),
         Command::Event(args) => event::run(&args, out),
         Command::Workflow(cmd) => workflow::run(cmd, out),
+        Command::Work(cmd) => work::run(&cmd, out),
         Command::Demo(args) => demo::run(&args, out),
         Command::Attach(args) => attach::run(&args),
         Command::Authority(args) => match &args.command {
