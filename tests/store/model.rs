@@ -3,7 +3,8 @@
 //! advances across three owners, three resources and four work items, applied both to the
 //! real [`Store`] and to an independent shadow model written here from docs/ARCHITECTURE.md (plain
 //! structs; nothing from `leasehold::rules`). After every step the outcome code, and every
-//! lease's and item's owner, generation, expiry and state must agree.
+//! lease's and item's owner, generation, expiry and state must agree — a claim that lapsed
+//! unrecorded included: backed off like a retry, dead-lettered once its budget is spent.
 //!
 //! The shadow's constants are written out again on purpose: if the library's documented
 //! window or backoff drifts, this test says so.
@@ -98,6 +99,8 @@ struct ShadowItem {
     uncertain: u32,
     max_attempts: u32,
     next_eligible_at: i64,
+    /// Failed because its last attempt lapsed with the budget spent.
+    dead_letter: bool,
 }
 
 /// What one step answered: success, a refusal code, or the items a batch claimed.
@@ -221,29 +224,50 @@ impl Shadow {
         }
     }
 
+    /// A claimer that finds a claim lapsed without an outcome settles it first: the attempt
+    /// counts as uncertain and against the budget; with attempts left the item waits in
+    /// retry until the expiry plus a retry's backoff (keeping the lapsed expiry), with none
+    /// left it is failed for good (a dead letter).
+    fn settle(&mut self, i: usize) {
+        let now = self.now;
+        let it = &mut self.items[i];
+        let Some(expired) = it.lease_expires_at.filter(|&e| e <= now) else {
+            return;
+        };
+        if it.state != St::Claimed {
+            return;
+        }
+        it.uncertain += 1;
+        if it.attempt >= it.max_attempts {
+            it.state = St::Failed;
+            it.lease_expires_at = None;
+            it.dead_letter = true;
+        } else {
+            it.state = St::Retry;
+            it.next_eligible_at = expired + backoff(it.attempt);
+        }
+    }
+
     fn claim_item(&mut self, owner: usize, i: usize, lease: i64) -> Result<(), &'static str> {
+        self.settle(i);
         let now = self.now;
         let it = &mut self.items[i];
         if !it.ours {
             return Err("INCOMPATIBLE_AUTHORITY");
         }
-        let reclaim = match it.state {
+        match it.state {
             St::Succeeded | St::Failed => return Err("already-terminal"),
-            St::Claimed if it.lease_expires_at.is_some_and(|e| e > now) => {
-                return Err("WORK_IN_PROGRESS");
-            }
-            St::Claimed => true,
+            St::Claimed => return Err("WORK_IN_PROGRESS"),
             St::Pending | St::Retry if it.next_eligible_at > now => {
                 return Err("WORK_NOT_CLAIMABLE");
             }
-            St::Pending | St::Retry => false,
-        };
+            St::Pending | St::Retry => {}
+        }
         it.state = St::Claimed;
         it.owner = Some(owner);
         it.generation += 1;
         it.lease_expires_at = Some(now + lease);
         it.attempt += 1;
-        it.uncertain += u32::from(reclaim);
         self.item_gen[owner][i] = it.generation;
         Ok(())
     }
@@ -361,11 +385,13 @@ impl Shadow {
                     })
                     .collect();
                 due.sort_unstable();
-                let picked: Vec<usize> =
-                    due.into_iter().take(limit).map(|(_, _, _, i)| i).collect();
-                for &i in &picked {
-                    self.claim_item(owner, i, WORK_LEASES[lease])
-                        .expect("a due item is claimable");
+                // A lapsed candidate still in its backoff, or dead-lettered, is settled and
+                // left out; it takes its place in the batch all the same.
+                let mut picked = Vec::new();
+                for (_, _, _, i) in due.into_iter().take(limit) {
+                    if self.claim_item(owner, i, WORK_LEASES[lease]).is_ok() {
+                        picked.push(i);
+                    }
                 }
                 Outcome::Batch(picked)
             }
@@ -417,6 +443,7 @@ impl ReferenceStateMachine for ShadowMachine {
             uncertain: 0,
             max_attempts: MAX_ATTEMPTS[i],
             next_eligible_at: START,
+            dead_letter: false,
         };
         Just(Shadow {
             now: START,
@@ -747,6 +774,12 @@ impl Real {
             assert_eq!(
                 view, want,
                 "{}: (state, owner, generation, leaseExpiresAt, attempt, uncertain, nextEligibleAt)",
+                ITEMS[i]
+            );
+            assert_eq!(
+                a.is_dead_letter(),
+                e.dead_letter,
+                "{}: dead letter (failed / uncertain-exhausted)",
                 ITEMS[i]
             );
         }
