@@ -158,6 +158,20 @@ pub fn discard(
     }
 }
 
+/// How an item's state reads in a listing, on the dashboard and in `inspect work`: a dead
+/// letter says so with its class, `failed (uncertain-exhausted)`; a discarded item reads
+/// `failed (discarded)`; anything else is its state's name.
+#[must_use]
+pub fn state_text(item: &WorkItem) -> String {
+    if item.is_dead_letter() {
+        format!("failed ({})", FailureClass::UncertainExhausted.as_str())
+    } else if is_discarded(item) {
+        "failed (discarded)".into()
+    } else {
+        item.state.as_str().into()
+    }
+}
+
 /// Whether an operator discarded the item.
 #[must_use]
 pub fn is_discarded(item: &WorkItem) -> bool {
@@ -208,6 +222,8 @@ mod tests {
         );
         let again = discard(&failed(), "al@h", "x", 5).1.expect("changed");
         assert_eq!(discard(&again, "bo@h", "y", 6), (Verdict::AlreadyDone, None));
+        assert_eq!(state_text(&again), "failed (discarded)");
+        assert_eq!(state_text(&failed()), "failed");
         let done = WorkItem {
             state: WorkState::Succeeded,
             ..failed()
