@@ -12,6 +12,8 @@ mod support;
 
 #[path = "cli/cancel.rs"]
 mod cancel;
+#[path = "cli/triage.rs"]
+mod triage;
 
 use std::path::Path;
 use std::process::{Command, Output};
