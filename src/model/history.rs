@@ -38,6 +38,20 @@ vocabulary! {
         ActionOutcome = "action-outcome",
         /// A workflow instance's transition.
         Transition = "transition",
+        /// An operator gave a failed work item a fresh attempt budget (the writer is the
+        /// operator, not a claim holder).
+        Requeue = "requeue",
+        /// An operator ended a work item for good (the writer is the operator).
+        Discard = "discard",
+    }
+}
+
+impl WriteVerb {
+    /// Whether the write is an operator's triage of a work item rather than a claim
+    /// holder's fenced write: no grant stands behind it.
+    #[must_use]
+    pub fn by_operator(self) -> bool {
+        matches!(self, Self::Requeue | Self::Discard)
     }
 }
 

@@ -2,14 +2,15 @@
 //! decides; this file makes each decision one transaction). The item is read, judged and
 //! written in the same serialised transaction, so the change is conditional on the state
 //! it was judged on, and the audit entry (actor, verdict, reason) commits with it, for a
-//! refusal too.
+//! refusal too. A change is also recorded in the write history as an operator's write, so
+//! the checker knows a requeued item may finish again.
 
 use super::work::save_work;
-use super::{Store, Tx};
+use super::{Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::check_id;
-use crate::model::{AuditEntry, WorkItem};
+use crate::model::{AuditEntry, Holder, WorkItem, WriteVerb};
 use crate::ops::triage::{self, Verb, Verdict};
 
 /// The answer of a triage verb: its verdict and the item as it stands afterwards (`None`
@@ -71,6 +72,7 @@ impl Store {
                 },
                 Some(item) => match decide(&item, now) {
                     (verdict, Some(next)) => {
+                        record_change(tx, now, actor, verb, &item, &next)?;
                         save_work(tx, Some(&item), &next)?;
                         Triaged {
                             verdict,
@@ -87,6 +89,39 @@ impl Store {
             Ok(answer)
         })
     }
+}
+
+/// Records the change in the write history the checker reads, as an operator's write
+/// (verb `requeue` or `discard`): a requeued item's next terminal write is then the first
+/// of its fresh budget, not a second one.
+fn record_change(
+    tx: &mut dyn Tx,
+    now: Millis,
+    actor: &str,
+    verb: Verb,
+    item: &WorkItem,
+    next: &WorkItem,
+) -> Result<()> {
+    let detail = serde_json::json!({
+        "logicalEffectId": item.logical_effect_id,
+        "idempotencyKey": item.idempotency_key,
+        "state": next.state.as_str(),
+    });
+    let verb = match verb {
+        Verb::Requeue => WriteVerb::Requeue,
+        Verb::Discard => WriteVerb::Discard,
+    };
+    record_write(
+        tx,
+        now,
+        &item.id,
+        actor,
+        item.generation,
+        verb,
+        &Ok(()),
+        detail,
+        Holder::of_work(item),
+    )
 }
 
 fn audit(
