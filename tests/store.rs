@@ -72,6 +72,7 @@ per_provider! {
     dead_letters::a_poison_pill_ends_as_a_dead_letter,
     dead_letters::requeue_gives_a_fresh_budget_once,
     dead_letters::discard_needs_a_reason_and_spares_success,
+    dead_letters::another_builds_lapsed_claim_is_left_alone,
     // compatibility
     work::incompatible_items_are_never_claimed_and_stay_visible,
     // schedules

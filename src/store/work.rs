@@ -121,7 +121,7 @@ impl Store {
             let candidates = claim_candidates(tx, compat, now, limit)?;
             let mut claimed = Vec::with_capacity(candidates.len());
             for found in candidates {
-                let item = settle_lapsed(tx, found, now)?;
+                let item = settle_lapsed(tx, found, compat, now)?;
                 if let Ok(next) =
                     rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now)
                 {
@@ -148,7 +148,7 @@ impl Store {
             let Some(found) = tx.work(id)? else {
                 return Ok(Logged::Refused(not_found(id)));
             };
-            let item = settle_lapsed(tx, found, now)?;
+            let item = settle_lapsed(tx, found, compat, now)?;
             let next =
                 match rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now) {
                     Ok(next) => next,
@@ -355,8 +355,12 @@ fn claim_candidates(
 
 /// Writes the settlement of `item` if it is a claim that lapsed without an outcome
 /// ([`rules::lapse`]: backed off in `retry`, or a dead letter), inside the claiming
-/// transaction, and returns the item as it now stands.
-fn settle_lapsed(tx: &mut dyn Tx, item: WorkItem, now: Millis) -> Result<WorkItem> {
+/// transaction, and returns the item as it now stands. Only a claimer of the item's own
+/// build settles it: another build's work is never failed by a build that may not run it.
+fn settle_lapsed(tx: &mut dyn Tx, item: WorkItem, compat: &str, now: Millis) -> Result<WorkItem> {
+    if item.compat != compat {
+        return Ok(item);
+    }
     match rules::lapse(&item, Backoff::default(), now) {
         Some(settled) => {
             save_work(tx, Some(&item), &settled)?;

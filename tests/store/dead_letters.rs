@@ -9,7 +9,7 @@ use leasehold::ops::triage::Verdict;
 use leasehold::rules::work::Backoff;
 use leasehold::store::Store;
 
-use crate::support::{Harness, K, ok, refused};
+use crate::support::{Harness, K, K_OTHER, ok, refused};
 use crate::work::{effect, item};
 
 const LEASE: i64 = 1_000;
@@ -276,4 +276,25 @@ pub fn discard_needs_a_reason_and_spares_success(h: &dyn Harness) {
         ]
     );
     assert!(audit(&s).iter().all(|a| a.actor == ACTOR));
+}
+
+/// Only a claimer of the item's own build settles its lapsed claim: another build never
+/// backs off or dead-letters work it may not run (it stays visible as incompatible).
+pub fn another_builds_lapsed_claim_is_left_alone(h: &dyn Harness) {
+    let s = h.store();
+    ok("enqueue", s.enqueue(poison("x", 1), K_OTHER));
+    ok("its build claims", s.claim("x", "old", K_OTHER, LEASE));
+    h.clock().advance(LEASE + 60_000);
+    assert_eq!(
+        refused("another build", s.claim("x", "new", K, LEASE)),
+        "INCOMPATIBLE_AUTHORITY"
+    );
+    assert!(ok("another build's batch", s.claim_batch("new", K, 10, LEASE)).is_empty());
+    let x = item(h, "x");
+    assert_eq!((x.state, x.uncertain_attempts), (WorkState::Claimed, 0));
+    assert_eq!(
+        refused("its own build", s.claim("x", "old-2", K_OTHER, LEASE)),
+        "already-terminal"
+    );
+    assert!(item(h, "x").is_dead_letter(), "settled by its own build");
 }
