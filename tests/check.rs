@@ -419,7 +419,10 @@ fn requeued_and_discarded_work_is_clean() {
     s.fail("failed-1", "a-1", w.generation, failure).unwrap();
     s.claim("poison-1", "a-1", K1, LEASE).unwrap();
     f.clock.advance(LEASE);
-    assert!(s.claim_batch("a-2", K1, 10, LEASE).unwrap().len() == 1, "live-1 only");
+    assert!(
+        s.claim_batch("a-2", K1, 10, LEASE).unwrap().len() == 1,
+        "live-1 only"
+    );
     assert!(s.work("poison-1").unwrap().unwrap().is_dead_letter());
     for id in ["failed-1", "poison-1"] {
         s.requeue_work(id, "ops@host", "fixed").unwrap();

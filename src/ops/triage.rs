@@ -203,7 +203,12 @@ mod tests {
         let next = next.expect("changed");
         assert_eq!(verdict, Verdict::Done);
         assert_eq!(
-            (next.state, next.attempt_number, next.uncertain_attempts, next.generation),
+            (
+                next.state,
+                next.attempt_number,
+                next.uncertain_attempts,
+                next.generation
+            ),
             (WorkState::Pending, 0, 0, 3)
         );
         assert_eq!(requeue(&next, 60), (Verdict::AlreadyDone, None));
@@ -221,7 +226,10 @@ mod tests {
             Some("discarded by al@h: dup".into())
         );
         let again = discard(&failed(), "al@h", "x", 5).1.expect("changed");
-        assert_eq!(discard(&again, "bo@h", "y", 6), (Verdict::AlreadyDone, None));
+        assert_eq!(
+            discard(&again, "bo@h", "y", 6),
+            (Verdict::AlreadyDone, None)
+        );
         assert_eq!(state_text(&again), "failed (discarded)");
         assert_eq!(state_text(&failed()), "failed");
         let done = WorkItem {

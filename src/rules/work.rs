@@ -322,7 +322,10 @@ mod tests {
         let mut now = 0;
         for attempt in 1..=3 {
             it = claim(&it, "a", "k", "t".into(), 100, now).expect("due");
-            assert_eq!((it.attempt_number, it.uncertain_attempts), (attempt, attempt - 1));
+            assert_eq!(
+                (it.attempt_number, it.uncertain_attempts),
+                (attempt, attempt - 1)
+            );
             now += 100;
             assert!(lapse(&it, backoff, now - 1).is_none(), "lease still live");
             it = lapse(&it, backoff, now).expect("lapsed");
@@ -360,7 +363,10 @@ mod tests {
         };
         let held = claim(&cursor, "a", "k", "t".into(), 100, 0).expect("due");
         let settled = lapse(&held, Backoff::default(), 100).expect("lapsed");
-        assert_eq!((settled.state, settled.next_eligible_at), (WorkState::Retry, 100));
+        assert_eq!(
+            (settled.state, settled.next_eligible_at),
+            (WorkState::Retry, 100)
+        );
         assert!(claim(&held, "b", "k", "t".into(), 100, 100).is_ok());
     }
 

@@ -75,13 +75,18 @@ fn setup() -> Setup {
         .enqueue(NewWork::effect("done", "send-email", "{}"), "k")
         .unwrap();
     let done = store.claim("done", "auth-a", "k", 1_000).unwrap();
-    store.complete("done", "auth-a", done.generation, None).unwrap();
+    store
+        .complete("done", "auth-a", done.generation, None)
+        .unwrap();
     for owner in ["auth-a", "auth-b"] {
         store.claim("dead", owner, "k", 1_000).unwrap();
         clock.advance(60_000);
     }
     assert_eq!(
-        store.claim("dead", "auth-c", "k", 1_000).unwrap_err().code(),
+        store
+            .claim("dead", "auth-c", "k", 1_000)
+            .unwrap_err()
+            .code(),
         "already-terminal"
     );
     let waiting = NewWork {
@@ -95,7 +100,13 @@ fn setup() -> Setup {
 
 fn failed_rows(s: &Setup) -> Vec<Value> {
     let o = leasehold(&[
-        "inspect", "work", "--store", &s.path, "--filter", "state:failed", "--json",
+        "inspect",
+        "work",
+        "--store",
+        &s.path,
+        "--filter",
+        "state:failed",
+        "--json",
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     stdout(&o)
@@ -114,7 +125,12 @@ fn a_dead_letter_is_listed_then_requeued_once() {
     assert_eq!(listed[0]["deadLetter"], true);
     assert_eq!(listed[0]["lastFailure"]["class"], "uncertain-exhausted");
     let table = leasehold(&[
-        "inspect", "work", "--store", &s.path, "--filter", "state:failed",
+        "inspect",
+        "work",
+        "--store",
+        &s.path,
+        "--filter",
+        "state:failed",
     ]);
     assert!(
         stdout(&table).contains("failed (uncertain-exhausted)"),
@@ -129,21 +145,33 @@ fn a_dead_letter_is_listed_then_requeued_once() {
     assert_eq!(answer["changed"], true);
     let item = s.item("dead");
     assert_eq!(
-        (item.state, item.attempt_number, item.idempotency_key.as_str()),
+        (
+            item.state,
+            item.attempt_number,
+            item.idempotency_key.as_str()
+        ),
         (WorkState::Pending, 0, "idem-dead")
     );
     assert_eq!(answer["item"]["state"], "pending");
 
     let again = s.run(&["requeue", "dead"]);
     assert_eq!(code(&again), 0, "{}", stderr(&again));
-    assert!(stdout(&again).contains("already requeued"), "{}", stdout(&again));
+    assert!(
+        stdout(&again).contains("already requeued"),
+        "{}",
+        stdout(&again)
+    );
     assert_eq!(s.item("dead"), item, "a repeat changes nothing");
     assert!(failed_rows(&s).is_empty());
 
     let refused = s.run(&["requeue", "done", "--reason", "again?"]);
     assert_eq!(code(&refused), 1);
     assert_eq!(stderr(&refused).lines().count(), 1, "{}", stderr(&refused));
-    assert!(stderr(&refused).contains("succeeded"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("succeeded"),
+        "{}",
+        stderr(&refused)
+    );
 
     let said: Vec<(String, String, String, String)> = s
         .audit()
@@ -233,7 +261,11 @@ fn bad_ids_and_missing_stores_change_nothing() {
     }
     let unknown = s.run(&["requeue", "no-such-item"]);
     assert_eq!(code(&unknown), 2, "{}", stderr(&unknown));
-    assert_eq!(s.audit().len(), before + 1, "only the unknown id reached the store");
+    assert_eq!(
+        s.audit().len(),
+        before + 1,
+        "only the unknown id reached the store"
+    );
 
     let missing = s.dir.path().join("typo.db").display().to_string();
     for verb in ["requeue", "discard"] {

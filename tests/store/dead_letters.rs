@@ -49,7 +49,10 @@ fn crash_every_attempt(h: &dyn Harness, id: &str, max: u32) {
             );
         }
         h.clock().set(expiry);
-        let after = ok("claim at expiry", h.reopen().claim_batch("late", K, 10, LEASE));
+        let after = ok(
+            "claim at expiry",
+            h.reopen().claim_batch("late", K, 10, LEASE),
+        );
         assert!(after.iter().all(|w| w.id != id), "never reclaimed at once");
         let lapsed = item(h, id);
         assert_eq!(lapsed.uncertain_attempts, attempt, "the lapse counted");
@@ -111,11 +114,20 @@ pub fn a_poison_pill_ends_as_a_dead_letter(h: &dyn Harness) {
         ("intent-p", "idem-p")
     );
     assert_eq!(
-        refused("the last owner completes late", s.complete("p", "auth-3", 3, None)),
+        refused(
+            "the last owner completes late",
+            s.complete("p", "auth-3", 3, None)
+        ),
         "already-terminal"
     );
     h.clock().advance(3_600_000);
-    assert!(ok("claim much later", h.reopen().claim_batch("z", K, 10, LEASE)).is_empty());
+    assert!(
+        ok(
+            "claim much later",
+            h.reopen().claim_batch("z", K, 10, LEASE)
+        )
+        .is_empty()
+    );
     assert_eq!(
         refused("claim the dead letter", s.claim("p", "z", K, LEASE)),
         "already-terminal"
@@ -133,7 +145,11 @@ pub fn a_poison_pill_ends_as_a_dead_letter(h: &dyn Harness) {
     let listed: Vec<&WorkItem> = failed.rows.iter().collect();
     assert_eq!(listed.len(), 1);
     assert!(listed[0].is_dead_letter());
-    assert_eq!(failed_count(&h.reopen()), 1, "the counts agree with the rows");
+    assert_eq!(
+        failed_count(&h.reopen()),
+        1,
+        "the counts agree with the rows"
+    );
 }
 
 /// Requeue gives a dead letter a fresh budget — pending now, same keys — once: a repeat is
@@ -172,7 +188,10 @@ pub fn requeue_gives_a_fresh_budget_once(h: &dyn Harness) {
         ("idem-p", "intent-p", dead.generation)
     );
     assert_eq!(failed_count(&s), 0);
-    let again = ok("requeue again", h.reopen().requeue_work("p", ACTOR, "again"));
+    let again = ok(
+        "requeue again",
+        h.reopen().requeue_work("p", ACTOR, "again"),
+    );
     assert_eq!(again.verdict, Verdict::AlreadyDone);
     assert_eq!(item(h, "p"), requeued, "a repeat changes nothing");
 
@@ -218,17 +237,27 @@ pub fn discard_needs_a_reason_and_spares_success(h: &dyn Harness) {
     }
     let held = ok("claim", s.claim("live", "auth-a", K, 60_000));
     let done = ok("claim done", s.claim("done", "auth-a", K, 60_000));
-    ok("complete", s.complete("done", "auth-a", done.generation, None));
+    ok(
+        "complete",
+        s.complete("done", "auth-a", done.generation, None),
+    );
     let before = audit(&s).len();
 
     assert_eq!(
         refused("no reason", s.discard_work("live", ACTOR, "  ")),
         "INVALID"
     );
-    assert_eq!(audit(&s).len(), before, "a malformed request reaches nothing");
+    assert_eq!(
+        audit(&s).len(),
+        before,
+        "a malformed request reaches nothing"
+    );
     assert_eq!(item(h, "live").state, WorkState::Claimed);
 
-    let first = ok("discard", s.discard_work("live", ACTOR, "customer cancelled"));
+    let first = ok(
+        "discard",
+        s.discard_work("live", ACTOR, "customer cancelled"),
+    );
     assert_eq!(first.verdict, Verdict::Done);
     let discarded = item(h, "live");
     assert_eq!(discarded.state, WorkState::Failed);
@@ -243,7 +272,10 @@ pub fn discard_needs_a_reason_and_spares_success(h: &dyn Harness) {
         ),
         "already-terminal"
     );
-    let again = ok("discard again", h.reopen().discard_work("live", ACTOR, "dup"));
+    let again = ok(
+        "discard again",
+        h.reopen().discard_work("live", ACTOR, "dup"),
+    );
     assert_eq!(again.verdict, Verdict::AlreadyDone);
     assert_eq!(item(h, "live"), discarded, "a repeat changes nothing");
 

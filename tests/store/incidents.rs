@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 
 use leasehold::model::{Grant, Holder, Takeover};
-use leasehold::store::{Incidents, Keyed, Store};
 use leasehold::rules::work::Backoff;
+use leasehold::store::{Incidents, Keyed, Store};
 
 use crate::support::{Harness, K, ok, refused};
 use crate::work::{effect, retryable};

@@ -392,14 +392,22 @@ fn a_dead_letter_is_listed_and_described_as_such() {
     f.store.claim("poison-1", "auth-a", C1, 1_000).unwrap();
     f.clock.advance(1_000);
     let code = f.store.claim("poison-1", "auth-b", C1, 1_000).unwrap_err();
-    assert_eq!(code.code(), "already-terminal", "dead-lettered by the claimer");
+    assert_eq!(
+        code.code(),
+        "already-terminal",
+        "dead-lettered by the claimer"
+    );
     let mut h = harness(&f, "dark", 160, 48);
     h.dispatch(Action::SwitchView(ViewId::Work));
     h.press('/');
     h.type_text("id:poison");
     h.key(KeyCode::Enter);
     select_row(&mut h, |k| k == "poison-1");
-    let row = h.app.selected_row().expect("the dead letter is listed").clone();
+    let row = h
+        .app
+        .selected_row()
+        .expect("the dead letter is listed")
+        .clone();
     let cells = row.cells.iter().map(|c| c.text.clone()).collect::<Vec<_>>();
     assert!(
         cells.iter().any(|c| c == "failed (uncertain-exhausted)"),
