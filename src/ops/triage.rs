@@ -7,8 +7,6 @@
 //! writing again. Every attempt that reaches the store is audited under [`Verb::action`]
 //! with the operator's reason, refusals included.
 
-use serde::Serialize;
-
 use super::cancel::with_reason;
 use crate::clock::Millis;
 use crate::model::{Failure, FailureClass, WorkItem, WorkState};
@@ -17,8 +15,7 @@ use crate::model::{Failure, FailureClass, WorkItem, WorkState};
 pub const DISCARDED_CODE: &str = "DISCARDED";
 
 /// An operator's triage verb.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verb {
     Requeue,
     Discard,
@@ -45,8 +42,7 @@ impl Verb {
 }
 
 /// What a triage attempt came to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "verdict", content = "detail", rename_all = "kebab-case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// The item changed.
     Done,

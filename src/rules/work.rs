@@ -45,15 +45,17 @@ pub const DEAD_LETTER_CODE: &str = "ATTEMPTS_EXHAUSTED";
 /// backoff, so a handler that crashes its process is not rerun at every lease expiry);
 /// with none left it is a dead letter, terminal `failed` / `uncertain-exhausted`, never
 /// handed to a handler again. Its keys are untouched. A cursor's claim is a turn of a
-/// long-lived delivery rather than an attempt, so a lapsed cursor is free again at once.
+/// long-lived delivery rather than an attempt, so a lapsed cursor is free again at once and
+/// never dead.
 #[must_use]
 pub fn lapse(item: &WorkItem, backoff: Backoff, now: Millis) -> Option<WorkItem> {
-    let expired = item.lease_expires_at.filter(|&at| at <= now)?;
     if item.state != WorkState::Claimed {
         return None;
     }
+    let expired = item.lease_expires_at.filter(|&at| at <= now)?;
+    let cursor = item.kind == WorkKind::Cursor;
     let uncertain_attempts = item.uncertain_attempts + 1;
-    if item.attempt_number >= item.max_attempts {
+    if !cursor && item.attempt_number >= item.max_attempts {
         return Some(WorkItem {
             state: WorkState::Failed,
             uncertain_attempts,
@@ -62,8 +64,9 @@ pub fn lapse(item: &WorkItem, backoff: Backoff, now: Millis) -> Option<WorkItem>
                 class: FailureClass::UncertainExhausted,
                 code: DEAD_LETTER_CODE.into(),
                 message: format!(
-                    "all {} attempts were claimed and lapsed or failed without success; \
-                     the last ({}, generation {}) lapsed without an outcome",
+                    "attempts exhausted ({} of {}): the last, claimed by {} under generation \
+                     {}, lapsed without a recorded outcome",
+                    item.attempt_number,
                     item.max_attempts,
                     item.owner_id.as_deref().unwrap_or("-"),
                     item.generation
@@ -73,7 +76,7 @@ pub fn lapse(item: &WorkItem, backoff: Backoff, now: Millis) -> Option<WorkItem>
             ..item.clone()
         });
     }
-    let delay = if item.kind == WorkKind::Cursor {
+    let delay = if cursor {
         0
     } else {
         backoff.delay(item.attempt_number)
@@ -357,7 +360,7 @@ mod tests {
     fn a_lapsed_cursor_is_free_at_once_and_never_dead() {
         let cursor = WorkItem {
             kind: WorkKind::Cursor,
-            max_attempts: u32::MAX,
+            max_attempts: 1,
             attempt_number: 40,
             ..item()
         };
