@@ -394,6 +394,50 @@ fn a_second_logical_effect_id_or_a_second_terminal_write_is_reported() {
     assert_eq!(report.violations.len(), 3, "{}", render_text(&report));
 }
 
+/// Triage through the public store API keeps the history clean: an item failed for good,
+/// requeued by an operator and then completed finishes once per attempt budget (the requeue
+/// is in the history, so the second terminal write is no double); a poison pill that was
+/// dead-lettered by a claimer, requeued and completed; a live claim discarded under its
+/// holder, whose late completion is refused.
+#[test]
+fn requeued_and_discarded_work_is_clean() {
+    let f = fixture();
+    let s = &f.store;
+    let once = |id: &str| NewWork {
+        max_attempts: 1,
+        ..NewWork::effect(id, "send-email", "{}")
+    };
+    for id in ["failed-1", "poison-1", "live-1"] {
+        s.enqueue(once(id), K1).unwrap();
+    }
+    let w = s.claim("failed-1", "a-1", K1, LEASE).unwrap();
+    let failure = Failure {
+        class: FailureClass::Terminal,
+        code: "E_400".into(),
+        message: "bad request".into(),
+    };
+    s.fail("failed-1", "a-1", w.generation, failure).unwrap();
+    s.claim("poison-1", "a-1", K1, LEASE).unwrap();
+    f.clock.advance(LEASE);
+    assert!(
+        s.claim_batch("a-2", K1, 10, LEASE).unwrap().len() == 1,
+        "live-1 only"
+    );
+    assert!(s.work("poison-1").unwrap().unwrap().is_dead_letter());
+    for id in ["failed-1", "poison-1"] {
+        s.requeue_work(id, "ops@host", "fixed").unwrap();
+        let w = s.claim(id, "a-2", K1, LEASE).unwrap();
+        s.complete(id, "a-2", w.generation, None).unwrap();
+    }
+    let live = s.work("live-1").unwrap().unwrap();
+    s.discard_work("live-1", "ops@host", "withdrawn").unwrap();
+    let late = s.complete("live-1", "a-2", live.generation, None);
+    assert_eq!(late.unwrap_err().code(), "already-terminal");
+
+    let report = f.run();
+    assert!(report.is_clean(), "{}", render_text(&report));
+}
+
 // --- 6. no stranded work once authorities are healthy
 
 fn authority(id: &str, compat: &str, at: Millis) -> Authority {

@@ -14,6 +14,8 @@ mod support;
 mod cancel;
 #[path = "cli/schedule.rs"]
 mod schedule;
+#[path = "cli/triage.rs"]
+mod triage;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -22,6 +22,7 @@ use leasehold::ids::SeededIds;
 use leasehold::model::event::NewEvent;
 use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{PageRequest, WorkState};
+use leasehold::rules::work::Backoff;
 use leasehold::store::memory::MemoryBackend;
 use leasehold::workflow::{Catalog, SHIPPED_DEFINITIONS};
 use serde_json::json;
@@ -201,7 +202,7 @@ fn a_fenced_renewal_marks_the_job_lost_and_drops_its_outcome() {
     let b = AuthorityCore::new(s.clone(), short("b"), fast, Pace::Virtual).expect("b");
     let jobs = a.poll().expect("polls");
     let executed = a.execute(&jobs[0]);
-    clock.advance(1_001);
+    clock.advance(1_001 + Backoff::default().delay(1));
     assert_eq!(b.poll().expect("polls").len(), 1);
     let renewed = a.renew();
     assert_eq!((renewed.lost, a.stats().leases_lost), (1, 1));
@@ -246,6 +247,11 @@ fn an_uncertain_attempt_is_reclaimed_with_the_same_idempotency_key() {
         "the claim stands until it lapses"
     );
     clock.advance(1_000);
+    assert!(
+        a.poll().expect("polls").is_empty(),
+        "the lapse counts, and the reclaim backs off like a retry"
+    );
+    clock.advance(Backoff::default().delay(1));
     let again = a.poll().expect("polls").remove(0);
     assert_eq!(a.finish(a.execute(&again)), Finished::Completed);
     let item = s.work("e1").expect("reads").expect("exists");

@@ -19,6 +19,8 @@ mod support;
 mod bad_input;
 #[path = "store/copy.rs"]
 mod copy;
+#[path = "store/dead_letters.rs"]
+mod dead_letters;
 #[path = "store/events.rs"]
 mod events;
 #[path = "store/hostile_ids.rs"]
@@ -66,6 +68,11 @@ per_provider! {
     work::group_commit_refuses_only_the_stale_entry,
     work::claim_leases_are_clamped_into_a_bounded_window,
     work::enqueue_is_idempotent_per_id,
+    // poison pills: dead letters, requeue and discard
+    dead_letters::a_poison_pill_ends_as_a_dead_letter,
+    dead_letters::requeue_gives_a_fresh_budget_once,
+    dead_letters::discard_needs_a_reason_and_spares_success,
+    dead_letters::another_builds_lapsed_claim_is_left_alone,
     // compatibility
     work::incompatible_items_are_never_claimed_and_stay_visible,
     // schedules

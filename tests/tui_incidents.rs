@@ -91,7 +91,9 @@ fn fixture() -> (Store, ManualClock) {
         .unwrap();
     let held = store.claim_batch("auth-a", C1, 100, 5_000).unwrap();
     let leader = store.acquire("leader", "auth-a", 5_000.0, NO_KEY).unwrap();
-    clock.advance(5_400);
+    // Half a second past the expiry: a lapsed claim is reclaimable once a retry's backoff
+    // (500 ms after the first attempt) has passed.
+    clock.advance(5_500);
     store.claim_batch("auth-b", C1, 10, 60_000).unwrap();
     clock.advance(1_100);
     store.claim_batch("auth-c", C1, 10, 60_000).unwrap();

@@ -88,7 +88,8 @@ pub(super) fn item_keeps_its_effect_ids(
 }
 
 /// An item gets at most one accepted terminal write (a `complete`, or a `fail` that left it
-/// `failed`). The first is remembered; a second is returned for classification by kind
+/// `failed`) per attempt budget: an operator's requeue starts a new one
+/// ([`reopened_by_requeue`]). The first is remembered; a second is returned for classification by kind
 /// (a schedule firing completed twice is reported by `schedules`, anything else by
 /// [`report_terminal_twice`]).
 pub(super) fn one_terminal_write(
@@ -113,6 +114,15 @@ pub(super) fn one_terminal_write(
             first,
             second: this,
         }),
+    }
+}
+
+/// An operator's requeue reopens a failed item: the terminal write it had is history, and
+/// the first terminal write of its fresh attempt budget is not a second one. (Operator
+/// writes hold no grant, so the ownership rules do not apply to them.)
+pub(super) fn reopened_by_requeue(state: &mut ResourceState, write: &WriteRecord) {
+    if write.accepted && write.verb == WriteVerb::Requeue {
+        state.terminal = None;
     }
 }
 

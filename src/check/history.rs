@@ -72,9 +72,12 @@ impl Noun {
 
     fn of_verb(verb: WriteVerb) -> Self {
         match verb {
-            WriteVerb::Complete | WriteVerb::Fail | WriteVerb::Yield | WriteVerb::Cursor => {
-                Self::Work
-            }
+            WriteVerb::Complete
+            | WriteVerb::Fail
+            | WriteVerb::Yield
+            | WriteVerb::Cursor
+            | WriteVerb::Requeue
+            | WriteVerb::Discard => Self::Work,
             WriteVerb::Release | WriteVerb::Checkpoint | WriteVerb::Handoff => Self::Lease,
             WriteVerb::Renew | WriteVerb::ActionOutcome | WriteVerb::Transition => Self::Resource,
         }
@@ -292,6 +295,10 @@ fn on_write(ledger: &mut Ledger, write: &WriteRecord, findings: &mut Findings) {
         owner,
         revision: write.revision,
     };
+    if write.verb.by_operator() {
+        effects::reopened_by_requeue(state, write);
+        return;
+    }
     let detail = Detail::parse(&write.detail);
     let owners = &ledger.owners;
 

@@ -26,6 +26,7 @@ pub mod output;
 pub mod registry;
 pub mod schedule;
 pub mod seed;
+pub mod work;
 pub mod workflow;
 
 use std::ffi::OsString;
@@ -75,6 +76,9 @@ pub enum Command {
     /// Validate, deploy and start durable workflows.
     #[command(subcommand)]
     Workflow(workflow::WorkflowCommand),
+    /// Triage of failed work: requeue or discard an item.
+    #[command(subcommand)]
+    Work(work::WorkCommand),
     /// Ingest one external event (dedup on source and id).
     Event(event::EventArgs),
     /// Create, update and list schedules.
@@ -309,6 +313,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::Event(args) => event::run(&args, out),
         Command::Workflow(cmd) => workflow::run(cmd, out),
         Command::Schedule(cmd) => schedule::run(cmd, out),
+        Command::Work(cmd) => work::run(&cmd, out),
         Command::Demo(args) => demo::run(&args, out),
         Command::Attach(args) => attach::run(&args),
         Command::Authority(args) => match &args.command {

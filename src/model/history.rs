@@ -38,6 +38,20 @@ vocabulary! {
         ActionOutcome = "action-outcome",
         /// A workflow instance's transition.
         Transition = "transition",
+        /// An operator gave a failed work item a fresh attempt budget (the writer is the
+        /// operator, not a claim holder).
+        Requeue = "requeue",
+        /// An operator ended a work item for good (the writer is the operator).
+        Discard = "discard",
+    }
+}
+
+impl WriteVerb {
+    /// Whether the write is an operator's triage of a work item rather than a claim
+    /// holder's fenced write: no grant stands behind it.
+    #[must_use]
+    pub fn by_operator(self) -> bool {
+        matches!(self, Self::Requeue | Self::Discard)
     }
 }
 
@@ -93,7 +107,7 @@ impl Takeover {
     #[must_use]
     pub fn of_work(item: &WorkItem, owner: &str, now: Millis) -> Option<Self> {
         let from = item.owner_id.as_deref()?;
-        (item.state == WorkState::Claimed && from != owner).then(|| Self {
+        (item.unfinished_claim_expiry().is_some() && from != owner).then(|| Self {
             from_owner: from.to_owned(),
             from_generation: item.generation,
             lapsed_ms: item

@@ -85,6 +85,21 @@ impl WorkState {
 pub enum FailureClass {
     Retryable,
     Terminal,
+    /// Every attempt was claimed and lapsed without a recorded outcome (a handler that
+    /// crashes its process or hangs): the item is a dead letter, parked for a person.
+    UncertainExhausted,
+}
+
+impl FailureClass {
+    /// The stored name: `retryable`, `terminal`, `uncertain-exhausted`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Retryable => "retryable",
+            Self::Terminal => "terminal",
+            Self::UncertainExhausted => "uncertain-exhausted",
+        }
+    }
 }
 
 /// The last failure of an item, as its handler classified it.
@@ -177,6 +192,28 @@ impl WorkItem {
             WorkState::Claimed => self.lease_expires_at,
             WorkState::Succeeded | WorkState::Failed => None,
         }
+    }
+
+    /// When the claim of an owner that has recorded no outcome expires (or expired), while
+    /// nobody has taken the item over: the item is still claimed, or its lapsed attempt was
+    /// counted and it waits out its backoff in `retry`. Claiming the item now takes over that
+    /// owner's claim (a failover, when another owner claims it).
+    #[must_use]
+    pub fn unfinished_claim_expiry(&self) -> Option<Millis> {
+        match self.state {
+            WorkState::Claimed | WorkState::Retry => self.lease_expires_at,
+            _ => None,
+        }
+    }
+
+    /// Whether the item is a dead letter: failed because every attempt lapsed unrecorded.
+    #[must_use]
+    pub fn is_dead_letter(&self) -> bool {
+        self.state == WorkState::Failed
+            && self
+                .last_failure
+                .as_ref()
+                .is_some_and(|f| f.class == FailureClass::UncertainExhausted)
     }
 
     /// The owner whose claim is current, if the item is claimed.

@@ -52,11 +52,17 @@ impl Verdict {
 /// (`refused: completed; reason: duplicate order`).
 #[must_use]
 pub fn audit_outcome(verdict: &Verdict, reason: &str) -> String {
+    with_reason(verdict.words(), reason)
+}
+
+/// An operator action's audit outcome: `words`, then `; reason: …` when one was given.
+#[must_use]
+pub fn with_reason(words: String, reason: &str) -> String {
     let reason = reason.trim();
     if reason.is_empty() {
-        verdict.words()
+        words
     } else {
-        format!("{}; reason: {reason}", verdict.words())
+        format!("{words}; reason: {reason}")
     }
 }
 

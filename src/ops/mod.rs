@@ -13,4 +13,5 @@ pub mod filter;
 pub mod liveness;
 pub mod pretty;
 pub mod timefmt;
+pub mod triage;
 pub mod window;

@@ -2,7 +2,7 @@
 
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::model::{Failure, FailureClass, WorkItem, WorkState};
+use crate::model::{Failure, FailureClass, WorkItem, WorkKind, WorkState};
 
 /// The durable backoff shape for retried work: `initial * 2^(attempt-1)`, capped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,13 +35,69 @@ pub fn claimable(item: &WorkItem, compat: &str, now: Millis) -> bool {
     item.compat == compat && item.due_at().is_some_and(|due| due <= now)
 }
 
-/// Claims the item for `owner`: a new generation, a lease window, a new attempt. A reclaim
-/// of an item still `claimed` (its owner vanished without recording an outcome) counts an
-/// uncertain attempt; the idempotency key is untouched so the retry reuses it.
+/// The failure code of a dead letter.
+pub const DEAD_LETTER_CODE: &str = "ATTEMPTS_EXHAUSTED";
+
+/// Settles a claim that lapsed without a recorded outcome (its owner crashed or hung); `None`
+/// while the item is not such a claim. The lapsed attempt may have run, so it counts as
+/// uncertain and against `maxAttempts`, like a failure its owner never got to record: with
+/// attempts left the item waits in `retry` until `expiry + backoff` (a retryable failure's
+/// backoff, so a handler that crashes its process is not rerun at every lease expiry);
+/// with none left it is a dead letter, terminal `failed` / `uncertain-exhausted`, never
+/// handed to a handler again. Its keys are untouched. A cursor's claim is a turn of a
+/// long-lived delivery rather than an attempt, so a lapsed cursor is free again at once and
+/// never dead.
+#[must_use]
+pub fn lapse(item: &WorkItem, backoff: Backoff, now: Millis) -> Option<WorkItem> {
+    if item.state != WorkState::Claimed {
+        return None;
+    }
+    let expired = item.lease_expires_at.filter(|&at| at <= now)?;
+    let cursor = item.kind == WorkKind::Cursor;
+    let uncertain_attempts = item.uncertain_attempts + 1;
+    if !cursor && item.attempt_number >= item.max_attempts {
+        return Some(WorkItem {
+            state: WorkState::Failed,
+            uncertain_attempts,
+            lease_expires_at: None,
+            last_failure: Some(Failure {
+                class: FailureClass::UncertainExhausted,
+                code: DEAD_LETTER_CODE.into(),
+                message: format!(
+                    "attempts exhausted ({} of {}): the last, claimed by {} under generation \
+                     {}, lapsed without a recorded outcome",
+                    item.attempt_number,
+                    item.max_attempts,
+                    item.owner_id.as_deref().unwrap_or("-"),
+                    item.generation
+                ),
+            }),
+            updated_at: now,
+            ..item.clone()
+        });
+    }
+    let delay = if cursor {
+        0
+    } else {
+        backoff.delay(item.attempt_number)
+    };
+    Some(WorkItem {
+        state: WorkState::Retry,
+        uncertain_attempts,
+        next_eligible_at: expired.saturating_add(delay),
+        updated_at: now,
+        ..item.clone()
+    })
+}
+
+/// Claims the item for `owner`: a new generation, a lease window, a new attempt. A claim
+/// that lapsed is settled by [`lapse`] first (the store writes that settlement even when
+/// the claim is then refused); the idempotency key is untouched so the retry reuses it.
 ///
 /// # Errors
-/// `Incompatible` for another build's item, `AlreadyTerminal`, `LeaseHeld` while the claim
-/// is live, `NotClaimable` before `nextEligibleAt`.
+/// `Incompatible` for another build's item, `AlreadyTerminal` (a dead letter included),
+/// `LeaseHeld` while the claim is live, `NotClaimable` before `nextEligibleAt` (a lapsed
+/// claim's backoff included).
 pub fn claim(
     item: &WorkItem,
     owner: &str,
@@ -57,7 +113,10 @@ pub fn claim(
             have: compat.to_owned(),
         });
     }
-    let reclaim = match item.state {
+    if let Some(settled) = lapse(item, Backoff::default(), now) {
+        return claim(&settled, owner, compat, token, lease_ms, now);
+    }
+    match item.state {
         WorkState::Succeeded | WorkState::Failed => {
             return Err(Error::AlreadyTerminal {
                 id: item.id.clone(),
@@ -73,7 +132,6 @@ pub fn claim(
                     expires_at: expires,
                 });
             }
-            true
         }
         WorkState::Pending | WorkState::Retry => {
             if item.next_eligible_at > now {
@@ -82,9 +140,8 @@ pub fn claim(
                     state: item.state.as_str().into(),
                 });
             }
-            false
         }
-    };
+    }
     Ok(WorkItem {
         state: WorkState::Claimed,
         owner_id: Some(owner.to_owned()),
@@ -95,7 +152,6 @@ pub fn claim(
             now.saturating_add(crate::rules::lease::clamp_duration(lease_ms as f64)),
         ),
         attempt_number: item.attempt_number + 1,
-        uncertain_attempts: item.uncertain_attempts + u32::from(reclaim),
         last_attempt_at: Some(now),
         updated_at: now,
         ..item.clone()
@@ -235,7 +291,9 @@ mod tests {
     #[test]
     fn reclaim_of_unrecorded_attempt_is_uncertain_and_keeps_the_key() {
         let first = claim(&item(), "a", "k", "t1".into(), 100, 0).expect("pending");
-        let second = claim(&first, "b", "k", "t2".into(), 100, 100).expect("expired");
+        let backed_off = claim(&first, "b", "k", "t2".into(), 100, 100).expect_err("backoff");
+        assert_eq!(backed_off.code(), "WORK_NOT_CLAIMABLE");
+        let second = claim(&first, "b", "k", "t2".into(), 100, 600).expect("backed off");
         assert_eq!(
             (
                 second.generation,
@@ -251,6 +309,68 @@ mod tests {
                 .code(),
             "WORK_FENCED"
         );
+    }
+
+    /// A handler that crashes its process every time: each lapse counts, each reclaim
+    /// waits out a retry's backoff from the expiry, and the lapse that spends the budget
+    /// dead-letters the item with its keys unchanged.
+    #[test]
+    fn lapsed_claims_back_off_then_dead_letter() {
+        let mut it = WorkItem {
+            max_attempts: 3,
+            idempotency_key: "idem".into(),
+            ..item()
+        };
+        let backoff = Backoff::default();
+        let mut now = 0;
+        for attempt in 1..=3 {
+            it = claim(&it, "a", "k", "t".into(), 100, now).expect("due");
+            assert_eq!(
+                (it.attempt_number, it.uncertain_attempts),
+                (attempt, attempt - 1)
+            );
+            now += 100;
+            assert!(lapse(&it, backoff, now - 1).is_none(), "lease still live");
+            it = lapse(&it, backoff, now).expect("lapsed");
+            if attempt < 3 {
+                assert_eq!(it.state, WorkState::Retry);
+                assert_eq!(it.next_eligible_at, now + backoff.delay(attempt));
+                assert!(claim(&it, "b", "k", "t".into(), 100, it.next_eligible_at - 1).is_err());
+                now = it.next_eligible_at;
+            }
+        }
+        assert_eq!(
+            (it.state, it.uncertain_attempts, it.idempotency_key.as_str()),
+            (WorkState::Failed, 3, "idem")
+        );
+        assert!(it.is_dead_letter());
+        assert_eq!(
+            it.last_failure.as_ref().map(|f| f.class),
+            Some(FailureClass::UncertainExhausted)
+        );
+        assert_eq!(
+            claim(&it, "b", "k", "t".into(), 100, now + 60_000)
+                .expect_err("dead letter")
+                .code(),
+            "already-terminal"
+        );
+    }
+
+    #[test]
+    fn a_lapsed_cursor_is_free_at_once_and_never_dead() {
+        let cursor = WorkItem {
+            kind: WorkKind::Cursor,
+            max_attempts: 1,
+            attempt_number: 40,
+            ..item()
+        };
+        let held = claim(&cursor, "a", "k", "t".into(), 100, 0).expect("due");
+        let settled = lapse(&held, Backoff::default(), 100).expect("lapsed");
+        assert_eq!(
+            (settled.state, settled.next_eligible_at),
+            (WorkState::Retry, 100)
+        );
+        assert!(claim(&held, "b", "k", "t".into(), 100, 100).is_ok());
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod postgres;
 mod reads;
 mod registry;
 mod schedules;
+mod triage;
 // Parts of the shared SQL layer (a lost connection) only the PostgreSQL provider uses.
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 mod sql;
@@ -44,6 +45,7 @@ pub use logged::Logged;
 pub use ordered::WorkOrder;
 pub use reads::Overview;
 pub use schedules::UPDATE_ACTION as SCHEDULE_UPDATE_ACTION;
+pub use triage::Triaged;
 pub use work::{Claim, Completion};
 
 use crate::clock::{Clock, Millis};

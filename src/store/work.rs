@@ -7,7 +7,7 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::work::NewWork;
-use crate::model::{Failure, Grant, GrantKind, Holder, Takeover, WorkItem, WorkState, WriteVerb};
+use crate::model::{Failure, Grant, GrantKind, Holder, Takeover, WorkItem, WriteVerb};
 use crate::rules::work::{self as rules, Backoff};
 
 /// One finished attempt, for group commit: each is fenced on its own.
@@ -120,18 +120,16 @@ impl Store {
         self.write(|tx, now| {
             let candidates = claim_candidates(tx, compat, now, limit)?;
             let mut claimed = Vec::with_capacity(candidates.len());
-            for item in candidates {
+            for found in candidates {
+                let item = settle_lapsed(tx, found, compat, now)?;
                 if let Ok(next) =
                     rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now)
                 {
                     save_work(tx, Some(&item), &next)?;
                     log_claim(tx, &item, &next, owner, compat, now)?;
-                    let took_over_expired_at = (item.state == WorkState::Claimed)
-                        .then_some(item.lease_expires_at)
-                        .flatten();
                     claimed.push(Claim {
                         item: next,
-                        took_over_expired_at,
+                        took_over_expired_at: item.unfinished_claim_expiry(),
                     });
                 }
             }
@@ -147,9 +145,10 @@ impl Store {
     pub fn claim(&self, id: &str, owner: &str, compat: &str, lease_ms: Millis) -> Result<WorkItem> {
         check_id("owner", owner)?;
         self.write_logged(|tx, now| {
-            let Some(item) = tx.work(id)? else {
+            let Some(found) = tx.work(id)? else {
                 return Ok(Logged::Refused(not_found(id)));
             };
+            let item = settle_lapsed(tx, found, compat, now)?;
             let next =
                 match rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now) {
                     Ok(next) => next,
@@ -333,7 +332,8 @@ pub(crate) fn fenced_in(
 }
 
 /// What one claim batch considers, in order: claims whose lease lapsed (a dead or stopped
-/// owner's work) first, then everything else due, earliest first. Without the first step
+/// owner's work, settled by [`settle_lapsed`] before it is claimed) first, then everything
+/// else due, earliest first. Without the first step
 /// a reclaim would wait behind every pending item that fell due before the lease lapsed —
 /// minutes on a store with a backlog.
 fn claim_candidates(
@@ -351,6 +351,23 @@ fn claim_candidates(
         candidates.truncate(limit);
     }
     Ok(candidates)
+}
+
+/// Writes the settlement of `item` if it is a claim that lapsed without an outcome
+/// ([`rules::lapse`]: backed off in `retry`, or a dead letter), inside the claiming
+/// transaction, and returns the item as it now stands. Only a claimer of the item's own
+/// build settles it: another build's work is never failed by a build that may not run it.
+fn settle_lapsed(tx: &mut dyn Tx, item: WorkItem, compat: &str, now: Millis) -> Result<WorkItem> {
+    if item.compat != compat {
+        return Ok(item);
+    }
+    match rules::lapse(&item, Backoff::default(), now) {
+        Some(settled) => {
+            save_work(tx, Some(&item), &settled)?;
+            Ok(settled)
+        }
+        None => Ok(item),
+    }
 }
 
 /// Logs the grant of `item` (as claimed) to `owner`; `before` is the row it replaced, so

@@ -100,6 +100,14 @@ fn verbs() -> Vec<(&'static str, Verb)> {
             Box::new(|s, v| s.cancel_workflow(v, None, "alice", "why").map(drop)),
         ),
         (
+            "work id",
+            Box::new(|s, v| s.requeue_work(v, "alice", "why").map(drop)),
+        ),
+        (
+            "work id",
+            Box::new(|s, v| s.discard_work(v, "alice", "why").map(drop)),
+        ),
+        (
             "lease resource",
             Box::new(|s, v| s.acquire(v, "a-1", 1_000.0, Keyed { key: None }).map(drop)),
         ),

@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use leasehold::model::{Grant, Holder, Takeover};
+use leasehold::rules::work::Backoff;
 use leasehold::store::{Incidents, Keyed, Store};
 
 use crate::support::{Harness, K, ok, refused};
@@ -157,7 +158,7 @@ pub fn a_refused_write_records_the_holder_then(h: &dyn Harness) {
     let t0 = s.now();
     ok("enqueue", s.enqueue(effect("e"), K));
     let a = ok("a claims", s.claim("e", "a", K, 1_000));
-    h.clock().advance(1_001);
+    h.clock().advance(1_001 + Backoff::default().delay(1));
     let b = ok("b reclaims", s.claim("e", "b", K, 1_000));
     assert_eq!(
         refused("a completes late", s.complete("e", "a", a.generation, None)),
@@ -240,7 +241,7 @@ pub fn the_window_excludes_older_rows_and_pages_newest_first(h: &dyn Harness) {
         ok("enqueue", s.enqueue(effect(&format!("e{i}")), K));
         ok("a claims", s.claim(&format!("e{i}"), "a", K, 1_000));
     }
-    h.clock().advance(1_000);
+    h.clock().advance(1_000 + Backoff::default().delay(1));
     let first = ok("b reclaims one", s.claim("e0", "b", K, 60_000));
     h.clock().advance(10_000);
     let since = s.now();

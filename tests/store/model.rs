@@ -1,9 +1,11 @@
 //! The property-based state-machine test: random sequences of acquire / renew / release /
-//! handoff / checkpoint / claim / claim-batch / complete / fail / renew-claim / clock
-//! advances across three owners, three resources and four work items, applied both to the
-//! real [`Store`] and to an independent shadow model written here from docs/ARCHITECTURE.md (plain
-//! structs; nothing from `leasehold::rules`). After every step the outcome code, and every
-//! lease's and item's owner, generation, expiry and state must agree.
+//! handoff / checkpoint / claim / claim-batch / complete / fail / renew-claim / an
+//! operator's requeue and discard / clock advances across three owners, three resources and
+//! four work items, applied both to the real [`Store`] and to an independent shadow model
+//! written here from docs/ARCHITECTURE.md (plain structs; nothing from `leasehold::rules`).
+//! After every step the outcome code, and every lease's and item's owner, generation,
+//! expiry and state must agree — a claim that lapsed unrecorded included: backed off like a
+//! retry, dead-lettered once its budget is spent.
 //!
 //! The shadow's constants are written out again on purpose: if the library's documented
 //! window or backoff drifts, this test says so.
@@ -15,7 +17,8 @@ use leasehold::Store;
 use leasehold::clock::{Clock, ManualClock};
 use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{Failure, FailureClass, PageRequest, WorkItem, WorkState};
-use leasehold::store::Keyed;
+use leasehold::ops::triage::{Verdict, is_discarded};
+use leasehold::store::{Keyed, Triaged};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
@@ -98,7 +101,15 @@ struct ShadowItem {
     uncertain: u32,
     max_attempts: u32,
     next_eligible_at: i64,
+    /// Failed because its last attempt lapsed with the budget spent.
+    dead_letter: bool,
+    /// Failed because an operator discarded it.
+    discarded: bool,
 }
+
+/// A triage verb's answers other than a change, as outcome codes.
+const ALREADY: &str = "triage: already done";
+const TRIAGE_REFUSED: &str = "triage: refused";
 
 /// What one step answered: success, a refusal code, or the items a batch claimed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,6 +185,14 @@ pub enum Step {
         item: usize,
         lease: usize,
     },
+    /// An operator's requeue of an item.
+    Requeue {
+        item: usize,
+    },
+    /// An operator's discard of an item.
+    Discard {
+        item: usize,
+    },
     Advance {
         by: usize,
     },
@@ -221,31 +240,89 @@ impl Shadow {
         }
     }
 
+    /// A claimer that finds a claim lapsed without an outcome settles it first: the attempt
+    /// counts as uncertain and against the budget; with attempts left the item waits in
+    /// retry until the expiry plus a retry's backoff (keeping the lapsed expiry), with none
+    /// left it is failed for good (a dead letter).
+    fn settle(&mut self, i: usize) {
+        let now = self.now;
+        let it = &mut self.items[i];
+        let Some(expired) = it.lease_expires_at.filter(|&e| e <= now) else {
+            return;
+        };
+        if it.state != St::Claimed {
+            return;
+        }
+        it.uncertain += 1;
+        if it.attempt >= it.max_attempts {
+            it.state = St::Failed;
+            it.lease_expires_at = None;
+            it.dead_letter = true;
+        } else {
+            it.state = St::Retry;
+            it.next_eligible_at = expired + backoff(it.attempt);
+        }
+    }
+
     fn claim_item(&mut self, owner: usize, i: usize, lease: i64) -> Result<(), &'static str> {
+        self.settle(i);
         let now = self.now;
         let it = &mut self.items[i];
         if !it.ours {
             return Err("INCOMPATIBLE_AUTHORITY");
         }
-        let reclaim = match it.state {
+        match it.state {
             St::Succeeded | St::Failed => return Err("already-terminal"),
-            St::Claimed if it.lease_expires_at.is_some_and(|e| e > now) => {
-                return Err("WORK_IN_PROGRESS");
-            }
-            St::Claimed => true,
+            St::Claimed => return Err("WORK_IN_PROGRESS"),
             St::Pending | St::Retry if it.next_eligible_at > now => {
                 return Err("WORK_NOT_CLAIMABLE");
             }
-            St::Pending | St::Retry => false,
-        };
+            St::Pending | St::Retry => {}
+        }
         it.state = St::Claimed;
         it.owner = Some(owner);
         it.generation += 1;
         it.lease_expires_at = Some(now + lease);
         it.attempt += 1;
-        it.uncertain += u32::from(reclaim);
         self.item_gen[owner][i] = it.generation;
         Ok(())
+    }
+
+    /// Requeue: a failed item is pending now with a fresh budget (same generation); the
+    /// item its own requeue left (claimed before, no attempt since) answers a repeat.
+    fn requeue(&mut self, i: usize) -> Outcome {
+        let now = self.now;
+        let it = &mut self.items[i];
+        match it.state {
+            St::Failed => {
+                it.state = St::Pending;
+                it.attempt = 0;
+                it.uncertain = 0;
+                it.next_eligible_at = now;
+                it.lease_expires_at = None;
+                it.dead_letter = false;
+                it.discarded = false;
+                Outcome::Ok
+            }
+            St::Pending if it.generation > 0 && it.attempt == 0 => Outcome::Refused(ALREADY),
+            _ => Outcome::Refused(TRIAGE_REFUSED),
+        }
+    }
+
+    /// Discard: anything but a succeeded item ends failed for good; a repeat is answered.
+    fn discard(&mut self, i: usize) -> Outcome {
+        let it = &mut self.items[i];
+        match it.state {
+            St::Succeeded => Outcome::Refused(TRIAGE_REFUSED),
+            St::Failed if it.discarded => Outcome::Refused(ALREADY),
+            _ => {
+                it.state = St::Failed;
+                it.lease_expires_at = None;
+                it.dead_letter = false;
+                it.discarded = true;
+                Outcome::Ok
+            }
+        }
     }
 
     fn claim_check(&self, owner: usize, i: usize) -> Result<(), &'static str> {
@@ -361,11 +438,13 @@ impl Shadow {
                     })
                     .collect();
                 due.sort_unstable();
-                let picked: Vec<usize> =
-                    due.into_iter().take(limit).map(|(_, _, _, i)| i).collect();
-                for &i in &picked {
-                    self.claim_item(owner, i, WORK_LEASES[lease])
-                        .expect("a due item is claimable");
+                // A lapsed candidate still in its backoff, or dead-lettered, is settled and
+                // left out; it takes its place in the batch all the same.
+                let mut picked = Vec::new();
+                for (_, _, _, i) in due.into_iter().take(limit) {
+                    if self.claim_item(owner, i, WORK_LEASES[lease]).is_ok() {
+                        picked.push(i);
+                    }
                 }
                 Outcome::Batch(picked)
             }
@@ -392,6 +471,8 @@ impl Shadow {
                     self.items[item].lease_expires_at = Some(now + WORK_LEASES[lease]);
                 }))
             }
+            Step::Requeue { item } => self.requeue(item),
+            Step::Discard { item } => self.discard(item),
             Step::Advance { by } => {
                 self.now += ADVANCES[by];
                 Outcome::Ok
@@ -417,6 +498,8 @@ impl ReferenceStateMachine for ShadowMachine {
             uncertain: 0,
             max_attempts: MAX_ATTEMPTS[i],
             next_eligible_at: START,
+            dead_letter: false,
+            discarded: false,
         };
         Just(Shadow {
             now: START,
@@ -446,7 +529,9 @@ impl ReferenceStateMachine for ShadowMachine {
             3 => (owners.clone(), 0..4usize, leases.clone()).prop_map(|(owner, limit, lease)| Step::ClaimBatch { owner, limit, lease }),
             3 => (owners.clone(), items.clone()).prop_map(|(owner, item)| Step::Complete { owner, item }),
             2 => (owners.clone(), items.clone(), any::<bool>()).prop_map(|(owner, item, retryable)| Step::Fail { owner, item, retryable }),
-            1 => (owners, items, leases).prop_map(|(owner, item, lease)| Step::RenewClaim { owner, item, lease }),
+            1 => (owners, items.clone(), leases).prop_map(|(owner, item, lease)| Step::RenewClaim { owner, item, lease }),
+            1 => items.clone().prop_map(|item| Step::Requeue { item }),
+            1 => items.prop_map(|item| Step::Discard { item }),
             4 => (0..ADVANCES.len()).prop_map(|by| Step::Advance { by }),
         ]
         .boxed()
@@ -499,6 +584,19 @@ pub struct Real {
 }
 
 pub struct Machine<P>(PhantomData<P>);
+
+const OPERATOR: &str = "operator@model";
+
+fn triaged(r: &leasehold::Result<Triaged>) -> Outcome {
+    match r {
+        Ok(t) => match t.verdict {
+            Verdict::Done => Outcome::Ok,
+            Verdict::AlreadyDone => Outcome::Refused(ALREADY),
+            Verdict::Refused(_) | Verdict::Unknown => Outcome::Refused(TRIAGE_REFUSED),
+        },
+        Err(e) => panic!("triage failed: {e}"),
+    }
+}
 
 fn code<T>(r: &leasehold::Result<T>) -> Outcome {
     match r {
@@ -644,6 +742,8 @@ impl Real {
                 self.item_gen[owner][item],
                 WORK_LEASES[lease],
             )),
+            Step::Requeue { item } => triaged(&s.requeue_work(ITEMS[item], OPERATOR, "model")),
+            Step::Discard { item } => triaged(&s.discard_work(ITEMS[item], OPERATOR, "model")),
             Step::Advance { by } => {
                 self.clock.advance(ADVANCES[by]);
                 Outcome::Ok
@@ -747,6 +847,12 @@ impl Real {
             assert_eq!(
                 view, want,
                 "{}: (state, owner, generation, leaseExpiresAt, attempt, uncertain, nextEligibleAt)",
+                ITEMS[i]
+            );
+            assert_eq!(
+                (a.is_dead_letter(), is_discarded(&a)),
+                (e.dead_letter, e.discarded),
+                "{}: (dead letter, discarded)",
                 ITEMS[i]
             );
         }

@@ -310,8 +310,16 @@ pub fn reclaim_fences_the_old_work_owner(h: &dyn Harness) {
     );
     assert!(ok("batch while live", s.claim_batch("b", K, 10, 1_000)).is_empty());
     h.clock().advance(1);
+    assert!(
+        ok(
+            "batch at expiry: the lapse counts, the reclaim backs off",
+            h.reopen().claim_batch("b", K, 10, 1_000)
+        )
+        .is_empty()
+    );
+    h.clock().advance(Backoff::default().delay(1));
     let b = ok(
-        "b reclaims at expiry",
+        "b reclaims once the backoff passed",
         h.reopen().claim_batch("b", K, 10, 1_000),
     )
     .pop()
@@ -394,7 +402,7 @@ pub fn unrecorded_attempt_is_uncertain_and_keeps_its_keys(h: &dyn Harness) {
 
     let by_a = ok("a claims", store.claim("e", "a", K, 1_000));
     assert_eq!((by_a.attempt_number, by_a.uncertain_attempts), (1, 0));
-    h.clock().advance(1_000);
+    h.clock().advance(1_000 + Backoff::default().delay(1));
     // The owner died: a new process picks the item up.
     let store = h.reopen();
     let by_b = ok("b reclaims", store.claim_batch("b", K, 10, 1_000))
@@ -416,7 +424,7 @@ pub fn unrecorded_attempt_is_uncertain_and_keeps_its_keys(h: &dyn Harness) {
         ),
         ("intent-1", "idem-1")
     );
-    h.clock().advance(1_000);
+    h.clock().advance(1_000 + Backoff::default().delay(2));
     let by_c = ok("c reclaims directly", h.reopen().claim("e", "c", K, 1_000));
     assert_eq!(
         (
@@ -605,7 +613,7 @@ pub fn group_commit_refuses_only_the_stale_entry(h: &dyn Harness) {
     }
     let claimed = ok("a claims all", s.claim_batch("a", K, 3, 1_000));
     assert_eq!(claimed.len(), 3);
-    h.clock().advance(1_000);
+    h.clock().advance(1_000 + Backoff::default().delay(1));
     let b = ok("b reclaims g2", h.reopen().claim("g2", "b", K, 1_000));
     let before = ok("revision", s.revision());
     let batch = [

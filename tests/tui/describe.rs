@@ -378,3 +378,46 @@ fn a_describe_pane_holds_its_moment() {
     assert_eq!(describe_text(&h), before);
     assert!(screen(&h).contains("as of 00:00:07"), "{}", screen(&h));
 }
+
+/// A poison pill whose only attempt lapsed unrecorded is a dead letter: the work table lists
+/// it as `failed (uncertain-exhausted)` and the describe pane shows its failure and class.
+#[test]
+fn a_dead_letter_is_listed_and_described_as_such() {
+    let f = fixture();
+    let poison = NewWork {
+        max_attempts: 1,
+        ..NewWork::effect("poison-1", "send-email", "{}")
+    };
+    f.store.enqueue(poison, C1).unwrap();
+    f.store.claim("poison-1", "auth-a", C1, 1_000).unwrap();
+    f.clock.advance(1_000);
+    let code = f.store.claim("poison-1", "auth-b", C1, 1_000).unwrap_err();
+    assert_eq!(
+        code.code(),
+        "already-terminal",
+        "dead-lettered by the claimer"
+    );
+    let mut h = harness(&f, "dark", 160, 48);
+    h.dispatch(Action::SwitchView(ViewId::Work));
+    h.press('/');
+    h.type_text("id:poison");
+    h.key(KeyCode::Enter);
+    select_row(&mut h, |k| k == "poison-1");
+    let row = h
+        .app
+        .selected_row()
+        .expect("the dead letter is listed")
+        .clone();
+    let cells = row.cells.iter().map(|c| c.text.clone()).collect::<Vec<_>>();
+    assert!(
+        cells.iter().any(|c| c == "failed (uncertain-exhausted)"),
+        "{cells:?}"
+    );
+    h.press('d');
+    let text = describe_text(&h);
+    assert!(
+        text.contains("last failure  uncertain-exhausted ATTEMPTS_EXHAUSTED"),
+        "{text}"
+    );
+    assert!(text.contains("1 of 1 (1 uncertain"), "{text}");
+}

@@ -14,6 +14,7 @@ use crate::clock::Millis;
 use crate::model::{Failure as WorkFailure, Page, WorkState};
 use crate::ops::claims::{self, ClaimStanding};
 use crate::ops::filter::Filter;
+use crate::ops::triage;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -21,6 +22,11 @@ struct WorkRow {
     id: String,
     kind: &'static str,
     state: &'static str,
+    /// The state as listed: a dead letter or a discarded item says so.
+    #[serde(skip)]
+    state_text: String,
+    /// Failed because every attempt lapsed without an outcome (`uncertain-exhausted`).
+    dead_letter: bool,
     handler: String,
     owner_id: Option<String>,
     generation: u64,
@@ -71,7 +77,7 @@ impl ViewRow for WorkRow {
             cell(&w.id),
             w.kind.into(),
             w.awaiting_reclaim_ms
-                .map_or_else(|| w.state.into(), claims::expired_text),
+                .map_or_else(|| w.state_text.clone(), claims::expired_text),
             cell_max(&w.handler, 24),
             opt_cell(w.owner_id.as_deref()),
             w.generation.to_string(),
@@ -122,6 +128,8 @@ pub(super) fn print(
             compatible: live.compatible(&w.compat),
             kind: w.kind.as_str(),
             state: w.state.as_str(),
+            state_text: triage::state_text(&w),
+            dead_letter: w.is_dead_letter(),
             claim_expired: ClaimStanding::of_work(&w, ctx.now)
                 .is_some_and(ClaimStanding::is_expired),
             awaiting_reclaim_ms: ClaimStanding::of_work(&w, ctx.now)

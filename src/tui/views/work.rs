@@ -9,6 +9,7 @@ use crate::clock::{Millis, format_duration};
 use crate::model::{Page, WorkItem, WorkState};
 use crate::ops::claims::ClaimStanding;
 use crate::ops::timefmt::TimeFmt;
+use crate::ops::triage;
 
 pub const COLUMNS: &[Column] = &columns(9);
 /// For a page holding a lapsed claim: its state reads `expired, awaiting reclaim (Ns)`.
@@ -82,7 +83,7 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, fmt: TimeFmt) -> TableData 
                 cells: vec![
                     Cell::raw(&w.id, 80),
                     Cell::text(w.kind.as_str()),
-                    Cell::text(state.clone().unwrap_or_else(|| w.state.as_str().into())).role(
+                    Cell::text(state.clone().unwrap_or_else(|| triage::state_text(w))).role(
                         if incompatible {
                             Role::Incompatible
                         } else if state.is_some() {
@@ -166,8 +167,8 @@ fn detail(w: &WorkItem, compat_text: &str, fmt: TimeFmt) -> Vec<(String, String)
                 || "-".into(),
                 |f| {
                     format!(
-                        "{:?} {}: {}",
-                        f.class,
+                        "{} {}: {}",
+                        f.class.as_str(),
                         clean(&f.code, 80),
                         clean(&f.message, 1_000)
                     )

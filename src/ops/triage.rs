@@ -1,0 +1,240 @@
+//! Triage of failed work, in one vocabulary for the library, `leasehold work` and the
+//! audit log: `requeue` gives a failed item (a dead letter included) a fresh attempt
+//! budget, `discard` ends an item for good with a person's reason. Each decision is a pure
+//! function of the item as the store holds it inside the writing transaction
+//! ([`requeue`], [`discard`]), so the change is conditional on the state it was judged on;
+//! a repeat finds its own earlier change and answers [`Verdict::AlreadyDone`] without
+//! writing again. Every attempt that reaches the store is audited under [`Verb::action`]
+//! with the operator's reason, refusals included.
+
+use super::cancel::with_reason;
+use crate::clock::Millis;
+use crate::model::{Failure, FailureClass, WorkItem, WorkState};
+
+/// The failure code a discarded item carries, with `discarded by <actor>: <reason>`.
+pub const DISCARDED_CODE: &str = "DISCARDED";
+
+/// An operator's triage verb.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Requeue,
+    Discard,
+}
+
+impl Verb {
+    /// The audit log's action name.
+    #[must_use]
+    pub fn action(self) -> &'static str {
+        match self {
+            Self::Requeue => "requeue-work",
+            Self::Discard => "discard-work",
+        }
+    }
+
+    /// What a change by this verb is called: `requeued`, `discarded`.
+    #[must_use]
+    pub fn done(self) -> &'static str {
+        match self {
+            Self::Requeue => "requeued",
+            Self::Discard => "discarded",
+        }
+    }
+}
+
+/// What a triage attempt came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The item changed.
+    Done,
+    /// A repeat: the item already shows this verb's change; nothing was written.
+    AlreadyDone,
+    /// Refused: the item's state does not allow the verb (the words say why).
+    Refused(String),
+    /// Refused: no work item has this id.
+    Unknown,
+}
+
+impl Verdict {
+    /// The outcome in words for `verb`: `requeued`, `already requeued`, `refused: succeeded
+    /// — nothing to requeue`, `refused: no such work item`.
+    #[must_use]
+    pub fn words(&self, verb: Verb) -> String {
+        match self {
+            Self::Done => verb.done().into(),
+            Self::AlreadyDone => format!("already {}", verb.done()),
+            Self::Refused(why) => format!("refused: {why}"),
+            Self::Unknown => "refused: no such work item".into(),
+        }
+    }
+
+    /// Whether the item was left as it was because the verb does not apply to it.
+    #[must_use]
+    pub fn refused(&self) -> bool {
+        matches!(self, Self::Refused(_) | Self::Unknown)
+    }
+}
+
+/// The audit log's outcome text: the verdict's words, then the reason.
+#[must_use]
+pub fn audit_outcome(verb: Verb, verdict: &Verdict, reason: &str) -> String {
+    with_reason(verdict.words(verb), reason)
+}
+
+/// Requeue: a failed item (a dead letter, a terminal failure, a discarded item) becomes
+/// `pending` now with a fresh attempt budget — attempt and uncertain counters back to zero
+/// — keeping its logical id, idempotency key, generation and last failure (why it had
+/// failed). The item it answers with is the row to write, `None` when nothing changes.
+#[must_use]
+pub fn requeue(item: &WorkItem, now: Millis) -> (Verdict, Option<WorkItem>) {
+    match item.state {
+        WorkState::Failed => (
+            Verdict::Done,
+            Some(WorkItem {
+                state: WorkState::Pending,
+                owner_id: None,
+                token: None,
+                lease_expires_at: None,
+                attempt_number: 0,
+                uncertain_attempts: 0,
+                next_eligible_at: now,
+                result: None,
+                updated_at: now,
+                ..item.clone()
+            }),
+        ),
+        // Claimed before (a generation) yet no attempt since: this verb's own change.
+        WorkState::Pending if item.generation > 0 && item.attempt_number == 0 => {
+            (Verdict::AlreadyDone, None)
+        }
+        WorkState::Succeeded => (
+            Verdict::Refused("succeeded — nothing to requeue".into()),
+            None,
+        ),
+        state => (
+            Verdict::Refused(format!(
+                "{} — only a failed item is requeued",
+                state.as_str()
+            )),
+            None,
+        ),
+    }
+}
+
+/// Discard: the item ends `failed` for good, whatever it was doing (a live claim's holder
+/// is fenced out: its completion answers already-terminal), with `discarded by <actor>:
+/// <reason>` as its last failure so every listing shows why. A succeeded item is refused:
+/// its effect happened.
+#[must_use]
+pub fn discard(
+    item: &WorkItem,
+    actor: &str,
+    reason: &str,
+    now: Millis,
+) -> (Verdict, Option<WorkItem>) {
+    match item.state {
+        WorkState::Succeeded => (
+            Verdict::Refused("succeeded — a finished effect is not discarded".into()),
+            None,
+        ),
+        WorkState::Failed if is_discarded(item) => (Verdict::AlreadyDone, None),
+        _ => (
+            Verdict::Done,
+            Some(WorkItem {
+                state: WorkState::Failed,
+                lease_expires_at: None,
+                last_failure: Some(Failure {
+                    class: FailureClass::Terminal,
+                    code: DISCARDED_CODE.into(),
+                    message: format!("discarded by {actor}: {}", reason.trim()),
+                }),
+                updated_at: now,
+                ..item.clone()
+            }),
+        ),
+    }
+}
+
+/// How an item's state reads in a listing, on the dashboard and in `inspect work`: a dead
+/// letter says so with its class, `failed (uncertain-exhausted)`; a discarded item reads
+/// `failed (discarded)`; anything else is its state's name.
+#[must_use]
+pub fn state_text(item: &WorkItem) -> String {
+    if item.is_dead_letter() {
+        format!("failed ({})", FailureClass::UncertainExhausted.as_str())
+    } else if is_discarded(item) {
+        "failed (discarded)".into()
+    } else {
+        item.state.as_str().into()
+    }
+}
+
+/// Whether an operator discarded the item.
+#[must_use]
+pub fn is_discarded(item: &WorkItem) -> bool {
+    item.state == WorkState::Failed
+        && item
+            .last_failure
+            .as_ref()
+            .is_some_and(|f| f.code == DISCARDED_CODE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::work::NewWork;
+
+    fn failed() -> WorkItem {
+        WorkItem {
+            state: WorkState::Failed,
+            generation: 3,
+            attempt_number: 3,
+            uncertain_attempts: 3,
+            ..WorkItem::new(NewWork::effect("e", "h", "{}"), "k", 0)
+        }
+    }
+
+    #[test]
+    fn requeue_resets_the_budget_once() {
+        let (verdict, next) = requeue(&failed(), 50);
+        let next = next.expect("changed");
+        assert_eq!(verdict, Verdict::Done);
+        assert_eq!(
+            (
+                next.state,
+                next.attempt_number,
+                next.uncertain_attempts,
+                next.generation
+            ),
+            (WorkState::Pending, 0, 0, 3)
+        );
+        assert_eq!(requeue(&next, 60), (Verdict::AlreadyDone, None));
+        let fresh = WorkItem::new(NewWork::effect("f", "h", "{}"), "k", 0);
+        assert!(requeue(&fresh, 60).0.refused());
+    }
+
+    #[test]
+    fn discard_refuses_success_and_repeats_quietly() {
+        let (verdict, next) = discard(&failed(), "al@h", " dup ", 5);
+        let next = next.expect("changed");
+        assert_eq!(verdict, Verdict::Done);
+        assert_eq!(
+            next.last_failure.map(|f| f.message),
+            Some("discarded by al@h: dup".into())
+        );
+        let again = discard(&failed(), "al@h", "x", 5).1.expect("changed");
+        assert_eq!(
+            discard(&again, "bo@h", "y", 6),
+            (Verdict::AlreadyDone, None)
+        );
+        assert_eq!(state_text(&again), "failed (discarded)");
+        assert_eq!(state_text(&failed()), "failed");
+        let done = WorkItem {
+            state: WorkState::Succeeded,
+            ..failed()
+        };
+        assert_eq!(
+            audit_outcome(Verb::Discard, &discard(&done, "a", "r", 1).0, "r"),
+            "refused: succeeded — a finished effect is not discarded; reason: r"
+        );
+    }
+}

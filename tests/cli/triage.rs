@@ -1,0 +1,277 @@
+//! `leasehold work requeue` and `leasehold work discard` against a SQLite store holding a
+//! dead letter made through the library on a manual clock: exit codes, one-line errors,
+//! `--json` answers, what `inspect work` lists afterwards, the audit entries (the OS
+//! account, the outcome and the reason), and bad input that changes nothing.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use leasehold::Store;
+use leasehold::clock::{Clock, ManualClock, SystemClock};
+use leasehold::ids::SeededIds;
+use leasehold::model::work::NewWork;
+use leasehold::model::{AuditEntry, PageRequest, WorkItem, WorkState};
+use leasehold::ops::actor::operator;
+use leasehold::store::sqlite::SqliteBackend;
+use leasehold::store::url::OpenMode;
+use serde_json::Value;
+
+use super::{code, leasehold, stderr, stdout};
+
+struct Setup {
+    dir: tempfile::TempDir,
+    path: String,
+}
+
+impl Setup {
+    fn store(&self) -> Store {
+        Store::new(
+            Arc::new(SqliteBackend::open(&self.path, OpenMode::Existing).unwrap()),
+            Arc::new(SystemClock),
+            Arc::new(SeededIds::new(3)),
+        )
+    }
+
+    fn item(&self, id: &str) -> WorkItem {
+        self.store().work(id).unwrap().unwrap()
+    }
+
+    fn audit(&self) -> Vec<AuditEntry> {
+        let mut rows = self
+            .store()
+            .list_audit(&PageRequest::first(100))
+            .unwrap()
+            .rows;
+        rows.sort_by_key(|a| a.id);
+        rows
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        let mut all = vec!["work", args[0], "--store", &self.path];
+        all.extend(&args[1..]);
+        leasehold(&all)
+    }
+}
+
+/// A store with `dead` (two claims that lapsed unrecorded: a dead letter), `done`
+/// (succeeded) and `waiting` (pending), made an hour in the past so the CLI's system clock
+/// finds every lease over.
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").display().to_string();
+    let clock = ManualClock::new(SystemClock.now() - 3_600_000);
+    let store = Store::new(
+        Arc::new(SqliteBackend::open(&path, OpenMode::ReadWrite).unwrap()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(9)),
+    );
+    let dead = NewWork {
+        max_attempts: 2,
+        idempotency_key: Some("idem-dead".into()),
+        ..NewWork::effect("dead", "send-email", "{}")
+    };
+    store.enqueue(dead, "k").unwrap();
+    store
+        .enqueue(NewWork::effect("done", "send-email", "{}"), "k")
+        .unwrap();
+    let done = store.claim("done", "auth-a", "k", 1_000).unwrap();
+    store
+        .complete("done", "auth-a", done.generation, None)
+        .unwrap();
+    for owner in ["auth-a", "auth-b"] {
+        store.claim("dead", owner, "k", 1_000).unwrap();
+        clock.advance(60_000);
+    }
+    assert_eq!(
+        store
+            .claim("dead", "auth-c", "k", 1_000)
+            .unwrap_err()
+            .code(),
+        "already-terminal"
+    );
+    let waiting = NewWork {
+        not_before: Some(SystemClock.now() + 86_400_000),
+        ..NewWork::effect("waiting", "send-email", "{}")
+    };
+    store.enqueue(waiting, "k").unwrap();
+    assert!(store.work("dead").unwrap().unwrap().is_dead_letter());
+    Setup { dir, path }
+}
+
+fn failed_rows(s: &Setup) -> Vec<Value> {
+    let o = leasehold(&[
+        "inspect",
+        "work",
+        "--store",
+        &s.path,
+        "--filter",
+        "state:failed",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &Value| v.get("id").is_some())
+        .collect()
+}
+
+#[test]
+fn a_dead_letter_is_listed_then_requeued_once() {
+    let s = setup();
+    let listed = failed_rows(&s);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["id"], "dead");
+    assert_eq!(listed[0]["deadLetter"], true);
+    assert_eq!(listed[0]["lastFailure"]["class"], "uncertain-exhausted");
+    let table = leasehold(&[
+        "inspect",
+        "work",
+        "--store",
+        &s.path,
+        "--filter",
+        "state:failed",
+    ]);
+    assert!(
+        stdout(&table).contains("failed (uncertain-exhausted)"),
+        "{}",
+        stdout(&table)
+    );
+
+    let o = s.run(&["requeue", "dead", "--reason", "handler fixed", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let answer: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(answer["outcome"], "requeued");
+    assert_eq!(answer["changed"], true);
+    let item = s.item("dead");
+    assert_eq!(
+        (
+            item.state,
+            item.attempt_number,
+            item.idempotency_key.as_str()
+        ),
+        (WorkState::Pending, 0, "idem-dead")
+    );
+    assert_eq!(answer["item"]["state"], "pending");
+
+    let again = s.run(&["requeue", "dead"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(
+        stdout(&again).contains("already requeued"),
+        "{}",
+        stdout(&again)
+    );
+    assert_eq!(s.item("dead"), item, "a repeat changes nothing");
+    assert!(failed_rows(&s).is_empty());
+
+    let refused = s.run(&["requeue", "done", "--reason", "again?"]);
+    assert_eq!(code(&refused), 1);
+    assert_eq!(stderr(&refused).lines().count(), 1, "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("succeeded"),
+        "{}",
+        stderr(&refused)
+    );
+
+    let said: Vec<(String, String, String, String)> = s
+        .audit()
+        .into_iter()
+        .map(|a| (a.actor, a.action, a.target, a.outcome))
+        .collect();
+    let me = operator();
+    assert_eq!(
+        said,
+        [
+            (
+                me.clone(),
+                "requeue-work".into(),
+                "dead".into(),
+                "requeued; reason: handler fixed".into()
+            ),
+            (
+                me.clone(),
+                "requeue-work".into(),
+                "dead".into(),
+                "already requeued".into()
+            ),
+            (
+                me,
+                "requeue-work".into(),
+                "done".into(),
+                "refused: succeeded — nothing to requeue; reason: again?".into()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn discard_needs_a_reason_and_spares_a_succeeded_item() {
+    let s = setup();
+    let missing = s.run(&["discard", "waiting"]);
+    assert_eq!(code(&missing), 2, "clap refuses a discard without --reason");
+    let empty = s.run(&["discard", "waiting", "--reason", " "]);
+    assert_eq!(code(&empty), 2, "{}", stderr(&empty));
+    assert_eq!(stderr(&empty).lines().count(), 1);
+    assert_eq!(s.item("waiting").state, WorkState::Pending);
+
+    let o = s.run(&["discard", "waiting", "--reason", "order withdrawn"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let item = s.item("waiting");
+    assert_eq!(item.state, WorkState::Failed);
+    assert!(
+        item.last_failure
+            .as_ref()
+            .is_some_and(|f| f.message.ends_with(": order withdrawn")),
+        "{item:?}"
+    );
+    let again = s.run(&["discard", "waiting", "--reason", "dup", "--json"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    let answer: Value = serde_json::from_str(stdout(&again).trim()).unwrap();
+    assert_eq!(
+        (answer["outcome"].as_str(), answer["changed"].as_bool()),
+        (Some("already discarded"), Some(false))
+    );
+    assert_eq!(s.item("waiting"), item, "a repeat changes nothing");
+
+    let spared = s.run(&["discard", "done", "--reason", "oops"]);
+    assert_eq!(code(&spared), 1, "{}", stderr(&spared));
+    assert_eq!(s.item("done").state, WorkState::Succeeded);
+    let outcomes: Vec<String> = s.audit().into_iter().map(|a| a.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [
+            "discarded; reason: order withdrawn",
+            "already discarded; reason: dup",
+            "refused: succeeded — a finished effect is not discarded; reason: oops",
+        ]
+    );
+}
+
+#[test]
+fn bad_ids_and_missing_stores_change_nothing() {
+    let s = setup();
+    let before = s.audit().len();
+    let long = "x".repeat(10_000);
+    for hostile in ["dead\u{1b}[2J", "", "a\nb", "de\u{202e}ad", long.as_str()] {
+        for verb in ["requeue", "discard"] {
+            let o = s.run(&[verb, hostile, "--reason", "r"]);
+            assert_eq!(code(&o), 2, "{verb} {hostile:?}: {}", stderr(&o));
+            assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+        }
+    }
+    let unknown = s.run(&["requeue", "no-such-item"]);
+    assert_eq!(code(&unknown), 2, "{}", stderr(&unknown));
+    assert_eq!(
+        s.audit().len(),
+        before + 1,
+        "only the unknown id reached the store"
+    );
+
+    let missing = s.dir.path().join("typo.db").display().to_string();
+    for verb in ["requeue", "discard"] {
+        let o = leasehold(&["work", verb, "--store", &missing, "dead", "--reason", "r"]);
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    }
+    assert!(!Path::new(&missing).exists(), "a typo creates no store");
+}
