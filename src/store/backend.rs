@@ -128,8 +128,9 @@ pub trait Tx {
     /// Non-terminal items with this compat digest due by `now` (pending/retry eligible, or
     /// claimed with an expired lease), earliest due first.
     fn claimable_work(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<WorkItem>>;
-    /// Claimed items with this compat digest whose lease lapsed by `now`, earliest lapse
-    /// first: an index of its own, so a reclaim never waits behind a backlog of pending work.
+    /// Reclaims due by `now` with this compat digest, earliest first: claims whose lease
+    /// lapsed, and retries a lapsed claim left backing off. An index of its own, so a dead
+    /// owner's work never waits behind a backlog of pending work.
     fn lapsed_claims(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<WorkItem>>;
     /// Work by id, narrowed by `filter`.
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>>;

@@ -67,9 +67,16 @@ fn due_key(item: &WorkItem) -> Option<DueKey> {
         .map(|d| (item.compat.clone(), d, item.id.clone()))
 }
 
+/// The reclaim index: claims by lease expiry, and retries a lapsed claim left backing off
+/// (they keep the lapsed expiry) by when they fall due.
 fn claim_key(item: &WorkItem) -> Option<DueKey> {
-    (item.state == WorkState::Claimed)
-        .then_some(item.lease_expires_at)
+    let reclaim = match item.state {
+        WorkState::Claimed => true,
+        WorkState::Retry => item.lease_expires_at.is_some(),
+        _ => false,
+    };
+    reclaim
+        .then(|| item.due_at())
         .flatten()
         .map(|d| (item.compat.clone(), d, item.id.clone()))
 }

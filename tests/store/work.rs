@@ -129,11 +129,10 @@ pub fn racing_claimers_exactly_one_wins(h: &dyn Harness) {
     );
 }
 
-/// `claim_batch` takes at most `limit` items, earliest due first, and only eligible ones:
-/// never before `notBefore` / `nextEligibleAt`, never a live claim, a terminal item or
 /// A claim whose lease lapsed (its owner died or stopped) is reclaimed ahead of a backlog
-/// of pending work that fell due long before: otherwise a dead owner's items would wait
-/// behind the whole backlog, however short the lease.
+/// of pending work that fell due long before — also after it waited out its backoff in
+/// `retry` — otherwise a dead owner's items would wait behind the whole backlog, however
+/// short the lease.
 pub fn lapsed_claims_are_reclaimed_before_the_backlog(h: &dyn Harness) {
     let s = h.store();
     let backlog: Vec<NewWork> = (0..20).map(|i| effect(&format!("b{i:02}"))).collect();
@@ -160,7 +159,32 @@ pub fn lapsed_claims_are_reclaimed_before_the_backlog(h: &dyn Harness) {
     let next = ok("claim 2", s.claim_batch("other", K, 2, 10_000));
     let got: Vec<&str> = next.iter().map(|w| w.id.as_str()).collect();
     assert_eq!(got, ["b01", "b02"]);
+
+    // A lapse seen inside its backoff: the claimer settles it into `retry` and takes the
+    // backlog meanwhile; once the backoff has passed, the retry still comes first.
+    ok("dead claims b10", s.claim("b10", "dead", K, 1_000));
+    h.clock().advance(1_000);
+    let meanwhile = ok("claim 2", s.claim_batch("heir", K, 2, 10_000));
+    let got: Vec<&str> = meanwhile.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(got, ["b03"], "b10 backs off first");
+    assert_eq!(lease_state(&s, "b10"), WorkState::Retry);
+    // Past the backoff (500 ms after a first attempt), inside every other claim's lease.
+    h.clock().advance(1_000);
+    let after = ok("claim 2", s.claim_batch("heir", K, 2, 10_000));
+    let got: Vec<&str> = after.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(
+        got,
+        ["b10", "b04"],
+        "the backed-off reclaim before the backlog"
+    );
 }
+
+fn lease_state(s: &leasehold::Store, id: &str) -> WorkState {
+    ok("read", s.work(id)).expect("exists").state
+}
+
+/// `claim_batch` takes at most `limit` items, earliest due first, and only eligible ones:
+/// never before `notBefore` / `nextEligibleAt`, never a live claim, a terminal item or
 /// another build's item.
 pub fn claim_batch_respects_limit_and_eligibility(h: &dyn Harness) {
     let s = h.store();

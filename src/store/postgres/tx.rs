@@ -33,7 +33,7 @@ use crate::store::sql::query::Query;
 use crate::store::sql::row::Decode;
 use crate::store::sql::statements::Statements;
 use crate::store::sql::value::SqlValue;
-use crate::store::sql::{Driver, Transient, decode, limit, writable};
+use crate::store::sql::{Driver, RECLAIM, Transient, decode, limit, writable};
 
 /// Writes held back until a statement could observe them, or the commit.
 #[derive(Default)]
@@ -424,7 +424,7 @@ impl Driver for PgTx<'_> {
     }
 
     fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
-        self.claims("state = 'claimed' AND ", compat, now, n)
+        self.claims(RECLAIM, compat, now, n)
     }
 
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {

@@ -123,3 +123,9 @@ pub(crate) fn json<T: serde::Serialize>(value: &T) -> Result<String> {
 pub(crate) fn incident_bound(before: Option<crate::model::HistoryPosition>) -> (i64, i64) {
     before.map_or((i64::MAX, i64::MAX), |p| (p.at, bound(p.seq)))
 }
+
+/// The reclaim index's condition (`work_reclaim` in both schemas, written identically so
+/// each planner matches the partial index): claims, and retries a lapsed claim left
+/// backing off (they keep the lapsed expiry).
+pub(crate) const RECLAIM: &str =
+    "(state = 'claimed' OR (state = 'retry' AND lease_expires_at IS NOT NULL)) AND ";

@@ -43,9 +43,9 @@ fn main_queries_use_indexes() {
             "work_claim",
         ),
         (
-            "SELECT * FROM work INDEXED BY work_lapsed WHERE compat = ?1 AND state = 'claimed' AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
+            "SELECT * FROM work INDEXED BY work_reclaim WHERE (state = 'claimed' OR (state = 'retry' AND lease_expires_at IS NOT NULL)) AND compat = ?1 AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
             3,
-            "work_lapsed",
+            "work_reclaim",
         ),
         (
             "SELECT next_eligible_at FROM work INDEXED BY work_waiting WHERE state IN ('pending', 'retry') ORDER BY next_eligible_at LIMIT 1",

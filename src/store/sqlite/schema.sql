@@ -70,8 +70,11 @@ CREATE INDEX IF NOT EXISTS work_kind ON work (kind, id);
 CREATE INDEX IF NOT EXISTS work_owner ON work (owner_id, id);
 -- What each authority holds right now: small, whatever the table's size.
 CREATE INDEX IF NOT EXISTS work_claimed_by ON work (owner_id, id) WHERE state = 'claimed';
--- Claims by when their lease lapses: reclaims are served before the backlog.
-CREATE INDEX IF NOT EXISTS work_lapsed ON work (compat, due_at, id) WHERE state = 'claimed';
+-- Reclaims by when they fall due: claims by when their lease lapses, and retries a lapse
+-- left backing off (they keep the lapsed expiry). Served before the backlog.
+DROP INDEX IF EXISTS work_lapsed;
+CREATE INDEX IF NOT EXISTS work_reclaim ON work (compat, due_at, id)
+    WHERE state = 'claimed' OR (state = 'retry' AND lease_expires_at IS NOT NULL);
 CREATE INDEX IF NOT EXISTS work_compat ON work (compat, id);
 
 CREATE TABLE IF NOT EXISTS dedup (

@@ -25,7 +25,7 @@ use crate::store::sql::encode::{
 use crate::store::sql::row::Decode;
 use crate::store::sql::statements::Statements;
 use crate::store::sql::value::SqlValue;
-use crate::store::sql::{Driver, decode, limit, writable};
+use crate::store::sql::{Driver, RECLAIM, decode, limit, writable};
 
 /// One open transaction (the caller owns BEGIN / COMMIT / ROLLBACK).
 pub(super) struct SqliteTx<'a> {
@@ -271,7 +271,7 @@ impl Driver for SqliteTx<'_> {
     }
 
     fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
-        self.work_through("work_lapsed", "state = 'claimed' AND ", compat, now, n)
+        self.work_through("work_reclaim", RECLAIM, compat, now, n)
     }
 
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {
