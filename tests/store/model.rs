@@ -430,10 +430,14 @@ impl Shadow {
                 limit,
                 lease,
             } => {
-                // Lapsed claims first (earliest lapse first), then the rest by due instant.
+                // Reclaims first — lapsed claims, and retries a lapse left backing off (they
+                // keep the lapsed expiry) — earliest due first, then the rest by due instant.
                 let mut due: Vec<(bool, i64, &str, usize)> = (0..4)
                     .filter_map(|i| {
-                        let fresh = self.items[i].state != St::Claimed;
+                        let it = &self.items[i];
+                        let reclaim = it.state == St::Claimed
+                            || (it.state == St::Retry && it.lease_expires_at.is_some());
+                        let fresh = !reclaim;
                         self.item_claimable(i).map(|d| (fresh, d, ITEMS[i], i))
                     })
                     .collect();
