@@ -732,7 +732,14 @@ fn broken_workflow_histories_are_reported() {
 // --- 10. stranded workflow instances, 11. waits past the journal's retention
 
 /// A non-terminal (or terminal) instance row with no history, as a stuck build leaves it.
-fn plant_row(f: &Fixture, id: &str, status: &str, compat: &str, due: Option<Millis>, state: &Value) {
+fn plant_row(
+    f: &Fixture,
+    id: &str,
+    status: &str,
+    compat: &str,
+    due: Option<Millis>,
+    state: &Value,
+) {
     f.plant(|tx, _| {
         tx.insert_instance(&InstanceRow {
             instance_id: id.into(),
@@ -789,7 +796,14 @@ fn an_overdue_instance_is_stranded_while_its_build_is_live() {
         .unwrap();
     let idle = json!({});
     plant_row(&f, "wf-overdue", "running", K1, Some(T0), &idle);
-    plant_row(&f, "wf-within-bound", "running", K1, Some(T0 + 100_000), &idle);
+    plant_row(
+        &f,
+        "wf-within-bound",
+        "running",
+        K1,
+        Some(T0 + 100_000),
+        &idle,
+    );
     plant_row(&f, "wf-timer", "waiting", K1, Some(T0 + 600_000), &idle);
     plant_row(&f, "wf-event", "waiting", K1, None, &waiting_for("paid", 0));
     plant_row(&f, "wf-old-build", "running", "k0", Some(T0), &idle);
@@ -825,12 +839,30 @@ fn an_instance_is_not_stranded_before_its_build_has_been_live_for_the_bound() {
 /// the trimmed part is reported, a wait from its edge on is not, nor is a finished one.
 fn waits_below_the_trimmed_journal_are_reported(f: &Fixture) {
     let keep = leasehold::store::RETENTION.journal_events;
-    plant_row(f, "wf-old-wait", "waiting", K1, None, &waiting_for("paid", 0));
-    plant_row(f, "wf-edge-wait", "waiting", K1, None, &waiting_for("paid", 3));
+    plant_row(
+        f,
+        "wf-old-wait",
+        "waiting",
+        K1,
+        None,
+        &waiting_for("paid", 0),
+    );
+    plant_row(
+        f,
+        "wf-edge-wait",
+        "waiting",
+        K1,
+        None,
+        &waiting_for("paid", 3),
+    );
     plant_row(f, "wf-done", "completed", K1, None, &waiting_for("paid", 0));
     append_noise(f, keep);
     let report = f.run();
-    assert!(report.is_clean(), "nothing trimmed yet:\n{}", render_text(&report));
+    assert!(
+        report.is_clean(),
+        "nothing trimmed yet:\n{}",
+        render_text(&report)
+    );
 
     // Three more: seqs 1..=3 are trimmed, so events the old wait could match are gone.
     append_noise(f, 3);
@@ -874,7 +906,13 @@ fn the_engines_own_instances_are_judged_by_their_rows() {
         .expect("valid");
     let args = json!({"orderId": "o-1", "amount": 10});
     let id = s
-        .start_workflow("order-fulfilment", args.as_object().cloned().unwrap(), "alice", None, K1)
+        .start_workflow(
+            "order-fulfilment",
+            args.as_object().cloned().unwrap(),
+            "alice",
+            None,
+            K1,
+        )
         .unwrap()
         .instance_id;
     let engine = Engine::new(s.clone(), "a-1", K1);
@@ -1215,5 +1253,83 @@ fn every_code_is_distinct_kebab_case() {
         codes::ALL
             .iter()
             .all(|c| c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '-'))
+    );
+}
+
+/// `leasehold check` over a SQLite file (it judges at the real clock): both workflow rules
+/// appear as text lines and JSON objects, and the exit code says violations were found.
+#[test]
+fn leasehold_check_states_stranded_instances_and_lost_waits() {
+    use leasehold::clock::SystemClock;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let backend = SqliteBackend::open(&path, OpenMode::ReadWrite).unwrap();
+    let f = over(Arc::new(backend), Some(dir));
+    let now = SystemClock.now();
+    // Live for an hour and a half whatever the machine's speed: judged by its own timing.
+    let patient = Authority {
+        config: json!({"heartbeatIntervalMs": 3_600_000, "leaseDurationMs": 7_200_000}).to_string(),
+        heartbeat_at: now,
+        ..authority("a-1", K1, now - 600_000)
+    };
+    f.plant(|tx, _| tx.put_authority(&patient));
+    plant_row(
+        &f,
+        "wf-stuck",
+        "running",
+        K1,
+        Some(now - 600_000),
+        &json!({}),
+    );
+    plant_row(&f, "wf-lost", "waiting", K1, None, &waiting_for("paid", 0));
+    append_noise(&f, leasehold::store::RETENTION.journal_events + 1);
+    let url = format!("sqlite:{}", path.display());
+    let run = |json: bool| {
+        let mut args = vec!["check", "--store", url.as_str()];
+        if json {
+            args.push("--json");
+        }
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .args(&args)
+            .output()
+            .unwrap();
+        (o.status.code(), String::from_utf8(o.stdout).unwrap())
+    };
+
+    let (code, text) = run(false);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("stranded-instance [wf-stuck] workflow instance wf-stuck")),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with(
+            "wait-past-retention [wf-lost] workflow instance wf-lost waits for a paid event"
+        )),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().last(),
+        Some("2 violations: 1 stranded-instance, 1 wait-past-retention"),
+        "{text}"
+    );
+
+    let (code, json) = run(true);
+    assert_eq!(code, Some(1), "{json}");
+    let objects: Vec<Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let reported: Vec<(&str, &str)> = objects
+        .iter()
+        .filter_map(|o| Some((o["invariant"].as_str()?, o["ids"][0].as_str()?)))
+        .collect();
+    assert_eq!(
+        reported,
+        [
+            ("stranded-instance", "wf-stuck"),
+            ("wait-past-retention", "wf-lost")
+        ]
     );
 }

@@ -51,11 +51,12 @@ pub(super) fn wait_within_retention(
         return;
     }
     let Ok(Parked {
-        waiting: Some(Waiting::Event {
-            event,
-            since_event_seq,
-            ..
-        }),
+        waiting:
+            Some(Waiting::Event {
+                event,
+                since_event_seq,
+                ..
+            }),
     }) = serde_json::from_str(&row.state)
     else {
         return;
