@@ -183,8 +183,8 @@ pub async fn run_authority_with(
             }
         }
     }
-    // Handlers still running are detached; their items are released below and their
-    // outcomes, if they ever come, are dropped.
+    // Handlers still running are detached and their claims abandoned to lapse (see
+    // `AuthorityCore::shutdown`); their outcomes, if they ever come, are dropped.
     running.detach_all();
     let stats = blocking(&core, AuthorityCore::shutdown).await??;
     log.scope(|| {
@@ -200,6 +200,7 @@ pub async fn run_authority_with(
             "leasesLost" = stats.leases_lost,
             reclaims = stats.reclaims,
             released = stats.released_on_shutdown,
+            abandoned = stats.abandoned_on_shutdown,
             "stopped"
         );
     });
