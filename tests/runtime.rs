@@ -432,7 +432,8 @@ async fn the_runtime_drains_a_seeded_store_and_stops_cleanly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn shutdown_releases_what_the_authority_still_owns() {
+async fn shutdown_abandons_handlers_that_outlive_the_grace_and_the_next_owner_counts_them_uncertain()
+ {
     let clock = ManualClock::new(T0);
     let s = store(&clock);
     for i in 0..3 {
@@ -474,9 +475,14 @@ async fn shutdown_releases_what_the_authority_still_owns() {
     .await;
     let _ = stop_tx.send(());
     let stats = runtime.await.expect("joins").expect("runs");
-    assert_eq!(stats.released_on_shutdown, 2, "{stats:?}");
-    assert!(work_in(&s, WorkState::Claimed).is_empty());
-    assert_eq!(work_in(&s, WorkState::Pending).len(), 3);
+    let held = work_in(&s, WorkState::Claimed);
+    assert_eq!(
+        (stats.released_on_shutdown, stats.abandoned_on_shutdown),
+        (0, 2),
+        "{stats:?}"
+    );
+    assert_eq!(held.len(), 2, "abandoned claims are left to lapse");
+    assert_eq!(work_in(&s, WorkState::Pending).len(), 1);
     assert!(
         s.list_authorities(&PageRequest::first(10))
             .expect("lists")
@@ -499,8 +505,35 @@ async fn shutdown_releases_what_the_authority_still_owns() {
     })
     .await;
     assert!(work_in(&s, WorkState::Succeeded).is_empty());
-    assert!(work_in(&s, WorkState::Claimed).is_empty());
-    assert_eq!(work_in(&s, WorkState::Pending).len(), 3);
+    assert_eq!(
+        work_in(&s, WorkState::Claimed),
+        held,
+        "nothing was written for them"
+    );
+
+    // Nobody else may take them while their lease runs; once it lapsed, the next owner
+    // reclaims each as an uncertain attempt under the same idempotency key.
+    let lease = config("holder").lease_duration_ms;
+    let pending = s
+        .claim_batch("next", &compat(), 8, 10 * lease)
+        .expect("claims");
+    assert_eq!(pending.len(), 1, "only the never-claimed item: {pending:?}");
+    clock.advance(lease);
+    let reclaimed = s.claim_batch("next", &compat(), 8, lease).expect("claims");
+    assert_eq!(reclaimed.len(), 2, "{reclaimed:?}");
+    for item in &reclaimed {
+        let before = held
+            .iter()
+            .find(|h| h.id == item.id)
+            .expect("was abandoned");
+        assert_eq!(
+            item.uncertain_attempts,
+            before.uncertain_attempts + 1,
+            "{item:?}"
+        );
+        assert_eq!(item.attempt_number, before.attempt_number + 1);
+        assert_eq!(item.idempotency_key, before.idempotency_key);
+    }
 }
 
 /// Runs one authority on `s` until it stops by itself, after `meanwhile` acted on its

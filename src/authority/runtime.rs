@@ -1,8 +1,8 @@
 //! The tokio driver of one authority process: polls on `pollIntervalMs`, runs up to
 //! `workerConcurrency` handlers at once on the blocking pool, renews on its own cadence,
 //! heartbeats, and on the shutdown future (the binary passes SIGINT/SIGTERM) stops
-//! claiming, lets running handlers finish within a grace period and releases whatever it
-//! still owns. Every decision is [`AuthorityCore`]'s; this file only schedules it. Store
+//! claiming, lets running handlers finish within a grace period, abandons those that
+//! outlive it (their claims lapse) and releases whatever else it owns. Every decision is [`AuthorityCore`]'s; this file only schedules it. Store
 //! calls are synchronous (SQLite), so they run on the blocking pool too, never on the
 //! async workers.
 //!
@@ -44,7 +44,7 @@ pub struct RunOptions {
     pub shutdown_grace_ms: Option<Millis>,
 }
 
-/// Runs one authority until `shutdown` completes, then releases what it owns and returns
+/// Runs one authority until `shutdown` completes, then stops as the module says and returns
 /// its counters. Logs through the default `tracing` subscriber.
 ///
 /// # Errors
@@ -183,8 +183,8 @@ pub async fn run_authority_with(
             }
         }
     }
-    // Handlers still running are detached; their items are released below and their
-    // outcomes, if they ever come, are dropped.
+    // Handlers still running are detached and their claims abandoned to lapse (see
+    // `AuthorityCore::shutdown`); their outcomes, if they ever come, are dropped.
     running.detach_all();
     let stats = blocking(&core, AuthorityCore::shutdown).await??;
     log.scope(|| {
@@ -200,6 +200,7 @@ pub async fn run_authority_with(
             "leasesLost" = stats.leases_lost,
             reclaims = stats.reclaims,
             released = stats.released_on_shutdown,
+            abandoned = stats.abandoned_on_shutdown,
             "stopped"
         );
     });

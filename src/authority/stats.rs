@@ -52,6 +52,9 @@ pub struct Stats {
     pub store_errors: u64,
     /// Claims released (yielded back) by a clean shutdown.
     pub released_on_shutdown: u64,
+    /// Claims whose handler still ran when the shutdown's grace period ran out: left to
+    /// lapse, so the next owner counts an uncertain attempt.
+    pub abandoned_on_shutdown: u64,
     /// Claim-to-finish time (ms, store clock) of every accepted outcome: what
     /// `leasehold bench` reports as claim-to-complete latency.
     pub finish_latency_ms: Histogram,

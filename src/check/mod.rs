@@ -34,6 +34,10 @@
 //! | 7 | no incompatible execution | `incompatible-execution` | `check/compat.rs` |
 //! | 8 | monotone cursors, no stale cursor owner | `cursor-not-monotone`, `stale-cursor-write` | `check/cursors.rs` |
 //! | 9 | workflow histories | `instance-revision-not-monotone`, `activation-resolved-twice`, `entry-after-terminal`, `action-outcome-missing`, `action-outcome-conflict` | `check/workflows.rs` |
+//! | 10 | no stranded workflow instance while a live authority of its build exists | `stranded-instance` | `check/stranded_instances.rs` |
+//! | 11 | no event wait older than the retained journal | `wait-past-retention` | `check/waits.rs` |
+//!
+//! Invariants 10 and 11 read only the non-terminal instances (`check/instances.rs`).
 //!
 //! ## Retention caveat
 //! The history is bounded ([`crate::store::RETENTION`]): grants and writes older than
@@ -55,10 +59,13 @@ mod cursors;
 mod effects;
 mod events;
 mod history;
+mod instances;
 mod ownership;
 mod render;
 mod schedules;
 mod stranded;
+mod stranded_instances;
+mod waits;
 mod workflows;
 
 use serde::{Deserialize, Serialize};
@@ -122,9 +129,16 @@ pub mod codes {
     /// An action's outcome record disagrees with the history's resolution of it.
     /// Ids: `[instanceId, invocationId]`.
     pub const ACTION_OUTCOME_CONFLICT: &str = "action-outcome-conflict";
+    /// A non-terminal workflow instance has been due (action, retry, timer, timeout or a
+    /// lapsed claim) longer than the bound while a live authority of its build existed.
+    /// Ids: `[instanceId]`.
+    pub const STRANDED_INSTANCE: &str = "stranded-instance";
+    /// A waiting instance's `sinceEventSeq` is below the journal's trimmed part, so the
+    /// event it waits for may have been trimmed. Ids: `[instanceId]`.
+    pub const WAIT_PAST_RETENTION: &str = "wait-past-retention";
 
     /// Every code, in invariant order.
-    pub const ALL: [&str; 18] = [
+    pub const ALL: [&str; 20] = [
         TWO_OWNERS_ONE_GENERATION,
         GENERATION_NOT_INCREASING,
         SUPERSEDED_WRITE_ACCEPTED,
@@ -143,6 +157,8 @@ pub mod codes {
         ENTRY_AFTER_TERMINAL,
         ACTION_OUTCOME_MISSING,
         ACTION_OUTCOME_CONFLICT,
+        STRANDED_INSTANCE,
+        WAIT_PAST_RETENTION,
     ];
 }
 
@@ -150,10 +166,10 @@ pub mod codes {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckOptions {
-    /// The instant "now" for stranded work and authority liveness.
+    /// The instant "now" for stranded work and instances, and authority liveness.
     pub now: Millis,
-    /// A compatible item due for longer than this (while a live authority of its build
-    /// existed) is stranded.
+    /// A compatible item or workflow instance due for longer than this (while a live
+    /// authority of its build existed) is stranded.
     pub stranded_after_ms: Millis,
     /// Rows read per page (history, items, journal); instances are read a tenth as many
     /// at a time, each with its history.
@@ -281,6 +297,9 @@ pub fn check(store: &Store, options: &CheckOptions) -> Result<Report> {
         &mut findings,
         &mut report.checked,
     )?;
+
+    // Non-terminal instances: invariants 10 and 11.
+    instances::scan(store, &live, options, page, &mut findings)?;
 
     report.violations = findings.0;
     Ok(report)

@@ -45,6 +45,14 @@ impl LiveBuilds {
             }
         }
     }
+
+    /// The earliest live start among the authorities running build `compat`, and one of
+    /// them; `None` when no live authority runs it.
+    pub(super) fn of(&self, compat: &str) -> Option<(Millis, &str)> {
+        self.0
+            .get(compat)
+            .map(|(since, authority)| (*since, authority.as_str()))
+    }
 }
 
 /// What [`no_stranded_work`] made of one item.
@@ -69,10 +77,10 @@ pub(super) fn no_stranded_work(
     let Some(due) = item.due_at() else {
         return Verdict::Fine;
     };
-    let Some((live_since, authority)) = live.0.get(&item.compat) else {
+    let Some((live_since, authority)) = live.of(&item.compat) else {
         return Verdict::Incompatible;
     };
-    let since = due.max(*live_since);
+    let since = due.max(live_since);
     let waited = age(options.now, since);
     if waited <= options.stranded_after_ms {
         return Verdict::Fine;

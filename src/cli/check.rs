@@ -17,7 +17,8 @@ pub struct CheckArgs {
     /// One JSON object per line.
     #[arg(long)]
     pub json: bool,
-    /// Compatible work due for longer than this many ms counts as stranded.
+    /// Compatible work or workflow instances due for longer than this many ms count as
+    /// stranded.
     #[arg(long, default_value_t = 60_000)]
     pub stranded_after_ms: i64,
 }

@@ -64,7 +64,8 @@ pub enum Fault {
     RollOut { build: String, step_ms: Millis },
     /// Starts one more authority (of `build`, or the current build).
     AddAuthority { build: Option<String> },
-    /// Stops the target cleanly (finishes what runs, releases what it owns).
+    /// Stops the target cleanly (finishes what runs within the grace, abandons what still
+    /// runs, releases the rest).
     Stop(Target),
 }
 

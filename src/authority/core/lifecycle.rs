@@ -1,6 +1,7 @@
 //! An authority's life around the claim loop: register as a new incarnation, heartbeat,
 //! renew every owned claim (a refused renewal marks the job lost), shut down (release
-//! what it owns, record the stop) or crash (forget everything; the claims lapse).
+//! what it owns, abandon what still executes, record the stop) or crash (forget
+//! everything; the claims lapse).
 
 use super::{AuthorityCore, Exec, Executed, Job, Renewed, Task};
 use crate::authority::stats::Stats;
@@ -102,9 +103,15 @@ impl AuthorityCore {
         report
     }
 
-    /// Stops claiming, releases what it still owns (work items yielded back to pending,
-    /// workflow leases released) and records the stop. Handlers still running afterwards
-    /// find their jobs released: their outcomes are dropped.
+    /// Stops claiming, releases what it owns but no longer executes (held cursors,
+    /// outcomes a store failure deferred: work items yielded back to pending, workflow
+    /// leases released) and records the stop.
+    ///
+    /// A job whose handler is still executing — its grace period ran out — is *abandoned*:
+    /// nothing is written, its outcome is dropped if it ever comes, and its claim lapses, so
+    /// the next owner reclaims it as an uncertain attempt with the same idempotency key.
+    /// Releasing it instead would let another authority start it while this handler may
+    /// still be acting, and would hide that the attempt may have had effects.
     ///
     /// # Errors
     /// Never for a release that fails (counted; the claim then lapses on its own); a store
@@ -113,11 +120,12 @@ impl AuthorityCore {
         let owned: Vec<Job> = {
             let mut st = self.state();
             st.stopping = true;
-            std::mem::take(&mut st.inflight)
+            let (idle, executing): (Vec<_>, Vec<_>) = std::mem::take(&mut st.inflight)
                 .into_values()
                 .filter(|f| !f.lost)
-                .map(|f| f.job)
-                .collect()
+                .partition(|f| f.held || f.deferred.is_some());
+            st.stats.abandoned_on_shutdown += executing.len() as u64;
+            idle.into_iter().map(|f| f.job).collect()
         };
         for job in owned {
             let released = match &job.task {

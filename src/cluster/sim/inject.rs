@@ -157,7 +157,8 @@ impl Sim {
     }
 
     /// Stops `i` cleanly: no new claims; it finishes what runs (up to a renew interval),
-    /// then releases the rest and records the stop.
+    /// then abandons what still runs (those claims lapse), releases the rest and records
+    /// the stop.
     pub(in crate::cluster) fn stop_node(&mut self, i: usize) {
         if self.nodes[i].state != NodeState::Running {
             return;

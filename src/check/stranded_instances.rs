@@ -1,0 +1,51 @@
+//! Invariant 10 (docs/ARCHITECTURE.md#checker): a crash never permanently strands a workflow.
+//! Judged at [`CheckOptions::now`] like stranded work: a non-terminal instance is stranded
+//! when its `nextEligibleAt` — the action or retry it is due to run, its timer, its wait's
+//! timeout, or the lapse of the lease a claim parked it under (renewal moves that instant
+//! forward) — passed more than `stranded_after_ms` ago while a live authority of its build
+//! was up. An instance no live authority can run waits for a compatible build and is not
+//! stranded; an event wait without a timeout is due at no instant and never stranded.
+
+use super::codes::STRANDED_INSTANCE;
+use super::history::age;
+use super::stranded::LiveBuilds;
+use super::{CheckOptions, Findings};
+use crate::clock::{format_duration, format_instant};
+use crate::model::InstanceRow;
+
+/// No non-terminal instance stays overdue for longer than the bound once a live authority of
+/// its build has been up: the clock starts at the later of its due instant and that build's
+/// earliest live start.
+pub(super) fn no_stranded_instance(
+    row: &InstanceRow,
+    live: &LiveBuilds,
+    options: &CheckOptions,
+    findings: &mut Findings,
+) {
+    if row.status.is_terminal() {
+        return;
+    }
+    let Some(due) = row.next_eligible_at else {
+        return;
+    };
+    let Some((live_since, authority)) = live.of(&row.compat) else {
+        return;
+    };
+    if age(options.now, due.max(live_since)) <= options.stranded_after_ms {
+        return;
+    }
+    findings.push(
+        STRANDED_INSTANCE,
+        vec![row.instance_id.clone()],
+        format!(
+            "workflow instance {} ({}, {}) has been due since {} ({} ago, bound {}) although live authority {authority} runs its build {}",
+            row.instance_id,
+            row.workflow_id,
+            row.status.as_str(),
+            format_instant(due),
+            format_duration(age(options.now, due)),
+            format_duration(options.stranded_after_ms),
+            row.compat
+        ),
+    );
+}
