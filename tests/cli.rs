@@ -12,6 +12,8 @@ mod support;
 
 #[path = "cli/cancel.rs"]
 mod cancel;
+#[path = "cli/creation.rs"]
+mod creation;
 #[path = "cli/schedule.rs"]
 mod schedule;
 
