@@ -724,6 +724,7 @@ fn copy_refuses_a_non_empty_target_itself_and_memory() {
 fn event_dedup_outcomes_and_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
+    assert_eq!(code(&leasehold(&["init", &store])), 0);
     let ingest = |extra: &[&str]| {
         let mut args = vec!["event", "--store", store.as_str(), "--type", "order-placed"];
         args.extend_from_slice(extra);
