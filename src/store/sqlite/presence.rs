@@ -57,12 +57,12 @@ fn what(meta: &Metadata) -> &'static str {
     if kind.is_dir() {
         "a directory"
     } else {
-        special(&kind)
+        special(kind)
     }
 }
 
 #[cfg(unix)]
-fn special(kind: &FileType) -> &'static str {
+fn special(kind: FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if kind.is_char_device() {
         "a character device"
@@ -78,7 +78,7 @@ fn special(kind: &FileType) -> &'static str {
 }
 
 #[cfg(not(unix))]
-fn special(_: &FileType) -> &'static str {
+fn special(_: FileType) -> &'static str {
     "not a regular file"
 }
 
