@@ -63,7 +63,7 @@ pub enum Command {
     Attach(attach::AttachArgs),
     /// Run one authority process against a store.
     Authority(authority::AuthorityArgs),
-    /// Create an empty store (the only command besides `seed` that creates one).
+    /// Create an empty store (the other writers refuse a missing one).
     Init(init::InitArgs),
     /// Fill a store with a realistic mixed workload.
     Seed(seed::SeedArgs),

@@ -163,7 +163,7 @@ impl SqliteBackend {
             }
             Found::Empty if read_only || !mode.creates() => {
                 return Err(Error::Unavailable(format!(
-                    "{label}: empty, not a leasehold store yet (nothing was created)"
+                    "{label}: a SQLite database without tables, not a leasehold store yet (nothing was created; `leasehold init {label}` creates a store)"
                 )));
             }
             _ => {}
