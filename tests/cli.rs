@@ -12,6 +12,8 @@ mod support;
 
 #[path = "cli/cancel.rs"]
 mod cancel;
+#[path = "cli/creation.rs"]
+mod creation;
 #[path = "cli/schedule.rs"]
 mod schedule;
 #[path = "cli/triage.rs"]
@@ -724,6 +726,7 @@ fn copy_refuses_a_non_empty_target_itself_and_memory() {
 fn event_dedup_outcomes_and_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
+    assert_eq!(code(&leasehold(&["init", &store])), 0);
     let ingest = |extra: &[&str]| {
         let mut args = vec!["event", "--store", store.as_str(), "--type", "order-placed"];
         args.extend_from_slice(extra);

@@ -774,3 +774,38 @@ fn drain_throughput() {
     drop(store);
     drop(db);
 }
+
+// --- creating --------------------------------------------------------------------------------
+
+/// A database without the schema is not a store: writers refuse it and leave it empty;
+/// `leasehold init` creates the schema once, then says it exists.
+#[test]
+fn writers_never_create_the_schema_and_init_does_once() {
+    let db = database();
+    let url = db.url();
+    for args in [
+        vec!["event", "--store", url, "--type", "paid"],
+        vec!["authority", "--store", url, "--instance", "typo"],
+        vec!["workflow", "start", "--store", url, "reminder"],
+    ] {
+        let o = leasehold(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("not a leasehold store yet"), "{err}");
+    }
+    assert!(
+        url::open(url, OpenMode::ReadOnly).is_err(),
+        "still no schema after the refused writers"
+    );
+
+    let created = leasehold(&["init", url, "--json"]);
+    assert_eq!(created.status.code(), Some(0), "{created:?}");
+    let report: serde_json::Value = serde_json::from_slice(&created.stdout).unwrap();
+    assert_eq!(report["created"], true);
+    let again = leasehold(&["init", url, "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(report["created"], false);
+    let event = leasehold(&["event", "--store", url, "--type", "paid"]);
+    assert_eq!(event.status.code(), Some(0), "{event:?}");
+}

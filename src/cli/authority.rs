@@ -1,5 +1,6 @@
 //! `leasehold authority`: one real authority process over a store, until SIGINT or
 //! SIGTERM (`leasehold authority forget ID` administers the registry, in `registry.rs`).
+//! It never creates a store unless told to with `--create`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use super::{CliResult, Failure, StoreArg, tokio_runtime};
 use crate::authority::config::{AuthorityConfig, generated_instance_id};
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
+use crate::store::create::create;
 use crate::store::url::OpenMode;
 
 /// `leasehold authority`: runs one authority, or with a subcommand administers the
@@ -29,6 +31,11 @@ pub struct AuthorityArgs {
         required = true
     )]
     pub store: Option<String>,
+    /// Create the store first if it does not exist yet, as `leasehold init` does. Without
+    /// it a missing path, an empty file or a database without the schema is refused, so a
+    /// mistyped `--store` never starts an authority over a new store nobody else uses.
+    #[arg(long)]
+    pub create: bool,
     /// This authority's instance id (generated when not given).
     #[arg(long)]
     pub instance: Option<String>,
@@ -102,13 +109,15 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     config.worker_concurrency = args.concurrency;
     config.claim_batch_size = args.batch;
     config.validate()?;
-    let store = StoreArg {
-        store: args
-            .store
-            .clone()
-            .ok_or_else(|| Failure::usage("--store is required"))?,
-    }
-    .open(OpenMode::ReadWrite)?;
+    let url = args
+        .store
+        .clone()
+        .ok_or_else(|| Failure::usage("--store is required"))?;
+    let store = if args.create {
+        create(&url)?.0
+    } else {
+        StoreArg { store: url }.open(OpenMode::Existing)?
+    };
     let workload = workload::named(&args.workload, args.seed)?;
     // The process's one subscriber, for every thread: `tracing` remembers per call site
     // whether anyone listens, so a subscriber scoped to some threads could miss lines.

@@ -20,7 +20,8 @@ use crate::store::url::{OpenMode, open};
 /// `leasehold bench`.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
-    /// The store to measure (a scratch store for `work` and `workflows`: they write).
+    /// The store to measure (a scratch store for `work` and `workflows`: they write, and
+    /// create it if it does not exist).
     #[arg(
         long,
         global = true,

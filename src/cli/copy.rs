@@ -24,7 +24,7 @@ pub struct CopyArgs {
     /// The store to read (not changed).
     #[arg(long, value_name = "STORE")]
     pub from: String,
-    /// The store to write: new or empty.
+    /// The store to write: new or empty (created if it does not exist yet).
     #[arg(long, value_name = "STORE")]
     pub to: String,
     /// Print the summary as one JSON object.

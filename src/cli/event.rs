@@ -63,7 +63,7 @@ pub fn run(args: &EventArgs, out: &mut dyn Write) -> CliResult {
     check_id("event type", &args.event_type)?;
     check_opt_id("event source", args.source.as_deref())?;
     check_opt_id("event id", args.id.as_deref())?;
-    let store = args.store.open(OpenMode::ReadWrite)?;
+    let store = args.store.open(OpenMode::Existing)?;
     let event = NewEvent {
         event_type: args.event_type.clone(),
         source: args.source.clone(),

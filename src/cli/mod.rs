@@ -18,6 +18,7 @@ pub mod check;
 pub mod copy;
 pub mod demo;
 pub mod event;
+pub mod init;
 pub mod inspect;
 pub mod instance;
 pub mod live;
@@ -63,6 +64,8 @@ pub enum Command {
     Attach(attach::AttachArgs),
     /// Run one authority process against a store.
     Authority(authority::AuthorityArgs),
+    /// Create an empty store (the other writers refuse a missing one).
+    Init(init::InitArgs),
     /// Fill a store with a realistic mixed workload.
     Seed(seed::SeedArgs),
     /// Print one view of a store as a table or as JSON lines.
@@ -308,6 +311,7 @@ fn clap_message(error: &clap::Error) -> String {
 /// The [`Failure`] to report.
 pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
     match cli.command {
+        Command::Init(args) => init::run(&args, out),
         Command::Seed(args) => seed::run(&args, out),
         Command::Inspect(args) => inspect::run(&args, out),
         Command::Event(args) => event::run(&args, out),

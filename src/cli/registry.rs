@@ -43,9 +43,7 @@ pub fn run(command: &AuthorityCommand, out: &mut dyn Write) -> CliResult {
 }
 
 fn forget(args: &ForgetArgs, out: &mut dyn Write) -> CliResult {
-    // Opened read-only first, so a mistyped path is refused instead of created.
-    args.store.open(OpenMode::ReadOnly)?;
-    let store = args.store.open(OpenMode::ReadWrite)?;
+    let store = args.store.open(OpenMode::Existing)?;
     match store.forget_authority(&args.id, &operator()) {
         Ok((row, state)) => {
             writeln!(

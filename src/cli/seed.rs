@@ -77,7 +77,7 @@ pub const SEED_PRINCIPAL: &str = "leasehold-seed";
 /// Items per enqueue transaction.
 const BATCH: usize = 500;
 
-/// Arguments of `leasehold seed`.
+/// Arguments of `leasehold seed` (which creates the store if it does not exist yet).
 #[derive(Debug, Clone, Args)]
 pub struct SeedArgs {
     #[command(flatten)]

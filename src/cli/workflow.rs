@@ -110,7 +110,7 @@ pub fn deploy(args: &WorkflowDeployArgs, out: &mut dyn Write) -> CliResult {
     } else {
         text
     };
-    let store = args.store.open(OpenMode::ReadWrite)?;
+    let store = args.store.open(OpenMode::Existing)?;
     match store.deploy_workflow(&text, &Catalog::demo())? {
         Ok(row) => {
             writeln!(
@@ -154,7 +154,7 @@ pub fn start(args: &WorkflowStartArgs, out: &mut dyn Write) -> CliResult {
     };
     check_id("workflow id", &args.workflow)?;
     check_opt_id("idempotency key", args.idempotency_key.as_deref())?;
-    let store = args.store.open(OpenMode::ReadWrite)?;
+    let store = args.store.open(OpenMode::Existing)?;
     let principal = args
         .principal
         .clone()

@@ -13,6 +13,7 @@
 pub mod backend;
 pub mod copy;
 mod counter;
+pub mod create;
 mod events;
 mod incidents;
 mod leases;

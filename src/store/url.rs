@@ -69,7 +69,8 @@ impl StoreUrl {
 /// How a store is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OpenMode {
-    /// Create the store if it does not exist; write as needed.
+    /// Create the store if it does not exist; write as needed (`seed`, `leasehold init`:
+    /// see `store/create.rs`).
     #[default]
     ReadWrite,
     /// Never create or change anything (inspection, the dashboard).
@@ -89,7 +90,7 @@ impl OpenMode {
 
 /// The refusal of a `postgres://` URL by a build without the PostgreSQL provider.
 #[cfg(not(feature = "postgres"))]
-fn without_postgres() -> Error {
+pub(super) fn without_postgres() -> Error {
     Error::Invalid(
         "this build has no PostgreSQL provider: rebuild with the `postgres` feature (cargo build --features postgres)"
             .into(),

@@ -9,13 +9,13 @@ use sha2::{Digest, Sha256};
 
 use super::{assert_one_line_failure, leasehold, seed, store_in};
 
-fn sha256(path: &Path) -> String {
+pub(super) fn sha256(path: &Path) -> String {
     let bytes = std::fs::read(path).unwrap();
     hex::encode(Sha256::digest(&bytes))
 }
 
 /// Every name in `dir` (so a `-wal` / `-shm` or a new store shows up).
-fn listing(dir: &Path) -> BTreeSet<String> {
+pub(super) fn listing(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

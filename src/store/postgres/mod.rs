@@ -115,6 +115,8 @@ pub struct PostgresBackend {
     pool: Pool,
     names: Names,
     read_only: bool,
+    /// Whether this open created the schema (`leasehold init`).
+    created: bool,
     /// The highest revision this backend has seen committed. The database never goes
     /// below it unless it lost acknowledged commits (a failover to a replica that was
     /// behind): then a generation could be minted twice, so writes fail closed.
@@ -243,15 +245,22 @@ impl PostgresBackend {
             Step::Retry(Transient::Disconnected(why)) => Error::Unavailable(why),
             Step::Retry(Transient::Contention) => Error::Contention { attempts: 1 },
         })?);
-        retry(MAX_ATTEMPTS, || {
+        let created = retry(MAX_ATTEMPTS, || {
             init(pool.get(&names)?.conn(), &names, read_only, mode.creates())
         })?;
         Ok(Self {
             pool,
             names,
             read_only,
+            created,
             high_water: AtomicU64::new(0),
         })
+    }
+
+    /// Whether this open created the schema (the database had none before).
+    #[must_use]
+    pub fn created(&self) -> bool {
+        self.created
     }
 
     /// Whether writes are refused (opened read-only).
@@ -450,7 +459,7 @@ fn init(
     names: &Names,
     read_only: bool,
     create: bool,
-) -> std::result::Result<(), Step> {
+) -> std::result::Result<bool, Step> {
     conn.in_transaction = true;
     let begin = if read_only { "BEGIN" } else { BEGIN_INIT };
     let result = conn
@@ -469,26 +478,29 @@ fn init(
             Found::Leasehold(1) => conn
                 .client
                 .batch_execute(UPGRADE_1)
+                .map(|()| false)
                 .map_err(|e| step(names, &e, &conn.client)),
-            Found::Leasehold(_) => Ok(()),
+            Found::Leasehold(_) => Ok(false),
             Found::Empty if read_only || !create => Err(Step::Fail(Error::Unavailable(format!(
-                "{}: not a leasehold store yet (nothing was created)",
+                "{}: not a leasehold store yet (nothing was created; `leasehold init` creates one)",
                 names.label
             )))),
             Found::Empty => conn
                 .client
                 .batch_execute(SCHEMA)
+                .map(|()| true)
                 .map_err(|e| step(names, &e, &conn.client)),
         })
-        .and_then(|()| {
+        .and_then(|created| {
             conn.client
                 .batch_execute("COMMIT")
+                .map(|()| created)
                 .map_err(|e| step(names, &e, &conn.client))
         });
     match result {
-        Ok(()) => {
+        Ok(created) => {
             conn.in_transaction = false;
-            Ok(())
+            Ok(created)
         }
         Err(e) => {
             rollback(conn);

@@ -26,6 +26,7 @@ mod differential_tests;
 mod list_work;
 #[cfg(test)]
 mod plan_tests;
+mod presence;
 #[cfg(test)]
 mod tests;
 mod tx;
@@ -46,6 +47,7 @@ use super::url::OpenMode;
 use crate::clock::SystemClock;
 use crate::error::{Error, Result};
 use crate::ids::SeededIds;
+use presence::Presence;
 use tx::SqliteTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
@@ -69,6 +71,8 @@ pub struct SqliteBackend {
     path: PathBuf,
     label: String,
     read_only: bool,
+    /// Whether this open created the schema in an empty file (`leasehold init`).
+    created: bool,
 }
 
 /// Opens the store at `path`; see [`SqliteBackend::open`].
@@ -117,23 +121,13 @@ impl SqliteBackend {
     pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Self> {
         let path = path.as_ref();
         let label = path.display().to_string();
-        let existing = match std::fs::metadata(path) {
-            Ok(m) if m.is_dir() => {
-                return Err(Error::Unavailable(format!(
-                    "{label}: is a directory, not a store file"
-                )));
+        let presence = presence::presence(path, &label)?;
+        match presence {
+            Presence::Missing | Presence::Empty if !mode.creates() => {
+                return Err(presence::not_created(&label, presence));
             }
-            Ok(m) => Some(m.len()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(Error::Unavailable(format!("{label}: {e}"))),
-        };
-        if !mode.creates() && existing.is_none() {
-            return Err(Error::Unavailable(format!(
-                "{label}: no store here (nothing was created)"
-            )));
-        }
-        if existing.is_some_and(|len| len > 0) {
-            check_header(path, &label)?;
+            Presence::Data => check_header(path, &label)?,
+            Presence::Missing | Presence::Empty => {}
         }
         let flags = match mode {
             OpenMode::ReadOnly => {
@@ -169,11 +163,12 @@ impl SqliteBackend {
             }
             Found::Empty if read_only || !mode.creates() => {
                 return Err(Error::Unavailable(format!(
-                    "{label}: empty, not a leasehold store yet (nothing was created)"
+                    "{label}: a SQLite database without tables, not a leasehold store yet (nothing was created; `leasehold init {label}` creates a store)"
                 )));
             }
             _ => {}
         }
+        let mut created = false;
         if !read_only {
             conn.pragma_update(None, "synchronous", "FULL")
                 .map_err(|e| map_error(&label, &e))?;
@@ -189,13 +184,14 @@ impl SqliteBackend {
                     ))))
                 }
             })?;
-            retry(MAX_ATTEMPTS, || init(&mut conn, &label))?;
+            created = retry(MAX_ATTEMPTS, || init(&mut conn, &label))?;
         }
         Ok(Self {
             conn: Mutex::new(conn),
             path: path.to_owned(),
             label,
             read_only,
+            created,
         })
     }
 
@@ -203,6 +199,12 @@ impl SqliteBackend {
     #[must_use]
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether this open created the store (the file held no schema before it).
+    #[must_use]
+    pub fn created(&self) -> bool {
+        self.created
     }
 
     /// Whether writes are refused (opened read-only, or the file is not writable).
@@ -426,8 +428,9 @@ fn schema_version(conn: &Connection) -> rusqlite::Result<Option<i64>> {
 }
 
 /// Creates whatever is missing, inside `BEGIN IMMEDIATE`, after re-checking the version
-/// (another process may have initialised the file since it was inspected).
-fn init(conn: &mut Connection, label: &str) -> std::result::Result<(), Step> {
+/// (another process may have initialised the file since it was inspected). True when this
+/// call created the store.
+fn init(conn: &mut Connection, label: &str) -> std::result::Result<bool, Step> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(|e| step(label, &e))?;
@@ -446,5 +449,6 @@ fn init(conn: &mut Connection, label: &str) -> std::result::Result<(), Step> {
         }
     }
     tx.execute_batch(SCHEMA).map_err(|e| step(label, &e))?;
-    tx.commit().map_err(|e| step(label, &e))
+    tx.commit().map_err(|e| step(label, &e))?;
+    Ok(!has_meta)
 }
