@@ -16,11 +16,10 @@ use leasehold::authority::{
     AttemptContext, AuthorityConfig, AuthorityCore, Finished, HandlerOutcome, Pace, RunOptions,
     Workload, run_authority, run_authority_with,
 };
-use leasehold::build_key::compatibility_key;
 use leasehold::clock::{Clock, ManualClock};
 use leasehold::ids::SeededIds;
 use leasehold::model::event::NewEvent;
-use leasehold::model::work::{NewWork, WorkFilter};
+use leasehold::model::work::NewWork;
 use leasehold::model::{PageRequest, WorkState};
 use leasehold::rules::work::Backoff;
 use leasehold::store::memory::MemoryBackend;
@@ -29,43 +28,7 @@ use serde_json::json;
 
 use support::wait::{wait_until_async, within};
 
-/// How long a runtime in this process gets to reach a state the test waits for.
-const RUNNING: Duration = Duration::from_secs(60);
-
-const T0: i64 = 1_767_225_600_000;
-
-fn store(clock: &ManualClock) -> Store {
-    Store::new(
-        Arc::new(MemoryBackend::new()),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(11)),
-    )
-}
-
-fn compat() -> String {
-    compatibility_key("v1").digest()
-}
-
-fn config(id: &str) -> AuthorityConfig {
-    AuthorityConfig {
-        poll_interval_ms: 10,
-        renew_interval_ms: 50,
-        heartbeat_interval_ms: 100,
-        lease_duration_ms: 30_000,
-        ..AuthorityConfig::new(id, "v1")
-    }
-}
-
-fn work_in(store: &Store, state: WorkState) -> Vec<leasehold::model::WorkItem> {
-    let filter = WorkFilter {
-        states: vec![state],
-        ..WorkFilter::default()
-    };
-    store
-        .list_work(&filter, &PageRequest::first(10_000))
-        .expect("lists")
-        .rows
-}
+use support::runtime::{RUNNING, T0, compat, config, store, work_in};
 
 #[test]
 fn unsafe_knobs_are_refused_at_construction() {

@@ -20,6 +20,7 @@ mod per_provider;
 pub mod postgres;
 #[cfg(feature = "postgres")]
 mod postgres_store;
+pub mod runtime;
 pub mod wait;
 
 // Each test binary uses a part of the harness, like the dead-code allowance above.

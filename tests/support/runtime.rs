@@ -1,0 +1,58 @@
+//! Fixtures of the authority-runtime suites (`tests/runtime.rs`, `tests/logs.rs`): a memory
+//! store on a manual clock, the build's compatibility digest, fast knobs, and the items in
+//! one state.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leasehold::Store;
+use leasehold::authority::AuthorityConfig;
+use leasehold::build_key::compatibility_key;
+use leasehold::clock::ManualClock;
+use leasehold::ids::SeededIds;
+use leasehold::model::work::WorkFilter;
+use leasehold::model::{PageRequest, WorkItem, WorkState};
+use leasehold::store::memory::MemoryBackend;
+
+/// How long a runtime in this process gets to reach a state the test waits for.
+pub const RUNNING: Duration = Duration::from_secs(60);
+
+/// Where the manual clocks of these suites start.
+pub const T0: i64 = 1_767_225_600_000;
+
+/// A fresh memory store on `clock`, with seeded ids.
+pub fn store(clock: &ManualClock) -> Store {
+    Store::new(
+        Arc::new(MemoryBackend::new()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(11)),
+    )
+}
+
+/// The compatibility digest of build `v1`, which [`config`] runs.
+pub fn compat() -> String {
+    compatibility_key("v1").digest()
+}
+
+/// Knobs that poll, renew and beat fast, under a long lease.
+pub fn config(id: &str) -> AuthorityConfig {
+    AuthorityConfig {
+        poll_interval_ms: 10,
+        renew_interval_ms: 50,
+        heartbeat_interval_ms: 100,
+        lease_duration_ms: 30_000,
+        ..AuthorityConfig::new(id, "v1")
+    }
+}
+
+/// Every item in `state`.
+pub fn work_in(store: &Store, state: WorkState) -> Vec<WorkItem> {
+    let filter = WorkFilter {
+        states: vec![state],
+        ..WorkFilter::default()
+    };
+    store
+        .list_work(&filter, &PageRequest::first(10_000))
+        .expect("lists")
+        .rows
+}
