@@ -15,6 +15,7 @@ pub mod attach;
 pub mod authority;
 pub mod bench;
 pub mod check;
+pub mod completions;
 pub mod copy;
 pub mod demo;
 pub mod event;
@@ -23,6 +24,7 @@ pub mod inspect;
 pub mod instance;
 pub mod live;
 pub mod log;
+pub mod man;
 pub mod output;
 pub mod registry;
 pub mod schedule;
@@ -47,9 +49,21 @@ pub const EXIT_REFUSED: u8 = 1;
 /// Exit code: usage error, unreadable store, internal error.
 pub const EXIT_USAGE: u8 = 2;
 
+/// What `--version` prints after the name: the version, the git revision the binary was
+/// built from (`unknown` outside a git checkout) and the enabled features (set by
+/// `build.rs`).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (revision ",
+    env!("LEASEHOLD_REVISION"),
+    "; features: ",
+    env!("LEASEHOLD_FEATURES"),
+    ")"
+);
+
 /// Leased, fenced durable work — and the terminal dashboard that watches it.
 #[derive(Debug, Parser)]
-#[command(name = "leasehold", version, about, propagate_version = true)]
+#[command(name = "leasehold", version = VERSION, about, propagate_version = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -91,6 +105,10 @@ pub enum Command {
     Copy(copy::CopyArgs),
     /// Measure store throughput and the dashboard's cost.
     Bench(bench::BenchArgs),
+    /// Print the completion script for a shell.
+    Completions(completions::CompletionsArgs),
+    /// Print the manual page, or write one page per command with --dir.
+    Man(man::ManArgs),
     /// `leasehold STORE`: shorthand for `leasehold attach STORE`.
     #[command(external_subcommand)]
     External(Vec<OsString>),
@@ -329,6 +347,8 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::Check(args) => check::run(&args, out),
         Command::Copy(args) => copy::run(&args, out),
         Command::Bench(args) => bench::run(&args, out),
+        Command::Completions(args) => completions::run(&args, out),
+        Command::Man(args) => man::run(&args, out),
         Command::External(words) => {
             let attach = shorthand_attach(&words)?;
             execute(
