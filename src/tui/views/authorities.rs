@@ -12,24 +12,18 @@ use crate::model::{Authority, Page};
 use crate::ops::claims::OwnedClaims;
 use crate::ops::liveness::{Liveness, Timing, liveness};
 
-pub const COLUMNS: &[Column] = &columns(6);
-/// For a page where someone holds lapsed claims: its count reads `4 (3 expired)`.
-const COLUMNS_EXPIRED: &[Column] = &columns(14);
-
-const fn columns(owned_width: u16) -> [Column; 10] {
-    [
-        col("instance", 18, 0),
-        col("state", 7, 0),
-        col("build", 10, 1),
-        col("heartbeat", 9, 1),
-        col("owned", owned_width, 1),
-        col("claims/s", 8, 2),
-        col("demo", 8, 2),
-        col("compat", 8, 3),
-        col("host", 14, 4),
-        col("started", 12, 5),
-    ]
-}
+pub const COLUMNS: &[Column] = &[
+    col("instance", 18, 0),
+    col("state", 7, 0),
+    col("build", 10, 1),
+    col("heartbeat", 9, 1),
+    col("owned", 6, 1),
+    col("claims/s", 8, 2),
+    col("demo", 8, 2),
+    col("compat", 8, 3),
+    col("host", 14, 4),
+    col("started", 12, 5),
+];
 
 /// Window over which claims/s is averaged.
 const RATE_WINDOW_MS: Millis = 10_000;
@@ -140,12 +134,8 @@ pub fn table(
         .iter()
         .filter(|a| liveness(a, now) == Liveness::Live)
         .count();
-    let expired = page
-        .rows
-        .iter()
-        .any(|a| owned.get(&a.instance_id).is_some_and(|c| c.expired > 0));
     TableData::new(
-        if expired { COLUMNS_EXPIRED } else { COLUMNS },
+        COLUMNS,
         rows,
         format!("{live} live of {}", snap.authorities.len()),
     )

@@ -7,22 +7,16 @@ use crate::model::{Lease, Page};
 use crate::ops::claims::ClaimStanding;
 use crate::ops::timefmt::TimeFmt;
 
-pub const COLUMNS: &[Column] = &columns(11);
-/// For a page holding a lapsed lease: its expiry reads `expired, awaiting reclaim (Ns)`.
-const COLUMNS_EXPIRED: &[Column] = &columns(31);
-
-const fn columns(expires_width: u16) -> [Column; 8] {
-    [
-        col("resource", 24, 0),
-        col("owner", 14, 0),
-        col("gen", 5, 0),
-        col("status", 8, 0),
-        col("expires", expires_width, 1),
-        col("token", 10, 2),
-        col("acquired", 12, 3),
-        col("checkpoint", 12, 4),
-    ]
-}
+pub const COLUMNS: &[Column] = &[
+    col("resource", 24, 0),
+    col("owner", 14, 0),
+    col("gen", 5, 0),
+    col("status", 8, 0),
+    col("expires", 11, 1),
+    col("token", 10, 2),
+    col("acquired", 12, 3),
+    col("checkpoint", 12, 4),
+];
 
 #[must_use]
 pub fn status_role(status: &str) -> Role {
@@ -105,13 +99,5 @@ pub fn table(page: &Page<Lease>, fmt: TimeFmt) -> TableData {
         })
         .collect();
     let live = page.rows.iter().filter(|l| l.is_live(now)).count();
-    let expired = page
-        .rows
-        .iter()
-        .any(|l| ClaimStanding::of_lease(l, now).is_some_and(ClaimStanding::is_expired));
-    TableData::new(
-        if expired { COLUMNS_EXPIRED } else { COLUMNS },
-        rows,
-        format!("{live} live on this page"),
-    )
+    TableData::new(COLUMNS, rows, format!("{live} live on this page"))
 }

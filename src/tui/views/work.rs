@@ -11,24 +11,18 @@ use crate::ops::claims::ClaimStanding;
 use crate::ops::timefmt::TimeFmt;
 use crate::ops::triage;
 
-pub const COLUMNS: &[Column] = &columns(9);
-/// For a page holding a lapsed claim: its state reads `expired, awaiting reclaim (Ns)`.
-const COLUMNS_EXPIRED: &[Column] = &columns(31);
-
-const fn columns(state_width: u16) -> [Column; 10] {
-    [
-        col("id", 20, 0),
-        col("kind", 8, 3),
-        col("state", state_width, 0),
-        col("owner", 12, 1),
-        col("gen", 4, 1),
-        col("att", 4, 1),
-        col("unc", 3, 2),
-        col("next", 10, 2),
-        col("compat", 8, 0),
-        col("last failure", 24, 4),
-    ]
-}
+pub const COLUMNS: &[Column] = &[
+    col("id", 20, 0),
+    col("kind", 8, 3),
+    col("state", 9, 0),
+    col("owner", 12, 1),
+    col("gen", 4, 1),
+    col("att", 4, 1),
+    col("unc", 3, 2),
+    col("next", 10, 2),
+    col("compat", 8, 0),
+    col("last failure", 24, 4),
+];
 
 #[must_use]
 pub fn state_role(state: WorkState) -> Role {
@@ -109,15 +103,7 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, fmt: TimeFmt) -> TableData 
             }
         })
         .collect();
-    let expired = page
-        .rows
-        .iter()
-        .any(|w| ClaimStanding::of_work(w, now).is_some_and(ClaimStanding::is_expired));
-    TableData::new(
-        if expired { COLUMNS_EXPIRED } else { COLUMNS },
-        rows,
-        format!("{} incompatible", snap.incompatible),
-    )
+    TableData::new(COLUMNS, rows, format!("{} incompatible", snap.incompatible))
 }
 
 fn detail(w: &WorkItem, compat_text: &str, fmt: TimeFmt) -> Vec<(String, String)> {
