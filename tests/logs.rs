@@ -14,9 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use leasehold::Store;
 use leasehold::authority::workload::{self, EFFECT_HANDLERS};
-use leasehold::authority::{
-    AuthorityConfig, AuthorityCore, Finished, Pace, RunOptions, run_authority_with,
-};
+use leasehold::authority::{Finished, RunOptions, run_authority_with};
 use leasehold::cli::log::{LogFormat, dispatch};
 use leasehold::clock::ManualClock;
 use leasehold::ids::SeededIds;
@@ -29,7 +27,7 @@ use serde_json::json;
 
 use support::wait::{wait_until_async, within};
 
-use support::runtime::{RUNNING, T0, compat, config, store, work_in};
+use support::runtime::{RUNNING, T0, compat, config, store, two_short_lease_cores, work_in};
 
 /// The runtime's lines for a drained store: every claim and completion names its item, its
 /// generation and its handler as the store holds them; the start line names the instance,
@@ -179,16 +177,7 @@ fn the_final_counters_count_a_planted_fence_and_a_planted_lease_loss() {
         s.enqueue(NewWork::effect(id, "send-email", "{}"), &compat())
             .expect("enqueues");
     }
-    let fast = workload::named("fast", 1).expect("fast");
-    let short = |id: &str| AuthorityConfig {
-        lease_duration_ms: 1_000,
-        renew_interval_ms: 300,
-        ..AuthorityConfig::new(id, "v1")
-    };
-    let a = AuthorityCore::new(s.clone(), short("a"), fast.clone(), Pace::Virtual).expect("a");
-    let b = AuthorityCore::new(s.clone(), short("b"), fast, Pace::Virtual).expect("b");
-    a.register().expect("registers");
-    b.register().expect("registers");
+    let (a, b) = two_short_lease_cores(&s);
     let log = LogBuffer::default();
     let logs = log.dispatch(LogFormat::Json, &clock);
 

@@ -28,7 +28,7 @@ use serde_json::json;
 
 use support::wait::{wait_until_async, within};
 
-use support::runtime::{RUNNING, T0, compat, config, store, work_in};
+use support::runtime::{RUNNING, T0, compat, config, store, two_short_lease_cores, work_in};
 
 #[test]
 fn unsafe_knobs_are_refused_at_construction() {
@@ -109,16 +109,7 @@ fn a_stale_owners_completion_is_fenced_and_its_renewal_marks_the_job_lost() {
     let s = store(&clock);
     s.enqueue(NewWork::effect("e1", "send-email", "{}"), &compat())
         .expect("enqueues");
-    let fast = workload::named("fast", 1).expect("fast");
-    let short = |id: &str| AuthorityConfig {
-        lease_duration_ms: 1_000,
-        renew_interval_ms: 300,
-        ..AuthorityConfig::new(id, "v1")
-    };
-    let a = AuthorityCore::new(s.clone(), short("a"), fast.clone(), Pace::Virtual).expect("a");
-    let b = AuthorityCore::new(s.clone(), short("b"), fast, Pace::Virtual).expect("b");
-    a.register().expect("registers");
-    b.register().expect("registers");
+    let (a, b) = two_short_lease_cores(&s);
 
     let jobs = a.poll().expect("polls");
     assert_eq!(jobs.len(), 1);

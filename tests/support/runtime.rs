@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::Store;
-use leasehold::authority::AuthorityConfig;
+use leasehold::authority::workload;
+use leasehold::authority::{AuthorityConfig, AuthorityCore, Pace};
 use leasehold::build_key::compatibility_key;
 use leasehold::clock::ManualClock;
 use leasehold::ids::SeededIds;
@@ -55,4 +56,20 @@ pub fn work_in(store: &Store, state: WorkState) -> Vec<WorkItem> {
         .list_work(&filter, &PageRequest::first(10_000))
         .expect("lists")
         .rows
+}
+
+/// Two registered authorities `a` and `b` on `s`, stepped by hand in virtual time, running
+/// the `fast` workload under a 1 s lease: the pair a takeover test needs.
+pub fn two_short_lease_cores(s: &Store) -> (AuthorityCore, AuthorityCore) {
+    let fast = workload::named("fast", 1).expect("fast");
+    let short = |id: &str| AuthorityConfig {
+        lease_duration_ms: 1_000,
+        renew_interval_ms: 300,
+        ..AuthorityConfig::new(id, "v1")
+    };
+    let a = AuthorityCore::new(s.clone(), short("a"), fast.clone(), Pace::Virtual).expect("a");
+    let b = AuthorityCore::new(s.clone(), short("b"), fast, Pace::Virtual).expect("b");
+    a.register().expect("registers");
+    b.register().expect("registers");
+    (a, b)
 }
