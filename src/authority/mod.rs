@@ -6,15 +6,24 @@
 
 pub mod config;
 pub mod core;
+mod embed;
 mod fencing;
 pub mod handlers;
+pub mod health;
 pub mod log;
 pub mod runtime;
 pub mod stats;
 pub mod workload;
 
 pub use config::AuthorityConfig;
-pub use core::{AuthorityCore, Exec, Executed, Finished, Job, Renewed, Task};
-pub use handlers::{AttemptContext, AttemptKind, Handler, HandlerOutcome, Pace, Workload};
+pub use core::{
+    AuthorityCore, Exec, Executed, Finished, HandlerCall, Job, Prepared, Renewed, Task,
+};
+pub use embed::{Authority, AuthorityBuilder};
+pub use handlers::{
+    Attempt, AttemptContext, AttemptKind, BlockingHandler, Handler, HandlerOutcome, HandlerVersion,
+    LeaseWatch, Pace, Workload,
+};
+pub use health::{Health, HealthReport};
 pub use runtime::{RunOptions, run_authority, run_authority_with};
 pub use stats::{ExecLog, ExecRecord, Stats, percentile};

@@ -1,5 +1,6 @@
 //! The tokio driver of one authority process: polls on `pollIntervalMs`, runs up to
-//! `workerConcurrency` handlers at once on the blocking pool, renews on its own cadence,
+//! `workerConcurrency` handlers at once (async ones as tasks, blocking ones on the
+//! blocking pool), renews every owned claim on its own cadence while they run,
 //! heartbeats, and on the shutdown future (the binary passes SIGINT/SIGTERM) stops
 //! claiming, lets running handlers finish within a grace period, abandons those that
 //! outlive it (their claims lapse) and releases whatever else it owns. Every decision is [`AuthorityCore`]'s; this file only schedules it. Store
@@ -21,8 +22,9 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tracing::{Dispatch, info, warn};
 
 use super::config::AuthorityConfig;
-use super::core::{AuthorityCore, Exec, Executed, Job, Task};
-use super::handlers::{HandlerOutcome, Pace, Workload};
+use super::core::{AuthorityCore, Exec, Executed, Prepared};
+use super::handlers::{Pace, Workload};
+use super::health::Health;
 use super::stats::{ExecLog, Stats};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
@@ -39,9 +41,11 @@ pub struct RunOptions {
     /// caches per call site whether anyone listens: a scoped subscriber is reliable only if
     /// the process reaches these call sites under some subscriber everywhere.
     pub log: Option<Dispatch>,
-    /// How long a shutdown waits for running handlers before releasing their items
-    /// (default: the renew interval, so no claim can lapse meanwhile).
+    /// How long a shutdown waits for running handlers before abandoning their claims
+    /// (default: the renew interval). Claims are renewed meanwhile.
     pub shutdown_grace_ms: Option<Millis>,
+    /// Where the loop reports readiness and liveness (see [`Health`]).
+    pub health: Health,
 }
 
 /// Runs one authority until `shutdown` completes, then stops as the module says and returns
@@ -94,7 +98,14 @@ pub async fn run_authority_with(
     let core = Arc::new(core);
     let log = Logger { core: core.clone() };
     let cfg = core.config().clone();
+    let health = options.health.clone();
     blocking(&core, AuthorityCore::register).await??;
+    // The loop turns at least every poll and every heartbeat; three quiet heartbeats (or
+    // polls, if slower) mean it is stuck.
+    let quiet_limit = Duration::from_millis(
+        (cfg.heartbeat_interval_ms.max(cfg.poll_interval_ms) * 3).unsigned_abs(),
+    );
+    health.registered(quiet_limit);
     log.scope(|| {
         info!(
             instance = cfg.instance_id.as_str(),
@@ -127,6 +138,8 @@ pub async fn run_authority_with(
     tokio::pin!(shutdown);
 
     loop {
+        health.turned(quiet_limit);
+        health.store(store_down);
         tokio::select! {
             biased;
             () = &mut shutdown => break,
@@ -161,6 +174,7 @@ pub async fn run_authority_with(
     }
 
     core.stop_claiming();
+    health.stopping();
     log.scope(|| {
         info!(
             instance = core.id(),
@@ -186,7 +200,9 @@ pub async fn run_authority_with(
     // Handlers still running are detached and their claims abandoned to lapse (see
     // `AuthorityCore::shutdown`); their outcomes, if they ever come, are dropped.
     running.detach_all();
-    let stats = blocking(&core, AuthorityCore::shutdown).await??;
+    let stats = blocking(&core, AuthorityCore::shutdown).await?;
+    health.stopped();
+    let stats = stats?;
     log.scope(|| {
         info!(
             instance = stats.instance_id.as_str(),
@@ -218,24 +234,6 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| Error::OutcomeUnknown(format!("an authority task did not finish: {e}")))
 }
 
-/// Executes one job, turning a handler panic into an uncertain outcome (nothing recorded).
-fn execute_caught(core: &AuthorityCore, job: &Job) -> Executed {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| core.execute(job))).unwrap_or_else(
-        |_| Executed {
-            job_id: job.id,
-            exec: match job.task {
-                Task::Work(_) => Exec::Work {
-                    outcome: HandlerOutcome::Uncertain,
-                    advance_to: None,
-                    delivered: 0,
-                },
-                Task::Workflow(_) => Exec::Aborted("the handler panicked".into()),
-            },
-            spent_ms: 0,
-        },
-    )
-}
-
 async fn poll_and_spawn(
     core: &Arc<AuthorityCore>,
     log: &Logger,
@@ -246,7 +244,20 @@ async fn poll_and_spawn(
     note_store(log, store_down, polled.as_ref().err());
     for job in polled.unwrap_or_default() {
         let core = core.clone();
-        running.spawn_blocking(move || core.log_scope(|| execute_caught(&core, &job)));
+        running.spawn(async move {
+            let job_id = job.id;
+            // Reading the job's input is a store call; the handler then runs as its own
+            // task (a panic in it is an uncertain attempt, see `Registered::call`).
+            match blocking(&core, move |c| c.prepare(&job)).await {
+                Ok(Prepared::Ready(executed)) => executed,
+                Ok(Prepared::Call(call)) => call.call().await,
+                Err(e) => Executed {
+                    job_id,
+                    exec: Exec::Aborted(e.to_string()),
+                    spent_ms: 0,
+                },
+            }
+        });
     }
     Ok(())
 }
@@ -260,7 +271,8 @@ async fn finish_joined(
     let mut batch: Vec<Executed> = Vec::new();
     let mut push = |joined: std::result::Result<Executed, tokio::task::JoinError>| match joined {
         Ok(executed) => batch.push(executed),
-        // Panics are caught in the task; a join error here means the task was cancelled.
+        // Handler panics are caught in their own task; a join error here means this task
+        // was cancelled.
         Err(e) => log.scope(|| warn!(instance = log.core.id(), error = %e, "task-failed")),
     };
     push(first);

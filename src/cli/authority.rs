@@ -125,8 +125,7 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     let _ = tracing::dispatcher::set_global_default(log);
     let options = RunOptions {
         exec_log: args.exec_log.clone(),
-        log: None,
-        shutdown_grace_ms: None,
+        ..RunOptions::default()
     };
     let stats = tokio_runtime()?.block_on(run_authority_with(
         store,

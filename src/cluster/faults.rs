@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rand::Rng;
 use serde::Serialize;
 
-use crate::authority::handlers::{AttemptContext, Handler, HandlerOutcome};
+use crate::authority::handlers::{AttemptContext, BlockingHandler, HandlerOutcome};
 use crate::clock::{Millis, format_duration};
 
 /// Which authority a fault hits, resolved when it fires.
@@ -152,7 +152,7 @@ impl HandlerFaults {
 
     /// Wraps `inner` so it obeys these knobs.
     #[must_use]
-    pub fn wrap(self: &Arc<Self>, inner: Arc<dyn Handler>) -> Arc<dyn Handler> {
+    pub fn wrap(self: &Arc<Self>, inner: Arc<dyn BlockingHandler>) -> Arc<dyn BlockingHandler> {
         Arc::new(FaultyHandler {
             inner,
             faults: self.clone(),
@@ -164,11 +164,11 @@ impl HandlerFaults {
 /// [`HandlerFaults`] say. An injected failure comes after the inner handler ran: like a
 /// real timeout, the effect may have happened.
 pub struct FaultyHandler {
-    inner: Arc<dyn Handler>,
+    inner: Arc<dyn BlockingHandler>,
     faults: Arc<HandlerFaults>,
 }
 
-impl Handler for FaultyHandler {
+impl BlockingHandler for FaultyHandler {
     fn run(&self, attempt: &AttemptContext) -> HandlerOutcome {
         let before = attempt.spent();
         let outcome = self.inner.run(attempt);

@@ -15,6 +15,11 @@ use crate::model::{FailureClass, InstanceRow, WorkKind};
 use crate::workflow::engine::{Claimed, Step, outcome_to_trigger};
 use crate::workflow::machine;
 
+/// How long an item whose handler is not registered here waits before it is offered
+/// again: long enough that an authority without the handler does not spin on it, short
+/// enough that one deployed with it starts promptly.
+pub(super) const NO_HANDLER_BACKOFF_MS: i64 = 5_000;
+
 /// An action's outcome as the engine records it; `None` when it is uncertain (nothing is
 /// recorded, the claim lapses).
 pub(super) fn action_result(
@@ -92,6 +97,12 @@ impl AuthorityCore {
             {
                 Ok(Finished::Held)
             }
+            (Task::Work(item), Exec::NoHandler(_)) => classify(self.store.yield_back(
+                &item.id,
+                owner,
+                item.generation,
+                self.store.now() + NO_HANDLER_BACKOFF_MS,
+            )),
             (Task::Work(item), Exec::CursorIdle | Exec::Aborted(_)) => classify(
                 self.store
                     .yield_back(&item.id, owner, item.generation, later),
@@ -103,7 +114,7 @@ impl AuthorityCore {
 
     pub(super) fn commit_workflow(&self, claimed: &Claimed, exec: &mut Exec) -> Result<Finished> {
         let applied = match exec {
-            Exec::WorkflowIdle | Exec::Aborted(_) => {
+            Exec::WorkflowIdle | Exec::Aborted(_) | Exec::NoHandler(_) => {
                 return Ok(match refusal(self.engine.release(claimed))? {
                     Ok(()) => Finished::Released,
                     Err(refused) => refused,

@@ -1,35 +1,128 @@
-//! The execute step: run a job's handler (a cursor with the journal events after its
-//! durable position) or the workflow engine's decision. It writes nothing, so a driver
-//! may run it on any thread; recording the outcome is [`super::finish`]'s job.
+//! The execute step, in two halves. [`AuthorityCore::prepare`] reads what a job needs (a
+//! cursor's journal events after its durable position, the workflow engine's decision)
+//! and either settles it at once or hands back a [`HandlerCall`]: the attempt and the
+//! handler to run it. The driver runs that call its own way — the tokio runtime as a task
+//! ([`HandlerCall::call`]), the simulated cluster on its own thread
+//! ([`HandlerCall::run_here`]) — and gets the [`Executed`] to finish. Nothing here writes
+//! except a handler's own checkpoint; recording the outcome is [`super::finish`]'s job.
+
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::{AuthorityCore, Exec, Executed, Job, Task};
-use crate::authority::handlers::{AttemptContext, AttemptKind, HandlerOutcome};
+use crate::authority::handlers::{
+    Attempt, AttemptContext, AttemptKind, CheckpointWriter, HandlerOutcome, Registered,
+};
 use crate::error::Result;
 use crate::model::{Subscription, WorkItem, WorkKind};
-use crate::workflow::engine::Next;
+use crate::store::Keyed;
+use crate::workflow::engine::{Claimed, Next};
+use crate::workflow::machine::ActionRequest;
 
 /// Journal events delivered per cursor attempt.
 const CURSOR_BATCH: usize = 64;
 
+/// What a job needs after [`AuthorityCore::prepare`].
+pub enum Prepared {
+    /// Nothing for a handler to do (an idle cursor, a workflow decision, no handler, an
+    /// input that could not be read): ready to finish.
+    Ready(Executed),
+    /// A handler attempt to run.
+    Call(HandlerCall),
+}
+
+/// One handler attempt, ready to run.
+pub struct HandlerCall {
+    job_id: u64,
+    attempt: Attempt,
+    handler: Registered,
+    then: Then,
+}
+
+/// What the outcome becomes once the handler answers.
+enum Then {
+    Work {
+        last_seq: Option<u64>,
+        delivered: u64,
+    },
+    Action(ActionRequest),
+}
+
+impl HandlerCall {
+    /// The attempt the handler will see.
+    #[must_use]
+    pub fn attempt(&self) -> &Attempt {
+        &self.attempt
+    }
+
+    /// Runs the handler in the tokio runtime (see [`Registered::call`]).
+    pub async fn call(self) -> Executed {
+        let outcome = self.handler.call(self.attempt.clone()).await;
+        self.executed(outcome)
+    }
+
+    /// Runs the handler on the calling thread (see [`Registered::run_here`]).
+    #[must_use]
+    pub fn run_here(self) -> Executed {
+        let outcome = self.handler.run_here(&self.attempt);
+        self.executed(outcome)
+    }
+
+    fn executed(self, outcome: HandlerOutcome) -> Executed {
+        let exec = match self.then {
+            Then::Work {
+                last_seq,
+                delivered,
+            } => Exec::Work {
+                // A cursor moves only past a batch its handler accepted.
+                advance_to: last_seq.filter(|_| matches!(outcome, HandlerOutcome::Succeeded(_))),
+                outcome,
+                delivered,
+            },
+            Then::Action(request) => Exec::WorkflowRan { request, outcome },
+        };
+        Executed {
+            job_id: self.job_id,
+            exec,
+            spent_ms: self.attempt.spent(),
+        }
+    }
+}
+
 impl AuthorityCore {
-    /// Runs a job: the handler for a work item (for a cursor, with the journal events
-    /// after the durable cursor), or the workflow engine's decision and, when an action is
-    /// due, its handler. Writes nothing; safe to call on a worker thread.
+    /// Runs a job to its [`Executed`] on the calling thread: [`Self::prepare`], then the
+    /// handler, if any, through [`HandlerCall::run_here`]. What the simulated cluster does.
     #[must_use]
     pub fn execute(&self, job: &Job) -> Executed {
-        let owner = &self.config.instance_id;
-        let seed = self.workload.seed();
-        let (exec, spent_ms) = match &job.task {
+        match self.prepare(job) {
+            Prepared::Ready(executed) => executed,
+            Prepared::Call(call) => call.run_here(),
+        }
+    }
+
+    /// Reads what `job` needs and says whether a handler must run. Writes nothing.
+    #[must_use]
+    pub fn prepare(&self, job: &Job) -> Prepared {
+        let ready = |exec| {
+            Prepared::Ready(Executed {
+                job_id: job.id,
+                exec,
+                spent_ms: 0,
+            })
+        };
+        match &job.task {
             Task::Work(item) => {
-                let payload: Value = serde_json::from_str(&item.payload)
-                    .unwrap_or_else(|_| Value::String(item.payload.clone()));
                 let kind = match item.kind {
                     WorkKind::Effect => AttemptKind::Effect,
                     WorkKind::Schedule => AttemptKind::Schedule,
                     WorkKind::Cursor => AttemptKind::Cursor,
                 };
+                let Some(handler) = self.workload.get(&item.handler) else {
+                    return ready(Exec::NoHandler(item.handler.clone()));
+                };
+                let payload: Value = serde_json::from_str(&item.payload)
+                    .unwrap_or_else(|_| Value::String(item.payload.clone()));
                 let mut ctx = AttemptContext::new(
                     &item.id,
                     kind,
@@ -38,63 +131,55 @@ impl AuthorityCore {
                     &item.logical_effect_id,
                     &item.idempotency_key,
                     item.attempt_number,
-                    owner,
+                    self.id(),
                     item.generation,
-                    seed,
+                    self.workload.seed(),
                     self.pace,
-                );
+                )
+                .with_lease(job.lease.watch());
+                let mut then = Then::Work {
+                    last_seq: None,
+                    delivered: 0,
+                };
                 if kind == AttemptKind::Cursor {
                     let sub_id = subscription_id(item);
                     match self.cursor_events(&sub_id) {
-                        Err(e) => (Exec::Aborted(e.to_string()), 0),
-                        Ok(None) => (
-                            Exec::Work {
+                        Err(e) => return ready(Exec::Aborted(e.to_string())),
+                        Ok(None) => {
+                            return ready(Exec::Work {
                                 outcome: HandlerOutcome::terminal(
                                     "NO_SUBSCRIPTION",
                                     format!("subscription {sub_id} does not exist"),
                                 ),
                                 advance_to: None,
                                 delivered: 0,
-                            },
-                            0,
-                        ),
-                        Ok(Some(events)) if events.is_empty() => (Exec::CursorIdle, 0),
+                            });
+                        }
+                        Ok(Some(events)) if events.is_empty() => return ready(Exec::CursorIdle),
                         Ok(Some(events)) => {
-                            let last = events
-                                .last()
-                                .map_or(0, |e| u64::try_from(e.seq).unwrap_or(0));
-                            let delivered = events.len() as u64;
+                            then = Then::Work {
+                                last_seq: events.last().map(|e| u64::try_from(e.seq).unwrap_or(0)),
+                                delivered: events.len() as u64,
+                            };
                             ctx.events = events;
-                            let outcome = self.workload.run(&ctx);
-                            let advance_to =
-                                matches!(outcome, HandlerOutcome::Succeeded(_)).then_some(last);
-                            (
-                                Exec::Work {
-                                    outcome,
-                                    advance_to,
-                                    delivered,
-                                },
-                                ctx.spent(),
-                            )
                         }
                     }
-                } else {
-                    let outcome = self.workload.run(&ctx);
-                    (
-                        Exec::Work {
-                            outcome,
-                            advance_to: None,
-                            delivered: 0,
-                        },
-                        ctx.spent(),
-                    )
                 }
+                Prepared::Call(HandlerCall {
+                    job_id: job.id,
+                    attempt: Attempt::new(ctx),
+                    handler: handler.clone(),
+                    then,
+                })
             }
             Task::Workflow(claimed) => match self.engine.next(claimed) {
-                Err(e) => (Exec::Aborted(e.to_string()), 0),
-                Ok(Next::Idle) => (Exec::WorkflowIdle, 0),
-                Ok(Next::Apply(trigger)) => (Exec::WorkflowApply(trigger), 0),
+                Err(e) => ready(Exec::Aborted(e.to_string())),
+                Ok(Next::Idle) => ready(Exec::WorkflowIdle),
+                Ok(Next::Apply(trigger)) => ready(Exec::WorkflowApply(trigger)),
                 Ok(Next::Run(request)) => {
+                    let Some(handler) = self.workload.get(&request.action) else {
+                        return ready(Exec::NoHandler(request.action.clone()));
+                    };
                     let ctx = AttemptContext::new(
                         format!("wf:{}", claimed.row.instance_id),
                         AttemptKind::Action,
@@ -103,21 +188,42 @@ impl AuthorityCore {
                         &request.invocation_id,
                         &request.invocation_id,
                         request.attempt,
-                        owner,
+                        self.id(),
                         claimed.lease.generation,
-                        seed,
+                        self.workload.seed(),
                         self.pace,
-                    );
-                    let outcome = self.workload.run(&ctx);
-                    (Exec::WorkflowRan { request, outcome }, ctx.spent())
+                    )
+                    .with_lease(job.lease.watch())
+                    .with_checkpoint(claimed.lease.checkpoint.as_ref().map(|c| c.data.clone()))
+                    .with_checkpoint_writer(self.action_checkpoints(claimed));
+                    Prepared::Call(HandlerCall {
+                        job_id: job.id,
+                        attempt: Attempt::new(ctx),
+                        handler: handler.clone(),
+                        then: Then::Action(request),
+                    })
                 }
             },
-        };
-        Executed {
-            job_id: job.id,
-            exec,
-            spent_ms,
         }
+    }
+
+    /// Saves a workflow action's checkpoint on its instance's lease, under the claim.
+    fn action_checkpoints(&self, claimed: &Claimed) -> CheckpointWriter {
+        let store = self.store.clone();
+        let owner = self.id().to_owned();
+        let lease = claimed.lease.clone();
+        Arc::new(move |data: &str| {
+            store
+                .save_checkpoint(
+                    &lease.resource_id,
+                    &owner,
+                    &lease.token,
+                    lease.generation,
+                    data,
+                    Keyed { key: None },
+                )
+                .map(|_| ())
+        })
     }
 
     pub(super) fn cursor_events(

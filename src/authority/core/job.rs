@@ -3,7 +3,7 @@
 //! renewal round did ([`Renewed`]). Kept apart because every driver (the runtime, the
 //! simulated cluster) speaks in these types, not in the core's internals.
 
-use super::super::handlers::HandlerOutcome;
+use super::super::handlers::{HandlerOutcome, LeaseSignal};
 use crate::clock::Millis;
 use crate::model::WorkItem;
 use crate::workflow::engine::Claimed;
@@ -25,6 +25,8 @@ pub struct Job {
     pub id: u64,
     pub task: Task,
     pub claimed_at: Millis,
+    /// Raised when the core learns the claim is gone; the handler's attempt watches it.
+    pub lease: LeaseSignal,
 }
 
 impl Job {
@@ -79,6 +81,9 @@ pub enum Exec {
     },
     /// The attempt could not start (a store failure reading its input): hand it back.
     Aborted(String),
+    /// No handler of that name is registered here: hand the item back untouched (no
+    /// attempt counted) for an authority that has one, and say so.
+    NoHandler(String),
 }
 
 /// A job's execution result and the time it took.

@@ -3,11 +3,32 @@
 //! what it owns, abandon what still executes, record the stop) or crash (forget
 //! everything; the claims lapse).
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use super::{AuthorityCore, Exec, Executed, Job, Renewed, Task};
 use crate::authority::stats::Stats;
 use crate::authority::{fencing, log};
+use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::{Authority, Incarnation};
+
+/// The latest start instant handed out in this process.
+static LAST_START: AtomicI64 = AtomicI64::new(i64::MIN);
+
+/// `now`, or just after the last start of this process: two starts in one process (an
+/// application embedding two authorities, a restart within one millisecond, a test clock
+/// that stands still) are different incarnations, so the second of one instance id is
+/// refused while the first runs instead of sharing its registration.
+fn unique_start(now: Millis) -> Millis {
+    let mut last = LAST_START.load(Ordering::SeqCst);
+    loop {
+        let next = now.max(last.saturating_add(1));
+        match LAST_START.compare_exchange(last, next, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => return next,
+            Err(seen) => last = seen,
+        }
+    }
+}
 
 impl AuthorityCore {
     /// Registers this authority (identity, compat, build, config, heartbeat) as a new
@@ -17,19 +38,32 @@ impl AuthorityCore {
     /// `INSTANCE_IN_USE` while another start of the same instance id is running; a store
     /// failure.
     pub fn register(&self) -> Result<()> {
-        let now = self.store.now();
+        let now = unique_start(self.store.now());
         self.state().started_at = now;
         self.store.register_authority(&Authority {
             instance_id: self.config.instance_id.clone(),
             compat: self.compat.clone(),
             build: self.config.build.clone(),
-            config: self.config.to_json(),
+            config: self.registered_config(),
             started_at: now,
             heartbeat_at: now,
             stopped_at: None,
             host: self.host.clone(),
             pid: std::process::id(),
         })
+    }
+
+    /// The registration's config text: the knobs, plus every handler name with its
+    /// version, so the dashboard can tell an item nobody can run ("no handler").
+    fn registered_config(&self) -> String {
+        let mut config = serde_json::to_value(&self.config).unwrap_or_default();
+        if let Some(object) = config.as_object_mut() {
+            object.insert(
+                "handlers".into(),
+                serde_json::to_value(self.workload.versions()).unwrap_or_default(),
+            );
+        }
+        config.to_string()
     }
 
     /// This process's incarnation (as of its last [`Self::register`]).
@@ -88,6 +122,7 @@ impl AuthorityCore {
                 Err(_) => {
                     if let Some(f) = st.inflight.get_mut(&job.id) {
                         f.lost = true;
+                        f.job.lease.raise();
                         // A held cursor runs nothing whose finish would drop it: forget it now.
                         if f.held {
                             st.inflight.remove(&job.id);
@@ -125,6 +160,10 @@ impl AuthorityCore {
                 .filter(|f| !f.lost)
                 .partition(|f| f.held || f.deferred.is_some());
             st.stats.abandoned_on_shutdown += executing.len() as u64;
+            // Their handlers may still run: tell them the claim is no longer theirs.
+            for f in &executing {
+                f.job.lease.raise();
+            }
             idle.into_iter().map(|f| f.job).collect()
         };
         for job in owned {
@@ -172,6 +211,8 @@ impl AuthorityCore {
     pub fn crash(&self) {
         let mut st = self.state();
         st.stopping = true;
-        st.inflight.clear();
+        for (_, f) in std::mem::take(&mut st.inflight) {
+            f.job.lease.raise();
+        }
     }
 }

@@ -30,6 +30,7 @@ mod job;
 mod lifecycle;
 mod poll;
 
+pub use execute::{HandlerCall, Prepared};
 pub use job::{Exec, Executed, Finished, Job, Renewed, Task};
 
 use std::collections::BTreeMap;

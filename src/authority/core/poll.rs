@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{AuthorityCore, InFlight, Job, Task};
+use crate::authority::handlers::LeaseSignal;
 use crate::authority::log;
 use crate::clock::Millis;
 use crate::error::Result;
@@ -84,6 +85,7 @@ impl AuthorityCore {
                 id: st.next_job,
                 task,
                 claimed_at: now,
+                lease: LeaseSignal::default(),
             };
             log::claimed(self.id(), &job, lapsed);
             st.inflight.insert(job.id, InFlight::new(job.clone()));

@@ -1,0 +1,129 @@
+//! Handlers: the application code an authority runs for each attempt, registered by name
+//! and semantic version.
+//!
+//! A handler sees one physical attempt ([`AttemptContext`]: the item's ids, payload,
+//! idempotency key, attempt number, the claim it runs under, the checkpoint an earlier
+//! attempt left and the lease-lost signal) and answers a [`HandlerOutcome`]: success, a
+//! structured failure ([`FailureClass`] — retryable or terminal, never parsed from a
+//! message), or [`HandlerOutcome::Uncertain`]: the authority then records nothing, the
+//! claim lapses, and the reclaim counts an uncertain attempt and reuses the same
+//! idempotency key. A handler that panics is an uncertain attempt too.
+//!
+//! Two kinds, one registry ([`Workload`]):
+//! - [`Handler`] is what applications write: `async`, doing real I/O, given an owned
+//!   [`Attempt`]. The runtime renews the claim while it runs, however long that takes.
+//! - [`BlockingHandler`] is synchronous and takes time only through
+//!   [`AttemptContext::spend`], so one handler runs in real time in a process (on the
+//!   blocking pool) and in virtual time in the simulated cluster. The built-in demo
+//!   workloads are written this way; their randomness comes from [`AttemptContext::rng`],
+//!   seeded from the workload seed and the attempt's identity, so an outcome does not
+//!   depend on the order attempts run in.
+
+mod attempt;
+mod lease_signal;
+mod registry;
+
+pub use attempt::{Attempt, AttemptContext, AttemptKind, CheckpointWriter, Pace};
+pub use lease_signal::{LeaseSignal, LeaseWatch};
+pub use registry::{HandlerVersion, Registered, Workload};
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::model::{Failure, FailureClass};
+
+/// How one attempt ended, as the handler reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandlerOutcome {
+    /// Done; the optional output is stored as the item's result (an action's output binds).
+    Succeeded(Option<serde_json::Value>),
+    /// Failed, classified: retryable failures retry durably with backoff while attempts
+    /// remain; terminal ones fail the item.
+    Failed(Failure),
+    /// The attempt may or may not have taken effect and nothing is recorded (a crash mid
+    /// attempt, a panic): the claim lapses, the reclaim counts `uncertainAttempts` and
+    /// retries with the same idempotency key.
+    Uncertain,
+}
+
+impl HandlerOutcome {
+    /// A retryable failure.
+    #[must_use]
+    pub fn retryable(code: &str, message: impl Into<String>) -> Self {
+        Self::Failed(Failure {
+            class: FailureClass::Retryable,
+            code: code.into(),
+            message: message.into(),
+        })
+    }
+
+    /// A terminal failure.
+    #[must_use]
+    pub fn terminal(code: &str, message: impl Into<String>) -> Self {
+        Self::Failed(Failure {
+            class: FailureClass::Terminal,
+            code: code.into(),
+            message: message.into(),
+        })
+    }
+
+    /// `succeeded`, `retryable`, `terminal` or `uncertain`: the exec log's outcome word.
+    #[must_use]
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Succeeded(_) => "succeeded",
+            Self::Failed(f) if f.class == FailureClass::Retryable => "retryable",
+            Self::Failed(_) => "terminal",
+            Self::Uncertain => "uncertain",
+        }
+    }
+}
+
+/// The future an async handler returns.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = HandlerOutcome> + Send + 'static>>;
+
+/// Application code for one handler name: an async function of one attempt.
+///
+/// Any `Fn(Attempt) -> impl Future<Output = HandlerOutcome>` is a handler:
+///
+/// ```
+/// use leasehold::authority::{Attempt, HandlerOutcome};
+///
+/// async fn send_email(attempt: Attempt) -> HandlerOutcome {
+///     let to = attempt.payload["to"].as_str().unwrap_or_default().to_owned();
+///     // ... call the mail provider with `attempt.idempotency_key` ...
+///     HandlerOutcome::Succeeded(Some(serde_json::json!({ "sentTo": to })))
+/// }
+/// # let _ = send_email;
+/// ```
+pub trait Handler: Send + Sync + 'static {
+    /// Runs one attempt. Long handlers may watch [`AttemptContext::lease_lost`] and stop
+    /// early; a panic is an uncertain attempt.
+    fn handle(&self, attempt: Attempt) -> HandlerFuture;
+}
+
+impl<F, Fut> Handler for F
+where
+    F: Fn(Attempt) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerOutcome> + Send + 'static,
+{
+    fn handle(&self, attempt: Attempt) -> HandlerFuture {
+        Box::pin(self(attempt))
+    }
+}
+
+/// A synchronous handler that takes time only through [`AttemptContext::spend`]: runs on
+/// the blocking pool in a process, and in virtual time in the simulated cluster.
+pub trait BlockingHandler: Send + Sync {
+    /// Runs one attempt.
+    fn run(&self, attempt: &AttemptContext) -> HandlerOutcome;
+}
+
+impl<F> BlockingHandler for F
+where
+    F: Fn(&AttemptContext) -> HandlerOutcome + Send + Sync,
+{
+    fn run(&self, attempt: &AttemptContext) -> HandlerOutcome {
+        self(attempt)
+    }
+}

@@ -1,0 +1,298 @@
+//! The handlers an authority registers ([`Workload`]): each name with its semantic version
+//! and its code, async or blocking, and the one place that runs either kind and turns a
+//! panic into an uncertain attempt.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+use super::{Attempt, BlockingHandler, Handler, HandlerOutcome};
+use crate::error::{Error, Result};
+
+/// A handler's declared semantic version, `MAJOR.MINOR.PATCH` with an optional
+/// `-prerelease`: what the code promises about its meaning, shown with the authority's
+/// registration so an operator sees which code runs where.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct HandlerVersion(String);
+
+impl HandlerVersion {
+    /// The version of the built-in demo handlers.
+    pub const DEMO: &'static str = "1.0.0";
+
+    /// Parses `text`.
+    ///
+    /// # Errors
+    /// `INVALID`, naming the text, when it is not `MAJOR.MINOR.PATCH[-prerelease]`.
+    pub fn parse(text: &str) -> Result<Self> {
+        let (core, pre) = match text.split_once('-') {
+            Some((core, pre)) => (core, Some(pre)),
+            None => (text, None),
+        };
+        let numeric = |part: &str| {
+            !part.is_empty()
+                && part.len() <= 9
+                && part.bytes().all(|b| b.is_ascii_digit())
+                && (part == "0" || !part.starts_with('0'))
+        };
+        let parts: Vec<&str> = core.split('.').collect();
+        let pre_ok = pre.is_none_or(|p| {
+            !p.is_empty()
+                && p.len() <= 32
+                && p.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+        });
+        if parts.len() == 3 && parts.iter().all(|p| numeric(p)) && pre_ok {
+            Ok(Self(text.to_owned()))
+        } else {
+            Err(Error::Invalid(format!(
+                "handler version {text:?} is not a semantic version (MAJOR.MINOR.PATCH, e.g. 1.4.0)"
+            )))
+        }
+    }
+
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for HandlerVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Clone)]
+enum Code {
+    Async(Arc<dyn Handler>),
+    Blocking(Arc<dyn BlockingHandler>),
+}
+
+/// One registered handler: its version and its code.
+#[derive(Clone)]
+pub struct Registered {
+    version: HandlerVersion,
+    code: Code,
+}
+
+impl std::fmt::Debug for Registered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registered")
+            .field("version", &self.version)
+            .field("async", &matches!(self.code, Code::Async(_)))
+            .finish()
+    }
+}
+
+impl Registered {
+    #[must_use]
+    pub fn version(&self) -> &HandlerVersion {
+        &self.version
+    }
+
+    /// Runs one attempt in a tokio runtime: an async handler as its own task, a blocking
+    /// one on the blocking pool. A panic (or a task the runtime cancelled) is
+    /// [`HandlerOutcome::Uncertain`]: the attempt may have acted, and nothing is recorded.
+    pub async fn call(&self, attempt: Attempt) -> HandlerOutcome {
+        let joined = match &self.code {
+            Code::Async(handler) => tokio::spawn(handler.handle(attempt)).await,
+            Code::Blocking(handler) => {
+                let handler = handler.clone();
+                tokio::task::spawn_blocking(move || handler.run(&attempt)).await
+            }
+        };
+        joined.unwrap_or(HandlerOutcome::Uncertain)
+    }
+
+    /// Runs one attempt on the calling thread (the simulated cluster, which has no async
+    /// runtime): a blocking handler directly, an async one polled to completion here, its
+    /// awaits taking real time. A panic is [`HandlerOutcome::Uncertain`].
+    pub fn run_here(&self, attempt: &Attempt) -> HandlerOutcome {
+        let run = std::panic::AssertUnwindSafe(|| match &self.code {
+            Code::Blocking(handler) => handler.run(attempt),
+            Code::Async(handler) => block_on(handler.handle(attempt.clone())),
+        });
+        std::panic::catch_unwind(run).unwrap_or(HandlerOutcome::Uncertain)
+    }
+}
+
+/// Polls `future` to completion on this thread, parking between wake-ups.
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::park();
+    }
+}
+
+/// The handlers an authority registers, by name, plus the seed the blocking handlers'
+/// randomness derives from. Cheap to clone.
+#[derive(Clone)]
+pub struct Workload {
+    name: String,
+    seed: u64,
+    handlers: BTreeMap<String, Registered>,
+}
+
+impl std::fmt::Debug for Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workload")
+            .field("name", &self.name)
+            .field("seed", &self.seed)
+            .field("handlers", &self.versions())
+            .finish()
+    }
+}
+
+impl Workload {
+    /// An empty workload.
+    #[must_use]
+    pub fn new(name: impl Into<String>, seed: u64) -> Self {
+        Self {
+            name: name.into(),
+            seed,
+            handlers: BTreeMap::new(),
+        }
+    }
+
+    /// Registers (or replaces) a blocking handler for `name` at the demo version.
+    #[must_use]
+    pub fn with(
+        mut self,
+        name: impl Into<String>,
+        handler: impl BlockingHandler + 'static,
+    ) -> Self {
+        self.register(name, Arc::new(handler));
+        self
+    }
+
+    /// Registers (or replaces) a shared blocking handler for `name` at the demo version.
+    pub fn register(&mut self, name: impl Into<String>, handler: Arc<dyn BlockingHandler>) {
+        self.register_blocking(
+            name,
+            HandlerVersion(HandlerVersion::DEMO.to_owned()),
+            handler,
+        );
+    }
+
+    /// Registers (or replaces) a blocking handler for `name` at `version`.
+    pub fn register_blocking(
+        &mut self,
+        name: impl Into<String>,
+        version: HandlerVersion,
+        handler: Arc<dyn BlockingHandler>,
+    ) {
+        self.handlers.insert(
+            name.into(),
+            Registered {
+                version,
+                code: Code::Blocking(handler),
+            },
+        );
+    }
+
+    /// Adds (or replaces) every handler of `other`.
+    pub fn extend(&mut self, other: &Self) {
+        self.handlers
+            .extend(other.handlers.iter().map(|(n, r)| (n.clone(), r.clone())));
+    }
+
+    /// Registers (or replaces) the async handler for `name` at `version`.
+    pub fn register_async(
+        &mut self,
+        name: impl Into<String>,
+        version: HandlerVersion,
+        handler: Arc<dyn Handler>,
+    ) {
+        self.handlers.insert(
+            name.into(),
+            Registered {
+                version,
+                code: Code::Async(handler),
+            },
+        );
+    }
+
+    /// Every blocking handler wrapped by `wrap` (the cluster wraps them with fault
+    /// injection); async ones are left as they are.
+    #[must_use]
+    pub fn wrapped(
+        mut self,
+        wrap: impl Fn(Arc<dyn BlockingHandler>) -> Arc<dyn BlockingHandler>,
+    ) -> Self {
+        for registered in self.handlers.values_mut() {
+            if let Code::Blocking(handler) = &registered.code {
+                registered.code = Code::Blocking(wrap(handler.clone()));
+            }
+        }
+        self
+    }
+
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    #[must_use]
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The handler registered for `name`.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<&Registered> {
+        self.handlers.get(name)
+    }
+
+    /// Registered handler names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.handlers.keys().map(String::as_str)
+    }
+
+    /// Every handler name with its version, sorted by name: what the authority registers.
+    #[must_use]
+    pub fn versions(&self) -> BTreeMap<String, String> {
+        self.handlers
+            .iter()
+            .map(|(name, r)| (name.clone(), r.version.0.clone()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_semantic() {
+        for good in ["1.0.0", "0.12.3", "2.0.0-rc.1"] {
+            assert_eq!(HandlerVersion::parse(good).expect(good).as_str(), good);
+        }
+        for bad in [
+            "",
+            "1",
+            "1.0",
+            "1.0.0.0",
+            "v1.0.0",
+            "01.0.0",
+            "1.0.0-",
+            "1.x.0",
+            "1.0.0-a b",
+        ] {
+            let e = HandlerVersion::parse(bad).expect_err(bad);
+            assert_eq!(e.code(), "INVALID", "{bad}");
+            assert!(!e.to_string().contains('\n'));
+        }
+    }
+}

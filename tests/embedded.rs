@@ -1,0 +1,479 @@
+//! The embedding API, on every store provider: an application's async handlers run every
+//! kind of work (effects, schedule firings, subscription deliveries, workflow actions); a
+//! handler longer than three lease windows keeps its claim and completes once; a handler
+//! told its lease was lost stops and its late answer changes nothing; a panicking handler
+//! is an uncertain attempt retried under the same idempotency key; an item with no
+//! registered handler stays pending; readiness, liveness and a graceful shutdown.
+//!
+//! The authorities run on a real tokio runtime; the store reads the harness's manual clock,
+//! which a test advances when it needs a lease to lapse or a schedule to come due.
+
+#[path = "support/mod.rs"]
+#[macro_use]
+mod support;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use leasehold::Store;
+use leasehold::authority::{Attempt, Authority, AuthorityConfig, HandlerOutcome};
+use leasehold::build_key::compatibility_key;
+use leasehold::clock::ManualClock;
+use leasehold::model::event::NewEvent;
+use leasehold::model::schedule::{CatchUp, Trigger};
+use leasehold::model::work::NewWork;
+use leasehold::model::{InstanceStatus, PageRequest, WorkState};
+use leasehold::workflow::Catalog;
+use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
+
+use support::Harness;
+use support::runtime::RUNNING;
+use support::wait::{wait_until, within};
+
+per_provider! {
+    async_handlers_run_every_kind_of_work,
+    a_handler_outliving_three_lease_windows_keeps_its_claim,
+    a_handler_told_its_lease_is_lost_stops_and_changes_nothing,
+    a_panicking_handler_is_uncertain_and_retried_with_the_same_key,
+    an_item_without_a_handler_stays_pending,
+    shutdown_tells_a_handler_past_its_grace_and_health_follows,
+}
+
+/// A lease short enough to lapse in a test, renewed fast.
+const LEASE_MS: i64 = 1_000;
+
+fn compat() -> String {
+    compatibility_key("v1").digest()
+}
+
+fn config(id: &str) -> AuthorityConfig {
+    AuthorityConfig {
+        poll_interval_ms: 10,
+        heartbeat_interval_ms: 100,
+        ..AuthorityConfig::new(id, "v1").with_timing(LEASE_MS, 100)
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+fn enqueue(store: &Store, id: &str, handler: &str, payload: Value) {
+    let created = store
+        .enqueue(NewWork::effect(id, handler, payload.to_string()), &compat())
+        .expect("enqueues");
+    assert!(created);
+}
+
+fn state_of(store: &Store, id: &str) -> Option<WorkState> {
+    store.work(id).expect("reads").map(|w| w.state)
+}
+
+/// A workflow that runs one action, then waits for an event and completes with it.
+const APPROVAL: &str = r#"{
+  "id": "approval",
+  "name": "Approval",
+  "inputs": [{ "id": "orderId", "valueType": "string", "required": true }],
+  "bindings": [
+    { "id": "quote", "valueType": "object", "producedBy": "quote" },
+    { "id": "decision", "valueType": "object", "producedBy": "await" }
+  ],
+  "entry": "quote",
+  "steps": [
+    { "id": "quote", "type": "action", "action": "quote-order",
+      "arguments": { "orderId": { "ref": "orderId" } }, "next": "await" },
+    { "id": "await", "type": "wait-event", "event": "order-approved",
+      "where": { "eq": [{ "ref": "EVENT", "path": ["orderId"] }, { "ref": "orderId" }] },
+      "bind": { "decision": { "ref": "EVENT" } }, "next": "done" },
+    { "id": "done", "type": "complete", "output": { "ref": "decision" } }
+  ]
+}"#;
+
+fn async_handlers_run_every_kind_of_work(h: &dyn Harness) {
+    let store = h.store();
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let record = |seen: &Arc<Mutex<Vec<String>>>| {
+        let seen = seen.clone();
+        move |attempt: Attempt| {
+            let seen = seen.clone();
+            async move {
+                // Real async work: yield to the runtime before answering.
+                tokio::task::yield_now().await;
+                let line = format!("{}:{}", attempt.handler, attempt.events.len());
+                seen.lock().expect("lock").push(line);
+                HandlerOutcome::Succeeded(Some(json!({ "key": attempt.idempotency_key })))
+            }
+        }
+    };
+    enqueue(&store, "e1", "charge", json!({ "amount": 12 }));
+    store
+        .create_schedule(
+            "nightly",
+            Trigger::Interval { every_ms: 60_000 },
+            CatchUp::Latest,
+            "tick",
+            "{}",
+            &compat(),
+        )
+        .expect("creates");
+    store
+        .create_subscription("audit", "order-approved", "deliver", &compat())
+        .expect("subscribes");
+    let deployed = store
+        .deploy_workflow(APPROVAL, &Catalog::permissive())
+        .expect("deploys")
+        .expect("valid");
+    let mut args = Map::new();
+    args.insert("orderId".into(), json!("o-7"));
+    let started = store
+        .start_workflow(&deployed.workflow_id, args, "app", Some("o-7"), &compat())
+        .expect("starts");
+
+    let rt = runtime();
+    {
+        let authority = rt
+            .block_on(
+                Authority::builder(store.clone(), config("app-1"))
+                    .handler("charge", "1.0.0", record(&seen))
+                    .handler("tick", "1.0.0", record(&seen))
+                    .handler("deliver", "2.1.0", record(&seen))
+                    .handler("quote-order", "1.0.0", record(&seen))
+                    .start(),
+            )
+            .expect("starts");
+        wait_until("the effect to succeed", within(RUNNING), || {
+            state_of(&store, "e1") == Some(WorkState::Succeeded)
+        });
+        // The schedule's first boundary comes due.
+        h.clock().advance(60_000);
+        wait_until("a schedule firing to succeed", within(RUNNING), || {
+            seen.lock()
+                .expect("lock")
+                .iter()
+                .any(|s| s.starts_with("tick:"))
+        });
+        wait_until(
+            "the workflow to wait for its event",
+            within(RUNNING),
+            || {
+                store
+                    .instance(&started.instance_id)
+                    .expect("reads")
+                    .is_some_and(|i| i.waiting_event.as_deref() == Some("order-approved"))
+            },
+        );
+        store
+            .ingest(&NewEvent {
+                event_type: "order-approved".into(),
+                source: Some("crm".into()),
+                external_id: Some("ap-1".into()),
+                payload: json!({ "orderId": "o-7", "by": "ana" }),
+            })
+            .expect("ingests");
+        wait_until("the workflow to complete", within(RUNNING), || {
+            store
+                .instance(&started.instance_id)
+                .expect("reads")
+                .is_some_and(|i| i.status == InstanceStatus::Completed)
+        });
+        // A held cursor looks again a poll interval later, by the store's clock.
+        wait_until(
+            "the subscription to deliver the event",
+            within(RUNNING),
+            || {
+                h.clock().advance(100);
+                store
+                    .subscription("audit")
+                    .expect("reads")
+                    .is_some_and(|s| s.sequence >= 1)
+            },
+        );
+        let stats = rt.block_on(authority.shutdown()).expect("stops");
+        assert_eq!(stats.failures, 0);
+    }
+    let item = store.work("e1").expect("reads").expect("exists");
+    assert_eq!(item.result.as_deref(), Some(r#"{"key":"e1"}"#));
+    let seen = seen.lock().expect("lock").clone();
+    for expected in ["charge:0", "quote-order:0", "deliver:1"] {
+        assert!(
+            seen.contains(&expected.to_owned()),
+            "{expected} in {seen:?}"
+        );
+    }
+    // The registration names every handler with its version.
+    let registered = registration(&store, "app-1");
+    let config: Value = serde_json::from_str(&registered.config).expect("json");
+    assert_eq!(config["handlers"]["deliver"], "2.1.0");
+}
+
+fn a_handler_outliving_three_lease_windows_keeps_its_claim(h: &dyn Harness) {
+    let store = h.store();
+    let clock = h.clock().clone();
+    enqueue(&store, "long", "export", json!({}));
+    let calls = Arc::new(AtomicU32::new(0));
+    let release = Arc::new(Notify::new());
+    let handler = {
+        let (calls, release) = (calls.clone(), release.clone());
+        move |_: Attempt| {
+            let (calls, release) = (calls.clone(), release.clone());
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                release.notified().await;
+                HandlerOutcome::Succeeded(None)
+            }
+        }
+    };
+    let rt = runtime();
+    {
+        let authority = rt
+            .block_on(
+                Authority::builder(store.clone(), config("a"))
+                    .handler("export", "1.0.0", handler)
+                    .start(),
+            )
+            .expect("starts");
+        wait_until("the claim", within(RUNNING), || {
+            calls.load(Ordering::SeqCst) == 1
+        });
+        let claimed = store.work("long").expect("reads").expect("exists");
+        // Three lease windows pass, half a window at a time; after each step the claim
+        // must have been renewed at the new "now" before the next (so it never lapses).
+        for _ in 0..6 {
+            clock.advance(LEASE_MS / 2);
+            let now = clock_now(&clock);
+            wait_until("a renewal past now", within(RUNNING), || {
+                store
+                    .work("long")
+                    .expect("reads")
+                    .and_then(|w| w.lease_expires_at)
+                    .is_some_and(|expires| expires >= now + LEASE_MS)
+            });
+        }
+        release.notify_one();
+        wait_until("the completion", within(RUNNING), || {
+            state_of(&store, "long") == Some(WorkState::Succeeded)
+        });
+        let done = store.work("long").expect("reads").expect("exists");
+        assert_eq!(done.generation, claimed.generation, "never reclaimed");
+        assert_eq!(done.attempt_number, 1);
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "ran once");
+        let stats = rt.block_on(authority.shutdown()).expect("stops");
+        assert_eq!((stats.leases_lost, stats.completions), (0, 1));
+    }
+}
+
+fn registration(store: &Store, id: &str) -> leasehold::model::Authority {
+    store
+        .list_authorities(&PageRequest::first(100))
+        .expect("lists")
+        .rows
+        .into_iter()
+        .find(|a| a.instance_id == id)
+        .expect("registered")
+}
+
+fn clock_now(clock: &ManualClock) -> i64 {
+    leasehold::clock::Clock::now(clock)
+}
+
+fn a_handler_told_its_lease_is_lost_stops_and_changes_nothing(h: &dyn Harness) {
+    let store = h.store();
+    enqueue(&store, "slow", "export", json!({}));
+    let stopped_early = Arc::new(AtomicU32::new(0));
+    let handler = {
+        let stopped_early = stopped_early.clone();
+        move |attempt: Attempt| {
+            let stopped_early = stopped_early.clone();
+            async move {
+                attempt.lease_lost().await;
+                stopped_early.fetch_add(1, Ordering::SeqCst);
+                // A late answer: the fence must keep it out of the store.
+                HandlerOutcome::Succeeded(Some(json!("late")))
+            }
+        }
+    };
+    let rt = runtime();
+    {
+        let authority = rt
+            .block_on(
+                Authority::builder(store.clone(), config("a"))
+                    .handler("export", "1.0.0", handler)
+                    .start(),
+            )
+            .expect("starts");
+        wait_until("a's claim", within(RUNNING), || {
+            state_of(&store, "slow") == Some(WorkState::Claimed)
+        });
+        // Another authority, whose clock is past a's lease, takes the item over.
+        let later = ManualClock::new(clock_now(h.clock()) + 60_000);
+        let other = h.reopen().with_clock(Arc::new(later));
+        let taken = other
+            .claim("slow", "b", &compat(), LEASE_MS * 100)
+            .expect("b reclaims a lapsed claim");
+        wait_until("the handler to learn it", within(RUNNING), || {
+            stopped_early.load(Ordering::SeqCst) == 1
+        });
+        let stats = rt.block_on(authority.shutdown()).expect("stops");
+        assert_eq!(stats.leases_lost, 1);
+        assert_eq!(stats.completions, 0);
+        let item = store.work("slow").expect("reads").expect("exists");
+        assert_eq!(item.state, WorkState::Claimed);
+        assert_eq!(item.owner_id.as_deref(), Some("b"));
+        assert_eq!(item.generation, taken.generation);
+        assert_eq!(item.result, None, "the late answer never landed");
+    }
+}
+
+fn a_panicking_handler_is_uncertain_and_retried_with_the_same_key(h: &dyn Harness) {
+    let store = h.store();
+    enqueue(&store, "p1", "flaky", json!({}));
+    let keys = Arc::new(Mutex::new(Vec::<(u32, String)>::new()));
+    let handler = {
+        let keys = keys.clone();
+        move |attempt: Attempt| {
+            let keys = keys.clone();
+            async move {
+                keys.lock()
+                    .expect("lock")
+                    .push((attempt.attempt, attempt.idempotency_key.clone()));
+                assert!(attempt.attempt > 1, "the first attempt crashes mid-call");
+                HandlerOutcome::Succeeded(None)
+            }
+        }
+    };
+    let rt = runtime();
+    {
+        let authority = rt
+            .block_on(
+                Authority::builder(store.clone(), config("a"))
+                    .handler("flaky", "1.0.0", handler)
+                    .start(),
+            )
+            .expect("starts");
+        wait_until("the first attempt", within(RUNNING), || {
+            !keys.lock().expect("lock").is_empty()
+        });
+        assert!(
+            authority.health().live,
+            "a panic never takes the authority down"
+        );
+        // Nothing was recorded: the claim lapses, and the reclaim is an uncertain attempt.
+        let item = store.work("p1").expect("reads").expect("exists");
+        assert_eq!((item.state, item.result), (WorkState::Claimed, None));
+        h.clock().advance(LEASE_MS * 5);
+        wait_until("the retry to succeed", within(RUNNING), || {
+            state_of(&store, "p1") == Some(WorkState::Succeeded)
+        });
+        rt.block_on(authority.shutdown()).expect("stops");
+    }
+    let item = store.work("p1").expect("reads").expect("exists");
+    assert_eq!(item.uncertain_attempts, 1);
+    let keys = keys.lock().expect("lock").clone();
+    assert_eq!(
+        keys,
+        vec![
+            (1, item.idempotency_key.clone()),
+            (2, item.idempotency_key.clone())
+        ]
+    );
+}
+
+fn an_item_without_a_handler_stays_pending(h: &dyn Harness) {
+    let store = h.store();
+    enqueue(&store, "orphan", "not-deployed-yet", json!({}));
+    enqueue(&store, "known", "known", json!({}));
+    let rt = runtime();
+    {
+        let authority = rt
+            .block_on(
+                Authority::builder(store.clone(), config("a"))
+                    .handler("known", "1.0.0", |_: Attempt| async {
+                        HandlerOutcome::Succeeded(None)
+                    })
+                    .start(),
+            )
+            .expect("starts");
+        wait_until("the known item", within(RUNNING), || {
+            state_of(&store, "known") == Some(WorkState::Succeeded)
+        });
+        wait_until("the orphan handed back", within(RUNNING), || {
+            store
+                .work("orphan")
+                .expect("reads")
+                .is_some_and(|w| w.state == WorkState::Pending && w.generation >= 1)
+        });
+        let stats = rt.block_on(authority.shutdown()).expect("stops");
+        assert_eq!(stats.failures, 0);
+    }
+    let orphan = store.work("orphan").expect("reads").expect("exists");
+    assert_eq!(orphan.state, WorkState::Pending);
+    assert!(orphan.last_failure.is_none(), "{orphan:?}");
+    assert!(orphan.next_eligible_at > clock_now(h.clock()), "backs off");
+}
+
+fn shutdown_tells_a_handler_past_its_grace_and_health_follows(h: &dyn Harness) {
+    let store = h.store();
+    enqueue(&store, "stuck", "export", json!({}));
+    let told = Arc::new(AtomicU32::new(0));
+    let handler = {
+        let told = told.clone();
+        move |attempt: Attempt| {
+            let told = told.clone();
+            async move {
+                attempt.lease_lost().await;
+                told.fetch_add(1, Ordering::SeqCst);
+                HandlerOutcome::Uncertain
+            }
+        }
+    };
+    let rt = runtime();
+    {
+        let refused = rt
+            .block_on(
+                Authority::builder(store.clone(), config("a"))
+                    .handler("export", "one", handler.clone())
+                    .start(),
+            )
+            .expect_err("a bad version");
+        assert_eq!(refused.code(), "INVALID");
+        assert!(refused.to_string().contains("\"export\""), "{refused}");
+        let authority = rt
+            .block_on(
+                Authority::builder(store.clone(), config("a"))
+                    .handler("export", "1.0.0", handler)
+                    .shutdown_grace_ms(50)
+                    .start(),
+            )
+            .expect("starts");
+        let health = authority.health();
+        assert!(
+            health.ready && health.live && health.registered,
+            "{health:?}"
+        );
+        let twin = rt
+            .block_on(
+                Authority::builder(store.clone(), config("a"))
+                    .handler("export", "1.0.0", |_: Attempt| async {
+                        HandlerOutcome::Uncertain
+                    })
+                    .start(),
+            )
+            .expect_err("one instance id, one process");
+        assert_eq!(twin.code(), "INSTANCE_IN_USE");
+        wait_until("the claim", within(RUNNING), || {
+            state_of(&store, "stuck") == Some(WorkState::Claimed)
+        });
+        let stats = rt.block_on(authority.shutdown()).expect("stops");
+        assert_eq!(stats.abandoned_on_shutdown, 1);
+        wait_until("the handler told", within(RUNNING), || {
+            told.load(Ordering::SeqCst) == 1
+        });
+    }
+    let registered = registration(&store, "a");
+    assert!(registered.stopped_at.is_some());
+}
