@@ -8,10 +8,11 @@
 //! same `--idempotency-key` names the same item, and the store keeps the first: the repeat
 //! answers `duplicate` (exit 0) and changes nothing — unless it offers another handler or
 //! payload (or, for the same id, another explicit key), which is refused as
-//! `IDEMPOTENCY_CONFLICT` (exit 1), never called a duplicate. The first offer's delay,
-//! attempt budget and build stand. Bad input — a payload that is not JSON or is over the
-//! bound, an id or handler name that is not printable, an unreadable duration, a missing
-//! store (never created) — is one line, exit 2, and nothing is written.
+//! `IDEMPOTENCY_CONFLICT` (exit 1), never called a duplicate; neither writes anything, so
+//! the store's revision stays as it was. The first offer's delay, attempt budget and build
+//! stand. Bad input — a payload that is not JSON or is over the bound, an id or handler
+//! name that is not printable, an unreadable duration, a missing store (never created) —
+//! is one line, exit 2, and nothing is written.
 
 use std::io::Write;
 
@@ -116,10 +117,17 @@ pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
     if let Some(n) = args.max_attempts {
         spec.max_attempts = n;
     }
-    let created = store.enqueue(spec.clone(), &compatibility_key(&args.build).digest())?;
-    let stored = store.work(&spec.id)?.ok_or_else(|| {
-        Failure::usage(format!("work item {} vanished after enqueue", cell(&spec.id)))
-    })?;
+    // An id already there is answered from a read: a repeat or a conflict writes nothing,
+    // not even a revision (the store's enqueue would commit one for an id it leaves alone).
+    let existing = store.work(&spec.id)?;
+    let created = existing.is_none()
+        && store.enqueue(spec.clone(), &compatibility_key(&args.build).digest())?;
+    let stored = match existing {
+        Some(item) => item,
+        None => store.work(&spec.id)?.ok_or_else(|| {
+            Failure::usage(format!("work item {} vanished after enqueue", cell(&spec.id)))
+        })?,
+    };
     let outcome = if created {
         Outcome::Created
     } else if let Some(what) = difference(&stored, &spec, &payload) {
