@@ -125,7 +125,10 @@ pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
     let stored = match existing {
         Some(item) => item,
         None => store.work(&spec.id)?.ok_or_else(|| {
-            Failure::usage(format!("work item {} vanished after enqueue", cell(&spec.id)))
+            Failure::usage(format!(
+                "work item {} vanished after enqueue",
+                cell(&spec.id)
+            ))
         })?,
     };
     let outcome = if created {
@@ -204,9 +207,9 @@ fn report(out: &mut dyn Write, json: bool, outcome: Outcome, item: &WorkItem) ->
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::model::work::NewWork;
 
     fn offer(handler: &str, key: Option<&str>) -> NewWork {
         let mut spec = NewWork::effect("e-1", handler, "{}");
@@ -257,7 +260,11 @@ mod tests {
     fn a_stored_payload_that_is_not_json_is_never_the_same() {
         let stored = WorkItem::new(NewWork::effect("e-1", "mail", "not json"), "c", 0);
         assert_eq!(
-            difference(&stored, &offer("mail", None), &serde_json::json!("not json")),
+            difference(
+                &stored,
+                &offer("mail", None),
+                &serde_json::json!("not json")
+            ),
             Some("payload")
         );
     }

@@ -55,7 +55,10 @@ mod tests {
             read_payload("-", &b" \"from stdin\"\n"[..]).unwrap(),
             serde_json::json!("from stdin")
         );
-        assert_eq!(read_payload("-5", untouched).unwrap(), serde_json::json!(-5));
+        assert_eq!(
+            read_payload("-5", untouched).unwrap(),
+            serde_json::json!(-5)
+        );
         assert!(refused("{", b"").starts_with("--payload is not valid JSON: "));
         assert!(refused("-", b"").starts_with("--payload is not valid JSON: "));
         assert_eq!(

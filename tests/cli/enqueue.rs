@@ -271,7 +271,9 @@ fn a_repeat_is_a_duplicate_and_changes_nothing() {
     assert_eq!(items(&store).len(), 1);
 
     // A repeat after an authority took the item says where the item is now.
-    let claimed = store.claim("charge-12", "auth-a", &stored.compat, 30_000).unwrap();
+    let claimed = store
+        .claim("charge-12", "auth-a", &stored.compat, 30_000)
+        .unwrap();
     let later = answer(&enqueue(&url, &offer));
     assert_eq!(later["outcome"], "duplicate");
     assert_answer_is_stored(&later, &claimed);
@@ -373,17 +375,31 @@ fn another_effect_under_the_same_id_or_key_is_refused() {
 fn bad_input_is_one_line_exit_2_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (url, store) = empty_store(dir.path());
-    let seeded = enqueue(&url, &["--handler", "h", "--payload", "{}", "--id", "there"]);
+    let seeded = enqueue(
+        &url,
+        &["--handler", "h", "--payload", "{}", "--id", "there"],
+    );
     assert_eq!(super::code(&seeded), 0, "{}", super::stderr(&seeded));
     let missing = dir.path().join("typo.db").display().to_string();
     let revision = store.revision().unwrap();
     let before = items(&store);
     let cases: [(&str, &[&str], &str); 11] = [
-        (&url, &["--handler", "h", "--payload", "{"], "not valid JSON"),
+        (
+            &url,
+            &["--handler", "h", "--payload", "{"],
+            "not valid JSON",
+        ),
         (&url, &["--handler", "h", "--payload", ""], "not valid JSON"),
         (
             &url,
-            &["--handler", "h", "--payload", "{}", "--id", "bad\u{1b}[31mid"],
+            &[
+                "--handler",
+                "h",
+                "--payload",
+                "{}",
+                "--id",
+                "bad\u{1b}[31mid",
+            ],
             "work id: holds the control character",
         ),
         (
@@ -418,7 +434,10 @@ fn bad_input_is_one_line_exit_2_and_writes_nothing() {
     for (target, args, says) in cases {
         let err = assert_one_line_failure(&enqueue(target, args), 2);
         assert!(err.contains(says), "{says}: {err}");
-        assert!(!err.contains('\u{1b}') && !err.contains('\u{202e}'), "{err}");
+        assert!(
+            !err.contains('\u{1b}') && !err.contains('\u{202e}'),
+            "{err}"
+        );
     }
     let oversize = format!("\"{}\"", "x".repeat(1024 * 1024));
     let piped = enqueue_with_stdin(
