@@ -100,11 +100,12 @@ struct Answer<'a> {
 /// # Errors
 /// Bad input or a missing store (exit 2, nothing written); `IDEMPOTENCY_CONFLICT` (exit 1).
 pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
-    let payload = read_payload(&args.payload, std::io::stdin().lock())?;
     check_id("handler", &args.handler)?;
     check_opt_id("work id", args.id.as_deref())?;
     check_opt_id("idempotency key", args.idempotency_key.as_deref())?;
     let delay = args.delay.as_deref().map(delay_ms).transpose()?;
+    // Last of the checks, so a mistyped flag is refused before standard input is waited on.
+    let payload = read_payload(&args.payload, std::io::stdin().lock())?;
     let store = args.store.open(OpenMode::Existing)?;
     let id = args
         .id

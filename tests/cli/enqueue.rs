@@ -218,6 +218,28 @@ fn defaults_mint_an_id_key_by_the_id_due_now_under_v1() {
 fn a_repeat_is_a_duplicate_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (url, store) = empty_store(dir.path());
+    a_repeat_changes_nothing(&url, &store);
+}
+
+#[test]
+fn another_effect_under_the_same_id_or_key_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    another_effect_is_refused(&url, &store);
+}
+
+/// The same stories on PostgreSQL, where the store's reads and writes are other SQL.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_answers_repeats_and_conflicts_alike() {
+    let pg = super::support::postgres::database();
+    let store = url::open(pg.url(), OpenMode::ReadWrite).unwrap();
+    a_repeat_changes_nothing(pg.url(), &store);
+    another_effect_is_refused(pg.url(), &store);
+}
+
+fn a_repeat_changes_nothing(url: &str, store: &Store) {
+    let count = items(store).len();
     let offer = [
         "--handler",
         "charge",
@@ -227,14 +249,14 @@ fn a_repeat_is_a_duplicate_and_changes_nothing() {
         "charge-12",
         "--json",
     ];
-    let first = answer(&enqueue(&url, &offer));
+    let first = answer(&enqueue(url, &offer));
     assert_eq!(first["outcome"], "created");
     let stored = store.work("charge-12").unwrap().unwrap();
     let revision = store.revision().unwrap();
 
     // The same key, the payload spelt differently, another delay, budget and build.
     let again = answer(&enqueue(
-        &url,
+        url,
         &[
             "--handler",
             "charge",
@@ -254,7 +276,7 @@ fn a_repeat_is_a_duplicate_and_changes_nothing() {
     assert_eq!(again["outcome"], "duplicate");
     assert_answer_is_stored(&again, &stored);
     let by_id = answer(&enqueue(
-        &url,
+        url,
         &[
             "--handler",
             "charge",
@@ -268,17 +290,17 @@ fn a_repeat_is_a_duplicate_and_changes_nothing() {
     assert_eq!(by_id["outcome"], "duplicate");
     assert_eq!(store.revision().unwrap(), revision, "nothing was written");
     assert_eq!(store.work("charge-12").unwrap(), Some(stored.clone()));
-    assert_eq!(items(&store).len(), 1);
+    assert_eq!(items(store).len(), count + 1);
 
     // A repeat after an authority took the item says where the item is now.
     let claimed = store
         .claim("charge-12", "auth-a", &stored.compat, 30_000)
         .unwrap();
-    let later = answer(&enqueue(&url, &offer));
+    let later = answer(&enqueue(url, &offer));
     assert_eq!(later["outcome"], "duplicate");
     assert_answer_is_stored(&later, &claimed);
     assert_eq!(later["state"], "claimed");
-    let text = enqueue(&url, &offer[..6]);
+    let text = enqueue(url, &offer[..6]);
     assert_eq!(super::code(&text), 0, "{}", super::stderr(&text));
     assert!(
         super::stdout(&text).starts_with("duplicate work item charge-12 (handler charge, claimed"),
@@ -287,12 +309,10 @@ fn a_repeat_is_a_duplicate_and_changes_nothing() {
     );
 }
 
-#[test]
-fn another_effect_under_the_same_id_or_key_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let (url, store) = empty_store(dir.path());
+fn another_effect_is_refused(url: &str, store: &Store) {
+    let count = items(store).len();
     let first = enqueue(
-        &url,
+        url,
         &[
             "--handler",
             "charge",
@@ -347,14 +367,14 @@ fn another_effect_under_the_same_id_or_key_is_refused() {
     for (args, what) in cases {
         let mut all = vec!["--handler", "charge", "--json"];
         all.extend_from_slice(args);
-        let o = enqueue_with_stdin(&url, &all, br#"{"amount": 14}"#.to_vec());
+        let o = enqueue_with_stdin(url, &all, br#"{"amount": 14}"#.to_vec());
         let err = assert_one_line_failure(&o, 1);
         assert!(err.contains("IDEMPOTENCY_CONFLICT"), "{err}");
         assert!(err.contains(what), "{what}: {err}");
         assert!(o.stdout.is_empty(), "{}", super::stdout(&o));
     }
     let other_handler = enqueue(
-        &url,
+        url,
         &[
             "--handler",
             "refund",
@@ -368,7 +388,7 @@ fn another_effect_under_the_same_id_or_key_is_refused() {
     assert!(err.contains("another handler"), "{err}");
     assert_eq!(store.revision().unwrap(), revision, "nothing was written");
     assert_eq!(store.work("charge-1").unwrap(), Some(stored));
-    assert_eq!(items(&store).len(), 1);
+    assert_eq!(items(store).len(), count + 1);
 }
 
 #[test]
@@ -447,6 +467,16 @@ fn bad_input_is_one_line_exit_2_and_writes_nothing() {
     );
     let err = assert_one_line_failure(&piped, 2);
     assert!(err.contains("larger than 1 MiB"), "{err}");
+    let flag_first = enqueue_with_stdin(
+        &url,
+        &["--handler", "h", "--payload", "-", "--delay", "soon"],
+        b"{".to_vec(),
+    );
+    let err = assert_one_line_failure(&flag_first, 2);
+    assert!(
+        err.contains("--delay"),
+        "flags are checked before standard input is read: {err}"
+    );
     let not_json = enqueue_with_stdin(&url, &["--handler", "h", "--payload", "-"], b"x".to_vec());
     assert!(assert_one_line_failure(&not_json, 2).contains("not valid JSON"));
 
