@@ -18,6 +18,7 @@ pub mod check;
 pub mod completions;
 pub mod copy;
 pub mod demo;
+pub mod enqueue;
 pub mod event;
 pub mod init;
 pub mod inspect;
@@ -26,6 +27,7 @@ pub mod live;
 pub mod log;
 pub mod man;
 pub mod output;
+pub mod payload;
 pub mod registry;
 pub mod schedule;
 pub mod seed;
@@ -93,7 +95,7 @@ pub enum Command {
     /// Validate, deploy and start durable workflows.
     #[command(subcommand)]
     Workflow(workflow::WorkflowCommand),
-    /// Triage of failed work: requeue or discard an item.
+    /// Enqueue work; triage failed work: requeue or discard an item.
     #[command(subcommand)]
     Work(work::WorkCommand),
     /// Ingest one external event (dedup on source and id).

@@ -1,3 +1,4 @@
+//! `leasehold work enqueue` (a producer's new item: see [`super::enqueue`]), and
 //! `leasehold work requeue` and `leasehold work discard`: an operator's triage of failed
 //! and poisoned work ([`crate::ops::triage`] decides and words it; the store verbs fence
 //! and audit it).
@@ -25,6 +26,9 @@ use crate::store::url::OpenMode;
 /// `leasehold work …`.
 #[derive(Debug, Clone, Subcommand)]
 pub enum WorkCommand {
+    /// Enqueue one effect for a handler (a repeat with the same id or idempotency key is a
+    /// duplicate and changes nothing).
+    Enqueue(super::enqueue::EnqueueArgs),
     /// Give a failed item (a dead letter included) a fresh attempt budget: pending now,
     /// same logical id and idempotency key.
     Requeue(RequeueArgs),
@@ -81,6 +85,7 @@ struct Answer<'a> {
 /// A refusal (exit 1); an unknown item, bad input or unreadable store (exit 2).
 pub fn run(command: &WorkCommand, out: &mut dyn Write) -> CliResult {
     let (verb, store, id, reason, json) = match command {
+        WorkCommand::Enqueue(a) => return super::enqueue::run(a, out),
         WorkCommand::Requeue(a) => (
             Verb::Requeue,
             &a.store,

@@ -1,6 +1,6 @@
-//! Files an operator hands a command (workflow definitions, themes) are read with a size
-//! bound: a path to `/dev/zero`, a log or a disk image is refused after reading at most
-//! one byte past the bound, never loaded whole.
+//! Files an operator hands a command (workflow definitions, themes, a work payload on
+//! stdin) are read with a size bound: a path to `/dev/zero`, a log or a disk image is
+//! refused after reading at most one byte past the bound, never loaded whole.
 
 use std::io::Read;
 use std::path::Path;
@@ -9,6 +9,9 @@ use std::path::Path;
 pub const MAX_DEFINITION_BYTES: u64 = 4 * 1024 * 1024;
 /// The largest theme file read: a theme is a few dozen lines.
 pub const MAX_THEME_BYTES: u64 = 256 * 1024;
+/// The largest work payload a producer command accepts: a payload is a handler's input
+/// (ids, a few fields), not a file transfer.
+pub const MAX_PAYLOAD_BYTES: u64 = 1024 * 1024;
 
 /// Why a bounded read failed; callers map it to their own wording and exit code.
 #[derive(Debug)]
@@ -48,8 +51,18 @@ pub fn read_text(path: &Path, limit: u64) -> std::result::Result<String, ReadFai
             "is a directory",
         )));
     }
+    read_text_from(file, limit)
+}
+
+/// [`read_text`] over any reader (standard input, a pipe): at most `limit + 1` bytes are
+/// ever read.
+///
+/// # Errors
+/// [`ReadFailure`].
+pub fn read_text_from(reader: impl Read, limit: u64) -> std::result::Result<String, ReadFailure> {
     let mut bytes = Vec::new();
-    file.take(limit.saturating_add(1))
+    reader
+        .take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(ReadFailure::Io)?;
     if bytes.len() as u64 > limit {
@@ -96,6 +109,16 @@ mod tests {
             read_text(&dir.path().join("missing"), 100),
             Err(ReadFailure::Io(_))
         ));
+    }
+
+    #[test]
+    fn an_endless_reader_is_refused_after_the_bound() {
+        assert_eq!(read_text_from(&b"[1]"[..], 3).unwrap(), "[1]");
+        let failure = read_text_from(std::io::repeat(b'a'), MAX_PAYLOAD_BYTES).unwrap_err();
+        assert_eq!(
+            failure.to_string(),
+            "larger than 1 MiB (the limit for this kind of file)"
+        );
     }
 
     #[cfg(unix)]

@@ -47,8 +47,19 @@ impl Store {
     /// canonical payload fingerprint, then (accepted / unidentified) one journal append.
     /// An id is never synthesised: without one, the event is `unidentified`.
     ///
+    /// Outcomes, each recorded in the ingestion log and returned in `Ok`
+    /// ([`Ingested::outcome`], with the journal `seq`):
+    /// - `accepted`: first delivery of this `(source, id)`; appended, waiting workflow
+    ///   instances woken;
+    /// - `duplicate`: same `(source, id)` and the same canonical payload as the first
+    ///   delivery; nothing appended, `seq` is the first delivery's;
+    /// - `EVENT_ID_CONFLICT` ([`DedupOutcome::Conflict`]): same `(source, id)`, another
+    ///   payload; nothing appended or dispatched, `seq` is the first delivery's;
+    /// - `unidentified`: no `(source, id)`; appended every time (at-least-once).
+    ///
     /// # Errors
-    /// A store failure. (`EVENT_ID_CONFLICT` is an outcome, recorded and returned in `Ok`.)
+    /// `INVALID` for an event type, source or id that fails [`check_id`] (nothing is
+    /// written); a store failure.
     pub fn ingest(&self, event: &NewEvent) -> Result<Ingested> {
         check_id("event type", &event.event_type)?;
         check_opt_id(

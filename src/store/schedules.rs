@@ -18,10 +18,17 @@ use crate::rules::schedule as rules;
 pub const UPDATE_ACTION: &str = "schedule-update";
 
 impl Store {
-    /// Creates (or leaves alone) a schedule. Its first boundary is the first one after now.
+    /// Creates a schedule; its first boundary is the first one after now. `compat` labels
+    /// the creating build (firings carry their observer's key, see the module docs).
+    ///
+    /// Outcomes: `Ok(true)` — created; `Ok(false)` — a schedule with this id already exists
+    /// and is left exactly as it is, whatever its definition: a caller that must tell a
+    /// repeat from another definition reads it back with [`Self::schedule`] (as
+    /// `leasehold schedule create` does), and changes one with [`Self::update_schedule`].
     ///
     /// # Errors
-    /// A store failure.
+    /// `INVALID` for a schedule id or handler that fails [`check_id`] (nothing is written);
+    /// a store failure.
     pub fn create_schedule(
         &self,
         id: &str,
@@ -58,7 +65,8 @@ impl Store {
     /// the new definition. Returns the schedule as stored.
     ///
     /// # Errors
-    /// `NOT_FOUND` for an unknown schedule (nothing is written); a store failure.
+    /// `NOT_FOUND` for an unknown schedule, `INVALID` for a schedule id or handler that fails
+    /// [`check_id`] (nothing is written either way); a store failure.
     #[allow(clippy::too_many_arguments)] // one argument per replaced field, plus who and which
     pub fn update_schedule(
         &self,

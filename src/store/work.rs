@@ -49,19 +49,31 @@ pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkIte
 }
 
 impl Store {
-    /// Enqueues one item stamped with `compat`; an existing id is left alone (idempotent
-    /// enqueue: one logical effect however often it is offered). Returns whether it is new.
+    /// Enqueues one item stamped with `compat` (the digest of the enqueuing build's
+    /// compatibility key): pending, claimable from `spec.not_before` (default now), with
+    /// `spec.max_attempts` attempts (at least 1); its idempotency key defaults to its
+    /// logical effect id, which defaults to its id. The producer's one call for an effect.
+    ///
+    /// Outcomes: `Ok(true)` — new; `Ok(false)` — an item with this id already exists and is
+    /// left exactly as it is (idempotent enqueue: one logical effect however often it is
+    /// offered). The existing item is not compared with `spec`: a caller that must tell a
+    /// repeat from another effect under the same id reads it back with [`Self::work`] (as
+    /// `leasehold work enqueue` does, refusing a different one as `IDEMPOTENCY_CONFLICT`).
     ///
     /// # Errors
-    /// A store failure.
+    /// `INVALID` when the id, handler, logical effect id or idempotency key fails
+    /// [`check_id`] (nothing is written); a store failure (`STORE_UNAVAILABLE`,
+    /// `STORE_CONTENTION`, `STORE_READ_ONLY`, `OUTCOME_UNKNOWN`, …).
     pub fn enqueue(&self, spec: NewWork, compat: &str) -> Result<bool> {
         Ok(self.enqueue_batch(vec![spec], compat)? == 1)
     }
 
-    /// Enqueues many items in one transaction; returns how many were new.
+    /// Enqueues many items in one transaction, each as [`Self::enqueue`] (an existing id is
+    /// left alone); returns how many were new.
     ///
     /// # Errors
-    /// A store failure.
+    /// As [`Self::enqueue`]; one invalid spec refuses the whole batch before anything is
+    /// written.
     pub fn enqueue_batch(&self, specs: Vec<NewWork>, compat: &str) -> Result<usize> {
         for spec in &specs {
             check_id("work id", &spec.id)?;

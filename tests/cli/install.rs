@@ -172,6 +172,11 @@ fn bash_completes_subcommands_views_and_store_paths() {
         bash_offers(&["leasehold", "copy", "--to", "be"]),
         ["beta.db"]
     );
+    assert_eq!(bash_offers(&["leasehold", "work", "enq"]), ["enqueue"]);
+    assert_eq!(
+        bash_offers(&["leasehold", "work", "enqueue", "--store", "al"]),
+        ["alpha.db"]
+    );
 }
 
 /// Checks a page's roff skeleton, then renders it with groff (or `man -l`) where one is
@@ -228,6 +233,7 @@ fn man_dir_writes_a_rendering_page_per_command() {
             .map(|name| format!("leasehold-{name}.1")),
     );
     expected.push("leasehold-workflow-deploy.1".to_owned());
+    expected.push("leasehold-work-enqueue.1".to_owned());
     for name in &expected {
         let path = target.join(name);
         assert!(

@@ -21,11 +21,19 @@ pub enum CancelOutcome {
 impl Store {
     /// Cancels an instance: an idempotent, fenced transition to `cancelled` (not a
     /// rollback: committed actions and dispatched effects stand). `compat` is the caller's
-    /// build; a different build is refused. Any authority holding the instance is fenced
-    /// out by the revision change.
+    /// build (`None`: any); a different build is refused. Any authority holding the
+    /// instance is fenced out by the revision change. `actor` and `reason` go into the
+    /// instance's history; the audit log is written by [`crate::ops::cancel::cancel`],
+    /// which wraps this call for the CLI and the dashboard.
+    ///
+    /// Outcomes: [`CancelOutcome::Cancelled`] — moved to `cancelled` now;
+    /// [`CancelOutcome::AlreadyCancelled`] — it already was, nothing is written.
     ///
     /// # Errors
-    /// `NOT_FOUND`, `already-terminal` (completed / failed), `INCOMPATIBLE_AUTHORITY`.
+    /// `NOT_FOUND` (no such instance, or its pinned definition is gone), `already-terminal`
+    /// (completed / failed), `INCOMPATIBLE_AUTHORITY`, `INVALID` for an instance id that
+    /// fails [`check_id`]; `STORE_CORRUPT`; a store failure. Nothing is written on any
+    /// error.
     pub fn cancel_workflow(
         &self,
         instance_id: &str,

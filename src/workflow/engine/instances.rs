@@ -79,12 +79,22 @@ impl Store {
         .map(Ok)
     }
 
-    /// Starts an instance of the deployed `workflow_id`, idempotently on
-    /// `(workflowId, principal, idempotencyKey, compat)`; without a key every call starts a
-    /// new instance.
+    /// Starts an instance of the deployed `workflow_id` under `principal`, stamped with
+    /// `compat` (the starting build's compatibility key digest): the producer's one call for
+    /// a workflow.
+    ///
+    /// Outcomes: [`Started::created`] `true` — a new instance (its id minted from the
+    /// store's id source); `false` — an earlier start with the same
+    /// `(workflowId, principal, idempotencyKey, compat)` was found and is returned as it
+    /// now stands, and nothing is written. The repeat's `args` are not compared with the
+    /// first start's: the first instance's stand. Without a key every call starts a new
+    /// instance.
     ///
     /// # Errors
-    /// `NOT_FOUND` for an undeployed workflow, `INVALID` for bad arguments.
+    /// `NOT_FOUND` for an undeployed workflow; `INVALID` for a workflow id or key that
+    /// fails [`check_id`], or arguments the definition refuses; `STORE_CORRUPT` for a
+    /// deployed definition that no longer parses; a store failure. Nothing is written on
+    /// any error.
     pub fn start_workflow(
         &self,
         workflow_id: &str,

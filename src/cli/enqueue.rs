@@ -1,0 +1,284 @@
+//! `leasehold work enqueue --store STORE --handler H --payload JSON [--id ID]
+//! [--idempotency-key K] [--delay D] [--max-attempts N] [--build TAG] [--json]`: one outbox
+//! effect offered from the command line through [`crate::Store::enqueue`], the call an
+//! embedding application makes.
+//!
+//! The item's id is `--id`, else the idempotency key, else a fresh id from the store's id
+//! source; the idempotency key defaults to the id. So a repeat with the same `--id` or the
+//! same `--idempotency-key` names the same item, and the store keeps the first: the repeat
+//! answers `duplicate` (exit 0) and changes nothing — unless it offers another handler or
+//! payload (or, for the same id, another explicit key), which is refused as
+//! `IDEMPOTENCY_CONFLICT` (exit 1), never called a duplicate; neither writes anything, so
+//! the store's revision stays as it was. The first offer's delay, attempt budget and build
+//! stand. Bad input — a payload that is not JSON or is over the bound, an id or handler
+//! name that is not printable, an unreadable duration, a missing store (never created) —
+//! is one line, exit 2, and nothing is written.
+
+use std::io::Write;
+
+use clap::Args;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::output::{cell, json_line};
+use super::payload::read_payload;
+use super::{CliResult, Failure, StoreArg};
+use crate::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
+use crate::clock::{Millis, format_instant, parse_duration};
+use crate::ids::{check_id, check_opt_id};
+use crate::model::WorkItem;
+use crate::model::work::{NewWork, WorkKind};
+use crate::store::url::OpenMode;
+
+/// The prefix of the ids this command mints when neither `--id` nor `--idempotency-key`
+/// names the item.
+pub const FRESH_ID_PREFIX: &str = "work";
+
+/// Arguments of `leasehold work enqueue`.
+#[derive(Debug, Clone, Args)]
+pub struct EnqueueArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// The registered handler that runs the item.
+    #[arg(long, value_name = "H")]
+    pub handler: String,
+    /// The handler's input, as JSON; `-` reads it from standard input (up to 1 MiB).
+    #[arg(long, value_name = "JSON", allow_hyphen_values = true)]
+    pub payload: String,
+    /// The item's id (default: the idempotency key, else a fresh id).
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// What the handler's provider dedups on (default: the id); a repeat with the same key
+    /// is the same item.
+    #[arg(long, value_name = "K")]
+    pub idempotency_key: Option<String>,
+    /// Not claimable before this long from now, e.g. `30s`, `5m`, `1h`.
+    #[arg(long, value_name = "D")]
+    pub delay: Option<String>,
+    /// Attempts before the item fails for good (default 5).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_attempts: Option<u32>,
+    /// The build whose compatibility key the item is stamped with.
+    #[arg(long, default_value = DEFAULT_BUILD_TAG)]
+    pub build: String,
+    /// Print the outcome as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What an enqueue came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Created,
+    Duplicate,
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Duplicate => "duplicate",
+        }
+    }
+}
+
+/// The `--json` answer: the item as stored.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Answer<'a> {
+    outcome: &'static str,
+    id: &'a str,
+    handler: &'a str,
+    state: &'static str,
+    idempotency_key: &'a str,
+    next_eligible_at: Millis,
+    max_attempts: u32,
+}
+
+/// Runs `leasehold work enqueue`.
+///
+/// # Errors
+/// Bad input or a missing store (exit 2, nothing written); `IDEMPOTENCY_CONFLICT` (exit 1).
+pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
+    check_id("handler", &args.handler)?;
+    check_opt_id("work id", args.id.as_deref())?;
+    check_opt_id("idempotency key", args.idempotency_key.as_deref())?;
+    let delay = args.delay.as_deref().map(delay_ms).transpose()?;
+    // Last of the checks, so a mistyped flag is refused before standard input is waited on.
+    let payload = read_payload(&args.payload, std::io::stdin().lock())?;
+    let store = args.store.open(OpenMode::Existing)?;
+    let id = args
+        .id
+        .clone()
+        .or_else(|| args.idempotency_key.clone())
+        .unwrap_or_else(|| store.ids().next_id(FRESH_ID_PREFIX));
+    let mut spec = NewWork::effect(id, args.handler.clone(), payload.to_string());
+    spec.idempotency_key.clone_from(&args.idempotency_key);
+    spec.not_before = delay.map(|d| store.now().saturating_add(d));
+    if let Some(n) = args.max_attempts {
+        spec.max_attempts = n;
+    }
+    // An id already there is answered from a read: a repeat or a conflict writes nothing,
+    // not even a revision (the store's enqueue would commit one for an id it leaves alone).
+    let existing = store.work(&spec.id)?;
+    let created = existing.is_none()
+        && store.enqueue(spec.clone(), &compatibility_key(&args.build).digest())?;
+    let stored = match existing {
+        Some(item) => item,
+        None => store.work(&spec.id)?.ok_or_else(|| {
+            Failure::usage(format!(
+                "work item {} vanished after enqueue",
+                cell(&spec.id)
+            ))
+        })?,
+    };
+    let outcome = if created {
+        Outcome::Created
+    } else if let Some(what) = difference(&stored, &spec, &payload) {
+        return Err(Failure::refused(format!(
+            "IDEMPOTENCY_CONFLICT: work item {} already exists with another {what}; nothing was enqueued",
+            cell(&stored.id)
+        )));
+    } else {
+        Outcome::Duplicate
+    };
+    report(out, args.json, outcome, &stored)
+}
+
+/// `--delay` in milliseconds, read as every other duration option is.
+fn delay_ms(text: &str) -> Result<Millis, Failure> {
+    parse_duration(text).ok_or_else(|| {
+        Failure::usage(format!(
+            "cannot read --delay {}: use e.g. 30s, 5m, 1h",
+            cell(text.trim())
+        ))
+    })
+}
+
+/// What makes `offered` another effect than the `stored` item under its id (`None`: the
+/// same effect offered again). The payload is compared as JSON, so spacing and key order
+/// do not matter; an explicit idempotency key must match, a defaulted one is not compared.
+fn difference(stored: &WorkItem, offered: &NewWork, payload: &Value) -> Option<&'static str> {
+    let same_payload = serde_json::from_str::<Value>(&stored.payload).is_ok_and(|p| p == *payload);
+    if stored.kind != WorkKind::Effect {
+        Some("kind of work")
+    } else if stored.handler != offered.handler {
+        Some("handler")
+    } else if !same_payload {
+        Some("payload")
+    } else if offered
+        .idempotency_key
+        .as_ref()
+        .is_some_and(|k| *k != stored.idempotency_key)
+    {
+        Some("idempotency key")
+    } else {
+        None
+    }
+}
+
+fn report(out: &mut dyn Write, json: bool, outcome: Outcome, item: &WorkItem) -> CliResult {
+    if json {
+        json_line(
+            out,
+            &Answer {
+                outcome: outcome.as_str(),
+                id: &item.id,
+                handler: &item.handler,
+                state: item.state.as_str(),
+                idempotency_key: &item.idempotency_key,
+                next_eligible_at: item.next_eligible_at,
+                max_attempts: item.max_attempts,
+            },
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{} work item {} (handler {}, {}, eligible {}, max attempts {}, idempotency key {})",
+            outcome.as_str(),
+            cell(&item.id),
+            cell(&item.handler),
+            item.state.as_str(),
+            format_instant(item.next_eligible_at),
+            item.max_attempts,
+            cell(&item.idempotency_key)
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn offer(handler: &str, key: Option<&str>) -> NewWork {
+        let mut spec = NewWork::effect("e-1", handler, "{}");
+        spec.idempotency_key = key.map(str::to_owned);
+        spec
+    }
+
+    #[test]
+    fn only_the_same_effect_is_a_duplicate() {
+        let mut stored = WorkItem::new(
+            NewWork {
+                idempotency_key: Some("k".into()),
+                ..NewWork::effect("e-1", "mail", r#"{"to": "a", "n": 1}"#)
+            },
+            "c",
+            0,
+        );
+        let payload = serde_json::json!({"n": 1, "to": "a"});
+        assert_eq!(difference(&stored, &offer("mail", None), &payload), None);
+        assert_eq!(
+            difference(&stored, &offer("mail", Some("k")), &payload),
+            None
+        );
+        assert_eq!(
+            difference(&stored, &offer("mail", Some("other")), &payload),
+            Some("idempotency key")
+        );
+        assert_eq!(
+            difference(&stored, &offer("sms", None), &payload),
+            Some("handler")
+        );
+        assert_eq!(
+            difference(
+                &stored,
+                &offer("mail", None),
+                &serde_json::json!({"n": 2, "to": "a"})
+            ),
+            Some("payload")
+        );
+        stored.kind = WorkKind::Schedule;
+        assert_eq!(
+            difference(&stored, &offer("mail", None), &payload),
+            Some("kind of work")
+        );
+    }
+
+    #[test]
+    fn a_stored_payload_that_is_not_json_is_never_the_same() {
+        let stored = WorkItem::new(NewWork::effect("e-1", "mail", "not json"), "c", 0);
+        assert_eq!(
+            difference(
+                &stored,
+                &offer("mail", None),
+                &serde_json::json!("not json")
+            ),
+            Some("payload")
+        );
+    }
+
+    #[test]
+    fn delays_read_like_every_other_duration() {
+        assert_eq!(delay_ms("90s"), Ok(90_000));
+        assert_eq!(delay_ms("0"), Ok(0));
+        let refused = delay_ms("soon\u{1b}[2J").unwrap_err();
+        assert_eq!(
+            refused.message,
+            "cannot read --delay soon\\x1b[2J: use e.g. 30s, 5m, 1h"
+        );
+        assert!(delay_ms("-5s").is_err());
+    }
+}

@@ -1,0 +1,489 @@
+//! `leasehold work enqueue` against a SQLite store: every flag ends up in the item
+//! `inspect work` lists and the store holds, a repeat is a duplicate that changes nothing,
+//! another payload under the same key is refused, and bad input is one line, exit 2, with
+//! the store's revision and items as they were.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use leasehold::Store;
+use leasehold::build_key::compatibility_key;
+use leasehold::clock::{Clock, SystemClock};
+use leasehold::model::work::WorkFilter;
+use leasehold::model::{PageRequest, WorkItem};
+use leasehold::store::url::{self, OpenMode};
+use serde_json::Value;
+
+use super::{assert_one_line_failure, json_lines, leasehold};
+
+fn empty_store(dir: &std::path::Path) -> (String, Store) {
+    let url = format!("sqlite:{}", dir.join("store.db").display());
+    let store = url::open(&url, OpenMode::ReadWrite).unwrap();
+    (url, store)
+}
+
+/// `leasehold work enqueue --store URL ARGS…`.
+fn enqueue(url: &str, args: &[&str]) -> Output {
+    let mut all = vec!["work", "enqueue", "--store", url];
+    all.extend_from_slice(args);
+    leasehold(&all)
+}
+
+/// [`enqueue`] with `input` on standard input (written from another thread, and not
+/// necessarily read whole: a refused payload is read only up to its bound).
+fn enqueue_with_stdin(url: &str, args: &[&str], input: Vec<u8>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(["work", "enqueue", "--store", url])
+        .args(args)
+        .env_remove("LEASEHOLD_STORE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    output
+}
+
+fn answer(o: &Output) -> Value {
+    let mut rows = json_lines(o);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    rows.remove(0)
+}
+
+/// The `inspect work --json` row of `id`.
+fn listed(url: &str, id: &str) -> Value {
+    json_lines(&leasehold(&[
+        "inspect", "work", "--store", url, "--json", "--limit", "100",
+    ]))
+    .into_iter()
+    .find(|row| row["id"] == id)
+    .unwrap_or_else(|| panic!("{id} is not listed"))
+}
+
+fn items(store: &Store) -> Vec<WorkItem> {
+    store
+        .list_work(&WorkFilter::default(), &PageRequest::first(100))
+        .unwrap()
+        .rows
+}
+
+/// The answer states what the store holds, field by field.
+fn assert_answer_is_stored(answer: &Value, item: &WorkItem) {
+    assert_eq!(answer["id"], item.id.as_str());
+    assert_eq!(answer["handler"], item.handler.as_str());
+    assert_eq!(answer["state"], item.state.as_str());
+    assert_eq!(answer["idempotencyKey"], item.idempotency_key.as_str());
+    assert_eq!(answer["nextEligibleAt"], item.next_eligible_at);
+    assert_eq!(answer["maxAttempts"], item.max_attempts);
+}
+
+#[test]
+fn every_flag_ends_up_in_the_listed_item() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    let before = SystemClock.now();
+    let created = answer(&enqueue(
+        &url,
+        &[
+            "--handler",
+            "send-email",
+            "--payload",
+            r#"{ "to": "ann@example.com", "n": 1 }"#,
+            "--id",
+            "order-7-mail",
+            "--idempotency-key",
+            "mail-order-7",
+            "--delay",
+            "90s",
+            "--max-attempts",
+            "3",
+            "--build",
+            "v2",
+            "--json",
+        ],
+    ));
+    let after = SystemClock.now();
+    let item = store.work("order-7-mail").unwrap().expect("enqueued");
+    assert_eq!(created["outcome"], "created");
+    assert_answer_is_stored(&created, &item);
+    assert_eq!(
+        (
+            item.handler.as_str(),
+            item.state.as_str(),
+            item.idempotency_key.as_str(),
+            item.max_attempts,
+            item.payload.as_str(),
+        ),
+        (
+            "send-email",
+            "pending",
+            "mail-order-7",
+            3,
+            r#"{"n":1,"to":"ann@example.com"}"#
+        )
+    );
+    assert!(
+        (before + 90_000..=after + 90_000).contains(&item.next_eligible_at),
+        "{before} {after} {}",
+        item.next_eligible_at
+    );
+    assert_eq!(item.compat, compatibility_key("v2").digest());
+
+    let row = listed(&url, "order-7-mail");
+    for field in [
+        "id",
+        "handler",
+        "state",
+        "idempotencyKey",
+        "nextEligibleAt",
+        "maxAttempts",
+    ] {
+        assert_eq!(row[field], created[field], "{field}: {row}");
+    }
+    assert_eq!(row["kind"], "effect");
+    assert_eq!(row["compat"], item.compat.as_str());
+}
+
+#[test]
+fn defaults_mint_an_id_key_by_the_id_due_now_under_v1() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    let before = SystemClock.now();
+    let created = answer(&enqueue(
+        &url,
+        &["--handler", "ping", "--payload", "[]", "--json"],
+    ));
+    let after = SystemClock.now();
+    let id = created["id"].as_str().unwrap();
+    assert!(id.starts_with("work-"), "{id}");
+    let item = store.work(id).unwrap().expect("enqueued");
+    assert_answer_is_stored(&created, &item);
+    assert_eq!(item.idempotency_key, id, "the key defaults to the id");
+    assert_eq!(item.logical_effect_id, id);
+    assert_eq!(item.max_attempts, 5);
+    assert!((before..=after).contains(&item.next_eligible_at));
+    assert_eq!(item.compat, compatibility_key("v1").digest());
+    assert_eq!(listed(&url, id)["state"], "pending");
+
+    let second = answer(&enqueue(
+        &url,
+        &["--handler", "ping", "--payload", "[]", "--json"],
+    ));
+    assert_eq!(second["outcome"], "created");
+    assert_ne!(second["id"], created["id"], "each run mints a fresh id");
+
+    let keyed = answer(&enqueue(
+        &url,
+        &[
+            "--handler",
+            "ping",
+            "--payload",
+            "{}",
+            "--idempotency-key",
+            "order-9",
+            "--json",
+        ],
+    ));
+    assert_eq!(
+        (keyed["id"].as_str(), keyed["idempotencyKey"].as_str()),
+        (Some("order-9"), Some("order-9")),
+        "a key without an id names the item"
+    );
+
+    let piped = enqueue_with_stdin(
+        &url,
+        &["--handler", "ping", "--payload", "-", "--id", "piped"],
+        br#"{"from": "stdin"}"#.to_vec(),
+    );
+    assert_eq!(super::code(&piped), 0, "{}", super::stderr(&piped));
+    assert!(
+        super::stdout(&piped).starts_with("created work item piped (handler ping, pending"),
+        "{}",
+        super::stdout(&piped)
+    );
+    assert_eq!(
+        store.work("piped").unwrap().unwrap().payload,
+        r#"{"from":"stdin"}"#
+    );
+    assert_eq!(items(&store).len(), 4);
+}
+
+#[test]
+fn a_repeat_is_a_duplicate_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    a_repeat_changes_nothing(&url, &store);
+}
+
+#[test]
+fn another_effect_under_the_same_id_or_key_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    another_effect_is_refused(&url, &store);
+}
+
+/// The same stories on PostgreSQL, where the store's reads and writes are other SQL.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_answers_repeats_and_conflicts_alike() {
+    let pg = super::support::postgres::database();
+    let store = url::open(pg.url(), OpenMode::ReadWrite).unwrap();
+    a_repeat_changes_nothing(pg.url(), &store);
+    another_effect_is_refused(pg.url(), &store);
+}
+
+fn a_repeat_changes_nothing(url: &str, store: &Store) {
+    let count = items(store).len();
+    let offer = [
+        "--handler",
+        "charge",
+        "--payload",
+        r#"{"amount": 12, "card": "x"}"#,
+        "--idempotency-key",
+        "charge-12",
+        "--json",
+    ];
+    let first = answer(&enqueue(url, &offer));
+    assert_eq!(first["outcome"], "created");
+    let stored = store.work("charge-12").unwrap().unwrap();
+    let revision = store.revision().unwrap();
+
+    // The same key, the payload spelt differently, another delay, budget and build.
+    let again = answer(&enqueue(
+        url,
+        &[
+            "--handler",
+            "charge",
+            "--payload",
+            r#"{"card":"x","amount":12}"#,
+            "--idempotency-key",
+            "charge-12",
+            "--delay",
+            "1h",
+            "--max-attempts",
+            "9",
+            "--build",
+            "v2",
+            "--json",
+        ],
+    ));
+    assert_eq!(again["outcome"], "duplicate");
+    assert_answer_is_stored(&again, &stored);
+    let by_id = answer(&enqueue(
+        url,
+        &[
+            "--handler",
+            "charge",
+            "--payload",
+            r#"{"amount":12,"card":"x"}"#,
+            "--id",
+            "charge-12",
+            "--json",
+        ],
+    ));
+    assert_eq!(by_id["outcome"], "duplicate");
+    assert_eq!(store.revision().unwrap(), revision, "nothing was written");
+    assert_eq!(store.work("charge-12").unwrap(), Some(stored.clone()));
+    assert_eq!(items(store).len(), count + 1);
+
+    // A repeat after an authority took the item says where the item is now.
+    let claimed = store
+        .claim("charge-12", "auth-a", &stored.compat, 30_000)
+        .unwrap();
+    let later = answer(&enqueue(url, &offer));
+    assert_eq!(later["outcome"], "duplicate");
+    assert_answer_is_stored(&later, &claimed);
+    assert_eq!(later["state"], "claimed");
+    let text = enqueue(url, &offer[..6]);
+    assert_eq!(super::code(&text), 0, "{}", super::stderr(&text));
+    assert!(
+        super::stdout(&text).starts_with("duplicate work item charge-12 (handler charge, claimed"),
+        "{}",
+        super::stdout(&text)
+    );
+}
+
+fn another_effect_is_refused(url: &str, store: &Store) {
+    let count = items(store).len();
+    let first = enqueue(
+        url,
+        &[
+            "--handler",
+            "charge",
+            "--payload",
+            r#"{"amount": 12}"#,
+            "--id",
+            "charge-1",
+            "--idempotency-key",
+            "card-charge-1",
+        ],
+    );
+    assert_eq!(super::code(&first), 0, "{}", super::stderr(&first));
+    let stored = store.work("charge-1").unwrap().unwrap();
+    let revision = store.revision().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--payload", r#"{"amount": 13}"#, "--id", "charge-1"],
+            "another payload",
+        ),
+        (
+            &[
+                "--payload",
+                "-",
+                "--id",
+                "charge-1",
+                "--idempotency-key",
+                "card-charge-1",
+            ],
+            "another payload",
+        ),
+        (
+            &[
+                "--payload",
+                r#"{"amount": 12}"#,
+                "--id",
+                "charge-1",
+                "--idempotency-key",
+                "card-charge-2",
+            ],
+            "another idempotency key",
+        ),
+        (
+            &[
+                "--payload",
+                r#"{"amount": 12}"#,
+                "--idempotency-key",
+                "charge-1",
+            ],
+            "another idempotency key",
+        ),
+    ];
+    for (args, what) in cases {
+        let mut all = vec!["--handler", "charge", "--json"];
+        all.extend_from_slice(args);
+        let o = enqueue_with_stdin(url, &all, br#"{"amount": 14}"#.to_vec());
+        let err = assert_one_line_failure(&o, 1);
+        assert!(err.contains("IDEMPOTENCY_CONFLICT"), "{err}");
+        assert!(err.contains(what), "{what}: {err}");
+        assert!(o.stdout.is_empty(), "{}", super::stdout(&o));
+    }
+    let other_handler = enqueue(
+        url,
+        &[
+            "--handler",
+            "refund",
+            "--payload",
+            r#"{"amount": 12}"#,
+            "--id",
+            "charge-1",
+        ],
+    );
+    let err = assert_one_line_failure(&other_handler, 1);
+    assert!(err.contains("another handler"), "{err}");
+    assert_eq!(store.revision().unwrap(), revision, "nothing was written");
+    assert_eq!(store.work("charge-1").unwrap(), Some(stored));
+    assert_eq!(items(store).len(), count + 1);
+}
+
+#[test]
+fn bad_input_is_one_line_exit_2_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    let seeded = enqueue(
+        &url,
+        &["--handler", "h", "--payload", "{}", "--id", "there"],
+    );
+    assert_eq!(super::code(&seeded), 0, "{}", super::stderr(&seeded));
+    let missing = dir.path().join("typo.db").display().to_string();
+    let revision = store.revision().unwrap();
+    let before = items(&store);
+    let cases: [(&str, &[&str], &str); 11] = [
+        (
+            &url,
+            &["--handler", "h", "--payload", "{"],
+            "not valid JSON",
+        ),
+        (&url, &["--handler", "h", "--payload", ""], "not valid JSON"),
+        (
+            &url,
+            &[
+                "--handler",
+                "h",
+                "--payload",
+                "{}",
+                "--id",
+                "bad\u{1b}[31mid",
+            ],
+            "work id: holds the control character",
+        ),
+        (
+            &url,
+            &["--handler", "h\u{202e}", "--payload", "{}"],
+            "handler: holds U+202E",
+        ),
+        (
+            &url,
+            &["--handler", "h", "--payload", "{}", "--idempotency-key", ""],
+            "idempotency key: must not be empty",
+        ),
+        (
+            &url,
+            &["--handler", "h", "--payload", "{}", "--delay", "soon"],
+            "cannot read --delay soon",
+        ),
+        (
+            &url,
+            &["--handler", "h", "--payload", "{}", "--delay=-5s"],
+            "--delay",
+        ),
+        (
+            &url,
+            &["--handler", "h", "--payload", "{}", "--max-attempts", "0"],
+            "--max-attempts",
+        ),
+        (&url, &["--handler", "h"], "--payload"),
+        (&url, &["--payload", "{}"], "--handler"),
+        (&missing, &["--handler", "h", "--payload", "{}"], "typo.db"),
+    ];
+    for (target, args, says) in cases {
+        let err = assert_one_line_failure(&enqueue(target, args), 2);
+        assert!(err.contains(says), "{says}: {err}");
+        assert!(
+            !err.contains('\u{1b}') && !err.contains('\u{202e}'),
+            "{err}"
+        );
+    }
+    let oversize = format!("\"{}\"", "x".repeat(1024 * 1024));
+    let piped = enqueue_with_stdin(
+        &url,
+        &["--handler", "h", "--payload", "-"],
+        oversize.into_bytes(),
+    );
+    let err = assert_one_line_failure(&piped, 2);
+    assert!(err.contains("larger than 1 MiB"), "{err}");
+    let flag_first = enqueue_with_stdin(
+        &url,
+        &["--handler", "h", "--payload", "-", "--delay", "soon"],
+        b"{".to_vec(),
+    );
+    let err = assert_one_line_failure(&flag_first, 2);
+    assert!(
+        err.contains("--delay"),
+        "flags are checked before standard input is read: {err}"
+    );
+    let not_json = enqueue_with_stdin(&url, &["--handler", "h", "--payload", "-"], b"x".to_vec());
+    assert!(assert_one_line_failure(&not_json, 2).contains("not valid JSON"));
+
+    assert!(
+        !std::path::Path::new(&missing).exists(),
+        "a mistyped store is never created"
+    );
+    assert_eq!(store.revision().unwrap(), revision, "nothing was written");
+    assert_eq!(items(&store), before);
+}
