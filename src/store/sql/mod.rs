@@ -8,8 +8,8 @@
 //! - `query.rs`, `statements.rs`: assembled conditions, reads by key, meta counters and
 //!   the keyset-paged lists.
 //! - `driver.rs`, `tx.rs`: the provider seam and the shared `Tx`.
-//! - here: the bounded retry loop around a whole transaction, and the encodings of values
-//!   that have no native column type.
+//! - here: the bounded retry loop around a whole transaction, the choice of schema
+//!   upgrades, and the encodings of values that have no native column type.
 
 pub(crate) mod decode;
 pub(crate) mod dialect;
@@ -91,6 +91,15 @@ pub(crate) fn backoff(attempt: u32) {
         .finish()
         % (base + 1);
     std::thread::sleep(Duration::from_millis(base + jitter));
+}
+
+/// The upgrades a store at schema `version` runs, in order, where `upgrades[n]` brings
+/// version `n + 1` to `n + 2`: none for the current version, every one for version 1.
+pub(crate) fn upgrades_from<'a>(upgrades: &'a [&'a str], version: i64) -> &'a [&'a str] {
+    usize::try_from(version.saturating_sub(1))
+        .ok()
+        .and_then(|from| upgrades.get(from..))
+        .unwrap_or(&[])
 }
 
 /// A `u64` as a 64-bit signed column; values beyond `i64::MAX` are refused, never wrapped.
