@@ -11,7 +11,15 @@ use super::timefmt::TimeFmt;
 /// String fields whose text is itself JSON (an event payload, a workflow's state, an
 /// authority's config, a work item's checkpoint): [`unfold`] parses them into structure.
 const NESTED_JSON: &[&str] = &[
-    "payload", "state", "result", "config", "detail", "args", "input", "inputs", "output",
+    "payload",
+    "state",
+    "result",
+    "config",
+    "detail",
+    "args",
+    "input",
+    "inputs",
+    "output",
     "checkpoint",
 ];
 

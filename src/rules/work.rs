@@ -294,11 +294,7 @@ pub fn fail(
         },
         last_failure: Some(failure),
         lease_expires_at: None,
-        checkpoint: if retry {
-            item.checkpoint.clone()
-        } else {
-            None
-        },
+        checkpoint: if retry { item.checkpoint.clone() } else { None },
         updated_at: now,
         ..item.clone()
     })
@@ -459,9 +455,14 @@ mod tests {
         let held = claim(&item(), "a", "k", "t".into(), 100, 0).expect("pending");
         let saved = checkpoint(&held, "a", 1, "{\"n\":1}", 5).expect("holder");
         assert_eq!(saved.checkpoint.as_deref(), Some("{\"n\":1}"));
-        assert_eq!(saved.lease_expires_at, held.lease_expires_at, "not a renewal");
         assert_eq!(
-            checkpoint(&saved, "b", 1, "x", 6).expect_err("fenced").code(),
+            saved.lease_expires_at, held.lease_expires_at,
+            "not a renewal"
+        );
+        assert_eq!(
+            checkpoint(&saved, "b", 1, "x", 6)
+                .expect_err("fenced")
+                .code(),
             "WORK_FENCED"
         );
 
@@ -469,16 +470,35 @@ mod tests {
         assert_eq!(lapsed.checkpoint, saved.checkpoint);
         let next = claim(&lapsed, "b", "k", "t".into(), 100, 600).expect("backed off");
         assert_eq!(next.checkpoint, saved.checkpoint);
-        let retry = fail(&next, "b", 2, failure(FailureClass::Retryable), Backoff::default(), 601)
-            .expect("holder");
+        let retry = fail(
+            &next,
+            "b",
+            2,
+            failure(FailureClass::Retryable),
+            Backoff::default(),
+            601,
+        )
+        .expect("holder");
         assert_eq!(
             (retry.state, retry.checkpoint.clone()),
             (WorkState::Retry, saved.checkpoint.clone())
         );
 
-        assert_eq!(complete(&next, "b", 2, None, 601).expect("holder").checkpoint, None);
-        let terminal = fail(&next, "b", 2, failure(FailureClass::Terminal), Backoff::default(), 601)
-            .expect("holder");
+        assert_eq!(
+            complete(&next, "b", 2, None, 601)
+                .expect("holder")
+                .checkpoint,
+            None
+        );
+        let terminal = fail(
+            &next,
+            "b",
+            2,
+            failure(FailureClass::Terminal),
+            Backoff::default(),
+            601,
+        )
+        .expect("holder");
         assert_eq!(terminal.checkpoint, None);
         let last = WorkItem {
             max_attempts: 2,
@@ -500,7 +520,9 @@ mod tests {
         assert!(!e.to_string().contains('\n'), "{e}");
         // Size before fence: a stale caller with too much learns the limit too.
         assert_eq!(
-            checkpoint(&held, "b", 9, &over, 1).expect_err("too big").code(),
+            checkpoint(&held, "b", 9, &over, 1)
+                .expect_err("too big")
+                .code(),
             "INVALID"
         );
     }

@@ -22,11 +22,16 @@ fn claimed(h: &dyn Harness, id: &str, owner: &str) -> WorkItem {
     ok("claim", s.claim(id, owner, K, 1_000))
 }
 
-/// Lets `item`'s claim lapse and its backoff pass, then `owner` claims it in a batch.
-fn reclaimed(h: &dyn Harness, item: &WorkItem, owner: &str) -> WorkItem {
+/// Lets `item`'s claim lapse and the retry backoff after it pass: it is claimable again.
+fn lapse_and_back_off(h: &dyn Harness, item: &WorkItem) {
     let lease_left = item.lease_expires_at.expect("claimed") - h.clock().now();
     h.clock()
         .advance(lease_left + Backoff::default().delay(item.attempt_number));
+}
+
+/// Lets `item`'s claim lapse and its backoff pass, then `owner` claims it in a batch.
+fn reclaimed(h: &dyn Harness, item: &WorkItem, owner: &str) -> WorkItem {
+    lapse_and_back_off(h, item);
     let mut batch = ok("reclaim", h.reopen().claim_batch(owner, K, 10, 1_000));
     assert_eq!(batch.len(), 1, "the lapsed item is reclaimed");
     batch.pop().expect("reclaimed")
@@ -75,7 +80,10 @@ pub fn a_checkpoint_saved_under_the_claim_is_visible(h: &dyn Harness) {
 pub fn a_stale_checkpoint_is_fenced_and_changes_nothing(h: &dyn Harness) {
     let s = h.store();
     let a = claimed(h, "e", "a");
-    ok("a saves", s.save_work_checkpoint("e", "a", a.generation, "a-1"));
+    ok(
+        "a saves",
+        s.save_work_checkpoint("e", "a", a.generation, "a-1"),
+    );
     let b = reclaimed(h, &item(h, "e"), "b");
     let before = item(h, "e");
     assert_eq!(before, b);
@@ -129,34 +137,36 @@ pub fn a_stale_checkpoint_is_fenced_and_changes_nothing(h: &dyn Harness) {
 /// it claims — by a batch or by name — and resumes from it.
 pub fn a_checkpoint_is_carried_to_the_next_owner_after_a_lapse(h: &dyn Harness) {
     let s = h.store();
-    let a = claimed(h, "e", "a");
+    let first = claimed(h, "e", "a");
     ok(
         "a saves",
-        s.save_work_checkpoint("e", "a", a.generation, "{\"row\":40}"),
+        s.save_work_checkpoint("e", "a", first.generation, "{\"row\":40}"),
     );
-    let b = reclaimed(h, &item(h, "e"), "b");
-    assert_eq!((b.owner_id.as_deref(), b.generation), (Some("b"), 2));
-    assert_eq!(b.uncertain_attempts, 1, "the lapse counted");
-    assert_eq!(b.checkpoint.as_deref(), Some("{\"row\":40}"));
+    let second = reclaimed(h, &item(h, "e"), "b");
+    assert_eq!(
+        (second.owner_id.as_deref(), second.generation),
+        (Some("b"), 2)
+    );
+    assert_eq!(second.uncertain_attempts, 1, "the lapse counted");
+    assert_eq!(second.checkpoint.as_deref(), Some("{\"row\":40}"));
     ok(
         "b saves",
-        s.save_work_checkpoint("e", "b", b.generation, "{\"row\":80}"),
+        s.save_work_checkpoint("e", "b", second.generation, "{\"row\":80}"),
     );
 
-    let lapsed = item(h, "e");
-    h.clock().advance(
-        lapsed.lease_expires_at.expect("claimed") - h.clock().now()
-            + Backoff::default().delay(lapsed.attempt_number),
-    );
-    let c = ok("c claims by name", h.reopen().claim("e", "c", K, 1_000));
-    assert_eq!(c.checkpoint.as_deref(), Some("{\"row\":80}"));
+    lapse_and_back_off(h, &item(h, "e"));
+    let third = ok("c claims by name", h.reopen().claim("e", "c", K, 1_000));
+    assert_eq!(third.checkpoint.as_deref(), Some("{\"row\":80}"));
 }
 
 /// A retryable failure keeps the checkpoint, so the next attempt resumes from it.
 pub fn a_checkpoint_is_kept_across_a_retry(h: &dyn Harness) {
     let s = h.store();
     let a = claimed(h, "e", "a");
-    ok("a saves", s.save_work_checkpoint("e", "a", a.generation, "half"));
+    ok(
+        "a saves",
+        s.save_work_checkpoint("e", "a", a.generation, "half"),
+    );
     let retry = ok("fail", s.fail("e", "a", a.generation, retryable("E")));
     assert_eq!(
         (retry.state, retry.checkpoint.as_deref()),
@@ -177,7 +187,12 @@ pub fn a_checkpoint_is_cleared_when_the_item_ends(h: &dyn Harness) {
     let save = |id: &str, w: &WorkItem| {
         ok(
             "save",
-            s.save_work_checkpoint(id, w.owner_id.as_deref().expect("owner"), w.generation, "cp"),
+            s.save_work_checkpoint(
+                id,
+                w.owner_id.as_deref().expect("owner"),
+                w.generation,
+                "cp",
+            ),
         )
     };
 

@@ -139,7 +139,10 @@ fn a_schema_2_store_is_upgraded_in_place_and_old_items_have_no_checkpoint() {
     let s = store(&path, &clock);
     assert_current(&path);
     let old = s.work("fx").expect("read").expect("the old item stays");
-    assert_eq!(old, claimed, "an old row reads as it was, with no checkpoint");
+    assert_eq!(
+        old, claimed,
+        "an old row reads as it was, with no checkpoint"
+    );
     let saved = s
         .save_work_checkpoint("fx", "a", claimed.generation, "{\"page\":2}")
         .expect("a checkpoint under the claim");
