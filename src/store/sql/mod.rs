@@ -138,3 +138,19 @@ pub(crate) fn incident_bound(before: Option<crate::model::HistoryPosition>) -> (
 /// backing off (they keep the lapsed expiry).
 pub(crate) const RECLAIM: &str =
     "(state = 'claimed' OR (state = 'retry' AND lease_expires_at IS NOT NULL)) AND ";
+
+#[cfg(test)]
+mod tests {
+    use super::upgrades_from;
+
+    #[test]
+    fn a_store_runs_every_upgrade_from_its_version_on() {
+        let upgrades = ["1 to 2", "2 to 3"];
+        assert_eq!(upgrades_from(&upgrades, 1), upgrades);
+        assert_eq!(upgrades_from(&upgrades, 2), ["2 to 3"]);
+        assert!(upgrades_from(&upgrades, 3).is_empty());
+        for nonsense in [0, -1, i64::MIN, i64::MAX] {
+            assert!(upgrades_from(&upgrades, nonsense).is_empty(), "{nonsense}");
+        }
+    }
+}
