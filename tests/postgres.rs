@@ -242,6 +242,7 @@ fn a_schema_1_database_is_upgraded_in_place() {
              ALTER TABLE grants DROP COLUMN from_owner, DROP COLUMN from_generation,
                  DROP COLUMN lapsed_ms;
              ALTER TABLE writes DROP COLUMN holder_id, DROP COLUMN holder_generation;
+             ALTER TABLE work DROP COLUMN checkpoint;
              UPDATE meta SET value = 1 WHERE key = 'schema_version';",
         )
         .unwrap();
@@ -263,6 +264,46 @@ fn a_schema_1_database_is_upgraded_in_place() {
     assert_eq!(listed.total, 1);
     let took = listed.rows[0].1.took_over.clone().unwrap();
     assert_eq!((took.from_owner.as_str(), took.lapsed_ms), ("a", 500));
+}
+
+/// A database created by schema 2 (before work checkpoints) is refused read-only and
+/// upgraded in place by a read-write open: an old item reads without a checkpoint, and a
+/// checkpoint saved under its claim reads back.
+#[test]
+fn a_schema_2_database_is_upgraded_in_place() {
+    let db = database();
+    let clock = ManualClock::new(support::START);
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    store
+        .enqueue(NewWork::effect("fx", HANDLER, "{}"), "k")
+        .unwrap();
+    let claimed = store.claim("fx", "a", "k", 1_000).unwrap();
+    drop(store);
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "ALTER TABLE work DROP COLUMN checkpoint;
+             UPDATE meta SET value = 2 WHERE key = 'schema_version';",
+        )
+        .unwrap();
+    let e = open_err(db.url(), OpenMode::ReadOnly);
+    assert!(e.to_string().contains("predates this build"), "{e}");
+
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    let version: i64 = admin
+        .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(version, leasehold::store::postgres::SCHEMA_VERSION);
+    assert_eq!(store.work("fx").unwrap(), Some(claimed.clone()));
+    store
+        .save_work_checkpoint("fx", "a", claimed.generation, "{\"page\":2}")
+        .unwrap();
+    let reread = url::open(db.url(), OpenMode::ReadOnly).unwrap();
+    assert_eq!(
+        reread.work("fx").unwrap().unwrap().checkpoint.as_deref(),
+        Some("{\"page\":2}")
+    );
 }
 
 /// The database lost commits this process saw acknowledged (as after a failover to a

@@ -39,6 +39,8 @@ mod registry;
 mod schedules;
 #[path = "store/work.rs"]
 mod work;
+#[path = "store/work_checkpoints.rs"]
+mod work_checkpoints;
 
 per_provider! {
     // leases and fencing
@@ -68,6 +70,13 @@ per_provider! {
     work::group_commit_refuses_only_the_stale_entry,
     work::claim_leases_are_clamped_into_a_bounded_window,
     work::enqueue_is_idempotent_per_id,
+    // a work item's checkpoint
+    work_checkpoints::a_checkpoint_saved_under_the_claim_is_visible,
+    work_checkpoints::a_stale_checkpoint_is_fenced_and_changes_nothing,
+    work_checkpoints::a_checkpoint_is_carried_to_the_next_owner_after_a_lapse,
+    work_checkpoints::a_checkpoint_is_kept_across_a_retry,
+    work_checkpoints::a_checkpoint_is_cleared_when_the_item_ends,
+    work_checkpoints::an_oversize_checkpoint_is_refused_and_changes_nothing,
     // poison pills: dead letters, requeue and discard
     dead_letters::a_poison_pill_ends_as_a_dead_letter,
     dead_letters::requeue_gives_a_fresh_budget_once,

@@ -146,6 +146,13 @@ pub struct WorkItem {
     pub last_failure: Option<Failure>,
     /// Handler output of a successful attempt, JSON text.
     pub result: Option<String>,
+    /// Resume state a handler saved under its claim's fence (opaque text, JSON by
+    /// convention), so the next attempt picks up where the last one stopped. It is carried
+    /// across a lapse and a reclaim and kept by a retryable failure; it is cleared when the
+    /// item ends (succeeded, failed, discarded) and by a requeue, whose fresh attempt
+    /// budget starts clean.
+    #[serde(default)]
+    pub checkpoint: Option<String>,
     pub created_at: Millis,
     pub updated_at: Millis,
 }
@@ -176,6 +183,7 @@ impl WorkItem {
             next_eligible_at: spec.not_before.unwrap_or(now),
             last_failure: None,
             result: None,
+            checkpoint: None,
             created_at: now,
             updated_at: now,
         }

@@ -9,9 +9,18 @@ use serde_json::Value;
 use super::timefmt::TimeFmt;
 
 /// String fields whose text is itself JSON (an event payload, a workflow's state, an
-/// authority's config): [`unfold`] parses them into structure.
+/// authority's config, a work item's checkpoint): [`unfold`] parses them into structure.
 const NESTED_JSON: &[&str] = &[
-    "payload", "state", "result", "config", "detail", "args", "input", "inputs", "output",
+    "payload",
+    "state",
+    "result",
+    "config",
+    "detail",
+    "args",
+    "input",
+    "inputs",
+    "output",
+    "checkpoint",
 ];
 
 /// Replaces string values of the nested-JSON fields that hold a JSON object or array by

@@ -83,7 +83,8 @@ pub fn audit_outcome(verb: Verb, verdict: &Verdict, reason: &str) -> String {
 /// Requeue: a failed item (a dead letter, a terminal failure, a discarded item) becomes
 /// `pending` now with a fresh attempt budget — attempt and uncertain counters back to zero
 /// — keeping its logical id, idempotency key, generation and last failure (why it had
-/// failed). The item it answers with is the row to write, `None` when nothing changes.
+/// failed). A fresh budget starts clean: no checkpoint from an earlier attempt. The item
+/// it answers with is the row to write, `None` when nothing changes.
 #[must_use]
 pub fn requeue(item: &WorkItem, now: Millis) -> (Verdict, Option<WorkItem>) {
     match item.state {
@@ -98,6 +99,7 @@ pub fn requeue(item: &WorkItem, now: Millis) -> (Verdict, Option<WorkItem>) {
                 uncertain_attempts: 0,
                 next_eligible_at: now,
                 result: None,
+                checkpoint: None,
                 updated_at: now,
                 ..item.clone()
             }),
@@ -122,8 +124,8 @@ pub fn requeue(item: &WorkItem, now: Millis) -> (Verdict, Option<WorkItem>) {
 
 /// Discard: the item ends `failed` for good, whatever it was doing (a live claim's holder
 /// is fenced out: its completion answers already-terminal), with `discarded by <actor>:
-/// <reason>` as its last failure so every listing shows why. A succeeded item is refused:
-/// its effect happened.
+/// <reason>` as its last failure so every listing shows why, and its checkpoint dropped.
+/// A succeeded item is refused: its effect happened.
 #[must_use]
 pub fn discard(
     item: &WorkItem,
@@ -142,6 +144,7 @@ pub fn discard(
             Some(WorkItem {
                 state: WorkState::Failed,
                 lease_expires_at: None,
+                checkpoint: None,
                 last_failure: Some(Failure {
                     class: FailureClass::Terminal,
                     code: DISCARDED_CODE.into(),

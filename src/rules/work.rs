@@ -44,7 +44,8 @@ pub const DEAD_LETTER_CODE: &str = "ATTEMPTS_EXHAUSTED";
 /// attempts left the item waits in `retry` until `expiry + backoff` (a retryable failure's
 /// backoff, so a handler that crashes its process is not rerun at every lease expiry);
 /// with none left it is a dead letter, terminal `failed` / `uncertain-exhausted`, never
-/// handed to a handler again. Its keys are untouched. A cursor's claim is a turn of a
+/// handed to a handler again. Its keys are untouched; its checkpoint is kept for the next
+/// attempt, or dropped with the dead letter. A cursor's claim is a turn of a
 /// long-lived delivery rather than an attempt, so a lapsed cursor is free again at once and
 /// never dead.
 #[must_use]
@@ -60,6 +61,7 @@ pub fn lapse(item: &WorkItem, backoff: Backoff, now: Millis) -> Option<WorkItem>
             state: WorkState::Failed,
             uncertain_attempts,
             lease_expires_at: None,
+            checkpoint: None,
             last_failure: Some(Failure {
                 class: FailureClass::UncertainExhausted,
                 code: DEAD_LETTER_CODE.into(),
@@ -203,7 +205,45 @@ pub fn renew(
     })
 }
 
-/// Records success: the item becomes `succeeded`, for good.
+/// The largest checkpoint a work item holds, in bytes: resume state, not a payload store.
+pub const MAX_CHECKPOINT_BYTES: usize = 64 * 1024;
+
+/// Refuses a checkpoint over [`MAX_CHECKPOINT_BYTES`] before anything is read or written.
+///
+/// # Errors
+/// `Invalid`, one line naming both sizes.
+pub fn check_checkpoint_size(data: &str) -> Result<()> {
+    if data.len() > MAX_CHECKPOINT_BYTES {
+        return Err(Error::Invalid(format!(
+            "a work checkpoint of {} bytes is over the {MAX_CHECKPOINT_BYTES}-byte limit",
+            data.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Saves `data` as the item's checkpoint under the caller's claim, replacing the last one.
+/// The lease is left as it is: saving is not renewing.
+///
+/// # Errors
+/// As [`check_claim`], or [`check_checkpoint_size`].
+pub fn checkpoint(
+    item: &WorkItem,
+    owner: &str,
+    generation: u64,
+    data: &str,
+    now: Millis,
+) -> Result<WorkItem> {
+    check_checkpoint_size(data)?;
+    check_claim(item, owner, generation)?;
+    Ok(WorkItem {
+        checkpoint: Some(data.to_owned()),
+        updated_at: now,
+        ..item.clone()
+    })
+}
+
+/// Records success: the item becomes `succeeded`, for good, and its checkpoint is dropped.
 ///
 /// # Errors
 /// As [`check_claim`].
@@ -219,13 +259,15 @@ pub fn complete(
         state: WorkState::Succeeded,
         result,
         lease_expires_at: None,
+        checkpoint: None,
         updated_at: now,
         ..item.clone()
     })
 }
 
 /// Records a failed attempt: a retryable failure with attempts left schedules a durable
-/// retry at `now + backoff`; anything else is terminal `failed`.
+/// retry at `now + backoff` and keeps the checkpoint, so the next attempt resumes from it;
+/// anything else is terminal `failed` and drops it.
 ///
 /// # Errors
 /// As [`check_claim`].
@@ -252,13 +294,15 @@ pub fn fail(
         },
         last_failure: Some(failure),
         lease_expires_at: None,
+        checkpoint: if retry { item.checkpoint.clone() } else { None },
         updated_at: now,
         ..item.clone()
     })
 }
 
 /// Hands a long-lived item (a subscription cursor) back to `pending`, eligible again at
-/// `next_at`: its owner is done for now and any authority may take it next.
+/// `next_at`: its owner is done for now and any authority may take it next, from its
+/// checkpoint (kept: the item has not ended).
 ///
 /// # Errors
 /// As [`check_claim`].
@@ -397,6 +441,90 @@ mod tests {
         it = claim(&it, "a", "k", "t".into(), 100, 510).expect("due");
         it = fail(&it, "a", 2, failure, Backoff::default(), 520).expect("holder");
         assert_eq!(it.state, WorkState::Failed);
+    }
+
+    /// The checkpoint rides along while the item lives (a lapse, a retryable failure) and is
+    /// dropped when it ends (success, terminal failure, a dead letter).
+    #[test]
+    fn checkpoints_outlive_attempts_but_not_the_item() {
+        let failure = |class| Failure {
+            class,
+            code: "E".into(),
+            message: "m".into(),
+        };
+        let held = claim(&item(), "a", "k", "t".into(), 100, 0).expect("pending");
+        let saved = checkpoint(&held, "a", 1, "{\"n\":1}", 5).expect("holder");
+        assert_eq!(saved.checkpoint.as_deref(), Some("{\"n\":1}"));
+        assert_eq!(
+            saved.lease_expires_at, held.lease_expires_at,
+            "not a renewal"
+        );
+        assert_eq!(
+            checkpoint(&saved, "b", 1, "x", 6)
+                .expect_err("fenced")
+                .code(),
+            "WORK_FENCED"
+        );
+
+        let lapsed = lapse(&saved, Backoff::default(), 100).expect("lapsed");
+        assert_eq!(lapsed.checkpoint, saved.checkpoint);
+        let next = claim(&lapsed, "b", "k", "t".into(), 100, 600).expect("backed off");
+        assert_eq!(next.checkpoint, saved.checkpoint);
+        let retry = fail(
+            &next,
+            "b",
+            2,
+            failure(FailureClass::Retryable),
+            Backoff::default(),
+            601,
+        )
+        .expect("holder");
+        assert_eq!(
+            (retry.state, retry.checkpoint.clone()),
+            (WorkState::Retry, saved.checkpoint.clone())
+        );
+
+        assert_eq!(
+            complete(&next, "b", 2, None, 601)
+                .expect("holder")
+                .checkpoint,
+            None
+        );
+        let terminal = fail(
+            &next,
+            "b",
+            2,
+            failure(FailureClass::Terminal),
+            Backoff::default(),
+            601,
+        )
+        .expect("holder");
+        assert_eq!(terminal.checkpoint, None);
+        let last = WorkItem {
+            max_attempts: 2,
+            ..next
+        };
+        let dead = lapse(&last, Backoff::default(), 700).expect("lapsed");
+        assert!(dead.is_dead_letter());
+        assert_eq!(dead.checkpoint, None);
+    }
+
+    #[test]
+    fn oversize_checkpoints_are_invalid() {
+        let held = claim(&item(), "a", "k", "t".into(), 100, 0).expect("pending");
+        let full = "x".repeat(MAX_CHECKPOINT_BYTES);
+        assert!(checkpoint(&held, "a", 1, &full, 1).is_ok());
+        let over = format!("{full}x");
+        let e = checkpoint(&held, "a", 1, &over, 1).expect_err("too big");
+        assert_eq!(e.code(), "INVALID");
+        assert!(!e.to_string().contains('\n'), "{e}");
+        // Size before fence: a stale caller with too much learns the limit too.
+        assert_eq!(
+            checkpoint(&held, "b", 9, &over, 1)
+                .expect_err("too big")
+                .code(),
+            "INVALID"
+        );
     }
 
     #[test]

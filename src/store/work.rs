@@ -1,5 +1,5 @@
-//! Work operations: enqueue, batched claim, fenced completion / retry / yield, group
-//! commit. Counts by (kind, state, compat) are kept incrementally here, in the same
+//! Work operations: enqueue, batched claim, fenced completion / retry / yield / checkpoint,
+//! group commit. Counts by (kind, state, compat) are kept incrementally here, in the same
 //! transaction as the change, so the dashboard never counts a million rows.
 
 use super::{Counter, Logged, Store, Tx, record_write};
@@ -185,6 +185,28 @@ impl Store {
     ) -> Result<WorkItem> {
         self.fenced(id, owner, generation, WriteVerb::Renew, |item, now| {
             rules::renew(item, owner, generation, lease_ms, now)
+        })
+    }
+
+    /// Saves `data` (opaque text, JSON by convention) as the item's checkpoint under the
+    /// caller's claim, fenced and recorded like [`Self::renew_claim`]; the lease is not
+    /// extended. The next owner reads it from the item it claims after a lapse, and a
+    /// retryable failure keeps it for the next attempt; it is cleared when the item ends
+    /// and by a requeue (a fresh budget starts clean).
+    ///
+    /// # Errors
+    /// `INVALID` over [`rules::MAX_CHECKPOINT_BYTES`] (nothing is read or written),
+    /// `WORK_FENCED`, `already-terminal`, `NOT_FOUND`.
+    pub fn save_work_checkpoint(
+        &self,
+        id: &str,
+        owner: &str,
+        generation: u64,
+        data: &str,
+    ) -> Result<WorkItem> {
+        rules::check_checkpoint_size(data)?;
+        self.fenced(id, owner, generation, WriteVerb::Checkpoint, |item, now| {
+            rules::checkpoint(item, owner, generation, data, now)
         })
     }
 

@@ -399,6 +399,36 @@ mod tests {
         assert_eq!(osc52("wf-1"), "\u{1b}]52;c;d2YtMQ==\u{7}");
     }
 
+    /// A work item's checkpoint is on its record as the store holds it, JSON unfolded.
+    #[test]
+    fn a_work_items_checkpoint_is_described() {
+        use std::sync::Arc;
+
+        use crate::clock::ManualClock;
+        use crate::ids::SeededIds;
+        use crate::model::work::NewWork;
+        use crate::store::memory::MemoryBackend;
+
+        let store = Store::new(
+            Arc::new(MemoryBackend::new()),
+            Arc::new(ManualClock::new(1_000)),
+            Arc::new(SeededIds::new(1)),
+        );
+        store
+            .enqueue(NewWork::effect("fx", "h", "{}"), "k")
+            .expect("enqueue");
+        let fetch_fx = || fetch(&store, &Fetch::Work("fx".into())).expect("fetch");
+        assert_eq!(fetch_fx()["checkpoint"], Value::Null);
+        let claimed = store.claim("fx", "a", "k", 1_000).expect("claim");
+        store
+            .save_work_checkpoint("fx", "a", claimed.generation, r#"{"page":3}"#)
+            .expect("save");
+        let stored = store.work("fx").expect("read").expect("item").checkpoint;
+        let stored: Value = serde_json::from_str(&stored.expect("saved")).expect("JSON");
+        assert_eq!(fetch_fx()["checkpoint"], stored);
+        assert_eq!(stored, json!({"page": 3}));
+    }
+
     #[test]
     fn wraps_long_lines() {
         assert_eq!(wrap("abcdefghij", 4), ["abcd", "↳ ef", "↳ gh", "↳ ij"]);

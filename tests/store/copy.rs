@@ -86,8 +86,8 @@ fn dump(backend: &MemoryBackend) -> Vec<String> {
 
 /// A memory store after a chaotic cluster run (reclaims, fenced writes, retries,
 /// workflows with their histories and outcomes, events, cursors, schedules), plus a keyed
-/// lease call, an audit entry, a lease failover and the late owner's refused renewal, and
-/// one transaction granting more than a copy batch.
+/// lease call, an audit entry, a lease failover and the late owner's refused renewal, a
+/// work item's checkpoint, and one transaction granting more than a copy batch.
 fn busy(h: &dyn Harness) -> (MemoryBackend, Store) {
     let cluster = Cluster::new(ClusterOptions::headless("chaos", 7, 3, 20_000)).unwrap();
     cluster.advance(20_000);
@@ -117,6 +117,11 @@ fn busy(h: &dyn Harness) -> (MemoryBackend, Store) {
         run.claim_batch("bulk", "bulk-build", BATCH + 200, 60_000),
     );
     assert_eq!(claimed.len(), BATCH + 200);
+    let resumable = &claimed[0];
+    ok(
+        "work checkpoint",
+        run.save_work_checkpoint(&resumable.id, "bulk", resumable.generation, "{\"page\":7}"),
+    );
     let (backend, store) = memory(h);
     ok("copy the run", copy_store(&run, &store, &mut quiet));
     (backend, store)

@@ -1,11 +1,11 @@
 //! The property-based state-machine test: random sequences of acquire / renew / release /
-//! handoff / checkpoint / claim / claim-batch / complete / fail / renew-claim / an
-//! operator's requeue and discard / clock advances across three owners, three resources and
-//! four work items, applied both to the real [`Store`] and to an independent shadow model
-//! written here from docs/ARCHITECTURE.md (plain structs; nothing from `leasehold::rules`).
-//! After every step the outcome code, and every lease's and item's owner, generation,
-//! expiry and state must agree — a claim that lapsed unrecorded included: backed off like a
-//! retry, dead-lettered once its budget is spent.
+//! handoff / checkpoint / claim / claim-batch / complete / fail / renew-claim / a work
+//! checkpoint / an operator's requeue and discard / clock advances across three owners,
+//! three resources and four work items, applied both to the real [`Store`] and to an
+//! independent shadow model written here from docs/ARCHITECTURE.md (plain structs; nothing
+//! from `leasehold::rules`). After every step the outcome code, and every lease's and
+//! item's owner, generation, expiry, state and checkpoint must agree — a claim that lapsed
+//! unrecorded included: backed off like a retry, dead-lettered once its budget is spent.
 //!
 //! The shadow's constants are written out again on purpose: if the library's documented
 //! window or backoff drifts, this test says so.
@@ -105,6 +105,8 @@ struct ShadowItem {
     dead_letter: bool,
     /// Failed because an operator discarded it.
     discarded: bool,
+    /// Saved under a claim; kept while the item lives, dropped when it ends or is requeued.
+    checkpoint: Option<u8>,
 }
 
 /// A triage verb's answers other than a change, as outcome codes.
@@ -185,6 +187,12 @@ pub enum Step {
         item: usize,
         lease: usize,
     },
+    /// A claim holder saves resume state on a work item.
+    WorkCheckpoint {
+        owner: usize,
+        item: usize,
+        data: u8,
+    },
     /// An operator's requeue of an item.
     Requeue {
         item: usize,
@@ -258,6 +266,7 @@ impl Shadow {
             it.state = St::Failed;
             it.lease_expires_at = None;
             it.dead_letter = true;
+            it.checkpoint = None;
         } else {
             it.state = St::Retry;
             it.next_eligible_at = expired + backoff(it.attempt);
@@ -302,6 +311,7 @@ impl Shadow {
                 it.lease_expires_at = None;
                 it.dead_letter = false;
                 it.discarded = false;
+                it.checkpoint = None;
                 Outcome::Ok
             }
             St::Pending if it.generation > 0 && it.attempt == 0 => Outcome::Refused(ALREADY),
@@ -320,6 +330,7 @@ impl Shadow {
                 it.lease_expires_at = None;
                 it.dead_letter = false;
                 it.discarded = true;
+                it.checkpoint = None;
                 Outcome::Ok
             }
         }
@@ -456,6 +467,7 @@ impl Shadow {
                 let it = &mut self.items[item];
                 it.state = St::Succeeded;
                 it.lease_expires_at = None;
+                it.checkpoint = None;
             })),
             Step::Fail {
                 owner,
@@ -467,12 +479,19 @@ impl Shadow {
                 it.state = if retry { St::Retry } else { St::Failed };
                 if retry {
                     it.next_eligible_at = now + backoff(it.attempt);
+                } else {
+                    it.checkpoint = None;
                 }
                 it.lease_expires_at = None;
             })),
             Step::RenewClaim { owner, item, lease } => {
                 done(self.claim_check(owner, item).map(|()| {
                     self.items[item].lease_expires_at = Some(now + WORK_LEASES[lease]);
+                }))
+            }
+            Step::WorkCheckpoint { owner, item, data } => {
+                done(self.claim_check(owner, item).map(|()| {
+                    self.items[item].checkpoint = Some(data);
                 }))
             }
             Step::Requeue { item } => self.requeue(item),
@@ -504,6 +523,7 @@ impl ReferenceStateMachine for ShadowMachine {
             next_eligible_at: START,
             dead_letter: false,
             discarded: false,
+            checkpoint: None,
         };
         Just(Shadow {
             now: START,
@@ -533,7 +553,8 @@ impl ReferenceStateMachine for ShadowMachine {
             3 => (owners.clone(), 0..4usize, leases.clone()).prop_map(|(owner, limit, lease)| Step::ClaimBatch { owner, limit, lease }),
             3 => (owners.clone(), items.clone()).prop_map(|(owner, item)| Step::Complete { owner, item }),
             2 => (owners.clone(), items.clone(), any::<bool>()).prop_map(|(owner, item, retryable)| Step::Fail { owner, item, retryable }),
-            1 => (owners, items.clone(), leases).prop_map(|(owner, item, lease)| Step::RenewClaim { owner, item, lease }),
+            1 => (owners.clone(), items.clone(), leases).prop_map(|(owner, item, lease)| Step::RenewClaim { owner, item, lease }),
+            2 => (owners, items.clone(), any::<u8>()).prop_map(|(owner, item, data)| Step::WorkCheckpoint { owner, item, data }),
             1 => items.clone().prop_map(|item| Step::Requeue { item }),
             1 => items.prop_map(|item| Step::Discard { item }),
             4 => (0..ADVANCES.len()).prop_map(|by| Step::Advance { by }),
@@ -746,6 +767,12 @@ impl Real {
                 self.item_gen[owner][item],
                 WORK_LEASES[lease],
             )),
+            Step::WorkCheckpoint { owner, item, data } => code(&s.save_work_checkpoint(
+                ITEMS[item],
+                OWNERS[owner],
+                self.item_gen[owner][item],
+                &data.to_string(),
+            )),
             Step::Requeue { item } => triaged(&s.requeue_work(ITEMS[item], OPERATOR, "model")),
             Step::Discard { item } => triaged(&s.discard_work(ITEMS[item], OPERATOR, "model")),
             Step::Advance { by } => {
@@ -834,6 +861,7 @@ impl Real {
                 a.attempt_number,
                 a.uncertain_attempts,
                 a.next_eligible_at,
+                a.checkpoint.clone(),
             );
             let want = (
                 e.state,
@@ -847,10 +875,11 @@ impl Real {
                 e.attempt,
                 e.uncertain,
                 e.next_eligible_at,
+                e.checkpoint.map(|d| d.to_string()),
             );
             assert_eq!(
                 view, want,
-                "{}: (state, owner, generation, leaseExpiresAt, attempt, uncertain, nextEligibleAt)",
+                "{}: (state, owner, generation, leaseExpiresAt, attempt, uncertain, nextEligibleAt, checkpoint)",
                 ITEMS[i]
             );
             assert_eq!(

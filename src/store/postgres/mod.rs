@@ -43,7 +43,8 @@
 //!   (choose another with `?options=-csearch_path%3Dname`).
 //!
 //! Files: `pool.rs` holds the connections, `errors.rs` maps driver errors, `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
-//! provider's side of that layer (`store/sql/`), `schema.sql`.
+//! provider's side of that layer (`store/sql/`), `schema.sql`, and `upgrade_1.sql` and
+//! `upgrade_2.sql`, which bring a store of schema 1 or 2 to 3 in place.
 
 mod bind;
 mod errors;
@@ -65,13 +66,13 @@ use pool::{Conn, Pool, PoolState, connect};
 use tx::PgTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The schema, run idempotently at every read-write open of an uninitialised database.
 const SCHEMA: &str = include_str!("schema.sql");
 
-/// Brings a version 1 store to version 2.
-const UPGRADE_1: &str = include_str!("upgrade_1.sql");
+/// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`.
+const UPGRADES: [&str; 2] = [include_str!("upgrade_1.sql"), include_str!("upgrade_2.sql")];
 
 /// Whole-transaction attempts before `STORE_CONTENTION` / `STORE_UNAVAILABLE`.
 pub const MAX_ATTEMPTS: u32 = 50;
@@ -475,12 +476,11 @@ fn init(
                     names.label
                 ))))
             }
-            Found::Leasehold(1) => conn
-                .client
-                .batch_execute(UPGRADE_1)
+            Found::Leasehold(v) => super::sql::upgrades_from(&UPGRADES, v)
+                .iter()
+                .try_for_each(|upgrade| conn.client.batch_execute(upgrade))
                 .map(|()| false)
                 .map_err(|e| step(names, &e, &conn.client)),
-            Found::Leasehold(_) => Ok(false),
             Found::Empty if read_only || !create => Err(Step::Fail(Error::Unavailable(format!(
                 "{}: not a leasehold store yet (nothing was created; `leasehold init` creates one)",
                 names.label

@@ -1,4 +1,4 @@
--- leasehold PostgreSQL schema, version 2: the SQLite schema's tables, columns and indexes
+-- leasehold PostgreSQL schema, version 3: the SQLite schema's tables, columns and indexes
 -- with PostgreSQL types. Every statement is idempotent; the provider runs the whole file in
 -- one transaction under an advisory lock, so any number of authorities may start at once
 -- (`CREATE … IF NOT EXISTS` alone races in PostgreSQL). Instants are epoch milliseconds
@@ -17,7 +17,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT COLLATE "C" PRIMARY KEY,
     value BIGINT NOT NULL
 );
-INSERT INTO meta (key, value) VALUES ('schema_version', 2) ON CONFLICT (key) DO NOTHING;
+INSERT INTO meta (key, value) VALUES ('schema_version', 3) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('revision', 0) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('journal_seq', 0) ON CONFLICT (key) DO NOTHING;
 
@@ -64,7 +64,8 @@ CREATE TABLE IF NOT EXISTS work (
     updated_at         BIGINT NOT NULL,
     -- When the item next becomes claimable: next_eligible_at for pending / retry,
     -- lease_expires_at for claimed, NULL for terminal. The claim index.
-    due_at             BIGINT
+    due_at             BIGINT,
+    checkpoint         TEXT COLLATE "C" -- resume state saved under the claim; last, as the upgrade adds it
 );
 CREATE INDEX IF NOT EXISTS work_claim ON work (compat, due_at, id) WHERE due_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS work_waiting ON work (next_eligible_at) WHERE state IN ('pending', 'retry');

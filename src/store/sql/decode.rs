@@ -52,6 +52,7 @@ pub(crate) fn work(row: &dyn SqlRow) -> Result<WorkItem> {
         next_eligible_at: int(row, at(17, "next_eligible_at"))?,
         last_failure: opt_json(row, at(18, "last_failure"))?,
         result: opt_text(row, at(19, "result"))?,
+        checkpoint: opt_text(row, at(23, "checkpoint"))?,
         created_at: int(row, at(20, "created_at"))?,
         updated_at: int(row, at(21, "updated_at"))?,
     })

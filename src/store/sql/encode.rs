@@ -68,6 +68,7 @@ pub(crate) const WORK: Table = Table {
         ("created_at", Int),
         ("updated_at", Int),
         ("due_at", Int),
+        ("checkpoint", Text),
     ],
 };
 
@@ -97,6 +98,7 @@ pub(crate) fn work(item: &WorkItem) -> Result<Vec<SqlValue>> {
         item.created_at.into(),
         item.updated_at.into(),
         item.due_at().into(),
+        item.checkpoint.as_deref().into(),
     ])
 }
 

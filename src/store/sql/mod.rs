@@ -8,8 +8,8 @@
 //! - `query.rs`, `statements.rs`: assembled conditions, reads by key, meta counters and
 //!   the keyset-paged lists.
 //! - `driver.rs`, `tx.rs`: the provider seam and the shared `Tx`.
-//! - here: the bounded retry loop around a whole transaction, and the encodings of values
-//!   that have no native column type.
+//! - here: the bounded retry loop around a whole transaction, the choice of schema
+//!   upgrades, and the encodings of values that have no native column type.
 
 pub(crate) mod decode;
 pub(crate) mod dialect;
@@ -93,6 +93,15 @@ pub(crate) fn backoff(attempt: u32) {
     std::thread::sleep(Duration::from_millis(base + jitter));
 }
 
+/// The upgrades a store at schema `version` runs, in order, where `upgrades[n]` brings
+/// version `n + 1` to `n + 2`: none for the current version, every one for version 1.
+pub(crate) fn upgrades_from<'a>(upgrades: &'a [&'a str], version: i64) -> &'a [&'a str] {
+    usize::try_from(version.saturating_sub(1))
+        .ok()
+        .and_then(|from| upgrades.get(from..))
+        .unwrap_or(&[])
+}
+
 /// A `u64` as a 64-bit signed column; values beyond `i64::MAX` are refused, never wrapped.
 pub(crate) fn int(v: u64) -> Result<i64> {
     i64::try_from(v).map_err(|_| {
@@ -129,3 +138,19 @@ pub(crate) fn incident_bound(before: Option<crate::model::HistoryPosition>) -> (
 /// backing off (they keep the lapsed expiry).
 pub(crate) const RECLAIM: &str =
     "(state = 'claimed' OR (state = 'retry' AND lease_expires_at IS NOT NULL)) AND ";
+
+#[cfg(test)]
+mod tests {
+    use super::upgrades_from;
+
+    #[test]
+    fn a_store_runs_every_upgrade_from_its_version_on() {
+        let upgrades = ["1 to 2", "2 to 3"];
+        assert_eq!(upgrades_from(&upgrades, 1), upgrades);
+        assert_eq!(upgrades_from(&upgrades, 2), ["2 to 3"]);
+        assert!(upgrades_from(&upgrades, 3).is_empty());
+        for nonsense in [0, -1, i64::MIN, i64::MAX] {
+            assert!(upgrades_from(&upgrades, nonsense).is_empty(), "{nonsense}");
+        }
+    }
+}

@@ -18,7 +18,7 @@
 //! Files: `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
 //! choice, `schema.sql`, and
-//! `upgrade_1.sql`, which brings a store of schema 1 to 2 in place.
+//! `upgrade_1.sql` and `upgrade_2.sql`, which bring a store of schema 1 or 2 to 3 in place.
 
 mod bind;
 #[cfg(test)]
@@ -51,13 +51,14 @@ use presence::Presence;
 use tx::SqliteTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The schema, run idempotently at every read-write open.
 const SCHEMA: &str = include_str!("schema.sql");
 
-/// Brings a version 1 store to version 2 (run before [`SCHEMA`]).
-const UPGRADE_1: &str = include_str!("upgrade_1.sql");
+/// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`. An older
+/// store runs every one from its version on, before [`SCHEMA`].
+const UPGRADES: [&str; 2] = [include_str!("upgrade_1.sql"), include_str!("upgrade_2.sql")];
 
 /// How long one statement waits for another process's lock before reporting busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -444,8 +445,12 @@ fn init(conn: &mut Connection, label: &str) -> std::result::Result<bool, Step> {
     if has_meta {
         match schema_version(&tx).map_err(|e| step(label, &e))? {
             Some(v) if v > SCHEMA_VERSION => return Err(Step::Fail(newer(label, v))),
-            Some(1) => tx.execute_batch(UPGRADE_1).map_err(|e| step(label, &e))?,
-            _ => {}
+            Some(v) => {
+                for upgrade in super::sql::upgrades_from(&UPGRADES, v) {
+                    tx.execute_batch(upgrade).map_err(|e| step(label, &e))?;
+                }
+            }
+            None => {}
         }
     }
     tx.execute_batch(SCHEMA).map_err(|e| step(label, &e))?;

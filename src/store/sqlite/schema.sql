@@ -1,4 +1,4 @@
--- leasehold SQLite schema, version 2. Every statement is idempotent so that any number of
+-- leasehold SQLite schema, version 3. Every statement is idempotent so that any number of
 -- processes may run it at once (each inside BEGIN IMMEDIATE). Instants are epoch
 -- milliseconds; enums are their `as_str()` text; nested structs are JSON text.
 --
@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
-INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 2);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 3);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('journal_seq', 0);
 
@@ -61,7 +61,8 @@ CREATE TABLE IF NOT EXISTS work (
     updated_at         INTEGER NOT NULL,
     -- When the item next becomes claimable: next_eligible_at for pending / retry,
     -- lease_expires_at for claimed, NULL for terminal. The claim index.
-    due_at             INTEGER
+    due_at             INTEGER,
+    checkpoint         TEXT -- resume state saved under the claim; last, as the upgrade adds it
 );
 CREATE INDEX IF NOT EXISTS work_claim ON work (compat, due_at, id) WHERE due_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS work_waiting ON work (next_eligible_at) WHERE state IN ('pending', 'retry');

@@ -432,7 +432,7 @@ fn sqlite_errors_map_to_store_errors() {
 
 /// The `work` table's columns in the order `sql::decode::work` reads them by position and
 /// `sql::encode::WORK` lists them.
-const WORK_COLUMNS: [&str; 23] = [
+pub(super) const WORK_COLUMNS: [&str; 24] = [
     "id",
     "kind",
     "state",
@@ -456,6 +456,7 @@ const WORK_COLUMNS: [&str; 23] = [
     "created_at",
     "updated_at",
     "due_at",
+    "checkpoint",
 ];
 
 #[test]

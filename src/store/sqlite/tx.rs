@@ -247,13 +247,13 @@ impl Driver for SqliteTx<'_> {
             "UPDATE work SET state = ?3, token = ?10, generation = ?11, claimed_at = ?12,
                 lease_expires_at = ?13, attempt_number = ?14, uncertain_attempts = ?15, max_attempts = ?16,
                 last_attempt_at = ?17, next_eligible_at = ?18, last_failure = ?19, result = ?20,
-                updated_at = ?22, due_at = ?23
+                updated_at = ?22, due_at = ?23, checkpoint = ?24
              WHERE id = ?1"
         } else {
             "UPDATE work SET state = ?3, owner_id = ?9, token = ?10, generation = ?11, claimed_at = ?12,
                 lease_expires_at = ?13, attempt_number = ?14, uncertain_attempts = ?15, max_attempts = ?16,
                 last_attempt_at = ?17, next_eligible_at = ?18, last_failure = ?19, result = ?20,
-                updated_at = ?22, due_at = ?23
+                updated_at = ?22, due_at = ?23, checkpoint = ?24
              WHERE id = ?1"
         };
         let changed = self.execute(sql, &encode::work(item)?)?;

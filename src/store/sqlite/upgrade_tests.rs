@@ -1,14 +1,17 @@
-//! A store written by schema 1 (before failovers and holders were recorded) opens in
-//! place: its columns and rows stay, the new facts read as unknown, new rows carry them.
+//! A store written by an older schema opens in place: schema 1 (before failovers and
+//! holders were recorded) and schema 2 (before work checkpoints). Its columns and rows
+//! stay, the new facts read as unknown, new rows carry them.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use rusqlite::Connection;
 
+use super::tests::WORK_COLUMNS;
 use super::{OpenMode, SCHEMA_VERSION, SqliteBackend};
 use crate::clock::ManualClock;
 use crate::ids::SeededIds;
+use crate::model::work::NewWork;
 use crate::store::{Keyed, Store};
 
 const NO_KEY: Keyed<'static> = Keyed { key: None };
@@ -22,9 +25,20 @@ fn store(path: &Path, clock: &ManualClock) -> Store {
     )
 }
 
-/// Turns a fresh store back into what schema 1 created: no failover or holder columns,
-/// no indexes over them, version 1.
+/// Turns a fresh store back into what schema 2 created: no work checkpoint, version 2.
+fn downgrade_to_schema_2(path: &Path) {
+    let conn = Connection::open(path).expect("raw");
+    conn.execute_batch(
+        "ALTER TABLE work DROP COLUMN checkpoint;
+         UPDATE meta SET value = 2 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+}
+
+/// Turns a fresh store back into what schema 1 created: schema 2's, without the failover
+/// or holder columns or the indexes over them, version 1.
 fn downgrade_to_schema_1(path: &Path) {
+    downgrade_to_schema_2(path);
     let conn = Connection::open(path).expect("raw");
     conn.execute_batch(
         "DROP INDEX grants_failovers;
@@ -63,15 +77,7 @@ fn a_schema_1_store_is_upgraded_in_place_and_old_rows_read_as_unknown() {
     assert_eq!(std::fs::read(&path).expect("bytes"), untouched);
 
     let s = store(&path, &clock);
-    let version: i64 = Connection::open(&path)
-        .expect("raw")
-        .query_row(
-            "SELECT value FROM meta WHERE key = 'schema_version'",
-            [],
-            |r| r.get(0),
-        )
-        .expect("version");
-    assert_eq!(version, SCHEMA_VERSION);
+    assert_current(&path);
     let old = s.read(|tx| tx.grants(None, 0, 10)).expect("grants");
     assert_eq!(old.len(), 2, "the old grants stay");
     assert!(old.iter().all(|g| g.took_over.is_none()));
@@ -90,4 +96,59 @@ fn a_schema_1_store_is_upgraded_in_place_and_old_rows_read_as_unknown() {
         ("b", 2)
     );
     assert_eq!(takeover.lapsed_ms, 1_500);
+}
+
+/// The store is at this build's version, its work columns in the order rows are read by
+/// position.
+fn assert_current(path: &Path) {
+    let conn = Connection::open(path).expect("raw");
+    let version: i64 = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("version");
+    assert_eq!(version, SCHEMA_VERSION);
+    let columns: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('work') ORDER BY cid")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .expect("table info");
+    assert_eq!(columns, WORK_COLUMNS);
+}
+
+#[test]
+fn a_schema_2_store_is_upgraded_in_place_and_old_items_have_no_checkpoint() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("old.db");
+    let clock = ManualClock::new(1_000);
+    let s = store(&path, &clock);
+    s.enqueue(NewWork::effect("fx", "h", "{}"), "k")
+        .expect("enqueue");
+    let claimed = s.claim("fx", "a", "k", 1_000).expect("a claims");
+    drop(s);
+    downgrade_to_schema_2(&path);
+
+    let untouched = std::fs::read(&path).expect("bytes");
+    let err = SqliteBackend::open(&path, OpenMode::ReadOnly)
+        .err()
+        .expect("a read-only open cannot upgrade");
+    assert!(err.to_string().contains("predates this build"), "{err}");
+    assert_eq!(std::fs::read(&path).expect("bytes"), untouched);
+
+    let s = store(&path, &clock);
+    assert_current(&path);
+    let old = s.work("fx").expect("read").expect("the old item stays");
+    assert_eq!(
+        old, claimed,
+        "an old row reads as it was, with no checkpoint"
+    );
+    let saved = s
+        .save_work_checkpoint("fx", "a", claimed.generation, "{\"page\":2}")
+        .expect("a checkpoint under the claim");
+    assert_eq!(
+        s.work("fx").expect("read").expect("item").checkpoint,
+        saved.checkpoint
+    );
+    assert_eq!(saved.checkpoint.as_deref(), Some("{\"page\":2}"));
 }
