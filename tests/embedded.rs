@@ -2,7 +2,9 @@
 //! kind of work (effects, schedule firings, subscription deliveries, workflow actions); a
 //! handler longer than three lease windows keeps its claim and completes once; a handler
 //! told its lease was lost stops and its late answer changes nothing; a panicking handler
-//! is an uncertain attempt retried under the same idempotency key; an item with no
+//! is an uncertain attempt retried under the same idempotency key; a checkpoint saved by
+//! one attempt is what the next one resumes from, and a lost claim cannot write one; an
+//! item with no
 //! registered handler stays pending; readiness, liveness and a graceful shutdown.
 //!
 //! The authorities run on a real tokio runtime; the store reads the harness's manual clock,
@@ -36,6 +38,7 @@ per_provider! {
     a_handler_outliving_three_lease_windows_keeps_its_claim,
     a_handler_told_its_lease_is_lost_stops_and_changes_nothing,
     a_panicking_handler_is_uncertain_and_retried_with_the_same_key,
+    a_checkpoint_carries_to_the_next_attempt_and_is_fenced_after_a_loss,
     an_item_without_a_handler_stays_pending,
     shutdown_tells_a_handler_past_its_grace_and_health_follows,
 }
@@ -381,6 +384,87 @@ fn a_panicking_handler_is_uncertain_and_retried_with_the_same_key(h: &dyn Harnes
             (2, item.idempotency_key.clone())
         ]
     );
+}
+
+fn a_checkpoint_carries_to_the_next_attempt_and_is_fenced_after_a_loss(h: &dyn Harness) {
+    let store = h.store();
+    enqueue(&store, "export", "export", json!({ "pages": 5 }));
+    let resumed_from = Arc::new(Mutex::new(Vec::<Option<String>>::new()));
+    let stale_save = Arc::new(Mutex::new(None::<String>));
+    let handler = {
+        let (resumed_from, stale_save) = (resumed_from.clone(), stale_save.clone());
+        move |attempt: Attempt| {
+            let (resumed_from, stale_save) = (resumed_from.clone(), stale_save.clone());
+            async move {
+                resumed_from
+                    .lock()
+                    .expect("lock")
+                    .push(attempt.checkpoint.clone());
+                if attempt.attempt > 1 {
+                    return HandlerOutcome::Succeeded(None);
+                }
+                attempt
+                    .save_checkpoint("page=3")
+                    .await
+                    .expect("saves under its claim");
+                // Crash after page 3: nothing recorded, the claim lapses. Before answering,
+                // wait to be told the claim is gone, then try to write anyway.
+                attempt.lease_lost().await;
+                let refused = attempt.save_checkpoint("page=4").await.expect_err("fenced");
+                *stale_save.lock().expect("lock") = Some(refused.code().to_owned());
+                HandlerOutcome::Uncertain
+            }
+        }
+    };
+    let rt = runtime();
+    let authority = rt
+        .block_on(
+            Authority::builder(store.clone(), config("a"))
+                .handler("export", "1.0.0", handler)
+                .start(),
+        )
+        .expect("starts");
+    wait_until("the checkpoint", within(RUNNING), || {
+        store
+            .work("export")
+            .expect("reads")
+            .is_some_and(|w| w.checkpoint.as_deref() == Some("page=3"))
+    });
+    // Another authority reclaims the lapsed claim, so a's renewal is refused.
+    let later = ManualClock::new(clock_now(h.clock()) + 60_000);
+    let other = h.reopen().with_clock(Arc::new(later.clone()));
+    let taken = other
+        .claim("export", "b", &compat(), LEASE_MS * 100)
+        .expect("b reclaims");
+    assert_eq!(
+        taken.checkpoint.as_deref(),
+        Some("page=3"),
+        "b resumes from it"
+    );
+    wait_until("a's stale save to be refused", within(RUNNING), || {
+        stale_save.lock().expect("lock").is_some()
+    });
+    assert_eq!(
+        stale_save.lock().expect("lock").as_deref(),
+        Some("WORK_FENCED")
+    );
+    // b gives the item back (as a crash would, after its lease), and a runs it again.
+    other
+        .yield_back("export", "b", taken.generation, clock_now(h.clock()))
+        .expect("b yields");
+    wait_until("the resumed attempt", within(RUNNING), || {
+        state_of(&store, "export") == Some(WorkState::Succeeded)
+    });
+    rt.block_on(authority.shutdown()).expect("stops");
+    let resumed_from = resumed_from.lock().expect("lock").clone();
+    assert_eq!(resumed_from.first(), Some(&None), "{resumed_from:?}");
+    assert_eq!(
+        resumed_from.last(),
+        Some(&Some("page=3".to_owned())),
+        "{resumed_from:?}"
+    );
+    let done = store.work("export").expect("reads").expect("exists");
+    assert_eq!(done.checkpoint, None, "an ended item drops its checkpoint");
 }
 
 fn an_item_without_a_handler_stays_pending(h: &dyn Harness) {

@@ -136,7 +136,9 @@ impl AuthorityCore {
                     self.workload.seed(),
                     self.pace,
                 )
-                .with_lease(job.lease.watch());
+                .with_lease(job.lease.watch())
+                .with_checkpoint(item.checkpoint.clone())
+                .with_checkpoint_writer(self.work_checkpoints(item));
                 let mut then = Then::Work {
                     last_seq: None,
                     delivered: 0,
@@ -205,6 +207,18 @@ impl AuthorityCore {
                 }
             },
         }
+    }
+
+    /// Saves a work item's checkpoint on its row, under the claim.
+    fn work_checkpoints(&self, item: &WorkItem) -> CheckpointWriter {
+        let store = self.store.clone();
+        let owner = self.id().to_owned();
+        let (id, generation) = (item.id.clone(), item.generation);
+        Arc::new(move |data: &str| {
+            store
+                .save_work_checkpoint(&id, &owner, generation, data)
+                .map(|_| ())
+        })
     }
 
     /// Saves a workflow action's checkpoint on its instance's lease, under the claim.
