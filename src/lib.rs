@@ -7,6 +7,59 @@
 //! authority at a time through a lease with a fencing generation: a stale owner that wakes
 //! up after a takeover can never commit.
 //!
+//! ## Put your own work on it
+//!
+//! An application embeds an [`authority::Authority`]: a store, an instance id and the
+//! knobs ([`authority::AuthorityConfig`]), and its handlers registered by name and semantic
+//! version. Handlers are `async` functions of one [`authority::Attempt`]: the item's ids
+//! and payload, its idempotency key (the same on every retry and after every failover),
+//! the attempt number and claim generation, the checkpoint an earlier attempt saved, and a
+//! lease-lost signal. The runtime renews the claim while a handler runs, however long; a
+//! handler that panics is an uncertain attempt, retried under the same key.
+//!
+//! ```no_run
+//! use leasehold::authority::{Attempt, Authority, AuthorityConfig, HandlerOutcome};
+//! use leasehold::build_key::compatibility_key;
+//! use leasehold::model::work::NewWork;
+//! use leasehold::store::url::{OpenMode, open};
+//!
+//! async fn send_email(attempt: Attempt) -> HandlerOutcome {
+//!     // Call the mail provider, passing `attempt.idempotency_key` so a retry never sends
+//!     // twice; stop early if `attempt.lease_lost()` resolves.
+//!     HandlerOutcome::Succeeded(None)
+//! }
+//!
+//! # async fn run() -> leasehold::Result<()> {
+//! // Store calls block: from async code, run them on the blocking pool.
+//! let store = tokio::task::spawn_blocking(|| open("app.db", OpenMode::ReadWrite))
+//!     .await
+//!     .expect("joined")?;
+//! let authority = Authority::builder(store.clone(), AuthorityConfig::new("app-1", "v1"))
+//!     .handler("send-email", "1.0.0", send_email)
+//!     .start()
+//!     .await?;
+//!
+//! // The producer side is one call on the store per intent.
+//! let compat = compatibility_key("v1").digest();
+//! let email = NewWork::effect("welcome:42", "send-email", r#"{"to":"ana@example.com"}"#);
+//! tokio::task::spawn_blocking(move || store.enqueue(email, &compat))
+//!     .await
+//!     .expect("joined")?;
+//!
+//! // Readiness and liveness for the host's probes; a graceful stop on SIGTERM.
+//! assert!(authority.health().ready);
+//! authority.shutdown().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The producer calls are [`Store::enqueue`] (an effect, with its idempotency key, delay
+//! and attempt budget), [`Store::create_schedule`] / [`Store::update_schedule`],
+//! [`Store::ingest`] (an event, deduplicated on its source and external id),
+//! [`Store::start_workflow`] and [`Store::cancel_workflow`]. Handlers in other languages
+//! run through `leasehold authority --config handlers.toml` (`docs/HANDLERS.md`).
+//! `examples/embedded_service.rs` is a whole service built this way.
+//!
 //! ## Layout
 //! - [`clock`], [`ids`], [`error`]: injected time and ids (and the rule every identifier
 //!   from outside obeys), the error vocabulary.

@@ -5,6 +5,8 @@
 //! It is the same runtime as `leasehold authority` ([`run_authority_with`]): the same
 //! claims, renewals while handlers run, fencing, heartbeats and shutdown.
 
+#![warn(missing_docs)]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -202,6 +204,7 @@ impl Authority {
         }
     }
 
+    /// The instance id it registered under.
     #[must_use]
     pub fn instance_id(&self) -> &str {
         &self.instance_id

@@ -7,6 +7,8 @@
 //!   (a wedged store call, a starved runtime) is not live, and a host restarting it is
 //!   the right answer: its claims lapse and another authority reclaims them.
 
+#![warn(missing_docs)]
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -32,10 +34,15 @@ struct Inner {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HealthReport {
+    /// Registered, not stopping, store reachable, loop turning: give it work.
     pub ready: bool,
+    /// The loop has turned recently: a host may restart it when this is false.
     pub live: bool,
+    /// Its registration is written (it may claim).
     pub registered: bool,
+    /// A shutdown has begun: no new claims.
     pub stopping: bool,
+    /// The store answered the loop's last call.
     pub store_reachable: bool,
     /// Since the loop last turned, in ms (`None` before it started).
     pub since_loop_ms: Option<u64>,

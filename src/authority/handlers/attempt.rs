@@ -46,6 +46,7 @@ pub type CheckpointWriter = Arc<dyn Fn(&str) -> Result<()> + Send + Sync>;
 pub struct AttemptContext {
     /// Work item id (`wf:<instanceId>` for a workflow action).
     pub work_id: String,
+    /// What the attempt runs: an effect, a schedule firing, a delivery or an action.
     pub kind: AttemptKind,
     /// The handler name (for an action: the action name).
     pub handler: String,
@@ -58,8 +59,9 @@ pub struct AttemptContext {
     pub idempotency_key: String,
     /// 1-based physical attempt number.
     pub attempt: u32,
-    /// The authority running it, and the claim's generation.
+    /// The authority running it.
     pub owner_id: String,
+    /// The claim's fencing generation: a later owner holds a higher one.
     pub generation: u64,
     /// For a cursor delivery: the journal events after the durable cursor, in order.
     pub events: Vec<JournalEvent>,
@@ -222,6 +224,7 @@ impl AttemptContext {
 pub struct Attempt(Arc<AttemptContext>);
 
 impl Attempt {
+    /// Wraps `context` for an async handler.
     #[must_use]
     pub fn new(context: AttemptContext) -> Self {
         Self(Arc::new(context))

@@ -19,6 +19,8 @@
 //!   seeded from the workload seed and the attempt's identity, so an outcome does not
 //!   depend on the order attempts run in.
 
+#![warn(missing_docs)]
+
 mod attempt;
 mod lease_signal;
 mod registry;

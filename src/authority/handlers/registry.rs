@@ -51,6 +51,7 @@ impl HandlerVersion {
         }
     }
 
+    /// The version as written.
     #[must_use]
     pub fn as_str(&self) -> &str {
         &self.0
@@ -86,6 +87,7 @@ impl std::fmt::Debug for Registered {
 }
 
 impl Registered {
+    /// The version it was registered at.
     #[must_use]
     pub fn version(&self) -> &HandlerVersion {
         &self.version
@@ -239,11 +241,15 @@ impl Workload {
         self
     }
 
+    /// The workload's name (a demo profile, or the application's instance id).
     #[must_use]
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// The seed blocking handlers' [`AttemptContext::rng`] derives from.
+    ///
+    /// [`AttemptContext::rng`]: super::AttemptContext::rng
     #[must_use]
     pub fn seed(&self) -> u64 {
         self.seed
