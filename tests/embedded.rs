@@ -20,11 +20,13 @@ use std::sync::{Arc, Mutex};
 use leasehold::Store;
 use leasehold::authority::{Attempt, Authority, AuthorityConfig, HandlerOutcome};
 use leasehold::build_key::compatibility_key;
+use leasehold::cli::live::LiveBuilds;
 use leasehold::clock::ManualClock;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::{CatchUp, Trigger};
 use leasehold::model::work::NewWork;
 use leasehold::model::{InstanceStatus, PageRequest, WorkState};
+use leasehold::ops::runnable::Standing;
 use leasehold::workflow::Catalog;
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
@@ -491,6 +493,10 @@ fn an_item_without_a_handler_stays_pending(h: &dyn Harness) {
                 .expect("reads")
                 .is_some_and(|w| w.state == WorkState::Pending && w.generation >= 1)
         });
+        // Operators see why it waits: its build runs, its handler does not.
+        let live = LiveBuilds::load(&store, clock_now(h.clock())).expect("reads");
+        assert_eq!(live.standing(&compat(), "not-deployed-yet"), Standing::NoHandler);
+        assert_eq!(live.standing(&compat(), "known"), Standing::Runnable);
         let stats = rt.block_on(authority.shutdown()).expect("stops");
         assert_eq!(stats.failures, 0);
     }

@@ -7,12 +7,11 @@
 //! compatible is shown as **incompatible**: it waits for a compatible build and is never
 //! failed for it.
 
-use std::collections::BTreeSet;
-
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::PageRequest;
 use crate::ops::liveness::{Liveness, liveness};
+use crate::ops::runnable::{Runnable, Standing};
 use crate::store::Store;
 
 /// Registrations read per page, and pages at most: the registry is small, and this bounds
@@ -20,10 +19,10 @@ use crate::store::Store;
 const PAGE: usize = 500;
 const MAX_PAGES: usize = 20;
 
-/// The compat digests some live authority runs under, read once per command.
+/// The compat digests (and handlers) some live authority runs, read once per command.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LiveBuilds {
-    digests: BTreeSet<String>,
+    runnable: Runnable,
     /// How many authorities are live (heartbeating on time).
     pub live: usize,
     /// How many are silent (missed heartbeats, not yet gone): they still count as running.
@@ -40,15 +39,16 @@ impl LiveBuilds {
     pub fn load(store: &Store, now: Millis) -> Result<Self> {
         let mut builds = Self::default();
         let mut page = PageRequest::first(PAGE);
+        let mut running = Vec::new();
         for _ in 0..MAX_PAGES {
             let rows = store.list_authorities(&page)?;
-            for authority in &rows.rows {
+            for authority in rows.rows {
                 builds.registered += 1;
-                let state = liveness(authority, now);
+                let state = liveness(&authority, now);
                 builds.live += usize::from(state == Liveness::Live);
                 builds.silent += usize::from(state == Liveness::Silent);
                 if state.is_running() {
-                    builds.digests.insert(authority.compat.clone());
+                    running.push(authority);
                 }
             }
             match rows.next {
@@ -56,18 +56,25 @@ impl LiveBuilds {
                 None => break,
             }
         }
+        builds.runnable = Runnable::of(&running);
         Ok(builds)
     }
 
     /// Whether a running authority runs under `compat`.
     #[must_use]
     pub fn compatible(&self, compat: &str) -> bool {
-        self.digests.contains(compat)
+        self.runnable.compatible(compat)
+    }
+
+    /// How an item of `handler` under `compat` stands (see [`crate::ops::runnable`]).
+    #[must_use]
+    pub fn standing(&self, compat: &str, handler: &str) -> Standing {
+        self.runnable.standing(compat, handler)
     }
 
     /// The running authorities' digests.
     pub fn digests(&self) -> impl Iterator<Item = &String> {
-        self.digests.iter()
+        self.runnable.digests()
     }
 }
 

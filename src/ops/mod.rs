@@ -12,6 +12,7 @@ pub mod file_input;
 pub mod filter;
 pub mod liveness;
 pub mod pretty;
+pub mod runnable;
 pub mod timefmt;
 pub mod triage;
 pub mod window;

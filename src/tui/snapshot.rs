@@ -28,6 +28,7 @@ use crate::ops::cursors::CursorStatus;
 use crate::ops::failovers::FailoverRow;
 use crate::ops::fenced::FencedRow;
 use crate::ops::liveness::liveness;
+use crate::ops::runnable::Runnable;
 use crate::ops::window::{Listing, Window};
 use crate::store::{Overview, Store};
 
@@ -137,6 +138,8 @@ pub struct Snapshot {
     pub overview: Overview,
     /// First [`AUTHORITY_SAMPLE`] authorities, by id.
     pub authorities: Vec<Authority>,
+    /// What the running authorities (of the sample) can run: builds and handlers.
+    pub runnable: Runnable,
     /// Compat digests of authorities that are not gone.
     pub live_compats: Vec<String>,
     /// Non-terminal work whose compat no live authority has (0 with no live authority).
@@ -182,6 +185,7 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
     let authorities = c
         .run(|s| s.list_authorities(&PageRequest::first(AUTHORITY_SAMPLE)))?
         .rows;
+    let runnable = Runnable::of(authorities.iter().filter(|a| liveness(a, at).is_running()));
     let mut live_compats: Vec<String> = authorities
         .iter()
         .filter(|a| liveness(a, at).is_running())
@@ -347,6 +351,7 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         store: store.describe(),
         overview,
         authorities,
+        runnable,
         live_compats,
         incompatible,
         incompatible_compats,

@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::render::ViewRow;
 use super::{Ctx, Failure};
 use crate::cli::live::LiveBuilds;
+use crate::ops::runnable::Standing;
 use crate::cli::output::{cell, cell_max, opt_cell, short, when, yes_no};
 use crate::clock::Millis;
 use crate::model::{Failure as WorkFailure, Page, WorkState};
@@ -47,6 +48,8 @@ struct WorkRow {
     idempotency_key: String,
     compat: String,
     compatible: bool,
+    /// Compatible, but no running authority has its handler: it waits, pending.
+    no_handler: bool,
     created_at: Millis,
     updated_at: Millis,
 }
@@ -89,7 +92,11 @@ impl ViewRow for WorkRow {
             w.uncertain_attempts.to_string(),
             next,
             short(&w.compat),
-            yes_no(w.compatible),
+            if w.no_handler {
+                "no handler".into()
+            } else {
+                yes_no(w.compatible)
+            },
         ]
     }
 }
@@ -126,6 +133,8 @@ pub(super) fn print(
         .into_iter()
         .map(|w| WorkRow {
             compatible: live.compatible(&w.compat),
+            no_handler: !w.state.is_terminal()
+                && live.standing(&w.compat, &w.handler) == Standing::NoHandler,
             kind: w.kind.as_str(),
             state: w.state.as_str(),
             state_text: triage::state_text(&w),

@@ -8,6 +8,7 @@ use super::{Cell, Column, Row, TableData, col, version};
 use crate::clock::{Millis, format_duration};
 use crate::model::{Page, WorkItem, WorkState};
 use crate::ops::claims::ClaimStanding;
+use crate::ops::runnable::Standing;
 use crate::ops::timefmt::TimeFmt;
 use crate::ops::triage;
 
@@ -47,6 +48,20 @@ pub fn compatible(snap: &Snapshot, compat: &str) -> (&'static str, bool) {
     }
 }
 
+/// [`compatible`] for a work item, which also needs its handler: `no handler` when a live
+/// authority has its build but none has its handler (see [`crate::ops::runnable`]).
+#[must_use]
+pub fn runnable(snap: &Snapshot, item: &WorkItem) -> (&'static str, bool) {
+    match compatible(snap, &item.compat) {
+        ("yes", true)
+            if snap.runnable.standing(&item.compat, &item.handler) == Standing::NoHandler =>
+        {
+            ("no handler", false)
+        }
+        other => other,
+    }
+}
+
 #[must_use]
 pub fn table(snap: &Snapshot, page: &Page<WorkItem>, fmt: TimeFmt) -> TableData {
     let now = fmt.now;
@@ -54,7 +69,7 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, fmt: TimeFmt) -> TableData 
         .rows
         .iter()
         .map(|w| {
-            let (compat_text, ok) = compatible(snap, &w.compat);
+            let (compat_text, ok) = runnable(snap, w);
             let incompatible = !ok && !w.state.is_terminal();
             let standing = ClaimStanding::of_work(w, now);
             let next = match (w.state, standing) {
