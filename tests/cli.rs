@@ -10,6 +10,8 @@ mod refusals;
 #[path = "support/mod.rs"]
 mod support;
 
+#[path = "cli/bulk.rs"]
+mod bulk;
 #[path = "cli/cancel.rs"]
 mod cancel;
 #[path = "cli/creation.rs"]

@@ -495,7 +495,10 @@ fn an_item_without_a_handler_stays_pending(h: &dyn Harness) {
         });
         // Operators see why it waits: its build runs, its handler does not.
         let live = LiveBuilds::load(&store, clock_now(h.clock())).expect("reads");
-        assert_eq!(live.standing(&compat(), "not-deployed-yet"), Standing::NoHandler);
+        assert_eq!(
+            live.standing(&compat(), "not-deployed-yet"),
+            Standing::NoHandler
+        );
         assert_eq!(live.standing(&compat(), "known"), Standing::Runnable);
         let stats = rt.block_on(authority.shutdown()).expect("stops");
         assert_eq!(stats.failures, 0);

@@ -10,6 +10,8 @@
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::PageRequest;
+use crate::model::work::WorkFilter;
+use crate::ops::filter::Filter;
 use crate::ops::liveness::{Liveness, liveness};
 use crate::ops::runnable::{Runnable, Standing};
 use crate::store::Store;
@@ -70,6 +72,29 @@ impl LiveBuilds {
     #[must_use]
     pub fn standing(&self, compat: &str, handler: &str) -> Standing {
         self.runnable.standing(compat, handler)
+    }
+
+    /// The store's [`WorkFilter`] for `filter` ([`Filter::work_filter`]), `compat:` terms
+    /// judged against the running builds and the digests the store holds — read from its
+    /// counters, never a scan. `None` when it can match nothing.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn work_filter(&self, store: &Store, filter: &Filter) -> Result<Option<WorkFilter>> {
+        let present: Vec<String> = if filter.compat.is_some() {
+            let mut d: Vec<String> = store
+                .overview()?
+                .work
+                .into_iter()
+                .map(|c| c.compat)
+                .collect();
+            d.sort();
+            d.dedup();
+            d
+        } else {
+            Vec::new()
+        };
+        Ok(filter.work_filter(&present, |d| self.compatible(d)))
     }
 
     /// The running authorities' digests.

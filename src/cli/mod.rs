@@ -14,6 +14,7 @@
 pub mod attach;
 pub mod authority;
 pub mod bench;
+pub mod bulk;
 pub mod check;
 pub mod completions;
 pub mod copy;

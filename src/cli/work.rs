@@ -1,7 +1,7 @@
 //! `leasehold work enqueue` (a producer's new item: see [`super::enqueue`]), and
-//! `leasehold work requeue` and `leasehold work discard`: an operator's triage of failed
-//! and poisoned work ([`crate::ops::triage`] decides and words it; the store verbs fence
-//! and audit it).
+//! `leasehold work requeue|discard|retry-now`: an operator's triage of failed, poisoned
+//! and waiting work ([`crate::ops::triage`] decides and words it; the store verbs fence
+//! and audit it), on one item or on every item a `--filter` matches ([`super::bulk`]).
 //!
 //! Exit 0 when the item changed or already showed the change (a repeat), 1 when refused
 //! (a succeeded item; requeue of an item that is not failed), 2 for an unknown item, a
@@ -13,12 +13,14 @@ use std::io::Write;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
+use super::bulk::Bulk;
 use super::output::{cell, json_line};
 use super::{CliResult, Failure, StoreArg};
 use crate::error::Error;
 use crate::ids::check_id;
 use crate::model::WorkItem;
 use crate::ops::actor::operator;
+use crate::ops::filter::{Filter, Subject};
 use crate::ops::triage::{Verb, Verdict};
 use crate::store::Triaged;
 use crate::store::url::OpenMode;
@@ -31,19 +33,43 @@ pub enum WorkCommand {
     Enqueue(super::enqueue::EnqueueArgs),
     /// Give a failed item (a dead letter included) a fresh attempt budget: pending now,
     /// same logical id and idempotency key.
-    Requeue(RequeueArgs),
+    Requeue(TriageArgs),
     /// End an item for good, with a reason recorded on the item and in the audit log.
     Discard(DiscardArgs),
+    /// Make an item waiting out a retry's backoff (or an enqueue delay) due now.
+    RetryNow(TriageArgs),
 }
 
-/// `leasehold work requeue`.
+/// Which items a triage verb acts on: one by id, or every item a filter matches.
 #[derive(Debug, Clone, Args)]
-pub struct RequeueArgs {
+pub struct Target {
+    /// The work item (or `--filter` for every item it matches).
+    #[arg(
+        value_name = "ID",
+        required_unless_present = "filter",
+        conflicts_with = "filter"
+    )]
+    pub id: Option<String>,
+    /// Act on every item this filter matches (the dashboard's `/` grammar, e.g.
+    /// `state:failed kind:effect`), page by page; re-running after an interruption
+    /// finishes the rest and does nothing twice.
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// With `--filter`: say how many items match and list the first; change nothing.
+    #[arg(long, requires = "filter")]
+    pub dry_run: bool,
+    /// With `--filter`: act on more than the confirmation threshold without refusing.
+    #[arg(long, requires = "filter")]
+    pub yes: bool,
+}
+
+/// `leasehold work requeue` and `leasehold work retry-now`.
+#[derive(Debug, Clone, Args)]
+pub struct TriageArgs {
     #[command(flatten)]
     pub store: StoreArg,
-    /// The work item.
-    #[arg(value_name = "ID")]
-    pub id: String,
+    #[command(flatten)]
+    pub target: Target,
     /// Why, for the audit log.
     #[arg(long)]
     pub reason: Option<String>,
@@ -57,9 +83,8 @@ pub struct RequeueArgs {
 pub struct DiscardArgs {
     #[command(flatten)]
     pub store: StoreArg,
-    /// The work item.
-    #[arg(value_name = "ID")]
-    pub id: String,
+    #[command(flatten)]
+    pub target: Target,
     /// Why (required): recorded in the item's last failure and in the audit log.
     #[arg(long)]
     pub reason: String,
@@ -84,25 +109,64 @@ struct Answer<'a> {
 /// # Errors
 /// A refusal (exit 1); an unknown item, bad input or unreadable store (exit 2).
 pub fn run(command: &WorkCommand, out: &mut dyn Write) -> CliResult {
-    let (verb, store, id, reason, json) = match command {
+    let (verb, store, target, reason, json) = match command {
         WorkCommand::Enqueue(a) => return super::enqueue::run(a, out),
         WorkCommand::Requeue(a) => (
             Verb::Requeue,
             &a.store,
-            &a.id,
+            &a.target,
             a.reason.as_deref().unwrap_or_default(),
             a.json,
         ),
-        WorkCommand::Discard(a) => (Verb::Discard, &a.store, &a.id, a.reason.as_str(), a.json),
+        WorkCommand::RetryNow(a) => (
+            Verb::RetryNow,
+            &a.store,
+            &a.target,
+            a.reason.as_deref().unwrap_or_default(),
+            a.json,
+        ),
+        WorkCommand::Discard(a) => (
+            Verb::Discard,
+            &a.store,
+            &a.target,
+            a.reason.as_str(),
+            a.json,
+        ),
     };
-    check_id("work id", id)?;
+    if verb == Verb::Discard && reason.trim().is_empty() {
+        return Err(Failure::usage(
+            "a discard needs a reason (--reason), for the item and the audit log",
+        ));
+    }
+    if let Some(id) = &target.id {
+        check_id("work id", id)?;
+    }
+    let filter = target
+        .filter
+        .as_deref()
+        .map(|text| Filter::parse(Subject::Work, text))
+        .transpose()
+        .map_err(|e| Failure::usage(format!("--filter: {e}")))?;
     let store = store.open(OpenMode::Existing)?;
     let actor = operator();
-    let answer = match verb {
-        Verb::Requeue => store.requeue_work(id, &actor, reason)?,
-        Verb::Discard => store.discard_work(id, &actor, reason)?,
-    };
-    report(verb, id, &answer, json, out)
+    match (&target.id, filter) {
+        (Some(id), _) => {
+            let answer = store.triage_work(verb, id, &actor, reason)?;
+            report(verb, id, &answer, json, out)
+        }
+        (None, Some(filter)) => {
+            let bulk = Bulk {
+                store: &store,
+                verb,
+                filter: &filter,
+                filter_text: target.filter.as_deref().unwrap_or_default(),
+                actor: &actor,
+                reason,
+            };
+            bulk.run(target.dry_run, target.yes, json, out)
+        }
+        (None, None) => Err(Failure::usage("give an item id or --filter")),
+    }
 }
 
 fn report(verb: Verb, id: &str, answer: &Triaged, json: bool, out: &mut dyn Write) -> CliResult {

@@ -109,8 +109,15 @@ mod tests {
         let runnable = Runnable::of([&declared, &legacy]);
         assert_eq!(runnable.standing("k1", "send-email"), Standing::Runnable);
         assert_eq!(runnable.standing("k1", "charge-card"), Standing::NoHandler);
-        assert_eq!(runnable.standing("k2", "anything"), Standing::Runnable, "undeclared");
-        assert_eq!(runnable.standing("k3", "send-email"), Standing::Incompatible);
+        assert_eq!(
+            runnable.standing("k2", "anything"),
+            Standing::Runnable,
+            "undeclared"
+        );
+        assert_eq!(
+            runnable.standing("k3", "send-email"),
+            Standing::Incompatible
+        );
         assert!(runnable.compatible("k1") && !runnable.compatible("k3"));
     }
 

@@ -1,6 +1,7 @@
 //! Triage of failed work, in one vocabulary for the library, `leasehold work` and the
 //! audit log: `requeue` gives a failed item (a dead letter included) a fresh attempt
-//! budget, `discard` ends an item for good with a person's reason. Each decision is a pure
+//! budget, `discard` ends an item for good with a person's reason, `retry-now` skips a
+//! waiting item's backoff or delay. Each decision is a pure
 //! function of the item as the store holds it inside the writing transaction
 //! ([`requeue`], [`discard`]), so the change is conditional on the state it was judged on;
 //! a repeat finds its own earlier change and answers [`Verdict::AlreadyDone`] without
@@ -19,6 +20,7 @@ pub const DISCARDED_CODE: &str = "DISCARDED";
 pub enum Verb {
     Requeue,
     Discard,
+    RetryNow,
 }
 
 impl Verb {
@@ -28,6 +30,24 @@ impl Verb {
         match self {
             Self::Requeue => "requeue-work",
             Self::Discard => "discard-work",
+            Self::RetryNow => "retry-now-work",
+        }
+    }
+
+    /// Judges `item` as it stands at `now`: the verdict, and the row to write when it
+    /// changes. `actor` and `reason` are what a discard records on the item.
+    #[must_use]
+    pub fn judge(
+        self,
+        item: &WorkItem,
+        actor: &str,
+        reason: &str,
+        now: Millis,
+    ) -> (Verdict, Option<WorkItem>) {
+        match self {
+            Self::Requeue => requeue(item, now),
+            Self::Discard => discard(item, actor, reason, now),
+            Self::RetryNow => retry_now(item, now),
         }
     }
 
@@ -37,6 +57,7 @@ impl Verb {
         match self {
             Self::Requeue => "requeued",
             Self::Discard => "discarded",
+            Self::RetryNow => "due now",
         }
     }
 }
@@ -157,6 +178,34 @@ pub fn discard(
     }
 }
 
+/// Retry now: an item waiting out a retry's backoff (or a pending one enqueued with a
+/// delay) becomes due at once — nothing else changes: not its attempt budget, not its
+/// failure. One already due answers [`Verdict::AlreadyDone`]; a claimed item is running
+/// and a finished one has nothing to wait for, so both are refused.
+#[must_use]
+pub fn retry_now(item: &WorkItem, now: Millis) -> (Verdict, Option<WorkItem>) {
+    match item.state {
+        WorkState::Retry | WorkState::Pending if item.next_eligible_at > now => (
+            Verdict::Done,
+            Some(WorkItem {
+                next_eligible_at: now,
+                updated_at: now,
+                ..item.clone()
+            }),
+        ),
+        WorkState::Retry | WorkState::Pending => (Verdict::AlreadyDone, None),
+        WorkState::Claimed => (Verdict::Refused("claimed — it is running now".into()), None),
+        WorkState::Failed => (
+            Verdict::Refused("failed — requeue it for a fresh budget".into()),
+            None,
+        ),
+        WorkState::Succeeded => (
+            Verdict::Refused("succeeded — nothing to retry".into()),
+            None,
+        ),
+    }
+}
+
 /// How an item's state reads in a listing, on the dashboard and in `inspect work`: a dead
 /// letter says so with its class, `failed (uncertain-exhausted)`; a discarded item reads
 /// `failed (discarded)`; anything else is its state's name.
@@ -194,6 +243,26 @@ mod tests {
             uncertain_attempts: 3,
             ..WorkItem::new(NewWork::effect("e", "h", "{}"), "k", 0)
         }
+    }
+
+    #[test]
+    fn retry_now_skips_only_a_wait() {
+        let waiting = WorkItem {
+            state: WorkState::Retry,
+            next_eligible_at: 500,
+            ..failed()
+        };
+        let (verdict, next) = retry_now(&waiting, 100);
+        assert_eq!(verdict, Verdict::Done);
+        let next = next.expect("a change");
+        assert_eq!((next.next_eligible_at, next.attempt_number), (100, 3));
+        assert_eq!(retry_now(&next, 100).0, Verdict::AlreadyDone);
+        assert!(retry_now(&failed(), 100).0.refused());
+        let claimed = WorkItem {
+            state: WorkState::Claimed,
+            ..failed()
+        };
+        assert!(retry_now(&claimed, 100).0.refused());
     }
 
     #[test]

@@ -30,9 +30,7 @@ impl Store {
     /// # Errors
     /// A malformed id or actor, or a store failure.
     pub fn requeue_work(&self, id: &str, actor: &str, reason: &str) -> Result<Triaged> {
-        self.triage(Verb::Requeue, id, actor, reason, |item, now| {
-            triage::requeue(item, now)
-        })
+        self.triage_work(Verb::Requeue, id, actor, reason)
     }
 
     /// Discards an item for good, recording `reason` (required) in its last failure; a
@@ -42,51 +40,83 @@ impl Store {
     /// # Errors
     /// `INVALID` for an empty reason, a malformed id or actor, or a store failure.
     pub fn discard_work(&self, id: &str, actor: &str, reason: &str) -> Result<Triaged> {
-        if reason.trim().is_empty() {
+        self.triage_work(Verb::Discard, id, actor, reason)
+    }
+
+    /// Makes an item waiting out a retry's backoff (or an enqueue delay) due now; a repeat
+    /// answers [`Verdict::AlreadyDone`], a claimed or finished item is refused. Audited as
+    /// `actor` with `reason` (which may be empty).
+    ///
+    /// # Errors
+    /// A malformed id or actor, or a store failure.
+    pub fn retry_now_work(&self, id: &str, actor: &str, reason: &str) -> Result<Triaged> {
+        self.triage_work(Verb::RetryNow, id, actor, reason)
+    }
+
+    /// One triage verb on one item ([`Verb::judge`] inside the writing transaction).
+    ///
+    /// # Errors
+    /// `INVALID` for a discard without a reason, a malformed id or actor; a store failure.
+    pub fn triage_work(&self, verb: Verb, id: &str, actor: &str, reason: &str) -> Result<Triaged> {
+        let mut answers = self.triage_work_batch(verb, &[id], actor, reason)?;
+        answers
+            .pop()
+            .ok_or_else(|| Error::OutcomeUnknown(format!("no answer for {id}")))
+    }
+
+    /// One triage verb on each of `ids`, in one transaction: each item is judged, changed
+    /// and audited on its own, exactly as [`Self::triage_work`] would, and the answers
+    /// come in the order of `ids`. A bulk action's page: all of it commits, or none.
+    ///
+    /// # Errors
+    /// As [`Self::triage_work`], for the first id that fails the check (nothing written).
+    pub fn triage_work_batch(
+        &self,
+        verb: Verb,
+        ids: &[&str],
+        actor: &str,
+        reason: &str,
+    ) -> Result<Vec<Triaged>> {
+        if verb == Verb::Discard && reason.trim().is_empty() {
             return Err(Error::Invalid(
                 "a discard needs a reason (--reason), for the item and the audit log".into(),
             ));
         }
-        self.triage(Verb::Discard, id, actor, reason, |item, now| {
-            triage::discard(item, actor, reason, now)
-        })
-    }
-
-    fn triage(
-        &self,
-        verb: Verb,
-        id: &str,
-        actor: &str,
-        reason: &str,
-        decide: impl Fn(&WorkItem, Millis) -> (Verdict, Option<WorkItem>),
-    ) -> Result<Triaged> {
-        check_id("work id", id)?;
+        for id in ids {
+            check_id("work id", id)?;
+        }
         if actor.trim().is_empty() {
             return Err(Error::Invalid("an operator action needs an actor".into()));
         }
         self.write(|tx, now| {
-            let answer = match tx.work(id)? {
-                None => Triaged {
-                    verdict: Verdict::Unknown,
-                    item: None,
-                },
-                Some(item) => match decide(&item, now) {
-                    (verdict, Some(next)) => {
-                        record_change(tx, now, actor, verb, &item, &next)?;
-                        save_work(tx, Some(&item), &next)?;
-                        Triaged {
-                            verdict,
-                            item: Some(next),
-                        }
-                    }
-                    (verdict, None) => Triaged {
-                        verdict,
-                        item: Some(item),
-                    },
-                },
-            };
-            audit(tx, now, actor, verb, id, &answer.verdict, reason)?;
-            Ok(answer)
+            ids.iter()
+                .map(|id| {
+                    let answer = match tx.work(id)? {
+                        None => Triaged {
+                            verdict: Verdict::Unknown,
+                            item: None,
+                        },
+                        Some(item) => match verb.judge(&item, actor, reason, now) {
+                            (verdict, Some(next)) => {
+                                if let Some(write) = verb_write(verb) {
+                                    record_change(tx, now, actor, write, &item, &next)?;
+                                }
+                                save_work(tx, Some(&item), &next)?;
+                                Triaged {
+                                    verdict,
+                                    item: Some(next),
+                                }
+                            }
+                            (verdict, None) => Triaged {
+                                verdict,
+                                item: Some(item),
+                            },
+                        },
+                    };
+                    audit(tx, now, actor, verb, id, &answer.verdict, reason)?;
+                    Ok(answer)
+                })
+                .collect()
         })
     }
 }
@@ -98,7 +128,7 @@ fn record_change(
     tx: &mut dyn Tx,
     now: Millis,
     actor: &str,
-    verb: Verb,
+    verb: WriteVerb,
     item: &WorkItem,
     next: &WorkItem,
 ) -> Result<()> {
@@ -107,10 +137,6 @@ fn record_change(
         "idempotencyKey": item.idempotency_key,
         "state": next.state.as_str(),
     });
-    let verb = match verb {
-        Verb::Requeue => WriteVerb::Requeue,
-        Verb::Discard => WriteVerb::Discard,
-    };
     record_write(
         tx,
         now,
@@ -122,6 +148,16 @@ fn record_change(
         detail,
         Holder::of_work(item),
     )
+}
+
+/// The write-history verb of a change that bears on ownership or on how often an item may
+/// finish; a retry-now only moves a due instant, so it has none.
+fn verb_write(verb: Verb) -> Option<WriteVerb> {
+    match verb {
+        Verb::Requeue => Some(WriteVerb::Requeue),
+        Verb::Discard => Some(WriteVerb::Discard),
+        Verb::RetryNow => None,
+    }
 }
 
 fn audit(

@@ -9,12 +9,12 @@ use serde::Serialize;
 use super::render::ViewRow;
 use super::{Ctx, Failure};
 use crate::cli::live::LiveBuilds;
-use crate::ops::runnable::Standing;
 use crate::cli::output::{cell, cell_max, opt_cell, short, when, yes_no};
 use crate::clock::Millis;
 use crate::model::{Failure as WorkFailure, Page, WorkState};
 use crate::ops::claims::{self, ClaimStanding};
 use crate::ops::filter::Filter;
+use crate::ops::runnable::Standing;
 use crate::ops::triage;
 
 #[derive(Serialize)]
@@ -107,22 +107,7 @@ pub(super) fn print(
     out: &mut dyn Write,
 ) -> Result<Option<String>, Failure> {
     let live = LiveBuilds::load(ctx.store, ctx.now)?;
-    // The digests present come from the (small) counts table, never from a scan.
-    let present: Vec<String> = if filter.compat.is_some() {
-        let mut d: Vec<String> = ctx
-            .store
-            .overview()?
-            .work
-            .into_iter()
-            .map(|c| c.compat)
-            .collect();
-        d.sort();
-        d.dedup();
-        d
-    } else {
-        Vec::new()
-    };
-    let Page { rows, next } = match filter.work_filter(&present, |d| live.compatible(d)) {
+    let Page { rows, next } = match live.work_filter(ctx.store, filter)? {
         Some(filter) => ctx.store.list_work(&filter, &ctx.page)?,
         None => Page {
             rows: Vec::new(),

@@ -1,0 +1,257 @@
+//! `leasehold work requeue|discard|retry-now --filter`: a preview that changes nothing
+//! (the store's bytes stay the same), a refusal above the confirmation threshold without
+//! `--yes`, one audit entry per changed item plus one for the run, a run killed half way
+//! that a re-run finishes without doing anything twice, and `retry-now` on one item.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use leasehold::Store;
+use leasehold::clock::{Clock, ManualClock, SystemClock};
+use leasehold::ids::SeededIds;
+use leasehold::model::work::{NewWork, WorkFilter};
+use leasehold::model::{Failure, FailureClass, PageRequest, WorkState};
+use leasehold::store::Completion;
+use leasehold::store::sqlite::SqliteBackend;
+use leasehold::store::url::OpenMode;
+use serde_json::Value;
+
+use super::refusals::{listing, sha256};
+use super::{code, leasehold, stderr, stdout};
+
+struct Planted {
+    dir: tempfile::TempDir,
+    path: String,
+}
+
+impl Planted {
+    fn store(&self) -> Store {
+        Store::new(
+            Arc::new(SqliteBackend::open(&self.path, OpenMode::Existing).unwrap()),
+            Arc::new(SystemClock),
+            Arc::new(SeededIds::new(5)),
+        )
+    }
+
+    fn count(&self, state: WorkState) -> usize {
+        let filter = WorkFilter {
+            states: vec![state],
+            ..WorkFilter::default()
+        };
+        let mut n = 0;
+        let mut page = PageRequest::first(5_000);
+        loop {
+            let rows = self.store().list_work(&filter, &page).unwrap();
+            n += rows.rows.len();
+            match rows.next {
+                Some(next) => page = PageRequest::after(next, 5_000),
+                None => return n,
+            }
+        }
+    }
+
+    /// Audit entries by action, and for `requeue-work` how often each item was requeued.
+    fn audit(&self) -> (BTreeMap<String, usize>, BTreeMap<String, usize>) {
+        let (mut by_action, mut requeued) = (BTreeMap::new(), BTreeMap::new());
+        let mut page = PageRequest::first(5_000);
+        loop {
+            let rows = self.store().list_audit(&page).unwrap();
+            for a in &rows.rows {
+                *by_action.entry(a.action.clone()).or_insert(0) += 1;
+                if a.action == "requeue-work" && a.outcome.starts_with("requeued") {
+                    *requeued.entry(a.target.clone()).or_insert(0) += 1;
+                }
+            }
+            match rows.next {
+                Some(next) => page = PageRequest::after(next, 5_000),
+                None => return (by_action, requeued),
+            }
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        let mut all = vec!["work", args[0], "--store", &self.path];
+        all.extend(&args[1..]);
+        leasehold(&all)
+    }
+}
+
+/// `failed` items `f-00000…` (terminal failures), one succeeded and one waiting item, made
+/// an hour in the past through the library.
+fn plant(failed: usize) -> Planted {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").display().to_string();
+    let clock = ManualClock::new(SystemClock.now() - 3_600_000);
+    let store = Store::new(
+        Arc::new(SqliteBackend::open(&path, OpenMode::ReadWrite).unwrap()),
+        Arc::new(clock),
+        Arc::new(SeededIds::new(9)),
+    );
+    let specs: Vec<NewWork> = (0..failed)
+        .map(|i| NewWork::effect(format!("f-{i:05}"), "send-email", "{}"))
+        .chain([NewWork::effect("ok", "send-email", "{}")])
+        .collect();
+    store.enqueue_batch(specs, "k").unwrap();
+    let claimed = store
+        .claim_batch("auth-a", "k", failed + 1, 60_000)
+        .unwrap();
+    let completions: Vec<Completion> = claimed
+        .iter()
+        .map(|w| Completion {
+            id: w.id.clone(),
+            owner: "auth-a".into(),
+            generation: w.generation,
+            outcome: if w.id == "ok" {
+                Ok(None)
+            } else {
+                Err(Failure {
+                    class: FailureClass::Terminal,
+                    code: "BOUNCED".into(),
+                    message: "mailbox full".into(),
+                })
+            },
+        })
+        .collect();
+    store.complete_batch(&completions).unwrap();
+    let waiting = NewWork {
+        not_before: Some(SystemClock.now() + 86_400_000),
+        ..NewWork::effect("waiting", "send-email", "{}")
+    };
+    store.enqueue(waiting, "k").unwrap();
+    Planted { dir, path }
+}
+
+fn answer(o: &std::process::Output) -> Value {
+    serde_json::from_str(stdout(o).trim()).unwrap_or(Value::Null)
+}
+
+#[test]
+fn a_filter_is_previewed_confirmed_and_applied_once() {
+    let s = plant(150);
+    let sums = || {
+        listing(s.dir.path())
+            .into_iter()
+            .map(|name| {
+                let p = s.dir.path().join(&name);
+                (name, sha256(&p))
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = sums();
+    let dry = s.run(&["requeue", "--filter", "state:failed", "--dry-run", "--json"]);
+    assert_eq!(code(&dry), 0, "{}", stderr(&dry));
+    let preview = answer(&dry);
+    assert_eq!(preview["matched"], 150);
+    assert_eq!(preview["first"][0], "f-00000");
+    assert_eq!(preview["done"], 0);
+    assert_eq!(sums(), before, "a dry run changes no byte of the store");
+
+    let unconfirmed = s.run(&["requeue", "--filter", "state:failed"]);
+    assert_eq!(code(&unconfirmed), 1);
+    assert!(stderr(&unconfirmed).contains("150 items match state:failed; add --yes"));
+    assert_eq!(stderr(&unconfirmed).lines().count(), 1);
+    assert_eq!(s.count(WorkState::Failed), 150, "nothing changed");
+
+    let o = s.run(&[
+        "requeue",
+        "--filter",
+        "state:failed",
+        "--yes",
+        "--reason",
+        "mailbox fixed",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let done = answer(&o);
+    assert_eq!(
+        (done["matched"].clone(), done["done"].clone()),
+        (150.into(), 150.into())
+    );
+    assert_eq!(s.count(WorkState::Failed), 0);
+    let (by_action, requeued) = s.audit();
+    assert_eq!(by_action.get("requeue-work"), Some(&150));
+    assert_eq!(by_action.get("bulk-requeue-work"), Some(&1));
+    assert!(requeued.values().all(|n| *n == 1));
+
+    // A filter that takes in finished and running items refuses them, one line each.
+    let mixed = s.run(&["retry-now", "--filter", "kind:effect", "--yes"]);
+    assert_eq!(code(&mixed), 1, "{}", stdout(&mixed));
+    assert!(stdout(&mixed).contains("refused ok: refused: succeeded — nothing to retry"));
+    assert_eq!(
+        s.run(&["requeue", "--filter", "state:failed", "--yes"])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        s.audit().0.get("requeue-work"),
+        Some(&150),
+        "a re-run writes nothing"
+    );
+
+    let bad = s.run(&["discard", "--filter", "colour:red", "--reason", "x"]);
+    assert_eq!(code(&bad), 2);
+    assert!(stderr(&bad).contains("colour"), "{}", stderr(&bad));
+    let both = s.run(&["requeue", "f-00001", "--filter", "state:failed"]);
+    assert_eq!(code(&both), 2);
+}
+
+#[test]
+fn a_bulk_run_killed_half_way_is_finished_by_a_re_run_without_doing_anything_twice() {
+    let s = plant(10_000);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args([
+            "work",
+            "requeue",
+            "--store",
+            &s.path,
+            "--filter",
+            "state:failed",
+            "--yes",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let store = s.store();
+    let first_page_done = || store.work("f-00000").unwrap().unwrap().state == WorkState::Pending;
+    while !first_page_done() && child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the run never started changing items"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let left = s.count(WorkState::Failed);
+    let o = s.run(&["requeue", "--filter", "state:failed", "--yes", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(answer(&o)["done"], left);
+    assert_eq!(s.count(WorkState::Failed), 0);
+    let (_, requeued) = s.audit();
+    assert_eq!(requeued.len(), 10_000, "every item requeued");
+    assert!(requeued.values().all(|n| *n == 1), "none twice");
+}
+
+#[test]
+fn retry_now_makes_a_waiting_item_due_once() {
+    let s = plant(1);
+    let o = s.run(&["retry-now", "waiting", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let item = s.store().work("waiting").unwrap().unwrap();
+    assert!(item.next_eligible_at <= SystemClock.now());
+    assert_eq!(answer(&o)["outcome"], "due now");
+    let again = s.run(&["retry-now", "waiting", "--json"]);
+    assert_eq!(answer(&again)["outcome"], "already due now");
+    let refused = s.run(&["retry-now", "f-00000"]);
+    assert_eq!(code(&refused), 1);
+    assert!(
+        stderr(&refused).contains("failed — requeue it"),
+        "{}",
+        stderr(&refused)
+    );
+}
