@@ -5,7 +5,8 @@
 //! is an uncertain attempt retried under the same idempotency key; a checkpoint saved by
 //! one attempt is what the next one resumes from, and a lost claim cannot write one; an
 //! item with no
-//! registered handler stays pending; readiness, liveness and a graceful shutdown.
+//! registered handler stays pending; readiness, liveness and a graceful shutdown; the
+//! `/metrics` page agrees with the store.
 //!
 //! The authorities run on a real tokio runtime; the store reads the harness's manual clock,
 //! which a test advances when it needs a lease to lapse or a schedule to come due.
@@ -43,6 +44,7 @@ per_provider! {
     a_checkpoint_carries_to_the_next_attempt_and_is_fenced_after_a_loss,
     an_item_without_a_handler_stays_pending,
     shutdown_tells_a_handler_past_its_grace_and_health_follows,
+    the_metrics_page_states_what_the_store_recorded,
 }
 
 /// A lease short enough to lapse in a test, renewed fast.
@@ -569,4 +571,92 @@ fn shutdown_tells_a_handler_past_its_grace_and_health_follows(h: &dyn Harness) {
     }
     let registered = registration(&store, "a");
     assert!(registered.stopped_at.is_some());
+}
+
+/// `GET path` on `addr`: the status line and the body.
+fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connects");
+    // In two pieces, as clients may: the server reads the whole head.
+    stream
+        .write_all(format!("GET {path} HTTP/1.1\r\n").as_bytes())
+        .expect("writes");
+    stream.write_all(b"Host: x\r\n\r\n").expect("writes");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("reads");
+    let (head, body) = response.split_once("\r\n\r\n").expect("a response");
+    (
+        head.lines().next().unwrap_or_default().to_owned(),
+        body.to_owned(),
+    )
+}
+
+/// The value of the sample whose line starts with `series ` (name and labels).
+fn sample(page: &str, series: &str) -> Option<f64> {
+    page.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+fn the_metrics_page_states_what_the_store_recorded(h: &dyn Harness) {
+    let store = h.store();
+    for i in 0..5 {
+        enqueue(&store, &format!("m{i}"), "charge", json!({}));
+    }
+    enqueue(&store, "bad", "charge", json!({ "fail": true }));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+    let addr = listener.local_addr().expect("an address");
+    let rt = runtime();
+    let authority = rt
+        .block_on(
+            Authority::builder(store.clone(), config("metered"))
+                .handler("charge", "1.0.0", |attempt: Attempt| async move {
+                    if attempt.payload["fail"] == true {
+                        HandlerOutcome::terminal("DECLINED", "no")
+                    } else {
+                        HandlerOutcome::Succeeded(None)
+                    }
+                })
+                .metrics(listener)
+                .start(),
+        )
+        .expect("starts");
+    wait_until("every item to end", within(RUNNING), || {
+        (0..5).all(|i| state_of(&store, &format!("m{i}")) == Some(WorkState::Succeeded))
+            && state_of(&store, "bad") == Some(WorkState::Failed)
+    });
+    let (status, page) = http_get(addr, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    assert_eq!(
+        sample(&page, "leasehold_completions_total"),
+        Some(5.0),
+        "{page}"
+    );
+    assert_eq!(
+        sample(
+            &page,
+            "leasehold_attempt_failures_total{class=\"terminal\"}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &page,
+            "leasehold_handler_duration_seconds_count{handler=\"charge\"}"
+        ),
+        Some(6.0)
+    );
+    assert_eq!(sample(&page, "leasehold_inflight"), Some(0.0));
+    assert_eq!(sample(&page, "leasehold_ready"), Some(1.0));
+    let info = format!(
+        "leasehold_build_info{{instance=\"metered\",build=\"v1\",compat=\"{}\"}}",
+        compat()
+    );
+    assert_eq!(sample(&page, &info), Some(1.0), "{page}");
+    assert!(page.trim_end().ends_with("# EOF"));
+    assert!(http_get(addr, "/").0.contains("404"));
+    rt.block_on(authority.shutdown()).expect("stops");
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "the endpoint stops with the authority"
+    );
 }

@@ -93,6 +93,14 @@ impl AuthorityBuilder {
         self
     }
 
+    /// Serves Prometheus / OpenMetrics text on `GET /metrics` from `listener` (bound by
+    /// the host, e.g. to `127.0.0.1:9464`) while the authority runs.
+    #[must_use]
+    pub fn metrics(mut self, listener: std::net::TcpListener) -> Self {
+        self.options.metrics = Some(Arc::new(listener));
+        self
+    }
+
     /// How long [`Authority::shutdown`] waits for running handlers (default: the renew
     /// interval); claims are renewed meanwhile, and those still running after it are
     /// abandoned to lapse, their handlers told through the lease-lost signal.

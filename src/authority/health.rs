@@ -28,6 +28,8 @@ struct Inner {
     store_down: AtomicBool,
     /// When the loop last turned, and how long it may go quiet before it is not live.
     beat: Mutex<Option<(Instant, Duration)>>,
+    /// When the store last accepted a heartbeat (or the registration).
+    heartbeat: Mutex<Option<Instant>>,
 }
 
 /// What the host reports.
@@ -46,17 +48,28 @@ pub struct HealthReport {
     pub store_reachable: bool,
     /// Since the loop last turned, in ms (`None` before it started).
     pub since_loop_ms: Option<u64>,
+    /// Since the store last accepted a heartbeat, in ms (`None` before registration).
+    pub since_heartbeat_ms: Option<u64>,
 }
 
 impl Health {
     pub(super) fn registered(&self, quiet_limit: Duration) {
         self.turned(quiet_limit);
+        self.heartbeat_accepted();
         self.0.registered.send_replace(true);
     }
 
     pub(super) fn turned(&self, quiet_limit: Duration) {
         *self.0.beat.lock().unwrap_or_else(PoisonError::into_inner) =
             Some((Instant::now(), quiet_limit));
+    }
+
+    pub(super) fn heartbeat_accepted(&self) {
+        *self
+            .0
+            .heartbeat
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
     }
 
     pub(super) fn store(&self, down: bool) {
@@ -85,6 +98,11 @@ impl Health {
         let inner = &self.0;
         let beat = *inner.beat.lock().unwrap_or_else(PoisonError::into_inner);
         let since = beat.map(|(at, _)| at.elapsed());
+        let heartbeat = *inner
+            .heartbeat
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let registered = *inner.registered.borrow();
         let stopping = inner.stopping.load(Ordering::SeqCst);
         let store_reachable = !inner.store_down.load(Ordering::SeqCst);
@@ -96,7 +114,8 @@ impl Health {
             registered,
             stopping,
             store_reachable,
-            since_loop_ms: since.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            since_loop_ms: since.map(millis),
+            since_heartbeat_ms: heartbeat.map(|at| millis(at.elapsed())),
         }
     }
 }

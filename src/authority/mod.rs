@@ -11,6 +11,7 @@ mod fencing;
 pub mod handlers;
 pub mod health;
 pub mod log;
+pub mod metrics;
 pub mod runtime;
 pub mod stats;
 pub mod workload;

@@ -46,6 +46,8 @@ pub struct RunOptions {
     pub shutdown_grace_ms: Option<Millis>,
     /// Where the loop reports readiness and liveness (see [`Health`]).
     pub health: Health,
+    /// Serve `/metrics` on this listener (see [`super::metrics`]).
+    pub metrics: Option<Arc<std::net::TcpListener>>,
 }
 
 /// Runs one authority until `shutdown` completes, then stops as the module says and returns
@@ -106,6 +108,15 @@ pub async fn run_authority_with(
         (cfg.heartbeat_interval_ms.max(cfg.poll_interval_ms) * 3).unsigned_abs(),
     );
     health.registered(quiet_limit);
+    // Dropped (and so stopped) when this function returns.
+    let _metrics = match &options.metrics {
+        Some(listener) => Some(AbortOnDrop(tokio::spawn(super::metrics::serve(
+            tokio_listener(listener)?,
+            core.clone(),
+            health.clone(),
+        )))),
+        None => None,
+    };
     log.scope(|| {
         info!(
             instance = cfg.instance_id.as_str(),
@@ -163,6 +174,9 @@ pub async fn run_authority_with(
                     break;
                 }
                 note_store(&log, &mut store_down, beat.as_ref().err());
+                if beat.is_ok() {
+                    health.heartbeat_accepted();
+                }
                 let s = core.stats();
                 log.scope(|| info!(instance = core.id(), inflight = core.inflight(), claims = s.claims, completions = s.completions, retries = s.retries, failures = s.failures, "fencedWritesRefused" = s.fenced_writes_refused, "leasesLost" = s.leases_lost, reclaims = s.reclaims, "progress"));
             }
@@ -221,6 +235,24 @@ pub async fn run_authority_with(
         );
     });
     Ok(stats)
+}
+
+/// A task aborted when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The tokio side of a listener bound by the caller (so a bad address fails before start).
+fn tokio_listener(listener: &std::net::TcpListener) -> Result<tokio::net::TcpListener> {
+    let listener = listener
+        .try_clone()
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .and_then(tokio::net::TcpListener::from_std);
+    listener.map_err(|e| Error::Invalid(format!("the metrics listener cannot be used: {e}")))
 }
 
 /// Runs `f` on the blocking pool (store calls are synchronous), under the core's log.

@@ -58,6 +58,9 @@ pub struct Stats {
     /// Claim-to-finish time (ms, store clock) of every accepted outcome: what
     /// `leasehold bench` reports as claim-to-complete latency.
     pub finish_latency_ms: Histogram,
+    /// How long each handler ran (ms: real time in a process, virtual in the cluster), by
+    /// handler name.
+    pub handler_ms: BTreeMap<String, Histogram>,
 }
 
 impl Stats {
@@ -89,6 +92,11 @@ impl Histogram {
         for (ms, n) in &other.0 {
             *self.0.entry(*ms).or_default() += n;
         }
+    }
+
+    /// Each distinct value with how many samples had it, ascending.
+    pub fn samples(&self) -> impl Iterator<Item = (Millis, u64)> + '_ {
+        self.0.iter().map(|(ms, n)| (*ms, *n))
     }
 
     /// How many samples were recorded.

@@ -4,6 +4,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Args;
 
@@ -71,6 +72,11 @@ pub struct AuthorityArgs {
     /// Seed of the workload's simulated latency and failures.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Serve Prometheus / OpenMetrics text on `GET /metrics` at this address (e.g.
+    /// `127.0.0.1:9464`; off unless given, and only where it says: give a non-loopback
+    /// address to be scraped from elsewhere).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<String>,
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -123,8 +129,15 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     // whether anyone listens, so a subscriber scoped to some threads could miss lines.
     let log = dispatch(args.log_format, store.clock().clone(), std::io::stderr);
     let _ = tracing::dispatcher::set_global_default(log);
+    let metrics = match &args.metrics_addr {
+        Some(addr) => Some(Arc::new(std::net::TcpListener::bind(addr).map_err(
+            |e| Failure::usage(format!("--metrics-addr {addr}: cannot listen there: {e}")),
+        )?)),
+        None => None,
+    };
     let options = RunOptions {
         exec_log: args.exec_log.clone(),
+        metrics,
         ..RunOptions::default()
     };
     let stats = tokio_runtime()?.block_on(run_authority_with(

@@ -227,3 +227,33 @@ fn postgres_urls_name_the_missing_feature() {
         assert!(!err.contains("s3cr3t"), "{args:?}: {err}");
     }
 }
+
+/// A metrics address that cannot be listened on stops the authority before it registers:
+/// one line naming the flag, exit 2, nothing written.
+#[test]
+fn an_unusable_metrics_address_is_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    seed(&store, &["--effects", "3"]);
+    let sums = || {
+        listing(dir.path())
+            .into_iter()
+            .map(|name| sha256(&dir.path().join(name)))
+            .collect::<Vec<_>>()
+    };
+    let before = sums();
+    for addr in ["not-an-address", "203.0.113.1:9464"] {
+        let o = leasehold(&[
+            "authority",
+            "--store",
+            &store,
+            "--instance",
+            "m-1",
+            "--metrics-addr",
+            addr,
+        ]);
+        let err = assert_one_line_failure(&o, 2);
+        assert!(err.contains("--metrics-addr"), "{err}");
+    }
+    assert_eq!(sums(), before, "nothing registered");
+}

@@ -14,6 +14,7 @@ use super::{AuthorityCore, Exec, Executed, Job, Task};
 use crate::authority::handlers::{
     Attempt, AttemptContext, AttemptKind, CheckpointWriter, HandlerOutcome, Registered,
 };
+use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::{Subscription, WorkItem, WorkKind};
 use crate::store::Keyed;
@@ -56,10 +57,15 @@ impl HandlerCall {
         &self.attempt
     }
 
-    /// Runs the handler in the tokio runtime (see [`Registered::call`]).
+    /// Runs the handler in the tokio runtime (see [`Registered::call`]). The time it took
+    /// is the real time the call ran.
     pub async fn call(self) -> Executed {
+        let started = std::time::Instant::now();
         let outcome = self.handler.call(self.attempt.clone()).await;
-        self.executed(outcome)
+        let took = Millis::try_from(started.elapsed().as_millis()).unwrap_or(Millis::MAX);
+        let mut executed = self.executed(outcome);
+        executed.spent_ms = executed.spent_ms.max(took);
+        executed
     }
 
     /// Runs the handler on the calling thread (see [`Registered::run_here`]).

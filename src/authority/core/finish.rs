@@ -195,6 +195,17 @@ impl AuthorityCore {
                 Exec::WorkflowRan { outcome, .. } => Some(outcome),
                 _ => None,
             };
+            let handler = match (&job.task, &executed.exec) {
+                (Task::Work(item), Exec::Work { .. }) => Some(item.handler.as_str()),
+                (_, Exec::WorkflowRan { request, .. }) => Some(request.action.as_str()),
+                _ => None,
+            };
+            if let Some(handler) = handler {
+                s.handler_ms
+                    .entry(handler.to_owned())
+                    .or_default()
+                    .record(executed.spent_ms);
+            }
             match &finished {
                 Finished::Completed => s.completions += 1,
                 Finished::RetryScheduled => s.retries += 1,

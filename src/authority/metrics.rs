@@ -1,0 +1,301 @@
+//! What an authority tells a monitoring system: its counters, in-flight work, latency
+//! distributions, liveness and identity, as Prometheus / OpenMetrics text on `/metrics`
+//! (`leasehold authority --metrics-addr 127.0.0.1:9464`).
+//!
+//! The page is rendered on each scrape from the authority's own counters
+//! ([`super::Stats`]) and [`super::Health`], so there is one source of truth and nothing
+//! to keep in step. Latencies are kept at millisecond resolution and exposed in seconds
+//! over fixed buckets. The server is a few lines on the authority's tokio runtime: one
+//! `GET /metrics` per connection, anything else a 404.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use super::core::AuthorityCore;
+use super::health::{Health, HealthReport};
+use super::stats::{Histogram, Stats};
+use crate::clock::Millis;
+
+/// Upper bounds (seconds) of the latency buckets: 1 ms to about 2 minutes, doubling.
+const BUCKETS: [f64; 18] = [
+    0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096,
+    8.192, 16.384, 32.768, 65.536, 131.072,
+];
+
+/// A latency distribution in the exposition's terms.
+#[derive(Debug)]
+struct Seconds {
+    sum: f64,
+    count: u64,
+    /// Per-bucket (not cumulative) counts, the last for `+Inf`.
+    buckets: Vec<(f64, u64)>,
+}
+
+impl Seconds {
+    fn of(samples: impl IntoIterator<Item = (Millis, u64)>) -> Self {
+        let mut buckets: Vec<(f64, u64)> = BUCKETS.iter().map(|b| (*b, 0)).collect();
+        buckets.push((f64::INFINITY, 0));
+        let (mut sum, mut count) = (0.0, 0);
+        for (ms, n) in samples {
+            let s = ms.max(0) as f64 / 1_000.0;
+            sum += s * n as f64;
+            count += n;
+            let at = BUCKETS
+                .iter()
+                .position(|b| s <= *b)
+                .unwrap_or(BUCKETS.len());
+            buckets[at].1 += n;
+        }
+        Self {
+            sum,
+            count,
+            buckets,
+        }
+    }
+}
+
+impl EncodeMetric for Seconds {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_histogram::<NoLabelSet>(self.sum, self.count, &self.buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+/// One histogram per label value (`handler`).
+#[derive(Debug)]
+struct SecondsBy(&'static str, BTreeMap<String, Seconds>);
+
+impl EncodeMetric for SecondsBy {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (value, seconds) in &self.1 {
+            let labels = [(self.0, value.as_str())];
+            seconds.encode(encoder.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+/// Counters by one label value.
+#[derive(Debug)]
+struct CountBy(&'static str, BTreeMap<String, u64>);
+
+impl EncodeMetric for CountBy {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (value, n) in &self.1 {
+            let labels = [(self.0, value.as_str())];
+            ConstCounter::new(*n).encode(encoder.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Counter
+    }
+}
+
+fn histogram(h: &Histogram) -> Seconds {
+    Seconds::of(h.samples())
+}
+
+/// The `/metrics` page for an authority with these counters and this health.
+#[must_use]
+pub fn render(stats: &Stats, compat: &str, inflight: usize, health: &HealthReport) -> String {
+    let mut r = Registry::with_prefix("leasehold");
+    let counters: [(&str, &str, u64); 11] = [
+        (
+            "claims",
+            "Work items and workflow instances claimed",
+            stats.claims,
+        ),
+        (
+            "workflow_claims",
+            "Workflow instances claimed",
+            stats.workflow_claims,
+        ),
+        (
+            "reclaims",
+            "Claims that took over a lapsed claim (failovers)",
+            stats.reclaims,
+        ),
+        (
+            "completions",
+            "Successful outcomes the store accepted",
+            stats.completions,
+        ),
+        (
+            "leases_lost",
+            "Claims another authority took over",
+            stats.leases_lost,
+        ),
+        (
+            "fenced_writes_refused",
+            "Writes the store refused under a newer claim",
+            stats.fenced_writes_refused,
+        ),
+        (
+            "store_errors",
+            "Store calls that failed",
+            stats.store_errors,
+        ),
+        (
+            "cursor_advances",
+            "Subscription cursor advances accepted",
+            stats.cursor_advances,
+        ),
+        (
+            "events_delivered",
+            "Journal events delivered to subscription handlers",
+            stats.events_delivered,
+        ),
+        (
+            "schedules_fired",
+            "Schedule firings enqueued",
+            stats.schedules_fired,
+        ),
+        (
+            "abandoned_on_shutdown",
+            "Claims left to lapse when a shutdown's grace ran out",
+            stats.abandoned_on_shutdown,
+        ),
+    ];
+    for (name, help, value) in counters {
+        r.register(name, help, ConstCounter::new(value));
+    }
+    let failures = [
+        ("retryable", stats.retries),
+        ("terminal", stats.failures),
+        ("uncertain", stats.uncertain),
+    ];
+    r.register(
+        "attempt_failures",
+        "Attempts that did not succeed, by class",
+        CountBy(
+            "class",
+            failures
+                .iter()
+                .map(|(c, n)| ((*c).to_owned(), *n))
+                .collect(),
+        ),
+    );
+    r.register(
+        "refused_writes",
+        "Other refused writes, by code",
+        CountBy("code", stats.other_refusals.clone()),
+    );
+    r.register(
+        "inflight",
+        "Items owned right now",
+        ConstGauge::new(i64::try_from(inflight).unwrap_or(i64::MAX)),
+    );
+    r.register(
+        "ready",
+        "1 when registered, not stopping, and the store answers",
+        ConstGauge::new(i64::from(health.ready)),
+    );
+    r.register(
+        "live",
+        "1 while the authority's loop turns",
+        ConstGauge::new(i64::from(health.live)),
+    );
+    if let Some(age) = health.since_heartbeat_ms {
+        r.register(
+            "heartbeat_age_seconds",
+            "Since the last heartbeat the store accepted",
+            ConstGauge::new(age as f64 / 1_000.0),
+        );
+    }
+    r.register(
+        "reclaim_latency_seconds",
+        "How long a lapsed claim waited before this authority reclaimed it",
+        Seconds::of(stats.reclaim_latencies_ms.iter().map(|ms| (*ms, 1))),
+    );
+    r.register(
+        "finish_latency_seconds",
+        "Claim to accepted outcome",
+        histogram(&stats.finish_latency_ms),
+    );
+    r.register(
+        "handler_duration_seconds",
+        "How long handlers ran, by handler",
+        SecondsBy(
+            "handler",
+            stats
+                .handler_ms
+                .iter()
+                .map(|(name, h)| (name.clone(), histogram(h)))
+                .collect(),
+        ),
+    );
+    r.register(
+        "build",
+        "The authority's identity",
+        Info::new(vec![
+            ("instance".to_owned(), stats.instance_id.clone()),
+            ("build".to_owned(), stats.build.clone()),
+            ("compat".to_owned(), compat.to_owned()),
+        ]),
+    );
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    let _ = encode(&mut text, &r);
+    text
+}
+
+/// The request's head (up to the blank line), at most 8 KiB: a client may send it in
+/// several pieces.
+async fn read_head(stream: &mut tokio::net::TcpStream) -> Vec<u8> {
+    let mut head = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while head.len() < 8 * 1024 && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => head.extend_from_slice(&chunk[..n]),
+        }
+    }
+    head
+}
+
+/// Serves `/metrics` on `listener` until the task is dropped.
+pub async fn serve(listener: TcpListener, core: Arc<AuthorityCore>, health: Health) {
+    while let Ok((mut stream, _)) = listener.accept().await {
+        let (core, health) = (core.clone(), health.clone());
+        tokio::spawn(async move {
+            let head = read_head(&mut stream).await;
+            let line = String::from_utf8_lossy(&head);
+            let wanted = line.starts_with("GET /metrics ") || line.starts_with("GET /metrics?");
+            let (status, body) = if wanted {
+                let page = render(
+                    &core.stats(),
+                    core.compat(),
+                    core.inflight(),
+                    &health.report(),
+                );
+                ("200 OK", page)
+            } else {
+                ("404 Not Found", "try /metrics\n".to_owned())
+            };
+            let response = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes()).await;
+        });
+    }
+}
