@@ -10,6 +10,8 @@ mod refusals;
 #[path = "support/mod.rs"]
 mod support;
 
+#[path = "cli/attention.rs"]
+mod attention;
 #[path = "cli/bulk.rs"]
 mod bulk;
 #[path = "cli/cancel.rs"]

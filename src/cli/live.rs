@@ -7,10 +7,13 @@
 //! compatible is shown as **incompatible**: it waits for a compatible build and is never
 //! failed for it.
 
+use std::collections::BTreeSet;
+
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::PageRequest;
 use crate::model::work::WorkFilter;
+use crate::ops::attention::Fleet;
 use crate::ops::filter::Filter;
 use crate::ops::liveness::{Liveness, liveness};
 use crate::ops::runnable::{Runnable, Standing};
@@ -31,6 +34,8 @@ pub struct LiveBuilds {
     pub silent: usize,
     /// How many registrations were read.
     pub registered: usize,
+    /// The instance ids of registered authorities that are gone.
+    gone: BTreeSet<String>,
 }
 
 impl LiveBuilds {
@@ -49,6 +54,9 @@ impl LiveBuilds {
                 let state = liveness(&authority, now);
                 builds.live += usize::from(state == Liveness::Live);
                 builds.silent += usize::from(state == Liveness::Silent);
+                if state == Liveness::Gone {
+                    builds.gone.insert(authority.instance_id.clone());
+                }
                 if state.is_running() {
                     running.push(authority);
                 }
@@ -100,6 +108,24 @@ impl LiveBuilds {
     /// The running authorities' digests.
     pub fn digests(&self) -> impl Iterator<Item = &String> {
         self.runnable.digests()
+    }
+}
+
+impl Fleet for LiveBuilds {
+    fn any_running(&self) -> bool {
+        self.live + self.silent > 0
+    }
+
+    fn compatible(&self, compat: &str) -> bool {
+        LiveBuilds::compatible(self, compat)
+    }
+
+    fn standing(&self, compat: &str, handler: &str) -> Standing {
+        LiveBuilds::standing(self, compat, handler)
+    }
+
+    fn is_gone(&self, owner: &str) -> bool {
+        self.gone.contains(owner)
     }
 }
 

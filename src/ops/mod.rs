@@ -3,6 +3,7 @@
 //! once here so the two can never disagree.
 
 pub mod actor;
+pub mod attention;
 pub mod cancel;
 pub mod claims;
 pub mod cursors;

@@ -29,6 +29,7 @@ mod leases;
 mod overview;
 mod render;
 mod schedules;
+mod triage;
 mod work;
 mod workflows;
 
@@ -65,6 +66,8 @@ pub enum View {
     Failovers,
     /// Refused (fenced) writes and who held the resource then (`--window`).
     Fenced,
+    /// Everything that needs a person, grouped by reason, with what to do.
+    Triage,
 }
 
 impl View {
@@ -81,6 +84,7 @@ impl View {
             Self::Audit => "audit",
             Self::Failovers => "failovers",
             Self::Fenced => "fenced",
+            Self::Triage => "triage",
         }
     }
 
@@ -126,8 +130,11 @@ pub struct InspectArgs {
 /// A store failure (exit 2) or a bad filter (exit 2).
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
     let filter = parse_filter(args.view, &args.filter)?;
-    if args.view == View::Overview && args.after.is_some() {
-        return Err(Failure::usage("--after does not apply to the overview"));
+    if matches!(args.view, View::Overview | View::Triage) && args.after.is_some() {
+        return Err(Failure::usage(format!(
+            "--after does not apply to the {}",
+            args.view.name()
+        )));
     }
     if args.window.is_some() && !matches!(args.view, View::Failovers | View::Fenced) {
         return Err(Failure::usage(format!(
@@ -160,6 +167,7 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
         View::Audit => audit::print(&ctx, out)?,
         View::Failovers => incidents::print_failovers(&ctx, window, out)?,
         View::Fenced => incidents::print_fenced(&ctx, window, out)?,
+        View::Triage => triage::print(&ctx, out)?,
     };
     if let Some(key) = next {
         let hint = format!("(more rows: --after {})", cell_max(&key, 200));

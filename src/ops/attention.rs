@@ -1,0 +1,268 @@
+//! What needs a person: the on-call engineer's list, grouped by reason, each group with
+//! how many items it holds, how long the oldest has waited, and the filter and command
+//! that act on it. One definition for `leasehold inspect triage` and the dashboard.
+//!
+//! Every group is read from the store's own filtered, index-backed lists. A group whose
+//! list is longer than [`SCAN_LIMIT`] rows is counted over its first rows only and says so
+//! (`exact: false`, shown as `≥ N`): a triage view must answer in a moment even under a
+//! backlog of millions. Stranded work is counted exactly from the store's counters.
+
+use serde::Serialize;
+
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::model::work::WorkFilter;
+use crate::model::{InstanceStatus, PageRequest, WorkItem, WorkState};
+use crate::ops::claims::ClaimStanding;
+use crate::ops::runnable::Standing;
+use crate::ops::triage::is_discarded;
+use crate::store::Store;
+
+/// Rows read per list at most.
+pub const SCAN_LIMIT: usize = 20_000;
+
+/// Rows per page of those reads.
+const PAGE: usize = 1_000;
+
+/// How long past its due instant a workflow instance may wait before it is overdue: a few
+/// polls of a loaded authority.
+pub const OVERDUE_AFTER_MS: Millis = 60_000;
+
+/// Why a group needs a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// Failed after exhausting its attempts on uncertain outcomes (crashes, lapses).
+    DeadLetters,
+    /// Failed terminally or out of retries (discarded items are a person's decision and
+    /// not listed).
+    Failed,
+    /// Not finished yet, but some attempt's outcome is unknown: it may have acted.
+    Uncertain,
+    /// Waiting, and no authority is running at all.
+    NoAuthority,
+    /// Waiting for a build no running authority runs.
+    Stranded,
+    /// Its build runs, but no running authority has its handler.
+    NoHandler,
+    /// Claimed by an authority that is gone, its lease lapsed, not yet reclaimed.
+    GoneClaims,
+    /// A workflow instance past its due instant by more than [`OVERDUE_AFTER_MS`].
+    OverdueInstances,
+}
+
+impl Reason {
+    /// What the group is, for people.
+    #[must_use]
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::DeadLetters => "dead letters (uncertain attempts exhausted)",
+            Self::Failed => "failed",
+            Self::Uncertain => "unfinished with uncertain attempts",
+            Self::NoAuthority => "unfinished, and no authority is running",
+            Self::Stranded => "stranded: no running build can claim them",
+            Self::NoHandler => "no running authority has their handler",
+            Self::GoneClaims => "claims of gone authorities, awaiting reclaim",
+            Self::OverdueInstances => "workflow instances overdue",
+        }
+    }
+
+    /// What to do about it.
+    #[must_use]
+    pub fn action(self) -> &'static str {
+        match self {
+            Self::DeadLetters | Self::Failed => {
+                "leasehold work requeue --filter state:failed (or discard --reason …)"
+            }
+            Self::Uncertain => "check the handler's idempotency; leasehold work discard to stop",
+            Self::NoAuthority => "start an authority",
+            Self::Stranded => "start an authority with their build, or discard them",
+            Self::NoHandler => "deploy an authority with the handler",
+            Self::GoneClaims => "start an authority (they are reclaimed within a lease)",
+            Self::OverdueInstances => "check the authorities' liveness and the instance history",
+        }
+    }
+
+    /// The work filter that lists the group, where the grammar can say it.
+    #[must_use]
+    pub fn filter(self) -> Option<&'static str> {
+        match self {
+            Self::DeadLetters | Self::Failed => Some("state:failed"),
+            Self::Stranded => Some("compat:incompatible"),
+            Self::GoneClaims => Some("state:claimed"),
+            Self::NoAuthority | Self::Uncertain | Self::NoHandler | Self::OverdueInstances => {
+                None
+            }
+        }
+    }
+}
+
+/// One group of the triage list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Group {
+    pub reason: Reason,
+    pub title: &'static str,
+    pub count: u64,
+    /// False when the count covers only the first [`SCAN_LIMIT`] rows of a longer list.
+    pub exact: bool,
+    /// When the oldest item of the group started waiting (its last change).
+    pub oldest_at: Option<Millis>,
+    pub filter: Option<&'static str>,
+    pub action: &'static str,
+    /// A few of its ids, for a first look.
+    pub first: Vec<String>,
+}
+
+impl Group {
+    fn new(reason: Reason) -> Self {
+        Self {
+            reason,
+            title: reason.title(),
+            count: 0,
+            exact: true,
+            oldest_at: None,
+            filter: reason.filter(),
+            action: reason.action(),
+            first: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, id: &str, since: Millis) {
+        self.count += 1;
+        self.oldest_at = Some(self.oldest_at.map_or(since, |o| o.min(since)));
+        if self.first.len() < 3 {
+            self.first.push(id.to_owned());
+        }
+    }
+}
+
+/// What the running authorities are, as triage needs them.
+pub trait Fleet {
+    /// Whether any authority is running.
+    fn any_running(&self) -> bool;
+    /// Whether a running authority runs under `compat`.
+    fn compatible(&self, compat: &str) -> bool;
+    /// How an item of `handler` under `compat` stands against the running authorities.
+    fn standing(&self, compat: &str, handler: &str) -> Standing;
+    /// Whether `owner` is an authority that is gone (registered, no longer running).
+    fn is_gone(&self, owner: &str) -> bool;
+}
+
+/// Every group that holds something, most urgent first.
+///
+/// # Errors
+/// A store failure.
+pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group>> {
+    let mut dead = Group::new(Reason::DeadLetters);
+    let mut failed = Group::new(Reason::Failed);
+    let mut uncertain = Group::new(Reason::Uncertain);
+    // With nobody running, every unfinished item waits for the same, simpler reason.
+    let mut stranded = Group::new(if fleet.any_running() {
+        Reason::Stranded
+    } else {
+        Reason::NoAuthority
+    });
+    let mut no_handler = Group::new(Reason::NoHandler);
+    let mut gone = Group::new(Reason::GoneClaims);
+    let mut overdue = Group::new(Reason::OverdueInstances);
+
+    let failed_exact = scan(store, &[WorkState::Failed], |w| {
+        if w.is_dead_letter() {
+            dead.add(&w.id, w.updated_at);
+        } else if !is_discarded(w) {
+            failed.add(&w.id, w.updated_at);
+        }
+    })?;
+    let claimed_exact = scan(store, &[WorkState::Claimed], |w| {
+        let lapsed = ClaimStanding::of_work(w, now).is_some_and(ClaimStanding::is_expired);
+        if lapsed && w.owner_id.as_deref().is_some_and(|o| fleet.is_gone(o)) {
+            gone.add(&w.id, w.lease_expires_at.unwrap_or(w.updated_at));
+        }
+        if w.uncertain_attempts > 0 {
+            uncertain.add(&w.id, w.updated_at);
+        }
+    })?;
+    let waiting_exact = scan(store, &[WorkState::Pending, WorkState::Retry], |w| {
+        if w.uncertain_attempts > 0 {
+            uncertain.add(&w.id, w.updated_at);
+        }
+        match fleet.standing(&w.compat, &w.handler) {
+            Standing::Incompatible => stranded.add(&w.id, w.created_at),
+            Standing::NoHandler => no_handler.add(&w.id, w.next_eligible_at.min(w.updated_at)),
+            Standing::Runnable => {}
+        }
+    })?;
+    dead.exact = failed_exact;
+    failed.exact = failed_exact;
+    gone.exact = claimed_exact;
+    uncertain.exact = claimed_exact && waiting_exact;
+    no_handler.exact = waiting_exact;
+    // Stranded work is counted exactly from the counters (claimed items included: their
+    // owner's build is gone too), the scan only supplies the oldest and a few ids.
+    let (count, any) = store
+        .overview()?
+        .work
+        .iter()
+        .filter(|c| !c.state.is_terminal() && c.count > 0)
+        .filter(|c| !fleet.compatible(&c.compat))
+        .fold((0, false), |(n, _), c| (n + c.count, true));
+    if any {
+        stranded.count = count;
+        stranded.exact = true;
+    }
+
+
+    let mut page = PageRequest::first(PAGE);
+    let mut read = 0;
+    'instances: for status in [InstanceStatus::Running, InstanceStatus::Waiting] {
+        loop {
+            let rows = store.list_instances(Some(status), &page)?;
+            for i in &rows.rows {
+                read += 1;
+                let due = i.next_eligible_at.unwrap_or(Millis::MAX);
+                if fleet.compatible(&i.compat) && due.saturating_add(OVERDUE_AFTER_MS) < now {
+                    overdue.add(&i.instance_id, due);
+                }
+            }
+            if read >= SCAN_LIMIT {
+                overdue.exact = false;
+                break 'instances;
+            }
+            match rows.next {
+                Some(next) => page = PageRequest::after(next, PAGE),
+                None => break,
+            }
+        }
+        page = PageRequest::first(PAGE);
+    }
+
+    Ok(
+        [dead, failed, gone, stranded, no_handler, uncertain, overdue]
+            .into_iter()
+            .filter(|g| g.count > 0)
+            .collect(),
+    )
+}
+
+/// Visits the items in `states` (at most [`SCAN_LIMIT`]); answers whether it saw them all.
+fn scan(store: &Store, states: &[WorkState], mut visit: impl FnMut(&WorkItem)) -> Result<bool> {
+    let filter = WorkFilter {
+        states: states.to_vec(),
+        ..WorkFilter::default()
+    };
+    let mut page = PageRequest::first(PAGE);
+    let mut read = 0;
+    loop {
+        let rows = store.list_work(&filter, &page)?;
+        for item in &rows.rows {
+            visit(item);
+        }
+        read += rows.rows.len();
+        match rows.next {
+            Some(_) if read >= SCAN_LIMIT => return Ok(false),
+            Some(next) => page = PageRequest::after(next, PAGE),
+            None => return Ok(true),
+        }
+    }
+}

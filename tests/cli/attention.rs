@@ -1,0 +1,165 @@
+//! `leasehold inspect triage`: a SQLite store with one of every kind of trouble planted
+//! through the library (an hour ago, on a manual clock), and a live authority registered
+//! now; the view's groups and counts are compared with what was planted.
+
+use std::sync::Arc;
+
+use leasehold::Store;
+use leasehold::clock::{Clock, ManualClock, SystemClock};
+use leasehold::ids::SeededIds;
+use leasehold::model::work::NewWork;
+use leasehold::model::{Authority, Failure, FailureClass};
+use leasehold::store::sqlite::SqliteBackend;
+use leasehold::store::url::OpenMode;
+use leasehold::workflow::{Catalog, SHIPPED_DEFINITIONS};
+use serde_json::{Map, Value, json};
+
+use super::{code, leasehold, stderr, stdout};
+
+fn authority(id: &str, compat: &str, heartbeat_at: i64) -> Authority {
+    Authority {
+        instance_id: id.into(),
+        compat: compat.into(),
+        build: "v1".into(),
+        config: json!({ "leaseDurationMs": 30_000, "heartbeatIntervalMs": 10_000,
+                        "handlers": { "send-email": "1.0.0" } })
+        .to_string(),
+        started_at: heartbeat_at,
+        heartbeat_at,
+        stopped_at: None,
+        host: "h".into(),
+        pid: 1,
+    }
+}
+
+#[test]
+fn triage_lists_each_kind_of_trouble_with_its_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").display().to_string();
+    let clock = ManualClock::new(SystemClock.now() - 3_600_000);
+    let store = Store::new(
+        Arc::new(SqliteBackend::open(&path, OpenMode::ReadWrite).unwrap()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(9)),
+    );
+    let effect = |id: &str, handler: &str, max: u32| NewWork {
+        max_attempts: max,
+        ..NewWork::effect(id, handler, "{}")
+    };
+    // Two dead letters: two lapsed claims each with a budget of two.
+    for id in ["dead-1", "dead-2"] {
+        store.enqueue(effect(id, "send-email", 2), "k").unwrap();
+        for owner in ["x", "y"] {
+            store.claim(id, owner, "k", 1_000).unwrap();
+            clock.advance(60_000);
+        }
+        store.claim(id, "z", "k", 1_000).unwrap_err();
+    }
+    // One terminal failure, and one discarded item (a person's decision: not listed).
+    for id in ["bounced", "dropped"] {
+        store.enqueue(effect(id, "send-email", 5), "k").unwrap();
+        let c = store.claim(id, "x", "k", 60_000).unwrap();
+        let terminal = Failure {
+            class: FailureClass::Terminal,
+            code: "BOUNCED".into(),
+            message: "no such mailbox".into(),
+        };
+        store.fail(id, "x", c.generation, terminal).unwrap();
+    }
+    store.discard_work("dropped", "ana@h", "spam").unwrap();
+    // One reclaimed after a lapse: pending again, one uncertain attempt behind it.
+    store
+        .enqueue(effect("wobbly", "send-email", 5), "k")
+        .unwrap();
+    store.claim("wobbly", "x", "k", 1_000).unwrap();
+    clock.advance(60_000);
+    let again = store.claim("wobbly", "y", "k", 1_000).unwrap();
+    store
+        .yield_back("wobbly", "y", again.generation, 0)
+        .unwrap();
+    // Stranded (an old build) and waiting for a handler nobody runs.
+    store
+        .enqueue(effect("old-1", "send-email", 5), "old")
+        .unwrap();
+    store
+        .enqueue(effect("thumb-1", "resize-image", 5), "k")
+        .unwrap();
+    // A gone authority's claim, lapsed.
+    store
+        .enqueue(effect("orphan", "send-email", 5), "k")
+        .unwrap();
+    store
+        .register_authority(&authority("gone-1", "k", clock.now()))
+        .unwrap();
+    store.claim("orphan", "gone-1", "k", 1_000).unwrap();
+    // A workflow instance due an hour ago.
+    let (_, reminder) = SHIPPED_DEFINITIONS
+        .iter()
+        .find(|(n, _)| n.contains("reminder"))
+        .unwrap();
+    store
+        .deploy_workflow(reminder, &Catalog::demo())
+        .unwrap()
+        .unwrap();
+    let mut args = Map::new();
+    args.insert("recipient".into(), json!("ana"));
+    args.insert("message".into(), json!("hi"));
+    store
+        .start_workflow("reminder", args, "ana", None, "k")
+        .unwrap();
+    // The live fleet: one authority under `k` with only `send-email`.
+    let live = Store::new(
+        Arc::new(SqliteBackend::open(&path, OpenMode::Existing).unwrap()),
+        Arc::new(SystemClock),
+        Arc::new(SeededIds::new(3)),
+    );
+    live.register_authority(&authority("live-1", "k", SystemClock.now()))
+        .unwrap();
+
+    let o = leasehold(&["inspect", "triage", "--store", &path, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let groups: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let count = |reason: &str| {
+        groups
+            .iter()
+            .find(|g| g["reason"] == reason)
+            .map(|g| (g["count"].as_u64().unwrap(), g["first"].clone()))
+    };
+    assert_eq!(
+        count("dead-letters"),
+        Some((2, json!(["dead-1", "dead-2"])))
+    );
+    assert_eq!(count("failed"), Some((1, json!(["bounced"]))));
+    assert_eq!(count("uncertain"), Some((1, json!(["wobbly"]))));
+    assert_eq!(count("stranded"), Some((1, json!(["old-1"]))));
+    assert_eq!(count("no-handler"), Some((1, json!(["thumb-1"]))));
+    assert_eq!(count("gone-claims"), Some((1, json!(["orphan"]))));
+    assert_eq!(count("overdue-instances").map(|c| c.0), Some(1));
+    assert!(groups.iter().all(|g| g["exact"] == true));
+    let dead = groups
+        .iter()
+        .find(|g| g["reason"] == "dead-letters")
+        .unwrap();
+    assert_eq!(dead["filter"], "state:failed");
+
+    let table = leasehold(&["inspect", "triage", "--store", &path]);
+    assert_eq!(code(&table), 0);
+    assert!(stdout(&table).contains("dead letters (uncertain attempts exhausted)"));
+    assert!(stdout(&table).contains("--filter state:failed"));
+}
+
+#[test]
+fn triage_of_a_healthy_store_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").display().to_string();
+    let init = leasehold(&["init", &path]);
+    assert_eq!(code(&init), 0, "{}", stderr(&init));
+    let o = leasehold(&["inspect", "triage", "--store", &path]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "nothing needs a person");
+    let json = leasehold(&["inspect", "triage", "--store", &path, "--json"]);
+    assert_eq!(stdout(&json), "");
+}
