@@ -7,6 +7,7 @@
 pub mod config;
 pub mod core;
 mod embed;
+pub mod external;
 mod fencing;
 pub mod handlers;
 pub mod health;
