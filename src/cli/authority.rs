@@ -10,6 +10,8 @@ use clap::Args;
 use super::log::{LogFormat, dispatch};
 use super::{CliResult, Failure, StoreArg, tokio_runtime};
 use crate::authority::config::{AuthorityConfig, generated_instance_id};
+use crate::authority::external::HandlerConfig;
+use crate::authority::handlers::Workload;
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
 use crate::store::create::create;
@@ -42,9 +44,14 @@ pub struct AuthorityArgs {
     /// The build tag whose compatibility key this authority runs under.
     #[arg(long, default_value = crate::build_key::DEFAULT_BUILD_TAG)]
     pub build: String,
-    /// The handler set to register.
-    #[arg(long, default_value = "default")]
-    pub workload: String,
+    /// The built-in demo handler set to register (`default` when no `--config` is given).
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// A handler config file (TOML) mapping handler names to commands (`exec`) or HTTP
+    /// endpoints (`http`); see docs/HANDLERS.md. With `--workload` too, a configured name
+    /// replaces the demo handler of that name.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Lease window in ms (renewal runs at a third of it unless `--renew-ms` is given; the
     /// heartbeat at a third of it, at most every 10 s, so liveness follows the lease).
     #[arg(long, default_value_t = crate::authority::config::DEFAULT_LEASE_DURATION_MS)]
@@ -95,10 +102,28 @@ async fn shutdown_signal() {
     }
 }
 
+/// The handlers to register: the demo set `--workload` names, then the `--config` file's
+/// over it; the `default` demo set when neither is given.
+fn handlers(args: &AuthorityArgs) -> Result<Workload, Failure> {
+    let demo = |name: &str| workload::named(name, args.seed);
+    let Some(path) = &args.config else {
+        return Ok(demo(args.workload.as_deref().unwrap_or("default"))?);
+    };
+    let configured = HandlerConfig::load(path)?.workload();
+    Ok(match &args.workload {
+        Some(name) => {
+            let mut merged = demo(name)?;
+            merged.extend(&configured);
+            merged
+        }
+        None => configured,
+    })
+}
+
 /// Runs `leasehold authority` until SIGINT / SIGTERM, then releases what it owns.
 ///
 /// # Errors
-/// Unsafe knobs, an unknown workload, an unreadable store or an instance id another
+/// Unsafe knobs, an unknown workload, a bad handler config file, an unreadable store or an instance id another
 /// running authority holds (exit 2).
 pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     let instance = args.instance.clone().unwrap_or_else(generated_instance_id);
@@ -109,6 +134,8 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     config.worker_concurrency = args.concurrency;
     config.claim_batch_size = args.batch;
     config.validate()?;
+    // Before the store is opened (or created): a bad file starts and writes nothing.
+    let workload = handlers(args)?;
     let url = args
         .store
         .clone()
@@ -118,7 +145,6 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     } else {
         StoreArg { store: url }.open(OpenMode::Existing)?
     };
-    let workload = workload::named(&args.workload, args.seed)?;
     // The process's one subscriber, for every thread: `tracing` remembers per call site
     // whether anyone listens, so a subscriber scoped to some threads could miss lines.
     let log = dispatch(args.log_format, store.clock().clone(), std::io::stderr);
