@@ -80,28 +80,34 @@ impl Inner {
     }
 }
 
-/// The outcome a response gives: its answer body, or else its status.
+/// The outcome a response gives: its answer body, or else its status. A 2xx body must be
+/// an answer (or empty); any other status with a body that is not one (an error page, a
+/// framework's JSON error) falls back on the status.
 fn by_response(response: &Response) -> HandlerOutcome {
     let text = String::from_utf8_lossy(&response.body);
-    match wire::parse_answer(&text) {
-        Ok(Some(Answer::Outcome(outcome))) => return outcome,
-        Ok(Some(Answer::Checkpoint(_))) => {
-            return wire::bad_answer("a checkpoint is not an answer; an http handler answers once");
-        }
-        Err(why) => return wire::bad_answer(&why),
-        Ok(None) => {}
+    let parsed = wire::parse_answer(&text);
+    if let Ok(Some(Answer::Outcome(outcome))) = parsed {
+        return outcome;
     }
     let status = response.status;
-    let code = format!("HTTP_{status}");
     let message = match text.lines().map(str::trim).find(|l| !l.is_empty()) {
         Some(line) => wire::cut(line),
         None => format!("{status} {}", response.reason).trim().to_owned(),
     };
+    if (200..300).contains(&status) {
+        return match parsed {
+            Ok(None) if text.trim().is_empty() => HandlerOutcome::Succeeded(None),
+            Ok(Some(Answer::Checkpoint(_))) => {
+                wire::bad_answer("a checkpoint is not an answer; an http handler answers once")
+            }
+            Err(why) => wire::bad_answer(&why),
+            _ => wire::bad_answer(&format!(
+                "a {status} response whose body is not an answer: {message}"
+            )),
+        };
+    }
+    let code = format!("HTTP_{status}");
     match status {
-        200..=299 if text.trim().is_empty() => HandlerOutcome::Succeeded(None),
-        200..=299 => wire::bad_answer(&format!(
-            "a {status} response whose body is not an answer: {message}"
-        )),
         408 | 429 | 500..=599 => match response
             .header("retry-after")
             .and_then(|s| s.trim().parse::<Millis>().ok())
