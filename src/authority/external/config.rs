@@ -263,8 +263,7 @@ fn resolve_program(dir: &Path, program: &str) -> std::result::Result<PathBuf, St
         };
     }
     let found = std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).any(|p| p.join(program).is_file()))
-        .unwrap_or(false);
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|p| p.join(program).is_file()));
     if found {
         Ok(PathBuf::from(program))
     } else {
@@ -302,7 +301,10 @@ fn bare(e: Error) -> String {
 /// The 1-based line of byte `offset` in `text`, and the dotted key there: the last table
 /// header at or above it, plus the key its line assigns (`handlers.send-email.timeout`).
 fn locate(text: &str, offset: usize) -> (usize, String) {
-    let offset = offset.min(text.len());
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
     let before = &text[..offset];
     let line_no = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
@@ -310,7 +312,8 @@ fn locate(text: &str, offset: usize) -> (usize, String) {
     let header = text[..line_start]
         .lines()
         .chain(std::iter::once(line))
-        .filter_map(|l| {
+        .rev()
+        .find_map(|l| {
             let l = l.trim();
             l.starts_with('[').then(|| {
                 l.trim_start_matches('[')
@@ -320,8 +323,7 @@ fn locate(text: &str, offset: usize) -> (usize, String) {
                     .trim()
                     .to_owned()
             })
-        })
-        .last();
+        });
     let assigned = (!line.starts_with('['))
         .then(|| line.split_once('=').map(|(key, _)| key.trim().to_owned()))
         .flatten()

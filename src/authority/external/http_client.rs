@@ -89,7 +89,7 @@ impl Client {
     /// [`HttpError`].
     pub async fn post(&self, headers: &[(&str, &str)], body: &[u8]) -> Result<Response, HttpError> {
         let request = self.request(headers, body);
-        let reused = self.idle.lock().map(|mut idle| idle.pop()).unwrap_or(None);
+        let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
         if let Some(stream) = reused {
             match exchange(stream, &request).await {
                 Exchange::Done(response, back) => return Ok(self.keep(response, back)),
