@@ -6,7 +6,8 @@
 //! item whose handler the file does not name stays pending; bad config files are refused in
 //! one line naming the file, line and key, with nothing written; and two real
 //! `leasehold authority --config` processes, one killed with SIGKILL mid-handler, finish
-//! everything with `leasehold check` clean.
+//! everything with `leasehold check` clean (and no command saw the store URL the
+//! authorities read from their environment).
 //!
 //! The in-process authorities read a manual clock (the test moves it to lapse a lease or
 //! reach a retry); the handlers are real Python processes and a real HTTP server on
@@ -726,8 +727,6 @@ fn a_killed_authority_mid_handler_leaves_a_clean_store() {
         Command::new(env!("CARGO_BIN_EXE_leasehold"))
             .args([
                 "authority",
-                "--store",
-                &url,
                 "--instance",
                 name,
                 "--config",
@@ -741,7 +740,8 @@ fn a_killed_authority_mid_handler_leaves_a_clean_store() {
                 "--log-format",
                 "json",
             ])
-            .env_remove("LEASEHOLD_STORE")
+            // The store from the environment, which handlers must not inherit.
+            .env("LEASEHOLD_STORE", &url)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.path().join(format!("{name}.log"))).unwrap())
@@ -783,6 +783,11 @@ fn a_killed_authority_mid_handler_leaves_a_clean_store() {
         assert_eq!(item.owner_id.as_deref(), Some("auth-b"));
         assert!(item.result.as_deref().unwrap().contains("auth-b"));
     }
+    let journal = std::fs::read_to_string(&journal).unwrap();
+    assert!(
+        journal.lines().all(|l| l.contains("\"storeEnv\": null")),
+        "a handler saw LEASEHOLD_STORE: {journal}"
+    );
     let o = leasehold(&["check", "--store", &url]);
     assert!(
         o.status.success(),

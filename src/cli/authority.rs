@@ -163,3 +163,55 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     writeln!(out, "{}", serde_json::to_string(&stats).unwrap_or_default())?;
     Ok(())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn args(workload: Option<&str>, config: Option<PathBuf>) -> AuthorityArgs {
+        AuthorityArgs {
+            command: None,
+            store: Some("memory".into()),
+            create: false,
+            instance: None,
+            build: crate::build_key::DEFAULT_BUILD_TAG.into(),
+            workload: workload.map(str::to_owned),
+            config,
+            lease_ms: 3_000,
+            renew_ms: None,
+            poll_ms: 100,
+            concurrency: 1,
+            batch: 1,
+            exec_log: None,
+            log_format: LogFormat::Off,
+            seed: 0,
+        }
+    }
+
+    /// A configured name replaces the demo handler of that name; without `--workload`
+    /// only the file's handlers run; without either, the default demo set.
+    #[test]
+    fn config_handlers_override_the_demo_set_they_are_merged_into() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("handlers.toml");
+        std::fs::write(
+            &path,
+            "[handlers.send-email]\nversion = \"3.0.0\"\nexec = [\"sh\", \"-c\", \"exit 0\"]\n",
+        )
+        .unwrap();
+        let merged = handlers(&args(Some("fast"), Some(path.clone()))).unwrap();
+        assert_eq!(
+            merged.get("send-email").unwrap().version().as_str(),
+            "3.0.0"
+        );
+        assert_eq!(
+            merged.get("charge-card").unwrap().version().as_str(),
+            crate::authority::HandlerVersion::DEMO
+        );
+        let alone = handlers(&args(None, Some(path))).unwrap();
+        assert_eq!(alone.names().collect::<Vec<_>>(), ["send-email"]);
+        let demo = handlers(&args(None, None)).unwrap();
+        assert!(demo.get("charge-card").is_some());
+    }
+}

@@ -133,8 +133,10 @@ impl Inner {
         let mut body = wire::request(&attempt, &self.version).to_string();
         body.push('\n');
         let mut command = Command::new(&spec.program);
+        // The store URL may hold a password; a handler that needs it is given it in `env`.
         command
             .args(&spec.args)
+            .env_remove("LEASEHOLD_STORE")
             .envs(&spec.env)
             .current_dir(&spec.cwd)
             .stdin(Stdio::piped())
