@@ -317,6 +317,28 @@ fn exec_fail_is_terminal() {
     assert_eq!(failed.attempt_number, 1);
 }
 
+/// A program path holding a `/` and `cwd` resolve against the config file's directory,
+/// and `env` reaches the command.
+#[test]
+fn exec_paths_resolve_against_the_config_file() {
+    let w = World::new();
+    let bin = w.path("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(fixture("exec_handler.py"), bin.join("mail.py")).unwrap();
+    let path = w.config(&format!(
+        "[handlers.mail]\nversion = \"1.0.0\"\nexec = [\"bin/mail.py\"]\ncwd = \"bin\"\n\
+         env = {{ MODE = \"live\", LEASEHOLD_TEST_JOURNAL = {:?} }}\n",
+        w.path("journal").display().to_string()
+    ));
+    let authority = w.start(&path);
+    w.enqueue("rel", "mail", json!({ "mode": "ok" }));
+    w.wait_state("rel", WorkState::Succeeded);
+    w.stop(authority);
+    let seen = &w.journal()[0];
+    assert_eq!(seen["cwd"], json!(bin.canonicalize().unwrap()));
+    assert_eq!(seen["mode"], "live");
+}
+
 /// Without an answer: a non-zero exit is a retryable `EXIT_<n>` with the last stderr line;
 /// a death by signal is an uncertain attempt, retried with the same idempotency key once
 /// the claim lapses.
@@ -365,7 +387,7 @@ fn exec_crashes_fall_back_on_the_exit_status() {
 #[test]
 fn exec_timeout_terminates_then_kills() {
     let w = World::new();
-    let authority = w.start(&w.exec_config("4s", "1s"));
+    let authority = w.start(&w.exec_config("6s", "1s"));
     w.enqueue("t1", "mail", json!({ "mode": "hang" }));
     w.enqueue("t2", "mail", json!({ "mode": "stubborn" }));
     for id in ["t1", "t2"] {
@@ -528,7 +550,7 @@ fn http_fail_and_client_errors_are_terminal() {
 fn http_timeout_is_retryable_and_drops_the_connection() {
     let w = World::new();
     let server = Server::start(&w.path("journal"));
-    let authority = w.start(&w.http_config(&server.url(), "1s"));
+    let authority = w.start(&w.http_config(&server.url(), "3s"));
     w.enqueue("slow", "charge", json!({ "mode": "hang" }));
     let retry = w.wait_state("slow", WorkState::Retry);
     assert_eq!(
