@@ -312,3 +312,78 @@ async fn last_line(stderr: Option<impl AsyncRead + Unpin>) -> String {
         .unwrap_or_default()
         .to_owned()
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::time::Instant;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::authority::handlers::{AttemptContext, AttemptKind, Pace};
+
+    fn attempt() -> Attempt {
+        Attempt::new(AttemptContext::new(
+            "e1",
+            AttemptKind::Effect,
+            "job",
+            json!({}),
+            "e1",
+            "e1",
+            1,
+            "a",
+            1,
+            0,
+            Pace::Real,
+        ))
+    }
+
+    /// Running, not a zombie waiting to be reaped.
+    fn running(pid: &str) -> bool {
+        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|s| !s.trim_start().starts_with('Z'))
+        })
+    }
+
+    fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A cancelled attempt (its task dropped) takes its command's whole process group
+    /// with it: here a shell and the `sleep` it started.
+    #[test]
+    fn a_dropped_attempt_leaves_no_process_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let pids = dir.path().join("pids");
+        let spec = ExecSpec {
+            program: "sh".into(),
+            args: vec![
+                "-c".into(),
+                format!("sleep 600 & echo $$ $! > {}; wait", pids.display()),
+            ],
+            env: BTreeMap::new(),
+            cwd: dir.path().to_path_buf(),
+            kill_grace_ms: 5_000,
+        };
+        let handler = ExecHandler::new(spec, &HandlerVersion::parse("1.0.0").unwrap(), 60_000);
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let task = rt.spawn(handler.handle(attempt()));
+        wait_for("the command to start", || {
+            std::fs::read_to_string(&pids).is_ok_and(|p| p.split_whitespace().count() == 2)
+        });
+        let pids = std::fs::read_to_string(&pids).unwrap();
+        let pids: Vec<&str> = pids.split_whitespace().collect();
+        assert!(pids.iter().all(|p| running(p)));
+        task.abort();
+        wait_for("the shell and its child to be gone", || {
+            pids.iter().all(|p| !running(p))
+        });
+    }
+}
