@@ -388,6 +388,69 @@ mod tests {
         }
     }
 
+    /// Answers one request per connection with `200 ok`, then closes it; counts accepts.
+    async fn one_shot_server() -> (Endpoint, tokio::task::JoinHandle<usize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            for accepted in 1.. {
+                let (stream, _) = listener.accept().await.unwrap();
+                let mut reader = BufReader::new(stream);
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).await.unwrap();
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).await.unwrap();
+                let mut stream = reader.into_inner();
+                stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .await
+                    .unwrap();
+                if body == b"last" {
+                    return accepted;
+                }
+            }
+            unreachable!()
+        });
+        let endpoint = Endpoint::parse(&format!("http://127.0.0.1:{port}/x"), false).unwrap();
+        (endpoint, server)
+    }
+
+    /// The server closed the kept-alive connection: the request goes again, once, on a
+    /// new one.
+    #[tokio::test]
+    async fn a_connection_the_server_closed_is_replaced() {
+        let (endpoint, server) = one_shot_server().await;
+        let client = Client::new(endpoint);
+        let first = client.post(&[], b"first").await.expect("first");
+        assert_eq!(client.idle.lock().unwrap().len(), 1, "kept alive");
+        let last = client.post(&[], b"last").await.expect("resent");
+        assert_eq!(
+            (first.body.as_slice(), last.body.as_slice()),
+            (&b"ok"[..], &b"ok"[..])
+        );
+        assert_eq!(server.await.unwrap(), 2, "a second connection");
+    }
+
+    #[tokio::test]
+    async fn nobody_listening_is_refused() {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let endpoint = Endpoint::parse(&format!("http://127.0.0.1:{port}/"), false).unwrap();
+        let refused = Client::new(endpoint).post(&[], b"{}").await;
+        assert!(matches!(refused, Err(HttpError::Refused(_))), "{refused:?}");
+    }
+
     #[test]
     fn header_values_cannot_break_the_header_block() {
         assert_eq!(header_value("order-7/a b"), "order-7/a b");
