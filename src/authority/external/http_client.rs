@@ -337,6 +337,7 @@ fn wire_cut(line: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
