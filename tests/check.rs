@@ -1056,6 +1056,7 @@ fn mixed_workload(f: &Fixture) {
             owner: "a-2".into(),
             generation: w.generation,
             outcome: Ok(None),
+            retry_floor_ms: 0,
         })
         .collect();
     batch.push(Completion {
@@ -1063,6 +1064,7 @@ fn mixed_workload(f: &Fixture) {
         owner: "a-1".into(),
         generation: first[3].generation,
         outcome: Ok(None),
+        retry_floor_ms: 0,
     });
     let answers = s.complete_batch(&batch).unwrap();
     assert_eq!(answers.iter().filter(|a| a.is_err()).count(), 1);

@@ -796,6 +796,7 @@ fn drain_throughput() {
                             owner: owner.clone(),
                             generation: w.generation,
                             outcome: Ok(None),
+                            retry_floor_ms: 0,
                         })
                         .collect();
                     let results = store.complete_batch(&completions).unwrap();

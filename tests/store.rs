@@ -66,6 +66,7 @@ per_provider! {
     work::reclaim_fences_the_old_work_owner,
     work::unrecorded_attempt_is_uncertain_and_keeps_its_keys,
     work::retry_state_survives_reopen,
+    work::a_retry_floor_holds_the_retry_back,
     work::terminal_items_answer_already_terminal,
     work::group_commit_refuses_only_the_stale_entry,
     work::claim_leases_are_clamped_into_a_bounded_window,

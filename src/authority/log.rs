@@ -7,7 +7,6 @@
 use tracing::{info, warn};
 
 use super::core::{Exec, Executed, Finished, Job, Task};
-use super::handlers::HandlerOutcome;
 use crate::clock::Millis;
 
 /// The handler a job runs: the work item's, or the workflow action that ran (else the
@@ -46,14 +45,9 @@ pub fn finished(
     let generation = job.generation();
     let handler = handler(job, Some(&executed.exec));
     let failure = match &executed.exec {
-        Exec::Work {
-            outcome: HandlerOutcome::Failed(f),
-            ..
+        Exec::Work { outcome, .. } | Exec::WorkflowRan { outcome, .. } => {
+            outcome.failure().map(|f| f.code.as_str())
         }
-        | Exec::WorkflowRan {
-            outcome: HandlerOutcome::Failed(f),
-            ..
-        } => Some(f.code.as_str()),
         _ => None,
     };
     match finished {

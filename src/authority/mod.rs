@@ -1,12 +1,14 @@
 //! The authority runtime (docs/ARCHITECTURE.md#authority-runtime): one authority's logic as step functions
 //! ([`core::AuthorityCore`]), its knobs ([`config::AuthorityConfig`]), the handlers it runs
-//! ([`handlers`], with the demo set in [`workload`]), its counters and execution log
+//! ([`handlers`], with the demo set in [`workload`] and commands or HTTP endpoints named in
+//! a config file in [`external`]), its counters and execution log
 //! ([`stats`]), and the tokio driver for a real process ([`runtime::run_authority`]). The
 //! embedded cluster ([`crate::cluster`]) drives the same core on virtual time.
 
 pub mod config;
 pub mod core;
 mod embed;
+pub mod external;
 mod fencing;
 pub mod handlers;
 pub mod health;

@@ -11,6 +11,8 @@ use clap::Args;
 use super::log::{LogFormat, dispatch};
 use super::{CliResult, Failure, StoreArg, tokio_runtime};
 use crate::authority::config::{AuthorityConfig, generated_instance_id};
+use crate::authority::external::HandlerConfig;
+use crate::authority::handlers::Workload;
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
 use crate::store::create::create;
@@ -43,9 +45,14 @@ pub struct AuthorityArgs {
     /// The build tag whose compatibility key this authority runs under.
     #[arg(long, default_value = crate::build_key::DEFAULT_BUILD_TAG)]
     pub build: String,
-    /// The handler set to register.
-    #[arg(long, default_value = "default")]
-    pub workload: String,
+    /// The built-in demo handler set to register (`default` when no `--config` is given).
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// A handler config file (TOML) mapping handler names to commands (`exec`) or HTTP
+    /// endpoints (`http`); see docs/HANDLERS.md. With `--workload` too, a configured name
+    /// replaces the demo handler of that name.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Lease window in ms (renewal runs at a third of it unless `--renew-ms` is given; the
     /// heartbeat at a third of it, at most every 10 s, so liveness follows the lease).
     #[arg(long, default_value_t = crate::authority::config::DEFAULT_LEASE_DURATION_MS)]
@@ -101,10 +108,28 @@ async fn shutdown_signal() {
     }
 }
 
+/// The handlers to register: the demo set `--workload` names, then the `--config` file's
+/// over it; the `default` demo set when neither is given.
+fn handlers(args: &AuthorityArgs) -> Result<Workload, Failure> {
+    let demo = |name: &str| workload::named(name, args.seed);
+    let Some(path) = &args.config else {
+        return Ok(demo(args.workload.as_deref().unwrap_or("default"))?);
+    };
+    let configured = HandlerConfig::load(path)?.workload();
+    Ok(match &args.workload {
+        Some(name) => {
+            let mut merged = demo(name)?;
+            merged.extend(&configured);
+            merged
+        }
+        None => configured,
+    })
+}
+
 /// Runs `leasehold authority` until SIGINT / SIGTERM, then releases what it owns.
 ///
 /// # Errors
-/// Unsafe knobs, an unknown workload, an unreadable store or an instance id another
+/// Unsafe knobs, an unknown workload, a bad handler config file, an unreadable store or an instance id another
 /// running authority holds (exit 2).
 pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     let instance = args.instance.clone().unwrap_or_else(generated_instance_id);
@@ -115,6 +140,8 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     config.worker_concurrency = args.concurrency;
     config.claim_batch_size = args.batch;
     config.validate()?;
+    // Before the store is opened (or created): a bad file starts and writes nothing.
+    let workload = handlers(args)?;
     let url = args
         .store
         .clone()
@@ -124,7 +151,6 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     } else {
         StoreArg { store: url }.open(OpenMode::Existing)?
     };
-    let workload = workload::named(&args.workload, args.seed)?;
     // The process's one subscriber, for every thread: `tracing` remembers per call site
     // whether anyone listens, so a subscriber scoped to some threads could miss lines.
     let log = dispatch(args.log_format, store.clock().clone(), std::io::stderr);
@@ -149,4 +175,56 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     ))?;
     writeln!(out, "{}", serde_json::to_string(&stats).unwrap_or_default())?;
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn args(workload: Option<&str>, config: Option<PathBuf>) -> AuthorityArgs {
+        AuthorityArgs {
+            command: None,
+            store: Some("memory".into()),
+            create: false,
+            instance: None,
+            build: crate::build_key::DEFAULT_BUILD_TAG.into(),
+            workload: workload.map(str::to_owned),
+            config,
+            lease_ms: 3_000,
+            renew_ms: None,
+            poll_ms: 100,
+            concurrency: 1,
+            batch: 1,
+            exec_log: None,
+            log_format: LogFormat::Off,
+            seed: 0,
+        }
+    }
+
+    /// A configured name replaces the demo handler of that name; without `--workload`
+    /// only the file's handlers run; without either, the default demo set.
+    #[test]
+    fn config_handlers_override_the_demo_set_they_are_merged_into() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("handlers.toml");
+        std::fs::write(
+            &path,
+            "[handlers.send-email]\nversion = \"3.0.0\"\nexec = [\"sh\", \"-c\", \"exit 0\"]\n",
+        )
+        .unwrap();
+        let merged = handlers(&args(Some("fast"), Some(path.clone()))).unwrap();
+        assert_eq!(
+            merged.get("send-email").unwrap().version().as_str(),
+            "3.0.0"
+        );
+        assert_eq!(
+            merged.get("charge-card").unwrap().version().as_str(),
+            crate::authority::HandlerVersion::DEMO
+        );
+        let alone = handlers(&args(None, Some(path))).unwrap();
+        assert_eq!(alone.names().collect::<Vec<_>>(), ["send-email"]);
+        let demo = handlers(&args(None, None)).unwrap();
+        assert!(demo.get("charge-card").is_some());
+    }
 }

@@ -4,11 +4,13 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::{Failure, FailureClass, WorkItem, WorkKind, WorkState};
 
-/// The durable backoff shape for retried work: `initial * 2^(attempt-1)`, capped.
+/// The durable backoff shape for retried work: `initial * 2^(attempt-1)`, capped, and
+/// never below `floor_ms` (what a handler asked for, e.g. a rate limit's retry-after).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     pub initial_ms: Millis,
     pub max_ms: Millis,
+    pub floor_ms: Millis,
 }
 
 impl Default for Backoff {
@@ -16,16 +18,29 @@ impl Default for Backoff {
         Self {
             initial_ms: 500,
             max_ms: 30_000,
+            floor_ms: 0,
         }
     }
 }
 
 impl Backoff {
+    /// The same backoff, never shorter than `floor_ms` (the cap does not apply to it).
+    #[must_use]
+    pub fn with_floor(self, floor_ms: Millis) -> Self {
+        Self {
+            floor_ms: floor_ms.max(0),
+            ..self
+        }
+    }
+
     /// The delay after the `attempt`-th failed attempt (1-based).
     #[must_use]
     pub fn delay(self, attempt: u32) -> Millis {
         let shift = attempt.saturating_sub(1).min(30);
-        self.initial_ms.saturating_mul(1 << shift).min(self.max_ms)
+        self.initial_ms
+            .saturating_mul(1 << shift)
+            .min(self.max_ms)
+            .max(self.floor_ms)
     }
 }
 
@@ -507,6 +522,35 @@ mod tests {
         let dead = lapse(&last, Backoff::default(), 700).expect("lapsed");
         assert!(dead.is_dead_letter());
         assert_eq!(dead.checkpoint, None);
+    }
+
+    /// A handler's floor lengthens the backoff, never shortens it, and is not capped.
+    #[test]
+    fn a_retry_floor_only_lengthens_the_backoff() {
+        let backoff = Backoff::default();
+        assert_eq!(backoff.with_floor(100).delay(1), backoff.delay(1));
+        assert_eq!(backoff.with_floor(-5).delay(1), backoff.delay(1));
+        assert_eq!(backoff.with_floor(7_000).delay(1), 7_000);
+        assert_eq!(backoff.with_floor(90_000).delay(9), 90_000);
+        let claimed = claim(&item(), "a", "k", "t".into(), 100, 0).expect("pending");
+        let failure = Failure {
+            class: FailureClass::Retryable,
+            code: "RATE_LIMITED".into(),
+            message: "slow down".into(),
+        };
+        let retry = fail(
+            &claimed,
+            "a",
+            claimed.generation,
+            failure,
+            backoff.with_floor(7_000),
+            10,
+        )
+        .expect("holder");
+        assert_eq!(
+            (retry.state, retry.next_eligible_at),
+            (WorkState::Retry, 7_010)
+        );
     }
 
     #[test]

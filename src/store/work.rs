@@ -17,6 +17,9 @@ pub struct Completion {
     pub owner: String,
     pub generation: u64,
     pub outcome: std::result::Result<Option<String>, Failure>,
+    /// For a retryable failure: the retry is not eligible before this long from now, even
+    /// when the backoff is shorter (0: the backoff alone). See [`Store::fail_with_floor`].
+    pub retry_floor_ms: Millis,
 }
 
 /// One claimed item, from [`Store::claim_work`].
@@ -237,13 +240,30 @@ impl Store {
         generation: u64,
         failure: Failure,
     ) -> Result<WorkItem> {
+        self.fail_with_floor(id, owner, generation, failure, 0)
+    }
+
+    /// [`Self::fail`] whose retry, if it is one, is not eligible before `now + floor_ms`
+    /// even when the backoff is shorter: a handler that was told to come back later (a
+    /// rate limit's retry-after) is not retried sooner.
+    ///
+    /// # Errors
+    /// As [`Self::fail`].
+    pub fn fail_with_floor(
+        &self,
+        id: &str,
+        owner: &str,
+        generation: u64,
+        failure: Failure,
+        floor_ms: Millis,
+    ) -> Result<WorkItem> {
         self.fenced(id, owner, generation, WriteVerb::Fail, |item, now| {
             rules::fail(
                 item,
                 owner,
                 generation,
                 failure.clone(),
-                Backoff::default(),
+                Backoff::default().with_floor(floor_ms),
                 now,
             )
         })
@@ -298,7 +318,7 @@ impl Store {
                                 &c.owner,
                                 c.generation,
                                 failure.clone(),
-                                Backoff::default(),
+                                Backoff::default().with_floor(c.retry_floor_ms),
                                 now,
                             ),
                         },

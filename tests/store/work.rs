@@ -619,6 +619,7 @@ pub fn terminal_items_answer_already_terminal(h: &dyn Harness) {
             owner: "a".into(),
             generation: 1,
             outcome: Ok(None),
+            retry_floor_ms: 0,
         }]),
     );
     assert_eq!(results.len(), 1);
@@ -646,18 +647,21 @@ pub fn group_commit_refuses_only_the_stale_entry(h: &dyn Harness) {
             owner: "a".into(),
             generation: 1,
             outcome: Ok(Some("\"r1\"".into())),
+            retry_floor_ms: 0,
         },
         Completion {
             id: "g2".into(),
             owner: "a".into(),
             generation: 1,
             outcome: Ok(None),
+            retry_floor_ms: 0,
         },
         Completion {
             id: "g3".into(),
             owner: "a".into(),
             generation: 1,
             outcome: Err(retryable("E_429")),
+            retry_floor_ms: 0,
         },
     ];
     let results: Vec<Result<WorkState, &str>> = ok("group commit", s.complete_batch(&batch))
@@ -700,12 +704,14 @@ pub fn group_commit_refuses_only_the_stale_entry(h: &dyn Harness) {
                 owner: "b".into(),
                 generation: 1,
                 outcome: Ok(None),
+                retry_floor_ms: 0,
             },
             Completion {
                 id: "g2".into(),
                 owner: "b".into(),
                 generation: b.generation,
                 outcome: Ok(None),
+                retry_floor_ms: 0,
             },
         ]),
     );
@@ -882,4 +888,60 @@ pub fn incompatible_items_are_never_claimed_and_stay_visible(h: &dyn Harness) {
             .all(|g| g.owner_compat == g.item_compat),
         "claims only by matching builds"
     );
+}
+
+/// A retry floor the handler asked for holds the retry back until `now + floor` when that
+/// is later than the backoff, alone or in a group commit; a shorter floor changes nothing.
+pub fn a_retry_floor_holds_the_retry_back(h: &dyn Harness) {
+    let s = h.store();
+    for id in ["solo", "grouped", "short"] {
+        ok("enqueue", s.enqueue(effect(id), K));
+    }
+    let solo = ok("claim", s.claim("solo", "a", K, 5_000));
+    let floored = ok(
+        "fail with a floor",
+        s.fail_with_floor("solo", "a", solo.generation, retryable("E_429"), 7_000),
+    );
+    assert_eq!(
+        (floored.state, floored.next_eligible_at),
+        (WorkState::Retry, s.now() + 7_000)
+    );
+    let grouped = ok("claim", s.claim("grouped", "a", K, 5_000));
+    let short = ok("claim", s.claim("short", "a", K, 5_000));
+    let answers = ok(
+        "group commit",
+        s.complete_batch(&[
+            Completion {
+                id: "grouped".into(),
+                owner: "a".into(),
+                generation: grouped.generation,
+                outcome: Err(retryable("E_429")),
+                retry_floor_ms: 9_000,
+            },
+            Completion {
+                id: "short".into(),
+                owner: "a".into(),
+                generation: short.generation,
+                outcome: Err(retryable("E_429")),
+                retry_floor_ms: 1,
+            },
+        ]),
+    );
+    let eligible: Vec<_> = answers
+        .into_iter()
+        .map(|a| ok("fenced on its own", a).next_eligible_at)
+        .collect();
+    assert_eq!(
+        eligible,
+        [s.now() + 9_000, s.now() + Backoff::default().delay(1)]
+    );
+    let s = h.reopen();
+    assert_eq!(item(h, "solo"), floored, "the floor is durable");
+    h.clock().set(floored.next_eligible_at - 1);
+    assert_eq!(
+        refused("claim before the floor", s.claim("solo", "b", K, 5_000)),
+        "WORK_NOT_CLAIMABLE"
+    );
+    h.clock().set(floored.next_eligible_at);
+    ok("claim at the floor", s.claim("solo", "b", K, 5_000));
 }

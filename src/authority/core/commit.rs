@@ -27,11 +27,13 @@ pub(super) fn action_result(
 ) -> Option<std::result::Result<Value, machine::Failure>> {
     match outcome {
         HandlerOutcome::Succeeded(out) => Some(Ok(out.clone().unwrap_or(Value::Null))),
-        HandlerOutcome::Failed(f) => Some(Err(machine::Failure {
-            code: f.code.clone(),
-            message: f.message.clone(),
-            retryable: f.class == FailureClass::Retryable,
-        })),
+        HandlerOutcome::Failed(f) | HandlerOutcome::RetryAfter { failure: f, .. } => {
+            Some(Err(machine::Failure {
+                code: f.code.clone(),
+                message: f.message.clone(),
+                retryable: f.class == FailureClass::Retryable,
+            }))
+        }
         HandlerOutcome::Uncertain => None,
     }
 }
@@ -63,8 +65,14 @@ impl AuthorityCore {
                 let generation = item.generation;
                 match outcome {
                     HandlerOutcome::Uncertain => Ok(Finished::Abandoned("uncertain")),
-                    HandlerOutcome::Failed(f) => {
-                        classify(self.store.fail(&item.id, owner, generation, f.clone()))
+                    HandlerOutcome::Failed(f) | HandlerOutcome::RetryAfter { failure: f, .. } => {
+                        classify(self.store.fail_with_floor(
+                            &item.id,
+                            owner,
+                            generation,
+                            f.clone(),
+                            outcome.retry_floor_ms(),
+                        ))
                     }
                     HandlerOutcome::Succeeded(_) if item.kind == WorkKind::Cursor => {
                         if let Some(seq) = *advance_to {

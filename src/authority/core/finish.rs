@@ -70,7 +70,10 @@ impl AuthorityCore {
                         (
                             Task::Work(item),
                             Exec::Work {
-                                outcome: HandlerOutcome::Succeeded(_) | HandlerOutcome::Failed(_),
+                                outcome:
+                                    HandlerOutcome::Succeeded(_)
+                                    | HandlerOutcome::Failed(_)
+                                    | HandlerOutcome::RetryAfter { .. },
                                 advance_to: None,
                                 ..
                             },
@@ -79,7 +82,10 @@ impl AuthorityCore {
                             Task::Workflow(_),
                             Exec::WorkflowApply(_)
                             | Exec::WorkflowRan {
-                                outcome: HandlerOutcome::Succeeded(_) | HandlerOutcome::Failed(_),
+                                outcome:
+                                    HandlerOutcome::Succeeded(_)
+                                    | HandlerOutcome::Failed(_)
+                                    | HandlerOutcome::RetryAfter { .. },
                                 ..
                             },
                         ) => Some((&mut steps, f.job.clone())),
@@ -96,21 +102,27 @@ impl AuthorityCore {
         if !grouped.is_empty() {
             let completions: Vec<Completion> = grouped
                 .iter()
-                .map(|(_, job, executed)| Completion {
-                    id: job.resource(),
-                    owner: self.config.instance_id.clone(),
-                    generation: job.generation(),
-                    outcome: match &executed.exec {
-                        Exec::Work {
-                            outcome: HandlerOutcome::Failed(f),
-                            ..
-                        } => Err(f.clone()),
-                        Exec::Work {
-                            outcome: HandlerOutcome::Succeeded(out),
-                            ..
-                        } => Ok(out.as_ref().map(Value::to_string)),
-                        _ => Ok(None),
-                    },
+                .map(|(_, job, executed)| {
+                    let (outcome, retry_floor_ms) = match &executed.exec {
+                        Exec::Work { outcome, .. } => (
+                            match (outcome, outcome.failure()) {
+                                (_, Some(f)) => Err(f.clone()),
+                                (HandlerOutcome::Succeeded(out), _) => {
+                                    Ok(out.as_ref().map(Value::to_string))
+                                }
+                                _ => Ok(None),
+                            },
+                            outcome.retry_floor_ms(),
+                        ),
+                        _ => (Ok(None), 0),
+                    };
+                    Completion {
+                        id: job.resource(),
+                        owner: self.config.instance_id.clone(),
+                        generation: job.generation(),
+                        outcome,
+                        retry_floor_ms,
+                    }
                 })
                 .collect();
             match self.store.complete_batch(&completions) {
@@ -210,12 +222,10 @@ impl AuthorityCore {
                 Finished::Completed => s.completions += 1,
                 Finished::RetryScheduled => s.retries += 1,
                 Finished::Failed => s.failures += 1,
-                Finished::Transitioned => match action {
-                    Some(HandlerOutcome::Succeeded(_)) => s.completions += 1,
-                    Some(HandlerOutcome::Failed(f)) if f.class == FailureClass::Retryable => {
-                        s.retries += 1;
-                    }
-                    Some(HandlerOutcome::Failed(_)) => s.failures += 1,
+                Finished::Transitioned => match action.map(|a| (a, a.failure())) {
+                    Some((HandlerOutcome::Succeeded(_), _)) => s.completions += 1,
+                    Some((_, Some(f))) if f.class == FailureClass::Retryable => s.retries += 1,
+                    Some((_, Some(_))) => s.failures += 1,
                     _ => {}
                 },
                 Finished::Refused(code) => s.refused(code, fenced.is_some()),

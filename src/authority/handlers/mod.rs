@@ -32,6 +32,7 @@ pub use registry::{HandlerVersion, Registered, Workload};
 use std::future::Future;
 use std::pin::Pin;
 
+use crate::clock::Millis;
 use crate::model::{Failure, FailureClass};
 
 /// How one attempt ended, as the handler reports it.
@@ -42,6 +43,11 @@ pub enum HandlerOutcome {
     /// Failed, classified: retryable failures retry durably with backoff while attempts
     /// remain; terminal ones fail the item.
     Failed(Failure),
+    /// A retryable failure whose retry must wait at least `delay_ms` (the durable backoff
+    /// still applies when it is longer): a rate limit's retry-after, a dependency that said
+    /// when to come back. Built with [`Self::retry_after`]. A workflow action's retry
+    /// follows its definition's retry policy instead.
+    RetryAfter { failure: Failure, delay_ms: Millis },
     /// The attempt may or may not have taken effect and nothing is recorded (a crash mid
     /// attempt, a panic): the claim lapses, the reclaim counts `uncertainAttempts` and
     /// retries with the same idempotency key.
@@ -59,6 +65,19 @@ impl HandlerOutcome {
         })
     }
 
+    /// A retryable failure not to be retried before `delay_ms` from now.
+    #[must_use]
+    pub fn retry_after(code: &str, message: impl Into<String>, delay_ms: Millis) -> Self {
+        Self::RetryAfter {
+            failure: Failure {
+                class: FailureClass::Retryable,
+                code: code.into(),
+                message: message.into(),
+            },
+            delay_ms: delay_ms.max(0),
+        }
+    }
+
     /// A terminal failure.
     #[must_use]
     pub fn terminal(code: &str, message: impl Into<String>) -> Self {
@@ -69,14 +88,32 @@ impl HandlerOutcome {
         })
     }
 
+    /// The failure, for either failed outcome.
+    #[must_use]
+    pub fn failure(&self) -> Option<&Failure> {
+        match self {
+            Self::Failed(f) | Self::RetryAfter { failure: f, .. } => Some(f),
+            Self::Succeeded(_) | Self::Uncertain => None,
+        }
+    }
+
+    /// The least delay before a retry the handler asked for (0 when it asked none).
+    #[must_use]
+    pub fn retry_floor_ms(&self) -> Millis {
+        match self {
+            Self::RetryAfter { delay_ms, .. } => *delay_ms,
+            _ => 0,
+        }
+    }
+
     /// `succeeded`, `retryable`, `terminal` or `uncertain`: the exec log's outcome word.
     #[must_use]
     pub fn label(&self) -> &'static str {
-        match self {
-            Self::Succeeded(_) => "succeeded",
-            Self::Failed(f) if f.class == FailureClass::Retryable => "retryable",
-            Self::Failed(_) => "terminal",
-            Self::Uncertain => "uncertain",
+        match (self, self.failure()) {
+            (Self::Succeeded(_), _) => "succeeded",
+            (_, Some(f)) if f.class == FailureClass::Retryable => "retryable",
+            (_, Some(_)) => "terminal",
+            _ => "uncertain",
         }
     }
 }

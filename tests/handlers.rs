@@ -1,0 +1,820 @@
+//! Handlers from any language: `exec` commands and `http` endpoints named in a handler
+//! config file, run by an authority like any async handler. For each kind: success (what
+//! the handler saw is what the store holds), a retryable failure whose `delayMs` holds the
+//! retry back, a terminal failure, a timeout, a crash or a refused connection, and the stop
+//! on a lost lease (SIGTERM to the command, a dropped connection to the server). Then: an
+//! item whose handler the file does not name stays pending; bad config files are refused in
+//! one line naming the file, line and key, with nothing written; and two real
+//! `leasehold authority --config` processes, one killed with SIGKILL mid-handler, finish
+//! everything with `leasehold check` clean (and no command saw the store URL the
+//! authorities read from their environment).
+//!
+//! The in-process authorities read a manual clock (the test moves it to lapse a lease or
+//! reach a retry); the handlers are real Python processes and a real HTTP server on
+//! loopback, and every wait is on a condition with a generous deadline.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/mod.rs"]
+#[macro_use]
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+
+use leasehold::Store;
+use leasehold::authority::external::HandlerConfig;
+use leasehold::authority::{Authority, AuthorityConfig};
+use leasehold::build_key::compatibility_key;
+use leasehold::clock::{Clock, ManualClock};
+use leasehold::model::work::NewWork;
+use leasehold::model::{FailureClass, WorkItem, WorkState};
+use serde_json::{Value, json};
+
+use support::Harness;
+use support::runtime::RUNNING;
+use support::wait::{wait_until, within};
+
+/// A lease short enough to lapse when the test moves the clock.
+const LEASE_MS: i64 = 1_000;
+
+fn compat() -> String {
+    compatibility_key("v1").digest()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/handlers")
+        .join(name)
+}
+
+/// One test's world: a memory store on a manual clock, a temp dir for the config file,
+/// journals and markers, and a tokio runtime for the authority.
+struct World {
+    h: Box<dyn Harness>,
+    dir: tempfile::TempDir,
+    rt: tokio::runtime::Runtime,
+}
+
+impl World {
+    fn new() -> Self {
+        Self {
+            h: support::memory(),
+            dir: tempfile::tempdir().unwrap(),
+            rt: tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap(),
+        }
+    }
+
+    fn store(&self) -> Store {
+        self.h.store()
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes the handler config file.
+    fn config(&self, text: &str) -> PathBuf {
+        let path = self.path("handlers.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// A config with the exec fixture as handler `mail`.
+    fn exec_config(&self, timeout: &str, kill_grace: &str) -> PathBuf {
+        self.config(&format!(
+            "[handlers.mail]\nversion = \"1.2.0\"\nexec = [\"python3\", {script:?}]\n\
+             timeout = {timeout:?}\nkill_grace = {kill_grace:?}\n\
+             env = {{ LEASEHOLD_TEST_JOURNAL = {journal:?} }}\n",
+            script = fixture("exec_handler.py").display().to_string(),
+            journal = self.path("journal").display().to_string(),
+        ))
+    }
+
+    /// A config with `url` as handler `charge`.
+    fn http_config(&self, url: &str, timeout: &str) -> PathBuf {
+        self.config(&format!(
+            "[handlers.charge]\nversion = \"2.0.0\"\nhttp = {url:?}\ntimeout = {timeout:?}\n"
+        ))
+    }
+
+    /// Starts authority `a` with the handlers of the config file at `path`.
+    fn start(&self, path: &Path) -> Authority {
+        let handlers = HandlerConfig::load(path)
+            .expect("a valid config")
+            .workload();
+        let config = AuthorityConfig {
+            poll_interval_ms: 10,
+            heartbeat_interval_ms: 100,
+            ..AuthorityConfig::new("a", "v1").with_timing(LEASE_MS, 100)
+        };
+        self.rt
+            .block_on(
+                Authority::builder(self.store(), config)
+                    .handlers(&handlers)
+                    .shutdown_grace_ms(0)
+                    .start(),
+            )
+            .expect("starts")
+    }
+
+    fn stop(&self, authority: Authority) {
+        self.rt.block_on(authority.shutdown()).expect("stops");
+    }
+
+    /// Enqueues effect `id` for `handler` with `payload` plus `dir` (where markers go).
+    fn enqueue(&self, id: &str, handler: &str, mut payload: Value) {
+        payload["dir"] = json!(self.dir.path());
+        let created = self
+            .store()
+            .enqueue(NewWork::effect(id, handler, payload.to_string()), &compat())
+            .unwrap();
+        assert!(created);
+    }
+
+    fn item(&self, id: &str) -> WorkItem {
+        self.store().work(id).unwrap().unwrap()
+    }
+
+    fn wait_state(&self, id: &str, state: WorkState) -> WorkItem {
+        wait_until(&format!("{id} {state:?}"), within(RUNNING), || {
+            self.item(id).state == state
+        });
+        self.item(id)
+    }
+
+    fn wait_file(&self, name: &str) -> String {
+        let path = self.path(name);
+        wait_until(name, within(RUNNING), || path.exists());
+        // Written in one call by the fixture; it may be caught between create and write.
+        wait_until(&format!("{name} written"), within(RUNNING), || {
+            !std::fs::read_to_string(&path)
+                .unwrap_or_default()
+                .is_empty()
+        });
+        std::fs::read_to_string(&path).unwrap()
+    }
+
+    /// The requests the handler saw, in order (the fixtures append one JSON line each).
+    fn journal(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.path("journal"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// Takes `id` over as authority `b` on a clock past `a`'s lease: `a`'s next renewal
+    /// is refused and its handler told the lease is lost.
+    fn take_over(&self, id: &str) -> WorkItem {
+        let later = ManualClock::new(self.h.clock().now() + 60_000);
+        let other = self.h.reopen().with_clock(Arc::new(later));
+        other
+            .claim(id, "b", &compat(), LEASE_MS * 1_000)
+            .expect("b reclaims a lapsed claim")
+    }
+
+    /// Moves the clock to `at` and waits until the authority has polled there: a probe
+    /// item enqueued now is done. Anything due at `at` was offered in that poll too.
+    fn poll_at(&self, at: i64, handler: &str, probe: &str) {
+        self.h.clock().set(at);
+        self.enqueue(probe, handler, json!({ "mode": "ok" }));
+        self.wait_state(probe, WorkState::Succeeded);
+    }
+}
+
+fn failure(item: &WorkItem) -> (FailureClass, String, String) {
+    let f = item.last_failure.clone().expect("a failure");
+    (f.class, f.code, f.message)
+}
+
+fn pid_alive(pid: &str) -> bool {
+    Path::new("/proc").join(pid.trim()).exists()
+}
+
+/// The HTTP fixture server on a free loopback port; killed on drop.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(journal: &Path) -> Self {
+        let mut child = Command::new("python3")
+            .arg(fixture("http_server.py"))
+            .arg(journal)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 runs the fixture server");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let port = first.trim().parse().expect("the server prints its port");
+        Self { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/charge", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// --- exec --------------------------------------------------------------------------------
+
+/// The command gets the attempt the store holds, log lines before its answer are ignored,
+/// and the answer's output is the item's result.
+#[test]
+fn exec_success_answers_with_the_attempt_the_store_holds() {
+    let w = World::new();
+    let authority = w.start(&w.exec_config("60s", "5s"));
+    w.enqueue(
+        "e1",
+        "mail",
+        json!({ "mode": "ok", "to": "ann@example.com" }),
+    );
+    let done = w.wait_state("e1", WorkState::Succeeded);
+    w.enqueue("e2", "mail", json!({ "mode": "silent" }));
+    let silent = w.wait_state("e2", WorkState::Succeeded);
+    w.stop(authority);
+
+    let result: Value = serde_json::from_str(done.result.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        result,
+        json!({ "key": done.idempotency_key, "attempt": 1, "checkpoint": null })
+    );
+    assert_eq!(silent.result, None, "exit 0 without an answer is ok(null)");
+    let seen = &w.journal()[0];
+    for (field, expected) in [
+        ("workId", json!(done.id)),
+        ("kind", json!("effect")),
+        ("handler", json!("mail")),
+        ("version", json!("1.2.0")),
+        ("logicalEffectId", json!(done.logical_effect_id)),
+        ("idempotencyKey", json!(done.idempotency_key)),
+        ("attempt", json!(done.attempt_number)),
+        ("ownerId", json!("a")),
+        ("generation", json!(done.generation)),
+        ("events", json!([])),
+    ] {
+        assert_eq!(seen[field], expected, "{field}");
+    }
+    assert_eq!(seen["payload"]["to"], "ann@example.com");
+}
+
+/// `{"retry": {"delayMs": N}}` is not retried before N, though the backoff is shorter.
+#[test]
+fn exec_retry_waits_for_the_delay_the_handler_asked() {
+    let w = World::new();
+    let authority = w.start(&w.exec_config("60s", "5s"));
+    w.enqueue("r1", "mail", json!({ "mode": "retry", "delayMs": 60_000 }));
+    let retry = w.wait_state("r1", WorkState::Retry);
+    assert_eq!(
+        failure(&retry),
+        (
+            FailureClass::Retryable,
+            "RATE_LIMITED".into(),
+            "slow down".into()
+        )
+    );
+    assert_eq!(retry.next_eligible_at - retry.updated_at, 60_000);
+    w.poll_at(retry.next_eligible_at - 1, "mail", "probe");
+    assert_eq!(w.item("r1").state, WorkState::Retry, "not before the delay");
+    w.h.clock().set(retry.next_eligible_at);
+    let done = w.wait_state("r1", WorkState::Succeeded);
+    w.stop(authority);
+    assert_eq!(done.attempt_number, 2);
+}
+
+#[test]
+fn exec_fail_is_terminal() {
+    let w = World::new();
+    let authority = w.start(&w.exec_config("60s", "5s"));
+    w.enqueue("f1", "mail", json!({ "mode": "fail" }));
+    let failed = w.wait_state("f1", WorkState::Failed);
+    w.stop(authority);
+    assert_eq!(
+        failure(&failed),
+        (
+            FailureClass::Terminal,
+            "BAD_ADDRESS".into(),
+            "no such mailbox".into()
+        )
+    );
+    assert_eq!(failed.attempt_number, 1);
+}
+
+/// A program path holding a `/` and `cwd` resolve against the config file's directory,
+/// and `env` reaches the command.
+#[test]
+fn exec_paths_resolve_against_the_config_file() {
+    let w = World::new();
+    let bin = w.path("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(fixture("exec_handler.py"), bin.join("mail.py")).unwrap();
+    let path = w.config(&format!(
+        "[handlers.mail]\nversion = \"1.0.0\"\nexec = [\"bin/mail.py\"]\ncwd = \"bin\"\n\
+         env = {{ MODE = \"live\", LEASEHOLD_TEST_JOURNAL = {:?} }}\n",
+        w.path("journal").display().to_string()
+    ));
+    let authority = w.start(&path);
+    w.enqueue("rel", "mail", json!({ "mode": "ok" }));
+    w.wait_state("rel", WorkState::Succeeded);
+    w.stop(authority);
+    let seen = &w.journal()[0];
+    assert_eq!(seen["cwd"], json!(bin.canonicalize().unwrap()));
+    assert_eq!(seen["mode"], "live");
+}
+
+/// Without an answer: a non-zero exit is a retryable `EXIT_<n>` with the last stderr line;
+/// a death by signal is an uncertain attempt, retried with the same idempotency key once
+/// the claim lapses.
+#[test]
+fn exec_crashes_fall_back_on_the_exit_status() {
+    let w = World::new();
+    let authority = w.start(&w.exec_config("60s", "5s"));
+    w.enqueue("x75", "mail", json!({ "mode": "exit", "code": 75 }));
+    w.enqueue("x3", "mail", json!({ "mode": "exit", "code": 3 }));
+    for (id, code) in [("x75", "EXIT_75"), ("x3", "EXIT_3")] {
+        let retry = w.wait_state(id, WorkState::Retry);
+        assert_eq!(
+            failure(&retry),
+            (
+                FailureClass::Retryable,
+                code.into(),
+                "connection to smtp.example refused".into()
+            )
+        );
+    }
+    w.enqueue("killed", "mail", json!({ "mode": "signal" }));
+    wait_until("the killed attempt", within(RUNNING), || {
+        w.journal().iter().any(|r| r["workId"] == "killed")
+    });
+    let claimed = w.item("killed");
+    assert_eq!(claimed.state, WorkState::Claimed, "nothing recorded");
+    // The claim is no longer renewed: past its lease and the backoff it runs again.
+    w.h.clock().advance(LEASE_MS + 60_000);
+    let done = w.wait_state("killed", WorkState::Succeeded);
+    w.stop(authority);
+    assert_eq!((done.attempt_number, done.uncertain_attempts), (2, 1));
+    let keys: Vec<Value> = w
+        .journal()
+        .iter()
+        .filter(|r| r["workId"] == "killed")
+        .map(|r| r["idempotencyKey"].clone())
+        .collect();
+    assert_eq!(
+        keys,
+        [json!(done.idempotency_key), json!(done.idempotency_key)]
+    );
+}
+
+/// A command past its timeout gets SIGTERM (the fixture notes it and exits) and is a
+/// retryable `TIMEOUT`; one that ignores SIGTERM is killed after the kill grace.
+#[test]
+fn exec_timeout_terminates_then_kills() {
+    let w = World::new();
+    let authority = w.start(&w.exec_config("6s", "1s"));
+    w.enqueue("t1", "mail", json!({ "mode": "hang" }));
+    w.enqueue("t2", "mail", json!({ "mode": "stubborn" }));
+    for id in ["t1", "t2"] {
+        let retry = w.wait_state(id, WorkState::Retry);
+        let (class, code, _) = failure(&retry);
+        assert_eq!((class, code.as_str()), (FailureClass::Retryable, "TIMEOUT"));
+        let pid = w.wait_file(&format!("started-{id}"));
+        assert_eq!(
+            w.wait_file(&format!("terminated-{id}")),
+            pid,
+            "SIGTERM came"
+        );
+        assert!(!pid_alive(&pid), "{id} (pid {pid}) was left running");
+    }
+    w.stop(authority);
+}
+
+/// A checkpoint line is saved under the fence; the next attempt starts from it.
+#[test]
+fn exec_checkpoint_lines_carry_to_the_next_attempt() {
+    let w = World::new();
+    let authority = w.start(&w.exec_config("60s", "5s"));
+    w.enqueue("c1", "mail", json!({ "mode": "checkpoint" }));
+    let retry = w.wait_state("c1", WorkState::Retry);
+    assert_eq!(retry.checkpoint.as_deref(), Some("page-2"));
+    w.h.clock().set(retry.next_eligible_at);
+    let done = w.wait_state("c1", WorkState::Succeeded);
+    w.stop(authority);
+    let result: Value = serde_json::from_str(done.result.as_deref().unwrap()).unwrap();
+    assert_eq!(result["checkpoint"], "page-2");
+}
+
+/// Another authority takes the item over: the command gets SIGTERM and whatever it would
+/// have answered never lands.
+#[test]
+fn exec_lease_loss_terminates_the_command() {
+    let w = World::new();
+    let authority = w.start(&w.exec_config("60s", "5s"));
+    w.enqueue("long", "mail", json!({ "mode": "hang" }));
+    let pid = w.wait_file("started-long");
+    let taken = w.take_over("long");
+    assert_eq!(w.wait_file("terminated-long"), pid);
+    wait_until("the command gone", within(RUNNING), || !pid_alive(&pid));
+    w.stop(authority);
+    let item = w.item("long");
+    assert_eq!(
+        (item.state, item.owner_id.as_deref(), item.generation),
+        (WorkState::Claimed, Some("b"), taken.generation)
+    );
+    assert_eq!(item.last_failure, None);
+}
+
+// --- http --------------------------------------------------------------------------------
+
+/// The attempt is POSTed as JSON with its idempotency key in a header; a chunked answer is
+/// read; one after another, attempts reuse the connection.
+#[test]
+fn http_success_posts_the_attempt_and_reuses_the_connection() {
+    let w = World::new();
+    let server = Server::start(&w.path("journal"));
+    let authority = w.start(&w.http_config(&server.url(), "60s"));
+    w.enqueue("h1", "charge", json!({ "mode": "ok", "amount": 12 }));
+    let first = w.wait_state("h1", WorkState::Succeeded);
+    w.enqueue("h2", "charge", json!({ "mode": "empty" }));
+    let second = w.wait_state("h2", WorkState::Succeeded);
+    w.stop(authority);
+
+    let result: Value = serde_json::from_str(first.result.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        result,
+        json!({ "key": first.idempotency_key, "attempt": 1 })
+    );
+    assert_eq!(second.result, None, "204 without a body is ok(null)");
+    let seen = w.journal();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0]["idempotencyKey"], json!(first.idempotency_key));
+    assert_eq!(seen[0]["contentType"], "application/json");
+    let attempt = &seen[0]["attempt"];
+    for (field, expected) in [
+        ("workId", json!("h1")),
+        ("handler", json!("charge")),
+        ("version", json!("2.0.0")),
+        ("ownerId", json!("a")),
+        ("generation", json!(first.generation)),
+        ("attempt", json!(1)),
+    ] {
+        assert_eq!(attempt[field], expected, "{field}");
+    }
+    assert_eq!(attempt["payload"]["amount"], 12);
+    assert_eq!(
+        seen[0]["clientPort"], seen[1]["clientPort"],
+        "the second request went over the first one's connection"
+    );
+}
+
+/// A `retry` answer's delay holds the retry back; a 503 without an answer is a retryable
+/// `HTTP_503`.
+#[test]
+fn http_retry_waits_for_the_delay_the_handler_asked() {
+    let w = World::new();
+    let server = Server::start(&w.path("journal"));
+    let authority = w.start(&w.http_config(&server.url(), "60s"));
+    w.enqueue(
+        "r1",
+        "charge",
+        json!({ "mode": "retry", "delayMs": 45_000 }),
+    );
+    w.enqueue("busy", "charge", json!({ "mode": "unavailable" }));
+    let retry = w.wait_state("r1", WorkState::Retry);
+    assert_eq!(failure(&retry).1, "RATE_LIMITED");
+    assert_eq!(retry.next_eligible_at - retry.updated_at, 45_000);
+    let busy = w.wait_state("busy", WorkState::Retry);
+    assert_eq!(
+        failure(&busy),
+        (
+            FailureClass::Retryable,
+            "HTTP_503".into(),
+            "overloaded".into()
+        )
+    );
+    w.poll_at(retry.next_eligible_at - 1, "charge", "probe");
+    assert_eq!(w.item("r1").state, WorkState::Retry, "not before the delay");
+    w.h.clock().set(retry.next_eligible_at);
+    assert_eq!(w.wait_state("r1", WorkState::Succeeded).attempt_number, 2);
+    w.stop(authority);
+}
+
+/// A `fail` answer (whatever the status) and a 4xx without one are terminal.
+#[test]
+fn http_fail_and_client_errors_are_terminal() {
+    let w = World::new();
+    let server = Server::start(&w.path("journal"));
+    let authority = w.start(&w.http_config(&server.url(), "60s"));
+    w.enqueue("declined", "charge", json!({ "mode": "fail" }));
+    w.enqueue("lost", "charge", json!({ "mode": "missing" }));
+    let declined = w.wait_state("declined", WorkState::Failed);
+    let lost = w.wait_state("lost", WorkState::Failed);
+    w.stop(authority);
+    assert_eq!(
+        failure(&declined),
+        (
+            FailureClass::Terminal,
+            "CARD_DECLINED".into(),
+            "insufficient funds".into()
+        )
+    );
+    assert_eq!(
+        failure(&lost),
+        (
+            FailureClass::Terminal,
+            "HTTP_404".into(),
+            "no such route".into()
+        )
+    );
+}
+
+/// No answer within the timeout: a retryable `TIMEOUT`, and the server sees the
+/// connection close.
+#[test]
+fn http_timeout_is_retryable_and_drops_the_connection() {
+    let w = World::new();
+    let server = Server::start(&w.path("journal"));
+    let authority = w.start(&w.http_config(&server.url(), "3s"));
+    w.enqueue("slow", "charge", json!({ "mode": "hang" }));
+    let retry = w.wait_state("slow", WorkState::Retry);
+    assert_eq!(
+        (failure(&retry).0, failure(&retry).1.as_str()),
+        (FailureClass::Retryable, "TIMEOUT")
+    );
+    assert_eq!(w.wait_file("disconnected-slow"), "yes");
+    w.stop(authority);
+}
+
+#[test]
+fn http_connection_refused_is_retryable() {
+    let w = World::new();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let authority = w.start(&w.http_config(&format!("http://127.0.0.1:{port}/x"), "60s"));
+    w.enqueue("nobody", "charge", json!({}));
+    let retry = w.wait_state("nobody", WorkState::Retry);
+    w.stop(authority);
+    assert_eq!(
+        (failure(&retry).0, failure(&retry).1.as_str()),
+        (FailureClass::Retryable, "CONNECTION_REFUSED")
+    );
+}
+
+/// Another authority takes the item over: the request's connection is dropped, which the
+/// server sees, and nothing is recorded.
+#[test]
+fn http_lease_loss_drops_the_connection() {
+    let w = World::new();
+    let server = Server::start(&w.path("journal"));
+    let authority = w.start(&w.http_config(&server.url(), "60s"));
+    w.enqueue("long", "charge", json!({ "mode": "hang" }));
+    wait_until("the request", within(RUNNING), || !w.journal().is_empty());
+    let taken = w.take_over("long");
+    assert_eq!(w.wait_file("disconnected-long"), "yes");
+    w.stop(authority);
+    let item = w.item("long");
+    assert_eq!(
+        (item.owner_id.as_deref(), item.generation, item.last_failure),
+        (Some("b"), taken.generation, None)
+    );
+}
+
+// --- the config-driven authority -----------------------------------------------------------
+
+/// An item whose handler the file does not name is handed back pending, no attempt
+/// counted and nothing failed, for an authority that has it.
+#[test]
+fn an_item_without_a_configured_handler_stays_pending() {
+    let w = World::new();
+    let authority = w.start(&w.exec_config("60s", "5s"));
+    w.enqueue("orphan", "not-configured", json!({}));
+    w.enqueue("known", "mail", json!({ "mode": "ok" }));
+    w.wait_state("known", WorkState::Succeeded);
+    wait_until("the orphan handed back", within(RUNNING), || {
+        let orphan = w.item("orphan");
+        orphan.state == WorkState::Pending && orphan.generation >= 1
+    });
+    w.stop(authority);
+    let orphan = w.item("orphan");
+    assert_eq!(orphan.last_failure, None);
+    assert!(orphan.next_eligible_at > w.h.clock().now(), "backs off");
+}
+
+fn leasehold(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(args)
+        .env_remove("LEASEHOLD_STORE")
+        .output()
+        .expect("run leasehold")
+}
+
+/// Each bad file: exit 2, one line naming the file, the line and the key, and the store
+/// `--create` would have made is not there.
+#[test]
+fn bad_config_files_are_refused_in_one_line_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = fixture("exec_handler.py").display().to_string();
+    let cases: Vec<(String, &str, &str)> = vec![
+        (
+            format!("[handlers.a]\nversion = \"1.0.0\"\nexec = [\"python3\", {script:?}]\nretries = 3\n"),
+            ":4: handlers.a.retries: unknown field `retries`",
+            "",
+        ),
+        (
+            format!("[handlers.a]\nversion = \"1.0.0\"\nexec = [\"python3\", {script:?}]\nhttp = \"http://127.0.0.1:1/\"\n"),
+            ":4: handlers.a.http: ",
+            "exactly one of exec and http",
+        ),
+        (
+            "[handlers.a]\nversion = \"1.0.0\"\n".into(),
+            ":1: handlers.a: ",
+            "exactly one of exec",
+        ),
+        (
+            format!("[handlers.a]\nversion = \"1.0.0\"\nexec = [\"python3\", {script:?}]\ntimeout = \"30x\"\n"),
+            ":4: handlers.a.timeout: ",
+            "not a positive duration",
+        ),
+        (
+            "[handlers.a]\nversion = \"1.0.0\"\n\nhttp = \"http://10.1.2.3:8080/x\"\n".into(),
+            ":4: handlers.a.http: ",
+            "set allow_remote = true",
+        ),
+        (
+            format!("[handlers.a]\nversion = \"one\"\nexec = [\"python3\", {script:?}]\n"),
+            ":2: handlers.a.version: ",
+            "not a semantic version",
+        ),
+        (
+            "[handlers.a]\nversion = \"1.0.0\"\nexec = [\"./missing.py\"]\n".into(),
+            ":3: handlers.a.exec: ",
+            "does not exist",
+        ),
+        (
+            "[handlers.a]\nversion = \"1.0.0\"\nexec = [\"no-such-program-here\"]\n".into(),
+            ":3: handlers.a.exec: ",
+            "not on PATH",
+        ),
+        (
+            "[handlers.a]\nversion = \"1.0.0\"\nhttp = \"http://127.0.0.1:1/\"\nkill_grace = \"1s\"\n".into(),
+            ":4: handlers.a.kill_grace: ",
+            "only an exec handler",
+        ),
+        (
+            "[handlers.a]\nversion = \"1.0.0\"\nexec = \"python3 x.py\"\n".into(),
+            ":3: handlers.a.exec: ",
+            "invalid type",
+        ),
+        ("[handlers.a\nversion = 1\n".into(), ":1: ", ""),
+        ("[handlers]\n".into(), ":1: handlers: ", "no handler is configured"),
+    ];
+    for (i, (text, place, why)) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("bad{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let store = dir.path().join(format!("store{i}.db"));
+        let o = leasehold(&[
+            "authority",
+            "--store",
+            store.to_str().unwrap(),
+            "--create",
+            "--config",
+            path.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{text}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{text}: {stderr}");
+        let expected = format!("{}{place}", path.display());
+        assert!(
+            stderr.contains(&expected),
+            "{text}: {stderr} lacks {expected}"
+        );
+        assert!(stderr.contains(why), "{text}: {stderr} lacks {why}");
+        assert!(!store.exists(), "{text}: a store was created");
+    }
+}
+
+// --- real processes ------------------------------------------------------------------------
+
+/// Two `leasehold authority --config` processes share a SQLite store with an exec handler
+/// that takes a while; one is killed with SIGKILL while its handler runs. The other
+/// finishes every item, and `leasehold check` finds nothing wrong.
+#[test]
+fn a_killed_authority_mid_handler_leaves_a_clean_store() {
+    const ITEMS: usize = 12;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("work.db");
+    let url = db.display().to_string();
+    let journal = dir.path().join("journal");
+    let config = dir.path().join("handlers.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[handlers.mail]\nversion = \"1.0.0\"\nexec = [\"python3\", {:?}]\n\
+             timeout = \"60s\"\nenv = {{ LEASEHOLD_TEST_JOURNAL = {:?} }}\n",
+            fixture("exec_handler.py").display().to_string(),
+            journal.display().to_string()
+        ),
+    )
+    .unwrap();
+    let store = leasehold::store::create::create(&url).unwrap().0;
+    let build = compatibility_key(leasehold::build_key::DEFAULT_BUILD_TAG).digest();
+    for i in 0..ITEMS {
+        let payload = json!({ "mode": "work", "ms": 400, "dir": dir.path() });
+        store
+            .enqueue(
+                NewWork::effect(format!("m{i:02}"), "mail", payload.to_string()),
+                &build,
+            )
+            .unwrap();
+    }
+    let spawn = |name: &str| -> Child {
+        Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .args([
+                "authority",
+                "--instance",
+                name,
+                "--config",
+                config.to_str().unwrap(),
+                "--lease-ms",
+                "1500",
+                "--poll-ms",
+                "50",
+                "--concurrency",
+                "2",
+                "--log-format",
+                "json",
+            ])
+            // The store from the environment, which handlers must not inherit.
+            .env("LEASEHOLD_STORE", &url)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join(format!("{name}.log"))).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let mut doomed = spawn("auth-a");
+    // Kill it while one of its handlers runs: a request it sent whose item is unfinished.
+    let journal_of = |owner: &str| -> Vec<String> {
+        std::fs::read_to_string(&journal)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| r["ownerId"] == owner)
+            .map(|r| r["workId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    wait_until("auth-a to be mid-handler", within(RUNNING), || {
+        journal_of("auth-a")
+            .iter()
+            .any(|id| store.work(id).unwrap().unwrap().state == WorkState::Claimed)
+    });
+    doomed.kill().unwrap();
+    doomed.wait().unwrap();
+    let mut survivor = spawn("auth-b");
+    wait_until("every item done", within(RUNNING), || {
+        (0..ITEMS).all(|i| {
+            store.work(&format!("m{i:02}")).unwrap().unwrap().state == WorkState::Succeeded
+        })
+    });
+    support::authorities::signal("-TERM", survivor.id());
+    assert!(survivor.wait().unwrap().success());
+    let reclaimed: Vec<WorkItem> = (0..ITEMS)
+        .map(|i| store.work(&format!("m{i:02}")).unwrap().unwrap())
+        .filter(|w| w.uncertain_attempts > 0)
+        .collect();
+    assert!(!reclaimed.is_empty(), "auth-a's claim was taken over");
+    for item in &reclaimed {
+        assert_eq!(item.owner_id.as_deref(), Some("auth-b"));
+        assert!(item.result.as_deref().unwrap().contains("auth-b"));
+    }
+    let journal = std::fs::read_to_string(&journal).unwrap();
+    assert!(
+        journal.lines().all(|l| l.contains("\"storeEnv\": null")),
+        "a handler saw LEASEHOLD_STORE: {journal}"
+    );
+    let o = leasehold(&["check", "--store", &url]);
+    assert!(
+        o.status.success(),
+        "check: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
