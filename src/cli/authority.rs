@@ -198,6 +198,7 @@ mod tests {
             batch: 1,
             exec_log: None,
             log_format: LogFormat::Off,
+            metrics_addr: None,
             seed: 0,
         }
     }

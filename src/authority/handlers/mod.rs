@@ -47,7 +47,12 @@ pub enum HandlerOutcome {
     /// still applies when it is longer): a rate limit's retry-after, a dependency that said
     /// when to come back. Built with [`Self::retry_after`]. A workflow action's retry
     /// follows its definition's retry policy instead.
-    RetryAfter { failure: Failure, delay_ms: Millis },
+    RetryAfter {
+        /// Why it failed (its class is retryable).
+        failure: Failure,
+        /// The least the retry waits, in ms.
+        delay_ms: Millis,
+    },
     /// The attempt may or may not have taken effect and nothing is recorded (a crash mid
     /// attempt, a panic): the claim lapses, the reclaim counts `uncertainAttempts` and
     /// retries with the same idempotency key.
