@@ -144,3 +144,163 @@ fn three_embedded_authorities_share_the_orders_and_check_clean() {
         String::from_utf8_lossy(&check.stderr)
     );
 }
+
+/// `examples/polyglot` copied to a temp dir (its outbox lands there), with the HTTP
+/// handler's port set to `port`.
+fn polyglot_copy(port: u16) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/polyglot");
+    for entry in std::fs::read_dir(&source).expect("the example exists") {
+        let entry = entry.expect("an entry");
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).expect("copies");
+    }
+    let config = dir.path().join("handlers.toml");
+    let text = std::fs::read_to_string(&config).expect("reads");
+    assert!(
+        text.contains("127.0.0.1:8089"),
+        "the example's documented port"
+    );
+    std::fs::write(
+        &config,
+        text.replace("127.0.0.1:8089", &format!("127.0.0.1:{port}")),
+    )
+    .expect("writes");
+    dir
+}
+
+/// Runs `leasehold` to the end.
+fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+#[test]
+fn the_polyglot_handlers_run_on_three_authorities() {
+    // The HTTP handler: a Python server on a free port, which it prints first.
+    let mut server = Command::new("python3")
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/polyglot/resize_server.py"))
+        .arg("0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 runs");
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().expect("stdout")),
+        &mut first,
+    )
+    .expect("the port");
+    let port: u16 = first.trim().parse().expect("a port");
+    let example = polyglot_copy(port);
+    let config = example.path().join("handlers.toml").display().to_string();
+    let store = example.path().join("work.db").display().to_string();
+    assert!(cli(&["init", &store]).status.success());
+
+    let authorities: Vec<Child> = (1..=3)
+        .map(|n| {
+            Command::new(env!("CARGO_BIN_EXE_leasehold"))
+                .args(["authority", "--store", &store, "--config", &config])
+                .args(["--instance", &format!("poly-{n}"), "--lease-ms", "3000"])
+                .args(["--poll-ms", "100", "--log-format", "off"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("starts")
+        })
+        .collect();
+    let enqueue = |id: &str, handler: &str, payload: &str| {
+        let o = cli(&[
+            "work",
+            "enqueue",
+            "--store",
+            &store,
+            "--id",
+            id,
+            "--handler",
+            handler,
+            "--payload",
+            payload,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    for n in 0..6 {
+        let to = format!(r#"{{"to":"user{n}@example.com","seconds":0.05}}"#);
+        enqueue(&format!("mail-{n}"), "send-email", &to);
+    }
+    enqueue(
+        "mail-flaky",
+        "send-email",
+        r#"{"to":"f@example.com","flaky":true}"#,
+    );
+    enqueue("mail-bad", "send-email", r#"{"to":"nobody"}"#);
+    for n in 0..4 {
+        enqueue(
+            &format!("thumb-{n}"),
+            "resize-image",
+            &format!(r#"{{"image":"i{n}.png","width":128}}"#),
+        );
+    }
+    enqueue(
+        "thumb-bad",
+        "resize-image",
+        r#"{"image":"x.png","width":0}"#,
+    );
+
+    let opened = open(&store, OpenMode::ReadOnly).expect("opens");
+    let state = |id: &str| opened.work(id).expect("reads").map(|w| w.state);
+    let ids: Vec<String> = (0..6)
+        .map(|n| format!("mail-{n}"))
+        .chain((0..4).map(|n| format!("thumb-{n}")))
+        .chain(["mail-flaky".into(), "mail-bad".into(), "thumb-bad".into()])
+        .collect();
+    let started = Instant::now();
+    while !ids
+        .iter()
+        .all(|id| state(id).is_some_and(WorkState::is_terminal))
+    {
+        assert!(started.elapsed() < DEADLINE, "items did not finish");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for n in 0..6 {
+        let item = opened
+            .work(&format!("mail-{n}"))
+            .expect("reads")
+            .expect("exists");
+        assert_eq!(item.state, WorkState::Succeeded);
+        let sent = example.path().join("outbox").join(format!("mail-{n}.json"));
+        assert!(sent.exists(), "the exec handler sent it once");
+    }
+    let flaky = opened.work("mail-flaky").expect("reads").expect("exists");
+    assert_eq!(
+        (flaky.state, flaky.attempt_number),
+        (WorkState::Succeeded, 2)
+    );
+    let bad = opened.work("mail-bad").expect("reads").expect("exists");
+    assert_eq!(bad.state, WorkState::Failed);
+    assert_eq!(
+        bad.last_failure.map(|f| f.code).as_deref(),
+        Some("BAD_ADDRESS")
+    );
+    let thumb = opened.work("thumb-0").expect("reads").expect("exists");
+    let result: serde_json::Value =
+        serde_json::from_str(thumb.result.as_deref().unwrap_or("null")).expect("json");
+    assert_eq!(result["width"], 128);
+    assert_eq!(state("thumb-bad"), Some(WorkState::Failed));
+
+    for authority in authorities {
+        let _ = Command::new("kill")
+            .args(["-INT", &authority.id().to_string()])
+            .status();
+        assert!(finish(authority).status.success());
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    let check = cli(&["check", "--store", &store]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+}

@@ -90,9 +90,7 @@ impl Reason {
             Self::DeadLetters | Self::Failed => Some("state:failed"),
             Self::Stranded => Some("compat:incompatible"),
             Self::GoneClaims => Some("state:claimed"),
-            Self::NoAuthority | Self::Uncertain | Self::NoHandler | Self::OverdueInstances => {
-                None
-            }
+            Self::NoAuthority | Self::Uncertain | Self::NoHandler | Self::OverdueInstances => None,
         }
     }
 }
@@ -211,7 +209,6 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
         stranded.count = count;
         stranded.exact = true;
     }
-
 
     let mut page = PageRequest::first(PAGE);
     let mut read = 0;
