@@ -635,7 +635,7 @@ fn bad_config_files_are_refused_in_one_line_before_anything_starts() {
     let cases: Vec<(String, &str, &str)> = vec![
         (
             format!("[handlers.a]\nversion = \"1.0.0\"\nexec = [\"python3\", {script:?}]\nretries = 3\n"),
-            ":4: handlers.a.retries: unknown field `retries`",
+            ":4: handlers.a.retries: unknown key `retries`",
             "",
         ),
         (

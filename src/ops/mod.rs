@@ -15,5 +15,6 @@ pub mod liveness;
 pub mod pretty;
 pub mod runnable;
 pub mod timefmt;
+pub mod toml_file;
 pub mod triage;
 pub mod window;

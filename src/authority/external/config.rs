@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use toml::Spanned;
 
 use super::endpoint::Endpoint;
@@ -18,6 +19,7 @@ use crate::authority::handlers::{HandlerVersion, Workload};
 use crate::clock::{Millis, parse_duration};
 use crate::error::{Error, Result};
 use crate::ops::file_input::read_text;
+use crate::ops::toml_file::Located;
 
 /// The largest config file read: a handler is a few lines.
 const MAX_CONFIG_BYTES: u64 = 256 * 1024;
@@ -54,10 +56,18 @@ pub struct HandlerConfig {
     pub handlers: Vec<ExternalHandler>,
 }
 
+/// The file's shape as far as handlers go: the other tables of `leasehold.toml` (the
+/// store, the authority's and the dashboard's knobs) are read by `cli::settings`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
-    handlers: Spanned<BTreeMap<Spanned<String>, Spanned<RawHandler>>>,
+    handlers: Option<Spanned<BTreeMap<Spanned<String>, Spanned<RawHandler>>>>,
+    #[serde(rename = "store")]
+    _store: Option<IgnoredAny>,
+    #[serde(rename = "authority")]
+    _authority: Option<IgnoredAny>,
+    #[serde(rename = "dashboard")]
+    _dashboard: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -102,26 +112,20 @@ impl HandlerConfig {
             .ok()
             .and_then(|p| p.parent().map(Path::to_path_buf))
             .unwrap_or_else(|| PathBuf::from("."));
-        let at = |m: Mistake| {
-            let (line, key) = locate(&text, m.span.start);
-            Error::Invalid(format!("{shown}:{line}: {key}: {}", m.why))
+        let file = Located { path, text: &text };
+        let at = |m: Mistake| file.error(m.span, &m.why);
+        let raw: RawFile = file.parse()?;
+        // A file of knobs alone has no handler table; an empty table is a mistake.
+        let Some(table) = raw.handlers else {
+            return Ok(Self {
+                path: path.to_path_buf(),
+                handlers: Vec::new(),
+            });
         };
-        let raw: RawFile = toml::from_str(&text).map_err(|e| {
-            at(Mistake {
-                span: e.span().unwrap_or(0..0),
-                why: e
-                    .message()
-                    .lines()
-                    .next()
-                    .unwrap_or("not valid TOML")
-                    .to_owned(),
-            })
-        })?;
-        if raw.handlers.get_ref().is_empty() {
-            return Err(at(mistake(&raw.handlers, "no handler is configured")));
+        if table.get_ref().is_empty() {
+            return Err(at(mistake(&table, "no handler is configured")));
         }
-        let handlers = raw
-            .handlers
+        let handlers = table
             .into_inner()
             .into_iter()
             .map(|(name, handler)| check(&dir, &name, &handler))
@@ -298,57 +302,3 @@ fn bare(e: Error) -> String {
     }
 }
 
-/// The 1-based line of byte `offset` in `text`, and the dotted key there: the last table
-/// header at or above it, plus the key its line assigns (`handlers.send-email.timeout`).
-fn locate(text: &str, offset: usize) -> (usize, String) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &text[..offset];
-    let line_no = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let line = text[line_start..].lines().next().unwrap_or_default().trim();
-    let header = text[..line_start]
-        .lines()
-        .chain(std::iter::once(line))
-        .rev()
-        .find_map(|l| {
-            let l = l.trim();
-            l.starts_with('[').then(|| {
-                l.trim_start_matches('[')
-                    .split(']')
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_owned()
-            })
-        });
-    let assigned = (!line.starts_with('['))
-        .then(|| line.split_once('=').map(|(key, _)| key.trim().to_owned()))
-        .flatten()
-        .filter(|k| !k.is_empty());
-    let key = match (header, assigned) {
-        (Some(h), Some(k)) => format!("{h}.{k}"),
-        (Some(h), None) => h,
-        (None, Some(k)) => k,
-        (None, None) => "(top level)".to_owned(),
-    };
-    (line_no, key)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_key_and_line_of_an_offset() {
-        let text = "[handlers.a]\nversion = \"1\"\nexec = [\"x\"]\n\n[handlers.b]\nhttp = \"u\"\n";
-        let at = |needle: &str| locate(text, text.find(needle).expect(needle));
-        assert_eq!(at("\"1\""), (2, "handlers.a.version".into()));
-        assert_eq!(at("[\"x\"]"), (3, "handlers.a.exec".into()));
-        assert_eq!(at("[handlers.b]"), (5, "handlers.b".into()));
-        assert_eq!(at("\"u\""), (6, "handlers.b.http".into()));
-        assert_eq!(locate("x = 1", 0), (1, "x".into()));
-    }
-}
