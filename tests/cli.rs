@@ -16,6 +16,8 @@ mod attention;
 mod bulk;
 #[path = "cli/cancel.rs"]
 mod cancel;
+#[path = "cli/config.rs"]
+mod config;
 #[path = "cli/creation.rs"]
 mod creation;
 #[path = "cli/enqueue.rs"]

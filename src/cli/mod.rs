@@ -17,6 +17,7 @@ pub mod bench;
 pub mod bulk;
 pub mod check;
 pub mod completions;
+pub mod config;
 pub mod copy;
 pub mod demo;
 pub mod enqueue;
@@ -32,6 +33,7 @@ pub mod payload;
 pub mod registry;
 pub mod schedule;
 pub mod seed;
+pub mod settings;
 pub mod work;
 pub mod workflow;
 
@@ -104,6 +106,9 @@ pub enum Command {
     /// Create, update and list schedules.
     #[command(subcommand)]
     Schedule(schedule::ScheduleCommand),
+    /// Check a config file (`leasehold.toml`).
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
     /// Copy a store into another (e.g. SQLite to PostgreSQL).
     Copy(copy::CopyArgs),
     /// Measure store throughput and the dashboard's cost.
@@ -339,6 +344,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::Workflow(cmd) => workflow::run(cmd, out),
         Command::Schedule(cmd) => schedule::run(cmd, out),
         Command::Work(cmd) => work::run(&cmd, out),
+        Command::Config(cmd) => config::run(&cmd, out),
         Command::Demo(args) => demo::run(&args, out),
         Command::Attach(args) => attach::run(&args),
         Command::Authority(args) => match &args.command {

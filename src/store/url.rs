@@ -66,6 +66,20 @@ impl StoreUrl {
     }
 }
 
+impl std::fmt::Display for StoreUrl {
+    /// The store as operators are shown it: never a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Memory => f.write_str("memory"),
+            Self::Sqlite(path) => write!(f, "{}", path.display()),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(url) => f.write_str(&super::postgres::redact_url(url)),
+            #[cfg(not(feature = "postgres"))]
+            Self::Postgres(_) => f.write_str("postgres://…"),
+        }
+    }
+}
+
 /// How a store is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OpenMode {

@@ -301,4 +301,3 @@ fn bare(e: Error) -> String {
         other => other.to_string(),
     }
 }
-

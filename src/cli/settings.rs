@@ -1,0 +1,273 @@
+//! `leasehold.toml`: one file for an authority's knobs, the dashboard's, the store and the
+//! handler table, given with `--config FILE` (or `LEASEHOLD_CONFIG`).
+//!
+//! ```toml
+//! store = "postgres://leasehold@db.internal:5432/work"
+//!
+//! [authority]
+//! instance = "billing-1"
+//! build = "v42"
+//! lease = "30s"          # durations: 1500ms, 30s, 5m
+//! renew = "10s"
+//! poll = "1s"
+//! concurrency = 8
+//! batch = 32
+//! metrics_addr = "127.0.0.1:9464"
+//! log_format = "json"    # human | json | off
+//!
+//! [dashboard]
+//! theme = "light"
+//! read_only = true
+//!
+//! [handlers.send-email]  # see docs/HANDLERS.md
+//! version = "1.0.0"
+//! exec = ["python3", "send_email.py"]
+//! ```
+//!
+//! A value given on the command line wins over the environment (`LEASEHOLD_*`), which wins
+//! over the file, which wins over the defaults. Every mistake is one line naming the file,
+//! the line and the key; an unknown key names the nearest valid one; a knob is checked by
+//! the same rules as its flag (`leasehold config check FILE` runs them all).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use toml::Spanned;
+
+use super::log::LogFormat;
+use crate::authority::AuthorityConfig;
+use crate::authority::external::HandlerConfig;
+use crate::clock::{Millis, parse_duration};
+use crate::error::{Error, Result};
+use crate::ops::file_input::read_text;
+use crate::ops::toml_file::Located;
+use crate::tui::theme::ThemeSet;
+
+/// The largest config file read.
+const MAX_BYTES: u64 = 256 * 1024;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSettings {
+    store: Option<Spanned<String>>,
+    authority: Option<RawAuthority>,
+    dashboard: Option<RawDashboard>,
+    /// Checked by [`HandlerConfig`].
+    #[serde(rename = "handlers")]
+    _handlers: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAuthority {
+    instance: Option<Spanned<String>>,
+    build: Option<Spanned<String>>,
+    workload: Option<Spanned<String>>,
+    lease: Option<Spanned<String>>,
+    renew: Option<Spanned<String>>,
+    poll: Option<Spanned<String>>,
+    concurrency: Option<Spanned<i64>>,
+    batch: Option<Spanned<i64>>,
+    metrics_addr: Option<Spanned<String>>,
+    log_format: Option<Spanned<String>>,
+    exec_log: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDashboard {
+    theme: Option<Spanned<String>>,
+    read_only: Option<Spanned<bool>>,
+}
+
+/// An authority's knobs as the file gives them (`None`: not in the file).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuthorityKnobs {
+    pub instance: Option<String>,
+    pub build: Option<String>,
+    pub workload: Option<String>,
+    pub lease_ms: Option<Millis>,
+    pub renew_ms: Option<Millis>,
+    pub poll_ms: Option<Millis>,
+    pub concurrency: Option<usize>,
+    pub batch: Option<usize>,
+    pub metrics_addr: Option<String>,
+    pub log_format: Option<LogFormat>,
+    /// Relative to the file's directory.
+    pub exec_log: Option<PathBuf>,
+}
+
+/// The dashboard's knobs as the file gives them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DashboardKnobs {
+    pub theme: Option<String>,
+    pub read_only: Option<bool>,
+}
+
+/// A loaded, checked `leasehold.toml`.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub path: PathBuf,
+    pub store: Option<String>,
+    pub authority: AuthorityKnobs,
+    pub dashboard: DashboardKnobs,
+    /// Its handler table (empty when it has none).
+    pub handlers: HandlerConfig,
+}
+
+impl Settings {
+    /// Reads and checks the file at `path`: its shape, every knob by its flag's rules, and
+    /// its handler table.
+    ///
+    /// # Errors
+    /// `INVALID`, in one line `FILE:LINE: KEY: why` (or `FILE: why` when it cannot be
+    /// read).
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = read_text(path, MAX_BYTES)
+            .map_err(|e| Error::Invalid(format!("config {}: {e}", path.display())))?;
+        let file = Located { path, text: &text };
+        let raw: RawSettings = file.parse()?;
+        let dir = std::path::absolute(path)
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .unwrap_or_else(|| PathBuf::from("."));
+        let authority = match &raw.authority {
+            Some(a) => authority_knobs(&file, &dir, a)?,
+            None => AuthorityKnobs::default(),
+        };
+        let dashboard = match &raw.dashboard {
+            Some(d) => dashboard_knobs(&file, d)?,
+            None => DashboardKnobs::default(),
+        };
+        if let Some(store) = &raw.store {
+            crate::store::url::StoreUrl::parse(store.get_ref())
+                .map_err(|e| file.error(store.span(), &bare(e)))?;
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            store: raw.store.map(Spanned::into_inner),
+            authority,
+            dashboard,
+            handlers: HandlerConfig::load(path)?,
+        })
+    }
+}
+
+fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<AuthorityKnobs> {
+    let duration = |v: &Option<Spanned<String>>| -> Result<Option<Millis>> {
+        v.as_ref()
+            .map(|v| match parse_duration(v.get_ref()) {
+                Some(ms) if ms > 0 => Ok(ms),
+                _ => Err(file.error(
+                    v.span(),
+                    &format!(
+                        "{:?} is not a positive duration (30s, 5m, 1500ms)",
+                        v.get_ref()
+                    ),
+                )),
+            })
+            .transpose()
+    };
+    let count = |v: &Option<Spanned<i64>>| -> Result<Option<usize>> {
+        v.as_ref()
+            .map(|v| {
+                usize::try_from(*v.get_ref())
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| file.error(v.span(), "must be a whole number of at least 1"))
+            })
+            .transpose()
+    };
+    let log_format = a
+        .log_format
+        .as_ref()
+        .map(|v| {
+            <LogFormat as clap::ValueEnum>::from_str(v.get_ref(), true)
+                .map_err(|_| file.error(v.span(), "must be human, json or off"))
+        })
+        .transpose()?;
+    let knobs = AuthorityKnobs {
+        instance: a.instance.as_ref().map(|v| v.get_ref().clone()),
+        build: a.build.as_ref().map(|v| v.get_ref().clone()),
+        workload: a.workload.as_ref().map(|v| v.get_ref().clone()),
+        lease_ms: duration(&a.lease)?,
+        renew_ms: duration(&a.renew)?,
+        poll_ms: duration(&a.poll)?,
+        concurrency: count(&a.concurrency)?,
+        batch: count(&a.batch)?,
+        metrics_addr: a.metrics_addr.as_ref().map(|v| v.get_ref().clone()),
+        log_format,
+        exec_log: a.exec_log.as_ref().map(|v| dir.join(v.get_ref())),
+    };
+    // The same rules as the flags: an unsafe combination is refused here, at the key
+    // that makes it so.
+    let config = knobs.apply(AuthorityConfig::new(
+        knobs
+            .instance
+            .clone()
+            .unwrap_or_else(|| "config-check".into()),
+        knobs.build.clone().unwrap_or_else(|| "v1".into()),
+    ));
+    if let Err(e) = config.validate() {
+        let why = bare(e);
+        let key = [
+            ("renewIntervalMs", &a.renew),
+            ("leaseDurationMs", &a.lease),
+            ("pollIntervalMs", &a.poll),
+            ("instanceId", &a.instance),
+            ("build", &a.build),
+        ]
+        .into_iter()
+        .find(|(name, v)| why.contains(name) && v.is_some())
+        .and_then(|(_, v)| v.as_ref().map(Spanned::span));
+        return Err(file.error(key.unwrap_or(0..0), &why));
+    }
+    Ok(knobs)
+}
+
+fn dashboard_knobs(file: &Located<'_>, d: &RawDashboard) -> Result<DashboardKnobs> {
+    if let Some(theme) = &d.theme {
+        // The shipped themes and the user's, as the dashboard would load it.
+        let themes = ThemeSet::new(ThemeSet::default_user_dir());
+        themes
+            .load(theme.get_ref())
+            .map_err(|e| file.error(theme.span(), &bare(e)))?;
+    }
+    Ok(DashboardKnobs {
+        theme: d.theme.as_ref().map(|v| v.get_ref().clone()),
+        read_only: d.read_only.as_ref().map(|v| *v.get_ref()),
+    })
+}
+
+impl AuthorityKnobs {
+    /// `config` with every knob the file gives applied over it (the heartbeat follows
+    /// the lease as it does for the flags).
+    #[must_use]
+    pub fn apply(&self, mut config: AuthorityConfig) -> AuthorityConfig {
+        if let Some(lease) = self.lease_ms {
+            let renew = self.renew_ms.unwrap_or(lease / 3);
+            config = config.with_timing(lease, renew);
+        } else if let Some(renew) = self.renew_ms {
+            config.renew_interval_ms = renew;
+        }
+        if let Some(poll) = self.poll_ms {
+            config.poll_interval_ms = poll;
+        }
+        if let Some(n) = self.concurrency {
+            config.worker_concurrency = n;
+        }
+        if let Some(n) = self.batch {
+            config.claim_batch_size = n;
+        }
+        config
+    }
+}
+
+/// An error's message without its `INVALID: ` prefix (the line says where instead).
+fn bare(e: Error) -> String {
+    match e {
+        Error::Invalid(why) => why,
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,110 @@
+//! `leasehold config check FILE`: a good `leasehold.toml` is summarised (never with the
+//! store's password); every mistake is one line naming the file, the line and the key,
+//! exit 2 — an unknown key with the nearest valid one, a knob by its flag's rules, an
+//! unknown theme, a handler table's own mistakes.
+
+use serde_json::Value;
+
+use super::{assert_one_line_failure, code, leasehold, stderr, stdout};
+
+const GOOD: &str = r#"store = "postgres://ops:s3cr3t@127.0.0.1:5432/work"
+
+[authority]
+instance = "billing-1"
+build = "v42"
+lease = "30s"
+renew = "10s"
+poll = "500ms"
+concurrency = 8
+metrics_addr = "127.0.0.1:9464"
+log_format = "json"
+
+[dashboard]
+theme = "light"
+read_only = true
+
+[handlers.send-email]
+version = "1.2.0"
+exec = ["python3", "send_email.py"]
+"#;
+
+fn check(text: &str) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("leasehold.toml");
+    std::fs::write(&file, text).unwrap();
+    leasehold(&["config", "check", file.to_str().unwrap(), "--json"])
+}
+
+#[test]
+fn a_good_file_is_summarised_without_the_password() {
+    let o = check(GOOD);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["authority"]["lease"], "30.0s");
+    assert_eq!(v["authority"]["concurrency"], "8");
+    assert_eq!(v["dashboard"]["theme"], "light");
+    assert_eq!(v["handlers"][0]["name"], "send-email");
+    assert_eq!(v["handlers"][0]["kind"], "exec");
+    assert!(!stdout(&o).contains("s3cr3t"), "{}", stdout(&o));
+}
+
+#[test]
+fn each_mistake_is_one_located_line() {
+    for (change, from, expected) in [
+        (
+            "renew = \"10s\"",
+            "renew = \"40s\"",
+            ":7: authority.renew: renewIntervalMs (40000) must be less than leaseDurationMs",
+        ),
+        (
+            "renew = \"10s\"",
+            "reneww = \"10s\"",
+            ":7: authority.reneww: unknown key `reneww` (did you mean `renew`?",
+        ),
+        (
+            "lease = \"30s\"",
+            "lease = \"soon\"",
+            ":6: authority.lease: \"soon\" is not a positive duration",
+        ),
+        (
+            "concurrency = 8",
+            "concurrency = 0",
+            ":9: authority.concurrency: must be a whole number of at least 1",
+        ),
+        (
+            "log_format = \"json\"",
+            "log_format = \"xml\"",
+            ":11: authority.log_format: must be human, json or off",
+        ),
+        (
+            "theme = \"light\"",
+            "theme = \"purple\"",
+            ":14: dashboard.theme: unknown theme \"purple\"",
+        ),
+        (
+            "[dashboard]",
+            "[dashbord]",
+            ":13: dashbord: unknown key `dashbord` (did you mean `dashboard`?",
+        ),
+        (
+            "version = \"1.2.0\"",
+            "version = \"one\"",
+            ":18: handlers.send-email.version: ",
+        ),
+        (
+            "store = \"postgres",
+            "store = \"mysql",
+            ":1: store: INVALID: unknown store scheme",
+        ),
+    ] {
+        let text = GOOD.replace(change, from);
+        assert_ne!(text, GOOD, "{from}");
+        let err = assert_one_line_failure(&check(&text), 2);
+        assert!(err.contains("leasehold.toml"), "{err}");
+        let expected = expected.replace(":1: store: INVALID: ", ":1: store: ");
+        assert!(err.contains(&expected), "{from}: {err}");
+        assert!(!err.contains("s3cr3t"), "{err}");
+    }
+    let missing = leasehold(&["config", "check", "/nonexistent/leasehold.toml"]);
+    assert_one_line_failure(&missing, 2);
+}
