@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use super::settings::Settings;
 use super::{CliResult, Failure, tokio_runtime};
 use crate::ops::actor::operator;
 use crate::store::url::OpenMode;
@@ -12,15 +13,20 @@ use crate::tui::TuiOptions;
 /// `leasehold attach`.
 #[derive(Debug, Clone, Args)]
 pub struct AttachArgs {
-    /// The work store: a SQLite file path or sqlite:PATH, postgres://…, or memory.
+    /// The work store: a SQLite file path or sqlite:PATH, postgres://…, or memory (or
+    /// `store` in the config file).
     #[arg(env = "LEASEHOLD_STORE", hide_env_values = true, value_name = "STORE")]
-    pub store: String,
-    /// Disable operator actions (cancel).
+    pub store: Option<String>,
+    /// Disable operator actions (cancel); also `read_only` under `[dashboard]`.
     #[arg(long)]
     pub read_only: bool,
-    /// A theme from `themes/` or a theme file.
-    #[arg(long)]
+    /// A theme from `themes/` or a theme file (default: the config file's, else dark).
+    #[arg(long, env = "LEASEHOLD_THEME")]
     pub theme: Option<String>,
+    /// A `leasehold.toml` for the store and the dashboard's knobs (flags and environment
+    /// win over it).
+    #[arg(long, env = "LEASEHOLD_CONFIG", value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// Runs `leasehold attach`: the dashboard over a store, opened read-only. A write handle
@@ -30,16 +36,28 @@ pub struct AttachArgs {
 /// # Errors
 /// An unreadable store or no terminal (exit 2).
 pub fn run(args: &AttachArgs) -> CliResult {
-    let store = crate::store::url::open(&args.store, OpenMode::ReadOnly).map_err(Failure::from)?;
+    let settings = args.config.as_deref().map(Settings::load).transpose()?;
+    let file = settings.as_ref();
+    let url = args
+        .store
+        .clone()
+        .or_else(|| file.and_then(|s| s.store.clone()))
+        .ok_or_else(|| Failure::usage("give a STORE (or `store = …` in --config)"))?;
+    let read_only = args.read_only || file.and_then(|s| s.dashboard.read_only).unwrap_or(false);
+    let theme = args
+        .theme
+        .clone()
+        .or_else(|| file.and_then(|s| s.dashboard.theme.clone()))
+        .unwrap_or_else(|| "dark".into());
+    let store = crate::store::url::open(&url, OpenMode::ReadOnly).map_err(Failure::from)?;
     need_terminal()?;
-    let url = args.store.clone();
     let tui = TuiOptions {
         refresh_ms: 250,
-        read_only: args.read_only,
-        theme: args.theme.clone().unwrap_or_else(|| "dark".into()),
+        read_only,
+        theme,
         demo: None,
         actor: operator(),
-        writer: (!args.read_only).then(|| {
+        writer: (!read_only).then(|| {
             let open: crate::tui::writer::OpenWriter =
                 Arc::new(move || crate::store::url::open(&url, OpenMode::Existing));
             open

@@ -382,9 +382,10 @@ fn shorthand_attach(words: &[OsString]) -> Result<attach::AttachArgs, Failure> {
         || std::path::Path::new(&first).exists();
     if words.len() == 1 && looks_like_store {
         Ok(attach::AttachArgs {
-            store: first,
+            store: Some(first),
             read_only: false,
             theme: None,
+            config: None,
         })
     } else {
         Err(Failure::usage(format!(

@@ -108,3 +108,30 @@ fn each_mistake_is_one_located_line() {
     let missing = leasehold(&["config", "check", "/nonexistent/leasehold.toml"]);
     assert_one_line_failure(&missing, 2);
 }
+
+#[test]
+fn attach_takes_its_store_and_knobs_from_the_file_and_flags_win() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("work.db");
+    let init = leasehold(&["init", store.to_str().unwrap()]);
+    assert_eq!(code(&init), 0, "{}", stderr(&init));
+    let file = dir.path().join("leasehold.toml");
+    let missing = dir.path().join("typo.db");
+    std::fs::write(
+        &file,
+        format!(
+            "store = {:?}\n[dashboard]\ntheme = \"light\"\n",
+            missing.display().to_string()
+        ),
+    )
+    .unwrap();
+    let config = file.to_str().unwrap();
+    // The file's store is the one opened: a missing one is refused, naming it.
+    let err = assert_one_line_failure(&leasehold(&["attach", "--config", config]), 2);
+    assert!(err.contains("typo.db"), "{err}");
+    // A STORE on the command line wins over the file's: it opens, then wants a terminal.
+    let o = leasehold(&["attach", store.to_str().unwrap(), "--config", config]);
+    assert!(assert_one_line_failure(&o, 2).contains("needs a terminal"));
+    let none = leasehold(&["attach"]);
+    assert!(assert_one_line_failure(&none, 2).contains("STORE"));
+}
