@@ -9,7 +9,7 @@ use clap::Args;
 
 use super::attach::need_terminal;
 use super::{CliResult, Failure, tokio_runtime};
-use crate::cluster::{Cluster, ClusterOptions, run_headless};
+use crate::cluster::{Cluster, ClusterOptions, WorkPace, run_headless};
 use crate::ops::actor::operator;
 use crate::tui::TuiOptions;
 
@@ -37,6 +37,25 @@ pub struct DemoArgs {
     /// The dashboard theme.
     #[arg(long)]
     pub theme: Option<String>,
+    /// How fast the live demo runs: simulated seconds per real second (work takes 1–5 s
+    /// of simulated time at 1).
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// How much work the live demo generates, relative to what three authorities keep
+    /// up with (1).
+    #[arg(long, default_value_t = 1.0)]
+    pub size: f64,
+}
+
+/// A knob that must be a positive, finite number no larger than `max`.
+fn knob(name: &str, value: f64, max: f64) -> Result<f64, Failure> {
+    if value.is_finite() && value > 0.0 && value <= max {
+        Ok(value)
+    } else {
+        Err(Failure::usage(format!(
+            "--{name} must be a number above 0 and at most {max}, not {value}"
+        )))
+    }
 }
 
 /// Parses `30s`, `5m`, `1500ms`, `2h` or plain seconds.
@@ -85,15 +104,21 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> CliResult {
             )))
         };
     }
+    let speed = knob("speed", args.speed, 20.0)?;
+    let size = knob("size", args.size, 10.0)?;
     need_terminal()?;
     let options = ClusterOptions::live(
         &scenario,
         seed,
         authorities,
         crate::clock::Clock::now(&crate::clock::SystemClock),
-    );
+    )
+    .paced(WorkPace {
+        size,
+        ..WorkPace::default()
+    });
     let cluster = Arc::new(Cluster::new(options)?);
-    let live = cluster.spawn_live(1.0, Duration::from_millis(50));
+    let live = cluster.spawn_live(speed, Duration::from_millis(50));
     let store = cluster.store();
     let tui = TuiOptions {
         refresh_ms: 250,

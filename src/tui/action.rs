@@ -149,7 +149,10 @@ pub enum DemoOp {
     Pause(String),
     Resume(String),
     Add,
-    RollOut(String),
+    /// A build beside the fleet, compatible (same key) or not.
+    Deploy {
+        compatible: bool,
+    },
     Skew(String, i64),
 }
 
@@ -162,8 +165,8 @@ pub enum Done {
         message: String,
         refused: bool,
     },
-    /// A demo operation ran.
-    Demo { message: String },
+    /// A demo operation ran (or was refused).
+    Demo { message: String, refused: bool },
     /// A describe pane's read by key finished (the record's field, or the failure).
     Described {
         fetch: Fetch,
@@ -256,6 +259,6 @@ pub enum DemoKey {
     Pause,
     Resume,
     Add,
-    RollOut,
+    Deploy,
     Skew,
 }

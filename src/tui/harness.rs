@@ -46,55 +46,36 @@ pub fn execute(
             let Some(cluster) = cluster else {
                 return Some(Action::Done(Done::Demo {
                     message: "no demo cluster attached".into(),
+                    refused: true,
                 }));
             };
-            let (action, target, message) = match op {
-                DemoOp::Kill(id) => {
-                    cluster.kill(id);
-                    (
-                        "demo-kill",
-                        id.clone(),
-                        format!("killed {id} (no release: its work must be reclaimed)"),
-                    )
-                }
-                DemoOp::Pause(id) => {
-                    cluster.pause(id);
-                    (
-                        "demo-pause",
-                        id.clone(),
-                        format!("paused {id} (its leases will expire; on resume it is fenced)"),
-                    )
-                }
-                DemoOp::Resume(id) => {
-                    cluster.resume(id);
-                    ("demo-resume", id.clone(), format!("resumed {id}"))
-                }
-                DemoOp::Add => {
-                    let id = cluster.add_authority();
-                    ("demo-add", id.clone(), format!("added authority {id}"))
-                }
-                DemoOp::RollOut(build) => {
-                    cluster.roll_out(build);
-                    (
-                        "demo-roll-out",
-                        build.clone(),
-                        format!("rolling out build {build}"),
-                    )
-                }
-                DemoOp::Skew(id, ms) => {
-                    cluster.skew(id, *ms);
-                    (
-                        "demo-skew",
-                        id.clone(),
-                        format!("skewed {id}'s clock by {ms} ms"),
-                    )
-                }
+            let (action, target, outcome) = match op {
+                DemoOp::Kill(id) => ("demo-kill", id.clone(), cluster.kill(id)),
+                DemoOp::Pause(id) => ("demo-pause", id.clone(), cluster.pause(id)),
+                DemoOp::Resume(id) => ("demo-resume", id.clone(), cluster.resume(id)),
+                DemoOp::Add => ("demo-add", "cluster".to_owned(), cluster.add_authority()),
+                DemoOp::Deploy { compatible } => (
+                    "demo-deploy",
+                    if *compatible {
+                        "compatible"
+                    } else {
+                        "incompatible"
+                    }
+                    .to_owned(),
+                    cluster.deploy(*compatible),
+                ),
+                DemoOp::Skew(id, ms) => ("demo-skew", id.clone(), cluster.skew(id, *ms)),
             };
-            let message = match store.audit(actor, action, &target, "done") {
+            let (message, refused) = match outcome {
+                Ok(message) => (message, false),
+                Err(message) => (message, true),
+            };
+            let verdict = if refused { "refused" } else { "done" };
+            let message = match store.audit(actor, action, &target, verdict) {
                 Ok(()) => message,
                 Err(e) => format!("{message} (audit failed: {e})"),
             };
-            Some(Action::Done(Done::Demo { message }))
+            Some(Action::Done(Done::Demo { message, refused }))
         }
         Command::Fetch(fetch) => Some(Action::Done(Done::Described {
             fetch: fetch.clone(),

@@ -376,21 +376,21 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             Action::Demo(DemoKey::Kill),
             Global,
             Demo,
-            "kill the selected authority (crash: no release)",
+            "kill an authority (the selected one, or pick): a crash, nothing released",
         ),
         bind(
             &[Key::ch('P')],
             Action::Demo(DemoKey::Pause),
             Global,
             Demo,
-            "pause the selected authority (it will be fenced)",
+            "pause an authority: its leases expire, others reclaim them",
         ),
         bind(
             &[Key::ch('R')],
             Action::Demo(DemoKey::Resume),
             Global,
             Demo,
-            "resume the selected authority",
+            "resume a paused authority (its late writes are fenced) or restart a crashed one",
         ),
         bind(
             &[Key::ch('A')],
@@ -401,17 +401,17 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
         ),
         bind(
             &[Key::ch('B')],
-            Action::Demo(DemoKey::RollOut),
+            Action::Demo(DemoKey::Deploy),
             Global,
             Demo,
-            "roll out a new build (prompts for the tag)",
+            "deploy a build beside the fleet (pick: compatible or not)",
         ),
         bind(
             &[Key::ch('X')],
             Action::Demo(DemoKey::Skew),
             Global,
             Demo,
-            "skew the selected authority's clock (prompts for ms)",
+            "skew an authority's clock (prompts for ms)",
         ),
     ]);
     b

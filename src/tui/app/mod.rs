@@ -28,6 +28,7 @@ mod table;
 mod tree;
 
 pub use command::{command_words, completions};
+pub use demo_keys::{Choice, PICK_KEYS, Pick};
 pub use overlay::Overlay;
 pub use prompt::{Prompt, PromptKind};
 pub use table::TableUi;
@@ -422,7 +423,9 @@ impl App {
                             role,
                         );
                     }
-                    Done::Demo { message } => self.say(message, Role::Ok),
+                    Done::Demo { message, refused } => {
+                        self.say(message, if refused { Role::Error } else { Role::Ok });
+                    }
                     Done::Described { fetch, value } => self.on_described(&fetch, value),
                 }
             }
