@@ -10,6 +10,7 @@ pub mod failovers;
 pub mod fenced;
 pub mod file_input;
 pub mod filter;
+pub mod heartbeat;
 pub mod liveness;
 pub mod pretty;
 pub mod timefmt;
