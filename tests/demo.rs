@@ -164,3 +164,75 @@ fn a_skewed_clock_never_shows_a_negative_heartbeat_age() {
         assert!(!line.contains(" -"), "negative age: {line}");
     }
 }
+
+/// The ticker states what the store recorded: after a pause past the lease and a resume,
+/// it shows a reclaim from the paused authority (with both generations) and its refused
+/// late write, each matching a failover / refused-write record of the store, and the
+/// faults done to the cluster. `e` hides it.
+#[test]
+fn the_ticker_shows_reclaims_and_fenced_writes_as_the_store_recorded_them() {
+    let c = cluster(24);
+    let mut h = dashboard(&c);
+    h.press('2');
+    h.press('P');
+    h.press('1');
+    c.advance(8_000);
+    h.press('R');
+    h.press('1');
+    c.advance(2_000);
+    h.refresh();
+    h.advance(7_000);
+    let shown = screen(&h);
+    let (grants, writes) = c
+        .store()
+        .ownership_history(None, 0, 1_000_000)
+        .expect("reads");
+    // Each takeover from the paused authority that the pane has room for reads as the
+    // store recorded it: resource, both owners, both generations.
+    let taken: Vec<_> = grants
+        .iter()
+        .filter(|g| {
+            g.took_over
+                .as_ref()
+                .is_some_and(|t| t.from_owner == "auth-1")
+        })
+        .collect();
+    assert!(
+        !taken.is_empty(),
+        "the paused authority's claims were taken over"
+    );
+    let shown_reclaims = taken
+        .iter()
+        .filter(|g| {
+            let from = g.took_over.as_ref().map_or(0, |t| t.from_generation);
+            shown.lines().any(|l| {
+                l.contains(&format!(
+                    "{} reclaimed {} from auth-1",
+                    g.owner_id, g.resource_id
+                )) && l.contains(&format!("gen {from} → {}", g.generation))
+            })
+        })
+        .count();
+    assert!(
+        shown_reclaims > 0,
+        "no reclaim line matches {taken:?}:\n{shown}"
+    );
+    let refused = writes
+        .iter()
+        .rev()
+        .find(|w| !w.accepted && w.owner_id == "auth-1" && w.verb != "renew")
+        .expect("the resumed authority's late write was refused");
+    assert!(
+        shown.lines().any(|l| l.contains("FENCED")
+            && l.contains(&format!(
+                "{} {}",
+                refused.refusal.as_deref().unwrap_or(""),
+                refused.resource_id
+            ))
+            && l.contains(&format!("by auth-1 at gen {}", refused.generation))),
+        "no line for {refused:?}:\n{shown}"
+    );
+    assert!(shown.contains("FAULT   resume → auth-1"), "{shown}");
+    h.press('e');
+    assert!(!screen(&h).contains("events (e hides)"));
+}

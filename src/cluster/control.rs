@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use super::{Cluster, NodeState};
+use crate::ops::ticker::{TickerKind, TickerLine};
 
 /// How a demo authority is doing, as the cluster sees it (not as the store sees it: the
 /// store only knows heartbeats).
@@ -70,6 +71,12 @@ pub trait ClusterControl: Send + Sync {
     fn skew(&self, id: &str, offset_ms: i64) -> Outcome;
     /// The scenario name and seed, for the header.
     fn scenario(&self) -> String;
+    /// What was done to the cluster (faults, restarts, deploys), newest first, at most
+    /// `limit`, for the event ticker.
+    fn faults(&self, limit: usize) -> Vec<TickerLine> {
+        let _ = limit;
+        Vec::new()
+    }
 }
 
 impl ClusterControl for Cluster {
@@ -145,5 +152,16 @@ impl ClusterControl for Cluster {
 
     fn scenario(&self) -> String {
         self.label().to_owned()
+    }
+
+    fn faults(&self, limit: usize) -> Vec<TickerLine> {
+        self.timeline(limit)
+            .into_iter()
+            .map(|(at, text)| TickerLine {
+                at,
+                kind: TickerKind::Fault,
+                text,
+            })
+            .collect()
     }
 }

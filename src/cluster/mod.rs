@@ -229,6 +229,20 @@ impl Cluster {
         })
     }
 
+    /// The newest `limit` entries of the fault timeline, newest first, each at its
+    /// instant on the virtual clock.
+    #[must_use]
+    pub fn timeline(&self, limit: usize) -> Vec<(Millis, String)> {
+        let sim = self.sim();
+        let start = sim.options.start_at;
+        sim.timeline
+            .iter()
+            .rev()
+            .take(limit)
+            .map(|f| (start + f.at_ms, f.what.clone()))
+            .collect()
+    }
+
     /// The report as of now (runs the checker).
     ///
     /// # Errors

@@ -13,6 +13,7 @@ pub mod filter;
 pub mod heartbeat;
 pub mod liveness;
 pub mod pretty;
+pub mod ticker;
 pub mod timefmt;
 pub mod triage;
 pub mod window;

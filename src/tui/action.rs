@@ -205,6 +205,8 @@ pub enum Action {
     TogglePause,
     ToggleHelp,
     ToggleStats,
+    /// Show / hide the demo's event ticker pane.
+    ToggleTicker,
     CycleTheme,
     Quit,
     // --- prompts and dialogs

@@ -407,6 +407,13 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             "deploy a build beside the fleet (pick: compatible or not)",
         ),
         bind(
+            &[Key::ch('e')],
+            Action::ToggleTicker,
+            Global,
+            Live,
+            "show / hide the demo's event ticker (reclaims, fenced writes, faults)",
+        ),
+        bind(
             &[Key::ch('X')],
             Action::Demo(DemoKey::Skew),
             Global,

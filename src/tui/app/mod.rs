@@ -137,6 +137,8 @@ pub struct App {
     prompt: Option<Prompt>,
     paused: bool,
     show_stats: bool,
+    /// The demo's event ticker pane is shown (on by default in a demo).
+    show_ticker: bool,
     now: Millis,
     wall: Millis,
     size: (u16, u16),
@@ -166,6 +168,7 @@ impl App {
     #[must_use]
     pub fn new(options: AppOptions, theme: Theme, themes: ThemeSet) -> Self {
         let no_color = theme.is_monochrome();
+        let show_ticker = options.demo;
         let mut app = Self {
             options,
             theme,
@@ -177,6 +180,7 @@ impl App {
             prompt: None,
             paused: false,
             show_stats: false,
+            show_ticker,
             now: 0,
             wall: 0,
             size: (80, 24),
@@ -232,6 +236,11 @@ impl App {
     #[must_use]
     pub fn show_stats(&self) -> bool {
         self.show_stats
+    }
+    /// Whether the event ticker pane is shown (only ever with a demo cluster).
+    #[must_use]
+    pub fn show_ticker(&self) -> bool {
+        self.show_ticker && self.options.demo
     }
     #[must_use]
     pub fn now(&self) -> Millis {
@@ -332,7 +341,11 @@ impl App {
     /// Rows a table page holds at the current size.
     #[must_use]
     pub fn page_size(&self) -> usize {
-        usize::from(self.size.1.saturating_sub(CHROME_ROWS).max(1))
+        let body = self.size.1.saturating_sub(CHROME_ROWS);
+        usize::from(
+            body.saturating_sub(views::ticker::rows_taken(self, body))
+                .max(1),
+        )
     }
     #[must_use]
     pub fn size(&self) -> (u16, u16) {
@@ -541,6 +554,13 @@ impl App {
             }
             Action::ToggleHelp => self.overlay = Some(Overlay::Help { scroll: 0 }),
             Action::ToggleStats => self.show_stats = !self.show_stats,
+            Action::ToggleTicker => {
+                if self.options.demo {
+                    self.show_ticker = !self.show_ticker;
+                } else {
+                    self.say("the event ticker is part of leasehold demo", Role::Warning);
+                }
+            }
             Action::CycleTheme => {
                 let next = self.themes.next_name(&self.theme.name);
                 self.set_theme(&next);
