@@ -427,8 +427,7 @@ fn a_paced_cluster_keeps_every_authority_busy_for_seconds() {
     for w in writes.iter().filter(|w| w.accepted && w.verb == "complete") {
         if let Some(g) = grants
             .iter()
-            .filter(|g| g.resource_id == w.resource_id && g.generation == w.generation)
-            .last()
+            .rfind(|g| g.resource_id == w.resource_id && g.generation == w.generation)
         {
             spans.push(w.at - g.at);
         }

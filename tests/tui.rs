@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use crossterm::event::KeyCode;
 use leasehold::clock::{Clock, ManualClock};
-use leasehold::cluster::control::{ClusterControl, DemoAuthority, DemoState};
+use leasehold::cluster::control::{ClusterControl, DemoAuthority, DemoState, Outcome};
 use leasehold::ids::SeededIds;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::Trigger as ScheduleTrigger;
@@ -983,7 +983,9 @@ struct FakeCluster {
 }
 
 impl FakeCluster {
-    fn call(&self, what: String) -> Result<String, String> {
+    /// Records a control call; the fake never refuses.
+    #[allow(clippy::unnecessary_wraps)] // every control answers an Outcome
+    fn call(&self, what: String) -> Outcome {
         self.calls.lock().unwrap().push(what.clone());
         Ok(what)
     }
@@ -1006,22 +1008,22 @@ impl ClusterControl for FakeCluster {
             },
         ]
     }
-    fn kill(&self, id: &str) -> Result<String, String> {
+    fn kill(&self, id: &str) -> Outcome {
         self.call(format!("kill {id}"))
     }
-    fn pause(&self, id: &str) -> Result<String, String> {
+    fn pause(&self, id: &str) -> Outcome {
         self.call(format!("pause {id}"))
     }
-    fn resume(&self, id: &str) -> Result<String, String> {
+    fn resume(&self, id: &str) -> Outcome {
         self.call(format!("resume {id}"))
     }
-    fn add_authority(&self) -> Result<String, String> {
+    fn add_authority(&self) -> Outcome {
         self.call("add".into())
     }
-    fn deploy(&self, compatible: bool) -> Result<String, String> {
+    fn deploy(&self, compatible: bool) -> Outcome {
         self.call(format!("deploy compatible={compatible}"))
     }
-    fn skew(&self, id: &str, offset_ms: i64) -> Result<String, String> {
+    fn skew(&self, id: &str, offset_ms: i64) -> Outcome {
         self.call(format!("skew {id} {offset_ms}"))
     }
     fn scenario(&self) -> String {

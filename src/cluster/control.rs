@@ -51,6 +51,10 @@ pub type Outcome = Result<String, String>;
 
 /// Fault injection and scaling for the embedded cluster, driven by hand from the dashboard.
 /// Calls may block briefly; the dashboard runs them on a blocking task.
+///
+/// Every control answers an [`Outcome`]: the sentence the status line shows, or why
+/// nothing was done (an unknown id, an authority in the wrong state, a full cluster).
+#[allow(clippy::missing_errors_doc)] // documented once above, the same for every control
 pub trait ClusterControl: Send + Sync {
     /// Every authority the cluster started, in a stable order.
     fn authorities(&self) -> Vec<DemoAuthority>;

@@ -74,7 +74,7 @@ pub fn ticker(store: &Store, now: Millis, window: Window, limit: usize) -> Resul
                 ),
             }),
     );
-    lines.sort_by(|a, b| b.at.cmp(&a.at));
+    lines.sort_by_key(|l| std::cmp::Reverse(l.at));
     lines.truncate(limit);
     Ok(lines)
 }
@@ -83,7 +83,7 @@ pub fn ticker(store: &Store, now: Millis, window: Window, limit: usize) -> Resul
 #[must_use]
 pub fn merged(mut lines: Vec<TickerLine>, extra: Vec<TickerLine>, limit: usize) -> Vec<TickerLine> {
     lines.extend(extra);
-    lines.sort_by(|a, b| b.at.cmp(&a.at));
+    lines.sort_by_key(|l| std::cmp::Reverse(l.at));
     lines.truncate(limit);
     lines
 }
