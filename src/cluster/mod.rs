@@ -9,6 +9,7 @@
 //! - [`scenarios`]: `steady`, `failover`, `stall`, `rolling-deploy`, `skew`, `chaos`.
 //! - [`demonstrated`]: the report's closing sentence, what the run showed.
 //! - [`report`]: [`run_headless`] and the report ([`render_text`], serde JSON).
+//! - [`tour`]: the guided tour, a step at a time, each waiting for its effect in the store.
 //! - [`control`]: the dashboard's [`crate::cluster::control::ClusterControl`] over [`Cluster`].
 //!
 //! Headless runs step the simulation straight to the end. The dashboard's live mode uses
@@ -23,6 +24,7 @@ pub mod pace;
 pub mod report;
 pub mod scenarios;
 mod sim;
+pub mod tour;
 pub mod workload;
 
 use std::sync::atomic::{AtomicBool, Ordering};
