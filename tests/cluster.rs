@@ -583,8 +583,13 @@ fn a_deploy_beside_the_fleet_leaves_the_right_items_claimable() {
 fn the_tour_runs_end_to_end_and_every_promise_is_kept() {
     use leasehold::cluster::tour::{STEPS, Step, Tour};
     for seed in SEEDS {
-        let c = cluster::Cluster::new(ClusterOptions::live("steady", seed, 4, cluster::HEADLESS_EPOCH))
-            .expect("builds");
+        let c = cluster::Cluster::new(ClusterOptions::live(
+            "steady",
+            seed,
+            4,
+            cluster::HEADLESS_EPOCH,
+        ))
+        .expect("builds");
         let store = c.store();
         let mut tour = Tour::new(false);
         let mut captions = Vec::new();
@@ -599,28 +604,49 @@ fn the_tour_runs_end_to_end_and_every_promise_is_kept() {
                 break;
             }
         }
-        assert!(tour.is_done(), "seed {seed}: stuck at {:?}: {captions:#?}", tour.step());
+        assert!(
+            tour.is_done(),
+            "seed {seed}: stuck at {:?}: {captions:#?}",
+            tour.step()
+        );
         let log = tour.log();
         let steps: Vec<Step> = log.iter().map(|s| s.step).collect();
         assert_eq!(steps, STEPS[..STEPS.len() - 1], "seed {seed}");
         for seen in log {
             assert!(seen.happened, "seed {seed}: {seen:?}\n{captions:#?}");
         }
-        assert!(log.windows(2).all(|w| w[0].at <= w[1].at), "in order: {log:?}");
+        assert!(
+            log.windows(2).all(|w| w[0].at <= w[1].at),
+            "in order: {log:?}"
+        );
         // Someone who has never seen the product sees the whole story within two minutes.
         let took = log.last().expect("steps").at - cluster::HEADLESS_EPOCH;
-        assert!(took < 120_000, "seed {seed}: the tour took {took} ms: {log:#?}");
-        assert_eq!(log[1].subject, log[2].subject, "the resumed one is the paused one");
+        assert!(
+            took < 120_000,
+            "seed {seed}: the tour took {took} ms: {log:#?}"
+        );
+        assert_eq!(
+            log[1].subject, log[2].subject,
+            "the resumed one is the paused one"
+        );
         let paused = log[1].subject.clone().expect("paused someone");
         let (grants, writes) = store.ownership_history(None, 0, 1_000_000).expect("reads");
-        assert!(grants.iter().any(|g| g.at <= log[1].at
-            && g.took_over.as_ref().is_some_and(|t| t.from_owner == paused && t.from_generation < g.generation)));
+        assert!(grants.iter().any(|g| {
+            g.at <= log[1].at
+                && g.took_over
+                    .as_ref()
+                    .is_some_and(|t| t.from_owner == paused && t.from_generation < g.generation)
+        }));
         assert!(writes.iter().any(|w| !w.accepted
             && w.owner_id == paused
             && w.refusal.as_deref() == Some("WORK_FENCED")
             && w.at <= log[2].at));
         let killed = log[3].subject.clone().expect("killed someone");
-        assert!(grants.iter().any(|g| g.took_over.as_ref().is_some_and(|t| t.from_owner == killed)));
+        assert!(
+            grants
+                .iter()
+                .any(|g| g.took_over.as_ref().is_some_and(|t| t.from_owner == killed))
+        );
         assert!(captions.iter().any(|c| c.contains("WORK_FENCED")));
         let report = c.report().expect("reports");
         assert!(report.is_clean(), "{}", cluster::render_text(&report));

@@ -236,3 +236,45 @@ fn the_ticker_shows_reclaims_and_fenced_writes_as_the_store_recorded_them() {
     h.press('e');
     assert!(!screen(&h).contains("events (e hides)"));
 }
+
+/// `T` starts the tour from a running demo; its caption line is on screen at every step,
+/// the step that promises a fenced write shows the store's refusal, and the tour ends.
+#[test]
+fn the_tour_key_shows_captions_until_the_tour_ends() {
+    let c = cluster(25);
+    let mut h = dashboard(&c);
+    h.press('T');
+    let mut seen = Vec::new();
+    for _ in 0..2_400 {
+        c.advance(250);
+        h.tour_tick();
+        let caption = h
+            .app
+            .caption()
+            .expect("a caption while the tour runs")
+            .to_owned();
+        if seen.last() != Some(&caption) {
+            h.refresh();
+            let shown = screen(&h);
+            let head: String = caption.chars().take(60).collect();
+            assert!(
+                shown.contains(&head),
+                "caption not on screen: {caption}\n{shown}"
+            );
+            seen.push(caption.clone());
+        }
+        if caption.starts_with("tour over") {
+            break;
+        }
+    }
+    assert!(
+        seen.last().is_some_and(|c| c.starts_with("tour over")),
+        "{seen:#?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|c| c.starts_with("tour 3/8 · ✓") && c.contains("refused WORK_FENCED")),
+        "{seen:#?}"
+    );
+    assert!(!seen.iter().any(|c| c.contains("not seen")), "{seen:#?}");
+}

@@ -41,6 +41,16 @@ pub struct DemoArgs {
     /// of simulated time at 1).
     #[arg(long, default_value_t = 1.0)]
     pub speed: f64,
+    /// Start the guided tour: a caption says what is about to happen and where to look,
+    /// and each step waits until its effect is on screen.
+    #[arg(long, conflicts_with = "headless")]
+    pub tour: bool,
+    /// With --tour: wait for `n` between steps instead of moving on by itself.
+    #[arg(long, requires = "tour")]
+    pub manual: bool,
+    /// Record the session as an asciicast (v2) file that standard players replay.
+    #[arg(long, value_name = "FILE", conflicts_with = "headless")]
+    pub record: Option<std::path::PathBuf>,
     /// How much work the live demo generates, relative to what three authorities keep
     /// up with (1).
     #[arg(long, default_value_t = 1.0)]
@@ -127,6 +137,8 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> CliResult {
         demo: Some(cluster.clone()),
         actor: operator(),
         writer: None,
+        tour: args.tour.then_some(args.manual),
+        record: args.record.clone(),
     };
     let result = tokio_runtime()?.block_on(crate::tui::run(store, tui));
     drop(live);

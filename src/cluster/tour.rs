@@ -239,28 +239,49 @@ impl Tour {
             authorities
                 .iter()
                 .filter(|a| a.state == DemoState::Running && Some(a.id.as_str()) != except)
-                .max_by_key(|a| (claims.get(&a.id).copied().unwrap_or(0), std::cmp::Reverse(a.id.clone())))
+                .max_by_key(|a| {
+                    (
+                        claims.get(&a.id).copied().unwrap_or(0),
+                        std::cmp::Reverse(a.id.clone()),
+                    )
+                })
                 .map(|a| a.id.clone())
         };
         let outcome = match self.step() {
             Step::Watch | Step::End => Ok(String::new()),
             Step::Pause => {
                 self.subject = busiest(None);
-                self.subject.as_deref().map(|id| cluster.pause(id)).transpose().map(|_| String::new())
+                self.subject
+                    .as_deref()
+                    .map(|id| cluster.pause(id))
+                    .transpose()
+                    .map(|_| String::new())
             }
             Step::Resume => {
                 self.subject = self.log.last().and_then(|s| s.subject.clone());
-                self.subject.as_deref().map(|id| cluster.resume(id)).transpose().map(|_| String::new())
+                self.subject
+                    .as_deref()
+                    .map(|id| cluster.resume(id))
+                    .transpose()
+                    .map(|_| String::new())
             }
             Step::Kill => {
                 let paused_before = self.log.last().and_then(|s| s.subject.clone());
                 self.subject = busiest(paused_before.as_deref());
                 self.killed.clone_from(&self.subject);
-                self.subject.as_deref().map(|id| cluster.kill(id)).transpose().map(|_| String::new())
+                self.subject
+                    .as_deref()
+                    .map(|id| cluster.kill(id))
+                    .transpose()
+                    .map(|_| String::new())
             }
             Step::Restart => {
                 self.subject.clone_from(&self.killed);
-                self.subject.as_deref().map(|id| cluster.resume(id)).transpose().map(|_| String::new())
+                self.subject
+                    .as_deref()
+                    .map(|id| cluster.resume(id))
+                    .transpose()
+                    .map(|_| String::new())
             }
             Step::DeployCompatible | Step::DeployIncompatible => {
                 self.before = authorities.iter().map(|a| a.id.clone()).collect();
@@ -268,7 +289,11 @@ impl Tour {
             }
             Step::Skew => {
                 self.subject = busiest(None);
-                self.subject.as_deref().map(|id| cluster.skew(id, SKEW_MS)).transpose().map(|_| String::new())
+                self.subject
+                    .as_deref()
+                    .map(|id| cluster.skew(id, SKEW_MS))
+                    .transpose()
+                    .map(|_| String::new())
             }
         };
         if let Err(why) = outcome {
@@ -279,7 +304,13 @@ impl Tour {
         Ok(())
     }
 
-    fn look(&mut self, cluster: &dyn ClusterControl, store: &Store, since: Millis, now: Millis) -> Result<()> {
+    fn look(
+        &mut self,
+        cluster: &dyn ClusterControl,
+        store: &Store,
+        since: Millis,
+        now: Millis,
+    ) -> Result<()> {
         if let Some(fact) = self.effect(cluster, store, since)? {
             self.finish(now, true, fact);
         }
@@ -287,7 +318,12 @@ impl Tour {
     }
 
     /// The promised effect of the current step, if the store shows it.
-    fn effect(&self, cluster: &dyn ClusterControl, store: &Store, since: Millis) -> Result<Option<String>> {
+    fn effect(
+        &self,
+        cluster: &dyn ClusterControl,
+        store: &Store,
+        since: Millis,
+    ) -> Result<Option<String>> {
         let who = self.subject.as_deref().unwrap_or_default();
         Ok(match self.step() {
             Step::Watch => {
@@ -297,16 +333,13 @@ impl Tour {
                     .into_iter()
                     .filter(|a| a.state == DemoState::Running)
                     .collect();
-                running
-                    .iter()
-                    .all(|a| claims.contains_key(&a.id))
-                    .then(|| {
-                        format!(
-                            "{} claims held across {} authorities",
-                            claims.values().sum::<usize>(),
-                            running.len()
-                        )
-                    })
+                running.iter().all(|a| claims.contains_key(&a.id)).then(|| {
+                    format!(
+                        "{} claims held across {} authorities",
+                        claims.values().sum::<usize>(),
+                        running.len()
+                    )
+                })
             }
             Step::Pause | Step::Kill => store
                 .failovers(since, None, 500)?
@@ -326,7 +359,11 @@ impl Tour {
                 .rows
                 .into_iter()
                 .map(|(_, w)| w)
-                .find(|w| w.owner_id == who && w.verb != "renew" && w.refusal.as_deref() == Some("WORK_FENCED"))
+                .find(|w| {
+                    w.owner_id == who
+                        && w.verb != "renew"
+                        && w.refusal.as_deref() == Some("WORK_FENCED")
+                })
                 .map(|w| {
                     format!(
                         "{who}'s late write to {} at generation {} was refused WORK_FENCED",

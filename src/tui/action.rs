@@ -252,6 +252,12 @@ pub enum Action {
         failures: u32,
     },
     Done(Done),
+    /// The guided tour's caption (`None`: no tour runs).
+    Caption(Option<String>),
+    /// Start the guided tour (`T`).
+    StartTour,
+    /// The tour's next step (`n`, manual mode).
+    NextTourStep,
 }
 
 /// The demo keys, before the app knows which authority is selected.

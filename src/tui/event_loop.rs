@@ -20,6 +20,7 @@ use super::action::Action;
 use super::app::{App, AppOptions, Command};
 use super::snapshot::{Published, run_reader};
 use super::theme::ThemeSet;
+use super::tour_driver::{TourCommand, TourDriver};
 use super::writer::execute_with;
 use super::{TuiOptions, describe, views};
 use crate::error::{Error, Result};
@@ -152,6 +153,12 @@ async fn event_loop(
     ));
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Action>();
     let mut events = EventStream::new();
+    let tour = Arc::new(TourDriver::default());
+    if let Some(manual) = options.tour {
+        pending.push(Command::Tour(TourCommand::Start { manual }));
+    }
+    let mut tour_tick = tokio::time::interval(Duration::from_millis(500));
+    tour_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
@@ -164,6 +171,12 @@ async fn event_loop(
                 Command::Quit => {}
                 Command::Query(q) => {
                     let _ = query_tx.send(q);
+                }
+                Command::Tour(t) => {
+                    let (driver, store, tx) = (tour.clone(), store.clone(), done_tx.clone());
+                    tokio::task::spawn_blocking(move || {
+                        let _ = tx.send(driver.command(t, &store));
+                    });
                 }
                 Command::Copy(_) | Command::Mouse(_) => {
                     if let Err(e) = terminal_command(terminal, &command) {
@@ -230,6 +243,16 @@ async fn event_loop(
                 };
                 dirty |= !matches!(action, Action::Fresh) || app.stale_for().is_some() || app.store_error().is_some();
                 pending.extend(app.update(action));
+            },
+            _ = tour_tick.tick(), if tour.active() => {
+                if let Some(cluster) = options.demo.clone() {
+                    let (driver, store, tx) = (tour.clone(), store.clone(), done_tx.clone());
+                    tokio::task::spawn_blocking(move || {
+                        if let Some(action) = driver.tick(cluster.as_ref(), &store) {
+                            let _ = tx.send(action);
+                        }
+                    });
+                }
             },
             _ = tick.tick() => {
                 pending.extend(app.update(Action::Tick { now: store.now(), wall: wall() }));

@@ -14,6 +14,7 @@ use super::app::{App, AppOptions, Command};
 use super::describe;
 use super::snapshot;
 use super::theme::{Theme, ThemeSet};
+use super::tour_driver::TourDriver;
 use super::views;
 use crate::clock::Millis;
 use crate::cluster::control::ClusterControl;
@@ -81,7 +82,11 @@ pub fn execute(
             fetch: fetch.clone(),
             value: describe::fetch(store, fetch).map_err(|e| e.to_string()),
         })),
-        Command::Query(_) | Command::Copy(_) | Command::Mouse(_) | Command::Quit => None,
+        Command::Query(_)
+        | Command::Copy(_)
+        | Command::Mouse(_)
+        | Command::Tour(_)
+        | Command::Quit => None,
     }
 }
 
@@ -95,6 +100,7 @@ pub struct Harness {
     terminal_out: Vec<u8>,
     /// Whether the app has the mouse captured, as the terminal would have it.
     mouse: bool,
+    tour: TourDriver,
 }
 
 impl Harness {
@@ -116,6 +122,7 @@ impl Harness {
             wall: 0,
             terminal_out: Vec::new(),
             mouse: true,
+            tour: TourDriver::default(),
         };
         h.dispatch(Action::Tick {
             now: h.store.now(),
@@ -161,6 +168,7 @@ impl Harness {
                     self.mouse = *on;
                     None
                 }
+                Command::Tour(t) => Some(self.tour.command(*t, &self.store)),
                 Command::Query(q) => Some(
                     match snapshot::read(&self.store, q, self.cluster.as_deref()) {
                         Ok(s) => Action::Snapshot(Arc::new(s)),
@@ -181,6 +189,17 @@ impl Harness {
             if let Some(action) = next {
                 self.dispatch(action);
             }
+        }
+    }
+
+    /// One tick of the guided tour, as the event loop does twice a second.
+    pub fn tour_tick(&mut self) {
+        let action = self
+            .cluster
+            .as_deref()
+            .and_then(|c| self.tour.tick(c, &self.store));
+        if let Some(action) = action {
+            self.dispatch(action);
         }
     }
 

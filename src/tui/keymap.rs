@@ -407,6 +407,20 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             "deploy a build beside the fleet (pick: compatible or not)",
         ),
         bind(
+            &[Key::ch('T')],
+            Action::StartTour,
+            Global,
+            Demo,
+            "start the guided tour (a caption says what happens next and where to look)",
+        ),
+        bind(
+            &[Key::ch('n')],
+            Action::NextTourStep,
+            Global,
+            Live,
+            "tour: next step (manual mode), or skip the step under way",
+        ),
+        bind(
             &[Key::ch('e')],
             Action::ToggleTicker,
             Global,

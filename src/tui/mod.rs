@@ -31,6 +31,7 @@ pub mod snapshot;
 pub mod store_filter;
 pub mod text;
 pub mod theme;
+pub mod tour_driver;
 pub mod views;
 mod wf;
 pub mod writer;
@@ -56,6 +57,10 @@ pub struct TuiOptions {
     /// Opens a write handle for an operator action; `None` acts on the watched store
     /// itself (the demo cluster). See [`writer`].
     pub writer: Option<writer::OpenWriter>,
+    /// Start the demo's guided tour at once (`Some(manual)`).
+    pub tour: Option<bool>,
+    /// Record the session as an asciicast (v2) file.
+    pub record: Option<std::path::PathBuf>,
 }
 
 impl Default for TuiOptions {
@@ -67,6 +72,8 @@ impl Default for TuiOptions {
             demo: None,
             actor: crate::ops::actor::operator(),
             writer: None,
+            tour: None,
+            record: None,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! because they exist only with `leasehold demo` and are refused everywhere else (and
 //! under `--read-only`).
 
+use super::super::tour_driver::TourCommand;
 use super::{App, Command, DemoKey, DemoOp, Prompt, PromptKind, Role, ViewId};
 use crate::cluster::control::{DemoAuthority, DemoState};
 
@@ -132,6 +133,27 @@ impl App {
                     });
                 }
             }
+        }
+    }
+
+    /// `T` starts the guided tour; `n` moves it on (or skips a step still waiting).
+    pub(super) fn tour_key(&mut self, next: bool, out: &mut Vec<Command>) {
+        if !self.options.demo {
+            self.say(
+                "the guided tour is part of leasehold demo (leasehold demo --tour)",
+                Role::Warning,
+            );
+        } else if self.options.read_only {
+            self.say(
+                "read-only: actions are disabled (started with --read-only)",
+                Role::Error,
+            );
+        } else if !next {
+            out.push(Command::Tour(TourCommand::Start { manual: false }));
+        } else if self.caption.is_some() {
+            out.push(Command::Tour(TourCommand::Next));
+        } else {
+            self.say("no tour runs: T starts one", Role::Warning);
         }
     }
 

@@ -90,6 +90,8 @@ pub enum Command {
         reason: String,
     },
     Demo(DemoOp),
+    /// Start the guided tour, or move it on.
+    Tour(super::tour_driver::TourCommand),
     /// Read what a describe pane still lacks.
     Fetch(Fetch),
     /// Put this text on the clipboard (OSC 52, through the terminal backend).
@@ -139,6 +141,8 @@ pub struct App {
     show_stats: bool,
     /// The demo's event ticker pane is shown (on by default in a demo).
     show_ticker: bool,
+    /// The guided tour's caption line, while a tour runs.
+    caption: Option<String>,
     now: Millis,
     wall: Millis,
     size: (u16, u16),
@@ -181,6 +185,7 @@ impl App {
             paused: false,
             show_stats: false,
             show_ticker,
+            caption: None,
             now: 0,
             wall: 0,
             size: (80, 24),
@@ -236,6 +241,11 @@ impl App {
     #[must_use]
     pub fn show_stats(&self) -> bool {
         self.show_stats
+    }
+    /// The guided tour's caption, while a tour runs.
+    #[must_use]
+    pub fn caption(&self) -> Option<&str> {
+        self.caption.as_deref()
     }
     /// Whether the event ticker pane is shown (only ever with a demo cluster).
     #[must_use]
@@ -341,7 +351,8 @@ impl App {
     /// Rows a table page holds at the current size.
     #[must_use]
     pub fn page_size(&self) -> usize {
-        let body = self.size.1.saturating_sub(CHROME_ROWS);
+        let caption = u16::from(self.caption.is_some());
+        let body = self.size.1.saturating_sub(CHROME_ROWS + caption);
         usize::from(
             body.saturating_sub(views::ticker::rows_taken(self, body))
                 .max(1),
@@ -443,6 +454,7 @@ impl App {
                 }
             }
             Action::Resize { width, height } => self.size = (width, height),
+            Action::Caption(caption) => self.caption = caption,
             other => {
                 if let Some(prompt) = self.prompt.clone() {
                     self.prompt_action(prompt, other, &mut out);
@@ -554,6 +566,8 @@ impl App {
             }
             Action::ToggleHelp => self.overlay = Some(Overlay::Help { scroll: 0 }),
             Action::ToggleStats => self.show_stats = !self.show_stats,
+            Action::StartTour => self.tour_key(false, out),
+            Action::NextTourStep => self.tour_key(true, out),
             Action::ToggleTicker => {
                 if self.options.demo {
                     self.show_ticker = !self.show_ticker;

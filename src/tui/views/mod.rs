@@ -236,6 +236,19 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
     let [header, tabs, body, footer] = chrome::layout(area);
     chrome::header(frame, header, app);
     chrome::tabs(frame, tabs, app);
+    let body = match app.caption() {
+        Some(caption) if body.height > 2 => {
+            let [line, rest] =
+                Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(body);
+            frame.render_widget(
+                ratatui::widgets::Paragraph::new(format!(" {}", super::text::clean(caption, 400)))
+                    .style(theme.style(Role::Selection)),
+                line,
+            );
+            rest
+        }
+        _ => body,
+    };
     let pane = ticker::rows_taken(app, body.height);
     if pane > 0 {
         let [main, pane] =
