@@ -278,3 +278,44 @@ fn the_tour_key_shows_captions_until_the_tour_ends() {
     );
     assert!(!seen.iter().any(|c| c.contains("not seen")), "{seen:#?}");
 }
+
+/// The checker badge states the checker's verdict over the demo store (the same checker
+/// `leasehold check` runs); a verdict with violations turns it red and lists them above
+/// the ticker's events.
+#[test]
+fn the_checker_badge_shows_the_checkers_verdict() {
+    let c = cluster(26);
+    let mut h = dashboard(&c);
+    h.press('P');
+    h.press('1');
+    c.advance(8_000);
+    h.press('R');
+    h.press('1');
+    c.advance(2_000);
+    h.check();
+    h.refresh();
+    let verdict = leasehold::check::check(
+        &c.store(),
+        &leasehold::check::CheckOptions::at(c.store().now()),
+    )
+    .expect("checks");
+    assert!(verdict.violations.is_empty());
+    let shown = screen(&h);
+    assert!(
+        shown.contains(&format!(
+            "checker ✓ 0 violations ({} writes)",
+            verdict.checked.writes
+        )),
+        "{shown}"
+    );
+    h.dispatch(Action::Checked(leasehold::tui::checker_badge::Verdict {
+        at: c.store().now(),
+        violations: 1,
+        listed: vec!["single-owner: eff-1 held by auth-1 and auth-2 at once".into()],
+        grants: 1,
+        writes: 1,
+    }));
+    let shown = screen(&h);
+    assert!(shown.contains("checker ✗ 1 VIOLATIONS"), "{shown}");
+    assert!(shown.contains("VIOLATION single-owner: eff-1"), "{shown}");
+}

@@ -252,6 +252,8 @@ pub enum Action {
         failures: u32,
     },
     Done(Done),
+    /// The demo checker's latest verdict.
+    Checked(crate::tui::checker_badge::Verdict),
     /// The guided tour's caption (`None`: no tour runs).
     Caption(Option<String>),
     /// Start the guided tour (`T`).

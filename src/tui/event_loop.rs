@@ -22,7 +22,7 @@ use super::snapshot::{Published, run_reader};
 use super::theme::ThemeSet;
 use super::tour_driver::{TourCommand, TourDriver};
 use super::writer::execute_with;
-use super::{TuiOptions, describe, views};
+use super::{TuiOptions, checker_badge, describe, views};
 use crate::error::{Error, Result};
 use crate::ops::timefmt::Zone;
 use crate::store::Store;
@@ -159,6 +159,8 @@ async fn event_loop(
     }
     let mut tour_tick = tokio::time::interval(Duration::from_millis(500));
     tour_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut check_tick = tokio::time::interval(Duration::from_millis(checker_badge::EVERY_MS));
+    check_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
@@ -253,6 +255,14 @@ async fn event_loop(
                         }
                     });
                 }
+            },
+            _ = check_tick.tick(), if options.demo.is_some() => {
+                let (store, tx) = (store.clone(), done_tx.clone());
+                tokio::task::spawn_blocking(move || {
+                    if let Some(verdict) = checker_badge::run(&store) {
+                        let _ = tx.send(Action::Checked(verdict));
+                    }
+                });
             },
             _ = tick.tick() => {
                 pending.extend(app.update(Action::Tick { now: store.now(), wall: wall() }));

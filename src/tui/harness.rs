@@ -203,6 +203,13 @@ impl Harness {
         }
     }
 
+    /// Runs the demo checker, as the event loop does every few seconds.
+    pub fn check(&mut self) {
+        if let Some(verdict) = super::checker_badge::run(&self.store) {
+            self.dispatch(Action::Checked(verdict));
+        }
+    }
+
     /// Re-reads the current query, as the reader does when the store changed.
     pub fn refresh(&mut self) {
         let q = self.app.query().clone();

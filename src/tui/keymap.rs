@@ -407,13 +407,6 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             "deploy a build beside the fleet (pick: compatible or not)",
         ),
         bind(
-            &[Key::ch('T')],
-            Action::StartTour,
-            Global,
-            Demo,
-            "start the guided tour (a caption says what happens next and where to look)",
-        ),
-        bind(
             &[Key::ch('n')],
             Action::NextTourStep,
             Global,
@@ -433,6 +426,13 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             Global,
             Demo,
             "skew an authority's clock (prompts for ms)",
+        ),
+        bind(
+            &[Key::ch('T')],
+            Action::StartTour,
+            Global,
+            Demo,
+            "start the guided tour (a caption says what happens next and where to look)",
         ),
     ]);
     b

@@ -22,6 +22,7 @@
 
 pub mod action;
 pub mod app;
+pub mod checker_badge;
 pub mod describe;
 pub mod event_loop;
 pub mod harness;

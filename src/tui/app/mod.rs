@@ -143,6 +143,8 @@ pub struct App {
     show_ticker: bool,
     /// The guided tour's caption line, while a tour runs.
     caption: Option<String>,
+    /// The demo checker's latest verdict.
+    checked: Option<super::checker_badge::Verdict>,
     now: Millis,
     wall: Millis,
     size: (u16, u16),
@@ -186,6 +188,7 @@ impl App {
             show_stats: false,
             show_ticker,
             caption: None,
+            checked: None,
             now: 0,
             wall: 0,
             size: (80, 24),
@@ -241,6 +244,11 @@ impl App {
     #[must_use]
     pub fn show_stats(&self) -> bool {
         self.show_stats
+    }
+    /// The demo checker's latest verdict.
+    #[must_use]
+    pub fn checked(&self) -> Option<&super::checker_badge::Verdict> {
+        self.checked.as_ref()
     }
     /// The guided tour's caption, while a tour runs.
     #[must_use]
@@ -455,6 +463,7 @@ impl App {
             }
             Action::Resize { width, height } => self.size = (width, height),
             Action::Caption(caption) => self.caption = caption,
+            Action::Checked(verdict) => self.checked = Some(verdict),
             other => {
                 if let Some(prompt) = self.prompt.clone() {
                     self.prompt_action(prompt, other, &mut out);

@@ -45,6 +45,10 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
                     t.style(Role::Muted),
                 ));
             }
+            if let Some(verdict) = app.checked() {
+                left.push(sep());
+                left.push(crate::tui::checker_badge::badge(verdict, t));
+            }
         }
         None => left.push(Span::styled("connecting…", t.style(Role::Stale))),
     }

@@ -1,6 +1,7 @@
 //! The event ticker pane (demo, toggled with `e`): the newest notable events, one line
 //! each, big enough to read across a room — reclaims in the reclaim colour, refused writes
-//! in the fenced colour, faults done to the cluster in the warning colour.
+//! in the fenced colour, faults done to the cluster in the warning colour, and any
+//! violation the checker found above them all, in red.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -35,24 +36,39 @@ pub fn rows_taken(app: &App, body: u16) -> u16 {
 pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let t = app.theme();
     let now = app.time_fmt().now;
-    let lines: Vec<Line> = app
-        .snapshot()
-        .map(|s| s.ticker.as_slice())
+    // Violations first, in red: the one thing that must never scroll away.
+    let violations = app
+        .checked()
+        .map(|v| v.listed.as_slice())
         .unwrap_or_default()
         .iter()
-        .take(usize::from(area.height.saturating_sub(2)))
-        .map(|l| {
-            let (tag, role) = match l.kind {
-                TickerKind::Reclaim => ("RECLAIM", Role::Accent),
-                TickerKind::Fenced => ("FENCED ", Role::Error),
-                TickerKind::Fault => ("FAULT  ", Role::Warning),
-            };
+        .map(|v| {
             Line::from(vec![
-                Span::styled(format!("{:>9} ", ago(now, l.at)), t.style(Role::Muted)),
-                Span::styled(format!("{tag} "), t.style(role)),
-                Span::styled(clean(&l.text, 300), t.style(Role::Base)),
+                Span::styled("VIOLATION ", t.style(Role::Error)),
+                Span::styled(clean(v, 300), t.style(Role::Error)),
             ])
-        })
+        });
+    let lines: Vec<Line> = violations
+        .chain(
+            app.snapshot()
+                .map(|s| s.ticker.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .take(usize::from(area.height.saturating_sub(2)))
+                .map(|l| {
+                    let (tag, role) = match l.kind {
+                        TickerKind::Reclaim => ("RECLAIM", Role::Accent),
+                        TickerKind::Fenced => ("FENCED ", Role::Error),
+                        TickerKind::Fault => ("FAULT  ", Role::Warning),
+                    };
+                    Line::from(vec![
+                        Span::styled(format!("{:>9} ", ago(now, l.at)), t.style(Role::Muted)),
+                        Span::styled(format!("{tag} "), t.style(role)),
+                        Span::styled(clean(&l.text, 300), t.style(Role::Base)),
+                    ])
+                }),
+        )
+        .take(usize::from(area.height.saturating_sub(2)))
         .collect();
     let body = if lines.is_empty() {
         vec![Line::styled(
