@@ -117,6 +117,15 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> CliResult {
     let speed = knob("speed", args.speed, 20.0)?;
     let size = knob("size", args.size, 10.0)?;
     need_terminal()?;
+    if let Some(path) = &args.record {
+        // Refuse an unwritable recording before the terminal is touched.
+        std::fs::File::create(path).map_err(|e| {
+            Failure::usage(format!(
+                "cannot write the recording {}: {e}",
+                path.display()
+            ))
+        })?;
+    }
     let options = ClusterOptions::live(
         &scenario,
         seed,

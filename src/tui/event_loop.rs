@@ -13,11 +13,13 @@ use crossterm::event::{
 };
 use crossterm::execute;
 use futures_util::{FutureExt, StreamExt};
-use ratatui::DefaultTerminal;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
 use tokio::sync::{mpsc, watch};
 
 use super::action::Action;
 use super::app::{App, AppOptions, Command};
+use super::record::Recorder;
 use super::snapshot::{Published, run_reader};
 use super::theme::ThemeSet;
 use super::tour_driver::{TourCommand, TourDriver};
@@ -64,7 +66,7 @@ pub async fn run(store: Store, options: TuiOptions) -> Result<()> {
         theme,
         themes,
     );
-    let mut terminal = ratatui::try_init().map_err(|e| terminal_error(&e))?;
+    let terminal = ratatui::try_init().map_err(|e| terminal_error(&e))?;
     let guard = TerminalGuard;
     // ratatui's hook restores the terminal; release the mouse first, then chain.
     let previous = std::panic::take_hook();
@@ -73,9 +75,39 @@ pub async fn run(store: Store, options: TuiOptions) -> Result<()> {
         previous(info);
     }));
     execute!(io::stdout(), EnableMouseCapture).map_err(|e| terminal_error(&e))?;
-    let result = event_loop(&mut terminal, app, store, options).await;
+    let result = match options.record.clone() {
+        None => event_loop(terminal, app, store, options).await,
+        Some(path) => match recording(&path) {
+            Ok(recorded) => event_loop(recorded, app, store, options).await,
+            Err(e) => Err(Error::Invalid(format!(
+                "cannot record to {}: {e}",
+                path.display()
+            ))),
+        },
+    };
     drop(guard);
     result
+}
+
+/// A terminal whose output is also recorded into `path` as an asciicast (v2).
+fn recording(
+    path: &std::path::Path,
+) -> io::Result<Terminal<CrosstermBackend<Recorder<io::Stdout, io::BufWriter<std::fs::File>>>>> {
+    let (width, height) = crossterm::terminal::size()?;
+    let file = io::BufWriter::new(std::fs::File::create(path)?);
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut terminal = Terminal::new(CrosstermBackend::new(Recorder::new(
+        io::stdout(),
+        file,
+        width,
+        height,
+        unix,
+    )?))?;
+    // The recording starts from a blank screen, as the replay will.
+    terminal.clear()?;
+    Ok(terminal)
 }
 
 /// [`run`] on a fresh tokio runtime, for callers without one.
@@ -111,7 +143,10 @@ fn event_action(app: &mut App, event: Event) -> Vec<Command> {
 
 /// Writes a terminal-side command through the backend, between frames, so it is never
 /// interleaved with drawing: the clipboard's OSC 52 sequence, or mouse capture on / off.
-fn terminal_command(terminal: &mut DefaultTerminal, command: &Command) -> io::Result<()> {
+fn terminal_command<W: Write>(
+    terminal: &mut Terminal<CrosstermBackend<W>>,
+    command: &Command,
+) -> io::Result<()> {
     let backend = terminal.backend_mut();
     match command {
         Command::Copy(text) => {
@@ -124,8 +159,8 @@ fn terminal_command(terminal: &mut DefaultTerminal, command: &Command) -> io::Re
     }
 }
 
-async fn event_loop(
-    terminal: &mut DefaultTerminal,
+async fn event_loop<W: Write>(
+    mut terminal: Terminal<CrosstermBackend<W>>,
     mut app: App,
     store: Store,
     options: TuiOptions,
@@ -181,7 +216,7 @@ async fn event_loop(
                     });
                 }
                 Command::Copy(_) | Command::Mouse(_) => {
-                    if let Err(e) = terminal_command(terminal, &command) {
+                    if let Err(e) = terminal_command(&mut terminal, &command) {
                         broken = Some(terminal_error(&e));
                     }
                 }
