@@ -52,6 +52,9 @@ impl<O: Write, F: Write> Recorder<O, F> {
             Err(e) if e.error_len().is_none() => e.valid_up_to(),
             Err(_) => self.pending.len(),
         };
+        if complete == 0 {
+            return Ok(());
+        }
         let text = String::from_utf8_lossy(&self.pending[..complete]).into_owned();
         self.pending.drain(..complete);
         let at = self.started.elapsed().as_secs_f64();
