@@ -55,8 +55,9 @@ impl Drop for Tmux {
     }
 }
 
-#[test]
-fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
+/// A tmux server of its own running `script` in a 100×30 window, or `None` (skip) where
+/// tmux is missing outside CI.
+fn start(name: &str, script: &str) -> Option<Tmux> {
     if Command::new("tmux").arg("-V").output().is_err() {
         // CI installs tmux (.ci/run), so there a missing tmux is a broken setup, not a skip.
         let under_ci = std::env::var("CI").is_ok_and(|v| v == "true");
@@ -65,13 +66,11 @@ fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
             "tmux is missing under CI=true: .ci/run should have installed it"
         );
         eprintln!("tmux is not installed; skipping (CI installs it)");
-        return;
+        return None;
     }
     let tmux = Tmux {
-        socket: format!("leasehold-smoke-{}", std::process::id()),
+        socket: format!("leasehold-{name}-{}", std::process::id()),
     };
-    let bin = env!("CARGO_BIN_EXE_leasehold");
-    let script = format!("{bin} demo --seed 3 --authorities 3; echo EXIT:$?; stty -a; sleep 60");
     tmux.run(&[
         "new-session",
         "-d",
@@ -83,8 +82,30 @@ fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
         "30",
         "sh",
         "-c",
-        &script,
+        script,
     ]);
+    Some(tmux)
+}
+
+/// Quits with `q` and checks the terminal is restored: the shell saw exit 0 and the
+/// terminal is back in canonical mode with echo (raw mode off).
+fn quit_and_check_restored(tmux: &Tmux) {
+    tmux.keys("q");
+    let after = tmux.wait_for("EXIT:");
+    assert!(after.contains("EXIT:0"), "{after}");
+    assert!(
+        after.contains(" icanon") && after.contains(" echo"),
+        "{after}"
+    );
+}
+
+#[test]
+fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
+    let bin = env!("CARGO_BIN_EXE_leasehold");
+    let script = format!("{bin} demo --seed 3 --authorities 3; echo EXIT:$?; stty -a; sleep 60");
+    let Some(tmux) = start("smoke", &script) else {
+        return;
+    };
 
     let overview = tmux.wait_for("LIVE");
     assert!(overview.contains("overview"), "{overview}");
@@ -109,12 +130,25 @@ fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
     tmux.wait_for("Navigation");
     tmux.keys("Escape");
 
-    tmux.keys("q");
-    let after = tmux.wait_for("EXIT:");
-    assert!(after.contains("EXIT:0"), "{after}");
-    // Raw mode is off again: the terminal is back in canonical mode with echo.
-    assert!(
-        after.contains(" icanon") && after.contains(" echo"),
-        "{after}"
+    quit_and_check_restored(&tmux);
+}
+
+/// `leasehold demo --tour` in a real terminal: the caption line appears and walks
+/// through the steps — the paused owner's claims reclaimed, its late write refused
+/// `WORK_FENCED` — to the end of the tour, and the terminal is restored afterwards.
+#[test]
+fn the_tour_shows_its_captions_and_restores_the_terminal() {
+    let bin = env!("CARGO_BIN_EXE_leasehold");
+    let script = format!(
+        "{bin} demo --tour --speed 4 --seed 7 --authorities 4; echo EXIT:$?; stty -a; sleep 60"
     );
+    let Some(tmux) = start("tour", &script) else {
+        return;
+    };
+    tmux.wait_for("tour 1/8");
+    tmux.wait_for("tour 2/8");
+    tmux.wait_for("reclaimed");
+    tmux.wait_for("WORK_FENCED");
+    tmux.wait_for("tour over");
+    quit_and_check_restored(&tmux);
 }
