@@ -319,3 +319,81 @@ fn the_checker_badge_shows_the_checkers_verdict() {
     assert!(shown.contains("checker ✗ 1 VIOLATIONS"), "{shown}");
     assert!(shown.contains("VIOLATION single-owner: eff-1"), "{shown}");
 }
+
+/// Renders the demo as people see it — the tour at the step where the stalled owner's
+/// write is fenced, the ticker below, and the fault picker — on virtual time with a fixed
+/// seed; with `LEASEHOLD_SCREENSHOTS=1` it writes `screenshots/demo-*.svg`
+/// (`LEASEHOLD_SCREENSHOTS=1 cargo test --test demo screenshots`).
+#[test]
+fn screenshots() {
+    let write = std::env::var("LEASEHOLD_SCREENSHOTS").is_ok_and(|v| v == "1");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("screenshots");
+    let c = cluster(7);
+    let mut h = Harness::new(
+        c.store(),
+        AppOptions {
+            demo: true,
+            ..AppOptions::default()
+        },
+        Theme::builtin("dark").expect("a shipped theme"),
+        Some(c.clone() as Arc<dyn ClusterControl>),
+        120,
+        36,
+    );
+    h.press('T');
+    for _ in 0..2_400 {
+        c.advance(250);
+        h.tour_tick();
+        if h.app
+            .caption()
+            .is_some_and(|t| t.starts_with("tour 3/8 · ✓"))
+        {
+            break;
+        }
+    }
+    h.check();
+    h.advance(7_000);
+    h.refresh();
+    let tour = screen(&h);
+    assert!(tour.contains("refused WORK_FENCED"), "{tour}");
+    let mut shots = vec![("demo-tour", h.render())];
+    h.press('5');
+    h.refresh();
+    h.press('K');
+    shots.push(("demo-picker", h.render()));
+    for (name, buffer) in shots {
+        let svg = leasehold::tui::screenshot::to_svg(&buffer, h.app.theme());
+        assert!(svg.starts_with("<svg") && svg.contains("leasehold"));
+        if write {
+            std::fs::create_dir_all(&dir).expect("creates");
+            std::fs::write(dir.join(format!("{name}.svg")), svg).expect("writes");
+        }
+    }
+}
+
+/// The recording the README links (`docs/demo.cast`, made with `leasehold demo --tour
+/// --record`) is a valid asciicast v2 file: a header naming version 2 and the terminal's
+/// size, then output events with times that never go back, which show the fenced write.
+#[test]
+fn the_shipped_recording_is_a_valid_asciicast() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/demo.cast");
+    let text = std::fs::read_to_string(path).expect("docs/demo.cast is shipped");
+    let mut lines = text.lines();
+    let header: serde_json::Value =
+        serde_json::from_str(lines.next().expect("a header")).expect("JSON");
+    assert_eq!(header["version"], 2);
+    assert!(header["width"].as_u64().is_some_and(|w| w >= 80));
+    assert!(header["height"].as_u64().is_some_and(|h| h >= 24));
+    let mut last = 0.0;
+    let mut output = String::new();
+    for line in lines {
+        let event: serde_json::Value = serde_json::from_str(line).expect("JSON");
+        let at = event[0].as_f64().expect("a time");
+        assert!(at >= last, "{line}");
+        last = at;
+        assert_eq!(event[1], "o");
+        output.push_str(event[2].as_str().expect("text"));
+    }
+    assert!(last > 5.0, "a recording of some length");
+    assert!(output.contains("WORK_FENCED"));
+}
