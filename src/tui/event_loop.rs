@@ -89,10 +89,11 @@ pub async fn run(store: Store, options: TuiOptions) -> Result<()> {
     result
 }
 
+/// The dashboard's terminal while it records (`--record`).
+type Recording = Terminal<CrosstermBackend<Recorder<io::Stdout, io::BufWriter<std::fs::File>>>>;
+
 /// A terminal whose output is also recorded into `path` as an asciicast (v2).
-fn recording(
-    path: &std::path::Path,
-) -> io::Result<Terminal<CrosstermBackend<Recorder<io::Stdout, io::BufWriter<std::fs::File>>>>> {
+fn recording(path: &std::path::Path) -> io::Result<Recording> {
     let (width, height) = crossterm::terminal::size()?;
     let file = io::BufWriter::new(std::fs::File::create(path)?);
     let unix = std::time::SystemTime::now()

@@ -89,6 +89,8 @@ impl std::fmt::Debug for TuiOptions {
             .field("demo", &self.demo.is_some())
             .field("actor", &self.actor)
             .field("writer", &self.writer.is_some())
+            .field("tour", &self.tour)
+            .field("record", &self.record)
             .finish()
     }
 }

@@ -47,10 +47,9 @@ impl<O: Write, F: Write> Recorder<O, F> {
             return Ok(());
         }
         let complete = match std::str::from_utf8(&self.pending) {
-            Ok(_) => self.pending.len(),
             // A sequence cut by the flush waits for the rest; invalid bytes go as U+FFFD.
             Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => self.pending.len(),
+            _ => self.pending.len(),
         };
         if complete == 0 {
             return Ok(());
@@ -66,7 +65,11 @@ impl<O: Write, F: Write> Recorder<O, F> {
         self.file.flush()
     }
 
-    /// The terminal side and the file, for tests.
+    /// Ends the recording: writes what is pending, hands back the terminal side and the
+    /// file.
+    ///
+    /// # Errors
+    /// Writing the last event failed.
     pub fn into_parts(mut self) -> io::Result<(O, F)> {
         self.event()?;
         Ok((self.out, self.file))
@@ -92,34 +95,37 @@ mod tests {
 
     #[test]
     fn a_recording_is_a_header_then_timed_output_events() {
-        let mut r = Recorder::new(Vec::new(), Vec::new(), 80, 24, 1_767_225_600).unwrap();
-        r.write_all(b"\x1b[2Jhello ").unwrap();
-        r.flush().unwrap();
+        let mut r =
+            Recorder::new(Vec::new(), Vec::new(), 80, 24, 1_767_225_600).expect("in memory");
+        r.write_all(b"\x1b[2Jhello ").expect("in memory");
+        r.flush().expect("in memory");
         // A multi-byte character cut in two by a flush is kept whole.
         let arrow = "→".as_bytes();
-        r.write_all(&arrow[..1]).unwrap();
-        r.flush().unwrap();
-        r.write_all(&arrow[1..]).unwrap();
-        r.flush().unwrap();
-        let (out, file) = r.into_parts().unwrap();
+        r.write_all(&arrow[..1]).expect("in memory");
+        r.flush().expect("in memory");
+        r.write_all(&arrow[1..]).expect("in memory");
+        r.flush().expect("in memory");
+        let (out, file) = r.into_parts().expect("in memory");
         assert_eq!(out, "\x1b[2Jhello →".as_bytes());
-        let text = String::from_utf8(file).unwrap();
+        let text = String::from_utf8(file).expect("in memory");
         let mut lines = text.lines();
-        let header: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+        let header: serde_json::Value =
+            serde_json::from_str(lines.next().expect("in memory")).expect("in memory");
         assert_eq!(header["version"], 2);
         assert_eq!(header["width"], 80);
         assert_eq!(header["height"], 24);
-        let events: Vec<serde_json::Value> =
-            lines.map(|l| serde_json::from_str(l).unwrap()).collect();
+        let events: Vec<serde_json::Value> = lines
+            .map(|l| serde_json::from_str(l).expect("in memory"))
+            .collect();
         assert_eq!(events.len(), 2);
         let mut last = 0.0;
         let mut replayed = String::new();
         for e in &events {
-            let at = e[0].as_f64().unwrap();
+            let at = e[0].as_f64().expect("in memory");
             assert!(at >= last);
             last = at;
             assert_eq!(e[1], "o");
-            replayed.push_str(e[2].as_str().unwrap());
+            replayed.push_str(e[2].as_str().expect("in memory"));
         }
         assert_eq!(replayed, "\x1b[2Jhello →");
     }
