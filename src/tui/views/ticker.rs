@@ -72,7 +72,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
         .collect();
     let body = if lines.is_empty() {
         vec![Line::styled(
-            "nothing yet: press P to pause an authority, K to kill one",
+            "nothing yet: T starts a guided tour; P pauses an authority, K kills one",
             t.style(Role::Muted),
         )]
     } else {
