@@ -652,3 +652,38 @@ fn the_tour_runs_end_to_end_and_every_promise_is_kept() {
         assert!(report.is_clean(), "{}", cluster::render_text(&report));
     }
 }
+
+/// The live demo's knobs refuse nonsense in one line (exit 2) before anything starts;
+/// `--manual` needs `--tour`, and neither `--tour` nor `--record` goes with `--headless`.
+#[test]
+fn demo_knobs_refuse_bad_values_in_one_line() {
+    let bin = env!("CARGO_BIN_EXE_leasehold");
+    for args in [
+        &["demo", "--speed", "0"][..],
+        &["demo", "--speed", "NaN"],
+        &["demo", "--size", "-1"],
+        &["demo", "--size", "1000"],
+        &["demo", "--manual"],
+        &["demo", "--headless", "--duration", "5s", "--tour"],
+        &[
+            "demo",
+            "--headless",
+            "--duration",
+            "5s",
+            "--record",
+            "x.cast",
+        ],
+    ] {
+        let out = std::process::Command::new(bin)
+            .args(args)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        if args.iter().any(|a| *a == "--speed" || *a == "--size") {
+            assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        }
+    }
+}
