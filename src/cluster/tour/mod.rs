@@ -8,16 +8,16 @@
 //! [`Tour::tick`] is called often (the dashboard: twice a second; tests: after every
 //! step of virtual time) and does at most one thing per call.
 
-use std::collections::BTreeMap;
+mod caption;
+mod effects;
 
 use serde::Serialize;
 
-use super::control::{ClusterControl, DemoAuthority, DemoState};
+use super::control::{ClusterControl, DemoState};
 use crate::clock::{Millis, format_duration};
 use crate::error::Result;
-use crate::model::work::WorkFilter;
-use crate::model::{PageRequest, WorkState};
 use crate::store::Store;
+use effects::claims_by_owner;
 
 /// How long a step waits for its effect before it says it did not see it and moves on.
 pub const GIVE_UP_MS: Millis = 45_000;
@@ -131,38 +131,6 @@ impl Tour {
     #[must_use]
     pub fn log(&self) -> &[Seen] {
         &self.log
-    }
-
-    /// The caption line: `tour 2/8 · what is happening and where to look`.
-    #[must_use]
-    pub fn caption(&self) -> String {
-        let n = STEPS.len() - 1;
-        let who = self.subject.as_deref().unwrap_or("an authority");
-        let text = match (&self.phase, self.log.last()) {
-            (Phase::Shown { .. }, Some(seen)) => {
-                let next = if self.manual {
-                    "press n for the next step"
-                } else {
-                    "next step in a moment"
-                };
-                format!("✓ {} · {next}", seen.fact)
-            }
-            _ => match self.step() {
-                Step::Watch => "every authority holds leases on long-running work: watch the OWNED column on 2:authorities".into(),
-                Step::Pause => format!("pausing {who} mid-work: its leases run out in 5s; watch another authority reclaim them under a higher generation (ticker: RECLAIM)"),
-                Step::Resume => format!("resuming {who}: it wakes up and writes its late results; watch them refused WORK_FENCED (ticker: FENCED)"),
-                Step::Kill => format!("killing {who}: a crash, nothing released; its claims lapse and are reclaimed under a new generation"),
-                Step::Restart => format!("restarting {who} as a new incarnation: it registers once the old one is gone, then claims again"),
-                Step::DeployCompatible => "deploying a compatible build beside the fleet: same key, so it claims work at once".into(),
-                Step::DeployIncompatible => "deploying an incompatible build: new work takes its key and waits for it; the old fleet drains the old work".into(),
-                Step::Skew => format!("skewing {who}'s clock {} ahead: its heartbeat reads '+… ahead', never a negative age", format_duration(SKEW_MS)),
-                Step::End => "tour over: the fault keys K P R A B X are yours (e: ticker, ?: help, q: quit)".into(),
-            },
-        };
-        if self.is_done() {
-            return text;
-        }
-        format!("tour {}/{n} · {text}", self.step + 1)
     }
 
     /// Moves on after a shown step (manual mode), or skips a step still waiting.
@@ -316,116 +284,4 @@ impl Tour {
         }
         Ok(())
     }
-
-    /// The promised effect of the current step, if the store shows it.
-    fn effect(
-        &self,
-        cluster: &dyn ClusterControl,
-        store: &Store,
-        since: Millis,
-    ) -> Result<Option<String>> {
-        let who = self.subject.as_deref().unwrap_or_default();
-        Ok(match self.step() {
-            Step::Watch => {
-                let claims = claims_by_owner(store)?;
-                let running: Vec<DemoAuthority> = cluster
-                    .authorities()
-                    .into_iter()
-                    .filter(|a| a.state == DemoState::Running)
-                    .collect();
-                running.iter().all(|a| claims.contains_key(&a.id)).then(|| {
-                    format!(
-                        "{} claims held across {} authorities",
-                        claims.values().sum::<usize>(),
-                        running.len()
-                    )
-                })
-            }
-            Step::Pause | Step::Kill => store
-                .failovers(since, None, 500)?
-                .rows
-                .into_iter()
-                .map(|(_, g)| g)
-                .find(|g| g.took_over.as_ref().is_some_and(|t| t.from_owner == who))
-                .map(|g| {
-                    let from = g.took_over.as_ref().map_or(0, |t| t.from_generation);
-                    format!(
-                        "{} reclaimed {} from {who}: generation {from} → {}",
-                        g.owner_id, g.resource_id, g.generation
-                    )
-                }),
-            Step::Resume => store
-                .refused_writes(since, None, 500)?
-                .rows
-                .into_iter()
-                .map(|(_, w)| w)
-                .find(|w| {
-                    w.owner_id == who
-                        && w.verb != "renew"
-                        && w.refusal.as_deref() == Some("WORK_FENCED")
-                })
-                .map(|w| {
-                    format!(
-                        "{who}'s late write to {} at generation {} was refused WORK_FENCED",
-                        w.resource_id, w.generation
-                    )
-                }),
-            Step::Restart => cluster
-                .authorities()
-                .iter()
-                .any(|a| a.id == who && a.state == DemoState::Running)
-                .then(|| format!("{who} is back as a new incarnation")),
-            Step::DeployCompatible | Step::DeployIncompatible => {
-                let new: Vec<DemoAuthority> = cluster
-                    .authorities()
-                    .into_iter()
-                    .filter(|a| !self.before.contains(&a.id))
-                    .collect();
-                let mut fact = None;
-                for a in new {
-                    let owned = store.list_work(
-                        &WorkFilter {
-                            owner: Some(a.id.clone()),
-                            ..WorkFilter::default()
-                        },
-                        &PageRequest::first(1),
-                    )?;
-                    if let Some(w) = owned.rows.first() {
-                        fact = Some(format!("{} (build {}) claimed {}", a.id, a.build, w.id));
-                    }
-                }
-                fact
-            }
-            Step::Skew => store
-                .list_authorities(&PageRequest::first(500))?
-                .rows
-                .into_iter()
-                .find(|a| a.instance_id == who && a.heartbeat_at > store.now())
-                .map(|a| {
-                    format!(
-                        "{who}'s heartbeat is stamped {} ahead of the store's clock",
-                        format_duration(a.heartbeat_at - store.now())
-                    )
-                }),
-            Step::End => None,
-        })
-    }
-}
-
-/// Claimed work by owner, as the store holds it now.
-fn claims_by_owner(store: &Store) -> Result<BTreeMap<String, usize>> {
-    let claimed = store.list_work(
-        &WorkFilter {
-            states: vec![WorkState::Claimed],
-            ..WorkFilter::default()
-        },
-        &PageRequest::first(5_000),
-    )?;
-    let mut by = BTreeMap::new();
-    for w in claimed.rows {
-        if let Some(owner) = w.owner_id {
-            *by.entry(owner).or_insert(0) += 1;
-        }
-    }
-    Ok(by)
 }
