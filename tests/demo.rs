@@ -46,8 +46,9 @@ fn state(cluster: &Cluster, id: &str) -> NodeState {
         .state
 }
 
-/// Every main view shows the fault keys in its footer, and `K` there opens the picker;
-/// picking the first authority the key applies to kills exactly that one.
+/// Every main view shows the fault keys in its footer, and each key there opens the
+/// picker of the authorities it applies to, then acts on exactly the one picked: kill,
+/// pause, resume, restart, skew; add and a compatible deploy start one more each.
 #[test]
 fn fault_keys_work_from_every_view() {
     for view in ViewId::MAIN {
@@ -62,6 +63,7 @@ fn fault_keys_work_from_every_view() {
         if view == ViewId::Authorities {
             // Here the key acts on the selected row (the first authority).
             h.press('K');
+            assert_eq!(state(&c, "auth-1"), NodeState::Crashed, "{view:?}");
         } else {
             h.press('K');
             let picker = screen(&h);
@@ -70,15 +72,45 @@ fn fault_keys_work_from_every_view() {
                 "{view:?}:\n{picker}"
             );
             h.press('1');
+            assert_eq!(state(&c, "auth-1"), NodeState::Crashed, "{view:?}");
+            // P offers the running ones: auth-2 first.
+            h.press('P');
+            h.press('1');
+            assert_eq!(state(&c, "auth-2"), NodeState::Paused, "{view:?}");
+            // R offers the crashed and the paused: auth-1, auth-2.
+            h.press('R');
+            h.press('2');
+            assert_eq!(state(&c, "auth-2"), NodeState::Running, "{view:?}");
+            h.press('R');
+            h.press('1');
+            assert_eq!(state(&c, "auth-1"), NodeState::Restarting, "{view:?}");
+            // X offers every authority not stopped: auth-3 is the third.
+            h.press('X');
+            h.press('3');
+            h.type_text("5000");
+            h.key(KeyCode::Enter);
+            let skewed = c
+                .nodes()
+                .into_iter()
+                .find(|n| n.id == "auth-3")
+                .expect("known");
+            assert_eq!(skewed.clock_offset_ms, 5_000, "{view:?}");
+            h.press('A');
+            h.press('B');
+            h.press('1');
+            let nodes = c.nodes();
+            assert_eq!(nodes.len(), 6, "{view:?}: A and B each started one");
+            assert!(
+                nodes[4..].iter().all(|n| n.build == "v1"),
+                "{view:?}: compatible"
+            );
+            c.advance(15_000);
+            assert_eq!(
+                state(&c, "auth-1"),
+                NodeState::Running,
+                "{view:?}: restarted"
+            );
         }
-        assert_eq!(state(&c, "auth-1"), NodeState::Crashed, "{view:?}");
-        assert!(
-            c.nodes()
-                .iter()
-                .skip(1)
-                .all(|n| n.state == NodeState::Running),
-            "{view:?}: only auth-1"
-        );
         // The store records the operator's action.
         let audit = c
             .store()
