@@ -40,6 +40,20 @@ impl Tmux {
         }
     }
 
+    /// Waits until `needle` is off the screen (a key was handled), so the next key is
+    /// never read together with this one (`Escape` then `q` would arrive as `alt-q`).
+    fn wait_gone(&self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while self.screen().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "waited for {needle:?} to go; the screen shows:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn keys(&self, keys: &str) {
         self.run(&["send-keys", "-t", "smoke", keys]);
     }
@@ -91,7 +105,10 @@ fn start(name: &str, script: &str) -> Option<Tmux> {
 /// terminal is back in canonical mode with echo (raw mode off).
 fn quit_and_check_restored(tmux: &Tmux) {
     tmux.keys("q");
-    let after = tmux.wait_for("EXIT:");
+    tmux.wait_for("EXIT:");
+    // `stty -a` prints after the exit line: wait for its mode flags (`icanon` or
+    // `-icanon`) before judging them.
+    let after = tmux.wait_for("icanon");
     assert!(after.contains("EXIT:0"), "{after}");
     assert!(
         after.contains(" icanon") && after.contains(" echo"),
@@ -112,7 +129,9 @@ fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
     tmux.wait_for("auth-3");
 
     tmux.keys("2");
-    let authorities = tmux.wait_for("INSTANCE");
+    tmux.wait_for("INSTANCE");
+    // The header comes first; the rows follow once the view's first read is in.
+    let authorities = tmux.wait_for("auth-1");
     assert!(
         authorities.contains("auth-1") && authorities.contains("running"),
         "{authorities}"
@@ -129,6 +148,7 @@ fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
     tmux.keys("?");
     tmux.wait_for("Navigation");
     tmux.keys("Escape");
+    tmux.wait_gone("Navigation");
 
     quit_and_check_restored(&tmux);
 }
