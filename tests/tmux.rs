@@ -40,6 +40,20 @@ impl Tmux {
         }
     }
 
+    /// Waits until `needle` is off the screen (a key was handled), so the next key is
+    /// never read together with this one (`Escape` then `q` would arrive as `alt-q`).
+    fn wait_gone(&self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while self.screen().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "waited for {needle:?} to go; the screen shows:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn keys(&self, keys: &str) {
         self.run(&["send-keys", "-t", "smoke", keys]);
     }
@@ -55,8 +69,9 @@ impl Drop for Tmux {
     }
 }
 
-#[test]
-fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
+/// A tmux server of its own running `script` in a 100×30 window, or `None` (skip) where
+/// tmux is missing outside CI.
+fn start(name: &str, script: &str) -> Option<Tmux> {
     if Command::new("tmux").arg("-V").output().is_err() {
         // CI installs tmux (.ci/run), so there a missing tmux is a broken setup, not a skip.
         let under_ci = std::env::var("CI").is_ok_and(|v| v == "true");
@@ -65,13 +80,11 @@ fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
             "tmux is missing under CI=true: .ci/run should have installed it"
         );
         eprintln!("tmux is not installed; skipping (CI installs it)");
-        return;
+        return None;
     }
     let tmux = Tmux {
-        socket: format!("leasehold-smoke-{}", std::process::id()),
+        socket: format!("leasehold-{name}-{}", std::process::id()),
     };
-    let bin = env!("CARGO_BIN_EXE_leasehold");
-    let script = format!("{bin} demo --seed 3 --authorities 3; echo EXIT:$?; stty -a; sleep 60");
     tmux.run(&[
         "new-session",
         "-d",
@@ -83,23 +96,52 @@ fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
         "30",
         "sh",
         "-c",
-        &script,
+        script,
     ]);
+    Some(tmux)
+}
 
-    let overview = tmux.wait_for("LIVE");
-    assert!(overview.contains("overview"), "{overview}");
+/// Quits with `q` and checks the terminal is restored: the shell saw exit 0 and the
+/// terminal is back in canonical mode with echo (raw mode off).
+fn quit_and_check_restored(tmux: &Tmux) {
+    tmux.keys("q");
+    tmux.wait_for("EXIT:");
+    // `stty -a` prints after the exit line: wait for its mode flags (`icanon` or
+    // `-icanon`) before judging them.
+    let after = tmux.wait_for("icanon");
+    assert!(after.contains("EXIT:0"), "{after}");
+    assert!(
+        after.contains(" icanon") && after.contains(" echo"),
+        "{after}"
+    );
+}
+
+#[test]
+fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
+    let bin = env!("CARGO_BIN_EXE_leasehold");
+    let script = format!("{bin} demo --seed 3 --authorities 3; echo EXIT:$?; stty -a; sleep 60");
+    let Some(tmux) = start("smoke", &script) else {
+        return;
+    };
+
+    // The header (LIVE) is drawn before the first read is in; the view's title after it.
+    tmux.wait_for("LIVE");
+    tmux.wait_for("overview");
     tmux.wait_for("auth-3");
 
     tmux.keys("2");
-    let authorities = tmux.wait_for("INSTANCE");
+    tmux.wait_for("INSTANCE");
+    // The header comes first; the rows follow once the view's first read is in.
+    let authorities = tmux.wait_for("auth-1");
     assert!(
         authorities.contains("auth-1") && authorities.contains("running"),
         "{authorities}"
     );
 
     tmux.keys("K");
-    let killed = tmux.wait_for("crashed");
-    assert!(killed.contains("killed auth-1"), "{killed}");
+    // The cluster's answer on the status line, and the authority's new state in its row.
+    tmux.wait_for("killed auth-1");
+    tmux.wait_for("crashed");
 
     tmux.keys("4");
     let work = tmux.wait_for("KIND");
@@ -108,13 +150,27 @@ fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
     tmux.keys("?");
     tmux.wait_for("Navigation");
     tmux.keys("Escape");
+    tmux.wait_gone("Navigation");
 
-    tmux.keys("q");
-    let after = tmux.wait_for("EXIT:");
-    assert!(after.contains("EXIT:0"), "{after}");
-    // Raw mode is off again: the terminal is back in canonical mode with echo.
-    assert!(
-        after.contains(" icanon") && after.contains(" echo"),
-        "{after}"
+    quit_and_check_restored(&tmux);
+}
+
+/// `leasehold demo --tour` in a real terminal: the caption line appears and walks
+/// through the steps — the paused owner's claims reclaimed, its late write refused
+/// `WORK_FENCED` — to the end of the tour, and the terminal is restored afterwards.
+#[test]
+fn the_tour_shows_its_captions_and_restores_the_terminal() {
+    let bin = env!("CARGO_BIN_EXE_leasehold");
+    let script = format!(
+        "{bin} demo --tour --speed 4 --seed 7 --authorities 4; echo EXIT:$?; stty -a; sleep 60"
     );
+    let Some(tmux) = start("tour", &script) else {
+        return;
+    };
+    tmux.wait_for("tour 1/8");
+    tmux.wait_for("tour 2/8");
+    tmux.wait_for("reclaimed");
+    tmux.wait_for("WORK_FENCED");
+    tmux.wait_for("tour over");
+    quit_and_check_restored(&tmux);
 }

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use crossterm::event::KeyCode;
 use leasehold::clock::{Clock, ManualClock};
-use leasehold::cluster::control::{ClusterControl, DemoAuthority, DemoState};
+use leasehold::cluster::control::{ClusterControl, DemoAuthority, DemoState, Outcome};
 use leasehold::ids::SeededIds;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::Trigger as ScheduleTrigger;
@@ -982,6 +982,15 @@ struct FakeCluster {
     calls: Mutex<Vec<String>>,
 }
 
+impl FakeCluster {
+    /// Records a control call; the fake never refuses.
+    #[allow(clippy::unnecessary_wraps)] // every control answers an Outcome
+    fn call(&self, what: String) -> Outcome {
+        self.calls.lock().unwrap().push(what.clone());
+        Ok(what)
+    }
+}
+
 impl ClusterControl for FakeCluster {
     fn authorities(&self) -> Vec<DemoAuthority> {
         vec![
@@ -989,35 +998,33 @@ impl ClusterControl for FakeCluster {
                 id: "auth-a".into(),
                 build: "v1.4.0".into(),
                 state: DemoState::Running,
+                clock_offset_ms: 0,
             },
             DemoAuthority {
                 id: "auth-b".into(),
                 build: "v1.4.0".into(),
                 state: DemoState::Paused,
+                clock_offset_ms: 0,
             },
         ]
     }
-    fn kill(&self, id: &str) {
-        self.calls.lock().unwrap().push(format!("kill {id}"));
+    fn kill(&self, id: &str) -> Outcome {
+        self.call(format!("kill {id}"))
     }
-    fn pause(&self, id: &str) {
-        self.calls.lock().unwrap().push(format!("pause {id}"));
+    fn pause(&self, id: &str) -> Outcome {
+        self.call(format!("pause {id}"))
     }
-    fn resume(&self, id: &str) {
-        self.calls.lock().unwrap().push(format!("resume {id}"));
+    fn resume(&self, id: &str) -> Outcome {
+        self.call(format!("resume {id}"))
     }
-    fn add_authority(&self) -> String {
-        self.calls.lock().unwrap().push("add".into());
-        "auth-c".into()
+    fn add_authority(&self) -> Outcome {
+        self.call("add".into())
     }
-    fn roll_out(&self, build: &str) {
-        self.calls.lock().unwrap().push(format!("roll-out {build}"));
+    fn deploy(&self, compatible: bool) -> Outcome {
+        self.call(format!("deploy compatible={compatible}"))
     }
-    fn skew(&self, id: &str, offset_ms: i64) {
-        self.calls
-            .lock()
-            .unwrap()
-            .push(format!("skew {id} {offset_ms}"));
+    fn skew(&self, id: &str, offset_ms: i64) -> Outcome {
+        self.call(format!("skew {id} {offset_ms}"))
     }
     fn scenario(&self) -> String {
         "failover seed=7".into()
@@ -1039,8 +1046,14 @@ fn demo_keys_drive_the_cluster() {
         120,
         30,
     );
+    // Away from the authorities view, a key opens a picker of the authorities it fits.
     h.press('K');
-    assert!(h.app.status().unwrap().text.contains("select an authority"));
+    assert!(
+        screen(&h).contains("kill which authority?"),
+        "{}",
+        screen(&h)
+    );
+    h.press('2');
     h.press('2');
     assert!(screen(&h).contains("paused"), "demo state shows");
     h.press('K');
@@ -1049,19 +1062,20 @@ fn demo_keys_drive_the_cluster() {
     h.press('R');
     h.press('A');
     h.press('B');
-    h.type_text("v2.0.0");
-    h.key(KeyCode::Enter);
+    assert!(screen(&h).contains("incompatible"), "{}", screen(&h));
+    h.press('2');
     h.press('X');
     h.type_text("-1500");
     h.key(KeyCode::Enter);
     assert_eq!(
         *cluster.calls.lock().unwrap(),
         [
+            "kill auth-b",
             "kill auth-a",
             "pause auth-b",
             "resume auth-b",
             "add",
-            "roll-out v2.0.0",
+            "deploy compatible=false",
             "skew auth-b -1500"
         ]
     );

@@ -62,6 +62,8 @@ pub fn run(args: &AttachArgs) -> CliResult {
                 Arc::new(move || crate::store::url::open(&url, OpenMode::Existing));
             open
         }),
+        tour: None,
+        record: None,
     };
     tokio_runtime()?
         .block_on(crate::tui::run(store, tui))

@@ -9,7 +9,7 @@ use clap::Args;
 
 use super::attach::need_terminal;
 use super::{CliResult, Failure, tokio_runtime};
-use crate::cluster::{Cluster, ClusterOptions, run_headless};
+use crate::cluster::{Cluster, ClusterOptions, WorkPace, run_headless};
 use crate::ops::actor::operator;
 use crate::tui::TuiOptions;
 
@@ -37,6 +37,35 @@ pub struct DemoArgs {
     /// The dashboard theme.
     #[arg(long)]
     pub theme: Option<String>,
+    /// How fast the live demo runs: simulated seconds per real second (work takes 1–5 s
+    /// of simulated time at 1).
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Start the guided tour: a caption says what is about to happen and where to look,
+    /// and each step waits until its effect is on screen.
+    #[arg(long, conflicts_with = "headless")]
+    pub tour: bool,
+    /// With --tour: wait for `n` between steps instead of moving on by itself.
+    #[arg(long, requires = "tour")]
+    pub manual: bool,
+    /// Record the session as an asciicast (v2) file that standard players replay.
+    #[arg(long, value_name = "FILE", conflicts_with = "headless")]
+    pub record: Option<std::path::PathBuf>,
+    /// How much work the live demo generates, relative to what three authorities keep
+    /// up with (1).
+    #[arg(long, default_value_t = 1.0)]
+    pub size: f64,
+}
+
+/// A knob that must be a positive, finite number no larger than `max`.
+fn knob(name: &str, value: f64, max: f64) -> Result<f64, Failure> {
+    if value.is_finite() && value > 0.0 && value <= max {
+        Ok(value)
+    } else {
+        Err(Failure::usage(format!(
+            "--{name} must be a number above 0 and at most {max}, not {value}"
+        )))
+    }
 }
 
 /// Parses `30s`, `5m`, `1500ms`, `2h` or plain seconds.
@@ -85,15 +114,30 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> CliResult {
             )))
         };
     }
+    let speed = knob("speed", args.speed, 20.0)?;
+    let size = knob("size", args.size, 10.0)?;
     need_terminal()?;
+    if let Some(path) = &args.record {
+        // Refuse an unwritable recording before the terminal is touched.
+        std::fs::File::create(path).map_err(|e| {
+            Failure::usage(format!(
+                "cannot write the recording {}: {e}",
+                path.display()
+            ))
+        })?;
+    }
     let options = ClusterOptions::live(
         &scenario,
         seed,
         authorities,
         crate::clock::Clock::now(&crate::clock::SystemClock),
-    );
+    )
+    .paced(WorkPace {
+        size,
+        ..WorkPace::default()
+    });
     let cluster = Arc::new(Cluster::new(options)?);
-    let live = cluster.spawn_live(1.0, Duration::from_millis(50));
+    let live = cluster.spawn_live(speed, Duration::from_millis(50));
     let store = cluster.store();
     let tui = TuiOptions {
         refresh_ms: 250,
@@ -102,6 +146,8 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> CliResult {
         demo: Some(cluster.clone()),
         actor: operator(),
         writer: None,
+        tour: args.tour.then_some(args.manual),
+        record: args.record.clone(),
     };
     let result = tokio_runtime()?.block_on(crate::tui::run(store, tui));
     drop(live);

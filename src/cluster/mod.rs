@@ -4,9 +4,12 @@
 //!
 //! - `sim/`: the deterministic discrete-event simulation (virtual time, seeded).
 //! - [`workload`]: the generator of effects, schedules, subscriptions, workflows, events.
+//! - [`pace`]: seconds of simulated work per attempt, so a live demo has leases to move.
 //! - [`faults`]: crash, pause, outage, slow / failing handlers, skew, rolling deploy.
 //! - [`scenarios`]: `steady`, `failover`, `stall`, `rolling-deploy`, `skew`, `chaos`.
+//! - [`demonstrated`]: the report's closing sentence, what the run showed.
 //! - [`report`]: [`run_headless`] and the report ([`render_text`], serde JSON).
+//! - [`tour`]: the guided tour, a step at a time, each waiting for its effect in the store.
 //! - [`control`]: the dashboard's [`crate::cluster::control::ClusterControl`] over [`Cluster`].
 //!
 //! Headless runs step the simulation straight to the end. The dashboard's live mode uses
@@ -15,10 +18,13 @@
 //! roll-out / skew controls.
 
 pub mod control;
+pub mod demonstrated;
 pub mod faults;
+pub mod pace;
 pub mod report;
 pub mod scenarios;
 mod sim;
+pub mod tour;
 pub mod workload;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +33,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use faults::{Fault, Target};
+pub use pace::WorkPace;
 pub use report::{Report, render_text, run_headless, run_with};
 pub use scenarios::{SCENARIOS, Timing};
 pub use sim::{ClusterOptions, HEADLESS_EPOCH, NodeInfo, NodeState, Sim};
@@ -110,40 +117,74 @@ impl Cluster {
         self.sim().apply(fault)
     }
 
-    fn node(&self, id: &str) -> Option<usize> {
-        self.nodes().iter().position(|n| n.id == id)
+    /// The authority called `id`.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an id the cluster never started.
+    fn node(&self, id: &str) -> Result<usize> {
+        self.nodes()
+            .iter()
+            .position(|n| n.id == id)
+            .ok_or_else(|| crate::error::Error::NotFound {
+                what: "authority".into(),
+                id: id.into(),
+            })
     }
 
     /// Crashes `id` (nothing released).
-    pub fn kill(&self, id: &str) {
-        if let Some(i) = self.node(id) {
-            let _ = self.apply(&Fault::Crash(Target::Node(i)));
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown id; `INVALID` when it is not running or paused.
+    pub fn kill(&self, id: &str) -> Result<String> {
+        let i = self.node(id)?;
+        let state = self.sim().nodes[i].state;
+        if !matches!(state, NodeState::Running | NodeState::Paused) {
+            return Err(not_now(
+                id,
+                state,
+                "only a running or paused authority crashes",
+            ));
         }
+        self.apply(&Fault::Crash(Target::Node(i)))
     }
 
     /// Freezes `id` until [`Self::resume`].
-    pub fn pause(&self, id: &str) {
-        if let Some(i) = self.node(id) {
-            let mut sim = self.sim();
-            sim.pause_node(i, None);
-            let at = sim.now() - sim.options.start_at;
-            sim.timeline.push(faults::FaultRecord {
-                at_ms: at,
-                what: format!("pause → {id}"),
-            });
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown id; `INVALID` when it is not running.
+    pub fn pause(&self, id: &str) -> Result<String> {
+        let i = self.node(id)?;
+        let mut sim = self.sim();
+        if sim.nodes[i].state != NodeState::Running {
+            return Err(not_now(
+                id,
+                sim.nodes[i].state,
+                "only a running authority pauses",
+            ));
         }
+        sim.pause_node(i, None);
+        Ok(sim.record(format!("pause → {id}")))
     }
 
-    /// Unfreezes `id`: its late writes are presented first.
-    pub fn resume(&self, id: &str) {
-        if let Some(i) = self.node(id) {
-            let mut sim = self.sim();
-            sim.resume_node(i);
-            let at = sim.now() - sim.options.start_at;
-            sim.timeline.push(faults::FaultRecord {
-                at_ms: at,
-                what: format!("resume → {id}"),
-            });
+    /// Brings `id` back: a paused one resumes (its late writes are presented first, and
+    /// refused where it lost the claim); a crashed one restarts as a new incarnation.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown id; `INVALID` when it is running, stopping or stopped.
+    pub fn resume(&self, id: &str) -> Result<String> {
+        let i = self.node(id)?;
+        let mut sim = self.sim();
+        match sim.nodes[i].state {
+            NodeState::Paused => {
+                sim.resume_node(i);
+                Ok(sim.record(format!("resume → {id}")))
+            }
+            NodeState::Crashed => sim.restart_node(i),
+            state => Err(not_now(
+                id,
+                state,
+                "R resumes a paused authority or restarts a crashed one",
+            )),
         }
     }
 
@@ -156,23 +197,52 @@ impl Cluster {
         Ok(what.rsplit(' ').next().unwrap_or_default().to_owned())
     }
 
-    /// Rolling deploy to `build`.
-    pub fn roll_out(&self, build: &str) {
+    /// Rolling deploy to `build`: every authority of another build is replaced (stopped
+    /// cleanly) by one of `build`.
+    ///
+    /// # Errors
+    /// A store failure while switching the workload's build.
+    pub fn roll_out(&self, build: &str) -> Result<String> {
         let step = self.sim().options.timing.lease_ms / 2;
-        let _ = self.apply(&Fault::RollOut {
+        self.apply(&Fault::RollOut {
             build: build.into(),
             step_ms: step,
-        });
+        })
+    }
+
+    /// Deploys a build beside the fleet (see the simulation's `deploy_beside`): returns
+    /// the new authority's id and build.
+    ///
+    /// # Errors
+    /// `INVALID` when the cluster is full.
+    pub fn deploy(&self, compatible: bool) -> Result<(String, String)> {
+        self.sim().deploy_beside(compatible)
     }
 
     /// Sets `id`'s clock offset.
-    pub fn skew(&self, id: &str, offset_ms: Millis) {
-        if let Some(i) = self.node(id) {
-            let _ = self.apply(&Fault::Skew {
-                target: Target::Node(i),
-                offset_ms,
-            });
-        }
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown id.
+    pub fn skew(&self, id: &str, offset_ms: Millis) -> Result<String> {
+        let i = self.node(id)?;
+        self.apply(&Fault::Skew {
+            target: Target::Node(i),
+            offset_ms,
+        })
+    }
+
+    /// The newest `limit` entries of the fault timeline, newest first, each at its
+    /// instant on the virtual clock.
+    #[must_use]
+    pub fn timeline(&self, limit: usize) -> Vec<(Millis, String)> {
+        let sim = self.sim();
+        let start = sim.options.start_at;
+        sim.timeline
+            .iter()
+            .rev()
+            .take(limit)
+            .map(|f| (start + f.at_ms, f.what.clone()))
+            .collect()
     }
 
     /// The report as of now (runs the checker).
@@ -207,6 +277,11 @@ impl Cluster {
             .ok();
         LiveHandle { stop, thread }
     }
+}
+
+/// Why a hand-driven fault does not apply to an authority in `state`.
+fn not_now(id: &str, state: NodeState, rule: &str) -> crate::error::Error {
+    crate::error::Error::Invalid(format!("{id} is {}: {rule}", state.as_str()))
 }
 
 /// Keeps a live cluster stepping; dropping it stops the stepping thread.

@@ -4,11 +4,11 @@
 //! | name | what happens |
 //! |---|---|
 //! | `steady` | no faults: the baseline |
-//! | `failover` | the busiest authority crashes (twice, with replacements): its claims lapse and are reclaimed |
+//! | `failover` | the busiest authority crashes (twice, with replacements): its claims lapse and are reclaimed; then an owner stalls and its late writes are refused |
 //! | `stall` | an authority mid-work pauses past its lease expiry, twice; its late writes are refused (`WORK_FENCED`) |
 //! | `rolling-deploy` | every authority is replaced by build `v2`; old-build work is held *incompatible* until an old-build authority comes back and drains it, while schedules (the old build's too) keep firing under `v2` |
 //! | `skew` | clocks disagree by more than the renew slack: takeovers and fenced writes, never a violation |
-//! | `chaos` | a seeded mix of everything, including a store outage and slow / failing handlers |
+//! | `chaos` | a seeded mix of everything, including a store outage, slow / failing handlers and one stall that ends fenced |
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -68,7 +68,7 @@ pub fn describe(name: &str) -> &'static str {
     match name {
         "steady" => "no faults: the baseline",
         "failover" => {
-            "the busiest authority crashes (twice, with replacements); its claims lapse and are reclaimed"
+            "the busiest authority crashes (twice, with replacements); its claims lapse and are reclaimed; then an owner stalls and its late writes are refused (WORK_FENCED)"
         }
         "stall" => {
             "the busiest authority pauses past lease expiry, twice; its late writes are refused (WORK_FENCED)"
@@ -80,7 +80,7 @@ pub fn describe(name: &str) -> &'static str {
             "authority clocks disagree by more than the renew slack: takeovers and fenced writes, never a violation"
         }
         "chaos" => {
-            "a seeded mix of crashes, pauses, a store outage, slow and failing handlers, and skew"
+            "a seeded mix of crashes, pauses, a store outage, slow and failing handlers, and skew; one stalled owner is always fenced"
         }
         _ => "",
     }
@@ -118,34 +118,17 @@ pub fn build(
                     at(55) + timing.lease_ms,
                     Fault::AddAuthority { build: None },
                 ));
+                // A slow owner is the other half of failover: it is taken over while it
+                // still works, wakes, and its write is refused.
+                s.extend(stall(at(40), timing));
+                s.sort_by_key(|(t, _)| *t);
             }
             s
         }
-        "stall" => {
-            // Slow handlers around each pause keep every authority mid-work when it
-            // freezes, and keep the successor mid-work when the stalled one wakes up: its
-            // late completions then meet a newer claim (WORK_FENCED), not only a finished
-            // item (already-terminal).
-            let pause = timing.lease_ms + timing.poll_ms * 3;
-            let mut s = Vec::new();
-            for pct in [20, 55] {
-                s.push((
-                    at(pct) - 2_000,
-                    Fault::SlowHandlers {
-                        factor_pct: 500,
-                        for_ms: 2_000 + pause + 3_000,
-                    },
-                ));
-                s.push((
-                    at(pct),
-                    Fault::Pause {
-                        target: Target::Stallable,
-                        for_ms: pause,
-                    },
-                ));
-            }
-            s
-        }
+        "stall" => [20, 55]
+            .into_iter()
+            .flat_map(|pct| stall(at(pct), timing))
+            .collect(),
         "rolling-deploy" => vec![
             (
                 at(20),
@@ -183,7 +166,14 @@ pub fn build(
             s.push((at(70), Fault::ResetSkew));
             s
         }
-        "chaos" => chaos(seed, duration_ms, timing),
+        "chaos" => {
+            let mut s = chaos(seed, duration_ms, timing);
+            // Whatever the draw, one owner stalls past its lease and wakes to be fenced,
+            // once the clocks are back in sync (a clock behind would not take it over).
+            s.extend(stall(duration_ms * 4 / 5 + 1_000, timing));
+            s.sort_by_key(|(t, _)| *t);
+            s
+        }
         other => {
             return Err(Error::Invalid(format!(
                 "unknown scenario {other:?}; known: {}",
@@ -196,6 +186,30 @@ pub fn build(
         description: describe(name),
         script,
     })
+}
+
+/// An owner stalling past its lease at `at`: slow handlers around the pause keep every
+/// authority mid-work when it freezes, and keep the successor mid-work when the stalled
+/// one wakes up, so its late completions meet a newer claim (`WORK_FENCED`), not only a
+/// finished item (already-terminal).
+fn stall(at: Millis, timing: Timing) -> [(Millis, Fault); 2] {
+    let pause = timing.lease_ms + timing.poll_ms * 3;
+    [
+        (
+            at - 2_000,
+            Fault::SlowHandlers {
+                factor_pct: 2_000,
+                for_ms: 2_000 + pause + 3_000,
+            },
+        ),
+        (
+            at,
+            Fault::Pause {
+                target: Target::Stallable,
+                for_ms: pause,
+            },
+        ),
+    ]
 }
 
 /// A seeded mix: one fault every eighth of the run (none in the last fifth, so the run

@@ -149,7 +149,10 @@ pub enum DemoOp {
     Pause(String),
     Resume(String),
     Add,
-    RollOut(String),
+    /// A build beside the fleet, compatible (same key) or not.
+    Deploy {
+        compatible: bool,
+    },
     Skew(String, i64),
 }
 
@@ -162,8 +165,8 @@ pub enum Done {
         message: String,
         refused: bool,
     },
-    /// A demo operation ran.
-    Demo { message: String },
+    /// A demo operation ran (or was refused).
+    Demo { message: String, refused: bool },
     /// A describe pane's read by key finished (the record's field, or the failure).
     Described {
         fetch: Fetch,
@@ -202,6 +205,8 @@ pub enum Action {
     TogglePause,
     ToggleHelp,
     ToggleStats,
+    /// Show / hide the demo's event ticker pane.
+    ToggleTicker,
     CycleTheme,
     Quit,
     // --- prompts and dialogs
@@ -247,6 +252,14 @@ pub enum Action {
         failures: u32,
     },
     Done(Done),
+    /// The demo checker's latest verdict.
+    Checked(crate::tui::checker_badge::Verdict),
+    /// The guided tour's caption (`None`: no tour runs).
+    Caption(Option<String>),
+    /// Start the guided tour (`T`).
+    StartTour,
+    /// The tour's next step (`n`, manual mode).
+    NextTourStep,
 }
 
 /// The demo keys, before the app knows which authority is selected.
@@ -256,6 +269,6 @@ pub enum DemoKey {
     Pause,
     Resume,
     Add,
-    RollOut,
+    Deploy,
     Skew,
 }

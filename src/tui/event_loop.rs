@@ -13,15 +13,18 @@ use crossterm::event::{
 };
 use crossterm::execute;
 use futures_util::{FutureExt, StreamExt};
-use ratatui::DefaultTerminal;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
 use tokio::sync::{mpsc, watch};
 
 use super::action::Action;
 use super::app::{App, AppOptions, Command};
+use super::record::Recorder;
 use super::snapshot::{Published, run_reader};
 use super::theme::ThemeSet;
+use super::tour_driver::{TourCommand, TourDriver};
 use super::writer::execute_with;
-use super::{TuiOptions, describe, views};
+use super::{TuiOptions, checker_badge, describe, views};
 use crate::error::{Error, Result};
 use crate::ops::timefmt::Zone;
 use crate::store::Store;
@@ -63,7 +66,7 @@ pub async fn run(store: Store, options: TuiOptions) -> Result<()> {
         theme,
         themes,
     );
-    let mut terminal = ratatui::try_init().map_err(|e| terminal_error(&e))?;
+    let terminal = ratatui::try_init().map_err(|e| terminal_error(&e))?;
     let guard = TerminalGuard;
     // ratatui's hook restores the terminal; release the mouse first, then chain.
     let previous = std::panic::take_hook();
@@ -72,9 +75,40 @@ pub async fn run(store: Store, options: TuiOptions) -> Result<()> {
         previous(info);
     }));
     execute!(io::stdout(), EnableMouseCapture).map_err(|e| terminal_error(&e))?;
-    let result = event_loop(&mut terminal, app, store, options).await;
+    let result = match options.record.clone() {
+        None => event_loop(terminal, app, store, options).await,
+        Some(path) => match recording(&path) {
+            Ok(recorded) => event_loop(recorded, app, store, options).await,
+            Err(e) => Err(Error::Invalid(format!(
+                "cannot record to {}: {e}",
+                path.display()
+            ))),
+        },
+    };
     drop(guard);
     result
+}
+
+/// The dashboard's terminal while it records (`--record`).
+type Recording = Terminal<CrosstermBackend<Recorder<io::Stdout, io::BufWriter<std::fs::File>>>>;
+
+/// A terminal whose output is also recorded into `path` as an asciicast (v2).
+fn recording(path: &std::path::Path) -> io::Result<Recording> {
+    let (width, height) = crossterm::terminal::size()?;
+    let file = io::BufWriter::new(std::fs::File::create(path)?);
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut terminal = Terminal::new(CrosstermBackend::new(Recorder::new(
+        io::stdout(),
+        file,
+        width,
+        height,
+        unix,
+    )?))?;
+    // The recording starts from a blank screen, as the replay will.
+    terminal.clear()?;
+    Ok(terminal)
 }
 
 /// [`run`] on a fresh tokio runtime, for callers without one.
@@ -110,7 +144,10 @@ fn event_action(app: &mut App, event: Event) -> Vec<Command> {
 
 /// Writes a terminal-side command through the backend, between frames, so it is never
 /// interleaved with drawing: the clipboard's OSC 52 sequence, or mouse capture on / off.
-fn terminal_command(terminal: &mut DefaultTerminal, command: &Command) -> io::Result<()> {
+fn terminal_command<W: Write>(
+    terminal: &mut Terminal<CrosstermBackend<W>>,
+    command: &Command,
+) -> io::Result<()> {
     let backend = terminal.backend_mut();
     match command {
         Command::Copy(text) => {
@@ -123,8 +160,8 @@ fn terminal_command(terminal: &mut DefaultTerminal, command: &Command) -> io::Re
     }
 }
 
-async fn event_loop(
-    terminal: &mut DefaultTerminal,
+async fn event_loop<W: Write>(
+    mut terminal: Terminal<CrosstermBackend<W>>,
     mut app: App,
     store: Store,
     options: TuiOptions,
@@ -152,6 +189,14 @@ async fn event_loop(
     ));
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Action>();
     let mut events = EventStream::new();
+    let tour = Arc::new(TourDriver::default());
+    if let Some(manual) = options.tour {
+        pending.push(Command::Tour(TourCommand::Start { manual }));
+    }
+    let mut tour_tick = tokio::time::interval(Duration::from_millis(500));
+    tour_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut check_tick = tokio::time::interval(Duration::from_millis(checker_badge::EVERY_MS));
+    check_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
@@ -165,8 +210,14 @@ async fn event_loop(
                 Command::Query(q) => {
                     let _ = query_tx.send(q);
                 }
+                Command::Tour(t) => {
+                    let (driver, store, tx) = (tour.clone(), store.clone(), done_tx.clone());
+                    tokio::task::spawn_blocking(move || {
+                        let _ = tx.send(driver.command(t, &store));
+                    });
+                }
                 Command::Copy(_) | Command::Mouse(_) => {
-                    if let Err(e) = terminal_command(terminal, &command) {
+                    if let Err(e) = terminal_command(&mut terminal, &command) {
                         broken = Some(terminal_error(&e));
                     }
                 }
@@ -230,6 +281,24 @@ async fn event_loop(
                 };
                 dirty |= !matches!(action, Action::Fresh) || app.stale_for().is_some() || app.store_error().is_some();
                 pending.extend(app.update(action));
+            },
+            _ = tour_tick.tick(), if tour.active() => {
+                if let Some(cluster) = options.demo.clone() {
+                    let (driver, store, tx) = (tour.clone(), store.clone(), done_tx.clone());
+                    tokio::task::spawn_blocking(move || {
+                        if let Some(action) = driver.tick(cluster.as_ref(), &store) {
+                            let _ = tx.send(action);
+                        }
+                    });
+                }
+            },
+            _ = check_tick.tick(), if options.demo.is_some() => {
+                let (store, tx) = (store.clone(), done_tx.clone());
+                tokio::task::spawn_blocking(move || {
+                    if let Some(verdict) = checker_badge::run(&store) {
+                        let _ = tx.send(Action::Checked(verdict));
+                    }
+                });
             },
             _ = tick.tick() => {
                 pending.extend(app.update(Action::Tick { now: store.now(), wall: wall() }));

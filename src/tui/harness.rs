@@ -14,6 +14,7 @@ use super::app::{App, AppOptions, Command};
 use super::describe;
 use super::snapshot;
 use super::theme::{Theme, ThemeSet};
+use super::tour_driver::TourDriver;
 use super::views;
 use crate::clock::Millis;
 use crate::cluster::control::ClusterControl;
@@ -46,61 +47,46 @@ pub fn execute(
             let Some(cluster) = cluster else {
                 return Some(Action::Done(Done::Demo {
                     message: "no demo cluster attached".into(),
+                    refused: true,
                 }));
             };
-            let (action, target, message) = match op {
-                DemoOp::Kill(id) => {
-                    cluster.kill(id);
-                    (
-                        "demo-kill",
-                        id.clone(),
-                        format!("killed {id} (no release: its work must be reclaimed)"),
-                    )
-                }
-                DemoOp::Pause(id) => {
-                    cluster.pause(id);
-                    (
-                        "demo-pause",
-                        id.clone(),
-                        format!("paused {id} (its leases will expire; on resume it is fenced)"),
-                    )
-                }
-                DemoOp::Resume(id) => {
-                    cluster.resume(id);
-                    ("demo-resume", id.clone(), format!("resumed {id}"))
-                }
-                DemoOp::Add => {
-                    let id = cluster.add_authority();
-                    ("demo-add", id.clone(), format!("added authority {id}"))
-                }
-                DemoOp::RollOut(build) => {
-                    cluster.roll_out(build);
-                    (
-                        "demo-roll-out",
-                        build.clone(),
-                        format!("rolling out build {build}"),
-                    )
-                }
-                DemoOp::Skew(id, ms) => {
-                    cluster.skew(id, *ms);
-                    (
-                        "demo-skew",
-                        id.clone(),
-                        format!("skewed {id}'s clock by {ms} ms"),
-                    )
-                }
+            let (action, target, outcome) = match op {
+                DemoOp::Kill(id) => ("demo-kill", id.clone(), cluster.kill(id)),
+                DemoOp::Pause(id) => ("demo-pause", id.clone(), cluster.pause(id)),
+                DemoOp::Resume(id) => ("demo-resume", id.clone(), cluster.resume(id)),
+                DemoOp::Add => ("demo-add", "cluster".to_owned(), cluster.add_authority()),
+                DemoOp::Deploy { compatible } => (
+                    "demo-deploy",
+                    if *compatible {
+                        "compatible"
+                    } else {
+                        "incompatible"
+                    }
+                    .to_owned(),
+                    cluster.deploy(*compatible),
+                ),
+                DemoOp::Skew(id, ms) => ("demo-skew", id.clone(), cluster.skew(id, *ms)),
             };
-            let message = match store.audit(actor, action, &target, "done") {
+            let (message, refused) = match outcome {
+                Ok(message) => (message, false),
+                Err(message) => (message, true),
+            };
+            let verdict = if refused { "refused" } else { "done" };
+            let message = match store.audit(actor, action, &target, verdict) {
                 Ok(()) => message,
                 Err(e) => format!("{message} (audit failed: {e})"),
             };
-            Some(Action::Done(Done::Demo { message }))
+            Some(Action::Done(Done::Demo { message, refused }))
         }
         Command::Fetch(fetch) => Some(Action::Done(Done::Described {
             fetch: fetch.clone(),
             value: describe::fetch(store, fetch).map_err(|e| e.to_string()),
         })),
-        Command::Query(_) | Command::Copy(_) | Command::Mouse(_) | Command::Quit => None,
+        Command::Query(_)
+        | Command::Copy(_)
+        | Command::Mouse(_)
+        | Command::Tour(_)
+        | Command::Quit => None,
     }
 }
 
@@ -114,6 +100,7 @@ pub struct Harness {
     terminal_out: Vec<u8>,
     /// Whether the app has the mouse captured, as the terminal would have it.
     mouse: bool,
+    tour: TourDriver,
 }
 
 impl Harness {
@@ -135,6 +122,7 @@ impl Harness {
             wall: 0,
             terminal_out: Vec::new(),
             mouse: true,
+            tour: TourDriver::default(),
         };
         h.dispatch(Action::Tick {
             now: h.store.now(),
@@ -180,6 +168,7 @@ impl Harness {
                     self.mouse = *on;
                     None
                 }
+                Command::Tour(t) => Some(self.tour.command(*t, &self.store)),
                 Command::Query(q) => Some(
                     match snapshot::read(&self.store, q, self.cluster.as_deref()) {
                         Ok(s) => Action::Snapshot(Arc::new(s)),
@@ -200,6 +189,24 @@ impl Harness {
             if let Some(action) = next {
                 self.dispatch(action);
             }
+        }
+    }
+
+    /// One tick of the guided tour, as the event loop does twice a second.
+    pub fn tour_tick(&mut self) {
+        let action = self
+            .cluster
+            .as_deref()
+            .and_then(|c| self.tour.tick(c, &self.store));
+        if let Some(action) = action {
+            self.dispatch(action);
+        }
+    }
+
+    /// Runs the demo checker, as the event loop does every few seconds.
+    pub fn check(&mut self) {
+        if let Some(verdict) = super::checker_badge::run(&self.store) {
+            self.dispatch(Action::Checked(verdict));
         }
     }
 

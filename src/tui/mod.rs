@@ -22,15 +22,18 @@
 
 pub mod action;
 pub mod app;
+pub mod checker_badge;
 pub mod describe;
 pub mod event_loop;
 pub mod harness;
 pub mod keymap;
+pub mod record;
 pub mod screenshot;
 pub mod snapshot;
 pub mod store_filter;
 pub mod text;
 pub mod theme;
+pub mod tour_driver;
 pub mod views;
 mod wf;
 pub mod writer;
@@ -56,6 +59,10 @@ pub struct TuiOptions {
     /// Opens a write handle for an operator action; `None` acts on the watched store
     /// itself (the demo cluster). See [`writer`].
     pub writer: Option<writer::OpenWriter>,
+    /// Start the demo's guided tour at once (`Some(manual)`).
+    pub tour: Option<bool>,
+    /// Record the session as an asciicast (v2) file.
+    pub record: Option<std::path::PathBuf>,
 }
 
 impl Default for TuiOptions {
@@ -67,6 +74,8 @@ impl Default for TuiOptions {
             demo: None,
             actor: crate::ops::actor::operator(),
             writer: None,
+            tour: None,
+            record: None,
         }
     }
 }
@@ -80,6 +89,8 @@ impl std::fmt::Debug for TuiOptions {
             .field("demo", &self.demo.is_some())
             .field("actor", &self.actor)
             .field("writer", &self.writer.is_some())
+            .field("tour", &self.tour)
+            .field("record", &self.record)
             .finish()
     }
 }

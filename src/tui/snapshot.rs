@@ -154,6 +154,8 @@ pub struct Snapshot {
     /// Demo cluster view of its authorities, when attached to one.
     pub demo: Option<Vec<DemoAuthority>>,
     pub scenario: Option<String>,
+    /// The demo's event ticker, newest first (empty without a demo cluster).
+    pub ticker: Vec<crate::ops::ticker::TickerLine>,
     pub data: ViewData,
     pub stats: QueryStats,
 }
@@ -343,6 +345,14 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         Some(d) => (Some(d.authorities()), Some(d.scenario())),
         None => (None, None),
     };
+    let ticker = match demo {
+        Some(d) => {
+            use crate::tui::views::ticker::{LINES, WINDOW};
+            let lines = c.run(|s| crate::ops::ticker::ticker(s, at, WINDOW, LINES))?;
+            crate::ops::ticker::merged(lines, d.faults(LINES), LINES)
+        }
+        None => Vec::new(),
+    };
     let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     Ok(Snapshot {
         query: query.clone(),
@@ -360,6 +370,7 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         failovers,
         demo: demo_rows,
         scenario,
+        ticker,
         data,
         stats: QueryStats {
             queries: c.queries,

@@ -39,7 +39,10 @@ pub fn execute_with(
                     message,
                     refused: true,
                 },
-                _ => Done::Demo { message },
+                _ => Done::Demo {
+                    message,
+                    refused: true,
+                },
             }))
         }
     }

@@ -28,15 +28,30 @@ impl Sim {
             Target::Random => {
                 (!running.is_empty()).then(|| running[self.rng.random_range(0..running.len())])
             }
-            Target::Stallable => running.iter().copied().max_by_key(|&i| {
-                let owned = self.nodes[i].core.owned();
-                let long_lived = owned
-                    .iter()
-                    .filter(|j| matches!(j.kind(), "cursor" | "workflow"))
-                    .count();
-                (long_lived, owned.len(), std::cmp::Reverse(i))
-            }),
+            Target::Stallable => running
+                .iter()
+                .copied()
+                .max_by_key(|&i| (self.stall_weight(i), std::cmp::Reverse(i))),
         }
+    }
+
+    /// How sure a stall of `i` is to end in a fenced write: its executing jobs on
+    /// long-lived claims (cursors, workflows: never terminal under a successor), its
+    /// executing jobs, then what it owns of each.
+    pub(super) fn stall_weight(&self, i: usize) -> (usize, usize, usize, usize) {
+        let node = &self.nodes[i];
+        let owned = node.core.owned();
+        let long_lived = |j: &crate::authority::Job| matches!(j.kind(), "cursor" | "workflow");
+        let executing: Vec<&crate::authority::Job> = owned
+            .iter()
+            .filter(|j| node.running.contains_key(&j.id))
+            .collect();
+        (
+            executing.iter().filter(|j| long_lived(j)).count(),
+            executing.len(),
+            owned.iter().filter(|j| long_lived(j)).count(),
+            owned.len(),
+        )
     }
 
     /// Applies one fault now and records it in the timeline; returns what it did.

@@ -15,6 +15,7 @@
 //! (`inject.rs`) and watching a rolling deploy (`deploy_watch.rs`) live beside it.
 
 mod deploy_watch;
+mod fleet;
 mod inject;
 
 use std::collections::BTreeMap;
@@ -24,6 +25,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::faults::{Fault, FaultRecord, HandlerFaults, Target};
+use super::pace::WorkPace;
 use super::scenarios::{self, Scenario, Timing};
 use super::workload::{Generator, Rates};
 use crate::authority::{AuthorityConfig, AuthorityCore, Executed, Pace, Workload};
@@ -59,6 +61,9 @@ pub struct ClusterOptions {
     /// The build the first authorities run.
     pub build: String,
     pub rates: Rates,
+    /// Seconds of simulated work per attempt (a live demo), or the handlers' own
+    /// millisecond latencies (`None`: headless runs and benchmarks).
+    pub pace: Option<WorkPace>,
 }
 
 impl ClusterOptions {
@@ -75,17 +80,30 @@ impl ClusterOptions {
             workload: "default".into(),
             build: DEFAULT_BUILD_TAG.into(),
             rates: Rates::default(),
+            pace: None,
         }
     }
 
     /// An unbounded run whose virtual clock starts at `start_at` (the wall clock, for the
-    /// dashboard).
+    /// dashboard), paced to be watched ([`WorkPace::default`]).
     #[must_use]
     pub fn live(scenario: &str, seed: u64, authorities: usize, start_at: Millis) -> Self {
         Self {
             duration_ms: None,
             start_at,
             ..Self::headless(scenario, seed, authorities, 0)
+        }
+        .paced(WorkPace::default())
+    }
+
+    /// The same options with every attempt taking `pace`'s simulated work, and the
+    /// generator thinned to match.
+    #[must_use]
+    pub fn paced(self, pace: WorkPace) -> Self {
+        Self {
+            rates: pace.rates(self.authorities),
+            pace: Some(pace),
+            ..self
         }
     }
 }
@@ -102,6 +120,9 @@ pub enum NodeState {
     Stopped,
     /// Crashed: released nothing.
     Crashed,
+    /// Restarted after a crash: a new incarnation waiting for its predecessor's
+    /// registration to lapse before it registers and claims.
+    Restarting,
 }
 
 impl NodeState {
@@ -113,6 +134,7 @@ impl NodeState {
             Self::Stopping => "stopping",
             Self::Stopped => "stopped",
             Self::Crashed => "crashed",
+            Self::Restarting => "restarting",
         }
     }
 }
@@ -141,7 +163,12 @@ pub(super) enum Ev {
     Script(usize),
     OutageEnd,
     HandlerFaultsEnd,
-    Replace { old: usize, build: String },
+    Replace {
+        old: usize,
+        build: String,
+    },
+    /// A restarted authority tries to register its new incarnation.
+    Restart(usize),
 }
 
 impl Ev {
@@ -217,8 +244,15 @@ impl Sim {
             Arc::new(SeededIds::new(options.seed)),
         );
         let faults = Arc::new(HandlerFaults::default());
-        let workload = crate::authority::workload::named(&options.workload, options.seed)?
-            .wrapped(|h| faults.wrap(h));
+        let pace = options.pace;
+        let workload =
+            crate::authority::workload::named(&options.workload, options.seed)?.wrapped(|h| {
+                let h = match pace {
+                    Some(p) => p.wrap(h),
+                    None => h,
+                };
+                faults.wrap(h)
+            });
         let mut generator = Generator::new(options.seed, &options.build, options.rates);
         generator.setup(&store)?;
         let mut sim = Self {
@@ -321,27 +355,11 @@ impl Sim {
         let index = self.nodes.len();
         let id = format!("auth-{}", index + 1);
         let clock = SkewedClock::new(Arc::new(self.clock.clone()), 0);
-        let t = self.options.timing;
-        let config = AuthorityConfig {
-            lease_duration_ms: t.lease_ms,
-            renew_interval_ms: t.renew_ms,
-            worker_concurrency: t.concurrency,
-            claim_batch_size: t.batch,
-            poll_interval_ms: t.poll_ms,
-            heartbeat_interval_ms: t.heartbeat_ms,
-            ..AuthorityConfig::new(&id, build)
-        };
-        let core = AuthorityCore::new(
-            self.store.with_clock(Arc::new(clock.clone())),
-            config,
-            self.workload.clone(),
-            Pace::Virtual,
-        )?
-        .with_host("memory-cluster");
+        let core = self.new_core(&id, build, &clock)?;
         // A registration lost to an outage is retried by the heartbeat.
         let _ = core.register();
         self.nodes.push(Node {
-            id: id.clone(),
+            id,
             build: build.into(),
             compat: compatibility_key(build).digest(),
             core: Arc::new(core),
@@ -350,18 +368,52 @@ impl Sim {
             running: BTreeMap::new(),
             deferred: Vec::new(),
         });
+        self.start_loops(index);
+        Ok(self.nodes[index].id.clone())
+    }
+
+    /// An authority core for `id` running `build`, reading time through `clock`.
+    fn new_core(&self, id: &str, build: &str, clock: &SkewedClock) -> Result<AuthorityCore> {
+        let t = self.options.timing;
+        let config = AuthorityConfig {
+            lease_duration_ms: t.lease_ms,
+            renew_interval_ms: t.renew_ms,
+            worker_concurrency: t.concurrency,
+            claim_batch_size: t.batch,
+            poll_interval_ms: t.poll_ms,
+            heartbeat_interval_ms: t.heartbeat_ms,
+            ..AuthorityConfig::new(id, build)
+        };
+        Ok(AuthorityCore::new(
+            self.store.with_clock(Arc::new(clock.clone())),
+            config,
+            self.workload.clone(),
+            Pace::Virtual,
+        )?
+        .with_host("memory-cluster"))
+    }
+
+    /// Schedules node `index`'s poll, renew and heartbeat loops, unless a loop of an
+    /// earlier incarnation at that index is still queued (it carries on for this one).
+    fn start_loops(&mut self, index: usize) {
+        let t = self.options.timing;
         let now = self.clock.now();
         let jitter = self.rng.random_range(0..t.poll_ms.max(1));
-        self.push(now + jitter, Ev::Poll(index));
-        self.push(now + t.renew_ms, Ev::Renew(index));
-        self.push(now + t.heartbeat_ms, Ev::Heartbeat(index));
-        Ok(id)
+        for (at, ev) in [
+            (now + jitter, Ev::Poll(index)),
+            (now + t.renew_ms, Ev::Renew(index)),
+            (now + t.heartbeat_ms, Ev::Heartbeat(index)),
+        ] {
+            if !self.queue.values().any(|queued| *queued == ev) {
+                self.push(at, ev);
+            }
+        }
     }
 
     fn handle(&mut self, ev: Ev) {
         if let Some(i) = ev.node() {
             match self.nodes[i].state {
-                NodeState::Crashed | NodeState::Stopped => return,
+                NodeState::Crashed | NodeState::Stopped | NodeState::Restarting => return,
                 NodeState::Paused => {
                     self.nodes[i].deferred.push(ev);
                     return;
@@ -429,21 +481,19 @@ impl Sim {
             }
             Ev::Script(k) => {
                 if let Some((_, fault)) = self.scenario.script.get(k).cloned() {
-                    // A stall aimed at long-lived claims waits (up to two seconds) for an
-                    // authority to hold one, so the scenario shows what it is about.
+                    // A stall aimed at a writer waits (up to two seconds) for an
+                    // authority to be executing a long-lived claim, so the scenario shows
+                    // what it is about: a late write meeting a newer generation.
                     let waiting = matches!(
                         &fault,
                         Fault::Pause {
                             target: Target::Stallable,
                             ..
                         }
-                    ) && !self.nodes.iter().any(|n| {
-                        n.state == NodeState::Running
-                            && n.core
-                                .owned()
-                                .iter()
-                                .any(|j| matches!(j.kind(), "cursor" | "workflow"))
-                    });
+                    ) && !self
+                        .running()
+                        .into_iter()
+                        .any(|i| self.stall_weight(i).0 > 0);
                     let tries = self.script_waits.entry(k).or_insert(0);
                     if waiting && *tries < 40 {
                         *tries += 1;
@@ -459,6 +509,7 @@ impl Sim {
                 let _ = self.add_node(&build);
                 self.stop_node(old);
             }
+            Ev::Restart(i) => self.try_register(i),
         }
     }
 }

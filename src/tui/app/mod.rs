@@ -28,6 +28,7 @@ mod table;
 mod tree;
 
 pub use command::{command_words, completions};
+pub use demo_keys::{Choice, PICK_KEYS, Pick};
 pub use overlay::Overlay;
 pub use prompt::{Prompt, PromptKind};
 pub use table::TableUi;
@@ -89,6 +90,8 @@ pub enum Command {
         reason: String,
     },
     Demo(DemoOp),
+    /// Start the guided tour, or move it on.
+    Tour(super::tour_driver::TourCommand),
     /// Read what a describe pane still lacks.
     Fetch(Fetch),
     /// Put this text on the clipboard (OSC 52, through the terminal backend).
@@ -136,6 +139,12 @@ pub struct App {
     prompt: Option<Prompt>,
     paused: bool,
     show_stats: bool,
+    /// The demo's event ticker pane is shown (on by default in a demo).
+    show_ticker: bool,
+    /// The guided tour's caption line, while a tour runs.
+    caption: Option<String>,
+    /// The demo checker's latest verdict.
+    checked: Option<super::checker_badge::Verdict>,
     now: Millis,
     wall: Millis,
     size: (u16, u16),
@@ -165,6 +174,7 @@ impl App {
     #[must_use]
     pub fn new(options: AppOptions, theme: Theme, themes: ThemeSet) -> Self {
         let no_color = theme.is_monochrome();
+        let show_ticker = options.demo;
         let mut app = Self {
             options,
             theme,
@@ -176,6 +186,9 @@ impl App {
             prompt: None,
             paused: false,
             show_stats: false,
+            show_ticker,
+            caption: None,
+            checked: None,
             now: 0,
             wall: 0,
             size: (80, 24),
@@ -231,6 +244,21 @@ impl App {
     #[must_use]
     pub fn show_stats(&self) -> bool {
         self.show_stats
+    }
+    /// The demo checker's latest verdict.
+    #[must_use]
+    pub fn checked(&self) -> Option<&super::checker_badge::Verdict> {
+        self.checked.as_ref()
+    }
+    /// The guided tour's caption, while a tour runs.
+    #[must_use]
+    pub fn caption(&self) -> Option<&str> {
+        self.caption.as_deref()
+    }
+    /// Whether the event ticker pane is shown (only ever with a demo cluster).
+    #[must_use]
+    pub fn show_ticker(&self) -> bool {
+        self.show_ticker && self.options.demo
     }
     #[must_use]
     pub fn now(&self) -> Millis {
@@ -331,7 +359,12 @@ impl App {
     /// Rows a table page holds at the current size.
     #[must_use]
     pub fn page_size(&self) -> usize {
-        usize::from(self.size.1.saturating_sub(CHROME_ROWS).max(1))
+        let caption = u16::from(self.caption.is_some());
+        let body = self.size.1.saturating_sub(CHROME_ROWS + caption);
+        usize::from(
+            body.saturating_sub(views::ticker::rows_taken(self, body))
+                .max(1),
+        )
     }
     #[must_use]
     pub fn size(&self) -> (u16, u16) {
@@ -422,11 +455,15 @@ impl App {
                             role,
                         );
                     }
-                    Done::Demo { message } => self.say(message, Role::Ok),
+                    Done::Demo { message, refused } => {
+                        self.say(message, if refused { Role::Error } else { Role::Ok });
+                    }
                     Done::Described { fetch, value } => self.on_described(&fetch, value),
                 }
             }
             Action::Resize { width, height } => self.size = (width, height),
+            Action::Caption(caption) => self.caption = caption,
+            Action::Checked(verdict) => self.checked = Some(verdict),
             other => {
                 if let Some(prompt) = self.prompt.clone() {
                     self.prompt_action(prompt, other, &mut out);
@@ -538,6 +575,15 @@ impl App {
             }
             Action::ToggleHelp => self.overlay = Some(Overlay::Help { scroll: 0 }),
             Action::ToggleStats => self.show_stats = !self.show_stats,
+            Action::StartTour => self.tour_key(false, out),
+            Action::NextTourStep => self.tour_key(true, out),
+            Action::ToggleTicker => {
+                if self.options.demo {
+                    self.show_ticker = !self.show_ticker;
+                } else {
+                    self.say("the event ticker is part of leasehold demo", Role::Warning);
+                }
+            }
             Action::CycleTheme => {
                 let next = self.themes.next_name(&self.theme.name);
                 self.set_theme(&next);

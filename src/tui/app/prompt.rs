@@ -1,17 +1,20 @@
-//! The one-line prompts (`:` command, `/` filter, a demo roll-out's build tag, a skew):
+//! The one-line prompts (`:` command, `/` filter, a demo picker, a skew):
 //! editing their text and what submitting each kind does. Kept apart from the update
 //! function because a prompt takes the keyboard while it is open.
 
 use super::command::complete;
-use super::{Action, App, Command, DemoOp, Role};
+use super::{Action, App, Command, DemoKey, DemoOp, Role};
 
 /// What a prompt is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptKind {
     Command,
     Filter,
-    RollOut,
-    Skew { authority: String },
+    /// A demo picker: one keystroke chooses (see `demo_keys.rs`).
+    Pick(DemoKey),
+    Skew {
+        authority: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,28 +30,33 @@ impl App {
         action: Action,
         out: &mut Vec<Command>,
     ) {
-        match action {
-            Action::Input(c) => {
+        match (&prompt.kind, action) {
+            (PromptKind::Pick(key), Action::Input(c)) => {
+                self.prompt = None;
+                self.pick(*key, c, out);
+                return;
+            }
+            (_, Action::Input(c)) => {
                 if prompt.text.chars().count() < 200 && !c.is_control() {
                     prompt.text.push(c);
                 }
             }
-            Action::Backspace => {
+            (_, Action::Backspace) => {
                 prompt.text.pop();
             }
-            Action::Complete => {
+            (_, Action::Complete) => {
                 if prompt.kind == PromptKind::Command {
                     if let Some(done) = complete(&prompt.text) {
                         prompt.text = done;
                     }
                 }
             }
-            Action::Dismiss => {
+            (_, Action::Dismiss) => {
                 // The filter in force stays (Esc again clears it): the prompt only edits.
                 self.prompt = None;
                 return;
             }
-            Action::Submit => {
+            (_, Action::Submit) => {
                 self.prompt = None;
                 self.submit(prompt, out);
                 return;
@@ -63,17 +71,7 @@ impl App {
         match prompt.kind {
             PromptKind::Filter => self.apply_filter(&text),
             PromptKind::Command => self.command(&text, out),
-            PromptKind::RollOut => {
-                if text.is_empty() {
-                    self.say("roll-out cancelled: no build tag", Role::Warning);
-                } else {
-                    self.say(
-                        format!("rolling out build {}…", crate::tui::text::clean(&text, 40)),
-                        Role::Accent,
-                    );
-                    out.push(Command::Demo(DemoOp::RollOut(text)));
-                }
-            }
+            PromptKind::Pick(_) => self.say("nothing picked", Role::Warning),
             PromptKind::Skew { authority } => match text.parse::<i64>() {
                 Ok(ms) => {
                     self.say(format!("skewing {authority} by {ms} ms…"), Role::Accent);

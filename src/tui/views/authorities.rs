@@ -4,12 +4,13 @@ use crate::ops::timefmt::TimeFmt;
 use std::collections::HashMap;
 
 use super::super::snapshot::{OWNED_CAP, Snapshot};
-use super::super::text::{age, clean, short};
+use super::super::text::{clean, short};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::clock::Millis;
 use crate::model::{Authority, Page};
 use crate::ops::claims::OwnedClaims;
+use crate::ops::heartbeat::heartbeat_age;
 use crate::ops::liveness::{Liveness, Timing, liveness};
 
 pub const COLUMNS: &[Column] = &[
@@ -79,7 +80,7 @@ pub fn table(
                     Cell::raw(&a.instance_id, 64),
                     Cell::text(state.as_str()).role(state_role(state)),
                     Cell::raw(&a.build, 32),
-                    Cell::timed(age(now, Some(a.heartbeat_at)), now - a.heartbeat_at)
+                    Cell::timed(heartbeat_age(now, a.heartbeat_at), now - a.heartbeat_at)
                         .role_if(state != Liveness::Live, state_role(state)),
                     Cell::timed(claims.text(OWNED_CAP), i64::try_from(n).unwrap_or(0))
                         .role_if(claims.expired > 0, Role::LeaseExpired),
@@ -109,9 +110,9 @@ pub fn table(
                     (
                         "heartbeat".into(),
                         format!(
-                            "{} ({} ago)",
+                            "{} ({})",
                             fmt.at(a.heartbeat_at),
-                            age(now, Some(a.heartbeat_at))
+                            heartbeat_age(now, a.heartbeat_at)
                         ),
                     ),
                     (

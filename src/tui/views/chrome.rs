@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::super::action::ViewId;
-use super::super::app::{App, PromptKind, completions};
+use super::super::app::{App, PICK_KEYS, PromptKind, completions};
 use super::super::keymap::{Group, bindings};
 use super::super::text::clean;
 use super::super::theme::Role;
@@ -44,6 +44,10 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
                     format!("demo {}", clean(scenario, 30)),
                     t.style(Role::Muted),
                 ));
+            }
+            if let Some(verdict) = app.checked() {
+                left.push(sep());
+                left.push(crate::tui::checker_badge::badge(verdict, t));
             }
         }
         None => left.push(Span::styled("connecting…", t.style(Role::Stale))),
@@ -180,7 +184,7 @@ pub fn footer(frame: &mut Frame<'_>, area: Rect, app: &App) {
         let label = match &prompt.kind {
             PromptKind::Command => ":".to_owned(),
             PromptKind::Filter => "/".to_owned(),
-            PromptKind::RollOut => "roll out build tag: ".to_owned(),
+            PromptKind::Pick(key) => format!("{} ", key.question()),
             PromptKind::Skew { authority } => {
                 format!("clock offset ms for {}: ", clean(authority, 30))
             }
@@ -190,6 +194,14 @@ pub fn footer(frame: &mut Frame<'_>, area: Rect, app: &App) {
             Span::styled(clean(&prompt.text, 200), t.style(Role::Base)),
             Span::styled("█", t.style(Role::Accent)),
         ];
+        if let PromptKind::Pick(_) = prompt.kind {
+            spans.pop();
+            for (key, choice) in PICK_KEYS.chars().zip(app.pick_choices()) {
+                spans.push(Span::styled(format!(" {key} "), t.style(Role::Key)));
+                spans.push(Span::styled(clean(&choice.label, 60), t.style(Role::Base)));
+            }
+            spans.push(Span::styled("  Esc cancel", t.style(Role::Muted)));
+        }
         if prompt.kind == PromptKind::Command {
             let options = completions(&prompt.text);
             if !options.is_empty() && !prompt.text.is_empty() {
@@ -269,13 +281,14 @@ fn hints(app: &App) -> Vec<(String, &'static str)> {
     if operator && matches!(view, ViewId::Workflows | ViewId::WorkflowDetail) {
         out.push(("C".into(), "cancel"));
     }
-    if operator && app.options().demo && view == ViewId::Authorities {
+    if operator && app.options().demo {
+        // The demo's fault keys come first in every view: they are what the demo is for.
         let demo: Vec<String> = bindings()
             .iter()
             .filter(|b| b.group == Group::Demo)
             .map(super::super::keymap::Binding::label)
             .collect();
-        out.push((demo.join(" "), "demo"));
+        out.insert(0, (demo.join(" "), "faults"));
     }
     out.push((
         "space".into(),

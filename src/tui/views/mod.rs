@@ -21,13 +21,14 @@ pub mod overview;
 pub mod position;
 pub mod schedules;
 pub mod table;
+pub mod ticker;
 pub mod timeline;
 pub mod work;
 pub mod workflow_detail;
 pub mod workflows;
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 
 use super::app::{App, Overlay};
 use super::snapshot::{Snapshot, ViewData};
@@ -235,7 +236,28 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
     let [header, tabs, body, footer] = chrome::layout(area);
     chrome::header(frame, header, app);
     chrome::tabs(frame, tabs, app);
-    render_body(frame, body, app);
+    let body = match app.caption() {
+        Some(caption) if body.height > 2 => {
+            let [line, rest] =
+                Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(body);
+            frame.render_widget(
+                ratatui::widgets::Paragraph::new(format!(" {}", super::text::clean(caption, 400)))
+                    .style(theme.style(Role::Selection)),
+                line,
+            );
+            rest
+        }
+        _ => body,
+    };
+    let pane = ticker::rows_taken(app, body.height);
+    if pane > 0 {
+        let [main, pane] =
+            Layout::vertical([Constraint::Min(0), Constraint::Length(pane)]).areas(body);
+        render_body(frame, main, app);
+        ticker::render(frame, pane, app);
+    } else {
+        render_body(frame, body, app);
+    }
     chrome::footer(frame, footer, app);
     match app.overlay() {
         Some(Overlay::Help { scroll }) => help::render(frame, area, app, *scroll),

@@ -309,7 +309,10 @@ fn authorities(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
             Span::raw(clean(&a.instance_id, 24)),
             Span::styled(format!(" {} ", clean(&a.build, 12)), t.style(Role::Muted)),
             Span::styled(
-                format!("hb {}", age(now, Some(a.heartbeat_at))),
+                format!(
+                    "hb {}",
+                    crate::ops::heartbeat::heartbeat_age(now, a.heartbeat_at)
+                ),
                 t.style(Role::Muted),
             ),
         ];
