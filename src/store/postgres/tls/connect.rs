@@ -119,7 +119,11 @@ fn wording(e: &io::Error, host: &str, roots: &str) -> String {
             if presented.is_empty() {
                 "no host".to_owned()
             } else {
-                presented.join(", ")
+                presented
+                    .iter()
+                    .map(|name| bare_name(name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         ),
         rustls::Error::InvalidCertificate(CertificateError::NotValidForName) => {
@@ -136,6 +140,14 @@ fn wording(e: &io::Error, host: &str, roots: &str) -> String {
         }
         other => format!("the TLS handshake with {host} failed ({other})"),
     }
+}
+
+/// A name as rustls presents it (`DnsName("db.internal")`, `IpAddress(10.0.0.5)`), bare.
+fn bare_name(presented: &str) -> &str {
+    presented
+        .split_once('(')
+        .and_then(|(_, inner)| inner.strip_suffix(')'))
+        .map_or(presented, |inner| inner.trim_matches('"'))
 }
 
 /// A session's TLS stream.
@@ -179,5 +191,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for RustlsStream<S> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presented_names_are_shown_bare() {
+        assert_eq!(bare_name("DnsName(\"db.internal\")"), "db.internal");
+        assert_eq!(bare_name("IpAddress(127.0.0.1)"), "127.0.0.1");
+        assert_eq!(bare_name("plain"), "plain");
     }
 }
