@@ -84,14 +84,25 @@ fn openssl(dir: &Path, args: &[&str]) {
 
 /// A CA, a server certificate it signs for `localhost` / `127.0.0.1`, and an unrelated CA.
 fn make_certificates(dir: &Path) {
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-    for (name, subject) in [("ca", "/CN=leasehold test CA"), ("other-ca", "/CN=another CA")] {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    for (name, subject) in [
+        ("ca", "/CN=leasehold test CA"),
+        ("other-ca", "/CN=another CA"),
+    ] {
         let key = format!("{name}.key");
         let cert = format!("{name}.pem");
         let args = [
             &["req", "-x509"][..],
             &ec,
-            &["-keyout", &key, "-out", &cert, "-days", "3", "-subj", subject],
+            &[
+                "-keyout", &key, "-out", &cert, "-days", "3", "-subj", subject,
+            ],
             &[
                 "-addext",
                 "basicConstraints=critical,CA:TRUE",
@@ -105,7 +116,14 @@ fn make_certificates(dir: &Path) {
     let args = [
         &["req"][..],
         &ec,
-        &["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"],
+        &[
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
+        ],
     ]
     .concat();
     openssl(dir, &args);
@@ -118,8 +136,21 @@ fn make_certificates(dir: &Path) {
     openssl(
         dir,
         &[
-            "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", "server.pem", "-days", "3", "-extfile", "server.ext",
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "3",
+            "-extfile",
+            "server.ext",
         ],
     );
 }
@@ -136,7 +167,10 @@ fn url(db: &Database, user: &str, host: &str, params: &str) -> String {
         .rsplit_once(':')
         .and_then(|(_, rest)| rest.split('/').next())
         .unwrap();
-    let mut url = format!("postgres://{user}@{host}:{port}/{}?hostaddr=127.0.0.1", name(db));
+    let mut url = format!(
+        "postgres://{user}@{host}:{port}/{}?hostaddr=127.0.0.1",
+        name(db)
+    );
     if !params.is_empty() {
         url.push('&');
         url.push_str(params);
@@ -162,8 +196,8 @@ fn sessions_over_tls(server: &Server, db: &Database) -> Vec<bool> {
 /// Opens a store at `url`, runs a query through it, and checks that every session of the
 /// store is `encrypted` or not, as the server sees it.
 fn assert_sessions(server: &Server, db: &Database, url: &str, encrypted: bool) {
-    let store = PostgresBackend::open(url, OpenMode::ReadWrite)
-        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let store =
+        PostgresBackend::open(url, OpenMode::ReadWrite).unwrap_or_else(|e| panic!("{url}: {e}"));
     store.change_token().unwrap();
     let sessions = sessions_over_tls(server, db);
     assert!(!sessions.is_empty(), "{url}: no session of the store");
@@ -255,7 +289,10 @@ fn verify_ca_checks_the_ca_and_not_the_name() {
     ] {
         let text = refusal(&url(&db, &with_secret("postgres"), "localhost", &params));
         assert!(text.contains("unknown CA"), "{params}: {text}");
-        assert!(text.contains(&format!("sslrootcert={other}")), "{params}: {text}");
+        assert!(
+            text.contains(&format!("sslrootcert={other}")),
+            "{params}: {text}"
+        );
     }
 }
 
@@ -278,7 +315,10 @@ fn require_refuses_a_server_without_tls() {
         let params = format!("sslmode={mode}&sslrootcert={}", f.ca().display());
         let text = refusal(&url(&db, &with_secret("postgres"), "localhost", &params));
         assert!(text.starts_with("STORE_UNAVAILABLE: "), "{mode}: {text}");
-        assert!(text.contains("server does not support TLS"), "{mode}: {text}");
+        assert!(
+            text.contains("server does not support TLS"),
+            "{mode}: {text}"
+        );
     }
 }
 
@@ -297,13 +337,22 @@ fn a_bad_sslrootcert_is_refused_before_connecting() {
     let missing = f.dir.path().join("missing.pem");
     let key = std::fs::read_to_string(f.server_key()).unwrap();
     let key_body: String = key.lines().filter(|l| !l.starts_with("-----")).collect();
-    for (root, why) in [(&missing, "cannot read it"), (&f.server_key(), "no certificate")] {
+    for (root, why) in [
+        (&missing, "cannot read it"),
+        (&f.server_key(), "no certificate"),
+    ] {
         let params = format!("sslmode=verify-full&sslrootcert={}", root.display());
         let text = refusal(&url(&db, &with_secret("postgres"), "localhost", &params));
         assert!(text.starts_with("INVALID: "), "{text}");
-        assert!(text.contains(&format!("sslrootcert={}", root.display())), "{text}");
+        assert!(
+            text.contains(&format!("sslrootcert={}", root.display())),
+            "{text}"
+        );
         assert!(text.contains(why), "{text}");
-        assert!(!text.contains(&key_body[..16]), "key material printed: {text}");
+        assert!(
+            !text.contains(&key_body[..16]),
+            "key material printed: {text}"
+        );
     }
     assert!(sessions_over_tls(&f.tls, &db).is_empty());
 }
@@ -347,9 +396,16 @@ fn the_cli_works_over_tls_and_states_a_failed_check_in_one_line() {
     let db = f.tls.database();
     let ca = format!("sslmode=verify-full&sslrootcert={}", f.ca().display());
     let good = url(&db, &with_secret("postgres"), "localhost", &ca);
-    for args in [vec!["init", &good], vec!["inspect", "--store", &good, "work"]] {
+    for args in [
+        vec!["init", &good],
+        vec!["inspect", "--store", &good, "work"],
+    ] {
         let o = leasehold(&args);
-        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         assert!(!String::from_utf8_lossy(&o.stdout).contains(SECRET));
     }
 

@@ -282,11 +282,18 @@ impl Server {
         std::fs::write(&hba, format!("{}\n{defaults}", tls.hba.join("\n"))).unwrap();
         if self.as_postgres {
             run(Command::new("chown")
-                .args(["postgres:postgres", "server.crt", "server.key", "pg_hba.conf"])
+                .args([
+                    "postgres:postgres",
+                    "server.crt",
+                    "server.key",
+                    "pg_hba.conf",
+                ])
                 .current_dir(&data));
         }
-        run(Command::new("chmod").args(["600", "server.key"]).current_dir(&data));
-        self.options = " -c ssl=on".to_owned();
+        run(Command::new("chmod")
+            .args(["600", "server.key"])
+            .current_dir(&data));
+        " -c ssl=on".clone_into(&mut self.options);
     }
 
     fn data(&self) -> PathBuf {

@@ -369,7 +369,7 @@ impl PostgresBackend {
             )))
         };
         for n in 1..=MAX_ATTEMPTS {
-            let status = connect(&self.pool.config, &self.pool.tls, &self.names).and_then(|mut conn| {
+            let status = connect(&self.pool, &self.names).and_then(|mut conn| {
                 let client = &mut conn.client;
                 client
                     .query_one("SELECT txid_status($1)", &[&txid])

@@ -127,7 +127,7 @@ impl Pool {
                 .unwrap_or_else(PoisonError::into_inner);
         }
         drop(state);
-        match connect(&self.config, &self.tls, names) {
+        match connect(self, names) {
             Ok(conn) => Ok(Pooled {
                 pool: self,
                 conn: Some(conn),
@@ -141,14 +141,11 @@ impl Pool {
     }
 }
 
-/// Opens one session and sets it up.
-pub(super) fn connect(
-    config: &Config,
-    tls: &MakeRustls,
-    names: &Names,
-) -> std::result::Result<Conn, Step> {
-    let mut client = config
-        .connect(tls.clone())
+/// Opens one session of `pool`'s server (outside its count) and sets it up.
+pub(super) fn connect(pool: &Pool, names: &Names) -> std::result::Result<Conn, Step> {
+    let mut client = pool
+        .config
+        .connect(pool.tls.clone())
         .map_err(|e| connect_step(names, &e))?;
     client
         .batch_execute(SESSION_SETUP)

@@ -202,9 +202,9 @@ fn load(roots: &Roots) -> std::result::Result<RootCertStore, String> {
                     }
                     _ => format!("{name}: not a well-formed PEM file"),
                 })?;
-                store
-                    .add(cert)
-                    .map_err(|e| format!("{name}: a certificate in it is not usable as a CA ({e})"))?;
+                store.add(cert).map_err(|e| {
+                    format!("{name}: a certificate in it is not usable as a CA ({e})")
+                })?;
             }
             if store.is_empty() {
                 return Err(format!(
@@ -264,7 +264,10 @@ mod tests {
             ("verify-ca", SslMode::VerifyCa),
             ("prefer", SslMode::Prefer),
         ] {
-            assert_eq!(split(&format!("postgres://db/w?sslmode={value}")).1.mode, mode);
+            assert_eq!(
+                split(&format!("postgres://db/w?sslmode={value}")).1.mode,
+                mode
+            );
         }
     }
 
@@ -287,7 +290,10 @@ mod tests {
                 .expect_err("refused");
             assert_eq!(e.code(), "INVALID");
             let text = e.to_string();
-            assert!(text.contains("sslmode") && text.contains("verify-full"), "{text}");
+            assert!(
+                text.contains("sslmode") && text.contains("verify-full"),
+                "{text}"
+            );
             assert!(!text.contains("secret") && !text.contains('\n'), "{text}");
         }
         let e = split_url("postgres://db/w?sslrootcert=%ff").expect_err("refused");
@@ -325,7 +331,10 @@ mod tests {
                 .expect("refused");
             let text = e.to_string();
             assert_eq!(e.code(), "INVALID");
-            assert!(text.contains(&format!("sslrootcert={}", path.display())), "{text}");
+            assert!(
+                text.contains(&format!("sslrootcert={}", path.display())),
+                "{text}"
+            );
             assert!(text.contains(why), "{text}");
             assert!(!text.contains("U0VDUkVU") && !text.contains('\n'), "{text}");
         }

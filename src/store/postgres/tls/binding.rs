@@ -84,7 +84,12 @@ mod tests {
     fn shaped(oid: &[u8]) -> Vec<u8> {
         let tbs = [vec![SEQUENCE, 0x81, 0x80], vec![0u8; 0x80]].concat();
         let algorithm = [
-            vec![SEQUENCE, (oid.len() + 4) as u8, OBJECT_IDENTIFIER, oid.len() as u8],
+            vec![
+                SEQUENCE,
+                (oid.len() + 4) as u8,
+                OBJECT_IDENTIFIER,
+                oid.len() as u8,
+            ],
             oid.to_vec(),
             vec![0x05, 0x00],
         ]
@@ -101,12 +106,18 @@ mod tests {
     #[test]
     fn the_hash_follows_the_signature_algorithm() {
         let cert = shaped(SHA256_SIGNED[2]);
-        assert_eq!(end_point_digest(&cert), Some(Sha256::digest(&cert).to_vec()));
+        assert_eq!(
+            end_point_digest(&cert),
+            Some(Sha256::digest(&cert).to_vec())
+        );
         // SHA-1 is upgraded to SHA-256.
         let cert = shaped(SHA256_SIGNED[1]);
         assert_eq!(end_point_digest(&cert).map(|d| d.len()), Some(32));
         let cert = shaped(SHA384_SIGNED[1]);
-        assert_eq!(end_point_digest(&cert), Some(Sha384::digest(&cert).to_vec()));
+        assert_eq!(
+            end_point_digest(&cert),
+            Some(Sha384::digest(&cert).to_vec())
+        );
         let cert = shaped(SHA512_SIGNED[0]);
         assert_eq!(end_point_digest(&cert).map(|d| d.len()), Some(64));
     }

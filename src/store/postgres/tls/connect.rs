@@ -108,9 +108,9 @@ fn wording(e: &io::Error, host: &str, roots: &str) -> String {
         return format!("the TLS handshake with {host} failed ({e})");
     };
     match tls {
-        rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => format!(
-            "unknown CA: the server's certificate is not signed by {roots}"
-        ),
+        rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+            format!("unknown CA: the server's certificate is not signed by {roots}")
+        }
         rustls::Error::InvalidCertificate(CertificateError::NotValidForNameContext {
             presented,
             ..
