@@ -35,8 +35,9 @@ pub struct Server {
     dir: PathBuf,
     port: u16,
     as_postgres: bool,
-    /// Extra `-o` server options (`ssl=on` and its files for [`Server::with_tls`]).
-    options: String,
+    /// `ssl=on` ([`Server::with_tls`]; the files are the data directory's `server.crt`
+    /// and `server.key`).
+    ssl: bool,
 }
 
 /// What [`Server::with_tls`] serves: a certificate (chain) and its key, PEM files the test
@@ -234,7 +235,7 @@ impl Server {
             dir,
             port: 0,
             as_postgres,
-            options: String::new(),
+            ssl: false,
         };
         // Only the catalog files are written unsynced; the server itself runs with the
         // default durability settings.
@@ -293,7 +294,7 @@ impl Server {
         run(Command::new("chmod")
             .args(["600", "server.key"])
             .current_dir(&data));
-        " -c ssl=on".clone_into(&mut self.options);
+        self.ssl = true;
     }
 
     fn data(&self) -> PathBuf {
@@ -332,10 +333,10 @@ impl Server {
 
     fn try_start(&self) -> bool {
         let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300{}",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300 -c ssl={}",
             self.port,
             self.dir.display(),
-            self.options,
+            if self.ssl { "on" } else { "off" },
         );
         self.pg(
             "pg_ctl",
