@@ -8,7 +8,8 @@
 //!
 //! - [`shared`] starts one server per test binary, on first use; every test gets its own
 //!   database from [`database`], so tests stay isolated and run in parallel.
-//! - [`Server::dedicated`] starts a server of its own (a test that restarts it).
+//! - [`Server::dedicated`] starts a server of its own (a test that restarts it);
+//!   [`Server::with_tls`] one with `ssl=on`, serving a certificate the test made.
 //! - `LEASEHOLD_TEST_PG_URL=postgres://user:pw@host:port/db` points the tests at an
 //!   existing server instead: each test creates (and drops) its own database there.
 //!
@@ -34,6 +35,17 @@ pub struct Server {
     dir: PathBuf,
     port: u16,
     as_postgres: bool,
+    /// `ssl=on` ([`Server::with_tls`]; the files are the data directory's `server.crt`
+    /// and `server.key`).
+    ssl: bool,
+}
+
+/// What [`Server::with_tls`] serves: a certificate (chain) and its key, PEM files the test
+/// made, and `pg_hba.conf` lines placed before the default trust lines.
+pub struct Tls<'a> {
+    pub cert: &'a Path,
+    pub key: &'a Path,
+    pub hba: &'a [&'a str],
 }
 
 /// Where tests get databases: the throwaway server, or the one `LEASEHOLD_TEST_PG_URL` names.
@@ -180,6 +192,12 @@ impl Server {
         Self::start(true)
     }
 
+    /// A dedicated server with `ssl=on`, serving `tls.cert` (plain connections are still
+    /// accepted, as by a default `pg_hba.conf`).
+    pub fn with_tls(tls: &Tls<'_>) -> Self {
+        Self::start_with(true, Some(tls))
+    }
+
     /// A dedicated server with its data in the temp dir on disk (every commit pays a real
     /// flush), for measurements.
     pub fn start_on_disk() -> Self {
@@ -188,6 +206,10 @@ impl Server {
 
     /// Initialises a data directory and starts a server on a free loopback port.
     fn start(in_ram: bool) -> Self {
+        Self::start_with(in_ram, None)
+    }
+
+    fn start_with(in_ram: bool, tls: Option<&Tls<'_>>) -> Self {
         let bin = bin_dir();
         let as_postgres = is_root();
         let shm = Path::new("/dev/shm");
@@ -213,6 +235,7 @@ impl Server {
             dir,
             port: 0,
             as_postgres,
+            ssl: false,
         };
         // Only the catalog files are written unsynced; the server itself runs with the
         // default durability settings.
@@ -232,6 +255,9 @@ impl Server {
             ],
         );
         server.watchdog();
+        if let Some(tls) = tls {
+            server.serve_tls(tls);
+        }
         for attempt in 0.. {
             server.port = free_port();
             if server.try_start() {
@@ -244,6 +270,31 @@ impl Server {
             );
         }
         unreachable!()
+    }
+
+    /// Copies the certificate and key into the data directory (the server insists on a key
+    /// only its user can read), turns `ssl` on and puts `tls.hba` first in `pg_hba.conf`.
+    fn serve_tls(&mut self, tls: &Tls<'_>) {
+        let data = self.data();
+        std::fs::copy(tls.cert, data.join("server.crt")).unwrap();
+        std::fs::copy(tls.key, data.join("server.key")).unwrap();
+        let hba = data.join("pg_hba.conf");
+        let defaults = std::fs::read_to_string(&hba).unwrap();
+        std::fs::write(&hba, format!("{}\n{defaults}", tls.hba.join("\n"))).unwrap();
+        if self.as_postgres {
+            run(Command::new("chown")
+                .args([
+                    "postgres:postgres",
+                    "server.crt",
+                    "server.key",
+                    "pg_hba.conf",
+                ])
+                .current_dir(&data));
+        }
+        run(Command::new("chmod")
+            .args(["600", "server.key"])
+            .current_dir(&data));
+        self.ssl = true;
     }
 
     fn data(&self) -> PathBuf {
@@ -282,9 +333,10 @@ impl Server {
 
     fn try_start(&self) -> bool {
         let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300 -c ssl={}",
             self.port,
-            self.dir.display()
+            self.dir.display(),
+            if self.ssl { "on" } else { "off" },
         );
         self.pg(
             "pg_ctl",

@@ -29,7 +29,9 @@
 //!   a broken connection is dropped and replaced on the next attempt.
 //!   Each connection caches its prepared statements and sets `synchronous_commit = on`:
 //!   a commit is durable when it returns, whatever the server's default.
-//! - **No TLS**: connect over loopback or a trusted network only.
+//! - **TLS** (`tls.rs`): libpq's `sslmode` (default `prefer`) and `sslrootcert` URL
+//!   parameters, on rustls; a failed check is named in the error (unknown CA, name
+//!   mismatch, a server without TLS under `require`).
 //! - **Secrets.** [`Backend::describe`] and every error text name the server as
 //!   `postgres://user@host:port/db`; the password never appears.
 //! - **Lost commits.** A backend remembers the highest revision it has seen committed; a
@@ -42,13 +44,14 @@
 //!   the version and a newer one is refused. Tables live in the connection's default schema
 //!   (choose another with `?options=-csearch_path%3Dname`).
 //!
-//! Files: `pool.rs` holds the connections, `errors.rs` maps driver errors, `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
+//! Files: `pool.rs` holds the connections, `tls.rs` (and `tls/`) their encryption, `errors.rs` maps driver errors, `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `schema.sql`, and `upgrade_1.sql` and
 //! `upgrade_2.sql`, which bring a store of schema 1 or 2 to 3 in place.
 
 mod bind;
 mod errors;
 mod pool;
+mod tls;
 mod tx;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -217,6 +220,8 @@ impl PostgresBackend {
     /// # Errors
     /// As [`Self::open`].
     pub fn open_with_pool(url: &str, mode: OpenMode, pool_size: usize) -> Result<Self> {
+        let (url, tls) = tls::split_url(url)?;
+        let url = url.as_str();
         let mut config: Config = url.parse().map_err(|e: postgres::Error| {
             let why =
                 std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string);
@@ -228,10 +233,12 @@ impl PostgresBackend {
         if config.get_application_name().is_none() {
             config.application_name("leasehold");
         }
+        config.ssl_mode(tls.driver_mode());
         let names = Names::new(&config);
         let read_only = mode == OpenMode::ReadOnly;
         let pool = Pool {
             config,
+            tls: tls.connector(&names.label)?,
             max: AtomicUsize::new(pool_size.max(1)),
             state: Mutex::new(PoolState {
                 idle: Vec::new(),
@@ -362,7 +369,7 @@ impl PostgresBackend {
             )))
         };
         for n in 1..=MAX_ATTEMPTS {
-            let status = connect(&self.pool.config, &self.names).and_then(|mut conn| {
+            let status = connect(&self.pool, &self.names).and_then(|mut conn| {
                 let client = &mut conn.client;
                 client
                     .query_one("SELECT txid_status($1)", &[&txid])

@@ -6,9 +6,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
-use postgres::{Client, Config, NoTls, Statement};
+use postgres::{Client, Config, Statement};
 
 use super::errors::{connect_step, step};
+use super::tls::MakeRustls;
 use super::{Names, SESSION_SETUP};
 use crate::store::sql::Step;
 
@@ -42,6 +43,8 @@ impl Conn {
 /// Connections opened on demand up to `max`; idle ones are reused.
 pub(super) struct Pool {
     pub(super) config: Config,
+    /// The TLS connector (`sslmode`, the trusted CAs) every session opens with.
+    pub(super) tls: MakeRustls,
     pub(super) max: AtomicUsize,
     pub(super) state: Mutex<PoolState>,
     pub(super) returned: Condvar,
@@ -124,7 +127,7 @@ impl Pool {
                 .unwrap_or_else(PoisonError::into_inner);
         }
         drop(state);
-        match connect(&self.config, names) {
+        match connect(self, names) {
             Ok(conn) => Ok(Pooled {
                 pool: self,
                 conn: Some(conn),
@@ -138,9 +141,12 @@ impl Pool {
     }
 }
 
-/// Opens one session and sets it up.
-pub(super) fn connect(config: &Config, names: &Names) -> std::result::Result<Conn, Step> {
-    let mut client = config.connect(NoTls).map_err(|e| connect_step(names, &e))?;
+/// Opens one session of `pool`'s server (outside its count) and sets it up.
+pub(super) fn connect(pool: &Pool, names: &Names) -> std::result::Result<Conn, Step> {
+    let mut client = pool
+        .config
+        .connect(pool.tls.clone())
+        .map_err(|e| connect_step(names, &e))?;
     client
         .batch_execute(SESSION_SETUP)
         .map_err(|e| step(names, &e, &client))?;
