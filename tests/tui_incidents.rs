@@ -303,3 +303,81 @@ fn no_panic_on_tiny_sizes() {
         }
     }
 }
+
+/// A store with two dead letters, one terminal failure and a stranded item beside a live
+/// authority: the triage view (`!`) states the groups `ops::attention` finds, and Enter on
+/// the failed group lists exactly the failed items in the work view.
+#[test]
+fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
+    use leasehold::ops::attention::{FleetView, groups};
+
+    let clock = ManualClock::new(T0);
+    let store = Store::new(
+        Arc::new(MemoryBackend::new()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(7)),
+    );
+    for id in ["dead-1", "dead-2"] {
+        let spec = NewWork {
+            max_attempts: 1,
+            ..NewWork::effect(id, "send-email", "{}")
+        };
+        store.enqueue(spec, C1).unwrap();
+        store.claim(id, "auth-x", C1, 1_000).unwrap();
+    }
+    clock.advance(2_000);
+    for id in ["dead-1", "dead-2"] {
+        store.claim(id, "auth-y", C1, 1_000).unwrap_err();
+    }
+    store
+        .enqueue(NewWork::effect("bounced", "send-email", "{}"), C1)
+        .unwrap();
+    let c = store.claim("bounced", "auth-a", C1, 5_000).unwrap();
+    let terminal = Failure {
+        class: FailureClass::Terminal,
+        code: "BOUNCED".into(),
+        message: "no such mailbox".into(),
+    };
+    store.fail("bounced", "auth-a", c.generation, terminal).unwrap();
+    store
+        .enqueue(NewWork::effect("old-build", "send-email", "{}"), "c0c0c0c0")
+        .unwrap();
+    store.register_authority(&authority("auth-a", clock_now(&clock))).unwrap();
+
+    let fleet = FleetView::of(
+        &store.list_authorities(&leasehold::model::PageRequest::first(10)).unwrap().rows,
+        clock_now(&clock),
+    );
+    let truth = groups(&store, &fleet, clock_now(&clock)).unwrap();
+    let counts: Vec<(String, u64)> = truth
+        .iter()
+        .map(|g| (format!("{:?}", g.reason), g.count))
+        .collect();
+    assert_eq!(
+        counts,
+        [("DeadLetters".into(), 2), ("Failed".into(), 1), ("Stranded".into(), 1)]
+    );
+
+    let mut h = harness(&store, "dark", 160, 48);
+    h.press('!');
+    assert_eq!(h.app.view(), ViewId::Triage);
+    let text = buffer_text(&h.render());
+    for g in &truth {
+        assert!(text.contains(g.title), "{}: {text}", g.title);
+    }
+    insta::assert_snapshot!("triage_160x48_dark", text);
+    insta::assert_snapshot!("triage_80x24_dark", buffer_text(&render_app(&h.app, 80, 24)));
+
+    // The first group (dead letters) opens the work view under `state:failed`.
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.view(), ViewId::Work);
+    let listed = buffer_text(&h.render());
+    for id in ["dead-1", "dead-2", "bounced"] {
+        assert!(listed.contains(id), "{id}: {listed}");
+    }
+    assert!(!listed.contains("old-build"), "{listed}");
+}
+
+fn clock_now(clock: &ManualClock) -> i64 {
+    leasehold::clock::Clock::now(clock)
+}

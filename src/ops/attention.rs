@@ -7,14 +7,17 @@
 //! (`exact: false`, shown as `≥ N`): a triage view must answer in a moment even under a
 //! backlog of millions. Stranded work is counted exactly from the store's counters.
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::WorkFilter;
-use crate::model::{InstanceStatus, PageRequest, WorkItem, WorkState};
+use crate::model::{Authority, InstanceStatus, PageRequest, WorkItem, WorkState};
 use crate::ops::claims::ClaimStanding;
-use crate::ops::runnable::Standing;
+use crate::ops::liveness::{Liveness, liveness};
+use crate::ops::runnable::{Runnable, Standing};
 use crate::ops::triage::is_discarded;
 use crate::store::Store;
 
@@ -145,6 +148,48 @@ pub trait Fleet {
     fn standing(&self, compat: &str, handler: &str) -> Standing;
     /// Whether `owner` is an authority that is gone (registered, no longer running).
     fn is_gone(&self, owner: &str) -> bool;
+}
+
+/// The running authorities as a registry sample shows them at one instant (the dashboard's
+/// view of the fleet; the command line reads the whole registry the same way).
+#[derive(Debug, Clone, Default)]
+pub struct FleetView {
+    runnable: Runnable,
+    gone: BTreeSet<String>,
+}
+
+impl FleetView {
+    /// Judges each of `authorities` at `now` ([`liveness`]).
+    #[must_use]
+    pub fn of(authorities: &[Authority], now: Millis) -> Self {
+        let running = authorities.iter().filter(|a| liveness(a, now).is_running());
+        Self {
+            runnable: Runnable::of(running),
+            gone: authorities
+                .iter()
+                .filter(|a| liveness(a, now) == Liveness::Gone)
+                .map(|a| a.instance_id.clone())
+                .collect(),
+        }
+    }
+}
+
+impl Fleet for FleetView {
+    fn any_running(&self) -> bool {
+        !self.runnable.is_empty()
+    }
+
+    fn compatible(&self, compat: &str) -> bool {
+        self.runnable.compatible(compat)
+    }
+
+    fn standing(&self, compat: &str, handler: &str) -> Standing {
+        self.runnable.standing(compat, handler)
+    }
+
+    fn is_gone(&self, owner: &str) -> bool {
+        self.gone.contains(owner)
+    }
 }
 
 /// Every group that holds something, most urgent first.

@@ -30,6 +30,8 @@ pub enum ViewId {
     Failovers,
     /// Refused (fenced) writes in the last window, newest first.
     Fenced,
+    /// Everything that needs a person, grouped by reason (`!`, `:triage`).
+    Triage,
 }
 
 impl ViewId {
@@ -65,6 +67,7 @@ impl ViewId {
             Self::WorkflowDetail => "workflow",
             Self::Failovers => "failovers",
             Self::Fenced => "fenced",
+            Self::Triage => "triage",
         }
     }
 
@@ -79,6 +82,7 @@ impl ViewId {
             "gen" | "generations" => Some(Self::Timeline),
             "refused" | "writes" => Some(Self::Fenced),
             "ov" | "home" => Some(Self::Overview),
+            "triage" | "tri" | "needs" | "attention" => Some(Self::Triage),
             _ => None,
         };
         if alias.is_some() {
@@ -98,6 +102,7 @@ impl ViewId {
         match self {
             Self::Failovers => Some('F'),
             Self::Fenced => Some('W'),
+            Self::Triage => Some('!'),
             _ => Self::MAIN.iter().position(|v| *v == self).map(|i| {
                 if i == 9 {
                     '0'

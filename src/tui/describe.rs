@@ -210,6 +210,12 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
             d.related.push(("last firing".into(), firing));
             Some(d)
         }
+        ViewData::Triage(groups) => {
+            let g = groups
+                .iter()
+                .find(|g| Some(format!("{:?}", g.reason).as_str()) == key)?;
+            Some(open(g.title.to_owned(), g.title, record(g), None))
+        }
         ViewData::Audit(page) => {
             let a = page
                 .rows

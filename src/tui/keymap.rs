@@ -156,7 +156,7 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
         Views,
         "command: switch view (:work, :timeline RES, :theme NAME, :q), Tab completes",
     )];
-    for view in ViewId::MAIN {
+    for view in ViewId::MAIN.into_iter().chain([ViewId::Triage]) {
         if let Some(d) = view.digit() {
             b.push(bind(
                 &[Key::ch(d)],
@@ -453,6 +453,7 @@ fn view_help(view: ViewId) -> &'static str {
         ViewId::WorkflowDetail => "workflow detail",
         ViewId::Failovers => "failovers: resources taken from a holder that never let go",
         ViewId::Fenced => "fenced writes: refused writes and who held the resource then",
+        ViewId::Triage => "triage: what needs a person, by reason; Enter lists a group's work",
     }
 }
 

@@ -23,6 +23,7 @@ use crate::model::{
     Page, PageRequest, Schedule, WorkItem, WriteRecord,
 };
 use crate::ops;
+use crate::ops::attention::{FleetView, Group};
 use crate::ops::claims::OwnedClaims;
 use crate::ops::cursors::CursorStatus;
 use crate::ops::failovers::FailoverRow;
@@ -117,6 +118,8 @@ pub enum ViewData {
     Audit(Page<AuditEntry>),
     Failovers(Listing<FailoverRow>),
     Fenced(Listing<FencedRow>),
+    /// What needs a person ([`crate::ops::attention`]), judged against the sampled fleet.
+    Triage(Vec<Group>),
 }
 
 /// Cost of producing one snapshot (shown with `i`).
@@ -238,6 +241,10 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         ViewId::Failovers => ViewData::Failovers(c.run(|s| {
             ops::failovers::failovers(s, Window::default(), at, incident_page(page), page.limit)
         })?),
+        ViewId::Triage => {
+            let fleet = FleetView::of(&authorities, at);
+            ViewData::Triage(c.run(|s| ops::attention::groups(s, &fleet, at))?)
+        }
         ViewId::Fenced => ViewData::Fenced(c.run(|s| {
             ops::fenced::fenced(s, Window::default(), at, incident_page(page), page.limit)
         })?),

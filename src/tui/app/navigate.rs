@@ -22,6 +22,12 @@ impl App {
             self.open_instance(instance);
             return;
         }
+        if let Some(filter) = row.filter {
+            // A triage group: its work, listed by the store under the group's filter.
+            self.switch(ViewId::Work);
+            self.apply_filter(&filter);
+            return;
+        }
         self.open_describe(out);
     }
 

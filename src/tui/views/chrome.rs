@@ -131,6 +131,7 @@ fn short_name(view: ViewId) -> &'static str {
         ViewId::WorkflowDetail => "wf",
         ViewId::Failovers => "fail",
         ViewId::Fenced => "fence",
+        ViewId::Triage => "triage",
     }
 }
 

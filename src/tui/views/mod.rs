@@ -23,6 +23,7 @@ pub mod schedules;
 pub mod table;
 pub mod ticker;
 pub mod timeline;
+pub mod triage;
 pub mod work;
 pub mod workflow_detail;
 pub mod workflows;
@@ -122,6 +123,8 @@ pub struct Row {
     pub instance: Option<String>,
     /// An authority id (demo keys act on it).
     pub authority: Option<String>,
+    /// A work filter Enter opens the work view with (a triage group).
+    pub filter: Option<String>,
     /// Fingerprint of the underlying record (see [`version`]): a change flashes the row.
     pub version: String,
 }
@@ -179,6 +182,7 @@ pub fn table(snap: &Snapshot, fmt: TimeFmt) -> Option<TableData> {
         ViewData::Events { page, high_water } => events::table(page, *high_water, fmt),
         ViewData::Schedules { page, firings } => schedules::table(page, firings, fmt),
         ViewData::Audit(page) => audit::table(page, fmt),
+        ViewData::Triage(groups) => triage::table(groups, fmt),
         // Newest first by time, paged forward only: the view knows whether there is more.
         ViewData::Failovers(list) => {
             let mut data = failovers::table(list, fmt);
