@@ -108,8 +108,8 @@ pub async fn run_authority_with(
         (cfg.heartbeat_interval_ms.max(cfg.poll_interval_ms) * 3).unsigned_abs(),
     );
     health.registered(quiet_limit);
-    // Dropped (and so stopped) when this function returns.
-    let _metrics = match &options.metrics {
+    // Stopped before this function returns (and aborted if it returns early).
+    let metrics = match &options.metrics {
         Some(listener) => Some(AbortOnDrop(tokio::spawn(super::metrics::serve(
             tokio_listener(listener)?,
             core.clone(),
@@ -216,6 +216,9 @@ pub async fn run_authority_with(
     running.detach_all();
     let stats = blocking(&core, AuthorityCore::shutdown).await?;
     health.stopped();
+    if let Some(metrics) = metrics {
+        metrics.stop().await;
+    }
     let stats = stats?;
     log.scope(|| {
         info!(
@@ -239,6 +242,14 @@ pub async fn run_authority_with(
 
 /// A task aborted when this is dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl AbortOnDrop {
+    /// Aborts the task and waits until it is gone (and whatever it held is closed).
+    async fn stop(mut self) {
+        self.0.abort();
+        let _ = (&mut self.0).await;
+    }
+}
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

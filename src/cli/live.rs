@@ -7,16 +7,14 @@
 //! compatible is shown as **incompatible**: it waits for a compatible build and is never
 //! failed for it.
 
-use std::collections::BTreeSet;
-
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::PageRequest;
 use crate::model::work::WorkFilter;
-use crate::ops::attention::Fleet;
+use crate::ops::attention::{Fleet, FleetView};
 use crate::ops::filter::Filter;
 use crate::ops::liveness::{Liveness, liveness};
-use crate::ops::runnable::{Runnable, Standing};
+use crate::ops::runnable::Standing;
 use crate::store::Store;
 
 /// Registrations read per page, and pages at most: the registry is small, and this bounds
@@ -25,17 +23,15 @@ const PAGE: usize = 500;
 const MAX_PAGES: usize = 20;
 
 /// The compat digests (and handlers) some live authority runs, read once per command.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct LiveBuilds {
-    runnable: Runnable,
+    fleet: FleetView,
     /// How many authorities are live (heartbeating on time).
     pub live: usize,
     /// How many are silent (missed heartbeats, not yet gone): they still count as running.
     pub silent: usize,
     /// How many registrations were read.
     pub registered: usize,
-    /// The instance ids of registered authorities that are gone.
-    gone: BTreeSet<String>,
 }
 
 impl LiveBuilds {
@@ -46,40 +42,41 @@ impl LiveBuilds {
     pub fn load(store: &Store, now: Millis) -> Result<Self> {
         let mut builds = Self::default();
         let mut page = PageRequest::first(PAGE);
-        let mut running = Vec::new();
+        let mut all = Vec::new();
         for _ in 0..MAX_PAGES {
             let rows = store.list_authorities(&page)?;
             for authority in rows.rows {
-                builds.registered += 1;
                 let state = liveness(&authority, now);
                 builds.live += usize::from(state == Liveness::Live);
                 builds.silent += usize::from(state == Liveness::Silent);
-                if state == Liveness::Gone {
-                    builds.gone.insert(authority.instance_id.clone());
-                }
-                if state.is_running() {
-                    running.push(authority);
-                }
+                all.push(authority);
             }
             match rows.next {
                 Some(next) => page = PageRequest::after(next, PAGE),
                 None => break,
             }
         }
-        builds.runnable = Runnable::of(&running);
+        builds.registered = all.len();
+        builds.fleet = FleetView::of(&all, now);
         Ok(builds)
     }
 
     /// Whether a running authority runs under `compat`.
     #[must_use]
     pub fn compatible(&self, compat: &str) -> bool {
-        self.runnable.compatible(compat)
+        self.fleet.compatible(compat)
     }
 
     /// How an item of `handler` under `compat` stands (see [`crate::ops::runnable`]).
     #[must_use]
     pub fn standing(&self, compat: &str, handler: &str) -> Standing {
-        self.runnable.standing(compat, handler)
+        self.fleet.standing(compat, handler)
+    }
+
+    /// The fleet as triage judges it ([`crate::ops::attention`]).
+    #[must_use]
+    pub fn fleet(&self) -> &FleetView {
+        &self.fleet
     }
 
     /// The store's [`WorkFilter`] for `filter` ([`Filter::work_filter`]), `compat:` terms
@@ -107,25 +104,7 @@ impl LiveBuilds {
 
     /// The running authorities' digests.
     pub fn digests(&self) -> impl Iterator<Item = &String> {
-        self.runnable.digests()
-    }
-}
-
-impl Fleet for LiveBuilds {
-    fn any_running(&self) -> bool {
-        self.live + self.silent > 0
-    }
-
-    fn compatible(&self, compat: &str) -> bool {
-        LiveBuilds::compatible(self, compat)
-    }
-
-    fn standing(&self, compat: &str, handler: &str) -> Standing {
-        LiveBuilds::standing(self, compat, handler)
-    }
-
-    fn is_gone(&self, owner: &str) -> bool {
-        self.gone.contains(owner)
+        self.fleet.digests()
     }
 }
 

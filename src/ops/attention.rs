@@ -159,6 +159,11 @@ pub struct FleetView {
 }
 
 impl FleetView {
+    /// The running authorities' compatibility digests, sorted.
+    pub fn digests(&self) -> impl Iterator<Item = &String> {
+        self.runnable.digests()
+    }
+
     /// Judges each of `authorities` at `now` ([`liveness`]).
     #[must_use]
     pub fn of(authorities: &[Authority], now: Millis) -> Self {

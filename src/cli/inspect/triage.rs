@@ -51,7 +51,7 @@ impl ViewRow for TriageRow {
 
 pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure> {
     let live = LiveBuilds::load(ctx.store, ctx.now)?;
-    let rows: Vec<TriageRow> = groups(ctx.store, &live, ctx.now)?
+    let rows: Vec<TriageRow> = groups(ctx.store, live.fleet(), ctx.now)?
         .into_iter()
         .map(|group| TriageRow { group })
         .collect();
