@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use leasehold::Store;
-use leasehold::authority::{Attempt, Authority, AuthorityConfig, HandlerOutcome};
+use leasehold::authority::{Attempt, Authority, AuthorityConfig, Handler, HandlerOutcome};
 use leasehold::build_key::compatibility_key;
 use leasehold::cli::live::LiveBuilds;
 use leasehold::clock::ManualClock;
@@ -68,6 +68,22 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("a runtime")
+}
+
+/// Starts authority `id` on `rt` with the one async `handler` for `name`.
+fn start(
+    rt: &tokio::runtime::Runtime,
+    store: &Store,
+    id: &str,
+    name: &str,
+    handler: impl Handler,
+) -> Authority {
+    rt.block_on(
+        Authority::builder(store.clone(), config(id))
+            .handler(name, "1.0.0", handler)
+            .start(),
+    )
+    .expect("starts")
 }
 
 fn enqueue(store: &Store, id: &str, handler: &str, payload: Value) {
@@ -237,13 +253,7 @@ fn a_handler_outliving_three_lease_windows_keeps_its_claim(h: &dyn Harness) {
     };
     let rt = runtime();
     {
-        let authority = rt
-            .block_on(
-                Authority::builder(store.clone(), config("a"))
-                    .handler("export", "1.0.0", handler)
-                    .start(),
-            )
-            .expect("starts");
+        let authority = start(&rt, &store, "a", "export", handler);
         wait_until("the claim", within(RUNNING), || {
             calls.load(Ordering::SeqCst) == 1
         });
@@ -306,13 +316,7 @@ fn a_handler_told_its_lease_is_lost_stops_and_changes_nothing(h: &dyn Harness) {
     };
     let rt = runtime();
     {
-        let authority = rt
-            .block_on(
-                Authority::builder(store.clone(), config("a"))
-                    .handler("export", "1.0.0", handler)
-                    .start(),
-            )
-            .expect("starts");
+        let authority = start(&rt, &store, "a", "export", handler);
         wait_until("a's claim", within(RUNNING), || {
             state_of(&store, "slow") == Some(WorkState::Claimed)
         });
@@ -355,13 +359,7 @@ fn a_panicking_handler_is_uncertain_and_retried_with_the_same_key(h: &dyn Harnes
     };
     let rt = runtime();
     {
-        let authority = rt
-            .block_on(
-                Authority::builder(store.clone(), config("a"))
-                    .handler("flaky", "1.0.0", handler)
-                    .start(),
-            )
-            .expect("starts");
+        let authority = start(&rt, &store, "a", "flaky", handler);
         wait_until("the first attempt", within(RUNNING), || {
             !keys.lock().expect("lock").is_empty()
         });
@@ -421,13 +419,7 @@ fn a_checkpoint_carries_to_the_next_attempt_and_is_fenced_after_a_loss(h: &dyn H
         }
     };
     let rt = runtime();
-    let authority = rt
-        .block_on(
-            Authority::builder(store.clone(), config("a"))
-                .handler("export", "1.0.0", handler)
-                .start(),
-        )
-        .expect("starts");
+    let authority = start(&rt, &store, "a", "export", handler);
     wait_until("the checkpoint", within(RUNNING), || {
         store
             .work("export")

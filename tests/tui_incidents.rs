@@ -338,14 +338,21 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
         code: "BOUNCED".into(),
         message: "no such mailbox".into(),
     };
-    store.fail("bounced", "auth-a", c.generation, terminal).unwrap();
+    store
+        .fail("bounced", "auth-a", c.generation, terminal)
+        .unwrap();
     store
         .enqueue(NewWork::effect("old-build", "send-email", "{}"), "c0c0c0c0")
         .unwrap();
-    store.register_authority(&authority("auth-a", clock_now(&clock))).unwrap();
+    store
+        .register_authority(&authority("auth-a", clock_now(&clock)))
+        .unwrap();
 
     let fleet = FleetView::of(
-        &store.list_authorities(&leasehold::model::PageRequest::first(10)).unwrap().rows,
+        &store
+            .list_authorities(&leasehold::model::PageRequest::first(10))
+            .unwrap()
+            .rows,
         clock_now(&clock),
     );
     let truth = groups(&store, &fleet, clock_now(&clock)).unwrap();
@@ -355,7 +362,11 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
         .collect();
     assert_eq!(
         counts,
-        [("DeadLetters".into(), 2), ("Failed".into(), 1), ("Stranded".into(), 1)]
+        [
+            ("DeadLetters".into(), 2),
+            ("Failed".into(), 1),
+            ("Stranded".into(), 1)
+        ]
     );
 
     let mut h = harness(&store, "dark", 160, 48);
@@ -366,7 +377,10 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
         assert!(text.contains(g.title), "{}: {text}", g.title);
     }
     insta::assert_snapshot!("triage_160x48_dark", text);
-    insta::assert_snapshot!("triage_80x24_dark", buffer_text(&render_app(&h.app, 80, 24)));
+    insta::assert_snapshot!(
+        "triage_80x24_dark",
+        buffer_text(&render_app(&h.app, 80, 24))
+    );
 
     // The first group (dead letters) opens the work view under `state:failed`.
     h.key(KeyCode::Enter);

@@ -46,7 +46,10 @@ pub fn table(groups: &[Group], fmt: TimeFmt) -> TableData {
                 detail: vec![
                     ("reason".into(), g.title.to_owned()),
                     ("count".into(), count),
-                    ("oldest".into(), g.oldest_at.map_or("-".into(), |at| fmt.at(at))),
+                    (
+                        "oldest".into(),
+                        g.oldest_at.map_or("-".into(), |at| fmt.at(at)),
+                    ),
                     ("do".into(), g.action.to_owned()),
                 ],
                 filter: g.filter.map(str::to_owned),
