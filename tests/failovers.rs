@@ -11,8 +11,9 @@
 #[path = "support/mod.rs"]
 mod support;
 
+use support::leasehold;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use leasehold::Store;
@@ -25,14 +26,6 @@ use support::wait::wait_until;
 
 const ITEMS: usize = 3_000;
 const LEASE_MS: u32 = 1_000;
-
-fn leasehold(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        .args(args)
-        .env_remove("LEASEHOLD_STORE")
-        .output()
-        .expect("run leasehold")
-}
 
 /// `inspect VIEW --json` rows.
 fn inspect(store: &str, view: &str) -> Vec<Value> {

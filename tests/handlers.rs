@@ -19,9 +19,11 @@
 #[macro_use]
 mod support;
 
+use support::leasehold;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
 use leasehold::Store;
@@ -616,14 +618,6 @@ fn an_item_without_a_configured_handler_stays_pending() {
     let orphan = w.item("orphan");
     assert_eq!(orphan.last_failure, None);
     assert!(orphan.next_eligible_at > w.h.clock().now(), "backs off");
-}
-
-fn leasehold(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        .args(args)
-        .env_remove("LEASEHOLD_STORE")
-        .output()
-        .expect("run leasehold")
 }
 
 /// Each bad file: exit 2, one line naming the file, the line and the key, and the store

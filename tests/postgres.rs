@@ -13,8 +13,10 @@
 #[path = "support/mod.rs"]
 mod support;
 
+use support::leasehold;
+
 use std::collections::BTreeMap;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -46,14 +48,6 @@ fn with_password(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap();
     let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
     format!("{scheme}://postgres:{SECRET}@{rest}")
-}
-
-fn leasehold(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        .args(args)
-        .env_remove("LEASEHOLD_STORE")
-        .output()
-        .expect("run leasehold")
 }
 
 // --- opening ---------------------------------------------------------------------------------

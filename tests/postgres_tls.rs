@@ -12,8 +12,10 @@
 #[path = "support/mod.rs"]
 mod support;
 
+use support::leasehold;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use leasehold::store::Backend;
@@ -380,14 +382,6 @@ fn scram_over_tls_is_bound_to_the_certificate_and_never_prints_the_password() {
     let text = refusal(&wrong);
     assert!(text.contains("password authentication failed"), "{text}");
     assert!(!text.contains("not-the-password"), "{text}");
-}
-
-fn leasehold(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        .args(args)
-        .env_remove("LEASEHOLD_STORE")
-        .output()
-        .expect("run leasehold")
 }
 
 #[test]

@@ -75,6 +75,16 @@ pub struct MemoryHarness {
     primary: Store,
 }
 
+/// Runs the `leasehold` binary to the end, without the caller's `LEASEHOLD_STORE` (a test
+/// names its store).
+pub fn leasehold(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(args)
+        .env_remove("LEASEHOLD_STORE")
+        .output()
+        .expect("run leasehold")
+}
+
 /// A fresh memory store.
 pub fn memory() -> Box<dyn Harness> {
     let backend = MemoryBackend::new();
