@@ -38,19 +38,24 @@ fn main_queries_use_indexes() {
     let conn = b.lock();
     let cases: &[(&str, usize, &str)] = &[
         (
-            "SELECT * FROM work INDEXED BY work_claim WHERE compat = ?1 AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
+            "SELECT * FROM work INDEXED BY work_lane WHERE compat = ?1 AND kind = ?2 AND handler = ?3 AND due_at <= ?4 ORDER BY priority DESC, due_at, id LIMIT ?5",
+            5,
+            "work_lane",
+        ),
+        (
+            "SELECT kind, handler FROM work INDEXED BY work_lane WHERE compat = ?1 AND due_at IS NOT NULL AND (kind, handler) > (?2, ?3) ORDER BY kind, handler LIMIT 1",
             3,
-            "work_claim",
+            "work_lane",
+        ),
+        (
+            "SELECT kind, handler, next_eligible_at FROM work INDEXED BY work_lane_waiting WHERE state IN ('pending', 'retry') AND (kind, handler) > (?1, ?2) ORDER BY kind, handler, next_eligible_at LIMIT 1",
+            2,
+            "work_lane_waiting",
         ),
         (
             "SELECT * FROM work INDEXED BY work_reclaim WHERE (state = 'claimed' OR (state = 'retry' AND lease_expires_at IS NOT NULL)) AND compat = ?1 AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
             3,
             "work_reclaim",
-        ),
-        (
-            "SELECT next_eligible_at FROM work INDEXED BY work_waiting WHERE state IN ('pending', 'retry') ORDER BY next_eligible_at LIMIT 1",
-            0,
-            "work_waiting",
         ),
         (
             "SELECT * FROM work INDEXED BY work_state WHERE state = ? AND id > ? ORDER BY id ASC LIMIT ?",
