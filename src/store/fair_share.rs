@@ -70,12 +70,11 @@ impl Room {
     }
 }
 
-/// One lane's due items read so far.
+/// One lane's due items read and not yet chosen.
 struct LaneQueue {
     lane: WorkLane,
     items: VecDeque<WorkItem>,
-    /// How many the last read asked for and got: the lane may hold more.
-    read: usize,
+    /// The last read got all it asked for: the lane may hold more.
     full: bool,
 }
 
@@ -115,19 +114,17 @@ pub(crate) fn claim_candidates(
     let turn = if lanes.len() > 1 { tx.revision()? } else { 0 };
     let share = room.left.div_ceil(lanes.len());
     let mut kinds = by_kind(lanes, turn);
-    let mut seen: HashSet<String> = chosen.iter().map(|w| w.id.clone()).collect();
     for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
-        refill(tx, compat, now, queue, share, &seen)?;
+        refill(tx, compat, now, queue, share, &chosen)?;
     }
-    deal(&mut kinds, &mut room, &mut chosen, &mut seen);
+    deal(&mut kinds, &mut room, &mut chosen);
     if room.left > 0 {
         for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
             if queue.full && room.allows(&queue.lane.handler) {
-                let more = queue.read + room.left;
-                refill(tx, compat, now, queue, more, &seen)?;
+                refill(tx, compat, now, queue, room.left, &chosen)?;
             }
         }
-        deal(&mut kinds, &mut room, &mut chosen, &mut seen);
+        deal(&mut kinds, &mut room, &mut chosen);
     }
     Ok(chosen)
 }
@@ -141,7 +138,6 @@ fn by_kind(mut lanes: Vec<WorkLane>, turn: u64) -> Vec<KindTurn> {
         let queue = LaneQueue {
             lane,
             items: VecDeque::new(),
-            read: 0,
             full: false,
         };
         match kinds.last_mut() {
@@ -160,33 +156,36 @@ fn by_kind(mut lanes: Vec<WorkLane>, turn: u64) -> Vec<KindTurn> {
     kinds
 }
 
-/// Reads up to `n` of the lane's due items, leaving out those already chosen.
+/// Reads up to `n` of the lane's due items not chosen yet: the lane's head, as many more
+/// as the batch already holds of this lane (a reclaim, or a first pass) that the read may
+/// meet again, left out.
 fn refill(
     tx: &mut dyn Tx,
     compat: &str,
     now: Millis,
     queue: &mut LaneQueue,
     n: usize,
-    seen: &HashSet<String>,
+    chosen: &[WorkItem],
 ) -> Result<()> {
-    let items = tx.lane_claimable(compat, &queue.lane, now, n)?;
-    queue.full = items.len() == n;
-    queue.read = n;
+    let lane = &queue.lane;
+    let ours: HashSet<&str> = chosen
+        .iter()
+        .filter(|w| w.kind == lane.kind && w.handler == lane.handler)
+        .map(|w| w.id.as_str())
+        .collect();
+    let want = n + ours.len();
+    let items = tx.lane_claimable(compat, lane, now, want)?;
+    queue.full = items.len() == want;
     queue.items = items
         .into_iter()
-        .filter(|w| !seen.contains(&w.id))
+        .filter(|w| !ours.contains(w.id.as_str()))
         .collect();
     Ok(())
 }
 
 /// Round-robin: each round gives every kind one item, from its next handler that has one
 /// (and room), until the budget is spent or no lane has anything left.
-fn deal(
-    kinds: &mut [KindTurn],
-    room: &mut Room,
-    chosen: &mut Vec<WorkItem>,
-    seen: &mut HashSet<String>,
-) {
+fn deal(kinds: &mut [KindTurn], room: &mut Room, chosen: &mut Vec<WorkItem>) {
     loop {
         let mut progressed = false;
         for kind in kinds.iter_mut() {
@@ -198,7 +197,6 @@ fn deal(
                     continue;
                 }
                 if let Some(item) = queue.items.pop_front() {
-                    seen.insert(item.id.clone());
                     chosen.push(item);
                     kind.next = (i + 1) % n;
                     progressed = true;
