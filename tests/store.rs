@@ -78,6 +78,7 @@ per_provider! {
     fair_claims::reclaims_come_first_then_the_lanes,
     fair_claims::a_handler_limit_caps_that_handler_only,
     fair_claims::priorities_order_one_handlers_claims,
+    fair_claims::lateness_per_lane_matches_the_items,
     // a work item's checkpoint
     work_checkpoints::a_checkpoint_saved_under_the_claim_is_visible,
     work_checkpoints::a_stale_checkpoint_is_fenced_and_changes_nothing,

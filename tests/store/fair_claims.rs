@@ -192,3 +192,73 @@ pub fn priorities_order_one_handlers_claims(h: &dyn Harness) {
         "the priority is stored with the item"
     );
 }
+
+/// The overview's waiting lanes — what `ops::lateness` states — agree with the items
+/// themselves: each lane's oldest pending / retry `nextEligibleAt`, read back from the
+/// list of items; claimed and finished items are not waiting, and lateness is now − that.
+pub fn lateness_per_lane_matches_the_items(h: &dyn Harness) {
+    let s = h.store();
+    flood(h, 30);
+    h.clock().advance(45_000);
+    ok(
+        "mail",
+        s.enqueue(NewWork::effect("mail-0", "mail", "{}"), K),
+    );
+    let later = s.now() + 60_000;
+    ok(
+        "not yet due",
+        s.enqueue(
+            NewWork {
+                not_before: Some(later),
+                ..NewWork::effect("cron-0", "cron", "{}")
+            },
+            K,
+        ),
+    );
+    h.clock().advance(2_000);
+    // The oldest flood item is claimed: the lane's oldest waiting one is the next.
+    ok("claim", s.claim("flood-00000", "a", K, 30_000));
+    let overview = ok("overview", s.overview());
+    let items = ok(
+        "list",
+        s.list_work(
+            &leasehold::model::work::WorkFilter::default(),
+            &leasehold::model::PageRequest::first(1_000),
+        ),
+    )
+    .rows;
+    let mut expected: BTreeMap<(&'static str, String), i64> = BTreeMap::new();
+    for w in items.iter().filter(|w| {
+        matches!(
+            w.state,
+            leasehold::model::WorkState::Pending | leasehold::model::WorkState::Retry
+        )
+    }) {
+        let at = expected
+            .entry((w.kind.as_str(), w.handler.clone()))
+            .or_insert(w.next_eligible_at);
+        *at = (*at).min(w.next_eligible_at);
+    }
+    let listed: BTreeMap<(&'static str, String), i64> = overview
+        .waiting_lanes
+        .iter()
+        .map(|(lane, at)| ((lane.kind.as_str(), lane.handler.clone()), *at))
+        .collect();
+    assert_eq!(listed, expected);
+    assert_eq!(overview.oldest_waiting, expected.values().min().copied());
+
+    let now = s.now();
+    let late = leasehold::ops::lateness::lanes(&overview.waiting_lanes, now);
+    let seen: Vec<(&str, i64)> = late
+        .iter()
+        .map(|l| (l.handler.as_str(), l.late_ms))
+        .collect();
+    let flood_due = ok("read", s.work("flood-00001"))
+        .expect("exists")
+        .next_eligible_at;
+    assert_eq!(
+        seen,
+        [(FLOOD, now - flood_due), ("mail", 2_000)],
+        "the flood's lateness grows; a lane not due yet is not late"
+    );
+}

@@ -1,5 +1,6 @@
 //! The overview: counts by kind × state, workflows and events at a glance, throughput and
-//! fenced-write sparklines from successive snapshots, the oldest waiting item, how much
+//! fenced-write sparklines from successive snapshots, the oldest waiting item and how late
+//! each kind of work runs (`ops::lateness`, as `inspect overview` states it), how much
 //! work no live authority can run, authorities at a glance, and the failovers of the last
 //! window (the store's failover list, as the failovers view and `inspect failovers`).
 
@@ -16,6 +17,7 @@ use super::authorities::state_role;
 use super::work::state_role as work_role;
 use crate::clock::Millis;
 use crate::model::{WorkKind, WorkState};
+use crate::ops::lateness;
 use crate::ops::liveness::{Liveness, liveness};
 use crate::ops::timefmt::TimeFmt;
 
@@ -134,6 +136,26 @@ fn counts_table(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot) {
     );
 }
 
+/// Per kind, how late its latest lane runs and whose it is: `effect 45m00s flood`, or `-`.
+fn late_kinds(snap: &Snapshot, now: Millis) -> String {
+    let kinds = lateness::by_kind(&lateness::lanes(&snap.overview.waiting_lanes, now));
+    if kinds.is_empty() {
+        return "-".into();
+    }
+    kinds
+        .iter()
+        .map(|k| {
+            format!(
+                "{} {} {}",
+                k.kind.as_str(),
+                crate::clock::format_duration(k.late_ms),
+                clean(&k.handler, 24)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, now: Millis) {
     let states: Vec<Liveness> = snap.authorities.iter().map(|a| liveness(a, now)).collect();
     let mut spans = vec![Span::styled("authorities", t.style(Role::Muted))];
@@ -167,6 +189,8 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
                 .map_or_else(|| "-".into(), |w| age(now, Some(w))),
             t.style(Role::Base),
         ),
+        Span::styled("  late ", t.style(Role::Muted)),
+        Span::styled(late_kinds(snap, now), t.style(Role::Base)),
     ]));
     let wf: Vec<Span<'_>> = snap
         .overview
