@@ -1,6 +1,6 @@
 //! The overview: counts by kind × state, workflows and events at a glance, throughput and
-//! fenced-write sparklines from successive snapshots, the oldest waiting item and how late
-//! each kind of work runs (`ops::lateness`, as `inspect overview` states it), how much
+//! fenced-write sparklines from successive snapshots, how late each kind of work runs (its
+//! oldest due item's wait, `ops::lateness`, as `inspect overview` states it), how much
 //! work no live authority can run, authorities at a glance, and the failovers of the last
 //! window (the store's failover list, as the failovers view and `inspect failovers`).
 
@@ -15,7 +15,7 @@ use super::super::text::{age, clean};
 use super::super::theme::{Role, Theme};
 use super::authorities::state_role;
 use super::work::state_role as work_role;
-use crate::clock::Millis;
+use crate::clock::{Millis, format_duration};
 use crate::model::{WorkKind, WorkState};
 use crate::ops::lateness;
 use crate::ops::liveness::{Liveness, liveness};
@@ -136,7 +136,8 @@ fn counts_table(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot) {
     );
 }
 
-/// Per kind, how late its latest lane runs and whose it is: `effect 45m00s flood`, or `-`.
+/// Per kind, how late its latest lane runs — `effect 45m00s  schedule 1.2s` — or `-`. The
+/// latest of them is the oldest waiting item's age; `inspect overview` names each lane.
 fn late_kinds(snap: &Snapshot, now: Millis) -> String {
     let kinds = lateness::by_kind(&lateness::lanes(&snap.overview.waiting_lanes, now));
     if kinds.is_empty() {
@@ -144,16 +145,9 @@ fn late_kinds(snap: &Snapshot, now: Millis) -> String {
     }
     kinds
         .iter()
-        .map(|k| {
-            format!(
-                "{} {} {}",
-                k.kind.as_str(),
-                crate::clock::format_duration(k.late_ms),
-                clean(&k.handler, 24)
-            )
-        })
+        .map(|k| format!("{} {}", k.kind.as_str(), format_duration(k.late_ms)))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join("  ")
 }
 
 fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, now: Millis) {
@@ -180,14 +174,6 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
             } else {
                 Role::Ok
             }),
-        ),
-        Span::styled("  oldest waiting ", t.style(Role::Muted)),
-        Span::styled(
-            snap.overview
-                .oldest_waiting
-                .filter(|w| *w <= now)
-                .map_or_else(|| "-".into(), |w| age(now, Some(w))),
-            t.style(Role::Base),
         ),
         Span::styled("  late ", t.style(Role::Muted)),
         Span::styled(late_kinds(snap, now), t.style(Role::Base)),
