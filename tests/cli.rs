@@ -234,6 +234,54 @@ fn seed_then_inspect_work_as_json_lines() {
         .map(|c| c["count"].as_u64().unwrap())
         .sum();
     assert_eq!(effects, 40);
+    assert_lateness_matches_the_items(&store, &overview[0]);
+}
+
+/// `inspect overview --json` states each late lane's oldest due instant as the store's own
+/// items have it (the earliest `nextEligibleAt` of its pending / retry items, when due), and
+/// its lateness as now − that.
+fn assert_lateness_matches_the_items(url: &str, overview: &Value) {
+    let store = leasehold::store::url::open(url, OpenMode::ReadOnly).unwrap();
+    let now = overview["now"].as_i64().unwrap();
+    let items = store
+        .list_work(
+            &leasehold::model::work::WorkFilter::default(),
+            &leasehold::model::PageRequest::first(10_000),
+        )
+        .unwrap()
+        .rows;
+    let mut oldest: std::collections::BTreeMap<(String, String), i64> = Default::default();
+    for w in items.iter().filter(|w| {
+        matches!(
+            w.state,
+            leasehold::model::WorkState::Pending | leasehold::model::WorkState::Retry
+        ) && w.next_eligible_at <= now
+    }) {
+        let at = oldest
+            .entry((w.kind.as_str().to_owned(), w.handler.clone()))
+            .or_insert(w.next_eligible_at);
+        *at = (*at).min(w.next_eligible_at);
+    }
+    let stated: std::collections::BTreeMap<(String, String), i64> = overview["lateLanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            assert_eq!(
+                l["lateMs"].as_i64(),
+                Some(now - l["oldestDue"].as_i64().unwrap())
+            );
+            (
+                (
+                    l["kind"].as_str().unwrap().to_owned(),
+                    l["handler"].as_str().unwrap().to_owned(),
+                ),
+                l["oldestDue"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(!stated.is_empty(), "seeded effects are due");
+    assert_eq!(stated, oldest);
 }
 
 #[test]
