@@ -1,7 +1,12 @@
 //! The claim lanes on SQL: the statements that find each (kind, handler) lane by a
-//! skip-scan of its index — one `LIMIT 1` seek past the previous lane, never a read of a
-//! lane's items — and read one lane's due items in claim order. Shared by both providers;
-//! each runs the item read itself, to remember the rows it fetched.
+//! skip-scan of its index — seeks past the previous lane, never a read of a lane's items —
+//! and read one lane's due items in claim order. Shared by both providers; each runs the
+//! item read itself, to remember the rows it fetched.
+//!
+//! The seek past a lane is two `LIMIT 1` seeks, the next handler of the same kind and the
+//! first lane of the next kind, rather than a row-value `(kind, handler) > (?, ?)`: SQLite
+//! seeks a row-value inequality on its first column only and filters the rest, which reads
+//! the whole of the previous lane — a backlog — on every claim.
 
 use super::decode;
 use super::dialect::Dialect;
@@ -38,13 +43,28 @@ pub(crate) fn lane_items_params(
     ]
 }
 
+/// The first row (`columns`, led by kind and handler, in index order) of the lane after
+/// `(kind, handler)` = `after` among the rows of `from` matching `cond`: the next handler of
+/// the same kind, else the first of the next kind — each a seek of the lane index.
+pub(crate) fn after_lane(columns: &str, from: &str, cond: &str, after: (&str, &str)) -> String {
+    let (kind, handler) = after;
+    format!(
+        "SELECT {columns} FROM (SELECT {columns} FROM {from} WHERE {cond} AND kind = {kind} \
+         AND handler > {handler} ORDER BY {columns} LIMIT 1) AS same_kind \
+         UNION ALL SELECT {columns} FROM (SELECT {columns} FROM {from} WHERE {cond} \
+         AND kind > {kind} ORDER BY {columns} LIMIT 1) AS next_kind \
+         ORDER BY 1, 2 LIMIT 1"
+    )
+}
+
 /// The lanes of `compat` with a non-terminal item, in [`WorkLane::sort_key`] order.
 pub(crate) fn claim_lanes<D: Driver>(tx: &mut D, compat: &str) -> Result<Vec<WorkLane>> {
     tx.settle()?;
-    let sql = D::DIALECT.marks(&format!(
-        "SELECT kind, handler FROM {} WHERE compat = ?1 AND due_at IS NOT NULL \
-         AND (kind, handler) > (?2, ?3) ORDER BY kind, handler LIMIT 1",
-        D::DIALECT.from("work", "work_lane")
+    let sql = D::DIALECT.marks(&after_lane(
+        "kind, handler",
+        &D::DIALECT.from("work", "work_lane"),
+        "compat = ?1 AND due_at IS NOT NULL",
+        ("?2", "?3"),
     ));
     let mut lanes: Vec<WorkLane> = Vec::new();
     loop {
@@ -62,10 +82,11 @@ pub(crate) fn claim_lanes<D: Driver>(tx: &mut D, compat: &str) -> Result<Vec<Wor
 /// Per lane, the earliest `next_eligible_at` of its pending / retry items.
 pub(crate) fn waiting_lanes<D: Driver>(tx: &mut D) -> Result<Vec<(WorkLane, Millis)>> {
     tx.settle()?;
-    let sql = D::DIALECT.marks(&format!(
-        "SELECT kind, handler, next_eligible_at FROM {} WHERE state IN ('pending', 'retry') \
-         AND (kind, handler) > (?1, ?2) ORDER BY kind, handler, next_eligible_at LIMIT 1",
-        D::DIALECT.from("work", "work_lane_waiting")
+    let sql = D::DIALECT.marks(&after_lane(
+        "kind, handler, next_eligible_at",
+        &D::DIALECT.from("work", "work_lane_waiting"),
+        "state IN ('pending', 'retry')",
+        ("?1", "?2"),
     ));
     let mut lanes: Vec<(WorkLane, Millis)> = Vec::new();
     loop {
