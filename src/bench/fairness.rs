@@ -8,8 +8,8 @@
 //! Every figure is read back from the store's own rows after the run, never from the
 //! authority's counters: a firing's lateness is its claim instant − its due instant (now −
 //! due if it was never claimed), an effect's wait is its claim instant − its creation, a
-//! step's latency is the time from the instance's previous transition (or its start) to the
-//! step's recorded outcome.
+//! step's latency is the time from the previous step's success (or the instance's start)
+//! to its own, as the instance's history records them.
 
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,7 @@ use crate::model::work::{NewWork, WorkFilter};
 use crate::model::{PageRequest, WorkItem, WorkKind, WorkState};
 use crate::store::Store;
 use crate::workflow::engine::NewInstance;
+use crate::workflow::machine::HistoryKind;
 
 /// The backlog's handler: the flood every other lane must not wait behind.
 pub const BACKLOG_HANDLER: &str = NOOP_HANDLER;
@@ -193,12 +194,25 @@ fn measure(
         p99(&loaded.second_wait),
         "ms",
     );
-    report.metric(
-        "firingsMeasured",
-        "schedule firings measured (idle + backlog)",
-        (idle.schedule_late.len() + loaded.schedule_late.len()) as f64,
-        "",
-    );
+    for (key, label, n) in [
+        (
+            "firingsMeasured",
+            "schedule firings measured (idle + backlog)",
+            idle.schedule_late.len() + loaded.schedule_late.len(),
+        ),
+        (
+            "stepsMeasured",
+            "workflow steps measured (idle + backlog)",
+            idle.step_latency.len() + loaded.step_latency.len(),
+        ),
+        (
+            "secondHandlerMeasured",
+            "second handler's effects measured (idle + backlog)",
+            idle.second_wait.len() + loaded.second_wait.len(),
+        ),
+    ] {
+        report.metric(key, label, n as f64, "");
+    }
     report.metric(
         "backlogDrainPerSec",
         "backlog drained during the window",
@@ -322,6 +336,7 @@ fn figures(store: &Store, run: &Run) -> Result<Figures> {
     .iter()
     .map(|w| claimed(w) - w.created_at)
     .collect();
+    let succeeded = HistoryKind::StepSucceeded.as_str();
     let mut step_latency = Vec::new();
     let mut page = PageRequest::first(1_000);
     loop {
@@ -332,7 +347,7 @@ fn figures(store: &Store, run: &Run) -> Result<Figures> {
             }
             let history = store.read(|tx| tx.history(&row.instance_id))?;
             let mut previous = row.created_at;
-            for record in history.iter().filter(|r| r.kind == "action-outcome") {
+            for record in history.iter().filter(|r| r.kind == succeeded) {
                 step_latency.push(record.at - previous);
                 previous = record.at;
             }
@@ -378,11 +393,13 @@ mod tests {
             quiet: true,
         };
         let report = run(&store, &bench).expect("the bench runs");
-        assert!(
-            report.value("firingsMeasured").is_some_and(|n| n > 0.0),
-            "{}",
-            report.to_text()
-        );
+        for measured in ["firingsMeasured", "stepsMeasured", "secondHandlerMeasured"] {
+            assert!(
+                report.value(measured).is_some_and(|n| n > 0.0),
+                "{measured}: {}",
+                report.to_text()
+            );
+        }
         for key in [
             "idleStepLatencyP99Ms",
             "backlogSecondHandlerWaitP99Ms",

@@ -9,8 +9,8 @@
 //! skip-scan (one seek per lane), each lane's head by a range of its own. The first pass
 //! reads an even share of each lane; only a lane that filled its share is read again for
 //! the budget the short lanes left over. Which kind and which handler go first rotates
-//! with the store revision, so a batch smaller than the number of lanes still serves
-//! every lane in turn.
+//! with each batch a store handle claims (its turn), so a batch smaller than the number of
+//! lanes — one free worker — still serves every lane in turn.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
@@ -84,12 +84,14 @@ struct KindTurn {
     next: usize,
 }
 
-/// The items one claim batch considers, in the order they are claimed.
+/// The items one claim batch — the `turn`th of its store handle — considers, in the order
+/// they are claimed.
 pub(crate) fn claim_candidates(
     tx: &mut dyn Tx,
     compat: &str,
     now: Millis,
     budget: &ClaimBudget,
+    turn: u64,
 ) -> Result<Vec<WorkItem>> {
     let mut room = Room {
         left: budget.limit,
@@ -111,7 +113,6 @@ pub(crate) fn claim_candidates(
     if lanes.is_empty() {
         return Ok(chosen);
     }
-    let turn = if lanes.len() > 1 { tx.revision()? } else { 0 };
     let share = room.left.div_ceil(lanes.len());
     let mut kinds = by_kind(lanes, turn);
     for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {

@@ -98,6 +98,9 @@ pub struct Store {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdSource>,
     owner_cap: u64,
+    /// Claim batches this handle (and its clones) asked for: which lane a batch serves
+    /// first rotates with it (`fair_share.rs`).
+    claim_turns: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Store {
@@ -108,6 +111,7 @@ impl Store {
             clock,
             ids,
             owner_cap: crate::rules::lease::DEFAULT_OWNER_CAP,
+            claim_turns: Arc::default(),
         }
     }
 

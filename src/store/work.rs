@@ -147,8 +147,11 @@ impl Store {
         lease_ms: Millis,
     ) -> Result<Vec<Claim>> {
         check_id("owner", owner)?;
+        let turn = self
+            .claim_turns
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.write(|tx, now| {
-            let candidates = claim_candidates(tx, compat, now, budget)?;
+            let candidates = claim_candidates(tx, compat, now, budget, turn)?;
             let mut claimed = Vec::with_capacity(candidates.len());
             for found in candidates {
                 let item = settle_lapsed(tx, found, compat, now)?;
