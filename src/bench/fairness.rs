@@ -7,7 +7,7 @@
 //!
 //! Every figure is read back from the store's own rows after the run, never from the
 //! authority's counters: a firing's lateness is its claim instant − its due instant (now −
-//! due if it was never claimed), an effect's wait is its claim instant − its creation, a
+//! due if it was never claimed), an effect's wait is its claim instant − its due instant, a
 //! step's latency is the time from the previous step's success (or the instance's start)
 //! to its own, as the instance's history records them.
 
@@ -229,8 +229,11 @@ struct Run {
     to: Millis,
 }
 
-/// For `bench.window`, starts `per_second` workflows and enqueues as many second-handler
-/// effects a second, spread evenly, their ids prefixed by `prefix`.
+/// For `bench.window`, starts `per_second` workflows a second, spread evenly, and has as
+/// many second-handler effects a second fall due. The effects are enqueued up front, each
+/// not before its instant: their wait is then measured from an instant they were surely
+/// visible at (a producer's own wait for the store's write lock is not the claimer's).
+/// Ids are prefixed by `prefix`.
 fn stream(
     store: &Store,
     bench: &FairnessBench,
@@ -238,15 +241,25 @@ fn stream(
     workflow_id: &str,
     prefix: &'static str,
 ) -> Result<Run> {
+    let gap = Duration::from_secs(1) / u32::try_from(bench.per_second).unwrap_or(u32::MAX);
+    let gap_ms = Millis::try_from(gap.as_millis()).unwrap_or(Millis::MAX);
+    let lead: Millis = 1_000;
+    let due_from = store.now() + lead;
+    let effects = bench.window.as_millis() / gap.as_millis().max(1);
+    let specs: Vec<NewWork> = (0..u64::try_from(effects).unwrap_or(0))
+        .map(|i| NewWork {
+            not_before: Some(due_from + gap_ms * Millis::try_from(i).unwrap_or(0)),
+            ..NewWork::effect(format!("{prefix}-second-{i:07}"), SECOND_HANDLER, "{}")
+        })
+        .collect();
+    store.enqueue_batch(specs, compat)?;
+    while store.now() < due_from {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let from = store.now();
     let started = Instant::now();
-    let gap = Duration::from_secs(1) / u32::try_from(bench.per_second).unwrap_or(u32::MAX);
     let mut n: u32 = 0;
     while started.elapsed() < bench.window {
-        store.enqueue(
-            NewWork::effect(format!("{prefix}-second-{n:07}"), SECOND_HANDLER, "{}"),
-            compat,
-        )?;
         store.start_workflows(
             &[NewInstance {
                 workflow_id,
@@ -334,7 +347,7 @@ fn figures(store: &Store, run: &Run) -> Result<Figures> {
         w.handler == SECOND_HANDLER && w.id.starts_with(run.prefix)
     })?
     .iter()
-    .map(|w| claimed(w) - w.created_at)
+    .map(|w| claimed(w) - w.next_eligible_at)
     .collect();
     let succeeded = HistoryKind::StepSucceeded.as_str();
     let mut step_latency = Vec::new();
