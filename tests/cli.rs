@@ -250,7 +250,8 @@ fn assert_lateness_matches_the_items(url: &str, overview: &Value) {
         )
         .unwrap()
         .rows;
-    let mut oldest: std::collections::BTreeMap<(String, String), i64> = Default::default();
+    let mut oldest: std::collections::BTreeMap<(String, String), i64> =
+        std::collections::BTreeMap::new();
     for w in items.iter().filter(|w| {
         matches!(
             w.state,

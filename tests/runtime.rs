@@ -708,10 +708,10 @@ fn a_handler_limit_caps_what_one_poll_claims_of_that_handler() {
 /// on every provider, while the rest of its workers drain the other handler. The store is
 /// opened and watched outside the authority's runtime (a blocking client cannot be driven
 /// from inside one).
-fn a_running_authority_respects_its_handler_limit(h: &dyn support::Harness) {
+fn a_running_authority_respects_its_handler_limit(harness: &dyn support::Harness) {
     const EACH: usize = 24;
-    let s = h.store();
-    let c = compat();
+    let s = harness.store();
+    let digest = compat();
     let items: Vec<NewWork> = (0..EACH)
         .flat_map(|i| {
             [
@@ -720,17 +720,17 @@ fn a_running_authority_respects_its_handler_limit(h: &dyn support::Harness) {
             ]
         })
         .collect();
-    s.enqueue_batch(items, &c).expect("enqueues");
+    s.enqueue_batch(items, &digest).expect("enqueues");
     let running = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
-    let (r, m) = (running.clone(), most.clone());
+    let (now_running, high_water) = (running.clone(), most.clone());
     let handlers = Workload::new("limited", 1)
         .with("slow", move |_: &AttemptContext| {
-            let now = r.fetch_add(1, Ordering::SeqCst) + 1;
-            m.fetch_max(now, Ordering::SeqCst);
+            let now = now_running.fetch_add(1, Ordering::SeqCst) + 1;
+            high_water.fetch_max(now, Ordering::SeqCst);
             // Long enough that the workers overlap if the limit let them.
             std::thread::sleep(Duration::from_millis(5));
-            r.fetch_sub(1, Ordering::SeqCst);
+            now_running.fetch_sub(1, Ordering::SeqCst);
             HandlerOutcome::Succeeded(None)
         })
         .with("fast", |_: &AttemptContext| HandlerOutcome::Succeeded(None));
