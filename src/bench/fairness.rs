@@ -8,8 +8,11 @@
 //! Every figure is read back from the store's own rows after the run, never from the
 //! authority's counters: a firing's lateness is its claim instant − its due instant (now −
 //! due if it was never claimed), an effect's wait is its claim instant − its due instant, a
-//! step's latency is the time from the previous step's success (or the instance's start)
-//! to its own, as the instance's history records them.
+//! step's latency is the time from the previous step's success to its own, as the
+//! instance's history records them. The first step of each instance is left out: its start
+//! is stamped when the producer began its write, before it waited for the store's write
+//! lock — a producer's wait, not the claimer's (the second handler's effects are enqueued
+//! ahead of their due instants for the same reason).
 
 use std::time::{Duration, Instant};
 
@@ -359,10 +362,12 @@ fn figures(store: &Store, run: &Run) -> Result<Figures> {
                 continue;
             }
             let history = store.read(|tx| tx.history(&row.instance_id))?;
-            let mut previous = row.created_at;
+            let mut previous: Option<Millis> = None;
             for record in history.iter().filter(|r| r.kind == succeeded) {
-                step_latency.push(record.at - previous);
-                previous = record.at;
+                if let Some(at) = previous {
+                    step_latency.push(record.at - at);
+                }
+                previous = Some(record.at);
             }
         }
         match instances.next {
