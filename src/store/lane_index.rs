@@ -29,8 +29,13 @@ pub(super) fn lane_key(item: &WorkItem) -> Option<LaneKey> {
     })
 }
 
+/// Whether `item` has a [`WaitKey`]: it is pending or in retry.
+pub(super) fn wait_key_holds(item: &WorkItem) -> bool {
+    matches!(item.state, WorkState::Pending | WorkState::Retry)
+}
+
 pub(super) fn wait_key(item: &WorkItem) -> Option<WaitKey> {
-    matches!(item.state, WorkState::Pending | WorkState::Retry).then(|| {
+    wait_key_holds(item).then(|| {
         (
             item.kind,
             item.handler.clone(),

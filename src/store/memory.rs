@@ -11,7 +11,7 @@ use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::backend::{Backend, StoreKind, Tx};
-use super::lane_index::{self, LaneKey, WaitKey, lane_key, wait_key};
+use super::lane_index::{self, LaneKey, WaitKey, lane_key, wait_key, wait_key_holds};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
@@ -64,6 +64,16 @@ struct State {
 
 /// (compat, instant, id): the key of the claim indexes.
 type DueKey = (String, Millis, String);
+
+/// Whether the fields `of` an item's index key differ between `prev` (none: a new item)
+/// and `next`.
+fn moved<F: PartialEq>(
+    prev: Option<&WorkItem>,
+    next: &WorkItem,
+    of: impl Fn(&WorkItem) -> F,
+) -> bool {
+    prev.is_none_or(|p| of(p) != of(next))
+}
 
 /// The reclaim index: claims by lease expiry, and retries a lapsed claim left backing off
 /// (they keep the lapsed expiry) by when they fall due.
@@ -331,21 +341,29 @@ impl MemTx<'_> {
     }
 
     fn set_due(&mut self, prev: Option<&WorkItem>, next: &WorkItem) {
-        self.reindex(
-            |s| &mut s.work_lanes,
-            prev.and_then(lane_key),
-            lane_key(next),
-        );
-        self.reindex(
-            |s| &mut s.work_waiting,
-            prev.and_then(wait_key),
-            wait_key(next),
-        );
-        self.reindex(
-            |s| &mut s.claims_due,
-            prev.and_then(claim_key),
-            claim_key(next),
-        );
+        // An item's identity never changes, so each key moves only with the lifecycle
+        // fields it holds: those are compared first, and unmoved keys are never built.
+        if moved(prev, next, WorkItem::due_at) {
+            self.reindex(
+                |s| &mut s.work_lanes,
+                prev.and_then(lane_key),
+                lane_key(next),
+            );
+        }
+        if moved(prev, next, |w| (wait_key_holds(w), w.next_eligible_at)) {
+            self.reindex(
+                |s| &mut s.work_waiting,
+                prev.and_then(wait_key),
+                wait_key(next),
+            );
+        }
+        if moved(prev, next, |w| (w.state, w.lease_expires_at, w.due_at())) {
+            self.reindex(
+                |s| &mut s.claims_due,
+                prev.and_then(claim_key),
+                claim_key(next),
+            );
+        }
     }
 
     /// Moves an item's entry in one index from `prev` to `next`, undoably.
