@@ -23,6 +23,8 @@ mod copy;
 mod dead_letters;
 #[path = "store/events.rs"]
 mod events;
+#[path = "store/fair_claims.rs"]
+mod fair_claims;
 #[path = "store/hostile_ids.rs"]
 mod hostile_ids;
 #[path = "store/incidents.rs"]
@@ -71,6 +73,13 @@ per_provider! {
     work::group_commit_refuses_only_the_stale_entry,
     work::claim_leases_are_clamped_into_a_bounded_window,
     work::enqueue_is_idempotent_per_id,
+    // fair share of each claim batch, handler limits, priorities
+    fair_claims::a_batch_under_a_deep_backlog_takes_every_lane,
+    fair_claims::batches_of_one_rotate_over_the_lanes,
+    fair_claims::reclaims_come_first_then_the_lanes,
+    fair_claims::a_handler_limit_caps_that_handler_only,
+    fair_claims::priorities_order_one_handlers_claims,
+    fair_claims::lateness_per_lane_matches_the_items,
     // a work item's checkpoint
     work_checkpoints::a_checkpoint_saved_under_the_claim_is_visible,
     work_checkpoints::a_stale_checkpoint_is_fenced_and_changes_nothing,

@@ -2,6 +2,8 @@
 //! unsafe combination is refused when the authority is constructed, never discovered at
 //! runtime.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
@@ -54,6 +56,12 @@ pub struct AuthorityConfig {
     /// How often the registration row's heartbeat is refreshed; by default it follows the
     /// lease ([`default_heartbeat_interval`]).
     pub heartbeat_interval_ms: Millis,
+    /// Per-handler concurrency limits: this authority never runs more than `limit` items of
+    /// `handler` at once (it claims no more than that handler's free slots), so a handler
+    /// calling a slow partner cannot take every worker. Handlers not named share
+    /// `worker_concurrency` freely.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub handler_limits: BTreeMap<String, usize>,
 }
 
 impl AuthorityConfig {
@@ -69,7 +77,15 @@ impl AuthorityConfig {
             claim_batch_size: DEFAULT_CLAIM_BATCH_SIZE,
             poll_interval_ms: DEFAULT_POLL_INTERVAL_MS,
             heartbeat_interval_ms: default_heartbeat_interval(DEFAULT_LEASE_DURATION_MS),
+            handler_limits: BTreeMap::new(),
         }
+    }
+
+    /// The same config running at most `limit` items of `handler` at once.
+    #[must_use]
+    pub fn with_handler_limit(mut self, handler: impl Into<String>, limit: usize) -> Self {
+        self.handler_limits.insert(handler.into(), limit);
+        self
     }
 
     /// The same config with another lease window and renew cadence, and the heartbeat
@@ -85,7 +101,8 @@ impl AuthorityConfig {
 
     /// Refuses unsafe or meaningless knobs: `renewIntervalMs >= leaseDurationMs` (a lease
     /// could lapse between renewals, so fencing would only probabilistically hold), zero
-    /// or negative intervals, zero concurrency or batch size, an empty identity.
+    /// or negative intervals, zero concurrency or batch size, a handler limit of zero (or
+    /// on a handler name no handler could have), an empty identity.
     ///
     /// # Errors
     /// `INVALID` naming the offending knob.
@@ -125,6 +142,12 @@ impl AuthorityConfig {
         }
         if self.claim_batch_size == 0 {
             return invalid("claimBatchSize must be at least 1".into());
+        }
+        for (handler, limit) in &self.handler_limits {
+            crate::ids::check_id("handler", handler)?;
+            if *limit == 0 {
+                return invalid(format!("handlerLimits.{handler} must be at least 1, got 0"));
+            }
         }
         Ok(())
     }
@@ -195,6 +218,25 @@ mod tests {
             assert_eq!(c.heartbeat_interval_ms, heartbeat, "lease {lease}");
             assert!(c.heartbeat_interval_ms * 3 <= lease);
         }
+    }
+
+    #[test]
+    fn handler_limits_are_validated_and_optional_in_the_stored_config() {
+        let c = AuthorityConfig::new("a", "v1").with_handler_limit("slow", 2);
+        assert!(c.validate().is_ok());
+        let back: AuthorityConfig = serde_json::from_str(&c.to_json()).expect("round trip");
+        assert_eq!(back, c);
+        let plain = AuthorityConfig::new("a", "v1");
+        assert!(
+            !plain.to_json().contains("handlerLimits"),
+            "absent when unset"
+        );
+        let err = plain
+            .with_handler_limit("slow", 0)
+            .validate()
+            .expect_err("refused");
+        assert_eq!(err.code(), "INVALID");
+        assert!(err.to_string().contains("handlerLimits.slow"), "{err}");
     }
 
     #[test]

@@ -50,6 +50,12 @@ pub fn finished(
         }
         _ => None,
     };
+    if let (Exec::NoHandler(_), Finished::Yielded | Finished::Released) = (&executed.exec, finished)
+    {
+        // Handed back untouched: say why, once per hand-back, for whoever deploys it.
+        warn!(instance, %item, generation, handler, "no-handler");
+        return;
+    }
     match finished {
         Finished::Completed => info!(instance, %item, generation, handler, "completed"),
         Finished::RetryScheduled => {

@@ -8,6 +8,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::authority::config::AuthorityConfig;
+use crate::authority::handlers::Workload;
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::stats::Stats;
 use crate::authority::workload;
@@ -78,11 +79,45 @@ impl Fleet {
             }
             return spawn_processes(options, &configs).map(Self::Processes);
         }
+        Self::in_process(
+            options,
+            primary,
+            configs,
+            workload::named(&options.workload, 0)?,
+        )
+    }
+
+    /// Starts the fleet in this process running `workload` (a benchmark's own handlers)
+    /// instead of a named one.
+    ///
+    /// # Errors
+    /// `INVALID` for unsafe knobs or `options.processes` (processes run named workloads
+    /// only); a store failure.
+    pub fn start_with(options: &FleetOptions, primary: &Store, workload: Workload) -> Result<Self> {
+        if options.processes {
+            return Err(Error::Invalid(
+                "this benchmark runs its authorities in this process only".into(),
+            ));
+        }
+        let configs: Vec<AuthorityConfig> = (0..options.authorities)
+            .map(|i| options.config(i))
+            .collect();
+        for config in &configs {
+            config.validate()?;
+        }
+        Self::in_process(options, primary, configs, workload)
+    }
+
+    fn in_process(
+        options: &FleetOptions,
+        primary: &Store,
+        configs: Vec<AuthorityConfig>,
+        workload: Workload,
+    ) -> Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
             .map_err(|e| Error::Unavailable(format!("cannot start the async runtime: {e}")))?;
-        let workload = workload::named(&options.workload, 0)?;
         let (stop, watcher) = watch::channel(false);
         let mut tasks = Vec::with_capacity(configs.len());
         for config in configs {

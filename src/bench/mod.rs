@@ -8,9 +8,11 @@
 //!
 //! - [`work`]: enqueue no-op effects, drain them with K authorities;
 //! - [`workflows`]: start three-step workflows, run them to completion;
-//! - [`dashboard`]: first frame, refresh latency and memory of the dashboard.
+//! - [`dashboard`]: first frame, refresh latency and memory of the dashboard;
+//! - [`fairness`]: schedules, workflows and a second handler behind one handler's backlog.
 
 pub mod dashboard;
+pub mod fairness;
 mod fleet;
 mod report;
 pub mod work;

@@ -69,6 +69,9 @@ pub struct AuthorityArgs {
     /// Items claimed per poll, in one transaction.
     #[arg(long, default_value_t = crate::authority::config::DEFAULT_CLAIM_BATCH_SIZE)]
     pub batch: usize,
+    /// Run at most N items of handler NAME at once (repeatable, one per handler).
+    #[arg(long = "handler-limit", value_name = "NAME=N", value_parser = handler_limit)]
+    pub handler_limits: Vec<(String, usize)>,
     /// Append one JSON line per physical attempt to this file.
     #[arg(long, value_name = "FILE")]
     pub exec_log: Option<PathBuf>,
@@ -84,6 +87,17 @@ pub struct AuthorityArgs {
     /// address to be scraped from elsewhere).
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<String>,
+}
+
+/// Parses `--handler-limit NAME=N`.
+fn handler_limit(arg: &str) -> Result<(String, usize), String> {
+    let (name, n) = arg
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=N, got {arg:?}"))?;
+    let n: usize = n
+        .parse()
+        .map_err(|_| format!("expected a whole number of items after '=', got {n:?}"))?;
+    Ok((name.to_owned(), n))
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -139,6 +153,7 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     config.poll_interval_ms = args.poll_ms;
     config.worker_concurrency = args.concurrency;
     config.claim_batch_size = args.batch;
+    config.handler_limits = args.handler_limits.iter().cloned().collect();
     config.validate()?;
     // Before the store is opened (or created): a bad file starts and writes nothing.
     let workload = handlers(args)?;
@@ -199,6 +214,7 @@ mod tests {
             exec_log: None,
             log_format: LogFormat::Off,
             metrics_addr: None,
+            handler_limits: Vec::new(),
             seed: 0,
         }
     }

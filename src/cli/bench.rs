@@ -1,4 +1,4 @@
-//! `leasehold bench work|workflows|dashboard --store STORE [knobs] [--json]`.
+//! `leasehold bench work|workflows|dashboard|fairness --store STORE [knobs] [--json]`.
 //!
 //! `--store` may come before or after the mode (`leasehold bench --store S work` as in
 //! the command line contract, or `leasehold bench work --store S`). The report goes to stdout (a table, or one
@@ -12,6 +12,7 @@ use clap::{Args, Subcommand};
 use super::{CliResult, Failure};
 use crate::authority::workload::NOOP_HANDLER;
 use crate::bench::dashboard::{self, DashboardBench, default_writers};
+use crate::bench::fairness::{self, FairnessBench};
 use crate::bench::work::{self, WorkBench};
 use crate::bench::workflows::{self, WorkflowBench};
 use crate::bench::{BENCH_BUILD, FleetOptions, Report};
@@ -49,6 +50,9 @@ pub enum BenchMode {
     Workflows(WorkflowArgs),
     /// The dashboard's read-and-render path, off-screen, while authorities write.
     Dashboard(DashboardArgs),
+    /// Schedules, workflows and a second handler's effects behind one handler's backlog,
+    /// next to the same on an idle store.
+    Fairness(FairnessArgs),
 }
 
 /// The authorities that drain.
@@ -137,6 +141,35 @@ pub struct DashboardArgs {
     pub writers: usize,
 }
 
+/// `leasehold bench fairness`: one in-process authority.
+#[derive(Debug, Clone, Args)]
+pub struct FairnessArgs {
+    /// Effects of one handler enqueued as the backlog before the second run.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub items: u64,
+    /// The schedule's interval in ms.
+    #[arg(long, default_value_t = 5_000)]
+    pub schedule_ms: i64,
+    /// How long each run (idle, then behind the backlog) lasts, in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub window_s: u64,
+    /// Workflows started, and second-handler effects enqueued, per second (each).
+    #[arg(long, default_value_t = 10)]
+    pub per_second: u64,
+    /// Items in flight at once.
+    #[arg(long, default_value_t = 32)]
+    pub concurrency: usize,
+    /// Items claimed per transaction (default: the concurrency).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Lease window in ms.
+    #[arg(long, default_value_t = 30_000)]
+    pub lease_ms: i64,
+    /// Poll cadence in ms when idle (a finished batch re-polls at once).
+    #[arg(long, default_value_t = 100)]
+    pub poll_ms: i64,
+}
+
 /// Runs `leasehold bench`.
 ///
 /// # Errors
@@ -167,6 +200,26 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
                 instances: w.instances,
                 single: w.single,
                 fleet: w.fleet.options(url),
+                timeout,
+                quiet,
+            },
+        )?,
+        BenchMode::Fairness(f) => fairness::run(
+            &open(url, OpenMode::ReadWrite)?,
+            &FairnessBench {
+                items: f.items,
+                schedule_ms: f.schedule_ms,
+                window: Duration::from_secs(f.window_s),
+                per_second: f.per_second,
+                fleet: FleetArgs {
+                    authorities: 1,
+                    processes: false,
+                    concurrency: f.concurrency,
+                    batch: f.batch,
+                    lease_ms: f.lease_ms,
+                    poll_ms: f.poll_ms,
+                }
+                .options(url),
                 timeout,
                 quiet,
             },

@@ -1,5 +1,5 @@
 //! `leasehold work enqueue --store STORE --handler H --payload JSON [--id ID]
-//! [--idempotency-key K] [--delay D] [--max-attempts N] [--build TAG] [--json]`: one outbox
+//! [--idempotency-key K] [--delay D] [--max-attempts N] [--priority N] [--build TAG] [--json]`: one outbox
 //! effect offered from the command line through [`crate::Store::enqueue`], the call an
 //! embedding application makes.
 //!
@@ -9,8 +9,8 @@
 //! answers `duplicate` (exit 0) and changes nothing — unless it offers another handler or
 //! payload (or, for the same id, another explicit key), which is refused as
 //! `IDEMPOTENCY_CONFLICT` (exit 1), never called a duplicate; neither writes anything, so
-//! the store's revision stays as it was. The first offer's delay, attempt budget and build
-//! stand. Bad input — a payload that is not JSON or is over the bound, an id or handler
+//! the store's revision stays as it was. The first offer's delay, attempt budget, priority
+//! and build stand. Bad input — a payload that is not JSON or is over the bound, an id or handler
 //! name that is not printable, an unreadable duration, a missing store (never created) —
 //! is one line, exit 2, and nothing is written.
 
@@ -58,6 +58,15 @@ pub struct EnqueueArgs {
     /// Attempts before the item fails for good (default 5).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_attempts: Option<u32>,
+    /// Claim order among the handler's due items: higher first, then earlier due
+    /// (default 0; negative runs after the default).
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        default_value_t = 0
+    )]
+    pub priority: i32,
     /// The build whose compatibility key the item is stamped with.
     #[arg(long, default_value = DEFAULT_BUILD_TAG)]
     pub build: String,
@@ -93,6 +102,7 @@ struct Answer<'a> {
     idempotency_key: &'a str,
     next_eligible_at: Millis,
     max_attempts: u32,
+    priority: i32,
 }
 
 /// Runs `leasehold work enqueue`.
@@ -118,6 +128,7 @@ pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
     if let Some(n) = args.max_attempts {
         spec.max_attempts = n;
     }
+    spec.priority = args.priority;
     // An id already there is answered from a read: a repeat or a conflict writes nothing,
     // not even a revision (the store's enqueue would commit one for an id it leaves alone).
     let existing = store.work(&spec.id)?;
@@ -189,6 +200,7 @@ fn report(out: &mut dyn Write, json: bool, outcome: Outcome, item: &WorkItem) ->
                 idempotency_key: &item.idempotency_key,
                 next_eligible_at: item.next_eligible_at,
                 max_attempts: item.max_attempts,
+                priority: item.priority,
             },
         )?;
     } else {

@@ -153,6 +153,10 @@ pub struct WorkItem {
     /// budget starts clean.
     #[serde(default)]
     pub checkpoint: Option<String>,
+    /// Claim order among this item's handler's due items: higher first, then earlier due
+    /// (see [`NewWork::priority`]). Fixed at enqueue.
+    #[serde(default)]
+    pub priority: i32,
     pub created_at: Millis,
     pub updated_at: Millis,
 }
@@ -184,6 +188,7 @@ impl WorkItem {
             last_failure: None,
             result: None,
             checkpoint: None,
+            priority: spec.priority,
             created_at: now,
             updated_at: now,
         }
@@ -244,6 +249,12 @@ pub struct NewWork {
     pub idempotency_key: Option<String>,
     pub max_attempts: u32,
     pub not_before: Option<Millis>,
+    /// Claim order within the item's handler (default 0): among the handler's items that
+    /// are due, a higher priority is claimed first, then the earlier due instant, then the
+    /// lower id. Priority orders one handler's queue only: every handler and every kind of
+    /// work keeps its fair share of each claim batch whatever the priorities, and reclaims
+    /// of lapsed claims come before everything.
+    pub priority: i32,
 }
 
 impl NewWork {
@@ -263,7 +274,40 @@ impl NewWork {
             idempotency_key: None,
             max_attempts: 5,
             not_before: None,
+            priority: 0,
         }
+    }
+}
+
+/// A claim lane: the work of one kind for one handler. Each claim batch shares its budget
+/// across lanes (see `store/fair_share.rs`), and lateness is stated per lane.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkLane {
+    pub kind: WorkKind,
+    pub handler: String,
+}
+
+impl WorkLane {
+    #[must_use]
+    pub fn new(kind: WorkKind, handler: impl Into<String>) -> Self {
+        Self {
+            kind,
+            handler: handler.into(),
+        }
+    }
+
+    /// The lane of `item`.
+    #[must_use]
+    pub fn of(item: &WorkItem) -> Self {
+        Self::new(item.kind, item.handler.clone())
+    }
+
+    /// The order every provider lists lanes in: by kind name, then handler (the lane
+    /// indexes' key order).
+    #[must_use]
+    pub fn sort_key(&self) -> (&'static str, &str) {
+        (self.kind.as_str(), &self.handler)
     }
 }
 

@@ -1,5 +1,5 @@
 //! The operator's vocabulary: the facts the dashboard and the command line state about a
-//! running cluster (liveness, failovers, fenced writes, filters, cursors), each defined
+//! running cluster (liveness, failovers, fenced writes, filters, cursors, lateness), each defined
 //! once here so the two can never disagree.
 
 pub mod actor;
@@ -12,6 +12,7 @@ pub mod fenced;
 pub mod file_input;
 pub mod filter;
 pub mod heartbeat;
+pub mod lateness;
 pub mod liveness;
 pub mod pretty;
 pub mod runnable;

@@ -16,7 +16,7 @@
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::event::DedupRecord;
-use crate::model::work::WorkFilter;
+use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
@@ -125,17 +125,33 @@ pub trait Tx {
     /// effect id, idempotency key, compat, `created_at`) is fixed at insert and may be
     /// left as stored.
     fn update_work(&mut self, item: &WorkItem) -> Result<()>;
-    /// Non-terminal items with this compat digest due by `now` (pending/retry eligible, or
-    /// claimed with an expired lease), earliest due first.
-    fn claimable_work(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<WorkItem>>;
+    /// The claim lanes of `compat`: every (kind, handler) with a non-terminal item, in
+    /// [`WorkLane::sort_key`] order. A skip-scan of the lane index — one seek per lane —
+    /// never a read of a lane's items, however many there are.
+    fn claim_lanes(&mut self, compat: &str) -> Result<Vec<WorkLane>>;
+    /// One lane's items of `compat` due by `now` (pending/retry eligible, or claimed with an
+    /// expired lease) in claim order: higher priority first, then earlier due, then id.
+    fn lane_claimable(
+        &mut self,
+        compat: &str,
+        lane: &WorkLane,
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<WorkItem>>;
     /// Reclaims due by `now` with this compat digest, earliest first: claims whose lease
     /// lapsed, and retries a lapsed claim left backing off. An index of its own, so a dead
     /// owner's work never waits behind a backlog of pending work.
     fn lapsed_claims(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<WorkItem>>;
     /// Work by id, narrowed by `filter`.
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>>;
+    /// Per lane (any compat), the earliest `nextEligibleAt` among its pending / retry
+    /// items, in [`WorkLane::sort_key`] order; lanes with none waiting are left out. One
+    /// seek per lane.
+    fn waiting_lanes(&mut self) -> Result<Vec<(WorkLane, Millis)>>;
     /// The earliest `nextEligibleAt` among pending / retry items.
-    fn oldest_waiting_work(&mut self) -> Result<Option<Millis>>;
+    fn oldest_waiting_work(&mut self) -> Result<Option<Millis>> {
+        Ok(self.waiting_lanes()?.into_iter().map(|(_, at)| at).min())
+    }
 
     // --- events
     fn dedup(&mut self, source: &str, external_id: &str) -> Result<Option<DedupRecord>>;

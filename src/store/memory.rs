@@ -11,10 +11,11 @@ use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::backend::{Backend, StoreKind, Tx};
+use super::lane_index::{self, LaneKey, WaitKey, lane_key, wait_key, wait_key_holds};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
-use crate::model::work::{WorkFilter, WorkState};
+use crate::model::work::{WorkFilter, WorkLane, WorkState};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
@@ -32,8 +33,10 @@ struct State {
     /// not all of them.
     lease_owners: BTreeSet<(String, String)>,
     work: BTreeMap<String, WorkItem>,
-    /// (compat, due instant, id) of every non-terminal item: the claim index.
-    work_due: BTreeSet<DueKey>,
+    /// Every non-terminal item in its lane's claim order: the claim index.
+    work_lanes: BTreeSet<LaneKey>,
+    /// Every pending / retry item by lane and eligibility: how late each lane runs.
+    work_waiting: BTreeSet<WaitKey>,
     /// (compat, lease expiry, id) of every claimed item: lapsed claims are reclaimed first.
     claims_due: BTreeSet<DueKey>,
     dedup: BTreeMap<(String, String), DedupRecord>,
@@ -62,9 +65,14 @@ struct State {
 /// (compat, instant, id): the key of the claim indexes.
 type DueKey = (String, Millis, String);
 
-fn due_key(item: &WorkItem) -> Option<DueKey> {
-    item.due_at()
-        .map(|d| (item.compat.clone(), d, item.id.clone()))
+/// Whether the fields `of` an item's index key differ between `prev` (none: a new item)
+/// and `next`.
+fn moved<F: PartialEq>(
+    prev: Option<&WorkItem>,
+    next: &WorkItem,
+    of: impl Fn(&WorkItem) -> F,
+) -> bool {
+    prev.is_none_or(|p| of(p) != of(next))
 }
 
 /// The reclaim index: claims by lease expiry, and retries a lapsed claim left backing off
@@ -333,20 +341,37 @@ impl MemTx<'_> {
     }
 
     fn set_due(&mut self, prev: Option<&WorkItem>, next: &WorkItem) {
-        self.reindex(|s| &mut s.work_due, prev.and_then(due_key), due_key(next));
-        self.reindex(
-            |s| &mut s.claims_due,
-            prev.and_then(claim_key),
-            claim_key(next),
-        );
+        // An item's identity never changes, so each key moves only with the lifecycle
+        // fields it holds: those are compared first, and unmoved keys are never built.
+        if moved(prev, next, WorkItem::due_at) {
+            self.reindex(
+                |s| &mut s.work_lanes,
+                prev.and_then(lane_key),
+                lane_key(next),
+            );
+        }
+        if moved(prev, next, |w| (wait_key_holds(w), w.next_eligible_at)) {
+            self.reindex(
+                |s| &mut s.work_waiting,
+                prev.and_then(wait_key),
+                wait_key(next),
+            );
+        }
+        if moved(prev, next, |w| (w.state, w.lease_expires_at, w.due_at())) {
+            self.reindex(
+                |s| &mut s.claims_due,
+                prev.and_then(claim_key),
+                claim_key(next),
+            );
+        }
     }
 
     /// Moves an item's entry in one index from `prev` to `next`, undoably.
-    fn reindex(
+    fn reindex<K: Ord + Clone + Send + 'static>(
         &mut self,
-        index: fn(&mut State) -> &mut BTreeSet<DueKey>,
-        prev: Option<DueKey>,
-        next: Option<DueKey>,
+        index: fn(&mut State) -> &mut BTreeSet<K>,
+        prev: Option<K>,
+        next: Option<K>,
     ) {
         if prev == next {
             return;
@@ -471,11 +496,23 @@ impl Tx for MemTx<'_> {
         Ok(())
     }
 
-    fn claimable_work(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<WorkItem>> {
-        Ok(due_by(&self.state.work_due, compat, now, limit)
-            .iter()
-            .filter_map(|id| self.state.work.get(id).cloned())
-            .collect())
+    fn claim_lanes(&mut self, compat: &str) -> Result<Vec<WorkLane>> {
+        Ok(lane_index::lanes(&self.state.work_lanes, compat))
+    }
+
+    fn lane_claimable(
+        &mut self,
+        compat: &str,
+        lane: &WorkLane,
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<WorkItem>> {
+        Ok(
+            lane_index::due(&self.state.work_lanes, compat, lane, now, limit)
+                .iter()
+                .filter_map(|id| self.state.work.get(id).cloned())
+                .collect(),
+        )
     }
 
     fn lapsed_claims(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<WorkItem>> {
@@ -501,19 +538,8 @@ impl Tx for MemTx<'_> {
         }))
     }
 
-    fn oldest_waiting_work(&mut self) -> Result<Option<Millis>> {
-        Ok(self
-            .state
-            .work_due
-            .iter()
-            .filter(|(_, _, id)| {
-                self.state
-                    .work
-                    .get(id)
-                    .is_some_and(|w| w.state != WorkState::Claimed)
-            })
-            .map(|(_, due, _)| *due)
-            .min())
+    fn waiting_lanes(&mut self) -> Result<Vec<(WorkLane, Millis)>> {
+        Ok(lane_index::waiting(&self.state.work_waiting))
     }
 
     fn dedup(&mut self, source: &str, external_id: &str) -> Result<Option<DedupRecord>> {

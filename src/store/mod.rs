@@ -4,10 +4,10 @@
 //! PostgreSQL, always inside the provider's write transaction.
 //!
 //! Layout: `backend.rs` (the seam), `leases.rs`, `work.rs`, `events.rs`, `schedules.rs`,
-//! `reads.rs` (the dashboard's paged reads), `incidents.rs` (failovers and refused
+//! `fair_share.rs` (which items a claim batch takes), `reads.rs` (the dashboard's paged reads), `incidents.rs` (failovers and refused
 //! writes by time) hold the operations; `counter.rs` names every incremental counter,
 //! `logged.rs` the answer of a write whose refusal commits; `copy.rs` copies a whole
-//! store into an empty one; `memory.rs`, `sqlite/` and `postgres/` are the providers;
+//! store into an empty one; `memory.rs` (with `lane_index.rs`), `sqlite/` and `postgres/` are the providers;
 //! `url.rs` opens a store from a URL.
 
 pub mod backend;
@@ -15,7 +15,9 @@ pub mod copy;
 mod counter;
 pub mod create;
 mod events;
+mod fair_share;
 mod incidents;
+mod lane_index;
 mod leases;
 mod logged;
 pub mod memory;
@@ -40,6 +42,7 @@ use std::sync::Arc;
 pub use backend::{Backend, StoreKind, Tx};
 pub use counter::Counter;
 pub use events::Ingested;
+pub use fair_share::ClaimBudget;
 pub use incidents::Incidents;
 pub use leases::Keyed;
 pub use logged::Logged;
@@ -95,6 +98,9 @@ pub struct Store {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdSource>,
     owner_cap: u64,
+    /// Claim batches this handle (and its clones) asked for: which lane a batch serves
+    /// first rotates with it (`fair_share.rs`).
+    claim_turns: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Store {
@@ -105,6 +111,7 @@ impl Store {
             clock,
             ids,
             owner_cap: crate::rules::lease::DEFAULT_OWNER_CAP,
+            claim_turns: Arc::default(),
         }
     }
 

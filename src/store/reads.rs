@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::{Counter, Store};
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::model::work::{WorkCount, WorkFilter};
+use crate::model::work::{WorkCount, WorkFilter, WorkLane};
 use crate::model::{
     AuditEntry, Authority, Grant, Ingestion, InstanceRow, InstanceStatus, Page, PageRequest,
     Schedule, Subscription, WorkItem, WriteRecord,
@@ -27,6 +27,9 @@ pub struct Overview {
     /// Ingestions by dedup outcome.
     pub events: Vec<(String, u64)>,
     pub oldest_waiting: Option<Millis>,
+    /// Per lane (kind, handler), the earliest `nextEligibleAt` of its pending / retry
+    /// items: what `ops::lateness` states.
+    pub waiting_lanes: Vec<(WorkLane, Millis)>,
 }
 
 /// Turns a page of rows (ascending) into a [`Page`] with its continuation key.
@@ -94,7 +97,8 @@ impl Store {
                     Counter::Writes { accepted: false } => overview.writes_refused = value,
                 }
             }
-            overview.oldest_waiting = tx.oldest_waiting_work()?;
+            overview.waiting_lanes = tx.waiting_lanes()?;
+            overview.oldest_waiting = overview.waiting_lanes.iter().map(|(_, at)| *at).min();
             Ok(overview)
         })
     }

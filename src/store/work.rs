@@ -2,6 +2,7 @@
 //! group commit. Counts by (kind, state, compat) are kept incrementally here, in the same
 //! transaction as the change, so the dashboard never counts a million rows.
 
+use super::fair_share::{ClaimBudget, claim_candidates};
 use super::{Counter, Logged, Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
@@ -131,9 +132,29 @@ impl Store {
         limit: usize,
         lease_ms: Millis,
     ) -> Result<Vec<Claim>> {
+        self.claim_work_within(owner, compat, &ClaimBudget::new(limit), lease_ms)
+    }
+
+    /// [`Self::claim_work`] within `budget`: at most `budget.limit` items, and at most its
+    /// number of each handler it limits. Reclaims of lapsed claims come first; the rest of
+    /// the budget is shared fairly across the kinds and handlers with due work
+    /// (`store/fair_share.rs`), each handler's items by priority, then due time.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn claim_work_within(
+        &self,
+        owner: &str,
+        compat: &str,
+        budget: &ClaimBudget,
+        lease_ms: Millis,
+    ) -> Result<Vec<Claim>> {
         check_id("owner", owner)?;
+        let turn = self
+            .claim_turns
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.write(|tx, now| {
-            let candidates = claim_candidates(tx, compat, now, limit)?;
+            let candidates = claim_candidates(tx, compat, now, budget, turn)?;
             let mut claimed = Vec::with_capacity(candidates.len());
             for found in candidates {
                 let item = settle_lapsed(tx, found, compat, now)?;
@@ -383,28 +404,6 @@ pub(crate) fn fenced_in(
         save_work(tx, Some(&item), next)?;
     }
     Ok(outcome.into())
-}
-
-/// What one claim batch considers, in order: claims whose lease lapsed (a dead or stopped
-/// owner's work, settled by [`settle_lapsed`] before it is claimed) first, then everything
-/// else due, earliest first. Without the first step
-/// a reclaim would wait behind every pending item that fell due before the lease lapsed —
-/// minutes on a store with a backlog.
-fn claim_candidates(
-    tx: &mut dyn Tx,
-    compat: &str,
-    now: Millis,
-    limit: usize,
-) -> Result<Vec<WorkItem>> {
-    let mut candidates = tx.lapsed_claims(compat, now, limit)?;
-    if candidates.len() < limit {
-        let lapsed: std::collections::HashSet<String> =
-            candidates.iter().map(|w| w.id.clone()).collect();
-        let due = tx.claimable_work(compat, now, limit)?;
-        candidates.extend(due.into_iter().filter(|w| !lapsed.contains(&w.id)));
-        candidates.truncate(limit);
-    }
-    Ok(candidates)
 }
 
 /// Writes the settlement of `item` if it is a claim that lapsed without an outcome

@@ -81,6 +81,7 @@ fn assert_answer_is_stored(answer: &Value, item: &WorkItem) {
     assert_eq!(answer["idempotencyKey"], item.idempotency_key.as_str());
     assert_eq!(answer["nextEligibleAt"], item.next_eligible_at);
     assert_eq!(answer["maxAttempts"], item.max_attempts);
+    assert_eq!(answer["priority"], item.priority);
 }
 
 #[test]
@@ -103,6 +104,8 @@ fn every_flag_ends_up_in_the_listed_item() {
             "90s",
             "--max-attempts",
             "3",
+            "--priority",
+            "-4",
             "--build",
             "v2",
             "--json",
@@ -134,6 +137,7 @@ fn every_flag_ends_up_in_the_listed_item() {
         item.next_eligible_at
     );
     assert_eq!(item.compat, compatibility_key("v2").digest());
+    assert_eq!(item.priority, -4);
 
     let row = listed(&url, "order-7-mail");
     for field in [
@@ -167,6 +171,7 @@ fn defaults_mint_an_id_key_by_the_id_due_now_under_v1() {
     assert_eq!(item.idempotency_key, id, "the key defaults to the id");
     assert_eq!(item.logical_effect_id, id);
     assert_eq!(item.max_attempts, 5);
+    assert_eq!(item.priority, 0, "the default priority");
     assert!((before..=after).contains(&item.next_eligible_at));
     assert_eq!(item.compat, compatibility_key("v1").digest());
     assert_eq!(listed(&url, id)["state"], "pending");
@@ -403,7 +408,7 @@ fn bad_input_is_one_line_exit_2_and_writes_nothing() {
     let missing = dir.path().join("typo.db").display().to_string();
     let revision = store.revision().unwrap();
     let before = items(&store);
-    let cases: [(&str, &[&str], &str); 11] = [
+    let cases: [(&str, &[&str], &str); 12] = [
         (
             &url,
             &["--handler", "h", "--payload", "{"],
@@ -446,6 +451,11 @@ fn bad_input_is_one_line_exit_2_and_writes_nothing() {
             &url,
             &["--handler", "h", "--payload", "{}", "--max-attempts", "0"],
             "--max-attempts",
+        ),
+        (
+            &url,
+            &["--handler", "h", "--payload", "{}", "--priority", "high"],
+            "--priority",
         ),
         (&url, &["--handler", "h"], "--payload"),
         (&url, &["--payload", "{}"], "--handler"),

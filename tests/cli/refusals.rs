@@ -257,3 +257,31 @@ fn an_unusable_metrics_address_is_refused_before_anything_starts() {
     }
     assert_eq!(sums(), before, "nothing registered");
 }
+
+/// A handler limit that is not `NAME=N` with N at least 1, or names no possible handler, is
+/// one line, exit 2, before any store is opened or created.
+#[test]
+fn bad_handler_limits_are_refused_before_the_store_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    for (limit, says) in [
+        ("slow", "NAME=N"),
+        ("slow=many", "whole number"),
+        ("slow=-1", "whole number"),
+        ("slow=0", "handlerLimits.slow must be at least 1"),
+        ("sl\u{202e}ow=2", "handler: holds U+202E"),
+    ] {
+        let o = leasehold(&[
+            "authority",
+            "--store",
+            &store,
+            "--create",
+            "--handler-limit",
+            limit,
+        ]);
+        let err = assert_one_line_failure(&o, 2);
+        assert!(err.contains(says), "{limit:?}: {err}");
+        assert!(!err.contains('\u{202e}'), "{err:?}");
+    }
+    assert!(listing(dir.path()).is_empty(), "no store was created");
+}

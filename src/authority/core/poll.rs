@@ -8,6 +8,7 @@ use crate::authority::handlers::LeaseSignal;
 use crate::authority::log;
 use crate::clock::Millis;
 use crate::error::Result;
+use crate::store::ClaimBudget;
 
 /// Schedules examined per poll.
 const SCHEDULES_PER_POLL: usize = 64;
@@ -26,7 +27,7 @@ impl AuthorityCore {
 
     pub(super) fn poll_inner(&self) -> Result<Vec<Job>> {
         let now = self.store.now();
-        let (looks, free) = {
+        let (looks, free, handler_room) = {
             let mut st = self.state();
             if st.stopping {
                 return Ok(Vec::new());
@@ -35,7 +36,8 @@ impl AuthorityCore {
             let free = self.config.worker_concurrency.saturating_sub(executing);
             // Held cursors due for a look take at most half the free slots.
             let looks = take_due_cursors(&mut st.inflight, now, free.div_ceil(2));
-            (looks, free)
+            let room = handler_room(&self.config.handler_limits, &st.inflight);
+            (looks, free, room)
         };
         let free = free - looks.len();
         let fired = self
@@ -53,8 +55,12 @@ impl AuthorityCore {
         let instances = self.engine.claim_noting_takeovers(wf_limit, lease)?;
         let work_limit = free.saturating_sub(instances.len()).min(batch);
         let items = if work_limit > 0 {
+            let budget = ClaimBudget {
+                limit: work_limit,
+                per_handler: handler_room,
+            };
             self.store
-                .claim_work(&self.config.instance_id, &self.compat, work_limit, lease)?
+                .claim_work_within(&self.config.instance_id, &self.compat, &budget, lease)?
         } else {
             Vec::new()
         };
@@ -93,6 +99,24 @@ impl AuthorityCore {
         }
         Ok(jobs)
     }
+}
+
+/// The free slots of each handler with a limit: its limit less the items of it this
+/// authority holds (executing or held between looks), so a claim never takes it past the
+/// limit.
+fn handler_room(
+    limits: &BTreeMap<String, usize>,
+    inflight: &BTreeMap<u64, InFlight>,
+) -> BTreeMap<String, usize> {
+    let mut room = limits.clone();
+    for f in inflight.values() {
+        if let Task::Work(item) = &f.job.task {
+            if let Some(n) = room.get_mut(&item.handler) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+    room
 }
 
 /// Marks up to `n` held cursors due by `now` (longest waiting first) as executing again and

@@ -1,6 +1,7 @@
 //! `inspect overview`: one object of headline figures (store, revision, authorities by
 //! liveness, workflows and events by status, claims, accepted and refused writes, the
-//! window's incidents) and the work counts by kind, state and build.
+//! window's incidents), how late each kind and lane of work runs, and the work counts by
+//! kind, state and build.
 
 use std::io::Write;
 
@@ -11,7 +12,8 @@ use super::render::{ViewRow, table};
 use super::{Ctx, Failure};
 use crate::cli::live::LiveBuilds;
 use crate::cli::output::{cell, cell_max, json_line, opt_when, short, yes_no};
-use crate::clock::Millis;
+use crate::clock::{Millis, format_duration};
+use crate::ops::lateness::{self, KindLateness, LaneLateness};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -30,6 +32,9 @@ struct OverviewRow {
     writes_accepted: u64,
     writes_refused: u64,
     oldest_waiting: Option<Millis>,
+    /// Per kind, its latest lane; then every late lane (`ops::lateness`).
+    late_kinds: Vec<KindLateness>,
+    late_lanes: Vec<LaneLateness>,
     incidents: incidents::WindowCounts,
 }
 
@@ -81,6 +86,7 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
             .map(|(k, n)| (k.clone(), serde_json::Value::from(*n)))
             .collect()
     };
+    let late_lanes = lateness::lanes(&overview.waiting_lanes, ctx.now);
     let row = OverviewRow {
         store: ctx.store.describe(),
         store_kind: ctx.store.kind().as_str(),
@@ -96,6 +102,8 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         writes_accepted: overview.writes_accepted,
         writes_refused: overview.writes_refused,
         oldest_waiting: overview.oldest_waiting,
+        late_kinds: lateness::by_kind(&late_lanes),
+        late_lanes,
         incidents: incidents::WindowCounts::read(ctx)?,
     };
     if ctx.json {
@@ -134,8 +142,28 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         row.claims,
         opt_when(row.oldest_waiting, ctx.now)
     )?;
+    writeln!(out, "late         {}", late_line(&row.late_kinds))?;
     writeln!(out, "incidents    {}", row.incidents.line())?;
     writeln!(out)?;
     out.write_all(table(&row.work, ctx.now).render().as_bytes())?;
     Ok(None)
+}
+
+/// `effect 45m00s (flood), schedule 2.0s (tick)`, or `none`.
+fn late_line(kinds: &[KindLateness]) -> String {
+    if kinds.is_empty() {
+        return "none".into();
+    }
+    kinds
+        .iter()
+        .map(|k| {
+            format!(
+                "{} {} ({})",
+                k.kind.as_str(),
+                format_duration(k.late_ms),
+                cell(&k.handler)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

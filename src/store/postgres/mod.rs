@@ -45,8 +45,8 @@
 //!   (choose another with `?options=-csearch_path%3Dname`).
 //!
 //! Files: `pool.rs` holds the connections, `tls.rs` (and `tls/`) their encryption, `errors.rs` maps driver errors, `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
-//! provider's side of that layer (`store/sql/`), `schema.sql`, and `upgrade_1.sql` and
-//! `upgrade_2.sql`, which bring a store of schema 1 or 2 to 3 in place.
+//! provider's side of that layer (`store/sql/`), `schema.sql`, and `upgrade_1.sql` to
+//! `upgrade_3.sql`, which bring a store of schema 1, 2 or 3 to 4 in place.
 
 mod bind;
 mod errors;
@@ -69,13 +69,17 @@ use pool::{Conn, Pool, PoolState, connect};
 use tx::PgTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The schema, run idempotently at every read-write open of an uninitialised database.
 const SCHEMA: &str = include_str!("schema.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`.
-const UPGRADES: [&str; 2] = [include_str!("upgrade_1.sql"), include_str!("upgrade_2.sql")];
+const UPGRADES: [&str; 3] = [
+    include_str!("upgrade_1.sql"),
+    include_str!("upgrade_2.sql"),
+    include_str!("upgrade_3.sql"),
+];
 
 /// Whole-transaction attempts before `STORE_CONTENTION` / `STORE_UNAVAILABLE`.
 pub const MAX_ATTEMPTS: u32 = 50;

@@ -1,4 +1,4 @@
--- leasehold PostgreSQL schema, version 3: the SQLite schema's tables, columns and indexes
+-- leasehold PostgreSQL schema, version 4: the SQLite schema's tables, columns and indexes
 -- with PostgreSQL types. Every statement is idempotent; the provider runs the whole file in
 -- one transaction under an advisory lock, so any number of authorities may start at once
 -- (`CREATE … IF NOT EXISTS` alone races in PostgreSQL). Instants are epoch milliseconds
@@ -17,7 +17,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT COLLATE "C" PRIMARY KEY,
     value BIGINT NOT NULL
 );
-INSERT INTO meta (key, value) VALUES ('schema_version', 3) ON CONFLICT (key) DO NOTHING;
+INSERT INTO meta (key, value) VALUES ('schema_version', 4) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('revision', 0) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('journal_seq', 0) ON CONFLICT (key) DO NOTHING;
 
@@ -65,10 +65,17 @@ CREATE TABLE IF NOT EXISTS work (
     -- When the item next becomes claimable: next_eligible_at for pending / retry,
     -- lease_expires_at for claimed, NULL for terminal. The claim index.
     due_at             BIGINT,
-    checkpoint         TEXT COLLATE "C" -- resume state saved under the claim; last, as the upgrade adds it
+    checkpoint         TEXT COLLATE "C", -- resume state saved under the claim (added by an upgrade)
+    priority           BIGINT NOT NULL DEFAULT 0 -- claim order in its lane, higher first; last, as the upgrade adds it
 );
-CREATE INDEX IF NOT EXISTS work_claim ON work (compat, due_at, id) WHERE due_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS work_waiting ON work (next_eligible_at) WHERE state IN ('pending', 'retry');
+-- Claim lanes: one per (kind, handler) of each compat digest, each in claim order. A claim
+-- batch finds the lanes by a skip-scan (one seek per lane) and takes its share of each, so
+-- no lane's backlog, however deep, delays another's due work.
+CREATE INDEX IF NOT EXISTS work_lane ON work (compat, kind, handler, priority DESC, due_at, id)
+    WHERE due_at IS NOT NULL;
+-- Waiting items per (kind, handler), oldest first: how late each lane runs, one seek each.
+CREATE INDEX IF NOT EXISTS work_lane_waiting ON work (kind, handler, next_eligible_at)
+    WHERE state IN ('pending', 'retry');
 CREATE INDEX IF NOT EXISTS work_state ON work (state, id);
 CREATE INDEX IF NOT EXISTS work_kind ON work (kind, id);
 CREATE INDEX IF NOT EXISTS work_owner ON work (owner_id, id);

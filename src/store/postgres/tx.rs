@@ -20,7 +20,7 @@ use super::errors::{map_error, transient};
 use super::pool::Conn;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::model::work::WorkFilter;
+use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::{
     Grant, HistoryRecord, InstanceRow, Lease, PageRequest, WorkItem, WorkState,
     WorkflowDefinitionRow, WriteRecord,
@@ -33,7 +33,7 @@ use crate::store::sql::query::Query;
 use crate::store::sql::row::Decode;
 use crate::store::sql::statements::Statements;
 use crate::store::sql::value::SqlValue;
-use crate::store::sql::{Driver, RECLAIM, Transient, decode, limit, writable};
+use crate::store::sql::{Driver, RECLAIM, Transient, decode, lanes, limit, writable};
 
 /// Writes held back until a statement could observe them, or the commit.
 #[derive(Default)]
@@ -419,8 +419,23 @@ impl Driver for PgTx<'_> {
         Ok(())
     }
 
-    fn claimable_work(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
-        self.claims("", compat, now, n)
+    fn lane_claimable(
+        &mut self,
+        compat: &str,
+        lane: &WorkLane,
+        now: Millis,
+        n: usize,
+    ) -> Result<Vec<WorkItem>> {
+        self.flush()?;
+        let items = self.query(
+            &lanes::lane_items_sql(&POSTGRES),
+            &lanes::lane_items_params(compat, lane, now, n),
+            decode::work,
+        )?;
+        if self.writable {
+            self.saw(&items);
+        }
+        Ok(items)
     }
 
     fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {

@@ -3,10 +3,12 @@
 //! JSON (the other direction is `encode.rs`).
 
 use super::row::{
-    Col, SqlRow, at, enumerated, flag, int, json, opt_int, opt_json, opt_text, text, u32, u64,
+    Col, SqlRow, at, enumerated, flag, i32, int, json, opt_int, opt_json, opt_text, text, u32, u64,
 };
+use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::event::DedupRecord;
+use crate::model::work::WorkLane;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
     AuditEntry, Authority, DedupOutcome, Grant, GrantKind, HistoryPosition, HistoryRecord, Holder,
@@ -53,6 +55,7 @@ pub(crate) fn work(row: &dyn SqlRow) -> Result<WorkItem> {
         last_failure: opt_json(row, at(18, "last_failure"))?,
         result: opt_text(row, at(19, "result"))?,
         checkpoint: opt_text(row, at(23, "checkpoint"))?,
+        priority: i32(row, at(24, "priority"))?,
         created_at: int(row, at(20, "created_at"))?,
         updated_at: int(row, at(21, "updated_at"))?,
     })
@@ -265,4 +268,17 @@ pub(crate) fn outcome(row: &dyn SqlRow) -> Result<ActionOutcome> {
 /// The first column as an integer (`count(*)`, `max`, a meta value), NULL as `None`.
 pub(crate) fn first_int(row: &dyn SqlRow) -> Result<Option<i64>> {
     opt_int(row, Col::Pos(0))
+}
+
+/// A `(kind, handler)` row: one claim lane.
+pub(crate) fn lane(row: &dyn SqlRow) -> Result<WorkLane> {
+    Ok(WorkLane::new(
+        enumerated(row, Col::Pos(0), WorkKind::parse)?,
+        text(row, Col::Pos(1))?,
+    ))
+}
+
+/// A `(kind, handler, next_eligible_at)` row: a lane and its oldest waiting instant.
+pub(crate) fn lane_wait(row: &dyn SqlRow) -> Result<(WorkLane, Millis)> {
+    Ok((lane(row)?, int(row, Col::Pos(2))?))
 }

@@ -11,7 +11,7 @@ use super::row::Decode;
 use super::value::SqlValue;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::model::work::WorkFilter;
+use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::{
     Grant, HistoryRecord, InstanceRow, Lease, PageRequest, WorkItem, WorkflowDefinitionRow,
     WriteRecord,
@@ -56,7 +56,13 @@ pub(crate) trait Driver {
     fn prefetch_work(&mut self, ids: &[&str]) -> Result<()>;
     fn insert_work(&mut self, item: &WorkItem) -> Result<bool>;
     fn update_work(&mut self, item: &WorkItem) -> Result<()>;
-    fn claimable_work(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>>;
+    fn lane_claimable(
+        &mut self,
+        compat: &str,
+        lane: &WorkLane,
+        now: Millis,
+        n: usize,
+    ) -> Result<Vec<WorkItem>>;
     fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>>;
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>>;
     fn add_grant(&mut self, grant: &Grant) -> Result<()>;

@@ -69,6 +69,7 @@ pub(crate) const WORK: Table = Table {
         ("updated_at", Int),
         ("due_at", Int),
         ("checkpoint", Text),
+        ("priority", Int),
     ],
 };
 
@@ -99,6 +100,7 @@ pub(crate) fn work(item: &WorkItem) -> Result<Vec<SqlValue>> {
         item.updated_at.into(),
         item.due_at().into(),
         item.checkpoint.as_deref().into(),
+        i64::from(item.priority).into(),
     ])
 }
 

@@ -6,7 +6,7 @@
 //! - `encode.rs`, `decode.rs`: model ↔ row, one place per table.
 //! - `dialect.rs`: parameter marks, upserts, booleans, index hints, new ids.
 //! - `query.rs`, `statements.rs`: assembled conditions, reads by key, meta counters and
-//!   the keyset-paged lists.
+//!   the keyset-paged lists; `lanes.rs`: the claim lanes' skip-scans.
 //! - `driver.rs`, `tx.rs`: the provider seam and the shared `Tx`.
 //! - here: the bounded retry loop around a whole transaction, the choice of schema
 //!   upgrades, and the encodings of values that have no native column type.
@@ -15,6 +15,7 @@ pub(crate) mod decode;
 pub(crate) mod dialect;
 mod driver;
 pub(crate) mod encode;
+pub(crate) mod lanes;
 pub(crate) mod query;
 pub(crate) mod row;
 pub(crate) mod statements;

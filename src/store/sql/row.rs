@@ -115,6 +115,12 @@ pub(crate) fn u32(row: &dyn SqlRow, col: impl Into<Col>) -> Result<u32> {
     u32::try_from(v).map_err(|e| unreadable(&col.label(), e))
 }
 
+pub(crate) fn i32(row: &dyn SqlRow, col: impl Into<Col>) -> Result<i32> {
+    let col = col.into();
+    let v = int(row, col)?;
+    i32::try_from(v).map_err(|e| unreadable(&col.label(), e))
+}
+
 /// An enum stored as its `as_str()` text.
 pub(crate) fn enumerated<T>(
     row: &dyn SqlRow,

@@ -9,6 +9,7 @@ use super::decode;
 use super::driver::Driver;
 use super::encode::{self, Table};
 use super::incident_bound;
+use super::lanes;
 use super::limit;
 use super::query::Query;
 use super::row::Decode;
@@ -17,7 +18,7 @@ use super::value::SqlValue;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::event::DedupRecord;
-use crate::model::work::WorkFilter;
+use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
@@ -140,8 +141,18 @@ impl<D: Driver> Tx for D {
         Driver::update_work(self, item)
     }
 
-    fn claimable_work(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
-        Driver::claimable_work(self, compat, now, n)
+    fn claim_lanes(&mut self, compat: &str) -> Result<Vec<WorkLane>> {
+        lanes::claim_lanes(self, compat)
+    }
+
+    fn lane_claimable(
+        &mut self,
+        compat: &str,
+        lane: &WorkLane,
+        now: Millis,
+        n: usize,
+    ) -> Result<Vec<WorkItem>> {
+        Driver::lane_claimable(self, compat, lane, now, n)
     }
 
     fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
@@ -152,13 +163,8 @@ impl<D: Driver> Tx for D {
         Driver::list_work(self, filter, page)
     }
 
-    fn oldest_waiting_work(&mut self) -> Result<Option<Millis>> {
-        self.settle()?;
-        let sql = format!(
-            "SELECT next_eligible_at FROM {} WHERE state IN ('pending', 'retry') ORDER BY next_eligible_at LIMIT 1",
-            D::DIALECT.from("work", "work_waiting")
-        );
-        Ok(self.one(&sql, &[], decode::first_int)?.flatten())
+    fn waiting_lanes(&mut self) -> Result<Vec<(WorkLane, Millis)>> {
+        lanes::waiting_lanes(self)
     }
 
     fn dedup(&mut self, source: &str, external_id: &str) -> Result<Option<DedupRecord>> {

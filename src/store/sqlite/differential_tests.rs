@@ -19,7 +19,9 @@ use crate::store::memory::MemoryBackend;
 fn work_fixture(i: usize) -> WorkItem {
     let compat = ["c1", "c2", "c3"][i % 3];
     let mut w = item(&format!("w{:03}", (i * 37) % 101), compat, 1_000);
-    w.kind = WorkKind::ALL[i % 3];
+    w.kind = WorkKind::ALL[(i / 3) % 3];
+    w.handler = format!("h{}", i % 4);
+    w.priority = (i % 7) as i32 / 3 - 1;
     w.next_eligible_at = 1_000 + ((i * 13) % 7) as i64 * 100;
     match i % 5 {
         0 => {}
@@ -264,10 +266,11 @@ fn same<T: PartialEq + Debug>(
     sql: &dyn Backend,
     what: &str,
     mut q: impl FnMut(&mut dyn Tx) -> Result<T>,
-) {
+) -> T {
     let a = read(mem, &mut q).expect("memory read");
     let b = read(sql, &mut q).expect("sqlite read");
     assert_eq!(a, b, "{what}");
+    a
 }
 
 #[test]
@@ -287,10 +290,18 @@ fn every_read_matches_the_memory_reference() {
     }
     for now in [0, 1_000, 1_250, 1_600, 5_000] {
         for compat in ["c1", "c2", "c3", "none"] {
-            for n in [0, 3, 100] {
-                same(mem, sql, &format!("claimable {compat} {now} {n}"), |tx| {
-                    tx.claimable_work(compat, now, n)
-                });
+            let lanes = same(mem, sql, &format!("lanes {compat}"), |tx| {
+                tx.claim_lanes(compat)
+            });
+            for lane in &lanes {
+                for n in [0, 3, 100] {
+                    same(
+                        mem,
+                        sql,
+                        &format!("claimable {compat} {lane:?} {now} {n}"),
+                        |tx| tx.lane_claimable(compat, lane, now, n),
+                    );
+                }
             }
         }
         same(mem, sql, &format!("live leases {now}"), |tx| {
@@ -303,6 +314,7 @@ fn every_read_matches_the_memory_reference() {
         });
     }
     same(mem, sql, "oldest waiting", |tx| tx.oldest_waiting_work());
+    same(mem, sql, "waiting lanes", |tx| tx.waiting_lanes());
     let filters = vec![
         WorkFilter::default(),
         WorkFilter {

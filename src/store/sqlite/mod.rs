@@ -18,7 +18,7 @@
 //! Files: `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
 //! choice, `schema.sql`, and
-//! `upgrade_1.sql` and `upgrade_2.sql`, which bring a store of schema 1 or 2 to 3 in place.
+//! `upgrade_1.sql` to `upgrade_3.sql`, which bring a store of schema 1, 2 or 3 to 4 in place.
 
 mod bind;
 #[cfg(test)]
@@ -51,14 +51,18 @@ use presence::Presence;
 use tx::SqliteTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The schema, run idempotently at every read-write open.
 const SCHEMA: &str = include_str!("schema.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`. An older
 /// store runs every one from its version on, before [`SCHEMA`].
-const UPGRADES: [&str; 2] = [include_str!("upgrade_1.sql"), include_str!("upgrade_2.sql")];
+const UPGRADES: [&str; 3] = [
+    include_str!("upgrade_1.sql"),
+    include_str!("upgrade_2.sql"),
+    include_str!("upgrade_3.sql"),
+];
 
 /// How long one statement waits for another process's lock before reporting busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

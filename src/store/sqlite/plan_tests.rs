@@ -38,19 +38,14 @@ fn main_queries_use_indexes() {
     let conn = b.lock();
     let cases: &[(&str, usize, &str)] = &[
         (
-            "SELECT * FROM work INDEXED BY work_claim WHERE compat = ?1 AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
-            3,
-            "work_claim",
+            "SELECT * FROM work INDEXED BY work_lane WHERE compat = ?1 AND kind = ?2 AND handler = ?3 AND due_at <= ?4 ORDER BY priority DESC, due_at, id LIMIT ?5",
+            5,
+            "work_lane",
         ),
         (
             "SELECT * FROM work INDEXED BY work_reclaim WHERE (state = 'claimed' OR (state = 'retry' AND lease_expires_at IS NOT NULL)) AND compat = ?1 AND due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
             3,
             "work_reclaim",
-        ),
-        (
-            "SELECT next_eligible_at FROM work INDEXED BY work_waiting WHERE state IN ('pending', 'retry') ORDER BY next_eligible_at LIMIT 1",
-            0,
-            "work_waiting",
         ),
         (
             "SELECT * FROM work INDEXED BY work_state WHERE state = ? AND id > ? ORDER BY id ASC LIMIT ?",
@@ -248,5 +243,51 @@ fn main_queries_use_indexes() {
     ];
     for (sql, n, index) in cases {
         assert_indexed(&conn, sql, *n, index);
+    }
+}
+
+/// The skip-scans over the lane indexes seek each lane: both halves of the step past a lane
+/// search the index on the full lane key (a row-value inequality would seek on the kind
+/// only and read the previous lane whole). The sort they show is of at most two rows.
+#[test]
+fn lane_skip_scans_seek_the_lane_key() {
+    use crate::store::sql::lanes::after_lane;
+    let (_dir, path) = temp();
+    let b = open(&path, OpenMode::ReadWrite).expect("open");
+    let conn = b.lock();
+    let cases = [
+        (
+            after_lane(
+                "kind, handler",
+                "work INDEXED BY work_lane",
+                "compat = ?1 AND due_at IS NOT NULL",
+                ("?2", "?3"),
+            ),
+            3,
+            [
+                "SEARCH work USING COVERING INDEX work_lane (compat=? AND kind=? AND handler>?)",
+                "SEARCH work USING COVERING INDEX work_lane (compat=? AND kind>?)",
+            ],
+        ),
+        (
+            after_lane(
+                "kind, handler, next_eligible_at",
+                "work INDEXED BY work_lane_waiting",
+                "state IN ('pending', 'retry')",
+                ("?1", "?2"),
+            ),
+            2,
+            [
+                "SEARCH work USING INDEX work_lane_waiting (kind=? AND handler>?)",
+                "SEARCH work USING INDEX work_lane_waiting (kind>?)",
+            ],
+        ),
+    ];
+    for (sql, n, seeks) in cases {
+        let p = plan(&conn, &sql, n);
+        for seek in seeks {
+            assert!(p.contains(seek), "{sql}\n  plan: {p}\n  expected {seek}");
+        }
+        assert!(!p.contains("SCAN work"), "{sql}\n  scans: {p}");
     }
 }

@@ -1,4 +1,4 @@
--- leasehold SQLite schema, version 3. Every statement is idempotent so that any number of
+-- leasehold SQLite schema, version 4. Every statement is idempotent so that any number of
 -- processes may run it at once (each inside BEGIN IMMEDIATE). Instants are epoch
 -- milliseconds; enums are their `as_str()` text; nested structs are JSON text.
 --
@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
-INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 3);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 4);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('journal_seq', 0);
 
@@ -62,10 +62,17 @@ CREATE TABLE IF NOT EXISTS work (
     -- When the item next becomes claimable: next_eligible_at for pending / retry,
     -- lease_expires_at for claimed, NULL for terminal. The claim index.
     due_at             INTEGER,
-    checkpoint         TEXT -- resume state saved under the claim; last, as the upgrade adds it
+    checkpoint         TEXT, -- resume state saved under the claim (added by an upgrade)
+    priority           INTEGER NOT NULL DEFAULT 0 -- claim order in its lane, higher first; last, as the upgrade adds it
 );
-CREATE INDEX IF NOT EXISTS work_claim ON work (compat, due_at, id) WHERE due_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS work_waiting ON work (next_eligible_at) WHERE state IN ('pending', 'retry');
+-- Claim lanes: one per (kind, handler) of each compat digest, each in claim order. A claim
+-- batch finds the lanes by a skip-scan (one seek per lane) and takes its share of each, so
+-- no lane's backlog, however deep, delays another's due work.
+CREATE INDEX IF NOT EXISTS work_lane ON work (compat, kind, handler, priority DESC, due_at, id)
+    WHERE due_at IS NOT NULL;
+-- Waiting items per (kind, handler), oldest first: how late each lane runs, one seek each.
+CREATE INDEX IF NOT EXISTS work_lane_waiting ON work (kind, handler, next_eligible_at)
+    WHERE state IN ('pending', 'retry');
 CREATE INDEX IF NOT EXISTS work_state ON work (state, id);
 CREATE INDEX IF NOT EXISTS work_kind ON work (kind, id);
 CREATE INDEX IF NOT EXISTS work_owner ON work (owner_id, id);

@@ -432,7 +432,7 @@ fn sqlite_errors_map_to_store_errors() {
 
 /// The `work` table's columns in the order `sql::decode::work` reads them by position and
 /// `sql::encode::WORK` lists them.
-pub(super) const WORK_COLUMNS: [&str; 24] = [
+pub(super) const WORK_COLUMNS: [&str; 25] = [
     "id",
     "kind",
     "state",
@@ -457,6 +457,7 @@ pub(super) const WORK_COLUMNS: [&str; 24] = [
     "updated_at",
     "due_at",
     "checkpoint",
+    "priority",
 ];
 
 #[test]

@@ -13,7 +13,7 @@ use super::bind::SqliteRow;
 use super::map_error;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::model::work::WorkFilter;
+use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::{
     Grant, HistoryRecord, InstanceRow, Lease, PageRequest, WorkItem, WorkflowDefinitionRow,
     WriteRecord,
@@ -25,7 +25,7 @@ use crate::store::sql::encode::{
 use crate::store::sql::row::Decode;
 use crate::store::sql::statements::Statements;
 use crate::store::sql::value::SqlValue;
-use crate::store::sql::{Driver, RECLAIM, decode, limit, writable};
+use crate::store::sql::{Driver, RECLAIM, decode, lanes, limit, writable};
 
 /// One open transaction (the caller owns BEGIN / COMMIT / ROLLBACK).
 pub(super) struct SqliteTx<'a> {
@@ -241,19 +241,20 @@ impl Driver for SqliteTx<'_> {
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {
         // Only the columns a transition changes: SQLite then leaves the indexes over the
         // identity columns (kind, compat) alone, and over the owner when it is unchanged.
-        // Parameters keep the work row's column numbering.
+        // Parameters keep the work row's column numbering. Priority never changes after
+        // the insert; it is set with the rest only because every parameter must be used.
         let same_owner = self.owners.get(&item.id) == Some(&item.owner_id);
         let sql = if same_owner {
             "UPDATE work SET state = ?3, token = ?10, generation = ?11, claimed_at = ?12,
                 lease_expires_at = ?13, attempt_number = ?14, uncertain_attempts = ?15, max_attempts = ?16,
                 last_attempt_at = ?17, next_eligible_at = ?18, last_failure = ?19, result = ?20,
-                updated_at = ?22, due_at = ?23, checkpoint = ?24
+                updated_at = ?22, due_at = ?23, checkpoint = ?24, priority = ?25
              WHERE id = ?1"
         } else {
             "UPDATE work SET state = ?3, owner_id = ?9, token = ?10, generation = ?11, claimed_at = ?12,
                 lease_expires_at = ?13, attempt_number = ?14, uncertain_attempts = ?15, max_attempts = ?16,
                 last_attempt_at = ?17, next_eligible_at = ?18, last_failure = ?19, result = ?20,
-                updated_at = ?22, due_at = ?23, checkpoint = ?24
+                updated_at = ?22, due_at = ?23, checkpoint = ?24, priority = ?25
              WHERE id = ?1"
         };
         let changed = self.execute(sql, &encode::work(item)?)?;
@@ -266,8 +267,20 @@ impl Driver for SqliteTx<'_> {
         Ok(())
     }
 
-    fn claimable_work(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
-        self.work_through("work_claim", "", compat, now, n)
+    fn lane_claimable(
+        &mut self,
+        compat: &str,
+        lane: &WorkLane,
+        now: Millis,
+        n: usize,
+    ) -> Result<Vec<WorkItem>> {
+        let items = self.query(
+            &lanes::lane_items_sql(&SQLITE),
+            &lanes::lane_items_params(compat, lane, now, n),
+            decode::work,
+        )?;
+        self.note_owners(items.iter());
+        Ok(items)
     }
 
     fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {

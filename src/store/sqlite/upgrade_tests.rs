@@ -1,6 +1,7 @@
 //! A store written by an older schema opens in place: schema 1 (before failovers and
-//! holders were recorded) and schema 2 (before work checkpoints). Its columns and rows
-//! stay, the new facts read as unknown, new rows carry them.
+//! holders were recorded), schema 2 (before work checkpoints) and schema 3 (before
+//! priorities and per-lane claim indexes). Its columns and rows stay, the new facts read
+//! as unknown (or their default), new rows carry them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,8 +26,25 @@ fn store(path: &Path, clock: &ManualClock) -> Store {
     )
 }
 
-/// Turns a fresh store back into what schema 2 created: no work checkpoint, version 2.
+/// Turns a fresh store back into what schema 3 created: no priority, the global claim and
+/// waiting indexes instead of the per-lane ones, version 3.
+fn downgrade_to_schema_3(path: &Path) {
+    let conn = Connection::open(path).expect("raw");
+    conn.execute_batch(
+        "DROP INDEX work_lane;
+         DROP INDEX work_lane_waiting;
+         ALTER TABLE work DROP COLUMN priority;
+         CREATE INDEX work_claim ON work (compat, due_at, id) WHERE due_at IS NOT NULL;
+         CREATE INDEX work_waiting ON work (next_eligible_at) WHERE state IN ('pending', 'retry');
+         UPDATE meta SET value = 3 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+}
+
+/// Turns a fresh store back into what schema 2 created: schema 3's without the work
+/// checkpoint, version 2.
 fn downgrade_to_schema_2(path: &Path) {
+    downgrade_to_schema_3(path);
     let conn = Connection::open(path).expect("raw");
     conn.execute_batch(
         "ALTER TABLE work DROP COLUMN checkpoint;
@@ -151,4 +169,46 @@ fn a_schema_2_store_is_upgraded_in_place_and_old_items_have_no_checkpoint() {
         saved.checkpoint
     );
     assert_eq!(saved.checkpoint.as_deref(), Some("{\"page\":2}"));
+}
+
+#[test]
+fn a_schema_3_store_is_upgraded_in_place_with_priority_0_and_lane_indexes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("old.db");
+    let clock = ManualClock::new(1_000);
+    let s = store(&path, &clock);
+    s.enqueue(NewWork::effect("old", "h", "{}"), "k")
+        .expect("enqueue");
+    drop(s);
+    downgrade_to_schema_3(&path);
+
+    let s = store(&path, &clock);
+    assert_current(&path);
+    let conn = Connection::open(&path).expect("raw");
+    let indexes: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'work'")
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+        .expect("indexes");
+    for gone in ["work_claim", "work_waiting"] {
+        assert!(!indexes.iter().any(|i| i == gone), "{gone} dropped");
+    }
+    for made in ["work_lane", "work_lane_waiting"] {
+        assert!(indexes.iter().any(|i| i == made), "{made} built");
+    }
+    assert_eq!(s.work("old").expect("read").expect("stays").priority, 0);
+    s.enqueue(
+        NewWork {
+            priority: 5,
+            ..NewWork::effect("new", "h", "{}")
+        },
+        "k",
+    )
+    .expect("enqueue");
+    let order: Vec<String> = s
+        .claim_batch("a", "k", 2, 1_000)
+        .expect("claims")
+        .into_iter()
+        .map(|w| w.id)
+        .collect();
+    assert_eq!(order, ["new", "old"], "the higher priority first");
 }

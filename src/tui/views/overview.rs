@@ -1,5 +1,6 @@
 //! The overview: counts by kind × state, workflows and events at a glance, throughput and
-//! fenced-write sparklines from successive snapshots, the oldest waiting item, how much
+//! fenced-write sparklines from successive snapshots, how late each kind of work runs (its
+//! oldest due item's wait, `ops::lateness`, as `inspect overview` states it), how much
 //! work no live authority can run, authorities at a glance, and the failovers of the last
 //! window (the store's failover list, as the failovers view and `inspect failovers`).
 
@@ -10,12 +11,13 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row as TableRow, Sparkline, Ta
 
 use super::super::app::{App, Sample};
 use super::super::snapshot::Snapshot;
-use super::super::text::{age, clean};
+use super::super::text::clean;
 use super::super::theme::{Role, Theme};
 use super::authorities::state_role;
 use super::work::state_role as work_role;
-use crate::clock::Millis;
+use crate::clock::{Millis, format_duration};
 use crate::model::{WorkKind, WorkState};
+use crate::ops::lateness;
 use crate::ops::liveness::{Liveness, liveness};
 use crate::ops::timefmt::TimeFmt;
 
@@ -134,6 +136,20 @@ fn counts_table(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot) {
     );
 }
 
+/// Per kind, how late its latest lane runs — `effect 45m00s  schedule 1.2s` — or `-`. The
+/// latest of them is the oldest waiting item's age; `inspect overview` names each lane.
+fn late_kinds(snap: &Snapshot, now: Millis) -> String {
+    let kinds = lateness::by_kind(&lateness::lanes(&snap.overview.waiting_lanes, now));
+    if kinds.is_empty() {
+        return "-".into();
+    }
+    kinds
+        .iter()
+        .map(|k| format!("{} {}", k.kind.as_str(), format_duration(k.late_ms)))
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
 fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, now: Millis) {
     let states: Vec<Liveness> = snap.authorities.iter().map(|a| liveness(a, now)).collect();
     let mut spans = vec![Span::styled("authorities", t.style(Role::Muted))];
@@ -159,14 +175,8 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
                 Role::Ok
             }),
         ),
-        Span::styled("  oldest waiting ", t.style(Role::Muted)),
-        Span::styled(
-            snap.overview
-                .oldest_waiting
-                .filter(|w| *w <= now)
-                .map_or_else(|| "-".into(), |w| age(now, Some(w))),
-            t.style(Role::Base),
-        ),
+        Span::styled("  late ", t.style(Role::Muted)),
+        Span::styled(late_kinds(snap, now), t.style(Role::Base)),
     ]));
     let wf: Vec<Span<'_>> = snap
         .overview

@@ -1,0 +1,101 @@
+//! The claim lanes on SQL: the statements that find each (kind, handler) lane by a
+//! skip-scan of its index — seeks past the previous lane, never a read of a lane's items —
+//! and read one lane's due items in claim order. Shared by both providers; each runs the
+//! item read itself, to remember the rows it fetched.
+//!
+//! The seek past a lane is two `LIMIT 1` seeks, the next handler of the same kind and the
+//! first lane of the next kind, rather than a row-value `(kind, handler) > (?, ?)`: SQLite
+//! seeks a row-value inequality on its first column only and filters the rest, which reads
+//! the whole of the previous lane — a backlog — on every claim.
+
+use super::decode;
+use super::dialect::Dialect;
+use super::driver::Driver;
+use super::limit;
+use super::statements::Statements;
+use super::value::SqlValue;
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::model::work::WorkLane;
+
+/// One lane's items of a compat digest due by an instant, in claim order; parameters:
+/// compat, kind, handler, now, limit (see [`lane_items_params`]).
+pub(crate) fn lane_items_sql(dialect: &Dialect) -> String {
+    dialect.marks(&format!(
+        "SELECT * FROM {} WHERE compat = ?1 AND kind = ?2 AND handler = ?3 AND due_at <= ?4 \
+         ORDER BY priority DESC, due_at, id LIMIT ?5",
+        dialect.from("work", "work_lane")
+    ))
+}
+
+pub(crate) fn lane_items_params(
+    compat: &str,
+    lane: &WorkLane,
+    now: Millis,
+    n: usize,
+) -> Vec<SqlValue> {
+    vec![
+        compat.into(),
+        lane.kind.as_str().into(),
+        lane.handler.as_str().into(),
+        now.into(),
+        limit(n).into(),
+    ]
+}
+
+/// The first row (`columns`, led by kind and handler, in index order) of the lane after
+/// `(kind, handler)` = `after` among the rows of `from` matching `cond`: the next handler of
+/// the same kind, else the first of the next kind — each a seek of the lane index.
+pub(crate) fn after_lane(columns: &str, from: &str, cond: &str, after: (&str, &str)) -> String {
+    let (kind, handler) = after;
+    format!(
+        "SELECT {columns} FROM (SELECT {columns} FROM {from} WHERE {cond} AND kind = {kind} \
+         AND handler > {handler} ORDER BY {columns} LIMIT 1) AS same_kind \
+         UNION ALL SELECT {columns} FROM (SELECT {columns} FROM {from} WHERE {cond} \
+         AND kind > {kind} ORDER BY {columns} LIMIT 1) AS next_kind \
+         ORDER BY 1, 2 LIMIT 1"
+    )
+}
+
+/// The lanes of `compat` with a non-terminal item, in [`WorkLane::sort_key`] order.
+pub(crate) fn claim_lanes<D: Driver>(tx: &mut D, compat: &str) -> Result<Vec<WorkLane>> {
+    tx.settle()?;
+    let sql = D::DIALECT.marks(&after_lane(
+        "kind, handler",
+        &D::DIALECT.from("work", "work_lane"),
+        "compat = ?1 AND due_at IS NOT NULL",
+        ("?2", "?3"),
+    ));
+    let mut lanes: Vec<WorkLane> = Vec::new();
+    loop {
+        let (kind, handler) = lanes
+            .last()
+            .map_or(("", ""), |l| (l.kind.as_str(), l.handler.as_str()));
+        let params = [compat.into(), kind.into(), handler.into()];
+        match tx.one(&sql, &params, decode::lane)? {
+            Some(lane) => lanes.push(lane),
+            None => return Ok(lanes),
+        }
+    }
+}
+
+/// Per lane, the earliest `next_eligible_at` of its pending / retry items.
+pub(crate) fn waiting_lanes<D: Driver>(tx: &mut D) -> Result<Vec<(WorkLane, Millis)>> {
+    tx.settle()?;
+    let sql = D::DIALECT.marks(&after_lane(
+        "kind, handler, next_eligible_at",
+        &D::DIALECT.from("work", "work_lane_waiting"),
+        "state IN ('pending', 'retry')",
+        ("?1", "?2"),
+    ));
+    let mut lanes: Vec<(WorkLane, Millis)> = Vec::new();
+    loop {
+        let (kind, handler) = lanes
+            .last()
+            .map_or(("", ""), |(l, _)| (l.kind.as_str(), l.handler.as_str()));
+        match tx.one(&sql, &[kind.into(), handler.into()], decode::lane_wait)? {
+            Some(found) => lanes.push(found),
+            None => return Ok(lanes),
+        }
+    }
+}
