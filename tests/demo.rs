@@ -170,9 +170,17 @@ fn resume_restart_and_deploy_through_the_picker() {
         "{}",
         leasehold::cluster::render_text(&report)
     );
+    // The resumed owner finds its claims taken over: at its next renewal (its outcome is
+    // then dropped) or at its next write (refused as fenced), whichever comes first.
+    let resumed = report
+        .authorities
+        .iter()
+        .find(|a| a.id == "auth-2")
+        .expect("auth-2 in the report");
     assert!(
-        report.fenced_writes_refused > 0,
-        "the resumed owner was fenced"
+        resumed.leases_lost + resumed.fenced_writes_refused > 0,
+        "the resumed owner lost its claims: {}",
+        leasehold::cluster::render_text(&report)
     );
 }
 
