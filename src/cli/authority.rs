@@ -9,9 +9,12 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::log::{LogFormat, dispatch};
+use super::settings::Settings;
 use super::{CliResult, Failure, StoreArg, tokio_runtime};
-use crate::authority::config::{AuthorityConfig, generated_instance_id};
-use crate::authority::external::HandlerConfig;
+use crate::authority::config::{
+    AuthorityConfig, DEFAULT_CLAIM_BATCH_SIZE, DEFAULT_LEASE_DURATION_MS, DEFAULT_POLL_INTERVAL_MS,
+    DEFAULT_WORKER_CONCURRENCY, generated_instance_id,
+};
 use crate::authority::handlers::Workload;
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
@@ -25,13 +28,13 @@ use crate::store::url::OpenMode;
 pub struct AuthorityArgs {
     #[command(subcommand)]
     pub command: Option<super::registry::AuthorityCommand>,
-    /// The work store: a SQLite file path or sqlite:PATH, postgres://…, or memory.
+    /// The work store: a SQLite file path or sqlite:PATH, postgres://…, or memory (or
+    /// `store` in the config file).
     #[arg(
         long,
         env = "LEASEHOLD_STORE",
         hide_env_values = true,
-        value_name = "STORE",
-        required = true
+        value_name = "STORE"
     )]
     pub store: Option<String>,
     /// Create the store first if it does not exist yet, as `leasehold init` does. Without
@@ -40,52 +43,55 @@ pub struct AuthorityArgs {
     #[arg(long)]
     pub create: bool,
     /// This authority's instance id (generated when not given).
-    #[arg(long)]
+    #[arg(long, env = "LEASEHOLD_INSTANCE")]
     pub instance: Option<String>,
-    /// The build tag whose compatibility key this authority runs under.
-    #[arg(long, default_value = crate::build_key::DEFAULT_BUILD_TAG)]
-    pub build: String,
-    /// The built-in demo handler set to register (`default` when no `--config` is given).
-    #[arg(long)]
+    /// The build tag whose compatibility key this authority runs under (default `v1`).
+    #[arg(long, env = "LEASEHOLD_BUILD")]
+    pub build: Option<String>,
+    /// The built-in demo handler set to register (`default` when no handler is configured).
+    #[arg(long, env = "LEASEHOLD_WORKLOAD")]
     pub workload: Option<String>,
-    /// A handler config file (TOML) mapping handler names to commands (`exec`) or HTTP
-    /// endpoints (`http`); see docs/HANDLERS.md. With `--workload` too, a configured name
-    /// replaces the demo handler of that name.
-    #[arg(long, value_name = "FILE")]
+    /// A `leasehold.toml`: the store, `[authority]` knobs and `[handlers.*]`, the handlers
+    /// as commands (`exec`) or HTTP endpoints (`http`), see docs/HANDLERS.md. Flags and
+    /// `LEASEHOLD_*` variables win over the file; with `--workload` too, a configured
+    /// handler replaces the demo handler of its name.
+    #[arg(long, env = "LEASEHOLD_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Lease window in ms (renewal runs at a third of it unless `--renew-ms` is given; the
-    /// heartbeat at a third of it, at most every 10 s, so liveness follows the lease).
-    #[arg(long, default_value_t = crate::authority::config::DEFAULT_LEASE_DURATION_MS)]
-    pub lease_ms: i64,
+    /// Lease window in ms (default 30000; renewal runs at a third of it unless `--renew-ms`
+    /// is given; the heartbeat at a third of it, at most every 10 s, so liveness follows
+    /// the lease).
+    #[arg(long, env = "LEASEHOLD_LEASE_MS")]
+    pub lease_ms: Option<i64>,
     /// Renew cadence in ms; must be below the lease window.
-    #[arg(long)]
+    #[arg(long, env = "LEASEHOLD_RENEW_MS")]
     pub renew_ms: Option<i64>,
-    /// Poll cadence in ms.
-    #[arg(long, default_value_t = crate::authority::config::DEFAULT_POLL_INTERVAL_MS)]
-    pub poll_ms: i64,
-    /// Items in flight at once (work items and workflow steps together).
-    #[arg(long, default_value_t = crate::authority::config::DEFAULT_WORKER_CONCURRENCY)]
-    pub concurrency: usize,
-    /// Items claimed per poll, in one transaction.
-    #[arg(long, default_value_t = crate::authority::config::DEFAULT_CLAIM_BATCH_SIZE)]
-    pub batch: usize,
-    /// Run at most N items of handler NAME at once (repeatable, one per handler).
+    /// Poll cadence in ms (default 1000).
+    #[arg(long, env = "LEASEHOLD_POLL_MS")]
+    pub poll_ms: Option<i64>,
+    /// Items in flight at once, work items and workflow steps together (default 4).
+    #[arg(long, env = "LEASEHOLD_CONCURRENCY")]
+    pub concurrency: Option<usize>,
+    /// Items claimed per poll, in one transaction (default 32).
+    #[arg(long, env = "LEASEHOLD_BATCH")]
+    pub batch: Option<usize>,
+    /// Run at most N items of handler NAME at once (repeatable, one per handler; over the
+    /// config file's `handler_limits`).
     #[arg(long = "handler-limit", value_name = "NAME=N", value_parser = handler_limit)]
     pub handler_limits: Vec<(String, usize)>,
     /// Append one JSON line per physical attempt to this file.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, env = "LEASEHOLD_EXEC_LOG", value_name = "FILE")]
     pub exec_log: Option<PathBuf>,
-    /// The log lines on stderr: for people (every value escaped), one JSON object per
-    /// line, or none.
-    #[arg(long, value_enum, default_value_t = LogFormat::Human)]
-    pub log_format: LogFormat,
+    /// The log lines on stderr: for people (every value escaped, the default), one JSON
+    /// object per line, or none.
+    #[arg(long, value_enum, env = "LEASEHOLD_LOG_FORMAT")]
+    pub log_format: Option<LogFormat>,
     /// Seed of the workload's simulated latency and failures.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Serve Prometheus / OpenMetrics text on `GET /metrics` at this address (e.g.
     /// `127.0.0.1:9464`; off unless given, and only where it says: give a non-loopback
     /// address to be scraped from elsewhere).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, env = "LEASEHOLD_METRICS_ADDR", value_name = "ADDR")]
     pub metrics_addr: Option<String>,
 }
 
@@ -122,22 +128,66 @@ async fn shutdown_signal() {
     }
 }
 
-/// The handlers to register: the demo set `--workload` names, then the `--config` file's
-/// over it; the `default` demo set when neither is given.
-fn handlers(args: &AuthorityArgs) -> Result<Workload, Failure> {
+/// The handlers to register: the demo set `--workload` names, then the config file's over
+/// it; the `default` demo set when neither is given.
+fn handlers(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<Workload, Failure> {
     let demo = |name: &str| workload::named(name, args.seed);
-    let Some(path) = &args.config else {
-        return Ok(demo(args.workload.as_deref().unwrap_or("default"))?);
-    };
-    let configured = HandlerConfig::load(path)?.workload();
-    Ok(match &args.workload {
-        Some(name) => {
-            let mut merged = demo(name)?;
+    let workload = args
+        .workload
+        .clone()
+        .or_else(|| settings.and_then(|s| s.authority.workload.clone()));
+    let configured = settings
+        .map(|s| s.handlers.workload())
+        .filter(|w| w.names().next().is_some());
+    Ok(match (configured, workload) {
+        (None, name) => demo(name.as_deref().unwrap_or("default"))?,
+        (Some(configured), Some(name)) => {
+            let mut merged = demo(&name)?;
             merged.extend(&configured);
             merged
         }
-        None => configured,
+        (Some(configured), None) => configured,
     })
+}
+
+/// The authority's knobs: each from its flag (or `LEASEHOLD_*` variable), else the config
+/// file, else the default.
+fn knobs(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<AuthorityConfig, Failure> {
+    let file = settings.map(|s| s.authority.clone()).unwrap_or_default();
+    let instance = args
+        .instance
+        .clone()
+        .or(file.instance)
+        .unwrap_or_else(generated_instance_id);
+    let build = args
+        .build
+        .clone()
+        .or(file.build)
+        .unwrap_or_else(|| crate::build_key::DEFAULT_BUILD_TAG.to_owned());
+    let lease = args
+        .lease_ms
+        .or(file.lease_ms)
+        .unwrap_or(DEFAULT_LEASE_DURATION_MS);
+    let renew = args.renew_ms.or(file.renew_ms).unwrap_or(lease / 3);
+    let mut config = AuthorityConfig::new(instance, build).with_timing(lease, renew);
+    config.poll_interval_ms = args
+        .poll_ms
+        .or(file.poll_ms)
+        .unwrap_or(DEFAULT_POLL_INTERVAL_MS);
+    config.worker_concurrency = args
+        .concurrency
+        .or(file.concurrency)
+        .unwrap_or(DEFAULT_WORKER_CONCURRENCY);
+    config.claim_batch_size = args
+        .batch
+        .or(file.batch)
+        .unwrap_or(DEFAULT_CLAIM_BATCH_SIZE);
+    config.handler_limits = file.handler_limits;
+    config
+        .handler_limits
+        .extend(args.handler_limits.iter().cloned());
+    config.validate()?;
+    Ok(config)
 }
 
 /// Runs `leasehold authority` until SIGINT / SIGTERM, then releases what it owns.
@@ -146,21 +196,19 @@ fn handlers(args: &AuthorityArgs) -> Result<Workload, Failure> {
 /// Unsafe knobs, an unknown workload, a bad handler config file, an unreadable store or an instance id another
 /// running authority holds (exit 2).
 pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
-    let instance = args.instance.clone().unwrap_or_else(generated_instance_id);
-    let renew = args.renew_ms.unwrap_or(args.lease_ms / 3);
-    let mut config =
-        AuthorityConfig::new(instance, args.build.clone()).with_timing(args.lease_ms, renew);
-    config.poll_interval_ms = args.poll_ms;
-    config.worker_concurrency = args.concurrency;
-    config.claim_batch_size = args.batch;
-    config.handler_limits = args.handler_limits.iter().cloned().collect();
-    config.validate()?;
-    // Before the store is opened (or created): a bad file starts and writes nothing.
-    let workload = handlers(args)?;
+    // Before the store is opened (or created): a bad file or knob starts and writes nothing.
+    let settings = args.config.as_deref().map(Settings::load).transpose()?;
+    let config = knobs(args, settings.as_ref())?;
+    let workload = handlers(args, settings.as_ref())?;
+    let file = settings
+        .as_ref()
+        .map(|s| s.authority.clone())
+        .unwrap_or_default();
     let url = args
         .store
         .clone()
-        .ok_or_else(|| Failure::usage("--store is required"))?;
+        .or_else(|| settings.as_ref().and_then(|s| s.store.clone()))
+        .ok_or_else(|| Failure::usage("--store is required (or `store = …` in --config)"))?;
     let store = if args.create {
         create(&url)?.0
     } else {
@@ -168,16 +216,17 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     };
     // The process's one subscriber, for every thread: `tracing` remembers per call site
     // whether anyone listens, so a subscriber scoped to some threads could miss lines.
-    let log = dispatch(args.log_format, store.clock().clone(), std::io::stderr);
+    let format = args.log_format.or(file.log_format).unwrap_or_default();
+    let log = dispatch(format, store.clock().clone(), std::io::stderr);
     let _ = tracing::dispatcher::set_global_default(log);
-    let metrics = match &args.metrics_addr {
+    let metrics = match args.metrics_addr.as_ref().or(file.metrics_addr.as_ref()) {
         Some(addr) => Some(Arc::new(std::net::TcpListener::bind(addr).map_err(
             |e| Failure::usage(format!("--metrics-addr {addr}: cannot listen there: {e}")),
         )?)),
         None => None,
     };
     let options = RunOptions {
-        exec_log: args.exec_log.clone(),
+        exec_log: args.exec_log.clone().or(file.exec_log),
         metrics,
         ..RunOptions::default()
     };
@@ -203,16 +252,16 @@ mod tests {
             store: Some("memory".into()),
             create: false,
             instance: None,
-            build: crate::build_key::DEFAULT_BUILD_TAG.into(),
+            build: None,
             workload: workload.map(str::to_owned),
             config,
-            lease_ms: 3_000,
+            lease_ms: Some(3_000),
             renew_ms: None,
-            poll_ms: 100,
-            concurrency: 1,
-            batch: 1,
+            poll_ms: Some(100),
+            concurrency: Some(1),
+            batch: Some(1),
             exec_log: None,
-            log_format: LogFormat::Off,
+            log_format: Some(LogFormat::Off),
             metrics_addr: None,
             handler_limits: Vec::new(),
             seed: 0,
@@ -230,7 +279,9 @@ mod tests {
             "[handlers.send-email]\nversion = \"3.0.0\"\nexec = [\"sh\", \"-c\", \"exit 0\"]\n",
         )
         .unwrap();
-        let merged = handlers(&args(Some("fast"), Some(path.clone()))).unwrap();
+        let load = |a: &AuthorityArgs| a.config.as_deref().map(|p| Settings::load(p).unwrap());
+        let with = |a: AuthorityArgs| handlers(&a, load(&a).as_ref()).unwrap();
+        let merged = with(args(Some("fast"), Some(path.clone())));
         assert_eq!(
             merged.get("send-email").unwrap().version().as_str(),
             "3.0.0"
@@ -239,9 +290,9 @@ mod tests {
             merged.get("charge-card").unwrap().version().as_str(),
             crate::authority::HandlerVersion::DEMO
         );
-        let alone = handlers(&args(None, Some(path))).unwrap();
+        let alone = with(args(None, Some(path)));
         assert_eq!(alone.names().collect::<Vec<_>>(), ["send-email"]);
-        let demo = handlers(&args(None, None)).unwrap();
+        let demo = with(args(None, None));
         assert!(demo.get("charge-card").is_some());
     }
 }

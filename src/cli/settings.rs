@@ -14,6 +14,7 @@
 //! batch = 32
 //! metrics_addr = "127.0.0.1:9464"
 //! log_format = "json"    # human | json | off
+//! handler_limits = { charge-card = 2 }
 //!
 //! [dashboard]
 //! theme = "light"
@@ -29,6 +30,7 @@
 //! the line and the key; an unknown key names the nearest valid one; a knob is checked by
 //! the same rules as its flag (`leasehold config check FILE` runs them all).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -72,6 +74,7 @@ struct RawAuthority {
     metrics_addr: Option<Spanned<String>>,
     log_format: Option<Spanned<String>>,
     exec_log: Option<Spanned<String>>,
+    handler_limits: Option<BTreeMap<Spanned<String>, Spanned<i64>>>,
 }
 
 #[derive(Deserialize)]
@@ -96,6 +99,8 @@ pub struct AuthorityKnobs {
     pub log_format: Option<LogFormat>,
     /// Relative to the file's directory.
     pub exec_log: Option<PathBuf>,
+    /// At most this many items of a handler at once.
+    pub handler_limits: BTreeMap<String, usize>,
 }
 
 /// The dashboard's knobs as the file gives them.
@@ -199,6 +204,17 @@ fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<A
         metrics_addr: a.metrics_addr.as_ref().map(|v| v.get_ref().clone()),
         log_format,
         exec_log: a.exec_log.as_ref().map(|v| dir.join(v.get_ref())),
+        handler_limits: a
+            .handler_limits
+            .iter()
+            .flatten()
+            .map(|(name, n)| {
+                crate::ids::check_id("handler", name.get_ref())
+                    .map_err(|e| file.error(name.span(), &bare(e)))?;
+                let limit = count(&Some(n.clone()))?.unwrap_or(1);
+                Ok((name.get_ref().clone(), limit))
+            })
+            .collect::<Result<_>>()?,
     };
     // The same rules as the flags: an unsafe combination is refused here, at the key
     // that makes it so.
@@ -260,6 +276,7 @@ impl AuthorityKnobs {
         if let Some(n) = self.batch {
             config.claim_batch_size = n;
         }
+        config.handler_limits.extend(self.handler_limits.clone());
         config
     }
 }

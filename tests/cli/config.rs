@@ -135,3 +135,84 @@ fn attach_takes_its_store_and_knobs_from_the_file_and_flags_win() {
     let none = leasehold(&["attach"]);
     assert!(assert_one_line_failure(&none, 2).contains("STORE"));
 }
+
+/// `leasehold authority --config`: each knob from its flag, else its `LEASEHOLD_*`
+/// variable, else the file, else the default — read back from the registration the
+/// authority writes in the store, whose store the file names too.
+#[test]
+fn an_authority_takes_flags_over_the_environment_over_the_file() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("work.db").display().to_string();
+    assert_eq!(code(&leasehold(&["init", &store])), 0);
+    let file = dir.path().join("leasehold.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "store = {store:?}\n[authority]\ninstance = \"from-file\"\nlease = \"4s\"\npoll = \"200ms\"\nconcurrency = 3\nlog_format = \"off\"\nhandler_limits = {{ charge-card = 2 }}\n"
+        ),
+    )
+    .unwrap();
+    let registered = |extra: &[&str], env: &[(&str, &str)]| -> Value {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .args(["authority", "--config", file.to_str().unwrap()])
+            .args(extra)
+            .env_remove("LEASEHOLD_STORE")
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let row = loop {
+            let o = leasehold(&["inspect", "authorities", "--store", &store, "--json"]);
+            let rows: Vec<Value> = stdout(&o)
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            if let Some(row) = rows.into_iter().find(|r| r["state"] == "live") {
+                break row;
+            }
+            assert!(Instant::now() < deadline, "never registered");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        assert!(child.wait().unwrap().success());
+        row
+    };
+    let from_file = registered(&[], &[]);
+    assert_eq!(from_file["instanceId"], "from-file");
+    let config = &from_file["config"];
+    assert_eq!(config["leaseDurationMs"], 4_000);
+    assert_eq!(
+        config["renewIntervalMs"], 1_333,
+        "a third of the file's lease"
+    );
+    assert_eq!(config["pollIntervalMs"], 200);
+    assert_eq!(config["workerConcurrency"], 3);
+    assert_eq!(config["handlerLimits"]["charge-card"], 2);
+
+    let from_env = registered(
+        &[],
+        &[
+            ("LEASEHOLD_LEASE_MS", "6000"),
+            ("LEASEHOLD_INSTANCE", "from-env"),
+        ],
+    );
+    assert_eq!(from_env["instanceId"], "from-env");
+    let config = &from_env["config"];
+    assert_eq!(config["leaseDurationMs"], 6_000);
+    assert_eq!(config["pollIntervalMs"], 200, "the file's, still");
+
+    let from_flag = registered(
+        &["--lease-ms", "9000", "--instance", "from-flag"],
+        &[("LEASEHOLD_LEASE_MS", "6000")],
+    );
+    assert_eq!(from_flag["instanceId"], "from-flag");
+    let config = &from_flag["config"];
+    assert_eq!(config["leaseDurationMs"], 9_000);
+}
