@@ -12,6 +12,7 @@
 mod support;
 
 use support::leasehold;
+use support::metrics::{assert_open_metrics, sample};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -78,6 +79,47 @@ fn text(v: &Value, key: &str) -> String {
     v[key].as_str().unwrap_or_default().to_owned()
 }
 
+/// Every family an authority's `/metrics` page states.
+const METRIC_FAMILIES: [&str; 22] = [
+    "claims",
+    "workflow_claims",
+    "reclaims",
+    "completions",
+    "leases_lost",
+    "fenced_writes_refused",
+    "store_errors",
+    "cursor_advances",
+    "events_delivered",
+    "schedules_fired",
+    "abandoned_on_shutdown",
+    "attempt_failures",
+    "refused_writes",
+    "inflight",
+    "ready",
+    "live",
+    "heartbeat_age_seconds",
+    "reclaim_latency_seconds",
+    "finish_latency_seconds",
+    "handler_duration_seconds",
+    "store_call_seconds",
+    "build",
+];
+
+/// `GET /metrics` from `addr`: the body.
+fn scrape(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("application/openmetrics-text"), "{head}");
+    body.to_owned()
+}
+
 #[test]
 fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
     let deadline = Instant::now() + Duration::from_secs(300);
@@ -86,9 +128,15 @@ fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
     let store: Store = url::open(&path, OpenMode::ReadWrite).unwrap();
     enqueue(&store, ITEMS);
     let mut auth = Authorities::new();
-    for name in ["auth-0", "auth-1", "auth-2"] {
-        auth.spawn_with_lease(name, &path, LEASE_MS);
-    }
+    auth.spawn_with_lease("auth-0", &path, LEASE_MS);
+    // auth-1, the one stopped and resumed, serves its metrics on a port of its choosing.
+    auth.spawn_with(
+        "auth-1",
+        &path,
+        LEASE_MS,
+        &["--metrics-addr", "127.0.0.1:0"],
+    );
+    auth.spawn_with_lease("auth-2", &path, LEASE_MS);
 
     // kill -9 one while it holds claims.
     wait_until("auth-0 to hold claims", deadline, || {
@@ -151,7 +199,27 @@ fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
         }
         assert!(Instant::now() < deadline, "auth-1 never wrote late");
     }
+    // Its metrics state the fence it met, and parse as OpenMetrics.
+    let at = auth
+        .logged("auth-1", "started", "metrics")
+        .expect("auth-1 logged where /metrics listens");
+    let page = scrape(&at);
+    assert_open_metrics(&page);
+    for family in METRIC_FAMILIES {
+        assert!(
+            page.contains(&format!("# TYPE leasehold_{family} ")),
+            "{family}: {page}"
+        );
+    }
+    let fenced = sample(&page, "leasehold_fenced_writes_refused_total")
+        + sample(&page, "leasehold_leases_lost_total");
+    assert!(fenced > 0.0, "{page}");
+    let completions = sample(&page, "leasehold_completions_total");
     wait_until("every item to finish", deadline, || unfinished(&store) == 0);
+    assert!(
+        sample(&scrape(&at), "leasehold_completions_total") >= completions,
+        "counters only move forward"
+    );
     auth.stop_all(deadline);
 
     let (grants, writes) = store.ownership_history(None, 0, 10_000_000).unwrap();

@@ -92,22 +92,69 @@ impl EncodeMetric for SecondsBy {
     }
 }
 
-/// Counters by one label value.
+/// A family of counters or gauges, one sample per label set: what the exposition needs
+/// for values read at scrape time (this page, and `inspect metrics`'s fleet page).
 #[derive(Debug)]
-struct CountBy(&'static str, BTreeMap<String, u64>);
+pub struct Labeled {
+    counter: bool,
+    samples: Vec<(Vec<(&'static str, String)>, u64)>,
+}
 
-impl EncodeMetric for CountBy {
+impl Labeled {
+    /// Counters, one per label set.
+    #[must_use]
+    pub fn counters(samples: Vec<(Vec<(&'static str, String)>, u64)>) -> Self {
+        Self {
+            counter: true,
+            samples,
+        }
+    }
+
+    /// Gauges, one per label set.
+    #[must_use]
+    pub fn gauges(samples: Vec<(Vec<(&'static str, String)>, u64)>) -> Self {
+        Self {
+            counter: false,
+            samples,
+        }
+    }
+
+    /// Counters labelled `key` = each key of `by`.
+    fn counters_by(key: &'static str, by: impl IntoIterator<Item = (String, u64)>) -> Self {
+        Self::counters(by.into_iter().map(|(v, n)| (vec![(key, v)], n)).collect())
+    }
+}
+
+impl EncodeMetric for Labeled {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
-        for (value, n) in &self.1 {
-            let labels = [(self.0, value.as_str())];
-            ConstCounter::new(*n).encode(encoder.encode_family(&labels)?)?;
+        for (labels, n) in &self.samples {
+            let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let sample = encoder.encode_family(&labels)?;
+            if self.counter {
+                ConstCounter::new(*n).encode(sample)?;
+            } else {
+                ConstGauge::new(i64::try_from(*n).unwrap_or(i64::MAX)).encode(sample)?;
+            }
         }
         Ok(())
     }
 
     fn metric_type(&self) -> MetricType {
-        MetricType::Counter
+        if self.counter {
+            MetricType::Counter
+        } else {
+            MetricType::Gauge
+        }
     }
+}
+
+/// A registry's text, as served.
+#[must_use]
+pub fn text(registry: &Registry) -> String {
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    let _ = encode(&mut text, registry);
+    text
 }
 
 fn histogram(h: &Histogram) -> Seconds {
@@ -186,18 +233,12 @@ pub fn render(stats: &Stats, compat: &str, inflight: usize, health: &HealthRepor
     r.register(
         "attempt_failures",
         "Attempts that did not succeed, by class",
-        CountBy(
-            "class",
-            failures
-                .iter()
-                .map(|(c, n)| ((*c).to_owned(), *n))
-                .collect(),
-        ),
+        Labeled::counters_by("class", failures.iter().map(|(c, n)| ((*c).to_owned(), *n))),
     );
     r.register(
         "refused_writes",
         "Other refused writes, by code",
-        CountBy("code", stats.other_refusals.clone()),
+        Labeled::counters_by("code", stats.other_refusals.clone()),
     );
     r.register(
         "inflight",
@@ -244,6 +285,18 @@ pub fn render(stats: &Stats, compat: &str, inflight: usize, health: &HealthRepor
         ),
     );
     r.register(
+        "store_call_seconds",
+        "How long the authority's store calls took, by verb",
+        SecondsBy(
+            "verb",
+            stats
+                .store_call_ms
+                .iter()
+                .map(|(verb, h)| (verb.clone(), histogram(h)))
+                .collect(),
+        ),
+    );
+    r.register(
         "build",
         "The authority's identity",
         Info::new(vec![
@@ -252,10 +305,7 @@ pub fn render(stats: &Stats, compat: &str, inflight: usize, health: &HealthRepor
             ("compat".to_owned(), compat.to_owned()),
         ]),
     );
-    let mut text = String::new();
-    // Writing into a String cannot fail.
-    let _ = encode(&mut text, &r);
-    text
+    text(&r)
 }
 
 /// The request's head (up to the blank line), at most 8 KiB: a client may send it in

@@ -101,7 +101,7 @@ pub async fn run_authority_with(
     let log = Logger { core: core.clone() };
     let cfg = core.config().clone();
     let health = options.health.clone();
-    blocking(&core, AuthorityCore::register).await??;
+    blocking(&core, "register", AuthorityCore::register).await??;
     // The loop turns at least every poll and every heartbeat; three quiet heartbeats (or
     // polls, if slower) mean it is stuck.
     let quiet_limit = Duration::from_millis(
@@ -117,6 +117,12 @@ pub async fn run_authority_with(
         )))),
         None => None,
     };
+    // Where `/metrics` listens, as bound (an address with port 0 gets one here).
+    let metrics_at = options
+        .metrics
+        .as_ref()
+        .and_then(|l| l.local_addr().ok())
+        .map(|a| a.to_string());
     log.scope(|| {
         info!(
             instance = cfg.instance_id.as_str(),
@@ -127,6 +133,7 @@ pub async fn run_authority_with(
             "renewMs" = cfg.renew_interval_ms,
             "pollMs" = cfg.poll_interval_ms,
             concurrency = cfg.worker_concurrency,
+            metrics = metrics_at.as_deref(),
             "started"
         );
     });
@@ -161,10 +168,10 @@ pub async fn run_authority_with(
             }
             _ = renew.tick() => {
                 // The core logs each lost claim with its item and generation.
-                blocking(&core, AuthorityCore::renew).await?;
+                blocking(&core, "renew", AuthorityCore::renew).await?;
             }
             _ = heartbeat.tick() => {
-                let beat = blocking(&core, AuthorityCore::heartbeat).await?;
+                let beat = blocking(&core, "heartbeat", AuthorityCore::heartbeat).await?;
                 if let Err(lost @ (Error::Superseded { .. } | Error::NotFound { .. })) = &beat {
                     // The registration is no longer this process's: another start of its
                     // instance id owns it (two processes under one id would share claims),
@@ -181,7 +188,7 @@ pub async fn run_authority_with(
                 log.scope(|| info!(instance = core.id(), inflight = core.inflight(), claims = s.claims, completions = s.completions, retries = s.retries, failures = s.failures, "fencedWritesRefused" = s.fenced_writes_refused, "leasesLost" = s.leases_lost, reclaims = s.reclaims, "progress"));
             }
             _ = poll.tick() => {
-                blocking(&core, AuthorityCore::flush).await?;
+                blocking(&core, "flush", AuthorityCore::flush).await?;
                 poll_and_spawn(&core, &log, &mut running, &mut store_down).await?;
             }
         }
@@ -204,7 +211,7 @@ pub async fn run_authority_with(
         tokio::select! {
             biased;
             Some(joined) = running.join_next() => finish_joined(&core, &log, &mut running, joined).await?,
-            _ = renew.tick() => { blocking(&core, AuthorityCore::renew).await?; }
+            _ = renew.tick() => { blocking(&core, "renew", AuthorityCore::renew).await?; }
             () = &mut deadline => {
                 log.scope(|| warn!(instance = core.id(), running = running.len(), "grace-expired"));
                 break;
@@ -214,7 +221,7 @@ pub async fn run_authority_with(
     // Handlers still running are detached and their claims abandoned to lapse (see
     // `AuthorityCore::shutdown`); their outcomes, if they ever come, are dropped.
     running.detach_all();
-    let stats = blocking(&core, AuthorityCore::shutdown).await?;
+    let stats = blocking(&core, "shutdown", AuthorityCore::shutdown).await?;
     health.stopped();
     if let Some(metrics) = metrics {
         metrics.stop().await;
@@ -266,15 +273,22 @@ fn tokio_listener(listener: &std::net::TcpListener) -> Result<tokio::net::TcpLis
     listener.map_err(|e| Error::Invalid(format!("the metrics listener cannot be used: {e}")))
 }
 
-/// Runs `f` on the blocking pool (store calls are synchronous), under the core's log.
+/// Runs `f` on the blocking pool (store calls are synchronous), under the core's log, and
+/// records how long it took as a store call of `verb` (the metrics' store call latency).
 async fn blocking<T: Send + 'static>(
     core: &Arc<AuthorityCore>,
+    verb: &'static str,
     f: impl FnOnce(&AuthorityCore) -> T + Send + 'static,
 ) -> Result<T> {
     let core = core.clone();
-    tokio::task::spawn_blocking(move || core.log_scope(|| f(&core)))
-        .await
-        .map_err(|e| Error::OutcomeUnknown(format!("an authority task did not finish: {e}")))
+    tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
+        let out = core.log_scope(|| f(&core));
+        core.record_store_call(verb, started.elapsed());
+        out
+    })
+    .await
+    .map_err(|e| Error::OutcomeUnknown(format!("an authority task did not finish: {e}")))
 }
 
 async fn poll_and_spawn(
@@ -283,7 +297,7 @@ async fn poll_and_spawn(
     running: &mut JoinSet<Executed>,
     store_down: &mut bool,
 ) -> Result<()> {
-    let polled = blocking(core, AuthorityCore::poll).await?;
+    let polled = blocking(core, "claim", AuthorityCore::poll).await?;
     note_store(log, store_down, polled.as_ref().err());
     for job in polled.unwrap_or_default() {
         let core = core.clone();
@@ -291,7 +305,7 @@ async fn poll_and_spawn(
             let job_id = job.id;
             // Reading the job's input is a store call; the handler then runs as its own
             // task (a panic in it is an uncertain attempt, see `Registered::call`).
-            match blocking(&core, move |c| c.prepare(&job)).await {
+            match blocking(&core, "prepare", move |c| c.prepare(&job)).await {
                 Ok(Prepared::Ready(executed)) => executed,
                 Ok(Prepared::Call(call)) => call.call().await,
                 Err(e) => Executed {
@@ -326,7 +340,7 @@ async fn finish_joined(
         return Ok(());
     }
     // The core logs each outcome with its item and generation.
-    blocking(core, move |c| c.finish_all(batch)).await?;
+    blocking(core, "complete", move |c| c.finish_all(batch)).await?;
     Ok(())
 }
 

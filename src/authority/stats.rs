@@ -61,6 +61,9 @@ pub struct Stats {
     /// How long each handler ran (ms: real time in a process, virtual in the cluster), by
     /// handler name.
     pub handler_ms: BTreeMap<String, Histogram>,
+    /// How long the runtime's store calls took (ms, real time), by verb (`claim`,
+    /// `renew`, `complete`, `heartbeat`, …).
+    pub store_call_ms: BTreeMap<String, Histogram>,
 }
 
 impl Stats {

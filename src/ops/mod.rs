@@ -11,6 +11,7 @@ pub mod failovers;
 pub mod fenced;
 pub mod file_input;
 pub mod filter;
+pub mod fleet_metrics;
 pub mod heartbeat;
 pub mod lateness;
 pub mod liveness;

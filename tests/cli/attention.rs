@@ -163,3 +163,39 @@ fn triage_of_a_healthy_store_says_so() {
     let json = leasehold(&["inspect", "triage", "--store", &path, "--json"]);
     assert_eq!(stdout(&json), "");
 }
+
+/// `inspect metrics`: the fleet's facts as OpenMetrics text, each sample what the store
+/// holds.
+#[test]
+fn inspect_metrics_states_the_stores_counts() {
+    use crate::support::metrics::{assert_open_metrics, count};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").display().to_string();
+    let seeded = leasehold(&["seed", "--store", &path, "--effects", "40"]);
+    assert_eq!(code(&seeded), 0, "{}", stderr(&seeded));
+    let o = leasehold(&["inspect", "metrics", "--store", &path]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let page = stdout(&o);
+    assert_open_metrics(&page);
+    let store = Store::new(
+        Arc::new(SqliteBackend::open(&path, OpenMode::Existing).unwrap()),
+        Arc::new(SystemClock),
+        Arc::new(SeededIds::new(3)),
+    );
+    let overview = store.overview().unwrap();
+    let pending_effects: u64 = overview
+        .work
+        .iter()
+        .filter(|c| c.kind.as_str() == "effect" && c.state.as_str() == "pending")
+        .map(|c| c.count)
+        .sum();
+    assert_eq!(
+        count(&page, r#"leasehold_work{kind="effect",state="pending"}"#),
+        pending_effects
+    );
+    assert_eq!(count(&page, "leasehold_store_revision"), overview.revision);
+    assert_eq!(count(&page, r#"leasehold_authorities{state="live"}"#), 0);
+    let json = leasehold(&["inspect", "metrics", "--store", &path, "--json"]);
+    assert_eq!(code(&json), 2);
+}

@@ -50,6 +50,11 @@ impl Authorities {
 
     /// Starts one authority with a lease of `lease_ms`, polling fast.
     pub fn spawn_with_lease(&mut self, name: &str, store: &str, lease_ms: u32) {
+        self.spawn_with(name, store, lease_ms, &[]);
+    }
+
+    /// [`Self::spawn_with_lease`] with `extra` arguments.
+    pub fn spawn_with(&mut self, name: &str, store: &str, lease_ms: u32, extra: &[&str]) {
         let child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
             .args([
                 "authority",
@@ -64,6 +69,7 @@ impl Authorities {
                 "--log-format",
                 "json",
             ])
+            .args(extra)
             .env_remove("LEASEHOLD_STORE")
             .stdin(Stdio::null())
             .stdout(File::create(self.dir.path().join(format!("{name}.out"))).unwrap())
@@ -93,6 +99,15 @@ impl Authorities {
             }
         }
         (events, errors)
+    }
+
+    /// The value of `field` on the first line of `name`'s log whose message is `message`.
+    pub fn logged(&self, name: &str, message: &str, field: &str) -> Option<String> {
+        let text = std::fs::read_to_string(self.log(name)).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|v| v["message"] == message)
+            .and_then(|v| v[field].as_str().map(str::to_owned))
     }
 
     pub fn pid(&self, name: &str) -> u32 {

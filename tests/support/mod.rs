@@ -14,6 +14,7 @@
 #![allow(dead_code, unused_macros, clippy::unwrap_used)]
 
 pub mod authorities;
+pub mod metrics;
 #[macro_use]
 mod per_provider;
 #[cfg(feature = "postgres")]

@@ -222,6 +222,17 @@ impl AuthorityCore {
         self.state().stopping = true;
     }
 
+    /// Records one store call of `verb` that took `took` (the runtime times its calls).
+    pub fn record_store_call(&self, verb: &str, took: std::time::Duration) {
+        let ms = Millis::try_from(took.as_millis()).unwrap_or(Millis::MAX);
+        self.state()
+            .stats
+            .store_call_ms
+            .entry(verb.to_owned())
+            .or_default()
+            .record(ms);
+    }
+
     fn note_store_error<T>(&self, result: &Result<T>) {
         if let Err(e) = result {
             if e.is_store_failure() {

@@ -68,6 +68,8 @@ pub enum View {
     Fenced,
     /// Everything that needs a person, grouped by reason, with what to do.
     Triage,
+    /// The fleet's facts as OpenMetrics text (the names an authority's `/metrics` uses).
+    Metrics,
 }
 
 impl View {
@@ -85,6 +87,7 @@ impl View {
             Self::Failovers => "failovers",
             Self::Fenced => "fenced",
             Self::Triage => "triage",
+            Self::Metrics => "metrics",
         }
     }
 
@@ -130,7 +133,12 @@ pub struct InspectArgs {
 /// A store failure (exit 2) or a bad filter (exit 2).
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
     let filter = parse_filter(args.view, &args.filter)?;
-    if matches!(args.view, View::Overview | View::Triage) && args.after.is_some() {
+    if args.view == View::Metrics && args.json {
+        return Err(Failure::usage(
+            "the metrics view is OpenMetrics text; --json does not apply",
+        ));
+    }
+    if matches!(args.view, View::Overview | View::Triage | View::Metrics) && args.after.is_some() {
         return Err(Failure::usage(format!(
             "--after does not apply to the {}",
             args.view.name()
@@ -168,6 +176,10 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
         View::Failovers => incidents::print_failovers(&ctx, window, out)?,
         View::Fenced => incidents::print_fenced(&ctx, window, out)?,
         View::Triage => triage::print(&ctx, out)?,
+        View::Metrics => {
+            out.write_all(crate::ops::fleet_metrics::render(&store, now)?.as_bytes())?;
+            None
+        }
     };
     if let Some(key) = next {
         let hint = format!("(more rows: --after {})", cell_max(&key, 200));

@@ -1,0 +1,119 @@
+//! `leasehold inspect metrics`: the store's fleet-level facts as OpenMetrics text, under the
+//! same `leasehold_` names an authority's `/metrics` uses where the fact is the same (the
+//! store's `claims_total` counts every authority's claims), so dashboards and scripts share
+//! one vocabulary.
+
+use std::collections::BTreeMap;
+
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+
+use crate::authority::metrics::{Labeled, text};
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::model::PageRequest;
+use crate::ops::lateness;
+use crate::ops::liveness::{Liveness, liveness};
+use crate::store::Store;
+
+/// Registrations read at most.
+const AUTHORITIES: usize = 10_000;
+
+/// The fleet page for `store` at `now`.
+///
+/// # Errors
+/// A store failure.
+pub fn render(store: &Store, now: Millis) -> Result<String> {
+    let overview = store.overview()?;
+    let mut r = Registry::with_prefix("leasehold");
+    r.register(
+        "claims",
+        "Claims every authority took (the store's count)",
+        ConstCounter::new(overview.claims),
+    );
+    r.register(
+        "store_writes",
+        "Fenced writes the store accepted",
+        ConstCounter::new(overview.writes_accepted),
+    );
+    r.register(
+        "store_refused_writes",
+        "Writes the store refused (fenced, already terminal, …)",
+        ConstCounter::new(overview.writes_refused),
+    );
+    r.register(
+        "store_revision",
+        "The store's revision",
+        ConstGauge::new(i64::try_from(overview.revision).unwrap_or(i64::MAX)),
+    );
+    let mut work: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for c in &overview.work {
+        *work
+            .entry((c.kind.as_str().to_owned(), c.state.as_str().to_owned()))
+            .or_default() += c.count;
+    }
+    r.register(
+        "work",
+        "Work items by kind and state",
+        Labeled::gauges(
+            work.into_iter()
+                .map(|((kind, state), n)| (vec![("kind", kind), ("state", state)], n))
+                .collect(),
+        ),
+    );
+    r.register(
+        "workflows",
+        "Workflow instances by status",
+        Labeled::gauges(
+            overview
+                .workflows
+                .iter()
+                .map(|(status, n)| (vec![("status", status.clone())], *n))
+                .collect(),
+        ),
+    );
+    r.register(
+        "events",
+        "Event ingestions by dedup outcome",
+        Labeled::counters(
+            overview
+                .events
+                .iter()
+                .map(|(outcome, n)| (vec![("outcome", outcome.clone())], *n))
+                .collect(),
+        ),
+    );
+    let mut states: BTreeMap<&'static str, u64> =
+        Liveness::ALL.iter().map(|l| (l.as_str(), 0)).collect();
+    for a in store
+        .list_authorities(&PageRequest::first(AUTHORITIES))?
+        .rows
+    {
+        *states.entry(liveness(&a, now).as_str()).or_default() += 1;
+    }
+    r.register(
+        "authorities",
+        "Registered authorities by liveness",
+        Labeled::gauges(
+            states
+                .into_iter()
+                .map(|(state, n)| (vec![("state", state.to_owned())], n))
+                .collect(),
+        ),
+    );
+    let late = lateness::by_kind(&lateness::lanes(&overview.waiting_lanes, now));
+    r.register(
+        "late_seconds",
+        "How late the oldest due item of each kind is",
+        Labeled::gauges(
+            late.iter()
+                .map(|k| {
+                    let secs = u64::try_from(k.late_ms / 1_000).unwrap_or(0);
+                    (vec![("kind", k.kind.as_str().to_owned())], secs)
+                })
+                .collect(),
+        ),
+    );
+    Ok(text(&r))
+}
