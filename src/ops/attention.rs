@@ -16,6 +16,7 @@ use crate::error::Result;
 use crate::model::work::WorkFilter;
 use crate::model::{Authority, InstanceStatus, PageRequest, WorkItem, WorkState};
 use crate::ops::claims::ClaimStanding;
+use crate::ops::lateness;
 use crate::ops::liveness::{Liveness, liveness};
 use crate::ops::runnable::{Runnable, Standing};
 use crate::ops::triage::is_discarded;
@@ -26,6 +27,10 @@ pub const SCAN_LIMIT: usize = 20_000;
 
 /// Rows per page of those reads.
 const PAGE: usize = 1_000;
+
+/// How long a lane's oldest due item may wait before the lane is late: many polls of a
+/// loaded authority.
+pub const LATE_AFTER_MS: Millis = 60_000;
 
 /// How long past its due instant a workflow instance may wait before it is overdue: a few
 /// polls of a loaded authority.
@@ -52,6 +57,9 @@ pub enum Reason {
     GoneClaims,
     /// A workflow instance past its due instant by more than [`OVERDUE_AFTER_MS`].
     OverdueInstances,
+    /// A lane (kind, handler) whose oldest due item has waited more than
+    /// [`LATE_AFTER_MS`] ([`crate::ops::lateness`], the overview's figure): starvation.
+    LateLanes,
 }
 
 impl Reason {
@@ -67,6 +75,7 @@ impl Reason {
             Self::NoHandler => "no running authority has their handler",
             Self::GoneClaims => "claims of gone authorities, awaiting reclaim",
             Self::OverdueInstances => "workflow instances overdue",
+            Self::LateLanes => "lanes late by more than a minute",
         }
     }
 
@@ -83,6 +92,7 @@ impl Reason {
             Self::NoHandler => "deploy an authority with the handler",
             Self::GoneClaims => "start an authority (they are reclaimed within a lease)",
             Self::OverdueInstances => "check the authorities' liveness and the instance history",
+            Self::LateLanes => "add authorities, raise concurrency, or check the handler's limit",
         }
     }
 
@@ -93,7 +103,11 @@ impl Reason {
             Self::DeadLetters | Self::Failed => Some("state:failed"),
             Self::Stranded => Some("compat:incompatible"),
             Self::GoneClaims => Some("state:claimed"),
-            Self::NoAuthority | Self::Uncertain | Self::NoHandler | Self::OverdueInstances => None,
+            Self::NoAuthority
+            | Self::Uncertain
+            | Self::NoHandler
+            | Self::OverdueInstances
+            | Self::LateLanes => None,
         }
     }
 }
@@ -248,8 +262,8 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
     no_handler.exact = waiting_exact;
     // Stranded work is counted exactly from the counters (claimed items included: their
     // owner's build is gone too), the scan only supplies the oldest and a few ids.
-    let (count, any) = store
-        .overview()?
+    let overview = store.overview()?;
+    let (count, any) = overview
         .work
         .iter()
         .filter(|c| !c.state.is_terminal() && c.count > 0)
@@ -284,12 +298,23 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
         page = PageRequest::first(PAGE);
     }
 
-    Ok(
-        [dead, failed, gone, stranded, no_handler, uncertain, overdue]
-            .into_iter()
-            .filter(|g| g.count > 0)
-            .collect(),
-    )
+    // Late lanes, from the store's per-lane oldest due instant: the overview's figure.
+    let mut late = Group::new(Reason::LateLanes);
+    for lane in lateness::lanes(&overview.waiting_lanes, now) {
+        if lane.late_ms > LATE_AFTER_MS {
+            late.add(
+                &format!("{}/{}", lane.kind.as_str(), lane.handler),
+                lane.oldest_due,
+            );
+        }
+    }
+
+    Ok([
+        dead, failed, gone, stranded, no_handler, late, uncertain, overdue,
+    ]
+    .into_iter()
+    .filter(|g| g.count > 0)
+    .collect())
 }
 
 /// Visits the items in `states` (at most [`SCAN_LIMIT`]); answers whether it saw them all.

@@ -138,6 +138,21 @@ fn triage_lists_each_kind_of_trouble_with_its_count() {
     assert_eq!(count("no-handler"), Some((1, json!(["thumb-1"]))));
     assert_eq!(count("gone-claims"), Some((1, json!(["orphan"]))));
     assert_eq!(count("overdue-instances").map(|c| c.0), Some(1));
+    // Late lanes are the overview's lateness figure, past a minute.
+    let lanes =
+        leasehold::ops::lateness::lanes(&live.overview().unwrap().waiting_lanes, SystemClock.now());
+    let late: Vec<String> = lanes
+        .iter()
+        .filter(|l| l.late_ms > 60_000)
+        .map(|l| format!("{}/{}", l.kind.as_str(), l.handler))
+        .collect();
+    assert!(!late.is_empty());
+    let (n, first) = count("late-lanes").expect("late lanes listed");
+    assert_eq!(n, late.len() as u64);
+    assert!(
+        late.contains(&first[0].as_str().unwrap().to_owned()),
+        "{first}"
+    );
     assert!(groups.iter().all(|g| g["exact"] == true));
     let dead = groups
         .iter()
