@@ -103,6 +103,16 @@ pub trait Tx {
     /// Every counter whose name starts with `prefix`.
     fn counters(&mut self, prefix: &str) -> Result<Vec<(String, i64)>>;
 
+    // --- store identity and epoch (see `store/epoch.rs`)
+    /// A named meta value beside the revision (`store_id`, `store_epoch`); `None` when
+    /// the store has no such row.
+    fn meta_value(&mut self, key: &str) -> Result<Option<i64>>;
+    /// Sets a named meta value, creating its row if needed.
+    fn set_meta_value(&mut self, key: &str, value: i64) -> Result<()>;
+    /// Raises every lease's and work item's generation below `floor` to `floor`, so the
+    /// next generation minted for any of them is above it. Returns how many rows changed.
+    fn raise_generations(&mut self, floor: u64) -> Result<u64>;
+
     // --- leases
     fn lease(&mut self, resource: &str) -> Result<Option<Lease>>;
     fn put_lease(&mut self, lease: &Lease) -> Result<()>;

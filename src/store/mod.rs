@@ -14,6 +14,7 @@ pub mod backend;
 pub mod copy;
 mod counter;
 pub mod create;
+pub mod epoch;
 mod events;
 mod incidents;
 mod leases;
