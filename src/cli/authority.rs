@@ -36,6 +36,8 @@ pub struct AuthorityArgs {
     /// mistyped `--store` never starts an authority over a new store nobody else uses.
     #[arg(long)]
     pub create: bool,
+    #[command(flatten)]
+    pub state: super::witness::StateDirArg,
     /// This authority's instance id (generated when not given).
     #[arg(long)]
     pub instance: Option<String>,
@@ -118,6 +120,7 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     } else {
         StoreArg { store: url }.open(OpenMode::Existing)?
     };
+    let store = args.state.witnessed(store)?;
     let workload = workload::named(&args.workload, args.seed)?;
     // The process's one subscriber, for every thread: `tracing` remembers per call site
     // whether anyone listens, so a subscriber scoped to some threads could miss lines.

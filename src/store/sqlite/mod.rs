@@ -23,6 +23,7 @@
 mod bind;
 #[cfg(test)]
 mod differential_tests;
+mod files;
 mod list_work;
 #[cfg(test)]
 mod plan_tests;
@@ -47,6 +48,7 @@ use super::url::OpenMode;
 use crate::clock::SystemClock;
 use crate::error::{Error, Result};
 use crate::ids::SeededIds;
+use files::OpenedFiles;
 use presence::Presence;
 use tx::SqliteTx;
 
@@ -74,6 +76,8 @@ pub struct SqliteBackend {
     read_only: bool,
     /// Whether this open created the schema in an empty file (`leasehold init`).
     created: bool,
+    /// The files a writable handle opened; checked before every commit.
+    files: Option<OpenedFiles>,
 }
 
 /// Opens the store at `path`; see [`SqliteBackend::open`].
@@ -193,6 +197,7 @@ impl SqliteBackend {
             label,
             read_only,
             created,
+            files: (!read_only).then(|| OpenedFiles::capture(path)),
         })
     }
 
@@ -233,7 +238,12 @@ impl SqliteBackend {
                 .transaction_with_behavior(behavior)
                 .map_err(|e| step(label, &e))?;
             let mut stx = SqliteTx::new(&tx, label, writable);
-            let result = f(&mut stx).and_then(|()| stx.flush());
+            let result = f(&mut stx).and_then(|()| stx.flush()).and_then(|()| {
+                match &self.files {
+                    Some(files) if writable => files.verify(label),
+                    _ => Ok(()),
+                }
+            });
             let busy = stx.hit_busy();
             match result {
                 // Dropping `tx` rolls back.
