@@ -35,6 +35,8 @@ mod model;
 mod reads;
 #[path = "store/registry.rs"]
 mod registry;
+#[path = "store/rewind.rs"]
+mod rewind;
 #[path = "store/schedules.rs"]
 mod schedules;
 #[path = "store/work.rs"]
