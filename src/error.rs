@@ -80,7 +80,9 @@ pub enum Error {
     /// database that lost commits) or is another store under the same name: writing could
     /// hand out a generation twice, so nothing is written until an operator accepts it
     /// (`leasehold store accept-rewind`).
-    #[error("STORE_REWOUND: {store}: {detail}; nothing was written (after checking, `leasehold store accept-rewind` starts a new store epoch)")]
+    #[error(
+        "STORE_REWOUND: {store}: {detail}; nothing was written (after checking, `leasehold store accept-rewind` starts a new store epoch)"
+    )]
     Rewound { store: String, detail: String },
     /// A commit whose result was not established; re-read before acting.
     #[error("OUTCOME_UNKNOWN: {0}")]

@@ -1334,6 +1334,11 @@ fn leasehold_check_states_stranded_instances_and_lost_waits() {
             args.push("--json");
         }
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            // Rewind witnesses of these throwaway stores stay out of the home directory.
+            .env(
+                "LEASEHOLD_STATE_DIR",
+                std::env::temp_dir().join("leasehold-test-witnesses"),
+            )
             .args(&args)
             .output()
             .unwrap();

@@ -28,6 +28,11 @@ const LEASE_MS: u32 = 1_000;
 
 fn leasehold(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        // Rewind witnesses of these throwaway stores stay out of the home directory.
+        .env(
+            "LEASEHOLD_STATE_DIR",
+            std::env::temp_dir().join("leasehold-test-witnesses"),
+        )
         .args(args)
         .env_remove("LEASEHOLD_STORE")
         .output()

@@ -50,6 +50,11 @@ fn with_password(url: &str) -> String {
 
 fn leasehold(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        // Rewind witnesses of these throwaway stores stay out of the home directory.
+        .env(
+            "LEASEHOLD_STATE_DIR",
+            std::env::temp_dir().join("leasehold-test-witnesses"),
+        )
         .args(args)
         .env_remove("LEASEHOLD_STORE")
         .output()
@@ -138,6 +143,11 @@ fn the_password_never_appears_in_errors_labels_or_output() {
         vec!["bench", "work", "--help"],
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            // Rewind witnesses of these throwaway stores stay out of the home directory.
+            .env(
+                "LEASEHOLD_STATE_DIR",
+                std::env::temp_dir().join("leasehold-test-witnesses"),
+            )
             .args(&args)
             .env("LEASEHOLD_STORE", &url)
             .output()

@@ -85,6 +85,9 @@ mod tests {
         assert_eq!(floor(0).ok(), Some(0));
         assert_eq!(floor(1).ok(), Some(1 << 32));
         assert!(floor(2).ok() > floor(1).ok().map(|f| f + u64::from(u32::MAX)));
-        assert_eq!(floor(1 << 31).err().map(|e| e.code()), Some("STORE_CORRUPT"));
+        assert_eq!(
+            floor(1 << 31).err().map(|e| e.code()),
+            Some("STORE_CORRUPT")
+        );
     }
 }

@@ -415,11 +415,27 @@ impl Tx for MemTx<'_> {
             .collect();
         let raised = (leases.len() + items.len()) as u64;
         for lease in leases {
-            put!(self, leases, lease.resource_id.clone(), Lease { generation: floor, ..lease });
+            put!(
+                self,
+                leases,
+                lease.resource_id.clone(),
+                Lease {
+                    generation: floor,
+                    ..lease
+                }
+            );
         }
         for item in items {
             // The due indexes do not hold the generation: only the row changes.
-            put!(self, work, item.id.clone(), WorkItem { generation: floor, ..item });
+            put!(
+                self,
+                work,
+                item.id.clone(),
+                WorkItem {
+                    generation: floor,
+                    ..item
+                }
+            );
         }
         Ok(raised)
     }

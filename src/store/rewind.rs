@@ -75,5 +75,4 @@ impl Store {
         }
         Ok(accepted)
     }
-
 }

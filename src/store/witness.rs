@@ -297,6 +297,9 @@ mod tests {
     #[test]
     fn an_older_epoch_is_refused_and_a_newer_one_adopted() {
         assert!(judge(Some(seen(7, 2, 10)), seen(7, 1, 99)).is_err());
-        assert_eq!(judge(Some(seen(7, 1, 10)), seen(9, 2, 1)), Ok(seen(9, 2, 1)));
+        assert_eq!(
+            judge(Some(seen(7, 1, 10)), seen(9, 2, 1)),
+            Ok(seen(9, 2, 1))
+        );
     }
 }

@@ -179,6 +179,11 @@ fn authority_create_creates_the_store_it_runs_on() {
     let store = dir.path().join("fresh.db");
     let path = store.display().to_string();
     let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        // Rewind witnesses of these throwaway stores stay out of the home directory.
+        .env(
+            "LEASEHOLD_STATE_DIR",
+            std::env::temp_dir().join("leasehold-test-witnesses"),
+        )
         .args([
             "authority",
             "--store",

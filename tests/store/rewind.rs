@@ -91,7 +91,9 @@ fn a_restarted_writer_refuses_an_older_copy_until_the_rewind_is_accepted() {
     assert_eq!(accepted.generation_floor, epoch::floor(1).unwrap());
     let audit = store.list_audit(&PageRequest::first(10)).unwrap().rows;
     assert!(
-        audit.iter().any(|a| a.action == "accept-rewind" && a.outcome.contains("restored")),
+        audit
+            .iter()
+            .any(|a| a.action == "accept-rewind" && a.outcome.contains("restored")),
         "{audit:?}"
     );
 
@@ -106,16 +108,28 @@ fn a_restarted_writer_refuses_an_older_copy_until_the_rewind_is_accepted() {
     let fresh_lease = ok("acquire r2", store.acquire("r2", "d", 1_000.0, NO_KEY)).generation;
     let highest = minted.iter().map(|(l, w)| *l.max(w)).max().unwrap();
     for g in [lease, item, fresh, fresh_lease] {
-        assert!(g > highest && g > accepted.generation_floor, "{g} after {minted:?}");
+        assert!(
+            g > highest && g > accepted.generation_floor,
+            "{g} after {minted:?}"
+        );
     }
 }
 
 #[test]
 fn a_running_writer_refuses_once_the_store_is_behind_or_another() {
     for (what, rewind) in [
-        ("revision behind", "UPDATE meta SET value = value - 2 WHERE key = 'revision'"),
-        ("another store", "UPDATE meta SET value = value + 1 WHERE key = 'store_id'"),
-        ("older epoch", "UPDATE meta SET value = -1 WHERE key = 'store_epoch'"),
+        (
+            "revision behind",
+            "UPDATE meta SET value = value - 2 WHERE key = 'revision'",
+        ),
+        (
+            "another store",
+            "UPDATE meta SET value = value + 1 WHERE key = 'store_id'",
+        ),
+        (
+            "older epoch",
+            "UPDATE meta SET value = -1 WHERE key = 'store_epoch'",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock::new(1_000_000);
@@ -170,7 +184,11 @@ fn a_removed_wal_or_replaced_file_stops_writes_before_the_next_commit() {
             .map(|_| ())
             .unwrap_err();
         assert_eq!(err.code(), "STORE_CORRUPT", "{victim}: {err}");
-        let which = if victim.is_empty() { "database file" } else { "WAL file" };
+        let which = if victim.is_empty() {
+            "database file"
+        } else {
+            "WAL file"
+        };
         assert!(err.to_string().contains(which), "{err}");
         assert!(store.untrusted().is_some());
     }

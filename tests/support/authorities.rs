@@ -48,9 +48,20 @@ impl Authorities {
         self.spawn_with_lease(name, store, 1_500);
     }
 
+    /// Starts one authority keeping its rewind witnesses in `state`.
+    pub fn spawn_in(&mut self, name: &str, store: &str, state: &std::path::Path) {
+        self.spawn_with(name, store, 1_500, state);
+    }
+
     /// Starts one authority with a lease of `lease_ms`, polling fast.
     pub fn spawn_with_lease(&mut self, name: &str, store: &str, lease_ms: u32) {
+        let state = std::env::temp_dir().join("leasehold-test-witnesses");
+        self.spawn_with(name, store, lease_ms, &state);
+    }
+
+    fn spawn_with(&mut self, name: &str, store: &str, lease_ms: u32, state: &std::path::Path) {
         let child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .env("LEASEHOLD_STATE_DIR", state)
             .args([
                 "authority",
                 "--store",
@@ -103,6 +114,18 @@ impl Authorities {
         let mut child = self.running.remove(name).unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    /// Waits for `name` to exit on its own; its exit status.
+    pub fn wait_exit(&mut self, name: &str, deadline: Instant) -> std::process::ExitStatus {
+        let mut child = self.running.remove(name).unwrap();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "{name} did not exit");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// SIGTERM to every authority still running; each must shut down cleanly.

@@ -238,12 +238,12 @@ impl SqliteBackend {
                 .transaction_with_behavior(behavior)
                 .map_err(|e| step(label, &e))?;
             let mut stx = SqliteTx::new(&tx, label, writable);
-            let result = f(&mut stx).and_then(|()| stx.flush()).and_then(|()| {
-                match &self.files {
+            let result = f(&mut stx)
+                .and_then(|()| stx.flush())
+                .and_then(|()| match &self.files {
                     Some(files) if writable => files.verify(label),
                     _ => Ok(()),
-                }
-            });
+                });
             let busy = stx.hit_busy();
             match result {
                 // Dropping `tx` rolls back.
