@@ -14,6 +14,8 @@ mod support;
 mod cancel;
 #[path = "cli/creation.rs"]
 mod creation;
+#[path = "cli/damaged.rs"]
+mod damaged;
 #[path = "cli/enqueue.rs"]
 mod enqueue;
 #[path = "cli/install.rs"]

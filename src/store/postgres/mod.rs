@@ -71,6 +71,9 @@ pub const SCHEMA_VERSION: i64 = 3;
 /// The schema, run idempotently at every read-write open of an uninitialised database.
 const SCHEMA: &str = include_str!("schema.sql");
 
+/// The identity and epoch rows (`store/epoch.rs`), added at every read-write open.
+const IDENTITY: &str = include_str!("identity.sql");
+
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`.
 const UPGRADES: [&str; 2] = [include_str!("upgrade_1.sql"), include_str!("upgrade_2.sql")];
 
@@ -470,6 +473,10 @@ fn init(
         .and_then(|()| inspect(conn, names))
         .and_then(|found| match found {
             Found::Leasehold(v) if v > SCHEMA_VERSION => Err(Step::Fail(newer(names, v))),
+            Found::Leasehold(v) if v < 1 => Err(Step::Fail(super::sql::unknown_version(
+                &names.label,
+                v,
+            ))),
             Found::Leasehold(v) if v < SCHEMA_VERSION && read_only => {
                 Err(Step::Fail(Error::Unavailable(format!(
                     "{}: store schema version {v} predates this build ({SCHEMA_VERSION}); any command that writes to it upgrades it",
@@ -490,6 +497,15 @@ fn init(
                 .batch_execute(SCHEMA)
                 .map(|()| true)
                 .map_err(|e| step(names, &e, &conn.client)),
+        })
+        .and_then(|created| {
+            if read_only {
+                return Ok(created);
+            }
+            conn.client
+                .batch_execute(IDENTITY)
+                .map(|()| created)
+                .map_err(|e| step(names, &e, &conn.client))
         })
         .and_then(|created| {
             conn.client
@@ -523,6 +539,8 @@ fn inspect(conn: &mut Conn, names: &Names) -> std::result::Result<Found, Step> {
         .query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[])
         .and_then(|r| r.map(|r| r.try_get(0)).transpose())
         .map_err(|e| match step(names, &e, client) {
+            // Not being allowed to read it says nothing about what the table holds.
+            Step::Fail(_) if errors::is_permission(&e) => Step::Fail(map_error(names, &e)),
             Step::Fail(_) if e.as_db_error().is_some() => Step::Fail(Error::Corrupt(format!(
                 "{}: a meta table that is not leasehold's",
                 names.label

@@ -20,11 +20,6 @@ CREATE TABLE IF NOT EXISTS meta (
 INSERT INTO meta (key, value) VALUES ('schema_version', 3) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('revision', 0) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('journal_seq', 0) ON CONFLICT (key) DO NOTHING;
--- The store's identity (random, fixed at creation) and epoch (see store/epoch.rs).
-INSERT INTO meta (key, value)
-    VALUES ('store_id', floor((random() - 0.5) * 18014398509481982)::bigint)
-    ON CONFLICT (key) DO NOTHING;
-INSERT INTO meta (key, value) VALUES ('store_epoch', 0) ON CONFLICT (key) DO NOTHING;
 
 -- Incremental counts; `counters(prefix)` is a range over the primary key.
 CREATE TABLE IF NOT EXISTS counters (

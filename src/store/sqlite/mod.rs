@@ -161,6 +161,7 @@ impl SqliteBackend {
         let found = retry(MAX_ATTEMPTS, || inspect(&conn, &label))?;
         match found {
             Found::Leasehold(v) if v > SCHEMA_VERSION => return Err(newer(&label, v)),
+            Found::Leasehold(v) if v < 1 => return Err(super::sql::unknown_version(&label, v)),
             Found::Leasehold(v) if v < SCHEMA_VERSION && read_only => {
                 return Err(Error::Unavailable(format!(
                     "{label}: store schema version {v} predates this build ({SCHEMA_VERSION}); any command that writes to it upgrades it"
@@ -172,6 +173,11 @@ impl SqliteBackend {
                 )));
             }
             _ => {}
+        }
+        if mode == OpenMode::Existing {
+            // A writer to an existing store reads every page once before writing anything:
+            // damage found now refuses the command with nothing written.
+            retry(MAX_ATTEMPTS, || integrity(&conn, &label))?;
         }
         let mut created = false;
         if !read_only {
@@ -371,6 +377,15 @@ pub(super) fn map_error(label: &str, e: &rusqlite::Error) -> Error {
             | rusqlite::Error::InvalidColumnName(_) => {
                 Error::Corrupt(format!("{label}: unreadable row: {}", one_line(e)))
             }
+            // A statement naming a table or column the file lacks: a damaged store.
+            rusqlite::Error::SqliteFailure(_, Some(message))
+                if message.starts_with("no such table")
+                    || message.starts_with("no such column") =>
+            {
+                Error::Corrupt(format!(
+                    "{label}: {message}: the store is damaged or not of this version"
+                ))
+            }
             _ => Error::Unavailable(format!("{label}: {}", one_line(e))),
         },
     }
@@ -421,10 +436,38 @@ fn inspect(conn: &Connection, label: &str) -> std::result::Result<Found, Step> {
         ))));
     }
     match schema_version(conn).map_err(|e| step(label, &e))? {
+        Some(SCHEMA_VERSION) => {
+            // The schema script would silently recreate a dropped table, empty: a store of
+            // this version missing one is damaged.
+            if let Some(missing) = super::sql::schema_tables(SCHEMA)
+                .into_iter()
+                .find(|t| !tables.iter().any(|have| have == t))
+            {
+                return Err(Step::Fail(Error::Corrupt(format!(
+                    "{label}: the {missing} table is missing from this leasehold store: it is damaged (nothing was recreated)"
+                ))));
+            }
+            Ok(Found::Leasehold(SCHEMA_VERSION))
+        }
         Some(v) => Ok(Found::Leasehold(v)),
         None => Err(Step::Fail(Error::Corrupt(format!(
             "{label}: a leasehold meta table without a schema version"
         )))),
+    }
+}
+
+/// SQLite's own check of every page (`PRAGMA quick_check`).
+fn integrity(conn: &Connection, label: &str) -> std::result::Result<(), Step> {
+    let verdict: String = conn
+        .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
+        .map_err(|e| step(label, &e))?;
+    if verdict == "ok" {
+        Ok(())
+    } else {
+        Err(Step::Fail(Error::Corrupt(format!(
+            "{label}: the database file is damaged ({}); nothing was written",
+            verdict.split_whitespace().collect::<Vec<_>>().join(" ")
+        ))))
     }
 }
 
