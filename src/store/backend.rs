@@ -43,6 +43,14 @@ impl StoreKind {
     }
 }
 
+/// The database server under a store; see [`Backend::server_identity`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerIdentity {
+    pub system_identifier: i64,
+    pub timeline: i64,
+}
+
 /// A provider: transactions over one store.
 pub trait Backend: Send + Sync {
     fn kind(&self) -> StoreKind;
@@ -55,6 +63,15 @@ pub trait Backend: Send + Sync {
     /// to [`Backend::describe`].
     fn identity(&self) -> String {
         self.describe()
+    }
+
+    /// The database server under the store, when the provider can tell: PostgreSQL's
+    /// system identifier (shared by a primary and its physical replicas, different for
+    /// any other cluster) and current timeline (a new one after each promotion). `None`
+    /// when the provider has no server or the role may not read them. Read outside any
+    /// transaction.
+    fn server_identity(&self) -> Option<ServerIdentity> {
+        None
     }
 
     /// Whether the store survives the process (false only for memory).

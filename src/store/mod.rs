@@ -40,7 +40,7 @@ mod work;
 
 use std::sync::{Arc, OnceLock};
 
-pub use backend::{Backend, StoreKind, Tx};
+pub use backend::{Backend, ServerIdentity, StoreKind, Tx};
 pub use counter::Counter;
 pub use events::Ingested;
 pub use incidents::Incidents;

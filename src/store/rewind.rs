@@ -71,7 +71,7 @@ impl Store {
             Error::OutcomeUnknown("the acceptance committed without an answer".into())
         })?;
         if let Some(w) = self.witness() {
-            w.adopt(self.read(Seen::read)?)?;
+            w.adopt(Seen::of(self)?)?;
         }
         Ok(accepted)
     }

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::epoch::{self, STORE_ID};
-use super::{Store, Tx};
+use super::{ServerIdentity, Store, Tx};
 use crate::error::{Error, Result};
 
 /// Bytes of one witness record (JSON padded with spaces, then a newline).
@@ -47,6 +47,10 @@ pub struct Seen {
     pub epoch: u64,
     /// The highest revision seen.
     pub revision: u64,
+    /// The database server, when the provider can tell (read when the witness is opened;
+    /// `None` in what a write transaction reads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerIdentity>,
 }
 
 impl Seen {
@@ -62,6 +66,20 @@ impl Seen {
             store_id,
             epoch: epoch::epoch(tx)?,
             revision: tx.revision()?,
+            server: None,
+        })
+    }
+}
+
+impl Seen {
+    /// What `store` shows now, its server included.
+    ///
+    /// # Errors
+    /// As [`Seen::read`].
+    pub fn of(store: &Store) -> Result<Self> {
+        Ok(Self {
+            server: store.backend.server_identity(),
+            ..store.read(Self::read)?
         })
     }
 }
@@ -73,6 +91,10 @@ impl Seen {
 /// The reason the store is refused, as one clause.
 pub fn judge(seen: Option<Seen>, now: Seen) -> std::result::Result<Seen, String> {
     let Some(seen) = seen else { return Ok(now) };
+    let now = Seen {
+        server: now.server.or(seen.server),
+        ..now
+    };
     if now.epoch > seen.epoch {
         // An operator accepted this store as it is.
         return Ok(now);
@@ -89,9 +111,24 @@ pub fn judge(seen: Option<Seen>, now: Seen) -> std::result::Result<Seen, String>
             now.store_id, seen.store_id
         ));
     }
-    if now.revision < seen.revision {
+    if let (Some(was), Some(is)) = (seen.server, now.server)
+        && was.system_identifier != is.system_identifier
+    {
         return Err(format!(
-            "it is at revision {}, behind revision {} this host has seen: commits were lost (an older copy or a failover)",
+            "it is served by another database cluster (system identifier {}) than the one this host has written to (system identifier {})",
+            is.system_identifier, was.system_identifier
+        ));
+    }
+    if now.revision < seen.revision {
+        let failover = match (seen.server, now.server) {
+            (Some(was), Some(is)) if was.timeline != is.timeline => format!(
+                " (the server failed over: timeline {} became {})",
+                was.timeline, is.timeline
+            ),
+            _ => String::new(),
+        };
+        return Err(format!(
+            "it is at revision {}, behind revision {} this host has seen: commits were lost (an older copy or a failover){failover}",
             now.revision, seen.revision
         ));
     }
@@ -126,7 +163,7 @@ impl Witness {
     /// `STORE_UNAVAILABLE` when the witness cannot be read or written.
     pub fn open(dir: &Path, store: &Store) -> Result<Self> {
         let witness = Self::load(dir, store)?;
-        witness.accept(store.read(Seen::read)?)?;
+        witness.accept(Seen::of(store)?)?;
         Ok(witness)
     }
 
@@ -268,7 +305,36 @@ mod tests {
             store_id,
             epoch,
             revision,
+            server: None,
         }
+    }
+
+    fn on(server: i64, timeline: i64, seen: Seen) -> Seen {
+        Seen {
+            server: Some(ServerIdentity {
+                system_identifier: server,
+                timeline,
+            }),
+            ..seen
+        }
+    }
+
+    #[test]
+    fn another_cluster_is_refused_and_a_failover_named() {
+        let why = judge(Some(on(1, 1, seen(7, 0, 10))), on(2, 1, seen(7, 0, 10))).unwrap_err();
+        assert!(why.contains("another database cluster"), "{why}");
+        let why = judge(Some(on(1, 1, seen(7, 0, 10))), on(1, 2, seen(7, 0, 9))).unwrap_err();
+        assert!(why.contains("timeline 1 became 2"), "{why}");
+        // A promotion that lost nothing is taken, and remembered.
+        assert_eq!(
+            judge(Some(on(1, 1, seen(7, 0, 10))), on(1, 2, seen(7, 0, 10))),
+            Ok(on(1, 2, seen(7, 0, 10)))
+        );
+        // A write transaction cannot see the server: the witnessed one is kept.
+        assert_eq!(
+            judge(Some(on(1, 1, seen(7, 0, 10))), seen(7, 0, 11)),
+            Ok(on(1, 1, seen(7, 0, 11)))
+        );
     }
 
     #[test]

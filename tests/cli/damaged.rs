@@ -1,5 +1,5 @@
 //! A damaged store stops every writer before it writes: each variant of damage × each
-//! command that writes is refused with one line (exit 2), and the file's bytes — and the
+//! command that writes (`seed` included) is refused with one line (exit 2), and the file's bytes — and the
 //! directory's listing — are exactly as they were.
 
 use std::path::{Path, PathBuf};
@@ -85,7 +85,21 @@ fn writers_refuse_a_damaged_store_and_write_nothing() {
     let workflow = workflow_file();
     for (name, cause) in causes {
         let path = at(name).display().to_string();
-        for args in writers(&path, &workflow) {
+        let creators = [
+            vec!["seed", "--store", &path, "--effects", "5"],
+            vec![
+                "work",
+                "enqueue",
+                "--store",
+                &path,
+                "--handler",
+                "h",
+                "--payload",
+                "{}",
+            ],
+        ]
+        .map(|words| words.into_iter().map(str::to_owned).collect::<Vec<_>>());
+        for args in writers(&path, &workflow).into_iter().chain(creators) {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let o = leasehold(&args);
             let err = assert_one_line_failure(&o, 2);

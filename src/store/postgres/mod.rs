@@ -57,7 +57,7 @@ use std::time::Duration;
 
 use postgres::{Config, SimpleQueryMessage};
 
-use super::backend::{Backend, StoreKind, Tx};
+use super::backend::{Backend, ServerIdentity, StoreKind, Tx};
 use super::sql::{Step, Transient, backoff, refuse_read_only, retry};
 use super::url::OpenMode;
 use crate::error::{Error, Result};
@@ -429,6 +429,25 @@ impl Backend for PostgresBackend {
 
     fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         self.run(false, f)
+    }
+
+    /// From the control file functions, on a connection of its own transaction; `None`
+    /// when the role may not call them (they need superuser or `pg_monitor`).
+    fn server_identity(&self) -> Option<ServerIdentity> {
+        let mut pooled = self.pool.get(&self.names).ok()?;
+        let conn = pooled.conn();
+        let row = conn
+            .client
+            .query_one(
+                "SELECT s.system_identifier, c.timeline_id::bigint
+                 FROM pg_control_system() s, pg_control_checkpoint() c",
+                &[],
+            )
+            .ok()?;
+        Some(ServerIdentity {
+            system_identifier: row.try_get(0).ok()?,
+            timeline: row.try_get(1).ok()?,
+        })
     }
 
     /// The store revision, read outside any transaction: it moves with every commit of

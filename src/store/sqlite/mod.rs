@@ -12,10 +12,15 @@
 //! - The schema (`schema.sql`) is idempotent, so N processes may initialise one file at
 //!   once; its version lives in the `meta` table with the revision and the journal
 //!   high-water. A file that is not a leasehold store (not SQLite, damaged, another
-//!   application's database, a newer schema) is refused with one line and left untouched:
-//!   nothing is created or converted before the file has been recognised.
+//!   application's database, a schema version below 1 or newer than this build, a current
+//!   store missing a table) is refused with one line and left untouched: nothing is
+//!   created or converted before the file has been recognised, and a writable open of an
+//!   existing store runs `quick_check` first.
+//! - Every write transaction checks, just before committing, that the path still names
+//!   the database and WAL files this connection opened (`files.rs`).
 //!
-//! Files: `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
+//! Files: `bind.rs` binds and reads the shared SQL layer's values, `files.rs` the identity
+//! of the files opened, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
 //! choice, `schema.sql`, and
 //! `upgrade_1.sql` and `upgrade_2.sql`, which bring a store of schema 1 or 2 to 3 in place.
@@ -174,9 +179,9 @@ impl SqliteBackend {
             }
             _ => {}
         }
-        if mode == OpenMode::Existing {
-            // A writer to an existing store reads every page once before writing anything:
-            // damage found now refuses the command with nothing written.
+        if !read_only && matches!(found, Found::Leasehold(_)) {
+            // A writer to an existing store reads its structure once before writing
+            // anything: damage found now refuses the command with nothing written.
             retry(MAX_ATTEMPTS, || integrity(&conn, &label))?;
         }
         let mut created = false;
