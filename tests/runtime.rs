@@ -652,3 +652,47 @@ fn an_idle_cursor_keeps_its_generation_until_its_owner_dies() {
         .expect("history");
     assert_eq!(grants.len(), 2, "{grants:?}");
 }
+
+/// A store that cannot be trusted stops the authority: once a write finds the store damaged
+/// (here a table dropped under it), the runtime stops claiming, logs it and returns that
+/// error (the binary exits non-zero), and no write goes through its handle afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_store_stops_the_authority_with_the_reason() {
+    let clock = ManualClock::new(T0);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("s.db");
+    let s = support::open_sqlite(&path, &clock, leasehold::store::url::OpenMode::ReadWrite)
+        .expect("creates");
+    let c = compat();
+    let effects = |from: usize| {
+        (from..from + 10)
+            .map(|i| NewWork::effect(format!("fx-{i}"), EFFECT_HANDLERS[0], "{}"))
+            .collect::<Vec<_>>()
+    };
+    s.enqueue_batch(effects(0), &c).expect("enqueues");
+    let runtime = tokio::spawn(run_authority_with(
+        s.clone(),
+        config("solo"),
+        workload::named("fast", 1).expect("fast"),
+        RunOptions::default(),
+        std::future::pending::<()>(),
+    ));
+    wait_until_async("the first items to finish", within(RUNNING), || {
+        work_in(&s, WorkState::Succeeded).len() == 10
+    })
+    .await;
+    rusqlite::Connection::open(&path)
+        .expect("opens")
+        .execute_batch("DROP TABLE grants")
+        .expect("drops");
+    s.enqueue_batch(effects(10), &c).expect("enqueues");
+
+    let stopped = tokio::time::timeout(RUNNING, runtime)
+        .await
+        .expect("the authority stops by itself")
+        .expect("joins");
+    let err = stopped.expect_err("an untrusted store is an error");
+    assert_eq!(err.code(), "STORE_CORRUPT", "{err}");
+    assert!(err.to_string().contains("grants"), "{err}");
+    assert!(work_in(&s, WorkState::Claimed).is_empty(), "nothing was claimed");
+}
