@@ -18,6 +18,8 @@ mod creation;
 mod damaged;
 #[path = "cli/enqueue.rs"]
 mod enqueue;
+#[path = "cli/exact_numbers.rs"]
+mod exact_numbers;
 #[path = "cli/install.rs"]
 mod install;
 #[path = "cli/schedule.rs"]

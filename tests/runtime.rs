@@ -694,5 +694,8 @@ async fn an_untrusted_store_stops_the_authority_with_the_reason() {
     let err = stopped.expect_err("an untrusted store is an error");
     assert_eq!(err.code(), "STORE_CORRUPT", "{err}");
     assert!(err.to_string().contains("grants"), "{err}");
-    assert!(work_in(&s, WorkState::Claimed).is_empty(), "nothing was claimed");
+    assert!(
+        work_in(&s, WorkState::Claimed).is_empty(),
+        "nothing was claimed"
+    );
 }

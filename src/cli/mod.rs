@@ -20,6 +20,7 @@ pub mod copy;
 pub mod demo;
 pub mod enqueue;
 pub mod event;
+pub mod exact_json;
 pub mod init;
 pub mod inspect;
 pub mod instance;
