@@ -57,6 +57,9 @@ fn unsafe_knobs_are_refused_at_construction() {
             ..AuthorityConfig::new("a", "v1")
         },
         AuthorityConfig::new("", "v1"),
+        // Above the longest lease: refused, never cut to 30 days behind the caller's back.
+        AuthorityConfig::new("a", "v1")
+            .with_timing(leasehold::rules::lease::MAX_LEASE_MS + 1, 10_000),
     ];
     for config in cases {
         let err = AuthorityCore::new(
