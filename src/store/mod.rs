@@ -8,13 +8,17 @@
 //! writes by time) hold the operations; `counter.rs` names every incremental counter,
 //! `logged.rs` the answer of a write whose refusal commits; `copy.rs` copies a whole
 //! store into an empty one; `memory.rs`, `sqlite/` and `postgres/` are the providers;
-//! `url.rs` opens a store from a URL.
+//! `url.rs` opens a store from a URL. When the store itself fails: `epoch.rs` (store
+//! epochs and generation floors), `witness.rs` (this host's record of a store, against
+//! rewinds), `rewind.rs` (accepting one), `faults.rs` (a fault-injecting provider for
+//! tests).
 
 pub mod backend;
 pub mod copy;
 mod counter;
 pub mod create;
 pub mod epoch;
+pub mod faults;
 mod events;
 mod incidents;
 mod leases;
