@@ -702,3 +702,119 @@ async fn an_untrusted_store_stops_the_authority_with_the_reason() {
         "nothing was claimed"
     );
 }
+
+/// Unknown outcomes, exercised: the store fails every few write transactions — before the
+/// commit, after it with a failure reported, after it with the answer lost — while an
+/// authority drains effects, a subscription cursor and workflows. Everything still
+/// finishes, each exactly once, and the checker finds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_outcomes_on_every_kind_of_write_end_clean() {
+    use leasehold::store::faults::{Fault, FaultPlan, FaultyBackend};
+
+    let clock = ManualClock::new(T0);
+    let faulty = Arc::new(FaultyBackend::new(Arc::new(MemoryBackend::new())));
+    let s = Store::new(
+        faulty.clone(),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(11)),
+    );
+    let c = compat();
+    let effects: Vec<NewWork> = (0..30)
+        .map(|i| {
+            NewWork::effect(
+                format!("e{i:03}"),
+                EFFECT_HANDLERS[i % EFFECT_HANDLERS.len()],
+                json!({ "n": i }).to_string(),
+            )
+        })
+        .collect();
+    s.enqueue_batch(effects, &c).expect("enqueues");
+    s.create_subscription("orders", "order-placed", workload::CURSOR_HANDLER, &c)
+        .expect("subscribes");
+    for i in 0..5 {
+        let event = NewEvent {
+            event_type: "order-placed".into(),
+            source: Some("shop".into()),
+            external_id: Some(format!("o{i}")),
+            payload: json!({ "i": i }),
+        };
+        s.ingest(&event).expect("ingests");
+    }
+    let (_, text) = SHIPPED_DEFINITIONS
+        .iter()
+        .find(|(name, _)| name.starts_with("integration-call"))
+        .expect("shipped");
+    s.deploy_workflow(text, &Catalog::demo())
+        .expect("deploys")
+        .expect("valid");
+    let mut instances = Vec::new();
+    for i in 0..3 {
+        let args = json!({ "partner": "p", "request": { "i": i } });
+        let started = s
+            .start_workflow(
+                "integration-call",
+                args.as_object().cloned().unwrap_or_default(),
+                "test",
+                None,
+                &c,
+            )
+            .expect("starts");
+        instances.push(started.instance_id);
+    }
+    // From the authority's registration on, every few writes fail one way or another.
+    faulty.plan(FaultPlan {
+        after: faulty.writes() + 1,
+        rules: vec![
+            (17, Fault::CommitThenLoseAnswer),
+            (13, Fault::CommitThenReportFailure),
+            (11, Fault::FailBeforeCommit),
+        ],
+    });
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let runtime = tokio::spawn(run_authority_with(
+        s.clone(),
+        config("solo"),
+        workload::named("fast", 1).expect("fast"),
+        RunOptions::default(),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let high_water = s.journal_high_water().expect("reads");
+    wait_until_async(
+        "the store to drain despite the faults",
+        within(RUNNING),
+        || {
+            // Claims whose answer was lost lapse in store time: let it pass (far slower than
+            // the renewals, so only a claim nobody holds lapses).
+            clock.advance(20);
+            work_in(&s, WorkState::Succeeded).len() == 30
+                && instances.iter().all(|id| {
+                    s.instance(id)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|r| r.status == "completed")
+                })
+                && s.subscription("orders")
+                    .ok()
+                    .flatten()
+                    .is_some_and(|sub| i64::try_from(sub.sequence).unwrap_or(0) == high_water)
+        },
+    )
+    .await;
+    faulty.plan(FaultPlan::default());
+    let _ = stop_tx.send(());
+    runtime.await.expect("joins").expect("runs");
+
+    let injected = faulty.injected();
+    assert!(
+        injected.failed_before_commit > 0
+            && injected.reported_failure_after_commit > 0
+            && injected.lost_answers > 0,
+        "{injected:?}"
+    );
+    let report = leasehold::check::check(&s, &leasehold::check::CheckOptions::at(clock.now()))
+        .expect("checks");
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    assert!(work_in(&s, WorkState::Failed).is_empty(), "nothing failed");
+}

@@ -146,12 +146,16 @@ impl Backend for FaultyBackend {
             Some(Fault::CommitThenReportFailure) => {
                 self.inner.write(f)?;
                 self.count(|i| i.reported_failure_after_commit += 1);
-                Err(Error::Unavailable(injected("the commit was reported failed")))
+                Err(Error::Unavailable(injected(
+                    "the commit was reported failed",
+                )))
             }
             Some(Fault::CommitThenLoseAnswer) => {
                 self.inner.write(f)?;
                 self.count(|i| i.lost_answers += 1);
-                Err(Error::OutcomeUnknown(injected("the commit's answer was lost")))
+                Err(Error::OutcomeUnknown(injected(
+                    "the commit's answer was lost",
+                )))
             }
             Some(Fault::SlowCommit(pause)) => {
                 self.inner.write(&mut |tx| {
@@ -209,7 +213,11 @@ mod tests {
         let key = Keyed { key: None };
         for (fault, committed, code) in [
             (Fault::FailBeforeCommit, false, Some("STORE_UNAVAILABLE")),
-            (Fault::CommitThenReportFailure, true, Some("STORE_UNAVAILABLE")),
+            (
+                Fault::CommitThenReportFailure,
+                true,
+                Some("STORE_UNAVAILABLE"),
+            ),
             (Fault::CommitThenLoseAnswer, true, Some("OUTCOME_UNKNOWN")),
             (Fault::SlowCommit(Duration::from_millis(1)), true, None),
         ] {
@@ -227,7 +235,10 @@ mod tests {
     fn the_plan_counts_writes_and_the_first_matching_rule_wins() {
         let plan = FaultPlan {
             after: 2,
-            rules: vec![(3, Fault::CommitThenLoseAnswer), (2, Fault::FailBeforeCommit)],
+            rules: vec![
+                (3, Fault::CommitThenLoseAnswer),
+                (2, Fault::FailBeforeCommit),
+            ],
         };
         let faults: Vec<_> = (1..=7).map(|n| plan.fault_for(n)).collect();
         assert_eq!(
