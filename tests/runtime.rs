@@ -764,6 +764,7 @@ async fn unknown_outcomes_on_every_kind_of_write_end_clean() {
     // From the authority's registration on, every few writes fail one way or another.
     faulty.plan(FaultPlan {
         after: faulty.writes() + 1,
+        until: None,
         rules: vec![
             (17, Fault::CommitThenLoseAnswer),
             (13, Fault::CommitThenReportFailure),

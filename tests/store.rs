@@ -39,6 +39,8 @@ mod registry;
 mod rewind;
 #[path = "store/schedules.rs"]
 mod schedules;
+#[path = "store/unknown_outcomes.rs"]
+mod unknown_outcomes;
 #[path = "store/work.rs"]
 mod work;
 #[path = "store/work_checkpoints.rs"]

@@ -29,18 +29,30 @@ pub enum Fault {
 }
 
 /// Which write transactions get which fault: write number `n` (from 1) gets the fault of
-/// the first rule whose `every` divides it, once `n > after`.
+/// the first rule whose `every` divides it, once `n > after` and until `n > until`.
 #[derive(Debug, Clone, Default)]
 pub struct FaultPlan {
     /// Writes before any fault.
     pub after: u64,
+    /// The last write that may get a fault (`None`: no end).
+    pub until: Option<u64>,
     /// `(every, fault)` rules, the first match wins.
     pub rules: Vec<(u64, Fault)>,
 }
 
 impl FaultPlan {
+    /// Write number `n` alone gets `fault`.
+    #[must_use]
+    pub fn once(n: u64, fault: Fault) -> Self {
+        Self {
+            after: n.saturating_sub(1),
+            until: Some(n),
+            rules: vec![(1, fault)],
+        }
+    }
+
     fn fault_for(&self, n: u64) -> Option<Fault> {
-        if n <= self.after {
+        if n <= self.after || self.until.is_some_and(|last| n > last) {
             return None;
         }
         self.rules
@@ -203,8 +215,8 @@ mod tests {
 
     fn always(fault: Fault) -> FaultPlan {
         FaultPlan {
-            after: 0,
             rules: vec![(1, fault)],
+            ..FaultPlan::default()
         }
     }
 
@@ -253,5 +265,8 @@ mod tests {
                 None,
             ]
         );
+        let once = FaultPlan::once(4, Fault::FailBeforeCommit);
+        let faults: Vec<_> = (1..=6).map(|n| once.fault_for(n).is_some()).collect();
+        assert_eq!(faults, [false, false, false, true, false, false]);
     }
 }
