@@ -247,6 +247,7 @@ mod tests {
     fn the_plan_counts_writes_and_the_first_matching_rule_wins() {
         let plan = FaultPlan {
             after: 2,
+            until: None,
             rules: vec![
                 (3, Fault::CommitThenLoseAnswer),
                 (2, Fault::FailBeforeCommit),
