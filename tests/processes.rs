@@ -510,6 +510,9 @@ fn four_processes_race_through_sigkill_and_sigstop() {
 
 // --- a store rewound under a running authority ---------------------------------------------
 
+/// Effects the rewind test drains.
+const REWIND_ITEMS: usize = 200;
+
 /// `(item, generation)` of every claim an authority's JSON log records.
 fn claims_in(log: &Path) -> BTreeSet<(String, u64)> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
@@ -529,14 +532,13 @@ fn a_store_rewound_under_a_running_authority_stops_it_and_a_restart_is_refused()
     if std::env::var(CHILD_STORE).is_ok() {
         return;
     }
-    const ITEMS: usize = 200;
     let deadline = Instant::now() + Duration::from_secs(120);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let path = dir.path().join("store.db");
     let url = format!("sqlite:{}", path.display());
     let store = url::open(&url, OpenMode::ReadWrite).unwrap();
-    support::authorities::enqueue(&store, ITEMS);
+    support::authorities::enqueue(&store, REWIND_ITEMS);
     let old = dir.path().join("old.db");
     rusqlite::Connection::open(&path)
         .unwrap()
@@ -546,7 +548,7 @@ fn a_store_rewound_under_a_running_authority_stops_it_and_a_restart_is_refused()
     let mut procs = support::authorities::Authorities::new();
     procs.spawn_in("a1", &url, &state);
     wait_until("a1 completes some items", deadline, || {
-        support::authorities::unfinished(&store) < (ITEMS as u64) - 20
+        support::authorities::unfinished(&store) < (REWIND_ITEMS as u64) - 20
     });
     drop(store);
     // The restore: a new file moved over the store's name.

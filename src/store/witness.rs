@@ -149,7 +149,10 @@ struct State {
 
 impl std::fmt::Debug for Witness {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Witness").field("path", &self.path).finish()
+        f.debug_struct("Witness")
+            .field("path", &self.path)
+            .field("label", &self.label)
+            .finish_non_exhaustive()
     }
 }
 
