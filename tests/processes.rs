@@ -622,3 +622,40 @@ fn a_store_rewound_under_a_running_authority_stops_it_and_a_restart_is_refused()
         leasehold::check::check(&store, &leasehold::check::CheckOptions::at(store.now())).unwrap();
     assert!(report.violations.is_empty(), "{:?}", report.violations);
 }
+
+/// The WAL file deleted under a running authority: its next write transaction finds the
+/// path no longer names the WAL it writes to, fails before committing, and the authority
+/// stops (exit non-zero, logged) — it acknowledges no completion after it found out.
+#[test]
+fn a_wal_removed_under_a_running_authority_stops_it_before_the_next_acknowledgement() {
+    if std::env::var(CHILD_STORE).is_ok() {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let url = format!("sqlite:{}", path.display());
+    let store = url::open(&url, OpenMode::ReadWrite).unwrap();
+    support::authorities::enqueue(&store, REWIND_ITEMS);
+    drop(store);
+    let mut procs = support::authorities::Authorities::new();
+    procs.spawn_in("a1", &url, &dir.path().join("state"));
+    let log = procs.log("a1");
+    wait_until("a1 completes some items", deadline, || {
+        claims_in(&log).len() > 20
+    });
+    std::fs::remove_file(dir.path().join("store.db-wal")).unwrap();
+    let status = procs.wait_exit("a1", deadline);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!status.success(), "a1 kept running: {text}");
+    assert!(text.contains("the WAL file was removed"), "{text}");
+    let after: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("\"store-untrusted\""))
+        .filter(|l| l.contains("\"completed\""))
+        .collect();
+    assert!(
+        after.is_empty(),
+        "acknowledged after the removal was found: {after:?}"
+    );
+}
