@@ -218,6 +218,38 @@ fn unknown_databases_are_refused_untouched() {
     }
 }
 
+/// A role the database does not let read the store is told so — a permission problem, not
+/// a damaged store.
+#[test]
+fn a_role_without_privileges_is_told_so_not_that_the_store_is_damaged() {
+    let db = database();
+    url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    let name = db
+        .url()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap();
+    let role = format!("nobody_{name}");
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute(&format!("CREATE ROLE \"{role}\" LOGIN"))
+        .unwrap();
+    let (scheme, rest) = db.url().split_once("://").unwrap();
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let as_nobody = format!("{scheme}://{role}@{host}");
+    for mode in [OpenMode::ReadOnly, OpenMode::Existing] {
+        let e = open_err(&as_nobody, mode);
+        assert_eq!(e.code(), "STORE_UNAVAILABLE", "{e}");
+        assert!(e.to_string().contains("permission denied"), "{e}");
+    }
+    admin
+        .batch_execute(&format!("DROP ROLE \"{role}\""))
+        .unwrap();
+}
+
 #[test]
 fn read_only_opens_refuse_writes_and_see_commits() {
     let db = database();
