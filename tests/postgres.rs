@@ -204,6 +204,33 @@ fn unknown_databases_are_refused_untouched() {
         assert_eq!(open_err(db.url(), mode).code(), "STORE_CORRUPT");
     }
 
+    // A store of this schema missing a table: damaged, and not recreated.
+    let db = database();
+    url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin.batch_execute("DROP TABLE grants").unwrap();
+    for mode in [OpenMode::ReadWrite, OpenMode::Existing, OpenMode::ReadOnly] {
+        let e = open_err(db.url(), mode);
+        assert_eq!(e.code(), "STORE_CORRUPT", "{e}");
+        assert!(e.to_string().contains("grants table is missing"), "{e}");
+    }
+    let recreated: bool = admin
+        .query_one("SELECT to_regclass('grants') IS NOT NULL", &[])
+        .unwrap()
+        .get(0);
+    assert!(!recreated, "nothing was recreated");
+
+    // A schema version no build wrote.
+    let db = database();
+    url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute("UPDATE meta SET value = 0 WHERE key = 'schema_version'")
+        .unwrap();
+    let e = open_err(db.url(), OpenMode::Existing);
+    assert_eq!(e.code(), "STORE_CORRUPT", "{e}");
+    assert!(e.to_string().contains("schema version 0"), "{e}");
+
     // A newer schema.
     let db = database();
     url::open(db.url(), OpenMode::ReadWrite).unwrap();

@@ -567,11 +567,38 @@ fn inspect(conn: &mut Conn, names: &Names) -> std::result::Result<Found, Step> {
             other => other,
         })?;
     match version {
+        Some(SCHEMA_VERSION) => {
+            missing_table(client, names)?;
+            Ok(Found::Leasehold(SCHEMA_VERSION))
+        }
         Some(v) => Ok(Found::Leasehold(v)),
         None => Err(Step::Fail(Error::Corrupt(format!(
             "{}: a leasehold meta table without a schema version",
             names.label
         )))),
+    }
+}
+
+/// Refuses a store of the current schema missing one of its tables: writers never
+/// recreate one (it would come back empty), so the store is damaged.
+fn missing_table(client: &mut postgres::Client, names: &Names) -> std::result::Result<(), Step> {
+    let tables: Vec<String> = super::sql::schema_tables(SCHEMA)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let missing: Option<String> = client
+        .query_opt(
+            "SELECT t FROM unnest($1::text[]) AS t WHERE to_regclass(t) IS NULL LIMIT 1",
+            &[&tables],
+        )
+        .and_then(|r| r.map(|r| r.try_get(0)).transpose())
+        .map_err(|e| step(names, &e, client))?;
+    match missing {
+        Some(table) => Err(Step::Fail(Error::Corrupt(format!(
+            "{}: the {table} table is missing from this leasehold store: it is damaged (nothing was recreated)",
+            names.label
+        )))),
+        None => Ok(()),
     }
 }
 
