@@ -76,6 +76,14 @@ pub enum Error {
     /// The store's contents are not what this build can read.
     #[error("STORE_CORRUPT: {0}")]
     Corrupt(String),
+    /// The store is behind what this host has seen of it (an older copy, a failed-over
+    /// database that lost commits) or is another store under the same name: writing could
+    /// hand out a generation twice, so nothing is written until an operator accepts it
+    /// (`leasehold store accept-rewind`).
+    #[error(
+        "STORE_REWOUND: {store}: {detail}; nothing was written (after checking, `leasehold store accept-rewind` starts a new store epoch)"
+    )]
+    Rewound { store: String, detail: String },
     /// A commit whose result was not established; re-read before acting.
     #[error("OUTCOME_UNKNOWN: {0}")]
     OutcomeUnknown(String),
@@ -131,6 +139,7 @@ impl Error {
             Self::Contention { .. } => "STORE_CONTENTION",
             Self::Unavailable(_) => "STORE_UNAVAILABLE",
             Self::Corrupt(_) => "STORE_CORRUPT",
+            Self::Rewound { .. } => "STORE_REWOUND",
             Self::OutcomeUnknown(_) => "OUTCOME_UNKNOWN",
             Self::ReadOnly(_) => "STORE_READ_ONLY",
             Self::InstanceInUse { .. } => "INSTANCE_IN_USE",
@@ -149,9 +158,17 @@ impl Error {
             Self::Contention { .. }
                 | Self::Unavailable(_)
                 | Self::Corrupt(_)
+                | Self::Rewound { .. }
                 | Self::OutcomeUnknown(_)
                 | Self::ReadOnly(_)
         )
+    }
+
+    /// True when the store itself cannot be trusted (damaged, replaced, rewound): unlike
+    /// an outage, retrying cannot help, so writers stop rather than write into it.
+    #[must_use]
+    pub fn is_untrusted_store(&self) -> bool {
+        matches!(self, Self::Corrupt(_) | Self::Rewound { .. })
     }
 }
 

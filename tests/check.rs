@@ -1263,6 +1263,10 @@ fn reports_render_as_lines_of_text_and_json() {
             .any(|l| l.starts_with("checked through revision 2: 2 grants, 0 writes")),
         "{text}"
     );
+    assert!(
+        lines.contains(&"the history read covers revisions 1 to 2"),
+        "{text}"
+    );
     assert_eq!(
         *lines.last().unwrap(),
         "1 violation: 1 two-owners-one-generation"
@@ -1336,6 +1340,11 @@ fn leasehold_check_states_stranded_instances_and_lost_waits() {
             args.push("--json");
         }
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            // Rewind witnesses of these throwaway stores stay out of the home directory.
+            .env(
+                "LEASEHOLD_STATE_DIR",
+                std::env::temp_dir().join("leasehold-test-witnesses"),
+            )
             .args(&args)
             .output()
             .unwrap();
@@ -1378,4 +1387,35 @@ fn leasehold_check_states_stranded_instances_and_lost_waits() {
             ("wait-past-retention", "wf-lost")
         ]
     );
+}
+
+/// After an accepted rewind the checker states the store epoch, and the history across it
+/// is clean: the old holder's generation is refused, the next claim's is above the floor.
+#[test]
+fn an_accepted_rewind_is_stated_and_the_history_across_it_is_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = SqliteBackend::open(dir.path().join("store.db"), OpenMode::ReadWrite).unwrap();
+    let clock = ManualClock::new(1_000_000);
+    let store = Store::new(
+        Arc::new(backend),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(5)),
+    );
+    store.enqueue(NewWork::effect("w", "h", "{}"), "k").unwrap();
+    let before = store.claim("w", "a", "k", 5_000).unwrap();
+    let accepted = store.accept_rewind("op@host", Some("test")).unwrap();
+    let stale = store.complete("w", "a", before.generation, None);
+    assert_eq!(stale.err().map(|e| e.code()), Some("WORK_FENCED"));
+    clock.advance(10_000);
+    let after = store.claim("w", "b", "k", 5_000).unwrap();
+    assert!(after.generation > accepted.generation_floor);
+    store.complete("w", "b", after.generation, None).unwrap();
+
+    let report = check(&store, &CheckOptions::at(clock.now())).unwrap();
+    assert!(report.violations.is_empty(), "{}", render_text(&report));
+    assert_eq!(report.store_epoch, 1);
+    assert!(render_text(&report).contains("store epoch 1: a rewind was accepted"));
+    let summary: Value =
+        serde_json::from_str(render_json_lines(&report).lines().last().unwrap()).unwrap();
+    assert_eq!(summary["summary"]["storeEpoch"], 1);
 }

@@ -20,8 +20,12 @@ mod cancel;
 mod config;
 #[path = "cli/creation.rs"]
 mod creation;
+#[path = "cli/damaged.rs"]
+mod damaged;
 #[path = "cli/enqueue.rs"]
 mod enqueue;
+#[path = "cli/exact_numbers.rs"]
+mod exact_numbers;
 #[path = "cli/install.rs"]
 mod install;
 #[path = "cli/schedule.rs"]
@@ -59,6 +63,11 @@ const VIEWS: [&str; 11] = [
 
 fn leasehold(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        // Rewind witnesses of these throwaway stores stay out of the home directory.
+        .env(
+            "LEASEHOLD_STATE_DIR",
+            std::env::temp_dir().join("leasehold-test-witnesses"),
+        )
         .args(args)
         .env_remove("LEASEHOLD_STORE")
         .env("RUST_BACKTRACE", "1")
@@ -339,6 +348,11 @@ fn the_store_may_come_from_the_environment() {
         ],
     );
     let o = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        // Rewind witnesses of these throwaway stores stay out of the home directory.
+        .env(
+            "LEASEHOLD_STATE_DIR",
+            std::env::temp_dir().join("leasehold-test-witnesses"),
+        )
         .args(["inspect", "work", "--json"])
         .env("LEASEHOLD_STORE", &store)
         .output()
@@ -1210,6 +1224,11 @@ fn the_authority_binary_logs_items_and_its_final_counters() {
         );
         let err_path = dir.path().join("authority.err");
         let child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            // Rewind witnesses of these throwaway stores stay out of the home directory.
+            .env(
+                "LEASEHOLD_STATE_DIR",
+                std::env::temp_dir().join("leasehold-test-witnesses"),
+            )
             .args([
                 "authority",
                 "--store",

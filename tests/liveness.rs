@@ -211,6 +211,11 @@ const DEADLINE: Duration = Duration::from_secs(90);
 
 fn leasehold(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        // Rewind witnesses of these throwaway stores stay out of the home directory.
+        .env(
+            "LEASEHOLD_STATE_DIR",
+            std::env::temp_dir().join("leasehold-test-witnesses"),
+        )
         .args(args)
         .env_remove("LEASEHOLD_STORE")
         .output()
@@ -233,6 +238,11 @@ impl Drop for Running {
 fn start(store: &str, instance: &str, dir: &Path) -> Child {
     let log = std::fs::File::create(dir.join(format!("{instance}-{}.log", now_ns()))).unwrap();
     Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        // Rewind witnesses of these throwaway stores stay out of the home directory.
+        .env(
+            "LEASEHOLD_STATE_DIR",
+            std::env::temp_dir().join("leasehold-test-witnesses"),
+        )
         .args([
             "authority",
             "--store",

@@ -28,6 +28,7 @@ use leasehold::model::{PageRequest, WorkState};
 use leasehold::store::Backend;
 use leasehold::store::postgres::PostgresBackend;
 use leasehold::store::url::{self, OpenMode};
+use leasehold::store::witness::Witness;
 
 use support::authorities::{Authorities, HANDLER, claimed_by, compat, enqueue, signal, unfinished};
 use support::open_postgres;
@@ -132,6 +133,11 @@ fn the_password_never_appears_in_errors_labels_or_output() {
         vec!["bench", "work", "--help"],
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            // Rewind witnesses of these throwaway stores stay out of the home directory.
+            .env(
+                "LEASEHOLD_STATE_DIR",
+                std::env::temp_dir().join("leasehold-test-witnesses"),
+            )
             .args(&args)
             .env("LEASEHOLD_STORE", &url)
             .output()
@@ -187,6 +193,33 @@ fn unknown_databases_are_refused_untouched() {
         assert_eq!(open_err(db.url(), mode).code(), "STORE_CORRUPT");
     }
 
+    // A store of this schema missing a table: damaged, and not recreated.
+    let db = database();
+    url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin.batch_execute("DROP TABLE grants").unwrap();
+    for mode in [OpenMode::ReadWrite, OpenMode::Existing, OpenMode::ReadOnly] {
+        let e = open_err(db.url(), mode);
+        assert_eq!(e.code(), "STORE_CORRUPT", "{e}");
+        assert!(e.to_string().contains("grants table is missing"), "{e}");
+    }
+    let recreated: bool = admin
+        .query_one("SELECT to_regclass('grants') IS NOT NULL", &[])
+        .unwrap()
+        .get(0);
+    assert!(!recreated, "nothing was recreated");
+
+    // A schema version no build wrote.
+    let db = database();
+    url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute("UPDATE meta SET value = 0 WHERE key = 'schema_version'")
+        .unwrap();
+    let e = open_err(db.url(), OpenMode::Existing);
+    assert_eq!(e.code(), "STORE_CORRUPT", "{e}");
+    assert!(e.to_string().contains("schema version 0"), "{e}");
+
     // A newer schema.
     let db = database();
     url::open(db.url(), OpenMode::ReadWrite).unwrap();
@@ -199,6 +232,38 @@ fn unknown_databases_are_refused_untouched() {
         assert_eq!(e.code(), "STORE_CORRUPT");
         assert!(e.to_string().contains("newer"), "{e}");
     }
+}
+
+/// A role the database does not let read the store is told so — a permission problem, not
+/// a damaged store.
+#[test]
+fn a_role_without_privileges_is_told_so_not_that_the_store_is_damaged() {
+    let db = database();
+    url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    let name = db
+        .url()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap();
+    let role = format!("nobody_{name}");
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute(&format!("CREATE ROLE \"{role}\" LOGIN"))
+        .unwrap();
+    let (scheme, rest) = db.url().split_once("://").unwrap();
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let as_nobody = format!("{scheme}://{role}@{host}");
+    for mode in [OpenMode::ReadOnly, OpenMode::Existing] {
+        let e = open_err(&as_nobody, mode);
+        assert_eq!(e.code(), "STORE_UNAVAILABLE", "{e}");
+        assert!(e.to_string().contains("permission denied"), "{e}");
+    }
+    admin
+        .batch_execute(&format!("DROP ROLE \"{role}\""))
+        .unwrap();
 }
 
 #[test]
@@ -322,11 +387,67 @@ fn a_store_that_went_back_in_time_refuses_writes() {
         .unwrap_err();
     assert_eq!(e.code(), "STORE_CORRUPT", "{e}");
     assert!(store.work("fx-9").unwrap().is_none(), "nothing was written");
-    // A process that opens the store afresh has no memory of it: the guard is per process.
+    // Without a rewind witness (next test) a process that opens the store afresh has no
+    // memory of it: this guard is per process.
     let fresh = url::open(db.url(), OpenMode::ReadWrite).unwrap();
     fresh
         .enqueue(NewWork::effect("fx-9", HANDLER, "{}"), "k")
         .unwrap();
+}
+
+/// With this host's rewind witness the protection outlives the process: a writer started
+/// after the database lost commits refuses it (`STORE_REWOUND`) until an operator accepts
+/// the rewind; generations minted afterwards are above every earlier one.
+#[test]
+fn a_restarted_writer_refuses_a_rewound_database_until_accepted() {
+    let db = database();
+    let state = tempfile::tempdir().unwrap();
+    let witnessed = || {
+        let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+        Witness::open(state.path(), &store).map(|w| store.with_witness(w))
+    };
+    let store = witnessed().unwrap();
+    let seen = store.witness().unwrap().seen().unwrap();
+    assert!(
+        seen.server.is_some(),
+        "the test server lets us read its identity"
+    );
+    for i in 0..3 {
+        store
+            .enqueue(NewWork::effect(format!("fx-{i}"), HANDLER, "{}"), "k")
+            .unwrap();
+    }
+    let claimed = store.claim("fx-0", "a", "k", 60_000).unwrap().generation;
+    drop(store);
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "UPDATE meta SET value = 1 WHERE key = 'revision';
+             UPDATE work SET generation = 0, state = 'pending', owner_id = NULL WHERE id = 'fx-0';",
+        )
+        .unwrap();
+
+    let e = witnessed().err().unwrap();
+    assert_eq!(e.code(), "STORE_REWOUND", "{e}");
+
+    let store = url::open(db.url(), OpenMode::Existing).unwrap();
+    let witness = Witness::load(state.path(), &store).unwrap();
+    let accepted = store
+        .with_witness(witness)
+        .accept_rewind("op@host", Some("failover"))
+        .unwrap();
+    assert_eq!(accepted.epoch, 1);
+    let store = witnessed().unwrap();
+    let again = store.claim("fx-0", "b", "k", 60_000).unwrap().generation;
+    assert!(
+        again > claimed && again > accepted.generation_floor,
+        "{again}"
+    );
+    store
+        .enqueue(NewWork::effect("fx-new", HANDLER, "{}"), "k")
+        .unwrap();
+    let fresh = store.claim("fx-new", "b", "k", 60_000).unwrap().generation;
+    assert!(fresh > accepted.generation_floor, "{fresh}");
 }
 
 /// Connections open on demand, at most as many as the callers the runtime announced.

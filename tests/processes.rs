@@ -508,3 +508,155 @@ fn four_processes_race_through_sigkill_and_sigstop() {
         writes.len()
     );
 }
+
+// --- a store rewound under a running authority ---------------------------------------------
+
+/// Effects the rewind test drains.
+const REWIND_ITEMS: usize = 200;
+
+/// `(item, generation)` of every claim an authority's JSON log records.
+fn claims_in(log: &Path) -> BTreeSet<(String, u64)> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["message"] == "claimed")
+        .filter_map(|v| Some((v["item"].as_str()?.to_owned(), v["generation"].as_u64()?)))
+        .collect()
+}
+
+/// An older copy of the SQLite file moved into place under a running authority stops it
+/// (exit non-zero, logged) before it acknowledges anything more; a restarted authority
+/// refuses the store (`STORE_REWOUND`, exit 2); after `leasehold store accept-rewind` one
+/// runs again and never hands out a generation handed out before the rewind.
+#[test]
+fn a_store_rewound_under_a_running_authority_stops_it_and_a_restart_is_refused() {
+    if std::env::var(CHILD_STORE).is_ok() {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let path = dir.path().join("store.db");
+    let url = format!("sqlite:{}", path.display());
+    let store = url::open(&url, OpenMode::ReadWrite).unwrap();
+    support::authorities::enqueue(&store, REWIND_ITEMS);
+    let old = dir.path().join("old.db");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("VACUUM INTO ?1", [old.to_str().unwrap()])
+        .unwrap();
+
+    let mut procs = support::authorities::Authorities::new();
+    procs.spawn_in("a1", &url, &state);
+    wait_until("a1 completes some items", deadline, || {
+        support::authorities::unfinished(&store) < (REWIND_ITEMS as u64) - 20
+    });
+    drop(store);
+    // The restore: a new file moved over the store's name.
+    let staged = dir.path().join("staged.db");
+    std::fs::copy(&old, &staged).unwrap();
+    std::fs::rename(&staged, &path).unwrap();
+    let status = procs.wait_exit("a1", deadline);
+    let log = std::fs::read_to_string(procs.log("a1")).unwrap();
+    assert!(!status.success(), "a1 kept running: {log}");
+    assert!(log.contains("store-untrusted"), "{log}");
+    let before = claims_in(&procs.log("a1"));
+    assert!(!before.is_empty());
+
+    // The restore completes: the old file alone, without the stopped process's WAL (which
+    // SQLite would otherwise replay onto it).
+    for side in ["store.db-wal", "store.db-shm"] {
+        let _ = std::fs::remove_file(dir.path().join(side));
+    }
+
+    // One command, killed (and the test failed) if it outlives the deadline.
+    let leasehold = |args: &[&str]| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .args(args)
+            .env("LEASEHOLD_STATE_DIR", &state)
+            .env_remove("LEASEHOLD_STORE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break child.wait_with_output().unwrap();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("leasehold {args:?} did not exit");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let refused = leasehold(&["authority", "--store", &url, "--instance", "a2"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("STORE_REWOUND"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+
+    let accepted = leasehold(&[
+        "store",
+        "accept-rewind",
+        "--store",
+        &url,
+        "--reason",
+        "test",
+    ]);
+    assert!(
+        accepted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&accepted.stderr)
+    );
+
+    procs.spawn_in("a3", &url, &state);
+    let store = url::open(&url, OpenMode::ReadOnly).unwrap();
+    wait_until("a3 completes every item", deadline, || {
+        support::authorities::unfinished(&store) == 0
+    });
+    procs.stop_all(deadline);
+    let after = claims_in(&procs.log("a3"));
+    let twice: Vec<_> = before.intersection(&after).collect();
+    assert!(twice.is_empty(), "generations handed out twice: {twice:?}");
+    let report =
+        leasehold::check::check(&store, &leasehold::check::CheckOptions::at(store.now())).unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+}
+
+/// The WAL file deleted under a running authority: its next write transaction finds the
+/// path no longer names the WAL it writes to, fails before committing, and the authority
+/// stops (exit non-zero, logged) — it acknowledges no completion after it found out.
+#[test]
+fn a_wal_removed_under_a_running_authority_stops_it_before_the_next_acknowledgement() {
+    if std::env::var(CHILD_STORE).is_ok() {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let url = format!("sqlite:{}", path.display());
+    let store = url::open(&url, OpenMode::ReadWrite).unwrap();
+    support::authorities::enqueue(&store, REWIND_ITEMS);
+    drop(store);
+    let mut procs = support::authorities::Authorities::new();
+    procs.spawn_in("a1", &url, &dir.path().join("state"));
+    let log = procs.log("a1");
+    wait_until("a1 completes some items", deadline, || {
+        claims_in(&log).len() > 20
+    });
+    std::fs::remove_file(dir.path().join("store.db-wal")).unwrap();
+    let status = procs.wait_exit("a1", deadline);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!status.success(), "a1 kept running: {text}");
+    assert!(text.contains("the WAL file was removed"), "{text}");
+    let after: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("\"store-untrusted\""))
+        .filter(|l| l.contains("\"completed\""))
+        .collect();
+    assert!(
+        after.is_empty(),
+        "acknowledged after the removal was found: {after:?}"
+    );
+}

@@ -57,6 +57,9 @@ fn unsafe_knobs_are_refused_at_construction() {
             ..AuthorityConfig::new("a", "v1")
         },
         AuthorityConfig::new("", "v1"),
+        // Above the longest lease: refused, never cut to 30 days behind the caller's back.
+        AuthorityConfig::new("a", "v1")
+            .with_timing(leasehold::rules::lease::MAX_LEASE_MS + 1, 10_000),
     ];
     for config in cases {
         let err = AuthorityCore::new(
@@ -773,4 +776,168 @@ fn a_running_authority_respects_its_handler_limit_on_sqlite() {
 #[test]
 fn a_running_authority_respects_its_handler_limit_on_postgres() {
     a_running_authority_respects_its_handler_limit(&*support::postgres());
+}
+
+/// A store that cannot be trusted stops the authority: once a write finds the store damaged
+/// (here a table dropped under it), the runtime stops claiming, logs it and returns that
+/// error (the binary exits non-zero), and no write goes through its handle afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_store_stops_the_authority_with_the_reason() {
+    let clock = ManualClock::new(T0);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("s.db");
+    let s = support::open_sqlite(&path, &clock, leasehold::store::url::OpenMode::ReadWrite)
+        .expect("creates");
+    let c = compat();
+    let effects = |from: usize| {
+        (from..from + 10)
+            .map(|i| NewWork::effect(format!("fx-{i}"), EFFECT_HANDLERS[0], "{}"))
+            .collect::<Vec<_>>()
+    };
+    s.enqueue_batch(effects(0), &c).expect("enqueues");
+    let runtime = tokio::spawn(run_authority_with(
+        s.clone(),
+        config("solo"),
+        workload::named("fast", 1).expect("fast"),
+        RunOptions::default(),
+        std::future::pending::<()>(),
+    ));
+    wait_until_async("the first items to finish", within(RUNNING), || {
+        work_in(&s, WorkState::Succeeded).len() == 10
+    })
+    .await;
+    rusqlite::Connection::open(&path)
+        .expect("opens")
+        .execute_batch("DROP TABLE grants")
+        .expect("drops");
+    s.enqueue_batch(effects(10), &c).expect("enqueues");
+
+    let stopped = tokio::time::timeout(RUNNING, runtime)
+        .await
+        .expect("the authority stops by itself")
+        .expect("joins");
+    let err = stopped.expect_err("an untrusted store is an error");
+    assert_eq!(err.code(), "STORE_CORRUPT", "{err}");
+    assert!(err.to_string().contains("grants"), "{err}");
+    assert!(
+        work_in(&s, WorkState::Claimed).is_empty(),
+        "nothing was claimed"
+    );
+}
+
+/// Unknown outcomes, exercised: the store fails every few write transactions — before the
+/// commit, after it with a failure reported, after it with the answer lost — while an
+/// authority drains effects, a subscription cursor and workflows. Everything still
+/// finishes, each exactly once, and the checker finds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_outcomes_on_every_kind_of_write_end_clean() {
+    use leasehold::store::faults::{Fault, FaultPlan, FaultyBackend};
+
+    let clock = ManualClock::new(T0);
+    let faulty = Arc::new(FaultyBackend::new(Arc::new(MemoryBackend::new())));
+    let s = Store::new(
+        faulty.clone(),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(11)),
+    );
+    let c = compat();
+    let effects: Vec<NewWork> = (0..30)
+        .map(|i| {
+            NewWork::effect(
+                format!("e{i:03}"),
+                EFFECT_HANDLERS[i % EFFECT_HANDLERS.len()],
+                json!({ "n": i }).to_string(),
+            )
+        })
+        .collect();
+    s.enqueue_batch(effects, &c).expect("enqueues");
+    s.create_subscription("orders", "order-placed", workload::CURSOR_HANDLER, &c)
+        .expect("subscribes");
+    for i in 0..5 {
+        let event = NewEvent {
+            event_type: "order-placed".into(),
+            source: Some("shop".into()),
+            external_id: Some(format!("o{i}")),
+            payload: json!({ "i": i }),
+        };
+        s.ingest(&event).expect("ingests");
+    }
+    let (_, text) = SHIPPED_DEFINITIONS
+        .iter()
+        .find(|(name, _)| name.starts_with("integration-call"))
+        .expect("shipped");
+    s.deploy_workflow(text, &Catalog::demo())
+        .expect("deploys")
+        .expect("valid");
+    let mut instances = Vec::new();
+    for i in 0..3 {
+        let args = json!({ "partner": "p", "request": { "i": i } });
+        let started = s
+            .start_workflow(
+                "integration-call",
+                args.as_object().cloned().unwrap_or_default(),
+                "test",
+                None,
+                &c,
+            )
+            .expect("starts");
+        instances.push(started.instance_id);
+    }
+    // From the authority's registration on, every few writes fail one way or another.
+    faulty.plan(FaultPlan {
+        after: faulty.writes() + 1,
+        until: None,
+        rules: vec![
+            (17, Fault::CommitThenLoseAnswer),
+            (13, Fault::CommitThenReportFailure),
+            (11, Fault::FailBeforeCommit),
+        ],
+    });
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let runtime = tokio::spawn(run_authority_with(
+        s.clone(),
+        config("solo"),
+        workload::named("fast", 1).expect("fast"),
+        RunOptions::default(),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let high_water = s.journal_high_water().expect("reads");
+    wait_until_async(
+        "the store to drain despite the faults",
+        within(RUNNING),
+        || {
+            // Claims whose answer was lost lapse in store time: let it pass (far slower than
+            // the renewals, so only a claim nobody holds lapses).
+            clock.advance(20);
+            work_in(&s, WorkState::Succeeded).len() == 30
+                && instances.iter().all(|id| {
+                    s.instance(id)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|r| r.status == "completed")
+                })
+                && s.subscription("orders")
+                    .ok()
+                    .flatten()
+                    .is_some_and(|sub| i64::try_from(sub.sequence).unwrap_or(0) == high_water)
+        },
+    )
+    .await;
+    faulty.plan(FaultPlan::default());
+    let _ = stop_tx.send(());
+    runtime.await.expect("joins").expect("runs");
+
+    let injected = faulty.injected();
+    assert!(
+        injected.failed_before_commit > 0
+            && injected.reported_failure_after_commit > 0
+            && injected.lost_answers > 0,
+        "{injected:?}"
+    );
+    let report = leasehold::check::check(&s, &leasehold::check::CheckOptions::at(clock.now()))
+        .expect("checks");
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    assert!(work_in(&s, WorkState::Failed).is_empty(), "nothing failed");
 }

@@ -37,8 +37,12 @@ mod model;
 mod reads;
 #[path = "store/registry.rs"]
 mod registry;
+#[path = "store/rewind.rs"]
+mod rewind;
 #[path = "store/schedules.rs"]
 mod schedules;
+#[path = "store/unknown_outcomes.rs"]
+mod unknown_outcomes;
 #[path = "store/work.rs"]
 mod work;
 #[path = "store/work_checkpoints.rs"]

@@ -122,6 +122,14 @@ impl AuthorityConfig {
                 self.lease_duration_ms
             ));
         }
+        // Above the longest lease a claim would be cut silently: refused instead.
+        if self.lease_duration_ms > crate::rules::lease::MAX_LEASE_MS {
+            return invalid(format!(
+                "leaseDurationMs must be at most {} ms (30 days), got {}",
+                crate::rules::lease::MAX_LEASE_MS,
+                self.lease_duration_ms
+            ));
+        }
         for (name, value) in [
             ("renewIntervalMs", self.renew_interval_ms),
             ("pollIntervalMs", self.poll_interval_ms),

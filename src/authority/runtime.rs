@@ -56,7 +56,8 @@ pub struct RunOptions {
 /// # Errors
 /// `INVALID` for an unsafe config or an exec log that cannot be opened; a store failure
 /// registering at start-up or recording the stop. Store failures while running are logged
-/// and retried, never fatal.
+/// and retried, except a store that cannot be trusted (`STORE_CORRUPT`, `STORE_REWOUND`):
+/// the authority stops claiming, logs it, stops as on shutdown and returns that error.
 pub async fn run_authority(
     store: Store,
     config: AuthorityConfig,
@@ -153,9 +154,17 @@ pub async fn run_authority_with(
     }
     let mut running: JoinSet<Executed> = JoinSet::new();
     let mut store_down = false;
+    let mut untrusted = None;
     tokio::pin!(shutdown);
 
     loop {
+        // A damaged, replaced or rewound store refuses every write from now on: retrying
+        // cannot help, so the authority stops and exits with the reason.
+        if let Some(e) = core.store().untrusted() {
+            log.scope(|| tracing::error!(instance = core.id(), error = %e, "store-untrusted"));
+            untrusted = Some(e);
+            break;
+        }
         health.turned(quiet_limit);
         health.store(store_down);
         tokio::select! {
@@ -225,6 +234,9 @@ pub async fn run_authority_with(
     health.stopped();
     if let Some(metrics) = metrics {
         metrics.stop().await;
+    }
+    if let Some(e) = untrusted {
+        return Err(e);
     }
     let stats = stats?;
     log.scope(|| {

@@ -228,6 +228,9 @@ pub struct Report {
     pub oldest_revision: Option<u64>,
     /// True when the store is past the retention bound, so older history may be gone.
     pub history_may_be_trimmed: bool,
+    /// The store epoch (`store/epoch.rs`): above 0, a rewind was accepted, and history
+    /// the rewind lost is not in the store.
+    pub store_epoch: u64,
 }
 
 impl Report {
@@ -267,7 +270,9 @@ pub fn check(store: &Store, options: &CheckOptions) -> Result<Report> {
     let mut report = Report::default();
 
     // Grants and writes: invariants 1, 2, 3 (double firing), 5, 7, 8.
-    let through = store.read(|tx| tx.revision())?;
+    let (through, store_epoch) =
+        store.read(|tx| Ok((tx.revision()?, crate::store::epoch::epoch(tx)?)))?;
+    report.store_epoch = store_epoch;
     let ledger = history::stream(store, through, page, &mut findings, &mut report.checked)?;
     report.through_revision = through;
     report.oldest_revision = ledger.oldest_revision;

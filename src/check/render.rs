@@ -24,7 +24,8 @@ fn clean(text: &str) -> String {
     }
 }
 
-/// One line per violation — `code [ids] sentence` — then a summary: what was read, how many
+/// One line per violation — `code [ids] sentence` — then a summary: what was read, the
+/// revisions the history read covers, the store epoch after an accepted rewind, how many
 /// items are incompatible, whether old history may be trimmed, and the verdict line
 /// (`OK: …` or `N violations: …`).
 #[must_use]
@@ -52,6 +53,20 @@ pub fn render_text(report: &Report) -> String {
         c.instances,
         c.history_entries
     );
+    if let Some(oldest) = report.oldest_revision {
+        let _ = writeln!(
+            out,
+            "the history read covers revisions {oldest} to {}",
+            report.through_revision
+        );
+    }
+    if report.store_epoch > 0 {
+        let _ = writeln!(
+            out,
+            "store epoch {}: a rewind was accepted; history lost in it is not here, and every generation minted since is above every earlier one",
+            report.store_epoch
+        );
+    }
     if report.incompatible_items > 0 {
         let n = report.incompatible_items;
         let (s, verb) = if n == 1 { ("", "waits") } else { ("s", "wait") };
@@ -112,6 +127,7 @@ pub fn render_json_lines(report: &Report) -> String {
         "throughRevision": report.through_revision,
         "oldestRevision": report.oldest_revision,
         "historyMayBeTrimmed": report.history_may_be_trimmed,
+        "storeEpoch": report.store_epoch,
     }});
     out.push_str(&summary.to_string());
     out.push('\n');

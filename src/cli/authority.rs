@@ -42,6 +42,8 @@ pub struct AuthorityArgs {
     /// mistyped `--store` never starts an authority over a new store nobody else uses.
     #[arg(long)]
     pub create: bool,
+    #[command(flatten)]
+    pub state: super::witness::StateDirArg,
     /// This authority's instance id (generated when not given).
     #[arg(long, env = "LEASEHOLD_INSTANCE")]
     pub instance: Option<String>,
@@ -214,6 +216,7 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     } else {
         StoreArg { store: url }.open(OpenMode::Existing)?
     };
+    let store = args.state.witnessed(store)?;
     // The process's one subscriber, for every thread: `tracing` remembers per call site
     // whether anyone listens, so a subscriber scoped to some threads could miss lines.
     let format = args.log_format.or(file.log_format).unwrap_or_default();
@@ -264,6 +267,7 @@ mod tests {
             log_format: Some(LogFormat::Off),
             metrics_addr: None,
             handler_limits: Vec::new(),
+            state: crate::cli::witness::StateDirArg { state_dir: None },
             seed: 0,
         }
     }

@@ -56,8 +56,7 @@ struct OutcomeRow<'a> {
 /// A malformed payload or a store failure (exit 2); `EVENT_ID_CONFLICT` (exit 1).
 pub fn run(args: &EventArgs, out: &mut dyn Write) -> CliResult {
     let payload = match &args.payload {
-        Some(text) => serde_json::from_str(text)
-            .map_err(|e| Failure::usage(format!("--payload is not valid JSON: {e}")))?,
+        Some(text) => super::exact_json::parse_exact("--payload", text)?,
         None => serde_json::json!({}),
     };
     check_id("event type", &args.event_type)?;

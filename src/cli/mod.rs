@@ -22,6 +22,7 @@ pub mod copy;
 pub mod demo;
 pub mod enqueue;
 pub mod event;
+pub mod exact_json;
 pub mod init;
 pub mod inspect;
 pub mod instance;
@@ -34,6 +35,8 @@ pub mod registry;
 pub mod schedule;
 pub mod seed;
 pub mod settings;
+pub mod store_admin;
+pub mod witness;
 pub mod work;
 pub mod workflow;
 
@@ -111,6 +114,9 @@ pub enum Command {
     Config(config::ConfigCommand),
     /// Copy a store into another (e.g. SQLite to PostgreSQL).
     Copy(copy::CopyArgs),
+    /// Administer the store itself: accept a rewound store (`store accept-rewind`).
+    #[command(subcommand)]
+    Store(store_admin::StoreCommand),
     /// Measure store throughput and the dashboard's cost.
     Bench(bench::BenchArgs),
     /// Print the completion script for a shell.
@@ -355,6 +361,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::Cancel(args) => instance::cancel(&args, out),
         Command::Check(args) => check::run(&args, out),
         Command::Copy(args) => copy::run(&args, out),
+        Command::Store(cmd) => store_admin::run(&cmd, out),
         Command::Bench(args) => bench::run(&args, out),
         Command::Completions(args) => completions::run(&args, out),
         Command::Man(args) => man::run(&args, out),

@@ -14,7 +14,8 @@ use crate::ops::file_input::{MAX_PAYLOAD_BYTES, ReadFailure, read_text_from};
 /// The payload `arg` names: `-` reads `stdin`, anything else is the JSON itself.
 ///
 /// # Errors
-/// Exit 2: unreadable or non-UTF-8 input, more than [`MAX_PAYLOAD_BYTES`], not JSON.
+/// Exit 2: unreadable or non-UTF-8 input, more than [`MAX_PAYLOAD_BYTES`], not JSON, a
+/// number that would be rounded (see `exact_json.rs`).
 pub fn read_payload(arg: &str, stdin: impl Read) -> Result<Value, Failure> {
     let text = if arg == "-" {
         Cow::Owned(read_text_from(stdin, MAX_PAYLOAD_BYTES).map_err(|e| {
@@ -28,8 +29,7 @@ pub fn read_payload(arg: &str, stdin: impl Read) -> Result<Value, Failure> {
     } else {
         Cow::Borrowed(arg)
     };
-    serde_json::from_str(&text)
-        .map_err(|e| Failure::usage(format!("--payload is not valid JSON: {e}")))
+    super::exact_json::parse_exact("--payload", &text)
 }
 
 #[cfg(test)]

@@ -216,9 +216,7 @@ fn definition(args: &DefinitionArgs) -> Result<Definition, Failure> {
         ))
     })?;
     let payload = match &args.payload {
-        Some(text) => serde_json::from_str::<serde_json::Value>(text)
-            .map_err(|e| Failure::usage(format!("--payload is not valid JSON: {e}")))?
-            .to_string(),
+        Some(text) => super::exact_json::parse_exact("--payload", text)?.to_string(),
         None => "{}".to_owned(),
     };
     Ok(Definition {

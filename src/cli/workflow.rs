@@ -146,10 +146,9 @@ pub fn deploy(args: &WorkflowDeployArgs, out: &mut dyn Write) -> CliResult {
 pub fn start(args: &WorkflowStartArgs, out: &mut dyn Write) -> CliResult {
     let inputs = match &args.args {
         None => serde_json::Map::new(),
-        Some(text) => match serde_json::from_str(text) {
-            Ok(serde_json::Value::Object(map)) => map,
-            Ok(_) => return Err(Failure::usage("--args must be a JSON object")),
-            Err(e) => return Err(Failure::usage(format!("--args is not valid JSON: {e}"))),
+        Some(text) => match super::exact_json::parse_exact("--args", text)? {
+            serde_json::Value::Object(map) => map,
+            _ => return Err(Failure::usage("--args must be a JSON object")),
         },
     };
     check_id("workflow id", &args.workflow)?;

@@ -30,12 +30,14 @@ pub fn clamp_duration(requested: f64) -> Millis {
 }
 
 /// Grants `resource` to `owner` unless a live lease stands. The new generation is strictly
-/// greater than any before it; a checkpoint left by an expired holder is carried over so
+/// greater than any before it and than `floor` (the store epoch's, see `store/epoch.rs`,
+/// for a resource the store has no lease row of); a checkpoint left by an expired holder is carried over so
 /// the new owner can resume from it.
 ///
 /// # Errors
 /// `LeaseHeld` while someone else's (or one's own) lease is live.
 pub fn acquire(
+    floor: u64,
     current: Option<&Lease>,
     resource: &str,
     owner: &str,
@@ -54,7 +56,7 @@ pub fn acquire(
         resource_id: resource.to_owned(),
         owner_id: owner.to_owned(),
         token,
-        generation: current.map_or(0, |l| l.generation) + 1,
+        generation: current.map_or(0, |l| l.generation).max(floor) + 1,
         acquired_at: now,
         expires_at: now.saturating_add(duration),
         released_at: None,
@@ -186,7 +188,7 @@ mod tests {
     use super::*;
 
     fn held(now: Millis) -> Lease {
-        acquire(None, "r", "a", "t1".into(), 1_000, now).expect("free resource")
+        acquire(0, None, "r", "a", "t1".into(), 1_000, now).expect("free resource")
     }
 
     #[test]
@@ -203,12 +205,12 @@ mod tests {
     fn live_lease_refuses_acquire_expired_does_not() {
         let lease = held(0);
         assert_eq!(
-            acquire(Some(&lease), "r", "b", "t2".into(), 1_000, 999)
+            acquire(0, Some(&lease), "r", "b", "t2".into(), 1_000, 999)
                 .expect_err("refused")
                 .code(),
             "WORK_IN_PROGRESS"
         );
-        let next = acquire(Some(&lease), "r", "b", "t2".into(), 1_000, 1_000).expect("expired");
+        let next = acquire(0, Some(&lease), "r", "b", "t2".into(), 1_000, 1_000).expect("expired");
         assert_eq!(next.generation, 2);
     }
 
@@ -270,7 +272,7 @@ mod tests {
     #[test]
     fn checkpoint_survives_expiry_and_is_dropped_on_release() {
         let lease = checkpoint(&held(0), "t1", 1, "page=3".into(), 5).expect("holder");
-        let next = acquire(Some(&lease), "r", "b", "t2".into(), 1_000, 2_000).expect("expired");
+        let next = acquire(0, Some(&lease), "r", "b", "t2".into(), 1_000, 2_000).expect("expired");
         assert_eq!(
             next.checkpoint.as_ref().map(|c| c.data.as_str()),
             Some("page=3")

@@ -43,6 +43,14 @@ impl StoreKind {
     }
 }
 
+/// The database server under a store; see [`Backend::server_identity`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerIdentity {
+    pub system_identifier: i64,
+    pub timeline: i64,
+}
+
 /// A provider: transactions over one store.
 pub trait Backend: Send + Sync {
     fn kind(&self) -> StoreKind;
@@ -55,6 +63,15 @@ pub trait Backend: Send + Sync {
     /// to [`Backend::describe`].
     fn identity(&self) -> String {
         self.describe()
+    }
+
+    /// The database server under the store, when the provider can tell: PostgreSQL's
+    /// system identifier (shared by a primary and its physical replicas, different for
+    /// any other cluster) and current timeline (a new one after each promotion). `None`
+    /// when the provider has no server or the role may not read them. Read outside any
+    /// transaction.
+    fn server_identity(&self) -> Option<ServerIdentity> {
+        None
     }
 
     /// Whether the store survives the process (false only for memory).
@@ -102,6 +119,16 @@ pub trait Tx {
     fn adjust_counter(&mut self, name: &str, delta: i64) -> Result<()>;
     /// Every counter whose name starts with `prefix`.
     fn counters(&mut self, prefix: &str) -> Result<Vec<(String, i64)>>;
+
+    // --- store identity and epoch (see `store/epoch.rs`)
+    /// A named meta value beside the revision (`store_id`, `store_epoch`); `None` when
+    /// the store has no such row.
+    fn meta_value(&mut self, key: &str) -> Result<Option<i64>>;
+    /// Sets a named meta value, creating its row if needed.
+    fn set_meta_value(&mut self, key: &str, value: i64) -> Result<()>;
+    /// Raises every lease's and work item's generation below `floor` to `floor`, so the
+    /// next generation minted for any of them is above it. Returns how many rows changed.
+    fn raise_generations(&mut self, floor: u64) -> Result<u64>;
 
     // --- leases
     fn lease(&mut self, resource: &str) -> Result<Option<Lease>>;

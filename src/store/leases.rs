@@ -85,7 +85,9 @@ impl Store {
                     cap,
                 }));
             }
+            let floor = super::epoch::generation_floor(tx)?;
             let lease = match rules::acquire(
+                floor,
                 current.as_ref(),
                 resource,
                 owner,

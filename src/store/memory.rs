@@ -27,6 +27,8 @@ use crate::store::RETENTION;
 #[derive(Default)]
 struct State {
     revision: u64,
+    /// Named meta values beside the revision (`store_id`, `store_epoch`).
+    meta: BTreeMap<String, i64>,
     counters: BTreeMap<String, i64>,
     leases: BTreeMap<String, Lease>,
     /// (owner, resource) of every lease: the owner-cap count reads one owner's leases,
@@ -416,6 +418,53 @@ impl Tx for MemTx<'_> {
         Ok(self.state.revision)
     }
 
+    fn meta_value(&mut self, key: &str) -> Result<Option<i64>> {
+        Ok(self.state.meta.get(key).copied())
+    }
+
+    fn set_meta_value(&mut self, key: &str, value: i64) -> Result<()> {
+        self.writable()?;
+        put!(self, meta, key.to_owned(), value);
+        Ok(())
+    }
+
+    fn raise_generations(&mut self, floor: u64) -> Result<u64> {
+        self.writable()?;
+        let leases: Vec<Lease> = (self.state.leases.values())
+            .filter(|l| l.generation < floor)
+            .cloned()
+            .collect();
+        let items: Vec<WorkItem> = (self.state.work.values())
+            .filter(|w| w.generation < floor)
+            .cloned()
+            .collect();
+        let raised = (leases.len() + items.len()) as u64;
+        for lease in leases {
+            put!(
+                self,
+                leases,
+                lease.resource_id.clone(),
+                Lease {
+                    generation: floor,
+                    ..lease
+                }
+            );
+        }
+        for item in items {
+            // The due indexes do not hold the generation: only the row changes.
+            put!(
+                self,
+                work,
+                item.id.clone(),
+                WorkItem {
+                    generation: floor,
+                    ..item
+                }
+            );
+        }
+        Ok(raised)
+    }
+
     fn adjust_counter(&mut self, name: &str, delta: i64) -> Result<()> {
         let value = self.state.counters.get(name).copied().unwrap_or(0) + delta;
         put!(self, counters, name.to_owned(), value);
@@ -484,6 +533,9 @@ impl Tx for MemTx<'_> {
         if self.state.work.contains_key(&item.id) {
             return Ok(false);
         }
+        let floor = crate::store::epoch::generation_floor(self)?;
+        let floored = crate::store::epoch::floored(item, floor);
+        let item = floored.as_ref().unwrap_or(item);
         self.set_due(None, item);
         put!(self, work, item.id.clone(), item.clone());
         Ok(true)

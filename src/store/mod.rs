@@ -8,14 +8,19 @@
 //! writes by time) hold the operations; `counter.rs` names every incremental counter,
 //! `logged.rs` the answer of a write whose refusal commits; `copy.rs` copies a whole
 //! store into an empty one; `memory.rs` (with `lane_index.rs`), `sqlite/` and `postgres/` are the providers;
-//! `url.rs` opens a store from a URL.
+//! `url.rs` opens a store from a URL. When the store itself fails: `epoch.rs` (store
+//! epochs and generation floors), `witness.rs` (this host's record of a store, against
+//! rewinds), `rewind.rs` (accepting one), `faults.rs` (a fault-injecting provider for
+//! tests).
 
 pub mod backend;
 pub mod copy;
 mod counter;
 pub mod create;
+pub mod epoch;
 mod events;
 mod fair_share;
+pub mod faults;
 mod incidents;
 mod lane_index;
 mod leases;
@@ -26,6 +31,7 @@ mod ordered;
 pub mod postgres;
 mod reads;
 mod registry;
+pub mod rewind;
 mod schedules;
 mod triage;
 // Parts of the shared SQL layer (a lost connection) only the PostgreSQL provider uses.
@@ -35,11 +41,12 @@ pub mod sqlite;
 #[cfg(test)]
 mod unknown_values;
 pub mod url;
+pub mod witness;
 mod work;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-pub use backend::{Backend, StoreKind, Tx};
+pub use backend::{Backend, ServerIdentity, StoreKind, Tx};
 pub use counter::Counter;
 pub use events::Ingested;
 pub use fair_share::ClaimBudget;
@@ -101,6 +108,11 @@ pub struct Store {
     /// Claim batches this handle (and its clones) asked for: which lane a batch serves
     /// first rotates with it (`fair_share.rs`).
     claim_turns: Arc<std::sync::atomic::AtomicU64>,
+    /// This host's record of the store, checked by every write (see `witness.rs`).
+    witness: Option<Arc<witness::Witness>>,
+    /// The first sign that the store cannot be trusted (damaged, replaced, rewound); once
+    /// set, every write through any clone is refused with it.
+    untrusted: Arc<OnceLock<Error>>,
 }
 
 impl Store {
@@ -112,7 +124,37 @@ impl Store {
             ids,
             owner_cap: crate::rules::lease::DEFAULT_OWNER_CAP,
             claim_turns: Arc::default(),
+            witness: None,
+            untrusted: Arc::new(OnceLock::new()),
         }
+    }
+
+    /// The same store checked against this host's rewind witness on every write.
+    #[must_use]
+    pub fn with_witness(mut self, witness: witness::Witness) -> Self {
+        self.witness = Some(Arc::new(witness));
+        self
+    }
+
+    /// The witness this handle writes under, if any.
+    pub fn witness(&self) -> Option<&witness::Witness> {
+        self.witness.as_deref()
+    }
+
+    /// Why this store can no longer be trusted, if a store call found out (`STORE_CORRUPT`,
+    /// `STORE_REWOUND`): writers stop rather than write into it.
+    pub fn untrusted(&self) -> Option<Error> {
+        self.untrusted.get().cloned()
+    }
+
+    /// Remembers `result`'s error if it says the store cannot be trusted.
+    fn note<T>(&self, result: Result<T>) -> Result<T> {
+        if let Err(e) = &result
+            && e.is_untrusted_store()
+        {
+            let _ = self.untrusted.set(e.clone());
+        }
+        result
     }
 
     /// The same store with another live-lease cap per owner.
@@ -198,12 +240,25 @@ impl Store {
         &self,
         mut f: impl FnMut(&mut dyn Tx, Millis) -> Result<T>,
     ) -> Result<T> {
+        if let Some(e) = self.untrusted() {
+            return Err(e);
+        }
         let now = self.clock.now();
         let mut out = None;
-        self.backend.write(&mut |tx| {
+        let mut committed = 0;
+        self.note(self.backend.write(&mut |tx| {
+            if let Some(w) = &self.witness {
+                w.check(tx)?;
+            }
             out = Some(f(tx, now)?);
+            if self.witness.is_some() {
+                committed = tx.revision()?;
+            }
             Ok(())
-        })?;
+        }))?;
+        if let Some(w) = &self.witness {
+            w.committed(committed);
+        }
         out.ok_or_else(|| {
             Error::OutcomeUnknown("the transaction committed without an answer".into())
         })
@@ -228,10 +283,10 @@ impl Store {
     /// Whatever `f` returns, or a store failure.
     pub(crate) fn read<T>(&self, mut f: impl FnMut(&mut dyn Tx) -> Result<T>) -> Result<T> {
         let mut out = None;
-        self.backend.read(&mut |tx| {
+        self.note(self.backend.read(&mut |tx| {
             out = Some(f(tx)?);
             Ok(())
-        })?;
+        }))?;
         out.ok_or_else(|| Error::OutcomeUnknown("the read returned no answer".into()))
     }
 }

@@ -189,6 +189,11 @@ fn a_confirm_that_lost_the_race_is_refused_in_the_same_words() {
 fn the_actor_is_the_os_account_not_the_environment() {
     let s = setup();
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        // Rewind witnesses of these throwaway stores stay out of the home directory.
+        .env(
+            "LEASEHOLD_STATE_DIR",
+            std::env::temp_dir().join("leasehold-test-witnesses"),
+        )
         .args(["cancel", "--store", &s.url, &s.running])
         .env_remove("LEASEHOLD_STORE")
         .env("USER", "mallory")

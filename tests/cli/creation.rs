@@ -12,7 +12,7 @@ use super::support::wait::{wait_until, within};
 use super::{assert_one_line_failure, code, leasehold, stdout};
 
 /// Every command that writes to a store but must never create one, against `store`.
-fn writers(store: &str, workflow: &str) -> Vec<Vec<String>> {
+pub(super) fn writers(store: &str, workflow: &str) -> Vec<Vec<String>> {
     let every = |words: &[&str]| -> Vec<String> { words.iter().map(|w| (*w).to_owned()).collect() };
     vec![
         every(&["authority", "--store", store, "--instance", "typo"]),
@@ -47,7 +47,7 @@ fn writers(store: &str, workflow: &str) -> Vec<Vec<String>> {
 }
 
 /// The reminder workflow shipped in `workflows/`.
-fn workflow_file() -> String {
+pub(super) fn workflow_file() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("workflows/reminder.json")
         .display()
@@ -179,6 +179,11 @@ fn authority_create_creates_the_store_it_runs_on() {
     let store = dir.path().join("fresh.db");
     let path = store.display().to_string();
     let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        // Rewind witnesses of these throwaway stores stay out of the home directory.
+        .env(
+            "LEASEHOLD_STATE_DIR",
+            std::env::temp_dir().join("leasehold-test-witnesses"),
+        )
         .args([
             "authority",
             "--store",

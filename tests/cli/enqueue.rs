@@ -33,6 +33,11 @@ fn enqueue(url: &str, args: &[&str]) -> Output {
 /// necessarily read whole: a refused payload is read only up to its bound).
 fn enqueue_with_stdin(url: &str, args: &[&str], input: Vec<u8>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        // Rewind witnesses of these throwaway stores stay out of the home directory.
+        .env(
+            "LEASEHOLD_STATE_DIR",
+            std::env::temp_dir().join("leasehold-test-witnesses"),
+        )
         .args(["work", "enqueue", "--store", url])
         .args(args)
         .env_remove("LEASEHOLD_STORE")

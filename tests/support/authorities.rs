@@ -13,6 +13,11 @@ use leasehold::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
 use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{PageRequest, WorkState};
 
+/// Where the tests' authorities keep their rewind witnesses: out of the home directory.
+pub fn witnesses() -> PathBuf {
+    std::env::temp_dir().join("leasehold-test-witnesses")
+}
+
 /// Sends `sig` (`-STOP`, `-CONT`, `-TERM`) to `pid`.
 pub fn signal(sig: &str, pid: u32) {
     let _ = Command::new("kill")
@@ -48,6 +53,11 @@ impl Authorities {
         self.spawn_with_lease(name, store, 1_500);
     }
 
+    /// Starts one authority keeping its rewind witnesses in `state`.
+    pub fn spawn_in(&mut self, name: &str, store: &str, state: &std::path::Path) {
+        self.start(name, store, 1_500, state, &[]);
+    }
+
     /// Starts one authority with a lease of `lease_ms`, polling fast.
     pub fn spawn_with_lease(&mut self, name: &str, store: &str, lease_ms: u32) {
         self.spawn_with(name, store, lease_ms, &[]);
@@ -55,7 +65,19 @@ impl Authorities {
 
     /// [`Self::spawn_with_lease`] with `extra` arguments.
     pub fn spawn_with(&mut self, name: &str, store: &str, lease_ms: u32, extra: &[&str]) {
+        self.start(name, store, lease_ms, &witnesses(), extra);
+    }
+
+    fn start(
+        &mut self,
+        name: &str,
+        store: &str,
+        lease_ms: u32,
+        state: &std::path::Path,
+        extra: &[&str],
+    ) {
         let child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .env("LEASEHOLD_STATE_DIR", state)
             .args([
                 "authority",
                 "--store",
@@ -118,6 +140,18 @@ impl Authorities {
         let mut child = self.running.remove(name).unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    /// Waits for `name` to exit on its own; its exit status.
+    pub fn wait_exit(&mut self, name: &str, deadline: Instant) -> std::process::ExitStatus {
+        let mut child = self.running.remove(name).unwrap();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "{name} did not exit");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// SIGTERM to every authority still running; each must shut down cleanly.

@@ -80,6 +80,7 @@ pub struct MemoryHarness {
 /// names its store).
 pub fn leasehold(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .env("LEASEHOLD_STATE_DIR", authorities::witnesses())
         .args(args)
         .env_remove("LEASEHOLD_STORE")
         .output()

@@ -52,6 +52,11 @@ pub(super) fn transient(names: &Names, e: &postgres::Error, client: &Client) -> 
     None
 }
 
+/// Whether the server refused the statement for lack of privileges (not a damaged store).
+pub(super) fn is_permission(e: &postgres::Error) -> bool {
+    e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE)
+}
+
 fn is_io(e: &postgres::Error) -> bool {
     std::error::Error::source(e)
         .is_some_and(<dyn std::error::Error + 'static>::is::<std::io::Error>)
@@ -69,6 +74,10 @@ pub(super) fn map_error(names: &Names, e: &postgres::Error) -> Error {
         Some(code) if *code == SqlState::READ_ONLY_SQL_TRANSACTION => {
             Error::ReadOnly(names.text(e))
         }
+        _ if is_permission(e) => Error::Unavailable(format!(
+            "permission denied: the database role may not do this ({})",
+            names.text(e)
+        )),
         _ => Error::Unavailable(names.text(e)),
     }
 }

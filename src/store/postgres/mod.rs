@@ -60,7 +60,7 @@ use std::time::Duration;
 
 use postgres::{Config, SimpleQueryMessage};
 
-use super::backend::{Backend, StoreKind, Tx};
+use super::backend::{Backend, ServerIdentity, StoreKind, Tx};
 use super::sql::{Step, Transient, backoff, refuse_read_only, retry};
 use super::url::OpenMode;
 use crate::error::{Error, Result};
@@ -73,6 +73,9 @@ pub const SCHEMA_VERSION: i64 = 4;
 
 /// The schema, run idempotently at every read-write open of an uninitialised database.
 const SCHEMA: &str = include_str!("schema.sql");
+
+/// The identity and epoch rows (`store/epoch.rs`), added at every read-write open.
+const IDENTITY: &str = include_str!("identity.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`.
 const UPGRADES: [&str; 3] = [
@@ -439,6 +442,25 @@ impl Backend for PostgresBackend {
         self.run(false, f)
     }
 
+    /// From the control file functions, on a connection of its own transaction; `None`
+    /// when the role may not call them (they need superuser or `pg_monitor`).
+    fn server_identity(&self) -> Option<ServerIdentity> {
+        let mut pooled = self.pool.get(&self.names).ok()?;
+        let conn = pooled.conn();
+        let row = conn
+            .client
+            .query_one(
+                "SELECT s.system_identifier, c.timeline_id::bigint
+                 FROM pg_control_system() s, pg_control_checkpoint() c",
+                &[],
+            )
+            .ok()?;
+        Some(ServerIdentity {
+            system_identifier: row.try_get(0).ok()?,
+            timeline: row.try_get(1).ok()?,
+        })
+    }
+
     /// The store revision, read outside any transaction: it moves with every commit of
     /// every process, so the dashboard re-reads exactly when something changed.
     fn change_token(&self) -> Result<u64> {
@@ -481,6 +503,10 @@ fn init(
         .and_then(|()| inspect(conn, names))
         .and_then(|found| match found {
             Found::Leasehold(v) if v > SCHEMA_VERSION => Err(Step::Fail(newer(names, v))),
+            Found::Leasehold(v) if v < 1 => Err(Step::Fail(super::sql::unknown_version(
+                &names.label,
+                v,
+            ))),
             Found::Leasehold(v) if v < SCHEMA_VERSION && read_only => {
                 Err(Step::Fail(Error::Unavailable(format!(
                     "{}: store schema version {v} predates this build ({SCHEMA_VERSION}); any command that writes to it upgrades it",
@@ -501,6 +527,15 @@ fn init(
                 .batch_execute(SCHEMA)
                 .map(|()| true)
                 .map_err(|e| step(names, &e, &conn.client)),
+        })
+        .and_then(|created| {
+            if read_only {
+                return Ok(created);
+            }
+            conn.client
+                .batch_execute(IDENTITY)
+                .map(|()| created)
+                .map_err(|e| step(names, &e, &conn.client))
         })
         .and_then(|created| {
             conn.client
@@ -534,6 +569,8 @@ fn inspect(conn: &mut Conn, names: &Names) -> std::result::Result<Found, Step> {
         .query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[])
         .and_then(|r| r.map(|r| r.try_get(0)).transpose())
         .map_err(|e| match step(names, &e, client) {
+            // Not being allowed to read it says nothing about what the table holds.
+            Step::Fail(_) if errors::is_permission(&e) => Step::Fail(map_error(names, &e)),
             Step::Fail(_) if e.as_db_error().is_some() => Step::Fail(Error::Corrupt(format!(
                 "{}: a meta table that is not leasehold's",
                 names.label
@@ -541,11 +578,38 @@ fn inspect(conn: &mut Conn, names: &Names) -> std::result::Result<Found, Step> {
             other => other,
         })?;
     match version {
+        Some(SCHEMA_VERSION) => {
+            missing_table(client, names)?;
+            Ok(Found::Leasehold(SCHEMA_VERSION))
+        }
         Some(v) => Ok(Found::Leasehold(v)),
         None => Err(Step::Fail(Error::Corrupt(format!(
             "{}: a leasehold meta table without a schema version",
             names.label
         )))),
+    }
+}
+
+/// Refuses a store of the current schema missing one of its tables: writers never
+/// recreate one (it would come back empty), so the store is damaged.
+fn missing_table(client: &mut postgres::Client, names: &Names) -> std::result::Result<(), Step> {
+    let tables: Vec<String> = super::sql::schema_tables(SCHEMA)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let missing: Option<String> = client
+        .query_opt(
+            "SELECT t FROM unnest($1::text[]) AS t WHERE to_regclass(t) IS NULL LIMIT 1",
+            &[&tables],
+        )
+        .and_then(|r| r.map(|r| r.try_get(0)).transpose())
+        .map_err(|e| step(names, &e, client))?;
+    match missing {
+        Some(table) => Err(Step::Fail(Error::Corrupt(format!(
+            "{}: the {table} table is missing from this leasehold store: it is damaged (nothing was recreated)",
+            names.label
+        )))),
+        None => Ok(()),
     }
 }
 

@@ -94,6 +94,23 @@ pub(crate) fn backoff(attempt: u32) {
     std::thread::sleep(Duration::from_millis(base + jitter));
 }
 
+/// The refusal of a schema version below 1: no leasehold build ever wrote one, so the
+/// store's contents cannot be read as any known schema (refused like a newer one).
+pub(crate) fn unknown_version(label: &str, version: i64) -> Error {
+    Error::Corrupt(format!(
+        "{label}: store schema version {version} is not one any leasehold build wrote: not a store this build can trust"
+    ))
+}
+
+/// The tables a schema script creates (`CREATE TABLE IF NOT EXISTS name`), in order.
+pub(crate) fn schema_tables(schema: &str) -> Vec<&str> {
+    schema
+        .split("CREATE TABLE IF NOT EXISTS ")
+        .skip(1)
+        .filter_map(|rest| rest.split_whitespace().next())
+        .collect()
+}
+
 /// The upgrades a store at schema `version` runs, in order, where `upgrades[n]` brings
 /// version `n + 1` to `n + 2`: none for the current version, every one for version 1.
 pub(crate) fn upgrades_from<'a>(upgrades: &'a [&'a str], version: i64) -> &'a [&'a str] {

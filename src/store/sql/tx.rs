@@ -27,6 +27,7 @@ use crate::model::{
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
+use crate::store::epoch;
 
 /// `sql` with its `?N` marks in the driver's dialect.
 fn marks<D: Driver>(sql: &str) -> String {
@@ -134,7 +135,11 @@ impl<D: Driver> Tx for D {
     }
 
     fn insert_work(&mut self, item: &WorkItem) -> Result<bool> {
-        Driver::insert_work(self, item)
+        let floor = epoch::generation_floor(self)?;
+        match epoch::floored(item, floor) {
+            Some(item) => Driver::insert_work(self, &item),
+            None => Driver::insert_work(self, item),
+        }
     }
 
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {
@@ -562,6 +567,42 @@ impl<D: Driver> Tx for D {
         let sql = D::DIALECT.insert_with_id(&encode::AUDIT);
         self.execute(&sql, &encode::audit(Some(entry.id), entry))?;
         Ok(())
+    }
+
+    fn meta_value(&mut self, key: &str) -> Result<Option<i64>> {
+        if let Some(v) = self.known_meta(key) {
+            return Ok(Some(v));
+        }
+        let sql = marks::<D>("SELECT value FROM meta WHERE key = ?1");
+        let value = self.one(&sql, &[key.into()], decode::first_int)?.flatten();
+        if let Some(v) = value {
+            self.remember_meta(key, v);
+        }
+        Ok(value)
+    }
+
+    fn set_meta_value(&mut self, key: &str, value: i64) -> Result<()> {
+        super::driver::writable(self.is_writable())?;
+        let sql = marks::<D>(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        );
+        self.execute(&sql, &[key.into(), value.into()])?;
+        self.remember_meta(key, value);
+        Ok(())
+    }
+
+    fn raise_generations(&mut self, floor: u64) -> Result<u64> {
+        super::driver::writable(self.is_writable())?;
+        self.settle()?;
+        let floor = super::int(floor)?;
+        let mut raised = 0;
+        for table in ["leases", "work"] {
+            let sql = marks::<D>(&format!(
+                "UPDATE {table} SET generation = ?1 WHERE generation < ?1"
+            ));
+            raised += self.execute(&sql, &[floor.into()])?;
+        }
+        Ok(raised)
     }
 
     fn import_revision(&mut self, revision: u64, journal_high_water: i64) -> Result<()> {

@@ -12,10 +12,15 @@
 //! - The schema (`schema.sql`) is idempotent, so N processes may initialise one file at
 //!   once; its version lives in the `meta` table with the revision and the journal
 //!   high-water. A file that is not a leasehold store (not SQLite, damaged, another
-//!   application's database, a newer schema) is refused with one line and left untouched:
-//!   nothing is created or converted before the file has been recognised.
+//!   application's database, a schema version below 1 or newer than this build, a current
+//!   store missing a table) is refused with one line and left untouched: nothing is
+//!   created or converted before the file has been recognised, and a writable open of an
+//!   existing store runs `quick_check` first.
+//! - Every write transaction checks, just before committing, that the path still names
+//!   the database and WAL files this connection opened (`files.rs`).
 //!
-//! Files: `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
+//! Files: `bind.rs` binds and reads the shared SQL layer's values, `files.rs` the identity
+//! of the files opened, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
 //! choice, `schema.sql`, and
 //! `upgrade_1.sql` to `upgrade_3.sql`, which bring a store of schema 1, 2 or 3 to 4 in place.
@@ -23,6 +28,7 @@
 mod bind;
 #[cfg(test)]
 mod differential_tests;
+mod files;
 mod list_work;
 #[cfg(test)]
 mod plan_tests;
@@ -47,6 +53,7 @@ use super::url::OpenMode;
 use crate::clock::SystemClock;
 use crate::error::{Error, Result};
 use crate::ids::SeededIds;
+use files::OpenedFiles;
 use presence::Presence;
 use tx::SqliteTx;
 
@@ -78,6 +85,8 @@ pub struct SqliteBackend {
     read_only: bool,
     /// Whether this open created the schema in an empty file (`leasehold init`).
     created: bool,
+    /// The files a writable handle opened; checked before every commit.
+    files: Option<OpenedFiles>,
 }
 
 /// Opens the store at `path`; see [`SqliteBackend::open`].
@@ -161,6 +170,7 @@ impl SqliteBackend {
         let found = retry(MAX_ATTEMPTS, || inspect(&conn, &label))?;
         match found {
             Found::Leasehold(v) if v > SCHEMA_VERSION => return Err(newer(&label, v)),
+            Found::Leasehold(v) if v < 1 => return Err(super::sql::unknown_version(&label, v)),
             Found::Leasehold(v) if v < SCHEMA_VERSION && read_only => {
                 return Err(Error::Unavailable(format!(
                     "{label}: store schema version {v} predates this build ({SCHEMA_VERSION}); any command that writes to it upgrades it"
@@ -172,6 +182,11 @@ impl SqliteBackend {
                 )));
             }
             _ => {}
+        }
+        if !read_only && matches!(found, Found::Leasehold(_)) {
+            // A writer to an existing store reads its structure once before writing
+            // anything: damage found now refuses the command with nothing written.
+            retry(MAX_ATTEMPTS, || integrity(&conn, &label))?;
         }
         let mut created = false;
         if !read_only {
@@ -197,6 +212,7 @@ impl SqliteBackend {
             label,
             read_only,
             created,
+            files: (!read_only).then(|| OpenedFiles::capture(path)),
         })
     }
 
@@ -237,7 +253,12 @@ impl SqliteBackend {
                 .transaction_with_behavior(behavior)
                 .map_err(|e| step(label, &e))?;
             let mut stx = SqliteTx::new(&tx, label, writable);
-            let result = f(&mut stx).and_then(|()| stx.flush());
+            let result = f(&mut stx)
+                .and_then(|()| stx.flush())
+                .and_then(|()| match &self.files {
+                    Some(files) if writable => files.verify(label),
+                    _ => Ok(()),
+                });
             let busy = stx.hit_busy();
             match result {
                 // Dropping `tx` rolls back.
@@ -365,6 +386,15 @@ pub(super) fn map_error(label: &str, e: &rusqlite::Error) -> Error {
             | rusqlite::Error::InvalidColumnName(_) => {
                 Error::Corrupt(format!("{label}: unreadable row: {}", one_line(e)))
             }
+            // A statement naming a table or column the file lacks: a damaged store.
+            rusqlite::Error::SqliteFailure(_, Some(message))
+                if message.starts_with("no such table")
+                    || message.starts_with("no such column") =>
+            {
+                Error::Corrupt(format!(
+                    "{label}: {message}: the store is damaged or not of this version"
+                ))
+            }
             _ => Error::Unavailable(format!("{label}: {}", one_line(e))),
         },
     }
@@ -415,10 +445,38 @@ fn inspect(conn: &Connection, label: &str) -> std::result::Result<Found, Step> {
         ))));
     }
     match schema_version(conn).map_err(|e| step(label, &e))? {
+        Some(SCHEMA_VERSION) => {
+            // The schema script would silently recreate a dropped table, empty: a store of
+            // this version missing one is damaged.
+            if let Some(missing) = super::sql::schema_tables(SCHEMA)
+                .into_iter()
+                .find(|t| !tables.iter().any(|have| have == t))
+            {
+                return Err(Step::Fail(Error::Corrupt(format!(
+                    "{label}: the {missing} table is missing from this leasehold store: it is damaged (nothing was recreated)"
+                ))));
+            }
+            Ok(Found::Leasehold(SCHEMA_VERSION))
+        }
         Some(v) => Ok(Found::Leasehold(v)),
         None => Err(Step::Fail(Error::Corrupt(format!(
             "{label}: a leasehold meta table without a schema version"
         )))),
+    }
+}
+
+/// SQLite's own check of every page (`PRAGMA quick_check`).
+fn integrity(conn: &Connection, label: &str) -> std::result::Result<(), Step> {
+    let verdict: String = conn
+        .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
+        .map_err(|e| step(label, &e))?;
+    if verdict == "ok" {
+        Ok(())
+    } else {
+        Err(Step::Fail(Error::Corrupt(format!(
+            "{label}: the database file is damaged ({}); nothing was written",
+            verdict.split_whitespace().collect::<Vec<_>>().join(" ")
+        ))))
     }
 }
 

@@ -17,6 +17,9 @@ CREATE TABLE IF NOT EXISTS meta (
 INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 4);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('journal_seq', 0);
+-- The store's identity (random, fixed at creation) and epoch (see store/epoch.rs).
+INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', random());
+INSERT OR IGNORE INTO meta (key, value) VALUES ('store_epoch', 0);
 
 -- Incremental counts; `counters(prefix)` is a range over the primary key.
 CREATE TABLE IF NOT EXISTS counters (

@@ -35,7 +35,9 @@ impl Engine {
             for row in tx.runnable_instances(&self.compat, now, limit)? {
                 let res = resource(&row.instance_id);
                 let current = tx.lease(&res)?;
+                let floor = crate::store::epoch::generation_floor(tx)?;
                 let Ok(lease) = lease_rules::acquire(
+                    floor,
                     current.as_ref(),
                     &res,
                     &self.owner,

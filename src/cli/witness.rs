@@ -1,0 +1,57 @@
+//! The `--state-dir` option of the commands that write under this host's rewind witness
+//! (`authority`, `store accept-rewind`; see `store/witness.rs`).
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::Failure;
+use crate::store::Store;
+use crate::store::witness::{Witness, default_dir};
+
+/// Where this host keeps what it has seen of each store.
+#[derive(Debug, Clone, Default, Args)]
+pub struct StateDirArg {
+    /// Directory of this host's rewind witnesses, one small file per store (default:
+    /// $XDG_STATE_HOME/leasehold/witness, else ~/.local/state/leasehold/witness).
+    #[arg(long, env = "LEASEHOLD_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl StateDirArg {
+    /// `store` checked against this host's witness on every write. A memory store lives
+    /// and dies with the process: there is nothing to witness.
+    ///
+    /// # Errors
+    /// `STORE_REWOUND` (exit 2) when the store is behind the witness or another store; an
+    /// unusable state directory (exit 2).
+    pub fn witnessed(&self, store: Store) -> Result<Store, Failure> {
+        self.attach(store, Witness::open)
+    }
+
+    /// `store` with this host's witness, without judging the store against it (`store
+    /// accept-rewind`, which then brings the witness to the store).
+    ///
+    /// # Errors
+    /// An unusable state directory (exit 2).
+    pub fn witnessed_unjudged(&self, store: Store) -> Result<Store, Failure> {
+        self.attach(store, Witness::load)
+    }
+
+    fn attach(
+        &self,
+        store: Store,
+        open: fn(&Path, &Store) -> crate::error::Result<Witness>,
+    ) -> Result<Store, Failure> {
+        if !store.physical_durability() {
+            return Ok(store);
+        }
+        let dir = self.state_dir.clone().or_else(default_dir).ok_or_else(|| {
+            Failure::usage(
+                "no directory for the rewind witness: give --state-dir (or set LEASEHOLD_STATE_DIR, XDG_STATE_HOME or HOME)",
+            )
+        })?;
+        let witness = open(&dir, &store)?;
+        Ok(store.with_witness(witness))
+    }
+}

@@ -1,0 +1,374 @@
+//! The rewind witness: what this host has seen of a store, kept on disk so it outlives the
+//! process.
+//!
+//! A store can go back in time under its writers — an older copy of a SQLite file put in
+//! place, a PostgreSQL failover to a replica that lost acknowledged commits. Its rows then
+//! say a generation was never handed out when it was, and the next claim hands it out
+//! again. The store cannot tell by itself; the hosts that wrote to it can. A [`Witness`]
+//! keeps, per store name and host, one small file in a state directory with the store's
+//! identity (`store_id`), its epoch and the highest revision seen. Every write transaction
+//! through a witnessed [`Store`] reads those three values (the revision is read anyway)
+//! and refuses to write — `STORE_REWOUND` — when the store is behind the witness, has an
+//! older epoch, or is another store under the same name. The authority opens its witness
+//! at start, so a restarted process is protected like a running one.
+//!
+//! An operator who has checked the store accepts it as it is with `leasehold store
+//! accept-rewind`: that starts a new epoch (see `store/epoch.rs`), and every witness, on
+//! any host, adopts a store whose epoch went up.
+//!
+//! The file is a fixed-size record rewritten in place after each commit that raised the
+//! revision (one positioned write, no fsync: it survives the process being killed, and a
+//! power loss costs at most the last few revisions of protection). Several processes on one
+//! host share the file; each writes the revision it just committed, so the file lags the
+//! store by at most the commits racing it.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::epoch::{self, STORE_ID};
+use super::{ServerIdentity, Store, Tx};
+use crate::error::{Error, Result};
+
+/// Bytes of one witness record (JSON padded with spaces, then a newline).
+const RECORD: usize = 256;
+
+/// What a host has seen of one store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Seen {
+    /// The store's `store_id` meta row.
+    pub store_id: i64,
+    /// The store's epoch.
+    pub epoch: u64,
+    /// The highest revision seen.
+    pub revision: u64,
+    /// The database server, when the provider can tell (read when the witness is opened;
+    /// `None` in what a write transaction reads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerIdentity>,
+}
+
+impl Seen {
+    /// What `tx` shows of its store now.
+    ///
+    /// # Errors
+    /// `STORE_CORRUPT` for a store without an identity, or a store failure.
+    pub fn read(tx: &mut dyn Tx) -> Result<Self> {
+        let store_id = tx
+            .meta_value(STORE_ID)?
+            .ok_or_else(|| Error::Corrupt("the store has no store_id meta row".into()))?;
+        Ok(Self {
+            store_id,
+            epoch: epoch::epoch(tx)?,
+            revision: tx.revision()?,
+            server: None,
+        })
+    }
+}
+
+impl Seen {
+    /// What `store` shows now, its server included.
+    ///
+    /// # Errors
+    /// As [`Seen::read`].
+    pub fn of(store: &Store) -> Result<Self> {
+        Ok(Self {
+            server: store.backend.server_identity(),
+            ..store.read(Self::read)?
+        })
+    }
+}
+
+/// Whether a store showing `now` may be written by a host that has seen `seen`: the
+/// record to keep, or why not.
+///
+/// # Errors
+/// The reason the store is refused, as one clause.
+pub fn judge(seen: Option<Seen>, now: Seen) -> std::result::Result<Seen, String> {
+    let Some(seen) = seen else { return Ok(now) };
+    let now = Seen {
+        server: now.server.or(seen.server),
+        ..now
+    };
+    if now.epoch > seen.epoch {
+        // An operator accepted this store as it is.
+        return Ok(now);
+    }
+    if now.epoch < seen.epoch {
+        return Err(format!(
+            "its epoch is {}, but this host has seen epoch {}: it was rewound past an accepted rewind",
+            now.epoch, seen.epoch
+        ));
+    }
+    if now.store_id != seen.store_id {
+        return Err(format!(
+            "it is another store (id {}) than the one this host has written under this name (id {})",
+            now.store_id, seen.store_id
+        ));
+    }
+    if let (Some(was), Some(is)) = (seen.server, now.server)
+        && was.system_identifier != is.system_identifier
+    {
+        return Err(format!(
+            "it is served by another database cluster (system identifier {}) than the one this host has written to (system identifier {})",
+            is.system_identifier, was.system_identifier
+        ));
+    }
+    if now.revision < seen.revision {
+        let failover = match (seen.server, now.server) {
+            (Some(was), Some(is)) if was.timeline != is.timeline => format!(
+                " (the server failed over: timeline {} became {})",
+                was.timeline, is.timeline
+            ),
+            _ => String::new(),
+        };
+        return Err(format!(
+            "it is at revision {}, behind revision {} this host has seen: commits were lost (an older copy or a failover){failover}",
+            now.revision, seen.revision
+        ));
+    }
+    Ok(now)
+}
+
+/// This host's durable record of one store; attach it with [`Store::with_witness`].
+pub struct Witness {
+    path: PathBuf,
+    label: String,
+    state: Mutex<State>,
+}
+
+struct State {
+    file: File,
+    seen: Option<Seen>,
+}
+
+impl std::fmt::Debug for Witness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Witness")
+            .field("path", &self.path)
+            .field("label", &self.label)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Witness {
+    /// Opens (creating `dir` and the file if needed) this host's witness of `store`, named
+    /// after the store's identity (its canonical path or URL), and checks the store
+    /// against it.
+    ///
+    /// # Errors
+    /// `STORE_REWOUND` when the store is behind the witness or another store;
+    /// `STORE_UNAVAILABLE` when the witness cannot be read or written.
+    pub fn open(dir: &Path, store: &Store) -> Result<Self> {
+        let witness = Self::load(dir, store)?;
+        witness.accept(Seen::of(store)?)?;
+        Ok(witness)
+    }
+
+    /// Opens this host's witness of `store` like [`Self::open`] without judging the store
+    /// (for accepting a rewind, which then adopts the store).
+    ///
+    /// # Errors
+    /// `STORE_UNAVAILABLE` when the witness cannot be read or written.
+    pub fn load(dir: &Path, store: &Store) -> Result<Self> {
+        let name = hex::encode(Sha256::digest(store.backend.identity().as_bytes()));
+        let path = dir.join(format!("{}.witness", &name[..32]));
+        let unavailable = |e: std::io::Error| {
+            Error::Unavailable(format!("rewind witness {}: {e}", path.display()))
+        };
+        std::fs::create_dir_all(dir).map_err(unavailable)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(unavailable)?;
+        let mut text = String::new();
+        file.read_to_string(&mut text).map_err(unavailable)?;
+        let seen = if text.trim().is_empty() {
+            None
+        } else {
+            Some(serde_json::from_str(text.trim()).map_err(|e| {
+                Error::Unavailable(format!(
+                    "rewind witness {} is unreadable ({e}); remove it only if the store is known to be intact",
+                    path.display()
+                ))
+            })?)
+        };
+        Ok(Self {
+            label: store.describe(),
+            path,
+            state: Mutex::new(State { file, seen }),
+        })
+    }
+
+    /// Where the record lives.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What the witness holds now.
+    #[must_use]
+    pub fn seen(&self) -> Option<Seen> {
+        self.lock().seen
+    }
+
+    /// Checks the store as this write transaction sees it; see [`judge`].
+    ///
+    /// # Errors
+    /// `STORE_REWOUND`, or a store failure.
+    pub(crate) fn check(&self, tx: &mut dyn Tx) -> Result<()> {
+        self.accept(Seen::read(tx)?)
+    }
+
+    /// Records a revision this process committed.
+    pub(crate) fn committed(&self, revision: u64) {
+        let mut state = self.lock();
+        if let Some(seen) = state.seen.filter(|s| revision > s.revision) {
+            let next = Seen { revision, ..seen };
+            // A failed write only weakens the protection of a later restart; the running
+            // process still holds the record in memory.
+            let _ = write_record(&mut state.file, &next);
+            state.seen = Some(next);
+        }
+    }
+
+    /// Replaces the record with what the store is now (after an accepted rewind).
+    ///
+    /// # Errors
+    /// `STORE_UNAVAILABLE` when the record cannot be written.
+    pub(crate) fn adopt(&self, now: Seen) -> Result<()> {
+        let mut state = self.lock();
+        self.store(&mut state, now)
+    }
+
+    fn accept(&self, now: Seen) -> Result<()> {
+        let mut state = self.lock();
+        match judge(state.seen, now) {
+            Ok(next) if state.seen == Some(next) => Ok(()),
+            Ok(next) => self.store(&mut state, next),
+            Err(detail) => Err(Error::Rewound {
+                store: self.label.clone(),
+                detail,
+            }),
+        }
+    }
+
+    fn store(&self, state: &mut State, next: Seen) -> Result<()> {
+        write_record(&mut state.file, &next).map_err(|e| {
+            Error::Unavailable(format!("rewind witness {}: {e}", self.path.display()))
+        })?;
+        state.seen = Some(next);
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Rewrites the fixed-size record in place.
+fn write_record(file: &mut File, seen: &Seen) -> std::io::Result<()> {
+    let json = serde_json::to_string(seen).map_err(std::io::Error::other)?;
+    let mut record = format!("{json:<width$}", width = RECORD - 1);
+    record.push('\n');
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(record.as_bytes())
+}
+
+/// The default directory of witnesses: `$XDG_STATE_HOME/leasehold/witness`, else
+/// `$HOME/.local/state/leasehold/witness`.
+#[must_use]
+pub fn default_dir() -> Option<PathBuf> {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/state"))
+        })?;
+    Some(state.join("leasehold").join("witness"))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn seen(store_id: i64, epoch: u64, revision: u64) -> Seen {
+        Seen {
+            store_id,
+            epoch,
+            revision,
+            server: None,
+        }
+    }
+
+    fn on(server: i64, timeline: i64, seen: Seen) -> Seen {
+        Seen {
+            server: Some(ServerIdentity {
+                system_identifier: server,
+                timeline,
+            }),
+            ..seen
+        }
+    }
+
+    #[test]
+    fn another_cluster_is_refused_and_a_failover_named() {
+        let why = judge(Some(on(1, 1, seen(7, 0, 10))), on(2, 1, seen(7, 0, 10))).unwrap_err();
+        assert!(why.contains("another database cluster"), "{why}");
+        let why = judge(Some(on(1, 1, seen(7, 0, 10))), on(1, 2, seen(7, 0, 9))).unwrap_err();
+        assert!(why.contains("timeline 1 became 2"), "{why}");
+        // A promotion that lost nothing is taken, and remembered.
+        assert_eq!(
+            judge(Some(on(1, 1, seen(7, 0, 10))), on(1, 2, seen(7, 0, 10))),
+            Ok(on(1, 2, seen(7, 0, 10)))
+        );
+        // A write transaction cannot see the server: the witnessed one is kept.
+        assert_eq!(
+            judge(Some(on(1, 1, seen(7, 0, 10))), seen(7, 0, 11)),
+            Ok(on(1, 1, seen(7, 0, 11)))
+        );
+    }
+
+    #[test]
+    fn a_store_never_seen_is_taken_as_it_is() {
+        assert_eq!(judge(None, seen(7, 0, 3)), Ok(seen(7, 0, 3)));
+    }
+
+    #[test]
+    fn moving_forward_is_recorded() {
+        assert_eq!(judge(Some(seen(7, 0, 3)), seen(7, 0, 9)), Ok(seen(7, 0, 9)));
+        assert_eq!(judge(Some(seen(7, 0, 3)), seen(7, 0, 3)), Ok(seen(7, 0, 3)));
+    }
+
+    #[test]
+    fn behind_the_witness_is_refused() {
+        let why = judge(Some(seen(7, 0, 10)), seen(7, 0, 9)).unwrap_err();
+        assert!(why.contains("revision 9, behind revision 10"), "{why}");
+    }
+
+    #[test]
+    fn another_store_under_the_name_is_refused() {
+        let why = judge(Some(seen(7, 0, 10)), seen(8, 0, 50)).unwrap_err();
+        assert!(why.contains("another store"), "{why}");
+    }
+
+    #[test]
+    fn an_older_epoch_is_refused_and_a_newer_one_adopted() {
+        assert!(judge(Some(seen(7, 2, 10)), seen(7, 1, 99)).is_err());
+        assert_eq!(
+            judge(Some(seen(7, 1, 10)), seen(9, 2, 1)),
+            Ok(seen(9, 2, 1))
+        );
+    }
+}
