@@ -14,6 +14,16 @@ use leasehold::model::work::WorkFilter;
 use leasehold::model::{InstanceStatus, PageRequest, WorkState};
 use leasehold::store::url::{OpenMode, open};
 
+/// The `leasehold` binary, its rewind witnesses kept out of the home directory.
+fn leasehold_command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_leasehold"));
+    command.env(
+        "LEASEHOLD_STATE_DIR",
+        std::env::temp_dir().join("leasehold-test-witnesses"),
+    );
+    command
+}
+
 /// How long an example gets on a slow, shared machine.
 const DEADLINE: Duration = Duration::from_secs(120);
 
@@ -101,7 +111,7 @@ fn three_embedded_authorities_share_the_orders_and_check_clean() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = dir.path().join("shop.db").display().to_string();
     // The store exists before the servers start, so none of them races to create it.
-    let init = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+    let init = leasehold_command()
         .args(["init", &store])
         .output()
         .expect("runs");
@@ -133,7 +143,7 @@ fn three_embedded_authorities_share_the_orders_and_check_clean() {
         );
     }
     assert_all_done(&store, 20);
-    let check = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+    let check = leasehold_command()
         .args(["check", "--store", &store])
         .output()
         .expect("runs");
@@ -170,7 +180,7 @@ fn polyglot_copy(port: u16) -> tempfile::TempDir {
 
 /// Runs `leasehold` to the end.
 fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+    leasehold_command()
         .args(args)
         .output()
         .expect("runs")
@@ -200,7 +210,7 @@ fn the_polyglot_handlers_run_on_three_authorities() {
 
     let authorities: Vec<Child> = (1..=3)
         .map(|n| {
-            Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            leasehold_command()
                 .args(["authority", "--store", &store, "--config", &config])
                 .args(["--instance", &format!("poly-{n}"), "--lease-ms", "3000"])
                 .args(["--poll-ms", "100", "--log-format", "off"])

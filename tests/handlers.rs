@@ -741,6 +741,7 @@ fn a_killed_authority_mid_handler_leaves_a_clean_store() {
     }
     let spawn = |name: &str| -> Child {
         Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .env("LEASEHOLD_STATE_DIR", support::authorities::witnesses())
             .args([
                 "authority",
                 "--instance",

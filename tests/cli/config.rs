@@ -157,6 +157,7 @@ fn an_authority_takes_flags_over_the_environment_over_the_file() {
     .unwrap();
     let registered = |extra: &[&str], env: &[(&str, &str)]| -> Value {
         let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .env("LEASEHOLD_STATE_DIR", dir.path().join("witnesses"))
             .args(["authority", "--config", file.to_str().unwrap()])
             .args(extra)
             .env_remove("LEASEHOLD_STORE")
