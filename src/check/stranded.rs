@@ -80,8 +80,10 @@ pub(super) fn no_stranded_work(
     let Some((live_since, authority)) = live.of(&item.compat) else {
         return Verdict::Incompatible;
     };
-    let since = due.max(live_since);
-    let waited = age(options.now, since);
+    // The overview's lateness figure, counted from when a live authority of its build was
+    // up if that came later.
+    let late = crate::ops::lateness::of_item(item, options.now).unwrap_or(0);
+    let waited = late.min(age(options.now, live_since));
     if waited <= options.stranded_after_ms {
         return Verdict::Fine;
     }
@@ -96,11 +98,11 @@ pub(super) fn no_stranded_work(
         STRANDED_WORK,
         vec![item.id.clone()],
         format!(
-            "work {} ({}, {state}) has been claimable since {} ({} ago, bound {}) although live authority {authority} runs its build {}",
+            "work {} ({}, {state}) has been claimable since {} (late {}, bound {}) although live authority {authority} runs its build {}",
             item.id,
             item.kind.as_str(),
             format_instant(due),
-            format_duration(age(options.now, due)),
+            format_duration(late),
             format_duration(options.stranded_after_ms),
             item.compat
         ),

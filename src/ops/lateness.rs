@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::clock::Millis;
 use crate::model::WorkKind;
+use crate::model::WorkItem;
 use crate::model::work::WorkLane;
 
 /// How late one lane runs.
@@ -33,6 +34,15 @@ pub struct KindLateness {
     pub late_ms: Millis,
     /// The handler of that lane.
     pub handler: String,
+}
+
+/// How late one item is at `now`: now − the instant it became claimable (its due instant
+/// while waiting, its lease's expiry once a claim lapsed), or `None` while it is not due
+/// (or finished). A lane's figure is its oldest waiting item's; the checker's
+/// stranded-work rule judges each item by this one.
+#[must_use]
+pub fn of_item(item: &WorkItem, now: Millis) -> Option<Millis> {
+    item.due_at().filter(|due| *due <= now).map(|due| now - due)
 }
 
 /// The late lanes, latest first (then by kind name and handler), from each lane's oldest
