@@ -52,12 +52,6 @@ pub fn short(s: &str, n: usize) -> String {
     clean(s, n)
 }
 
-/// An age or countdown for people: `3.2s ago` style without the suffix; `-` for none.
-#[must_use]
-pub fn age(now: Millis, at: Option<Millis>) -> String {
-    at.map_or_else(|| "-".into(), |at| format_duration(now - at))
-}
-
 /// Time until `at` (`in 4.0s`) or since it (`4.0s ago`).
 #[must_use]
 pub fn relative(now: Millis, at: Option<Millis>) -> String {
