@@ -37,6 +37,16 @@ pub enum Error {
         event_source: String,
         external_id: String,
     },
+    /// A start with a known idempotency key but other arguments than the first: a different
+    /// request under a reused key, never answered as a duplicate.
+    #[error(
+        "IDEMPOTENCY_CONFLICT: {what} {key:?} was first started with other arguments ({detail}); nothing was started"
+    )]
+    IdempotencyConflict {
+        what: String,
+        key: String,
+        detail: String,
+    },
     /// The item already finished; nothing was changed.
     #[error("already-terminal: {id} is already {state}")]
     AlreadyTerminal { id: String, state: String },
@@ -129,6 +139,7 @@ impl Error {
             Self::NotClaimable { .. } => "WORK_NOT_CLAIMABLE",
             Self::Incompatible { .. } => "INCOMPATIBLE_AUTHORITY",
             Self::EventIdConflict { .. } => "EVENT_ID_CONFLICT",
+            Self::IdempotencyConflict { .. } => "IDEMPOTENCY_CONFLICT",
             Self::AlreadyTerminal { .. } => "already-terminal",
             Self::StaleSequence { .. } => "stale-sequence",
             Self::LeaseCap { .. } => "LEASE_CAP_REACHED",

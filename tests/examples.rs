@@ -180,10 +180,7 @@ fn polyglot_copy(port: u16) -> tempfile::TempDir {
 
 /// Runs `leasehold` to the end.
 fn cli(args: &[&str]) -> Output {
-    leasehold_command()
-        .args(args)
-        .output()
-        .expect("runs")
+    leasehold_command().args(args).output().expect("runs")
 }
 
 #[test]

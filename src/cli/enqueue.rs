@@ -42,7 +42,8 @@ pub struct EnqueueArgs {
     /// The registered handler that runs the item.
     #[arg(long, value_name = "H")]
     pub handler: String,
-    /// The handler's input, as JSON; `-` reads it from standard input (up to 1 MiB).
+    /// The handler's input, as JSON; `-` reads it from standard input, `@FILE` from a file
+    /// (up to 1 MiB).
     #[arg(long, value_name = "JSON", allow_hyphen_values = true)]
     pub payload: String,
     /// The item's id (default: the idempotency key, else a fresh id).

@@ -32,7 +32,7 @@ pub struct EventArgs {
     /// The producer's stable event id.
     #[arg(long = "id", value_name = "EXTERNAL_ID", requires = "source", value_parser = NonEmptyStringValueParser::new())]
     pub id: Option<String>,
-    /// The payload, as JSON (default `{}`).
+    /// The payload, as JSON (default `{}`); `-` reads standard input, `@FILE` a file.
     #[arg(long, value_name = "JSON")]
     pub payload: Option<String>,
     /// Print the outcome as one JSON object.
@@ -56,7 +56,7 @@ struct OutcomeRow<'a> {
 /// A malformed payload or a store failure (exit 2); `EVENT_ID_CONFLICT` (exit 1).
 pub fn run(args: &EventArgs, out: &mut dyn Write) -> CliResult {
     let payload = match &args.payload {
-        Some(text) => super::exact_json::parse_exact("--payload", text)?,
+        Some(text) => super::payload::read_payload(text, std::io::stdin())?,
         None => serde_json::json!({}),
     };
     check_id("event type", &args.event_type)?;

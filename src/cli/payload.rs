@@ -1,7 +1,7 @@
-//! The `--payload JSON` of a producer command: the text itself, or `-` to read it from
-//! standard input. Either way it is bounded ([`MAX_PAYLOAD_BYTES`], read no further than
-//! one byte past the bound) and must be JSON; a refusal is one line (exit 2) and happens
-//! before any store is opened.
+//! The `--payload JSON` of a producer command: the text itself, `-` to read it from
+//! standard input, or `@FILE` to read a file. Either way it is bounded
+//! ([`MAX_PAYLOAD_BYTES`], read no further than one byte past the bound) and must be JSON;
+//! a refusal is one line (exit 2) and happens before any store is opened.
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -9,9 +9,10 @@ use std::io::Read;
 use serde_json::Value;
 
 use super::Failure;
-use crate::ops::file_input::{MAX_PAYLOAD_BYTES, ReadFailure, read_text_from};
+use crate::ops::file_input::{MAX_PAYLOAD_BYTES, ReadFailure, read_text, read_text_from};
 
-/// The payload `arg` names: `-` reads `stdin`, anything else is the JSON itself.
+/// The payload `arg` names: `-` reads `stdin`, `@FILE` the file, anything else is the JSON
+/// itself (a JSON text never starts with `@`).
 ///
 /// # Errors
 /// Exit 2: unreadable or non-UTF-8 input, more than [`MAX_PAYLOAD_BYTES`], not JSON, a
@@ -21,6 +22,11 @@ pub fn read_payload(arg: &str, stdin: impl Read) -> Result<Value, Failure> {
         Cow::Owned(read_text_from(stdin, MAX_PAYLOAD_BYTES).map_err(|e| {
             Failure::usage(format!("cannot read --payload from standard input: {e}"))
         })?)
+    } else if let Some(path) = arg.strip_prefix('@') {
+        Cow::Owned(
+            read_text(std::path::Path::new(path), MAX_PAYLOAD_BYTES)
+                .map_err(|e| Failure::usage(format!("cannot read --payload from {path}: {e}")))?,
+        )
     } else if arg.len() as u64 > MAX_PAYLOAD_BYTES {
         let too_large = ReadFailure::TooLarge {
             limit: MAX_PAYLOAD_BYTES,
@@ -42,6 +48,19 @@ mod tests {
         let failure = read_payload(arg, stdin).unwrap_err();
         assert_eq!(failure.exit, EXIT_USAGE);
         failure.message
+    }
+
+    #[test]
+    fn a_file_after_an_at_sign() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("big.json");
+        std::fs::write(&file, r#"{"rows": [1, 2, 3]}"#).unwrap();
+        let arg = format!("@{}", file.display());
+        assert_eq!(
+            read_payload(&arg, &b"never read"[..]).unwrap(),
+            serde_json::json!({"rows": [1, 2, 3]})
+        );
+        assert!(refused("@/nonexistent/payload.json", b"").contains("cannot read --payload"));
     }
 
     #[test]

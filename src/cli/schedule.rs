@@ -56,7 +56,7 @@ pub struct DefinitionArgs {
     /// The handler each firing runs.
     #[arg(long, value_name = "H")]
     pub handler: String,
-    /// Each firing's payload, as JSON (default `{}`).
+    /// Each firing's payload, as JSON (default `{}`); `-` reads standard input, `@FILE` a file.
     #[arg(long, value_name = "JSON")]
     pub payload: Option<String>,
     /// Print the schedule as one JSON object.
@@ -216,7 +216,7 @@ fn definition(args: &DefinitionArgs) -> Result<Definition, Failure> {
         ))
     })?;
     let payload = match &args.payload {
-        Some(text) => super::exact_json::parse_exact("--payload", text)?.to_string(),
+        Some(text) => super::payload::read_payload(text, std::io::stdin())?.to_string(),
         None => "{}".to_owned(),
     };
     Ok(Definition {

@@ -10,8 +10,8 @@
 use serde::Serialize;
 
 use crate::clock::Millis;
-use crate::model::WorkKind;
 use crate::model::WorkItem;
+use crate::model::WorkKind;
 use crate::model::work::WorkLane;
 
 /// How late one lane runs.

@@ -14,7 +14,7 @@ use leasehold::model::{PageRequest, WorkItem};
 use leasehold::store::url::{self, OpenMode};
 use serde_json::Value;
 
-use super::{assert_one_line_failure, json_lines, leasehold};
+use super::{assert_one_line_failure, code, json_lines, leasehold, stderr};
 
 fn empty_store(dir: &std::path::Path) -> (String, Store) {
     let url = format!("sqlite:{}", dir.join("store.db").display());
@@ -501,4 +501,50 @@ fn bad_input_is_one_line_exit_2_and_writes_nothing() {
     );
     assert_eq!(store.revision().unwrap(), revision, "nothing was written");
     assert_eq!(items(&store), before);
+}
+
+/// A payload too large for an argument is read from a file with `@FILE`, by every producer
+/// command; a missing file is one line, exit 2, nothing written.
+#[test]
+fn payloads_are_read_from_a_file_after_an_at_sign() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    // Larger than a comfortable command line, well under the bound.
+    let big = serde_json::json!({ "rows": vec!["x".repeat(100); 2_000] });
+    let file = dir.path().join("payload.json");
+    std::fs::write(&file, big.to_string()).unwrap();
+    let at = format!("@{}", file.display());
+    let o = enqueue(
+        &url,
+        &["--handler", "import", "--id", "big-1", "--payload", &at],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let item = store.work("big-1").unwrap().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&item.payload).unwrap(), big);
+    let event = leasehold(&[
+        "event",
+        "--store",
+        &url,
+        "--type",
+        "imported",
+        "--source",
+        "s",
+        "--id",
+        "e1",
+        "--payload",
+        &at,
+    ]);
+    assert_eq!(code(&event), 0, "{}", stderr(&event));
+    let revision = store.revision().unwrap();
+    let missing = enqueue(
+        &url,
+        &["--handler", "import", "--payload", "@/nonexistent.json"],
+    );
+    assert_eq!(code(&missing), 2);
+    assert!(
+        stderr(&missing).contains("cannot read --payload"),
+        "{}",
+        stderr(&missing)
+    );
+    assert_eq!(store.revision().unwrap(), revision, "nothing written");
 }

@@ -813,7 +813,51 @@ fn renewal_keeps_a_release_and_a_wake_up_prompt(h: &dyn Harness) {
     );
 }
 
+/// A start under a known idempotency key with the same arguments is the first instance; with
+/// other arguments it is `IDEMPOTENCY_CONFLICT`, and nothing is started or changed.
+fn a_reused_start_key_with_other_arguments_is_a_conflict(h: &dyn Harness) {
+    let store = h.store();
+    let workflow = deploy(&store, &wait_with_timeout());
+    let first = store
+        .start_workflow(
+            &workflow,
+            args(json!({ "key": "k1" })),
+            "alice",
+            Some("order-7"),
+            COMPAT,
+        )
+        .expect("starts");
+    let again = store
+        .start_workflow(
+            &workflow,
+            args(json!({ "key": "k1" })),
+            "alice",
+            Some("order-7"),
+            COMPAT,
+        )
+        .expect("a repeat");
+    assert_eq!(
+        (again.instance_id.as_str(), again.created),
+        (first.instance_id.as_str(), false)
+    );
+    let revision = store.revision().expect("reads");
+    let other = store.start_workflow(
+        &workflow,
+        args(json!({ "key": "k2" })),
+        "alice",
+        Some("order-7"),
+        COMPAT,
+    );
+    assert_eq!(code(other), "IDEMPOTENCY_CONFLICT");
+    assert_eq!(
+        store.revision().expect("reads"),
+        revision,
+        "nothing written"
+    );
+}
+
 per_provider! {
+    a_reused_start_key_with_other_arguments_is_a_conflict,
     renewal_keeps_a_release_and_a_wake_up_prompt,
     long_actions_do_not_starve_short_instances,
     finished_steps_commit_together_and_a_stale_entry_refuses_alone,

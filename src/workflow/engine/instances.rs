@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::transition::counter;
+use super::transition::decode_state;
 use super::transition::{add_history, encode_row};
 use super::{corrupt, pinned};
 use crate::clock::Millis;
@@ -156,6 +157,24 @@ impl Store {
             .transpose()?
             .flatten()
         {
+            // The same key with other arguments is another request, not a repeat.
+            let (_, first) = decode_state(&existing)?;
+            if let Some((name, given)) = args
+                .iter()
+                .find(|(name, value)| first.inputs.get(*name) != Some(*value))
+            {
+                return Err(Error::IdempotencyConflict {
+                    what: format!("workflow {workflow_id} under key"),
+                    key: idempotency_key.unwrap_or_default().to_owned(),
+                    detail: format!(
+                        "{name} was {}, now {given}",
+                        first
+                            .inputs
+                            .get(name)
+                            .map_or("absent".into(), ToString::to_string)
+                    ),
+                });
+            }
             return Ok(Started {
                 instance_id: existing.instance_id,
                 status: existing.status,
