@@ -255,13 +255,11 @@ fn a_store_outage_defers_the_outcome_until_the_store_is_back() {
     assert!(a.stats().store_errors >= 2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_runtime_drains_a_seeded_store_and_stops_cleanly() {
-    // The clock never moves: no lease can lapse, so every completion must be the first owner's.
-    let clock = ManualClock::new(T0);
-    let s = store(&clock);
-    let c = compat();
-    let effects: Vec<NewWork> = (0..60)
+/// `effects` effects over the demo handlers, a subscription with five events for it, and
+/// `workflows` instances of the shipped integration-call workflow: every kind of work one
+/// authority runs. Answers the instances.
+fn mixed_work(s: &Store, c: &str, effects: usize, workflows: usize) -> Vec<String> {
+    let items: Vec<NewWork> = (0..effects)
         .map(|i| {
             NewWork::effect(
                 format!("e{i:03}"),
@@ -270,8 +268,8 @@ async fn the_runtime_drains_a_seeded_store_and_stops_cleanly() {
             )
         })
         .collect();
-    s.enqueue_batch(effects, &c).expect("enqueues");
-    s.create_subscription("orders", "order-placed", workload::CURSOR_HANDLER, &c)
+    s.enqueue_batch(items, c).expect("enqueues");
+    s.create_subscription("orders", "order-placed", workload::CURSOR_HANDLER, c)
         .expect("subscribes");
     for i in 0..5 {
         let event = NewEvent {
@@ -289,20 +287,29 @@ async fn the_runtime_drains_a_seeded_store_and_stops_cleanly() {
     s.deploy_workflow(text, &Catalog::demo())
         .expect("deploys")
         .expect("valid");
-    let mut instances = Vec::new();
-    for i in 0..4 {
-        let args = json!({ "partner": "p", "request": { "i": i } });
-        let started = s
-            .start_workflow(
+    (0..workflows)
+        .map(|i| {
+            let args = json!({ "partner": "p", "request": { "i": i } });
+            s.start_workflow(
                 "integration-call",
                 args.as_object().cloned().unwrap_or_default(),
                 "test",
                 None,
-                &c,
+                c,
             )
-            .expect("starts");
-        instances.push(started.instance_id);
-    }
+            .expect("starts")
+            .instance_id
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runtime_drains_a_seeded_store_and_stops_cleanly() {
+    // The clock never moves: no lease can lapse, so every completion must be the first owner's.
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    let c = compat();
+    let instances = mixed_work(&s, &c, 60, 4);
 
     let dir = tempfile::tempdir().expect("tempdir");
     let log_path = dir.path().join("exec.jsonl");
@@ -841,48 +848,7 @@ async fn unknown_outcomes_on_every_kind_of_write_end_clean() {
         Arc::new(SeededIds::new(11)),
     );
     let c = compat();
-    let effects: Vec<NewWork> = (0..30)
-        .map(|i| {
-            NewWork::effect(
-                format!("e{i:03}"),
-                EFFECT_HANDLERS[i % EFFECT_HANDLERS.len()],
-                json!({ "n": i }).to_string(),
-            )
-        })
-        .collect();
-    s.enqueue_batch(effects, &c).expect("enqueues");
-    s.create_subscription("orders", "order-placed", workload::CURSOR_HANDLER, &c)
-        .expect("subscribes");
-    for i in 0..5 {
-        let event = NewEvent {
-            event_type: "order-placed".into(),
-            source: Some("shop".into()),
-            external_id: Some(format!("o{i}")),
-            payload: json!({ "i": i }),
-        };
-        s.ingest(&event).expect("ingests");
-    }
-    let (_, text) = SHIPPED_DEFINITIONS
-        .iter()
-        .find(|(name, _)| name.starts_with("integration-call"))
-        .expect("shipped");
-    s.deploy_workflow(text, &Catalog::demo())
-        .expect("deploys")
-        .expect("valid");
-    let mut instances = Vec::new();
-    for i in 0..3 {
-        let args = json!({ "partner": "p", "request": { "i": i } });
-        let started = s
-            .start_workflow(
-                "integration-call",
-                args.as_object().cloned().unwrap_or_default(),
-                "test",
-                None,
-                &c,
-            )
-            .expect("starts");
-        instances.push(started.instance_id);
-    }
+    let instances = mixed_work(&s, &c, 30, 3);
     // From the authority's registration on, every few writes fail one way or another.
     faulty.plan(FaultPlan {
         after: faulty.writes() + 1,
