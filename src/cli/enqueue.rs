@@ -28,7 +28,6 @@ use crate::clock::{Millis, format_instant, parse_duration};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::WorkItem;
 use crate::model::work::{NewWork, WorkKind};
-use crate::store::url::OpenMode;
 
 /// The prefix of the ids this command mints when neither `--id` nor `--idempotency-key`
 /// names the item.
@@ -117,7 +116,7 @@ pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
     let delay = args.delay.as_deref().map(delay_ms).transpose()?;
     // Last of the checks, so a mistyped flag is refused before standard input is waited on.
     let payload = read_payload(&args.payload, std::io::stdin().lock())?;
-    let store = args.store.open(OpenMode::Existing)?;
+    let store = args.store.open_writer()?;
     let id = args
         .id
         .clone()

@@ -16,7 +16,6 @@ use super::{CliResult, Failure, StoreArg};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::DedupOutcome;
 use crate::model::event::NewEvent;
-use crate::store::url::OpenMode;
 
 /// Arguments of `leasehold event`.
 #[derive(Debug, Clone, Args)]
@@ -62,7 +61,7 @@ pub fn run(args: &EventArgs, out: &mut dyn Write) -> CliResult {
     check_id("event type", &args.event_type)?;
     check_opt_id("event source", args.source.as_deref())?;
     check_opt_id("event id", args.id.as_deref())?;
-    let store = args.store.open(OpenMode::Existing)?;
+    let store = args.store.open_writer()?;
     let event = NewEvent {
         event_type: args.event_type.clone(),
         source: args.source.clone(),

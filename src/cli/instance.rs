@@ -94,7 +94,7 @@ pub fn history(args: &HistoryArgs, out: &mut dyn Write) -> CliResult {
 /// A refusal (exit 1), an unknown instance or unreadable store (exit 2).
 pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
     check_id("instance id", &args.instance)?;
-    let store = args.store.open(OpenMode::Existing)?;
+    let store = args.store.open_writer()?;
     let reason = args.reason.clone().unwrap_or_default();
     let compat = crate::build_key::compatibility_key(&args.build).digest();
     let verdict = ops::cancel(&store, &args.instance, Some(&compat), &operator(), &reason)?;

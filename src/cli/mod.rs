@@ -149,6 +149,27 @@ impl StoreArg {
     pub fn open(&self, mode: OpenMode) -> Result<Store, Failure> {
         open(&self.store, mode).map_err(Failure::from)
     }
+
+    /// Opens an existing store for a one-shot writer (`event`, `work …`, `cancel`, …),
+    /// checked against this host's rewind witness when the host has a state directory
+    /// (`LEASEHOLD_STATE_DIR`, else `$XDG_STATE_HOME` or `$HOME`): a store rewound behind
+    /// what this host has seen, or another store under the same name, is refused before
+    /// anything is written. Without a state directory there is nothing to judge by.
+    ///
+    /// # Errors
+    /// As [`Self::open`]; `STORE_REWOUND` (exit 2).
+    pub fn open_writer(&self) -> Result<Store, Failure> {
+        let store = self.open(OpenMode::Existing)?;
+        let state = witness::StateDirArg {
+            state_dir: std::env::var_os("LEASEHOLD_STATE_DIR")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from),
+        };
+        if state.state_dir.is_none() && crate::store::witness::default_dir().is_none() {
+            return Ok(store);
+        }
+        state.witnessed(store)
+    }
 }
 
 /// Why a command did not succeed: the exit code and the one line to print.

@@ -13,7 +13,6 @@ use super::output::cell;
 use super::{CliResult, Failure, StoreArg};
 use crate::error::Error;
 use crate::ops::actor::operator;
-use crate::store::url::OpenMode;
 
 /// `leasehold authority SUBCOMMAND`.
 #[derive(Debug, Clone, Subcommand)]
@@ -43,7 +42,7 @@ pub fn run(command: &AuthorityCommand, out: &mut dyn Write) -> CliResult {
 }
 
 fn forget(args: &ForgetArgs, out: &mut dyn Write) -> CliResult {
-    let store = args.store.open(OpenMode::Existing)?;
+    let store = args.store.open_writer()?;
     match store.forget_authority(&args.id, &operator()) {
         Ok((row, state)) => {
             writeln!(

@@ -22,7 +22,6 @@ use crate::clock::{Millis, parse_duration};
 use crate::ids::check_id;
 use crate::model::schedule::{CatchUp, Schedule, Trigger};
 use crate::ops::actor::operator;
-use crate::store::url::OpenMode;
 
 /// `leasehold schedule …`.
 #[derive(Debug, Clone, Subcommand)]
@@ -138,7 +137,7 @@ pub fn run(command: ScheduleCommand, out: &mut dyn Write) -> CliResult {
 fn create(args: &CreateArgs, out: &mut dyn Write) -> CliResult {
     let d = &args.definition;
     let def = definition(d)?;
-    let store = d.store.open(OpenMode::Existing)?;
+    let store = d.store.open_writer()?;
     let compat = compatibility_key(&args.build).digest();
     let created = store.create_schedule(
         &d.id,
@@ -179,7 +178,7 @@ fn create(args: &CreateArgs, out: &mut dyn Write) -> CliResult {
 
 fn update(args: &DefinitionArgs, out: &mut dyn Write) -> CliResult {
     let def = definition(args)?;
-    let store = args.store.open(OpenMode::Existing)?;
+    let store = args.store.open_writer()?;
     let stored = store.update_schedule(
         &args.id,
         def.trigger,

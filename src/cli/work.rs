@@ -23,7 +23,6 @@ use crate::ops::actor::operator;
 use crate::ops::filter::{Filter, Subject};
 use crate::ops::triage::{Verb, Verdict};
 use crate::store::Triaged;
-use crate::store::url::OpenMode;
 
 /// `leasehold work …`.
 #[derive(Debug, Clone, Subcommand)]
@@ -147,7 +146,7 @@ pub fn run(command: &WorkCommand, out: &mut dyn Write) -> CliResult {
         .map(|text| Filter::parse(Subject::Work, text))
         .transpose()
         .map_err(|e| Failure::usage(format!("--filter: {e}")))?;
-    let store = store.open(OpenMode::Existing)?;
+    let store = store.open_writer()?;
     let actor = operator();
     match (&target.id, filter) {
         (Some(id), _) => {

@@ -16,7 +16,6 @@ use super::output::{cell, cell_max, escape, json_line, short};
 use super::{CliResult, Failure, StoreArg};
 use crate::ids::{check_id, check_opt_id};
 use crate::ops::file_input::{MAX_DEFINITION_BYTES, read_text};
-use crate::store::url::OpenMode;
 use crate::workflow::{
     Catalog, parse_definition, parse_definition_toml, semantic_fingerprint, validate,
 };
@@ -110,7 +109,7 @@ pub fn deploy(args: &WorkflowDeployArgs, out: &mut dyn Write) -> CliResult {
     } else {
         text
     };
-    let store = args.store.open(OpenMode::Existing)?;
+    let store = args.store.open_writer()?;
     match store.deploy_workflow(&text, &Catalog::demo())? {
         Ok(row) => {
             writeln!(
@@ -153,7 +152,7 @@ pub fn start(args: &WorkflowStartArgs, out: &mut dyn Write) -> CliResult {
     };
     check_id("workflow id", &args.workflow)?;
     check_opt_id("idempotency key", args.idempotency_key.as_deref())?;
-    let store = args.store.open(OpenMode::Existing)?;
+    let store = args.store.open_writer()?;
     let principal = args
         .principal
         .clone()

@@ -217,3 +217,46 @@ fn an_authority_takes_flags_over_the_environment_over_the_file() {
     let config = &from_flag["config"];
     assert_eq!(config["leaseDurationMs"], 9_000);
 }
+
+/// A one-shot writer checks the store against this host's rewind witness: after the file
+/// is put back to an older copy, `event` refuses it in one line and writes nothing.
+#[test]
+fn a_one_shot_writer_refuses_a_rewound_store() {
+    use std::process::Command;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("work.db");
+    let witnesses = dir.path().join("witnesses");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .env("LEASEHOLD_STATE_DIR", &witnesses)
+            .env_remove("LEASEHOLD_STORE")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let path = store.to_str().unwrap();
+    let event = |id: &str| {
+        run(&[
+            "event", "--store", path, "--type", "t", "--source", "s", "--id", id,
+        ])
+    };
+    assert_eq!(code(&run(&["init", path])), 0);
+    assert_eq!(code(&event("e1")), 0);
+    // Every process has closed the file: it holds everything (no -wal to carry along).
+    let older = std::fs::read(&store).unwrap();
+    assert_eq!(code(&event("e2")), 0);
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{path}{suffix}"));
+    }
+    std::fs::write(&store, &older).unwrap();
+    let refused = event("e3");
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("STORE_REWOUND"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(stderr(&refused).lines().count(), 1);
+    assert_eq!(std::fs::read(&store).unwrap(), older, "nothing written");
+}
