@@ -43,6 +43,7 @@ per_provider! {
     a_panicking_handler_is_uncertain_and_retried_with_the_same_key,
     a_checkpoint_carries_to_the_next_attempt_and_is_fenced_after_a_loss,
     an_item_without_a_handler_stays_pending,
+    a_workflow_action_without_a_handler_waits_for_one,
     shutdown_tells_a_handler_past_its_grace_and_health_follows,
     the_metrics_page_states_what_the_store_recorded,
 }
@@ -501,6 +502,74 @@ fn an_item_without_a_handler_stays_pending(h: &dyn Harness) {
     assert_eq!(orphan.state, WorkState::Pending);
     assert!(orphan.last_failure.is_none(), "{orphan:?}");
     assert!(orphan.next_eligible_at > clock_now(h.clock()), "backs off");
+}
+
+/// An instance whose due action no authority here can run is handed back to wait a few
+/// seconds, not claimed again at every poll (its lease grants stay at one), and an
+/// authority with the handler then runs it.
+fn a_workflow_action_without_a_handler_waits_for_one(h: &dyn Harness) {
+    let store = h.store();
+    let deployed = store
+        .deploy_workflow(APPROVAL, &Catalog::permissive())
+        .expect("deploys")
+        .expect("valid");
+    let mut args = Map::new();
+    args.insert("orderId".into(), json!("o-9"));
+    let started = store
+        .start_workflow(&deployed.workflow_id, args, "app", None, &compat())
+        .expect("starts");
+    let rt = runtime();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+    let addr = listener.local_addr().expect("an address");
+    let without = rt
+        .block_on(
+            Authority::builder(store.clone(), config("without"))
+                .handler("other", "1.0.0", |_: Attempt| async {
+                    HandlerOutcome::Succeeded(None)
+                })
+                .metrics(listener)
+                .start(),
+        )
+        .expect("starts");
+    let now = clock_now(h.clock());
+    wait_until("the hand-back", within(RUNNING), || {
+        store
+            .instance(&started.instance_id)
+            .expect("reads")
+            .and_then(|i| i.next_eligible_at)
+            .is_some_and(|at| at >= now + 5_000)
+    });
+    let grants = |store: &Store| {
+        store
+            .ownership_history(Some(&format!("wf:{}", started.instance_id)), 0, 1_000)
+            .expect("history")
+            .0
+            .len()
+    };
+    // Twenty more polls (the clock stands still, so the wait is not over), as the
+    // authority's own metrics count them.
+    let polls = || {
+        let (_, page) = http_get(addr, "/metrics");
+        sample(&page, "leasehold_store_call_seconds_count{verb=\"claim\"}").unwrap_or(0.0)
+    };
+    let before = polls();
+    wait_until("twenty more polls", within(RUNNING), || {
+        polls() >= before + 20.0
+    });
+    assert_eq!(grants(&store), 1, "claimed once, not at every poll");
+    rt.block_on(without.shutdown()).expect("stops");
+    // An authority with the handler runs it once the wait is over.
+    h.clock().advance(10_000);
+    let with = start(&rt, &store, "with", "quote-order", |_: Attempt| async {
+        HandlerOutcome::Succeeded(Some(json!({ "quote": 1 })))
+    });
+    wait_until("the action to run", within(RUNNING), || {
+        store
+            .instance(&started.instance_id)
+            .expect("reads")
+            .is_some_and(|i| i.waiting_event.as_deref() == Some("order-approved"))
+    });
+    rt.block_on(with.shutdown()).expect("stops");
 }
 
 fn shutdown_tells_a_handler_past_its_grace_and_health_follows(h: &dyn Harness) {

@@ -123,10 +123,15 @@ impl AuthorityCore {
     pub(super) fn commit_workflow(&self, claimed: &Claimed, exec: &mut Exec) -> Result<Finished> {
         let applied = match exec {
             Exec::WorkflowIdle | Exec::Aborted(_) | Exec::NoHandler(_) => {
-                return Ok(match refusal(self.engine.release(claimed))? {
-                    Ok(()) => Finished::Released,
-                    Err(refused) => refused,
-                });
+                // An action nobody here can run waits for an authority that can.
+                let not_before = matches!(exec, Exec::NoHandler(_))
+                    .then(|| self.store.now() + NO_HANDLER_BACKOFF_MS);
+                return Ok(
+                    match refusal(self.engine.release_until(claimed, not_before))? {
+                        Ok(()) => Finished::Released,
+                        Err(refused) => refused,
+                    },
+                );
             }
             Exec::WorkflowApply(trigger) => self.engine.apply(claimed, trigger.clone()),
             Exec::WorkflowRan { request, outcome } => {

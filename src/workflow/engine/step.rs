@@ -298,6 +298,16 @@ impl Engine {
     /// # Errors
     /// `WORK_FENCED` when it was no longer ours.
     pub fn release(&self, claimed: &Claimed) -> Result<()> {
+        self.release_until(claimed, None)
+    }
+
+    /// [`Self::release`], and the instance is not offered again before `not_before` (when
+    /// given): an authority that cannot run its due action (no handler for it) hands it
+    /// back for one that can, without taking it again at every poll.
+    ///
+    /// # Errors
+    /// As [`Self::release`].
+    pub fn release_until(&self, claimed: &Claimed, not_before: Option<Millis>) -> Result<()> {
         self.store.write_logged(|tx, now| {
             let res = resource(&claimed.row.instance_id);
             if let (_, Err(e)) = Self::fence(tx, claimed)? {
@@ -315,7 +325,11 @@ impl Engine {
                 // park follows renewals, so it is compared with the lease as it is now.
                 let held_until = tx.lease(&res)?.map(|l| l.expires_at);
                 let parked = held_until.is_some() && row.next_eligible_at == held_until;
-                if parked && row.next_eligible_at != natural {
+                let natural = match (natural, not_before) {
+                    (Some(due), Some(later)) => Some(due.max(later)),
+                    (natural, _) => natural,
+                };
+                if (parked || not_before.is_some()) && row.next_eligible_at != natural {
                     tx.commit_revision()?;
                     tx.update_instance(&InstanceRow {
                         next_eligible_at: natural,
