@@ -303,6 +303,22 @@ fn mixed_work(s: &Store, c: &str, effects: usize, workflows: usize) -> Vec<Strin
         .collect()
 }
 
+/// Whether the work of [`mixed_work`] is all done: `effects` succeeded, every instance
+/// completed, and the subscription delivered through `high_water`.
+fn drained(s: &Store, effects: usize, instances: &[String], high_water: i64) -> bool {
+    work_in(s, WorkState::Succeeded).len() == effects
+        && instances.iter().all(|id| {
+            s.instance(id)
+                .ok()
+                .flatten()
+                .is_some_and(|r| r.status == "completed")
+        })
+        && s.subscription("orders")
+            .ok()
+            .flatten()
+            .is_some_and(|sub| i64::try_from(sub.sequence).unwrap_or(0) == high_water)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_runtime_drains_a_seeded_store_and_stops_cleanly() {
     // The clock never moves: no lease can lapse, so every completion must be the first owner's.
@@ -330,17 +346,7 @@ async fn the_runtime_drains_a_seeded_store_and_stops_cleanly() {
 
     let high_water = s.journal_high_water().expect("reads");
     wait_until_async("the store to drain", within(RUNNING), || {
-        work_in(&s, WorkState::Succeeded).len() == 60
-            && instances.iter().all(|id| {
-                s.instance(id)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|r| r.status == "completed")
-            })
-            && s.subscription("orders")
-                .ok()
-                .flatten()
-                .is_some_and(|sub| i64::try_from(sub.sequence).unwrap_or(0) == high_water)
+        drained(&s, 60, &instances, high_water)
     })
     .await;
     let _ = stop_tx.send(());
@@ -877,17 +883,7 @@ async fn unknown_outcomes_on_every_kind_of_write_end_clean() {
             // Claims whose answer was lost lapse in store time: let it pass (far slower than
             // the renewals, so only a claim nobody holds lapses).
             clock.advance(20);
-            work_in(&s, WorkState::Succeeded).len() == 30
-                && instances.iter().all(|id| {
-                    s.instance(id)
-                        .ok()
-                        .flatten()
-                        .is_some_and(|r| r.status == "completed")
-                })
-                && s.subscription("orders")
-                    .ok()
-                    .flatten()
-                    .is_some_and(|sub| i64::try_from(sub.sequence).unwrap_or(0) == high_water)
+            drained(&s, 30, &instances, high_water)
         },
     )
     .await;
