@@ -560,8 +560,14 @@ fn num_cmp(x: &Number, y: &Number) -> Ordering {
     if let (Some(p), Some(q)) = (int(x), int(y)) {
         return p.cmp(&q);
     }
-    let f = |n: &Number| n.as_f64().unwrap_or(0.0);
-    f(x).total_cmp(&f(y))
+    // JSON has no NaN, so only the sign of zero separates `==` from the total order:
+    // `-0.0` and `0` are one number, as in canonical JSON.
+    let (p, q) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
+    if p == q {
+        Ordering::Equal
+    } else {
+        p.total_cmp(&q)
+    }
 }
 
 fn mismatch(op: &'static str, expected: &'static str, found: &Value) -> EvalError {
