@@ -17,6 +17,8 @@ mod support;
 
 #[path = "store/bad_input.rs"]
 mod bad_input;
+#[path = "store/capabilities.rs"]
+mod capabilities;
 #[path = "store/copy.rs"]
 mod copy;
 #[path = "store/dead_letters.rs"]
@@ -49,6 +51,8 @@ mod work;
 mod work_checkpoints;
 
 per_provider! {
+    // what a provider promises
+    capabilities::every_provider_keeps_the_work_model_and_says_how_far_it_reaches,
     // leases and fencing
     leases::acquire_never_grants_over_a_live_lease,
     leases::racing_acquirers_exactly_one_wins,

@@ -13,6 +13,7 @@
 //! - list methods return rows in ascending key order, strictly after (or, backwards,
 //!   strictly before) the page cursor, using an index — never a scan of the table.
 
+use super::capability::Capability;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::event::DedupRecord;
@@ -76,6 +77,11 @@ pub trait Backend: Send + Sync {
 
     /// Whether the store survives the process (false only for memory).
     fn physical_durability(&self) -> bool;
+
+    /// What this provider guarantees: the whole work model, plus
+    /// [`Capability::Durable`] exactly when [`Backend::physical_durability`], plus how far
+    /// it reaches (other processes, other hosts).
+    fn capabilities(&self) -> Vec<Capability>;
 
     /// Runs `f` in one write transaction and commits it if `f` returns `Ok`; rolls back on
     /// `Err`. May run `f` more than once after physical contention (see module docs).

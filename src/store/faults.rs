@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::backend::{Backend, ServerIdentity, StoreKind, Tx};
+use super::capability::Capability;
 use crate::error::{Error, Result};
 
 /// One way a write transaction can fail.
@@ -77,6 +78,9 @@ pub struct FaultyBackend {
     plan: Mutex<FaultPlan>,
     writes: AtomicU64,
     injected: Mutex<Injected>,
+    /// Capabilities hidden from callers: a provider that lacks them, for the tests of
+    /// what refuses to start without them.
+    withheld: Mutex<Vec<Capability>>,
 }
 
 impl FaultyBackend {
@@ -88,7 +92,16 @@ impl FaultyBackend {
             plan: Mutex::new(FaultPlan::default()),
             writes: AtomicU64::new(0),
             injected: Mutex::new(Injected::default()),
+            withheld: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Stops advertising `capability`.
+    pub fn withhold(&self, capability: Capability) {
+        self.withheld
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(capability);
     }
 
     /// Replaces the plan; write numbers keep counting from the wrapper's creation.
@@ -132,6 +145,13 @@ impl Backend for FaultyBackend {
 
     fn physical_durability(&self) -> bool {
         self.inner.physical_durability()
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        let withheld = self.withheld.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut all = self.inner.capabilities();
+        all.retain(|c| !withheld.contains(c));
+        all
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {

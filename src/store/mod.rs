@@ -14,6 +14,7 @@
 //! tests).
 
 pub mod backend;
+pub mod capability;
 pub mod copy;
 mod counter;
 pub mod create;
@@ -47,6 +48,7 @@ mod work;
 use std::sync::{Arc, OnceLock};
 
 pub use backend::{Backend, ServerIdentity, StoreKind, Tx};
+pub use capability::Capability;
 pub use counter::Counter;
 pub use events::Ingested;
 pub use fair_share::ClaimBudget;
@@ -86,17 +88,6 @@ pub struct Retention {
     /// the widest window the incident lists can show.
     pub incidents_ms: Millis,
 }
-
-/// Capabilities a provider advertises (docs/ARCHITECTURE.md#stores).
-pub const CAPABILITIES: [&str; 7] = [
-    "distributed-lease",
-    "fencing",
-    "atomic-work-claim",
-    "durable-retry",
-    "event-dedup",
-    "durable-subscription-cursor",
-    "revision-observation",
-];
 
 /// A handle on one work store. Cheap to clone; clones share the provider.
 #[derive(Clone)]
@@ -183,23 +174,24 @@ impl Store {
         self.backend.describe()
     }
 
-    /// What this provider guarantees. Every shipped provider has all seven.
-    pub fn capabilities(&self) -> &'static [&'static str] {
-        &CAPABILITIES
+    /// What this provider guarantees (docs/ARCHITECTURE.md#stores): every shipped provider
+    /// keeps the whole [`capability::WORK_MODEL`]; they differ in durability and reach.
+    pub fn capabilities(&self) -> Vec<Capability> {
+        self.backend.capabilities()
     }
 
     /// Fails explicitly when a capability is missing: never a silent single-node fallback.
     ///
     /// # Errors
-    /// `CapabilityMissing`.
-    pub fn require(&self, capability: &str) -> Result<()> {
-        if self.capabilities().contains(&capability) {
-            Ok(())
-        } else {
-            Err(Error::CapabilityMissing {
+    /// `CapabilityMissing`, naming the first missing one.
+    pub fn require(&self, needed: &[Capability]) -> Result<()> {
+        let have = self.capabilities();
+        match needed.iter().find(|c| !have.contains(c)) {
+            None => Ok(()),
+            Some(missing) => Err(Error::CapabilityMissing {
                 provider: self.kind().as_str().into(),
-                capability: capability.into(),
-            })
+                capability: missing.as_str().into(),
+            }),
         }
     }
 

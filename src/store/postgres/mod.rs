@@ -61,6 +61,7 @@ use std::time::Duration;
 use postgres::{Config, SimpleQueryMessage};
 
 use super::backend::{Backend, ServerIdentity, StoreKind, Tx};
+use super::capability::{Capability, WORK_MODEL};
 use super::sql::{Step, Transient, backoff, refuse_read_only, retry};
 use super::url::OpenMode;
 use crate::error::{Error, Result};
@@ -431,6 +432,16 @@ impl Backend for PostgresBackend {
 
     fn physical_durability(&self) -> bool {
         true
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        let mut all = WORK_MODEL.to_vec();
+        all.extend([
+            Capability::Durable,
+            Capability::SharedAcrossProcesses,
+            Capability::SharedAcrossHosts,
+        ]);
+        all
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
