@@ -53,6 +53,7 @@ mod work_checkpoints;
 per_provider! {
     // what a provider promises
     capabilities::every_provider_keeps_the_work_model_and_says_how_far_it_reaches,
+    capabilities::a_commit_feed_pushes_exactly_the_committed_revisions,
     // leases and fencing
     leases::acquire_never_grants_over_a_live_lease,
     leases::racing_acquirers_exactly_one_wins,

@@ -28,6 +28,9 @@ pub enum Capability {
     SharedAcrossProcesses,
     /// Processes on several hosts can share the store.
     SharedAcrossHosts,
+    /// Readers can be told of each commit as it happens ([`crate::Store::commit_feed`])
+    /// instead of polling.
+    PushesCommits,
 }
 
 /// The work model: what every provider must keep, and what an authority requires.
@@ -56,6 +59,7 @@ impl Capability {
             Self::Durable => "durable",
             Self::SharedAcrossProcesses => "shared-across-processes",
             Self::SharedAcrossHosts => "shared-across-hosts",
+            Self::PushesCommits => "pushes-commits",
         }
     }
 }

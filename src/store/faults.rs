@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::backend::{Backend, ServerIdentity, StoreKind, Tx};
+use super::backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
 use super::capability::Capability;
 use crate::error::{Error, Result};
 
@@ -211,6 +211,10 @@ impl Backend for FaultyBackend {
 
     fn change_token(&self) -> Result<u64> {
         self.inner.change_token()
+    }
+
+    fn commit_feed(&self) -> Result<Option<Box<dyn CommitFeed>>> {
+        self.inner.commit_feed()
     }
 }
 

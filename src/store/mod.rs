@@ -47,7 +47,7 @@ mod work;
 
 use std::sync::{Arc, OnceLock};
 
-pub use backend::{Backend, ServerIdentity, StoreKind, Tx};
+pub use backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
 pub use capability::Capability;
 pub use counter::Counter;
 pub use events::Ingested;
@@ -222,6 +222,14 @@ impl Store {
     /// A store failure.
     pub fn change_token(&self) -> Result<u64> {
         self.backend.change_token()
+    }
+
+    /// Commits pushed as they happen, where the provider pushes them (PostgreSQL).
+    ///
+    /// # Errors
+    /// The provider pushes but the feed could not be opened.
+    pub fn commit_feed(&self) -> Result<Option<Box<dyn CommitFeed>>> {
+        self.backend.commit_feed()
     }
 
     /// Runs `f` in a write transaction at one instant and returns its value.

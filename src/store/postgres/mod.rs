@@ -50,6 +50,7 @@
 
 mod bind;
 mod errors;
+mod notify;
 mod pool;
 mod tls;
 mod tx;
@@ -60,7 +61,7 @@ use std::time::Duration;
 
 use postgres::{Config, SimpleQueryMessage};
 
-use super::backend::{Backend, ServerIdentity, StoreKind, Tx};
+use super::backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
 use super::capability::{Capability, WORK_MODEL};
 use super::sql::{Step, Transient, backoff, refuse_read_only, retry};
 use super::url::OpenMode;
@@ -323,10 +324,11 @@ impl PostgresBackend {
                 .map_err(|e| began(conn, &e))?;
             None
         };
-        let (result, failed_transiently, revision) = {
+        let (result, failed_transiently, revision, advanced) = {
             let mut tx = PgTx::new(conn, names, write, self.high_water.load(Ordering::Acquire));
             let result = f(&mut tx).and_then(|()| tx.flush());
-            (result, tx.take_transient(), tx.seen_revision())
+            let advanced = tx.committed_revision();
+            (result, tx.take_transient(), tx.seen_revision(), advanced)
         };
         match result {
             Err(e) => {
@@ -336,7 +338,10 @@ impl PostgresBackend {
                     None => Step::Fail(e),
                 })
             }
-            Ok(()) => match conn.client.batch_execute("COMMIT") {
+            Ok(()) => match conn
+                .client
+                .batch_execute(&notify::commit_statement(advanced))
+            {
                 Ok(()) => {
                     conn.in_transaction = false;
                     self.saw_committed(revision);
@@ -440,6 +445,7 @@ impl Backend for PostgresBackend {
             Capability::Durable,
             Capability::SharedAcrossProcesses,
             Capability::SharedAcrossHosts,
+            Capability::PushesCommits,
         ]);
         all
     }
@@ -470,6 +476,13 @@ impl Backend for PostgresBackend {
             system_identifier: row.try_get(0).ok()?,
             timeline: row.try_get(1).ok()?,
         })
+    }
+
+    fn commit_feed(&self) -> Result<Option<Box<dyn CommitFeed>>> {
+        Ok(Some(Box::new(notify::PgCommitFeed::open(
+            &self.pool,
+            &self.names,
+        )?)))
     }
 
     /// The store revision, read outside any transaction: it moves with every commit of
