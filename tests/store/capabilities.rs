@@ -56,7 +56,9 @@ fn an_authority_refuses_a_store_without_the_work_model() {
     };
     assert!(start().is_ok(), "the whole work model starts");
     faulty.withhold(Capability::Fencing);
-    let e = start().err().expect("refused");
+    let Err(e) = start() else {
+        panic!("an authority started over a store without fencing")
+    };
     assert_eq!(e.code(), "CAPABILITY_MISSING");
     assert_eq!(
         e.to_string(),
