@@ -39,6 +39,8 @@ mod model;
 mod reads;
 #[path = "store/registry.rs"]
 mod registry;
+#[path = "store/replay.rs"]
+mod replay;
 #[path = "store/rewind.rs"]
 mod rewind;
 #[path = "store/schedules.rs"]
@@ -69,6 +71,8 @@ per_provider! {
     leases::checkpoint_survives_expiry_and_is_dropped_on_release,
     leases::keyed_mutation_applies_once_and_replays_across_reopen,
     leases::idempotency_keys_are_namespaced_by_owner_and_verb,
+    // replay of the durable history
+    replay::replay_shows_the_owner_before_and_after_a_failover,
     // durable work
     work::racing_claimers_exactly_one_wins,
     work::claim_batch_respects_limit_and_eligibility,
