@@ -208,16 +208,17 @@ mod tests {
     #[test]
     fn instants_read_in_every_form_an_operator_types() {
         let read = |t: &str| parse_instant(t, NOW, Zone::Utc);
+        let ok = |t: &str| read(t).expect(t);
         let rfc = 1_796_047_200_000; // 2026-11-30T14:00:00Z
-        assert_eq!(read("2026-11-30T14:00:00Z").unwrap(), rfc);
-        assert_eq!(read("2026-11-30T15:00:00+01:00").unwrap(), rfc);
-        assert_eq!(read("2026-11-30 14:00").unwrap(), rfc);
-        assert_eq!(read("2026-11-30 14:00:05").unwrap(), rfc + 5_000);
-        assert_eq!(read("14:00").unwrap(), rfc);
-        assert_eq!(read(" 14:00:00 ").unwrap(), rfc);
-        assert_eq!(read("15m").unwrap(), NOW - 15 * 60_000);
-        assert_eq!(read("now").unwrap(), NOW);
-        assert_eq!(read(&rfc.to_string()).unwrap(), rfc);
+        assert_eq!(ok("2026-11-30T14:00:00Z"), rfc);
+        assert_eq!(ok("2026-11-30T15:00:00+01:00"), rfc);
+        assert_eq!(ok("2026-11-30 14:00"), rfc);
+        assert_eq!(ok("2026-11-30 14:00:05"), rfc + 5_000);
+        assert_eq!(ok("14:00"), rfc);
+        assert_eq!(ok(" 14:00:00 "), rfc);
+        assert_eq!(ok("15m"), NOW - 15 * 60_000);
+        assert_eq!(ok("now"), NOW);
+        assert_eq!(ok(&rfc.to_string()), rfc);
         for bad in [
             "",
             "yesterday",
@@ -227,7 +228,7 @@ mod tests {
             "2026-13-01 00:00",
             "-5m",
         ] {
-            let e = read(bad).unwrap_err();
+            let e = read(bad).expect_err(bad);
             assert_eq!(e.code(), "INVALID", "{bad}");
             assert!(e.to_string().contains("03:10"), "{e}");
         }
