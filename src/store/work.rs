@@ -381,7 +381,21 @@ pub(crate) fn fenced_in(
     change: impl Fn(&WorkItem, Millis) -> Result<WorkItem>,
 ) -> Result<Logged<WorkItem>> {
     let Some(item) = tx.work(id)? else {
-        return Ok(Logged::Refused(not_found(id)));
+        // Recorded like any other refusal, so the store's history counts every write an
+        // authority was refused.
+        let refused = not_found(id);
+        record_write(
+            tx,
+            now,
+            id,
+            owner,
+            generation,
+            verb,
+            &Err(refused.clone()),
+            serde_json::json!({}),
+            Holder::nobody(),
+        )?;
+        return Ok(Logged::Refused(refused));
     };
     let outcome = change(&item, now);
     let detail = serde_json::json!({

@@ -856,7 +856,70 @@ fn a_reused_start_key_with_other_arguments_is_a_conflict(h: &dyn Harness) {
     );
 }
 
+/// Every refused workflow write is recorded with its verb and refusal: a superseded
+/// holder's outcome record, transition and release, and a current holder's transition
+/// that the state machine refuses (the instance already finished) — so the store's
+/// history counts every refusal an authority was answered.
+fn every_refused_workflow_write_is_recorded(h: &dyn Harness) {
+    let id = start(&h.store(), &two_actions(), json!({ "n": 1 }));
+    let (a, b) = (engine(h, "a"), engine(h, "b"));
+    let old = claim_one(&a);
+    let Next::Run(request) = a.next(&old).expect("next") else {
+        panic!("an action is due")
+    };
+    h.clock().advance(LEASE_MS);
+    let new = claim_one(&b);
+    let since = h.store().now();
+    assert_eq!(
+        code(a.record_outcome(&old, &request, &Ok(json!("stale")))),
+        "WORK_FENCED"
+    );
+    assert_eq!(code(a.apply(&old, Trigger::TimeoutFired)), "WORK_FENCED");
+    assert_eq!(code(a.release(&old)), "WORK_FENCED");
+    b.advance(&new, ok(json!(1))).expect("b steps");
+    let again = claim_one(&b);
+    b.advance(&again, ok(json!(2))).expect("b finishes");
+    let lease = h
+        .store()
+        .acquire(&format!("wf:{id}"), "b", 1_000.0, Keyed { key: None })
+        .expect("lease");
+    let row = h.store().instance(&id).expect("read").expect("exists");
+    let (_, state) = decode_state(&row).expect("state");
+    let current = Claimed { row, state, lease };
+    assert_eq!(
+        code(b.apply(&current, Trigger::TimeoutFired)),
+        "already-terminal"
+    );
+
+    let refused = h.store().refused_writes(since, None, 100).expect("refused");
+    let seen: Vec<(String, String, Option<String>)> = refused
+        .rows
+        .iter()
+        .rev()
+        .map(|(_, w)| {
+            (
+                w.verb.as_str().to_owned(),
+                w.owner_id.clone(),
+                w.refusal.clone(),
+            )
+        })
+        .collect();
+    let row = |verb: &str, owner: &str, code: &str| {
+        (verb.to_owned(), owner.to_owned(), Some(code.to_owned()))
+    };
+    assert_eq!(
+        seen,
+        [
+            row("action-outcome", "a", "WORK_FENCED"),
+            row("transition", "a", "WORK_FENCED"),
+            row("release", "a", "WORK_FENCED"),
+            row("transition", "b", "already-terminal"),
+        ]
+    );
+}
+
 per_provider! {
+    every_refused_workflow_write_is_recorded,
     a_reused_start_key_with_other_arguments_is_a_conflict,
     renewal_keeps_a_release_and_a_wake_up_prompt,
     long_actions_do_not_starve_short_instances,

@@ -165,12 +165,8 @@ impl Engine {
     fn fence(tx: &mut dyn Tx, claimed: &Claimed) -> Result<(Holder, Result<()>)> {
         let res = resource(&claimed.row.instance_id);
         let Some(current) = tx.lease(&res)? else {
-            let nobody = Holder {
-                owner_id: None,
-                generation: 0,
-            };
             return Ok((
-                nobody,
+                Holder::nobody(),
                 Err(Error::NotFound {
                     what: "lease".into(),
                     id: res,
@@ -233,21 +229,37 @@ impl Engine {
         trigger: Trigger,
     ) -> Result<Logged<InstanceRow>> {
         let res = resource(&claimed.row.instance_id);
+        let detail = serde_json::json!({ "instanceRevision": claimed.row.instance_revision });
+        let record = |tx: &mut dyn Tx, holder: Holder, verdict: &Result<()>| {
+            record_write(
+                tx,
+                now,
+                &res,
+                &self.owner,
+                claimed.lease.generation,
+                WriteVerb::Transition,
+                verdict,
+                detail.clone(),
+                holder,
+            )
+        };
         let Some(row) = tx.instance(&claimed.row.instance_id)? else {
-            return Ok(Logged::Refused(Error::NotFound {
+            let refused = Error::NotFound {
                 what: "workflow instance".into(),
                 id: claimed.row.instance_id.clone(),
-            }));
+            };
+            record(tx, Holder::nobody(), &Err(refused.clone()))?;
+            return Ok(Logged::Refused(refused));
         };
-        if row.compat != self.compat {
-            return Ok(Logged::Refused(Error::Incompatible {
-                id: row.instance_id.clone(),
-                required: row.compat.clone(),
-                have: self.compat.clone(),
-            }));
-        }
         let (holder, fence) = Self::fence(tx, claimed)?;
         let fence = fence.and_then(|()| {
+            if row.compat != self.compat {
+                return Err(Error::Incompatible {
+                    id: row.instance_id.clone(),
+                    required: row.compat.clone(),
+                    have: self.compat.clone(),
+                });
+            }
             if row.instance_revision == claimed.row.instance_revision {
                 Ok(())
             } else {
@@ -258,27 +270,25 @@ impl Engine {
                 })
             }
         });
-        let detail = serde_json::json!({ "instanceRevision": claimed.row.instance_revision });
-        record_write(
-            tx,
-            now,
-            &res,
-            &self.owner,
-            claimed.lease.generation,
-            WriteVerb::Transition,
-            &fence,
-            detail,
-            holder,
-        )?;
         if let Err(e) = fence {
+            record(tx, holder, &Err(e.clone()))?;
             return Ok(Logged::Refused(e));
         }
+        // The transition is judged before the attempt is recorded, so a trigger that no
+        // longer fits (a cancelled or finished instance) is recorded as the refusal it is.
         let (fingerprint, state) = decode_state(&row)?;
         let def = self.definition(tx, &row, &fingerprint)?;
         let high_water = tx.journal_high_water()?;
-        let (next, entries) = match machine::apply(&def, &state, trigger, now, high_water) {
+        let verdict = machine::apply(&def, &state, trigger, now, high_water)
+            .map_err(|e| refusal(&e, &row.instance_id));
+        record(
+            tx,
+            holder,
+            &verdict.as_ref().map(|_| ()).map_err(Clone::clone),
+        )?;
+        let (next, entries) = match verdict {
             Ok(t) => t,
-            Err(e) => return Ok(Logged::Refused(refusal(&e, &row.instance_id))),
+            Err(e) => return Ok(Logged::Refused(e)),
         };
         let written = commit_transition(tx, &row, &fingerprint, &next, &entries, now)?;
         if let Some(lease) = tx.lease(&res)? {
@@ -310,7 +320,19 @@ impl Engine {
     pub fn release_until(&self, claimed: &Claimed, not_before: Option<Millis>) -> Result<()> {
         self.store.write_logged(|tx, now| {
             let res = resource(&claimed.row.instance_id);
-            if let (_, Err(e)) = Self::fence(tx, claimed)? {
+            if let (holder, Err(e)) = Self::fence(tx, claimed)? {
+                let detail = serde_json::json!({ "instanceId": claimed.row.instance_id });
+                record_write(
+                    tx,
+                    now,
+                    &res,
+                    &self.owner,
+                    claimed.lease.generation,
+                    WriteVerb::Release,
+                    &Err(e.clone()),
+                    detail,
+                    holder,
+                )?;
                 return Ok(Logged::Refused(e));
             }
             if let Some(row) = tx.instance(&claimed.row.instance_id)? {
