@@ -12,6 +12,7 @@ use crate::authority::{fencing, log};
 use crate::error::Result;
 use crate::model::{FailureClass, WorkItem, WorkKind, WorkState};
 use crate::store::Completion;
+use crate::workflow::machine::ActionRequest;
 
 pub(super) fn classify(result: Result<WorkItem>) -> Result<Finished> {
     match result {
@@ -251,19 +252,29 @@ impl AuthorityCore {
     }
 
     pub(super) fn log_attempt(&self, job: &Job, executed: &Executed, outcome: &str) {
+        let request = match &executed.exec {
+            Exec::WorkflowRan { request, .. } => Some(request),
+            _ => None,
+        };
+        self.log_exec(job, request, outcome);
+    }
+
+    /// Appends one execution-log line for `job`'s attempt (a workflow's only when an
+    /// action runs: `request`).
+    pub(super) fn log_exec(&self, job: &Job, request: Option<&ActionRequest>, outcome: &str) {
         let Some(log) = &self.exec_log else { return };
-        let (logical, key, attempt) = match (&job.task, &executed.exec) {
+        let (logical, key, attempt) = match (&job.task, request) {
             (Task::Work(item), _) => (
                 item.logical_effect_id.clone(),
                 item.idempotency_key.clone(),
                 item.attempt_number,
             ),
-            (Task::Workflow(_), Exec::WorkflowRan { request, .. }) => (
+            (Task::Workflow(_), Some(request)) => (
                 request.invocation_id.clone(),
                 request.invocation_id.clone(),
                 request.attempt,
             ),
-            (Task::Workflow(_), _) => return,
+            (Task::Workflow(_), None) => return,
         };
         let record = ExecRecord {
             work_id: job.resource(),
