@@ -903,3 +903,100 @@ async fn unknown_outcomes_on_every_kind_of_write_end_clean() {
     assert!(report.violations.is_empty(), "{:?}", report.violations);
     assert!(work_in(&s, WorkState::Failed).is_empty(), "nothing failed");
 }
+
+/// Commits whose answer is lost (`OUTCOME_UNKNOWN` after a durable commit) on every fifth
+/// write — claims, completions, cursor advances, workflow transitions alike: the authority
+/// reads back what it meant to write instead of resubmitting blind, so the store drains
+/// with every handler run exactly once, no refusal of its own repeated writes, and a clean
+/// checker.
+#[test]
+fn lost_answers_are_read_back_and_nothing_is_done_twice() {
+    use leasehold::authority::ExecLog;
+    use leasehold::store::faults::{Fault, FaultPlan, FaultyBackend};
+
+    let clock = ManualClock::new(T0);
+    let backend = Arc::new(FaultyBackend::new(Arc::new(MemoryBackend::new())));
+    let s = Store::new(
+        backend.clone(),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(11)),
+    );
+    let c = compat();
+    let instances = mixed_work(&s, &c, 30, 3);
+    let high_water = s.journal_high_water().expect("reads");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log_path = dir.path().join("exec.jsonl");
+    let core = AuthorityCore::new(
+        s.clone(),
+        config("solo"),
+        workload::named("fast", 1).expect("fast"),
+        Pace::Virtual,
+    )
+    .expect("valid")
+    .with_exec_log(ExecLog::open(&log_path).expect("opens"));
+    core.register().expect("registers");
+    backend.plan(FaultPlan {
+        after: backend.writes(),
+        until: None,
+        rules: vec![(5, Fault::CommitThenLoseAnswer)],
+    });
+
+    let mut rounds = 0;
+    while !drained(&s, 30, &instances, high_water) {
+        rounds += 1;
+        assert!(
+            rounds < 5_000,
+            "the store never drained: {:?}",
+            core.stats()
+        );
+        // A claim whose answer was lost claimed nothing this authority knows of.
+        let jobs = core.poll().unwrap_or_default();
+        let executed = jobs.iter().map(|job| core.execute(job)).collect();
+        core.finish_all(executed);
+        core.flush();
+        let _ = core.renew();
+        // Claims whose answer was lost lapse and are taken again.
+        clock.advance(1_000);
+    }
+    backend.plan(FaultPlan::default());
+
+    let stats = core.stats();
+    assert!(
+        backend.injected().lost_answers > 10,
+        "{:?}",
+        backend.injected()
+    );
+    assert!(
+        stats.store_errors > 0,
+        "no write of the authority lost its answer"
+    );
+    assert_eq!(
+        (stats.fenced_writes_refused, stats.other_refusals.clone()),
+        (0, Default::default()),
+        "a blind resubmission was refused: {stats:?}"
+    );
+    assert_eq!(stats.recovery_required, 0, "every read-back could read");
+    // Every attempt started once per item and attempt: nothing ran twice.
+    let log = std::fs::read_to_string(&log_path).expect("the exec log exists");
+    let mut starts = std::collections::BTreeMap::<String, usize>::new();
+    for line in log.lines() {
+        let l: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        if l["outcome"] == "started" && l["workId"].as_str().is_some_and(|w| w.starts_with('e')) {
+            *starts
+                .entry(l["workId"].as_str().unwrap_or("").to_owned())
+                .or_default() += 1;
+        }
+    }
+    assert_eq!(starts.len(), 30);
+    assert!(
+        starts.values().all(|n| *n == 1),
+        "an effect ran twice: {starts:?}"
+    );
+    let report =
+        leasehold::check::check(&s, &leasehold::check::CheckOptions::at(s.now())).expect("checks");
+    assert!(
+        report.is_clean(),
+        "{}",
+        leasehold::check::render_text(&report)
+    );
+}

@@ -50,6 +50,9 @@ pub struct Stats {
     pub uncertain: u64,
     /// Store calls that failed (outage, contention budget spent, unknown outcome).
     pub store_errors: u64,
+    /// Jobs whose outcome was unknown and whose read-back could not decide whether it
+    /// committed: held (fail closed) until a later read-back did.
+    pub recovery_required: u64,
     /// Claims released (yielded back) by a clean shutdown.
     pub released_on_shutdown: u64,
     /// Claims whose handler still ran when the shutdown's grace period ran out: left to

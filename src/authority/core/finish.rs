@@ -7,9 +7,10 @@ use serde_json::Value;
 
 use super::{AuthorityCore, Exec, Executed, Finished, Job, Task};
 use crate::authority::handlers::HandlerOutcome;
+use crate::authority::readback::{self, ReadBack};
 use crate::authority::stats::ExecRecord;
 use crate::authority::{fencing, log};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{FailureClass, WorkItem, WorkKind, WorkState};
 use crate::store::Completion;
 use crate::workflow::machine::ActionRequest;
@@ -158,6 +159,17 @@ impl AuthorityCore {
         executed: Executed,
         result: Result<Finished>,
     ) -> Finished {
+        let result = match result {
+            Err(Error::OutcomeUnknown(_)) => {
+                let owner = self.config.instance_id.as_str();
+                match readback::read_back(&self.store, owner, job, &executed.exec) {
+                    ReadBack::Done(finished) => Ok(finished),
+                    ReadBack::Resubmit => result,
+                    ReadBack::Recovery(why) => return self.hold_in_recovery(job, executed, why),
+                }
+            }
+            other => other,
+        };
         let finished = match result {
             Err(e) if e.is_store_failure() => {
                 let mut st = self.state();
@@ -166,6 +178,7 @@ impl AuthorityCore {
                 log::finished(self.id(), job, &executed, &deferred, None);
                 if let Some(f) = st.inflight.get_mut(&job.id) {
                     f.deferred = Some(executed);
+                    f.recovery = None;
                 }
                 return deferred;
             }
@@ -290,15 +303,56 @@ impl AuthorityCore {
         let _ = log.append(&record);
     }
 
-    /// Retries outcomes a store failure deferred; drops lost ones.
+    /// Keeps a job whose outcome nobody can yet say committed: not run again, not
+    /// written again, its claim kept, until a later read-back ([`Self::flush`]) decides.
+    fn hold_in_recovery(&self, job: &Job, executed: Executed, why: String) -> Finished {
+        let held = Finished::Deferred(why.clone());
+        log::finished(self.id(), job, &executed, &held, None);
+        let mut st = self.state();
+        let st = &mut *st;
+        st.stats.store_errors += 1;
+        if let Some(f) = st.inflight.get_mut(&job.id) {
+            if f.recovery.is_none() {
+                st.stats.recovery_required += 1;
+            }
+            f.recovery = Some(why);
+            f.deferred = Some(executed);
+        }
+        held
+    }
+
+    /// Retries outcomes a store failure deferred, and reads back again those held in
+    /// recovery (never resubmitting them blind); drops lost ones.
     pub fn flush(&self) -> Vec<Finished> {
-        let deferred: Vec<Executed> = {
+        let deferred: Vec<(Executed, Option<Job>)> = {
             let mut st = self.state();
             st.inflight
                 .values_mut()
-                .filter_map(|f| f.deferred.take())
+                .filter_map(|f| {
+                    let recovering = f.recovery.is_some().then(|| f.job.clone());
+                    f.deferred.take().map(|e| (e, recovering))
+                })
                 .collect()
         };
-        deferred.into_iter().map(|e| self.finish(e)).collect()
+        deferred
+            .into_iter()
+            .map(|(e, recovering)| match recovering {
+                Some(job) => {
+                    let unknown = Error::OutcomeUnknown("held in recovery".into());
+                    self.settle(&job, e, Err(unknown))
+                }
+                None => self.finish(e),
+            })
+            .collect()
+    }
+
+    /// How many jobs are held in recovery now, each with why.
+    #[must_use]
+    pub fn in_recovery(&self) -> Vec<(String, String)> {
+        self.state()
+            .inflight
+            .values()
+            .filter_map(|f| f.recovery.clone().map(|why| (f.job.resource(), why)))
+            .collect()
     }
 }
