@@ -966,3 +966,60 @@ fn writers_never_create_the_schema_and_init_does_once() {
     let event = leasehold(&["event", "--store", url, "--type", "paid"]);
     assert_eq!(event.status.code(), Some(0), "{event:?}");
 }
+
+/// A session holding the store's write lock inside an open transaction (a writer paused
+/// mid-transaction) stalls every authority: the waiting authority logs the stall within a
+/// few seconds naming the holder's session, says when it got through, and then drains.
+#[test]
+fn a_held_write_lock_is_logged_as_a_stall_naming_its_holder() {
+    const ITEMS: usize = 100;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let db = database();
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    enqueue(&store, ITEMS);
+    let mut auth = Authorities::new();
+    auth.spawn("auth-0", db.url());
+    wait_until("the first completions", deadline, || {
+        unfinished(&store) < ITEMS as u64
+    });
+
+    let mut holder = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    holder
+        .batch_execute("SET application_name = 'paused-writer'; BEGIN")
+        .unwrap();
+    let pid: i32 = holder
+        .query_one(
+            "SELECT pg_backend_pid() FROM (SELECT pg_advisory_xact_lock(7810756276994469740)) AS l",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let stalls = |message: &str| {
+        std::fs::read_to_string(auth.log("auth-0"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["message"] == message)
+            .collect::<Vec<_>>()
+    };
+    wait_until("auth-0 logs the stall", deadline, || {
+        !stalls("store-write-stalled").is_empty()
+    });
+    let stalled = &stalls("store-write-stalled")[0];
+    let named = stalled["holder"].as_str().unwrap_or("");
+    assert!(
+        named.contains(&format!("pid {pid} (paused-writer)")),
+        "{stalled}"
+    );
+    assert!(
+        stalled["waited_ms"].as_u64().is_some_and(|ms| ms >= 3_000),
+        "{stalled}"
+    );
+    holder.batch_execute("ROLLBACK").unwrap();
+    wait_until("auth-0 says it got through", deadline, || {
+        !stalls("store-write-resumed").is_empty()
+    });
+    wait_until("every item to finish", deadline, || unfinished(&store) == 0);
+    auth.stop_all(deadline);
+    assert_all_done_once(&store, ITEMS);
+}
