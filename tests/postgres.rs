@@ -1023,3 +1023,63 @@ fn a_held_write_lock_is_logged_as_a_stall_naming_its_holder() {
     auth.stop_all(deadline);
     assert_all_done_once(&store, ITEMS);
 }
+
+/// Another PostgreSQL cluster answering under the same URL (a failover to a server that is
+/// not a replica, a restore onto a new host) holding the same store — same store id, even
+/// ahead in revision — is refused by this host's rewind witness: its system identifier is
+/// not the one this host has written to.
+#[test]
+fn another_server_under_the_same_url_is_refused_by_the_witness() {
+    const NAME: &str = "leasehold_same_url";
+    let state = tempfile::tempdir().unwrap();
+    let first = Server::dedicated();
+    let port = first.port();
+    let db = first.database_named(NAME);
+    let url = db.url().to_owned();
+    let witnessed = || {
+        let store = url::open(&url, OpenMode::ReadWrite)?;
+        Witness::open(state.path(), &store).map(|w| store.with_witness(w))
+    };
+    let store = witnessed().unwrap();
+    store
+        .enqueue(NewWork::effect("fx-0", HANDLER, "{}"), "k")
+        .unwrap();
+    let seen = store.witness().unwrap().seen().unwrap();
+    drop(store);
+    let meta = |client: &mut postgres::Client, key: &str| -> i64 {
+        client
+            .query_one("SELECT value FROM meta WHERE key = $1", &[&key])
+            .unwrap()
+            .get(0)
+    };
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let (store_id, revision) = (meta(&mut admin, "store_id"), meta(&mut admin, "revision"));
+    drop(admin);
+    drop(db);
+    drop(first);
+
+    let second = Server::dedicated_on(port);
+    let _db = second.database_named(NAME);
+    drop(url::open(&url, OpenMode::ReadWrite).unwrap());
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    admin
+        .execute(
+            "UPDATE meta SET value = $1 WHERE key = 'store_id'",
+            &[&store_id],
+        )
+        .unwrap();
+    admin
+        .execute(
+            "UPDATE meta SET value = $1 WHERE key = 'revision'",
+            &[&(revision + 100)],
+        )
+        .unwrap();
+    drop(admin);
+
+    let e = witnessed().err().unwrap();
+    assert_eq!(e.code(), "STORE_REWOUND", "{e}");
+    let text = e.to_string();
+    assert!(text.contains("another database cluster"), "{text}");
+    let was = seen.server.unwrap().system_identifier;
+    assert!(text.contains(&was.to_string()), "{text}");
+}

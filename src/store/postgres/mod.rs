@@ -142,6 +142,7 @@ fn write_lock_holder(conn: &mut Conn) -> Option<String> {
                     coalesce(extract(epoch FROM now() - a.xact_start), 0)::float8 \
              FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
              WHERE l.locktype = 'advisory' AND l.granted \
+               AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
                AND l.classid::bigint = $1 AND l.objid::bigint = $2",
             &[&i64::from(class), &i64::from(obj)],
         )
