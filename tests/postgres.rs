@@ -994,14 +994,7 @@ fn a_held_write_lock_is_logged_as_a_stall_naming_its_holder() {
         )
         .unwrap()
         .get(0);
-    let stalls = |message: &str| {
-        std::fs::read_to_string(auth.log("auth-0"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|v| v["message"] == message)
-            .collect::<Vec<_>>()
-    };
+    let stalls = |message: &str| auth.lines_of("auth-0", message);
     wait_until("auth-0 logs the stall", deadline, || {
         !stalls("store-write-stalled").is_empty()
     });

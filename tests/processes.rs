@@ -702,14 +702,7 @@ fn a_writer_paused_inside_a_transaction_is_logged_as_a_stall() {
         .read_line(&mut said)
         .unwrap();
     assert_eq!(said.trim(), "locked");
-    let logged = |message: &str| {
-        std::fs::read_to_string(procs.log("a1"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|v| v["message"] == message)
-            .collect::<Vec<_>>()
-    };
+    let logged = |message: &str| procs.lines_of("a1", message);
     wait_until("a1 logs the stall", deadline, || {
         !logged("store-write-stalled").is_empty()
     });

@@ -109,6 +109,18 @@ fn last_write(store: &Store, id: &str) -> leasehold::model::WriteRecord {
     writes.last().cloned().expect("a write record")
 }
 
+/// The instance's lease taken directly by `owner` (not through a claim) with its current
+/// row: a current revision and a current lease, whatever the instance's status.
+fn taken_directly(h: &dyn Harness, id: &str, owner: &str) -> Claimed {
+    let lease = h
+        .store()
+        .acquire(&format!("wf:{id}"), owner, 1_000.0, Keyed { key: None })
+        .expect("lease");
+    let row = h.store().instance(id).expect("read").expect("exists");
+    let (_, state) = decode_state(&row).expect("state");
+    Claimed { row, state, lease }
+}
+
 fn code<T: std::fmt::Debug>(r: leasehold::Result<T>) -> &'static str {
     r.expect_err("must be refused").code()
 }
@@ -290,13 +302,7 @@ fn terminal_is_irreversible(h: &dyn Harness) {
     );
 
     // Current revision, current lease (taken directly): the state machine itself refuses.
-    let lease = h
-        .store()
-        .acquire(&format!("wf:{id}"), "a", 1_000.0, Keyed { key: None })
-        .expect("lease");
-    let row = h.store().instance(&id).expect("read").expect("exists");
-    let (_, state) = decode_state(&row).expect("state");
-    let current = Claimed { row, state, lease };
+    let current = taken_directly(h, &id, "a");
     assert_eq!(
         code(a.apply(&current, Trigger::TimeoutFired)),
         "already-terminal"
@@ -879,13 +885,7 @@ fn every_refused_workflow_write_is_recorded(h: &dyn Harness) {
     b.advance(&new, ok(json!(1))).expect("b steps");
     let again = claim_one(&b);
     b.advance(&again, ok(json!(2))).expect("b finishes");
-    let lease = h
-        .store()
-        .acquire(&format!("wf:{id}"), "b", 1_000.0, Keyed { key: None })
-        .expect("lease");
-    let row = h.store().instance(&id).expect("read").expect("exists");
-    let (_, state) = decode_state(&row).expect("state");
-    let current = Claimed { row, state, lease };
+    let current = taken_directly(h, &id, "b");
     assert_eq!(
         code(b.apply(&current, Trigger::TimeoutFired)),
         "already-terminal"

@@ -124,15 +124,12 @@ impl Engine {
     ) -> Result<Logged<()>> {
         let (holder, fence) = Self::fence(tx, claimed)?;
         let detail = serde_json::json!({ "invocationId": request.invocation_id, "attempt": request.attempt });
-        record_write(
+        self.record(
             tx,
             now,
-            &resource(&claimed.row.instance_id),
-            &self.owner,
-            claimed.lease.generation,
-            WriteVerb::ActionOutcome,
+            claimed,
+            (WriteVerb::ActionOutcome, detail),
             &fence,
-            detail,
             holder,
         )?;
         if let Err(e) = fence {
@@ -159,6 +156,32 @@ impl Engine {
             at: now,
         })?;
         Ok(Logged::Done(()))
+    }
+
+    /// Records this owner's attempt at `write` (its verb and detail) on `claimed`'s
+    /// instance, with its verdict and who held the instance lease as it was judged.
+    fn record(
+        &self,
+        tx: &mut dyn Tx,
+        now: Millis,
+        claimed: &Claimed,
+        (verb, detail): (WriteVerb, Value),
+        verdict: &Result<()>,
+        holder: Holder,
+    ) -> Result<()> {
+        let res = resource(&claimed.row.instance_id);
+        let generation = claimed.lease.generation;
+        record_write(
+            tx,
+            now,
+            &res,
+            &self.owner,
+            generation,
+            verb,
+            verdict,
+            detail,
+            holder,
+        )
     }
 
     /// Who holds the instance lease now, and whether `claimed` is still that holder.
@@ -231,17 +254,8 @@ impl Engine {
         let res = resource(&claimed.row.instance_id);
         let detail = serde_json::json!({ "instanceRevision": claimed.row.instance_revision });
         let record = |tx: &mut dyn Tx, holder: Holder, verdict: &Result<()>| {
-            record_write(
-                tx,
-                now,
-                &res,
-                &self.owner,
-                claimed.lease.generation,
-                WriteVerb::Transition,
-                verdict,
-                detail.clone(),
-                holder,
-            )
+            let write = (WriteVerb::Transition, detail.clone());
+            self.record(tx, now, claimed, write, verdict, holder)
         };
         let Some(row) = tx.instance(&claimed.row.instance_id)? else {
             let refused = Error::NotFound {
@@ -322,15 +336,13 @@ impl Engine {
             let res = resource(&claimed.row.instance_id);
             if let (holder, Err(e)) = Self::fence(tx, claimed)? {
                 let detail = serde_json::json!({ "instanceId": claimed.row.instance_id });
-                record_write(
+                let verdict = Err(e.clone());
+                self.record(
                     tx,
                     now,
-                    &res,
-                    &self.owner,
-                    claimed.lease.generation,
-                    WriteVerb::Release,
-                    &Err(e.clone()),
-                    detail,
+                    claimed,
+                    (WriteVerb::Release, detail),
+                    &verdict,
                     holder,
                 )?;
                 return Ok(Logged::Refused(e));
