@@ -185,9 +185,18 @@ fn cancel_fences_the_holder(h: &dyn Harness) {
     assert_eq!(before.0.status, "cancelled");
 }
 
-/// A holder whose lease was reclaimed by another authority is fenced on every write: the
-/// outcome record, the transition and the release. The new holder proceeds.
-fn stale_lease_holder_is_fenced(h: &dyn Harness) {
+/// An instance whose action `a` was about to run when its lease lapsed and `b` reclaimed
+/// it: `a` holds the `old` claim, `b` the `new` one.
+struct Superseded {
+    id: String,
+    a: Engine,
+    b: Engine,
+    old: Claimed,
+    request: leasehold::workflow::machine::ActionRequest,
+    new: Claimed,
+}
+
+fn superseded(h: &dyn Harness) -> Superseded {
     let id = start(&h.store(), &two_actions(), json!({ "n": 1 }));
     let (a, b) = (engine(h, "a"), engine(h, "b"));
     let old = claim_one(&a);
@@ -196,6 +205,27 @@ fn stale_lease_holder_is_fenced(h: &dyn Harness) {
     };
     h.clock().advance(LEASE_MS);
     let new = claim_one(&b);
+    Superseded {
+        id,
+        a,
+        b,
+        old,
+        request,
+        new,
+    }
+}
+
+/// A holder whose lease was reclaimed by another authority is fenced on every write: the
+/// outcome record, the transition and the release. The new holder proceeds.
+fn stale_lease_holder_is_fenced(h: &dyn Harness) {
+    let Superseded {
+        id,
+        a,
+        b,
+        old,
+        request,
+        new,
+    } = superseded(h);
     assert!(
         new.lease.generation > old.lease.generation,
         "a reclaim mints a higher generation"
@@ -867,14 +897,14 @@ fn a_reused_start_key_with_other_arguments_is_a_conflict(h: &dyn Harness) {
 /// that the state machine refuses (the instance already finished) — so the store's
 /// history counts every refusal an authority was answered.
 fn every_refused_workflow_write_is_recorded(h: &dyn Harness) {
-    let id = start(&h.store(), &two_actions(), json!({ "n": 1 }));
-    let (a, b) = (engine(h, "a"), engine(h, "b"));
-    let old = claim_one(&a);
-    let Next::Run(request) = a.next(&old).expect("next") else {
-        panic!("an action is due")
-    };
-    h.clock().advance(LEASE_MS);
-    let new = claim_one(&b);
+    let Superseded {
+        id,
+        a,
+        b,
+        old,
+        request,
+        new,
+    } = superseded(h);
     let since = h.store().now();
     assert_eq!(
         code(a.record_outcome(&old, &request, &Ok(json!("stale")))),
