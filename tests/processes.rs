@@ -675,11 +675,11 @@ os.kill(os.getpid(), signal.SIGSTOP)";
 #[test]
 fn a_writer_paused_inside_a_transaction_is_logged_as_a_stall() {
     use std::io::BufRead;
+    const STALL_ITEMS: usize = 200;
 
     if std::env::var(CHILD_STORE).is_ok() {
         return;
     }
-    const STALL_ITEMS: usize = 200;
     let deadline = Instant::now() + Duration::from_secs(120);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");

@@ -972,7 +972,7 @@ fn lost_answers_are_read_back_and_nothing_is_done_twice() {
     );
     assert_eq!(
         (stats.fenced_writes_refused, stats.other_refusals.clone()),
-        (0, Default::default()),
+        (0, std::collections::BTreeMap::new()),
         "a blind resubmission was refused: {stats:?}"
     );
     assert_eq!(stats.recovery_required, 0, "every read-back could read");

@@ -81,7 +81,7 @@ fn answer(record: &WriteRecord, cursor: bool) -> Finished {
     }
     let state = serde_json::from_str::<Value>(&record.detail)
         .ok()
-        .and_then(|d| d["state"].as_str().and_then(|s| WorkState::parse(s)));
+        .and_then(|d| d["state"].as_str().and_then(WorkState::parse));
     match state {
         Some(WorkState::Succeeded) => Finished::Completed,
         Some(WorkState::Retry) => Finished::RetryScheduled,
@@ -109,18 +109,19 @@ pub fn read_back(store: &Store, owner: &str, job: &Job, exec: &Exec) -> ReadBack
         };
         let full = writes.len() >= PAGE;
         after = writes.last().map_or(after, |w| w.revision);
+        // The latest matching record of this page, else the one found on an earlier page.
         found = writes
             .into_iter()
-            .filter(|w| {
-                w.owner_id == owner && w.generation == generation && want.verbs.contains(&w.verb)
+            .rev()
+            .find(|w| {
+                w.owner_id == owner
+                    && w.generation == generation
+                    && want.verbs.contains(&w.verb)
+                    && want.detail.is_none_or(|(key, value)| {
+                        serde_json::from_str::<Value>(&w.detail)
+                            .is_ok_and(|d| d[key].as_u64() == Some(value))
+                    })
             })
-            .filter(|w| {
-                want.detail.is_none_or(|(key, value)| {
-                    serde_json::from_str::<Value>(&w.detail)
-                        .is_ok_and(|d| d[key].as_u64() == Some(value))
-                })
-            })
-            .last()
             .or(found);
         if !full {
             break;
