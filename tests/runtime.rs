@@ -1000,3 +1000,75 @@ fn lost_answers_are_read_back_and_nothing_is_done_twice() {
         leasehold::check::render_text(&report)
     );
 }
+
+/// A completion whose answer was lost while the store cannot be read back: nobody can say
+/// whether it committed, so the job is held in recovery — listed, its handler not run
+/// again, its outcome not written again — until a read-back can decide; then it is settled
+/// as recorded, once.
+#[test]
+fn an_undecidable_outcome_is_held_in_recovery_until_a_read_back_decides() {
+    use leasehold::store::faults::{Fault, FaultPlan, FaultyBackend};
+
+    let clock = ManualClock::new(T0);
+    let backend = Arc::new(FaultyBackend::new(Arc::new(MemoryBackend::new())));
+    let s = Store::new(
+        backend.clone(),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(11)),
+    );
+    s.enqueue(NewWork::effect("e1", EFFECT_HANDLERS[0], "{}"), &compat())
+        .expect("enqueues");
+    let core = AuthorityCore::new(
+        s.clone(),
+        config("solo"),
+        workload::named("fast", 1).expect("fast"),
+        Pace::Virtual,
+    )
+    .expect("valid");
+    core.register().expect("registers");
+    let jobs = core.poll().expect("polls");
+    assert_eq!(jobs.len(), 1);
+    let executed = core.execute(&jobs[0]);
+
+    backend.plan(FaultPlan::once(
+        backend.writes() + 1,
+        Fault::CommitThenLoseAnswer,
+    ));
+    backend.cut_reads(true);
+    let held = core.finish_all(vec![executed]);
+    assert!(matches!(held[..], [Finished::Deferred(_)]), "{held:?}");
+    assert_eq!(core.stats().recovery_required, 1);
+    let listed = core.in_recovery();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].0, "e1");
+    assert!(listed[0].1.contains("read-back failed"), "{listed:?}");
+
+    // Fail closed: flushing while the store cannot be read writes nothing.
+    let writes = backend.writes();
+    let still = core.flush();
+    assert!(matches!(still[..], [Finished::Deferred(_)]), "{still:?}");
+    assert_eq!(
+        backend.writes(),
+        writes,
+        "an undecided outcome was written again"
+    );
+    assert!(core.poll().expect("polls").is_empty(), "e1 was run again");
+
+    backend.cut_reads(false);
+    assert_eq!(core.flush(), vec![Finished::Completed]);
+    assert!(core.in_recovery().is_empty());
+    let stats = core.stats();
+    assert_eq!(
+        (stats.completions, stats.other_refusals.len()),
+        (1, 0),
+        "{stats:?}"
+    );
+    let (_, writes) = s
+        .ownership_history(Some("e1"), 0, 100)
+        .expect("the history reads");
+    assert_eq!(
+        writes.iter().filter(|w| w.verb == "complete").count(),
+        1,
+        "{writes:?}"
+    );
+}
