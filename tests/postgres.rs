@@ -1076,3 +1076,60 @@ fn another_server_under_the_same_url_is_refused_by_the_witness() {
     let was = seen.server.unwrap().system_identifier;
     assert!(text.contains(&was.to_string()), "{text}");
 }
+
+/// An attached dashboard's reader sees a commit as soon as PostgreSQL pushes it: with its
+/// polling set to once an hour, a new snapshot still follows the commit within seconds.
+#[test]
+fn a_dashboard_sees_a_commit_pushed_without_polling() {
+    use leasehold::tui::snapshot::{Published, Query, run_reader};
+    use tokio::sync::watch;
+
+    let db = database();
+    let writer = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    let reader_store = url::open(db.url(), OpenMode::ReadOnly).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let (_queries, queries_rx) = watch::channel(Query::default());
+        let (out, mut published) = watch::channel(Published::Nothing);
+        let hour_ms = 3_600_000;
+        let reader = tokio::spawn(run_reader(reader_store, None, queries_rx, out, hour_ms));
+        let token_of = |p: &Published| match p {
+            Published::Snapshot(s) => Some(s.token),
+            _ => None,
+        };
+        let deadline = Duration::from_secs(30);
+        let first = tokio::time::timeout(deadline, async {
+            loop {
+                published.changed().await.unwrap();
+                if let Some(t) = token_of(&published.borrow_and_update()) {
+                    return t;
+                }
+            }
+        })
+        .await
+        .expect("a first snapshot");
+        tokio::task::spawn_blocking(move || {
+            writer
+                .enqueue(NewWork::effect("fx-pushed", "send-email", "{}"), "k")
+                .unwrap();
+        })
+        .await
+        .unwrap();
+        let next = tokio::time::timeout(deadline, async {
+            loop {
+                published.changed().await.unwrap();
+                if let Some(t) = token_of(&published.borrow_and_update()) {
+                    return t;
+                }
+            }
+        })
+        .await
+        .expect("the commit shows without waiting for the hourly poll");
+        assert!(next > first, "{next} after {first}");
+        reader.abort();
+    });
+}

@@ -17,6 +17,8 @@ mod support;
 
 #[path = "store/bad_input.rs"]
 mod bad_input;
+#[path = "store/capabilities.rs"]
+mod capabilities;
 #[path = "store/copy.rs"]
 mod copy;
 #[path = "store/dead_letters.rs"]
@@ -37,6 +39,8 @@ mod model;
 mod reads;
 #[path = "store/registry.rs"]
 mod registry;
+#[path = "store/replay.rs"]
+mod replay;
 #[path = "store/rewind.rs"]
 mod rewind;
 #[path = "store/schedules.rs"]
@@ -49,6 +53,9 @@ mod work;
 mod work_checkpoints;
 
 per_provider! {
+    // what a provider promises
+    capabilities::every_provider_keeps_the_work_model_and_says_how_far_it_reaches,
+    capabilities::a_commit_feed_pushes_exactly_the_committed_revisions,
     // leases and fencing
     leases::acquire_never_grants_over_a_live_lease,
     leases::racing_acquirers_exactly_one_wins,
@@ -64,6 +71,8 @@ per_provider! {
     leases::checkpoint_survives_expiry_and_is_dropped_on_release,
     leases::keyed_mutation_applies_once_and_replays_across_reopen,
     leases::idempotency_keys_are_namespaced_by_owner_and_verb,
+    // replay of the durable history
+    replay::replay_shows_the_owner_before_and_after_a_failover,
     // durable work
     work::racing_claimers_exactly_one_wins,
     work::claim_batch_respects_limit_and_eligibility,

@@ -18,6 +18,7 @@ use crate::authority::config::{
 use crate::authority::handlers::Workload;
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
+use crate::store::Capability;
 use crate::store::create::create;
 use crate::store::url::OpenMode;
 
@@ -216,6 +217,9 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     } else {
         StoreArg { store: url }.open(OpenMode::Existing)?
     };
+    // An authority process over a store no other process can reach would run alone,
+    // with nobody able to give it work or watch it.
+    store.require(&[Capability::SharedAcrossProcesses])?;
     let store = args.state.witnessed(store)?;
     // The process's one subscriber, for every thread: `tracing` remembers per call site
     // whether anyone listens, so a subscriber scoped to some threads could miss lines.

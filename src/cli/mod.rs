@@ -32,6 +32,7 @@ pub mod man;
 pub mod output;
 pub mod payload;
 pub mod registry;
+pub mod replay;
 pub mod schedule;
 pub mod seed;
 pub mod settings;
@@ -98,6 +99,9 @@ pub enum Command {
     Cancel(instance::CancelArgs),
     /// Run the invariant checker over a store's durable history (exit 1 on a violation).
     Check(check::CheckArgs),
+    /// What the durable history says happened in a window: failovers, fenced writes,
+    /// throughput, each step, one resource at any revision.
+    Replay(replay::ReplayArgs),
     /// Validate, deploy and start durable workflows.
     #[command(subcommand)]
     Workflow(workflow::WorkflowCommand),
@@ -381,6 +385,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::History(args) => instance::history(&args, out),
         Command::Cancel(args) => instance::cancel(&args, out),
         Command::Check(args) => check::run(&args, out),
+        Command::Replay(args) => replay::run(&args, out),
         Command::Copy(args) => copy::run(&args, out),
         Command::Store(cmd) => store_admin::run(&cmd, out),
         Command::Bench(args) => bench::run(&args, out),

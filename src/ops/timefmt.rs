@@ -140,6 +140,60 @@ pub fn span(ms: Millis) -> String {
     }
 }
 
+/// Reads an instant an operator types: `2026-12-01T03:10:00Z` (RFC 3339, any offset),
+/// `2026-12-01 03:10[:05]` or `03:10[:05]` (a wall time in `zone`, today's date for a
+/// bare time), `15m` / `90s` / `2h` (that long before `now`), `now`, or epoch milliseconds.
+///
+/// # Errors
+/// `INVALID`, naming the forms accepted.
+pub fn parse_instant(text: &str, now: Millis, zone: Zone) -> crate::error::Result<Millis> {
+    let text = text.trim();
+    let invalid = || {
+        crate::error::Error::Invalid(format!(
+            "cannot read the instant {text:?}: use 2026-12-01T03:10:00Z, 03:10, \
+             2026-12-01 03:10, 15m (ago) or now"
+        ))
+    };
+    if text == "now" {
+        return Ok(now);
+    }
+    if let Ok(at) = DateTime::parse_from_rfc3339(text) {
+        return Ok(at.timestamp_millis());
+    }
+    if let Ok(ms) = text.parse::<Millis>()
+        && PLAUSIBLE.contains(&ms)
+    {
+        return Ok(ms);
+    }
+    if text.chars().last().is_some_and(|c| c.is_ascii_alphabetic())
+        && let Some(ago) = crate::clock::parse_duration(text)
+    {
+        return Ok(now.saturating_sub(ago));
+    }
+    let today = DateTime::from_timestamp_millis(now).ok_or_else(invalid)?;
+    let wall = ["%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"]
+        .iter()
+        .find_map(|f| chrono::NaiveDateTime::parse_from_str(text, f).ok())
+        .or_else(|| {
+            ["%H:%M:%S", "%H:%M"]
+                .iter()
+                .find_map(|f| chrono::NaiveTime::parse_from_str(text, f).ok())
+                .map(|time| match zone {
+                    Zone::Utc => today.date_naive().and_time(time),
+                    Zone::Local => today.with_timezone(&Local).date_naive().and_time(time),
+                })
+        })
+        .ok_or_else(invalid)?;
+    let at = match zone {
+        Zone::Utc => Some(Utc.from_utc_datetime(&wall).timestamp_millis()),
+        Zone::Local => Local
+            .from_local_datetime(&wall)
+            .earliest()
+            .map(|t| t.timestamp_millis()),
+    };
+    at.ok_or_else(invalid)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,6 +203,34 @@ mod tests {
 
     fn utc() -> TimeFmt {
         TimeFmt::new(NOW, Zone::Utc)
+    }
+
+    #[test]
+    fn instants_read_in_every_form_an_operator_types() {
+        let read = |t: &str| parse_instant(t, NOW, Zone::Utc);
+        let rfc = 1_796_047_200_000; // 2026-11-30T14:00:00Z
+        assert_eq!(read("2026-11-30T14:00:00Z").unwrap(), rfc);
+        assert_eq!(read("2026-11-30T15:00:00+01:00").unwrap(), rfc);
+        assert_eq!(read("2026-11-30 14:00").unwrap(), rfc);
+        assert_eq!(read("2026-11-30 14:00:05").unwrap(), rfc + 5_000);
+        assert_eq!(read("14:00").unwrap(), rfc);
+        assert_eq!(read(" 14:00:00 ").unwrap(), rfc);
+        assert_eq!(read("15m").unwrap(), NOW - 15 * 60_000);
+        assert_eq!(read("now").unwrap(), NOW);
+        assert_eq!(read(&rfc.to_string()).unwrap(), rfc);
+        for bad in [
+            "",
+            "yesterday",
+            "25:00",
+            "14h00",
+            "12",
+            "2026-13-01 00:00",
+            "-5m",
+        ] {
+            let e = read(bad).unwrap_err();
+            assert_eq!(e.code(), "INVALID", "{bad}");
+            assert!(e.to_string().contains("03:10"), "{e}");
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! - list methods return rows in ascending key order, strictly after (or, backwards,
 //!   strictly before) the page cursor, using an index — never a scan of the table.
 
+use super::capability::Capability;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::event::DedupRecord;
@@ -52,6 +53,16 @@ pub struct ServerIdentity {
 }
 
 /// A provider: transactions over one store.
+/// A feed of committed revisions (see [`Backend::commit_feed`]).
+pub trait CommitFeed: Send {
+    /// Waits up to `within` for commits; answers the newest revision committed meanwhile,
+    /// or `None` when there was none.
+    ///
+    /// # Errors
+    /// The feed's session failed: open a new feed (and poll meanwhile).
+    fn next_commit(&mut self, within: std::time::Duration) -> Result<Option<u64>>;
+}
+
 pub trait Backend: Send + Sync {
     fn kind(&self) -> StoreKind;
 
@@ -76,6 +87,21 @@ pub trait Backend: Send + Sync {
 
     /// Whether the store survives the process (false only for memory).
     fn physical_durability(&self) -> bool;
+
+    /// Commits pushed as they happen, on a session of their own, where the provider can
+    /// push them (PostgreSQL's `LISTEN`); `None` where readers must poll
+    /// [`Backend::change_token`].
+    ///
+    /// # Errors
+    /// The provider can push but the feed could not be opened.
+    fn commit_feed(&self) -> Result<Option<Box<dyn CommitFeed>>> {
+        Ok(None)
+    }
+
+    /// What this provider guarantees: the whole work model, plus
+    /// [`Capability::Durable`] exactly when [`Backend::physical_durability`], plus how far
+    /// it reaches (other processes, other hosts).
+    fn capabilities(&self) -> Vec<Capability>;
 
     /// Runs `f` in one write transaction and commits it if `f` returns `Ok`; rolls back on
     /// `Err`. May run `f` more than once after physical contention (see module docs).

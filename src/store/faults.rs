@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::backend::{Backend, ServerIdentity, StoreKind, Tx};
+use super::backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
+use super::capability::Capability;
 use crate::error::{Error, Result};
 
 /// One way a write transaction can fail.
@@ -79,6 +80,9 @@ pub struct FaultyBackend {
     writes: AtomicU64,
     injected: Mutex<Injected>,
     reads_cut: AtomicBool,
+    /// Capabilities hidden from callers: a provider that lacks them, for the tests of
+    /// what refuses to start without them.
+    withheld: Mutex<Vec<Capability>>,
 }
 
 impl FaultyBackend {
@@ -91,12 +95,21 @@ impl FaultyBackend {
             writes: AtomicU64::new(0),
             injected: Mutex::new(Injected::default()),
             reads_cut: AtomicBool::new(false),
+            withheld: Mutex::new(Vec::new()),
         }
     }
 
     /// From now on every read transaction fails as unavailable (`true`), or none (`false`).
     pub fn cut_reads(&self, cut: bool) {
         self.reads_cut.store(cut, Ordering::Relaxed);
+    }
+
+    /// Stops advertising `capability`.
+    pub fn withhold(&self, capability: Capability) {
+        self.withheld
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(capability);
     }
 
     /// Replaces the plan; write numbers keep counting from the wrapper's creation.
@@ -140,6 +153,13 @@ impl Backend for FaultyBackend {
 
     fn physical_durability(&self) -> bool {
         self.inner.physical_durability()
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        let withheld = self.withheld.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut all = self.inner.capabilities();
+        all.retain(|c| !withheld.contains(c));
+        all
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
@@ -205,6 +225,10 @@ impl Backend for FaultyBackend {
 
     fn change_token(&self) -> Result<u64> {
         self.inner.change_token()
+    }
+
+    fn commit_feed(&self) -> Result<Option<Box<dyn CommitFeed>>> {
+        self.inner.commit_feed()
     }
 }
 

@@ -11,6 +11,7 @@ use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::backend::{Backend, StoreKind, Tx};
+use super::capability::{Capability, WORK_MODEL};
 use super::lane_index::{self, LaneKey, WaitKey, lane_key, wait_key, wait_key_holds};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
@@ -152,6 +153,12 @@ impl Backend for MemoryBackend {
 
     fn physical_durability(&self) -> bool {
         false
+    }
+
+    /// The work model within one process: nothing survives it and nobody outside it sees
+    /// the store.
+    fn capabilities(&self) -> Vec<Capability> {
+        WORK_MODEL.to_vec()
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {

@@ -14,6 +14,7 @@
 //! tests).
 
 pub mod backend;
+pub mod capability;
 pub mod copy;
 mod counter;
 pub mod create;
@@ -47,7 +48,8 @@ mod work;
 
 use std::sync::{Arc, OnceLock};
 
-pub use backend::{Backend, ServerIdentity, StoreKind, Tx};
+pub use backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
+pub use capability::Capability;
 pub use counter::Counter;
 pub use events::Ingested;
 pub use fair_share::ClaimBudget;
@@ -87,17 +89,6 @@ pub struct Retention {
     /// the widest window the incident lists can show.
     pub incidents_ms: Millis,
 }
-
-/// Capabilities a provider advertises (docs/ARCHITECTURE.md#stores).
-pub const CAPABILITIES: [&str; 7] = [
-    "distributed-lease",
-    "fencing",
-    "atomic-work-claim",
-    "durable-retry",
-    "event-dedup",
-    "durable-subscription-cursor",
-    "revision-observation",
-];
 
 /// A handle on one work store. Cheap to clone; clones share the provider.
 #[derive(Clone)]
@@ -184,23 +175,24 @@ impl Store {
         self.backend.describe()
     }
 
-    /// What this provider guarantees. Every shipped provider has all seven.
-    pub fn capabilities(&self) -> &'static [&'static str] {
-        &CAPABILITIES
+    /// What this provider guarantees (docs/ARCHITECTURE.md#stores): every shipped provider
+    /// keeps the whole [`capability::WORK_MODEL`]; they differ in durability and reach.
+    pub fn capabilities(&self) -> Vec<Capability> {
+        self.backend.capabilities()
     }
 
     /// Fails explicitly when a capability is missing: never a silent single-node fallback.
     ///
     /// # Errors
-    /// `CapabilityMissing`.
-    pub fn require(&self, capability: &str) -> Result<()> {
-        if self.capabilities().contains(&capability) {
-            Ok(())
-        } else {
-            Err(Error::CapabilityMissing {
+    /// `CapabilityMissing`, naming the first missing one.
+    pub fn require(&self, needed: &[Capability]) -> Result<()> {
+        let have = self.capabilities();
+        match needed.iter().find(|c| !have.contains(c)) {
+            None => Ok(()),
+            Some(missing) => Err(Error::CapabilityMissing {
                 provider: self.kind().as_str().into(),
-                capability: capability.into(),
-            })
+                capability: missing.as_str().into(),
+            }),
         }
     }
 
@@ -231,6 +223,14 @@ impl Store {
     /// A store failure.
     pub fn change_token(&self) -> Result<u64> {
         self.backend.change_token()
+    }
+
+    /// Commits pushed as they happen, where the provider pushes them (PostgreSQL).
+    ///
+    /// # Errors
+    /// The provider pushes but the feed could not be opened.
+    pub fn commit_feed(&self) -> Result<Option<Box<dyn CommitFeed>>> {
+        self.backend.commit_feed()
     }
 
     /// Runs `f` in a write transaction at one instant and returns its value.

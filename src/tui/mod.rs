@@ -27,6 +27,7 @@ pub mod describe;
 pub mod event_loop;
 pub mod harness;
 pub mod keymap;
+pub mod push;
 pub mod record;
 pub mod screenshot;
 pub mod snapshot;

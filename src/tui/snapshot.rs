@@ -416,8 +416,18 @@ pub fn backoff_ms(base_ms: u64, failures: u32) -> u64 {
     (base_ms.max(50) << shift).min(8_000)
 }
 
+/// How often a reader whose store pushes its commits still polls: the fallback for a
+/// notification lost while the feed's session was down.
+const PUSHED_POLL: Duration = Duration::from_secs(2);
+
+/// The shortest gap between two reads a pushed commit starts: a store committing
+/// thousands of times a second is read at most this often, still within one frame.
+const PUSHED_GAP: Duration = Duration::from_millis(100);
+
 /// Runs the reader until the query channel closes. Publishes a snapshot whenever the query
-/// changed or the store's change token moved (checked every `refresh_ms` unless paused).
+/// changed or the store's change token moved — checked on every commit the store pushes
+/// (PostgreSQL), and every `refresh_ms` unless paused (every [`PUSHED_POLL`] at least
+/// with a feed).
 pub async fn run_reader(
     store: Store,
     demo: Option<Arc<dyn ClusterControl>>,
@@ -425,15 +435,21 @@ pub async fn run_reader(
     out: watch::Sender<Published>,
     refresh_ms: u64,
 ) {
-    let refresh = Duration::from_millis(refresh_ms.max(10));
+    let pushed = super::push::spawn(&store);
+    let refresh = match pushed {
+        Some(_) => Duration::from_millis(refresh_ms.max(10)).max(PUSHED_POLL),
+        None => Duration::from_millis(refresh_ms.max(10)),
+    };
     let mut last_seq: Option<u64> = None;
     let mut last_token: Option<u64> = None;
     let mut failures: u32 = 0;
+    let mut last_read = tokio::time::Instant::now();
     loop {
         let query = queries.borrow_and_update().clone();
         let fresh_query = last_seq != Some(query.seq);
         let mut wait = refresh;
         if fresh_query || !query.paused || failures > 0 {
+            last_read = tokio::time::Instant::now();
             let probe_store = store.clone();
             // The token probe is cheap; skip the full read when nothing changed.
             let token = tokio::task::spawn_blocking(move || probe_store.change_token()).await;
@@ -498,6 +514,9 @@ pub async fn run_reader(
         tokio::select! {
             changed = queries.changed() => if changed.is_err() { return },
             () = tokio::time::sleep(wait) => {}
+            () = super::push::next(pushed.as_deref()) => {
+                tokio::time::sleep_until(last_read + PUSHED_GAP).await;
+            }
         }
     }
 }

@@ -285,3 +285,13 @@ fn bad_handler_limits_are_refused_before_the_store_is_touched() {
     }
     assert!(listing(dir.path()).is_empty(), "no store was created");
 }
+
+#[test]
+fn an_authority_process_refuses_a_store_no_other_process_can_reach() {
+    let o = leasehold(&["authority", "--store", "memory", "--lease-ms", "3000"]);
+    let err = assert_one_line_failure(&o, 2);
+    assert!(
+        err.contains("CAPABILITY_MISSING") && err.contains("shared-across-processes"),
+        "{err}"
+    );
+}

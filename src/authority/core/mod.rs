@@ -44,6 +44,7 @@ use crate::clock::Millis;
 use crate::error::Result;
 use crate::ops::actor::host_name;
 use crate::store::Store;
+use crate::store::capability::WORK_MODEL;
 use crate::workflow::engine::Engine;
 
 struct InFlight {
@@ -102,7 +103,8 @@ impl AuthorityCore {
     /// An authority over `store` (whose clock it reads) with `config`, running `workload`.
     ///
     /// # Errors
-    /// `INVALID` for an unsafe config (see [`AuthorityConfig::validate`]).
+    /// `INVALID` for an unsafe config (see [`AuthorityConfig::validate`]);
+    /// `CAPABILITY_MISSING` for a store that does not keep the whole work model.
     pub fn new(
         store: Store,
         config: AuthorityConfig,
@@ -110,6 +112,7 @@ impl AuthorityCore {
         pace: Pace,
     ) -> Result<Self> {
         config.validate()?;
+        store.require(&WORK_MODEL)?;
         let compat = compatibility_key(&config.build).digest();
         let engine = Engine::new(store.clone(), &config.instance_id, &compat);
         let stats = Stats {

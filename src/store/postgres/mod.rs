@@ -50,6 +50,7 @@
 
 mod bind;
 mod errors;
+mod notify;
 mod pool;
 mod tls;
 mod tx;
@@ -61,7 +62,8 @@ use std::time::Duration;
 use postgres::error::SqlState;
 use postgres::{Config, SimpleQueryMessage};
 
-use super::backend::{Backend, ServerIdentity, StoreKind, Tx};
+use super::backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
+use super::capability::{Capability, WORK_MODEL};
 use super::sql::{Step, Transient, backoff, refuse_read_only, retry};
 use super::stall::StallWatch;
 use super::url::OpenMode;
@@ -371,10 +373,11 @@ impl PostgresBackend {
                 .map_err(|e| began(conn, &e))?;
             None
         };
-        let (result, failed_transiently, revision) = {
+        let (result, failed_transiently, revision, advanced) = {
             let mut tx = PgTx::new(conn, names, write, self.high_water.load(Ordering::Acquire));
             let result = f(&mut tx).and_then(|()| tx.flush());
-            (result, tx.take_transient(), tx.seen_revision())
+            let advanced = tx.committed_revision();
+            (result, tx.take_transient(), tx.seen_revision(), advanced)
         };
         match result {
             Err(e) => {
@@ -384,7 +387,10 @@ impl PostgresBackend {
                     None => Step::Fail(e),
                 })
             }
-            Ok(()) => match conn.client.batch_execute("COMMIT") {
+            Ok(()) => match conn
+                .client
+                .batch_execute(&notify::commit_statement(advanced))
+            {
                 Ok(()) => {
                     conn.in_transaction = false;
                     self.saw_committed(revision);
@@ -482,6 +488,17 @@ impl Backend for PostgresBackend {
         true
     }
 
+    fn capabilities(&self) -> Vec<Capability> {
+        let mut all = WORK_MODEL.to_vec();
+        all.extend([
+            Capability::Durable,
+            Capability::SharedAcrossProcesses,
+            Capability::SharedAcrossHosts,
+            Capability::PushesCommits,
+        ]);
+        all
+    }
+
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         refuse_read_only(self.read_only, &self.names.label)?;
         self.run(true, f)
@@ -508,6 +525,13 @@ impl Backend for PostgresBackend {
             system_identifier: row.try_get(0).ok()?,
             timeline: row.try_get(1).ok()?,
         })
+    }
+
+    fn commit_feed(&self) -> Result<Option<Box<dyn CommitFeed>>> {
+        Ok(Some(Box::new(notify::PgCommitFeed::open(
+            &self.pool,
+            &self.names,
+        )?)))
     }
 
     /// The store revision, read outside any transaction: it moves with every commit of

@@ -110,6 +110,11 @@ impl<'a> PgTx<'a> {
         }
     }
 
+    /// The revision this transaction advanced the store to, if it wrote.
+    pub(super) fn committed_revision(&self) -> Option<u64> {
+        self.revision
+    }
+
     /// The store revision this transaction read or advanced to (committed if it commits).
     pub(super) fn seen_revision(&self) -> Option<u64> {
         self.seen_revision

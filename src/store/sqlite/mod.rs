@@ -49,6 +49,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use super::Store;
 use super::backend::{Backend, StoreKind, Tx};
+use super::capability::{Capability, WORK_MODEL};
 use super::sql::{Step, Transient, refuse_read_only, retry};
 use super::stall::StallWatch;
 use super::url::OpenMode;
@@ -310,6 +311,14 @@ impl Backend for SqliteBackend {
 
     fn physical_durability(&self) -> bool {
         true
+    }
+
+    /// One file on one host: processes there share it; another host must not (SQLite's
+    /// locks are not safe over a network file system).
+    fn capabilities(&self) -> Vec<Capability> {
+        let mut all = WORK_MODEL.to_vec();
+        all.extend([Capability::Durable, Capability::SharedAcrossProcesses]);
+        all
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {

@@ -560,8 +560,10 @@ fn num_cmp(x: &Number, y: &Number) -> Ordering {
     if let (Some(p), Some(q)) = (int(x), int(y)) {
         return p.cmp(&q);
     }
-    let f = |n: &Number| n.as_f64().unwrap_or(0.0);
-    f(x).total_cmp(&f(y))
+    // The numeric order, where `-0.0` and `0` are one number as in canonical JSON (the
+    // total order would split them); JSON has no NaN, the only value it leaves unordered.
+    let (p, q) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
+    p.partial_cmp(&q).unwrap_or_else(|| p.total_cmp(&q))
 }
 
 fn mismatch(op: &'static str, expected: &'static str, found: &Value) -> EvalError {

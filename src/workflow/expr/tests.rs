@@ -165,3 +165,12 @@ fn to_json_round_trips_and_normalizes() {
     assert_eq!(back["and"][0]["eq"][1], json!("x"));
     assert_eq!(parse(back), e);
 }
+
+#[test]
+fn negative_zero_equals_zero_as_in_canonical_json() {
+    assert!(json_eq(&json!(-0.0), &json!(0)));
+    assert!(json_eq(&json!({"a": [-0.0]}), &json!({"a": [0.0]})));
+    assert_eq!(run(json!({"eq": [-0.0, 0]}), None), Ok(json!(true)));
+    assert_eq!(run(json!({"lt": [-0.0, 0]}), None), Ok(json!(false)));
+    assert_eq!(run(json!({"lt": [-0.5, 0]}), None), Ok(json!(true)));
+}

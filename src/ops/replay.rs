@@ -1,0 +1,397 @@
+//! Replay: the store's durable history — every grant and every fenced write, by revision —
+//! over a window of time, as steps an operator walks through, a summary of the window, and
+//! the state of one resource at any revision. Everything pages the history by revision
+//! and keeps at most two pages in memory, so a window of a million revisions costs no
+//! more memory than one of ten.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::Serialize;
+
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::model::{Grant, GrantKind, WriteRecord, WriteVerb};
+use crate::store::Store;
+
+/// Rows read per history page.
+const PAGE: usize = 512;
+
+/// At most this many failovers are listed in a summary (all are counted).
+const LISTED_FAILOVERS: usize = 50;
+
+/// A window of revisions, found from a window of time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Span {
+    /// The first revision in the window (records at or after `from`).
+    pub from_revision: u64,
+    /// The last revision in the window (records at or before `to`).
+    pub to_revision: u64,
+    pub from: Millis,
+    pub to: Millis,
+}
+
+/// One record of the history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "record", rename_all = "camelCase")]
+pub enum Step {
+    Grant(Grant),
+    Write(WriteRecord),
+}
+
+impl Step {
+    #[must_use]
+    pub fn revision(&self) -> u64 {
+        match self {
+            Self::Grant(g) => g.revision,
+            Self::Write(w) => w.revision,
+        }
+    }
+
+    #[must_use]
+    pub fn at(&self) -> Millis {
+        match self {
+            Self::Grant(g) => g.at,
+            Self::Write(w) => w.at,
+        }
+    }
+
+    #[must_use]
+    pub fn resource(&self) -> &str {
+        match self {
+            Self::Grant(g) => &g.resource_id,
+            Self::Write(w) => &w.resource_id,
+        }
+    }
+
+    /// Whether this step is a failover: a grant that took over an unfinished claim.
+    #[must_use]
+    pub fn is_failover(&self) -> bool {
+        matches!(self, Self::Grant(g) if g.took_over.is_some())
+    }
+}
+
+/// The first revision whose records were made at or after `at`: a binary search over
+/// revisions, two index seeks a probe. Revisions commit in time order, so the instant of
+/// the first record at or after a revision never decreases as the revision grows.
+fn first_revision_at(store: &Store, at: Millis, top: u64) -> Result<u64> {
+    let (mut lo, mut hi) = (0u64, top.saturating_add(1));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match first_record_from(store, mid)? {
+            Some((_, made)) if made >= at => hi = mid,
+            Some((revision, _)) => lo = revision.max(mid) + 1,
+            None => hi = mid,
+        }
+    }
+    Ok(lo)
+}
+
+/// The revision and instant of the first record at or after `revision`.
+fn first_record_from(store: &Store, revision: u64) -> Result<Option<(u64, Millis)>> {
+    let after = revision.saturating_sub(1);
+    let (grants, writes) =
+        store.read(|tx| Ok((tx.grants(None, after, 1)?, tx.writes(None, after, 1)?)))?;
+    let grant = grants.first().map(|g| (g.revision, g.at));
+    let write = writes.first().map(|w| (w.revision, w.at));
+    Ok(match (grant, write) {
+        (Some(g), Some(w)) => Some(g.min(w)),
+        (g, w) => g.or(w),
+    })
+}
+
+/// The revisions of the records made between `from` and `to` (inclusive).
+///
+/// # Errors
+/// `INVALID` when `to` is before `from`; a store failure.
+pub fn span(store: &Store, from: Millis, to: Millis) -> Result<Span> {
+    if to < from {
+        return Err(Error::Invalid(
+            "the window ends before it starts (--to is before --from)".into(),
+        ));
+    }
+    let top = store.revision()?;
+    let from_revision = first_revision_at(store, from, top)?;
+    let after_end = first_revision_at(store, to.saturating_add(1), top)?;
+    Ok(Span {
+        from_revision,
+        to_revision: after_end.saturating_sub(1),
+        from,
+        to,
+    })
+}
+
+/// The steps of a window, in revision order (a revision's grants before its writes),
+/// read a page at a time.
+pub struct Steps<'a> {
+    store: &'a Store,
+    resource: Option<String>,
+    last: u64,
+    grants: Page<Grant>,
+    writes: Page<WriteRecord>,
+}
+
+/// One kind of record, buffered, with where its next page starts.
+struct Page<T> {
+    rows: VecDeque<T>,
+    after: u64,
+    done: bool,
+}
+
+impl<T> Page<T> {
+    fn starting_after(revision: u64) -> Self {
+        Self {
+            rows: VecDeque::new(),
+            after: revision,
+            done: false,
+        }
+    }
+}
+
+impl<'a> Steps<'a> {
+    /// The steps of `span`, of every resource or of `resource` alone.
+    #[must_use]
+    pub fn new(store: &'a Store, span: Span, resource: Option<&str>) -> Self {
+        let after = span.from_revision.saturating_sub(1);
+        Self {
+            store,
+            resource: resource.map(str::to_owned),
+            last: span.to_revision,
+            grants: Page::starting_after(after),
+            writes: Page::starting_after(after),
+        }
+    }
+
+    fn refill(&mut self) -> Result<()> {
+        let resource = self.resource.as_deref();
+        if self.grants.rows.is_empty() && !self.grants.done {
+            let after = self.grants.after;
+            let page = self.store.read(|tx| tx.grants(resource, after, PAGE))?;
+            fill(&mut self.grants, page, |g| g.revision, self.last);
+        }
+        if self.writes.rows.is_empty() && !self.writes.done {
+            let after = self.writes.after;
+            let page = self.store.read(|tx| tx.writes(resource, after, PAGE))?;
+            fill(&mut self.writes, page, |w| w.revision, self.last);
+        }
+        Ok(())
+    }
+
+    /// The next step, or `None` past the window.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn next_step(&mut self) -> Result<Option<Step>> {
+        self.refill()?;
+        let grant = self.grants.rows.front().map(|g| g.revision);
+        let write = self.writes.rows.front().map(|w| w.revision);
+        Ok(match (grant, write) {
+            (Some(g), Some(w)) if g <= w => self.grants.rows.pop_front().map(Step::Grant),
+            (_, Some(_)) => self.writes.rows.pop_front().map(Step::Write),
+            (Some(_), None) => self.grants.rows.pop_front().map(Step::Grant),
+            (None, None) => None,
+        })
+    }
+}
+
+/// Buffers `rows` up to revision `last`; a short page or a row past `last` ends the kind.
+fn fill<T>(page: &mut Page<T>, rows: Vec<T>, revision: impl Fn(&T) -> u64, last: u64) {
+    let short = rows.len() < PAGE;
+    if let Some(end) = rows.last().map(&revision) {
+        page.after = end;
+    }
+    let before = rows.len();
+    page.rows
+        .extend(rows.into_iter().filter(|r| revision(r) <= last));
+    page.done = short || page.rows.len() < before;
+}
+
+/// What one owner did in the window.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerActivity {
+    pub grants: u64,
+    pub completions: u64,
+    pub refused: u64,
+}
+
+/// One failover in the window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailoverStep {
+    pub revision: u64,
+    pub at: Millis,
+    pub resource: String,
+    pub from: String,
+    pub to: String,
+    pub generation: u64,
+    pub lapsed_ms: Millis,
+}
+
+/// The window at a glance.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub records: u64,
+    pub grants: u64,
+    pub claims: u64,
+    pub failovers: u64,
+    /// The first [`LISTED_FAILOVERS`] of them.
+    pub failover_steps: Vec<FailoverStep>,
+    pub writes: u64,
+    pub fenced_writes: u64,
+    /// Refused writes by refusal.
+    pub refusals: BTreeMap<String, u64>,
+    pub completions: u64,
+    /// Accepted `fail` writes: attempts that failed and were recorded.
+    pub failures: u64,
+    pub completions_per_sec: f64,
+    pub by_owner: BTreeMap<String, OwnerActivity>,
+}
+
+/// Summarises `span`, reading it once, page by page.
+///
+/// # Errors
+/// A store failure.
+pub fn summarize(store: &Store, span: Span) -> Result<Summary> {
+    let mut summary = Summary::default();
+    let mut steps = Steps::new(store, span, None);
+    while let Some(step) = steps.next_step()? {
+        summary.records += 1;
+        match &step {
+            Step::Grant(g) => count_grant(&mut summary, g),
+            Step::Write(w) => count_write(&mut summary, w),
+        }
+    }
+    let seconds = (span.to - span.from).max(1) as f64 / 1_000.0;
+    summary.completions_per_sec = summary.completions as f64 / seconds;
+    Ok(summary)
+}
+
+fn count_grant(summary: &mut Summary, g: &Grant) {
+    summary.grants += 1;
+    summary
+        .by_owner
+        .entry(g.owner_id.clone())
+        .or_default()
+        .grants += 1;
+    if g.how == GrantKind::Claim {
+        summary.claims += 1;
+    }
+    if let Some(t) = &g.took_over {
+        summary.failovers += 1;
+        if summary.failover_steps.len() < LISTED_FAILOVERS {
+            summary.failover_steps.push(FailoverStep {
+                revision: g.revision,
+                at: g.at,
+                resource: g.resource_id.clone(),
+                from: t.from_owner.clone(),
+                to: g.owner_id.clone(),
+                generation: g.generation,
+                lapsed_ms: t.lapsed_ms,
+            });
+        }
+    }
+}
+
+fn count_write(summary: &mut Summary, w: &WriteRecord) {
+    summary.writes += 1;
+    let owner = summary.by_owner.entry(w.owner_id.clone()).or_default();
+    if !w.accepted {
+        summary.fenced_writes += 1;
+        owner.refused += 1;
+        let why = w.refusal.clone().unwrap_or_else(|| "refused".into());
+        *summary.refusals.entry(why).or_default() += 1;
+        return;
+    }
+    match w.verb {
+        WriteVerb::Complete => {
+            summary.completions += 1;
+            owner.completions += 1;
+        }
+        WriteVerb::Fail => summary.failures += 1,
+        _ => {}
+    }
+}
+
+/// One resource as the history left it at a revision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceAt {
+    pub resource: String,
+    pub revision: u64,
+    /// The owner of the newest grant at or before `revision`, and its generation.
+    pub owner: Option<String>,
+    pub generation: u64,
+    /// Where that grant was made.
+    pub granted_at_revision: Option<u64>,
+    /// What the newest accepted record at or before `revision` left: `held` (granted,
+    /// nothing written since), `renewed`, `completed`, `failed`, `released`, `yielded`,
+    /// `cursor`, `transition`, … — the verb of that write.
+    pub state: String,
+    pub last_change_revision: Option<u64>,
+    pub last_change_at: Option<Millis>,
+}
+
+/// `resource` as of `revision`, from its own history (an index range of its rows).
+///
+/// # Errors
+/// `NOT_FOUND` when the history holds nothing of `resource` at or before `revision`; a
+/// store failure.
+pub fn resource_at(store: &Store, resource: &str, revision: u64) -> Result<ResourceAt> {
+    let whole = Span {
+        from_revision: 0,
+        to_revision: revision,
+        from: 0,
+        to: Millis::MAX,
+    };
+    let mut steps = Steps::new(store, whole, Some(resource));
+    let mut at = ResourceAt {
+        resource: resource.to_owned(),
+        revision,
+        owner: None,
+        generation: 0,
+        granted_at_revision: None,
+        state: String::new(),
+        last_change_revision: None,
+        last_change_at: None,
+    };
+    while let Some(step) = steps.next_step()? {
+        match &step {
+            Step::Grant(g) => {
+                at.owner = Some(g.owner_id.clone());
+                at.generation = g.generation;
+                at.granted_at_revision = Some(g.revision);
+                at.state = "held".into();
+            }
+            Step::Write(w) if w.accepted => at.state = state_after(w.verb).into(),
+            Step::Write(_) => continue,
+        }
+        at.last_change_revision = Some(step.revision());
+        at.last_change_at = Some(step.at());
+    }
+    if at.last_change_revision.is_none() {
+        return Err(Error::NotFound {
+            what: "history of resource".into(),
+            id: resource.into(),
+        });
+    }
+    Ok(at)
+}
+
+/// The state an accepted write leaves its resource in.
+fn state_after(verb: WriteVerb) -> &'static str {
+    match verb {
+        WriteVerb::Renew | WriteVerb::Checkpoint => "held",
+        WriteVerb::Release => "released",
+        WriteVerb::Handoff => "handed-off",
+        WriteVerb::Complete => "completed",
+        WriteVerb::Fail => "failed",
+        WriteVerb::Yield => "yielded",
+        WriteVerb::Cursor => "cursor-advanced",
+        WriteVerb::ActionOutcome => "action-recorded",
+        WriteVerb::Transition => "transitioned",
+        WriteVerb::Requeue => "requeued",
+        WriteVerb::Discard => "discarded",
+    }
+}
