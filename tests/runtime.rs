@@ -22,6 +22,7 @@ use leasehold::model::event::NewEvent;
 use leasehold::model::work::NewWork;
 use leasehold::model::{PageRequest, WorkState};
 use leasehold::rules::work::Backoff;
+use leasehold::store::faults::FaultyBackend;
 use leasehold::store::memory::MemoryBackend;
 use leasehold::workflow::{Catalog, SHIPPED_DEFINITIONS};
 use serde_json::json;
@@ -844,7 +845,7 @@ async fn an_untrusted_store_stops_the_authority_with_the_reason() {
 /// finishes, each exactly once, and the checker finds nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_outcomes_on_every_kind_of_write_end_clean() {
-    use leasehold::store::faults::{Fault, FaultPlan, FaultyBackend};
+    use leasehold::store::faults::{Fault, FaultPlan};
 
     let clock = ManualClock::new(T0);
     let faulty = Arc::new(FaultyBackend::new(Arc::new(MemoryBackend::new())));
@@ -904,6 +905,28 @@ async fn unknown_outcomes_on_every_kind_of_write_end_clean() {
     assert!(work_in(&s, WorkState::Failed).is_empty(), "nothing failed");
 }
 
+/// A store over the fault-injecting backend, and that backend.
+fn faulty_store(clock: &ManualClock) -> (Arc<FaultyBackend>, Store) {
+    let backend = Arc::new(FaultyBackend::new(Arc::new(MemoryBackend::new())));
+    let s = Store::new(
+        backend.clone(),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(11)),
+    );
+    (backend, s)
+}
+
+/// One authority `solo` running the `fast` workload on `s`, stepped by hand.
+fn fast_core(s: &Store) -> AuthorityCore {
+    AuthorityCore::new(
+        s.clone(),
+        config("solo"),
+        workload::named("fast", 1).expect("fast"),
+        Pace::Virtual,
+    )
+    .expect("valid")
+}
+
 /// Commits whose answer is lost (`OUTCOME_UNKNOWN` after a durable commit) on every fifth
 /// write — claims, completions, cursor advances, workflow transitions alike: the authority
 /// reads back what it meant to write instead of resubmitting blind, so the store drains
@@ -912,28 +935,16 @@ async fn unknown_outcomes_on_every_kind_of_write_end_clean() {
 #[test]
 fn lost_answers_are_read_back_and_nothing_is_done_twice() {
     use leasehold::authority::ExecLog;
-    use leasehold::store::faults::{Fault, FaultPlan, FaultyBackend};
+    use leasehold::store::faults::{Fault, FaultPlan};
 
     let clock = ManualClock::new(T0);
-    let backend = Arc::new(FaultyBackend::new(Arc::new(MemoryBackend::new())));
-    let s = Store::new(
-        backend.clone(),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(11)),
-    );
+    let (backend, s) = faulty_store(&clock);
     let c = compat();
     let instances = mixed_work(&s, &c, 30, 3);
     let high_water = s.journal_high_water().expect("reads");
     let dir = tempfile::tempdir().expect("tempdir");
     let log_path = dir.path().join("exec.jsonl");
-    let core = AuthorityCore::new(
-        s.clone(),
-        config("solo"),
-        workload::named("fast", 1).expect("fast"),
-        Pace::Virtual,
-    )
-    .expect("valid")
-    .with_exec_log(ExecLog::open(&log_path).expect("opens"));
+    let core = fast_core(&s).with_exec_log(ExecLog::open(&log_path).expect("opens"));
     core.register().expect("registers");
     backend.plan(FaultPlan {
         after: backend.writes(),
@@ -1007,24 +1018,13 @@ fn lost_answers_are_read_back_and_nothing_is_done_twice() {
 /// as recorded, once.
 #[test]
 fn an_undecidable_outcome_is_held_in_recovery_until_a_read_back_decides() {
-    use leasehold::store::faults::{Fault, FaultPlan, FaultyBackend};
+    use leasehold::store::faults::{Fault, FaultPlan};
 
     let clock = ManualClock::new(T0);
-    let backend = Arc::new(FaultyBackend::new(Arc::new(MemoryBackend::new())));
-    let s = Store::new(
-        backend.clone(),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(11)),
-    );
+    let (backend, s) = faulty_store(&clock);
     s.enqueue(NewWork::effect("e1", EFFECT_HANDLERS[0], "{}"), &compat())
         .expect("enqueues");
-    let core = AuthorityCore::new(
-        s.clone(),
-        config("solo"),
-        workload::named("fast", 1).expect("fast"),
-        Pace::Virtual,
-    )
-    .expect("valid");
+    let core = fast_core(&s);
     core.register().expect("registers");
     let jobs = core.poll().expect("polls");
     assert_eq!(jobs.len(), 1);
