@@ -1419,3 +1419,107 @@ fn an_accepted_rewind_is_stated_and_the_history_across_it_is_clean() {
         serde_json::from_str(render_json_lines(&report).lines().last().unwrap()).unwrap();
     assert_eq!(summary["summary"]["storeEpoch"], 1);
 }
+
+// --- gaps: records missing from the checked range, attempts cut off
+
+#[test]
+fn a_skipped_generation_and_an_ungranted_write_are_history_gaps() {
+    let f = fixture();
+    f.grant("e-1", 1, "a-1");
+    // Generation 2 was granted with no record.
+    f.grant("e-1", 3, "a-2");
+    // An accepted write under a generation nobody was recorded to hold.
+    f.complete("e-2", 1, "a-1");
+    // A resource whose first recorded grant is not its first generation.
+    f.grant("e-3", 2, "a-1");
+    // Not gaps: a refused write may present any generation, and a new store epoch starts
+    // its generations above every earlier one.
+    f.write("e-4", 9, "a-1", "complete", false, json!({}));
+    f.grant("e-5", 1, "a-1");
+    f.grant("e-5", (1 << 32) + 1, "a-2");
+
+    let report = f.run();
+    assert!(report.violations.is_empty(), "{}", render_text(&report));
+    let gaps: Vec<(&str, Vec<String>)> = report
+        .gaps
+        .iter()
+        .map(|g| (g.invariant, g.ids.clone()))
+        .collect();
+    let gap = |r: &str, o: &str| ("history-gap", vec![r.to_owned(), o.to_owned()]);
+    assert_eq!(
+        gaps,
+        [gap("e-1", "a-2"), gap("e-2", "a-1"), gap("e-3", "a-1")]
+    );
+    assert!(
+        report.gaps[0]
+            .sentence
+            .contains("no grant of generation 2 to 2 is recorded between revisions 1 and 2"),
+        "{}",
+        report.gaps[0].sentence
+    );
+    assert!(!report.is_clean(), "a history with gaps proves nothing");
+    assert_eq!(report.history_from, 1);
+    let text = render_text(&report);
+    assert!(
+        text.contains(&format!(
+            "history checked for gaps from revision 1 to {}: 3 gap(s)",
+            report.through_revision
+        )),
+        "{text}"
+    );
+    assert!(text.contains("3 history gap(s)"), "{text}");
+    assert!(render_json_lines(&report).contains("\"historyGaps\":3"));
+}
+
+#[test]
+fn a_complete_history_states_its_range_and_has_no_gap() {
+    let f = fixture();
+    f.grant("e-1", 1, "a-1");
+    f.complete("e-1", 1, "a-1");
+    f.grant("e-2", 1, "a-1");
+    f.grant("e-2", 2, "a-2");
+    let report = f.run();
+    assert!(report.is_clean(), "{}", render_text(&report));
+    assert!(report.gaps.is_empty());
+    assert_eq!(
+        report.history_from,
+        leasehold::check::history_start(report.through_revision)
+    );
+    assert!(render_text(&report).contains("from revision 1 to 4: nothing missing"));
+}
+
+#[test]
+fn an_attempt_started_with_no_end_is_reported_from_the_execution_log() {
+    let started = |work: &str, attempt: u32, outcome: &str| {
+        json!({
+            "workId": work, "logicalEffectId": work, "idempotencyKey": work,
+            "attempt": attempt, "ownerId": "a-1", "generation": 4,
+            "outcome": outcome, "at": T0,
+        })
+        .to_string()
+    };
+    let log = [
+        started("e-1", 1, "started"),
+        started("e-1", 1, "succeeded"),
+        started("e-2", 3, "started"),
+    ]
+    .join("\n");
+    let cut = leasehold::check::unfinished_attempts("a-1.jsonl", &log).unwrap();
+    assert_eq!(cut.len(), 1);
+    assert_eq!(cut[0].invariant, "attempt-without-end");
+    assert_eq!(cut[0].ids, ["e-2", "a-1", "3"]);
+
+    let f = fixture();
+    let mut report = f.run();
+    report.gaps.extend(cut);
+    assert!(
+        report.is_clean(),
+        "a cut-off attempt is a trace, not a violation"
+    );
+    let text = render_text(&report);
+    assert!(
+        text.contains("1 attempt(s) started with no end in the execution logs"),
+        "{text}"
+    );
+    assert!(text.contains("attempt-without-end [e-2, a-1, 3]"), "{text}");
+}

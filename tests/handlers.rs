@@ -709,7 +709,8 @@ fn bad_config_files_are_refused_in_one_line_before_anything_starts() {
 
 /// Two `leasehold authority --config` processes share a SQLite store with an exec handler
 /// that takes a while; one is killed with SIGKILL while its handler runs. The other
-/// finishes every item, and `leasehold check` finds nothing wrong.
+/// finishes every item, and `leasehold check` finds nothing wrong — and, reading both
+/// execution logs, names the attempts the kill cut off.
 #[test]
 fn a_killed_authority_mid_handler_leaves_a_clean_store() {
     const ITEMS: usize = 12;
@@ -756,6 +757,8 @@ fn a_killed_authority_mid_handler_leaves_a_clean_store() {
                 "2",
                 "--log-format",
                 "json",
+                "--exec-log",
+                dir.path().join(format!("{name}.exec")).to_str().unwrap(),
             ])
             // The store from the environment, which handlers must not inherit.
             .env("LEASEHOLD_STORE", &url)
@@ -805,11 +808,39 @@ fn a_killed_authority_mid_handler_leaves_a_clean_store() {
         journal.lines().all(|l| l.contains("\"storeEnv\": null")),
         "a handler saw LEASEHOLD_STORE: {journal}"
     );
-    let o = leasehold(&["check", "--store", &url]);
+    let exec_log = |name: &str| dir.path().join(format!("{name}.exec"));
+    let (a_log, b_log) = (exec_log("auth-a"), exec_log("auth-b"));
+    let o = leasehold(&[
+        "check",
+        "--store",
+        &url,
+        "--exec-log",
+        a_log.to_str().unwrap(),
+        "--exec-log",
+        b_log.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),
-        "check: {}{}",
-        String::from_utf8_lossy(&o.stdout),
+        "check: {stdout}{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    // The killed attempts left their start in auth-a's log and nothing else: check names
+    // each one, and auth-b, stopped cleanly, left none.
+    let cut_off: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("attempt-without-end"))
+        .collect();
+    assert!(!cut_off.is_empty(), "{stdout}");
+    assert!(cut_off.iter().all(|l| l.contains(", auth-a, ")), "{stdout}");
+    for item in &reclaimed {
+        assert!(
+            cut_off
+                .iter()
+                .any(|l| l.contains(&format!("[{}, auth-a,", item.id))),
+            "{} was cut off in auth-a: {stdout}",
+            item.id
+        );
+    }
+    assert!(stdout.contains("nothing missing"), "{stdout}");
 }

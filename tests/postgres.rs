@@ -967,6 +967,116 @@ fn writers_never_create_the_schema_and_init_does_once() {
     assert_eq!(event.status.code(), Some(0), "{event:?}");
 }
 
+/// A session holding the store's write lock inside an open transaction (a writer paused
+/// mid-transaction) stalls every authority: the waiting authority logs the stall within a
+/// few seconds naming the holder's session, says when it got through, and then drains.
+#[test]
+fn a_held_write_lock_is_logged_as_a_stall_naming_its_holder() {
+    const ITEMS: usize = 100;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let db = database();
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    enqueue(&store, ITEMS);
+    let mut auth = Authorities::new();
+    auth.spawn("auth-0", db.url());
+    wait_until("the first completions", deadline, || {
+        unfinished(&store) < ITEMS as u64
+    });
+
+    let mut holder = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    holder
+        .batch_execute("SET application_name = 'paused-writer'; BEGIN")
+        .unwrap();
+    let pid: i32 = holder
+        .query_one(
+            "SELECT pg_backend_pid() FROM (SELECT pg_advisory_xact_lock(7810756276994469740)) AS l",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let stalls = |message: &str| auth.lines_of("auth-0", message);
+    wait_until("auth-0 logs the stall", deadline, || {
+        !stalls("store-write-stalled").is_empty()
+    });
+    let stalled = &stalls("store-write-stalled")[0];
+    let named = stalled["holder"].as_str().unwrap_or("");
+    assert!(
+        named.contains(&format!("pid {pid} (paused-writer)")),
+        "{stalled}"
+    );
+    assert!(
+        stalled["waited_ms"].as_u64().is_some_and(|ms| ms >= 3_000),
+        "{stalled}"
+    );
+    holder.batch_execute("ROLLBACK").unwrap();
+    wait_until("auth-0 says it got through", deadline, || {
+        !stalls("store-write-resumed").is_empty()
+    });
+    wait_until("every item to finish", deadline, || unfinished(&store) == 0);
+    auth.stop_all(deadline);
+    assert_all_done_once(&store, ITEMS);
+}
+
+/// Another PostgreSQL cluster answering under the same URL (a failover to a server that is
+/// not a replica, a restore onto a new host) holding the same store — same store id, even
+/// ahead in revision — is refused by this host's rewind witness: its system identifier is
+/// not the one this host has written to.
+#[test]
+fn another_server_under_the_same_url_is_refused_by_the_witness() {
+    const NAME: &str = "leasehold_same_url";
+    let state = tempfile::tempdir().unwrap();
+    let first = Server::dedicated();
+    let port = first.port();
+    let db = first.database_named(NAME);
+    let url = db.url().to_owned();
+    let witnessed = || {
+        let store = url::open(&url, OpenMode::ReadWrite)?;
+        Witness::open(state.path(), &store).map(|w| store.with_witness(w))
+    };
+    let store = witnessed().unwrap();
+    store
+        .enqueue(NewWork::effect("fx-0", HANDLER, "{}"), "k")
+        .unwrap();
+    let seen = store.witness().unwrap().seen().unwrap();
+    drop(store);
+    let meta = |client: &mut postgres::Client, key: &str| -> i64 {
+        client
+            .query_one("SELECT value FROM meta WHERE key = $1", &[&key])
+            .unwrap()
+            .get(0)
+    };
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let (store_id, revision) = (meta(&mut admin, "store_id"), meta(&mut admin, "revision"));
+    drop(admin);
+    drop(db);
+    drop(first);
+
+    let second = Server::dedicated_on(port);
+    let _db = second.database_named(NAME);
+    drop(url::open(&url, OpenMode::ReadWrite).unwrap());
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    admin
+        .execute(
+            "UPDATE meta SET value = $1 WHERE key = 'store_id'",
+            &[&store_id],
+        )
+        .unwrap();
+    admin
+        .execute(
+            "UPDATE meta SET value = $1 WHERE key = 'revision'",
+            &[&(revision + 100)],
+        )
+        .unwrap();
+    drop(admin);
+
+    let e = witnessed().err().unwrap();
+    assert_eq!(e.code(), "STORE_REWOUND", "{e}");
+    let text = e.to_string();
+    assert!(text.contains("another database cluster"), "{text}");
+    let was = seen.server.unwrap().system_identifier;
+    assert!(text.contains(&was.to_string()), "{text}");
+}
+
 /// An attached dashboard's reader sees a commit as soon as PostgreSQL pushes it: with its
 /// polling set to once an hour, a new snapshot still follows the commit within seconds.
 #[test]

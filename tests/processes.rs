@@ -660,3 +660,71 @@ fn a_wal_removed_under_a_running_authority_stops_it_before_the_next_acknowledgem
         "acknowledged after the removal was found: {after:?}"
     );
 }
+
+/// Takes SQLite's write lock (`BEGIN IMMEDIATE`), says so, and stops itself inside the
+/// transaction: a writer paused while holding the lock.
+const PAUSED_WRITER: &str = "import os, signal, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute('BEGIN IMMEDIATE')
+print('locked', flush=True)
+os.kill(os.getpid(), signal.SIGSTOP)";
+
+/// A writer paused inside its transaction holds the write lock every authority queues on:
+/// the waiting authority logs the stall within a few seconds (and again while it lasts),
+/// says when it got through, and then drains the work.
+#[test]
+fn a_writer_paused_inside_a_transaction_is_logged_as_a_stall() {
+    use std::io::BufRead;
+    const STALL_ITEMS: usize = 200;
+
+    if std::env::var(CHILD_STORE).is_ok() {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let url = format!("sqlite:{}", path.display());
+    let store = url::open(&url, OpenMode::ReadWrite).unwrap();
+    support::authorities::enqueue(&store, STALL_ITEMS);
+    let mut procs = support::authorities::Authorities::new();
+    procs.spawn("a1", &url);
+    wait_until("a1 completes some items", deadline, || {
+        support::authorities::unfinished(&store) < STALL_ITEMS as u64
+    });
+
+    let mut writer = Command::new("python3")
+        .args(["-c", PAUSED_WRITER, path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    std::io::BufReader::new(writer.stdout.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(said.trim(), "locked");
+    let logged = |message: &str| procs.lines_of("a1", message);
+    wait_until("a1 logs the stall", deadline, || {
+        !logged("store-write-stalled").is_empty()
+    });
+    let stalled = &logged("store-write-stalled")[0];
+    assert!(
+        stalled["waited_ms"].as_u64().is_some_and(|ms| ms >= 3_000),
+        "{stalled}"
+    );
+    assert!(
+        stalled["store"]
+            .as_str()
+            .is_some_and(|s| s.contains("store.db")),
+        "{stalled}"
+    );
+    // The paused writer dies; its transaction rolls back and the lock is free.
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    wait_until("a1 says it got through", deadline, || {
+        !logged("store-write-resumed").is_empty()
+    });
+    wait_until("a1 completes every item", deadline, || {
+        support::authorities::unfinished(&store) == 0
+    });
+    procs.stop_all(deadline);
+}

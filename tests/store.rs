@@ -135,6 +135,7 @@ per_provider! {
     incidents::a_reclaim_after_expiry_is_a_failover,
     incidents::release_then_claim_and_handoff_are_not_failovers,
     incidents::a_refused_write_records_the_holder_then,
+    incidents::a_write_to_a_missing_resource_is_recorded,
     incidents::the_window_excludes_older_rows_and_pages_newest_first,
     // copying a store
     copy::a_busy_store_round_trips_through_the_provider,

@@ -14,6 +14,7 @@ pub mod handlers;
 pub mod health;
 pub mod log;
 pub mod metrics;
+pub mod readback;
 pub mod runtime;
 pub mod stats;
 pub mod workload;

@@ -194,7 +194,7 @@ pub async fn run_authority_with(
                     health.heartbeat_accepted();
                 }
                 let s = core.stats();
-                log.scope(|| info!(instance = core.id(), inflight = core.inflight(), claims = s.claims, completions = s.completions, retries = s.retries, failures = s.failures, "fencedWritesRefused" = s.fenced_writes_refused, "leasesLost" = s.leases_lost, reclaims = s.reclaims, "progress"));
+                log.scope(|| info!(instance = core.id(), inflight = core.inflight(), claims = s.claims, completions = s.completions, retries = s.retries, failures = s.failures, "fencedWritesRefused" = s.fenced_writes_refused, "leasesLost" = s.leases_lost, reclaims = s.reclaims, "inRecovery" = core.in_recovery().len(), "progress"));
             }
             _ = poll.tick() => {
                 blocking(&core, "flush", AuthorityCore::flush).await?;

@@ -50,6 +50,9 @@ pub struct Stats {
     pub uncertain: u64,
     /// Store calls that failed (outage, contention budget spent, unknown outcome).
     pub store_errors: u64,
+    /// Jobs whose outcome was unknown and whose read-back could not decide whether it
+    /// committed: held (fail closed) until a later read-back did.
+    pub recovery_required: u64,
     /// Claims released (yielded back) by a clean shutdown.
     pub released_on_shutdown: u64,
     /// Claims whose handler still ran when the shutdown's grace period ran out: left to
@@ -136,8 +139,9 @@ pub fn percentile(values: &[Millis], p: u32) -> Option<Millis> {
     sorted.get(rank - 1).copied()
 }
 
-/// One line of the execution log: one physical attempt and how it ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One line of the execution log: one physical attempt starting ([`ExecRecord::STARTED`]),
+/// or how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecRecord {
     pub work_id: String,
@@ -146,10 +150,17 @@ pub struct ExecRecord {
     pub attempt: u32,
     pub owner_id: String,
     pub generation: u64,
-    /// `succeeded`, `retryable`, `terminal`, `uncertain`, `lost`, `released`, or a refusal
-    /// code (`WORK_FENCED`, `already-terminal`, …) when the store refused the record.
+    /// `started` before the handler runs; then `succeeded`, `retryable`, `terminal`,
+    /// `uncertain`, `lost`, `released`, or a refusal code (`WORK_FENCED`,
+    /// `already-terminal`, …) when the store refused the record.
     pub outcome: String,
     pub at: Millis,
+}
+
+impl ExecRecord {
+    /// The outcome of the line written as an attempt starts: a process killed while its
+    /// handler runs leaves this line and no end.
+    pub const STARTED: &'static str = "started";
 }
 
 /// An append-only JSON-lines file of [`ExecRecord`]s (`--exec-log FILE`), one line per

@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 
 use serde::Deserialize;
 
-use super::{Counts, Findings, compat, cursors, effects, ownership, schedules, stranded};
+use super::{Counts, Findings, compat, cursors, effects, gaps, ownership, schedules, stranded};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::WorkFilter;
@@ -135,6 +135,10 @@ pub(super) struct Ledger {
     pub suspects: Vec<Suspect>,
     pub double_terminals: Vec<DoubleTerminal>,
     pub oldest_revision: Option<u64>,
+    /// The first revision the history must hold in full ([`gaps::history_start`]).
+    pub start: u64,
+    /// Records missing inside the range from `start`.
+    pub gaps: Findings,
 }
 
 /// The verb-specific facts a write's `detail` carries.
@@ -212,15 +216,19 @@ impl<T> Pager<T> {
 }
 
 /// Reads every grant and write up to revision `through`, merged in revision order (writes
-/// before grants at one revision), and runs the history invariants over them.
+/// before grants at one revision), runs the history invariants over them and notes the
+/// records missing from revision `start` on.
 pub(super) fn stream(
     store: &Store,
-    through: u64,
+    (start, through): (u64, u64),
     page: usize,
     findings: &mut Findings,
     counts: &mut Counts,
 ) -> Result<Ledger> {
-    let mut ledger = Ledger::default();
+    let mut ledger = Ledger {
+        start,
+        ..Ledger::default()
+    };
     let mut grants: Pager<Grant> = Pager::new(
         |tx, after, limit| tx.grants(None, after, limit),
         |g| g.revision,
@@ -275,6 +283,7 @@ fn on_grant(ledger: &mut Ledger, grant: &Grant, findings: &mut Findings) {
         findings,
     );
     compat::no_incompatible_execution(grant, findings);
+    gaps::grant_follows(state, grant, ledger.start, &mut ledger.gaps);
 
     if state.granted.is_none_or(|g| mark.generation > g.generation) {
         state.granted = Some(mark);
@@ -295,6 +304,7 @@ fn on_write(ledger: &mut Ledger, write: &WriteRecord, findings: &mut Findings) {
         owner,
         revision: write.revision,
     };
+    gaps::write_was_granted(state, write, ledger.start, &mut ledger.gaps);
     if write.verb.by_operator() {
         effects::reopened_by_requeue(state, write);
         return;

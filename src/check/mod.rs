@@ -54,10 +54,12 @@
 //! snapshots; the checks over them only use facts that do not change once written (ids,
 //! logical effect ids, compat digests) or that are judged at [`CheckOptions::now`].
 
+mod attempts;
 mod compat;
 mod cursors;
 mod effects;
 mod events;
+mod gaps;
 mod history;
 mod instances;
 mod ownership;
@@ -70,6 +72,8 @@ mod workflows;
 
 use serde::{Deserialize, Serialize};
 
+pub use attempts::unfinished_attempts;
+pub use gaps::history_start;
 pub use render::{render_json_lines, render_text};
 
 use crate::clock::Millis;
@@ -162,6 +166,17 @@ pub mod codes {
     ];
 }
 
+/// The stable codes of what the checker could not see: records missing from the history
+/// it covers, and attempts an execution log shows started with no end.
+pub mod gap_codes {
+    /// A grant or an accepted write's grant is missing inside the covered revisions: the
+    /// history is incomplete there. Ids: `[resource, owner]`.
+    pub const HISTORY_GAP: &str = "history-gap";
+    /// An execution log shows an attempt started and never ended (its process was killed,
+    /// or its handler outlived a shutdown). Ids: `[workId, owner, attempt]`.
+    pub const ATTEMPT_WITHOUT_END: &str = "attempt-without-end";
+}
+
 /// How to judge the time-dependent invariants, and how big a page to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -224,6 +239,12 @@ pub struct Report {
     pub incompatible_items: u64,
     /// The store revision the history was read up to.
     pub through_revision: u64,
+    /// The first revision the history must hold in full ([`history_start`]): the checked
+    /// range is `history_from..=through_revision`, and a record missing inside it is a gap.
+    pub history_from: u64,
+    /// Records missing from the checked range ([`gap_codes::HISTORY_GAP`]) and attempts
+    /// started with no end ([`gap_codes::ATTEMPT_WITHOUT_END`], from execution logs).
+    pub gaps: Vec<Violation>,
     /// The oldest grant or write revision read (the start of the visible window).
     pub oldest_revision: Option<u64>,
     /// True when the store is past the retention bound, so older history may be gone.
@@ -234,10 +255,20 @@ pub struct Report {
 }
 
 impl Report {
-    /// No violation found.
+    /// No violation found, over a history with nothing missing. An attempt cut off with no
+    /// end is a trace of a crash, not a broken promise: it is reported, not failed on.
     #[must_use]
     pub fn is_clean(&self) -> bool {
-        self.violations.is_empty()
+        self.violations.is_empty() && self.history_gaps() == 0
+    }
+
+    /// How many records are missing from the checked range.
+    #[must_use]
+    pub fn history_gaps(&self) -> usize {
+        self.gaps
+            .iter()
+            .filter(|g| g.invariant == gap_codes::HISTORY_GAP)
+            .count()
     }
 
     /// The violations with one code.
@@ -273,8 +304,17 @@ pub fn check(store: &Store, options: &CheckOptions) -> Result<Report> {
     let (through, store_epoch) =
         store.read(|tx| Ok((tx.revision()?, crate::store::epoch::epoch(tx)?)))?;
     report.store_epoch = store_epoch;
-    let ledger = history::stream(store, through, page, &mut findings, &mut report.checked)?;
+    let start = history_start(through);
+    let mut ledger = history::stream(
+        store,
+        (start, through),
+        page,
+        &mut findings,
+        &mut report.checked,
+    )?;
     report.through_revision = through;
+    report.history_from = start;
+    report.gaps = std::mem::take(&mut ledger.gaps).0;
     report.oldest_revision = ledger.oldest_revision;
     report.history_may_be_trimmed = through > crate::store::RETENTION.history_revisions;
     history::finish(store, &ledger, page, &mut findings)?;

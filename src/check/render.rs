@@ -24,14 +24,14 @@ fn clean(text: &str) -> String {
     }
 }
 
-/// One line per violation — `code [ids] sentence` — then a summary: what was read, the
-/// revisions the history read covers, the store epoch after an accepted rewind, how many
+/// One line per violation and gap — `code [ids] sentence` — then a summary: what was
+/// read, the revisions the history read covers and was checked for gaps, the store epoch after an accepted rewind, how many
 /// items are incompatible, whether old history may be trimmed, and the verdict line
 /// (`OK: …` or `N violations: …`).
 #[must_use]
 pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
-    for v in &report.violations {
+    for v in report.violations.iter().chain(&report.gaps) {
         let ids: Vec<String> = v.ids.iter().map(|id| clean(id)).collect();
         let _ = writeln!(
             out,
@@ -60,6 +60,25 @@ pub fn render_text(report: &Report) -> String {
             report.through_revision
         );
     }
+    let history_gaps = report.history_gaps();
+    let cut_off = report.gaps.len() - history_gaps;
+    let _ = writeln!(
+        out,
+        "history checked for gaps from revision {} to {}: {}",
+        report.history_from,
+        report.through_revision,
+        if history_gaps == 0 {
+            "nothing missing".to_owned()
+        } else {
+            format!("{history_gaps} gap(s), so the verdict covers only what is recorded")
+        }
+    );
+    if cut_off > 0 {
+        let _ = writeln!(
+            out,
+            "{cut_off} attempt(s) started with no end in the execution logs (cut off)"
+        );
+    }
     if report.store_epoch > 0 {
         let _ = writeln!(
             out,
@@ -85,7 +104,12 @@ pub fn render_text(report: &Report) -> String {
             RETENTION.history_revisions
         );
     }
-    if report.violations.is_empty() {
+    if report.violations.is_empty() && history_gaps > 0 {
+        let _ = writeln!(
+            out,
+            "{history_gaps} history gap(s): no violation in what is recorded, but records are missing"
+        );
+    } else if report.violations.is_empty() {
         out.push_str("OK: no invariant violated\n");
     } else {
         let mut by_code: Vec<(&str, usize)> = Vec::new();
@@ -110,18 +134,21 @@ pub fn render_text(report: &Report) -> String {
     out
 }
 
-/// One JSON object per line (camelCase): each violation
+/// One JSON object per line (camelCase): each violation and gap
 /// (`{"invariant","ids","sentence"}`), then one summary object
 /// (`{"summary":{"violations","checked","incompatibleItems","throughRevision",…}}`).
 #[must_use]
 pub fn render_json_lines(report: &Report) -> String {
     let mut out = String::new();
-    for v in &report.violations {
+    for v in report.violations.iter().chain(&report.gaps) {
         out.push_str(&json!(v).to_string());
         out.push('\n');
     }
     let summary = json!({ "summary": {
         "violations": report.violations.len(),
+        "historyGaps": report.history_gaps(),
+        "attemptsWithoutEnd": report.gaps.len() - report.history_gaps(),
+        "historyFrom": report.history_from,
         "checked": report.checked,
         "incompatibleItems": report.incompatible_items,
         "throughRevision": report.through_revision,

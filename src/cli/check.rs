@@ -1,12 +1,13 @@
 //! `leasehold check`: the invariant checker over a store's durable history (exit 1 on a
-//! violation).
+//! violation or a gap in the history), and over execution logs for attempts cut off.
 
 use std::io::Write;
 
 use clap::Args;
 
 use super::{CliResult, Failure, StoreArg};
-use crate::check::{CheckOptions, check};
+use crate::check::{CheckOptions, check, unfinished_attempts};
+use crate::error::Error;
 use crate::store::url::OpenMode;
 
 /// `leasehold check`.
@@ -21,19 +22,34 @@ pub struct CheckArgs {
     /// stranded.
     #[arg(long, default_value_t = 60_000)]
     pub stranded_after_ms: i64,
+    /// An authority's execution log (`--exec-log` of `leasehold authority`), read for
+    /// attempts that started and never ended; repeat for each authority.
+    #[arg(long = "exec-log", value_name = "FILE")]
+    pub exec_logs: Vec<std::path::PathBuf>,
 }
 
-/// Runs `leasehold check`: exit 1 on any violation.
+/// Runs `leasehold check`: exit 1 on any violation or history gap.
 ///
 /// # Errors
-/// Violations (exit 1), an unreadable store (exit 2).
+/// Violations or gaps (exit 1), an unreadable store or execution log (exit 2).
 pub fn run(args: &CheckArgs, out: &mut dyn Write) -> CliResult {
+    let mut cut_off = Vec::new();
+    for path in &args.exec_logs {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::Invalid(format!(
+                "cannot read the execution log {}: {e}",
+                path.display()
+            ))
+        })?;
+        cut_off.extend(unfinished_attempts(&path.display().to_string(), &text)?);
+    }
     let store = args.store.open(OpenMode::ReadOnly)?;
     let options = CheckOptions {
         stranded_after_ms: args.stranded_after_ms,
         ..CheckOptions::at(store.now())
     };
-    let report = check(&store, &options)?;
+    let mut report = check(&store, &options)?;
+    report.gaps.extend(cut_off);
     if args.json {
         write!(out, "{}", crate::check::render_json_lines(&report))?;
     } else {
@@ -43,8 +59,9 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> CliResult {
         Ok(())
     } else {
         Err(Failure::refused(format!(
-            "{} invariant violation(s)",
-            report.violations.len()
+            "{} invariant violation(s), {} history gap(s)",
+            report.violations.len(),
+            report.history_gaps()
         )))
     }
 }

@@ -144,19 +144,6 @@ pub fn run_with(options: ClusterOptions) -> Result<Report> {
 }
 
 impl Sim {
-    /// Writes refused `WORK_FENCED` by the store, by writer, as its history records them
-    /// (a refused renewal is how an owner learns it lost a claim, not a write: left out).
-    fn fenced_by_owner(&self) -> Result<BTreeMap<String, u64>> {
-        let (_, writes) = self.store.ownership_history(None, 0, usize::MAX)?;
-        let mut by = BTreeMap::new();
-        for w in writes {
-            if !w.accepted && w.verb != "renew" && w.refusal.as_deref() == Some("WORK_FENCED") {
-                *by.entry(w.owner_id).or_default() += 1;
-            }
-        }
-        Ok(by)
-    }
-
     /// The report as of now, with the checker's verdict.
     ///
     /// # Errors
@@ -164,7 +151,6 @@ impl Sim {
     pub fn report(&self) -> Result<Report> {
         let now = self.now();
         let overview = self.store.overview()?;
-        let fenced_by = self.fenced_by_owner()?;
         let mut authorities = Vec::new();
         let mut latencies = Vec::new();
         let mut failovers = 0;
@@ -180,7 +166,7 @@ impl Sim {
                 completions: s.completions,
                 retries: s.retries,
                 failures: s.failures,
-                fenced_writes_refused: fenced_by.get(&node.id).copied().unwrap_or(0),
+                fenced_writes_refused: s.fenced_writes_refused,
                 other_refusals: s.other_refusals.values().sum(),
                 leases_lost: s.leases_lost,
                 reclaims: s.reclaims,

@@ -128,6 +128,16 @@ pub struct Holder {
 }
 
 impl Holder {
+    /// Nobody holds the resource: it does not exist (any more), so a write against it is
+    /// refused and recorded with this holder.
+    #[must_use]
+    pub fn nobody() -> Self {
+        Self {
+            owner_id: None,
+            generation: 0,
+        }
+    }
+
     /// The holder of a lease row: nobody once it was released.
     #[must_use]
     pub fn of_lease(lease: &Lease) -> Self {

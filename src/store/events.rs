@@ -201,7 +201,10 @@ impl Store {
         let work_id = Subscription::work_id(subscription);
         self.write_logged(|tx, now| {
             let (Some(sub), Some(item)) = (tx.subscription(subscription)?, tx.work(&work_id)?) else {
-                return Ok(Logged::Refused(Error::NotFound { what: "subscription".into(), id: subscription.into() }));
+                let refused = Error::NotFound { what: "subscription".into(), id: subscription.into() };
+                let detail = serde_json::json!({ "subscription": subscription });
+                record_write(tx, now, &work_id, owner, generation, WriteVerb::Cursor, &Err(refused.clone()), detail, Holder::nobody())?;
+                return Ok(Logged::Refused(refused));
             };
             let outcome = cursor::advance(&sub, &item, owner, generation, sequence, now);
             let detail = serde_json::json!({ "subscription": subscription, "from": sub.sequence, "to": sequence });

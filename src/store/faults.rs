@@ -4,11 +4,12 @@
 //! durable commit), or slowly. The paths a real provider reaches only under a crash, a
 //! network cut or a full disk then run in ordinary tests, on every provider.
 //!
-//! Faults are planned per write transaction, counted from the wrapper's creation (reads
-//! are never faulted): [`FaultyBackend::plan`] sets a rule, [`FaultyBackend::injected`]
-//! counts what happened.
+//! Faults are planned per write transaction, counted from the wrapper's creation:
+//! [`FaultyBackend::plan`] sets a rule, [`FaultyBackend::injected`] counts what happened.
+//! Read transactions fail only while [`FaultyBackend::cut_reads`] says so (a store that
+//! cannot be read back after an unknown outcome).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -78,6 +79,7 @@ pub struct FaultyBackend {
     plan: Mutex<FaultPlan>,
     writes: AtomicU64,
     injected: Mutex<Injected>,
+    reads_cut: AtomicBool,
     /// Capabilities hidden from callers: a provider that lacks them, for the tests of
     /// what refuses to start without them.
     withheld: Mutex<Vec<Capability>>,
@@ -92,8 +94,14 @@ impl FaultyBackend {
             plan: Mutex::new(FaultPlan::default()),
             writes: AtomicU64::new(0),
             injected: Mutex::new(Injected::default()),
+            reads_cut: AtomicBool::new(false),
             withheld: Mutex::new(Vec::new()),
         }
+    }
+
+    /// From now on every read transaction fails as unavailable (`true`), or none (`false`).
+    pub fn cut_reads(&self, cut: bool) {
+        self.reads_cut.store(cut, Ordering::Relaxed);
     }
 
     /// Stops advertising `capability`.
@@ -202,6 +210,12 @@ impl Backend for FaultyBackend {
     }
 
     fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        if self.reads_cut.load(Ordering::Relaxed) {
+            return Err(Error::Unavailable(format!(
+                "{}: injected fault: reads are cut",
+                self.describe()
+            )));
+        }
         self.inner.read(f)
     }
 

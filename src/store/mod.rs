@@ -34,6 +34,7 @@ mod reads;
 mod registry;
 pub mod rewind;
 mod schedules;
+pub mod stall;
 mod triage;
 // Parts of the shared SQL layer (a lost connection) only the PostgreSQL provider uses.
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))]

@@ -380,15 +380,21 @@ pub(crate) fn fenced_in(
     verb: WriteVerb,
     change: impl Fn(&WorkItem, Millis) -> Result<WorkItem>,
 ) -> Result<Logged<WorkItem>> {
-    let Some(item) = tx.work(id)? else {
-        return Ok(Logged::Refused(not_found(id)));
+    // A missing item's refusal is recorded like any other, so the store's history counts
+    // every write an authority was refused.
+    let item = tx.work(id)?;
+    let (outcome, detail, holder) = match &item {
+        None => (Err(not_found(id)), serde_json::json!({}), Holder::nobody()),
+        Some(item) => {
+            let outcome = change(item, now);
+            let detail = serde_json::json!({
+                "logicalEffectId": item.logical_effect_id,
+                "idempotencyKey": item.idempotency_key,
+                "state": outcome.as_ref().map_or(item.state.as_str(), |n| n.state.as_str()),
+            });
+            (outcome, detail, Holder::of_work(item))
+        }
     };
-    let outcome = change(&item, now);
-    let detail = serde_json::json!({
-        "logicalEffectId": item.logical_effect_id,
-        "idempotencyKey": item.idempotency_key,
-        "state": outcome.as_ref().map_or(item.state.as_str(), |n| n.state.as_str()),
-    });
     record_write(
         tx,
         now,
@@ -398,10 +404,10 @@ pub(crate) fn fenced_in(
         verb,
         &outcome.as_ref().map(|_| ()).map_err(Clone::clone),
         detail,
-        Holder::of_work(&item),
+        holder,
     )?;
-    if let Ok(next) = &outcome {
-        save_work(tx, Some(&item), next)?;
+    if let (Some(item), Ok(next)) = (&item, &outcome) {
+        save_work(tx, Some(item), next)?;
     }
     Ok(outcome.into())
 }

@@ -302,3 +302,60 @@ pub fn the_window_excludes_older_rows_and_pages_newest_first(h: &dyn Harness) {
         assert_eq!(distinct.len(), 5);
     }
 }
+
+/// A write against something that does not exist (a work item or a subscription deleted
+/// under its claim, a typo) is refused and recorded like any fenced refusal, so the
+/// store's history counts every write an authority was refused.
+pub fn a_write_to_a_missing_resource_is_recorded(h: &dyn Harness) {
+    let s = h.store();
+    let t0 = s.now();
+    assert_eq!(
+        refused("complete a missing item", s.complete("gone", "a", 3, None)),
+        "NOT_FOUND"
+    );
+    assert_eq!(
+        refused(
+            "yield a missing item",
+            s.yield_back("gone", "a", 3, s.now())
+        ),
+        "NOT_FOUND"
+    );
+    assert_eq!(
+        refused(
+            "advance a missing cursor",
+            s.advance_cursor("nobody-subscribed", "a", 2, 5)
+        ),
+        "NOT_FOUND"
+    );
+    let list = ok("refused", s.refused_writes(t0, None, 100));
+    let seen: Vec<(String, String, u64, Option<String>)> = rows_of(&list)
+        .into_iter()
+        .rev()
+        .map(|w| {
+            (
+                w.verb.as_str().to_owned(),
+                w.owner_id,
+                w.generation,
+                w.refusal,
+            )
+        })
+        .collect();
+    let row = |verb: &str, generation| {
+        (
+            verb.to_owned(),
+            "a".to_owned(),
+            generation,
+            Some("NOT_FOUND".to_owned()),
+        )
+    };
+    assert_eq!(
+        seen,
+        [row("complete", 3), row("yield", 3), row("cursor", 2)]
+    );
+    assert!(
+        rows_of(&list)
+            .iter()
+            .all(|w| w.holder == Some(Holder::nobody())),
+        "nobody held a missing resource: {list:?}"
+    );
+}

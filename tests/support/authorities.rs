@@ -132,6 +132,16 @@ impl Authorities {
             .and_then(|v| v[field].as_str().map(str::to_owned))
     }
 
+    /// Every line of `name`'s log whose message is `message`, as JSON.
+    pub fn lines_of(&self, name: &str, message: &str) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.log(name))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["message"] == message)
+            .collect()
+    }
+
     pub fn pid(&self, name: &str) -> u32 {
         self.running[name].id()
     }

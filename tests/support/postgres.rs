@@ -125,6 +125,10 @@ fn create_database(admin_url: &str) -> Database {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     );
+    create_named(admin_url, name)
+}
+
+fn create_named(admin_url: &str, name: String) -> Database {
     let mut admin = postgres::Client::connect(admin_url, postgres::NoTls)
         .unwrap_or_else(|e| panic!("cannot reach the test server: {e}"));
     admin
@@ -209,7 +213,22 @@ impl Server {
         Self::start_with(in_ram, None)
     }
 
+    /// A dedicated server on loopback port `port` (one an earlier server used): another
+    /// database cluster answering under the same URL.
+    pub fn dedicated_on(port: u16) -> Self {
+        Self::start_on(true, None, Some(port))
+    }
+
+    /// The loopback port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     fn start_with(in_ram: bool, tls: Option<&Tls<'_>>) -> Self {
+        Self::start_on(in_ram, tls, None)
+    }
+
+    fn start_on(in_ram: bool, tls: Option<&Tls<'_>>, port: Option<u16>) -> Self {
         let bin = bin_dir();
         let as_postgres = is_root();
         let shm = Path::new("/dev/shm");
@@ -259,7 +278,7 @@ impl Server {
             server.serve_tls(tls);
         }
         for attempt in 0.. {
-            server.port = free_port();
+            server.port = port.unwrap_or_else(free_port);
             if server.try_start() {
                 return server;
             }
@@ -389,6 +408,11 @@ impl Server {
     /// A fresh database on this server.
     pub fn database(&self) -> Database {
         create_database(&self.admin_url())
+    }
+
+    /// A fresh database called `name` on this server.
+    pub fn database_named(&self, name: &str) -> Database {
+        create_named(&self.admin_url(), name.to_owned())
     }
 
     /// Restarts the server (fast shutdown: sessions are ended, committed data stays).

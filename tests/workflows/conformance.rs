@@ -109,6 +109,18 @@ fn last_write(store: &Store, id: &str) -> leasehold::model::WriteRecord {
     writes.last().cloned().expect("a write record")
 }
 
+/// The instance's lease taken directly by `owner` (not through a claim) with its current
+/// row: a current revision and a current lease, whatever the instance's status.
+fn taken_directly(h: &dyn Harness, id: &str, owner: &str) -> Claimed {
+    let lease = h
+        .store()
+        .acquire(&format!("wf:{id}"), owner, 1_000.0, Keyed { key: None })
+        .expect("lease");
+    let row = h.store().instance(id).expect("read").expect("exists");
+    let (_, state) = decode_state(&row).expect("state");
+    Claimed { row, state, lease }
+}
+
 fn code<T: std::fmt::Debug>(r: leasehold::Result<T>) -> &'static str {
     r.expect_err("must be refused").code()
 }
@@ -173,9 +185,18 @@ fn cancel_fences_the_holder(h: &dyn Harness) {
     assert_eq!(before.0.status, "cancelled");
 }
 
-/// A holder whose lease was reclaimed by another authority is fenced on every write: the
-/// outcome record, the transition and the release. The new holder proceeds.
-fn stale_lease_holder_is_fenced(h: &dyn Harness) {
+/// An instance whose action `a` was about to run when its lease lapsed and `b` reclaimed
+/// it: `a` holds the `old` claim, `b` the `new` one.
+struct Superseded {
+    id: String,
+    a: Engine,
+    b: Engine,
+    old: Claimed,
+    request: leasehold::workflow::machine::ActionRequest,
+    new: Claimed,
+}
+
+fn superseded(h: &dyn Harness) -> Superseded {
     let id = start(&h.store(), &two_actions(), json!({ "n": 1 }));
     let (a, b) = (engine(h, "a"), engine(h, "b"));
     let old = claim_one(&a);
@@ -184,6 +205,27 @@ fn stale_lease_holder_is_fenced(h: &dyn Harness) {
     };
     h.clock().advance(LEASE_MS);
     let new = claim_one(&b);
+    Superseded {
+        id,
+        a,
+        b,
+        old,
+        request,
+        new,
+    }
+}
+
+/// A holder whose lease was reclaimed by another authority is fenced on every write: the
+/// outcome record, the transition and the release. The new holder proceeds.
+fn stale_lease_holder_is_fenced(h: &dyn Harness) {
+    let Superseded {
+        id,
+        a,
+        b,
+        old,
+        request,
+        new,
+    } = superseded(h);
     assert!(
         new.lease.generation > old.lease.generation,
         "a reclaim mints a higher generation"
@@ -290,13 +332,7 @@ fn terminal_is_irreversible(h: &dyn Harness) {
     );
 
     // Current revision, current lease (taken directly): the state machine itself refuses.
-    let lease = h
-        .store()
-        .acquire(&format!("wf:{id}"), "a", 1_000.0, Keyed { key: None })
-        .expect("lease");
-    let row = h.store().instance(&id).expect("read").expect("exists");
-    let (_, state) = decode_state(&row).expect("state");
-    let current = Claimed { row, state, lease };
+    let current = taken_directly(h, &id, "a");
     assert_eq!(
         code(a.apply(&current, Trigger::TimeoutFired)),
         "already-terminal"
@@ -856,7 +892,64 @@ fn a_reused_start_key_with_other_arguments_is_a_conflict(h: &dyn Harness) {
     );
 }
 
+/// Every refused workflow write is recorded with its verb and refusal: a superseded
+/// holder's outcome record, transition and release, and a current holder's transition
+/// that the state machine refuses (the instance already finished) — so the store's
+/// history counts every refusal an authority was answered.
+fn every_refused_workflow_write_is_recorded(h: &dyn Harness) {
+    let Superseded {
+        id,
+        a,
+        b,
+        old,
+        request,
+        new,
+    } = superseded(h);
+    let since = h.store().now();
+    assert_eq!(
+        code(a.record_outcome(&old, &request, &Ok(json!("stale")))),
+        "WORK_FENCED"
+    );
+    assert_eq!(code(a.apply(&old, Trigger::TimeoutFired)), "WORK_FENCED");
+    assert_eq!(code(a.release(&old)), "WORK_FENCED");
+    b.advance(&new, ok(json!(1))).expect("b steps");
+    let again = claim_one(&b);
+    b.advance(&again, ok(json!(2))).expect("b finishes");
+    let current = taken_directly(h, &id, "b");
+    assert_eq!(
+        code(b.apply(&current, Trigger::TimeoutFired)),
+        "already-terminal"
+    );
+
+    let refused = h.store().refused_writes(since, None, 100).expect("refused");
+    let seen: Vec<(String, String, Option<String>)> = refused
+        .rows
+        .iter()
+        .rev()
+        .map(|(_, w)| {
+            (
+                w.verb.as_str().to_owned(),
+                w.owner_id.clone(),
+                w.refusal.clone(),
+            )
+        })
+        .collect();
+    let row = |verb: &str, owner: &str, code: &str| {
+        (verb.to_owned(), owner.to_owned(), Some(code.to_owned()))
+    };
+    assert_eq!(
+        seen,
+        [
+            row("action-outcome", "a", "WORK_FENCED"),
+            row("transition", "a", "WORK_FENCED"),
+            row("release", "a", "WORK_FENCED"),
+            row("transition", "b", "already-terminal"),
+        ]
+    );
+}
+
 per_provider! {
+    every_refused_workflow_write_is_recorded,
     a_reused_start_key_with_other_arguments_is_a_conflict,
     renewal_keeps_a_release_and_a_wake_up_prompt,
     long_actions_do_not_starve_short_instances,

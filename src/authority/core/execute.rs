@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{AuthorityCore, Exec, Executed, Job, Task};
+use crate::authority::ExecRecord;
 use crate::authority::handlers::{
     Attempt, AttemptContext, AttemptKind, CheckpointWriter, HandlerOutcome, Registered,
 };
@@ -173,6 +174,7 @@ impl AuthorityCore {
                         }
                     }
                 }
+                self.log_exec(job, None, ExecRecord::STARTED);
                 Prepared::Call(HandlerCall {
                     job_id: job.id,
                     attempt: Attempt::new(ctx),
@@ -204,6 +206,7 @@ impl AuthorityCore {
                     .with_lease(job.lease.watch())
                     .with_checkpoint(claimed.lease.checkpoint.as_ref().map(|c| c.data.clone()))
                     .with_checkpoint_writer(self.action_checkpoints(claimed));
+                    self.log_exec(job, Some(&request), ExecRecord::STARTED);
                     Prepared::Call(HandlerCall {
                         job_id: job.id,
                         attempt: Attempt::new(ctx),

@@ -7,11 +7,13 @@ use serde_json::Value;
 
 use super::{AuthorityCore, Exec, Executed, Finished, Job, Task};
 use crate::authority::handlers::HandlerOutcome;
+use crate::authority::readback::{self, ReadBack};
 use crate::authority::stats::ExecRecord;
 use crate::authority::{fencing, log};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{FailureClass, WorkItem, WorkKind, WorkState};
 use crate::store::Completion;
+use crate::workflow::machine::ActionRequest;
 
 pub(super) fn classify(result: Result<WorkItem>) -> Result<Finished> {
     match result {
@@ -157,6 +159,17 @@ impl AuthorityCore {
         executed: Executed,
         result: Result<Finished>,
     ) -> Finished {
+        let result = match result {
+            Err(Error::OutcomeUnknown(_)) => {
+                let owner = self.config.instance_id.as_str();
+                match readback::read_back(&self.store, owner, job, &executed.exec) {
+                    ReadBack::Done(finished) => Ok(finished),
+                    ReadBack::Resubmit => result,
+                    ReadBack::Recovery(why) => return self.hold_in_recovery(job, executed, why),
+                }
+            }
+            other => other,
+        };
         let finished = match result {
             Err(e) if e.is_store_failure() => {
                 let mut st = self.state();
@@ -165,6 +178,7 @@ impl AuthorityCore {
                 log::finished(self.id(), job, &executed, &deferred, None);
                 if let Some(f) = st.inflight.get_mut(&job.id) {
                     f.deferred = Some(executed);
+                    f.recovery = None;
                 }
                 return deferred;
             }
@@ -251,19 +265,29 @@ impl AuthorityCore {
     }
 
     pub(super) fn log_attempt(&self, job: &Job, executed: &Executed, outcome: &str) {
+        let request = match &executed.exec {
+            Exec::WorkflowRan { request, .. } => Some(request),
+            _ => None,
+        };
+        self.log_exec(job, request, outcome);
+    }
+
+    /// Appends one execution-log line for `job`'s attempt (a workflow's only when an
+    /// action runs: `request`).
+    pub(super) fn log_exec(&self, job: &Job, request: Option<&ActionRequest>, outcome: &str) {
         let Some(log) = &self.exec_log else { return };
-        let (logical, key, attempt) = match (&job.task, &executed.exec) {
+        let (logical, key, attempt) = match (&job.task, request) {
             (Task::Work(item), _) => (
                 item.logical_effect_id.clone(),
                 item.idempotency_key.clone(),
                 item.attempt_number,
             ),
-            (Task::Workflow(_), Exec::WorkflowRan { request, .. }) => (
+            (Task::Workflow(_), Some(request)) => (
                 request.invocation_id.clone(),
                 request.invocation_id.clone(),
                 request.attempt,
             ),
-            (Task::Workflow(_), _) => return,
+            (Task::Workflow(_), None) => return,
         };
         let record = ExecRecord {
             work_id: job.resource(),
@@ -279,15 +303,56 @@ impl AuthorityCore {
         let _ = log.append(&record);
     }
 
-    /// Retries outcomes a store failure deferred; drops lost ones.
+    /// Keeps a job whose outcome nobody can yet say committed: not run again, not
+    /// written again, its claim kept, until a later read-back ([`Self::flush`]) decides.
+    fn hold_in_recovery(&self, job: &Job, executed: Executed, why: String) -> Finished {
+        let held = Finished::Deferred(why.clone());
+        log::finished(self.id(), job, &executed, &held, None);
+        let mut st = self.state();
+        let st = &mut *st;
+        st.stats.store_errors += 1;
+        if let Some(f) = st.inflight.get_mut(&job.id) {
+            if f.recovery.is_none() {
+                st.stats.recovery_required += 1;
+            }
+            f.recovery = Some(why);
+            f.deferred = Some(executed);
+        }
+        held
+    }
+
+    /// Retries outcomes a store failure deferred, and reads back again those held in
+    /// recovery (never resubmitting them blind); drops lost ones.
     pub fn flush(&self) -> Vec<Finished> {
-        let deferred: Vec<Executed> = {
+        let deferred: Vec<(Executed, Option<Job>)> = {
             let mut st = self.state();
             st.inflight
                 .values_mut()
-                .filter_map(|f| f.deferred.take())
+                .filter_map(|f| {
+                    let recovering = f.recovery.is_some().then(|| f.job.clone());
+                    f.deferred.take().map(|e| (e, recovering))
+                })
                 .collect()
         };
-        deferred.into_iter().map(|e| self.finish(e)).collect()
+        deferred
+            .into_iter()
+            .map(|(e, recovering)| match recovering {
+                Some(job) => {
+                    let unknown = Error::OutcomeUnknown("held in recovery".into());
+                    self.settle(&job, e, Err(unknown))
+                }
+                None => self.finish(e),
+            })
+            .collect()
+    }
+
+    /// How many jobs are held in recovery now, each with why.
+    #[must_use]
+    pub fn in_recovery(&self) -> Vec<(String, String)> {
+        self.state()
+            .inflight
+            .values()
+            .filter_map(|f| f.recovery.clone().map(|why| (f.job.resource(), why)))
+            .collect()
     }
 }

@@ -51,6 +51,9 @@ struct InFlight {
     job: Job,
     lost: bool,
     deferred: Option<Executed>,
+    /// Why the deferred outcome's read-back could not decide whether it committed: held
+    /// (neither run nor written again) until a later read-back decides.
+    recovery: Option<String>,
     /// A held cursor between looks: owned, renewed, but not executing.
     held: bool,
     /// When a held cursor is due for its next look.
@@ -63,6 +66,7 @@ impl InFlight {
             job,
             lost: false,
             deferred: None,
+            recovery: None,
             held: false,
             look_at: 0,
         }

@@ -59,11 +59,13 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
+use postgres::error::SqlState;
 use postgres::{Config, SimpleQueryMessage};
 
 use super::backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
 use super::capability::{Capability, WORK_MODEL};
 use super::sql::{Step, Transient, backoff, refuse_read_only, retry};
+use super::stall::StallWatch;
 use super::url::OpenMode;
 use crate::error::{Error, Result};
 use errors::{map_error, step, transient};
@@ -114,8 +116,46 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Begins a write transaction: takes the database's write lock (advisory key
 /// `0x6c65617365686f6c`, "leasehol") and returns the transaction id, so a commit whose
 /// acknowledgement is lost can be resolved with `txid_status`.
-const BEGIN_WRITE: &str =
-    "BEGIN; SELECT pg_advisory_xact_lock(7810756276994469740), txid_current()::text";
+///
+/// The lock is waited for at most [`super::stall::STALL_AFTER`] at a time: a longer wait is
+/// a stall, logged with the holder's session before the writer queues again.
+const BEGIN_WRITE: &str = "BEGIN; SET LOCAL lock_timeout = '3s'; \
+     SELECT pg_advisory_xact_lock(7810756276994469740), txid_current()::text; \
+     SET LOCAL lock_timeout TO DEFAULT";
+
+/// The write lock's advisory key, as `pg_locks` shows it: `(classid, objid)`, the key's
+/// high and low 32 bits.
+const WRITE_LOCK_KEY: (u32, u32) = split_key(7_810_756_276_994_469_740);
+
+const fn split_key(key: u64) -> (u32, u32) {
+    #[allow(clippy::cast_possible_truncation)] // the halves of a 64-bit key
+    ((key >> 32) as u32, key as u32)
+}
+
+/// Who holds the write lock now: the session's pid, application, client and how long its
+/// transaction has been open, as `pg_locks` and `pg_stat_activity` tell.
+fn write_lock_holder(conn: &mut Conn) -> Option<String> {
+    let (class, obj) = WRITE_LOCK_KEY;
+    let rows = conn
+        .client
+        .query(
+            "SELECT a.pid, coalesce(a.application_name, ''), coalesce(a.client_addr::text, 'local'), \
+                    coalesce(a.state, ''), \
+                    coalesce(extract(epoch FROM now() - a.xact_start), 0)::float8 \
+             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+             WHERE l.locktype = 'advisory' AND l.granted \
+               AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+               AND l.classid::bigint = $1 AND l.objid::bigint = $2",
+            &[&i64::from(class), &i64::from(obj)],
+        )
+        .ok()?;
+    let row = rows.first()?;
+    let (pid, app, client, state, open_s): (i32, String, String, String, f64) =
+        (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+    Some(format!(
+        "pid {pid} ({app}) from {client}, {state}, its transaction open {open_s:.0} s"
+    ))
+}
 
 /// Begins a read: one snapshot for every statement of the read.
 const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
@@ -287,9 +327,10 @@ impl PostgresBackend {
     }
 
     fn run(&self, write: bool, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        let mut watch = StallWatch::new(&self.names.label);
         retry(MAX_ATTEMPTS, || {
             let mut pooled = self.pool.get(&self.names)?;
-            self.attempt(pooled.conn(), write, f)
+            self.attempt(pooled.conn(), write, f, &mut watch)
         })
     }
 
@@ -299,10 +340,18 @@ impl PostgresBackend {
         conn: &mut Conn,
         write: bool,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
+        watch: &mut StallWatch<'_>,
     ) -> std::result::Result<(), Step> {
         let names = &self.names;
         conn.in_transaction = true;
-        let began = |conn: &mut Conn, e: &postgres::Error| {
+        let mut began = |conn: &mut Conn, e: &postgres::Error| {
+            if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) {
+                // The write lock was not ours within the bound: a stall. Name the holder
+                // (outside the aborted transaction) and queue again.
+                rollback(conn);
+                watch.waiting(|| write_lock_holder(conn));
+                return Step::Retry(Transient::Contention);
+            }
             let failed = step(names, e, &conn.client);
             rollback(conn);
             failed

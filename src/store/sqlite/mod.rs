@@ -7,7 +7,8 @@
 //!   transaction (one consistent snapshot).
 //! - `SQLITE_BUSY` / `SQLITE_LOCKED` wait in `busy_timeout`, then the whole transaction is
 //!   retried a bounded number of times with jittered backoff; after that the caller sees
-//!   `STORE_CONTENTION`, never a backend message.
+//!   `STORE_CONTENTION`, never a backend message. A write kept waiting past
+//!   [`super::stall::STALL_AFTER`] is logged as a stall (`store/stall.rs`).
 //! - `synchronous=FULL`: a committed claim survives power loss.
 //! - The schema (`schema.sql`) is idempotent, so N processes may initialise one file at
 //!   once; its version lives in the `meta` table with the revision and the journal
@@ -50,6 +51,7 @@ use super::Store;
 use super::backend::{Backend, StoreKind, Tx};
 use super::capability::{Capability, WORK_MODEL};
 use super::sql::{Step, Transient, refuse_read_only, retry};
+use super::stall::StallWatch;
 use super::url::OpenMode;
 use crate::clock::SystemClock;
 use crate::error::{Error, Result};
@@ -249,7 +251,14 @@ impl SqliteBackend {
         let writable = matches!(behavior, TransactionBehavior::Immediate);
         let mut conn = self.lock();
         let label = self.label.as_str();
+        let mut watch = StallWatch::new(label);
+        let mut attempts = 0;
         retry(MAX_ATTEMPTS, || {
+            attempts += 1;
+            if attempts > 1 && writable {
+                // SQLite cannot say which process holds its write lock.
+                watch.waiting(|| None);
+            }
             let tx = conn
                 .transaction_with_behavior(behavior)
                 .map_err(|e| step(label, &e))?;

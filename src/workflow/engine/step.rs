@@ -124,15 +124,12 @@ impl Engine {
     ) -> Result<Logged<()>> {
         let (holder, fence) = Self::fence(tx, claimed)?;
         let detail = serde_json::json!({ "invocationId": request.invocation_id, "attempt": request.attempt });
-        record_write(
+        self.record(
             tx,
             now,
-            &resource(&claimed.row.instance_id),
-            &self.owner,
-            claimed.lease.generation,
-            WriteVerb::ActionOutcome,
+            claimed,
+            (WriteVerb::ActionOutcome, detail),
             &fence,
-            detail,
             holder,
         )?;
         if let Err(e) = fence {
@@ -161,16 +158,38 @@ impl Engine {
         Ok(Logged::Done(()))
     }
 
+    /// Records this owner's attempt at `write` (its verb and detail) on `claimed`'s
+    /// instance, with its verdict and who held the instance lease as it was judged.
+    fn record(
+        &self,
+        tx: &mut dyn Tx,
+        now: Millis,
+        claimed: &Claimed,
+        (verb, detail): (WriteVerb, Value),
+        verdict: &Result<()>,
+        holder: Holder,
+    ) -> Result<()> {
+        let res = resource(&claimed.row.instance_id);
+        let generation = claimed.lease.generation;
+        record_write(
+            tx,
+            now,
+            &res,
+            &self.owner,
+            generation,
+            verb,
+            verdict,
+            detail,
+            holder,
+        )
+    }
+
     /// Who holds the instance lease now, and whether `claimed` is still that holder.
     fn fence(tx: &mut dyn Tx, claimed: &Claimed) -> Result<(Holder, Result<()>)> {
         let res = resource(&claimed.row.instance_id);
         let Some(current) = tx.lease(&res)? else {
-            let nobody = Holder {
-                owner_id: None,
-                generation: 0,
-            };
             return Ok((
-                nobody,
+                Holder::nobody(),
                 Err(Error::NotFound {
                     what: "lease".into(),
                     id: res,
@@ -233,21 +252,28 @@ impl Engine {
         trigger: Trigger,
     ) -> Result<Logged<InstanceRow>> {
         let res = resource(&claimed.row.instance_id);
+        let detail = serde_json::json!({ "instanceRevision": claimed.row.instance_revision });
+        let record = |tx: &mut dyn Tx, holder: Holder, verdict: &Result<()>| {
+            let write = (WriteVerb::Transition, detail.clone());
+            self.record(tx, now, claimed, write, verdict, holder)
+        };
         let Some(row) = tx.instance(&claimed.row.instance_id)? else {
-            return Ok(Logged::Refused(Error::NotFound {
+            let refused = Error::NotFound {
                 what: "workflow instance".into(),
                 id: claimed.row.instance_id.clone(),
-            }));
+            };
+            record(tx, Holder::nobody(), &Err(refused.clone()))?;
+            return Ok(Logged::Refused(refused));
         };
-        if row.compat != self.compat {
-            return Ok(Logged::Refused(Error::Incompatible {
-                id: row.instance_id.clone(),
-                required: row.compat.clone(),
-                have: self.compat.clone(),
-            }));
-        }
         let (holder, fence) = Self::fence(tx, claimed)?;
         let fence = fence.and_then(|()| {
+            if row.compat != self.compat {
+                return Err(Error::Incompatible {
+                    id: row.instance_id.clone(),
+                    required: row.compat.clone(),
+                    have: self.compat.clone(),
+                });
+            }
             if row.instance_revision == claimed.row.instance_revision {
                 Ok(())
             } else {
@@ -258,27 +284,25 @@ impl Engine {
                 })
             }
         });
-        let detail = serde_json::json!({ "instanceRevision": claimed.row.instance_revision });
-        record_write(
-            tx,
-            now,
-            &res,
-            &self.owner,
-            claimed.lease.generation,
-            WriteVerb::Transition,
-            &fence,
-            detail,
-            holder,
-        )?;
         if let Err(e) = fence {
+            record(tx, holder, &Err(e.clone()))?;
             return Ok(Logged::Refused(e));
         }
+        // The transition is judged before the attempt is recorded, so a trigger that no
+        // longer fits (a cancelled or finished instance) is recorded as the refusal it is.
         let (fingerprint, state) = decode_state(&row)?;
         let def = self.definition(tx, &row, &fingerprint)?;
         let high_water = tx.journal_high_water()?;
-        let (next, entries) = match machine::apply(&def, &state, trigger, now, high_water) {
+        let verdict = machine::apply(&def, &state, trigger, now, high_water)
+            .map_err(|e| refusal(&e, &row.instance_id));
+        record(
+            tx,
+            holder,
+            &verdict.as_ref().map(|_| ()).map_err(Clone::clone),
+        )?;
+        let (next, entries) = match verdict {
             Ok(t) => t,
-            Err(e) => return Ok(Logged::Refused(refusal(&e, &row.instance_id))),
+            Err(e) => return Ok(Logged::Refused(e)),
         };
         let written = commit_transition(tx, &row, &fingerprint, &next, &entries, now)?;
         if let Some(lease) = tx.lease(&res)? {
@@ -310,7 +334,17 @@ impl Engine {
     pub fn release_until(&self, claimed: &Claimed, not_before: Option<Millis>) -> Result<()> {
         self.store.write_logged(|tx, now| {
             let res = resource(&claimed.row.instance_id);
-            if let (_, Err(e)) = Self::fence(tx, claimed)? {
+            if let (holder, Err(e)) = Self::fence(tx, claimed)? {
+                let detail = serde_json::json!({ "instanceId": claimed.row.instance_id });
+                let verdict = Err(e.clone());
+                self.record(
+                    tx,
+                    now,
+                    claimed,
+                    (WriteVerb::Release, detail),
+                    &verdict,
+                    holder,
+                )?;
                 return Ok(Logged::Refused(e));
             }
             if let Some(row) = tx.instance(&claimed.row.instance_id)? {
