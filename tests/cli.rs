@@ -28,6 +28,8 @@ mod enqueue;
 mod exact_numbers;
 #[path = "cli/install.rs"]
 mod install;
+#[path = "cli/release.rs"]
+mod release;
 #[path = "cli/schedule.rs"]
 mod schedule;
 #[path = "cli/triage.rs"]

@@ -210,7 +210,7 @@ fn forget(a: &ActionArgs, out: &mut dyn Write) -> CliResult {
 /// A store refusal as one line: what to do about a running authority or a held claim.
 fn refusal<T>(answer: Result<T>, done: &str) -> std::result::Result<T, Failure> {
     answer.map_err(|e| match e {
-        e if e.is_store_failure() => Failure::from(e),
+        e if e.is_store_failure() || matches!(e, Error::Invalid(_)) => Failure::from(e),
         e @ Error::InstanceInUse { .. } => {
             Failure::refused(format!("{e}; it can be {done} once it is gone or stopped"))
         }

@@ -97,27 +97,25 @@ impl Store {
     /// `WORK_IN_PROGRESS` naming a claim it still holds; a store failure.
     pub fn forget_authority(&self, instance: &str, actor: &str, reason: &str) -> Result<Forgot> {
         crate::ids::check_id("instance id", instance)?;
-        self.write_logged(|tx, now| {
-            match judge_forget(tx, instance, now) {
-                Ok(Forgot::Now(row, state)) => {
-                    tx.delete_authority(instance)?;
-                    let outcome = format!("forgotten: was {state}");
-                    audit(tx, now, actor, FORGET_ACTION, instance, &outcome, reason)?;
-                    Ok(Logged::Done(Forgot::Now(row, state)))
-                }
-                Ok(Forgot::Already) => Ok(Logged::Done(Forgot::Already)),
-                Err(e) => {
-                    audit(
-                        tx,
-                        now,
-                        actor,
-                        FORGET_ACTION,
-                        instance,
-                        &refusal(&e),
-                        reason,
-                    )?;
-                    Ok(Logged::Refused(e))
-                }
+        self.write_logged(|tx, now| match judge_forget(tx, instance, now) {
+            Ok(Forgot::Now(row, state)) => {
+                tx.delete_authority(instance)?;
+                let outcome = format!("forgotten: was {state}");
+                audit(tx, now, actor, FORGET_ACTION, instance, &outcome, reason)?;
+                Ok(Logged::Done(Forgot::Now(row, state)))
+            }
+            Ok(Forgot::Already) => Ok(Logged::Done(Forgot::Already)),
+            Err(e) => {
+                audit(
+                    tx,
+                    now,
+                    actor,
+                    FORGET_ACTION,
+                    instance,
+                    &refusal(&e),
+                    reason,
+                )?;
+                Ok(Logged::Refused(e))
             }
         })
     }

@@ -4,6 +4,7 @@
 //! are refused while it runs and for an unknown id, and audit one entry per change.
 
 use leasehold::Store;
+use leasehold::check::{CheckOptions, check};
 use leasehold::clock::Clock;
 use leasehold::model::{Authority, PageRequest, WorkState};
 use leasehold::ops::liveness::Liveness;
@@ -173,6 +174,8 @@ pub fn release_moves_a_gone_authoritys_claims_to_new_generations_once(h: &dyn Ha
             released("r", lease.generation, "lease"),
         ]
     );
+    let report = ok("check", check(&s, &CheckOptions::at(s.now())));
+    assert!(report.is_clean(), "{report:?}");
 }
 
 /// `forget` is refused while the gone authority still holds a claim, removes it once
@@ -189,7 +192,10 @@ pub fn forget_waits_for_release_and_repeats_quietly(h: &dyn Harness) {
         refused("holds a claim", s.forget_authority("auth-1", ACTOR, "")),
         "WORK_IN_PROGRESS"
     );
-    assert_eq!(refused("preview", s.forget_preview("auth-1")), "WORK_IN_PROGRESS");
+    assert_eq!(
+        refused("preview", s.forget_preview("auth-1")),
+        "WORK_IN_PROGRESS"
+    );
     ok("release", s.release_authority("auth-1", ACTOR, ""));
     assert!(matches!(
         ok("preview", s.forget_preview("auth-1")),
