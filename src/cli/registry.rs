@@ -26,10 +26,10 @@ pub enum AuthorityCommand {
     /// Hand back every claim a gone or stopped authority still holds: new generations (its
     /// late writes are fenced), its work back to pending (audited; refused while it is
     /// live or silent).
-    Release(ReleaseArgs),
+    Release(Box<ReleaseArgs>),
     /// Remove a gone or stopped authority's registration (audited; refused while it is
     /// live or silent, or still holds claims: release them first).
-    Forget(ActionArgs),
+    Forget(Box<ActionArgs>),
 }
 
 /// What both verbs take.

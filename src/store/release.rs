@@ -31,7 +31,7 @@ const PAGE: usize = 500;
 /// One claim an authority holds, as the store has it.
 #[derive(Debug, Clone)]
 pub(crate) enum Held {
-    Work(WorkItem),
+    Work(Box<WorkItem>),
     Lease(Lease),
 }
 
@@ -214,7 +214,7 @@ pub(crate) fn held_by(tx: &mut dyn Tx, instance: &str) -> Result<Vec<Held>> {
         held.extend(
             rows.into_iter()
                 .filter(|w| w.owner_id.as_deref() == Some(instance))
-                .map(Held::Work),
+                .map(|w| Held::Work(Box::new(w))),
         );
         match last.filter(|_| full) {
             Some(key) => page = PageRequest::after(key, PAGE),
@@ -253,7 +253,7 @@ fn release_one(tx: &mut dyn Tx, now: Millis, actor: &str, held: &Held) -> Result
                 uncertain_attempts: item.uncertain_attempts + 1,
                 next_eligible_at: now,
                 updated_at: now,
-                ..item.clone()
+                ..(**item).clone()
             };
             super::work::save_work(tx, Some(item), &next)?;
             Holder::of_work(&next)

@@ -68,7 +68,7 @@ fn setup(dir: &Path) -> String {
         store.claim(id, "gone-1", "k", 3_000).unwrap();
     }
     let crowd = (0..CROWD)
-        .map(|n| NewWork::effect(&format!("c{n:03}"), "send-email", "{}"))
+        .map(|n| NewWork::effect(format!("c{n:03}"), "send-email", "{}"))
         .collect();
     store.enqueue_batch(crowd, "k").unwrap();
     assert_eq!(
