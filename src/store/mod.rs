@@ -65,7 +65,7 @@ pub use work::{Claim, Completion};
 use crate::clock::{Clock, Millis};
 use crate::error::{Error, Result};
 use crate::ids::IdSource;
-use crate::model::{Holder, WriteRecord, WriteVerb};
+use crate::model::{AuditEntry, Holder, WriteRecord, WriteVerb};
 
 /// How much durable history is kept. Old grants and writes beyond this many revisions are
 /// trimmed (the checker reads what is kept); the journal keeps this many events.
@@ -297,6 +297,28 @@ impl Store {
 /// Records one fenced write attempt (accepted or refused) at this transaction's revision,
 /// with `holder`, who held the resource as the attempt was judged.
 #[allow(clippy::too_many_arguments)] // one argument per field of the record
+/// Records one operator action in the audit log (the transaction's revision committed),
+/// `reason` appended to the outcome when one was given.
+pub(crate) fn record_audit(
+    tx: &mut dyn Tx,
+    now: Millis,
+    actor: &str,
+    action: &str,
+    target: &str,
+    outcome: &str,
+    reason: &str,
+) -> Result<()> {
+    tx.commit_revision()?;
+    tx.add_audit(&AuditEntry {
+        id: 0,
+        at: now,
+        actor: actor.into(),
+        action: action.into(),
+        target: target.into(),
+        outcome: crate::ops::cancel::with_reason(outcome.to_owned(), reason),
+    })
+}
+
 pub(crate) fn record_write(
     tx: &mut dyn Tx,
     now: Millis,

@@ -4,8 +4,8 @@
 //! overwrites a row that another start of the same id now owns, and only a gone or stopped
 //! registration can be forgotten.
 
-use super::release::{audit, held_by, judge, refusal};
-use super::{Logged, Store, Tx};
+use super::release::{held_by, judge, refusal};
+use super::{Logged, Store, Tx, record_audit};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::{Authority, Incarnation, PageRequest};
@@ -101,12 +101,12 @@ impl Store {
             Ok(Forgot::Now(row, state)) => {
                 tx.delete_authority(instance)?;
                 let outcome = format!("forgotten: was {state}");
-                audit(tx, now, actor, FORGET_ACTION, instance, &outcome, reason)?;
+                record_audit(tx, now, actor, FORGET_ACTION, instance, &outcome, reason)?;
                 Ok(Logged::Done(Forgot::Now(row, state)))
             }
             Ok(Forgot::Already) => Ok(Logged::Done(Forgot::Already)),
             Err(e) => {
-                audit(
+                record_audit(
                     tx,
                     now,
                     actor,

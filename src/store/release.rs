@@ -12,14 +12,11 @@
 
 use serde::Serialize;
 
-use super::{Store, Tx, record_write};
+use super::{Store, Tx, record_audit, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::work::WorkFilter;
-use crate::model::{
-    AuditEntry, Authority, Holder, Lease, PageRequest, WorkItem, WorkState, WriteVerb,
-};
-use crate::ops::cancel::with_reason;
+use crate::model::{Authority, Holder, Lease, PageRequest, WorkItem, WorkState, WriteVerb};
 use crate::ops::liveness::{Liveness, liveness};
 
 /// The audit action of [`Store::release_authority`].
@@ -109,7 +106,7 @@ impl Store {
             let (row, state) = match judge(tx, instance, now) {
                 Ok(judged) => judged,
                 Err(e) => {
-                    audit(
+                    record_audit(
                         tx,
                         now,
                         actor,
@@ -128,7 +125,7 @@ impl Store {
                     "released {} {} from {instance}: generation {} → {}",
                     claim.kind, claim.resource, claim.from_generation, claim.to_generation
                 );
-                audit(
+                record_audit(
                     tx,
                     now,
                     actor,
@@ -292,26 +289,5 @@ fn release_one(tx: &mut dyn Tx, now: Millis, actor: &str, held: &Held) -> Result
         resource: held.resource().to_owned(),
         from_generation: from,
         to_generation: from + 1,
-    })
-}
-
-/// One audit entry, the reason appended to the outcome.
-pub(crate) fn audit(
-    tx: &mut dyn Tx,
-    now: Millis,
-    actor: &str,
-    action: &str,
-    target: &str,
-    outcome: &str,
-    reason: &str,
-) -> Result<()> {
-    tx.commit_revision()?;
-    tx.add_audit(&AuditEntry {
-        id: 0,
-        at: now,
-        actor: actor.into(),
-        action: action.into(),
-        target: target.into(),
-        outcome: with_reason(outcome.to_owned(), reason),
     })
 }
