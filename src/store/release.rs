@@ -6,7 +6,8 @@
 //! generation in the same transaction that judged the authority gone, so a late write
 //! from it (a process that was only paused) is fenced by the ordinary generation check.
 //! Work goes back to `pending`, due now, its unrecorded attempt counted as uncertain (it
-//! may have run); a lease is marked released, keeping its checkpoint for the next holder.
+//! may have run) — or, when that attempt spent its budget, ends as a dead letter exactly
+//! as a lapse would end it; a lease is marked released, keeping its checkpoint for the next holder.
 //! Each change is one audit entry and one operator write in the history the checker reads;
 //! a run that finds nothing held changes nothing and writes nothing.
 
@@ -18,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::model::work::WorkFilter;
 use crate::model::{Authority, Holder, Lease, PageRequest, WorkItem, WorkState, WriteVerb};
 use crate::ops::liveness::{Liveness, liveness};
+use crate::rules::work::{Backoff, lapse};
 
 /// The audit action of [`Store::release_authority`].
 pub const RELEASE_ACTION: &str = "release-authority";
@@ -89,7 +91,8 @@ pub struct Release {
 
 impl Store {
     /// Hands back every claim a gone (or stopped) authority still holds: each claimed work
-    /// item returns to `pending` under a new generation, each unreleased lease is released
+    /// item returns to `pending` (a dead letter when the lost attempt was its last) under a
+    /// new generation, each unreleased lease is released
     /// under a new generation. One transaction; one audit entry (as `actor`, with
     /// `reason`) per claim released; a repeat finds nothing and writes nothing. A refusal
     /// is audited (and changes nothing else).
@@ -241,16 +244,30 @@ fn release_one(tx: &mut dyn Tx, now: Millis, actor: &str, held: &Held) -> Result
     let from = held.generation();
     let holder = match held {
         Held::Work(item) => {
+            // Settled as a lapse at this instant would settle it (the attempt counted as
+            // uncertain, a spent budget dead-lettered), then due now rather than after
+            // a backoff.
+            let settled = lapse(
+                &WorkItem {
+                    lease_expires_at: Some(now),
+                    ..(**item).clone()
+                },
+                Backoff::default(),
+                now,
+            )
+            .unwrap_or_else(|| (**item).clone());
             let next = WorkItem {
-                state: WorkState::Pending,
+                state: match settled.state {
+                    WorkState::Retry | WorkState::Claimed => WorkState::Pending,
+                    state => state,
+                },
                 owner_id: None,
                 token: None,
                 generation: from + 1,
                 lease_expires_at: None,
-                uncertain_attempts: item.uncertain_attempts + 1,
                 next_eligible_at: now,
                 updated_at: now,
-                ..(**item).clone()
+                ..settled
             };
             super::work::save_work(tx, Some(item), &next)?;
             Holder::of_work(&next)

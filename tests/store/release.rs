@@ -6,6 +6,7 @@
 use leasehold::Store;
 use leasehold::check::{CheckOptions, check};
 use leasehold::clock::Clock;
+use leasehold::model::work::NewWork;
 use leasehold::model::{Authority, PageRequest, WorkState};
 use leasehold::ops::liveness::Liveness;
 use leasehold::store::{Forgot, Keyed, ReleasedClaim};
@@ -56,8 +57,8 @@ fn claim(kind: &'static str, resource: &str, from: u64) -> ReleasedClaim {
     }
 }
 
-/// A gone authority's two claimed items and its lease move to new generations, its work is
-/// pending and due at once, another authority's claim is left alone, and its late complete
+/// A gone authority's claimed items and its lease move to new generations, its work is
+/// pending and due at once (or a dead letter when the lost attempt was its last), another authority's claim is left alone, and its late complete
 /// and renew are fenced; a second release finds nothing and writes nothing.
 pub fn release_moves_a_gone_authoritys_claims_to_new_generations_once(h: &dyn Harness) {
     let s = h.store();
@@ -66,8 +67,14 @@ pub fn release_moves_a_gone_authoritys_claims_to_new_generations_once(h: &dyn Ha
     for id in ["e1", "e2", "e3"] {
         ok("enqueue", s.enqueue(effect(id), K));
     }
+    let spent = NewWork {
+        max_attempts: 1,
+        ..effect("e9")
+    };
+    ok("enqueue", s.enqueue(spent, K));
     let e1 = ok("claim", s.claim("e1", "auth-1", K, LEASE));
     ok("claim", s.claim("e2", "auth-1", K, LEASE));
+    ok("claim its only attempt", s.claim("e9", "auth-1", K, LEASE));
     let other = ok("claim", s.claim("e3", "auth-2", K, LEASE));
     let lease = ok("acquire", s.acquire("r", "auth-1", 3_000.0, NO_KEY));
 
@@ -83,6 +90,7 @@ pub fn release_moves_a_gone_authoritys_claims_to_new_generations_once(h: &dyn Ha
     let expected = vec![
         claim("work", "e1", 1),
         claim("work", "e2", 1),
+        claim("work", "e9", 1),
         claim("lease", "r", lease.generation),
     ];
     let revision = ok("revision", s.revision());
@@ -171,6 +179,7 @@ pub fn release_moves_a_gone_authoritys_claims_to_new_generations_once(h: &dyn Ha
             ),
             released("e1", 1, "work"),
             released("e2", 1, "work"),
+            released("e9", 1, "work"),
             released("r", lease.generation, "lease"),
         ]
     );
