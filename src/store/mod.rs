@@ -294,9 +294,6 @@ impl Store {
     }
 }
 
-/// Records one fenced write attempt (accepted or refused) at this transaction's revision,
-/// with `holder`, who held the resource as the attempt was judged.
-#[allow(clippy::too_many_arguments)] // one argument per field of the record
 /// Records one operator action in the audit log (the transaction's revision committed),
 /// `reason` appended to the outcome when one was given.
 pub(crate) fn record_audit(
@@ -319,6 +316,9 @@ pub(crate) fn record_audit(
     })
 }
 
+/// Records one fenced write attempt (accepted or refused) at this transaction's revision,
+/// with `holder`, who held the resource as the attempt was judged.
+#[allow(clippy::too_many_arguments)] // one argument per field of the record
 pub(crate) fn record_write(
     tx: &mut dyn Tx,
     now: Millis,
