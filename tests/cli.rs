@@ -30,6 +30,8 @@ mod exact_numbers;
 mod install;
 #[path = "cli/replay.rs"]
 mod replay;
+#[path = "cli/release.rs"]
+mod release;
 #[path = "cli/schedule.rs"]
 mod schedule;
 #[path = "cli/triage.rs"]

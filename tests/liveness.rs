@@ -452,7 +452,8 @@ fn real_authorities_pass_live_silent_gone_stopped_and_keep_their_ids() {
         now.heartbeat_at >= refused_at.heartbeat_at + 2 * HEARTBEAT_MS
     });
 
-    // forget: refused while live (exit 1, one line), allowed once gone; both audited.
+    // forget: refused while live (exit 1, one line), allowed once gone and released; both
+    // audited.
     let refused = leasehold(&["authority", "forget", "--store", store, "a3"]);
     assert_eq!(refused.status.code(), Some(1), "{refused:?}");
     let err = String::from_utf8(refused.stderr).unwrap();
@@ -471,6 +472,9 @@ fn real_authorities_pass_live_silent_gone_stopped_and_keep_their_ids() {
     let unknown = leasehold(&["authority", "forget", "--store", store, "nobody"]);
     assert_eq!(unknown.status.code(), Some(1), "{unknown:?}");
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("NOT_FOUND"));
+    // Whatever a1 still held when it was killed is handed back first: forget waits for it.
+    let released = leasehold(&["authority", "release", "--store", store, "a1"]);
+    assert!(released.status.success(), "{released:?}");
     let forgot = leasehold(&["authority", "forget", "--store", store, "a1"]);
     assert!(forgot.status.success(), "{forgot:?}");
     assert!(reading(store, "a1").is_none(), "forgotten");

@@ -588,7 +588,7 @@ async fn a_forgotten_authority_stops() {
     let clock = ManualClock::new(T0);
     let s = store(&clock);
     let outcome = run_until_it_steps_down(&clock, &s, |_| {
-        s.forget_authority("a-dup", "ops@box").map(|_| ())
+        s.forget_authority("a-dup", "ops@box", "").map(|_| ())
     })
     .await;
     assert_eq!(outcome.expect_err("forgotten").code(), "NOT_FOUND");

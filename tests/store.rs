@@ -41,6 +41,8 @@ mod reads;
 mod registry;
 #[path = "store/replay.rs"]
 mod replay;
+#[path = "store/release.rs"]
+mod release;
 #[path = "store/rewind.rs"]
 mod rewind;
 #[path = "store/schedules.rs"]
@@ -131,6 +133,8 @@ per_provider! {
     registry::racing_registrations_exactly_one_wins,
     registry::a_superseded_incarnation_cannot_heartbeat,
     registry::forget_is_refused_while_running_and_allowed_when_gone,
+    release::release_moves_a_gone_authoritys_claims_to_new_generations_once,
+    release::forget_waits_for_release_and_repeats_quietly,
     // failovers and refused writes, listed by time
     incidents::a_reclaim_after_expiry_is_a_failover,
     incidents::release_then_claim_and_handoff_are_not_failovers,

@@ -79,7 +79,10 @@ impl Noun {
             | WriteVerb::Requeue
             | WriteVerb::Discard => Self::Work,
             WriteVerb::Release | WriteVerb::Checkpoint | WriteVerb::Handoff => Self::Lease,
-            WriteVerb::Renew | WriteVerb::ActionOutcome | WriteVerb::Transition => Self::Resource,
+            WriteVerb::Renew
+            | WriteVerb::ActionOutcome
+            | WriteVerb::Transition
+            | WriteVerb::ForceRelease => Self::Resource,
         }
     }
 }

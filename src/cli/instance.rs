@@ -5,19 +5,25 @@
 //! instance or an unreadable store. Every attempt is recorded in the audit log through
 //! [`crate::ops::cancel`] — the same entry the dashboard writes — with who (the OS account
 //! `name@host`), when, the outcome and the reason; the instance's own history records a
-//! cancel too.
+//! cancel too. `cancel --filter EXPR` cancels every instance the filter matches, page by
+//! page, with the preview, confirmation and re-run behaviour of every bulk action
+//! ([`super::bulk`]).
 
 use std::io::Write;
 
 use clap::Args;
 
+use super::bulk::{Action, Bulk, Fate, Target};
 use super::output::{cell, cell_max, json_line};
 use super::{CliResult, Failure, StoreArg};
 use crate::clock::format_instant;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::ids::check_id;
+use crate::model::{InstanceRow, InstanceStatus, PageRequest};
 use crate::ops::actor::operator;
 use crate::ops::cancel::{self as ops, Verdict};
+use crate::ops::filter::{Filter, Subject};
+use crate::store::Store;
 use crate::store::url::OpenMode;
 
 /// `leasehold history`.
@@ -38,15 +44,18 @@ pub struct HistoryArgs {
 pub struct CancelArgs {
     #[command(flatten)]
     pub store: StoreArg,
-    /// The workflow instance.
-    #[arg(value_name = "INSTANCE_ID")]
-    pub instance: String,
+    /// The workflow instance (or `--filter`, e.g. `status:waiting order-`).
+    #[command(flatten)]
+    pub target: Target,
     /// Why, for the audit log and the instance's history.
     #[arg(long)]
     pub reason: Option<String>,
     /// The build whose compatibility key the cancelling operator runs (default v1).
     #[arg(long, default_value = crate::build_key::DEFAULT_BUILD_TAG)]
     pub build: String,
+    /// With `--filter`: one JSON object with the counts.
+    #[arg(long, requires = "filter")]
+    pub json: bool,
 }
 
 /// Runs `leasehold history`.
@@ -93,12 +102,33 @@ pub fn history(args: &HistoryArgs, out: &mut dyn Write) -> CliResult {
 /// # Errors
 /// A refusal (exit 1), an unknown instance or unreadable store (exit 2).
 pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
-    check_id("instance id", &args.instance)?;
+    let filter = args
+        .target
+        .filter
+        .as_deref()
+        .map(|text| Filter::parse(Subject::Workflows, text))
+        .transpose()
+        .map_err(|e| Failure::usage(format!("--filter: {e}")))?;
+    if let Some(id) = &args.target.id {
+        check_id("instance id", id)?;
+    }
     let store = args.store.open_writer()?;
     let reason = args.reason.clone().unwrap_or_default();
     let compat = crate::build_key::compatibility_key(&args.build).digest();
-    let verdict = ops::cancel(&store, &args.instance, Some(&compat), &operator(), &reason)?;
-    let id = cell(&args.instance);
+    let actor = operator();
+    let Some(instance) = &args.target.id else {
+        let filter = filter.ok_or_else(|| Failure::usage("give an instance id or --filter"))?;
+        let bulk = Bulk {
+            store: &store,
+            action: CancelMatches { filter, compat },
+            filter_text: args.target.filter.as_deref().unwrap_or_default(),
+            actor: &actor,
+            reason: &reason,
+        };
+        return bulk.run(args.target.dry_run, args.target.yes, args.json, out);
+    };
+    let verdict = ops::cancel(&store, instance, Some(&compat), &actor, &reason)?;
+    let id = cell(instance);
     match verdict {
         Verdict::Cancelled => {
             writeln!(
@@ -112,7 +142,7 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
         ))),
         Verdict::Unknown => Err(Error::NotFound {
             what: "workflow instance".into(),
-            id: args.instance.clone(),
+            id: instance.clone(),
         }
         .into()),
         Verdict::Incompatible => Err(Failure::refused(format!(
@@ -120,5 +150,76 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
             cell(&args.build)
         ))),
         Verdict::Failed(code) => Err(Failure::refused(format!("{id}: cancel failed: {code}"))),
+    }
+}
+
+/// A cancel over the workflow instances a filter matches (`status:`, an id prefix), each
+/// through [`ops::cancel`] (its own transaction and audit entry, as a single cancel), as
+/// the build whose digest is `compat`.
+struct CancelMatches {
+    filter: Filter,
+    compat: String,
+}
+
+/// A cancel's verdict as a bulk run counts it: an instance already cancelled is skipped.
+fn fate(verdict: &Verdict) -> Fate {
+    match verdict {
+        Verdict::Cancelled => Fate::Change,
+        Verdict::Finished(status) if status == InstanceStatus::Cancelled.as_str() => Fate::Skip,
+        refused => Fate::Refuse(refused.words()),
+    }
+}
+
+impl Action for CancelMatches {
+    type Row = InstanceRow;
+
+    fn name(&self) -> &'static str {
+        ops::AUDIT_ACTION
+    }
+
+    fn noun(&self) -> &'static str {
+        "instance"
+    }
+
+    fn done(&self) -> &'static str {
+        "cancelled"
+    }
+
+    fn page(
+        &self,
+        store: &Store,
+        page: &PageRequest,
+    ) -> Result<(Vec<InstanceRow>, Option<String>)> {
+        let rows =
+            store.list_instances_by(self.filter.status, self.filter.id_prefix.as_deref(), page)?;
+        Ok((rows.rows, rows.next))
+    }
+
+    fn id(row: &InstanceRow) -> &str {
+        &row.instance_id
+    }
+
+    fn judge(&self, row: &InstanceRow, _: &Store) -> Fate {
+        fate(&if row.status.is_terminal() {
+            Verdict::Finished(row.status.as_str().into())
+        } else if row.compat != self.compat {
+            Verdict::Incompatible
+        } else {
+            Verdict::Cancelled
+        })
+    }
+
+    fn apply(&self, store: &Store, ids: &[&str], actor: &str, reason: &str) -> Result<Vec<Fate>> {
+        ids.iter()
+            .map(|id| {
+                Ok(fate(&ops::cancel(
+                    store,
+                    id,
+                    Some(&self.compat),
+                    actor,
+                    reason,
+                )?))
+            })
+            .collect()
     }
 }

@@ -13,16 +13,18 @@ use std::io::Write;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::bulk::Bulk;
+use super::bulk::{Action, Bulk, Fate, Target};
+use super::live::LiveBuilds;
 use super::output::{cell, json_line};
 use super::{CliResult, Failure, StoreArg};
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::ids::check_id;
-use crate::model::WorkItem;
+use crate::model::work::WorkFilter;
+use crate::model::{PageRequest, WorkItem};
 use crate::ops::actor::operator;
 use crate::ops::filter::{Filter, Subject};
 use crate::ops::triage::{Verb, Verdict};
-use crate::store::Triaged;
+use crate::store::{Store, Triaged};
 
 /// `leasehold work …`.
 #[derive(Debug, Clone, Subcommand)]
@@ -37,29 +39,6 @@ pub enum WorkCommand {
     Discard(DiscardArgs),
     /// Make an item waiting out a retry's backoff (or an enqueue delay) due now.
     RetryNow(TriageArgs),
-}
-
-/// Which items a triage verb acts on: one by id, or every item a filter matches.
-#[derive(Debug, Clone, Args)]
-pub struct Target {
-    /// The work item (or `--filter` for every item it matches).
-    #[arg(
-        value_name = "ID",
-        required_unless_present = "filter",
-        conflicts_with = "filter"
-    )]
-    pub id: Option<String>,
-    /// Act on every item this filter matches (the dashboard's `/` grammar, e.g.
-    /// `state:failed kind:effect`), page by page; re-running after an interruption
-    /// finishes the rest and does nothing twice.
-    #[arg(long, value_name = "EXPR")]
-    pub filter: Option<String>,
-    /// With `--filter`: say how many items match and list the first; change nothing.
-    #[arg(long, requires = "filter")]
-    pub dry_run: bool,
-    /// With `--filter`: act on more than the confirmation threshold without refusing.
-    #[arg(long, requires = "filter")]
-    pub yes: bool,
 }
 
 /// `leasehold work requeue` and `leasehold work retry-now`.
@@ -154,10 +133,13 @@ pub fn run(command: &WorkCommand, out: &mut dyn Write) -> CliResult {
             report(verb, id, &answer, json, out)
         }
         (None, Some(filter)) => {
+            let live = LiveBuilds::load(&store, store.now())?;
             let bulk = Bulk {
                 store: &store,
-                verb,
-                filter: &filter,
+                action: TriageMatches {
+                    verb,
+                    filter: live.work_filter(&store, &filter)?,
+                },
                 filter_text: target.filter.as_deref().unwrap_or_default(),
                 actor: &actor,
                 reason,
@@ -165,6 +147,63 @@ pub fn run(command: &WorkCommand, out: &mut dyn Write) -> CliResult {
             bulk.run(target.dry_run, target.yes, json, out)
         }
         (None, None) => Err(Failure::usage("give an item id or --filter")),
+    }
+}
+
+/// A triage verb over the work items a store filter matches (`None`: a filter that can
+/// match nothing).
+struct TriageMatches {
+    verb: Verb,
+    filter: Option<WorkFilter>,
+}
+
+impl TriageMatches {
+    fn fate(&self, verdict: &Verdict) -> Fate {
+        match verdict {
+            Verdict::Done => Fate::Change,
+            Verdict::AlreadyDone => Fate::Skip,
+            refused => Fate::Refuse(refused.words(self.verb)),
+        }
+    }
+}
+
+impl Action for TriageMatches {
+    type Row = WorkItem;
+
+    fn name(&self) -> &'static str {
+        self.verb.action()
+    }
+
+    fn noun(&self) -> &'static str {
+        "item"
+    }
+
+    fn done(&self) -> &'static str {
+        self.verb.done()
+    }
+
+    fn page(&self, store: &Store, page: &PageRequest) -> Result<(Vec<WorkItem>, Option<String>)> {
+        let Some(filter) = &self.filter else {
+            return Ok((Vec::new(), None));
+        };
+        let rows = store.list_work(filter, page)?;
+        Ok((rows.rows, rows.next))
+    }
+
+    fn id(row: &WorkItem) -> &str {
+        &row.id
+    }
+
+    fn judge(&self, row: &WorkItem, store: &Store) -> Fate {
+        self.fate(&self.verb.judge(row, "", "", store.now()).0)
+    }
+
+    fn apply(&self, store: &Store, ids: &[&str], actor: &str, reason: &str) -> Result<Vec<Fate>> {
+        Ok(store
+            .triage_work_batch(self.verb, ids, actor, reason)?
+            .iter()
+            .map(|answer| self.fate(&answer.verdict))
+            .collect())
     }
 }
 

@@ -43,6 +43,9 @@ vocabulary! {
         Requeue = "requeue",
         /// An operator ended a work item for good (the writer is the operator).
         Discard = "discard",
+        /// An operator handed a gone authority's claim back under a new generation (the
+        /// writer is the operator).
+        ForceRelease = "force-release",
     }
 }
 
@@ -51,7 +54,7 @@ impl WriteVerb {
     /// holder's fenced write: no grant stands behind it.
     #[must_use]
     pub fn by_operator(self) -> bool {
-        matches!(self, Self::Requeue | Self::Discard)
+        matches!(self, Self::Requeue | Self::Discard | Self::ForceRelease)
     }
 }
 

@@ -393,5 +393,6 @@ fn state_after(verb: WriteVerb) -> &'static str {
         WriteVerb::Transition => "transitioned",
         WriteVerb::Requeue => "requeued",
         WriteVerb::Discard => "discarded",
+        WriteVerb::ForceRelease => "force-released",
     }
 }

@@ -32,6 +32,7 @@ mod ordered;
 pub mod postgres;
 mod reads;
 mod registry;
+mod release;
 pub mod rewind;
 mod schedules;
 pub mod stall;
@@ -58,6 +59,8 @@ pub use leases::Keyed;
 pub use logged::Logged;
 pub use ordered::WorkOrder;
 pub use reads::Overview;
+pub use registry::{FORGET_ACTION, Forgot};
+pub use release::{RELEASE_ACTION, Release, ReleasedClaim};
 pub use schedules::UPDATE_ACTION as SCHEDULE_UPDATE_ACTION;
 pub use triage::Triaged;
 pub use work::{Claim, Completion};
@@ -65,7 +68,7 @@ pub use work::{Claim, Completion};
 use crate::clock::{Clock, Millis};
 use crate::error::{Error, Result};
 use crate::ids::IdSource;
-use crate::model::{Holder, WriteRecord, WriteVerb};
+use crate::model::{AuditEntry, Holder, WriteRecord, WriteVerb};
 
 /// How much durable history is kept. Old grants and writes beyond this many revisions are
 /// trimmed (the checker reads what is kept); the journal keeps this many events.
@@ -290,6 +293,28 @@ impl Store {
         }))?;
         out.ok_or_else(|| Error::OutcomeUnknown("the read returned no answer".into()))
     }
+}
+
+/// Records one operator action in the audit log (the transaction's revision committed),
+/// `reason` appended to the outcome when one was given.
+pub(crate) fn record_audit(
+    tx: &mut dyn Tx,
+    now: Millis,
+    actor: &str,
+    action: &str,
+    target: &str,
+    outcome: &str,
+    reason: &str,
+) -> Result<()> {
+    tx.commit_revision()?;
+    tx.add_audit(&AuditEntry {
+        id: 0,
+        at: now,
+        actor: actor.into(),
+        action: action.into(),
+        target: target.into(),
+        outcome: crate::ops::cancel::with_reason(outcome.to_owned(), reason),
+    })
 }
 
 /// Records one fenced write attempt (accepted or refused) at this transaction's revision,

@@ -226,16 +226,6 @@ impl Store {
     /// # Errors
     /// A store failure.
     pub fn audit(&self, actor: &str, action: &str, target: &str, outcome: &str) -> Result<()> {
-        self.write(|tx, now| {
-            tx.commit_revision()?;
-            tx.add_audit(&AuditEntry {
-                id: 0,
-                at: now,
-                actor: actor.into(),
-                action: action.into(),
-                target: target.into(),
-                outcome: outcome.into(),
-            })
-        })
+        self.write(|tx, now| super::record_audit(tx, now, actor, action, target, outcome, ""))
     }
 }

@@ -4,15 +4,20 @@
 //! overwrites a row that another start of the same id now owns, and only a gone or stopped
 //! registration can be forgotten.
 
-use super::{Logged, Store};
+use super::release::{held_by, judge, refusal};
+use super::{Logged, Store, Tx, record_audit};
+use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::model::{AuditEntry, Authority, Incarnation};
+use crate::model::{Authority, Incarnation, PageRequest};
 use crate::ops::liveness::{Liveness, liveness};
 
 /// The audit action of [`Store::forget_authority`].
 pub const FORGET_ACTION: &str = "forget-authority";
 
-fn in_use(row: &Authority, state: Liveness) -> Error {
+/// Audit entries read per page while looking for an earlier forget.
+const AUDIT_PAGE: usize = 500;
+
+pub(crate) fn in_use(row: &Authority, state: Liveness) -> Error {
     Error::InstanceInUse {
         instance: row.instance_id.clone(),
         liveness: state.as_str().into(),
@@ -81,44 +86,96 @@ impl Store {
     }
 
     /// Removes a gone or stopped authority's registration and records it in the audit log
-    /// as `actor`, in one transaction; answers the row and the liveness it was judged by. A refusal is audited too (and changes nothing
-    /// else).
+    /// as `actor` (with `reason`), in one transaction; answers the row and the liveness it
+    /// was judged by. Refused while the authority still holds a claim (release it first:
+    /// forgetting would leave its claims to lapse with nobody to name). A repeat, once the
+    /// registration is gone, answers [`Forgot::Already`] and writes nothing; a refusal is
+    /// audited (and changes nothing else).
     ///
     /// # Errors
-    /// `NOT_FOUND` for an unknown id; `INSTANCE_IN_USE` while it is live or silent; a store
-    /// failure.
-    pub fn forget_authority(&self, instance: &str, actor: &str) -> Result<(Authority, Liveness)> {
+    /// `NOT_FOUND` for an id never forgotten; `INSTANCE_IN_USE` while it is live or silent;
+    /// `WORK_IN_PROGRESS` naming a claim it still holds; a store failure.
+    pub fn forget_authority(&self, instance: &str, actor: &str, reason: &str) -> Result<Forgot> {
         crate::ids::check_id("instance id", instance)?;
-        self.write_logged(|tx, now| {
-            tx.commit_revision()?;
-            let row = tx.authority(instance)?;
-            let (outcome, answer) = match row {
-                None => (
-                    "refused: not found".to_owned(),
-                    Err(Error::NotFound {
-                        what: "authority".into(),
-                        id: instance.into(),
-                    }),
-                ),
-                Some(row) => match liveness(&row, now) {
-                    state if state.is_running() => {
-                        (format!("refused: {state}"), Err(in_use(&row, state)))
-                    }
-                    state => {
-                        tx.delete_authority(instance)?;
-                        (format!("forgotten: was {state}"), Ok((row, state)))
-                    }
-                },
-            };
-            tx.add_audit(&AuditEntry {
-                id: 0,
-                at: now,
-                actor: actor.into(),
-                action: FORGET_ACTION.into(),
-                target: instance.into(),
-                outcome,
-            })?;
-            Ok(Logged::from(answer))
+        self.write_logged(|tx, now| match judge_forget(tx, instance, now) {
+            Ok(Forgot::Now(row, state)) => {
+                tx.delete_authority(instance)?;
+                let outcome = format!("forgotten: was {state}");
+                record_audit(tx, now, actor, FORGET_ACTION, instance, &outcome, reason)?;
+                Ok(Logged::Done(Forgot::Now(row, state)))
+            }
+            Ok(Forgot::Already) => Ok(Logged::Done(Forgot::Already)),
+            Err(e) => {
+                record_audit(
+                    tx,
+                    now,
+                    actor,
+                    FORGET_ACTION,
+                    instance,
+                    &refusal(&e),
+                    reason,
+                )?;
+                Ok(Logged::Refused(e))
+            }
         })
+    }
+
+    /// What [`Self::forget_authority`] would answer now, read without writing.
+    ///
+    /// # Errors
+    /// As [`Self::forget_authority`] (nothing is audited).
+    pub fn forget_preview(&self, instance: &str) -> Result<Forgot> {
+        crate::ids::check_id("instance id", instance)?;
+        let now = self.now();
+        self.read(|tx| judge_forget(tx, instance, now))
+    }
+}
+
+/// What forgetting an authority comes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Forgot {
+    /// The registration (as it was, and the liveness it was judged by) is removed.
+    Now(Authority, Liveness),
+    /// A repeat: the registration was forgotten before; nothing changes.
+    Already,
+}
+
+/// Judges a forget: the row when it may go, [`Forgot::Already`] for an id whose
+/// registration an earlier forget removed (the audit log, newest first, says so).
+fn judge_forget(tx: &mut dyn Tx, instance: &str, now: Millis) -> Result<Forgot> {
+    let (row, state) = match judge(tx, instance, now) {
+        Err(Error::NotFound { what, id }) => {
+            return if forgotten_before(tx, instance)? {
+                Ok(Forgot::Already)
+            } else {
+                Err(Error::NotFound { what, id })
+            };
+        }
+        judged => judged?,
+    };
+    if let Some(held) = held_by(tx, instance)?.first() {
+        return Err(held.still_held(instance));
+    }
+    Ok(Forgot::Now(row, state))
+}
+
+/// Whether the newest forget of `instance` in the audit log removed it.
+fn forgotten_before(tx: &mut dyn Tx, instance: &str) -> Result<bool> {
+    let mut page = PageRequest {
+        after: None,
+        limit: AUDIT_PAGE,
+        backwards: true,
+    };
+    loop {
+        let rows = tx.list_audit(&page)?;
+        if let Some(entry) = rows.iter().rev().find(|e| {
+            e.action == FORGET_ACTION && e.target == instance && !e.outcome.starts_with("refused")
+        }) {
+            return Ok(entry.outcome.starts_with("forgotten"));
+        }
+        match rows.first().filter(|_| rows.len() >= AUDIT_PAGE) {
+            Some(oldest) => page.after = Some(format!("{:020}", oldest.id)),
+            None => return Ok(false),
+        }
     }
 }

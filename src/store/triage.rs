@@ -6,11 +6,11 @@
 //! the checker knows a requeued item may finish again.
 
 use super::work::save_work;
-use super::{Store, Tx, record_write};
+use super::{Store, Tx, record_audit, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::check_id;
-use crate::model::{AuditEntry, Holder, WorkItem, WriteVerb};
+use crate::model::{Holder, WorkItem, WriteVerb};
 use crate::ops::triage::{self, Verb, Verdict};
 
 /// The answer of a triage verb: its verdict and the item as it stands afterwards (`None`
@@ -113,7 +113,15 @@ impl Store {
                             },
                         },
                     };
-                    audit(tx, now, actor, verb, id, &answer.verdict, reason)?;
+                    record_audit(
+                        tx,
+                        now,
+                        actor,
+                        verb.action(),
+                        id,
+                        &triage::audit_outcome(verb, &answer.verdict, reason),
+                        "",
+                    )?;
                     Ok(answer)
                 })
                 .collect()
@@ -158,24 +166,4 @@ fn verb_write(verb: Verb) -> Option<WriteVerb> {
         Verb::Discard => Some(WriteVerb::Discard),
         Verb::RetryNow => None,
     }
-}
-
-fn audit(
-    tx: &mut dyn Tx,
-    now: Millis,
-    actor: &str,
-    verb: Verb,
-    id: &str,
-    verdict: &Verdict,
-    reason: &str,
-) -> Result<()> {
-    tx.commit_revision()?;
-    tx.add_audit(&AuditEntry {
-        id: 0,
-        at: now,
-        actor: actor.into(),
-        action: verb.action().into(),
-        target: id.into(),
-        outcome: triage::audit_outcome(verb, verdict, reason),
-    })
 }

@@ -216,3 +216,78 @@ fn the_actor_is_the_os_account_not_the_environment() {
     );
     assert!(!last.actor.contains("mallory") && !last.actor.contains("evil"));
 }
+
+/// `cancel --filter`: a dry run counts and changes nothing; a run cancels what is running,
+/// skips what is already cancelled (no audit entry), refuses a completed instance (exit 1,
+/// one line) and audits the run with the filter and the counts; a re-run changes nothing.
+#[test]
+fn cancel_over_a_filter_finishes_the_rest_and_does_nothing_twice() {
+    let s = setup();
+    let status = |id: &str| {
+        let store = url::open(&s.url, OpenMode::ReadOnly).unwrap();
+        store.instance(id).unwrap().unwrap().status
+    };
+    let json = |o: &std::process::Output| -> Value {
+        serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).unwrap()
+    };
+    let dry = leasehold(&[
+        "cancel",
+        "--store",
+        &s.url,
+        "--filter",
+        "status:running",
+        "--dry-run",
+        "--json",
+    ]);
+    assert_eq!(code(&dry), 0, "{}", stderr(&dry));
+    let preview = json(&dry);
+    assert_eq!(
+        (preview["matched"].as_u64(), preview["done"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(preview["first"], json!([s.running]));
+    assert_eq!(status(&s.running), "running", "a dry run changes nothing");
+
+    let all = || {
+        leasehold(&[
+            "cancel", "--store", &s.url, "--filter", "", "--reason", REASON, "--json",
+        ])
+    };
+    let run = all();
+    assert_eq!(
+        code(&run),
+        1,
+        "the completed instance is refused: {}",
+        stderr(&run)
+    );
+    assert_eq!(stderr(&run).lines().count(), 1, "{}", stderr(&run));
+    let counts = json(&run);
+    let tally =
+        |v: &Value| ["matched", "done", "skipped", "refused"].map(|k| v[k].as_u64().unwrap());
+    assert_eq!(tally(&counts), [3, 1, 1, 1]);
+    assert_eq!(status(&s.running), "cancelled");
+    assert_eq!(status(&s.completed), "completed");
+
+    let again = all();
+    assert_eq!(code(&again), 1);
+    assert_eq!(
+        tally(&json(&again)),
+        [3, 0, 2, 1],
+        "nothing is cancelled twice"
+    );
+    let cancels: Vec<String> = audit(&s.url)
+        .iter()
+        .filter(|a| a.action == "cancel-workflow" && a.actor == operator())
+        .map(|a| format!("{} {}", a.target, a.outcome))
+        .collect();
+    assert_eq!(
+        cancels,
+        [format!("{} cancelled; reason: {REASON}", s.running)],
+        "one entry per change"
+    );
+    let runs = audit(&s.url)
+        .iter()
+        .filter(|a| a.action == "bulk-cancel-workflow")
+        .count();
+    assert_eq!(runs, 2);
+}

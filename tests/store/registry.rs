@@ -9,6 +9,7 @@ use leasehold::Store;
 use leasehold::clock::Clock;
 use leasehold::model::{Authority, PageRequest};
 use leasehold::ops::liveness::{Liveness, liveness};
+use leasehold::store::Forgot;
 
 use crate::support::{Harness, K, ok, refused, retry_contention};
 
@@ -190,25 +191,27 @@ pub fn forget_is_refused_while_running_and_allowed_when_gone(h: &dyn Harness) {
     ok("register", s.register_authority(&a));
     ok("register", s.register_authority(&b));
 
-    let err = s.forget_authority("auth-1", "ops@box").expect_err("live");
+    let err = s
+        .forget_authority("auth-1", "ops@box", "")
+        .expect_err("live");
     assert_eq!(err.code(), "INSTANCE_IN_USE");
     h.clock().advance(2_000);
     assert_eq!(
-        refused("silent", s.forget_authority("auth-1", "ops@box")),
+        refused("silent", s.forget_authority("auth-1", "ops@box", "")),
         "INSTANCE_IN_USE"
     );
     assert_eq!(
-        refused("unknown", s.forget_authority("nobody", "ops@box")),
+        refused("unknown", s.forget_authority("nobody", "ops@box", "")),
         "NOT_FOUND"
     );
     assert!(row(&s, "auth-1").is_some(), "still registered");
 
     ok("stop", s.heartbeat(&b.incarnation(), true));
-    let (forgotten, was) = ok("stopped", s.forget_authority("auth-2", "ops@box"));
-    assert_eq!((forgotten.pid, was), (101, Liveness::Stopped));
+    let forgot = ok("stopped", s.forget_authority("auth-2", "ops@box", ""));
+    assert!(matches!(forgot, Forgot::Now(ref row, Liveness::Stopped) if row.pid == 101));
     h.clock().advance(1_001);
-    let (_, was) = ok("gone", s.forget_authority("auth-1", "ops@box"));
-    assert_eq!(was, Liveness::Gone);
+    let forgot = ok("gone", s.forget_authority("auth-1", "ops@box", ""));
+    assert!(matches!(forgot, Forgot::Now(_, Liveness::Gone)));
     assert!(row(&s, "auth-1").is_none() && row(&s, "auth-2").is_none());
     ok(
         "the id is free again",
