@@ -208,6 +208,20 @@ macro_rules! put {
     }};
 }
 
+/// Removes `key` from `field`, undone on rollback; returns the removed value.
+macro_rules! take {
+    ($tx:expr, $field:ident, $key:expr) => {{
+        let key = $key;
+        let old = $tx.state.$field.remove(&key);
+        if let Some(value) = old.clone() {
+            $tx.undo.push(Box::new(move |s: &mut State| {
+                s.$field.insert(key, value);
+            }));
+        }
+        old
+    }};
+}
+
 fn page_of<'m, V: Clone + 'm>(
     map: &'m BTreeMap<String, V>,
     page: &PageRequest,
@@ -1039,6 +1053,140 @@ impl Tx for MemTx<'_> {
             outcome.clone()
         );
         Ok(())
+    }
+
+    fn finished_work(&mut self, before: Millis, limit: usize) -> Result<Vec<WorkItem>> {
+        let mut rows: Vec<WorkItem> = self
+            .state
+            .work
+            .values()
+            .filter(|w| w.state.is_terminal() && w.updated_at < before)
+            .cloned()
+            .collect();
+        rows.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
+        rows.truncate(limit);
+        Ok(rows)
+    }
+
+    fn delete_work(&mut self, id: &str) -> Result<()> {
+        self.writable()?;
+        take!(self, work, id.to_owned());
+        Ok(())
+    }
+
+    fn finished_instances(&mut self, before: Millis, limit: usize) -> Result<Vec<InstanceRow>> {
+        let mut rows: Vec<InstanceRow> = self
+            .state
+            .instances
+            .values()
+            .filter(|i| i.status.is_terminal() && i.updated_at < before)
+            .cloned()
+            .collect();
+        rows.sort_by(|a, b| (a.updated_at, &a.instance_id).cmp(&(b.updated_at, &b.instance_id)));
+        rows.truncate(limit);
+        Ok(rows)
+    }
+
+    fn delete_instance(&mut self, id: &str) -> Result<()> {
+        self.writable()?;
+        let Some(row) = take!(self, instances, id.to_owned()) else {
+            return Ok(());
+        };
+        if let Some(key) = row.start_key {
+            take!(self, start_keys, key);
+        }
+        let positions: Vec<(String, u64)> = self
+            .state
+            .history
+            .range((id.to_owned(), 0)..=(id.to_owned(), u64::MAX))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in positions {
+            take!(self, history, key);
+        }
+        let prefix = format!("{id}/");
+        let invocations: Vec<String> = self
+            .state
+            .outcomes
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in invocations {
+            take!(self, outcomes, key);
+        }
+        Ok(())
+    }
+
+    fn trim_dedup(
+        &mut self,
+        source: Option<&str>,
+        except: &[String],
+        before: Millis,
+        limit: usize,
+    ) -> Result<u64> {
+        self.writable()?;
+        let mut old: Vec<(Millis, (String, String))> = self
+            .state
+            .dedup
+            .iter()
+            .filter(|((s, _), r)| {
+                r.first_seen_at < before
+                    && source.map_or_else(|| !except.contains(s), |only| s == only)
+            })
+            .map(|(k, r)| (r.first_seen_at, k.clone()))
+            .collect();
+        old.sort();
+        old.truncate(limit);
+        for (_, key) in &old {
+            take!(self, dedup, key.clone());
+        }
+        Ok(old.len() as u64)
+    }
+
+    fn trim_idempotent_answers(&mut self, before: Millis, limit: usize) -> Result<u64> {
+        self.writable()?;
+        let mut old: Vec<(Millis, String)> = self
+            .state
+            .idempotency
+            .values()
+            .filter(|a| a.at < before)
+            .map(|a| (a.at, a.key.clone()))
+            .collect();
+        old.sort();
+        old.truncate(limit);
+        for (_, key) in &old {
+            take!(self, idempotency, key.clone());
+        }
+        Ok(old.len() as u64)
+    }
+
+    fn delete_ingestions_through(&mut self, through: i64) -> Result<u64> {
+        self.writable()?;
+        let ids: Vec<i64> = self
+            .state
+            .ingestions
+            .range(..=through)
+            .map(|(k, _)| *k)
+            .collect();
+        for id in &ids {
+            take!(self, ingestions, *id);
+        }
+        Ok(ids.len() as u64)
+    }
+
+    fn delete_audit_through(&mut self, through: i64) -> Result<u64> {
+        self.writable()?;
+        let ids: Vec<i64> = self
+            .state
+            .audit
+            .range(..=through)
+            .map(|(k, _)| *k)
+            .collect();
+        for id in &ids {
+            take!(self, audit, *id);
+        }
+        Ok(ids.len() as u64)
     }
 
     fn list_dedup(
