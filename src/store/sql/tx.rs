@@ -520,7 +520,8 @@ impl<D: Driver> Tx for D {
         self.settle()?;
         self.query(
             &marks::<D>(&format!(
-                "SELECT * FROM work WHERE {FINISHED_WORK} AND updated_at < ?1 ORDER BY updated_at, id LIMIT ?2"
+                "SELECT * FROM {} WHERE {FINISHED_WORK} AND updated_at < ?1 ORDER BY updated_at, id LIMIT ?2",
+                D::DIALECT.from("work", "work_finished")
             )),
             &[before.into(), limit(n).into()],
             decode::work,
@@ -537,7 +538,8 @@ impl<D: Driver> Tx for D {
         self.settle()?;
         self.query(
             &marks::<D>(&format!(
-                "SELECT * FROM instances WHERE {FINISHED_INSTANCE} AND updated_at < ?1 ORDER BY updated_at, instance_id LIMIT ?2"
+                "SELECT * FROM {} WHERE {FINISHED_INSTANCE} AND updated_at < ?1 ORDER BY updated_at, instance_id LIMIT ?2",
+                D::DIALECT.from("instances", "instances_finished")
             )),
             &[before.into(), limit(n).into()],
             decode::instance,
@@ -581,7 +583,8 @@ impl<D: Driver> Tx for D {
         }
         let lim = q.bind(limit(n));
         let sql = format!(
-            "DELETE FROM dedup WHERE (source, external_id) IN (SELECT source, external_id FROM dedup{} ORDER BY first_seen_at LIMIT {lim})",
+            "DELETE FROM dedup WHERE (source, external_id) IN (SELECT source, external_id FROM {}{} ORDER BY first_seen_at LIMIT {lim})",
+            D::DIALECT.from("dedup", "dedup_age"),
             q.filter()
         );
         self.execute(&sql, q.values())
@@ -589,9 +592,10 @@ impl<D: Driver> Tx for D {
 
     fn trim_idempotent_answers(&mut self, before: Millis, n: usize) -> Result<u64> {
         self.execute(
-            &marks::<D>(
-                "DELETE FROM idempotency WHERE key IN (SELECT key FROM idempotency WHERE at < ?1 ORDER BY at LIMIT ?2)",
-            ),
+            &marks::<D>(&format!(
+                "DELETE FROM idempotency WHERE key IN (SELECT key FROM {} WHERE at < ?1 ORDER BY at LIMIT ?2)",
+                D::DIALECT.from("idempotency", "idempotency_age")
+            )),
             &[before.into(), limit(n).into()],
         )
     }
