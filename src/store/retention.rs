@@ -66,7 +66,7 @@ impl RetentionPolicy {
     /// `INVALID` naming the knob and the accepted range.
     pub fn validate(&self) -> Result<()> {
         let named = [
-            ("retention of finished work".to_owned(), self.finished_ms),
+            ("finished retention".to_owned(), self.finished_ms),
             ("audit retention".to_owned(), self.audit_ms),
             ("dedup window".to_owned(), self.dedup_ms),
         ];
