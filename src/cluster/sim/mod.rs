@@ -430,6 +430,7 @@ impl Sim {
                 }
                 let core = self.nodes[i].core.clone();
                 core.flush();
+                core.trim_when_due();
                 for job in core.poll().unwrap_or_default() {
                     let executed = core.execute(&job);
                     let latency = executed.spent_ms.max(1);
