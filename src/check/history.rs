@@ -172,10 +172,11 @@ struct Pager<T> {
 }
 
 impl<T> Pager<T> {
-    fn new(read: ReadPage<T>, revision: fn(&T) -> u64) -> Self {
+    /// A pager over the records from revision `from` on.
+    fn new(read: ReadPage<T>, revision: fn(&T) -> u64, from: u64) -> Self {
         Self {
             buffer: VecDeque::new(),
-            after: 0,
+            after: from.saturating_sub(1),
             done: false,
             read,
             revision,
@@ -211,11 +212,14 @@ impl<T> Pager<T> {
     }
 }
 
-/// Reads every grant and write up to revision `through`, merged in revision order (writes
-/// before grants at one revision), and runs the history invariants over them.
+/// Reads every grant and write from revision `from` (where the kept history is complete)
+/// up to revision `through`, merged in revision order (writes before grants at one
+/// revision), and runs the history invariants over them. Older rows kept only for the
+/// incident lists are left out: alone, without what happened around them, they would be a
+/// trimmed prefix judged as if it were the whole story.
 pub(super) fn stream(
     store: &Store,
-    through: u64,
+    (from, through): (u64, u64),
     page: usize,
     findings: &mut Findings,
     counts: &mut Counts,
@@ -224,10 +228,12 @@ pub(super) fn stream(
     let mut grants: Pager<Grant> = Pager::new(
         |tx, after, limit| tx.grants(None, after, limit),
         |g| g.revision,
+        from,
     );
     let mut writes: Pager<WriteRecord> = Pager::new(
         |tx, after, limit| tx.writes(None, after, limit),
         |w| w.revision,
+        from,
     );
     loop {
         let next_grant = grants.peek(store, page, through)?;
@@ -460,6 +466,7 @@ mod tests {
             let mut pager: Pager<Grant> = Pager::new(
                 |tx, after, limit| tx.grants(None, after, limit),
                 |g| g.revision,
+                0,
             );
             let mut seen = Vec::new();
             while pager.peek(&store, page, 4).unwrap().is_some() {

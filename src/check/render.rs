@@ -53,13 +53,11 @@ pub fn render_text(report: &Report) -> String {
         c.instances,
         c.history_entries
     );
-    if let Some(oldest) = report.oldest_revision {
-        let _ = writeln!(
-            out,
-            "the history read covers revisions {oldest} to {}",
-            report.through_revision
-        );
-    }
+    let _ = writeln!(
+        out,
+        "history from revision {} to {}",
+        report.retained_from_revision, report.through_revision
+    );
     if report.store_epoch > 0 {
         let _ = writeln!(
             out,
@@ -76,13 +74,10 @@ pub fn render_text(report: &Report) -> String {
         );
     }
     if report.history_may_be_trimmed {
-        let from = report
-            .oldest_revision
-            .map_or_else(|| "the start".to_owned(), |r| format!("revision {r}"));
         let _ = writeln!(
             out,
-            "history is kept for {} revisions: only violations from {from} on are visible",
-            RETENTION.history_revisions
+            "history is kept for {} revisions: only violations from revision {} on are visible",
+            RETENTION.history_revisions, report.retained_from_revision
         );
     }
     if report.violations.is_empty() {
@@ -125,6 +120,7 @@ pub fn render_json_lines(report: &Report) -> String {
         "checked": report.checked,
         "incompatibleItems": report.incompatible_items,
         "throughRevision": report.through_revision,
+        "retainedFromRevision": report.retained_from_revision,
         "oldestRevision": report.oldest_revision,
         "historyMayBeTrimmed": report.history_may_be_trimmed,
         "storeEpoch": report.store_epoch,
