@@ -16,6 +16,7 @@ pub mod heartbeat;
 pub mod lateness;
 pub mod liveness;
 pub mod pretty;
+pub mod retention;
 pub mod runnable;
 pub mod ticker;
 pub mod timefmt;
