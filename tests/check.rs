@@ -346,6 +346,69 @@ fn a_duplicate_semantic_event_in_the_journal_is_reported() {
     assert_eq!(report.checked.journal_events, 6);
 }
 
+/// An id journalled again once its source's dedup window had passed was accepted again by
+/// design: not a violation. The window is the shortest a registered authority trims by;
+/// inside it, the second event still is one.
+#[test]
+fn an_event_again_after_its_dedup_window_is_no_violation() {
+    let f = fixture();
+    let mut config = leasehold::authority::AuthorityConfig::new("a-1", "v1");
+    config.retention.dedup_ms = 3_600_000;
+    config
+        .retention
+        .dedup_by_source
+        .insert("slow".into(), 10 * 3_600_000);
+    f.store
+        .register_authority(&leasehold::model::Authority {
+            instance_id: "a-1".into(),
+            compat: K1.into(),
+            build: "v1".into(),
+            config: config.to_json(),
+            started_at: T0,
+            heartbeat_at: T0,
+            stopped_at: None,
+            host: "h".into(),
+            pid: 1,
+        })
+        .unwrap();
+    let event = |source: &str, at: i64| JournalEvent {
+        seq: 0,
+        event_type: "payment.captured".into(),
+        source: Some(source.into()),
+        external_id: Some("evt-1".into()),
+        payload: "{}".into(),
+        fingerprint: "f".into(),
+        at,
+    };
+    for e in [
+        event("fast", T0),
+        event("slow", T0),
+        event("fast", T0 + 3_600_000),
+        event("slow", T0 + 3_600_000),
+        event("fast", T0 + 3_600_001),
+    ] {
+        f.plant(|tx, _| tx.append_journal(&e).map(|_| ()));
+    }
+    let report = f.run();
+    assert_codes(
+        &report,
+        &[
+            codes::DUPLICATE_SEMANTIC_EVENT,
+            codes::DUPLICATE_SEMANTIC_EVENT,
+        ],
+    );
+    assert!(
+        report.violations[0].sentence.contains("from slow"),
+        "{}",
+        render_text(&report)
+    );
+    assert!(
+        report.violations[1].sentence.contains("seq 3 and seq 5"),
+        "{}",
+        render_text(&report)
+    );
+}
+
 // --- 5. one logicalEffectId per effect across retries
 
 #[test]
