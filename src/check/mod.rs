@@ -48,7 +48,7 @@
 //! ([`Report::retained_from_revision`] to [`Report::through_revision`]). A violation whose
 //! evidence was trimmed is invisible — for example a superseded write is only caught while
 //! the grant that superseded it is still kept, and a cursor's monotonicity is checked from
-//! the oldest cursor write kept. Finished work items and instances (with their histories
+//! the oldest cursor write kept. Succeeded work items and finished instances (with their histories
 //! and outcome records) go when retention trims them (`store/retention.rs`); the rules over
 //! items and instances read what is kept. A clean report therefore means "no violation in
 //! the kept window", never "no violation ever".

@@ -96,7 +96,7 @@ pub struct AuthorityArgs {
     /// address to be scraped from elsewhere).
     #[arg(long, env = "LEASEHOLD_METRICS_ADDR", value_name = "ADDR")]
     pub metrics_addr: Option<String>,
-    /// Keep finished work items and workflow instances (with their history and outcome
+    /// Keep succeeded work items and finished workflow instances (with their history and outcome
     /// records), keyed answers and ingestions this long (default 7d; 1m to 3650d).
     #[arg(long, env = "LEASEHOLD_KEEP_FINISHED", value_name = "DURATION", value_parser = duration)]
     pub keep_finished: Option<Millis>,

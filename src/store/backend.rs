@@ -308,7 +308,8 @@ pub trait Tx {
 
     // --- retention (`store/retention.rs`): each call is bounded by `limit`, so one trim
     // batch is a short transaction whatever the table's size.
-    /// Terminal work items last updated before `before`, oldest first, at most `limit`.
+    /// Succeeded work items last updated before `before`, oldest first, at most `limit`
+    /// (failed ones wait for a person: requeue or discard).
     fn finished_work(&mut self, before: Millis, limit: usize) -> Result<Vec<WorkItem>>;
     /// Removes one work item (the caller adjusts its counter).
     fn delete_work(&mut self, id: &str) -> Result<()>;

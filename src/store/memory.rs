@@ -1060,7 +1060,7 @@ impl Tx for MemTx<'_> {
             .state
             .work
             .values()
-            .filter(|w| w.state.is_terminal() && w.updated_at < before)
+            .filter(|w| w.state == WorkState::Succeeded && w.updated_at < before)
             .cloned()
             .collect();
         rows.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));

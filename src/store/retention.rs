@@ -1,4 +1,4 @@
-//! Retention of the durable tables: what the store forgets, and when. Finished work items
+//! Retention of the durable tables: what the store forgets, and when. Succeeded work items
 //! and finished workflow instances (with their history and action outcome records), keyed
 //! answers, ingestions, the audit log and the dedup window are trimmed by age against the
 //! store's own clock; grants and writes (the checker's history) are trimmed by revision
@@ -8,8 +8,8 @@
 //! [`Store::trim`] removes at most `batch` rows per table, each table in its own short write
 //! transaction: authorities call it every few seconds, so a large backlog drains over many
 //! calls and never holds a long transaction. Deletes are idempotent, so several authorities
-//! trimming the same rows is harmless. Nothing still needed is touched: only terminal items
-//! and instances go, and a waiting instance keeps its history, outcomes and the journal
+//! trimming the same rows is harmless. Nothing still needed is touched: only succeeded items
+//! and finished instances go (a failed item waits for a person), and a waiting instance keeps its history, outcomes and the journal
 //! events after its `sinceEventSeq` (the journal is bounded by count, not here).
 
 use std::collections::BTreeMap;
@@ -25,9 +25,10 @@ const DAY_MS: Millis = 24 * 60 * 60 * 1_000;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RetentionPolicy {
-    /// Finished (succeeded / failed) work items and finished instances with their history
-    /// and outcome records, counted from their last update; also keyed answers and
-    /// ingestions, counted from when they were recorded.
+    /// Succeeded work items and finished instances with their history and outcome
+    /// records, counted from their last update; also keyed answers and ingestions, counted
+    /// from when they were recorded. Failed items (dead letters among them) are kept until
+    /// a person requeues or discards them.
     pub finished_ms: Millis,
     /// Audit entries.
     pub audit_ms: Millis,

@@ -52,8 +52,8 @@ fn resume<D: Driver, T>(
     tx.text_page(table.name, table.key[0], None, &page, decode)
 }
 
-/// Terminal work items: the condition of the `work_finished` index.
-const FINISHED_WORK: &str = "state IN ('succeeded', 'failed')";
+/// Succeeded work items: the condition of the `work_succeeded` index.
+const FINISHED_WORK: &str = "state = 'succeeded'";
 /// Terminal instances: the condition of the `instances_finished` index.
 const FINISHED_INSTANCE: &str = "status IN ('completed', 'failed', 'cancelled')";
 
@@ -521,7 +521,7 @@ impl<D: Driver> Tx for D {
         self.query(
             &marks::<D>(&format!(
                 "SELECT * FROM {} WHERE {FINISHED_WORK} AND updated_at < ?1 ORDER BY updated_at, id LIMIT ?2",
-                D::DIALECT.from("work", "work_finished")
+                D::DIALECT.from("work", "work_succeeded")
             )),
             &[before.into(), limit(n).into()],
             decode::work,

@@ -241,9 +241,9 @@ fn main_queries_use_indexes() {
             "INDEX",
         ),
         (
-            "SELECT * FROM work INDEXED BY work_finished WHERE state IN ('succeeded', 'failed') AND updated_at < ?1 ORDER BY updated_at, id LIMIT ?2",
+            "SELECT * FROM work INDEXED BY work_succeeded WHERE state = 'succeeded' AND updated_at < ?1 ORDER BY updated_at, id LIMIT ?2",
             2,
-            "work_finished",
+            "work_succeeded",
         ),
         (
             "SELECT * FROM instances INDEXED BY instances_finished WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at < ?1 ORDER BY updated_at, instance_id LIMIT ?2",

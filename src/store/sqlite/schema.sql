@@ -87,9 +87,10 @@ DROP INDEX IF EXISTS work_lapsed;
 CREATE INDEX IF NOT EXISTS work_reclaim ON work (compat, due_at, id)
     WHERE state = 'claimed' OR (state = 'retry' AND lease_expires_at IS NOT NULL);
 CREATE INDEX IF NOT EXISTS work_compat ON work (compat, id);
--- Finished items by age: what retention trims, oldest first (store/retention.rs).
-CREATE INDEX IF NOT EXISTS work_finished ON work (updated_at, id)
-    WHERE state IN ('succeeded', 'failed');
+-- Succeeded items by age: what retention trims, oldest first (store/retention.rs). Failed
+-- items wait for a person (requeue, discard) and are not trimmed.
+CREATE INDEX IF NOT EXISTS work_succeeded ON work (updated_at, id)
+    WHERE state = 'succeeded';
 
 CREATE TABLE IF NOT EXISTS dedup (
     source        TEXT NOT NULL,
