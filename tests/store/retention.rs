@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use leasehold::Store;
 use leasehold::model::event::NewEvent;
+use leasehold::model::work::WorkFilter;
 use leasehold::model::{DedupOutcome, PageRequest, WorkState};
 use leasehold::store::{Keyed, RetentionPolicy, TrimReport};
 
@@ -27,7 +28,7 @@ fn event(source: &str, id: &str) -> NewEvent {
 
 fn ids(s: &Store) -> Vec<String> {
     let page = PageRequest::first(1_000);
-    let rows = ok("items", s.list_work(&Default::default(), &page)).rows;
+    let rows = ok("items", s.list_work(&WorkFilter::default(), &page)).rows;
     rows.into_iter().map(|w| w.id).collect()
 }
 
