@@ -222,6 +222,26 @@ macro_rules! take {
     }};
 }
 
+/// Removes every key of `keys` from `field` (see `take!`); returns how many keys.
+macro_rules! take_all {
+    ($tx:expr, $field:ident, $keys:expr) => {{
+        let keys = $keys;
+        let n = keys.len() as u64;
+        for key in keys {
+            take!($tx, $field, key);
+        }
+        n
+    }};
+}
+
+/// The keys of the `limit` oldest `(instant, key)` rows, oldest first.
+fn oldest<K: Ord>(rows: impl Iterator<Item = (Millis, K)>, limit: usize) -> Vec<K> {
+    let mut rows: Vec<(Millis, K)> = rows.collect();
+    rows.sort();
+    rows.truncate(limit);
+    rows.into_iter().map(|(_, key)| key).collect()
+}
+
 fn page_of<'m, V: Clone + 'm>(
     map: &'m BTreeMap<String, V>,
     page: &PageRequest,
@@ -1056,16 +1076,14 @@ impl Tx for MemTx<'_> {
     }
 
     fn finished_work(&mut self, before: Millis, limit: usize) -> Result<Vec<WorkItem>> {
-        let mut rows: Vec<WorkItem> = self
-            .state
-            .work
-            .values()
-            .filter(|w| w.state == WorkState::Succeeded && w.updated_at < before)
-            .cloned()
-            .collect();
-        rows.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
-        rows.truncate(limit);
-        Ok(rows)
+        let work = &self.state.work;
+        let ids = oldest(
+            work.values()
+                .filter(|w| w.state == WorkState::Succeeded && w.updated_at < before)
+                .map(|w| (w.updated_at, w.id.clone())),
+            limit,
+        );
+        Ok(ids.iter().filter_map(|id| work.get(id).cloned()).collect())
     }
 
     fn delete_work(&mut self, id: &str) -> Result<()> {
@@ -1075,16 +1093,18 @@ impl Tx for MemTx<'_> {
     }
 
     fn finished_instances(&mut self, before: Millis, limit: usize) -> Result<Vec<InstanceRow>> {
-        let mut rows: Vec<InstanceRow> = self
-            .state
-            .instances
-            .values()
-            .filter(|i| i.status.is_terminal() && i.updated_at < before)
-            .cloned()
-            .collect();
-        rows.sort_by(|a, b| (a.updated_at, &a.instance_id).cmp(&(b.updated_at, &b.instance_id)));
-        rows.truncate(limit);
-        Ok(rows)
+        let instances = &self.state.instances;
+        let ids = oldest(
+            instances
+                .values()
+                .filter(|i| i.status.is_terminal() && i.updated_at < before)
+                .map(|i| (i.updated_at, i.instance_id.clone())),
+            limit,
+        );
+        Ok(ids
+            .iter()
+            .filter_map(|id| instances.get(id).cloned())
+            .collect())
     }
 
     fn delete_instance(&mut self, id: &str) -> Result<()> {
@@ -1101,9 +1121,7 @@ impl Tx for MemTx<'_> {
             .range((id.to_owned(), 0)..=(id.to_owned(), u64::MAX))
             .map(|(k, _)| k.clone())
             .collect();
-        for key in positions {
-            take!(self, history, key);
-        }
+        take_all!(self, history, positions);
         let prefix = format!("{id}/");
         let invocations: Vec<String> = self
             .state
@@ -1112,9 +1130,7 @@ impl Tx for MemTx<'_> {
             .take_while(|(k, _)| k.starts_with(&prefix))
             .map(|(k, _)| k.clone())
             .collect();
-        for key in invocations {
-            take!(self, outcomes, key);
-        }
+        take_all!(self, outcomes, invocations);
         Ok(())
     }
 
@@ -1126,39 +1142,29 @@ impl Tx for MemTx<'_> {
         limit: usize,
     ) -> Result<u64> {
         self.writable()?;
-        let mut old: Vec<(Millis, (String, String))> = self
-            .state
-            .dedup
-            .iter()
-            .filter(|((s, _), r)| {
-                r.first_seen_at < before
-                    && source.map_or_else(|| !except.contains(s), |only| s == only)
-            })
-            .map(|(k, r)| (r.first_seen_at, k.clone()))
-            .collect();
-        old.sort();
-        old.truncate(limit);
-        for (_, key) in &old {
-            take!(self, dedup, key.clone());
-        }
-        Ok(old.len() as u64)
+        let in_scope = |s: &String| source.map_or_else(|| !except.contains(s), |only| s == only);
+        let keys = oldest(
+            self.state
+                .dedup
+                .iter()
+                .filter(|((s, _), r)| r.first_seen_at < before && in_scope(s))
+                .map(|(k, r)| (r.first_seen_at, k.clone())),
+            limit,
+        );
+        Ok(take_all!(self, dedup, keys))
     }
 
     fn trim_idempotent_answers(&mut self, before: Millis, limit: usize) -> Result<u64> {
         self.writable()?;
-        let mut old: Vec<(Millis, String)> = self
-            .state
-            .idempotency
-            .values()
-            .filter(|a| a.at < before)
-            .map(|a| (a.at, a.key.clone()))
-            .collect();
-        old.sort();
-        old.truncate(limit);
-        for (_, key) in &old {
-            take!(self, idempotency, key.clone());
-        }
-        Ok(old.len() as u64)
+        let keys = oldest(
+            self.state
+                .idempotency
+                .values()
+                .filter(|a| a.at < before)
+                .map(|a| (a.at, a.key.clone())),
+            limit,
+        );
+        Ok(take_all!(self, idempotency, keys))
     }
 
     fn delete_ingestions_through(&mut self, through: i64) -> Result<u64> {
@@ -1169,10 +1175,7 @@ impl Tx for MemTx<'_> {
             .range(..=through)
             .map(|(k, _)| *k)
             .collect();
-        for id in &ids {
-            take!(self, ingestions, *id);
-        }
-        Ok(ids.len() as u64)
+        Ok(take_all!(self, ingestions, ids))
     }
 
     fn delete_audit_through(&mut self, through: i64) -> Result<u64> {
@@ -1183,10 +1186,7 @@ impl Tx for MemTx<'_> {
             .range(..=through)
             .map(|(k, _)| *k)
             .collect();
-        for id in &ids {
-            take!(self, audit, *id);
-        }
-        Ok(ids.len() as u64)
+        Ok(take_all!(self, audit, ids))
     }
 
     fn list_dedup(

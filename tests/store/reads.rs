@@ -504,35 +504,31 @@ pub fn counts_match_rows(store: &Store) -> (Vec<WorkItem>, WorkCells) {
         store.list_instances(None, &PageRequest::first(10_000)),
     )
     .rows;
-    let mut by_status: BTreeMap<String, u64> = BTreeMap::new();
-    for i in &instances {
-        *by_status.entry(i.status.as_str().to_owned()).or_default() += 1;
-    }
-    let statuses: BTreeMap<String, u64> = overview
-        .workflows
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .cloned()
-        .collect();
-    assert_eq!(statuses, by_status, "instance counts");
+    let by_status = tally(instances.iter().map(|i| i.status.as_str()));
+    assert_eq!(nonzero(&overview.workflows), by_status, "instance counts");
 
     let ingestions = ok(
         "ingestions",
         store.list_ingestions(&PageRequest::first(10_000)),
     )
     .rows;
-    let mut by_outcome: BTreeMap<String, u64> = BTreeMap::new();
-    for i in &ingestions {
-        *by_outcome.entry(i.outcome.as_str().to_owned()).or_default() += 1;
-    }
-    let events: BTreeMap<String, u64> = overview
-        .events
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .cloned()
-        .collect();
-    assert_eq!(events, by_outcome, "event counts");
+    let by_outcome = tally(ingestions.iter().map(|i| i.outcome.as_str()));
+    assert_eq!(nonzero(&overview.events), by_outcome, "event counts");
     (items, expected)
+}
+
+/// How many times each name occurs.
+fn tally<'a>(names: impl Iterator<Item = &'a str>) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for name in names {
+        *counts.entry(name.to_owned()).or_default() += 1;
+    }
+    counts
+}
+
+/// The counts above zero, by name.
+fn nonzero(counts: &[(String, u64)]) -> BTreeMap<String, u64> {
+    counts.iter().filter(|(_, n)| *n > 0).cloned().collect()
 }
 
 /// Work counts by (kind, state, build).
