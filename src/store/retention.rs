@@ -225,28 +225,34 @@ pub(crate) fn history_from(tx: &mut dyn Tx) -> Result<u64> {
 
 fn trim_work(tx: &mut dyn Tx, before: Millis, batch: usize) -> Result<u64> {
     let rows = tx.finished_work(before, batch)?;
-    if !rows.is_empty() {
-        tx.commit_revision()?;
-    }
-    for item in &rows {
+    remove_each(tx, &rows, |tx, item| {
         tx.delete_work(&item.id)?;
-        Counter::work(item).adjust(tx, -1)?;
-    }
-    Ok(rows.len() as u64)
+        Counter::work(item).adjust(tx, -1)
+    })
 }
 
 fn trim_instances(tx: &mut dyn Tx, before: Millis, batch: usize) -> Result<u64> {
     let rows = tx.finished_instances(before, batch)?;
+    remove_each(tx, &rows, |tx, row| {
+        tx.delete_instance(&row.instance_id)?;
+        let status = row.status;
+        let compat = row.compat.clone();
+        Counter::Workflows { status, compat }.adjust(tx, -1)
+    })
+}
+
+/// Removes each of `rows` with `remove`, as one revision when there are any (readers
+/// polling the revision see the lists change).
+fn remove_each<T>(
+    tx: &mut dyn Tx,
+    rows: &[T],
+    mut remove: impl FnMut(&mut dyn Tx, &T) -> Result<()>,
+) -> Result<u64> {
     if !rows.is_empty() {
         tx.commit_revision()?;
     }
-    for row in &rows {
-        tx.delete_instance(&row.instance_id)?;
-        Counter::Workflows {
-            status: row.status,
-            compat: row.compat.clone(),
-        }
-        .adjust(tx, -1)?;
+    for row in rows {
+        remove(tx, row)?;
     }
     Ok(rows.len() as u64)
 }

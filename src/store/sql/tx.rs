@@ -57,6 +57,23 @@ const FINISHED_WORK: &str = "state = 'succeeded'";
 /// Terminal instances: the condition of the `instances_finished` index.
 const FINISHED_INSTANCE: &str = "status IN ('completed', 'failed', 'cancelled')";
 
+/// The oldest `n` rows of `table` (name, its retention index, its key) matching `cond`
+/// and last updated before `before`, through that index.
+fn finished<D: Driver, T>(
+    tx: &mut D,
+    (table, index, key): (&str, &str, &str),
+    cond: &str,
+    (before, n): (Millis, usize),
+    decode: Decode<T>,
+) -> Result<Vec<T>> {
+    tx.settle()?;
+    let sql = marks::<D>(&format!(
+        "SELECT * FROM {} WHERE {cond} AND updated_at < ?1 ORDER BY updated_at, {key} LIMIT ?2",
+        D::DIALECT.from(table, index)
+    ));
+    tx.query(&sql, &[before.into(), limit(n).into()], decode)
+}
+
 /// The grants that took a lease over from another owner.
 const FAILOVER: &str = "from_owner IS NOT NULL";
 
@@ -517,13 +534,12 @@ impl<D: Driver> Tx for D {
     }
 
     fn finished_work(&mut self, before: Millis, n: usize) -> Result<Vec<WorkItem>> {
-        self.settle()?;
-        self.query(
-            &marks::<D>(&format!(
-                "SELECT * FROM {} WHERE {FINISHED_WORK} AND updated_at < ?1 ORDER BY updated_at, id LIMIT ?2",
-                D::DIALECT.from("work", "work_succeeded")
-            )),
-            &[before.into(), limit(n).into()],
+        let at = (before, n);
+        finished(
+            self,
+            ("work", "work_succeeded", "id"),
+            FINISHED_WORK,
+            at,
             decode::work,
         )
     }
@@ -535,13 +551,12 @@ impl<D: Driver> Tx for D {
     }
 
     fn finished_instances(&mut self, before: Millis, n: usize) -> Result<Vec<InstanceRow>> {
-        self.settle()?;
-        self.query(
-            &marks::<D>(&format!(
-                "SELECT * FROM {} WHERE {FINISHED_INSTANCE} AND updated_at < ?1 ORDER BY updated_at, instance_id LIMIT ?2",
-                D::DIALECT.from("instances", "instances_finished")
-            )),
-            &[before.into(), limit(n).into()],
+        let table = ("instances", "instances_finished", "instance_id");
+        finished(
+            self,
+            table,
+            FINISHED_INSTANCE,
+            (before, n),
             decode::instance,
         )
     }
