@@ -112,7 +112,7 @@ pub fn format_duration(ms: Millis) -> String {
     }
 }
 
-/// Reads `30s`, `5m`, `1500ms`, `2h` or plain seconds; `None` for anything else.
+/// Reads `30s`, `5m`, `1500ms`, `2h`, `7d` or plain seconds; `None` for anything else.
 #[must_use]
 pub fn parse_duration(text: &str) -> Option<Millis> {
     let text = text.trim();
@@ -125,6 +125,7 @@ pub fn parse_duration(text: &str) -> Option<Millis> {
         "s" => 1_000,
         "m" => 60_000,
         "h" => 3_600_000,
+        "d" => 86_400_000,
         _ => return None,
     };
     Some(n.saturating_mul(factor))

@@ -28,10 +28,10 @@ mod enqueue;
 mod exact_numbers;
 #[path = "cli/install.rs"]
 mod install;
-#[path = "cli/replay.rs"]
-mod replay;
 #[path = "cli/release.rs"]
 mod release;
+#[path = "cli/replay.rs"]
+mod replay;
 #[path = "cli/schedule.rs"]
 mod schedule;
 #[path = "cli/triage.rs"]
@@ -254,6 +254,15 @@ fn seed_then_inspect_work_as_json_lines() {
         .sum();
     assert_eq!(effects, 40);
     assert_lateness_matches_the_items(&store, &overview[0]);
+    // No authority runs here, so nothing trims; the checker's history is whole from 1.
+    let retention = &overview[0]["retention"];
+    assert_eq!(retention["policy"], Value::Null, "{retention}");
+    assert_eq!(retention["historyFromRevision"], 1, "{retention}");
+    let text = stdout(&leasehold(&["inspect", "--store", &store, "overview"]));
+    assert!(
+        text.contains("retention    no running authority trims; history from revision 1"),
+        "{text}"
+    );
 }
 
 /// `inspect overview --json` states each late lane's oldest due instant as the store's own

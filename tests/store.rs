@@ -39,10 +39,12 @@ mod model;
 mod reads;
 #[path = "store/registry.rs"]
 mod registry;
-#[path = "store/replay.rs"]
-mod replay;
 #[path = "store/release.rs"]
 mod release;
+#[path = "store/replay.rs"]
+mod replay;
+#[path = "store/retention.rs"]
+mod retention;
 #[path = "store/rewind.rs"]
 mod rewind;
 #[path = "store/schedules.rs"]
@@ -128,6 +130,10 @@ per_provider! {
     reads::every_commit_advances_the_revision,
     reads::paging_returns_every_row_exactly_once,
     reads::overview_counts_match_the_items,
+    // retention
+    retention::trim_removes_only_what_is_past_the_policy,
+    retention::an_event_id_past_its_dedup_window_is_accepted_again,
+    retention::a_policy_outside_its_bounds_is_refused,
     // the authority registry: unique instance ids, incarnations, forget
     registry::duplicate_registration_is_refused_while_the_holder_runs,
     registry::racing_registrations_exactly_one_wins,

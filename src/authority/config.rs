@@ -1,4 +1,5 @@
-//! The host knobs of one authority (docs/ARCHITECTURE.md#authority-runtime). None changes a semantic guarantee; an
+//! The host knobs of one authority (docs/ARCHITECTURE.md#authority-runtime). None changes a semantic guarantee
+//! but the retention periods, which say how long finished rows and event ids are kept; an
 //! unsafe combination is refused when the authority is constructed, never discovered at
 //! runtime.
 
@@ -9,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::rules::lease::MIN_LEASE_MS;
+use crate::store::RetentionPolicy;
 
 /// Default lease window (docs/ARCHITECTURE.md#authority-runtime).
 pub const DEFAULT_LEASE_DURATION_MS: Millis = 30_000;
@@ -62,6 +64,21 @@ pub struct AuthorityConfig {
     /// `worker_concurrency` freely.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub handler_limits: BTreeMap<String, usize>,
+    /// How long finished rows, the audit and event ids are kept (`store/retention.rs`).
+    #[serde(default)]
+    pub retention: RetentionPolicy,
+    /// How often this authority trims one batch per table; several authorities trimming
+    /// the same rows is harmless.
+    #[serde(default = "default_trim_interval")]
+    pub trim_interval_ms: Millis,
+}
+
+/// Default trim cadence: often enough that a batch per table keeps up with any steady
+/// load an authority can produce, rare enough to cost nothing when there is nothing old.
+pub const DEFAULT_TRIM_INTERVAL_MS: Millis = 5_000;
+
+fn default_trim_interval() -> Millis {
+    DEFAULT_TRIM_INTERVAL_MS
 }
 
 impl AuthorityConfig {
@@ -78,6 +95,8 @@ impl AuthorityConfig {
             poll_interval_ms: DEFAULT_POLL_INTERVAL_MS,
             heartbeat_interval_ms: default_heartbeat_interval(DEFAULT_LEASE_DURATION_MS),
             handler_limits: BTreeMap::new(),
+            retention: RetentionPolicy::default(),
+            trim_interval_ms: DEFAULT_TRIM_INTERVAL_MS,
         }
     }
 
@@ -134,6 +153,7 @@ impl AuthorityConfig {
             ("renewIntervalMs", self.renew_interval_ms),
             ("pollIntervalMs", self.poll_interval_ms),
             ("heartbeatIntervalMs", self.heartbeat_interval_ms),
+            ("trimIntervalMs", self.trim_interval_ms),
         ] {
             if value <= 0 {
                 return invalid(format!("{name} must be positive, got {value}"));
@@ -157,7 +177,10 @@ impl AuthorityConfig {
                 return invalid(format!("handlerLimits.{handler} must be at least 1, got 0"));
             }
         }
-        Ok(())
+        for source in self.retention.dedup_by_source.keys() {
+            crate::ids::check_id("event source", source)?;
+        }
+        self.retention.validate()
     }
 
     /// The config as the JSON text stored in the registration row.

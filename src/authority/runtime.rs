@@ -149,7 +149,8 @@ pub async fn run_authority_with(
         Instant::now() + period(cfg.heartbeat_interval_ms),
         period(cfg.heartbeat_interval_ms),
     );
-    for timer in [&mut poll, &mut renew, &mut heartbeat] {
+    let mut trim = tokio::time::interval(period(cfg.trim_interval_ms));
+    for timer in [&mut poll, &mut renew, &mut heartbeat, &mut trim] {
         timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
     }
     let mut running: JoinSet<Executed> = JoinSet::new();
@@ -196,6 +197,7 @@ pub async fn run_authority_with(
                 let s = core.stats();
                 log.scope(|| info!(instance = core.id(), inflight = core.inflight(), claims = s.claims, completions = s.completions, retries = s.retries, failures = s.failures, "fencedWritesRefused" = s.fenced_writes_refused, "leasesLost" = s.leases_lost, reclaims = s.reclaims, "inRecovery" = core.in_recovery().len(), "progress"));
             }
+            _ = trim.tick() => blocking(&core, "trim", AuthorityCore::trim_when_due).await?,
             _ = poll.tick() => {
                 blocking(&core, "flush", AuthorityCore::flush).await?;
                 poll_and_spawn(&core, &log, &mut running, &mut store_down).await?;

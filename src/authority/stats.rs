@@ -58,6 +58,10 @@ pub struct Stats {
     /// Claims whose handler still ran when the shutdown's grace period ran out: left to
     /// lapse, so the next owner counts an uncertain attempt.
     pub abandoned_on_shutdown: u64,
+    /// Rows this authority's trims removed (`store/retention.rs`).
+    pub trimmed_rows: u64,
+    /// When (store clock) this authority last trimmed.
+    pub last_trim_at: Option<Millis>,
     /// Claim-to-finish time (ms, store clock) of every accepted outcome: what
     /// `leasehold bench` reports as claim-to-complete latency.
     pub finish_latency_ms: Histogram,

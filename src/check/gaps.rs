@@ -12,11 +12,12 @@ use crate::store::RETENTION;
 use crate::store::epoch::EPOCH_SHIFT;
 
 /// The first revision whose grants and writes the store still keeps when the history is
-/// read through `through`: everything from here on must be present. The one place the
-/// start of the checked range is decided.
+/// read through `through` and retention has marked `kept_from` (0 when nothing was ever
+/// trimmed): everything from here on must be present. The one place the start of the
+/// checked range is decided.
 #[must_use]
-pub fn history_start(through: u64) -> u64 {
-    through.saturating_sub(RETENTION.history_revisions) + 1
+pub fn history_start(through: u64, kept_from: u64) -> u64 {
+    kept_from.max(through.saturating_sub(RETENTION.history_revisions) + 1)
 }
 
 /// The store epoch a generation was minted in.
@@ -97,9 +98,10 @@ mod tests {
 
     #[test]
     fn the_range_starts_at_the_oldest_revision_retention_keeps() {
-        assert_eq!(history_start(0), 1);
-        assert_eq!(history_start(RETENTION.history_revisions), 1);
-        assert_eq!(history_start(RETENTION.history_revisions + 5), 6);
+        assert_eq!(history_start(0, 0), 1);
+        assert_eq!(history_start(RETENTION.history_revisions, 0), 1);
+        assert_eq!(history_start(RETENTION.history_revisions + 5, 0), 6);
+        assert_eq!(history_start(100, 40), 40);
     }
 
     #[test]

@@ -179,10 +179,11 @@ struct Pager<T> {
 }
 
 impl<T> Pager<T> {
-    fn new(read: ReadPage<T>, revision: fn(&T) -> u64) -> Self {
+    /// A pager over the records from revision `from` on.
+    fn new(read: ReadPage<T>, revision: fn(&T) -> u64, from: u64) -> Self {
         Self {
             buffer: VecDeque::new(),
-            after: 0,
+            after: from.saturating_sub(1),
             done: false,
             read,
             revision,
@@ -218,9 +219,12 @@ impl<T> Pager<T> {
     }
 }
 
-/// Reads every grant and write up to revision `through`, merged in revision order (writes
-/// before grants at one revision), runs the history invariants over them and notes the
-/// records missing from revision `start` on.
+/// Reads every grant and write from revision `start` (where the kept history is complete)
+/// up to revision `through`, merged in revision order (writes before grants at one
+/// revision), runs the history invariants over them and notes the records missing in that
+/// range. Older rows kept only for the incident lists are left out: alone, without what
+/// happened around them, they would be a trimmed prefix judged as if it were the whole
+/// story.
 pub(super) fn stream(
     store: &Store,
     (start, through): (u64, u64),
@@ -235,10 +239,12 @@ pub(super) fn stream(
     let mut grants: Pager<Grant> = Pager::new(
         |tx, after, limit| tx.grants(None, after, limit),
         |g| g.revision,
+        start,
     );
     let mut writes: Pager<WriteRecord> = Pager::new(
         |tx, after, limit| tx.writes(None, after, limit),
         |w| w.revision,
+        start,
     );
     loop {
         let next_grant = grants.peek(store, page, through)?;
@@ -473,6 +479,7 @@ mod tests {
             let mut pager: Pager<Grant> = Pager::new(
                 |tx, after, limit| tx.grants(None, after, limit),
                 |g| g.revision,
+                0,
             );
             let mut seen = Vec::new();
             while pager.peek(&store, page, 4).unwrap().is_some() {

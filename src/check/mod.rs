@@ -41,14 +41,17 @@
 //!
 //! ## Retention caveat
 //! The history is bounded ([`crate::store::RETENTION`]): grants and writes older than
-//! `history_revisions` revisions are trimmed, and the journal keeps the newest
-//! `journal_events` events. A violation whose evidence was trimmed is invisible — for
-//! example a superseded write is only caught while the grant that superseded it is still
-//! kept, and a cursor's monotonicity is checked from the oldest cursor write kept. Work
-//! items, workflow instances, their histories and outcome records are not trimmed. The
-//! report says how far back it could see ([`Report::oldest_revision`],
-//! [`Report::history_may_be_trimmed`]). A clean report therefore means "no violation in the
-//! kept window", never "no violation ever".
+//! `history_revisions` revisions are trimmed (the store marks the first revision kept
+//! whole, `history_from` in `meta`), and the journal keeps the newest `journal_events`
+//! events. The check reads the history from that mark on — never the older failovers and
+//! refused writes kept for the incident lists alone — and says which range it checked
+//! ([`Report::history_from`] to [`Report::through_revision`]). A violation whose
+//! evidence was trimmed is invisible — for example a superseded write is only caught while
+//! the grant that superseded it is still kept, and a cursor's monotonicity is checked from
+//! the oldest cursor write kept. Succeeded work items and finished instances (with their histories
+//! and outcome records) go when retention trims them (`store/retention.rs`); the rules over
+//! items and instances read what is kept. A clean report therefore means "no violation in
+//! the kept window", never "no violation ever".
 //!
 //! Item, instance and authority rows are read after the history stream, in later
 //! snapshots; the checks over them only use facts that do not change once written (ids,
@@ -301,10 +304,15 @@ pub fn check(store: &Store, options: &CheckOptions) -> Result<Report> {
     let mut report = Report::default();
 
     // Grants and writes: invariants 1, 2, 3 (double firing), 5, 7, 8.
-    let (through, store_epoch) =
-        store.read(|tx| Ok((tx.revision()?, crate::store::epoch::epoch(tx)?)))?;
+    let (through, store_epoch, from) = store.read(|tx| {
+        Ok((
+            tx.revision()?,
+            crate::store::epoch::epoch(tx)?,
+            crate::store::retention::history_from(tx)?,
+        ))
+    })?;
     report.store_epoch = store_epoch;
-    let start = history_start(through);
+    let start = history_start(through, from);
     let mut ledger = history::stream(
         store,
         (start, through),
@@ -316,7 +324,8 @@ pub fn check(store: &Store, options: &CheckOptions) -> Result<Report> {
     report.history_from = start;
     report.gaps = std::mem::take(&mut ledger.gaps).0;
     report.oldest_revision = ledger.oldest_revision;
-    report.history_may_be_trimmed = through > crate::store::RETENTION.history_revisions;
+    // A store trimmed before the mark existed has none: the revision count tells.
+    report.history_may_be_trimmed = from > 0 || through > crate::store::RETENTION.history_revisions;
     history::finish(store, &ledger, page, &mut findings)?;
 
     // Items: invariants 3 (ids), 5 (item vs writes), 6.

@@ -64,7 +64,7 @@ pub fn render_text(report: &Report) -> String {
     let cut_off = report.gaps.len() - history_gaps;
     let _ = writeln!(
         out,
-        "history checked for gaps from revision {} to {}: {}",
+        "history from revision {} to {}: {}",
         report.history_from,
         report.through_revision,
         if history_gaps == 0 {
@@ -95,13 +95,10 @@ pub fn render_text(report: &Report) -> String {
         );
     }
     if report.history_may_be_trimmed {
-        let from = report
-            .oldest_revision
-            .map_or_else(|| "the start".to_owned(), |r| format!("revision {r}"));
         let _ = writeln!(
             out,
-            "history is kept for {} revisions: only violations from {from} on are visible",
-            RETENTION.history_revisions
+            "history is kept for {} revisions: only violations from revision {} on are visible",
+            RETENTION.history_revisions, report.history_from
         );
     }
     if report.violations.is_empty() && history_gaps > 0 {

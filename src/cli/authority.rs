@@ -13,11 +13,12 @@ use super::settings::Settings;
 use super::{CliResult, Failure, StoreArg, tokio_runtime};
 use crate::authority::config::{
     AuthorityConfig, DEFAULT_CLAIM_BATCH_SIZE, DEFAULT_LEASE_DURATION_MS, DEFAULT_POLL_INTERVAL_MS,
-    DEFAULT_WORKER_CONCURRENCY, generated_instance_id,
+    DEFAULT_TRIM_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, generated_instance_id,
 };
 use crate::authority::handlers::Workload;
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
+use crate::clock::Millis;
 use crate::store::Capability;
 use crate::store::create::create;
 use crate::store::url::OpenMode;
@@ -96,6 +97,39 @@ pub struct AuthorityArgs {
     /// address to be scraped from elsewhere).
     #[arg(long, env = "LEASEHOLD_METRICS_ADDR", value_name = "ADDR")]
     pub metrics_addr: Option<String>,
+    /// Keep succeeded work items and finished workflow instances (with their history and outcome
+    /// records), keyed answers and ingestions this long (default 7d; 1m to 3650d).
+    #[arg(long, env = "LEASEHOLD_KEEP_FINISHED", value_name = "DURATION", value_parser = duration)]
+    pub keep_finished: Option<Millis>,
+    /// Keep audit entries this long (default 30d).
+    #[arg(long, env = "LEASEHOLD_KEEP_AUDIT", value_name = "DURATION", value_parser = duration)]
+    pub keep_audit: Option<Millis>,
+    /// Dedup window of every event source: an event id first seen longer ago than this is
+    /// accepted again (default 7d).
+    #[arg(long, env = "LEASEHOLD_DEDUP_WINDOW", value_name = "DURATION", value_parser = duration)]
+    pub dedup_window: Option<Millis>,
+    /// Dedup window of one event source (repeatable; over the config file's
+    /// `dedup_windows`).
+    #[arg(long = "dedup-window-for", value_name = "SOURCE=DURATION", value_parser = source_window)]
+    pub dedup_windows: Vec<(String, Millis)>,
+    /// How often this authority trims one batch of each table (default 5s).
+    #[arg(long, env = "LEASEHOLD_TRIM_EVERY", value_name = "DURATION", value_parser = duration)]
+    pub trim_every: Option<Millis>,
+}
+
+/// Parses a duration flag: `90s`, `12h`, `7d`, `1500ms`.
+fn duration(arg: &str) -> Result<Millis, String> {
+    crate::clock::parse_duration(arg)
+        .filter(|ms| *ms > 0)
+        .ok_or_else(|| format!("expected a positive duration (30s, 12h, 7d), got {arg:?}"))
+}
+
+/// Parses `--dedup-window-for SOURCE=DURATION`.
+fn source_window(arg: &str) -> Result<(String, Millis), String> {
+    let (source, window) = arg
+        .split_once('=')
+        .ok_or_else(|| format!("expected SOURCE=DURATION, got {arg:?}"))?;
+    Ok((source.to_owned(), duration(window)?))
 }
 
 /// Parses `--handler-limit NAME=N`.
@@ -189,6 +223,27 @@ fn knobs(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<AuthorityC
     config
         .handler_limits
         .extend(args.handler_limits.iter().cloned());
+    let retention = &mut config.retention;
+    retention.finished_ms = args
+        .keep_finished
+        .or(file.keep_finished_ms)
+        .unwrap_or(retention.finished_ms);
+    retention.audit_ms = args
+        .keep_audit
+        .or(file.keep_audit_ms)
+        .unwrap_or(retention.audit_ms);
+    retention.dedup_ms = args
+        .dedup_window
+        .or(file.dedup_window_ms)
+        .unwrap_or(retention.dedup_ms);
+    retention.dedup_by_source = file.dedup_windows;
+    retention
+        .dedup_by_source
+        .extend(args.dedup_windows.iter().cloned());
+    config.trim_interval_ms = args
+        .trim_every
+        .or(file.trim_every_ms)
+        .unwrap_or(DEFAULT_TRIM_INTERVAL_MS);
     config.validate()?;
     Ok(config)
 }
@@ -271,6 +326,11 @@ mod tests {
             log_format: Some(LogFormat::Off),
             metrics_addr: None,
             handler_limits: Vec::new(),
+            keep_finished: None,
+            keep_audit: None,
+            dedup_window: None,
+            dedup_windows: Vec::new(),
+            trim_every: None,
             state: crate::cli::witness::StateDirArg { state_dir: None },
             seed: 0,
         }

@@ -75,6 +75,21 @@ pub fn run(command: &ConfigCommand, out: &mut dyn Write) -> CliResult {
             "exec_log",
             a.exec_log.as_ref().map(|p| p.display().to_string()),
         ),
+        ("keep_finished", ms(a.keep_finished_ms)),
+        ("keep_audit", ms(a.keep_audit_ms)),
+        ("dedup_window", ms(a.dedup_window_ms)),
+        (
+            "dedup_windows",
+            (!a.dedup_windows.is_empty()).then(|| {
+                let each: Vec<String> = a
+                    .dedup_windows
+                    .iter()
+                    .map(|(s, w)| format!("{s} {}", crate::clock::format_duration(*w)))
+                    .collect();
+                each.join(", ")
+            }),
+        ),
+        ("trim_every", ms(a.trim_every_ms)),
     ]
     .into_iter()
     .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))

@@ -86,7 +86,7 @@ pub enum Command {
     /// Attach the dashboard to a store (`leasehold STORE` is a shorthand).
     Attach(attach::AttachArgs),
     /// Run one authority process against a store.
-    Authority(authority::AuthorityArgs),
+    Authority(Box<authority::AuthorityArgs>),
     /// Create an empty store (the other writers refuse a missing one).
     Init(init::InitArgs),
     /// Fill a store with a realistic mixed workload.

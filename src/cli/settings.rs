@@ -15,6 +15,11 @@
 //! metrics_addr = "127.0.0.1:9464"
 //! log_format = "json"    # human | json | off
 //! handler_limits = { charge-card = 2 }
+//! keep_finished = "7d"   # finished work and instances, keyed answers, ingestions
+//! keep_audit = "30d"
+//! dedup_window = "7d"    # an event id older than this is accepted again
+//! dedup_windows = { stripe = "30d" }
+//! trim_every = "5s"
 //!
 //! [dashboard]
 //! theme = "light"
@@ -75,6 +80,11 @@ struct RawAuthority {
     log_format: Option<Spanned<String>>,
     exec_log: Option<Spanned<String>>,
     handler_limits: Option<BTreeMap<Spanned<String>, Spanned<i64>>>,
+    keep_finished: Option<Spanned<String>>,
+    keep_audit: Option<Spanned<String>>,
+    dedup_window: Option<Spanned<String>>,
+    dedup_windows: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    trim_every: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -101,6 +111,12 @@ pub struct AuthorityKnobs {
     pub exec_log: Option<PathBuf>,
     /// At most this many items of a handler at once.
     pub handler_limits: BTreeMap<String, usize>,
+    pub keep_finished_ms: Option<Millis>,
+    pub keep_audit_ms: Option<Millis>,
+    pub dedup_window_ms: Option<Millis>,
+    /// Dedup windows of particular event sources.
+    pub dedup_windows: BTreeMap<String, Millis>,
+    pub trim_every_ms: Option<Millis>,
 }
 
 /// The dashboard's knobs as the file gives them.
@@ -215,6 +231,21 @@ fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<A
                 Ok((name.get_ref().clone(), limit))
             })
             .collect::<Result<_>>()?,
+        keep_finished_ms: duration(&a.keep_finished)?,
+        keep_audit_ms: duration(&a.keep_audit)?,
+        dedup_window_ms: duration(&a.dedup_window)?,
+        dedup_windows: a
+            .dedup_windows
+            .iter()
+            .flatten()
+            .map(|(source, window)| {
+                crate::ids::check_id("event source", source.get_ref())
+                    .map_err(|e| file.error(source.span(), &bare(e)))?;
+                let ms = duration(&Some(window.clone()))?.unwrap_or(0);
+                Ok((source.get_ref().clone(), ms))
+            })
+            .collect::<Result<_>>()?,
+        trim_every_ms: duration(&a.trim_every)?,
     };
     // The same rules as the flags: an unsafe combination is refused here, at the key
     // that makes it so.
@@ -233,10 +264,23 @@ fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<A
             ("pollIntervalMs", &a.poll),
             ("instanceId", &a.instance),
             ("build", &a.build),
+            ("finished retention", &a.keep_finished),
+            ("audit retention", &a.keep_audit),
+            ("dedup window must", &a.dedup_window),
         ]
         .into_iter()
         .find(|(name, v)| why.contains(name) && v.is_some())
-        .and_then(|(_, v)| v.as_ref().map(Spanned::span));
+        .and_then(|(_, v)| v.as_ref().map(Spanned::span))
+        .or_else(|| {
+            // A source's own window: the key of that source.
+            a.dedup_windows
+                .iter()
+                .flatten()
+                .find_map(|(source, window)| {
+                    why.contains(&format!("source {:?}", source.get_ref()))
+                        .then(|| window.span())
+                })
+        });
         return Err(file.error(key.unwrap_or(0..0), &why));
     }
     Ok(knobs)
@@ -277,6 +321,22 @@ impl AuthorityKnobs {
             config.claim_batch_size = n;
         }
         config.handler_limits.extend(self.handler_limits.clone());
+        if let Some(ms) = self.keep_finished_ms {
+            config.retention.finished_ms = ms;
+        }
+        if let Some(ms) = self.keep_audit_ms {
+            config.retention.audit_ms = ms;
+        }
+        if let Some(ms) = self.dedup_window_ms {
+            config.retention.dedup_ms = ms;
+        }
+        config
+            .retention
+            .dedup_by_source
+            .extend(self.dedup_windows.clone());
+        if let Some(ms) = self.trim_every_ms {
+            config.trim_interval_ms = ms;
+        }
         config
     }
 }

@@ -17,6 +17,7 @@ pub mod lateness;
 pub mod liveness;
 pub mod pretty;
 pub mod replay;
+pub mod retention;
 pub mod runnable;
 pub mod ticker;
 pub mod timefmt;

@@ -132,7 +132,8 @@ pub trait Backend: Send + Sync {
 
 /// Typed row access inside one transaction. Write methods are only called inside
 /// [`Backend::write`]; the store calls [`Tx::commit_revision`] before its first write, except
-/// while a copy fills an empty store (see the copy methods at the end).
+/// while a copy fills an empty store (see the copy methods at the end) and when retention
+/// trims a table no reader polls for changes (dedup, keyed answers, ingestions, audit).
 #[allow(clippy::missing_errors_doc)]
 pub trait Tx {
     // --- revision and counters
@@ -330,6 +331,35 @@ pub trait Tx {
     fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>>;
     fn action_outcome(&mut self, invocation_id: &str) -> Result<Option<ActionOutcome>>;
     fn put_action_outcome(&mut self, outcome: &ActionOutcome) -> Result<()>;
+
+    // --- retention (`store/retention.rs`): each call is bounded by `limit`, so one trim
+    // batch is a short transaction whatever the table's size.
+    /// Succeeded work items last updated before `before`, oldest first, at most `limit`
+    /// (failed ones wait for a person: requeue or discard).
+    fn finished_work(&mut self, before: Millis, limit: usize) -> Result<Vec<WorkItem>>;
+    /// Removes one work item (the caller adjusts its counter).
+    fn delete_work(&mut self, id: &str) -> Result<()>;
+    /// Terminal instances last updated before `before`, oldest first, at most `limit`.
+    fn finished_instances(&mut self, before: Millis, limit: usize) -> Result<Vec<InstanceRow>>;
+    /// Removes one instance with its history and its action outcome records (invocation
+    /// ids `"<instanceId>/…"`); the caller adjusts its counter.
+    fn delete_instance(&mut self, id: &str) -> Result<()>;
+    /// Removes up to `limit` dedup records first seen before `before`, oldest first: of
+    /// `source` when given, else of every source not in `except` (the sources with a window
+    /// of their own). Returns how many.
+    fn trim_dedup(
+        &mut self,
+        source: Option<&str>,
+        except: &[String],
+        before: Millis,
+        limit: usize,
+    ) -> Result<u64>;
+    /// Removes up to `limit` keyed answers recorded before `before`. Returns how many.
+    fn trim_idempotent_answers(&mut self, before: Millis, limit: usize) -> Result<u64>;
+    /// Removes every ingestion with an id at most `through` (ids rise with time).
+    fn delete_ingestions_through(&mut self, through: i64) -> Result<u64>;
+    /// Removes every audit entry with an id at most `through`.
+    fn delete_audit_through(&mut self, through: i64) -> Result<u64>;
 
     // --- used by copy (`store/copy.rs`): the rows no other list returns, and writes that
     // keep the keys the source assigned. The imports are only called on a store that was

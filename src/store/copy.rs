@@ -203,6 +203,7 @@ impl Copier<'_> {
         self.tables.clear();
         let revision = src.revision()?;
         let journal_high_water = src.journal_high_water()?;
+        let history_from = src.meta_value(super::retention::HISTORY_FROM)?;
         if revision == 0 {
             if let Some(table) = first_with_rows(src)? {
                 return Err(Error::CopyIncomplete {
@@ -337,7 +338,13 @@ impl Copier<'_> {
             |tx, o| tx.put_action_outcome(o),
         )?;
 
-        self.commit(|tx| tx.import_revision(revision, journal_high_water))?;
+        self.commit(|tx| {
+            // Where the checker's history starts being whole travels with the history.
+            if let Some(mark) = history_from {
+                tx.set_meta_value(super::retention::HISTORY_FROM, mark)?;
+            }
+            tx.import_revision(revision, journal_high_water)
+        })?;
         Ok(CopySummary {
             revision,
             journal_high_water,

@@ -215,6 +215,40 @@ macro_rules! put {
     }};
 }
 
+/// Removes `key` from `field`, undone on rollback; returns the removed value.
+macro_rules! take {
+    ($tx:expr, $field:ident, $key:expr) => {{
+        let key = $key;
+        let old = $tx.state.$field.remove(&key);
+        if let Some(value) = old.clone() {
+            $tx.undo.push(Box::new(move |s: &mut State| {
+                s.$field.insert(key, value);
+            }));
+        }
+        old
+    }};
+}
+
+/// Removes every key of `keys` from `field` (see `take!`); returns how many keys.
+macro_rules! take_all {
+    ($tx:expr, $field:ident, $keys:expr) => {{
+        let keys = $keys;
+        let n = keys.len() as u64;
+        for key in keys {
+            take!($tx, $field, key);
+        }
+        n
+    }};
+}
+
+/// The keys of the `limit` oldest `(instant, key)` rows, oldest first.
+fn oldest<K: Ord>(rows: impl Iterator<Item = (Millis, K)>, limit: usize) -> Vec<K> {
+    let mut rows: Vec<(Millis, K)> = rows.collect();
+    rows.sort();
+    rows.truncate(limit);
+    rows.into_iter().map(|(_, key)| key).collect()
+}
+
 fn page_of<'m, V: Clone + 'm>(
     map: &'m BTreeMap<String, V>,
     page: &PageRequest,
@@ -1046,6 +1080,120 @@ impl Tx for MemTx<'_> {
             outcome.clone()
         );
         Ok(())
+    }
+
+    fn finished_work(&mut self, before: Millis, limit: usize) -> Result<Vec<WorkItem>> {
+        let work = &self.state.work;
+        let ids = oldest(
+            work.values()
+                .filter(|w| w.state == WorkState::Succeeded && w.updated_at < before)
+                .map(|w| (w.updated_at, w.id.clone())),
+            limit,
+        );
+        Ok(ids.iter().filter_map(|id| work.get(id).cloned()).collect())
+    }
+
+    fn delete_work(&mut self, id: &str) -> Result<()> {
+        self.writable()?;
+        take!(self, work, id.to_owned());
+        Ok(())
+    }
+
+    fn finished_instances(&mut self, before: Millis, limit: usize) -> Result<Vec<InstanceRow>> {
+        let instances = &self.state.instances;
+        let ids = oldest(
+            instances
+                .values()
+                .filter(|i| i.status.is_terminal() && i.updated_at < before)
+                .map(|i| (i.updated_at, i.instance_id.clone())),
+            limit,
+        );
+        Ok(ids
+            .iter()
+            .filter_map(|id| instances.get(id).cloned())
+            .collect())
+    }
+
+    fn delete_instance(&mut self, id: &str) -> Result<()> {
+        self.writable()?;
+        let Some(row) = take!(self, instances, id.to_owned()) else {
+            return Ok(());
+        };
+        if let Some(key) = row.start_key {
+            take!(self, start_keys, key);
+        }
+        let positions: Vec<(String, u64)> = self
+            .state
+            .history
+            .range((id.to_owned(), 0)..=(id.to_owned(), u64::MAX))
+            .map(|(k, _)| k.clone())
+            .collect();
+        take_all!(self, history, positions);
+        let prefix = format!("{id}/");
+        let invocations: Vec<String> = self
+            .state
+            .outcomes
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, _)| k.clone())
+            .collect();
+        take_all!(self, outcomes, invocations);
+        Ok(())
+    }
+
+    fn trim_dedup(
+        &mut self,
+        source: Option<&str>,
+        except: &[String],
+        before: Millis,
+        limit: usize,
+    ) -> Result<u64> {
+        self.writable()?;
+        let in_scope = |s: &String| source.map_or_else(|| !except.contains(s), |only| s == only);
+        let keys = oldest(
+            self.state
+                .dedup
+                .iter()
+                .filter(|((s, _), r)| r.first_seen_at < before && in_scope(s))
+                .map(|(k, r)| (r.first_seen_at, k.clone())),
+            limit,
+        );
+        Ok(take_all!(self, dedup, keys))
+    }
+
+    fn trim_idempotent_answers(&mut self, before: Millis, limit: usize) -> Result<u64> {
+        self.writable()?;
+        let keys = oldest(
+            self.state
+                .idempotency
+                .values()
+                .filter(|a| a.at < before)
+                .map(|a| (a.at, a.key.clone())),
+            limit,
+        );
+        Ok(take_all!(self, idempotency, keys))
+    }
+
+    fn delete_ingestions_through(&mut self, through: i64) -> Result<u64> {
+        self.writable()?;
+        let ids: Vec<i64> = self
+            .state
+            .ingestions
+            .range(..=through)
+            .map(|(k, _)| *k)
+            .collect();
+        Ok(take_all!(self, ingestions, ids))
+    }
+
+    fn delete_audit_through(&mut self, through: i64) -> Result<u64> {
+        self.writable()?;
+        let ids: Vec<i64> = self
+            .state
+            .audit
+            .range(..=through)
+            .map(|(k, _)| *k)
+            .collect();
+        Ok(take_all!(self, audit, ids))
     }
 
     fn list_dedup(

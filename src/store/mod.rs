@@ -4,7 +4,7 @@
 //! PostgreSQL, always inside the provider's write transaction.
 //!
 //! Layout: `backend.rs` (the seam), `leases.rs`, `work.rs`, `events.rs`, `schedules.rs`,
-//! `fair_share.rs` (which items a claim batch takes), `reads.rs` (the dashboard's paged reads), `incidents.rs` (failovers and refused
+//! `fair_share.rs` (which items a claim batch takes), `reads.rs` (the dashboard's paged reads), `retention.rs` (what is trimmed, and when), `incidents.rs` (failovers and refused
 //! writes by time) hold the operations; `counter.rs` names every incremental counter,
 //! `logged.rs` the answer of a write whose refusal commits; `copy.rs` copies a whole
 //! store into an empty one; `memory.rs` (with `lane_index.rs`), `sqlite/` and `postgres/` are the providers;
@@ -33,6 +33,7 @@ pub mod postgres;
 mod reads;
 mod registry;
 mod release;
+pub mod retention;
 pub mod rewind;
 mod schedules;
 pub mod stall;
@@ -61,6 +62,7 @@ pub use ordered::WorkOrder;
 pub use reads::Overview;
 pub use registry::{FORGET_ACTION, Forgot};
 pub use release::{RELEASE_ACTION, Release, ReleasedClaim};
+pub use retention::{RetentionPolicy, TrimReport};
 pub use schedules::UPDATE_ACTION as SCHEDULE_UPDATE_ACTION;
 pub use triage::Triaged;
 pub use work::{Claim, Completion};
@@ -349,10 +351,14 @@ pub(crate) fn record_write(
     }
     .adjust(tx, 1)?;
     if revision % RETENTION.trim_every == 0 {
-        tx.trim_history(
-            revision.saturating_sub(RETENTION.history_revisions),
-            now.saturating_sub(RETENTION.incidents_ms),
-        )?;
+        let keep_from = revision.saturating_sub(RETENTION.history_revisions);
+        tx.trim_history(keep_from, now.saturating_sub(RETENTION.incidents_ms))?;
+        if keep_from > 0 {
+            tx.set_meta_value(
+                retention::HISTORY_FROM,
+                i64::try_from(keep_from).unwrap_or(i64::MAX),
+            )?;
+        }
     }
     Ok(())
 }

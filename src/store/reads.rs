@@ -30,6 +30,8 @@ pub struct Overview {
     /// Per lane (kind, handler), the earliest `nextEligibleAt` of its pending / retry
     /// items: what `ops::lateness` states.
     pub waiting_lanes: Vec<(WorkLane, Millis)>,
+    /// The first revision whose grants and writes are all kept (0: nothing trimmed).
+    pub history_from: u64,
 }
 
 /// Turns a page of rows (ascending) into a [`Page`] with its continuation key.
@@ -99,6 +101,7 @@ impl Store {
             }
             overview.waiting_lanes = tx.waiting_lanes()?;
             overview.oldest_waiting = overview.waiting_lanes.iter().map(|(_, at)| *at).min();
+            overview.history_from = super::retention::history_from(tx)?;
             Ok(overview)
         })
     }

@@ -109,6 +109,49 @@ fn each_mistake_is_one_located_line() {
     assert_one_line_failure(&missing, 2);
 }
 
+/// The retention keys are read as durations (`7d` too), and a period outside its bounds
+/// is refused at its key, never capped.
+#[test]
+fn retention_keys_are_checked_at_their_key() {
+    let good = "[authority]\nkeep_finished = \"2d\"\nkeep_audit = \"90d\"\ndedup_window = \"12h\"\ndedup_windows = { stripe = \"30d\" }\ntrim_every = \"10s\"\n";
+    let o = check(good);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["authority"]["keep_finished"], "48h00m");
+    assert_eq!(v["authority"]["dedup_windows"], "stripe 720h00m");
+    for (from, to, expected) in [
+        (
+            "\"2d\"",
+            "\"30s\"",
+            ":2: authority.keep_finished: finished retention must be between 60s and 3650d",
+        ),
+        (
+            "\"90d\"",
+            "\"4000d\"",
+            ":3: authority.keep_audit: audit retention must be between",
+        ),
+        (
+            "\"12h\"",
+            "\"0s\"",
+            ":4: authority.dedup_window: \"0s\" is not a positive duration",
+        ),
+        (
+            "\"30d\"",
+            "\"10s\"",
+            ":5: authority.dedup_windows: dedup window of source \"stripe\" must be between",
+        ),
+        (
+            "\"10s\"",
+            "\"soon\"",
+            ":6: authority.trim_every: \"soon\" is not a positive duration",
+        ),
+    ] {
+        let text = good.replacen(from, to, 1);
+        let err = assert_one_line_failure(&check(&text), 2);
+        assert!(err.contains(expected), "{to}: {err}");
+    }
+}
+
 #[test]
 fn attach_takes_its_store_and_knobs_from_the_file_and_flags_win() {
     let dir = tempfile::tempdir().unwrap();
@@ -151,7 +194,7 @@ fn an_authority_takes_flags_over_the_environment_over_the_file() {
     std::fs::write(
         &file,
         format!(
-            "store = {store:?}\n[authority]\ninstance = \"from-file\"\nlease = \"4s\"\npoll = \"200ms\"\nconcurrency = 3\nlog_format = \"off\"\nhandler_limits = {{ charge-card = 2 }}\n"
+            "store = {store:?}\n[authority]\ninstance = \"from-file\"\nlease = \"4s\"\npoll = \"200ms\"\nconcurrency = 3\nlog_format = \"off\"\nhandler_limits = {{ charge-card = 2 }}\nkeep_finished = \"2d\"\ndedup_windows = {{ stripe = \"1h\" }}\ntrim_every = \"10s\"\n"
         ),
     )
     .unwrap();
@@ -196,27 +239,55 @@ fn an_authority_takes_flags_over_the_environment_over_the_file() {
     assert_eq!(config["pollIntervalMs"], 200);
     assert_eq!(config["workerConcurrency"], 3);
     assert_eq!(config["handlerLimits"]["charge-card"], 2);
+    assert_eq!(config["retention"]["finishedMs"], 2 * DAY);
+    assert_eq!(config["retention"]["auditMs"], 30 * DAY, "the default");
+    assert_eq!(config["retention"]["dedupBySource"]["stripe"], 3_600_000);
+    assert_eq!(config["trimIntervalMs"], 10_000);
 
     let from_env = registered(
         &[],
         &[
             ("LEASEHOLD_LEASE_MS", "6000"),
             ("LEASEHOLD_INSTANCE", "from-env"),
+            ("LEASEHOLD_KEEP_FINISHED", "3d"),
         ],
     );
     assert_eq!(from_env["instanceId"], "from-env");
     let config = &from_env["config"];
     assert_eq!(config["leaseDurationMs"], 6_000);
     assert_eq!(config["pollIntervalMs"], 200, "the file's, still");
+    assert_eq!(config["retention"]["finishedMs"], 3 * DAY);
 
     let from_flag = registered(
-        &["--lease-ms", "9000", "--instance", "from-flag"],
-        &[("LEASEHOLD_LEASE_MS", "6000")],
+        &[
+            "--lease-ms",
+            "9000",
+            "--instance",
+            "from-flag",
+            "--keep-finished",
+            "4d",
+            "--dedup-window-for",
+            "stripe=2h",
+        ],
+        &[
+            ("LEASEHOLD_LEASE_MS", "6000"),
+            ("LEASEHOLD_KEEP_FINISHED", "3d"),
+        ],
     );
     assert_eq!(from_flag["instanceId"], "from-flag");
     let config = &from_flag["config"];
     assert_eq!(config["leaseDurationMs"], 9_000);
+    assert_eq!(config["retention"]["finishedMs"], 4 * DAY);
+    assert_eq!(config["retention"]["dedupBySource"]["stripe"], 7_200_000);
+    let refused = leasehold(&["authority", "--store", &store, "--keep-audit", "10s"]);
+    let err = assert_one_line_failure(&refused, 2);
+    assert!(
+        err.contains("audit retention must be between 60s and 3650d"),
+        "{err}"
+    );
 }
+
+const DAY: i64 = 86_400_000;
 
 /// A one-shot writer checks the store against this host's rewind witness: after the file
 /// is put back to an older copy, `event` refuses it in one line and writes nothing.

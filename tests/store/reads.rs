@@ -475,6 +475,65 @@ pub fn paging_returns_every_row_exactly_once(h: &dyn Harness) {
     assert!(before.rows.is_empty() && before.next.is_none());
 }
 
+/// Asserts that the incremental counts in `overview()` equal the rows they count — work
+/// items by (kind, state, build), instances by status, ingestions by outcome — and returns
+/// the items with their count by cell.
+pub fn counts_match_rows(store: &Store) -> (Vec<WorkItem>, WorkCells) {
+    let overview = ok("overview", store.overview());
+    let items = ok(
+        "items",
+        store.list_work(&WorkFilter::default(), &PageRequest::first(10_000)),
+    )
+    .rows;
+    let mut expected = WorkCells::new();
+    for it in &items {
+        *expected
+            .entry((it.kind, it.state, it.compat.clone()))
+            .or_default() += 1;
+    }
+    let counted: WorkCells = overview
+        .work
+        .iter()
+        .filter(|c| c.count > 0)
+        .map(|c| ((c.kind, c.state, c.compat.clone()), c.count))
+        .collect();
+    assert_eq!(counted, expected, "work counts");
+
+    let instances = ok(
+        "instances",
+        store.list_instances(None, &PageRequest::first(10_000)),
+    )
+    .rows;
+    let by_status = tally(instances.iter().map(|i| i.status.as_str()));
+    assert_eq!(nonzero(&overview.workflows), by_status, "instance counts");
+
+    let ingestions = ok(
+        "ingestions",
+        store.list_ingestions(&PageRequest::first(10_000)),
+    )
+    .rows;
+    let by_outcome = tally(ingestions.iter().map(|i| i.outcome.as_str()));
+    assert_eq!(nonzero(&overview.events), by_outcome, "event counts");
+    (items, expected)
+}
+
+/// How many times each name occurs.
+fn tally<'a>(names: impl Iterator<Item = &'a str>) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for name in names {
+        *counts.entry(name.to_owned()).or_default() += 1;
+    }
+    counts
+}
+
+/// The counts above zero, by name.
+fn nonzero(counts: &[(String, u64)]) -> BTreeMap<String, u64> {
+    counts.iter().filter(|(_, n)| *n > 0).cloned().collect()
+}
+
+/// Work counts by (kind, state, build).
+pub type WorkCells = BTreeMap<(WorkKind, WorkState, String), u64>;
+
 /// After a mixed workload, the incremental counts in `overview()` equal what the items, the
 /// history and the ingestions say, on this handle and after a reopen.
 pub fn overview_counts_match_the_items(h: &dyn Harness) {
@@ -552,24 +611,7 @@ pub fn overview_counts_match_the_items(h: &dyn Harness) {
 
     for store in [h.store(), h.reopen()] {
         let overview = ok("overview", store.overview());
-        let items = ok(
-            "items",
-            store.list_work(&WorkFilter::default(), &PageRequest::first(10_000)),
-        )
-        .rows;
-        let mut expected: BTreeMap<(WorkKind, WorkState, String), u64> = BTreeMap::new();
-        for it in &items {
-            *expected
-                .entry((it.kind, it.state, it.compat.clone()))
-                .or_default() += 1;
-        }
-        let counted: BTreeMap<(WorkKind, WorkState, String), u64> = overview
-            .work
-            .iter()
-            .filter(|c| c.count > 0)
-            .map(|c| ((c.kind, c.state, c.compat.clone()), c.count))
-            .collect();
-        assert_eq!(counted, expected, "work counts");
+        let (items, expected) = counts_match_rows(&store);
         assert!(
             expected
                 .keys()
@@ -597,23 +639,6 @@ pub fn overview_counts_match_the_items(h: &dyn Harness) {
             "refused writes"
         );
         assert!(overview.writes_refused > 0);
-
-        let ingestions = ok(
-            "ingestions",
-            store.list_ingestions(&PageRequest::first(1_000)),
-        )
-        .rows;
-        let mut by_outcome: BTreeMap<String, u64> = BTreeMap::new();
-        for i in &ingestions {
-            *by_outcome.entry(i.outcome.as_str().to_owned()).or_default() += 1;
-        }
-        let events: BTreeMap<String, u64> = overview
-            .events
-            .iter()
-            .filter(|(_, n)| *n > 0)
-            .cloned()
-            .collect();
-        assert_eq!(events, by_outcome, "event counts");
 
         let oldest = items
             .iter()

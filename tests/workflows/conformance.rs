@@ -948,6 +948,57 @@ fn every_refused_workflow_write_is_recorded(h: &dyn Harness) {
     );
 }
 
+/// Retention trims a finished instance (completed or cancelled) with its history and its
+/// outcome records once it is older than the policy, and nothing of a waiting instance,
+/// however old: its row, history and wait stay; the status counts equal the rows.
+fn retention_trims_finished_instances_only(h: &dyn Harness) {
+    let store = h.store();
+    let done = start(&store, &two_actions(), json!({ "n": 1 }));
+    let a = engine(h, "a");
+    for output in [json!(1), json!(2)] {
+        a.advance(&claim_one(&a), ok(output)).expect("step");
+    }
+    assert_eq!(snapshot(&store, &done).0.status, "completed");
+    let invocations = [format!("{done}/one#0"), format!("{done}/two#0")];
+    for invocation in &invocations {
+        assert!(store.action_outcome(invocation).expect("read").is_some());
+    }
+    let cancelled = start(&store, &two_actions(), json!({ "n": 2 }));
+    store
+        .cancel_workflow(&cancelled, None, "alice", "not needed")
+        .expect("cancel");
+    let waiting = start(&store, &wait_with_timeout(), json!({ "key": "k" }));
+    let parked = snapshot(&store, &waiting);
+    assert_eq!(parked.0.status, "waiting");
+
+    h.clock().advance(8 * 24 * 3_600_000);
+    let policy = leasehold::store::RetentionPolicy::default();
+    let trimmed = store.trim(&policy, 1).expect("trim");
+    assert_eq!(trimmed.instances, 1, "one per batch");
+    let trimmed = store.trim(&policy, 10).expect("trim");
+    assert_eq!(trimmed.instances, 1);
+    for id in [&done, &cancelled] {
+        assert!(store.instance(id).expect("read").is_none(), "{id} kept");
+        assert!(store.workflow_history(id).expect("read").is_empty());
+    }
+    for invocation in &invocations {
+        assert!(store.action_outcome(invocation).expect("read").is_none());
+    }
+    assert_eq!(
+        snapshot(&store, &waiting),
+        parked,
+        "the waiting instance is untouched"
+    );
+    assert_eq!(store.trim(&policy, 10).expect("trim").instances, 0);
+    let overview = store.overview().expect("overview");
+    let counted: Vec<(String, u64)> = overview
+        .workflows
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    assert_eq!(counted, [("waiting".to_owned(), 1)]);
+}
+
 per_provider! {
     every_refused_workflow_write_is_recorded,
     a_reused_start_key_with_other_arguments_is_a_conflict,
@@ -965,4 +1016,5 @@ per_provider! {
     history_revisions_are_monotone,
     one_outcome_record_per_invocation,
     event_versus_timeout_linearizes,
+    retention_trims_finished_instances_only,
 }

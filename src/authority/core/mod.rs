@@ -21,7 +21,7 @@
 //! This file holds the core's state and its read access; the steps live beside it, one
 //! file each: `poll.rs` (claim), `execute.rs` (run), `finish.rs` (route and account for
 //! outcomes) over `commit.rs` (the fenced store writes), and `lifecycle.rs` (register,
-//! heartbeat, renew, shutdown, crash). `job.rs` holds what passes between them.
+//! heartbeat, renew, shutdown, crash), `trim.rs` (retention). `job.rs` holds what passes between them.
 
 mod commit;
 mod execute;
@@ -29,6 +29,7 @@ mod finish;
 mod job;
 mod lifecycle;
 mod poll;
+mod trim;
 
 pub use execute::{HandlerCall, Prepared};
 pub use job::{Exec, Executed, Finished, Job, Renewed, Task};

@@ -1,7 +1,7 @@
 //! `inspect overview`: one object of headline figures (store, revision, authorities by
 //! liveness, workflows and events by status, claims, accepted and refused writes, the
-//! window's incidents), how late each kind and lane of work runs, and the work counts by
-//! kind, state and build.
+//! window's incidents, retention), how late each kind and lane of work runs, and the work
+//! counts by kind, state and build.
 
 use std::io::Write;
 
@@ -13,7 +13,13 @@ use super::{Ctx, Failure};
 use crate::cli::live::LiveBuilds;
 use crate::cli::output::{cell, cell_max, json_line, opt_when, short, yes_no};
 use crate::clock::{Millis, format_duration};
+use crate::model::PageRequest;
 use crate::ops::lateness::{self, KindLateness, LaneLateness};
+use crate::ops::retention::RetentionView;
+
+/// Registrations read for the retention line: the policy of the first running one, and
+/// how many of the others differ.
+const RETENTION_SAMPLE: usize = 1_000;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -36,6 +42,8 @@ struct OverviewRow {
     late_kinds: Vec<KindLateness>,
     late_lanes: Vec<LaneLateness>,
     incidents: incidents::WindowCounts,
+    /// The running authorities' retention policy and where the checker's history starts.
+    retention: RetentionView,
 }
 
 #[derive(Serialize)]
@@ -105,6 +113,12 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         late_kinds: lateness::by_kind(&late_lanes),
         late_lanes,
         incidents: incidents::WindowCounts::read(ctx)?,
+        retention: RetentionView::read(
+            &ctx.store
+                .list_authorities(&PageRequest::first(RETENTION_SAMPLE))?
+                .rows,
+            overview.history_from,
+        ),
     };
     if ctx.json {
         json_line(out, &row)?;
@@ -144,6 +158,7 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
     )?;
     writeln!(out, "late         {}", late_line(&row.late_kinds))?;
     writeln!(out, "incidents    {}", row.incidents.line())?;
+    writeln!(out, "retention    {}", row.retention.line())?;
     writeln!(out)?;
     out.write_all(table(&row.work, ctx.now).render().as_bytes())?;
     Ok(None)

@@ -28,13 +28,14 @@ use super::faults::{Fault, FaultRecord, HandlerFaults, Target};
 use super::pace::WorkPace;
 use super::scenarios::{self, Scenario, Timing};
 use super::workload::{Generator, Rates};
+use crate::authority::config::DEFAULT_TRIM_INTERVAL_MS;
 use crate::authority::{AuthorityConfig, AuthorityCore, Executed, Pace, Workload};
 use crate::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
 use crate::clock::{Clock, ManualClock, Millis, SkewedClock};
 use crate::error::{Error, Result};
 use crate::ids::SeededIds;
-use crate::store::Store;
 use crate::store::memory::MemoryBackend;
+use crate::store::{RetentionPolicy, Store};
 
 use deploy_watch::DeployWatch;
 
@@ -64,6 +65,12 @@ pub struct ClusterOptions {
     /// Seconds of simulated work per attempt (a live demo), or the handlers' own
     /// millisecond latencies (`None`: headless runs and benchmarks).
     pub pace: Option<WorkPace>,
+    /// What the authorities trim, and how often (`store/retention.rs`).
+    pub retention: RetentionPolicy,
+    pub trim_every_ms: Millis,
+    /// Virtual time between generator ticks (the rates are per tick): a long soak ticks
+    /// slower, so a simulated month stays a few seconds of real time.
+    pub generate_every_ms: Millis,
 }
 
 impl ClusterOptions {
@@ -81,6 +88,9 @@ impl ClusterOptions {
             build: DEFAULT_BUILD_TAG.into(),
             rates: Rates::default(),
             pace: None,
+            retention: RetentionPolicy::default(),
+            trim_every_ms: DEFAULT_TRIM_INTERVAL_MS,
+            generate_every_ms: Generator::TICK_MS,
         }
     }
 
@@ -382,6 +392,8 @@ impl Sim {
             claim_batch_size: t.batch,
             poll_interval_ms: t.poll_ms,
             heartbeat_interval_ms: t.heartbeat_ms,
+            retention: self.options.retention.clone(),
+            trim_interval_ms: self.options.trim_every_ms,
             ..AuthorityConfig::new(id, build)
         };
         Ok(AuthorityCore::new(
@@ -430,6 +442,7 @@ impl Sim {
                 }
                 let core = self.nodes[i].core.clone();
                 core.flush();
+                core.trim_when_due();
                 for job in core.poll().unwrap_or_default() {
                     let executed = core.execute(&job);
                     let latency = executed.spent_ms.max(1);
@@ -472,12 +485,14 @@ impl Sim {
                     .map(|d| self.options.start_at + d * 85 / 100);
                 if stop_at.is_none_or(|s| now < s) {
                     self.generator.tick(&self.store, now);
-                    self.push(now + Generator::TICK_MS, Ev::Generate);
+                    self.push(now + self.options.generate_every_ms, Ev::Generate);
                 }
             }
             Ev::Sample => {
                 self.sample();
-                self.push(now + 1_000, Ev::Sample);
+                // Once a second, or once a generator tick when the generator ticks slower.
+                let every = self.options.generate_every_ms.max(1_000);
+                self.push(now + every, Ev::Sample);
             }
             Ev::Script(k) => {
                 if let Some((_, fault)) = self.scenario.script.get(k).cloned() {

@@ -87,6 +87,10 @@ DROP INDEX IF EXISTS work_lapsed;
 CREATE INDEX IF NOT EXISTS work_reclaim ON work (compat, due_at, id)
     WHERE state = 'claimed' OR (state = 'retry' AND lease_expires_at IS NOT NULL);
 CREATE INDEX IF NOT EXISTS work_compat ON work (compat, id);
+-- Succeeded items by age: what retention trims, oldest first (store/retention.rs). Failed
+-- items wait for a person (requeue, discard) and are not trimmed.
+CREATE INDEX IF NOT EXISTS work_succeeded ON work (updated_at, id)
+    WHERE state = 'succeeded';
 
 CREATE TABLE IF NOT EXISTS dedup (
     source        TEXT COLLATE "C" NOT NULL,
@@ -96,6 +100,8 @@ CREATE TABLE IF NOT EXISTS dedup (
     first_seen_at BIGINT NOT NULL,
     PRIMARY KEY (source, external_id)
 );
+-- Dedup records by age: the dedup window trims the oldest first.
+CREATE INDEX IF NOT EXISTS dedup_age ON dedup (first_seen_at, source);
 
 -- seq comes from meta.journal_seq: never reused, even after trimming.
 CREATE TABLE IF NOT EXISTS journal (
@@ -160,6 +166,8 @@ CREATE TABLE IF NOT EXISTS idempotency (
     answer TEXT COLLATE "C" NOT NULL,
     at     BIGINT NOT NULL
 );
+-- Keyed answers by age, for retention.
+CREATE INDEX IF NOT EXISTS idempotency_age ON idempotency (at);
 
 CREATE TABLE IF NOT EXISTS audit (
     id      BIGINT PRIMARY KEY,
@@ -237,6 +245,9 @@ CREATE INDEX IF NOT EXISTS instances_waiting ON instances (waiting_event, instan
     WHERE waiting_event IS NOT NULL;
 CREATE INDEX IF NOT EXISTS instances_status ON instances (status, instance_id);
 CREATE UNIQUE INDEX IF NOT EXISTS instances_start_key ON instances (start_key);
+-- Finished instances by age: what retention trims, oldest first.
+CREATE INDEX IF NOT EXISTS instances_finished ON instances (updated_at, instance_id)
+    WHERE status IN ('completed', 'failed', 'cancelled');
 
 CREATE TABLE IF NOT EXISTS history (
     instance_id       TEXT COLLATE "C" NOT NULL,

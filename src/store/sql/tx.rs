@@ -52,6 +52,28 @@ fn resume<D: Driver, T>(
     tx.text_page(table.name, table.key[0], None, &page, decode)
 }
 
+/// Succeeded work items: the condition of the `work_succeeded` index.
+const FINISHED_WORK: &str = "state = 'succeeded'";
+/// Terminal instances: the condition of the `instances_finished` index.
+const FINISHED_INSTANCE: &str = "status IN ('completed', 'failed', 'cancelled')";
+
+/// The oldest `n` rows of `table` (name, its retention index, its key) matching `cond`
+/// and last updated before `before`, through that index.
+fn finished<D: Driver, T>(
+    tx: &mut D,
+    (table, index, key): (&str, &str, &str),
+    cond: &str,
+    (before, n): (Millis, usize),
+    decode: Decode<T>,
+) -> Result<Vec<T>> {
+    tx.settle()?;
+    let sql = marks::<D>(&format!(
+        "SELECT * FROM {} WHERE {cond} AND updated_at < ?1 ORDER BY updated_at, {key} LIMIT ?2",
+        D::DIALECT.from(table, index)
+    ));
+    tx.query(&sql, &[before.into(), limit(n).into()], decode)
+}
+
 /// The grants that took a lease over from another owner.
 const FAILOVER: &str = "from_owner IS NOT NULL";
 
@@ -509,6 +531,102 @@ impl<D: Driver> Tx for D {
 
     fn put_action_outcome(&mut self, outcome: &ActionOutcome) -> Result<()> {
         upsert(self, &encode::ACTION_OUTCOMES, &encode::outcome(outcome))
+    }
+
+    fn finished_work(&mut self, before: Millis, n: usize) -> Result<Vec<WorkItem>> {
+        let at = (before, n);
+        finished(
+            self,
+            ("work", "work_succeeded", "id"),
+            FINISHED_WORK,
+            at,
+            decode::work,
+        )
+    }
+
+    fn delete_work(&mut self, id: &str) -> Result<()> {
+        self.settle()?;
+        self.execute(&marks::<D>("DELETE FROM work WHERE id = ?1"), &[id.into()])?;
+        Ok(())
+    }
+
+    fn finished_instances(&mut self, before: Millis, n: usize) -> Result<Vec<InstanceRow>> {
+        let table = ("instances", "instances_finished", "instance_id");
+        finished(
+            self,
+            table,
+            FINISHED_INSTANCE,
+            (before, n),
+            decode::instance,
+        )
+    }
+
+    fn delete_instance(&mut self, id: &str) -> Result<()> {
+        self.settle()?;
+        for sql in [
+            "DELETE FROM history WHERE instance_id = ?1",
+            "DELETE FROM instances WHERE instance_id = ?1",
+        ] {
+            self.execute(&marks::<D>(sql), &[id.into()])?;
+        }
+        // The invocation ids `"<id>/…"` are the key range [`<id>/`, `<id>0`): '0' follows '/'.
+        self.execute(
+            &marks::<D>(
+                "DELETE FROM action_outcomes WHERE invocation_id >= ?1 AND invocation_id < ?2",
+            ),
+            &[format!("{id}/").into(), format!("{id}0").into()],
+        )?;
+        Ok(())
+    }
+
+    fn trim_dedup(
+        &mut self,
+        source: Option<&str>,
+        except: &[String],
+        before: Millis,
+        n: usize,
+    ) -> Result<u64> {
+        let mut q = Query::new(D::DIALECT);
+        q.cond("first_seen_at <", before);
+        match source {
+            Some(only) => q.cond("source =", only),
+            None => {
+                for other in except {
+                    q.cond("source <>", other.as_str());
+                }
+            }
+        }
+        let lim = q.bind(limit(n));
+        let sql = format!(
+            "DELETE FROM dedup WHERE (source, external_id) IN (SELECT source, external_id FROM {}{} ORDER BY first_seen_at LIMIT {lim})",
+            D::DIALECT.from("dedup", "dedup_age"),
+            q.filter()
+        );
+        self.execute(&sql, q.values())
+    }
+
+    fn trim_idempotent_answers(&mut self, before: Millis, n: usize) -> Result<u64> {
+        self.execute(
+            &marks::<D>(&format!(
+                "DELETE FROM idempotency WHERE key IN (SELECT key FROM {} WHERE at < ?1 ORDER BY at LIMIT ?2)",
+                D::DIALECT.from("idempotency", "idempotency_age")
+            )),
+            &[before.into(), limit(n).into()],
+        )
+    }
+
+    fn delete_ingestions_through(&mut self, through: i64) -> Result<u64> {
+        self.execute(
+            &marks::<D>("DELETE FROM ingestions WHERE id <= ?1"),
+            &[through.into()],
+        )
+    }
+
+    fn delete_audit_through(&mut self, through: i64) -> Result<u64> {
+        self.execute(
+            &marks::<D>("DELETE FROM audit WHERE id <= ?1"),
+            &[through.into()],
+        )
     }
 
     fn list_dedup(&mut self, after: Option<(&str, &str)>, n: usize) -> Result<Vec<DedupRecord>> {

@@ -240,6 +240,26 @@ fn main_queries_use_indexes() {
             2,
             "INDEX",
         ),
+        (
+            "SELECT * FROM work INDEXED BY work_succeeded WHERE state = 'succeeded' AND updated_at < ?1 ORDER BY updated_at, id LIMIT ?2",
+            2,
+            "work_succeeded",
+        ),
+        (
+            "SELECT * FROM instances INDEXED BY instances_finished WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at < ?1 ORDER BY updated_at, instance_id LIMIT ?2",
+            2,
+            "instances_finished",
+        ),
+        (
+            "SELECT source, external_id FROM dedup INDEXED BY dedup_age WHERE first_seen_at < ?1 AND source <> ?2 ORDER BY first_seen_at LIMIT ?3",
+            3,
+            "dedup_age",
+        ),
+        (
+            "SELECT key FROM idempotency INDEXED BY idempotency_age WHERE at < ?1 ORDER BY at LIMIT ?2",
+            2,
+            "idempotency_age",
+        ),
     ];
     for (sql, n, index) in cases {
         assert_indexed(&conn, sql, *n, index);

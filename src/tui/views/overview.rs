@@ -68,7 +68,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     } else {
         let [counts, facts, sparks, bottom] = Layout::vertical([
             Constraint::Length(5),
-            Constraint::Length(6),
+            Constraint::Length(7),
             Constraint::Length(spark_rows),
             Constraint::Fill(1),
         ])
@@ -257,6 +257,12 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
             format!("  (last {window}; F lists them, W the fenced writes)"),
             t.style(Role::Muted),
         ),
+    ]));
+    let retention =
+        crate::ops::retention::RetentionView::read(&snap.authorities, snap.overview.history_from);
+    lines.push(Line::from(vec![
+        Span::styled("retention ", t.style(Role::Muted)),
+        Span::styled(retention.line(), t.style(Role::Base)),
     ]));
     frame.render_widget(
         Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: true }),
