@@ -96,7 +96,8 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
     check_id("instance id", &args.instance)?;
     let store = args.store.open_writer()?;
     let reason = args.reason.clone().unwrap_or_default();
-    let compat = crate::build_key::compatibility_key(&args.build).digest();
+    let compat =
+        crate::model::CompatSet::from(crate::build_key::compatibility_key(&args.build).digest());
     let verdict = ops::cancel(&store, &args.instance, Some(&compat), &operator(), &reason)?;
     let id = cell(&args.instance);
     match verdict {

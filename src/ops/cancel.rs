@@ -5,7 +5,7 @@
 //! under [`AUDIT_ACTION`], refusals included, with the operator's reason.
 
 use crate::error::{Error, Result};
-use crate::model::InstanceStatus;
+use crate::model::{CompatSet, InstanceStatus};
 use crate::store::Store;
 use crate::workflow::engine::CancelOutcome;
 
@@ -82,15 +82,15 @@ pub fn offer(instance: &str, status: Option<&str>) -> std::result::Result<(), St
     }
 }
 
-/// Cancels `instance` as `actor` for `reason` (`compat`: the caller's build, `None` for
-/// any) and records the attempt in the audit log, whatever its verdict.
+/// Cancels `instance` as `actor` for `reason` (`compat`: the digests the caller may run,
+/// `None` for any) and records the attempt in the audit log, whatever its verdict.
 ///
 /// # Errors
 /// Only when the audit entry cannot be written (the store's failure).
 pub fn cancel(
     store: &Store,
     instance: &str,
-    compat: Option<&str>,
+    compat: Option<&CompatSet>,
     actor: &str,
     reason: &str,
 ) -> Result<Verdict> {

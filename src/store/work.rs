@@ -8,7 +8,7 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::work::NewWork;
-use crate::model::{Failure, Grant, GrantKind, Holder, Takeover, WorkItem, WriteVerb};
+use crate::model::{CompatSet, Failure, Grant, GrantKind, Holder, Takeover, WorkItem, WriteVerb};
 use crate::rules::work::{self as rules, Backoff};
 
 /// One finished attempt, for group commit: each is fenced on its own.
@@ -99,7 +99,7 @@ impl Store {
         })
     }
 
-    /// Claims up to `limit` eligible items compatible with `compat` for `owner`, atomically:
+    /// Claims up to `limit` eligible items whose digest is one of `keys` for `owner`, atomically:
     /// each gets a fresh generation and a lease of `lease_ms`. Racing claimers never get
     /// the same item: the scan and the writes are one serialised transaction.
     ///
@@ -108,12 +108,12 @@ impl Store {
     pub fn claim_batch(
         &self,
         owner: &str,
-        compat: &str,
+        keys: impl Into<CompatSet>,
         limit: usize,
         lease_ms: Millis,
     ) -> Result<Vec<WorkItem>> {
         Ok(self
-            .claim_work(owner, compat, limit, lease_ms)?
+            .claim_work(owner, keys, limit, lease_ms)?
             .into_iter()
             .map(|c| c.item)
             .collect())
@@ -128,11 +128,11 @@ impl Store {
     pub fn claim_work(
         &self,
         owner: &str,
-        compat: &str,
+        keys: impl Into<CompatSet>,
         limit: usize,
         lease_ms: Millis,
     ) -> Result<Vec<Claim>> {
-        self.claim_work_within(owner, compat, &ClaimBudget::new(limit), lease_ms)
+        self.claim_work_within(owner, keys, &ClaimBudget::new(limit), lease_ms)
     }
 
     /// [`Self::claim_work`] within `budget`: at most `budget.limit` items, and at most its
@@ -145,24 +145,25 @@ impl Store {
     pub fn claim_work_within(
         &self,
         owner: &str,
-        compat: &str,
+        keys: impl Into<CompatSet>,
         budget: &ClaimBudget,
         lease_ms: Millis,
     ) -> Result<Vec<Claim>> {
         check_id("owner", owner)?;
+        let keys = keys.into();
         let turn = self
             .claim_turns
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.write(|tx, now| {
-            let candidates = claim_candidates(tx, compat, now, budget, turn)?;
+            let candidates = claim_candidates(tx, &keys, now, budget, turn)?;
             let mut claimed = Vec::with_capacity(candidates.len());
             for found in candidates {
-                let item = settle_lapsed(tx, found, compat, now)?;
+                let item = settle_lapsed(tx, found, &keys, now)?;
                 if let Ok(next) =
-                    rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now)
+                    rules::claim(&item, owner, &keys, self.ids.next_id("tok"), lease_ms, now)
                 {
                     save_work(tx, Some(&item), &next)?;
-                    log_claim(tx, &item, &next, owner, compat, now)?;
+                    log_claim(tx, &item, &next, owner, now)?;
                     claimed.push(Claim {
                         item: next,
                         took_over_expired_at: item.unfinished_claim_expiry(),
@@ -178,20 +179,27 @@ impl Store {
     /// # Errors
     /// `INCOMPATIBLE_AUTHORITY`, `WORK_IN_PROGRESS`, `WORK_NOT_CLAIMABLE`,
     /// `already-terminal`, `NOT_FOUND`.
-    pub fn claim(&self, id: &str, owner: &str, compat: &str, lease_ms: Millis) -> Result<WorkItem> {
+    pub fn claim(
+        &self,
+        id: &str,
+        owner: &str,
+        keys: impl Into<CompatSet>,
+        lease_ms: Millis,
+    ) -> Result<WorkItem> {
         check_id("owner", owner)?;
+        let keys = keys.into();
         self.write_logged(|tx, now| {
             let Some(found) = tx.work(id)? else {
                 return Ok(Logged::Refused(not_found(id)));
             };
-            let item = settle_lapsed(tx, found, compat, now)?;
+            let item = settle_lapsed(tx, found, &keys, now)?;
             let next =
-                match rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now) {
+                match rules::claim(&item, owner, &keys, self.ids.next_id("tok"), lease_ms, now) {
                     Ok(next) => next,
                     Err(e) => return Ok(Logged::Refused(e)),
                 };
             save_work(tx, Some(&item), &next)?;
-            log_claim(tx, &item, &next, owner, compat, now)?;
+            log_claim(tx, &item, &next, owner, now)?;
             Ok(Logged::Done(next))
         })
     }
@@ -408,10 +416,16 @@ pub(crate) fn fenced_in(
 
 /// Writes the settlement of `item` if it is a claim that lapsed without an outcome
 /// ([`rules::lapse`]: backed off in `retry`, or a dead letter), inside the claiming
-/// transaction, and returns the item as it now stands. Only a claimer of the item's own
-/// build settles it: another build's work is never failed by a build that may not run it.
-fn settle_lapsed(tx: &mut dyn Tx, item: WorkItem, compat: &str, now: Millis) -> Result<WorkItem> {
-    if item.compat != compat {
+/// transaction, and returns the item as it now stands. Only a claimer that may run the
+/// item (its digest is one of `keys`) settles it: work is never failed by code that may
+/// not run it.
+fn settle_lapsed(
+    tx: &mut dyn Tx,
+    item: WorkItem,
+    keys: &CompatSet,
+    now: Millis,
+) -> Result<WorkItem> {
+    if !keys.contains(&item.compat) {
         return Ok(item);
     }
     match rules::lapse(&item, Backoff::default(), now) {
@@ -424,13 +438,13 @@ fn settle_lapsed(tx: &mut dyn Tx, item: WorkItem, compat: &str, now: Millis) -> 
 }
 
 /// Logs the grant of `item` (as claimed) to `owner`; `before` is the row it replaced, so
-/// a claim over another owner's unfinished claim is recorded as a failover.
+/// a claim over another owner's unfinished claim is recorded as a failover. A claim is
+/// only granted under the key that matches the item's, so that key is the owner's.
 fn log_claim(
     tx: &mut dyn Tx,
     before: &WorkItem,
     item: &WorkItem,
     owner: &str,
-    compat: &str,
     now: Millis,
 ) -> Result<()> {
     Counter::Claims.adjust(tx, 1)?;
@@ -441,7 +455,7 @@ fn log_claim(
         generation: item.generation,
         owner_id: owner.into(),
         how: GrantKind::Claim,
-        owner_compat: Some(compat.into()),
+        owner_compat: Some(item.compat.clone()),
         item_compat: Some(item.compat.clone()),
         at: now,
         took_over: Takeover::of_work(before, owner, now),
