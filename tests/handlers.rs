@@ -28,8 +28,8 @@ use std::sync::Arc;
 
 use leasehold::Store;
 use leasehold::authority::external::HandlerConfig;
+use leasehold::authority::handlers::HandlerVersion;
 use leasehold::authority::{Authority, AuthorityConfig};
-use leasehold::build_key::compatibility_key;
 use leasehold::clock::{Clock, ManualClock};
 use leasehold::model::work::NewWork;
 use leasehold::model::{FailureClass, WorkItem, WorkState};
@@ -42,8 +42,8 @@ use support::wait::{wait_until, within};
 /// A lease short enough to lapse when the test moves the clock.
 const LEASE_MS: i64 = 1_000;
 
-fn compat() -> String {
-    compatibility_key("v1").digest()
+fn compat() -> HandlerVersion {
+    HandlerVersion::demo()
 }
 
 fn fixture(name: &str) -> PathBuf {
@@ -177,8 +177,14 @@ impl World {
     fn take_over(&self, id: &str) -> WorkItem {
         let later = ManualClock::new(self.h.clock().now() + 60_000);
         let other = self.h.reopen().with_clock(Arc::new(later));
+        let handler = other.work(id).unwrap().expect("exists").handler;
         other
-            .claim(id, "b", &compat(), LEASE_MS * 1_000)
+            .claim(
+                id,
+                "b",
+                &leasehold::build_key::handler_key(&handler, &compat()),
+                LEASE_MS * 1_000,
+            )
             .expect("b reclaims a lapsed claim")
     }
 
@@ -729,7 +735,8 @@ fn a_killed_authority_mid_handler_leaves_a_clean_store() {
     )
     .unwrap();
     let store = leasehold::store::create::create(&url).unwrap().0;
-    let build = compatibility_key(leasehold::build_key::DEFAULT_BUILD_TAG).digest();
+    // The version handlers.toml declares for `mail`.
+    let build = leasehold::build_key::handler_key("mail", &compat());
     for i in 0..ITEMS {
         let payload = json!({ "mode": "work", "ms": 400, "dir": dir.path() });
         store

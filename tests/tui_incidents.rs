@@ -354,6 +354,7 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
             .unwrap()
             .rows,
         clock_now(&clock),
+        &[],
     );
     let truth = groups(&store, &fleet, clock_now(&clock)).unwrap();
     let counts: Vec<(String, u64)> = truth

@@ -13,6 +13,7 @@ use clap::Args;
 
 use super::output::{cell, cell_max, json_line};
 use super::{CliResult, Failure, StoreArg};
+use crate::authority::handlers::HandlerVersion;
 use crate::clock::format_instant;
 use crate::error::Error;
 use crate::ids::check_id;
@@ -44,9 +45,10 @@ pub struct CancelArgs {
     /// Why, for the audit log and the instance's history.
     #[arg(long)]
     pub reason: Option<String>,
-    /// The build whose compatibility key the cancelling operator runs (default v1).
-    #[arg(long, default_value = crate::build_key::DEFAULT_BUILD_TAG)]
-    pub build: String,
+    /// The version of the built-in handlers the cancelling operator runs (default 1.0.0):
+    /// an instance only such code may run is cancelled, another is refused.
+    #[command(flatten)]
+    pub version: super::handler_version::HandlerVersionArg,
 }
 
 /// Runs `leasehold history`.
@@ -96,9 +98,8 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
     check_id("instance id", &args.instance)?;
     let store = args.store.open_writer()?;
     let reason = args.reason.clone().unwrap_or_default();
-    let compat =
-        crate::model::CompatSet::from(crate::build_key::compatibility_key(&args.build).digest());
-    let verdict = ops::cancel(&store, &args.instance, Some(&compat), &operator(), &reason)?;
+    let keys = args.version.caller_keys(&store)?;
+    let verdict = ops::cancel(&store, &args.instance, Some(&keys), &operator(), &reason)?;
     let id = cell(&args.instance);
     match verdict {
         Verdict::Cancelled => {
@@ -117,8 +118,13 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
         }
         .into()),
         Verdict::Incompatible => Err(Failure::refused(format!(
-            "{id} belongs to another build: this build ({}) may not cancel it",
-            cell(&args.build)
+            "{id} belongs to another build: handlers at {} may not run it, so may not cancel it",
+            cell(
+                args.version
+                    .handler_version
+                    .as_deref()
+                    .unwrap_or(HandlerVersion::DEMO)
+            )
         ))),
         Verdict::Failed(code) => Err(Failure::refused(format!("{id}: cancel failed: {code}"))),
     }

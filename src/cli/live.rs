@@ -57,7 +57,7 @@ impl LiveBuilds {
             }
         }
         builds.registered = all.len();
-        builds.fleet = FleetView::of(&all, now);
+        builds.fleet = FleetView::of(&all, now, &store.deployed_definitions()?);
         Ok(builds)
     }
 
@@ -102,9 +102,18 @@ impl LiveBuilds {
         Ok(filter.work_filter(&present, |d| self.compatible(d)))
     }
 
-    /// The running authorities' digests.
+    /// The running authorities' claim keys.
     pub fn digests(&self) -> impl Iterator<Item = &String> {
         self.fleet.digests()
+    }
+
+    /// The versions of `handler` the running authorities declare, sorted.
+    #[must_use]
+    pub fn versions(&self, handler: &str) -> Vec<crate::authority::handlers::HandlerVersion> {
+        self.fleet
+            .versions(handler)
+            .map(|v| v.iter().cloned().collect())
+            .unwrap_or_default()
     }
 }
 

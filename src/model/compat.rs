@@ -75,6 +75,18 @@ impl CompatSet {
         self.0.len()
     }
 
+    /// A short digest of the members: one label for every process that runs the same
+    /// code (what a registration shows as its key); it decides nothing.
+    #[must_use]
+    pub fn digest(&self) -> String {
+        let mut hasher = Sha256::new();
+        for member in &self.0 {
+            hasher.update(member.as_bytes());
+            hasher.update([0u8]);
+        }
+        hex::encode(&hasher.finalize()[..8])
+    }
+
     /// Whether it has no member (it claims nothing).
     #[must_use]
     pub fn is_empty(&self) -> bool {
@@ -110,5 +122,25 @@ impl std::fmt::Display for CompatSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let members: Vec<&str> = self.iter().collect();
         f.write_str(&members.join(","))
+    }
+}
+
+/// Which compatibility digest work for a handler is stamped with: a producer's or an
+/// observer's own key for that handler, or `None` when it does not know the handler.
+pub trait HandlerKeys {
+    fn key_for(&self, handler: &str) -> Option<String>;
+}
+
+/// One digest for every handler: a caller that already holds the key.
+impl HandlerKeys for &str {
+    fn key_for(&self, _handler: &str) -> Option<String> {
+        Some((*self).to_owned())
+    }
+}
+
+/// One digest for every handler: a caller that already holds the key.
+impl HandlerKeys for &String {
+    fn key_for(&self, _handler: &str) -> Option<String> {
+        Some((*self).clone())
     }
 }

@@ -4,6 +4,8 @@
 //! does it and records it ([`cancel`]). Every attempt that reaches the store is audited
 //! under [`AUDIT_ACTION`], refusals included, with the operator's reason.
 
+use crate::authority::handlers::HandlerVersion;
+use crate::build_key::claim_keys;
 use crate::error::{Error, Result};
 use crate::model::{CompatSet, InstanceStatus};
 use crate::store::Store;
@@ -109,6 +111,19 @@ pub fn cancel(
         &audit_outcome(&verdict, reason),
     )?;
     Ok(verdict)
+}
+
+/// The keys a one-shot caller (the command line, the dashboard) runs by when it checks
+/// a cancel: the built-in handlers at `version` and every deployed definition they run
+/// whole ([`crate::build_key::claim_keys`], as an authority of that code derives them).
+///
+/// # Errors
+/// A store failure.
+pub fn caller_keys(store: &Store, version: &HandlerVersion) -> Result<CompatSet> {
+    let versions = crate::authority::workload::default_workload(0)
+        .at_version(version)
+        .handler_versions();
+    Ok(claim_keys(&versions, &store.deployed_definitions()?))
 }
 
 #[cfg(test)]

@@ -46,6 +46,7 @@ mod work;
 
 use std::sync::{Arc, OnceLock};
 
+pub use crate::model::HandlerKeys;
 pub use backend::{Backend, ServerIdentity, StoreKind, Tx};
 pub use counter::Counter;
 pub use events::Ingested;

@@ -3,7 +3,7 @@
 //! transaction as the change, so the dashboard never counts a million rows.
 
 use super::fair_share::{ClaimBudget, claim_candidates};
-use super::{Counter, Logged, Store, Tx, record_write};
+use super::{Counter, HandlerKeys, Logged, Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
@@ -53,8 +53,8 @@ pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkIte
 }
 
 impl Store {
-    /// Enqueues one item stamped with `compat` (the digest of the enqueuing build's
-    /// compatibility key): pending, claimable from `spec.not_before` (default now), with
+    /// Enqueues one item stamped with the key `keys` gives its handler (a digest, or a
+    /// producer's own version of the handler, see [`crate::build_key::handler_key`]): pending, claimable from `spec.not_before` (default now), with
     /// `spec.max_attempts` attempts (at least 1); its idempotency key defaults to its
     /// logical effect id, which defaults to its id. The producer's one call for an effect.
     ///
@@ -66,29 +66,43 @@ impl Store {
     ///
     /// # Errors
     /// `INVALID` when the id, handler, logical effect id or idempotency key fails
-    /// [`check_id`] (nothing is written); a store failure (`STORE_UNAVAILABLE`,
+    /// [`check_id`], or `keys` has no key for a handler (nothing is written); a store failure (`STORE_UNAVAILABLE`,
     /// `STORE_CONTENTION`, `STORE_READ_ONLY`, `OUTCOME_UNKNOWN`, …).
-    pub fn enqueue(&self, spec: NewWork, compat: &str) -> Result<bool> {
-        Ok(self.enqueue_batch(vec![spec], compat)? == 1)
+    pub fn enqueue(&self, spec: NewWork, keys: impl HandlerKeys) -> Result<bool> {
+        Ok(self.enqueue_batch(vec![spec], keys)? == 1)
     }
 
     /// Enqueues many items in one transaction, each as [`Self::enqueue`] (an existing id is
-    /// left alone); returns how many were new.
+    /// left alone) and stamped with the key `keys` gives its handler; returns how many
+    /// were new.
     ///
     /// # Errors
     /// As [`Self::enqueue`]; one invalid spec refuses the whole batch before anything is
     /// written.
-    pub fn enqueue_batch(&self, specs: Vec<NewWork>, compat: &str) -> Result<usize> {
-        for spec in &specs {
+    pub fn enqueue_batch(&self, specs: Vec<NewWork>, keys: impl HandlerKeys) -> Result<usize> {
+        let mut stamped = Vec::with_capacity(specs.len());
+        for spec in specs {
             check_id("work id", &spec.id)?;
             check_id("handler", &spec.handler)?;
             check_opt_id("logical effect id", spec.logical_effect_id.as_deref())?;
             check_opt_id("idempotency key", spec.idempotency_key.as_deref())?;
+            let Some(compat) = keys.key_for(&spec.handler) else {
+                return Err(Error::Invalid(format!(
+                    "no version of handler {} to stamp work {} with",
+                    spec.handler, spec.id
+                )));
+            };
+            stamped.push((spec, compat));
         }
         self.write(|tx, now| {
-            tx.prefetch_work(&specs.iter().map(|s| s.id.as_str()).collect::<Vec<_>>())?;
+            tx.prefetch_work(
+                &stamped
+                    .iter()
+                    .map(|(s, _)| s.id.as_str())
+                    .collect::<Vec<_>>(),
+            )?;
             let mut inserted = 0;
-            for spec in &specs {
+            for (spec, compat) in &stamped {
                 inserted += usize::from(save_work(
                     tx,
                     None,

@@ -35,7 +35,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 pub use cancel::CancelOutcome;
-pub use instances::{NewInstance, Started};
+pub use instances::{NewInstance, StartKey, Started};
 pub use step::{Next, Step, outcome_to_trigger};
 pub use transition::decode_state;
 
