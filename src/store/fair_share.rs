@@ -106,7 +106,9 @@ pub(crate) fn claim_candidates(
     for compat in keys.iter() {
         lapsed.extend(tx.lapsed_claims(compat, now, budget.limit)?);
     }
-    lapsed.sort_by(|a, b| (a.lease_expires_at, &a.id).cmp(&(b.lease_expires_at, &b.id)));
+    // Each key's reclaims come due-first (the providers' order); merged the same way.
+    lapsed.sort_by(|a, b| (a.due_at(), &a.id).cmp(&(b.due_at(), &b.id)));
+    lapsed.truncate(budget.limit);
     let mut chosen: Vec<WorkItem> = lapsed
         .into_iter()
         .filter(|item| room.take(&item.handler))
