@@ -277,7 +277,9 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
     uncertain.exact = claimed_exact && waiting_exact;
     no_handler.exact = waiting_exact;
     // Stranded work is counted exactly from the counters (claimed items included: their
-    // owner's build is gone too), the scan only supplies the oldest and a few ids.
+    // owner's build is gone too), the scan only supplies the oldest and a few ids. Work no
+    // running authority has a handler for carries a key nobody runs as well: the counters
+    // hold it too, and the scan, when whole, tells it apart.
     let overview = store.overview()?;
     let (count, any) = overview
         .work
@@ -285,8 +287,8 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
         .filter(|c| !c.state.is_terminal() && c.count > 0)
         .filter(|c| !fleet.compatible(&c.compat))
         .fold((0, false), |(n, _), c| (n + c.count, true));
-    if any {
-        stranded.count = count;
+    if any && no_handler.exact {
+        stranded.count = count.saturating_sub(no_handler.count);
         stranded.exact = true;
     }
 
