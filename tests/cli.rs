@@ -16,6 +16,8 @@ mod attention;
 mod bulk;
 #[path = "cli/cancel.rs"]
 mod cancel;
+#[path = "cli/compat.rs"]
+mod compat;
 #[path = "cli/config.rs"]
 mod config;
 #[path = "cli/creation.rs"]
