@@ -3,6 +3,8 @@
 //! claim, so its generation moves only with its ownership; the tokio driver
 //! drains a seeded memory store and shuts down cleanly, releasing what it still owns.
 
+#[path = "runtime/claim_keys.rs"]
+mod claim_keys;
 #[path = "support/mod.rs"]
 mod support;
 
