@@ -151,7 +151,10 @@ fn async_handlers_run_every_kind_of_work(h: &dyn Harness) {
             "order-approved",
             "deliver",
             // Made for 2.0.0 of its handler: the authority's 2.1.0 (a minor release) runs it.
-            &leasehold::build_key::handler_key("deliver", &HandlerVersion::parse("2.0.0").unwrap()),
+            &leasehold::build_key::handler_key(
+                "deliver",
+                &HandlerVersion::parse("2.0.0").expect("a version"),
+            ),
         )
         .expect("subscribes");
     let deployed = store
@@ -337,7 +340,7 @@ fn a_handler_told_its_lease_is_lost_stops_and_changes_nothing(h: &dyn Harness) {
         let later = ManualClock::new(clock_now(h.clock()) + 60_000);
         let other = h.reopen().with_clock(Arc::new(later));
         let taken = other
-            .claim("slow", "b", &support::key("export"), LEASE_MS * 100)
+            .claim("slow", "b", support::key("export"), LEASE_MS * 100)
             .expect("b reclaims a lapsed claim");
         wait_until("the handler to learn it", within(RUNNING), || {
             stopped_early.load(Ordering::SeqCst) == 1
@@ -443,7 +446,7 @@ fn a_checkpoint_carries_to_the_next_attempt_and_is_fenced_after_a_loss(h: &dyn H
     let later = ManualClock::new(clock_now(h.clock()) + 60_000);
     let other = h.reopen().with_clock(Arc::new(later.clone()));
     let taken = other
-        .claim("export", "b", &support::key("export"), LEASE_MS * 100)
+        .claim("export", "b", support::key("export"), LEASE_MS * 100)
         .expect("b reclaims");
     assert_eq!(
         taken.checkpoint.as_deref(),

@@ -494,14 +494,14 @@ async fn shutdown_abandons_handlers_that_outlive_the_grace_and_the_next_owner_co
     // reclaims each as an uncertain attempt under the same idempotency key.
     let lease = config("holder").lease_duration_ms;
     let pending = s
-        .claim_batch("next", &handler_key("hold", &compat()), 8, 10 * lease)
+        .claim_batch("next", handler_key("hold", &compat()), 8, 10 * lease)
         .expect("claims");
     assert_eq!(pending.len(), 1, "only the never-claimed item: {pending:?}");
     // Past the lease and the retry backoff a lapsed attempt waits out before it is reclaimed.
     let attempt = held.iter().map(|h| h.attempt_number).max().unwrap_or(1);
     clock.advance(lease + Backoff::default().delay(attempt));
     let reclaimed = s
-        .claim_batch("next", &handler_key("hold", &compat()), 8, lease)
+        .claim_batch("next", handler_key("hold", &compat()), 8, lease)
         .expect("claims");
     assert_eq!(reclaimed.len(), 2, "{reclaimed:?}");
     for item in &reclaimed {
