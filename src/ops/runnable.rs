@@ -141,26 +141,30 @@ mod tests {
         handler_key(handler, &HandlerVersion::parse(version).expect(version))
     }
 
+    /// How an item of `handler` made for `version` stands against `runnable`.
+    fn standing(runnable: &Runnable, handler: &str, version: &str) -> Standing {
+        runnable.standing(&key(handler, version), handler)
+    }
+
     #[test]
     fn an_item_needs_its_handler_at_a_compatible_version() {
         let a = authority("a", r#"{"handlers":{"send-email":"1.4.0"}}"#);
         let runnable = Runnable::of([&a], &[]);
-        assert_eq!(
-            runnable.standing(&key("send-email", "1.0.0"), "send-email"),
-            Standing::Runnable,
-            "a minor release runs it"
-        );
-        assert_eq!(
-            runnable.standing(&key("send-email", "2.0.0"), "send-email"),
-            Standing::Incompatible
-        );
-        assert_eq!(
-            runnable.standing(&key("charge-card", "1.0.0"), "charge-card"),
-            Standing::NoHandler
-        );
+        for (handler, version, expected) in [
+            ("send-email", "1.0.0", Standing::Runnable),
+            ("send-email", "1.9.9", Standing::Runnable),
+            ("send-email", "2.0.0", Standing::Incompatible),
+            ("charge-card", "1.0.0", Standing::NoHandler),
+        ] {
+            assert_eq!(
+                standing(&runnable, handler, version),
+                expected,
+                "{handler} {version}"
+            );
+        }
         assert!(runnable.compatible(&key("send-email", "1.9.9")));
         assert_eq!(
-            Runnable::of([], &[]).standing(&key("send-email", "1.0.0"), "send-email"),
+            standing(&Runnable::of([], &[]), "send-email", "1.0.0"),
             Standing::Incompatible,
             "nobody running"
         );
@@ -171,18 +175,17 @@ mod tests {
         let a = authority("a", r#"{"handlers":{"a":"1.0.0"}}"#);
         let b = authority("b", r#"{"handlers":{"b":"2.0.0"}}"#);
         let runnable = Runnable::of([&a, &b], &[]);
-        assert_eq!(
-            runnable.standing(&key("a", "1.0.0"), "a"),
-            Standing::Runnable
-        );
-        assert_eq!(
-            runnable.standing(&key("b", "2.1.0"), "b"),
-            Standing::Runnable
-        );
-        assert_eq!(
-            runnable.standing(&key("c", "1.0.0"), "c"),
-            Standing::NoHandler
-        );
+        for (handler, version, expected) in [
+            ("a", "1.0.0", Standing::Runnable),
+            ("b", "2.1.0", Standing::Runnable),
+            ("c", "1.0.0", Standing::NoHandler),
+        ] {
+            assert_eq!(
+                standing(&runnable, handler, version),
+                expected,
+                "{handler} {version}"
+            );
+        }
         assert_eq!(runnable.versions("b").map(BTreeSet::len), Some(1));
     }
 }

@@ -54,6 +54,22 @@ fn triage_count(path: &str, reason: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// `leasehold work enqueue` of an effect for [`HANDLER`], without `--handler-version`.
+fn enqueue_cli(path: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "work",
+        "enqueue",
+        "--store",
+        path,
+        "--handler",
+        HANDLER,
+        "--payload",
+        "{}",
+    ];
+    args.extend_from_slice(extra);
+    leasehold(&args)
+}
+
 fn stop(procs: &mut Authorities, name: &str) {
     signal("-TERM", procs.pid(name));
     assert!(procs.wait_exit(name, within(RUNNING)).success(), "{name}");
@@ -78,18 +94,7 @@ fn a_new_tag_runs_the_old_work_a_major_bump_leaves_it() {
         triage_count(&path, "stranded") == 8
     });
     // A producer without --handler-version stamps the version the running authority has.
-    let o = leasehold(&[
-        "work",
-        "enqueue",
-        "--store",
-        &path,
-        "--handler",
-        HANDLER,
-        "--payload",
-        "{}",
-        "--id",
-        "fresh",
-    ]);
+    let o = enqueue_cli(&path, &["--id", "fresh"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let two = HandlerVersion::parse("2.0.0").unwrap();
     let fresh = store.work("fresh").unwrap().expect("enqueued");
@@ -102,16 +107,7 @@ fn a_new_tag_runs_the_old_work_a_major_bump_leaves_it() {
     });
     assert_eq!(claimers(&store, &old), ["same"]);
     // Running authorities disagree on the handler's major version: the producer asks.
-    let o = leasehold(&[
-        "work",
-        "enqueue",
-        "--store",
-        &path,
-        "--handler",
-        HANDLER,
-        "--payload",
-        "{}",
-    ]);
+    let o = enqueue_cli(&path, &[]);
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("--handler-version"), "{}", stderr(&o));
