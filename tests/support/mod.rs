@@ -61,6 +61,13 @@ pub fn key(handler: &str) -> String {
     leasehold::build_key::handler_key(handler, &demo())
 }
 
+/// [`key`] of `send-email`, for fixtures that stamp all their work with one key the
+/// authorities they register (declaring `send-email` at the built-in version) run.
+pub fn send_email_key() -> &'static str {
+    static KEY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| key("send-email"));
+    &KEY
+}
+
 /// Every handler of the default workload at the built-in version: what a workflow start
 /// for those authorities passes ([`leasehold::workflow::engine::StartKey::Versions`]).
 pub fn demo_versions()

@@ -10,7 +10,8 @@ use leasehold::tui::harness::{Harness, render_app};
 use leasehold::tui::snapshot::ViewData;
 use leasehold::tui::views::table;
 
-use super::{c1, fixture, harness, screen, select_workflow};
+use super::support::send_email_key as c1;
+use super::{fixture, harness, screen, select_workflow};
 
 const SIZES: [(u16, u16); 3] = [(60, 15), (80, 24), (160, 48)];
 
