@@ -26,7 +26,6 @@ use std::time::Duration;
 
 use clap::Parser;
 use leasehold::authority::{Attempt, Authority, AuthorityConfig, HandlerOutcome};
-use leasehold::build_key::compatibility_key;
 use leasehold::model::event::NewEvent;
 use leasehold::model::work::NewWork;
 use leasehold::model::{InstanceStatus, WorkState};
@@ -37,7 +36,7 @@ use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
-/// The build label whose compatibility key the producer and the authorities share.
+/// The build label its authority registers under (shown to people; it decides nothing).
 const BUILD: &str = "v1";
 
 const ORDER_WORKFLOW: &str = r#"{
@@ -103,12 +102,12 @@ async fn run(args: Args) -> Result<()> {
     println!("{} running against {}", args.instance, args.store);
 
     let orders: Vec<String> = (1..=args.orders).map(|n| format!("order-{n}")).collect();
-    let instances = place_orders(&store, &orders).await?;
+    let instances = place_orders(&store, &authority, &orders).await?;
 
     let stop = tokio::signal::ctrl_c();
     tokio::pin!(stop);
     loop {
-        let done = checkout(&store, &orders, &instances).await?;
+        let done = checkout(&store, &authority, &orders, &instances).await?;
         if done && !args.serve {
             break;
         }
@@ -130,10 +129,17 @@ async fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// The producer side: one workflow per order, idempotent on the order. Answers the
-/// instances (a repeated start answers the first one).
-async fn place_orders(store: &Store, orders: &[String]) -> Result<Vec<String>> {
+/// The producer side: one workflow per order, idempotent on the order, started for the
+/// versions of the handlers this service runs (so its authority, and any running a
+/// compatible release, may run them). Answers the instances (a repeated start answers the
+/// first one).
+async fn place_orders(
+    store: &Store,
+    authority: &Authority,
+    orders: &[String],
+) -> Result<Vec<String>> {
     let store = store.clone();
+    let versions = authority.handler_versions();
     let orders = orders.to_vec();
     blocking(move || {
         let catalog = Catalog {
@@ -144,12 +150,12 @@ async fn place_orders(store: &Store, orders: &[String]) -> Result<Vec<String>> {
         if let Err(diagnostics) = store.deploy_workflow(ORDER_WORKFLOW, &catalog)? {
             return Err(leasehold::Error::Invalid(format!("{diagnostics:?}")));
         }
-        let compat = compatibility_key(BUILD).digest();
         let mut instances = Vec::new();
         for order in &orders {
             let mut args = Map::new();
             args.insert("orderId".into(), json!(order));
-            let started = store.start_workflow("order", args, "shop", Some(order), &compat)?;
+            let started =
+                store.start_workflow("order", args, "shop", Some(order), versions.clone())?;
             instances.push(started.instance_id);
         }
         Ok(instances)
@@ -159,11 +165,17 @@ async fn place_orders(store: &Store, orders: &[String]) -> Result<Vec<String>> {
 
 /// Enqueues the charge of every order whose stock is reserved (its instance waits for the
 /// payment); answers whether every order is charged and complete.
-async fn checkout(store: &Store, orders: &[String], instances: &[String]) -> Result<bool> {
+async fn checkout(
+    store: &Store,
+    authority: &Authority,
+    orders: &[String],
+    instances: &[String],
+) -> Result<bool> {
     let store = store.clone();
     let (orders, instances) = (orders.to_vec(), instances.to_vec());
+    // The charge is stamped for this service's version of the handler that runs it.
+    let compat = authority.key_for("charge-card").unwrap_or_default();
     blocking(move || {
-        let compat = compatibility_key(BUILD).digest();
         let mut all_done = true;
         for (order, instance) in orders.iter().zip(&instances) {
             let Some(row) = store.instance(instance)? else {

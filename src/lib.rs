@@ -19,7 +19,6 @@
 //!
 //! ```no_run
 //! use leasehold::authority::{Attempt, Authority, AuthorityConfig, HandlerOutcome};
-//! use leasehold::build_key::compatibility_key;
 //! use leasehold::model::work::NewWork;
 //! use leasehold::store::url::{OpenMode, open};
 //!
@@ -39,8 +38,9 @@
 //!     .start()
 //!     .await?;
 //!
-//! // The producer side is one call on the store per intent.
-//! let compat = compatibility_key("v1").digest();
+//! // The producer side is one call on the store per intent, stamped with the key of the
+//! // handler's version (a compatible release of it claims the work, a major bump does not).
+//! let compat = authority.key_for("send-email").expect("registered");
 //! let email = NewWork::effect("welcome:42", "send-email", r#"{"to":"ana@example.com"}"#);
 //! tokio::task::spawn_blocking(move || store.enqueue(email, &compat))
 //!     .await

@@ -26,7 +26,26 @@ use leasehold::workflow::{Catalog, SHIPPED_DEFINITIONS};
 use serde_json::{Value, json};
 
 const T0: Millis = 1_700_000_000_000;
-const K1: &str = "k1";
+/// The key of the `noop` handler's work at 1.0.0, which the authorities registered here
+/// run ([`authority`]); [`k2`] is 2.0.0's, another major version.
+fn k1() -> &'static str {
+    static KEY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| key_at("1.0.0"));
+    &KEY
+}
+
+fn k2() -> &'static str {
+    static KEY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| key_at("2.0.0"));
+    &KEY
+}
+
+fn key_at(version: &str) -> String {
+    leasehold::build_key::handler_key(
+        "noop",
+        &leasehold::authority::handlers::HandlerVersion::parse(version).expect("a version"),
+    )
+}
+
+const V1: &str = "1.0.0";
 const LEASE: Millis = 30_000;
 
 struct Fixture {
@@ -98,7 +117,7 @@ impl Fixture {
     }
 
     fn grant(&self, resource: &str, generation: u64, owner: &str) -> u64 {
-        self.grant_with(resource, generation, owner, K1, K1)
+        self.grant_with(resource, generation, owner, k1(), k1())
     }
 
     #[allow(clippy::needless_pass_by_value)]
@@ -140,7 +159,7 @@ impl Fixture {
             ..NewWork::effect(id, "noop", "{}")
         };
         self.plant(|tx, _| {
-            tx.insert_work(&WorkItem::new(spec.clone(), K1, T0))
+            tx.insert_work(&WorkItem::new(spec.clone(), k1(), T0))
                 .map(|_| ())
         });
     }
@@ -361,7 +380,7 @@ fn an_event_again_after_its_dedup_window_is_no_violation() {
     f.store
         .register_authority(&leasehold::model::Authority {
             instance_id: "a-1".into(),
-            compat: K1.into(),
+            compat: k1().into(),
             build: "v1".into(),
             config: config.to_json(),
             started_at: T0,
@@ -473,25 +492,25 @@ fn requeued_and_discarded_work_is_clean() {
         ..NewWork::effect(id, "send-email", "{}")
     };
     for id in ["failed-1", "poison-1", "live-1"] {
-        s.enqueue(once(id), K1).unwrap();
+        s.enqueue(once(id), k1()).unwrap();
     }
-    let w = s.claim("failed-1", "a-1", K1, LEASE).unwrap();
+    let w = s.claim("failed-1", "a-1", k1(), LEASE).unwrap();
     let failure = Failure {
         class: FailureClass::Terminal,
         code: "E_400".into(),
         message: "bad request".into(),
     };
     s.fail("failed-1", "a-1", w.generation, failure).unwrap();
-    s.claim("poison-1", "a-1", K1, LEASE).unwrap();
+    s.claim("poison-1", "a-1", k1(), LEASE).unwrap();
     f.clock.advance(LEASE);
     assert!(
-        s.claim_batch("a-2", K1, 10, LEASE).unwrap().len() == 1,
+        s.claim_batch("a-2", k1(), 10, LEASE).unwrap().len() == 1,
         "live-1 only"
     );
     assert!(s.work("poison-1").unwrap().unwrap().is_dead_letter());
     for id in ["failed-1", "poison-1"] {
         s.requeue_work(id, "ops@host", "fixed").unwrap();
-        let w = s.claim(id, "a-2", K1, LEASE).unwrap();
+        let w = s.claim(id, "a-2", k1(), LEASE).unwrap();
         s.complete(id, "a-2", w.generation, None).unwrap();
     }
     let live = s.work("live-1").unwrap().unwrap();
@@ -505,12 +524,13 @@ fn requeued_and_discarded_work_is_clean() {
 
 // --- 6. no stranded work once authorities are healthy
 
-fn authority(id: &str, compat: &str, at: Millis) -> Authority {
+/// An authority that registers the `noop` handler at `version`.
+fn authority(id: &str, version: &str, at: Millis) -> Authority {
     Authority {
         instance_id: id.into(),
-        compat: compat.into(),
+        compat: "label".into(),
         build: "test".into(),
-        config: "{}".into(),
+        config: format!(r#"{{"handlers":{{"noop":"{version}"}}}}"#),
         started_at: at,
         heartbeat_at: at,
         stopped_at: None,
@@ -523,24 +543,24 @@ fn authority(id: &str, compat: &str, at: Millis) -> Authority {
 fn stranded_work_is_reported_and_incompatible_work_is_counted() {
     let f = fixture();
     f.store
-        .register_authority(&authority("a-1", K1, T0))
+        .register_authority(&authority("a-1", V1, T0))
         .unwrap();
     f.store
-        .enqueue(NewWork::effect("e-late", "noop", "{}"), K1)
+        .enqueue(NewWork::effect("e-late", "noop", "{}"), k1())
         .unwrap();
     f.store
-        .enqueue(NewWork::effect("e-claimed", "noop", "{}"), K1)
+        .enqueue(NewWork::effect("e-claimed", "noop", "{}"), k1())
         .unwrap();
     f.store
         .enqueue(NewWork::effect("e-old-build", "noop", "{}"), "k0")
         .unwrap();
-    f.store.claim("e-claimed", "a-9", K1, 10_000).unwrap();
+    f.store.claim("e-claimed", "a-9", k1(), 10_000).unwrap();
     f.clock.advance(120_000);
     f.store
-        .enqueue(NewWork::effect("e-fresh", "noop", "{}"), K1)
+        .enqueue(NewWork::effect("e-fresh", "noop", "{}"), k1())
         .unwrap();
     f.store
-        .heartbeat(&authority("a-1", K1, T0).incarnation(), false)
+        .heartbeat(&authority("a-1", V1, T0).incarnation(), false)
         .unwrap();
 
     let report = f.run();
@@ -560,11 +580,11 @@ fn stranded_work_is_reported_and_incompatible_work_is_counted() {
 fn work_is_not_stranded_before_its_build_has_been_live_for_the_bound() {
     let f = fixture();
     f.store
-        .enqueue(NewWork::effect("e-1", "noop", "{}"), K1)
+        .enqueue(NewWork::effect("e-1", "noop", "{}"), k1())
         .unwrap();
     f.clock.advance(600_000);
     // The first authority of the build just started: it has not had the chance yet.
-    let registered = authority("a-1", K1, f.clock.now());
+    let registered = authority("a-1", V1, f.clock.now());
     f.store.register_authority(&registered).unwrap();
     assert!(f.run().is_clean());
     f.clock.advance(61_000);
@@ -577,7 +597,7 @@ fn work_is_not_stranded_before_its_build_has_been_live_for_the_bound() {
 #[test]
 fn a_claim_across_builds_is_reported() {
     let f = fixture();
-    f.grant_with("e-1", 1, "a-2", "k2", K1);
+    f.grant_with("e-1", 1, "a-2", k2(), k1());
     // Lease grants carry no compat and are not work.
     f.plant(|tx, revision| {
         tx.add_grant(&Grant {
@@ -596,11 +616,11 @@ fn a_claim_across_builds_is_reported() {
     let report = f.run();
     assert_codes(&report, &[codes::INCOMPATIBLE_EXECUTION]);
     assert_reported(&report, codes::INCOMPATIBLE_EXECUTION, &["e-1", "a-2"]);
-    assert!(
-        report.violations[0]
-            .sentence
-            .contains("(build k1) was claimed by a-2 running build k2")
-    );
+    assert!(report.violations[0].sentence.contains(&format!(
+        "(key {}) was claimed by a-2 under key {}",
+        k1(),
+        k2()
+    )));
 }
 
 // --- 8. monotone cursors
@@ -649,7 +669,7 @@ fn plant_instance(f: &Fixture, id: &str, entries: &[Entry<'_>], outcomes: &[(&st
             instance_id: id.into(),
             workflow_id: "order".into(),
             status: leasehold::model::InstanceStatus::parse(status).expect("a status"),
-            compat: K1.into(),
+            compat: k1().into(),
             instance_revision: revision,
             next_eligible_at: None,
             waiting_event: None,
@@ -891,7 +911,7 @@ fn append_noise(f: &Fixture, n: i64) {
 
 fn heartbeat(f: &Fixture, id: &str) {
     f.store
-        .heartbeat(&authority(id, K1, T0).incarnation(), false)
+        .heartbeat(&authority(id, V1, T0).incarnation(), false)
         .unwrap();
 }
 
@@ -899,22 +919,29 @@ fn heartbeat(f: &Fixture, id: &str) {
 fn an_overdue_instance_is_stranded_while_its_build_is_live() {
     let f = fixture();
     f.store
-        .register_authority(&authority("a-1", K1, T0))
+        .register_authority(&authority("a-1", V1, T0))
         .unwrap();
     let idle = json!({});
-    plant_row(&f, "wf-overdue", "running", K1, Some(T0), &idle);
+    plant_row(&f, "wf-overdue", "running", k1(), Some(T0), &idle);
     plant_row(
         &f,
         "wf-within-bound",
         "running",
-        K1,
+        k1(),
         Some(T0 + 100_000),
         &idle,
     );
-    plant_row(&f, "wf-timer", "waiting", K1, Some(T0 + 600_000), &idle);
-    plant_row(&f, "wf-event", "waiting", K1, None, &waiting_for("paid", 0));
+    plant_row(&f, "wf-timer", "waiting", k1(), Some(T0 + 600_000), &idle);
+    plant_row(
+        &f,
+        "wf-event",
+        "waiting",
+        k1(),
+        None,
+        &waiting_for("paid", 0),
+    );
     plant_row(&f, "wf-old-build", "running", "k0", Some(T0), &idle);
-    plant_row(&f, "wf-done", "completed", K1, Some(T0), &idle);
+    plant_row(&f, "wf-done", "completed", k1(), Some(T0), &idle);
     f.clock.advance(120_000);
     heartbeat(&f, "a-1");
 
@@ -932,9 +959,9 @@ fn an_overdue_instance_is_stranded_while_its_build_is_live() {
 #[test]
 fn an_instance_is_not_stranded_before_its_build_has_been_live_for_the_bound() {
     let f = fixture();
-    plant_row(&f, "wf-1", "running", K1, Some(T0), &json!({}));
+    plant_row(&f, "wf-1", "running", k1(), Some(T0), &json!({}));
     f.clock.advance(600_000);
-    let registered = authority("a-1", K1, f.clock.now());
+    let registered = authority("a-1", V1, f.clock.now());
     f.store.register_authority(&registered).unwrap();
     assert!(f.run().is_clean());
     f.clock.advance(61_000);
@@ -950,7 +977,7 @@ fn waits_below_the_trimmed_journal_are_reported(f: &Fixture) {
         f,
         "wf-old-wait",
         "waiting",
-        K1,
+        k1(),
         None,
         &waiting_for("paid", 0),
     );
@@ -958,11 +985,18 @@ fn waits_below_the_trimmed_journal_are_reported(f: &Fixture) {
         f,
         "wf-edge-wait",
         "waiting",
-        K1,
+        k1(),
         None,
         &waiting_for("paid", 3),
     );
-    plant_row(f, "wf-done", "completed", K1, None, &waiting_for("paid", 0));
+    plant_row(
+        f,
+        "wf-done",
+        "completed",
+        k1(),
+        None,
+        &waiting_for("paid", 0),
+    );
     append_noise(f, keep);
     let report = f.run();
     assert!(
@@ -1003,7 +1037,7 @@ fn a_wait_older_than_the_retained_journal_is_reported_on_sqlite() {
 fn the_engines_own_instances_are_judged_by_their_rows() {
     let f = fixture();
     let s = &f.store;
-    s.register_authority(&authority("a-1", K1, T0)).unwrap();
+    s.register_authority(&authority("a-1", V1, T0)).unwrap();
     let (_, text) = SHIPPED_DEFINITIONS
         .iter()
         .find(|(name, _)| name.starts_with("order-fulfilment"))
@@ -1018,11 +1052,11 @@ fn the_engines_own_instances_are_judged_by_their_rows() {
             args.as_object().cloned().unwrap(),
             "alice",
             None,
-            K1,
+            k1(),
         )
         .unwrap()
         .instance_id;
-    let engine = Engine::new(s.clone(), "a-1", K1);
+    let engine = Engine::new(s.clone(), "a-1", k1());
     assert_eq!(engine.claim(1, LEASE).unwrap().len(), 1);
 
     // The claim parks the instance until its lease lapses: not overdue meanwhile.
@@ -1060,21 +1094,21 @@ fn the_engines_own_instances_are_judged_by_their_rows() {
 #[allow(clippy::too_many_lines)]
 fn mixed_workload(f: &Fixture) {
     let s = &f.store;
-    for (id, compat) in [("a-1", K1), ("a-2", K1), ("a-3", "k2")] {
-        s.register_authority(&authority(id, compat, T0)).unwrap();
+    for (id, version) in [("a-1", V1), ("a-2", V1), ("a-3", "2.0.0")] {
+        s.register_authority(&authority(id, version, T0)).unwrap();
     }
     let specs: Vec<NewWork> = (0..8)
         .map(|n| NewWork::effect(format!("e-{n}"), "send-email", "{}"))
         .collect();
-    assert_eq!(s.enqueue_batch(specs, K1).unwrap(), 8);
+    assert_eq!(s.enqueue_batch(specs, k1()).unwrap(), 8);
     assert!(
-        !s.enqueue(NewWork::effect("e-0", "send-email", "{}"), K1)
+        !s.enqueue(NewWork::effect("e-0", "send-email", "{}"), k1())
             .unwrap(),
         "idempotent enqueue"
     );
 
     // a-1 claims five in one transaction; completes two, fails one retryably.
-    let first = s.claim_batch("a-1", K1, 5, LEASE).unwrap();
+    let first = s.claim_batch("a-1", k1(), 5, LEASE).unwrap();
     assert_eq!(first.len(), 5);
     s.complete(&first[0].id, "a-1", first[0].generation, Some("{}".into()))
         .unwrap();
@@ -1088,13 +1122,13 @@ fn mixed_workload(f: &Fixture) {
     s.fail(&first[2].id, "a-1", first[2].generation, retryable)
         .unwrap();
     assert!(
-        s.claim("e-5", "a-3", "k2", LEASE).is_err(),
+        s.claim("e-5", "a-3", k2(), LEASE).is_err(),
         "another build never claims"
     );
 
     // a-1 stalls past its lease; a-2 reclaims everything still open.
     f.clock.advance(LEASE + 60_000);
-    let second = s.claim_batch("a-2", K1, 32, LEASE).unwrap();
+    let second = s.claim_batch("a-2", k1(), 32, LEASE).unwrap();
     assert!(second.len() >= 5, "reclaimed {}", second.len());
     // The stale owner wakes up: every write is fenced.
     let stale = s
@@ -1139,14 +1173,14 @@ fn mixed_workload(f: &Fixture) {
         CatchUp::Latest,
         "tick",
         "{}",
-        K1,
+        k1(),
     )
     .unwrap();
     f.clock.advance(61_000);
-    let fired = s.fire_due_schedules(K1, 16).unwrap();
+    let fired = s.fire_due_schedules(k1(), 16).unwrap();
     assert!(fired >= 1);
-    assert_eq!(fired + s.fire_due_schedules(K1, 16).unwrap(), fired);
-    for w in s.claim_batch("a-1", K1, 32, LEASE).unwrap() {
+    assert_eq!(fired + s.fire_due_schedules(k1(), 16).unwrap(), fired);
+    for w in s.claim_batch("a-1", k1(), 32, LEASE).unwrap() {
         s.complete(&w.id, "a-1", w.generation, None).unwrap();
         assert!(s.complete(&w.id, "a-2", w.generation, None).is_err());
     }
@@ -1170,9 +1204,9 @@ fn mixed_workload(f: &Fixture) {
     }
 
     // A cursor: a-1 moves it, stalls; a-2 takes over; a-1's late write is fenced.
-    s.create_subscription("s-1", "payment.captured", "deliver", K1)
+    s.create_subscription("s-1", "payment.captured", "deliver", k1())
         .unwrap();
-    let c1 = s.claim("cursor:s-1", "a-1", K1, LEASE).unwrap();
+    let c1 = s.claim("cursor:s-1", "a-1", k1(), LEASE).unwrap();
     s.advance_cursor("s-1", "a-1", c1.generation, 1).unwrap();
     assert_eq!(
         s.advance_cursor("s-1", "a-1", c1.generation, 1)
@@ -1181,7 +1215,7 @@ fn mixed_workload(f: &Fixture) {
         "stale-sequence"
     );
     f.clock.advance(LEASE + 1);
-    let c2 = s.claim("cursor:s-1", "a-2", K1, LEASE).unwrap();
+    let c2 = s.claim("cursor:s-1", "a-2", k1(), LEASE).unwrap();
     assert_eq!(
         s.advance_cursor("s-1", "a-1", c1.generation, 2)
             .unwrap_err()
@@ -1222,7 +1256,7 @@ fn mixed_workload(f: &Fixture) {
     );
 
     // Finish what is left, as healthy authorities would.
-    for w in s.claim_batch("a-1", K1, 32, LEASE).unwrap() {
+    for w in s.claim_batch("a-1", k1(), 32, LEASE).unwrap() {
         if w.kind == WorkKind::Cursor {
             s.yield_back(&w.id, "a-1", w.generation, f.clock.now() + 1_000)
                 .unwrap();
@@ -1231,7 +1265,7 @@ fn mixed_workload(f: &Fixture) {
         }
     }
     for id in ["a-1", "a-2", "a-3"] {
-        s.heartbeat(&authority(id, K1, T0).incarnation(), false)
+        s.heartbeat(&authority(id, V1, T0).incarnation(), false)
             .unwrap();
     }
 }
@@ -1429,20 +1463,32 @@ fn leasehold_check_states_stranded_instances_and_lost_waits() {
     let now = SystemClock.now();
     // Live for an hour and a half whatever the machine's speed: judged by its own timing.
     let patient = Authority {
-        config: json!({"heartbeatIntervalMs": 3_600_000, "leaseDurationMs": 7_200_000}).to_string(),
+        config: json!({
+            "heartbeatIntervalMs": 3_600_000,
+            "leaseDurationMs": 7_200_000,
+            "handlers": { "noop": V1 },
+        })
+        .to_string(),
         heartbeat_at: now,
-        ..authority("a-1", K1, now - 600_000)
+        ..authority("a-1", V1, now - 600_000)
     };
     f.plant(|tx, _| tx.put_authority(&patient));
     plant_row(
         &f,
         "wf-stuck",
         "running",
-        K1,
+        k1(),
         Some(now - 600_000),
         &json!({}),
     );
-    plant_row(&f, "wf-lost", "waiting", K1, None, &waiting_for("paid", 0));
+    plant_row(
+        &f,
+        "wf-lost",
+        "waiting",
+        k1(),
+        None,
+        &waiting_for("paid", 0),
+    );
     append_noise(&f, leasehold::store::RETENTION.journal_events + 1);
     let url = format!("sqlite:{}", path.display());
     let run = |json: bool| {

@@ -16,6 +16,8 @@ mod attention;
 mod bulk;
 #[path = "cli/cancel.rs"]
 mod cancel;
+#[path = "cli/compat.rs"]
+mod compat;
 #[path = "cli/config.rs"]
 mod config;
 #[path = "cli/creation.rs"]
@@ -1129,7 +1131,7 @@ fn inspect_cursors_and_the_dashboard_agree_field_by_field() {
     let dir = tempfile::tempdir().unwrap();
     let path = store_in(dir.path());
     let store = leasehold::store::url::open(&path, OpenMode::ReadWrite).unwrap();
-    let compat = leasehold::build_key::compatibility_key("v1").digest();
+    let compat = support::key(workload::CURSOR_HANDLER);
     store
         .create_subscription("orders", "order-placed", workload::CURSOR_HANDLER, &compat)
         .unwrap();

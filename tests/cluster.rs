@@ -3,9 +3,12 @@
 //! old-build work as incompatible, then drains it, while schedules keep firing under the
 //! new build; the same seed gives the same history.
 
-use leasehold::build_key::compatibility_key;
+use leasehold::authority::handlers::HandlerVersion;
+use leasehold::authority::workload::SCHEDULE_HANDLER;
+use leasehold::build_key::{claim_keys, handler_key};
 use leasehold::cluster::control::ClusterControl;
 use leasehold::cluster::{self, ClusterOptions, Report, SCENARIOS, Sim};
+use leasehold::model::CompatSet;
 use leasehold::model::work::WorkFilter;
 use leasehold::model::{Grant, PageRequest, WorkKind, WorkState, WriteRecord};
 
@@ -252,7 +255,8 @@ fn schedules_keep_firing_under_the_new_build() {
         .list_work(&filter, &PageRequest::first(1_000))
         .expect("the firings read")
         .rows;
-    let v2 = compatibility_key("v2").digest();
+    // The rolling deploy's new build runs the next major version of its handlers.
+    let v2 = handler_key(SCHEDULE_HANDLER, &HandlerVersion::demo().next_major());
     assert!(
         firings.iter().any(|w| w.compat == v2),
         "no firing of the old build's schedule carries v2's key: {firings:?}"
@@ -537,17 +541,25 @@ fn a_crashed_authority_restarts_as_a_new_incarnation() {
     assert!(report.is_clean(), "{}", cluster::render_text(&report));
 }
 
-/// `B` deploys beside the fleet without stopping or crashing it. Compatible: the new
-/// authority claims the fleet's work. Incompatible: new work carries the new key and
-/// only the new authority claims it, while the old fleet keeps draining the old.
+/// The keys an authority running the built-in handlers at `version` claims by.
+fn keys_at(store: &leasehold::Store, version: &HandlerVersion) -> CompatSet {
+    let versions = leasehold::authority::workload::default_workload(0)
+        .at_version(version)
+        .handler_versions();
+    claim_keys(&versions, &store.deployed_definitions().expect("reads"))
+}
+
+/// `B` deploys beside the fleet without stopping or crashing it, under a new tag.
+/// Compatible (the same handler versions): the new authority claims the fleet's work.
+/// Incompatible (the next major version): new work carries the new keys and only the new
+/// authority claims it, while the old fleet keeps draining the old.
 #[test]
 fn a_deploy_beside_the_fleet_leaves_the_right_items_claimable() {
     for compatible in [true, false] {
         let cluster = paced(11, 10_000);
         let store = cluster.store();
-        let old_key = compatibility_key("v1").digest();
         let (id, build) = cluster.deploy(compatible).expect("deploys");
-        assert_eq!(build == "v1", compatible, "{build}");
+        assert_eq!(build, "v2", "a new tag either way");
         cluster.advance(30_000);
         let nodes = cluster.nodes();
         assert!(
@@ -560,19 +572,27 @@ fn a_deploy_beside_the_fleet_leaves_the_right_items_claimable() {
             .filter(|g| g.owner_id == id && g.item_compat.is_some())
             .collect();
         assert!(!by_new.is_empty(), "{id} claims work");
-        let new_key = compatibility_key(&build).digest();
+        let old_keys = keys_at(&store, &HandlerVersion::demo());
+        let new_version = if compatible {
+            HandlerVersion::demo()
+        } else {
+            HandlerVersion::demo().next_major()
+        };
+        let new_keys = keys_at(&store, &new_version);
+        assert_eq!(old_keys == new_keys, compatible);
+        let key_of = |g: &Grant| g.item_compat.clone().unwrap_or_default();
         for g in by_new {
-            assert_eq!(g.item_compat.as_deref(), Some(new_key.as_str()));
+            assert!(new_keys.contains(&key_of(g)), "{g:?}");
         }
-        let old_claims_new = grants.iter().any(|g| {
-            g.owner_id != id && g.item_compat.as_deref() == Some(new_key.as_str()) && !compatible
-        });
+        let old_claims_new = grants
+            .iter()
+            .any(|g| g.owner_id != id && !compatible && new_keys.contains(&key_of(g)));
         assert!(!old_claims_new, "the old fleet never claims new-build work");
         if !compatible {
             assert!(
                 grants.iter().any(|g| g.owner_id != id
                     && g.at > cluster::HEADLESS_EPOCH + 12_000
-                    && g.item_compat.as_deref() == Some(old_key.as_str())),
+                    && old_keys.contains(&key_of(g))),
                 "the old fleet keeps draining old-build work"
             );
         }

@@ -100,9 +100,13 @@ fn fault_keys_work_from_every_view() {
             h.press('1');
             let nodes = c.nodes();
             assert_eq!(nodes.len(), 6, "{view:?}: A and B each started one");
-            assert!(
-                nodes[4..].iter().all(|n| n.build == "v1"),
-                "{view:?}: compatible"
+            assert_eq!(
+                nodes[4].build, "v1",
+                "{view:?}: A adds to the fleet's build"
+            );
+            assert_eq!(
+                nodes[5].build, "v2",
+                "{view:?}: a compatible deploy is a new tag with the same handler versions"
             );
             c.advance(15_000);
             assert_eq!(

@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use leasehold::Store;
+use leasehold::authority::handlers::HandlerVersion;
 use leasehold::authority::{Attempt, Authority, AuthorityConfig, Handler, HandlerOutcome};
-use leasehold::build_key::compatibility_key;
 use leasehold::cli::live::LiveBuilds;
 use leasehold::clock::ManualClock;
 use leasehold::model::event::NewEvent;
@@ -43,7 +43,7 @@ per_provider! {
     a_panicking_handler_is_uncertain_and_retried_with_the_same_key,
     a_checkpoint_carries_to_the_next_attempt_and_is_fenced_after_a_loss,
     an_item_without_a_handler_stays_pending,
-    a_workflow_action_without_a_handler_waits_for_one,
+    a_workflow_is_claimed_only_with_every_action_handler,
     shutdown_tells_a_handler_past_its_grace_and_health_follows,
     the_metrics_page_states_what_the_store_recorded,
 }
@@ -51,8 +51,8 @@ per_provider! {
 /// A lease short enough to lapse in a test, renewed fast.
 const LEASE_MS: i64 = 1_000;
 
-fn compat() -> String {
-    compatibility_key("v1").digest()
+fn compat() -> HandlerVersion {
+    HandlerVersion::demo()
 }
 
 fn config(id: &str) -> AuthorityConfig {
@@ -142,11 +142,20 @@ fn async_handlers_run_every_kind_of_work(h: &dyn Harness) {
             CatchUp::Latest,
             "tick",
             "{}",
-            &compat(),
+            &support::key("tick"),
         )
         .expect("creates");
     store
-        .create_subscription("audit", "order-approved", "deliver", &compat())
+        .create_subscription(
+            "audit",
+            "order-approved",
+            "deliver",
+            // Made for 2.0.0 of its handler: the authority's 2.1.0 (a minor release) runs it.
+            &leasehold::build_key::handler_key(
+                "deliver",
+                &HandlerVersion::parse("2.0.0").expect("a version"),
+            ),
+        )
         .expect("subscribes");
     let deployed = store
         .deploy_workflow(APPROVAL, &Catalog::permissive())
@@ -155,7 +164,13 @@ fn async_handlers_run_every_kind_of_work(h: &dyn Harness) {
     let mut args = Map::new();
     args.insert("orderId".into(), json!("o-7"));
     let started = store
-        .start_workflow(&deployed.workflow_id, args, "app", Some("o-7"), &compat())
+        .start_workflow(
+            &deployed.workflow_id,
+            args,
+            "app",
+            Some("o-7"),
+            support::actions_at_demo(&store, &deployed.workflow_id),
+        )
         .expect("starts");
 
     let rt = runtime();
@@ -325,7 +340,7 @@ fn a_handler_told_its_lease_is_lost_stops_and_changes_nothing(h: &dyn Harness) {
         let later = ManualClock::new(clock_now(h.clock()) + 60_000);
         let other = h.reopen().with_clock(Arc::new(later));
         let taken = other
-            .claim("slow", "b", &compat(), LEASE_MS * 100)
+            .claim("slow", "b", support::key("export"), LEASE_MS * 100)
             .expect("b reclaims a lapsed claim");
         wait_until("the handler to learn it", within(RUNNING), || {
             stopped_early.load(Ordering::SeqCst) == 1
@@ -431,7 +446,7 @@ fn a_checkpoint_carries_to_the_next_attempt_and_is_fenced_after_a_loss(h: &dyn H
     let later = ManualClock::new(clock_now(h.clock()) + 60_000);
     let other = h.reopen().with_clock(Arc::new(later.clone()));
     let taken = other
-        .claim("export", "b", &compat(), LEASE_MS * 100)
+        .claim("export", "b", support::key("export"), LEASE_MS * 100)
         .expect("b reclaims");
     assert_eq!(
         taken.checkpoint.as_deref(),
@@ -482,32 +497,30 @@ fn an_item_without_a_handler_stays_pending(h: &dyn Harness) {
         wait_until("the known item", within(RUNNING), || {
             state_of(&store, "known") == Some(WorkState::Succeeded)
         });
-        wait_until("the orphan handed back", within(RUNNING), || {
-            store
-                .work("orphan")
-                .expect("reads")
-                .is_some_and(|w| w.state == WorkState::Pending && w.generation >= 1)
-        });
-        // Operators see why it waits: its build runs, its handler does not.
+        // Operators see why it waits: no running authority has its handler.
         let live = LiveBuilds::load(&store, clock_now(h.clock())).expect("reads");
         assert_eq!(
-            live.standing(&compat(), "not-deployed-yet"),
+            live.standing(&support::key("not-deployed-yet"), "not-deployed-yet"),
             Standing::NoHandler
         );
-        assert_eq!(live.standing(&compat(), "known"), Standing::Runnable);
+        assert_eq!(
+            live.standing(&support::key("known"), "known"),
+            Standing::Runnable
+        );
         let stats = rt.block_on(authority.shutdown()).expect("stops");
         assert_eq!(stats.failures, 0);
     }
+    // Its key is its handler's: an authority without the handler never claims it.
     let orphan = store.work("orphan").expect("reads").expect("exists");
     assert_eq!(orphan.state, WorkState::Pending);
+    assert_eq!(orphan.generation, 0, "never claimed: {orphan:?}");
     assert!(orphan.last_failure.is_none(), "{orphan:?}");
-    assert!(orphan.next_eligible_at > clock_now(h.clock()), "backs off");
 }
 
-/// An instance whose due action no authority here can run is handed back to wait a few
-/// seconds, not claimed again at every poll (its lease grants stay at one), and an
+/// An instance whose action no authority here has a handler for is never claimed by one
+/// that lacks it (its key needs every action's handler), however often it polls, and an
 /// authority with the handler then runs it.
-fn a_workflow_action_without_a_handler_waits_for_one(h: &dyn Harness) {
+fn a_workflow_is_claimed_only_with_every_action_handler(h: &dyn Harness) {
     let store = h.store();
     let deployed = store
         .deploy_workflow(APPROVAL, &Catalog::permissive())
@@ -516,7 +529,13 @@ fn a_workflow_action_without_a_handler_waits_for_one(h: &dyn Harness) {
     let mut args = Map::new();
     args.insert("orderId".into(), json!("o-9"));
     let started = store
-        .start_workflow(&deployed.workflow_id, args, "app", None, &compat())
+        .start_workflow(
+            &deployed.workflow_id,
+            args,
+            "app",
+            None,
+            support::actions_at_demo(&store, &deployed.workflow_id),
+        )
         .expect("starts");
     let rt = runtime();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
@@ -531,14 +550,6 @@ fn a_workflow_action_without_a_handler_waits_for_one(h: &dyn Harness) {
                 .start(),
         )
         .expect("starts");
-    let now = clock_now(h.clock());
-    wait_until("the hand-back", within(RUNNING), || {
-        store
-            .instance(&started.instance_id)
-            .expect("reads")
-            .and_then(|i| i.next_eligible_at)
-            .is_some_and(|at| at >= now + 5_000)
-    });
     let grants = |store: &Store| {
         store
             .ownership_history(Some(&format!("wf:{}", started.instance_id)), 0, 1_000)
@@ -556,10 +567,9 @@ fn a_workflow_action_without_a_handler_waits_for_one(h: &dyn Harness) {
     wait_until("twenty more polls", within(RUNNING), || {
         polls() >= before + 20.0
     });
-    assert_eq!(grants(&store), 1, "claimed once, not at every poll");
+    assert_eq!(grants(&store), 0, "never claimed without its handler");
     rt.block_on(without.shutdown()).expect("stops");
-    // An authority with the handler runs it once the wait is over.
-    h.clock().advance(10_000);
+    // An authority with the handler runs it.
     let with = start(&rt, &store, "with", "quote-order", |_: Attempt| async {
         HandlerOutcome::Succeeded(Some(json!({ "quote": 1 })))
     });
@@ -710,7 +720,7 @@ fn the_metrics_page_states_what_the_store_recorded(h: &dyn Harness) {
     assert_eq!(sample(&page, "leasehold_ready"), Some(1.0));
     let info = format!(
         "leasehold_build_info{{instance=\"metered\",build=\"v1\",compat=\"{}\"}}",
-        compat()
+        leasehold::model::CompatSet::new([support::key("charge")]).digest()
     );
     assert_eq!(sample(&page, &info), Some(1.0), "{page}");
     assert!(page.trim_end().ends_with("# EOF"));

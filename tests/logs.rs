@@ -50,7 +50,7 @@ async fn claims_and_completions_are_logged_with_item_and_generation() {
         "orders",
         "order-placed",
         workload::CURSOR_HANDLER,
-        &compat(),
+        &support::key(workload::CURSOR_HANDLER),
     )
     .expect("subscribes");
     for i in 0..5 {
@@ -291,13 +291,15 @@ async fn a_hostile_value_is_logged_escaped_in_both_formats() {
             Arc::new(SeededIds::new(11)),
         );
         // The enqueue verb refuses such ids and names now; a store written by an older build
-        // may still hold them, so the item is planted below the validator.
-        let planted = WorkItem::new(NewWork::effect("e\u{9b}1", HOSTILE, "{}"), &compat(), T0);
+        // may still hold them, so the item is planted below the validator — under a key
+        // this authority runs, so that it claims the item and finds no handler of its name.
+        let key = support::key("send-email");
+        let planted = WorkItem::new(NewWork::effect("e\u{9b}1", HOSTILE, "{}"), &key, T0);
         backend
             .write(&mut |tx| {
                 tx.commit_revision()?;
                 tx.insert_work(&planted)?;
-                tx.adjust_counter(&format!("work|effect|pending|{}", compat()), 1)
+                tx.adjust_counter(&format!("work|effect|pending|{key}"), 1)
             })
             .expect("plants");
         let log = LogBuffer::default();

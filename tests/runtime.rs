@@ -3,6 +3,8 @@
 //! claim, so its generation moves only with its ownership; the tokio driver
 //! drains a seeded memory store and shuts down cleanly, releasing what it still owns.
 
+#[path = "runtime/claim_keys.rs"]
+mod claim_keys;
 #[path = "support/mod.rs"]
 mod support;
 
@@ -11,11 +13,13 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use leasehold::Store;
+use leasehold::authority::handlers::HandlerVersion;
 use leasehold::authority::workload::{self, EFFECT_HANDLERS};
 use leasehold::authority::{
     AttemptContext, AuthorityConfig, AuthorityCore, Finished, HandlerOutcome, Pace, RunOptions,
     Workload, run_authority, run_authority_with,
 };
+use leasehold::build_key::handler_key;
 use leasehold::clock::{Clock, ManualClock};
 use leasehold::ids::SeededIds;
 use leasehold::model::event::NewEvent;
@@ -259,7 +263,7 @@ fn a_store_outage_defers_the_outcome_until_the_store_is_back() {
 /// `effects` effects over the demo handlers, a subscription with five events for it, and
 /// `workflows` instances of the shipped integration-call workflow: every kind of work one
 /// authority runs. Answers the instances.
-fn mixed_work(s: &Store, c: &str, effects: usize, workflows: usize) -> Vec<String> {
+fn mixed_work(s: &Store, c: &HandlerVersion, effects: usize, workflows: usize) -> Vec<String> {
     let items: Vec<NewWork> = (0..effects)
         .map(|i| {
             NewWork::effect(
@@ -270,8 +274,13 @@ fn mixed_work(s: &Store, c: &str, effects: usize, workflows: usize) -> Vec<Strin
         })
         .collect();
     s.enqueue_batch(items, c).expect("enqueues");
-    s.create_subscription("orders", "order-placed", workload::CURSOR_HANDLER, c)
-        .expect("subscribes");
+    s.create_subscription(
+        "orders",
+        "order-placed",
+        workload::CURSOR_HANDLER,
+        &handler_key(workload::CURSOR_HANDLER, c),
+    )
+    .expect("subscribes");
     for i in 0..5 {
         let event = NewEvent {
             event_type: "order-placed".into(),
@@ -296,7 +305,7 @@ fn mixed_work(s: &Store, c: &str, effects: usize, workflows: usize) -> Vec<Strin
                 args.as_object().cloned().unwrap_or_default(),
                 "test",
                 None,
-                c,
+                support::actions_at_demo(s, "integration-call"),
             )
             .expect("starts")
             .instance_id
@@ -486,13 +495,15 @@ async fn shutdown_abandons_handlers_that_outlive_the_grace_and_the_next_owner_co
     // reclaims each as an uncertain attempt under the same idempotency key.
     let lease = config("holder").lease_duration_ms;
     let pending = s
-        .claim_batch("next", &compat(), 8, 10 * lease)
+        .claim_batch("next", handler_key("hold", &compat()), 8, 10 * lease)
         .expect("claims");
     assert_eq!(pending.len(), 1, "only the never-claimed item: {pending:?}");
     // Past the lease and the retry backoff a lapsed attempt waits out before it is reclaimed.
     let attempt = held.iter().map(|h| h.attempt_number).max().unwrap_or(1);
     clock.advance(lease + Backoff::default().delay(attempt));
-    let reclaimed = s.claim_batch("next", &compat(), 8, lease).expect("claims");
+    let reclaimed = s
+        .claim_batch("next", handler_key("hold", &compat()), 8, lease)
+        .expect("claims");
     assert_eq!(reclaimed.len(), 2, "{reclaimed:?}");
     for item in &reclaimed {
         let before = held
@@ -603,8 +614,13 @@ fn an_idle_cursor_keeps_its_generation_until_its_owner_dies() {
     let clock = ManualClock::new(T0);
     let s = store(&clock);
     let c = compat();
-    s.create_subscription("orders", "order-placed", workload::CURSOR_HANDLER, &c)
-        .expect("subscribes");
+    s.create_subscription(
+        "orders",
+        "order-placed",
+        workload::CURSOR_HANDLER,
+        &handler_key(workload::CURSOR_HANDLER, &c),
+    )
+    .expect("subscribes");
     let fast = workload::named("fast", 1).expect("fast");
     let cfg = |id: &str| AuthorityConfig {
         poll_interval_ms: 100,

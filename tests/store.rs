@@ -19,6 +19,8 @@ mod support;
 mod bad_input;
 #[path = "store/capabilities.rs"]
 mod capabilities;
+#[path = "store/compat_sets.rs"]
+mod compat_sets;
 #[path = "store/copy.rs"]
 mod copy;
 #[path = "store/dead_letters.rs"]
@@ -111,6 +113,8 @@ per_provider! {
     dead_letters::another_builds_lapsed_claim_is_left_alone,
     // compatibility
     work::incompatible_items_are_never_claimed_and_stay_visible,
+    compat_sets::a_set_claims_the_items_of_each_member_only,
+    compat_sets::a_set_reclaims_lapsed_claims_of_its_members,
     // schedules
     schedules::one_firing_per_due_instant_across_pollers,
     schedules::catch_up_latest_after_an_outage,

@@ -11,6 +11,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/mod.rs"]
+mod support;
+
 #[path = "tui/describe.rs"]
 mod describe;
 
@@ -41,7 +44,6 @@ use serde_json::{Map, Value, json};
 
 /// 2026-01-01T00:00:00Z.
 const T0: i64 = 1_767_225_600_000;
-const C1: &str = "c1c1c1c1c1c1c1c1";
 const OLD: &str = "0ld0ld0ld0ld0ld0";
 
 struct Fixture {
@@ -66,7 +68,9 @@ fn authority(id: &str, build: &str, compat: &str, at: i64, stopped: bool) -> Aut
         instance_id: id.into(),
         compat: compat.into(),
         build: build.into(),
-        config: json!({"pollIntervalMs": 1000, "leaseDurationMs": 30000}).to_string(),
+        config: json!({"pollIntervalMs": 1000, "leaseDurationMs": 30000,
+                       "handlers": {"send-email": "1.0.0"}})
+        .to_string(),
         started_at: at - 60_000,
         heartbeat_at: at,
         stopped_at: stopped.then_some(at),
@@ -77,7 +81,7 @@ fn authority(id: &str, build: &str, compat: &str, at: i64, stopped: bool) -> Aut
 
 /// A heartbeat from the fixture's registration of `id` (registered at `T0`).
 fn beat(store: &Store, id: &str) {
-    let registered = authority(id, "v1.4.0", C1, T0, false);
+    let registered = authority(id, "v1.4.0", support::send_email_key(), T0, false);
     store.heartbeat(&registered.incarnation(), false).unwrap();
 }
 
@@ -94,10 +98,22 @@ fn fixture() -> Fixture {
     );
     let now = clock.now();
     store
-        .register_authority(&authority("auth-a", "v1.4.0", C1, now, false))
+        .register_authority(&authority(
+            "auth-a",
+            "v1.4.0",
+            support::send_email_key(),
+            now,
+            false,
+        ))
         .unwrap();
     store
-        .register_authority(&authority("auth-b", "v1.4.0", C1, now, false))
+        .register_authority(&authority(
+            "auth-b",
+            "v1.4.0",
+            support::send_email_key(),
+            now,
+            false,
+        ))
         .unwrap();
     store
         .register_authority(&authority("auth-old", "v1.3.9", OLD, now - 120_000, true))
@@ -112,7 +128,7 @@ fn fixture() -> Fixture {
             CatchUp::Latest,
             "report",
             "{}",
-            C1,
+            support::send_email_key(),
         )
         .unwrap();
     store
@@ -122,7 +138,7 @@ fn fixture() -> Fixture {
             CatchUp::All,
             "cleanup",
             "{}",
-            C1,
+            support::send_email_key(),
         )
         .unwrap();
 
@@ -136,7 +152,9 @@ fn fixture() -> Fixture {
             )
         })
         .collect();
-    store.enqueue_batch(specs, C1).unwrap();
+    store
+        .enqueue_batch(specs, support::send_email_key())
+        .unwrap();
     let old: Vec<NewWork> = (0..3)
         .map(|i| NewWork::effect(format!("legacy-{i}"), "send-email", "{}"))
         .collect();
@@ -146,20 +164,25 @@ fn fixture() -> Fixture {
     // may still hold one, so it is planted below the validator.
     let planted = WorkItem::new(
         NewWork::effect(hostile.clone(), "send-email", "y".repeat(100_000)),
-        C1,
+        support::send_email_key(),
         clock.now(),
     );
     backend
         .write(&mut |tx| {
             tx.commit_revision()?;
             tx.insert_work(&planted)?;
-            tx.adjust_counter(&format!("work|effect|pending|{C1}"), 1)
+            tx.adjust_counter(
+                &format!("work|effect|pending|{}", support::send_email_key()),
+                1,
+            )
         })
         .unwrap();
 
     for i in 0..6 {
         let id = format!("effect-{i:03}");
-        let item = store.claim(&id, "auth-a", C1, 30_000).unwrap();
+        let item = store
+            .claim(&id, "auth-a", support::send_email_key(), 30_000)
+            .unwrap();
         match i {
             0 | 1 => {
                 store
@@ -202,7 +225,9 @@ fn fixture() -> Fixture {
             _ => {}
         }
     }
-    let hostile_item = store.claim(&hostile, "auth-b", C1, 30_000).unwrap();
+    let hostile_item = store
+        .claim(&hostile, "auth-b", support::send_email_key(), 30_000)
+        .unwrap();
     store
         .fail(
             &hostile,
@@ -218,9 +243,13 @@ fn fixture() -> Fixture {
 
     // A failover: auth-b claims, stalls past its lease, auth-a reclaims, auth-b's late
     // completion is fenced.
-    let stale = store.claim("effect-020", "auth-b", C1, 5_000).unwrap();
+    let stale = store
+        .claim("effect-020", "auth-b", support::send_email_key(), 5_000)
+        .unwrap();
     clock.advance(6_000);
-    store.claim("effect-020", "auth-a", C1, 30_000).unwrap();
+    store
+        .claim("effect-020", "auth-a", support::send_email_key(), 30_000)
+        .unwrap();
     let fenced = store.complete("effect-020", "auth-b", stale.generation, None);
     assert!(fenced.is_err(), "the stale owner must be fenced");
 
@@ -245,9 +274,16 @@ fn fixture() -> Fixture {
         .unwrap();
 
     // Schedules, a subscription, events.
-    store.fire_due_schedules(C1, 10).unwrap();
     store
-        .claim("cleanup@1767225605000", "auth-b", C1, 30_000)
+        .fire_due_schedules(support::send_email_key(), 10)
+        .unwrap();
+    store
+        .claim(
+            "cleanup@1767225605000",
+            "auth-b",
+            support::send_email_key(),
+            30_000,
+        )
         .unwrap();
     store
         .create_schedule(
@@ -258,17 +294,32 @@ fn fixture() -> Fixture {
             CatchUp::Latest,
             "launch",
             "{}",
-            C1,
+            support::send_email_key(),
         )
         .unwrap();
     store
-        .create_subscription("payments-sink", "payment-received", "sink", C1)
+        .create_subscription(
+            "payments-sink",
+            "payment-received",
+            "sink",
+            support::send_email_key(),
+        )
         .unwrap();
     store
-        .create_subscription("audit-sink", "order-placed", "sink", C1)
+        .create_subscription(
+            "audit-sink",
+            "order-placed",
+            "sink",
+            support::send_email_key(),
+        )
         .unwrap();
     let cursor = store
-        .claim("cursor:payments-sink", "auth-b", C1, 30_000)
+        .claim(
+            "cursor:payments-sink",
+            "auth-b",
+            support::send_email_key(),
+            30_000,
+        )
         .unwrap();
     for (source, id, amount) in [
         (Some("stripe"), Some("evt_1"), 10),
@@ -302,19 +353,43 @@ fn fixture() -> Fixture {
         ])
     };
     let ok = store
-        .start_workflow("integration-call", call("acme"), "alice", None, C1)
+        .start_workflow(
+            "integration-call",
+            call("acme"),
+            "alice",
+            None,
+            support::send_email_key(),
+        )
         .unwrap()
         .instance_id;
     let retry = store
-        .start_workflow("integration-call", call("globex"), "alice", None, C1)
+        .start_workflow(
+            "integration-call",
+            call("globex"),
+            "alice",
+            None,
+            support::send_email_key(),
+        )
         .unwrap()
         .instance_id;
     let gave_up = store
-        .start_workflow("integration-call", call("initech"), "bob", None, C1)
+        .start_workflow(
+            "integration-call",
+            call("initech"),
+            "bob",
+            None,
+            support::send_email_key(),
+        )
         .unwrap()
         .instance_id;
     let running = store
-        .start_workflow("integration-call", call("umbrella"), "bob", None, C1)
+        .start_workflow(
+            "integration-call",
+            call("umbrella"),
+            "bob",
+            None,
+            support::send_email_key(),
+        )
         .unwrap()
         .instance_id;
     let reminder = store
@@ -323,7 +398,7 @@ fn fixture() -> Fixture {
             args(&[("recipient", json!("carol")), ("message", json!("standup"))]),
             "carol",
             None,
-            C1,
+            support::send_email_key(),
         )
         .unwrap()
         .instance_id;
@@ -333,14 +408,14 @@ fn fixture() -> Fixture {
             args(&[("recipient", json!("dave")), ("message", json!("lunch"))]),
             "dave",
             None,
-            C1,
+            support::send_email_key(),
         )
         .unwrap()
         .instance_id;
     store
         .start_workflow("integration-call", call("legacy"), "erin", None, OLD)
         .unwrap();
-    let engine = Engine::new(store.clone(), "auth-a", C1);
+    let engine = Engine::new(store.clone(), "auth-a", support::send_email_key());
     for claimed in engine.claim(16, 30_000).unwrap() {
         let id = claimed.row.instance_id.clone();
         if id == running {
@@ -1290,12 +1365,14 @@ fn screenshots() {
         let more: Vec<NewWork> = (0..n)
             .map(|i| NewWork::effect(format!("load-{round:02}-{i:02}"), "send-email", "{}"))
             .collect();
-        f.store.enqueue_batch(more, C1).unwrap();
+        f.store
+            .enqueue_batch(more, support::send_email_key())
+            .unwrap();
         let claimed = f
             .store
             .claim_batch(
                 &format!("auth-{}", if round % 2 == 0 { "a" } else { "b" }),
-                C1,
+                support::send_email_key(),
                 n,
                 30_000,
             )
@@ -1396,7 +1473,7 @@ fn actions_open_a_write_handle_only_when_they_run() {
             .unwrap();
         let inputs = args(&[("recipient", json!("ops")), ("message", json!("hi"))]);
         store
-            .start_workflow("reminder", inputs, "alice", None, C1)
+            .start_workflow("reminder", inputs, "alice", None, support::send_email_key())
             .unwrap()
             .instance_id
     };

@@ -5,6 +5,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -27,15 +30,16 @@ use serde_json::json;
 
 /// 2026-01-01T00:00:00Z.
 const T0: i64 = 1_767_225_600_000;
-const C1: &str = "c1c1c1c1c1c1c1c1";
 const NO_KEY: Keyed<'static> = Keyed { key: None };
 
 fn authority(id: &str, at: i64) -> Authority {
     Authority {
         instance_id: id.into(),
-        compat: C1.into(),
+        compat: support::send_email_key().into(),
         build: "v1.4.0".into(),
-        config: json!({"pollIntervalMs": 1000, "leaseDurationMs": 5000}).to_string(),
+        config: json!({"pollIntervalMs": 1000, "leaseDurationMs": 5000,
+                       "handlers": {"send-email": "1.0.0"}})
+        .to_string(),
         started_at: at,
         heartbeat_at: at,
         stopped_at: None,
@@ -48,7 +52,9 @@ fn effects(store: &Store, prefix: &str, n: usize) {
     let specs = (0..n)
         .map(|i| NewWork::effect(format!("{prefix}-{i:03}"), "send-email", "{}"))
         .collect();
-    store.enqueue_batch(specs, C1).unwrap();
+    store
+        .enqueue_batch(specs, support::send_email_key())
+        .unwrap();
 }
 
 /// The store: an old failover 20 minutes back, then 30 reclaims of auth-a's claims by
@@ -66,9 +72,13 @@ fn fixture() -> (Store, ManualClock) {
         store.register_authority(&authority(id, T0)).unwrap();
     }
     effects(&store, "old", 1);
-    store.claim_batch("auth-a", C1, 1, 5_000).unwrap();
+    store
+        .claim_batch("auth-a", support::send_email_key(), 1, 5_000)
+        .unwrap();
     clock.advance(6_000);
-    let old = store.claim_batch("auth-b", C1, 1, 5_000).unwrap();
+    let old = store
+        .claim_batch("auth-b", support::send_email_key(), 1, 5_000)
+        .unwrap();
     store
         .complete(&old[0].id, "auth-b", old[0].generation, None)
         .unwrap();
@@ -79,26 +89,37 @@ fn fixture() -> (Store, ManualClock) {
     // still hold one, so it is planted below the validator.
     let hostile = WorkItem::new(
         NewWork::effect("evil\u{1b}[31m-\u{202e}id", "send-email", "{}"),
-        C1,
+        support::send_email_key(),
         store.now(),
     );
     backend
         .write(&mut |tx| {
             tx.commit_revision()?;
             tx.insert_work(&hostile)?;
-            tx.adjust_counter(&format!("work|effect|pending|{C1}"), 1)
+            tx.adjust_counter(
+                &format!("work|effect|pending|{}", support::send_email_key()),
+                1,
+            )
         })
         .unwrap();
-    let held = store.claim_batch("auth-a", C1, 100, 5_000).unwrap();
+    let held = store
+        .claim_batch("auth-a", support::send_email_key(), 100, 5_000)
+        .unwrap();
     let leader = store.acquire("leader", "auth-a", 5_000.0, NO_KEY).unwrap();
     // Half a second past the expiry: a lapsed claim is reclaimable once a retry's backoff
     // (500 ms after the first attempt) has passed.
     clock.advance(5_500);
-    store.claim_batch("auth-b", C1, 10, 60_000).unwrap();
+    store
+        .claim_batch("auth-b", support::send_email_key(), 10, 60_000)
+        .unwrap();
     clock.advance(1_100);
-    store.claim_batch("auth-c", C1, 10, 60_000).unwrap();
+    store
+        .claim_batch("auth-c", support::send_email_key(), 10, 60_000)
+        .unwrap();
     clock.advance(2_350);
-    store.claim_batch("auth-b", C1, 100, 60_000).unwrap();
+    store
+        .claim_batch("auth-b", support::send_email_key(), 100, 60_000)
+        .unwrap();
     store.acquire("leader", "auth-c", 60_000.0, NO_KEY).unwrap();
     clock.advance(700);
     for item in held.iter().take(2) {
@@ -322,17 +343,26 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
             max_attempts: 1,
             ..NewWork::effect(id, "send-email", "{}")
         };
-        store.enqueue(spec, C1).unwrap();
-        store.claim(id, "auth-x", C1, 1_000).unwrap();
+        store.enqueue(spec, support::send_email_key()).unwrap();
+        store
+            .claim(id, "auth-x", support::send_email_key(), 1_000)
+            .unwrap();
     }
     clock.advance(2_000);
     for id in ["dead-1", "dead-2"] {
-        store.claim(id, "auth-y", C1, 1_000).unwrap_err();
+        store
+            .claim(id, "auth-y", support::send_email_key(), 1_000)
+            .unwrap_err();
     }
     store
-        .enqueue(NewWork::effect("bounced", "send-email", "{}"), C1)
+        .enqueue(
+            NewWork::effect("bounced", "send-email", "{}"),
+            support::send_email_key(),
+        )
         .unwrap();
-    let c = store.claim("bounced", "auth-a", C1, 5_000).unwrap();
+    let c = store
+        .claim("bounced", "auth-a", support::send_email_key(), 5_000)
+        .unwrap();
     let terminal = Failure {
         class: FailureClass::Terminal,
         code: "BOUNCED".into(),
@@ -354,6 +384,7 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
             .unwrap()
             .rows,
         clock_now(&clock),
+        &[],
     );
     let truth = groups(&store, &fleet, clock_now(&clock)).unwrap();
     let counts: Vec<(String, u64)> = truth

@@ -43,7 +43,8 @@ pub fn default_heartbeat_interval(lease_duration_ms: Millis) -> Millis {
 pub struct AuthorityConfig {
     /// This authority's identity (owner id of everything it claims).
     pub instance_id: String,
-    /// Human build tag; its compatibility key decides which items it may claim.
+    /// Human build label, shown to people; it decides nothing (what the authority claims
+    /// follows its handlers' versions, see `build_key`).
     pub build: String,
     /// Lease window: an unrenewed claim becomes reclaimable after this.
     pub lease_duration_ms: Millis,

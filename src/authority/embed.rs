@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use super::runtime::{RunOptions, run_authority_with};
 use super::stats::Stats;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::model::HandlerKeys;
 use crate::store::Store;
 
 /// Builds an [`Authority`]; see [`Authority::builder`].
@@ -129,6 +131,7 @@ impl AuthorityBuilder {
         }
         let health = self.options.health.clone();
         let instance_id = self.config.instance_id.clone();
+        let versions = self.workload.handler_versions();
         let (stop, stopped) = oneshot::channel::<()>();
         let mut task = tokio::spawn(run_authority_with(
             self.store,
@@ -153,6 +156,7 @@ impl AuthorityBuilder {
         }
         Ok(Authority {
             instance_id,
+            versions,
             health,
             stop: Some(stop),
             task,
@@ -182,6 +186,8 @@ impl AuthorityBuilder {
 /// ```
 pub struct Authority {
     instance_id: String,
+    /// Its handlers' versions: what the work it runs is stamped for.
+    versions: BTreeMap<String, HandlerVersion>,
     health: Health,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<Stats>>,
@@ -216,6 +222,21 @@ impl Authority {
     #[must_use]
     pub fn instance_id(&self) -> &str {
         &self.instance_id
+    }
+
+    /// The key work for `handler` is stamped with so that this authority (and any other
+    /// running a compatible version of the handler) claims it: what a producer in the same
+    /// application passes to [`Store::enqueue`]. `None` for a handler it does not register.
+    #[must_use]
+    pub fn key_for(&self, handler: &str) -> Option<String> {
+        (&self.versions).key_for(handler)
+    }
+
+    /// Its handlers' versions, by name: what a producer passes to
+    /// [`Store::start_workflow`] so that this authority may run the instance.
+    #[must_use]
+    pub fn handler_versions(&self) -> BTreeMap<String, HandlerVersion> {
+        self.versions.clone()
     }
 
     /// Readiness and liveness, for the host's probes.

@@ -24,7 +24,6 @@ use super::{Fleet, FleetOptions, Report, StoreFacts, create, rate, wait_for};
 use crate::authority::handlers::{AttemptContext, HandlerOutcome, Workload};
 use crate::authority::stats::percentile;
 use crate::authority::workload::NOOP_HANDLER;
-use crate::build_key::compatibility_key;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::schedule::{CatchUp, Trigger};
@@ -94,7 +93,7 @@ pub fn run(store: &Store, bench: &FairnessBench) -> Result<Report> {
         authorities: 1,
         ..bench.fleet.clone()
     };
-    let compat = compatibility_key(&fleet.build).digest();
+    let work = workload();
     let mut report = Report::new("fairness", StoreFacts::of(store));
     report.knob("items", bench.items);
     report.knob("scheduleMs", bench.schedule_ms);
@@ -118,10 +117,10 @@ pub fn run(store: &Store, bench: &FairnessBench) -> Result<Report> {
         CatchUp::All,
         SCHEDULE_HANDLER,
         "{}",
-        &compat,
+        &work.key_for(SCHEDULE_HANDLER).unwrap_or_default(),
     )?;
-    let running = Fleet::start_with(&fleet, store, workload())?;
-    let outcome = measure(store, bench, &compat, &definition.workflow_id, &mut report);
+    let running = Fleet::start_with(&fleet, store, work.clone())?;
+    let outcome = measure(store, bench, &work, &definition.workflow_id, &mut report);
     let stopped = running.stop();
     outcome?;
     stopped?;
@@ -132,11 +131,11 @@ pub fn run(store: &Store, bench: &FairnessBench) -> Result<Report> {
 fn measure(
     store: &Store,
     bench: &FairnessBench,
-    compat: &str,
+    work: &Workload,
     workflow_id: &str,
     report: &mut Report,
 ) -> Result<()> {
-    let idle = stream(store, bench, compat, workflow_id, "idle")?;
+    let idle = stream(store, bench, work, workflow_id, "idle")?;
     settle(store, bench, "idle")?;
 
     create(
@@ -150,11 +149,11 @@ fn measure(
             let specs = range
                 .map(|i| NewWork::effect(format!("bench-backlog-{i:09}"), BACKLOG_HANDLER, "{}"))
                 .collect();
-            store.enqueue_batch(specs, compat).map(drop)
+            store.enqueue_batch(specs, work).map(drop)
         },
     )?;
     let drained_before = backlog_done(store)?;
-    let loaded = stream(store, bench, compat, workflow_id, "backlog")?;
+    let loaded = stream(store, bench, work, workflow_id, "backlog")?;
     let drained = backlog_done(store)?.saturating_sub(drained_before);
     settle(store, bench, "backlog")?;
 
@@ -240,7 +239,7 @@ struct Run {
 fn stream(
     store: &Store,
     bench: &FairnessBench,
-    compat: &str,
+    work: &Workload,
     workflow_id: &str,
     prefix: &'static str,
 ) -> Result<Run> {
@@ -255,7 +254,7 @@ fn stream(
             ..NewWork::effect(format!("{prefix}-second-{i:07}"), SECOND_HANDLER, "{}")
         })
         .collect();
-    store.enqueue_batch(specs, compat)?;
+    store.enqueue_batch(specs, work)?;
     while store.now() < due_from {
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -270,7 +269,7 @@ fn stream(
                 principal: "bench",
                 idempotency_key: Some(&format!("{prefix}-wf-{n:07}")),
             }],
-            compat,
+            work.handler_versions(),
         )?;
         n += 1;
         let next = gap * n;

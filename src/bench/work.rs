@@ -5,9 +5,10 @@
 use std::time::Duration;
 
 use super::{FleetOptions, FleetRun, Report, StoreFacts, create, rate, run_fleet};
+use crate::authority::handlers::HandlerVersion;
 use crate::authority::stats::{Histogram, Stats};
 use crate::authority::workload::NOOP_HANDLER;
-use crate::build_key::compatibility_key;
+use crate::build_key::handler_key;
 use crate::error::Result;
 use crate::model::WorkKind;
 use crate::model::work::NewWork;
@@ -32,7 +33,7 @@ pub struct WorkBench {
 /// A non-empty store, unsafe knobs, a store failure, a drain that does not finish.
 pub fn run(store: &Store, bench: &WorkBench) -> Result<Report> {
     super::require_empty(store)?;
-    let compat = compatibility_key(&bench.fleet.build).digest();
+    let compat = handler_key(NOOP_HANDLER, &HandlerVersion::demo());
     let mut report = Report::new("work", StoreFacts::of(store));
     report.knob("items", bench.items);
     report.knob("singleEnqueues", bench.single.min(bench.items));

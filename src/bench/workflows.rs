@@ -9,8 +9,8 @@ use serde_json::Map;
 
 use super::work::{fleet_metrics, knobs};
 use super::{FleetOptions, Report, StoreFacts, create, rate, run_fleet};
+use crate::authority::handlers::HandlerVersion;
 use crate::authority::workload::NOOP_HANDLER;
-use crate::build_key::compatibility_key;
 use crate::error::{Error, Result};
 use crate::model::PageRequest;
 use crate::store::Store;
@@ -60,7 +60,8 @@ pub fn catalog() -> Catalog {
 /// A non-empty store, unsafe knobs, a store failure, a run that does not finish.
 pub fn run(store: &Store, bench: &WorkflowBench) -> Result<Report> {
     super::require_empty(store)?;
-    let compat = compatibility_key(&bench.fleet.build).digest();
+    let versions =
+        || std::collections::BTreeMap::from([(NOOP_HANDLER.to_owned(), HandlerVersion::demo())]);
     let mut report = Report::new("workflows", StoreFacts::of(store));
     report.knob("instances", bench.instances);
     report.knob("singleStarts", bench.single.min(bench.instances));
@@ -87,10 +88,10 @@ pub fn run(store: &Store, bench: &WorkflowBench) -> Result<Report> {
         bench.single,
         START_BATCH,
         bench.quiet,
-        |i| store.start_workflows(&[start(i)], &compat).map(drop),
+        |i| store.start_workflows(&[start(i)], versions()).map(drop),
         |range| {
             let starts: Vec<NewInstance<'_>> = range.map(start).collect();
-            store.start_workflows(&starts, &compat).map(drop)
+            store.start_workflows(&starts, versions()).map(drop)
         },
     )?
     .report(

@@ -13,10 +13,12 @@ use crate::clock::{Millis, format_duration, format_instant};
 use crate::error::Result;
 use crate::model::{PageRequest, WorkItem, WorkState};
 use crate::ops::liveness::{Liveness, liveness};
+use crate::ops::runnable::keys_of;
 use crate::store::Store;
 
-/// The live authorities' builds: compat digest → (earliest start among its live
-/// authorities, one of them for the sentence).
+/// What the live authorities may run: claim key → (earliest start among the live
+/// authorities that claim by it, one of them for the sentence), each authority's keys
+/// derived from its registration and the deployed definitions ([`keys_of`]).
 #[derive(Debug, Default)]
 pub(super) struct LiveBuilds(HashMap<String, (Millis, String)>);
 
@@ -24,6 +26,7 @@ impl LiveBuilds {
     /// Reads the authorities and keeps the live ones (see [`crate::ops::liveness`]).
     pub(super) fn read(store: &Store, options: &CheckOptions, page: usize) -> Result<Self> {
         let mut live = Self::default();
+        let definitions = store.deployed_definitions()?;
         let mut request = PageRequest::first(page);
         loop {
             let rows = store.list_authorities(&request)?;
@@ -31,12 +34,14 @@ impl LiveBuilds {
                 if liveness(a, options.now) != Liveness::Live {
                     continue;
                 }
-                let entry = live
-                    .0
-                    .entry(a.compat.clone())
-                    .or_insert((a.started_at, a.instance_id.clone()));
-                if a.started_at < entry.0 {
-                    *entry = (a.started_at, a.instance_id.clone());
+                for key in keys_of(a, &definitions).iter() {
+                    let entry = live
+                        .0
+                        .entry(key.to_owned())
+                        .or_insert((a.started_at, a.instance_id.clone()));
+                    if a.started_at < entry.0 {
+                        *entry = (a.started_at, a.instance_id.clone());
+                    }
                 }
             }
             match rows.next {
@@ -46,8 +51,8 @@ impl LiveBuilds {
         }
     }
 
-    /// The earliest live start among the authorities running build `compat`, and one of
-    /// them; `None` when no live authority runs it.
+    /// The earliest live start among the authorities that claim by `compat`, and one of
+    /// them; `None` when no live authority may run it.
     pub(super) fn of(&self, compat: &str) -> Option<(Millis, &str)> {
         self.0
             .get(compat)
@@ -98,7 +103,7 @@ pub(super) fn no_stranded_work(
         STRANDED_WORK,
         vec![item.id.clone()],
         format!(
-            "work {} ({}, {state}) has been claimable since {} (late {}, bound {}) although live authority {authority} runs its build {}",
+            "work {} ({}, {state}) has been claimable since {} (late {}, bound {}) although live authority {authority} may run its key {}",
             item.id,
             item.kind.as_str(),
             format_instant(due),

@@ -38,7 +38,7 @@ pub(super) fn no_stranded_instance(
         STRANDED_INSTANCE,
         vec![row.instance_id.clone()],
         format!(
-            "workflow instance {} ({}, {}) has been due since {} ({} ago, bound {}) although live authority {authority} runs its build {}",
+            "workflow instance {} ({}, {}) has been due since {} ({} ago, bound {}) although live authority {authority} may run its key {}",
             row.instance_id,
             row.workflow_id,
             row.status.as_str(),

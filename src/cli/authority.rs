@@ -15,7 +15,7 @@ use crate::authority::config::{
     AuthorityConfig, DEFAULT_CLAIM_BATCH_SIZE, DEFAULT_LEASE_DURATION_MS, DEFAULT_POLL_INTERVAL_MS,
     DEFAULT_TRIM_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, generated_instance_id,
 };
-use crate::authority::handlers::Workload;
+use crate::authority::handlers::{HandlerVersion, Workload};
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
 use crate::clock::Millis;
@@ -49,12 +49,22 @@ pub struct AuthorityArgs {
     /// This authority's instance id (generated when not given).
     #[arg(long, env = "LEASEHOLD_INSTANCE")]
     pub instance: Option<String>,
-    /// The build tag whose compatibility key this authority runs under (default `v1`).
+    /// The build label shown to people (registration, dashboard, logs; default `v1`). It
+    /// decides nothing: which work this authority claims follows its handlers' versions.
     #[arg(long, env = "LEASEHOLD_BUILD")]
     pub build: Option<String>,
     /// The built-in demo handler set to register (`default` when no handler is configured).
     #[arg(long, env = "LEASEHOLD_WORKLOAD")]
     pub workload: Option<String>,
+    /// Run every built-in demo handler at this semantic version (default 1.0.0): a new
+    /// major version is code that does not run the old work (an incompatible build), a
+    /// minor or patch release runs it. Handlers of the config file keep their own.
+    #[arg(
+        long = "handler-version",
+        env = "LEASEHOLD_HANDLER_VERSION",
+        value_name = "V"
+    )]
+    pub handler_version: Option<String>,
     /// A `leasehold.toml`: the store, `[authority]` knobs and `[handlers.*]`, the handlers
     /// as commands (`exec`) or HTTP endpoints (`http`), see docs/HANDLERS.md. Flags and
     /// `LEASEHOLD_*` variables win over the file; with `--workload` too, a configured
@@ -168,7 +178,13 @@ async fn shutdown_signal() {
 /// The handlers to register: the demo set `--workload` names, then the config file's over
 /// it; the `default` demo set when neither is given.
 fn handlers(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<Workload, Failure> {
-    let demo = |name: &str| workload::named(name, args.seed);
+    let version = args
+        .handler_version
+        .as_deref()
+        .map(HandlerVersion::parse)
+        .transpose()?
+        .unwrap_or_else(HandlerVersion::demo);
+    let demo = |name: &str| workload::named(name, args.seed).map(|w| w.at_version(&version));
     let workload = args
         .workload
         .clone()
@@ -315,6 +331,7 @@ mod tests {
             create: false,
             instance: None,
             build: None,
+            handler_version: None,
             workload: workload.map(str::to_owned),
             config,
             lease_ms: Some(3_000),

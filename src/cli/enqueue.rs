@@ -1,5 +1,5 @@
 //! `leasehold work enqueue --store STORE --handler H --payload JSON [--id ID]
-//! [--idempotency-key K] [--delay D] [--max-attempts N] [--priority N] [--build TAG] [--json]`: one outbox
+//! [--idempotency-key K] [--delay D] [--max-attempts N] [--priority N] [--handler-version V] [--json]`: one outbox
 //! effect offered from the command line through [`crate::Store::enqueue`], the call an
 //! embedding application makes.
 //!
@@ -10,7 +10,7 @@
 //! payload (or, for the same id, another explicit key), which is refused as
 //! `IDEMPOTENCY_CONFLICT` (exit 1), never called a duplicate; neither writes anything, so
 //! the store's revision stays as it was. The first offer's delay, attempt budget, priority
-//! and build stand. Bad input — a payload that is not JSON or is over the bound, an id or handler
+//! and handler version stand. Bad input — a payload that is not JSON or is over the bound, an id or handler
 //! name that is not printable, an unreadable duration, a missing store (never created) —
 //! is one line, exit 2, and nothing is written.
 
@@ -20,10 +20,10 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::handler_version::HandlerVersionArg;
 use super::output::{cell, json_line};
 use super::payload::read_payload;
 use super::{CliResult, Failure, StoreArg};
-use crate::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
 use crate::clock::{Millis, format_instant, parse_duration};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::WorkItem;
@@ -67,9 +67,8 @@ pub struct EnqueueArgs {
         default_value_t = 0
     )]
     pub priority: i32,
-    /// The build whose compatibility key the item is stamped with.
-    #[arg(long, default_value = DEFAULT_BUILD_TAG)]
-    pub build: String,
+    #[command(flatten)]
+    pub version: HandlerVersionArg,
     /// Print the outcome as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -133,7 +132,7 @@ pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
     // not even a revision (the store's enqueue would commit one for an id it leaves alone).
     let existing = store.work(&spec.id)?;
     let created = existing.is_none()
-        && store.enqueue(spec.clone(), &compatibility_key(&args.build).digest())?;
+        && store.enqueue(spec.clone(), &args.version.key(&store, &spec.handler)?)?;
     let stored = match existing {
         Some(item) => item,
         None => store.work(&spec.id)?.ok_or_else(|| {

@@ -16,10 +16,11 @@ use clap::Args;
 use super::bulk::{Action, Bulk, Fate, Target};
 use super::output::{cell, cell_max, json_line};
 use super::{CliResult, Failure, StoreArg};
+use crate::authority::handlers::HandlerVersion;
 use crate::clock::format_instant;
 use crate::error::{Error, Result};
 use crate::ids::check_id;
-use crate::model::{InstanceRow, InstanceStatus, PageRequest};
+use crate::model::{CompatSet, InstanceRow, InstanceStatus, PageRequest};
 use crate::ops::actor::operator;
 use crate::ops::cancel::{self as ops, Verdict};
 use crate::ops::filter::{Filter, Subject};
@@ -50,9 +51,10 @@ pub struct CancelArgs {
     /// Why, for the audit log and the instance's history.
     #[arg(long)]
     pub reason: Option<String>,
-    /// The build whose compatibility key the cancelling operator runs (default v1).
-    #[arg(long, default_value = crate::build_key::DEFAULT_BUILD_TAG)]
-    pub build: String,
+    /// The version of the built-in handlers the cancelling operator runs (default 1.0.0):
+    /// an instance only such code may run is cancelled, another is refused.
+    #[command(flatten)]
+    pub version: super::handler_version::HandlerVersionArg,
     /// With `--filter`: one JSON object with the counts.
     #[arg(long, requires = "filter")]
     pub json: bool,
@@ -114,20 +116,20 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
     }
     let store = args.store.open_writer()?;
     let reason = args.reason.clone().unwrap_or_default();
-    let compat = crate::build_key::compatibility_key(&args.build).digest();
+    let keys = args.version.caller_keys(&store)?;
     let actor = operator();
     let Some(instance) = &args.target.id else {
         let filter = filter.ok_or_else(|| Failure::usage("give an instance id or --filter"))?;
         let bulk = Bulk {
             store: &store,
-            action: CancelMatches { filter, compat },
+            action: CancelMatches { filter, keys },
             filter_text: args.target.filter.as_deref().unwrap_or_default(),
             actor: &actor,
             reason: &reason,
         };
         return bulk.run(args.target.dry_run, args.target.yes, args.json, out);
     };
-    let verdict = ops::cancel(&store, instance, Some(&compat), &actor, &reason)?;
+    let verdict = ops::cancel(&store, instance, Some(&keys), &actor, &reason)?;
     let id = cell(instance);
     match verdict {
         Verdict::Cancelled => {
@@ -146,8 +148,13 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
         }
         .into()),
         Verdict::Incompatible => Err(Failure::refused(format!(
-            "{id} belongs to another build: this build ({}) may not cancel it",
-            cell(&args.build)
+            "{id} belongs to another build: handlers at {} may not run it, so may not cancel it",
+            cell(
+                args.version
+                    .handler_version
+                    .as_deref()
+                    .unwrap_or(HandlerVersion::DEMO)
+            )
         ))),
         Verdict::Failed(code) => Err(Failure::refused(format!("{id}: cancel failed: {code}"))),
     }
@@ -158,7 +165,8 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
 /// the build whose digest is `compat`.
 struct CancelMatches {
     filter: Filter,
-    compat: String,
+    /// The keys of the code the operator runs: an instance outside them is refused.
+    keys: CompatSet,
 }
 
 /// A cancel's verdict as a bulk run counts it: an instance already cancelled is skipped.
@@ -202,7 +210,7 @@ impl Action for CancelMatches {
     fn judge(&self, row: &InstanceRow, _: &Store) -> Fate {
         fate(&if row.status.is_terminal() {
             Verdict::Finished(row.status.as_str().into())
-        } else if row.compat != self.compat {
+        } else if !self.keys.contains(&row.compat) {
             Verdict::Incompatible
         } else {
             Verdict::Cancelled
@@ -215,7 +223,7 @@ impl Action for CancelMatches {
                 Ok(fate(&ops::cancel(
                     store,
                     id,
-                    Some(&self.compat),
+                    Some(&self.keys),
                     actor,
                     reason,
                 )?))

@@ -57,7 +57,7 @@ impl LiveBuilds {
             }
         }
         builds.registered = all.len();
-        builds.fleet = FleetView::of(&all, now);
+        builds.fleet = FleetView::of(&all, now, &store.deployed_definitions()?);
         Ok(builds)
     }
 
@@ -102,9 +102,18 @@ impl LiveBuilds {
         Ok(filter.work_filter(&present, |d| self.compatible(d)))
     }
 
-    /// The running authorities' digests.
+    /// The running authorities' claim keys.
     pub fn digests(&self) -> impl Iterator<Item = &String> {
         self.fleet.digests()
+    }
+
+    /// The versions of `handler` the running authorities declare, sorted.
+    #[must_use]
+    pub fn versions(&self, handler: &str) -> Vec<crate::authority::handlers::HandlerVersion> {
+        self.fleet
+            .versions(handler)
+            .map(|v| v.iter().cloned().collect())
+            .unwrap_or_default()
     }
 }
 
@@ -119,18 +128,25 @@ mod tests {
     use crate::model::Authority;
     use crate::store::memory::MemoryBackend;
 
-    fn authority(id: &str, compat: &str, heartbeat_at: Millis, config: &str) -> Authority {
+    /// An authority that runs one handler, named `handler`, at the built-in version.
+    fn authority(id: &str, handler: &str, heartbeat_at: Millis, lease_ms: Millis) -> Authority {
         Authority {
             instance_id: id.into(),
-            compat: compat.into(),
+            compat: "label".into(),
             build: "v1".into(),
-            config: config.into(),
+            config: format!(
+                r#"{{"leaseDurationMs":{lease_ms},"handlers":{{"{handler}":"1.0.0"}}}}"#
+            ),
             started_at: 0,
             heartbeat_at,
             stopped_at: None,
             host: "h".into(),
             pid: 1,
         }
+    }
+
+    fn key(handler: &str) -> String {
+        crate::build_key::handler_key(handler, &crate::authority::handlers::HandlerVersion::demo())
     }
 
     #[test]
@@ -142,31 +158,30 @@ mod tests {
             Arc::new(SeededIds::new(1)),
         );
         store
-            .register_authority(&authority("a-1", "live", 95_000, "{}"))
+            .register_authority(&authority("a-1", "live", 95_000, 30_000))
             .unwrap();
         store
-            .register_authority(&authority("a-2", "stale", 60_000, "{}"))
+            .register_authority(&authority("a-2", "stale", 60_000, 30_000))
             .unwrap();
         store
-            .register_authority(&authority(
-                "a-3",
-                "short",
-                90_000,
-                r#"{"leaseDurationMs":5000}"#,
-            ))
+            .register_authority(&authority("a-3", "short", 90_000, 5_000))
             .unwrap();
-        let mut stopped = authority("a-4", "stopped", 99_000, "{}");
+        let mut stopped = authority("a-4", "stopped", 99_000, 30_000);
         stopped.stopped_at = Some(99_500);
         store.register_authority(&stopped).unwrap();
 
         let builds = LiveBuilds::load(&store, clock.now()).unwrap();
-        assert!(builds.compatible("live"));
+        assert!(builds.compatible(&key("live")));
         assert!(
-            !builds.compatible("stale"),
+            !builds.compatible(&key("stale")),
             "silent for longer than the 30 s default window"
         );
-        assert!(!builds.compatible("short"), "its own 5 s window has passed");
-        assert!(!builds.compatible("stopped"));
+        assert!(
+            !builds.compatible(&key("short")),
+            "its own 5 s window has passed"
+        );
+        assert!(!builds.compatible(&key("stopped")));
+        assert_eq!(builds.versions("live").len(), 1);
         assert_eq!((builds.live, builds.silent, builds.registered), (1, 0, 4));
     }
 }

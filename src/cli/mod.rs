@@ -23,6 +23,7 @@ pub mod demo;
 pub mod enqueue;
 pub mod event;
 pub mod exact_json;
+pub mod handler_version;
 pub mod init;
 pub mod inspect;
 pub mod instance;

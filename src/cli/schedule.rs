@@ -6,18 +6,19 @@
 //! replaces the trigger, catch-up policy, handler and payload of the next firings (audited
 //! under `user@host`; firings already enqueued stay as they were). `list` is the page
 //! `inspect schedules` prints. The store must exist: a mistyped path is refused, never
-//! created. Firings carry the key of the authority that observes the schedule, so
-//! `--build` only labels who created it.
+//! created. Firings carry the key of the authority that observes the schedule (its
+//! version of the schedule's handler); the schedule itself records the creator's key for
+//! that handler (`--handler-version`, see [`super::handler_version`]).
 
 use std::io::Write;
 
 use clap::{ArgGroup, Args, Subcommand};
 use serde::Serialize;
 
+use super::handler_version::HandlerVersionArg;
 use super::inspect::{InspectArgs, View};
 use super::output::{cell, json_line};
 use super::{CliResult, Failure, StoreArg};
-use crate::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
 use crate::clock::{Millis, parse_duration};
 use crate::ids::check_id;
 use crate::model::schedule::{CatchUp, Schedule, Trigger};
@@ -68,9 +69,8 @@ pub struct DefinitionArgs {
 pub struct CreateArgs {
     #[command(flatten)]
     pub definition: DefinitionArgs,
-    /// The build recorded as the schedule's creator.
-    #[arg(long, default_value = DEFAULT_BUILD_TAG)]
-    pub build: String,
+    #[command(flatten)]
+    pub version: HandlerVersionArg,
 }
 
 /// Arguments of `leasehold schedule list`.
@@ -138,7 +138,7 @@ fn create(args: &CreateArgs, out: &mut dyn Write) -> CliResult {
     let d = &args.definition;
     let def = definition(d)?;
     let store = d.store.open_writer()?;
-    let compat = compatibility_key(&args.build).digest();
+    let compat = args.version.key(&store, &d.handler)?;
     let created = store.create_schedule(
         &d.id,
         def.trigger,

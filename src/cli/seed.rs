@@ -1,8 +1,9 @@
 //! `leasehold seed --store STORE [--effects N] [--workflows N] [--schedules N]
-//! [--subscriptions N] [--events N] [--seed S] [--build TAG]`.
+//! [--subscriptions N] [--events N] [--seed S] [--handler-version V]`.
 //!
-//! Fills a store with a realistic mixed workload, every item stamped with the compat digest
-//! of `--build` (default `v1`, see [`crate::build_key`]): outbox effects with varied
+//! Fills a store with a realistic mixed workload, every item stamped with the key of its
+//! handler at the version `--handler-version` gives (default: what the running authorities
+//! register, else the built-in 1.0.0; see [`super::handler_version`]): outbox effects with varied
 //! payloads (some with explicit idempotency keys, some delayed), interval schedules with
 //! each catch-up policy, subscriptions over event types, and external events through
 //! [`crate::Store::ingest`] — fresh ones, duplicates, one conflicting re-delivery and some
@@ -13,6 +14,7 @@
 //! The default workload of `leasehold authority` must register a handler for every name in
 //! [`SEED_HANDLERS`].
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use clap::Args;
@@ -20,14 +22,16 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
-use super::output::{cell_max, short};
+use super::handler_version::HandlerVersionArg;
+use super::output::cell_max;
 use super::{CliResult, StoreArg};
-use crate::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
+use crate::authority::handlers::HandlerVersion;
+use crate::authority::workload::ACTION_HANDLERS;
 use crate::clock::Millis;
-use crate::model::DedupOutcome;
 use crate::model::event::NewEvent;
 use crate::model::schedule::{CatchUp, Trigger};
 use crate::model::work::NewWork;
+use crate::model::{DedupOutcome, HandlerKeys};
 use crate::store::Store;
 use crate::store::url::OpenMode;
 use crate::workflow::engine::NewInstance;
@@ -100,10 +104,12 @@ pub struct SeedArgs {
     /// RNG seed for ids and payloads (random and printed when not given).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Build tag whose compatibility key stamps the items.
-    #[arg(long, default_value = DEFAULT_BUILD_TAG)]
-    pub build: String,
+    #[command(flatten)]
+    pub version: HandlerVersionArg,
 }
+
+/// The handler versions a seed stamps its work with, by handler.
+pub type Versions = BTreeMap<String, HandlerVersion>;
 
 /// What one seed run created.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -129,8 +135,12 @@ pub struct SeedReport {
 pub fn run(args: &SeedArgs, out: &mut dyn Write) -> CliResult {
     let store = args.store.open(OpenMode::ReadWrite)?;
     let seed = args.seed.unwrap_or_else(fresh_seed);
-    let compat = compatibility_key(&args.build).digest();
-    let report = seed_store(&store, args, seed, &compat)?;
+    let versions = args
+        .version
+        .versions(&store, SEED_HANDLERS.into_iter().chain(ACTION_HANDLERS))?;
+    let report = seed_store(&store, args, seed, &versions)?;
+    let mut shown: Vec<String> = versions.values().map(ToString::to_string).collect();
+    shown.dedup();
     let volatile = if store.physical_durability() {
         ""
     } else {
@@ -142,11 +152,10 @@ pub fn run(args: &SeedArgs, out: &mut dyn Write) -> CliResult {
     };
     writeln!(
         out,
-        "seeded {} (build {}, compat {}, seed {seed}): {} effects ({} delayed, {} keyed), {} schedules, {} subscriptions, \
+        "seeded {} (handlers at {}, seed {seed}): {} effects ({} delayed, {} keyed), {} schedules, {} subscriptions, \
          {} events ({} accepted, {} duplicate, {} EVENT_ID_CONFLICT, {} unidentified), {workflows}{volatile}",
         cell_max(&store.describe(), 120),
-        cell_max(&args.build, 32),
-        short(&compat),
+        cell_max(&shown.join(", "), 64),
         report.effects,
         report.delayed,
         report.keyed,
@@ -169,7 +178,7 @@ pub fn seed_store(
     store: &Store,
     args: &SeedArgs,
     seed: u64,
-    compat: &str,
+    versions: &Versions,
 ) -> crate::Result<SeedReport> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let run: u32 = rng.random_range(0..0x100_0000);
@@ -185,11 +194,11 @@ pub fn seed_store(
         report.keyed += usize::from(spec.idempotency_key.is_some());
         batch.push(spec);
         if batch.len() == BATCH {
-            report.effects += store.enqueue_batch(std::mem::take(&mut batch), compat)?;
+            report.effects += store.enqueue_batch(std::mem::take(&mut batch), versions)?;
         }
     }
     if !batch.is_empty() {
-        report.effects += store.enqueue_batch(batch, compat)?;
+        report.effects += store.enqueue_batch(batch, versions)?;
     }
 
     // Interval schedules, cycling through the catch-up policies.
@@ -208,7 +217,7 @@ pub fn seed_store(
             catch_up,
             SCHEDULE_HANDLER,
             &payload,
-            compat,
+            &versions.key_for(SCHEDULE_HANDLER).unwrap_or_default(),
         )?);
     }
 
@@ -216,8 +225,12 @@ pub fn seed_store(
     for i in 0..args.subscriptions {
         let event_type = EVENT_TYPES[i as usize % EVENT_TYPES.len()];
         let id = format!("sub-{run}-{i:02}-{event_type}");
-        report.subscriptions +=
-            usize::from(store.create_subscription(&id, event_type, CURSOR_HANDLER, compat)?);
+        report.subscriptions += usize::from(store.create_subscription(
+            &id,
+            event_type,
+            CURSOR_HANDLER,
+            &versions.key_for(CURSOR_HANDLER).unwrap_or_default(),
+        )?);
     }
 
     // External events: fresh, duplicate, one conflicting re-delivery, unidentified.
@@ -248,7 +261,7 @@ pub fn seed_store(
     }
 
     if args.workflows > 0 {
-        report.workflows = seed_workflows(store, &mut rng, &run, args.workflows, compat)?;
+        report.workflows = seed_workflows(store, &mut rng, &run, args.workflows, versions)?;
     }
     Ok(report)
 }
@@ -260,7 +273,7 @@ fn seed_workflows(
     rng: &mut SmallRng,
     run: &str,
     count: u32,
-    compat: &str,
+    versions: &Versions,
 ) -> crate::Result<usize> {
     let catalog = Catalog::demo();
     let mut deployed = Vec::new();
@@ -313,7 +326,7 @@ fn seed_workflows(
             })
             .collect();
         started += store
-            .start_workflows(&starts, compat)?
+            .start_workflows(&starts, versions.clone())?
             .iter()
             .filter(|s| s.created)
             .count();
@@ -431,15 +444,19 @@ mod tests {
             subscriptions: 2,
             events: 30,
             seed: Some(7),
-            build: "v1".into(),
+            version: HandlerVersionArg::default(),
         }
     }
 
     #[test]
     fn seeding_creates_the_mixed_workload_with_one_conflict() {
         let store = crate::store::url::open("memory", OpenMode::ReadWrite).unwrap();
-        let compat = compatibility_key("v1").digest();
-        let report = seed_store(&store, &args("memory"), 7, &compat).unwrap();
+        let versions: Versions = SEED_HANDLERS
+            .into_iter()
+            .chain(ACTION_HANDLERS)
+            .map(|h| (h.to_owned(), HandlerVersion::demo()))
+            .collect();
+        let report = seed_store(&store, &args("memory"), 7, &versions).unwrap();
         assert_eq!(report.effects, 50);
         assert_eq!(report.schedules, 3);
         assert_eq!(report.subscriptions, 2);
@@ -458,11 +475,12 @@ mod tests {
         assert!(
             page.rows
                 .iter()
-                .all(|w| w.compat == compat && SEED_HANDLERS.contains(&w.handler.as_str()))
+                .all(|w| SEED_HANDLERS.contains(&w.handler.as_str())
+                    && Some(w.compat.clone()) == (&versions).key_for(&w.handler))
         );
 
         // The same seed again offers the same ids: nothing new, nothing broken.
-        let again = seed_store(&store, &args("memory"), 7, &compat).unwrap();
+        let again = seed_store(&store, &args("memory"), 7, &versions).unwrap();
         assert_eq!(again.effects, 0);
         assert_eq!(again.schedules, 0);
         assert_eq!(again.workflows, 0);

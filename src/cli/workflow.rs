@@ -81,9 +81,10 @@ pub struct WorkflowStartArgs {
     /// The principal the instance runs as (default: `user@host`).
     #[arg(long)]
     pub principal: Option<String>,
-    /// The build whose compatibility key the instance is stamped with.
-    #[arg(long, default_value = crate::build_key::DEFAULT_BUILD_TAG)]
-    pub build: String,
+    /// The version of every handler its actions need (see `--handler-version` of
+    /// `work enqueue`): with the definition it pins, what decides who may run it.
+    #[command(flatten)]
+    pub version: super::handler_version::HandlerVersionArg,
 }
 
 /// Runs `leasehold workflow deploy`: validates, then stores the definition (a definition
@@ -157,13 +158,16 @@ pub fn start(args: &WorkflowStartArgs, out: &mut dyn Write) -> CliResult {
         .principal
         .clone()
         .unwrap_or_else(crate::ops::actor::operator);
-    let compat = crate::build_key::compatibility_key(&args.build).digest();
+    let actions = store.workflow_actions(&args.workflow)?;
+    let versions = args
+        .version
+        .versions(&store, actions.iter().map(String::as_str))?;
     let started = store.start_workflow(
         &args.workflow,
         inputs,
         &principal,
         args.idempotency_key.as_deref(),
-        &compat,
+        versions,
     )?;
     let verb = if started.created {
         "started"

@@ -69,7 +69,8 @@ pub trait ClusterControl: Send + Sync {
     /// Starts one more authority with the current build.
     fn add_authority(&self) -> Outcome;
     /// Deploys a new build beside the running fleet (which keeps running): compatible
-    /// (same compatibility key, claims everything) or not (new work waits for it).
+    /// (a new tag with the same handler versions, claims everything) or not (the next
+    /// major version of every handler: new work waits for it).
     fn deploy(&self, compatible: bool) -> Outcome;
     /// Skews `id`'s clock by `offset_ms`.
     fn skew(&self, id: &str, offset_ms: i64) -> Outcome;

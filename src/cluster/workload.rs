@@ -2,8 +2,8 @@
 //! while the authorities run — outbox effects, schedules, subscriptions with cursors,
 //! workflow instances (the shipped definitions) and external events with duplicates and
 //! conflicting re-deliveries, including the `payment-received` events the order
-//! workflows wait for. Everything it creates is stamped with the compat digest of the
-//! build currently deployed; a rolling deploy switches it to the new build.
+//! workflows wait for. Everything it creates is stamped with the key of its handler at the
+//! version the build currently deployed runs; a rolling deploy switches it to the new build.
 
 use std::collections::BTreeSet;
 
@@ -12,8 +12,9 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::authority::handlers::HandlerVersion;
 use crate::authority::workload::{CURSOR_HANDLER, EFFECT_HANDLERS, SCHEDULE_HANDLER};
-use crate::build_key::compatibility_key;
+use crate::build_key::handler_key;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::DedupOutcome;
@@ -21,6 +22,7 @@ use crate::model::event::NewEvent;
 use crate::model::schedule::{CatchUp, Trigger};
 use crate::model::work::NewWork;
 use crate::store::Store;
+use crate::workflow::engine::StartKey;
 use crate::workflow::{Catalog, SHIPPED_DEFINITIONS};
 
 /// The principal the generated workflow instances run as.
@@ -94,7 +96,8 @@ pub struct Generator {
     rng: SmallRng,
     rates: Rates,
     build: String,
-    compat: String,
+    /// The version of every handler the current build's work is for.
+    version: HandlerVersion,
     set_up: BTreeSet<String>,
     deployed: bool,
     n: u64,
@@ -113,7 +116,7 @@ impl Generator {
             rng: SmallRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15),
             rates,
             build: build.into(),
-            compat: compatibility_key(build).digest(),
+            version: HandlerVersion::demo(),
             set_up: BTreeSet::new(),
             deployed: false,
             n: 0,
@@ -127,6 +130,12 @@ impl Generator {
     #[must_use]
     pub fn build(&self) -> &str {
         &self.build
+    }
+
+    /// The handler version new work is created for.
+    #[must_use]
+    pub fn version(&self) -> &HandlerVersion {
+        &self.version
     }
 
     /// Deploys the shipped workflows (once) and creates the current build's schedules and
@@ -150,7 +159,7 @@ impl Generator {
             return Ok(());
         }
         let b = self.build.clone();
-        let c = self.compat.clone();
+        let v = self.version.clone();
         let schedules = [
             ("heartbeat", 5_000, CatchUp::Latest),
             ("digest", 10_000, CatchUp::Last(3)),
@@ -164,7 +173,7 @@ impl Generator {
                 catch_up,
                 SCHEDULE_HANDLER,
                 &payload,
-                &c,
+                &handler_key(SCHEDULE_HANDLER, &v),
             )?);
         }
         for (name, event_type) in [
@@ -173,17 +182,22 @@ impl Generator {
             ("customers", "customer-updated"),
         ] {
             let id = format!("sub-{b}-{name}");
-            self.counts.subscriptions +=
-                u64::from(store.create_subscription(&id, event_type, CURSOR_HANDLER, &c)?);
+            self.counts.subscriptions += u64::from(store.create_subscription(
+                &id,
+                event_type,
+                CURSOR_HANDLER,
+                &handler_key(CURSOR_HANDLER, &v),
+            )?);
         }
         self.set_up.insert(b);
         Ok(())
     }
 
-    /// Switches to `build` (a rolling deploy) and sets up its schedules and subscriptions.
-    pub fn switch_build(&mut self, store: &Store, build: &str) {
+    /// Switches to `build`, whose handlers run at `version` (a rolling deploy), and sets
+    /// up its schedules and subscriptions.
+    pub fn switch_build(&mut self, store: &Store, build: &str, version: &HandlerVersion) {
         build.clone_into(&mut self.build);
-        self.compat = compatibility_key(build).digest();
+        version.clone_into(&mut self.version);
         if self.setup(store).is_err() {
             self.counts.store_errors += 1;
         }
@@ -226,7 +240,7 @@ impl Generator {
             specs.push(spec);
         }
         if !specs.is_empty() {
-            self.counts.effects += store.enqueue_batch(specs, &self.compat)? as u64;
+            self.counts.effects += store.enqueue_batch(specs, &self.version)? as u64;
         }
 
         // Workflows.
@@ -334,10 +348,22 @@ impl Generator {
             args,
             PRINCIPAL,
             Some(&format!("start-{n:06}")),
-            &self.compat,
+            self.start_key(store, workflow)?,
         )?;
         self.counts.workflows += u64::from(started.created);
         Ok(())
+    }
+
+    /// The key a start of `workflow` is stamped with: its actions' handlers at this
+    /// build's version.
+    fn start_key(&self, store: &Store, workflow: &str) -> Result<StartKey> {
+        Ok(StartKey::Versions(
+            store
+                .workflow_actions(workflow)?
+                .into_iter()
+                .map(|name| (name, self.version.clone()))
+                .collect(),
+        ))
     }
 
     fn ingest(&mut self, store: &Store, event: NewEvent) -> Result<()> {

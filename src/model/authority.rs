@@ -1,4 +1,5 @@
-//! Authority registrations: who is running, under which build, how recently alive.
+//! Authority registrations: who is running, which handler versions, under which build
+//! label, how recently alive.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,7 +10,8 @@ use crate::clock::Millis;
 #[serde(rename_all = "camelCase")]
 pub struct Authority {
     pub instance_id: String,
-    /// Digest of its compatibility key.
+    /// A label of the code it runs: one digest over its handlers' keys (what it can run is
+    /// read from the handler versions its config declares, `ops::runnable`).
     pub compat: String,
     /// Human build tag (`--build`).
     pub build: String,

@@ -14,7 +14,7 @@ pub mod work;
 pub mod workflow;
 
 pub use authority::{Authority, Incarnation};
-pub use compat::CompatibilityKey;
+pub use compat::{CompatSet, CompatibilityKey, HandlerKeys};
 pub use event::{DedupOutcome, Ingestion, JournalEvent};
 pub use history::{
     AuditEntry, Grant, GrantKind, HistoryPosition, Holder, Takeover, WriteRecord, WriteVerb,

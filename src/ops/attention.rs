@@ -14,7 +14,9 @@ use serde::Serialize;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::WorkFilter;
-use crate::model::{Authority, InstanceStatus, PageRequest, WorkItem, WorkState};
+use crate::model::{
+    Authority, InstanceStatus, PageRequest, WorkItem, WorkState, WorkflowDefinitionRow,
+};
 use crate::ops::claims::ClaimStanding;
 use crate::ops::lateness;
 use crate::ops::liveness::{Liveness, liveness};
@@ -173,17 +175,31 @@ pub struct FleetView {
 }
 
 impl FleetView {
-    /// The running authorities' compatibility digests, sorted.
+    /// The running authorities' claim keys, sorted.
     pub fn digests(&self) -> impl Iterator<Item = &String> {
         self.runnable.digests()
     }
 
-    /// Judges each of `authorities` at `now` ([`liveness`]).
+    /// The versions of `handler` the running authorities declare, sorted.
     #[must_use]
-    pub fn of(authorities: &[Authority], now: Millis) -> Self {
+    pub fn versions(
+        &self,
+        handler: &str,
+    ) -> Option<&BTreeSet<crate::authority::handlers::HandlerVersion>> {
+        self.runnable.versions(handler)
+    }
+
+    /// Judges each of `authorities` at `now` ([`liveness`]), against the deployed
+    /// `definitions` ([`Runnable::of`]).
+    #[must_use]
+    pub fn of(
+        authorities: &[Authority],
+        now: Millis,
+        definitions: &[WorkflowDefinitionRow],
+    ) -> Self {
         let running = authorities.iter().filter(|a| liveness(a, now).is_running());
         Self {
-            runnable: Runnable::of(running),
+            runnable: Runnable::of(running, definitions),
             gone: authorities
                 .iter()
                 .filter(|a| liveness(a, now) == Liveness::Gone)
@@ -261,7 +277,9 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
     uncertain.exact = claimed_exact && waiting_exact;
     no_handler.exact = waiting_exact;
     // Stranded work is counted exactly from the counters (claimed items included: their
-    // owner's build is gone too), the scan only supplies the oldest and a few ids.
+    // owner's build is gone too), the scan only supplies the oldest and a few ids. Work no
+    // running authority has a handler for carries a key nobody runs as well: the counters
+    // hold it too, and the scan, when whole, tells it apart.
     let overview = store.overview()?;
     let (count, any) = overview
         .work
@@ -269,8 +287,8 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
         .filter(|c| !c.state.is_terminal() && c.count > 0)
         .filter(|c| !fleet.compatible(&c.compat))
         .fold((0, false), |(n, _), c| (n + c.count, true));
-    if any {
-        stranded.count = count;
+    if any && no_handler.exact {
+        stranded.count = count.saturating_sub(no_handler.count);
         stranded.exact = true;
     }
 

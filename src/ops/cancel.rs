@@ -4,8 +4,10 @@
 //! does it and records it ([`cancel`]). Every attempt that reaches the store is audited
 //! under [`AUDIT_ACTION`], refusals included, with the operator's reason.
 
+use crate::authority::handlers::HandlerVersion;
+use crate::build_key::claim_keys;
 use crate::error::{Error, Result};
-use crate::model::InstanceStatus;
+use crate::model::{CompatSet, InstanceStatus};
 use crate::store::Store;
 use crate::workflow::engine::CancelOutcome;
 
@@ -82,15 +84,15 @@ pub fn offer(instance: &str, status: Option<&str>) -> std::result::Result<(), St
     }
 }
 
-/// Cancels `instance` as `actor` for `reason` (`compat`: the caller's build, `None` for
-/// any) and records the attempt in the audit log, whatever its verdict.
+/// Cancels `instance` as `actor` for `reason` (`compat`: the digests the caller may run,
+/// `None` for any) and records the attempt in the audit log, whatever its verdict.
 ///
 /// # Errors
 /// Only when the audit entry cannot be written (the store's failure).
 pub fn cancel(
     store: &Store,
     instance: &str,
-    compat: Option<&str>,
+    compat: Option<&CompatSet>,
     actor: &str,
     reason: &str,
 ) -> Result<Verdict> {
@@ -109,6 +111,19 @@ pub fn cancel(
         &audit_outcome(&verdict, reason),
     )?;
     Ok(verdict)
+}
+
+/// The keys a one-shot caller (the command line, the dashboard) runs by when it checks
+/// a cancel: the built-in handlers at `version` and every deployed definition they run
+/// whole ([`crate::build_key::claim_keys`], as an authority of that code derives them).
+///
+/// # Errors
+/// A store failure.
+pub fn caller_keys(store: &Store, version: &HandlerVersion) -> Result<CompatSet> {
+    let versions = crate::authority::workload::default_workload(0)
+        .at_version(version)
+        .handler_versions();
+    Ok(claim_keys(&versions, &store.deployed_definitions()?))
 }
 
 #[cfg(test)]

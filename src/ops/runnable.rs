@@ -1,97 +1,132 @@
-//! Whether anyone running can run an item: its build (compatibility digest) and its
-//! handler, judged from the running authorities' registrations.
+//! Whether anyone running can run an item or instance, judged from the running
+//! authorities' registrations: the one place every reader (the dashboard, `inspect`,
+//! triage, the checker, the cluster's deploy watch) decides it.
 //!
-//! An authority registers the handlers it runs (name → version) in its registration's
-//! config. An item is **runnable** when some running authority has its digest and its
-//! handler; with the digest but without the handler it reads **no handler**: it stays
-//! pending (an authority that claims it hands it back without counting an attempt) until
-//! an authority with the handler starts. A registration written before authorities
-//! declared their handlers counts as having every handler.
+//! An authority registers the handlers it runs (name → semantic version) in its
+//! registration's config. From those and the deployed definitions, [`keys_of`] derives the
+//! digests it claims by ([`crate::build_key::claim_keys`]), exactly as the authority itself
+//! does. An item is **runnable** when some running authority's set holds its digest; when
+//! none does and no running authority has its handler at all it reads **no handler**: it
+//! stays pending until an authority with the handler starts; otherwise (the handler runs
+//! only at an incompatible version) it is **incompatible**.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::Authority;
+use crate::authority::handlers::HandlerVersion;
+use crate::build_key::claim_keys;
+use crate::model::{Authority, CompatSet, WorkflowDefinitionRow};
 
-/// What the running authorities can run, by compatibility digest.
+/// What the running authorities can run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Runnable {
-    /// Per digest, the union of the handlers declared; `None` once any authority under it
-    /// declared none (it may run anything).
-    by_compat: BTreeMap<String, Option<BTreeSet<String>>>,
+    /// The union of their claim keys.
+    keys: BTreeSet<String>,
+    /// Per handler name, the versions they declare.
+    handlers: BTreeMap<String, BTreeSet<HandlerVersion>>,
+    running: usize,
 }
 
 /// How an item stands against the running authorities.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Standing {
-    /// Some running authority has its build and its handler.
+    /// Some running authority's keys hold its digest.
     Runnable,
-    /// Some running authority has its build, none has its handler.
+    /// None does, and no running authority has its handler at all.
     NoHandler,
-    /// No running authority has its build.
+    /// No running authority may run it.
     Incompatible,
 }
 
+/// The handler versions `authority` registered (a version that does not parse is left
+/// out: nothing can be claimed under it).
+#[must_use]
+pub fn registered_versions(authority: &Authority) -> BTreeMap<String, HandlerVersion> {
+    let Ok(config) = serde_json::from_str::<serde_json::Value>(&authority.config) else {
+        return BTreeMap::new();
+    };
+    let Some(handlers) = config.get("handlers").and_then(|h| h.as_object()) else {
+        return BTreeMap::new();
+    };
+    handlers
+        .iter()
+        .filter_map(|(name, version)| {
+            let version = HandlerVersion::parse(version.as_str()?).ok()?;
+            Some((name.clone(), version))
+        })
+        .collect()
+}
+
+/// The digests `authority` claims by, given the deployed `definitions`.
+#[must_use]
+pub fn keys_of(authority: &Authority, definitions: &[WorkflowDefinitionRow]) -> CompatSet {
+    claim_keys(&registered_versions(authority), definitions)
+}
+
 impl Runnable {
-    /// From the authorities that are running (the caller judges liveness).
-    pub fn of<'a>(running: impl IntoIterator<Item = &'a Authority>) -> Self {
-        let mut by_compat: BTreeMap<String, Option<BTreeSet<String>>> = BTreeMap::new();
+    /// From the authorities that are running (the caller judges liveness) and the deployed
+    /// definitions.
+    pub fn of<'a>(
+        running: impl IntoIterator<Item = &'a Authority>,
+        definitions: &[WorkflowDefinitionRow],
+    ) -> Self {
+        let mut runnable = Self::default();
         for authority in running {
-            let declared = declared_handlers(&authority.config);
-            let entry = by_compat
-                .entry(authority.compat.clone())
-                .or_insert_with(|| Some(BTreeSet::new()));
-            match (entry.as_mut(), declared) {
-                (Some(union), Some(handlers)) => union.extend(handlers),
-                (Some(_), None) => *entry = None,
-                (None, _) => {}
+            runnable.running += 1;
+            runnable
+                .keys
+                .extend(keys_of(authority, definitions).iter().map(str::to_owned));
+            for (name, version) in registered_versions(authority) {
+                runnable.handlers.entry(name).or_default().insert(version);
             }
         }
-        Self { by_compat }
+        runnable
     }
 
-    /// Whether some running authority runs under `compat`.
+    /// Whether some running authority may run an item or instance stamped `compat`.
     #[must_use]
     pub fn compatible(&self, compat: &str) -> bool {
-        self.by_compat.contains_key(compat)
+        self.keys.contains(compat)
     }
 
-    /// How an item of `handler` under `compat` stands.
+    /// How an item of `handler` stamped `compat` stands.
     #[must_use]
     pub fn standing(&self, compat: &str, handler: &str) -> Standing {
-        match self.by_compat.get(compat) {
-            None => Standing::Incompatible,
-            Some(Some(handlers)) if !handlers.contains(handler) => Standing::NoHandler,
-            Some(_) => Standing::Runnable,
+        if self.keys.contains(compat) {
+            Standing::Runnable
+        } else if self.running > 0 && !self.handlers.contains_key(handler) {
+            Standing::NoHandler
+        } else {
+            Standing::Incompatible
         }
     }
 
-    /// The running digests, sorted.
+    /// The versions of `handler` the running authorities declare, sorted.
+    #[must_use]
+    pub fn versions(&self, handler: &str) -> Option<&BTreeSet<HandlerVersion>> {
+        self.handlers.get(handler)
+    }
+
+    /// The running authorities' claim keys, sorted.
     pub fn digests(&self) -> impl Iterator<Item = &String> {
-        self.by_compat.keys()
+        self.keys.iter()
     }
 
     /// Whether no authority is running.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.by_compat.is_empty()
+        self.running == 0
     }
-}
-
-/// The handler names a registration's config declares, if it declares any.
-fn declared_handlers(config: &str) -> Option<BTreeSet<String>> {
-    let config: serde_json::Value = serde_json::from_str(config).ok()?;
-    let handlers = config.get("handlers")?.as_object()?;
-    Some(handlers.keys().cloned().collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build_key::handler_key;
 
-    fn authority(compat: &str, config: &str) -> Authority {
+    fn authority(id: &str, config: &str) -> Authority {
         Authority {
-            instance_id: format!("a-{compat}"),
-            compat: compat.into(),
+            instance_id: id.into(),
+            compat: "label".into(),
             build: "v1".into(),
             config: config.into(),
             started_at: 0,
@@ -102,32 +137,55 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_item_needs_its_build_and_its_handler() {
-        let declared = authority("k1", r#"{"handlers":{"send-email":"1.0.0"}}"#);
-        let legacy = authority("k2", r#"{"leaseDurationMs":30000}"#);
-        let runnable = Runnable::of([&declared, &legacy]);
-        assert_eq!(runnable.standing("k1", "send-email"), Standing::Runnable);
-        assert_eq!(runnable.standing("k1", "charge-card"), Standing::NoHandler);
-        assert_eq!(
-            runnable.standing("k2", "anything"),
-            Standing::Runnable,
-            "undeclared"
-        );
-        assert_eq!(
-            runnable.standing("k3", "send-email"),
-            Standing::Incompatible
-        );
-        assert!(runnable.compatible("k1") && !runnable.compatible("k3"));
+    fn key(handler: &str, version: &str) -> String {
+        handler_key(handler, &HandlerVersion::parse(version).expect(version))
+    }
+
+    /// How an item of `handler` made for `version` stands against `runnable`.
+    fn standing(runnable: &Runnable, handler: &str, version: &str) -> Standing {
+        runnable.standing(&key(handler, version), handler)
     }
 
     #[test]
-    fn authorities_of_one_build_pool_their_handlers() {
-        let a = authority("k", r#"{"handlers":{"a":"1.0.0"}}"#);
-        let b = authority("k", r#"{"handlers":{"b":"2.0.0"}}"#);
-        let runnable = Runnable::of([&a, &b]);
-        assert_eq!(runnable.standing("k", "a"), Standing::Runnable);
-        assert_eq!(runnable.standing("k", "b"), Standing::Runnable);
-        assert_eq!(runnable.standing("k", "c"), Standing::NoHandler);
+    fn an_item_needs_its_handler_at_a_compatible_version() {
+        let a = authority("a", r#"{"handlers":{"send-email":"1.4.0"}}"#);
+        let runnable = Runnable::of([&a], &[]);
+        for (handler, version, expected) in [
+            ("send-email", "1.0.0", Standing::Runnable),
+            ("send-email", "1.9.9", Standing::Runnable),
+            ("send-email", "2.0.0", Standing::Incompatible),
+            ("charge-card", "1.0.0", Standing::NoHandler),
+        ] {
+            assert_eq!(
+                standing(&runnable, handler, version),
+                expected,
+                "{handler} {version}"
+            );
+        }
+        assert!(runnable.compatible(&key("send-email", "1.9.9")));
+        assert_eq!(
+            standing(&Runnable::of([], &[]), "send-email", "1.0.0"),
+            Standing::Incompatible,
+            "nobody running"
+        );
+    }
+
+    #[test]
+    fn running_authorities_pool_their_handlers() {
+        let a = authority("a", r#"{"handlers":{"a":"1.0.0"}}"#);
+        let b = authority("b", r#"{"handlers":{"b":"2.0.0"}}"#);
+        let runnable = Runnable::of([&a, &b], &[]);
+        for (handler, version, expected) in [
+            ("a", "1.0.0", Standing::Runnable),
+            ("b", "2.1.0", Standing::Runnable),
+            ("c", "1.0.0", Standing::NoHandler),
+        ] {
+            assert_eq!(
+                standing(&runnable, handler, version),
+                expected,
+                "{handler} {version}"
+            );
+        }
+        assert_eq!(runnable.versions("b").map(BTreeSet::len), Some(1));
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::model::{Failure, FailureClass, WorkItem, WorkKind, WorkState};
+use crate::model::{CompatSet, Failure, FailureClass, WorkItem, WorkKind, WorkState};
 
 /// The durable backoff shape for retried work: `initial * 2^(attempt-1)`, capped, and
 /// never below `floor_ms` (what a handler asked for, e.g. a rate limit's retry-after).
@@ -44,10 +44,10 @@ impl Backoff {
     }
 }
 
-/// Is the item claimable now by an authority with compat digest `compat`?
+/// Is the item claimable now by an authority that runs the digests `keys`?
 #[must_use]
-pub fn claimable(item: &WorkItem, compat: &str, now: Millis) -> bool {
-    item.compat == compat && item.due_at().is_some_and(|due| due <= now)
+pub fn claimable(item: &WorkItem, keys: &CompatSet, now: Millis) -> bool {
+    keys.contains(&item.compat) && item.due_at().is_some_and(|due| due <= now)
 }
 
 /// The failure code of a dead letter.
@@ -112,26 +112,26 @@ pub fn lapse(item: &WorkItem, backoff: Backoff, now: Millis) -> Option<WorkItem>
 /// the claim is then refused); the idempotency key is untouched so the retry reuses it.
 ///
 /// # Errors
-/// `Incompatible` for another build's item, `AlreadyTerminal` (a dead letter included),
+/// `Incompatible` for an item whose digest is not in `keys`, `AlreadyTerminal` (a dead letter included),
 /// `LeaseHeld` while the claim is live, `NotClaimable` before `nextEligibleAt` (a lapsed
 /// claim's backoff included).
 pub fn claim(
     item: &WorkItem,
     owner: &str,
-    compat: &str,
+    keys: &CompatSet,
     token: String,
     lease_ms: Millis,
     now: Millis,
 ) -> Result<WorkItem> {
-    if item.compat != compat {
+    if !keys.contains(&item.compat) {
         return Err(Error::Incompatible {
             id: item.id.clone(),
             required: item.compat.clone(),
-            have: compat.to_owned(),
+            have: keys.to_string(),
         });
     }
     if let Some(settled) = lapse(item, Backoff::default(), now) {
-        return claim(&settled, owner, compat, token, lease_ms, now);
+        return claim(&settled, owner, keys, token, lease_ms, now);
     }
     match item.state {
         WorkState::Succeeded | WorkState::Failed => {
@@ -349,10 +349,11 @@ mod tests {
 
     #[test]
     fn reclaim_of_unrecorded_attempt_is_uncertain_and_keeps_the_key() {
-        let first = claim(&item(), "a", "k", "t1".into(), 100, 0).expect("pending");
-        let backed_off = claim(&first, "b", "k", "t2".into(), 100, 100).expect_err("backoff");
+        let first = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let backed_off =
+            claim(&first, "b", &"k".into(), "t2".into(), 100, 100).expect_err("backoff");
         assert_eq!(backed_off.code(), "WORK_NOT_CLAIMABLE");
-        let second = claim(&first, "b", "k", "t2".into(), 100, 600).expect("backed off");
+        let second = claim(&first, "b", &"k".into(), "t2".into(), 100, 600).expect("backed off");
         assert_eq!(
             (
                 second.generation,
@@ -383,7 +384,7 @@ mod tests {
         let backoff = Backoff::default();
         let mut now = 0;
         for attempt in 1..=3 {
-            it = claim(&it, "a", "k", "t".into(), 100, now).expect("due");
+            it = claim(&it, "a", &"k".into(), "t".into(), 100, now).expect("due");
             assert_eq!(
                 (it.attempt_number, it.uncertain_attempts),
                 (attempt, attempt - 1)
@@ -394,7 +395,17 @@ mod tests {
             if attempt < 3 {
                 assert_eq!(it.state, WorkState::Retry);
                 assert_eq!(it.next_eligible_at, now + backoff.delay(attempt));
-                assert!(claim(&it, "b", "k", "t".into(), 100, it.next_eligible_at - 1).is_err());
+                assert!(
+                    claim(
+                        &it,
+                        "b",
+                        &"k".into(),
+                        "t".into(),
+                        100,
+                        it.next_eligible_at - 1
+                    )
+                    .is_err()
+                );
                 now = it.next_eligible_at;
             }
         }
@@ -408,7 +419,7 @@ mod tests {
             Some(FailureClass::UncertainExhausted)
         );
         assert_eq!(
-            claim(&it, "b", "k", "t".into(), 100, now + 60_000)
+            claim(&it, "b", &"k".into(), "t".into(), 100, now + 60_000)
                 .expect_err("dead letter")
                 .code(),
             "already-terminal"
@@ -423,18 +434,18 @@ mod tests {
             attempt_number: 40,
             ..item()
         };
-        let held = claim(&cursor, "a", "k", "t".into(), 100, 0).expect("due");
+        let held = claim(&cursor, "a", &"k".into(), "t".into(), 100, 0).expect("due");
         let settled = lapse(&held, Backoff::default(), 100).expect("lapsed");
         assert_eq!(
             (settled.state, settled.next_eligible_at),
             (WorkState::Retry, 100)
         );
-        assert!(claim(&held, "b", "k", "t".into(), 100, 100).is_ok());
+        assert!(claim(&held, "b", &"k".into(), "t".into(), 100, 100).is_ok());
     }
 
     #[test]
     fn expiry_without_reclaim_does_not_fence() {
-        let first = claim(&item(), "a", "k", "t1".into(), 100, 0).expect("pending");
+        let first = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
         assert!(complete(&first, "a", 1, None, 10_000).is_ok());
     }
 
@@ -449,11 +460,11 @@ mod tests {
             code: "E".into(),
             message: "m".into(),
         };
-        it = claim(&it, "a", "k", "t".into(), 100, 0).expect("pending");
+        it = claim(&it, "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         it = fail(&it, "a", 1, failure.clone(), Backoff::default(), 10).expect("holder");
         assert_eq!((it.state, it.next_eligible_at), (WorkState::Retry, 510));
-        assert!(claim(&it, "a", "k", "t".into(), 100, 509).is_err());
-        it = claim(&it, "a", "k", "t".into(), 100, 510).expect("due");
+        assert!(claim(&it, "a", &"k".into(), "t".into(), 100, 509).is_err());
+        it = claim(&it, "a", &"k".into(), "t".into(), 100, 510).expect("due");
         it = fail(&it, "a", 2, failure, Backoff::default(), 520).expect("holder");
         assert_eq!(it.state, WorkState::Failed);
     }
@@ -467,7 +478,7 @@ mod tests {
             code: "E".into(),
             message: "m".into(),
         };
-        let held = claim(&item(), "a", "k", "t".into(), 100, 0).expect("pending");
+        let held = claim(&item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         let saved = checkpoint(&held, "a", 1, "{\"n\":1}", 5).expect("holder");
         assert_eq!(saved.checkpoint.as_deref(), Some("{\"n\":1}"));
         assert_eq!(
@@ -483,7 +494,7 @@ mod tests {
 
         let lapsed = lapse(&saved, Backoff::default(), 100).expect("lapsed");
         assert_eq!(lapsed.checkpoint, saved.checkpoint);
-        let next = claim(&lapsed, "b", "k", "t".into(), 100, 600).expect("backed off");
+        let next = claim(&lapsed, "b", &"k".into(), "t".into(), 100, 600).expect("backed off");
         assert_eq!(next.checkpoint, saved.checkpoint);
         let retry = fail(
             &next,
@@ -532,7 +543,7 @@ mod tests {
         assert_eq!(backoff.with_floor(-5).delay(1), backoff.delay(1));
         assert_eq!(backoff.with_floor(7_000).delay(1), 7_000);
         assert_eq!(backoff.with_floor(90_000).delay(9), 90_000);
-        let claimed = claim(&item(), "a", "k", "t".into(), 100, 0).expect("pending");
+        let claimed = claim(&item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         let failure = Failure {
             class: FailureClass::Retryable,
             code: "RATE_LIMITED".into(),
@@ -555,7 +566,7 @@ mod tests {
 
     #[test]
     fn oversize_checkpoints_are_invalid() {
-        let held = claim(&item(), "a", "k", "t".into(), 100, 0).expect("pending");
+        let held = claim(&item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         let full = "x".repeat(MAX_CHECKPOINT_BYTES);
         assert!(checkpoint(&held, "a", 1, &full, 1).is_ok());
         let over = format!("{full}x");
@@ -574,7 +585,7 @@ mod tests {
     #[test]
     fn terminal_items_answer_already_terminal() {
         let done = complete(
-            &claim(&item(), "a", "k", "t".into(), 100, 0).expect("pending"),
+            &claim(&item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending"),
             "a",
             1,
             None,
@@ -588,7 +599,7 @@ mod tests {
             "already-terminal"
         );
         assert_eq!(
-            claim(&done, "b", "k", "t".into(), 100, 2)
+            claim(&done, "b", &"k".into(), "t".into(), 100, 2)
                 .expect_err("refused")
                 .code(),
             "already-terminal"

@@ -5,6 +5,9 @@
 //! by more than a share of one batch. Within a lane (one kind, one handler) items go in
 //! claim order: higher priority first, then earlier due.
 //!
+//! A claimer runs a set of compatibility digests (one per handler it has); reclaims and
+//! lanes are read for each digest in the set, and since a lane is one (digest, kind,
+//! handler), a set of one digest per handler reads no more lanes than a single digest did.
 //! Everything is read inside the claiming transaction through indexes: the lanes by a
 //! skip-scan (one seek per lane), each lane's head by a range of its own. The first pass
 //! reads an even share of each lane; only a lane that filled its share is read again for
@@ -17,8 +20,8 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 use super::Tx;
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::model::WorkItem;
 use crate::model::work::WorkLane;
+use crate::model::{CompatSet, WorkItem};
 
 /// What one claim batch may take: at most `limit` items, and of each handler named in
 /// `per_handler` at most that many (an authority's free slots for a handler it limits).
@@ -72,6 +75,8 @@ impl Room {
 
 /// One lane's due items read and not yet chosen.
 struct LaneQueue {
+    /// The digest whose lane this is.
+    compat: String,
     lane: WorkLane,
     items: VecDeque<WorkItem>,
     /// The last read got all it asked for: the lane may hold more.
@@ -88,7 +93,7 @@ struct KindTurn {
 /// they are claimed.
 pub(crate) fn claim_candidates(
     tx: &mut dyn Tx,
-    compat: &str,
+    keys: &CompatSet,
     now: Millis,
     budget: &ClaimBudget,
     turn: u64,
@@ -97,32 +102,42 @@ pub(crate) fn claim_candidates(
         left: budget.limit,
         per_handler: budget.per_handler.clone(),
     };
-    let mut chosen: Vec<WorkItem> = tx
-        .lapsed_claims(compat, now, budget.limit)?
+    let mut lapsed = Vec::new();
+    for compat in keys.iter() {
+        lapsed.extend(tx.lapsed_claims(compat, now, budget.limit)?);
+    }
+    // Each key's reclaims come due-first (the providers' order); merged the same way.
+    lapsed.sort_by(|a, b| (a.due_at(), &a.id).cmp(&(b.due_at(), &b.id)));
+    lapsed.truncate(budget.limit);
+    let mut chosen: Vec<WorkItem> = lapsed
         .into_iter()
         .filter(|item| room.take(&item.handler))
         .collect();
     if room.left == 0 {
         return Ok(chosen);
     }
-    let lanes: Vec<WorkLane> = tx
-        .claim_lanes(compat)?
-        .into_iter()
-        .filter(|lane| room.allows(&lane.handler))
-        .collect();
+    let mut lanes: Vec<(String, WorkLane)> = Vec::new();
+    for compat in keys.iter() {
+        lanes.extend(
+            tx.claim_lanes(compat)?
+                .into_iter()
+                .filter(|lane| room.allows(&lane.handler))
+                .map(|lane| (compat.to_owned(), lane)),
+        );
+    }
     if lanes.is_empty() {
         return Ok(chosen);
     }
     let share = room.left.div_ceil(lanes.len());
     let mut kinds = by_kind(lanes, turn);
     for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
-        refill(tx, compat, now, queue, share, &chosen)?;
+        refill(tx, now, queue, share, &chosen)?;
     }
     deal(&mut kinds, &mut room, &mut chosen);
     if room.left > 0 {
         for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
             if queue.full && room.allows(&queue.lane.handler) {
-                refill(tx, compat, now, queue, room.left, &chosen)?;
+                refill(tx, now, queue, room.left, &chosen)?;
             }
         }
         deal(&mut kinds, &mut room, &mut chosen);
@@ -132,11 +147,12 @@ pub(crate) fn claim_candidates(
 
 /// Groups lanes (in [`WorkLane::sort_key`] order) by kind; the kind that goes first and
 /// the handler each kind serves first rotate with `turn`.
-fn by_kind(mut lanes: Vec<WorkLane>, turn: u64) -> Vec<KindTurn> {
-    lanes.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+fn by_kind(mut lanes: Vec<(String, WorkLane)>, turn: u64) -> Vec<KindTurn> {
+    lanes.sort_by(|(a_key, a), (b_key, b)| (a.sort_key(), a_key).cmp(&(b.sort_key(), b_key)));
     let mut kinds: Vec<KindTurn> = Vec::new();
-    for lane in lanes {
+    for (compat, lane) in lanes {
         let queue = LaneQueue {
+            compat,
             lane,
             items: VecDeque::new(),
             full: false,
@@ -162,7 +178,6 @@ fn by_kind(mut lanes: Vec<WorkLane>, turn: u64) -> Vec<KindTurn> {
 /// meet again, left out.
 fn refill(
     tx: &mut dyn Tx,
-    compat: &str,
     now: Millis,
     queue: &mut LaneQueue,
     n: usize,
@@ -171,11 +186,11 @@ fn refill(
     let lane = &queue.lane;
     let ours: HashSet<&str> = chosen
         .iter()
-        .filter(|w| w.kind == lane.kind && w.handler == lane.handler)
+        .filter(|w| w.compat == queue.compat && w.kind == lane.kind && w.handler == lane.handler)
         .map(|w| w.id.as_str())
         .collect();
     let want = n + ours.len();
-    let items = tx.lane_claimable(compat, lane, now, want)?;
+    let items = tx.lane_claimable(&queue.compat, lane, now, want)?;
     queue.full = items.len() == want;
     queue.items = items
         .into_iter()
@@ -216,8 +231,11 @@ mod tests {
     use super::*;
     use crate::model::WorkKind;
 
-    fn lanes(names: &[(WorkKind, &str)]) -> Vec<WorkLane> {
-        names.iter().map(|(k, h)| WorkLane::new(*k, *h)).collect()
+    fn lanes(names: &[(WorkKind, &str)]) -> Vec<(String, WorkLane)> {
+        names
+            .iter()
+            .map(|(k, h)| ("k".to_owned(), WorkLane::new(*k, *h)))
+            .collect()
     }
 
     fn first_served(turn: u64) -> (WorkKind, String) {

@@ -50,6 +50,7 @@ mod work;
 
 use std::sync::{Arc, OnceLock};
 
+pub use crate::model::HandlerKeys;
 pub use backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
 pub use capability::Capability;
 pub use counter::Counter;

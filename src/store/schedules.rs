@@ -5,8 +5,8 @@
 //! after a rolling deploy retires the creating build, the new build's firings stay
 //! claimable by the new build.
 
-use super::Store;
 use super::work::save_work;
+use super::{HandlerKeys, Store};
 use crate::error::{Error, Result};
 use crate::ids::check_id;
 use crate::model::schedule::{CatchUp, Schedule, Trigger, firing_id};
@@ -113,16 +113,20 @@ impl Store {
     }
 
     /// Enqueues the firings of every due schedule (at most `limit` schedules per call),
-    /// stamped with `observer_compat`, the compatibility key of the authority observing
-    /// them; returns how many new firings this call created. Observers of one due instant
-    /// converge on its derived firing id: the first to enqueue it wins, the rest add nothing.
+    /// stamped with the observing authority's key for the schedule's handler
+    /// ([`HandlerKeys`]); returns how many new firings this call created. Observers of one
+    /// due instant converge on its derived firing id: the first to enqueue it wins, the
+    /// rest add nothing. A schedule whose handler the observer does not run is left due.
     ///
     /// # Errors
     /// A store failure.
-    pub fn fire_due_schedules(&self, observer_compat: &str, limit: usize) -> Result<usize> {
+    pub fn fire_due_schedules(&self, observer: impl HandlerKeys, limit: usize) -> Result<usize> {
         self.write(|tx, now| {
             let mut fired = 0;
             for schedule in tx.due_schedules(now, limit)? {
+                let Some(observer_compat) = observer.key_for(&schedule.handler) else {
+                    continue;
+                };
                 let observation = rules::observe(&schedule, now);
                 tx.commit_revision()?;
                 for due in &observation.due {
@@ -138,7 +142,7 @@ impl Store {
                     fired += usize::from(save_work(
                         tx,
                         None,
-                        &WorkItem::new(spec, observer_compat, now),
+                        &WorkItem::new(spec, &observer_compat, now),
                     )?);
                 }
                 tx.put_schedule(&Schedule {

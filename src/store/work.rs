@@ -3,12 +3,12 @@
 //! transaction as the change, so the dashboard never counts a million rows.
 
 use super::fair_share::{ClaimBudget, claim_candidates};
-use super::{Counter, Logged, Store, Tx, record_write};
+use super::{Counter, HandlerKeys, Logged, Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::work::NewWork;
-use crate::model::{Failure, Grant, GrantKind, Holder, Takeover, WorkItem, WriteVerb};
+use crate::model::{CompatSet, Failure, Grant, GrantKind, Holder, Takeover, WorkItem, WriteVerb};
 use crate::rules::work::{self as rules, Backoff};
 
 /// One finished attempt, for group commit: each is fenced on its own.
@@ -53,8 +53,8 @@ pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkIte
 }
 
 impl Store {
-    /// Enqueues one item stamped with `compat` (the digest of the enqueuing build's
-    /// compatibility key): pending, claimable from `spec.not_before` (default now), with
+    /// Enqueues one item stamped with the key `keys` gives its handler (a digest, or a
+    /// producer's own version of the handler, see [`crate::build_key::handler_key`]): pending, claimable from `spec.not_before` (default now), with
     /// `spec.max_attempts` attempts (at least 1); its idempotency key defaults to its
     /// logical effect id, which defaults to its id. The producer's one call for an effect.
     ///
@@ -66,29 +66,43 @@ impl Store {
     ///
     /// # Errors
     /// `INVALID` when the id, handler, logical effect id or idempotency key fails
-    /// [`check_id`] (nothing is written); a store failure (`STORE_UNAVAILABLE`,
+    /// [`check_id`], or `keys` has no key for a handler (nothing is written); a store failure (`STORE_UNAVAILABLE`,
     /// `STORE_CONTENTION`, `STORE_READ_ONLY`, `OUTCOME_UNKNOWN`, …).
-    pub fn enqueue(&self, spec: NewWork, compat: &str) -> Result<bool> {
-        Ok(self.enqueue_batch(vec![spec], compat)? == 1)
+    pub fn enqueue(&self, spec: NewWork, keys: impl HandlerKeys) -> Result<bool> {
+        Ok(self.enqueue_batch(vec![spec], keys)? == 1)
     }
 
     /// Enqueues many items in one transaction, each as [`Self::enqueue`] (an existing id is
-    /// left alone); returns how many were new.
+    /// left alone) and stamped with the key `keys` gives its handler; returns how many
+    /// were new.
     ///
     /// # Errors
     /// As [`Self::enqueue`]; one invalid spec refuses the whole batch before anything is
     /// written.
-    pub fn enqueue_batch(&self, specs: Vec<NewWork>, compat: &str) -> Result<usize> {
-        for spec in &specs {
+    pub fn enqueue_batch(&self, specs: Vec<NewWork>, keys: impl HandlerKeys) -> Result<usize> {
+        let mut stamped = Vec::with_capacity(specs.len());
+        for spec in specs {
             check_id("work id", &spec.id)?;
             check_id("handler", &spec.handler)?;
             check_opt_id("logical effect id", spec.logical_effect_id.as_deref())?;
             check_opt_id("idempotency key", spec.idempotency_key.as_deref())?;
+            let Some(compat) = keys.key_for(&spec.handler) else {
+                return Err(Error::Invalid(format!(
+                    "no version of handler {} to stamp work {} with",
+                    spec.handler, spec.id
+                )));
+            };
+            stamped.push((spec, compat));
         }
         self.write(|tx, now| {
-            tx.prefetch_work(&specs.iter().map(|s| s.id.as_str()).collect::<Vec<_>>())?;
+            tx.prefetch_work(
+                &stamped
+                    .iter()
+                    .map(|(s, _)| s.id.as_str())
+                    .collect::<Vec<_>>(),
+            )?;
             let mut inserted = 0;
-            for spec in &specs {
+            for (spec, compat) in &stamped {
                 inserted += usize::from(save_work(
                     tx,
                     None,
@@ -99,7 +113,7 @@ impl Store {
         })
     }
 
-    /// Claims up to `limit` eligible items compatible with `compat` for `owner`, atomically:
+    /// Claims up to `limit` eligible items whose digest is one of `keys` for `owner`, atomically:
     /// each gets a fresh generation and a lease of `lease_ms`. Racing claimers never get
     /// the same item: the scan and the writes are one serialised transaction.
     ///
@@ -108,12 +122,12 @@ impl Store {
     pub fn claim_batch(
         &self,
         owner: &str,
-        compat: &str,
+        keys: impl Into<CompatSet>,
         limit: usize,
         lease_ms: Millis,
     ) -> Result<Vec<WorkItem>> {
         Ok(self
-            .claim_work(owner, compat, limit, lease_ms)?
+            .claim_work(owner, keys, limit, lease_ms)?
             .into_iter()
             .map(|c| c.item)
             .collect())
@@ -128,11 +142,11 @@ impl Store {
     pub fn claim_work(
         &self,
         owner: &str,
-        compat: &str,
+        keys: impl Into<CompatSet>,
         limit: usize,
         lease_ms: Millis,
     ) -> Result<Vec<Claim>> {
-        self.claim_work_within(owner, compat, &ClaimBudget::new(limit), lease_ms)
+        self.claim_work_within(owner, keys, &ClaimBudget::new(limit), lease_ms)
     }
 
     /// [`Self::claim_work`] within `budget`: at most `budget.limit` items, and at most its
@@ -145,24 +159,25 @@ impl Store {
     pub fn claim_work_within(
         &self,
         owner: &str,
-        compat: &str,
+        keys: impl Into<CompatSet>,
         budget: &ClaimBudget,
         lease_ms: Millis,
     ) -> Result<Vec<Claim>> {
         check_id("owner", owner)?;
+        let keys = keys.into();
         let turn = self
             .claim_turns
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.write(|tx, now| {
-            let candidates = claim_candidates(tx, compat, now, budget, turn)?;
+            let candidates = claim_candidates(tx, &keys, now, budget, turn)?;
             let mut claimed = Vec::with_capacity(candidates.len());
             for found in candidates {
-                let item = settle_lapsed(tx, found, compat, now)?;
+                let item = settle_lapsed(tx, found, &keys, now)?;
                 if let Ok(next) =
-                    rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now)
+                    rules::claim(&item, owner, &keys, self.ids.next_id("tok"), lease_ms, now)
                 {
                     save_work(tx, Some(&item), &next)?;
-                    log_claim(tx, &item, &next, owner, compat, now)?;
+                    log_claim(tx, &item, &next, owner, now)?;
                     claimed.push(Claim {
                         item: next,
                         took_over_expired_at: item.unfinished_claim_expiry(),
@@ -178,20 +193,27 @@ impl Store {
     /// # Errors
     /// `INCOMPATIBLE_AUTHORITY`, `WORK_IN_PROGRESS`, `WORK_NOT_CLAIMABLE`,
     /// `already-terminal`, `NOT_FOUND`.
-    pub fn claim(&self, id: &str, owner: &str, compat: &str, lease_ms: Millis) -> Result<WorkItem> {
+    pub fn claim(
+        &self,
+        id: &str,
+        owner: &str,
+        keys: impl Into<CompatSet>,
+        lease_ms: Millis,
+    ) -> Result<WorkItem> {
         check_id("owner", owner)?;
+        let keys = keys.into();
         self.write_logged(|tx, now| {
             let Some(found) = tx.work(id)? else {
                 return Ok(Logged::Refused(not_found(id)));
             };
-            let item = settle_lapsed(tx, found, compat, now)?;
+            let item = settle_lapsed(tx, found, &keys, now)?;
             let next =
-                match rules::claim(&item, owner, compat, self.ids.next_id("tok"), lease_ms, now) {
+                match rules::claim(&item, owner, &keys, self.ids.next_id("tok"), lease_ms, now) {
                     Ok(next) => next,
                     Err(e) => return Ok(Logged::Refused(e)),
                 };
             save_work(tx, Some(&item), &next)?;
-            log_claim(tx, &item, &next, owner, compat, now)?;
+            log_claim(tx, &item, &next, owner, now)?;
             Ok(Logged::Done(next))
         })
     }
@@ -414,10 +436,16 @@ pub(crate) fn fenced_in(
 
 /// Writes the settlement of `item` if it is a claim that lapsed without an outcome
 /// ([`rules::lapse`]: backed off in `retry`, or a dead letter), inside the claiming
-/// transaction, and returns the item as it now stands. Only a claimer of the item's own
-/// build settles it: another build's work is never failed by a build that may not run it.
-fn settle_lapsed(tx: &mut dyn Tx, item: WorkItem, compat: &str, now: Millis) -> Result<WorkItem> {
-    if item.compat != compat {
+/// transaction, and returns the item as it now stands. Only a claimer that may run the
+/// item (its digest is one of `keys`) settles it: work is never failed by code that may
+/// not run it.
+fn settle_lapsed(
+    tx: &mut dyn Tx,
+    item: WorkItem,
+    keys: &CompatSet,
+    now: Millis,
+) -> Result<WorkItem> {
+    if !keys.contains(&item.compat) {
         return Ok(item);
     }
     match rules::lapse(&item, Backoff::default(), now) {
@@ -430,13 +458,13 @@ fn settle_lapsed(tx: &mut dyn Tx, item: WorkItem, compat: &str, now: Millis) -> 
 }
 
 /// Logs the grant of `item` (as claimed) to `owner`; `before` is the row it replaced, so
-/// a claim over another owner's unfinished claim is recorded as a failover.
+/// a claim over another owner's unfinished claim is recorded as a failover. A claim is
+/// only granted under the key that matches the item's, so that key is the owner's.
 fn log_claim(
     tx: &mut dyn Tx,
     before: &WorkItem,
     item: &WorkItem,
     owner: &str,
-    compat: &str,
     now: Millis,
 ) -> Result<()> {
     Counter::Claims.adjust(tx, 1)?;
@@ -447,7 +475,7 @@ fn log_claim(
         generation: item.generation,
         owner_id: owner.into(),
         how: GrantKind::Claim,
-        owner_compat: Some(compat.into()),
+        owner_compat: Some(item.compat.clone()),
         item_compat: Some(item.compat.clone()),
         at: now,
         took_over: Takeover::of_work(before, owner, now),

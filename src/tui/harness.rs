@@ -16,6 +16,7 @@ use super::snapshot;
 use super::theme::{Theme, ThemeSet};
 use super::tour_driver::TourDriver;
 use super::views;
+use crate::authority::handlers::HandlerVersion;
 use crate::clock::Millis;
 use crate::cluster::control::ClusterControl;
 use crate::ops::cancel;
@@ -33,7 +34,11 @@ pub fn execute(
 ) -> Option<Action> {
     match command {
         Command::Cancel { instance, reason } => {
-            let (message, refused) = match cancel::cancel(store, instance, None, actor, reason) {
+            // The dashboard runs the built-in handlers at their own version: it may cancel
+            // what that code may run, and is refused the rest, as `leasehold cancel` is.
+            let cancelled = cancel::caller_keys(store, &HandlerVersion::demo())
+                .and_then(|keys| cancel::cancel(store, instance, Some(&keys), actor, reason));
+            let (message, refused) = match cancelled {
                 Ok(verdict) => (verdict.words(), verdict.refused()),
                 Err(e) => (format!("failed: {e}"), true),
             };

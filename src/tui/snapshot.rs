@@ -143,7 +143,7 @@ pub struct Snapshot {
     pub authorities: Vec<Authority>,
     /// What the running authorities (of the sample) can run: builds and handlers.
     pub runnable: Runnable,
-    /// Compat digests of authorities that are not gone.
+    /// The code labels (registration digests) of authorities that are not gone.
     pub live_compats: Vec<String>,
     /// Non-terminal work whose compat no live authority has (0 with no live authority).
     pub incompatible: u64,
@@ -190,7 +190,11 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
     let authorities = c
         .run(|s| s.list_authorities(&PageRequest::first(AUTHORITY_SAMPLE)))?
         .rows;
-    let runnable = Runnable::of(authorities.iter().filter(|a| liveness(a, at).is_running()));
+    let definitions = c.run(Store::deployed_definitions)?;
+    let runnable = Runnable::of(
+        authorities.iter().filter(|a| liveness(a, at).is_running()),
+        &definitions,
+    );
     let mut live_compats: Vec<String> = authorities
         .iter()
         .filter(|a| liveness(a, at).is_running())
@@ -198,13 +202,13 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         .collect();
     live_compats.sort();
     live_compats.dedup();
-    let incompatible_compats: Vec<String> = if live_compats.is_empty() {
+    let incompatible_compats: Vec<String> = if runnable.is_empty() {
         Vec::new()
     } else {
         let mut v: Vec<String> = overview
             .work
             .iter()
-            .filter(|w| !w.state.is_terminal() && w.count > 0 && !live_compats.contains(&w.compat))
+            .filter(|w| !w.state.is_terminal() && w.count > 0 && !runnable.compatible(&w.compat))
             .map(|w| w.compat.clone())
             .collect();
         v.sort();
@@ -242,7 +246,7 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
             ops::failovers::failovers(s, Window::default(), at, incident_page(page), page.limit)
         })?),
         ViewId::Triage => {
-            let fleet = FleetView::of(&authorities, at);
+            let fleet = FleetView::of(&authorities, at, &definitions);
             ViewData::Triage(c.run(|s| ops::attention::groups(s, &fleet, at))?)
         }
         ViewId::Fenced => ViewData::Fenced(c.run(|s| {

@@ -22,7 +22,7 @@ fn authority(id: &str, compat: &str, heartbeat_at: i64) -> Authority {
         compat: compat.into(),
         build: "v1".into(),
         config: json!({ "leaseDurationMs": 30_000, "heartbeatIntervalMs": 10_000,
-                        "handlers": { "send-email": "1.0.0" } })
+                        "handlers": { "send-email": "1.0.0", "send-reminder": "1.0.0" } })
         .to_string(),
         started_at: heartbeat_at,
         heartbeat_at,
@@ -42,23 +42,26 @@ fn triage_lists_each_kind_of_trouble_with_its_count() {
         Arc::new(clock.clone()),
         Arc::new(SeededIds::new(9)),
     );
+    // The key of send-email's work at the version the live authority runs.
+    let k = crate::support::key("send-email");
+    let k = k.as_str();
     let effect = |id: &str, handler: &str, max: u32| NewWork {
         max_attempts: max,
         ..NewWork::effect(id, handler, "{}")
     };
     // Two dead letters: two lapsed claims each with a budget of two.
     for id in ["dead-1", "dead-2"] {
-        store.enqueue(effect(id, "send-email", 2), "k").unwrap();
+        store.enqueue(effect(id, "send-email", 2), k).unwrap();
         for owner in ["x", "y"] {
-            store.claim(id, owner, "k", 1_000).unwrap();
+            store.claim(id, owner, k, 1_000).unwrap();
             clock.advance(60_000);
         }
-        store.claim(id, "z", "k", 1_000).unwrap_err();
+        store.claim(id, "z", k, 1_000).unwrap_err();
     }
     // One terminal failure, and one discarded item (a person's decision: not listed).
     for id in ["bounced", "dropped"] {
-        store.enqueue(effect(id, "send-email", 5), "k").unwrap();
-        let c = store.claim(id, "x", "k", 60_000).unwrap();
+        store.enqueue(effect(id, "send-email", 5), k).unwrap();
+        let c = store.claim(id, "x", k, 60_000).unwrap();
         let terminal = Failure {
             class: FailureClass::Terminal,
             code: "BOUNCED".into(),
@@ -68,12 +71,10 @@ fn triage_lists_each_kind_of_trouble_with_its_count() {
     }
     store.discard_work("dropped", "ana@h", "spam").unwrap();
     // One reclaimed after a lapse: pending again, one uncertain attempt behind it.
-    store
-        .enqueue(effect("wobbly", "send-email", 5), "k")
-        .unwrap();
-    store.claim("wobbly", "x", "k", 1_000).unwrap();
+    store.enqueue(effect("wobbly", "send-email", 5), k).unwrap();
+    store.claim("wobbly", "x", k, 1_000).unwrap();
     clock.advance(60_000);
-    let again = store.claim("wobbly", "y", "k", 1_000).unwrap();
+    let again = store.claim("wobbly", "y", k, 1_000).unwrap();
     store
         .yield_back("wobbly", "y", again.generation, 0)
         .unwrap();
@@ -82,16 +83,17 @@ fn triage_lists_each_kind_of_trouble_with_its_count() {
         .enqueue(effect("old-1", "send-email", 5), "old")
         .unwrap();
     store
-        .enqueue(effect("thumb-1", "resize-image", 5), "k")
+        .enqueue(
+            effect("thumb-1", "resize-image", 5),
+            crate::support::key("resize-image").as_str(),
+        )
         .unwrap();
     // A gone authority's claim, lapsed.
+    store.enqueue(effect("orphan", "send-email", 5), k).unwrap();
     store
-        .enqueue(effect("orphan", "send-email", 5), "k")
+        .register_authority(&authority("gone-1", k, clock.now()))
         .unwrap();
-    store
-        .register_authority(&authority("gone-1", "k", clock.now()))
-        .unwrap();
-    store.claim("orphan", "gone-1", "k", 1_000).unwrap();
+    store.claim("orphan", "gone-1", k, 1_000).unwrap();
     // A workflow instance due an hour ago.
     let (_, reminder) = SHIPPED_DEFINITIONS
         .iter()
@@ -105,15 +107,21 @@ fn triage_lists_each_kind_of_trouble_with_its_count() {
     args.insert("recipient".into(), json!("ana"));
     args.insert("message".into(), json!("hi"));
     store
-        .start_workflow("reminder", args, "ana", None, "k")
+        .start_workflow(
+            "reminder",
+            args,
+            "ana",
+            None,
+            crate::support::actions_at_demo(&store, "reminder"),
+        )
         .unwrap();
-    // The live fleet: one authority under `k` with only `send-email`.
+    // The live fleet: one authority with only `send-email` and `send-reminder`.
     let live = Store::new(
         Arc::new(SqliteBackend::open(&path, OpenMode::Existing).unwrap()),
         Arc::new(SystemClock),
         Arc::new(SeededIds::new(3)),
     );
-    live.register_authority(&authority("live-1", "k", SystemClock.now()))
+    live.register_authority(&authority("live-1", k, SystemClock.now()))
         .unwrap();
 
     let o = leasehold(&["inspect", "triage", "--store", &path, "--json"]);

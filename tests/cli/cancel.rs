@@ -2,7 +2,8 @@
 //! dashboard, leaves the same audit entry (actor, action, target, outcome with the reason),
 //! and the actor is the OS account running the process, whatever `USER` says.
 
-use leasehold::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
+use leasehold::authority::handlers::HandlerVersion;
+use leasehold::build_key::claim_keys;
 use leasehold::model::{AuditEntry, PageRequest};
 use leasehold::ops::actor::operator;
 use leasehold::store::url::{self, OpenMode};
@@ -23,6 +24,9 @@ struct Setup {
     completed: String,
     cancelled: String,
     running: String,
+    /// Started for the next major version of its handlers: code the CLI's and the
+    /// dashboard's built-in version may not run.
+    incompatible: String,
 }
 
 fn inputs(partner: &str) -> Map<String, Value> {
@@ -38,19 +42,30 @@ fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", dir.path().join("store.db").display());
     let store = url::open(&url, OpenMode::ReadWrite).unwrap();
-    let compat = compatibility_key(DEFAULT_BUILD_TAG).digest();
     let catalog = Catalog::demo();
     for (_, text) in leasehold::workflow::SHIPPED_DEFINITIONS {
         store.deploy_workflow(text, &catalog).unwrap().unwrap();
     }
-    let start = |p: &str| {
+    let at = |version: &HandlerVersion| {
+        leasehold::authority::workload::default_workload(0)
+            .at_version(version)
+            .handler_versions()
+    };
+    let demo = HandlerVersion::demo();
+    let start = |p: &str, version: &HandlerVersion| {
         store
-            .start_workflow("integration-call", inputs(p), "alice", None, &compat)
+            .start_workflow("integration-call", inputs(p), "alice", None, at(version))
             .unwrap()
             .instance_id
     };
-    let (completed, cancelled, running) = (start("acme"), start("globex"), start("initech"));
-    let engine = Engine::new(store.clone(), "auth-a", &compat);
+    let (completed, cancelled, running) = (
+        start("acme", &demo),
+        start("globex", &demo),
+        start("initech", &demo),
+    );
+    let incompatible = start("hooli", &demo.next_major());
+    let keys = claim_keys(&at(&demo), &store.deployed_definitions().unwrap());
+    let engine = Engine::new(store.clone(), "auth-a", keys);
     for claimed in engine.claim(16, 30_000).unwrap() {
         if claimed.row.instance_id == completed {
             engine
@@ -73,6 +88,7 @@ fn setup() -> Setup {
         completed,
         cancelled,
         running,
+        incompatible,
     }
 }
 
@@ -138,6 +154,45 @@ fn refusals_are_audited_alike_from_the_cli_and_the_dashboard() {
         assert_eq!(cli.1, "cancel-workflow");
         assert_eq!(cli.3, outcome);
     }
+}
+
+/// An instance only another major version of its handlers may run is refused alike from
+/// the CLI and from the dashboard (both run the built-in version), audited in the same
+/// words; the CLI given that version cancels it.
+#[test]
+fn an_incompatible_cancel_is_refused_from_the_cli_and_the_dashboard() {
+    let s = setup();
+    let before = audit(&s.url).len();
+    let o = cli_cancel(&s.url, &s.incompatible);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("belongs to another build"),
+        "{}",
+        stderr(&o)
+    );
+    tui_cancel(&s.url, &s.incompatible);
+    let rows = audit(&s.url);
+    assert_eq!(rows.len(), before + 2);
+    assert_eq!(said(&rows[before]), said(&rows[before + 1]));
+    assert_eq!(
+        rows[before + 1].outcome,
+        "refused: incompatible build; reason: duplicate order"
+    );
+    let store = url::open(&s.url, OpenMode::ReadOnly).unwrap();
+    assert_ne!(
+        store.instance(&s.incompatible).unwrap().unwrap().status,
+        "cancelled",
+        "left as it was"
+    );
+    let o = leasehold(&[
+        "cancel",
+        "--store",
+        &s.url,
+        &s.incompatible,
+        "--handler-version",
+        "2.1.0",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
 
 /// The dialog was opened while the instance could still be cancelled; by the time the

@@ -7,7 +7,8 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 use leasehold::Store;
-use leasehold::build_key::compatibility_key;
+use leasehold::authority::handlers::HandlerVersion;
+use leasehold::build_key::handler_key;
 use leasehold::clock::{Clock, SystemClock};
 use leasehold::model::work::WorkFilter;
 use leasehold::model::{PageRequest, WorkItem};
@@ -111,8 +112,8 @@ fn every_flag_ends_up_in_the_listed_item() {
             "3",
             "--priority",
             "-4",
-            "--build",
-            "v2",
+            "--handler-version",
+            "2.1.0",
             "--json",
         ],
     ));
@@ -141,7 +142,12 @@ fn every_flag_ends_up_in_the_listed_item() {
         "{before} {after} {}",
         item.next_eligible_at
     );
-    assert_eq!(item.compat, compatibility_key("v2").digest());
+    let v2 = HandlerVersion::parse("2.0.0").unwrap();
+    assert_eq!(
+        item.compat,
+        handler_key("send-email", &v2),
+        "2.1.0 runs 2.0.0's work"
+    );
     assert_eq!(item.priority, -4);
 
     let row = listed(&url, "order-7-mail");
@@ -160,7 +166,7 @@ fn every_flag_ends_up_in_the_listed_item() {
 }
 
 #[test]
-fn defaults_mint_an_id_key_by_the_id_due_now_under_v1() {
+fn defaults_mint_an_id_key_by_the_id_due_now_at_the_builtin_version() {
     let dir = tempfile::tempdir().unwrap();
     let (url, store) = empty_store(dir.path());
     let before = SystemClock.now();
@@ -178,7 +184,7 @@ fn defaults_mint_an_id_key_by_the_id_due_now_under_v1() {
     assert_eq!(item.max_attempts, 5);
     assert_eq!(item.priority, 0, "the default priority");
     assert!((before..=after).contains(&item.next_eligible_at));
-    assert_eq!(item.compat, compatibility_key("v1").digest());
+    assert_eq!(item.compat, handler_key("ping", &HandlerVersion::demo()));
     assert_eq!(listed(&url, id)["state"], "pending");
 
     let second = answer(&enqueue(
@@ -278,8 +284,8 @@ fn a_repeat_changes_nothing(url: &str, store: &Store) {
             "1h",
             "--max-attempts",
             "9",
-            "--build",
-            "v2",
+            "--handler-version",
+            "2.1.0",
             "--json",
         ],
     ));

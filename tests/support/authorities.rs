@@ -9,7 +9,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use leasehold::Store;
-use leasehold::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
 use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{PageRequest, WorkState};
 
@@ -196,9 +195,9 @@ impl Drop for Authorities {
 /// The handler of the effects [`enqueue`] adds (the default workload has it).
 pub const HANDLER: &str = "send-email";
 
-/// The compatibility digest of the default build the authorities run.
+/// The key of [`HANDLER`]'s work at the version the authorities run it.
 pub fn compat() -> String {
-    compatibility_key(DEFAULT_BUILD_TAG).digest()
+    super::key(HANDLER)
 }
 
 pub fn enqueue(store: &Store, n: usize) {

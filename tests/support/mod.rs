@@ -50,6 +50,45 @@ pub const START: Millis = BASE + 250;
 pub const K: &str = "compat-this-build";
 pub const K_OTHER: &str = "compat-other-build";
 
+/// The built-in handlers' version, which the default workload runs: work stamped with it
+/// (`&demo()` as the keys of an enqueue) is what the authorities the tests start claim.
+pub fn demo() -> leasehold::authority::handlers::HandlerVersion {
+    leasehold::authority::handlers::HandlerVersion::demo()
+}
+
+/// The key of `handler`'s work at the built-in version.
+pub fn key(handler: &str) -> String {
+    leasehold::build_key::handler_key(handler, &demo())
+}
+
+/// [`key`] of `send-email`, for fixtures that stamp all their work with one key the
+/// authorities they register (declaring `send-email` at the built-in version) run.
+pub fn send_email_key() -> &'static str {
+    static KEY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| key("send-email"));
+    &KEY
+}
+
+/// Every handler of the default workload at the built-in version: what a workflow start
+/// for those authorities passes ([`leasehold::workflow::engine::StartKey::Versions`]).
+pub fn demo_versions()
+-> std::collections::BTreeMap<String, leasehold::authority::handlers::HandlerVersion> {
+    leasehold::authority::workload::default_workload(0).handler_versions()
+}
+
+/// The handlers `workflow`'s deployed definition needs, each at the built-in version:
+/// what a start passes for authorities that register them at that version.
+pub fn actions_at_demo(
+    store: &Store,
+    workflow: &str,
+) -> std::collections::BTreeMap<String, leasehold::authority::handlers::HandlerVersion> {
+    store
+        .workflow_actions(workflow)
+        .unwrap()
+        .into_iter()
+        .map(|name| (name, demo()))
+        .collect()
+}
+
 /// A provider under test: fresh store, injected clock and ids, reopen, cleanup on drop.
 pub trait Harness: Send + Sync {
     /// `memory`, `sqlite`, …

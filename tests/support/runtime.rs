@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::Store;
+use leasehold::authority::handlers::HandlerVersion;
 use leasehold::authority::workload;
 use leasehold::authority::{AuthorityConfig, AuthorityCore, Pace};
-use leasehold::build_key::compatibility_key;
 use leasehold::clock::ManualClock;
 use leasehold::ids::SeededIds;
 use leasehold::model::work::WorkFilter;
@@ -30,9 +30,10 @@ pub fn store(clock: &ManualClock) -> Store {
     )
 }
 
-/// The compatibility digest of build `v1`, which [`config`] runs.
-pub fn compat() -> String {
-    compatibility_key("v1").digest()
+/// The version every handler of the workloads [`config`] runs with is at: `&compat()` as
+/// the keys of an enqueue stamps work these authorities claim.
+pub fn compat() -> HandlerVersion {
+    super::demo()
 }
 
 /// Knobs that poll, renew and beat fast, under a long lease.

@@ -10,7 +10,8 @@ use leasehold::tui::harness::{Harness, render_app};
 use leasehold::tui::snapshot::ViewData;
 use leasehold::tui::views::table;
 
-use super::{C1, fixture, harness, screen, select_workflow};
+use super::support::send_email_key as c1;
+use super::{fixture, harness, screen, select_workflow};
 
 const SIZES: [(u16, u16); 3] = [(60, 15), (80, 24), (160, 48)];
 
@@ -162,7 +163,7 @@ fn no_column_is_cut_while_the_row_has_room() {
     // Sorts before every other item, so it is on the first page.
     let long_id = "alerts-sched-32a48d-02-digest-weekly-report@1767225600000";
     f.store
-        .enqueue_batch(vec![NewWork::effect(long_id, "send-email", "{}")], C1)
+        .enqueue_batch(vec![NewWork::effect(long_id, "send-email", "{}")], c1())
         .unwrap();
     let mut h = harness(&f, "dark", 160, 48);
     h.dispatch(Action::SwitchView(ViewId::Work));
@@ -388,10 +389,13 @@ fn a_dead_letter_is_listed_and_described_as_such() {
         max_attempts: 1,
         ..NewWork::effect("poison-1", "send-email", "{}")
     };
-    f.store.enqueue(poison, C1).unwrap();
-    f.store.claim("poison-1", "auth-a", C1, 1_000).unwrap();
+    f.store.enqueue(poison, c1()).unwrap();
+    f.store.claim("poison-1", "auth-a", c1(), 1_000).unwrap();
     f.clock.advance(1_000);
-    let code = f.store.claim("poison-1", "auth-b", C1, 1_000).unwrap_err();
+    let code = f
+        .store
+        .claim("poison-1", "auth-b", c1(), 1_000)
+        .unwrap_err();
     assert_eq!(
         code.code(),
         "already-terminal",

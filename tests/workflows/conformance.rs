@@ -174,7 +174,7 @@ fn cancel_fences_the_holder(h: &dyn Harness) {
     let held = claim_one(&a);
     assert_eq!(
         h.store()
-            .cancel_workflow(&id, Some(COMPAT), "ops", "stop")
+            .cancel_workflow(&id, Some(&COMPAT.into()), "ops", "stop")
             .expect("cancel"),
         CancelOutcome::Cancelled
     );
@@ -313,7 +313,10 @@ fn terminal_is_irreversible(h: &dyn Harness) {
     assert_eq!(done.0.status, "completed");
 
     assert_eq!(
-        code(h.store().cancel_workflow(&id, Some(COMPAT), "ops", "late")),
+        code(
+            h.store()
+                .cancel_workflow(&id, Some(&COMPAT.into()), "ops", "late")
+        ),
         "already-terminal"
     );
     assert_eq!(code(a.apply(&stale, Trigger::TimeoutFired)), "WORK_FENCED");
@@ -358,14 +361,14 @@ fn terminal_is_irreversible(h: &dyn Harness) {
     let other = start(&h.store(), &wait_with_timeout(), json!({ "key": "z" }));
     assert_eq!(
         h.store()
-            .cancel_workflow(&other, Some(COMPAT), "ops", "x")
+            .cancel_workflow(&other, Some(&COMPAT.into()), "ops", "x")
             .expect("cancel"),
         CancelOutcome::Cancelled
     );
     let cancelled = snapshot(&h.store(), &other);
     assert_eq!(
         h.store()
-            .cancel_workflow(&other, Some(COMPAT), "ops", "x")
+            .cancel_workflow(&other, Some(&COMPAT.into()), "ops", "x")
             .expect("cancel"),
         CancelOutcome::AlreadyCancelled
     );

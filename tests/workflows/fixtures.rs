@@ -311,7 +311,7 @@ impl Runner {
         );
         for id in &ids {
             let e = store
-                .cancel_workflow(id, Some(compat), "ops", "from another build")
+                .cancel_workflow(id, Some(&compat.into()), "ops", "from another build")
                 .expect_err("an incompatible cancel must be refused");
             assert_eq!(e.code(), "INCOMPATIBLE_AUTHORITY", "{e}");
         }
@@ -450,7 +450,7 @@ impl Runner {
                 let compat = spec.compat.unwrap_or_else(|| self.compat.clone());
                 if let Err(e) =
                     self.store
-                        .cancel_workflow(&id, Some(&compat), &spec.by, &spec.reason)
+                        .cancel_workflow(&id, Some(&(&compat).into()), &spec.by, &spec.reason)
                 {
                     self.refuse("cancel", &e);
                 }

@@ -40,9 +40,10 @@ use std::sync::{Mutex, MutexGuard};
 use super::config::AuthorityConfig;
 use super::handlers::{Pace, Workload};
 use super::stats::{ExecLog, Stats};
-use crate::build_key::compatibility_key;
+use crate::build_key::claim_keys;
 use crate::clock::Millis;
 use crate::error::Result;
+use crate::model::CompatSet;
 use crate::ops::actor::host_name;
 use crate::store::Store;
 use crate::store::capability::WORK_MODEL;
@@ -83,12 +84,19 @@ struct CoreState {
     /// When this process last registered: with the host and pid, the incarnation its
     /// heartbeats present.
     started_at: Millis,
+    /// When the deployed definitions were last read into the claim keys.
+    keys_read_at: Option<Millis>,
 }
+
+/// How often an authority re-reads the deployed definitions: a definition deployed while
+/// it runs adds its key to the set within this long.
+pub const KEYS_REFRESH_MS: Millis = 2_000;
 
 /// One authority's logic over a store. All methods take `&self`; share it in an `Arc`.
 pub struct AuthorityCore {
     store: Store,
     config: AuthorityConfig,
+    /// The label of the code it runs (its handlers' keys): what its registration shows.
     compat: String,
     engine: Engine,
     workload: Workload,
@@ -114,8 +122,9 @@ impl AuthorityCore {
     ) -> Result<Self> {
         config.validate()?;
         store.require(&WORK_MODEL)?;
-        let compat = compatibility_key(&config.build).digest();
-        let engine = Engine::new(store.clone(), &config.instance_id, &compat);
+        let handler_keys = claim_keys(&workload.handler_versions(), &[]);
+        let compat = handler_keys.digest();
+        let engine = Engine::new(store.clone(), &config.instance_id, handler_keys);
         let stats = Stats {
             instance_id: config.instance_id.clone(),
             build: config.build.clone(),
@@ -185,10 +194,43 @@ impl AuthorityCore {
         &self.config.instance_id
     }
 
-    /// The compat digest this authority claims under.
+    /// The label of the code this authority runs: one digest over its handlers' keys.
     #[must_use]
     pub fn compat(&self) -> &str {
         &self.compat
+    }
+
+    /// The digests this authority claims by: one per handler it runs, one per deployed
+    /// definition it has every action handler for (as last read).
+    #[must_use]
+    pub fn claim_keys(&self) -> CompatSet {
+        self.engine.keys()
+    }
+
+    /// The workload it runs.
+    #[must_use]
+    pub fn workload(&self) -> &Workload {
+        &self.workload
+    }
+
+    /// Re-reads the deployed definitions into the claim keys when the last read is older
+    /// than [`KEYS_REFRESH_MS`] (or there was none).
+    ///
+    /// # Errors
+    /// A store failure (the keys stay as they were).
+    pub(super) fn refresh_keys(&self, now: Millis) -> Result<()> {
+        let due = self
+            .state()
+            .keys_read_at
+            .is_none_or(|at| now.saturating_sub(at) >= KEYS_REFRESH_MS);
+        if !due {
+            return Ok(());
+        }
+        let definitions = self.store.deployed_definitions()?;
+        self.engine
+            .set_keys(claim_keys(&self.workload.handler_versions(), &definitions));
+        self.state().keys_read_at = Some(now);
+        Ok(())
     }
 
     #[must_use]

@@ -40,9 +40,10 @@ impl AuthorityCore {
             (looks, free, room)
         };
         let free = free - looks.len();
+        self.refresh_keys(now)?;
         let fired = self
             .store
-            .fire_due_schedules(&self.compat, SCHEDULES_PER_POLL)?;
+            .fire_due_schedules(&self.workload, SCHEDULES_PER_POLL)?;
         self.state().stats.schedules_fired += fired as u64;
         if free == 0 {
             return Ok(looks);
@@ -59,8 +60,12 @@ impl AuthorityCore {
                 limit: work_limit,
                 per_handler: handler_room,
             };
-            self.store
-                .claim_work_within(&self.config.instance_id, &self.compat, &budget, lease)?
+            self.store.claim_work_within(
+                &self.config.instance_id,
+                self.claim_keys(),
+                &budget,
+                lease,
+            )?
         } else {
             Vec::new()
         };

@@ -56,6 +56,43 @@ impl HandlerVersion {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The part of the version that carries meaning, semver's own promise: the MAJOR from
+    /// `1.0.0` on (a minor or patch release keeps meaning), `0.MINOR` before it (each 0.x
+    /// minor may break), and the whole version for a prerelease (promises nothing). Two
+    /// versions with the same part run each other's work.
+    #[must_use]
+    pub fn compatibility_part(&self) -> &str {
+        if self.0.contains('-') {
+            return &self.0;
+        }
+        let mut dots = self.0.match_indices('.').map(|(i, _)| i);
+        let first = dots.next().unwrap_or(self.0.len());
+        if &self.0[..first] == "0" {
+            &self.0[..dots.next().unwrap_or(self.0.len())]
+        } else {
+            &self.0[..first]
+        }
+    }
+
+    /// The first release of the next major version (`1.4.2` → `2.0.0`, `0.3.1` →
+    /// `1.0.0`): a release that no longer runs this one's work.
+    #[must_use]
+    pub fn next_major(&self) -> Self {
+        let major: u64 = self
+            .0
+            .split('.')
+            .next()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0);
+        Self(format!("{}.0.0", major + 1))
+    }
+
+    /// The demo handlers' version.
+    #[must_use]
+    pub fn demo() -> Self {
+        Self(Self::DEMO.to_owned())
+    }
 }
 
 impl std::fmt::Display for HandlerVersion {
@@ -181,11 +218,7 @@ impl Workload {
 
     /// Registers (or replaces) a shared blocking handler for `name` at the demo version.
     pub fn register(&mut self, name: impl Into<String>, handler: Arc<dyn BlockingHandler>) {
-        self.register_blocking(
-            name,
-            HandlerVersion(HandlerVersion::DEMO.to_owned()),
-            handler,
-        );
+        self.register_blocking(name, HandlerVersion::demo(), handler);
     }
 
     /// Registers (or replaces) a blocking handler for `name` at `version`.
@@ -266,6 +299,37 @@ impl Workload {
         self.handlers.keys().map(String::as_str)
     }
 
+    /// The compatibility digest of the items of `handler` this workload runs: what a
+    /// producer stamps work for it with, so that this workload, and any other whose
+    /// version of it has the same compatibility part, claims it. `None` for a handler it
+    /// does not register.
+    #[must_use]
+    pub fn key_for(&self, handler: &str) -> Option<String> {
+        self.get(handler)
+            .map(|r| crate::build_key::handler_key(handler, &r.version))
+    }
+
+    /// The same handlers, every one re-registered at `version`: the built-in demo
+    /// workload run as another release of its code (a major bump makes it a build that
+    /// refuses the old work).
+    #[must_use]
+    pub fn at_version(mut self, version: &HandlerVersion) -> Self {
+        for registered in self.handlers.values_mut() {
+            registered.version = version.clone();
+        }
+        self
+    }
+
+    /// Every handler name with its parsed version, sorted by name: what its keys derive
+    /// from ([`crate::build_key::claim_keys`]).
+    #[must_use]
+    pub fn handler_versions(&self) -> BTreeMap<String, HandlerVersion> {
+        self.handlers
+            .iter()
+            .map(|(name, r)| (name.clone(), r.version.clone()))
+            .collect()
+    }
+
     /// Every handler name with its version, sorted by name: what the authority registers.
     #[must_use]
     pub fn versions(&self) -> BTreeMap<String, String> {
@@ -276,9 +340,47 @@ impl Workload {
     }
 }
 
+/// A workload stamps work for a handler with its own key for it, and knows no key for a
+/// handler it does not register.
+impl crate::model::HandlerKeys for &Workload {
+    fn key_for(&self, handler: &str) -> Option<String> {
+        Workload::key_for(self, handler)
+    }
+}
+
+/// Each handler at its own version, none for a handler not listed.
+impl crate::model::HandlerKeys for &BTreeMap<String, HandlerVersion> {
+    fn key_for(&self, handler: &str) -> Option<String> {
+        self.get(handler)
+            .map(|version| crate::build_key::handler_key(handler, version))
+    }
+}
+
+/// Every handler at one version: a producer that knows the version its work runs at.
+impl crate::model::HandlerKeys for &HandlerVersion {
+    fn key_for(&self, handler: &str) -> Option<String> {
+        Some(crate::build_key::handler_key(handler, self))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_compatibility_part_follows_semver() {
+        for (version, part) in [
+            ("1.2.0", "1"),
+            ("1.3.7", "1"),
+            ("2.0.0", "2"),
+            ("0.3.1", "0.3"),
+            ("0.4.0", "0.4"),
+            ("2.0.0-rc.1", "2.0.0-rc.1"),
+        ] {
+            let v = HandlerVersion::parse(version).expect(version);
+            assert_eq!(v.compatibility_part(), part, "{version}");
+        }
+    }
 
     #[test]
     fn versions_are_semantic() {

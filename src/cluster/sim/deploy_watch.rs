@@ -6,8 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{NodeState, Sim};
-use crate::build_key::compatibility_key;
+use super::{Node, NodeState, Sim};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::WorkFilter;
@@ -39,12 +38,23 @@ pub(in crate::cluster) struct NewBuildAlone {
 }
 
 impl Sim {
-    /// Compat digests some running authority claims under.
-    pub(in crate::cluster) fn running_compats(&self) -> BTreeSet<String> {
+    fn running_nodes(&self) -> impl Iterator<Item = &Node> {
         self.nodes
             .iter()
             .filter(|n| matches!(n.state, NodeState::Running | NodeState::Stopping))
-            .map(|n| n.compat.clone())
+    }
+
+    /// The keys some running authority claims by ([`crate::build_key::claim_keys`], as
+    /// each authority derives them).
+    pub(in crate::cluster) fn running_compats(&self) -> BTreeSet<String> {
+        self.running_nodes()
+            .flat_map(|n| {
+                n.core
+                    .claim_keys()
+                    .iter()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
             .collect()
     }
 
@@ -69,7 +79,7 @@ impl Sim {
             return;
         }
         let live = self.running_compats();
-        let first_runs = live.contains(&compatibility_key(&self.options.build).digest());
+        let first_runs = self.running_nodes().any(|n| n.build == self.options.build);
         let now = self.store.now();
         match &mut self.deploy.new_build_alone {
             None if !first_runs && !live.is_empty() => {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::{Ev, NodeState, Sim};
-use crate::build_key::compatibility_key;
+use crate::build_key::handler_key;
 use crate::clock::Clock;
 use crate::cluster::faults::FaultRecord;
 use crate::error::{Error, Result};
@@ -39,7 +39,8 @@ impl Sim {
             )));
         }
         let (id, build, clock) = (node.id.clone(), node.build.clone(), node.clock.clone());
-        let core = self.new_core(&id, &build, &clock)?;
+        let version = node.version.clone();
+        let core = self.new_core(&id, &build, &version, &clock)?;
         let node = &mut self.nodes[i];
         node.core = Arc::new(core);
         node.state = NodeState::Restarting;
@@ -65,12 +66,12 @@ impl Sim {
         }
     }
 
-    /// Deploys a build beside the running fleet: one more authority, and the old ones
-    /// keep running. A compatible build shares the fleet's compatibility key (in this
-    /// binary the key follows the build tag, so it runs the same tag): it claims
-    /// everything. An incompatible one gets the next tag (`v2`, `v3`, …) and the
-    /// workload creates new work under it, so old work stays with the old fleet and new
-    /// work waits for the new build. Returns the new authority's id and build.
+    /// Deploys a build beside the running fleet: one more authority under the next tag
+    /// (`v2`, `v3`, …), and the old ones keep running. A compatible build runs the same
+    /// handler versions (the tag is only a label): it claims everything. An incompatible
+    /// one runs every handler at the next major version, and the workload creates new work
+    /// for it, so old work stays with the old fleet and new work waits for the new build.
+    /// Returns the new authority's id and build.
     ///
     /// # Errors
     /// `INVALID` when the cluster is full.
@@ -78,18 +79,21 @@ impl Sim {
         &mut self,
         compatible: bool,
     ) -> Result<(String, String)> {
-        let build = if compatible {
-            self.generator.build().to_owned()
+        let build = self.next_build();
+        let current = self.generator.version().clone();
+        let version = if compatible {
+            current
         } else {
-            self.next_build()
+            current.next_major()
         };
+        self.build_versions.insert(build.clone(), version.clone());
         if !compatible {
-            self.generator.switch_build(&self.store, &build);
+            self.generator.switch_build(&self.store, &build, &version);
         }
         let id = self.add_node(&build)?;
-        let key = &compatibility_key(&build).digest()[..8];
+        let key = &handler_key(crate::authority::workload::SCHEDULE_HANDLER, &version)[..8];
         let _ = self.record(format!(
-            "deploy {} build {build} beside the fleet → {id} (key {key})",
+            "deploy {} build {build} (handlers {version}) beside the fleet → {id} (key {key})",
             if compatible {
                 "a compatible"
             } else {

@@ -99,7 +99,9 @@ impl Sim {
                 self.push(now + for_ms, Ev::HandlerFaultsEnd);
             }
             Fault::RollOut { build, step_ms } => {
-                self.generator.switch_build(&self.store, build);
+                let version = self.version_of(build);
+                self.build_versions.insert(build.clone(), version.clone());
+                self.generator.switch_build(&self.store, build, &version);
                 let olds: Vec<usize> = self
                     .running()
                     .into_iter()

@@ -29,8 +29,9 @@ use super::pace::WorkPace;
 use super::scenarios::{self, Scenario, Timing};
 use super::workload::{Generator, Rates};
 use crate::authority::config::DEFAULT_TRIM_INTERVAL_MS;
+use crate::authority::handlers::HandlerVersion;
 use crate::authority::{AuthorityConfig, AuthorityCore, Executed, Pace, Workload};
-use crate::build_key::{DEFAULT_BUILD_TAG, compatibility_key};
+use crate::build_key::DEFAULT_BUILD_TAG;
 use crate::clock::{Clock, ManualClock, Millis, SkewedClock};
 use crate::error::{Error, Result};
 use crate::ids::SeededIds;
@@ -197,7 +198,8 @@ impl Ev {
 pub(super) struct Node {
     pub id: String,
     pub build: String,
-    pub compat: String,
+    /// The version every handler of this node runs at.
+    pub version: HandlerVersion,
     pub core: Arc<AuthorityCore>,
     pub clock: SkewedClock,
     pub state: NodeState,
@@ -219,6 +221,8 @@ pub struct Sim {
     seq: u64,
     rng: SmallRng,
     pub(super) generator: Generator,
+    /// The handler version each build tag that ran runs at.
+    pub(super) build_versions: BTreeMap<String, HandlerVersion>,
     pub(super) timeline: Vec<FaultRecord>,
     pub(super) deploy: DeployWatch,
     script_waits: BTreeMap<usize, u32>,
@@ -277,6 +281,7 @@ impl Sim {
             queue: BTreeMap::new(),
             seq: 0,
             generator,
+            build_versions: BTreeMap::new(),
             timeline: Vec::new(),
             deploy: DeployWatch::default(),
             script_waits: BTreeMap::new(),
@@ -365,13 +370,15 @@ impl Sim {
         let index = self.nodes.len();
         let id = format!("auth-{}", index + 1);
         let clock = SkewedClock::new(Arc::new(self.clock.clone()), 0);
-        let core = self.new_core(&id, build, &clock)?;
+        let version = self.version_of(build);
+        self.build_versions.insert(build.into(), version.clone());
+        let core = self.new_core(&id, build, &version, &clock)?;
         // A registration lost to an outage is retried by the heartbeat.
         let _ = core.register();
         self.nodes.push(Node {
             id,
             build: build.into(),
-            compat: compatibility_key(build).digest(),
+            version,
             core: Arc::new(core),
             clock,
             state: NodeState::Running,
@@ -382,8 +389,27 @@ impl Sim {
         Ok(self.nodes[index].id.clone())
     }
 
-    /// An authority core for `id` running `build`, reading time through `clock`.
-    fn new_core(&self, id: &str, build: &str, clock: &SkewedClock) -> Result<AuthorityCore> {
+    /// The handler version `build` runs at: the one it ran at before; the first build runs
+    /// the built-in version, and any other tag not seen yet (a rolling deploy's new
+    /// build) the next major version — a release that does not run the old work. A
+    /// compatible deploy records its version before it starts a node.
+    pub(super) fn version_of(&self, build: &str) -> HandlerVersion {
+        match self.build_versions.get(build) {
+            Some(known) => known.clone(),
+            None if build == self.options.build => HandlerVersion::demo(),
+            None => self.generator.version().next_major(),
+        }
+    }
+
+    /// An authority core for `id` running `build` with every handler at `version`, reading
+    /// time through `clock`.
+    fn new_core(
+        &self,
+        id: &str,
+        build: &str,
+        version: &HandlerVersion,
+        clock: &SkewedClock,
+    ) -> Result<AuthorityCore> {
         let t = self.options.timing;
         let config = AuthorityConfig {
             lease_duration_ms: t.lease_ms,
@@ -399,7 +425,7 @@ impl Sim {
         Ok(AuthorityCore::new(
             self.store.with_clock(Arc::new(clock.clone())),
             config,
-            self.workload.clone(),
+            self.workload.clone().at_version(version),
             Pace::Virtual,
         )?
         .with_host("memory-cluster"))

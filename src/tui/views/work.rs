@@ -36,24 +36,24 @@ pub fn state_role(state: WorkState) -> Role {
     }
 }
 
-/// `yes`, `NO` (no live authority has the item's build key) or `?` (no live authority).
+/// `yes`, `NO` (no live authority may run the item's key) or `?` (no live authority).
 #[must_use]
 pub fn compatible(snap: &Snapshot, compat: &str) -> (&'static str, bool) {
-    if snap.live_compats.is_empty() {
+    if snap.runnable.is_empty() {
         ("?", true)
-    } else if snap.live_compats.iter().any(|c| c == compat) {
+    } else if snap.runnable.compatible(compat) {
         ("yes", true)
     } else {
         ("NO", false)
     }
 }
 
-/// [`compatible`] for a work item, which also needs its handler: `no handler` when a live
-/// authority has its build but none has its handler (see [`crate::ops::runnable`]).
+/// [`compatible`] for a work item, which also needs its handler: `no handler` when no live
+/// authority has its handler at any version (see [`crate::ops::runnable`]).
 #[must_use]
 pub fn runnable(snap: &Snapshot, item: &WorkItem) -> (&'static str, bool) {
     match compatible(snap, &item.compat) {
-        ("yes", true)
+        ("NO", false)
             if snap.runnable.standing(&item.compat, &item.handler) == Standing::NoHandler =>
         {
             ("no handler", false)

@@ -6,6 +6,7 @@ use super::transition::{commit_transition, decode_state};
 use super::{corrupt, pinned, refusal};
 use crate::error::{Error, Result};
 use crate::ids::check_id;
+use crate::model::CompatSet;
 use crate::store::{Logged, Store};
 use crate::workflow::machine::{self, MachineError, Trigger};
 use crate::workflow::parse_definition;
@@ -20,8 +21,8 @@ pub enum CancelOutcome {
 
 impl Store {
     /// Cancels an instance: an idempotent, fenced transition to `cancelled` (not a
-    /// rollback: committed actions and dispatched effects stand). `compat` is the caller's
-    /// build (`None`: any); a different build is refused. Any authority holding the
+    /// rollback: committed actions and dispatched effects stand). `compat` is the digests the
+    /// caller may run (`None`: any); an instance whose digest is not among them is refused. Any authority holding the
     /// instance is fenced out by the revision change. `actor` and `reason` go into the
     /// instance's history; the audit log is written by [`crate::ops::cancel::cancel`],
     /// which wraps this call for the CLI and the dashboard.
@@ -37,7 +38,7 @@ impl Store {
     pub fn cancel_workflow(
         &self,
         instance_id: &str,
-        compat: Option<&str>,
+        compat: Option<&CompatSet>,
         actor: &str,
         reason: &str,
     ) -> Result<CancelOutcome> {
@@ -49,11 +50,11 @@ impl Store {
                     id: instance_id.into(),
                 }));
             };
-            if let Some(have) = compat.filter(|c| *c != row.compat) {
+            if let Some(have) = compat.filter(|keys| !keys.contains(&row.compat)) {
                 return Ok(Logged::Refused(Error::Incompatible {
                     id: instance_id.into(),
                     required: row.compat.clone(),
-                    have: have.into(),
+                    have: have.to_string(),
                 }));
             }
             let (definition, state) = decode_state(&row)?;

@@ -1,4 +1,4 @@
-//! An authority takes the lease of runnable instances of its build.
+//! An authority takes the lease of runnable instances whose digest is one of its keys.
 
 use super::transition::decode_state;
 use super::{Claimed, Engine, resource};
@@ -8,7 +8,7 @@ use crate::model::{Grant, GrantKind, InstanceRow, Takeover};
 use crate::rules::lease as lease_rules;
 
 impl Engine {
-    /// Takes the lease of up to `limit` runnable instances of this build.
+    /// Takes the lease of up to `limit` runnable instances this engine may run.
     ///
     /// # Errors
     /// A store failure.
@@ -30,9 +30,18 @@ impl Engine {
         limit: usize,
         lease_ms: Millis,
     ) -> Result<Vec<(Claimed, Option<Millis>)>> {
+        let keys = self.keys();
         self.store.write(|tx, now| {
+            let mut runnable = Vec::new();
+            for compat in keys.iter() {
+                runnable.extend(tx.runnable_instances(compat, now, limit)?);
+            }
+            runnable.sort_by(|a, b| {
+                (a.next_eligible_at, &a.instance_id).cmp(&(b.next_eligible_at, &b.instance_id))
+            });
+            runnable.truncate(limit);
             let mut claimed = Vec::new();
-            for row in tx.runnable_instances(&self.compat, now, limit)? {
+            for row in runnable {
                 let res = resource(&row.instance_id);
                 let current = tx.lease(&res)?;
                 let floor = crate::store::epoch::generation_floor(tx)?;
@@ -61,7 +70,7 @@ impl Engine {
                     generation: lease.generation,
                     owner_id: self.owner.clone(),
                     how: GrantKind::Claim,
-                    owner_compat: Some(self.compat.clone()),
+                    owner_compat: Some(row.compat.clone()),
                     item_compat: Some(row.compat.clone()),
                     at: now,
                     took_over: Takeover::of_lease(current.as_ref(), &self.owner, now),

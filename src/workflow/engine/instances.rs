@@ -1,7 +1,7 @@
 //! The operator's side of workflows: deploy a definition, start instances (idempotently),
 //! and read an instance, its history and its action outcomes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -11,6 +11,8 @@ use super::transition::counter;
 use super::transition::decode_state;
 use super::transition::{add_history, encode_row};
 use super::{corrupt, pinned};
+use crate::authority::handlers::HandlerVersion;
+use crate::build_key::{action_handlers, instance_key};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
@@ -29,6 +31,57 @@ pub struct Started {
     pub status: InstanceStatus,
     /// False when an earlier start with the same identity was found instead.
     pub created: bool,
+}
+
+/// How a start stamps its instance's compatibility digest: with a digest the caller holds
+/// already, or with the key of the definition it pins run by the caller's handler
+/// versions ([`crate::build_key::instance_key`]) — what a producer that knows only its
+/// handlers passes, since the pinned definition is learnt in the starting transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartKey {
+    Digest(String),
+    Versions(BTreeMap<String, HandlerVersion>),
+}
+
+impl From<&str> for StartKey {
+    fn from(digest: &str) -> Self {
+        Self::Digest(digest.to_owned())
+    }
+}
+
+impl From<&String> for StartKey {
+    fn from(digest: &String) -> Self {
+        Self::Digest(digest.clone())
+    }
+}
+
+impl From<BTreeMap<String, HandlerVersion>> for StartKey {
+    fn from(versions: BTreeMap<String, HandlerVersion>) -> Self {
+        Self::Versions(versions)
+    }
+}
+
+impl StartKey {
+    /// The digest an instance of `def` (semantic fingerprint `fingerprint`) is stamped with.
+    ///
+    /// # Errors
+    /// `INVALID` when an action of `def` has no version among the caller's handlers.
+    fn resolve(&self, def: &WorkflowDef, fingerprint: &str) -> Result<String> {
+        match self {
+            Self::Digest(digest) => Ok(digest.clone()),
+            Self::Versions(versions) => instance_key(def, fingerprint, versions).ok_or_else(|| {
+                let missing = action_handlers(def)
+                    .into_iter()
+                    .filter(|a| !versions.contains_key(*a))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                Error::Invalid(format!(
+                    "workflow {} needs a version of its action handler(s) {missing}",
+                    def.id
+                ))
+            }),
+        }
+    }
 }
 
 /// One instance to start ([`Store::start_workflows`]).
@@ -102,15 +155,16 @@ impl Store {
         args: Map<String, Value>,
         principal: &str,
         idempotency_key: Option<&str>,
-        compat: &str,
+        compat: impl Into<StartKey>,
     ) -> Result<Started> {
+        let compat = compat.into();
         let start = NewInstance {
             workflow_id,
             args,
             principal,
             idempotency_key,
         };
-        self.write(|tx, now| self.start_in(tx, now, &start, compat, &mut HashMap::new()))
+        self.write(|tx, now| self.start_in(tx, now, &start, &compat, &mut HashMap::new()))
     }
 
     /// Starts many instances in one transaction (one commit): each as
@@ -121,14 +175,15 @@ impl Store {
     pub fn start_workflows(
         &self,
         starts: &[NewInstance<'_>],
-        compat: &str,
+        compat: impl Into<StartKey>,
     ) -> Result<Vec<Started>> {
+        let compat = compat.into();
         self.write(|tx, now| {
             // Each deployed definition is read and parsed once per batch.
             let mut defs = HashMap::new();
             starts
                 .iter()
-                .map(|start| self.start_in(tx, now, start, compat, &mut defs))
+                .map(|start| self.start_in(tx, now, start, &compat, &mut defs))
                 .collect()
         })
     }
@@ -138,7 +193,7 @@ impl Store {
         tx: &mut dyn Tx,
         now: Millis,
         start: &NewInstance<'_>,
-        compat: &str,
+        compat: &StartKey,
         defs: &mut HashMap<String, (String, Arc<WorkflowDef>)>,
     ) -> Result<Started> {
         let NewInstance {
@@ -150,7 +205,29 @@ impl Store {
         let (workflow_id, principal) = (*workflow_id, *principal);
         check_id("workflow id", workflow_id)?;
         check_opt_id("idempotency key", *idempotency_key)?;
-        let start_key = idempotency_key.map(|k| [workflow_id, principal, k, compat].join("\u{1f}"));
+        let (fingerprint, def) = match defs.get(workflow_id) {
+            Some(known) => known.clone(),
+            None => {
+                let Some(def_row) = tx.definition(workflow_id)? else {
+                    return Err(Error::NotFound {
+                        what: "workflow definition".into(),
+                        id: workflow_id.into(),
+                    });
+                };
+                let def = parse_definition(&def_row.definition).map_err(|d| {
+                    corrupt(
+                        "deployed definition",
+                        d.first().map(ToString::to_string).unwrap_or_default(),
+                    )
+                })?;
+                let known = (def_row.fingerprint, Arc::new(def));
+                defs.insert(workflow_id.to_owned(), known.clone());
+                known
+            }
+        };
+        let compat = compat.resolve(&def, &fingerprint)?;
+        let start_key =
+            idempotency_key.map(|k| [workflow_id, principal, k, compat.as_str()].join("\u{1f}"));
         if let Some(existing) = start_key
             .as_deref()
             .map(|k| tx.instance_by_start_key(k))
@@ -181,26 +258,6 @@ impl Store {
                 created: false,
             });
         }
-        let (fingerprint, def) = match defs.get(workflow_id) {
-            Some(known) => known.clone(),
-            None => {
-                let Some(def_row) = tx.definition(workflow_id)? else {
-                    return Err(Error::NotFound {
-                        what: "workflow definition".into(),
-                        id: workflow_id.into(),
-                    });
-                };
-                let def = parse_definition(&def_row.definition).map_err(|d| {
-                    corrupt(
-                        "deployed definition",
-                        d.first().map(ToString::to_string).unwrap_or_default(),
-                    )
-                })?;
-                let known = (def_row.fingerprint, Arc::new(def));
-                defs.insert(workflow_id.to_owned(), known.clone());
-                known
-            }
-        };
         let instance_id = self.ids().next_id("wf");
         let high_water = tx.journal_high_water()?;
         let (state, entries) =
@@ -210,7 +267,7 @@ impl Store {
             instance_id: instance_id.clone(),
             workflow_id: workflow_id.into(),
             status: state.status,
-            compat: compat.into(),
+            compat,
             instance_revision: 0,
             next_eligible_at: None,
             waiting_event: None,
@@ -231,6 +288,50 @@ impl Store {
             status: row.status,
             created: true,
         })
+    }
+
+    /// Every deployed definition, each pinned version included: what decides the
+    /// workflow keys an authority claims by ([`crate::build_key::claim_keys`]).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn deployed_definitions(&self) -> Result<Vec<WorkflowDefinitionRow>> {
+        const PAGE: usize = 256;
+        let mut all: Vec<WorkflowDefinitionRow> = Vec::new();
+        loop {
+            let page = match all.last() {
+                Some(last) => crate::model::PageRequest::after(last.workflow_id.clone(), PAGE),
+                None => crate::model::PageRequest::first(PAGE),
+            };
+            let rows = self.read(|tx| tx.list_definitions(&page))?;
+            let done = rows.len() < PAGE;
+            all.extend(rows);
+            if done {
+                return Ok(all);
+            }
+        }
+    }
+
+    /// The handlers the deployed definition of `workflow_id` needs for its actions, sorted
+    /// (none when it is not deployed): what a producer gives versions for when it starts
+    /// one ([`StartKey::Versions`]).
+    ///
+    /// # Errors
+    /// `STORE_CORRUPT` for a deployed definition that no longer parses; a store failure.
+    pub fn workflow_actions(&self, workflow_id: &str) -> Result<Vec<String>> {
+        let Some(row) = self.read(|tx| tx.definition(workflow_id))? else {
+            return Ok(Vec::new());
+        };
+        let def = parse_definition(&row.definition).map_err(|d| {
+            corrupt(
+                "deployed definition",
+                d.first().map(ToString::to_string).unwrap_or_default(),
+            )
+        })?;
+        Ok(action_handlers(&def)
+            .into_iter()
+            .map(str::to_owned)
+            .collect())
     }
 
     /// One instance row.

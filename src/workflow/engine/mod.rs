@@ -35,14 +35,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 pub use cancel::CancelOutcome;
-pub use instances::{NewInstance, Started};
+pub use instances::{NewInstance, StartKey, Started};
 pub use step::{Next, Step, outcome_to_trigger};
 pub use transition::decode_state;
 
 use super::machine::{InstanceState, MachineError};
 use super::{WorkflowDef, parse_definition};
 use crate::error::{Error, Result};
-use crate::model::{InstanceRow, Lease};
+use crate::model::{CompatSet, InstanceRow, Lease};
 use crate::store::{Store, Tx};
 
 /// An instance an authority holds the lease of, at the revision it read.
@@ -78,25 +78,57 @@ fn refusal(e: &MachineError, instance_id: &str) -> Error {
     }
 }
 
-/// The engine an authority runs: the store, its build's compat digest and handler catalog,
-/// and a cache of parsed definitions (definitions are immutable per fingerprint).
+/// The engine an authority runs: the store, the digests of the instances its owner may run
+/// (one per deployed definition it has every handler for, which changes as definitions
+/// are deployed), and a cache of parsed definitions (immutable per fingerprint).
 #[derive(Clone)]
 pub struct Engine {
     store: Store,
-    compat: String,
+    keys: Arc<Mutex<CompatSet>>,
     owner: String,
     defs: Arc<Mutex<HashMap<String, Arc<WorkflowDef>>>>,
 }
 
 impl Engine {
     #[must_use]
-    pub fn new(store: Store, owner: &str, compat: &str) -> Self {
+    pub fn new(store: Store, owner: &str, keys: impl Into<CompatSet>) -> Self {
         Self {
             store,
-            compat: compat.into(),
+            keys: Arc::new(Mutex::new(keys.into())),
             owner: owner.into(),
             defs: Arc::default(),
         }
+    }
+
+    /// The digests of the instances this engine claims and steps.
+    #[must_use]
+    pub fn keys(&self) -> CompatSet {
+        self.keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the digests this engine claims and steps (its owner learnt of a deployed
+    /// definition, or of one it can no longer run).
+    pub fn set_keys(&self, keys: CompatSet) {
+        *self
+            .keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = keys;
+    }
+
+    /// `Incompatible` unless `row`'s digest is one of this engine's.
+    fn check_compat(&self, row: &InstanceRow) -> Result<()> {
+        let keys = self.keys();
+        if keys.contains(&row.compat) {
+            return Ok(());
+        }
+        Err(Error::Incompatible {
+            id: row.instance_id.clone(),
+            required: row.compat.clone(),
+            have: keys.to_string(),
+        })
     }
 
     fn definition(

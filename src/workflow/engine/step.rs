@@ -29,16 +29,10 @@ impl Engine {
     /// a due timer, match the first journal event after `sinceEventSeq`, or time out.
     ///
     /// # Errors
-    /// `INCOMPATIBLE_AUTHORITY` for an instance of another build (nothing is run), a store
+    /// `INCOMPATIBLE_AUTHORITY` for an instance this engine may not run (nothing is run), a store
     /// failure, or a corrupt instance.
     pub fn next(&self, claimed: &Claimed) -> Result<Next> {
-        if claimed.row.compat != self.compat {
-            return Err(Error::Incompatible {
-                id: claimed.row.instance_id.clone(),
-                required: claimed.row.compat.clone(),
-                have: self.compat.clone(),
-            });
-        }
+        self.check_compat(&claimed.row)?;
         let now = self.store.now();
         self.store.read(|tx| {
             let (fingerprint, state) = decode_state(&claimed.row)?;
@@ -267,13 +261,7 @@ impl Engine {
         };
         let (holder, fence) = Self::fence(tx, claimed)?;
         let fence = fence.and_then(|()| {
-            if row.compat != self.compat {
-                return Err(Error::Incompatible {
-                    id: row.instance_id.clone(),
-                    required: row.compat.clone(),
-                    have: self.compat.clone(),
-                });
-            }
+            self.check_compat(&row)?;
             if row.instance_revision == claimed.row.instance_revision {
                 Ok(())
             } else {
