@@ -276,11 +276,15 @@ fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
     assert!(!late.is_empty());
     for w in &late {
         let holder_generation = w["holderGeneration"].as_u64().expect("holder recorded");
+        let holder = w["holder"].as_str();
+        // Either a newer generation was granted, or the lapsed claim was settled (backed
+        // off for a retry) under its own generation and nobody holds the item.
         assert!(
-            holder_generation > w["writerGeneration"].as_u64().unwrap(),
+            holder_generation > w["writerGeneration"].as_u64().unwrap()
+                || (holder.is_none()
+                    && holder_generation == w["writerGeneration"].as_u64().unwrap()),
             "{w}"
         );
-        let holder = w["holder"].as_str();
         if let Some(holder) = holder {
             assert_eq!(
                 owner_of

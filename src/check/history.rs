@@ -316,6 +316,20 @@ fn on_write(ledger: &mut Ledger, write: &WriteRecord, findings: &mut Findings) {
     gaps::write_was_granted(state, write, ledger.start, &mut ledger.gaps);
     if write.verb.by_operator() {
         effects::reopened_by_requeue(state, write);
+        // A force-release mints the next generation with no grant behind it: the
+        // operator holds it until the next claim, so that claim follows without a gap.
+        if write.verb == WriteVerb::ForceRelease && write.accepted {
+            let minted = Mark {
+                generation: write.generation + 1,
+                ..mark
+            };
+            if state
+                .granted
+                .is_none_or(|g| minted.generation > g.generation)
+            {
+                state.granted = Some(minted);
+            }
+        }
         return;
     }
     let detail = Detail::parse(&write.detail);
