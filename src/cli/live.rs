@@ -32,6 +32,9 @@ pub struct LiveBuilds {
     pub silent: usize,
     /// How many registrations were read.
     pub registered: usize,
+    /// The running authorities' registrations.
+    running: Vec<crate::model::Authority>,
+    definitions: Vec<crate::model::WorkflowDefinitionRow>,
 }
 
 impl LiveBuilds {
@@ -57,7 +60,12 @@ impl LiveBuilds {
             }
         }
         builds.registered = all.len();
-        builds.fleet = FleetView::of(&all, now, &store.deployed_definitions()?);
+        builds.definitions = store.deployed_definitions()?;
+        builds.fleet = FleetView::of(&all, now, &builds.definitions);
+        builds.running = all
+            .into_iter()
+            .filter(|a| liveness(a, now).is_running())
+            .collect();
         Ok(builds)
     }
 
@@ -71,6 +79,24 @@ impl LiveBuilds {
     #[must_use]
     pub fn standing(&self, compat: &str, handler: &str) -> Standing {
         self.fleet.standing(compat, handler)
+    }
+
+    /// The builds of the running authorities against the unfinished work of `store`
+    /// ([`crate::ops::builds`]).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn matrix(&self, store: &Store) -> Result<crate::ops::builds::Matrix> {
+        let running: Vec<&crate::model::Authority> = self.running.iter().collect();
+        let counts = store.overview()?.work;
+        crate::ops::builds::matrix(&running, &self.definitions, &counts, |compat| {
+            let filter = WorkFilter {
+                compats: vec![compat.to_owned()],
+                ..WorkFilter::default()
+            };
+            let sample = store.list_work(&filter, &PageRequest::first(1))?;
+            Ok(sample.rows.first().map(|item| item.handler.clone()))
+        })
     }
 
     /// The fleet as triage judges it ([`crate::ops::attention`]).

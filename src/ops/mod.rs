@@ -4,6 +4,7 @@
 
 pub mod actor;
 pub mod attention;
+pub mod builds;
 pub mod cancel;
 pub mod claims;
 pub mod cursors;

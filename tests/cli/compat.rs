@@ -93,6 +93,38 @@ fn a_new_tag_runs_the_old_work_a_major_bump_leaves_it() {
     wait_until("the old items counted stranded", within(RUNNING), || {
         triage_count(&path, "stranded") == 8
     });
+    // The matrix says the same: the old key's effects run by nobody, the running build
+    // named with its versions.
+    let o = leasehold(&["inspect", "builds", "--store", &path, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let cells: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let old_cell = cells
+        .iter()
+        .find(|c| c["compat"] == compat().as_str())
+        .expect("the old key has a row");
+    assert_eq!(
+        (
+            &old_cell["kind"],
+            &old_cell["handler"],
+            &old_cell["unfinished"],
+            &old_cell["runnableBy"]
+        ),
+        (
+            &Value::from("effect"),
+            &Value::from(HANDLER),
+            &Value::from(8),
+            &Value::Array(vec![])
+        )
+    );
+    let text = stdout(&leasehold(&["inspect", "builds", "--store", &path]));
+    assert!(
+        text.contains("stranded (no running build runs it): 8"),
+        "{text}"
+    );
+    assert!(text.contains("stopping v3 · ") && text.contains("(major)"), "{text}");
     // A producer without --handler-version stamps the version the running authority has.
     let o = enqueue_cli(&path, &["--id", "fresh"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

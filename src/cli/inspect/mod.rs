@@ -22,6 +22,7 @@ use clap::{Args, ValueEnum};
 
 mod audit;
 mod authorities;
+mod builds;
 mod cursors;
 mod events;
 mod incidents;
@@ -68,6 +69,9 @@ pub enum View {
     Fenced,
     /// Everything that needs a person, grouped by reason, with what to do.
     Triage,
+    /// The running builds against the unfinished work: who can run what, what is
+    /// stranded, what stopping a build would strand.
+    Builds,
     /// The fleet's facts as OpenMetrics text (the names an authority's `/metrics` uses).
     Metrics,
 }
@@ -87,6 +91,7 @@ impl View {
             Self::Failovers => "failovers",
             Self::Fenced => "fenced",
             Self::Triage => "triage",
+            Self::Builds => "builds",
             Self::Metrics => "metrics",
         }
     }
@@ -138,7 +143,11 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
             "the metrics view is OpenMetrics text; --json does not apply",
         ));
     }
-    if matches!(args.view, View::Overview | View::Triage | View::Metrics) && args.after.is_some() {
+    if matches!(
+        args.view,
+        View::Overview | View::Triage | View::Builds | View::Metrics
+    ) && args.after.is_some()
+    {
         return Err(Failure::usage(format!(
             "--after does not apply to the {}",
             args.view.name()
@@ -176,6 +185,7 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
         View::Failovers => incidents::print_failovers(&ctx, window, out)?,
         View::Fenced => incidents::print_fenced(&ctx, window, out)?,
         View::Triage => triage::print(&ctx, out)?,
+        View::Builds => builds::print(&ctx, out)?,
         View::Metrics => {
             out.write_all(crate::ops::fleet_metrics::render(&store, now)?.as_bytes())?;
             None
