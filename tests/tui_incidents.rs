@@ -421,6 +421,22 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
         assert!(listed.contains(id), "{id}: {listed}");
     }
     assert!(!listed.contains("old-build"), "{listed}");
+
+    // `:builds` states the matrix `ops::builds` computes: the only unfinished item is the
+    // old build's, whose key nobody running has (its handler named from the item).
+    h.press(':');
+    h.type_text("builds");
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.view(), ViewId::Builds);
+    let text = buffer_text(&h.render());
+    assert!(text.contains("nobody: stranded"), "{text}");
+    assert!(text.contains("stranded 1"), "{text}");
+    assert!(text.contains("send-email"), "{text}");
+    insta::assert_snapshot!("builds_160x48_dark", text);
+    insta::assert_snapshot!(
+        "builds_80x24_dark",
+        buffer_text(&render_app(&h.app, 80, 24))
+    );
 }
 
 fn clock_now(clock: &ManualClock) -> i64 {

@@ -32,6 +32,8 @@ pub enum ViewId {
     Fenced,
     /// Everything that needs a person, grouped by reason (`!`, `:triage`).
     Triage,
+    /// The running builds against the unfinished work (`:builds`).
+    Builds,
 }
 
 impl ViewId {
@@ -68,6 +70,7 @@ impl ViewId {
             Self::Failovers => "failovers",
             Self::Fenced => "fenced",
             Self::Triage => "triage",
+            Self::Builds => "builds",
         }
     }
 
@@ -83,6 +86,7 @@ impl ViewId {
             "refused" | "writes" => Some(Self::Fenced),
             "ov" | "home" => Some(Self::Overview),
             "triage" | "tri" | "needs" | "attention" => Some(Self::Triage),
+            "builds" | "build" | "compat" | "matrix" => Some(Self::Builds),
             _ => None,
         };
         if alias.is_some() {

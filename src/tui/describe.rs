@@ -210,6 +210,18 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
             d.related.push(("last firing".into(), firing));
             Some(d)
         }
+        ViewData::Builds(matrix) => {
+            let c = matrix
+                .cells
+                .iter()
+                .find(|c| Some(format!("{}|{}", c.kind.as_str(), c.compat).as_str()) == key)?;
+            let title = format!(
+                "{} {}",
+                c.kind.as_str(),
+                c.handler.as_deref().unwrap_or("?")
+            );
+            Some(open(title, &c.compat, record(c), None))
+        }
         ViewData::Triage(groups) => {
             let g = groups
                 .iter()

@@ -454,6 +454,9 @@ fn view_help(view: ViewId) -> &'static str {
         ViewId::Failovers => "failovers: resources taken from a holder that never let go",
         ViewId::Fenced => "fenced writes: refused writes and who held the resource then",
         ViewId::Triage => "triage: what needs a person, by reason; Enter lists a group's work",
+        ViewId::Builds => {
+            "builds: who can run what; stranded work; what stopping a build would strand"
+        }
     }
 }
 

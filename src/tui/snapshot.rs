@@ -18,6 +18,7 @@ use super::wf;
 use crate::clock::Millis;
 use crate::cluster::control::{ClusterControl, DemoAuthority};
 use crate::error::Result;
+use crate::model::work::WorkFilter;
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, Ingestion, InstanceRow, Lease,
     Page, PageRequest, Schedule, WorkItem, WriteRecord,
@@ -120,6 +121,8 @@ pub enum ViewData {
     Fenced(Listing<FencedRow>),
     /// What needs a person ([`crate::ops::attention`]), judged against the sampled fleet.
     Triage(Vec<Group>),
+    /// The running builds against the unfinished work ([`crate::ops::builds`]).
+    Builds(crate::ops::builds::Matrix),
 }
 
 /// Cost of producing one snapshot (shown with `i`).
@@ -248,6 +251,25 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         ViewId::Triage => {
             let fleet = FleetView::of(&authorities, at, &definitions);
             ViewData::Triage(c.run(|s| ops::attention::groups(s, &fleet, at))?)
+        }
+        ViewId::Builds => {
+            let running: Vec<_> = authorities
+                .iter()
+                .filter(|a| liveness(a, at).is_running())
+                .collect();
+            ViewData::Builds(ops::builds::matrix(
+                &running,
+                &definitions,
+                &overview.work,
+                |compat| {
+                    let filter = WorkFilter {
+                        compats: vec![compat.to_owned()],
+                        ..WorkFilter::default()
+                    };
+                    let sample = c.run(|s| s.list_work(&filter, &PageRequest::first(1)))?;
+                    Ok(sample.rows.first().map(|item| item.handler.clone()))
+                },
+            )?)
         }
         ViewId::Fenced => ViewData::Fenced(c.run(|s| {
             ops::fenced::fenced(s, Window::default(), at, incident_page(page), page.limit)

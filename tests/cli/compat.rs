@@ -124,7 +124,10 @@ fn a_new_tag_runs_the_old_work_a_major_bump_leaves_it() {
         text.contains("stranded (no running build runs it): 8"),
         "{text}"
     );
-    assert!(text.contains("stopping v3 · ") && text.contains("(major)"), "{text}");
+    assert!(
+        text.contains("stopping v3 · ") && text.contains("(major)"),
+        "{text}"
+    );
     // A producer without --handler-version stamps the version the running authority has.
     let o = enqueue_cli(&path, &["--id", "fresh"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

@@ -132,6 +132,7 @@ fn short_name(view: ViewId) -> &'static str {
         ViewId::Failovers => "fail",
         ViewId::Fenced => "fence",
         ViewId::Triage => "triage",
+        ViewId::Builds => "builds",
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod authorities;
+pub mod builds;
 pub mod chrome;
 pub mod cursors;
 pub mod describe;
@@ -183,6 +184,7 @@ pub fn table(snap: &Snapshot, fmt: TimeFmt) -> Option<TableData> {
         ViewData::Schedules { page, firings } => schedules::table(page, firings, fmt),
         ViewData::Audit(page) => audit::table(page, fmt),
         ViewData::Triage(groups) => triage::table(groups, fmt),
+        ViewData::Builds(matrix) => builds::table(matrix),
         // Newest first by time, paged forward only: the view knows whether there is more.
         ViewData::Failovers(list) => {
             let mut data = failovers::table(list, fmt);
