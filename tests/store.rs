@@ -29,6 +29,8 @@ mod dead_letters;
 mod events;
 #[path = "store/fair_claims.rs"]
 mod fair_claims;
+#[path = "store/horizon.rs"]
+mod horizon;
 #[path = "store/hostile_ids.rs"]
 mod hostile_ids;
 #[path = "store/incidents.rs"]
@@ -77,6 +79,8 @@ per_provider! {
     leases::checkpoint_survives_expiry_and_is_dropped_on_release,
     leases::keyed_mutation_applies_once_and_replays_across_reopen,
     leases::idempotency_keys_are_namespaced_by_owner_and_verb,
+    // what becomes due next
+    horizon::the_horizon_puts_each_due_instant_in_its_slice,
     // replay of the durable history
     replay::replay_shows_the_owner_before_and_after_a_failover,
     // durable work

@@ -14,6 +14,7 @@ pub mod file_input;
 pub mod filter;
 pub mod fleet_metrics;
 pub mod heartbeat;
+pub mod horizon;
 pub mod lateness;
 pub mod liveness;
 pub mod pretty;

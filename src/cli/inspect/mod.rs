@@ -25,6 +25,7 @@ mod authorities;
 mod builds;
 mod cursors;
 mod events;
+mod horizon;
 mod incidents;
 mod leases;
 mod overview;
@@ -72,6 +73,9 @@ pub enum View {
     /// The running builds against the unfinished work: who can run what, what is
     /// stranded, what stopping a build would strand.
     Builds,
+    /// What becomes due over the next `--window` (default 15m) in ten slices: schedule
+    /// firings, delayed items, retry backoffs, workflow timers.
+    Horizon,
     /// The fleet's facts as OpenMetrics text (the names an authority's `/metrics` uses).
     Metrics,
 }
@@ -92,6 +96,7 @@ impl View {
             Self::Fenced => "fenced",
             Self::Triage => "triage",
             Self::Builds => "builds",
+            Self::Horizon => "horizon",
             Self::Metrics => "metrics",
         }
     }
@@ -127,7 +132,8 @@ pub struct InspectArgs {
     /// Continue after this row key (printed under the previous page).
     #[arg(long, value_name = "KEY")]
     pub after: Option<String>,
-    /// How far back `failovers` and `fenced` look, e.g. `15m` (the default), `90s`, `2h`.
+    /// How far back `failovers` and `fenced` look, or how far ahead `horizon` does, e.g.
+    /// `15m` (the default), `90s`, `2h`.
     #[arg(long, value_name = "SPAN")]
     pub window: Option<String>,
 }
@@ -145,7 +151,7 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
     }
     if matches!(
         args.view,
-        View::Overview | View::Triage | View::Builds | View::Metrics
+        View::Overview | View::Triage | View::Builds | View::Horizon | View::Metrics
     ) && args.after.is_some()
     {
         return Err(Failure::usage(format!(
@@ -153,9 +159,10 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
             args.view.name()
         )));
     }
-    if args.window.is_some() && !matches!(args.view, View::Failovers | View::Fenced) {
+    if args.window.is_some() && !matches!(args.view, View::Failovers | View::Fenced | View::Horizon)
+    {
         return Err(Failure::usage(format!(
-            "--window applies to failovers and fenced, not {}",
+            "--window applies to failovers, fenced and horizon, not {}",
             args.view.name()
         )));
     }
@@ -186,6 +193,7 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
         View::Fenced => incidents::print_fenced(&ctx, window, out)?,
         View::Triage => triage::print(&ctx, out)?,
         View::Builds => builds::print(&ctx, out)?,
+        View::Horizon => horizon::print(&ctx, window, out)?,
         View::Metrics => {
             out.write_all(crate::ops::fleet_metrics::render(&store, now)?.as_bytes())?;
             None
