@@ -442,3 +442,55 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
 fn clock_now(clock: &ManualClock) -> i64 {
     leasehold::clock::Clock::now(clock)
 }
+
+/// `:horizon` states what `ops::horizon` finds: an item held back for 90 s and a one-off
+/// schedule due in 5 minutes, each in its minute, the list behind a minute in its detail.
+#[test]
+fn the_horizon_view_shows_what_becomes_due_in_its_minute() {
+    use leasehold::model::schedule::{CatchUp, Trigger};
+
+    let clock = ManualClock::new(T0);
+    let store = Store::new(
+        Arc::new(MemoryBackend::new()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(7)),
+    );
+    let held = NewWork {
+        not_before: Some(T0 + 90_000),
+        ..NewWork::effect("held-back", "send-email", "{}")
+    };
+    store.enqueue(held, support::send_email_key()).unwrap();
+    store
+        .create_schedule(
+            "nightly-report",
+            Trigger::Delay {
+                after_ms: T0 + 300_000,
+            },
+            CatchUp::Latest,
+            "send-email",
+            "{}",
+            support::send_email_key(),
+        )
+        .unwrap();
+    let truth =
+        leasehold::ops::horizon::horizon(&store, clock_now(&clock), 15 * 60_000, 15, 500).unwrap();
+    let busy: Vec<usize> = (0..15).filter(|i| truth.buckets[*i].total() > 0).collect();
+    assert_eq!(busy, [1, 5]);
+
+    let mut h = harness(&store, "dark", 160, 48);
+    h.press(':');
+    h.type_text("horizon");
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.view(), ViewId::Horizon);
+    let text = buffer_text(&h.render());
+    assert!(text.contains("2 due in the next 15 min"), "{text}");
+    assert!(
+        text.contains("held-back") && text.contains("nightly-report"),
+        "{text}"
+    );
+    insta::assert_snapshot!("horizon_160x48_dark", text);
+    insta::assert_snapshot!(
+        "horizon_80x24_dark",
+        buffer_text(&render_app(&h.app, 80, 24))
+    );
+}

@@ -34,6 +34,8 @@ pub enum ViewId {
     Triage,
     /// The running builds against the unfinished work (`:builds`).
     Builds,
+    /// What becomes due over the next minutes (`:horizon`).
+    Horizon,
 }
 
 impl ViewId {
@@ -71,6 +73,7 @@ impl ViewId {
             Self::Fenced => "fenced",
             Self::Triage => "triage",
             Self::Builds => "builds",
+            Self::Horizon => "horizon",
         }
     }
 
@@ -87,6 +90,7 @@ impl ViewId {
             "ov" | "home" => Some(Self::Overview),
             "triage" | "tri" | "needs" | "attention" => Some(Self::Triage),
             "builds" | "build" | "compat" | "matrix" => Some(Self::Builds),
+            "horizon" | "hz" | "next" | "due" => Some(Self::Horizon),
             _ => None,
         };
         if alias.is_some() {

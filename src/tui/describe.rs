@@ -210,6 +210,14 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
             d.related.push(("last firing".into(), firing));
             Some(d)
         }
+        ViewData::Horizon(h) => {
+            let b = h
+                .buckets
+                .iter()
+                .find(|b| Some(b.from.to_string().as_str()) == key)?;
+            let title = format!("due from {}", b.from);
+            Some(open(title, &b.from.to_string(), record(b), None))
+        }
         ViewData::Builds(matrix) => {
             let c = matrix
                 .cells

@@ -457,6 +457,7 @@ fn view_help(view: ViewId) -> &'static str {
         ViewId::Builds => {
             "builds: who can run what; stranded work; what stopping a build would strand"
         }
+        ViewId::Horizon => "horizon: what becomes due in the next 15 minutes; d lists a slice",
     }
 }
 

@@ -123,7 +123,14 @@ pub enum ViewData {
     Triage(Vec<Group>),
     /// The running builds against the unfinished work ([`crate::ops::builds`]).
     Builds(crate::ops::builds::Matrix),
+    /// What becomes due next ([`crate::ops::horizon`]).
+    Horizon(crate::ops::horizon::Horizon),
 }
+
+/// The horizon view's span, slices and per-read cap.
+const HORIZON_MS: Millis = 15 * 60_000;
+const HORIZON_SLICES: usize = 15;
+const HORIZON_CAP: usize = 500;
 
 /// Cost of producing one snapshot (shown with `i`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -252,6 +259,9 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
             let fleet = FleetView::of(&authorities, at, &definitions);
             ViewData::Triage(c.run(|s| ops::attention::groups(s, &fleet, at))?)
         }
+        ViewId::Horizon => ViewData::Horizon(
+            c.run(|s| ops::horizon::horizon(s, at, HORIZON_MS, HORIZON_SLICES, HORIZON_CAP))?,
+        ),
         ViewId::Builds => {
             let running: Vec<_> = authorities
                 .iter()

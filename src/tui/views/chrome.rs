@@ -133,6 +133,7 @@ fn short_name(view: ViewId) -> &'static str {
         ViewId::Fenced => "fence",
         ViewId::Triage => "triage",
         ViewId::Builds => "builds",
+        ViewId::Horizon => "horizon",
     }
 }
 

@@ -17,6 +17,7 @@ pub mod events;
 pub mod failovers;
 pub mod fenced;
 pub mod help;
+pub mod horizon;
 pub mod leases;
 pub mod overview;
 pub mod position;
@@ -185,6 +186,7 @@ pub fn table(snap: &Snapshot, fmt: TimeFmt) -> Option<TableData> {
         ViewData::Audit(page) => audit::table(page, fmt),
         ViewData::Triage(groups) => triage::table(groups, fmt),
         ViewData::Builds(matrix) => builds::table(matrix),
+        ViewData::Horizon(h) => horizon::table(h, fmt),
         // Newest first by time, paged forward only: the view knows whether there is more.
         ViewData::Failovers(list) => {
             let mut data = failovers::table(list, fmt);
