@@ -4,7 +4,7 @@
 
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col};
-use crate::ops::horizon::{Horizon, Source};
+use crate::ops::horizon::{Bucket, Horizon, Source};
 use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
@@ -25,7 +25,7 @@ pub fn table(h: &Horizon, fmt: TimeFmt) -> TableData {
     let most = h
         .buckets
         .iter()
-        .map(|b| b.total())
+        .map(Bucket::total)
         .max()
         .unwrap_or(0)
         .max(1);
@@ -59,7 +59,7 @@ pub fn table(h: &Horizon, fmt: TimeFmt) -> TableData {
             }
         })
         .collect();
-    let total: u64 = h.buckets.iter().map(|b| b.total()).sum();
+    let total: u64 = h.buckets.iter().map(Bucket::total).sum();
     let summary = format!(
         "{}{total} due in the next {} min",
         if h.capped { "at least " } else { "" },
