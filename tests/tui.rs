@@ -1446,6 +1446,18 @@ fn screenshots() {
             leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
         )
         .unwrap();
+        // The views reached by command only.
+        for name in ["triage", "builds", "horizon"] {
+            let mut h = harness(&f, "dark", 120, 32);
+            h.press(':');
+            h.type_text(name);
+            h.key(KeyCode::Enter);
+            std::fs::write(
+                dir.join(format!("{name}.svg")),
+                leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
+            )
+            .unwrap();
+        }
     }
 }
 
