@@ -44,12 +44,6 @@ impl Backoff {
     }
 }
 
-/// Is the item claimable now by an authority that runs the digests `keys`?
-#[must_use]
-pub fn claimable(item: &WorkItem, keys: &CompatSet, now: Millis) -> bool {
-    keys.contains(&item.compat) && item.due_at().is_some_and(|due| due <= now)
-}
-
 /// The failure code of a dead letter.
 pub const DEAD_LETTER_CODE: &str = "ATTEMPTS_EXHAUSTED";
 
