@@ -236,7 +236,7 @@ pub struct Summary {
     pub grants: u64,
     pub claims: u64,
     pub failovers: u64,
-    /// The first [`LISTED_FAILOVERS`] of them.
+    /// The first 50 of them.
     pub failover_steps: Vec<FailoverStep>,
     pub writes: u64,
     pub fenced_writes: u64,

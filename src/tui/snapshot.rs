@@ -462,7 +462,7 @@ const PUSHED_GAP: Duration = Duration::from_millis(100);
 
 /// Runs the reader until the query channel closes. Publishes a snapshot whenever the query
 /// changed or the store's change token moved — checked on every commit the store pushes
-/// (PostgreSQL), and every `refresh_ms` unless paused (every [`PUSHED_POLL`] at least
+/// (PostgreSQL), and every `refresh_ms` unless paused (every 2 s at least
 /// with a feed).
 pub async fn run_reader(
     store: Store,
