@@ -1489,7 +1489,7 @@ fn actions_open_a_write_handle_only_when_they_run() {
         "tester@ci",
         &cancel,
     ) {
-        Some(Action::Done(Done::Cancel {
+        Some(Action::Done(Done::Acted {
             message, refused, ..
         })) => (message, refused),
         other => panic!("{other:?}"),

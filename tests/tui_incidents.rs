@@ -338,22 +338,7 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
         Arc::new(clock.clone()),
         Arc::new(SeededIds::new(7)),
     );
-    for id in ["dead-1", "dead-2"] {
-        let spec = NewWork {
-            max_attempts: 1,
-            ..NewWork::effect(id, "send-email", "{}")
-        };
-        store.enqueue(spec, support::send_email_key()).unwrap();
-        store
-            .claim(id, "auth-x", support::send_email_key(), 1_000)
-            .unwrap();
-    }
-    clock.advance(2_000);
-    for id in ["dead-1", "dead-2"] {
-        store
-            .claim(id, "auth-y", support::send_email_key(), 1_000)
-            .unwrap_err();
-    }
+    dead_letters(&store, &clock, &["dead-1", "dead-2"]);
     store
         .enqueue(
             NewWork::effect("bounced", "send-email", "{}"),
@@ -436,6 +421,110 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
     insta::assert_snapshot!(
         "builds_80x24_dark",
         buffer_text(&render_app(&h.app, 80, 24))
+    );
+}
+
+/// Dead letters (`uncertain-exhausted`): each item's one attempt lapses uncertain, and the
+/// next claim finds its attempts spent.
+fn dead_letters(store: &Store, clock: &ManualClock, ids: &[&str]) {
+    for id in ids {
+        let spec = NewWork {
+            max_attempts: 1,
+            ..NewWork::effect(*id, "send-email", "{}")
+        };
+        store.enqueue(spec, support::send_email_key()).unwrap();
+        store
+            .claim(id, "auth-x", support::send_email_key(), 1_000)
+            .unwrap();
+    }
+    clock.advance(2_000);
+    for id in ids {
+        store
+            .claim(id, "auth-y", support::send_email_key(), 1_000)
+            .unwrap_err();
+    }
+}
+
+/// The work view's single-row actions: `U` requeues the selected dead letter after a
+/// confirmation (Esc changes nothing), `D` discards only with a reason, and each change is
+/// the store's own, audited under the operator's name.
+#[test]
+fn requeue_and_discard_the_selected_item_through_the_dialog() {
+    use leasehold::model::WorkState;
+    use leasehold::tui::app::Overlay;
+
+    let clock = ManualClock::new(T0);
+    let store = Store::new(
+        Arc::new(MemoryBackend::new()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(7)),
+    );
+    dead_letters(&store, &clock, &["dead-1", "dead-2"]);
+    let state = |id: &str| store.work(id).unwrap().unwrap().state;
+    let mut h = harness(&store, "dark", 80, 24);
+    h.press('4');
+    assert_eq!(h.app.view(), ViewId::Work);
+    h.press('/');
+    h.type_text("id:dead-1");
+    h.key(KeyCode::Enter);
+    h.press('U');
+    assert!(matches!(
+        h.app.overlay(),
+        Some(Overlay::ConfirmTriage { .. })
+    ));
+    let text = buffer_text(&h.render());
+    assert!(text.contains("Requeue work item dead-1"), "{text}");
+    insta::assert_snapshot!("requeue_dialog_80x24_dark", text);
+    insta::assert_snapshot!(
+        "requeue_dialog_160x48_dark",
+        buffer_text(&render_app(&h.app, 160, 48))
+    );
+    h.key(KeyCode::Esc);
+    assert!(h.app.overlay().is_none());
+    assert_eq!(state("dead-1"), WorkState::Failed, "Esc changes nothing");
+
+    h.press('U');
+    h.press('y');
+    assert_eq!(state("dead-1"), WorkState::Pending);
+    assert_eq!(h.app.status().unwrap().text, "dead-1: requeued");
+
+    // A discard needs a reason: Enter without one keeps the dialog open.
+    h.press('/');
+    h.key(KeyCode::Backspace);
+    h.type_text("2");
+    h.key(KeyCode::Enter);
+    h.press('D');
+    h.key(KeyCode::Enter);
+    assert!(h.app.overlay().is_some());
+    assert_eq!(state("dead-2"), WorkState::Failed);
+    h.type_text("poison payload");
+    h.key(KeyCode::Enter);
+    assert!(h.app.overlay().is_none());
+    assert_eq!(state("dead-2"), WorkState::Failed);
+    assert_eq!(h.app.status().unwrap().text, "dead-2: discarded");
+    // Again: already discarded, nothing written twice.
+    h.press('D');
+    h.type_text("again");
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.status().unwrap().text, "dead-2: already discarded");
+
+    let audit = store
+        .list_audit(&leasehold::model::PageRequest::first(50))
+        .unwrap()
+        .rows;
+    let mut mine: Vec<_> = audit
+        .iter()
+        .filter(|a| a.actor == "tester@ci")
+        .map(|a| (a.action.as_str(), a.target.as_str()))
+        .collect();
+    mine.sort_unstable();
+    assert_eq!(
+        mine,
+        [
+            ("discard-work", "dead-2"),
+            ("discard-work", "dead-2"),
+            ("requeue-work", "dead-1")
+        ]
     );
 }
 

@@ -168,9 +168,10 @@ pub enum DemoOp {
 /// What a finished background command reports back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Done {
-    /// A cancel ran: the status line text and whether it was a refusal.
-    Cancel {
-        instance: String,
+    /// An operator action (a cancel, a requeue …) ran on `subject`: the status line text
+    /// and whether it was a refusal.
+    Acted {
+        subject: String,
         message: String,
         refused: bool,
     },
@@ -233,6 +234,8 @@ pub enum Action {
     ToggleMouse,
     // --- operator actions
     CancelWorkflow,
+    /// Requeue, discard or retry now the selected work item (asks first).
+    TriageWork(crate::ops::triage::Verb),
     Demo(DemoKey),
     // --- mouse and terminal
     ScrollUp,

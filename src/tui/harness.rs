@@ -42,8 +42,19 @@ pub fn execute(
                 Ok(verdict) => (verdict.words(), verdict.refused()),
                 Err(e) => (format!("failed: {e}"), true),
             };
-            Some(Action::Done(Done::Cancel {
-                instance: instance.clone(),
+            Some(Action::Done(Done::Acted {
+                subject: instance.clone(),
+                message,
+                refused,
+            }))
+        }
+        Command::Triage { verb, item, reason } => {
+            let (message, refused) = match store.triage_work(*verb, item, actor, reason) {
+                Ok(answer) => (answer.verdict.words(*verb), answer.verdict.refused()),
+                Err(e) => (format!("failed: {e}"), true),
+            };
+            Some(Action::Done(Done::Acted {
+                subject: item.clone(),
                 message,
                 refused,
             }))

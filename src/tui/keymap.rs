@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::{Action, DemoKey, ViewId, WorkQuick};
+use crate::ops::triage::Verb;
 
 /// Where the keyboard focus is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -370,6 +371,27 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             Global,
             Operator,
             "cancel the selected workflow (asks first, Tab: a reason; not a rollback)",
+        ),
+        bind(
+            &[Key::ch('U')],
+            Action::TriageWork(Verb::Requeue),
+            View(ViewId::Work),
+            Operator,
+            "requeue the selected failed or dead-lettered item (asks first)",
+        ),
+        bind(
+            &[Key::ch('D')],
+            Action::TriageWork(Verb::Discard),
+            View(ViewId::Work),
+            Operator,
+            "discard the selected item for good (asks for a reason)",
+        ),
+        bind(
+            &[Key::ch('N')],
+            Action::TriageWork(Verb::RetryNow),
+            View(ViewId::Work),
+            Operator,
+            "retry the selected item now, skipping its backoff (asks first)",
         ),
         bind(
             &[Key::ch('K')],

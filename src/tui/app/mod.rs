@@ -26,6 +26,7 @@ mod query;
 mod snapshots;
 mod table;
 mod tree;
+mod triage_dialog;
 
 pub use command::{command_words, completions};
 pub use demo_keys::{Choice, PICK_KEYS, Pick};
@@ -87,6 +88,12 @@ pub enum Command {
     /// Cancel a workflow instance (then audit it).
     Cancel {
         instance: String,
+        reason: String,
+    },
+    /// Requeue, discard or retry now one work item (then audit it).
+    Triage {
+        verb: crate::ops::triage::Verb,
+        item: String,
         reason: String,
     },
     Demo(DemoOp),
@@ -388,8 +395,11 @@ impl App {
             Mode::Prompt
         } else {
             match self.overlay {
-                Some(Overlay::ConfirmCancel { editing: true, .. }) => Mode::DialogText,
-                Some(Overlay::ConfirmCancel { .. }) => Mode::Dialog,
+                Some(
+                    Overlay::ConfirmCancel { editing: true, .. }
+                    | Overlay::ConfirmTriage { editing: true, .. },
+                ) => Mode::DialogText,
+                Some(Overlay::ConfirmCancel { .. } | Overlay::ConfirmTriage { .. }) => Mode::Dialog,
                 Some(_) => Mode::Overlay,
                 None => Mode::Normal(self.view),
             }
@@ -444,14 +454,14 @@ impl App {
                 // changed nothing.
                 force = !matches!(done, Done::Described { .. });
                 match done {
-                    Done::Cancel {
-                        instance,
+                    Done::Acted {
+                        subject,
                         message,
                         refused,
                     } => {
                         let role = if refused { Role::Error } else { Role::Ok };
                         self.say(
-                            format!("{}: {message}", super::text::clean(&instance, 40)),
+                            format!("{}: {message}", super::text::clean(&subject, 40)),
                             role,
                         );
                     }
@@ -593,6 +603,7 @@ impl App {
                 out.push(Command::Quit);
             }
             Action::CancelWorkflow => self.ask_cancel(),
+            Action::TriageWork(verb) => self.ask_triage(verb),
             Action::Demo(key) => self.demo_key(key, out),
             Action::Click { column, row } => self.click(column, row),
             _ => {}

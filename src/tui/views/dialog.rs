@@ -1,4 +1,5 @@
-//! Popups: the cancel confirmation, which says what will and will not happen.
+//! Popups: the confirmations of operator actions (cancel a workflow; requeue, discard or
+//! retry now a work item), each saying what will and will not happen.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,6 +9,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use super::super::app::App;
 use super::super::text::clean;
 use super::super::theme::Role;
+use crate::ops::triage::Verb;
 
 /// A rectangle of at most `width` × `height` centred in `area`.
 #[must_use]
@@ -22,9 +24,7 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
     }
 }
 
-/// The cancel confirmation. Its reason field and its choices are pinned to the bottom of
-/// the popup, so they stay visible however small the terminal; the explanation above
-/// them is cut first.
+/// The cancel confirmation.
 pub fn confirm_cancel(
     frame: &mut Frame<'_>,
     area: Rect,
@@ -33,13 +33,95 @@ pub fn confirm_cancel(
     reason: &str,
     editing: bool,
 ) {
+    let field = Field { reason, editing };
+    let text = explanation(app, instance);
+    confirm(
+        frame,
+        area,
+        app,
+        " confirm cancel ",
+        text,
+        &field,
+        " cancel it  ",
+    );
+}
+
+/// The confirmation of a requeue, discard or retry-now of one work item.
+pub fn confirm_triage(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &App,
+    verb: Verb,
+    item: &str,
+    field: &Field<'_>,
+) {
+    let t = app.theme();
+    let (title, what, effect) = match verb {
+        Verb::Requeue => (
+            " confirm requeue ",
+            "Requeue work item ",
+            "give it a fresh attempt budget and make it due now",
+        ),
+        Verb::Discard => (
+            " confirm discard ",
+            "Discard work item ",
+            "end it for good (failed, with your reason); it never runs again",
+        ),
+        Verb::RetryNow => (
+            " confirm retry now ",
+            "Retry now work item ",
+            "skip its backoff or delay: it is due at once",
+        ),
+    };
+    let text = vec![
+        Line::from(vec![
+            Span::styled(what, t.style(Role::Dialog)),
+            Span::styled(clean(item, 50), t.style(Role::Accent)),
+        ]),
+        audited_as(app),
+        Line::from(vec![
+            Span::styled("  • ", t.style(Role::Ok)),
+            Span::styled(effect, t.style(Role::Dialog)),
+        ]),
+        Line::from(Span::styled(
+            "The store judges the item again as it writes: one that moved meanwhile is refused.",
+            t.style(Role::Muted),
+        )),
+    ];
+    let yes = match verb {
+        Verb::Requeue => " requeue it  ",
+        Verb::Discard => " discard it  ",
+        Verb::RetryNow => " retry it now  ",
+    };
+    confirm(frame, area, app, title, text, field, yes);
+}
+
+/// A dialog's reason field as typed so far, and whether it has the keyboard.
+pub struct Field<'a> {
+    pub reason: &'a str,
+    pub editing: bool,
+}
+
+/// A confirmation popup. Its reason field and its choices are pinned to the bottom of the
+/// popup, so they stay visible however small the terminal; the explanation above them is
+/// cut first.
+fn confirm(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &App,
+    title: &'static str,
+    text: Vec<Line<'_>>,
+    field: &Field<'_>,
+    yes: &'static str,
+) {
+    let Field { reason, editing } = *field;
     let t = app.theme();
     let popup = centered(area, 72, 16);
     frame.render_widget(Clear, popup);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.style(Role::Warning))
-        .title(Span::styled(" confirm cancel ", t.style(Role::Title)))
+        .title(Span::styled(title, t.style(Role::Title)))
         .style(t.style(Role::Dialog));
     let inner = block.inner(popup);
     frame.render_widget(block, popup);
@@ -56,7 +138,7 @@ pub fn confirm_cancel(
         ..inner
     };
     frame.render_widget(
-        Paragraph::new(choice_line(app, editing)).style(t.style(Role::Dialog)),
+        Paragraph::new(choice_line(app, editing, yes)).style(t.style(Role::Dialog)),
         choices,
     );
     if rest.height > 0 {
@@ -70,7 +152,7 @@ pub fn confirm_cancel(
     }
     if rest.height > 0 {
         frame.render_widget(
-            Paragraph::new(explanation(app, instance))
+            Paragraph::new(text)
                 .wrap(Wrap { trim: false })
                 .style(t.style(Role::Dialog)),
             rest,
@@ -91,13 +173,7 @@ fn explanation<'a>(app: &'a App, instance: &str) -> Vec<Line<'a>> {
             Span::styled("Cancel workflow ", t.style(Role::Dialog)),
             Span::styled(clean(instance, 50), t.style(Role::Accent)),
         ]),
-        Line::from(Span::styled(
-            format!(
-                "Recorded in the audit log as {}.",
-                clean(&app.options().actor, 40)
-            ),
-            t.style(Role::Muted),
-        )),
+        audited_as(app),
         Line::from(Span::styled("This will:", t.style(Role::Ok))),
         bullet(
             "move the instance to cancelled (a fenced, idempotent transition)",
@@ -123,6 +199,16 @@ fn explanation<'a>(app: &'a App, instance: &str) -> Vec<Line<'a>> {
     ]
 }
 
+fn audited_as(app: &App) -> Line<'_> {
+    Line::from(Span::styled(
+        format!(
+            "Recorded in the audit log as {}.",
+            clean(&app.options().actor, 40)
+        ),
+        app.theme().style(Role::Muted),
+    ))
+}
+
 fn reason_line<'a>(app: &'a App, reason: &str, editing: bool) -> Line<'a> {
     let t = app.theme();
     let mut spans = vec![Span::styled("reason: ", t.style(Role::Header))];
@@ -140,7 +226,7 @@ fn reason_line<'a>(app: &'a App, reason: &str, editing: bool) -> Line<'a> {
     Line::from(spans)
 }
 
-fn choice_line(app: &App, editing: bool) -> Line<'_> {
+fn choice_line<'a>(app: &'a App, editing: bool, yes: &'static str) -> Line<'a> {
     let t = app.theme();
     let pair = |key: &'static str, what: &'static str| {
         [
@@ -149,16 +235,13 @@ fn choice_line(app: &App, editing: bool) -> Line<'_> {
         ]
     };
     let spans: Vec<Span<'_>> = if editing {
-        [
-            pair(" Enter ", " cancel it  "),
-            pair(" Esc/Tab ", " done typing"),
-        ]
-        .into_iter()
-        .flatten()
-        .collect()
+        [pair(" Enter ", yes), pair(" Esc/Tab ", " done typing")]
+            .into_iter()
+            .flatten()
+            .collect()
     } else {
         [
-            pair(" y ", " cancel it  "),
+            pair(" y ", yes),
             pair(" n/Esc ", " keep it  "),
             pair(" Tab ", " reason"),
         ]
