@@ -528,6 +528,103 @@ fn requeue_and_discard_the_selected_item_through_the_dialog() {
     );
 }
 
+/// `a` in an item's dialog widens it to everything the `/` filter matches: the store's
+/// count and first ids, and above ten matches the count must be typed — Esc, Enter alone
+/// or a wrong count change nothing; the right one requeues every match, each audited, and
+/// the run audited with its filter and counts.
+#[test]
+fn bulk_requeue_of_twelve_dead_letters_needs_the_count_typed() {
+    use leasehold::model::WorkState;
+    use leasehold::tui::app::Overlay;
+
+    let clock = ManualClock::new(T0);
+    let store = Store::new(
+        Arc::new(MemoryBackend::new()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(7)),
+    );
+    let ids: Vec<String> = (0..12).map(|i| format!("dl-{i:02}")).collect();
+    dead_letters(
+        &store,
+        &clock,
+        &ids.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    effects(&store, "fresh", 1);
+    let states = || -> Vec<WorkState> {
+        ids.iter()
+            .map(|id| store.work(id).unwrap().unwrap().state)
+            .collect()
+    };
+    let mut h = harness(&store, "dark", 80, 24);
+    h.press('4');
+    h.press('/');
+    h.type_text("state:failed");
+    h.key(KeyCode::Enter);
+    h.press('U');
+    h.press('a');
+    let Some(Overlay::ConfirmBulk { tally, .. }) = h.app.overlay() else {
+        panic!("{:?}", h.app.overlay());
+    };
+    assert_eq!((tally.matched, tally.first.len()), (12, 5));
+    let text = buffer_text(&h.render());
+    assert!(
+        text.contains("Requeue 12 work items matching state:failed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("first: dl-00, dl-01, dl-02, dl-03, dl-04, …"),
+        "{text}"
+    );
+    insta::assert_snapshot!("bulk_requeue_dialog_80x24_dark", text);
+    insta::assert_snapshot!(
+        "bulk_requeue_dialog_160x48_dark",
+        buffer_text(&render_app(&h.app, 160, 48))
+    );
+    h.key(KeyCode::Esc);
+    assert!(h.app.overlay().is_none());
+    assert_eq!(states(), vec![WorkState::Failed; 12], "Esc changes nothing");
+
+    h.press('U');
+    h.press('a');
+    h.key(KeyCode::Enter);
+    assert!(
+        h.app.overlay().is_some(),
+        "Enter without the count is refused"
+    );
+    assert_eq!(
+        h.app.status().unwrap().text,
+        "type 12 (the number of matches) to run it"
+    );
+    h.type_text("13");
+    h.key(KeyCode::Enter);
+    assert!(h.app.overlay().is_some(), "a wrong count is refused");
+    assert_eq!(states(), vec![WorkState::Failed; 12]);
+    h.key(KeyCode::Backspace);
+    h.type_text("2");
+    h.key(KeyCode::Enter);
+    assert!(h.app.overlay().is_none());
+    assert_eq!(states(), vec![WorkState::Pending; 12]);
+    assert_eq!(
+        h.app.status().unwrap().text,
+        "requeue-work over state:failed: 12 matched: 12 requeued, 0 skipped (already requeued), 0 refused"
+    );
+
+    let audit = store
+        .list_audit(&leasehold::model::PageRequest::first(50))
+        .unwrap()
+        .rows;
+    let mut mine: Vec<_> = audit
+        .iter()
+        .filter(|a| a.actor == "tester@ci")
+        .map(|a| (a.action.as_str(), a.target.as_str()))
+        .collect();
+    mine.sort_unstable();
+    let mut expected: Vec<(&str, &str)> =
+        ids.iter().map(|id| ("requeue-work", id.as_str())).collect();
+    expected.insert(0, ("bulk-requeue-work", "filter state:failed"));
+    assert_eq!(mine, expected);
+}
+
 fn clock_now(clock: &ManualClock) -> i64 {
     leasehold::clock::Clock::now(clock)
 }

@@ -175,6 +175,12 @@ pub enum Done {
         message: String,
         refused: bool,
     },
+    /// A bulk action's preview was read: what matches, and the first of it.
+    Previewed {
+        verb: crate::ops::triage::Verb,
+        reason: String,
+        tally: crate::ops::bulk::Tally,
+    },
     /// A demo operation ran (or was refused).
     Demo { message: String, refused: bool },
     /// A describe pane's read by key finished (the record's field, or the failure).

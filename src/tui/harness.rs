@@ -59,6 +59,38 @@ pub fn execute(
                 refused,
             }))
         }
+        Command::BulkPreview {
+            verb,
+            filter,
+            reason,
+        } => Some(Action::Done(
+            match super::bulk_run::preview(store, *verb, filter) {
+                Ok(tally) => Done::Previewed {
+                    verb: *verb,
+                    reason: reason.clone(),
+                    tally,
+                },
+                Err(message) => Done::Acted {
+                    subject: filter.clone(),
+                    message,
+                    refused: true,
+                },
+            },
+        )),
+        Command::Bulk {
+            verb,
+            filter,
+            reason,
+            confirmed,
+        } => {
+            let (message, refused) =
+                super::bulk_run::run(store, *verb, filter, (actor, reason), *confirmed);
+            Some(Action::Done(Done::Acted {
+                subject: format!("{} over {filter}", verb.action()),
+                message,
+                refused,
+            }))
+        }
         Command::Demo(op) => {
             let Some(cluster) = cluster else {
                 return Some(Action::Done(Done::Demo {

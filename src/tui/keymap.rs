@@ -514,6 +514,9 @@ pub fn resolve(key: &KeyEvent, mode: Mode) -> Option<Action> {
             KeyCode::Char('y' | 'Y') | KeyCode::Enter => Some(Action::Confirm),
             KeyCode::Char('n' | 'N' | 'q') | KeyCode::Esc => Some(Action::Dismiss),
             KeyCode::Tab => Some(Action::Complete),
+            // `a` widens an item's dialog to the filter's matches; digits type a count.
+            KeyCode::Char(c @ ('a' | '0'..='9')) if !ctrl => Some(Action::Input(c)),
+            KeyCode::Backspace => Some(Action::Backspace),
             _ => None,
         },
         Mode::DialogText => Some(match key.code {

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crossterm::event::KeyEvent;
 
+mod bulk_dialog;
 mod cancel_dialog;
 mod command;
 mod demo_keys;
@@ -28,6 +29,7 @@ mod table;
 mod tree;
 mod triage_dialog;
 
+pub use bulk_dialog::TYPE_COUNT_ABOVE;
 pub use command::{command_words, completions};
 pub use demo_keys::{Choice, PICK_KEYS, Pick};
 pub use overlay::Overlay;
@@ -95,6 +97,20 @@ pub enum Command {
         verb: crate::ops::triage::Verb,
         item: String,
         reason: String,
+    },
+    /// Count what a work filter matches and name the first, for a bulk dialog.
+    BulkPreview {
+        verb: crate::ops::triage::Verb,
+        filter: String,
+        reason: String,
+    },
+    /// Run a triage verb over every item a work filter matches, unless more than the
+    /// `confirmed` count match by now.
+    Bulk {
+        verb: crate::ops::triage::Verb,
+        filter: String,
+        reason: String,
+        confirmed: usize,
     },
     Demo(DemoOp),
     /// Start the guided tour, or move it on.
@@ -397,9 +413,14 @@ impl App {
             match self.overlay {
                 Some(
                     Overlay::ConfirmCancel { editing: true, .. }
-                    | Overlay::ConfirmTriage { editing: true, .. },
+                    | Overlay::ConfirmTriage { editing: true, .. }
+                    | Overlay::ConfirmBulk { editing: true, .. },
                 ) => Mode::DialogText,
-                Some(Overlay::ConfirmCancel { .. } | Overlay::ConfirmTriage { .. }) => Mode::Dialog,
+                Some(
+                    Overlay::ConfirmCancel { .. }
+                    | Overlay::ConfirmTriage { .. }
+                    | Overlay::ConfirmBulk { .. },
+                ) => Mode::Dialog,
                 Some(_) => Mode::Overlay,
                 None => Mode::Normal(self.view),
             }
@@ -452,7 +473,7 @@ impl App {
             Action::Done(done) => {
                 // An operator action changed the store: read it again. A describe read
                 // changed nothing.
-                force = !matches!(done, Done::Described { .. });
+                force = !matches!(done, Done::Described { .. } | Done::Previewed { .. });
                 match done {
                     Done::Acted {
                         subject,
@@ -465,6 +486,11 @@ impl App {
                             role,
                         );
                     }
+                    Done::Previewed {
+                        verb,
+                        reason,
+                        tally,
+                    } => self.on_preview(verb, reason, tally),
                     Done::Demo { message, refused } => {
                         self.say(message, if refused { Role::Error } else { Role::Ok });
                     }

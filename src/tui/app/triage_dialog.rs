@@ -61,6 +61,10 @@ impl App {
                 );
                 out.push(Command::Triage { verb, item, reason });
             }
+            Action::Input('a') if !*editing => {
+                let (verb, reason) = (*verb, reason.clone());
+                self.ask_bulk(verb, reason, out);
+            }
             Action::Dismiss | Action::Quit => {
                 self.overlay = None;
                 self.say("nothing was changed", Role::Muted);

@@ -7,8 +7,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::super::app::App;
+use super::super::app::TYPE_COUNT_ABOVE;
 use super::super::text::clean;
 use super::super::theme::Role;
+use crate::ops::bulk::Tally;
 use crate::ops::triage::Verb;
 
 /// A rectangle of at most `width` × `height` centred in `area`.
@@ -56,44 +58,121 @@ pub fn confirm_triage(
     field: &Field<'_>,
 ) {
     let t = app.theme();
-    let (title, what, effect) = match verb {
-        Verb::Requeue => (
-            " confirm requeue ",
-            "Requeue work item ",
-            "give it a fresh attempt budget and make it due now",
+    let words = VerbWords::of(verb);
+    let mut text = vec![Line::from(vec![
+        Span::styled(format!("{} work item ", words.what), t.style(Role::Dialog)),
+        Span::styled(clean(item, 50), t.style(Role::Accent)),
+    ])];
+    text.extend(consequences(app, &words));
+    text.push(Line::from(vec![
+        Span::styled(" a ", t.style(Role::Key)),
+        Span::styled(
+            " instead: every item the / filter matches",
+            t.style(Role::Dialog),
         ),
-        Verb::Discard => (
-            " confirm discard ",
-            "Discard work item ",
-            "end it for good (failed, with your reason); it never runs again",
-        ),
-        Verb::RetryNow => (
-            " confirm retry now ",
-            "Retry now work item ",
-            "skip its backoff or delay: it is due at once",
-        ),
+    ]));
+    confirm(frame, area, app, words.title, text, field, words.yes);
+}
+
+/// The confirmation of a triage verb over every item a filter matches: how many, the
+/// first of them, and (above the threshold) the count to type.
+pub fn confirm_bulk(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &App,
+    verb: Verb,
+    tally: &Tally,
+    typed: &str,
+    field: &Field<'_>,
+) {
+    let t = app.theme();
+    let words = VerbWords::of(verb);
+    let more = if tally.matched > tally.first.len() {
+        ", …"
+    } else {
+        ""
     };
-    let text = vec![
+    let first: Vec<String> = tally.first.iter().map(|id| clean(id, 24)).collect();
+    let mut text = vec![
         Line::from(vec![
-            Span::styled(what, t.style(Role::Dialog)),
-            Span::styled(clean(item, 50), t.style(Role::Accent)),
-        ]),
-        audited_as(app),
-        Line::from(vec![
-            Span::styled("  • ", t.style(Role::Ok)),
-            Span::styled(effect, t.style(Role::Dialog)),
+            Span::styled(format!("{} ", words.what), t.style(Role::Dialog)),
+            Span::styled(
+                format!("{} work items", tally.matched),
+                t.style(Role::Accent),
+            ),
+            Span::styled(" matching ", t.style(Role::Dialog)),
+            Span::styled(clean(&tally.filter, 40), t.style(Role::Accent)),
         ]),
         Line::from(Span::styled(
-            "The store judges the item again as it writes: one that moved meanwhile is refused.",
+            format!("first: {}{more}", first.join(", ")),
             t.style(Role::Muted),
         )),
     ];
-    let yes = match verb {
-        Verb::Requeue => " requeue it  ",
-        Verb::Discard => " discard it  ",
-        Verb::RetryNow => " retry it now  ",
-    };
-    confirm(frame, area, app, title, text, field, yes);
+    text.extend(consequences(app, &words));
+    if tally.matched > TYPE_COUNT_ABOVE {
+        text.push(Line::from(vec![
+            Span::styled(
+                format!("type {} to confirm: ", tally.matched),
+                t.style(Role::Warning),
+            ),
+            Span::styled(clean(typed, 12), t.style(Role::Base)),
+            Span::styled("█", t.style(Role::Accent)),
+        ]));
+    }
+    confirm(frame, area, app, words.title, text, field, words.yes_all);
+}
+
+/// How a dialog speaks of a triage verb.
+struct VerbWords {
+    title: &'static str,
+    what: &'static str,
+    effect: &'static str,
+    yes: &'static str,
+    yes_all: &'static str,
+}
+
+impl VerbWords {
+    fn of(verb: Verb) -> Self {
+        match verb {
+            Verb::Requeue => Self {
+                title: " confirm requeue ",
+                what: "Requeue",
+                effect: "a fresh attempt budget, due now (failed and dead-lettered items)",
+                yes: " requeue it  ",
+                yes_all: " requeue them  ",
+            },
+            Verb::Discard => Self {
+                title: " confirm discard ",
+                what: "Discard",
+                effect: "ended for good (failed, with your reason); never run again",
+                yes: " discard it  ",
+                yes_all: " discard them  ",
+            },
+            Verb::RetryNow => Self {
+                title: " confirm retry now ",
+                what: "Retry now",
+                effect: "its backoff or delay skipped: due at once",
+                yes: " retry it now  ",
+                yes_all: " retry them now  ",
+            },
+        }
+    }
+}
+
+/// What the change does, and who it is recorded as.
+fn consequences<'a>(app: &'a App, words: &VerbWords) -> [Line<'a>; 3] {
+    let t = app.theme();
+    [
+        audited_as(app),
+        Line::from(vec![
+            Span::styled("  • ", t.style(Role::Ok)),
+            Span::styled(words.effect, t.style(Role::Dialog)),
+        ]),
+        Line::from(Span::styled(
+            "The store judges each item again as it writes: one that moved is refused.",
+            t.style(Role::Muted),
+        )),
+    ]
 }
 
 /// A dialog's reason field as typed so far, and whether it has the keyboard.

@@ -285,6 +285,19 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
             };
             dialog::confirm_triage(frame, area, app, *verb, item, &field);
         }
+        Some(Overlay::ConfirmBulk {
+            verb,
+            tally,
+            typed,
+            reason,
+            editing,
+        }) => {
+            let field = dialog::Field {
+                reason,
+                editing: *editing,
+            };
+            dialog::confirm_bulk(frame, area, app, *verb, tally, typed, &field);
+        }
         None => {}
     }
 }
