@@ -338,7 +338,7 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
         Arc::new(clock.clone()),
         Arc::new(SeededIds::new(7)),
     );
-    dead_letters(&store, &clock, &["dead-1", "dead-2"]);
+    support::dead_letters(&store, &clock, &["dead-1", "dead-2"]);
     store
         .enqueue(
             NewWork::effect("bounced", "send-email", "{}"),
@@ -424,27 +424,6 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
     );
 }
 
-/// Dead letters (`uncertain-exhausted`): each item's one attempt lapses uncertain, and the
-/// next claim finds its attempts spent.
-fn dead_letters(store: &Store, clock: &ManualClock, ids: &[&str]) {
-    for id in ids {
-        let spec = NewWork {
-            max_attempts: 1,
-            ..NewWork::effect(*id, "send-email", "{}")
-        };
-        store.enqueue(spec, support::send_email_key()).unwrap();
-        store
-            .claim(id, "auth-x", support::send_email_key(), 1_000)
-            .unwrap();
-    }
-    clock.advance(2_000);
-    for id in ids {
-        store
-            .claim(id, "auth-y", support::send_email_key(), 1_000)
-            .unwrap_err();
-    }
-}
-
 /// The work view's single-row actions: `U` requeues the selected dead letter after a
 /// confirmation (Esc changes nothing), `D` discards only with a reason, and each change is
 /// the store's own, audited under the operator's name.
@@ -459,7 +438,7 @@ fn requeue_and_discard_the_selected_item_through_the_dialog() {
         Arc::new(clock.clone()),
         Arc::new(SeededIds::new(7)),
     );
-    dead_letters(&store, &clock, &["dead-1", "dead-2"]);
+    support::dead_letters(&store, &clock, &["dead-1", "dead-2"]);
     let state = |id: &str| store.work(id).unwrap().unwrap().state;
     let mut h = harness(&store, "dark", 80, 24);
     h.press('4');
@@ -544,7 +523,7 @@ fn bulk_requeue_of_twelve_dead_letters_needs_the_count_typed() {
         Arc::new(SeededIds::new(7)),
     );
     let ids: Vec<String> = (0..12).map(|i| format!("dl-{i:02}")).collect();
-    dead_letters(
+    support::dead_letters(
         &store,
         &clock,
         &ids.iter().map(String::as_str).collect::<Vec<_>>(),
