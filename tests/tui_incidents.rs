@@ -332,12 +332,7 @@ fn no_panic_on_tiny_sizes() {
 fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
     use leasehold::ops::attention::{FleetView, groups};
 
-    let clock = ManualClock::new(T0);
-    let store = Store::new(
-        Arc::new(MemoryBackend::new()),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(7)),
-    );
+    let (store, clock) = memory_store();
     support::dead_letters(&store, &clock, &["dead-1", "dead-2"]);
     store
         .enqueue(
@@ -432,12 +427,7 @@ fn requeue_and_discard_the_selected_item_through_the_dialog() {
     use leasehold::model::WorkState;
     use leasehold::tui::app::Overlay;
 
-    let clock = ManualClock::new(T0);
-    let store = Store::new(
-        Arc::new(MemoryBackend::new()),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(7)),
-    );
+    let (store, clock) = memory_store();
     support::dead_letters(&store, &clock, &["dead-1", "dead-2"]);
     let state = |id: &str| store.work(id).unwrap().unwrap().state;
     let mut h = harness(&store, "dark", 80, 24);
@@ -516,12 +506,7 @@ fn bulk_requeue_of_twelve_dead_letters_needs_the_count_typed() {
     use leasehold::model::WorkState;
     use leasehold::tui::app::Overlay;
 
-    let clock = ManualClock::new(T0);
-    let store = Store::new(
-        Arc::new(MemoryBackend::new()),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(7)),
-    );
+    let (store, clock) = memory_store();
     let ids: Vec<String> = (0..12).map(|i| format!("dl-{i:02}")).collect();
     support::dead_letters(
         &store,
@@ -602,6 +587,17 @@ fn bulk_requeue_of_twelve_dead_letters_needs_the_count_typed() {
         ids.iter().map(|id| ("requeue-work", id.as_str())).collect();
     expected.insert(0, ("bulk-requeue-work", "filter state:failed"));
     assert_eq!(mine, expected);
+}
+
+/// An empty memory store on a manual clock at `T0`.
+fn memory_store() -> (Store, ManualClock) {
+    let clock = ManualClock::new(T0);
+    let store = Store::new(
+        Arc::new(MemoryBackend::new()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(7)),
+    );
+    (store, clock)
 }
 
 fn clock_now(clock: &ManualClock) -> i64 {

@@ -29,12 +29,19 @@ impl App {
         }
     }
 
-    pub(super) fn ask_cancel(&mut self) {
+    /// Under `--read-only`, says so and answers `true`: the action is not offered.
+    pub(super) fn refused_read_only(&mut self) -> bool {
         if self.options.read_only {
             self.say(
                 "read-only: actions are disabled (started with --read-only)",
                 Role::Error,
             );
+        }
+        self.options.read_only
+    }
+
+    pub(super) fn ask_cancel(&mut self) {
+        if self.refused_read_only() {
             return;
         }
         let instance = match self.view {

@@ -11,11 +11,7 @@ use crate::tui::text::clean;
 
 impl App {
     pub(super) fn ask_triage(&mut self, verb: Verb) {
-        if self.options.read_only {
-            self.say(
-                "read-only: actions are disabled (started with --read-only)",
-                Role::Error,
-            );
+        if self.refused_read_only() {
             return;
         }
         let item = match self.view {
