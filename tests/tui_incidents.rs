@@ -477,22 +477,13 @@ fn requeue_and_discard_the_selected_item_through_the_dialog() {
     h.key(KeyCode::Enter);
     assert_eq!(h.app.status().unwrap().text, "dead-2: already discarded");
 
-    let audit = store
-        .list_audit(&leasehold::model::PageRequest::first(50))
-        .unwrap()
-        .rows;
-    let mut mine: Vec<_> = audit
-        .iter()
-        .filter(|a| a.actor == "tester@ci")
-        .map(|a| (a.action.as_str(), a.target.as_str()))
-        .collect();
-    mine.sort_unstable();
+    let mine = audited_by_tester(&store);
     assert_eq!(
         mine,
         [
-            ("discard-work", "dead-2"),
-            ("discard-work", "dead-2"),
-            ("requeue-work", "dead-1")
+            ("discard-work".into(), "dead-2".into()),
+            ("discard-work".into(), "dead-2".into()),
+            ("requeue-work".into(), "dead-1".into())
         ]
     );
 }
@@ -573,20 +564,30 @@ fn bulk_requeue_of_twelve_dead_letters_needs_the_count_typed() {
         "requeue-work over state:failed: 12 matched: 12 requeued, 0 skipped (already requeued), 0 refused"
     );
 
-    let audit = store
+    let mine = audited_by_tester(&store);
+    let mut expected: Vec<(String, String)> = ids
+        .iter()
+        .map(|id| ("requeue-work".into(), id.clone()))
+        .collect();
+    expected.insert(
+        0,
+        ("bulk-requeue-work".into(), "filter state:failed".into()),
+    );
+    assert_eq!(mine, expected);
+}
+
+/// The audit log's (action, target) pairs written as the test's operator, sorted.
+fn audited_by_tester(store: &Store) -> Vec<(String, String)> {
+    let mut mine: Vec<(String, String)> = store
         .list_audit(&leasehold::model::PageRequest::first(50))
         .unwrap()
-        .rows;
-    let mut mine: Vec<_> = audit
-        .iter()
+        .rows
+        .into_iter()
         .filter(|a| a.actor == "tester@ci")
-        .map(|a| (a.action.as_str(), a.target.as_str()))
+        .map(|a| (a.action, a.target))
         .collect();
     mine.sort_unstable();
-    let mut expected: Vec<(&str, &str)> =
-        ids.iter().map(|id| ("requeue-work", id.as_str())).collect();
-    expected.insert(0, ("bulk-requeue-work", "filter state:failed"));
-    assert_eq!(mine, expected);
+    mine
 }
 
 /// An empty memory store on a manual clock at `T0`.
