@@ -2,6 +2,11 @@
 //! with keystrokes, read back with capture-pane. Skipped only where tmux is missing outside
 //! CI; under `CI=true` (which `.ci/run` sets, after installing tmux) a missing tmux fails.
 
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -172,5 +177,67 @@ fn the_tour_shows_its_captions_and_restores_the_terminal() {
     tmux.wait_for("reclaimed");
     tmux.wait_for("WORK_FENCED");
     tmux.wait_for("tour over");
+    quit_and_check_restored(&tmux);
+}
+
+/// On-call in a real terminal: twelve dead letters in a SQLite store, the work view under
+/// `/state:failed`, `U` then `a` for the bulk dialog, the count typed, and every dead letter
+/// is requeued, the run audited with its filter.
+#[test]
+fn bulk_requeue_through_the_dialog() {
+    use leasehold::clock::ManualClock;
+    use leasehold::model::{PageRequest, WorkState};
+    use leasehold::store::url::OpenMode;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let clock = ManualClock::new(1_767_225_600_000);
+    let store = support::open_sqlite(&path, &clock, OpenMode::ReadWrite).unwrap();
+    let ids: Vec<String> = (0..12).map(|i| format!("dl-{i:02}")).collect();
+    let names: Vec<&str> = ids.iter().map(String::as_str).collect();
+    support::dead_letters(&store, &clock, &names);
+
+    let script = format!(
+        "LEASEHOLD_STATE_DIR={} {} attach {}; echo EXIT:$?; stty -a; sleep 60",
+        support::authorities::witnesses().display(),
+        env!("CARGO_BIN_EXE_leasehold"),
+        path.display()
+    );
+    let Some(tmux) = start("bulk", &script) else {
+        return;
+    };
+    tmux.wait_for("LIVE");
+    tmux.keys("4");
+    tmux.wait_for("dl-00");
+    tmux.keys("/");
+    tmux.run(&["send-keys", "-t", "smoke", "-l", "state:failed"]);
+    tmux.keys("Enter");
+    tmux.wait_for("/state:failed");
+    tmux.keys("U");
+    tmux.wait_for("confirm requeue");
+    tmux.keys("a");
+    tmux.wait_for("type 12 to confirm");
+    tmux.keys("1");
+    tmux.keys("2");
+    tmux.wait_for("confirm: 12");
+    tmux.keys("Enter");
+    tmux.wait_for("12 requeued");
+
+    let states: Vec<WorkState> = ids
+        .iter()
+        .map(|id| store.work(id).unwrap().unwrap().state)
+        .collect();
+    assert_eq!(states, vec![WorkState::Pending; 12]);
+    let audit = store.list_audit(&PageRequest::first(50)).unwrap().rows;
+    assert!(
+        audit
+            .iter()
+            .any(|a| a.action == "bulk-requeue-work" && a.target == "filter state:failed"),
+        "{audit:?}"
+    );
+    assert_eq!(
+        audit.iter().filter(|a| a.action == "requeue-work").count(),
+        12
+    );
     quit_and_check_restored(&tmux);
 }

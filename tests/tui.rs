@@ -1047,9 +1047,14 @@ fn read_only_hides_and_refuses_actions() {
     assert!(
         !help
             .iter()
-            .any(|l| l.contains("cancel the selected workflow"))
+            .any(|l| l.contains("cancel the selected workflow") || l.contains("requeue"))
     );
     assert!(screen(&h).contains("read-only"));
+    // Nor is a work item requeued.
+    h.press('4');
+    h.press('U');
+    assert!(h.app.overlay().is_none());
+    assert!(h.app.status().unwrap().text.contains("read-only"));
 }
 
 #[derive(Default)]
@@ -1501,7 +1506,7 @@ fn actions_open_a_write_handle_only_when_they_run() {
         "tester@ci",
         &cancel,
     ) {
-        Some(Action::Done(Done::Cancel {
+        Some(Action::Done(Done::Acted {
             message, refused, ..
         })) => (message, refused),
         other => panic!("{other:?}"),

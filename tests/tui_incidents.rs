@@ -332,28 +332,8 @@ fn no_panic_on_tiny_sizes() {
 fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
     use leasehold::ops::attention::{FleetView, groups};
 
-    let clock = ManualClock::new(T0);
-    let store = Store::new(
-        Arc::new(MemoryBackend::new()),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(7)),
-    );
-    for id in ["dead-1", "dead-2"] {
-        let spec = NewWork {
-            max_attempts: 1,
-            ..NewWork::effect(id, "send-email", "{}")
-        };
-        store.enqueue(spec, support::send_email_key()).unwrap();
-        store
-            .claim(id, "auth-x", support::send_email_key(), 1_000)
-            .unwrap();
-    }
-    clock.advance(2_000);
-    for id in ["dead-1", "dead-2"] {
-        store
-            .claim(id, "auth-y", support::send_email_key(), 1_000)
-            .unwrap_err();
-    }
+    let (store, clock) = memory_store();
+    support::dead_letters(&store, &clock, &["dead-1", "dead-2"]);
     store
         .enqueue(
             NewWork::effect("bounced", "send-email", "{}"),
@@ -437,6 +417,188 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
         "builds_80x24_dark",
         buffer_text(&render_app(&h.app, 80, 24))
     );
+}
+
+/// The work view's single-row actions: `U` requeues the selected dead letter after a
+/// confirmation (Esc changes nothing), `D` discards only with a reason, and each change is
+/// the store's own, audited under the operator's name.
+#[test]
+fn requeue_and_discard_the_selected_item_through_the_dialog() {
+    use leasehold::model::WorkState;
+    use leasehold::tui::app::Overlay;
+
+    let (store, clock) = memory_store();
+    support::dead_letters(&store, &clock, &["dead-1", "dead-2"]);
+    let state = |id: &str| store.work(id).unwrap().unwrap().state;
+    let mut h = harness(&store, "dark", 80, 24);
+    h.press('4');
+    assert_eq!(h.app.view(), ViewId::Work);
+    h.press('/');
+    h.type_text("id:dead-1");
+    h.key(KeyCode::Enter);
+    h.press('U');
+    assert!(matches!(
+        h.app.overlay(),
+        Some(Overlay::ConfirmTriage { .. })
+    ));
+    let text = buffer_text(&h.render());
+    assert!(text.contains("Requeue work item dead-1"), "{text}");
+    insta::assert_snapshot!("requeue_dialog_80x24_dark", text);
+    insta::assert_snapshot!(
+        "requeue_dialog_160x48_dark",
+        buffer_text(&render_app(&h.app, 160, 48))
+    );
+    h.key(KeyCode::Esc);
+    assert!(h.app.overlay().is_none());
+    assert_eq!(state("dead-1"), WorkState::Failed, "Esc changes nothing");
+
+    h.press('U');
+    h.press('y');
+    assert_eq!(state("dead-1"), WorkState::Pending);
+    assert_eq!(h.app.status().unwrap().text, "dead-1: requeued");
+
+    // A discard needs a reason: Enter without one keeps the dialog open.
+    h.press('/');
+    h.key(KeyCode::Backspace);
+    h.type_text("2");
+    h.key(KeyCode::Enter);
+    h.press('D');
+    h.key(KeyCode::Enter);
+    assert!(h.app.overlay().is_some());
+    assert_eq!(state("dead-2"), WorkState::Failed);
+    h.type_text("poison payload");
+    h.key(KeyCode::Enter);
+    assert!(h.app.overlay().is_none());
+    assert_eq!(state("dead-2"), WorkState::Failed);
+    assert_eq!(h.app.status().unwrap().text, "dead-2: discarded");
+    // Again: already discarded, nothing written twice.
+    h.press('D');
+    h.type_text("again");
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.status().unwrap().text, "dead-2: already discarded");
+
+    let mine = audited_by_tester(&store);
+    assert_eq!(
+        mine,
+        [
+            ("discard-work".into(), "dead-2".into()),
+            ("discard-work".into(), "dead-2".into()),
+            ("requeue-work".into(), "dead-1".into())
+        ]
+    );
+}
+
+/// `a` in an item's dialog widens it to everything the `/` filter matches: the store's
+/// count and first ids, and above ten matches the count must be typed — Esc, Enter alone
+/// or a wrong count change nothing; the right one requeues every match, each audited, and
+/// the run audited with its filter and counts.
+#[test]
+fn bulk_requeue_of_twelve_dead_letters_needs_the_count_typed() {
+    use leasehold::model::WorkState;
+    use leasehold::tui::app::Overlay;
+
+    let (store, clock) = memory_store();
+    let ids: Vec<String> = (0..12).map(|i| format!("dl-{i:02}")).collect();
+    support::dead_letters(
+        &store,
+        &clock,
+        &ids.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    effects(&store, "fresh", 1);
+    let states = || -> Vec<WorkState> {
+        ids.iter()
+            .map(|id| store.work(id).unwrap().unwrap().state)
+            .collect()
+    };
+    let mut h = harness(&store, "dark", 80, 24);
+    h.press('4');
+    h.press('/');
+    h.type_text("state:failed");
+    h.key(KeyCode::Enter);
+    h.press('U');
+    h.press('a');
+    let Some(Overlay::ConfirmBulk { tally, .. }) = h.app.overlay() else {
+        panic!("{:?}", h.app.overlay());
+    };
+    assert_eq!((tally.matched, tally.first.len()), (12, 5));
+    let text = buffer_text(&h.render());
+    assert!(
+        text.contains("Requeue 12 work items matching state:failed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("first: dl-00, dl-01, dl-02, dl-03, dl-04, …"),
+        "{text}"
+    );
+    insta::assert_snapshot!("bulk_requeue_dialog_80x24_dark", text);
+    insta::assert_snapshot!(
+        "bulk_requeue_dialog_160x48_dark",
+        buffer_text(&render_app(&h.app, 160, 48))
+    );
+    h.key(KeyCode::Esc);
+    assert!(h.app.overlay().is_none());
+    assert_eq!(states(), vec![WorkState::Failed; 12], "Esc changes nothing");
+
+    h.press('U');
+    h.press('a');
+    h.key(KeyCode::Enter);
+    assert!(
+        h.app.overlay().is_some(),
+        "Enter without the count is refused"
+    );
+    assert_eq!(
+        h.app.status().unwrap().text,
+        "type 12 (the number of matches) to run it"
+    );
+    h.type_text("13");
+    h.key(KeyCode::Enter);
+    assert!(h.app.overlay().is_some(), "a wrong count is refused");
+    assert_eq!(states(), vec![WorkState::Failed; 12]);
+    h.key(KeyCode::Backspace);
+    h.type_text("2");
+    h.key(KeyCode::Enter);
+    assert!(h.app.overlay().is_none());
+    assert_eq!(states(), vec![WorkState::Pending; 12]);
+    assert_eq!(
+        h.app.status().unwrap().text,
+        "requeue-work over state:failed: 12 matched: 12 requeued, 0 skipped (already requeued), 0 refused"
+    );
+
+    let mine = audited_by_tester(&store);
+    let mut expected: Vec<(String, String)> = ids
+        .iter()
+        .map(|id| ("requeue-work".into(), id.clone()))
+        .collect();
+    expected.insert(
+        0,
+        ("bulk-requeue-work".into(), "filter state:failed".into()),
+    );
+    assert_eq!(mine, expected);
+}
+
+/// The audit log's (action, target) pairs written as the test's operator, sorted.
+fn audited_by_tester(store: &Store) -> Vec<(String, String)> {
+    let mut mine: Vec<(String, String)> = store
+        .list_audit(&leasehold::model::PageRequest::first(50))
+        .unwrap()
+        .rows
+        .into_iter()
+        .filter(|a| a.actor == "tester@ci")
+        .map(|a| (a.action, a.target))
+        .collect();
+    mine.sort_unstable();
+    mine
+}
+
+/// An empty memory store on a manual clock at `T0`.
+fn memory_store() -> (Store, ManualClock) {
+    let clock = ManualClock::new(T0);
+    let store = Store::new(
+        Arc::new(MemoryBackend::new()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(7)),
+    );
+    (store, clock)
 }
 
 fn clock_now(clock: &ManualClock) -> i64 {

@@ -13,7 +13,7 @@ use std::io::Write;
 
 use clap::Args;
 
-use super::bulk::{Action, Bulk, Fate, Target};
+use super::bulk::Target;
 use super::output::{cell, cell_max, json_line};
 use super::{CliResult, Failure, StoreArg};
 use crate::authority::handlers::HandlerVersion;
@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::ids::check_id;
 use crate::model::{CompatSet, InstanceRow, InstanceStatus, PageRequest};
 use crate::ops::actor::operator;
+use crate::ops::bulk::{Action, Bulk, Fate};
 use crate::ops::cancel::{self as ops, Verdict};
 use crate::ops::filter::{Filter, Subject};
 use crate::store::Store;
@@ -127,7 +128,7 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
             actor: &actor,
             reason: &reason,
         };
-        return bulk.run(args.target.dry_run, args.target.yes, args.json, out);
+        return super::bulk::run(&bulk, args.target.dry_run, args.target.yes, args.json, out);
     };
     let verdict = ops::cancel(&store, instance, Some(&keys), &actor, &reason)?;
     let id = cell(instance);

@@ -13,18 +13,18 @@ use std::io::Write;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::bulk::{Action, Bulk, Fate, Target};
+use super::bulk::Target;
 use super::live::LiveBuilds;
 use super::output::{cell, json_line};
 use super::{CliResult, Failure, StoreArg};
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::ids::check_id;
-use crate::model::work::WorkFilter;
-use crate::model::{PageRequest, WorkItem};
+use crate::model::WorkItem;
 use crate::ops::actor::operator;
+use crate::ops::bulk::{Bulk, TriageMatches};
 use crate::ops::filter::{Filter, Subject};
 use crate::ops::triage::{Verb, Verdict};
-use crate::store::{Store, Triaged};
+use crate::store::Triaged;
 
 /// `leasehold work …`.
 #[derive(Debug, Clone, Subcommand)]
@@ -144,66 +144,9 @@ pub fn run(command: &WorkCommand, out: &mut dyn Write) -> CliResult {
                 actor: &actor,
                 reason,
             };
-            bulk.run(target.dry_run, target.yes, json, out)
+            super::bulk::run(&bulk, target.dry_run, target.yes, json, out)
         }
         (None, None) => Err(Failure::usage("give an item id or --filter")),
-    }
-}
-
-/// A triage verb over the work items a store filter matches (`None`: a filter that can
-/// match nothing).
-struct TriageMatches {
-    verb: Verb,
-    filter: Option<WorkFilter>,
-}
-
-impl TriageMatches {
-    fn fate(&self, verdict: &Verdict) -> Fate {
-        match verdict {
-            Verdict::Done => Fate::Change,
-            Verdict::AlreadyDone => Fate::Skip,
-            refused => Fate::Refuse(refused.words(self.verb)),
-        }
-    }
-}
-
-impl Action for TriageMatches {
-    type Row = WorkItem;
-
-    fn name(&self) -> &'static str {
-        self.verb.action()
-    }
-
-    fn noun(&self) -> &'static str {
-        "item"
-    }
-
-    fn done(&self) -> &'static str {
-        self.verb.done()
-    }
-
-    fn page(&self, store: &Store, page: &PageRequest) -> Result<(Vec<WorkItem>, Option<String>)> {
-        let Some(filter) = &self.filter else {
-            return Ok((Vec::new(), None));
-        };
-        let rows = store.list_work(filter, page)?;
-        Ok((rows.rows, rows.next))
-    }
-
-    fn id(row: &WorkItem) -> &str {
-        &row.id
-    }
-
-    fn judge(&self, row: &WorkItem, store: &Store) -> Fate {
-        self.fate(&self.verb.judge(row, "", "", store.now()).0)
-    }
-
-    fn apply(&self, store: &Store, ids: &[&str], actor: &str, reason: &str) -> Result<Vec<Fate>> {
-        Ok(store
-            .triage_work_batch(self.verb, ids, actor, reason)?
-            .iter()
-            .map(|answer| self.fate(&answer.verdict))
-            .collect())
     }
 }
 

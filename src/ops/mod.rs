@@ -5,6 +5,7 @@
 pub mod actor;
 pub mod attention;
 pub mod builds;
+pub mod bulk;
 pub mod cancel;
 pub mod claims;
 pub mod cursors;

@@ -172,11 +172,18 @@ pub enum DemoOp {
 /// What a finished background command reports back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Done {
-    /// A cancel ran: the status line text and whether it was a refusal.
-    Cancel {
-        instance: String,
+    /// An operator action (a cancel, a requeue …) ran on `subject`: the status line text
+    /// and whether it was a refusal.
+    Acted {
+        subject: String,
         message: String,
         refused: bool,
+    },
+    /// A bulk action's preview was read: what matches, and the first of it.
+    Previewed {
+        verb: crate::ops::triage::Verb,
+        reason: String,
+        tally: crate::ops::bulk::Tally,
     },
     /// A demo operation ran (or was refused).
     Demo { message: String, refused: bool },
@@ -237,6 +244,8 @@ pub enum Action {
     ToggleMouse,
     // --- operator actions
     CancelWorkflow,
+    /// Requeue, discard or retry now the selected work item (asks first).
+    TriageWork(crate::ops::triage::Verb),
     Demo(DemoKey),
     // --- mouse and terminal
     ScrollUp,

@@ -42,8 +42,51 @@ pub fn execute(
                 Ok(verdict) => (verdict.words(), verdict.refused()),
                 Err(e) => (format!("failed: {e}"), true),
             };
-            Some(Action::Done(Done::Cancel {
-                instance: instance.clone(),
+            Some(Action::Done(Done::Acted {
+                subject: instance.clone(),
+                message,
+                refused,
+            }))
+        }
+        Command::Triage { verb, item, reason } => {
+            let (message, refused) = match store.triage_work(*verb, item, actor, reason) {
+                Ok(answer) => (answer.verdict.words(*verb), answer.verdict.refused()),
+                Err(e) => (format!("failed: {e}"), true),
+            };
+            Some(Action::Done(Done::Acted {
+                subject: item.clone(),
+                message,
+                refused,
+            }))
+        }
+        Command::BulkPreview {
+            verb,
+            filter,
+            reason,
+        } => Some(Action::Done(
+            match super::bulk_run::preview(store, *verb, filter) {
+                Ok(tally) => Done::Previewed {
+                    verb: *verb,
+                    reason: reason.clone(),
+                    tally,
+                },
+                Err(message) => Done::Acted {
+                    subject: filter.clone(),
+                    message,
+                    refused: true,
+                },
+            },
+        )),
+        Command::Bulk {
+            verb,
+            filter,
+            reason,
+            confirmed,
+        } => {
+            let (message, refused) =
+                super::bulk_run::run(store, *verb, filter, (actor, reason), *confirmed);
+            Some(Action::Done(Done::Acted {
+                subject: format!("{} over {filter}", verb.action()),
                 message,
                 refused,
             }))

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::{Action, DemoKey, ViewId, WorkQuick};
+use crate::ops::triage::Verb;
 
 /// Where the keyboard focus is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -372,6 +373,27 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             "cancel the selected workflow (asks first, Tab: a reason; not a rollback)",
         ),
         bind(
+            &[Key::ch('U')],
+            Action::TriageWork(Verb::Requeue),
+            View(ViewId::Work),
+            Operator,
+            "requeue the selected failed or dead-lettered item (asks first)",
+        ),
+        bind(
+            &[Key::ch('D')],
+            Action::TriageWork(Verb::Discard),
+            View(ViewId::Work),
+            Operator,
+            "discard the selected item for good (asks for a reason)",
+        ),
+        bind(
+            &[Key::ch('N')],
+            Action::TriageWork(Verb::RetryNow),
+            View(ViewId::Work),
+            Operator,
+            "retry the selected item now, skipping its backoff (asks first)",
+        ),
+        bind(
             &[Key::ch('K')],
             Action::Demo(DemoKey::Kill),
             Global,
@@ -493,6 +515,9 @@ pub fn resolve(key: &KeyEvent, mode: Mode) -> Option<Action> {
             KeyCode::Char('y' | 'Y') | KeyCode::Enter => Some(Action::Confirm),
             KeyCode::Char('n' | 'N' | 'q') | KeyCode::Esc => Some(Action::Dismiss),
             KeyCode::Tab => Some(Action::Complete),
+            // `a` widens an item's dialog to the filter's matches; digits type a count.
+            KeyCode::Char(c @ ('a' | '0'..='9')) if !ctrl => Some(Action::Input(c)),
+            KeyCode::Backspace => Some(Action::Backspace),
             _ => None,
         },
         Mode::DialogText => Some(match key.code {

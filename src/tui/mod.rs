@@ -22,6 +22,7 @@
 
 pub mod action;
 pub mod app;
+mod bulk_run;
 pub mod checker_badge;
 pub mod describe;
 pub mod event_loop;

@@ -34,8 +34,11 @@ pub fn execute_with(
         Err(e) => {
             let message = format!("cannot open the store for writing: {e}");
             Some(Action::Done(match command {
-                Command::Cancel { instance, .. } => Done::Cancel {
-                    instance: instance.clone(),
+                Command::Cancel {
+                    instance: subject, ..
+                }
+                | Command::Triage { item: subject, .. } => Done::Acted {
+                    subject: subject.clone(),
                     message,
                     refused: true,
                 },

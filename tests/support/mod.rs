@@ -68,6 +68,25 @@ pub fn send_email_key() -> &'static str {
     &KEY
 }
 
+/// Dead letters (`uncertain-exhausted`): each item's one attempt lapses uncertain, and the
+/// next claim finds its attempts spent.
+pub fn dead_letters(store: &Store, clock: &ManualClock, ids: &[&str]) {
+    for id in ids {
+        let spec = leasehold::model::work::NewWork {
+            max_attempts: 1,
+            ..leasehold::model::work::NewWork::effect(*id, "send-email", "{}")
+        };
+        store.enqueue(spec, send_email_key()).unwrap();
+        store.claim(id, "auth-x", send_email_key(), 1_000).unwrap();
+    }
+    clock.advance(2_000);
+    for id in ids {
+        store
+            .claim(id, "auth-y", send_email_key(), 1_000)
+            .unwrap_err();
+    }
+}
+
 /// Every handler of the default workload at the built-in version: what a workflow start
 /// for those authorities passes ([`leasehold::workflow::engine::StartKey::Versions`]).
 pub fn demo_versions()

@@ -29,12 +29,19 @@ impl App {
         }
     }
 
-    pub(super) fn ask_cancel(&mut self) {
+    /// Under `--read-only`, says so and answers `true`: the action is not offered.
+    pub(super) fn refused_read_only(&mut self) -> bool {
         if self.options.read_only {
             self.say(
                 "read-only: actions are disabled (started with --read-only)",
                 Role::Error,
             );
+        }
+        self.options.read_only
+    }
+
+    pub(super) fn ask_cancel(&mut self) {
+        if self.refused_read_only() {
             return;
         }
         let instance = match self.view {
@@ -86,20 +93,26 @@ impl App {
                 );
                 out.push(Command::Cancel { instance, reason });
             }
-            Action::Complete => *editing = !*editing,
-            Action::Input(c)
-                if *editing && reason.chars().count() < REASON_MAX && !c.is_control() =>
-            {
-                reason.push(c);
-            }
-            Action::Backspace if *editing => {
-                reason.pop();
-            }
             Action::Dismiss | Action::Quit => {
                 self.overlay = None;
                 self.say("nothing was cancelled", Role::Muted);
             }
-            _ => {}
+            other => edit_reason(&other, reason, editing),
         }
+    }
+}
+
+/// A dialog's reason field: Tab gives it the keyboard (and takes it back); while it has
+/// it, characters and Backspace edit the reason.
+pub(super) fn edit_reason(action: &Action, reason: &mut String, editing: &mut bool) {
+    match action {
+        Action::Complete => *editing = !*editing,
+        Action::Input(c) if *editing && reason.chars().count() < REASON_MAX && !c.is_control() => {
+            reason.push(*c);
+        }
+        Action::Backspace if *editing => {
+            reason.pop();
+        }
+        _ => {}
     }
 }

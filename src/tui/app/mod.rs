@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crossterm::event::KeyEvent;
 
+mod bulk_dialog;
 mod cancel_dialog;
 mod command;
 mod demo_keys;
@@ -26,7 +27,9 @@ mod query;
 mod snapshots;
 mod table;
 mod tree;
+mod triage_dialog;
 
+pub use bulk_dialog::TYPE_COUNT_ABOVE;
 pub use command::{command_words, completions};
 pub use demo_keys::{Choice, PICK_KEYS, Pick};
 pub use overlay::Overlay;
@@ -88,6 +91,26 @@ pub enum Command {
     Cancel {
         instance: String,
         reason: String,
+    },
+    /// Requeue, discard or retry now one work item (then audit it).
+    Triage {
+        verb: crate::ops::triage::Verb,
+        item: String,
+        reason: String,
+    },
+    /// Count what a work filter matches and name the first, for a bulk dialog.
+    BulkPreview {
+        verb: crate::ops::triage::Verb,
+        filter: String,
+        reason: String,
+    },
+    /// Run a triage verb over every item a work filter matches, unless more than the
+    /// `confirmed` count match by now.
+    Bulk {
+        verb: crate::ops::triage::Verb,
+        filter: String,
+        reason: String,
+        confirmed: usize,
     },
     Demo(DemoOp),
     /// Start the guided tour, or move it on.
@@ -388,8 +411,16 @@ impl App {
             Mode::Prompt
         } else {
             match self.overlay {
-                Some(Overlay::ConfirmCancel { editing: true, .. }) => Mode::DialogText,
-                Some(Overlay::ConfirmCancel { .. }) => Mode::Dialog,
+                Some(
+                    Overlay::ConfirmCancel { editing: true, .. }
+                    | Overlay::ConfirmTriage { editing: true, .. }
+                    | Overlay::ConfirmBulk { editing: true, .. },
+                ) => Mode::DialogText,
+                Some(
+                    Overlay::ConfirmCancel { .. }
+                    | Overlay::ConfirmTriage { .. }
+                    | Overlay::ConfirmBulk { .. },
+                ) => Mode::Dialog,
                 Some(_) => Mode::Overlay,
                 None => Mode::Normal(self.view),
             }
@@ -442,19 +473,24 @@ impl App {
             Action::Done(done) => {
                 // An operator action changed the store: read it again. A describe read
                 // changed nothing.
-                force = !matches!(done, Done::Described { .. });
+                force = !matches!(done, Done::Described { .. } | Done::Previewed { .. });
                 match done {
-                    Done::Cancel {
-                        instance,
+                    Done::Acted {
+                        subject,
                         message,
                         refused,
                     } => {
                         let role = if refused { Role::Error } else { Role::Ok };
                         self.say(
-                            format!("{}: {message}", super::text::clean(&instance, 40)),
+                            format!("{}: {message}", super::text::clean(&subject, 40)),
                             role,
                         );
                     }
+                    Done::Previewed {
+                        verb,
+                        reason,
+                        tally,
+                    } => self.on_preview(verb, reason, tally),
                     Done::Demo { message, refused } => {
                         self.say(message, if refused { Role::Error } else { Role::Ok });
                     }
@@ -593,6 +629,7 @@ impl App {
                 out.push(Command::Quit);
             }
             Action::CancelWorkflow => self.ask_cancel(),
+            Action::TriageWork(verb) => self.ask_triage(verb),
             Action::Demo(key) => self.demo_key(key, out),
             Action::Click { column, row } => self.click(column, row),
             _ => {}

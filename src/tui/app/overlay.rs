@@ -2,6 +2,8 @@
 //! because an overlay takes the keyboard: while one is open, keys go here, not to the view.
 
 use super::{Action, App, Command};
+use crate::ops::bulk::Tally;
+use crate::ops::triage::Verb;
 use crate::tui::describe::Describe;
 
 /// A popup over the view.
@@ -18,6 +20,22 @@ pub enum Overlay {
         reason: String,
         editing: bool,
     },
+    /// Confirm a requeue, discard or retry-now of one work item; `editing` as above.
+    ConfirmTriage {
+        verb: Verb,
+        item: String,
+        reason: String,
+        editing: bool,
+    },
+    /// Confirm a triage verb over every item a filter matches: the store's preview, the
+    /// count typed so far, the reason.
+    ConfirmBulk {
+        verb: Verb,
+        tally: Tally,
+        typed: String,
+        reason: String,
+        editing: bool,
+    },
 }
 
 impl App {
@@ -29,6 +47,8 @@ impl App {
     ) {
         match (overlay, action) {
             (Overlay::ConfirmCancel { .. }, action) => self.cancel_dialog_action(action, out),
+            (Overlay::ConfirmTriage { .. }, action) => self.triage_dialog_action(action, out),
+            (Overlay::ConfirmBulk { .. }, action) => self.bulk_dialog_action(action, out),
             (Overlay::Describe(d), action) => self.describe_action(d, action, out),
             (Overlay::Help { scroll }, Action::Up | Action::ScrollUp) => {
                 self.scroll_help(scroll.saturating_sub(1));

@@ -1,4 +1,5 @@
-//! Popups: the cancel confirmation, which says what will and will not happen.
+//! Popups: the confirmations of operator actions (cancel a workflow; requeue, discard or
+//! retry now a work item), each saying what will and will not happen.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -6,8 +7,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::super::app::App;
+use super::super::app::TYPE_COUNT_ABOVE;
 use super::super::text::clean;
 use super::super::theme::Role;
+use crate::ops::bulk::Tally;
+use crate::ops::triage::Verb;
 
 /// A rectangle of at most `width` × `height` centred in `area`.
 #[must_use]
@@ -22,9 +26,7 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
     }
 }
 
-/// The cancel confirmation. Its reason field and its choices are pinned to the bottom of
-/// the popup, so they stay visible however small the terminal; the explanation above
-/// them is cut first.
+/// The cancel confirmation.
 pub fn confirm_cancel(
     frame: &mut Frame<'_>,
     area: Rect,
@@ -33,13 +35,172 @@ pub fn confirm_cancel(
     reason: &str,
     editing: bool,
 ) {
+    let field = Field { reason, editing };
+    let text = explanation(app, instance);
+    confirm(
+        frame,
+        area,
+        app,
+        " confirm cancel ",
+        text,
+        &field,
+        " cancel it  ",
+    );
+}
+
+/// The confirmation of a requeue, discard or retry-now of one work item.
+pub fn confirm_triage(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &App,
+    verb: Verb,
+    item: &str,
+    field: &Field<'_>,
+) {
+    let t = app.theme();
+    let words = VerbWords::of(verb);
+    let mut text = vec![Line::from(vec![
+        Span::styled(format!("{} work item ", words.what), t.style(Role::Dialog)),
+        Span::styled(clean(item, 50), t.style(Role::Accent)),
+    ])];
+    text.extend(consequences(app, &words));
+    text.push(Line::from(vec![
+        Span::styled(" a ", t.style(Role::Key)),
+        Span::styled(
+            " instead: every item the / filter matches",
+            t.style(Role::Dialog),
+        ),
+    ]));
+    confirm(frame, area, app, words.title, text, field, words.yes);
+}
+
+/// The confirmation of a triage verb over every item a filter matches: how many, the
+/// first of them, and (above the threshold) the count to type.
+pub fn confirm_bulk(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &App,
+    verb: Verb,
+    tally: &Tally,
+    typed: &str,
+    field: &Field<'_>,
+) {
+    let t = app.theme();
+    let words = VerbWords::of(verb);
+    let more = if tally.matched > tally.first.len() {
+        ", …"
+    } else {
+        ""
+    };
+    let first: Vec<String> = tally.first.iter().map(|id| clean(id, 24)).collect();
+    let mut text = vec![
+        Line::from(vec![
+            Span::styled(format!("{} ", words.what), t.style(Role::Dialog)),
+            Span::styled(
+                format!("{} work items", tally.matched),
+                t.style(Role::Accent),
+            ),
+            Span::styled(" matching ", t.style(Role::Dialog)),
+            Span::styled(clean(&tally.filter, 40), t.style(Role::Accent)),
+        ]),
+        Line::from(Span::styled(
+            format!("first: {}{more}", first.join(", ")),
+            t.style(Role::Muted),
+        )),
+    ];
+    text.extend(consequences(app, &words));
+    if tally.matched > TYPE_COUNT_ABOVE {
+        text.push(Line::from(vec![
+            Span::styled(
+                format!("type {} to confirm: ", tally.matched),
+                t.style(Role::Warning),
+            ),
+            Span::styled(clean(typed, 12), t.style(Role::Base)),
+            Span::styled("█", t.style(Role::Accent)),
+        ]));
+    }
+    confirm(frame, area, app, words.title, text, field, words.yes_all);
+}
+
+/// How a dialog speaks of a triage verb.
+struct VerbWords {
+    title: &'static str,
+    what: &'static str,
+    effect: &'static str,
+    yes: &'static str,
+    yes_all: &'static str,
+}
+
+impl VerbWords {
+    fn of(verb: Verb) -> Self {
+        match verb {
+            Verb::Requeue => Self {
+                title: " confirm requeue ",
+                what: "Requeue",
+                effect: "a fresh attempt budget, due now (failed and dead-lettered items)",
+                yes: " requeue it  ",
+                yes_all: " requeue them  ",
+            },
+            Verb::Discard => Self {
+                title: " confirm discard ",
+                what: "Discard",
+                effect: "ended for good (failed, with your reason); never run again",
+                yes: " discard it  ",
+                yes_all: " discard them  ",
+            },
+            Verb::RetryNow => Self {
+                title: " confirm retry now ",
+                what: "Retry now",
+                effect: "its backoff or delay skipped: due at once",
+                yes: " retry it now  ",
+                yes_all: " retry them now  ",
+            },
+        }
+    }
+}
+
+/// What the change does, and who it is recorded as.
+fn consequences<'a>(app: &'a App, words: &VerbWords) -> [Line<'a>; 3] {
+    let t = app.theme();
+    [
+        audited_as(app),
+        Line::from(vec![
+            Span::styled("  • ", t.style(Role::Ok)),
+            Span::styled(words.effect, t.style(Role::Dialog)),
+        ]),
+        Line::from(Span::styled(
+            "The store judges each item again as it writes: one that moved is refused.",
+            t.style(Role::Muted),
+        )),
+    ]
+}
+
+/// A dialog's reason field as typed so far, and whether it has the keyboard.
+pub struct Field<'a> {
+    pub reason: &'a str,
+    pub editing: bool,
+}
+
+/// A confirmation popup. Its reason field and its choices are pinned to the bottom of the
+/// popup, so they stay visible however small the terminal; the explanation above them is
+/// cut first.
+fn confirm(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &App,
+    title: &'static str,
+    text: Vec<Line<'_>>,
+    field: &Field<'_>,
+    yes: &'static str,
+) {
+    let Field { reason, editing } = *field;
     let t = app.theme();
     let popup = centered(area, 72, 16);
     frame.render_widget(Clear, popup);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.style(Role::Warning))
-        .title(Span::styled(" confirm cancel ", t.style(Role::Title)))
+        .title(Span::styled(title, t.style(Role::Title)))
         .style(t.style(Role::Dialog));
     let inner = block.inner(popup);
     frame.render_widget(block, popup);
@@ -56,7 +217,7 @@ pub fn confirm_cancel(
         ..inner
     };
     frame.render_widget(
-        Paragraph::new(choice_line(app, editing)).style(t.style(Role::Dialog)),
+        Paragraph::new(choice_line(app, editing, yes)).style(t.style(Role::Dialog)),
         choices,
     );
     if rest.height > 0 {
@@ -70,7 +231,7 @@ pub fn confirm_cancel(
     }
     if rest.height > 0 {
         frame.render_widget(
-            Paragraph::new(explanation(app, instance))
+            Paragraph::new(text)
                 .wrap(Wrap { trim: false })
                 .style(t.style(Role::Dialog)),
             rest,
@@ -91,13 +252,7 @@ fn explanation<'a>(app: &'a App, instance: &str) -> Vec<Line<'a>> {
             Span::styled("Cancel workflow ", t.style(Role::Dialog)),
             Span::styled(clean(instance, 50), t.style(Role::Accent)),
         ]),
-        Line::from(Span::styled(
-            format!(
-                "Recorded in the audit log as {}.",
-                clean(&app.options().actor, 40)
-            ),
-            t.style(Role::Muted),
-        )),
+        audited_as(app),
         Line::from(Span::styled("This will:", t.style(Role::Ok))),
         bullet(
             "move the instance to cancelled (a fenced, idempotent transition)",
@@ -123,6 +278,16 @@ fn explanation<'a>(app: &'a App, instance: &str) -> Vec<Line<'a>> {
     ]
 }
 
+fn audited_as(app: &App) -> Line<'_> {
+    Line::from(Span::styled(
+        format!(
+            "Recorded in the audit log as {}.",
+            clean(&app.options().actor, 40)
+        ),
+        app.theme().style(Role::Muted),
+    ))
+}
+
 fn reason_line<'a>(app: &'a App, reason: &str, editing: bool) -> Line<'a> {
     let t = app.theme();
     let mut spans = vec![Span::styled("reason: ", t.style(Role::Header))];
@@ -140,7 +305,7 @@ fn reason_line<'a>(app: &'a App, reason: &str, editing: bool) -> Line<'a> {
     Line::from(spans)
 }
 
-fn choice_line(app: &App, editing: bool) -> Line<'_> {
+fn choice_line<'a>(app: &'a App, editing: bool, yes: &'static str) -> Line<'a> {
     let t = app.theme();
     let pair = |key: &'static str, what: &'static str| {
         [
@@ -149,16 +314,13 @@ fn choice_line(app: &App, editing: bool) -> Line<'_> {
         ]
     };
     let spans: Vec<Span<'_>> = if editing {
-        [
-            pair(" Enter ", " cancel it  "),
-            pair(" Esc/Tab ", " done typing"),
-        ]
-        .into_iter()
-        .flatten()
-        .collect()
+        [pair(" Enter ", yes), pair(" Esc/Tab ", " done typing")]
+            .into_iter()
+            .flatten()
+            .collect()
     } else {
         [
-            pair(" y ", " cancel it  "),
+            pair(" y ", yes),
             pair(" n/Esc ", " keep it  "),
             pair(" Tab ", " reason"),
         ]

@@ -275,6 +275,31 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
             reason,
             editing,
         }) => dialog::confirm_cancel(frame, area, app, instance, reason, *editing),
+        Some(Overlay::ConfirmTriage {
+            verb,
+            item,
+            reason,
+            editing,
+        }) => {
+            let field = dialog::Field {
+                reason,
+                editing: *editing,
+            };
+            dialog::confirm_triage(frame, area, app, *verb, item, &field);
+        }
+        Some(Overlay::ConfirmBulk {
+            verb,
+            tally,
+            typed,
+            reason,
+            editing,
+        }) => {
+            let field = dialog::Field {
+                reason,
+                editing: *editing,
+            };
+            dialog::confirm_bulk(frame, area, app, *verb, tally, typed, &field);
+        }
         None => {}
     }
 }
