@@ -79,7 +79,9 @@ pub(super) fn parse_quick(word: &str) -> Option<WorkQuick> {
 #[must_use]
 pub fn command_words() -> Vec<&'static str> {
     let mut words: Vec<&'static str> = ViewId::MAIN.iter().map(|v| v.name()).collect();
-    words.extend(["triage", "builds", "horizon", "workflow", "theme", "help", "quit"]);
+    words.extend([
+        "triage", "builds", "horizon", "workflow", "theme", "help", "quit",
+    ]);
     words
 }
 
