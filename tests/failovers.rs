@@ -310,3 +310,73 @@ fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
         late.len()
     );
 }
+
+/// Orphans come first under a backlog: an authority holding claims is killed while 20,000
+/// items wait. Its successor, busy with that backlog (four handlers at a time, tens of
+/// milliseconds each), reclaims every orphan within two leases of the orphan's lease
+/// running out — judged by the lapse the store recorded in each reclaiming grant — while
+/// most of the backlog still waits behind them.
+#[test]
+fn orphans_are_reclaimed_within_two_leases_under_a_20000_item_backlog() {
+    const BACKLOG: usize = 20_000;
+    const LEASE: u32 = 2_000;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").display().to_string();
+    let store: Store = url::open(&path, OpenMode::ReadWrite).unwrap();
+    enqueue(&store, BACKLOG);
+    let mut auth = Authorities::new();
+    auth.spawn_with_lease("first", &path, LEASE);
+    wait_until("the first authority to hold claims", deadline, || {
+        !claimed_by(&store, "first").is_empty()
+    });
+    auth.kill("first");
+    let orphans = claimed_by(&store, "first");
+    assert!(!orphans.is_empty(), "the killed authority held claims");
+
+    auth.spawn_with_lease("second", &path, LEASE);
+    wait_until("every orphan to be reclaimed", deadline, || {
+        orphans
+            .iter()
+            .all(|(id, g)| store.work(id).unwrap().is_some_and(|w| w.generation > *g))
+    });
+    let waiting = unfinished(&store);
+    assert!(
+        waiting > BACKLOG as u64 / 2,
+        "the orphans were reclaimed ahead of the backlog, not after it: {waiting} still wait"
+    );
+
+    let mut reclaims = BTreeMap::new();
+    let mut before = None;
+    loop {
+        let page = store.failovers(0, before, 1_000).unwrap();
+        for (_, g) in &page.rows {
+            if let Some(took) = g.took_over.as_ref().filter(|t| t.from_owner == "first") {
+                reclaims.insert(
+                    g.resource_id.clone(),
+                    (took.from_generation, took.lapsed_ms),
+                );
+            }
+        }
+        match page.next {
+            Some(next) => before = Some(next),
+            None => break,
+        }
+    }
+    for (id, generation) in &orphans {
+        let (from_generation, lapsed_ms) = reclaims
+            .get(id)
+            .unwrap_or_else(|| panic!("{id} was reclaimed with no failover recorded"));
+        assert_eq!(from_generation, generation, "{id}");
+        assert!(
+            (0..=2 * i64::from(LEASE)).contains(lapsed_ms),
+            "{id} waited {lapsed_ms} ms past its lease under the backlog"
+        );
+    }
+    auth.stop_all(deadline);
+    eprintln!(
+        "{} orphans reclaimed, the longest {} ms past its lease; {waiting} items still waited",
+        orphans.len(),
+        reclaims.values().map(|r| r.1).max().unwrap_or(0)
+    );
+}

@@ -96,6 +96,7 @@ per_provider! {
     work::group_commit_refuses_only_the_stale_entry,
     work::claim_leases_are_clamped_into_a_bounded_window,
     work::enqueue_is_idempotent_per_id,
+    work::concurrent_enqueues_are_each_committed_before_they_return,
     // fair share of each claim batch, handler limits, priorities
     fair_claims::a_batch_under_a_deep_backlog_takes_every_lane,
     fair_claims::batches_of_one_rotate_over_the_lanes,

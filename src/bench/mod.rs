@@ -7,11 +7,13 @@
 //! or one JSON object for machines, so figures from two runs can be compared.
 //!
 //! - [`work`]: enqueue no-op effects, drain them with K authorities;
+//! - [`enqueue`]: single-item enqueue by one and by many producers, beside the fsync rate;
 //! - [`workflows`]: start three-step workflows, run them to completion;
 //! - [`dashboard`]: first frame, refresh latency and memory of the dashboard;
 //! - [`fairness`]: schedules, workflows and a second handler behind one handler's backlog.
 
 pub mod dashboard;
+pub mod enqueue;
 pub mod fairness;
 mod fleet;
 mod report;

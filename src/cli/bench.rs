@@ -1,4 +1,4 @@
-//! `leasehold bench work|workflows|dashboard|fairness --store STORE [knobs] [--json]`.
+//! `leasehold bench work|enqueue|workflows|dashboard|fairness --store STORE [knobs] [--json]`.
 //!
 //! `--store` may come before or after the mode (`leasehold bench --store S work` as in
 //! the command line contract, or `leasehold bench work --store S`). The report goes to stdout (a table, or one
@@ -12,11 +12,12 @@ use clap::{Args, Subcommand};
 use super::{CliResult, Failure};
 use crate::authority::workload::NOOP_HANDLER;
 use crate::bench::dashboard::{self, DashboardBench, default_writers};
+use crate::bench::enqueue::{self, EnqueueBench};
 use crate::bench::fairness::{self, FairnessBench};
 use crate::bench::work::{self, WorkBench};
 use crate::bench::workflows::{self, WorkflowBench};
 use crate::bench::{BENCH_BUILD, FleetOptions, Report};
-use crate::store::url::{OpenMode, open};
+use crate::store::url::{OpenMode, StoreUrl, open};
 
 /// `leasehold bench`.
 #[derive(Debug, Clone, Args)]
@@ -46,6 +47,9 @@ pub struct BenchArgs {
 pub enum BenchMode {
     /// Enqueue N no-op effects, then drain them with K authorities.
     Work(WorkArgs),
+    /// Single-item enqueue by one producer, then by many at once, beside the disk's
+    /// fsync rate measured in the same run.
+    Enqueue(EnqueueArgs),
     /// Run M three-step workflows to completion with K authorities.
     Workflows(WorkflowArgs),
     /// The dashboard's read-and-render path, off-screen, while authorities write.
@@ -108,6 +112,20 @@ pub struct WorkArgs {
     pub enqueue_batch: usize,
     #[command(flatten)]
     pub fleet: FleetArgs,
+}
+
+/// `leasehold bench enqueue`.
+#[derive(Debug, Clone, Args)]
+pub struct EnqueueArgs {
+    /// Items the lone producer enqueues, and the concurrent producers again together.
+    #[arg(long, default_value_t = 2_000)]
+    pub items: u64,
+    /// Producer threads of the concurrent run.
+    #[arg(long, default_value_t = 16)]
+    pub producers: usize,
+    /// How long the fsync probe runs, in ms.
+    #[arg(long, default_value_t = 2_000)]
+    pub probe_ms: u64,
 }
 
 /// `leasehold bench workflows`.
@@ -192,6 +210,15 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
                 fleet: w.fleet.options(url),
                 timeout,
                 quiet,
+            },
+        )?,
+        BenchMode::Enqueue(e) => enqueue::run(
+            &open(url, OpenMode::ReadWrite)?,
+            &EnqueueBench {
+                items: e.items,
+                producers: e.producers,
+                probe: Duration::from_millis(e.probe_ms),
+                probe_dir: enqueue::probe_dir(&StoreUrl::parse(url)?),
             },
         )?,
         BenchMode::Workflows(w) => workflows::run(

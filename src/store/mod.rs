@@ -22,6 +22,7 @@ pub mod epoch;
 mod events;
 mod fair_share;
 pub mod faults;
+mod group_commit;
 mod incidents;
 mod lane_index;
 mod leases;
@@ -71,6 +72,7 @@ pub use work::{Claim, Completion};
 use crate::clock::{Clock, Millis};
 use crate::error::{Error, Result};
 use crate::ids::IdSource;
+use crate::model::work::NewWork;
 use crate::model::{AuditEntry, Holder, WriteRecord, WriteVerb};
 
 /// How much durable history is kept. Old grants and writes beyond this many revisions are
@@ -111,6 +113,8 @@ pub struct Store {
     /// The first sign that the store cannot be trusted (damaged, replaced, rewound); once
     /// set, every write through any clone is refused with it.
     untrusted: Arc<OnceLock<Error>>,
+    /// Single-item enqueues from concurrent callers, committed together (`group_commit.rs`).
+    enqueues: Arc<group_commit::GroupCommit<(NewWork, String), bool>>,
 }
 
 impl Store {
@@ -124,6 +128,7 @@ impl Store {
             claim_turns: Arc::default(),
             witness: None,
             untrusted: Arc::new(OnceLock::new()),
+            enqueues: Arc::default(),
         }
     }
 

@@ -64,12 +64,20 @@ impl Store {
     /// repeat from another effect under the same id reads it back with [`Self::work`] (as
     /// `leasehold work enqueue` does, refusing a different one as `IDEMPOTENCY_CONFLICT`).
     ///
+    /// Durability: the call returns once the transaction holding the item committed.
+    /// Concurrent calls through one handle (or its clones) share commits — *group commit*:
+    /// calls that arrive while one commit runs are written together in the next, each
+    /// answered on its own (of two concurrent calls with one id, exactly one is new), and a
+    /// failed commit fails every call in it. A lone caller commits at once.
+    ///
     /// # Errors
     /// `INVALID` when the id, handler, logical effect id or idempotency key fails
     /// [`check_id`], or `keys` has no key for a handler (nothing is written); a store failure (`STORE_UNAVAILABLE`,
     /// `STORE_CONTENTION`, `STORE_READ_ONLY`, `OUTCOME_UNKNOWN`, …).
     pub fn enqueue(&self, spec: NewWork, keys: impl HandlerKeys) -> Result<bool> {
-        Ok(self.enqueue_batch(vec![spec], keys)? == 1)
+        let stamped = stamp(spec, &keys)?;
+        self.enqueues
+            .submit(stamped, |group| self.insert_stamped(&group))
     }
 
     /// Enqueues many items in one transaction, each as [`Self::enqueue`] (an existing id is
@@ -80,20 +88,16 @@ impl Store {
     /// As [`Self::enqueue`]; one invalid spec refuses the whole batch before anything is
     /// written.
     pub fn enqueue_batch(&self, specs: Vec<NewWork>, keys: impl HandlerKeys) -> Result<usize> {
-        let mut stamped = Vec::with_capacity(specs.len());
-        for spec in specs {
-            check_id("work id", &spec.id)?;
-            check_id("handler", &spec.handler)?;
-            check_opt_id("logical effect id", spec.logical_effect_id.as_deref())?;
-            check_opt_id("idempotency key", spec.idempotency_key.as_deref())?;
-            let Some(compat) = keys.key_for(&spec.handler) else {
-                return Err(Error::Invalid(format!(
-                    "no version of handler {} to stamp work {} with",
-                    spec.handler, spec.id
-                )));
-            };
-            stamped.push((spec, compat));
-        }
+        let stamped = specs
+            .into_iter()
+            .map(|spec| stamp(spec, &keys))
+            .collect::<Result<Vec<_>>>()?;
+        let inserted = self.insert_stamped(&stamped)?;
+        Ok(inserted.into_iter().filter(|new| *new).count())
+    }
+
+    /// Writes stamped items in one transaction; for each, whether it was new.
+    fn insert_stamped(&self, stamped: &[(NewWork, String)]) -> Result<Vec<bool>> {
         self.write(|tx, now| {
             tx.prefetch_work(
                 &stamped
@@ -101,15 +105,12 @@ impl Store {
                     .map(|(s, _)| s.id.as_str())
                     .collect::<Vec<_>>(),
             )?;
-            let mut inserted = 0;
-            for (spec, compat) in &stamped {
-                inserted += usize::from(save_work(
-                    tx,
-                    None,
-                    &WorkItem::new(spec.clone(), compat, now),
-                )?);
-            }
-            Ok(inserted)
+            stamped
+                .iter()
+                .map(|(spec, compat)| {
+                    save_work(tx, None, &WorkItem::new(spec.clone(), compat, now))
+                })
+                .collect()
         })
     }
 
@@ -487,4 +488,18 @@ fn not_found(id: &str) -> Error {
         what: "work item".into(),
         id: id.into(),
     }
+}
+/// `spec` checked and stamped with the key `keys` gives its handler.
+fn stamp(spec: NewWork, keys: &impl HandlerKeys) -> Result<(NewWork, String)> {
+    check_id("work id", &spec.id)?;
+    check_id("handler", &spec.handler)?;
+    check_opt_id("logical effect id", spec.logical_effect_id.as_deref())?;
+    check_opt_id("idempotency key", spec.idempotency_key.as_deref())?;
+    let Some(compat) = keys.key_for(&spec.handler) else {
+        return Err(Error::Invalid(format!(
+            "no version of handler {} to stamp work {} with",
+            spec.handler, spec.id
+        )));
+    };
+    Ok((spec, compat))
 }

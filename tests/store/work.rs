@@ -797,6 +797,59 @@ pub fn enqueue_is_idempotent_per_id(h: &dyn Harness) {
     assert_eq!(pending, 2);
 }
 
+/// Single-item enqueues from many threads at once (group commit): every call gets its own
+/// answer — of two calls with one id exactly one is new — and each item is visible to
+/// another handle as soon as its call returns, so no call is answered before the commit
+/// holding its item.
+pub fn concurrent_enqueues_are_each_committed_before_they_return(h: &dyn Harness) {
+    const THREADS: usize = 16;
+    const EACH: usize = 25;
+    let s = h.store();
+    let reader = h.reopen();
+    let start = Barrier::new(THREADS);
+    let contention = AtomicU64::new(0);
+    let answers: Vec<Vec<(String, bool)>> = std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (s, reader, start, contention) = (s.clone(), &reader, &start, &contention);
+                scope.spawn(move || {
+                    start.wait();
+                    (0..EACH)
+                        .map(|i| {
+                            // Pairs of threads offer the same ids: each id twice.
+                            let id = format!("c{:02}-{i:02}", t / 2);
+                            let new = retry_contention(contention, || s.enqueue(effect(&id), K))
+                                .unwrap_or_else(|e| panic!("enqueue {id}: {e}"));
+                            assert!(
+                                ok("read back", reader.work(&id)).is_some(),
+                                "{id} was answered before its commit"
+                            );
+                            (id, new)
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    let mut new_per_id: BTreeMap<String, usize> = BTreeMap::new();
+    for (id, new) in answers.into_iter().flatten() {
+        *new_per_id.entry(id).or_default() += usize::from(new);
+    }
+    assert_eq!(new_per_id.len(), THREADS / 2 * EACH);
+    assert!(
+        new_per_id.values().all(|n| *n == 1),
+        "each id new exactly once: {new_per_id:?}"
+    );
+    let pending: u64 = ok("overview", h.reopen().overview())
+        .work
+        .iter()
+        .filter(|c| c.state == WorkState::Pending)
+        .map(|c| c.count)
+        .sum();
+    assert_eq!(pending, (THREADS / 2 * EACH) as u64);
+}
+
 /// An item made by another build is never claimed by this one — `claim_batch` skips it, a
 /// direct claim is `INCOMPATIBLE_AUTHORITY` — and it stays visible, pending, never
 /// auto-failed, in the counts and through the compat filter, until a compatible
