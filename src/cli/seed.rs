@@ -32,6 +32,7 @@ use crate::model::event::NewEvent;
 use crate::model::schedule::{CatchUp, Trigger};
 use crate::model::work::NewWork;
 use crate::model::{DedupOutcome, HandlerKeys};
+use crate::progress::Progress;
 use crate::store::Store;
 use crate::store::url::OpenMode;
 use crate::workflow::engine::NewInstance;
@@ -186,7 +187,8 @@ pub fn seed_store(
     let now = store.now();
     let mut report = SeedReport::default();
 
-    // Outbox effects, in batches.
+    // Outbox effects, in batches, with progress on stderr (a million take seconds).
+    let mut progress = Progress::new(false);
     let mut batch = Vec::with_capacity(BATCH);
     for i in 0..args.effects {
         let spec = effect(&mut rng, &run, i, now);
@@ -195,11 +197,13 @@ pub fn seed_store(
         batch.push(spec);
         if batch.len() == BATCH {
             report.effects += store.enqueue_batch(std::mem::take(&mut batch), versions)?;
+            progress.count("effects", u64::from(i) + 1, u64::from(args.effects));
         }
     }
     if !batch.is_empty() {
         report.effects += store.enqueue_batch(batch, versions)?;
     }
+    progress.finish();
 
     // Interval schedules, cycling through the catch-up policies.
     let shapes = [
@@ -291,8 +295,11 @@ fn seed_workflows(
             }
         }
     }
-    // Arguments and keys first, then the starts in batches (one commit per batch).
-    let mut planned = Vec::with_capacity(count as usize);
+    // Arguments and keys, then the starts, a batch at a time (one commit per batch), so
+    // a million instances never sit in memory at once.
+    let mut progress = Progress::new(false);
+    let mut started = 0;
+    let mut planned = Vec::with_capacity(BATCH);
     for i in 0..count {
         let Some(workflow) = deployed.get(i as usize % deployed.len().max(1)) else {
             break;
@@ -313,25 +320,35 @@ fn seed_workflows(
         if let serde_json::Value::Object(args) = args {
             planned.push((workflow.as_str(), args, format!("seed-{run}-{i}")));
         }
+        if planned.len() == BATCH || i + 1 == count {
+            started += start_batch(store, &std::mem::take(&mut planned), versions)?;
+            progress.count("workflows", u64::from(i) + 1, u64::from(count));
+        }
     }
-    let mut started = 0;
-    for chunk in planned.chunks(BATCH) {
-        let starts: Vec<NewInstance<'_>> = chunk
-            .iter()
-            .map(|(workflow, args, key)| NewInstance {
-                workflow_id: workflow,
-                args: args.clone(),
-                principal: SEED_PRINCIPAL,
-                idempotency_key: Some(key),
-            })
-            .collect();
-        started += store
-            .start_workflows(&starts, versions.clone())?
-            .iter()
-            .filter(|s| s.created)
-            .count();
-    }
+    progress.finish();
     Ok(started)
+}
+
+/// Starts one batch of planned instances in one commit; how many were new.
+fn start_batch(
+    store: &Store,
+    planned: &[(&str, serde_json::Map<String, serde_json::Value>, String)],
+    versions: &Versions,
+) -> crate::Result<usize> {
+    let starts: Vec<NewInstance<'_>> = planned
+        .iter()
+        .map(|(workflow, args, key)| NewInstance {
+            workflow_id: workflow,
+            args: args.clone(),
+            principal: SEED_PRINCIPAL,
+            idempotency_key: Some(key),
+        })
+        .collect();
+    Ok(store
+        .start_workflows(&starts, versions.clone())?
+        .iter()
+        .filter(|s| s.created)
+        .count())
 }
 
 /// One outbox effect with a payload that suits its handler.
