@@ -270,6 +270,12 @@ pub(crate) fn first_int(row: &dyn SqlRow) -> Result<Option<i64>> {
     opt_int(row, Col::Pos(0))
 }
 
+/// A bumped meta value and a second, optional one read beside it (the revision and the
+/// store epoch).
+pub(crate) fn int_and_opt_int(row: &dyn SqlRow) -> Result<(i64, Option<i64>)> {
+    Ok((int(row, Col::Pos(0))?, opt_int(row, Col::Pos(1))?))
+}
+
 /// A `(kind, handler)` row: one claim lane.
 pub(crate) fn lane(row: &dyn SqlRow) -> Result<WorkLane> {
     Ok(WorkLane::new(

@@ -2,7 +2,8 @@
 //! by key, counts, the meta counters, and the keyset-paged lists (forward and backward, by
 //! text or integer key, and the checker's history pages).
 
-use super::decode::first_int;
+use super::decode::{first_int, int_and_opt_int};
+use crate::store::epoch::STORE_EPOCH;
 use super::driver::Driver;
 use super::encode::Table;
 use super::query::Query;
@@ -87,14 +88,30 @@ pub(crate) trait Statements: Driver {
 
     /// The store's revision.
     fn stored_revision(&mut self) -> Result<u64> {
-        let rev = self.meta("revision")?;
+        let rev = self.meta(REVISION)?;
         self.revision_of(rev)
     }
 
     /// Advances the store's revision (once per transaction: the caller remembers it).
+    /// Bumps the revision, and reads the store epoch in the same statement: nearly every
+    /// write needs the epoch's generation floor, and on PostgreSQL each statement is a
+    /// round trip.
     fn next_revision(&mut self) -> Result<u64> {
         super::driver::writable(self.is_writable())?;
-        let rev = self.bump_meta("revision")?;
+        let d = Self::DIALECT;
+        let sql = format!(
+            "UPDATE meta SET value = value + 1 WHERE key = {} RETURNING value, \
+             (SELECT value FROM meta WHERE key = {})",
+            d.param(1),
+            d.param(2)
+        );
+        let (rev, epoch) = self
+            .one(&sql, &[REVISION.into(), STORE_EPOCH.into()], int_and_opt_int)?
+            .ok_or_else(|| missing_meta(self.label(), REVISION))?;
+        self.remember_meta(REVISION, rev);
+        if let Some(epoch) = epoch {
+            self.remember_meta(STORE_EPOCH, epoch);
+        }
         self.revision_of(rev)
     }
 
@@ -230,6 +247,9 @@ pub(crate) trait Statements: Driver {
 }
 
 impl<D: Driver> Statements for D {}
+
+/// The meta row holding the store revision.
+const REVISION: &str = "revision";
 
 fn missing_meta(label: &str, key: &str) -> Error {
     Error::Corrupt(format!("{label}: the meta row {key:?} is missing"))
