@@ -24,6 +24,7 @@ impl App {
             "timeline" | "gen" if !rest.is_empty() => self.open_timeline(rest.join(" ")),
             "workflow" | "wf" if !rest.is_empty() => self.open_instance(rest.join(" ")),
             word => match ViewId::parse(word) {
+                Some(ViewId::Replay) => self.open_replay(&rest),
                 Some(view) => {
                     if view == ViewId::Work {
                         if let Some(q) = rest.first().and_then(|w| parse_quick(w)) {
@@ -80,7 +81,7 @@ pub(super) fn parse_quick(word: &str) -> Option<WorkQuick> {
 pub fn command_words() -> Vec<&'static str> {
     let mut words: Vec<&'static str> = ViewId::MAIN.iter().map(|v| v.name()).collect();
     words.extend([
-        "triage", "builds", "horizon", "workflow", "theme", "help", "quit",
+        "triage", "builds", "horizon", "replay", "workflow", "theme", "help", "quit",
     ]);
     words
 }
@@ -102,7 +103,10 @@ pub(super) fn complete(text: &str) -> Option<String> {
     let options = completions(text);
     let first = options.first()?;
     if options.len() == 1 {
-        let space = if matches!(*first, "timeline" | "workflow" | "theme" | "work") {
+        let space = if matches!(
+            *first,
+            "timeline" | "workflow" | "theme" | "work" | "replay"
+        ) {
             " "
         } else {
             ""

@@ -24,6 +24,7 @@ mod navigate;
 mod overlay;
 mod prompt;
 mod query;
+mod replay;
 mod snapshots;
 mod table;
 mod tree;
@@ -34,6 +35,7 @@ pub use command::{command_words, completions};
 pub use demo_keys::{Choice, PICK_KEYS, Pick};
 pub use overlay::Overlay;
 pub use prompt::{Prompt, PromptKind};
+pub use replay::ReplayUi;
 pub use table::TableUi;
 pub use tree::TreeUi;
 
@@ -187,6 +189,8 @@ pub struct App {
     samples: VecDeque<Sample>,
     status: Option<Status>,
     tree: TreeUi,
+    /// The replay view's window and cursor, once opened.
+    replay: Option<ReplayUi>,
     /// Whether the dashboard captures the mouse (off: the terminal selects text).
     mouse: bool,
     quit: bool,
@@ -231,6 +235,7 @@ impl App {
             samples: VecDeque::new(),
             status: None,
             tree: TreeUi::default(),
+            replay: None,
             mouse: true,
             quit: false,
         };
@@ -541,6 +546,7 @@ impl App {
 
     fn normal_action(&mut self, action: Action, out: &mut Vec<Command>) -> bool {
         match action {
+            Action::SwitchView(ViewId::Replay) => self.show_replay(),
             Action::SwitchView(view) => {
                 if view == ViewId::Timeline && self.resource.is_none() {
                     self.say(
@@ -550,6 +556,7 @@ impl App {
                 }
                 self.switch(view);
             }
+            Action::Back if self.replay_close() => {}
             Action::Back => {
                 if !self.table_ui().filter.is_empty() {
                     self.apply_filter("");
@@ -558,6 +565,13 @@ impl App {
                     self.rebuild();
                 }
             }
+            Action::Up if self.view == ViewId::Replay => {
+                self.replay_move(super::replay::Seek::PreviousStep);
+            }
+            Action::Down if self.view == ViewId::Replay => {
+                self.replay_move(super::replay::Seek::NextStep);
+            }
+            Action::Replay(seek) => self.replay_move(seek),
             Action::Up => self.move_selection(-1),
             Action::Down => self.move_selection(1),
             Action::ScrollUp => self.move_selection(-3),

@@ -40,6 +40,11 @@ impl App {
             },
             filter: self.store_filter(),
             order: self.store_order(),
+            replay: if self.view == ViewId::Replay {
+                self.replay_query().map(Box::new)
+            } else {
+                None
+            },
             paused: self.paused,
         }
     }

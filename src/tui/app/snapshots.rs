@@ -53,6 +53,7 @@ impl App {
                 self.tree.selected.clone_from(first);
             }
         }
+        self.adopt_replay();
         if short_backwards {
             let limit = self.page_size();
             self.tables.entry(view).or_default().page = Some(PageRequest::first(limit));

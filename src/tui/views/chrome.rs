@@ -134,6 +134,7 @@ fn short_name(view: ViewId) -> &'static str {
         ViewId::Triage => "triage",
         ViewId::Builds => "builds",
         ViewId::Horizon => "horizon",
+        ViewId::Replay => "replay",
     }
 }
 
@@ -278,6 +279,11 @@ fn hints(app: &App) -> Vec<(String, &'static str)> {
         ViewId::Work => out.push(("p c r f x a".into(), "quick filter")),
         ViewId::Leases | ViewId::Cursors | ViewId::Schedules => out.push(("t".into(), "timeline")),
         ViewId::WorkflowDetail => out.push(("Esc".into(), "back")),
+        ViewId::Replay => out.extend([
+            ("[ ]".into(), "step"),
+            ("{ }".into(), "failover"),
+            ("Enter".into(), "owner at step"),
+        ]),
         _ => {}
     }
     let operator = !app.options().read_only;
