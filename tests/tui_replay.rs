@@ -8,16 +8,11 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::sync::Arc;
-
 use crossterm::event::KeyCode;
-use leasehold::clock::ManualClock;
-use leasehold::ids::SeededIds;
 use leasehold::model::Grant;
 use leasehold::model::work::NewWork;
 use leasehold::ops::replay::{self, StepAt};
 use leasehold::store::Store;
-use leasehold::store::memory::MemoryBackend;
 use leasehold::tui::action::ViewId;
 use leasehold::tui::app::AppOptions;
 use leasehold::tui::harness::{Harness, buffer_text, render_app};
@@ -30,12 +25,7 @@ const T0: i64 = 1_767_225_600_000;
 /// then three seconds pass, auth-b claims the rest — taking auth-a's six lapsed claims —
 /// auth-a's late completion is refused and auth-b completes everything it holds.
 fn fixture() -> Store {
-    let clock = ManualClock::new(T0);
-    let store = Store::new(
-        Arc::new(MemoryBackend::new()),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(7)),
-    );
+    let (store, clock, _) = support::memory_store_at(T0, 7);
     let key = support::send_email_key();
     let specs = (0..20)
         .map(|i| NewWork::effect(format!("effect-{i:03}"), "send-email", "{}"))
@@ -82,12 +72,6 @@ fn harness(store: &Store, w: u16, h: u16) -> Harness {
     )
 }
 
-fn command(h: &mut Harness, text: &str) {
-    h.press(':');
-    h.type_text(text);
-    h.key(KeyCode::Enter);
-}
-
 fn grants(store: &Store) -> Vec<Grant> {
     store.ownership_history(None, 0, 10_000).unwrap().0
 }
@@ -113,7 +97,7 @@ fn the_summary_is_the_windows_history() {
     let grants = grants(&store);
     let (_, writes) = store.ownership_history(None, 0, 10_000).unwrap();
     let mut h = harness(&store, 160, 48);
-    command(&mut h, "replay");
+    h.command("replay");
     assert_eq!(h.app.view(), ViewId::Replay);
     let data = h.app.replay_data().unwrap();
     let summary = &data.summary;
@@ -240,7 +224,7 @@ fn owners_either_side_of_the_failover_are_the_stores_grants() {
 fn the_window_is_typed_as_wall_times_or_a_duration() {
     let store = fixture();
     let mut h = harness(&store, 160, 48);
-    command(&mut h, "replay 00:00 00:00:04");
+    h.command("replay 00:00 00:00:04");
     assert_eq!(h.app.view(), ViewId::Replay);
     let ui = h.app.replay().unwrap().clone();
     assert_eq!((ui.from, ui.to), (T0, T0 + 4_000));
@@ -252,14 +236,14 @@ fn the_window_is_typed_as_wall_times_or_a_duration() {
     );
 
     h.key(KeyCode::Esc);
-    command(&mut h, "replay 30m");
+    h.command("replay 30m");
     let ui = h.app.replay().unwrap().clone();
     assert_eq!(ui.to - ui.from, 30 * 60_000);
     assert_eq!(ui.to, store.now());
     assert_eq!(h.app.replay_data().unwrap().summary.failovers, 6);
 
     h.press('1');
-    command(&mut h, "replay yesterday");
+    h.command("replay yesterday");
     assert_eq!(h.app.view(), ViewId::Overview);
     assert!(
         h.app
@@ -270,7 +254,7 @@ fn the_window_is_typed_as_wall_times_or_a_duration() {
         "{:?}",
         h.app.status()
     );
-    command(&mut h, "replay now 1h");
+    h.command("replay now 1h");
     assert!(
         h.app
             .status()

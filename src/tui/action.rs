@@ -274,6 +274,11 @@ pub enum Action {
         wall: Millis,
     },
     Snapshot(Arc<Snapshot>),
+    /// A reader of another attached store (not the one on screen) reported.
+    Background {
+        store: usize,
+        read: super::snapshot::Published,
+    },
     /// The reader checked the store and nothing changed.
     Fresh,
     StoreError {

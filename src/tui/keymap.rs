@@ -156,7 +156,7 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
         Action::OpenCommand,
         Global,
         Views,
-        "command: switch view (:work, :timeline RES, :theme NAME, :q), Tab completes",
+        "command: switch view (:work, :timeline RES, :replay FROM TO, :ctx STORE, :theme NAME, :q), Tab completes",
     )];
     for view in ViewId::MAIN
         .into_iter()

@@ -50,6 +50,8 @@ pub const TIMELINE_FACTOR: usize = 4;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Query {
     pub seq: u64,
+    /// Which attached store this is for (0 with one store).
+    pub store: usize,
     pub view: ViewId,
     pub page: PageRequest,
     pub work: WorkQuick,
@@ -71,6 +73,7 @@ impl Default for Query {
     fn default() -> Self {
         Self {
             seq: 0,
+            store: 0,
             view: ViewId::Overview,
             page: PageRequest::first(20),
             work: WorkQuick::All,

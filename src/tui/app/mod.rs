@@ -26,6 +26,7 @@ mod prompt;
 mod query;
 mod replay;
 mod snapshots;
+mod stores;
 mod table;
 mod tree;
 mod triage_dialog;
@@ -36,6 +37,7 @@ pub use demo_keys::{Choice, PICK_KEYS, Pick};
 pub use overlay::Overlay;
 pub use prompt::{Prompt, PromptKind};
 pub use replay::ReplayUi;
+pub use stores::StoreBadge;
 pub use table::TableUi;
 pub use tree::TreeUi;
 
@@ -175,7 +177,13 @@ pub struct App {
     size: (u16, u16),
     snapshot: Option<Arc<Snapshot>>,
     last_contact: Option<Millis>,
+    /// When the reader last read the store successfully (the stale badge's age).
+    last_good: Option<Millis>,
     error: Option<StoreError>,
+    /// The attached stores (none or one: a single-store dashboard) and which is on
+    /// screen; the others' state is parked in their slots.
+    stores: Vec<stores::Slot>,
+    store: usize,
     tables: HashMap<ViewId, TableUi>,
     work_quick: WorkQuick,
     instance: Option<String>,
@@ -221,7 +229,10 @@ impl App {
             size: (80, 24),
             snapshot: None,
             last_contact: None,
+            last_good: None,
             error: None,
+            stores: Vec::new(),
+            store: 0,
             tables: HashMap::new(),
             work_quick: WorkQuick::All,
             instance: None,
@@ -365,17 +376,11 @@ impl App {
             .as_ref()
             .is_none_or(|s| s.query.seq != self.query.seq)
     }
-    /// Seconds since the reader last reported, when that is late (not while paused).
+    /// How old the last good read is, when the reader has been silent too long or the
+    /// store is failing (not while paused).
     #[must_use]
     pub fn stale_for(&self) -> Option<Millis> {
-        if self.paused {
-            return None;
-        }
-        let limit = i64::try_from(self.options.refresh_ms.saturating_mul(4))
-            .unwrap_or(i64::MAX)
-            .max(2_000);
-        let since = self.wall - self.last_contact?;
-        (since > limit).then_some(since)
+        self.current_staleness()
     }
     /// Whether the snapshot is for the view on screen.
     #[must_use]
@@ -458,6 +463,7 @@ impl App {
             }
             Action::Fresh => {
                 self.last_contact = Some(self.wall);
+                self.last_good = Some(self.wall);
                 self.error = None;
                 if let Some(s) = self.snapshot.clone() {
                     self.sample(&s);
@@ -502,6 +508,7 @@ impl App {
                     Done::Described { fetch, value } => self.on_described(&fetch, value),
                 }
             }
+            Action::Background { store, read } => self.on_background(store, read),
             Action::Resize { width, height } => self.size = (width, height),
             Action::Caption(caption) => self.caption = caption,
             Action::Checked(verdict) => self.checked = Some(verdict),

@@ -21,6 +21,7 @@ impl App {
         };
         Query {
             seq,
+            store: self.store,
             view: self.view,
             page,
             work: if self.view == ViewId::Work {
