@@ -1451,6 +1451,16 @@ fn screenshots() {
             leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
         )
         .unwrap();
+        // The replay on the fixture's failover, its resource at that revision.
+        let mut h = harness(&f, "dark", 120, 32);
+        h.press('H');
+        h.press('}');
+        h.key(KeyCode::Enter);
+        std::fs::write(
+            dir.join("replay.svg"),
+            leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
+        )
+        .unwrap();
         // The views reached by command only.
         for name in ["triage", "builds", "horizon"] {
             let mut h = harness(&f, "dark", 120, 32);

@@ -592,12 +592,7 @@ fn audited_by_tester(store: &Store) -> Vec<(String, String)> {
 
 /// An empty memory store on a manual clock at `T0`.
 fn memory_store() -> (Store, ManualClock) {
-    let clock = ManualClock::new(T0);
-    let store = Store::new(
-        Arc::new(MemoryBackend::new()),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(7)),
-    );
+    let (store, clock, _) = support::memory_store_at(T0, 7);
     (store, clock)
 }
 

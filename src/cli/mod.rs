@@ -404,27 +404,27 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
     }
 }
 
-/// `leasehold STORE` means `leasehold attach STORE` — but only for something that looks
+/// `leasehold STORE …` means `leasehold attach STORE …` — but only when every word looks
 /// like a store, so a mistyped subcommand is an error rather than a new SQLite file.
 fn shorthand_attach(words: &[OsString]) -> Result<attach::AttachArgs, Failure> {
-    let first = words
-        .first()
+    let looks_like_store = |word: &str| {
+        word == "memory" || word.contains(['/', '.', ':']) || std::path::Path::new(word).exists()
+    };
+    let stores: Vec<String> = words
+        .iter()
         .map(|w| w.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let looks_like_store = first == "memory"
-        || first.contains(['/', '.', ':'])
-        || std::path::Path::new(&first).exists();
-    if words.len() == 1 && looks_like_store {
-        Ok(attach::AttachArgs {
-            store: Some(first),
+        .collect();
+    match stores.iter().find(|w| !looks_like_store(w)) {
+        None if !stores.is_empty() => Ok(attach::AttachArgs {
+            store: stores,
             read_only: false,
             theme: None,
             config: None,
-        })
-    } else {
-        Err(Failure::usage(format!(
-            "unrecognized subcommand '{first}'; try --help"
-        )))
+        }),
+        other => Err(Failure::usage(format!(
+            "unrecognized subcommand '{}'; try --help",
+            other.map_or("", String::as_str)
+        ))),
     }
 }
 
@@ -471,5 +471,8 @@ mod tests {
         assert!(shorthand_attach(&["memory".into()]).is_ok());
         assert!(shorthand_attach(&["./x.db".into()]).is_ok());
         assert!(shorthand_attach(&["inspct".into()]).is_err());
+        let several = shorthand_attach(&["a.db".into(), "memory".into()]).unwrap();
+        assert_eq!(several.store, ["a.db", "memory"]);
+        assert!(shorthand_attach(&["a.db".into(), "inspct".into()]).is_err());
     }
 }

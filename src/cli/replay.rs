@@ -10,8 +10,8 @@ use clap::Args;
 use super::output::{Table, cell_max, json_line, when};
 use super::{CliResult, Failure, StoreArg};
 use crate::clock::Millis;
-use crate::ops::replay::{self, ResourceAt, Span, Step, Steps, Summary};
-use crate::ops::timefmt::{Zone, parse_instant, span};
+use crate::ops::replay::{self, ResourceAt, Span, Steps, Summary};
+use crate::ops::timefmt::{Zone, span};
 use crate::store::Store;
 use crate::store::url::OpenMode;
 
@@ -22,10 +22,10 @@ pub struct ReplayArgs {
     pub store: StoreArg,
     /// The window's start: 2026-12-01T03:10:00Z, 03:10 (today, local time),
     /// 2026-12-01 03:10, 15m (that long ago) or now.
-    #[arg(long, default_value = "15m")]
+    #[arg(long, default_value = replay::DEFAULT_FROM)]
     pub from: String,
     /// The window's end, in the same forms.
-    #[arg(long, default_value = "now")]
+    #[arg(long, default_value = replay::DEFAULT_TO)]
     pub to: String,
     /// Also print every grant and write of the window, in revision order.
     #[arg(long)]
@@ -50,14 +50,9 @@ pub struct ReplayArgs {
 pub fn run(args: &ReplayArgs, out: &mut dyn Write) -> CliResult {
     let store = args.store.open(OpenMode::ReadOnly)?;
     let now = store.now();
-    let instant = |text: &str| {
-        parse_instant(text, now, Zone::Local).map_err(|e| Failure::usage(e.to_string()))
-    };
-    let (from, to) = (instant(&args.from)?, instant(&args.to)?);
-    let window = replay::span(&store, from, to).map_err(|e| match e {
-        crate::Error::Invalid(_) => Failure::usage(e.to_string()),
-        other => other.into(),
-    })?;
+    let (from, to) = replay::parse_window(&args.from, &args.to, now, Zone::Local)
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    let window = replay::span(&store, from, to)?;
     if let Some(resource) = args.resource.as_deref() {
         let at = replay::resource_at(&store, resource, args.at.unwrap_or(window.to_revision))?;
         print_resource(out, args.json, &window, &at, now)?;
@@ -95,49 +90,11 @@ fn print_steps(
                 step.revision(),
                 when(step.at(), now),
                 cell_max(step.resource(), 48),
-                what(&step)
+                step.what(&cell_max)
             )?;
         }
     }
     Ok(())
-}
-
-/// One step in words: `claim by a-2 gen 3, took over a-1 gen 2 (lapsed 1.2s)`,
-/// `complete by a-1 gen 2: REFUSED WORK_FENCED`.
-fn what(step: &Step) -> String {
-    match step {
-        Step::Grant(g) => {
-            let mut text = format!(
-                "{} by {} gen {}",
-                g.how,
-                cell_max(&g.owner_id, 32),
-                g.generation
-            );
-            if let Some(t) = &g.took_over {
-                text.push_str(&format!(
-                    ", took over {} gen {} (lapsed {})",
-                    cell_max(&t.from_owner, 32),
-                    t.from_generation,
-                    span(t.lapsed_ms)
-                ));
-            }
-            text
-        }
-        Step::Write(w) => {
-            let who = format!(
-                "{} by {} gen {}",
-                w.verb,
-                cell_max(&w.owner_id, 32),
-                w.generation
-            );
-            if w.accepted {
-                who
-            } else {
-                let why = w.refusal.as_deref().unwrap_or("refused");
-                format!("{who}: REFUSED {}", cell_max(why, 40))
-            }
-        }
-    }
 }
 
 fn headline(window: &Span, now: Millis) -> String {
@@ -170,26 +127,7 @@ fn print_summary(
         headline(window, now),
         summary.records
     )?;
-    let refusals: Vec<String> = summary
-        .refusals
-        .iter()
-        .map(|(why, n)| format!("{} {n}", cell_max(why, 32)))
-        .collect();
-    writeln!(
-        out,
-        "failovers {} · fenced writes {}{} · completions {} ({:.1}/s) · failures {} · claims {}",
-        summary.failovers,
-        summary.fenced_writes,
-        if refusals.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", refusals.join(", "))
-        },
-        summary.completions,
-        summary.completions_per_sec,
-        summary.failures,
-        summary.claims
-    )?;
+    writeln!(out, "{}", summary.line(&cell_max))?;
     if !summary.failover_steps.is_empty() {
         let mut table = Table::new(&["REV", "AT", "RESOURCE", "FROM", "TO", "GEN", "LAPSED"]);
         for f in &summary.failover_steps {
@@ -237,22 +175,6 @@ fn print_resource(
         return Ok(());
     }
     writeln!(out, "{}", headline(window, now))?;
-    writeln!(
-        out,
-        "{} at revision {}: {} by {} gen {} (granted at revision {}; last change at revision {}, {})",
-        cell_max(&at.resource, 48),
-        at.revision,
-        at.state,
-        at.owner
-            .as_deref()
-            .map_or_else(|| "nobody".into(), |o| cell_max(o, 32)),
-        at.generation,
-        at.granted_at_revision
-            .map_or_else(|| "-".into(), |r| r.to_string()),
-        at.last_change_revision
-            .map_or_else(|| "-".into(), |r| r.to_string()),
-        at.last_change_at
-            .map_or_else(|| "-".into(), |t| when(t, now)),
-    )?;
+    writeln!(out, "{}", at.line(&cell_max, &|t| when(t, now)))?;
     Ok(())
 }

@@ -2,7 +2,10 @@
 //! over a window of time, as steps an operator walks through, a summary of the window, and
 //! the state of one resource at any revision. Everything pages the history by revision
 //! and keeps at most two pages in memory, so a window of a million revisions costs no
-//! more memory than one of ten.
+//! more memory than one of ten. [`cursor`] walks the window from a position, both ways,
+//! for the dashboard's replay view.
+
+mod cursor;
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -11,7 +14,40 @@ use serde::Serialize;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::{Grant, GrantKind, WriteRecord, WriteVerb};
+use crate::ops::timefmt::{Zone, parse_instant, span as duration};
 use crate::store::Store;
+
+pub use cursor::{StepAt, next_failover, previous_failover, steps_before, steps_from};
+
+/// Where a window starts when nobody says: a quarter of an hour before its end.
+pub const DEFAULT_FROM: &str = "15m";
+/// Where a window ends when nobody says.
+pub const DEFAULT_TO: &str = "now";
+
+/// The instants of a window an operator typed (`03:10`, `15m`, `now`, RFC 3339 … as
+/// [`parse_instant`] reads them), measured from `now`. The command line and the
+/// dashboard both read their windows here.
+///
+/// # Errors
+/// `INVALID` for an instant that cannot be read or a window that ends before it starts.
+pub fn parse_window(from: &str, to: &str, now: Millis, zone: Zone) -> Result<(Millis, Millis)> {
+    let (from, to) = (
+        parse_instant(from, now, zone)?,
+        parse_instant(to, now, zone)?,
+    );
+    if to < from {
+        return Err(ends_before_start());
+    }
+    Ok((from, to))
+}
+
+fn ends_before_start() -> Error {
+    Error::Invalid("the window ends before it starts (--to is before --from)".into())
+}
+
+/// Text as a view writes it: escaped and cut to a width (the command line's cells, the
+/// dashboard's cleaner).
+pub type Clip<'a> = &'a dyn Fn(&str, usize) -> String;
 
 /// Rows read per history page.
 const PAGE: usize = 512;
@@ -69,6 +105,51 @@ impl Step {
     pub fn is_failover(&self) -> bool {
         matches!(self, Self::Grant(g) if g.took_over.is_some())
     }
+
+    /// Whether this step is a write the store refused (a fenced write).
+    #[must_use]
+    pub fn is_refused(&self) -> bool {
+        matches!(self, Self::Write(w) if !w.accepted)
+    }
+
+    /// The step in words: `claim by a-2 gen 3, took over a-1 gen 2 (lapsed 1.2s)`,
+    /// `complete by a-1 gen 2: REFUSED WORK_FENCED`; ids written through `clip`.
+    #[must_use]
+    pub fn what(&self, clip: Clip<'_>) -> String {
+        match self {
+            Self::Grant(g) => {
+                let mut text = format!(
+                    "{} by {} gen {}",
+                    g.how,
+                    clip(&g.owner_id, 32),
+                    g.generation
+                );
+                if let Some(t) = &g.took_over {
+                    text.push_str(&format!(
+                        ", took over {} gen {} (lapsed {})",
+                        clip(&t.from_owner, 32),
+                        t.from_generation,
+                        duration(t.lapsed_ms)
+                    ));
+                }
+                text
+            }
+            Self::Write(w) => {
+                let who = format!(
+                    "{} by {} gen {}",
+                    w.verb,
+                    clip(&w.owner_id, 32),
+                    w.generation
+                );
+                if w.accepted {
+                    who
+                } else {
+                    let why = w.refusal.as_deref().unwrap_or("refused");
+                    format!("{who}: REFUSED {}", clip(why, 40))
+                }
+            }
+        }
+    }
 }
 
 /// The first revision whose records were made at or after `at`: a binary search over
@@ -106,9 +187,7 @@ fn first_record_from(store: &Store, revision: u64) -> Result<Option<(u64, Millis
 /// `INVALID` when `to` is before `from`; a store failure.
 pub fn span(store: &Store, from: Millis, to: Millis) -> Result<Span> {
     if to < from {
-        return Err(Error::Invalid(
-            "the window ends before it starts (--to is before --from)".into(),
-        ));
+        return Err(ends_before_start());
     }
     let top = store.revision()?;
     let from_revision = first_revision_at(store, from, top)?;
@@ -249,6 +328,33 @@ pub struct Summary {
     pub by_owner: BTreeMap<String, OwnerActivity>,
 }
 
+impl Summary {
+    /// The window's counts on one line: `failovers 2 · fenced writes 3 (WORK_FENCED 3) ·
+    /// completions 40 (0.4/s) · failures 1 · claims 45`.
+    #[must_use]
+    pub fn line(&self, clip: Clip<'_>) -> String {
+        let refusals: Vec<String> = self
+            .refusals
+            .iter()
+            .map(|(why, n)| format!("{} {n}", clip(why, 32)))
+            .collect();
+        format!(
+            "failovers {} · fenced writes {}{} · completions {} ({:.1}/s) · failures {} · claims {}",
+            self.failovers,
+            self.fenced_writes,
+            if refusals.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", refusals.join(", "))
+            },
+            self.completions,
+            self.completions_per_sec,
+            self.failures,
+            self.claims
+        )
+    }
+}
+
 /// Summarises `span`, reading it once, page by page.
 ///
 /// # Errors
@@ -333,6 +439,29 @@ pub struct ResourceAt {
     pub last_change_at: Option<Millis>,
 }
 
+impl ResourceAt {
+    /// The resource's standing in words: `effect-020 at revision 41: held by a-2 gen 3
+    /// (granted at revision 41; last change at revision 41, 03:10:07)`; instants written
+    /// by `when`.
+    #[must_use]
+    pub fn line(&self, clip: Clip<'_>, when: &dyn Fn(Millis) -> String) -> String {
+        let revision = |r: Option<u64>| r.map_or_else(|| "-".into(), |r| r.to_string());
+        format!(
+            "{} at revision {}: {} by {} gen {} (granted at revision {}; last change at revision {}, {})",
+            clip(&self.resource, 48),
+            self.revision,
+            self.state,
+            self.owner
+                .as_deref()
+                .map_or_else(|| "nobody".into(), |o| clip(o, 32)),
+            self.generation,
+            revision(self.granted_at_revision),
+            revision(self.last_change_revision),
+            self.last_change_at.map_or_else(|| "-".into(), when),
+        )
+    }
+}
+
 /// `resource` as of `revision`, from its own history (an index range of its rows).
 ///
 /// # Errors
@@ -394,5 +523,32 @@ fn state_after(verb: WriteVerb) -> &'static str {
         WriteVerb::Requeue => "requeued",
         WriteVerb::Discard => "discarded",
         WriteVerb::ForceRelease => "force-released",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2026-11-30T14:03:02.800Z.
+    const NOW: Millis = 1_796_047_382_800;
+
+    #[test]
+    fn windows_read_as_typed_and_refuse_running_backwards() {
+        let read = |from: &str, to: &str| parse_window(from, to, NOW, Zone::Utc);
+        assert_eq!(
+            read(DEFAULT_FROM, DEFAULT_TO).ok(),
+            Some((NOW - 15 * 60_000, NOW))
+        );
+        assert_eq!(
+            read("14:00", "14:01").ok(),
+            Some((1_796_047_200_000, 1_796_047_260_000))
+        );
+        let backwards = read("now", "1h").err().map(|e| e.to_string());
+        assert!(
+            backwards.is_some_and(|e| e.contains("ends before it starts")),
+            "a window may not end before it starts"
+        );
+        assert!(read("yesterday", "now").is_err());
     }
 }

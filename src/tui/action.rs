@@ -36,6 +36,8 @@ pub enum ViewId {
     Builds,
     /// What becomes due over the next minutes (`:horizon`).
     Horizon,
+    /// The durable history over a window of time, step by step (`:replay`, `H`).
+    Replay,
 }
 
 impl ViewId {
@@ -74,6 +76,7 @@ impl ViewId {
             Self::Triage => "triage",
             Self::Builds => "builds",
             Self::Horizon => "horizon",
+            Self::Replay => "replay",
         }
     }
 
@@ -91,6 +94,7 @@ impl ViewId {
             "triage" | "tri" | "needs" | "attention" => Some(Self::Triage),
             "builds" | "build" | "compat" | "matrix" => Some(Self::Builds),
             "horizon" | "hz" | "next" | "due" => Some(Self::Horizon),
+            "replay" | "rp" | "history" => Some(Self::Replay),
             _ => None,
         };
         if alias.is_some() {
@@ -111,6 +115,7 @@ impl ViewId {
             Self::Failovers => Some('F'),
             Self::Fenced => Some('W'),
             Self::Triage => Some('!'),
+            Self::Replay => Some('H'),
             _ => Self::MAIN.iter().position(|v| *v == self).map(|i| {
                 if i == 9 {
                     '0'
@@ -121,10 +126,11 @@ impl ViewId {
         }
     }
 
-    /// Whether the view is a paged table (as opposed to overview and workflow detail).
+    /// Whether the view is a paged table (as opposed to overview, workflow detail and
+    /// the replay, which moves by step rather than by page).
     #[must_use]
     pub fn is_table(self) -> bool {
-        !matches!(self, Self::Overview | Self::WorkflowDetail)
+        !matches!(self, Self::Overview | Self::WorkflowDetail | Self::Replay)
     }
 }
 
@@ -246,6 +252,8 @@ pub enum Action {
     CancelWorkflow,
     /// Requeue, discard or retry now the selected work item (asks first).
     TriageWork(crate::ops::triage::Verb),
+    /// Move the replay's cursor: a step or to a failover, either way.
+    Replay(super::replay::Seek),
     Demo(DemoKey),
     // --- mouse and terminal
     ScrollUp,
@@ -266,6 +274,11 @@ pub enum Action {
         wall: Millis,
     },
     Snapshot(Arc<Snapshot>),
+    /// A reader of another attached store (not the one on screen) reported.
+    Background {
+        store: usize,
+        read: super::snapshot::Published,
+    },
     /// The reader checked the store and nothing changed.
     Fresh,
     StoreError {

@@ -210,6 +210,15 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
             d.related.push(("last firing".into(), firing));
             Some(d)
         }
+        ViewData::Replay(data) => {
+            let (at, step) = data
+                .as_ref()?
+                .steps
+                .iter()
+                .find(|(at, _)| Some(crate::tui::views::replay::key(*at).as_str()) == key)?;
+            let title = format!("revision {} of {}", at.revision, step.resource());
+            Some(open(title, step.resource(), record(step), None))
+        }
         ViewData::Horizon(h) => {
             let b = h
                 .buckets

@@ -1,7 +1,8 @@
 //! The terminal side: set the terminal up (and always put it back), then one
-//! `tokio::select!` loop over terminal input, the reader's snapshots, a tick for countdowns
-//! and the results of operator commands. Input is drained before drawing, and a frame is
-//! drawn only when something changed.
+//! `tokio::select!` loop over terminal input, the readers' snapshots (one reader per
+//! attached store, each refreshing on its own), a tick for countdowns and the results of
+//! operator commands. Input is drained before drawing, and a frame is drawn only when
+//! something changed.
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -20,7 +21,8 @@ use tokio::sync::{mpsc, watch};
 use super::action::Action;
 use super::app::{App, AppOptions, Command};
 use super::record::Recorder;
-use super::snapshot::{Published, run_reader};
+use super::snapshot::{Published, Query, run_reader};
+use super::stores::Attached;
 use super::theme::ThemeSet;
 use super::tour_driver::{TourCommand, TourDriver};
 use super::writer::execute_with;
@@ -43,19 +45,39 @@ fn terminal_error(e: &io::Error) -> Error {
     Error::Unavailable(format!("terminal: {e}"))
 }
 
-/// Runs the dashboard until the operator quits. The theme is loaded (and an unknown name
-/// refused) before the terminal is touched.
+/// Runs the dashboard over one store until the operator quits; operator actions go
+/// through `options.writer`. See [`run_attached`].
 ///
 /// # Errors
-/// `INVALID` for an unknown or broken theme; `STORE_UNAVAILABLE` when the terminal cannot
-/// be used. Store failures while running are shown, retried, and not returned.
+/// As [`run_attached`].
 pub async fn run(store: Store, options: TuiOptions) -> Result<()> {
+    let one = Attached {
+        name: store.describe(),
+        given: store.describe(),
+        writer: options.writer.clone(),
+        store,
+    };
+    run_attached(vec![one], options).await
+}
+
+/// Runs the dashboard over every attached store (the first on screen, `:ctx NAME`
+/// switches) until the operator quits. The theme is loaded (and an unknown name refused)
+/// before the terminal is touched.
+///
+/// # Errors
+/// `INVALID` for an unknown or broken theme or no store; `STORE_UNAVAILABLE` when the
+/// terminal cannot be used. Store failures while running are shown, retried, and not
+/// returned.
+pub async fn run_attached(stores: Vec<Attached>, options: TuiOptions) -> Result<()> {
+    if stores.is_empty() {
+        return Err(Error::Invalid("the dashboard needs a store".into()));
+    }
     let themes = ThemeSet::new(ThemeSet::default_user_dir());
     let mut theme = themes.load(&options.theme)?;
     if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
         theme = theme.monochrome();
     }
-    let app = App::new(
+    let mut app = App::new(
         AppOptions {
             read_only: options.read_only,
             demo: options.demo.is_some(),
@@ -66,6 +88,14 @@ pub async fn run(store: Store, options: TuiOptions) -> Result<()> {
         theme,
         themes,
     );
+    if stores.len() > 1 {
+        app = app.with_stores(
+            stores
+                .iter()
+                .map(|a| (a.name.clone(), a.given.clone()))
+                .collect(),
+        );
+    }
     let terminal = ratatui::try_init().map_err(|e| terminal_error(&e))?;
     let guard = TerminalGuard;
     // ratatui's hook restores the terminal; release the mouse first, then chain.
@@ -76,9 +106,9 @@ pub async fn run(store: Store, options: TuiOptions) -> Result<()> {
     }));
     execute!(io::stdout(), EnableMouseCapture).map_err(|e| terminal_error(&e))?;
     let result = match options.record.clone() {
-        None => event_loop(terminal, app, store, options).await,
+        None => event_loop(terminal, app, stores, options).await,
         Some(path) => match recording(&path) {
-            Ok(recorded) => event_loop(recorded, app, store, options).await,
+            Ok(recorded) => event_loop(recorded, app, stores, options).await,
             Err(e) => Err(Error::Invalid(format!(
                 "cannot record to {}: {e}",
                 path.display()
@@ -160,33 +190,111 @@ fn terminal_command<W: Write>(
     }
 }
 
+/// One reader per attached store, each publishing into its own watch channel, forwarded
+/// into one stream tagged with the store's index.
+struct Readers {
+    queries: Vec<watch::Sender<Query>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    published: mpsc::UnboundedReceiver<(usize, Published)>,
+}
+
+impl Readers {
+    fn spawn(stores: &[Attached], first: &Query, options: &TuiOptions) -> Self {
+        let (tx, published) = mpsc::unbounded_channel();
+        let mut queries = Vec::with_capacity(stores.len());
+        let mut tasks = Vec::with_capacity(stores.len() * 2);
+        for (i, attached) in stores.iter().enumerate() {
+            let (query_tx, query_rx) = watch::channel(Query {
+                store: i,
+                ..first.clone()
+            });
+            let (snap_tx, mut snap_rx) = watch::channel(Published::Nothing);
+            tasks.push(tokio::spawn(run_reader(
+                attached.store.clone(),
+                options.demo.clone(),
+                query_rx,
+                snap_tx,
+                options.refresh_ms,
+            )));
+            let tx = tx.clone();
+            tasks.push(tokio::spawn(async move {
+                while snap_rx.changed().await.is_ok() {
+                    let published = snap_rx.borrow_and_update().clone();
+                    if tx.send((i, published)).is_err() {
+                        return;
+                    }
+                }
+            }));
+            queries.push(query_tx);
+        }
+        Self {
+            queries,
+            tasks,
+            published,
+        }
+    }
+
+    /// Hands `query` to the reader of the store it is for.
+    fn ask(&self, query: Query) {
+        if let Some(tx) = self.queries.get(query.store) {
+            let _ = tx.send(query);
+        }
+    }
+
+    fn stop(&self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// What a reader's report means to the app: for the store on screen the snapshot (or
+/// failure) itself, for any other a background read.
+fn reported(app: &App, store: usize, published: Published) -> Option<Action> {
+    if store != app.store_index() {
+        return Some(Action::Background {
+            store,
+            read: published,
+        });
+    }
+    Some(match published {
+        Published::Nothing => return None,
+        Published::Fresh => Action::Fresh,
+        Published::Snapshot(s) => Action::Snapshot(s),
+        Published::Error {
+            message,
+            retry_in_ms,
+            failures,
+        } => Action::StoreError {
+            message,
+            retry_in_ms,
+            failures,
+        },
+    })
+}
+
 async fn event_loop<W: Write>(
     mut terminal: Terminal<CrosstermBackend<W>>,
     mut app: App,
-    store: Store,
+    stores: Vec<Attached>,
     options: TuiOptions,
 ) -> Result<()> {
     let started = Instant::now();
     let wall = move || i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    // The store on screen (the app says which); `stores` is never empty.
+    let current =
+        |app: &App| -> &Attached { stores.get(app.store_index()).unwrap_or_else(|| &stores[0]) };
     let size = terminal.size().map_err(|e| terminal_error(&e))?;
     let mut pending = app.update(Action::Resize {
         width: size.width,
         height: size.height,
     });
     pending.extend(app.update(Action::Tick {
-        now: store.now(),
+        now: current(&app).store.now(),
         wall: wall(),
     }));
 
-    let (query_tx, query_rx) = watch::channel(app.query().clone());
-    let (snap_tx, mut snap_rx) = watch::channel(Published::Nothing);
-    let reader = tokio::spawn(run_reader(
-        store.clone(),
-        options.demo.clone(),
-        query_rx,
-        snap_tx,
-        options.refresh_ms,
-    ));
+    let mut readers = Readers::spawn(&stores, app.query(), &options);
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Action>();
     let mut events = EventStream::new();
     let tour = Arc::new(TourDriver::default());
@@ -202,16 +310,15 @@ async fn event_loop<W: Write>(
     let mut dirty = true;
 
     let outcome = loop {
-        // Carry out what the app asked for.
+        // Carry out what the app asked for, on the store on screen.
         let mut broken = None;
         for command in pending.drain(..) {
+            let here = current(&app);
             match command {
                 Command::Quit => {}
-                Command::Query(q) => {
-                    let _ = query_tx.send(q);
-                }
+                Command::Query(q) => readers.ask(q),
                 Command::Tour(t) => {
-                    let (driver, store, tx) = (tour.clone(), store.clone(), done_tx.clone());
+                    let (driver, store, tx) = (tour.clone(), here.store.clone(), done_tx.clone());
                     tokio::task::spawn_blocking(move || {
                         let _ = tx.send(driver.command(t, &store));
                     });
@@ -223,8 +330,8 @@ async fn event_loop<W: Write>(
                 }
                 other => {
                     let (store, writer, cluster, actor, tx) = (
-                        store.clone(),
-                        options.writer.clone(),
+                        here.store.clone(),
+                        here.writer.clone(),
                         options.demo.clone(),
                         app.options().actor.clone(),
                         done_tx.clone(),
@@ -268,23 +375,21 @@ async fn event_loop<W: Write>(
                 Some(Err(e)) => break Err(terminal_error(&e)),
                 None => break Ok(()),
             },
-            changed = snap_rx.changed() => {
-                if changed.is_err() {
+            report = readers.published.recv() => {
+                let Some((store, published)) = report else {
                     break Err(Error::Unavailable("the store reader stopped".into()));
-                }
-                let published = snap_rx.borrow_and_update().clone();
-                let action = match published {
-                    Published::Nothing => continue,
-                    Published::Fresh => Action::Fresh,
-                    Published::Snapshot(s) => Action::Snapshot(Arc::clone(&s)),
-                    Published::Error { message, retry_in_ms, failures } => Action::StoreError { message, retry_in_ms, failures },
                 };
-                dirty |= !matches!(action, Action::Fresh) || app.stale_for().is_some() || app.store_error().is_some();
+                let Some(action) = reported(&app, store, published) else { continue };
+                let badges = app.store_badges();
+                dirty |= !matches!(action, Action::Fresh | Action::Background { .. })
+                    || app.stale_for().is_some()
+                    || app.store_error().is_some();
                 pending.extend(app.update(action));
+                dirty |= app.store_badges() != badges;
             },
             _ = tour_tick.tick(), if tour.active() => {
                 if let Some(cluster) = options.demo.clone() {
-                    let (driver, store, tx) = (tour.clone(), store.clone(), done_tx.clone());
+                    let (driver, store, tx) = (tour.clone(), current(&app).store.clone(), done_tx.clone());
                     tokio::task::spawn_blocking(move || {
                         if let Some(action) = driver.tick(cluster.as_ref(), &store) {
                             let _ = tx.send(action);
@@ -293,7 +398,7 @@ async fn event_loop<W: Write>(
                 }
             },
             _ = check_tick.tick(), if options.demo.is_some() => {
-                let (store, tx) = (store.clone(), done_tx.clone());
+                let (store, tx) = (current(&app).store.clone(), done_tx.clone());
                 tokio::task::spawn_blocking(move || {
                     if let Some(verdict) = checker_badge::run(&store) {
                         let _ = tx.send(Action::Checked(verdict));
@@ -301,7 +406,7 @@ async fn event_loop<W: Write>(
                 });
             },
             _ = tick.tick() => {
-                pending.extend(app.update(Action::Tick { now: store.now(), wall: wall() }));
+                pending.extend(app.update(Action::Tick { now: current(&app).store.now(), wall: wall() }));
                 dirty = true;
             },
             Some(action) = done_rx.recv() => {
@@ -310,6 +415,6 @@ async fn event_loop<W: Write>(
             },
         }
     };
-    reader.abort();
+    readers.stop();
     outcome
 }

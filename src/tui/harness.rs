@@ -138,10 +138,15 @@ pub fn execute(
     }
 }
 
-/// A dashboard driven in line.
+/// A dashboard driven in line, over one store or several (`:ctx` switches; commands go
+/// to the store on screen, as the event loop sends them).
 pub struct Harness {
     pub app: App,
-    store: Store,
+    /// The first store, and the others in order.
+    first: Store,
+    others: Vec<Store>,
+    /// The query each store's reader answers last (a reader keeps re-reading it).
+    last_query: Vec<snapshot::Query>,
     cluster: Option<Arc<dyn ClusterControl>>,
     wall: Millis,
     /// What the app wrote to the terminal itself (OSC 52 clipboard sequences).
@@ -162,10 +167,41 @@ impl Harness {
         width: u16,
         height: u16,
     ) -> Self {
-        let app = App::new(options, theme, ThemeSet::new(None));
+        Self::attached(
+            (store.describe(), store),
+            Vec::new(),
+            options,
+            theme,
+            cluster,
+            (width, height),
+        )
+    }
+
+    /// A dashboard over named stores, `first` on screen, every store's first snapshot
+    /// read (so a switch shows one at once).
+    #[must_use]
+    pub fn attached(
+        first: (String, Store),
+        others: Vec<(String, Store)>,
+        options: AppOptions,
+        theme: Theme,
+        cluster: Option<Arc<dyn ClusterControl>>,
+        (width, height): (u16, u16),
+    ) -> Self {
+        let mut app = App::new(options, theme, ThemeSet::new(None));
+        if !others.is_empty() {
+            let names = std::iter::once(&first)
+                .chain(&others)
+                .map(|(n, _)| (n.clone(), n.clone()))
+                .collect();
+            app = app.with_stores(names);
+        }
+        let last_query = vec![app.query().clone(); others.len() + 1];
         let mut h = Self {
             app,
-            store,
+            first: first.1,
+            others: others.into_iter().map(|(_, s)| s).collect(),
+            last_query,
             cluster,
             wall: 0,
             terminal_out: Vec::new(),
@@ -173,17 +209,50 @@ impl Harness {
             tour: TourDriver::default(),
         };
         h.dispatch(Action::Tick {
-            now: h.store.now(),
+            now: h.store().now(),
             wall: 0,
         });
         h.dispatch(Action::Resize { width, height });
         h.refresh();
+        for i in 1..=h.others.len() {
+            h.refresh_store(i);
+        }
         h
     }
 
+    /// Store `i` of the attached ones (0 is the first).
+    fn nth(&self, i: usize) -> Option<&Store> {
+        match i {
+            0 => Some(&self.first),
+            i => self.others.get(i - 1),
+        }
+    }
+
+    /// The store on screen.
     #[must_use]
     pub fn store(&self) -> &Store {
-        &self.store
+        self.nth(self.app.store_index()).unwrap_or(&self.first)
+    }
+
+    /// Re-reads store `i`'s last query, as its reader does when that store changed: a
+    /// snapshot (or failure) of the store on screen, or a background read of another.
+    pub fn refresh_store(&mut self, i: usize) {
+        if i == self.app.store_index() {
+            self.refresh();
+            return;
+        }
+        let (Some(store), Some(query)) = (self.nth(i), self.last_query.get(i)) else {
+            return;
+        };
+        let read = match snapshot::read(store, query, self.cluster.as_deref()) {
+            Ok(s) => snapshot::Published::Snapshot(Arc::new(s)),
+            Err(e) => snapshot::Published::Error {
+                message: e.to_string(),
+                retry_in_ms: snapshot::backoff_ms(250, 1),
+                failures: 1,
+            },
+        };
+        self.dispatch(Action::Background { store: i, read });
     }
 
     /// The bytes the app asked to write to the terminal (clipboard sequences).
@@ -216,19 +285,23 @@ impl Harness {
                     self.mouse = *on;
                     None
                 }
-                Command::Tour(t) => Some(self.tour.command(*t, &self.store)),
-                Command::Query(q) => Some(
-                    match snapshot::read(&self.store, q, self.cluster.as_deref()) {
+                Command::Tour(t) => Some(self.tour.command(*t, self.store())),
+                Command::Query(q) => Some({
+                    if let Some(last) = self.last_query.get_mut(q.store) {
+                        last.clone_from(q);
+                    }
+                    let store = self.nth(q.store).unwrap_or(&self.first);
+                    match snapshot::read(store, q, self.cluster.as_deref()) {
                         Ok(s) => Action::Snapshot(Arc::new(s)),
                         Err(e) => Action::StoreError {
                             message: e.to_string(),
                             retry_in_ms: snapshot::backoff_ms(250, 1),
                             failures: 1,
                         },
-                    },
-                ),
+                    }
+                }),
                 other => execute(
-                    &self.store,
+                    self.store(),
                     self.cluster.as_deref(),
                     &self.app.options().actor.clone(),
                     other,
@@ -245,7 +318,7 @@ impl Harness {
         let action = self
             .cluster
             .as_deref()
-            .and_then(|c| self.tour.tick(c, &self.store));
+            .and_then(|c| self.tour.tick(c, self.store()));
         if let Some(action) = action {
             self.dispatch(action);
         }
@@ -253,7 +326,7 @@ impl Harness {
 
     /// Runs the demo checker, as the event loop does every few seconds.
     pub fn check(&mut self) {
-        if let Some(verdict) = super::checker_badge::run(&self.store) {
+        if let Some(verdict) = super::checker_badge::run(self.store()) {
             self.dispatch(Action::Checked(verdict));
         }
     }
@@ -268,7 +341,7 @@ impl Harness {
     pub fn advance(&mut self, ms: Millis) {
         self.wall += ms;
         self.dispatch(Action::Tick {
-            now: self.store.now(),
+            now: self.store().now(),
             wall: self.wall,
         });
     }
@@ -291,6 +364,13 @@ impl Harness {
         for c in text.chars() {
             self.press(c);
         }
+    }
+
+    /// Types a `:` command and submits it.
+    pub fn command(&mut self, text: &str) {
+        self.press(':');
+        self.type_text(text);
+        self.key(KeyCode::Enter);
     }
 
     /// Draws the current frame at the app's size.

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::{Action, DemoKey, ViewId, WorkQuick};
+use super::replay::Seek;
 use crate::ops::triage::Verb;
 
 /// Where the keyboard focus is.
@@ -155,9 +156,12 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
         Action::OpenCommand,
         Global,
         Views,
-        "command: switch view (:work, :timeline RES, :theme NAME, :q), Tab completes",
+        "command: switch view (:work, :timeline RES, :replay FROM TO, :ctx STORE, :theme NAME, :q), Tab completes",
     )];
-    for view in ViewId::MAIN.into_iter().chain([ViewId::Triage]) {
+    for view in ViewId::MAIN
+        .into_iter()
+        .chain([ViewId::Triage, ViewId::Replay])
+    {
         if let Some(d) = view.digit() {
             b.push(bind(
                 &[Key::ch(d)],
@@ -280,6 +284,34 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             Table,
             Navigation,
             "generation timeline of the selected resource",
+        ),
+        bind(
+            &[Key::ch('[')],
+            Action::Replay(Seek::PreviousStep),
+            View(ViewId::Replay),
+            Navigation,
+            "replay: one step back",
+        ),
+        bind(
+            &[Key::ch(']')],
+            Action::Replay(Seek::NextStep),
+            View(ViewId::Replay),
+            Navigation,
+            "replay: one step forward",
+        ),
+        bind(
+            &[Key::ch('{')],
+            Action::Replay(Seek::PreviousFailover),
+            View(ViewId::Replay),
+            Navigation,
+            "replay: the previous failover",
+        ),
+        bind(
+            &[Key::ch('}')],
+            Action::Replay(Seek::NextFailover),
+            View(ViewId::Replay),
+            Navigation,
+            "replay: the next failover",
         ),
         bind(
             &[Key::ch('a')],
@@ -480,6 +512,9 @@ fn view_help(view: ViewId) -> &'static str {
             "builds: who can run what; stranded work; what stopping a build would strand"
         }
         ViewId::Horizon => "horizon: what becomes due in the next 15 minutes; d lists a slice",
+        ViewId::Replay => {
+            "replay: the durable history of the last 15 minutes (:replay FROM [TO]), step by step"
+        }
     }
 }
 

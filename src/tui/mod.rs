@@ -13,7 +13,9 @@
 //! themes), `views/` (one file per view), `harness.rs` (drive it without a terminal),
 //! `describe.rs` (the describe pane's records and the clipboard), `screenshot.rs` (buffer →
 //! SVG), `text.rs` (escaping hostile text), `wf.rs` (the workflow engine calls),
-//! `store_filter.rs` (the `/` filter as a store read), `writer.rs` (the
+//! `store_filter.rs` (the `/` filter as a store read), `replay.rs` (the replay view's
+//! reads around its cursor), `stores.rs` (the stores one dashboard attaches, and their
+//! names), `writer.rs` (the
 //! write handle opened per action). The demo controls are the cluster's seam
 //! ([`crate::cluster::control::ClusterControl`]): the dashboard depends on it, never the
 //! other way round.
@@ -30,9 +32,11 @@ pub mod harness;
 pub mod keymap;
 pub mod push;
 pub mod record;
+pub mod replay;
 pub mod screenshot;
 pub mod snapshot;
 pub mod store_filter;
+pub mod stores;
 pub mod text;
 pub mod theme;
 pub mod tour_driver;

@@ -50,6 +50,8 @@ pub const TIMELINE_FACTOR: usize = 4;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Query {
     pub seq: u64,
+    /// Which attached store this is for (0 with one store).
+    pub store: usize,
     pub view: ViewId,
     pub page: PageRequest,
     pub work: WorkQuick,
@@ -61,6 +63,8 @@ pub struct Query {
     pub filter: Option<crate::ops::filter::Filter>,
     /// The table's order when the store gives it (an indexed column, then id).
     pub order: Option<StoreOrder>,
+    /// The replay view's window, cursor and seek.
+    pub replay: Option<Box<super::replay::ReplayQuery>>,
     /// While paused the reader only answers new queries; it does not refresh.
     pub paused: bool,
 }
@@ -69,6 +73,7 @@ impl Default for Query {
     fn default() -> Self {
         Self {
             seq: 0,
+            store: 0,
             view: ViewId::Overview,
             page: PageRequest::first(20),
             work: WorkQuick::All,
@@ -76,6 +81,7 @@ impl Default for Query {
             resource: None,
             filter: None,
             order: None,
+            replay: None,
             paused: false,
         }
     }
@@ -125,6 +131,9 @@ pub enum ViewData {
     Builds(crate::ops::builds::Matrix),
     /// What becomes due next ([`crate::ops::horizon`]).
     Horizon(crate::ops::horizon::Horizon),
+    /// The durable history around the replay's cursor ([`super::replay`]); `None` before
+    /// a window was chosen.
+    Replay(Option<super::replay::ReplayData>),
 }
 
 /// The horizon view's span, slices and per-read cap.
@@ -259,6 +268,10 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
             let fleet = FleetView::of(&authorities, at, &definitions);
             ViewData::Triage(c.run(|s| ops::attention::groups(s, &fleet, at))?)
         }
+        ViewId::Replay => ViewData::Replay(match &query.replay {
+            Some(r) => Some(c.run(|s| super::replay::read(s, r))?),
+            None => None,
+        }),
         ViewId::Horizon => ViewData::Horizon(
             c.run(|s| ops::horizon::horizon(s, at, HORIZON_MS, HORIZON_SLICES, HORIZON_CAP))?,
         ),

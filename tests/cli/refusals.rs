@@ -105,6 +105,55 @@ fn attach_without_a_terminal_says_so_and_changes_nothing() {
     assert_eq!(sha256(Path::new(&store)), sum);
 }
 
+/// `attach A B …` opens every store before the terminal is touched: one missing store is
+/// refused in one line naming it (exit 2, nothing created), two are two lines, and when
+/// every store opens the dashboard asks for its terminal.
+#[test]
+fn attach_over_several_stores_refuses_each_missing_one_in_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = store_in(dir.path());
+    seed(
+        &good,
+        &["--effects", "1", "--workflows", "0", "--events", "0"],
+    );
+    let missing = dir.path().join("typo.db").display().to_string();
+    let other = dir.path().join("gone.db").display().to_string();
+    let before = listing(dir.path());
+    for args in [
+        vec!["attach", good.as_str(), missing.as_str()],
+        vec!["attach", "--read-only", missing.as_str(), good.as_str()],
+        vec![good.as_str(), missing.as_str()],
+    ] {
+        let err = assert_one_line_failure(&leasehold(&args), 2);
+        assert!(
+            err.contains("typo: ") && err.contains("typo.db"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("terminal"), "{args:?}: {err}");
+    }
+    let o = leasehold(&["attach", &good, &missing, &other]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8(o.stderr).unwrap();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(lines[0].starts_with("leasehold: typo: "), "{err}");
+    assert!(lines[1].starts_with("leasehold: gone: "), "{err}");
+    let second_dir = tempfile::tempdir().unwrap();
+    let second = store_in(second_dir.path());
+    seed(
+        &second,
+        &["--effects", "1", "--workflows", "0", "--events", "0"],
+    );
+    let both = leasehold(&["attach", &good, &second]);
+    assert!(assert_one_line_failure(&both, 2).contains("needs a terminal"));
+    let created: Vec<String> = listing(dir.path())
+        .difference(&before)
+        .filter(|f| !f.ends_with("-wal") && !f.ends_with("-shm"))
+        .cloned()
+        .collect();
+    assert!(created.is_empty(), "nothing created: {created:?}");
+}
+
 #[test]
 fn every_verb_refuses_hostile_ids_before_opening_the_store() {
     let dir = tempfile::tempdir().unwrap();

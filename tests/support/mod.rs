@@ -145,6 +145,19 @@ pub fn leasehold(args: &[&str]) -> std::process::Output {
         .expect("run leasehold")
 }
 
+/// A memory store on a manual clock at `at`, ids seeded by `seed`, with its backend (to
+/// plant rows below the validator, or to make its reads fail).
+pub fn memory_store_at(at: Millis, seed: u64) -> (Store, ManualClock, MemoryBackend) {
+    let backend = MemoryBackend::new();
+    let clock = ManualClock::new(at);
+    let store = Store::new(
+        Arc::new(backend.clone()),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(seed)),
+    );
+    (store, clock, backend)
+}
+
 /// A fresh memory store.
 pub fn memory() -> Box<dyn Harness> {
     let backend = MemoryBackend::new();

@@ -23,7 +23,9 @@ impl App {
             "help" => self.overlay = Some(Overlay::Help { scroll: 0 }),
             "timeline" | "gen" if !rest.is_empty() => self.open_timeline(rest.join(" ")),
             "workflow" | "wf" if !rest.is_empty() => self.open_instance(rest.join(" ")),
+            "ctx" | "context" | "store" => self.ctx_command(&rest),
             word => match ViewId::parse(word) {
+                Some(ViewId::Replay) => self.open_replay(&rest),
                 Some(view) => {
                     if view == ViewId::Work {
                         if let Some(q) = rest.first().and_then(|w| parse_quick(w)) {
@@ -80,36 +82,55 @@ pub(super) fn parse_quick(word: &str) -> Option<WorkQuick> {
 pub fn command_words() -> Vec<&'static str> {
     let mut words: Vec<&'static str> = ViewId::MAIN.iter().map(|v| v.name()).collect();
     words.extend([
-        "triage", "builds", "horizon", "workflow", "theme", "help", "quit",
+        "triage", "builds", "horizon", "replay", "workflow", "theme", "help", "quit",
     ]);
     words
 }
 
-/// Completions of a partial `:` command.
+/// The `:` words that take a store name.
+const CTX_WORDS: [&str; 3] = ["ctx", "context", "store"];
+
+/// Completions of the word being typed in a partial `:` command: a command word, or
+/// after `ctx ` one of the attached `stores` (`ctx` is offered only with several).
 #[must_use]
-pub fn completions(text: &str) -> Vec<&'static str> {
-    if text.contains(' ') {
-        return Vec::new();
+pub fn completions(text: &str, stores: &[String]) -> Vec<String> {
+    match text.split_once(' ') {
+        None => {
+            let ctx = (stores.len() > 1).then_some("ctx");
+            command_words()
+                .into_iter()
+                .chain(ctx)
+                .filter(|w| w.starts_with(text))
+                .map(str::to_owned)
+                .collect()
+        }
+        Some((head, name)) if CTX_WORDS.contains(&head) && !name.contains(' ') => stores
+            .iter()
+            .filter(|s| s.starts_with(name))
+            .cloned()
+            .collect(),
+        Some(_) => Vec::new(),
     }
-    command_words()
-        .into_iter()
-        .filter(|w| w.starts_with(text))
-        .collect()
 }
 
 /// The longest common completion of `text`, if it adds anything.
-pub(super) fn complete(text: &str) -> Option<String> {
-    let options = completions(text);
+pub(super) fn complete(text: &str, stores: &[String]) -> Option<String> {
+    let (before, word) = match text.rsplit_once(' ') {
+        Some((head, word)) => (format!("{head} "), word),
+        None => (String::new(), text),
+    };
+    let options = completions(text, stores);
     let first = options.first()?;
     if options.len() == 1 {
-        let space = if matches!(*first, "timeline" | "workflow" | "theme" | "work") {
-            " "
-        } else {
-            ""
-        };
-        return Some(format!("{first}{space}"));
+        let takes_more = before.is_empty()
+            && matches!(
+                first.as_str(),
+                "timeline" | "workflow" | "theme" | "work" | "replay" | "ctx"
+            );
+        let space = if takes_more { " " } else { "" };
+        return Some(format!("{before}{first}{space}"));
     }
-    let mut prefix: String = (*first).to_owned();
+    let mut prefix: String = first.clone();
     for o in &options[1..] {
         let common = prefix
             .chars()
@@ -118,5 +139,5 @@ pub(super) fn complete(text: &str) -> Option<String> {
             .count();
         prefix = prefix.chars().take(common).collect();
     }
-    (prefix.len() > text.len()).then_some(prefix)
+    (prefix.len() > word.len()).then(|| format!("{before}{prefix}"))
 }

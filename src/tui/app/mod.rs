@@ -24,7 +24,9 @@ mod navigate;
 mod overlay;
 mod prompt;
 mod query;
+mod replay;
 mod snapshots;
+mod stores;
 mod table;
 mod tree;
 mod triage_dialog;
@@ -34,6 +36,8 @@ pub use command::{command_words, completions};
 pub use demo_keys::{Choice, PICK_KEYS, Pick};
 pub use overlay::Overlay;
 pub use prompt::{Prompt, PromptKind};
+pub use replay::ReplayUi;
+pub use stores::StoreBadge;
 pub use table::TableUi;
 pub use tree::TreeUi;
 
@@ -173,7 +177,13 @@ pub struct App {
     size: (u16, u16),
     snapshot: Option<Arc<Snapshot>>,
     last_contact: Option<Millis>,
+    /// When the reader last read the store successfully (the stale badge's age).
+    last_good: Option<Millis>,
     error: Option<StoreError>,
+    /// The attached stores (none or one: a single-store dashboard) and which is on
+    /// screen; the others' state is parked in their slots.
+    stores: Vec<stores::Slot>,
+    store: usize,
     tables: HashMap<ViewId, TableUi>,
     work_quick: WorkQuick,
     instance: Option<String>,
@@ -187,6 +197,8 @@ pub struct App {
     samples: VecDeque<Sample>,
     status: Option<Status>,
     tree: TreeUi,
+    /// The replay view's window and cursor, once opened.
+    replay: Option<ReplayUi>,
     /// Whether the dashboard captures the mouse (off: the terminal selects text).
     mouse: bool,
     quit: bool,
@@ -217,7 +229,10 @@ impl App {
             size: (80, 24),
             snapshot: None,
             last_contact: None,
+            last_good: None,
             error: None,
+            stores: Vec::new(),
+            store: 0,
             tables: HashMap::new(),
             work_quick: WorkQuick::All,
             instance: None,
@@ -231,6 +246,7 @@ impl App {
             samples: VecDeque::new(),
             status: None,
             tree: TreeUi::default(),
+            replay: None,
             mouse: true,
             quit: false,
         };
@@ -360,17 +376,11 @@ impl App {
             .as_ref()
             .is_none_or(|s| s.query.seq != self.query.seq)
     }
-    /// Seconds since the reader last reported, when that is late (not while paused).
+    /// How old the last good read is, when the reader has been silent too long or the
+    /// store is failing (not while paused).
     #[must_use]
     pub fn stale_for(&self) -> Option<Millis> {
-        if self.paused {
-            return None;
-        }
-        let limit = i64::try_from(self.options.refresh_ms.saturating_mul(4))
-            .unwrap_or(i64::MAX)
-            .max(2_000);
-        let since = self.wall - self.last_contact?;
-        (since > limit).then_some(since)
+        self.current_staleness()
     }
     /// Whether the snapshot is for the view on screen.
     #[must_use]
@@ -453,6 +463,7 @@ impl App {
             }
             Action::Fresh => {
                 self.last_contact = Some(self.wall);
+                self.last_good = Some(self.wall);
                 self.error = None;
                 if let Some(s) = self.snapshot.clone() {
                     self.sample(&s);
@@ -497,6 +508,7 @@ impl App {
                     Done::Described { fetch, value } => self.on_described(&fetch, value),
                 }
             }
+            Action::Background { store, read } => self.on_background(store, read),
             Action::Resize { width, height } => self.size = (width, height),
             Action::Caption(caption) => self.caption = caption,
             Action::Checked(verdict) => self.checked = Some(verdict),
@@ -541,6 +553,7 @@ impl App {
 
     fn normal_action(&mut self, action: Action, out: &mut Vec<Command>) -> bool {
         match action {
+            Action::SwitchView(ViewId::Replay) => self.show_replay(),
             Action::SwitchView(view) => {
                 if view == ViewId::Timeline && self.resource.is_none() {
                     self.say(
@@ -550,6 +563,7 @@ impl App {
                 }
                 self.switch(view);
             }
+            Action::Back if self.replay_close() => {}
             Action::Back => {
                 if !self.table_ui().filter.is_empty() {
                     self.apply_filter("");
@@ -558,6 +572,13 @@ impl App {
                     self.rebuild();
                 }
             }
+            Action::Up if self.view == ViewId::Replay => {
+                self.replay_move(super::replay::Seek::PreviousStep);
+            }
+            Action::Down if self.view == ViewId::Replay => {
+                self.replay_move(super::replay::Seek::NextStep);
+            }
+            Action::Replay(seek) => self.replay_move(seek),
             Action::Up => self.move_selection(-1),
             Action::Down => self.move_selection(1),
             Action::ScrollUp => self.move_selection(-3),

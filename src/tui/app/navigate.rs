@@ -6,6 +6,10 @@ use super::{App, Command, TreeUi, ViewId};
 
 impl App {
     pub(super) fn enter(&mut self, out: &mut Vec<Command>) {
+        if self.view == ViewId::Replay {
+            self.replay_inspect();
+            return;
+        }
         if self.view == ViewId::WorkflowDetail {
             let sel = self.tree.selected.last().cloned();
             if let Some(id) = sel {

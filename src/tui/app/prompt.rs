@@ -46,7 +46,7 @@ impl App {
             }
             (_, Action::Complete) => {
                 if prompt.kind == PromptKind::Command {
-                    if let Some(done) = complete(&prompt.text) {
+                    if let Some(done) = complete(&prompt.text, &self.store_names()) {
                         prompt.text = done;
                     }
                 }

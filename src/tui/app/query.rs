@@ -21,6 +21,7 @@ impl App {
         };
         Query {
             seq,
+            store: self.store,
             view: self.view,
             page,
             work: if self.view == ViewId::Work {
@@ -40,6 +41,11 @@ impl App {
             },
             filter: self.store_filter(),
             order: self.store_order(),
+            replay: if self.view == ViewId::Replay {
+                self.replay_query().map(Box::new)
+            } else {
+                None
+            },
             paused: self.paused,
         }
     }

@@ -5,12 +5,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{App, FLASH_MS, PageRequest, Query, SAMPLES, Sample, Snapshot, TimeFmt, ViewId, views};
+use super::{App, FLASH_MS, PageRequest, Query, Snapshot, TimeFmt, ViewId, views};
 
 impl App {
     /// Takes a new snapshot; returns true when a follow-up read is needed.
     pub(super) fn on_snapshot(&mut self, snapshot: Arc<Snapshot>) -> bool {
         self.last_contact = Some(self.wall);
+        self.last_good = Some(self.wall);
         self.error = None;
         self.now = self.now.max(snapshot.at);
         // Flash rows whose data changed since the last snapshot of the same page.
@@ -53,6 +54,7 @@ impl App {
                 self.tree.selected.clone_from(first);
             }
         }
+        self.adopt_replay();
         if short_backwards {
             let limit = self.page_size();
             self.tables.entry(view).or_default().page = Some(PageRequest::first(limit));
@@ -62,23 +64,7 @@ impl App {
     }
 
     pub(super) fn sample(&mut self, s: &Snapshot) {
-        let sample = Sample {
-            wall: self.wall,
-            claims: s.overview.claims,
-            refused: s.overview.writes_refused,
-            accepted: s.overview.writes_accepted,
-        };
-        if self
-            .samples
-            .back()
-            .is_some_and(|last| last.wall == sample.wall)
-        {
-            self.samples.pop_back();
-        }
-        self.samples.push_back(sample);
-        while self.samples.len() > SAMPLES {
-            self.samples.pop_front();
-        }
+        super::stores::push_sample(&mut self.samples, self.wall, s);
     }
 }
 

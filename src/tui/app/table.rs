@@ -120,6 +120,11 @@ impl App {
             .as_deref()
             .filter(|s| s.query.view == self.view)
             .and_then(|s| views::table(s, self.time_fmt()));
+        if self.view == ViewId::Replay {
+            // The replay's selection is its cursor.
+            let key = self.replay_selected_key();
+            self.table_mut().selected_key = key;
+        }
         let ui = self.table_ui();
         let Some(data) = &self.data else {
             self.visible.clear();

@@ -1,5 +1,6 @@
-//! The frame around every view: the header (store, revision, LIVE / PAUSED, stale and
-//! loading badges, query stats), the view tabs (or the store-error banner), and the footer
+//! The frame around every view: the header (store — with several attached, the one on
+//! screen as a badge and each other's state: live or stale — revision, LIVE / PAUSED,
+//! stale and loading badges, query stats), the view tabs (or the store-error banner), and the footer
 //! (prompt, status message or key hints).
 
 use ratatui::Frame;
@@ -30,9 +31,18 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let t = app.theme();
     let mut left = vec![Span::styled(" leasehold ", t.style(Role::Title))];
     let sep = || Span::styled(" │ ", t.style(Role::Border));
+    let badges = app.store_badges();
+    if let Some(current) = badges.iter().find(|b| b.current) {
+        left.push(Span::styled(
+            format!(" {} ", clean(&current.name, 24)),
+            t.style(Role::Selection),
+        ));
+    }
     match app.snapshot() {
         Some(s) => {
-            left.push(Span::styled(clean(&s.store, 40), t.style(Role::Accent)));
+            if badges.is_empty() {
+                left.push(Span::styled(clean(&s.store, 40), t.style(Role::Accent)));
+            }
             left.push(sep());
             left.push(Span::styled(
                 format!("rev {}", s.overview.revision),
@@ -55,6 +65,17 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
     if app.options().read_only {
         left.push(sep());
         left.push(Span::styled("read-only", t.style(Role::Warning)));
+    }
+    for other in badges.iter().filter(|b| !b.current) {
+        left.push(sep());
+        left.push(Span::styled(
+            format!("{} ", clean(&other.name, 24)),
+            t.style(Role::Muted),
+        ));
+        left.push(match other.stale_for {
+            None => Span::styled("live", t.style(Role::Live)),
+            Some(ms) => Span::styled(format!("stale {}s", ms / 1000), t.style(Role::Stale)),
+        });
     }
     let mut right: Vec<Span<'_>> = Vec::new();
     if app.show_stats() {
@@ -134,6 +155,7 @@ fn short_name(view: ViewId) -> &'static str {
         ViewId::Triage => "triage",
         ViewId::Builds => "builds",
         ViewId::Horizon => "horizon",
+        ViewId::Replay => "replay",
     }
 }
 
@@ -206,7 +228,7 @@ pub fn footer(frame: &mut Frame<'_>, area: Rect, app: &App) {
             spans.push(Span::styled("  Esc cancel", t.style(Role::Muted)));
         }
         if prompt.kind == PromptKind::Command {
-            let options = completions(&prompt.text);
+            let options = completions(&prompt.text, &app.store_names());
             if !options.is_empty() && !prompt.text.is_empty() {
                 spans.push(Span::styled(
                     format!("  Tab → {}", options.join(" ")),
@@ -278,6 +300,11 @@ fn hints(app: &App) -> Vec<(String, &'static str)> {
         ViewId::Work => out.push(("p c r f x a".into(), "quick filter")),
         ViewId::Leases | ViewId::Cursors | ViewId::Schedules => out.push(("t".into(), "timeline")),
         ViewId::WorkflowDetail => out.push(("Esc".into(), "back")),
+        ViewId::Replay => out.extend([
+            ("[ ]".into(), "step"),
+            ("{ }".into(), "failover"),
+            ("Enter".into(), "owner at step"),
+        ]),
         _ => {}
     }
     let operator = !app.options().read_only;

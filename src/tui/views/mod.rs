@@ -21,6 +21,7 @@ pub mod horizon;
 pub mod leases;
 pub mod overview;
 pub mod position;
+pub mod replay;
 pub mod schedules;
 pub mod table;
 pub mod ticker;
@@ -187,6 +188,8 @@ pub fn table(snap: &Snapshot, fmt: TimeFmt) -> Option<TableData> {
         ViewData::Triage(groups) => triage::table(groups, fmt),
         ViewData::Builds(matrix) => builds::table(matrix),
         ViewData::Horizon(h) => horizon::table(h, fmt),
+        // Moved through by cursor, not paged: the view's own pane says where it is.
+        ViewData::Replay(Some(data)) => return Some(replay::table(data, fmt)),
         // Newest first by time, paged forward only: the view knows whether there is more.
         ViewData::Failovers(list) => {
             let mut data = failovers::table(list, fmt);
@@ -216,7 +219,7 @@ pub fn table(snap: &Snapshot, fmt: TimeFmt) -> Option<TableData> {
                 fmt,
             )
         }
-        ViewData::Overview | ViewData::Detail { .. } => return None,
+        ViewData::Overview | ViewData::Detail { .. } | ViewData::Replay(None) => return None,
     };
     let page = &snap.query.page;
     let full = data.fetched >= page.limit.max(1);
@@ -311,6 +314,7 @@ fn render_body(frame: &mut Frame<'_>, area: Rect, app: &App) {
     match app.view() {
         super::action::ViewId::Overview => overview::render(frame, area, app),
         super::action::ViewId::WorkflowDetail => workflow_detail::render(frame, area, app),
+        super::action::ViewId::Replay => replay::render(frame, area, app),
         _ => table::render(frame, area, app),
     }
 }

@@ -96,7 +96,7 @@ pub fn page_start(app: &App, total: Option<u64>, fetched: usize) -> Option<usize
 #[must_use]
 pub fn position(app: &App) -> Option<String> {
     // The timeline pages by revision through one resource's history, not by rows.
-    if app.view() == ViewId::Timeline {
+    if matches!(app.view(), ViewId::Timeline | ViewId::Replay) {
         return None;
     }
     let data = app.table_data()?;
