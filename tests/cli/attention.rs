@@ -29,6 +29,7 @@ fn authority(id: &str, compat: &str, heartbeat_at: i64) -> Authority {
         stopped_at: None,
         host: "h".into(),
         pid: 1,
+        published: leasehold::model::Published::default(),
     }
 }
 
