@@ -5,6 +5,8 @@
 
 #[path = "runtime/claim_keys.rs"]
 mod claim_keys;
+#[path = "runtime/recovery.rs"]
+mod recovery;
 #[path = "support/mod.rs"]
 mod support;
 

@@ -18,6 +18,7 @@ pub mod heartbeat;
 pub mod horizon;
 pub mod lateness;
 pub mod liveness;
+pub mod lost_waits;
 pub mod pretty;
 pub mod replay;
 pub mod retention;
