@@ -20,6 +20,7 @@ pub mod lateness;
 pub mod liveness;
 pub mod lost_waits;
 pub mod pretty;
+pub mod published;
 pub mod replay;
 pub mod retention;
 pub mod runnable;

@@ -1,6 +1,7 @@
 //! `inspect authorities`: each registration with its liveness (see
 //! [`crate::ops::liveness`]) and how many claims it holds, of which how many lapsed
-//! unreclaimed (see [`crate::ops::claims`]).
+//! unreclaimed (see [`crate::ops::claims`]); how many outcomes it holds in recovery and
+//! how long its write has waited on the store's lock, as it published them.
 
 use std::io::Write;
 
@@ -9,8 +10,8 @@ use serde::Serialize;
 use super::render::ViewRow;
 use super::{Ctx, Failure};
 use crate::cli::output::{cell, cell_max, short, when};
-use crate::clock::Millis;
-use crate::model::Page;
+use crate::clock::{Millis, format_duration};
+use crate::model::{Page, Published};
 use crate::ops::claims::OwnedClaims;
 use crate::ops::liveness::{Liveness, Timing, liveness};
 
@@ -33,6 +34,9 @@ struct AuthorityRow {
     timing: Timing,
     /// Claimed items it owns (read up to a cap) and how many of them lapsed unreclaimed.
     owned: OwnedClaims,
+    /// Outcomes it holds in recovery and its write stalled on the store's lock, as it
+    /// published them.
+    published: Published,
     config: serde_json::Value,
 }
 
@@ -44,6 +48,8 @@ impl ViewRow for AuthorityRow {
         "STATE",
         "HEARTBEAT",
         "OWNED",
+        "RECOVERY",
+        "STALLED",
         "STARTED",
         "HOST",
         "PID",
@@ -58,6 +64,8 @@ impl ViewRow for AuthorityRow {
             a.state.as_str().into(),
             when(a.heartbeat_at, now),
             a.owned.text(OWNED_CAP),
+            a.published.in_recovery.to_string(),
+            stalled(&a.published, a.state, now),
             when(a.started_at, now),
             cell_max(&a.host, 24),
             a.pid.to_string(),
@@ -83,7 +91,24 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
             stopped_at: a.stopped_at,
             host: a.host,
             pid: a.pid,
+            published: a.published,
         });
     }
     ctx.emit(out, &shown, next)
+}
+
+/// `4.0s (pid 77)` for a write waiting on the store's lock since 4 s ago, else `-` (also
+/// for an authority no longer running: a dead process waits for nothing).
+fn stalled(published: &Published, state: Liveness, now: Millis) -> String {
+    let stall = published.stall.as_ref().filter(|_| state.is_running());
+    stall.map_or_else(
+        || "-".into(),
+        |s| {
+            let waited = format_duration(now.saturating_sub(s.since));
+            match &s.holder {
+                Some(holder) => format!("{waited} ({})", cell_max(holder, 40)),
+                None => waited,
+            }
+        },
+    )
 }
