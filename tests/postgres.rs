@@ -411,16 +411,13 @@ fn a_schema_4_database_is_upgraded_in_place() {
             .remove(0)
     };
     assert_eq!(row(&store), a, "the old row reads with nothing published");
-    let account = Published::of(
-        vec![Recovering {
-            resource_id: "e1".into(),
-            kind: "effect".into(),
-            generation: 2,
-            why: "the read-back failed".into(),
-            since: support::START,
-        }],
-        None,
-    );
+    let account = Published::of(vec![Recovering {
+        resource_id: "e1".into(),
+        kind: "effect".into(),
+        generation: 2,
+        why: "the read-back failed".into(),
+        since: support::START,
+    }]);
     store.publish(&a.incarnation(), false, &account).unwrap();
     assert_eq!(row(&store).published, account);
 }

@@ -7,6 +7,8 @@
 mod claim_keys;
 #[path = "runtime/recovery.rs"]
 mod recovery;
+#[path = "runtime/stall.rs"]
+mod stall;
 #[path = "support/mod.rs"]
 mod support;
 

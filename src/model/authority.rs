@@ -23,8 +23,8 @@ pub struct Authority {
     pub stopped_at: Option<Millis>,
     pub host: String,
     pub pid: u32,
-    /// What it tells operators it cannot settle by itself (outcomes held in recovery, a
-    /// write kept waiting on the store's lock), written with its heartbeat.
+    /// What it tells operators it cannot settle by itself (outcomes held in recovery),
+    /// written with its heartbeat.
     #[serde(default)]
     pub published: Published,
 }
@@ -44,29 +44,25 @@ pub struct Published {
     /// How many outcomes are held in recovery in all (the list may be cut).
     #[serde(default)]
     pub in_recovery: u64,
-    /// The write waiting on the store's write lock right now, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stall: Option<WriteStall>,
 }
 
 impl Published {
-    /// A bounded account of `held` (any order) and `stall`.
+    /// A bounded account of `held` (any order).
     #[must_use]
-    pub fn of(mut held: Vec<Recovering>, stall: Option<WriteStall>) -> Self {
+    pub fn of(mut held: Vec<Recovering>) -> Self {
         held.sort_by(|a, b| (a.since, &a.resource_id).cmp(&(b.since, &b.resource_id)));
         let in_recovery = held.len() as u64;
         held.truncate(RECOVERY_LISTED);
         Self {
             recovery: held,
             in_recovery,
-            stall,
         }
     }
 
     /// Whether there is nothing to tell.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.in_recovery == 0 && self.stall.is_none()
+        self.in_recovery == 0
     }
 
     /// The same account without the listed outcomes on `resources` (their claims were
@@ -97,17 +93,6 @@ pub struct Recovering {
     pub why: String,
     /// When it was first held.
     pub since: Millis,
-}
-
-/// A write kept waiting on the store's write lock.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WriteStall {
-    /// When the write began waiting.
-    pub since: Millis,
-    /// Who holds the lock, when the store can tell.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub holder: Option<String>,
 }
 
 impl Authority {

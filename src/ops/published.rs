@@ -1,21 +1,26 @@
-//! What the authorities publish about themselves, summed once for `inspect overview` and
-//! the dashboard: how many outcomes are held in recovery (stopped and gone authorities
-//! included: theirs are exactly what a person must settle) and which writes wait on the
-//! store's write lock now (running authorities only: a dead process waits for nothing).
+//! What needs a person beyond the work lists, summed once for `inspect overview` and the
+//! dashboard: how many outcomes the authorities hold in recovery, as they publish them on
+//! their registration rows (stopped and gone authorities included: theirs are exactly
+//! what a person must settle), and which writes wait on the store's write lock now, as
+//! the waiting processes post them ([`crate::store::Store::write_stalls`]), each named
+//! by the running authorities of that process.
 
 use serde::Serialize;
 
 use crate::clock::{Millis, format_duration};
 use crate::model::Authority;
 use crate::ops::liveness::liveness;
+use crate::store::stall::ProcessStall;
 
-/// One authority's write kept waiting on the store's lock.
+/// One write kept waiting on the store's lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StallRow {
-    /// Who waits.
-    pub instance_id: String,
-    /// Since when.
+    /// Who waits: the running authorities of the waiting process, else `pid N on HOST`.
+    pub who: String,
+    pub host: String,
+    pub pid: u32,
+    /// Since when (wall clock).
     pub since: Millis,
     /// Who holds the lock, when the store can tell.
     pub holder: Option<String>,
@@ -31,13 +36,27 @@ impl StallRow {
             .map_or_else(|| "holder unknown".to_owned(), |h| format!("holder {h}"));
         format!(
             "{} waits {} ({holder})",
-            self.instance_id,
+            self.who,
             format_duration(now.saturating_sub(self.since))
         )
     }
 }
 
-/// The fleet's published account.
+/// The stall posted by `a`'s process, while `a` runs (a stopped or gone authority waits
+/// for nothing).
+#[must_use]
+pub fn stall_of<'a>(
+    a: &Authority,
+    stalls: &'a [ProcessStall],
+    now: Millis,
+) -> Option<&'a ProcessStall> {
+    if !liveness(a, now).is_running() {
+        return None;
+    }
+    stalls.iter().find(|s| s.host == a.host && s.pid == a.pid)
+}
+
+/// The fleet's account.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PublishedView {
@@ -48,21 +67,30 @@ pub struct PublishedView {
 }
 
 impl PublishedView {
-    /// From the registered `authorities`, judged at `now`.
+    /// From the registered `authorities` and the posted `stalls`, judged at `now`.
     #[must_use]
-    pub fn read(authorities: &[Authority], now: Millis) -> Self {
-        let mut stalls: Vec<StallRow> = authorities
+    pub fn read(authorities: &[Authority], stalls: &[ProcessStall], now: Millis) -> Self {
+        let stalls = stalls
             .iter()
-            .filter(|a| liveness(a, now).is_running())
-            .filter_map(|a| {
-                a.published.stall.as_ref().map(|s| StallRow {
-                    instance_id: a.instance_id.clone(),
+            .map(|s| {
+                let names: Vec<&str> = authorities
+                    .iter()
+                    .filter(|a| stall_of(a, std::slice::from_ref(s), now).is_some())
+                    .map(|a| a.instance_id.as_str())
+                    .collect();
+                StallRow {
+                    who: if names.is_empty() {
+                        format!("pid {} on {}", s.pid, s.host)
+                    } else {
+                        names.join(", ")
+                    },
+                    host: s.host.clone(),
+                    pid: s.pid,
                     since: s.since,
                     holder: s.holder.clone(),
-                })
+                }
             })
             .collect();
-        stalls.sort_by(|a, b| (a.since, &a.instance_id).cmp(&(b.since, &b.instance_id)));
         Self {
             in_recovery: authorities.iter().map(|a| a.published.in_recovery).sum(),
             stalls,
@@ -92,9 +120,18 @@ impl PublishedView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Published, Recovering, WriteStall};
+    use crate::model::{Published, Recovering};
 
-    fn authority(id: &str, heartbeat_at: Millis, published: Published) -> Authority {
+    fn authority(id: &str, pid: u32, heartbeat_at: Millis, held: usize) -> Authority {
+        let held = (0..held)
+            .map(|i| Recovering {
+                resource_id: format!("e{i}"),
+                kind: "effect".into(),
+                generation: 1,
+                why: "unreadable".into(),
+                since: 0,
+            })
+            .collect();
         Authority {
             instance_id: id.into(),
             compat: "c".into(),
@@ -104,48 +141,40 @@ mod tests {
             heartbeat_at,
             stopped_at: None,
             host: "h".into(),
-            pid: 1,
-            published,
+            pid,
+            published: Published::of(held),
         }
     }
 
-    fn held(n: usize) -> Vec<Recovering> {
-        (0..n)
-            .map(|i| Recovering {
-                resource_id: format!("e{i}"),
-                kind: "effect".into(),
-                generation: 1,
-                why: "unreadable".into(),
-                since: 0,
-            })
-            .collect()
+    fn stall(pid: u32, since: Millis) -> ProcessStall {
+        ProcessStall {
+            host: "h".into(),
+            pid,
+            since,
+            holder: Some("pid 77".into()),
+        }
     }
 
     #[test]
-    fn recovery_counts_every_registration_and_stalls_only_running_ones() {
-        let stall = |since| {
-            Some(WriteStall {
-                since,
-                holder: Some("pid 77".into()),
-            })
-        };
+    fn recovery_counts_every_registration_and_stalls_name_running_authorities() {
         let now = 10_000;
+        let authorities = [
+            authority("live", 1, now - 500, 2),
+            // Gone: its heartbeat is older than its lease; it waits for nothing.
+            authority("gone", 2, 1_000, 3),
+        ];
         let view = PublishedView::read(
-            &[
-                authority("live", now - 500, Published::of(held(2), stall(6_000))),
-                // Gone: its heartbeat is older than its lease; its stall is over.
-                authority("gone", 1_000, Published::of(held(3), stall(500))),
-            ],
+            &authorities,
+            &[stall(1, 6_000), stall(2, 7_000), stall(3, 8_000)],
             now,
         );
         assert_eq!(view.in_recovery, 5);
-        assert_eq!(view.stalls.len(), 1);
+        let who: Vec<&str> = view.stalls.iter().map(|s| s.who.as_str()).collect();
+        assert_eq!(who, ["live", "pid 2 on h", "pid 3 on h"]);
+        assert_eq!(view.stalls[0].text(now), "live waits 4.0s (holder pid 77)");
+        assert!(stall_of(&authorities[1], &[stall(2, 0)], now).is_none());
         assert_eq!(
-            view.line(now),
-            "in recovery 5; stalled: live waits 4.0s (holder pid 77)"
-        );
-        assert_eq!(
-            PublishedView::read(&[], now).line(now),
+            PublishedView::read(&[], &[], now).line(now),
             "in recovery 0; no write stalled"
         );
     }

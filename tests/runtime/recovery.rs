@@ -17,7 +17,7 @@ use leasehold::store::sqlite::SqliteBackend;
 use leasehold::store::url::OpenMode;
 use serde_json::Value;
 
-use crate::support::leasehold;
+use crate::support::inspect;
 use crate::support::runtime::{compat, config};
 
 /// What `solo`'s registration row publishes, read through a plain handle on the file.
@@ -34,11 +34,8 @@ fn published(reader: &Store) -> Published {
 
 /// The triage group of held outcomes, as `inspect triage --json` prints it.
 fn triage_group(path: &str) -> Option<Value> {
-    let o = leasehold(&["inspect", "triage", "--store", path, "--json"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+    inspect("triage", path)
+        .into_iter()
         .find(|g| g["reason"] == "outcomes-in-recovery")
 }
 
@@ -107,6 +104,20 @@ fn an_undecidable_outcome_is_published_counted_by_triage_and_cleared_once_decide
     assert_eq!(group["count"].as_u64(), Some(1));
     assert_eq!(group["first"], serde_json::json!(["e1"]));
     assert_eq!(group["oldestAt"].as_i64(), Some(held_at));
+    let overview = inspect("overview", &path).remove(0);
+    assert_eq!(overview["inRecovery"].as_u64(), Some(1), "{overview}");
+    let solo = inspect("authorities", &path)
+        .into_iter()
+        .find(|a| a["instanceId"] == "solo")
+        .expect("listed");
+    assert_eq!(solo["published"]["recovery"][0]["resourceId"], "e1");
+    let overview = inspect("overview", &path).remove(0);
+    assert_eq!(overview["inRecovery"].as_u64(), Some(1), "{overview}");
+    let solo = inspect("authorities", &path)
+        .into_iter()
+        .find(|a| a["instanceId"] == "solo")
+        .expect("listed");
+    assert_eq!(solo["published"]["recovery"][0]["resourceId"], "e1");
 
     // A heartbeat while it is still undecided keeps it, since when it was first held.
     clock.advance(500);
@@ -119,4 +130,8 @@ fn an_undecidable_outcome_is_published_counted_by_triage_and_cleared_once_decide
     core.heartbeat().expect("beats");
     assert!(published(&reader).is_empty(), "decided: cleared");
     assert!(triage_group(&path).is_none(), "triage no longer lists it");
+    assert_eq!(
+        inspect("overview", &path)[0]["inRecovery"].as_u64(),
+        Some(0)
+    );
 }

@@ -1,12 +1,12 @@
-//! What an authority publishes about itself on its registration row (outcomes held in
-//! recovery, a write stall): written with its heartbeat and fenced by its incarnation like
+//! What an authority publishes about itself on its registration row (the outcomes it holds
+//! in recovery): written with its heartbeat and fenced by its incarnation like
 //! the heartbeat, read back exactly, bounded, and kept after a stop until its claims are
 //! released or it is forgotten.
 
 use leasehold::Store;
 use leasehold::clock::Clock;
 use leasehold::model::authority::RECOVERY_LISTED;
-use leasehold::model::{Authority, PageRequest, Published, Recovering, WriteStall};
+use leasehold::model::{Authority, PageRequest, Published, Recovering};
 use leasehold::store::Forgot;
 
 use crate::support::{Harness, K, ok, refused};
@@ -51,24 +51,17 @@ fn published(s: &Store, id: &str) -> Option<Published> {
         .map(|a| a.published)
 }
 
-/// Published entries and a stall read back as written, through a reopened handle too; a
+/// Published entries read back as written, through a reopened handle too; a
 /// later heartbeat that publishes less clears what it no longer lists, and a plain
 /// heartbeat leaves the account alone.
-pub fn published_recovery_and_stall_read_back_and_clear(h: &dyn Harness) {
+pub fn published_recovery_reads_back_and_clears(h: &dyn Harness) {
     let s = h.store();
     let a = started(h, "auth-1", 100);
     ok("register", s.register_authority(&a));
     assert_eq!(published(&s, "auth-1"), Some(Published::default()));
 
     let now = h.clock().now();
-    let stall = WriteStall {
-        since: now - 4_000,
-        holder: Some("pid 77".into()),
-    };
-    let account = Published::of(
-        vec![held("e2", 3, now - 10), held("e1", 1, now - 20)],
-        Some(stall.clone()),
-    );
+    let account = Published::of(vec![held("e2", 3, now - 10), held("e1", 1, now - 20)]);
     ok("publish", s.publish(&a.incarnation(), false, &account));
     let read = published(&h.reopen(), "auth-1").expect("registered");
     assert_eq!(read, account, "read back exactly");
@@ -81,12 +74,11 @@ pub fn published_recovery_and_stall_read_back_and_clear(h: &dyn Harness) {
         ["e1", "e2"],
         "oldest first"
     );
-    assert_eq!(read.stall, Some(stall));
 
     ok("plain heartbeat", s.heartbeat(&a.incarnation(), false));
     assert_eq!(published(&s, "auth-1"), Some(account));
 
-    let decided = Published::of(vec![held("e2", 3, now - 10)], None);
+    let decided = Published::of(vec![held("e2", 3, now - 10)]);
     ok("publish", s.publish(&a.incarnation(), false, &decided));
     assert_eq!(published(&s, "auth-1"), Some(decided));
     ok(
@@ -114,7 +106,7 @@ pub fn published_recovery_is_bounded_with_a_count(h: &dyn Harness) {
         .collect();
     ok(
         "publish",
-        s.publish(&a.incarnation(), false, &Published::of(many, None)),
+        s.publish(&a.incarnation(), false, &Published::of(many)),
     );
     let read = published(&s, "auth-1").expect("registered");
     assert_eq!(read.in_recovery, (RECOVERY_LISTED + 50) as u64);
@@ -139,7 +131,7 @@ pub fn a_superseded_incarnation_cannot_publish(h: &dyn Harness) {
         s.register_authority(&second),
     );
     let now = h.clock().now();
-    let own = Published::of(vec![held("e1", 2, now)], None);
+    let own = Published::of(vec![held("e1", 2, now)]);
     ok("publish", s.publish(&second.incarnation(), false, &own));
 
     assert_eq!(
@@ -149,7 +141,7 @@ pub fn a_superseded_incarnation_cannot_publish(h: &dyn Harness) {
         ),
         "INSTANCE_SUPERSEDED"
     );
-    let stale = Published::of(vec![held("e9", 1, now)], None);
+    let stale = Published::of(vec![held("e9", 1, now)]);
     assert_eq!(
         refused("stale stop", s.publish(&first.incarnation(), true, &stale)),
         "INSTANCE_SUPERSEDED"
@@ -166,14 +158,11 @@ pub fn held_outcomes_outlive_the_stop_until_release_or_forget(h: &dyn Harness) {
     ok("enqueue", s.enqueue(effect("e1"), K));
     let e1 = ok("claim", s.claim("e1", "auth-1", K, LEASE));
     let now = h.clock().now();
-    let account = Published::of(
-        vec![
-            held("e1", e1.generation, now),
-            // Already reclaimed by somebody else after a lapse: not this authority's claim.
-            held("e7", 4, now),
-        ],
-        None,
-    );
+    let account = Published::of(vec![
+        held("e1", e1.generation, now),
+        // Already reclaimed by somebody else after a lapse: not this authority's claim.
+        held("e7", 4, now),
+    ]);
     ok("stop", s.publish(&a.incarnation(), true, &account));
     h.clock().advance(LEASE * 2);
     assert_eq!(published(&s, "auth-1"), Some(account.clone()));

@@ -85,7 +85,7 @@ impl AuthorityCore {
     /// `INSTANCE_SUPERSEDED` once another start of this instance id owns the registration
     /// (the caller should stop); a store failure.
     pub fn heartbeat(&self) -> Result<()> {
-        let published = Published::of(self.held_in_recovery(), None);
+        let published = Published::of(self.held_in_recovery());
         let out = self.store.publish(&self.incarnation(), false, &published);
         self.note_store_error(&out);
         out
@@ -210,7 +210,7 @@ impl AuthorityCore {
                 );
             }
         }
-        let published = Published::of(still_held, None);
+        let published = Published::of(still_held);
         let stopped = self.store.publish(&self.incarnation(), true, &published);
         self.note_store_error(&stopped);
         stopped.map(|()| self.stats())

@@ -14,6 +14,8 @@ use crate::clock::{Millis, format_duration};
 use crate::model::{Page, Published};
 use crate::ops::claims::OwnedClaims;
 use crate::ops::liveness::{Liveness, Timing, liveness};
+use crate::ops::published::stall_of;
+use crate::store::stall::ProcessStall;
 
 /// Claimed items read per authority: enough to say "at least this many".
 const OWNED_CAP: usize = 100;
@@ -34,9 +36,10 @@ struct AuthorityRow {
     timing: Timing,
     /// Claimed items it owns (read up to a cap) and how many of them lapsed unreclaimed.
     owned: OwnedClaims,
-    /// Outcomes it holds in recovery and its write stalled on the store's lock, as it
-    /// published them.
+    /// Outcomes it holds in recovery, as it published them.
     published: Published,
+    /// Its process's write waiting on the store's lock now, as posted (while it runs).
+    stall: Option<ProcessStall>,
     config: serde_json::Value,
 }
 
@@ -65,7 +68,7 @@ impl ViewRow for AuthorityRow {
             when(a.heartbeat_at, now),
             a.owned.text(OWNED_CAP),
             a.published.in_recovery.to_string(),
-            stalled(&a.published, a.state, now),
+            stalled(a.stall.as_ref(), now),
             when(a.started_at, now),
             cell_max(&a.host, 24),
             a.pid.to_string(),
@@ -75,9 +78,12 @@ impl ViewRow for AuthorityRow {
 
 pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure> {
     let Page { rows, next } = ctx.store.list_authorities(&ctx.page)?;
+    let stalls = ctx.store.write_stalls()?;
     let mut shown = Vec::with_capacity(rows.len());
     for a in rows {
+        let stall = stall_of(&a, &stalls, ctx.now).cloned();
         shown.push(AuthorityRow {
+            stall,
             state: liveness(&a, ctx.now),
             timing: Timing::of(&a),
             owned: OwnedClaims::read(ctx.store, &a.instance_id, ctx.now, OWNED_CAP)?,
@@ -97,10 +103,8 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
     ctx.emit(out, &shown, next)
 }
 
-/// `4.0s (pid 77)` for a write waiting on the store's lock since 4 s ago, else `-` (also
-/// for an authority no longer running: a dead process waits for nothing).
-fn stalled(published: &Published, state: Liveness, now: Millis) -> String {
-    let stall = published.stall.as_ref().filter(|_| state.is_running());
+/// `4.0s (pid 77)` for a write waiting on the store's lock since 4 s ago, else `-`.
+fn stalled(stall: Option<&ProcessStall>, now: Millis) -> String {
     stall.map_or_else(
         || "-".into(),
         |s| {

@@ -124,7 +124,7 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         late_lanes,
         incidents: incidents::WindowCounts::read(ctx)?,
         retention: RetentionView::read(&registered, overview.history_from),
-        published: PublishedView::read(&registered, ctx.now),
+        published: PublishedView::read(&registered, &ctx.store.write_stalls()?, ctx.now),
     };
     if ctx.json {
         json_line(out, &row)?;

@@ -264,16 +264,13 @@ fn a_schema_4_store_is_upgraded_in_place_and_old_authorities_publish_nothing() {
             .remove(0)
     };
     assert_eq!(row(&s), a, "the old row reads with nothing published");
-    let account = Published::of(
-        vec![Recovering {
-            resource_id: "e1".into(),
-            kind: "effect".into(),
-            generation: 2,
-            why: "the read-back failed".into(),
-            since: 1_000,
-        }],
-        None,
-    );
+    let account = Published::of(vec![Recovering {
+        resource_id: "e1".into(),
+        kind: "effect".into(),
+        generation: 2,
+        why: "the read-back failed".into(),
+        since: 1_000,
+    }]);
     s.publish(&a.incarnation(), false, &account)
         .expect("publishes");
     assert_eq!(row(&s).published, account);

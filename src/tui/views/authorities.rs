@@ -13,6 +13,8 @@ use crate::model::{Authority, Page};
 use crate::ops::claims::OwnedClaims;
 use crate::ops::heartbeat::heartbeat_age;
 use crate::ops::liveness::{Liveness, Timing, liveness};
+use crate::ops::published::stall_of;
+use crate::store::stall::ProcessStall;
 
 pub const COLUMNS: &[Column] = &[
     col("instance", 18, 0),
@@ -129,7 +131,7 @@ pub fn table(
                     ("items owned".into(), owned_text_detail(claims)),
                     ("claims/s (10 s)".into(), format!("{rate:.1}")),
                     ("in recovery".into(), recovery_detail(a)),
-                    ("write stall".into(), stall_detail(a, state, fmt)),
+                    ("write stall".into(), stall_detail(a, &snap.stalls, fmt)),
                     ("demo state".into(), demo.unwrap_or("-").into()),
                     ("config".into(), clean(&a.config, 2_000)),
                 ],
@@ -195,8 +197,8 @@ fn recovery_detail(a: &Authority) -> String {
 
 /// `waiting since 12:00:01 (4.0s), holder pid 77`, or `none` (also for an authority no
 /// longer running: a dead process waits for nothing).
-fn stall_detail(a: &Authority, state: Liveness, fmt: TimeFmt) -> String {
-    match a.published.stall.as_ref().filter(|_| state.is_running()) {
+fn stall_detail(a: &Authority, stalls: &[ProcessStall], fmt: TimeFmt) -> String {
+    match stall_of(a, stalls, fmt.now) {
         None => "none".into(),
         Some(s) => format!(
             "waiting since {} ({}), holder {}",

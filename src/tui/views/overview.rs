@@ -267,7 +267,7 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
         Span::styled("retention ", t.style(Role::Muted)),
         Span::styled(retention.line(), t.style(Role::Base)),
     ]));
-    let published = PublishedView::read(&snap.authorities, now);
+    let published = PublishedView::read(&snap.authorities, &snap.stalls, now);
     let stalls = published.stalls_text(now).map_or_else(
         || Span::styled("no write stalled", t.style(Role::Muted)),
         |text| Span::styled(clean(&text, 400), t.style(Role::Warning)),
