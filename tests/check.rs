@@ -388,6 +388,7 @@ fn an_event_again_after_its_dedup_window_is_no_violation() {
             stopped_at: None,
             host: "h".into(),
             pid: 1,
+            published: leasehold::model::Published::default(),
         })
         .unwrap();
     let event = |source: &str, at: i64| JournalEvent {
@@ -536,6 +537,7 @@ fn authority(id: &str, version: &str, at: Millis) -> Authority {
         stopped_at: None,
         host: "localhost".into(),
         pid: 1,
+        published: leasehold::model::Published::default(),
     }
 }
 

@@ -52,6 +52,7 @@ fn registered(id: &str, pid: u32) -> Authority {
         stopped_at: None,
         host: "host-1".into(),
         pid,
+        published: leasehold::model::Published::default(),
     }
 }
 

@@ -365,6 +365,63 @@ fn a_schema_2_database_is_upgraded_in_place() {
     );
 }
 
+/// A database created by schema 4 (before authorities published what they hold in
+/// recovery) is refused read-only and upgraded in place by a read-write open: an old
+/// registration reads with nothing published, and a published account reads back.
+#[test]
+fn a_schema_4_database_is_upgraded_in_place() {
+    use leasehold::model::{Authority, Published, Recovering};
+    let db = database();
+    let clock = ManualClock::new(support::START);
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    let a = Authority {
+        instance_id: "auth-1".into(),
+        compat: "k".into(),
+        build: "old".into(),
+        config: "{}".into(),
+        started_at: support::START,
+        heartbeat_at: support::START,
+        stopped_at: None,
+        host: "h".into(),
+        pid: 7,
+        published: Published::default(),
+    };
+    store.register_authority(&a).unwrap();
+    drop(store);
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "ALTER TABLE authorities DROP COLUMN published;
+             UPDATE meta SET value = 4 WHERE key = 'schema_version';",
+        )
+        .unwrap();
+    let e = open_err(db.url(), OpenMode::ReadOnly);
+    assert!(e.to_string().contains("predates this build"), "{e}");
+
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    let version: i64 = admin
+        .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(version, leasehold::store::postgres::SCHEMA_VERSION);
+    let row = |s: &Store| {
+        s.list_authorities(&PageRequest::first(10))
+            .unwrap()
+            .rows
+            .remove(0)
+    };
+    assert_eq!(row(&store), a, "the old row reads with nothing published");
+    let account = Published::of(vec![Recovering {
+        resource_id: "e1".into(),
+        kind: "effect".into(),
+        generation: 2,
+        why: "the read-back failed".into(),
+        since: support::START,
+    }]);
+    store.publish(&a.incarnation(), false, &account).unwrap();
+    assert_eq!(row(&store).published, account);
+}
+
 /// The database lost commits this process saw acknowledged (as after a failover to a
 /// replica that was behind): the next write fails closed instead of minting a generation
 /// again.

@@ -5,6 +5,10 @@
 
 #[path = "runtime/claim_keys.rs"]
 mod claim_keys;
+#[path = "runtime/recovery.rs"]
+mod recovery;
+#[path = "runtime/stall.rs"]
+mod stall;
 #[path = "support/mod.rs"]
 mod support;
 

@@ -39,6 +39,8 @@ mod incidents;
 mod leases;
 #[path = "store/model.rs"]
 mod model;
+#[path = "store/published.rs"]
+mod published;
 #[path = "store/reads.rs"]
 mod reads;
 #[path = "store/registry.rs"]
@@ -150,6 +152,11 @@ per_provider! {
     registry::forget_is_refused_while_running_and_allowed_when_gone,
     release::release_moves_a_gone_authoritys_claims_to_new_generations_once,
     release::forget_waits_for_release_and_repeats_quietly,
+    // what an authority publishes: the outcomes it holds in recovery
+    published::published_recovery_reads_back_and_clears,
+    published::published_recovery_is_bounded_with_a_count,
+    published::a_superseded_incarnation_cannot_publish,
+    published::held_outcomes_outlive_the_stop_until_release_or_forget,
     // failovers and refused writes, listed by time
     incidents::a_reclaim_after_expiry_is_a_failover,
     incidents::release_then_claim_and_handoff_are_not_failovers,

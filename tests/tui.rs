@@ -76,6 +76,7 @@ fn authority(id: &str, build: &str, compat: &str, at: i64, stopped: bool) -> Aut
         stopped_at: stopped.then_some(at),
         host: "host-1".into(),
         pid: 4242,
+        published: leasehold::model::Published::default(),
     }
 }
 

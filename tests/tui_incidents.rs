@@ -45,6 +45,7 @@ fn authority(id: &str, at: i64) -> Authority {
         stopped_at: None,
         host: "host-1".into(),
         pid: 4242,
+        published: leasehold::model::Published::default(),
     }
 }
 

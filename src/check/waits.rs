@@ -1,45 +1,12 @@
 //! Invariant 11 (docs/ARCHITECTURE.md#checker): no event wait reaches back past the retained
-//! journal. A waiting instance matches journal events with `seq > sinceEventSeq`; once the
-//! journal has trimmed events above that seq (it keeps the newest
-//! `RETENTION.journal_events`), the event the instance waits for may be gone, and a replay
-//! after a failover could never find it.
-
-use serde::Deserialize;
+//! journal. The judgement is [`crate::ops::lost_waits`], shared with the triage list; this
+//! file words the finding.
 
 use super::Findings;
 use super::codes::WAIT_PAST_RETENTION;
-use crate::error::Result;
 use crate::model::InstanceRow;
-use crate::store::Store;
-use crate::workflow::machine::Waiting;
-
-/// How far the journal has been trimmed, read once before the instances: every seq at or
-/// below `trimmed_through` is gone. The journal only ever trims more, so a window read
-/// earlier than an instance can miss a lost wait but never report one that is not.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct JournalWindow {
-    trimmed_through: i64,
-}
-
-impl JournalWindow {
-    /// The oldest event kept (one seek on the journal's `seq` key) and, for an empty
-    /// journal, the high-water mark: everything ever appended is then gone.
-    pub(super) fn read(store: &Store) -> Result<Self> {
-        store.read(|tx| {
-            let trimmed_through = match tx.journal_after(0, None, 1)?.first() {
-                Some(oldest) => oldest.seq - 1,
-                None => tx.journal_high_water()?,
-            };
-            Ok(Self { trimmed_through })
-        })
-    }
-}
-
-/// The part of an instance's machine state this check needs.
-#[derive(Deserialize)]
-struct Parked {
-    waiting: Option<Waiting>,
-}
+pub(super) use crate::ops::lost_waits::JournalWindow;
+use crate::ops::lost_waits::{LostWait, lost_wait};
 
 /// A waiting instance's `sinceEventSeq` is not below the trimmed part of the journal.
 pub(super) fn wait_within_retention(
@@ -47,23 +14,13 @@ pub(super) fn wait_within_retention(
     journal: JournalWindow,
     findings: &mut Findings,
 ) {
-    if row.status.is_terminal() {
-        return;
-    }
-    let Ok(Parked {
-        waiting:
-            Some(Waiting::Event {
-                event,
-                since_event_seq,
-                ..
-            }),
-    }) = serde_json::from_str(&row.state)
+    let Some(LostWait {
+        event,
+        since_event_seq,
+    }) = lost_wait(row, journal)
     else {
         return;
     };
-    if since_event_seq >= journal.trimmed_through {
-        return;
-    }
     findings.push(
         WAIT_PAST_RETENTION,
         vec![row.instance_id.clone()],

@@ -168,6 +168,7 @@ mod tests {
             stopped_at: None,
             host: "h".into(),
             pid: 1,
+            published: crate::model::Published::default(),
         }
     }
 

@@ -23,6 +23,76 @@ pub struct Authority {
     pub stopped_at: Option<Millis>,
     pub host: String,
     pub pid: u32,
+    /// What it tells operators it cannot settle by itself (outcomes held in recovery),
+    /// written with its heartbeat.
+    #[serde(default)]
+    pub published: Published,
+}
+
+/// Outcomes held in recovery listed at most per authority; the count says how many in all.
+pub const RECOVERY_LISTED: usize = 100;
+
+/// An authority's own account of what needs a person, kept on its registration row so it
+/// outlives the process: a stopped or gone authority's held outcomes are exactly what
+/// somebody must look at.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Published {
+    /// Outcomes held in recovery, oldest first, at most [`RECOVERY_LISTED`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recovery: Vec<Recovering>,
+    /// How many outcomes are held in recovery in all (the list may be cut).
+    #[serde(default)]
+    pub in_recovery: u64,
+}
+
+impl Published {
+    /// A bounded account of `held` (any order).
+    #[must_use]
+    pub fn of(mut held: Vec<Recovering>) -> Self {
+        held.sort_by(|a, b| (a.since, &a.resource_id).cmp(&(b.since, &b.resource_id)));
+        let in_recovery = held.len() as u64;
+        held.truncate(RECOVERY_LISTED);
+        Self {
+            recovery: held,
+            in_recovery,
+        }
+    }
+
+    /// Whether there is nothing to tell.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.in_recovery == 0
+    }
+
+    /// The same account without the listed outcomes on `resources` (their claims were
+    /// handed back, so nothing of them is left to recover here).
+    #[must_use]
+    pub fn without(mut self, resources: &[&str]) -> Self {
+        let before = self.recovery.len();
+        self.recovery
+            .retain(|r| !resources.contains(&r.resource_id.as_str()));
+        let gone = (before - self.recovery.len()) as u64;
+        self.in_recovery = self.in_recovery.saturating_sub(gone);
+        self
+    }
+}
+
+/// One job whose outcome nobody can yet say committed: neither run nor written again until
+/// a read-back decides.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recovering {
+    /// The work item or workflow instance.
+    pub resource_id: String,
+    /// `effect`, `schedule`, `cursor`, … or `workflow`.
+    pub kind: String,
+    /// The generation its claim was held under.
+    pub generation: u64,
+    /// Why the read-back could not decide.
+    pub why: String,
+    /// When it was first held.
+    pub since: Millis,
 }
 
 impl Authority {

@@ -13,7 +13,7 @@ pub(crate) mod vocab;
 pub mod work;
 pub mod workflow;
 
-pub use authority::{Authority, Incarnation};
+pub use authority::{Authority, Incarnation, Published, Recovering};
 pub use compat::{CompatSet, CompatibilityKey, HandlerKeys};
 pub use event::{DedupOutcome, Ingestion, JournalEvent};
 pub use history::{

@@ -20,6 +20,7 @@ use crate::model::{
 use crate::ops::claims::ClaimStanding;
 use crate::ops::lateness;
 use crate::ops::liveness::{Liveness, liveness};
+use crate::ops::lost_waits::{JournalWindow, lost_wait};
 use crate::ops::runnable::{Runnable, Standing};
 use crate::ops::triage::is_discarded;
 use crate::store::Store;
@@ -62,6 +63,12 @@ pub enum Reason {
     /// A lane (kind, handler) whose oldest due item has waited more than
     /// [`LATE_AFTER_MS`] ([`crate::ops::lateness`], the overview's figure): starvation.
     LateLanes,
+    /// Outcomes an authority holds in recovery: nobody can yet say whether they committed
+    /// (from what each authority publishes on its registration row).
+    OutcomesInRecovery,
+    /// Waiting workflow instances whose `sinceEventSeq` is older than the retained journal
+    /// ([`crate::ops::lost_waits`], the checker's `wait-past-retention`).
+    WaitsPastRetention,
 }
 
 impl Reason {
@@ -78,6 +85,10 @@ impl Reason {
             Self::GoneClaims => "claims of gone authorities, awaiting reclaim",
             Self::OverdueInstances => "workflow instances overdue",
             Self::LateLanes => "lanes late by more than a minute",
+            Self::OutcomesInRecovery => {
+                "outcomes needing recovery (unknown whether they committed)"
+            }
+            Self::WaitsPastRetention => "waits past retention (their event may be trimmed)",
         }
     }
 
@@ -95,6 +106,12 @@ impl Reason {
             Self::GoneClaims => "start an authority (they are reclaimed within a lease)",
             Self::OverdueInstances => "check the authorities' liveness and the instance history",
             Self::LateLanes => "add authorities, raise concurrency, or check the handler's limit",
+            Self::OutcomesInRecovery => {
+                "restore the store's reads (the authority then settles them), or check the item's history and leasehold authority release a gone holder"
+            }
+            Self::WaitsPastRetention => {
+                "check the instance (leasehold check names it); raise journal retention or cancel it"
+            }
         }
     }
 
@@ -109,7 +126,9 @@ impl Reason {
             | Self::Uncertain
             | Self::NoHandler
             | Self::OverdueInstances
-            | Self::LateLanes => None,
+            | Self::LateLanes
+            | Self::OutcomesInRecovery
+            | Self::WaitsPastRetention => None,
         }
     }
 }
@@ -244,6 +263,8 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
     let mut no_handler = Group::new(Reason::NoHandler);
     let mut gone = Group::new(Reason::GoneClaims);
     let mut overdue = Group::new(Reason::OverdueInstances);
+    let mut lost_waits = Group::new(Reason::WaitsPastRetention);
+    let journal = JournalWindow::read(store)?;
 
     let failed_exact = scan(store, &[WorkState::Failed], |w| {
         if w.is_dead_letter() {
@@ -303,9 +324,13 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
                 if fleet.compatible(&i.compat) && due.saturating_add(OVERDUE_AFTER_MS) < now {
                     overdue.add(&i.instance_id, due);
                 }
+                if lost_wait(i, journal).is_some() {
+                    lost_waits.add(&i.instance_id, i.updated_at);
+                }
             }
             if read >= SCAN_LIMIT {
                 overdue.exact = false;
+                lost_waits.exact = false;
                 break 'instances;
             }
             match rows.next {
@@ -327,12 +352,35 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
         }
     }
 
+    let recovery = in_recovery(store)?;
     Ok([
-        dead, failed, gone, stranded, no_handler, late, uncertain, overdue,
+        recovery, dead, failed, gone, stranded, no_handler, late, uncertain, overdue, lost_waits,
     ]
     .into_iter()
     .filter(|g| g.count > 0)
     .collect())
+}
+
+/// The outcomes every registered authority publishes as held in recovery, stopped and gone
+/// ones included (they are what a person must settle); counted from each row's total,
+/// though each lists only its oldest.
+fn in_recovery(store: &Store) -> Result<Group> {
+    let mut group = Group::new(Reason::OutcomesInRecovery);
+    let mut page = PageRequest::first(PAGE);
+    loop {
+        let rows = store.list_authorities(&page)?;
+        for a in &rows.rows {
+            let p = &a.published;
+            for held in &p.recovery {
+                group.add(&held.resource_id, held.since);
+            }
+            group.count += p.in_recovery.saturating_sub(p.recovery.len() as u64);
+        }
+        match rows.next {
+            Some(next) => page = PageRequest::after(next, PAGE),
+            None => return Ok(group),
+        }
+    }
 }
 
 /// Visits the items in `states` (at most [`SCAN_LIMIT`]); answers whether it saw them all.

@@ -78,6 +78,7 @@ mod tests {
             stopped_at: stopped.then_some(1),
             host: "h".into(),
             pid: 1,
+            published: crate::model::Published::default(),
         }
     }
 

@@ -14,6 +14,7 @@
 //!   strictly before) the page cursor, using an index — never a scan of the table.
 
 use super::capability::Capability;
+use super::stall::ProcessStall;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::event::DedupRecord;
@@ -115,6 +116,15 @@ pub trait Backend: Send + Sync {
     /// # Errors
     /// Whatever `f` returns, or a store failure.
     fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
+
+    /// Writes of any process waiting on this store's write lock right now, as far as the
+    /// provider can tell (see `store/stall.rs`); none by default.
+    ///
+    /// # Errors
+    /// A store failure.
+    fn write_stalls(&self) -> Result<Vec<ProcessStall>> {
+        Ok(Vec::new())
+    }
 
     /// Sizes the provider for `callers` concurrent store calls (an authority's workers plus
     /// its poller and renewer). Only a provider with a connection pool uses it.

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use super::backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
 use super::capability::Capability;
+use super::stall::ProcessStall;
 use crate::error::{Error, Result};
 
 /// One way a write transaction can fail.
@@ -217,6 +218,10 @@ impl Backend for FaultyBackend {
             )));
         }
         self.inner.read(f)
+    }
+
+    fn write_stalls(&self) -> Result<Vec<ProcessStall>> {
+        self.inner.write_stalls()
     }
 
     fn fit_concurrency(&self, callers: usize) {

@@ -186,6 +186,15 @@ impl Store {
         self.backend.describe()
     }
 
+    /// Writes of any process waiting on the store's write lock right now, longest first,
+    /// as far as the provider can tell (`store/stall.rs`).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn write_stalls(&self) -> Result<Vec<stall::ProcessStall>> {
+        self.backend.write_stalls()
+    }
+
     /// What this provider guarantees (docs/ARCHITECTURE.md#stores): every shipped provider
     /// keeps the whole [`capability::WORK_MODEL`]; they differ in durability and reach.
     pub fn capabilities(&self) -> Vec<Capability> {

@@ -8,7 +8,7 @@ use super::release::{held_by, judge, refusal};
 use super::{Logged, Store, Tx, record_audit};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::model::{Authority, Incarnation, PageRequest};
+use crate::model::{Authority, Incarnation, PageRequest, Published};
 use crate::ops::liveness::{Liveness, liveness};
 
 /// The audit action of [`Store::forget_authority`].
@@ -62,6 +62,31 @@ impl Store {
     /// another start of the same instance id registered since — the row is left alone; a
     /// store failure.
     pub fn heartbeat(&self, incarnation: &Incarnation, stopped: bool) -> Result<()> {
+        self.beat(incarnation, stopped, None)
+    }
+
+    /// A heartbeat (or, with `stopped`, a clean stop) that also replaces what the authority
+    /// publishes about itself ([`Published`]): fenced by `incarnation` exactly like the
+    /// heartbeat, in the same transaction, so a superseded process can neither hide nor
+    /// invent the current start's trouble.
+    ///
+    /// # Errors
+    /// As [`Self::heartbeat`].
+    pub fn publish(
+        &self,
+        incarnation: &Incarnation,
+        stopped: bool,
+        published: &Published,
+    ) -> Result<()> {
+        self.beat(incarnation, stopped, Some(published))
+    }
+
+    fn beat(
+        &self,
+        incarnation: &Incarnation,
+        stopped: bool,
+        published: Option<&Published>,
+    ) -> Result<()> {
         self.write(|tx, now| {
             let Some(mut row) = tx.authority(&incarnation.instance_id)? else {
                 return Err(Error::NotFound {
@@ -79,6 +104,9 @@ impl Store {
             row.heartbeat_at = now;
             if stopped {
                 row.stopped_at = Some(now);
+            }
+            if let Some(published) = published {
+                row.published = published.clone();
             }
             tx.commit_revision()?;
             tx.put_authority(&row)

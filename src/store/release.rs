@@ -139,6 +139,15 @@ impl Store {
                 )?;
                 claims.push(claim);
             }
+            // Outcomes it held in recovery on those claims are settled by the next owner.
+            let released: Vec<&str> = claims.iter().map(|c| c.resource.as_str()).collect();
+            let published = row.published.clone().without(&released);
+            if published != row.published {
+                tx.put_authority(&Authority {
+                    published,
+                    ..row.clone()
+                })?;
+            }
             Ok(super::Logged::Done(Release {
                 authority: row,
                 liveness: state,

@@ -4,10 +4,40 @@
 //! waited longer than [`STALL_AFTER`] logs `store-write-stalled` (again every
 //! [`STALL_AFTER`] while it waits, naming the holder when the provider can tell) and
 //! `store-write-resumed` once it got through.
+//!
+//! A stall is also posted where a reader can see it while it lasts ([`StallBoard`]): the
+//! store's own tables cannot hold it, since writing there needs the very lock that is
+//! taken. The SQLite provider posts it beside the database file (`sqlite/stalls.rs`);
+//! readers list it with [`super::Store::write_stalls`].
 
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
 use tracing::warn;
+
+use crate::clock::{Clock, Millis, SystemClock};
+
+/// A process's write waiting on the store's write lock right now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessStall {
+    /// The waiting process's host and pid (an authority's registration names both).
+    pub host: String,
+    pub pid: u32,
+    /// When the write began waiting (wall clock).
+    pub since: Millis,
+    /// Who holds the lock, when the provider can tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+}
+
+/// Where a stall is posted while it lasts, and taken down once the write got through.
+pub(crate) trait StallBoard: Send + Sync {
+    /// The write began waiting at `since` (wall clock); `holder` when known.
+    fn post(&self, since: Millis, holder: Option<&str>);
+    /// The write got through (or gave up): nothing waits any more.
+    fn clear(&self);
+}
 
 /// How long a write may wait for the lock before the wait is logged as a stall.
 pub const STALL_AFTER: Duration = Duration::from_secs(3);
@@ -17,6 +47,7 @@ pub(crate) struct StallWatch<'a> {
     store: &'a str,
     began: Instant,
     last_report: Option<Instant>,
+    board: Option<&'a dyn StallBoard>,
 }
 
 impl<'a> StallWatch<'a> {
@@ -26,6 +57,15 @@ impl<'a> StallWatch<'a> {
             store,
             began: Instant::now(),
             last_report: None,
+            board: None,
+        }
+    }
+
+    /// The same watch, posting its stall on `board` while it lasts.
+    pub(crate) fn posting(self, board: &'a dyn StallBoard) -> Self {
+        Self {
+            board: Some(board),
+            ..self
         }
     }
 
@@ -42,7 +82,14 @@ impl<'a> StallWatch<'a> {
             return;
         }
         self.last_report = Some(now);
-        let holder = holder().unwrap_or_else(|| "unknown (the store does not say)".into());
+        let named = holder();
+        if let Some(board) = self.board {
+            // A stall is a physical wait of a real process, stamped on the wall clock for
+            // readers in other processes.
+            let since = SystemClock.now().saturating_sub(millis_i64(waited));
+            board.post(since, named.as_deref());
+        }
+        let holder = named.unwrap_or_else(|| "unknown (the store does not say)".into());
         warn!(
             store = self.store,
             waited_ms = millis(waited),
@@ -56,6 +103,9 @@ impl Drop for StallWatch<'_> {
     /// A stall that was logged is closed by a line saying how long it lasted.
     fn drop(&mut self) {
         if self.last_report.is_some() {
+            if let Some(board) = self.board {
+                board.clear();
+            }
             warn!(
                 store = self.store,
                 waited_ms = millis(self.began.elapsed()),
@@ -67,6 +117,10 @@ impl Drop for StallWatch<'_> {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn millis_i64(d: Duration) -> Millis {
+    Millis::try_from(d.as_millis()).unwrap_or(Millis::MAX)
 }
 
 #[cfg(test)]

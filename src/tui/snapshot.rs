@@ -32,6 +32,7 @@ use crate::ops::fenced::FencedRow;
 use crate::ops::liveness::liveness;
 use crate::ops::runnable::Runnable;
 use crate::ops::window::{Listing, Window};
+use crate::store::stall::ProcessStall;
 use crate::store::{Overview, Store};
 
 /// How many authorities the header, the overview and compatibility checks look at.
@@ -160,6 +161,9 @@ pub struct Snapshot {
     pub overview: Overview,
     /// First [`AUTHORITY_SAMPLE`] authorities, by id.
     pub authorities: Vec<Authority>,
+    /// Writes waiting on the store's write lock at the read, as the waiting processes post
+    /// them.
+    pub stalls: Vec<ProcessStall>,
     /// What the running authorities (of the sample) can run: builds and handlers.
     pub runnable: Runnable,
     /// The code labels (registration digests) of authorities that are not gone.
@@ -209,6 +213,7 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
     let authorities = c
         .run(|s| s.list_authorities(&PageRequest::first(AUTHORITY_SAMPLE)))?
         .rows;
+    let stalls = c.run(Store::write_stalls)?;
     let definitions = c.run(Store::deployed_definitions)?;
     let runnable = Runnable::of(
         authorities.iter().filter(|a| liveness(a, at).is_running()),
@@ -417,6 +422,7 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
         store: store.describe(),
         overview,
         authorities,
+        stalls,
         runnable,
         live_compats,
         incompatible,
@@ -490,7 +496,9 @@ pub async fn run_reader(
         None => Duration::from_millis(refresh_ms.max(10)),
     };
     let mut last_seq: Option<u64> = None;
-    let mut last_token: Option<u64> = None;
+    // The change token, and the write stalls posted now: a stall changes no row (nothing
+    // can be written while it lasts), so it is probed beside the token.
+    let mut last_token: Option<(u64, Vec<ProcessStall>)> = None;
     let mut failures: u32 = 0;
     let mut last_read = tokio::time::Instant::now();
     loop {
@@ -501,7 +509,10 @@ pub async fn run_reader(
             last_read = tokio::time::Instant::now();
             let probe_store = store.clone();
             // The token probe is cheap; skip the full read when nothing changed.
-            let token = tokio::task::spawn_blocking(move || probe_store.change_token()).await;
+            let token = tokio::task::spawn_blocking(move || {
+                Ok((probe_store.change_token()?, probe_store.write_stalls()?))
+            })
+            .await;
             let token = match token {
                 Ok(r) => r,
                 Err(e) => Err(crate::error::Error::Unavailable(format!(
@@ -512,7 +523,7 @@ pub async fn run_reader(
                 Ok(t)
                     if !fresh_query
                         && failures == 0
-                        && last_token == Some(t)
+                        && last_token.as_ref() == Some(&t)
                         && !demo_moving(demo.as_ref()) =>
                 {
                     None
@@ -537,7 +548,7 @@ pub async fn run_reader(
                 Some(Ok(snapshot)) => {
                     failures = 0;
                     last_seq = Some(query.seq);
-                    last_token = Some(snapshot.token);
+                    last_token = Some((snapshot.token, snapshot.stalls.clone()));
                     if out.send(Published::Snapshot(Arc::new(snapshot))).is_err() {
                         return;
                     }

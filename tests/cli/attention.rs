@@ -29,6 +29,7 @@ fn authority(id: &str, compat: &str, heartbeat_at: i64) -> Authority {
         stopped_at: None,
         host: "h".into(),
         pid: 1,
+        published: leasehold::model::Published::default(),
     }
 }
 
@@ -221,4 +222,121 @@ fn inspect_metrics_states_the_stores_counts() {
     assert_eq!(count(&page, r#"leasehold_authorities{state="live"}"#), 0);
     let json = leasehold(&["inspect", "metrics", "--store", &path, "--json"]);
     assert_eq!(code(&json), 2);
+}
+
+/// Waiting instances whose `sinceEventSeq` reaches below the retained journal are one
+/// triage group, counted exactly as the checker finds them (`wait-past-retention`); a wait
+/// from the journal's edge on, a finished instance and a timer wait are not in it.
+#[test]
+fn triage_counts_waits_past_retention_as_the_checker_finds_them() {
+    use leasehold::check::{CheckOptions, check};
+    use leasehold::model::{InstanceRow, InstanceStatus, JournalEvent};
+    use leasehold::store::Backend;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").display().to_string();
+    let clock = ManualClock::new(SystemClock.now() - 3_600_000);
+    let backend = Arc::new(SqliteBackend::open(&path, OpenMode::ReadWrite).unwrap());
+    let store = Store::new(
+        backend.clone(),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(9)),
+    );
+    let waits = [
+        (
+            "wf-lost-1",
+            "waiting",
+            json!({"kind": "event", "event": "paid", "sinceEventSeq": 0}),
+        ),
+        (
+            "wf-lost-2",
+            "running",
+            json!({"kind": "event", "event": "shipped", "sinceEventSeq": 12}),
+        ),
+        (
+            "wf-edge",
+            "waiting",
+            json!({"kind": "event", "event": "paid", "sinceEventSeq": 39}),
+        ),
+        (
+            "wf-new",
+            "waiting",
+            json!({"kind": "event", "event": "paid", "sinceEventSeq": 45}),
+        ),
+        (
+            "wf-done",
+            "completed",
+            json!({"kind": "event", "event": "paid", "sinceEventSeq": 0}),
+        ),
+        ("wf-timer", "waiting", json!({"kind": "timer", "fireAt": 1})),
+    ];
+    let at = clock.now();
+    backend
+        .write(&mut |tx| {
+            tx.commit_revision()?;
+            // The journal keeps seq 40 on: everything through 39 was trimmed.
+            tx.import_journal(&JournalEvent {
+                seq: 40,
+                event_type: "noise".into(),
+                source: None,
+                external_id: None,
+                payload: "{}".into(),
+                fingerprint: "0".into(),
+                at,
+            })?;
+            for (id, status, waiting) in &waits {
+                tx.insert_instance(&InstanceRow {
+                    instance_id: (*id).into(),
+                    workflow_id: "order".into(),
+                    status: InstanceStatus::parse(status).unwrap(),
+                    compat: "k".into(),
+                    instance_revision: 1,
+                    next_eligible_at: None,
+                    waiting_event: None,
+                    principal: "alice".into(),
+                    start_key: None,
+                    state: json!({ "waiting": waiting }).to_string(),
+                    created_at: at,
+                    updated_at: at,
+                })?;
+            }
+            Ok(())
+        })
+        .unwrap();
+
+    let report = check(&store, &CheckOptions::at(clock.now())).unwrap();
+    let mut found: Vec<String> = report
+        .violations
+        .iter()
+        .filter(|v| v.invariant == "wait-past-retention")
+        .flat_map(|v| v.ids.clone())
+        .collect();
+    found.sort();
+    assert_eq!(found, ["wf-lost-1", "wf-lost-2"]);
+
+    let o = leasehold(&["inspect", "triage", "--store", &path, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let group: Value = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|g| g["reason"] == "waits-past-retention")
+        .expect("the group is listed");
+    assert_eq!(group["count"].as_u64(), Some(found.len() as u64));
+    assert_eq!(group["exact"], true);
+    assert_eq!(group["oldestAt"].as_i64(), Some(at));
+    let mut first: Vec<String> = group["first"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    first.sort();
+    assert_eq!(first, found);
+
+    let table = leasehold(&["inspect", "triage", "--store", &path]);
+    assert!(
+        stdout(&table).contains("waits past retention"),
+        "{}",
+        stdout(&table)
+    );
 }

@@ -42,6 +42,7 @@ fn registration(id: &str, heartbeat_at: i64) -> Authority {
         stopped_at: None,
         host: "host-1".into(),
         pid: 42,
+        published: leasehold::model::Published::default(),
     }
 }
 

@@ -312,6 +312,7 @@ fn read_only_open_refuses_every_write_and_changes_nothing() {
                 stopped_at: None,
                 host: "h".into(),
                 pid: 1,
+                published: leasehold::model::Published::default(),
             }),
         ),
     ];

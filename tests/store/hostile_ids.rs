@@ -170,6 +170,7 @@ fn authority(instance: &str, build: &str) -> Authority {
         stopped_at: None,
         host: "h".into(),
         pid: 1,
+        published: leasehold::model::Published::default(),
     }
 }
 

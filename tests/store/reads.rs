@@ -25,6 +25,7 @@ fn authority(id: &str) -> Authority {
         stopped_at: None,
         host: "localhost".into(),
         pid: 1,
+        published: leasehold::model::Published::default(),
     }
 }
 

@@ -26,6 +26,7 @@ fn started(id: &str, pid: u32, at: i64) -> Authority {
         stopped_at: None,
         host: "host-1".into(),
         pid,
+        published: leasehold::model::Published::default(),
     }
 }
 

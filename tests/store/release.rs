@@ -33,6 +33,7 @@ fn registered(h: &dyn Harness, id: &str) {
             stopped_at: None,
             host: "host-1".into(),
             pid: 7,
+            published: leasehold::model::Published::default(),
         }),
     );
 }

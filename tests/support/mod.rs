@@ -158,6 +158,17 @@ pub fn memory_store_at(at: Millis, seed: u64) -> (Store, ManualClock, MemoryBack
     (store, clock, backend)
 }
 
+/// `leasehold inspect VIEW --store PATH --json`, which must succeed: one JSON value per
+/// line.
+pub fn inspect(view: &str, path: &str) -> Vec<serde_json::Value> {
+    let o = leasehold(&["inspect", view, "--store", path, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
 /// A fresh memory store.
 pub fn memory() -> Box<dyn Harness> {
     let backend = MemoryBackend::new();

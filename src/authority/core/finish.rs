@@ -11,7 +11,7 @@ use crate::authority::readback::{self, ReadBack};
 use crate::authority::stats::ExecRecord;
 use crate::authority::{fencing, log};
 use crate::error::{Error, Result};
-use crate::model::{FailureClass, WorkItem, WorkKind, WorkState};
+use crate::model::{FailureClass, Recovering, WorkItem, WorkKind, WorkState};
 use crate::store::Completion;
 use crate::workflow::machine::ActionRequest;
 
@@ -308,14 +308,25 @@ impl AuthorityCore {
     fn hold_in_recovery(&self, job: &Job, executed: Executed, why: String) -> Finished {
         let held = Finished::Deferred(why.clone());
         log::finished(self.id(), job, &executed, &held, None);
+        let now = self.store.now();
         let mut st = self.state();
         let st = &mut *st;
         st.stats.store_errors += 1;
         if let Some(f) = st.inflight.get_mut(&job.id) {
-            if f.recovery.is_none() {
-                st.stats.recovery_required += 1;
-            }
-            f.recovery = Some(why);
+            let since = match &f.recovery {
+                Some(held) => held.since,
+                None => {
+                    st.stats.recovery_required += 1;
+                    now
+                }
+            };
+            f.recovery = Some(Recovering {
+                resource_id: job.resource(),
+                kind: job.kind().to_owned(),
+                generation: job.generation(),
+                why,
+                since,
+            });
             f.deferred = Some(executed);
         }
         held
@@ -349,10 +360,19 @@ impl AuthorityCore {
     /// How many jobs are held in recovery now, each with why.
     #[must_use]
     pub fn in_recovery(&self) -> Vec<(String, String)> {
+        self.held_in_recovery()
+            .into_iter()
+            .map(|r| (r.resource_id, r.why))
+            .collect()
+    }
+
+    /// The jobs held in recovery now, as the registration row publishes them.
+    #[must_use]
+    pub fn held_in_recovery(&self) -> Vec<Recovering> {
         self.state()
             .inflight
             .values()
-            .filter_map(|f| f.recovery.clone().map(|why| (f.job.resource(), why)))
+            .filter_map(|f| f.recovery.clone())
             .collect()
     }
 }

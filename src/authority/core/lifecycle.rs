@@ -10,7 +10,7 @@ use crate::authority::stats::Stats;
 use crate::authority::{fencing, log};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::model::{Authority, Incarnation};
+use crate::model::{Authority, Incarnation, Published, Recovering};
 
 /// The latest start instant handed out in this process.
 static LAST_START: AtomicI64 = AtomicI64::new(i64::MIN);
@@ -50,6 +50,7 @@ impl AuthorityCore {
             stopped_at: None,
             host: self.host.clone(),
             pid: std::process::id(),
+            published: crate::model::Published::default(),
         })
     }
 
@@ -77,13 +78,15 @@ impl AuthorityCore {
         }
     }
 
-    /// Refreshes the heartbeat.
+    /// Refreshes the heartbeat, publishing with it the outcomes held in recovery now (the
+    /// registration row then lists exactly these).
     ///
     /// # Errors
     /// `INSTANCE_SUPERSEDED` once another start of this instance id owns the registration
     /// (the caller should stop); a store failure.
     pub fn heartbeat(&self) -> Result<()> {
-        let out = self.store.heartbeat(&self.incarnation(), false);
+        let published = Published::of(self.held_in_recovery());
+        let out = self.store.publish(&self.incarnation(), false, &published);
         self.note_store_error(&out);
         out
     }
@@ -152,7 +155,7 @@ impl AuthorityCore {
     /// Never for a release that fails (counted; the claim then lapses on its own); a store
     /// failure recording the stop is returned after everything else was attempted.
     pub fn shutdown(&self) -> Result<Stats> {
-        let owned: Vec<Job> = {
+        let owned: Vec<(Job, Option<Recovering>)> = {
             let mut st = self.state();
             st.stopping = true;
             let (idle, executing): (Vec<_>, Vec<_>) = std::mem::take(&mut st.inflight)
@@ -164,9 +167,11 @@ impl AuthorityCore {
             for f in &executing {
                 f.job.lease.raise();
             }
-            idle.into_iter().map(|f| f.job).collect()
+            idle.into_iter().map(|f| (f.job, f.recovery)).collect()
         };
-        for job in owned {
+        // Outcomes held in recovery stay published until their claims are handed back.
+        let mut still_held = Vec::new();
+        for (job, recovery) in owned {
             let released = match &job.task {
                 Task::Work(item) => self
                     .store
@@ -186,7 +191,10 @@ impl AuthorityCore {
             let mut st = self.state();
             match released {
                 Ok(()) => st.stats.released_on_shutdown += 1,
-                Err(e) if e.is_store_failure() => st.stats.store_errors += 1,
+                Err(e) if e.is_store_failure() => {
+                    st.stats.store_errors += 1;
+                    still_held.extend(recovery);
+                }
                 Err(e) => st.stats.refused(e.code(), fenced.is_some()),
             }
             drop(st);
@@ -202,7 +210,8 @@ impl AuthorityCore {
                 );
             }
         }
-        let stopped = self.store.heartbeat(&self.incarnation(), true);
+        let published = Published::of(still_held);
+        let stopped = self.store.publish(&self.incarnation(), true, &published);
         self.note_store_error(&stopped);
         stopped.map(|()| self.stats())
     }

@@ -43,7 +43,7 @@ use super::stats::{ExecLog, Stats};
 use crate::build_key::claim_keys;
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::model::CompatSet;
+use crate::model::{CompatSet, Recovering};
 use crate::ops::actor::host_name;
 use crate::store::Store;
 use crate::store::capability::WORK_MODEL;
@@ -53,9 +53,9 @@ struct InFlight {
     job: Job,
     lost: bool,
     deferred: Option<Executed>,
-    /// Why the deferred outcome's read-back could not decide whether it committed: held
-    /// (neither run nor written again) until a later read-back decides.
-    recovery: Option<String>,
+    /// Why the deferred outcome's read-back could not decide whether it committed, and
+    /// since when: held (neither run nor written again) until a later read-back decides.
+    recovery: Option<Recovering>,
     /// A held cursor between looks: owned, renewed, but not executing.
     held: bool,
     /// When a held cursor is due for its next look.

@@ -1,6 +1,7 @@
 //! `inspect authorities`: each registration with its liveness (see
 //! [`crate::ops::liveness`]) and how many claims it holds, of which how many lapsed
-//! unreclaimed (see [`crate::ops::claims`]).
+//! unreclaimed (see [`crate::ops::claims`]); how many outcomes it holds in recovery and
+//! how long its write has waited on the store's lock, as it published them.
 
 use std::io::Write;
 
@@ -9,10 +10,12 @@ use serde::Serialize;
 use super::render::ViewRow;
 use super::{Ctx, Failure};
 use crate::cli::output::{cell, cell_max, short, when};
-use crate::clock::Millis;
-use crate::model::Page;
+use crate::clock::{Millis, format_duration};
+use crate::model::{Page, Published};
 use crate::ops::claims::OwnedClaims;
 use crate::ops::liveness::{Liveness, Timing, liveness};
+use crate::ops::published::stall_of;
+use crate::store::stall::ProcessStall;
 
 /// Claimed items read per authority: enough to say "at least this many".
 const OWNED_CAP: usize = 100;
@@ -33,6 +36,10 @@ struct AuthorityRow {
     timing: Timing,
     /// Claimed items it owns (read up to a cap) and how many of them lapsed unreclaimed.
     owned: OwnedClaims,
+    /// Outcomes it holds in recovery, as it published them.
+    published: Published,
+    /// Its process's write waiting on the store's lock now, as posted (while it runs).
+    stall: Option<ProcessStall>,
     config: serde_json::Value,
 }
 
@@ -44,6 +51,8 @@ impl ViewRow for AuthorityRow {
         "STATE",
         "HEARTBEAT",
         "OWNED",
+        "RECOVERY",
+        "STALLED",
         "STARTED",
         "HOST",
         "PID",
@@ -58,6 +67,8 @@ impl ViewRow for AuthorityRow {
             a.state.as_str().into(),
             when(a.heartbeat_at, now),
             a.owned.text(OWNED_CAP),
+            a.published.in_recovery.to_string(),
+            stalled(a.stall.as_ref(), now),
             when(a.started_at, now),
             cell_max(&a.host, 24),
             a.pid.to_string(),
@@ -67,9 +78,12 @@ impl ViewRow for AuthorityRow {
 
 pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure> {
     let Page { rows, next } = ctx.store.list_authorities(&ctx.page)?;
+    let stalls = ctx.store.write_stalls()?;
     let mut shown = Vec::with_capacity(rows.len());
     for a in rows {
+        let stall = stall_of(&a, &stalls, ctx.now).cloned();
         shown.push(AuthorityRow {
+            stall,
             state: liveness(&a, ctx.now),
             timing: Timing::of(&a),
             owned: OwnedClaims::read(ctx.store, &a.instance_id, ctx.now, OWNED_CAP)?,
@@ -83,7 +97,22 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
             stopped_at: a.stopped_at,
             host: a.host,
             pid: a.pid,
+            published: a.published,
         });
     }
     ctx.emit(out, &shown, next)
+}
+
+/// `4.0s (pid 77)` for a write waiting on the store's lock since 4 s ago, else `-`.
+fn stalled(stall: Option<&ProcessStall>, now: Millis) -> String {
+    stall.map_or_else(
+        || "-".into(),
+        |s| {
+            let waited = format_duration(now.saturating_sub(s.since));
+            match &s.holder {
+                Some(holder) => format!("{waited} ({})", cell_max(holder, 40)),
+                None => waited,
+            }
+        },
+    )
 }

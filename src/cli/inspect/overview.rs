@@ -1,7 +1,8 @@
 //! `inspect overview`: one object of headline figures (store, revision, authorities by
 //! liveness, workflows and events by status, claims, accepted and refused writes, the
 //! window's incidents, retention), how late each kind and lane of work runs, and the work
-//! counts by kind, state and build.
+//! counts by kind, state and build; outcomes held in recovery and writes stalled on the
+//! store's lock, as the authorities publish them.
 
 use std::io::Write;
 
@@ -15,11 +16,12 @@ use crate::cli::output::{cell, cell_max, json_line, opt_when, short, yes_no};
 use crate::clock::{Millis, format_duration};
 use crate::model::PageRequest;
 use crate::ops::lateness::{self, KindLateness, LaneLateness};
+use crate::ops::published::PublishedView;
 use crate::ops::retention::RetentionView;
 
-/// Registrations read for the retention line: the policy of the first running one, and
-/// how many of the others differ.
-const RETENTION_SAMPLE: usize = 1_000;
+/// Registrations read for the retention line (the policy of the first running one, and
+/// how many of the others differ) and the recovery line.
+const REGISTRY_SAMPLE: usize = 1_000;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -44,6 +46,10 @@ struct OverviewRow {
     incidents: incidents::WindowCounts,
     /// The running authorities' retention policy and where the checker's history starts.
     retention: RetentionView,
+    /// Outcomes held in recovery and writes stalled on the store's lock, as the
+    /// authorities publish them.
+    #[serde(flatten)]
+    published: PublishedView,
 }
 
 #[derive(Serialize)]
@@ -95,6 +101,10 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
             .collect()
     };
     let late_lanes = lateness::lanes(&overview.waiting_lanes, ctx.now);
+    let registered = ctx
+        .store
+        .list_authorities(&PageRequest::first(REGISTRY_SAMPLE))?
+        .rows;
     let row = OverviewRow {
         store: ctx.store.describe(),
         store_kind: ctx.store.kind().as_str(),
@@ -113,12 +123,8 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         late_kinds: lateness::by_kind(&late_lanes),
         late_lanes,
         incidents: incidents::WindowCounts::read(ctx)?,
-        retention: RetentionView::read(
-            &ctx.store
-                .list_authorities(&PageRequest::first(RETENTION_SAMPLE))?
-                .rows,
-            overview.history_from,
-        ),
+        retention: RetentionView::read(&registered, overview.history_from),
+        published: PublishedView::read(&registered, &ctx.store.write_stalls()?, ctx.now),
     };
     if ctx.json {
         json_line(out, &row)?;
@@ -159,6 +165,11 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
     writeln!(out, "late         {}", late_line(&row.late_kinds))?;
     writeln!(out, "incidents    {}", row.incidents.line())?;
     writeln!(out, "retention    {}", row.retention.line())?;
+    writeln!(
+        out,
+        "recovery     {}",
+        cell_max(&row.published.line(ctx.now), 400)
+    )?;
     writeln!(out)?;
     out.write_all(table(&row.work, ctx.now).render().as_bytes())?;
     Ok(None)

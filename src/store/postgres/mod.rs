@@ -46,7 +46,7 @@
 //!
 //! Files: `pool.rs` holds the connections, `tls.rs` (and `tls/`) their encryption, `errors.rs` maps driver errors, `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `schema.sql`, and `upgrade_1.sql` to
-//! `upgrade_3.sql`, which bring a store of schema 1, 2 or 3 to 4 in place.
+//! `upgrade_4.sql`, which bring a store of schema 1 to 4 to 5 in place.
 
 mod bind;
 mod errors;
@@ -73,7 +73,7 @@ use pool::{Conn, Pool, PoolState, connect};
 use tx::PgTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The schema, run idempotently at every read-write open of an uninitialised database.
 const SCHEMA: &str = include_str!("schema.sql");
@@ -82,10 +82,11 @@ const SCHEMA: &str = include_str!("schema.sql");
 const IDENTITY: &str = include_str!("identity.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`.
-const UPGRADES: [&str; 3] = [
+const UPGRADES: [&str; 4] = [
     include_str!("upgrade_1.sql"),
     include_str!("upgrade_2.sql"),
     include_str!("upgrade_3.sql"),
+    include_str!("upgrade_4.sql"),
 ];
 
 /// Whole-transaction attempts before `STORE_CONTENTION` / `STORE_UNAVAILABLE`.

@@ -17,7 +17,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT COLLATE "C" PRIMARY KEY,
     value BIGINT NOT NULL
 );
-INSERT INTO meta (key, value) VALUES ('schema_version', 4) ON CONFLICT (key) DO NOTHING;
+INSERT INTO meta (key, value) VALUES ('schema_version', 5) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('revision', 0) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('journal_seq', 0) ON CONFLICT (key) DO NOTHING;
 
@@ -149,6 +149,8 @@ CREATE TABLE IF NOT EXISTS schedules (
 );
 CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_due, schedule_id);
 
+-- `published`: JSON of what the authority publishes about itself (outcomes held in
+-- recovery, a bounded list and a count; a write stall), written with its heartbeat.
 CREATE TABLE IF NOT EXISTS authorities (
     instance_id  TEXT COLLATE "C" PRIMARY KEY,
     compat       TEXT COLLATE "C" NOT NULL,
@@ -158,7 +160,8 @@ CREATE TABLE IF NOT EXISTS authorities (
     heartbeat_at BIGINT NOT NULL,
     stopped_at   BIGINT,
     host         TEXT COLLATE "C" NOT NULL,
-    pid          BIGINT NOT NULL
+    pid          BIGINT NOT NULL,
+    published    TEXT COLLATE "C" NOT NULL DEFAULT '{}'
 );
 
 CREATE TABLE IF NOT EXISTS idempotency (

@@ -131,6 +131,7 @@ pub(crate) fn authority(row: &dyn SqlRow) -> Result<Authority> {
         stopped_at: opt_int(row, "stopped_at")?,
         host: text(row, "host")?,
         pid: u32(row, "pid")?,
+        published: json(row, "published")?,
     })
 }
 

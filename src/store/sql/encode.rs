@@ -437,11 +437,12 @@ pub(crate) const AUTHORITIES: Table = Table {
         ("stopped_at", Int),
         ("host", Text),
         ("pid", Int),
+        ("published", Text),
     ],
 };
 
-pub(crate) fn authority(a: &Authority) -> Vec<SqlValue> {
-    vec![
+pub(crate) fn authority(a: &Authority) -> Result<Vec<SqlValue>> {
+    Ok(vec![
         a.instance_id.as_str().into(),
         a.compat.as_str().into(),
         a.build.as_str().into(),
@@ -451,7 +452,8 @@ pub(crate) fn authority(a: &Authority) -> Vec<SqlValue> {
         a.stopped_at.into(),
         a.host.as_str().into(),
         a.pid.into(),
-    ]
+        json(&a.published)?.into(),
+    ])
 }
 
 pub(crate) const IDEMPOTENCY: Table = Table {

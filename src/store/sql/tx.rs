@@ -300,7 +300,7 @@ impl<D: Driver> Tx for D {
     }
 
     fn put_authority(&mut self, authority: &Authority) -> Result<()> {
-        upsert(self, &encode::AUTHORITIES, &encode::authority(authority))
+        upsert(self, &encode::AUTHORITIES, &encode::authority(authority)?)
     }
 
     fn delete_authority(&mut self, id: &str) -> Result<bool> {

@@ -8,7 +8,8 @@
 //! - `SQLITE_BUSY` / `SQLITE_LOCKED` wait in `busy_timeout`, then the whole transaction is
 //!   retried a bounded number of times with jittered backoff; after that the caller sees
 //!   `STORE_CONTENTION`, never a backend message. A write kept waiting past
-//!   [`super::stall::STALL_AFTER`] is logged as a stall (`store/stall.rs`).
+//!   [`super::stall::STALL_AFTER`] is logged as a stall (`store/stall.rs`) and posted
+//!   beside the database file while it lasts (`stalls.rs`), where readers list it.
 //! - `synchronous=FULL`: a committed claim survives power loss.
 //! - The schema (`schema.sql`) is idempotent, so N processes may initialise one file at
 //!   once; its version lives in the `meta` table with the revision and the journal
@@ -21,10 +22,10 @@
 //!   the database and WAL files this connection opened (`files.rs`).
 //!
 //! Files: `bind.rs` binds and reads the shared SQL layer's values, `files.rs` the identity
-//! of the files opened, `tx.rs` is this
+//! of the files opened, `stalls.rs` the posted write stalls, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
 //! choice, `schema.sql`, and
-//! `upgrade_1.sql` to `upgrade_3.sql`, which bring a store of schema 1, 2 or 3 to 4 in place.
+//! `upgrade_1.sql` to `upgrade_4.sql`, which bring a store of schema 1 to 4 to 5 in place.
 
 mod bind;
 #[cfg(test)]
@@ -34,6 +35,7 @@ mod list_work;
 #[cfg(test)]
 mod plan_tests;
 mod presence;
+mod stalls;
 #[cfg(test)]
 mod tests;
 mod tx;
@@ -51,27 +53,29 @@ use super::Store;
 use super::backend::{Backend, StoreKind, Tx};
 use super::capability::{Capability, WORK_MODEL};
 use super::sql::{Step, Transient, refuse_read_only, retry};
-use super::stall::StallWatch;
+use super::stall::{ProcessStall, StallWatch};
 use super::url::OpenMode;
 use crate::clock::SystemClock;
 use crate::error::{Error, Result};
 use crate::ids::SeededIds;
 use files::OpenedFiles;
 use presence::Presence;
+use stalls::StallFile;
 use tx::SqliteTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The schema, run idempotently at every read-write open.
 const SCHEMA: &str = include_str!("schema.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`. An older
 /// store runs every one from its version on, before [`SCHEMA`].
-const UPGRADES: [&str; 3] = [
+const UPGRADES: [&str; 4] = [
     include_str!("upgrade_1.sql"),
     include_str!("upgrade_2.sql"),
     include_str!("upgrade_3.sql"),
+    include_str!("upgrade_4.sql"),
 ];
 
 /// How long one statement waits for another process's lock before reporting busy.
@@ -90,6 +94,8 @@ pub struct SqliteBackend {
     created: bool,
     /// The files a writable handle opened; checked before every commit.
     files: Option<OpenedFiles>,
+    /// Where a writable handle posts a write stall while it lasts.
+    stall_file: Option<StallFile>,
 }
 
 /// Opens the store at `path`; see [`SqliteBackend::open`].
@@ -216,6 +222,7 @@ impl SqliteBackend {
             read_only,
             created,
             files: (!read_only).then(|| OpenedFiles::capture(path)),
+            stall_file: (!read_only).then(|| StallFile::beside(path)),
         })
     }
 
@@ -252,6 +259,9 @@ impl SqliteBackend {
         let mut conn = self.lock();
         let label = self.label.as_str();
         let mut watch = StallWatch::new(label);
+        if let Some(board) = self.stall_file.as_ref().filter(|_| writable) {
+            watch = watch.posting(board);
+        }
         let mut attempts = 0;
         retry(MAX_ATTEMPTS, || {
             attempts += 1;
@@ -324,6 +334,11 @@ impl Backend for SqliteBackend {
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         refuse_read_only(self.read_only, &self.label)?;
         self.run(TransactionBehavior::Immediate, f)
+    }
+
+    /// Posted beside the database file by the waiting processes (`stalls.rs`).
+    fn write_stalls(&self) -> Result<Vec<ProcessStall>> {
+        stalls::posted(&self.path, &self.label)
     }
 
     fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {

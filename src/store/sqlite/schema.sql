@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
-INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 4);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 5);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('journal_seq', 0);
 -- The store's identity (random, fixed at creation) and epoch (see store/epoch.rs).
@@ -147,6 +147,8 @@ CREATE TABLE IF NOT EXISTS schedules (
 );
 CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_due, schedule_id);
 
+-- `published`: JSON of what the authority publishes about itself (outcomes held in
+-- recovery, a bounded list and a count; a write stall), written with its heartbeat.
 CREATE TABLE IF NOT EXISTS authorities (
     instance_id  TEXT PRIMARY KEY,
     compat       TEXT NOT NULL,
@@ -156,7 +158,8 @@ CREATE TABLE IF NOT EXISTS authorities (
     heartbeat_at INTEGER NOT NULL,
     stopped_at   INTEGER,
     host         TEXT NOT NULL,
-    pid          INTEGER NOT NULL
+    pid          INTEGER NOT NULL,
+    published    TEXT NOT NULL DEFAULT '{}'
 );
 
 CREATE TABLE IF NOT EXISTS idempotency (

@@ -1,7 +1,8 @@
 //! A store written by an older schema opens in place: schema 1 (before failovers and
-//! holders were recorded), schema 2 (before work checkpoints) and schema 3 (before
-//! priorities and per-lane claim indexes). Its columns and rows stay, the new facts read
-//! as unknown (or their default), new rows carry them.
+//! holders were recorded), schema 2 (before work checkpoints), schema 3 (before
+//! priorities and per-lane claim indexes) and schema 4 (before authorities published what
+//! they hold in recovery). Its columns and rows stay, the new facts read as unknown (or
+//! their default), new rows carry them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use super::{OpenMode, SCHEMA_VERSION, SqliteBackend};
 use crate::clock::ManualClock;
 use crate::ids::SeededIds;
 use crate::model::work::NewWork;
+use crate::model::{Authority, PageRequest, Published, Recovering};
 use crate::store::{Keyed, Store};
 
 const NO_KEY: Keyed<'static> = Keyed { key: None };
@@ -26,9 +28,21 @@ fn store(path: &Path, clock: &ManualClock) -> Store {
     )
 }
 
-/// Turns a fresh store back into what schema 3 created: no priority, the global claim and
-/// waiting indexes instead of the per-lane ones, version 3.
+/// Turns a fresh store back into what schema 4 created: no published account on the
+/// authority rows, version 4.
+fn downgrade_to_schema_4(path: &Path) {
+    let conn = Connection::open(path).expect("raw");
+    conn.execute_batch(
+        "ALTER TABLE authorities DROP COLUMN published;
+         UPDATE meta SET value = 4 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+}
+
+/// Turns a fresh store back into what schema 3 created: schema 4's without the priority,
+/// the global claim and waiting indexes instead of the per-lane ones, version 3.
 fn downgrade_to_schema_3(path: &Path) {
+    downgrade_to_schema_4(path);
     let conn = Connection::open(path).expect("raw");
     conn.execute_batch(
         "DROP INDEX work_lane;
@@ -211,4 +225,53 @@ fn a_schema_3_store_is_upgraded_in_place_with_priority_0_and_lane_indexes() {
         .map(|w| w.id)
         .collect();
     assert_eq!(order, ["new", "old"], "the higher priority first");
+}
+
+#[test]
+fn a_schema_4_store_is_upgraded_in_place_and_old_authorities_publish_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("old.db");
+    let clock = ManualClock::new(1_000);
+    let s = store(&path, &clock);
+    let a = Authority {
+        instance_id: "auth-1".into(),
+        compat: "k".into(),
+        build: "old".into(),
+        config: "{}".into(),
+        started_at: 1_000,
+        heartbeat_at: 1_000,
+        stopped_at: None,
+        host: "h".into(),
+        pid: 7,
+        published: Published::default(),
+    };
+    s.register_authority(&a).expect("registers");
+    drop(s);
+    downgrade_to_schema_4(&path);
+    let untouched = std::fs::read(&path).expect("bytes");
+    let err = SqliteBackend::open(&path, OpenMode::ReadOnly)
+        .err()
+        .expect("a read-only open cannot upgrade");
+    assert!(err.to_string().contains("predates this build"), "{err}");
+    assert_eq!(std::fs::read(&path).expect("bytes"), untouched);
+
+    let s = store(&path, &clock);
+    assert_current(&path);
+    let row = |s: &Store| {
+        s.list_authorities(&PageRequest::first(10))
+            .expect("lists")
+            .rows
+            .remove(0)
+    };
+    assert_eq!(row(&s), a, "the old row reads with nothing published");
+    let account = Published::of(vec![Recovering {
+        resource_id: "e1".into(),
+        kind: "effect".into(),
+        generation: 2,
+        why: "the read-back failed".into(),
+        since: 1_000,
+    }]);
+    s.publish(&a.incarnation(), false, &account)
+        .expect("publishes");
+    assert_eq!(row(&s).published, account);
 }

@@ -1,4 +1,5 @@
-//! Authorities: who runs, under which build, how recently alive, how much they own.
+//! Authorities: who runs, under which build, how recently alive, how much they own, and
+//! what each publishes it cannot settle by itself (outcomes held in recovery, a stall).
 
 use crate::ops::timefmt::TimeFmt;
 use std::collections::HashMap;
@@ -12,6 +13,8 @@ use crate::model::{Authority, Page};
 use crate::ops::claims::OwnedClaims;
 use crate::ops::heartbeat::heartbeat_age;
 use crate::ops::liveness::{Liveness, Timing, liveness};
+use crate::ops::published::stall_of;
+use crate::store::stall::ProcessStall;
 
 pub const COLUMNS: &[Column] = &[
     col("instance", 18, 0),
@@ -24,6 +27,7 @@ pub const COLUMNS: &[Column] = &[
     col("compat", 8, 3),
     col("host", 14, 4),
     col("started", 12, 5),
+    col("recovery", 8, 5),
 ];
 
 /// Window over which claims/s is averaged.
@@ -90,6 +94,11 @@ pub fn table(
                     Cell::text(short(&a.compat, 8)).role_if(!compatible, Role::Incompatible),
                     Cell::raw(&format!("{}:{}", a.host, a.pid), 40),
                     Cell::timed(fmt.wall(a.started_at), a.started_at),
+                    Cell::timed(
+                        a.published.in_recovery.to_string(),
+                        i64::try_from(a.published.in_recovery).unwrap_or(i64::MAX),
+                    )
+                    .role_if(a.published.in_recovery > 0, Role::Warning),
                 ],
                 detail: vec![
                     ("instance".into(), clean(&a.instance_id, 200)),
@@ -121,6 +130,8 @@ pub fn table(
                     ),
                     ("items owned".into(), owned_text_detail(claims)),
                     ("claims/s (10 s)".into(), format!("{rate:.1}")),
+                    ("in recovery".into(), recovery_detail(a)),
+                    ("write stall".into(), stall_detail(a, &snap.stalls, fmt)),
                     ("demo state".into(), demo.unwrap_or("-").into()),
                     ("config".into(), clean(&a.config, 2_000)),
                 ],
@@ -152,5 +163,50 @@ fn owned_text_detail(claims: OwnedClaims) -> String {
     match claims.expired {
         0 => count,
         expired => format!("{count}, {expired} expired, awaiting reclaim"),
+    }
+}
+
+/// `2 held: e1 (effect, generation 3, since 12:00:01: the read-back failed: …), …`.
+fn recovery_detail(a: &Authority) -> String {
+    let p = &a.published;
+    if p.in_recovery == 0 {
+        return "none".into();
+    }
+    let listed: Vec<String> = p
+        .recovery
+        .iter()
+        .take(5)
+        .map(|r| {
+            format!(
+                "{} ({}, generation {}: {})",
+                clean(&r.resource_id, 64),
+                r.kind,
+                r.generation,
+                clean(&r.why, 120)
+            )
+        })
+        .collect();
+    let more = p.in_recovery.saturating_sub(listed.len() as u64);
+    let tail = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!("{} held: {}{tail}", p.in_recovery, listed.join(", "))
+}
+
+/// `waiting since 12:00:01 (4.0s), holder pid 77`, or `none` (also for an authority no
+/// longer running: a dead process waits for nothing).
+fn stall_detail(a: &Authority, stalls: &[ProcessStall], fmt: TimeFmt) -> String {
+    match stall_of(a, stalls, fmt.now) {
+        None => "none".into(),
+        Some(s) => format!(
+            "waiting since {} ({}), holder {}",
+            fmt.at(s.since),
+            crate::clock::format_duration(fmt.now.saturating_sub(s.since)),
+            s.holder
+                .as_deref()
+                .map_or_else(|| "unknown".into(), |h| clean(h, 200))
+        ),
     }
 }

@@ -2,7 +2,9 @@
 //! fenced-write sparklines from successive snapshots, how late each kind of work runs (its
 //! oldest due item's wait, `ops::lateness`, as `inspect overview` states it), how much
 //! work no live authority can run, authorities at a glance, and the failovers of the last
-//! window (the store's failover list, as the failovers view and `inspect failovers`).
+//! window (the store's failover list, as the failovers view and `inspect failovers`), and
+//! the outcomes held in recovery and writes stalled on the store's lock, as the
+//! authorities publish them (`ops::published`, as `inspect overview` states it).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -19,6 +21,7 @@ use crate::clock::{Millis, format_duration};
 use crate::model::{WorkKind, WorkState};
 use crate::ops::lateness;
 use crate::ops::liveness::{Liveness, liveness};
+use crate::ops::published::PublishedView;
 use crate::ops::timefmt::TimeFmt;
 
 /// Per-second rates between successive samples of `f`.
@@ -55,7 +58,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let spark_rows = if inner.height >= 30 { 5 } else { 2 };
     let (counts, facts, sparks, bottom) = if wide {
         let [top, sparks, bottom] = Layout::vertical([
-            Constraint::Length(8),
+            Constraint::Length(9),
             Constraint::Length(spark_rows),
             Constraint::Fill(1),
         ])
@@ -68,7 +71,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     } else {
         let [counts, facts, sparks, bottom] = Layout::vertical([
             Constraint::Length(5),
-            Constraint::Length(7),
+            Constraint::Length(8),
             Constraint::Length(spark_rows),
             Constraint::Fill(1),
         ])
@@ -263,6 +266,24 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
     lines.push(Line::from(vec![
         Span::styled("retention ", t.style(Role::Muted)),
         Span::styled(retention.line(), t.style(Role::Base)),
+    ]));
+    let published = PublishedView::read(&snap.authorities, &snap.stalls, now);
+    let stalls = published.stalls_text(now).map_or_else(
+        || Span::styled("no write stalled", t.style(Role::Muted)),
+        |text| Span::styled(clean(&text, 400), t.style(Role::Warning)),
+    );
+    lines.push(Line::from(vec![
+        Span::styled("in recovery ", t.style(Role::Muted)),
+        Span::styled(
+            published.in_recovery.to_string(),
+            t.style(if published.in_recovery > 0 {
+                Role::Warning
+            } else {
+                Role::Ok
+            }),
+        ),
+        Span::raw("  "),
+        stalls,
     ]));
     frame.render_widget(
         Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: true }),

@@ -25,7 +25,10 @@ pub fn table(groups: &[Group], fmt: TimeFmt) -> TableData {
             } else {
                 format!("≥ {}", g.count)
             };
-            let urgent = matches!(g.reason, Reason::DeadLetters | Reason::Failed);
+            let urgent = matches!(
+                g.reason,
+                Reason::DeadLetters | Reason::Failed | Reason::OutcomesInRecovery
+            );
             let oldest = g.oldest_at.map_or_else(
                 || Cell::raw("-", 1).role(Role::Muted),
                 |at| Cell::timed(fmt.relative(at), at),
