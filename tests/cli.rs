@@ -1045,10 +1045,22 @@ fn bench_reports_its_documented_fields_as_json() {
         "claimToCompleteP99Ms",
         "fencedRejections",
         "storeCommits",
+        "commitsPerSec",
+        "checkSeconds",
     ] {
         assert!(results[key].is_number(), "{key} missing: {report}");
     }
     assert_eq!(results["completions"], 300);
+    // The run's write amplification, from the process's own I/O accounting.
+    let written = results["bytesWritten"].as_f64().unwrap();
+    let per_item = results["bytesWrittenPerItem"].as_f64().unwrap();
+    assert!(
+        written > 0.0 && (per_item - written / 300.0).abs() <= 0.5,
+        "{report}"
+    );
+    // The store it wrote passes the invariant checker.
+    assert_eq!(results["checkViolations"], 0, "{report}");
+    assert_eq!(results["checkHistoryGaps"], 0, "{report}");
 
     // The store now holds the bench's items: a second run refuses and changes nothing.
     let again = leasehold(&["bench", "work", "--store", &work_store, "--items", "10"]);

@@ -124,6 +124,7 @@ pub fn run(store: &Store, bench: &FairnessBench) -> Result<Report> {
     let stopped = running.stop();
     outcome?;
     stopped?;
+    super::check_after(store, &mut report)?;
     Ok(report)
 }
 

@@ -150,6 +150,15 @@ impl Fleet {
         })
     }
 
+    /// The OS process ids of the authorities when they run as processes (none in-process).
+    #[must_use]
+    pub fn process_ids(&self) -> Vec<u32> {
+        match self {
+            Self::InProcess { .. } => Vec::new(),
+            Self::Processes(children) => children.iter().map(Child::id).collect(),
+        }
+    }
+
     /// Stops every authority (a clean shutdown: they release what they hold) and returns
     /// their counters.
     ///

@@ -17,11 +17,14 @@ pub mod enqueue;
 pub mod fairness;
 mod fleet;
 mod report;
+mod verdict;
 pub mod work;
 pub mod workflows;
+mod written;
 
 pub use fleet::{Fleet, FleetOptions};
 pub use report::{Machine, Report, StoreFacts};
+pub use verdict::{broken, check_after};
 
 use std::ops::Range;
 use std::time::{Duration, Instant};
@@ -144,11 +147,16 @@ pub fn create(
     })
 }
 
-/// A fleet's run: how long it took, what its authorities counted, what the store committed.
+/// A fleet's run: how long it took, what its authorities counted, what the store committed
+/// and what that wrote to durable storage.
 pub struct FleetRun {
     pub elapsed: Duration,
     pub stats: Vec<Stats>,
     pub commits: u64,
+    /// Bytes written across the run (`written.rs`), where the store can tell.
+    pub written: Option<u64>,
+    /// How `written` was measured.
+    pub written_source: Option<&'static str>,
 }
 
 /// Starts `fleet` on `store`, waits until `done` counts `total`, stops the fleet.
@@ -165,6 +173,7 @@ pub fn run_fleet(
     done: impl Fn(&Store) -> Result<u64>,
 ) -> Result<FleetRun> {
     let revision_before = store.revision()?;
+    let meter = written::Meter::start(store);
     let started = Instant::now();
     let running = Fleet::start(fleet, store)?;
     let mut progress = Progress::new(quiet);
@@ -175,11 +184,14 @@ pub fn run_fleet(
     });
     progress.finish();
     let elapsed = started.elapsed();
+    let written = meter.since(store, &running);
     let stats = running.stop();
     finished?;
     Ok(FleetRun {
         elapsed,
         stats: stats?,
         commits: store.revision()?.saturating_sub(revision_before),
+        written,
+        written_source: meter.source(),
     })
 }

@@ -77,6 +77,13 @@ pub fn run(store: &Store, bench: &WorkBench) -> Result<Report> {
         "items/s",
     );
     fleet_metrics(&mut report, &run);
+    written_per(
+        &mut report,
+        &run,
+        bench.items,
+        ["bytesWrittenPerItem", "bytes written per drained item"],
+    );
+    super::check_after(store, &mut report)?;
     Ok(report)
 }
 
@@ -135,6 +142,31 @@ pub(super) fn fleet_metrics(report: &mut Report, run: &FleetRun) {
     );
 }
 
+/// What the run wrote per unit of work (`written.rs`), and how that was measured.
+pub(super) fn written_per(
+    report: &mut Report,
+    run: &FleetRun,
+    units: u64,
+    [key, label]: [&'static str; 2],
+) {
+    let Some(bytes) = run.written else { return };
+    report.metric("bytesWritten", "bytes written", bytes as f64, "B");
+    if units > 0 {
+        report.metric(key, label, (bytes as f64 / units as f64).round(), "B");
+    }
+    if run.commits > 0 {
+        report.metric(
+            "bytesWrittenPerCommit",
+            "bytes written per commit",
+            (bytes as f64 / run.commits as f64).round(),
+            "B",
+        );
+    }
+    if let Some(source) = run.written_source {
+        report.note(source);
+    }
+}
+
 /// Effects of `compat` that reached a terminal state, from the incremental counters.
 fn terminal_effects(store: &Store, compat: &str) -> Result<u64> {
     store.read(|tx| {
@@ -186,6 +218,10 @@ mod tests {
         assert!(report.value("drainPerSec").is_some_and(|r| r > 0.0));
         assert!(report.value("storeCommits").is_some_and(|c| c > 0.0));
         assert!(report.value("enqueueSinglePerSec").is_some());
+        assert_eq!(report.value("checkViolations"), Some(0.0));
+        assert_eq!(report.value("checkHistoryGaps"), Some(0.0));
+        // Nothing durable under a memory store, so no bytes-written figure.
+        assert_eq!(report.value("bytesWrittenPerItem"), None);
         // A second run refuses: the store is no longer empty.
         let err = run(&store, &bench).expect_err("refused");
         assert!(err.to_string().contains("scratch store"), "{err}");

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Map;
 
-use super::work::{fleet_metrics, knobs};
+use super::work::{fleet_metrics, knobs, written_per};
 use super::{FleetOptions, Report, StoreFacts, create, rate, run_fleet};
 use crate::authority::handlers::HandlerVersion;
 use crate::authority::workload::NOOP_HANDLER;
@@ -124,6 +124,13 @@ pub fn run(store: &Store, bench: &WorkflowBench) -> Result<Report> {
         "transitions/s",
     );
     fleet_metrics(&mut report, &run);
+    written_per(
+        &mut report,
+        &run,
+        bench.instances,
+        ["bytesWrittenPerWorkflow", "bytes written per workflow"],
+    );
+    super::check_after(store, &mut report)?;
     Ok(report)
 }
 
@@ -210,5 +217,6 @@ mod tests {
             report.to_text()
         );
         assert_eq!(report.value("fencedRejections"), Some(0.0));
+        assert_eq!(report.value("checkViolations"), Some(0.0));
     }
 }

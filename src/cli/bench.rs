@@ -265,5 +265,8 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
     } else {
         write!(out, "{}", report.to_text())?;
     }
-    Ok(())
+    match crate::bench::broken(&report) {
+        Some(broken) => Err(Failure::refused(broken)),
+        None => Ok(()),
+    }
 }

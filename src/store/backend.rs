@@ -86,6 +86,14 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// The server's write-ahead log position in bytes (PostgreSQL's `pg_current_wal_lsn()`),
+    /// read outside any transaction: two readings bound what the server wrote between them,
+    /// which `leasehold bench` reports per item. `None` where the log is this process's own
+    /// files (SQLite, measured from the process's I/O instead) or there is none.
+    fn wal_position(&self) -> Option<u64> {
+        None
+    }
+
     /// Whether the store survives the process (false only for memory).
     fn physical_durability(&self) -> bool;
 

@@ -152,6 +152,10 @@ impl Backend for FaultyBackend {
         self.inner.server_identity()
     }
 
+    fn wal_position(&self) -> Option<u64> {
+        self.inner.wal_position()
+    }
+
     fn physical_durability(&self) -> bool {
         self.inner.physical_durability()
     }

@@ -181,6 +181,13 @@ impl Store {
         self.backend.kind()
     }
 
+    /// The server's write-ahead log position in bytes, where the provider has a server
+    /// ([`Backend::wal_position`]).
+    #[must_use]
+    pub fn wal_position(&self) -> Option<u64> {
+        self.backend.wal_position()
+    }
+
     /// Where this store is, without secrets.
     pub fn describe(&self) -> String {
         self.backend.describe()

@@ -528,6 +528,16 @@ impl Backend for PostgresBackend {
         })
     }
 
+    fn wal_position(&self) -> Option<u64> {
+        let mut pooled = self.pool.get(&self.names).ok()?;
+        let row = pooled
+            .conn()
+            .client
+            .query_one("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint", &[])
+            .ok()?;
+        u64::try_from(row.try_get::<_, i64>(0).ok()?).ok()
+    }
+
     fn commit_feed(&self) -> Result<Option<Box<dyn CommitFeed>>> {
         Ok(Some(Box::new(notify::PgCommitFeed::open(
             &self.pool,
