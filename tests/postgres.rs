@@ -283,6 +283,23 @@ fn read_only_opens_refuse_writes_and_see_commits() {
     assert_eq!(e.code(), "STORE_READ_ONLY");
 }
 
+/// Turns the database back by `downgrade` (SQL), checks that a read-only open refuses it
+/// as older than this build, and answers a read-write open, which must have upgraded it
+/// to this build's schema in place.
+fn upgraded(db: &Database, clock: &ManualClock, downgrade: &str) -> Store {
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin.batch_execute(downgrade).unwrap();
+    let e = open_err(db.url(), OpenMode::ReadOnly);
+    assert!(e.to_string().contains("predates this build"), "{e}");
+    let store = open_postgres(db.url(), clock, OpenMode::ReadWrite).unwrap();
+    let version: i64 = admin
+        .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(version, leasehold::store::postgres::SCHEMA_VERSION);
+    store
+}
+
 /// A database created by schema 1 (before failovers and holders were recorded) is refused
 /// read-only and upgraded in place by a read-write open: old rows read as unknown, new
 /// failovers are listed.
@@ -294,26 +311,16 @@ fn a_schema_1_database_is_upgraded_in_place() {
     let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
     store.acquire("r", "a", 1_000.0, no_key).unwrap();
     drop(store);
-    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
-    admin
-        .batch_execute(
-            "DROP INDEX grants_failovers; DROP INDEX writes_refused;
+    let store = upgraded(
+        &db,
+        &clock,
+        "DROP INDEX grants_failovers; DROP INDEX writes_refused;
              ALTER TABLE grants DROP COLUMN from_owner, DROP COLUMN from_generation,
                  DROP COLUMN lapsed_ms;
              ALTER TABLE writes DROP COLUMN holder_id, DROP COLUMN holder_generation;
              ALTER TABLE work DROP COLUMN checkpoint;
              UPDATE meta SET value = 1 WHERE key = 'schema_version';",
-        )
-        .unwrap();
-    let e = open_err(db.url(), OpenMode::ReadOnly);
-    assert!(e.to_string().contains("predates this build"), "{e}");
-
-    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
-    let version: i64 = admin
-        .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(version, leasehold::store::postgres::SCHEMA_VERSION);
+    );
     let (grants, _) = store.ownership_history(None, 0, 10).unwrap();
     assert_eq!(grants.len(), 1);
     assert_eq!(grants[0].took_over, None, "an old row reads as unknown");
@@ -338,22 +345,12 @@ fn a_schema_2_database_is_upgraded_in_place() {
         .unwrap();
     let claimed = store.claim("fx", "a", "k", 1_000).unwrap();
     drop(store);
-    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
-    admin
-        .batch_execute(
-            "ALTER TABLE work DROP COLUMN checkpoint;
+    let store = upgraded(
+        &db,
+        &clock,
+        "ALTER TABLE work DROP COLUMN checkpoint;
              UPDATE meta SET value = 2 WHERE key = 'schema_version';",
-        )
-        .unwrap();
-    let e = open_err(db.url(), OpenMode::ReadOnly);
-    assert!(e.to_string().contains("predates this build"), "{e}");
-
-    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
-    let version: i64 = admin
-        .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(version, leasehold::store::postgres::SCHEMA_VERSION);
+    );
     assert_eq!(store.work("fx").unwrap(), Some(claimed.clone()));
     store
         .save_work_checkpoint("fx", "a", claimed.generation, "{\"page\":2}")
@@ -388,22 +385,12 @@ fn a_schema_4_database_is_upgraded_in_place() {
     };
     store.register_authority(&a).unwrap();
     drop(store);
-    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
-    admin
-        .batch_execute(
-            "ALTER TABLE authorities DROP COLUMN published;
+    let store = upgraded(
+        &db,
+        &clock,
+        "ALTER TABLE authorities DROP COLUMN published;
              UPDATE meta SET value = 4 WHERE key = 'schema_version';",
-        )
-        .unwrap();
-    let e = open_err(db.url(), OpenMode::ReadOnly);
-    assert!(e.to_string().contains("predates this build"), "{e}");
-
-    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
-    let version: i64 = admin
-        .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(version, leasehold::store::postgres::SCHEMA_VERSION);
+    );
     let row = |s: &Store| {
         s.list_authorities(&PageRequest::first(10))
             .unwrap()

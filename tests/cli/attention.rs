@@ -242,32 +242,14 @@ fn triage_counts_waits_past_retention_as_the_checker_finds_them() {
         Arc::new(clock.clone()),
         Arc::new(SeededIds::new(9)),
     );
+    let on =
+        |event: &str, since: i64| json!({"kind": "event", "event": event, "sinceEventSeq": since});
     let waits = [
-        (
-            "wf-lost-1",
-            "waiting",
-            json!({"kind": "event", "event": "paid", "sinceEventSeq": 0}),
-        ),
-        (
-            "wf-lost-2",
-            "running",
-            json!({"kind": "event", "event": "shipped", "sinceEventSeq": 12}),
-        ),
-        (
-            "wf-edge",
-            "waiting",
-            json!({"kind": "event", "event": "paid", "sinceEventSeq": 39}),
-        ),
-        (
-            "wf-new",
-            "waiting",
-            json!({"kind": "event", "event": "paid", "sinceEventSeq": 45}),
-        ),
-        (
-            "wf-done",
-            "completed",
-            json!({"kind": "event", "event": "paid", "sinceEventSeq": 0}),
-        ),
+        ("wf-lost-1", "waiting", on("paid", 0)),
+        ("wf-lost-2", "running", on("shipped", 12)),
+        ("wf-edge", "waiting", on("paid", 39)),
+        ("wf-new", "waiting", on("paid", 45)),
+        ("wf-done", "completed", on("paid", 0)),
         ("wf-timer", "waiting", json!({"kind": "timer", "fireAt": 1})),
     ];
     let at = clock.now();

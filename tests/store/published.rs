@@ -17,19 +17,7 @@ const LEASE: i64 = 3_000;
 
 /// `id` started now by process `pid`, on a 3 s lease with a 1 s heartbeat.
 fn started(h: &dyn Harness, id: &str, pid: u32) -> Authority {
-    let now = h.clock().now();
-    Authority {
-        instance_id: id.into(),
-        compat: K.into(),
-        build: "test".into(),
-        config: r#"{"leaseDurationMs":3000,"heartbeatIntervalMs":1000}"#.into(),
-        started_at: now,
-        heartbeat_at: now,
-        stopped_at: None,
-        host: "host-1".into(),
-        pid,
-        published: Published::default(),
-    }
+    crate::registry::started(id, pid, h.clock().now())
 }
 
 fn held(resource: &str, generation: u64, since: i64) -> Recovering {

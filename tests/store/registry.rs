@@ -15,7 +15,7 @@ use crate::support::{Harness, K, ok, refused, retry_contention};
 
 /// A registration of `id` by process `pid`, started (and last heartbeating) at `at`, on a
 /// 3 s lease with a 1 s heartbeat.
-fn started(id: &str, pid: u32, at: i64) -> Authority {
+pub fn started(id: &str, pid: u32, at: i64) -> Authority {
     Authority {
         instance_id: id.into(),
         compat: K.into(),

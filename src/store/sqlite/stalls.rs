@@ -106,7 +106,7 @@ pub(super) fn posted(db: &Path, label: &str) -> Result<Vec<ProcessStall>> {
         .filter_map(|bytes| serde_json::from_slice::<ProcessStall>(&bytes).ok())
         .filter(|s| s.host != here || Path::new(&format!("/proc/{}", s.pid)).exists())
         .collect();
-    stalls.sort_by(|a, b| (a.since, a.pid).cmp(&(b.since, b.pid)));
+    stalls.sort_by_key(|s| (s.since, s.pid));
     Ok(stalls)
 }
 

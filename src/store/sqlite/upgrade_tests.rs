@@ -101,12 +101,7 @@ fn a_schema_1_store_is_upgraded_in_place_and_old_rows_read_as_unknown() {
     drop(s);
     downgrade_to_schema_1(&path);
 
-    let untouched = std::fs::read(&path).expect("bytes");
-    let err = SqliteBackend::open(&path, OpenMode::ReadOnly)
-        .err()
-        .expect("a read-only open cannot upgrade");
-    assert!(err.to_string().contains("predates this build"), "{err}");
-    assert_eq!(std::fs::read(&path).expect("bytes"), untouched);
+    assert_refused_read_only(&path);
 
     let s = store(&path, &clock);
     assert_current(&path);
@@ -128,6 +123,16 @@ fn a_schema_1_store_is_upgraded_in_place_and_old_rows_read_as_unknown() {
         ("b", 2)
     );
     assert_eq!(takeover.lapsed_ms, 1_500);
+}
+
+/// A read-only open of the older store at `path` refuses it and leaves its bytes alone.
+fn assert_refused_read_only(path: &Path) {
+    let untouched = std::fs::read(path).expect("bytes");
+    let err = SqliteBackend::open(path, OpenMode::ReadOnly)
+        .err()
+        .expect("a read-only open cannot upgrade");
+    assert!(err.to_string().contains("predates this build"), "{err}");
+    assert_eq!(std::fs::read(path).expect("bytes"), untouched);
 }
 
 /// The store is at this build's version, its work columns in the order rows are read by
@@ -161,12 +166,7 @@ fn a_schema_2_store_is_upgraded_in_place_and_old_items_have_no_checkpoint() {
     drop(s);
     downgrade_to_schema_2(&path);
 
-    let untouched = std::fs::read(&path).expect("bytes");
-    let err = SqliteBackend::open(&path, OpenMode::ReadOnly)
-        .err()
-        .expect("a read-only open cannot upgrade");
-    assert!(err.to_string().contains("predates this build"), "{err}");
-    assert_eq!(std::fs::read(&path).expect("bytes"), untouched);
+    assert_refused_read_only(&path);
 
     let s = store(&path, &clock);
     assert_current(&path);
@@ -248,12 +248,7 @@ fn a_schema_4_store_is_upgraded_in_place_and_old_authorities_publish_nothing() {
     s.register_authority(&a).expect("registers");
     drop(s);
     downgrade_to_schema_4(&path);
-    let untouched = std::fs::read(&path).expect("bytes");
-    let err = SqliteBackend::open(&path, OpenMode::ReadOnly)
-        .err()
-        .expect("a read-only open cannot upgrade");
-    assert!(err.to_string().contains("predates this build"), "{err}");
-    assert_eq!(std::fs::read(&path).expect("bytes"), untouched);
+    assert_refused_read_only(&path);
 
     let s = store(&path, &clock);
     assert_current(&path);
