@@ -241,3 +241,51 @@ fn bulk_requeue_through_the_dialog() {
     );
     quit_and_check_restored(&tmux);
 }
+
+/// Two stores in one dashboard, through the real event loop: each keeps its own reader,
+/// `:ctx` switches the work view to the other's rows, and the header calls the store off
+/// screen live.
+#[test]
+fn two_stores_switch_with_ctx() {
+    use leasehold::clock::ManualClock;
+    use leasehold::model::work::NewWork;
+    use leasehold::store::url::OpenMode;
+
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_767_225_600_000);
+    let mut paths = Vec::new();
+    for (name, prefix) in [("orders", "order"), ("billing", "invoice")] {
+        let path = dir.path().join(format!("{name}.db"));
+        let store = support::open_sqlite(&path, &clock, OpenMode::ReadWrite).unwrap();
+        let specs = (0..3)
+            .map(|i| NewWork::effect(format!("{prefix}-{i}"), "send-email", "{}"))
+            .collect();
+        store
+            .enqueue_batch(specs, support::send_email_key())
+            .unwrap();
+        paths.push(path.display().to_string());
+    }
+    let script = format!(
+        "LEASEHOLD_STATE_DIR={} {} attach --read-only {} {}; echo EXIT:$?; stty -a; sleep 60",
+        support::authorities::witnesses().display(),
+        env!("CARGO_BIN_EXE_leasehold"),
+        paths[0],
+        paths[1]
+    );
+    let Some(tmux) = start("stores", &script) else {
+        return;
+    };
+    tmux.wait_for("billing live");
+    tmux.keys("4");
+    let screen = tmux.wait_for("order-0");
+    assert!(!screen.contains("invoice-0"), "{screen}");
+    tmux.keys(":");
+    tmux.run(&["send-keys", "-t", "smoke", "-l", "ctx bil"]);
+    tmux.keys("Tab");
+    tmux.wait_for(":ctx billing");
+    tmux.keys("Enter");
+    let screen = tmux.wait_for("invoice-0");
+    assert!(screen.contains("orders live"), "{screen}");
+    tmux.wait_gone("order-0");
+    quit_and_check_restored(&tmux);
+}

@@ -1426,53 +1426,35 @@ fn screenshots() {
         }
     }
     if write {
+        let shot = |path: std::path::PathBuf, h: &Harness| {
+            let svg = leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme());
+            std::fs::write(path, svg).unwrap();
+        };
         let mut h = harness(&f, "light", 120, 32);
         open(&mut h, ViewId::Overview, &f);
-        std::fs::write(
-            dir.join("overview-light.svg"),
-            leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
-        )
-        .unwrap();
+        shot(dir.join("overview-light.svg"), &h);
         let mut h = harness(&f, "dark", 120, 32);
         select_workflow(&mut h, &f.running);
         h.press('C');
         h.key(KeyCode::Tab);
         h.type_text("duplicate of order 4411");
         h.key(KeyCode::Tab);
-        std::fs::write(
-            dir.join("cancel-dialog.svg"),
-            leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
-        )
-        .unwrap();
+        shot(dir.join("cancel-dialog.svg"), &h);
         let mut h = harness(&f, "dark", 120, 32);
         select_workflow(&mut h, &f.retrying);
         h.press('d');
-        std::fs::write(
-            dir.join("describe.svg"),
-            leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
-        )
-        .unwrap();
+        shot(dir.join("describe.svg"), &h);
         // The replay on the fixture's failover, its resource at that revision.
         let mut h = harness(&f, "dark", 120, 32);
         h.press('H');
         h.press('}');
         h.key(KeyCode::Enter);
-        std::fs::write(
-            dir.join("replay.svg"),
-            leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
-        )
-        .unwrap();
+        shot(dir.join("replay.svg"), &h);
         // The views reached by command only.
         for name in ["triage", "builds", "horizon"] {
             let mut h = harness(&f, "dark", 120, 32);
-            h.press(':');
-            h.type_text(name);
-            h.key(KeyCode::Enter);
-            std::fs::write(
-                dir.join(format!("{name}.svg")),
-                leasehold::tui::screenshot::to_svg(&h.render(), h.app.theme()),
-            )
-            .unwrap();
+            h.command(name);
+            shot(dir.join(format!("{name}.svg")), &h);
         }
     }
 }

@@ -27,6 +27,7 @@ use leasehold::tui::app::AppOptions;
 use leasehold::tui::harness::{Harness, buffer_text, render_app};
 use leasehold::tui::theme::Theme;
 use serde_json::json;
+use support::effects;
 
 /// 2026-01-01T00:00:00Z.
 const T0: i64 = 1_767_225_600_000;
@@ -47,15 +48,6 @@ fn authority(id: &str, at: i64) -> Authority {
         pid: 4242,
         published: leasehold::model::Published::default(),
     }
-}
-
-fn effects(store: &Store, prefix: &str, n: usize) {
-    let specs = (0..n)
-        .map(|i| NewWork::effect(format!("{prefix}-{i:03}"), "send-email", "{}"))
-        .collect();
-    store
-        .enqueue_batch(specs, support::send_email_key())
-        .unwrap();
 }
 
 /// The store: an old failover 20 minutes back, then 30 reclaims of auth-a's claims by

@@ -10,7 +10,6 @@ mod support;
 
 use crossterm::event::KeyCode;
 use leasehold::model::Grant;
-use leasehold::model::work::NewWork;
 use leasehold::ops::replay::{self, StepAt};
 use leasehold::store::Store;
 use leasehold::tui::action::ViewId;
@@ -27,10 +26,7 @@ const T0: i64 = 1_767_225_600_000;
 fn fixture() -> Store {
     let (store, clock, _) = support::memory_store_at(T0, 7);
     let key = support::send_email_key();
-    let specs = (0..20)
-        .map(|i| NewWork::effect(format!("effect-{i:03}"), "send-email", "{}"))
-        .collect();
-    store.enqueue_batch(specs, key).unwrap();
+    support::effects(&store, "effect", 20);
     clock.advance(1_000);
     let held = store.claim_batch("auth-a", key, 8, 2_000).unwrap();
     clock.advance(1_000);

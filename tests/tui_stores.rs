@@ -11,7 +11,6 @@ mod support;
 
 use crossterm::event::KeyCode;
 use leasehold::model::WorkState;
-use leasehold::model::work::NewWork;
 use leasehold::store::memory::MemoryBackend;
 use leasehold::store::{Keyed, Store};
 use leasehold::tui::action::ViewId;
@@ -31,12 +30,7 @@ struct Side {
 /// letter, `dead-1`, which both stores hold.
 fn side(prefix: &str, n: usize) -> Side {
     let (store, clock, backend) = support::memory_store_at(T0, 7);
-    let specs = (0..n)
-        .map(|i| NewWork::effect(format!("{prefix}-{i:03}"), "send-email", "{}"))
-        .collect();
-    store
-        .enqueue_batch(specs, support::send_email_key())
-        .unwrap();
+    support::effects(&store, prefix, n);
     store
         .acquire(
             &format!("leader/{prefix}"),

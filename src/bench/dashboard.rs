@@ -21,8 +21,9 @@ use crate::tui::app::AppOptions;
 use crate::tui::harness::Harness;
 use crate::tui::theme::Theme;
 
-/// The views refreshed, in order (the timeline needs a resource, the detail an instance).
-const VIEWS: [ViewId; 9] = [
+/// The views refreshed, in order (the timeline needs a resource, the detail an instance;
+/// the replay reads the last 15 minutes of history around its first step).
+const VIEWS: [ViewId; 10] = [
     ViewId::Overview,
     ViewId::Authorities,
     ViewId::Leases,
@@ -32,6 +33,7 @@ const VIEWS: [ViewId; 9] = [
     ViewId::Events,
     ViewId::Schedules,
     ViewId::Audit,
+    ViewId::Replay,
 ];
 
 /// What to run.

@@ -69,7 +69,7 @@ pub fn run(args: &AttachArgs) -> CliResult {
         record: None,
     };
     tokio_runtime()?
-        .block_on(crate::tui::event_loop::run_attached(stores, tui))
+        .block_on(crate::tui::run_attached(stores, tui))
         .map_err(Failure::from)
 }
 

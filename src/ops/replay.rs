@@ -206,6 +206,8 @@ pub struct Steps<'a> {
     store: &'a Store,
     resource: Option<String>,
     last: u64,
+    /// Rows asked for per read (a page extends to the end of its last revision).
+    page: usize,
     grants: Page<Grant>,
     writes: Page<WriteRecord>,
 }
@@ -231,11 +233,19 @@ impl<'a> Steps<'a> {
     /// The steps of `span`, of every resource or of `resource` alone.
     #[must_use]
     pub fn new(store: &'a Store, span: Span, resource: Option<&str>) -> Self {
+        Self::paged(store, span, resource, PAGE)
+    }
+
+    /// As [`Self::new`], reading about `page` rows at a time (at least one, at most the
+    /// usual page): a walk that wants a few steps reads no more than it needs.
+    #[must_use]
+    pub fn paged(store: &'a Store, span: Span, resource: Option<&str>, page: usize) -> Self {
         let after = span.from_revision.saturating_sub(1);
         Self {
             store,
             resource: resource.map(str::to_owned),
             last: span.to_revision,
+            page: page.clamp(1, PAGE),
             grants: Page::starting_after(after),
             writes: Page::starting_after(after),
         }
@@ -243,15 +253,16 @@ impl<'a> Steps<'a> {
 
     fn refill(&mut self) -> Result<()> {
         let resource = self.resource.as_deref();
+        let limit = self.page;
         if self.grants.rows.is_empty() && !self.grants.done {
             let after = self.grants.after;
-            let page = self.store.read(|tx| tx.grants(resource, after, PAGE))?;
-            fill(&mut self.grants, page, |g| g.revision, self.last);
+            let page = self.store.read(|tx| tx.grants(resource, after, limit))?;
+            fill(&mut self.grants, page, |g| g.revision, (limit, self.last));
         }
         if self.writes.rows.is_empty() && !self.writes.done {
             let after = self.writes.after;
-            let page = self.store.read(|tx| tx.writes(resource, after, PAGE))?;
-            fill(&mut self.writes, page, |w| w.revision, self.last);
+            let page = self.store.read(|tx| tx.writes(resource, after, limit))?;
+            fill(&mut self.writes, page, |w| w.revision, (limit, self.last));
         }
         Ok(())
     }
@@ -273,9 +284,15 @@ impl<'a> Steps<'a> {
     }
 }
 
-/// Buffers `rows` up to revision `last`; a short page or a row past `last` ends the kind.
-fn fill<T>(page: &mut Page<T>, rows: Vec<T>, revision: impl Fn(&T) -> u64, last: u64) {
-    let short = rows.len() < PAGE;
+/// Buffers `rows` (asked for `limit` of them) up to revision `last`; a short page or a
+/// row past `last` ends the kind.
+fn fill<T>(
+    page: &mut Page<T>,
+    rows: Vec<T>,
+    revision: impl Fn(&T) -> u64,
+    (limit, last): (usize, u64),
+) {
+    let short = rows.len() < limit;
     if let Some(end) = rows.last().map(&revision) {
         page.after = end;
     }

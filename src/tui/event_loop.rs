@@ -257,20 +257,7 @@ fn reported(app: &App, store: usize, published: Published) -> Option<Action> {
             read: published,
         });
     }
-    Some(match published {
-        Published::Nothing => return None,
-        Published::Fresh => Action::Fresh,
-        Published::Snapshot(s) => Action::Snapshot(s),
-        Published::Error {
-            message,
-            retry_in_ms,
-            failures,
-        } => Action::StoreError {
-            message,
-            retry_in_ms,
-            failures,
-        },
-    })
+    published.into_action()
 }
 
 async fn event_loop<W: Write>(

@@ -147,6 +147,8 @@ pub struct Harness {
     others: Vec<Store>,
     /// The query each store's reader answers last (a reader keeps re-reading it).
     last_query: Vec<snapshot::Query>,
+    /// What each store's reader keeps between reads.
+    caches: Vec<snapshot::Cache>,
     cluster: Option<Arc<dyn ClusterControl>>,
     wall: Millis,
     /// What the app wrote to the terminal itself (OSC 52 clipboard sequences).
@@ -197,11 +199,13 @@ impl Harness {
             app = app.with_stores(names);
         }
         let last_query = vec![app.query().clone(); others.len() + 1];
+        let caches = vec![snapshot::Cache::default(); others.len() + 1];
         let mut h = Self {
             app,
             first: first.1,
             others: others.into_iter().map(|(_, s)| s).collect(),
             last_query,
+            caches,
             cluster,
             wall: 0,
             terminal_out: Vec::new(),
@@ -241,18 +245,29 @@ impl Harness {
             self.refresh();
             return;
         }
-        let (Some(store), Some(query)) = (self.nth(i), self.last_query.get(i)) else {
+        let Some(query) = self.last_query.get(i).cloned() else {
             return;
         };
-        let read = match snapshot::read(store, query, self.cluster.as_deref()) {
+        let read = self.read(i, &query);
+        self.dispatch(Action::Background { store: i, read });
+    }
+
+    /// Reads `query` from store `i` as its reader would, with that reader's cache.
+    fn read(&mut self, i: usize, query: &snapshot::Query) -> snapshot::Published {
+        let store = match i {
+            0 => &self.first,
+            i => self.others.get(i - 1).unwrap_or(&self.first),
+        };
+        let mut fresh = snapshot::Cache::default();
+        let cache = self.caches.get_mut(i).unwrap_or(&mut fresh);
+        match snapshot::read_cached(store, query, self.cluster.as_deref(), cache) {
             Ok(s) => snapshot::Published::Snapshot(Arc::new(s)),
             Err(e) => snapshot::Published::Error {
                 message: e.to_string(),
                 retry_in_ms: snapshot::backoff_ms(250, 1),
                 failures: 1,
             },
-        };
-        self.dispatch(Action::Background { store: i, read });
+        }
     }
 
     /// The bytes the app asked to write to the terminal (clipboard sequences).
@@ -286,20 +301,12 @@ impl Harness {
                     None
                 }
                 Command::Tour(t) => Some(self.tour.command(*t, self.store())),
-                Command::Query(q) => Some({
+                Command::Query(q) => {
                     if let Some(last) = self.last_query.get_mut(q.store) {
                         last.clone_from(q);
                     }
-                    let store = self.nth(q.store).unwrap_or(&self.first);
-                    match snapshot::read(store, q, self.cluster.as_deref()) {
-                        Ok(s) => Action::Snapshot(Arc::new(s)),
-                        Err(e) => Action::StoreError {
-                            message: e.to_string(),
-                            retry_in_ms: snapshot::backoff_ms(250, 1),
-                            failures: 1,
-                        },
-                    }
-                }),
+                    self.read(q.store, q).into_action()
+                }
                 other => execute(
                     self.store(),
                     self.cluster.as_deref(),

@@ -20,7 +20,8 @@
 //! ([`crate::cluster::control::ClusterControl`]): the dashboard depends on it, never the
 //! other way round.
 //!
-//! Entry point: [`run`] (async) or [`run_blocking`].
+//! Entry point: [`run`] (async) or [`run_blocking`] over one store, [`run_attached`] over
+//! several.
 
 pub mod action;
 pub mod app;
@@ -47,7 +48,7 @@ pub mod writer;
 use std::sync::Arc;
 
 pub use crate::cluster::control::{ClusterControl, DemoAuthority, DemoState};
-pub use event_loop::{run, run_blocking};
+pub use event_loop::{run, run_attached, run_blocking};
 
 /// How the dashboard runs.
 #[derive(Clone)]

@@ -66,14 +66,36 @@ impl ReplayData {
     }
 }
 
-/// Reads what `query` asks for: the window's span and summary, the cursor after the seek,
-/// the page around it and the inspected resource.
+/// The last window summarised and its summary. Committed revisions never change, so a
+/// window whose revisions are the same has the same summary: a reader that keeps this
+/// re-reads only the page around the cursor at each refresh, not the whole window.
+#[derive(Debug, Clone, Default)]
+pub struct SummaryCache {
+    last: Option<(Span, Summary)>,
+}
+
+impl SummaryCache {
+    fn summary(&mut self, store: &Store, span: Span) -> Result<Summary> {
+        if let Some((seen, summary)) = &self.last
+            && *seen == span
+        {
+            return Ok(summary.clone());
+        }
+        let summary = replay::summarize(store, span)?;
+        self.last = Some((span, summary.clone()));
+        Ok(summary)
+    }
+}
+
+/// Reads what `query` asks for: the window's span and summary (from `cache` when the
+/// window's revisions are the ones it summarised), the cursor after the seek, the page
+/// around it and the inspected resource.
 ///
 /// # Errors
 /// A store failure (an empty window is no failure).
-pub fn read(store: &Store, query: &ReplayQuery) -> Result<ReplayData> {
+pub fn read(store: &Store, query: &ReplayQuery, cache: &mut SummaryCache) -> Result<ReplayData> {
     let span = replay::span(store, query.from, query.to)?;
-    let summary = replay::summarize(store, span)?;
+    let summary = cache.summary(store, span)?;
     let anchor = query
         .anchor
         .unwrap_or_else(|| StepAt::start_of(span.from_revision));
@@ -143,5 +165,61 @@ fn after(at: StepAt) -> StepAt {
     match at.index.checked_add(1) {
         Some(index) => StepAt { index, ..at },
         None => StepAt::start_of(at.revision.saturating_add(1)),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::ids::SeededIds;
+    use crate::model::work::NewWork;
+    use crate::store::memory::MemoryBackend;
+
+    const KEY: &str = "c0ffee00";
+
+    #[test]
+    fn a_summary_is_kept_while_the_windows_revisions_are_the_same() {
+        let clock = ManualClock::new(1_767_225_600_000);
+        let store = Store::new(
+            Arc::new(MemoryBackend::new()),
+            Arc::new(clock.clone()),
+            Arc::new(SeededIds::new(1)),
+        );
+        let claim = |id: &str| {
+            store
+                .enqueue(NewWork::effect(id, "send-email", "{}"), KEY)
+                .unwrap();
+            store.claim(id, "a-1", KEY, 30_000).unwrap();
+        };
+        claim("e-1");
+        let query = ReplayQuery {
+            from: 0,
+            to: Millis::MAX,
+            anchor: None,
+            seek: Seek::Stay,
+            before: 2,
+            after: 2,
+            inspect: None,
+        };
+        let mut cache = SummaryCache::default();
+        assert_eq!(read(&store, &query, &mut cache).unwrap().summary.claims, 1);
+        // The past window's revisions are unchanged by a later read.
+        let first = read(&store, &query, &mut cache).unwrap();
+        assert_eq!(
+            first.summary,
+            replay::summarize(&store, first.span).unwrap()
+        );
+        // A record inside the window moves its last revision: summarised again.
+        claim("e-2");
+        let again = read(&store, &query, &mut cache).unwrap();
+        assert_eq!(again.summary.claims, 2);
+        assert_eq!(
+            again.summary,
+            replay::summarize(&store, again.span).unwrap()
+        );
     }
 }

@@ -199,12 +199,31 @@ impl Counter<'_> {
     }
 }
 
-/// Reads one snapshot for `query`, synchronously. The reader task calls this on a blocking
-/// thread; tests call it directly.
+/// Reads one snapshot for `query`, synchronously (tests and the harness call this).
 ///
 /// # Errors
 /// A store failure.
 pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> Result<Snapshot> {
+    read_cached(store, query, demo, &mut Cache::default())
+}
+
+/// What a reader keeps between reads: the replay window's summary.
+#[derive(Debug, Clone, Default)]
+pub struct Cache {
+    replay: super::replay::SummaryCache,
+}
+
+/// [`read`], reusing what `cache` kept from earlier reads. The reader task calls this on
+/// a blocking thread.
+///
+/// # Errors
+/// A store failure.
+pub fn read_cached(
+    store: &Store,
+    query: &Query,
+    demo: Option<&dyn ClusterControl>,
+    cache: &mut Cache,
+) -> Result<Snapshot> {
     let started = Instant::now();
     let mut c = Counter { store, queries: 0 };
     let token = c.run(Store::change_token)?;
@@ -274,7 +293,7 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
             ViewData::Triage(c.run(|s| ops::attention::groups(s, &fleet, at))?)
         }
         ViewId::Replay => ViewData::Replay(match &query.replay {
-            Some(r) => Some(c.run(|s| super::replay::read(s, r))?),
+            Some(r) => Some(c.run(|s| super::replay::read(s, r, &mut cache.replay))?),
             None => None,
         }),
         ViewId::Horizon => ViewData::Horizon(
@@ -464,6 +483,28 @@ pub enum Published {
     },
 }
 
+impl Published {
+    /// What a report of the store on screen is to the app (nothing for `Nothing`).
+    #[must_use]
+    pub fn into_action(self) -> Option<super::action::Action> {
+        use super::action::Action;
+        Some(match self {
+            Self::Nothing => return None,
+            Self::Fresh => Action::Fresh,
+            Self::Snapshot(s) => Action::Snapshot(s),
+            Self::Error {
+                message,
+                retry_in_ms,
+                failures,
+            } => Action::StoreError {
+                message,
+                retry_in_ms,
+                failures,
+            },
+        })
+    }
+}
+
 /// Backoff after `failures` consecutive failed refreshes: 250 ms doubling to 8 s.
 #[must_use]
 pub fn backoff_ms(base_ms: u64, failures: u32) -> u64 {
@@ -501,6 +542,7 @@ pub async fn run_reader(
     let mut last_token: Option<(u64, Vec<ProcessStall>)> = None;
     let mut failures: u32 = 0;
     let mut last_read = tokio::time::Instant::now();
+    let mut cache = Cache::default();
     loop {
         let query = queries.borrow_and_update().clone();
         let fresh_query = last_seq != Some(query.seq);
@@ -530,13 +572,21 @@ pub async fn run_reader(
                 }
                 Ok(_) | Err(_) => {
                     let (s, q, d) = (store.clone(), query.clone(), demo.clone());
-                    let joined =
-                        tokio::task::spawn_blocking(move || read(&s, &q, d.as_deref())).await;
-                    Some(joined.unwrap_or_else(|e| {
-                        Err(crate::error::Error::Unavailable(format!(
+                    let mut kept = std::mem::take(&mut cache);
+                    let joined = tokio::task::spawn_blocking(move || {
+                        let read = read_cached(&s, &q, d.as_deref(), &mut kept);
+                        (read, kept)
+                    })
+                    .await;
+                    Some(match joined {
+                        Ok((read, kept)) => {
+                            cache = kept;
+                            read
+                        }
+                        Err(e) => Err(crate::error::Error::Unavailable(format!(
                             "reader task failed: {e}"
-                        )))
-                    }))
+                        ))),
+                    })
                 }
             };
             match result {

@@ -169,6 +169,16 @@ pub fn inspect(view: &str, path: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Enqueues `n` send-email effects named `PREFIX-000`, `PREFIX-001` … in one batch.
+pub fn effects(store: &Store, prefix: &str, n: usize) {
+    let specs = (0..n)
+        .map(|i| {
+            leasehold::model::work::NewWork::effect(format!("{prefix}-{i:03}"), "send-email", "{}")
+        })
+        .collect();
+    store.enqueue_batch(specs, send_email_key()).unwrap();
+}
+
 /// A fresh memory store.
 pub fn memory() -> Box<dyn Harness> {
     let backend = MemoryBackend::new();

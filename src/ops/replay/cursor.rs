@@ -32,6 +32,10 @@ impl StepAt {
     }
 }
 
+/// Rows read at a time while looking back for a page: the range scanned grows, so a read
+/// takes more than the page asks for, but far less than a whole history page.
+const BEFORE_PAGE: usize = 32;
+
 /// Revisions the first look back for a failover covers (doubling after each miss).
 const FAILOVER_LOOKBACK: u64 = 64;
 
@@ -42,15 +46,16 @@ struct Positioned<'a> {
 }
 
 impl<'a> Positioned<'a> {
-    /// From the first record of `from` (not before the window) to `last` (not past it).
-    fn new(store: &'a Store, span: Span, from: u64, last: u64) -> Self {
+    /// From the first record of `from` (not before the window) to `last` (not past it),
+    /// reading about `page` rows at a time.
+    fn new(store: &'a Store, span: Span, (from, last): (u64, u64), page: usize) -> Self {
         let part = Span {
             from_revision: from.max(span.from_revision),
             to_revision: last.min(span.to_revision),
             ..span
         };
         Self {
-            steps: Steps::new(store, part, None),
+            steps: Steps::paged(store, part, None, page),
             at: None,
         }
     }
@@ -81,7 +86,7 @@ pub fn steps_from(store: &Store, span: Span, at: StepAt, n: usize) -> Result<Vec
     if n == 0 || at.revision > span.to_revision {
         return Ok(out);
     }
-    let mut walk = Positioned::new(store, span, at.revision, span.to_revision);
+    let mut walk = Positioned::new(store, span, (at.revision, span.to_revision), n);
     while out.len() < n {
         match walk.next_step()? {
             Some((pos, step)) if pos >= at => out.push((pos, step)),
@@ -113,7 +118,7 @@ pub fn steps_before(
     loop {
         let start = end.revision.saturating_sub(back).max(span.from_revision);
         let mut kept: VecDeque<(StepAt, Step)> = VecDeque::with_capacity(n.min(1_024) + 1);
-        let mut walk = Positioned::new(store, span, start, end.revision);
+        let mut walk = Positioned::new(store, span, (start, end.revision), n.max(BEFORE_PAGE));
         while let Some((pos, step)) = walk.next_step()? {
             if pos >= end {
                 break;
@@ -135,7 +140,7 @@ pub fn steps_before(
 /// # Errors
 /// A store failure.
 pub fn next_failover(store: &Store, span: Span, after: StepAt) -> Result<Option<StepAt>> {
-    let mut walk = Positioned::new(store, span, after.revision, span.to_revision);
+    let mut walk = Positioned::new(store, span, (after.revision, span.to_revision), usize::MAX);
     while let Some((pos, step)) = walk.next_step()? {
         if pos > after && step.is_failover() {
             return Ok(Some(pos));
@@ -158,7 +163,7 @@ pub fn previous_failover(store: &Store, span: Span, before: StepAt) -> Result<Op
     while end > StepAt::start_of(span.from_revision) {
         let start = end.revision.saturating_sub(back).max(span.from_revision);
         let mut found = None;
-        let mut walk = Positioned::new(store, span, start, end.revision);
+        let mut walk = Positioned::new(store, span, (start, end.revision), usize::MAX);
         while let Some((pos, step)) = walk.next_step()? {
             if pos >= end {
                 break;
