@@ -1392,36 +1392,35 @@ fn tiny_pages_still_find_a_violation_after_a_busy_history() {
 fn passes_over_shares_of_the_resources_find_what_one_pass_finds() {
     let f = fixture();
     mixed_workload(&f);
-    let detail = |logical: &str, state: &str| json!({"logicalEffectId": logical, "idempotencyKey": logical, "state": state});
-    f.grant("e-0", 1, "intruder");
-    f.grant("x-1", 1, "a-1");
-    f.grant("x-1", 2, "a-2");
-    f.complete("x-1", 1, "a-1");
-    f.grant("x-2", 1, "a-1");
-    f.write("x-2", 1, "a-1", "fail", true, detail("intent-1", "retry"));
-    f.grant("x-2", 2, "a-2");
-    f.write(
-        "x-2",
-        2,
-        "a-2",
-        "complete",
-        true,
-        detail("intent-1b", "succeeded"),
-    );
-    f.grant("x-3", 1, "a-1");
-    f.complete("x-3", 1, "a-1");
-    f.grant("x-3", 2, "a-2");
-    f.write("x-3", 2, "a-2", "fail", true, detail("x-3", "failed"));
+    // One of each per-resource violation, on resources of their own: a grant is a row
+    // without a verb, a write names the logical effect id and the state it leaves.
+    let planted = [
+        ("e-0", 1, "intruder", "", ""),
+        ("x-1", 1, "a-1", "", ""),
+        ("x-1", 2, "a-2", "", ""),
+        ("x-1", 1, "a-1", "complete", "x-1 succeeded"),
+        ("x-2", 1, "a-1", "", ""),
+        ("x-2", 1, "a-1", "fail", "intent-1 retry"),
+        ("x-2", 2, "a-2", "", ""),
+        ("x-2", 2, "a-2", "complete", "intent-1b succeeded"),
+        ("x-3", 1, "a-1", "", ""),
+        ("x-3", 1, "a-1", "complete", "x-3 succeeded"),
+        ("x-3", 2, "a-2", "", ""),
+        ("x-3", 2, "a-2", "fail", "x-3 failed"),
+        ("x-4", 1, "a-1", "", ""),
+        ("x-4", 1, "a-1", "renew", "intent-4 claimed"),
+    ];
     f.item("x-4", WorkKind::Effect);
-    f.grant("x-4", 1, "a-1");
-    f.write(
-        "x-4",
-        1,
-        "a-1",
-        "renew",
-        true,
-        detail("intent-4", "claimed"),
-    );
+    for (resource, generation, owner, verb, effect) in planted {
+        if verb.is_empty() {
+            f.grant(resource, generation, owner);
+        } else {
+            let (logical, state) = effect.split_once(' ').unwrap();
+            let detail =
+                json!({"logicalEffectId": logical, "idempotencyKey": logical, "state": state});
+            f.write(resource, generation, owner, verb, true, detail);
+        }
+    }
 
     let sorted = |report: &Report| {
         let mut all: Vec<String> = report
