@@ -208,8 +208,9 @@ pub struct CheckOptions {
     pub resources_per_pass: usize,
 }
 
-/// What one pass keeps at most by default: some 60 MB of per-resource state, which with
-/// the hash table's growth and a page of records keeps a check well under 200 MB.
+/// What one pass keeps at most by default: a hash table of at most 2¹⁹ slots of some 145
+/// bytes (76 MB, and half that again while it grows), which with a page of records and
+/// SQLite's cache keeps a check under 200 MB.
 const RESOURCES_PER_PASS: usize = 400_000;
 
 fn default_resources_per_pass() -> usize {
