@@ -27,24 +27,21 @@ pub(super) fn one_logical_effect_id(
         return;
     };
     let key = detail.idempotency_key.as_deref().unwrap_or(logical);
+    let resource = &write.resource_id;
     let Some(first) = &state.effect else {
-        state.effect = Some(Box::new(EffectIds {
-            logical: logical.clone(),
-            idempotency: key.to_owned(),
-            revision: write.revision,
-        }));
+        state.effect = Some(EffectIds::new(resource, logical, key, write.revision));
         return;
     };
-    if first.logical == *logical && first.idempotency == key {
+    let (first_logical, first_key) = (first.logical(resource), first.idempotency(resource));
+    if first_logical == logical && first_key == key {
         return;
     }
-    let resource = &write.resource_id;
     findings.push(
         LOGICAL_EFFECT_ID_CHANGED,
-        vec![resource.clone(), first.logical.clone(), logical.clone()],
+        vec![resource.clone(), first_logical.to_owned(), logical.clone()],
         format!(
             "work {resource} carried {} at revision {} but {} on a {} by {} at revision {}",
-            ids_sentence(&first.logical, &first.idempotency),
+            ids_sentence(first_logical, first_key),
             first.revision,
             ids_sentence(logical, key),
             write.verb,
@@ -52,11 +49,7 @@ pub(super) fn one_logical_effect_id(
             write.revision
         ),
     );
-    state.effect = Some(Box::new(EffectIds {
-        logical: logical.clone(),
-        idempotency: key.to_owned(),
-        revision: write.revision,
-    }));
+    state.effect = Some(EffectIds::new(resource, logical, key, write.revision));
 }
 
 /// The item row carries the ids its writes carried (a retry that re-created the item with
@@ -67,20 +60,21 @@ pub(super) fn item_keeps_its_effect_ids(
     findings: &mut Findings,
 ) {
     let Some(seen) = &state.effect else { return };
-    if seen.logical == item.logical_effect_id && seen.idempotency == item.idempotency_key {
+    let (logical, key) = (seen.logical(&item.id), seen.idempotency(&item.id));
+    if logical == item.logical_effect_id && key == item.idempotency_key {
         return;
     }
     findings.push(
         LOGICAL_EFFECT_ID_CHANGED,
         vec![
             item.id.clone(),
-            seen.logical.clone(),
+            logical.to_owned(),
             item.logical_effect_id.clone(),
         ],
         format!(
             "work {} was written with {} (last at revision {}) but the item now carries {}",
             item.id,
-            ids_sentence(&seen.logical, &seen.idempotency),
+            ids_sentence(logical, key),
             seen.revision,
             ids_sentence(&item.logical_effect_id, &item.idempotency_key)
         ),

@@ -3,7 +3,9 @@
 //! the invariant functions that read it. Also the pass over work items, which needs the
 //! ledger for its cross-checks.
 
+use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
 
 use serde::Deserialize;
 
@@ -87,12 +89,78 @@ impl Noun {
     }
 }
 
-/// The effect ids first seen on a work item's writes.
+/// The effect ids seen on a work item's writes. Both default to the item's id, so only ids
+/// that differ from it are kept (boxed): the common item costs no string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct EffectIds {
-    pub logical: String,
-    pub idempotency: String,
+    /// `(logicalEffectId, idempotencyKey)`, or `None` when both are the item's id.
+    named: Option<Box<(String, String)>>,
     pub revision: u64,
+}
+
+impl EffectIds {
+    pub(super) fn new(resource: &str, logical: &str, idempotency: &str, revision: u64) -> Self {
+        let named = (logical != resource || idempotency != resource)
+            .then(|| Box::new((logical.to_owned(), idempotency.to_owned())));
+        Self { named, revision }
+    }
+
+    /// The logical effect id, given the id of the item it was seen on.
+    pub(super) fn logical<'a>(&'a self, resource: &'a str) -> &'a str {
+        self.named.as_ref().map_or(resource, |n| n.0.as_str())
+    }
+
+    /// The idempotency key, given the id of the item it was seen on.
+    pub(super) fn idempotency<'a>(&'a self, resource: &'a str) -> &'a str {
+        self.named.as_ref().map_or(resource, |n| n.1.as_str())
+    }
+}
+
+/// A resource id's 128-bit digest: the ledger's key, so a million resources cost no million
+/// strings (a collision among even ten million ids has a chance near 10⁻²⁴). Records and
+/// items carry their ids, so sentences never need the key back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct Key(u128);
+
+impl Key {
+    pub(super) fn of(id: &str) -> Self {
+        let half = |salt: u8| {
+            let mut h = DefaultHasher::new();
+            salt.hash(&mut h);
+            id.hash(&mut h);
+            h.finish()
+        };
+        Self((u128::from(half(0)) << 64) | u128::from(half(1)))
+    }
+}
+
+/// The resources one pass over the history keeps state for: those whose key is `index`
+/// modulo `count`. Every rule over the history reads one resource's records only, so
+/// passes over disjoint partitions find together exactly what one pass over all would;
+/// a store with more resources than one pass may hold is checked in several.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Partition {
+    pub count: u64,
+    pub index: u64,
+}
+
+impl Partition {
+    pub(super) const WHOLE: Self = Self { count: 1, index: 0 };
+
+    pub(super) fn holds(self, key: Key) -> bool {
+        self.count <= 1 || (key.0 % u128::from(self.count)) == u128::from(self.index)
+    }
+
+    /// This partition cut into `parts` (at least 2) finer ones that together hold the same.
+    pub(super) fn split(self, parts: u64) -> Vec<Self> {
+        let parts = parts.max(2);
+        (0..parts)
+            .map(|j| Self {
+                count: self.count * parts,
+                index: self.index + j * self.count,
+            })
+            .collect()
+    }
 }
 
 /// The compact state kept per resource id.
@@ -103,8 +171,8 @@ pub(super) struct ResourceState {
     pub granted: Option<Mark>,
     /// The first accepted terminal write, and whether it was a `complete`.
     pub terminal: Option<(Mark, bool)>,
-    /// The effect ids of its writes (boxed: most resources are not work items).
-    pub effect: Option<Box<EffectIds>>,
+    /// The effect ids of its writes.
+    pub effect: Option<EffectIds>,
     /// The cursor high-water mark `(to, revision)` of accepted cursor writes.
     pub cursor: Option<(u64, u64)>,
 }
@@ -133,7 +201,7 @@ pub(super) struct DoubleTerminal {
 /// Everything the stream keeps.
 #[derive(Debug, Default)]
 pub(super) struct Ledger {
-    pub resources: HashMap<String, ResourceState>,
+    pub resources: HashMap<Key, ResourceState>,
     pub owners: Owners,
     pub suspects: Vec<Suspect>,
     pub double_terminals: Vec<DoubleTerminal>,
@@ -219,23 +287,46 @@ impl<T> Pager<T> {
     }
 }
 
+/// How one pass over the history ended.
+pub(super) enum Streamed {
+    /// Every record of the partition was read.
+    Done(Ledger),
+    /// The partition held more resources than one pass may keep: check these finer ones
+    /// instead (what the abandoned pass found is dropped, to be found again).
+    Split(Vec<Partition>),
+}
+
+/// Where a pass stands, for the progress line.
+pub(super) struct Pass<'a> {
+    pub partition: Partition,
+    /// Resources one pass may keep state for.
+    pub cap: usize,
+    pub progress: &'a mut dyn FnMut(&str, u64, u64),
+}
+
 /// Reads every grant and write from revision `start` (where the kept history is complete)
 /// up to revision `through`, merged in revision order (writes before grants at one
-/// revision), runs the history invariants over them and notes the records missing in that
-/// range. Older rows kept only for the incident lists are left out: alone, without what
-/// happened around them, they would be a trimmed prefix judged as if it were the whole
-/// story.
+/// revision), runs the history invariants over those of `pass.partition`'s resources and
+/// notes the records missing in that range. Older rows kept only for the incident lists
+/// are left out: alone, without what happened around them, they would be a trimmed prefix
+/// judged as if it were the whole story.
+///
+/// Memory is bounded by `pass.cap` resources (and a page of records): a pass that would
+/// keep more gives up and names the finer partitions to check instead, as many as the
+/// share of the range it got through suggests.
 pub(super) fn stream(
     store: &Store,
     (start, through): (u64, u64),
     page: usize,
+    pass: &mut Pass<'_>,
     findings: &mut Findings,
     counts: &mut Counts,
-) -> Result<Ledger> {
+) -> Result<Streamed> {
     let mut ledger = Ledger {
         start,
         ..Ledger::default()
     };
+    let (mut found, mut counted) = (Findings::default(), Counts::default());
     let mut grants: Pager<Grant> = Pager::new(
         |tx, after, limit| tx.grants(None, after, limit),
         |g| g.revision,
@@ -246,6 +337,16 @@ pub(super) fn stream(
         |w| w.revision,
         start,
     );
+    let span = through.saturating_sub(start) + 1;
+    let label = if pass.partition.count > 1 {
+        format!(
+            "check: history, part {} of {}",
+            pass.partition.index + 1,
+            pass.partition.count
+        )
+    } else {
+        "check: history".to_owned()
+    };
     loop {
         let next_grant = grants.peek(store, page, through)?;
         let next_write = writes.peek(store, page, through)?;
@@ -257,25 +358,42 @@ pub(super) fn stream(
         };
         let revision = if take_write { next_write } else { next_grant };
         ledger.oldest_revision = ledger.oldest_revision.or(revision);
+        let done = revision.unwrap_or(start).saturating_sub(start);
+        (pass.progress)(&label, done, span);
         if take_write {
             if let Some(write) = writes.pop() {
-                counts.writes += 1;
-                on_write(&mut ledger, &write, findings);
+                let key = Key::of(&write.resource_id);
+                if pass.partition.holds(key) {
+                    counted.writes += 1;
+                    on_write(&mut ledger, key, &write, &mut found);
+                }
             }
         } else if let Some(grant) = grants.pop() {
-            counts.grants += 1;
-            on_grant(&mut ledger, &grant, findings);
+            let key = Key::of(&grant.resource_id);
+            if pass.partition.holds(key) {
+                counted.grants += 1;
+                on_grant(&mut ledger, key, &grant, &mut found);
+            }
+        }
+        if ledger.resources.len() > pass.cap {
+            // Read `done` of `span` revisions with `cap` resources: aim for parts a
+            // fifth under the cap if the rest of the range is like what was read.
+            let parts = span
+                .saturating_mul(5)
+                .div_ceil(done.max(1).saturating_mul(4))
+                .clamp(2, 1024);
+            return Ok(Streamed::Split(pass.partition.split(parts)));
         }
     }
-    Ok(ledger)
+    findings.0.append(&mut found.0);
+    counts.grants += counted.grants;
+    counts.writes += counted.writes;
+    Ok(Streamed::Done(ledger))
 }
 
-fn on_grant(ledger: &mut Ledger, grant: &Grant, findings: &mut Findings) {
+fn on_grant(ledger: &mut Ledger, key: Key, grant: &Grant, findings: &mut Findings) {
     let owner = ledger.owners.id(&grant.owner_id);
-    let state = ledger
-        .resources
-        .entry(grant.resource_id.clone())
-        .or_default();
+    let state = ledger.resources.entry(key).or_default();
     state.noun = Noun::of_grant(grant.how);
     let mark = Mark {
         generation: grant.generation,
@@ -299,12 +417,9 @@ fn on_grant(ledger: &mut Ledger, grant: &Grant, findings: &mut Findings) {
     }
 }
 
-fn on_write(ledger: &mut Ledger, write: &WriteRecord, findings: &mut Findings) {
+fn on_write(ledger: &mut Ledger, key: Key, write: &WriteRecord, findings: &mut Findings) {
     let owner = ledger.owners.id(&write.owner_id);
-    let state = ledger
-        .resources
-        .entry(write.resource_id.clone())
-        .or_default();
+    let state = ledger.resources.entry(key).or_default();
     if state.noun == Noun::Resource {
         state.noun = Noun::of_verb(write.verb);
     }
@@ -397,30 +512,41 @@ fn earlier_grant(store: &Store, suspect: &Suspect, page: usize) -> Result<Option
     }
 }
 
-/// Pages through every work item: firing ids (3), effect ids against the writes (5),
-/// stranded or incompatible (6). Returns how many items are incompatible.
+/// What the pass over the items needs besides the ledger.
+pub(super) struct ItemScan<'a> {
+    pub live: &'a stranded::LiveBuilds,
+    pub options: &'a super::CheckOptions,
+    /// Non-canonical firing ids seen so far, across partitions.
+    pub firings: &'a mut schedules::Firings,
+}
+
+/// Pages through every work item of `partition`: firing ids (3), effect ids against the
+/// writes (5), stranded or incompatible (6). Returns how many items are incompatible.
 pub(super) fn items(
     store: &Store,
     ledger: &Ledger,
-    live: &stranded::LiveBuilds,
-    options: &super::CheckOptions,
-    page: usize,
+    (partition, page): (Partition, usize),
+    scan: &mut ItemScan<'_>,
     findings: &mut Findings,
     counts: &mut Counts,
 ) -> Result<u64> {
+    let (live, options) = (scan.live, scan.options);
     let filter = WorkFilter::default();
     let mut request = PageRequest::first(page);
-    let mut firings = schedules::Firings::default();
     let mut incompatible = 0;
     loop {
         let rows = store.read(|tx| tx.list_work(&filter, &request))?;
         for item in &rows {
+            let key = Key::of(&item.id);
+            if !partition.holds(key) {
+                continue;
+            }
             counts.items += 1;
             if item.kind == WorkKind::Schedule {
                 let canonical_exists = |id: &str| store.read(|tx| Ok(tx.work(id)?.is_some()));
-                schedules::firing_id_is_derived(item, &mut firings, canonical_exists, findings)?;
+                schedules::firing_id_is_derived(item, scan.firings, canonical_exists, findings)?;
             }
-            if let Some(state) = ledger.resources.get(&item.id) {
+            if let Some(state) = ledger.resources.get(&key) {
                 effects::item_keeps_its_effect_ids(item, state, findings);
             }
             if stranded::no_stranded_work(item, live, options, findings)

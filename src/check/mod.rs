@@ -15,9 +15,18 @@
 //!
 //! Everything is read in pages ([`CheckOptions::page_size`], 10 000 by default), each page
 //! in its own read transaction, and only compact per-resource state is kept between pages
-//! (highest grant, first terminal write, the effect's ids, the cursor high-water mark);
-//! owner ids are interned. History is bounded at the revision the check started at, so
-//! commits that land while it runs are not half-read.
+//! (highest grant, first terminal write, the effect's ids when they are not the item's own
+//! id, the cursor high-water mark), keyed by a 128-bit digest of the resource id; owner ids
+//! are interned. History is bounded at the revision the check started at, so commits that
+//! land while it runs are not half-read.
+//!
+//! Memory is bounded whatever the store's size: one pass keeps state for at most
+//! [`CheckOptions::resources_per_pass`] resources. A store with more (its counters tell
+//! before the first read; a pass that meets more than it may keep gives up and splits) is
+//! checked in several passes, each over the resources whose digest falls in one share,
+//! reading the whole history but keeping only its share. Every history rule reads one
+//! resource's records, so the passes together find what one pass would; the items are read
+//! with the pass of their share.
 //!
 //! ## The invariants, one function each
 //! Each family lives in its own file; each invariant is one function over one record and
@@ -192,6 +201,20 @@ pub struct CheckOptions {
     /// Rows read per page (history, items, journal); instances are read a tenth as many
     /// at a time, each with its history.
     pub page_size: usize,
+    /// Resources (work items, leases, instances) one pass over the history keeps state
+    /// for; a store with more is checked in several passes over disjoint shares of them,
+    /// so memory stays bounded (about 150 bytes a resource) whatever the store's size.
+    #[serde(default = "default_resources_per_pass")]
+    pub resources_per_pass: usize,
+}
+
+/// What one pass keeps at most by default: a hash table of at most 2¹⁹ slots of some 145
+/// bytes (76 MB, and half that again while it grows), which with a page of records and
+/// SQLite's cache keeps a check under 200 MB.
+const RESOURCES_PER_PASS: usize = 400_000;
+
+fn default_resources_per_pass() -> usize {
+    RESOURCES_PER_PASS
 }
 
 impl CheckOptions {
@@ -203,6 +226,7 @@ impl CheckOptions {
             now,
             stranded_after_ms: 60_000,
             page_size: 10_000,
+            resources_per_pass: RESOURCES_PER_PASS,
         }
     }
 }
@@ -280,6 +304,26 @@ impl Report {
     }
 }
 
+/// The partitions a check starts with: as many as the store's items and instances (from
+/// its counters) need at `cap` resources a pass, so a large store is not read once in vain
+/// before it is split. Items retention already removed can still have history; a pass that
+/// meets more resources than it may keep splits further.
+fn first_partitions(store: &Store, cap: usize) -> Result<Vec<history::Partition>> {
+    let overview = store.overview()?;
+    let work: u64 = overview.work.iter().map(|c| c.count).sum();
+    let instances: u64 = overview.workflows.iter().map(|(_, n)| n).sum();
+    let expected = (work + instances).saturating_mul(11) / 10;
+    let parts = expected.div_ceil(cap as u64).max(1);
+    Ok(if parts > 1 {
+        history::Partition::WHOLE.split(parts)
+    } else {
+        vec![history::Partition::WHOLE]
+    }
+    .into_iter()
+    .rev()
+    .collect())
+}
+
 /// Collects violations as the invariant functions find them.
 #[derive(Debug, Default)]
 pub(crate) struct Findings(Vec<Violation>);
@@ -299,11 +343,24 @@ impl Findings {
 /// # Errors
 /// A store failure while reading (the check is then incomplete, so no report is given).
 pub fn check(store: &Store, options: &CheckOptions) -> Result<Report> {
+    check_showing(store, options, &mut |_, _, _| {})
+}
+
+/// [`check`], telling `progress` where it is: `(phase, done, total)` as it reads (the
+/// history in revisions, the items in rows), for a progress line on a large store.
+///
+/// # Errors
+/// A store failure while reading (the check is then incomplete, so no report is given).
+pub fn check_showing(
+    store: &Store,
+    options: &CheckOptions,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<Report> {
     let page = options.page_size.max(1);
+    let cap = options.resources_per_pass.max(1);
     let mut findings = Findings::default();
     let mut report = Report::default();
 
-    // Grants and writes: invariants 1, 2, 3 (double firing), 5, 7, 8.
     let (through, store_epoch, from) = store.read(|tx| {
         Ok((
             tx.revision()?,
@@ -313,33 +370,56 @@ pub fn check(store: &Store, options: &CheckOptions) -> Result<Report> {
     })?;
     report.store_epoch = store_epoch;
     let start = history_start(through, from);
-    let mut ledger = history::stream(
-        store,
-        (start, through),
-        page,
-        &mut findings,
-        &mut report.checked,
-    )?;
     report.through_revision = through;
     report.history_from = start;
-    report.gaps = std::mem::take(&mut ledger.gaps).0;
-    report.oldest_revision = ledger.oldest_revision;
     // A store trimmed before the mark existed has none: the revision count tells.
     report.history_may_be_trimmed = from > 0 || through > crate::store::RETENTION.history_revisions;
-    history::finish(store, &ledger, page, &mut findings)?;
-
-    // Items: invariants 3 (ids), 5 (item vs writes), 6.
     let live = stranded::LiveBuilds::read(store, options, page)?;
-    report.incompatible_items = history::items(
-        store,
-        &ledger,
-        &live,
-        options,
-        page,
-        &mut findings,
-        &mut report.checked,
-    )?;
-    drop(ledger);
+    let mut firings = schedules::Firings::default();
+
+    // Grants and writes (invariants 1, 2, 3 (double firing), 5, 7, 8), then the items
+    // against them (3 (ids), 5 (item vs writes), 6), one partition of the resources at a
+    // time so that memory stays bounded whatever the store holds.
+    let mut queue = first_partitions(store, cap)?;
+    while let Some(partition) = queue.pop() {
+        let mut pass = history::Pass {
+            partition,
+            cap,
+            progress: &mut *progress,
+        };
+        let mut ledger = match history::stream(
+            store,
+            (start, through),
+            page,
+            &mut pass,
+            &mut findings,
+            &mut report.checked,
+        )? {
+            history::Streamed::Done(ledger) => ledger,
+            history::Streamed::Split(finer) => {
+                queue.extend(finer.into_iter().rev());
+                continue;
+            }
+        };
+        report.gaps.append(&mut ledger.gaps.0);
+        report.oldest_revision = match (report.oldest_revision, ledger.oldest_revision) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        history::finish(store, &ledger, page, &mut findings)?;
+        report.incompatible_items += history::items(
+            store,
+            &ledger,
+            (partition, page),
+            &mut history::ItemScan {
+                live: &live,
+                options,
+                firings: &mut firings,
+            },
+            &mut findings,
+            &mut report.checked,
+        )?;
+    }
 
     // Journal: invariant 4.
     events::scan(store, page, &mut findings, &mut report.checked)?;

@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::Args;
 
 use super::{CliResult, Failure, StoreArg};
-use crate::check::{CheckOptions, check, unfinished_attempts};
+use crate::check::{CheckOptions, check_showing, unfinished_attempts};
 use crate::error::Error;
 use crate::store::url::OpenMode;
 
@@ -48,7 +48,14 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> CliResult {
         stranded_after_ms: args.stranded_after_ms,
         ..CheckOptions::at(store.now())
     };
-    let mut report = check(&store, &options)?;
+    // On a terminal, a line that follows the read; in a log, one every few seconds once
+    // the check has run that long (a large store), so stdout stays the report alone.
+    let mut progress = crate::progress::Progress::new(false);
+    let checked = check_showing(&store, &options, &mut |phase, done, total| {
+        progress.count(phase, done, total);
+    });
+    progress.finish();
+    let mut report = checked?;
     report.gaps.extend(cut_off);
     if args.json {
         write!(out, "{}", crate::check::render_json_lines(&report))?;

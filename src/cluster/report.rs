@@ -213,9 +213,8 @@ impl Sim {
             });
         let t = self.options.timing;
         let options = CheckOptions {
-            now,
             stranded_after_ms: (t.lease_ms * 4).max(20_000),
-            page_size: 10_000,
+            ..CheckOptions::at(now)
         };
         let checked = check(&self.store, &options)?;
         let checker = Verdict {
