@@ -8,25 +8,40 @@
 //! transaction holding its own entry committed, with its own answer; a failed commit fails
 //! every call in it, with the same error. A lone caller pays nothing: it leads a group of
 //! one at once, never waiting for company.
+//!
+//! Under concurrency, the caller whose answer just came back is usually the first to call
+//! again and would lead a group of one while the rest are still waking up. So a leader
+//! whose previous group held several entries first *gathers*: it waits up to
+//! [`GATHER`] for as many entries as that group held (like PostgreSQL's `commit_delay`,
+//! which also waits only when other transactions are active).
 
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
 /// At most this many entries share one commit, so one transaction stays short.
 const MAX_GROUP: usize = 1_024;
 
+/// How long a leader waits for its group to fill, when the previous group had company.
+const GATHER: Duration = Duration::from_micros(200);
+
 /// The queue of entries waiting for a commit, and the answers of committed ones.
 pub(crate) struct GroupCommit<T, R> {
     state: Mutex<State<T, R>>,
+    /// Signalled when a group's answers are published.
     turn: Condvar,
+    /// Signalled when an entry is queued (a gathering leader waits on it).
+    arrival: Condvar,
 }
 
 struct State<T, R> {
     queue: Vec<(u64, T)>,
     next_ticket: u64,
     leading: bool,
+    /// How many entries the previous group held.
+    last_group: usize,
     answers: HashMap<u64, Result<R>>,
 }
 
@@ -37,9 +52,11 @@ impl<T, R> Default for GroupCommit<T, R> {
                 queue: Vec::new(),
                 next_ticket: 0,
                 leading: false,
+                last_group: 0,
                 answers: HashMap::new(),
             }),
             turn: Condvar::new(),
+            arrival: Condvar::new(),
         }
     }
 }
@@ -58,6 +75,7 @@ impl<T, R> GroupCommit<T, R> {
         let ticket = state.next_ticket;
         state.next_ticket += 1;
         state.queue.push((ticket, entry));
+        self.arrival.notify_one();
         let mut commit = Some(commit);
         loop {
             if let Some(answer) = state.answers.remove(&ticket) {
@@ -84,7 +102,23 @@ impl<T, R> GroupCommit<T, R> {
         commit: impl FnOnce(Vec<T>) -> Result<Vec<R>>,
     ) -> MutexGuard<'a, State<T, R>> {
         state.leading = true;
+        let want = state.last_group.min(MAX_GROUP);
+        if want > 1 {
+            let until = Instant::now() + GATHER;
+            while state.queue.len() < want {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                state = self
+                    .arrival
+                    .wait_timeout(state, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+        }
         let take = state.queue.len().min(MAX_GROUP);
+        state.last_group = take;
         let (tickets, entries): (Vec<u64>, Vec<T>) = state.queue.drain(..take).unzip();
         drop(state);
         let mut group = Group {
