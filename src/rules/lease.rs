@@ -280,4 +280,58 @@ mod tests {
         let released = release(&next, "t2", 2, 2_100).expect("holder");
         assert!(released.checkpoint.is_none());
     }
+
+    /// Each part of the holder's proof is checked on its own: the right token under a
+    /// stale generation, a stale token under the right generation, and the right pair
+    /// after a release are each fenced.
+    #[test]
+    fn each_part_of_the_holders_proof_is_checked() {
+        let lease = held(0);
+        assert!(check_holder(&lease, "t1", 1).is_ok());
+        for (token, generation) in [("t1", 2), ("t0", 1)] {
+            assert_eq!(
+                check_holder(&lease, token, generation)
+                    .expect_err("fenced")
+                    .code(),
+                "WORK_FENCED",
+                "{token} under generation {generation}"
+            );
+        }
+        let released = release(&lease, "t1", 1, 10).expect("holder");
+        assert_eq!(
+            check_holder(&released, "t1", 1)
+                .expect_err("released")
+                .code(),
+            "WORK_FENCED"
+        );
+    }
+
+    /// A renewal moves the expiry from `now` (a lapsed, unreclaimed lease included) and
+    /// leaves everything else, the generation above all, as it was.
+    #[test]
+    fn renewal_moves_only_the_expiry() {
+        let lease = held(0);
+        for now in [900, 5_000] {
+            let renewed = renew(&lease, "t1", 1, 2_000, now).expect("holder");
+            assert_eq!(renewed.expires_at, now + 2_000);
+            assert_eq!(
+                Lease {
+                    expires_at: lease.expires_at,
+                    ..renewed
+                },
+                lease
+            );
+        }
+    }
+
+    /// A release stamps its instant and keeps the row's generation, so the next acquire
+    /// is free at once and goes one higher.
+    #[test]
+    fn release_frees_the_resource_and_keeps_the_generation() {
+        let released = release(&held(0), "t1", 1, 10).expect("holder");
+        assert_eq!((released.released_at, released.generation), (Some(10), 1));
+        assert!(!released.is_live(10));
+        let next = acquire(0, Some(&released), "r", "b", "t2".into(), 1_000, 11).expect("free");
+        assert_eq!((next.owner_id.as_str(), next.generation), ("b", 2));
+    }
 }

@@ -449,11 +449,7 @@ mod tests {
             max_attempts: 2,
             ..item()
         };
-        let failure = Failure {
-            class: FailureClass::Retryable,
-            code: "E".into(),
-            message: "m".into(),
-        };
+        let failure = failure(FailureClass::Retryable);
         it = claim(&it, "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         it = fail(&it, "a", 1, failure.clone(), Backoff::default(), 10).expect("holder");
         assert_eq!((it.state, it.next_eligible_at), (WorkState::Retry, 510));
@@ -467,11 +463,6 @@ mod tests {
     /// dropped when it ends (success, terminal failure, a dead letter).
     #[test]
     fn checkpoints_outlive_attempts_but_not_the_item() {
-        let failure = |class| Failure {
-            class,
-            code: "E".into(),
-            message: "m".into(),
-        };
         let held = claim(&item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         let saved = checkpoint(&held, "a", 1, "{\"n\":1}", 5).expect("holder");
         assert_eq!(saved.checkpoint.as_deref(), Some("{\"n\":1}"));
@@ -597,6 +588,183 @@ mod tests {
                 .expect_err("refused")
                 .code(),
             "already-terminal"
+        );
+    }
+
+    fn failure(class: FailureClass) -> Failure {
+        Failure {
+            class,
+            code: "E".into(),
+            message: "m".into(),
+        }
+    }
+
+    /// The documented shape: 500 ms doubling per attempt, capped at 30 s, and no overflow
+    /// however many attempts were made.
+    #[test]
+    fn the_backoff_doubles_per_attempt_up_to_its_cap() {
+        let backoff = Backoff::default();
+        let delays: Vec<Millis> = (1..=8).map(|attempt| backoff.delay(attempt)).collect();
+        assert_eq!(
+            delays,
+            [500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]
+        );
+        assert_eq!(backoff.delay(u32::MAX), 30_000);
+    }
+
+    /// A claim stamps the new owner, its token and the instant on the item, with the lease
+    /// window clamped like a lease's.
+    #[test]
+    fn a_claim_stamps_its_owner_token_and_instants() {
+        let claimed = claim(&item(), "a", &"k".into(), "t1".into(), 250, 7).expect("pending");
+        assert_eq!(
+            (claimed.owner_id.as_deref(), claimed.token.as_deref()),
+            (Some("a"), Some("t1"))
+        );
+        assert_eq!(
+            (
+                claimed.claimed_at,
+                claimed.last_attempt_at,
+                claimed.lease_expires_at,
+                claimed.updated_at
+            ),
+            (Some(7), Some(7), Some(257), 7)
+        );
+        let clamped = claim(&item(), "a", &"k".into(), "t1".into(), 1, 7).expect("pending");
+        assert_eq!(clamped.lease_expires_at, Some(107));
+    }
+
+    /// Until its lease ends a claim is held: another claimer is told who holds it.
+    #[test]
+    fn a_live_claim_refuses_another_claimer() {
+        let held = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        assert_eq!(
+            claim(&held, "b", &"k".into(), "t2".into(), 100, 99)
+                .expect_err("live")
+                .code(),
+            "WORK_IN_PROGRESS"
+        );
+    }
+
+    /// The same owner is fenced too once its generation is stale, and so is the right
+    /// `(owner, generation)` once the item is no longer claimed.
+    #[test]
+    fn a_stale_generation_is_fenced_even_for_its_own_owner() {
+        let first = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let lapsed = lapse(&first, Backoff::default(), 100).expect("lapsed");
+        assert_eq!(
+            complete(&lapsed, "a", 1, None, 101)
+                .expect_err("not claimed")
+                .code(),
+            "WORK_FENCED"
+        );
+        let second = claim(&lapsed, "a", &"k".into(), "t2".into(), 100, 600).expect("due");
+        assert_eq!(
+            complete(&second, "a", 1, None, 601)
+                .expect_err("stale")
+                .code(),
+            "WORK_FENCED"
+        );
+    }
+
+    /// A lapse stamps its instant; a retry keeps the lapsed expiry (the reclaim it waits
+    /// for is a takeover), a dead letter has none.
+    #[test]
+    fn a_lapse_is_stamped_and_a_dead_letter_holds_no_lease() {
+        let held = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let retry = lapse(&held, Backoff::default(), 150).expect("lapsed");
+        assert_eq!((retry.updated_at, retry.lease_expires_at), (150, Some(100)));
+        let last = WorkItem {
+            max_attempts: 1,
+            ..held
+        };
+        let dead = lapse(&last, Backoff::default(), 150).expect("lapsed");
+        assert_eq!((dead.updated_at, dead.lease_expires_at), (150, None));
+    }
+
+    /// Renewing moves the claim's lease window from `now` (clamped) and nothing else.
+    #[test]
+    fn renewing_a_claim_moves_only_its_lease() {
+        let held = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let renewed = renew(&held, "a", 1, 1_000, 50).expect("holder");
+        assert_eq!(renewed.lease_expires_at, Some(1_050));
+        assert_eq!(
+            WorkItem {
+                lease_expires_at: held.lease_expires_at,
+                ..renewed
+            },
+            held
+        );
+        assert_eq!(
+            renew(&held, "b", 1, 1_000, 50).expect_err("fenced").code(),
+            "WORK_FENCED"
+        );
+    }
+
+    /// The limit is the documented 64 KiB, counted in bytes.
+    #[test]
+    fn the_checkpoint_limit_is_64_kib() {
+        assert!(check_checkpoint_size(&"x".repeat(64 * 1024)).is_ok());
+        assert!(check_checkpoint_size(&"x".repeat(64 * 1024 + 1)).is_err());
+        assert!(check_checkpoint_size(&"é".repeat(32 * 1024 + 1)).is_err());
+    }
+
+    /// Success keeps the handler's result and ends the lease; a failure of either class
+    /// keeps the failure and ends the lease. Each is stamped with its instant.
+    #[test]
+    fn outcomes_are_recorded_and_end_the_lease() {
+        let held = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let done = complete(&held, "a", 1, Some("{\"ok\":true}".into()), 40).expect("holder");
+        assert_eq!(
+            (
+                done.state,
+                done.result.as_deref(),
+                done.lease_expires_at,
+                done.updated_at
+            ),
+            (WorkState::Succeeded, Some("{\"ok\":true}"), None, 40)
+        );
+        for class in [FailureClass::Retryable, FailureClass::Terminal] {
+            let failed =
+                fail(&held, "a", 1, failure(class), Backoff::default(), 40).expect("holder");
+            assert_eq!(failed.last_failure, Some(failure(class)));
+            assert_eq!((failed.lease_expires_at, failed.updated_at), (None, 40));
+        }
+    }
+
+    /// A cursor's owner hands it back: pending again from `next_at`, no lease, its
+    /// checkpoint kept, and the old claim no longer answers.
+    #[test]
+    fn yielding_hands_a_cursor_back_with_its_checkpoint() {
+        let cursor = WorkItem {
+            kind: WorkKind::Cursor,
+            ..item()
+        };
+        let held = claim(&cursor, "a", &"k".into(), "t1".into(), 1_000, 0).expect("pending");
+        let saved = checkpoint(&held, "a", 1, "pos=9", 5).expect("holder");
+        assert_eq!(saved.updated_at, 5);
+        let back = yield_back(&saved, "a", 1, 2_000, 10).expect("holder");
+        assert_eq!(
+            (
+                back.state,
+                back.next_eligible_at,
+                back.lease_expires_at,
+                back.updated_at,
+                back.checkpoint.as_deref()
+            ),
+            (WorkState::Pending, 2_000, None, 10, Some("pos=9"))
+        );
+        assert_eq!(
+            yield_back(&back, "a", 1, 2_000, 11)
+                .expect_err("not claimed")
+                .code(),
+            "WORK_FENCED"
+        );
+        assert_eq!(
+            claim(&back, "b", &"k".into(), "t2".into(), 1_000, 1_999)
+                .expect_err("not yet")
+                .code(),
+            "WORK_NOT_CLAIMABLE"
         );
     }
 }
