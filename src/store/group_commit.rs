@@ -188,6 +188,7 @@ impl<T, R> Drop for Group<'_, T, R> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use std::sync::mpsc;
     use std::sync::{Arc, Barrier};

@@ -3,7 +3,6 @@
 //! text or integer key, and the checker's history pages).
 
 use super::decode::{first_int, int_and_opt_int};
-use crate::store::epoch::STORE_EPOCH;
 use super::driver::Driver;
 use super::encode::Table;
 use super::query::Query;
@@ -13,6 +12,7 @@ use super::{bound, int, limit};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::PageRequest;
+use crate::store::epoch::STORE_EPOCH;
 
 /// Shared statements, for every [`Driver`].
 pub(crate) trait Statements: Driver {
@@ -106,7 +106,11 @@ pub(crate) trait Statements: Driver {
             d.param(2)
         );
         let (rev, epoch) = self
-            .one(&sql, &[REVISION.into(), STORE_EPOCH.into()], int_and_opt_int)?
+            .one(
+                &sql,
+                &[REVISION.into(), STORE_EPOCH.into()],
+                int_and_opt_int,
+            )?
             .ok_or_else(|| missing_meta(self.label(), REVISION))?;
         self.remember_meta(REVISION, rev);
         if let Some(epoch) = epoch {
