@@ -644,3 +644,115 @@ fn the_horizon_view_shows_what_becomes_due_in_its_minute() {
         buffer_text(&render_app(&h.app, 80, 24))
     );
 }
+
+/// The authorities view's actions on a gone authority: `L` releases its claims after a
+/// confirmation (Esc changes nothing) — each item back to pending under a new generation,
+/// so the gone owner's late write is fenced — a repeat finds nothing, a live authority is
+/// refused in the store's words, and `O` forgets the gone one; each change is audited
+/// under the operator's name.
+#[test]
+fn release_and_forget_a_gone_authority_through_the_dialog() {
+    use leasehold::model::WorkState;
+    use leasehold::tui::app::Overlay;
+
+    let (store, clock) = memory_store();
+    store.register_authority(&authority("gone-1", T0)).unwrap();
+    effects(&store, "held", 3);
+    let held = store
+        .claim_batch("gone-1", support::send_email_key(), 3, 5_000)
+        .unwrap();
+    assert_eq!(held.len(), 3);
+    clock.advance(60 * 60_000);
+    store
+        .register_authority(&authority("live-1", clock_now(&clock)))
+        .unwrap();
+    let generation = |id: &str| store.work(id).unwrap().unwrap().generation;
+
+    let mut h = harness(&store, "dark", 80, 24);
+    h.press(':');
+    h.type_text("authorities");
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.view(), ViewId::Authorities);
+    h.press('/');
+    h.type_text("gone");
+    h.key(KeyCode::Enter);
+    h.press('L');
+    assert!(matches!(
+        h.app.overlay(),
+        Some(Overlay::ConfirmAuthority { .. })
+    ));
+    let text = buffer_text(&h.render());
+    assert!(
+        text.contains("Release the claims of authority gone-1"),
+        "{text}"
+    );
+    insta::assert_snapshot!("release_dialog_80x24_dark", text);
+    h.key(KeyCode::Esc);
+    assert!(h.app.overlay().is_none());
+    assert!(
+        held.iter().all(|w| generation(&w.id) == w.generation),
+        "Esc changes nothing"
+    );
+
+    h.press('L');
+    h.press('y');
+    let status = h.app.status().unwrap().text.clone();
+    assert!(
+        status.contains("released 3 claims of gone-1 (gone)"),
+        "{status}"
+    );
+    for w in &held {
+        let now = store.work(&w.id).unwrap().unwrap();
+        assert_eq!(now.state, WorkState::Pending, "{}", w.id);
+        assert!(now.generation > w.generation, "{}", w.id);
+    }
+    let late = store.complete(&held[0].id, "gone-1", held[0].generation, None);
+    assert_eq!(late.unwrap_err().code(), "WORK_FENCED");
+    h.press('L');
+    h.press('y');
+    let status = h.app.status().unwrap().text.clone();
+    assert!(status.contains("holds nothing to release"), "{status}");
+
+    // A live authority is refused, and keeps its registration.
+    h.press('/');
+    for _ in 0.."gone".len() {
+        h.key(KeyCode::Backspace);
+    }
+    h.type_text("live");
+    h.key(KeyCode::Enter);
+    h.press('L');
+    h.press('y');
+    let status = h.app.status().unwrap().text.clone();
+    assert!(status.contains("refused"), "{status}");
+    h.press('O');
+    h.press('y');
+    assert!(registered(&store, "live-1"));
+
+    h.press('/');
+    for _ in 0.."live".len() {
+        h.key(KeyCode::Backspace);
+    }
+    h.type_text("gone");
+    h.key(KeyCode::Enter);
+    h.press('O');
+    h.press('y');
+    let status = h.app.status().unwrap().text.clone();
+    assert!(status.contains("forgot gone-1 (it was gone)"), "{status}");
+    assert!(!registered(&store, "gone-1"));
+
+    let mine = audited_by_tester(&store);
+    let count = |action: &str| mine.iter().filter(|(a, _)| a == action).count();
+    // One entry per released claim, one for the refused release and the refused forget of
+    // the live one, one for the forget.
+    assert_eq!(count("release-authority"), 4, "{mine:?}");
+    assert_eq!(count("forget-authority"), 2, "{mine:?}");
+}
+
+fn registered(store: &Store, id: &str) -> bool {
+    store
+        .list_authorities(&leasehold::model::PageRequest::first(50))
+        .unwrap()
+        .rows
+        .iter()
+        .any(|a| a.instance_id == id)
+}

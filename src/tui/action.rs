@@ -252,6 +252,8 @@ pub enum Action {
     CancelWorkflow,
     /// Requeue, discard or retry now the selected work item (asks first).
     TriageWork(crate::ops::triage::Verb),
+    /// Release the selected gone authority's claims, or forget it (asks first).
+    ActOnAuthority(super::app::AuthorityVerb),
     /// Move the replay's cursor: a step or to a failover, either way.
     Replay(super::replay::Seek),
     Demo(DemoKey),

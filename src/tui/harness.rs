@@ -10,7 +10,7 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 
 use super::action::{Action, DemoOp, Done};
-use super::app::{App, AppOptions, Command};
+use super::app::{App, AppOptions, AuthorityVerb, Command};
 use super::describe;
 use super::snapshot;
 use super::theme::{Theme, ThemeSet};
@@ -20,7 +20,34 @@ use crate::authority::handlers::HandlerVersion;
 use crate::clock::Millis;
 use crate::cluster::control::ClusterControl;
 use crate::ops::cancel;
-use crate::store::Store;
+use crate::store::{Forgot, Store};
+
+/// Releases or forgets `instance` as `actor`, in the words of the status line.
+fn authority_act(
+    store: &Store,
+    verb: AuthorityVerb,
+    instance: &str,
+    actor: &str,
+    reason: &str,
+) -> crate::Result<String> {
+    Ok(match verb {
+        AuthorityVerb::Release => {
+            let release = store.release_authority(instance, actor, reason)?;
+            match release.claims.len() {
+                0 => format!("{instance} ({}) holds nothing to release", release.liveness),
+                n => format!(
+                    "released {n} claim{} of {instance} ({}) under new generations: its late writes are fenced",
+                    if n == 1 { "" } else { "s" },
+                    release.liveness
+                ),
+            }
+        }
+        AuthorityVerb::Forget => match store.forget_authority(instance, actor, reason)? {
+            Forgot::Now(_, liveness) => format!("forgot {instance} (it was {liveness})"),
+            Forgot::Already => format!("{instance} was already forgotten"),
+        },
+    })
+}
 
 /// Carries out one store-side command (a cancel, a demo operation, a describe read) and
 /// reports what happened; operator actions are audited. Blocking: the event loop runs it
@@ -55,6 +82,21 @@ pub fn execute(
             };
             Some(Action::Done(Done::Acted {
                 subject: item.clone(),
+                message,
+                refused,
+            }))
+        }
+        Command::Authority {
+            verb,
+            instance,
+            reason,
+        } => {
+            let (message, refused) = match authority_act(store, *verb, instance, actor, reason) {
+                Ok(message) => (message, false),
+                Err(e) => (format!("refused: {e}"), true),
+            };
+            Some(Action::Done(Done::Acted {
+                subject: instance.clone(),
                 message,
                 refused,
             }))

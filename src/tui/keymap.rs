@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::{Action, DemoKey, ViewId, WorkQuick};
+use super::app::AuthorityVerb;
 use super::replay::Seek;
 use crate::ops::triage::Verb;
 
@@ -403,6 +404,20 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             Global,
             Operator,
             "cancel the selected workflow (asks first, Tab: a reason; not a rollback)",
+        ),
+        bind(
+            &[Key::ch('L')],
+            Action::ActOnAuthority(AuthorityVerb::Release),
+            View(ViewId::Authorities),
+            Operator,
+            "release the selected gone authority's claims under new generations (asks first)",
+        ),
+        bind(
+            &[Key::ch('O')],
+            Action::ActOnAuthority(AuthorityVerb::Forget),
+            View(ViewId::Authorities),
+            Operator,
+            "forget the selected gone authority, once it holds nothing (asks first)",
         ),
         bind(
             &[Key::ch('U')],

@@ -37,7 +37,10 @@ pub fn execute_with(
                 Command::Cancel {
                     instance: subject, ..
                 }
-                | Command::Triage { item: subject, .. } => Done::Acted {
+                | Command::Triage { item: subject, .. }
+                | Command::Authority {
+                    instance: subject, ..
+                } => Done::Acted {
                     subject: subject.clone(),
                     message,
                     refused: true,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crossterm::event::KeyEvent;
 
+mod authority_dialog;
 mod bulk_dialog;
 mod cancel_dialog;
 mod command;
@@ -31,6 +32,7 @@ mod table;
 mod tree;
 mod triage_dialog;
 
+pub use authority_dialog::AuthorityVerb;
 pub use bulk_dialog::TYPE_COUNT_ABOVE;
 pub use command::{command_words, completions};
 pub use demo_keys::{Choice, PICK_KEYS, Pick};
@@ -100,6 +102,12 @@ pub enum Command {
     Triage {
         verb: crate::ops::triage::Verb,
         item: String,
+        reason: String,
+    },
+    /// Release a gone authority's claims, or forget it (then audit it).
+    Authority {
+        verb: AuthorityVerb,
+        instance: String,
         reason: String,
     },
     /// Count what a work filter matches and name the first, for a bulk dialog.
@@ -424,11 +432,13 @@ impl App {
                 Some(
                     Overlay::ConfirmCancel { editing: true, .. }
                     | Overlay::ConfirmTriage { editing: true, .. }
+                    | Overlay::ConfirmAuthority { editing: true, .. }
                     | Overlay::ConfirmBulk { editing: true, .. },
                 ) => Mode::DialogText,
                 Some(
                     Overlay::ConfirmCancel { .. }
                     | Overlay::ConfirmTriage { .. }
+                    | Overlay::ConfirmAuthority { .. }
                     | Overlay::ConfirmBulk { .. },
                 ) => Mode::Dialog,
                 Some(_) => Mode::Overlay,
@@ -651,6 +661,7 @@ impl App {
             }
             Action::CancelWorkflow => self.ask_cancel(),
             Action::TriageWork(verb) => self.ask_triage(verb),
+            Action::ActOnAuthority(verb) => self.ask_authority(verb),
             Action::Demo(key) => self.demo_key(key, out),
             Action::Click { column, row } => self.click(column, row),
             _ => {}

@@ -27,6 +27,13 @@ pub enum Overlay {
         reason: String,
         editing: bool,
     },
+    /// Confirm a release or a forget of one authority; `editing` as above.
+    ConfirmAuthority {
+        verb: super::AuthorityVerb,
+        instance: String,
+        reason: String,
+        editing: bool,
+    },
     /// Confirm a triage verb over every item a filter matches: the store's preview, the
     /// count typed so far, the reason.
     ConfirmBulk {
@@ -49,6 +56,9 @@ impl App {
             (Overlay::ConfirmCancel { .. }, action) => self.cancel_dialog_action(action, out),
             (Overlay::ConfirmTriage { .. }, action) => self.triage_dialog_action(action, out),
             (Overlay::ConfirmBulk { .. }, action) => self.bulk_dialog_action(action, out),
+            (Overlay::ConfirmAuthority { .. }, action) => {
+                self.authority_dialog_action(action, out);
+            }
             (Overlay::Describe(d), action) => self.describe_action(d, action, out),
             (Overlay::Help { scroll }, Action::Up | Action::ScrollUp) => {
                 self.scroll_help(scroll.saturating_sub(1));

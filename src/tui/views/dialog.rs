@@ -1,13 +1,14 @@
 //! Popups: the confirmations of operator actions (cancel a workflow; requeue, discard or
-//! retry now a work item), each saying what will and will not happen.
+//! retry now a work item; release or forget a gone authority), each saying what will and
+//! will not happen.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::super::app::App;
 use super::super::app::TYPE_COUNT_ABOVE;
+use super::super::app::{App, AuthorityVerb};
 use super::super::text::clean;
 use super::super::theme::Role;
 use crate::ops::bulk::Tally;
@@ -72,6 +73,48 @@ pub fn confirm_triage(
         ),
     ]));
     confirm(frame, area, app, words.title, text, field, words.yes);
+}
+
+/// The confirmation of a release or a forget of one authority.
+pub fn confirm_authority(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &App,
+    verb: AuthorityVerb,
+    instance: &str,
+    field: &Field<'_>,
+) {
+    let t = app.theme();
+    let (title, what, effect, yes) = match verb {
+        AuthorityVerb::Release => (
+            " confirm release ",
+            "Release the claims of authority ",
+            "each claim moves to a new generation: its work back to pending, its leases free, its late writes fenced",
+            " release them  ",
+        ),
+        AuthorityVerb::Forget => (
+            " confirm forget ",
+            "Forget authority ",
+            "its registration is removed (refused while it holds a claim: release first)",
+            " forget it  ",
+        ),
+    };
+    let text = vec![
+        Line::from(vec![
+            Span::styled(what, t.style(Role::Dialog)),
+            Span::styled(clean(instance, 40), t.style(Role::Accent)),
+        ]),
+        audited_as(app),
+        Line::from(vec![
+            Span::styled("  • ", t.style(Role::Ok)),
+            Span::styled(effect, t.style(Role::Dialog)),
+        ]),
+        Line::from(Span::styled(
+            "Refused while it is live or silent: the store judges its liveness as it writes.",
+            t.style(Role::Muted),
+        )),
+    ];
+    confirm(frame, area, app, title, text, field, yes);
 }
 
 /// The confirmation of a triage verb over every item a filter matches: how many, the

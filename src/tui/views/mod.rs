@@ -290,6 +290,18 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
             };
             dialog::confirm_triage(frame, area, app, *verb, item, &field);
         }
+        Some(Overlay::ConfirmAuthority {
+            verb,
+            instance,
+            reason,
+            editing,
+        }) => {
+            let field = dialog::Field {
+                reason,
+                editing: *editing,
+            };
+            dialog::confirm_authority(frame, area, app, *verb, instance, &field);
+        }
         Some(Overlay::ConfirmBulk {
             verb,
             tally,

@@ -1,0 +1,84 @@
+//! Release and forget of the selected authority, from the authorities view: the key opens
+//! a confirmation (with an optional reason), and the change and its audit entries go
+//! through [`crate::store::Store::release_authority`] and
+//! [`crate::store::Store::forget_authority`], exactly as `leasehold authority release|forget
+//! ID` do. Whether the authority may be released (gone or stopped, never live or silent)
+//! is judged by the store inside its transaction; a refusal comes back on the status line.
+
+use super::cancel_dialog::edit_reason;
+use super::{Action, App, Command, Overlay, Role, ViewId};
+use crate::tui::text::clean;
+
+/// What an operator does to an authority that is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthorityVerb {
+    /// Hand its claims back under new generations (its late writes are fenced).
+    Release,
+    /// Remove its registration (once it holds nothing).
+    Forget,
+}
+
+impl AuthorityVerb {
+    /// The command-line verb, for the status line.
+    #[must_use]
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Release => "release",
+            Self::Forget => "forget",
+        }
+    }
+}
+
+impl App {
+    pub(super) fn ask_authority(&mut self, verb: AuthorityVerb) {
+        if self.refused_read_only() {
+            return;
+        }
+        let instance = match self.view {
+            ViewId::Authorities => self.selected_row().map(|r| r.key.clone()),
+            _ => None,
+        };
+        let Some(instance) = instance else {
+            self.say("select an authority (:authorities)", Role::Warning);
+            return;
+        };
+        self.overlay = Some(Overlay::ConfirmAuthority {
+            verb,
+            instance,
+            reason: String::new(),
+            editing: false,
+        });
+    }
+
+    pub(super) fn authority_dialog_action(&mut self, action: Action, out: &mut Vec<Command>) {
+        let Some(Overlay::ConfirmAuthority {
+            verb,
+            instance,
+            reason,
+            editing,
+        }) = &mut self.overlay
+        else {
+            return;
+        };
+        match action {
+            Action::Confirm => {
+                let (verb, instance, reason) = (*verb, instance.clone(), reason.trim().to_owned());
+                self.overlay = None;
+                self.say(
+                    format!("{} {}…", verb.word(), clean(&instance, 40)),
+                    Role::Accent,
+                );
+                out.push(Command::Authority {
+                    verb,
+                    instance,
+                    reason,
+                });
+            }
+            Action::Dismiss | Action::Quit => {
+                self.overlay = None;
+                self.say("nothing was changed", Role::Muted);
+            }
+            other => edit_reason(&other, reason, editing),
+        }
+    }
+}
