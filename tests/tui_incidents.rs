@@ -698,7 +698,7 @@ fn release_and_forget_a_gone_authority_through_the_dialog() {
     h.press('y');
     let status = h.app.status().unwrap().text.clone();
     assert!(
-        status.contains("released 3 claims of gone-1 (gone)"),
+        status.contains("gone-1: released 3 claims (gone)"),
         "{status}"
     );
     for w in &held {
@@ -737,7 +737,10 @@ fn release_and_forget_a_gone_authority_through_the_dialog() {
     h.press('O');
     h.press('y');
     let status = h.app.status().unwrap().text.clone();
-    assert!(status.contains("forgot gone-1 (it was gone)"), "{status}");
+    assert!(
+        status.contains("gone-1: forgotten (it was gone)"),
+        "{status}"
+    );
     assert!(!registered(&store, "gone-1"));
 
     let mine = audited_by_tester(&store);

@@ -34,17 +34,17 @@ fn authority_act(
         AuthorityVerb::Release => {
             let release = store.release_authority(instance, actor, reason)?;
             match release.claims.len() {
-                0 => format!("{instance} ({}) holds nothing to release", release.liveness),
+                0 => format!("holds nothing to release ({})", release.liveness),
                 n => format!(
-                    "released {n} claim{} of {instance} ({}) under new generations: its late writes are fenced",
+                    "released {n} claim{} ({}) under new generations: its late writes are fenced",
                     if n == 1 { "" } else { "s" },
                     release.liveness
                 ),
             }
         }
         AuthorityVerb::Forget => match store.forget_authority(instance, actor, reason)? {
-            Forgot::Now(_, liveness) => format!("forgot {instance} (it was {liveness})"),
-            Forgot::Already => format!("{instance} was already forgotten"),
+            Forgot::Now(_, liveness) => format!("forgotten (it was {liveness})"),
+            Forgot::Already => "already forgotten".to_owned(),
         },
     })
 }
