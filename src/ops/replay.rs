@@ -2,7 +2,7 @@
 //! over a window of time, as steps an operator walks through, a summary of the window, and
 //! the state of one resource at any revision. Everything pages the history by revision
 //! and keeps at most two pages in memory, so a window of a million revisions costs no
-//! more memory than one of ten. [`cursor`] walks the window from a position, both ways,
+//! more memory than one of ten. `cursor` walks the window from a position, both ways,
 //! for the dashboard's replay view.
 
 mod cursor;

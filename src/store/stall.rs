@@ -5,7 +5,7 @@
 //! [`STALL_AFTER`] while it waits, naming the holder when the provider can tell) and
 //! `store-write-resumed` once it got through.
 //!
-//! A stall is also posted where a reader can see it while it lasts ([`StallBoard`]): the
+//! A stall is also posted where a reader can see it while it lasts (`StallBoard`): the
 //! store's own tables cannot hold it, since writing there needs the very lock that is
 //! taken. The SQLite provider posts it beside the database file (`sqlite/stalls.rs`);
 //! readers list it with [`super::Store::write_stalls`].
