@@ -34,7 +34,7 @@ use leasehold::store::Backend;
 use leasehold::store::memory::MemoryBackend;
 use leasehold::store::{Keyed, Store};
 use leasehold::tui::action::{Action, ViewId};
-use leasehold::tui::app::{AppOptions, Overlay};
+use leasehold::tui::app::{Act, AppOptions, Overlay};
 use leasehold::tui::harness::{Harness, buffer_text, render_app};
 use leasehold::tui::snapshot::ViewData;
 use leasehold::tui::theme::{BUILTIN, Role, Theme, ThemeSet};
@@ -966,7 +966,7 @@ fn cancel_through_the_dialog() {
     h.press('C');
     assert!(matches!(
         h.app.overlay(),
-        Some(Overlay::ConfirmCancel { .. })
+        Some(Overlay::Confirm(c)) if c.act == Act::Cancel && c.subject == f.running
     ));
     let text = screen(&h);
     assert!(text.contains("not rollback"), "{text}");

@@ -418,7 +418,8 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
 #[test]
 fn requeue_and_discard_the_selected_item_through_the_dialog() {
     use leasehold::model::WorkState;
-    use leasehold::tui::app::Overlay;
+    use leasehold::ops::triage::Verb;
+    use leasehold::tui::app::{Act, Overlay};
 
     let (store, clock) = memory_store();
     support::dead_letters(&store, &clock, &["dead-1", "dead-2"]);
@@ -432,7 +433,7 @@ fn requeue_and_discard_the_selected_item_through_the_dialog() {
     h.press('U');
     assert!(matches!(
         h.app.overlay(),
-        Some(Overlay::ConfirmTriage { .. })
+        Some(Overlay::Confirm(c)) if c.act == Act::Triage(Verb::Requeue) && c.subject == "dead-1"
     ));
     let text = buffer_text(&h.render());
     assert!(text.contains("Requeue work item dead-1"), "{text}");
@@ -653,7 +654,7 @@ fn the_horizon_view_shows_what_becomes_due_in_its_minute() {
 #[test]
 fn release_and_forget_a_gone_authority_through_the_dialog() {
     use leasehold::model::WorkState;
-    use leasehold::tui::app::Overlay;
+    use leasehold::tui::app::{Act, AuthorityVerb, Overlay};
 
     let (store, clock) = memory_store();
     store.register_authority(&authority("gone-1", T0)).unwrap();
@@ -679,7 +680,8 @@ fn release_and_forget_a_gone_authority_through_the_dialog() {
     h.press('L');
     assert!(matches!(
         h.app.overlay(),
-        Some(Overlay::ConfirmAuthority { .. })
+        Some(Overlay::Confirm(c))
+            if c.act == Act::Authority(AuthorityVerb::Release) && c.subject == "gone-1"
     ));
     let text = buffer_text(&h.render());
     assert!(

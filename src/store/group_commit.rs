@@ -83,7 +83,7 @@ impl<T, R> GroupCommit<T, R> {
             }
             if !state.leading {
                 if let Some(commit) = commit.take() {
-                    state = self.lead(state, commit);
+                    state = self.lead(state, ticket, commit);
                     continue;
                 }
             }
@@ -95,10 +95,11 @@ impl<T, R> GroupCommit<T, R> {
     }
 
     /// Commits the queue's first [`MAX_GROUP`] entries as one group and publishes their
-    /// answers; the lock is released while the commit runs.
+    /// answers; the lock is released while the commit runs. `own` is the leader's ticket.
     fn lead<'a>(
         &'a self,
         mut state: MutexGuard<'a, State<T, R>>,
+        own: u64,
         commit: impl FnOnce(Vec<T>) -> Result<Vec<R>>,
     ) -> MutexGuard<'a, State<T, R>> {
         state.leading = true;
@@ -124,6 +125,7 @@ impl<T, R> GroupCommit<T, R> {
         let mut group = Group {
             owner: self,
             tickets,
+            leader: own,
         };
         let outcome = commit(entries);
         let mut state = self.lock();
@@ -138,10 +140,14 @@ impl<T, R> GroupCommit<T, R> {
 
 /// The tickets of the group a leader is committing. Dropped without publishing (the
 /// commit panicked), it answers them `OUTCOME_UNKNOWN` and hands the lead on, so no caller
-/// waits forever for a leader that is gone.
+/// waits forever for a leader that is gone. Nobody is left to collect the leader's own
+/// answer, so it is not kept, and its entry, if still queued behind a full group, is
+/// withdrawn (its caller saw the panic, not an answer).
 struct Group<'a, T, R> {
     owner: &'a GroupCommit<T, R>,
     tickets: Vec<u64>,
+    /// The leader's ticket (it may lead a group its entry is not in).
+    leader: u64,
 }
 
 impl<T, R> Group<'_, T, R> {
@@ -184,6 +190,8 @@ impl<T, R> Drop for Group<'_, T, R> {
                 "the call committing this group panicked".into(),
             )),
         );
+        state.answers.remove(&self.leader);
+        state.queue.retain(|(ticket, _)| *ticket != self.leader);
     }
 }
 
@@ -274,7 +282,12 @@ mod tests {
         let g = Arc::clone(&group);
         let panicked = thread::spawn(move || g.submit(1, |_| panic!("boom")));
         assert!(panicked.join().is_err());
+        assert!(
+            group.lock().answers.is_empty(),
+            "the panicked leader's answer is not kept for nobody"
+        );
         assert_eq!(group.submit(2, Ok), Ok(2));
+        assert!(group.lock().answers.is_empty());
     }
 
     #[test]

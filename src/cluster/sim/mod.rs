@@ -70,7 +70,7 @@ pub struct ClusterOptions {
     pub retention: RetentionPolicy,
     pub trim_every_ms: Millis,
     /// Virtual time between generator ticks (the rates are per tick): a long soak ticks
-    /// slower, so a simulated month stays a few seconds of real time.
+    /// slower, so a simulated week takes fewer steps than its events would.
     pub generate_every_ms: Millis,
 }
 

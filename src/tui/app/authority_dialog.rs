@@ -5,9 +5,7 @@
 //! ID` do. Whether the authority may be released (gone or stopped, never live or silent)
 //! is judged by the store inside its transaction; a refusal comes back on the status line.
 
-use super::cancel_dialog::edit_reason;
-use super::{Action, App, Command, Overlay, Role, ViewId};
-use crate::tui::text::clean;
+use super::{Act, App, Role, ViewId};
 
 /// What an operator does to an authority that is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,43 +40,6 @@ impl App {
             self.say("select an authority (:authorities)", Role::Warning);
             return;
         };
-        self.overlay = Some(Overlay::ConfirmAuthority {
-            verb,
-            instance,
-            reason: String::new(),
-            editing: false,
-        });
-    }
-
-    pub(super) fn authority_dialog_action(&mut self, action: Action, out: &mut Vec<Command>) {
-        let Some(Overlay::ConfirmAuthority {
-            verb,
-            instance,
-            reason,
-            editing,
-        }) = &mut self.overlay
-        else {
-            return;
-        };
-        match action {
-            Action::Confirm => {
-                let (verb, instance, reason) = (*verb, instance.clone(), reason.trim().to_owned());
-                self.overlay = None;
-                self.say(
-                    format!("{} {}…", verb.word(), clean(&instance, 40)),
-                    Role::Accent,
-                );
-                out.push(Command::Authority {
-                    verb,
-                    instance,
-                    reason,
-                });
-            }
-            Action::Dismiss | Action::Quit => {
-                self.overlay = None;
-                self.say("nothing was changed", Role::Muted);
-            }
-            other => edit_reason(&other, reason, editing),
-        }
+        self.ask(Act::Authority(verb), instance);
     }
 }

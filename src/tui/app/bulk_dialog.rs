@@ -6,7 +6,7 @@
 //! `leasehold work requeue|discard|retry-now --filter` runs it, audited with the filter and
 //! the counts.
 
-use super::cancel_dialog::edit_reason;
+use super::confirm::edit_reason;
 use super::{Action, App, Command, Overlay, Role, WorkQuick};
 use crate::ops::bulk::Tally;
 use crate::ops::triage::Verb;

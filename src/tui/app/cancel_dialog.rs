@@ -1,15 +1,12 @@
 //! Cancel, state-aware: `C` opens the confirmation only for an instance that can still be
 //! cancelled (the snapshot on screen says its status); otherwise the footer says why, in
-//! the words of [`crate::ops::cancel::offer`]. The dialog has an optional reason field
-//! (Tab, or just start typing after Tab, to edit it); the cancel itself and its audit
-//! entry go through [`crate::ops::cancel::cancel`], exactly as `leasehold cancel` does.
+//! the words of [`crate::ops::cancel::offer`]. The dialog (`confirm.rs`) has an optional
+//! reason field; the cancel itself and its audit entry go through
+//! [`crate::ops::cancel::cancel`], exactly as `leasehold cancel` does.
 
-use super::{Action, App, Command, Overlay, Role, ViewData, ViewId};
+use super::{Act, App, Role, ViewData, ViewId};
 use crate::ops::cancel::offer;
 use crate::tui::text::clean;
-
-/// The longest reason the field takes.
-const REASON_MAX: usize = 200;
 
 impl App {
     /// The status of `instance` according to the snapshot on screen (`None`: no such
@@ -64,55 +61,9 @@ impl App {
             self.status_on_screen(&instance).as_deref(),
         ) {
             Ok(()) => {
-                self.overlay = Some(Overlay::ConfirmCancel {
-                    instance,
-                    reason: String::new(),
-                    editing: false,
-                });
+                self.ask(Act::Cancel, instance);
             }
             Err(why) => self.say(why, Role::Warning),
         }
-    }
-
-    pub(super) fn cancel_dialog_action(&mut self, action: Action, out: &mut Vec<Command>) {
-        let Some(Overlay::ConfirmCancel {
-            instance,
-            reason,
-            editing,
-        }) = &mut self.overlay
-        else {
-            return;
-        };
-        match action {
-            Action::Confirm => {
-                let (instance, reason) = (instance.clone(), reason.trim().to_owned());
-                self.overlay = None;
-                self.say(
-                    format!("cancelling {}…", clean(&instance, 40)),
-                    Role::Accent,
-                );
-                out.push(Command::Cancel { instance, reason });
-            }
-            Action::Dismiss | Action::Quit => {
-                self.overlay = None;
-                self.say("nothing was cancelled", Role::Muted);
-            }
-            other => edit_reason(&other, reason, editing),
-        }
-    }
-}
-
-/// A dialog's reason field: Tab gives it the keyboard (and takes it back); while it has
-/// it, characters and Backspace edit the reason.
-pub(super) fn edit_reason(action: &Action, reason: &mut String, editing: &mut bool) {
-    match action {
-        Action::Complete => *editing = !*editing,
-        Action::Input(c) if *editing && reason.chars().count() < REASON_MAX && !c.is_control() => {
-            reason.push(*c);
-        }
-        Action::Backspace if *editing => {
-            reason.pop();
-        }
-        _ => {}
     }
 }

@@ -19,6 +19,7 @@ mod authority_dialog;
 mod bulk_dialog;
 mod cancel_dialog;
 mod command;
+mod confirm;
 mod demo_keys;
 mod describe_pane;
 mod navigate;
@@ -35,6 +36,7 @@ mod triage_dialog;
 pub use authority_dialog::AuthorityVerb;
 pub use bulk_dialog::TYPE_COUNT_ABOVE;
 pub use command::{command_words, completions};
+pub use confirm::{Act, Confirmation};
 pub use demo_keys::{Choice, PICK_KEYS, Pick};
 pub use overlay::Overlay;
 pub use prompt::{Prompt, PromptKind};
@@ -430,17 +432,10 @@ impl App {
         } else {
             match self.overlay {
                 Some(
-                    Overlay::ConfirmCancel { editing: true, .. }
-                    | Overlay::ConfirmTriage { editing: true, .. }
-                    | Overlay::ConfirmAuthority { editing: true, .. }
+                    Overlay::Confirm(Confirmation { editing: true, .. })
                     | Overlay::ConfirmBulk { editing: true, .. },
                 ) => Mode::DialogText,
-                Some(
-                    Overlay::ConfirmCancel { .. }
-                    | Overlay::ConfirmTriage { .. }
-                    | Overlay::ConfirmAuthority { .. }
-                    | Overlay::ConfirmBulk { .. },
-                ) => Mode::Dialog,
+                Some(Overlay::Confirm(_) | Overlay::ConfirmBulk { .. }) => Mode::Dialog,
                 Some(_) => Mode::Overlay,
                 None => Mode::Normal(self.view),
             }

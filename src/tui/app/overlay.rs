@@ -1,7 +1,7 @@
 //! The popups over a view and how keys act on them. Kept apart from the update function
 //! because an overlay takes the keyboard: while one is open, keys go here, not to the view.
 
-use super::{Action, App, Command};
+use super::{Action, App, Command, Confirmation};
 use crate::ops::bulk::Tally;
 use crate::ops::triage::Verb;
 use crate::tui::describe::Describe;
@@ -14,28 +14,11 @@ pub enum Overlay {
     },
     /// Every field of one record.
     Describe(Describe),
-    /// Confirm a cancel; `editing` while the reason field has the keyboard.
-    ConfirmCancel {
-        instance: String,
-        reason: String,
-        editing: bool,
-    },
-    /// Confirm a requeue, discard or retry-now of one work item; `editing` as above.
-    ConfirmTriage {
-        verb: Verb,
-        item: String,
-        reason: String,
-        editing: bool,
-    },
-    /// Confirm a release or a forget of one authority; `editing` as above.
-    ConfirmAuthority {
-        verb: super::AuthorityVerb,
-        instance: String,
-        reason: String,
-        editing: bool,
-    },
+    /// Confirm one act on one subject (a cancel, a work item's triage, an authority's
+    /// release or forget).
+    Confirm(Confirmation),
     /// Confirm a triage verb over every item a filter matches: the store's preview, the
-    /// count typed so far, the reason.
+    /// count typed so far, the reason; `editing` while the reason field has the keyboard.
     ConfirmBulk {
         verb: Verb,
         tally: Tally,
@@ -53,12 +36,8 @@ impl App {
         out: &mut Vec<Command>,
     ) {
         match (overlay, action) {
-            (Overlay::ConfirmCancel { .. }, action) => self.cancel_dialog_action(action, out),
-            (Overlay::ConfirmTriage { .. }, action) => self.triage_dialog_action(action, out),
+            (Overlay::Confirm(_), action) => self.confirm_action(action, out),
             (Overlay::ConfirmBulk { .. }, action) => self.bulk_dialog_action(action, out),
-            (Overlay::ConfirmAuthority { .. }, action) => {
-                self.authority_dialog_action(action, out);
-            }
             (Overlay::Describe(d), action) => self.describe_action(d, action, out),
             (Overlay::Help { scroll }, Action::Up | Action::ScrollUp) => {
                 self.scroll_help(scroll.saturating_sub(1));

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::super::app::TYPE_COUNT_ABOVE;
-use super::super::app::{App, AuthorityVerb};
+use super::super::app::{Act, App, AuthorityVerb, Confirmation};
 use super::super::text::clean;
 use super::super::theme::Role;
 use crate::ops::bulk::Tally;
@@ -27,30 +27,32 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
     }
 }
 
-/// The cancel confirmation.
-pub fn confirm_cancel(
-    frame: &mut Frame<'_>,
-    area: Rect,
-    app: &App,
-    instance: &str,
-    reason: &str,
-    editing: bool,
-) {
-    let field = Field { reason, editing };
-    let text = explanation(app, instance);
-    confirm(
-        frame,
-        area,
-        app,
-        " confirm cancel ",
-        text,
-        &field,
-        " cancel it  ",
-    );
+/// The confirmation of one act on one subject, in the act's own words.
+pub fn confirmation(frame: &mut Frame<'_>, area: Rect, app: &App, c: &Confirmation) {
+    let field = Field {
+        reason: &c.reason,
+        editing: c.editing,
+    };
+    match c.act {
+        Act::Cancel => {
+            let text = explanation(app, &c.subject);
+            confirm(
+                frame,
+                area,
+                app,
+                " confirm cancel ",
+                text,
+                &field,
+                " cancel it  ",
+            );
+        }
+        Act::Triage(verb) => confirm_triage(frame, area, app, verb, &c.subject, &field),
+        Act::Authority(verb) => confirm_authority(frame, area, app, verb, &c.subject, &field),
+    }
 }
 
 /// The confirmation of a requeue, discard or retry-now of one work item.
-pub fn confirm_triage(
+fn confirm_triage(
     frame: &mut Frame<'_>,
     area: Rect,
     app: &App,
@@ -76,7 +78,7 @@ pub fn confirm_triage(
 }
 
 /// The confirmation of a release or a forget of one authority.
-pub fn confirm_authority(
+fn confirm_authority(
     frame: &mut Frame<'_>,
     area: Rect,
     app: &App,

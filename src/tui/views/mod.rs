@@ -273,35 +273,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
     match app.overlay() {
         Some(Overlay::Help { scroll }) => help::render(frame, area, app, *scroll),
         Some(Overlay::Describe(d)) => describe::render(frame, area, app, d),
-        Some(Overlay::ConfirmCancel {
-            instance,
-            reason,
-            editing,
-        }) => dialog::confirm_cancel(frame, area, app, instance, reason, *editing),
-        Some(Overlay::ConfirmTriage {
-            verb,
-            item,
-            reason,
-            editing,
-        }) => {
-            let field = dialog::Field {
-                reason,
-                editing: *editing,
-            };
-            dialog::confirm_triage(frame, area, app, *verb, item, &field);
-        }
-        Some(Overlay::ConfirmAuthority {
-            verb,
-            instance,
-            reason,
-            editing,
-        }) => {
-            let field = dialog::Field {
-                reason,
-                editing: *editing,
-            };
-            dialog::confirm_authority(frame, area, app, *verb, instance, &field);
-        }
+        Some(Overlay::Confirm(c)) => dialog::confirmation(frame, area, app, c),
         Some(Overlay::ConfirmBulk {
             verb,
             tally,
