@@ -597,6 +597,15 @@ pub fn self_handoff_is_refused(h: &dyn Harness) {
     );
 }
 
+/// Sets its flag when dropped, on a panic too.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
 /// Handoff moves the lease to the recipient in one transaction under generation + 1: the
 /// giver is fenced, the checkpoint travels, and a third party never sees the lease free.
 pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {
@@ -643,6 +652,9 @@ pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {
             seen
         });
         barrier.wait();
+        // Stops both threads however this closure ends: were the handoff refused, its
+        // panic would otherwise wait for a thief that never stops.
+        let stop = SetOnDrop(&done);
         let moved = ok(
             "a hands off to b",
             store.handoff("r", "a", &a.token, a.generation, "b", 2_000.0, NO_KEY),
@@ -658,7 +670,7 @@ pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {
             Some("step=7"),
             "the checkpoint travels"
         );
-        done.store(true, Ordering::SeqCst);
+        drop(stop);
         (
             thief.join().expect("thief"),
             watcher.join().expect("watcher"),
