@@ -78,6 +78,13 @@ pub fn racing_claimers_exactly_one_wins(h: &dyn Harness) {
                             }
                             assert!(batch.len() <= 5, "limit respected");
                             mine.extend(batch);
+                            // A claim that does not stick would hand the same items out
+                            // forever: fail instead of looping.
+                            assert!(
+                                mine.len() <= ITEMS,
+                                "{owner} claimed {} of {ITEMS} items",
+                                mine.len()
+                            );
                         }
                         (owner, mine, solo)
                     })
