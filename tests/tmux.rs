@@ -132,7 +132,8 @@ fn demo_drives_views_and_a_fault_and_restores_the_terminal() {
     // The header (LIVE) is drawn before the first read is in; the view's title after it.
     tmux.wait_for("LIVE");
     tmux.wait_for("overview");
-    tmux.wait_for("auth-3");
+    // The count, not a row: at 100×30 the overview's authorities pane has room for one.
+    tmux.wait_for("authorities 3 live");
 
     tmux.keys("2");
     tmux.wait_for("INSTANCE");
