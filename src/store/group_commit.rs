@@ -284,7 +284,7 @@ mod tests {
         assert!(panicked.join().is_err());
         assert!(
             group.lock().answers.is_empty(),
-            "the panicked leader's answer is not kept for nobody"
+            "nobody is left to collect the panicked leader's answer: it is not kept"
         );
         assert_eq!(group.submit(2, Ok), Ok(2));
         assert!(group.lock().answers.is_empty());
