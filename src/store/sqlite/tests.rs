@@ -530,3 +530,28 @@ fn every_encoded_column_is_in_the_schema() {
         }
     }
 }
+
+/// A writer closing while a read-only reader (a dashboard) stays open empties the WAL, so
+/// the next process does not read a large WAL to rebuild its index.
+#[test]
+fn a_closing_writer_empties_the_wal_under_an_open_reader() {
+    let (_dir, path) = temp();
+    let writer = open(&path, OpenMode::ReadWrite).expect("open");
+    let reader = open(&path, OpenMode::ReadOnly).expect("reader");
+    for _ in 0..50 {
+        write(&writer, |tx| tx.commit_revision().map(drop)).expect("write");
+    }
+    assert_eq!(read(&reader, |tx| tx.revision()).expect("revision"), 50);
+    let wal = PathBuf::from(format!("{}-wal", path.display()));
+    assert!(std::fs::metadata(&wal).expect("wal").len() > 0);
+    drop(writer);
+    assert_eq!(
+        std::fs::metadata(&wal).expect("wal").len(),
+        0,
+        "the WAL was emptied"
+    );
+    assert_eq!(read(&reader, |tx| tx.revision()).expect("revision"), 50);
+    drop(reader);
+    let again = open(&path, OpenMode::ReadOnly).expect("reopen");
+    assert_eq!(read(&again, |tx| tx.revision()).expect("revision"), 50);
+}
