@@ -5,7 +5,7 @@
 //! ID` do. Whether the authority may be released (gone or stopped, never live or silent)
 //! is judged by the store inside its transaction; a refusal comes back on the status line.
 
-use super::{Act, App, Role, ViewId};
+use super::{Act, App, ViewId};
 
 /// What an operator does to an authority that is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,17 +29,10 @@ impl AuthorityVerb {
 
 impl App {
     pub(super) fn ask_authority(&mut self, verb: AuthorityVerb) {
-        if self.refused_read_only() {
-            return;
-        }
-        let instance = match self.view {
-            ViewId::Authorities => self.selected_row().map(|r| r.key.clone()),
-            _ => None,
-        };
-        let Some(instance) = instance else {
-            self.say("select an authority (:authorities)", Role::Warning);
-            return;
-        };
-        self.ask(Act::Authority(verb), instance);
+        self.ask_on_row(
+            Act::Authority(verb),
+            ViewId::Authorities,
+            "select an authority (:authorities)",
+        );
     }
 }

@@ -5,7 +5,7 @@
 //! store exactly as the matching `leasehold` command does. Only what differs per act lives
 //! in [`Act`]: its words, whether it needs a reason, the command it sends.
 
-use super::{Action, App, AuthorityVerb, Command, Overlay, Role};
+use super::{Action, App, AuthorityVerb, Command, Overlay, Role, ViewId};
 use crate::ops::triage::Verb;
 use crate::tui::text::clean;
 
@@ -86,6 +86,22 @@ impl App {
             reason: String::new(),
             editing: act.needs_reason(),
         }));
+    }
+
+    /// Opens the confirmation of `act` on the row selected in `view` (its key is the
+    /// subject); elsewhere, or with nothing selected, says `hint` instead. Refused under
+    /// `--read-only`.
+    pub(super) fn ask_on_row(&mut self, act: Act, view: ViewId, hint: &'static str) {
+        if self.refused_read_only() {
+            return;
+        }
+        let subject = (self.view == view)
+            .then(|| self.selected_row().map(|r| r.key.clone()))
+            .flatten();
+        match subject {
+            Some(subject) => self.ask(act, subject),
+            None => self.say(hint, Role::Warning),
+        }
     }
 
     pub(super) fn confirm_action(&mut self, action: Action, out: &mut Vec<Command>) {

@@ -4,22 +4,15 @@
 //! requeue|discard|retry-now ID` does. Whether the verb applies is judged by the store
 //! inside its transaction; a refusal comes back on the status line in its words.
 
-use super::{Act, App, Role, ViewId};
+use super::{Act, App, ViewId};
 use crate::ops::triage::Verb;
 
 impl App {
     pub(super) fn ask_triage(&mut self, verb: Verb) {
-        if self.refused_read_only() {
-            return;
-        }
-        let item = match self.view {
-            ViewId::Work => self.selected_row().map(|r| r.key.clone()),
-            _ => None,
-        };
-        let Some(item) = item else {
-            self.say("select a work item (4 for work)", Role::Warning);
-            return;
-        };
-        self.ask(Act::Triage(verb), item);
+        self.ask_on_row(
+            Act::Triage(verb),
+            ViewId::Work,
+            "select a work item (4 for work)",
+        );
     }
 }
