@@ -22,7 +22,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tracing::{Dispatch, info, warn};
 
 use super::config::AuthorityConfig;
-use super::core::{AuthorityCore, Exec, Executed, Prepared};
+use super::core::{AuthorityCore, Exec, Executed, Job, Prepared};
 use super::handlers::{Pace, Workload};
 use super::health::Health;
 use super::stats::{ExecLog, Stats};
@@ -172,9 +172,9 @@ pub async fn run_authority_with(
             biased;
             () = &mut shutdown => break,
             Some(joined) = running.join_next(), if !running.is_empty() => {
-                finish_joined(&core, &log, &mut running, joined).await?;
-                // Keep the workers busy: claim again as soon as a slot frees up.
-                poll_and_spawn(&core, &log, &mut running, &mut store_down).await?;
+                let batch = joined_batch(&log, &mut running, joined);
+                // Keep the workers busy: claim again as soon as slots free up.
+                finish_and_poll(&core, &log, &mut running, &mut store_down, batch).await?;
             }
             _ = renew.tick() => {
                 // The core logs each lost claim with its item and generation.
@@ -221,7 +221,13 @@ pub async fn run_authority_with(
     while !running.is_empty() {
         tokio::select! {
             biased;
-            Some(joined) = running.join_next() => finish_joined(&core, &log, &mut running, joined).await?,
+            Some(joined) = running.join_next() => {
+                let batch = joined_batch(&log, &mut running, joined);
+                if !batch.is_empty() {
+                    // The core logs each outcome with its item and generation.
+                    blocking(&core, "complete", move |c| c.finish_all(batch)).await?;
+                }
+            }
             _ = renew.tick() => { blocking(&core, "renew", AuthorityCore::renew).await?; }
             () = &mut deadline => {
                 log.scope(|| warn!(instance = core.id(), running = running.len(), "grace-expired"));
@@ -287,22 +293,33 @@ fn tokio_listener(listener: &std::net::TcpListener) -> Result<tokio::net::TcpLis
     listener.map_err(|e| Error::Invalid(format!("the metrics listener cannot be used: {e}")))
 }
 
-/// Runs `f` on the blocking pool (store calls are synchronous), under the core's log, and
-/// records how long it took as a store call of `verb` (the metrics' store call latency).
+/// Runs `f` on the blocking pool (store calls are synchronous), under the core's log.
+async fn on_blocking_pool<T: Send + 'static>(
+    core: &Arc<AuthorityCore>,
+    f: impl FnOnce(&AuthorityCore) -> T + Send + 'static,
+) -> Result<T> {
+    let core = core.clone();
+    tokio::task::spawn_blocking(move || core.log_scope(|| f(&core)))
+        .await
+        .map_err(|e| Error::OutcomeUnknown(format!("an authority task did not finish: {e}")))
+}
+
+/// [`on_blocking_pool`] for one store call of `verb`.
 async fn blocking<T: Send + 'static>(
     core: &Arc<AuthorityCore>,
     verb: &'static str,
     f: impl FnOnce(&AuthorityCore) -> T + Send + 'static,
 ) -> Result<T> {
-    let core = core.clone();
-    tokio::task::spawn_blocking(move || {
-        let started = std::time::Instant::now();
-        let out = core.log_scope(|| f(&core));
-        core.record_store_call(verb, started.elapsed());
-        out
-    })
-    .await
-    .map_err(|e| Error::OutcomeUnknown(format!("an authority task did not finish: {e}")))
+    on_blocking_pool(core, move |c| timed(c, verb, || f(c))).await
+}
+
+/// Runs `f` and records how long it took as a store call of `verb` (the metrics' store
+/// call latency).
+fn timed<T>(core: &AuthorityCore, verb: &str, f: impl FnOnce() -> T) -> T {
+    let started = std::time::Instant::now();
+    let out = f();
+    core.record_store_call(verb, started.elapsed());
+    out
 }
 
 async fn poll_and_spawn(
@@ -312,14 +329,53 @@ async fn poll_and_spawn(
     store_down: &mut bool,
 ) -> Result<()> {
     let polled = blocking(core, "claim", AuthorityCore::poll).await?;
+    spawn_polled(core, log, running, store_down, polled);
+    Ok(())
+}
+
+/// Records `batch` and claims again in one trip to the blocking pool: two trips would cost
+/// two more context switches per batch, and a batch just finished is when slots are free.
+async fn finish_and_poll(
+    core: &Arc<AuthorityCore>,
+    log: &Logger,
+    running: &mut JoinSet<Executed>,
+    store_down: &mut bool,
+    batch: Vec<Executed>,
+) -> Result<()> {
+    let polled = on_blocking_pool(core, move |c| {
+        if !batch.is_empty() {
+            // The core logs each outcome with its item and generation.
+            timed(c, "complete", || c.finish_all(batch));
+        }
+        timed(c, "claim", || c.poll())
+    })
+    .await?;
+    spawn_polled(core, log, running, store_down, polled);
+    Ok(())
+}
+
+/// Starts a task per claimed job.
+fn spawn_polled(
+    core: &Arc<AuthorityCore>,
+    log: &Logger,
+    running: &mut JoinSet<Executed>,
+    store_down: &mut bool,
+    polled: Result<Vec<Job>>,
+) {
     note_store(log, store_down, polled.as_ref().err());
     for job in polled.unwrap_or_default() {
         let core = core.clone();
         running.spawn(async move {
             let job_id = job.id;
-            // Reading the job's input is a store call; the handler then runs as its own
-            // task (a panic in it is an uncertain attempt, see `Registered::call`).
-            match blocking(&core, "prepare", move |c| c.prepare(&job)).await {
+            // Reading a cursor's or an instance's input is a store call, on the blocking
+            // pool; an effect's is in its claim, read here. Then the handler runs (a panic
+            // in it is an uncertain attempt, see `Registered::call`).
+            let prepared = if AuthorityCore::prepare_reads_store(&job) {
+                blocking(&core, "prepare", move |c| c.prepare(&job)).await
+            } else {
+                Ok(core.log_scope(|| core.prepare(&job)))
+            };
+            match prepared {
                 Ok(Prepared::Ready(executed)) => executed,
                 Ok(Prepared::Call(call)) => call.call().await,
                 Err(e) => Executed {
@@ -330,19 +386,18 @@ async fn poll_and_spawn(
             }
         });
     }
-    Ok(())
 }
 
-async fn finish_joined(
-    core: &Arc<AuthorityCore>,
+/// The first joined task and every other one already done.
+fn joined_batch(
     log: &Logger,
     running: &mut JoinSet<Executed>,
     first: std::result::Result<Executed, tokio::task::JoinError>,
-) -> Result<()> {
+) -> Vec<Executed> {
     let mut batch: Vec<Executed> = Vec::new();
     let mut push = |joined: std::result::Result<Executed, tokio::task::JoinError>| match joined {
         Ok(executed) => batch.push(executed),
-        // Handler panics are caught in their own task; a join error here means this task
+        // Handler panics are caught where they run; a join error here means this task
         // was cancelled.
         Err(e) => log.scope(|| warn!(instance = log.core.id(), error = %e, "task-failed")),
     };
@@ -350,12 +405,7 @@ async fn finish_joined(
     while let Some(joined) = running.try_join_next() {
         push(joined);
     }
-    if batch.is_empty() {
-        return Ok(());
-    }
-    // The core logs each outcome with its item and generation.
-    blocking(core, "complete", move |c| c.finish_all(batch)).await?;
-    Ok(())
+    batch
 }
 
 /// Logs the first store failure of a streak and the recovery, not every failed call.

@@ -6,8 +6,9 @@
 //! Named profiles scale those knobs: `default` (realistic), `fast` (no latency, no
 //! failures: drains as quickly as the store allows), `slow` (ten times the latency) and
 //! `chaos` (three times the failure rates, more uncertain attempts). Apart from those,
-//! `noop` registers only [`NOOP_HANDLER`], which succeeds at once: what `leasehold bench`
-//! enqueues, so a benchmark measures the store and the runtime, not a handler.
+//! `noop` registers only [`NOOP_HANDLER`], an async handler that succeeds at once: what
+//! `leasehold bench` enqueues, so a benchmark measures the store and the runtime, not a handler
+//! (`noop-blocking` registers it as a blocking handler).
 //!
 //! [`Catalog::demo`]: crate::workflow::Catalog::demo
 
@@ -15,7 +16,9 @@ use rand::Rng;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::handlers::{AttemptContext, AttemptKind, BlockingHandler, HandlerOutcome, Workload};
+use super::handlers::{
+    Attempt, AttemptContext, AttemptKind, BlockingHandler, HandlerOutcome, HandlerVersion, Workload,
+};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 
@@ -24,6 +27,11 @@ pub const WORKLOAD_NAMES: [&str; 4] = ["default", "fast", "slow", "chaos"];
 
 /// The only handler of the `noop` workload: succeeds at once, with no output.
 pub const NOOP_HANDLER: &str = "noop";
+
+/// The workload that registers [`NOOP_HANDLER`] as a blocking handler (on the blocking
+/// pool, one hand-off per attempt) instead of an async one: what `bench
+/// --blocking-handler` runs, to show what an application's synchronous handler costs.
+pub const NOOP_BLOCKING_WORKLOAD: &str = "noop-blocking";
 
 /// The effect handlers `leasehold seed` enqueues.
 pub const EFFECT_HANDLERS: [&str; 4] = ["send-email", "charge-card", "sync-crm", "flaky-call"];
@@ -77,7 +85,7 @@ impl Profile {
             },
             other => {
                 return Err(Error::Invalid(format!(
-                    "unknown workload {other:?}; known: {}, {NOOP_HANDLER}",
+                    "unknown workload {other:?}; known: {}, {NOOP_HANDLER}, {NOOP_BLOCKING_WORKLOAD}",
                     WORKLOAD_NAMES.join(", ")
                 )));
             }
@@ -310,12 +318,25 @@ fn base_handlers() -> Vec<(&'static str, DemoHandler)> {
 
 /// The demo workload called `name` (see [`WORKLOAD_NAMES`]), its randomness seeded by `seed`.
 /// It registers every handler `leasehold seed` and the shipped workflows need; `noop`
-/// registers only [`NOOP_HANDLER`].
+/// registers only [`NOOP_HANDLER`] (async), [`NOOP_BLOCKING_WORKLOAD`] only it as a blocking
+/// handler.
 ///
 /// # Errors
 /// `INVALID` for an unknown name.
 pub fn named(name: &str, seed: u64) -> Result<Workload> {
     if name == NOOP_HANDLER {
+        // It never blocks, so it is an async handler, as a peer's no-op job is: it runs on
+        // the runtime's workers, not on the blocking pool.
+        let mut workload = Workload::new(name, seed);
+        workload.register_async(
+            NOOP_HANDLER,
+            HandlerVersion::demo(),
+            std::sync::Arc::new(|_: Attempt| async { HandlerOutcome::Succeeded(None) }),
+        );
+        return Ok(workload);
+    }
+    if name == NOOP_BLOCKING_WORKLOAD {
+        // The same no-op, run the way an application's synchronous handlers run.
         return Ok(
             Workload::new(name, seed).with(NOOP_HANDLER, |_: &AttemptContext| {
                 HandlerOutcome::Succeeded(None)

@@ -151,6 +151,12 @@ impl Report {
         self.metrics.iter().find(|m| m.key == key).map(|m| m.value)
     }
 
+    /// A recorded knob's text, when it is text.
+    #[must_use]
+    pub fn knob_value(&self, name: &str) -> Option<&str> {
+        self.knobs.get(name).and_then(Value::as_str)
+    }
+
     /// The report as one JSON object.
     #[must_use]
     pub fn to_json(&self) -> Value {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::{FleetOptions, FleetRun, Report, StoreFacts, create, rate, run_fleet};
 use crate::authority::handlers::HandlerVersion;
 use crate::authority::stats::{Histogram, Stats};
-use crate::authority::workload::NOOP_HANDLER;
+use crate::authority::workload::{NOOP_BLOCKING_WORKLOAD, NOOP_HANDLER};
 use crate::build_key::handler_key;
 use crate::error::Result;
 use crate::model::WorkKind;
@@ -39,6 +39,7 @@ pub fn run(store: &Store, bench: &WorkBench) -> Result<Report> {
     report.knob("singleEnqueues", bench.single.min(bench.items));
     report.knob("enqueueBatch", bench.enqueue_batch);
     knobs(&mut report, &bench.fleet);
+    handler_knob(&mut report, &bench.fleet);
 
     let spec = |i: u64| NewWork::effect(format!("bench-{i:09}"), NOOP_HANDLER, "{}");
     create(
@@ -102,6 +103,16 @@ pub(super) fn knobs(report: &mut Report, fleet: &FleetOptions) {
     report.knob("claimBatch", fleet.batch);
     report.knob("leaseMs", fleet.lease_ms);
     report.knob("pollMs", fleet.poll_ms);
+}
+
+/// Whether the no-op handler the fleet runs is async or blocking (`--blocking-handler`).
+pub(super) fn handler_knob(report: &mut Report, fleet: &FleetOptions) {
+    let kind = if fleet.workload == NOOP_BLOCKING_WORKLOAD {
+        "blocking"
+    } else {
+        "async"
+    };
+    report.knob("handler", kind);
 }
 
 /// What the authorities did while they ran, from their own counters, and what it cost
@@ -191,10 +202,8 @@ mod tests {
     use crate::bench::BENCH_BUILD;
     use crate::store::url::{OpenMode, open};
 
-    #[test]
-    fn a_small_drain_on_memory_reports_every_item_once() {
-        let store = open("memory", OpenMode::ReadWrite).expect("memory opens");
-        let bench = WorkBench {
+    fn small(workload: &str) -> WorkBench {
+        WorkBench {
             items: 300,
             single: 50,
             enqueue_batch: 100,
@@ -202,7 +211,7 @@ mod tests {
                 url: "memory".into(),
                 authorities: 2,
                 build: BENCH_BUILD.into(),
-                workload: NOOP_HANDLER.into(),
+                workload: workload.into(),
                 concurrency: 16,
                 batch: 16,
                 lease_ms: 30_000,
@@ -211,8 +220,15 @@ mod tests {
             },
             timeout: Duration::from_secs(120),
             quiet: true,
-        };
+        }
+    }
+
+    #[test]
+    fn a_small_drain_on_memory_reports_every_item_once() {
+        let store = open("memory", OpenMode::ReadWrite).expect("memory opens");
+        let bench = small(NOOP_HANDLER);
         let report = run(&store, &bench).expect("the bench runs");
+        assert_eq!(report.knob_value("handler"), Some("async"));
         assert_eq!(report.value("completions"), Some(300.0));
         assert_eq!(report.value("fencedRejections"), Some(0.0));
         assert!(report.value("drainPerSec").is_some_and(|r| r > 0.0));
@@ -225,5 +241,14 @@ mod tests {
         // A second run refuses: the store is no longer empty.
         let err = run(&store, &bench).expect_err("refused");
         assert!(err.to_string().contains("scratch store"), "{err}");
+    }
+
+    #[test]
+    fn the_blocking_no_op_drains_every_item_once_too() {
+        let store = open("memory", OpenMode::ReadWrite).expect("memory opens");
+        let report = run(&store, &small(NOOP_BLOCKING_WORKLOAD)).expect("the bench runs");
+        assert_eq!(report.knob_value("handler"), Some("blocking"));
+        assert_eq!(report.value("completions"), Some(300.0));
+        assert_eq!(report.value("checkViolations"), Some(0.0));
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Map;
 
-use super::work::{fleet_metrics, knobs, written_per};
+use super::work::{fleet_metrics, handler_knob, knobs, written_per};
 use super::{FleetOptions, Report, StoreFacts, create, rate, run_fleet};
 use crate::authority::handlers::HandlerVersion;
 use crate::authority::workload::NOOP_HANDLER;
@@ -67,6 +67,7 @@ pub fn run(store: &Store, bench: &WorkflowBench) -> Result<Report> {
     report.knob("singleStarts", bench.single.min(bench.instances));
     report.knob("steps", 3);
     knobs(&mut report, &bench.fleet);
+    handler_knob(&mut report, &bench.fleet);
 
     let definition = store
         .deploy_workflow(THREE_STEPS, &catalog())?

@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::{CliResult, Failure};
-use crate::authority::workload::NOOP_HANDLER;
+use crate::authority::workload::{NOOP_BLOCKING_WORKLOAD, NOOP_HANDLER};
 use crate::bench::dashboard::{self, DashboardBench, default_writers};
 use crate::bench::enqueue::{self, EnqueueBench};
 use crate::bench::fairness::{self, FairnessBench};
@@ -80,6 +80,10 @@ pub struct FleetArgs {
     /// Poll cadence in ms when idle (a finished batch re-polls at once).
     #[arg(long, default_value_t = 10)]
     pub poll_ms: i64,
+    /// Register the no-op handler as a blocking handler (run on the blocking pool, as an
+    /// application's synchronous handlers are) instead of an async one.
+    #[arg(long)]
+    pub blocking_handler: bool,
 }
 
 impl FleetArgs {
@@ -88,7 +92,12 @@ impl FleetArgs {
             url: url.to_owned(),
             authorities: self.authorities,
             build: BENCH_BUILD.into(),
-            workload: NOOP_HANDLER.into(),
+            workload: if self.blocking_handler {
+                NOOP_BLOCKING_WORKLOAD
+            } else {
+                NOOP_HANDLER
+            }
+            .into(),
             concurrency: self.concurrency,
             batch: self.batch.unwrap_or(self.concurrency),
             lease_ms: self.lease_ms,
@@ -245,6 +254,8 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
                     batch: f.batch,
                     lease_ms: f.lease_ms,
                     poll_ms: f.poll_ms,
+                    // Its handlers are its own (`bench::fairness::workload`).
+                    blocking_handler: false,
                 }
                 .options(url),
                 timeout,

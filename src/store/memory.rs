@@ -583,9 +583,16 @@ impl Tx for MemTx<'_> {
     }
 
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {
-        let prev = self.state.work.get(&item.id).cloned();
+        // The row it replaces moves into the undo log rather than being copied there.
+        let prev = self.state.work.insert(item.id.clone(), item.clone());
         self.set_due(prev.as_ref(), item);
-        put!(self, work, item.id.clone(), item.clone());
+        let id = item.id.clone();
+        self.undo.push(Box::new(move |s: &mut State| {
+            match prev {
+                Some(prev) => s.work.insert(id, prev),
+                None => s.work.remove(&id),
+            };
+        }));
         Ok(())
     }
 

@@ -108,6 +108,18 @@ impl AuthorityCore {
         }
     }
 
+    /// Whether [`Self::prepare`] reads the store for `job`: a cursor reads its journal
+    /// events, a workflow instance its history. An effect or a schedule firing carries all
+    /// it needs in its claim, so a driver can prepare it where it stands instead of moving
+    /// to a thread that may block (each such move is two context switches per item).
+    #[must_use]
+    pub fn prepare_reads_store(job: &Job) -> bool {
+        match &job.task {
+            Task::Work(item) => item.kind == WorkKind::Cursor,
+            Task::Workflow(_) => true,
+        }
+    }
+
     /// Reads what `job` needs and says whether a handler must run. Writes nothing.
     #[must_use]
     pub fn prepare(&self, job: &Job) -> Prepared {

@@ -3,19 +3,22 @@
 //! renewal round did ([`Renewed`]). Kept apart because every driver (the runtime, the
 //! simulated cluster) speaks in these types, not in the core's internals.
 
+use std::sync::Arc;
+
 use super::super::handlers::{HandlerOutcome, LeaseSignal};
 use crate::clock::Millis;
 use crate::model::WorkItem;
 use crate::workflow::engine::Claimed;
 use crate::workflow::machine::{ActionRequest, Trigger};
 
-/// What a job works on.
+/// What a job works on. Shared, not boxed: the core keeps a job while its handler runs
+/// with another, and a copy of the whole claim per step would cost allocations per item.
 #[derive(Debug, Clone)]
 pub enum Task {
     /// A claimed work item (effect, schedule firing, cursor).
-    Work(Box<WorkItem>),
+    Work(Arc<WorkItem>),
     /// A workflow instance whose lease this authority holds.
-    Workflow(Box<Claimed>),
+    Workflow(Arc<Claimed>),
 }
 
 /// One claimed unit of work, owned until it is finished, lost or released.

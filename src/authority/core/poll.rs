@@ -2,6 +2,7 @@
 //! workflow instances and work items up to the free concurrency, noting takeovers.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::{AuthorityCore, InFlight, Job, Task};
 use crate::authority::handlers::LeaseSignal;
@@ -75,11 +76,11 @@ impl AuthorityCore {
         jobs.reserve(instances.len() + items.len());
         let tasks = instances
             .into_iter()
-            .map(|(c, expired)| (expired, Task::Workflow(Box::new(c))))
+            .map(|(c, expired)| (expired, Task::Workflow(Arc::new(c))))
             .chain(
                 items
                     .into_iter()
-                    .map(|c| (c.took_over_expired_at, Task::Work(Box::new(c.item)))),
+                    .map(|c| (c.took_over_expired_at, Task::Work(Arc::new(c.item)))),
             );
         for (expired, task) in tasks {
             st.stats.claims += 1;

@@ -4,8 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
+
+use futures_util::FutureExt;
 
 use super::{Attempt, BlockingHandler, Handler, HandlerOutcome};
 use crate::error::{Error, Result};
@@ -130,25 +133,31 @@ impl Registered {
         &self.version
     }
 
-    /// Runs one attempt in a tokio runtime: an async handler as its own task, a blocking
-    /// one on the blocking pool. A panic (or a task the runtime cancelled) is
-    /// [`HandlerOutcome::Uncertain`]: the attempt may have acted, and nothing is recorded.
+    /// Runs one attempt in a tokio runtime: an async handler in the calling task, a
+    /// blocking one on the blocking pool. A panic (or a blocking call the runtime
+    /// cancelled) is [`HandlerOutcome::Uncertain`]: the attempt may have acted, and
+    /// nothing is recorded. The async handler is not spawned as a task of its own: the
+    /// caller's task already isolates it, and a spawn per item costs a wake-up per item.
     pub async fn call(&self, attempt: Attempt) -> HandlerOutcome {
-        let joined = match &self.code {
-            Code::Async(handler) => tokio::spawn(handler.handle(attempt)).await,
+        match &self.code {
+            Code::Async(handler) => AssertUnwindSafe(handler.handle(attempt))
+                .catch_unwind()
+                .await
+                .unwrap_or(HandlerOutcome::Uncertain),
             Code::Blocking(handler) => {
                 let handler = handler.clone();
-                tokio::task::spawn_blocking(move || handler.run(&attempt)).await
+                tokio::task::spawn_blocking(move || handler.run(&attempt))
+                    .await
+                    .unwrap_or(HandlerOutcome::Uncertain)
             }
-        };
-        joined.unwrap_or(HandlerOutcome::Uncertain)
+        }
     }
 
     /// Runs one attempt on the calling thread (the simulated cluster, which has no async
     /// runtime): a blocking handler directly, an async one polled to completion here, its
     /// awaits taking real time. A panic is [`HandlerOutcome::Uncertain`].
     pub fn run_here(&self, attempt: &Attempt) -> HandlerOutcome {
-        let run = std::panic::AssertUnwindSafe(|| match &self.code {
+        let run = AssertUnwindSafe(|| match &self.code {
             Code::Blocking(handler) => handler.run(attempt),
             Code::Async(handler) => block_on(handler.handle(attempt.clone())),
         });
