@@ -223,10 +223,7 @@ pub async fn run_authority_with(
             biased;
             Some(joined) = running.join_next() => {
                 let batch = joined_batch(&log, &mut running, joined);
-                if !batch.is_empty() {
-                    // The core logs each outcome with its item and generation.
-                    blocking(&core, "complete", move |c| c.finish_all(batch)).await?;
-                }
+                on_blocking_pool(&core, move |c| finish_batch(c, batch)).await?;
             }
             _ = renew.tick() => { blocking(&core, "renew", AuthorityCore::renew).await?; }
             () = &mut deadline => {
@@ -343,15 +340,20 @@ async fn finish_and_poll(
     batch: Vec<Executed>,
 ) -> Result<()> {
     let polled = on_blocking_pool(core, move |c| {
-        if !batch.is_empty() {
-            // The core logs each outcome with its item and generation.
-            timed(c, "complete", || c.finish_all(batch));
-        }
+        finish_batch(c, batch);
         timed(c, "claim", || c.poll())
     })
     .await?;
     spawn_polled(core, log, running, store_down, polled);
     Ok(())
+}
+
+/// Records the outcomes of `batch`, if it holds any, as one store call (`complete`). The core
+/// logs each outcome with its item and generation.
+fn finish_batch(core: &AuthorityCore, batch: Vec<Executed>) {
+    if !batch.is_empty() {
+        timed(core, "complete", || core.finish_all(batch));
+    }
 }
 
 /// Starts a task per claimed job.
