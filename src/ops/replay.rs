@@ -152,11 +152,12 @@ impl Step {
     }
 }
 
-/// The first revision whose records were made at or after `at`: a binary search over
-/// revisions, two index seeks a probe. Revisions commit in time order, so the instant of
-/// the first record at or after a revision never decreases as the revision grows.
-fn first_revision_at(store: &Store, at: Millis, top: u64) -> Result<u64> {
-    let (mut lo, mut hi) = (0u64, top.saturating_add(1));
+/// The first revision from `lo` whose records were made at or after `at`, `top + 1` when
+/// none was: a binary search over revisions, two index seeks a probe. Revisions commit in
+/// time order, so the instant of the first record at or after a revision never decreases
+/// as the revision grows.
+fn first_revision_at(store: &Store, at: Millis, lo: u64, top: u64) -> Result<u64> {
+    let (mut lo, mut hi) = (lo, top.saturating_add(1));
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         match first_record_from(store, mid)? {
@@ -186,18 +187,54 @@ fn first_record_from(store: &Store, revision: u64) -> Result<Option<(u64, Millis
 /// # Errors
 /// `INVALID` when `to` is before `from`; a store failure.
 pub fn span(store: &Store, from: Millis, to: Millis) -> Result<Span> {
-    if to < from {
-        return Err(ends_before_start());
+    SpanFinder::default().find(store, from, to)
+}
+
+/// Finds a window's span again and again as the store grows, searching only the
+/// revisions committed since the last time.
+///
+/// A committed revision never gains records, so an edge found among the revisions seen
+/// last time stands: only an edge that was still beyond the newest revision is looked for,
+/// among the new ones. Besides saving the search, this keeps the span steady while writers
+/// commit — a fresh search over a moving top probes other revisions, and where writers'
+/// clocks differ by a few milliseconds it could land one batch earlier or later each time.
+#[derive(Debug, Clone, Default)]
+pub struct SpanFinder {
+    /// The last span found, and the newest revision when it was.
+    last: Option<(Span, u64)>,
+}
+
+impl SpanFinder {
+    /// The span of `from..=to` in the store as it is now.
+    ///
+    /// # Errors
+    /// `INVALID` when `to` is before `from`; a store failure.
+    pub fn find(&mut self, store: &Store, from: Millis, to: Millis) -> Result<Span> {
+        if to < from {
+            return Err(ends_before_start());
+        }
+        let top = store.revision()?;
+        let known = self
+            .last
+            .filter(|(span, seen)| span.from == from && span.to == to && *seen <= top);
+        let edge = |found: Option<u64>, at: Millis| -> Result<u64> {
+            match (found, known) {
+                (Some(found), Some((_, seen))) if found <= seen => Ok(found),
+                (_, Some((_, seen))) => first_revision_at(store, at, seen + 1, top),
+                (_, None) => first_revision_at(store, at, 0, top),
+            }
+        };
+        let from_revision = edge(known.map(|(s, _)| s.from_revision), from)?;
+        let after_end = edge(known.map(|(s, _)| s.to_revision + 1), to.saturating_add(1))?;
+        let span = Span {
+            from_revision,
+            to_revision: after_end.saturating_sub(1),
+            from,
+            to,
+        };
+        self.last = Some((span, top));
+        Ok(span)
     }
-    let top = store.revision()?;
-    let from_revision = first_revision_at(store, from, top)?;
-    let after_end = first_revision_at(store, to.saturating_add(1), top)?;
-    Ok(Span {
-        from_revision,
-        to_revision: after_end.saturating_sub(1),
-        from,
-        to,
-    })
 }
 
 /// The steps of a window, in revision order (a revision's grants before its writes),
@@ -567,5 +604,90 @@ mod tests {
             "a window may not end before it starts"
         );
         assert!(read("yesterday", "now").is_err());
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod span_tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::ids::SeededIds;
+    use crate::model::work::NewWork;
+    use crate::store::memory::MemoryBackend;
+
+    /// 2026-01-01T00:00:00Z.
+    const T0: Millis = 1_767_225_600_000;
+    const KEY: &str = "c0ffee00";
+
+    /// A store whose clock the test moves, and a way to make one claim (a grant record in
+    /// a revision of its own) at an instant; returns the claim's revision.
+    fn store() -> (Store, ManualClock) {
+        let clock = ManualClock::new(T0);
+        let store = Store::new(
+            Arc::new(MemoryBackend::new()),
+            Arc::new(clock.clone()),
+            Arc::new(SeededIds::new(1)),
+        );
+        (store, clock)
+    }
+
+    fn claim_at(store: &Store, clock: &ManualClock, id: &str, at: Millis) -> u64 {
+        clock.set(at);
+        store
+            .enqueue(NewWork::effect(id, "send-email", "{}"), KEY)
+            .unwrap();
+        store.claim(id, "a-1", KEY, 30_000).unwrap();
+        store.revision().unwrap()
+    }
+
+    /// Found again as the store grows, a span gains the revisions committed inside the
+    /// window and no others, and an edge already found stays put — even when a writer
+    /// whose clock is behind commits a record dated inside the window after it.
+    #[test]
+    fn a_span_found_again_grows_only_at_an_edge_not_yet_reached() {
+        let (store, clock) = store();
+        let first = claim_at(&store, &clock, "e-1", T0 + 10);
+        let mut finder = SpanFinder::default();
+        let (from, to) = (T0 + 5, T0 + 100);
+        let found = finder.find(&store, from, to).unwrap();
+        assert_eq!(found, span(&store, from, to).unwrap());
+        assert_eq!(
+            (found.to_revision, found.from_revision <= first),
+            (first, true)
+        );
+
+        let inside = claim_at(&store, &clock, "e-2", T0 + 50);
+        let grown = finder.find(&store, from, to).unwrap();
+        assert_eq!(grown, span(&store, from, to).unwrap());
+        assert_eq!(
+            grown.to_revision, inside,
+            "a revision inside the window joins it"
+        );
+        assert_eq!(grown.from_revision, found.from_revision);
+
+        claim_at(&store, &clock, "e-3", T0 + 500);
+        let past = finder.find(&store, from, to).unwrap();
+        assert_eq!(past, span(&store, from, to).unwrap());
+        assert_eq!(
+            past.to_revision, inside,
+            "a revision after the window does not"
+        );
+
+        claim_at(&store, &clock, "e-4", T0 + 60);
+        assert_eq!(
+            finder.find(&store, from, to).unwrap(),
+            past,
+            "the end was found among committed revisions: it stands"
+        );
+
+        let other = finder.find(&store, T0 + 40, T0 + 45).unwrap();
+        assert_eq!(other, span(&store, T0 + 40, T0 + 45).unwrap());
+        assert!(
+            finder.find(&store, to, from).is_err(),
+            "a window that runs backwards is refused"
+        );
     }
 }

@@ -7,8 +7,8 @@
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::ops::replay::{
-    self, ResourceAt, Span, Step, StepAt, Summary, next_failover, previous_failover, steps_before,
-    steps_from,
+    self, ResourceAt, Span, SpanFinder, Step, StepAt, Summary, next_failover, previous_failover,
+    steps_before, steps_from,
 };
 use crate::store::Store;
 
@@ -66,15 +66,18 @@ impl ReplayData {
     }
 }
 
-/// The last window summarised and its summary. Committed revisions never change, so a
+/// What a reader keeps between reads of the replay: where the window's span was found, and
+/// the last window summarised with its summary. Committed revisions never change, so a
 /// window whose revisions are the same has the same summary: a reader that keeps this
-/// re-reads only the page around the cursor at each refresh, not the whole window.
+/// searches only the revisions committed since for the span, and re-reads only the page
+/// around the cursor at each refresh, not the whole window.
 #[derive(Debug, Clone, Default)]
-pub struct SummaryCache {
+pub struct ReplayCache {
+    spans: SpanFinder,
     last: Option<(Span, Summary)>,
 }
 
-impl SummaryCache {
+impl ReplayCache {
     fn summary(&mut self, store: &Store, span: Span) -> Result<Summary> {
         if let Some((seen, summary)) = &self.last
             && *seen == span
@@ -93,8 +96,8 @@ impl SummaryCache {
 ///
 /// # Errors
 /// A store failure (an empty window is no failure).
-pub fn read(store: &Store, query: &ReplayQuery, cache: &mut SummaryCache) -> Result<ReplayData> {
-    let span = replay::span(store, query.from, query.to)?;
+pub fn read(store: &Store, query: &ReplayQuery, cache: &mut ReplayCache) -> Result<ReplayData> {
+    let span = cache.spans.find(store, query.from, query.to)?;
     let summary = cache.summary(store, span)?;
     let anchor = query
         .anchor
@@ -205,7 +208,7 @@ mod tests {
             after: 2,
             inspect: None,
         };
-        let mut cache = SummaryCache::default();
+        let mut cache = ReplayCache::default();
         assert_eq!(read(&store, &query, &mut cache).unwrap().summary.claims, 1);
         // The past window's revisions are unchanged by a later read.
         let first = read(&store, &query, &mut cache).unwrap();

@@ -207,10 +207,10 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
     read_cached(store, query, demo, &mut Cache::default())
 }
 
-/// What a reader keeps between reads: the replay window's summary.
+/// What a reader keeps between reads: the replay window's span and summary.
 #[derive(Debug, Clone, Default)]
 pub struct Cache {
-    replay: super::replay::SummaryCache,
+    replay: super::replay::ReplayCache,
 }
 
 /// [`read`], reusing what `cache` kept from earlier reads. The reader task calls this on
