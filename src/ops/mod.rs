@@ -7,6 +7,7 @@ pub mod attention;
 pub mod builds;
 pub mod bulk;
 pub mod cancel;
+pub mod claim_rates;
 pub mod claims;
 pub mod cursors;
 pub mod failovers;

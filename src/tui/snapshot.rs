@@ -25,6 +25,7 @@ use crate::model::{
 };
 use crate::ops;
 use crate::ops::attention::{FleetView, Group};
+use crate::ops::claim_rates::ClaimRates;
 use crate::ops::claims::OwnedClaims;
 use crate::ops::cursors::CursorStatus;
 use crate::ops::failovers::FailoverRow;
@@ -39,7 +40,7 @@ use crate::store::{Overview, Store};
 pub const AUTHORITY_SAMPLE: usize = 64;
 /// Failovers the overview lists (the count covers the whole window).
 pub const OVERVIEW_FAILOVERS: usize = 12;
-/// Grants and writes read for "recent" figures (claims/s), newest revisions.
+/// How far the authorities' claim rates look back at most: revisions, and grant rows.
 pub const RECENT_REVISIONS: u64 = 512;
 pub const RECENT_LIMIT: usize = 1_024;
 /// Claimed items counted per authority before showing `N+`.
@@ -172,9 +173,8 @@ pub struct Snapshot {
     pub incompatible: u64,
     /// The compat digests of that work.
     pub incompatible_compats: Vec<String>,
-    /// Grants and writes of the last [`RECENT_REVISIONS`] revisions (authorities).
-    pub recent_grants: Vec<Grant>,
-    pub recent_writes: Vec<WriteRecord>,
+    /// Each authority's claims per second (read for the authorities view only).
+    pub claim_rates: ClaimRates,
     /// The overview's failover summary: the window's count and its latest few.
     pub failovers: Option<Listing<FailoverRow>>,
     /// Demo cluster view of its authorities, when attached to one.
@@ -264,16 +264,18 @@ pub fn read_cached(
         .filter(|w| !w.state.is_terminal() && incompatible_compats.contains(&w.compat))
         .map(|w| w.count)
         .sum();
-    let (recent_grants, recent_writes) = if matches!(query.view, ViewId::Authorities) {
+    let claim_rates = if matches!(query.view, ViewId::Authorities) {
         c.run(|s| {
-            s.ownership_history(
-                None,
-                overview.revision.saturating_sub(RECENT_REVISIONS),
+            ClaimRates::read(
+                s,
+                at,
+                super::views::authorities::RATE_WINDOW_MS,
                 RECENT_LIMIT,
+                RECENT_REVISIONS,
             )
         })?
     } else {
-        (Vec::new(), Vec::new())
+        ClaimRates::default()
     };
     let failovers = if query.view == ViewId::Overview {
         Some(c.run(|s| {
@@ -446,8 +448,7 @@ pub fn read_cached(
         live_compats,
         incompatible,
         incompatible_compats,
-        recent_grants,
-        recent_writes,
+        claim_rates,
         failovers,
         demo: demo_rows,
         scenario,

@@ -31,7 +31,7 @@ pub const COLUMNS: &[Column] = &[
 ];
 
 /// Window over which claims/s is averaged.
-const RATE_WINDOW_MS: Millis = 10_000;
+pub const RATE_WINDOW_MS: Millis = 10_000;
 
 /// A stopped authority left cleanly: nothing to warn about, so it is muted, not red.
 #[must_use]
@@ -42,17 +42,6 @@ pub fn state_role(state: Liveness) -> Role {
         Liveness::Gone => Role::AuthorityGone,
         Liveness::Stopped => Role::Muted,
     }
-}
-
-/// Claims per second by `owner` over the recent grants.
-#[must_use]
-pub fn claims_per_sec(snap: &Snapshot, owner: &str, now: Millis) -> f64 {
-    let n = snap
-        .recent_grants
-        .iter()
-        .filter(|g| g.owner_id == owner && g.how == "claim" && g.at > now - RATE_WINDOW_MS)
-        .count();
-    n as f64 * 1000.0 / RATE_WINDOW_MS as f64
 }
 
 #[must_use]
@@ -75,7 +64,7 @@ pub fn table(
                 .map(|d| d.state.as_str());
             let claims = owned.get(&a.instance_id).copied().unwrap_or_default();
             let n = claims.claimed;
-            let rate = claims_per_sec(snap, &a.instance_id, now);
+            let rate = snap.claim_rates.per_sec(&a.instance_id);
             let compatible = snap.live_compats.contains(&a.compat);
             let timing = Timing::of(a);
             Row {

@@ -1,0 +1,200 @@
+//! Claims per second by authority, from the newest claim grants.
+//!
+//! The history pages by revision, oldest first, so "the grants of the last N revisions,
+//! at most M" are the *oldest* M of those revisions: on a busy store they end long before
+//! now, and a rate counted from them over the last ten seconds is far too low. Here the
+//! look back starts at the newest revision and widens — 1, 2, 4 … revisions — until the
+//! grants read reach back past the window, reach the start of the history, or would pass
+//! the row cap. The rate is then counted over the time the grants read really cover.
+
+use std::collections::HashMap;
+
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::model::{Grant, GrantKind};
+use crate::store::Store;
+
+/// Claims per second of each authority, over a window ending at one instant.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClaimRates {
+    per_owner: HashMap<String, u64>,
+    /// How long the counted claims span, in ms.
+    covered_ms: Millis,
+}
+
+impl ClaimRates {
+    /// Reads the newest grants of `store` (at most about `cap` rows, and never further back
+    /// than `max_revisions`) and counts each owner's claims over `window_ms` before `now` —
+    /// or, when the grants that fit under `cap` cover less than the window, over the time
+    /// they do cover: from the oldest revision read (whose own claims mark the start and
+    /// are not counted) to `now`.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn read(
+        store: &Store,
+        now: Millis,
+        window_ms: Millis,
+        cap: usize,
+        max_revisions: u64,
+    ) -> Result<Self> {
+        let top = store.revision()?;
+        let start = now.saturating_sub(window_ms);
+        let mut grants: Vec<Grant> = Vec::new();
+        let mut back = 1u64;
+        let whole = loop {
+            let after = top.saturating_sub(back);
+            let page = store.read(|tx| tx.grants(None, after, cap))?;
+            // A page of `cap` rows or more was cut short of the newest: keep the last one
+            // that was not (or this one, when even one revision fills the cap).
+            if page.len() >= cap {
+                if grants.is_empty() {
+                    grants = page;
+                }
+                break false;
+            }
+            grants = page;
+            let reaches_back = grants.first().is_some_and(|g| g.at <= start);
+            if after == 0 || reaches_back {
+                break true;
+            }
+            if back >= max_revisions {
+                break false;
+            }
+            back = back.saturating_mul(2).min(max_revisions);
+        };
+        Ok(Self::count(&grants, now, window_ms, whole))
+    }
+
+    /// Counts `grants` (ascending by revision). `whole`: nothing older is missing from the
+    /// window (the grants reach past its start, or the history starts inside it).
+    fn count(grants: &[Grant], now: Millis, window_ms: Millis, whole: bool) -> Self {
+        let start = now.saturating_sub(window_ms);
+        let (from, covered_ms) = match grants.first() {
+            Some(_) if whole => (start, window_ms),
+            Some(oldest) => (
+                oldest.at.max(start),
+                now.saturating_sub(oldest.at.max(start)),
+            ),
+            None => (start, window_ms),
+        };
+        let first_revision = grants.first().map(|g| g.revision);
+        let mut per_owner: HashMap<String, u64> = HashMap::new();
+        for g in grants.iter().filter(|g| {
+            g.how == GrantKind::Claim
+                && g.at > from
+                && g.at <= now
+                && (whole || Some(g.revision) != first_revision)
+        }) {
+            *per_owner.entry(g.owner_id.clone()).or_default() += 1;
+        }
+        Self {
+            per_owner,
+            covered_ms,
+        }
+    }
+
+    /// `owner`'s claims per second.
+    #[must_use]
+    pub fn per_sec(&self, owner: &str) -> f64 {
+        let n = self.per_owner.get(owner).copied().unwrap_or(0);
+        if self.covered_ms <= 0 {
+            return 0.0;
+        }
+        n as f64 * 1_000.0 / self.covered_ms as f64
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::ids::SeededIds;
+    use crate::model::work::NewWork;
+    use crate::store::memory::MemoryBackend;
+
+    /// 2026-01-01T00:00:00Z.
+    const T0: Millis = 1_767_225_600_000;
+    const KEY: &str = "c0ffee00";
+
+    fn store(clock: &ManualClock) -> Store {
+        Store::new(
+            Arc::new(MemoryBackend::new()),
+            Arc::new(clock.clone()),
+            Arc::new(SeededIds::new(1)),
+        )
+    }
+
+    /// `n` items claimed by `owner` in one batch (one revision) at the clock's instant.
+    fn claim_batch(store: &Store, owner: &str, n: usize, tag: &str) {
+        let specs = (0..n)
+            .map(|i| NewWork::effect(format!("{tag}-{i}"), "send-email", "{}"))
+            .collect();
+        store.enqueue_batch(specs, KEY).unwrap();
+        let got = store.claim_batch(owner, KEY, n, 60_000).unwrap();
+        assert_eq!(got.len(), n);
+    }
+
+    /// Two authorities claiming steadily, one twice as fast, over a history far longer than
+    /// the row cap: the rates are the ones they claim at, not those of the oldest rows.
+    #[test]
+    fn a_busy_history_gives_the_rate_of_its_newest_claims() {
+        let clock = ManualClock::new(T0);
+        let store = store(&clock);
+        // 60 s of history, a batch every 100 ms: a-1 claims 20 a batch, a-2 10.
+        for tick in 0..600 {
+            clock.set(T0 + tick * 100);
+            claim_batch(&store, "a-1", 20, &format!("x{tick}"));
+            claim_batch(&store, "a-2", 10, &format!("y{tick}"));
+        }
+        let now = T0 + 599 * 100;
+        // The cap holds less than the window (10 s is 3,000 grants).
+        let rates = ClaimRates::read(&store, now, 10_000, 1_024, 512).unwrap();
+        let (a1, a2) = (rates.per_sec("a-1"), rates.per_sec("a-2"));
+        assert!(
+            (a1 - 200.0).abs() < 200.0 * 0.1,
+            "a-1 claims 200/s, read {a1}"
+        );
+        assert!(
+            (a2 - 100.0).abs() < 100.0 * 0.1,
+            "a-2 claims 100/s, read {a2}"
+        );
+        assert!(rates.per_sec("a-3").abs() < f64::EPSILON);
+
+        // With room for the whole window, exactly the claims in it.
+        let all = ClaimRates::read(&store, now, 10_000, 100_000, 1_024).unwrap();
+        assert!((all.per_sec("a-1") - 200.0).abs() < 1e-9, "{all:?}");
+        assert!((all.per_sec("a-2") - 100.0).abs() < 1e-9, "{all:?}");
+    }
+
+    /// A quiet store: the look back widens past many revisions to find the window's
+    /// claims, and a history that starts inside the window is counted over the window.
+    #[test]
+    fn a_quiet_history_is_counted_over_the_whole_window() {
+        let clock = ManualClock::new(T0);
+        let store = store(&clock);
+        claim_batch(&store, "a-1", 5, "old");
+        clock.set(T0 + 30_000);
+        claim_batch(&store, "a-1", 4, "new");
+        for i in 0..40 {
+            clock.set(T0 + 35_000 + i);
+            store
+                .enqueue(
+                    NewWork::effect(format!("idle-{i}"), "send-email", "{}"),
+                    KEY,
+                )
+                .unwrap();
+        }
+        let now = T0 + 36_000;
+        let rates = ClaimRates::read(&store, now, 10_000, 1_024, 512).unwrap();
+        assert!((rates.per_sec("a-1") - 0.4).abs() < 1e-9, "{rates:?}");
+
+        let young = ClaimRates::read(&store, T0 + 1_000, 10_000, 1_024, 512).unwrap();
+        assert!((young.per_sec("a-1") - 0.5).abs() < 1e-9, "{young:?}");
+        let empty = ClaimRates::read(&self::store(&clock), now, 10_000, 1_024, 512).unwrap();
+        assert!(empty.per_sec("a-1").abs() < f64::EPSILON);
+    }
+}
