@@ -414,13 +414,42 @@ impl Summary {
 /// # Errors
 /// A store failure.
 pub fn summarize(store: &Store, span: Span) -> Result<Summary> {
-    let mut summary = Summary::default();
-    let mut steps = Steps::new(store, span, None);
-    while let Some(step) = steps.next_step()? {
-        summary.records += 1;
-        match &step {
-            Step::Grant(g) => count_grant(&mut summary, g),
-            Step::Write(w) => count_write(&mut summary, w),
+    summarize_after(store, span, None)
+}
+
+/// Summarises `span`, starting from `known` — the summary of a span of the same window
+/// that ends at or before it — when there is one: a committed revision never changes, so
+/// the steps counted there stand and only the revisions after it are read.
+///
+/// # Errors
+/// A store failure.
+pub fn summarize_after(
+    store: &Store,
+    span: Span,
+    known: Option<(Span, &Summary)>,
+) -> Result<Summary> {
+    let earlier = known.filter(|(seen, _)| {
+        (seen.from_revision, seen.from, seen.to) == (span.from_revision, span.from, span.to)
+            && seen.to_revision <= span.to_revision
+    });
+    let (mut summary, unread) = match earlier {
+        Some((seen, summary)) => (
+            summary.clone(),
+            Span {
+                from_revision: seen.to_revision.saturating_add(1),
+                ..span
+            },
+        ),
+        None => (Summary::default(), span),
+    };
+    if unread.from_revision <= unread.to_revision {
+        let mut steps = Steps::new(store, unread, None);
+        while let Some(step) = steps.next_step()? {
+            summary.records += 1;
+            match &step {
+                Step::Grant(g) => count_grant(&mut summary, g),
+                Step::Write(w) => count_write(&mut summary, w),
+            }
         }
     }
     let seconds = (span.to - span.from).max(1) as f64 / 1_000.0;

@@ -68,9 +68,10 @@ impl ReplayData {
 
 /// What a reader keeps between reads of the replay: where the window's span was found, and
 /// the last window summarised with its summary. Committed revisions never change, so a
-/// window whose revisions are the same has the same summary: a reader that keeps this
-/// searches only the revisions committed since for the span, and re-reads only the page
-/// around the cursor at each refresh, not the whole window.
+/// window whose revisions are the same has the same summary, and one that grew at its end
+/// only needs its new revisions counted: a reader that keeps this searches only the
+/// revisions committed since for the span, and re-reads only the page around the cursor
+/// at each refresh, not the whole window.
 #[derive(Debug, Clone, Default)]
 pub struct ReplayCache {
     spans: SpanFinder,
@@ -84,7 +85,8 @@ impl ReplayCache {
         {
             return Ok(summary.clone());
         }
-        let summary = replay::summarize(store, span)?;
+        let known = self.last.as_ref().map(|(seen, summary)| (*seen, summary));
+        let summary = replay::summarize_after(store, span, known)?;
         self.last = Some((span, summary.clone()));
         Ok(summary)
     }
@@ -192,12 +194,13 @@ mod tests {
             Arc::new(clock.clone()),
             Arc::new(SeededIds::new(1)),
         );
-        let claim = |id: &str| {
+        let claim_by = |id: &str, owner: &str| {
             store
                 .enqueue(NewWork::effect(id, "send-email", "{}"), KEY)
                 .unwrap();
-            store.claim(id, "a-1", KEY, 30_000).unwrap();
+            store.claim(id, owner, KEY, 30_000).unwrap();
         };
+        let claim = |id: &str| claim_by(id, "a-1");
         claim("e-1");
         let query = ReplayQuery {
             from: 0,
@@ -216,10 +219,13 @@ mod tests {
             first.summary,
             replay::summarize(&store, first.span).unwrap()
         );
-        // A record inside the window moves its last revision: summarised again.
+        // A record inside the window moves its last revision: its new revisions are
+        // counted on from the summary kept, to the same summary as a fresh pass.
         claim("e-2");
+        claim_by("e-3", "a-2");
         let again = read(&store, &query, &mut cache).unwrap();
-        assert_eq!(again.summary.claims, 2);
+        assert_eq!(again.summary.claims, 3);
+        assert_eq!(again.span.from_revision, first.span.from_revision);
         assert_eq!(
             again.summary,
             replay::summarize(&store, again.span).unwrap()
