@@ -3,7 +3,7 @@
 //! The history pages by revision, oldest first, so "the grants of the last N revisions,
 //! at most M" are the *oldest* M of those revisions: on a busy store they end long before
 //! now, and a rate counted from them over the last ten seconds is far too low. Here the
-//! look back starts at the newest revision and widens — 1, 2, 4 … revisions — until the
+//! look back starts at the newest revisions and widens — 8, 16, 32 … revisions — until the
 //! grants read reach back past the window, reach the start of the history, or would pass
 //! the row cap. The rate is then counted over the time the grants read really cover.
 
@@ -13,6 +13,9 @@ use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::{Grant, GrantKind};
 use crate::store::Store;
+
+/// Revisions the first look back covers (doubling after each that falls short).
+const FIRST_LOOK_BACK: u64 = 8;
 
 /// Claims per second of each authority, over a window ending at one instant.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -38,31 +41,35 @@ impl ClaimRates {
         cap: usize,
         max_revisions: u64,
     ) -> Result<Self> {
-        let top = store.revision()?;
         let start = now.saturating_sub(window_ms);
-        let mut grants: Vec<Grant> = Vec::new();
-        let mut back = 1u64;
-        let whole = loop {
-            let after = top.saturating_sub(back);
-            let page = store.read(|tx| tx.grants(None, after, cap))?;
-            // A page of `cap` rows or more was cut short of the newest: keep the last one
-            // that was not (or this one, when even one revision fills the cap).
-            if page.len() >= cap {
-                if grants.is_empty() {
-                    grants = page;
+        // One read transaction: every look back sees the same history.
+        let (grants, whole) = store.read(|tx| {
+            let top = tx.revision()?;
+            let mut grants: Vec<Grant> = Vec::new();
+            let mut back = FIRST_LOOK_BACK.min(max_revisions);
+            let whole = loop {
+                let after = top.saturating_sub(back);
+                let page = tx.grants(None, after, cap)?;
+                // A page of `cap` rows or more was cut short of the newest: keep the last
+                // one that was not (or this one, when even the first look back fills it).
+                if page.len() >= cap {
+                    if grants.is_empty() {
+                        grants = page;
+                    }
+                    break false;
                 }
-                break false;
-            }
-            grants = page;
-            let reaches_back = grants.first().is_some_and(|g| g.at <= start);
-            if after == 0 || reaches_back {
-                break true;
-            }
-            if back >= max_revisions {
-                break false;
-            }
-            back = back.saturating_mul(2).min(max_revisions);
-        };
+                grants = page;
+                let reaches_back = grants.first().is_some_and(|g| g.at <= start);
+                if after == 0 || reaches_back {
+                    break true;
+                }
+                if back >= max_revisions {
+                    break false;
+                }
+                back = back.saturating_mul(2).min(max_revisions);
+            };
+            Ok((grants, whole))
+        })?;
         Ok(Self::count(&grants, now, window_ms, whole))
     }
 
