@@ -1129,6 +1129,54 @@ fn bench_reports_its_documented_fields_as_json() {
     assert!(assert_one_line_failure(&o, 2).contains("--store"));
 }
 
+/// Writers that cannot work the store end the dashboard bench at once, naming the process
+/// that exited, with the writer's own refusal above it — not after the bench's whole
+/// timeout. Here the store at the path was created again, so the writers' rewind witness
+/// refuses it.
+#[test]
+fn the_dashboard_bench_stops_when_its_writers_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("again.db");
+    let store = format!("sqlite:{}", path.display());
+    let bench = || {
+        leasehold(&[
+            "bench",
+            "dashboard",
+            "--store",
+            &store,
+            "--refreshes",
+            "1",
+            "--writers",
+            "1",
+            "--timeout-s",
+            "600",
+        ])
+    };
+    seed(&store, &["--effects", "5"]);
+    // Its writers leave this host's witness of the store they worked.
+    let first = bench();
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        let _ = std::fs::remove_file(file);
+    }
+    seed(&store, &["--effects", "5"]);
+    let o = bench();
+    let err = stderr(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("STORE_REWOUND"), "the writer's refusal: {err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("leasehold: ")
+            && last.contains("exited")
+            && last.contains("before the bench was done"),
+        "{err}"
+    );
+    assert!(!err.contains("did not finish within"), "{err}");
+    assert!(!err.contains("No such process"), "{err}");
+}
+
 /// `inspect cursors --json` and the dashboard's cursor rows state the same facts about the
 /// same store, both read through `ops::cursors`: owner, generation, position, lag and claim
 /// rate. A cursor that has delivered everything shows lag 0; one nobody can claim (its

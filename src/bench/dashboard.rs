@@ -98,10 +98,11 @@ pub fn run(bench: &DashboardBench) -> Result<Report> {
             "Writers: {} `leasehold authority` processes (build {}, workload {}) working this store's own items during the refreshes.",
             bench.writers.authorities, bench.writers.build, bench.writers.workload
         ));
-        let fleet = Fleet::start(&bench.writers, &store)?;
+        let mut fleet = Fleet::start(&bench.writers, &store)?;
         // Refresh only once the writers are committing.
         let from = store.revision()?;
         let moving = wait_for("the writers' first commit", bench.timeout, || {
+            fleet.check_running()?;
             Ok((store.revision()? > from).then_some(()))
         });
         if let Err(e) = moving {

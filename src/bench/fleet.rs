@@ -159,6 +159,30 @@ impl Fleet {
         }
     }
 
+    /// Fails when an authority process has already exited: the bench would otherwise wait
+    /// out its whole timeout for work nobody is doing. The process's own error is on
+    /// stderr, which it shares with the bench.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` naming the process that exited and how.
+    pub fn check_running(&mut self) -> Result<()> {
+        let Self::Processes(children) = self else {
+            return Ok(());
+        };
+        for child in children {
+            let pid = child.id();
+            let exited = child
+                .try_wait()
+                .map_err(|e| Error::Unavailable(format!("authority process {pid}: {e}")))?;
+            if let Some(status) = exited {
+                return Err(Error::Unavailable(format!(
+                    "authority process {pid} exited ({status}) before the bench was done; its error is above"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Stops every authority (a clean shutdown: they release what they hold) and returns
     /// their counters.
     ///
@@ -183,8 +207,12 @@ impl Fleet {
                     Ok(all)
                 })
             }
-            Self::Processes(children) => {
-                for child in &children {
+            Self::Processes(mut children) => {
+                for child in &mut children {
+                    if matches!(child.try_wait(), Ok(Some(_))) {
+                        // Already gone: nothing to stop (and `kill` would complain).
+                        continue;
+                    }
                     // SIGTERM: the authority releases what it owns and prints its counters.
                     let _ = Command::new("kill")
                         .args(["-TERM", &child.id().to_string()])

@@ -175,9 +175,10 @@ pub fn run_fleet(
     let revision_before = store.revision()?;
     let meter = written::Meter::start(store);
     let started = Instant::now();
-    let running = Fleet::start(fleet, store)?;
+    let mut running = Fleet::start(fleet, store)?;
     let mut progress = Progress::new(quiet);
     let finished = wait_for(label, timeout, || {
+        running.check_running()?;
         let n = done(store)?;
         progress.count(label, n, total);
         Ok((n >= total).then_some(()))
