@@ -203,9 +203,18 @@ struct MemTx<'a> {
 
 /// Puts `value` under `key` in the map chosen by `field`, remembering how to undo it.
 macro_rules! put {
-    ($tx:expr, $field:ident, $key:expr, $value:expr) => {{
+    ($tx:expr, $field:ident, $key:expr, $value:expr) => {
+        put!($tx, $field, $key, $value, |_replaced| ())
+    };
+    // `$seen` runs with the replaced value (if any) before it moves into the undo log: a
+    // caller that reindexes from it needs no copy of it.
+    ($tx:expr, $field:ident, $key:expr, $value:expr, |$replaced:ident| $seen:expr) => {{
         let key = $key;
         let old = $tx.state.$field.insert(key.clone(), $value);
+        {
+            let $replaced = old.as_ref();
+            $seen;
+        }
         $tx.undo.push(Box::new(move |s: &mut State| {
             match old {
                 Some(old) => s.$field.insert(key, old),
@@ -584,15 +593,10 @@ impl Tx for MemTx<'_> {
 
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {
         // The row it replaces moves into the undo log rather than being copied there.
-        let prev = self.state.work.insert(item.id.clone(), item.clone());
-        self.set_due(prev.as_ref(), item);
         let id = item.id.clone();
-        self.undo.push(Box::new(move |s: &mut State| {
-            match prev {
-                Some(prev) => s.work.insert(id, prev),
-                None => s.work.remove(&id),
-            };
-        }));
+        put!(self, work, id, item.clone(), |prev| {
+            self.set_due(prev, item);
+        });
         Ok(())
     }
 
