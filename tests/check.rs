@@ -578,6 +578,35 @@ fn stranded_work_is_reported_and_incompatible_work_is_counted() {
     assert_eq!(report.incompatible_items, 4);
 }
 
+/// Work that waited past the bound while a live authority of its build kept claiming that
+/// build's work is a backlog (more work than the fleet keeps up with), counted, not a
+/// strand; once that authority stops claiming for the bound, the same item is stranded.
+#[test]
+fn work_queued_behind_a_busy_authority_is_backlogged_not_stranded() {
+    let f = fixture();
+    let registered = authority("a-1", V1, T0);
+    f.store.register_authority(&registered).unwrap();
+    f.store
+        .enqueue(NewWork::effect("e-queued", "noop", "{}"), k1())
+        .unwrap();
+    f.store
+        .enqueue(NewWork::effect("e-busy", "noop", "{}"), k1())
+        .unwrap();
+    f.clock.advance(120_000);
+    f.store.claim("e-busy", "a-1", k1(), 600_000).unwrap();
+    f.store.heartbeat(&registered.incarnation(), false).unwrap();
+    let report = f.run();
+    assert!(report.is_clean(), "{}", render_text(&report));
+    assert_eq!(report.backlogged_items, 1);
+    assert!(render_text(&report).contains("a backlog (not stranded)"));
+
+    f.clock.advance(120_000);
+    f.store.heartbeat(&registered.incarnation(), false).unwrap();
+    let report = f.run();
+    assert_reported(&report, codes::STRANDED_WORK, &["e-queued"]);
+    assert_eq!(report.backlogged_items, 0);
+}
+
 #[test]
 fn work_is_not_stranded_before_its_build_has_been_live_for_the_bound() {
     let f = fixture();
@@ -956,6 +985,26 @@ fn an_overdue_instance_is_stranded_while_its_build_is_live() {
     f.clock.advance(LEASE * 10);
     let report = f.run();
     assert!(report.is_clean(), "{}", render_text(&report));
+}
+
+/// An instance overdue past the bound while the live authority of its build keeps claiming
+/// that build's work waits behind a backlog: counted, not stranded.
+#[test]
+fn an_instance_overdue_behind_a_busy_authority_is_backlogged() {
+    let f = fixture();
+    f.store
+        .register_authority(&authority("a-1", V1, T0))
+        .unwrap();
+    plant_row(&f, "wf-queued", "running", k1(), Some(T0), &json!({}));
+    f.store
+        .enqueue(NewWork::effect("e-busy", "noop", "{}"), k1())
+        .unwrap();
+    f.clock.advance(120_000);
+    f.store.claim("e-busy", "a-1", k1(), 600_000).unwrap();
+    heartbeat(&f, "a-1");
+    let report = f.run();
+    assert!(report.is_clean(), "{}", render_text(&report));
+    assert_eq!(report.backlogged_instances, 1);
 }
 
 #[test]
@@ -1435,7 +1484,11 @@ fn passes_over_shares_of_the_resources_find_what_one_pass_finds() {
         all
     };
     let whole = f.run();
-    assert_eq!(whole.violations.len(), 6, "{}", render_text(&whole));
+    // The mixed workload's late item waits while a live authority keeps claiming its
+    // build's work (the planted grants): a backlog, which every share must see too — the
+    // claims that excuse it are noted from every resource, not only the share's.
+    assert_eq!(whole.violations.len(), 5, "{}", render_text(&whole));
+    assert_eq!(whole.backlogged_items, 1, "{}", render_text(&whole));
     for per_pass in [1, 2, 3, 5, 8] {
         let options = CheckOptions {
             resources_per_pass: per_pass,
@@ -1448,11 +1501,13 @@ fn passes_over_shares_of_the_resources_find_what_one_pass_finds() {
         assert_eq!(
             (
                 parts.incompatible_items,
+                parts.backlogged_items,
                 parts.oldest_revision,
                 parts.history_from
             ),
             (
                 whole.incompatible_items,
+                whole.backlogged_items,
                 whole.oldest_revision,
                 whole.history_from
             ),

@@ -285,6 +285,32 @@ fn the_same_seed_gives_the_same_history() {
     }
 }
 
+/// A cluster's history never depends on what else ran in the process: the authorities of
+/// a cluster built after another one started a day later still start at their own epoch
+/// (a start record kept per process once pushed every later cluster's starts past it).
+#[test]
+fn a_clusters_starts_do_not_depend_on_other_clusters_in_the_process() {
+    let day = 86_400_000;
+    let ahead = cluster::Cluster::new(ClusterOptions::live(
+        "steady",
+        3,
+        3,
+        cluster::HEADLESS_EPOCH + day,
+    ))
+    .expect("builds");
+    ahead.advance(1_000);
+    let here = paced(3, 1_000);
+    let starts: Vec<i64> = here
+        .store()
+        .list_authorities(&leasehold::model::PageRequest::first(10))
+        .expect("reads")
+        .rows
+        .iter()
+        .map(|a| a.started_at - cluster::HEADLESS_EPOCH)
+        .collect();
+    assert_eq!(starts, [0, 0, 0], "started at the cluster's own epoch");
+}
+
 #[test]
 fn the_report_serialises_with_camel_case_keys() {
     let report = run("steady", 5);

@@ -102,6 +102,7 @@ per_provider! {
     // fair share of each claim batch, handler limits, priorities
     fair_claims::a_batch_under_a_deep_backlog_takes_every_lane,
     fair_claims::batches_of_one_rotate_over_the_lanes,
+    fair_claims::claimers_sharing_a_handle_each_serve_every_lane,
     fair_claims::reclaims_come_first_then_the_lanes,
     fair_claims::a_handler_limit_caps_that_handler_only,
     fair_claims::priorities_order_one_handlers_claims,

@@ -302,6 +302,10 @@ pub(super) struct Pass<'a> {
     /// Resources one pass may keep state for.
     pub cap: usize,
     pub progress: &'a mut dyn FnMut(&str, u64, u64),
+    /// Every grant of the stream, whatever its partition, is noted here: complete once
+    /// one stream has run, before any item is judged.
+    pub claiming: &'a mut stranded::Claiming,
+    pub live: &'a stranded::LiveBuilds,
 }
 
 /// Reads every grant and write from revision `start` (where the kept history is complete)
@@ -369,6 +373,7 @@ pub(super) fn stream(
                 }
             }
         } else if let Some(grant) = grants.pop() {
+            pass.claiming.note(&grant, pass.live);
             let key = Key::of(&grant.resource_id);
             if pass.partition.holds(key) {
                 counted.grants += 1;
@@ -515,13 +520,15 @@ fn earlier_grant(store: &Store, suspect: &Suspect, page: usize) -> Result<Option
 /// What the pass over the items needs besides the ledger.
 pub(super) struct ItemScan<'a> {
     pub live: &'a stranded::LiveBuilds,
+    pub claiming: &'a stranded::Claiming,
     pub options: &'a super::CheckOptions,
     /// Non-canonical firing ids seen so far, across partitions.
     pub firings: &'a mut schedules::Firings,
 }
 
 /// Pages through every work item of `partition`: firing ids (3), effect ids against the
-/// writes (5), stranded or incompatible (6). Returns how many items are incompatible.
+/// writes (5), stranded, backlogged or incompatible (6). Returns how many items are
+/// incompatible and how many backlogged.
 pub(super) fn items(
     store: &Store,
     ledger: &Ledger,
@@ -529,11 +536,11 @@ pub(super) fn items(
     scan: &mut ItemScan<'_>,
     findings: &mut Findings,
     counts: &mut Counts,
-) -> Result<u64> {
+) -> Result<(u64, u64)> {
     let (live, options) = (scan.live, scan.options);
     let filter = WorkFilter::default();
     let mut request = PageRequest::first(page);
-    let mut incompatible = 0;
+    let (mut incompatible, mut backlogged) = (0, 0);
     loop {
         let rows = store.read(|tx| tx.list_work(&filter, &request))?;
         for item in &rows {
@@ -549,15 +556,15 @@ pub(super) fn items(
             if let Some(state) = ledger.resources.get(&key) {
                 effects::item_keeps_its_effect_ids(item, state, findings);
             }
-            if stranded::no_stranded_work(item, live, options, findings)
-                == stranded::Verdict::Incompatible
-            {
-                incompatible += 1;
+            match stranded::no_stranded_work(item, (live, scan.claiming), options, findings) {
+                stranded::Verdict::Incompatible => incompatible += 1,
+                stranded::Verdict::Backlogged => backlogged += 1,
+                stranded::Verdict::Fine | stranded::Verdict::Stranded => {}
             }
         }
         match rows.last() {
             Some(last) if rows.len() >= page => request = PageRequest::after(last.id.clone(), page),
-            _ => return Ok(incompatible),
+            _ => return Ok((incompatible, backlogged)),
         }
     }
 }

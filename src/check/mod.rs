@@ -264,6 +264,11 @@ pub struct Report {
     /// Non-terminal items whose compat digest no live authority has: *incompatible*, not
     /// stranded — they wait for a compatible build (never auto-failed).
     pub incompatible_items: u64,
+    /// Non-terminal items claimable for longer than the stranded bound while live
+    /// authorities kept claiming their build's work within it: a backlog, not a strand.
+    pub backlogged_items: u64,
+    /// The same of running and waiting workflow instances, overdue past the bound.
+    pub backlogged_instances: u64,
     /// The store revision the history was read up to.
     pub through_revision: u64,
     /// The first revision the history must hold in full ([`history_start`]): the checked
@@ -376,6 +381,7 @@ pub fn check_showing(
     report.history_may_be_trimmed = from > 0 || through > crate::store::RETENTION.history_revisions;
     let live = stranded::LiveBuilds::read(store, options, page)?;
     let mut firings = schedules::Firings::default();
+    let mut claiming = stranded::Claiming::default();
 
     // Grants and writes (invariants 1, 2, 3 (double firing), 5, 7, 8), then the items
     // against them (3 (ids), 5 (item vs writes), 6), one partition of the resources at a
@@ -386,6 +392,8 @@ pub fn check_showing(
             partition,
             cap,
             progress: &mut *progress,
+            claiming: &mut claiming,
+            live: &live,
         };
         let mut ledger = match history::stream(
             store,
@@ -407,18 +415,21 @@ pub fn check_showing(
             (a, b) => a.or(b),
         };
         history::finish(store, &ledger, page, &mut findings)?;
-        report.incompatible_items += history::items(
+        let (incompatible, backlogged) = history::items(
             store,
             &ledger,
             (partition, page),
             &mut history::ItemScan {
                 live: &live,
+                claiming: &claiming,
                 options,
                 firings: &mut firings,
             },
             &mut findings,
             &mut report.checked,
         )?;
+        report.incompatible_items += incompatible;
+        report.backlogged_items += backlogged;
     }
 
     // Journal: invariant 4.
@@ -433,7 +444,8 @@ pub fn check_showing(
     )?;
 
     // Non-terminal instances: invariants 10 and 11.
-    instances::scan(store, &live, options, page, &mut findings)?;
+    report.backlogged_instances =
+        instances::scan(store, (&live, &claiming), options, page, &mut findings)?;
 
     report.violations = findings.0;
     Ok(report)

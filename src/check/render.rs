@@ -94,6 +94,18 @@ pub fn render_text(report: &Report) -> String {
             "{n} incompatible item{s} {verb} for a live authority of their build (not stranded)"
         );
     }
+    for (n, noun) in [
+        (report.backlogged_items, "item"),
+        (report.backlogged_instances, "workflow instance"),
+    ] {
+        if n > 0 {
+            let (s, verb) = if n == 1 { ("", "has") } else { ("s", "have") };
+            let _ = writeln!(
+                out,
+                "{n} {noun}{s} {verb} waited past the bound while live authorities kept claiming their build's work: a backlog (not stranded)"
+            );
+        }
+    }
     if report.history_may_be_trimmed {
         let _ = writeln!(
             out,
@@ -148,6 +160,8 @@ pub fn render_json_lines(report: &Report) -> String {
         "historyFrom": report.history_from,
         "checked": report.checked,
         "incompatibleItems": report.incompatible_items,
+        "backloggedItems": report.backlogged_items,
+        "backloggedInstances": report.backlogged_instances,
         "throughRevision": report.through_revision,
         "oldestRevision": report.oldest_revision,
         "historyMayBeTrimmed": report.history_may_be_trimmed,

@@ -1,17 +1,21 @@
 //! Invariant 6 (docs/ARCHITECTURE.md#checker): a crash never permanently strands durable work. Judged at
 //! [`CheckOptions::now`]: a non-terminal item is stranded when it has been claimable for
-//! longer than `stranded_after_ms` while a live authority of its build existed. Items no
-//! live authority can claim (their compat digest is nobody's) are *incompatible*, not
-//! stranded — they wait for a compatible build and are only counted.
+//! longer than `stranded_after_ms` while a live authority of its build existed, and no live
+//! authority claimed anything of its build (its compat digest) within that bound either —
+//! work nobody is taking. An item that waited as long while live authorities kept
+//! claiming its build's work is *backlogged*: queued behind more work than they keep up
+//! with, which is lateness (the overview's lanes), not a strand, and is only counted.
+//! Items no live authority can claim (their compat digest is nobody's) are
+//! *incompatible*, not stranded — they wait for a compatible build and are only counted.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::codes::STRANDED_WORK;
 use super::history::age;
 use super::{CheckOptions, Findings};
 use crate::clock::{Millis, format_duration, format_instant};
 use crate::error::Result;
-use crate::model::{PageRequest, WorkItem, WorkState};
+use crate::model::{Grant, PageRequest, WorkItem, WorkState};
 use crate::ops::liveness::{Liveness, liveness};
 use crate::ops::runnable::keys_of;
 use crate::store::Store;
@@ -20,7 +24,10 @@ use crate::store::Store;
 /// authorities that claim by it, one of them for the sentence), each authority's keys
 /// derived from its registration and the deployed definitions ([`keys_of`]).
 #[derive(Debug, Default)]
-pub(super) struct LiveBuilds(HashMap<String, (Millis, String)>);
+pub(super) struct LiveBuilds {
+    keys: HashMap<String, (Millis, String)>,
+    authorities: HashSet<String>,
+}
 
 impl LiveBuilds {
     /// Reads the authorities and keeps the live ones (see [`crate::ops::liveness`]).
@@ -34,9 +41,10 @@ impl LiveBuilds {
                 if liveness(a, options.now) != Liveness::Live {
                     continue;
                 }
+                live.authorities.insert(a.instance_id.clone());
                 for key in keys_of(a, &definitions).iter() {
                     let entry = live
-                        .0
+                        .keys
                         .entry(key.to_owned())
                         .or_insert((a.started_at, a.instance_id.clone()));
                     if a.started_at < entry.0 {
@@ -54,28 +62,60 @@ impl LiveBuilds {
     /// The earliest live start among the authorities that claim by `compat`, and one of
     /// them; `None` when no live authority may run it.
     pub(super) fn of(&self, compat: &str) -> Option<(Millis, &str)> {
-        self.0
+        self.keys
             .get(compat)
             .map(|(since, authority)| (*since, authority.as_str()))
     }
 }
 
-/// What [`no_stranded_work`] made of one item.
+/// When live authorities last claimed work of each build: compat digest → the latest
+/// grant of an item of it to a live authority, from the ownership history.
+#[derive(Debug, Default)]
+pub(super) struct Claiming(HashMap<String, Millis>);
+
+impl Claiming {
+    /// Notes `grant` if it gave an item to a live authority.
+    pub(super) fn note(&mut self, grant: &Grant, live: &LiveBuilds) {
+        let Some(compat) = &grant.item_compat else {
+            return;
+        };
+        if !live.authorities.contains(&grant.owner_id) {
+            return;
+        }
+        match self.0.get_mut(compat) {
+            Some(at) => *at = (*at).max(grant.at),
+            None => {
+                self.0.insert(compat.clone(), grant.at);
+            }
+        }
+    }
+
+    /// Whether a live authority claimed work of `compat` at or after `since`.
+    pub(super) fn since(&self, compat: &str, since: Millis) -> bool {
+        self.0.get(compat).is_some_and(|at| *at >= since)
+    }
+}
+
+/// What [`no_stranded_work`] made of one item (and `no_stranded_instance` of one
+/// instance).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Verdict {
     /// Terminal, not yet due, or due for less than the bound.
     Fine,
     Stranded,
+    /// Due past the bound while live authorities kept claiming its build's work.
+    Backlogged,
     /// No live authority has its build.
     Incompatible,
 }
 
 /// No compatible item stays claimable for longer than the bound once a live authority of
-/// its build has been up: the clock starts at the later of its due instant and that
-/// build's earliest live start.
+/// its build has been up (the clock starts at the later of its due instant and that
+/// build's earliest live start) unless live authorities kept claiming that build's work
+/// within the bound (a backlog).
 pub(super) fn no_stranded_work(
     item: &WorkItem,
-    live: &LiveBuilds,
+    (live, claiming): (&LiveBuilds, &Claiming),
     options: &CheckOptions,
     findings: &mut Findings,
 ) -> Verdict {
@@ -91,6 +131,9 @@ pub(super) fn no_stranded_work(
     let waited = late.min(age(options.now, live_since));
     if waited <= options.stranded_after_ms {
         return Verdict::Fine;
+    }
+    if claiming.since(&item.compat, options.now - options.stranded_after_ms) {
+        return Verdict::Backlogged;
     }
     let state = match item.state {
         WorkState::Claimed => format!(

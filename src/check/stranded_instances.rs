@@ -3,36 +3,41 @@
 //! when its `nextEligibleAt` — the action or retry it is due to run, its timer, its wait's
 //! timeout, or the lapse of the lease a claim parked it under (renewal moves that instant
 //! forward) — passed more than `stranded_after_ms` ago while a live authority of its build
-//! was up. An instance no live authority can run waits for a compatible build and is not
+//! was up, and no live authority claimed anything of its build within the bound either (an
+//! instance queued behind work that live authorities keep claiming is backlogged, and
+//! counted). An instance no live authority can run waits for a compatible build and is not
 //! stranded; an event wait without a timeout is due at no instant and never stranded.
 
 use super::codes::STRANDED_INSTANCE;
 use super::history::age;
-use super::stranded::LiveBuilds;
+use super::stranded::{Claiming, LiveBuilds, Verdict};
 use super::{CheckOptions, Findings};
 use crate::clock::{format_duration, format_instant};
 use crate::model::InstanceRow;
 
 /// No non-terminal instance stays overdue for longer than the bound once a live authority of
 /// its build has been up: the clock starts at the later of its due instant and that build's
-/// earliest live start.
+/// earliest live start — unless live authorities kept claiming that build's work.
 pub(super) fn no_stranded_instance(
     row: &InstanceRow,
-    live: &LiveBuilds,
+    (live, claiming): (&LiveBuilds, &Claiming),
     options: &CheckOptions,
     findings: &mut Findings,
-) {
+) -> Verdict {
     if row.status.is_terminal() {
-        return;
+        return Verdict::Fine;
     }
     let Some(due) = row.next_eligible_at else {
-        return;
+        return Verdict::Fine;
     };
     let Some((live_since, authority)) = live.of(&row.compat) else {
-        return;
+        return Verdict::Incompatible;
     };
     if age(options.now, due.max(live_since)) <= options.stranded_after_ms {
-        return;
+        return Verdict::Fine;
+    }
+    if claiming.since(&row.compat, options.now - options.stranded_after_ms) {
+        return Verdict::Backlogged;
     }
     findings.push(
         STRANDED_INSTANCE,
@@ -48,4 +53,5 @@ pub(super) fn no_stranded_instance(
             row.compat
         ),
     );
+    Verdict::Stranded
 }

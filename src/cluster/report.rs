@@ -67,6 +67,10 @@ pub struct Verdict {
     /// `code: sentence`, at most 20.
     pub details: Vec<String>,
     pub incompatible_items: u64,
+    /// Items past the stranded bound while live authorities kept claiming their build's
+    /// work (a backlog, not a violation).
+    pub backlogged_items: u64,
+    pub backlogged_instances: u64,
     pub grants_checked: u64,
     pub writes_checked: u64,
 }
@@ -226,6 +230,8 @@ impl Sim {
                 .map(|v| format!("{}: {}", v.invariant, v.sentence))
                 .collect(),
             incompatible_items: checked.incompatible_items,
+            backlogged_items: checked.backlogged_items,
+            backlogged_instances: checked.backlogged_instances,
             grants_checked: checked.checked.grants,
             writes_checked: checked.checked.writes,
         };
@@ -331,8 +337,10 @@ pub fn render_text(report: &Report) -> String {
     }
     let _ = writeln!(
         out,
-        "incompatible (held) at end: {}",
-        report.incompatible_at_end
+        "incompatible (held) at end: {} · backlogged past the stranded bound: {} item(s), {} instance(s)",
+        report.incompatible_at_end,
+        report.checker.backlogged_items,
+        report.checker.backlogged_instances
     );
     let _ = writeln!(out, "workflows: {}", counts(&report.workflows));
     let _ = writeln!(out, "events: {}", counts(&report.events));

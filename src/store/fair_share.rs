@@ -11,9 +11,13 @@
 //! Everything is read inside the claiming transaction through indexes: the lanes by a
 //! skip-scan (one seek per lane), each lane's head by a range of its own. The first pass
 //! reads an even share of each lane; only a lane that filled its share is read again for
-//! the budget the short lanes left over. Which kind and which handler go first rotates
-//! with each batch a store handle claims (its turn), so a batch smaller than the number of
-//! lanes — one free worker — still serves every lane in turn.
+//! the budget the short lanes left over. Which kind and which lane go first rotates with
+//! each batch an owner claims: the store handle remembers, per owner, the kind its last
+//! batch served first and the lane of each kind it served last ([`Rotation`]), and the
+//! next batch starts just after them — by name, not by position, so lanes that come and
+//! go between batches (a schedule falling due, a lane drained) never make the rotation
+//! skip one. A batch smaller than the number of lanes — one free worker — still serves
+//! every lane in turn, whatever else claims through the same handle.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
@@ -83,21 +87,53 @@ struct LaneQueue {
     full: bool,
 }
 
-/// The lanes of one kind, and which of them is served next.
+/// The lanes of one kind, which of them is served next, and which this batch served last.
 struct KindTurn {
     lanes: Vec<LaneQueue>,
     next: usize,
+    served: Option<usize>,
 }
 
-/// The items one claim batch — the `turn`th of its store handle — considers, in the order
-/// they are claimed.
+impl KindTurn {
+    fn kind(&self) -> &'static str {
+        self.lanes[0].lane.kind.as_str()
+    }
+}
+
+/// Where one owner's round-robin stands after a batch: the kind it served first, and of
+/// each kind the lane (handler, digest) it served last.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Rotation {
+    first_kind: Option<&'static str>,
+    last_lane: BTreeMap<&'static str, (String, String)>,
+}
+
+impl Rotation {
+    /// This rotation moved on by a batch dealt from `kinds`, which served `first` first.
+    fn after(mut self, kinds: &[KindTurn], first: Option<&'static str>) -> Self {
+        if first.is_some() {
+            self.first_kind = first;
+        }
+        for k in kinds {
+            if let Some(i) = k.served {
+                let q = &k.lanes[i];
+                self.last_lane
+                    .insert(k.kind(), (q.lane.handler.clone(), q.compat.clone()));
+            }
+        }
+        self
+    }
+}
+
+/// The items one claim batch considers, in the order they are claimed, and where its
+/// owner's rotation stands after it (`rotation` is where it stood before).
 pub(crate) fn claim_candidates(
     tx: &mut dyn Tx,
     keys: &CompatSet,
     now: Millis,
     budget: &ClaimBudget,
-    turn: u64,
-) -> Result<Vec<WorkItem>> {
+    rotation: &Rotation,
+) -> Result<(Vec<WorkItem>, Rotation)> {
     let mut room = Room {
         left: budget.limit,
         per_handler: budget.per_handler.clone(),
@@ -114,7 +150,7 @@ pub(crate) fn claim_candidates(
         .filter(|item| room.take(&item.handler))
         .collect();
     if room.left == 0 {
-        return Ok(chosen);
+        return Ok((chosen, rotation.clone()));
     }
     let mut lanes: Vec<(String, WorkLane)> = Vec::new();
     for compat in keys.iter() {
@@ -126,28 +162,30 @@ pub(crate) fn claim_candidates(
         );
     }
     if lanes.is_empty() {
-        return Ok(chosen);
+        return Ok((chosen, rotation.clone()));
     }
     let share = room.left.div_ceil(lanes.len());
-    let mut kinds = by_kind(lanes, turn);
+    let mut kinds = by_kind(lanes, rotation);
     for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
         refill(tx, now, queue, share, &chosen)?;
     }
-    deal(&mut kinds, &mut room, &mut chosen);
+    let mut first = deal(&mut kinds, &mut room, &mut chosen);
     if room.left > 0 {
         for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
             if queue.full && room.allows(&queue.lane.handler) {
                 refill(tx, now, queue, room.left, &chosen)?;
             }
         }
-        deal(&mut kinds, &mut room, &mut chosen);
+        first = first.or(deal(&mut kinds, &mut room, &mut chosen));
     }
-    Ok(chosen)
+    let next = rotation.clone().after(&kinds, first);
+    Ok((chosen, next))
 }
 
-/// Groups lanes (in [`WorkLane::sort_key`] order) by kind; the kind that goes first and
-/// the handler each kind serves first rotate with `turn`.
-fn by_kind(mut lanes: Vec<(String, WorkLane)>, turn: u64) -> Vec<KindTurn> {
+/// Groups lanes (in [`WorkLane::sort_key`] order, then digest) by kind; the first kind is
+/// the one after the kind `rotation` served first, and each kind starts at the lane after
+/// the one `rotation` served last (both wrapping).
+fn by_kind(mut lanes: Vec<(String, WorkLane)>, rotation: &Rotation) -> Vec<KindTurn> {
     lanes.sort_by(|(a_key, a), (b_key, b)| (a.sort_key(), a_key).cmp(&(b.sort_key(), b_key)));
     let mut kinds: Vec<KindTurn> = Vec::new();
     for (compat, lane) in lanes {
@@ -162,14 +200,24 @@ fn by_kind(mut lanes: Vec<(String, WorkLane)>, turn: u64) -> Vec<KindTurn> {
             _ => kinds.push(KindTurn {
                 lanes: vec![queue],
                 next: 0,
+                served: None,
             }),
         }
     }
-    let n = kinds.len() as u64;
     for k in &mut kinds {
-        k.next = usize::try_from((turn / n) % k.lanes.len() as u64).unwrap_or(0);
+        if let Some((handler, compat)) = rotation.last_lane.get(k.kind()) {
+            let last = (handler.as_str(), compat.as_str());
+            k.next = k
+                .lanes
+                .iter()
+                .position(|q| (q.lane.handler.as_str(), q.compat.as_str()) > last)
+                .unwrap_or(0);
+        }
     }
-    kinds.rotate_left(usize::try_from(turn % n).unwrap_or(0));
+    if let Some(first) = rotation.first_kind {
+        let start = kinds.iter().position(|k| k.kind() > first).unwrap_or(0);
+        kinds.rotate_left(start);
+    }
     kinds
 }
 
@@ -200,8 +248,14 @@ fn refill(
 }
 
 /// Round-robin: each round gives every kind one item, from its next handler that has one
-/// (and room), until the budget is spent or no lane has anything left.
-fn deal(kinds: &mut [KindTurn], room: &mut Room, chosen: &mut Vec<WorkItem>) {
+/// (and room), until the budget is spent or no lane has anything left. Returns the kind
+/// served first, if any was.
+fn deal(
+    kinds: &mut [KindTurn],
+    room: &mut Room,
+    chosen: &mut Vec<WorkItem>,
+) -> Option<&'static str> {
+    let mut first = None;
     loop {
         let mut progressed = false;
         for kind in kinds.iter_mut() {
@@ -214,6 +268,8 @@ fn deal(kinds: &mut [KindTurn], room: &mut Room, chosen: &mut Vec<WorkItem>) {
                 }
                 if let Some(item) = queue.items.pop_front() {
                     chosen.push(item);
+                    first = first.or(Some(kind.kind()));
+                    kind.served = Some(i);
                     kind.next = (i + 1) % n;
                     progressed = true;
                     break;
@@ -221,7 +277,7 @@ fn deal(kinds: &mut [KindTurn], room: &mut Room, chosen: &mut Vec<WorkItem>) {
             }
         }
         if !progressed || room.left == 0 {
-            return;
+            return first;
         }
     }
 }
@@ -230,6 +286,7 @@ fn deal(kinds: &mut [KindTurn], room: &mut Room, chosen: &mut Vec<WorkItem>) {
 mod tests {
     use super::*;
     use crate::model::WorkKind;
+    use crate::model::work::NewWork;
 
     fn lanes(names: &[(WorkKind, &str)]) -> Vec<(String, WorkLane)> {
         names
@@ -238,26 +295,88 @@ mod tests {
             .collect()
     }
 
-    fn first_served(turn: u64) -> (WorkKind, String) {
-        let kinds = by_kind(
-            lanes(&[
-                (WorkKind::Effect, "a"),
-                (WorkKind::Effect, "b"),
-                (WorkKind::Schedule, "s"),
-            ]),
-            turn,
-        );
-        let k = &kinds[0];
-        let lane = &k.lanes[k.next].lane;
-        (lane.kind, lane.handler.clone())
+    /// The lanes each of `batches` batches of one serves, carrying the rotation from one
+    /// batch to the next; `present(batch)` says which of `all` have due work in that batch.
+    fn served_in_turn(
+        all: &[(WorkKind, &str)],
+        batches: usize,
+        present: impl Fn(usize) -> Vec<usize>,
+    ) -> Vec<(WorkKind, String)> {
+        let mut rotation = Rotation::default();
+        let mut served = Vec::new();
+        for batch in 0..batches {
+            let here: Vec<(WorkKind, &str)> = present(batch).into_iter().map(|i| all[i]).collect();
+            let mut kinds = by_kind(lanes(&here), &rotation);
+            for q in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
+                let item = WorkItem::new(
+                    NewWork::effect(format!("{}-{batch}", q.lane.handler), &q.lane.handler, "{}"),
+                    "k",
+                    0,
+                );
+                q.items.push_back(item);
+            }
+            let mut room = Room {
+                left: 1,
+                per_handler: BTreeMap::new(),
+            };
+            let mut chosen = Vec::new();
+            let first = deal(&mut kinds, &mut room, &mut chosen);
+            rotation = rotation.after(&kinds, first);
+            let lane = kinds
+                .iter()
+                .find_map(|k| k.served.map(|i| k.lanes[i].lane.clone()))
+                .expect("a batch of one serves one lane");
+            served.push((lane.kind, lane.handler));
+        }
+        served
     }
 
-    /// With room for one item per batch, every lane is served within a few turns: the kind
-    /// and, within it, the handler served first both rotate.
+    const LANES: [(WorkKind, &str); 5] = [
+        (WorkKind::Effect, "a"),
+        (WorkKind::Effect, "b"),
+        (WorkKind::Effect, "c"),
+        (WorkKind::Effect, "d"),
+        (WorkKind::Schedule, "s"),
+    ];
+
+    /// With room for one item per batch, the kinds alternate and each kind's lanes go in
+    /// turn: five lanes of two kinds are all served within eight batches.
     #[test]
     fn the_first_lane_rotates_over_every_lane() {
-        let served: std::collections::BTreeSet<_> = (0..4).map(first_served).collect();
-        assert_eq!(served.len(), 3, "{served:?}");
+        let served = served_in_turn(&LANES, 8, |_| (0..LANES.len()).collect());
+        let distinct: std::collections::BTreeSet<_> = served.iter().collect();
+        assert_eq!(distinct.len(), LANES.len(), "{served:?}");
+    }
+
+    /// Lanes that come and go between batches (a schedule due every third batch, one
+    /// handler drained for a while) never make the rotation skip a lane that stays: each
+    /// of the four effect lanes is served again within five of its kind's batches.
+    #[test]
+    fn lanes_coming_and_going_never_starve_one() {
+        let present = |batch: usize| {
+            let mut here = vec![0, 1, 2, 3];
+            if batch % 3 == 0 {
+                here.push(4);
+            }
+            if (4..7).contains(&batch) {
+                here.retain(|i| *i != 1);
+            }
+            here
+        };
+        let served = served_in_turn(&LANES, 40, present);
+        for (kind, handler) in &LANES[..4] {
+            let at: Vec<usize> = served
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.0 == *kind && s.1 == *handler)
+                .map(|(i, _)| i)
+                .collect();
+            assert!(at.len() >= 5, "{handler} served at {at:?} of {served:?}");
+            assert!(
+                at.windows(2).all(|w| w[1] - w[0] <= 8),
+                "{handler} waited too long: {at:?}"
+            );
+        }
     }
 
     #[test]

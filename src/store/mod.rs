@@ -29,6 +29,7 @@ mod leases;
 mod logged;
 pub mod memory;
 mod ordered;
+mod per_owner;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod reads;
@@ -105,9 +106,11 @@ pub struct Store {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdSource>,
     owner_cap: u64,
-    /// Claim batches this handle (and its clones) asked for: which lane a batch serves
-    /// first rotates with it (`fair_share.rs`).
-    claim_turns: Arc<std::sync::atomic::AtomicU64>,
+    /// Where each owner's claim rotation stands after its last batch through this handle
+    /// and its clones: which kind and lane its next batch serves first (`fair_share.rs`).
+    rotations: per_owner::PerOwner<fair_share::Rotation>,
+    /// The latest start handed out for each instance id ([`Store::unique_start`]).
+    last_starts: per_owner::PerOwner<Millis>,
     /// This host's record of the store, checked by every write (see `witness.rs`).
     witness: Option<Arc<witness::Witness>>,
     /// The first sign that the store cannot be trusted (damaged, replaced, rewound); once
@@ -125,7 +128,8 @@ impl Store {
             clock,
             ids,
             owner_cap: crate::rules::lease::DEFAULT_OWNER_CAP,
-            claim_turns: Arc::default(),
+            rotations: per_owner::PerOwner::default(),
+            last_starts: per_owner::PerOwner::default(),
             witness: None,
             untrusted: Arc::new(OnceLock::new()),
             enqueues: Arc::default(),

@@ -27,6 +27,18 @@ pub(crate) fn in_use(row: &Authority, state: Liveness) -> Error {
 }
 
 impl Store {
+    /// The start instant for a new incarnation of `instance`: `now`, or just after the
+    /// last start of that instance id handed out through this handle and its clones. An
+    /// incarnation is its (instance id, host, pid, start), so two starts of one id in one
+    /// process at one instant (a restart within a millisecond, a test clock that stands
+    /// still) would otherwise be one incarnation and share a registration.
+    pub fn unique_start(&self, instance: &str) -> Millis {
+        let now = self.now();
+        self.last_starts.advance(instance, |previous| {
+            previous.map_or(now, |previous| now.max(previous.saturating_add(1)))
+        })
+    }
+
     /// Registers an authority. Refused while another incarnation of the same instance id
     /// is running (live or silent, judged by its own registered timing at the store's
     /// clock); a gone or stopped registration is replaced, and the same incarnation may

@@ -166,11 +166,9 @@ impl Store {
     ) -> Result<Vec<Claim>> {
         check_id("owner", owner)?;
         let keys = keys.into();
-        let turn = self
-            .claim_turns
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.write(|tx, now| {
-            let candidates = claim_candidates(tx, &keys, now, budget, turn)?;
+        let rotation = self.rotations.get(owner).unwrap_or_default();
+        let (claimed, rotation) = self.write(|tx, now| {
+            let (candidates, rotated) = claim_candidates(tx, &keys, now, budget, &rotation)?;
             let mut claimed = Vec::with_capacity(candidates.len());
             for found in candidates {
                 let item = settle_lapsed(tx, found, &keys, now)?;
@@ -185,8 +183,10 @@ impl Store {
                     });
                 }
             }
-            Ok(claimed)
-        })
+            Ok((claimed, rotated))
+        })?;
+        self.rotations.set(owner, rotation);
+        Ok(claimed)
     }
 
     /// Claims one named item.

@@ -114,6 +114,38 @@ pub fn batches_of_one_rotate_over_the_lanes(h: &dyn Harness) {
     );
 }
 
+/// Owners claiming in turn through one store handle (authorities an application embeds
+/// side by side, the embedded cluster) each rotate over every lane on their own: with
+/// four deep lanes and batches of one, each of two alternating owners takes from all four
+/// within eight of its batches — however its batches interleave with the other's.
+pub fn claimers_sharing_a_handle_each_serve_every_lane(h: &dyn Harness) {
+    let s = h.store();
+    let handlers = ["h-a", "h-b", "h-c", "h-d"];
+    for handler in handlers {
+        let specs: Vec<NewWork> = (0..20)
+            .map(|i| NewWork::effect(format!("{handler}-{i:02}"), handler, "{}"))
+            .collect();
+        assert_eq!(ok("enqueue", s.enqueue_batch(specs, K)), 20);
+    }
+    h.clock().advance(1_000);
+    let mut served: BTreeMap<&str, Vec<leasehold::model::WorkItem>> = BTreeMap::new();
+    for _ in 0..8 {
+        for owner in ["one", "two"] {
+            let batch = ok("claim one", s.claim_batch(owner, K, 1, 30_000));
+            served.entry(owner).or_default().extend(batch);
+        }
+    }
+    for (owner, items) in &served {
+        let lanes = lanes_of(items);
+        for handler in handlers {
+            assert!(
+                lanes.contains_key(&(WorkKind::Effect, handler.to_owned())),
+                "{owner} never served {handler}: {lanes:?}"
+            );
+        }
+    }
+}
+
 /// Reclaims come before every lane, and a lane's share never repeats an item.
 pub fn reclaims_come_first_then_the_lanes(h: &dyn Harness) {
     let s = h.store();

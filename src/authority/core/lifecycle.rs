@@ -3,32 +3,11 @@
 //! what it owns, abandon what still executes, record the stop) or crash (forget
 //! everything; the claims lapse).
 
-use std::sync::atomic::{AtomicI64, Ordering};
-
 use super::{AuthorityCore, Exec, Executed, Job, Renewed, Task};
 use crate::authority::stats::Stats;
 use crate::authority::{fencing, log};
-use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::{Authority, Incarnation, Published, Recovering};
-
-/// The latest start instant handed out in this process.
-static LAST_START: AtomicI64 = AtomicI64::new(i64::MIN);
-
-/// `now`, or just after the last start of this process: two starts in one process (an
-/// application embedding two authorities, a restart within one millisecond, a test clock
-/// that stands still) are different incarnations, so the second of one instance id is
-/// refused while the first runs instead of sharing its registration.
-fn unique_start(now: Millis) -> Millis {
-    let mut last = LAST_START.load(Ordering::SeqCst);
-    loop {
-        let next = now.max(last.saturating_add(1));
-        match LAST_START.compare_exchange(last, next, Ordering::SeqCst, Ordering::SeqCst) {
-            Ok(_) => return next,
-            Err(seen) => last = seen,
-        }
-    }
-}
 
 impl AuthorityCore {
     /// Registers this authority (identity, compat, build, config, heartbeat) as a new
@@ -38,7 +17,7 @@ impl AuthorityCore {
     /// `INSTANCE_IN_USE` while another start of the same instance id is running; a store
     /// failure.
     pub fn register(&self) -> Result<()> {
-        let now = unique_start(self.store.now());
+        let now = self.store.unique_start(&self.config.instance_id);
         self.state().started_at = now;
         self.store.register_authority(&Authority {
             instance_id: self.config.instance_id.clone(),
