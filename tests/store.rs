@@ -142,6 +142,7 @@ per_provider! {
     reads::every_commit_advances_the_revision,
     reads::paging_returns_every_row_exactly_once,
     reads::overview_counts_match_the_items,
+    reads::claim_counts_match_the_claimed_items,
     // retention
     retention::trim_removes_only_what_is_past_the_policy,
     retention::an_event_id_past_its_dedup_window_is_accepted_again,

@@ -7,8 +7,7 @@ use serde::Serialize;
 
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::model::work::WorkFilter;
-use crate::model::{Lease, PageRequest, WorkItem, WorkState};
+use crate::model::{Lease, WorkItem, WorkState};
 use crate::store::Store;
 
 /// Where a claim stands at one instant.
@@ -93,43 +92,27 @@ pub struct OwnedClaims {
 }
 
 impl OwnedClaims {
-    /// Counts the claimed items among `items` (an owner's claimed work) at `now`.
-    #[must_use]
-    pub fn count<'a>(items: impl IntoIterator<Item = &'a WorkItem>, now: Millis) -> Self {
-        let mut owned = Self::default();
-        for standing in items
-            .into_iter()
-            .filter_map(|item| ClaimStanding::of_work(item, now))
-        {
-            owned.claimed += 1;
-            owned.expired += usize::from(standing.is_expired());
-        }
-        owned
-    }
-
-    /// Reads `owner`'s claimed items (at most `cap`, one index-backed page) and counts
-    /// them at `now`.
+    /// Counts `owner`'s claims at `now` in the store (an index count, however many it
+    /// holds).
     ///
     /// # Errors
     /// A store failure.
-    pub fn read(store: &Store, owner: &str, now: Millis, cap: usize) -> Result<Self> {
-        let filter = WorkFilter {
-            states: vec![WorkState::Claimed],
-            owner: Some(owner.to_owned()),
-            ..WorkFilter::default()
-        };
-        let page = store.list_work(&filter, &PageRequest::first(cap))?;
-        Ok(Self::count(&page.rows, now))
+    pub fn read(store: &Store, owner: &str, now: Millis) -> Result<Self> {
+        let (claimed, expired) = store.read(|tx| tx.claimed_counts(owner, now))?;
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        Ok(Self {
+            claimed: count(claimed),
+            expired: count(expired),
+        })
     }
 
-    /// `4`, or `4 (3 expired)` when some lapsed; `+` after a count read up to a `cap`.
+    /// `4`, or `4 (3 expired)` when some lapsed.
     #[must_use]
-    pub fn text(self, cap: usize) -> String {
-        let plus = if self.claimed >= cap { "+" } else { "" };
+    pub fn text(self) -> String {
         if self.expired == 0 {
-            format!("{}{plus}", self.claimed)
+            self.claimed.to_string()
         } else {
-            format!("{}{plus} ({} expired)", self.claimed, self.expired)
+            format!("{} ({} expired)", self.claimed, self.expired)
         }
     }
 }
@@ -166,22 +149,14 @@ mod tests {
             claimed: 4,
             expired: 4,
         };
-        assert_eq!(owned.text(100), "4 (4 expired)");
+        assert_eq!(owned.text(), "4 (4 expired)");
         assert_eq!(
             OwnedClaims {
                 claimed: 2,
                 expired: 0
             }
-            .text(100),
+            .text(),
             "2"
-        );
-        assert_eq!(
-            OwnedClaims {
-                claimed: 100,
-                expired: 1
-            }
-            .text(100),
-            "100+ (1 expired)"
         );
     }
 }

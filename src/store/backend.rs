@@ -180,6 +180,10 @@ pub trait Tx {
     fn put_lease(&mut self, lease: &Lease) -> Result<()>;
     /// Live (unreleased, unexpired) leases held by `owner`.
     fn live_lease_count(&mut self, owner: &str, now: Millis) -> Result<u64>;
+    /// How many items `owner` has claimed, and how many of those claims lapsed at `now`
+    /// (`leaseExpiresAt <= now`, not yet reclaimed): two counts through the claimed-by
+    /// index, no row decoded, so a count stays cheap however many items an owner holds.
+    fn claimed_counts(&mut self, owner: &str, now: Millis) -> Result<(u64, u64)>;
     /// Leases by resource id.
     fn list_leases(&mut self, page: &PageRequest) -> Result<Vec<Lease>>;
 

@@ -571,6 +571,17 @@ impl Tx for MemTx<'_> {
             .count() as u64)
     }
 
+    fn claimed_counts(&mut self, owner: &str, now: Millis) -> Result<(u64, u64)> {
+        let mut counts = (0, 0);
+        for item in self.state.work.values() {
+            if item.state == WorkState::Claimed && item.owner_id.as_deref() == Some(owner) {
+                counts.0 += 1;
+                counts.1 += u64::from(item.lease_expires_at.is_some_and(|at| at <= now));
+            }
+        }
+        Ok(counts)
+    }
+
     fn list_leases(&mut self, page: &PageRequest) -> Result<Vec<Lease>> {
         Ok(page_of(&self.state.leases, page, |_| true))
     }

@@ -43,8 +43,6 @@ pub const OVERVIEW_FAILOVERS: usize = 12;
 /// How far the authorities' claim rates look back at most: revisions, and grant rows.
 pub const RECENT_REVISIONS: u64 = 512;
 pub const RECENT_LIMIT: usize = 1_024;
-/// Claimed items counted per authority before showing `N+`.
-pub const OWNED_CAP: usize = 500;
 /// The timeline reads this many grants and writes per visible row.
 pub const TIMELINE_FACTOR: usize = 4;
 
@@ -327,7 +325,7 @@ pub fn read_cached(
             let page = c.run(|s| s.list_authorities(page))?;
             let mut owned = HashMap::new();
             for a in &page.rows {
-                let claims = c.run(|s| OwnedClaims::read(s, &a.instance_id, at, OWNED_CAP))?;
+                let claims = c.run(|s| OwnedClaims::read(s, &a.instance_id, at))?;
                 owned.insert(a.instance_id.clone(), claims);
             }
             ViewData::Authorities { page, owned }

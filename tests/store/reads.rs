@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use leasehold::Store;
+use leasehold::ops::claims::{ClaimStanding, OwnedClaims};
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::{CatchUp, Trigger};
 use leasehold::model::work::{NewWork, WorkFilter};
@@ -648,5 +649,48 @@ pub fn overview_counts_match_the_items(h: &dyn Harness) {
             .min();
         assert_eq!(overview.oldest_waiting, oldest, "oldest waiting");
         assert_eq!(overview.revision, ok("revision", store.revision()));
+    }
+}
+
+/// An owner's claim counts are the store's own: every claimed item in its name, a claim
+/// whose lease lapsed (`leaseExpiresAt <= now`) counted as expired, a completed item no
+/// longer counted, another owner's claims apart — the same as counting its claimed items
+/// one by one.
+pub fn claim_counts_match_the_claimed_items(h: &dyn Harness) {
+    let s = h.store();
+    for n in 1..=5 {
+        ok("enqueue", s.enqueue(effect(&format!("e-{n}")), K));
+    }
+    let e2 = ok("a claims e-2", s.claim("e-2", "a", K, 1_000));
+    for id in ["e-1", "e-3"] {
+        ok("a claims", s.claim(id, "a", K, 1_000));
+    }
+    ok("b claims e-4", s.claim("e-4", "b", K, 5_000));
+    let counts = |owner: &str| {
+        let claims = ok("owned", OwnedClaims::read(&s, owner, s.now()));
+        (claims.claimed, claims.expired)
+    };
+    assert_eq!(counts("a"), (3, 0));
+    h.clock().advance(1_000);
+    assert_eq!(counts("a"), (3, 3), "a lease lapses at its expiry instant");
+    ok("b claims e-5", s.claim("e-5", "b", K, 5_000));
+    ok("a completes e-2", s.complete("e-2", "a", e2.generation, None));
+    assert_eq!(counts("a"), (2, 2), "a completed item leaves a's count");
+    assert_eq!(counts("b"), (2, 0));
+    assert_eq!(counts("nobody"), (0, 0));
+    let now = s.now();
+    for owner in ["a", "b"] {
+        let filter = WorkFilter {
+            states: vec![WorkState::Claimed],
+            owner: Some(owner.into()),
+            ..WorkFilter::default()
+        };
+        let items = ok("list", s.list_work(&filter, &PageRequest::first(100))).rows;
+        let expired = items
+            .iter()
+            .filter_map(|w| ClaimStanding::of_work(w, now))
+            .filter(|c| c.is_expired())
+            .count();
+        assert_eq!(counts(owner), (items.len(), expired), "{owner}'s items, one by one");
     }
 }

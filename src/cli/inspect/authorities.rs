@@ -17,9 +17,6 @@ use crate::ops::liveness::{Liveness, Timing, liveness};
 use crate::ops::published::stall_of;
 use crate::store::stall::ProcessStall;
 
-/// Claimed items read per authority: enough to say "at least this many".
-const OWNED_CAP: usize = 100;
-
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct AuthorityRow {
@@ -66,7 +63,7 @@ impl ViewRow for AuthorityRow {
             short(&a.compat),
             a.state.as_str().into(),
             when(a.heartbeat_at, now),
-            a.owned.text(OWNED_CAP),
+            a.owned.text(),
             a.published.in_recovery.to_string(),
             stalled(a.stall.as_ref(), now),
             when(a.started_at, now),
@@ -86,7 +83,7 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
             stall,
             state: liveness(&a, ctx.now),
             timing: Timing::of(&a),
-            owned: OwnedClaims::read(ctx.store, &a.instance_id, ctx.now, OWNED_CAP)?,
+            owned: OwnedClaims::read(ctx.store, &a.instance_id, ctx.now)?,
             config: serde_json::from_str(&a.config)
                 .unwrap_or(serde_json::Value::String(a.config.clone())),
             instance_id: a.instance_id,

@@ -143,6 +143,21 @@ impl<D: Driver> Tx for D {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
+    fn claimed_counts(&mut self, owner: &str, now: Millis) -> Result<(u64, u64)> {
+        self.settle()?;
+        let (claimed, lapsed) = self
+            .one(
+                &marks::<D>(
+                    "SELECT count(*), sum(CASE WHEN lease_expires_at <= ?2 THEN 1 ELSE 0 END) FROM work WHERE state = 'claimed' AND owner_id = ?1",
+                ),
+                &[owner.into(), now.into()],
+                decode::int_and_opt_int,
+            )?
+            .unwrap_or((0, None));
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok((count(claimed), count(lapsed.unwrap_or(0))))
+    }
+
     fn list_leases(&mut self, page: &PageRequest) -> Result<Vec<Lease>> {
         self.settle()?;
         self.text_page("leases", "resource_id", None, page, decode::lease)

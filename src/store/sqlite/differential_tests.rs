@@ -309,6 +309,11 @@ fn every_read_matches_the_memory_reference() {
                 .map(|o| tx.live_lease_count(&format!("o{o}"), now / 100))
                 .collect::<Result<Vec<_>>>()
         });
+        same(mem, sql, &format!("claim counts {now}"), |tx| {
+            (0..5)
+                .map(|o| tx.claimed_counts(&format!("o{o}"), now))
+                .collect::<Result<Vec<_>>>()
+        });
         same(mem, sql, &format!("due schedules {now}"), |tx| {
             tx.due_schedules(now / 1_000, 3)
         });

@@ -58,6 +58,11 @@ fn main_queries_use_indexes() {
             "work_claimed_by",
         ),
         (
+            "SELECT count(*), sum(CASE WHEN lease_expires_at <= ?2 THEN 1 ELSE 0 END) FROM work WHERE state = 'claimed' AND owner_id = ?1",
+            2,
+            "work_claimed_by",
+        ),
+        (
             "SELECT * FROM work INDEXED BY work_state WHERE state = ? AND id < ? ORDER BY id DESC LIMIT ?",
             3,
             "work_state",

@@ -4,7 +4,7 @@
 use crate::ops::timefmt::TimeFmt;
 use std::collections::HashMap;
 
-use super::super::snapshot::{OWNED_CAP, Snapshot};
+use super::super::snapshot::Snapshot;
 use super::super::text::{clean, short};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
@@ -75,7 +75,7 @@ pub fn table(
                     Cell::raw(&a.build, 32),
                     Cell::timed(heartbeat_age(now, a.heartbeat_at), now - a.heartbeat_at)
                         .role_if(state != Liveness::Live, state_role(state)),
-                    Cell::timed(claims.text(OWNED_CAP), i64::try_from(n).unwrap_or(0))
+                    Cell::timed(claims.text(), i64::try_from(n).unwrap_or(0))
                         .role_if(claims.expired > 0, Role::LeaseExpired),
                     Cell::timed(format!("{rate:.1}"), (rate * 10.0) as i64),
                     Cell::text(demo.unwrap_or("-"))
@@ -143,12 +143,7 @@ pub fn table(
 }
 
 fn owned_text_detail(claims: OwnedClaims) -> String {
-    let n = claims.claimed;
-    let count = if n >= OWNED_CAP {
-        format!("at least {n} claimed items")
-    } else {
-        format!("{n} claimed items")
-    };
+    let count = format!("{} claimed items", claims.claimed);
     match claims.expired {
         0 => count,
         expired => format!("{count}, {expired} expired, awaiting reclaim"),
