@@ -987,8 +987,10 @@ fn an_overdue_instance_is_stranded_while_its_build_is_live() {
     assert!(report.is_clean(), "{}", render_text(&report));
 }
 
-/// An instance overdue past the bound while the live authority of its build keeps claiming
-/// that build's work waits behind a backlog: counted, not stranded.
+/// An instance overdue past the bound while the live authority that may run it keeps
+/// claiming other instances (in due order, of every build it runs) waits behind a backlog:
+/// counted, not stranded. Claims of work items do not excuse it: instances and items are
+/// claimed apart.
 #[test]
 fn an_instance_overdue_behind_a_busy_authority_is_backlogged() {
     let f = fixture();
@@ -1002,6 +1004,23 @@ fn an_instance_overdue_behind_a_busy_authority_is_backlogged() {
     f.clock.advance(120_000);
     f.store.claim("e-busy", "a-1", k1(), 600_000).unwrap();
     heartbeat(&f, "a-1");
+    let report = f.run();
+    assert_reported(&report, codes::STRANDED_INSTANCE, &["wf-queued"]);
+
+    let now = f.clock.now();
+    f.plant(|tx, revision| {
+        tx.add_grant(&Grant {
+            revision,
+            resource_id: "wf:wf-earlier".into(),
+            generation: 1,
+            owner_id: "a-1".into(),
+            how: leasehold::model::GrantKind::Claim,
+            owner_compat: Some(k1().into()),
+            item_compat: Some(k1().into()),
+            at: now,
+            took_over: None,
+        })
+    });
     let report = f.run();
     assert!(report.is_clean(), "{}", render_text(&report));
     assert_eq!(report.backlogged_instances, 1);

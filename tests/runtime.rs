@@ -264,6 +264,44 @@ fn a_store_outage_defers_the_outcome_until_the_store_is_back() {
     assert!(a.stats().store_errors >= 2);
 }
 
+/// An authority with one free worker serves cursor looks, workflow instances and work
+/// items in turn: with all three waiting, its jobs rotate between them instead of the one
+/// asked first (the held cursor's looks, then the instances) taking every free slot while
+/// the effects wait behind it.
+#[test]
+fn one_free_worker_serves_instances_and_items_in_turn() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    mixed_work(&s, &compat(), 20, 20);
+    let one = AuthorityConfig {
+        worker_concurrency: 1,
+        ..config("solo")
+    };
+    let a = AuthorityCore::new(
+        s.clone(),
+        one,
+        workload::named("fast", 1).expect("fast"),
+        Pace::Virtual,
+    )
+    .expect("builds");
+    a.register().expect("registers");
+    let mut kinds = Vec::new();
+    for _ in 0..9 {
+        let jobs = a.poll().expect("polls");
+        assert_eq!(jobs.len(), 1, "one free worker, one claim");
+        kinds.push(match &jobs[0].task {
+            leasehold::authority::core::Task::Workflow(_) => "instance",
+            leasehold::authority::core::Task::Work(item) => item.kind.as_str(),
+        });
+        a.finish(a.execute(&jobs[0]));
+        clock.advance(10);
+    }
+    for kind in ["cursor", "instance", "effect"] {
+        let n = kinds.iter().filter(|k| **k == kind).count();
+        assert!(n >= 2, "{kind} {n} times of 9: {kinds:?}");
+    }
+}
+
 /// `effects` effects over the demo handlers, a subscription with five events for it, and
 /// `workflows` instances of the shipped integration-call workflow: every kind of work one
 /// authority runs. Answers the instances.

@@ -11,7 +11,8 @@ use crate::model::{InstanceStatus, PageRequest};
 use crate::store::Store;
 
 /// Runs the overdue and lost-wait checks over every non-terminal instance. Returns how
-/// many are backlogged (overdue while live authorities kept claiming their build's work).
+/// many are backlogged (overdue while the live authorities that may run them kept claiming
+/// instances).
 pub(super) fn scan(
     store: &Store,
     builds: (&LiveBuilds, &Claiming),

@@ -267,7 +267,8 @@ pub struct Report {
     /// Non-terminal items claimable for longer than the stranded bound while live
     /// authorities kept claiming their build's work within it: a backlog, not a strand.
     pub backlogged_items: u64,
-    /// The same of running and waiting workflow instances, overdue past the bound.
+    /// Running and waiting workflow instances overdue past the bound while the live
+    /// authorities that may run them kept claiming instances within it.
     pub backlogged_instances: u64,
     /// The store revision the history was read up to.
     pub through_revision: u64,

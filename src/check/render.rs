@@ -102,7 +102,7 @@ pub fn render_text(report: &Report) -> String {
             let (s, verb) = if n == 1 { ("", "has") } else { ("s", "have") };
             let _ = writeln!(
                 out,
-                "{n} {noun}{s} {verb} waited past the bound while live authorities kept claiming their build's work: a backlog (not stranded)"
+                "{n} {noun}{s} {verb} waited past the bound while the live authorities that may run them kept claiming: a backlog (not stranded)"
             );
         }
     }

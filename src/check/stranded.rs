@@ -26,6 +26,8 @@ use crate::store::Store;
 #[derive(Debug, Default)]
 pub(super) struct LiveBuilds {
     keys: HashMap<String, (Millis, String)>,
+    /// Claim key → every live authority that claims by it.
+    runners: HashMap<String, Vec<String>>,
     authorities: HashSet<String>,
 }
 
@@ -43,6 +45,10 @@ impl LiveBuilds {
                 }
                 live.authorities.insert(a.instance_id.clone());
                 for key in keys_of(a, &definitions).iter() {
+                    live.runners
+                        .entry(key.to_owned())
+                        .or_default()
+                        .push(a.instance_id.clone());
                     let entry = live
                         .keys
                         .entry(key.to_owned())
@@ -68,31 +74,52 @@ impl LiveBuilds {
     }
 }
 
-/// When live authorities last claimed work of each build: compat digest → the latest
-/// grant of an item of it to a live authority, from the ownership history.
+/// When live authorities last claimed, from the ownership history: work items by build
+/// (compat digest — one lane per handler, served in due order within it), and workflow
+/// instances by authority (instances are claimed in due order across every build an
+/// authority runs, so an instance of one build may wait behind another build's).
 #[derive(Debug, Default)]
-pub(super) struct Claiming(HashMap<String, Millis>);
+pub(super) struct Claiming {
+    items: HashMap<String, Millis>,
+    instances: HashMap<String, Millis>,
+}
 
 impl Claiming {
-    /// Notes `grant` if it gave an item to a live authority.
+    /// Notes `grant` if it gave an item or an instance to a live authority.
     pub(super) fn note(&mut self, grant: &Grant, live: &LiveBuilds) {
-        let Some(compat) = &grant.item_compat else {
-            return;
-        };
         if !live.authorities.contains(&grant.owner_id) {
             return;
         }
-        match self.0.get_mut(compat) {
-            Some(at) => *at = (*at).max(grant.at),
-            None => {
-                self.0.insert(compat.clone(), grant.at);
-            }
+        if crate::workflow::engine::is_instance_resource(&grant.resource_id) {
+            latest(&mut self.instances, &grant.owner_id, grant.at);
+        } else if let Some(compat) = &grant.item_compat {
+            latest(&mut self.items, compat, grant.at);
         }
     }
 
-    /// Whether a live authority claimed work of `compat` at or after `since`.
-    pub(super) fn since(&self, compat: &str, since: Millis) -> bool {
-        self.0.get(compat).is_some_and(|at| *at >= since)
+    /// Whether a live authority claimed a work item of `compat` at or after `since`.
+    pub(super) fn items_since(&self, compat: &str, since: Millis) -> bool {
+        self.items.get(compat).is_some_and(|at| *at >= since)
+    }
+
+    /// Whether a live authority that may run `compat` claimed any workflow instance at or
+    /// after `since`.
+    pub(super) fn instances_since(&self, live: &LiveBuilds, compat: &str, since: Millis) -> bool {
+        live.runners.get(compat).is_some_and(|owners| {
+            owners
+                .iter()
+                .any(|o| self.instances.get(o).is_some_and(|at| *at >= since))
+        })
+    }
+}
+
+/// Keeps the later of `at` and what `map` holds under `key`.
+fn latest(map: &mut HashMap<String, Millis>, key: &str, at: Millis) {
+    match map.get_mut(key) {
+        Some(seen) => *seen = (*seen).max(at),
+        None => {
+            map.insert(key.to_owned(), at);
+        }
     }
 }
 
@@ -132,7 +159,7 @@ pub(super) fn no_stranded_work(
     if waited <= options.stranded_after_ms {
         return Verdict::Fine;
     }
-    if claiming.since(&item.compat, options.now - options.stranded_after_ms) {
+    if claiming.items_since(&item.compat, options.now - options.stranded_after_ms) {
         return Verdict::Backlogged;
     }
     let state = match item.state {

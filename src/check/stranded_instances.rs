@@ -3,9 +3,9 @@
 //! when its `nextEligibleAt` — the action or retry it is due to run, its timer, its wait's
 //! timeout, or the lapse of the lease a claim parked it under (renewal moves that instant
 //! forward) — passed more than `stranded_after_ms` ago while a live authority of its build
-//! was up, and no live authority claimed anything of its build within the bound either (an
-//! instance queued behind work that live authorities keep claiming is backlogged, and
-//! counted). An instance no live authority can run waits for a compatible build and is not
+//! was up, and no live authority that may run it claimed any instance within the bound
+//! either (an instance queued behind instances those authorities keep claiming is
+//! backlogged, and counted). An instance no live authority can run waits for a compatible build and is not
 //! stranded; an event wait without a timeout is due at no instant and never stranded.
 
 use super::codes::STRANDED_INSTANCE;
@@ -36,7 +36,7 @@ pub(super) fn no_stranded_instance(
     if age(options.now, due.max(live_since)) <= options.stranded_after_ms {
         return Verdict::Fine;
     }
-    if claiming.since(&row.compat, options.now - options.stranded_after_ms) {
+    if claiming.instances_since(live, &row.compat, options.now - options.stranded_after_ms) {
         return Verdict::Backlogged;
     }
     findings.push(

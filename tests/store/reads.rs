@@ -3,11 +3,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use leasehold::Store;
-use leasehold::ops::claims::{ClaimStanding, OwnedClaims};
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::{CatchUp, Trigger};
 use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{Authority, Page, PageRequest, WorkItem, WorkKind, WorkState};
+use leasehold::ops::claims::{ClaimStanding, OwnedClaims};
 use leasehold::store::{Keyed, WorkOrder};
 
 use crate::support::{Harness, K, K_OTHER, ok, refused};
@@ -674,7 +674,10 @@ pub fn claim_counts_match_the_claimed_items(h: &dyn Harness) {
     h.clock().advance(1_000);
     assert_eq!(counts("a"), (3, 3), "a lease lapses at its expiry instant");
     ok("b claims e-5", s.claim("e-5", "b", K, 5_000));
-    ok("a completes e-2", s.complete("e-2", "a", e2.generation, None));
+    ok(
+        "a completes e-2",
+        s.complete("e-2", "a", e2.generation, None),
+    );
     assert_eq!(counts("a"), (2, 2), "a completed item leaves a's count");
     assert_eq!(counts("b"), (2, 0));
     assert_eq!(counts("nobody"), (0, 0));
@@ -691,6 +694,10 @@ pub fn claim_counts_match_the_claimed_items(h: &dyn Harness) {
             .filter_map(|w| ClaimStanding::of_work(w, now))
             .filter(|c| c.is_expired())
             .count();
-        assert_eq!(counts(owner), (items.len(), expired), "{owner}'s items, one by one");
+        assert_eq!(
+            counts(owner),
+            (items.len(), expired),
+            "{owner}'s items, one by one"
+        );
     }
 }

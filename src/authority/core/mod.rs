@@ -86,6 +86,9 @@ struct CoreState {
     started_at: Millis,
     /// When the deployed definitions were last read into the claim keys.
     keys_read_at: Option<Millis>,
+    /// Polls that had free slots to share so far: which of cursor looks, workflow instances and
+    /// work items gets the slots that do not divide evenly rotates with it (`poll.rs`).
+    share_turn: usize,
 }
 
 /// How often an authority re-reads the deployed definitions: a definition deployed while

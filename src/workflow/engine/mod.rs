@@ -53,9 +53,18 @@ pub struct Claimed {
     pub lease: Lease,
 }
 
+/// What every instance's lease resource starts with.
+const RESOURCE_PREFIX: &str = "wf:";
+
 /// The lease resource of an instance.
 fn resource(instance_id: &str) -> String {
-    format!("wf:{instance_id}")
+    format!("{RESOURCE_PREFIX}{instance_id}")
+}
+
+/// Whether `resource` (a grant's, a write's) is a workflow instance's lease.
+#[must_use]
+pub fn is_instance_resource(resource: &str) -> bool {
+    resource.starts_with(RESOURCE_PREFIX)
 }
 
 /// The definition row an instance runs: its workflow at one fingerprint.
