@@ -580,23 +580,25 @@ fn stranded_work_is_reported_and_incompatible_work_is_counted() {
 
 /// Work that waited past the bound while a live authority of its build kept claiming that
 /// build's work is a backlog (more work than the fleet keeps up with), counted, not a
-/// strand; once that authority stops claiming for the bound, the same item is stranded.
+/// strand — unless it is a lapsed claim, which reclaims take before any backlog. Once that
+/// authority stops claiming for the bound, the queued item is stranded too.
 #[test]
 fn work_queued_behind_a_busy_authority_is_backlogged_not_stranded() {
     let f = fixture();
     let registered = authority("a-1", V1, T0);
     f.store.register_authority(&registered).unwrap();
-    f.store
-        .enqueue(NewWork::effect("e-queued", "noop", "{}"), k1())
-        .unwrap();
-    f.store
-        .enqueue(NewWork::effect("e-busy", "noop", "{}"), k1())
-        .unwrap();
+    for id in ["e-queued", "e-busy", "e-lapsed"] {
+        f.store
+            .enqueue(NewWork::effect(id, "noop", "{}"), k1())
+            .unwrap();
+    }
+    f.store.claim("e-lapsed", "a-9", k1(), 10_000).unwrap();
     f.clock.advance(120_000);
     f.store.claim("e-busy", "a-1", k1(), 600_000).unwrap();
     f.store.heartbeat(&registered.incarnation(), false).unwrap();
     let report = f.run();
-    assert!(report.is_clean(), "{}", render_text(&report));
+    assert_reported(&report, codes::STRANDED_WORK, &["e-lapsed"]);
+    assert_eq!(report.violations.len(), 1, "{}", render_text(&report));
     assert_eq!(report.backlogged_items, 1);
     assert!(render_text(&report).contains("a backlog (not stranded)"));
 

@@ -148,6 +148,7 @@ per_provider! {
     retention::an_event_id_past_its_dedup_window_is_accepted_again,
     retention::a_policy_outside_its_bounds_is_refused,
     // the authority registry: unique instance ids, incarnations, forget
+    registry::starts_of_one_instance_differ_across_handles,
     registry::duplicate_registration_is_refused_while_the_holder_runs,
     registry::racing_registrations_exactly_one_wins,
     registry::a_superseded_incarnation_cannot_heartbeat,

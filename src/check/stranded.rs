@@ -1,21 +1,22 @@
 //! Invariant 6 (docs/ARCHITECTURE.md#checker): a crash never permanently strands durable work. Judged at
 //! [`CheckOptions::now`]: a non-terminal item is stranded when it has been claimable for
 //! longer than `stranded_after_ms` while a live authority of its build existed, and no live
-//! authority claimed anything of its build (its compat digest) within that bound either —
-//! work nobody is taking. An item that waited as long while live authorities kept
-//! claiming its build's work is *backlogged*: queued behind more work than they keep up
-//! with, which is lateness (the overview's lanes), not a strand, and is only counted.
+//! authority claimed a work item of its build (its compat digest) within that bound either
+//! — work nobody is taking. A pending or retrying item that waited as long while live
+//! authorities kept claiming its build's work is *backlogged*: queued behind more work
+//! than they keep up with, which is lateness (the overview's lanes), not a strand, and is
+//! only counted. A lapsed claim is never backlogged: reclaims come before every lane.
 //! Items no live authority can claim (their compat digest is nobody's) are
 //! *incompatible*, not stranded — they wait for a compatible build and are only counted.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use super::codes::STRANDED_WORK;
 use super::history::age;
 use super::{CheckOptions, Findings};
 use crate::clock::{Millis, format_duration, format_instant};
 use crate::error::Result;
-use crate::model::{Grant, PageRequest, WorkItem, WorkState};
+use crate::model::{Grant, GrantKind, PageRequest, WorkItem, WorkState};
 use crate::ops::liveness::{Liveness, liveness};
 use crate::ops::runnable::keys_of;
 use crate::store::Store;
@@ -28,7 +29,8 @@ pub(super) struct LiveBuilds {
     keys: HashMap<String, (Millis, String)>,
     /// Claim key → every live authority that claims by it.
     runners: HashMap<String, Vec<String>>,
-    authorities: HashSet<String>,
+    /// Each live authority's start: only the claims of that incarnation count as its.
+    authorities: HashMap<String, Millis>,
 }
 
 impl LiveBuilds {
@@ -43,7 +45,7 @@ impl LiveBuilds {
                 if liveness(a, options.now) != Liveness::Live {
                     continue;
                 }
-                live.authorities.insert(a.instance_id.clone());
+                live.authorities.insert(a.instance_id.clone(), a.started_at);
                 for key in keys_of(a, &definitions).iter() {
                     live.runners
                         .entry(key.to_owned())
@@ -85,9 +87,15 @@ pub(super) struct Claiming {
 }
 
 impl Claiming {
-    /// Notes `grant` if it gave an item or an instance to a live authority.
+    /// Notes `grant` if it is a claim of an item or an instance by the running start of a
+    /// live authority (not by an earlier start of its instance id).
     pub(super) fn note(&mut self, grant: &Grant, live: &LiveBuilds) {
-        if !live.authorities.contains(&grant.owner_id) {
+        if grant.how != GrantKind::Claim
+            || live
+                .authorities
+                .get(&grant.owner_id)
+                .is_none_or(|started| grant.at < *started)
+        {
             return;
         }
         if crate::workflow::engine::is_instance_resource(&grant.resource_id) {
@@ -159,7 +167,10 @@ pub(super) fn no_stranded_work(
     if waited <= options.stranded_after_ms {
         return Verdict::Fine;
     }
-    if claiming.items_since(&item.compat, options.now - options.stranded_after_ms) {
+    // A lapsed claim is never queued behind a backlog: reclaims come before every lane.
+    if item.state != WorkState::Claimed
+        && claiming.items_since(&item.compat, options.now - options.stranded_after_ms)
+    {
         return Verdict::Backlogged;
     }
     let state = match item.state {

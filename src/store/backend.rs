@@ -181,8 +181,9 @@ pub trait Tx {
     /// Live (unreleased, unexpired) leases held by `owner`.
     fn live_lease_count(&mut self, owner: &str, now: Millis) -> Result<u64>;
     /// How many items `owner` has claimed, and how many of those claims lapsed at `now`
-    /// (`leaseExpiresAt <= now`, not yet reclaimed): two counts through the claimed-by
-    /// index, no row decoded, so a count stays cheap however many items an owner holds.
+    /// (`leaseExpiresAt <= now`, not yet reclaimed): one aggregate over the claimed-by
+    /// index, reading each claimed row's expiry but decoding no item, so the count costs
+    /// one row visit per claim instead of a whole item each.
     fn claimed_counts(&mut self, owner: &str, now: Millis) -> Result<(u64, u64)>;
     /// Leases by resource id.
     fn list_leases(&mut self, page: &PageRequest) -> Result<Vec<Lease>>;

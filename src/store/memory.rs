@@ -106,11 +106,27 @@ fn due_by(index: &BTreeSet<DueKey>, compat: &str, now: Millis, limit: usize) -> 
 type Undo = Box<dyn FnOnce(&mut State) + Send>;
 
 /// The shared in-memory store. Clones share state.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct MemoryBackend {
     state: Arc<Mutex<State>>,
     /// When set, every call fails as `Unavailable`: the cluster's store-outage fault.
     outage: Arc<std::sync::atomic::AtomicBool>,
+    /// This store's number in the process, never reused (its identity: an address could
+    /// be a dropped store's).
+    number: u64,
+}
+
+/// Memory stores made in this process so far.
+static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+impl Default for MemoryBackend {
+    fn default() -> Self {
+        Self {
+            state: Arc::default(),
+            outage: Arc::default(),
+            number: MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        }
+    }
 }
 
 impl MemoryBackend {
@@ -148,7 +164,7 @@ impl Backend for MemoryBackend {
     }
 
     fn identity(&self) -> String {
-        format!("memory {:p}", Arc::as_ptr(&self.state))
+        format!("memory {}", self.number)
     }
 
     fn physical_durability(&self) -> bool {

@@ -109,8 +109,6 @@ pub struct Store {
     /// Where each owner's claim rotation stands after its last batch through this handle
     /// and its clones: which kind and lane its next batch serves first (`fair_share.rs`).
     rotations: per_owner::PerOwner<fair_share::Rotation>,
-    /// The latest start handed out for each instance id ([`Store::unique_start`]).
-    last_starts: per_owner::PerOwner<Millis>,
     /// This host's record of the store, checked by every write (see `witness.rs`).
     witness: Option<Arc<witness::Witness>>,
     /// The first sign that the store cannot be trusted (damaged, replaced, rewound); once
@@ -129,7 +127,6 @@ impl Store {
             ids,
             owner_cap: crate::rules::lease::DEFAULT_OWNER_CAP,
             rotations: per_owner::PerOwner::default(),
-            last_starts: per_owner::PerOwner::default(),
             witness: None,
             untrusted: Arc::new(OnceLock::new()),
             enqueues: Arc::default(),

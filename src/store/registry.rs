@@ -28,13 +28,19 @@ pub(crate) fn in_use(row: &Authority, state: Liveness) -> Error {
 
 impl Store {
     /// The start instant for a new incarnation of `instance`: `now`, or just after the
-    /// last start of that instance id handed out through this handle and its clones. An
+    /// last start of that instance id on this store handed out in this process. An
     /// incarnation is its (instance id, host, pid, start), so two starts of one id in one
     /// process at one instant (a restart within a millisecond, a test clock that stands
-    /// still) would otherwise be one incarnation and share a registration.
+    /// still, two handles opened on one file) would otherwise be one incarnation and share
+    /// a registration instead of the second being refused. The record is kept per store
+    /// ([`Backend::identity`](super::Backend::identity)), so one embedded cluster's starts
+    /// never depend on what other stores the process ran.
     pub fn unique_start(&self, instance: &str) -> Millis {
+        static LAST_STARTS: std::sync::LazyLock<super::per_owner::PerOwner<Millis>> =
+            std::sync::LazyLock::new(Default::default);
         let now = self.now();
-        self.last_starts.advance(instance, |previous| {
+        let key = format!("{}\n{instance}", self.backend.identity());
+        LAST_STARTS.advance(&key, |previous| {
             previous.map_or(now, |previous| now.max(previous.saturating_add(1)))
         })
     }

@@ -42,6 +42,29 @@ fn state(h: &dyn Harness, id: &str) -> Liveness {
     liveness(&a, h.clock().now())
 }
 
+/// Two starts of one instance id in one process at one instant are two incarnations,
+/// whichever handle of the store each came through (a second handle opened on the same
+/// store, as two embedded authorities may): the second start is later, so its
+/// registration is refused while the first runs instead of passing as the same
+/// incarnation. Another instance id starts at the instant itself.
+pub fn starts_of_one_instance_differ_across_handles(h: &dyn Harness) {
+    let now = h.clock().now();
+    let first = h.store().unique_start("twin");
+    let second = h.reopen().unique_start("twin");
+    assert_eq!(first, now);
+    assert_eq!(second, now + 1);
+    assert_eq!(h.reopen().unique_start("other"), now);
+    ok(
+        "registers",
+        h.store().register_authority(&started("twin", 7, first)),
+    );
+    let refused = h
+        .reopen()
+        .register_authority(&started("twin", 7, second))
+        .expect_err("a second incarnation while the first runs");
+    assert_eq!(refused.code(), "INSTANCE_IN_USE");
+}
+
 /// A second start under a live or silent id is refused and changes nothing; once the first
 /// is gone (heartbeat older than its lease) or stopped, a new start takes the id over.
 pub fn duplicate_registration_is_refused_while_the_holder_runs(h: &dyn Harness) {

@@ -21,8 +21,8 @@ const SCHEDULES_PER_POLL: usize = 64;
 impl AuthorityCore {
     /// Fires due schedules, hands held cursors due for a look their next look, and claims
     /// up to the free concurrency: each of looks, workflow instances and work items (at
-    /// most `claimBatchSize` of each claim) takes its share ([`shares`]); items also take
-    /// what looks and instances left, then instances and looks what items left.
+    /// most `claimBatchSize` of each claim) takes its share of the free slots; items also
+    /// take what looks and instances left, then instances and looks what items left.
     ///
     /// # Errors
     /// A store failure (nothing half-claimed: each claim is one transaction).
@@ -34,7 +34,9 @@ impl AuthorityCore {
 
     pub(super) fn poll_inner(&self) -> Result<Vec<Job>> {
         let now = self.store.now();
-        let (mut looks, free, handler_room, share) = {
+        // Looks are counted now and taken last, so that a store failure on the way leaves
+        // every held cursor held.
+        let (due_looks, free, handler_room, share) = {
             let mut st = self.state();
             if st.stopping {
                 return Ok(Vec::new());
@@ -45,59 +47,65 @@ impl AuthorityCore {
             if free > 0 {
                 st.share_turn = st.share_turn.wrapping_add(1);
             }
-            let looks = take_due_cursors(&mut st.inflight, now, share.looks);
+            let due = due_cursors(&st.inflight, now).min(share.looks);
             let room = handler_room(&self.config.handler_limits, &st.inflight);
-            (looks, free, room, share)
+            (due, free, room, share)
         };
         self.refresh_keys(now)?;
         let fired = self
             .store
             .fire_due_schedules(&self.workload, SCHEDULES_PER_POLL)?;
         self.state().stats.schedules_fired += fired as u64;
-        if free == looks.len() {
-            return Ok(looks);
-        }
         let lease = self.config.lease_duration_ms;
         let batch = self.config.claim_batch_size;
 
         // Workflow instances, then work items, then instances for what the items left,
-        // each claim noting a takeover (failover).
+        // each claim noting a takeover (failover). Once something is claimed, a later
+        // claim's failure is counted and the poll keeps what it has: the claims made are
+        // run, not left to lapse.
         let wf_limit = share.instances.min(batch);
-        let mut instances = if wf_limit > 0 {
+        let mut instances = if wf_limit > 0 && free > due_looks {
             self.engine.claim_noting_takeovers(wf_limit, lease)?
         } else {
             Vec::new()
         };
-        let work_limit = free
-            .saturating_sub(looks.len() + instances.len())
-            .min(batch);
-        let items = if work_limit > 0 {
+        let work_limit = free.saturating_sub(due_looks + instances.len()).min(batch);
+        let mut items = Vec::new();
+        if work_limit > 0 {
             let budget = ClaimBudget {
                 limit: work_limit,
                 per_handler: handler_room,
             };
-            self.store.claim_work_within(
+            let claimed = self.store.claim_work_within(
                 &self.config.instance_id,
                 self.claim_keys(),
                 &budget,
                 lease,
-            )?
+            );
+            match claimed {
+                Ok(claimed) => items = claimed,
+                Err(e) if instances.is_empty() => return Err(e),
+                Err(e) => self.note_store_error::<()>(&Err(e)),
+            }
+        }
+        let left = free.saturating_sub(due_looks + instances.len() + items.len());
+        if left > 0 && instances.len() == wf_limit {
+            match self.engine.claim_noting_takeovers(left.min(batch), lease) {
+                Ok(more) => instances.extend(more),
+                Err(e) => self.note_store_error::<()>(&Err(e)),
+            }
+        }
+        // The looks: their share, or every slot the claims left when they took all of it.
+        let claimed = instances.len() + items.len();
+        let look_limit = if due_looks == share.looks {
+            free.saturating_sub(claimed)
         } else {
-            Vec::new()
+            due_looks
         };
-        let left = free.saturating_sub(looks.len() + instances.len() + items.len());
-        if left > 0 && instances.len() == wf_limit && items.len() < work_limit {
-            let more = self.engine.claim_noting_takeovers(left.min(batch), lease)?;
-            instances.extend(more);
-        }
-        let left = free.saturating_sub(looks.len() + instances.len() + items.len());
-        if left > 0 && looks.len() == share.looks {
-            looks.extend(take_due_cursors(&mut self.state().inflight, now, left));
-        }
 
         let mut st = self.state();
-        let mut jobs = looks;
-        jobs.reserve(instances.len() + items.len());
+        let mut jobs = take_due_cursors(&mut st.inflight, now, look_limit);
+        jobs.reserve(claimed);
         let tasks = instances
             .into_iter()
             .map(|(c, expired)| (expired, Task::Workflow(Arc::new(c))))
@@ -168,17 +176,20 @@ fn handler_room(
     room
 }
 
+/// Whether `f` is a held cursor due for a look at `now`.
+fn due_look(f: &InFlight, now: Millis) -> bool {
+    f.held && !f.lost && f.look_at <= now
+}
+
+/// How many held cursors are due for a look at `now`.
+fn due_cursors(inflight: &BTreeMap<u64, InFlight>, now: Millis) -> usize {
+    inflight.values().filter(|f| due_look(f, now)).count()
+}
+
 /// Marks up to `n` held cursors due by `now` (longest waiting first) as executing again and
 /// returns their jobs: the same claim, the same generation.
-pub(super) fn take_due_cursors(
-    inflight: &mut BTreeMap<u64, InFlight>,
-    now: Millis,
-    n: usize,
-) -> Vec<Job> {
-    let mut due: Vec<&mut InFlight> = inflight
-        .values_mut()
-        .filter(|f| f.held && !f.lost && f.look_at <= now)
-        .collect();
+fn take_due_cursors(inflight: &mut BTreeMap<u64, InFlight>, now: Millis, n: usize) -> Vec<Job> {
+    let mut due: Vec<&mut InFlight> = inflight.values_mut().filter(|f| due_look(f, now)).collect();
     due.sort_by_key(|f| f.look_at);
     due.into_iter()
         .take(n)
