@@ -358,10 +358,41 @@ fn the_checker_badge_shows_the_checkers_verdict() {
         listed: vec!["single-owner: eff-1 held by auth-1 and auth-2 at once".into()],
         grants: 1,
         writes: 1,
+        backlogged: 0,
     }));
     let shown = screen(&h);
     assert!(shown.contains("checker ✗ 1 VIOLATIONS"), "{shown}");
     assert!(shown.contains("VIOLATION single-owner: eff-1"), "{shown}");
+}
+
+/// Beside a green tick, the badge says how much work waits in a backlog — here one
+/// incompatible authority alone with a fleet's worth of new work — with the count the
+/// checker itself gives at that instant.
+#[test]
+fn the_checker_badge_states_the_backlog_the_checker_counts() {
+    let c = cluster(26);
+    let mut h = dashboard(&c);
+    h.press('B');
+    h.press('2');
+    c.advance(120_000);
+    h.check();
+    h.refresh();
+    let report = leasehold::check::check(
+        &c.store(),
+        &leasehold::check::CheckOptions::at(c.store().now()),
+    )
+    .expect("checks");
+    let backlogged = report.backlogged_items + report.backlogged_instances;
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    assert!(backlogged > 0, "a backlog after two minutes alone");
+    let shown = screen(&h);
+    assert!(
+        shown.contains(&format!(
+            "checker ✓ 0 violations ({} writes) · {backlogged} backlogged",
+            report.checked.writes
+        )),
+        "{shown}"
+    );
 }
 
 /// Renders the demo as people see it — the tour at the step where the stalled owner's

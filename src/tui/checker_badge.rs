@@ -24,6 +24,9 @@ pub struct Verdict {
     pub listed: Vec<String>,
     pub grants: u64,
     pub writes: u64,
+    /// Items and instances past the stranded bound while live authorities kept claiming
+    /// (a backlog: lateness, not a violation).
+    pub backlogged: u64,
 }
 
 /// Runs the checker over `store` now; a store failure is no verdict (the badge keeps the
@@ -43,13 +46,15 @@ pub fn run(store: &Store) -> Option<Verdict> {
             .collect(),
         grants: report.checked.grants,
         writes: report.checked.writes,
+        backlogged: report.backlogged_items + report.backlogged_instances,
     })
 }
 
-/// The header badge for `verdict`.
+/// The header badge for `verdict`, and how much work waits in a backlog when some does
+/// (not a violation, but what an operator should see beside the green tick).
 #[must_use]
-pub fn badge<'a>(verdict: &Verdict, theme: &Theme) -> Span<'a> {
-    if verdict.violations == 0 {
+pub fn badge<'a>(verdict: &Verdict, theme: &Theme) -> Vec<Span<'a>> {
+    let mut spans = vec![if verdict.violations == 0 {
         Span::styled(
             format!("checker ✓ 0 violations ({} writes)", verdict.writes),
             theme.style(Role::Ok),
@@ -59,5 +64,12 @@ pub fn badge<'a>(verdict: &Verdict, theme: &Theme) -> Span<'a> {
             format!("checker ✗ {} VIOLATIONS", verdict.violations),
             theme.style(Role::Error),
         )
+    }];
+    if verdict.backlogged > 0 {
+        spans.push(Span::styled(
+            format!(" · {} backlogged", verdict.backlogged),
+            theme.style(Role::Warning),
+        ));
     }
+    spans
 }

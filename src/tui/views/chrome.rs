@@ -57,7 +57,7 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
             }
             if let Some(verdict) = app.checked() {
                 left.push(sep());
-                left.push(crate::tui::checker_badge::badge(verdict, t));
+                left.extend(crate::tui::checker_badge::badge(verdict, t));
             }
         }
         None => left.push(Span::styled("connecting…", t.style(Role::Stale))),
