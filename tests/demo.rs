@@ -323,6 +323,17 @@ fn the_tour_key_shows_captions_until_the_tour_ends() {
     assert!(!seen.iter().any(|c| c.contains("not seen")), "{seen:#?}");
 }
 
+/// Runs the dashboard's checker badge, then the checker itself at the same instant.
+fn badge_and_check(c: &Arc<Cluster>, h: &mut Harness) -> leasehold::check::Report {
+    h.check();
+    h.refresh();
+    leasehold::check::check(
+        &c.store(),
+        &leasehold::check::CheckOptions::at(c.store().now()),
+    )
+    .expect("checks")
+}
+
 /// The checker badge states the checker's verdict over the demo store (the same checker
 /// `leasehold check` runs); a verdict with violations turns it red and lists them above
 /// the ticker's events.
@@ -336,13 +347,7 @@ fn the_checker_badge_shows_the_checkers_verdict() {
     h.press('R');
     h.press('1');
     c.advance(2_000);
-    h.check();
-    h.refresh();
-    let verdict = leasehold::check::check(
-        &c.store(),
-        &leasehold::check::CheckOptions::at(c.store().now()),
-    )
-    .expect("checks");
+    let verdict = badge_and_check(&c, &mut h);
     assert!(verdict.violations.is_empty());
     let shown = screen(&h);
     assert!(
@@ -375,13 +380,7 @@ fn the_checker_badge_states_the_backlog_the_checker_counts() {
     h.press('B');
     h.press('2');
     c.advance(120_000);
-    h.check();
-    h.refresh();
-    let report = leasehold::check::check(
-        &c.store(),
-        &leasehold::check::CheckOptions::at(c.store().now()),
-    )
-    .expect("checks");
+    let report = badge_and_check(&c, &mut h);
     let backlogged = report.backlogged_items + report.backlogged_instances;
     assert!(report.violations.is_empty(), "{:?}", report.violations);
     assert!(backlogged > 0, "a backlog after two minutes alone");
