@@ -5,8 +5,9 @@
 //! forward) — passed more than `stranded_after_ms` ago while a live authority of its build
 //! was up, and no live authority that may run it claimed any instance within the bound
 //! either (an instance queued behind instances those authorities keep claiming is
-//! backlogged, and counted). An instance no live authority can run waits for a compatible build and is not
-//! stranded; an event wait without a timeout is due at no instant and never stranded.
+//! backlogged, and counted). An instance no live authority can run waits for a compatible
+//! build and is not stranded; an event wait without a timeout is due at no instant and
+//! never stranded.
 
 use super::codes::STRANDED_INSTANCE;
 use super::history::age;
@@ -17,7 +18,8 @@ use crate::model::InstanceRow;
 
 /// No non-terminal instance stays overdue for longer than the bound once a live authority of
 /// its build has been up: the clock starts at the later of its due instant and that build's
-/// earliest live start — unless live authorities kept claiming that build's work.
+/// earliest live start — unless the live authorities that may run it kept claiming
+/// instances.
 pub(super) fn no_stranded_instance(
     row: &InstanceRow,
     (live, claiming): (&LiveBuilds, &Claiming),

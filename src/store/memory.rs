@@ -588,8 +588,15 @@ impl Tx for MemTx<'_> {
     }
 
     fn claimed_counts(&mut self, owner: &str, now: Millis) -> Result<(u64, u64)> {
+        // Through the reclaim index (every claimed item, and lapsed retries), not every
+        // item of the store.
         let mut counts = (0, 0);
-        for item in self.state.work.values() {
+        let claimed = self
+            .state
+            .claims_due
+            .iter()
+            .map(|(_, _, id)| &self.state.work[id]);
+        for item in claimed {
             if item.state == WorkState::Claimed && item.owner_id.as_deref() == Some(owner) {
                 counts.0 += 1;
                 counts.1 += u64::from(item.lease_expires_at.is_some_and(|at| at <= now));

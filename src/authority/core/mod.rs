@@ -288,9 +288,14 @@ impl AuthorityCore {
 
     fn note_store_error<T>(&self, result: &Result<T>) {
         if let Err(e) = result {
-            if e.is_store_failure() {
-                self.state().stats.store_errors += 1;
-            }
+            self.note_failure(e);
+        }
+    }
+
+    /// Counts `e` if it is a store failure (the poll that met it goes on with what it has).
+    fn note_failure(&self, e: &crate::error::Error) {
+        if e.is_store_failure() {
+            self.state().stats.store_errors += 1;
         }
     }
 }

@@ -85,14 +85,14 @@ impl AuthorityCore {
             match claimed {
                 Ok(claimed) => items = claimed,
                 Err(e) if instances.is_empty() => return Err(e),
-                Err(e) => self.note_store_error::<()>(&Err(e)),
+                Err(e) => self.note_failure(&e),
             }
         }
         let left = free.saturating_sub(due_looks + instances.len() + items.len());
         if left > 0 && instances.len() == wf_limit {
             match self.engine.claim_noting_takeovers(left.min(batch), lease) {
                 Ok(more) => instances.extend(more),
-                Err(e) => self.note_store_error::<()>(&Err(e)),
+                Err(e) => self.note_failure(&e),
             }
         }
         // The looks: their share, or every slot the claims left when they took all of it.
