@@ -288,10 +288,17 @@ fn checkout_revision() -> Option<String> {
 #[test]
 fn version_names_the_version_the_revision_and_the_features() {
     let revision = checkout_revision().unwrap_or_else(|| "unknown".to_owned());
-    let features = if cfg!(feature = "postgres") {
-        "postgres"
+    let enabled: Vec<&str> = [
+        ("jemalloc", cfg!(feature = "jemalloc")),
+        ("postgres", cfg!(feature = "postgres")),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect();
+    let features = if enabled.is_empty() {
+        "none".to_owned()
     } else {
-        "none"
+        enabled.join(",")
     };
     let expected = format!(
         "leasehold {} (revision {revision}; features: {features})\n",
