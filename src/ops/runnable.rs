@@ -118,6 +118,45 @@ impl Runnable {
     }
 }
 
+/// [`Runnable::of`] for a reader that asks at every refresh (the dashboard): deriving the
+/// keys parses every deployed definition once per running authority, a tenth of a
+/// dashboard refresh's time on a store with workflows, while the answer changes only when
+/// the running authorities' registrations or the deployed definitions do. So it is
+/// derived again only then; otherwise the last answer is returned.
+#[derive(Debug, Clone, Default)]
+pub struct RunnableMemo {
+    /// The registrations (in order, one per running authority) and the definitions the
+    /// answer was derived from.
+    inputs: Option<(Vec<String>, Vec<WorkflowDefinitionRow>)>,
+    runnable: Runnable,
+}
+
+impl RunnableMemo {
+    /// What `running` can run given `definitions`, as [`Runnable::of`] gives it.
+    pub fn of<'a>(
+        &mut self,
+        running: impl IntoIterator<Item = &'a Authority>,
+        definitions: &[WorkflowDefinitionRow],
+    ) -> &Runnable {
+        let running: Vec<&Authority> = running.into_iter().collect();
+        let unchanged = self.inputs.as_ref().is_some_and(|(configs, defs)| {
+            configs
+                .iter()
+                .map(String::as_str)
+                .eq(running.iter().map(|a| a.config.as_str()))
+                && defs.as_slice() == definitions
+        });
+        if !unchanged {
+            self.runnable = Runnable::of(running.iter().copied(), definitions);
+            self.inputs = Some((
+                running.iter().map(|a| a.config.clone()).collect(),
+                definitions.to_vec(),
+            ));
+        }
+        &self.runnable
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,5 +227,57 @@ mod tests {
             );
         }
         assert_eq!(runnable.versions("b").map(BTreeSet::len), Some(1));
+    }
+
+    /// The memo answers as `Runnable::of` does, and follows every change of its inputs: a
+    /// new registration, an authority more or less, a definition deployed.
+    #[test]
+    fn the_memo_follows_registrations_and_definitions() {
+        let text = crate::workflow::SHIPPED_DEFINITIONS[0].1;
+        let def = crate::workflow::parse_definition(text).expect("shipped");
+        let deployed = [WorkflowDefinitionRow {
+            workflow_id: def.id.clone(),
+            fingerprint: crate::workflow::semantic_fingerprint(
+                &def,
+                &crate::workflow::Catalog::demo(),
+            ),
+            definition: text.into(),
+            deployed_at: 0,
+        }];
+        // `a` runs every action of the deployed workflow, so the definition adds a key.
+        let handlers: Vec<String> = crate::build_key::action_handlers(&def)
+            .into_iter()
+            .map(|h| format!("\"{h}\":\"1.0.0\""))
+            .collect();
+        let a = authority(
+            "a",
+            &format!(r#"{{"handlers":{{{}}}}}"#, handlers.join(",")),
+        );
+        let upgraded = authority("a", r#"{"handlers":{"send-email":"2.0.0"}}"#);
+        let b = authority("b", r#"{"handlers":{"charge-card":"1.0.0"}}"#);
+        assert!(
+            Runnable::of([&a], &deployed).digests().count()
+                > Runnable::of([&a], &[]).digests().count(),
+            "the deployed definition is one of a's keys"
+        );
+        let mut memo = RunnableMemo::default();
+        let steps: [(Vec<&Authority>, &[WorkflowDefinitionRow]); 8] = [
+            (vec![&a], &[]),
+            (vec![&a], &[]),
+            (vec![&a], &deployed),
+            (vec![&upgraded], &deployed),
+            (vec![&upgraded, &b], &deployed),
+            (vec![&upgraded, &b], &[]),
+            (vec![&a, &b], &deployed),
+            (vec![], &deployed),
+        ];
+        for (i, (running, definitions)) in steps.into_iter().enumerate() {
+            let fresh = Runnable::of(running.iter().copied(), definitions);
+            assert_eq!(
+                memo.of(running.iter().copied(), definitions),
+                &fresh,
+                "step {i}"
+            );
+        }
     }
 }

@@ -31,7 +31,7 @@ use crate::ops::cursors::CursorStatus;
 use crate::ops::failovers::FailoverRow;
 use crate::ops::fenced::FencedRow;
 use crate::ops::liveness::liveness;
-use crate::ops::runnable::Runnable;
+use crate::ops::runnable::{Runnable, RunnableMemo};
 use crate::ops::window::{Listing, Window};
 use crate::store::stall::ProcessStall;
 use crate::store::{Overview, Store};
@@ -205,10 +205,12 @@ pub fn read(store: &Store, query: &Query, demo: Option<&dyn ClusterControl>) -> 
     read_cached(store, query, demo, &mut Cache::default())
 }
 
-/// What a reader keeps between reads: the replay window's span and summary.
+/// What a reader keeps between reads: the replay window's span and summary, and what the
+/// running authorities can run.
 #[derive(Debug, Clone, Default)]
 pub struct Cache {
     replay: super::replay::ReplayCache,
+    runnable: RunnableMemo,
 }
 
 /// [`read`], reusing what `cache` kept from earlier reads. The reader task calls this on
@@ -232,10 +234,13 @@ pub fn read_cached(
         .rows;
     let stalls = c.run(Store::write_stalls)?;
     let definitions = c.run(Store::deployed_definitions)?;
-    let runnable = Runnable::of(
-        authorities.iter().filter(|a| liveness(a, at).is_running()),
-        &definitions,
-    );
+    let runnable = cache
+        .runnable
+        .of(
+            authorities.iter().filter(|a| liveness(a, at).is_running()),
+            &definitions,
+        )
+        .clone();
     let mut live_compats: Vec<String> = authorities
         .iter()
         .filter(|a| liveness(a, at).is_running())
