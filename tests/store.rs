@@ -143,6 +143,7 @@ per_provider! {
     reads::paging_returns_every_row_exactly_once,
     reads::overview_counts_match_the_items,
     reads::claim_counts_match_the_claimed_items,
+    reads::grants_through_a_revision_are_a_slice_of_the_history,
     // retention
     retention::trim_removes_only_what_is_past_the_policy,
     retention::an_event_id_past_its_dedup_window_is_accepted_again,

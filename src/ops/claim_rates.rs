@@ -5,7 +5,8 @@
 //! now, and a rate counted from them over the last ten seconds is far too low. Here the
 //! look back starts at the newest revisions and widens — 8, 16, 32 … revisions — until the
 //! grants read reach back past the window, reach the start of the history, or would pass
-//! the row cap. The rate is then counted over the time the grants read really cover.
+//! the row cap. Each widening reads only the revisions it adds. The rate is then counted
+//! over the time the grants read really cover.
 
 use std::collections::HashMap;
 
@@ -45,20 +46,14 @@ impl ClaimRates {
         // One read transaction: every look back sees the same history.
         let (grants, whole) = store.read(|tx| {
             let top = tx.revision()?;
-            let mut grants: Vec<Grant> = Vec::new();
             let mut back = FIRST_LOOK_BACK.min(max_revisions);
+            let mut after = top.saturating_sub(back);
+            let mut grants = tx.grants(None, after, cap)?;
+            // Even the first look back fills a page: it is what there is to count from.
+            if grants.len() >= cap {
+                return Ok((grants, false));
+            }
             let whole = loop {
-                let after = top.saturating_sub(back);
-                let page = tx.grants(None, after, cap)?;
-                // A page of `cap` rows or more was cut short of the newest: keep the last
-                // one that was not (or this one, when even the first look back fills it).
-                if page.len() >= cap {
-                    if grants.is_empty() {
-                        grants = page;
-                    }
-                    break false;
-                }
-                grants = page;
                 let reaches_back = grants.first().is_some_and(|g| g.at <= start);
                 if after == 0 || reaches_back {
                     break true;
@@ -67,6 +62,22 @@ impl ClaimRates {
                     break false;
                 }
                 back = back.saturating_mul(2).min(max_revisions);
+                let older = top.saturating_sub(back);
+                // Only the revisions this look back adds; the newer ones are held. Together
+                // they would pass the cap when these alone fill the room left: then the
+                // look back before this one is what is counted (or these, when it read
+                // nothing).
+                let room = cap - grants.len();
+                let mut added = tx.grants_through(older, after, room)?;
+                if added.len() >= room {
+                    if grants.is_empty() {
+                        grants = added;
+                    }
+                    break false;
+                }
+                added.append(&mut grants);
+                grants = added;
+                after = older;
             };
             Ok((grants, whole))
         })?;
@@ -175,6 +186,86 @@ mod tests {
         let all = ClaimRates::read(&store, now, 10_000, 100_000, 1_024).unwrap();
         assert!((all.per_sec("a-1") - 200.0).abs() < 1e-9, "{all:?}");
         assert!((all.per_sec("a-2") - 100.0).abs() < 1e-9, "{all:?}");
+    }
+
+    /// The look back as first written: each widening re-reads every revision from its
+    /// start. Reading only the revisions each widening adds must count exactly the same.
+    fn rereading(store: &Store, now: Millis, window_ms: Millis, cap: usize) -> ClaimRates {
+        let start = now.saturating_sub(window_ms);
+        let top = store.revision().unwrap();
+        let mut grants: Vec<Grant> = Vec::new();
+        let mut back = FIRST_LOOK_BACK;
+        let whole = loop {
+            let after = top.saturating_sub(back);
+            let page = store.ownership_history(None, after, cap).unwrap().0;
+            if page.len() >= cap {
+                if grants.is_empty() {
+                    grants = page;
+                }
+                break false;
+            }
+            grants = page;
+            if after == 0 || grants.first().is_some_and(|g| g.at <= start) {
+                break true;
+            }
+            if back >= 512 {
+                break false;
+            }
+            back = (back * 2).min(512);
+        };
+        ClaimRates::count(&grants, now, window_ms, whole)
+    }
+
+    /// Batches of uneven sizes (one larger than the cap), idle revisions between them, and
+    /// every cap from tiny to roomy: the incremental look back counts what re-reading did.
+    #[test]
+    fn each_widening_reads_only_its_own_revisions_and_counts_the_same() {
+        let clock = ManualClock::new(T0);
+        let store = store(&clock);
+        for (tick, n) in (0..120_i64).zip([1, 7, 30, 3, 90, 12].into_iter().cycle()) {
+            clock.set(T0 + tick * 250);
+            claim_batch(
+                &store,
+                if tick % 3 == 0 { "a-2" } else { "a-1" },
+                n,
+                &format!("t{tick}"),
+            );
+            if tick % 4 == 0 {
+                store
+                    .enqueue(
+                        NewWork::effect(format!("idle-{tick}"), "send-email", "{}"),
+                        KEY,
+                    )
+                    .unwrap();
+            }
+        }
+        let end = T0 + 119 * 250;
+        // Caps that a look back's rows meet exactly (the rows of the newest revisions, one
+        // revision more at a time), where "at the cap" and "under it" part.
+        let history = store.ownership_history(None, 0, 100_000).unwrap().0;
+        let mut exact: Vec<usize> = (1..=history.len())
+            .filter(|&n| {
+                let from_top = &history[history.len() - n..];
+                n == history.len()
+                    || history[history.len() - n - 1].revision != from_top[0].revision
+            })
+            .take(24)
+            .collect();
+        exact.extend([1, 5, 40, 89, 200, 1_024, 100_000]);
+        for cap in exact {
+            for (now, window) in [
+                (end, 10_000),
+                (end, 2_000),
+                (end + 60_000, 10_000),
+                (T0 + 5_000, 10_000),
+            ] {
+                assert_eq!(
+                    ClaimRates::read(&store, now, window, cap, 512).unwrap(),
+                    rereading(&store, now, window, cap),
+                    "cap {cap}, now {now}, window {window}"
+                );
+            }
+        }
     }
 
     /// A quiet store: the look back widens past many revisions to find the window's

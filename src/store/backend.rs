@@ -284,6 +284,10 @@ pub trait Tx {
     /// row's revision`, a page may hold more than `limit` rows, and fewer than `limit` rows
     /// means there are no more.
     fn grants(&mut self, resource: Option<&str>, after: u64, limit: usize) -> Result<Vec<Grant>>;
+    /// [`Tx::grants`] of every resource, only up to revision `through` (inclusive): a
+    /// reader that already holds the newer revisions reads the older ones alone, rather
+    /// than every row from `after` on again. Paged as [`Tx::grants`].
+    fn grants_through(&mut self, after: u64, through: u64, limit: usize) -> Result<Vec<Grant>>;
     /// The newest `limit` grants of `resource`, newest first; an index seek.
     fn latest_grants(&mut self, resource: &str, limit: usize) -> Result<Vec<Grant>>;
     /// Writes with a revision above `after`, paged exactly like [`Tx::grants`].

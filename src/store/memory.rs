@@ -336,16 +336,16 @@ fn numeric_page<V: Clone>(map: &BTreeMap<i64, V>, page: &PageRequest) -> Vec<V> 
 /// (see [`Tx::grants`]).
 fn history_page<V: Clone>(
     map: &BTreeMap<(u64, u64), V>,
-    after: u64,
+    (after, through): (u64, u64),
     limit: usize,
     keep: impl Fn(&V) -> bool,
 ) -> Vec<V> {
     let mut rows = Vec::new();
-    let Some(start) = after.checked_add(1) else {
+    let Some(start) = after.checked_add(1).filter(|s| *s <= through) else {
         return rows;
     };
     let mut last = None;
-    for (&(revision, _), row) in map.range((start, 0)..) {
+    for (&(revision, _), row) in map.range((start, 0)..=(through, u64::MAX)) {
         if rows.len() >= limit && last != Some(revision) {
             break;
         }
@@ -914,9 +914,21 @@ impl Tx for MemTx<'_> {
     }
 
     fn grants(&mut self, resource: Option<&str>, after: u64, limit: usize) -> Result<Vec<Grant>> {
-        Ok(history_page(&self.state.grants, after, limit, |g| {
-            resource.is_none_or(|r| g.resource_id == r)
-        }))
+        Ok(history_page(
+            &self.state.grants,
+            (after, u64::MAX),
+            limit,
+            |g| resource.is_none_or(|r| g.resource_id == r),
+        ))
+    }
+
+    fn grants_through(&mut self, after: u64, through: u64, limit: usize) -> Result<Vec<Grant>> {
+        Ok(history_page(
+            &self.state.grants,
+            (after, through),
+            limit,
+            |_| true,
+        ))
     }
 
     fn latest_grants(&mut self, resource: &str, limit: usize) -> Result<Vec<Grant>> {
@@ -937,9 +949,12 @@ impl Tx for MemTx<'_> {
         after: u64,
         limit: usize,
     ) -> Result<Vec<WriteRecord>> {
-        Ok(history_page(&self.state.writes, after, limit, |w| {
-            resource.is_none_or(|r| w.resource_id == r)
-        }))
+        Ok(history_page(
+            &self.state.writes,
+            (after, u64::MAX),
+            limit,
+            |w| resource.is_none_or(|r| w.resource_id == r),
+        ))
     }
 
     fn trim_history(

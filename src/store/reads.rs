@@ -224,6 +224,16 @@ impl Store {
         })
     }
 
+    /// The grants of every resource with a revision in `(after, through]`, paged as
+    /// [`Self::ownership_history`]: how a reader that holds the newer revisions reads the
+    /// older ones alone (the dashboard's claim rates widen their look back this way).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn grants_through(&self, after: u64, through: u64, limit: usize) -> Result<Vec<Grant>> {
+        self.read(|tx| tx.grants_through(after, through, limit))
+    }
+
     /// Records an operator action in the audit log.
     ///
     /// # Errors

@@ -701,3 +701,56 @@ pub fn claim_counts_match_the_claimed_items(h: &dyn Harness) {
         );
     }
 }
+
+/// The grant history read up to a revision: exactly the rows of the full history in
+/// `(after, through]`, in order; a page that reaches its limit still ends at the end of
+/// the last revision it reached, and never passes `through`.
+pub fn grants_through_a_revision_are_a_slice_of_the_history(h: &dyn Harness) {
+    let store = h.store();
+    // Revisions of one, four and two grants (claim batches), with an enqueue between each.
+    for (batch, n) in [("a", 1), ("b", 4), ("c", 2)] {
+        let specs = (0..n).map(|i| effect(&format!("{batch}-{i}"))).collect();
+        ok("enqueue", store.enqueue_batch(specs, K));
+        let got = ok("claim", store.claim_batch("owner", K, n, 60_000));
+        assert_eq!(got.len(), n);
+    }
+    let all = ok("history", store.ownership_history(None, 0, 1_000)).0;
+    let revisions: Vec<u64> = all
+        .iter()
+        .map(|g| g.revision)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let [r1, r2, r3] = revisions[..] else {
+        panic!("three claim revisions: {all:?}");
+    };
+    let through = |after, through, limit| {
+        ok(
+            "grants through",
+            store.grants_through(after, through, limit),
+        )
+    };
+    let slice = |from: u64, to: u64| -> Vec<_> {
+        all.iter()
+            .filter(|g| g.revision > from && g.revision <= to)
+            .cloned()
+            .collect()
+    };
+    assert_eq!(through(0, r3, 1_000), all);
+    assert_eq!(through(0, r2, 1_000), slice(0, r2));
+    assert_eq!(
+        through(r1, r2, 1_000),
+        slice(r1, r2),
+        "the second batch alone"
+    );
+    assert_eq!(through(r1, r3 - 1, 1_000), slice(r1, r2));
+    // A limit inside the second batch: the page ends with that batch, not inside it, and
+    // the third is not read.
+    assert_eq!(through(0, r3, 2), slice(0, r2));
+    assert_eq!(through(r2, r2, 1_000), Vec::new(), "an empty range");
+    assert_eq!(
+        through(r3, u64::MAX, 1_000),
+        Vec::new(),
+        "nothing after the last"
+    );
+}

@@ -208,13 +208,13 @@ pub(crate) trait Statements: Driver {
     }
 
     /// A page of the checker's history (`grants` or `writes`): the first `n` rows above
-    /// revision `after`, then the rest of the last revision reached (see
-    /// [`Tx::grants`](crate::store::backend::Tx::grants)).
+    /// revision `after` (and up to `through`, when given), then the rest of the last
+    /// revision reached (see [`Tx::grants`](crate::store::backend::Tx::grants)).
     fn history_page<T>(
         &mut self,
         table: &str,
         resource: Option<&str>,
-        after: u64,
+        (after, through): (u64, Option<u64>),
         n: usize,
         decode: Decode<T>,
         revision: fn(&T) -> u64,
@@ -222,6 +222,9 @@ pub(crate) trait Statements: Driver {
         self.settle()?;
         let mut q = Query::new(Self::DIALECT);
         q.cond("revision >", bound(after));
+        if let Some(through) = through {
+            q.cond("revision <=", bound(through));
+        }
         if let Some(r) = resource {
             q.cond("resource_id =", r);
         }

@@ -363,7 +363,20 @@ impl<D: Driver> Tx for D {
     }
 
     fn grants(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<Grant>> {
-        self.history_page("grants", resource, after, n, decode::grant, |g| g.revision)
+        self.history_page("grants", resource, (after, None), n, decode::grant, |g| {
+            g.revision
+        })
+    }
+
+    fn grants_through(&mut self, after: u64, through: u64, n: usize) -> Result<Vec<Grant>> {
+        self.history_page(
+            "grants",
+            None,
+            (after, Some(through)),
+            n,
+            decode::grant,
+            |g| g.revision,
+        )
     }
 
     fn latest_grants(&mut self, resource: &str, n: usize) -> Result<Vec<Grant>> {
@@ -378,9 +391,14 @@ impl<D: Driver> Tx for D {
     }
 
     fn writes(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<WriteRecord>> {
-        self.history_page("writes", resource, after, n, decode::write_record, |w| {
-            w.revision
-        })
+        self.history_page(
+            "writes",
+            resource,
+            (after, None),
+            n,
+            decode::write_record,
+            |w| w.revision,
+        )
     }
 
     fn trim_history(
