@@ -102,7 +102,7 @@ impl Fixture {
         item_compat: &str,
     ) -> u64 {
         self.plant(|tx, revision| {
-            tx.add_grant(&Grant {
+            tx.add_grant(Grant {
                 revision,
                 resource_id: resource.into(),
                 generation,
@@ -131,7 +131,7 @@ impl Fixture {
         detail: Value,
     ) -> u64 {
         self.plant(|tx, revision| {
-            tx.add_write(&WriteRecord {
+            tx.add_write(WriteRecord {
                 revision,
                 resource_id: resource.into(),
                 generation,
@@ -633,7 +633,7 @@ fn a_claim_across_builds_is_reported() {
     f.grant_with("e-1", 1, "a-2", k2(), k1());
     // Lease grants carry no compat and are not work.
     f.plant(|tx, revision| {
-        tx.add_grant(&Grant {
+        tx.add_grant(Grant {
             revision,
             resource_id: "leader".into(),
             generation: 1,
@@ -1011,7 +1011,7 @@ fn an_instance_overdue_behind_a_busy_authority_is_backlogged() {
 
     let now = f.clock.now();
     f.plant(|tx, revision| {
-        tx.add_grant(&Grant {
+        tx.add_grant(Grant {
             revision,
             resource_id: "wf:wf-earlier".into(),
             generation: 1,

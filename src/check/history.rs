@@ -616,7 +616,7 @@ mod tests {
                     let revision = tx.commit_revision()?;
                     for _ in 0..size {
                         n += 1;
-                        tx.add_grant(&grant(revision, n))?;
+                        tx.add_grant(grant(revision, n))?;
                     }
                     Ok(())
                 })

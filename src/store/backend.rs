@@ -274,8 +274,9 @@ pub trait Tx {
     fn list_audit(&mut self, page: &PageRequest) -> Result<Vec<AuditEntry>>;
 
     // --- checker history (bounded)
-    fn add_grant(&mut self, grant: &Grant) -> Result<()>;
-    fn add_write(&mut self, write: &WriteRecord) -> Result<()>;
+    /// Takes the record (a provider that keeps rows in memory stores it as it is).
+    fn add_grant(&mut self, grant: Grant) -> Result<()>;
+    fn add_write(&mut self, write: WriteRecord) -> Result<()>;
     /// Grants with a revision above `after`, in revision order and, within one revision,
     /// in the order they were added. A page is the first `limit` such rows *extended to the
     /// end of the last revision it reaches*: one transaction may add many grants (a claim

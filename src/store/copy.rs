@@ -313,14 +313,14 @@ impl Copier<'_> {
             "grants",
             |tx, after: Option<&u64>| tx.grants(None, after.copied().unwrap_or(0), BATCH),
             |g| g.revision,
-            |tx, g| tx.add_grant(g),
+            |tx, g| tx.add_grant(g.clone()),
         )?;
         self.table(
             src,
             "writes",
             |tx, after: Option<&u64>| tx.writes(None, after.copied().unwrap_or(0), BATCH),
             |w| w.revision,
-            |tx, w| tx.add_write(w),
+            |tx, w| tx.add_write(w.clone()),
         )?;
         self.table(
             src,

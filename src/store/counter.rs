@@ -47,13 +47,20 @@ impl Counter {
                 kind,
                 state,
                 compat,
-            } => format!("{}{}|{compat}", Self::work_prefix(*kind), state.as_str()),
-            Self::Workflows { status, compat } => format!("wf|{}|{compat}", status.as_str()),
+            } => Self::work_key(*kind, *state, compat),
+            // Joined rather than formatted: a key is built at every change of a count.
+            Self::Workflows { status, compat } => ["wf|", status.as_str(), "|", compat].concat(),
             Self::Events(outcome) => format!("events|{}", outcome.as_str()),
             Self::Claims => "claims".into(),
             Self::Writes { accepted: true } => "writes|accepted".into(),
             Self::Writes { accepted: false } => "writes|refused".into(),
         }
+    }
+
+    /// The stored name of [`Self::Work`], without a copy of `compat` to build it from.
+    #[must_use]
+    pub fn work_key(kind: WorkKind, state: WorkState, compat: &str) -> String {
+        ["work|", kind.as_str(), "|", state.as_str(), "|", compat].concat()
     }
 
     /// The name prefix every work counter of `kind` starts with: read them with

@@ -117,11 +117,11 @@ mod tests {
         backend
             .write(&mut |tx: &mut dyn Tx| {
                 for (at, flag) in [(50, true), (150, true), (200, false)] {
-                    tx.add_grant(&grant(1, at, flag))?;
-                    tx.add_write(&write(1, at, !flag))?;
+                    tx.add_grant(grant(1, at, flag))?;
+                    tx.add_write(write(1, at, !flag))?;
                 }
-                tx.add_grant(&grant(10, 0, false))?;
-                tx.add_write(&write(10, 0, true))?;
+                tx.add_grant(grant(10, 0, false))?;
+                tx.add_write(write(10, 0, true))?;
                 tx.trim_history(10, 100)
             })
             .expect("trim");

@@ -100,7 +100,7 @@ impl Store {
             };
             let revision = tx.commit_revision()?;
             tx.put_lease(&lease)?;
-            tx.add_grant(&Grant {
+            tx.add_grant(Grant {
                 revision,
                 resource_id: resource.into(),
                 generation: lease.generation,
@@ -294,7 +294,7 @@ impl Store {
             )(tx, now)?;
             if let Logged::Done(lease) = &moved {
                 let revision = tx.commit_revision()?;
-                tx.add_grant(&Grant {
+                tx.add_grant(Grant {
                     revision,
                     resource_id: resource.into(),
                     generation: lease.generation,

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::backend::{Backend, StoreKind, Tx};
 use super::capability::{Capability, WORK_MODEL};
-use super::lane_index::{self, LaneKey, WaitKey, lane_key, wait_key, wait_key_holds};
+use super::work_table::WorkTable;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
@@ -35,13 +35,8 @@ struct State {
     /// (owner, resource) of every lease: the owner-cap count reads one owner's leases,
     /// not all of them.
     lease_owners: BTreeSet<(String, String)>,
-    work: BTreeMap<String, WorkItem>,
-    /// Every non-terminal item in its lane's claim order: the claim index.
-    work_lanes: BTreeSet<LaneKey>,
-    /// Every pending / retry item by lane and eligibility: how late each lane runs.
-    work_waiting: BTreeSet<WaitKey>,
-    /// (compat, lease expiry, id) of every claimed item: lapsed claims are reclaimed first.
-    claims_due: BTreeSet<DueKey>,
+    /// Work items and their claim indexes.
+    work: WorkTable,
     dedup: BTreeMap<(String, String), DedupRecord>,
     journal: BTreeMap<i64, JournalEvent>,
     journal_seq: i64,
@@ -65,45 +60,12 @@ struct State {
     outcomes: BTreeMap<String, ActionOutcome>,
 }
 
-/// (compat, instant, id): the key of the claim indexes.
-type DueKey = (String, Millis, String);
-
-/// Whether the fields `of` an item's index key differ between `prev` (none: a new item)
-/// and `next`.
-fn moved<F: PartialEq>(
-    prev: Option<&WorkItem>,
-    next: &WorkItem,
-    of: impl Fn(&WorkItem) -> F,
-) -> bool {
-    prev.is_none_or(|p| of(p) != of(next))
-}
-
-/// The reclaim index: claims by lease expiry, and retries a lapsed claim left backing off
-/// (they keep the lapsed expiry) by when they fall due.
-fn claim_key(item: &WorkItem) -> Option<DueKey> {
-    let reclaim = match item.state {
-        WorkState::Claimed => true,
-        WorkState::Retry => item.lease_expires_at.is_some(),
-        _ => false,
-    };
-    reclaim
-        .then(|| item.due_at())
-        .flatten()
-        .map(|d| (item.compat.clone(), d, item.id.clone()))
-}
-
-/// The first `limit` keys of `compat` due by `now`, in due order.
-fn due_by(index: &BTreeSet<DueKey>, compat: &str, now: Millis, limit: usize) -> Vec<String> {
-    let start = (compat.to_owned(), Millis::MIN, String::new());
-    index
-        .range(start..)
-        .take_while(|(c, due, _)| c == compat && *due <= now)
-        .take(limit)
-        .map(|(_, _, id)| id.clone())
-        .collect()
-}
-
 type Undo = Box<dyn FnOnce(&mut State) + Send>;
+
+/// A work row as it was before a change (none: it did not exist). Work rows are undone on
+/// a log of their own: their index entries move back with them, so no index change needs
+/// an undo step, and nothing else depends on the order of work rows and other changes.
+type WorkUndo = (String, Option<WorkItem>);
 
 /// The shared in-memory store. Clones share state.
 #[derive(Clone)]
@@ -179,17 +141,22 @@ impl Backend for MemoryBackend {
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         let mut guard = self.lock()?;
-        let mut tx = MemTx {
-            state: &mut guard,
-            undo: Vec::new(),
-            revision: None,
-            writable: true,
-        };
+        let mut tx = MemTx::new(&mut guard, true);
         let result = f(&mut tx);
-        if result.is_err() {
-            let MemTx { state, undo, .. } = tx;
+        if result.is_ok() {
+            tx.settle_counters(false);
+        } else {
+            let MemTx {
+                state,
+                undo,
+                work_undo,
+                ..
+            } = tx;
             for step in undo.into_iter().rev() {
                 step(state);
+            }
+            for (id, old) in work_undo.into_iter().rev() {
+                state.work.restore(&id, old);
             }
         }
         result
@@ -197,12 +164,7 @@ impl Backend for MemoryBackend {
 
     fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         let mut guard = self.lock()?;
-        f(&mut MemTx {
-            state: &mut guard,
-            undo: Vec::new(),
-            revision: None,
-            writable: false,
-        })
+        f(&mut MemTx::new(&mut guard, false))
     }
 
     fn change_token(&self) -> Result<u64> {
@@ -213,24 +175,19 @@ impl Backend for MemoryBackend {
 struct MemTx<'a> {
     state: &'a mut State,
     undo: Vec<Undo>,
+    work_undo: Vec<WorkUndo>,
+    /// Counter changes not yet applied: a transaction adds to a handful of counters many
+    /// times, so it sums them here and applies each once (before any read of them).
+    counter_deltas: Vec<(String, i64)>,
     revision: Option<u64>,
     writable: bool,
 }
 
 /// Puts `value` under `key` in the map chosen by `field`, remembering how to undo it.
 macro_rules! put {
-    ($tx:expr, $field:ident, $key:expr, $value:expr) => {
-        put!($tx, $field, $key, $value, |_replaced| ())
-    };
-    // `$seen` runs with the replaced value (if any) before it moves into the undo log: a
-    // caller that reindexes from it needs no copy of it.
-    ($tx:expr, $field:ident, $key:expr, $value:expr, |$replaced:ident| $seen:expr) => {{
+    ($tx:expr, $field:ident, $key:expr, $value:expr) => {{
         let key = $key;
         let old = $tx.state.$field.insert(key.clone(), $value);
-        {
-            let $replaced = old.as_ref();
-            $seen;
-        }
         $tx.undo.push(Box::new(move |s: &mut State| {
             match old {
                 Some(old) => s.$field.insert(key, old),
@@ -279,16 +236,20 @@ fn page_of<'m, V: Clone + 'm>(
     page: &PageRequest,
     keep: impl Fn(&V) -> bool,
 ) -> Vec<V> {
+    page_in(|bounds| map.range::<str, _>(bounds).map(|(_, v)| v), page, keep)
+}
+
+/// A page of the rows `range` gives for bounds on their keys, in key order.
+fn page_in<'m, 'p, V: Clone + 'm, I: DoubleEndedIterator<Item = &'m V>>(
+    range: impl FnOnce((Bound<&'p str>, Bound<&'p str>)) -> I,
+    page: &'p PageRequest,
+    keep: impl Fn(&V) -> bool,
+) -> Vec<V> {
     let limit = page.limit.max(1);
+    let key = page.after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
     if page.backwards {
-        let upper = page
-            .after
-            .as_ref()
-            .map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
-        let mut rows: Vec<V> = map
-            .range((Bound::Unbounded, upper))
+        let mut rows: Vec<V> = range((Bound::Unbounded, key))
             .rev()
-            .map(|(_, v)| v)
             .filter(|v| keep(v))
             .take(limit)
             .cloned()
@@ -296,12 +257,7 @@ fn page_of<'m, V: Clone + 'm>(
         rows.reverse();
         rows
     } else {
-        let lower = page
-            .after
-            .as_ref()
-            .map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
-        map.range((lower, Bound::Unbounded))
-            .map(|(_, v)| v)
+        range((key, Bound::Unbounded))
             .filter(|v| keep(v))
             .take(limit)
             .cloned()
@@ -399,7 +355,18 @@ fn trim_rows<V>(
     }
 }
 
-impl MemTx<'_> {
+impl<'a> MemTx<'a> {
+    fn new(state: &'a mut State, writable: bool) -> Self {
+        Self {
+            state,
+            undo: Vec::new(),
+            work_undo: Vec::new(),
+            counter_deltas: Vec::new(),
+            revision: None,
+            writable,
+        }
+    }
+
     fn writable(&self) -> Result<()> {
         if self.writable {
             Ok(())
@@ -408,54 +375,22 @@ impl MemTx<'_> {
         }
     }
 
-    fn set_due(&mut self, prev: Option<&WorkItem>, next: &WorkItem) {
-        // An item's identity never changes, so each key moves only with the lifecycle
-        // fields it holds: those are compared first, and unmoved keys are never built.
-        if moved(prev, next, WorkItem::due_at) {
-            self.reindex(
-                |s| &mut s.work_lanes,
-                prev.and_then(lane_key),
-                lane_key(next),
-            );
-        }
-        if moved(prev, next, |w| (wait_key_holds(w), w.next_eligible_at)) {
-            self.reindex(
-                |s| &mut s.work_waiting,
-                prev.and_then(wait_key),
-                wait_key(next),
-            );
-        }
-        if moved(prev, next, |w| (w.state, w.lease_expires_at, w.due_at())) {
-            self.reindex(
-                |s| &mut s.claims_due,
-                prev.and_then(claim_key),
-                claim_key(next),
-            );
-        }
+    /// Writes a work row, undoably: the row it replaces moves into the undo log.
+    fn put_work(&mut self, item: WorkItem) {
+        let id = item.id.clone();
+        let old = self.state.work.put(item);
+        self.work_undo.push((id, old));
     }
 
-    /// Moves an item's entry in one index from `prev` to `next`, undoably.
-    fn reindex<K: Ord + Clone + Send + 'static>(
-        &mut self,
-        index: fn(&mut State) -> &mut BTreeSet<K>,
-        prev: Option<K>,
-        next: Option<K>,
-    ) {
-        if prev == next {
-            return;
-        }
-        if let Some(key) = prev {
-            if index(self.state).remove(&key) {
-                self.undo.push(Box::new(move |s: &mut State| {
-                    index(s).insert(key);
-                }));
-            }
-        }
-        if let Some(key) = next {
-            if index(self.state).insert(key.clone()) {
-                self.undo.push(Box::new(move |s: &mut State| {
-                    index(s).remove(&key);
-                }));
+    /// Applies the summed counter changes, undoably when `undoable` (a read of the counters
+    /// inside the transaction; at its end the changes are final).
+    fn settle_counters(&mut self, undoable: bool) {
+        for (name, delta) in std::mem::take(&mut self.counter_deltas) {
+            let value = self.state.counters.get(&name).copied().unwrap_or(0) + delta;
+            if undoable {
+                put!(self, counters, name, value);
+            } else {
+                self.state.counters.insert(name, value);
             }
         }
     }
@@ -517,27 +452,24 @@ impl Tx for MemTx<'_> {
             );
         }
         for item in items {
-            // The due indexes do not hold the generation: only the row changes.
-            put!(
-                self,
-                work,
-                item.id.clone(),
-                WorkItem {
-                    generation: floor,
-                    ..item
-                }
-            );
+            self.put_work(WorkItem {
+                generation: floor,
+                ..item
+            });
         }
         Ok(raised)
     }
 
     fn adjust_counter(&mut self, name: &str, delta: i64) -> Result<()> {
-        let value = self.state.counters.get(name).copied().unwrap_or(0) + delta;
-        put!(self, counters, name.to_owned(), value);
+        match self.counter_deltas.iter_mut().find(|(n, _)| n == name) {
+            Some((_, sum)) => *sum += delta,
+            None => self.counter_deltas.push((name.to_owned(), delta)),
+        }
         Ok(())
     }
 
     fn counters(&mut self, prefix: &str) -> Result<Vec<(String, i64)>> {
+        self.settle_counters(true);
         Ok(self
             .state
             .counters
@@ -591,12 +523,7 @@ impl Tx for MemTx<'_> {
         // Through the reclaim index (every claimed item, and lapsed retries), not every
         // item of the store.
         let mut counts = (0, 0);
-        let claimed = self
-            .state
-            .claims_due
-            .iter()
-            .map(|(_, _, id)| &self.state.work[id]);
-        for item in claimed {
+        for item in self.state.work.reclaimable() {
             if item.state == WorkState::Claimed && item.owner_id.as_deref() == Some(owner) {
                 counts.0 += 1;
                 counts.1 += u64::from(item.lease_expires_at.is_some_and(|at| at <= now));
@@ -614,28 +541,22 @@ impl Tx for MemTx<'_> {
     }
 
     fn insert_work(&mut self, item: &WorkItem) -> Result<bool> {
-        if self.state.work.contains_key(&item.id) {
+        if self.state.work.contains(&item.id) {
             return Ok(false);
         }
         let floor = crate::store::epoch::generation_floor(self)?;
         let floored = crate::store::epoch::floored(item, floor);
-        let item = floored.as_ref().unwrap_or(item);
-        self.set_due(None, item);
-        put!(self, work, item.id.clone(), item.clone());
+        self.put_work(floored.unwrap_or_else(|| item.clone()));
         Ok(true)
     }
 
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {
-        // The row it replaces moves into the undo log rather than being copied there.
-        let id = item.id.clone();
-        put!(self, work, id, item.clone(), |prev| {
-            self.set_due(prev, item);
-        });
+        self.put_work(item.clone());
         Ok(())
     }
 
     fn claim_lanes(&mut self, compat: &str) -> Result<Vec<WorkLane>> {
-        Ok(lane_index::lanes(&self.state.work_lanes, compat))
+        Ok(self.state.work.lanes(compat))
     }
 
     fn lane_claimable(
@@ -645,23 +566,17 @@ impl Tx for MemTx<'_> {
         now: Millis,
         limit: usize,
     ) -> Result<Vec<WorkItem>> {
-        Ok(
-            lane_index::due(&self.state.work_lanes, compat, lane, now, limit)
-                .iter()
-                .filter_map(|id| self.state.work.get(id).cloned())
-                .collect(),
-        )
+        let due = self.state.work.due(compat, lane, now, limit);
+        Ok(due.into_iter().cloned().collect())
     }
 
     fn lapsed_claims(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<WorkItem>> {
-        Ok(due_by(&self.state.claims_due, compat, now, limit)
-            .iter()
-            .filter_map(|id| self.state.work.get(id).cloned())
-            .collect())
+        let lapsed = self.state.work.lapsed(compat, now, limit);
+        Ok(lapsed.into_iter().cloned().collect())
     }
 
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {
-        Ok(page_of(&self.state.work, page, |w| {
+        Ok(page_in(|bounds| self.state.work.range(bounds), page, |w| {
             (filter.states.is_empty() || filter.states.contains(&w.state))
                 && filter.kind.is_none_or(|k| w.kind == k)
                 && filter
@@ -677,7 +592,7 @@ impl Tx for MemTx<'_> {
     }
 
     fn waiting_lanes(&mut self) -> Result<Vec<(WorkLane, Millis)>> {
-        Ok(lane_index::waiting(&self.state.work_waiting))
+        Ok(self.state.work.waiting_lanes())
     }
 
     fn dedup(&mut self, source: &str, external_id: &str) -> Result<Option<DedupRecord>> {
@@ -893,23 +808,25 @@ impl Tx for MemTx<'_> {
         Ok(numeric_page(&self.state.audit, page))
     }
 
-    fn add_grant(&mut self, grant: &Grant) -> Result<()> {
+    fn add_grant(&mut self, grant: Grant) -> Result<()> {
         let seq = self.next_log_seq();
-        put!(self, grants, (grant.revision, seq), grant.clone());
+        let key = (grant.revision, seq);
         if grant.took_over.is_some() {
             let position = HistoryPosition { at: grant.at, seq };
-            put!(self, failover_index, position, (grant.revision, seq));
+            put!(self, failover_index, position, key);
         }
+        put!(self, grants, key, grant);
         Ok(())
     }
 
-    fn add_write(&mut self, write: &WriteRecord) -> Result<()> {
+    fn add_write(&mut self, write: WriteRecord) -> Result<()> {
         let seq = self.next_log_seq();
-        put!(self, writes, (write.revision, seq), write.clone());
+        let key = (write.revision, seq);
         if !write.accepted {
             let position = HistoryPosition { at: write.at, seq };
-            put!(self, refused_index, position, (write.revision, seq));
+            put!(self, refused_index, position, key);
         }
+        put!(self, writes, key, write);
         Ok(())
     }
 
@@ -1155,7 +1072,9 @@ impl Tx for MemTx<'_> {
 
     fn delete_work(&mut self, id: &str) -> Result<()> {
         self.writable()?;
-        take!(self, work, id.to_owned());
+        if let Some(old) = self.state.work.remove(id) {
+            self.work_undo.push((id.to_owned(), Some(old)));
+        }
         Ok(())
     }
 

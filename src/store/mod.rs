@@ -7,7 +7,7 @@
 //! `fair_share.rs` (which items a claim batch takes), `reads.rs` (the dashboard's paged reads), `retention.rs` (what is trimmed, and when), `incidents.rs` (failovers and refused
 //! writes by time) hold the operations; `counter.rs` names every incremental counter,
 //! `logged.rs` the answer of a write whose refusal commits; `copy.rs` copies a whole
-//! store into an empty one; `memory.rs` (with `lane_index.rs`), `sqlite/` and `postgres/` are the providers;
+//! store into an empty one; `memory.rs` (with `work_table.rs`), `sqlite/` and `postgres/` are the providers;
 //! `url.rs` opens a store from a URL. When the store itself fails: `epoch.rs` (store
 //! epochs and generation floors), `witness.rs` (this host's record of a store, against
 //! rewinds), `rewind.rs` (accepting one), `faults.rs` (a fault-injecting provider for
@@ -24,7 +24,7 @@ mod fair_share;
 pub mod faults;
 mod group_commit;
 mod incidents;
-mod lane_index;
+mod work_table;
 mod leases;
 mod logged;
 pub mod memory;
@@ -353,11 +353,12 @@ pub(crate) fn record_write(
     generation: u64,
     verb: WriteVerb,
     outcome: &Result<()>,
-    detail: serde_json::Value,
+    detail: impl serde::Serialize,
     holder: Holder,
 ) -> Result<()> {
+    let detail = serde_json::to_string(&detail).map_err(|e| Error::Invalid(e.to_string()))?;
     let revision = tx.commit_revision()?;
-    tx.add_write(&WriteRecord {
+    tx.add_write(WriteRecord {
         revision,
         resource_id: resource.to_owned(),
         generation,
@@ -365,7 +366,7 @@ pub(crate) fn record_write(
         verb,
         accepted: outcome.is_ok(),
         refusal: outcome.as_ref().err().map(|e| e.code().to_owned()),
-        detail: detail.to_string(),
+        detail,
         at: now,
         holder: Some(holder),
     })?;

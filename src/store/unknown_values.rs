@@ -63,7 +63,7 @@ fn sql_rows_with_an_unknown_kind_verb_or_status_are_corrupt() {
     let backend = Arc::new(SqliteBackend::open(&path, OpenMode::ReadWrite).expect("open"));
     let store = store(backend.clone());
     write(backend.as_ref(), |tx| {
-        tx.add_grant(&Grant {
+        tx.add_grant(Grant {
             revision: 1,
             resource_id: "r".into(),
             generation: 1,
@@ -74,7 +74,7 @@ fn sql_rows_with_an_unknown_kind_verb_or_status_are_corrupt() {
             at: 0,
             took_over: None,
         })?;
-        tx.add_write(&WriteRecord {
+        tx.add_write(WriteRecord {
             revision: 1,
             resource_id: "r".into(),
             generation: 1,

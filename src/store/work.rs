@@ -45,10 +45,10 @@ pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkIte
             if prev.state == next.state {
                 return Ok(true);
             }
-            Counter::work(prev).adjust(tx, -1)?;
+            tx.adjust_counter(&Counter::work_key(prev.kind, prev.state, &prev.compat), -1)?;
         }
     }
-    Counter::work(next).adjust(tx, 1)?;
+    tx.adjust_counter(&Counter::work_key(next.kind, next.state, &next.compat), 1)?;
     Ok(true)
 }
 
@@ -393,6 +393,20 @@ impl Store {
     }
 }
 
+/// What the record of a fenced write to a work item says of it (none of it for a missing
+/// item). Its fields are in the order JSON objects are written in elsewhere (by name), so
+/// the text is the same as a `serde_json::Value`'s, built without one.
+#[derive(Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WriteDetail<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    idempotency_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logical_effect_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'a str>,
+}
+
 /// A fenced change to one item inside an open transaction; the attempt is logged either way.
 pub(crate) fn fenced_in(
     tx: &mut dyn Tx,
@@ -407,14 +421,14 @@ pub(crate) fn fenced_in(
     // every write an authority was refused.
     let item = tx.work(id)?;
     let (outcome, detail, holder) = match &item {
-        None => (Err(not_found(id)), serde_json::json!({}), Holder::nobody()),
+        None => (Err(not_found(id)), WriteDetail::default(), Holder::nobody()),
         Some(item) => {
             let outcome = change(item, now);
-            let detail = serde_json::json!({
-                "logicalEffectId": item.logical_effect_id,
-                "idempotencyKey": item.idempotency_key,
-                "state": outcome.as_ref().map_or(item.state.as_str(), |n| n.state.as_str()),
-            });
+            let detail = WriteDetail {
+                idempotency_key: Some(&item.idempotency_key),
+                logical_effect_id: Some(&item.logical_effect_id),
+                state: Some(outcome.as_ref().map_or(item.state.as_str(), |n| n.state.as_str())),
+            };
             (outcome, detail, Holder::of_work(item))
         }
     };
@@ -470,7 +484,7 @@ fn log_claim(
 ) -> Result<()> {
     Counter::Claims.adjust(tx, 1)?;
     let revision = tx.commit_revision()?;
-    tx.add_grant(&Grant {
+    tx.add_grant(Grant {
         revision,
         resource_id: item.id.clone(),
         generation: item.generation,

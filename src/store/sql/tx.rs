@@ -354,12 +354,12 @@ impl<D: Driver> Tx for D {
         self.numeric_page("audit", page, decode::audit)
     }
 
-    fn add_grant(&mut self, grant: &Grant) -> Result<()> {
-        Driver::add_grant(self, grant)
+    fn add_grant(&mut self, grant: Grant) -> Result<()> {
+        Driver::add_grant(self, &grant)
     }
 
-    fn add_write(&mut self, write: &WriteRecord) -> Result<()> {
-        Driver::add_write(self, write)
+    fn add_write(&mut self, write: WriteRecord) -> Result<()> {
+        Driver::add_write(self, &write)
     }
 
     fn grants(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<Grant>> {

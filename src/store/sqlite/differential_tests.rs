@@ -150,7 +150,7 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
     }
     for i in 0..8u64 {
         for r in ["ra", "rb"] {
-            tx.add_grant(&Grant {
+            tx.add_grant(Grant {
                 revision: i / 2,
                 resource_id: r.into(),
                 generation: i,
@@ -165,7 +165,7 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
                     lapsed_ms: 5 - i as i64,
                 }),
             })?;
-            tx.add_write(&WriteRecord {
+            tx.add_write(WriteRecord {
                 revision: i / 2,
                 resource_id: r.into(),
                 generation: i,

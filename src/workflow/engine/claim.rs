@@ -64,7 +64,7 @@ impl Engine {
                     next_eligible_at: Some(lease.expires_at),
                     ..row.clone()
                 })?;
-                tx.add_grant(&Grant {
+                tx.add_grant(Grant {
                     revision,
                     resource_id: res,
                     generation: lease.generation,
