@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::backend::{Backend, StoreKind, Tx};
 use super::capability::{Capability, WORK_MODEL};
-use super::work_table::WorkTable;
+use super::work_table::{Replaced, WorkTable};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
@@ -62,10 +62,14 @@ struct State {
 
 type Undo = Box<dyn FnOnce(&mut State) + Send>;
 
-/// A work row as it was before a change (none: it did not exist). Work rows are undone on
-/// a log of their own: their index entries move back with them, so no index change needs
-/// an undo step, and nothing else depends on the order of work rows and other changes.
-type WorkUndo = (String, Option<WorkItem>);
+/// The undo logs of one write transaction. Work rows are undone on a log of their own:
+/// their index entries move back with them, so no index change needs an undo step, and
+/// nothing else depends on the order of work rows and other changes.
+#[derive(Default)]
+struct UndoLogs {
+    steps: Vec<Undo>,
+    work: Vec<Replaced>,
+}
 
 /// The shared in-memory store. Clones share state.
 #[derive(Clone)]
@@ -145,20 +149,21 @@ impl Backend for MemoryBackend {
         let result = f(&mut tx);
         if result.is_ok() {
             tx.settle_counters(false);
-        } else {
-            let MemTx {
-                state,
-                undo,
-                work_undo,
-                ..
-            } = tx;
-            for step in undo.into_iter().rev() {
+        }
+        let MemTx { state, undo, .. } = tx;
+        if result.is_err() {
+            for step in undo.steps.into_iter().rev() {
                 step(state);
             }
-            for (id, old) in work_undo.into_iter().rev() {
-                state.work.restore(&id, old);
+            for replaced in undo.work.into_iter().rev() {
+                state.work.restore(replaced);
             }
+            return result;
         }
+        // What the transaction replaced is freed once the store is unlocked: every other
+        // authority waits on the lock, not on the allocator.
+        drop(guard);
+        drop(undo);
         result
     }
 
@@ -174,8 +179,7 @@ impl Backend for MemoryBackend {
 
 struct MemTx<'a> {
     state: &'a mut State,
-    undo: Vec<Undo>,
-    work_undo: Vec<WorkUndo>,
+    undo: UndoLogs,
     /// Counter changes not yet applied: a transaction adds to a handful of counters many
     /// times, so it sums them here and applies each once (before any read of them).
     counter_deltas: Vec<(String, i64)>,
@@ -188,7 +192,7 @@ macro_rules! put {
     ($tx:expr, $field:ident, $key:expr, $value:expr) => {{
         let key = $key;
         let old = $tx.state.$field.insert(key.clone(), $value);
-        $tx.undo.push(Box::new(move |s: &mut State| {
+        $tx.undo.steps.push(Box::new(move |s: &mut State| {
             match old {
                 Some(old) => s.$field.insert(key, old),
                 None => s.$field.remove(&key),
@@ -203,7 +207,7 @@ macro_rules! take {
         let key = $key;
         let old = $tx.state.$field.remove(&key);
         if let Some(value) = old.clone() {
-            $tx.undo.push(Box::new(move |s: &mut State| {
+            $tx.undo.steps.push(Box::new(move |s: &mut State| {
                 s.$field.insert(key, value);
             }));
         }
@@ -236,7 +240,11 @@ fn page_of<'m, V: Clone + 'm>(
     page: &PageRequest,
     keep: impl Fn(&V) -> bool,
 ) -> Vec<V> {
-    page_in(|bounds| map.range::<str, _>(bounds).map(|(_, v)| v), page, keep)
+    page_in(
+        |bounds| map.range::<str, _>(bounds).map(|(_, v)| v),
+        page,
+        keep,
+    )
 }
 
 /// A page of the rows `range` gives for bounds on their keys, in key order.
@@ -246,7 +254,10 @@ fn page_in<'m, 'p, V: Clone + 'm, I: DoubleEndedIterator<Item = &'m V>>(
     keep: impl Fn(&V) -> bool,
 ) -> Vec<V> {
     let limit = page.limit.max(1);
-    let key = page.after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+    let key = page
+        .after
+        .as_deref()
+        .map_or(Bound::Unbounded, Bound::Excluded);
     if page.backwards {
         let mut rows: Vec<V> = range((Bound::Unbounded, key))
             .rev()
@@ -359,8 +370,7 @@ impl<'a> MemTx<'a> {
     fn new(state: &'a mut State, writable: bool) -> Self {
         Self {
             state,
-            undo: Vec::new(),
-            work_undo: Vec::new(),
+            undo: UndoLogs::default(),
             counter_deltas: Vec::new(),
             revision: None,
             writable,
@@ -377,9 +387,8 @@ impl<'a> MemTx<'a> {
 
     /// Writes a work row, undoably: the row it replaces moves into the undo log.
     fn put_work(&mut self, item: WorkItem) {
-        let id = item.id.clone();
-        let old = self.state.work.put(item);
-        self.work_undo.push((id, old));
+        let replaced = self.state.work.put(item);
+        self.undo.work.push(replaced);
     }
 
     /// Applies the summed counter changes, undoably when `undoable` (a read of the counters
@@ -414,6 +423,7 @@ impl Tx for MemTx<'_> {
         let old = self.state.revision;
         self.state.revision += 1;
         self.undo
+            .steps
             .push(Box::new(move |s: &mut State| s.revision = old));
         self.revision = Some(self.state.revision);
         Ok(self.state.revision)
@@ -495,7 +505,7 @@ impl Tx for MemTx<'_> {
             self.state.lease_owners.remove(old);
         }
         let added = self.state.lease_owners.insert(key.clone());
-        self.undo.push(Box::new(move |s: &mut State| {
+        self.undo.steps.push(Box::new(move |s: &mut State| {
             if added {
                 s.lease_owners.remove(&key);
             }
@@ -576,19 +586,23 @@ impl Tx for MemTx<'_> {
     }
 
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {
-        Ok(page_in(|bounds| self.state.work.range(bounds), page, |w| {
-            (filter.states.is_empty() || filter.states.contains(&w.state))
-                && filter.kind.is_none_or(|k| w.kind == k)
-                && filter
-                    .owner
-                    .as_ref()
-                    .is_none_or(|o| w.owner_id.as_ref() == Some(o))
-                && (filter.compats.is_empty() || filter.compats.contains(&w.compat))
-                && filter
-                    .id_prefix
-                    .as_ref()
-                    .is_none_or(|p| w.id.starts_with(p.as_str()))
-        }))
+        Ok(page_in(
+            |bounds| self.state.work.range(bounds),
+            page,
+            |w| {
+                (filter.states.is_empty() || filter.states.contains(&w.state))
+                    && filter.kind.is_none_or(|k| w.kind == k)
+                    && filter
+                        .owner
+                        .as_ref()
+                        .is_none_or(|o| w.owner_id.as_ref() == Some(o))
+                    && (filter.compats.is_empty() || filter.compats.contains(&w.compat))
+                    && filter
+                        .id_prefix
+                        .as_ref()
+                        .is_none_or(|p| w.id.starts_with(p.as_str()))
+            },
+        ))
     }
 
     fn waiting_lanes(&mut self) -> Result<Vec<(WorkLane, Millis)>> {
@@ -618,6 +632,7 @@ impl Tx for MemTx<'_> {
         self.state.journal_seq += 1;
         let seq = self.state.journal_seq;
         self.undo
+            .steps
             .push(Box::new(move |s: &mut State| s.journal_seq = old_seq));
         put!(
             self,
@@ -634,7 +649,7 @@ impl Tx for MemTx<'_> {
                 break;
             }
             if let Some(removed) = self.state.journal.remove(&oldest) {
-                self.undo.push(Box::new(move |s: &mut State| {
+                self.undo.steps.push(Box::new(move |s: &mut State| {
                     s.journal.insert(oldest, removed);
                 }));
             }
@@ -762,7 +777,7 @@ impl Tx for MemTx<'_> {
         let Some(old) = self.state.authorities.remove(id) else {
             return Ok(false);
         };
-        self.undo.push(Box::new(move |s: &mut State| {
+        self.undo.steps.push(Box::new(move |s: &mut State| {
             s.authorities.insert(old.instance_id.clone(), old);
         }));
         Ok(true)
@@ -1073,7 +1088,7 @@ impl Tx for MemTx<'_> {
     fn delete_work(&mut self, id: &str) -> Result<()> {
         self.writable()?;
         if let Some(old) = self.state.work.remove(id) {
-            self.work_undo.push((id.to_owned(), Some(old)));
+            self.undo.work.push(Replaced::Row(old));
         }
         Ok(())
     }
@@ -1233,7 +1248,7 @@ impl Tx for MemTx<'_> {
         let old = (self.state.revision, self.state.journal_seq);
         self.state.revision = revision;
         self.state.journal_seq = journal_high_water;
-        self.undo.push(Box::new(move |s: &mut State| {
+        self.undo.steps.push(Box::new(move |s: &mut State| {
             (s.revision, s.journal_seq) = old;
         }));
         Ok(())

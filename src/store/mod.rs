@@ -24,7 +24,6 @@ mod fair_share;
 pub mod faults;
 mod group_commit;
 mod incidents;
-mod work_table;
 mod leases;
 mod logged;
 pub mod memory;
@@ -40,6 +39,7 @@ pub mod rewind;
 mod schedules;
 pub mod stall;
 mod triage;
+mod work_table;
 // Parts of the shared SQL layer (a lost connection) only the PostgreSQL provider uses.
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 mod sql;

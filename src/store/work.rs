@@ -338,38 +338,38 @@ impl Store {
     pub fn complete_batch(&self, batch: &[Completion]) -> Result<Vec<Result<WorkItem>>> {
         self.write(|tx, now| {
             tx.prefetch_work(&batch.iter().map(|c| c.id.as_str()).collect::<Vec<_>>())?;
-            batch
-                .iter()
-                .map(|c| {
-                    let verb = if c.outcome.is_ok() {
-                        WriteVerb::Complete
-                    } else {
-                        WriteVerb::Fail
-                    };
-                    let answer = fenced_in(
-                        tx,
-                        now,
-                        &c.id,
-                        &c.owner,
-                        c.generation,
-                        verb,
-                        |item, now| match &c.outcome {
-                            Ok(result) => {
-                                rules::complete(item, &c.owner, c.generation, result.clone(), now)
-                            }
-                            Err(failure) => rules::fail(
-                                item,
-                                &c.owner,
-                                c.generation,
-                                failure.clone(),
-                                Backoff::default().with_floor(c.retry_floor_ms),
-                                now,
-                            ),
-                        },
-                    )?;
-                    Ok(answer.into_result())
-                })
-                .collect()
+            // Sized up front: an item is large, and growing the answers copies them.
+            let mut answers = Vec::with_capacity(batch.len());
+            for c in batch {
+                let verb = if c.outcome.is_ok() {
+                    WriteVerb::Complete
+                } else {
+                    WriteVerb::Fail
+                };
+                let answer = fenced_in(
+                    tx,
+                    now,
+                    &c.id,
+                    &c.owner,
+                    c.generation,
+                    verb,
+                    |item, now| match &c.outcome {
+                        Ok(result) => {
+                            rules::complete(item, &c.owner, c.generation, result.clone(), now)
+                        }
+                        Err(failure) => rules::fail(
+                            item,
+                            &c.owner,
+                            c.generation,
+                            failure.clone(),
+                            Backoff::default().with_floor(c.retry_floor_ms),
+                            now,
+                        ),
+                    },
+                )?;
+                answers.push(answer.into_result());
+            }
+            Ok(answers)
         })
     }
 
@@ -427,7 +427,11 @@ pub(crate) fn fenced_in(
             let detail = WriteDetail {
                 idempotency_key: Some(&item.idempotency_key),
                 logical_effect_id: Some(&item.logical_effect_id),
-                state: Some(outcome.as_ref().map_or(item.state.as_str(), |n| n.state.as_str())),
+                state: Some(
+                    outcome
+                        .as_ref()
+                        .map_or(item.state.as_str(), |n| n.state.as_str()),
+                ),
             };
             (outcome, detail, Holder::of_work(item))
         }

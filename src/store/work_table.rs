@@ -43,6 +43,15 @@ struct Row {
     item: WorkItem,
 }
 
+/// What writing a row replaced: the row as it was, or nothing (the id of the row added).
+/// Kept in the memory store's undo log; undone with [`WorkTable::restore`].
+// Nearly every entry is a replaced row: boxing it would cost an allocation per write.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Replaced {
+    Row(WorkItem),
+    Nothing(Arc<str>),
+}
+
 /// Names numbered in first-seen order; a name keeps its number for the life of the store.
 struct Interned<N> {
     numbers: BTreeMap<N, u32>,
@@ -103,7 +112,8 @@ impl Keys {
         };
         let waits = matches!(item.state, WorkState::Pending | WorkState::Retry);
         Self {
-            lane: (item.due_at()).map(|due| (numbers.lane, Reverse(item.priority), due, id.clone())),
+            lane: (item.due_at())
+                .map(|due| (numbers.lane, Reverse(item.priority), due, id.clone())),
             waiting: waits.then(|| (numbers.waiting, item.next_eligible_at, id.clone())),
             claim: (reclaim.then(|| item.due_at()).flatten())
                 .map(|due| (numbers.compat, due, id.clone())),
@@ -151,28 +161,36 @@ impl WorkTable {
     }
 
     /// Writes `item` over the row with its id (or adds it), moving its index entries;
-    /// returns the row it replaced.
-    pub fn put(&mut self, item: WorkItem) -> Option<WorkItem> {
+    /// returns what it replaced.
+    pub fn put(&mut self, item: WorkItem) -> Replaced {
         let Some(row) = self.rows.get_mut(item.id.as_str()) else {
             let id: Arc<str> = Arc::from(item.id.as_str());
             let numbers = self.numbers_of(&item);
             let keys = Keys::of(&item, numbers, &id);
-            self.rows.insert(id.clone(), Row { id, numbers, item });
+            self.rows.insert(
+                id.clone(),
+                Row {
+                    id: id.clone(),
+                    numbers,
+                    item,
+                },
+            );
             self.apply(Keys::NONE, keys);
-            return None;
+            return Replaced::Nothing(id);
         };
         if !same_identity(&row.item, &item) {
             // An item's identity never changes; were it rewritten, it is filed afresh.
-            let old = self.remove(&item.id);
+            let id = row.id.clone();
+            let old = self.remove(&id);
             self.put(item);
-            return old;
+            return old.map_or(Replaced::Nothing(id), Replaced::Row);
         }
         let id = row.id.clone();
         let old = std::mem::replace(&mut row.item, item);
         let prev = Keys::of(&old, row.numbers, &id);
         let next = Keys::of(&row.item, row.numbers, &id);
         self.apply(prev, next);
-        Some(old)
+        Replaced::Row(old)
     }
 
     /// Removes the row of `id` and its index entries; returns it.
@@ -182,12 +200,12 @@ impl WorkTable {
         Some(row.item)
     }
 
-    /// Puts the row of `id` back as it was before a rolled-back change (none: it did not
-    /// exist), its index entries with it.
-    pub fn restore(&mut self, id: &str, old: Option<WorkItem>) {
-        match old {
-            Some(item) => drop(self.put(item)),
-            None => drop(self.remove(id)),
+    /// Undoes a change: puts back the row it replaced, or removes the row it added (index
+    /// entries with it).
+    pub fn restore(&mut self, replaced: Replaced) {
+        match replaced {
+            Replaced::Row(item) => drop(self.put(item)),
+            Replaced::Nothing(id) => drop(self.remove(&id)),
         }
     }
 
@@ -241,11 +259,13 @@ impl WorkTable {
         let Some(&number) = self.compats.numbers.get(compat) else {
             return Vec::new();
         };
-        (self.claims_due.range((number, Millis::MIN, self.least.clone())..))
-            .take_while(|k| k.0 == number && k.1 <= now)
-            .take(limit)
-            .filter_map(|k| self.get(&k.2))
-            .collect()
+        (self
+            .claims_due
+            .range((number, Millis::MIN, self.least.clone())..))
+        .take_while(|k| k.0 == number && k.1 <= now)
+        .take(limit)
+        .filter_map(|k| self.get(&k.2))
+        .collect()
     }
 
     /// Every item in the reclaim index: the claimed ones, and lapsed retries.
@@ -402,15 +422,8 @@ mod tests {
         ) {
             let mut table = WorkTable::default();
             let apply = |table: &mut WorkTable, change: &Change| match (change, item(change)) {
-                (_, Some(item)) => {
-                    let id = item.id.clone();
-                    (id, table.put(item))
-                }
-                (Change::Remove(id), None) => {
-                    let id = format!("w{id:02}");
-                    let old = table.remove(&id);
-                    (id, old)
-                }
+                (_, Some(item)) => Some(table.put(item)),
+                (Change::Remove(id), None) => table.remove(&format!("w{id:02}")).map(Replaced::Row),
                 (Change::Put { .. }, None) => unreachable!("a put makes an item"),
             };
             for change in &kept {
@@ -418,11 +431,10 @@ mod tests {
                 check_against_rows(&table);
             }
             let before: Vec<WorkItem> = table.values().cloned().collect();
-            let undo: Vec<(String, Option<WorkItem>)> =
-                undone.iter().map(|c| apply(&mut table, c)).collect();
+            let undo: Vec<Replaced> = undone.iter().filter_map(|c| apply(&mut table, c)).collect();
             check_against_rows(&table);
-            for (id, old) in undo.into_iter().rev() {
-                table.restore(&id, old);
+            for replaced in undo.into_iter().rev() {
+                table.restore(replaced);
             }
             let after: Vec<WorkItem> = table.values().cloned().collect();
             prop_assert_eq!(after, before);

@@ -59,7 +59,7 @@ impl AuthorityCore {
     /// in one group commit ([`crate::Store::complete_batch`]), each still fenced on its own.
     pub fn finish_all(&self, batch: Vec<Executed>) -> Vec<Finished> {
         let mut answers: Vec<Option<Finished>> = vec![None; batch.len()];
-        let mut grouped: Vec<(usize, Job, Executed)> = Vec::new();
+        let mut grouped: Vec<(usize, Job, Executed)> = Vec::with_capacity(batch.len());
         let mut steps: Vec<(usize, Job, Executed)> = Vec::new();
         let mut single: Vec<(usize, Executed)> = Vec::new();
         {
@@ -227,10 +227,14 @@ impl AuthorityCore {
                 _ => None,
             };
             if let Some(handler) = handler {
-                s.handler_ms
-                    .entry(handler.to_owned())
-                    .or_default()
-                    .record(executed.spent_ms);
+                // Looked up before it is added: a name is copied once, not per outcome.
+                match s.handler_ms.get_mut(handler) {
+                    Some(spent) => spent.record(executed.spent_ms),
+                    None => {
+                        let spent = s.handler_ms.entry(handler.to_owned()).or_default();
+                        spent.record(executed.spent_ms);
+                    }
+                }
             }
             match &finished {
                 Finished::Completed => s.completions += 1,
