@@ -164,6 +164,7 @@ pub(crate) fn claim_candidates(
     if lanes.is_empty() {
         return Ok((chosen, rotation.clone()));
     }
+    chosen.reserve(room.left);
     let share = room.left.div_ceil(lanes.len());
     let mut kinds = by_kind(lanes, rotation);
     for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
@@ -238,12 +239,11 @@ fn refill(
         .map(|w| w.id.as_str())
         .collect();
     let want = n + ours.len();
-    let items = tx.lane_claimable(&queue.compat, lane, now, want)?;
+    let mut items = tx.lane_claimable(&queue.compat, lane, now, want)?;
     queue.full = items.len() == want;
-    queue.items = items
-        .into_iter()
-        .filter(|w| !ours.contains(w.id.as_str()))
-        .collect();
+    // Kept in place: an item is large, and a queue collected afresh would grow by copies.
+    items.retain(|w| !ours.contains(w.id.as_str()));
+    queue.items = items.into();
     Ok(())
 }
 

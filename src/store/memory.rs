@@ -69,6 +69,15 @@ type Undo = Box<dyn FnOnce(&mut State) + Send>;
 struct UndoLogs {
     steps: Vec<Undo>,
     work: Vec<Replaced>,
+    /// History records added (each with its incident index entry, if it has one): taken
+    /// out again on rollback. Keys, not closures: a claim or completion adds one per item.
+    history: Vec<Added>,
+}
+
+/// A history record added by a transaction, by its key.
+enum Added {
+    Grant((u64, u64), Option<HistoryPosition>),
+    Write((u64, u64), Option<HistoryPosition>),
 }
 
 /// The shared in-memory store. Clones share state.
@@ -157,6 +166,22 @@ impl Backend for MemoryBackend {
             }
             for replaced in undo.work.into_iter().rev() {
                 state.work.restore(replaced);
+            }
+            for added in undo.history {
+                match added {
+                    Added::Grant(key, position) => {
+                        state.grants.remove(&key);
+                        if let Some(p) = position {
+                            state.failover_index.remove(&p);
+                        }
+                    }
+                    Added::Write(key, position) => {
+                        state.writes.remove(&key);
+                        if let Some(p) = position {
+                            state.refused_index.remove(&p);
+                        }
+                    }
+                }
             }
             return result;
         }
@@ -826,22 +851,24 @@ impl Tx for MemTx<'_> {
     fn add_grant(&mut self, grant: Grant) -> Result<()> {
         let seq = self.next_log_seq();
         let key = (grant.revision, seq);
-        if grant.took_over.is_some() {
-            let position = HistoryPosition { at: grant.at, seq };
-            put!(self, failover_index, position, key);
+        let position = (grant.took_over.is_some()).then_some(HistoryPosition { at: grant.at, seq });
+        if let Some(position) = position {
+            self.state.failover_index.insert(position, key);
         }
-        put!(self, grants, key, grant);
+        self.state.grants.insert(key, grant);
+        self.undo.history.push(Added::Grant(key, position));
         Ok(())
     }
 
     fn add_write(&mut self, write: WriteRecord) -> Result<()> {
         let seq = self.next_log_seq();
         let key = (write.revision, seq);
-        if !write.accepted {
-            let position = HistoryPosition { at: write.at, seq };
-            put!(self, refused_index, position, key);
+        let position = (!write.accepted).then_some(HistoryPosition { at: write.at, seq });
+        if let Some(position) = position {
+            self.state.refused_index.insert(position, key);
         }
-        put!(self, writes, key, write);
+        self.state.writes.insert(key, write);
+        self.undo.history.push(Added::Write(key, position));
         Ok(())
     }
 
@@ -1254,3 +1281,6 @@ impl Tx for MemTx<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;
