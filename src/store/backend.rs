@@ -190,6 +190,13 @@ pub trait Tx {
 
     // --- work
     fn work(&mut self, id: &str) -> Result<Option<WorkItem>>;
+    /// Shows `f` the item `id` (none: there is no such item) without a copy where the
+    /// provider holds it in memory; `f` is called once. For a change that only looks at
+    /// the item before writing its next version.
+    fn with_work(&mut self, id: &str, f: &mut dyn FnMut(Option<&WorkItem>)) -> Result<()> {
+        f(self.work(id)?.as_ref());
+        Ok(())
+    }
     /// A hint that [`Tx::work`] is about to be called for each of `ids`: a provider whose
     /// statements cost a network round trip fetches them in one. Changes nothing.
     fn prefetch_work(&mut self, ids: &[&str]) -> Result<()> {

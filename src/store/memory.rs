@@ -575,6 +575,11 @@ impl Tx for MemTx<'_> {
         Ok(self.state.work.get(id).cloned())
     }
 
+    fn with_work(&mut self, id: &str, f: &mut dyn FnMut(Option<&WorkItem>)) -> Result<()> {
+        f(self.state.work.get(id));
+        Ok(())
+    }
+
     fn insert_work(&mut self, item: &WorkItem) -> Result<bool> {
         if self.state.work.contains(&item.id) {
             return Ok(false);

@@ -33,23 +33,30 @@ pub struct Claim {
 
 /// Writes `next` over `prev`, keeping the counts in step.
 pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkItem) -> Result<bool> {
-    tx.commit_revision()?;
     match prev {
         None => {
+            tx.commit_revision()?;
             if !tx.insert_work(next)? {
                 return Ok(false);
             }
+            tx.adjust_counter(&Counter::work_key(next.kind, next.state, &next.compat), 1)?;
         }
-        Some(prev) => {
-            tx.update_work(next)?;
-            if prev.state == next.state {
-                return Ok(true);
-            }
-            tx.adjust_counter(&Counter::work_key(prev.kind, prev.state, &prev.compat), -1)?;
-        }
+        Some(prev) => update_saved(tx, prev.state, next)?,
     }
-    tx.adjust_counter(&Counter::work_key(next.kind, next.state, &next.compat), 1)?;
     Ok(true)
+}
+
+/// Writes `next` over the item it is the next version of, which was in state `was`,
+/// keeping the counts in step. An item's kind and compat never change, so only its state
+/// moves it between counts.
+fn update_saved(tx: &mut dyn Tx, was: crate::model::WorkState, next: &WorkItem) -> Result<()> {
+    tx.commit_revision()?;
+    tx.update_work(next)?;
+    if was != next.state {
+        tx.adjust_counter(&Counter::work_key(next.kind, was, &next.compat), -1)?;
+        tx.adjust_counter(&Counter::work_key(next.kind, next.state, &next.compat), 1)?;
+    }
+    Ok(())
 }
 
 impl Store {
@@ -407,6 +414,16 @@ struct WriteDetail<'a> {
     state: Option<&'a str>,
 }
 
+/// What a fenced write saw of its item, read in place: the change's outcome, the state the
+/// item was in and who held it, and (for a refusal, which has no new version of the item
+/// to read them from) its keys.
+struct Seen {
+    outcome: Result<WorkItem>,
+    was: crate::model::WorkState,
+    holder: Holder,
+    refused_keys: Option<(String, String)>,
+}
+
 /// A fenced change to one item inside an open transaction; the attempt is logged either way.
 pub(crate) fn fenced_in(
     tx: &mut dyn Tx,
@@ -417,25 +434,45 @@ pub(crate) fn fenced_in(
     verb: WriteVerb,
     change: impl Fn(&WorkItem, Millis) -> Result<WorkItem>,
 ) -> Result<Logged<WorkItem>> {
+    // The item is only looked at (the change makes its next version), so it is read where
+    // it lies rather than copied out of the store.
+    let mut seen = None;
+    tx.with_work(id, &mut |item| {
+        seen = item.map(|item| {
+            let outcome = change(item, now);
+            let refused_keys = (outcome.is_err())
+                .then(|| (item.idempotency_key.clone(), item.logical_effect_id.clone()));
+            Seen {
+                outcome,
+                was: item.state,
+                holder: Holder::of_work(item),
+                refused_keys,
+            }
+        });
+    })?;
     // A missing item's refusal is recorded like any other, so the store's history counts
     // every write an authority was refused.
-    let item = tx.work(id)?;
-    let (outcome, detail, holder) = match &item {
-        None => (Err(not_found(id)), WriteDetail::default(), Holder::nobody()),
-        Some(item) => {
-            let outcome = change(item, now);
-            let detail = WriteDetail {
-                idempotency_key: Some(&item.idempotency_key),
-                logical_effect_id: Some(&item.logical_effect_id),
-                state: Some(
-                    outcome
-                        .as_ref()
-                        .map_or(item.state.as_str(), |n| n.state.as_str()),
-                ),
-            };
-            (outcome, detail, Holder::of_work(item))
-        }
+    let Some(seen) = seen else {
+        let refused = Err(not_found(id));
+        let (detail, holder) = (WriteDetail::default(), Holder::nobody());
+        record_write(
+            tx, now, id, owner, generation, verb, &refused, detail, holder,
+        )?;
+        return Ok(Logged::Refused(not_found(id)));
     };
+    let detail = match (&seen.outcome, &seen.refused_keys) {
+        (Ok(next), _) => WriteDetail {
+            idempotency_key: Some(&next.idempotency_key),
+            logical_effect_id: Some(&next.logical_effect_id),
+            state: Some(next.state.as_str()),
+        },
+        (Err(_), keys) => WriteDetail {
+            idempotency_key: keys.as_ref().map(|k| k.0.as_str()),
+            logical_effect_id: keys.as_ref().map(|k| k.1.as_str()),
+            state: Some(seen.was.as_str()),
+        },
+    };
+    let attempt = seen.outcome.as_ref().map(|_| ()).map_err(Clone::clone);
     record_write(
         tx,
         now,
@@ -443,14 +480,14 @@ pub(crate) fn fenced_in(
         owner,
         generation,
         verb,
-        &outcome.as_ref().map(|_| ()).map_err(Clone::clone),
+        &attempt,
         detail,
-        holder,
+        seen.holder,
     )?;
-    if let (Some(item), Ok(next)) = (&item, &outcome) {
-        save_work(tx, Some(item), next)?;
+    if let Ok(next) = &seen.outcome {
+        update_saved(tx, seen.was, next)?;
     }
-    Ok(outcome.into())
+    Ok(seen.outcome.into())
 }
 
 /// Writes the settlement of `item` if it is a claim that lapsed without an outcome
