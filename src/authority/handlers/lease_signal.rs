@@ -7,51 +7,60 @@
 //! answers afterwards is refused by the fence anyway, so stopping only saves effort.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
+
+/// The flag and the waiters on it. A flag and a `Notify` rather than a watch channel: one
+/// is made for every claimed job, and most are dropped unraised and unwaited.
+#[derive(Debug, Default)]
+struct Shared {
+    lost: AtomicBool,
+    raised: Notify,
+}
 
 /// The raising side, kept with the job by the core. Cheap to clone.
-#[derive(Debug, Clone)]
-pub struct LeaseSignal(Arc<watch::Sender<bool>>);
-
-impl Default for LeaseSignal {
-    fn default() -> Self {
-        Self(Arc::new(watch::Sender::new(false)))
-    }
-}
+#[derive(Debug, Clone, Default)]
+pub struct LeaseSignal(Arc<Shared>);
 
 impl LeaseSignal {
     /// Marks the lease lost; every watcher's [`LeaseWatch::lost`] resolves.
     pub fn raise(&self) {
-        self.0.send_replace(true);
+        self.0.lost.store(true, Ordering::Release);
+        self.0.raised.notify_waiters();
     }
 
     /// A watcher for the handler.
     #[must_use]
     pub fn watch(&self) -> LeaseWatch {
-        LeaseWatch(self.0.subscribe())
+        LeaseWatch(self.0.clone())
     }
 }
 
 /// The handler's side of the signal.
 #[derive(Debug, Clone)]
-pub struct LeaseWatch(watch::Receiver<bool>);
+pub struct LeaseWatch(Arc<Shared>);
 
 impl LeaseWatch {
     /// Whether the authority has learned that it no longer owns the item.
     #[must_use]
     pub fn is_lost(&self) -> bool {
-        *self.0.borrow()
+        self.0.lost.load(Ordering::Acquire)
     }
 
-    /// Resolves once the lease is lost; never, while it is held. Cancel-safe: use it in a
-    /// `tokio::select!` beside the handler's work.
+    /// Resolves once the lease is lost; never, while it is held (nor once the job is gone
+    /// unraised: nothing will raise it then). Cancel-safe: use it in a `tokio::select!`
+    /// beside the handler's work.
     pub async fn lost(&self) {
-        let mut rx = self.0.clone();
-        // An error means the job is gone and nothing will ever raise it: wait forever
-        // rather than tell a handler a lease it holds is lost.
-        if rx.wait_for(|lost| *lost).await.is_err() {
-            std::future::pending::<()>().await;
+        loop {
+            // Registered before the flag is read, so a raise in between is not missed.
+            let raised = self.0.raised.notified();
+            tokio::pin!(raised);
+            raised.as_mut().enable();
+            if self.is_lost() {
+                return;
+            }
+            raised.await;
         }
     }
 }
@@ -74,5 +83,25 @@ mod tests {
         assert!(watch.is_lost());
         // A watcher taken after the raise sees it at once.
         signal.watch().lost().await;
+    }
+
+    #[tokio::test]
+    async fn an_unraised_signal_never_resolves_even_once_dropped() {
+        use futures_util::FutureExt;
+        let signal = LeaseSignal::default();
+        let watch = signal.watch();
+        let waiter = tokio::spawn({
+            let watch = watch.clone();
+            async move { watch.lost().await }
+        });
+        tokio::task::yield_now().await;
+        drop(signal);
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiter.is_finished(), "a lease nobody raised is not lost");
+        assert!(watch.lost().now_or_never().is_none());
+        assert!(!watch.is_lost());
+        waiter.abort();
     }
 }
