@@ -117,6 +117,22 @@ pub fn claim(
     lease_ms: Millis,
     now: Millis,
 ) -> Result<WorkItem> {
+    claim_owned(item.clone(), owner, keys, token, lease_ms, now)
+}
+
+/// [`claim`], moving `item` into its claimed version rather than copying it: for a caller
+/// that has no further use for the item as it was.
+///
+/// # Errors
+/// As [`claim`].
+pub fn claim_owned(
+    item: WorkItem,
+    owner: &str,
+    keys: &CompatSet,
+    token: String,
+    lease_ms: Millis,
+    now: Millis,
+) -> Result<WorkItem> {
     if !keys.contains(&item.compat) {
         return Err(Error::Incompatible {
             id: item.id.clone(),
@@ -124,8 +140,8 @@ pub fn claim(
             have: keys.to_string(),
         });
     }
-    if let Some(settled) = lapse(item, Backoff::default(), now) {
-        return claim(&settled, owner, keys, token, lease_ms, now);
+    if let Some(settled) = lapse(&item, Backoff::default(), now) {
+        return claim_owned(settled, owner, keys, token, lease_ms, now);
     }
     match item.state {
         WorkState::Succeeded | WorkState::Failed => {
@@ -165,7 +181,7 @@ pub fn claim(
         attempt_number: item.attempt_number + 1,
         last_attempt_at: Some(now),
         updated_at: now,
-        ..item.clone()
+        ..item
     })
 }
 

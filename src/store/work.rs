@@ -179,15 +179,10 @@ impl Store {
             let mut claimed = Vec::with_capacity(candidates.len());
             for found in candidates {
                 let item = settle_lapsed(tx, found, &keys, now)?;
-                if let Ok(next) =
-                    rules::claim(&item, owner, &keys, self.ids.next_id("tok"), lease_ms, now)
+                let token = self.ids.next_id("tok");
+                if let Logged::Done(claim) = claim_in(tx, item, owner, &keys, token, lease_ms, now)?
                 {
-                    save_work(tx, Some(&item), &next)?;
-                    log_claim(tx, &item, &next, owner, now)?;
-                    claimed.push(Claim {
-                        item: next,
-                        took_over_expired_at: item.unfinished_claim_expiry(),
-                    });
+                    claimed.push(claim);
                 }
             }
             Ok((claimed, rotated))
@@ -215,14 +210,13 @@ impl Store {
                 return Ok(Logged::Refused(not_found(id)));
             };
             let item = settle_lapsed(tx, found, &keys, now)?;
-            let next =
-                match rules::claim(&item, owner, &keys, self.ids.next_id("tok"), lease_ms, now) {
-                    Ok(next) => next,
-                    Err(e) => return Ok(Logged::Refused(e)),
-                };
-            save_work(tx, Some(&item), &next)?;
-            log_claim(tx, &item, &next, owner, now)?;
-            Ok(Logged::Done(next))
+            let token = self.ids.next_id("tok");
+            Ok(
+                match claim_in(tx, item, owner, &keys, token, lease_ms, now)? {
+                    Logged::Done(claim) => Logged::Done(claim.item),
+                    Logged::Refused(e) => Logged::Refused(e),
+                },
+            )
         })
     }
 
@@ -516,9 +510,36 @@ fn settle_lapsed(
 /// Logs the grant of `item` (as claimed) to `owner`; `before` is the row it replaced, so
 /// a claim over another owner's unfinished claim is recorded as a failover. A claim is
 /// only granted under the key that matches the item's, so that key is the owner's.
+/// Claims `item` (as it stands once a lapsed claim of it is settled) for `owner` inside an
+/// open transaction, writing the claim and its grant; or why it cannot be claimed. The item
+/// is moved into its claimed version, not copied.
+fn claim_in(
+    tx: &mut dyn Tx,
+    item: WorkItem,
+    owner: &str,
+    keys: &CompatSet,
+    token: String,
+    lease_ms: Millis,
+    now: Millis,
+) -> Result<Logged<Claim>> {
+    let was = item.state;
+    let took_over = Takeover::of_work(&item, owner, now);
+    let took_over_expired_at = item.unfinished_claim_expiry();
+    let next = match rules::claim_owned(item, owner, keys, token, lease_ms, now) {
+        Ok(next) => next,
+        Err(e) => return Ok(Logged::Refused(e)),
+    };
+    update_saved(tx, was, &next)?;
+    log_claim(tx, took_over, &next, owner, now)?;
+    Ok(Logged::Done(Claim {
+        item: next,
+        took_over_expired_at,
+    }))
+}
+
 fn log_claim(
     tx: &mut dyn Tx,
-    before: &WorkItem,
+    took_over: Option<Takeover>,
     item: &WorkItem,
     owner: &str,
     now: Millis,
@@ -534,7 +555,7 @@ fn log_claim(
         owner_compat: Some(item.compat.clone()),
         item_compat: Some(item.compat.clone()),
         at: now,
-        took_over: Takeover::of_work(before, owner, now),
+        took_over,
     })
 }
 
