@@ -1,21 +1,23 @@
 //! Criterion benches of the pure hot paths (`cargo bench --bench hot_paths`): lease
-//! acquire and the fence check on the memory store, one workflow step, the semantic
-//! fingerprint, and one dashboard frame drawn from a snapshot. Whole-store throughput is
-//! `leasehold bench`, not here.
+//! acquire and the fence check on the memory store, a batch claimed and completed on the
+//! memory store with no runtime around it (what its one mutex is held for), one workflow
+//! step, the semantic fingerprint, and one dashboard frame drawn from a snapshot.
+//! Whole-store throughput, with authorities, is `leasehold bench`, not here.
 
 #![allow(clippy::unwrap_used)]
 
 use std::hint::black_box;
 use std::sync::Arc;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Map, json};
 
 use leasehold::Store;
 use leasehold::clock::ManualClock;
 use leasehold::ids::SeededIds;
-use leasehold::store::Keyed;
+use leasehold::model::work::NewWork;
 use leasehold::store::memory::MemoryBackend;
+use leasehold::store::{Completion, Keyed};
 use leasehold::tui::action::{Action, ViewId};
 use leasehold::tui::app::AppOptions;
 use leasehold::tui::harness::{Harness, render_app};
@@ -24,6 +26,11 @@ use leasehold::workflow::Catalog;
 use leasehold::workflow::def::parse_definition;
 use leasehold::workflow::fingerprint::semantic_fingerprint;
 use leasehold::workflow::machine::{self, Trigger};
+
+/// The binary's allocator, so the store's figures here are the ones it runs with.
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 const ORDER: &str = include_str!("../workflows/order-fulfilment.json");
 
@@ -62,6 +69,46 @@ fn leases(c: &mut Criterion) {
                 .unwrap();
         });
     });
+}
+
+/// One claim batch of 256 items and their fenced completion, as an authority's trip does
+/// it, on a store holding a backlog (enqueued outside the measurement).
+fn claim_and_complete(c: &mut Criterion) {
+    const BATCH: u64 = 256;
+    let store = memory_store();
+    let mut next = 0u64;
+    let mut enqueue = |n: u64| {
+        let specs = (next..next + n)
+            .map(|i| NewWork::effect(format!("bench-{i:09}"), "noop", "{}"))
+            .collect();
+        next += n;
+        store.enqueue_batch(specs, "k").unwrap();
+    };
+    enqueue(20_000);
+    let mut group = c.benchmark_group("memory store");
+    group.throughput(Throughput::Elements(BATCH));
+    group.bench_function("claim + complete 256 items", |b| {
+        b.iter_batched(
+            || enqueue(BATCH),
+            |()| {
+                let items = store
+                    .claim_batch("a1", "k", BATCH as usize, 30_000)
+                    .unwrap();
+                let done: Vec<Completion> = (items.iter())
+                    .map(|item| Completion {
+                        id: item.id.clone(),
+                        owner: "a1".into(),
+                        generation: item.generation,
+                        outcome: Ok(None),
+                        retry_floor_ms: 0,
+                    })
+                    .collect();
+                black_box(store.complete_batch(&done).unwrap());
+            },
+            BatchSize::PerIteration,
+        );
+    });
+    group.finish();
 }
 
 fn workflow_step(c: &mut Criterion) {
@@ -116,5 +163,12 @@ fn dashboard_frame(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, leases, workflow_step, fingerprint, dashboard_frame);
+criterion_group!(
+    benches,
+    leases,
+    claim_and_complete,
+    workflow_step,
+    fingerprint,
+    dashboard_frame
+);
 criterion_main!(benches);
