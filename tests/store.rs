@@ -88,6 +88,7 @@ per_provider! {
     // durable work
     work::racing_claimers_exactly_one_wins,
     work::claim_batch_respects_limit_and_eligibility,
+    work::a_claim_of_any_size_takes_what_is_there,
     work::lapsed_claims_are_reclaimed_before_the_backlog,
     work::expiry_without_reclaim_does_not_fence_work,
     work::reclaim_fences_the_old_work_owner,

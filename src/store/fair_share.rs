@@ -164,12 +164,18 @@ pub(crate) fn claim_candidates(
     if lanes.is_empty() {
         return Ok((chosen, rotation.clone()));
     }
-    chosen.reserve(room.left);
     let share = room.left.div_ceil(lanes.len());
     let mut kinds = by_kind(lanes, rotation);
     for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
         refill(tx, now, queue, share, &chosen)?;
     }
+    // Room for what was read, not for the budget (a caller may ask for any number).
+    let read: usize = kinds
+        .iter()
+        .flat_map(|k| &k.lanes)
+        .map(|q| q.items.len())
+        .sum();
+    chosen.reserve(read.min(room.left));
     let mut first = deal(&mut kinds, &mut room, &mut chosen);
     if room.left > 0 {
         for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {

@@ -496,6 +496,7 @@ impl Tx for MemTx<'_> {
     }
 
     fn adjust_counter(&mut self, name: &str, delta: i64) -> Result<()> {
+        self.writable()?;
         match self.counter_deltas.iter_mut().find(|(n, _)| n == name) {
             Some((_, sum)) => *sum += delta,
             None => self.counter_deltas.push((name.to_owned(), delta)),

@@ -41,14 +41,23 @@ pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkIte
             }
             tx.adjust_counter(&Counter::work_key(next.kind, next.state, &next.compat), 1)?;
         }
-        Some(prev) => update_saved(tx, prev.state, next)?,
+        Some(prev) if prev.kind == next.kind && prev.compat == next.compat => {
+            update_saved(tx, prev.state, next)?;
+        }
+        Some(prev) => {
+            // Not made by any rule today: counted out of its own cell, into the new one.
+            tx.commit_revision()?;
+            tx.update_work(next)?;
+            tx.adjust_counter(&Counter::work_key(prev.kind, prev.state, &prev.compat), -1)?;
+            tx.adjust_counter(&Counter::work_key(next.kind, next.state, &next.compat), 1)?;
+        }
     }
     Ok(true)
 }
 
 /// Writes `next` over the item it is the next version of, which was in state `was`,
-/// keeping the counts in step. An item's kind and compat never change, so only its state
-/// moves it between counts.
+/// keeping the counts in step. For a version a rule made from the item: rules never change
+/// an item's kind or compat, so only its state moves it between counts.
 fn update_saved(tx: &mut dyn Tx, was: crate::model::WorkState, next: &WorkItem) -> Result<()> {
     tx.commit_revision()?;
     tx.update_work(next)?;
@@ -507,9 +516,6 @@ fn settle_lapsed(
     }
 }
 
-/// Logs the grant of `item` (as claimed) to `owner`; `before` is the row it replaced, so
-/// a claim over another owner's unfinished claim is recorded as a failover. A claim is
-/// only granted under the key that matches the item's, so that key is the owner's.
 /// Claims `item` (as it stands once a lapsed claim of it is settled) for `owner` inside an
 /// open transaction, writing the claim and its grant; or why it cannot be claimed. The item
 /// is moved into its claimed version, not copied.
@@ -537,6 +543,9 @@ fn claim_in(
     }))
 }
 
+/// Logs the grant of `item` (as claimed) to `owner`; `took_over` is the unfinished claim of
+/// another owner it took over, if any, so that it is recorded as a failover. A claim is
+/// only granted under the key that matches the item's, so that key is the owner's.
 fn log_claim(
     tx: &mut dyn Tx,
     took_over: Option<Takeover>,

@@ -193,6 +193,21 @@ fn lease_state(s: &leasehold::Store, id: &str) -> WorkState {
 /// `claim_batch` takes at most `limit` items, earliest due first, and only eligible ones:
 /// never before `notBefore` / `nextEligibleAt`, never a live claim, a terminal item or
 /// another build's item.
+/// A caller may ask for any number of items: the claim takes what is there, and makes no
+/// room for the number asked.
+pub fn a_claim_of_any_size_takes_what_is_there(h: &dyn Harness) {
+    let s = h.store();
+    for id in ["u1", "u2"] {
+        ok("enqueue", s.enqueue(effect(id), K));
+    }
+    let claimed = ok(
+        "claim usize::MAX",
+        s.claim_batch("w", K, usize::MAX, 10_000),
+    );
+    let ids: BTreeSet<String> = claimed.into_iter().map(|w| w.id).collect();
+    assert_eq!(ids, ["u1", "u2"].map(String::from).into());
+}
+
 pub fn claim_batch_respects_limit_and_eligibility(h: &dyn Harness) {
     let s = h.store();
     let start = s.now();
