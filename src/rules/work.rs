@@ -109,23 +109,10 @@ pub fn lapse(item: &WorkItem, backoff: Backoff, now: Millis) -> Option<WorkItem>
 /// `Incompatible` for an item whose digest is not in `keys`, `AlreadyTerminal` (a dead letter included),
 /// `LeaseHeld` while the claim is live, `NotClaimable` before `nextEligibleAt` (a lapsed
 /// claim's backoff included).
-pub fn claim(
-    item: &WorkItem,
-    owner: &str,
-    keys: &CompatSet,
-    token: String,
-    lease_ms: Millis,
-    now: Millis,
-) -> Result<WorkItem> {
-    claim_owned(item.clone(), owner, keys, token, lease_ms, now)
-}
-
-/// [`claim`], moving `item` into its claimed version rather than copying it: for a caller
-/// that has no further use for the item as it was.
 ///
-/// # Errors
-/// As [`claim`].
-pub fn claim_owned(
+/// It takes the item by value and moves it into its claimed version: a claim is on the
+/// store's hot path, and its caller has no further use for the item as it was.
+pub fn claim(
     item: WorkItem,
     owner: &str,
     keys: &CompatSet,
@@ -141,7 +128,7 @@ pub fn claim_owned(
         });
     }
     if let Some(settled) = lapse(&item, Backoff::default(), now) {
-        return claim_owned(settled, owner, keys, token, lease_ms, now);
+        return claim(settled, owner, keys, token, lease_ms, now);
     }
     match item.state {
         WorkState::Succeeded | WorkState::Failed => {
@@ -359,11 +346,12 @@ mod tests {
 
     #[test]
     fn reclaim_of_unrecorded_attempt_is_uncertain_and_keeps_the_key() {
-        let first = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let first = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
         let backed_off =
-            claim(&first, "b", &"k".into(), "t2".into(), 100, 100).expect_err("backoff");
+            claim(first.clone(), "b", &"k".into(), "t2".into(), 100, 100).expect_err("backoff");
         assert_eq!(backed_off.code(), "WORK_NOT_CLAIMABLE");
-        let second = claim(&first, "b", &"k".into(), "t2".into(), 100, 600).expect("backed off");
+        let second =
+            claim(first.clone(), "b", &"k".into(), "t2".into(), 100, 600).expect("backed off");
         assert_eq!(
             (
                 second.generation,
@@ -394,7 +382,7 @@ mod tests {
         let backoff = Backoff::default();
         let mut now = 0;
         for attempt in 1..=3 {
-            it = claim(&it, "a", &"k".into(), "t".into(), 100, now).expect("due");
+            it = claim(it, "a", &"k".into(), "t".into(), 100, now).expect("due");
             assert_eq!(
                 (it.attempt_number, it.uncertain_attempts),
                 (attempt, attempt - 1)
@@ -407,7 +395,7 @@ mod tests {
                 assert_eq!(it.next_eligible_at, now + backoff.delay(attempt));
                 assert!(
                     claim(
-                        &it,
+                        it.clone(),
                         "b",
                         &"k".into(),
                         "t".into(),
@@ -429,7 +417,7 @@ mod tests {
             Some(FailureClass::UncertainExhausted)
         );
         assert_eq!(
-            claim(&it, "b", &"k".into(), "t".into(), 100, now + 60_000)
+            claim(it, "b", &"k".into(), "t".into(), 100, now + 60_000)
                 .expect_err("dead letter")
                 .code(),
             "already-terminal"
@@ -444,18 +432,18 @@ mod tests {
             attempt_number: 40,
             ..item()
         };
-        let held = claim(&cursor, "a", &"k".into(), "t".into(), 100, 0).expect("due");
+        let held = claim(cursor, "a", &"k".into(), "t".into(), 100, 0).expect("due");
         let settled = lapse(&held, Backoff::default(), 100).expect("lapsed");
         assert_eq!(
             (settled.state, settled.next_eligible_at),
             (WorkState::Retry, 100)
         );
-        assert!(claim(&held, "b", &"k".into(), "t".into(), 100, 100).is_ok());
+        assert!(claim(held, "b", &"k".into(), "t".into(), 100, 100).is_ok());
     }
 
     #[test]
     fn expiry_without_reclaim_does_not_fence() {
-        let first = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let first = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
         assert!(complete(&first, "a", 1, None, 10_000).is_ok());
     }
 
@@ -466,11 +454,11 @@ mod tests {
             ..item()
         };
         let failure = failure(FailureClass::Retryable);
-        it = claim(&it, "a", &"k".into(), "t".into(), 100, 0).expect("pending");
+        it = claim(it.clone(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         it = fail(&it, "a", 1, failure.clone(), Backoff::default(), 10).expect("holder");
         assert_eq!((it.state, it.next_eligible_at), (WorkState::Retry, 510));
-        assert!(claim(&it, "a", &"k".into(), "t".into(), 100, 509).is_err());
-        it = claim(&it, "a", &"k".into(), "t".into(), 100, 510).expect("due");
+        assert!(claim(it.clone(), "a", &"k".into(), "t".into(), 100, 509).is_err());
+        it = claim(it.clone(), "a", &"k".into(), "t".into(), 100, 510).expect("due");
         it = fail(&it, "a", 2, failure, Backoff::default(), 520).expect("holder");
         assert_eq!(it.state, WorkState::Failed);
     }
@@ -479,7 +467,7 @@ mod tests {
     /// dropped when it ends (success, terminal failure, a dead letter).
     #[test]
     fn checkpoints_outlive_attempts_but_not_the_item() {
-        let held = claim(&item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
+        let held = claim(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         let saved = checkpoint(&held, "a", 1, "{\"n\":1}", 5).expect("holder");
         assert_eq!(saved.checkpoint.as_deref(), Some("{\"n\":1}"));
         assert_eq!(
@@ -495,7 +483,8 @@ mod tests {
 
         let lapsed = lapse(&saved, Backoff::default(), 100).expect("lapsed");
         assert_eq!(lapsed.checkpoint, saved.checkpoint);
-        let next = claim(&lapsed, "b", &"k".into(), "t".into(), 100, 600).expect("backed off");
+        let next =
+            claim(lapsed.clone(), "b", &"k".into(), "t".into(), 100, 600).expect("backed off");
         assert_eq!(next.checkpoint, saved.checkpoint);
         let retry = fail(
             &next,
@@ -544,7 +533,7 @@ mod tests {
         assert_eq!(backoff.with_floor(-5).delay(1), backoff.delay(1));
         assert_eq!(backoff.with_floor(7_000).delay(1), 7_000);
         assert_eq!(backoff.with_floor(90_000).delay(9), 90_000);
-        let claimed = claim(&item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
+        let claimed = claim(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         let failure = Failure {
             class: FailureClass::Retryable,
             code: "RATE_LIMITED".into(),
@@ -567,7 +556,7 @@ mod tests {
 
     #[test]
     fn oversize_checkpoints_are_invalid() {
-        let held = claim(&item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
+        let held = claim(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         let full = "x".repeat(MAX_CHECKPOINT_BYTES);
         assert!(checkpoint(&held, "a", 1, &full, 1).is_ok());
         let over = format!("{full}x");
@@ -586,7 +575,7 @@ mod tests {
     #[test]
     fn terminal_items_answer_already_terminal() {
         let done = complete(
-            &claim(&item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending"),
+            &claim(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending"),
             "a",
             1,
             None,
@@ -600,7 +589,7 @@ mod tests {
             "already-terminal"
         );
         assert_eq!(
-            claim(&done, "b", &"k".into(), "t".into(), 100, 2)
+            claim(done.clone(), "b", &"k".into(), "t".into(), 100, 2)
                 .expect_err("refused")
                 .code(),
             "already-terminal"
@@ -632,7 +621,7 @@ mod tests {
     /// window clamped like a lease's.
     #[test]
     fn a_claim_stamps_its_owner_token_and_instants() {
-        let claimed = claim(&item(), "a", &"k".into(), "t1".into(), 250, 7).expect("pending");
+        let claimed = claim(item(), "a", &"k".into(), "t1".into(), 250, 7).expect("pending");
         assert_eq!(
             (claimed.owner_id.as_deref(), claimed.token.as_deref()),
             (Some("a"), Some("t1"))
@@ -646,16 +635,16 @@ mod tests {
             ),
             (Some(7), Some(7), Some(257), 7)
         );
-        let clamped = claim(&item(), "a", &"k".into(), "t1".into(), 1, 7).expect("pending");
+        let clamped = claim(item(), "a", &"k".into(), "t1".into(), 1, 7).expect("pending");
         assert_eq!(clamped.lease_expires_at, Some(107));
     }
 
     /// Until its lease ends a claim is held: another claimer is told who holds it.
     #[test]
     fn a_live_claim_refuses_another_claimer() {
-        let held = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let held = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
         assert_eq!(
-            claim(&held, "b", &"k".into(), "t2".into(), 100, 99)
+            claim(held.clone(), "b", &"k".into(), "t2".into(), 100, 99)
                 .expect_err("live")
                 .code(),
             "WORK_IN_PROGRESS"
@@ -666,7 +655,7 @@ mod tests {
     /// `(owner, generation)` once the item is no longer claimed.
     #[test]
     fn a_stale_generation_is_fenced_even_for_its_own_owner() {
-        let first = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let first = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
         let lapsed = lapse(&first, Backoff::default(), 100).expect("lapsed");
         assert_eq!(
             complete(&lapsed, "a", 1, None, 101)
@@ -674,7 +663,7 @@ mod tests {
                 .code(),
             "WORK_FENCED"
         );
-        let second = claim(&lapsed, "a", &"k".into(), "t2".into(), 100, 600).expect("due");
+        let second = claim(lapsed.clone(), "a", &"k".into(), "t2".into(), 100, 600).expect("due");
         assert_eq!(
             complete(&second, "a", 1, None, 601)
                 .expect_err("stale")
@@ -687,7 +676,7 @@ mod tests {
     /// for is a takeover), a dead letter has none.
     #[test]
     fn a_lapse_is_stamped_and_a_dead_letter_holds_no_lease() {
-        let held = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let held = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
         let retry = lapse(&held, Backoff::default(), 150).expect("lapsed");
         assert_eq!((retry.updated_at, retry.lease_expires_at), (150, Some(100)));
         let last = WorkItem {
@@ -701,7 +690,7 @@ mod tests {
     /// Renewing moves the claim's lease window from `now` (clamped) and nothing else.
     #[test]
     fn renewing_a_claim_moves_only_its_lease() {
-        let held = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let held = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
         let renewed = renew(&held, "a", 1, 1_000, 50).expect("holder");
         assert_eq!(renewed.lease_expires_at, Some(1_050));
         assert_eq!(
@@ -729,7 +718,7 @@ mod tests {
     /// keeps the failure and ends the lease. Each is stamped with its instant.
     #[test]
     fn outcomes_are_recorded_and_end_the_lease() {
-        let held = claim(&item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let held = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
         let done = complete(&held, "a", 1, Some("{\"ok\":true}".into()), 40).expect("holder");
         assert_eq!(
             (
@@ -756,7 +745,7 @@ mod tests {
             kind: WorkKind::Cursor,
             ..item()
         };
-        let held = claim(&cursor, "a", &"k".into(), "t1".into(), 1_000, 0).expect("pending");
+        let held = claim(cursor, "a", &"k".into(), "t1".into(), 1_000, 0).expect("pending");
         let saved = checkpoint(&held, "a", 1, "pos=9", 5).expect("holder");
         assert_eq!(saved.updated_at, 5);
         let back = yield_back(&saved, "a", 1, 2_000, 10).expect("holder");
@@ -777,7 +766,7 @@ mod tests {
             "WORK_FENCED"
         );
         assert_eq!(
-            claim(&back, "b", &"k".into(), "t2".into(), 1_000, 1_999)
+            claim(back.clone(), "b", &"k".into(), "t2".into(), 1_000, 1_999)
                 .expect_err("not yet")
                 .code(),
             "WORK_NOT_CLAIMABLE"

@@ -41,15 +41,13 @@ pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkIte
             }
             tx.adjust_counter(&Counter::work_key(next.kind, next.state, &next.compat), 1)?;
         }
-        Some(prev) if prev.kind == next.kind && prev.compat == next.compat => {
-            update_saved(tx, prev.state, next)?;
-        }
         Some(prev) => {
-            // Not made by any rule today: counted out of its own cell, into the new one.
-            tx.commit_revision()?;
-            tx.update_work(next)?;
-            tx.adjust_counter(&Counter::work_key(prev.kind, prev.state, &prev.compat), -1)?;
-            tx.adjust_counter(&Counter::work_key(next.kind, next.state, &next.compat), 1)?;
+            debug_assert!(
+                prev.kind == next.kind && prev.compat == next.compat,
+                "a rule changed the kind or compat of {}",
+                next.id
+            );
+            update_saved(tx, prev.state, next)?;
         }
     }
     Ok(true)
@@ -456,12 +454,13 @@ pub(crate) fn fenced_in(
     // A missing item's refusal is recorded like any other, so the store's history counts
     // every write an authority was refused.
     let Some(seen) = seen else {
-        let refused = Err(not_found(id));
+        let refused = not_found(id);
         let (detail, holder) = (WriteDetail::default(), Holder::nobody());
+        let attempt = Err(refused.clone());
         record_write(
-            tx, now, id, owner, generation, verb, &refused, detail, holder,
+            tx, now, id, owner, generation, verb, &attempt, detail, holder,
         )?;
-        return Ok(Logged::Refused(not_found(id)));
+        return Ok(Logged::Refused(refused));
     };
     let detail = match (&seen.outcome, &seen.refused_keys) {
         (Ok(next), _) => WriteDetail {
@@ -531,7 +530,7 @@ fn claim_in(
     let was = item.state;
     let took_over = Takeover::of_work(&item, owner, now);
     let took_over_expired_at = item.unfinished_claim_expiry();
-    let next = match rules::claim_owned(item, owner, keys, token, lease_ms, now) {
+    let next = match rules::claim(item, owner, keys, token, lease_ms, now) {
         Ok(next) => next,
         Err(e) => return Ok(Logged::Refused(e)),
     };
