@@ -330,8 +330,9 @@ async fn poll_and_spawn(
     Ok(())
 }
 
-/// Records `batch` and claims again in one trip to the blocking pool: two trips would cost
-/// two more context switches per batch, and a batch just finished is when slots are free.
+/// Records `batch` and claims again in one trip to the blocking pool and one store
+/// transaction (`complete-and-claim`): two trips would cost two more context switches per
+/// batch, two transactions two commits, and a batch just finished is when slots are free.
 async fn finish_and_poll(
     core: &Arc<AuthorityCore>,
     log: &Logger,
@@ -340,8 +341,7 @@ async fn finish_and_poll(
     batch: Vec<Executed>,
 ) -> Result<()> {
     let polled = on_blocking_pool(core, move |c| {
-        finish_batch(c, batch);
-        timed(c, "claim", || c.poll())
+        timed(c, "complete-and-claim", || c.finish_all_and_poll(batch).1)
     })
     .await?;
     spawn_polled(core, log, running, store_down, polled);

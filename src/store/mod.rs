@@ -68,6 +68,7 @@ pub use release::{RELEASE_ACTION, Release, ReleasedClaim};
 pub use retention::{RetentionPolicy, TrimReport};
 pub use schedules::UPDATE_ACTION as SCHEDULE_UPDATE_ACTION;
 pub use triage::Triaged;
+pub(crate) use work::complete_in;
 pub use work::{Claim, Completion};
 
 use crate::clock::{Clock, Millis};

@@ -2,7 +2,7 @@
 //! group commit. Counts by (kind, state, compat) are kept incrementally here, in the same
 //! transaction as the change, so the dashboard never counts a million rows.
 
-use super::fair_share::{ClaimBudget, claim_candidates};
+use super::fair_share::{ClaimBudget, Rotation, claim_candidates};
 use super::{Counter, HandlerKeys, Logged, Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
@@ -180,22 +180,44 @@ impl Store {
     ) -> Result<Vec<Claim>> {
         check_id("owner", owner)?;
         let keys = keys.into();
-        let rotation = self.rotations.get(owner).unwrap_or_default();
-        let (claimed, rotation) = self.write(|tx, now| {
-            let (candidates, rotated) = claim_candidates(tx, &keys, now, budget, &rotation)?;
-            let mut claimed = Vec::with_capacity(candidates.len());
-            for found in candidates {
-                let item = settle_lapsed(tx, found, &keys, now)?;
-                let token = self.ids.next_id("tok");
-                if let Logged::Done(claim) = claim_in(tx, item, owner, &keys, token, lease_ms, now)?
-                {
-                    claimed.push(claim);
-                }
-            }
-            Ok((claimed, rotated))
-        })?;
-        self.rotations.set(owner, rotation);
+        let (claimed, rotation) =
+            self.write(|tx, now| self.claim_work_in(tx, now, owner, &keys, budget, lease_ms))?;
+        self.keep_rotation(owner, rotation);
         Ok(claimed)
+    }
+
+    /// [`Self::claim_work_within`] inside a transaction the caller writes more in (an
+    /// authority's poll completes its last batch and claims in one). Returns the claims and
+    /// where `owner`'s rotation stands after them, for [`Self::keep_rotation`] once the
+    /// transaction has committed: a rolled-back claim must not move it.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub(crate) fn claim_work_in(
+        &self,
+        tx: &mut dyn Tx,
+        now: Millis,
+        owner: &str,
+        keys: &CompatSet,
+        budget: &ClaimBudget,
+        lease_ms: Millis,
+    ) -> Result<(Vec<Claim>, Rotation)> {
+        let rotation = self.rotations.get(owner).unwrap_or_default();
+        let (candidates, rotated) = claim_candidates(tx, keys, now, budget, &rotation)?;
+        let mut claimed = Vec::with_capacity(candidates.len());
+        for found in candidates {
+            let item = settle_lapsed(tx, found, keys, now)?;
+            let token = self.ids.next_id("tok");
+            if let Logged::Done(claim) = claim_in(tx, item, owner, keys, token, lease_ms, now)? {
+                claimed.push(claim);
+            }
+        }
+        Ok((claimed, rotated))
+    }
+
+    /// Keeps `owner`'s claim rotation as a committed claim left it.
+    pub(crate) fn keep_rotation(&self, owner: &str, rotation: Rotation) {
+        self.rotations.set(owner, rotation);
     }
 
     /// Claims one named item.
@@ -344,41 +366,7 @@ impl Store {
     /// # Errors
     /// A store failure (then none of the batch is committed).
     pub fn complete_batch(&self, batch: &[Completion]) -> Result<Vec<Result<WorkItem>>> {
-        self.write(|tx, now| {
-            tx.prefetch_work(&batch.iter().map(|c| c.id.as_str()).collect::<Vec<_>>())?;
-            // Sized up front: an item is large, and growing the answers copies them.
-            let mut answers = Vec::with_capacity(batch.len());
-            for c in batch {
-                let verb = if c.outcome.is_ok() {
-                    WriteVerb::Complete
-                } else {
-                    WriteVerb::Fail
-                };
-                let answer = fenced_in(
-                    tx,
-                    now,
-                    &c.id,
-                    &c.owner,
-                    c.generation,
-                    verb,
-                    |item, now| match &c.outcome {
-                        Ok(result) => {
-                            rules::complete(item, &c.owner, c.generation, result.clone(), now)
-                        }
-                        Err(failure) => rules::fail(
-                            item,
-                            &c.owner,
-                            c.generation,
-                            failure.clone(),
-                            Backoff::default().with_floor(c.retry_floor_ms),
-                            now,
-                        ),
-                    },
-                )?;
-                answers.push(answer.into_result());
-            }
-            Ok(answers)
-        })
+        self.write(|tx, now| complete_in(tx, now, batch))
     }
 
     fn fenced(
@@ -423,6 +411,52 @@ struct Seen {
     was: crate::model::WorkState,
     holder: Holder,
     refused_keys: Option<(String, String)>,
+}
+
+/// [`Store::complete_batch`] inside a transaction the caller may write more in: each
+/// completion fenced on its own, answered in order.
+///
+/// # Errors
+/// A store failure (then the caller's transaction commits nothing).
+pub(crate) fn complete_in(
+    tx: &mut dyn Tx,
+    now: Millis,
+    batch: &[Completion],
+) -> Result<Vec<Result<WorkItem>>> {
+    if batch.is_empty() {
+        return Ok(Vec::new());
+    }
+    tx.prefetch_work(&batch.iter().map(|c| c.id.as_str()).collect::<Vec<_>>())?;
+    // Sized up front: an item is large, and growing the answers copies them.
+    let mut answers = Vec::with_capacity(batch.len());
+    for c in batch {
+        let verb = if c.outcome.is_ok() {
+            WriteVerb::Complete
+        } else {
+            WriteVerb::Fail
+        };
+        let answer = fenced_in(
+            tx,
+            now,
+            &c.id,
+            &c.owner,
+            c.generation,
+            verb,
+            |item, now| match &c.outcome {
+                Ok(result) => rules::complete(item, &c.owner, c.generation, result.clone(), now),
+                Err(failure) => rules::fail(
+                    item,
+                    &c.owner,
+                    c.generation,
+                    failure.clone(),
+                    Backoff::default().with_floor(c.retry_floor_ms),
+                    now,
+                ),
+            },
+        )?;
+        answers.push(answer.into_result());
+    }
+    Ok(answers)
 }
 
 /// A fenced change to one item inside an open transaction; the attempt is logged either way.

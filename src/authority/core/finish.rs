@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::poll::Finishing;
 use super::{AuthorityCore, Exec, Executed, Finished, Job, Task};
 use crate::authority::handlers::HandlerOutcome;
 use crate::authority::readback::{self, ReadBack};
@@ -59,97 +60,154 @@ impl AuthorityCore {
     /// in one group commit ([`crate::Store::complete_batch`]), each still fenced on its own.
     pub fn finish_all(&self, batch: Vec<Executed>) -> Vec<Finished> {
         let mut answers: Vec<Option<Finished>> = vec![None; batch.len()];
-        let mut grouped: Vec<(usize, Job, Executed)> = Vec::with_capacity(batch.len());
-        let mut steps: Vec<(usize, Job, Executed)> = Vec::new();
-        let mut single: Vec<(usize, Executed)> = Vec::new();
-        {
-            let st = self.state();
-            for (i, executed) in batch.into_iter().enumerate() {
-                // Plain effect / schedule outcomes go to one group commit, workflow steps
-                // to another; everything else (cursors, releases, lost jobs) one by one.
-                let route = match st.inflight.get(&executed.job_id) {
-                    Some(f) if !f.lost => match (&f.job.task, &executed.exec) {
-                        (
-                            Task::Work(item),
-                            Exec::Work {
-                                outcome:
-                                    HandlerOutcome::Succeeded(_)
-                                    | HandlerOutcome::Failed(_)
-                                    | HandlerOutcome::RetryAfter { .. },
-                                advance_to: None,
-                                ..
-                            },
-                        ) if item.kind != WorkKind::Cursor => Some((&mut grouped, f.job.clone())),
-                        (
-                            Task::Workflow(_),
-                            Exec::WorkflowApply(_)
-                            | Exec::WorkflowRan {
-                                outcome:
-                                    HandlerOutcome::Succeeded(_)
-                                    | HandlerOutcome::Failed(_)
-                                    | HandlerOutcome::RetryAfter { .. },
-                                ..
-                            },
-                        ) => Some((&mut steps, f.job.clone())),
-                        _ => None,
-                    },
+        let routed = self.route(batch);
+        if !routed.grouped.is_empty() {
+            let completions = self.completions(&routed.grouped);
+            let results = self.store.complete_batch(&completions);
+            self.settle_grouped(routed.grouped, results, &mut answers);
+        }
+        self.finish_one_by_one(routed.steps, routed.single, &mut answers);
+        answered(answers)
+    }
+
+    /// [`Self::finish_all`], then [`Self::poll`], with the group commit and the claims in one
+    /// transaction: an authority that has just finished a batch fills its slots again at
+    /// the cost of one commit, not two. A store failure defers the batch's plain outcomes
+    /// and claims nothing.
+    ///
+    /// # Errors
+    /// The claims' store failure (the outcomes are answered either way).
+    pub fn finish_all_and_poll(&self, batch: Vec<Executed>) -> (Vec<Finished>, Result<Vec<Job>>) {
+        let mut answers: Vec<Option<Finished>> = vec![None; batch.len()];
+        let routed = self.route(batch);
+        // Workflow steps and single outcomes first: their slots are free for the claims too.
+        self.finish_one_by_one(routed.steps, routed.single, &mut answers);
+        let finishing = Finishing {
+            job_ids: routed.grouped.iter().map(|(_, job, _)| job.id).collect(),
+            completions: self.completions(&routed.grouped),
+        };
+        let polled = self.poll_inner(&finishing);
+        self.note_store_error(&polled);
+        let (results, jobs) = match polled {
+            Ok(polled) => (Ok(polled.completed), Ok(polled.jobs)),
+            Err(e) => (Err(e.clone()), Err(e)),
+        };
+        self.settle_grouped(routed.grouped, results, &mut answers);
+        (answered(answers), jobs)
+    }
+
+    /// Sorts a batch: plain effect / schedule outcomes go to one group commit, workflow
+    /// steps to another; everything else (cursors, releases, lost jobs) one by one.
+    fn route(&self, batch: Vec<Executed>) -> Routed {
+        let mut routed = Routed {
+            grouped: Vec::with_capacity(batch.len()),
+            steps: Vec::new(),
+            single: Vec::new(),
+        };
+        let st = self.state();
+        for (i, executed) in batch.into_iter().enumerate() {
+            let route = match st.inflight.get(&executed.job_id) {
+                Some(f) if !f.lost => match (&f.job.task, &executed.exec) {
+                    (
+                        Task::Work(item),
+                        Exec::Work {
+                            outcome:
+                                HandlerOutcome::Succeeded(_)
+                                | HandlerOutcome::Failed(_)
+                                | HandlerOutcome::RetryAfter { .. },
+                            advance_to: None,
+                            ..
+                        },
+                    ) if item.kind != WorkKind::Cursor => {
+                        Some((&mut routed.grouped, f.job.clone()))
+                    }
+                    (
+                        Task::Workflow(_),
+                        Exec::WorkflowApply(_)
+                        | Exec::WorkflowRan {
+                            outcome:
+                                HandlerOutcome::Succeeded(_)
+                                | HandlerOutcome::Failed(_)
+                                | HandlerOutcome::RetryAfter { .. },
+                            ..
+                        },
+                    ) => Some((&mut routed.steps, f.job.clone())),
                     _ => None,
+                },
+                _ => None,
+            };
+            match route {
+                Some((group, job)) => group.push((i, job, executed)),
+                None => routed.single.push((i, executed)),
+            }
+        }
+        routed
+    }
+
+    /// The fenced completion (or failure) each plain outcome asks the store for.
+    fn completions(&self, grouped: &[(usize, Job, Executed)]) -> Vec<Completion> {
+        grouped
+            .iter()
+            .map(|(_, job, executed)| {
+                let (outcome, retry_floor_ms) = match &executed.exec {
+                    Exec::Work { outcome, .. } => (
+                        match (outcome, outcome.failure()) {
+                            (_, Some(f)) => Err(f.clone()),
+                            (HandlerOutcome::Succeeded(out), _) => {
+                                Ok(out.as_ref().map(Value::to_string))
+                            }
+                            _ => Ok(None),
+                        },
+                        outcome.retry_floor_ms(),
+                    ),
+                    _ => (Ok(None), 0),
                 };
-                match route {
-                    Some((group, job)) => group.push((i, job, executed)),
-                    None => single.push((i, executed)),
+                Completion {
+                    id: job.resource(),
+                    owner: self.config.instance_id.clone(),
+                    generation: job.generation(),
+                    outcome,
+                    retry_floor_ms,
+                }
+            })
+            .collect()
+    }
+
+    /// Settles each plain outcome with its answer from the group commit (or the commit's
+    /// failure).
+    fn settle_grouped(
+        &self,
+        grouped: Vec<(usize, Job, Executed)>,
+        results: Result<Vec<Result<WorkItem>>>,
+        answers: &mut [Option<Finished>],
+    ) {
+        match results {
+            Ok(results) => {
+                for ((i, job, executed), result) in grouped.into_iter().zip(results) {
+                    answers[i] = Some(self.settle(&job, executed, classify(result)));
+                }
+            }
+            Err(e) => {
+                for (i, job, executed) in grouped {
+                    answers[i] = Some(self.settle(&job, executed, Err(e.clone())));
                 }
             }
         }
-        if !grouped.is_empty() {
-            let completions: Vec<Completion> = grouped
-                .iter()
-                .map(|(_, job, executed)| {
-                    let (outcome, retry_floor_ms) = match &executed.exec {
-                        Exec::Work { outcome, .. } => (
-                            match (outcome, outcome.failure()) {
-                                (_, Some(f)) => Err(f.clone()),
-                                (HandlerOutcome::Succeeded(out), _) => {
-                                    Ok(out.as_ref().map(Value::to_string))
-                                }
-                                _ => Ok(None),
-                            },
-                            outcome.retry_floor_ms(),
-                        ),
-                        _ => (Ok(None), 0),
-                    };
-                    Completion {
-                        id: job.resource(),
-                        owner: self.config.instance_id.clone(),
-                        generation: job.generation(),
-                        outcome,
-                        retry_floor_ms,
-                    }
-                })
-                .collect();
-            match self.store.complete_batch(&completions) {
-                Ok(results) => {
-                    for ((i, job, executed), result) in grouped.into_iter().zip(results) {
-                        answers[i] = Some(self.settle(&job, executed, classify(result)));
-                    }
-                }
-                Err(e) => {
-                    for (i, job, executed) in grouped {
-                        answers[i] = Some(self.settle(&job, executed, Err(e.clone())));
-                    }
-                }
-            }
-        }
+    }
+
+    /// Commits the workflow steps together, then every other outcome on its own.
+    fn finish_one_by_one(
+        &self,
+        steps: Vec<(usize, Job, Executed)>,
+        single: Vec<(usize, Executed)>,
+        answers: &mut [Option<Finished>],
+    ) {
         if !steps.is_empty() {
-            self.commit_workflow_steps(steps, &mut answers);
+            self.commit_workflow_steps(steps, answers);
         }
         for (i, executed) in single {
             answers[i] = Some(self.finish(executed));
         }
-        answers
-            .into_iter()
-            .map(|a| a.unwrap_or(Finished::Abandoned("not-owned")))
-            .collect()
     }
 
     /// Applies a commit result: removes the job (or keeps it deferred), counts, logs.
@@ -379,4 +437,23 @@ impl AuthorityCore {
             .filter_map(|f| f.recovery.clone())
             .collect()
     }
+}
+
+/// A finished batch sorted by how its outcomes are committed; each entry keeps its place in
+/// the batch.
+struct Routed {
+    /// Plain effect and schedule outcomes: one group commit.
+    grouped: Vec<(usize, Job, Executed)>,
+    /// Workflow steps: one commit of their own.
+    steps: Vec<(usize, Job, Executed)>,
+    /// Everything else, one by one.
+    single: Vec<(usize, Executed)>,
+}
+
+/// Each job's answer in batch order; a job nobody answered was not this authority's.
+fn answered(answers: Vec<Option<Finished>>) -> Vec<Finished> {
+    answers
+        .into_iter()
+        .map(|a| a.unwrap_or(Finished::Abandoned("not-owned")))
+        .collect()
 }

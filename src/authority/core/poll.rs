@@ -4,6 +4,12 @@
 //! that do not divide evenly go to each in turn, and what one leaves unused goes to the
 //! others, so an authority with one free worker serves all three in turn instead of
 //! whichever is asked first.
+//!
+//! Every claim of a poll is made in one store transaction, and a poll that follows a
+//! finished batch records the batch's plain outcomes in it first (`finish_all_and_poll`):
+//! the slots they free are filled at the cost of one commit, and a failed commit neither
+//! records the outcomes nor claims, so the authority never holds more than its
+//! concurrency.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,7 +19,9 @@ use crate::authority::handlers::LeaseSignal;
 use crate::authority::log;
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::store::ClaimBudget;
+use crate::model::WorkItem;
+use crate::store::{Claim, ClaimBudget, Completion, complete_in};
+use crate::workflow::engine::Claimed;
 
 /// Schedules examined per poll.
 const SCHEDULES_PER_POLL: usize = 64;
@@ -27,28 +35,45 @@ impl AuthorityCore {
     /// # Errors
     /// A store failure (nothing half-claimed: each claim is one transaction).
     pub fn poll(&self) -> Result<Vec<Job>> {
-        let out = self.poll_inner();
+        let out = self
+            .poll_inner(&Finishing::default())
+            .map(|polled| polled.jobs);
         self.note_store_error(&out);
         out
     }
 
-    pub(super) fn poll_inner(&self) -> Result<Vec<Job>> {
+    /// One poll as one write transaction: the outcomes in `finishing` (jobs that have just
+    /// run, whose slots the claims may fill), then the claims. A store failure commits none
+    /// of it: the outcomes are deferred by the caller and nothing is claimed, so the
+    /// authority never holds more than its concurrency.
+    pub(super) fn poll_inner(&self, finishing: &Finishing) -> Result<Polled> {
         let now = self.store.now();
         // Looks are counted now and taken last, so that a store failure on the way leaves
         // every held cursor held.
         let (due_looks, free, handler_room, share) = {
             let mut st = self.state();
             if st.stopping {
-                return Ok(Vec::new());
+                drop(st);
+                let completed = match finishing.completions.as_slice() {
+                    [] => Vec::new(),
+                    completions => self.store.complete_batch(completions)?,
+                };
+                return Ok(Polled {
+                    completed,
+                    jobs: Vec::new(),
+                });
             }
             let executing = st.inflight.values().filter(|f| !f.held).count();
-            let free = self.config.worker_concurrency.saturating_sub(executing);
+            let free = self
+                .config
+                .worker_concurrency
+                .saturating_sub(executing.saturating_sub(finishing.job_ids.len()));
             let share = shares(free, st.share_turn);
             if free > 0 {
                 st.share_turn = st.share_turn.wrapping_add(1);
             }
             let due = due_cursors(&st.inflight, now).min(share.looks);
-            let room = handler_room(&self.config.handler_limits, &st.inflight);
+            let room = handler_room(&self.config.handler_limits, &st.inflight, finishing);
             (due, free, room, share)
         };
         self.refresh_keys(now)?;
@@ -58,42 +83,48 @@ impl AuthorityCore {
         self.state().stats.schedules_fired += fired as u64;
         let lease = self.config.lease_duration_ms;
         let batch = self.config.claim_batch_size;
+        let owner = self.config.instance_id.as_str();
+        let keys = self.claim_keys();
 
         // Workflow instances, then work items, then instances for what the items left,
-        // each claim noting a takeover (failover). Once something is claimed, a later
-        // claim's failure is counted and the poll keeps what it has: the claims made are
-        // run, not left to lapse.
+        // each claim noting a takeover (failover).
         let wf_limit = share.instances.min(batch);
-        let mut instances = if wf_limit > 0 && free > due_looks {
-            self.engine.claim_noting_takeovers(wf_limit, lease)?
-        } else {
-            Vec::new()
-        };
-        let work_limit = free.saturating_sub(due_looks + instances.len()).min(batch);
-        let mut items = Vec::new();
-        if work_limit > 0 {
-            let budget = ClaimBudget {
-                limit: work_limit,
-                per_handler: handler_room,
-            };
-            let claimed = self.store.claim_work_within(
-                &self.config.instance_id,
-                self.claim_keys(),
-                &budget,
-                lease,
-            );
-            match claimed {
-                Ok(claimed) => items = claimed,
-                Err(e) if instances.is_empty() => return Err(e),
-                Err(e) => self.note_failure(&e),
-            }
+        if finishing.completions.is_empty() && free <= due_looks {
+            // Nothing to record and no slot for a claim: no transaction.
+            let jobs = self.start_jobs(now, free.min(due_looks), Vec::new(), Vec::new());
+            return Ok(Polled {
+                completed: Vec::new(),
+                jobs,
+            });
         }
-        let left = free.saturating_sub(due_looks + instances.len() + items.len());
-        if left > 0 && instances.len() == wf_limit {
-            match self.engine.claim_noting_takeovers(left.min(batch), lease) {
-                Ok(more) => instances.extend(more),
-                Err(e) => self.note_failure(&e),
+        let (completed, instances, items, rotation) = self.store.write(|tx, now| {
+            let completed = complete_in(tx, now, &finishing.completions)?;
+            let mut instances = if wf_limit > 0 && free > due_looks {
+                self.engine.claim_in(tx, now, wf_limit, lease)?
+            } else {
+                Vec::new()
+            };
+            let work_limit = free.saturating_sub(due_looks + instances.len()).min(batch);
+            let (items, rotation) = if work_limit > 0 {
+                let budget = ClaimBudget {
+                    limit: work_limit,
+                    per_handler: handler_room.clone(),
+                };
+                let (items, rotation) = self
+                    .store
+                    .claim_work_in(tx, now, owner, &keys, &budget, lease)?;
+                (items, Some(rotation))
+            } else {
+                (Vec::new(), None)
+            };
+            let left = free.saturating_sub(due_looks + instances.len() + items.len());
+            if left > 0 && instances.len() == wf_limit {
+                instances.extend(self.engine.claim_in(tx, now, left.min(batch), lease)?);
             }
+            Ok((completed, instances, items, rotation))
+        })?;
+        if let Some(rotation) = rotation {
+            self.store.keep_rotation(owner, rotation);
         }
         // The looks: their share, or every slot the claims left when they took all of it.
         let claimed = instances.len() + items.len();
@@ -102,10 +133,22 @@ impl AuthorityCore {
         } else {
             due_looks
         };
+        let jobs = self.start_jobs(now, look_limit, instances, items);
+        Ok(Polled { completed, jobs })
+    }
 
+    /// Turns up to `look_limit` due cursor looks and the claims made into jobs in flight,
+    /// counting claims and takeovers.
+    fn start_jobs(
+        &self,
+        now: Millis,
+        look_limit: usize,
+        instances: Vec<(Claimed, Option<Millis>)>,
+        items: Vec<Claim>,
+    ) -> Vec<Job> {
         let mut st = self.state();
         let mut jobs = take_due_cursors(&mut st.inflight, now, look_limit);
-        jobs.reserve(claimed);
+        jobs.reserve(instances.len() + items.len());
         let tasks = instances
             .into_iter()
             .map(|(c, expired)| (expired, Task::Workflow(Arc::new(c))))
@@ -135,8 +178,25 @@ impl AuthorityCore {
             st.inflight.insert(job.id, InFlight::new(job.clone()));
             jobs.push(job);
         }
-        Ok(jobs)
+        jobs
     }
+}
+
+/// Jobs that have just run, whose plain outcomes the poll that refills their slots records
+/// first, in its own transaction.
+#[derive(Debug, Default)]
+pub(super) struct Finishing {
+    /// Their in-flight ids: their slots, and their handlers' room, count as free.
+    pub job_ids: Vec<u64>,
+    /// Their outcomes, in the order the answers come back.
+    pub completions: Vec<Completion>,
+}
+
+/// What one poll did: the answers to the outcomes it recorded, in order, and the jobs it
+/// started.
+pub(super) struct Polled {
+    pub completed: Vec<Result<WorkItem>>,
+    pub jobs: Vec<Job>,
 }
 
 /// How one poll's free slots are shared out at first.
@@ -159,15 +219,22 @@ fn shares(free: usize, turn: usize) -> Shares {
 }
 
 /// The free slots of each handler with a limit: its limit less the items of it this
-/// authority holds (executing or held between looks), so a claim never takes it past the
-/// limit.
+/// authority holds (executing or held between looks) other than those `finishing`, so a
+/// claim never takes it past the limit.
 fn handler_room(
     limits: &BTreeMap<String, usize>,
     inflight: &BTreeMap<u64, InFlight>,
+    finishing: &Finishing,
 ) -> BTreeMap<String, usize> {
     let mut room = limits.clone();
+    if room.is_empty() {
+        return room;
+    }
     for f in inflight.values() {
         if let Task::Work(item) = &f.job.task {
+            if finishing.job_ids.contains(&f.job.id) {
+                continue;
+            }
             if let Some(n) = room.get_mut(&item.handler) {
                 *n = n.saturating_sub(1);
             }
