@@ -140,7 +140,7 @@ pub fn horizon(
                 upcoming.push(Upcoming {
                     at,
                     source,
-                    id: item.id,
+                    id: item.id.clone(),
                 });
             }
         }

@@ -13,6 +13,8 @@
 //! - list methods return rows in ascending key order, strictly after (or, backwards,
 //!   strictly before) the page cursor, using an index — never a scan of the table.
 
+use std::sync::Arc;
+
 use super::capability::Capability;
 use super::stall::ProcessStall;
 use crate::clock::Millis;
@@ -207,25 +209,32 @@ pub trait Tx {
     fn insert_work(&mut self, item: &WorkItem) -> Result<bool>;
     /// Writes an item's lifecycle fields. Its identity (kind, handler, payload, logical
     /// effect id, idempotency key, compat, `created_at`) is fixed at insert and may be
-    /// left as stored.
-    fn update_work(&mut self, item: &WorkItem) -> Result<()>;
+    /// left as stored. The item is shared: a provider that keeps items in memory keeps
+    /// this one rather than a copy, and the caller hands the same version on.
+    fn update_work(&mut self, item: &Arc<WorkItem>) -> Result<()>;
     /// The claim lanes of `compat`: every (kind, handler) with a non-terminal item, in
     /// [`WorkLane::sort_key`] order. A skip-scan of the lane index — one seek per lane —
     /// never a read of a lane's items, however many there are.
     fn claim_lanes(&mut self, compat: &str) -> Result<Vec<WorkLane>>;
     /// One lane's items of `compat` due by `now` (pending/retry eligible, or claimed with an
     /// expired lease) in claim order: higher priority first, then earlier due, then id.
+    /// Shared, like [`Tx::update_work`]'s: a claim reads an item to write its next version.
     fn lane_claimable(
         &mut self,
         compat: &str,
         lane: &WorkLane,
         now: Millis,
         limit: usize,
-    ) -> Result<Vec<WorkItem>>;
+    ) -> Result<Vec<Arc<WorkItem>>>;
     /// Reclaims due by `now` with this compat digest, earliest first: claims whose lease
     /// lapsed, and retries a lapsed claim left backing off. An index of its own, so a dead
     /// owner's work never waits behind a backlog of pending work.
-    fn lapsed_claims(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<WorkItem>>;
+    fn lapsed_claims(
+        &mut self,
+        compat: &str,
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<Arc<WorkItem>>>;
     /// Work by id, narrowed by `filter`.
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>>;
     /// Per lane (any compat), the earliest `nextEligibleAt` among its pending / retry

@@ -20,6 +20,7 @@
 //! every lane in turn, whatever else claims through the same handle.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use super::Tx;
 use crate::clock::Millis;
@@ -82,7 +83,7 @@ struct LaneQueue {
     /// The digest whose lane this is.
     compat: String,
     lane: WorkLane,
-    items: VecDeque<WorkItem>,
+    items: VecDeque<Arc<WorkItem>>,
     /// The last read got all it asked for: the lane may hold more.
     full: bool,
 }
@@ -133,7 +134,7 @@ pub(crate) fn claim_candidates(
     now: Millis,
     budget: &ClaimBudget,
     rotation: &Rotation,
-) -> Result<(Vec<WorkItem>, Rotation)> {
+) -> Result<(Vec<Arc<WorkItem>>, Rotation)> {
     let mut room = Room {
         left: budget.limit,
         per_handler: budget.per_handler.clone(),
@@ -145,7 +146,7 @@ pub(crate) fn claim_candidates(
     // Each key's reclaims come due-first (the providers' order); merged the same way.
     lapsed.sort_by(|a, b| (a.due_at(), &a.id).cmp(&(b.due_at(), &b.id)));
     lapsed.truncate(budget.limit);
-    let mut chosen: Vec<WorkItem> = lapsed
+    let mut chosen: Vec<Arc<WorkItem>> = lapsed
         .into_iter()
         .filter(|item| room.take(&item.handler))
         .collect();
@@ -236,7 +237,7 @@ fn refill(
     now: Millis,
     queue: &mut LaneQueue,
     n: usize,
-    chosen: &[WorkItem],
+    chosen: &[Arc<WorkItem>],
 ) -> Result<()> {
     let lane = &queue.lane;
     let ours: HashSet<&str> = chosen
@@ -259,7 +260,7 @@ fn refill(
 fn deal(
     kinds: &mut [KindTurn],
     room: &mut Room,
-    chosen: &mut Vec<WorkItem>,
+    chosen: &mut Vec<Arc<WorkItem>>,
 ) -> Option<&'static str> {
     let mut first = None;
     loop {
@@ -319,7 +320,7 @@ mod tests {
                     "k",
                     0,
                 );
-                q.items.push_back(item);
+                q.items.push_back(Arc::new(item));
             }
             let mut room = Room {
                 left: 1,

@@ -411,7 +411,7 @@ impl<'a> MemTx<'a> {
     }
 
     /// Writes a work row, undoably: the row it replaces moves into the undo log.
-    fn put_work(&mut self, item: WorkItem) {
+    fn put_work(&mut self, item: Arc<WorkItem>) {
         let replaced = self.state.work.put(item);
         self.undo.work.push(replaced);
     }
@@ -487,10 +487,10 @@ impl Tx for MemTx<'_> {
             );
         }
         for item in items {
-            self.put_work(WorkItem {
+            self.put_work(Arc::new(WorkItem {
                 generation: floor,
                 ..item
-            });
+            }));
         }
         Ok(raised)
     }
@@ -587,11 +587,11 @@ impl Tx for MemTx<'_> {
         }
         let floor = crate::store::epoch::generation_floor(self)?;
         let floored = crate::store::epoch::floored(item, floor);
-        self.put_work(floored.unwrap_or_else(|| item.clone()));
+        self.put_work(Arc::new(floored.unwrap_or_else(|| item.clone())));
         Ok(true)
     }
 
-    fn update_work(&mut self, item: &WorkItem) -> Result<()> {
+    fn update_work(&mut self, item: &Arc<WorkItem>) -> Result<()> {
         self.put_work(item.clone());
         Ok(())
     }
@@ -606,12 +606,17 @@ impl Tx for MemTx<'_> {
         lane: &WorkLane,
         now: Millis,
         limit: usize,
-    ) -> Result<Vec<WorkItem>> {
+    ) -> Result<Vec<Arc<WorkItem>>> {
         let due = self.state.work.due(compat, lane, now, limit);
         Ok(due.into_iter().cloned().collect())
     }
 
-    fn lapsed_claims(&mut self, compat: &str, now: Millis, limit: usize) -> Result<Vec<WorkItem>> {
+    fn lapsed_claims(
+        &mut self,
+        compat: &str,
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<Arc<WorkItem>>> {
         let lapsed = self.state.work.lapsed(compat, now, limit);
         Ok(lapsed.into_iter().cloned().collect())
     }

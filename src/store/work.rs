@@ -2,6 +2,8 @@
 //! group commit. Counts by (kind, state, compat) are kept incrementally here, in the same
 //! transaction as the change, so the dashboard never counts a million rows.
 
+use std::sync::Arc;
+
 use super::fair_share::{ClaimBudget, Rotation, claim_candidates};
 use super::{Counter, HandlerKeys, Logged, Store, Tx, record_write};
 use crate::clock::Millis;
@@ -26,7 +28,8 @@ pub struct Completion {
 /// One claimed item, from [`Store::claim_work`].
 #[derive(Debug, Clone)]
 pub struct Claim {
-    pub item: WorkItem,
+    /// The item as claimed: the version the store holds, shared rather than copied.
+    pub item: Arc<WorkItem>,
     /// When the claim this one took over had expired, if it took one over.
     pub took_over_expired_at: Option<Millis>,
 }
@@ -47,7 +50,7 @@ pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkIte
                 "a rule changed the kind or compat of {}",
                 next.id
             );
-            update_saved(tx, prev.state, next)?;
+            update_saved(tx, prev.state, &Arc::new(next.clone()))?;
         }
     }
     Ok(true)
@@ -56,7 +59,7 @@ pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkIte
 /// Writes `next` over the item it is the next version of, which was in state `was`,
 /// keeping the counts in step. For a version a rule made from the item: rules never change
 /// an item's kind or compat, so only its state moves it between counts.
-fn update_saved(tx: &mut dyn Tx, was: crate::model::WorkState, next: &WorkItem) -> Result<()> {
+fn update_saved(tx: &mut dyn Tx, was: crate::model::WorkState, next: &Arc<WorkItem>) -> Result<()> {
     tx.commit_revision()?;
     tx.update_work(next)?;
     if was != next.state {
@@ -144,7 +147,7 @@ impl Store {
         Ok(self
             .claim_work(owner, keys, limit, lease_ms)?
             .into_iter()
-            .map(|c| c.item)
+            .map(|c| Arc::unwrap_or_clone(c.item))
             .collect())
     }
 
@@ -238,7 +241,7 @@ impl Store {
             let Some(found) = tx.work(id)? else {
                 return Ok(Logged::Refused(not_found(id)));
             };
-            let item = settle_lapsed(tx, found, &keys, now)?;
+            let item = settle_lapsed(tx, Arc::new(found), &keys, now)?;
             let token = self.ids.next_id("tok");
             Ok(
                 match claim_in(tx, item, owner, &keys, token, lease_ms, now)? {
@@ -247,6 +250,7 @@ impl Store {
                 },
             )
         })
+        .map(Arc::unwrap_or_clone)
     }
 
     /// Extends the lease of the caller's claim.
@@ -366,7 +370,11 @@ impl Store {
     /// # Errors
     /// A store failure (then none of the batch is committed).
     pub fn complete_batch(&self, batch: &[Completion]) -> Result<Vec<Result<WorkItem>>> {
-        self.write(|tx, now| complete_in(tx, now, batch))
+        let answers = self.write(|tx, now| complete_in(tx, now, batch))?;
+        Ok(answers
+            .into_iter()
+            .map(|answer| answer.map(Arc::unwrap_or_clone))
+            .collect())
     }
 
     fn fenced(
@@ -378,6 +386,7 @@ impl Store {
         change: impl Fn(&WorkItem, Millis) -> Result<WorkItem>,
     ) -> Result<WorkItem> {
         self.write_logged(|tx, now| fenced_in(tx, now, id, owner, generation, verb, &change))
+            .map(Arc::unwrap_or_clone)
     }
 
     /// One work item by id.
@@ -414,7 +423,7 @@ struct Seen {
 }
 
 /// [`Store::complete_batch`] inside a transaction the caller may write more in: each
-/// completion fenced on its own, answered in order.
+/// completion fenced on its own, answered in order with the version stored.
 ///
 /// # Errors
 /// A store failure (then the caller's transaction commits nothing).
@@ -422,7 +431,7 @@ pub(crate) fn complete_in(
     tx: &mut dyn Tx,
     now: Millis,
     batch: &[Completion],
-) -> Result<Vec<Result<WorkItem>>> {
+) -> Result<Vec<Result<Arc<WorkItem>>>> {
     if batch.is_empty() {
         return Ok(Vec::new());
     }
@@ -468,7 +477,7 @@ pub(crate) fn fenced_in(
     generation: u64,
     verb: WriteVerb,
     change: impl Fn(&WorkItem, Millis) -> Result<WorkItem>,
-) -> Result<Logged<WorkItem>> {
+) -> Result<Logged<Arc<WorkItem>>> {
     // The item is only looked at (the change makes its next version), so it is read where
     // it lies rather than copied out of the store.
     let mut seen = None;
@@ -520,10 +529,11 @@ pub(crate) fn fenced_in(
         detail,
         seen.holder,
     )?;
-    if let Ok(next) = &seen.outcome {
+    let outcome = seen.outcome.map(Arc::new);
+    if let Ok(next) = &outcome {
         update_saved(tx, seen.was, next)?;
     }
-    Ok(seen.outcome.into())
+    Ok(outcome.into())
 }
 
 /// Writes the settlement of `item` if it is a claim that lapsed without an outcome
@@ -533,16 +543,17 @@ pub(crate) fn fenced_in(
 /// not run it.
 fn settle_lapsed(
     tx: &mut dyn Tx,
-    item: WorkItem,
+    item: Arc<WorkItem>,
     keys: &CompatSet,
     now: Millis,
-) -> Result<WorkItem> {
+) -> Result<Arc<WorkItem>> {
     if !keys.contains(&item.compat) {
         return Ok(item);
     }
     match rules::lapse(&item, Backoff::default(), now) {
         Some(settled) => {
-            save_work(tx, Some(&item), &settled)?;
+            let settled = Arc::new(settled);
+            update_saved(tx, item.state, &settled)?;
             Ok(settled)
         }
         None => Ok(item),
@@ -551,10 +562,11 @@ fn settle_lapsed(
 
 /// Claims `item` (as it stands once a lapsed claim of it is settled) for `owner` inside an
 /// open transaction, writing the claim and its grant; or why it cannot be claimed. The item
-/// is moved into its claimed version, not copied.
+/// is made into its claimed version (a copy only while the store still holds the version
+/// before), which the store and the claimer then share.
 fn claim_in(
     tx: &mut dyn Tx,
-    item: WorkItem,
+    item: Arc<WorkItem>,
     owner: &str,
     keys: &CompatSet,
     token: String,
@@ -564,8 +576,15 @@ fn claim_in(
     let was = item.state;
     let took_over = Takeover::of_work(&item, owner, now);
     let took_over_expired_at = item.unfinished_claim_expiry();
-    let next = match rules::claim(item, owner, keys, token, lease_ms, now) {
-        Ok(next) => next,
+    let next = match rules::claim(
+        Arc::unwrap_or_clone(item),
+        owner,
+        keys,
+        token,
+        lease_ms,
+        now,
+    ) {
+        Ok(next) => Arc::new(next),
         Err(e) => return Ok(Logged::Refused(e)),
     };
     update_saved(tx, was, &next)?;

@@ -36,19 +36,19 @@ struct Numbers {
     compat: u32,
 }
 
-/// One stored item, the shared copy of its id and its interned numbers.
+/// One stored item, the shared copy of its id and its interned numbers. The item is
+/// shared too: a claim hands the version it stored to the claimer, and a row moves in the
+/// tree's nodes and the undo log as a pointer, not as a whole item.
 struct Row {
     id: Arc<str>,
     numbers: Numbers,
-    item: WorkItem,
+    item: Arc<WorkItem>,
 }
 
 /// What writing a row replaced: the row as it was, or nothing (the id of the row added).
 /// Kept in the memory store's undo log; undone with [`WorkTable::restore`].
-// Nearly every entry is a replaced row: boxing it would cost an allocation per write.
-#[allow(clippy::large_enum_variant)]
 pub(super) enum Replaced {
-    Row(WorkItem),
+    Row(Arc<WorkItem>),
     Nothing(Arc<str>),
 }
 
@@ -141,6 +141,11 @@ fn move_key<K: Ord>(index: &mut BTreeSet<K>, prev: Option<K>, next: Option<K>) {
 
 impl WorkTable {
     pub fn get(&self, id: &str) -> Option<&WorkItem> {
+        self.rows.get(id).map(|r| &*r.item)
+    }
+
+    /// The shared version of the item `id`.
+    fn shared(&self, id: &str) -> Option<&Arc<WorkItem>> {
         self.rows.get(id).map(|r| &r.item)
     }
 
@@ -153,16 +158,16 @@ impl WorkTable {
         &'a self,
         bounds: (Bound<&str>, Bound<&str>),
     ) -> impl DoubleEndedIterator<Item = &'a WorkItem> + use<'a> {
-        self.rows.range::<str, _>(bounds).map(|(_, r)| &r.item)
+        self.rows.range::<str, _>(bounds).map(|(_, r)| &*r.item)
     }
 
     pub fn values(&self) -> impl Iterator<Item = &WorkItem> {
-        self.rows.values().map(|r| &r.item)
+        self.rows.values().map(|r| &*r.item)
     }
 
     /// Writes `item` over the row with its id (or adds it), moving its index entries;
     /// returns what it replaced.
-    pub fn put(&mut self, item: WorkItem) -> Replaced {
+    pub fn put(&mut self, item: Arc<WorkItem>) -> Replaced {
         let Some(row) = self.rows.get_mut(item.id.as_str()) else {
             let id: Arc<str> = Arc::from(item.id.as_str());
             let numbers = self.numbers_of(&item);
@@ -194,7 +199,7 @@ impl WorkTable {
     }
 
     /// Removes the row of `id` and its index entries; returns it.
-    pub fn remove(&mut self, id: &str) -> Option<WorkItem> {
+    pub fn remove(&mut self, id: &str) -> Option<Arc<WorkItem>> {
         let row = self.rows.remove(id)?;
         self.apply(Keys::of(&row.item, row.numbers, &row.id), Keys::NONE);
         Some(row.item)
@@ -242,7 +247,13 @@ impl WorkTable {
     }
 
     /// `lane`'s items of `compat` due by `now`, in claim order, at most `limit`.
-    pub fn due(&self, compat: &str, lane: &WorkLane, now: Millis, limit: usize) -> Vec<&WorkItem> {
+    pub fn due(
+        &self,
+        compat: &str,
+        lane: &WorkLane,
+        now: Millis,
+        limit: usize,
+    ) -> Vec<&Arc<WorkItem>> {
         let name = (compat.to_owned(), lane.kind, lane.handler.clone());
         let Some(&number) = self.lanes.numbers.get(&name) else {
             return Vec::new();
@@ -250,12 +261,12 @@ impl WorkTable {
         (self.lane_order(number))
             .filter(|k| k.2 <= now)
             .take(limit)
-            .filter_map(|k| self.get(&k.3))
+            .filter_map(|k| self.shared(&k.3))
             .collect()
     }
 
     /// The first `limit` items of `compat` in the reclaim index due by `now`, in due order.
-    pub fn lapsed(&self, compat: &str, now: Millis, limit: usize) -> Vec<&WorkItem> {
+    pub fn lapsed(&self, compat: &str, now: Millis, limit: usize) -> Vec<&Arc<WorkItem>> {
         let Some(&number) = self.compats.numbers.get(compat) else {
             return Vec::new();
         };
@@ -264,7 +275,7 @@ impl WorkTable {
             .range((number, Millis::MIN, self.least.clone())..))
         .take_while(|k| k.0 == number && k.1 <= now)
         .take(limit)
-        .filter_map(|k| self.get(&k.2))
+        .filter_map(|k| self.shared(&k.2))
         .collect()
     }
 
@@ -371,7 +382,12 @@ mod tests {
                         .collect();
                     due.sort_by_key(|w| (Reverse(w.priority), w.due_at(), w.id.clone()));
                     due.truncate(4);
-                    assert_eq!(table.due(compat, lane, now, 4), due, "due in {lane:?}");
+                    let read: Vec<&WorkItem> = table
+                        .due(compat, lane, now, 4)
+                        .into_iter()
+                        .map(|w| &**w)
+                        .collect();
+                    assert_eq!(read, due, "due in {lane:?}");
                 }
             }
             for now in [0, 3, 9] {
@@ -385,7 +401,12 @@ mod tests {
                     .collect();
                 lapsed.sort_by_key(|w| (w.due_at(), w.id.clone()));
                 lapsed.truncate(4);
-                assert_eq!(table.lapsed(compat, now, 4), lapsed, "lapsed of {compat}");
+                let read: Vec<&WorkItem> = table
+                    .lapsed(compat, now, 4)
+                    .into_iter()
+                    .map(|w| &**w)
+                    .collect();
+                assert_eq!(read, lapsed, "lapsed of {compat}");
             }
         }
         let mut waiting: Vec<(WorkLane, Millis)> = Vec::new();
@@ -422,7 +443,7 @@ mod tests {
         ) {
             let mut table = WorkTable::default();
             let apply = |table: &mut WorkTable, change: &Change| match (change, item(change)) {
-                (_, Some(item)) => Some(table.put(item)),
+                (_, Some(item)) => Some(table.put(Arc::new(item))),
                 (Change::Remove(id), None) => table.remove(&format!("w{id:02}")).map(Replaced::Row),
                 (Change::Put { .. }, None) => unreachable!("a put makes an item"),
             };

@@ -179,7 +179,7 @@ pub fn a_handler_limit_caps_that_handler_only(h: &dyn Harness) {
     }
     let budget = ClaimBudget::new(8).with_handler(FLOOD, 2);
     let batch = ok("claim", s.claim_work_within("a", K, &budget, 30_000));
-    let lanes = lanes_of(&batch.iter().map(|c| c.item.clone()).collect::<Vec<_>>());
+    let lanes = lanes_of(&batch.iter().map(|c| (*c.item).clone()).collect::<Vec<_>>());
     assert_eq!(lanes.get(&(WorkKind::Effect, FLOOD.into())), Some(&2));
     assert_eq!(lanes.get(&(WorkKind::Effect, "mail".into())), Some(&6));
     let none = ClaimBudget::new(8)

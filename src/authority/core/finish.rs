@@ -3,6 +3,8 @@
 //! count it, log it. A refusal is final and counted; a store failure defers the outcome
 //! to [`AuthorityCore::flush`]; a lost job's outcome is dropped.
 
+use std::borrow::Borrow;
+
 use serde_json::Value;
 
 use super::poll::Finishing;
@@ -16,9 +18,10 @@ use crate::model::{FailureClass, Recovering, WorkItem, WorkKind, WorkState};
 use crate::store::Completion;
 use crate::workflow::machine::ActionRequest;
 
-pub(super) fn classify(result: Result<WorkItem>) -> Result<Finished> {
+/// What a fenced write's answer (the item as written, owned or shared) means for its job.
+pub(super) fn classify(result: Result<impl Borrow<WorkItem>>) -> Result<Finished> {
     match result {
-        Ok(item) => Ok(match item.state {
+        Ok(item) => Ok(match item.borrow().state {
             WorkState::Succeeded => Finished::Completed,
             WorkState::Retry => Finished::RetryScheduled,
             WorkState::Failed => Finished::Failed,
@@ -178,7 +181,7 @@ impl AuthorityCore {
     fn settle_grouped(
         &self,
         grouped: Vec<(usize, Job, Executed)>,
-        results: Result<Vec<Result<WorkItem>>>,
+        results: Result<Vec<Result<impl Borrow<WorkItem>>>>,
         answers: &mut [Option<Finished>],
     ) {
         match results {

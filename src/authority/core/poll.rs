@@ -56,7 +56,9 @@ impl AuthorityCore {
                 drop(st);
                 let completed = match finishing.completions.as_slice() {
                     [] => Vec::new(),
-                    completions => self.store.complete_batch(completions)?,
+                    completions => self
+                        .store
+                        .write(|tx, now| complete_in(tx, now, completions))?,
                 };
                 return Ok(Polled {
                     completed,
@@ -155,7 +157,7 @@ impl AuthorityCore {
             .chain(
                 items
                     .into_iter()
-                    .map(|c| (c.took_over_expired_at, Task::Work(Arc::new(c.item)))),
+                    .map(|c| (c.took_over_expired_at, Task::Work(c.item))),
             );
         for (expired, task) in tasks {
             st.stats.claims += 1;
@@ -195,7 +197,7 @@ pub(super) struct Finishing {
 /// What one poll did: the answers to the outcomes it recorded, in order, and the jobs it
 /// started.
 pub(super) struct Polled {
-    pub completed: Vec<Result<WorkItem>>,
+    pub completed: Vec<Result<Arc<WorkItem>>>,
     pub jobs: Vec<Job>,
 }
 

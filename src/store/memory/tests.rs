@@ -86,11 +86,11 @@ fn seen(store: &MemoryBackend) -> String {
 fn busy(tx: &mut dyn Tx) -> Result<()> {
     let revision = tx.commit_revision()?;
     let pending = tx.work("w1")?.expect("w1 is there");
-    tx.update_work(&claimed(pending, 900))?;
+    tx.update_work(&Arc::new(claimed(pending, 900)))?;
     let mut done = tx.work("w2")?.expect("w2 is there");
     done.state = WorkState::Succeeded;
     done.lease_expires_at = None;
-    tx.update_work(&done)?;
+    tx.update_work(&Arc::new(done))?;
     tx.delete_work("w3")?;
     tx.insert_work(&item("w4", "other"))?;
     tx.add_grant(grant(revision, "w1", true))?;

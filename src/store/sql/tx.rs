@@ -5,6 +5,8 @@
 //! table PostgreSQL holds writes back for (leases, work, instances, grants, writes) sends
 //! them first ([`Driver::settle`]); the others cost no extra round trip.
 
+use std::sync::Arc;
+
 use super::decode;
 use super::driver::Driver;
 use super::encode::{self, Table};
@@ -179,7 +181,7 @@ impl<D: Driver> Tx for D {
         }
     }
 
-    fn update_work(&mut self, item: &WorkItem) -> Result<()> {
+    fn update_work(&mut self, item: &Arc<WorkItem>) -> Result<()> {
         Driver::update_work(self, item)
     }
 
@@ -193,12 +195,14 @@ impl<D: Driver> Tx for D {
         lane: &WorkLane,
         now: Millis,
         n: usize,
-    ) -> Result<Vec<WorkItem>> {
-        Driver::lane_claimable(self, compat, lane, now, n)
+    ) -> Result<Vec<Arc<WorkItem>>> {
+        let items = Driver::lane_claimable(self, compat, lane, now, n)?;
+        Ok(items.into_iter().map(Arc::new).collect())
     }
 
-    fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
-        Driver::lapsed_claims(self, compat, now, n)
+    fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<Arc<WorkItem>>> {
+        let items = Driver::lapsed_claims(self, compat, now, n)?;
+        Ok(items.into_iter().map(Arc::new).collect())
     }
 
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {

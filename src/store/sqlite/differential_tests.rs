@@ -2,6 +2,7 @@
 //! memory reference answers for the same writes, page by page and in both directions.
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use super::tests::{event, item, read, temp, write};
 use super::*;
@@ -80,16 +81,16 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
     for i in 0..60 {
         let w = work_fixture(i);
         if !tx.insert_work(&w)? {
-            tx.update_work(&w)?;
+            tx.update_work(&Arc::new(w))?;
         }
     }
     // An update that moves an item out of and back into the claim index.
     let mut w = tx.work("w000")?.expect("w000");
     w.state = WorkState::Succeeded;
-    tx.update_work(&w)?;
+    tx.update_work(&Arc::new(w.clone()))?;
     w.state = WorkState::Pending;
     w.next_eligible_at = 50;
-    tx.update_work(&w)?;
+    tx.update_work(&Arc::new(w))?;
     for (name, d) in [
         ("work|a", 1),
         ("work|b", 2),
