@@ -17,7 +17,7 @@ use leasehold::clock::ManualClock;
 use leasehold::ids::SeededIds;
 use leasehold::model::work::NewWork;
 use leasehold::store::memory::MemoryBackend;
-use leasehold::store::{Completion, Keyed};
+use leasehold::store::{Claim, Completion, Keyed};
 use leasehold::tui::action::{Action, ViewId};
 use leasehold::tui::app::AppOptions;
 use leasehold::tui::harness::{Harness, render_app};
@@ -91,11 +91,9 @@ fn claim_and_complete(c: &mut Criterion) {
         b.iter_batched(
             || enqueue(BATCH),
             |()| {
-                let items = store
-                    .claim_batch("a1", "k", BATCH as usize, 30_000)
-                    .unwrap();
-                let done: Vec<Completion> = (items.iter())
-                    .map(|item| Completion {
+                let claims = store.claim_work("a1", "k", BATCH as usize, 30_000).unwrap();
+                let done: Vec<Completion> = (claims.iter())
+                    .map(|Claim { item, .. }| Completion {
                         id: item.id.clone(),
                         owner: "a1".into(),
                         generation: item.generation,

@@ -67,6 +67,7 @@ pub use registry::{FORGET_ACTION, Forgot};
 pub use release::{RELEASE_ACTION, Release, ReleasedClaim};
 pub use retention::{RetentionPolicy, TrimReport};
 pub use schedules::UPDATE_ACTION as SCHEDULE_UPDATE_ACTION;
+pub(crate) use schedules::fire_due_in;
 pub use triage::Triaged;
 pub(crate) use work::complete_in;
 pub use work::{Claim, Completion};

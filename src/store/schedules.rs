@@ -6,7 +6,8 @@
 //! claimable by the new build.
 
 use super::work::save_work;
-use super::{HandlerKeys, Store};
+use super::{HandlerKeys, Store, Tx};
+use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::check_id;
 use crate::model::schedule::{CatchUp, Schedule, Trigger, firing_id};
@@ -121,38 +122,7 @@ impl Store {
     /// # Errors
     /// A store failure.
     pub fn fire_due_schedules(&self, observer: impl HandlerKeys, limit: usize) -> Result<usize> {
-        self.write(|tx, now| {
-            let mut fired = 0;
-            for schedule in tx.due_schedules(now, limit)? {
-                let Some(observer_compat) = observer.key_for(&schedule.handler) else {
-                    continue;
-                };
-                let observation = rules::observe(&schedule, now);
-                tx.commit_revision()?;
-                for due in &observation.due {
-                    let spec = NewWork {
-                        kind: WorkKind::Schedule,
-                        not_before: Some(*due),
-                        ..NewWork::effect(
-                            firing_id(&schedule.schedule_id, *due),
-                            schedule.handler.clone(),
-                            schedule.payload.clone(),
-                        )
-                    };
-                    fired += usize::from(save_work(
-                        tx,
-                        None,
-                        &WorkItem::new(spec, &observer_compat, now),
-                    )?);
-                }
-                tx.put_schedule(&Schedule {
-                    last_due: observation.last_due,
-                    next_due: observation.next_due,
-                    ..schedule
-                })?;
-            }
-            Ok(fired)
-        })
+        self.write(|tx, now| fire_due_in(tx, now, &observer, limit))
     }
 
     /// One schedule.
@@ -162,4 +132,47 @@ impl Store {
     pub fn schedule(&self, id: &str) -> Result<Option<Schedule>> {
         self.read(|tx| tx.schedule(id))
     }
+}
+
+/// [`Store::fire_due_schedules`] inside a transaction the caller may write more in (an
+/// authority's poll fires and claims in one).
+///
+/// # Errors
+/// A store failure (then the caller's transaction commits nothing).
+pub(crate) fn fire_due_in(
+    tx: &mut dyn Tx,
+    now: Millis,
+    observer: &dyn HandlerKeys,
+    limit: usize,
+) -> Result<usize> {
+    let mut fired = 0;
+    for schedule in tx.due_schedules(now, limit)? {
+        let Some(observer_compat) = observer.key_for(&schedule.handler) else {
+            continue;
+        };
+        let observation = rules::observe(&schedule, now);
+        tx.commit_revision()?;
+        for due in &observation.due {
+            let spec = NewWork {
+                kind: WorkKind::Schedule,
+                not_before: Some(*due),
+                ..NewWork::effect(
+                    firing_id(&schedule.schedule_id, *due),
+                    schedule.handler.clone(),
+                    schedule.payload.clone(),
+                )
+            };
+            fired += usize::from(save_work(
+                tx,
+                None,
+                &WorkItem::new(spec, &observer_compat, now),
+            )?);
+        }
+        tx.put_schedule(&Schedule {
+            last_due: observation.last_due,
+            next_due: observation.next_due,
+            ..schedule
+        })?;
+    }
+    Ok(fired)
 }

@@ -365,16 +365,14 @@ impl Store {
 
     /// Group commit: many finished attempts in one transaction, each fenced on its own. A
     /// stale generation refuses only its own entry; the answers are known only after the
-    /// single commit, so no completion is acknowledged before it is durable.
+    /// single commit, so no completion is acknowledged before it is durable. Each answer
+    /// is the item as written, shared with the store (a memory store keeps that very
+    /// version).
     ///
     /// # Errors
     /// A store failure (then none of the batch is committed).
-    pub fn complete_batch(&self, batch: &[Completion]) -> Result<Vec<Result<WorkItem>>> {
-        let answers = self.write(|tx, now| complete_in(tx, now, batch))?;
-        Ok(answers
-            .into_iter()
-            .map(|answer| answer.map(Arc::unwrap_or_clone))
-            .collect())
+    pub fn complete_batch(&self, batch: &[Completion]) -> Result<Vec<Result<Arc<WorkItem>>>> {
+        self.write(|tx, now| complete_in(tx, now, batch))
     }
 
     fn fenced(

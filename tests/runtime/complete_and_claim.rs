@@ -1,7 +1,8 @@
 //! A finished batch's plain outcomes and the claims that refill its slots are one store
 //! transaction (`AuthorityCore::finish_all_and_poll`, what the tokio driver calls): one
 //! commit, never more jobs than the concurrency, the handler room of the finished jobs
-//! free again, and on a failed commit neither the outcomes nor the claims.
+//! free again, and on a failed commit neither the outcomes nor the claims. A poll's
+//! schedule firings share that transaction.
 
 use std::sync::Arc;
 
@@ -174,4 +175,38 @@ fn a_finished_batch_frees_its_handlers_room_for_the_claims_beside_it() {
     assert_eq!(answers, vec![Finished::Completed]);
     assert_eq!(more.expect("claims").len(), 1, "still never past the limit");
     assert_eq!(core.inflight(), 2);
+}
+
+/// A poll's schedule firings and its claims are one transaction too: a firing due now is
+/// created and claimed by the same poll, in one commit.
+#[test]
+fn a_due_firing_is_created_and_claimed_in_one_commit() {
+    use leasehold::build_key::handler_key;
+    use leasehold::model::WorkKind;
+    use leasehold::model::schedule::{CatchUp, Trigger};
+
+    let clock = ManualClock::new(T0);
+    let s = crate::support::runtime::store(&clock);
+    let handler = workload::SCHEDULE_HANDLER;
+    s.create_schedule(
+        "tick",
+        Trigger::Interval { every_ms: 60_000 },
+        CatchUp::Latest,
+        handler,
+        "{}",
+        &handler_key(handler, &compat()),
+    )
+    .expect("creates");
+    let core = solo(&s, 4);
+    clock.advance(61_000);
+    let before = s.revision().expect("reads");
+    let jobs = core.poll().expect("polls");
+    assert_eq!(
+        s.revision().expect("reads") - before,
+        1,
+        "fired and claimed in one commit"
+    );
+    assert_eq!(jobs.len(), 1);
+    assert!(matches!(&jobs[0].task, Task::Work(w) if w.kind == WorkKind::Schedule));
+    assert_eq!(core.stats().schedules_fired, 1);
 }

@@ -5,8 +5,9 @@
 //! others, so an authority with one free worker serves all three in turn instead of
 //! whichever is asked first.
 //!
-//! Every claim of a poll is made in one store transaction, and a poll that follows a
-//! finished batch records the batch's plain outcomes in it first (`finish_all_and_poll`):
+//! A poll's schedule firings and every claim it makes are one store transaction, and a poll
+//! that follows a finished batch records the batch's plain outcomes in it first
+//! (`finish_all_and_poll`):
 //! the slots they free are filled at the cost of one commit, and a failed commit neither
 //! records the outcomes nor claims, so the authority never holds more than its
 //! concurrency.
@@ -20,7 +21,7 @@ use crate::authority::log;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::WorkItem;
-use crate::store::{Claim, ClaimBudget, Completion, complete_in};
+use crate::store::{Claim, ClaimBudget, Completion, complete_in, fire_due_in};
 use crate::workflow::engine::Claimed;
 
 /// Schedules examined per poll.
@@ -79,10 +80,6 @@ impl AuthorityCore {
             (due, free, room, share)
         };
         self.refresh_keys(now)?;
-        let fired = self
-            .store
-            .fire_due_schedules(&self.workload, SCHEDULES_PER_POLL)?;
-        self.state().stats.schedules_fired += fired as u64;
         let lease = self.config.lease_duration_ms;
         let batch = self.config.claim_batch_size;
         let owner = self.config.instance_id.as_str();
@@ -91,15 +88,9 @@ impl AuthorityCore {
         // Workflow instances, then work items, then instances for what the items left,
         // each claim noting a takeover (failover).
         let wf_limit = share.instances.min(batch);
-        if finishing.completions.is_empty() && free <= due_looks {
-            // Nothing to record and no slot for a claim: no transaction.
-            let jobs = self.start_jobs(now, free.min(due_looks), Vec::new(), Vec::new());
-            return Ok(Polled {
-                completed: Vec::new(),
-                jobs,
-            });
-        }
-        let (completed, instances, items, rotation) = self.store.write(|tx, now| {
+        let workload = &self.workload;
+        let (fired, completed, instances, items, rotation) = self.store.write(|tx, now| {
+            let fired = fire_due_in(tx, now, &workload, SCHEDULES_PER_POLL)?;
             let completed = complete_in(tx, now, &finishing.completions)?;
             let mut instances = if wf_limit > 0 && free > due_looks {
                 self.engine.claim_in(tx, now, wf_limit, lease)?
@@ -123,8 +114,9 @@ impl AuthorityCore {
             if left > 0 && instances.len() == wf_limit {
                 instances.extend(self.engine.claim_in(tx, now, left.min(batch), lease)?);
             }
-            Ok((completed, instances, items, rotation))
+            Ok((fired, completed, instances, items, rotation))
         })?;
+        self.state().stats.schedules_fired += fired as u64;
         if let Some(rotation) = rotation {
             self.store.keep_rotation(owner, rotation);
         }
