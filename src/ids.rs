@@ -52,7 +52,9 @@ impl IdSource for SeededIds {
         id.push_str(prefix);
         id.push('-');
         for shift in (0..16).rev() {
-            id.push(char::from(b"0123456789abcdef"[((n >> (shift * 4)) & 0xf) as usize]));
+            id.push(char::from(
+                b"0123456789abcdef"[((n >> (shift * 4)) & 0xf) as usize],
+            ));
         }
         id
     }

@@ -7,10 +7,9 @@
 //!
 //! A poll's schedule firings and every claim it makes are one store transaction, and a poll
 //! that follows a finished batch records the batch's plain outcomes in it first
-//! (`finish_all_and_poll`):
-//! the slots they free are filled at the cost of one commit, and a failed commit neither
-//! records the outcomes nor claims, so the authority never holds more than its
-//! concurrency.
+//! (`finish_all_and_poll`): the slots they free are filled at the cost of one commit, and a
+//! failed commit neither records the outcomes nor claims, so the authority never holds more
+//! than its concurrency.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -34,7 +33,7 @@ impl AuthorityCore {
     /// take what looks and instances left, then instances and looks what items left.
     ///
     /// # Errors
-    /// A store failure (nothing half-claimed: each claim is one transaction).
+    /// A store failure (nothing fired or claimed: the poll is one transaction).
     pub fn poll(&self) -> Result<Vec<Job>> {
         let out = self
             .poll_inner(&Finishing::default())
@@ -177,7 +176,7 @@ impl AuthorityCore {
 }
 
 /// Jobs that have just run, whose plain outcomes the poll that refills their slots records
-/// first, in its own transaction.
+/// first, in the poll's transaction.
 #[derive(Debug, Default)]
 pub(super) struct Finishing {
     /// Their in-flight ids: their slots, and their handlers' room, count as free.
