@@ -32,14 +32,15 @@ use leasehold::model::event::NewEvent;
 use leasehold::model::work::NewWork;
 use leasehold::model::{PageRequest, WorkState};
 use leasehold::rules::work::Backoff;
-use leasehold::store::faults::FaultyBackend;
 use leasehold::store::memory::MemoryBackend;
 use leasehold::workflow::{Catalog, SHIPPED_DEFINITIONS};
 use serde_json::json;
 
 use support::wait::{wait_until_async, within};
 
-use support::runtime::{RUNNING, T0, compat, config, store, two_short_lease_cores, work_in};
+use support::runtime::{
+    RUNNING, T0, compat, config, faulty_store, store, two_short_lease_cores, work_in,
+};
 
 #[test]
 fn unsafe_knobs_are_refused_at_construction() {
@@ -275,18 +276,7 @@ fn one_free_worker_serves_instances_and_items_in_turn() {
     let clock = ManualClock::new(T0);
     let s = store(&clock);
     mixed_work(&s, &compat(), 20, 20);
-    let one = AuthorityConfig {
-        worker_concurrency: 1,
-        ..config("solo")
-    };
-    let a = AuthorityCore::new(
-        s.clone(),
-        one,
-        workload::named("fast", 1).expect("fast"),
-        Pace::Virtual,
-    )
-    .expect("builds");
-    a.register().expect("registers");
+    let a = support::runtime::solo(&s, 1);
     let mut kinds = Vec::new();
     for _ in 0..9 {
         let jobs = a.poll().expect("polls");
@@ -908,12 +898,7 @@ async fn unknown_outcomes_on_every_kind_of_write_end_clean() {
     use leasehold::store::faults::{Fault, FaultPlan};
 
     let clock = ManualClock::new(T0);
-    let faulty = Arc::new(FaultyBackend::new(Arc::new(MemoryBackend::new())));
-    let s = Store::new(
-        faulty.clone(),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(11)),
-    );
+    let (faulty, s) = faulty_store(&clock);
     let c = compat();
     let instances = mixed_work(&s, &c, 30, 3);
     // From the authority's registration on, every few writes fail one way or another.
@@ -963,17 +948,6 @@ async fn unknown_outcomes_on_every_kind_of_write_end_clean() {
         .expect("checks");
     assert!(report.violations.is_empty(), "{:?}", report.violations);
     assert!(work_in(&s, WorkState::Failed).is_empty(), "nothing failed");
-}
-
-/// A store over the fault-injecting backend, and that backend.
-fn faulty_store(clock: &ManualClock) -> (Arc<FaultyBackend>, Store) {
-    let backend = Arc::new(FaultyBackend::new(Arc::new(MemoryBackend::new())));
-    let s = Store::new(
-        backend.clone(),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(11)),
-    );
-    (backend, s)
 }
 
 /// One authority `solo` running the `fast` workload on `s`, stepped by hand.

@@ -4,8 +4,6 @@
 //! free again, and on a failed commit neither the outcomes nor the claims. A poll's
 //! schedule firings share that transaction.
 
-use std::sync::Arc;
-
 use leasehold::Store;
 use leasehold::authority::workload;
 use leasehold::authority::{
@@ -13,13 +11,11 @@ use leasehold::authority::{
     Workload,
 };
 use leasehold::clock::ManualClock;
-use leasehold::ids::SeededIds;
 use leasehold::model::WorkState;
 use leasehold::model::work::NewWork;
-use leasehold::store::faults::{Fault, FaultPlan, FaultyBackend};
-use leasehold::store::memory::MemoryBackend;
+use leasehold::store::faults::{Fault, FaultPlan};
 
-use crate::support::runtime::{T0, compat, config, work_in};
+use crate::support::runtime::{T0, compat, config, faulty_store, solo, work_in};
 
 /// `n` effects for the demo's `send-email` handler, `e000`….
 fn effects(s: &Store, n: usize) {
@@ -27,23 +23,6 @@ fn effects(s: &Store, n: usize) {
         .map(|i| NewWork::effect(format!("e{i:03}"), "send-email", "{}"))
         .collect();
     s.enqueue_batch(items, &compat()).expect("enqueues");
-}
-
-/// Authority `solo` with `workers` workers on `s`, registered.
-fn solo(s: &Store, workers: usize) -> AuthorityCore {
-    let cfg = AuthorityConfig {
-        worker_concurrency: workers,
-        ..config("solo")
-    };
-    let core = AuthorityCore::new(
-        s.clone(),
-        cfg,
-        workload::named("fast", 1).expect("fast"),
-        Pace::Virtual,
-    )
-    .expect("valid");
-    core.register().expect("registers");
-    core
 }
 
 /// The ids of `jobs`' work items.
@@ -101,12 +80,7 @@ fn ids_in(s: &Store, state: WorkState) -> Vec<String> {
 #[test]
 fn a_failed_complete_and_claim_defers_the_outcomes_and_claims_nothing() {
     let clock = ManualClock::new(T0);
-    let backend = Arc::new(FaultyBackend::new(Arc::new(MemoryBackend::new())));
-    let s = Store::new(
-        backend.clone(),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(5)),
-    );
+    let (backend, s) = faulty_store(&clock);
     effects(&s, 6);
     let core = solo(&s, 3);
     let first = core.poll().expect("polls");

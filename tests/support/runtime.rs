@@ -13,6 +13,7 @@ use leasehold::clock::ManualClock;
 use leasehold::ids::SeededIds;
 use leasehold::model::work::WorkFilter;
 use leasehold::model::{PageRequest, WorkItem, WorkState};
+use leasehold::store::faults::FaultyBackend;
 use leasehold::store::memory::MemoryBackend;
 
 /// How long a runtime in this process gets to reach a state the test waits for.
@@ -45,6 +46,35 @@ pub fn config(id: &str) -> AuthorityConfig {
         lease_duration_ms: 30_000,
         ..AuthorityConfig::new(id, "v1")
     }
+}
+
+/// Authority `solo` running the `fast` workload on `s` with `workers` workers, stepped by
+/// hand, registered.
+pub fn solo(s: &Store, workers: usize) -> AuthorityCore {
+    let cfg = AuthorityConfig {
+        worker_concurrency: workers,
+        ..config("solo")
+    };
+    let core = AuthorityCore::new(
+        s.clone(),
+        cfg,
+        workload::named("fast", 1).expect("fast"),
+        Pace::Virtual,
+    )
+    .expect("valid");
+    core.register().expect("registers");
+    core
+}
+
+/// A store over the fault-injecting backend, and that backend.
+pub fn faulty_store(clock: &ManualClock) -> (Arc<FaultyBackend>, Store) {
+    let backend = Arc::new(FaultyBackend::new(Arc::new(MemoryBackend::new())));
+    let s = Store::new(
+        backend.clone(),
+        Arc::new(clock.clone()),
+        Arc::new(SeededIds::new(11)),
+    );
+    (backend, s)
 }
 
 /// Every item in `state`.
