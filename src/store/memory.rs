@@ -6,6 +6,8 @@
 //! seam, about 650 lines) is one block that cannot be split across files, and it reads
 //! best as the one place that says what every `Tx` method means with no SQL around it.
 
+mod instance_table;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -24,6 +26,7 @@ use crate::model::{
     WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::RETENTION;
+use instance_table::InstanceTable;
 
 #[derive(Default)]
 struct State {
@@ -54,7 +57,7 @@ struct State {
     refused_index: BTreeMap<HistoryPosition, (u64, u64)>,
     log_seq: u64,
     definitions: BTreeMap<String, WorkflowDefinitionRow>,
-    instances: BTreeMap<String, InstanceRow>,
+    instances: InstanceTable,
     start_keys: BTreeMap<String, String>,
     history: BTreeMap<(String, u64), HistoryRecord>,
     outcomes: BTreeMap<String, ActionOutcome>,
@@ -408,6 +411,16 @@ impl<'a> MemTx<'a> {
         } else {
             Err(Error::ReadOnly("write inside a read transaction".into()))
         }
+    }
+
+    /// Writes an instance row, undoably: the row it replaces (or none) is put back on
+    /// rollback, its runnable index entry with it.
+    fn put_instance(&mut self, row: InstanceRow) {
+        let id = row.instance_id.clone();
+        let old = self.state.instances.put(row);
+        self.undo
+            .steps
+            .push(Box::new(move |s: &mut State| s.instances.restore(&id, old)));
     }
 
     /// Writes a work row, undoably: the row it replaces moves into the undo log.
@@ -1028,12 +1041,12 @@ impl Tx for MemTx<'_> {
         if let Some(key) = &row.start_key {
             put!(self, start_keys, key.clone(), row.instance_id.clone());
         }
-        put!(self, instances, row.instance_id.clone(), row.clone());
+        self.put_instance(row.clone());
         Ok(())
     }
 
     fn update_instance(&mut self, row: &InstanceRow) -> Result<()> {
-        put!(self, instances, row.instance_id.clone(), row.clone());
+        self.put_instance(row.clone());
         Ok(())
     }
 
@@ -1043,16 +1056,8 @@ impl Tx for MemTx<'_> {
         now: Millis,
         limit: usize,
     ) -> Result<Vec<InstanceRow>> {
-        let mut rows: Vec<InstanceRow> = self
-            .state
-            .instances
-            .values()
-            .filter(|i| i.compat == compat && i.next_eligible_at.is_some_and(|t| t <= now))
-            .cloned()
-            .collect();
-        rows.sort_by_key(|i| i.next_eligible_at);
-        rows.truncate(limit);
-        Ok(rows)
+        let runnable = self.state.instances.runnable(compat, now, limit);
+        Ok(runnable.into_iter().cloned().collect())
     }
 
     fn instances_waiting_for(
@@ -1062,7 +1067,7 @@ impl Tx for MemTx<'_> {
         limit: usize,
     ) -> Result<Vec<InstanceRow>> {
         let page = PageRequest::resume(after, limit);
-        Ok(page_of(&self.state.instances, &page, |i| {
+        Ok(page_of(self.state.instances.rows(), &page, |i| {
             i.waiting_event.as_deref() == Some(event_type)
         }))
     }
@@ -1073,7 +1078,7 @@ impl Tx for MemTx<'_> {
         id_prefix: Option<&str>,
         page: &PageRequest,
     ) -> Result<Vec<InstanceRow>> {
-        Ok(page_of(&self.state.instances, page, |i| {
+        Ok(page_of(self.state.instances.rows(), page, |i| {
             status.is_none_or(|s| i.status == s)
                 && id_prefix.is_none_or(|p| i.instance_id.starts_with(p))
         }))
@@ -1132,7 +1137,7 @@ impl Tx for MemTx<'_> {
     }
 
     fn finished_instances(&mut self, before: Millis, limit: usize) -> Result<Vec<InstanceRow>> {
-        let instances = &self.state.instances;
+        let instances = self.state.instances.rows();
         let ids = oldest(
             instances
                 .values()
@@ -1148,10 +1153,14 @@ impl Tx for MemTx<'_> {
 
     fn delete_instance(&mut self, id: &str) -> Result<()> {
         self.writable()?;
-        let Some(row) = take!(self, instances, id.to_owned()) else {
+        let Some(row) = self.state.instances.remove(id) else {
             return Ok(());
         };
-        if let Some(key) = row.start_key {
+        let start_key = row.start_key.clone();
+        self.undo
+            .steps
+            .push(Box::new(move |s: &mut State| drop(s.instances.put(row))));
+        if let Some(key) = start_key {
             take!(self, start_keys, key);
         }
         let positions: Vec<(String, u64)> = self

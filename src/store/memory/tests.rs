@@ -1,9 +1,10 @@
 //! A failed write transaction leaves the memory store exactly as it was: every row, every
-//! claim index, every count and the history, however the transaction touched them.
+//! claim index (work items' and instances'), every count and the history, however the
+//! transaction touched them.
 
 use super::*;
 use crate::model::work::NewWork;
-use crate::model::{GrantKind, Takeover, WriteVerb};
+use crate::model::{GrantKind, InstanceStatus, Takeover, WriteVerb};
 
 const COMPAT: &str = "c";
 
@@ -17,6 +18,24 @@ fn claimed(mut item: WorkItem, expires: Millis) -> WorkItem {
     item.generation += 1;
     item.lease_expires_at = Some(expires);
     item
+}
+
+/// A running instance, runnable from `at` (never, for `None`).
+fn instance(id: &str, at: Option<Millis>) -> InstanceRow {
+    InstanceRow {
+        instance_id: id.into(),
+        workflow_id: "wf".into(),
+        status: InstanceStatus::Running,
+        compat: COMPAT.into(),
+        instance_revision: 1,
+        next_eligible_at: at,
+        waiting_event: None,
+        principal: "p".into(),
+        start_key: Some(format!("start-{id}")),
+        state: "{}".into(),
+        created_at: 100,
+        updated_at: 100,
+    }
 }
 
 fn grant(revision: u64, id: &str, took_over: bool) -> Grant {
@@ -67,6 +86,9 @@ fn seen(store: &MemoryBackend) -> String {
                 );
             }
             out += &format!("{:?}", tx.lapsed_claims(COMPAT, 1_000, 100)?);
+            out += &format!("{:?}", tx.list_instances(None, None, &page)?);
+            out += &format!("{:?}", tx.runnable_instances(COMPAT, 1_000, 100)?);
+            out += &format!("{:?}", tx.instance_by_start_key("start-i2")?);
             out += &format!("{:?}", tx.waiting_lanes()?);
             out += &format!("{:?}", tx.claimed_counts("a-1", 1_000)?);
             out += &format!("{:?}", tx.counters("")?);
@@ -93,6 +115,10 @@ fn busy(tx: &mut dyn Tx) -> Result<()> {
     tx.update_work(&Arc::new(done))?;
     tx.delete_work("w3")?;
     tx.insert_work(&item("w4", "other"))?;
+    // An instance parked (claimed), one deleted, one started.
+    tx.update_instance(&instance("i1", None))?;
+    tx.delete_instance("i2")?;
+    tx.insert_instance(&instance("i3", Some(50)))?;
     tx.add_grant(grant(revision, "w1", true))?;
     tx.add_write(write(revision, "w2", true))?;
     tx.add_write(write(revision, "w9", false))?;
@@ -113,6 +139,8 @@ fn store() -> MemoryBackend {
             tx.insert_work(&claimed(item("w2", "send"), 500))?;
             tx.insert_work(&item("w3", "bill"))?;
             tx.add_grant(grant(revision, "w2", false))?;
+            tx.insert_instance(&instance("i1", Some(200)))?;
+            tx.insert_instance(&instance("i2", Some(300)))?;
             tx.adjust_counter("claims", 1)
         })
         .expect("the store is set up");
@@ -139,11 +167,12 @@ fn the_same_write_committed_changes_what_a_reader_sees() {
     store.write(&mut busy).expect("the write commits");
     let after = seen(&store);
     assert_ne!(after, before);
-    for fact in ["w4", "WORK_FENCED", "a-0", "Succeeded"] {
+    for fact in ["w4", "WORK_FENCED", "a-0", "Succeeded", "\"i3\""] {
         assert!(
             after.contains(fact),
             "{fact} is seen after the write: {after}"
         );
     }
     assert!(!after.contains("\"w3\""), "w3 was deleted: {after}");
+    assert!(!after.contains("\"i2\""), "i2 was deleted: {after}");
 }
