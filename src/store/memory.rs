@@ -1118,6 +1118,9 @@ impl Tx for MemTx<'_> {
     }
 
     fn finished_work(&mut self, before: Millis, limit: usize) -> Result<Vec<WorkItem>> {
+        // A scan, not an index: an index of succeeded items would cost every completion a
+        // write (measured: a few per cent of the drain), where this costs one read of the
+        // rows per trim interval.
         let work = &self.state.work;
         let ids = oldest(
             work.values()
@@ -1137,18 +1140,8 @@ impl Tx for MemTx<'_> {
     }
 
     fn finished_instances(&mut self, before: Millis, limit: usize) -> Result<Vec<InstanceRow>> {
-        let instances = self.state.instances.rows();
-        let ids = oldest(
-            instances
-                .values()
-                .filter(|i| i.status.is_terminal() && i.updated_at < before)
-                .map(|i| (i.updated_at, i.instance_id.clone())),
-            limit,
-        );
-        Ok(ids
-            .iter()
-            .filter_map(|id| instances.get(id).cloned())
-            .collect())
+        let done = self.state.instances.finished_before(before, limit);
+        Ok(done.into_iter().cloned().collect())
     }
 
     fn delete_instance(&mut self, id: &str) -> Result<()> {

@@ -1,11 +1,12 @@
-//! The memory store's workflow instances: the rows by id and the index every poll reads,
-//! kept in step by the two methods that write a row.
+//! The memory store's workflow instances: the rows by id, the index every poll reads and
+//! the one retention reads, kept in step by the two methods that write a row.
 //!
 //! Why: an authority asks for the runnable instances of each of its keys at every poll.
 //! Found by scanning every row, that cost grew with every instance ever started (finished
 //! ones included) and was paid under the store's one lock. The index holds, per compat, each
 //! instance with a next eligible instant, in that instant's order — the SQL providers'
-//! `instances_runnable` — so a poll reads only what is due.
+//! `instances_runnable` — so a poll reads only what is due. Finished instances are indexed
+//! by when they finished (`instances_finished`), so retention reads only what it removes.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,11 +20,18 @@ type DueKey = (String, Millis, String);
 pub(super) struct InstanceTable {
     rows: BTreeMap<String, InstanceRow>,
     due: BTreeSet<DueKey>,
+    /// (finished at, instance id) of every completed, failed or cancelled instance.
+    finished: BTreeSet<(Millis, String)>,
 }
 
 /// The index entry of `row`, if it is ever runnable.
 fn due_key(row: &InstanceRow) -> Option<DueKey> {
     (row.next_eligible_at).map(|at| (row.compat.clone(), at, row.instance_id.clone()))
+}
+
+/// The finished index's entry of `row`, if it has finished.
+fn finished_key(row: &InstanceRow) -> Option<(Millis, String)> {
+    (row.status.is_terminal()).then(|| (row.updated_at, row.instance_id.clone()))
 }
 
 impl InstanceTable {
@@ -38,11 +46,14 @@ impl InstanceTable {
 
     /// Writes `row` over the instance with its id (or adds it); returns the row replaced.
     pub fn put(&mut self, row: InstanceRow) -> Option<InstanceRow> {
-        let next = due_key(&row);
+        let (due, finished) = (due_key(&row), finished_key(&row));
         let old = self.rows.insert(row.instance_id.clone(), row);
         self.unindex(old.as_ref());
-        if let Some(key) = next {
+        if let Some(key) = due {
             self.due.insert(key);
+        }
+        if let Some(key) = finished {
+            self.finished.insert(key);
         }
         old
     }
@@ -66,6 +77,18 @@ impl InstanceTable {
         if let Some(key) = old.and_then(due_key) {
             self.due.remove(&key);
         }
+        if let Some(key) = old.and_then(finished_key) {
+            self.finished.remove(&key);
+        }
+    }
+
+    /// The first `limit` instances that finished before `before`, oldest first.
+    pub fn finished_before(&self, before: Millis, limit: usize) -> Vec<&InstanceRow> {
+        (self.finished.iter())
+            .take_while(|(at, _)| *at < before)
+            .take(limit)
+            .filter_map(|(_, id)| self.rows.get(id))
+            .collect()
     }
 
     /// The first `limit` instances of `compat` eligible by `now`, earliest first (then by
@@ -87,11 +110,17 @@ mod tests {
     use super::*;
     use crate::model::InstanceStatus;
 
+    /// Instance `i<id>`; finished (completed at `at`) when `at` is odd.
     fn row(id: u8, compat: u8, at: Option<u8>) -> InstanceRow {
+        let finished = at.is_some_and(|t| t % 2 == 1);
         InstanceRow {
             instance_id: format!("i{id:02}"),
             workflow_id: "wf".into(),
-            status: InstanceStatus::Running,
+            status: if finished {
+                InstanceStatus::Completed
+            } else {
+                InstanceStatus::Running
+            },
             compat: format!("c{compat}"),
             instance_revision: 1,
             next_eligible_at: at.map(Millis::from),
@@ -100,13 +129,13 @@ mod tests {
             start_key: None,
             state: "{}".into(),
             created_at: 0,
-            updated_at: 0,
+            updated_at: at.map_or(0, Millis::from),
         }
     }
 
     proptest! {
-        /// After any writes, removals and restores, each compat's runnable instances are
-        /// what a scan of every row finds, in (instant, id) order.
+        /// After any writes, removals and restores, each compat's runnable instances and
+        /// the finished ones are what a scan of every row finds, in (instant, id) order.
         #[test]
         fn the_runnable_index_answers_what_a_scan_of_the_rows_finds(
             writes in proptest::collection::vec(
@@ -138,7 +167,16 @@ mod tests {
                         prop_assert_eq!(table.runnable(compat, now, 4), scan);
                     }
                 }
+                for before in [0, 4, 9] {
+                    let mut scan: Vec<&InstanceRow> = (table.rows.values())
+                        .filter(|r| r.status.is_terminal() && r.updated_at < before)
+                        .collect();
+                    scan.sort_by_key(|r| (r.updated_at, r.instance_id.clone()));
+                    scan.truncate(3);
+                    prop_assert_eq!(table.finished_before(before, 3), scan);
+                }
                 prop_assert_eq!(table.due.len(), table.rows.values().filter(|r| r.next_eligible_at.is_some()).count());
+                prop_assert_eq!(table.finished.len(), table.rows.values().filter(|r| r.status.is_terminal()).count());
             }
         }
     }

@@ -89,6 +89,8 @@ fn seen(store: &MemoryBackend) -> String {
             out += &format!("{:?}", tx.list_instances(None, None, &page)?);
             out += &format!("{:?}", tx.runnable_instances(COMPAT, 1_000, 100)?);
             out += &format!("{:?}", tx.instance_by_start_key("start-i2")?);
+            out += &format!("{:?}", tx.finished_work(1_000, 100)?);
+            out += &format!("{:?}", tx.finished_instances(1_000, 100)?);
             out += &format!("{:?}", tx.waiting_lanes()?);
             out += &format!("{:?}", tx.claimed_counts("a-1", 1_000)?);
             out += &format!("{:?}", tx.counters("")?);
@@ -118,6 +120,10 @@ fn busy(tx: &mut dyn Tx) -> Result<()> {
     // An instance parked (claimed), one deleted, one started.
     tx.update_instance(&instance("i1", None))?;
     tx.delete_instance("i2")?;
+    tx.update_instance(&InstanceRow {
+        status: InstanceStatus::Completed,
+        ..instance("i4", None)
+    })?;
     tx.insert_instance(&instance("i3", Some(50)))?;
     tx.add_grant(grant(revision, "w1", true))?;
     tx.add_write(write(revision, "w2", true))?;
@@ -141,6 +147,7 @@ fn store() -> MemoryBackend {
             tx.add_grant(grant(revision, "w2", false))?;
             tx.insert_instance(&instance("i1", Some(200)))?;
             tx.insert_instance(&instance("i2", Some(300)))?;
+            tx.insert_instance(&instance("i4", Some(400)))?;
             tx.adjust_counter("claims", 1)
         })
         .expect("the store is set up");
