@@ -246,11 +246,12 @@ fn refill(
         .map(|w| w.id.as_str())
         .collect();
     let want = n + ours.len();
-    let mut items = tx.lane_claimable(&queue.compat, lane, now, want)?;
+    let items = tx.lane_claimable(&queue.compat, lane, now, want)?;
     queue.full = items.len() == want;
-    // Kept in place: an item is large, and a queue collected afresh would grow by copies.
-    items.retain(|w| !ours.contains(w.id.as_str()));
-    queue.items = items.into();
+    queue.items = items
+        .into_iter()
+        .filter(|w| !ours.contains(w.id.as_str()))
+        .collect();
     Ok(())
 }
 

@@ -434,7 +434,6 @@ pub(crate) fn complete_in(
         return Ok(Vec::new());
     }
     tx.prefetch_work(&batch.iter().map(|c| c.id.as_str()).collect::<Vec<_>>())?;
-    // Sized up front: an item is large, and growing the answers copies them.
     let mut answers = Vec::with_capacity(batch.len());
     for c in batch {
         let verb = if c.outcome.is_ok() {
