@@ -100,6 +100,8 @@ per_provider! {
     work::claim_leases_are_clamped_into_a_bounded_window,
     work::enqueue_is_idempotent_per_id,
     work::concurrent_enqueues_are_each_committed_before_they_return,
+    work::a_large_batch_with_stored_ids_writes_only_the_new_ones,
+    work::texts_are_stored_exactly_as_given,
     // fair share of each claim batch, handler limits, priorities
     fair_claims::a_batch_under_a_deep_backlog_takes_every_lane,
     fair_claims::batches_of_one_rotate_over_the_lanes,

@@ -819,6 +819,67 @@ pub fn enqueue_is_idempotent_per_id(h: &dyn Harness) {
     assert_eq!(pending, 2);
 }
 
+/// A batch with stored ids among its new ones — larger than a commit carries as text on
+/// PostgreSQL — writes only the new ones, counts them once, and leaves the stored items
+/// as they were.
+pub fn a_large_batch_with_stored_ids_writes_only_the_new_ones(h: &dyn Harness) {
+    let s = h.store();
+    for id in ["b-007", "b-070", "b-149"] {
+        assert!(ok("first", s.enqueue(effect(id), K)));
+    }
+    let before = item(h, "b-070");
+    let batch = (0..150)
+        .map(|i| NewWork::effect(format!("b-{i:03}"), "h", "{\"second\":true}"))
+        .collect();
+    assert_eq!(ok("batch", s.enqueue_batch(batch, K)), 147);
+    assert_eq!(item(h, "b-070"), before);
+    assert_eq!(item(h, "b-071").payload, "{\"second\":true}");
+    let pending: u64 = ok("overview", h.reopen().overview())
+        .work
+        .iter()
+        .filter(|c| c.state == WorkState::Pending)
+        .map(|c| c.count)
+        .sum();
+    assert_eq!(pending, 150);
+}
+
+/// Texts are stored as given, whatever they hold: quotes, backslashes, dollar signs,
+/// comment and statement separators and non-ASCII characters in an item's id, handler,
+/// keys, payload and result read back exactly, alone and in a batch (PostgreSQL sends a
+/// small commit's rows as SQL text).
+pub fn texts_are_stored_exactly_as_given(h: &dyn Harness) {
+    let s = h.store();
+    let odd = r#"o'brien\'; DROP TABLE work; -- $$ E'\x00' "q" é 🦀"#;
+    let spec = |id: &str| NewWork {
+        logical_effect_id: Some(format!("{id}{odd}")),
+        idempotency_key: Some(format!("key{odd}")),
+        ..NewWork::effect(format!("{id}{odd}"), format!("h{odd}"), odd)
+    };
+    assert!(ok("alone", s.enqueue(spec("one"), K)));
+    assert_eq!(
+        ok(
+            "batch",
+            s.enqueue_batch(vec![spec("two"), spec("three")], K)
+        ),
+        2
+    );
+    for id in ["one", "two", "three"] {
+        let stored = item(h, &format!("{id}{odd}"));
+        assert_eq!(stored.payload, odd);
+        assert_eq!(stored.handler, format!("h{odd}"));
+        assert_eq!(stored.logical_effect_id, format!("{id}{odd}"));
+        assert_eq!(stored.idempotency_key, format!("key{odd}"));
+    }
+    let id = format!("one{odd}");
+    let claimed = ok("claim", s.claim(&id, "a", K, 30_000));
+    let done = ok(
+        "complete",
+        s.complete(&id, "a", claimed.generation, Some(odd.to_owned())),
+    );
+    assert_eq!(done.result.as_deref(), Some(odd));
+    assert_eq!(item(h, &id).result.as_deref(), Some(odd));
+}
+
 /// Single-item enqueues from many threads at once (group commit): every call gets its own
 /// answer — of two calls with one id exactly one is new — and each item is visible to
 /// another handle as soon as its call returns, so no call is answered before the commit

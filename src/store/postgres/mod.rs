@@ -45,11 +45,14 @@
 //!   (choose another with `?options=-csearch_path%3Dname`).
 //!
 //! Files: `pool.rs` holds the connections, `tls.rs` (and `tls/`) their encryption, `errors.rs` maps driver errors, `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
-//! provider's side of that layer (`store/sql/`), `schema.sql`, and `upgrade_1.sql` to
+//! provider's side of that layer (`store/sql/`), `batch.rs` and `literal.rs` send its held-back
+//! writes (as arrays, or as text with the commit), `schema.sql`, and `upgrade_1.sql` to
 //! `upgrade_4.sql`, which bring a store of schema 1 to 4 to 5 in place.
 
+mod batch;
 mod bind;
 mod errors;
+mod literal;
 mod notify;
 mod pool;
 mod tls;
@@ -64,13 +67,15 @@ use postgres::{Config, SimpleQueryMessage};
 
 use super::backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
 use super::capability::{Capability, WORK_MODEL};
-use super::sql::{Step, Transient, backoff, refuse_read_only, retry};
+use super::epoch::STORE_EPOCH;
+use super::sql::statements::REVISION;
+use super::sql::{Driver, Step, Transient, backoff, refuse_read_only, retry};
 use super::stall::StallWatch;
 use super::url::OpenMode;
 use crate::error::{Error, Result};
 use errors::{map_error, step, transient};
 use pool::{Conn, Pool, PoolState, connect};
-use tx::PgTx;
+use tx::{Inserts, PgTx};
 
 /// The schema this build reads and writes (`meta.schema_version`).
 pub const SCHEMA_VERSION: i64 = 5;
@@ -116,12 +121,16 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Begins a write transaction: takes the database's write lock (advisory key
 /// `0x6c65617365686f6c`, "leasehol") and returns the transaction id, so a commit whose
-/// acknowledgement is lost can be resolved with `txid_status`.
+/// acknowledgement is lost can be resolved with `txid_status`, then the store's revision
+/// and epoch as they are under the lock (a statement of its own: a statement's snapshot
+/// is taken when it starts, before the lock is granted).
 ///
 /// The lock is waited for at most [`super::stall::STALL_AFTER`] at a time: a longer wait is
 /// a stall, logged with the holder's session before the writer queues again.
 const BEGIN_WRITE: &str = "BEGIN; SET LOCAL lock_timeout = '3s'; \
      SELECT pg_advisory_xact_lock(7810756276994469740), txid_current()::text; \
+     SELECT (SELECT value FROM meta WHERE key = 'revision'), \
+            (SELECT value FROM meta WHERE key = 'store_epoch'); \
      SET LOCAL lock_timeout TO DEFAULT";
 
 /// The write lock's advisory key, as `pg_locks` shows it: `(classid, objid)`, the key's
@@ -331,7 +340,12 @@ impl PostgresBackend {
         let mut watch = StallWatch::new(&self.names.label);
         retry(MAX_ATTEMPTS, || {
             let mut pooled = self.pool.get(&self.names)?;
-            self.attempt(pooled.conn(), write, f, &mut watch)
+            let conn = pooled.conn();
+            match self.attempt(conn, write, Inserts::Assume, f, &mut watch) {
+                Err(Failed::Assumed) => self.attempt(conn, write, Inserts::Read, f, &mut watch),
+                other => other,
+            }
+            .map_err(Failed::into_step)
         })
     }
 
@@ -340,9 +354,10 @@ impl PostgresBackend {
         &self,
         conn: &mut Conn,
         write: bool,
+        inserts: Inserts,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
         watch: &mut StallWatch<'_>,
-    ) -> std::result::Result<(), Step> {
+    ) -> std::result::Result<(), Failed> {
         let names = &self.names;
         conn.in_transaction = true;
         let mut began = |conn: &mut Conn, e: &postgres::Error| {
@@ -357,12 +372,12 @@ impl PostgresBackend {
             rollback(conn);
             failed
         };
-        let txid = if write {
+        let begun = if write {
             let messages = conn
                 .client
                 .simple_query(BEGIN_WRITE)
                 .map_err(|e| began(conn, &e))?;
-            Some(txid_of(&messages).ok_or_else(|| {
+            Some(Begun::of(&messages).ok_or_else(|| {
                 Step::Fail(Error::Unavailable(format!(
                     "{}: the server did not return a transaction id",
                     names.label
@@ -374,43 +389,64 @@ impl PostgresBackend {
                 .map_err(|e| began(conn, &e))?;
             None
         };
-        let (result, failed_transiently, revision, advanced) = {
-            let mut tx = PgTx::new(conn, names, write, self.high_water.load(Ordering::Acquire));
-            let result = f(&mut tx).and_then(|()| tx.flush());
-            let advanced = tx.committed_revision();
-            (result, tx.take_transient(), tx.seen_revision(), advanced)
+        let (ending, failed_transiently, revision, assumed) = {
+            let high_water = self.high_water.load(Ordering::Acquire);
+            let mut tx = PgTx::new(conn, names, write, high_water, inserts);
+            if let Some(begun) = &begun {
+                begun.remember(&mut tx);
+            }
+            let ending = f(&mut tx).and_then(|()| tx.commit_statement());
+            (
+                ending,
+                tx.take_transient(),
+                tx.seen_revision(),
+                tx.assumed(),
+            )
         };
-        match result {
+        // A transaction that assumed new ids free and failed for good may have failed
+        // because one was taken: it runs again, reading first, for the true outcome.
+        let assumed_wrongly = |transient: &Option<Transient>| assumed > 0 && transient.is_none();
+        let ending = match ending {
+            Ok(ending) => ending,
             Err(e) => {
                 rollback(conn);
-                Err(match failed_transiently {
+                if assumed_wrongly(&failed_transiently) {
+                    return Err(Failed::Assumed);
+                }
+                return Err(Failed::Step(match failed_transiently {
                     Some(t) => Step::Retry(t),
                     None => Step::Fail(e),
-                })
+                }));
             }
-            Ok(()) => match conn
-                .client
-                .batch_execute(&notify::commit_statement(advanced))
-            {
-                Ok(()) => {
-                    conn.in_transaction = false;
-                    self.saw_committed(revision);
-                    Ok(())
-                }
-                Err(e) => match (txid, transient(names, &e, &conn.client)) {
-                    // A read has nothing to lose; a refused commit committed nothing.
-                    (None, Some(t)) => Err(Step::Retry(t)),
-                    (Some(_), Some(Transient::Contention)) => {
-                        Err(Step::Retry(Transient::Contention))
-                    }
-                    (Some(txid), Some(Transient::Disconnected(why))) => {
-                        self.resolve(txid, &why)?;
+        };
+        match conn.client.simple_query(&ending) {
+            Ok(_) => {
+                conn.in_transaction = false;
+                self.saw_committed(revision);
+                Ok(())
+            }
+            Err(e) => {
+                let transient = transient(names, &e, &conn.client);
+                match (&begun, transient) {
+                    (Some(begun), Some(Transient::Disconnected(why))) => {
+                        self.resolve(begun.txid, &why)?;
                         self.saw_committed(revision);
                         Ok(())
                     }
-                    (_, None) => Err(Step::Fail(map_error(names, &e))),
-                },
-            },
+                    // The server refused a statement or the commit: nothing was committed,
+                    // and what the message held after the refusal did not run.
+                    (_, transient) => {
+                        rollback(conn);
+                        if assumed_wrongly(&transient) {
+                            return Err(Failed::Assumed);
+                        }
+                        Err(Failed::Step(match transient {
+                            Some(t) => Step::Retry(t),
+                            None => Step::Fail(map_error(names, &e)),
+                        }))
+                    }
+                }
+            }
         }
     }
 
@@ -453,12 +489,63 @@ impl PostgresBackend {
     }
 }
 
-/// The transaction id in the answer to [`BEGIN_WRITE`].
-fn txid_of(messages: &[SimpleQueryMessage]) -> Option<i64> {
-    messages.iter().find_map(|m| match m {
-        SimpleQueryMessage::Row(row) => row.get(1).and_then(|t| t.parse().ok()),
-        _ => None,
-    })
+/// What [`BEGIN_WRITE`] answers: the transaction id, and the revision and epoch under the
+/// lock.
+struct Begun {
+    txid: i64,
+    revision: Option<i64>,
+    epoch: Option<i64>,
+}
+
+impl Begun {
+    fn of(messages: &[SimpleQueryMessage]) -> Option<Self> {
+        let mut rows = messages.iter().filter_map(|m| match m {
+            SimpleQueryMessage::Row(row) => Some(row),
+            _ => None,
+        });
+        let txid = rows.next()?.get(1)?.parse().ok()?;
+        let meta = rows.next();
+        let int = |i: usize| meta.and_then(|row| row.get(i)).and_then(|v| v.parse().ok());
+        Some(Self {
+            txid,
+            revision: int(0),
+            epoch: int(1),
+        })
+    }
+
+    /// Hands the meta values to the transaction, which then reads neither again.
+    fn remember(&self, tx: &mut PgTx<'_>) {
+        if let Some(revision) = self.revision {
+            tx.remember_meta(REVISION, revision);
+        }
+        if let Some(epoch) = self.epoch {
+            tx.remember_meta(STORE_EPOCH, epoch);
+        }
+    }
+}
+
+/// How one attempt at a transaction failed.
+enum Failed {
+    Step(Step),
+    /// It assumed a new work item's id free and failed for good: run it again reading
+    /// first ([`Inserts::Read`]).
+    Assumed,
+}
+
+impl From<Step> for Failed {
+    fn from(step: Step) -> Self {
+        Self::Step(step)
+    }
+}
+
+impl Failed {
+    fn into_step(self) -> Step {
+        match self {
+            Self::Step(step) => step,
+            // Only an attempt that assumed can say so, and the second one reads.
+            Self::Assumed => Step::Retry(Transient::Contention),
+        }
+    }
 }
 
 /// Rolls back; a connection that cannot is left marked mid-transaction and is dropped.

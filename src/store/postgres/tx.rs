@@ -2,21 +2,31 @@
 //! [`Driver`](crate::store::sql::Driver). Every statement is prepared once per connection;
 //! the shared statements are in `store/sql/`.
 //!
-//! Every statement is a network round trip, so the hot writes are held back and sent as
-//! one statement per table (arrays through `unnest`): work, lease, instance and history
-//! rows, counter deltas, grants and write records wait in [`Pending`] until a statement
-//! that lists one of those tables (each such method settles first), or the commit. Rows
+//! Every statement is a network round trip, so the hot writes are held back: work, lease,
+//! instance and history rows, counter deltas, grants, write records and the revision wait
+//! in [`Pending`] until a statement that lists one of those tables (each such method
+//! settles first, sending one statement per table, arrays through `unnest`), or the
+//! commit, which sends a small set as text with the `COMMIT` itself (`literal.rs`). Rows
 //! read or written by key in a write transaction are remembered in [`Seen`]: the write
 //! lock keeps every other writer out, so they cannot change under it, and a read by key
-//! is answered from there (history by key merges the held-back records). A batch of
-//! work rows is read in one round trip (`prefetch_work`). A claim batch or a group
-//! commit thus costs a constant handful of round trips, whatever its size.
+//! is answered from there (history by key merges the held-back records). The revision and
+//! the store epoch are read with the lock (`BEGIN_WRITE`), so advancing the revision needs
+//! no statement of its own.
+//!
+//! A new work item's id is assumed free without a read ([`Inserts::Assume`]): its row is
+//! sent as a plain `INSERT`, which fails the transaction if the id is taken, and the
+//! backend then runs the transaction again reading first ([`Inserts::Read`]). Ids are
+//! rarely reused, so a lone enqueue is two round trips: the lock, then the writes with the
+//! commit. The rows a batch will read (`prefetch_work`) are fetched in one round trip at
+//! the first read that needs one.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::Names;
-use super::bind::{self, Param, PgRow, array, array_type};
+use super::batch::{self, Batch, COUNTERS, Form, META};
+use super::bind::{self, Param, PgRow};
 use super::errors::{map_error, transient};
+use super::literal;
 use super::pool::Conn;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
@@ -25,13 +35,13 @@ use crate::model::{
     Grant, HistoryRecord, InstanceRow, Lease, PageRequest, WorkItem, WorkState,
     WorkflowDefinitionRow, WriteRecord,
 };
-use crate::store::sql::dialect::{Dialect, POSTGRES, on_conflict_update};
+use crate::store::sql::dialect::{Dialect, POSTGRES};
 use crate::store::sql::encode::{
     self, DEFINITIONS, GRANTS, HISTORY, INSTANCES, LEASES, Table, WORK, WRITES,
 };
 use crate::store::sql::query::Query;
 use crate::store::sql::row::Decode;
-use crate::store::sql::statements::Statements;
+use crate::store::sql::statements::{REVISION, Statements};
 use crate::store::sql::value::SqlValue;
 use crate::store::sql::{Driver, RECLAIM, Transient, decode, lanes, limit, writable};
 
@@ -48,6 +58,10 @@ struct Pending {
     /// Appended in order (their identity column orders one revision's rows).
     grants: Vec<Grant>,
     writes: Vec<WriteRecord>,
+    /// Work ids among `work` assumed free: their rows go as plain inserts.
+    fresh: BTreeSet<String>,
+    /// The revision this transaction advances the store to.
+    revision: Option<u64>,
 }
 
 impl Pending {
@@ -59,8 +73,107 @@ impl Pending {
             && self.counters.is_empty()
             && self.grants.is_empty()
             && self.writes.is_empty()
+            && self.revision.is_none()
+    }
+
+    /// The held-back writes as batches, in the order they are sent.
+    fn into_batches(self) -> Result<Vec<Batch>> {
+        let (fresh, work): (Vec<_>, Vec<_>) = self
+            .work
+            .into_iter()
+            .partition(|(id, _)| self.fresh.contains(id));
+        let rows = |items: Vec<(String, WorkItem)>| {
+            items
+                .iter()
+                .map(|(_, item)| encode::work(item))
+                .collect::<Result<Vec<_>>>()
+        };
+        let batches = [
+            (&WORK, Form::Insert, rows(fresh)?),
+            (&WORK, Form::Upsert, rows(work)?),
+            (
+                &LEASES,
+                Form::Upsert,
+                self.leases
+                    .values()
+                    .map(encode::lease)
+                    .collect::<Result<_>>()?,
+            ),
+            (
+                &INSTANCES,
+                Form::Upsert,
+                self.instances
+                    .values()
+                    .map(encode::instance)
+                    .collect::<Result<_>>()?,
+            ),
+            (
+                &HISTORY,
+                Form::Upsert,
+                self.history
+                    .values()
+                    .map(encode::history)
+                    .collect::<Result<_>>()?,
+            ),
+            (
+                &COUNTERS,
+                Form::Sum,
+                self.counters
+                    .into_iter()
+                    .map(|(name, delta)| vec![name.into(), delta.into()])
+                    .collect(),
+            ),
+            (
+                &GRANTS,
+                Form::Append,
+                self.grants
+                    .iter()
+                    .map(encode::grant)
+                    .collect::<Result<_>>()?,
+            ),
+            (
+                &WRITES,
+                Form::Append,
+                self.writes
+                    .iter()
+                    .map(encode::write)
+                    .collect::<Result<_>>()?,
+            ),
+            (
+                &META,
+                Form::Upsert,
+                self.revision
+                    .map(|rev| {
+                        vec![vec![
+                            REVISION.into(),
+                            i64::try_from(rev).unwrap_or(i64::MAX).into(),
+                        ]]
+                    })
+                    .unwrap_or_default(),
+            ),
+        ];
+        Ok(batches
+            .into_iter()
+            .filter(|(_, _, rows)| !rows.is_empty())
+            .map(|(table, form, rows)| Batch { table, form, rows })
+            .collect())
     }
 }
+
+/// How a write transaction learns whether a new work item's id is free (see the module
+/// documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Inserts {
+    /// Assume it is; a taken id fails the transaction, to be run again with `Read`.
+    Assume,
+    /// Read the row first.
+    Read,
+}
+
+/// At most this many held-back rows travel as text with the COMMIT; a larger set (a claim
+/// or a completion batch) goes as one array statement per table first, where the server
+/// parses less.
+const LITERAL_ROWS: usize = 64;
 
 /// Rows a write transaction has read or written, by key (`None`: known not to exist). The
 /// write lock keeps every other writer out, so they cannot change but through it.
@@ -88,6 +201,11 @@ pub(super) struct PgTx<'a> {
     high_water: u64,
     /// The revision this transaction read or will commit as.
     seen_revision: Option<u64>,
+    inserts: Inserts,
+    /// Work items inserted on the assumption that their id was free.
+    assumed: usize,
+    /// Ids a batch will read (`prefetch_work`), fetched together at the first read.
+    wanted: Vec<String>,
 }
 
 impl<'a> PgTx<'a> {
@@ -96,6 +214,7 @@ impl<'a> PgTx<'a> {
         names: &'a Names,
         writable: bool,
         high_water: u64,
+        inserts: Inserts,
     ) -> Self {
         Self {
             conn,
@@ -107,12 +226,16 @@ impl<'a> PgTx<'a> {
             seen: Seen::default(),
             high_water,
             seen_revision: None,
+            inserts,
+            assumed: 0,
+            wanted: Vec::new(),
         }
     }
 
-    /// The revision this transaction advanced the store to, if it wrote.
-    pub(super) fn committed_revision(&self) -> Option<u64> {
-        self.revision
+    /// How many work items this transaction inserted on the assumption that their id was
+    /// free: if it fails for good, it runs again reading first.
+    pub(super) fn assumed(&self) -> usize {
+        self.assumed
     }
 
     /// The store revision this transaction read or advanced to (committed if it commits).
@@ -120,79 +243,63 @@ impl<'a> PgTx<'a> {
         self.seen_revision
     }
 
-    /// Sends every held-back write: one statement per table. The backend calls it before
-    /// COMMIT; every statement that could observe them calls it first.
+    /// Sends every held-back write: one statement per table. Every statement that could
+    /// observe them calls it first.
     pub(super) fn flush(&mut self) -> Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let pending = std::mem::take(&mut self.pending);
-        let work = pending.work.values().map(encode::work);
-        self.send(&WORK, work.collect::<Result<_>>()?)?;
-        let leases = pending.leases.values().map(encode::lease);
-        self.send(&LEASES, leases.collect::<Result<_>>()?)?;
-        let instances = pending.instances.values().map(encode::instance);
-        self.send(&INSTANCES, instances.collect::<Result<_>>()?)?;
-        let history = pending.history.values().map(encode::history);
-        self.send(&HISTORY, history.collect::<Result<_>>()?)?;
-        if !pending.counters.is_empty() {
-            let (names, deltas): (Vec<String>, Vec<i64>) = pending.counters.into_iter().unzip();
-            self.exec_raw(
-                "INSERT INTO counters (name, value) SELECT * FROM unnest($1::text[], $2::bigint[])
-                 ON CONFLICT (name) DO UPDATE SET value = counters.value + EXCLUDED.value",
-                &[&names, &deltas],
-            )?;
+        for batch in std::mem::take(&mut self.pending).into_batches()? {
+            self.send(batch)?;
         }
-        let grants = pending.grants.iter().map(encode::grant);
-        self.send(&GRANTS, grants.collect::<Result<_>>()?)?;
-        let writes = pending.writes.iter().map(encode::write);
-        self.send(&WRITES, writes.collect::<Result<_>>()?)?;
         Ok(())
     }
 
-    /// Writes `rows` of `table` in one statement, one array per column: an upsert on the
-    /// key, or, for the append-only history tables, an insert in the rows' order (their
-    /// identity column orders one revision's rows).
-    fn send(&mut self, table: &Table, rows: Vec<Vec<SqlValue>>) -> Result<()> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let mut columns: Vec<Vec<SqlValue>> =
-            vec![Vec::with_capacity(rows.len()); table.columns.len()];
-        for row in rows {
-            for (column, value) in columns.iter_mut().zip(row) {
-                column.push(value);
+    /// What ends the transaction, as one simple query: the held-back writes (as text when
+    /// they are few; otherwise they are sent first), the notification and the `COMMIT`.
+    pub(super) fn commit_statement(&mut self) -> Result<String> {
+        let batches = std::mem::take(&mut self.pending).into_batches()?;
+        let rows: usize = batches.iter().map(|b| b.rows.len()).sum();
+        let mut sql = match literal::statements(&batches) {
+            Some(sql) if rows <= LITERAL_ROWS => sql,
+            _ => {
+                for batch in batches {
+                    self.send(batch)?;
+                }
+                String::new()
             }
-        }
-        let arrays: Vec<Box<dyn postgres::types::ToSql + Sync>> = table
-            .columns
-            .iter()
-            .zip(columns)
-            .map(|((_, kind), values)| array(*kind, values))
-            .collect();
-        let names = table.names().collect::<Vec<_>>().join(", ");
-        let unnest = table
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(i, (_, kind))| format!("${}::{}", i + 1, array_type(*kind)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = if table.key.is_empty() {
-            format!(
-                "INSERT INTO {t} ({names}) SELECT {names} FROM unnest({unnest})
-                 WITH ORDINALITY AS t({names}, n) ORDER BY n",
-                t = table.name
-            )
-        } else {
-            format!(
-                "INSERT INTO {} ({names}) SELECT * FROM unnest({unnest}) {}",
-                table.name,
-                on_conflict_update(table)
-            )
         };
-        let params: Vec<Param<'_>> = arrays.iter().map(|a| &**a as Param<'_>).collect();
-        self.exec_raw(&sql, &params)?;
+        sql.push_str(&super::notify::commit_statement(self.revision));
+        Ok(sql)
+    }
+
+    /// Writes one batch in one statement, one array per column.
+    fn send(&mut self, batch: Batch) -> Result<()> {
+        let (sql, arrays) = batch.with_arrays();
+        self.exec_raw(&sql, &batch::params(&arrays))?;
+        Ok(())
+    }
+
+    /// Fetches the rows `prefetch_work` named, with `id`, in one round trip.
+    fn fetch_wanted(&mut self, id: &str) -> Result<()> {
+        let mut wanted = std::mem::take(&mut self.wanted);
+        wanted.push(id.to_owned());
+        wanted.retain(|id| !self.seen.work.contains_key(id));
+        wanted.sort_unstable();
+        wanted.dedup();
+        let conn = &mut *self.conn;
+        let rows = conn
+            .statement("SELECT * FROM work WHERE id = ANY($1)")
+            .and_then(|s| conn.client().query(&s, &[&wanted]));
+        let found = self
+            .check(rows)?
+            .iter()
+            .map(|r| decode::work(&PgRow(r)))
+            .collect::<Result<Vec<_>>>()?;
+        for id in wanted {
+            self.seen.work.insert(id, None);
+        }
+        self.saw(&found);
         Ok(())
     }
 
@@ -322,7 +429,20 @@ impl Driver for PgTx<'_> {
         if let Some(rev) = self.revision {
             return Ok(rev);
         }
-        let rev = self.next_revision()?;
+        // The revision read with the write lock, then advanced at the commit with the
+        // held-back writes; without it (a read earlier in this transaction would have
+        // remembered it), a statement advances it now.
+        let rev = match self.known_meta(REVISION) {
+            Some(current) => {
+                let rev = u64::try_from(current.saturating_add(1)).map_err(|_| {
+                    Error::Corrupt(format!("{}: negative revision {current}", self.names.label))
+                })?;
+                self.remember_meta(REVISION, current.saturating_add(1));
+                self.pending.revision = Some(rev);
+                rev
+            }
+            None => self.next_revision()?,
+        };
         // Under the write lock every commit is visible: a revision at or below one already
         // seen committed means the database lost acknowledged commits.
         if rev <= self.high_water {
@@ -373,34 +493,20 @@ impl Driver for PgTx<'_> {
     }
 
     fn work(&mut self, id: &str) -> Result<Option<WorkItem>> {
+        if self.writable && !self.wanted.is_empty() && !self.seen.work.contains_key(id) {
+            self.fetch_wanted(id)?;
+        }
         self.cached(|seen| &mut seen.work, &WORK, id, decode::work)
     }
 
     fn prefetch_work(&mut self, ids: &[&str]) -> Result<()> {
-        if !self.writable {
-            return Ok(());
+        if self.writable {
+            self.wanted.extend(
+                ids.iter()
+                    .filter(|id| !self.seen.work.contains_key(**id))
+                    .map(|id| (*id).to_owned()),
+            );
         }
-        let wanted: Vec<&str> = ids
-            .iter()
-            .copied()
-            .filter(|id| !self.seen.work.contains_key(*id))
-            .collect();
-        if wanted.is_empty() {
-            return Ok(());
-        }
-        let conn = &mut *self.conn;
-        let rows = conn
-            .statement("SELECT * FROM work WHERE id = ANY($1)")
-            .and_then(|s| conn.client().query(&s, &[&wanted]));
-        let found = self
-            .check(rows)?
-            .iter()
-            .map(|r| decode::work(&PgRow(r)))
-            .collect::<Result<Vec<_>>>()?;
-        for id in wanted {
-            self.seen.work.insert(id.to_owned(), None);
-        }
-        self.saw(&found);
         Ok(())
     }
 
@@ -409,6 +515,11 @@ impl Driver for PgTx<'_> {
         let absent = match self.seen.work.get(&item.id) {
             Some(Some(_)) => return Ok(false),
             Some(None) => true,
+            None if self.inserts == Inserts::Assume => {
+                self.assumed += 1;
+                self.pending.fresh.insert(item.id.clone());
+                true
+            }
             None => Driver::work(self, &item.id)?.is_none(),
         };
         if absent {

@@ -256,7 +256,7 @@ pub(crate) trait Statements: Driver {
 impl<D: Driver> Statements for D {}
 
 /// The meta row holding the store revision.
-const REVISION: &str = "revision";
+pub(crate) const REVISION: &str = "revision";
 
 fn missing_meta(label: &str, key: &str) -> Error {
     Error::Corrupt(format!("{label}: the meta row {key:?} is missing"))

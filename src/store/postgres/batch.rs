@@ -1,0 +1,104 @@
+//! A transaction's held-back writes, one batch of rows per table and form, and the
+//! parameter path that sends a batch as one statement (one array per column, through
+//! `unnest`). `literal.rs` writes the same batches as text for the commit's message.
+
+use super::bind::{Param, array, array_type};
+use crate::store::sql::dialect::on_conflict_update;
+use crate::store::sql::encode::{Kind, Table};
+use crate::store::sql::value::SqlValue;
+
+/// The counters: a delta per name, added to the stored value.
+pub(super) const COUNTERS: Table = Table {
+    name: "counters",
+    key: &["name"],
+    columns: &[("name", Kind::Text), ("value", Kind::Int)],
+};
+
+/// The meta values (the revision, when a transaction advances it).
+pub(super) const META: Table = Table {
+    name: "meta",
+    key: &["key"],
+    columns: &[("key", Kind::Text), ("value", Kind::Int)],
+};
+
+/// How a batch's rows meet the rows already stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Form {
+    /// Replace the row with the same key.
+    Upsert,
+    /// A new row: one with the same key already stored fails the statement (and the
+    /// transaction). For work items assumed absent without a read (see `tx.rs`).
+    Insert,
+    /// Add the row's `value` to the stored one's (the counters).
+    Sum,
+    /// Append in the listed order: the table's identity column numbers the rows, and the
+    /// order of one revision's rows is the order they happened.
+    Append,
+}
+
+/// Rows for one table, written in one statement.
+pub(super) struct Batch {
+    pub(super) table: &'static Table,
+    pub(super) form: Form,
+    pub(super) rows: Vec<Vec<SqlValue>>,
+}
+
+impl Batch {
+    /// What follows the rows in either path's statement: the conflict clause of the form.
+    pub(super) fn on_conflict(&self) -> String {
+        match self.form {
+            Form::Upsert => format!(" {}", on_conflict_update(self.table)),
+            Form::Sum => format!(
+                " ON CONFLICT ({}) DO UPDATE SET value = {}.value + EXCLUDED.value",
+                self.table.key.join(", "),
+                self.table.name
+            ),
+            Form::Insert | Form::Append => String::new(),
+        }
+    }
+
+    /// The batch as one statement with one array parameter per column, and the arrays.
+    pub(super) fn with_arrays(self) -> (String, Vec<Box<dyn postgres::types::ToSql + Sync>>) {
+        let table = self.table;
+        let on_conflict = self.on_conflict();
+        let mut columns: Vec<Vec<SqlValue>> =
+            vec![Vec::with_capacity(self.rows.len()); table.columns.len()];
+        for row in self.rows {
+            for (column, value) in columns.iter_mut().zip(row) {
+                column.push(value);
+            }
+        }
+        let arrays = table
+            .columns
+            .iter()
+            .zip(columns)
+            .map(|((_, kind), values)| array(*kind, values))
+            .collect();
+        let names = table.names().collect::<Vec<_>>().join(", ");
+        let unnest = table
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, (_, kind))| format!("${}::{}", i + 1, array_type(*kind)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = if self.form == Form::Append {
+            format!(
+                "INSERT INTO {t} ({names}) SELECT {names} FROM unnest({unnest})
+                 WITH ORDINALITY AS t({names}, n) ORDER BY n",
+                t = table.name
+            )
+        } else {
+            format!(
+                "INSERT INTO {} ({names}) SELECT * FROM unnest({unnest}){on_conflict}",
+                table.name
+            )
+        };
+        (sql, arrays)
+    }
+}
+
+/// The arrays of [`Batch::with_arrays`] as parameters.
+pub(super) fn params(arrays: &[Box<dyn postgres::types::ToSql + Sync>]) -> Vec<Param<'_>> {
+    arrays.iter().map(|a| &**a as Param<'_>).collect()
+}

@@ -1,0 +1,195 @@
+//! Held-back writes as SQL text, so they travel with the COMMIT in one simple query.
+//!
+//! A lone write — one enqueue, one completion — holds back a row or two per table. Sent as
+//! prepared statements they cost a round trip per table, then one more to commit; written
+//! out here they join the `NOTIFY` and the `COMMIT` in one message. The simple-query
+//! protocol runs the statements in order and stops at the first error, which leaves the
+//! transaction aborted: the writes and the commit succeed or fail together, as before.
+//!
+//! Values are literals cast to their column's type: integers and booleans by formatting,
+//! texts as `E'…'` escape strings with the backslash and the quote doubled, which reads the
+//! same whatever the server's `standard_conforming_strings`. A text holding a NUL byte
+//! cannot be a literal (PostgreSQL text cannot hold one either); such a batch is sent as
+//! parameters instead, so the server refuses it exactly as before.
+
+use std::fmt::Write as _;
+
+use super::batch::{Batch, Form};
+use crate::store::sql::encode::Kind;
+use crate::store::sql::value::SqlValue;
+
+/// The statements writing `batches`, each ended by `;`, or `None` when a text cannot be
+/// a literal.
+pub(super) fn statements(batches: &[Batch]) -> Option<String> {
+    let mut sql = String::new();
+    for batch in batches {
+        statement(batch, &mut sql)?;
+    }
+    Some(sql)
+}
+
+/// One batch's statement: the same forms as the parameter path's (`Batch::sql`), with a
+/// `VALUES` list where that one has `unnest`.
+fn statement(batch: &Batch, sql: &mut String) -> Option<()> {
+    let table = batch.table;
+    let names = table.names().collect::<Vec<_>>().join(", ");
+    let append = matches!(batch.form, Form::Append);
+    let _ = write!(sql, "INSERT INTO {} ({names}) ", table.name);
+    if append {
+        // The identity column numbers the rows in the order they are listed: keep it.
+        sql.push_str("SELECT ");
+        sql.push_str(&names);
+        sql.push_str(" FROM (");
+    }
+    sql.push_str("VALUES ");
+    for (n, row) in batch.rows.iter().enumerate() {
+        sql.push_str(if n == 0 { "(" } else { ", (" });
+        for (i, (value, (_, kind))) in row.iter().zip(table.columns).enumerate() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            literal(value, *kind, sql)?;
+        }
+        if append {
+            let _ = write!(sql, ", {n}");
+        }
+        sql.push(')');
+    }
+    if append {
+        let _ = write!(sql, ") AS v ({names}, n) ORDER BY n");
+    }
+    sql.push_str(&batch.on_conflict());
+    sql.push_str("; ");
+    Some(())
+}
+
+/// `value` as a literal of the column type `kind`; `None` for a text holding a NUL.
+fn literal(value: &SqlValue, kind: Kind, sql: &mut String) -> Option<()> {
+    match value {
+        SqlValue::Null => sql.push_str("NULL"),
+        SqlValue::Int(v) => {
+            let _ = write!(sql, "{v}");
+        }
+        SqlValue::Bool(v) => sql.push_str(if *v { "TRUE" } else { "FALSE" }),
+        SqlValue::Text(text) => {
+            if text.contains('\0') {
+                return None;
+            }
+            sql.push_str("E'");
+            for c in text.chars() {
+                match c {
+                    '\'' => sql.push_str("''"),
+                    '\\' => sql.push_str("\\\\"),
+                    c => sql.push(c),
+                }
+            }
+            sql.push('\'');
+        }
+    }
+    let _ = write!(sql, "::{}", type_name(kind));
+    Some(())
+}
+
+fn type_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Int => "bigint",
+        Kind::Text => "text",
+        Kind::Bool => "boolean",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sql::encode::Table;
+
+    const PAIRS: Table = Table {
+        name: "pairs",
+        key: &["k"],
+        columns: &[("k", Kind::Text), ("v", Kind::Int), ("b", Kind::Bool)],
+    };
+
+    fn one(value: SqlValue, kind: Kind) -> Option<String> {
+        let mut sql = String::new();
+        literal(&value, kind, &mut sql).map(|()| sql)
+    }
+
+    #[test]
+    fn texts_are_escape_strings_with_quotes_and_backslashes_doubled() {
+        assert_eq!(
+            one(
+                SqlValue::Text(r"it's a \'; DROP TABLE work; --".into()),
+                Kind::Text
+            )
+            .as_deref(),
+            Some(r"E'it''s a \\''; DROP TABLE work; --'::text")
+        );
+        assert_eq!(
+            one(SqlValue::Text("$$ é 🦀".into()), Kind::Text).as_deref(),
+            Some("E'$$ é 🦀'::text")
+        );
+    }
+
+    #[test]
+    fn numbers_booleans_and_nulls_are_typed_literals() {
+        assert_eq!(
+            one(SqlValue::Int(-42), Kind::Int).as_deref(),
+            Some("-42::bigint")
+        );
+        assert_eq!(
+            one(SqlValue::Bool(true), Kind::Bool).as_deref(),
+            Some("TRUE::boolean")
+        );
+        assert_eq!(
+            one(SqlValue::Null, Kind::Int).as_deref(),
+            Some("NULL::bigint")
+        );
+    }
+
+    #[test]
+    fn a_nul_byte_makes_the_batch_go_as_parameters() {
+        assert_eq!(one(SqlValue::Text("a\0b".into()), Kind::Text), None);
+        let batch = Batch {
+            table: &PAIRS,
+            form: Form::Upsert,
+            rows: vec![vec!["a\0".into(), 1i64.into(), true.into()]],
+        };
+        assert_eq!(statements(&[batch]), None);
+    }
+
+    #[test]
+    fn each_form_writes_its_statement() {
+        let rows = || {
+            vec![
+                vec!["a".into(), 1i64.into(), true.into()],
+                vec!["b".into(), SqlValue::Null, false.into()],
+            ]
+        };
+        let sql = |form| {
+            statements(&[Batch {
+                table: &PAIRS,
+                form,
+                rows: rows(),
+            }])
+            .expect("no NUL, so a literal")
+        };
+        let values =
+            "(E'a'::text, 1::bigint, TRUE::boolean), (E'b'::text, NULL::bigint, FALSE::boolean)";
+        assert_eq!(
+            sql(Form::Upsert),
+            format!(
+                "INSERT INTO pairs (k, v, b) VALUES {values} ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v, b = EXCLUDED.b; "
+            )
+        );
+        assert_eq!(
+            sql(Form::Insert),
+            format!("INSERT INTO pairs (k, v, b) VALUES {values}; ")
+        );
+        assert_eq!(
+            sql(Form::Append),
+            "INSERT INTO pairs (k, v, b) SELECT k, v, b FROM (VALUES \
+             (E'a'::text, 1::bigint, TRUE::boolean, 0), (E'b'::text, NULL::bigint, FALSE::boolean, 1)) \
+             AS v (k, v, b, n) ORDER BY n; "
+        );
+    }
+}
