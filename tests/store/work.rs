@@ -33,6 +33,16 @@ pub fn terminal(code: &str) -> Failure {
     }
 }
 
+/// How many items the counts say are pending, read through a fresh handle.
+fn pending_items(h: &dyn Harness) -> u64 {
+    ok("overview", h.reopen().overview())
+        .work
+        .iter()
+        .filter(|c| c.state == WorkState::Pending)
+        .map(|c| c.count)
+        .sum()
+}
+
 pub fn item(h: &dyn Harness, id: &str) -> WorkItem {
     ok("read item", h.store().work(id)).unwrap_or_else(|| panic!("no work item {id}"))
 }
@@ -834,13 +844,7 @@ pub fn a_large_batch_with_stored_ids_writes_only_the_new_ones(h: &dyn Harness) {
     assert_eq!(ok("batch", s.enqueue_batch(batch, K)), 147);
     assert_eq!(item(h, "b-070"), before);
     assert_eq!(item(h, "b-071").payload, "{\"second\":true}");
-    let pending: u64 = ok("overview", h.reopen().overview())
-        .work
-        .iter()
-        .filter(|c| c.state == WorkState::Pending)
-        .map(|c| c.count)
-        .sum();
-    assert_eq!(pending, 150);
+    assert_eq!(pending_items(h), 150);
 }
 
 /// Texts are stored as given, whatever they hold: quotes, backslashes, dollar signs,
@@ -924,13 +928,7 @@ pub fn concurrent_enqueues_are_each_committed_before_they_return(h: &dyn Harness
         new_per_id.values().all(|n| *n == 1),
         "each id new exactly once: {new_per_id:?}"
     );
-    let pending: u64 = ok("overview", h.reopen().overview())
-        .work
-        .iter()
-        .filter(|c| c.state == WorkState::Pending)
-        .map(|c| c.count)
-        .sum();
-    assert_eq!(pending, (THREADS / 2 * EACH) as u64);
+    assert_eq!(pending_items(h), (THREADS / 2 * EACH) as u64);
 }
 
 /// An item made by another build is never claimed by this one — `claim_batch` skips it, a

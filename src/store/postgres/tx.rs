@@ -80,77 +80,47 @@ impl Pending {
     fn into_batches(self) -> Result<Vec<Batch>> {
         let (fresh, work): (Vec<_>, Vec<_>) = self
             .work
+            .iter()
+            .partition(|(id, _)| self.fresh.contains(*id));
+        let counters = self
+            .counters
             .into_iter()
-            .partition(|(id, _)| self.fresh.contains(id));
-        let rows = |items: Vec<(String, WorkItem)>| {
-            items
-                .iter()
-                .map(|(_, item)| encode::work(item))
-                .collect::<Result<Vec<_>>>()
-        };
+            .map(|(name, delta)| vec![name.into(), delta.into()])
+            .collect();
+        let revision = self.revision.map(|rev| {
+            let rev = i64::try_from(rev).unwrap_or(i64::MAX);
+            vec![vec![REVISION.into(), rev.into()]]
+        });
         let batches = [
-            (&WORK, Form::Insert, rows(fresh)?),
-            (&WORK, Form::Upsert, rows(work)?),
+            (
+                &WORK,
+                Form::Insert,
+                encoded(fresh.into_iter().map(|(_, w)| w), encode::work)?,
+            ),
+            (
+                &WORK,
+                Form::Upsert,
+                encoded(work.into_iter().map(|(_, w)| w), encode::work)?,
+            ),
             (
                 &LEASES,
                 Form::Upsert,
-                self.leases
-                    .values()
-                    .map(encode::lease)
-                    .collect::<Result<_>>()?,
+                encoded(self.leases.values(), encode::lease)?,
             ),
             (
                 &INSTANCES,
                 Form::Upsert,
-                self.instances
-                    .values()
-                    .map(encode::instance)
-                    .collect::<Result<_>>()?,
+                encoded(self.instances.values(), encode::instance)?,
             ),
             (
                 &HISTORY,
                 Form::Upsert,
-                self.history
-                    .values()
-                    .map(encode::history)
-                    .collect::<Result<_>>()?,
+                encoded(self.history.values(), encode::history)?,
             ),
-            (
-                &COUNTERS,
-                Form::Sum,
-                self.counters
-                    .into_iter()
-                    .map(|(name, delta)| vec![name.into(), delta.into()])
-                    .collect(),
-            ),
-            (
-                &GRANTS,
-                Form::Append,
-                self.grants
-                    .iter()
-                    .map(encode::grant)
-                    .collect::<Result<_>>()?,
-            ),
-            (
-                &WRITES,
-                Form::Append,
-                self.writes
-                    .iter()
-                    .map(encode::write)
-                    .collect::<Result<_>>()?,
-            ),
-            (
-                &META,
-                Form::Upsert,
-                self.revision
-                    .map(|rev| {
-                        vec![vec![
-                            REVISION.into(),
-                            i64::try_from(rev).unwrap_or(i64::MAX).into(),
-                        ]]
-                    })
-                    .unwrap_or_default(),
-            ),
+            (&COUNTERS, Form::Sum, counters),
+            (&GRANTS, Form::Append, encoded(&self.grants, encode::grant)?),
+            (&WRITES, Form::Append, encoded(&self.writes, encode::write)?),
+            (&META, Form::Upsert, revision.unwrap_or_default()),
         ];
         Ok(batches
             .into_iter()
@@ -158,6 +128,14 @@ impl Pending {
             .map(|(table, form, rows)| Batch { table, form, rows })
             .collect())
     }
+}
+
+/// Each of `rows` as its columns' values.
+fn encoded<'a, T: 'a>(
+    rows: impl IntoIterator<Item = &'a T>,
+    encode: fn(&T) -> Result<Vec<SqlValue>>,
+) -> Result<Vec<Vec<SqlValue>>> {
+    rows.into_iter().map(encode).collect()
 }
 
 /// How a write transaction learns whether a new work item's id is free (see the module
