@@ -159,58 +159,68 @@ pub(crate) fn answer(row: &dyn SqlRow) -> Result<String> {
     text(row, "answer")
 }
 
+/// A `SELECT * FROM grants` row: `seq`, then [`GRANTS`](super::encode::GRANTS)'s columns.
+/// The checker, the replay and the dashboard's rates read these by the thousand, so each
+/// column also names its position (pinned by a SQLite test, on fresh and upgraded stores).
 pub(crate) fn grant(row: &dyn SqlRow) -> Result<Grant> {
     Ok(Grant {
-        revision: u64(row, "revision")?,
-        resource_id: text(row, "resource_id")?,
-        generation: u64(row, "generation")?,
-        owner_id: text(row, "owner_id")?,
-        how: enumerated(row, "how", GrantKind::parse)?,
-        owner_compat: opt_text(row, "owner_compat")?,
-        item_compat: opt_text(row, "item_compat")?,
-        at: int(row, "at")?,
-        took_over: match opt_text(row, "from_owner")? {
+        revision: u64(row, at(1, "revision"))?,
+        resource_id: text(row, at(2, "resource_id"))?,
+        generation: u64(row, at(3, "generation"))?,
+        owner_id: text(row, at(4, "owner_id"))?,
+        how: enumerated(row, at(5, "how"), GrantKind::parse)?,
+        owner_compat: opt_text(row, at(6, "owner_compat"))?,
+        item_compat: opt_text(row, at(7, "item_compat"))?,
+        at: int(row, at(GRANT_AT, "at"))?,
+        took_over: match opt_text(row, at(9, "from_owner"))? {
             Some(from_owner) => Some(Takeover {
                 from_owner,
-                from_generation: u64(row, "from_generation")?,
-                lapsed_ms: int(row, "lapsed_ms")?,
+                from_generation: u64(row, at(10, "from_generation"))?,
+                lapsed_ms: int(row, at(11, "lapsed_ms"))?,
             }),
             None => None,
         },
     })
 }
 
-/// A history row's place in the newest-first incident lists.
-fn position(row: &dyn SqlRow) -> Result<HistoryPosition> {
+/// Where `at` is in a `SELECT *` row of `grants`, and of `writes`.
+const GRANT_AT: usize = 8;
+const WRITE_AT: usize = 9;
+
+/// A history row's place in the newest-first incident lists; `at_pos` is where its table
+/// keeps `at` (`seq` comes first in both).
+fn position(row: &dyn SqlRow, at_pos: usize) -> Result<HistoryPosition> {
     Ok(HistoryPosition {
-        at: int(row, "at")?,
-        seq: u64(row, "seq")?,
+        at: int(row, at(at_pos, "at"))?,
+        seq: u64(row, at(0, "seq"))?,
     })
 }
 
 pub(crate) fn failover(row: &dyn SqlRow) -> Result<(HistoryPosition, Grant)> {
-    Ok((position(row)?, grant(row)?))
+    Ok((position(row, GRANT_AT)?, grant(row)?))
 }
 
 pub(crate) fn refused_write(row: &dyn SqlRow) -> Result<(HistoryPosition, WriteRecord)> {
-    Ok((position(row)?, write_record(row)?))
+    Ok((position(row, WRITE_AT)?, write_record(row)?))
 }
 
+/// A `SELECT * FROM writes` row: `seq`, then [`WRITES`](super::encode::WRITES)'s columns,
+/// read by position as [`grant`] is.
 pub(crate) fn write_record(row: &dyn SqlRow) -> Result<WriteRecord> {
     Ok(WriteRecord {
-        revision: u64(row, "revision")?,
-        resource_id: text(row, "resource_id")?,
-        generation: u64(row, "generation")?,
-        owner_id: text(row, "owner_id")?,
-        verb: enumerated(row, "verb", WriteVerb::parse)?,
-        accepted: flag(row, "accepted")?,
-        refusal: opt_text(row, "refusal")?,
-        detail: text(row, "detail")?,
-        at: int(row, "at")?,
-        holder: match opt_int(row, "holder_generation")? {
+        revision: u64(row, at(1, "revision"))?,
+        resource_id: text(row, at(2, "resource_id"))?,
+        generation: u64(row, at(3, "generation"))?,
+        owner_id: text(row, at(4, "owner_id"))?,
+        verb: enumerated(row, at(5, "verb"), WriteVerb::parse)?,
+        accepted: flag(row, at(6, "accepted"))?,
+        refusal: opt_text(row, at(7, "refusal"))?,
+        detail: text(row, at(8, "detail"))?,
+        at: int(row, at(WRITE_AT, "at"))?,
+        holder: match opt_int(row, at(11, "holder_generation"))? {
             Some(_) => Some(Holder {
-                owner_id: opt_text(row, "holder_id")?,
-                generation: u64(row, "holder_generation")?,
+                owner_id: opt_text(row, at(10, "holder_id"))?,
+                generation: u64(row, at(11, "holder_generation"))?,
             }),
             None => None,
         },

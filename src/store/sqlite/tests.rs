@@ -432,7 +432,7 @@ fn sqlite_errors_map_to_store_errors() {
 
 /// The `work` table's columns in the order `sql::decode::work` reads them by position and
 /// `sql::encode::WORK` lists them.
-pub(super) const WORK_COLUMNS: [&str; 25] = [
+const WORK_COLUMNS: [&str; 25] = [
     "id",
     "kind",
     "state",
@@ -460,18 +460,34 @@ pub(super) const WORK_COLUMNS: [&str; 25] = [
     "priority",
 ];
 
-#[test]
-fn work_columns_are_in_the_order_rows_are_mapped_by_position() {
-    let (_dir, path) = temp();
-    let backend = open(&path, OpenMode::ReadWrite).expect("open");
-    let conn = backend.lock();
-    let names: Vec<String> = conn
-        .prepare("SELECT name FROM pragma_table_info('work') ORDER BY cid")
+/// Fails unless the tables read by position (`work`, and the checker's `grants` and
+/// `writes`, `seq` first) have their columns in the order the decoders read them and the
+/// encoders list them.
+pub(super) fn assert_positional_columns(conn: &Connection) {
+    let columns = |table: &str| -> Vec<String> {
+        conn.prepare(&format!(
+            "SELECT name FROM pragma_table_info('{table}') ORDER BY cid"
+        ))
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .expect("table info");
-    assert_eq!(names, WORK_COLUMNS);
+        .expect("table info")
+    };
+    assert_eq!(columns("work"), WORK_COLUMNS);
     let encoded: Vec<&str> = crate::store::sql::encode::WORK.names().collect();
     assert_eq!(encoded, WORK_COLUMNS);
+    for table in [
+        &crate::store::sql::encode::GRANTS,
+        &crate::store::sql::encode::WRITES,
+    ] {
+        let listed: Vec<&str> = std::iter::once("seq").chain(table.names()).collect();
+        assert_eq!(columns(table.name), listed, "{}", table.name);
+    }
+}
+
+#[test]
+fn columns_are_in_the_order_rows_are_mapped_by_position() {
+    let (_dir, path) = temp();
+    let backend = open(&path, OpenMode::ReadWrite).expect("open");
+    assert_positional_columns(&backend.lock());
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 
-use super::tests::WORK_COLUMNS;
+use super::tests::assert_positional_columns;
 use super::{OpenMode, SCHEMA_VERSION, SqliteBackend};
 use crate::clock::ManualClock;
 use crate::ids::SeededIds;
@@ -147,11 +147,7 @@ fn assert_current(path: &Path) {
         )
         .expect("version");
     assert_eq!(version, SCHEMA_VERSION);
-    let columns: Vec<String> = conn
-        .prepare("SELECT name FROM pragma_table_info('work') ORDER BY cid")
-        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .expect("table info");
-    assert_eq!(columns, WORK_COLUMNS);
+    assert_positional_columns(&conn);
 }
 
 #[test]
