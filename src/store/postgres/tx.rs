@@ -407,9 +407,9 @@ impl Driver for PgTx<'_> {
         if let Some(rev) = self.revision {
             return Ok(rev);
         }
-        // The revision read with the write lock, then advanced at the commit with the
-        // held-back writes; without it (a read earlier in this transaction would have
-        // remembered it), a statement advances it now.
+        // The revision was read with the write lock (or by an earlier read here), so the
+        // next one is known, and writing it waits for the commit with the other held-back
+        // writes. Only a transaction that never learned it advances it with a statement.
         let rev = match self.known_meta(REVISION) {
             Some(current) => {
                 let rev = u64::try_from(current.saturating_add(1)).map_err(|_| {
