@@ -102,6 +102,7 @@ per_provider! {
     work::concurrent_enqueues_are_each_committed_before_they_return,
     work::a_large_batch_with_stored_ids_writes_only_the_new_ones,
     work::texts_are_stored_exactly_as_given,
+    work::extreme_numbers_are_stored_exactly,
     // fair share of each claim batch, handler limits, priorities
     fair_claims::a_batch_under_a_deep_backlog_takes_every_lane,
     fair_claims::batches_of_one_rotate_over_the_lanes,

@@ -884,6 +884,39 @@ pub fn texts_are_stored_exactly_as_given(h: &dyn Harness) {
     assert_eq!(item(h, &id).result.as_deref(), Some(odd));
 }
 
+/// Numbers at the ends of their ranges are stored exactly (PostgreSQL writes a small
+/// commit's values as SQL text, where the most negative 64-bit integer needs care).
+pub fn extreme_numbers_are_stored_exactly(h: &dyn Harness) {
+    let s = h.store();
+    let low = NewWork {
+        not_before: Some(i64::MIN),
+        priority: i32::MIN,
+        max_attempts: 1,
+        ..effect("low")
+    };
+    let high = NewWork {
+        not_before: Some(i64::MAX),
+        priority: i32::MAX,
+        max_attempts: u32::MAX,
+        ..effect("high")
+    };
+    assert!(ok("low", s.enqueue(low, K)));
+    assert!(ok("high", s.enqueue(high, K)));
+    for (id, priority, max_attempts) in [("low", i32::MIN, 1), ("high", i32::MAX, u32::MAX)] {
+        let stored = item(h, id);
+        assert_eq!(
+            (stored.priority, stored.max_attempts),
+            (priority, max_attempts)
+        );
+        assert_eq!(
+            ok("read back", h.reopen().work(id)),
+            Some(stored),
+            "{id}: another handle reads the same"
+        );
+    }
+    assert_eq!(item(h, "high").next_eligible_at, i64::MAX);
+}
+
 /// Single-item enqueues from many threads at once (group commit): every call gets its own
 /// answer — of two calls with one id exactly one is new — and each item is visible to
 /// another handle as soon as its call returns, so no call is answered before the commit

@@ -85,7 +85,7 @@ impl Batch {
         let sql = if self.form == Form::Append {
             format!(
                 "INSERT INTO {t} ({names}) SELECT {names} FROM unnest({unnest})
-                 WITH ORDINALITY AS t({names}, n) ORDER BY n",
+                 WITH ORDINALITY AS held({names}, held_order) ORDER BY held_order",
                 t = table.name
             )
         } else {

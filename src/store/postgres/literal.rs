@@ -9,8 +9,8 @@
 //! Values are literals cast to their column's type: integers and booleans by formatting,
 //! texts as `E'…'` escape strings with the backslash and the quote doubled, which reads the
 //! same whatever the server's `standard_conforming_strings`. A text holding a NUL byte
-//! cannot be a literal (PostgreSQL text cannot hold one either); such a batch is sent as
-//! parameters instead, so the server refuses it exactly as before.
+//! cannot be a literal (PostgreSQL text cannot hold one either); the commit's batches are
+//! then sent as parameters, so the server refuses it exactly as before.
 
 use std::fmt::Write as _;
 
@@ -28,8 +28,8 @@ pub(super) fn statements(batches: &[Batch]) -> Option<String> {
     Some(sql)
 }
 
-/// One batch's statement: the same forms as the parameter path's (`Batch::sql`), with a
-/// `VALUES` list where that one has `unnest`.
+/// One batch's statement: the same forms as the parameter path's
+/// ([`Batch::with_arrays`]), with a `VALUES` list where that one has `unnest`.
 fn statement(batch: &Batch, sql: &mut String) -> Option<()> {
     let table = batch.table;
     let names = table.names().collect::<Vec<_>>().join(", ");
@@ -56,7 +56,7 @@ fn statement(batch: &Batch, sql: &mut String) -> Option<()> {
         sql.push(')');
     }
     if append {
-        let _ = write!(sql, ") AS v ({names}, n) ORDER BY n");
+        let _ = write!(sql, ") AS held ({names}, held_order) ORDER BY held_order");
     }
     sql.push_str(&batch.on_conflict());
     sql.push_str("; ");
@@ -67,6 +67,11 @@ fn statement(batch: &Batch, sql: &mut String) -> Option<()> {
 fn literal(value: &SqlValue, kind: Kind, sql: &mut String) -> Option<()> {
     match value {
         SqlValue::Null => sql.push_str("NULL"),
+        // In parentheses when negative: `::` binds tighter than the minus sign, and
+        // `9223372036854775808::bigint` (the magnitude of `i64::MIN`) is out of range.
+        SqlValue::Int(v) if *v < 0 => {
+            let _ = write!(sql, "({v})");
+        }
         SqlValue::Int(v) => {
             let _ = write!(sql, "{v}");
         }
@@ -134,7 +139,11 @@ mod tests {
     fn numbers_booleans_and_nulls_are_typed_literals() {
         assert_eq!(
             one(SqlValue::Int(-42), Kind::Int).as_deref(),
-            Some("-42::bigint")
+            Some("(-42)::bigint")
+        );
+        assert_eq!(
+            one(SqlValue::Int(i64::MIN), Kind::Int).as_deref(),
+            Some("(-9223372036854775808)::bigint")
         );
         assert_eq!(
             one(SqlValue::Bool(true), Kind::Bool).as_deref(),
@@ -189,7 +198,7 @@ mod tests {
             sql(Form::Append),
             "INSERT INTO pairs (k, v, b) SELECT k, v, b FROM (VALUES \
              (E'a'::text, 1::bigint, TRUE::boolean, 0), (E'b'::text, NULL::bigint, FALSE::boolean, 1)) \
-             AS v (k, v, b, n) ORDER BY n; "
+             AS held (k, v, b, held_order) ORDER BY held_order; "
         );
     }
 }

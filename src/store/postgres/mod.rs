@@ -17,7 +17,8 @@
 //!   or `STORE_UNAVAILABLE`. A connection lost *during* COMMIT is resolved by asking the
 //!   server what became of the transaction id (`txid_status`): committed, or safely re-run
 //!   after an abort; if that cannot be established the caller sees `OUTCOME_UNKNOWN`,
-//!   never a guess.
+//!   never a guess. A transaction that assumed a new work item's id free (`tx.rs`) and
+//!   failed for any other reason runs again at once, reading first.
 //! - **Stalled sessions.** Sessions set `idle_in_transaction_session_timeout`, so a process
 //!   paused (SIGSTOP) inside a write transaction loses its session and the write lock after
 //!   a few seconds instead of stalling every writer until it resumes; its transaction was
@@ -125,13 +126,14 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// and epoch as they are under the lock (a statement of its own: a statement's snapshot
 /// is taken when it starts, before the lock is granted).
 ///
-/// The lock is waited for at most [`super::stall::STALL_AFTER`] at a time: a longer wait is
-/// a stall, logged with the holder's session before the writer queues again.
+/// The write lock is waited for at most [`super::stall::STALL_AFTER`] at a time: a longer
+/// wait is a stall, logged with the holder's session before the writer queues again. The
+/// bound is lifted before the meta read, so only the write lock's wait is taken for one.
 const BEGIN_WRITE: &str = "BEGIN; SET LOCAL lock_timeout = '3s'; \
      SELECT pg_advisory_xact_lock(7810756276994469740), txid_current()::text; \
+     SET LOCAL lock_timeout TO DEFAULT; \
      SELECT (SELECT value FROM meta WHERE key = 'revision'), \
-            (SELECT value FROM meta WHERE key = 'store_epoch'); \
-     SET LOCAL lock_timeout TO DEFAULT";
+            (SELECT value FROM meta WHERE key = 'store_epoch')";
 
 /// The write lock's advisory key, as `pg_locks` shows it: `(classid, objid)`, the key's
 /// high and low 32 bits.
@@ -342,7 +344,11 @@ impl PostgresBackend {
             let mut pooled = self.pool.get(&self.names)?;
             let conn = pooled.conn();
             match self.attempt(conn, write, Inserts::Assume, f, &mut watch) {
-                Err(Failed::Assumed) => self.attempt(conn, write, Inserts::Read, f, &mut watch),
+                // Again at once on the same session, unless its rollback failed: then on a
+                // fresh one, through the retry.
+                Err(Failed::Assumed) if !conn.in_transaction => {
+                    self.attempt(conn, write, Inserts::Read, f, &mut watch)
+                }
                 other => other,
             }
             .map_err(Failed::into_step)

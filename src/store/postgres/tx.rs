@@ -238,9 +238,12 @@ impl<'a> PgTx<'a> {
     pub(super) fn commit_statement(&mut self) -> Result<String> {
         let batches = std::mem::take(&mut self.pending).into_batches()?;
         let rows: usize = batches.iter().map(|b| b.rows.len()).sum();
-        let mut sql = match literal::statements(&batches) {
-            Some(sql) if rows <= LITERAL_ROWS => sql,
-            _ => {
+        let text = (rows <= LITERAL_ROWS)
+            .then(|| literal::statements(&batches))
+            .flatten();
+        let mut sql = match text {
+            Some(sql) => sql,
+            None => {
                 for batch in batches {
                     self.send(batch)?;
                 }

@@ -70,8 +70,10 @@ pub(crate) trait Statements: Driver {
         Ok(v)
     }
 
-    /// Sets a meta value.
+    /// Sets a meta value, after the held-back writes (a revision advanced earlier in the
+    /// transaction among them), so the value set is the one that stays.
     fn set_meta(&mut self, key: &str, value: i64) -> Result<()> {
+        self.settle()?;
         let d = Self::DIALECT;
         let sql = format!(
             "UPDATE meta SET value = {} WHERE key = {}",

@@ -738,6 +738,8 @@ impl<D: Driver> Tx for D {
 
     fn set_meta_value(&mut self, key: &str, value: i64) -> Result<()> {
         super::driver::writable(self.is_writable())?;
+        // After the held-back writes, as `set_meta`.
+        self.settle()?;
         let sql = marks::<D>(
             "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         );
