@@ -1,5 +1,6 @@
 //! What only the Postgres provider has to prove (the shared suites run in `store.rs` and
 //! `workflows.rs`): opening and recognising databases, secrets kept out of every text, a
+//! commit whose answer is lost (`postgres/lost_answer.rs`, through a relay that cuts it), a
 //! session killed inside a transaction, and real `leasehold authority` processes riding out
 //! SIGKILL, SIGSTOP, killed sessions and a server restart with a clean `leasehold check`.
 //!
@@ -34,6 +35,9 @@ use support::authorities::{Authorities, HANDLER, claimed_by, compat, enqueue, si
 use support::open_postgres;
 use support::postgres::{Database, Server, database};
 use support::wait::wait_until;
+
+#[path = "postgres/lost_answer.rs"]
+mod lost_answer;
 
 const SECRET: &str = "s3cr3t-Pa55word";
 
