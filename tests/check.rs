@@ -1536,6 +1536,42 @@ fn passes_over_shares_of_the_resources_find_what_one_pass_finds() {
     }
 }
 
+/// A pass keeps state only for the resources the history names, so a store of many items
+/// and little history is read in one pass, however few resources a pass may keep (it used
+/// to be cut into as many passes as its items needed, each reading every item again).
+#[test]
+fn many_items_with_little_history_are_checked_in_one_pass() {
+    let f = fixture();
+    // Enqueued, so that the store's counts know them.
+    let idle: Vec<NewWork> = (0..60)
+        .map(|n| NewWork::effect(format!("idle-{n:02}"), "noop", "{}"))
+        .collect();
+    f.store.enqueue_batch(idle, k1()).expect("enqueue");
+    f.grant("idle-07", 1, "a-1");
+    f.grant("idle-07", 1, "a-2");
+    let options = CheckOptions {
+        resources_per_pass: 4,
+        page_size: 8,
+        ..CheckOptions::at(f.clock.now())
+    };
+    let mut phases = std::collections::BTreeSet::new();
+    let report = leasehold::check::check_showing(&f.store, &options, &mut |phase, _, _| {
+        phases.insert(phase.to_owned());
+    })
+    .expect("check");
+    assert!(
+        phases.iter().all(|p| !p.contains("part")),
+        "one pass: {phases:?}"
+    );
+    assert_eq!(report.checked.items, 60);
+    assert_eq!(
+        report.of(codes::TWO_OWNERS_ONE_GENERATION).count(),
+        1,
+        "{}",
+        render_text(&report)
+    );
+}
+
 // --- rendering
 
 #[test]

@@ -310,15 +310,19 @@ impl Report {
     }
 }
 
-/// The partitions a check starts with: as many as the store's items and instances (from
-/// its counters) need at `cap` resources a pass, so a large store is not read once in vain
-/// before it is split. Items retention already removed can still have history; a pass that
-/// meets more resources than it may keep splits further.
+/// The partitions a check starts with: as many as the resources with history need at `cap`
+/// a pass, so a large store is not read once in vain before it is split. A pass keeps state
+/// only for the resources its share of the history names (the items are streamed past it),
+/// so their number is at most the store's items and instances (from its counters) and at
+/// most its grant and write records, whichever is fewer: a store of ten million items that
+/// were never claimed is checked in one pass. Items retention already removed can still
+/// have history; a pass that meets more resources than it may keep splits further.
 fn first_partitions(store: &Store, cap: usize) -> Result<Vec<history::Partition>> {
     let overview = store.overview()?;
     let work: u64 = overview.work.iter().map(|c| c.count).sum();
     let instances: u64 = overview.workflows.iter().map(|(_, n)| n).sum();
-    let expected = (work + instances).saturating_mul(11) / 10;
+    let records = store.read(|tx| tx.history_records_bound())?;
+    let expected = (work + instances).min(records).saturating_mul(11) / 10;
     let parts = expected.div_ceil(cap as u64).max(1);
     Ok(if parts > 1 {
         history::Partition::WHOLE.split(parts)

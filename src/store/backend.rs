@@ -307,6 +307,10 @@ pub trait Tx {
     fn grants_through(&mut self, after: u64, through: u64, limit: usize) -> Result<Vec<Grant>>;
     /// The newest `limit` grants of `resource`, newest first; an index seek.
     fn latest_grants(&mut self, resource: &str, limit: usize) -> Result<Vec<Grant>>;
+    /// At least as many grant and write records as the store holds, found without counting
+    /// them (the span of their sequence numbers): at most this many resources have any
+    /// history, which sizes the checker's passes.
+    fn history_records_bound(&mut self) -> Result<u64>;
     /// Writes with a revision above `after`, paged exactly like [`Tx::grants`].
     fn writes(
         &mut self,

@@ -914,6 +914,10 @@ impl Tx for MemTx<'_> {
         ))
     }
 
+    fn history_records_bound(&mut self) -> Result<u64> {
+        Ok((self.state.grants.len() + self.state.writes.len()) as u64)
+    }
+
     fn latest_grants(&mut self, resource: &str, limit: usize) -> Result<Vec<Grant>> {
         Ok(self
             .state
