@@ -23,10 +23,9 @@
 //! Memory is bounded whatever the store's size: one pass keeps state for at most
 //! [`CheckOptions::resources_per_pass`] resources, counting only those its history names
 //! (the items are streamed past). A store with more (its counts of items and of history
-//! records tell before the first read; a pass that meets more than it may keep gives up and
-//! splits) is
-//! checked in several passes, each over the resources whose digest falls in one share,
-//! reading the whole history but keeping only its share. Every history rule reads one
+//! records tell before the first read; a pass that meets more than it may keep gives up
+//! and splits) is checked in several passes, each over the resources whose digest falls
+//! in one share, reading the whole history but keeping only its share. Every history rule reads one
 //! resource's records, so the passes together find what one pass would; the items are read
 //! with the pass of their share.
 //!
