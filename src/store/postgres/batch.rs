@@ -2,7 +2,7 @@
 //! parameter path that sends a batch as one statement (one array per column, through
 //! `unnest`). `literal.rs` writes the same batches as text for the commit's message.
 
-use super::bind::{Param, array, array_type};
+use super::bind::{Param, array, sql_type};
 use crate::store::sql::dialect::on_conflict_update;
 use crate::store::sql::encode::{Kind, Table};
 use crate::store::sql::value::SqlValue;
@@ -79,7 +79,7 @@ impl Batch {
             .columns
             .iter()
             .enumerate()
-            .map(|(i, (_, kind))| format!("${}::{}", i + 1, array_type(*kind)))
+            .map(|(i, (_, kind))| format!("${}::{}[]", i + 1, sql_type(*kind)))
             .collect::<Vec<_>>()
             .join(", ");
         let sql = if self.form == Form::Append {

@@ -50,12 +50,12 @@ pub(super) fn params<'v>(values: &'v [SqlValue], statement: &Statement) -> Vec<P
         .collect()
 }
 
-/// The SQL type name of a column kind's arrays.
-pub(super) fn array_type(kind: Kind) -> &'static str {
+/// The SQL type of a column kind (its arrays are this with `[]`).
+pub(super) fn sql_type(kind: Kind) -> &'static str {
     match kind {
-        Kind::Int => "bigint[]",
-        Kind::Text => "text[]",
-        Kind::Bool => "boolean[]",
+        Kind::Int => "bigint",
+        Kind::Text => "text",
+        Kind::Bool => "boolean",
     }
 }
 

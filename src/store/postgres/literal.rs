@@ -15,6 +15,7 @@
 use std::fmt::Write as _;
 
 use super::batch::{Batch, Form};
+use super::bind::sql_type;
 use crate::store::sql::encode::Kind;
 use crate::store::sql::value::SqlValue;
 
@@ -91,16 +92,8 @@ fn literal(value: &SqlValue, kind: Kind, sql: &mut String) -> Option<()> {
             sql.push('\'');
         }
     }
-    let _ = write!(sql, "::{}", type_name(kind));
+    let _ = write!(sql, "::{}", sql_type(kind));
     Some(())
-}
-
-fn type_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Int => "bigint",
-        Kind::Text => "text",
-        Kind::Bool => "boolean",
-    }
 }
 
 #[cfg(test)]
