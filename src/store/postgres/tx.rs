@@ -588,7 +588,7 @@ impl Driver for PgTx<'_> {
     }
 
     fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()> {
-        self.execute(&POSTGRES.upsert(&DEFINITIONS), &encode::definition(def))?;
+        self.execute(POSTGRES.upsert(&DEFINITIONS), &encode::definition(def))?;
         self.seen
             .definitions
             .insert(def.workflow_id.clone(), Some(def.clone()));

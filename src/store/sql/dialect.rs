@@ -2,7 +2,15 @@
 //! share: parameter marks, upserts, boolean tests, index hints and where a new row's id comes
 //! from. Everything else is written once, in SQL both accept.
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, PoisonError};
+
 use super::encode::Table;
+
+/// Statement texts built once per process, by (dialect mark, form, table or statement):
+/// see [`Dialect::memo`].
+type Texts = HashMap<(char, &'static str, &'static str), &'static str>;
+static TEXTS: LazyLock<Mutex<Texts>> = LazyLock::new(Mutex::default);
 
 /// One provider's SQL spelling.
 pub(crate) struct Dialect {
@@ -33,6 +41,50 @@ pub(crate) const POSTGRES: Dialect = Dialect {
 };
 
 impl Dialect {
+    /// The text `build` makes for `form` of `name` in this dialect, built the first time it
+    /// is asked for and kept for the process's life. A write names the same few statements
+    /// for every row it writes, and formatting their text anew each time cost more than
+    /// binding the row's values. The set is bounded (a few forms of each table and shared
+    /// statement, per dialect), so keeping them is not a leak that grows.
+    fn memo(
+        &self,
+        form: &'static str,
+        name: &'static str,
+        build: impl FnOnce() -> String,
+    ) -> &'static str {
+        let key = (self.mark, form, name);
+        if let Some(text) = lock(&TEXTS).get(&key) {
+            return text;
+        }
+        // Built outside the lock: a form may be built from another (an upsert from the
+        // insert).
+        let built = build();
+        lock(&TEXTS)
+            .entry(key)
+            .or_insert_with(|| Box::leak(built.into_boxed_str()))
+    }
+
+    /// `sql`, a shared statement written with SQLite's `?N` marks, in this dialect, as a text
+    /// kept for the process's life (see [`Self::memo`]).
+    pub(crate) fn text(&self, sql: &'static str) -> &'static str {
+        if self.mark == SQLITE.mark {
+            return sql;
+        }
+        self.memo("marks", sql, || self.marks(sql))
+    }
+
+    /// The row of `table` whose single-column key is the statement's only parameter.
+    pub(crate) fn by_key(&self, table: &Table) -> &'static str {
+        self.memo("by_key", table.name, || {
+            format!(
+                "SELECT * FROM {} WHERE {} = {}",
+                table.name,
+                table.key[0],
+                self.param(1)
+            )
+        })
+    }
+
     /// The mark of the `n`th parameter (from 1).
     pub(crate) fn param(&self, n: usize) -> String {
         format!("{}{n}", self.mark)
@@ -94,58 +146,71 @@ impl Dialect {
     }
 
     /// Inserts one row of `table`, parameters in its column order.
-    pub(crate) fn insert(&self, table: &Table) -> String {
-        let names: Vec<_> = table.names().collect();
-        format!(
-            "INSERT INTO {} ({}) VALUES ({})",
-            table.name,
-            names.join(", "),
-            self.params(names.len())
-        )
+    pub(crate) fn insert(&self, table: &Table) -> &'static str {
+        self.memo("insert", table.name, || {
+            let names: Vec<_> = table.names().collect();
+            format!(
+                "INSERT INTO {} ({}) VALUES ({})",
+                table.name,
+                names.join(", "),
+                self.params(names.len())
+            )
+        })
     }
 
     /// Inserts one row of `table`, or replaces the row with its key.
-    pub(crate) fn upsert(&self, table: &Table) -> String {
-        if self.replaces {
-            format!("INSERT OR REPLACE{}", &self.insert(table)["INSERT".len()..])
-        } else {
-            format!("{} {}", self.insert(table), on_conflict_update(table))
-        }
+    pub(crate) fn upsert(&self, table: &Table) -> &'static str {
+        self.memo("upsert", table.name, || {
+            if self.replaces {
+                format!("INSERT OR REPLACE{}", &self.insert(table)["INSERT".len()..])
+            } else {
+                format!("{} {}", self.insert(table), on_conflict_update(table))
+            }
+        })
     }
 
     /// Updates the row of `table` whose key is the first parameter, parameters in the
     /// table's column order (the key column first).
-    pub(crate) fn update_by_key(&self, table: &Table) -> String {
-        let set: Vec<String> = table
-            .names()
-            .enumerate()
-            .skip(1)
-            .map(|(i, c)| format!("{c} = {}", self.param(i + 1)))
-            .collect();
-        format!(
-            "UPDATE {} SET {} WHERE {} = {}",
-            table.name,
-            set.join(", "),
-            table.key[0],
-            self.param(1)
-        )
+    pub(crate) fn update_by_key(&self, table: &Table) -> &'static str {
+        self.memo("update_by_key", table.name, || {
+            let set: Vec<String> = table
+                .names()
+                .enumerate()
+                .skip(1)
+                .map(|(i, c)| format!("{c} = {}", self.param(i + 1)))
+                .collect();
+            format!(
+                "UPDATE {} SET {} WHERE {} = {}",
+                table.name,
+                set.join(", "),
+                table.key[0],
+                self.param(1)
+            )
+        })
     }
 
     /// Inserts one row of `table` whose first column is its integer id, taking the next id
     /// when the parameter is NULL (SQLite's rowid does; PostgreSQL takes max + 1, which is
     /// safe because writers are serialised).
-    pub(crate) fn insert_with_id(&self, table: &Table) -> String {
+    pub(crate) fn insert_with_id(&self, table: &Table) -> &'static str {
         let sql = self.insert(table);
         if self.replaces {
             return sql;
         }
-        let first = self.param(1);
-        let next = format!(
-            "coalesce({first}, (SELECT coalesce(max(id), 0) + 1 FROM {}))",
-            table.name
-        );
-        sql.replacen(&format!("VALUES ({first},"), &format!("VALUES ({next},"), 1)
+        self.memo("insert_with_id", table.name, || {
+            let first = self.param(1);
+            let next = format!(
+                "coalesce({first}, (SELECT coalesce(max(id), 0) + 1 FROM {}))",
+                table.name
+            );
+            sql.replacen(&format!("VALUES ({first},"), &format!("VALUES ({next},"), 1)
+        })
     }
+}
+
+fn lock(texts: &Mutex<Texts>) -> std::sync::MutexGuard<'_, Texts> {
+    // The map only ever gains complete entries: a panic elsewhere cannot leave it torn.
+    texts.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// `ON CONFLICT (key) DO UPDATE SET c = EXCLUDED.c, …` over every non-key column (both

@@ -23,13 +23,7 @@ pub(crate) trait Statements: Driver {
 
     /// The row of `table` whose single-column key is `key`.
     fn by_key<T>(&mut self, table: &Table, key: &str, decode: Decode<T>) -> Result<Option<T>> {
-        let sql = format!(
-            "SELECT * FROM {} WHERE {} = {}",
-            table.name,
-            table.key[0],
-            Self::DIALECT.param(1)
-        );
-        self.one(&sql, &[key.into()], decode)
+        self.one(Self::DIALECT.by_key(table), &[key.into()], decode)
     }
 
     /// A `count(*)` over an index range starting at `since` (the statement's only parameter).
@@ -43,21 +37,16 @@ pub(crate) trait Statements: Driver {
         if let Some(v) = self.known_meta(key) {
             return Ok(v);
         }
-        let sql = format!(
-            "SELECT value FROM meta WHERE key = {}",
-            Self::DIALECT.param(1)
-        );
-        self.meta_row(&sql, key)
+        let sql = Self::DIALECT.text("SELECT value FROM meta WHERE key = ?1");
+        self.meta_row(sql, key)
     }
 
     /// Advances a meta counter by one and returns the new value.
     fn bump_meta(&mut self, key: &str) -> Result<i64> {
         super::driver::writable(self.is_writable())?;
-        let sql = format!(
-            "UPDATE meta SET value = value + 1 WHERE key = {} RETURNING value",
-            Self::DIALECT.param(1)
-        );
-        self.meta_row(&sql, key)
+        let sql =
+            Self::DIALECT.text("UPDATE meta SET value = value + 1 WHERE key = ?1 RETURNING value");
+        self.meta_row(sql, key)
     }
 
     /// The value `sql` returns for the meta row `key`, remembered.
@@ -74,13 +63,8 @@ pub(crate) trait Statements: Driver {
     /// transaction among them), so the value set is the one that stays.
     fn set_meta(&mut self, key: &str, value: i64) -> Result<()> {
         self.settle()?;
-        let d = Self::DIALECT;
-        let sql = format!(
-            "UPDATE meta SET value = {} WHERE key = {}",
-            d.param(2),
-            d.param(1)
-        );
-        if self.execute(&sql, &[key.into(), value.into()])? == 1 {
+        let sql = Self::DIALECT.text("UPDATE meta SET value = ?2 WHERE key = ?1");
+        if self.execute(sql, &[key.into(), value.into()])? == 1 {
             self.remember_meta(key, value);
             Ok(())
         } else {
@@ -100,19 +84,12 @@ pub(crate) trait Statements: Driver {
     /// round trip.
     fn next_revision(&mut self) -> Result<u64> {
         super::driver::writable(self.is_writable())?;
-        let d = Self::DIALECT;
-        let sql = format!(
-            "UPDATE meta SET value = value + 1 WHERE key = {} RETURNING value, \
-             (SELECT value FROM meta WHERE key = {})",
-            d.param(1),
-            d.param(2)
+        let sql = Self::DIALECT.text(
+            "UPDATE meta SET value = value + 1 WHERE key = ?1 RETURNING value, \
+             (SELECT value FROM meta WHERE key = ?2)",
         );
         let (rev, epoch) = self
-            .one(
-                &sql,
-                &[REVISION.into(), STORE_EPOCH.into()],
-                int_and_opt_int,
-            )?
+            .one(sql, &[REVISION.into(), STORE_EPOCH.into()], int_and_opt_int)?
             .ok_or_else(|| missing_meta(self.label(), REVISION))?;
         self.remember_meta(REVISION, rev);
         if let Some(epoch) = epoch {

@@ -38,7 +38,7 @@ fn marks<D: Driver>(sql: &str) -> String {
 
 /// Inserts or replaces one row of `table`.
 fn upsert<D: Driver>(tx: &mut D, table: &Table, values: &[SqlValue]) -> Result<()> {
-    tx.execute(&D::DIALECT.upsert(table), values)?;
+    tx.execute(D::DIALECT.upsert(table), values)?;
     Ok(())
 }
 
@@ -228,7 +228,7 @@ impl<D: Driver> Tx for D {
     fn append_journal(&mut self, event: &JournalEvent) -> Result<i64> {
         let seq = self.bump_meta("journal_seq")?;
         let sql = D::DIALECT.insert(&encode::JOURNAL);
-        self.execute(&sql, &encode::journal(seq, event))?;
+        self.execute(sql, &encode::journal(seq, event))?;
         self.execute(
             &marks::<D>("DELETE FROM journal WHERE seq <= ?1"),
             &[(seq - RETENTION.journal_events).into()],
@@ -270,7 +270,7 @@ impl<D: Driver> Tx for D {
 
     fn add_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
         let sql = D::DIALECT.insert_with_id(&encode::INGESTIONS);
-        self.execute(&sql, &encode::ingestion(None, ingestion))?;
+        self.execute(sql, &encode::ingestion(None, ingestion))?;
         Ok(())
     }
 
@@ -350,7 +350,7 @@ impl<D: Driver> Tx for D {
 
     fn add_audit(&mut self, entry: &AuditEntry) -> Result<()> {
         let sql = D::DIALECT.insert_with_id(&encode::AUDIT);
-        self.execute(&sql, &encode::audit(None, entry))?;
+        self.execute(sql, &encode::audit(None, entry))?;
         Ok(())
     }
 
@@ -718,19 +718,19 @@ impl<D: Driver> Tx for D {
 
     fn import_journal(&mut self, event: &JournalEvent) -> Result<()> {
         let sql = D::DIALECT.insert(&encode::JOURNAL);
-        self.execute(&sql, &encode::journal(event.seq, event))?;
+        self.execute(sql, &encode::journal(event.seq, event))?;
         Ok(())
     }
 
     fn import_ingestion(&mut self, ingestion: &Ingestion) -> Result<()> {
         let sql = D::DIALECT.insert_with_id(&encode::INGESTIONS);
-        self.execute(&sql, &encode::ingestion(Some(ingestion.id), ingestion))?;
+        self.execute(sql, &encode::ingestion(Some(ingestion.id), ingestion))?;
         Ok(())
     }
 
     fn import_audit(&mut self, entry: &AuditEntry) -> Result<()> {
         let sql = D::DIALECT.insert_with_id(&encode::AUDIT);
-        self.execute(&sql, &encode::audit(Some(entry.id), entry))?;
+        self.execute(sql, &encode::audit(Some(entry.id), entry))?;
         Ok(())
     }
 

@@ -6,6 +6,7 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
 
 use rusqlite::{Connection, params_from_iter};
 
@@ -120,8 +121,9 @@ impl<'a> SqliteTx<'a> {
     }
 
     fn insert_work_row(&mut self, item: &WorkItem) -> Result<u64> {
-        let sql = format!("{} ON CONFLICT (id) DO NOTHING", SQLITE.insert(&WORK));
-        self.execute(&sql, &encode::work(item)?)
+        static SQL: LazyLock<String> =
+            LazyLock::new(|| format!("{} ON CONFLICT (id) DO NOTHING", SQLITE.insert(&WORK)));
+        self.execute(&SQL, &encode::work(item)?)
     }
 }
 
@@ -220,7 +222,7 @@ impl Driver for SqliteTx<'_> {
     }
 
     fn put_lease(&mut self, lease: &Lease) -> Result<()> {
-        self.execute(&SQLITE.upsert(&LEASES), &encode::lease(lease)?)?;
+        self.execute(SQLITE.upsert(&LEASES), &encode::lease(lease)?)?;
         Ok(())
     }
 
@@ -292,17 +294,17 @@ impl Driver for SqliteTx<'_> {
     }
 
     fn add_grant(&mut self, grant: &Grant) -> Result<()> {
-        self.execute(&SQLITE.insert(&GRANTS), &encode::grant(grant)?)?;
+        self.execute(SQLITE.insert(&GRANTS), &encode::grant(grant)?)?;
         Ok(())
     }
 
     fn add_write(&mut self, write: &WriteRecord) -> Result<()> {
-        self.execute(&SQLITE.insert(&WRITES), &encode::write(write)?)?;
+        self.execute(SQLITE.insert(&WRITES), &encode::write(write)?)?;
         Ok(())
     }
 
     fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()> {
-        self.execute(&SQLITE.upsert(&DEFINITIONS), &encode::definition(def))?;
+        self.execute(SQLITE.upsert(&DEFINITIONS), &encode::definition(def))?;
         Ok(())
     }
 
@@ -326,7 +328,7 @@ impl Driver for SqliteTx<'_> {
     }
 
     fn update_instance(&mut self, row: &InstanceRow) -> Result<()> {
-        let changed = self.execute(&SQLITE.update_by_key(&INSTANCES), &encode::instance(row)?)?;
+        let changed = self.execute(SQLITE.update_by_key(&INSTANCES), &encode::instance(row)?)?;
         if changed == 0 {
             Driver::insert_instance(self, row)?;
         }
@@ -334,7 +336,7 @@ impl Driver for SqliteTx<'_> {
     }
 
     fn add_history(&mut self, record: &HistoryRecord) -> Result<()> {
-        self.execute(&SQLITE.upsert(&HISTORY), &encode::history(record)?)?;
+        self.execute(SQLITE.upsert(&HISTORY), &encode::history(record)?)?;
         Ok(())
     }
 
