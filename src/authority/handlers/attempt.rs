@@ -70,7 +70,9 @@ pub struct AttemptContext {
     pub checkpoint: Option<String>,
     lease: LeaseWatch,
     writer: Option<CheckpointWriter>,
-    seed: u64,
+    /// The workload's seed: [`Self::rng`] mixes it with the attempt's identity when asked
+    /// (a digest per attempt, which most handlers never need, is not paid up front).
+    workload_seed: u64,
     pace: Pace,
     spent: AtomicI64,
 }
@@ -108,18 +110,8 @@ impl AttemptContext {
         workload_seed: u64,
         pace: Pace,
     ) -> Self {
-        let work_id = work_id.into();
-        let mut hasher = Sha256::new();
-        hasher.update(workload_seed.to_le_bytes());
-        hasher.update(work_id.as_bytes());
-        hasher.update([0]);
-        hasher.update(attempt.to_le_bytes());
-        hasher.update(generation.to_le_bytes());
-        let digest = hasher.finalize();
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&digest[..8]);
         Self {
-            work_id,
+            work_id: work_id.into(),
             kind,
             handler: handler.into(),
             payload,
@@ -132,7 +124,7 @@ impl AttemptContext {
             checkpoint: None,
             lease: LeaseSignal::default().watch(),
             writer: None,
-            seed: u64::from_le_bytes(first),
+            workload_seed,
             pace,
             spent: AtomicI64::new(0),
         }
@@ -168,7 +160,21 @@ impl AttemptContext {
         for b in purpose.bytes() {
             salt = (salt ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
-        SmallRng::seed_from_u64(self.seed ^ salt)
+        SmallRng::seed_from_u64(self.seed() ^ salt)
+    }
+
+    /// The attempt's own seed: a digest of the workload seed and the attempt's identity.
+    fn seed(&self) -> u64 {
+        let mut hasher = Sha256::new();
+        hasher.update(self.workload_seed.to_le_bytes());
+        hasher.update(self.work_id.as_bytes());
+        hasher.update([0]);
+        hasher.update(self.attempt.to_le_bytes());
+        hasher.update(self.generation.to_le_bytes());
+        let digest = hasher.finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        u64::from_le_bytes(first)
     }
 
     /// Takes `ms` of time: sleeps in a real process, adds virtual latency in the cluster.
@@ -252,5 +258,49 @@ impl std::ops::Deref for Attempt {
 
     fn deref(&self) -> &AttemptContext {
         &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::Rng;
+
+    use super::*;
+
+    fn context(work_id: &str, attempt: u32, generation: u64, seed: u64) -> AttemptContext {
+        AttemptContext::new(
+            work_id,
+            AttemptKind::Effect,
+            "h",
+            Value::Null,
+            work_id,
+            work_id,
+            attempt,
+            "a1",
+            generation,
+            seed,
+            Pace::Virtual,
+        )
+    }
+
+    fn draws(context: &AttemptContext, purpose: &str) -> Vec<u64> {
+        let mut rng = context.rng(purpose);
+        (0..4).map(|_| rng.random()).collect()
+    }
+
+    #[test]
+    fn an_attempts_draws_follow_its_identity_and_the_workload_seed() {
+        let first = draws(&context("w1", 1, 1, 7), "demo");
+        assert_eq!(first, draws(&context("w1", 1, 1, 7), "demo"));
+        assert_eq!(first, draws(&context("w1", 1, 1, 7), "demo"), "asked twice");
+        for other in [
+            context("w2", 1, 1, 7),
+            context("w1", 2, 1, 7),
+            context("w1", 1, 2, 7),
+            context("w1", 1, 1, 8),
+        ] {
+            assert_ne!(first, draws(&other, "demo"), "{other:?}");
+        }
+        assert_ne!(first, draws(&context("w1", 1, 1, 7), "fault"));
     }
 }
