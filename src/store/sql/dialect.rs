@@ -45,7 +45,8 @@ impl Dialect {
     /// is asked for and kept for the process's life. A write names the same few statements
     /// for every row it writes, and formatting their text anew each time cost more than
     /// binding the row's values. The set is bounded (a few forms of each table and shared
-    /// statement, per dialect), so keeping them is not a leak that grows.
+    /// statement, per dialect), so keeping them is not a leak that grows. A table's forms
+    /// are keyed by its name: one [`Table`] describes each table.
     fn memo(
         &self,
         form: &'static str,
