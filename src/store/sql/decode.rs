@@ -3,7 +3,8 @@
 //! JSON (the other direction is `encode.rs`).
 
 use super::row::{
-    Col, SqlRow, at, enumerated, flag, i32, int, json, opt_int, opt_json, opt_text, text, u32, u64,
+    Col, SqlRow, at, enumerated, flag, i32, int, json, opt_int, opt_json, opt_text, opt_u64, text,
+    u32, u64,
 };
 use crate::clock::Millis;
 use crate::error::Result;
@@ -217,10 +218,10 @@ pub(crate) fn write_record(row: &dyn SqlRow) -> Result<WriteRecord> {
         refusal: opt_text(row, at(7, "refusal"))?,
         detail: text(row, at(8, "detail"))?,
         at: int(row, at(WRITE_AT, "at"))?,
-        holder: match opt_int(row, at(11, "holder_generation"))? {
-            Some(_) => Some(Holder {
+        holder: match opt_u64(row, at(11, "holder_generation"))? {
+            Some(generation) => Some(Holder {
                 owner_id: opt_text(row, at(10, "holder_id"))?,
-                generation: u64(row, at(11, "holder_generation"))?,
+                generation,
             }),
             None => None,
         },

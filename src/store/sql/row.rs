@@ -105,8 +105,14 @@ pub(crate) fn text(row: &dyn SqlRow, col: impl Into<Col>) -> Result<String> {
 
 pub(crate) fn u64(row: &dyn SqlRow, col: impl Into<Col>) -> Result<u64> {
     let col = col.into();
-    let v = int(row, col)?;
-    u64::try_from(v).map_err(|e| unreadable(&col.label(), e))
+    present(col, opt_u64(row, col)?)
+}
+
+pub(crate) fn opt_u64(row: &dyn SqlRow, col: impl Into<Col>) -> Result<Option<u64>> {
+    let col = col.into();
+    (opt_int(row, col)?)
+        .map(|v| u64::try_from(v).map_err(|e| unreadable(&col.label(), e)))
+        .transpose()
 }
 
 pub(crate) fn u32(row: &dyn SqlRow, col: impl Into<Col>) -> Result<u32> {
