@@ -31,11 +31,6 @@ use crate::store::RETENTION;
 use crate::store::backend::Tx;
 use crate::store::epoch;
 
-/// `sql` with its `?N` marks in the driver's dialect.
-fn marks<D: Driver>(sql: &str) -> String {
-    D::DIALECT.marks(sql)
-}
-
 /// Inserts or replaces one row of `table`.
 fn upsert<D: Driver>(tx: &mut D, table: &Table, values: &[SqlValue]) -> Result<()> {
     tx.execute(D::DIALECT.upsert(table), values)?;
@@ -69,7 +64,7 @@ fn finished<D: Driver, T>(
     decode: Decode<T>,
 ) -> Result<Vec<T>> {
     tx.settle()?;
-    let sql = marks::<D>(&format!(
+    let sql = D::DIALECT.marks(&format!(
         "SELECT * FROM {} WHERE {cond} AND updated_at < ?1 ORDER BY updated_at, {key} LIMIT ?2",
         D::DIALECT.from(table, index)
     ));
@@ -90,7 +85,7 @@ fn incidents<D: Driver, T>(
 ) -> Result<Vec<T>> {
     tx.settle()?;
     let (at, seq) = incident_bound(before);
-    let sql = marks::<D>(&format!(
+    let sql = D::DIALECT.marks(&format!(
         "SELECT * FROM {table} WHERE {cond} AND at >= ?1 AND (at, seq) < (?2, ?3)
          ORDER BY at DESC, seq DESC LIMIT ?4"
     ));
@@ -102,7 +97,7 @@ fn incidents<D: Driver, T>(
 fn count_incidents<D: Driver>(tx: &mut D, table: &str, cond: &str, since: Millis) -> Result<u64> {
     tx.settle()?;
     let sql = format!("SELECT count(*) FROM {table} WHERE {cond} AND at >= ?1");
-    tx.count(&marks::<D>(&sql), since)
+    tx.count(&D::DIALECT.marks(&sql), since)
 }
 
 impl<D: Driver> Tx for D {
@@ -134,7 +129,7 @@ impl<D: Driver> Tx for D {
         self.settle()?;
         let n = self
             .one(
-                &marks::<D>(
+                D::DIALECT.text(
                     "SELECT count(*) FROM leases WHERE owner_id = ?1 AND expires_at > ?2 AND released_at IS NULL",
                 ),
                 &[owner.into(), now.into()],
@@ -149,7 +144,7 @@ impl<D: Driver> Tx for D {
         self.settle()?;
         let (claimed, lapsed) = self
             .one(
-                &marks::<D>(
+                D::DIALECT.text(
                     "SELECT count(*), sum(CASE WHEN lease_expires_at <= ?2 THEN 1 ELSE 0 END) FROM work WHERE state = 'claimed' AND owner_id = ?1",
                 ),
                 &[owner.into(), now.into()],
@@ -215,7 +210,7 @@ impl<D: Driver> Tx for D {
 
     fn dedup(&mut self, source: &str, external_id: &str) -> Result<Option<DedupRecord>> {
         self.one(
-            &marks::<D>("SELECT * FROM dedup WHERE source = ?1 AND external_id = ?2"),
+            D::DIALECT.text("SELECT * FROM dedup WHERE source = ?1 AND external_id = ?2"),
             &[source.into(), external_id.into()],
             decode::dedup,
         )
@@ -230,7 +225,7 @@ impl<D: Driver> Tx for D {
         let sql = D::DIALECT.insert(&encode::JOURNAL);
         self.execute(sql, &encode::journal(seq, event))?;
         self.execute(
-            &marks::<D>("DELETE FROM journal WHERE seq <= ?1"),
+            D::DIALECT.text("DELETE FROM journal WHERE seq <= ?1"),
             &[(seq - RETENTION.journal_events).into()],
         )?;
         Ok(seq)
@@ -261,7 +256,7 @@ impl<D: Driver> Tx for D {
 
     fn journal_type_high_water(&mut self, event_type: &str) -> Result<i64> {
         let max = self.one(
-            &marks::<D>("SELECT COALESCE(MAX(seq), 0) FROM journal WHERE event_type = ?1"),
+            D::DIALECT.text("SELECT COALESCE(MAX(seq), 0) FROM journal WHERE event_type = ?1"),
             &[event_type.into()],
             decode::first_int,
         )?;
@@ -301,7 +296,7 @@ impl<D: Driver> Tx for D {
 
     fn due_schedules(&mut self, now: Millis, n: usize) -> Result<Vec<Schedule>> {
         self.query(
-            &marks::<D>(
+            D::DIALECT.text(
                 "SELECT * FROM schedules WHERE next_due <= ?1 ORDER BY next_due, schedule_id LIMIT ?2",
             ),
             &[now.into(), limit(n).into()],
@@ -323,8 +318,8 @@ impl<D: Driver> Tx for D {
     }
 
     fn delete_authority(&mut self, id: &str) -> Result<bool> {
-        let sql = marks::<D>("DELETE FROM authorities WHERE instance_id = ?1");
-        Ok(self.execute(&sql, &[id.into()])? > 0)
+        let sql = D::DIALECT.text("DELETE FROM authorities WHERE instance_id = ?1");
+        Ok(self.execute(sql, &[id.into()])? > 0)
     }
 
     fn list_authorities(&mut self, page: &PageRequest) -> Result<Vec<Authority>> {
@@ -334,7 +329,7 @@ impl<D: Driver> Tx for D {
 
     fn idempotent_answer(&mut self, key: &str) -> Result<Option<String>> {
         self.one(
-            &marks::<D>("SELECT answer FROM idempotency WHERE key = ?1"),
+            D::DIALECT.text("SELECT answer FROM idempotency WHERE key = ?1"),
             &[key.into()],
             decode::answer,
         )
@@ -386,7 +381,7 @@ impl<D: Driver> Tx for D {
     fn latest_grants(&mut self, resource: &str, n: usize) -> Result<Vec<Grant>> {
         self.settle()?;
         self.query(
-            &marks::<D>(
+            D::DIALECT.text(
                 "SELECT * FROM grants WHERE resource_id = ?1 ORDER BY revision DESC, seq DESC LIMIT ?2",
             ),
             &[resource.into(), limit(n).into()],
@@ -424,14 +419,13 @@ impl<D: Driver> Tx for D {
         let keep: SqlValue = super::bound(keep_from_revision).into();
         let since: SqlValue = keep_incidents_since.into();
         self.execute(
-            &marks::<D>(
-                "DELETE FROM grants WHERE revision < ?1 AND (from_owner IS NULL OR at < ?2)",
-            ),
+            D::DIALECT
+                .text("DELETE FROM grants WHERE revision < ?1 AND (from_owner IS NULL OR at < ?2)"),
             &[keep.clone(), since.clone()],
         )?;
         let accepted = D::DIALECT.is_true("accepted");
         self.execute(
-            &marks::<D>(&format!(
+            &D::DIALECT.marks(&format!(
                 "DELETE FROM writes WHERE revision < ?1 AND ({accepted} OR at < ?2)"
             )),
             &[keep, since],
@@ -489,7 +483,7 @@ impl<D: Driver> Tx for D {
     fn instance_by_start_key(&mut self, start_key: &str) -> Result<Option<InstanceRow>> {
         self.settle()?;
         self.one(
-            &marks::<D>("SELECT * FROM instances WHERE start_key = ?1"),
+            D::DIALECT.text("SELECT * FROM instances WHERE start_key = ?1"),
             &[start_key.into()],
             decode::instance,
         )
@@ -512,7 +506,7 @@ impl<D: Driver> Tx for D {
         self.settle()?;
         let from = D::DIALECT.from("instances", "instances_runnable");
         self.query(
-            &marks::<D>(&format!(
+            &D::DIALECT.marks(&format!(
                 "SELECT * FROM {from} WHERE compat = ?1 AND next_eligible_at <= ?2
              ORDER BY next_eligible_at, instance_id LIMIT ?3"
             )),
@@ -593,7 +587,10 @@ impl<D: Driver> Tx for D {
 
     fn delete_work(&mut self, id: &str) -> Result<()> {
         self.settle()?;
-        self.execute(&marks::<D>("DELETE FROM work WHERE id = ?1"), &[id.into()])?;
+        self.execute(
+            D::DIALECT.text("DELETE FROM work WHERE id = ?1"),
+            &[id.into()],
+        )?;
         Ok(())
     }
 
@@ -614,11 +611,11 @@ impl<D: Driver> Tx for D {
             "DELETE FROM history WHERE instance_id = ?1",
             "DELETE FROM instances WHERE instance_id = ?1",
         ] {
-            self.execute(&marks::<D>(sql), &[id.into()])?;
+            self.execute(&D::DIALECT.marks(sql), &[id.into()])?;
         }
         // The invocation ids `"<id>/…"` are the key range [`<id>/`, `<id>0`): '0' follows '/'.
         self.execute(
-            &marks::<D>(
+            D::DIALECT.text(
                 "DELETE FROM action_outcomes WHERE invocation_id >= ?1 AND invocation_id < ?2",
             ),
             &[format!("{id}/").into(), format!("{id}0").into()],
@@ -654,7 +651,7 @@ impl<D: Driver> Tx for D {
 
     fn trim_idempotent_answers(&mut self, before: Millis, n: usize) -> Result<u64> {
         self.execute(
-            &marks::<D>(&format!(
+            &D::DIALECT.marks(&format!(
                 "DELETE FROM idempotency WHERE key IN (SELECT key FROM {} WHERE at < ?1 ORDER BY at LIMIT ?2)",
                 D::DIALECT.from("idempotency", "idempotency_age")
             )),
@@ -664,14 +661,14 @@ impl<D: Driver> Tx for D {
 
     fn delete_ingestions_through(&mut self, through: i64) -> Result<u64> {
         self.execute(
-            &marks::<D>("DELETE FROM ingestions WHERE id <= ?1"),
+            D::DIALECT.text("DELETE FROM ingestions WHERE id <= ?1"),
             &[through.into()],
         )
     }
 
     fn delete_audit_through(&mut self, through: i64) -> Result<u64> {
         self.execute(
-            &marks::<D>("DELETE FROM audit WHERE id <= ?1"),
+            D::DIALECT.text("DELETE FROM audit WHERE id <= ?1"),
             &[through.into()],
         )
     }
@@ -679,7 +676,7 @@ impl<D: Driver> Tx for D {
     fn list_dedup(&mut self, after: Option<(&str, &str)>, n: usize) -> Result<Vec<DedupRecord>> {
         match after {
             Some((source, external_id)) => self.query(
-                &marks::<D>(
+                D::DIALECT.text(
                     "SELECT * FROM dedup WHERE (source, external_id) > (?1, ?2)
                  ORDER BY source, external_id LIMIT ?3",
                 ),
@@ -687,7 +684,7 @@ impl<D: Driver> Tx for D {
                 decode::dedup,
             ),
             None => self.query(
-                &marks::<D>("SELECT * FROM dedup ORDER BY source, external_id LIMIT ?1"),
+                D::DIALECT.text("SELECT * FROM dedup ORDER BY source, external_id LIMIT ?1"),
                 &[limit(n).into()],
                 decode::dedup,
             ),
@@ -738,8 +735,8 @@ impl<D: Driver> Tx for D {
         if let Some(v) = self.known_meta(key) {
             return Ok(Some(v));
         }
-        let sql = marks::<D>("SELECT value FROM meta WHERE key = ?1");
-        let value = self.one(&sql, &[key.into()], decode::first_int)?.flatten();
+        let sql = D::DIALECT.text("SELECT value FROM meta WHERE key = ?1");
+        let value = self.one(sql, &[key.into()], decode::first_int)?.flatten();
         if let Some(v) = value {
             self.remember_meta(key, v);
         }
@@ -750,10 +747,10 @@ impl<D: Driver> Tx for D {
         super::driver::writable(self.is_writable())?;
         // After the held-back writes, as `set_meta`.
         self.settle()?;
-        let sql = marks::<D>(
+        let sql = D::DIALECT.text(
             "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         );
-        self.execute(&sql, &[key.into(), value.into()])?;
+        self.execute(sql, &[key.into(), value.into()])?;
         self.remember_meta(key, value);
         Ok(())
     }
@@ -764,7 +761,7 @@ impl<D: Driver> Tx for D {
         let floor = super::int(floor)?;
         let mut raised = 0;
         for table in ["leases", "work"] {
-            let sql = marks::<D>(&format!(
+            let sql = D::DIALECT.marks(&format!(
                 "UPDATE {table} SET generation = ?1 WHERE generation < ?1"
             ));
             raised += self.execute(&sql, &[floor.into()])?;
