@@ -318,12 +318,11 @@ impl Driver for SqliteTx<'_> {
 
     fn insert_instance(&mut self, row: &InstanceRow) -> Result<()> {
         // An upsert on the id (the memory provider's insert replaces a same-id row).
-        let sql = format!(
-            "{} {}",
-            SQLITE.insert(&INSTANCES),
-            on_conflict_update(&INSTANCES)
-        );
-        self.execute(&sql, &encode::instance(row)?)?;
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            let insert = SQLITE.insert(&INSTANCES);
+            format!("{insert} {}", on_conflict_update(&INSTANCES))
+        });
+        self.execute(&SQL, &encode::instance(row)?)?;
         Ok(())
     }
 
