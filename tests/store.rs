@@ -91,6 +91,8 @@ per_provider! {
     work::a_claim_of_any_size_takes_what_is_there,
     work::lapsed_claims_are_reclaimed_before_the_backlog,
     work::expiry_without_reclaim_does_not_fence_work,
+    work::a_lapse_others_see_is_still_its_owners,
+    work::the_claimers_reclaim_backoff_sets_the_grace,
     work::reclaim_fences_the_old_work_owner,
     work::unrecorded_attempt_is_uncertain_and_keeps_its_keys,
     work::retry_state_survives_reopen,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::rules::lease::MIN_LEASE_MS;
+use crate::rules::work::Backoff;
 use crate::store::RetentionPolicy;
 
 /// Default lease window (docs/ARCHITECTURE.md#authority-runtime).
@@ -72,6 +73,25 @@ pub struct AuthorityConfig {
     /// the same rows is harmless.
     #[serde(default = "default_trim_interval")]
     pub trim_interval_ms: Millis,
+    /// How long after a claim's lease ran out this authority leaves its owner to renew and
+    /// finish it before taking it over, after a first attempt; doubled for each attempt,
+    /// up to [`RECLAIM_DELAY_CAP_MS`] (or this, if longer). A lapse alone fences nothing:
+    /// only a takeover does, so a slow but living owner keeps its claim through this grace
+    /// and a crash-looping handler is not rerun at every lease expiry.
+    #[serde(default = "default_reclaim_delay")]
+    pub reclaim_delay_ms: Millis,
+}
+
+/// Default grace after a lapse, before a first attempt is taken over: a retry's backoff.
+pub const DEFAULT_RECLAIM_DELAY_MS: Millis = 500;
+/// The longest the doubled grace grows to (unless the configured delay is longer).
+pub const RECLAIM_DELAY_CAP_MS: Millis = 30_000;
+
+/// The longest grace a configuration may ask for: a day.
+pub const MAX_RECLAIM_DELAY_MS: Millis = 86_400_000;
+
+fn default_reclaim_delay() -> Millis {
+    DEFAULT_RECLAIM_DELAY_MS
 }
 
 /// Default trim cadence: often enough that a batch per table keeps up with any steady
@@ -98,6 +118,18 @@ impl AuthorityConfig {
             handler_limits: BTreeMap::new(),
             retention: RetentionPolicy::default(),
             trim_interval_ms: DEFAULT_TRIM_INTERVAL_MS,
+            reclaim_delay_ms: DEFAULT_RECLAIM_DELAY_MS,
+        }
+    }
+
+    /// The backoff this authority's claims leave a lapsed claim's owner
+    /// ([`crate::store::ClaimBudget::reclaim`]).
+    #[must_use]
+    pub fn reclaim_backoff(&self) -> Backoff {
+        Backoff {
+            initial_ms: self.reclaim_delay_ms,
+            max_ms: self.reclaim_delay_ms.max(RECLAIM_DELAY_CAP_MS),
+            floor_ms: 0,
         }
     }
 
@@ -164,6 +196,12 @@ impl AuthorityConfig {
             return invalid(format!(
                 "renewIntervalMs ({}) must be less than leaseDurationMs ({}); at most half is recommended",
                 self.renew_interval_ms, self.lease_duration_ms
+            ));
+        }
+        if !(0..=MAX_RECLAIM_DELAY_MS).contains(&self.reclaim_delay_ms) {
+            return invalid(format!(
+                "reclaimDelayMs must be between 0 and {MAX_RECLAIM_DELAY_MS} ms (1 day), got {}",
+                self.reclaim_delay_ms
             ));
         }
         if self.worker_concurrency == 0 {

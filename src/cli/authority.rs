@@ -13,7 +13,8 @@ use super::settings::Settings;
 use super::{CliResult, Failure, StoreArg, tokio_runtime};
 use crate::authority::config::{
     AuthorityConfig, DEFAULT_CLAIM_BATCH_SIZE, DEFAULT_LEASE_DURATION_MS, DEFAULT_POLL_INTERVAL_MS,
-    DEFAULT_TRIM_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, generated_instance_id,
+    DEFAULT_RECLAIM_DELAY_MS, DEFAULT_TRIM_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY,
+    generated_instance_id,
 };
 use crate::authority::handlers::{HandlerVersion, Workload};
 use crate::authority::runtime::{RunOptions, run_authority_with};
@@ -125,6 +126,11 @@ pub struct AuthorityArgs {
     /// How often this authority trims one batch of each table (default 5s).
     #[arg(long, env = "LEASEHOLD_TRIM_EVERY", value_name = "DURATION", value_parser = duration)]
     pub trim_every: Option<Millis>,
+    /// How long after a claim's lease ran out its owner may still renew and finish it
+    /// before this authority takes it over, after a first attempt; doubled per attempt, up
+    /// to 30s (default 500ms; 0 to 1d).
+    #[arg(long, env = "LEASEHOLD_RECLAIM_AFTER", value_name = "DURATION", value_parser = duration)]
+    pub reclaim_after: Option<Millis>,
 }
 
 /// Parses a duration flag: `90s`, `12h`, `7d`, `1500ms`.
@@ -260,6 +266,10 @@ fn knobs(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<AuthorityC
         .trim_every
         .or(file.trim_every_ms)
         .unwrap_or(DEFAULT_TRIM_INTERVAL_MS);
+    config.reclaim_delay_ms = args
+        .reclaim_after
+        .or(file.reclaim_after_ms)
+        .unwrap_or(DEFAULT_RECLAIM_DELAY_MS);
     config.validate()?;
     Ok(config)
 }
@@ -348,6 +358,7 @@ mod tests {
             dedup_window: None,
             dedup_windows: Vec::new(),
             trim_every: None,
+            reclaim_after: None,
             state: crate::cli::witness::StateDirArg { state_dir: None },
             seed: 0,
         }

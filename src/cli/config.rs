@@ -90,6 +90,7 @@ pub fn run(command: &ConfigCommand, out: &mut dyn Write) -> CliResult {
             }),
         ),
         ("trim_every", ms(a.trim_every_ms)),
+        ("reclaim_after", ms(a.reclaim_after_ms)),
     ]
     .into_iter()
     .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))

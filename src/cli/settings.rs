@@ -20,6 +20,7 @@
 //! dedup_window = "7d"    # an event id older than this is accepted again
 //! dedup_windows = { stripe = "30d" }
 //! trim_every = "5s"
+//! reclaim_after = "500ms" # a lapsed claim's owner may still finish this long
 //!
 //! [dashboard]
 //! theme = "light"
@@ -85,6 +86,7 @@ struct RawAuthority {
     dedup_window: Option<Spanned<String>>,
     dedup_windows: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     trim_every: Option<Spanned<String>>,
+    reclaim_after: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -117,6 +119,7 @@ pub struct AuthorityKnobs {
     /// Dedup windows of particular event sources.
     pub dedup_windows: BTreeMap<String, Millis>,
     pub trim_every_ms: Option<Millis>,
+    pub reclaim_after_ms: Option<Millis>,
 }
 
 /// The dashboard's knobs as the file gives them.
@@ -246,6 +249,7 @@ fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<A
             })
             .collect::<Result<_>>()?,
         trim_every_ms: duration(&a.trim_every)?,
+        reclaim_after_ms: duration(&a.reclaim_after)?,
     };
     // The same rules as the flags: an unsafe combination is refused here, at the key
     // that makes it so.
@@ -336,6 +340,9 @@ impl AuthorityKnobs {
             .extend(self.dedup_windows.clone());
         if let Some(ms) = self.trim_every_ms {
             config.trim_interval_ms = ms;
+        }
+        if let Some(ms) = self.reclaim_after_ms {
+            config.reclaim_delay_ms = ms;
         }
         config
     }

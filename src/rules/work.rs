@@ -47,26 +47,47 @@ impl Backoff {
 /// The failure code of a dead letter.
 pub const DEAD_LETTER_CODE: &str = "ATTEMPTS_EXHAUSTED";
 
-/// Settles a claim that lapsed without a recorded outcome (its owner crashed or hung); `None`
-/// while the item is not such a claim. The lapsed attempt may have run, so it counts as
-/// uncertain and against `maxAttempts`, like a failure its owner never got to record: with
-/// attempts left the item waits in `retry` until `expiry + backoff` (a retryable failure's
-/// backoff, so a handler that crashes its process is not rerun at every lease expiry);
-/// with none left it is a dead letter, terminal `failed` / `uncertain-exhausted`, never
-/// handed to a handler again. Its keys are untouched; its checkpoint is kept for the next
-/// attempt, or dropped with the dead letter. A cursor's claim is a turn of a
-/// long-lived delivery rather than an attempt, so a lapsed cursor is free again at once and
-/// never dead.
+/// When a claim that lapsed without a recorded outcome may be taken over: its lease expiry
+/// plus the backoff a retry of its attempt would wait (`reclaim`), or the expiry itself for
+/// a cursor, whose claim is a turn of a long-lived delivery rather than an attempt. `None`
+/// while the item is not claimed. Until that instant a claimer that finds the lapse writes
+/// nothing, and its owner's renewal and completion still apply: expiry alone fences nothing,
+/// and a handler that crashes its process is not rerun at every lease expiry.
 #[must_use]
-pub fn lapse(item: &WorkItem, backoff: Backoff, now: Millis) -> Option<WorkItem> {
+pub fn reclaim_at(item: &WorkItem, reclaim: Backoff) -> Option<Millis> {
     if item.state != WorkState::Claimed {
         return None;
     }
-    let expired = item.lease_expires_at.filter(|&at| at <= now)?;
-    let cursor = item.kind == WorkKind::Cursor;
+    let expired = item.lease_expires_at?;
+    Some(if item.kind == WorkKind::Cursor {
+        expired
+    } else {
+        expired.saturating_add(reclaim.delay(item.attempt_number))
+    })
+}
+
+/// Settles a claim that lapsed without a recorded outcome once it may be taken over
+/// ([`reclaim_at`]); `None` before that, or while the item is not such a claim. Only the
+/// transaction that takes the item over writes this ([`claim`]), under the new generation.
+#[must_use]
+pub fn lapse(item: &WorkItem, reclaim: Backoff, now: Millis) -> Option<WorkItem> {
+    reclaim_at(item, reclaim)
+        .filter(|&at| at <= now)
+        .map(|at| settle_unfinished(item, at, now))
+}
+
+/// The settlement of an unfinished claim (its owner crashed, hung, or was released by an
+/// operator): the attempt may have run, so it counts as uncertain and against
+/// `maxAttempts`, like a failure its owner never got to record. With attempts left the item
+/// is in `retry`, eligible at `eligible_at`; with none left it is a dead letter, terminal
+/// `failed` / `uncertain-exhausted`, never handed to a handler again. Its keys are
+/// untouched; its checkpoint is kept for the next attempt, or dropped with the dead letter.
+/// A cursor is never dead: it has no attempt budget.
+#[must_use]
+pub fn settle_unfinished(item: &WorkItem, eligible_at: Millis, now: Millis) -> WorkItem {
     let uncertain_attempts = item.uncertain_attempts + 1;
-    if !cursor && item.attempt_number >= item.max_attempts {
-        return Some(WorkItem {
+    if item.kind != WorkKind::Cursor && item.attempt_number >= item.max_attempts {
+        return WorkItem {
             state: WorkState::Failed,
             uncertain_attempts,
             lease_expires_at: None,
@@ -85,30 +106,47 @@ pub fn lapse(item: &WorkItem, backoff: Backoff, now: Millis) -> Option<WorkItem>
             }),
             updated_at: now,
             ..item.clone()
-        });
+        };
     }
-    let delay = if cursor {
-        0
-    } else {
-        backoff.delay(item.attempt_number)
-    };
-    Some(WorkItem {
+    WorkItem {
         state: WorkState::Retry,
         uncertain_attempts,
-        next_eligible_at: expired.saturating_add(delay),
+        next_eligible_at: eligible_at,
         updated_at: now,
         ..item.clone()
-    })
+    }
+}
+
+/// What a claim made of an item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// Claimed for the claimer to run: a new generation, a lease window, a new attempt.
+    Run(WorkItem),
+    /// A lapsed claim whose lapse spent the last attempt, taken over under a new generation
+    /// and ended as a dead letter in the same write: nothing is left to run.
+    DeadLetter(WorkItem),
+}
+
+impl Claimed {
+    /// The item as the claim left it.
+    #[must_use]
+    pub fn into_item(self) -> WorkItem {
+        match self {
+            Self::Run(item) | Self::DeadLetter(item) => item,
+        }
+    }
 }
 
 /// Claims the item for `owner`: a new generation, a lease window, a new attempt. A claim
-/// that lapsed is settled by [`lapse`] first (the store writes that settlement even when
-/// the claim is then refused); the idempotency key is untouched so the retry reuses it.
+/// that lapsed is taken over only once [`reclaim_at`] (with the claimer's `reclaim`
+/// backoff) has passed, and then settled by [`lapse`] in the same claim: the lapsed attempt
+/// counted, and either claimed again at once or, with the budget spent, a dead letter under
+/// the taker's new generation. The idempotency key is untouched so the retry reuses it.
 ///
 /// # Errors
-/// `Incompatible` for an item whose digest is not in `keys`, `AlreadyTerminal` (a dead letter included),
-/// `LeaseHeld` while the claim is live, `NotClaimable` before `nextEligibleAt` (a lapsed
-/// claim's backoff included).
+/// `Incompatible` for an item whose digest is not in `keys`, `AlreadyTerminal` (a dead
+/// letter included), `LeaseHeld` while the claim is live or its owner may still finish it
+/// (until its reclaim instant), `NotClaimable` before `nextEligibleAt`.
 ///
 /// It takes the item by value and moves it into its claimed version: a claim is on the
 /// store's hot path, and its caller has no further use for the item as it was.
@@ -118,8 +156,9 @@ pub fn claim(
     keys: &CompatSet,
     token: String,
     lease_ms: Millis,
+    reclaim: Backoff,
     now: Millis,
-) -> Result<WorkItem> {
+) -> Result<Claimed> {
     if !keys.contains(&item.compat) {
         return Err(Error::Incompatible {
             id: item.id.clone(),
@@ -127,10 +166,7 @@ pub fn claim(
             have: keys.to_string(),
         });
     }
-    if let Some(settled) = lapse(&item, Backoff::default(), now) {
-        return claim(settled, owner, keys, token, lease_ms, now);
-    }
-    match item.state {
+    let item = match item.state {
         WorkState::Succeeded | WorkState::Failed => {
             return Err(Error::AlreadyTerminal {
                 id: item.id.clone(),
@@ -138,14 +174,24 @@ pub fn claim(
             });
         }
         WorkState::Claimed => {
-            let expires = item.lease_expires_at.unwrap_or(Millis::MAX);
-            if expires > now {
+            let until = reclaim_at(&item, reclaim).unwrap_or(Millis::MAX);
+            if until > now {
                 return Err(Error::LeaseHeld {
                     resource: item.id.clone(),
                     owner: item.owner_id.clone().unwrap_or_default(),
-                    expires_at: expires,
+                    expires_at: until,
                 });
             }
+            let settled = settle_unfinished(&item, until, now);
+            if settled.state == WorkState::Failed {
+                return Ok(Claimed::DeadLetter(WorkItem {
+                    owner_id: Some(owner.to_owned()),
+                    token: None,
+                    generation: item.generation + 1,
+                    ..settled
+                }));
+            }
+            settled
         }
         WorkState::Pending | WorkState::Retry => {
             if item.next_eligible_at > now {
@@ -154,9 +200,10 @@ pub fn claim(
                     state: item.state.as_str().into(),
                 });
             }
+            item
         }
-    }
-    Ok(WorkItem {
+    };
+    Ok(Claimed::Run(WorkItem {
         state: WorkState::Claimed,
         owner_id: Some(owner.to_owned()),
         token: Some(token),
@@ -169,7 +216,7 @@ pub fn claim(
         last_attempt_at: Some(now),
         updated_at: now,
         ..item
-    })
+    }))
 }
 
 /// Checks that `(owner, generation)` is the item's current claim. A terminal item answers
@@ -344,14 +391,30 @@ mod tests {
         WorkItem::new(NewWork::effect("e1", "noop", "{}"), "k", 0)
     }
 
+    /// [`claim`] with the default reclaim backoff, for a claim expected to run.
+    fn claim_run(
+        item: WorkItem,
+        owner: &str,
+        keys: &CompatSet,
+        token: String,
+        lease_ms: Millis,
+        now: Millis,
+    ) -> Result<WorkItem> {
+        match claim(item, owner, keys, token, lease_ms, Backoff::default(), now)? {
+            Claimed::Run(item) => Ok(item),
+            Claimed::DeadLetter(item) => panic!("dead-lettered, not claimed: {item:?}"),
+        }
+    }
+
     #[test]
     fn reclaim_of_unrecorded_attempt_is_uncertain_and_keeps_the_key() {
-        let first = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
-        let backed_off =
-            claim(first.clone(), "b", &"k".into(), "t2".into(), 100, 100).expect_err("backoff");
-        assert_eq!(backed_off.code(), "WORK_NOT_CLAIMABLE");
+        let first = claim_run(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        // Lapsed, but its owner may still renew and finish until the backoff has passed.
+        let held =
+            claim_run(first.clone(), "b", &"k".into(), "t2".into(), 100, 599).expect_err("grace");
+        assert_eq!(held.code(), "WORK_IN_PROGRESS");
         let second =
-            claim(first.clone(), "b", &"k".into(), "t2".into(), 100, 600).expect("backed off");
+            claim_run(first.clone(), "b", &"k".into(), "t2".into(), 100, 600).expect("backed off");
         assert_eq!(
             (
                 second.generation,
@@ -369,9 +432,10 @@ mod tests {
         );
     }
 
-    /// A handler that crashes its process every time: each lapse counts, each reclaim
-    /// waits out a retry's backoff from the expiry, and the lapse that spends the budget
-    /// dead-letters the item with its keys unchanged.
+    /// A handler that crashes its process every time: each reclaim waits out a retry's
+    /// backoff from the expiry and counts the lapsed attempt in the same claim, and the
+    /// reclaim that finds the budget spent takes the item over as a dead letter, keys
+    /// unchanged. Before its reclaim instant a lapse is left as it is.
     #[test]
     fn lapsed_claims_back_off_then_dead_letter() {
         let mut it = WorkItem {
@@ -380,47 +444,84 @@ mod tests {
             ..item()
         };
         let backoff = Backoff::default();
+        let keys: CompatSet = "k".into();
         let mut now = 0;
         for attempt in 1..=3 {
-            it = claim(it, "a", &"k".into(), "t".into(), 100, now).expect("due");
+            it = claim_run(it, &format!("o{attempt}"), &keys, "t".into(), 100, now).expect("due");
             assert_eq!(
                 (it.attempt_number, it.uncertain_attempts),
                 (attempt, attempt - 1)
             );
-            now += 100;
-            assert!(lapse(&it, backoff, now - 1).is_none(), "lease still live");
-            it = lapse(&it, backoff, now).expect("lapsed");
-            if attempt < 3 {
-                assert_eq!(it.state, WorkState::Retry);
-                assert_eq!(it.next_eligible_at, now + backoff.delay(attempt));
-                assert!(
-                    claim(
-                        it.clone(),
-                        "b",
-                        &"k".into(),
-                        "t".into(),
-                        100,
-                        it.next_eligible_at - 1
-                    )
-                    .is_err()
-                );
-                now = it.next_eligible_at;
-            }
+            let due = 100 + now + backoff.delay(attempt);
+            assert_eq!(reclaim_at(&it, backoff), Some(due));
+            assert!(
+                lapse(&it, backoff, due - 1).is_none(),
+                "its owner may still finish"
+            );
+            let early = claim(it.clone(), "b", &keys, "t".into(), 100, backoff, due - 1);
+            assert_eq!(early.expect_err("not yet").code(), "WORK_IN_PROGRESS");
+            now = due;
         }
+        let Claimed::DeadLetter(dead) =
+            claim(it.clone(), "b", &keys, "t".into(), 100, backoff, now).expect("taken over")
+        else {
+            panic!("the last lapse dead-letters the item");
+        };
         assert_eq!(
-            (it.state, it.uncertain_attempts, it.idempotency_key.as_str()),
+            (
+                dead.state,
+                dead.uncertain_attempts,
+                dead.idempotency_key.as_str()
+            ),
             (WorkState::Failed, 3, "idem")
         );
-        assert!(it.is_dead_letter());
         assert_eq!(
-            it.last_failure.as_ref().map(|f| f.class),
+            (dead.generation, dead.owner_id.as_deref()),
+            (it.generation + 1, Some("b")),
+            "taken over under a new generation"
+        );
+        assert!(dead.is_dead_letter());
+        assert_eq!(
+            dead.last_failure.as_ref().map(|f| f.class),
             Some(FailureClass::UncertainExhausted)
         );
         assert_eq!(
-            claim(it, "b", &"k".into(), "t".into(), 100, now + 60_000)
+            complete(&dead, "o3", it.generation, None, now)
+                .expect_err("ended")
+                .code(),
+            "already-terminal"
+        );
+        assert_eq!(
+            claim_run(dead, "c", &keys, "t".into(), 100, now + 60_000)
                 .expect_err("dead letter")
                 .code(),
             "already-terminal"
+        );
+    }
+
+    /// The claimer's reclaim backoff decides: a longer one leaves the owner longer to finish.
+    #[test]
+    fn the_claimers_reclaim_backoff_sets_the_grace() {
+        let held = claim_run(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
+        let patient = Backoff {
+            initial_ms: 60_000,
+            max_ms: 60_000,
+            floor_ms: 0,
+        };
+        assert_eq!(reclaim_at(&held, patient), Some(60_100));
+        let refused = claim(
+            held.clone(),
+            "b",
+            &"k".into(),
+            "t".into(),
+            100,
+            patient,
+            60_099,
+        );
+        assert_eq!(refused.expect_err("grace").code(), "WORK_IN_PROGRESS");
+        assert!(
+            complete(&held, "a", 1, None, 60_099).is_ok(),
+            "nobody took it"
         );
     }
 
@@ -432,18 +533,18 @@ mod tests {
             attempt_number: 40,
             ..item()
         };
-        let held = claim(cursor, "a", &"k".into(), "t".into(), 100, 0).expect("due");
+        let held = claim_run(cursor, "a", &"k".into(), "t".into(), 100, 0).expect("due");
         let settled = lapse(&held, Backoff::default(), 100).expect("lapsed");
         assert_eq!(
             (settled.state, settled.next_eligible_at),
             (WorkState::Retry, 100)
         );
-        assert!(claim(held, "b", &"k".into(), "t".into(), 100, 100).is_ok());
+        assert!(claim_run(held, "b", &"k".into(), "t".into(), 100, 100).is_ok());
     }
 
     #[test]
     fn expiry_without_reclaim_does_not_fence() {
-        let first = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let first = claim_run(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
         assert!(complete(&first, "a", 1, None, 10_000).is_ok());
     }
 
@@ -454,11 +555,11 @@ mod tests {
             ..item()
         };
         let failure = failure(FailureClass::Retryable);
-        it = claim(it.clone(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
+        it = claim_run(it.clone(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         it = fail(&it, "a", 1, failure.clone(), Backoff::default(), 10).expect("holder");
         assert_eq!((it.state, it.next_eligible_at), (WorkState::Retry, 510));
-        assert!(claim(it.clone(), "a", &"k".into(), "t".into(), 100, 509).is_err());
-        it = claim(it.clone(), "a", &"k".into(), "t".into(), 100, 510).expect("due");
+        assert!(claim_run(it.clone(), "a", &"k".into(), "t".into(), 100, 509).is_err());
+        it = claim_run(it.clone(), "a", &"k".into(), "t".into(), 100, 510).expect("due");
         it = fail(&it, "a", 2, failure, Backoff::default(), 520).expect("holder");
         assert_eq!(it.state, WorkState::Failed);
     }
@@ -467,7 +568,7 @@ mod tests {
     /// dropped when it ends (success, terminal failure, a dead letter).
     #[test]
     fn checkpoints_outlive_attempts_but_not_the_item() {
-        let held = claim(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
+        let held = claim_run(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         let saved = checkpoint(&held, "a", 1, "{\"n\":1}", 5).expect("holder");
         assert_eq!(saved.checkpoint.as_deref(), Some("{\"n\":1}"));
         assert_eq!(
@@ -481,10 +582,10 @@ mod tests {
             "WORK_FENCED"
         );
 
-        let lapsed = lapse(&saved, Backoff::default(), 100).expect("lapsed");
+        let lapsed = lapse(&saved, Backoff::default(), 600).expect("lapsed");
         assert_eq!(lapsed.checkpoint, saved.checkpoint);
         let next =
-            claim(lapsed.clone(), "b", &"k".into(), "t".into(), 100, 600).expect("backed off");
+            claim_run(lapsed.clone(), "b", &"k".into(), "t".into(), 100, 600).expect("backed off");
         assert_eq!(next.checkpoint, saved.checkpoint);
         let retry = fail(
             &next,
@@ -520,7 +621,7 @@ mod tests {
             max_attempts: 2,
             ..next
         };
-        let dead = lapse(&last, Backoff::default(), 700).expect("lapsed");
+        let dead = lapse(&last, Backoff::default(), 1_700).expect("lapsed");
         assert!(dead.is_dead_letter());
         assert_eq!(dead.checkpoint, None);
     }
@@ -533,7 +634,7 @@ mod tests {
         assert_eq!(backoff.with_floor(-5).delay(1), backoff.delay(1));
         assert_eq!(backoff.with_floor(7_000).delay(1), 7_000);
         assert_eq!(backoff.with_floor(90_000).delay(9), 90_000);
-        let claimed = claim(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
+        let claimed = claim_run(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         let failure = Failure {
             class: FailureClass::Retryable,
             code: "RATE_LIMITED".into(),
@@ -556,7 +657,7 @@ mod tests {
 
     #[test]
     fn oversize_checkpoints_are_invalid() {
-        let held = claim(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
+        let held = claim_run(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
         let full = "x".repeat(MAX_CHECKPOINT_BYTES);
         assert!(checkpoint(&held, "a", 1, &full, 1).is_ok());
         let over = format!("{full}x");
@@ -575,7 +676,7 @@ mod tests {
     #[test]
     fn terminal_items_answer_already_terminal() {
         let done = complete(
-            &claim(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending"),
+            &claim_run(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending"),
             "a",
             1,
             None,
@@ -589,7 +690,7 @@ mod tests {
             "already-terminal"
         );
         assert_eq!(
-            claim(done.clone(), "b", &"k".into(), "t".into(), 100, 2)
+            claim_run(done.clone(), "b", &"k".into(), "t".into(), 100, 2)
                 .expect_err("refused")
                 .code(),
             "already-terminal"
@@ -621,7 +722,7 @@ mod tests {
     /// window clamped like a lease's.
     #[test]
     fn a_claim_stamps_its_owner_token_and_instants() {
-        let claimed = claim(item(), "a", &"k".into(), "t1".into(), 250, 7).expect("pending");
+        let claimed = claim_run(item(), "a", &"k".into(), "t1".into(), 250, 7).expect("pending");
         assert_eq!(
             (claimed.owner_id.as_deref(), claimed.token.as_deref()),
             (Some("a"), Some("t1"))
@@ -635,16 +736,16 @@ mod tests {
             ),
             (Some(7), Some(7), Some(257), 7)
         );
-        let clamped = claim(item(), "a", &"k".into(), "t1".into(), 1, 7).expect("pending");
+        let clamped = claim_run(item(), "a", &"k".into(), "t1".into(), 1, 7).expect("pending");
         assert_eq!(clamped.lease_expires_at, Some(107));
     }
 
     /// Until its lease ends a claim is held: another claimer is told who holds it.
     #[test]
     fn a_live_claim_refuses_another_claimer() {
-        let held = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let held = claim_run(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
         assert_eq!(
-            claim(held.clone(), "b", &"k".into(), "t2".into(), 100, 99)
+            claim_run(held.clone(), "b", &"k".into(), "t2".into(), 100, 99)
                 .expect_err("live")
                 .code(),
             "WORK_IN_PROGRESS"
@@ -655,15 +756,16 @@ mod tests {
     /// `(owner, generation)` once the item is no longer claimed.
     #[test]
     fn a_stale_generation_is_fenced_even_for_its_own_owner() {
-        let first = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
-        let lapsed = lapse(&first, Backoff::default(), 100).expect("lapsed");
+        let first = claim_run(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let lapsed = lapse(&first, Backoff::default(), 600).expect("lapsed");
         assert_eq!(
-            complete(&lapsed, "a", 1, None, 101)
+            complete(&lapsed, "a", 1, None, 601)
                 .expect_err("not claimed")
                 .code(),
             "WORK_FENCED"
         );
-        let second = claim(lapsed.clone(), "a", &"k".into(), "t2".into(), 100, 600).expect("due");
+        let second =
+            claim_run(lapsed.clone(), "a", &"k".into(), "t2".into(), 100, 600).expect("due");
         assert_eq!(
             complete(&second, "a", 1, None, 601)
                 .expect_err("stale")
@@ -676,21 +778,21 @@ mod tests {
     /// for is a takeover), a dead letter has none.
     #[test]
     fn a_lapse_is_stamped_and_a_dead_letter_holds_no_lease() {
-        let held = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
-        let retry = lapse(&held, Backoff::default(), 150).expect("lapsed");
-        assert_eq!((retry.updated_at, retry.lease_expires_at), (150, Some(100)));
+        let held = claim_run(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let retry = lapse(&held, Backoff::default(), 650).expect("lapsed");
+        assert_eq!((retry.updated_at, retry.lease_expires_at), (650, Some(100)));
         let last = WorkItem {
             max_attempts: 1,
             ..held
         };
-        let dead = lapse(&last, Backoff::default(), 150).expect("lapsed");
-        assert_eq!((dead.updated_at, dead.lease_expires_at), (150, None));
+        let dead = lapse(&last, Backoff::default(), 650).expect("lapsed");
+        assert_eq!((dead.updated_at, dead.lease_expires_at), (650, None));
     }
 
     /// Renewing moves the claim's lease window from `now` (clamped) and nothing else.
     #[test]
     fn renewing_a_claim_moves_only_its_lease() {
-        let held = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let held = claim_run(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
         let renewed = renew(&held, "a", 1, 1_000, 50).expect("holder");
         assert_eq!(renewed.lease_expires_at, Some(1_050));
         assert_eq!(
@@ -718,7 +820,7 @@ mod tests {
     /// keeps the failure and ends the lease. Each is stamped with its instant.
     #[test]
     fn outcomes_are_recorded_and_end_the_lease() {
-        let held = claim(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
+        let held = claim_run(item(), "a", &"k".into(), "t1".into(), 100, 0).expect("pending");
         let done = complete(&held, "a", 1, Some("{\"ok\":true}".into()), 40).expect("holder");
         assert_eq!(
             (
@@ -745,7 +847,7 @@ mod tests {
             kind: WorkKind::Cursor,
             ..item()
         };
-        let held = claim(cursor, "a", &"k".into(), "t1".into(), 1_000, 0).expect("pending");
+        let held = claim_run(cursor, "a", &"k".into(), "t1".into(), 1_000, 0).expect("pending");
         let saved = checkpoint(&held, "a", 1, "pos=9", 5).expect("holder");
         assert_eq!(saved.updated_at, 5);
         let back = yield_back(&saved, "a", 1, 2_000, 10).expect("holder");
@@ -766,7 +868,7 @@ mod tests {
             "WORK_FENCED"
         );
         assert_eq!(
-            claim(back.clone(), "b", &"k".into(), "t2".into(), 1_000, 1_999)
+            claim_run(back.clone(), "b", &"k".into(), "t2".into(), 1_000, 1_999)
                 .expect_err("not yet")
                 .code(),
             "WORK_NOT_CLAIMABLE"

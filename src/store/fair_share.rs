@@ -27,13 +27,18 @@ use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::WorkLane;
 use crate::model::{CompatSet, WorkItem};
+use crate::rules::work::{Backoff, reclaim_at};
 
 /// What one claim batch may take: at most `limit` items, and of each handler named in
-/// `per_handler` at most that many (an authority's free slots for a handler it limits).
+/// `per_handler` at most that many (an authority's free slots for a handler it limits); and
+/// when it may take over a claim that lapsed: `reclaim` is the backoff after the lease
+/// expiry during which the owner nobody replaced may still renew and finish
+/// ([`crate::rules::work::reclaim_at`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClaimBudget {
     pub limit: usize,
     pub per_handler: BTreeMap<String, usize>,
+    pub reclaim: Backoff,
 }
 
 impl ClaimBudget {
@@ -43,7 +48,15 @@ impl ClaimBudget {
         Self {
             limit,
             per_handler: BTreeMap::new(),
+            reclaim: Backoff::default(),
         }
+    }
+
+    /// The same budget leaving a lapsed claim's owner `reclaim` to finish.
+    #[must_use]
+    pub fn with_reclaim(mut self, reclaim: Backoff) -> Self {
+        self.reclaim = reclaim;
+        self
     }
 
     /// The same budget taking at most `n` items of `handler`.
@@ -146,8 +159,11 @@ pub(crate) fn claim_candidates(
     // Each key's reclaims come due-first (the providers' order); merged the same way.
     lapsed.sort_by(|a, b| (a.due_at(), &a.id).cmp(&(b.due_at(), &b.id)));
     lapsed.truncate(budget.limit);
+    // A lapse whose owner may still finish it (inside its reclaim backoff) takes no room:
+    // nothing is written for it.
     let mut chosen: Vec<Arc<WorkItem>> = lapsed
         .into_iter()
+        .filter(|item| may_take(item, budget.reclaim, now))
         .filter(|item| room.take(&item.handler))
         .collect();
     if room.left == 0 {
@@ -168,7 +184,7 @@ pub(crate) fn claim_candidates(
     let share = room.left.div_ceil(lanes.len());
     let mut kinds = by_kind(lanes, rotation);
     for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
-        refill(tx, now, queue, share, &chosen)?;
+        refill(tx, now, queue, share, &chosen, budget.reclaim)?;
     }
     // Room for what was read, not for the budget (a caller may ask for any number).
     let read: usize = kinds
@@ -181,13 +197,20 @@ pub(crate) fn claim_candidates(
     if room.left > 0 {
         for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
             if queue.full && room.allows(&queue.lane.handler) {
-                refill(tx, now, queue, room.left, &chosen)?;
+                refill(tx, now, queue, room.left, &chosen, budget.reclaim)?;
             }
         }
         first = first.or(deal(&mut kinds, &mut room, &mut chosen));
     }
     let next = rotation.clone().after(&kinds, first);
     Ok((chosen, next))
+}
+
+/// Whether a claim may take `item` now as far as its current claim goes: unclaimed, or a
+/// lapse past its reclaim instant. (A retry a lapse left backing off, written by an earlier
+/// build, is due by the index already.)
+fn may_take(item: &WorkItem, reclaim: Backoff, now: Millis) -> bool {
+    reclaim_at(item, reclaim).is_none_or(|at| at <= now)
 }
 
 /// Groups lanes (in [`WorkLane::sort_key`] order, then digest) by kind; the first kind is
@@ -231,13 +254,15 @@ fn by_kind(mut lanes: Vec<(String, WorkLane)>, rotation: &Rotation) -> Vec<KindT
 
 /// Reads up to `n` of the lane's due items not chosen yet: the lane's head, as many more
 /// as the batch already holds of this lane (a reclaim, or a first pass) that the read may
-/// meet again, left out.
+/// meet again, left out, and so are lapsed claims whose owners may still finish them (a
+/// lane holds claims by their expiry).
 fn refill(
     tx: &mut dyn Tx,
     now: Millis,
     queue: &mut LaneQueue,
     n: usize,
     chosen: &[Arc<WorkItem>],
+    reclaim: Backoff,
 ) -> Result<()> {
     let lane = &queue.lane;
     let ours: HashSet<&str> = chosen
@@ -245,13 +270,23 @@ fn refill(
         .filter(|w| w.compat == queue.compat && w.kind == lane.kind && w.handler == lane.handler)
         .map(|w| w.id.as_str())
         .collect();
-    let want = n + ours.len();
-    let items = tx.lane_claimable(&queue.compat, lane, now, want)?;
-    queue.full = items.len() == want;
-    queue.items = items
-        .into_iter()
-        .filter(|w| !ours.contains(w.id.as_str()))
-        .collect();
+    // A lapse still in its grace sits in the lane by its expiry, ahead of what is due after
+    // it: read past as many as were met, so the grace never holds the lane up.
+    let mut want = n + ours.len();
+    loop {
+        let items = tx.lane_claimable(&queue.compat, lane, now, want)?;
+        let read = items.len();
+        let (take, held): (VecDeque<_>, VecDeque<_>) = items
+            .into_iter()
+            .filter(|w| !ours.contains(w.id.as_str()))
+            .partition(|w| may_take(w, reclaim, now));
+        queue.full = read == want;
+        queue.items = take;
+        if !queue.full || held.is_empty() || queue.items.len() >= n {
+            break;
+        }
+        want = n + ours.len() + held.len();
+    }
     Ok(())
 }
 

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::model::work::WorkFilter;
 use crate::model::{Authority, Holder, Lease, PageRequest, WorkItem, WorkState, WriteVerb};
 use crate::ops::liveness::{Liveness, liveness};
-use crate::rules::work::{Backoff, lapse};
+use crate::rules::work::settle_unfinished;
 
 /// The audit action of [`Store::release_authority`].
 pub const RELEASE_ACTION: &str = "release-authority";
@@ -253,18 +253,9 @@ fn release_one(tx: &mut dyn Tx, now: Millis, actor: &str, held: &Held) -> Result
     let from = held.generation();
     let holder = match held {
         Held::Work(item) => {
-            // Settled as a lapse at this instant would settle it (the attempt counted as
-            // uncertain, a spent budget dead-lettered), then due now rather than after
-            // a backoff.
-            let settled = lapse(
-                &WorkItem {
-                    lease_expires_at: Some(now),
-                    ..(**item).clone()
-                },
-                Backoff::default(),
-                now,
-            )
-            .unwrap_or_else(|| (**item).clone());
+            // Settled as a reclaim would settle its lapse (the attempt counted as uncertain,
+            // a spent budget dead-lettered), then due now rather than after a backoff.
+            let settled = settle_unfinished(item, now, now);
             let next = WorkItem {
                 state: match settled.state {
                     WorkState::Retry | WorkState::Claimed => WorkState::Pending,

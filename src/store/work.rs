@@ -209,9 +209,15 @@ impl Store {
         let (candidates, rotated) = claim_candidates(tx, keys, now, budget, &rotation)?;
         let mut claimed = Vec::with_capacity(candidates.len());
         for found in candidates {
-            let item = settle_lapsed(tx, found, keys, now)?;
             let token = self.ids.next_id("tok");
-            if let Logged::Done(claim) = claim_in(tx, item, owner, keys, token, lease_ms, now)? {
+            let terms = ClaimTerms {
+                owner,
+                keys,
+                token,
+                lease_ms,
+                reclaim: budget.reclaim,
+            };
+            if let Logged::Done(claim) = claim_in(tx, found, &terms, now)? {
                 claimed.push(claim);
             }
         }
@@ -241,14 +247,17 @@ impl Store {
             let Some(found) = tx.work(id)? else {
                 return Ok(Logged::Refused(not_found(id)));
             };
-            let item = settle_lapsed(tx, Arc::new(found), &keys, now)?;
-            let token = self.ids.next_id("tok");
-            Ok(
-                match claim_in(tx, item, owner, &keys, token, lease_ms, now)? {
-                    Logged::Done(claim) => Logged::Done(claim.item),
-                    Logged::Refused(e) => Logged::Refused(e),
-                },
-            )
+            let terms = ClaimTerms {
+                owner,
+                keys: &keys,
+                token: self.ids.next_id("tok"),
+                lease_ms,
+                reclaim: Backoff::default(),
+            };
+            Ok(match claim_in(tx, Arc::new(found), &terms, now)? {
+                Logged::Done(claim) => Logged::Done(claim.item),
+                Logged::Refused(e) => Logged::Refused(e),
+            })
         })
         .map(Arc::unwrap_or_clone)
     }
@@ -533,76 +542,77 @@ pub(crate) fn fenced_in(
     Ok(outcome.into())
 }
 
-/// Writes the settlement of `item` if it is a claim that lapsed without an outcome
-/// ([`rules::lapse`]: backed off in `retry`, or a dead letter), inside the claiming
-/// transaction, and returns the item as it now stands. Only a claimer that may run the
-/// item (its digest is one of `keys`) settles it: work is never failed by code that may
-/// not run it.
-fn settle_lapsed(
-    tx: &mut dyn Tx,
-    item: Arc<WorkItem>,
-    keys: &CompatSet,
-    now: Millis,
-) -> Result<Arc<WorkItem>> {
-    if !keys.contains(&item.compat) {
-        return Ok(item);
-    }
-    match rules::lapse(&item, Backoff::default(), now) {
-        Some(settled) => {
-            let settled = Arc::new(settled);
-            update_saved(tx, item.state, &settled)?;
-            Ok(settled)
-        }
-        None => Ok(item),
-    }
+/// What a claimer brings to one claim: who it is, the keys it runs, the new claim's token and
+/// lease, and how long it leaves a lapsed claim's owner to finish ([`rules::reclaim_at`]).
+struct ClaimTerms<'a> {
+    owner: &'a str,
+    keys: &'a CompatSet,
+    token: String,
+    lease_ms: Millis,
+    reclaim: Backoff,
 }
 
-/// Claims `item` (as it stands once a lapsed claim of it is settled) for `owner` inside an
-/// open transaction, writing the claim and its grant; or why it cannot be claimed. The item
-/// is made into its claimed version (a copy only while the store still holds the version
-/// before), which the store and the claimer then share.
+/// Claims `item` for the claimer inside an open transaction, writing the claim and its
+/// grant; or why it cannot be claimed. A lapsed claim is settled only here, by the claim
+/// that takes it over under a new generation: a claimer that finds a lapse before its
+/// reclaim instant writes nothing, so the owner nobody replaced still renews and completes.
+/// A takeover that finds the budget spent writes the dead letter and its grant, and answers
+/// `already-terminal` (nothing to run). The item is made into its claimed version (a copy
+/// only while the store still holds the version before), which the store and the claimer
+/// then share.
 fn claim_in(
     tx: &mut dyn Tx,
     item: Arc<WorkItem>,
-    owner: &str,
-    keys: &CompatSet,
-    token: String,
-    lease_ms: Millis,
+    terms: &ClaimTerms<'_>,
     now: Millis,
 ) -> Result<Logged<Claim>> {
     let was = item.state;
-    let took_over = Takeover::of_work(&item, owner, now);
+    let took_over = Takeover::of_work(&item, terms.owner, now);
     let took_over_expired_at = item.unfinished_claim_expiry();
-    let next = match rules::claim(
+    let claimed = rules::claim(
         Arc::unwrap_or_clone(item),
-        owner,
-        keys,
-        token,
-        lease_ms,
+        terms.owner,
+        terms.keys,
+        terms.token.clone(),
+        terms.lease_ms,
+        terms.reclaim,
         now,
-    ) {
-        Ok(next) => Arc::new(next),
-        Err(e) => return Ok(Logged::Refused(e)),
-    };
-    update_saved(tx, was, &next)?;
-    log_claim(tx, took_over, &next, owner, now)?;
-    Ok(Logged::Done(Claim {
-        item: next,
-        took_over_expired_at,
-    }))
+    );
+    match claimed {
+        Ok(rules::Claimed::Run(next)) => {
+            let next = Arc::new(next);
+            update_saved(tx, was, &next)?;
+            Counter::Claims.adjust(tx, 1)?;
+            log_grant(tx, took_over, &next, terms.owner, now)?;
+            Ok(Logged::Done(Claim {
+                item: next,
+                took_over_expired_at,
+            }))
+        }
+        Ok(rules::Claimed::DeadLetter(dead)) => {
+            let dead = Arc::new(dead);
+            update_saved(tx, was, &dead)?;
+            log_grant(tx, took_over, &dead, terms.owner, now)?;
+            Ok(Logged::Refused(Error::AlreadyTerminal {
+                id: dead.id.clone(),
+                state: dead.state.as_str().into(),
+            }))
+        }
+        Err(e) => Ok(Logged::Refused(e)),
+    }
 }
 
-/// Logs the grant of `item` (as claimed) to `owner`; `took_over` is the unfinished claim of
-/// another owner it took over, if any, so that it is recorded as a failover. A claim is
-/// only granted under the key that matches the item's, so that key is the owner's.
-fn log_claim(
+/// Logs the grant of `item` (as claimed, or dead-lettered by its taker) to `owner`;
+/// `took_over` is the unfinished claim of another owner it took over, if any, so that it is
+/// recorded as a failover. A claim is only granted under the key that matches the item's,
+/// so that key is the owner's.
+fn log_grant(
     tx: &mut dyn Tx,
     took_over: Option<Takeover>,
     item: &WorkItem,
     owner: &str,
     now: Millis,
 ) -> Result<()> {
-    Counter::Claims.adjust(tx, 1)?;
     let revision = tx.commit_revision()?;
     tx.add_grant(Grant {
         revision,

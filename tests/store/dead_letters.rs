@@ -25,11 +25,15 @@ fn poison(id: &str, max_attempts: u32) -> NewWork {
 }
 
 /// Claims `id` under a new owner for each of `max` attempts, each claim lapsing unrecorded
-/// (the handler crashed its process), until the item is a dead letter. Every reclaim waits
-/// out a retry's backoff counted from the expiry, and takes over the lapsed claim.
+/// (the handler crashed its process), until the item is a dead letter. A claimer that finds
+/// a lapse inside a retry's backoff from the expiry writes nothing; once the backoff has
+/// passed, the next claim takes the lapsed claim over (a failover) and counts its attempt in
+/// the same write — the last one as a dead letter, under the taker's new generation.
 fn crash_every_attempt(h: &dyn Harness, id: &str, max: u32) {
     let s = h.store();
+    let mut due = s.now();
     for attempt in 1..=max {
+        h.clock().set(due);
         let owner = format!("auth-{attempt}");
         let claims = ok("claim", s.claim_work(&owner, K, 10, LEASE));
         let claim = claims
@@ -41,35 +45,31 @@ fn crash_every_attempt(h: &dyn Harness, id: &str, max: u32) {
             (attempt, attempt - 1)
         );
         assert_eq!(claim.item.idempotency_key, format!("idem-{id}"));
-        let expiry = claim.item.lease_expires_at.expect("a claim has a lease");
         if attempt > 1 {
             assert!(
                 claim.took_over_expired_at.is_some(),
                 "a reclaim takes over the lapsed claim (a failover)"
             );
         }
-        h.clock().set(expiry);
-        let after = ok(
-            "claim at expiry",
+        let held = (*claim.item).clone();
+        let expiry = held.lease_expires_at.expect("a claim has a lease");
+        due = expiry + Backoff::default().delay(attempt);
+        h.clock().set(due - 1);
+        let early = ok(
+            "claim inside the backoff",
             h.reopen().claim_batch("late", K, 10, LEASE),
         );
-        assert!(after.iter().all(|w| w.id != id), "never reclaimed at once");
-        let lapsed = item(h, id);
-        assert_eq!(lapsed.uncertain_attempts, attempt, "the lapse counted");
-        if attempt < max {
-            let due = expiry + Backoff::default().delay(attempt);
-            assert_eq!(
-                (lapsed.state, lapsed.next_eligible_at),
-                (WorkState::Retry, due),
-                "backed off like a retry"
-            );
-            assert_eq!(
-                refused("claim in the backoff", s.claim(id, "late", K, LEASE)),
-                "WORK_NOT_CLAIMABLE"
-            );
-            h.clock().set(due);
-        }
+        assert!(early.iter().all(|w| w.id != id), "never reclaimed early");
+        assert_eq!(item(h, id), held, "a lapse nobody took over is untouched");
     }
+    h.clock().set(due);
+    assert_eq!(
+        refused(
+            "the taker finds the budget spent",
+            s.claim(id, "heir", K, LEASE)
+        ),
+        "already-terminal"
+    );
 }
 
 fn audit(s: &Store) -> Vec<AuditEntry> {
@@ -101,6 +101,23 @@ pub fn a_poison_pill_ends_as_a_dead_letter(h: &dyn Harness) {
     assert_eq!(
         (dead.state, dead.attempt_number, dead.uncertain_attempts),
         (WorkState::Failed, 3, 3)
+    );
+    assert_eq!(
+        (dead.generation, dead.owner_id.as_deref()),
+        (4, Some("heir")),
+        "dead-lettered by the claim that took it over, under a new generation"
+    );
+    let (grants, _) = ok("history", s.ownership_history(Some("p"), 0, 100));
+    let taken = grants.last().expect("grants");
+    assert_eq!(
+        (taken.generation, taken.owner_id.as_str()),
+        (4, "heir"),
+        "the takeover is granted like any claim"
+    );
+    assert_eq!(
+        taken.took_over.as_ref().map(|t| t.from_owner.as_str()),
+        Some("auth-3"),
+        "and recorded as a failover"
     );
     assert_eq!(
         dead.last_failure.as_ref().map(|f| f.class),

@@ -5,7 +5,9 @@
 //! independent shadow model written here from docs/ARCHITECTURE.md (plain structs; nothing
 //! from `leasehold::rules`). After every step the outcome code, and every lease's and
 //! item's owner, generation, expiry, state and checkpoint must agree — a claim that lapsed
-//! unrecorded included: backed off like a retry, dead-lettered once its budget is spent.
+//! unrecorded included: its owner may still renew and finish it until a retry's backoff
+//! after the expiry has passed; then a claim takes it over, counting the lapsed attempt,
+//! and dead-letters it under the taker's new generation once its budget is spent.
 //!
 //! The shadow's constants are written out again on purpose: if the library's documented
 //! window or backoff drifts, this test says so.
@@ -234,55 +236,50 @@ impl Shadow {
         Ok(lease)
     }
 
-    fn item_claimable(&self, i: usize) -> Option<i64> {
+    /// When a claimed item's lapse may be taken over: a retry's backoff after its expiry.
+    fn reclaim_at(&self, i: usize) -> Option<i64> {
         let it = &self.items[i];
-        if !it.ours {
-            return None;
-        }
-        match it.state {
-            St::Pending | St::Retry => {
-                (it.next_eligible_at <= self.now).then_some(it.next_eligible_at)
-            }
-            St::Claimed => it.lease_expires_at.filter(|&e| e <= self.now),
-            St::Succeeded | St::Failed => None,
-        }
+        (it.state == St::Claimed)
+            .then_some(it.lease_expires_at)
+            .flatten()
+            .map(|e| e + backoff(it.attempt))
     }
 
-    /// A claimer that finds a claim lapsed without an outcome settles it first: the attempt
-    /// counts as uncertain and against the budget; with attempts left the item waits in
-    /// retry until the expiry plus a retry's backoff (keeping the lapsed expiry), with none
-    /// left it is failed for good (a dead letter).
-    fn settle(&mut self, i: usize) {
-        let now = self.now;
-        let it = &mut self.items[i];
-        let Some(expired) = it.lease_expires_at.filter(|&e| e <= now) else {
-            return;
-        };
-        if it.state != St::Claimed {
-            return;
-        }
-        it.uncertain += 1;
-        if it.attempt >= it.max_attempts {
-            it.state = St::Failed;
-            it.lease_expires_at = None;
-            it.dead_letter = true;
-            it.checkpoint = None;
-        } else {
-            it.state = St::Retry;
-            it.next_eligible_at = expired + backoff(it.attempt);
-        }
+    /// Pending / retry items of this build that are due, with their due instant.
+    fn item_due(&self, i: usize) -> Option<i64> {
+        let it = &self.items[i];
+        (it.ours && matches!(it.state, St::Pending | St::Retry) && it.next_eligible_at <= self.now)
+            .then_some(it.next_eligible_at)
     }
 
     fn claim_item(&mut self, owner: usize, i: usize, lease: i64) -> Result<(), &'static str> {
-        self.settle(i);
         let now = self.now;
+        let reclaim_at = self.reclaim_at(i);
         let it = &mut self.items[i];
         if !it.ours {
             return Err("INCOMPATIBLE_AUTHORITY");
         }
         match it.state {
             St::Succeeded | St::Failed => return Err("already-terminal"),
-            St::Claimed => return Err("WORK_IN_PROGRESS"),
+            // Live, or lapsed while its owner may still finish: nothing is written.
+            St::Claimed if reclaim_at.is_none_or(|at| at > now) => {
+                return Err("WORK_IN_PROGRESS");
+            }
+            // A takeover: the lapsed attempt counts as uncertain and against the budget;
+            // with none left the taker ends the item as a dead letter, under its generation.
+            St::Claimed => {
+                it.uncertain += 1;
+                if it.attempt >= it.max_attempts {
+                    it.state = St::Failed;
+                    it.owner = Some(owner);
+                    it.generation += 1;
+                    it.lease_expires_at = None;
+                    it.dead_letter = true;
+                    it.checkpoint = None;
+                    return Err("already-terminal");
+                }
+                it.next_eligible_at = reclaim_at.unwrap_or(now);
+            }
             St::Pending | St::Retry if it.next_eligible_at > now => {
                 return Err("WORK_NOT_CLAIMABLE");
             }
@@ -441,22 +438,46 @@ impl Shadow {
                 limit,
                 lease,
             } => {
-                // Reclaims first — lapsed claims, and retries a lapse left backing off (they
-                // keep the lapsed expiry) — earliest due first, then the rest by due instant.
-                let mut due: Vec<(bool, i64, &str, usize)> = (0..4)
+                // Reclaims first: the first `limit` lapsed claims by expiry; of those, the
+                // ones past their backoff are taken (a dead-lettered one takes its place in
+                // the batch all the same), the others are left to their owners. Then the due
+                // backlog, earliest first, for the room left.
+                let mut lapsed: Vec<(i64, &str, usize)> = (0..4)
                     .filter_map(|i| {
                         let it = &self.items[i];
-                        let reclaim = it.state == St::Claimed
-                            || (it.state == St::Retry && it.lease_expires_at.is_some());
-                        let fresh = !reclaim;
-                        self.item_claimable(i).map(|d| (fresh, d, ITEMS[i], i))
+                        (it.ours && it.state == St::Claimed)
+                            .then_some(it.lease_expires_at)
+                            .flatten()
+                            .filter(|&e| e <= now)
+                            .map(|e| (e, ITEMS[i], i))
+                    })
+                    .collect();
+                lapsed.sort_unstable();
+                let takeovers: Vec<usize> = lapsed
+                    .into_iter()
+                    .take(limit)
+                    .map(|(_, _, i)| i)
+                    .filter(|&i| self.reclaim_at(i).is_some_and(|at| at <= now))
+                    .collect();
+                // The lane holds claims too, by their expiry: one past its backoff that did
+                // not make the first `limit` may still come this way.
+                let mut due: Vec<(i64, &str, usize)> = (0..4)
+                    .filter(|i| !takeovers.contains(i))
+                    .filter_map(|i| {
+                        let lapsed = self.reclaim_at(i).filter(|&at| at <= now);
+                        let expiry = self.items[i].lease_expires_at;
+                        let due = self.item_due(i).or(lapsed.and(expiry));
+                        due.map(|d| (d, ITEMS[i], i))
                     })
                     .collect();
                 due.sort_unstable();
-                // A lapsed candidate still in its backoff, or dead-lettered, is settled and
-                // left out; it takes its place in the batch all the same.
+                let room = limit - takeovers.len();
+                let chosen: Vec<usize> = takeovers
+                    .into_iter()
+                    .chain(due.into_iter().take(room).map(|(_, _, i)| i))
+                    .collect();
                 let mut picked = Vec::new();
-                for (_, _, _, i) in due.into_iter().take(limit) {
+                for i in chosen {
                     if self.claim_item(owner, i, WORK_LEASES[lease]).is_ok() {
                         picked.push(i);
                     }

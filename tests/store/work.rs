@@ -9,7 +9,7 @@ use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{Failure, FailureClass, PageRequest, WorkItem, WorkKind, WorkState};
 use leasehold::rules::lease::{MAX_LEASE_MS, MIN_LEASE_MS};
 use leasehold::rules::work::Backoff;
-use leasehold::store::Completion;
+use leasehold::store::{ClaimBudget, Completion};
 
 use crate::support::{Harness, K, K_OTHER, ok, refused, retry_contention};
 
@@ -177,23 +177,20 @@ pub fn lapsed_claims_are_reclaimed_before_the_backlog(h: &dyn Harness) {
     let got: Vec<&str> = next.iter().map(|w| w.id.as_str()).collect();
     assert_eq!(got, ["b01", "b02"]);
 
-    // A lapse seen inside its backoff: the claimer settles it into `retry` and takes the
-    // backlog meanwhile; once the backoff has passed, the retry still comes first.
+    // A lapse seen inside its backoff is left to its owner (nothing written, no room
+    // taken): the claimer takes the backlog meanwhile; once the backoff has passed, the
+    // reclaim comes first.
     ok("dead claims b10", s.claim("b10", "dead", K, 1_000));
     h.clock().advance(1_000);
     let meanwhile = ok("claim 2", s.claim_batch("heir", K, 2, 10_000));
     let got: Vec<&str> = meanwhile.iter().map(|w| w.id.as_str()).collect();
-    assert_eq!(got, ["b03"], "b10 backs off first");
-    assert_eq!(lease_state(&s, "b10"), WorkState::Retry);
+    assert_eq!(got, ["b03", "b04"], "b10 is still its owner's");
+    assert_eq!(lease_state(&s, "b10"), WorkState::Claimed);
     // Past the backoff (500 ms after a first attempt), inside every other claim's lease.
     h.clock().advance(1_000);
     let after = ok("claim 2", s.claim_batch("heir", K, 2, 10_000));
     let got: Vec<&str> = after.iter().map(|w| w.id.as_str()).collect();
-    assert_eq!(
-        got,
-        ["b10", "b04"],
-        "the backed-off reclaim before the backlog"
-    );
+    assert_eq!(got, ["b10", "b05"], "the reclaim before the backlog");
 }
 
 fn lease_state(s: &leasehold::Store, id: &str) -> WorkState {
@@ -349,6 +346,100 @@ pub fn expiry_without_reclaim_does_not_fence_work(h: &dyn Harness) {
     assert_eq!(
         (yielded.state, yielded.next_eligible_at),
         (WorkState::Pending, s.now() + 5)
+    );
+}
+
+/// Expiry alone fences nothing while others poll either: a claimer that finds a lapse
+/// before a retry's backoff after its expiry writes nothing, so the owner nobody replaced
+/// renews and records its outcome at its own generation — on its first attempt and on its
+/// last alike (no dead letter) — and the history holds one grant per item and no refused
+/// write.
+pub fn a_lapse_others_see_is_still_its_owners(h: &dyn Harness) {
+    let s = h.store();
+    ok("enqueue", s.enqueue(effect("first"), K));
+    let last = NewWork {
+        max_attempts: 1,
+        ..effect("last")
+    };
+    ok("enqueue last", s.enqueue(last, K));
+    let held = ok("a claims", s.claim_batch("a", K, 2, 1_000));
+    assert_eq!(held.len(), 2);
+    h.clock().advance(1_000 + Backoff::default().delay(1) - 1);
+    for claimer in ["b", "c"] {
+        assert!(ok("others poll", h.reopen().claim_batch(claimer, K, 10, 1_000)).is_empty());
+        assert_eq!(
+            refused("a named claim", s.claim("last", claimer, K, 1_000)),
+            "WORK_IN_PROGRESS"
+        );
+    }
+    for it in &held {
+        assert_eq!(
+            &item(h, &it.id),
+            it,
+            "a lapse nobody took over is untouched"
+        );
+    }
+    let s = h.reopen();
+    ok("a renews late", s.renew_claim("first", "a", 1, 1_000));
+    let done = ok(
+        "a completes its last attempt late",
+        s.complete("last", "a", 1, Some("{\"ok\":true}".into())),
+    );
+    assert_eq!(
+        (done.state, done.result.as_deref(), done.uncertain_attempts),
+        (WorkState::Succeeded, Some("{\"ok\":true}"), 0)
+    );
+    assert!(!done.is_dead_letter());
+    ok("a completes the other", s.complete("first", "a", 1, None));
+    let (grants, writes) = ok("history", s.ownership_history(None, 0, 1_000));
+    assert_eq!(grants.len(), 2, "one grant per item: nobody took over");
+    assert!(
+        writes.iter().all(|w| w.accepted),
+        "nothing fenced: {writes:?}"
+    );
+}
+
+/// The claimer's reclaim backoff (an authority's `reclaim_after`) sets how long a lapsed
+/// claim's owner may still finish: a patient claimer leaves it alone through its whole
+/// backoff, then takes it over like any reclaim.
+pub fn the_claimers_reclaim_backoff_sets_the_grace(h: &dyn Harness) {
+    let s = h.store();
+    ok("enqueue", s.enqueue(effect("e"), K));
+    let held = ok("a claims", s.claim("e", "a", K, 1_000));
+    let expiry = held.lease_expires_at.expect("claimed");
+    let patient = ClaimBudget::new(10).with_reclaim(Backoff {
+        initial_ms: 60_000,
+        max_ms: 60_000,
+        floor_ms: 0,
+    });
+    h.clock().set(expiry + 59_999);
+    assert!(
+        ok(
+            "patient claimer",
+            s.claim_work_within("b", K, &patient, 1_000)
+        )
+        .is_empty()
+    );
+    assert_eq!(item(h, "e"), held, "untouched");
+    h.clock().advance(1);
+    let taken = ok(
+        "patience over",
+        s.claim_work_within("b", K, &patient, 1_000),
+    );
+    let [claim] = taken.as_slice() else {
+        panic!("one takeover: {taken:?}");
+    };
+    assert_eq!(
+        (
+            claim.item.generation,
+            claim.item.uncertain_attempts,
+            claim.took_over_expired_at
+        ),
+        (2, 1, Some(expiry))
+    );
+    assert_eq!(
+        refused("the owner, now replaced", s.complete("e", "a", 1, None)),
+        "WORK_FENCED"
     );
 }
 

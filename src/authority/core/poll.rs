@@ -101,6 +101,7 @@ impl AuthorityCore {
                 let budget = ClaimBudget {
                     limit: work_limit,
                     per_handler: handler_room.clone(),
+                    reclaim: self.config.reclaim_backoff(),
                 };
                 let (items, rotation) = self
                     .store
