@@ -14,8 +14,8 @@ use leasehold::model::schedule::{CatchUp, Trigger};
 use leasehold::model::work::NewWork;
 use leasehold::model::workflow::ActionOutcome;
 use leasehold::model::{
-    Authority, Failure, FailureClass, Grant, HistoryRecord, InstanceRow, JournalEvent, WorkItem,
-    WorkKind, WriteRecord,
+    Authority, Failure, FailureClass, Grant, HistoryRecord, Holder, InstanceRow, JournalEvent,
+    WorkItem, WorkKind, WriteRecord,
 };
 use leasehold::store::memory::MemoryBackend;
 use leasehold::store::sqlite::SqliteBackend;
@@ -281,6 +281,72 @@ fn an_accepted_write_from_a_superseded_generation_is_reported() {
     );
 }
 
+/// The holder of the current claim refused with nobody having taken the item over (what a
+/// bystander's settlement of a lapse left, before a lapse was settled only by a takeover)
+/// is reported; refusals after a newer grant, after the holder ended its own claim, or
+/// after an operator ended it, are not.
+#[test]
+fn a_holder_fenced_without_a_takeover_is_reported() {
+    let f = fixture();
+    let refused = |resource: &str, verb: &str, refusal: &str, holder: Holder| {
+        f.plant(|tx, revision| {
+            tx.add_write(WriteRecord {
+                revision,
+                resource_id: resource.into(),
+                generation: 1,
+                owner_id: "a-1".into(),
+                verb: leasehold::model::WriteVerb::parse(verb).expect("a write verb"),
+                accepted: false,
+                refusal: Some(refusal.into()),
+                detail: "{}".into(),
+                at: T0,
+                holder: Some(holder.clone()),
+            })
+        });
+    };
+    let nobody_at = |generation| Holder {
+        owner_id: None,
+        generation,
+    };
+    f.grant("e-1", 1, "a-1");
+    refused("e-1", "renew", "WORK_FENCED", nobody_at(1));
+    f.grant("e-5", 1, "a-1");
+    refused("e-5", "complete", "already-terminal", nobody_at(1));
+    // Fenced by a takeover: exactly what fencing is for.
+    f.grant("e-2", 1, "a-1");
+    f.grant("e-2", 2, "a-2");
+    refused("e-2", "renew", "WORK_FENCED", nobody_at(2));
+    // The holder yielded, then a late renewal of its own was refused.
+    f.grant("e-3", 1, "a-1");
+    f.write("e-3", 1, "a-1", "yield", true, json!({}));
+    refused("e-3", "renew", "WORK_FENCED", nobody_at(1));
+    // An operator discarded it under the holder.
+    f.grant("e-4", 1, "a-1");
+    f.write("e-4", 1, "ops", "discard", true, json!({}));
+    refused("e-4", "complete", "already-terminal", nobody_at(1));
+    // The item's generation was raised under it (an accepted rewind).
+    f.grant("e-6", 1, "a-1");
+    refused("e-6", "complete", "WORK_FENCED", nobody_at(1 << 32));
+
+    let report = f.run();
+    assert_codes(
+        &report,
+        &[
+            codes::FENCED_WITHOUT_TAKEOVER,
+            codes::FENCED_WITHOUT_TAKEOVER,
+        ],
+    );
+    assert_reported(&report, codes::FENCED_WITHOUT_TAKEOVER, &["e-1", "a-1"]);
+    assert_reported(&report, codes::FENCED_WITHOUT_TAKEOVER, &["e-5", "a-1"]);
+    assert!(
+        report.violations[0]
+            .sentence
+            .contains("nobody took the item over"),
+        "{}",
+        report.violations[0].sentence
+    );
+}
+
 // --- 3. one firing per schedule instant
 
 #[test]
@@ -503,7 +569,8 @@ fn requeued_and_discarded_work_is_clean() {
     };
     s.fail("failed-1", "a-1", w.generation, failure).unwrap();
     s.claim("poison-1", "a-1", k1(), LEASE).unwrap();
-    f.clock.advance(LEASE);
+    // Past the expiry and a retry's backoff: a claim takes the lapse over.
+    f.clock.advance(LEASE + 500);
     assert!(
         s.claim_batch("a-2", k1(), 10, LEASE).unwrap().len() == 1,
         "live-1 only"

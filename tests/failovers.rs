@@ -15,12 +15,17 @@ use support::leasehold;
 use support::metrics::{assert_open_metrics, sample};
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use leasehold::Store;
-use leasehold::model::{Grant, WriteRecord};
+use leasehold::authority::handlers::HandlerVersion;
+use leasehold::build_key::handler_key;
+use leasehold::clock::Clock;
+use leasehold::model::work::NewWork;
+use leasehold::model::{Grant, WorkState, WriteRecord};
 use leasehold::store::url::{self, OpenMode};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use support::authorities::{Authorities, claimed_by, enqueue, signal, unfinished};
 use support::wait::wait_until;
@@ -378,5 +383,128 @@ fn orphans_are_reclaimed_within_two_leases_under_a_20000_item_backlog() {
         "{} orphans reclaimed, the longest {} ms past its lease; {waiting} items still waited",
         orphans.len(),
         reclaims.values().map(|r| r.1).max().unwrap_or(0)
+    );
+}
+
+/// The owner stopped past its lease while another authority polls, then resumed: a lapse
+/// alone fences nothing. The poller has the handler and takes other work meanwhile, but it
+/// leaves the lapsed claim to its owner through its reclaim grace (`--reclaim-after`), so
+/// the resumed owner renews late, its command answers, and the item succeeds on its one
+/// and only attempt (its last: no dead letter) with the owner's answer. The history holds
+/// one grant and no refused write, the handler's journal one run, and `check` is clean.
+#[test]
+fn an_owner_stopped_past_its_lease_that_nobody_replaced_finishes_its_attempt() {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").display().to_string();
+    let store: Store = url::open(&path, OpenMode::ReadWrite).unwrap();
+    let journal = dir.path().join("journal");
+    let config = dir.path().join("handlers.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[handlers.mail]\nversion = \"1.2.0\"\nexec = [\"python3\", {script:?}]\n\
+             timeout = \"120s\"\nenv = {{ LEASEHOLD_TEST_JOURNAL = {journal:?} }}\n",
+            script = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/handlers/exec_handler.py")
+                .display()
+                .to_string(),
+            journal = journal.display().to_string(),
+        ),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let key = handler_key("mail", &HandlerVersion::parse("1.2.0").unwrap());
+    let gate = dir.path().join("gate");
+    let gated = json!({ "mode": "gate", "gate": gate, "dir": dir.path() });
+    let last_attempt = NewWork {
+        max_attempts: 1,
+        ..NewWork::effect("slow", "mail", gated.to_string())
+    };
+    store.enqueue(last_attempt, &key).unwrap();
+
+    let mut auth = Authorities::new();
+    auth.spawn_with("owner", &path, LEASE_MS, &["--config", &config]);
+    wait_until("the owner to run the item", deadline, || {
+        dir.path().join("started-slow").exists()
+    });
+    let held = store.work("slow").unwrap().unwrap();
+    assert_eq!(held.owner_id.as_deref(), Some("owner"));
+    signal("-STOP", auth.pid("owner"));
+    auth.spawn_with(
+        "poller",
+        &path,
+        LEASE_MS,
+        &["--config", &config, "--reclaim-after", "10m"],
+    );
+    // The lease runs out while the poller polls: it takes new work after the lapse.
+    let expired = store
+        .work("slow")
+        .unwrap()
+        .unwrap()
+        .lease_expires_at
+        .unwrap();
+    wait_until("the owner's lease to run out", deadline, || {
+        leasehold::clock::SystemClock.now() > expired + 2 * i64::from(LEASE_MS)
+    });
+    let quick = json!({ "mode": "ok", "to": "ann@example.com" });
+    store
+        .enqueue(NewWork::effect("quick", "mail", quick.to_string()), &key)
+        .unwrap();
+    wait_until(
+        "the poller to take new work after the lapse",
+        deadline,
+        || {
+            store
+                .work("quick")
+                .unwrap()
+                .is_some_and(|w| w.state == WorkState::Succeeded)
+        },
+    );
+    assert_eq!(
+        store.work("slow").unwrap().unwrap(),
+        held,
+        "a lapse nobody took over is untouched"
+    );
+
+    signal("-CONT", auth.pid("owner"));
+    std::fs::write(&gate, "open").unwrap();
+    wait_until("the owner to finish", deadline, || {
+        store
+            .work("slow")
+            .unwrap()
+            .is_some_and(|w| w.state.is_terminal())
+    });
+    auth.stop_all(deadline);
+
+    let done = store.work("slow").unwrap().unwrap();
+    assert_eq!(
+        (
+            done.state,
+            done.generation,
+            done.attempt_number,
+            done.uncertain_attempts
+        ),
+        (WorkState::Succeeded, 1, 1, 0),
+        "{done:?}"
+    );
+    assert!(!done.is_dead_letter());
+    let answer: Value = serde_json::from_str(done.result.as_deref().unwrap()).unwrap();
+    assert_eq!(answer, json!({ "by": "owner", "generation": 1 }));
+    let (grants, writes) = store.ownership_history(Some("slow"), 0, 1_000).unwrap();
+    assert_eq!(grants.len(), 1, "nobody took over: {grants:?}");
+    assert!(
+        writes.iter().all(|w| w.accepted),
+        "nothing fenced: {writes:?}"
+    );
+    let runs = std::fs::read_to_string(&journal).unwrap();
+    let runs_of_slow = runs.lines().filter(|l| l.contains("\"slow\"")).count();
+    assert_eq!(runs_of_slow, 1, "one run of the side effect");
+    let check = leasehold(&["check", "--store", &path]);
+    assert!(
+        check.status.success(),
+        "check: {}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
     );
 }

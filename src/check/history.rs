@@ -175,6 +175,10 @@ pub(super) struct ResourceState {
     pub effect: Option<EffectIds>,
     /// The cursor high-water mark `(to, revision)` of accepted cursor writes.
     pub cursor: Option<(u64, u64)>,
+    /// The generation whose claim its holder or an operator ended (an accepted completion,
+    /// failure, yield, or an operator's write): after that, the holder's refused writes
+    /// under it are its own doing.
+    pub ended: Option<u64>,
 }
 
 /// A grant of a generation lower than one already granted: resolved after the stream by
@@ -434,6 +438,9 @@ fn on_write(ledger: &mut Ledger, key: Key, write: &WriteRecord, findings: &mut F
         revision: write.revision,
     };
     gaps::write_was_granted(state, write, ledger.start, &mut ledger.gaps);
+    if write.accepted && (write.verb.by_operator() || write.verb.ends_a_claim()) {
+        state.ended = Some(write.generation);
+    }
     if write.verb.by_operator() {
         effects::reopened_by_requeue(state, write);
         // A force-release mints the next generation with no grant behind it: the
@@ -460,6 +467,7 @@ fn on_write(ledger: &mut Ledger, key: Key, write: &WriteRecord, findings: &mut F
         cursors::monotone_cursor(state, write, &detail, findings);
     } else {
         ownership::no_superseded_write(state, write, owners, findings);
+        ownership::fenced_only_by_a_takeover(state, write, mark, owners, findings);
     }
     ownership::writer_holds_the_grant(state, write, mark, owners, findings);
     effects::one_logical_effect_id(state, write, &detail, findings);

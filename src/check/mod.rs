@@ -106,6 +106,10 @@ pub mod codes {
     /// A completion / retry / lease write was accepted under a generation older than one
     /// already granted. Ids: `[resource, staleWriter, newerGrantee]`.
     pub const SUPERSEDED_WRITE_ACCEPTED: &str = "superseded-write-accepted";
+    /// The holder of a work item's current claim was refused (fenced, or told the item had
+    /// ended) although nobody took the item over and neither it nor an operator ended the
+    /// claim: expiry alone fenced it. Ids: `[workId, owner]`.
+    pub const FENCED_WITHOUT_TAKEOVER: &str = "fenced-without-takeover";
     /// One schedule firing id got two accepted completions. Ids: `[firingId, owner, owner]`.
     pub const SCHEDULE_FIRED_TWICE: &str = "schedule-fired-twice";
     /// A schedule-kind item whose id is not the derived `"<scheduleId>@<dueInstant>"`.

@@ -4,10 +4,12 @@
 
 use super::Findings;
 use super::codes::{
-    GENERATION_NOT_INCREASING, SUPERSEDED_WRITE_ACCEPTED, TWO_OWNERS_ONE_GENERATION,
+    FENCED_WITHOUT_TAKEOVER, GENERATION_NOT_INCREASING, SUPERSEDED_WRITE_ACCEPTED,
+    TWO_OWNERS_ONE_GENERATION,
 };
 use super::history::{Mark, Owners, ResourceState, Suspect};
 use crate::model::{Grant, WriteRecord};
+use crate::workflow::engine::is_instance_resource;
 
 /// At most this many suspect grants are resolved by reading their resource's grants again;
 /// beyond that they are reported as not increasing without naming the earlier owner.
@@ -128,6 +130,55 @@ pub(super) fn writer_holds_the_grant(
             held.revision,
             write.owner_id,
             write.verb,
+            write.revision
+        ),
+    );
+}
+
+/// Expiry alone fences nothing: a refused write by the grantee of a work item's current
+/// generation (fenced, or told the item had ended), the item still at that generation,
+/// needs a cause in the history — the claim ended by its holder or an operator. Without
+/// one, something settled the claim without taking it over.
+pub(super) fn fenced_only_by_a_takeover(
+    state: &ResourceState,
+    write: &WriteRecord,
+    mark: Mark,
+    owners: &Owners,
+    findings: &mut Findings,
+) {
+    let Some(held) = state.granted else { return };
+    let refused_by_the_rule = matches!(
+        write.refusal.as_deref(),
+        Some("WORK_FENCED" | "already-terminal")
+    );
+    // The item still at the presented generation when it refused: nothing minted a newer
+    // one (a takeover, a force-release, an accepted rewind's raise). Records from before
+    // the holder was kept cannot be judged.
+    let unmoved = write
+        .holder
+        .as_ref()
+        .is_some_and(|h| h.generation == write.generation);
+    if write.accepted
+        || !refused_by_the_rule
+        || !unmoved
+        || state.noun != super::history::Noun::Work
+        || is_instance_resource(&write.resource_id)
+        || mark.generation != held.generation
+        || mark.owner != held.owner
+        || state.ended == Some(held.generation)
+    {
+        return;
+    }
+    let resource = &write.resource_id;
+    let owner = owners.name(held.owner);
+    findings.push(
+        FENCED_WITHOUT_TAKEOVER,
+        vec![resource.clone(), owner.to_owned()],
+        format!(
+            "work {resource}: {owner}'s {} under generation {} was refused {} at revision {}, but nobody took the item over and the claim was never ended",
+            write.verb,
+            held.generation,
+            write.refusal.as_deref().unwrap_or("-"),
             write.revision
         ),
     );

@@ -56,6 +56,13 @@ impl WriteVerb {
     pub fn by_operator(self) -> bool {
         matches!(self, Self::Requeue | Self::Discard | Self::ForceRelease)
     }
+
+    /// Whether an accepted write of this verb ends its writer's claim of a work item (it
+    /// holds the item no longer, under the same generation).
+    #[must_use]
+    pub fn ends_a_claim(self) -> bool {
+        matches!(self, Self::Complete | Self::Fail | Self::Yield)
+    }
 }
 
 /// One ownership grant: an acquire, a claim or a handoff minted `generation` for `owner`.
