@@ -1,7 +1,8 @@
 //! The authority runtime: unsafe knobs are refused at construction; the core's step
 //! functions fence, count and reclaim correctly on a manual clock; an idle cursor keeps its
 //! claim, so its generation moves only with its ownership; the tokio driver
-//! drains a seeded memory store and shuts down cleanly, releasing what it still owns.
+//! drains a seeded memory store and shuts down cleanly, releasing what it still owns; and
+//! (`runtime/uncertain.rs`) a timed-out attempt is counted as uncertain.
 
 #[path = "runtime/claim_keys.rs"]
 mod claim_keys;
@@ -9,6 +10,8 @@ mod claim_keys;
 mod complete_and_claim;
 #[path = "runtime/recovery.rs"]
 mod recovery;
+#[path = "runtime/uncertain.rs"]
+mod uncertain;
 #[path = "runtime/stall.rs"]
 mod stall;
 #[path = "support/mod.rs"]
