@@ -2,7 +2,7 @@
 //! functions fence, count and reclaim correctly on a manual clock; an idle cursor keeps its
 //! claim, so its generation moves only with its ownership; the tokio driver
 //! drains a seeded memory store and shuts down cleanly, releasing what it still owns; and
-//! (`runtime/uncertain.rs`) a timed-out attempt is counted as uncertain.
+//! (`runtime/uncertain.rs`) no attempt goes uncounted at shutdown or on a timeout.
 
 #[path = "runtime/claim_keys.rs"]
 mod claim_keys;
@@ -10,12 +10,12 @@ mod claim_keys;
 mod complete_and_claim;
 #[path = "runtime/recovery.rs"]
 mod recovery;
-#[path = "runtime/uncertain.rs"]
-mod uncertain;
 #[path = "runtime/stall.rs"]
 mod stall;
 #[path = "support/mod.rs"]
 mod support;
+#[path = "runtime/uncertain.rs"]
+mod uncertain;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};

@@ -1,19 +1,25 @@
-//! No attempt goes uncounted: an attempt stopped at its time limit (`TIMEOUT`) counts as
-//! uncertain, since it may have acted, so `uncertainAttempts` bounds how often an effect
-//! may have been repeated.
+//! No attempt goes uncounted: an outcome a store failure deferred is written at shutdown
+//! if the store takes it, and otherwise left claimed to lapse, so its reclaimer counts the
+//! attempt as uncertain — never handed back `pending` as if it had not run; an attempt
+//! stopped at its time limit (`TIMEOUT`) counts as uncertain too, since it may have acted.
+//! Either way `uncertainAttempts` bounds how often an effect may have been repeated.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use leasehold::Store;
 use leasehold::authority::external::HandlerConfig;
 use leasehold::authority::{
-    AttemptContext, AuthorityConfig, AuthorityCore, Finished, HandlerOutcome, Pace, Workload,
+    AttemptContext, AuthorityConfig, AuthorityCore, Finished, HandlerOutcome, Job, Pace, Workload,
     run_authority,
 };
 use leasehold::clock::ManualClock;
 use leasehold::model::work::NewWork;
 use leasehold::model::{WorkItem, WorkState};
 use leasehold::rules::work::TIMEOUT_CODE;
+use leasehold::store::faults::{Fault, FaultPlan};
 
-use crate::support::runtime::{RUNNING, T0, compat, config, store};
+use crate::support::runtime::{RUNNING, T0, compat, config, faulty_store, store};
 use crate::support::wait::{wait_until_async, within};
 
 /// Authority `id` running `workload` on `s`, stepped by hand, registered.
@@ -110,4 +116,140 @@ async fn an_exec_command_stopped_at_its_timeout_counts_as_uncertain() {
         Some(TIMEOUT_CODE)
     );
     assert_eq!((t1.attempt_number, t1.uncertain_attempts), (1, 1), "{t1:?}");
+}
+
+/// A `charge` handler that always succeeds, counting how often it ran.
+fn counted_charge(runs: &Arc<AtomicUsize>) -> Workload {
+    let runs = runs.clone();
+    Workload::new("charges", 1).with("charge", move |_: &AttemptContext| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        HandlerOutcome::Succeeded(None)
+    })
+}
+
+fn enqueue_charges(s: &Store, ids: &[&str]) {
+    for id in ids {
+        s.enqueue(NewWork::effect(*id, "charge", "{}"), &compat())
+            .expect("enqueues");
+    }
+}
+
+/// Moves the clock a second at a time until `core` has claimed `n` jobs (the lapsed claims
+/// it reclaims), within ten minutes of store time.
+fn reclaim(clock: &ManualClock, core: &AuthorityCore, n: usize) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for _ in 0..600 {
+        jobs.extend(core.poll().expect("polls"));
+        if jobs.len() >= n {
+            return jobs;
+        }
+        clock.advance(1_000);
+    }
+    panic!("only {} of {n} lapsed claims were reclaimed", jobs.len());
+}
+
+/// The store refused a completion, then takes writes again by the time the authority stops:
+/// the known outcome is written under its claim, once, rather than the item handed back to
+/// run again.
+#[test]
+fn a_deferred_outcome_is_written_at_shutdown() {
+    let clock = ManualClock::new(T0);
+    let (backend, s) = faulty_store(&clock);
+    enqueue_charges(&s, &["e1"]);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let a = core(&s, "a", counted_charge(&runs));
+    let jobs = a.poll().expect("polls");
+    let executed = jobs.iter().map(|job| a.execute(job)).collect();
+    backend.plan(FaultPlan::once(
+        backend.writes() + 1,
+        Fault::FailBeforeCommit,
+    ));
+    let deferred = a.finish_all(executed);
+    assert!(
+        matches!(deferred[..], [Finished::Deferred(_)]),
+        "{deferred:?}"
+    );
+
+    let stats = a.shutdown().expect("stops");
+    let e1 = item(&s, "e1");
+    assert_eq!(
+        (e1.state, e1.attempt_number, e1.uncertain_attempts),
+        (WorkState::Succeeded, 1, 0),
+        "{e1:?}"
+    );
+    assert_eq!(
+        (
+            stats.completions,
+            stats.abandoned_on_shutdown,
+            stats.released_on_shutdown
+        ),
+        (1, 0, 0),
+        "{stats:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// The store refuses the completions and their last try at shutdown too (then takes writes
+/// again): neither item is handed back `pending` with its count unchanged. Both stay claimed
+/// until they lapse, and the authority that reclaims them counts each attempt as uncertain,
+/// so the counts explain every repeated run.
+#[test]
+fn outcomes_the_store_refuses_at_shutdown_are_left_to_lapse_and_counted_uncertain() {
+    let clock = ManualClock::new(T0);
+    let (backend, s) = faulty_store(&clock);
+    enqueue_charges(&s, &["e1", "e2"]);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let a = core(&s, "a", counted_charge(&runs));
+    let jobs = a.poll().expect("polls");
+    assert_eq!(jobs.len(), 2);
+    let executed = jobs.iter().map(|job| a.execute(job)).collect();
+    // The group commit of both completions, then the shutdown's first write.
+    let from = backend.writes();
+    backend.plan(FaultPlan {
+        after: from,
+        until: Some(from + 2),
+        rules: vec![(1, Fault::FailBeforeCommit)],
+    });
+    let deferred = a.finish_all(executed);
+    assert!(
+        deferred.iter().all(|f| matches!(f, Finished::Deferred(_))),
+        "{deferred:?}"
+    );
+
+    let stats = a.shutdown().expect("the stop is recorded");
+    assert_eq!(
+        (stats.abandoned_on_shutdown, stats.released_on_shutdown),
+        (2, 0),
+        "{stats:?}"
+    );
+    for id in ["e1", "e2"] {
+        let left = item(&s, id);
+        assert_eq!(
+            (
+                left.state,
+                left.owner_id.as_deref(),
+                left.uncertain_attempts
+            ),
+            (WorkState::Claimed, Some("a"), 0),
+            "{id} was handed back as if it had not run: {left:?}"
+        );
+    }
+
+    let b = core(&s, "b", counted_charge(&runs));
+    let again = reclaim(&clock, &b, 2);
+    let finished = b.finish_all(again.iter().map(|job| b.execute(job)).collect());
+    assert_eq!(finished, [Finished::Completed, Finished::Completed]);
+    for id in ["e1", "e2"] {
+        let done = item(&s, id);
+        assert_eq!(
+            (done.state, done.attempt_number, done.uncertain_attempts),
+            (WorkState::Succeeded, 2, 1),
+            "{id}: {done:?}"
+        );
+    }
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2 + 2,
+        "each item ran twice: once per uncertain attempt more than once"
+    );
 }
