@@ -1,7 +1,8 @@
 //! The authority runtime: unsafe knobs are refused at construction; the core's step
 //! functions fence, count and reclaim correctly on a manual clock; an idle cursor keeps its
 //! claim, so its generation moves only with its ownership; the tokio driver
-//! drains a seeded memory store and shuts down cleanly, releasing what it still owns.
+//! drains a seeded memory store and shuts down cleanly, releasing what it still owns; and
+//! (`runtime/uncertain.rs`) no attempt goes uncounted at shutdown or on a timeout.
 
 #[path = "runtime/claim_keys.rs"]
 mod claim_keys;
@@ -13,6 +14,8 @@ mod recovery;
 mod stall;
 #[path = "support/mod.rs"]
 mod support;
+#[path = "runtime/uncertain.rs"]
+mod uncertain;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};

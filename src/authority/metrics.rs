@@ -218,7 +218,7 @@ pub fn render(stats: &Stats, compat: &str, inflight: usize, health: &HealthRepor
         ),
         (
             "abandoned_on_shutdown",
-            "Claims left to lapse when a shutdown's grace ran out",
+            "Claims a shutdown left to lapse: a handler past the grace, an outcome the store refused",
             stats.abandoned_on_shutdown,
         ),
     ];

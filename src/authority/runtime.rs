@@ -3,9 +3,11 @@
 //! blocking pool), renews every owned claim on its own cadence while they run,
 //! heartbeats, and on the shutdown future (the binary passes SIGINT/SIGTERM) stops
 //! claiming, lets running handlers finish within a grace period, abandons those that
-//! outlive it (their claims lapse) and releases whatever else it owns. Every decision is [`AuthorityCore`]'s; this file only schedules it. Store
-//! calls are synchronous (SQLite), so they run on the blocking pool too, never on the
-//! async workers.
+//! outlive it (their claims lapse), tries once more the outcomes a store failure deferred
+//! (those the store still refuses lapse too, counted uncertain by their reclaimer) and
+//! releases whatever else it holds idle. Every decision is [`AuthorityCore`]'s; this file
+//! only schedules it. Store calls are synchronous (SQLite), so they run on the blocking
+//! pool too, never on the async workers.
 //!
 //! Log lines are `tracing` events: the core's per item (see [`super::log`]), this file's
 //! for the authority as a whole. With [`RunOptions::log`] every one of them, from whichever

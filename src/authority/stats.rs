@@ -55,8 +55,9 @@ pub struct Stats {
     pub recovery_required: u64,
     /// Claims released (yielded back) by a clean shutdown.
     pub released_on_shutdown: u64,
-    /// Claims whose handler still ran when the shutdown's grace period ran out: left to
-    /// lapse, so the next owner counts an uncertain attempt.
+    /// Claims a shutdown left to lapse, so the next owner counts an uncertain attempt: a
+    /// handler still running when the grace period ran out, or an outcome the store would
+    /// not take even at the shutdown's last try.
     pub abandoned_on_shutdown: u64,
     /// Rows this authority's trims removed (`store/retention.rs`).
     pub trimmed_rows: u64,

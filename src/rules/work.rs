@@ -324,9 +324,25 @@ pub fn complete(
     })
 }
 
+/// The failure code of an attempt stopped at its time limit (an `exec` command killed, an
+/// HTTP request given up on). Whoever answers it — the runtime's external handlers or an
+/// application's own — says the attempt may have acted: see [`may_have_acted`].
+pub const TIMEOUT_CODE: &str = "TIMEOUT";
+
+/// Whether a failed attempt may still have had its effect although it answered a failure:
+/// one stopped at its time limit ([`TIMEOUT_CODE`]) may have charged the card before it was
+/// killed, or its request may have been served after it was given up on. Such an attempt
+/// is counted in `uncertain_attempts` like a lapsed one, so that count still bounds the
+/// side effects a retry may repeat.
+#[must_use]
+pub fn may_have_acted(failure: &Failure) -> bool {
+    failure.code == TIMEOUT_CODE
+}
+
 /// Records a failed attempt: a retryable failure with attempts left schedules a durable
 /// retry at `now + backoff` and keeps the checkpoint, so the next attempt resumes from it;
-/// anything else is terminal `failed` and drops it.
+/// anything else is terminal `failed` and drops it. An attempt that [`may_have_acted`]
+/// counts one more uncertain attempt either way.
 ///
 /// # Errors
 /// As [`check_claim`].
@@ -340,7 +356,9 @@ pub fn fail(
 ) -> Result<WorkItem> {
     check_claim(item, owner, generation)?;
     let retry = failure.class == FailureClass::Retryable && item.attempt_number < item.max_attempts;
+    let uncertain_attempts = item.uncertain_attempts + u32::from(may_have_acted(&failure));
     Ok(WorkItem {
+        uncertain_attempts,
         state: if retry {
             WorkState::Retry
         } else {

@@ -73,30 +73,18 @@ impl Store {
         check_id("lease resource", resource)?;
         check_id("owner", owner)?;
         check_opt_id("idempotency key", idem.key)?;
-        let duration = rules::clamp_duration(duration_ms);
-        let cap = self.owner_cap;
         self.keyed(owner, "acquire", idem.key, |tx, now| {
             let current = tx.lease(resource)?;
-            let held = tx.live_lease_count(owner, now)?;
-            if held >= cap {
-                return Ok(Logged::Refused(Error::LeaseCap {
-                    owner: owner.into(),
-                    held,
-                    cap,
-                }));
-            }
-            let floor = super::epoch::generation_floor(tx)?;
-            let lease = match rules::acquire(
-                floor,
+            let lease = match self.grant_lease_in(
+                tx,
+                now,
                 current.as_ref(),
                 resource,
                 owner,
-                self.ids.next_id("tok"),
-                duration,
-                now,
-            ) {
-                Ok(lease) => lease,
-                Err(e) => return Ok(Logged::Refused(e)),
+                duration_ms,
+            )? {
+                Logged::Done(lease) => lease,
+                Logged::Refused(e) => return Ok(Logged::Refused(e)),
             };
             let revision = tx.commit_revision()?;
             tx.put_lease(&lease)?;
@@ -113,6 +101,51 @@ impl Store {
             })?;
             Ok(Logged::Done(lease))
         })
+    }
+
+    /// The lease `owner` would be granted on `resource` (whose row is `current`) for
+    /// `duration_ms`, inside an open write transaction; nothing is written. Every grant of a
+    /// new hold goes through here — an `acquire`, a workflow instance's claim — so each gets
+    /// the same TTL clamp ([`rules::clamp_duration`]: a request of 0, NaN or years is not
+    /// taken at its word) and the same per-owner cap (`LEASE_CAP_REACHED`), checked before
+    /// the live lease is (as `acquire` always answered).
+    ///
+    /// # Errors
+    /// A store failure; a refusal (`LEASE_CAP_REACHED`, `WORK_IN_PROGRESS`) is `Refused`.
+    pub(crate) fn grant_lease_in(
+        &self,
+        tx: &mut dyn Tx,
+        now: Millis,
+        current: Option<&Lease>,
+        resource: &str,
+        owner: &str,
+        duration_ms: f64,
+    ) -> Result<Logged<Lease>> {
+        let duration = rules::clamp_duration(duration_ms);
+        let cap = self.owner_cap;
+        let held = tx.live_lease_count(owner, now)?;
+        if held >= cap {
+            return Ok(Logged::Refused(Error::LeaseCap {
+                owner: owner.into(),
+                held,
+                cap,
+            }));
+        }
+        let floor = super::epoch::generation_floor(tx)?;
+        Ok(
+            match rules::acquire(
+                floor,
+                current,
+                resource,
+                owner,
+                self.ids.next_id("tok"),
+                duration,
+                now,
+            ) {
+                Ok(lease) => Logged::Done(lease),
+                Err(e) => Logged::Refused(e),
+            },
+        )
     }
 
     /// Applies a holder-only change to a lease, logging the write for the checker: a refused

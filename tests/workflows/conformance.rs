@@ -652,6 +652,55 @@ fn claim_skips_instances_leased_by_others(h: &dyn Harness) {
     assert_ne!(got[0].row.instance_id, held[0].row.instance_id);
 }
 
+/// An instance's lease window is clamped as every lease's is: a claim asking for no time,
+/// less than none or more than the longest lease gets the clamped window, and the instance
+/// is parked until that window ends. (`Engine::claim` takes whole milliseconds, so a NaN
+/// cannot reach it; `Store::acquire`'s tests cover that.)
+fn instance_leases_are_clamped(h: &dyn Harness) {
+    use leasehold::clock::Clock;
+    use leasehold::rules::lease::{DEFAULT_LEASE_MS, MAX_LEASE_MS, MIN_LEASE_MS};
+
+    let asked_and_granted = [
+        (0, DEFAULT_LEASE_MS),
+        (-5, DEFAULT_LEASE_MS),
+        (i64::MAX, MAX_LEASE_MS),
+        (1, MIN_LEASE_MS),
+    ];
+    for (n, (asked, granted)) in asked_and_granted.into_iter().enumerate() {
+        let id = start(&h.store(), &two_actions(), json!({ "n": n }));
+        let now = h.clock().now();
+        let claimed = engine(h, &format!("o{n}")).claim(10, asked).expect("claim");
+        assert_eq!(claimed.len(), 1, "asked {asked} ms");
+        assert_eq!(claimed[0].row.instance_id, id);
+        assert_eq!(
+            claimed[0].lease.expires_at,
+            now + granted,
+            "asked {asked} ms"
+        );
+        let parked = h.store().instance(&id).expect("read").expect("exists");
+        assert_eq!(parked.next_eligible_at, Some(now + granted));
+    }
+}
+
+/// An owner holding its cap of live leases is granted no instance's lease either, while
+/// another owner is.
+fn an_owner_at_its_lease_cap_claims_no_instance(h: &dyn Harness) {
+    let capped = h.store().with_owner_cap(1);
+    capped
+        .acquire("busy-resource", "busy", 60_000.0, Keyed { key: None })
+        .expect("busy's one lease");
+    let id = start(&h.store(), &two_actions(), json!({ "n": 9 }));
+    let busy = Engine::new(capped.clone(), "busy", COMPAT);
+    assert!(
+        busy.claim(10, LEASE_MS).expect("claim").is_empty(),
+        "an owner at its cap was granted an instance's lease"
+    );
+    let free = Engine::new(capped, "free", COMPAT);
+    let claimed = free.claim(10, LEASE_MS).expect("claim");
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].row.instance_id, id);
+}
+
 /// Group commit of workflow steps: a batch in which one entry is stale (its lease was
 /// taken over) refuses only that entry; the others record their outcome and transition in
 /// the same single commit.
@@ -1010,6 +1059,8 @@ per_provider! {
     finished_steps_commit_together_and_a_stale_entry_refuses_alone,
     event_during_an_idle_check_is_not_lost,
     claim_skips_instances_leased_by_others,
+    instance_leases_are_clamped,
+    an_owner_at_its_lease_cap_claims_no_instance,
     stale_revision_is_fenced_and_writes_nothing,
     cancel_fences_the_holder,
     stale_lease_holder_is_fenced,

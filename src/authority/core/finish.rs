@@ -397,8 +397,10 @@ impl AuthorityCore {
         held
     }
 
-    /// Retries outcomes a store failure deferred, and reads back again those held in
-    /// recovery (never resubmitting them blind); drops lost ones.
+    /// Retries outcomes a store failure deferred — together, as [`Self::finish_all`] does a
+    /// fresh batch (one group commit for the plain ones) — and reads back again those held in
+    /// recovery (never resubmitting them blind); drops lost ones. Answers in the order the
+    /// jobs were claimed.
     pub fn flush(&self) -> Vec<Finished> {
         let deferred: Vec<(Executed, Option<Job>)> = {
             let mut st = self.state();
@@ -410,16 +412,27 @@ impl AuthorityCore {
                 })
                 .collect()
         };
-        deferred
-            .into_iter()
-            .map(|(e, recovering)| match recovering {
+        let mut answers: Vec<Option<Finished>> = vec![None; deferred.len()];
+        let mut places = Vec::new();
+        let mut retried = Vec::new();
+        for (at, (executed, recovering)) in deferred.into_iter().enumerate() {
+            match recovering {
                 Some(job) => {
                     let unknown = Error::OutcomeUnknown("held in recovery".into());
-                    self.settle(&job, e, Err(unknown))
+                    answers[at] = Some(self.settle(&job, executed, Err(unknown)));
                 }
-                None => self.finish(e),
-            })
-            .collect()
+                None => {
+                    places.push(at);
+                    retried.push(executed);
+                }
+            }
+        }
+        if !retried.is_empty() {
+            for (at, finished) in places.into_iter().zip(self.finish_all(retried)) {
+                answers[at] = Some(finished);
+            }
+        }
+        answered(answers)
     }
 
     /// How many jobs are held in recovery now, each with why.

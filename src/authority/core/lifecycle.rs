@@ -1,13 +1,13 @@
 //! An authority's life around the claim loop: register as a new incarnation, heartbeat,
-//! renew every owned claim (a refused renewal marks the job lost), shut down (release
-//! what it owns, abandon what still executes, record the stop) or crash (forget
-//! everything; the claims lapse).
+//! renew every owned claim (a refused renewal marks the job lost), shut down (write what
+//! outcomes it can, release what it holds idle, leave to lapse what still executes or
+//! could not be written, record the stop) or crash (forget everything; the claims lapse).
 
-use super::{AuthorityCore, Exec, Executed, Job, Renewed, Task};
+use super::{AuthorityCore, Exec, Executed, Finished, Job, Renewed, Task};
 use crate::authority::stats::Stats;
 use crate::authority::{fencing, log};
 use crate::error::{Error, Result};
-use crate::model::{Authority, Incarnation, Published, Recovering};
+use crate::model::{Authority, Incarnation, Published};
 
 impl AuthorityCore {
     /// Registers this authority (identity, compat, build, config, heartbeat) as a new
@@ -120,37 +120,60 @@ impl AuthorityCore {
         report
     }
 
-    /// Stops claiming, releases what it owns but no longer executes (held cursors,
-    /// outcomes a store failure deferred: work items yielded back to pending, workflow
-    /// leases released) and records the stop.
+    /// Stops claiming, makes a last try of the outcomes a store failure deferred, releases
+    /// what it owns but no longer executes (held cursors yielded back) and records the
+    /// stop.
     ///
-    /// A job whose handler is still executing — its grace period ran out — is *abandoned*:
-    /// nothing is written, its outcome is dropped if it ever comes, and its claim lapses, so
-    /// the next owner reclaims it as an uncertain attempt with the same idempotency key.
-    /// Releasing it instead would let another authority start it while this handler may
-    /// still be acting, and would hide that the attempt may have had effects.
+    /// A deferred outcome is known: it is written under its claim if the store takes it now
+    /// (one more group commit, [`Self::flush`], which also reads back once more what is held
+    /// in recovery). One the store still will not take is *left claimed*: nothing more is
+    /// written for it, and its claim lapses, so whoever reclaims it counts the attempt as
+    /// uncertain (against the item's budget) and retries it with the same idempotency key.
+    /// Handing it back to `pending` instead would drop the known outcome and count nothing,
+    /// so the next owner would repeat its effect without a trace — and the store that just
+    /// refused the outcome would hardly take a hand-back anyway.
+    ///
+    /// A job whose handler is still executing — its grace period ran out — is *abandoned*
+    /// the same way: nothing is written, its outcome is dropped if it ever comes, and its
+    /// claim lapses. Releasing it instead would let another authority start it while this
+    /// handler may still be acting, and would hide that the attempt may have had effects.
+    ///
+    /// Both are counted in `abandoned_on_shutdown`; outcomes still held in recovery stay
+    /// published with the stop, for an operator to see until the claims are released.
     ///
     /// # Errors
     /// Never for a release that fails (counted; the claim then lapses on its own); a store
     /// failure recording the stop is returned after everything else was attempted.
     pub fn shutdown(&self) -> Result<Stats> {
-        let owned: Vec<(Job, Option<Recovering>)> = {
+        self.stop_claiming();
+        self.flush();
+        let (held, unrecorded) = {
             let mut st = self.state();
-            st.stopping = true;
-            let (idle, executing): (Vec<_>, Vec<_>) = std::mem::take(&mut st.inflight)
+            let owned: Vec<_> = std::mem::take(&mut st.inflight)
                 .into_values()
                 .filter(|f| !f.lost)
-                .partition(|f| f.held || f.deferred.is_some());
-            st.stats.abandoned_on_shutdown += executing.len() as u64;
+                .collect();
+            let (unrecorded, rest): (Vec<_>, Vec<_>) =
+                owned.into_iter().partition(|f| f.deferred.is_some());
+            let (held, executing): (Vec<_>, Vec<_>) = rest.into_iter().partition(|f| f.held);
+            st.stats.abandoned_on_shutdown += (executing.len() + unrecorded.len()) as u64;
             // Their handlers may still run: tell them the claim is no longer theirs.
             for f in &executing {
                 f.job.lease.raise();
             }
-            idle.into_iter().map(|f| (f.job, f.recovery)).collect()
+            (held, unrecorded)
         };
-        // Outcomes held in recovery stay published until their claims are handed back.
         let mut still_held = Vec::new();
-        for (job, recovery) in owned {
+        for f in unrecorded {
+            if let Some(executed) = &f.deferred {
+                let left = Finished::Abandoned("uncertain");
+                log::finished(self.id(), &f.job, executed, &left, None);
+                self.log_attempt(&f.job, executed, "uncertain");
+            }
+            still_held.extend(f.recovery);
+        }
+        for f in held {
+            let job = f.job;
             let released = match &job.task {
                 Task::Work(item) => self
                     .store
@@ -170,10 +193,7 @@ impl AuthorityCore {
             let mut st = self.state();
             match released {
                 Ok(()) => st.stats.released_on_shutdown += 1,
-                Err(e) if e.is_store_failure() => {
-                    st.stats.store_errors += 1;
-                    still_held.extend(recovery);
-                }
+                Err(e) if e.is_store_failure() => st.stats.store_errors += 1,
                 Err(e) => st.stats.refused(e.code(), fenced.is_some()),
             }
             drop(st);

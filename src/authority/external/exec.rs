@@ -5,7 +5,9 @@
 //! retryable `EXIT_<n>` carrying the last stderr line, a signal an uncertain attempt (it
 //! may have acted). A timeout or a lost lease stops the group with SIGTERM, then SIGKILL
 //! after the kill grace; no child outlives its attempt, even when the attempt's task is
-//! dropped.
+//! dropped. A timeout is a retryable `TIMEOUT`, which the store counts as an uncertain
+//! attempt too (`rules::work::may_have_acted`): the command may have acted before it was
+//! stopped.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -190,7 +192,7 @@ impl Inner {
             Ended::TimedOut => {
                 group.stop(&mut child, spec.kill_grace_ms).await;
                 HandlerOutcome::retryable(
-                    "TIMEOUT",
+                    crate::rules::work::TIMEOUT_CODE,
                     format!("stopped after {} ms without an answer", self.timeout_ms),
                 )
             }

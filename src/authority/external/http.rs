@@ -3,8 +3,8 @@
 //! Without an answer the status decides: 2xx with an empty body succeeded; 408, 429 and
 //! 5xx are retryable `HTTP_<status>` (a `Retry-After` in seconds is honoured as the
 //! retry's least delay); any other status is a terminal `HTTP_<status>`. Nobody listening
-//! is a retryable `CONNECTION_REFUSED`, a timeout a retryable `TIMEOUT`; a lost lease drops
-//! the connection.
+//! is a retryable `CONNECTION_REFUSED`, a timeout a retryable `TIMEOUT` (counted uncertain:
+//! the server may yet act on the request); a lost lease drops the connection.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,7 +70,7 @@ impl Inner {
                 ),
                 Ok(Err(HttpError::Lost(why))) => HandlerOutcome::retryable("CONNECTION_LOST", wire::cut(&why)),
                 Err(_) => HandlerOutcome::retryable(
-                    "TIMEOUT",
+                    crate::rules::work::TIMEOUT_CODE,
                     format!("no response within {} ms", self.timeout_ms),
                 ),
             },

@@ -1,15 +1,17 @@
-//! An authority takes the lease of runnable instances whose digest is one of its keys.
+//! An authority takes the lease of runnable instances whose digest is one of its keys,
+//! granted as every lease is ([`crate::Store`]'s `grant_lease_in`): its duration clamped,
+//! its owner's live leases capped.
 
 use super::transition::decode_state;
 use super::{Claimed, Engine, resource};
 use crate::clock::Millis;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{Grant, GrantKind, InstanceRow, Takeover};
-use crate::rules::lease as lease_rules;
-use crate::store::Tx;
+use crate::store::{Logged, Tx};
 
 impl Engine {
-    /// Takes the lease of up to `limit` runnable instances this engine may run.
+    /// Takes the lease of up to `limit` runnable instances this engine may run, for
+    /// `lease_ms` clamped like any lease's; none once the owner holds its cap of live leases.
     ///
     /// # Errors
     /// A store failure.
@@ -56,21 +58,26 @@ impl Engine {
             (a.next_eligible_at, &a.instance_id).cmp(&(b.next_eligible_at, &b.instance_id))
         });
         runnable.truncate(limit);
+        // Whole milliseconds; a request too large for f64 to hold exactly is clamped anyway.
+        #[allow(clippy::cast_precision_loss)]
+        let duration = lease_ms as f64;
         let mut claimed = Vec::new();
         for row in runnable {
             let res = resource(&row.instance_id);
             let current = tx.lease(&res)?;
-            let floor = crate::store::epoch::generation_floor(tx)?;
-            let Ok(lease) = lease_rules::acquire(
-                floor,
+            // Granted as every lease is: clamped, and charged against the owner's cap.
+            let lease = match self.store.grant_lease_in(
+                tx,
+                now,
                 current.as_ref(),
                 &res,
                 &self.owner,
-                self.store.ids().next_id("tok"),
-                lease_ms,
-                now,
-            ) else {
-                continue;
+                duration,
+            )? {
+                Logged::Done(lease) => lease,
+                // At the cap, no further instance can be granted either.
+                Logged::Refused(Error::LeaseCap { .. }) => break,
+                Logged::Refused(_) => continue,
             };
             let revision = tx.commit_revision()?;
             tx.put_lease(&lease)?;
