@@ -313,7 +313,8 @@ fn read_only_open_refuses_every_write_and_changes_nothing() {
                 host: "h".into(),
                 pid: 1,
                 published: leasehold::model::Published::default(),
-            }),
+            })
+            .map(drop),
         ),
     ];
     for (what, result) in refusals {
