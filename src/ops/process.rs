@@ -163,15 +163,15 @@ mod tests {
         assert_eq!(gone(child.id(), &child_mark), None, "the child runs");
         // Another start time under the same pid is another process.
         let (boot, _) = child_mark.split_once('/').expect("boot/ticks");
-        assert_eq!(
-            gone(child.id(), &format!("{boot}/1")),
-            Some(Gone::Replaced)
-        );
+        assert_eq!(gone(child.id(), &format!("{boot}/1")), Some(Gone::Replaced));
         child.kill().expect("kill");
         // Killed but not yet reaped: once the kernel has made it a zombie, it is gone.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while !Stat::read(child.id()).is_some_and(Stat::dead) {
-            assert!(std::time::Instant::now() < deadline, "never became a zombie");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never became a zombie"
+            );
             std::thread::yield_now();
         }
         assert_eq!(gone(child.id(), &child_mark), Some(Gone::Exited));

@@ -374,17 +374,19 @@ pub fn a_crashed_holder_on_this_host_is_taken_over_at_once(h: &dyn Harness) {
         ),
         "WORK_FENCED"
     );
-    let again = ok("the new incarnation claims", s.claim("e1", "auth-1", K, 3_000));
+    let again = ok(
+        "the new incarnation claims",
+        s.claim("e1", "auth-1", K, 3_000),
+    );
     assert_eq!(again.generation, e1.generation + 2);
 
     let actor = format!("auth-1 (pid {} on {})", next.pid, host_name());
-    let audit: Vec<(String, String, String)> =
-        ok("audit", s.list_audit(&PageRequest::first(100)))
-            .rows
-            .into_iter()
-            .filter(|e| e.action == leasehold::store::RESTART_ACTION)
-            .map(|e| (e.actor, e.target, e.outcome))
-            .collect();
+    let audit: Vec<(String, String, String)> = ok("audit", s.list_audit(&PageRequest::first(100)))
+        .rows
+        .into_iter()
+        .filter(|e| e.action == leasehold::store::RESTART_ACTION)
+        .map(|e| (e.actor, e.target, e.outcome))
+        .collect();
     assert_eq!(
         audit,
         vec![(
