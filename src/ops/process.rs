@@ -80,10 +80,10 @@ pub fn gone(pid: u32, mark: &str) -> Option<Gone> {
     match Stat::read(pid) {
         // It exited between the two looks.
         None if !std::path::Path::new(&format!("/proc/{pid}")).exists() => Some(Gone::Exited),
-        None => None,
         Some(stat) if stat.start_ticks != ticks => Some(Gone::Replaced),
         Some(stat) if stat.dead() => Some(Gone::Exited),
-        Some(_) => None,
+        // The recorded process, running; or its stat unreadable: cannot say.
+        Some(_) | None => None,
     }
 }
 
