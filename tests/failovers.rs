@@ -4,7 +4,8 @@
 //! exactly the reclaims the grant history holds — worked out here from the grants and
 //! writes alone, not from the failover facts — including reclaims from both lost owners,
 //! and `inspect fenced --json` the resumed one's late writes, each naming who held the
-//! item at that moment. Every wait is on a condition, with a generous deadline.
+//! item at that moment. An authority killed and restarted under its own instance id takes
+//! its claims back at once. Every wait is on a condition, with a generous deadline.
 
 #![allow(clippy::unwrap_used)]
 
@@ -504,6 +505,117 @@ fn an_owner_stopped_past_its_lease_that_nobody_replaced_finishes_its_attempt() {
     assert!(
         check.status.success(),
         "check: {}{}",
+
+/// A lease far longer than a start takes: a restart registered within half of it took the
+/// id over, it did not wait for the crashed holder to read as gone.
+const LONG_LEASE_MS: u32 = 60_000;
+
+/// `id`'s registration row.
+fn registration(store: &Store, id: &str) -> Option<leasehold::model::Authority> {
+    store
+        .list_authorities(&leasehold::model::PageRequest::first(100))
+        .unwrap()
+        .rows
+        .into_iter()
+        .find(|a| a.instance_id == id)
+}
+
+/// `kill -9` of an authority holding claims on a long lease, then a restart under the same
+/// `--instance` at once, as a supervisor does: the restart registers without waiting out
+/// the lease (the dead pid is found dead on this host), the crashed incarnation's claims
+/// are handed back under new generations in the registering transaction, re-claimed and
+/// finished, the takeover is logged and audited with the dead pid, and `check` is clean.
+/// A start under the id while the new incarnation lives is still refused, in one line.
+#[test]
+fn an_authority_killed_and_restarted_under_its_own_id_takes_its_claims_back_at_once() {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").display().to_string();
+    let store: Store = url::open(&path, OpenMode::ReadWrite).unwrap();
+    enqueue(&store, 400);
+    let mut auth = Authorities::new();
+    auth.spawn_with_lease("A", &path, LONG_LEASE_MS);
+    let crashed = auth.pid("A");
+    wait_until("A holds claims", deadline, || {
+        !claimed_by(&store, "A").is_empty()
+    });
+    auth.kill("A");
+    let held = claimed_by(&store, "A");
+    assert!(!held.is_empty(), "killed holding claims");
+
+    auth.spawn_with_lease("A", &path, LONG_LEASE_MS);
+    let restarted = auth.pid("A");
+    // Far less than the lease: a refused start exits at once and the row never changes.
+    wait_until(
+        "the restart registers",
+        Instant::now() + Duration::from_secs(i64::from(LONG_LEASE_MS).unsigned_abs() / 2_000),
+        || registration(&store, "A").is_some_and(|a| a.pid == restarted),
+    );
+    for (id, generation) in &held {
+        let item = store.work(id).unwrap().unwrap();
+        assert!(
+            item.generation > *generation,
+            "{id} was handed back with the registration: {item:?}"
+        );
+    }
+    let lines = auth.lines_of("A", "restarted");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["previousPid"], u64::from(crashed), "{lines:?}");
+    assert_eq!(lines[0]["released"], held.len(), "{lines:?}");
+    let audit = store
+        .list_audit(&leasehold::model::PageRequest::first(10_000))
+        .unwrap()
+        .rows;
+    let takeovers: Vec<_> = audit
+        .iter()
+        .filter(|e| e.action == leasehold::store::RESTART_ACTION)
+        .collect();
+    assert_eq!(takeovers.len(), 1, "{takeovers:?}");
+    assert_eq!(takeovers[0].target, "A");
+    assert!(
+        takeovers[0]
+            .outcome
+            .contains(&format!("crashed pid {crashed} ")),
+        "{takeovers:?}"
+    );
+
+    // The new incarnation's pid runs and is the one recorded: the id is taken.
+    let twin = leasehold(&[
+        "authority",
+        "--store",
+        &path,
+        "--instance",
+        "A",
+        "--lease-ms",
+        &LONG_LEASE_MS.to_string(),
+        "--log-format",
+        "off",
+    ]);
+    assert_eq!(twin.status.code(), Some(2), "{twin:?}");
+    let err = String::from_utf8(twin.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("INSTANCE_IN_USE") && err.contains(&restarted.to_string()),
+        "{err}"
+    );
+
+    // (A re-run the demo handler makes uncertain waits out a lease, as any would.)
+    wait_until("the crashed incarnation's items finished", deadline, || {
+        held.keys()
+            .all(|id| store.work(id).unwrap().unwrap().state.is_terminal())
+    });
+    for (id, generation) in &held {
+        let item = store.work(id).unwrap().unwrap();
+        assert!(
+            item.generation >= generation + 2 && item.uncertain_attempts >= 1,
+            "{id} re-claimed after the restart, its lost attempt uncertain: {item:?}"
+        );
+    }
+    auth.stop_all(deadline);
+    let check = leasehold(&["check", "--store", &path]);
+    assert!(
+        check.status.success(),
+        "{}{}",
         String::from_utf8_lossy(&check.stdout),
         String::from_utf8_lossy(&check.stderr)
     );

@@ -160,6 +160,8 @@ per_provider! {
     registry::racing_registrations_exactly_one_wins,
     registry::a_superseded_incarnation_cannot_heartbeat,
     registry::forget_is_refused_while_running_and_allowed_when_gone,
+    registry::a_crashed_holder_on_this_host_is_taken_over_at_once,
+    registry::a_holder_that_may_still_run_keeps_its_id,
     release::release_moves_a_gone_authoritys_claims_to_new_generations_once,
     release::forget_waits_for_release_and_repeats_quietly,
     // what an authority publishes: the outcomes it holds in recovery

@@ -95,7 +95,21 @@ pub struct Recovering {
     pub since: Millis,
 }
 
+/// The key of the registering process's mark in [`Authority::config`]: its boot id and
+/// start time (`crate::ops::process`), which tell a crashed authority's pid from the same
+/// pid reused. Kept in the registered config rather than a column of its own, so that
+/// stores written before it read as registrations without a mark (judged as before: the id
+/// stays taken until the holder's lease runs out).
+pub const PROCESS_MARK: &str = "processMark";
+
 impl Authority {
+    /// The mark of the process that registered this row, if it recorded one.
+    #[must_use]
+    pub fn process_mark(&self) -> Option<String> {
+        let config: serde_json::Value = serde_json::from_str(&self.config).ok()?;
+        config.get(PROCESS_MARK)?.as_str().map(str::to_owned)
+    }
+
     /// This registration's incarnation: which start of which process wrote it.
     #[must_use]
     pub fn incarnation(&self) -> Incarnation {

@@ -21,6 +21,7 @@ pub mod lateness;
 pub mod liveness;
 pub mod lost_waits;
 pub mod pretty;
+pub mod process;
 pub mod published;
 pub mod replay;
 pub mod retention;

@@ -63,7 +63,7 @@ pub use leases::Keyed;
 pub use logged::Logged;
 pub use ordered::WorkOrder;
 pub use reads::Overview;
-pub use registry::{FORGET_ACTION, Forgot};
+pub use registry::{FORGET_ACTION, Forgot, RESTART_ACTION, Restart};
 pub use release::{RELEASE_ACTION, Release, ReleasedClaim};
 pub use retention::{RetentionPolicy, TrimReport};
 pub use schedules::UPDATE_ACTION as SCHEDULE_UPDATE_ACTION;

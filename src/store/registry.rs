@@ -3,16 +3,37 @@
 //! a start under an id whose holder is still live or silent is refused, a heartbeat never
 //! overwrites a row that another start of the same id now owns, and only a gone or stopped
 //! registration can be forgotten.
+//!
+//! One exception to the first rule: a holder that crashed on this very host. Its process is
+//! known to be gone (`ops::process`), so nothing of it can still write, and the id is taken
+//! over at once by the new start — a supervisor restarting a killed authority would
+//! otherwise be refused for a whole lease and give up first.
 
-use super::release::{held_by, judge, refusal};
+use super::release::{ReleasedClaim, held_by, judge, refusal, release_held};
 use super::{Logged, Store, Tx, record_audit};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::{Authority, Incarnation, PageRequest, Published};
+use crate::ops::actor::host_name;
 use crate::ops::liveness::{Liveness, liveness};
+use crate::ops::process::{self, Gone};
 
 /// The audit action of [`Store::forget_authority`].
 pub const FORGET_ACTION: &str = "forget-authority";
+
+/// The audit action of a start that took over a crashed incarnation's instance id.
+pub const RESTART_ACTION: &str = "restart-authority";
+
+/// A registration that took the instance id over from a crashed incarnation on this host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restart {
+    /// The crashed incarnation's registration, as it was.
+    pub previous: Authority,
+    /// What became of its process.
+    pub found: Gone,
+    /// Every claim it still held, handed back under a new generation.
+    pub claims: Vec<ReleasedClaim>,
+}
 
 /// Audit entries read per page while looking for an earlier forget.
 const AUDIT_PAGE: usize = 500;
@@ -52,9 +73,17 @@ impl Store {
     /// are one write transaction, which every provider serialises, so of two racing
     /// starts under one id exactly one registers.
     ///
+    /// A running holder registered from this host whose process has exited (or whose pid
+    /// another process now has) is no holder: the start takes the id over as a new
+    /// incarnation, and in the same transaction every claim the crashed one held is handed
+    /// back under a new generation, as `authority release` would (its attempts count as
+    /// uncertain), audited as [`RESTART_ACTION`] naming the dead pid. A holder on another
+    /// host, one whose process runs, or one that recorded no process mark (`ops::process`)
+    /// is still refused. Answers the [`Restart`] when there was one.
+    ///
     /// # Errors
     /// `INSTANCE_IN_USE` naming the running holder; a store failure.
-    pub fn register_authority(&self, authority: &Authority) -> Result<()> {
+    pub fn register_authority(&self, authority: &Authority) -> Result<Option<Restart>> {
         crate::ids::check_id("instance id", &authority.instance_id)?;
         crate::ids::check_opt_id(
             "build",
@@ -63,13 +92,18 @@ impl Store {
         let incarnation = authority.incarnation();
         self.write(|tx, now| {
             tx.commit_revision()?;
+            let mut restart = None;
             if let Some(row) = tx.authority(&authority.instance_id)? {
                 let state = liveness(&row, now);
                 if state.is_running() && !incarnation.owns(&row) {
-                    return Err(in_use(&row, state));
+                    let Some(found) = crashed_here(&row) else {
+                        return Err(in_use(&row, state));
+                    };
+                    restart = Some(take_over(tx, now, authority, row, found)?);
                 }
             }
-            tx.put_authority(authority)
+            tx.put_authority(authority)?;
+            Ok(restart)
         })
     }
 
@@ -175,6 +209,51 @@ impl Store {
         let now = self.now();
         self.read(|tx| judge_forget(tx, instance, now))
     }
+}
+
+/// How the process of `row` (a running registration) was found gone, when it was
+/// registered from this host with a process mark; `None` when it may still run.
+fn crashed_here(row: &Authority) -> Option<Gone> {
+    if row.host != host_name() {
+        return None;
+    }
+    process::gone(row.pid, &row.process_mark()?)
+}
+
+/// Hands back what the crashed `previous` held, as `new` (the actor), and audits the
+/// takeover against the instance id.
+fn take_over(
+    tx: &mut dyn Tx,
+    now: Millis,
+    new: &Authority,
+    previous: Authority,
+    found: Gone,
+) -> Result<Restart> {
+    let actor = format!("{} (pid {} on {})", new.instance_id, new.pid, new.host);
+    let reason = format!(
+        "restarted: pid {} on {} is {found}",
+        previous.pid, previous.host
+    );
+    let claims = release_held(tx, now, &previous.instance_id, &actor, &reason)?;
+    let outcome = format!(
+        "took over from crashed pid {} ({found}): {} claim(s) released",
+        previous.pid,
+        claims.len()
+    );
+    record_audit(
+        tx,
+        now,
+        &actor,
+        RESTART_ACTION,
+        &new.instance_id,
+        &outcome,
+        &reason,
+    )?;
+    Ok(Restart {
+        previous,
+        found,
+        claims,
+    })
 }
 
 /// What forgetting an authority comes to.

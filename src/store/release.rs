@@ -121,24 +121,7 @@ impl Store {
                     return Ok(super::Logged::Refused(e));
                 }
             };
-            let mut claims = Vec::new();
-            for held in held_by(tx, instance)? {
-                let claim = release_one(tx, now, actor, &held)?;
-                let outcome = format!(
-                    "released {} {} from {instance}: generation {} → {}",
-                    claim.kind, claim.resource, claim.from_generation, claim.to_generation
-                );
-                record_audit(
-                    tx,
-                    now,
-                    actor,
-                    RELEASE_ACTION,
-                    &claim.resource,
-                    &outcome,
-                    reason,
-                )?;
-                claims.push(claim);
-            }
+            let claims = release_held(tx, now, instance, actor, reason)?;
             // Outcomes it held in recovery on those claims are settled by the next owner.
             let released: Vec<&str> = claims.iter().map(|c| c.resource.as_str()).collect();
             let published = row.published.clone().without(&released);
@@ -196,6 +179,38 @@ pub(crate) fn judge(tx: &mut dyn Tx, instance: &str, now: Millis) -> Result<(Aut
         state if state.is_running() => Err(super::registry::in_use(&row, state)),
         state => Ok((row, state)),
     }
+}
+
+/// Hands back every claim `instance` holds under a new generation, each with its audit
+/// entry (as `actor`, with `reason`) and its write in the history: the operator's release
+/// of a gone authority, and a restart that found the previous incarnation's process dead
+/// (`Store::register_authority`), inside the caller's transaction.
+pub(crate) fn release_held(
+    tx: &mut dyn Tx,
+    now: Millis,
+    instance: &str,
+    actor: &str,
+    reason: &str,
+) -> Result<Vec<ReleasedClaim>> {
+    let mut claims = Vec::new();
+    for held in held_by(tx, instance)? {
+        let claim = release_one(tx, now, actor, &held)?;
+        let outcome = format!(
+            "released {} {} from {instance}: generation {} → {}",
+            claim.kind, claim.resource, claim.from_generation, claim.to_generation
+        );
+        record_audit(
+            tx,
+            now,
+            actor,
+            RELEASE_ACTION,
+            &claim.resource,
+            &outcome,
+            reason,
+        )?;
+        claims.push(claim);
+    }
+    Ok(claims)
 }
 
 /// The audit outcome of a refusal: `refused: not found`, `refused: live`, ….

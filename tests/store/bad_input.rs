@@ -302,18 +302,20 @@ fn read_only_open_refuses_every_write_and_changes_nothing() {
         ("audit", store.audit("op", "x", "y", "z")),
         (
             "register",
-            store.register_authority(&Authority {
-                instance_id: "i".into(),
-                compat: K.into(),
-                build: "b".into(),
-                config: "{}".into(),
-                started_at: 0,
-                heartbeat_at: 0,
-                stopped_at: None,
-                host: "h".into(),
-                pid: 1,
-                published: leasehold::model::Published::default(),
-            }),
+            store
+                .register_authority(&Authority {
+                    instance_id: "i".into(),
+                    compat: K.into(),
+                    build: "b".into(),
+                    config: "{}".into(),
+                    started_at: 0,
+                    heartbeat_at: 0,
+                    stopped_at: None,
+                    host: "h".into(),
+                    pid: 1,
+                    published: leasehold::model::Published::default(),
+                })
+                .map(drop),
         ),
     ];
     for (what, result) in refusals {

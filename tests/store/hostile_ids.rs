@@ -75,11 +75,11 @@ fn verbs() -> Vec<(&'static str, Verb)> {
         ),
         (
             "instance id",
-            Box::new(|s, v| s.register_authority(&authority(v, "b1"))),
+            Box::new(|s, v| s.register_authority(&authority(v, "b1")).map(drop)),
         ),
         (
             "build",
-            Box::new(|s, v| s.register_authority(&authority("a-1", v))),
+            Box::new(|s, v| s.register_authority(&authority("a-1", v)).map(drop)),
         ),
         (
             "workflow id",

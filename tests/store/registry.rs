@@ -11,7 +11,14 @@ use leasehold::model::{Authority, PageRequest};
 use leasehold::ops::liveness::{Liveness, liveness};
 use leasehold::store::Forgot;
 
+use leasehold::check::{CheckOptions, check};
+use leasehold::model::WorkState;
+use leasehold::ops::actor::host_name;
+use leasehold::ops::process::{self, Gone};
+use leasehold::store::{Keyed, ReleasedClaim};
+
 use crate::support::{Harness, K, ok, refused, retry_contention};
+use crate::work::{effect, item};
 
 /// A registration of `id` by process `pid`, started (and last heartbeating) at `at`, on a
 /// 3 s lease with a 1 s heartbeat.
@@ -141,7 +148,7 @@ pub fn racing_registrations_exactly_one_wins(h: &dyn Harness) {
                         retry_contention(contention, || {
                             store.register_authority(&started(id, pid, now))
                         })
-                        .map(|()| pid)
+                        .map(|_| pid)
                         .map_err(|e| e.code())
                     })
                 })
@@ -266,4 +273,183 @@ pub fn forget_is_refused_while_running_and_allowed_when_gone(h: &dyn Harness) {
             entry("auth-1", "forgotten: was gone"),
         ]
     );
+}
+
+/// A registration of `id` made `at` by a process of this host that has since exited: the
+/// pid and process mark it recorded, as a crashed authority leaves them.
+fn crashed(id: &str, at: i64) -> Authority {
+    let mut child = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .expect("start a process to crash");
+    let mark = process::mark_of(child.id()).expect("a process mark (Linux /proc)");
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+    Authority {
+        config: serde_json::json!({
+            "leaseDurationMs": 3000,
+            "heartbeatIntervalMs": 1000,
+            "processMark": mark,
+        })
+        .to_string(),
+        host: host_name(),
+        ..started(id, child.id(), at)
+    }
+}
+
+/// A new start of `id` by this process, on this host.
+fn restarted(id: &str, at: i64) -> Authority {
+    Authority {
+        host: host_name(),
+        ..started(id, std::process::id(), at)
+    }
+}
+
+/// A start under the id of a live registration whose process, on this host, is gone (a
+/// `kill -9`): taken over at once, and in the same transaction every claim and lease the
+/// crashed incarnation held goes back under a new generation, its attempt counted as
+/// uncertain; its late writes are fenced; the takeover is audited naming the dead pid, and
+/// the history stays clean.
+pub fn a_crashed_holder_on_this_host_is_taken_over_at_once(h: &dyn Harness) {
+    let s = h.store();
+    let dead = crashed("auth-1", h.clock().now());
+    ok("register", s.register_authority(&dead));
+    for id in ["e1", "e2"] {
+        ok("enqueue", s.enqueue(effect(id), K));
+    }
+    let e1 = ok("claim", s.claim("e1", "auth-1", K, 3_000));
+    ok("claim", s.claim("e2", "auth-1", K, 3_000));
+    let lease = ok(
+        "acquire",
+        s.acquire("r", "auth-1", 3_000.0, Keyed { key: None }),
+    );
+
+    h.clock().advance(10);
+    assert_eq!(state(h, "auth-1"), Liveness::Live, "still within its beat");
+    let next = restarted("auth-1", h.clock().now());
+    let restart = ok("restart under its own id", s.register_authority(&next))
+        .expect("a takeover of the crashed incarnation");
+    assert_eq!(restart.previous, dead);
+    assert!(
+        matches!(restart.found, Gone::Exited | Gone::Replaced),
+        "{:?}",
+        restart.found
+    );
+    let moved = |kind, resource: &str, from| ReleasedClaim {
+        kind,
+        resource: resource.into(),
+        from_generation: from,
+        to_generation: from + 1,
+    };
+    assert_eq!(
+        restart.claims,
+        vec![
+            moved("work", "e1", 1),
+            moved("work", "e2", 1),
+            moved("lease", "r", lease.generation),
+        ]
+    );
+    assert_eq!(row(&s, "auth-1").expect("registered"), next);
+    for id in ["e1", "e2"] {
+        let released = item(h, id);
+        assert_eq!(
+            (
+                released.state,
+                released.owner_id.as_deref(),
+                released.generation,
+                released.uncertain_attempts
+            ),
+            (WorkState::Pending, None, 2, 1),
+            "{id}"
+        );
+    }
+    assert_eq!(
+        refused("a late complete", s.complete("e1", "auth-1", 1, None)),
+        "WORK_FENCED"
+    );
+    assert_eq!(
+        refused(
+            "a late renew",
+            s.renew("r", &lease.token, lease.generation, 3_000.0)
+        ),
+        "WORK_FENCED"
+    );
+    let again = ok(
+        "the new incarnation claims",
+        s.claim("e1", "auth-1", K, 3_000),
+    );
+    assert_eq!(again.generation, e1.generation + 2);
+
+    let actor = format!("auth-1 (pid {} on {})", next.pid, host_name());
+    let audit: Vec<(String, String, String)> = ok("audit", s.list_audit(&PageRequest::first(100)))
+        .rows
+        .into_iter()
+        .filter(|e| e.action == leasehold::store::RESTART_ACTION)
+        .map(|e| (e.actor, e.target, e.outcome))
+        .collect();
+    assert_eq!(
+        audit,
+        vec![(
+            actor,
+            "auth-1".to_owned(),
+            format!(
+                "took over from crashed pid {pid} ({found}): 3 claim(s) released; reason: restarted: pid {pid} on {host} is {found}",
+                pid = dead.pid,
+                found = restart.found,
+                host = host_name(),
+            )
+        )]
+    );
+    let report = ok("check", check(&s, &CheckOptions::at(s.now())));
+    assert!(report.is_clean(), "{report:?}");
+}
+
+/// A start under the id of a live registration is still refused whenever its holder may
+/// still run: a dead pid recorded from another host (this host cannot look at it), this
+/// very process (alive, the recorded start), and a registration without a process mark
+/// (written by an older build). Nothing is released.
+pub fn a_holder_that_may_still_run_keeps_its_id(h: &dyn Harness) {
+    let s = h.store();
+    let elsewhere = Authority {
+        host: "host-elsewhere".into(),
+        ..crashed("auth-1", h.clock().now())
+    };
+    let alive = Authority {
+        config: serde_json::json!({
+            "leaseDurationMs": 3000,
+            "heartbeatIntervalMs": 1000,
+            "processMark": process::this_process().expect("a process mark"),
+        })
+        .to_string(),
+        ..restarted("auth-2", h.clock().now())
+    };
+    let unmarked = Authority {
+        host: host_name(),
+        ..started("auth-3", crashed("x", 0).pid, h.clock().now())
+    };
+    for holder in [&elsewhere, &alive, &unmarked] {
+        ok("register", s.register_authority(holder));
+        let claimed = format!("{}-work", holder.instance_id);
+        ok("enqueue", s.enqueue(effect(&claimed), K));
+        ok("claim", s.claim(&claimed, &holder.instance_id, K, 3_000));
+    }
+    h.clock().advance(10);
+    for holder in [&elsewhere, &alive, &unmarked] {
+        let id = &holder.instance_id;
+        let err = s
+            .register_authority(&restarted(id, h.clock().now()))
+            .expect_err("refused while the holder may run");
+        assert_eq!(err.code(), "INSTANCE_IN_USE", "{id}: {err}");
+        assert!(
+            err.to_string().contains(&holder.pid.to_string()),
+            "{id}: {err}"
+        );
+        assert_eq!(row(&s, id).as_ref(), Some(holder), "{id}: unchanged");
+        let work = item(h, &format!("{id}-work"));
+        assert_eq!(
+            (work.state, work.generation),
+            (WorkState::Claimed, 1),
+            "{id}: its claim stays"
+        );
+    }
 }

@@ -11,7 +11,8 @@ use crate::model::{Authority, Incarnation, Published};
 
 impl AuthorityCore {
     /// Registers this authority (identity, compat, build, config, heartbeat) as a new
-    /// incarnation of its instance id.
+    /// incarnation of its instance id. A start that took the id over from a crashed
+    /// incarnation on this host says so (`restarted`, with the dead pid and what it held).
     ///
     /// # Errors
     /// `INSTANCE_IN_USE` while another start of the same instance id is running; a store
@@ -19,7 +20,7 @@ impl AuthorityCore {
     pub fn register(&self) -> Result<()> {
         let now = self.store.unique_start(&self.config.instance_id);
         self.state().started_at = now;
-        self.store.register_authority(&Authority {
+        let restart = self.store.register_authority(&Authority {
             instance_id: self.config.instance_id.clone(),
             compat: self.compat.clone(),
             build: self.config.build.clone(),
@@ -30,11 +31,22 @@ impl AuthorityCore {
             host: self.host.clone(),
             pid: std::process::id(),
             published: crate::model::Published::default(),
-        })
+        })?;
+        if let Some(restart) = restart {
+            tracing::warn!(
+                instance = self.id(),
+                "previousPid" = restart.previous.pid,
+                found = restart.found.as_str(),
+                released = restart.claims.len(),
+                "restarted"
+            );
+        }
+        Ok(())
     }
 
     /// The registration's config text: the knobs, plus every handler name with its
-    /// version, so the dashboard can tell an item nobody can run ("no handler").
+    /// version, so the dashboard can tell an item nobody can run ("no handler"), plus this
+    /// process's mark, so that a restart after a crash can tell this process is gone.
     fn registered_config(&self) -> String {
         let mut config = serde_json::to_value(&self.config).unwrap_or_default();
         if let Some(object) = config.as_object_mut() {
@@ -42,6 +54,9 @@ impl AuthorityCore {
                 "handlers".into(),
                 serde_json::to_value(self.workload.versions()).unwrap_or_default(),
             );
+            if let Some(mark) = crate::ops::process::this_process() {
+                object.insert(crate::model::authority::PROCESS_MARK.into(), mark.into());
+            }
         }
         config.to_string()
     }
