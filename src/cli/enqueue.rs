@@ -138,9 +138,9 @@ pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
         Enqueued::Created => (Outcome::Created, spec.id),
         Enqueued::Duplicate(id) => (Outcome::Duplicate, id),
     };
-    let stored = store.work(&id)?.ok_or_else(|| {
-        Failure::usage(format!("work item {} vanished after enqueue", cell(&id)))
-    })?;
+    let stored = store
+        .work(&id)?
+        .ok_or_else(|| Failure::usage(format!("work item {} vanished after enqueue", cell(&id))))?;
     report(out, args.json, outcome, &stored)
 }
 

@@ -48,7 +48,7 @@ pub enum Enqueued {
 enum Inserted {
     New,
     /// Not written: this item holds its idempotency key already.
-    KeyHeld(WorkItem),
+    KeyHeld(Box<WorkItem>),
     /// Not written: another item (holding another key) has its id.
     IdTaken,
 }
@@ -62,7 +62,7 @@ enum Inserted {
 /// (an insert onto a taken id writes nothing), so a repeat commits nothing at all.
 fn insert_new(tx: &mut dyn Tx, item: &WorkItem) -> Result<Inserted> {
     if let Some(holder) = tx.work_by_key(&item.idempotency_key)? {
-        return Ok(Inserted::KeyHeld(holder));
+        return Ok(Inserted::KeyHeld(Box::new(holder)));
     }
     if !tx.insert_work(item)? {
         return Ok(Inserted::IdTaken);
@@ -691,7 +691,7 @@ fn offer_in(
                 answers.push(Ok(Enqueued::Created));
                 continue;
             }
-            Inserted::KeyHeld(holder) => holder,
+            Inserted::KeyHeld(holder) => *holder,
             Inserted::IdTaken => tx.work(&item.id)?.ok_or_else(|| {
                 Error::Corrupt(format!(
                     "work item {} was refused as taken but cannot be read",

@@ -473,7 +473,10 @@ mod tests {
             assert_eq!(table.keys_after(Some((key, id)), usize::MAX), keys[1..]);
         }
         for key in ["k0", "k1", "k2", "k3"] {
-            let first = keys.iter().find(|(k, _)| k == key).map(|(_, id)| id.as_str());
+            let first = keys
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, id)| id.as_str());
             assert_eq!(table.holder(key).map(|w| w.id.as_str()), first, "{key}");
         }
     }

@@ -54,7 +54,10 @@ pub fn a_known_key_under_another_id_is_a_duplicate(h: &dyn Harness) {
         payload: "{ \"amount\": 12 }".into(),
         ..charge(&minted, "K", 12)
     };
-    assert!(!ok("minted id, payload spelt otherwise", s.enqueue(spelt, K)));
+    assert!(!ok(
+        "minted id, payload spelt otherwise",
+        s.enqueue(spelt, K)
+    ));
     // An offer with no key defaults it to its id: the id "K" names the key's item too.
     let by_default = NewWork::effect("K", "charge-card", "{\"amount\":12}");
     assert_eq!(
@@ -64,7 +67,11 @@ pub fn a_known_key_under_another_id_is_a_duplicate(h: &dyn Harness) {
 
     assert_eq!(stored_ids(&s), ["x"]);
     assert_eq!(ok("read", s.work("x")), Some(first));
-    assert_eq!(ok("revision", s.revision()), revision, "nothing was written");
+    assert_eq!(
+        ok("revision", s.revision()),
+        revision,
+        "nothing was written"
+    );
 }
 
 /// Another payload or handler under a known key is `IDEMPOTENCY_CONFLICT`, one line
@@ -92,7 +99,11 @@ pub fn another_effect_under_a_known_key_is_a_conflict(h: &dyn Harness) {
         );
     }
     assert_eq!(stored_ids(&s), ["x"]);
-    assert_eq!(ok("revision", s.revision()), revision, "nothing was written");
+    assert_eq!(
+        ok("revision", s.revision()),
+        revision,
+        "nothing was written"
+    );
 }
 
 /// A batch holding a key twice enqueues it once (the second is a repeat of the first), and
@@ -119,7 +130,11 @@ pub fn a_batch_holding_a_key_twice_enqueues_it_once(h: &dyn Harness) {
         );
     }
     assert_eq!(stored_ids(&s), ["a", "c"]);
-    assert_eq!(ok("revision", s.revision()), revision, "nothing was written");
+    assert_eq!(
+        ok("revision", s.revision()),
+        revision,
+        "nothing was written"
+    );
 }
 
 /// Concurrent single offers of one key (sharing commits) create exactly one item; the
@@ -133,7 +148,10 @@ pub fn concurrent_offers_of_one_key_create_one_item(h: &dyn Harness) {
                 scope.spawn(move || ok("offer", s.offer_work(charge(&format!("c-{i}"), "K", 5), K)))
             })
             .collect();
-        calls.into_iter().map(|c| c.join().expect("joined")).collect()
+        calls
+            .into_iter()
+            .map(|c| c.join().expect("joined"))
+            .collect()
     });
     let created = answers.iter().filter(|a| **a == Enqueued::Created).count();
     assert_eq!(created, 1, "{answers:?}");

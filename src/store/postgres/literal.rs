@@ -35,7 +35,8 @@ pub(super) fn statements(batches: &[Batch]) -> Option<String> {
 /// finds two rows (`cardinality_violation`), so the commit after it never runs. `None`
 /// when a key cannot be a literal. The parameter path's form is [`KEY_GUARD`].
 pub(super) fn key_guard(keys: &[String]) -> Option<String> {
-    let mut sql = String::from("SELECT (SELECT 1 FROM work WHERE idempotency_key = held.key) FROM (VALUES ");
+    let mut sql =
+        String::from("SELECT (SELECT 1 FROM work WHERE idempotency_key = held.key) FROM (VALUES ");
     for (n, key) in keys.iter().enumerate() {
         sql.push_str(if n == 0 { "(" } else { ", (" });
         literal(&SqlValue::Text(key.clone()), Kind::Text, &mut sql)?;
@@ -46,8 +47,7 @@ pub(super) fn key_guard(keys: &[String]) -> Option<String> {
 }
 
 /// [`key_guard`] with the keys as one text array parameter.
-pub(super) const KEY_GUARD: &str =
-    "SELECT (SELECT 1 FROM work WHERE idempotency_key = held.key) FROM unnest($1::text[]) AS held (key)";
+pub(super) const KEY_GUARD: &str = "SELECT (SELECT 1 FROM work WHERE idempotency_key = held.key) FROM unnest($1::text[]) AS held (key)";
 
 /// One batch's statement: the same forms as the parameter path's
 /// ([`Batch::with_arrays`]), with a `VALUES` list where that one has `unnest`.

@@ -297,7 +297,9 @@ impl<'a> PgTx<'a> {
         wanted.dedup();
         let conn = &mut *self.conn;
         let rows = conn
-            .statement("SELECT * FROM work WHERE idempotency_key = ANY($1) ORDER BY idempotency_key, id")
+            .statement(
+                "SELECT * FROM work WHERE idempotency_key = ANY($1) ORDER BY idempotency_key, id",
+            )
             .and_then(|s| conn.client().query(&s, &[&wanted]));
         let found = self
             .check(rows)?
@@ -308,7 +310,11 @@ impl<'a> PgTx<'a> {
             self.seen.keys.insert(key, None);
         }
         for item in &found {
-            let holder = self.seen.keys.entry(item.idempotency_key.clone()).or_default();
+            let holder = self
+                .seen
+                .keys
+                .entry(item.idempotency_key.clone())
+                .or_default();
             if holder.is_none() {
                 *holder = Some(item.id.clone());
             }
