@@ -47,6 +47,18 @@ pub enum Error {
         key: String,
         detail: String,
     },
+    /// An enqueue naming a work item that exists — by the idempotency key, whatever the id,
+    /// or by the id — but offering another effect: another handler, payload or kind of
+    /// work, or an explicit key other than the item's. A different request under a reused
+    /// key, never answered as a duplicate; nothing is enqueued.
+    #[error(
+        "IDEMPOTENCY_CONFLICT: work item {existing} (idempotency key {key}) already exists with another {what}; nothing was enqueued"
+    )]
+    EnqueueConflict {
+        existing: String,
+        key: String,
+        what: String,
+    },
     /// The item already finished; nothing was changed.
     #[error("already-terminal: {id} is already {state}")]
     AlreadyTerminal { id: String, state: String },
@@ -139,7 +151,9 @@ impl Error {
             Self::NotClaimable { .. } => "WORK_NOT_CLAIMABLE",
             Self::Incompatible { .. } => "INCOMPATIBLE_AUTHORITY",
             Self::EventIdConflict { .. } => "EVENT_ID_CONFLICT",
-            Self::IdempotencyConflict { .. } => "IDEMPOTENCY_CONFLICT",
+            Self::IdempotencyConflict { .. } | Self::EnqueueConflict { .. } => {
+                "IDEMPOTENCY_CONFLICT"
+            }
             Self::AlreadyTerminal { .. } => "already-terminal",
             Self::StaleSequence { .. } => "stale-sequence",
             Self::LeaseCap { .. } => "LEASE_CAP_REACHED",

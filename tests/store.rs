@@ -35,6 +35,8 @@ mod horizon;
 mod hostile_ids;
 #[path = "store/incidents.rs"]
 mod incidents;
+#[path = "store/keys.rs"]
+mod keys;
 #[path = "store/leases.rs"]
 mod leases;
 #[path = "store/model.rs"]
@@ -101,6 +103,11 @@ per_provider! {
     work::group_commit_refuses_only_the_stale_entry,
     work::claim_leases_are_clamped_into_a_bounded_window,
     work::enqueue_is_idempotent_per_id,
+    keys::a_known_key_under_another_id_is_a_duplicate,
+    keys::another_effect_under_a_known_key_is_a_conflict,
+    keys::a_batch_holding_a_key_twice_enqueues_it_once,
+    keys::concurrent_offers_of_one_key_create_one_item,
+    keys::a_store_holding_a_key_twice_is_reported_and_still_deduplicates,
     work::concurrent_enqueues_are_each_committed_before_they_return,
     work::a_large_batch_with_stored_ids_writes_only_the_new_ones,
     work::texts_are_stored_exactly_as_given,

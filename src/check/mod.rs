@@ -46,6 +46,7 @@
 //! | 9 | workflow histories | `instance-revision-not-monotone`, `activation-resolved-twice`, `entry-after-terminal`, `action-outcome-missing`, `action-outcome-conflict` | `check/workflows.rs` |
 //! | 10 | no stranded workflow instance while a live authority of its build exists | `stranded-instance` | `check/stranded_instances.rs` |
 //! | 11 | no event wait older than the retained journal | `wait-past-retention` | `check/waits.rs` |
+//! | 12 | one work item per idempotency key | `idempotency-key-shared` | `check/keys.rs` |
 //!
 //! Invariants 10 and 11 read only the non-terminal instances (`check/instances.rs`).
 //!
@@ -75,6 +76,7 @@ mod events;
 mod gaps;
 mod history;
 mod instances;
+mod keys;
 mod ownership;
 mod render;
 mod schedules;
@@ -157,9 +159,12 @@ pub mod codes {
     /// A waiting instance's `sinceEventSeq` is below the journal's trimmed part, so the
     /// event it waits for may have been trimmed. Ids: `[instanceId]`.
     pub const WAIT_PAST_RETENTION: &str = "wait-past-retention";
+    /// Two work items hold one idempotency key (a store an older build wrote).
+    /// Ids: `[key, firstId, secondId]`.
+    pub const IDEMPOTENCY_KEY_SHARED: &str = "idempotency-key-shared";
 
     /// Every code, in invariant order.
-    pub const ALL: [&str; 20] = [
+    pub const ALL: [&str; 21] = [
         TWO_OWNERS_ONE_GENERATION,
         GENERATION_NOT_INCREASING,
         SUPERSEDED_WRITE_ACCEPTED,
@@ -180,6 +185,7 @@ pub mod codes {
         ACTION_OUTCOME_CONFLICT,
         STRANDED_INSTANCE,
         WAIT_PAST_RETENTION,
+        IDEMPOTENCY_KEY_SHARED,
     ];
 }
 
@@ -444,6 +450,9 @@ pub fn check_showing(
 
     // Journal: invariant 4.
     events::scan(store, page, &mut findings, &mut report.checked)?;
+
+    // Idempotency keys: invariant 12.
+    keys::scan(store, page, &mut findings)?;
 
     // Workflows: invariant 9.
     workflows::scan(

@@ -4,21 +4,22 @@
 //! embedding application makes.
 //!
 //! The item's id is `--id`, else the idempotency key, else a fresh id from the store's id
-//! source; the idempotency key defaults to the id. So a repeat with the same `--id` or the
-//! same `--idempotency-key` names the same item, and the store keeps the first: the repeat
-//! answers `duplicate` (exit 0) and changes nothing — unless it offers another handler or
-//! payload (or, for the same id, another explicit key), which is refused as
-//! `IDEMPOTENCY_CONFLICT` (exit 1), never called a duplicate; neither writes anything, so
-//! the store's revision stays as it was. The first offer's delay, attempt budget, priority
-//! and handler version stand. Bad input — a payload that is not JSON or is over the bound, an id or handler
-//! name that is not printable, an unreadable duration, a missing store (never created) —
-//! is one line, exit 2, and nothing is written.
+//! source; the idempotency key defaults to the id. A key is held by one item in a store,
+//! so a repeat with the same `--idempotency-key` — whatever `--id` it gives, or none —
+//! or with the same `--id` names the item already there, and the store keeps the first:
+//! the repeat answers `duplicate` naming that item (exit 0) and changes nothing — unless
+//! it offers another handler or payload (or, for the same id, another explicit key),
+//! which is refused as `IDEMPOTENCY_CONFLICT` (exit 1), never called a duplicate; neither
+//! writes anything, so the store's revision stays as it was. The first offer's delay,
+//! attempt budget, priority and handler version stand. Bad input — a payload that is not
+//! JSON or is over the bound, an id or handler name that is not printable, an unreadable
+//! duration, a missing store (never created) — is one line, exit 2, and nothing is
+//! written.
 
 use std::io::Write;
 
 use clap::Args;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::handler_version::HandlerVersionArg;
 use super::output::{cell, json_line};
@@ -27,7 +28,8 @@ use super::{CliResult, Failure, StoreArg};
 use crate::clock::{Millis, format_instant, parse_duration};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::WorkItem;
-use crate::model::work::{NewWork, WorkKind};
+use crate::model::work::NewWork;
+use crate::store::Enqueued;
 
 /// The prefix of the ids this command mints when neither `--id` nor `--idempotency-key`
 /// names the item.
@@ -128,30 +130,17 @@ pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
         spec.max_attempts = n;
     }
     spec.priority = args.priority;
-    // An id already there is answered from a read: a repeat or a conflict writes nothing,
-    // not even a revision (the store's enqueue would commit one for an id it leaves alone).
-    let existing = store.work(&spec.id)?;
-    let created = existing.is_none()
-        && store.enqueue(spec.clone(), &args.version.key(&store, &spec.handler)?)?;
-    let stored = match existing {
-        Some(item) => item,
-        None => store.work(&spec.id)?.ok_or_else(|| {
-            Failure::usage(format!(
-                "work item {} vanished after enqueue",
-                cell(&spec.id)
-            ))
-        })?,
+    // The store decides in the inserting transaction: new, a repeat of the item holding
+    // the key (or the id), or IDEMPOTENCY_CONFLICT (exit 1); a repeat or a conflict
+    // commits nothing, not even a revision.
+    let key = args.version.key(&store, &spec.handler)?;
+    let (outcome, id) = match store.offer_work(spec.clone(), &key)? {
+        Enqueued::Created => (Outcome::Created, spec.id),
+        Enqueued::Duplicate(id) => (Outcome::Duplicate, id),
     };
-    let outcome = if created {
-        Outcome::Created
-    } else if let Some(what) = difference(&stored, &spec, &payload) {
-        return Err(Failure::refused(format!(
-            "IDEMPOTENCY_CONFLICT: work item {} already exists with another {what}; nothing was enqueued",
-            cell(&stored.id)
-        )));
-    } else {
-        Outcome::Duplicate
-    };
+    let stored = store
+        .work(&id)?
+        .ok_or_else(|| Failure::usage(format!("work item {} vanished after enqueue", cell(&id))))?;
     report(out, args.json, outcome, &stored)
 }
 
@@ -163,28 +152,6 @@ fn delay_ms(text: &str) -> Result<Millis, Failure> {
             cell(text.trim())
         ))
     })
-}
-
-/// What makes `offered` another effect than the `stored` item under its id (`None`: the
-/// same effect offered again). The payload is compared as JSON, so spacing and key order
-/// do not matter; an explicit idempotency key must match, a defaulted one is not compared.
-fn difference(stored: &WorkItem, offered: &NewWork, payload: &Value) -> Option<&'static str> {
-    let same_payload = serde_json::from_str::<Value>(&stored.payload).is_ok_and(|p| p == *payload);
-    if stored.kind != WorkKind::Effect {
-        Some("kind of work")
-    } else if stored.handler != offered.handler {
-        Some("handler")
-    } else if !same_payload {
-        Some("payload")
-    } else if offered
-        .idempotency_key
-        .as_ref()
-        .is_some_and(|k| *k != stored.idempotency_key)
-    {
-        Some("idempotency key")
-    } else {
-        None
-    }
 }
 
 fn report(out: &mut dyn Write, json: bool, outcome: Outcome, item: &WorkItem) -> CliResult {
@@ -222,64 +189,6 @@ fn report(out: &mut dyn Write, json: bool, outcome: Outcome, item: &WorkItem) ->
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    fn offer(handler: &str, key: Option<&str>) -> NewWork {
-        let mut spec = NewWork::effect("e-1", handler, "{}");
-        spec.idempotency_key = key.map(str::to_owned);
-        spec
-    }
-
-    #[test]
-    fn only_the_same_effect_is_a_duplicate() {
-        let mut stored = WorkItem::new(
-            NewWork {
-                idempotency_key: Some("k".into()),
-                ..NewWork::effect("e-1", "mail", r#"{"to": "a", "n": 1}"#)
-            },
-            "c",
-            0,
-        );
-        let payload = serde_json::json!({"n": 1, "to": "a"});
-        assert_eq!(difference(&stored, &offer("mail", None), &payload), None);
-        assert_eq!(
-            difference(&stored, &offer("mail", Some("k")), &payload),
-            None
-        );
-        assert_eq!(
-            difference(&stored, &offer("mail", Some("other")), &payload),
-            Some("idempotency key")
-        );
-        assert_eq!(
-            difference(&stored, &offer("sms", None), &payload),
-            Some("handler")
-        );
-        assert_eq!(
-            difference(
-                &stored,
-                &offer("mail", None),
-                &serde_json::json!({"n": 2, "to": "a"})
-            ),
-            Some("payload")
-        );
-        stored.kind = WorkKind::Schedule;
-        assert_eq!(
-            difference(&stored, &offer("mail", None), &payload),
-            Some("kind of work")
-        );
-    }
-
-    #[test]
-    fn a_stored_payload_that_is_not_json_is_never_the_same() {
-        let stored = WorkItem::new(NewWork::effect("e-1", "mail", "not json"), "c", 0);
-        assert_eq!(
-            difference(
-                &stored,
-                &offer("mail", None),
-                &serde_json::json!("not json")
-            ),
-            Some("payload")
-        );
-    }
 
     #[test]
     fn delays_read_like_every_other_duration() {

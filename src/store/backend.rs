@@ -151,7 +151,8 @@ pub trait Backend: Send + Sync {
 }
 
 /// Typed row access inside one transaction. Write methods are only called inside
-/// [`Backend::write`]; the store calls [`Tx::commit_revision`] before its first write, except
+/// [`Backend::write`]; the store calls [`Tx::commit_revision`] before its first write (or
+/// right after an insert that may find its id taken, which writes only when it inserts), except
 /// while a copy fills an empty store (see the copy methods at the end) and when retention
 /// trims a table no reader polls for changes (dedup, keyed answers, ingestions, audit).
 #[allow(clippy::missing_errors_doc)]
@@ -207,6 +208,26 @@ pub trait Tx {
     }
     /// Inserts unless the id exists; returns whether it was inserted.
     fn insert_work(&mut self, item: &WorkItem) -> Result<bool>;
+    /// The item holding idempotency key `key`, if any: one seek of the key index (an older
+    /// store may hold a key twice; then the holder with the lowest id). The insert path asks
+    /// it before every new item, so a key is held once (see `save_work`). A provider that
+    /// assumes new ids free without a read may assume the key free too, provided its commit
+    /// then fails when the key turned out held, and the transaction runs again reading.
+    fn work_by_key(&mut self, key: &str) -> Result<Option<WorkItem>>;
+    /// A hint that [`Tx::work_by_key`] is about to be called for each of `keys`, as
+    /// [`Tx::prefetch_work`] is for ids. Changes nothing.
+    fn prefetch_work_keys(&mut self, keys: &[&str]) -> Result<()> {
+        let _ = keys;
+        Ok(())
+    }
+    /// `(idempotency key, id)` of work items in that order, strictly after `after`, at
+    /// most `limit`: the key index read in order, so items sharing a key come next to each
+    /// other (the checker finds them so, whatever the store's size).
+    fn work_keys(
+        &mut self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>>;
     /// Writes an item's lifecycle fields. Its identity (kind, handler, payload, logical
     /// effect id, idempotency key, compat, `created_at`) is fixed at insert and may be
     /// left as stored. The item is shared: a provider that keeps items in memory keeps

@@ -609,6 +609,18 @@ impl Tx for MemTx<'_> {
         Ok(())
     }
 
+    fn work_by_key(&mut self, key: &str) -> Result<Option<WorkItem>> {
+        Ok(self.state.work.holder(key).cloned())
+    }
+
+    fn work_keys(
+        &mut self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>> {
+        Ok(self.state.work.keys_after(after, limit))
+    }
+
     fn claim_lanes(&mut self, compat: &str) -> Result<Vec<WorkLane>> {
         Ok(self.state.work.lanes(compat))
     }

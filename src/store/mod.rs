@@ -70,7 +70,7 @@ pub use schedules::UPDATE_ACTION as SCHEDULE_UPDATE_ACTION;
 pub(crate) use schedules::fire_due_in;
 pub use triage::Triaged;
 pub(crate) use work::complete_in;
-pub use work::{Claim, Completion};
+pub use work::{Claim, Completion, Enqueued};
 
 use crate::clock::{Clock, Millis};
 use crate::error::{Error, Result};
@@ -117,7 +117,7 @@ pub struct Store {
     /// set, every write through any clone is refused with it.
     untrusted: Arc<OnceLock<Error>>,
     /// Single-item enqueues from concurrent callers, committed together (`group_commit.rs`).
-    enqueues: Arc<group_commit::GroupCommit<(NewWork, String), bool>>,
+    enqueues: Arc<group_commit::GroupCommit<(NewWork, String), Result<work::Enqueued>>>,
 }
 
 impl Store {

@@ -34,16 +34,50 @@ pub struct Claim {
     pub took_over_expired_at: Option<Millis>,
 }
 
-/// Writes `next` over `prev`, keeping the counts in step.
+/// What [`Store::offer_work`] came to: the item is new, or the store already holds the
+/// effect offered, under its id or its idempotency key (then nothing was written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Enqueued {
+    Created,
+    /// The existing item's id, which need not be the offered one: a key names one item
+    /// whatever id each offer gives.
+    Duplicate(String),
+}
+
+/// What inserting a new item came to.
+enum Inserted {
+    New,
+    /// Not written: this item holds its idempotency key already.
+    KeyHeld(Box<WorkItem>),
+    /// Not written: another item (holding another key) has its id.
+    IdTaken,
+}
+
+/// Inserts `item` unless its idempotency key or its id is taken, keeping the counts in
+/// step. The key is looked up first, in the writing transaction (one seek of the key
+/// index; the providers serialise writers), so a key is held by one item whatever ids its
+/// offers carry. Every kind's default key is its logical id, and that is its id unless
+/// given: schedule firings (`"<scheduleId>@<dueInstant>"`) and cursors key by their own
+/// ids, so two of them never share a key. The revision advances only once the row is in
+/// (an insert onto a taken id writes nothing), so a repeat commits nothing at all.
+fn insert_new(tx: &mut dyn Tx, item: &WorkItem) -> Result<Inserted> {
+    if let Some(holder) = tx.work_by_key(&item.idempotency_key)? {
+        return Ok(Inserted::KeyHeld(Box::new(holder)));
+    }
+    if !tx.insert_work(item)? {
+        return Ok(Inserted::IdTaken);
+    }
+    tx.commit_revision()?;
+    tx.adjust_counter(&Counter::work_key(item.kind, item.state, &item.compat), 1)?;
+    Ok(Inserted::New)
+}
+
+/// Writes `next` over `prev`, keeping the counts in step. A new item (`prev` is `None`)
+/// is written only if neither its id nor its idempotency key is taken (see
+/// [`insert_new`]); the answer says whether it was.
 pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkItem) -> Result<bool> {
     match prev {
-        None => {
-            tx.commit_revision()?;
-            if !tx.insert_work(next)? {
-                return Ok(false);
-            }
-            tx.adjust_counter(&Counter::work_key(next.kind, next.state, &next.compat), 1)?;
-        }
+        None => return Ok(matches!(insert_new(tx, next)?, Inserted::New)),
         Some(prev) => {
             debug_assert!(
                 prev.kind == next.kind && prev.compat == next.compat,
@@ -75,60 +109,67 @@ impl Store {
     /// `spec.max_attempts` attempts (at least 1); its idempotency key defaults to its
     /// logical effect id, which defaults to its id. The producer's one call for an effect.
     ///
-    /// Outcomes: `Ok(true)` — new; `Ok(false)` — an item with this id already exists and is
-    /// left exactly as it is (idempotent enqueue: one logical effect however often it is
-    /// offered). The existing item is not compared with `spec`: a caller that must tell a
-    /// repeat from another effect under the same id reads it back with [`Self::work`] (as
-    /// `leasehold work enqueue` does, refusing a different one as `IDEMPOTENCY_CONFLICT`).
+    /// Outcomes: `Ok(true)` — new; `Ok(false)` — a repeat, left exactly as it is
+    /// (idempotent enqueue: one logical effect however often it is offered): an item
+    /// already holds this idempotency key, whatever id this offer gives, or has this id,
+    /// and it is the same effect — the same kind, handler and payload (as JSON: spacing
+    /// and key order aside), and an explicit key is its key. [`Self::offer_work`] also
+    /// names the item a repeat found. The first offer's delay, budget, priority and
+    /// handler version stand.
     ///
     /// Durability: the call returns once the transaction holding the item committed.
     /// Concurrent calls through one handle (or its clones) share commits — *group commit*:
     /// calls that arrive while one commit runs are written together in the next, each
-    /// answered on its own (of two concurrent calls with one id, exactly one is new), and a
-    /// failed commit fails every call in it. A lone caller commits at once.
+    /// answered on its own (of two concurrent calls with one id or key, exactly one is
+    /// new), and a failed commit fails every call in it. A lone caller commits at once.
     ///
     /// # Errors
-    /// `INVALID` when the id, handler, logical effect id or idempotency key fails
-    /// [`check_id`], or `keys` has no key for a handler (nothing is written); a store failure (`STORE_UNAVAILABLE`,
-    /// `STORE_CONTENTION`, `STORE_READ_ONLY`, `OUTCOME_UNKNOWN`, …).
+    /// `IDEMPOTENCY_CONFLICT` when the item found by the key or the id is another effect
+    /// (nothing is written for this call); `INVALID` when the id, handler, logical effect
+    /// id or idempotency key fails [`check_id`], or `keys` has no key for a handler
+    /// (nothing is written); a store failure (`STORE_UNAVAILABLE`, `STORE_CONTENTION`,
+    /// `STORE_READ_ONLY`, `OUTCOME_UNKNOWN`, …).
     pub fn enqueue(&self, spec: NewWork, keys: impl HandlerKeys) -> Result<bool> {
-        let stamped = stamp(spec, &keys)?;
-        self.enqueues
-            .submit(stamped, |group| self.insert_stamped(&group))
+        Ok(self.offer_work(spec, keys)? == Enqueued::Created)
     }
 
-    /// Enqueues many items in one transaction, each as [`Self::enqueue`] (an existing id is
-    /// left alone) and stamped with the key `keys` gives its handler; returns how many
-    /// were new.
+    /// [`Self::enqueue`], answering which item a repeat found (`leasehold work enqueue`
+    /// reports it).
+    ///
+    /// # Errors
+    /// As [`Self::enqueue`].
+    pub fn offer_work(&self, spec: NewWork, keys: impl HandlerKeys) -> Result<Enqueued> {
+        let stamped = stamp(spec, &keys)?;
+        self.enqueues
+            .submit(stamped, |group| self.insert_stamped(&group))?
+    }
+
+    /// Enqueues many items in one transaction, each as [`Self::enqueue`] and stamped with
+    /// the key `keys` gives its handler; returns how many were new. An item repeating an
+    /// earlier one of the batch (by key or id) is a repeat of it.
     ///
     /// # Errors
     /// As [`Self::enqueue`]; one invalid spec refuses the whole batch before anything is
-    /// written.
+    /// written, and one `IDEMPOTENCY_CONFLICT` (with the store or within the batch)
+    /// refuses the whole batch, nothing written.
     pub fn enqueue_batch(&self, specs: Vec<NewWork>, keys: impl HandlerKeys) -> Result<usize> {
         let stamped = specs
             .into_iter()
             .map(|spec| stamp(spec, &keys))
             .collect::<Result<Vec<_>>>()?;
-        let inserted = self.insert_stamped(&stamped)?;
-        Ok(inserted.into_iter().filter(|new| *new).count())
+        self.write(|tx, now| {
+            let mut created = 0;
+            for offered in offer_in(tx, now, &stamped)? {
+                created += usize::from(offered? == Enqueued::Created);
+            }
+            Ok(created)
+        })
     }
 
-    /// Writes stamped items in one transaction; for each, whether it was new.
-    fn insert_stamped(&self, stamped: &[(NewWork, String)]) -> Result<Vec<bool>> {
-        self.write(|tx, now| {
-            tx.prefetch_work(
-                &stamped
-                    .iter()
-                    .map(|(s, _)| s.id.as_str())
-                    .collect::<Vec<_>>(),
-            )?;
-            stamped
-                .iter()
-                .map(|(spec, compat)| {
-                    save_work(tx, None, &WorkItem::new(spec.clone(), compat, now))
-                })
-                .collect()
-        })
+    /// Writes stamped items in one transaction (a group commit of single-item calls); for
+    /// each, what it came to. A conflict answers its own call only: the others commit.
+    fn insert_stamped(&self, stamped: &[(NewWork, String)]) -> Result<Vec<Result<Enqueued>>> {
+        self.write(|tx, now| offer_in(tx, now, stamped))
     }
 
     /// Claims up to `limit` eligible items whose digest is one of `keys` for `owner`, atomically:
@@ -633,6 +674,78 @@ fn not_found(id: &str) -> Error {
         id: id.into(),
     }
 }
+/// Offers stamped items inside an open transaction, in order, each answered on its own:
+/// new, a repeat of the item holding its key or id, or `IDEMPOTENCY_CONFLICT` with it.
+/// The ids and keys are announced first, so a provider that reads over a network fetches
+/// them together.
+fn offer_in(
+    tx: &mut dyn Tx,
+    now: Millis,
+    stamped: &[(NewWork, String)],
+) -> Result<Vec<Result<Enqueued>>> {
+    let items: Vec<WorkItem> = stamped
+        .iter()
+        .map(|(spec, compat)| WorkItem::new(spec.clone(), compat, now))
+        .collect();
+    tx.prefetch_work(&items.iter().map(|w| w.id.as_str()).collect::<Vec<_>>())?;
+    tx.prefetch_work_keys(
+        &items
+            .iter()
+            .map(|w| w.idempotency_key.as_str())
+            .collect::<Vec<_>>(),
+    )?;
+    let mut answers = Vec::with_capacity(items.len());
+    for ((spec, _), item) in stamped.iter().zip(&items) {
+        let existing = match insert_new(tx, item)? {
+            Inserted::New => {
+                answers.push(Ok(Enqueued::Created));
+                continue;
+            }
+            Inserted::KeyHeld(holder) => *holder,
+            Inserted::IdTaken => tx.work(&item.id)?.ok_or_else(|| {
+                Error::Corrupt(format!(
+                    "work item {} was refused as taken but cannot be read",
+                    item.id
+                ))
+            })?,
+        };
+        answers.push(match difference(&existing, spec) {
+            None => Ok(Enqueued::Duplicate(existing.id)),
+            Some(what) => Err(Error::EnqueueConflict {
+                existing: existing.id,
+                key: existing.idempotency_key,
+                what: what.to_owned(),
+            }),
+        });
+    }
+    Ok(answers)
+}
+
+/// What makes `offered` another effect than the `stored` item its key or id named (`None`:
+/// the same effect offered again). The payload is compared as text, else as JSON, so
+/// spacing and key order do not matter; an explicit idempotency key must be the item's, a
+/// defaulted one is not compared (an offer under the item's id need not repeat its key).
+pub(crate) fn difference(stored: &WorkItem, offered: &NewWork) -> Option<&'static str> {
+    let json = |text: &str| serde_json::from_str::<serde_json::Value>(text).ok();
+    let same_payload = stored.payload == offered.payload
+        || json(&stored.payload).is_some_and(|p| Some(p) == json(&offered.payload));
+    if stored.kind != offered.kind {
+        Some("kind of work")
+    } else if stored.handler != offered.handler {
+        Some("handler")
+    } else if !same_payload {
+        Some("payload")
+    } else if offered
+        .idempotency_key
+        .as_ref()
+        .is_some_and(|k| *k != stored.idempotency_key)
+    {
+        Some("idempotency key")
+    } else {
+        None
+    }
+}
+
 /// `spec` checked and stamped with the key `keys` gives its handler.
 fn stamp(spec: NewWork, keys: &impl HandlerKeys) -> Result<(NewWork, String)> {
     check_id("work id", &spec.id)?;

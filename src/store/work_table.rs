@@ -86,6 +86,9 @@ pub(super) struct WorkTable {
     /// backing off (they keep the lapsed expiry) by when they fall due: lapsed claims are
     /// reclaimed first.
     claims_due: BTreeSet<TimeKey>,
+    /// (idempotency key, id) of every item: the key index the insert path asks whether a
+    /// key is held (a store copied from an older one may hold a key twice).
+    by_key: BTreeSet<(String, Arc<str>)>,
     /// The least id: the lower end of a seek.
     least: Arc<str>,
 }
@@ -121,9 +124,13 @@ impl Keys {
     }
 }
 
-/// Whether two versions of an item have one compat, kind and handler (its lanes).
+/// Whether two versions of an item have one compat, kind and handler (its lanes) and one
+/// idempotency key (its key index entry).
 fn same_identity(a: &WorkItem, b: &WorkItem) -> bool {
-    a.kind == b.kind && a.compat == b.compat && a.handler == b.handler
+    a.kind == b.kind
+        && a.compat == b.compat
+        && a.handler == b.handler
+        && a.idempotency_key == b.idempotency_key
 }
 
 /// Moves one entry of `index` from `prev` to `next`.
@@ -172,6 +179,8 @@ impl WorkTable {
             let id: Arc<str> = Arc::from(item.id.as_str());
             let numbers = self.numbers_of(&item);
             let keys = Keys::of(&item, numbers, &id);
+            self.by_key
+                .insert((item.idempotency_key.clone(), id.clone()));
             self.rows.insert(
                 id.clone(),
                 Row {
@@ -202,7 +211,29 @@ impl WorkTable {
     pub fn remove(&mut self, id: &str) -> Option<Arc<WorkItem>> {
         let row = self.rows.remove(id)?;
         self.apply(Keys::of(&row.item, row.numbers, &row.id), Keys::NONE);
+        self.by_key
+            .remove(&(row.item.idempotency_key.clone(), row.id.clone()));
         Some(row.item)
+    }
+
+    /// The item holding idempotency key `key` (the lowest id, should two hold it).
+    pub fn holder(&self, key: &str) -> Option<&WorkItem> {
+        (self.by_key.range((key.to_owned(), self.least.clone())..))
+            .next()
+            .filter(|(k, _)| k == key)
+            .and_then(|(_, id)| self.get(id))
+    }
+
+    /// `(idempotency key, id)` of the items after `after` in that order, at most `limit`.
+    pub fn keys_after(&self, after: Option<(&str, &str)>, limit: usize) -> Vec<(String, String)> {
+        let start = match after {
+            Some((key, id)) => Bound::Excluded((key.to_owned(), Arc::from(id))),
+            None => Bound::Unbounded,
+        };
+        (self.by_key.range((start, Bound::Unbounded)))
+            .take(limit)
+            .map(|(key, id)| (key.clone(), id.to_string()))
+            .collect()
     }
 
     /// Undoes a change: puts back the row it replaced, or removes the row it added (index
@@ -349,9 +380,12 @@ mod tests {
         };
         // Ids of one item keep their identity, as the store's items do, except that an id
         // may come back with another lane: the table files it afresh.
+        // Keys repeat across ids (as in a store copied from an older one), and an id may
+        // come back under another key.
         let spec = NewWork {
             kind: WorkKind::ALL[usize::from(*kind)],
             priority: i32::from(*priority),
+            idempotency_key: Some(format!("k{}", (id + eligible) % 4)),
             ..NewWork::effect(format!("w{id:02}"), format!("h{handler}"), "{}")
         };
         let mut item = WorkItem::new(spec, &format!("c{compat}"), 0);
@@ -430,6 +464,21 @@ mod tests {
             })
             .count();
         assert_eq!(reclaimable, claims);
+        let mut keys: Vec<(String, String)> = (rows.iter())
+            .map(|w| (w.idempotency_key.clone(), w.id.clone()))
+            .collect();
+        keys.sort();
+        assert_eq!(table.keys_after(None, usize::MAX), keys);
+        if let Some((key, id)) = keys.first() {
+            assert_eq!(table.keys_after(Some((key, id)), usize::MAX), keys[1..]);
+        }
+        for key in ["k0", "k1", "k2", "k3"] {
+            let first = keys
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, id)| id.as_str());
+            assert_eq!(table.holder(key).map(|w| w.id.as_str()), first, "{key}");
+        }
     }
 
     proptest! {

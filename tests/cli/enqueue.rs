@@ -244,6 +244,13 @@ fn another_effect_under_the_same_id_or_key_is_refused() {
     another_effect_is_refused(&url, &store);
 }
 
+#[test]
+fn a_known_key_is_one_item_whatever_the_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    one_key_one_item(&url, &store);
+}
+
 /// The same stories on PostgreSQL, where the store's reads and writes are other SQL.
 #[cfg(feature = "postgres")]
 #[test]
@@ -252,6 +259,56 @@ fn postgres_answers_repeats_and_conflicts_alike() {
     let store = url::open(pg.url(), OpenMode::ReadWrite).unwrap();
     a_repeat_changes_nothing(pg.url(), &store);
     another_effect_is_refused(pg.url(), &store);
+    one_key_one_item(pg.url(), &store);
+}
+
+/// `--id X --idempotency-key K`, then `--id Y --idempotency-key K`, then
+/// `--idempotency-key K` alone: one item, X; each repeat answers `duplicate` naming it and
+/// writes nothing. Another payload under K, whatever the id, is `IDEMPOTENCY_CONFLICT`:
+/// one line, exit 1, nothing written.
+fn one_key_one_item(url: &str, store: &Store) {
+    let count = items(store).len();
+    let offer = |id: Option<&str>, payload: &str| {
+        let mut args = vec![
+            "--handler",
+            "charge-card",
+            "--payload",
+            payload,
+            "--idempotency-key",
+            "order-77",
+            "--json",
+        ];
+        if let Some(id) = id {
+            args.extend(["--id", id]);
+        }
+        enqueue(url, &args)
+    };
+    let first = answer(&offer(Some("pay-x"), r#"{"amount": 77}"#));
+    assert_eq!(first["outcome"], "created");
+    let stored = store.work("pay-x").unwrap().unwrap();
+    let revision = store.revision().unwrap();
+    for id in [Some("pay-y"), None] {
+        let again = offer(id, r#"{"amount":77}"#);
+        assert_eq!(super::code(&again), 0, "{}", super::stderr(&again));
+        let again = answer(&again);
+        assert_eq!(again["outcome"], "duplicate", "{id:?}");
+        assert_answer_is_stored(&again, &stored);
+    }
+    for id in [Some("pay-z"), None, Some("pay-x")] {
+        let o = offer(id, r#"{"amount": 78}"#);
+        let err = assert_one_line_failure(&o, 1);
+        assert!(
+            err.contains("IDEMPOTENCY_CONFLICT") && err.contains("work item pay-x"),
+            "{id:?}: {err}"
+        );
+        assert!(err.contains("another payload"), "{err}");
+        assert!(o.stdout.is_empty(), "{}", super::stdout(&o));
+    }
+    assert_eq!(store.revision().unwrap(), revision, "nothing was written");
+    for id in ["pay-y", "pay-z", "order-77"] {
+        assert_eq!(store.work(id).unwrap(), None, "{id}");
+    }
+    assert_eq!(items(store).len(), count + 1);
 }
 
 fn a_repeat_changes_nothing(url: &str, store: &Store) {

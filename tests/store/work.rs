@@ -890,15 +890,18 @@ pub fn claim_leases_are_clamped_into_a_bounded_window(h: &dyn Harness) {
 }
 
 /// Enqueue is idempotent per id: one logical effect however often it is offered, the first
-/// offer's content kept, counted once.
+/// offer's content kept, counted once; another effect under the id is refused.
 pub fn enqueue_is_idempotent_per_id(h: &dyn Harness) {
     let s = h.store();
     assert!(ok("first", s.enqueue(effect("e"), K)));
     let first = item(h, "e");
-    assert!(!ok(
-        "again, other payload",
-        s.enqueue(NewWork::effect("e", "other", "{}"), K)
-    ));
+    assert_eq!(
+        refused(
+            "again, other handler and payload",
+            s.enqueue(NewWork::effect("e", "other", "{}"), K)
+        ),
+        "IDEMPOTENCY_CONFLICT"
+    );
     assert!(!ok(
         "again, other build",
         h.reopen().enqueue(effect("e"), K_OTHER)
@@ -931,6 +934,10 @@ pub fn a_large_batch_with_stored_ids_writes_only_the_new_ones(h: &dyn Harness) {
     let before = item(h, "b-070");
     let batch = (0..150)
         .map(|i| NewWork::effect(format!("b-{i:03}"), "h", "{\"second\":true}"))
+        .map(|spec| match spec.id.as_str() {
+            "b-007" | "b-070" | "b-149" => effect(&spec.id),
+            _ => spec,
+        })
         .collect();
     assert_eq!(ok("batch", s.enqueue_batch(batch, K)), 147);
     assert_eq!(item(h, "b-070"), before);
@@ -947,7 +954,7 @@ pub fn texts_are_stored_exactly_as_given(h: &dyn Harness) {
     let odd = r#"o'brien\'; DROP TABLE work; -- $$ E'\x00' "q" é 🦀"#;
     let spec = |id: &str| NewWork {
         logical_effect_id: Some(format!("{id}{odd}")),
-        idempotency_key: Some(format!("key{odd}")),
+        idempotency_key: Some(format!("{id}key{odd}")),
         ..NewWork::effect(format!("{id}{odd}"), format!("h{odd}"), odd)
     };
     assert!(ok("alone", s.enqueue(spec("one"), K)));
@@ -963,8 +970,14 @@ pub fn texts_are_stored_exactly_as_given(h: &dyn Harness) {
         assert_eq!(stored.payload, odd);
         assert_eq!(stored.handler, format!("h{odd}"));
         assert_eq!(stored.logical_effect_id, format!("{id}{odd}"));
-        assert_eq!(stored.idempotency_key, format!("key{odd}"));
+        assert_eq!(stored.idempotency_key, format!("{id}key{odd}"));
     }
+    let again = NewWork {
+        idempotency_key: Some(format!("onekey{odd}")),
+        ..spec("four")
+    };
+    assert!(!ok("the first key again", s.enqueue(again, K)));
+    assert!(ok("read", s.work(&format!("four{odd}"))).is_none());
     let id = format!("one{odd}");
     let claimed = ok("claim", s.claim(&id, "a", K, 30_000));
     let done = ok(

@@ -29,6 +29,26 @@ pub(super) fn statements(batches: &[Batch]) -> Option<String> {
     Some(sql)
 }
 
+/// The statement that fails when one of `keys` (the idempotency keys of the work items
+/// this transaction inserted assuming their key free) is held by more than one item: per
+/// key, a scalar subquery over the `work_key` index, which PostgreSQL refuses when it
+/// finds two rows (`cardinality_violation`), so the commit after it never runs. `None`
+/// when a key cannot be a literal. The parameter path's form is [`KEY_GUARD`].
+pub(super) fn key_guard(keys: &[String]) -> Option<String> {
+    let mut sql =
+        String::from("SELECT (SELECT 1 FROM work WHERE idempotency_key = held.key) FROM (VALUES ");
+    for (n, key) in keys.iter().enumerate() {
+        sql.push_str(if n == 0 { "(" } else { ", (" });
+        literal(&SqlValue::Text(key.clone()), Kind::Text, &mut sql)?;
+        sql.push(')');
+    }
+    sql.push_str(") AS held (key); ");
+    Some(sql)
+}
+
+/// [`key_guard`] with the keys as one text array parameter.
+pub(super) const KEY_GUARD: &str = "SELECT (SELECT 1 FROM work WHERE idempotency_key = held.key) FROM unnest($1::text[]) AS held (key)";
+
 /// One batch's statement: the same forms as the parameter path's
 /// ([`Batch::with_arrays`]), with a `VALUES` list where that one has `unnest`.
 fn statement(batch: &Batch, sql: &mut String) -> Option<()> {
@@ -157,6 +177,19 @@ mod tests {
             rows: vec![vec!["a\0".into(), 1i64.into(), true.into()]],
         };
         assert_eq!(statements(&[batch]), None);
+    }
+
+    #[test]
+    fn the_key_guard_lists_each_key_as_a_text_literal() {
+        let keys = ["k-1".to_owned(), "it's".to_owned()];
+        assert_eq!(
+            key_guard(&keys).as_deref(),
+            Some(
+                "SELECT (SELECT 1 FROM work WHERE idempotency_key = held.key) FROM \
+                 (VALUES (E'k-1'::text), (E'it''s'::text)) AS held (key); "
+            )
+        );
+        assert_eq!(key_guard(&["a\0".to_owned()]), None);
     }
 
     #[test]

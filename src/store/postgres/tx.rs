@@ -19,6 +19,11 @@
 //! rarely reused, so a lone enqueue is two round trips: the lock, then the writes with the
 //! commit. The rows a batch will read (`prefetch_work`) are fetched in one round trip at
 //! the first read that needs one.
+//!
+//! A new item's idempotency key is assumed free the same way: the commit message carries,
+//! after the inserts, a guard that fails when one of those keys is now held twice
+//! ([`literal::key_guard`]), and the transaction then runs again reading the keys first. So
+//! the one-seek-per-key check costs a lone enqueue no round trip of its own.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -158,6 +163,8 @@ const LITERAL_ROWS: usize = 64;
 #[derive(Default)]
 struct Seen {
     work: HashMap<String, Option<WorkItem>>,
+    /// The item holding each idempotency key read or inserted here (`None`: read, none).
+    keys: HashMap<String, Option<String>>,
     leases: HashMap<String, Option<Lease>>,
     instances: HashMap<String, Option<InstanceRow>>,
     definitions: HashMap<String, Option<WorkflowDefinitionRow>>,
@@ -184,6 +191,12 @@ pub(super) struct PgTx<'a> {
     assumed: usize,
     /// Ids a batch will read (`prefetch_work`), fetched together at the first read.
     wanted: Vec<String>,
+    /// Idempotency keys a batch will look up (`prefetch_work_keys`), likewise.
+    wanted_keys: Vec<String>,
+    /// Keys answered free without a read ([`Inserts::Assume`]).
+    assumed_keys: BTreeSet<String>,
+    /// The keys of the items inserted under such an answer: the commit's guard checks them.
+    guarded_keys: Vec<String>,
 }
 
 impl<'a> PgTx<'a> {
@@ -207,11 +220,14 @@ impl<'a> PgTx<'a> {
             inserts,
             assumed: 0,
             wanted: Vec::new(),
+            wanted_keys: Vec::new(),
+            assumed_keys: BTreeSet::new(),
+            guarded_keys: Vec::new(),
         }
     }
 
-    /// How many work items this transaction inserted on the assumption that their id was
-    /// free: if it fails for good, it runs again reading first.
+    /// How many work items this transaction inserted on the assumption that their id (or
+    /// their idempotency key) was free: if it fails for good, it runs again reading first.
     pub(super) fn assumed(&self) -> usize {
         self.assumed
     }
@@ -250,8 +266,61 @@ impl<'a> PgTx<'a> {
                 String::new()
             }
         };
+        if !self.guarded_keys.is_empty() {
+            let keys = std::mem::take(&mut self.guarded_keys);
+            match literal::key_guard(&keys) {
+                Some(guard) => sql.push_str(&guard),
+                None => self.guard_keys(&keys)?,
+            }
+        }
         sql.push_str(&super::notify::commit_statement(self.revision));
         Ok(sql)
+    }
+
+    /// [`literal::key_guard`] as its own statement, after the held-back writes were sent.
+    fn guard_keys(&mut self, keys: &[String]) -> Result<()> {
+        let conn = &mut *self.conn;
+        let rows = conn
+            .statement(literal::KEY_GUARD)
+            .and_then(|s| conn.client().query(&s, &[&keys]));
+        self.check(rows)?;
+        Ok(())
+    }
+
+    /// Reads the items holding the keys `prefetch_work_keys` named, with `key`, in one
+    /// round trip, and remembers each key's holder (the lowest id) or that it has none.
+    fn fetch_wanted_keys(&mut self, key: &str) -> Result<()> {
+        let mut wanted = std::mem::take(&mut self.wanted_keys);
+        wanted.push(key.to_owned());
+        wanted.retain(|k| !self.seen.keys.contains_key(k));
+        wanted.sort_unstable();
+        wanted.dedup();
+        let conn = &mut *self.conn;
+        let rows = conn
+            .statement(
+                "SELECT * FROM work WHERE idempotency_key = ANY($1) ORDER BY idempotency_key, id",
+            )
+            .and_then(|s| conn.client().query(&s, &[&wanted]));
+        let found = self
+            .check(rows)?
+            .iter()
+            .map(|r| decode::work(&PgRow(r)))
+            .collect::<Result<Vec<_>>>()?;
+        for key in wanted {
+            self.seen.keys.insert(key, None);
+        }
+        for item in &found {
+            let holder = self
+                .seen
+                .keys
+                .entry(item.idempotency_key.clone())
+                .or_default();
+            if holder.is_none() {
+                *holder = Some(item.id.clone());
+            }
+        }
+        self.saw(&found);
+        Ok(())
     }
 
     /// Writes one batch in one statement, one array per column.
@@ -505,8 +574,54 @@ impl Driver for PgTx<'_> {
         };
         if absent {
             Driver::update_work(self, item)?;
+            let key = &item.idempotency_key;
+            if self.assumed_keys.contains(key) {
+                // Its key was assumed free: a wrong guess fails the commit's guard, and the
+                // transaction runs again reading.
+                self.assumed += 1;
+                self.guarded_keys.push(key.clone());
+            }
+            self.seen.keys.insert(key.clone(), Some(item.id.clone()));
         }
         Ok(absent)
+    }
+
+    fn work_by_key(&mut self, key: &str) -> Result<Option<WorkItem>> {
+        if !self.writable {
+            return self.one(
+                "SELECT * FROM work WHERE idempotency_key = $1 ORDER BY idempotency_key, id LIMIT 1",
+                &[key.into()],
+                decode::work,
+            );
+        }
+        if let Some(holder) = self.seen.keys.get(key) {
+            return match holder.clone() {
+                Some(id) => Driver::work(self, &id),
+                None => Ok(None),
+            };
+        }
+        if self.inserts == Inserts::Assume {
+            self.assumed_keys.insert(key.to_owned());
+            return Ok(None);
+        }
+        // No held-back write needs sending first: every row this transaction inserted is
+        // in `seen.keys` already, and no write changes a stored item's key.
+        self.fetch_wanted_keys(key)?;
+        match self.seen.keys.get(key).cloned().flatten() {
+            Some(id) => Driver::work(self, &id),
+            None => Ok(None),
+        }
+    }
+
+    fn prefetch_work_keys(&mut self, keys: &[&str]) -> Result<()> {
+        if self.writable && self.inserts == Inserts::Read {
+            self.wanted_keys.extend(
+                keys.iter()
+                    .filter(|key| !self.seen.keys.contains_key(**key))
+                    .map(|key| (*key).to_owned()),
+            );
+        }
+        Ok(())
     }
 
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {

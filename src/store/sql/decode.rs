@@ -288,6 +288,11 @@ pub(crate) fn int_and_opt_int(row: &dyn SqlRow) -> Result<(i64, Option<i64>)> {
     Ok((int(row, Col::Pos(0))?, opt_int(row, Col::Pos(1))?))
 }
 
+/// An `(idempotency_key, id)` row of the work key index.
+pub(crate) fn key_and_id(row: &dyn SqlRow) -> Result<(String, String)> {
+    Ok((text(row, Col::Pos(0))?, text(row, Col::Pos(1))?))
+}
+
 /// A `(kind, handler)` row: one claim lane.
 pub(crate) fn lane(row: &dyn SqlRow) -> Result<WorkLane> {
     Ok(WorkLane::new(

@@ -55,6 +55,8 @@ pub(crate) trait Driver {
     fn work(&mut self, id: &str) -> Result<Option<WorkItem>>;
     fn prefetch_work(&mut self, ids: &[&str]) -> Result<()>;
     fn insert_work(&mut self, item: &WorkItem) -> Result<bool>;
+    fn work_by_key(&mut self, key: &str) -> Result<Option<WorkItem>>;
+    fn prefetch_work_keys(&mut self, keys: &[&str]) -> Result<()>;
     fn update_work(&mut self, item: &WorkItem) -> Result<()>;
     fn lane_claimable(
         &mut self,

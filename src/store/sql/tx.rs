@@ -180,6 +180,39 @@ impl<D: Driver> Tx for D {
         Driver::update_work(self, item)
     }
 
+    fn work_by_key(&mut self, key: &str) -> Result<Option<WorkItem>> {
+        Driver::work_by_key(self, key)
+    }
+
+    fn prefetch_work_keys(&mut self, keys: &[&str]) -> Result<()> {
+        Driver::prefetch_work_keys(self, keys)
+    }
+
+    fn work_keys(
+        &mut self,
+        after: Option<(&str, &str)>,
+        n: usize,
+    ) -> Result<Vec<(String, String)>> {
+        self.settle()?;
+        let from = D::DIALECT.from("work", "work_key");
+        let order = "ORDER BY idempotency_key, id";
+        match after {
+            None => {
+                let sql = format!("SELECT idempotency_key, id FROM {from} {order} LIMIT ?1");
+                let sql = D::DIALECT.marks(&sql);
+                self.query(&sql, &[limit(n).into()], decode::key_and_id)
+            }
+            Some((key, id)) => {
+                let sql = format!(
+                    "SELECT idempotency_key, id FROM {from} WHERE (idempotency_key, id) > (?1, ?2) {order} LIMIT ?3"
+                );
+                let sql = D::DIALECT.marks(&sql);
+                let params = [key.into(), id.into(), limit(n).into()];
+                self.query(&sql, &params, decode::key_and_id)
+            }
+        }
+    }
+
     fn claim_lanes(&mut self, compat: &str) -> Result<Vec<WorkLane>> {
         lanes::claim_lanes(self, compat)
     }

@@ -265,6 +265,18 @@ fn main_queries_use_indexes() {
             2,
             "idempotency_age",
         ),
+        (
+            "SELECT * FROM work INDEXED BY work_key WHERE idempotency_key = ?1
+             ORDER BY idempotency_key, id LIMIT 1",
+            1,
+            "work_key (idempotency_key=?)",
+        ),
+        (
+            "SELECT idempotency_key, id FROM work INDEXED BY work_key
+             WHERE (idempotency_key, id) > (?1, ?2) ORDER BY idempotency_key, id LIMIT ?3",
+            3,
+            "work_key",
+        ),
     ];
     for (sql, n, index) in cases {
         assert_indexed(&conn, sql, *n, index);

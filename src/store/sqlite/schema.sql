@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
-INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 5);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 6);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('journal_seq', 0);
 -- The store's identity (random, fixed at creation) and epoch (see store/epoch.rs).
@@ -87,6 +87,10 @@ DROP INDEX IF EXISTS work_lapsed;
 CREATE INDEX IF NOT EXISTS work_reclaim ON work (compat, due_at, id)
     WHERE state = 'claimed' OR (state = 'retry' AND lease_expires_at IS NOT NULL);
 CREATE INDEX IF NOT EXISTS work_compat ON work (compat, id);
+-- Items by idempotency key: an enqueue seeks its key here, so a key is held by one item.
+-- Not UNIQUE: a store written by an older build may hold a key twice and must still open
+-- (`leasehold check` reports it); the key order lets the checker find such pairs in pages.
+CREATE INDEX IF NOT EXISTS work_key ON work (idempotency_key, id);
 -- Succeeded items by age: what retention trims, oldest first (store/retention.rs). Failed
 -- items wait for a person (requeue, discard) and are not trimmed.
 CREATE INDEX IF NOT EXISTS work_succeeded ON work (updated_at, id)

@@ -240,6 +240,21 @@ impl Driver for SqliteTx<'_> {
         Ok(self.insert_work_row(item)? == 1)
     }
 
+    fn work_by_key(&mut self, key: &str) -> Result<Option<WorkItem>> {
+        let item = self.one(
+            "SELECT * FROM work INDEXED BY work_key WHERE idempotency_key = ?1
+             ORDER BY idempotency_key, id LIMIT 1",
+            &[key.into()],
+            decode::work,
+        )?;
+        self.note_owners(item.iter());
+        Ok(item)
+    }
+
+    fn prefetch_work_keys(&mut self, _keys: &[&str]) -> Result<()> {
+        Ok(())
+    }
+
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {
         // Only the columns a transition changes: SQLite then leaves the indexes over the
         // identity columns (kind, compat) alone, and over the owner when it is unchanged.

@@ -1,8 +1,9 @@
 //! A store written by an older schema opens in place: schema 1 (before failovers and
 //! holders were recorded), schema 2 (before work checkpoints), schema 3 (before
-//! priorities and per-lane claim indexes) and schema 4 (before authorities published what
-//! they hold in recovery). Its columns and rows stay, the new facts read as unknown (or
-//! their default), new rows carry them.
+//! priorities and per-lane claim indexes), schema 4 (before authorities published what
+//! they hold in recovery) and schema 5 (before the idempotency key index, when a key could
+//! be held twice). Its columns and rows stay, the new facts read as unknown (or their
+//! default), new rows carry them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -28,9 +29,21 @@ fn store(path: &Path, clock: &ManualClock) -> Store {
     )
 }
 
-/// Turns a fresh store back into what schema 4 created: no published account on the
-/// authority rows, version 4.
+/// Turns a fresh store back into what schema 5 created: no idempotency key index,
+/// version 5.
+fn downgrade_to_schema_5(path: &Path) {
+    let conn = Connection::open(path).expect("raw");
+    conn.execute_batch(
+        "DROP INDEX work_key;
+         UPDATE meta SET value = 5 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+}
+
+/// Turns a fresh store back into what schema 4 created: schema 5's without the published
+/// account on the authority rows, version 4.
 fn downgrade_to_schema_4(path: &Path) {
+    downgrade_to_schema_5(path);
     let conn = Connection::open(path).expect("raw");
     conn.execute_batch(
         "ALTER TABLE authorities DROP COLUMN published;
@@ -265,4 +278,45 @@ fn a_schema_4_store_is_upgraded_in_place_and_old_authorities_publish_nothing() {
     s.publish(&a.incarnation(), false, &account)
         .expect("publishes");
     assert_eq!(row(&s).published, account);
+}
+
+#[test]
+fn a_schema_5_store_holding_a_key_twice_is_upgraded_and_deduplicates_by_key() {
+    use crate::check::{CheckOptions, check, codes};
+    use crate::store::Enqueued;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("old.db");
+    let clock = ManualClock::new(1_000);
+    let s = store(&path, &clock);
+    let charge = |id: &str| NewWork {
+        idempotency_key: Some("order-1".into()),
+        ..NewWork::effect(id, "h", "{}")
+    };
+    s.enqueue(charge("a"), "k").expect("enqueue");
+    drop(s);
+    downgrade_to_schema_5(&path);
+    // What a schema 5 build did with a second offer of the key under another id.
+    let conn = Connection::open(&path).expect("raw");
+    conn.execute_batch(
+        "INSERT INTO work SELECT 'b', kind, state, handler, payload, 'b', idempotency_key,
+             compat, owner_id, token, generation, claimed_at, lease_expires_at, attempt_number,
+             uncertain_attempts, max_attempts, last_attempt_at, next_eligible_at, last_failure,
+             result, created_at, updated_at, due_at, checkpoint, priority
+         FROM work WHERE id = 'a';",
+    )
+    .expect("the old build's twin");
+    drop(conn);
+    assert_refused_read_only(&path);
+
+    let s = store(&path, &clock);
+    assert_current(&path);
+    let report = check(&s, &CheckOptions::at(1_000)).expect("check");
+    let shared: Vec<_> = report.of(codes::IDEMPOTENCY_KEY_SHARED).collect();
+    assert_eq!(shared.len(), 1, "{shared:?}");
+    assert_eq!(shared[0].ids, ["order-1", "a", "b"]);
+    assert_eq!(
+        s.offer_work(charge("c"), "k").expect("offer"),
+        Enqueued::Duplicate("a".into())
+    );
+    assert!(s.work("c").expect("read").is_none());
 }
