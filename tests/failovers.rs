@@ -505,6 +505,10 @@ fn an_owner_stopped_past_its_lease_that_nobody_replaced_finishes_its_attempt() {
     assert!(
         check.status.success(),
         "check: {}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
 
 /// A lease far longer than a start takes: a restart registered within half of it took the
 /// id over, it did not wait for the crashed holder to read as gone.
