@@ -103,11 +103,10 @@ pub struct WorkflowDeployArgs {
 
 /// A file's name as the account of a handler set shows it.
 fn file_label(path: &Path) -> String {
-    escape(
-        &path
-            .file_name()
-            .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned()),
-    )
+    escape(&path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    ))
 }
 
 impl HandlerSetArgs {
@@ -241,9 +240,8 @@ pub fn deploy(args: &WorkflowDeployArgs, out: &mut dyn Write) -> CliResult {
     } else {
         parse_definition(&text)
     };
-    let def = parsed.map_err(|d| {
-        Failure::usage(refusal(&shown, "not deployed", &d, &HandlerSet::default()))
-    })?;
+    let def = parsed
+        .map_err(|d| Failure::usage(refusal(&shown, "not deployed", &d, &HandlerSet::default())))?;
     let text = if is_toml(&args.file) {
         serde_json::to_string(&def).map_err(|e| Failure::usage(e.to_string()))?
     } else {

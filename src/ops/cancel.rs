@@ -321,6 +321,9 @@ mod tests {
         assert_eq!(Verdict::Unknown.words(), "refused: no such instance");
         assert!(Verdict::Incompatible.refused());
         assert_eq!(Verdict::AlreadyCancelled.words(), "already cancelled");
-        assert!(!Verdict::AlreadyCancelled.refused(), "a repeat is a success");
+        assert!(
+            !Verdict::AlreadyCancelled.refused(),
+            "a repeat is a success"
+        );
     }
 }

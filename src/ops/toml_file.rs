@@ -59,7 +59,10 @@ fn suggest(message: &str) -> String {
 /// of it (at most about half its letters changed): the "did you mean" of every name an
 /// operator writes in a file, keys and handler names alike.
 #[must_use]
-pub fn nearest<'a>(unknown: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn nearest<'a>(
+    unknown: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .min_by_key(|c| distance(unknown, c))

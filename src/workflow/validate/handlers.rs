@@ -106,6 +106,7 @@ impl HandlerSet {
                 let handlers = if *n == 1 { "handler" } else { "handlers" };
                 match source {
                     Source::Config(file) => format!("{n} {handlers} from {file}"),
+                    Source::Fleet if *n == 0 => "none registered by the fleet".to_owned(),
                     Source::Fleet => format!("{n} registered by the fleet"),
                     Source::Workload(name) => {
                         format!("{n} {handlers} of the built-in `{name}` workload")
@@ -190,7 +191,11 @@ mod tests {
         assert_eq!(catalog.actions["resize-image"], "1");
         assert_eq!(catalog.actions["charge-card"], "2");
         let upgraded = set.with(Source::Fleet, [("charge-card".to_owned(), v("10.0.0"))]);
-        assert_eq!(upgraded.catalog().actions["charge-card"], "10", "numbers, not text");
+        assert_eq!(
+            upgraded.catalog().actions["charge-card"],
+            "10",
+            "numbers, not text"
+        );
         assert!(catalog.has_event("anything-an-application-publishes"));
         assert!(!catalog.has_action("resize-images"));
     }
