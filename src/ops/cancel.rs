@@ -134,7 +134,7 @@ pub fn cancel(
 /// the keys they run: an instance is cancellable when its key is among them.
 #[derive(Debug, Clone)]
 pub struct Builds {
-    builds: Vec<Build>,
+    each: Vec<Build>,
     definitions: Vec<WorkflowDefinitionRow>,
     keys: CompatSet,
 }
@@ -205,7 +205,7 @@ impl Builds {
             }
         }
         Self {
-            builds,
+            each: builds,
             definitions,
             keys,
         }
@@ -245,7 +245,7 @@ impl Builds {
             })
             .unwrap_or_default();
         let mut shown: Vec<String> = self
-            .builds
+            .each
             .iter()
             .take(BUILDS_SHOWN)
             .map(|build| {
@@ -264,8 +264,8 @@ impl Builds {
                 format!("{versions} ({})", build.by.join(", "))
             })
             .collect();
-        if self.builds.len() > BUILDS_SHOWN {
-            shown.push(format!("{} more", self.builds.len() - BUILDS_SHOWN));
+        if self.each.len() > BUILDS_SHOWN {
+            shown.push(format!("{} more", self.each.len() - BUILDS_SHOWN));
         }
         shown.join("; ")
     }
