@@ -66,8 +66,9 @@ pub struct ValidateArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct HandlerSetArgs {
     /// Judge actions by the handlers of this config (`[handlers.*]`, and the demo
-    /// workload its `[authority]` table names): the file the authorities run with.
-    #[arg(long, env = "LEASEHOLD_CONFIG", value_name = "FILE")]
+    /// workload its `[authority]` table names): the file the authorities run with. Only
+    /// when given here: `LEASEHOLD_CONFIG` may name a file of dashboard knobs alone.
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Judge actions by the handlers of this built-in demo workload too (`default` runs
     /// the shipped definitions in `workflows/`).
@@ -178,9 +179,9 @@ fn require_handlers(shown: &str, set: &HandlerSet, def: &WorkflowDef) -> Result<
     )))
 }
 
-/// The one line of a definition refused for its diagnostics: the first, and how many
-/// more there are.
-fn refusal(shown: &str, verb: &str, diagnostics: &[Diagnostic], set: &HandlerSet) -> String {
+/// The one line of a definition a deploy refuses for its diagnostics: the first, how many
+/// more there are (each is on stdout), and what the actions were judged against.
+fn refusal(shown: &str, diagnostics: &[Diagnostic], set: &HandlerSet) -> String {
     let first = diagnostics.first().map_or_else(String::new, |d| {
         format!(
             ": {} at {}: {}",
@@ -198,7 +199,7 @@ fn refusal(shown: &str, verb: &str, diagnostics: &[Diagnostic], set: &HandlerSet
     } else {
         format!("; {}", set.describe())
     };
-    format!("{shown}: {verb}{first}{more}{judged}")
+    format!("{shown}: not deployed{first}{more}{judged}")
 }
 
 /// `leasehold workflow start`.
@@ -240,8 +241,7 @@ pub fn deploy(args: &WorkflowDeployArgs, out: &mut dyn Write) -> CliResult {
     } else {
         parse_definition(&text)
     };
-    let def = parsed
-        .map_err(|d| Failure::usage(refusal(&shown, "not deployed", &d, &HandlerSet::default())))?;
+    let def = parsed.map_err(|d| Failure::usage(refusal(&shown, &d, &HandlerSet::default())))?;
     let text = if is_toml(&args.file) {
         serde_json::to_string(&def).map_err(|e| Failure::usage(e.to_string()))?
     } else {
@@ -271,12 +271,7 @@ pub fn deploy(args: &WorkflowDeployArgs, out: &mut dyn Write) -> CliResult {
                     cell_max(&d.message, 300)
                 )?;
             }
-            Err(Failure::usage(refusal(
-                &shown,
-                "not deployed",
-                &diagnostics,
-                &set,
-            )))
+            Err(Failure::usage(refusal(&shown, &diagnostics, &set)))
         }
     }
 }
