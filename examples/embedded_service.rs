@@ -145,7 +145,7 @@ async fn place_orders(
         let catalog = Catalog {
             actions: [("reserve-stock".to_owned(), "Reserve stock".to_owned())].into(),
             events: ["payment-confirmed".to_owned()].into(),
-            accept_unknown: false,
+            ..Catalog::default()
         };
         if let Err(diagnostics) = store.deploy_workflow(ORDER_WORKFLOW, &catalog)? {
             return Err(leasehold::Error::Invalid(format!("{diagnostics:?}")));

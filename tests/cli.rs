@@ -38,6 +38,8 @@ mod replay;
 mod schedule;
 #[path = "cli/triage.rs"]
 mod triage;
+#[path = "cli/workflow_sets.rs"]
+mod workflow_sets;
 
 use std::path::Path;
 use std::process::{Command, Output};

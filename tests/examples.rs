@@ -4,7 +4,10 @@
 //! `embedded_service` runs alone (every order charged once and completed) and as three
 //! authorities sharing one SQLite file — two serving, one placing the orders — after which
 //! every order is done, the provider was called once per charge, and `leasehold check`
-//! finds nothing wrong.
+//! finds nothing wrong. `polyglot`'s handlers run work items on three authorities, and its
+//! workflow (`thumbnail.json`, whose steps call those handlers) is validated and deployed
+//! against the example's config, run to completion by authorities given only that config,
+//! and cancelled — twice — from the command line.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -13,6 +16,11 @@ use std::time::{Duration, Instant};
 use leasehold::model::work::WorkFilter;
 use leasehold::model::{InstanceStatus, PageRequest, WorkState};
 use leasehold::store::url::{OpenMode, open};
+
+#[path = "support/mod.rs"]
+mod support;
+
+use support::wait::{wait_until, within};
 
 /// The `leasehold` binary, its rewind witnesses kept out of the home directory.
 fn leasehold_command() -> Command {
@@ -183,9 +191,8 @@ fn cli(args: &[&str]) -> Output {
     leasehold_command().args(args).output().expect("runs")
 }
 
-#[test]
-fn the_polyglot_handlers_run_on_three_authorities() {
-    // The HTTP handler: a Python server on a free port, which it prints first.
+/// The example's HTTP handler: its Python server on a free port, which it prints first.
+fn resize_server() -> (Child, u16) {
     let mut server = Command::new("python3")
         .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/polyglot/resize_server.py"))
         .arg("0")
@@ -200,15 +207,15 @@ fn the_polyglot_handlers_run_on_three_authorities() {
     )
     .expect("the port");
     let port: u16 = first.trim().parse().expect("a port");
-    let example = polyglot_copy(port);
-    let config = example.path().join("handlers.toml").display().to_string();
-    let store = example.path().join("work.db").display().to_string();
-    assert!(cli(&["init", &store]).status.success());
+    (server, port)
+}
 
-    let authorities: Vec<Child> = (1..=3)
+/// `n` authorities (`poly-1` …) over `store`, given only the example's `config`.
+fn polyglot_authorities(store: &str, config: &str, n: usize) -> Vec<Child> {
+    (1..=n)
         .map(|n| {
             leasehold_command()
-                .args(["authority", "--store", &store, "--config", &config])
+                .args(["authority", "--store", store, "--config", config])
                 .args(["--instance", &format!("poly-{n}"), "--lease-ms", "3000"])
                 .args(["--poll-ms", "100", "--log-format", "off"])
                 .stdout(Stdio::null())
@@ -216,7 +223,37 @@ fn the_polyglot_handlers_run_on_three_authorities() {
                 .spawn()
                 .expect("starts")
         })
-        .collect();
+        .collect()
+}
+
+/// Stops each authority with Ctrl-C (a clean stop) and the server, then `leasehold check`
+/// must find nothing wrong in `store`.
+fn stop_and_check(authorities: Vec<Child>, mut server: Child, store: &str) {
+    for authority in authorities {
+        let _ = Command::new("kill")
+            .args(["-INT", &authority.id().to_string()])
+            .status();
+        assert!(finish(authority).status.success());
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    let check = cli(&["check", "--store", store]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+}
+
+#[test]
+fn the_polyglot_handlers_run_on_three_authorities() {
+    let (server, port) = resize_server();
+    let example = polyglot_copy(port);
+    let config = example.path().join("handlers.toml").display().to_string();
+    let store = example.path().join("work.db").display().to_string();
+    assert!(cli(&["init", &store]).status.success());
+
+    let authorities = polyglot_authorities(&store, &config, 3);
     let enqueue = |id: &str, handler: &str, payload: &str| {
         let o = cli(&[
             "work",
@@ -262,14 +299,10 @@ fn the_polyglot_handlers_run_on_three_authorities() {
         .chain((0..4).map(|n| format!("thumb-{n}")))
         .chain(["mail-flaky".into(), "mail-bad".into(), "thumb-bad".into()])
         .collect();
-    let started = Instant::now();
-    while !ids
-        .iter()
-        .all(|id| state(id).is_some_and(WorkState::is_terminal))
-    {
-        assert!(started.elapsed() < DEADLINE, "items did not finish");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until("every item finishes", within(DEADLINE), || {
+        ids.iter()
+            .all(|id| state(id).is_some_and(WorkState::is_terminal))
+    });
     for n in 0..6 {
         let item = opened
             .work(&format!("mail-{n}"))
@@ -296,18 +329,136 @@ fn the_polyglot_handlers_run_on_three_authorities() {
     assert_eq!(result["width"], 128);
     assert_eq!(state("thumb-bad"), Some(WorkState::Failed));
 
-    for authority in authorities {
-        let _ = Command::new("kill")
-            .args(["-INT", &authority.id().to_string()])
-            .status();
-        assert!(finish(authority).status.success());
-    }
-    let _ = server.kill();
-    let _ = server.wait();
-    let check = cli(&["check", "--store", &store]);
+    stop_and_check(authorities, server, &store);
+}
+
+/// The example's workflow, whose steps call the example's handlers: validated against
+/// its config, deployed, and run by authorities given only that config. One instance is
+/// approved (an event) and completes with the thumbnail and the email's receipt; another
+/// is cancelled from the command line with no `--handler-version` while the fleet runs
+/// at the example's versions, and cancelled again (exit 0, "already cancelled"). Neither
+/// the cancelled instance's email nor any second email is sent.
+#[test]
+fn the_polyglot_workflow_runs_end_to_end_and_cancels() {
+    let (server, port) = resize_server();
+    let example = polyglot_copy(port);
+    let config = example.path().join("handlers.toml").display().to_string();
+    let definition = example.path().join("thumbnail.json").display().to_string();
+    let store = example.path().join("work.db").display().to_string();
+    assert!(cli(&["init", &store]).status.success());
+    let ok = |o: Output| -> String {
+        assert!(
+            o.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).expect("utf-8")
+    };
+
+    let validated = ok(cli(&[
+        "workflow",
+        "validate",
+        "--config",
+        &config,
+        &definition,
+    ]));
     assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
+        validated.contains("actions judged against 2 handlers from handlers.toml"),
+        "{validated}"
     );
+    ok(cli(&[
+        "workflow",
+        "deploy",
+        "--store",
+        &store,
+        "--config",
+        &config,
+        &definition,
+    ]));
+
+    let authorities = polyglot_authorities(&store, &config, 2);
+    let opened = open(&store, OpenMode::ReadOnly).expect("opens");
+    wait_until("both authorities register", within(DEADLINE), || {
+        opened
+            .list_authorities(&PageRequest::first(10))
+            .expect("lists")
+            .rows
+            .len()
+            == 2
+    });
+    let start = |image: &str, requester: &str| -> String {
+        let args = serde_json::json!({"image": image, "width": 96, "requester": requester});
+        let started = ok(cli(&[
+            "workflow",
+            "start",
+            "--store",
+            &store,
+            "thumbnail",
+            "--args",
+            &args.to_string(),
+        ]));
+        started.split_whitespace().nth(1).expect("an id").to_owned()
+    };
+    let approved = start("cat.png", "ann@example.com");
+    let dropped = start("dog.png", "bob@example.com");
+    let status = |id: &str| opened.instance(id).expect("reads").expect("exists").status;
+    wait_until(
+        "both thumbnails wait for approval",
+        within(DEADLINE),
+        || {
+            [&approved, &dropped]
+                .iter()
+                .all(|id| status(id) == InstanceStatus::Waiting)
+        },
+    );
+
+    let cancelled = ok(cli(&[
+        "cancel",
+        "--store",
+        &store,
+        &dropped,
+        "--reason",
+        "withdrawn",
+    ]));
+    assert!(
+        cancelled.starts_with(&format!("{dropped} cancelled")),
+        "{cancelled}"
+    );
+    let again = ok(cli(&["cancel", "--store", &store, &dropped]));
+    assert_eq!(
+        again,
+        format!("{dropped} already cancelled: nothing changed\n")
+    );
+
+    ok(cli(&[
+        "event",
+        "--store",
+        &store,
+        "--type",
+        "thumbnail-approved",
+        "--payload",
+        r#"{"image":"cat.png","by":"editor"}"#,
+    ]));
+    wait_until("the approved thumbnail completes", within(DEADLINE), || {
+        status(&approved) == InstanceStatus::Completed
+    });
+    let row = opened.instance(&approved).expect("reads").expect("exists");
+    let (_, state) = leasehold::workflow::engine::decode_state(&row).expect("decodes");
+    let output = state.output.expect("a completed instance has its output");
+    assert_eq!(output["thumb"]["image"], "cat.png", "{output}");
+    assert_eq!(output["thumb"]["width"], 96, "{output}");
+    assert_eq!(output["mail"]["sentTo"], "ann@example.com", "{output}");
+    assert_eq!(status(&dropped), InstanceStatus::Cancelled);
+    let sent: Vec<_> = std::fs::read_dir(example.path().join("outbox"))
+        .expect("the exec handler wrote its outbox")
+        .map(|e| e.expect("an entry").file_name())
+        .collect();
+    assert_eq!(
+        sent.len(),
+        1,
+        "one email, for the approved thumbnail: {sent:?}"
+    );
+
+    stop_and_check(authorities, server, &store);
 }

@@ -14,7 +14,6 @@ use super::Failure;
 use super::live::LiveBuilds;
 use crate::authority::handlers::HandlerVersion;
 use crate::build_key::handler_key;
-use crate::model::CompatSet;
 use crate::store::Store;
 
 /// The `--handler-version` flag of a producer.
@@ -81,17 +80,16 @@ impl HandlerVersionArg {
             .unwrap_or_default())
     }
 
-    /// The keys a one-shot caller runs by, for a check such as cancel: its handlers'
-    /// keys (the built-in handlers at the given or default version) plus the key of each
-    /// deployed definition it has every action handler for.
+    /// The builds a cancel is judged by: the one build running every handler at the
+    /// given version, else the fleet's ([`crate::ops::cancel::Builds`]).
     ///
     /// # Errors
     /// As [`Self::versions`].
-    pub fn caller_keys(&self, store: &Store) -> Result<CompatSet, Failure> {
-        let version = match &self.handler_version {
-            Some(given) => HandlerVersion::parse(given)?,
-            None => HandlerVersion::demo(),
-        };
-        Ok(crate::ops::cancel::caller_keys(store, &version)?)
+    pub fn cancel_builds(&self, store: &Store) -> Result<crate::ops::cancel::Builds, Failure> {
+        use crate::ops::cancel::Builds;
+        Ok(match &self.handler_version {
+            Some(given) => Builds::at_version(store, &HandlerVersion::parse(given)?)?,
+            None => Builds::fleet(store)?,
+        })
     }
 }

@@ -1,8 +1,9 @@
 //! `leasehold history` and `leasehold cancel`: one workflow instance, read or cancelled.
 //!
-//! `cancel` exits 0 when it cancelled the instance, 1 when refused (already completed,
-//! failed or cancelled, or the instance belongs to another build), 2 for an unknown
-//! instance or an unreadable store. Every attempt is recorded in the audit log through
+//! `cancel` exits 0 when it cancelled the instance or it was already cancelled (a
+//! repeat changes nothing and says so), 1 when refused (already completed or failed, or
+//! the instance belongs to another build than the fleet's — the refusal names the builds
+//! checked), 2 for an unknown instance or an unreadable store. Every attempt is recorded in the audit log through
 //! [`crate::ops::cancel`] — the same entry the dashboard writes — with who (the OS account
 //! `name@host`), when, the outcome and the reason; the instance's own history records a
 //! cancel too. `cancel --filter EXPR` cancels every instance the filter matches, page by
@@ -16,11 +17,10 @@ use clap::Args;
 use super::bulk::Target;
 use super::output::{cell, cell_max, json_line};
 use super::{CliResult, Failure, StoreArg};
-use crate::authority::handlers::HandlerVersion;
 use crate::clock::format_instant;
 use crate::error::{Error, Result};
 use crate::ids::check_id;
-use crate::model::{CompatSet, InstanceRow, InstanceStatus, PageRequest};
+use crate::model::{InstanceRow, InstanceStatus, PageRequest};
 use crate::ops::actor::operator;
 use crate::ops::bulk::{Action, Bulk, Fate};
 use crate::ops::cancel::{self as ops, Verdict};
@@ -52,8 +52,9 @@ pub struct CancelArgs {
     /// Why, for the audit log and the instance's history.
     #[arg(long)]
     pub reason: Option<String>,
-    /// The version of the built-in handlers the cancelling operator runs (default 1.0.0):
-    /// an instance only such code may run is cancelled, another is refused.
+    /// Judge as a build running every handler at this version, instead of by the
+    /// versions the fleet registered (the default: an instance one of the fleet's builds
+    /// may run is cancelled, another is refused).
     #[command(flatten)]
     pub version: super::handler_version::HandlerVersionArg,
     /// With `--filter`: one JSON object with the counts.
@@ -117,20 +118,20 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
     }
     let store = args.store.open_writer()?;
     let reason = args.reason.clone().unwrap_or_default();
-    let keys = args.version.caller_keys(&store)?;
+    let builds = args.version.cancel_builds(&store)?;
     let actor = operator();
     let Some(instance) = &args.target.id else {
         let filter = filter.ok_or_else(|| Failure::usage("give an instance id or --filter"))?;
         let bulk = Bulk {
             store: &store,
-            action: CancelMatches { filter, keys },
+            action: CancelMatches { filter, builds },
             filter_text: args.target.filter.as_deref().unwrap_or_default(),
             actor: &actor,
             reason: &reason,
         };
         return super::bulk::run(&bulk, args.target.dry_run, args.target.yes, args.json, out);
     };
-    let verdict = ops::cancel(&store, instance, Some(&keys), &actor, &reason)?;
+    let verdict = ops::cancel(&store, instance, Some(builds.keys()), &actor, &reason)?;
     let id = cell(instance);
     match verdict {
         Verdict::Cancelled => {
@@ -138,6 +139,10 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
                 out,
                 "{id} cancelled: no further steps will run (committed actions and dispatched effects stand)"
             )?;
+            Ok(())
+        }
+        Verdict::AlreadyCancelled => {
+            writeln!(out, "{id} already cancelled: nothing changed")?;
             Ok(())
         }
         Verdict::Finished(status) => Err(Failure::refused(format!(
@@ -148,33 +153,34 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
             id: instance.clone(),
         }
         .into()),
-        Verdict::Incompatible => Err(Failure::refused(format!(
-            "{id} belongs to another build: handlers at {} may not run it, so may not cancel it",
-            cell(
-                args.version
-                    .handler_version
-                    .as_deref()
-                    .unwrap_or(HandlerVersion::DEMO)
-            )
-        ))),
+        Verdict::Incompatible => {
+            let checked = store
+                .instance(instance)?
+                .map(|row| builds.checked(&row))
+                .unwrap_or_default();
+            Err(Failure::refused(format!(
+                "{id} belongs to another build: none of the builds checked may run it, so none may cancel it (checked: {}; --handler-version V judges as another)",
+                cell_max(&checked, 400)
+            )))
+        }
         Verdict::Failed(code) => Err(Failure::refused(format!("{id}: cancel failed: {code}"))),
     }
 }
 
 /// A cancel over the workflow instances a filter matches (`status:`, an id prefix), each
-/// through [`ops::cancel`] (its own transaction and audit entry, as a single cancel), as
-/// the build whose digest is `compat`.
+/// through [`ops::cancel`] (its own transaction and audit entry, as a single cancel),
+/// judged by the same builds as a single cancel.
 struct CancelMatches {
     filter: Filter,
-    /// The keys of the code the operator runs: an instance outside them is refused.
-    keys: CompatSet,
+    /// The builds that may cancel: an instance none of them may run is refused.
+    builds: ops::Builds,
 }
 
 /// A cancel's verdict as a bulk run counts it: an instance already cancelled is skipped.
 fn fate(verdict: &Verdict) -> Fate {
     match verdict {
         Verdict::Cancelled => Fate::Change,
-        Verdict::Finished(status) if status == InstanceStatus::Cancelled.as_str() => Fate::Skip,
+        Verdict::AlreadyCancelled => Fate::Skip,
         refused => Fate::Refuse(refused.words()),
     }
 }
@@ -209,9 +215,11 @@ impl Action for CancelMatches {
     }
 
     fn judge(&self, row: &InstanceRow, _: &Store) -> Fate {
-        fate(&if row.status.is_terminal() {
+        fate(&if row.status == InstanceStatus::Cancelled {
+            Verdict::AlreadyCancelled
+        } else if row.status.is_terminal() {
             Verdict::Finished(row.status.as_str().into())
-        } else if !self.keys.contains(&row.compat) {
+        } else if !self.builds.may_cancel(row) {
             Verdict::Incompatible
         } else {
             Verdict::Cancelled
@@ -224,7 +232,7 @@ impl Action for CancelMatches {
                 Ok(fate(&ops::cancel(
                     store,
                     id,
-                    Some(&self.keys),
+                    Some(self.builds.keys()),
                     actor,
                     reason,
                 )?))

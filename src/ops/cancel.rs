@@ -1,15 +1,27 @@
 //! Cancelling a workflow instance, in one vocabulary for the dashboard and `leasehold
-//! cancel`: when it is offered at all ([`offer`]), what happened ([`Verdict`], in the
-//! same words on screen, on the terminal and in the audit log), and the one function that
-//! does it and records it ([`cancel`]). Every attempt that reaches the store is audited
-//! under [`AUDIT_ACTION`], refusals included, with the operator's reason.
+//! cancel`: when it is offered at all ([`offer`]), who may cancel what ([`Builds`]), what
+//! happened ([`Verdict`], in the same words on screen, on the terminal and in the audit
+//! log), and the one function that does it and records it ([`cancel`]). Every attempt
+//! that reaches the store is audited under [`AUDIT_ACTION`], refusals included, with the
+//! operator's reason.
+//!
+//! A cancel is refused from another build than the instance's. The instance's own key
+//! decides: it carries `workflow_key(fingerprint, versions)` of the definition it pins and
+//! the handler versions it was started for, so it is the fleet's when some build the
+//! registry holds — one authority's registered handler versions — yields that key for
+//! that definition. `--handler-version V` replaces the fleet with one build running every
+//! handler at `V`.
+
+use std::collections::BTreeMap;
 
 use crate::authority::handlers::HandlerVersion;
-use crate::build_key::claim_keys;
+use crate::build_key::{action_handlers, claim_keys};
 use crate::error::{Error, Result};
-use crate::model::{CompatSet, InstanceStatus};
+use crate::model::{CompatSet, InstanceRow, InstanceStatus, WorkflowDefinitionRow};
+use crate::ops::runnable::registered_versions;
 use crate::store::Store;
-use crate::workflow::engine::CancelOutcome;
+use crate::workflow::engine::{CancelOutcome, decode_state};
+use crate::workflow::parse_definition;
 
 /// The audit log's action name for a cancel, from either front end.
 pub const AUDIT_ACTION: &str = "cancel-workflow";
@@ -19,7 +31,10 @@ pub const AUDIT_ACTION: &str = "cancel-workflow";
 pub enum Verdict {
     /// The instance moved to `cancelled`.
     Cancelled,
-    /// Refused: the instance had already finished with this status.
+    /// A repeat: the instance was cancelled before; nothing was written. Cancelling is
+    /// idempotent, so this is a success, not a refusal.
+    AlreadyCancelled,
+    /// Refused: the instance had already finished with this status (completed, failed).
     Finished(String),
     /// Refused: no instance has this id.
     Unknown,
@@ -30,12 +45,14 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// The outcome in words: `cancelled`, `refused: completed`, `refused: no such
-    /// instance`, `refused: incompatible build`, `failed: STORE_UNAVAILABLE`.
+    /// The outcome in words: `cancelled`, `already cancelled`, `refused: completed`,
+    /// `refused: no such instance`, `refused: incompatible build`, `failed:
+    /// STORE_UNAVAILABLE`.
     #[must_use]
     pub fn words(&self) -> String {
         match self {
             Self::Cancelled => "cancelled".into(),
+            Self::AlreadyCancelled => "already cancelled".into(),
             Self::Finished(status) => format!("refused: {status}"),
             Self::Unknown => "refused: no such instance".into(),
             Self::Incompatible => "refused: incompatible build".into(),
@@ -43,10 +60,10 @@ impl Verdict {
         }
     }
 
-    /// Whether the instance was left as it was.
+    /// Whether the cancel was refused (or failed): the instance is not cancelled.
     #[must_use]
     pub fn refused(&self) -> bool {
-        !matches!(self, Self::Cancelled)
+        !matches!(self, Self::Cancelled | Self::AlreadyCancelled)
     }
 }
 
@@ -98,7 +115,7 @@ pub fn cancel(
 ) -> Result<Verdict> {
     let verdict = match store.cancel_workflow(instance, compat, actor, reason) {
         Ok(CancelOutcome::Cancelled) => Verdict::Cancelled,
-        Ok(CancelOutcome::AlreadyCancelled) => Verdict::Finished("cancelled".into()),
+        Ok(CancelOutcome::AlreadyCancelled) => Verdict::AlreadyCancelled,
         Err(Error::AlreadyTerminal { state, .. }) => Verdict::Finished(state),
         Err(Error::NotFound { .. }) => Verdict::Unknown,
         Err(Error::Incompatible { .. }) => Verdict::Incompatible,
@@ -113,17 +130,163 @@ pub fn cancel(
     Ok(verdict)
 }
 
-/// The keys a one-shot caller (the command line, the dashboard) runs by when it checks
-/// a cancel: the built-in handlers at `version` and every deployed definition they run
-/// whole ([`crate::build_key::claim_keys`], as an authority of that code derives them).
-///
-/// # Errors
-/// A store failure.
-pub fn caller_keys(store: &Store, version: &HandlerVersion) -> Result<CompatSet> {
-    let versions = crate::authority::workload::default_workload(0)
-        .at_version(version)
-        .handler_versions();
-    Ok(claim_keys(&versions, &store.deployed_definitions()?))
+/// The builds a one-shot caller (the command line, the dashboard) judges a cancel by, and
+/// the keys they run: an instance is cancellable when its key is among them.
+#[derive(Debug, Clone)]
+pub struct Builds {
+    each: Vec<Build>,
+    definitions: Vec<WorkflowDefinitionRow>,
+    keys: CompatSet,
+}
+
+/// One build: handler versions, and who runs them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Build {
+    versions: BTreeMap<String, HandlerVersion>,
+    /// The registrations that declared exactly these versions, or what the build stands
+    /// for when nobody registered it.
+    by: Vec<String>,
+}
+
+/// The builds shown in a refusal at most, so the line stays one line.
+const BUILDS_SHOWN: usize = 4;
+
+impl Builds {
+    /// The fleet's builds: each distinct set of handler versions the registry holds
+    /// (running, gone or stopped registrations alike — a build does not stop being the
+    /// fleet's because its authorities are down for a restart). A registry that holds none
+    /// is judged by the versions a producer stamps without a fleet (every handler at
+    /// [`HandlerVersion::DEMO`], as `workflow start` does), so the instances started
+    /// before the first authority registered can be cancelled.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn fleet(store: &Store) -> Result<Self> {
+        let definitions = store.deployed_definitions()?;
+        let mut builds: Vec<Build> = Vec::new();
+        for authority in store.registrations()? {
+            let versions = registered_versions(&authority);
+            match builds.iter_mut().find(|b| b.versions == versions) {
+                Some(build) => build.by.push(authority.instance_id),
+                None => builds.push(Build {
+                    versions,
+                    by: vec![authority.instance_id],
+                }),
+            }
+        }
+        if builds.is_empty() {
+            builds.push(Build {
+                versions: every_handler(&definitions, &HandlerVersion::demo()),
+                by: vec!["no authority registered: the producers' default".into()],
+            });
+        }
+        Ok(Self::of(builds, definitions))
+    }
+
+    /// One build that runs every handler at `version` (`--handler-version`): the
+    /// operator's word replaces the fleet's.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn at_version(store: &Store, version: &HandlerVersion) -> Result<Self> {
+        let definitions = store.deployed_definitions()?;
+        let build = Build {
+            versions: every_handler(&definitions, version),
+            by: vec!["--handler-version".into()],
+        };
+        Ok(Self::of(vec![build], definitions))
+    }
+
+    fn of(builds: Vec<Build>, definitions: Vec<WorkflowDefinitionRow>) -> Self {
+        let mut keys = CompatSet::new(std::iter::empty::<String>());
+        for build in &builds {
+            for key in claim_keys(&build.versions, &definitions).iter() {
+                keys.insert(key.to_owned());
+            }
+        }
+        Self {
+            each: builds,
+            definitions,
+            keys,
+        }
+    }
+
+    /// The keys of every build: what [`cancel`] passes the store, which refuses an
+    /// instance whose key is not among them.
+    #[must_use]
+    pub fn keys(&self) -> &CompatSet {
+        &self.keys
+    }
+
+    /// Whether some build yields `instance`'s key for the definition it pins.
+    #[must_use]
+    pub fn may_cancel(&self, instance: &InstanceRow) -> bool {
+        self.keys.contains(&instance.compat)
+    }
+
+    /// The builds checked, as the refusal of `instance` shows them: each build's versions
+    /// of the handlers its definition needs, and who runs them — `resize-image 2.0.0,
+    /// send-email 2.0.0 (poly-1, poly-2)`.
+    #[must_use]
+    pub fn checked(&self, instance: &InstanceRow) -> String {
+        let needed: Vec<String> = decode_state(instance)
+            .ok()
+            .and_then(|(fingerprint, _)| {
+                self.definitions
+                    .iter()
+                    .find(|row| row.fingerprint == fingerprint)
+            })
+            .and_then(|row| parse_definition(&row.definition).ok())
+            .map(|def| {
+                action_handlers(&def)
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut shown: Vec<String> = self
+            .each
+            .iter()
+            .take(BUILDS_SHOWN)
+            .map(|build| {
+                let versions: Vec<String> = needed
+                    .iter()
+                    .map(|h| match build.versions.get(h) {
+                        Some(v) => format!("{h} {v}"),
+                        None => format!("{h} missing"),
+                    })
+                    .collect();
+                let versions = if versions.is_empty() {
+                    "no handler of its definition".to_owned()
+                } else {
+                    versions.join(", ")
+                };
+                format!("{versions} ({})", build.by.join(", "))
+            })
+            .collect();
+        if self.each.len() > BUILDS_SHOWN {
+            shown.push(format!("{} more", self.each.len() - BUILDS_SHOWN));
+        }
+        shown.join("; ")
+    }
+}
+
+/// Every handler the deployed `definitions` need, at `version`.
+fn every_handler(
+    definitions: &[WorkflowDefinitionRow],
+    version: &HandlerVersion,
+) -> BTreeMap<String, HandlerVersion> {
+    definitions
+        .iter()
+        .filter_map(|row| parse_definition(&row.definition).ok())
+        .flat_map(|def| {
+            action_handlers(&def)
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .map(|name| (name, version.clone()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -157,5 +320,10 @@ mod tests {
         );
         assert_eq!(Verdict::Unknown.words(), "refused: no such instance");
         assert!(Verdict::Incompatible.refused());
+        assert_eq!(Verdict::AlreadyCancelled.words(), "already cancelled");
+        assert!(
+            !Verdict::AlreadyCancelled.refused(),
+            "a repeat is a success"
+        );
     }
 }

@@ -35,6 +35,11 @@ pub struct Restart {
     pub claims: Vec<ReleasedClaim>,
 }
 
+/// Registrations read per page by [`Store::registrations`], and at most in all: the
+/// registry is small, and the bound keeps a store full of stale rows cheap to read.
+const REGISTRATIONS_PAGE: usize = 500;
+pub const REGISTRATIONS_READ: usize = 10_000;
+
 /// Audit entries read per page while looking for an earlier forget.
 const AUDIT_PAGE: usize = 500;
 
@@ -105,6 +110,30 @@ impl Store {
             tx.put_authority(authority)?;
             Ok(restart)
         })
+    }
+
+    /// Every registration the registry holds — running, gone or stopped alike, since a
+    /// registration stays until `authority forget` removes it — read in pages and bounded
+    /// at [`REGISTRATIONS_READ`] rows: what the fleet has declared it runs (each row's
+    /// handlers and versions, [`crate::ops::runnable::registered_versions`]), for the
+    /// readers that judge by the fleet's builds rather than by who is live this second
+    /// (workflow validation and deploy, cancel).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn registrations(&self) -> Result<Vec<Authority>> {
+        let mut all = Vec::new();
+        let mut page = PageRequest::first(REGISTRATIONS_PAGE);
+        while all.len() < REGISTRATIONS_READ {
+            let rows = self.list_authorities(&page)?;
+            all.extend(rows.rows);
+            match rows.next {
+                Some(next) => page = PageRequest::after(next, REGISTRATIONS_PAGE),
+                None => break,
+            }
+        }
+        all.truncate(REGISTRATIONS_READ);
+        Ok(all)
     }
 
     /// Records a heartbeat (or, with `stopped`, a clean stop) for `incarnation`.

@@ -16,7 +16,6 @@ use super::snapshot;
 use super::theme::{Theme, ThemeSet};
 use super::tour_driver::TourDriver;
 use super::views;
-use crate::authority::handlers::HandlerVersion;
 use crate::clock::Millis;
 use crate::cluster::control::ClusterControl;
 use crate::ops::cancel;
@@ -61,12 +60,20 @@ pub fn execute(
 ) -> Option<Action> {
     match command {
         Command::Cancel { instance, reason } => {
-            // The dashboard runs the built-in handlers at their own version: it may cancel
-            // what that code may run, and is refused the rest, as `leasehold cancel` is.
-            let cancelled = cancel::caller_keys(store, &HandlerVersion::demo())
-                .and_then(|keys| cancel::cancel(store, instance, Some(&keys), actor, reason));
+            // Judged by the fleet's registered builds, as `leasehold cancel` without
+            // `--handler-version` is; a refusal for another build says which were checked.
+            let cancelled = cancel::Builds::fleet(store).and_then(|builds| {
+                let verdict = cancel::cancel(store, instance, Some(builds.keys()), actor, reason)?;
+                let checked = match verdict {
+                    cancel::Verdict::Incompatible => store
+                        .instance(instance)?
+                        .map(|row| format!(" (checked: {})", builds.checked(&row))),
+                    _ => None,
+                };
+                Ok((verdict, checked.unwrap_or_default()))
+            });
             let (message, refused) = match cancelled {
-                Ok(verdict) => (verdict.words(), verdict.refused()),
+                Ok((verdict, checked)) => (verdict.words() + &checked, verdict.refused()),
                 Err(e) => (format!("failed: {e}"), true),
             };
             Some(Action::Done(Done::Acted {

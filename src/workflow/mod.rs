@@ -39,4 +39,5 @@ pub use machine::{
     apply, start,
 };
 pub mod engine;
+pub use validate::handlers::HandlerSet;
 pub use validate::{Catalog, Diagnostic, codes, validate, validate_text};

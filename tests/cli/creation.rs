@@ -133,7 +133,15 @@ fn init_creates_once_and_then_the_writers_work() {
     let event = leasehold(&["event", "--store", &path, "--type", "paid"]);
     assert_eq!(code(&event), 0, "{event:?}");
     assert!(stdout(&event).starts_with("unidentified seq "), "{event:?}");
-    let deploy = leasehold(&["workflow", "deploy", "--store", &path, &workflow_file()]);
+    let deploy = leasehold(&[
+        "workflow",
+        "deploy",
+        "--store",
+        &path,
+        "--workload",
+        "default",
+        &workflow_file(),
+    ]);
     assert_eq!(code(&deploy), 0, "{deploy:?}");
     let events = leasehold(&["inspect", "--store", &path, "events", "--json"]);
     assert_eq!(stdout(&events).lines().count(), 1, "{events:?}");

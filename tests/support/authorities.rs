@@ -192,6 +192,32 @@ impl Drop for Authorities {
     }
 }
 
+/// The registration an authority running `handlers` (name, version) writes, beating at
+/// `heartbeat_at` on a 30 s lease: for the tests that plant a fleet in the registry
+/// without running one.
+pub fn registration(
+    id: &str,
+    handlers: &[(&str, &str)],
+    heartbeat_at: leasehold::clock::Millis,
+) -> leasehold::model::Authority {
+    let handlers: serde_json::Map<String, serde_json::Value> = handlers
+        .iter()
+        .map(|(name, version)| ((*name).to_owned(), (*version).into()))
+        .collect();
+    leasehold::model::Authority {
+        instance_id: id.into(),
+        compat: "label".into(),
+        build: "v1".into(),
+        config: serde_json::json!({"leaseDurationMs": 30_000, "handlers": handlers}).to_string(),
+        started_at: heartbeat_at,
+        heartbeat_at,
+        stopped_at: None,
+        host: "host-1".into(),
+        pid: 42,
+        published: leasehold::model::Published::default(),
+    }
+}
+
 /// The handler of the effects [`enqueue`] adds (the default workload has it).
 pub const HANDLER: &str = "send-email";
 

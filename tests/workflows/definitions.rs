@@ -32,7 +32,7 @@ pub fn catalog_for(definition: &Value) -> Catalog {
     Catalog {
         actions,
         events,
-        accept_unknown: false,
+        ..Catalog::default()
     }
 }
 

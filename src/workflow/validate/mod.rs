@@ -14,6 +14,7 @@ use super::def::{StepKind, WorkflowDef, parse_definition};
 use super::expr::{EVENT, Expr, PRINCIPAL, is_nondeterministic_name};
 
 pub mod codes;
+pub mod handlers;
 
 /// One problem in a definition. `path` locates it (`steps[2].next`,
 /// `steps[0].arguments.orderId.eq[1]`, `entry`, `bindings[1].producedBy`).
@@ -52,11 +53,15 @@ impl fmt::Display for Diagnostic {
 }
 
 /// What the runtime can execute: registered action handlers (name → handler semantic
-/// version, which the fingerprint covers) and known event types.
+/// version, which the fingerprint covers) and known event types. An application's is
+/// built from its handler set ([`handlers::HandlerSet::catalog`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Catalog {
     pub actions: BTreeMap<String, String>,
     pub events: BTreeSet<String>,
+    /// Accept any event type: nothing registers the types an application publishes, so
+    /// a catalog built from its handlers cannot check them.
+    pub any_event: bool,
     /// Accept any action / event name (validating a file with no runtime at hand).
     pub accept_unknown: bool,
 }
@@ -88,6 +93,7 @@ impl Catalog {
                 .map(|a| ((*a).to_string(), "1".to_string()))
                 .collect(),
             events: std::iter::once("payment-received".to_string()).collect(),
+            any_event: false,
             accept_unknown: false,
         }
     }
@@ -99,7 +105,7 @@ impl Catalog {
 
     #[must_use]
     pub fn has_event(&self, name: &str) -> bool {
-        self.accept_unknown || self.events.contains(name)
+        self.accept_unknown || self.any_event || self.events.contains(name)
     }
 }
 
@@ -271,7 +277,17 @@ impl<'a> Validator<'a> {
         match kind {
             StepKind::Action(a) => {
                 if !catalog.has_action(&a.action) {
-                    let msg = format!("no action handler `{}` is registered", a.action);
+                    let near = crate::ops::toml_file::nearest(
+                        &a.action,
+                        catalog.actions.keys().map(String::as_str),
+                    );
+                    let msg = match near {
+                        Some(near) => format!(
+                            "no handler `{}` in the handler set (did you mean `{near}`?)",
+                            a.action
+                        ),
+                        None => format!("no handler `{}` in the handler set", a.action),
+                    };
                     self.push(
                         codes::WORKFLOW_ACTION_NOT_FOUND,
                         at("action"),

@@ -138,6 +138,38 @@ fn workflow_action_not_found() {
     assert!(validate(&def, &Catalog::permissive()).is_empty());
 }
 
+/// A misspelt action names the nearest handler of the set it was judged against; one
+/// nothing resembles names none.
+#[test]
+fn a_missing_action_names_the_nearest_handler() {
+    let set = handlers::HandlerSet::default().with(
+        handlers::Source::Config("handlers.toml".into()),
+        ["resize-image", "send-email"].map(|name| {
+            (
+                name.to_owned(),
+                crate::authority::handlers::HandlerVersion::demo(),
+            )
+        }),
+    );
+    let message = |action: &str| {
+        let mut v = base();
+        v["steps"][0]["action"] = json!(action);
+        let def = WorkflowDef::from_value(v).unwrap();
+        let diags = validate(&def, &set.catalog());
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert_eq!(diags[0].code, codes::WORKFLOW_ACTION_NOT_FOUND);
+        diags[0].message.clone()
+    };
+    assert_eq!(
+        message("resize-images"),
+        "no handler `resize-images` in the handler set (did you mean `resize-image`?)"
+    );
+    assert_eq!(
+        message("charge-card"),
+        "no handler `charge-card` in the handler set"
+    );
+}
+
 #[test]
 fn workflow_event_not_found() {
     assert_eq!(
