@@ -1482,8 +1482,9 @@ fn actions_open_a_write_handle_only_when_they_run() {
             .unwrap()
             .unwrap();
         let inputs = args(&[("recipient", json!("ops")), ("message", json!("hi"))]);
+        let versions = support::actions_at_demo(&store, "reminder");
         store
-            .start_workflow("reminder", inputs, "alice", None, support::send_email_key())
+            .start_workflow("reminder", inputs, "alice", None, versions)
             .unwrap()
             .instance_id
     };
