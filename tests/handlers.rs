@@ -690,6 +690,11 @@ fn bad_config_files_are_refused_in_one_line_before_anything_starts() {
         ),
         ("[handlers.a\nversion = 1\n".into(), ":1: ", ""),
         ("[handlers]\n".into(), ":1: handlers: ", "no handler is configured"),
+        (
+            "[authority]\nlease = \"30s\"\n".into(),
+            ": names no handler",
+            "[handlers.NAME]",
+        ),
     ];
     for (i, (text, place, why)) in cases.iter().enumerate() {
         let path = dir.path().join(format!("bad{i}.toml"));

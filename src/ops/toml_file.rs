@@ -46,17 +46,27 @@ fn suggest(message: &str) -> String {
         return message.to_owned();
     };
     let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
-    match candidates
-        .iter()
-        .min_by_key(|c| distance(unknown, c))
-        .filter(|c| distance(unknown, c) <= unknown.len().max(c.len()) / 2 + 1)
-    {
+    match nearest(unknown, candidates.iter().copied()) {
         Some(near) => format!(
             "unknown key `{unknown}` (did you mean `{near}`? valid: {})",
             candidates.join(", ")
         ),
         None => format!("unknown key `{unknown}` (valid: {})", candidates.join(", ")),
     }
+}
+
+/// The candidate nearest to `unknown`, when one is near enough to be a likely misspelling
+/// of it (at most about half its letters changed): the "did you mean" of every name an
+/// operator writes in a file, keys and handler names alike.
+#[must_use]
+pub fn nearest<'a>(
+    unknown: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .min_by_key(|c| distance(unknown, c))
+        .filter(|c| distance(unknown, c) <= unknown.len().max(c.len()) / 2 + 1)
 }
 
 /// Edit distance between two short keys.
