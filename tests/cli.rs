@@ -28,6 +28,8 @@ mod damaged;
 mod enqueue;
 #[path = "cli/exact_numbers.rs"]
 mod exact_numbers;
+#[path = "cli/handler_set.rs"]
+mod handler_set;
 #[path = "cli/install.rs"]
 mod install;
 #[path = "cli/release.rs"]
@@ -1312,6 +1314,8 @@ fn the_authority_binary_logs_items_and_its_final_counters() {
                 &store,
                 "--instance",
                 "solo",
+                "--workload",
+                "default",
                 "--poll-ms",
                 "50",
                 "--log-format",
@@ -1366,6 +1370,16 @@ fn the_authority_binary_logs_items_and_its_final_counters() {
         let started = line("started");
         assert_eq!(field(&started, "instance"), "solo");
         assert_eq!(field(&started, "build"), "v1");
+        // It says the demo handlers run, and which, each at its version.
+        assert_eq!(field(&started, "workload"), "default");
+        let handlers = field(&started, "handlers");
+        for handler in [
+            "charge-card@1.0.0",
+            "send-email@1.0.0",
+            "schedule-tick@1.0.0",
+        ] {
+            assert!(handlers.split(',').any(|h| h == handler), "{handlers}");
+        }
         let completed = line("completed");
         let id = field(&completed, "item");
         let read = leasehold::store::url::open(&store, OpenMode::ReadOnly).unwrap();

@@ -517,6 +517,62 @@ fn an_item_without_a_handler_stays_pending(h: &dyn Harness) {
     assert!(orphan.last_failure.is_none(), "{orphan:?}");
 }
 
+/// An embedded authority runs only the handlers the application registers: with none it
+/// refuses to start (it never falls back on the built-in demo handlers), as it does with
+/// a handler limit on a handler it does not register, naming the nearest one; either
+/// way nothing is registered in the store. The runtime entry refuses the same.
+#[test]
+fn an_embedded_authority_without_handlers_refuses_to_start() {
+    let h = support::memory();
+    let store = h.store();
+    enqueue(&store, "e1", "send-email", json!({}));
+    let rt = runtime();
+    let bare = rt
+        .block_on(Authority::builder(store.clone(), config("bare")).start())
+        .expect_err("no handler");
+    assert_eq!(bare.code(), "INVALID");
+    assert!(
+        bare.to_string().contains("bare has no handler registered"),
+        "{bare}"
+    );
+    let limited = rt
+        .block_on(
+            Authority::builder(
+                store.clone(),
+                config("limited").with_handler_limit("chrage", 1),
+            )
+            .handler("charge", "1.0.0", |_: Attempt| async {
+                HandlerOutcome::Succeeded(None)
+            })
+            .start(),
+        )
+        .expect_err("a limit on no handler");
+    assert!(
+        limited.to_string().contains(
+            "handlerLimits.chrage: no handler \"chrage\" runs here (did you mean \"charge\"?)"
+        ),
+        "{limited}"
+    );
+    let empty = leasehold::authority::handlers::Workload::new("empty", 0);
+    let direct = rt
+        .block_on(leasehold::authority::run_authority(
+            store.clone(),
+            config("direct"),
+            empty,
+            None,
+            async {},
+        ))
+        .expect_err("no handler");
+    assert_eq!(direct.code(), "INVALID");
+    let registered = store
+        .list_authorities(&PageRequest::first(100))
+        .expect("reads")
+        .rows;
+    assert!(registered.is_empty(), "{registered:?}");
+    let e1 = store.work("e1").expect("reads").expect("exists");
+    assert_eq!((e1.state, e1.generation), (WorkState::Pending, 0));
+}
+
 /// An instance whose action no authority here has a handler for is never claimed by one
 /// that lacks it (its key needs every action's handler), however often it polls, and an
 /// authority with the handler then runs it.

@@ -1,8 +1,9 @@
 //! Handlers from any language: `exec` commands and `http` endpoints named in a handler
 //! config file, run by an authority like any async handler. For each kind: success (what
 //! the handler saw is what the store holds), a retryable failure whose `delayMs` holds the
-//! retry back, a terminal failure, a timeout, a crash or a refused connection, and the stop
-//! on a lost lease (SIGTERM to the command, a dropped connection to the server). Then: an
+//! retry back, a terminal failure, no answer (a `BAD_ANSWER` unless the file's
+//! `require_answer = false` accepts it), a timeout, a crash or a refused connection, and
+//! the stop on a lost lease (SIGTERM to the command, a dropped connection to the server). Then: an
 //! item whose handler the file does not name stays pending; bad config files are refused in
 //! one line naming the file, line and key, with nothing written; and two real
 //! `leasehold authority --config` processes, one killed with SIGKILL mid-handler, finish
@@ -93,10 +94,15 @@ impl World {
 
     /// A config with the exec fixture as handler `mail`.
     fn exec_config(&self, timeout: &str, kill_grace: &str) -> PathBuf {
+        self.exec_config_with(timeout, kill_grace, "")
+    }
+
+    /// [`Self::exec_config`] with `extra` lines in the handler's table.
+    fn exec_config_with(&self, timeout: &str, kill_grace: &str, extra: &str) -> PathBuf {
         self.config(&format!(
             "[handlers.mail]\nversion = \"1.2.0\"\nexec = [\"python3\", {script:?}]\n\
              timeout = {timeout:?}\nkill_grace = {kill_grace:?}\n\
-             env = {{ LEASEHOLD_TEST_JOURNAL = {journal:?} }}\n",
+             env = {{ LEASEHOLD_TEST_JOURNAL = {journal:?} }}\n{extra}",
             script = fixture("exec_handler.py").display().to_string(),
             journal = self.path("journal").display().to_string(),
         ))
@@ -104,8 +110,13 @@ impl World {
 
     /// A config with `url` as handler `charge`.
     fn http_config(&self, url: &str, timeout: &str) -> PathBuf {
+        self.http_config_with(url, timeout, "")
+    }
+
+    /// [`Self::http_config`] with `extra` lines in the handler's table.
+    fn http_config_with(&self, url: &str, timeout: &str, extra: &str) -> PathBuf {
         self.config(&format!(
-            "[handlers.charge]\nversion = \"2.0.0\"\nhttp = {url:?}\ntimeout = {timeout:?}\n"
+            "[handlers.charge]\nversion = \"2.0.0\"\nhttp = {url:?}\ntimeout = {timeout:?}\n{extra}"
         ))
     }
 
@@ -264,8 +275,6 @@ fn exec_success_answers_with_the_attempt_the_store_holds() {
         json!({ "mode": "ok", "to": "ann@example.com" }),
     );
     let done = w.wait_state("e1", WorkState::Succeeded);
-    w.enqueue("e2", "mail", json!({ "mode": "silent" }));
-    let silent = w.wait_state("e2", WorkState::Succeeded);
     w.stop(authority);
 
     let result: Value = serde_json::from_str(done.result.as_deref().unwrap()).unwrap();
@@ -273,7 +282,6 @@ fn exec_success_answers_with_the_attempt_the_store_holds() {
         result,
         json!({ "key": done.idempotency_key, "attempt": 1, "checkpoint": null })
     );
-    assert_eq!(silent.result, None, "exit 0 without an answer is ok(null)");
     let seen = &w.journal()[0];
     for (field, expected) in [
         ("workId", json!(done.id)),
@@ -290,6 +298,36 @@ fn exec_success_answers_with_the_attempt_the_store_holds() {
         assert_eq!(seen[field], expected, "{field}");
     }
     assert_eq!(seen["payload"]["to"], "ann@example.com");
+}
+
+/// A command that exits 0 without an answer — silent, or printing only lines that are
+/// not one — is a retryable `BAD_ANSWER`, not a success with no result; a handler whose
+/// table says `require_answer = false` succeeds that way, with no result.
+#[test]
+fn exec_without_an_answer_is_a_bad_answer_unless_the_file_allows_it() {
+    let w = World::new();
+    let authority = w.start(&w.exec_config("60s", "5s"));
+    w.enqueue("silent", "mail", json!({ "mode": "silent" }));
+    w.enqueue("garbage", "mail", json!({ "mode": "garbage" }));
+    for id in ["silent", "garbage"] {
+        let (class, code, message) = failure(&w.wait_state(id, WorkState::Retry));
+        assert_eq!(
+            (class, code.as_str()),
+            (FailureClass::Retryable, "BAD_ANSWER")
+        );
+        assert!(
+            message.contains("exited 0 without printing an answer"),
+            "{message}"
+        );
+        assert!(message.contains("require_answer = false"), "{message}");
+    }
+    w.stop(authority);
+
+    let authority = w.start(&w.exec_config_with("60s", "5s", "require_answer = false\n"));
+    w.enqueue("quiet", "mail", json!({ "mode": "silent" }));
+    let quiet = w.wait_state("quiet", WorkState::Succeeded);
+    w.stop(authority);
+    assert_eq!(quiet.result, None, "exit 0 without an answer is ok(null)");
 }
 
 /// `{"retry": {"delayMs": N}}` is not retried before N, though the backoff is shorter.
@@ -468,8 +506,9 @@ fn http_success_posts_the_attempt_and_reuses_the_connection() {
     let authority = w.start(&w.http_config(&server.url(), "60s"));
     w.enqueue("h1", "charge", json!({ "mode": "ok", "amount": 12 }));
     let first = w.wait_state("h1", WorkState::Succeeded);
+    // A 204 is no answer: a handler that never ran could have been answered so by a proxy.
     w.enqueue("h2", "charge", json!({ "mode": "empty" }));
-    let second = w.wait_state("h2", WorkState::Succeeded);
+    let second = w.wait_state("h2", WorkState::Retry);
     w.stop(authority);
 
     let result: Value = serde_json::from_str(first.result.as_deref().unwrap()).unwrap();
@@ -477,7 +516,15 @@ fn http_success_posts_the_attempt_and_reuses_the_connection() {
         result,
         json!({ "key": first.idempotency_key, "attempt": 1 })
     );
-    assert_eq!(second.result, None, "204 without a body is ok(null)");
+    let (class, code, message) = failure(&second);
+    assert_eq!(
+        (class, code.as_str()),
+        (FailureClass::Retryable, "BAD_ANSWER")
+    );
+    assert!(
+        message.contains("204 response with an empty body"),
+        "{message}"
+    );
     let seen = w.journal();
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[0]["idempotencyKey"], json!(first.idempotency_key));
@@ -497,6 +544,16 @@ fn http_success_posts_the_attempt_and_reuses_the_connection() {
     assert_eq!(
         seen[0]["clientPort"], seen[1]["clientPort"],
         "the second request went over the first one's connection"
+    );
+
+    let quiet = w.http_config_with(&server.url(), "60s", "require_answer = false\n");
+    let authority = w.start(&quiet);
+    w.enqueue("h3", "charge", json!({ "mode": "empty" }));
+    let third = w.wait_state("h3", WorkState::Succeeded);
+    w.stop(authority);
+    assert_eq!(
+        third.result, None,
+        "with require_answer off, 204 is ok(null)"
     );
 }
 
@@ -688,8 +745,18 @@ fn bad_config_files_are_refused_in_one_line_before_anything_starts() {
             ":3: handlers.a.exec: ",
             "invalid type",
         ),
+        (
+            "[handlers.a]\nversion = \"1.0.0\"\nhttp = \"http://127.0.0.1:1/\"\nrequire_answer = \"no\"\n".into(),
+            ":4: handlers.a.require_answer: ",
+            "invalid type",
+        ),
         ("[handlers.a\nversion = 1\n".into(), ":1: ", ""),
         ("[handlers]\n".into(), ":1: handlers: ", "no handler is configured"),
+        (
+            "[authority]\nlease = \"30s\"\n".into(),
+            ": names no handler",
+            "[handlers.NAME]",
+        ),
     ];
     for (i, (text, place, why)) in cases.iter().enumerate() {
         let path = dir.path().join(format!("bad{i}.toml"));

@@ -990,7 +990,15 @@ fn writers_never_create_the_schema_and_init_does_once() {
     let url = db.url();
     for args in [
         vec!["event", "--store", url, "--type", "paid"],
-        vec!["authority", "--store", url, "--instance", "typo"],
+        vec![
+            "authority",
+            "--store",
+            url,
+            "--instance",
+            "typo",
+            "--workload",
+            "default",
+        ],
         vec!["workflow", "start", "--store", url, "reminder"],
     ] {
         let o = leasehold(&args);

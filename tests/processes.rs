@@ -590,7 +590,15 @@ fn a_store_rewound_under_a_running_authority_stops_it_and_a_restart_is_refused()
             std::thread::sleep(Duration::from_millis(50));
         }
     };
-    let refused = leasehold(&["authority", "--store", &url, "--instance", "a2"]);
+    let refused = leasehold(&[
+        "authority",
+        "--store",
+        &url,
+        "--instance",
+        "a2",
+        "--workload",
+        "default",
+    ]);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("STORE_REWOUND"), "{stderr}");

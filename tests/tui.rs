@@ -899,7 +899,7 @@ fn pages_through_the_store_with_keyset_paging() {
         .map(|r| r.cells[2].text.clone())
         .collect();
     assert!(
-        !states.is_empty() && states.iter().all(|s| s == "failed"),
+        !states.is_empty() && states.iter().all(|s| s == "failed (terminal)"),
         "{states:?}"
     );
     h.press('x');

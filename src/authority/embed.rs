@@ -115,20 +115,17 @@ impl AuthorityBuilder {
     /// Registers the authority and starts it on the current tokio runtime.
     ///
     /// # Errors
-    /// `INVALID` for an unsafe config, a bad handler name or version, or no handler at
-    /// all; `INSTANCE_IN_USE` while another start of the same instance id runs; a store
+    /// `INVALID` for an unsafe config, a bad handler name or version, no handler at all
+    /// (an embedded authority never runs handlers it was not given), or a handler limit on
+    /// a handler not registered; `INSTANCE_IN_USE` while another start of the same instance id runs; a store
     /// failure registering. Must be called inside a tokio runtime.
     pub async fn start(self) -> Result<Authority> {
         if let Some(refused) = self.refused {
             return Err(refused);
         }
         self.config.validate()?;
-        if self.workload.names().next().is_none() {
-            return Err(Error::Invalid(format!(
-                "authority {} has no handler registered",
-                self.config.instance_id
-            )));
-        }
+        // Checked here too, not only by the runtime: no task is spawned for it.
+        self.workload.check_runs(&self.config)?;
         let health = self.options.health.clone();
         let instance_id = self.config.instance_id.clone();
         let versions = self.workload.handler_versions();

@@ -56,7 +56,8 @@ pub struct RunOptions {
 /// its counters. Logs through the default `tracing` subscriber.
 ///
 /// # Errors
-/// `INVALID` for an unsafe config or an exec log that cannot be opened; a store failure
+/// `INVALID` for an unsafe config, no handler at all, a handler limit on a handler the
+/// workload does not register, or an exec log that cannot be opened; a store failure
 /// registering at start-up or recording the stop. Store failures while running are logged
 /// and retried, except a store that cannot be trusted (`STORE_CORRUPT`, `STORE_REWOUND`):
 /// the authority stops claiming, logs it, stops as on shutdown and returns that error.
@@ -91,6 +92,8 @@ pub async fn run_authority_with(
     options: RunOptions,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Stats> {
+    // Before anything is written: an authority with nothing to run does not register.
+    workload.check_runs(&config)?;
     // Every worker, the poller and the renewer may call the store at once.
     store.fit_concurrency(config.worker_concurrency + 2);
     let mut core = AuthorityCore::new(store, config, workload, Pace::Real)?;
@@ -132,6 +135,9 @@ pub async fn run_authority_with(
             build = cfg.build.as_str(),
             store = %core.store().describe(),
             compat = core.compat(),
+            // What it runs, so a demo set started by mistake is seen at once.
+            workload = core.workload().demo_name(),
+            handlers = core.workload().summary().as_str(),
             "leaseMs" = cfg.lease_duration_ms,
             "renewMs" = cfg.renew_interval_ms,
             "pollMs" = cfg.poll_interval_ms,

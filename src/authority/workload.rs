@@ -327,7 +327,7 @@ pub fn named(name: &str, seed: u64) -> Result<Workload> {
     if name == NOOP_HANDLER {
         // It never blocks, so it is an async handler, as a peer's no-op job is: it runs on
         // the runtime's workers, not on the blocking pool.
-        let mut workload = Workload::new(name, seed);
+        let mut workload = Workload::demo(name, seed);
         workload.register_async(
             NOOP_HANDLER,
             HandlerVersion::demo(),
@@ -338,13 +338,13 @@ pub fn named(name: &str, seed: u64) -> Result<Workload> {
     if name == NOOP_BLOCKING_WORKLOAD {
         // The same no-op, run the way an application's synchronous handlers run.
         return Ok(
-            Workload::new(name, seed).with(NOOP_HANDLER, |_: &AttemptContext| {
+            Workload::demo(name, seed).with(NOOP_HANDLER, |_: &AttemptContext| {
                 HandlerOutcome::Succeeded(None)
             }),
         );
     }
     let profile = Profile::named(name)?;
-    let mut workload = Workload::new(name, seed);
+    let mut workload = Workload::demo(name, seed);
     for (handler, demo) in base_handlers() {
         workload.register(handler, std::sync::Arc::new(demo.scaled(profile)));
     }
@@ -354,7 +354,7 @@ pub fn named(name: &str, seed: u64) -> Result<Workload> {
 /// The `default` workload.
 #[must_use]
 pub fn default_workload(seed: u64) -> Workload {
-    named("default", seed).unwrap_or_else(|_| Workload::new("default", seed))
+    named("default", seed).unwrap_or_else(|_| Workload::demo("default", seed))
 }
 
 #[cfg(test)]

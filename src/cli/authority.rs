@@ -54,7 +54,8 @@ pub struct AuthorityArgs {
     /// decides nothing: which work this authority claims follows its handlers' versions.
     #[arg(long, env = "LEASEHOLD_BUILD")]
     pub build: Option<String>,
-    /// The built-in demo handler set to register (`default` when no handler is configured).
+    /// Run a built-in demo handler set (`default`, `fast`, `slow`, `chaos`, `noop`): only
+    /// when named here or as `workload` in the config file, never by default.
     #[arg(long, env = "LEASEHOLD_WORKLOAD")]
     pub workload: Option<String>,
     /// Run every built-in demo handler at this semantic version (default 1.0.0): a new
@@ -182,7 +183,7 @@ async fn shutdown_signal() {
 }
 
 /// The handlers to register: the demo set `--workload` names, then the config file's over
-/// it; the `default` demo set when neither is given.
+/// it.
 fn handlers(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<Workload, Failure> {
     let version = args
         .handler_version
@@ -190,23 +191,50 @@ fn handlers(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<Workloa
         .map(HandlerVersion::parse)
         .transpose()?
         .unwrap_or_else(HandlerVersion::demo);
-    let demo = |name: &str| workload::named(name, args.seed).map(|w| w.at_version(&version));
-    let workload = args
-        .workload
-        .clone()
-        .or_else(|| settings.and_then(|s| s.authority.workload.clone()));
+    handler_set(args.workload.as_deref(), &version, args.seed, settings)
+}
+
+/// The handlers an authority runs: the built-in demo set `demo_set` names (else the one
+/// the file's `[authority]` names) at `version`, with the file's handlers over it. The
+/// demo set runs only when named: an application's authority never runs handlers it was
+/// not given, so no handler at all is refused, saying how to give them.
+///
+/// # Errors
+/// No handler (exit 2), an unknown demo set.
+pub(super) fn handler_set(
+    demo_set: Option<&str>,
+    version: &HandlerVersion,
+    seed: u64,
+    settings: Option<&Settings>,
+) -> Result<Workload, Failure> {
+    let demo = |name: &str| workload::named(name, seed).map(|w| w.at_version(version));
+    let named = demo_set.or_else(|| settings.and_then(|s| s.authority.workload.as_deref()));
     let configured = settings
         .map(|s| s.handlers.workload())
         .filter(|w| w.names().next().is_some());
-    Ok(match (configured, workload) {
-        (None, name) => demo(name.as_deref().unwrap_or("default"))?,
+    Ok(match (configured, named) {
+        (None, None) => return Err(no_handler(settings)),
+        (None, Some(name)) => demo(name)?,
         (Some(configured), Some(name)) => {
-            let mut merged = demo(&name)?;
+            let mut merged = demo(name)?;
             merged.extend(&configured);
             merged
         }
         (Some(configured), None) => configured,
     })
+}
+
+/// The refusal of an authority given no handler: the two ways to give it some.
+fn no_handler(settings: Option<&Settings>) -> Failure {
+    match settings {
+        Some(s) => Failure::usage(format!(
+            "{}: names no handler: add [handlers.NAME] tables (see docs/HANDLERS.md), or run the built-in demo handlers with workload = \"default\" under [authority] (or --workload default)",
+            s.path.display()
+        )),
+        None => Failure::usage(
+            "no handler to run: name your handlers in a config file (--config FILE with [handlers.NAME] tables, see docs/HANDLERS.md), or run the built-in demo handlers (--workload default)",
+        ),
+    }
 }
 
 /// The authority's knobs: each from its flag (or `LEASEHOLD_*` variable), else the config
@@ -277,13 +305,15 @@ fn knobs(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<AuthorityC
 /// Runs `leasehold authority` until SIGINT / SIGTERM, then releases what it owns.
 ///
 /// # Errors
-/// Unsafe knobs, an unknown workload, a bad handler config file, an unreadable store or an instance id another
-/// running authority holds (exit 2).
+/// Unsafe knobs, no handler (neither a config file naming handlers nor a workload), an
+/// unknown workload, a handler limit on a handler it does not run, a bad handler config
+/// file, an unreadable store or an instance id another running authority holds (exit 2).
 pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     // Before the store is opened (or created): a bad file or knob starts and writes nothing.
     let settings = args.config.as_deref().map(Settings::load).transpose()?;
     let config = knobs(args, settings.as_ref())?;
     let workload = handlers(args, settings.as_ref())?;
+    Settings::check_handler_limits(settings.as_ref(), &args.handler_limits, &workload)?;
     let file = settings
         .as_ref()
         .map(|s| s.authority.clone())
@@ -365,7 +395,7 @@ mod tests {
     }
 
     /// A configured name replaces the demo handler of that name; without `--workload`
-    /// only the file's handlers run; without either, the default demo set.
+    /// only the file's handlers run; without either, nothing runs: refused.
     #[test]
     fn config_handlers_override_the_demo_set_they_are_merged_into() {
         let dir = tempfile::tempdir().unwrap();
@@ -388,7 +418,15 @@ mod tests {
         );
         let alone = with(args(None, Some(path)));
         assert_eq!(alone.names().collect::<Vec<_>>(), ["send-email"]);
-        let demo = with(args(None, None));
+        let demo = with(args(Some("default"), None));
+        assert_eq!(demo.demo_name(), Some("default"));
         assert!(demo.get("charge-card").is_some());
+        let none = handlers(&args(None, None), None).expect_err("no handler");
+        assert_eq!(none.exit, 2);
+        assert!(
+            none.message.contains("--config FILE") && none.message.contains("--workload default"),
+            "{}",
+            none.message
+        );
     }
 }

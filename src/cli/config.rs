@@ -10,9 +10,11 @@ use clap::Subcommand;
 use serde::Serialize;
 
 use super::CliResult;
+use super::authority::handler_set;
 use super::output::{cell, json_line};
 use super::settings::Settings;
 use crate::authority::external::Target;
+use crate::authority::handlers::HandlerVersion;
 use crate::store::url::StoreUrl;
 
 /// `leasehold config …`.
@@ -55,6 +57,12 @@ struct Handler {
 pub fn run(command: &ConfigCommand, out: &mut dyn Write) -> CliResult {
     let ConfigCommand::Check { file, json } = command;
     let settings = Settings::load(file)?;
+    // A file for an authority is checked against the handlers it would run, as the
+    // authority checks it: it must name some, and its limits must be on them.
+    if settings.for_authority {
+        let workload = handler_set(None, &HandlerVersion::demo(), 0, Some(&settings))?;
+        Settings::check_handler_limits(Some(&settings), &[], &workload)?;
+    }
     let a = &settings.authority;
     let ms = |v: Option<i64>| v.map(crate::clock::format_duration);
     let authority: BTreeMap<String, String> = [
@@ -158,6 +166,12 @@ pub fn run(command: &ConfigCommand, out: &mut dyn Write) -> CliResult {
             cell(&h.name),
             h.version,
             h.kind
+        )?;
+    }
+    if !settings.for_authority {
+        writeln!(
+            out,
+            "  handlers   none: a file for the dashboard (an authority refuses it)"
         )?;
     }
     Ok(())

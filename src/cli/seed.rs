@@ -11,8 +11,8 @@
 //! items; re-running with the same seed offers the same ids again and the store's
 //! idempotent enqueue leaves them alone.
 //!
-//! The default workload of `leasehold authority` must register a handler for every name in
-//! [`SEED_HANDLERS`].
+//! The `default` demo workload (`leasehold authority --workload default`) must register a
+//! handler for every name in [`SEED_HANDLERS`].
 
 use std::collections::BTreeMap;
 use std::io::Write;

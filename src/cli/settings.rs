@@ -7,6 +7,7 @@
 //! [authority]
 //! instance = "billing-1"
 //! build = "v42"
+//! # workload = "default" # the built-in demo handlers, only when named
 //! lease = "30s"          # durations: 1500ms, 30s, 5m
 //! renew = "10s"
 //! poll = "1s"
@@ -34,9 +35,12 @@
 //! A value given on the command line wins over the environment (`LEASEHOLD_*`), which wins
 //! over the file, which wins over the defaults. Every mistake is one line naming the file,
 //! the line and the key; an unknown key names the nearest valid one; a knob is checked by
-//! the same rules as its flag (`leasehold config check FILE` runs them all).
+//! the same rules as its flag (`leasehold config check FILE` runs them all). A file with an
+//! `[authority]` or `[handlers]` table is for an authority: it must name what the
+//! authority runs (handlers, or a `workload`), and its `handler_limits` must be on those.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -46,6 +50,7 @@ use toml::Spanned;
 use super::log::LogFormat;
 use crate::authority::AuthorityConfig;
 use crate::authority::external::HandlerConfig;
+use crate::authority::handlers::Workload;
 use crate::clock::{Millis, parse_duration};
 use crate::error::{Error, Result};
 use crate::ops::file_input::read_text;
@@ -138,6 +143,14 @@ pub struct Settings {
     pub dashboard: DashboardKnobs,
     /// Its handler table (empty when it has none).
     pub handlers: HandlerConfig,
+    /// Whether it is written for an authority (it has an `[authority]` or a `[handlers]`
+    /// table), and so must name what the authority runs; a file of the store and the
+    /// dashboard's knobs alone is for `attach`.
+    pub for_authority: bool,
+    /// The file's text and where each `handler_limits` name stands in it, for an error
+    /// located at the name once the handler set it must belong to is known.
+    text: String,
+    limit_spans: BTreeMap<String, Range<usize>>,
 }
 
 impl Settings {
@@ -168,13 +181,58 @@ impl Settings {
             crate::store::url::StoreUrl::parse(store.get_ref())
                 .map_err(|e| file.error(store.span(), &bare(e)))?;
         }
+        let limit_spans = raw
+            .authority
+            .iter()
+            .filter_map(|a| a.handler_limits.as_ref())
+            .flatten()
+            .map(|(name, _)| (name.get_ref().clone(), name.span()))
+            .collect();
+        let handlers = HandlerConfig::load(path)?;
         Ok(Self {
             path: path.to_path_buf(),
             store: raw.store.map(Spanned::into_inner),
             authority,
             dashboard,
-            handlers: HandlerConfig::load(path)?,
+            for_authority: raw.authority.is_some() || !handlers.handlers.is_empty(),
+            handlers,
+            text,
+            limit_spans,
         })
+    }
+
+    /// Refuses a handler limit on a name `workload` does not run, from the file (located
+    /// at the name) or from `--handler-limit` in `flags` (which win over the file): such a
+    /// cap would never apply, and a misspelt name is the likely cause, so the nearest
+    /// handler is named.
+    ///
+    /// # Errors
+    /// `INVALID`, one line.
+    pub fn check_handler_limits(
+        settings: Option<&Self>,
+        flags: &[(String, usize)],
+        workload: &Workload,
+    ) -> Result<()> {
+        for (name, limit) in flags {
+            if let Some(why) = workload.unknown_handler(name) {
+                return Err(Error::Invalid(format!(
+                    "--handler-limit {name}={limit}: {why}"
+                )));
+            }
+        }
+        let Some(settings) = settings else {
+            return Ok(());
+        };
+        let file = Located {
+            path: &settings.path,
+            text: &settings.text,
+        };
+        for (name, span) in &settings.limit_spans {
+            if let Some(why) = workload.unknown_handler(name) {
+                return Err(file.error(span.clone(), &why));
+            }
+        }
+        Ok(())
     }
 }
 

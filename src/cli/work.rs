@@ -175,7 +175,7 @@ fn report(verb: Verb, id: &str, answer: &Triaged, json: bool, out: &mut dyn Writ
             },
         )?;
     } else {
-        let state = answer.item.as_ref().map_or("-", |w| w.state.as_str());
+        let state = answer.item.as_ref().map_or("-", WorkItem::state_text);
         writeln!(out, "{}: {words} (now {state})", cell(id))?;
     }
     Ok(())

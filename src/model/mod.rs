@@ -23,5 +23,5 @@ pub use lease::{Checkpoint, IdempotentAnswer, Lease, LeaseStatus};
 pub use page::{Page, PageRequest};
 pub use schedule::{CatchUp, Schedule};
 pub use subscription::Subscription;
-pub use work::{Failure, FailureClass, WorkItem, WorkKind, WorkState};
+pub use work::{Ending, Failure, FailureClass, WorkItem, WorkKind, WorkState};
 pub use workflow::{HistoryRecord, InstanceRow, InstanceStatus, WorkflowDefinitionRow};

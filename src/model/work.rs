@@ -102,6 +102,52 @@ impl FailureClass {
     }
 }
 
+/// The failure code an item an operator discarded carries (with `discarded by <actor>:
+/// <reason>`): a terminal failure nobody's handler gave.
+pub const DISCARDED_CODE: &str = "DISCARDED";
+
+/// Why a failed item ended, the one rule every place that shows an item to a person
+/// follows: a plain `failed` would not say whether a handler refused the work, kept
+/// failing until its attempts ran out, never answered at all, or whether a person ended
+/// it — four cases that call for different actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Ending {
+    /// Retryable failures used up `maxAttempts`.
+    RetriesExhausted,
+    /// A failure the handler said no retry can fix.
+    Terminal,
+    /// Every attempt lapsed without a recorded outcome: a dead letter.
+    UncertainExhausted,
+    /// An operator ended it (`work discard`).
+    Discarded,
+}
+
+impl Ending {
+    /// How it reads where an item's state is shown: `failed (retries exhausted)`,
+    /// `failed (terminal)`, `failed (uncertain-exhausted)`, `discarded`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RetriesExhausted => "failed (retries exhausted)",
+            Self::Terminal => "failed (terminal)",
+            Self::UncertainExhausted => "failed (uncertain-exhausted)",
+            Self::Discarded => "discarded",
+        }
+    }
+
+    /// Its name in JSON output: `retries-exhausted`, `terminal`, `uncertain-exhausted`,
+    /// `discarded`.
+    #[must_use]
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::RetriesExhausted => "retries-exhausted",
+            Self::Terminal => "terminal",
+            Self::UncertainExhausted => "uncertain-exhausted",
+            Self::Discarded => "discarded",
+        }
+    }
+}
+
 /// The last failure of an item, as its handler classified it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -227,6 +273,30 @@ impl WorkItem {
                 .last_failure
                 .as_ref()
                 .is_some_and(|f| f.class == FailureClass::UncertainExhausted)
+    }
+
+    /// Why it ended, when it failed (`None` for any other state): read off its last
+    /// failure's class and code. A failed item without a recorded failure cannot be
+    /// retried either, so it reads terminal.
+    #[must_use]
+    pub fn ending(&self) -> Option<Ending> {
+        if self.state != WorkState::Failed {
+            return None;
+        }
+        Some(match &self.last_failure {
+            Some(f) if f.class == FailureClass::UncertainExhausted => Ending::UncertainExhausted,
+            Some(f) if f.code == DISCARDED_CODE => Ending::Discarded,
+            Some(f) if f.class == FailureClass::Retryable => Ending::RetriesExhausted,
+            _ => Ending::Terminal,
+        })
+    }
+
+    /// Its state as a person is shown it: a failed item says why it ended
+    /// ([`Self::ending`]), any other its state's name.
+    #[must_use]
+    pub fn state_text(&self) -> &'static str {
+        self.ending()
+            .map_or_else(|| self.state.as_str(), Ending::as_str)
     }
 
     /// The owner whose claim is current, if the item is claimed.
@@ -356,5 +426,72 @@ mod tests {
         assert_eq!(due(WorkState::Claimed), Some(900));
         assert_eq!(due(WorkState::Succeeded), None);
         assert_eq!(due(WorkState::Failed), None);
+    }
+
+    /// A failed item says why it ended, by its last failure; no other state has an ending.
+    #[test]
+    fn a_failed_item_says_why_it_ended() {
+        let item = WorkItem::new(NewWork::effect("e", "h", "{}"), "c", 100);
+        let failed = |class, code: &str| WorkItem {
+            state: WorkState::Failed,
+            last_failure: Some(Failure {
+                class,
+                code: code.into(),
+                message: "why".into(),
+            }),
+            ..item.clone()
+        };
+        for (ended, ending, text) in [
+            (
+                failed(FailureClass::Retryable, "RATE_LIMITED"),
+                Ending::RetriesExhausted,
+                "failed (retries exhausted)",
+            ),
+            (
+                failed(FailureClass::Retryable, "BAD_ANSWER"),
+                Ending::RetriesExhausted,
+                "failed (retries exhausted)",
+            ),
+            (
+                failed(FailureClass::Terminal, "CARD_DECLINED"),
+                Ending::Terminal,
+                "failed (terminal)",
+            ),
+            (
+                failed(FailureClass::UncertainExhausted, "ATTEMPTS_EXHAUSTED"),
+                Ending::UncertainExhausted,
+                "failed (uncertain-exhausted)",
+            ),
+            (
+                failed(FailureClass::Terminal, DISCARDED_CODE),
+                Ending::Discarded,
+                "discarded",
+            ),
+            (
+                WorkItem {
+                    state: WorkState::Failed,
+                    ..item.clone()
+                },
+                Ending::Terminal,
+                "failed (terminal)",
+            ),
+        ] {
+            assert_eq!(ended.ending(), Some(ending), "{text}");
+            assert_eq!(ended.state_text(), text);
+            assert_eq!(ending.as_str(), text);
+        }
+        for state in [
+            WorkState::Pending,
+            WorkState::Claimed,
+            WorkState::Retry,
+            WorkState::Succeeded,
+        ] {
+            let open = WorkItem {
+                state,
+                ..failed(FailureClass::Terminal, "X")
+            };
+            assert_eq!(open.ending(), None, "{state:?}");
+            assert_eq!(open.state_text(), state.as_str());
+        }
     }
 }

@@ -10,10 +10,9 @@
 
 use super::cancel::with_reason;
 use crate::clock::Millis;
-use crate::model::{Failure, FailureClass, WorkItem, WorkState};
+use crate::model::{Ending, Failure, FailureClass, WorkItem, WorkState};
 
-/// The failure code a discarded item carries, with `discarded by <actor>: <reason>`.
-pub const DISCARDED_CODE: &str = "DISCARDED";
+pub use crate::model::work::DISCARDED_CODE;
 
 /// An operator's triage verb.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,28 +205,10 @@ pub fn retry_now(item: &WorkItem, now: Millis) -> (Verdict, Option<WorkItem>) {
     }
 }
 
-/// How an item's state reads in a listing, on the dashboard and in `inspect work`: a dead
-/// letter says so with its class, `failed (uncertain-exhausted)`; a discarded item reads
-/// `failed (discarded)`; anything else is its state's name.
-#[must_use]
-pub fn state_text(item: &WorkItem) -> String {
-    if item.is_dead_letter() {
-        format!("failed ({})", FailureClass::UncertainExhausted.as_str())
-    } else if is_discarded(item) {
-        "failed (discarded)".into()
-    } else {
-        item.state.as_str().into()
-    }
-}
-
 /// Whether an operator discarded the item.
 #[must_use]
 pub fn is_discarded(item: &WorkItem) -> bool {
-    item.state == WorkState::Failed
-        && item
-            .last_failure
-            .as_ref()
-            .is_some_and(|f| f.code == DISCARDED_CODE)
+    item.ending() == Some(Ending::Discarded)
 }
 
 #[cfg(test)]
@@ -298,8 +279,8 @@ mod tests {
             discard(&again, "bo@h", "y", 6),
             (Verdict::AlreadyDone, None)
         );
-        assert_eq!(state_text(&again), "failed (discarded)");
-        assert_eq!(state_text(&failed()), "failed");
+        assert_eq!(again.state_text(), "discarded");
+        assert!(is_discarded(&again) && !is_discarded(&failed()));
         let done = WorkItem {
             state: WorkState::Succeeded,
             ..failed()

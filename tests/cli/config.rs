@@ -113,7 +113,7 @@ fn each_mistake_is_one_located_line() {
 /// is refused at its key, never capped.
 #[test]
 fn retention_keys_are_checked_at_their_key() {
-    let good = "[authority]\nkeep_finished = \"2d\"\nkeep_audit = \"90d\"\ndedup_window = \"12h\"\ndedup_windows = { stripe = \"30d\" }\ntrim_every = \"10s\"\n";
+    let good = "[authority]\nkeep_finished = \"2d\"\nkeep_audit = \"90d\"\ndedup_window = \"12h\"\ndedup_windows = { stripe = \"30d\" }\ntrim_every = \"10s\"\nworkload = \"default\"\n";
     let o = check(good);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
@@ -194,7 +194,7 @@ fn an_authority_takes_flags_over_the_environment_over_the_file() {
     std::fs::write(
         &file,
         format!(
-            "store = {store:?}\n[authority]\ninstance = \"from-file\"\nlease = \"4s\"\npoll = \"200ms\"\nconcurrency = 3\nlog_format = \"off\"\nhandler_limits = {{ charge-card = 2 }}\nkeep_finished = \"2d\"\ndedup_windows = {{ stripe = \"1h\" }}\ntrim_every = \"10s\"\n"
+            "store = {store:?}\n[authority]\ninstance = \"from-file\"\nworkload = \"default\"\nlease = \"4s\"\npoll = \"200ms\"\nconcurrency = 3\nlog_format = \"off\"\nhandler_limits = {{ charge-card = 2 }}\nkeep_finished = \"2d\"\ndedup_windows = {{ stripe = \"1h\" }}\ntrim_every = \"10s\"\n"
         ),
     )
     .unwrap();
@@ -279,7 +279,15 @@ fn an_authority_takes_flags_over_the_environment_over_the_file() {
     assert_eq!(config["leaseDurationMs"], 9_000);
     assert_eq!(config["retention"]["finishedMs"], 4 * DAY);
     assert_eq!(config["retention"]["dedupBySource"]["stripe"], 7_200_000);
-    let refused = leasehold(&["authority", "--store", &store, "--keep-audit", "10s"]);
+    let refused = leasehold(&[
+        "authority",
+        "--store",
+        &store,
+        "--workload",
+        "default",
+        "--keep-audit",
+        "10s",
+    ]);
     let err = assert_one_line_failure(&refused, 2);
     assert!(
         err.contains("audit retention must be between 60s and 3650d"),

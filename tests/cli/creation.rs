@@ -15,7 +15,15 @@ use super::{assert_one_line_failure, code, leasehold, stdout};
 pub(super) fn writers(store: &str, workflow: &str) -> Vec<Vec<String>> {
     let every = |words: &[&str]| -> Vec<String> { words.iter().map(|w| (*w).to_owned()).collect() };
     vec![
-        every(&["authority", "--store", store, "--instance", "typo"]),
+        every(&[
+            "authority",
+            "--store",
+            store,
+            "--instance",
+            "typo",
+            "--workload",
+            "default",
+        ]),
         every(&["event", "--store", store, "--type", "paid"]),
         every(&["cancel", "--store", store, "wf-1"]),
         every(&["workflow", "deploy", "--store", store, workflow]),
@@ -199,6 +207,8 @@ fn authority_create_creates_the_store_it_runs_on() {
             "--create",
             "--instance",
             "creator",
+            "--workload",
+            "default",
             "--poll-ms",
             "50",
             "--log-format",

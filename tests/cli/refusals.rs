@@ -298,6 +298,8 @@ fn an_unusable_metrics_address_is_refused_before_anything_starts() {
             &store,
             "--instance",
             "m-1",
+            "--workload",
+            "default",
             "--metrics-addr",
             addr,
         ]);
@@ -337,7 +339,15 @@ fn bad_handler_limits_are_refused_before_the_store_is_touched() {
 
 #[test]
 fn an_authority_process_refuses_a_store_no_other_process_can_reach() {
-    let o = leasehold(&["authority", "--store", "memory", "--lease-ms", "3000"]);
+    let o = leasehold(&[
+        "authority",
+        "--store",
+        "memory",
+        "--lease-ms",
+        "3000",
+        "--workload",
+        "default",
+    ]);
     let err = assert_one_line_failure(&o, 2);
     assert!(
         err.contains("CAPABILITY_MISSING") && err.contains("shared-across-processes"),

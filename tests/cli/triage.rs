@@ -3,6 +3,7 @@
 //! `--json` answers, what `inspect work` lists afterwards, the audit entries (the OS
 //! account, the outcome and the reason), and bad input that changes nothing.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use leasehold::Store;
 use leasehold::clock::{Clock, ManualClock, SystemClock};
 use leasehold::ids::SeededIds;
 use leasehold::model::work::NewWork;
-use leasehold::model::{AuditEntry, PageRequest, WorkItem, WorkState};
+use leasehold::model::{AuditEntry, Failure, FailureClass, PageRequest, WorkItem, WorkState};
 use leasehold::ops::actor::operator;
 use leasehold::store::sqlite::SqliteBackend;
 use leasehold::store::url::OpenMode;
@@ -202,6 +203,71 @@ fn a_dead_letter_is_listed_then_requeued_once() {
             ),
         ]
     );
+}
+
+/// A failed item says why it ended, in the `inspect work` table and as `ending` in its
+/// JSON: retries used up, a terminal failure, a dead letter, an operator's discard.
+#[test]
+fn a_failed_item_says_why_it_ended() {
+    let s = setup();
+    let store = s.store();
+    for (id, class, code) in [
+        ("spent", FailureClass::Retryable, "RATE_LIMITED"),
+        ("refused", FailureClass::Terminal, "BAD_ADDRESS"),
+    ] {
+        let spec = NewWork {
+            max_attempts: 1,
+            ..NewWork::effect(id, "send-email", "{}")
+        };
+        store.enqueue(spec, "k").unwrap();
+        let claimed = store.claim(id, "auth-a", "k", 60_000).unwrap();
+        let failure = Failure {
+            class,
+            code: code.into(),
+            message: "no".into(),
+        };
+        let failed = store
+            .fail(id, "auth-a", claimed.generation, failure)
+            .unwrap();
+        assert_eq!(failed.state, WorkState::Failed);
+    }
+    let o = s.run(&["discard", "waiting", "--reason", "withdrawn"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("(now discarded)"), "{}", stdout(&o));
+
+    let endings: BTreeMap<String, Value> = failed_rows(&s)
+        .into_iter()
+        .map(|row| {
+            (
+                row["id"].as_str().unwrap().to_owned(),
+                row["ending"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        endings,
+        BTreeMap::from([
+            ("dead".to_owned(), Value::from("uncertain-exhausted")),
+            ("refused".to_owned(), Value::from("terminal")),
+            ("spent".to_owned(), Value::from("retries-exhausted")),
+            ("waiting".to_owned(), Value::from("discarded")),
+        ])
+    );
+    let table = leasehold(&["inspect", "work", "--store", &s.path]);
+    let text = stdout(&table);
+    for (id, says) in [
+        ("dead", "failed (uncertain-exhausted)"),
+        ("refused", "failed (terminal)"),
+        ("spent", "failed (retries exhausted)"),
+        ("waiting", "discarded"),
+        ("done", "succeeded"),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(id))
+            .unwrap_or_else(|| panic!("no {id} in {text}"));
+        assert!(line.contains(says), "{id}: {line}");
+    }
 }
 
 #[test]

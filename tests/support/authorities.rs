@@ -47,7 +47,9 @@ impl Authorities {
         self.dir.path().join(format!("{name}.log"))
     }
 
-    /// Starts one authority with a short lease, polling fast.
+    /// Starts one authority with a short lease, polling fast. It runs the built-in
+    /// `default` demo handlers unless `extra` names its handlers (`--workload`,
+    /// `--config`): an authority given none refuses to start.
     pub fn spawn(&mut self, name: &str, store: &str) {
         self.spawn_with_lease(name, store, 1_500);
     }
@@ -91,6 +93,14 @@ impl Authorities {
                 "json",
             ])
             .args(extra)
+            .args(
+                (!extra
+                    .iter()
+                    .any(|a| matches!(*a, "--workload" | "--config")))
+                .then_some(["--workload", "default"])
+                .into_iter()
+                .flatten(),
+            )
             .env_remove("LEASEHOLD_STORE")
             .stdin(Stdio::null())
             .stdout(File::create(self.dir.path().join(format!("{name}.out"))).unwrap())

@@ -44,6 +44,10 @@ pub struct ExternalHandler {
     pub version: HandlerVersion,
     /// How long one attempt may take before it is stopped as a retryable `TIMEOUT`.
     pub timeout_ms: Millis,
+    /// Whether an attempt that ends well but gives no answer (an exec command exiting 0
+    /// silently, a 2xx response with an empty body) is a `BAD_ANSWER` (the default) rather
+    /// than a success with no output.
+    pub require_answer: bool,
     pub target: Target,
 }
 
@@ -81,6 +85,7 @@ struct RawHandler {
     env: Option<Spanned<BTreeMap<String, String>>>,
     cwd: Option<Spanned<String>>,
     allow_remote: Option<Spanned<bool>>,
+    require_answer: Option<Spanned<bool>>,
 }
 
 /// A mistake at a place in the file.
@@ -147,12 +152,22 @@ impl HandlerConfig {
                 Target::Exec(spec) => workload.register_async(
                     &h.name,
                     h.version.clone(),
-                    Arc::new(ExecHandler::new(spec.clone(), &h.version, h.timeout_ms)),
+                    Arc::new(ExecHandler::new(
+                        spec.clone(),
+                        &h.version,
+                        h.timeout_ms,
+                        h.require_answer,
+                    )),
                 ),
                 Target::Http(endpoint) => workload.register_async(
                     &h.name,
                     h.version.clone(),
-                    Arc::new(HttpHandler::new(endpoint.clone(), &h.version, h.timeout_ms)),
+                    Arc::new(HttpHandler::new(
+                        endpoint.clone(),
+                        &h.version,
+                        h.timeout_ms,
+                        h.require_answer,
+                    )),
                 ),
             }
         }
@@ -212,6 +227,7 @@ fn check(
         name: name.get_ref().clone(),
         version,
         timeout_ms,
+        require_answer: h.require_answer.as_ref().is_none_or(|r| *r.get_ref()),
         target,
     })
 }

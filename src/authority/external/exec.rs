@@ -1,9 +1,10 @@
 //! `exec` handlers: one child process per attempt, in a process group of its own. The
 //! attempt goes in on stdin as one JSON line; the answer is the last JSON object line on
 //! stdout (earlier `{"checkpoint": …}` lines are saved under the attempt's fence as they
-//! come). Without an answer the exit status decides: 0 succeeded, any other code a
-//! retryable `EXIT_<n>` carrying the last stderr line, a signal an uncertain attempt (it
-//! may have acted). A timeout or a lost lease stops the group with SIGTERM, then SIGKILL
+//! come). Without an answer the exit status decides: 0 a retryable `BAD_ANSWER` (or, for
+//! a handler whose file sets `require_answer = false`, success with no output), any other
+//! code a retryable `EXIT_<n>` carrying the last stderr line, a signal an uncertain attempt
+//! (it may have acted). A timeout or a lost lease stops the group with SIGTERM, then SIGKILL
 //! after the kill grace; no child outlives its attempt, even when the attempt's task is
 //! dropped. A timeout is a retryable `TIMEOUT`, which the store counts as an uncertain
 //! attempt too (`rules::work::may_have_acted`): the command may have acted before it was
@@ -50,15 +51,26 @@ struct Inner {
     spec: ExecSpec,
     version: String,
     timeout_ms: Millis,
+    require_answer: bool,
 }
 
 impl ExecHandler {
+    /// `require_answer`: whether a command that exits 0 without printing an answer failed
+    /// (`BAD_ANSWER`) rather than succeeded with no output: a command that crashed
+    /// quietly, or a wrapper script that lost its child's answer, is not mistaken for
+    /// done.
     #[must_use]
-    pub fn new(spec: ExecSpec, version: &HandlerVersion, timeout_ms: Millis) -> Self {
+    pub fn new(
+        spec: ExecSpec,
+        version: &HandlerVersion,
+        timeout_ms: Millis,
+        require_answer: bool,
+    ) -> Self {
         Self(Arc::new(Inner {
             spec,
             version: version.to_string(),
             timeout_ms,
+            require_answer,
         }))
     }
 }
@@ -186,7 +198,7 @@ impl Inner {
                 match answer {
                     Some(Ok(outcome)) => outcome,
                     Some(Err(why)) => wire::bad_answer(&why),
-                    None => by_status(status, &last_err),
+                    None => by_status(status, &last_err, self.require_answer),
                 }
             }
             Ended::TimedOut => {
@@ -206,8 +218,15 @@ impl Inner {
 }
 
 /// The outcome a command's exit status gives when it printed no answer.
-fn by_status(status: Option<std::process::ExitStatus>, last_err: &str) -> HandlerOutcome {
+fn by_status(
+    status: Option<std::process::ExitStatus>,
+    last_err: &str,
+    require_answer: bool,
+) -> HandlerOutcome {
     match status.map(|s| (s.success(), s.code())) {
+        Some((true, _)) if require_answer => wire::bad_answer(
+            "exited 0 without printing an answer ({\"ok\": …} as a line on stdout); require_answer = false in the handler's table accepts that as success",
+        ),
         Some((true, _)) => HandlerOutcome::Succeeded(None),
         Some((false, Some(code))) => {
             let message = if last_err.is_empty() {
@@ -374,7 +393,8 @@ mod tests {
             cwd: dir.path().to_path_buf(),
             kill_grace_ms: 5_000,
         };
-        let handler = ExecHandler::new(spec, &HandlerVersion::parse("1.0.0").unwrap(), 60_000);
+        let handler =
+            ExecHandler::new(spec, &HandlerVersion::parse("1.0.0").unwrap(), 60_000, true);
         let rt = tokio::runtime::Runtime::new().unwrap();
         let task = rt.spawn(handler.handle(attempt()));
         wait_for("the command to start", || {

@@ -1,6 +1,7 @@
 //! `http` handlers: each attempt POSTed as JSON to the handler's endpoint, with its
 //! idempotency key in an `Idempotency-Key` header, the answer JSON in the response body.
-//! Without an answer the status decides: 2xx with an empty body succeeded; 408, 429 and
+//! Without an answer the status decides: 2xx with an empty body is a retryable `BAD_ANSWER`
+//! (success with no output for a handler whose file sets `require_answer = false`); 408, 429 and
 //! 5xx are retryable `HTTP_<status>` (a `Retry-After` in seconds is honoured as the
 //! retry's least delay); any other status is a terminal `HTTP_<status>`. Nobody listening
 //! is a retryable `CONNECTION_REFUSED`, a timeout a retryable `TIMEOUT` (counted uncertain:
@@ -24,15 +25,25 @@ struct Inner {
     client: Client,
     version: String,
     timeout_ms: Millis,
+    require_answer: bool,
 }
 
 impl HttpHandler {
+    /// `require_answer`: whether a 2xx response with an empty body failed (`BAD_ANSWER`)
+    /// rather than succeeded with no output: a proxy or framework answering 200 or 204 for
+    /// a handler that never ran is not mistaken for done.
     #[must_use]
-    pub fn new(endpoint: Endpoint, version: &HandlerVersion, timeout_ms: Millis) -> Self {
+    pub fn new(
+        endpoint: Endpoint,
+        version: &HandlerVersion,
+        timeout_ms: Millis,
+        require_answer: bool,
+    ) -> Self {
         Self(Arc::new(Inner {
             client: Client::new(endpoint),
             version: version.to_string(),
             timeout_ms,
+            require_answer,
         }))
     }
 }
@@ -59,7 +70,7 @@ impl Inner {
         let post = tokio::time::timeout(timeout, self.client.post(&headers, body.as_bytes()));
         tokio::select! {
             answered = post => match answered {
-                Ok(Ok(response)) => by_response(&response),
+                Ok(Ok(response)) => by_response(&response, self.require_answer),
                 Ok(Err(HttpError::Refused(e))) => HandlerOutcome::retryable(
                     "CONNECTION_REFUSED",
                     format!("{}: {e}", self.client.endpoint().authority()),
@@ -81,9 +92,9 @@ impl Inner {
 }
 
 /// The outcome a response gives: its answer body, or else its status. A 2xx body must be
-/// an answer (or empty); any other status with a body that is not one (an error page, a
-/// framework's JSON error) falls back on the status.
-fn by_response(response: &Response) -> HandlerOutcome {
+/// an answer (or empty, when `require_answer` is off); any other status with a body that
+/// is not one (an error page, a framework's JSON error) falls back on the status.
+fn by_response(response: &Response, require_answer: bool) -> HandlerOutcome {
     let text = String::from_utf8_lossy(&response.body);
     let parsed = wire::parse_answer(&text);
     if let Ok(Some(Answer::Outcome(outcome))) = parsed {
@@ -96,7 +107,12 @@ fn by_response(response: &Response) -> HandlerOutcome {
     };
     if (200..300).contains(&status) {
         return match parsed {
-            Ok(None) if text.trim().is_empty() => HandlerOutcome::Succeeded(None),
+            Ok(None) if text.trim().is_empty() && !require_answer => {
+                HandlerOutcome::Succeeded(None)
+            }
+            Ok(None) if text.trim().is_empty() => wire::bad_answer(&format!(
+                "a {status} response with an empty body is not an answer; require_answer = false in the handler's table accepts that as success"
+            )),
             Ok(Some(Answer::Checkpoint(_))) => {
                 wire::bad_answer("a checkpoint is not an answer; an http handler answers once")
             }
@@ -154,8 +170,8 @@ mod tests {
     #[test]
     fn statuses_decide_when_the_body_is_no_answer() {
         let cases = [
-            (response(204, &[], ""), ("succeeded", "", 0)),
-            (response(200, &[], "  "), ("succeeded", "", 0)),
+            (response(204, &[], ""), ("retryable", "BAD_ANSWER", 0)),
+            (response(200, &[], "  "), ("retryable", "BAD_ANSWER", 0)),
             (response(200, &[], "<html>"), ("retryable", "BAD_ANSWER", 0)),
             (
                 response(429, &[("retry-after", "3")], "slow down"),
@@ -174,12 +190,23 @@ mod tests {
         ];
         for (response, (label, code, floor)) in cases {
             assert_eq!(
-                summary(&by_response(&response)),
+                summary(&by_response(&response, true)),
                 (label.into(), code.into(), floor),
                 "{response:?}"
             );
         }
-        let declined = by_response(&response(404, &[], "no such route"));
+        // Without require_answer an empty 2xx is a success with no output; nothing else
+        // changes.
+        for (status, body, label) in [
+            (204, "", "succeeded"),
+            (200, "  ", "succeeded"),
+            (200, "<html>", "retryable"),
+            (503, "", "retryable"),
+        ] {
+            let outcome = by_response(&response(status, &[], body), false);
+            assert_eq!(outcome.label(), label, "{status} {body:?}");
+        }
+        let declined = by_response(&response(404, &[], "no such route"), true);
         assert_eq!(
             declined.failure().map(|f| (f.class, f.message.as_str())),
             Some((FailureClass::Terminal, "no such route"))

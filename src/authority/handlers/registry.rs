@@ -190,6 +190,9 @@ fn block_on<F: Future>(future: F) -> F::Output {
 pub struct Workload {
     name: String,
     seed: u64,
+    /// Whether it is one of the built-in demo sets: said where an authority starts, so
+    /// nobody mistakes the demo's handlers for an application's.
+    demo: bool,
     handlers: BTreeMap<String, Registered>,
 }
 
@@ -198,6 +201,7 @@ impl std::fmt::Debug for Workload {
         f.debug_struct("Workload")
             .field("name", &self.name)
             .field("seed", &self.seed)
+            .field("demo", &self.demo)
             .field("handlers", &self.versions())
             .finish()
     }
@@ -210,8 +214,38 @@ impl Workload {
         Self {
             name: name.into(),
             seed,
+            demo: false,
             handlers: BTreeMap::new(),
         }
+    }
+
+    /// An empty built-in demo set called `name` ([`crate::authority::workload::named`]
+    /// fills it); [`Self::demo_name`] says so.
+    #[must_use]
+    pub fn demo(name: impl Into<String>, seed: u64) -> Self {
+        Self {
+            demo: true,
+            ..Self::new(name, seed)
+        }
+    }
+
+    /// The demo set's name when this is (or was extended from) a built-in demo set;
+    /// `None` for handlers an application registered or a config file named.
+    #[must_use]
+    pub fn demo_name(&self) -> Option<&str> {
+        self.demo.then_some(self.name.as_str())
+    }
+
+    /// Every handler as `name@version`, sorted by name and joined with commas: how the
+    /// authority's start names what it runs.
+    #[must_use]
+    pub fn summary(&self) -> String {
+        let each: Vec<String> = self
+            .handlers
+            .iter()
+            .map(|(name, r)| format!("{name}@{}", r.version))
+            .collect();
+        each.join(",")
     }
 
     /// Registers (or replaces) a blocking handler for `name` at the demo version.
@@ -306,6 +340,44 @@ impl Workload {
     /// Registered handler names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.handlers.keys().map(String::as_str)
+    }
+
+    /// `None` when `name` is registered; otherwise why a setting on it (a handler limit)
+    /// would never apply, naming the registered handler it most likely misspells, or
+    /// every registered name when none is near.
+    #[must_use]
+    pub fn unknown_handler(&self, name: &str) -> Option<String> {
+        if self.handlers.contains_key(name) {
+            return None;
+        }
+        Some(match crate::ops::toml_file::nearest(name, self.names()) {
+            Some(near) => format!("no handler {name:?} runs here (did you mean {near:?}?)"),
+            None => format!(
+                "no handler {name:?} runs here (its handlers: {})",
+                self.names().collect::<Vec<_>>().join(", ")
+            ),
+        })
+    }
+
+    /// Refuses to run `config` with no handler at all (it would register and claim
+    /// nothing, or worse, be mistaken for one that runs something) or with a handler
+    /// limit on a name it does not register (the cap would never apply).
+    ///
+    /// # Errors
+    /// `INVALID`, naming the authority or the limit.
+    pub fn check_runs(&self, config: &crate::authority::AuthorityConfig) -> Result<()> {
+        if self.handlers.is_empty() {
+            return Err(Error::Invalid(format!(
+                "authority {} has no handler registered",
+                config.instance_id
+            )));
+        }
+        for name in config.handler_limits.keys() {
+            if let Some(why) = self.unknown_handler(name) {
+                return Err(Error::Invalid(format!("handlerLimits.{name}: {why}")));
+            }
+        }
+        Ok(())
     }
 
     /// The compatibility digest of the items of `handler` this workload runs: what a

@@ -11,11 +11,10 @@ use super::{Ctx, Failure};
 use crate::cli::live::LiveBuilds;
 use crate::cli::output::{cell, cell_max, opt_cell, short, when, yes_no};
 use crate::clock::Millis;
-use crate::model::{Failure as WorkFailure, Page, WorkState};
+use crate::model::{Ending, Failure as WorkFailure, Page, WorkState};
 use crate::ops::claims::{self, ClaimStanding};
 use crate::ops::filter::Filter;
 use crate::ops::runnable::Standing;
-use crate::ops::triage;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -23,9 +22,12 @@ struct WorkRow {
     id: String,
     kind: &'static str,
     state: &'static str,
-    /// The state as listed: a dead letter or a discarded item says so.
+    /// The state as listed: a failed item says why it ended.
     #[serde(skip)]
     state_text: String,
+    /// Why a failed item ended (`retries-exhausted`, `terminal`, `uncertain-exhausted`,
+    /// `discarded`); null for any other state.
+    ending: Option<&'static str>,
     /// Failed because every attempt lapsed without an outcome (`uncertain-exhausted`).
     dead_letter: bool,
     handler: String,
@@ -122,7 +124,8 @@ pub(super) fn print(
                 && live.standing(&w.compat, &w.handler) == Standing::NoHandler,
             kind: w.kind.as_str(),
             state: w.state.as_str(),
-            state_text: triage::state_text(&w),
+            state_text: w.state_text().to_owned(),
+            ending: w.ending().map(Ending::code),
             dead_letter: w.is_dead_letter(),
             claim_expired: ClaimStanding::of_work(&w, ctx.now)
                 .is_some_and(ClaimStanding::is_expired),

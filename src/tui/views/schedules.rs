@@ -61,7 +61,7 @@ pub fn table(
                 ),
             };
             let firing = firings.get(&s.schedule_id);
-            let firing_state = firing.map_or("-", |w| w.state.as_str());
+            let firing_state = firing.map_or("-", |w| w.state_text());
             let owner = firing.and_then(|w| w.current_owner()).unwrap_or("-");
             Row {
                 key: s.schedule_id.clone(),

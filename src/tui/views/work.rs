@@ -10,7 +10,6 @@ use crate::model::{Page, WorkItem, WorkState};
 use crate::ops::claims::ClaimStanding;
 use crate::ops::runnable::Standing;
 use crate::ops::timefmt::TimeFmt;
-use crate::ops::triage;
 
 pub const COLUMNS: &[Column] = &[
     col("id", 20, 0),
@@ -65,59 +64,58 @@ pub fn runnable(snap: &Snapshot, item: &WorkItem) -> (&'static str, bool) {
 #[must_use]
 pub fn table(snap: &Snapshot, page: &Page<WorkItem>, fmt: TimeFmt) -> TableData {
     let now = fmt.now;
-    let rows = page
-        .rows
-        .iter()
-        .map(|w| {
-            let (compat_text, ok) = runnable(snap, w);
-            let incompatible = !ok && !w.state.is_terminal();
-            let standing = ClaimStanding::of_work(w, now);
-            let next = match (w.state, standing) {
-                (WorkState::Pending | WorkState::Retry, _) => {
-                    relative(now, Some(w.next_eligible_at))
+    let rows =
+        page.rows
+            .iter()
+            .map(|w| {
+                let (compat_text, ok) = runnable(snap, w);
+                let incompatible = !ok && !w.state.is_terminal();
+                let standing = ClaimStanding::of_work(w, now);
+                let next = match (w.state, standing) {
+                    (WorkState::Pending | WorkState::Retry, _) => {
+                        relative(now, Some(w.next_eligible_at))
+                    }
+                    (_, Some(ClaimStanding::Held { expires_in_ms })) => {
+                        format!("exp {}", format_duration(expires_in_ms))
+                    }
+                    _ => "-".into(),
+                };
+                // A lapsed claim is not held any more: say so instead of "claimed".
+                let state = standing.and_then(ClaimStanding::expired_text);
+                let failure = w
+                    .last_failure
+                    .as_ref()
+                    .map_or_else(String::new, |f| format!("{}: {}", f.code, f.message));
+                Row {
+                    key: w.id.clone(),
+                    cells: vec![
+                        Cell::raw(&w.id, 80),
+                        Cell::text(w.kind.as_str()),
+                        Cell::text(state.clone().unwrap_or_else(|| w.state_text().to_owned()))
+                            .role(if incompatible {
+                                Role::Incompatible
+                            } else if state.is_some() {
+                                Role::LeaseExpired
+                            } else {
+                                state_role(w.state)
+                            }),
+                        Cell::raw(w.owner_id.as_deref().unwrap_or("-"), 40),
+                        Cell::num(i64::try_from(w.generation).unwrap_or(i64::MAX)),
+                        Cell::num(w.attempt_number),
+                        Cell::num(w.uncertain_attempts)
+                            .role_if(w.uncertain_attempts > 0, Role::Warning),
+                        Cell::timed(next, w.next_eligible_at),
+                        Cell::text(format!("{} {}", compat_text, short(&w.compat, 4)))
+                            .role_if(incompatible, Role::Incompatible),
+                        Cell::raw(&failure, 200).role(Role::WorkFailed),
+                    ],
+                    detail: detail(w, compat_text, fmt),
+                    resource: Some(w.id.clone()),
+                    version: version(w),
+                    ..Row::default()
                 }
-                (_, Some(ClaimStanding::Held { expires_in_ms })) => {
-                    format!("exp {}", format_duration(expires_in_ms))
-                }
-                _ => "-".into(),
-            };
-            // A lapsed claim is not held any more: say so instead of "claimed".
-            let state = standing.and_then(ClaimStanding::expired_text);
-            let failure = w
-                .last_failure
-                .as_ref()
-                .map_or_else(String::new, |f| format!("{}: {}", f.code, f.message));
-            Row {
-                key: w.id.clone(),
-                cells: vec![
-                    Cell::raw(&w.id, 80),
-                    Cell::text(w.kind.as_str()),
-                    Cell::text(state.clone().unwrap_or_else(|| triage::state_text(w))).role(
-                        if incompatible {
-                            Role::Incompatible
-                        } else if state.is_some() {
-                            Role::LeaseExpired
-                        } else {
-                            state_role(w.state)
-                        },
-                    ),
-                    Cell::raw(w.owner_id.as_deref().unwrap_or("-"), 40),
-                    Cell::num(i64::try_from(w.generation).unwrap_or(i64::MAX)),
-                    Cell::num(w.attempt_number),
-                    Cell::num(w.uncertain_attempts)
-                        .role_if(w.uncertain_attempts > 0, Role::Warning),
-                    Cell::timed(next, w.next_eligible_at),
-                    Cell::text(format!("{} {}", compat_text, short(&w.compat, 4)))
-                        .role_if(incompatible, Role::Incompatible),
-                    Cell::raw(&failure, 200).role(Role::WorkFailed),
-                ],
-                detail: detail(w, compat_text, fmt),
-                resource: Some(w.id.clone()),
-                version: version(w),
-                ..Row::default()
-            }
-        })
-        .collect();
+            })
+            .collect();
     TableData::new(COLUMNS, rows, format!("{} incompatible", snap.incompatible))
 }
 
@@ -130,7 +128,7 @@ fn detail(w: &WorkItem, compat_text: &str, fmt: TimeFmt) -> Vec<(String, String)
             "kind / state".into(),
             match ClaimStanding::of_work(w, now).and_then(ClaimStanding::expired_text) {
                 Some(expired) => format!("{} / {} ({expired})", w.kind.as_str(), w.state.as_str()),
-                None => format!("{} / {}", w.kind.as_str(), w.state.as_str()),
+                None => format!("{} / {}", w.kind.as_str(), w.state_text()),
             },
         ),
         ("handler".into(), clean(&w.handler, 200)),
