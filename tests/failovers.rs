@@ -594,6 +594,8 @@ fn an_authority_killed_and_restarted_under_its_own_id_takes_its_claims_back_at_o
         &LONG_LEASE_MS.to_string(),
         "--log-format",
         "off",
+        "--workload",
+        "default",
     ]);
     assert_eq!(twin.status.code(), Some(2), "{twin:?}");
     let err = String::from_utf8(twin.stderr).unwrap();

@@ -32,18 +32,7 @@ fn open(path: &str, clock: Arc<dyn Clock>) -> Store {
 }
 
 fn registration(id: &str, heartbeat_at: i64) -> Authority {
-    Authority {
-        instance_id: id.into(),
-        compat: "k".into(),
-        build: "v1".into(),
-        config: r#"{"leaseDurationMs":3000,"heartbeatIntervalMs":1000}"#.into(),
-        started_at: heartbeat_at,
-        heartbeat_at,
-        stopped_at: None,
-        host: "host-1".into(),
-        pid: 42,
-        published: leasehold::model::Published::default(),
-    }
+    crate::support::authorities::registration(id, &[], heartbeat_at)
 }
 
 /// `gone-1` holding `a` and `b`, `gone-2` holding [`CROWD`] items, both last heard of an

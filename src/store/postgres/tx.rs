@@ -293,19 +293,10 @@ impl<'a> PgTx<'a> {
         let mut wanted = std::mem::take(&mut self.wanted_keys);
         wanted.push(key.to_owned());
         wanted.retain(|k| !self.seen.keys.contains_key(k));
-        wanted.sort_unstable();
-        wanted.dedup();
-        let conn = &mut *self.conn;
-        let rows = conn
-            .statement(
-                "SELECT * FROM work WHERE idempotency_key = ANY($1) ORDER BY idempotency_key, id",
-            )
-            .and_then(|s| conn.client().query(&s, &[&wanted]));
-        let found = self
-            .check(rows)?
-            .iter()
-            .map(|r| decode::work(&PgRow(r)))
-            .collect::<Result<Vec<_>>>()?;
+        let found = self.work_where_any(
+            "SELECT * FROM work WHERE idempotency_key = ANY($1) ORDER BY idempotency_key, id",
+            &mut wanted,
+        )?;
         for key in wanted {
             self.seen.keys.insert(key, None);
         }
@@ -335,22 +326,27 @@ impl<'a> PgTx<'a> {
         let mut wanted = std::mem::take(&mut self.wanted);
         wanted.push(id.to_owned());
         wanted.retain(|id| !self.seen.work.contains_key(id));
-        wanted.sort_unstable();
-        wanted.dedup();
-        let conn = &mut *self.conn;
-        let rows = conn
-            .statement("SELECT * FROM work WHERE id = ANY($1)")
-            .and_then(|s| conn.client().query(&s, &[&wanted]));
-        let found = self
-            .check(rows)?
-            .iter()
-            .map(|r| decode::work(&PgRow(r)))
-            .collect::<Result<Vec<_>>>()?;
+        let found = self.work_where_any("SELECT * FROM work WHERE id = ANY($1)", &mut wanted)?;
         for id in wanted {
             self.seen.work.insert(id, None);
         }
         self.saw(&found);
         Ok(())
+    }
+
+    /// The work rows `query` finds for the text array `values` (its `$1`), in one round
+    /// trip; `values` is sorted and deduplicated first, so a prefetch asks for each once.
+    fn work_where_any(&mut self, query: &str, values: &mut Vec<String>) -> Result<Vec<WorkItem>> {
+        values.sort_unstable();
+        values.dedup();
+        let conn = &mut *self.conn;
+        let rows = conn
+            .statement(query)
+            .and_then(|s| conn.client().query(&s, &[&*values]));
+        self.check(rows)?
+            .iter()
+            .map(|r| decode::work(&PgRow(r)))
+            .collect()
     }
 
     /// Remembers work rows read in this transaction.
