@@ -186,10 +186,10 @@ fn terminal_effects(store: &Store, compat: &str) -> Result<u64> {
             if let Counter::Work {
                 state, compat: c, ..
             } = Counter::parse(&name)?
+                && state.is_terminal()
+                && c == compat
             {
-                if state.is_terminal() && c == compat {
-                    terminal += u64::try_from(n).unwrap_or(0);
-                }
+                terminal += u64::try_from(n).unwrap_or(0);
             }
         }
         Ok(terminal)

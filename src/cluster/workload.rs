@@ -205,10 +205,10 @@ impl Generator {
 
     /// One tick at `now`: new effects, workflows, events and due payments.
     pub fn tick(&mut self, store: &Store, now: Millis) {
-        if let Err(e) = self.tick_inner(store, now) {
-            if e.is_store_failure() {
-                self.counts.store_errors += 1;
-            }
+        if let Err(e) = self.tick_inner(store, now)
+            && e.is_store_failure()
+        {
+            self.counts.store_errors += 1;
         }
     }
 

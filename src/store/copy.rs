@@ -204,13 +204,13 @@ impl Copier<'_> {
         let revision = src.revision()?;
         let journal_high_water = src.journal_high_water()?;
         let history_from = src.meta_value(super::retention::HISTORY_FROM)?;
-        if revision == 0 {
-            if let Some(table) = first_with_rows(src)? {
-                return Err(Error::CopyIncomplete {
-                    store: source_name.to_owned(),
-                    cause: format!("it holds {table} at revision 0, so it cannot be copied"),
-                });
-            }
+        if revision == 0
+            && let Some(table) = first_with_rows(src)?
+        {
+            return Err(Error::CopyIncomplete {
+                store: source_name.to_owned(),
+                cause: format!("it holds {table} at revision 0, so it cannot be copied"),
+            });
         }
 
         self.table(

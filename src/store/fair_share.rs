@@ -398,7 +398,7 @@ mod tests {
     fn lanes_coming_and_going_never_starve_one() {
         let present = |batch: usize| {
             let mut here = vec![0, 1, 2, 3];
-            if batch % 3 == 0 {
+            if batch.is_multiple_of(3) {
                 here.push(4);
             }
             if (4..7).contains(&batch) {

@@ -60,7 +60,7 @@ impl FaultPlan {
         }
         self.rules
             .iter()
-            .find(|(every, _)| *every > 0 && n % every == 0)
+            .find(|(every, _)| *every > 0 && n.is_multiple_of(*every))
             .map(|(_, fault)| *fault)
     }
 }

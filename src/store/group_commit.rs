@@ -81,11 +81,11 @@ impl<T, R> GroupCommit<T, R> {
             if let Some(answer) = state.answers.remove(&ticket) {
                 return answer;
             }
-            if !state.leading {
-                if let Some(commit) = commit.take() {
-                    state = self.lead(state, ticket, commit);
-                    continue;
-                }
+            if !state.leading
+                && let Some(commit) = commit.take()
+            {
+                state = self.lead(state, ticket, commit);
+                continue;
             }
             state = self
                 .turn

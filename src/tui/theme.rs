@@ -270,20 +270,20 @@ impl ThemeSet {
     #[must_use]
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = BUILTIN.iter().map(|(n, _)| (*n).to_owned()).collect();
-        if let Some(dir) = &self.user_dir {
-            if let Ok(entries) = std::fs::read_dir(dir) {
-                let mut user: Vec<String> = entries
-                    .filter_map(std::result::Result::ok)
-                    .filter_map(|e| {
-                        let path = e.path();
-                        (path.extension().is_some_and(|x| x == "toml"))
-                            .then(|| path.file_stem()?.to_str().map(str::to_owned))?
-                    })
-                    .filter(|n| !names.contains(n))
-                    .collect();
-                user.sort();
-                names.extend(user);
-            }
+        if let Some(dir) = &self.user_dir
+            && let Ok(entries) = std::fs::read_dir(dir)
+        {
+            let mut user: Vec<String> = entries
+                .filter_map(std::result::Result::ok)
+                .filter_map(|e| {
+                    let path = e.path();
+                    (path.extension().is_some_and(|x| x == "toml"))
+                        .then(|| path.file_stem()?.to_str().map(str::to_owned))?
+                })
+                .filter(|n| !names.contains(n))
+                .collect();
+            user.sort();
+            names.extend(user);
         }
         names
     }

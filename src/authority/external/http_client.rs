@@ -111,10 +111,10 @@ impl Client {
     }
 
     fn keep(&self, response: Response, back: Option<TcpStream>) -> Response {
-        if let (Some(stream), Ok(mut idle)) = (back, self.idle.lock()) {
-            if idle.len() < MAX_IDLE {
-                idle.push(stream);
-            }
+        if let (Some(stream), Ok(mut idle)) = (back, self.idle.lock())
+            && idle.len() < MAX_IDLE
+        {
+            idle.push(stream);
         }
         response
     }

@@ -151,11 +151,10 @@ mod tests {
                 };
                 undo.push((key, old));
                 // Every fifth write is rolled back, as a failed transaction's are.
-                if op == 4 {
-                    if let Some((key, old)) = undo.pop() {
+                if op == 4
+                    && let Some((key, old)) = undo.pop() {
                         table.restore(&key, old);
                     }
-                }
                 for compat in ["c0", "c1"] {
                     for now in [0, 3, 7] {
                         let mut scan: Vec<&InstanceRow> = (table.rows.values())

@@ -69,7 +69,7 @@ fn instance(i: usize) -> InstanceRow {
         next_eligible_at: (i % 3 != 2).then_some(((i * 5) % 4) as i64 * 10),
         waiting_event: (i % 3 == 1).then(|| ["e1", "e2"][i % 2].to_owned()),
         principal: "p".into(),
-        start_key: (i % 4 == 0).then(|| format!("k{i}")),
+        start_key: i.is_multiple_of(4).then(|| format!("k{i}")),
         state: "{}".into(),
         created_at: 1,
         updated_at: 2,

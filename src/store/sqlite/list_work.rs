@@ -27,10 +27,10 @@ struct Wanted<'f> {
 impl Wanted<'_> {
     /// Adds every filter but the one on `lead` (which the caller seeks on).
     fn narrow(&self, q: &mut Query, lead: Option<&str>) {
-        if lead != Some("owner_id") {
-            if let Some(owner) = &self.filter.owner {
-                q.cond("owner_id =", owner.as_str());
-            }
+        if lead != Some("owner_id")
+            && let Some(owner) = &self.filter.owner
+        {
+            q.cond("owner_id =", owner.as_str());
         }
         if self.claimed_by {
             // A literal, so the planner sees the partial index's condition.
@@ -41,10 +41,10 @@ impl Wanted<'_> {
         if lead != Some("compat") && !self.compats.is_empty() {
             q.cond_in("compat", &self.compats);
         }
-        if lead != Some("kind") {
-            if let Some(kind) = self.filter.kind {
-                q.cond("kind =", kind.as_str());
-            }
+        if lead != Some("kind")
+            && let Some(kind) = self.filter.kind
+        {
+            q.cond("kind =", kind.as_str());
         }
         if let Some(prefix) = &self.filter.id_prefix {
             q.cond("id >=", prefix.as_str());

@@ -27,11 +27,11 @@ impl App {
             word => match ViewId::parse(word) {
                 Some(ViewId::Replay) => self.open_replay(&rest),
                 Some(view) => {
-                    if view == ViewId::Work {
-                        if let Some(q) = rest.first().and_then(|w| parse_quick(w)) {
-                            self.work_quick = q;
-                            self.tables.entry(ViewId::Work).or_default().page = None;
-                        }
+                    if view == ViewId::Work
+                        && let Some(q) = rest.first().and_then(|w| parse_quick(w))
+                    {
+                        self.work_quick = q;
+                        self.tables.entry(ViewId::Work).or_default().page = None;
                     }
                     if view == ViewId::Timeline && self.resource.is_none() {
                         self.say(

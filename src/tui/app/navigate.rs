@@ -12,10 +12,10 @@ impl App {
         }
         if self.view == ViewId::WorkflowDetail {
             let sel = self.tree.selected.last().cloned();
-            if let Some(id) = sel {
-                if !self.tree.closed.remove(&id) {
-                    self.tree.closed.insert(id);
-                }
+            if let Some(id) = sel
+                && !self.tree.closed.remove(&id)
+            {
+                self.tree.closed.insert(id);
             }
             return;
         }

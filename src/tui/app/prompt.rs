@@ -45,10 +45,10 @@ impl App {
                 prompt.text.pop();
             }
             (_, Action::Complete) => {
-                if prompt.kind == PromptKind::Command {
-                    if let Some(done) = complete(&prompt.text, &self.store_names()) {
-                        prompt.text = done;
-                    }
+                if prompt.kind == PromptKind::Command
+                    && let Some(done) = complete(&prompt.text, &self.store_names())
+                {
+                    prompt.text = done;
                 }
             }
             (_, Action::Dismiss) => {

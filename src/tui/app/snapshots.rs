@@ -49,10 +49,11 @@ impl App {
             && { views::table(&snapshot, at_read).is_some_and(|d| d.fetched < page.limit) };
         let view = snapshot.query.view;
         self.snapshot = Some(snapshot);
-        if self.view == ViewId::WorkflowDetail && self.tree.selected.is_empty() {
-            if let Some(first) = self.tree_paths().first() {
-                self.tree.selected.clone_from(first);
-            }
+        if self.view == ViewId::WorkflowDetail
+            && self.tree.selected.is_empty()
+            && let Some(first) = self.tree_paths().first()
+        {
+            self.tree.selected.clone_from(first);
         }
         self.adopt_replay();
         if short_backwards {

@@ -78,17 +78,17 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
         });
     }
     let mut right: Vec<Span<'_>> = Vec::new();
-    if app.show_stats() {
-        if let Some(s) = app.snapshot() {
-            right.push(Span::styled(
-                format!(
-                    "{} queries {:.1}ms ",
-                    s.stats.queries,
-                    s.stats.latency_us as f64 / 1000.0
-                ),
-                t.style(Role::Muted),
-            ));
-        }
+    if app.show_stats()
+        && let Some(s) = app.snapshot()
+    {
+        right.push(Span::styled(
+            format!(
+                "{} queries {:.1}ms ",
+                s.stats.queries,
+                s.stats.latency_us as f64 / 1000.0
+            ),
+            t.style(Role::Muted),
+        ));
     }
     if app.loading() {
         right.push(Span::styled("loading… ", t.style(Role::Stale)));

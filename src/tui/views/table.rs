@@ -148,15 +148,15 @@ fn title(app: &App) -> String {
     if app.view() == ViewId::Work {
         title.push_str(&format!("[{}] ", app.work_quick().name()));
     }
-    if app.view() == ViewId::Timeline {
-        if let Some(r) = app.resource() {
-            title.push_str(&format!("of {} ", clean(r, 48)));
-        }
+    if app.view() == ViewId::Timeline
+        && let Some(r) = app.resource()
+    {
+        title.push_str(&format!("of {} ", clean(r, 48)));
     }
-    if let Some(data) = app.table_data() {
-        if !data.summary.is_empty() {
-            title.push_str(&format!("· {} ", data.summary));
-        }
+    if let Some(data) = app.table_data()
+        && !data.summary.is_empty()
+    {
+        title.push_str(&format!("· {} ", data.summary));
     }
     title.push_str(&super::position::filter_and_sort(app));
     title
