@@ -236,7 +236,7 @@ pub fn generated_instance_id() -> String {
     let suffix = crate::ids::IdSource::next_id(&ids, "");
     format!(
         "{}-{}{}",
-        crate::ops::actor::host_name(),
+        crate::foundation::actor::host_name(),
         std::process::id(),
         &suffix[..suffix.len().min(7)]
     )

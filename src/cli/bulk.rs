@@ -8,8 +8,9 @@ use std::io::Write;
 
 use clap::Args;
 
-use super::output::{cell, json_line};
+use super::output::json_line;
 use super::{CliResult, Failure};
+use crate::foundation::text_cell::cell;
 use crate::ops::bulk::{Action, Bulk, Tally};
 
 /// More matches than this need `--yes`.

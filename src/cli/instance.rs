@@ -15,13 +15,14 @@ use std::io::Write;
 use clap::Args;
 
 use super::bulk::Target;
-use super::output::{cell, cell_max, json_line};
+use super::output::json_line;
 use super::{CliResult, Failure, StoreArg};
 use crate::clock::format_instant;
 use crate::error::{Error, Result};
+use crate::foundation::actor::operator;
+use crate::foundation::text_cell::{cell, cell_max};
 use crate::ids::check_id;
 use crate::model::{InstanceRow, InstanceStatus, PageRequest};
-use crate::ops::actor::operator;
 use crate::ops::bulk::{Action, Bulk, Fate};
 use crate::ops::cancel::{self as ops, Verdict};
 use crate::ops::filter::{Filter, Subject};

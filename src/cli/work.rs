@@ -15,12 +15,13 @@ use serde::Serialize;
 
 use super::bulk::Target;
 use super::live::LiveBuilds;
-use super::output::{cell, json_line};
+use super::output::json_line;
 use super::{CliResult, Failure, StoreArg};
 use crate::error::Error;
+use crate::foundation::actor::operator;
+use crate::foundation::text_cell::cell;
 use crate::ids::check_id;
 use crate::model::WorkItem;
-use crate::ops::actor::operator;
 use crate::ops::bulk::{Bulk, TriageMatches};
 use crate::ops::filter::{Filter, Subject};
 use crate::ops::triage::{Verb, Verdict};

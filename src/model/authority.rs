@@ -96,7 +96,7 @@ pub struct Recovering {
 }
 
 /// The key of the registering process's mark in [`Authority::config`]: its boot id and
-/// start time (`crate::ops::process`), which tell a crashed authority's pid from the same
+/// start time (`crate::foundation::process`), which tell a crashed authority's pid from the same
 /// pid reused. Kept in the registered config rather than a column of its own, so that
 /// stores written before it read as registrations without a mark (judged as before: the id
 /// stays taken until the holder's lease runs out).

@@ -181,7 +181,7 @@ impl<A: Action> Bulk<'_, A> {
                     if tally.refusals.len() < PREVIEW {
                         tally
                             .refusals
-                            .push(format!("{}: {why}", crate::cli::output::cell(id)));
+                            .push(format!("{}: {why}", crate::foundation::text_cell::cell(id)));
                     }
                 }
             }

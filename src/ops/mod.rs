@@ -2,7 +2,6 @@
 //! running cluster (liveness, failovers, fenced writes, filters, cursors, lateness), each defined
 //! once here so the two can never disagree.
 
-pub mod actor;
 pub mod attention;
 pub mod builds;
 pub mod bulk;
@@ -12,7 +11,6 @@ pub mod claims;
 pub mod cursors;
 pub mod failovers;
 pub mod fenced;
-pub mod file_input;
 pub mod filter;
 pub mod fleet_metrics;
 pub mod heartbeat;
@@ -21,13 +19,10 @@ pub mod lateness;
 pub mod liveness;
 pub mod lost_waits;
 pub mod pretty;
-pub mod process;
 pub mod published;
 pub mod replay;
 pub mod retention;
 pub mod runnable;
 pub mod ticker;
-pub mod timefmt;
-pub mod toml_file;
 pub mod triage;
 pub mod window;

@@ -5,7 +5,7 @@
 //! registration can be forgotten.
 //!
 //! One exception to the first rule: a holder that crashed on this very host. Its process is
-//! known to be gone (`ops::process`), so nothing of it can still write, and the id is taken
+//! known to be gone (`foundation::process`), so nothing of it can still write, and the id is taken
 //! over at once by the new start — a supervisor restarting a killed authority would
 //! otherwise be refused for a whole lease and give up first.
 
@@ -13,10 +13,10 @@ use super::release::{ReleasedClaim, held_by, judge, refusal, release_held};
 use super::{Logged, Store, Tx, record_audit};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::foundation::actor::host_name;
+use crate::foundation::process::{self, Gone};
 use crate::model::{Authority, Incarnation, PageRequest, Published};
-use crate::ops::actor::host_name;
 use crate::ops::liveness::{Liveness, liveness};
-use crate::ops::process::{self, Gone};
 
 /// The audit action of [`Store::forget_authority`].
 pub const FORGET_ACTION: &str = "forget-authority";
@@ -83,7 +83,7 @@ impl Store {
     /// incarnation, and in the same transaction every claim the crashed one held is handed
     /// back under a new generation, as `authority release` would (its attempts count as
     /// uncertain), audited as [`RESTART_ACTION`] naming the dead pid. A holder on another
-    /// host, one whose process runs, or one that recorded no process mark (`ops::process`)
+    /// host, one whose process runs, or one that recorded no process mark (`foundation::process`)
     /// is still refused. Answers the [`Restart`] when there was one.
     ///
     /// # Errors

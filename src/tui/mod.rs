@@ -79,7 +79,7 @@ impl Default for TuiOptions {
             read_only: false,
             theme: "dark".into(),
             demo: None,
-            actor: crate::ops::actor::operator(),
+            actor: crate::foundation::actor::operator(),
             writer: None,
             tour: None,
             record: None,

@@ -6,8 +6,8 @@
 use leasehold::authority::handlers::HandlerVersion;
 use leasehold::build_key::claim_keys;
 use leasehold::clock::{Clock, SystemClock};
+use leasehold::foundation::actor::operator;
 use leasehold::model::{AuditEntry, PageRequest};
-use leasehold::ops::actor::operator;
 use leasehold::store::url::{self, OpenMode};
 use leasehold::tui::app::{AppOptions, Command as AppCommand};
 use leasehold::tui::harness::{Harness, execute};

@@ -350,13 +350,15 @@ impl Workload {
         if self.handlers.contains_key(name) {
             return None;
         }
-        Some(match crate::ops::toml_file::nearest(name, self.names()) {
-            Some(near) => format!("no handler {name:?} runs here (did you mean {near:?}?)"),
-            None => format!(
-                "no handler {name:?} runs here (its handlers: {})",
-                self.names().collect::<Vec<_>>().join(", ")
-            ),
-        })
+        Some(
+            match crate::foundation::toml_file::nearest(name, self.names()) {
+                Some(near) => format!("no handler {name:?} runs here (did you mean {near:?}?)"),
+                None => format!(
+                    "no handler {name:?} runs here (its handlers: {})",
+                    self.names().collect::<Vec<_>>().join(", ")
+                ),
+            },
+        )
     }
 
     /// Refuses to run `config` with no handler at all (it would register and claim

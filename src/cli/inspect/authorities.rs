@@ -9,8 +9,9 @@ use serde::Serialize;
 
 use super::render::ViewRow;
 use super::{Ctx, Failure};
-use crate::cli::output::{cell, cell_max, short, when};
+use crate::cli::output::{short, when};
 use crate::clock::{Millis, format_duration};
+use crate::foundation::text_cell::{cell, cell_max};
 use crate::model::{Page, Published};
 use crate::ops::claims::OwnedClaims;
 use crate::ops::liveness::{Liveness, Timing, liveness};

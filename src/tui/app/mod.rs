@@ -55,8 +55,8 @@ use super::store_filter::{self, StoreOrder};
 use super::theme::{Role, Theme, ThemeSet};
 use super::views::{self, CHROME_ROWS, SortKey, TableData, workflow_detail};
 use crate::clock::Millis;
+use crate::foundation::timefmt::{TimeFmt, Zone};
 use crate::model::PageRequest;
-use crate::ops::timefmt::{TimeFmt, Zone};
 
 /// How long a changed row stays highlighted.
 pub const FLASH_MS: Millis = 1_500;

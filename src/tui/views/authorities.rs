@@ -1,7 +1,7 @@
 //! Authorities: who runs, under which build, how recently alive, how much they own, and
 //! what each publishes it cannot settle by itself (outcomes held in recovery, a stall).
 
-use crate::ops::timefmt::TimeFmt;
+use crate::foundation::timefmt::TimeFmt;
 use std::collections::HashMap;
 
 use super::super::snapshot::Snapshot;

@@ -6,8 +6,8 @@ use super::super::text::{clean, relative};
 use super::super::theme::Role;
 use super::super::wf;
 use super::{Cell, Column, Row, TableData, col, version};
+use crate::foundation::timefmt::TimeFmt;
 use crate::model::{InstanceRow, Page};
-use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("instance", 20, 0),
