@@ -75,7 +75,6 @@
 
 pub mod authority;
 pub mod bench;
-pub mod build_key;
 pub mod canonical;
 pub mod check;
 pub mod cli;

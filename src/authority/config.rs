@@ -13,6 +13,9 @@ use crate::rules::lease::MIN_LEASE_MS;
 use crate::rules::work::Backoff;
 use crate::store::RetentionPolicy;
 
+/// The build tag used when none is given: a label shown to people, deciding nothing.
+pub const DEFAULT_BUILD_TAG: &str = "v1";
+
 /// Default lease window (docs/ARCHITECTURE.md#authority-runtime).
 pub const DEFAULT_LEASE_DURATION_MS: Millis = 30_000;
 /// Default renew cadence: a third of the lease window.
@@ -45,7 +48,7 @@ pub struct AuthorityConfig {
     /// This authority's identity (owner id of everything it claims).
     pub instance_id: String,
     /// Human build label, shown to people; it decides nothing (what the authority claims
-    /// follows its handlers' versions, see `build_key`).
+    /// follows its handlers' versions, see `model/compat.rs`).
     pub build: String,
     /// Lease window: an unrenewed claim becomes reclaimable after this.
     pub lease_duration_ms: Millis,

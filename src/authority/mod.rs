@@ -25,8 +25,8 @@ pub use core::{
 };
 pub use embed::{Authority, AuthorityBuilder};
 pub use handlers::{
-    Attempt, AttemptContext, AttemptKind, BlockingHandler, Handler, HandlerOutcome, HandlerVersion,
-    LeaseWatch, Pace, Workload,
+    Attempt, AttemptContext, AttemptKind, BlockingHandler, Handler, HandlerOutcome, LeaseWatch,
+    Pace, Workload,
 };
 pub use health::{Health, HealthReport};
 pub use runtime::{RunOptions, run_authority, run_authority_with};

@@ -17,10 +17,11 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::handlers::{
-    Attempt, AttemptContext, AttemptKind, BlockingHandler, HandlerOutcome, HandlerVersion, Workload,
+    Attempt, AttemptContext, AttemptKind, BlockingHandler, HandlerOutcome, Workload,
 };
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::model::HandlerVersion;
 
 /// The demo profiles [`named`] accepts (it also accepts `noop`).
 pub const WORKLOAD_NAMES: [&str; 4] = ["default", "fast", "slow", "chaos"];

@@ -18,8 +18,8 @@ use crate::clock::{Millis, format_duration, format_instant};
 use crate::error::Result;
 use crate::model::{Grant, GrantKind, PageRequest, WorkItem, WorkState};
 use crate::ops::liveness::{Liveness, liveness};
-use crate::ops::runnable::keys_of;
 use crate::store::Store;
+use crate::workflow::keys::keys_of;
 
 /// What the live authorities may run: claim key → (earliest start among the live
 /// authorities that claim by it, one of them for the sentence), each authority's keys

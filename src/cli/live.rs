@@ -135,7 +135,7 @@ impl LiveBuilds {
 
     /// The versions of `handler` the running authorities declare, sorted.
     #[must_use]
-    pub fn versions(&self, handler: &str) -> Vec<crate::authority::handlers::HandlerVersion> {
+    pub fn versions(&self, handler: &str) -> Vec<crate::model::HandlerVersion> {
         self.fleet
             .versions(handler)
             .map(|v| v.iter().cloned().collect())
@@ -173,7 +173,7 @@ mod tests {
     }
 
     fn key(handler: &str) -> String {
-        crate::build_key::handler_key(handler, &crate::authority::handlers::HandlerVersion::demo())
+        crate::model::handler_key(handler, &crate::model::HandlerVersion::demo())
     }
 
     #[test]

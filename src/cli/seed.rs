@@ -24,11 +24,11 @@ use serde_json::json;
 
 use super::handler_version::HandlerVersionArg;
 use super::{CliResult, StoreArg};
-use crate::authority::handlers::HandlerVersion;
 use crate::authority::workload::ACTION_HANDLERS;
 use crate::clock::Millis;
 use crate::foundation::progress::Progress;
 use crate::foundation::text_cell::cell_max;
+use crate::model::HandlerVersion;
 use crate::model::event::NewEvent;
 use crate::model::schedule::{CatchUp, Trigger};
 use crate::model::work::NewWork;

@@ -27,7 +27,7 @@ use crate::authority::workload;
 use crate::foundation::file_input::{MAX_DEFINITION_BYTES, read_text};
 use crate::foundation::text_cell::{cell, cell_max, escape};
 use crate::ids::{check_id, check_opt_id};
-use crate::ops::runnable::registered_versions;
+use crate::model::Authority;
 use crate::store::Store;
 use crate::store::url::OpenMode;
 use crate::workflow::validate::handlers::Source;
@@ -147,7 +147,7 @@ impl HandlerSetArgs {
             let registered = store.registrations()?;
             set = set.with(
                 Source::Fleet,
-                registered.iter().flat_map(registered_versions),
+                registered.iter().flat_map(Authority::handler_versions),
             );
         }
         Ok(set)

@@ -4,6 +4,7 @@
 pub mod authority;
 pub mod compat;
 pub mod event;
+pub mod handler_version;
 pub mod history;
 pub mod lease;
 pub mod page;
@@ -14,8 +15,9 @@ pub mod work;
 pub mod workflow;
 
 pub use authority::{Authority, Incarnation, Published, Recovering};
-pub use compat::{CompatSet, CompatibilityKey, HandlerKeys};
+pub use compat::{CompatSet, CompatibilityKey, HandlerKeys, handler_key};
 pub use event::{DedupOutcome, Ingestion, JournalEvent};
+pub use handler_version::HandlerVersion;
 pub use history::{
     AuditEntry, Grant, GrantKind, HistoryPosition, Holder, Takeover, WriteRecord, WriteVerb,
 };

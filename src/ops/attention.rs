@@ -201,10 +201,7 @@ impl FleetView {
 
     /// The versions of `handler` the running authorities declare, sorted.
     #[must_use]
-    pub fn versions(
-        &self,
-        handler: &str,
-    ) -> Option<&BTreeSet<crate::authority::handlers::HandlerVersion>> {
+    pub fn versions(&self, handler: &str) -> Option<&BTreeSet<crate::model::HandlerVersion>> {
         self.runnable.versions(handler)
     }
 

@@ -14,13 +14,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::authority::handlers::HandlerVersion;
-use crate::build_key::{action_handlers, claim_keys};
 use crate::error::{Error, Result};
+use crate::model::HandlerVersion;
 use crate::model::{CompatSet, InstanceRow, InstanceStatus, WorkflowDefinitionRow};
-use crate::ops::runnable::registered_versions;
 use crate::store::Store;
 use crate::workflow::engine::{CancelOutcome, decode_state};
+use crate::workflow::keys::{action_handlers, claim_keys};
 use crate::workflow::parse_definition;
 
 /// The audit log's action name for a cancel, from either front end.
@@ -165,7 +164,7 @@ impl Builds {
         let definitions = store.deployed_definitions()?;
         let mut builds: Vec<Build> = Vec::new();
         for authority in store.registrations()? {
-            let versions = registered_versions(&authority);
+            let versions = authority.handler_versions();
             match builds.iter_mut().find(|b| b.versions == versions) {
                 Some(build) => build.by.push(authority.instance_id),
                 None => builds.push(Build {

@@ -115,7 +115,7 @@ impl Store {
     /// Every registration the registry holds — running, gone or stopped alike, since a
     /// registration stays until `authority forget` removes it — read in pages and bounded
     /// at [`REGISTRATIONS_READ`] rows: what the fleet has declared it runs (each row's
-    /// handlers and versions, [`crate::ops::runnable::registered_versions`]), for the
+    /// handlers and versions, [`crate::model::Authority::handler_versions`]), for the
     /// readers that judge by the fleet's builds rather than by who is live this second
     /// (workflow validation and deploy, cancel).
     ///

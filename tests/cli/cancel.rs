@@ -3,10 +3,9 @@
 //! and the actor is the OS account running the process, whatever `USER` says. Both judge
 //! an instance by the builds the fleet registered, and a repeated cancel is a success.
 
-use leasehold::authority::handlers::HandlerVersion;
-use leasehold::build_key::claim_keys;
 use leasehold::clock::{Clock, SystemClock};
 use leasehold::foundation::actor::operator;
+use leasehold::model::HandlerVersion;
 use leasehold::model::{AuditEntry, PageRequest};
 use leasehold::store::url::{self, OpenMode};
 use leasehold::tui::app::{AppOptions, Command as AppCommand};
@@ -14,6 +13,7 @@ use leasehold::tui::harness::{Harness, execute};
 use leasehold::tui::theme::{Role, Theme};
 use leasehold::workflow::Catalog;
 use leasehold::workflow::engine::Engine;
+use leasehold::workflow::keys::claim_keys;
 use serde_json::{Map, Value, json};
 
 use super::support::authorities::registration;

@@ -40,7 +40,6 @@ use std::sync::{Mutex, MutexGuard};
 use super::config::AuthorityConfig;
 use super::handlers::{Pace, Workload};
 use super::stats::{ExecLog, Stats};
-use crate::build_key::claim_keys;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::foundation::actor::host_name;
@@ -48,6 +47,7 @@ use crate::model::{CompatSet, Recovering};
 use crate::store::Store;
 use crate::store::capability::WORK_MODEL;
 use crate::workflow::engine::Engine;
+use crate::workflow::keys::claim_keys;
 
 struct InFlight {
     job: Job,
