@@ -12,15 +12,15 @@ use super::log::{LogFormat, dispatch};
 use super::settings::Settings;
 use super::{CliResult, Failure, StoreArg, tokio_runtime};
 use crate::authority::config::{
-    AuthorityConfig, DEFAULT_CLAIM_BATCH_SIZE, DEFAULT_LEASE_DURATION_MS, DEFAULT_POLL_INTERVAL_MS,
-    DEFAULT_RECLAIM_DELAY_MS, DEFAULT_TRIM_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY,
-    generated_instance_id,
+    AuthorityConfig, DEFAULT_CLAIM_BATCH_SIZE, DEFAULT_POLL_INTERVAL_MS, DEFAULT_RECLAIM_DELAY_MS,
+    DEFAULT_TRIM_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, generated_instance_id,
 };
 use crate::authority::handlers::Workload;
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
 use crate::clock::Millis;
 use crate::model::HandlerVersion;
+use crate::rules::liveness::DEFAULT_LEASE_DURATION_MS;
 use crate::store::Capability;
 use crate::store::create::create;
 use crate::store::url::OpenMode;

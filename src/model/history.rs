@@ -229,3 +229,15 @@ pub struct AuditEntry {
     pub target: String,
     pub outcome: String,
 }
+
+/// An operator action's audit outcome: `words`, then `; reason: …` when a reason was given
+/// (`refused: completed; reason: duplicate order`), in the same form for every action.
+#[must_use]
+pub fn with_reason(words: String, reason: &str) -> String {
+    let reason = reason.trim();
+    if reason.is_empty() {
+        words
+    } else {
+        format!("{words}; reason: {reason}")
+    }
+}

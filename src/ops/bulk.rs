@@ -15,11 +15,11 @@
 
 use serde::Serialize;
 
-use super::cancel::with_reason;
-use super::triage::{Verb, Verdict};
 use crate::error::Result;
 use crate::model::PageRequest;
+use crate::model::history::with_reason;
 use crate::model::work::{WorkFilter, WorkItem};
+use crate::rules::triage::{Verb, Verdict};
 use crate::store::Store;
 
 /// Rows read per page.

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::model::HandlerVersion;
+use crate::model::history::with_reason;
 use crate::model::{CompatSet, InstanceRow, InstanceStatus, WorkflowDefinitionRow};
 use crate::store::Store;
 use crate::workflow::engine::{CancelOutcome, decode_state};
@@ -71,17 +72,6 @@ impl Verdict {
 #[must_use]
 pub fn audit_outcome(verdict: &Verdict, reason: &str) -> String {
     with_reason(verdict.words(), reason)
-}
-
-/// An operator action's audit outcome: `words`, then `; reason: …` when one was given.
-#[must_use]
-pub fn with_reason(words: String, reason: &str) -> String {
-    let reason = reason.trim();
-    if reason.is_empty() {
-        words
-    } else {
-        format!("{words}; reason: {reason}")
-    }
 }
 
 /// Whether a cancel should be offered for an instance whose status is `status` (`None`:

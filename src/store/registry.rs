@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::foundation::actor::host_name;
 use crate::foundation::process::{self, Gone};
 use crate::model::{Authority, Incarnation, PageRequest, Published};
-use crate::ops::liveness::{Liveness, liveness};
+use crate::rules::liveness::{Liveness, liveness};
 
 /// The audit action of [`Store::forget_authority`].
 pub const FORGET_ACTION: &str = "forget-authority";

@@ -20,8 +20,8 @@ use crate::clock::Millis;
 use crate::error::Result;
 use crate::foundation::timefmt::{TimeFmt, Zone};
 use crate::model::Subscription;
-use crate::ops::liveness::liveness;
 use crate::ops::pretty;
+use crate::rules::liveness::liveness;
 use crate::store::Store;
 
 /// An open describe pane.

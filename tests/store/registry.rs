@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicU64;
 use leasehold::Store;
 use leasehold::clock::Clock;
 use leasehold::model::{Authority, PageRequest};
-use leasehold::ops::liveness::{Liveness, liveness};
+use leasehold::rules::liveness::{Liveness, liveness};
 use leasehold::store::Forgot;
 
 use leasehold::check::{CheckOptions, check};

@@ -12,8 +12,8 @@ use crate::clock::Millis;
 use crate::model::{Authority, Page};
 use crate::ops::claims::OwnedClaims;
 use crate::ops::heartbeat::heartbeat_age;
-use crate::ops::liveness::{Liveness, Timing, liveness};
 use crate::ops::published::stall_of;
+use crate::rules::liveness::{Liveness, Timing, liveness};
 use crate::store::stall::ProcessStall;
 
 pub const COLUMNS: &[Column] = &[

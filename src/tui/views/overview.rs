@@ -20,9 +20,9 @@ use super::work::state_role as work_role;
 use crate::clock::{Millis, format_duration};
 use crate::foundation::timefmt::TimeFmt;
 use crate::model::{WorkKind, WorkState};
-use crate::ops::lateness;
-use crate::ops::liveness::{Liveness, liveness};
 use crate::ops::published::PublishedView;
+use crate::rules::lateness;
+use crate::rules::liveness::{Liveness, liveness};
 
 /// Per-second rates between successive samples of `f`.
 #[must_use]

@@ -27,6 +27,7 @@
 mod cancel;
 mod claim;
 mod instances;
+pub mod lost_waits;
 mod renew;
 mod step;
 mod transition;

@@ -8,8 +8,8 @@
 //! writing again. Every attempt that reaches the store is audited under [`Verb::action`]
 //! with the operator's reason, refusals included.
 
-use super::cancel::with_reason;
 use crate::clock::Millis;
+use crate::model::history::with_reason;
 use crate::model::{Ending, Failure, FailureClass, WorkItem, WorkState};
 
 pub use crate::model::work::DISCARDED_CODE;
