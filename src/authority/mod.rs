@@ -30,4 +30,4 @@ pub use handlers::{
 };
 pub use health::{Health, HealthReport};
 pub use runtime::{RunOptions, run_authority, run_authority_with};
-pub use stats::{ExecLog, ExecRecord, Stats, percentile};
+pub use stats::{ExecLog, Stats, percentile};

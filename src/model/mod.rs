@@ -4,6 +4,7 @@
 pub mod authority;
 pub mod compat;
 pub mod event;
+pub mod exec;
 pub mod handler_version;
 pub mod history;
 pub mod lease;
@@ -17,6 +18,7 @@ pub mod workflow;
 pub use authority::{Authority, Incarnation, Published, Recovering};
 pub use compat::{CompatSet, CompatibilityKey, HandlerKeys, handler_key};
 pub use event::{DedupOutcome, Ingestion, JournalEvent};
+pub use exec::ExecRecord;
 pub use handler_version::HandlerVersion;
 pub use history::{
     AuditEntry, Grant, GrantKind, HistoryPosition, Holder, Takeover, WriteRecord, WriteVerb,

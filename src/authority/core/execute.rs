@@ -11,12 +11,12 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{AuthorityCore, Exec, Executed, Job, Task};
-use crate::authority::ExecRecord;
 use crate::authority::handlers::{
     Attempt, AttemptContext, AttemptKind, CheckpointWriter, HandlerOutcome, Registered,
 };
 use crate::clock::Millis;
 use crate::error::Result;
+use crate::model::ExecRecord;
 use crate::model::{Subscription, WorkItem, WorkKind};
 use crate::store::Keyed;
 use crate::workflow::engine::{Claimed, Next};
