@@ -3,7 +3,7 @@
 //! ([`handlers`], with the demo set in [`workload`] and commands or HTTP endpoints named in
 //! a config file in [`external`]), its counters and execution log
 //! ([`stats`]), and the tokio driver for a real process ([`runtime::run_authority`]). The
-//! embedded cluster ([`crate::cluster`]) drives the same core on virtual time.
+//! embedded cluster (`cluster/`) drives the same core on virtual time.
 
 pub mod config;
 pub mod core;

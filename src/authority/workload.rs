@@ -365,7 +365,7 @@ mod tests {
     use crate::workflow::Catalog;
 
     #[test]
-    fn the_default_workload_covers_seed_and_the_shipped_workflows() {
+    fn the_default_workload_covers_its_handlers_and_the_shipped_workflows() {
         let w = default_workload(1);
         for name in EFFECT_HANDLERS
             .iter()
@@ -376,9 +376,6 @@ mod tests {
         }
         for action in Catalog::demo().actions.keys() {
             assert!(w.get(action).is_some(), "{action}");
-        }
-        for name in crate::cli::seed::SEED_HANDLERS {
-            assert!(w.get(name).is_some(), "{name}");
         }
     }
 

@@ -466,6 +466,14 @@ mod tests {
     }
 
     #[test]
+    fn the_default_workload_runs_every_seeded_handler() {
+        let workload = crate::authority::workload::default_workload(1);
+        for name in SEED_HANDLERS {
+            assert!(workload.get(name).is_some(), "{name}");
+        }
+    }
+
+    #[test]
     fn seeding_creates_the_mixed_workload_with_one_conflict() {
         let store = crate::store::url::open("memory", OpenMode::ReadWrite).unwrap();
         let versions: Versions = SEED_HANDLERS

@@ -1,6 +1,6 @@
 //! The durable history the invariant checker reads: every ownership grant and every fenced
 //! write, accepted or refused, stamped with the store revision that committed it (a total
-//! order that does not depend on anyone's clock). Bounded: see [`crate::store::RETENTION`].
+//! order that does not depend on anyone's clock). Bounded: see `store/mod.rs::RETENTION`.
 
 use serde::{Deserialize, Serialize};
 

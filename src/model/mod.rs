@@ -1,5 +1,5 @@
 //! Plain data: what the store holds and what readers see. No behaviour beyond small
-//! derived facts; the rules that change these values live in [`crate::rules`].
+//! derived facts; the rules that change these values live in `rules/`.
 
 pub mod authority;
 pub mod compat;

@@ -6,7 +6,7 @@
 //! [`AuthorityCore::finish`] (record the outcome under the fence); [`AuthorityCore::renew`]
 //! on the renew cadence, [`AuthorityCore::heartbeat`], [`AuthorityCore::flush`] (retry
 //! outcomes a store failure deferred) and finally [`AuthorityCore::shutdown`]. The tokio
-//! runtime ([`super::runtime`]) and the simulated cluster ([`crate::cluster`]) are two
+//! runtime ([`super::runtime`]) and the simulated cluster (`cluster/`) are two
 //! drivers over this one implementation.
 //!
 //! Every write is fenced in the store; this file only decides what to present. A refusal
