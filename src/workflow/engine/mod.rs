@@ -24,7 +24,7 @@
 //! - both: `transition.rs`, the instance row as stored and the one way a transition is
 //!   written.
 
-mod cancel;
+pub mod cancel;
 mod claim;
 mod instances;
 pub mod lost_waits;
