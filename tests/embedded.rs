@@ -608,7 +608,13 @@ fn a_workflow_is_claimed_only_with_every_action_handler(h: &dyn Harness) {
         .expect("starts");
     let grants = |store: &Store| {
         store
-            .ownership_history(Some(&format!("wf:{}", started.instance_id)), 0, 1_000)
+            .ownership_history(
+                Some(&leasehold::workflow::engine::instance_resource(
+                    &started.instance_id,
+                )),
+                0,
+                1_000,
+            )
             .expect("history")
             .0
             .len()

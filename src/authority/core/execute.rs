@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::model::ExecRecord;
 use crate::model::{Subscription, WorkItem, WorkKind};
 use crate::store::Keyed;
-use crate::workflow::engine::{Claimed, Next};
+use crate::workflow::engine::{Claimed, Next, instance_resource};
 use crate::workflow::machine::ActionRequest;
 
 /// Journal events delivered per cursor attempt.
@@ -203,7 +203,7 @@ impl AuthorityCore {
                         return ready(Exec::NoHandler(request.action.clone()));
                     };
                     let ctx = AttemptContext::new(
-                        format!("wf:{}", claimed.row.instance_id),
+                        instance_resource(&claimed.row.instance_id),
                         AttemptKind::Action,
                         &request.action,
                         Value::Object(request.arguments.clone()),

@@ -87,7 +87,7 @@ pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, fmt: TimeFmt) -> TableDa
                         i.next_eligible_at.map_or_else(|| "-".into(), |t| fmt.at(t)),
                     ),
                 ],
-                resource: Some(wf::resource(&i.instance_id)),
+                resource: Some(wf::instance_resource(&i.instance_id)),
                 instance: Some(i.instance_id.clone()),
                 version: version(i),
                 ..Row::default()

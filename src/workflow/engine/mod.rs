@@ -57,8 +57,10 @@ pub struct Claimed {
 /// What every instance's lease resource starts with.
 const RESOURCE_PREFIX: &str = "wf:";
 
-/// The lease resource of an instance.
-fn resource(instance_id: &str) -> String {
+/// The lease resource of an instance, `wf:<instanceId>`: what the engine fences its
+/// transitions on, and the name grants and writes of it are recorded under.
+#[must_use]
+pub fn instance_resource(instance_id: &str) -> String {
     format!("{RESOURCE_PREFIX}{instance_id}")
 }
 
