@@ -12,7 +12,7 @@ use crate::clock::Millis;
 use crate::model::history::with_reason;
 use crate::model::{Ending, Failure, FailureClass, WorkItem, WorkState};
 
-pub use crate::model::work::DISCARDED_CODE;
+use crate::model::work::DISCARDED_CODE;
 
 /// An operator's triage verb.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
