@@ -1,6 +1,6 @@
 //! Invariant 11 (docs/ARCHITECTURE.md#checker): no event wait reaches back past the retained
-//! journal. The judgement is [`crate::workflow::engine::lost_waits`], shared with the triage list; this
-//! file words the finding.
+//! journal. The judgement is [`crate::workflow::engine::lost_waits`], shared with the
+//! triage list; this file words the finding.
 
 use super::Findings;
 use super::codes::WAIT_PAST_RETENTION;

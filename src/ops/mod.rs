@@ -1,6 +1,8 @@
 //! The operator's vocabulary: the facts the dashboard and the command line state about a
-//! running cluster (liveness, failovers, fenced writes, filters, cursors, lateness), each defined
-//! once here so the two can never disagree.
+//! running cluster (failovers, fenced writes, filters, cursors, what needs a person), each
+//! defined once here so the two can never disagree. The judgements the store and the
+//! checker share with them (liveness, lateness, triage verdicts) are in `rules/`, below
+//! everything that reads them.
 
 pub mod attention;
 pub mod builds;

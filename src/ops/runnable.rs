@@ -1,11 +1,12 @@
 //! Whether anyone running can run an item or instance, judged from the running
-//! authorities' registrations: the one place every reader (the dashboard, `inspect`,
-//! triage, the checker, the cluster's deploy watch) decides it.
+//! authorities' registrations, for the operator's readers (the dashboard, `inspect`,
+//! triage).
 //!
 //! An authority registers the handlers it runs (name → semantic version) in its
 //! registration's config. From those and the deployed definitions,
 //! [`crate::workflow::keys::keys_of`] derives the digests it claims by, exactly as the
-//! authority itself does. An item is **runnable** when some running authority's set holds its digest; when
+//! authority itself does (and as the checker and the cluster's deploy watch derive them).
+//! An item is **runnable** when some running authority's set holds its digest; when
 //! none does and no running authority has its handler at all it reads **no handler**: it
 //! stays pending until an authority with the handler starts; otherwise (the handler runs
 //! only at an incompatible version) it is **incompatible**.

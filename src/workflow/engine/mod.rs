@@ -22,7 +22,9 @@
 //!   `renew.rs` (keep it through a long action) and `step.rs` (decide, record an outcome,
 //!   apply a transition, release);
 //! - both: `transition.rs`, the instance row as stored and the one way a transition is
-//!   written.
+//!   written;
+//! - the checker and the triage list: `lost_waits.rs`, the waits that reach back past the
+//!   retained journal.
 
 pub mod cancel;
 mod claim;
