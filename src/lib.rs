@@ -62,30 +62,32 @@
 //!
 //! ## Layout
 //! - [`clock`], [`ids`], [`error`]: injected time and ids (and the rule every identifier
-//!   from outside obeys), the error vocabulary.
-//! - [`model`]: plain data (leases, work items, events, cursors, schedules, authorities).
-//! - [`rules`]: the coordination rules as pure functions over that data.
+//!   from outside obeys), the error vocabulary; [`foundation`]: small helpers that know
+//!   nothing of the domain.
+//! - [`model`]: plain data (leases, work items, events, cursors, schedules, authorities,
+//!   handler versions and compatibility keys).
+//! - [`rules`]: the coordination rules as pure functions over that data, and the
+//!   judgements every reader shares (liveness, lateness, triage verdicts).
 //! - [`store`]: the store API written once over a provider seam, the providers (memory,
 //!   SQLite, PostgreSQL), and the copy of a whole store from one provider to another.
 //! - [`workflow`]: durable workflow definitions, validation, fingerprint, engine.
 //! - [`authority`], [`cluster`], [`check`]: the runtime, the embedded cluster, the checker.
-//! - [`ops`]: what operators are told (liveness, failovers, fenced writes, filters), defined
-//!   once for the dashboard and the command line.
+//! - [`ops`]: what operators are told (failovers, fenced writes, filters, attention),
+//!   defined once for the dashboard and the command line.
 //! - [`tui`], [`cli`], [`mod@bench`]: the dashboard, the command line, the benchmarks.
 
 pub mod authority;
 pub mod bench;
-pub mod build_key;
 pub mod canonical;
 pub mod check;
 pub mod cli;
 pub mod clock;
 pub mod cluster;
 pub mod error;
+pub mod foundation;
 pub mod ids;
 pub mod model;
 pub mod ops;
-pub mod progress;
 pub mod rules;
 pub mod store;
 pub mod tui;

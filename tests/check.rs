@@ -39,9 +39,9 @@ fn k2() -> &'static str {
 }
 
 fn key_at(version: &str) -> String {
-    leasehold::build_key::handler_key(
+    leasehold::model::handler_key(
         "noop",
-        &leasehold::authority::handlers::HandlerVersion::parse(version).expect("a version"),
+        &leasehold::model::HandlerVersion::parse(version).expect("a version"),
     )
 }
 

@@ -3,14 +3,15 @@
 //! old-build work as incompatible, then drains it, while schedules keep firing under the
 //! new build; the same seed gives the same history.
 
-use leasehold::authority::handlers::HandlerVersion;
 use leasehold::authority::workload::SCHEDULE_HANDLER;
-use leasehold::build_key::{claim_keys, handler_key};
 use leasehold::cluster::control::ClusterControl;
 use leasehold::cluster::{self, ClusterOptions, Report, SCENARIOS, Sim};
 use leasehold::model::CompatSet;
+use leasehold::model::HandlerVersion;
+use leasehold::model::handler_key;
 use leasehold::model::work::WorkFilter;
 use leasehold::model::{Grant, PageRequest, WorkKind, WorkState, WriteRecord};
+use leasehold::workflow::keys::claim_keys;
 
 const DURATION_MS: i64 = 60_000;
 const SEEDS: [u64; 3] = [1, 7, 2026];

@@ -19,10 +19,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use leasehold::Store;
-use leasehold::authority::handlers::HandlerVersion;
 use leasehold::authority::{Attempt, Authority, AuthorityConfig, Handler, HandlerOutcome};
 use leasehold::cli::live::LiveBuilds;
 use leasehold::clock::ManualClock;
+use leasehold::model::HandlerVersion;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::{CatchUp, Trigger};
 use leasehold::model::work::NewWork;
@@ -151,7 +151,7 @@ fn async_handlers_run_every_kind_of_work(h: &dyn Harness) {
             "order-approved",
             "deliver",
             // Made for 2.0.0 of its handler: the authority's 2.1.0 (a minor release) runs it.
-            &leasehold::build_key::handler_key(
+            &leasehold::model::handler_key(
                 "deliver",
                 &HandlerVersion::parse("2.0.0").expect("a version"),
             ),
@@ -608,7 +608,13 @@ fn a_workflow_is_claimed_only_with_every_action_handler(h: &dyn Harness) {
         .expect("starts");
     let grants = |store: &Store| {
         store
-            .ownership_history(Some(&format!("wf:{}", started.instance_id)), 0, 1_000)
+            .ownership_history(
+                Some(&leasehold::workflow::engine::instance_resource(
+                    &started.instance_id,
+                )),
+                0,
+                1_000,
+            )
             .expect("history")
             .0
             .len()

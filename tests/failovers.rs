@@ -20,9 +20,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use leasehold::Store;
-use leasehold::authority::handlers::HandlerVersion;
-use leasehold::build_key::handler_key;
 use leasehold::clock::Clock;
+use leasehold::model::HandlerVersion;
+use leasehold::model::handler_key;
 use leasehold::model::work::NewWork;
 use leasehold::model::{Grant, WorkState, WriteRecord};
 use leasehold::store::url::{self, OpenMode};

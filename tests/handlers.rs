@@ -29,9 +29,9 @@ use std::sync::Arc;
 
 use leasehold::Store;
 use leasehold::authority::external::HandlerConfig;
-use leasehold::authority::handlers::HandlerVersion;
 use leasehold::authority::{Authority, AuthorityConfig};
 use leasehold::clock::{Clock, ManualClock};
+use leasehold::model::HandlerVersion;
 use leasehold::model::work::NewWork;
 use leasehold::model::{FailureClass, WorkItem, WorkState};
 use serde_json::{Value, json};
@@ -809,7 +809,7 @@ fn a_killed_authority_mid_handler_leaves_a_clean_store() {
     .unwrap();
     let store = leasehold::store::create::create(&url).unwrap().0;
     // The version handlers.toml declares for `mail`.
-    let build = leasehold::build_key::handler_key("mail", &compat());
+    let build = leasehold::model::handler_key("mail", &compat());
     for i in 0..ITEMS {
         let payload = json!({ "mode": "work", "ms": 400, "dir": dir.path() });
         store

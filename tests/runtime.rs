@@ -22,16 +22,16 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use leasehold::Store;
-use leasehold::authority::handlers::HandlerVersion;
 use leasehold::authority::workload::{self, EFFECT_HANDLERS};
 use leasehold::authority::{
     AttemptContext, AuthorityConfig, AuthorityCore, Finished, HandlerOutcome, Pace, RunOptions,
     Workload, run_authority, run_authority_with,
 };
-use leasehold::build_key::handler_key;
 use leasehold::clock::{Clock, ManualClock};
 use leasehold::ids::SeededIds;
+use leasehold::model::HandlerVersion;
 use leasehold::model::event::NewEvent;
+use leasehold::model::handler_key;
 use leasehold::model::work::NewWork;
 use leasehold::model::{PageRequest, WorkState};
 use leasehold::rules::work::Backoff;

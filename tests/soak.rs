@@ -26,8 +26,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use leasehold::Store;
-use leasehold::authority::handlers::HandlerVersion;
-use leasehold::build_key::handler_key;
+use leasehold::model::HandlerVersion;
+use leasehold::model::handler_key;
 use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{PageRequest, WorkItem};
 use leasehold::store::url::{self, OpenMode};

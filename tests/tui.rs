@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use crossterm::event::KeyCode;
 use leasehold::clock::{Clock, ManualClock};
 use leasehold::cluster::control::{ClusterControl, DemoAuthority, DemoState, Outcome};
+use leasehold::foundation::timefmt::Zone;
 use leasehold::ids::SeededIds;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::Trigger as ScheduleTrigger;
@@ -29,7 +30,6 @@ use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{
     Authority, CatchUp, Failure, FailureClass, PageRequest, WorkItem, WorkState,
 };
-use leasehold::ops::timefmt::Zone;
 use leasehold::store::Backend;
 use leasehold::store::memory::MemoryBackend;
 use leasehold::store::{Keyed, Store};

@@ -418,7 +418,7 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
 #[test]
 fn requeue_and_discard_the_selected_item_through_the_dialog() {
     use leasehold::model::WorkState;
-    use leasehold::ops::triage::Verb;
+    use leasehold::rules::triage::Verb;
     use leasehold::tui::app::{Act, Overlay};
 
     let (store, clock) = memory_store();

@@ -6,6 +6,8 @@
 //! - `conformance`: the workflow part of the store conformance suite — fenced CAS, stale
 //!   lease holders, terminal irreversibility, monotone history revisions, one outcome record
 //!   per invocation — as plain cases run on every provider.
+//! - `operator_cancel`: an operator's cancel commits with its audit entry (under injected
+//!   store failures), and a dry run's verdict is the cancel's, for every verdict.
 //! - `processes`: independent OS processes (this test binary re-executed as children)
 //!   advancing one SQLite file while one of them is SIGKILLed.
 
@@ -61,6 +63,9 @@ fixtures! {
 
 #[path = "workflows/conformance.rs"]
 mod conformance;
+
+#[path = "workflows/operator_cancel.rs"]
+mod operator_cancel;
 
 #[path = "workflows/processes.rs"]
 mod processes;

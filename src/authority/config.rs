@@ -10,11 +10,13 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::rules::lease::MIN_LEASE_MS;
+use crate::rules::liveness::{DEFAULT_LEASE_DURATION_MS, default_heartbeat_interval};
 use crate::rules::work::Backoff;
 use crate::store::RetentionPolicy;
 
-/// Default lease window (docs/ARCHITECTURE.md#authority-runtime).
-pub const DEFAULT_LEASE_DURATION_MS: Millis = 30_000;
+/// The build tag used when none is given: a label shown to people, deciding nothing.
+pub const DEFAULT_BUILD_TAG: &str = "v1";
+
 /// Default renew cadence: a third of the lease window.
 pub const DEFAULT_RENEW_INTERVAL_MS: Millis = 10_000;
 /// Default in-flight items per authority.
@@ -23,20 +25,6 @@ pub const DEFAULT_WORKER_CONCURRENCY: usize = 4;
 pub const DEFAULT_CLAIM_BATCH_SIZE: usize = 32;
 /// Default durable-state re-observation cadence.
 pub const DEFAULT_POLL_INTERVAL_MS: Millis = 1_000;
-/// Default heartbeat cadence for the default lease; a shorter lease beats faster (see
-/// [`default_heartbeat_interval`]).
-pub const DEFAULT_HEARTBEAT_INTERVAL_MS: Millis = 10_000;
-
-/// The heartbeat cadence for a lease of `lease_duration_ms`: at most a third of the lease
-/// (and at most [`DEFAULT_HEARTBEAT_INTERVAL_MS`]). Liveness calls an authority `silent`
-/// after 1.5 missed intervals and `gone` after one lease, so with this cadence a healthy
-/// authority always reads `live` and a dead one reads `silent` at half its lease, well
-/// before its claims lapse.
-#[must_use]
-pub fn default_heartbeat_interval(lease_duration_ms: Millis) -> Millis {
-    (lease_duration_ms / 3).clamp(1, DEFAULT_HEARTBEAT_INTERVAL_MS)
-}
-
 /// One authority's identity and runtime knobs. Serialised (camelCase) into its
 /// registration row, where the dashboard reads `leaseDurationMs` and `heartbeatIntervalMs`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,7 +33,7 @@ pub struct AuthorityConfig {
     /// This authority's identity (owner id of everything it claims).
     pub instance_id: String,
     /// Human build label, shown to people; it decides nothing (what the authority claims
-    /// follows its handlers' versions, see `build_key`).
+    /// follows its handlers' versions, see `model/compat.rs`).
     pub build: String,
     /// Lease window: an unrenewed claim becomes reclaimable after this.
     pub lease_duration_ms: Millis,
@@ -236,7 +224,7 @@ pub fn generated_instance_id() -> String {
     let suffix = crate::ids::IdSource::next_id(&ids, "");
     format!(
         "{}-{}{}",
-        crate::ops::actor::host_name(),
+        crate::foundation::actor::host_name(),
         std::process::id(),
         &suffix[..suffix.len().min(7)]
     )

@@ -15,13 +15,14 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::config::AuthorityConfig;
-use super::handlers::{BlockingHandler, Handler, HandlerVersion, Workload};
+use super::handlers::{BlockingHandler, Handler, Workload};
 use super::health::{Health, HealthReport};
 use super::runtime::{RunOptions, run_authority_with};
 use super::stats::Stats;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::HandlerKeys;
+use crate::model::HandlerVersion;
 use crate::store::Store;
 
 /// Builds an [`Authority`]; see [`Authority::builder`].

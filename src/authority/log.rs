@@ -2,7 +2,7 @@
 //! claim, recorded outcome, refused write and lost lease, each naming the item, the
 //! generation it was held under and its handler. The subscriber — and so the format and
 //! the escaping of every value — is chosen by whoever runs the authority (the binary's is
-//! [`crate::cli::log`]); with none installed these events cost next to nothing.
+//! `cli/log.rs`); with none installed these events cost next to nothing.
 
 use tracing::{info, warn};
 

@@ -3,7 +3,7 @@
 //! ([`handlers`], with the demo set in [`workload`] and commands or HTTP endpoints named in
 //! a config file in [`external`]), its counters and execution log
 //! ([`stats`]), and the tokio driver for a real process ([`runtime::run_authority`]). The
-//! embedded cluster ([`crate::cluster`]) drives the same core on virtual time.
+//! embedded cluster (`cluster/`) drives the same core on virtual time.
 
 pub mod config;
 pub mod core;
@@ -25,9 +25,9 @@ pub use core::{
 };
 pub use embed::{Authority, AuthorityBuilder};
 pub use handlers::{
-    Attempt, AttemptContext, AttemptKind, BlockingHandler, Handler, HandlerOutcome, HandlerVersion,
-    LeaseWatch, Pace, Workload,
+    Attempt, AttemptContext, AttemptKind, BlockingHandler, Handler, HandlerOutcome, LeaseWatch,
+    Pace, Workload,
 };
 pub use health::{Health, HealthReport};
 pub use runtime::{RunOptions, run_authority, run_authority_with};
-pub use stats::{ExecLog, ExecRecord, Stats, percentile};
+pub use stats::{ExecLog, Stats, percentile};

@@ -38,7 +38,7 @@ pub struct RunOptions {
     /// Append one JSON line per physical attempt here.
     pub exec_log: Option<PathBuf>,
     /// A subscriber for this authority's events alone (e.g. one built with
-    /// [`crate::cli::log::dispatch`]), for several authorities in one process; `None`
+    /// `cli/log.rs::dispatch`), for several authorities in one process; `None`
     /// leaves them to the default subscriber, which is what the binary installs. `tracing`
     /// caches per call site whether anyone listens: a scoped subscriber is reliable only if
     /// the process reaches these call sites under some subscriber everywhere.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::model::ExecRecord;
 
 /// What one authority did, from its own point of view.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,30 +143,6 @@ pub fn percentile(values: &[Millis], p: u32) -> Option<Millis> {
     sorted.sort_unstable();
     let rank = (sorted.len() * p.min(100) as usize).div_ceil(100).max(1);
     sorted.get(rank - 1).copied()
-}
-
-/// One line of the execution log: one physical attempt starting ([`ExecRecord::STARTED`]),
-/// or how it ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExecRecord {
-    pub work_id: String,
-    pub logical_effect_id: String,
-    pub idempotency_key: String,
-    pub attempt: u32,
-    pub owner_id: String,
-    pub generation: u64,
-    /// `started` before the handler runs; then `succeeded`, `retryable`, `terminal`,
-    /// `uncertain`, `lost`, `released`, or a refusal code (`WORK_FENCED`,
-    /// `already-terminal`, …) when the store refused the record.
-    pub outcome: String,
-    pub at: Millis,
-}
-
-impl ExecRecord {
-    /// The outcome of the line written as an attempt starts: a process killed while its
-    /// handler runs leaves this line and no end.
-    pub const STARTED: &'static str = "started";
 }
 
 /// An append-only JSON-lines file of [`ExecRecord`]s (`--exec-log FILE`), one line per

@@ -218,7 +218,7 @@ pub fn default_writers(url: &str, authorities: usize, lease_ms: Millis) -> Fleet
     FleetOptions {
         url: url.to_owned(),
         authorities,
-        build: crate::build_key::DEFAULT_BUILD_TAG.to_owned(),
+        build: crate::authority::config::DEFAULT_BUILD_TAG.to_owned(),
         workload: "fast".into(),
         concurrency: 32,
         batch: 32,

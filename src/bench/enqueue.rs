@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{Report, StoreFacts, rate};
-use crate::authority::handlers::HandlerVersion;
 use crate::authority::workload::NOOP_HANDLER;
-use crate::build_key::handler_key;
 use crate::error::{Error, Result};
+use crate::model::HandlerVersion;
+use crate::model::handler_key;
 use crate::model::work::NewWork;
 use crate::store::url::StoreUrl;
 use crate::store::{Store, StoreKind};

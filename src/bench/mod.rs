@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use crate::authority::stats::Stats;
 use crate::error::{Error, Result};
-use crate::progress::Progress;
+use crate::foundation::progress::Progress;
 use crate::store::Store;
 
 /// The build tag bench items are stamped with: only bench authorities claim them, so a

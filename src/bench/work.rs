@@ -5,12 +5,12 @@
 use std::time::Duration;
 
 use super::{FleetOptions, FleetRun, Report, StoreFacts, create, rate, run_fleet};
-use crate::authority::handlers::HandlerVersion;
 use crate::authority::stats::{Histogram, Stats};
 use crate::authority::workload::{NOOP_BLOCKING_WORKLOAD, NOOP_HANDLER};
-use crate::build_key::handler_key;
 use crate::error::Result;
+use crate::model::HandlerVersion;
 use crate::model::WorkKind;
+use crate::model::handler_key;
 use crate::model::work::NewWork;
 use crate::store::{Counter, Store};
 

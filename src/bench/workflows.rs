@@ -9,9 +9,9 @@ use serde_json::Map;
 
 use super::work::{fleet_metrics, handler_knob, knobs, written_per};
 use super::{FleetOptions, Report, StoreFacts, create, rate, run_fleet};
-use crate::authority::handlers::HandlerVersion;
 use crate::authority::workload::NOOP_HANDLER;
 use crate::error::{Error, Result};
+use crate::model::HandlerVersion;
 use crate::model::PageRequest;
 use crate::store::Store;
 use crate::workflow::Catalog;

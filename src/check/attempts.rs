@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use super::{Violation, gap_codes};
-use crate::authority::ExecRecord;
 use crate::error::{Error, Result};
+use crate::model::ExecRecord;
 
 /// One physical attempt: the item (or `wf:<instance>`), who ran it, under which
 /// generation, which attempt.

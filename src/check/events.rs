@@ -11,7 +11,6 @@ use std::collections::HashMap;
 
 use super::codes::DUPLICATE_SEMANTIC_EVENT;
 use super::{Counts, Findings};
-use crate::authority::AuthorityConfig;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::{JournalEvent, PageRequest};
@@ -31,11 +30,7 @@ impl Windows {
         let mut request = PageRequest::first(page);
         loop {
             let rows = store.list_authorities(&request)?;
-            policies.extend(rows.rows.iter().map(|a| {
-                serde_json::from_str::<AuthorityConfig>(&a.config)
-                    .map(|c| c.retention)
-                    .unwrap_or_default()
-            }));
+            policies.extend(rows.rows.iter().map(RetentionPolicy::registered_by));
             match rows.next {
                 Some(next) => request = PageRequest::after(next, page),
                 None => break,

@@ -230,7 +230,7 @@ fn default_resources_per_pass() -> usize {
 
 impl CheckOptions {
     /// Defaults (stranded after 60 s) at `now`. Each authority's liveness is judged by its
-    /// own registered timing ([`crate::ops::liveness`]).
+    /// own registered timing ([`crate::rules::liveness`]).
     #[must_use]
     pub fn at(now: Millis) -> Self {
         Self {

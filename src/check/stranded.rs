@@ -17,9 +17,9 @@ use super::{CheckOptions, Findings};
 use crate::clock::{Millis, format_duration, format_instant};
 use crate::error::Result;
 use crate::model::{Grant, GrantKind, PageRequest, WorkItem, WorkState};
-use crate::ops::liveness::{Liveness, liveness};
-use crate::ops::runnable::keys_of;
+use crate::rules::liveness::{Liveness, liveness};
 use crate::store::Store;
+use crate::workflow::keys::keys_of;
 
 /// What the live authorities may run: claim key → (earliest start among the live
 /// authorities that claim by it, one of them for the sentence), each authority's keys
@@ -34,7 +34,7 @@ pub(super) struct LiveBuilds {
 }
 
 impl LiveBuilds {
-    /// Reads the authorities and keeps the live ones (see [`crate::ops::liveness`]).
+    /// Reads the authorities and keeps the live ones (see [`crate::rules::liveness`]).
     pub(super) fn read(store: &Store, options: &CheckOptions, page: usize) -> Result<Self> {
         let mut live = Self::default();
         let definitions = store.deployed_definitions()?;
@@ -162,7 +162,7 @@ pub(super) fn no_stranded_work(
     };
     // The overview's lateness figure, counted from when a live authority of its build was
     // up if that came later.
-    let late = crate::ops::lateness::of_item(item, options.now).unwrap_or(0);
+    let late = crate::rules::lateness::of_item(item, options.now).unwrap_or(0);
     let waited = late.min(age(options.now, live_since));
     if waited <= options.stranded_after_ms {
         return Verdict::Fine;

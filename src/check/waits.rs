@@ -1,12 +1,12 @@
 //! Invariant 11 (docs/ARCHITECTURE.md#checker): no event wait reaches back past the retained
-//! journal. The judgement is [`crate::ops::lost_waits`], shared with the triage list; this
-//! file words the finding.
+//! journal. The judgement is [`crate::workflow::engine::lost_waits`], shared with the
+//! triage list; this file words the finding.
 
 use super::Findings;
 use super::codes::WAIT_PAST_RETENTION;
 use crate::model::InstanceRow;
-pub(super) use crate::ops::lost_waits::JournalWindow;
-use crate::ops::lost_waits::{LostWait, lost_wait};
+pub(super) use crate::workflow::engine::lost_waits::JournalWindow;
+use crate::workflow::engine::lost_waits::{LostWait, lost_wait};
 
 /// A waiting instance's `sinceEventSeq` is not below the trimmed part of the journal.
 pub(super) fn wait_within_retention(

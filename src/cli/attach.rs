@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::settings::Settings;
 use super::{CliResult, Failure, tokio_runtime};
-use crate::ops::actor::operator;
+use crate::foundation::actor::operator;
 use crate::store::url::OpenMode;
 use crate::tui::TuiOptions;
 use crate::tui::stores::Attached;

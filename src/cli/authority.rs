@@ -12,14 +12,15 @@ use super::log::{LogFormat, dispatch};
 use super::settings::Settings;
 use super::{CliResult, Failure, StoreArg, tokio_runtime};
 use crate::authority::config::{
-    AuthorityConfig, DEFAULT_CLAIM_BATCH_SIZE, DEFAULT_LEASE_DURATION_MS, DEFAULT_POLL_INTERVAL_MS,
-    DEFAULT_RECLAIM_DELAY_MS, DEFAULT_TRIM_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY,
-    generated_instance_id,
+    AuthorityConfig, DEFAULT_CLAIM_BATCH_SIZE, DEFAULT_POLL_INTERVAL_MS, DEFAULT_RECLAIM_DELAY_MS,
+    DEFAULT_TRIM_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, generated_instance_id,
 };
-use crate::authority::handlers::{HandlerVersion, Workload};
+use crate::authority::handlers::Workload;
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
 use crate::clock::Millis;
+use crate::model::HandlerVersion;
+use crate::rules::liveness::DEFAULT_LEASE_DURATION_MS;
 use crate::store::Capability;
 use crate::store::create::create;
 use crate::store::url::OpenMode;
@@ -250,7 +251,7 @@ fn knobs(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<AuthorityC
         .build
         .clone()
         .or(file.build)
-        .unwrap_or_else(|| crate::build_key::DEFAULT_BUILD_TAG.to_owned());
+        .unwrap_or_else(|| crate::authority::config::DEFAULT_BUILD_TAG.to_owned());
     let lease = args
         .lease_ms
         .or(file.lease_ms)
@@ -414,7 +415,7 @@ mod tests {
         );
         assert_eq!(
             merged.get("charge-card").unwrap().version().as_str(),
-            crate::authority::HandlerVersion::DEMO
+            crate::model::HandlerVersion::DEMO
         );
         let alone = with(args(None, Some(path)));
         assert_eq!(alone.names().collect::<Vec<_>>(), ["send-email"]);

@@ -2,14 +2,15 @@
 //! work requeue|discard|retry-now --filter EXPR` over work items, `leasehold cancel
 //! --filter EXPR` over workflow instances. The run itself ([`crate::ops::bulk`]) is the
 //! dashboard's too; here are the flags, the refusal above [`CONFIRM_ABOVE`] matches
-//! without `--yes`, `--dry-run` (only counts) and the answer.
+//! without `--yes`, `--dry-run` (counts and judges, changes nothing) and the answer.
 
 use std::io::Write;
 
 use clap::Args;
 
-use super::output::{cell, json_line};
+use super::output::json_line;
 use super::{CliResult, Failure};
+use crate::foundation::text_cell::cell;
 use crate::ops::bulk::{Action, Bulk, Tally};
 
 /// More matches than this need `--yes`.
@@ -30,7 +31,8 @@ pub struct Target {
     /// interruption finishes the rest and does nothing twice.
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
-    /// With `--filter`: say how many rows match and list the first; change nothing.
+    /// With `--filter`: say how many rows match, list the first and what a run would do to
+    /// them now; change nothing.
     #[arg(long, requires = "filter")]
     pub dry_run: bool,
     /// With `--filter`: act on more than the confirmation threshold without refusing.
@@ -52,7 +54,11 @@ pub fn run<A: Action>(
     out: &mut dyn Write,
 ) -> CliResult {
     let name = bulk.action.name();
-    let mut tally = bulk.preview()?;
+    let mut tally = if dry_run {
+        bulk.dry_run()?
+    } else {
+        bulk.preview()?
+    };
     if !dry_run {
         if tally.matched > CONFIRM_ABOVE && !yes {
             return Err(Failure::refused(format!(
@@ -69,12 +75,16 @@ pub fn run<A: Action>(
     } else if dry_run {
         writeln!(
             out,
-            "{name}: {} {}(s) match {}{}; dry run, nothing changed",
+            "{name}: {} {}(s) match {}{}; {}; dry run, nothing changed",
             tally.matched,
             bulk.action.noun(),
             tally.filter,
             first_of(&tally),
+            bulk.would_summary(&tally),
         )?;
+        for refusal in tally.would.iter().flat_map(|w| &w.refusals) {
+            writeln!(out, "  would refuse {refusal}")?;
+        }
     } else {
         writeln!(
             out,

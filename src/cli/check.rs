@@ -50,7 +50,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> CliResult {
     };
     // On a terminal, a line that follows the read; in a log, one every few seconds once
     // the check has run that long (a large store), so stdout stays the report alone.
-    let mut progress = crate::progress::Progress::new(false);
+    let mut progress = crate::foundation::progress::Progress::new(false);
     let checked = check_showing(&store, &options, &mut |phase, done, total| {
         progress.count(phase, done, total);
     });

@@ -11,10 +11,11 @@ use serde::Serialize;
 
 use super::CliResult;
 use super::authority::handler_set;
-use super::output::{cell, json_line};
+use super::output::json_line;
 use super::settings::Settings;
 use crate::authority::external::Target;
-use crate::authority::handlers::HandlerVersion;
+use crate::foundation::text_cell::cell;
+use crate::model::HandlerVersion;
 use crate::store::url::StoreUrl;
 
 /// `leasehold config …`.

@@ -12,9 +12,10 @@ use std::io::Write;
 
 use clap::Args;
 
-use super::output::{Table, cell, json_line};
+use super::output::{Table, json_line};
 use super::{CliResult, Failure};
-use crate::progress::Progress;
+use crate::foundation::progress::Progress;
+use crate::foundation::text_cell::cell;
 use crate::store::copy::{CopySummary, copy_store};
 use crate::store::url::{OpenMode, StoreUrl, open};
 

@@ -10,7 +10,7 @@ use clap::Args;
 use super::attach::need_terminal;
 use super::{CliResult, Failure, tokio_runtime};
 use crate::cluster::{Cluster, ClusterOptions, WorkPace, run_headless};
-use crate::ops::actor::operator;
+use crate::foundation::actor::operator;
 use crate::tui::TuiOptions;
 
 /// `leasehold demo`.

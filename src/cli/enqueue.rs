@@ -22,10 +22,11 @@ use clap::Args;
 use serde::Serialize;
 
 use super::handler_version::HandlerVersionArg;
-use super::output::{cell, json_line};
+use super::output::json_line;
 use super::payload::read_payload;
 use super::{CliResult, Failure, StoreArg};
 use crate::clock::{Millis, format_instant, parse_duration};
+use crate::foundation::text_cell::cell;
 use crate::ids::{check_id, check_opt_id};
 use crate::model::WorkItem;
 use crate::model::work::NewWork;

@@ -11,8 +11,9 @@ use clap::Args;
 use clap::builder::NonEmptyStringValueParser;
 use serde::Serialize;
 
-use super::output::{cell, json_line};
+use super::output::json_line;
 use super::{CliResult, Failure, StoreArg};
+use crate::foundation::text_cell::cell;
 use crate::ids::{check_id, check_opt_id};
 use crate::model::DedupOutcome;
 use crate::model::event::NewEvent;

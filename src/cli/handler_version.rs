@@ -1,6 +1,6 @@
 //! `--handler-version V`: the version of the handler(s) a one-shot producer's work is for,
 //! which decides which authorities may claim it (its compatibility key, see
-//! [`crate::build_key`]). Without the flag a producer uses the version the running
+//! [`crate::model::compat`]). Without the flag a producer uses the version the running
 //! authorities register for that handler, and without any running authority that has it,
 //! the built-in handlers' version ([`HandlerVersion::DEMO`]). Running authorities that
 //! disagree on the compatibility part leave the choice to the operator: one line asking for
@@ -12,8 +12,8 @@ use clap::Args;
 
 use super::Failure;
 use super::live::LiveBuilds;
-use crate::authority::handlers::HandlerVersion;
-use crate::build_key::handler_key;
+use crate::model::HandlerVersion;
+use crate::model::handler_key;
 use crate::store::Store;
 
 /// The `--handler-version` flag of a producer.

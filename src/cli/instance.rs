@@ -3,9 +3,10 @@
 //! `cancel` exits 0 when it cancelled the instance or it was already cancelled (a
 //! repeat changes nothing and says so), 1 when refused (already completed or failed, or
 //! the instance belongs to another build than the fleet's — the refusal names the builds
-//! checked), 2 for an unknown instance or an unreadable store. Every attempt is recorded in the audit log through
-//! [`crate::ops::cancel`] — the same entry the dashboard writes — with who (the OS account
-//! `name@host`), when, the outcome and the reason; the instance's own history records a
+//! checked), 2 for an unknown instance or an unreadable store. Every attempt is recorded in
+//! the audit log in the cancel's own transaction ([`Store::cancel_workflow_audited`]) —
+//! the same entry the dashboard writes — with who (the OS account `name@host`), when, the
+//! outcome and the reason; the instance's own history records a
 //! cancel too. `cancel --filter EXPR` cancels every instance the filter matches, page by
 //! page, with the preview, confirmation and re-run behaviour of every bulk action
 //! ([`super::bulk`]).
@@ -15,18 +16,20 @@ use std::io::Write;
 use clap::Args;
 
 use super::bulk::Target;
-use super::output::{cell, cell_max, json_line};
+use super::output::json_line;
 use super::{CliResult, Failure, StoreArg};
 use crate::clock::format_instant;
 use crate::error::{Error, Result};
+use crate::foundation::actor::operator;
+use crate::foundation::text_cell::{cell, cell_max};
 use crate::ids::check_id;
-use crate::model::{InstanceRow, InstanceStatus, PageRequest};
-use crate::ops::actor::operator;
+use crate::model::{InstanceRow, PageRequest};
 use crate::ops::bulk::{Action, Bulk, Fate};
-use crate::ops::cancel::{self as ops, Verdict};
+use crate::ops::cancel::Builds;
 use crate::ops::filter::{Filter, Subject};
 use crate::store::Store;
 use crate::store::url::OpenMode;
+use crate::workflow::engine::cancel::{AUDIT_ACTION, Verdict, judge};
 
 /// `leasehold history`.
 #[derive(Debug, Clone, Args)]
@@ -131,7 +134,7 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
         };
         return super::bulk::run(&bulk, args.target.dry_run, args.target.yes, args.json, out);
     };
-    let verdict = ops::cancel(&store, instance, Some(builds.keys()), &actor, &reason)?;
+    let verdict = store.cancel_workflow_audited(instance, Some(builds.keys()), &actor, &reason)?;
     let id = cell(instance);
     match verdict {
         Verdict::Cancelled => {
@@ -168,12 +171,13 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
 }
 
 /// A cancel over the workflow instances a filter matches (`status:`, an id prefix), each
-/// through [`ops::cancel`] (its own transaction and audit entry, as a single cancel),
-/// judged by the same builds as a single cancel.
+/// through [`Store::cancel_workflow_audited`] (its own transaction and audit entry, as a
+/// single cancel), judged by the same builds and the same verdict function ([`judge`]) as
+/// a single cancel.
 struct CancelMatches {
     filter: Filter,
     /// The builds that may cancel: an instance none of them may run is refused.
-    builds: ops::Builds,
+    builds: Builds,
 }
 
 /// A cancel's verdict as a bulk run counts it: an instance already cancelled is skipped.
@@ -189,7 +193,7 @@ impl Action for CancelMatches {
     type Row = InstanceRow;
 
     fn name(&self) -> &'static str {
-        ops::AUDIT_ACTION
+        AUDIT_ACTION
     }
 
     fn noun(&self) -> &'static str {
@@ -215,22 +219,14 @@ impl Action for CancelMatches {
     }
 
     fn judge(&self, row: &InstanceRow, _: &Store) -> Fate {
-        fate(&if row.status == InstanceStatus::Cancelled {
-            Verdict::AlreadyCancelled
-        } else if row.status.is_terminal() {
-            Verdict::Finished(row.status.as_str().into())
-        } else if !self.builds.may_cancel(row) {
-            Verdict::Incompatible
-        } else {
-            Verdict::Cancelled
-        })
+        let keys = Some(self.builds.keys());
+        fate(&Verdict::of(&judge(&row.instance_id, Some(row), keys)))
     }
 
     fn apply(&self, store: &Store, ids: &[&str], actor: &str, reason: &str) -> Result<Vec<Fate>> {
         ids.iter()
             .map(|id| {
-                Ok(fate(&ops::cancel(
-                    store,
+                Ok(fate(&store.cancel_workflow_audited(
                     id,
                     Some(self.builds.keys()),
                     actor,

@@ -1,7 +1,7 @@
 //! What `compatible` means, defined once for every view.
 //!
 //! A work item or workflow instance is **compatible** when at least one *running*
-//! authority (live or silent, see [`crate::ops::liveness`]) runs under the item's
+//! authority (live or silent, see [`crate::rules::liveness`]) runs under the item's
 //! compatibility-key digest, i.e. someone could claim it now. A gone authority's claims are
 //! reclaimable and it can no longer be counted on; a stopped one left. An item that is not
 //! compatible is shown as **incompatible**: it waits for a compatible build and is never
@@ -13,8 +13,8 @@ use crate::model::PageRequest;
 use crate::model::work::WorkFilter;
 use crate::ops::attention::{Fleet, FleetView};
 use crate::ops::filter::Filter;
-use crate::ops::liveness::{Liveness, liveness};
 use crate::ops::runnable::Standing;
+use crate::rules::liveness::{Liveness, liveness};
 use crate::store::Store;
 
 /// Registrations read per page, and pages at most: the registry is small, and this bounds
@@ -135,7 +135,7 @@ impl LiveBuilds {
 
     /// The versions of `handler` the running authorities declare, sorted.
     #[must_use]
-    pub fn versions(&self, handler: &str) -> Vec<crate::authority::handlers::HandlerVersion> {
+    pub fn versions(&self, handler: &str) -> Vec<crate::model::HandlerVersion> {
         self.fleet
             .versions(handler)
             .map(|v| v.iter().cloned().collect())
@@ -173,7 +173,7 @@ mod tests {
     }
 
     fn key(handler: &str) -> String {
-        crate::build_key::handler_key(handler, &crate::authority::handlers::HandlerVersion::demo())
+        crate::model::handler_key(handler, &crate::model::HandlerVersion::demo())
     }
 
     #[test]

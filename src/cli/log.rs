@@ -3,8 +3,9 @@
 //!
 //! Log values come from other people: instance ids, build tags, handler names and item ids
 //! may hold terminal escapes, control characters or bidirectional overrides. In the human
-//! format every value, the message included, goes through [`super::output::escape`], so
-//! `cat`-ing a log can never move the cursor, retitle the terminal or reorder text. JSON
+//! format every value, the message included, goes through
+//! [`crate::foundation::text_cell::escape`], so `cat`-ing a log can never move the cursor,
+//! retitle the terminal or reorder text. JSON
 //! escapes control characters by construction; DEL, C1 controls and the characters that
 //! reorder text, which JSON allows raw, are written as `\uXXXX` escapes as well.
 
@@ -19,8 +20,8 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::time::FormatTime;
 use tracing_subscriber::fmt::{FormatFields, MakeWriter};
 
-use super::output::escape;
 use crate::clock::{Clock, format_instant};
+use crate::foundation::text_cell::escape;
 
 /// The shape of the log lines on stderr.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]

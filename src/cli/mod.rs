@@ -49,6 +49,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::Error;
+use crate::foundation::text_cell::{escape, truncate};
 use crate::store::Store;
 use crate::store::url::{OpenMode, open};
 
@@ -271,7 +272,7 @@ pub fn install_panic_hook() {
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        let line = output::truncate(&output::escape(&payload), 300);
+        let line = truncate(&escape(&payload), 300);
         let _ = writeln!(
             io::stderr(),
             "leasehold: internal error: {line}{place} (please report this)"
@@ -326,7 +327,7 @@ pub fn one_line(message: &str) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" ");
-    output::escape(&joined)
+    escape(&joined)
 }
 
 /// Help and version print as clap renders them (exit 0); every other parse error is

@@ -1,75 +1,16 @@
 //! What the CLI prints: aligned tables for people, one JSON object per line for scripts.
 //!
 //! Anything that came out of a store (ids, handler names, event types, messages) may be
-//! hostile: in tables it goes through [`cell`], which escapes control characters, escape
-//! sequences and bidirectional overrides (`\u{1b}` prints as `\x1b`) and truncates long
-//! values with `…`. `--json` output is serialised by `serde_json`, which escapes for JSON.
+//! hostile: in tables it goes through [`crate::foundation::text_cell`]. `--json` output is
+//! serialised by `serde_json`, which escapes for JSON.
 
-use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use serde::Serialize;
 
 use crate::clock::Millis;
-use crate::ids::is_invisible_or_reordering as is_reordering;
-use crate::ops::timefmt::{TimeFmt, Zone};
-
-/// The longest a table cell may be, in characters, unless a column says otherwise.
-pub const MAX_CELL: usize = 40;
-
-/// Escapes `text` so that printing it cannot move the cursor, change colours, reorder text
-/// or break a line: C0/C1 controls and DEL become `\xNN` / `\u{NNNN}`, Unicode format
-/// characters that reorder text (bidi overrides and isolates) become `\u{NNNN}`, and a
-/// backslash is doubled so that an escape is never ambiguous.
-#[must_use]
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x80 && c.is_control() => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() || is_reordering(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Cuts `text` to at most `max` characters, ending with `…` when something was cut.
-#[must_use]
-pub fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
-/// A table cell from untrusted text: escaped, then truncated to `max` characters.
-#[must_use]
-pub fn cell_max(text: &str, max: usize) -> String {
-    truncate(&escape(text), max)
-}
-
-/// A table cell from untrusted text, at most [`MAX_CELL`] characters.
-#[must_use]
-pub fn cell(text: &str) -> String {
-    cell_max(text, MAX_CELL)
-}
-
-/// An optional cell: `-` when absent.
-#[must_use]
-pub fn opt_cell(text: Option<&str>) -> String {
-    text.map_or_else(|| "-".to_owned(), cell)
-}
+use crate::foundation::text_cell::cell_max;
+use crate::foundation::timefmt::{TimeFmt, Zone};
 
 /// `yes` or `no`.
 #[must_use]
@@ -96,7 +37,7 @@ pub fn opt_when(at: Option<Millis>, now: Millis) -> String {
     at.map_or_else(|| "-".to_owned(), |at| when(at, now))
 }
 
-/// An aligned, headed table. Cells must already be safe ([`cell`] and friends).
+/// An aligned, headed table. Cells must already be safe (`foundation::text_cell`).
 #[derive(Debug, Clone)]
 pub struct Table {
     headers: Vec<&'static str>,
@@ -172,23 +113,6 @@ pub fn json_line(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hostile_text_is_escaped() {
-        assert_eq!(escape("a\u{1b}[31mred"), "a\\x1b[31mred");
-        assert_eq!(escape("line\nbreak\u{7f}"), "line\\nbreak\\x7f");
-        assert_eq!(escape("rtl\u{202e}x"), "rtl\\u{202e}x");
-        assert_eq!(escape("c1\u{9b}"), "c1\\u{9b}");
-        assert_eq!(escape("back\\slash"), "back\\\\slash");
-        assert_eq!(escape("plain-id_1 ü"), "plain-id_1 ü");
-    }
-
-    #[test]
-    fn long_text_is_truncated_with_an_ellipsis() {
-        assert_eq!(truncate("abcdef", 4), "abc…");
-        assert_eq!(truncate("abcd", 4), "abcd");
-        assert_eq!(cell(&"x".repeat(100)).chars().count(), MAX_CELL);
-    }
 
     #[test]
     fn tables_align_and_say_when_empty() {

@@ -9,7 +9,7 @@ use std::io::Read;
 use serde_json::Value;
 
 use super::Failure;
-use crate::ops::file_input::{MAX_PAYLOAD_BYTES, ReadFailure, read_text, read_text_from};
+use crate::foundation::file_input::{MAX_PAYLOAD_BYTES, ReadFailure, read_text, read_text_from};
 
 /// The payload `arg` names: `-` reads `stdin`, `@FILE` the file, anything else is the JSON
 /// itself (a JSON text never starts with `@`).

@@ -14,10 +14,11 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use super::bulk::CONFIRM_ABOVE;
-use super::output::{cell, json_line};
+use super::output::json_line;
 use super::{CliResult, Failure, StoreArg};
 use crate::error::{Error, Result};
-use crate::ops::actor::operator;
+use crate::foundation::actor::operator;
+use crate::foundation::text_cell::cell;
 use crate::store::{Forgot, Release, ReleasedClaim};
 
 /// `leasehold authority SUBCOMMAND`.

@@ -7,11 +7,12 @@ use std::io::Write;
 
 use clap::Args;
 
-use super::output::{Table, cell_max, json_line, when};
+use super::output::{Table, json_line, when};
 use super::{CliResult, Failure, StoreArg};
 use crate::clock::Millis;
+use crate::foundation::text_cell::cell_max;
+use crate::foundation::timefmt::{Zone, span};
 use crate::ops::replay::{self, ResourceAt, Span, Steps, Summary};
-use crate::ops::timefmt::{Zone, span};
 use crate::store::Store;
 use crate::store::url::OpenMode;
 

@@ -17,12 +17,13 @@ use serde::Serialize;
 
 use super::handler_version::HandlerVersionArg;
 use super::inspect::{InspectArgs, View};
-use super::output::{cell, json_line};
+use super::output::json_line;
 use super::{CliResult, Failure, StoreArg};
 use crate::clock::{Millis, parse_duration};
+use crate::foundation::actor::operator;
+use crate::foundation::text_cell::cell;
 use crate::ids::check_id;
 use crate::model::schedule::{CatchUp, Schedule, Trigger};
-use crate::ops::actor::operator;
 
 /// `leasehold schedule …`.
 #[derive(Debug, Clone, Subcommand)]

@@ -23,16 +23,16 @@ use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 use super::handler_version::HandlerVersionArg;
-use super::output::cell_max;
 use super::{CliResult, StoreArg};
-use crate::authority::handlers::HandlerVersion;
 use crate::authority::workload::ACTION_HANDLERS;
 use crate::clock::Millis;
+use crate::foundation::progress::Progress;
+use crate::foundation::text_cell::cell_max;
+use crate::model::HandlerVersion;
 use crate::model::event::NewEvent;
 use crate::model::schedule::{CatchUp, Trigger};
 use crate::model::work::NewWork;
 use crate::model::{DedupOutcome, HandlerKeys};
-use crate::progress::Progress;
 use crate::store::Store;
 use crate::store::url::OpenMode;
 use crate::workflow::engine::NewInstance;
@@ -462,6 +462,14 @@ mod tests {
             events: 30,
             seed: Some(7),
             version: HandlerVersionArg::default(),
+        }
+    }
+
+    #[test]
+    fn the_default_workload_runs_every_seeded_handler() {
+        let workload = crate::authority::workload::default_workload(1);
+        for name in SEED_HANDLERS {
+            assert!(workload.get(name).is_some(), "{name}");
         }
     }
 

@@ -53,8 +53,8 @@ use crate::authority::external::HandlerConfig;
 use crate::authority::handlers::Workload;
 use crate::clock::{Millis, parse_duration};
 use crate::error::{Error, Result};
-use crate::ops::file_input::read_text;
-use crate::ops::toml_file::Located;
+use crate::foundation::file_input::read_text;
+use crate::foundation::toml_file::Located;
 use crate::tui::theme::ThemeSet;
 
 /// The largest config file read.

@@ -13,7 +13,7 @@ use clap::{Args, Subcommand};
 use super::output::json_line;
 use super::witness::StateDirArg;
 use super::{CliResult, StoreArg};
-use crate::ops::actor::operator;
+use crate::foundation::actor::operator;
 use crate::store::url::OpenMode;
 
 /// `leasehold store …`: administering the store itself.

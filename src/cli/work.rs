@@ -1,6 +1,6 @@
 //! `leasehold work enqueue` (a producer's new item: see [`super::enqueue`]), and
 //! `leasehold work requeue|discard|retry-now`: an operator's triage of failed, poisoned
-//! and waiting work ([`crate::ops::triage`] decides and words it; the store verbs fence
+//! and waiting work ([`crate::rules::triage`] decides and words it; the store verbs fence
 //! and audit it), on one item or on every item a `--filter` matches ([`super::bulk`]).
 //!
 //! Exit 0 when the item changed or already showed the change (a repeat), 1 when refused
@@ -15,15 +15,16 @@ use serde::Serialize;
 
 use super::bulk::Target;
 use super::live::LiveBuilds;
-use super::output::{cell, json_line};
+use super::output::json_line;
 use super::{CliResult, Failure, StoreArg};
 use crate::error::Error;
+use crate::foundation::actor::operator;
+use crate::foundation::text_cell::cell;
 use crate::ids::check_id;
 use crate::model::WorkItem;
-use crate::ops::actor::operator;
 use crate::ops::bulk::{Bulk, TriageMatches};
 use crate::ops::filter::{Filter, Subject};
-use crate::ops::triage::{Verb, Verdict};
+use crate::rules::triage::{Verb, Verdict};
 use crate::store::Triaged;
 
 /// `leasehold work …`.

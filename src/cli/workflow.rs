@@ -20,13 +20,14 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
-use super::output::{cell, cell_max, escape, json_line, short};
+use super::output::{json_line, short};
 use super::settings::Settings;
 use super::{CliResult, Failure, StoreArg};
 use crate::authority::workload;
+use crate::foundation::file_input::{MAX_DEFINITION_BYTES, read_text};
+use crate::foundation::text_cell::{cell, cell_max, escape};
 use crate::ids::{check_id, check_opt_id};
-use crate::ops::file_input::{MAX_DEFINITION_BYTES, read_text};
-use crate::ops::runnable::registered_versions;
+use crate::model::Authority;
 use crate::store::Store;
 use crate::store::url::OpenMode;
 use crate::workflow::validate::handlers::Source;
@@ -146,7 +147,7 @@ impl HandlerSetArgs {
             let registered = store.registrations()?;
             set = set.with(
                 Source::Fleet,
-                registered.iter().flat_map(registered_versions),
+                registered.iter().flat_map(Authority::handler_versions),
             );
         }
         Ok(set)
@@ -294,7 +295,7 @@ pub fn start(args: &WorkflowStartArgs, out: &mut dyn Write) -> CliResult {
     let principal = args
         .principal
         .clone()
-        .unwrap_or_else(crate::ops::actor::operator);
+        .unwrap_or_else(crate::foundation::actor::operator);
     let actions = store.workflow_actions(&args.workflow)?;
     let versions = args
         .version

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::{Cluster, NodeState};
-use crate::ops::ticker::{TickerKind, TickerLine};
+use crate::clock::Millis;
 
 /// How a demo authority is doing, as the cluster sees it (not as the store sees it: the
 /// store only knows heartbeats).
@@ -77,8 +77,8 @@ pub trait ClusterControl: Send + Sync {
     /// The scenario name and seed, for the header.
     fn scenario(&self) -> String;
     /// What was done to the cluster (faults, restarts, deploys), newest first, at most
-    /// `limit`, for the event ticker.
-    fn faults(&self, limit: usize) -> Vec<TickerLine> {
+    /// `limit`, each with its instant: the event ticker's fault lines.
+    fn faults(&self, limit: usize) -> Vec<(Millis, String)> {
         let _ = limit;
         Vec::new()
     }
@@ -159,14 +159,7 @@ impl ClusterControl for Cluster {
         self.label().to_owned()
     }
 
-    fn faults(&self, limit: usize) -> Vec<TickerLine> {
+    fn faults(&self, limit: usize) -> Vec<(Millis, String)> {
         self.timeline(limit)
-            .into_iter()
-            .map(|(at, text)| TickerLine {
-                at,
-                kind: TickerKind::Fault,
-                text,
-            })
-            .collect()
     }
 }

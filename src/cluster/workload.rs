@@ -12,13 +12,13 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::authority::handlers::HandlerVersion;
 use crate::authority::workload::{CURSOR_HANDLER, EFFECT_HANDLERS, SCHEDULE_HANDLER};
-use crate::build_key::handler_key;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::DedupOutcome;
+use crate::model::HandlerVersion;
 use crate::model::event::NewEvent;
+use crate::model::handler_key;
 use crate::model::schedule::{CatchUp, Trigger};
 use crate::model::work::NewWork;
 use crate::store::Store;

@@ -1,8 +1,11 @@
 //! Authority registrations: who is running, which handler versions, under which build
 //! label, how recently alive.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
+use super::HandlerVersion;
 use crate::clock::Millis;
 
 /// One authority's registration row.
@@ -11,7 +14,7 @@ use crate::clock::Millis;
 pub struct Authority {
     pub instance_id: String,
     /// A label of the code it runs: one digest over its handlers' keys (what it can run is
-    /// read from the handler versions its config declares, `ops::runnable`).
+    /// read from the handler versions its config declares, [`Authority::handler_versions`]).
     pub compat: String,
     /// Human build tag (`--build`).
     pub build: String,
@@ -96,13 +99,32 @@ pub struct Recovering {
 }
 
 /// The key of the registering process's mark in [`Authority::config`]: its boot id and
-/// start time (`crate::ops::process`), which tell a crashed authority's pid from the same
+/// start time (`crate::foundation::process`), which tell a crashed authority's pid from the same
 /// pid reused. Kept in the registered config rather than a column of its own, so that
 /// stores written before it read as registrations without a mark (judged as before: the id
 /// stays taken until the holder's lease runs out).
 pub const PROCESS_MARK: &str = "processMark";
 
 impl Authority {
+    /// The handler versions it registered (the `handlers` of its registered config, name →
+    /// version); a version that does not parse is left out: nothing can be claimed under it.
+    #[must_use]
+    pub fn handler_versions(&self) -> BTreeMap<String, HandlerVersion> {
+        let Ok(config) = serde_json::from_str::<serde_json::Value>(&self.config) else {
+            return BTreeMap::new();
+        };
+        let Some(handlers) = config.get("handlers").and_then(|h| h.as_object()) else {
+            return BTreeMap::new();
+        };
+        handlers
+            .iter()
+            .filter_map(|(name, version)| {
+                let version = HandlerVersion::parse(version.as_str()?).ok()?;
+                Some((name.clone(), version))
+            })
+            .collect()
+    }
+
     /// The mark of the process that registered this row, if it recorded one.
     #[must_use]
     pub fn process_mark(&self) -> Option<String> {

@@ -1,6 +1,6 @@
 //! The durable history the invariant checker reads: every ownership grant and every fenced
 //! write, accepted or refused, stamped with the store revision that committed it (a total
-//! order that does not depend on anyone's clock). Bounded: see [`crate::store::RETENTION`].
+//! order that does not depend on anyone's clock). Bounded: see `store/mod.rs::RETENTION`.
 
 use serde::{Deserialize, Serialize};
 
@@ -228,4 +228,16 @@ pub struct AuditEntry {
     pub action: String,
     pub target: String,
     pub outcome: String,
+}
+
+/// An operator action's audit outcome: `words`, then `; reason: …` when a reason was given
+/// (`refused: completed; reason: duplicate order`), in the same form for every action.
+#[must_use]
+pub fn with_reason(words: String, reason: &str) -> String {
+    let reason = reason.trim();
+    if reason.is_empty() {
+        words
+    } else {
+        format!("{words}; reason: {reason}")
+    }
 }

@@ -37,7 +37,7 @@ pub struct Lease {
     pub checkpoint: Option<Checkpoint>,
 }
 
-/// The stored answer of a keyed lease-family call (see [`crate::store::Keyed`]): `key` is
+/// The stored answer of a keyed lease-family call (see `store::Keyed`): `key` is
 /// namespaced by owner and verb, `answer` is the JSON the first call returned, replayed to
 /// every retry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,9 +1,11 @@
 //! Plain data: what the store holds and what readers see. No behaviour beyond small
-//! derived facts; the rules that change these values live in [`crate::rules`].
+//! derived facts; the rules that change these values live in `rules/`.
 
 pub mod authority;
 pub mod compat;
 pub mod event;
+pub mod exec;
+pub mod handler_version;
 pub mod history;
 pub mod lease;
 pub mod page;
@@ -14,8 +16,10 @@ pub mod work;
 pub mod workflow;
 
 pub use authority::{Authority, Incarnation, Published, Recovering};
-pub use compat::{CompatSet, CompatibilityKey, HandlerKeys};
+pub use compat::{CompatSet, CompatibilityKey, HandlerKeys, handler_key};
 pub use event::{DedupOutcome, Ingestion, JournalEvent};
+pub use exec::ExecRecord;
+pub use handler_version::HandlerVersion;
 pub use history::{
     AuditEntry, Grant, GrantKind, HistoryPosition, Holder, Takeover, WriteRecord, WriteVerb,
 };

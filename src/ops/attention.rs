@@ -18,12 +18,12 @@ use crate::model::{
     Authority, InstanceStatus, PageRequest, WorkItem, WorkState, WorkflowDefinitionRow,
 };
 use crate::ops::claims::ClaimStanding;
-use crate::ops::lateness;
-use crate::ops::liveness::{Liveness, liveness};
-use crate::ops::lost_waits::{JournalWindow, lost_wait};
 use crate::ops::runnable::{Runnable, Standing};
-use crate::ops::triage::is_discarded;
+use crate::rules::lateness;
+use crate::rules::liveness::{Liveness, liveness};
+use crate::rules::triage::is_discarded;
 use crate::store::Store;
+use crate::workflow::engine::lost_waits::{JournalWindow, lost_wait};
 
 /// Rows read per list at most.
 pub const SCAN_LIMIT: usize = 20_000;
@@ -61,13 +61,13 @@ pub enum Reason {
     /// A workflow instance past its due instant by more than [`OVERDUE_AFTER_MS`].
     OverdueInstances,
     /// A lane (kind, handler) whose oldest due item has waited more than
-    /// [`LATE_AFTER_MS`] ([`crate::ops::lateness`], the overview's figure): starvation.
+    /// [`LATE_AFTER_MS`] ([`crate::rules::lateness`], the overview's figure): starvation.
     LateLanes,
     /// Outcomes an authority holds in recovery: nobody can yet say whether they committed
     /// (from what each authority publishes on its registration row).
     OutcomesInRecovery,
     /// Waiting workflow instances whose `sinceEventSeq` is older than the retained journal
-    /// ([`crate::ops::lost_waits`], the checker's `wait-past-retention`).
+    /// ([`crate::workflow::engine::lost_waits`], the checker's `wait-past-retention`).
     WaitsPastRetention,
 }
 
@@ -201,10 +201,7 @@ impl FleetView {
 
     /// The versions of `handler` the running authorities declare, sorted.
     #[must_use]
-    pub fn versions(
-        &self,
-        handler: &str,
-    ) -> Option<&BTreeSet<crate::authority::handlers::HandlerVersion>> {
+    pub fn versions(&self, handler: &str) -> Option<&BTreeSet<crate::model::HandlerVersion>> {
         self.runnable.versions(handler)
     }
 

@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::runnable::{keys_of, registered_versions};
-use crate::build_key::handler_key;
 use crate::error::Result;
+use crate::model::handler_key;
 use crate::model::work::WorkCount;
 use crate::model::{Authority, CompatSet, WorkKind, WorkflowDefinitionRow};
+use crate::workflow::keys::keys_of;
 
 /// Authorities that run the same code under the same tag.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -84,7 +84,7 @@ pub fn matrix(
     let mut builds: BTreeMap<String, Build> = BTreeMap::new();
     let mut names: BTreeMap<String, String> = BTreeMap::new();
     for authority in running {
-        let versions = registered_versions(authority);
+        let versions = authority.handler_versions();
         for (name, version) in &versions {
             names.insert(handler_key(name, version), name.clone());
         }

@@ -15,11 +15,12 @@
 
 use serde::Serialize;
 
-use super::cancel::with_reason;
-use super::triage::{Verb, Verdict};
 use crate::error::Result;
+use crate::foundation::text_cell::cell;
 use crate::model::PageRequest;
+use crate::model::history::with_reason;
 use crate::model::work::{WorkFilter, WorkItem};
+use crate::rules::triage::{Verb, Verdict};
 use crate::store::Store;
 
 /// Rows read per page.
@@ -89,6 +90,20 @@ pub struct Tally {
     pub refused: usize,
     /// The first refusals, `id: why`.
     pub refusals: Vec<String>,
+    /// A dry run's judgement of every match: what a run would do to it now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would: Option<Would>,
+}
+
+/// What a run would do, each match judged as its page shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Would {
+    pub change: usize,
+    pub skip: usize,
+    pub refuse: usize,
+    /// The first refusals, `id: why`.
+    pub refusals: Vec<String>,
 }
 
 impl<A: Action> Bulk<'_, A> {
@@ -97,6 +112,32 @@ impl<A: Action> Bulk<'_, A> {
     /// # Errors
     /// A store failure.
     pub fn preview(&self) -> Result<Tally> {
+        self.scan(|_| {})
+    }
+
+    /// A dry run: the preview, and every match judged as its page shows it by the judgement
+    /// a run makes before it writes ([`Action::judge`]); changes nothing.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn dry_run(&self) -> Result<Tally> {
+        let mut would = Would::default();
+        let mut tally = self.scan(|row| match self.action.judge(row, self.store) {
+            Fate::Change => would.change += 1,
+            Fate::Skip => would.skip += 1,
+            Fate::Refuse(why) => {
+                would.refuse += 1;
+                if would.refusals.len() < PREVIEW {
+                    would.refusals.push(refusal_line(A::id(row), &why));
+                }
+            }
+        })?;
+        tally.would = Some(would);
+        Ok(tally)
+    }
+
+    /// Counts the matches and names the first, calling `visit` with each.
+    fn scan(&self, mut visit: impl FnMut(&A::Row)) -> Result<Tally> {
         let mut tally = Tally {
             action: self.action.name(),
             filter: self.filter_text.trim().to_owned(),
@@ -109,6 +150,7 @@ impl<A: Action> Bulk<'_, A> {
                 if tally.first.len() < PREVIEW {
                     tally.first.push(A::id(row).to_owned());
                 }
+                visit(row);
             }
             Ok(())
         })?;
@@ -135,11 +177,25 @@ impl<A: Action> Bulk<'_, A> {
     /// refused`.
     #[must_use]
     pub fn summary(&self, tally: &Tally) -> String {
-        let done = self.action.done();
         format!(
-            "{} matched: {} {done}, {} skipped (already {done}), {} refused",
-            tally.matched, tally.done, tally.skipped, tally.refused
+            "{} matched: {}",
+            tally.matched,
+            self.fates(tally.done, tally.skipped, tally.refused)
         )
+    }
+
+    /// A dry run's judgement in words: `would be 11 requeued, 0 skipped (already
+    /// requeued), 1 refused`; empty for a tally that judged nothing.
+    #[must_use]
+    pub fn would_summary(&self, tally: &Tally) -> String {
+        tally.would.as_ref().map_or_else(String::new, |w| {
+            format!("would be {}", self.fates(w.change, w.skip, w.refuse))
+        })
+    }
+
+    fn fates(&self, changed: usize, skipped: usize, refused: usize) -> String {
+        let done = self.action.done();
+        format!("{changed} {done}, {skipped} skipped (already {done}), {refused} refused")
     }
 
     /// Calls `visit` with every page of matching rows.
@@ -179,15 +235,18 @@ impl<A: Action> Bulk<'_, A> {
                 Fate::Refuse(why) => {
                     tally.refused += 1;
                     if tally.refusals.len() < PREVIEW {
-                        tally
-                            .refusals
-                            .push(format!("{}: {why}", crate::cli::output::cell(id)));
+                        tally.refusals.push(refusal_line(id, &why));
                     }
                 }
             }
         }
         Ok(())
     }
+}
+
+/// One refusal as a report names it: `id: why`, the id made safe to print.
+fn refusal_line(id: &str, why: &str) -> String {
+    format!("{}: {why}", cell(id))
 }
 
 /// A triage verb over the work items a store filter matches (`None`: a filter that can

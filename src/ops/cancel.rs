@@ -1,89 +1,24 @@
-//! Cancelling a workflow instance, in one vocabulary for the dashboard and `leasehold
-//! cancel`: when it is offered at all ([`offer`]), who may cancel what ([`Builds`]), what
-//! happened ([`Verdict`], in the same words on screen, on the terminal and in the audit
-//! log), and the one function that does it and records it ([`cancel`]). Every attempt
-//! that reaches the store is audited under [`AUDIT_ACTION`], refusals included, with the
-//! operator's reason.
+//! Cancelling a workflow instance, as the dashboard and `leasehold cancel` offer it: when
+//! it is offered at all ([`offer`]) and who may cancel what ([`Builds`]). The verdict, its
+//! words and the audited cancel itself are the engine's
+//! (`workflow/engine/cancel.rs`: `judge`, `Verdict`, `Store::cancel_workflow_audited`), so
+//! both front ends and a dry run judge alike and audit in the cancel's own transaction.
 //!
 //! A cancel is refused from another build than the instance's. The instance's own key
-//! decides: it carries `workflow_key(fingerprint, versions)` of the definition it pins and
-//! the handler versions it was started for, so it is the fleet's when some build the
-//! registry holds — one authority's registered handler versions — yields that key for
-//! that definition. `--handler-version V` replaces the fleet with one build running every
-//! handler at `V`.
+//! decides: it carries the workflow key of the definition it pins and the handler versions
+//! it was started for, so it is the fleet's when some build the registry holds — one
+//! authority's registered handler versions — yields that key for that definition.
+//! `--handler-version V` replaces the fleet with one build running every handler at `V`.
 
 use std::collections::BTreeMap;
 
-use crate::authority::handlers::HandlerVersion;
-use crate::build_key::{action_handlers, claim_keys};
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::model::HandlerVersion;
 use crate::model::{CompatSet, InstanceRow, InstanceStatus, WorkflowDefinitionRow};
-use crate::ops::runnable::registered_versions;
 use crate::store::Store;
-use crate::workflow::engine::{CancelOutcome, decode_state};
+use crate::workflow::engine::decode_state;
+use crate::workflow::keys::{action_handlers, claim_keys};
 use crate::workflow::parse_definition;
-
-/// The audit log's action name for a cancel, from either front end.
-pub const AUDIT_ACTION: &str = "cancel-workflow";
-
-/// What a cancel attempt came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// The instance moved to `cancelled`.
-    Cancelled,
-    /// A repeat: the instance was cancelled before; nothing was written. Cancelling is
-    /// idempotent, so this is a success, not a refusal.
-    AlreadyCancelled,
-    /// Refused: the instance had already finished with this status (completed, failed).
-    Finished(String),
-    /// Refused: no instance has this id.
-    Unknown,
-    /// Refused: the instance belongs to another build than the caller's.
-    Incompatible,
-    /// The store failed (its error code).
-    Failed(String),
-}
-
-impl Verdict {
-    /// The outcome in words: `cancelled`, `already cancelled`, `refused: completed`,
-    /// `refused: no such instance`, `refused: incompatible build`, `failed:
-    /// STORE_UNAVAILABLE`.
-    #[must_use]
-    pub fn words(&self) -> String {
-        match self {
-            Self::Cancelled => "cancelled".into(),
-            Self::AlreadyCancelled => "already cancelled".into(),
-            Self::Finished(status) => format!("refused: {status}"),
-            Self::Unknown => "refused: no such instance".into(),
-            Self::Incompatible => "refused: incompatible build".into(),
-            Self::Failed(code) => format!("failed: {code}"),
-        }
-    }
-
-    /// Whether the cancel was refused (or failed): the instance is not cancelled.
-    #[must_use]
-    pub fn refused(&self) -> bool {
-        !matches!(self, Self::Cancelled | Self::AlreadyCancelled)
-    }
-}
-
-/// The audit log's outcome text: the verdict's words, then the reason when one was given
-/// (`refused: completed; reason: duplicate order`).
-#[must_use]
-pub fn audit_outcome(verdict: &Verdict, reason: &str) -> String {
-    with_reason(verdict.words(), reason)
-}
-
-/// An operator action's audit outcome: `words`, then `; reason: …` when one was given.
-#[must_use]
-pub fn with_reason(words: String, reason: &str) -> String {
-    let reason = reason.trim();
-    if reason.is_empty() {
-        words
-    } else {
-        format!("{words}; reason: {reason}")
-    }
-}
 
 /// Whether a cancel should be offered for an instance whose status is `status` (`None`:
 /// no such instance); otherwise the one line that says why not, e.g. `completed — nothing
@@ -99,35 +34,6 @@ pub fn offer(instance: &str, status: Option<&str>) -> std::result::Result<(), St
         }
         Some(_) => Ok(()),
     }
-}
-
-/// Cancels `instance` as `actor` for `reason` (`compat`: the digests the caller may run,
-/// `None` for any) and records the attempt in the audit log, whatever its verdict.
-///
-/// # Errors
-/// Only when the audit entry cannot be written (the store's failure).
-pub fn cancel(
-    store: &Store,
-    instance: &str,
-    compat: Option<&CompatSet>,
-    actor: &str,
-    reason: &str,
-) -> Result<Verdict> {
-    let verdict = match store.cancel_workflow(instance, compat, actor, reason) {
-        Ok(CancelOutcome::Cancelled) => Verdict::Cancelled,
-        Ok(CancelOutcome::AlreadyCancelled) => Verdict::AlreadyCancelled,
-        Err(Error::AlreadyTerminal { state, .. }) => Verdict::Finished(state),
-        Err(Error::NotFound { .. }) => Verdict::Unknown,
-        Err(Error::Incompatible { .. }) => Verdict::Incompatible,
-        Err(e) => Verdict::Failed(e.code().into()),
-    };
-    store.audit(
-        actor,
-        AUDIT_ACTION,
-        instance,
-        &audit_outcome(&verdict, reason),
-    )?;
-    Ok(verdict)
 }
 
 /// The builds a one-shot caller (the command line, the dashboard) judges a cancel by, and
@@ -165,7 +71,7 @@ impl Builds {
         let definitions = store.deployed_definitions()?;
         let mut builds: Vec<Build> = Vec::new();
         for authority in store.registrations()? {
-            let versions = registered_versions(&authority);
+            let versions = authority.handler_versions();
             match builds.iter_mut().find(|b| b.versions == versions) {
                 Some(build) => build.by.push(authority.instance_id),
                 None => builds.push(Build {
@@ -211,8 +117,8 @@ impl Builds {
         }
     }
 
-    /// The keys of every build: what [`cancel`] passes the store, which refuses an
-    /// instance whose key is not among them.
+    /// The keys of every build: what a cancel passes the store, which refuses an instance
+    /// whose key is not among them.
     #[must_use]
     pub fn keys(&self) -> &CompatSet {
         &self.keys
@@ -308,22 +214,6 @@ mod tests {
         assert_eq!(
             offer("wf-9", None),
             Err("no such workflow instance: wf-9".into())
-        );
-    }
-
-    #[test]
-    fn one_vocabulary_with_the_reason() {
-        assert_eq!(audit_outcome(&Verdict::Cancelled, ""), "cancelled");
-        assert_eq!(
-            audit_outcome(&Verdict::Finished("completed".into()), " dup "),
-            "refused: completed; reason: dup"
-        );
-        assert_eq!(Verdict::Unknown.words(), "refused: no such instance");
-        assert!(Verdict::Incompatible.refused());
-        assert_eq!(Verdict::AlreadyCancelled.words(), "already cancelled");
-        assert!(
-            !Verdict::AlreadyCancelled.refused(),
-            "a repeat is a success"
         );
     }
 }

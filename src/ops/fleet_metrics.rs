@@ -13,8 +13,8 @@ use crate::authority::metrics::{Labeled, text};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::PageRequest;
-use crate::ops::lateness;
-use crate::ops::liveness::{Liveness, liveness};
+use crate::rules::lateness;
+use crate::rules::liveness::{Liveness, liveness};
 use crate::store::Store;
 
 /// Registrations read at most.

@@ -1,8 +1,9 @@
 //! The operator's vocabulary: the facts the dashboard and the command line state about a
-//! running cluster (liveness, failovers, fenced writes, filters, cursors, lateness), each defined
-//! once here so the two can never disagree.
+//! running cluster (failovers, fenced writes, filters, cursors, what needs a person), each
+//! defined once here so the two can never disagree. The judgements the store and the
+//! checker share with them (liveness, lateness, triage verdicts) are in `rules/`, below
+//! everything that reads them.
 
-pub mod actor;
 pub mod attention;
 pub mod builds;
 pub mod bulk;
@@ -12,22 +13,14 @@ pub mod claims;
 pub mod cursors;
 pub mod failovers;
 pub mod fenced;
-pub mod file_input;
 pub mod filter;
 pub mod fleet_metrics;
 pub mod heartbeat;
 pub mod horizon;
-pub mod lateness;
-pub mod liveness;
-pub mod lost_waits;
 pub mod pretty;
-pub mod process;
 pub mod published;
 pub mod replay;
 pub mod retention;
 pub mod runnable;
 pub mod ticker;
-pub mod timefmt;
-pub mod toml_file;
-pub mod triage;
 pub mod window;

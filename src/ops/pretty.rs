@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::timefmt::TimeFmt;
+use crate::foundation::timefmt::TimeFmt;
 
 /// String fields whose text is itself JSON (an event payload, a workflow's state, an
 /// authority's config, a work item's checkpoint): [`unfold`] parses them into structure.
@@ -165,7 +165,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::ops::timefmt::Zone;
+    use crate::foundation::timefmt::Zone;
 
     const NOW: i64 = 1_796_047_382_800;
 

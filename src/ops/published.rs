@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::clock::{Millis, format_duration};
 use crate::model::Authority;
-use crate::ops::liveness::liveness;
+use crate::rules::liveness::liveness;
 use crate::store::stall::ProcessStall;
 
 /// One write kept waiting on the store's lock.

@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::foundation::timefmt::{Zone, parse_instant, span as duration};
 use crate::model::{Grant, GrantKind, WriteRecord, WriteVerb};
-use crate::ops::timefmt::{Zone, parse_instant, span as duration};
 use crate::store::Store;
 
 pub use cursor::{StepAt, next_failover, previous_failover, steps_before, steps_from};

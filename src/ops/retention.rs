@@ -4,7 +4,6 @@
 
 use serde::Serialize;
 
-use crate::authority::AuthorityConfig;
 use crate::model::Authority;
 use crate::store::RetentionPolicy;
 
@@ -28,11 +27,7 @@ impl RetentionView {
         let mut policies = authorities
             .iter()
             .filter(|a| a.stopped_at.is_none())
-            .map(|a| {
-                serde_json::from_str::<AuthorityConfig>(&a.config)
-                    .map(|c| c.retention)
-                    .unwrap_or_default()
-            });
+            .map(RetentionPolicy::registered_by);
         let policy = policies.next();
         let differing = policies.filter(|p| Some(p) != policy.as_ref()).count();
         Self {
@@ -66,6 +61,7 @@ impl RetentionView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::authority::AuthorityConfig;
 
     fn authority(id: &str, config: &AuthorityConfig, stopped: bool) -> Authority {
         Authority {

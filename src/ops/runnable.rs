@@ -1,20 +1,20 @@
 //! Whether anyone running can run an item or instance, judged from the running
-//! authorities' registrations: the one place every reader (the dashboard, `inspect`,
-//! triage, the checker, the cluster's deploy watch) decides it.
+//! authorities' registrations, for the operator's readers (the dashboard, `inspect`,
+//! triage).
 //!
 //! An authority registers the handlers it runs (name → semantic version) in its
-//! registration's config. From those and the deployed definitions, [`keys_of`] derives the
-//! digests it claims by ([`crate::build_key::claim_keys`]), exactly as the authority itself
-//! does. An item is **runnable** when some running authority's set holds its digest; when
+//! registration's config. From those and the deployed definitions,
+//! [`crate::workflow::keys::keys_of`] derives the digests it claims by, exactly as the
+//! authority itself does (and as the checker and the cluster's deploy watch derive them).
+//! An item is **runnable** when some running authority's set holds its digest; when
 //! none does and no running authority has its handler at all it reads **no handler**: it
 //! stays pending until an authority with the handler starts; otherwise (the handler runs
 //! only at an incompatible version) it is **incompatible**.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::authority::handlers::HandlerVersion;
-use crate::build_key::claim_keys;
-use crate::model::{Authority, CompatSet, WorkflowDefinitionRow};
+use crate::model::{Authority, HandlerVersion, WorkflowDefinitionRow};
+use crate::workflow::keys::keys_of;
 
 /// What the running authorities can run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,31 +37,6 @@ pub enum Standing {
     Incompatible,
 }
 
-/// The handler versions `authority` registered (a version that does not parse is left
-/// out: nothing can be claimed under it).
-#[must_use]
-pub fn registered_versions(authority: &Authority) -> BTreeMap<String, HandlerVersion> {
-    let Ok(config) = serde_json::from_str::<serde_json::Value>(&authority.config) else {
-        return BTreeMap::new();
-    };
-    let Some(handlers) = config.get("handlers").and_then(|h| h.as_object()) else {
-        return BTreeMap::new();
-    };
-    handlers
-        .iter()
-        .filter_map(|(name, version)| {
-            let version = HandlerVersion::parse(version.as_str()?).ok()?;
-            Some((name.clone(), version))
-        })
-        .collect()
-}
-
-/// The digests `authority` claims by, given the deployed `definitions`.
-#[must_use]
-pub fn keys_of(authority: &Authority, definitions: &[WorkflowDefinitionRow]) -> CompatSet {
-    claim_keys(&registered_versions(authority), definitions)
-}
-
 impl Runnable {
     /// From the authorities that are running (the caller judges liveness) and the deployed
     /// definitions.
@@ -75,7 +50,7 @@ impl Runnable {
             runnable
                 .keys
                 .extend(keys_of(authority, definitions).iter().map(str::to_owned));
-            for (name, version) in registered_versions(authority) {
+            for (name, version) in authority.handler_versions() {
                 runnable.handlers.entry(name).or_default().insert(version);
             }
         }
@@ -160,7 +135,7 @@ impl RunnableMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build_key::handler_key;
+    use crate::model::handler_key;
 
     fn authority(id: &str, config: &str) -> Authority {
         Authority {
@@ -245,7 +220,7 @@ mod tests {
             deployed_at: 0,
         }];
         // `a` runs every action of the deployed workflow, so the definition adds a key.
-        let handlers: Vec<String> = crate::build_key::action_handlers(&def)
+        let handlers: Vec<String> = crate::workflow::keys::action_handlers(&def)
             .into_iter()
             .map(|h| format!("\"{h}\":\"1.0.0\""))
             .collect();

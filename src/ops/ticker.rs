@@ -79,10 +79,19 @@ pub fn ticker(store: &Store, now: Millis, window: Window, limit: usize) -> Resul
     Ok(lines)
 }
 
-/// Adds `extra` lines (the demo's faults) and keeps the newest `limit`.
+/// Adds the demo's `faults` (each with its instant) as fault lines and keeps the newest
+/// `limit`.
 #[must_use]
-pub fn merged(mut lines: Vec<TickerLine>, extra: Vec<TickerLine>, limit: usize) -> Vec<TickerLine> {
-    lines.extend(extra);
+pub fn merged(
+    mut lines: Vec<TickerLine>,
+    faults: Vec<(Millis, String)>,
+    limit: usize,
+) -> Vec<TickerLine> {
+    lines.extend(faults.into_iter().map(|(at, text)| TickerLine {
+        at,
+        kind: TickerKind::Fault,
+        text,
+    }));
     lines.sort_by_key(|l| std::cmp::Reverse(l.at));
     lines.truncate(limit);
     lines

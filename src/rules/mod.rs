@@ -5,6 +5,9 @@
 
 pub mod cursor;
 pub mod dedup;
+pub mod lateness;
 pub mod lease;
+pub mod liveness;
 pub mod schedule;
+pub mod triage;
 pub mod work;

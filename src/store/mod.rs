@@ -340,7 +340,7 @@ pub(crate) fn record_audit(
         actor: actor.into(),
         action: action.into(),
         target: target.into(),
-        outcome: crate::ops::cancel::with_reason(outcome.to_owned(), reason),
+        outcome: crate::model::history::with_reason(outcome.to_owned(), reason),
     })
 }
 

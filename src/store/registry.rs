@@ -5,7 +5,7 @@
 //! registration can be forgotten.
 //!
 //! One exception to the first rule: a holder that crashed on this very host. Its process is
-//! known to be gone (`ops::process`), so nothing of it can still write, and the id is taken
+//! known to be gone (`foundation::process`), so nothing of it can still write, and the id is taken
 //! over at once by the new start — a supervisor restarting a killed authority would
 //! otherwise be refused for a whole lease and give up first.
 
@@ -13,10 +13,10 @@ use super::release::{ReleasedClaim, held_by, judge, refusal, release_held};
 use super::{Logged, Store, Tx, record_audit};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::foundation::actor::host_name;
+use crate::foundation::process::{self, Gone};
 use crate::model::{Authority, Incarnation, PageRequest, Published};
-use crate::ops::actor::host_name;
-use crate::ops::liveness::{Liveness, liveness};
-use crate::ops::process::{self, Gone};
+use crate::rules::liveness::{Liveness, liveness};
 
 /// The audit action of [`Store::forget_authority`].
 pub const FORGET_ACTION: &str = "forget-authority";
@@ -83,7 +83,7 @@ impl Store {
     /// incarnation, and in the same transaction every claim the crashed one held is handed
     /// back under a new generation, as `authority release` would (its attempts count as
     /// uncertain), audited as [`RESTART_ACTION`] naming the dead pid. A holder on another
-    /// host, one whose process runs, or one that recorded no process mark (`ops::process`)
+    /// host, one whose process runs, or one that recorded no process mark (`foundation::process`)
     /// is still refused. Answers the [`Restart`] when there was one.
     ///
     /// # Errors
@@ -115,7 +115,7 @@ impl Store {
     /// Every registration the registry holds — running, gone or stopped alike, since a
     /// registration stays until `authority forget` removes it — read in pages and bounded
     /// at `REGISTRATIONS_READ` (10,000) rows: what the fleet has declared it runs (each row's
-    /// handlers and versions, [`crate::ops::runnable::registered_versions`]), for the
+    /// handlers and versions, [`crate::model::Authority::handler_versions`]), for the
     /// readers that judge by the fleet's builds rather than by who is live this second
     /// (workflow validation and deploy, cancel).
     ///

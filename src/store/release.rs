@@ -18,7 +18,7 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::work::WorkFilter;
 use crate::model::{Authority, Holder, Lease, PageRequest, WorkItem, WorkState, WriteVerb};
-use crate::ops::liveness::{Liveness, liveness};
+use crate::rules::liveness::{Liveness, liveness};
 use crate::rules::work::settle_unfinished;
 
 /// The audit action of [`Store::release_authority`].

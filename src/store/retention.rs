@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use super::{Counter, Store, Tx};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::model::{AuditEntry, Ingestion, PageRequest};
+use crate::model::{AuditEntry, Authority, Ingestion, PageRequest};
 
 const DAY_MS: Millis = 24 * 60 * 60 * 1_000;
 
@@ -50,7 +50,24 @@ impl Default for RetentionPolicy {
     }
 }
 
+/// The part of a registered config that retention reads.
+#[derive(serde::Deserialize)]
+struct Registered {
+    #[serde(default)]
+    retention: RetentionPolicy,
+}
+
 impl RetentionPolicy {
+    /// The policy `authority` trims by: the `retention` of its registered config; the
+    /// defaults when it registered none or one this build cannot read. The checker and the
+    /// operator's retention line read it alike.
+    #[must_use]
+    pub fn registered_by(authority: &Authority) -> Self {
+        serde_json::from_str::<Registered>(&authority.config)
+            .map(|r| r.retention)
+            .unwrap_or_default()
+    }
+
     pub const DEFAULT_FINISHED_MS: Millis = 7 * DAY_MS;
     pub const DEFAULT_AUDIT_MS: Millis = 30 * DAY_MS;
     pub const DEFAULT_DEDUP_MS: Millis = 7 * DAY_MS;

@@ -1,4 +1,4 @@
-//! The operator's triage verbs on work: `requeue` and `discard` ([`crate::ops::triage`]
+//! The operator's triage verbs on work: `requeue` and `discard` ([`crate::rules::triage`]
 //! decides; this file makes each decision one transaction). The item is read, judged and
 //! written in the same serialised transaction, so the change is conditional on the state
 //! it was judged on, and the audit entry (actor, verdict, reason) commits with it, for a
@@ -11,7 +11,7 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::check_id;
 use crate::model::{Holder, WorkItem, WriteVerb};
-use crate::ops::triage::{self, Verb, Verdict};
+use crate::rules::triage::{self, Verb, Verdict};
 
 /// The answer of a triage verb: its verdict and the item as it stands afterwards (`None`
 /// for an unknown id).

@@ -105,7 +105,7 @@ fn update_saved(tx: &mut dyn Tx, was: crate::model::WorkState, next: &Arc<WorkIt
 
 impl Store {
     /// Enqueues one item stamped with the key `keys` gives its handler (a digest, or a
-    /// producer's own version of the handler, see [`crate::build_key::handler_key`]): pending, claimable from `spec.not_before` (default now), with
+    /// producer's own version of the handler, see [`crate::model::handler_key`]): pending, claimable from `spec.not_before` (default now), with
     /// `spec.max_attempts` attempts (at least 1); its idempotency key defaults to its
     /// logical effect id, which defaults to its id. The producer's one call for an effect.
     ///

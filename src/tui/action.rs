@@ -187,7 +187,7 @@ pub enum Done {
     },
     /// A bulk action's preview was read: what matches, and the first of it.
     Previewed {
-        verb: crate::ops::triage::Verb,
+        verb: crate::rules::triage::Verb,
         reason: String,
         tally: crate::ops::bulk::Tally,
     },
@@ -251,7 +251,7 @@ pub enum Action {
     // --- operator actions
     CancelWorkflow,
     /// Requeue, discard or retry now the selected work item (asks first).
-    TriageWork(crate::ops::triage::Verb),
+    TriageWork(crate::rules::triage::Verb),
     /// Release the selected gone authority's claims, or forget it (asks first).
     ActOnAuthority(super::app::AuthorityVerb),
     /// Move the replay's cursor: a step or to a failover, either way.

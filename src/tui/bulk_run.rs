@@ -6,7 +6,7 @@
 use crate::cli::live::LiveBuilds;
 use crate::ops::bulk::{Bulk, Tally, TriageMatches};
 use crate::ops::filter::{Filter, Subject};
-use crate::ops::triage::Verb;
+use crate::rules::triage::Verb;
 use crate::store::Store;
 
 /// What `filter` matches now, and the first of it.

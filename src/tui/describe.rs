@@ -18,10 +18,10 @@ use super::text::clean;
 use super::views::Row;
 use crate::clock::Millis;
 use crate::error::Result;
+use crate::foundation::timefmt::{TimeFmt, Zone};
 use crate::model::Subscription;
-use crate::ops::liveness::liveness;
 use crate::ops::pretty;
-use crate::ops::timefmt::{TimeFmt, Zone};
+use crate::rules::liveness::liveness;
 use crate::store::Store;
 
 /// An open describe pane.

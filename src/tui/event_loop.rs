@@ -28,7 +28,7 @@ use super::tour_driver::{TourCommand, TourDriver};
 use super::writer::execute_with;
 use super::{TuiOptions, checker_badge, describe, views};
 use crate::error::{Error, Result};
-use crate::ops::timefmt::Zone;
+use crate::foundation::timefmt::Zone;
 use crate::store::Store;
 
 /// Restores the terminal when dropped (normal exit, error, or unwinding panic).

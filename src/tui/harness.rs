@@ -18,8 +18,9 @@ use super::tour_driver::TourDriver;
 use super::views;
 use crate::clock::Millis;
 use crate::cluster::control::ClusterControl;
-use crate::ops::cancel;
+use crate::ops::cancel::Builds;
 use crate::store::{Forgot, Store};
+use crate::workflow::engine::cancel::Verdict;
 
 /// Releases or forgets `instance` as `actor`, in the words of the status line.
 fn authority_act(
@@ -62,10 +63,11 @@ pub fn execute(
         Command::Cancel { instance, reason } => {
             // Judged by the fleet's registered builds, as `leasehold cancel` without
             // `--handler-version` is; a refusal for another build says which were checked.
-            let cancelled = cancel::Builds::fleet(store).and_then(|builds| {
-                let verdict = cancel::cancel(store, instance, Some(builds.keys()), actor, reason)?;
+            let cancelled = Builds::fleet(store).and_then(|builds| {
+                let verdict =
+                    store.cancel_workflow_audited(instance, Some(builds.keys()), actor, reason)?;
                 let checked = match verdict {
-                    cancel::Verdict::Incompatible => store
+                    Verdict::Incompatible => store
                         .instance(instance)?
                         .map(|row| format!(" (checked: {})", builds.checked(&row))),
                     _ => None,

@@ -9,7 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::action::{Action, DemoKey, ViewId, WorkQuick};
 use super::app::AuthorityVerb;
 use super::replay::Seek;
-use crate::ops::triage::Verb;
+use crate::rules::triage::Verb;
 
 /// Where the keyboard focus is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

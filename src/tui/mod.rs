@@ -4,7 +4,7 @@
 //! per refresh through `tokio::sync::watch`) → [`app::App`] (model + `update`) →
 //! [`views`] (pure rendering). Keys become [`action::Action`]s through [`keymap`]; operator
 //! actions come back out of `update` as [`app::Command`]s that call the same library entry
-//! points the CLI uses (cancel through [`crate::ops::cancel`], the demo cluster through
+//! points the CLI uses (cancel through `Store::cancel_workflow_audited`, the demo cluster through
 //! [`crate::cluster::control::ClusterControl`]), audited.
 //!
 //! Layout: `action.rs` (what can happen), `keymap.rs` (keys → actions; the help overlay is
@@ -79,7 +79,7 @@ impl Default for TuiOptions {
             read_only: false,
             theme: "dark".into(),
             demo: None,
-            actor: crate::ops::actor::operator(),
+            actor: crate::foundation::actor::operator(),
             writer: None,
             tour: None,
             record: None,

@@ -30,9 +30,9 @@ use crate::ops::claims::OwnedClaims;
 use crate::ops::cursors::CursorStatus;
 use crate::ops::failovers::FailoverRow;
 use crate::ops::fenced::FencedRow;
-use crate::ops::liveness::liveness;
 use crate::ops::runnable::{Runnable, RunnableMemo};
 use crate::ops::window::{Listing, Window};
+use crate::rules::liveness::liveness;
 use crate::store::stall::ProcessStall;
 use crate::store::{Overview, Store};
 

@@ -301,9 +301,9 @@ impl ThemeSet {
         if let Some(dir) = &self.user_dir {
             let path = dir.join(format!("{name}.toml"));
             if path.is_file() {
-                let text = crate::ops::file_input::read_text(
+                let text = crate::foundation::file_input::read_text(
                     &path,
-                    crate::ops::file_input::MAX_THEME_BYTES,
+                    crate::foundation::file_input::MAX_THEME_BYTES,
                 )
                 .map_err(|e| Error::Invalid(format!("theme {}: {e}", path.display())))?;
                 return Theme::parse(&text, &path.display().to_string());

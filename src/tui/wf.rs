@@ -23,6 +23,4 @@ pub(crate) fn state(row: &InstanceRow) -> Option<InstanceState> {
 }
 
 /// The lease resource the engine fences an instance's transitions on.
-pub(crate) fn resource(instance_id: &str) -> String {
-    format!("wf:{instance_id}")
-}
+pub(crate) use crate::workflow::engine::instance_resource;

@@ -8,7 +8,8 @@
 //!   [`expr`] (the expression language and its evaluator), [`mod@validate`] (the fifteen
 //!   `WORKFLOW_*` diagnostics against a [`Catalog`] of registered handlers), [`fingerprint`]
 //!   (the semantic fingerprint that decides instance compatibility, and the canonical JSON
-//!   form), and [`machine`] (start / apply transitions with `now` passed in, producing the
+//!   form), [`keys`] (the compatibility keys of instances and the set an authority claims
+//!   by), and [`machine`] (start / apply transitions with `now` passed in, producing the
 //!   new state and its history entries).
 //! - **Store-backed** ([`engine`], separately): idempotent start, the fenced
 //!   `instanceRevision` CAS around each [`machine::apply`], event-wait registration and
@@ -25,6 +26,7 @@
 pub mod def;
 pub mod expr;
 pub mod fingerprint;
+pub mod keys;
 pub mod machine;
 pub mod validate;
 

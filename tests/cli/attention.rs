@@ -148,8 +148,10 @@ fn triage_lists_each_kind_of_trouble_with_its_count() {
     assert_eq!(count("gone-claims"), Some((1, json!(["orphan"]))));
     assert_eq!(count("overdue-instances").map(|c| c.0), Some(1));
     // Late lanes are the overview's lateness figure, past a minute.
-    let lanes =
-        leasehold::ops::lateness::lanes(&live.overview().unwrap().waiting_lanes, SystemClock.now());
+    let lanes = leasehold::rules::lateness::lanes(
+        &live.overview().unwrap().waiting_lanes,
+        SystemClock.now(),
+    );
     let late: Vec<String> = lanes
         .iter()
         .filter(|l| l.late_ms > 60_000)

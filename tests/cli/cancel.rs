@@ -3,17 +3,17 @@
 //! and the actor is the OS account running the process, whatever `USER` says. Both judge
 //! an instance by the builds the fleet registered, and a repeated cancel is a success.
 
-use leasehold::authority::handlers::HandlerVersion;
-use leasehold::build_key::claim_keys;
 use leasehold::clock::{Clock, SystemClock};
+use leasehold::foundation::actor::operator;
+use leasehold::model::HandlerVersion;
 use leasehold::model::{AuditEntry, PageRequest};
-use leasehold::ops::actor::operator;
 use leasehold::store::url::{self, OpenMode};
 use leasehold::tui::app::{AppOptions, Command as AppCommand};
 use leasehold::tui::harness::{Harness, execute};
 use leasehold::tui::theme::{Role, Theme};
 use leasehold::workflow::Catalog;
 use leasehold::workflow::engine::Engine;
+use leasehold::workflow::keys::claim_keys;
 use serde_json::{Map, Value, json};
 
 use super::support::authorities::registration;
@@ -449,4 +449,55 @@ fn cancel_over_a_filter_finishes_the_rest_and_does_nothing_twice() {
         .filter(|a| a.action == "bulk-cancel-workflow")
         .count();
     assert_eq!(runs, 2);
+}
+
+/// `cancel --filter --dry-run` judges every match with the cancel's own verdict function:
+/// what it says a run would do — change, skip, refuse and why — is what the run then does,
+/// an already-cancelled instance of another build included.
+#[test]
+fn a_dry_run_says_what_the_cancel_then_does() {
+    let s = setup();
+    let store = url::open(&s.url, OpenMode::ReadWrite).unwrap();
+    let theirs_cancelled = store
+        .start_workflow(
+            "integration-call",
+            inputs("umbrella"),
+            "alice",
+            None,
+            leasehold::authority::workload::default_workload(0)
+                .at_version(&HandlerVersion::demo().next_major())
+                .handler_versions(),
+        )
+        .unwrap()
+        .instance_id;
+    store
+        .cancel_workflow(&theirs_cancelled, None, "ops@host", "setup")
+        .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["cancel", "--store", &s.url, "--filter", "", "--json"];
+        args.extend_from_slice(extra);
+        let o = leasehold(&args);
+        serde_json::from_str::<Value>(String::from_utf8_lossy(&o.stdout).trim()).unwrap()
+    };
+    let dry = run(&["--dry-run"]);
+    let would = &dry["would"];
+    let done = run(&["--reason", REASON]);
+    assert_eq!(
+        [&would["change"], &would["skip"], &would["refuse"]],
+        [&done["done"], &done["skipped"], &done["refused"]],
+        "dry run {dry} against the run {done}"
+    );
+    assert_eq!(would["refusals"], done["refusals"]);
+    assert_eq!(
+        done["refused"], 3,
+        "completed, another build's, and another build's cancelled"
+    );
+    assert!(
+        done["refusals"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(format!(
+                "{theirs_cancelled}: refused: incompatible build"
+            )))
+    );
 }

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use leasehold::Store;
-use leasehold::authority::handlers::HandlerVersion;
-use leasehold::build_key::handler_key;
+use leasehold::model::HandlerVersion;
+use leasehold::model::handler_key;
 use leasehold::model::work::NewWork;
 use leasehold::store::url::{self, OpenMode};
 use serde_json::Value;

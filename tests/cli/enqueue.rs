@@ -7,9 +7,9 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 use leasehold::Store;
-use leasehold::authority::handlers::HandlerVersion;
-use leasehold::build_key::handler_key;
 use leasehold::clock::{Clock, SystemClock};
+use leasehold::model::HandlerVersion;
+use leasehold::model::handler_key;
 use leasehold::model::work::WorkFilter;
 use leasehold::model::{PageRequest, WorkItem};
 use leasehold::store::url::{self, OpenMode};

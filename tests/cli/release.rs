@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use leasehold::Store;
 use leasehold::clock::{Clock, ManualClock, SystemClock};
+use leasehold::foundation::actor::operator;
 use leasehold::ids::SeededIds;
 use leasehold::model::work::NewWork;
 use leasehold::model::{AuditEntry, Authority, PageRequest, WorkState};
-use leasehold::ops::actor::operator;
 use leasehold::store::sqlite::SqliteBackend;
 use leasehold::store::url::OpenMode;
 use serde_json::Value;

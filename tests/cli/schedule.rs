@@ -3,9 +3,9 @@
 //! never creates a store.
 
 use leasehold::Store;
+use leasehold::foundation::actor::operator;
 use leasehold::model::PageRequest;
 use leasehold::model::schedule::{CatchUp, Trigger};
-use leasehold::ops::actor::operator;
 use leasehold::store::SCHEDULE_UPDATE_ACTION;
 use leasehold::store::url::{self, OpenMode};
 use serde_json::Value;

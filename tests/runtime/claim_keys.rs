@@ -3,11 +3,12 @@
 //! claimed only by code whose action versions share their compatibility part with the
 //! versions it was started for.
 
-use leasehold::authority::handlers::{HandlerVersion, Workload};
+use leasehold::authority::handlers::Workload;
 use leasehold::authority::workload;
 use leasehold::authority::{AuthorityConfig, AuthorityCore, HandlerOutcome, Pace};
-use leasehold::build_key::instance_key;
 use leasehold::clock::ManualClock;
+use leasehold::model::HandlerVersion;
+use leasehold::workflow::keys::instance_key;
 use leasehold::workflow::{Catalog, SHIPPED_DEFINITIONS, parse_definition};
 
 use crate::support::actions_at_demo;

@@ -155,8 +155,8 @@ fn a_finished_batch_frees_its_handlers_room_for_the_claims_beside_it() {
 /// created and claimed by the same poll, in one commit.
 #[test]
 fn a_due_firing_is_created_and_claimed_in_one_commit() {
-    use leasehold::build_key::handler_key;
     use leasehold::model::WorkKind;
+    use leasehold::model::handler_key;
     use leasehold::model::schedule::{CatchUp, Trigger};
 
     let clock = ManualClock::new(T0);

@@ -5,7 +5,7 @@
 
 use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{AuditEntry, FailureClass, PageRequest, WorkItem, WorkState};
-use leasehold::ops::triage::Verdict;
+use leasehold::rules::triage::Verdict;
 use leasehold::rules::work::Backoff;
 use leasehold::store::Store;
 

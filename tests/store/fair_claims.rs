@@ -280,7 +280,7 @@ pub fn lateness_per_lane_matches_the_items(h: &dyn Harness) {
     assert_eq!(overview.oldest_waiting, expected.values().min().copied());
 
     let now = s.now();
-    let late = leasehold::ops::lateness::lanes(&overview.waiting_lanes, now);
+    let late = leasehold::rules::lateness::lanes(&overview.waiting_lanes, now);
     let seen: Vec<(&str, i64)> = late
         .iter()
         .map(|l| (l.handler.as_str(), l.late_ms))

@@ -19,7 +19,7 @@ use leasehold::Store;
 use leasehold::clock::{Clock, ManualClock};
 use leasehold::model::work::{NewWork, WorkFilter};
 use leasehold::model::{Failure, FailureClass, PageRequest, WorkItem, WorkState};
-use leasehold::ops::triage::{Verdict, is_discarded};
+use leasehold::rules::triage::{Verdict, is_discarded};
 use leasehold::store::{Keyed, Triaged};
 use proptest::prelude::*;
 use proptest::test_runner::Config;

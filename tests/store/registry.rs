@@ -8,13 +8,13 @@ use std::sync::atomic::AtomicU64;
 use leasehold::Store;
 use leasehold::clock::Clock;
 use leasehold::model::{Authority, PageRequest};
-use leasehold::ops::liveness::{Liveness, liveness};
+use leasehold::rules::liveness::{Liveness, liveness};
 use leasehold::store::Forgot;
 
 use leasehold::check::{CheckOptions, check};
+use leasehold::foundation::actor::host_name;
+use leasehold::foundation::process::{self, Gone};
 use leasehold::model::WorkState;
-use leasehold::ops::actor::host_name;
-use leasehold::ops::process::{self, Gone};
 use leasehold::store::{Keyed, ReleasedClaim};
 
 use crate::support::{Harness, K, ok, refused, retry_contention};

@@ -8,7 +8,7 @@ use leasehold::check::{CheckOptions, check};
 use leasehold::clock::Clock;
 use leasehold::model::work::NewWork;
 use leasehold::model::{Authority, PageRequest, WorkState};
-use leasehold::ops::liveness::Liveness;
+use leasehold::rules::liveness::Liveness;
 use leasehold::store::{Forgot, Keyed, ReleasedClaim};
 
 use crate::support::{Harness, K, ok, refused};

@@ -52,13 +52,13 @@ pub const K_OTHER: &str = "compat-other-build";
 
 /// The built-in handlers' version, which the default workload runs: work stamped with it
 /// (`&demo()` as the keys of an enqueue) is what the authorities the tests start claim.
-pub fn demo() -> leasehold::authority::handlers::HandlerVersion {
-    leasehold::authority::handlers::HandlerVersion::demo()
+pub fn demo() -> leasehold::model::HandlerVersion {
+    leasehold::model::HandlerVersion::demo()
 }
 
 /// The key of `handler`'s work at the built-in version.
 pub fn key(handler: &str) -> String {
-    leasehold::build_key::handler_key(handler, &demo())
+    leasehold::model::handler_key(handler, &demo())
 }
 
 /// [`key`] of `send-email`, for fixtures that stamp all their work with one key the
@@ -89,8 +89,7 @@ pub fn dead_letters(store: &Store, clock: &ManualClock, ids: &[&str]) {
 
 /// Every handler of the default workload at the built-in version: what a workflow start
 /// for those authorities passes ([`leasehold::workflow::engine::StartKey::Versions`]).
-pub fn demo_versions()
--> std::collections::BTreeMap<String, leasehold::authority::handlers::HandlerVersion> {
+pub fn demo_versions() -> std::collections::BTreeMap<String, leasehold::model::HandlerVersion> {
     leasehold::authority::workload::default_workload(0).handler_versions()
 }
 
@@ -99,7 +98,7 @@ pub fn demo_versions()
 pub fn actions_at_demo(
     store: &Store,
     workflow: &str,
-) -> std::collections::BTreeMap<String, leasehold::authority::handlers::HandlerVersion> {
+) -> std::collections::BTreeMap<String, leasehold::model::HandlerVersion> {
     store
         .workflow_actions(workflow)
         .unwrap()

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::Store;
-use leasehold::authority::handlers::HandlerVersion;
 use leasehold::authority::workload;
 use leasehold::authority::{AuthorityConfig, AuthorityCore, Pace};
 use leasehold::clock::ManualClock;
 use leasehold::ids::SeededIds;
+use leasehold::model::HandlerVersion;
 use leasehold::model::work::WorkFilter;
 use leasehold::model::{PageRequest, WorkItem, WorkState};
 use leasehold::store::faults::FaultyBackend;

@@ -15,7 +15,9 @@ use leasehold::model::HistoryRecord;
 use leasehold::model::event::NewEvent;
 use leasehold::store::Keyed;
 use leasehold::workflow::Trigger;
-use leasehold::workflow::engine::{CancelOutcome, Claimed, Engine, Next, Step, decode_state};
+use leasehold::workflow::engine::{
+    CancelOutcome, Claimed, Engine, Next, Step, decode_state, instance_resource,
+};
 use leasehold::workflow::machine::Failure;
 use serde_json::{Value, json};
 
@@ -104,7 +106,7 @@ fn snapshot(store: &Store, id: &str) -> (leasehold::model::InstanceRow, Vec<Hist
 
 fn last_write(store: &Store, id: &str) -> leasehold::model::WriteRecord {
     let (_, writes) = store
-        .ownership_history(Some(&format!("wf:{id}")), 0, 10_000)
+        .ownership_history(Some(&instance_resource(id)), 0, 10_000)
         .expect("ownership history");
     writes.last().cloned().expect("a write record")
 }
@@ -114,7 +116,7 @@ fn last_write(store: &Store, id: &str) -> leasehold::model::WriteRecord {
 fn taken_directly(h: &dyn Harness, id: &str, owner: &str) -> Claimed {
     let lease = h
         .store()
-        .acquire(&format!("wf:{id}"), owner, 1_000.0, Keyed { key: None })
+        .acquire(&instance_resource(id), owner, 1_000.0, Keyed { key: None })
         .expect("lease");
     let row = h.store().instance(id).expect("read").expect("exists");
     let (_, state) = decode_state(&row).expect("state");

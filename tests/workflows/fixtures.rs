@@ -318,7 +318,7 @@ impl Runner {
         // Even holding the instance lease (taken directly through the lease API), the
         // other build must invoke nothing and record nothing.
         for id in &ids {
-            let resource = format!("wf:{id}");
+            let resource = leasehold::workflow::engine::instance_resource(id);
             let row = store.instance(id).expect("instance").expect("exists");
             if matches!(row.status.as_str(), "completed" | "failed" | "cancelled") {
                 continue;

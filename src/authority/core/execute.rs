@@ -11,15 +11,15 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{AuthorityCore, Exec, Executed, Job, Task};
-use crate::authority::ExecRecord;
 use crate::authority::handlers::{
     Attempt, AttemptContext, AttemptKind, CheckpointWriter, HandlerOutcome, Registered,
 };
 use crate::clock::Millis;
 use crate::error::Result;
+use crate::model::ExecRecord;
 use crate::model::{Subscription, WorkItem, WorkKind};
 use crate::store::Keyed;
-use crate::workflow::engine::{Claimed, Next};
+use crate::workflow::engine::{Claimed, Next, instance_resource};
 use crate::workflow::machine::ActionRequest;
 
 /// Journal events delivered per cursor attempt.
@@ -203,7 +203,7 @@ impl AuthorityCore {
                         return ready(Exec::NoHandler(request.action.clone()));
                     };
                     let ctx = AttemptContext::new(
-                        format!("wf:{}", claimed.row.instance_id),
+                        instance_resource(&claimed.row.instance_id),
                         AttemptKind::Action,
                         &request.action,
                         Value::Object(request.arguments.clone()),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::super::handlers::{HandlerOutcome, LeaseSignal};
 use crate::clock::Millis;
 use crate::model::WorkItem;
-use crate::workflow::engine::Claimed;
+use crate::workflow::engine::{Claimed, instance_resource};
 use crate::workflow::machine::{ActionRequest, Trigger};
 
 /// What a job works on. Shared, not boxed: the core keeps a job while its handler runs
@@ -38,7 +38,7 @@ impl Job {
     pub fn resource(&self) -> String {
         match &self.task {
             Task::Work(item) => item.id.clone(),
-            Task::Workflow(c) => format!("wf:{}", c.row.instance_id),
+            Task::Workflow(c) => instance_resource(&c.row.instance_id),
         }
     }
 

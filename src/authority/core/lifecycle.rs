@@ -54,7 +54,7 @@ impl AuthorityCore {
                 "handlers".into(),
                 serde_json::to_value(self.workload.versions()).unwrap_or_default(),
             );
-            if let Some(mark) = crate::ops::process::this_process() {
+            if let Some(mark) = crate::foundation::process::this_process() {
                 object.insert(crate::model::authority::PROCESS_MARK.into(), mark.into());
             }
         }

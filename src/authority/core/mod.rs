@@ -6,7 +6,7 @@
 //! [`AuthorityCore::finish`] (record the outcome under the fence); [`AuthorityCore::renew`]
 //! on the renew cadence, [`AuthorityCore::heartbeat`], [`AuthorityCore::flush`] (retry
 //! outcomes a store failure deferred) and finally [`AuthorityCore::shutdown`]. The tokio
-//! runtime ([`super::runtime`]) and the simulated cluster ([`crate::cluster`]) are two
+//! runtime ([`super::runtime`]) and the simulated cluster (`cluster/`) are two
 //! drivers over this one implementation.
 //!
 //! Every write is fenced in the store; this file only decides what to present. A refusal
@@ -40,14 +40,14 @@ use std::sync::{Mutex, MutexGuard};
 use super::config::AuthorityConfig;
 use super::handlers::{Pace, Workload};
 use super::stats::{ExecLog, Stats};
-use crate::build_key::claim_keys;
 use crate::clock::Millis;
 use crate::error::Result;
+use crate::foundation::actor::host_name;
 use crate::model::{CompatSet, Recovering};
-use crate::ops::actor::host_name;
 use crate::store::Store;
 use crate::store::capability::WORK_MODEL;
 use crate::workflow::engine::Engine;
+use crate::workflow::keys::claim_keys;
 
 struct InFlight {
     job: Job,

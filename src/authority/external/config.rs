@@ -15,11 +15,12 @@ use toml::Spanned;
 use super::endpoint::Endpoint;
 use super::exec::{ExecHandler, ExecSpec};
 use super::http::HttpHandler;
-use crate::authority::handlers::{HandlerVersion, Workload};
+use crate::authority::handlers::Workload;
 use crate::clock::{Millis, parse_duration};
 use crate::error::{Error, Result};
-use crate::ops::file_input::read_text;
-use crate::ops::toml_file::Located;
+use crate::foundation::file_input::read_text;
+use crate::foundation::toml_file::Located;
+use crate::model::HandlerVersion;
 
 /// The largest config file read: a handler is a few lines.
 const MAX_CONFIG_BYTES: u64 = 256 * 1024;

@@ -21,8 +21,9 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
 use super::wire::{self, Answer};
-use crate::authority::handlers::{Attempt, Handler, HandlerFuture, HandlerOutcome, HandlerVersion};
+use crate::authority::handlers::{Attempt, Handler, HandlerFuture, HandlerOutcome};
 use crate::clock::Millis;
+use crate::model::HandlerVersion;
 
 /// The longest stdout line read whole; a longer answer is a bad one.
 pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;

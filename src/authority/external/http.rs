@@ -13,8 +13,9 @@ use std::time::Duration;
 use super::endpoint::Endpoint;
 use super::http_client::{Client, HttpError, Response};
 use super::wire::{self, Answer};
-use crate::authority::handlers::{Attempt, Handler, HandlerFuture, HandlerOutcome, HandlerVersion};
+use crate::authority::handlers::{Attempt, Handler, HandlerFuture, HandlerOutcome};
 use crate::clock::Millis;
+use crate::model::HandlerVersion;
 
 /// An async [`Handler`] POSTing each attempt to one endpoint.
 #[derive(Debug, Clone)]

@@ -27,7 +27,7 @@ mod registry;
 
 pub use attempt::{Attempt, AttemptContext, AttemptKind, CheckpointWriter, Pace};
 pub use lease_signal::{LeaseSignal, LeaseWatch};
-pub use registry::{HandlerVersion, Registered, Workload};
+pub use registry::{Registered, Workload};
 
 use std::future::Future;
 use std::pin::Pin;

@@ -7,8 +7,9 @@ use serde::Serialize;
 
 use super::render::ViewRow;
 use super::{Ctx, Failure};
-use crate::cli::output::{cell, cell_max, when};
+use crate::cli::output::when;
 use crate::clock::Millis;
+use crate::foundation::text_cell::{cell, cell_max};
 use crate::model::Page;
 
 #[derive(Serialize)]

@@ -1,5 +1,5 @@
 //! `inspect authorities`: each registration with its liveness (see
-//! [`crate::ops::liveness`]) and how many claims it holds, of which how many lapsed
+//! [`crate::rules::liveness`]) and how many claims it holds, of which how many lapsed
 //! unreclaimed (see [`crate::ops::claims`]); how many outcomes it holds in recovery and
 //! how long its write has waited on the store's lock, as it published them.
 
@@ -9,12 +9,13 @@ use serde::Serialize;
 
 use super::render::ViewRow;
 use super::{Ctx, Failure};
-use crate::cli::output::{cell, cell_max, short, when};
+use crate::cli::output::{short, when};
 use crate::clock::{Millis, format_duration};
+use crate::foundation::text_cell::{cell, cell_max};
 use crate::model::{Page, Published};
 use crate::ops::claims::OwnedClaims;
-use crate::ops::liveness::{Liveness, Timing, liveness};
 use crate::ops::published::stall_of;
+use crate::rules::liveness::{Liveness, Timing, liveness};
 use crate::store::stall::ProcessStall;
 
 #[derive(Serialize)]

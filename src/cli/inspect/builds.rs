@@ -9,8 +9,9 @@ use serde::Serialize;
 use super::render::ViewRow;
 use super::{Ctx, Failure};
 use crate::cli::live::LiveBuilds;
-use crate::cli::output::{cell, cell_max, short};
+use crate::cli::output::short;
 use crate::clock::Millis;
+use crate::foundation::text_cell::{cell, cell_max};
 use crate::ops::builds::Cell;
 
 /// One cell of the matrix as the view prints it.

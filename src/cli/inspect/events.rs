@@ -6,8 +6,9 @@ use serde::Serialize;
 
 use super::render::ViewRow;
 use super::{Ctx, Failure};
-use crate::cli::output::{cell_max, opt_cell, when};
+use crate::cli::output::when;
 use crate::clock::Millis;
+use crate::foundation::text_cell::{cell_max, opt_cell};
 use crate::model::Page;
 
 #[derive(Serialize)]

@@ -5,8 +5,9 @@ use std::io::Write;
 
 use super::render::ViewRow;
 use super::{Ctx, Failure};
-use crate::cli::output::{cell_max, when};
+use crate::cli::output::when;
 use crate::clock::Millis;
+use crate::foundation::text_cell::cell_max;
 use crate::model::HistoryPosition;
 use crate::ops::failovers::{self, FailoverRow};
 use crate::ops::fenced::{self, FencedRow};

@@ -7,8 +7,9 @@ use serde::Serialize;
 
 use super::render::ViewRow;
 use super::{Ctx, Failure};
-use crate::cli::output::{cell, when};
+use crate::cli::output::when;
 use crate::clock::Millis;
+use crate::foundation::text_cell::cell;
 use crate::model::Page;
 use crate::ops::claims::{self, ClaimStanding};
 

@@ -35,9 +35,9 @@ mod triage;
 mod work;
 mod workflows;
 
-use super::output::cell_max;
 use super::{CliResult, Failure, StoreArg};
 use crate::clock::Millis;
+use crate::foundation::text_cell::cell_max;
 use crate::model::PageRequest;
 use crate::ops::filter::{Filter, Subject};
 use crate::store::Store;

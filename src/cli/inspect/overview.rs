@@ -12,12 +12,13 @@ use super::incidents;
 use super::render::{ViewRow, table};
 use super::{Ctx, Failure};
 use crate::cli::live::LiveBuilds;
-use crate::cli::output::{cell, cell_max, json_line, opt_when, short, yes_no};
+use crate::cli::output::{json_line, opt_when, short, yes_no};
 use crate::clock::{Millis, format_duration};
+use crate::foundation::text_cell::{cell, cell_max};
 use crate::model::PageRequest;
-use crate::ops::lateness::{self, KindLateness, LaneLateness};
 use crate::ops::published::PublishedView;
 use crate::ops::retention::RetentionView;
+use crate::rules::lateness::{self, KindLateness, LaneLateness};
 
 /// Registrations read for the retention line (the policy of the first running one, and
 /// how many of the others differ) and the recovery line.

@@ -8,8 +8,9 @@ use serde::Serialize;
 use super::render::ViewRow;
 use super::{Ctx, Failure};
 use crate::cli::live::LiveBuilds;
-use crate::cli::output::{cell, cell_max, opt_when, short, when, yes_no};
+use crate::cli::output::{opt_when, short, when, yes_no};
 use crate::clock::Millis;
+use crate::foundation::text_cell::{cell, cell_max};
 use crate::model::Page;
 use crate::model::schedule::Trigger;
 

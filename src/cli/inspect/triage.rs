@@ -9,8 +9,9 @@ use serde::Serialize;
 use super::render::ViewRow;
 use super::{Ctx, Failure};
 use crate::cli::live::LiveBuilds;
-use crate::cli::output::{cell, when};
+use crate::cli::output::when;
 use crate::clock::Millis;
+use crate::foundation::text_cell::cell;
 use crate::ops::attention::{Group, groups};
 
 /// One group as the view prints it.

@@ -44,7 +44,7 @@ impl Sim {
             .filter(|n| matches!(n.state, NodeState::Running | NodeState::Stopping))
     }
 
-    /// The keys some running authority claims by ([`crate::build_key::claim_keys`], as
+    /// The keys some running authority claims by ([`crate::workflow::keys::claim_keys`], as
     /// each authority derives them).
     pub(in crate::cluster) fn running_compats(&self) -> BTreeSet<String> {
         self.running_nodes()

@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use super::{Ev, NodeState, Sim};
-use crate::build_key::handler_key;
 use crate::clock::Clock;
 use crate::cluster::faults::FaultRecord;
 use crate::error::{Error, Result};
+use crate::model::handler_key;
 
 impl Sim {
     /// Adds `what` to the fault timeline; returns it.

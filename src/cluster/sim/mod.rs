@@ -28,13 +28,13 @@ use super::faults::{Fault, FaultRecord, HandlerFaults, Target};
 use super::pace::WorkPace;
 use super::scenarios::{self, Scenario, Timing};
 use super::workload::{Generator, Rates};
+use crate::authority::config::DEFAULT_BUILD_TAG;
 use crate::authority::config::DEFAULT_TRIM_INTERVAL_MS;
-use crate::authority::handlers::HandlerVersion;
 use crate::authority::{AuthorityConfig, AuthorityCore, Executed, Pace, Workload};
-use crate::build_key::DEFAULT_BUILD_TAG;
 use crate::clock::{Clock, ManualClock, Millis, SkewedClock};
 use crate::error::{Error, Result};
 use crate::ids::SeededIds;
+use crate::model::HandlerVersion;
 use crate::store::memory::MemoryBackend;
 use crate::store::{RetentionPolicy, Store};
 

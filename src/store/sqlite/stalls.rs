@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::ops::actor::host_name;
+use crate::foundation::actor::host_name;
 use crate::store::stall::{ProcessStall, StallBoard};
 
 /// Handles opened by this process so far: each posts in a file of its own.

@@ -9,7 +9,7 @@
 use super::confirm::edit_reason;
 use super::{Action, App, Command, Overlay, Role, WorkQuick};
 use crate::ops::bulk::Tally;
-use crate::ops::triage::Verb;
+use crate::rules::triage::Verb;
 
 /// More matches than this need their count typed before Enter runs the action.
 pub const TYPE_COUNT_ABOVE: usize = 10;

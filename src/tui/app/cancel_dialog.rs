@@ -2,7 +2,7 @@
 //! cancelled (the snapshot on screen says its status); otherwise the footer says why, in
 //! the words of [`crate::ops::cancel::offer`]. The dialog (`confirm.rs`) has an optional
 //! reason field; the cancel itself and its audit entry go through
-//! [`crate::ops::cancel::cancel`], exactly as `leasehold cancel` does.
+//! `Store::cancel_workflow_audited`, one transaction, exactly as `leasehold cancel` does.
 
 use super::{Act, App, Role, ViewData, ViewId};
 use crate::ops::cancel::offer;

@@ -6,7 +6,7 @@
 //! in [`Act`]: its words, whether it needs a reason, the command it sends.
 
 use super::{Action, App, AuthorityVerb, Command, Overlay, Role, ViewId};
-use crate::ops::triage::Verb;
+use crate::rules::triage::Verb;
 use crate::tui::text::clean;
 
 /// The longest reason the field takes.

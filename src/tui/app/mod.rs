@@ -55,8 +55,8 @@ use super::store_filter::{self, StoreOrder};
 use super::theme::{Role, Theme, ThemeSet};
 use super::views::{self, CHROME_ROWS, SortKey, TableData, workflow_detail};
 use crate::clock::Millis;
+use crate::foundation::timefmt::{TimeFmt, Zone};
 use crate::model::PageRequest;
-use crate::ops::timefmt::{TimeFmt, Zone};
 
 /// How long a changed row stays highlighted.
 pub const FLASH_MS: Millis = 1_500;
@@ -102,7 +102,7 @@ pub enum Command {
     },
     /// Requeue, discard or retry now one work item (then audit it).
     Triage {
-        verb: crate::ops::triage::Verb,
+        verb: crate::rules::triage::Verb,
         item: String,
         reason: String,
     },
@@ -114,14 +114,14 @@ pub enum Command {
     },
     /// Count what a work filter matches and name the first, for a bulk dialog.
     BulkPreview {
-        verb: crate::ops::triage::Verb,
+        verb: crate::rules::triage::Verb,
         filter: String,
         reason: String,
     },
     /// Run a triage verb over every item a work filter matches, unless more than the
     /// `confirmed` count match by now.
     Bulk {
-        verb: crate::ops::triage::Verb,
+        verb: crate::rules::triage::Verb,
         filter: String,
         reason: String,
         confirmed: usize,

@@ -3,7 +3,7 @@
 
 use super::{Action, App, Command, Confirmation};
 use crate::ops::bulk::Tally;
-use crate::ops::triage::Verb;
+use crate::rules::triage::Verb;
 use crate::tui::describe::Describe;
 
 /// A popup over the view.

@@ -5,7 +5,7 @@
 //! inside its transaction; a refusal comes back on the status line in its words.
 
 use super::{Act, App, ViewId};
-use crate::ops::triage::Verb;
+use crate::rules::triage::Verb;
 
 impl App {
     pub(super) fn ask_triage(&mut self, verb: Verb) {

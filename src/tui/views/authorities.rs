@@ -1,7 +1,7 @@
 //! Authorities: who runs, under which build, how recently alive, how much they own, and
 //! what each publishes it cannot settle by itself (outcomes held in recovery, a stall).
 
-use crate::ops::timefmt::TimeFmt;
+use crate::foundation::timefmt::TimeFmt;
 use std::collections::HashMap;
 
 use super::super::snapshot::Snapshot;
@@ -12,8 +12,8 @@ use crate::clock::Millis;
 use crate::model::{Authority, Page};
 use crate::ops::claims::OwnedClaims;
 use crate::ops::heartbeat::heartbeat_age;
-use crate::ops::liveness::{Liveness, Timing, liveness};
 use crate::ops::published::stall_of;
+use crate::rules::liveness::{Liveness, Timing, liveness};
 use crate::store::stall::ProcessStall;
 
 pub const COLUMNS: &[Column] = &[

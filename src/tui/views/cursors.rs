@@ -2,7 +2,7 @@
 //! cursors` prints): the position, how far behind its event type it is, which authority
 //! holds the cursor and under which generation, and how often it changes hands.
 
-use crate::ops::timefmt::TimeFmt;
+use crate::foundation::timefmt::TimeFmt;
 
 use super::super::text::{clean, relative};
 use super::super::theme::Role;

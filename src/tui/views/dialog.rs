@@ -12,7 +12,7 @@ use super::super::app::{Act, App, AuthorityVerb, Confirmation};
 use super::super::text::clean;
 use super::super::theme::Role;
 use crate::ops::bulk::Tally;
-use crate::ops::triage::Verb;
+use crate::rules::triage::Verb;
 
 /// A rectangle of at most `width` × `height` centred in `area`.
 #[must_use]

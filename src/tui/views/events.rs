@@ -3,8 +3,8 @@
 use super::super::text::clean;
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
+use crate::foundation::timefmt::TimeFmt;
 use crate::model::{DedupOutcome, Ingestion, Page};
-use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("#", 6, 0),

@@ -5,8 +5,8 @@
 use super::super::text::clean;
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
+use crate::foundation::timefmt::TimeFmt;
 use crate::ops::failovers::FailoverRow;
-use crate::ops::timefmt::TimeFmt;
 use crate::ops::window::Listing;
 
 pub const COLUMNS: &[Column] = &[

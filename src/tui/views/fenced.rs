@@ -5,8 +5,8 @@
 use super::super::text::clean;
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
+use crate::foundation::timefmt::TimeFmt;
 use crate::ops::fenced::FencedRow;
-use crate::ops::timefmt::TimeFmt;
 use crate::ops::window::Listing;
 
 pub const COLUMNS: &[Column] = &[

@@ -4,8 +4,8 @@
 
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col};
+use crate::foundation::timefmt::TimeFmt;
 use crate::ops::horizon::{Bucket, Horizon, Source};
-use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("from", 10, 0),

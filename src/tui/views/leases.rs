@@ -3,9 +3,9 @@
 use super::super::text::{clean, relative, short};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
+use crate::foundation::timefmt::TimeFmt;
 use crate::model::{Lease, Page};
 use crate::ops::claims::ClaimStanding;
-use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("resource", 24, 0),

@@ -37,7 +37,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use super::app::{App, Overlay};
 use super::snapshot::{Snapshot, ViewData};
 use super::theme::Role;
-use crate::ops::timefmt::TimeFmt;
+use crate::foundation::timefmt::TimeFmt;
 
 /// Rows of chrome around a table body: header, tabs, footer, two borders, column header.
 pub const CHROME_ROWS: u16 = 6;

@@ -18,11 +18,11 @@ use super::super::theme::{Role, Theme};
 use super::authorities::state_role;
 use super::work::state_role as work_role;
 use crate::clock::{Millis, format_duration};
+use crate::foundation::timefmt::TimeFmt;
 use crate::model::{WorkKind, WorkState};
-use crate::ops::lateness;
-use crate::ops::liveness::{Liveness, liveness};
 use crate::ops::published::PublishedView;
-use crate::ops::timefmt::TimeFmt;
+use crate::rules::lateness;
+use crate::rules::liveness::{Liveness, liveness};
 
 /// Per-second rates between successive samples of `f`.
 #[must_use]

@@ -15,8 +15,8 @@ use super::super::replay::ReplayData;
 use super::super::text::clean;
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col};
+use crate::foundation::timefmt::TimeFmt;
 use crate::ops::replay::StepAt;
-use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("rev", 6, 0),

@@ -1,6 +1,6 @@
 //! Schedules: trigger, next due (due / late), last firing and who owns it.
 
-use crate::ops::timefmt::TimeFmt;
+use crate::foundation::timefmt::TimeFmt;
 use std::collections::HashMap;
 
 use super::super::text::{clean, relative};

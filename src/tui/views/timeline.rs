@@ -7,8 +7,8 @@ use super::super::text::clean;
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::clock::format_duration;
+use crate::foundation::timefmt::TimeFmt;
 use crate::model::{Grant, Lease, WorkItem, WriteRecord};
-use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("rev", 6, 0),

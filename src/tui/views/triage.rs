@@ -4,8 +4,8 @@
 
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col};
+use crate::foundation::timefmt::TimeFmt;
 use crate::ops::attention::{Group, Reason};
-use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("reason", 36, 0),

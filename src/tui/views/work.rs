@@ -6,10 +6,10 @@ use super::super::text::{clean, relative, short};
 use super::super::theme::Role;
 use super::{Cell, Column, Row, TableData, col, version};
 use crate::clock::{Millis, format_duration};
+use crate::foundation::timefmt::TimeFmt;
 use crate::model::{Page, WorkItem, WorkState};
 use crate::ops::claims::ClaimStanding;
 use crate::ops::runnable::Standing;
-use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("id", 20, 0),

@@ -15,9 +15,9 @@ use super::super::snapshot::ViewData;
 use super::super::text::{clean, relative};
 use super::super::theme::{Role, Theme};
 use super::super::wf;
+use crate::foundation::timefmt::TimeFmt;
 use crate::model::{HistoryRecord, InstanceRow};
 use crate::ops::pretty;
-use crate::ops::timefmt::TimeFmt;
 
 /// One node of the history tree.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use super::super::text::{clean, relative};
 use super::super::theme::Role;
 use super::super::wf;
 use super::{Cell, Column, Row, TableData, col, version};
+use crate::foundation::timefmt::TimeFmt;
 use crate::model::{InstanceRow, Page};
-use crate::ops::timefmt::TimeFmt;
 
 pub const COLUMNS: &[Column] = &[
     col("instance", 20, 0),
@@ -87,7 +87,7 @@ pub fn table(snap: &Snapshot, page: &Page<InstanceRow>, fmt: TimeFmt) -> TableDa
                         i.next_eligible_at.map_or_else(|| "-".into(), |t| fmt.at(t)),
                     ),
                 ],
-                resource: Some(wf::resource(&i.instance_id)),
+                resource: Some(wf::instance_resource(&i.instance_id)),
                 instance: Some(i.instance_id.clone()),
                 version: version(i),
                 ..Row::default()

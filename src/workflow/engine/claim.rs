@@ -3,7 +3,7 @@
 //! its owner's live leases capped.
 
 use super::transition::decode_state;
-use super::{Claimed, Engine, resource};
+use super::{Claimed, Engine, instance_resource};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::{Grant, GrantKind, InstanceRow, Takeover};
@@ -63,7 +63,7 @@ impl Engine {
         let duration = lease_ms as f64;
         let mut claimed = Vec::new();
         for row in runnable {
-            let res = resource(&row.instance_id);
+            let res = instance_resource(&row.instance_id);
             let current = tx.lease(&res)?;
             // Granted as every lease is: clamped, and charged against the owner's cap.
             let lease = match self.store.grant_lease_in(

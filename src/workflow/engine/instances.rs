@@ -11,14 +11,14 @@ use super::transition::counter;
 use super::transition::decode_state;
 use super::transition::{add_history, encode_row};
 use super::{corrupt, pinned};
-use crate::authority::handlers::HandlerVersion;
-use crate::build_key::{action_handlers, instance_key};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
+use crate::model::HandlerVersion;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{HistoryRecord, InstanceRow, InstanceStatus, WorkflowDefinitionRow};
 use crate::store::{Store, Tx};
+use crate::workflow::keys::{action_handlers, instance_key};
 use crate::workflow::{
     Catalog, Diagnostic, WorkflowDef, machine, parse_definition, semantic_fingerprint, validate,
 };
@@ -35,7 +35,7 @@ pub struct Started {
 
 /// How a start stamps its instance's compatibility digest: with a digest the caller holds
 /// already, or with the key of the definition it pins run by the caller's handler
-/// versions ([`crate::build_key::instance_key`]) — what a producer that knows only its
+/// versions ([`crate::workflow::keys::instance_key`]) — what a producer that knows only its
 /// handlers passes, since the pinned definition is learnt in the starting transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StartKey {
@@ -291,7 +291,7 @@ impl Store {
     }
 
     /// Every deployed definition, each pinned version included: what decides the
-    /// workflow keys an authority claims by ([`crate::build_key::claim_keys`]).
+    /// workflow keys an authority claims by ([`crate::workflow::keys::claim_keys`]).
     ///
     /// # Errors
     /// A store failure.

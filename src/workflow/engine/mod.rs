@@ -22,11 +22,14 @@
 //!   `renew.rs` (keep it through a long action) and `step.rs` (decide, record an outcome,
 //!   apply a transition, release);
 //! - both: `transition.rs`, the instance row as stored and the one way a transition is
-//!   written.
+//!   written;
+//! - the checker and the triage list: `lost_waits.rs`, the waits that reach back past the
+//!   retained journal.
 
-mod cancel;
+pub mod cancel;
 mod claim;
 mod instances;
+pub mod lost_waits;
 mod renew;
 mod step;
 mod transition;
@@ -56,8 +59,10 @@ pub struct Claimed {
 /// What every instance's lease resource starts with.
 const RESOURCE_PREFIX: &str = "wf:";
 
-/// The lease resource of an instance.
-fn resource(instance_id: &str) -> String {
+/// The lease resource of an instance, `wf:<instanceId>`: what the engine fences its
+/// transitions on, and the name grants and writes of it are recorded under.
+#[must_use]
+pub fn instance_resource(instance_id: &str) -> String {
     format!("{RESOURCE_PREFIX}{instance_id}")
 }
 

@@ -4,7 +4,7 @@
 //! runnable query while its lease is live, taking places in every other authority's claim
 //! (with as many such instances as a claim's limit, those claims return nothing).
 
-use super::{Claimed, Engine, resource};
+use super::{Claimed, Engine, instance_resource};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::{InstanceRow, Lease};
@@ -23,7 +23,7 @@ impl Engine {
         #[allow(clippy::cast_precision_loss)]
         let duration = lease_ms as f64;
         self.store.renew_then(
-            &resource(instance_id),
+            &instance_resource(instance_id),
             &claimed.lease.token,
             claimed.lease.generation,
             duration,

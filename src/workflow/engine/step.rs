@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::transition::{commit_transition, decode_state};
-use super::{Claimed, Engine, corrupt, refusal, resource};
+use super::{Claimed, Engine, corrupt, instance_resource, refusal};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::workflow::ActionOutcome;
@@ -163,7 +163,7 @@ impl Engine {
         verdict: &Result<()>,
         holder: Holder,
     ) -> Result<()> {
-        let res = resource(&claimed.row.instance_id);
+        let res = instance_resource(&claimed.row.instance_id);
         let generation = claimed.lease.generation;
         record_write(
             tx,
@@ -180,7 +180,7 @@ impl Engine {
 
     /// Who holds the instance lease now, and whether `claimed` is still that holder.
     fn fence(tx: &mut dyn Tx, claimed: &Claimed) -> Result<(Holder, Result<()>)> {
-        let res = resource(&claimed.row.instance_id);
+        let res = instance_resource(&claimed.row.instance_id);
         let Some(current) = tx.lease(&res)? else {
             return Ok((
                 Holder::nobody(),
@@ -245,7 +245,7 @@ impl Engine {
         claimed: &Claimed,
         trigger: Trigger,
     ) -> Result<Logged<InstanceRow>> {
-        let res = resource(&claimed.row.instance_id);
+        let res = instance_resource(&claimed.row.instance_id);
         let detail = serde_json::json!({ "instanceRevision": claimed.row.instance_revision });
         let record = |tx: &mut dyn Tx, holder: Holder, verdict: &Result<()>| {
             let write = (WriteVerb::Transition, detail.clone());
@@ -321,7 +321,7 @@ impl Engine {
     /// As [`Self::release`].
     pub fn release_until(&self, claimed: &Claimed, not_before: Option<Millis>) -> Result<()> {
         self.store.write_logged(|tx, now| {
-            let res = resource(&claimed.row.instance_id);
+            let res = instance_resource(&claimed.row.instance_id);
             if let (holder, Err(e)) = Self::fence(tx, claimed)? {
                 let detail = serde_json::json!({ "instanceId": claimed.row.instance_id });
                 let verdict = Err(e.clone());

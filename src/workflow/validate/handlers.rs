@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Catalog;
-use crate::authority::handlers::HandlerVersion;
+use crate::model::HandlerVersion;
 
 /// Where part of a [`HandlerSet`] came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -277,7 +277,7 @@ impl<'a> Validator<'a> {
         match kind {
             StepKind::Action(a) => {
                 if !catalog.has_action(&a.action) {
-                    let near = crate::ops::toml_file::nearest(
+                    let near = crate::foundation::toml_file::nearest(
                         &a.action,
                         catalog.actions.keys().map(String::as_str),
                     );

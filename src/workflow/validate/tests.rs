@@ -144,12 +144,8 @@ fn workflow_action_not_found() {
 fn a_missing_action_names_the_nearest_handler() {
     let set = handlers::HandlerSet::default().with(
         handlers::Source::Config("handlers.toml".into()),
-        ["resize-image", "send-email"].map(|name| {
-            (
-                name.to_owned(),
-                crate::authority::handlers::HandlerVersion::demo(),
-            )
-        }),
+        ["resize-image", "send-email"]
+            .map(|name| (name.to_owned(), crate::model::HandlerVersion::demo())),
     );
     let message = |action: &str| {
         let mut v = base();

@@ -19,9 +19,26 @@
 
 use serde::Serialize;
 
-use crate::authority::config::{DEFAULT_LEASE_DURATION_MS, default_heartbeat_interval};
 use crate::clock::Millis;
 use crate::model::Authority;
+
+/// The lease window an authority runs with unless told otherwise
+/// (docs/ARCHITECTURE.md#authority-runtime), and so the one a registration that states none
+/// is judged by.
+pub const DEFAULT_LEASE_DURATION_MS: Millis = 30_000;
+/// Default heartbeat cadence for the default lease; a shorter lease beats faster (see
+/// [`default_heartbeat_interval`]).
+pub const DEFAULT_HEARTBEAT_INTERVAL_MS: Millis = 10_000;
+
+/// The heartbeat cadence for a lease of `lease_duration_ms`: at most a third of the lease
+/// (and at most [`DEFAULT_HEARTBEAT_INTERVAL_MS`]). Liveness calls an authority `silent`
+/// after 1.5 missed intervals and `gone` after one lease, so with this cadence a healthy
+/// authority always reads `live` and a dead one reads `silent` at half its lease, well
+/// before its claims lapse.
+#[must_use]
+pub fn default_heartbeat_interval(lease_duration_ms: Millis) -> Millis {
+    (lease_duration_ms / 3).clamp(1, DEFAULT_HEARTBEAT_INTERVAL_MS)
+}
 
 /// An authority's liveness at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

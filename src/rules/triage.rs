@@ -8,11 +8,11 @@
 //! writing again. Every attempt that reaches the store is audited under [`Verb::action`]
 //! with the operator's reason, refusals included.
 
-use super::cancel::with_reason;
 use crate::clock::Millis;
+use crate::model::history::with_reason;
 use crate::model::{Ending, Failure, FailureClass, WorkItem, WorkState};
 
-pub use crate::model::work::DISCARDED_CODE;
+use crate::model::work::DISCARDED_CODE;
 
 /// An operator's triage verb.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
