@@ -7,7 +7,7 @@
 //! `fair_share.rs` (which items a claim batch takes), `reads.rs` (the dashboard's paged reads), `retention.rs` (what is trimmed, and when), `incidents.rs` (failovers and refused
 //! writes by time) hold the operations; `counter.rs` names every incremental counter,
 //! `logged.rs` the answer of a write whose refusal commits; `copy.rs` copies a whole
-//! store into an empty one; `memory.rs` (with `work_table.rs`), `sqlite/` and `postgres/` are the providers;
+//! store into an empty one; `memory/` (with `work_table.rs`), `sqlite/` and `postgres/` are the providers;
 //! `url.rs` opens a store from a URL. When the store itself fails: `epoch.rs` (store
 //! epochs and generation floors), `witness.rs` (this host's record of a store, against
 //! rewinds), `rewind.rs` (accepting one), `faults.rs` (a fault-injecting provider for

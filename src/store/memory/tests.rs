@@ -3,8 +3,12 @@
 //! transaction touched them.
 
 use super::*;
+use crate::clock::Millis;
 use crate::model::work::NewWork;
-use crate::model::{GrantKind, InstanceStatus, Takeover, WriteVerb};
+use crate::model::work::{WorkFilter, WorkState};
+use crate::model::{
+    Grant, GrantKind, InstanceStatus, JournalEvent, PageRequest, Takeover, WriteRecord, WriteVerb,
+};
 
 const COMPAT: &str = "c";
 
@@ -56,6 +60,31 @@ fn grant(revision: u64, id: &str, took_over: bool) -> Grant {
     }
 }
 
+fn lease(resource: &str, owner: &str, generation: u64) -> Lease {
+    Lease {
+        resource_id: resource.into(),
+        owner_id: owner.into(),
+        token: format!("t{generation}"),
+        generation,
+        acquired_at: 100,
+        expires_at: 2_000,
+        released_at: None,
+        checkpoint: None,
+    }
+}
+
+fn event(event_type: &str) -> JournalEvent {
+    JournalEvent {
+        seq: 0,
+        event_type: event_type.into(),
+        source: None,
+        external_id: None,
+        payload: "{}".into(),
+        fingerprint: String::new(),
+        at: 100,
+    }
+}
+
 fn write(revision: u64, id: &str, accepted: bool) -> WriteRecord {
     WriteRecord {
         revision,
@@ -98,6 +127,12 @@ fn seen(store: &MemoryBackend) -> String {
             out += &format!("{:?}", tx.writes(None, 0, 100)?);
             out += &format!("{:?}", tx.failovers(0, None, 100)?);
             out += &format!("{:?}", tx.refused_writes(0, None, 100)?);
+            out += &format!("{:?}", tx.list_leases(&page)?);
+            for owner in ["a-1", "a-2"] {
+                out += &format!("{owner}: {:?}", tx.live_lease_count(owner, 1_000)?);
+            }
+            out += &format!("{:?}", tx.journal_after(0, None, 100)?);
+            out += &format!("{:?}", tx.journal_high_water()?);
             out += &format!("{:?}", tx.revision()?);
             Ok(())
         })
@@ -133,6 +168,10 @@ fn busy(tx: &mut dyn Tx) -> Result<()> {
     tx.counters("")?;
     tx.adjust_counter("claims", 1)?;
     tx.adjust_counter("writes|refused", 1)?;
+    // A lease handed to another owner, one taken anew, and an event journalled.
+    tx.put_lease(&lease("r1", "a-2", 2))?;
+    tx.put_lease(&lease("r2", "a-1", 1))?;
+    tx.append_journal(&event("paid"))?;
     Ok(())
 }
 
@@ -148,6 +187,8 @@ fn store() -> MemoryBackend {
             tx.insert_instance(&instance("i1", Some(200)))?;
             tx.insert_instance(&instance("i2", Some(300)))?;
             tx.insert_instance(&instance("i4", Some(400)))?;
+            tx.put_lease(&lease("r1", "a-1", 1))?;
+            tx.append_journal(&event("ordered"))?;
             tx.adjust_counter("claims", 1)
         })
         .expect("the store is set up");
@@ -174,7 +215,16 @@ fn the_same_write_committed_changes_what_a_reader_sees() {
     store.write(&mut busy).expect("the write commits");
     let after = seen(&store);
     assert_ne!(after, before);
-    for fact in ["w4", "WORK_FENCED", "a-0", "Succeeded", "\"i3\""] {
+    for fact in [
+        "w4",
+        "WORK_FENCED",
+        "a-0",
+        "Succeeded",
+        "\"i3\"",
+        "\"r2\"",
+        "a-2: 1",
+        "\"paid\"",
+    ] {
         assert!(
             after.contains(fact),
             "{fact} is seen after the write: {after}"
