@@ -1,6 +1,6 @@
 //! The result of one benchmark run: what was measured, on what, with which knobs.
 //!
-//! JSON shape (one object, camelCase, documented in the README):
+//! JSON shape (one object, camelCase, documented in docs/BENCHMARKS.md):
 //! `{"bench": "work", "store": {"kind", "location", "durability"}, "machine": {"cores",
 //! "cpu", "os", "arch", "build"}, "knobs": {…}, "results": {"<metric>": number, …}}`.
 
