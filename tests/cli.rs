@@ -139,6 +139,10 @@ fn json_lines(o: &Output) -> Vec<Value> {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn seed_then_inspect_work_as_json_lines() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
@@ -523,6 +527,10 @@ fn drive(path: &str) {
 /// reclaimed and its late completions refused: camelCase JSON rows that agree with the
 /// store's history, an aligned table with the window's headline, pages by `--after`.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn failovers_and_fenced_writes_are_listed_from_the_history() {
     let dir = tempfile::tempdir().unwrap();
     let store = busy_store(dir.path());
@@ -1010,6 +1018,10 @@ fn help_and_version_exit_zero() {
 
 /// `leasehold bench … --json`: one object with the documented fields, for every mode.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn bench_reports_its_documented_fields_as_json() {
     let dir = tempfile::tempdir().unwrap();
     let work_store = format!("sqlite:{}", dir.path().join("work.db").display());
@@ -1279,6 +1291,10 @@ fn inspect_cursors_and_the_dashboard_agree_field_by_field() {
 /// claims and completes with their generations, and a clean stop (SIGTERM) ends with a
 /// `stopped` line whose counters are the stats it prints on stdout.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn the_authority_binary_logs_items_and_its_final_counters() {
     use std::process::Stdio;
     use std::time::{Duration, Instant};

@@ -118,6 +118,10 @@ const APPROVAL: &str = r#"{
   ]
 }"#;
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn async_handlers_run_every_kind_of_work(h: &dyn Harness) {
     let store = h.store();
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));

@@ -339,6 +339,10 @@ fn the_polyglot_handlers_run_on_three_authorities() {
 /// at the example's versions, and cancelled again (exit 0, "already cancelled"). Neither
 /// the cancelled instance's email nor any second email is sent.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn the_polyglot_workflow_runs_end_to_end_and_cancels() {
     let (server, port) = resize_server();
     let example = polyglot_copy(port);

@@ -127,6 +127,10 @@ fn scrape(addr: &str) -> String {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
     let deadline = Instant::now() + Duration::from_secs(300);
     let dir = tempfile::tempdir().unwrap();
@@ -394,6 +398,10 @@ fn orphans_are_reclaimed_within_two_leases_under_a_20000_item_backlog() {
 /// and only attempt (its last: no dead letter) with the owner's answer. The history holds
 /// one grant and no refused write, the handler's journal one run, and `check` is clean.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn an_owner_stopped_past_its_lease_that_nobody_replaced_finishes_its_attempt() {
     let deadline = Instant::now() + Duration::from_secs(120);
     let dir = tempfile::tempdir().unwrap();

@@ -790,6 +790,10 @@ fn bad_config_files_are_refused_in_one_line_before_anything_starts() {
 /// finishes every item, and `leasehold check` finds nothing wrong — and, reading both
 /// execution logs, names the attempts the kill cut off.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn a_killed_authority_mid_handler_leaves_a_clean_store() {
     const ITEMS: usize = 12;
     let dir = tempfile::tempdir().unwrap();

@@ -354,6 +354,10 @@ impl Drop for TempDir {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn real_authorities_pass_live_silent_gone_stopped_and_keep_their_ids() {
     let dir = TempDir(std::env::temp_dir().join(format!("leasehold-liveness-{}", now_ns())));
     std::fs::create_dir_all(&dir.0).unwrap();

@@ -541,6 +541,10 @@ fn the_pool_opens_one_connection_per_concurrent_caller_at_most() {
 /// for the database, a realistic store is seeded, worked, checked and read through every
 /// dashboard view and work filter, and no table was ever scanned sequentially.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn every_query_is_served_by_an_index() {
     let db = database();
     let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();

@@ -225,6 +225,10 @@ fn parse_log(text: &str) -> (Vec<Attempt>, Vec<String>) {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn four_processes_race_through_sigkill_and_sigstop() {
     if std::env::var(CHILD_STORE).is_ok() {
         return;

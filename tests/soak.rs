@@ -92,6 +92,10 @@ fn runs(journal: &Path, attempt: &[&str], into: &mut BTreeMap<String, usize>) {
 
 #[test]
 #[ignore = "minutes long: cargo test --release --test soak -- --ignored --nocapture"]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn an_applications_handlers_survive_kills_and_stops_under_cpu_starvation() {
     let items = env_or("SOAK_ITEMS", 10_000);
     let deadline = Instant::now() + Duration::from_secs(60 * 30);

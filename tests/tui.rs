@@ -600,6 +600,10 @@ fn visible_keys(h: &Harness) -> Vec<String> {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn filter_asks_the_store_across_every_page() {
     let f = fixture();
     let mut h = harness(&f, "dark", 80, 24);
@@ -1534,6 +1538,10 @@ fn actions_open_a_write_handle_only_when_they_run() {
 /// Sorting the work view by state (an indexed column) pages the whole store in that order;
 /// any other sort orders the page on screen and says so.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn sort_on_an_indexed_column_is_done_by_the_store() {
     use leasehold::store::WorkOrder;
     use leasehold::tui::store_filter::StoreOrder;

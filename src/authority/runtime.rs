@@ -85,6 +85,10 @@ pub async fn run_authority(
 ///
 /// # Errors
 /// As [`run_authority`].
+#[expect(
+    clippy::too_many_lines,
+    reason = "the runtime's start-up sequence in the order it happens"
+)]
 pub async fn run_authority_with(
     store: Store,
     config: AuthorityConfig,

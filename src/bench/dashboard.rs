@@ -53,6 +53,10 @@ pub struct DashboardBench {
 ///
 /// # Errors
 /// An unreadable store, writers that cannot start.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the benchmark's script, step by step"
+)]
 pub fn run(bench: &DashboardBench) -> Result<Report> {
     let started = Instant::now();
     let store = open(&bench.url, OpenMode::ReadOnly)?;

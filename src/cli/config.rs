@@ -55,6 +55,7 @@ struct Handler {
 ///
 /// # Errors
 /// A file that cannot be read or has a mistake (exit 2).
+#[expect(clippy::too_many_lines, reason = "one arm per `config` subcommand")]
 pub fn run(command: &ConfigCommand, out: &mut dyn Write) -> CliResult {
     let ConfigCommand::Check { file, json } = command;
     let settings = Settings::load(file)?;

@@ -236,6 +236,10 @@ impl Settings {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the knob table: one line per `[authority]` key"
+)]
 fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<AuthorityKnobs> {
     let duration = |v: &Option<Spanned<String>>| -> Result<Option<Millis>> {
         v.as_ref()

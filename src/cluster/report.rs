@@ -152,6 +152,10 @@ impl Sim {
     ///
     /// # Errors
     /// A store failure.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the report's fields and sections, one per line"
+    )]
     pub fn report(&self) -> Result<Report> {
         let now = self.now();
         let overview = self.store.overview()?;
@@ -272,6 +276,10 @@ fn counts(map: &BTreeMap<String, u64>) -> String {
 
 /// The report for people.
 #[must_use]
+#[expect(
+    clippy::too_many_lines,
+    reason = "the report's fields and sections, one per line"
+)]
 pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(

@@ -199,6 +199,10 @@ struct Copier<'a> {
 
 impl Copier<'_> {
     /// Copies every table from the snapshot `src`, then sets the revision.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one copy step per table, in dependency order"
+    )]
     fn copy_all(&mut self, src: &mut dyn Tx, source_name: &str) -> Result<CopySummary> {
         self.tables.clear();
         let revision = src.revision()?;

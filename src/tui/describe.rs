@@ -114,6 +114,7 @@ pub fn locate(snap: &Snapshot, row: Option<&Row>, now: Millis) -> Option<Describ
     Some(d)
 }
 
+#[expect(clippy::too_many_lines, reason = "one arm per view's record")]
 fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
     match &snap.data {
         ViewData::Detail { instance, history } => {

@@ -260,6 +260,10 @@ fn reported(app: &App, store: usize, published: Published) -> Option<Action> {
     published.into_action()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the event loop's select, one arm per source"
+)]
 async fn event_loop<W: Write>(
     mut terminal: Terminal<CrosstermBackend<W>>,
     mut app: App,

@@ -34,6 +34,10 @@ fn authority(id: &str, compat: &str, heartbeat_at: i64) -> Authority {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn triage_lists_each_kind_of_trouble_with_its_count() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db").display().to_string();

@@ -183,6 +183,10 @@ fn attach_takes_its_store_and_knobs_from_the_file_and_flags_win() {
 /// variable, else the file, else the default — read back from the registration the
 /// authority writes in the store, whose store the file names too.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn an_authority_takes_flags_over_the_environment_over_the_file() {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};

@@ -25,6 +25,10 @@ fn one(o: &std::process::Output) -> Value {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn schedule_create_update_list_say_what_the_store_holds() {
     let dir = tempfile::tempdir().unwrap();
     let (url, store) = empty_store(dir.path());
@@ -143,6 +147,10 @@ fn schedule_create_update_list_say_what_the_store_holds() {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn schedule_bad_input_is_one_line_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (url, store) = empty_store(dir.path());

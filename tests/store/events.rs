@@ -19,6 +19,10 @@ fn event(source: Option<&str>, id: Option<&str>, payload: serde_json::Value) -> 
 /// `EVENT_ID_CONFLICT`, unidentified (no source, no id, an empty id) — and a journal whose
 /// store-global `seq` strictly increases, holds exactly the accepted and unidentified
 /// events, and survives a reopen.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 pub fn every_dedup_outcome_and_a_monotone_journal(h: &dyn Harness) {
     let s = h.store();
     let payload = json!({"amount": 100, "order": {"id": "o-1", "lines": [1, 2]}});
@@ -174,6 +178,10 @@ pub fn every_dedup_outcome_and_a_monotone_journal(h: &dyn Harness) {
 /// Cursor writes are fenced on the cursor item's claim and strictly forward:
 /// `stale-sequence` for a repeat or a step back, `WORK_FENCED` once another owner took the
 /// cursor, and the refused writes change nothing.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 pub fn cursor_writes_are_fenced_and_monotone(h: &dyn Harness) {
     let store = h.store();
     assert!(ok(

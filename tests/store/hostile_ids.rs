@@ -29,6 +29,10 @@ fn hostile() -> Vec<(&'static str, String)> {
 
 type Verb = Box<dyn Fn(&Store, &str) -> leasehold::Result<()>>;
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn verbs() -> Vec<(&'static str, Verb)> {
     vec![
         (

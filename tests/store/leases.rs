@@ -192,6 +192,10 @@ pub fn generations_strictly_increase_across_release_expiry_and_reopen(h: &dyn Ha
 
 /// `renew` / `release` (and handoff / checkpoint) require the acquisition's token and
 /// generation: a wrong token, a wrong generation or a released lease is `WORK_FENCED`.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 pub fn wrong_token_cannot_renew_or_release(h: &dyn Harness) {
     let s = h.store();
     let a = ok("a acquires", s.acquire("r", "a", 1_000.0, NO_KEY));
@@ -608,6 +612,10 @@ impl Drop for SetOnDrop<'_> {
 
 /// Handoff moves the lease to the recipient in one transaction under generation + 1: the
 /// giver is fenced, the checkpoint travels, and a third party never sees the lease free.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 pub fn handoff_is_atomic_and_fences_the_giver(h: &dyn Harness) {
     let store = h.store();
     let a = ok("a acquires", store.acquire("r", "a", 60_000.0, NO_KEY));
@@ -786,6 +794,10 @@ pub fn checkpoint_survives_expiry_and_is_dropped_on_release(h: &dyn Harness) {
 
 /// A keyed lease-family mutation applies once and replays its first answer — success or
 /// refusal — on retry, also after a reopen, without committing anything new.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 pub fn keyed_mutation_applies_once_and_replays_across_reopen(h: &dyn Harness) {
     let s = h.store();
     let first = ok("keyed acquire", s.acquire("r", "a", 1_000.0, key("k1")));

@@ -347,6 +347,10 @@ impl Shadow {
         Ok(())
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "a scripted scenario: its steps in the order they happen"
+    )]
     fn step(&mut self, step: &Step) -> Outcome {
         let now = self.now;
         let done = |r: Result<(), &'static str>| r.map_or_else(Outcome::Refused, |()| Outcome::Ok);
@@ -673,6 +677,10 @@ impl Real {
         self.item_gen[owner][i] = item.generation;
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "a scripted scenario: its steps in the order they happen"
+    )]
     fn step(&mut self, step: &Step) -> Outcome {
         let no_key = Keyed { key: None };
         let s = self.store.clone();
@@ -803,6 +811,10 @@ impl Real {
         }
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "a scripted scenario: its steps in the order they happen"
+    )]
     fn check(&self, shadow: &Shadow) {
         assert_eq!(self.clock.now(), shadow.now);
         // Two paged reads per step (cheaper on SQLite than one read per row).

@@ -33,6 +33,10 @@ fn authority(id: &str) -> Authority {
 /// Every committed write advances the revision by exactly one, whatever it touched; reads,
 /// a refusal that writes nothing and a keyed replay leave it where it is; a refusal that is
 /// recorded for the checker is a commit and advances it. Another handle sees the change.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 pub fn every_commit_advances_the_revision(h: &dyn Harness) {
     let s = h.store();
     let watcher = h.reopen();
@@ -266,6 +270,10 @@ fn every_row_once<T>(
 
 /// Keyset paging — forwards, backwards, continuing from each page's key, with and without a
 /// filter — returns every row exactly once, in key order.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 pub fn paging_returns_every_row_exactly_once(h: &dyn Harness) {
     let s = h.store();
     let all_work: Vec<String> = (0..23).map(|i| format!("w-{i:02}")).collect();
@@ -538,6 +546,10 @@ pub type WorkCells = BTreeMap<(WorkKind, WorkState, String), u64>;
 
 /// After a mixed workload, the incremental counts in `overview()` equal what the items, the
 /// history and the ingestions say, on this handle and after a reopen.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 pub fn overview_counts_match_the_items(h: &dyn Harness) {
     let s = h.store();
     ok(

@@ -61,6 +61,10 @@ fn claim(kind: &'static str, resource: &str, from: u64) -> ReleasedClaim {
 /// A gone authority's claimed items and its lease move to new generations, its work is
 /// pending and due at once (or a dead letter when the lost attempt was its last), another authority's claim is left alone, and its late complete
 /// and renew are fenced; a second release finds nothing and writes nothing.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 pub fn release_moves_a_gone_authoritys_claims_to_new_generations_once(h: &dyn Harness) {
     let s = h.store();
     registered(h, "auth-1");

@@ -208,6 +208,10 @@ fn held_by(store: &Store, owner: &str) -> Vec<String> {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scripted scenario: its steps in the order they happen"
+)]
 fn two_processes_one_killed_survivor_finishes() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("store.db");

@@ -122,6 +122,10 @@ impl AuthorityCore {
 
     /// Reads what `job` needs and says whether a handler must run. Writes nothing.
     #[must_use]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the attempt's preparation, step by step in the order it runs"
+    )]
     pub fn prepare(&self, job: &Job) -> Prepared {
         let ready = |exec| {
             Prepared::Ready(Executed {

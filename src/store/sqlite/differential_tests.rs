@@ -76,6 +76,10 @@ fn instance(i: usize) -> InstanceRow {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the reference data set and its reads, one per line"
+)]
 fn populate(tx: &mut dyn Tx) -> Result<()> {
     tx.commit_revision()?;
     for i in 0..60 {
@@ -275,6 +279,10 @@ fn same<T: PartialEq + Debug>(
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "the reference data set and its reads, one per line"
+)]
 fn every_read_matches_the_memory_reference() {
     let (_dir, path) = temp();
     let sql = open(&path, OpenMode::ReadWrite).expect("open");

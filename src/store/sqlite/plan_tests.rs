@@ -32,6 +32,10 @@ fn assert_indexed(conn: &Connection, sql: &str, n: usize, index: &str) {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one query-plan assertion per statement"
+)]
 fn main_queries_use_indexes() {
     let (_dir, path) = temp();
     let b = open(&path, OpenMode::ReadWrite).expect("open");

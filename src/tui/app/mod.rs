@@ -556,6 +556,7 @@ impl App {
         }
     }
 
+    #[expect(clippy::too_many_lines, reason = "the key map: one arm per action")]
     fn normal_action(&mut self, action: Action, out: &mut Vec<Command>) -> bool {
         match action {
             Action::SwitchView(ViewId::Replay) => self.show_replay(),

@@ -153,6 +153,7 @@ fn late_kinds(snap: &Snapshot, now: Millis) -> String {
         .join("  ")
 }
 
+#[expect(clippy::too_many_lines, reason = "the facts panel, one line per fact")]
 fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, now: Millis) {
     let states: Vec<Liveness> = snap.authorities.iter().map(|a| liveness(a, now)).collect();
     let mut spans = vec![Span::styled("authorities", t.style(Role::Muted))];

@@ -36,6 +36,10 @@ impl Entry<'_> {
 
 /// The rows; `limit` is the per-list read limit the reader used.
 #[must_use]
+#[expect(
+    clippy::too_many_lines,
+    reason = "the timeline's columns, one per line"
+)]
 pub fn table(
     resource: Option<&str>,
     grants: &[Grant],

@@ -224,6 +224,10 @@ fn fields(app: &App, row: &InstanceRow) -> Vec<(String, String)> {
     f
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the detail view's layout, top to bottom"
+)]
 pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let t = app.theme();
     let id = app.instance().unwrap_or("-");

@@ -266,6 +266,7 @@ impl<'a> Validator<'a> {
         }
     }
 
+    #[expect(clippy::too_many_lines, reason = "one check per step kind and field")]
     fn check_step(&mut self, i: usize, id: &str, kind: &'a StepKind, catalog: &Catalog) {
         let at = |field: &str| format!("steps[{i}].{field}");
         for (field, target) in kind.edges() {
