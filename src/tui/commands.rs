@@ -9,6 +9,7 @@ use super::app::{AuthorityVerb, Command};
 use super::describe;
 use crate::cluster::control::ClusterControl;
 use crate::ops::cancel::Builds;
+use crate::ops::live_builds::LiveBuilds;
 use crate::store::{Forgot, Store};
 use crate::workflow::engine::cancel::Verdict;
 
@@ -53,7 +54,8 @@ pub fn execute(
         Command::Cancel { instance, reason } => {
             // Judged by the fleet's registered builds, as `leasehold cancel` without
             // `--handler-version` is; a refusal for another build says which were checked.
-            let cancelled = Builds::fleet(store).and_then(|builds| {
+            let cancelled = LiveBuilds::load(store, store.now()).and_then(|live| {
+                let builds = Builds::fleet(&live);
                 let verdict =
                     store.cancel_workflow_audited(instance, Some(builds.keys()), actor, reason)?;
                 let checked = match verdict {

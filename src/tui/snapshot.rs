@@ -18,26 +18,23 @@ use super::wf;
 use crate::clock::Millis;
 use crate::cluster::control::{ClusterControl, DemoAuthority};
 use crate::error::Result;
-use crate::model::work::WorkFilter;
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, Ingestion, InstanceRow, Lease,
     Page, PageRequest, Schedule, WorkItem, WriteRecord,
 };
 use crate::ops;
-use crate::ops::attention::{FleetView, Group};
+use crate::ops::attention::Group;
 use crate::ops::claim_rates::ClaimRates;
 use crate::ops::claims::OwnedClaims;
 use crate::ops::cursors::CursorStatus;
 use crate::ops::failovers::FailoverRow;
 use crate::ops::fenced::FencedRow;
-use crate::ops::runnable::{Runnable, RunnableMemo};
+use crate::ops::live_builds::LiveBuilds;
+use crate::ops::runnable::RunnableMemo;
 use crate::ops::window::{Listing, Window};
-use crate::rules::liveness::liveness;
 use crate::store::stall::ProcessStall;
 use crate::store::{Overview, Store};
 
-/// How many authorities the header, the overview and compatibility checks look at.
-pub const AUTHORITY_SAMPLE: usize = 64;
 /// Failovers the overview lists (the count covers the whole window).
 pub const OVERVIEW_FAILOVERS: usize = 12;
 /// How far the authorities' claim rates look back at most: revisions, and grant rows.
@@ -125,7 +122,7 @@ pub enum ViewData {
     Audit(Page<AuditEntry>),
     Failovers(Listing<FailoverRow>),
     Fenced(Listing<FencedRow>),
-    /// What needs a person ([`crate::ops::attention`]), judged against the sampled fleet.
+    /// What needs a person ([`crate::ops::attention`]), judged against the fleet.
     Triage(Vec<Group>),
     /// The running builds against the unfinished work ([`crate::ops::builds`]).
     Builds(crate::ops::builds::Matrix),
@@ -158,13 +155,12 @@ pub struct Snapshot {
     pub token: u64,
     pub store: String,
     pub overview: Overview,
-    /// First [`AUTHORITY_SAMPLE`] authorities, by id.
-    pub authorities: Vec<Authority>,
+    /// The registry as every operator's reader reads it: every registration (to the
+    /// store's bound) and what the running authorities can run, builds and handlers.
+    pub fleet: LiveBuilds,
     /// Writes waiting on the store's write lock at the read, as the waiting processes post
     /// them.
     pub stalls: Vec<ProcessStall>,
-    /// What the running authorities (of the sample) can run: builds and handlers.
-    pub runnable: Runnable,
     /// The code labels (registration digests) of authorities that are not gone.
     pub live_compats: Vec<String>,
     /// Non-terminal work whose compat no live authority has (0 with no live authority).
@@ -229,37 +225,23 @@ pub fn read_cached(
     let token = c.run(Store::change_token)?;
     let at = store.now();
     let overview = c.run(Store::overview)?;
-    let authorities = c
-        .run(|s| s.list_authorities(&PageRequest::first(AUTHORITY_SAMPLE)))?
-        .rows;
+    let fleet = c.run(|s| LiveBuilds::load_cached(s, at, &mut cache.runnable))?;
     let stalls = c.run(Store::write_stalls)?;
-    let definitions = c.run(Store::deployed_definitions)?;
-    let runnable = cache
-        .runnable
-        .of(
-            authorities.iter().filter(|a| liveness(a, at).is_running()),
-            &definitions,
-        )
-        .clone();
-    let mut live_compats: Vec<String> = authorities
-        .iter()
-        .filter(|a| liveness(a, at).is_running())
-        .map(|a| a.compat.clone())
-        .collect();
+    let mut live_compats: Vec<String> = fleet.running().map(|a| a.compat.clone()).collect();
     live_compats.sort();
     live_compats.dedup();
-    let incompatible_compats: Vec<String> = if runnable.is_empty() {
-        Vec::new()
-    } else {
+    let incompatible_compats: Vec<String> = if fleet.any_running() {
         let mut v: Vec<String> = overview
             .work
             .iter()
-            .filter(|w| !w.state.is_terminal() && w.count > 0 && !runnable.compatible(&w.compat))
+            .filter(|w| !w.state.is_terminal() && w.count > 0 && !fleet.compatible(&w.compat))
             .map(|w| w.compat.clone())
             .collect();
         v.sort();
         v.dedup();
         v
+    } else {
+        Vec::new()
     };
     let incompatible = overview
         .work
@@ -294,8 +276,7 @@ pub fn read_cached(
             ops::failovers::failovers(s, Window::default(), at, incident_page(page), page.limit)
         })?),
         ViewId::Triage => {
-            let fleet = FleetView::of(&authorities, at, &definitions);
-            ViewData::Triage(c.run(|s| ops::attention::groups(s, &fleet, at))?)
+            ViewData::Triage(c.run(|s| ops::attention::groups(s, fleet.fleet(), at))?)
         }
         ViewId::Replay => ViewData::Replay(match &query.replay {
             Some(r) => Some(c.run(|s| super::replay::read(s, r, &mut cache.replay))?),
@@ -304,25 +285,7 @@ pub fn read_cached(
         ViewId::Horizon => ViewData::Horizon(
             c.run(|s| ops::horizon::horizon(s, at, HORIZON_MS, HORIZON_SLICES, HORIZON_CAP))?,
         ),
-        ViewId::Builds => {
-            let running: Vec<_> = authorities
-                .iter()
-                .filter(|a| liveness(a, at).is_running())
-                .collect();
-            ViewData::Builds(ops::builds::matrix(
-                &running,
-                &definitions,
-                &overview.work,
-                |compat| {
-                    let filter = WorkFilter {
-                        compats: vec![compat.to_owned()],
-                        ..WorkFilter::default()
-                    };
-                    let sample = c.run(|s| s.list_work(&filter, &PageRequest::first(1)))?;
-                    Ok(sample.rows.first().map(|item| item.handler.clone()))
-                },
-            )?)
-        }
+        ViewId::Builds => ViewData::Builds(c.run(|s| fleet.matrix(s, &overview.work))?),
         ViewId::Fenced => ViewData::Fenced(c.run(|s| {
             ops::fenced::fenced(s, Window::default(), at, incident_page(page), page.limit)
         })?),
@@ -445,9 +408,8 @@ pub fn read_cached(
         token,
         store: store.describe(),
         overview,
-        authorities,
+        fleet,
         stalls,
-        runnable,
         live_compats,
         incompatible,
         incompatible_compats,
