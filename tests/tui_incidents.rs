@@ -323,7 +323,8 @@ fn no_panic_on_tiny_sizes() {
 /// the failed group lists exactly the failed items in the work view.
 #[test]
 fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
-    use leasehold::ops::attention::{FleetView, groups};
+    use leasehold::ops::attention::groups;
+    use leasehold::ops::live_builds::LiveBuilds;
 
     let (store, clock) = memory_store();
     support::dead_letters(&store, &clock, &["dead-1", "dead-2"]);
@@ -351,15 +352,8 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
         .register_authority(&authority("auth-a", clock_now(&clock)))
         .unwrap();
 
-    let fleet = FleetView::of(
-        &store
-            .list_authorities(&leasehold::model::PageRequest::first(10))
-            .unwrap()
-            .rows,
-        clock_now(&clock),
-        &[],
-    );
-    let truth = groups(&store, &fleet, clock_now(&clock)).unwrap();
+    let live = LiveBuilds::load(&store, clock_now(&clock)).unwrap();
+    let truth = groups(&store, live.fleet(), clock_now(&clock)).unwrap();
     let counts: Vec<(String, u64)> = truth
         .iter()
         .map(|g| (format!("{:?}", g.reason), g.count))

@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use clap::Args;
 
 use super::Failure;
-use super::live::LiveBuilds;
 use crate::model::HandlerVersion;
 use crate::model::handler_key;
+use crate::ops::live_builds::LiveBuilds;
 use crate::store::Store;
 
 /// The `--handler-version` flag of a producer.
@@ -89,7 +89,7 @@ impl HandlerVersionArg {
         use crate::ops::cancel::Builds;
         Ok(match &self.handler_version {
             Some(given) => Builds::at_version(store, &HandlerVersion::parse(given)?)?,
-            None => Builds::fleet(store)?,
+            None => Builds::fleet(&LiveBuilds::load(store, store.now())?),
         })
     }
 }

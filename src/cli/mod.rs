@@ -1,7 +1,7 @@
 //! The `leasehold` command line (docs/ARCHITECTURE.md#command-line): parsing, dispatch and the exit-code contract.
 //!
-//! One file per subcommand; [`output`] holds tables and `--json`; [`live`] defines what
-//! `compatible` means for every view.
+//! One file per subcommand; [`output`] holds tables and `--json`; what `compatible` means
+//! for every view is [`crate::ops::live_builds`]'s.
 //!
 //! Contract:
 //! - exit 0 ok; 1 a semantic refusal or violation; 2 usage, an unreadable store or an
@@ -27,7 +27,6 @@ pub mod handler_version;
 pub mod init;
 pub mod inspect;
 pub mod instance;
-pub mod live;
 pub mod log;
 pub mod man;
 pub mod output;

@@ -28,6 +28,7 @@ use crate::foundation::file_input::{MAX_DEFINITION_BYTES, read_text};
 use crate::foundation::text_cell::{cell, cell_max, escape};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::Authority;
+use crate::ops::live_builds::LiveBuilds;
 use crate::store::Store;
 use crate::store::url::OpenMode;
 use crate::workflow::validate::handlers::Source;
@@ -144,10 +145,13 @@ impl HandlerSetArgs {
             set = with_workload(set, name)?;
         }
         if let Some(store) = fleet {
-            let registered = store.registrations()?;
+            let fleet = LiveBuilds::load(store, store.now())?;
             set = set.with(
                 Source::Fleet,
-                registered.iter().flat_map(Authority::handler_versions),
+                fleet
+                    .registrations()
+                    .iter()
+                    .flat_map(Authority::handler_versions),
             );
         }
         Ok(set)

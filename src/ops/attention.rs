@@ -14,9 +14,7 @@ use serde::Serialize;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::WorkFilter;
-use crate::model::{
-    Authority, InstanceStatus, PageRequest, WorkItem, WorkState, WorkflowDefinitionRow,
-};
+use crate::model::{Authority, InstanceStatus, PageRequest, WorkItem, WorkState};
 use crate::ops::claims::ClaimStanding;
 use crate::ops::runnable::{Runnable, Standing};
 use crate::rules::lateness;
@@ -185,9 +183,9 @@ pub trait Fleet {
     fn is_gone(&self, owner: &str) -> bool;
 }
 
-/// The running authorities as a registry sample shows them at one instant (the dashboard's
-/// view of the fleet; the command line reads the whole registry the same way).
-#[derive(Debug, Clone, Default)]
+/// The running authorities as the registry shows them at one instant
+/// ([`super::live_builds::LiveBuilds`] reads it for every reader).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FleetView {
     runnable: Runnable,
     gone: BTreeSet<String>,
@@ -205,17 +203,12 @@ impl FleetView {
         self.runnable.versions(handler)
     }
 
-    /// Judges each of `authorities` at `now` ([`liveness`]), against the deployed
-    /// `definitions` ([`Runnable::of`]).
+    /// Judges each of `authorities` at `now` ([`liveness`]); `runnable` is what the
+    /// running ones among them can run ([`Runnable::of`]).
     #[must_use]
-    pub fn of(
-        authorities: &[Authority],
-        now: Millis,
-        definitions: &[WorkflowDefinitionRow],
-    ) -> Self {
-        let running = authorities.iter().filter(|a| liveness(a, now).is_running());
+    pub fn of(authorities: &[Authority], now: Millis, runnable: Runnable) -> Self {
         Self {
-            runnable: Runnable::of(running, definitions),
+            runnable,
             gone: authorities
                 .iter()
                 .filter(|a| liveness(a, now) == Liveness::Gone)

@@ -7,7 +7,8 @@
 //! A cancel is refused from another build than the instance's. The instance's own key
 //! decides: it carries the workflow key of the definition it pins and the handler versions
 //! it was started for, so it is the fleet's when some build the registry holds — one
-//! authority's registered handler versions — yields that key for that definition.
+//! authority's registered handler versions, read by [`LiveBuilds`] as every operator's
+//! reader reads them — yields that key for that definition.
 //! `--handler-version V` replaces the fleet with one build running every handler at `V`.
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ use std::collections::BTreeMap;
 use crate::error::Result;
 use crate::model::HandlerVersion;
 use crate::model::{CompatSet, InstanceRow, InstanceStatus, WorkflowDefinitionRow};
+use crate::ops::live_builds::LiveBuilds;
 use crate::store::Store;
 use crate::workflow::engine::decode_state;
 use crate::workflow::keys::{action_handlers, claim_keys};
@@ -60,23 +62,22 @@ const BUILDS_SHOWN: usize = 4;
 impl Builds {
     /// The fleet's builds: each distinct set of handler versions the registry holds
     /// (running, gone or stopped registrations alike — a build does not stop being the
-    /// fleet's because its authorities are down for a restart). A registry that holds none
-    /// is judged by the versions a producer stamps without a fleet (every handler at
-    /// [`HandlerVersion::DEMO`], as `workflow start` does), so the instances started
-    /// before the first authority registered can be cancelled.
-    ///
-    /// # Errors
-    /// A store failure.
-    pub fn fleet(store: &Store) -> Result<Self> {
-        let definitions = store.deployed_definitions()?;
+    /// fleet's because its authorities are down for a restart), as `live` read it. A
+    /// registry that holds none is judged by the versions a producer stamps without a
+    /// fleet (every handler at [`HandlerVersion::DEMO`], as `workflow start` does), so the
+    /// instances started before the first authority registered can be cancelled.
+    #[must_use]
+    pub fn fleet(live: &LiveBuilds) -> Self {
+        let definitions = live.definitions().to_vec();
         let mut builds: Vec<Build> = Vec::new();
-        for authority in store.registrations()? {
+        for authority in live.registrations() {
             let versions = authority.handler_versions();
+            let id = authority.instance_id.clone();
             match builds.iter_mut().find(|b| b.versions == versions) {
-                Some(build) => build.by.push(authority.instance_id),
+                Some(build) => build.by.push(id),
                 None => builds.push(Build {
                     versions,
-                    by: vec![authority.instance_id],
+                    by: vec![id],
                 }),
             }
         }
@@ -86,7 +87,7 @@ impl Builds {
                 by: vec!["no authority registered: the producers' default".into()],
             });
         }
-        Ok(Self::of(builds, definitions))
+        Self::of(builds, definitions)
     }
 
     /// One build that runs every handler at `version` (`--handler-version`): the

@@ -10,7 +10,8 @@
 //! Layout: `action.rs` (what can happen), `keymap.rs` (keys → actions; the help overlay is
 //! generated from it), `app/` (model and update), `snapshot.rs` (the reader),
 //! `event_loop.rs` (terminal set-up, restore, the `select!` loop), `theme.rs` (TOML
-//! themes), `views/` (one file per view), `harness.rs` (drive it without a terminal),
+//! themes), `views/` (one file per view), `commands.rs` (what an operator's
+//! command does to the store), `harness.rs` (drive it without a terminal),
 //! `describe.rs` (the describe pane's records and the clipboard), `screenshot.rs` (buffer →
 //! SVG), `text.rs` (escaping hostile text), `wf.rs` (the workflow engine calls),
 //! `store_filter.rs` (the `/` filter as a store read), `replay.rs` (the replay view's
@@ -27,6 +28,7 @@ pub mod action;
 pub mod app;
 mod bulk_run;
 pub mod checker_badge;
+pub mod commands;
 pub mod describe;
 pub mod event_loop;
 pub mod harness;

@@ -6,38 +6,30 @@
 //! agree. Reads run on `spawn_blocking`: the UI thread never waits on the store. A failing
 //! store is retried with exponential backoff while the last good frame stays on screen.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+mod view_data;
+pub use view_data::ViewData;
+
 use super::action::{ViewId, WorkQuick};
 use super::store_filter::StoreOrder;
-use super::wf;
+use super::views::ticker::{LINES, WINDOW};
 use crate::clock::Millis;
 use crate::cluster::control::{ClusterControl, DemoAuthority};
 use crate::error::Result;
-use crate::model::work::WorkFilter;
-use crate::model::{
-    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, Ingestion, InstanceRow, Lease,
-    Page, PageRequest, Schedule, WorkItem, WriteRecord,
-};
+use crate::model::PageRequest;
 use crate::ops;
-use crate::ops::attention::{FleetView, Group};
 use crate::ops::claim_rates::ClaimRates;
-use crate::ops::claims::OwnedClaims;
-use crate::ops::cursors::CursorStatus;
 use crate::ops::failovers::FailoverRow;
-use crate::ops::fenced::FencedRow;
-use crate::ops::runnable::{Runnable, RunnableMemo};
+use crate::ops::live_builds::LiveBuilds;
+use crate::ops::runnable::RunnableMemo;
 use crate::ops::window::{Listing, Window};
-use crate::rules::liveness::liveness;
 use crate::store::stall::ProcessStall;
 use crate::store::{Overview, Store};
 
-/// How many authorities the header, the overview and compatibility checks look at.
-pub const AUTHORITY_SAMPLE: usize = 64;
 /// Failovers the overview lists (the count covers the whole window).
 pub const OVERVIEW_FAILOVERS: usize = 12;
 /// How far the authorities' claim rates look back at most: revisions, and grant rows.
@@ -87,60 +79,6 @@ impl Default for Query {
     }
 }
 
-/// The rows of the visible view. (One per snapshot, so the size difference between
-/// variants does not matter.)
-#[derive(Debug, Clone, PartialEq)]
-#[allow(clippy::large_enum_variant)]
-pub enum ViewData {
-    Overview,
-    Authorities {
-        page: Page<Authority>,
-        /// Each authority's claims and how many of them lapsed unreclaimed.
-        owned: HashMap<String, OwnedClaims>,
-    },
-    Leases(Page<Lease>),
-    Work(Page<WorkItem>),
-    Workflows(Page<InstanceRow>),
-    Detail {
-        instance: Option<InstanceRow>,
-        history: Vec<HistoryRecord>,
-    },
-    /// Cursors as [`crate::ops::cursors`] defines them (the same rows `inspect` prints).
-    Cursors(Page<CursorStatus>),
-    Events {
-        page: Page<Ingestion>,
-        high_water: i64,
-    },
-    Schedules {
-        page: Page<Schedule>,
-        firings: HashMap<String, WorkItem>,
-    },
-    Timeline {
-        resource: Option<String>,
-        grants: Vec<Grant>,
-        writes: Vec<WriteRecord>,
-        lease: Option<Lease>,
-        item: Option<WorkItem>,
-    },
-    Audit(Page<AuditEntry>),
-    Failovers(Listing<FailoverRow>),
-    Fenced(Listing<FencedRow>),
-    /// What needs a person ([`crate::ops::attention`]), judged against the sampled fleet.
-    Triage(Vec<Group>),
-    /// The running builds against the unfinished work ([`crate::ops::builds`]).
-    Builds(crate::ops::builds::Matrix),
-    /// What becomes due next ([`crate::ops::horizon`]).
-    Horizon(crate::ops::horizon::Horizon),
-    /// The durable history around the replay's cursor ([`super::replay`]); `None` before
-    /// a window was chosen.
-    Replay(Option<super::replay::ReplayData>),
-}
-
-/// The horizon view's span, slices and per-read cap.
-const HORIZON_MS: Millis = 15 * 60_000;
-const HORIZON_SLICES: usize = 15;
-const HORIZON_CAP: usize = 500;
-
 /// Cost of producing one snapshot (shown with `i`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueryStats {
@@ -158,13 +96,12 @@ pub struct Snapshot {
     pub token: u64,
     pub store: String,
     pub overview: Overview,
-    /// First [`AUTHORITY_SAMPLE`] authorities, by id.
-    pub authorities: Vec<Authority>,
+    /// The registry as every operator's reader reads it: every registration (to the
+    /// store's bound) and what the running authorities can run, builds and handlers.
+    pub fleet: LiveBuilds,
     /// Writes waiting on the store's write lock at the read, as the waiting processes post
     /// them.
     pub stalls: Vec<ProcessStall>,
-    /// What the running authorities (of the sample) can run: builds and handlers.
-    pub runnable: Runnable,
     /// The code labels (registration digests) of authorities that are not gone.
     pub live_compats: Vec<String>,
     /// Non-terminal work whose compat no live authority has (0 with no live authority).
@@ -214,7 +151,10 @@ pub struct Cache {
 }
 
 /// [`read`], reusing what `cache` kept from earlier reads. The reader task calls this on
-/// a blocking thread.
+/// a blocking thread. Each part of the snapshot has its own reader, with its own rule for
+/// what it reads and keeps: the headline every view shows ([`Headline`]), the claim
+/// rates and the failover summary of the views that show them, the visible view's rows
+/// ([`ViewData::read`]) and the demo cluster's state.
 ///
 /// # Errors
 /// A store failure.
@@ -228,234 +168,28 @@ pub fn read_cached(
     let mut c = Counter { store, queries: 0 };
     let token = c.run(Store::change_token)?;
     let at = store.now();
-    let overview = c.run(Store::overview)?;
-    let authorities = c
-        .run(|s| s.list_authorities(&PageRequest::first(AUTHORITY_SAMPLE)))?
-        .rows;
-    let stalls = c.run(Store::write_stalls)?;
-    let definitions = c.run(Store::deployed_definitions)?;
-    let runnable = cache
-        .runnable
-        .of(
-            authorities.iter().filter(|a| liveness(a, at).is_running()),
-            &definitions,
-        )
-        .clone();
-    let mut live_compats: Vec<String> = authorities
-        .iter()
-        .filter(|a| liveness(a, at).is_running())
-        .map(|a| a.compat.clone())
-        .collect();
-    live_compats.sort();
-    live_compats.dedup();
-    let incompatible_compats: Vec<String> = if runnable.is_empty() {
-        Vec::new()
-    } else {
-        let mut v: Vec<String> = overview
-            .work
-            .iter()
-            .filter(|w| !w.state.is_terminal() && w.count > 0 && !runnable.compatible(&w.compat))
-            .map(|w| w.compat.clone())
-            .collect();
-        v.sort();
-        v.dedup();
-        v
-    };
-    let incompatible = overview
-        .work
-        .iter()
-        .filter(|w| !w.state.is_terminal() && incompatible_compats.contains(&w.compat))
-        .map(|w| w.count)
-        .sum();
-    let claim_rates = if matches!(query.view, ViewId::Authorities) {
-        c.run(|s| {
-            ClaimRates::read(
-                s,
-                at,
-                super::views::authorities::RATE_WINDOW_MS,
-                RECENT_LIMIT,
-                RECENT_REVISIONS,
-            )
-        })?
-    } else {
-        ClaimRates::default()
-    };
-    let failovers = if query.view == ViewId::Overview {
-        Some(c.run(|s| {
-            ops::failovers::failovers(s, Window::default(), at, None, OVERVIEW_FAILOVERS)
-        })?)
-    } else {
-        None
-    };
-    let page = &query.page;
-    let data = match query.view {
-        ViewId::Overview => ViewData::Overview,
-        ViewId::Failovers => ViewData::Failovers(c.run(|s| {
-            ops::failovers::failovers(s, Window::default(), at, incident_page(page), page.limit)
-        })?),
-        ViewId::Triage => {
-            let fleet = FleetView::of(&authorities, at, &definitions);
-            ViewData::Triage(c.run(|s| ops::attention::groups(s, &fleet, at))?)
-        }
-        ViewId::Replay => ViewData::Replay(match &query.replay {
-            Some(r) => Some(c.run(|s| super::replay::read(s, r, &mut cache.replay))?),
-            None => None,
-        }),
-        ViewId::Horizon => ViewData::Horizon(
-            c.run(|s| ops::horizon::horizon(s, at, HORIZON_MS, HORIZON_SLICES, HORIZON_CAP))?,
-        ),
-        ViewId::Builds => {
-            let running: Vec<_> = authorities
-                .iter()
-                .filter(|a| liveness(a, at).is_running())
-                .collect();
-            ViewData::Builds(ops::builds::matrix(
-                &running,
-                &definitions,
-                &overview.work,
-                |compat| {
-                    let filter = WorkFilter {
-                        compats: vec![compat.to_owned()],
-                        ..WorkFilter::default()
-                    };
-                    let sample = c.run(|s| s.list_work(&filter, &PageRequest::first(1)))?;
-                    Ok(sample.rows.first().map(|item| item.handler.clone()))
-                },
-            )?)
-        }
-        ViewId::Fenced => ViewData::Fenced(c.run(|s| {
-            ops::fenced::fenced(s, Window::default(), at, incident_page(page), page.limit)
-        })?),
-        ViewId::Authorities => {
-            let page = c.run(|s| s.list_authorities(page))?;
-            let mut owned = HashMap::new();
-            for a in &page.rows {
-                let claims = c.run(|s| OwnedClaims::read(s, &a.instance_id, at))?;
-                owned.insert(a.instance_id.clone(), claims);
-            }
-            ViewData::Authorities { page, owned }
-        }
-        ViewId::Leases => ViewData::Leases(c.run(|s| s.list_leases(page))?),
-        ViewId::Work => {
-            let present: Vec<String> = overview.work.iter().map(|w| w.compat.clone()).collect();
-            let filter = super::store_filter::work_filter(
-                query.work,
-                query.filter.as_ref(),
-                &present,
-                &incompatible_compats,
-            );
-            ViewData::Work(match (filter, query.order) {
-                (Some(filter), Some(StoreOrder::Work(order))) => {
-                    c.run(|s| s.list_work_ordered(&filter, order, page))?
-                }
-                (Some(filter), _) => c.run(|s| s.list_work(&filter, page))?,
-                (None, _) => Page {
-                    rows: Vec::new(),
-                    next: None,
-                },
-            })
-        }
-        ViewId::Workflows => {
-            let (status, prefix) = query
-                .filter
-                .as_ref()
-                .map_or((None, None), |f| (f.status, f.id_prefix.as_deref()));
-            ViewData::Workflows(if query.order == Some(StoreOrder::WorkflowStatus) {
-                c.run(|s| s.list_instances_by_status(status, prefix, page))?
-            } else {
-                c.run(|s| s.list_instances_by(status, prefix, page))?
-            })
-        }
-        ViewId::WorkflowDetail => match &query.instance {
-            Some(id) => {
-                let instance = c.run(|s| wf::instance(s, id))?;
-                let history = c.run(|s| wf::history(s, id))?;
-                ViewData::Detail { instance, history }
-            }
-            None => ViewData::Detail {
-                instance: None,
-                history: Vec::new(),
-            },
-        },
-        ViewId::Cursors => ViewData::Cursors(c.run(|s| crate::ops::cursors::page(s, page, at))?),
-        ViewId::Events => {
-            let page = c.run(|s| s.list_ingestions(page))?;
-            let high_water = c.run(Store::journal_high_water)?;
-            ViewData::Events { page, high_water }
-        }
-        ViewId::Schedules => {
-            let page = c.run(|s| s.list_schedules(page))?;
-            let mut firings = HashMap::new();
-            for sched in &page.rows {
-                if let Some(due) = sched.last_due {
-                    let id = crate::model::schedule::firing_id(&sched.schedule_id, due);
-                    if let Some(item) = c.run(|s| s.work(&id))? {
-                        firings.insert(sched.schedule_id.clone(), item);
-                    }
-                }
-            }
-            ViewData::Schedules { page, firings }
-        }
-        ViewId::Audit => ViewData::Audit(c.run(|s| s.list_audit(page))?),
-        ViewId::Timeline => match &query.resource {
-            Some(resource) => {
-                let after = page
-                    .after
-                    .as_deref()
-                    .and_then(|a| a.parse().ok())
-                    .unwrap_or(0);
-                let limit = page.limit.max(1) * TIMELINE_FACTOR;
-                let (grants, writes) =
-                    c.run(|s| s.ownership_history(Some(resource), after, limit))?;
-                let lease = c.run(|s| s.lease(resource))?;
-                let item = c.run(|s| s.work(resource))?;
-                ViewData::Timeline {
-                    resource: Some(resource.clone()),
-                    grants,
-                    writes,
-                    lease,
-                    item,
-                }
-            }
-            None => ViewData::Timeline {
-                resource: None,
-                grants: Vec::new(),
-                writes: Vec::new(),
-                lease: None,
-                item: None,
-            },
-        },
-    };
-    let (demo_rows, scenario) = match demo {
-        Some(d) => (Some(d.authorities()), Some(d.scenario())),
-        None => (None, None),
-    };
-    let ticker = match demo {
-        Some(d) => {
-            use crate::tui::views::ticker::{LINES, WINDOW};
-            let lines = c.run(|s| crate::ops::ticker::ticker(s, at, WINDOW, LINES))?;
-            crate::ops::ticker::merged(lines, d.faults(LINES), LINES)
-        }
-        None => Vec::new(),
-    };
+    let head = Headline::read(&mut c, at, &mut cache.runnable)?;
+    let claim_rates = claim_rates(&mut c, query.view, at)?;
+    let failovers = overview_failovers(&mut c, query.view, at)?;
+    let data = ViewData::read(&mut c, query, at, &head, &mut cache.replay)?;
+    let demo = DemoState::read(&mut c, demo, at)?;
     let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     Ok(Snapshot {
         query: query.clone(),
         at,
         token,
         store: store.describe(),
-        overview,
-        authorities,
-        stalls,
-        runnable,
-        live_compats,
-        incompatible,
-        incompatible_compats,
+        overview: head.overview,
+        fleet: head.fleet,
+        stalls: head.stalls,
+        live_compats: head.live_compats,
+        incompatible: head.incompatible,
+        incompatible_compats: head.incompatible_compats,
         claim_rates,
         failovers,
-        demo: demo_rows,
-        scenario,
-        ticker,
+        demo: demo.authorities,
+        scenario: demo.scenario,
+        ticker: demo.ticker,
         data,
         stats: QueryStats {
             queries: c.queries,
@@ -464,13 +198,107 @@ pub fn read_cached(
     })
 }
 
-/// Where an incident page starts: after the key of the last row seen. The lists only
-/// page forward (older); a backward request (PageUp, End) starts again from the newest.
-fn incident_page(page: &PageRequest) -> Option<HistoryPosition> {
-    page.after
-        .as_deref()
-        .filter(|_| !page.backwards)
-        .and_then(HistoryPosition::parse_key)
+/// What every view shows, read at every refresh: the store's counters, the fleet and what
+/// it can run (derived again only when the registrations or definitions changed), and the
+/// work no running authority can run.
+struct Headline {
+    overview: Overview,
+    fleet: LiveBuilds,
+    stalls: Vec<ProcessStall>,
+    live_compats: Vec<String>,
+    incompatible: u64,
+    incompatible_compats: Vec<String>,
+}
+
+impl Headline {
+    fn read(c: &mut Counter<'_>, at: Millis, runnable: &mut RunnableMemo) -> Result<Self> {
+        let overview = c.run(Store::overview)?;
+        let fleet = c.run(|s| LiveBuilds::load_cached(s, at, runnable))?;
+        let stalls = c.run(Store::write_stalls)?;
+        let mut live_compats: Vec<String> = fleet.running().map(|a| a.compat.clone()).collect();
+        live_compats.sort();
+        live_compats.dedup();
+        let incompatible_compats: Vec<String> = if fleet.any_running() {
+            let mut v: Vec<String> = overview
+                .work
+                .iter()
+                .filter(|w| !w.state.is_terminal() && w.count > 0 && !fleet.compatible(&w.compat))
+                .map(|w| w.compat.clone())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        } else {
+            Vec::new()
+        };
+        let incompatible = overview
+            .work
+            .iter()
+            .filter(|w| !w.state.is_terminal() && incompatible_compats.contains(&w.compat))
+            .map(|w| w.count)
+            .sum();
+        Ok(Self {
+            overview,
+            fleet,
+            stalls,
+            live_compats,
+            incompatible,
+            incompatible_compats,
+        })
+    }
+}
+
+/// Each authority's claims per second, read for the authorities view only.
+fn claim_rates(c: &mut Counter<'_>, view: ViewId, at: Millis) -> Result<ClaimRates> {
+    if view != ViewId::Authorities {
+        return Ok(ClaimRates::default());
+    }
+    c.run(|s| {
+        ClaimRates::read(
+            s,
+            at,
+            super::views::authorities::RATE_WINDOW_MS,
+            RECENT_LIMIT,
+            RECENT_REVISIONS,
+        )
+    })
+}
+
+/// The overview's failover summary, read for the overview only.
+fn overview_failovers(
+    c: &mut Counter<'_>,
+    view: ViewId,
+    at: Millis,
+) -> Result<Option<Listing<FailoverRow>>> {
+    if view != ViewId::Overview {
+        return Ok(None);
+    }
+    c.run(|s| ops::failovers::failovers(s, Window::default(), at, None, OVERVIEW_FAILOVERS))
+        .map(Some)
+}
+
+/// The demo cluster's view of its authorities, its scenario and its event ticker; nothing
+/// without a demo cluster.
+#[derive(Default)]
+struct DemoState {
+    authorities: Option<Vec<DemoAuthority>>,
+    scenario: Option<String>,
+    ticker: Vec<crate::ops::ticker::TickerLine>,
+}
+
+impl DemoState {
+    fn read(c: &mut Counter<'_>, demo: Option<&dyn ClusterControl>, at: Millis) -> Result<Self> {
+        let Some(d) = demo else {
+            return Ok(Self::default());
+        };
+        let (authorities, scenario) = (d.authorities(), d.scenario());
+        let lines = c.run(|s| crate::ops::ticker::ticker(s, at, WINDOW, LINES))?;
+        Ok(Self {
+            authorities: Some(authorities),
+            scenario: Some(scenario),
+            ticker: crate::ops::ticker::merged(lines, d.faults(LINES), LINES),
+        })
+    }
 }
 
 /// What the reader publishes.

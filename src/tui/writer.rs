@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::action::{Action, Done};
 use super::app::Command;
-use super::harness::execute;
+use super::commands::execute;
 use crate::cluster::control::ClusterControl;
 use crate::error::Result;
 use crate::store::Store;

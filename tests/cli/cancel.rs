@@ -9,7 +9,8 @@ use leasehold::model::HandlerVersion;
 use leasehold::model::{AuditEntry, PageRequest};
 use leasehold::store::url::{self, OpenMode};
 use leasehold::tui::app::{AppOptions, Command as AppCommand};
-use leasehold::tui::harness::{Harness, execute};
+use leasehold::tui::commands::execute;
+use leasehold::tui::harness::Harness;
 use leasehold::tui::theme::{Role, Theme};
 use leasehold::workflow::Catalog;
 use leasehold::workflow::engine::Engine;
@@ -500,4 +501,73 @@ fn a_dry_run_says_what_the_cancel_then_does() {
                 "{theirs_cancelled}: refused: incompatible build"
             )))
     );
+}
+
+/// More registrations than one page of the dashboard's tables: 64 authorities run 3.0.0
+/// and only the 65th by id runs 2.0.0, the build two instances were started for. The
+/// dashboard (its compatibility mark and its cancel), `inspect workflows` and `leasehold
+/// cancel` read the same registry and agree: the instances are the fleet's.
+#[test]
+fn the_65th_authority_counts_for_every_reader() {
+    let s = setup();
+    for i in 0..64 {
+        register_fleet(&s.url, &format!("a-{i:02}"), "3.0.0");
+    }
+    register_fleet(&s.url, "z-65", "2.0.0");
+    let store = url::open(&s.url, OpenMode::ReadWrite).unwrap();
+    let versions = leasehold::authority::workload::default_workload(0)
+        .at_version(&HandlerVersion::demo().next_major())
+        .handler_versions();
+    let by_dashboard = store
+        .start_workflow("integration-call", inputs("stark"), "alice", None, versions)
+        .unwrap()
+        .instance_id;
+
+    let inspected = super::json_lines(&leasehold(&[
+        "inspect",
+        "--store",
+        &s.url,
+        "workflows",
+        "--json",
+        "--limit",
+        "100",
+    ]));
+    for id in [&s.incompatible, &by_dashboard] {
+        let row = inspected
+            .iter()
+            .find(|r| r["instanceId"] == id.as_str())
+            .unwrap();
+        assert_eq!(row["compatible"], true, "inspect: {id}");
+    }
+
+    let mut h = Harness::new(
+        store.clone(),
+        AppOptions {
+            actor: operator(),
+            ..AppOptions::default()
+        },
+        Theme::builtin("dark").unwrap(),
+        None,
+        160,
+        48,
+    );
+    h.command(&format!("workflow {by_dashboard}"));
+    let snap = h.app.snapshot().unwrap();
+    let compat = store.instance(&by_dashboard).unwrap().unwrap().compat;
+    assert_eq!(
+        leasehold::tui::views::work::compatible(snap, &compat),
+        ("yes", true),
+        "the dashboard's mark"
+    );
+    assert_eq!(snap.fleet.registered(), 65);
+    h.press('C');
+    h.press('y');
+    let status = h.app.status().unwrap();
+    assert!(status.text.ends_with(": cancelled"), "{}", status.text);
+
+    let o = cli_cancel(&s.url, &s.incompatible);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for id in [&s.incompatible, &by_dashboard] {
+        assert_eq!(store.instance(id).unwrap().unwrap().status, "cancelled");
+    }
 }

@@ -8,11 +8,11 @@ use serde::Serialize;
 
 use super::render::ViewRow;
 use super::{Ctx, Failure};
-use crate::cli::live::LiveBuilds;
 use crate::cli::output::short;
 use crate::clock::Millis;
 use crate::foundation::text_cell::{cell, cell_max};
 use crate::ops::builds::Cell;
+use crate::ops::live_builds::LiveBuilds;
 
 /// One cell of the matrix as the view prints it.
 #[derive(Serialize)]
@@ -47,7 +47,8 @@ impl ViewRow for BuildsRow {
 }
 
 pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure> {
-    let matrix = LiveBuilds::load(ctx.store, ctx.now)?.matrix(ctx.store)?;
+    let counts = ctx.store.overview()?.work;
+    let matrix = LiveBuilds::load(ctx.store, ctx.now)?.matrix(ctx.store, &counts)?;
     let rows: Vec<BuildsRow> = matrix
         .cells
         .iter()

@@ -11,11 +11,11 @@ use serde::Serialize;
 use super::incidents;
 use super::render::{ViewRow, table};
 use super::{Ctx, Failure};
-use crate::cli::live::LiveBuilds;
 use crate::cli::output::{json_line, opt_when, short, yes_no};
 use crate::clock::{Millis, format_duration};
 use crate::foundation::text_cell::{cell, cell_max};
 use crate::model::PageRequest;
+use crate::ops::live_builds::LiveBuilds;
 use crate::ops::published::PublishedView;
 use crate::ops::retention::RetentionView;
 use crate::rules::lateness::{self, KindLateness, LaneLateness};
@@ -113,7 +113,7 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         now: ctx.now,
         authorities_live: live.live,
         authorities_silent: live.silent,
-        authorities_registered: live.registered,
+        authorities_registered: live.registered(),
         workflows: to_map(&overview.workflows),
         events: to_map(&overview.events),
         work: counts,

@@ -130,15 +130,15 @@ pub fn table(
             }
         })
         .collect();
-    let live = snap
-        .authorities
+    let registrations = snap.fleet.registrations();
+    let live = registrations
         .iter()
         .filter(|a| liveness(a, now) == Liveness::Live)
         .count();
     TableData::new(
         COLUMNS,
         rows,
-        format!("{live} live of {}", snap.authorities.len()),
+        format!("{live} live of {}", registrations.len()),
     )
 }
 

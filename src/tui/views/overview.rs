@@ -155,7 +155,12 @@ fn late_kinds(snap: &Snapshot, now: Millis) -> String {
 
 #[expect(clippy::too_many_lines, reason = "the facts panel, one line per fact")]
 fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, now: Millis) {
-    let states: Vec<Liveness> = snap.authorities.iter().map(|a| liveness(a, now)).collect();
+    let states: Vec<Liveness> = snap
+        .fleet
+        .registrations()
+        .iter()
+        .map(|a| liveness(a, now))
+        .collect();
     let mut spans = vec![Span::styled("authorities", t.style(Role::Muted))];
     for state in Liveness::ALL {
         let n = states.iter().filter(|x| **x == state).count();
@@ -262,13 +267,15 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
             t.style(Role::Muted),
         ),
     ]));
-    let retention =
-        crate::ops::retention::RetentionView::read(&snap.authorities, snap.overview.history_from);
+    let retention = crate::ops::retention::RetentionView::read(
+        snap.fleet.registrations(),
+        snap.overview.history_from,
+    );
     lines.push(Line::from(vec![
         Span::styled("retention ", t.style(Role::Muted)),
         Span::styled(retention.line(), t.style(Role::Base)),
     ]));
-    let published = PublishedView::read(&snap.authorities, &snap.stalls, now);
+    let published = PublishedView::read(snap.fleet.registrations(), &snap.stalls, now);
     let stalls = published.stalls_text(now).map_or_else(
         || Span::styled("no write stalled", t.style(Role::Muted)),
         |text| Span::styled(clean(&text, 400), t.style(Role::Warning)),
@@ -328,13 +335,15 @@ fn authorities(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
         "AUTHORITIES",
         t.style(Role::Header),
     ))];
-    if snap.authorities.is_empty() {
+    let registrations = snap.fleet.registrations();
+    if registrations.is_empty() {
         lines.push(Line::from(Span::styled(
             "none registered",
             t.style(Role::Muted),
         )));
     }
-    for a in &snap.authorities {
+    // A row per line the panel shows: the registry may hold thousands.
+    for a in registrations.iter().take(usize::from(area.height)) {
         let state = liveness(a, now);
         let demo = snap
             .demo

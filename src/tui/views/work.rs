@@ -38,9 +38,9 @@ pub fn state_role(state: WorkState) -> Role {
 /// `yes`, `NO` (no live authority may run the item's key) or `?` (no live authority).
 #[must_use]
 pub fn compatible(snap: &Snapshot, compat: &str) -> (&'static str, bool) {
-    if snap.runnable.is_empty() {
+    if !snap.fleet.any_running() {
         ("?", true)
-    } else if snap.runnable.compatible(compat) {
+    } else if snap.fleet.compatible(compat) {
         ("yes", true)
     } else {
         ("NO", false)
@@ -53,7 +53,7 @@ pub fn compatible(snap: &Snapshot, compat: &str) -> (&'static str, bool) {
 pub fn runnable(snap: &Snapshot, item: &WorkItem) -> (&'static str, bool) {
     match compatible(snap, &item.compat) {
         ("NO", false)
-            if snap.runnable.standing(&item.compat, &item.handler) == Standing::NoHandler =>
+            if snap.fleet.standing(&item.compat, &item.handler) == Standing::NoHandler =>
         {
             ("no handler", false)
         }

@@ -1,72 +1,107 @@
-//! What `compatible` means, defined once for every view.
+//! The one reader of which builds the fleet runs, for every operator's reader: the
+//! dashboard (its facts, its compatibility marks, its cancel), `inspect`, `cancel` and the
+//! commands that stamp work with the fleet's handler versions. Each reads the registry the
+//! same way, bounded at `REGISTRATIONS_READ` (10,000) rows ([`Store::registrations`]), so no two
+//! of them can judge the fleet from different rows.
 //!
-//! A work item or workflow instance is **compatible** when at least one *running*
-//! authority (live or silent, see [`crate::rules::liveness`]) runs under the item's
-//! compatibility-key digest, i.e. someone could claim it now. A gone authority's claims are
-//! reclaimable and it can no longer be counted on; a stopped one left. An item that is not
-//! compatible is shown as **incompatible**: it waits for a compatible build and is never
-//! failed for it.
+//! What `compatible` means, defined once for every view: a work item or workflow instance
+//! is **compatible** when at least one *running* authority (live or silent, see
+//! [`crate::rules::liveness`]) runs under the item's compatibility-key digest, i.e. someone
+//! could claim it now. A gone authority's claims are reclaimable and it can no longer be
+//! counted on; a stopped one left. An item that is not compatible is shown as
+//! **incompatible**: it waits for a compatible build and is never failed for it.
 
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::model::PageRequest;
-use crate::model::work::WorkFilter;
+use crate::model::work::{WorkCount, WorkFilter};
+use crate::model::{Authority, PageRequest, WorkflowDefinitionRow};
 use crate::ops::attention::{Fleet, FleetView};
 use crate::ops::filter::Filter;
-use crate::ops::runnable::Standing;
+use crate::ops::runnable::{RunnableMemo, Standing};
 use crate::rules::liveness::{Liveness, liveness};
 use crate::store::Store;
 
-/// Registrations read per page, and pages at most: the registry is small, and this bounds
-/// the read even for a store full of stale registrations.
-const PAGE: usize = 500;
-const MAX_PAGES: usize = 20;
-
-/// The compat digests (and handlers) some live authority runs, read once per command.
-#[derive(Debug, Clone, Default)]
+/// The registry as read at one instant: every registration, and what the running ones
+/// can run.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct LiveBuilds {
     fleet: FleetView,
     /// How many authorities are live (heartbeating on time).
     pub live: usize,
     /// How many are silent (missed heartbeats, not yet gone): they still count as running.
     pub silent: usize,
-    /// How many registrations were read.
-    pub registered: usize,
-    /// The running authorities' registrations.
-    running: Vec<crate::model::Authority>,
-    definitions: Vec<crate::model::WorkflowDefinitionRow>,
+    /// Every registration read, by id: running, gone or stopped alike.
+    registrations: Vec<Authority>,
+    /// When they were judged.
+    at: Millis,
+    definitions: Vec<WorkflowDefinitionRow>,
 }
 
 impl LiveBuilds {
-    /// Reads the authority registry (paged, bounded) and keeps the running ones' digests.
+    /// Reads the authority registry and the deployed definitions, and judges each
+    /// registration at `now`.
     ///
     /// # Errors
     /// A store failure.
     pub fn load(store: &Store, now: Millis) -> Result<Self> {
-        let mut builds = Self::default();
-        let mut page = PageRequest::first(PAGE);
-        let mut all = Vec::new();
-        for _ in 0..MAX_PAGES {
-            let rows = store.list_authorities(&page)?;
-            for authority in rows.rows {
-                let state = liveness(&authority, now);
-                builds.live += usize::from(state == Liveness::Live);
-                builds.silent += usize::from(state == Liveness::Silent);
-                all.push(authority);
-            }
-            match rows.next {
-                Some(next) => page = PageRequest::after(next, PAGE),
-                None => break,
-            }
-        }
-        builds.registered = all.len();
-        builds.definitions = store.deployed_definitions()?;
-        builds.fleet = FleetView::of(&all, now, &builds.definitions);
-        builds.running = all
-            .into_iter()
-            .filter(|a| liveness(a, now).is_running())
-            .collect();
-        Ok(builds)
+        Self::load_cached(store, now, &mut RunnableMemo::default())
+    }
+
+    /// [`Self::load`] for a reader that asks at every refresh (the dashboard): what the
+    /// running authorities can run is derived again only when their registrations or the
+    /// deployed definitions changed since `memo` last saw them.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn load_cached(store: &Store, now: Millis, memo: &mut RunnableMemo) -> Result<Self> {
+        let registrations = store.registrations()?;
+        let definitions = store.deployed_definitions()?;
+        let states: Vec<Liveness> = registrations.iter().map(|a| liveness(a, now)).collect();
+        let running = registrations
+            .iter()
+            .zip(&states)
+            .filter(|(_, state)| state.is_running())
+            .map(|(a, _)| a);
+        let runnable = memo.of(running, &definitions).clone();
+        Ok(Self {
+            fleet: FleetView::of(&registrations, now, runnable),
+            live: states.iter().filter(|s| **s == Liveness::Live).count(),
+            silent: states.iter().filter(|s| **s == Liveness::Silent).count(),
+            registrations,
+            at: now,
+            definitions,
+        })
+    }
+
+    /// Every registration read, by id.
+    #[must_use]
+    pub fn registrations(&self) -> &[Authority] {
+        &self.registrations
+    }
+
+    /// How many registrations were read.
+    #[must_use]
+    pub fn registered(&self) -> usize {
+        self.registrations.len()
+    }
+
+    /// The running authorities' registrations (live or silent), by id.
+    pub fn running(&self) -> impl Iterator<Item = &Authority> {
+        self.registrations
+            .iter()
+            .filter(|a| liveness(a, self.at).is_running())
+    }
+
+    /// The deployed workflow definitions the keys were derived from.
+    #[must_use]
+    pub fn definitions(&self) -> &[WorkflowDefinitionRow] {
+        &self.definitions
+    }
+
+    /// Whether any authority is running.
+    #[must_use]
+    pub fn any_running(&self) -> bool {
+        self.fleet.any_running()
     }
 
     /// Whether a running authority runs under `compat`.
@@ -81,15 +116,19 @@ impl LiveBuilds {
         self.fleet.standing(compat, handler)
     }
 
-    /// The builds of the running authorities against the unfinished work of `store`
-    /// ([`crate::ops::builds`]).
+    /// The builds of the running authorities against the unfinished work `counts` holds
+    /// ([`crate::ops::builds`]); a key no running build registers is named by one of its
+    /// items in `store`.
     ///
     /// # Errors
     /// A store failure.
-    pub fn matrix(&self, store: &Store) -> Result<crate::ops::builds::Matrix> {
-        let running: Vec<&crate::model::Authority> = self.running.iter().collect();
-        let counts = store.overview()?.work;
-        crate::ops::builds::matrix(&running, &self.definitions, &counts, |compat| {
+    pub fn matrix(
+        &self,
+        store: &Store,
+        counts: &[WorkCount],
+    ) -> Result<crate::ops::builds::Matrix> {
+        let running: Vec<&Authority> = self.running().collect();
+        crate::ops::builds::matrix(&running, &self.definitions, counts, |compat| {
             let filter = WorkFilter {
                 compats: vec![compat.to_owned()],
                 ..WorkFilter::default()
@@ -151,7 +190,6 @@ mod tests {
     use super::*;
     use crate::clock::{Clock, ManualClock};
     use crate::ids::SeededIds;
-    use crate::model::Authority;
     use crate::store::memory::MemoryBackend;
 
     /// An authority that runs one handler, named `handler`, at the built-in version.
@@ -209,6 +247,6 @@ mod tests {
         );
         assert!(!builds.compatible(&key("stopped")));
         assert_eq!(builds.versions("live").len(), 1);
-        assert_eq!((builds.live, builds.silent, builds.registered), (1, 0, 4));
+        assert_eq!((builds.live, builds.silent, builds.registered()), (1, 0, 4));
     }
 }
