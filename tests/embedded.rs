@@ -20,13 +20,13 @@ use std::sync::{Arc, Mutex};
 
 use leasehold::Store;
 use leasehold::authority::{Attempt, Authority, AuthorityConfig, Handler, HandlerOutcome};
-use leasehold::cli::live::LiveBuilds;
 use leasehold::clock::ManualClock;
 use leasehold::model::HandlerVersion;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::{CatchUp, Trigger};
 use leasehold::model::work::NewWork;
 use leasehold::model::{InstanceStatus, PageRequest, WorkState};
+use leasehold::ops::live::LiveBuilds;
 use leasehold::ops::runnable::Standing;
 use leasehold::workflow::Catalog;
 use serde_json::{Map, Value, json};

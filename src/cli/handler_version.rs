@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use clap::Args;
 
 use super::Failure;
-use super::live::LiveBuilds;
 use crate::model::HandlerVersion;
 use crate::model::handler_key;
+use crate::ops::live::LiveBuilds;
 use crate::store::Store;
 
 /// The `--handler-version` flag of a producer.

@@ -27,7 +27,6 @@ pub mod handler_version;
 pub mod init;
 pub mod inspect;
 pub mod instance;
-pub mod live;
 pub mod log;
 pub mod man;
 pub mod output;

@@ -14,7 +14,6 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use super::bulk::Target;
-use super::live::LiveBuilds;
 use super::output::json_line;
 use super::{CliResult, Failure, StoreArg};
 use crate::error::Error;
@@ -24,6 +23,7 @@ use crate::ids::check_id;
 use crate::model::WorkItem;
 use crate::ops::bulk::{Bulk, TriageMatches};
 use crate::ops::filter::{Filter, Subject};
+use crate::ops::live::LiveBuilds;
 use crate::rules::triage::{Verb, Verdict};
 use crate::store::Triaged;
 

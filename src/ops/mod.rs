@@ -17,6 +17,7 @@ pub mod filter;
 pub mod fleet_metrics;
 pub mod heartbeat;
 pub mod horizon;
+pub mod live;
 pub mod pretty;
 pub mod published;
 pub mod replay;

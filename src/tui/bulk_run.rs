@@ -3,9 +3,9 @@
 //! the running builds), and the run is [`crate::ops::bulk`]'s. Blocking, like every
 //! store-side command.
 
-use crate::cli::live::LiveBuilds;
 use crate::ops::bulk::{Bulk, Tally, TriageMatches};
 use crate::ops::filter::{Filter, Subject};
+use crate::ops::live::LiveBuilds;
 use crate::rules::triage::Verb;
 use crate::store::Store;
 

@@ -8,11 +8,11 @@ use serde::Serialize;
 
 use super::render::ViewRow;
 use super::{Ctx, Failure};
-use crate::cli::live::LiveBuilds;
 use crate::cli::output::short;
 use crate::clock::Millis;
 use crate::foundation::text_cell::{cell, cell_max};
 use crate::ops::builds::Cell;
+use crate::ops::live::LiveBuilds;
 
 /// One cell of the matrix as the view prints it.
 #[derive(Serialize)]

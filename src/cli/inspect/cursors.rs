@@ -7,12 +7,12 @@ use serde::Serialize;
 
 use super::render::ViewRow;
 use super::{Ctx, Failure};
-use crate::cli::live::LiveBuilds;
 use crate::cli::output::{when, yes_no};
 use crate::clock::Millis;
 use crate::foundation::text_cell::{cell, cell_max, opt_cell};
 use crate::model::Page;
 use crate::ops::cursors::{CursorStatus, rate_text};
+use crate::ops::live::LiveBuilds;
 
 /// A cursor as [`crate::ops::cursors`] defines it, and whether a live build can claim it.
 #[derive(Serialize)]

@@ -7,12 +7,12 @@ use serde::Serialize;
 
 use super::render::ViewRow;
 use super::{Ctx, Failure};
-use crate::cli::live::LiveBuilds;
 use crate::cli::output::{opt_when, short, when, yes_no};
 use crate::clock::Millis;
 use crate::foundation::text_cell::{cell, cell_max};
 use crate::model::Page;
 use crate::model::schedule::Trigger;
+use crate::ops::live::LiveBuilds;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -8,11 +8,11 @@ use serde::Serialize;
 
 use super::render::ViewRow;
 use super::{Ctx, Failure};
-use crate::cli::live::LiveBuilds;
 use crate::cli::output::when;
 use crate::clock::Millis;
 use crate::foundation::text_cell::cell;
 use crate::ops::attention::{Group, groups};
+use crate::ops::live::LiveBuilds;
 
 /// One group as the view prints it.
 #[derive(Serialize)]

@@ -8,13 +8,13 @@ use serde::Serialize;
 
 use super::render::ViewRow;
 use super::{Ctx, Failure};
-use crate::cli::live::LiveBuilds;
 use crate::cli::output::{short, when, yes_no};
 use crate::clock::Millis;
 use crate::foundation::text_cell::{cell, cell_max, opt_cell};
 use crate::model::{Ending, Failure as WorkFailure, Page, WorkState};
 use crate::ops::claims::{self, ClaimStanding};
 use crate::ops::filter::Filter;
+use crate::ops::live::LiveBuilds;
 use crate::ops::runnable::Standing;
 
 #[derive(Serialize)]

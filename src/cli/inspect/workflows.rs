@@ -7,12 +7,12 @@ use serde::Serialize;
 
 use super::render::ViewRow;
 use super::{Ctx, Failure};
-use crate::cli::live::LiveBuilds;
 use crate::cli::output::{opt_when, short, yes_no};
 use crate::clock::Millis;
 use crate::foundation::text_cell::{cell, cell_max, opt_cell};
 use crate::model::{InstanceRow, Page};
 use crate::ops::filter::Filter;
+use crate::ops::live::LiveBuilds;
 use crate::workflow::InstanceState;
 use crate::workflow::engine::decode_state;
 
