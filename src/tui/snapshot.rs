@@ -152,9 +152,9 @@ pub struct Cache {
 
 /// [`read`], reusing what `cache` kept from earlier reads. The reader task calls this on
 /// a blocking thread. Each part of the snapshot has its own reader, with its own rule for
-/// what it reads and keeps: the headline every view shows ([`Headline`]), the claim
+/// what it reads and keeps: the headline every view shows (`Headline`), the claim
 /// rates and the failover summary of the views that show them, the visible view's rows
-/// ([`ViewData::read`]) and the demo cluster's state.
+/// (`ViewData::read`) and the demo cluster's state.
 ///
 /// # Errors
 /// A store failure.

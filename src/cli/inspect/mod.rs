@@ -10,7 +10,7 @@
 //! grammar ([`crate::ops::filter`]) and map onto the store's own filtered reads, so they
 //! never scan: `work` takes `state:`, `kind:`, `owner:`, `compat:` and an id prefix;
 //! `workflows` takes `status:` and an id prefix. Other views take no filter (start at a
-//! key with `--after`). `compatible` is defined in [`super::live`]. `failovers`
+//! key with `--after`). `compatible` is defined in [`crate::ops::live_builds`]. `failovers`
 //! and `fenced` (in `incidents.rs`) list by time, newest first, over `--window`.
 //!
 //! One file per view; each declares its row (the JSON object) and the row's table cells,
