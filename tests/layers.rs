@@ -35,6 +35,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("Authority runtime", &["authority"]),
     ("Embedded cluster", &["cluster"]),
     ("Operator vocabulary", &["ops"]),
+    ("Conformance suite", &["testing"]),
     ("Surfaces", &["tui", "cli", "bench"]),
     ("Crate root and binary", &["lib", "main"]),
 ];
