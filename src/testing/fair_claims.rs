@@ -194,8 +194,8 @@ pub fn priorities_order_one_handlers_claims(h: &dyn Harness) {
     let s = h.store();
     let now = s.now();
     let spec = |id: &str, priority: i32, not_before: Option<i64>| NewWork {
-        priority,
         not_before,
+        priority,
         ..NewWork::effect(id, "mail", "{}")
     };
     ok(
