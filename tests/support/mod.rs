@@ -10,11 +10,13 @@
 //!   names);
 //! - `per_provider.rs`: the macro that runs a case on every provider;
 //! - `wait.rs`: the one way to wait for something another thread or process does;
-//! - `authorities.rs`: real `leasehold authority` processes.
+//! - `authorities.rs`: real `leasehold authority` processes;
+//! - `faults.rs`: memory and SQLite stores under the fault-injecting wrapper.
 
 #![allow(dead_code, unused_macros, clippy::unwrap_used)]
 
 pub mod authorities;
+pub mod faults;
 pub mod metrics;
 #[macro_use]
 mod per_provider;
