@@ -1,6 +1,9 @@
 //! The HTTP/1.1 client `http` handlers use: hyper's pooled client, one POST per attempt
-//! over a kept-alive connection to the handler's endpoint (a few idle ones kept per
-//! handler), the response body read up to [`MAX_BODY_BYTES`]. Timeouts and cancellation
+//! over a kept-alive connection to the handler's endpoint, the response body read up to
+//! [`MAX_BODY_BYTES`]. The pool keeps every connection that goes idle (until hyper's idle
+//! timeout): an authority never has more requests in flight to one handler than its slots
+//! allow, so the pool holds at most that many, and a handler run at high concurrency does
+//! not open a new connection for most of its attempts. Timeouts and cancellation
 //! belong to the caller: dropping a request's future closes its connection.
 
 use std::error::Error as StdError;
@@ -20,8 +23,6 @@ use super::endpoint::Endpoint;
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// The most a response head (status line and headers) may take.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
-/// Idle connections kept per endpoint.
-const MAX_IDLE: usize = 8;
 
 type Pool = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
 type PoolError = hyper_util::client::legacy::Error;
@@ -71,7 +72,6 @@ impl Client {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         let pool = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-            .pool_max_idle_per_host(MAX_IDLE)
             .http1_max_buf_size(MAX_HEAD_BYTES)
             .build(connector);
         Self { endpoint, pool }
