@@ -1,23 +1,42 @@
 //! Which items one claim batch takes: reclaims of lapsed claims first, then the batch's
-//! budget shared round-robin across the kinds of work that have items due (schedule
-//! firings, cursors, effects) and, within a kind, across its handlers — so a backlog of
-//! one handler, however deep, never delays another handler's or another kind's due work
-//! by more than a share of one batch. Within a lane (one kind, one handler) items go in
-//! claim order: higher priority first, then earlier due.
+//! budget shared across the handlers with items due by what each already holds, so a
+//! handler's share of an authority's slots follows its occupancy, not its claim count.
+//!
+//! Sharing claims evenly is not sharing slots evenly: a handler whose attempts take seconds
+//! keeps each slot it is given, one whose attempts take milliseconds hands its slots back at
+//! once, and if each freed slot went to the handlers in turn the slow one would soon hold
+//! nearly all of them and the fast one's backlog would drain at the slow one's pace. So the
+//! budget carries what the claimer has in flight of each handler
+//! ([`ClaimBudget::in_flight`]), and each item of the batch goes to a handler that holds the
+//! least (in flight plus what the batch has given it) among those with items due and room:
+//! progressive filling, which leaves every handler with its max-min fair share of the
+//! slots (the slots over the active handlers, what a handler with less due leaves going to
+//! the others). It is work-conserving — a handler alone takes every free slot, and a slot
+//! no lower handler can use goes to a higher one — and takes nothing back: a handler above
+//! its share keeps what it holds and gets no more until the others catch up.
+//!
+//! Among handlers that hold the same, the batch goes round-robin across the kinds of work
+//! that have items due (schedule firings, cursors, effects) and, within a kind, across its
+//! lanes (one per handler), so with nothing in flight a backlog of one handler, however
+//! deep, never delays another handler's or another kind's due work by more than a share of
+//! one batch. Within a lane (one kind, one handler) items go in claim order: higher
+//! priority first, then earlier due. Per-handler caps (`per_handler`) bound what the
+//! sharing may give.
 //!
 //! A claimer runs a set of compatibility digests (one per handler it has); reclaims and
 //! lanes are read for each digest in the set, and since a lane is one (digest, kind,
 //! handler), a set of one digest per handler reads no more lanes than a single digest did.
 //! Everything is read inside the claiming transaction through indexes: the lanes by a
 //! skip-scan (one seek per lane), each lane's head by a range of its own. The first pass
-//! reads an even share of each lane; only a lane that filled its share is read again for
-//! the budget the short lanes left over. Which kind and which lane go first rotates with
-//! each batch an owner claims: the store handle remembers, per owner, the kind its last
-//! batch served first and the lane of each kind it served last ([`Rotation`]), and the
-//! next batch starts just after them — by name, not by position, so lanes that come and
-//! go between batches (a schedule falling due, a lane drained) never make the rotation
-//! skip one. A batch smaller than the number of lanes — one free worker — still serves
-//! every lane in turn, whatever else claims through the same handle.
+//! reads an even share of each lane; a lane that filled its share and was emptied is read
+//! again, for the whole budget left, when the batch needs more of it. Which kind and which
+//! lane go first rotates with each batch an owner claims: the store handle remembers, per
+//! owner, the kind its last batch served first and the lane of each kind it served last
+//! ([`Rotation`]), and the next batch starts just after them — by name, not by position, so
+//! lanes that come and go between batches (a schedule falling due, a lane drained) never
+//! make the rotation skip one. A batch smaller than the number of lanes — one free worker —
+//! still serves every lane of the handlers holding the least in turn, whatever else claims
+//! through the same handle.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -30,14 +49,17 @@ use crate::model::{CompatSet, WorkItem};
 use crate::rules::work::{Backoff, reclaim_at};
 
 /// What one claim batch may take: at most `limit` items, and of each handler named in
-/// `per_handler` at most that many (an authority's free slots for a handler it limits); and
-/// when it may take over a claim that lapsed: `reclaim` is the backoff after the lease
-/// expiry during which the owner nobody replaced may still renew and finish
+/// `per_handler` at most that many (an authority's free slots for a handler it limits);
+/// how it shares them: `in_flight` is how many items of each handler the claimer is
+/// running, so the batch goes to the handlers holding the least first; and when it may
+/// take over a claim that lapsed: `reclaim` is the backoff after the lease expiry during
+/// which the owner nobody replaced may still renew and finish
 /// ([`crate::rules::work::reclaim_at`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClaimBudget {
     pub limit: usize,
     pub per_handler: BTreeMap<String, usize>,
+    pub in_flight: BTreeMap<String, usize>,
     pub reclaim: Backoff,
 }
 
@@ -48,6 +70,7 @@ impl ClaimBudget {
         Self {
             limit,
             per_handler: BTreeMap::new(),
+            in_flight: BTreeMap::new(),
             reclaim: Backoff::default(),
         }
     }
@@ -63,6 +86,13 @@ impl ClaimBudget {
     #[must_use]
     pub fn with_handler(mut self, handler: impl Into<String>, n: usize) -> Self {
         self.per_handler.insert(handler.into(), n);
+        self
+    }
+
+    /// The same budget for a claimer running `n` items of `handler`.
+    #[must_use]
+    pub fn with_in_flight(mut self, handler: impl Into<String>, n: usize) -> Self {
+        self.in_flight.insert(handler.into(), n);
         self
     }
 }
@@ -99,6 +129,8 @@ struct LaneQueue {
     items: VecDeque<Arc<WorkItem>>,
     /// The last read got all it asked for: the lane may hold more.
     full: bool,
+    /// Its handler's place in the batch's occupancy ([`occupancy`]).
+    holder: usize,
 }
 
 /// The lanes of one kind, which of them is served next, and which this batch served last.
@@ -183,6 +215,7 @@ pub(crate) fn claim_candidates(
     }
     let share = room.left.div_ceil(lanes.len());
     let mut kinds = by_kind(lanes, rotation);
+    let mut held = occupancy(&mut kinds, &budget.in_flight, &chosen);
     for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
         refill(tx, now, queue, share, &chosen, budget.reclaim)?;
     }
@@ -193,14 +226,20 @@ pub(crate) fn claim_candidates(
         .map(|q| q.items.len())
         .sum();
     chosen.reserve(read.min(room.left));
-    let mut first = deal(&mut kinds, &mut room, &mut chosen);
-    if room.left > 0 {
+    let mut first = None;
+    loop {
+        first = first.or(deal(&mut kinds, &mut room, &mut held, &mut chosen));
+        // The deal stops early at a lane it emptied that may hold more: read it again.
+        let mut refilled = false;
         for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
-            if queue.full && room.allows(&queue.lane.handler) {
+            if queue.items.is_empty() && queue.full && room.allows(&queue.lane.handler) {
                 refill(tx, now, queue, room.left, &chosen, budget.reclaim)?;
+                refilled = true;
             }
         }
-        first = first.or(deal(&mut kinds, &mut room, &mut chosen));
+        if !refilled {
+            break;
+        }
     }
     let next = rotation.clone().after(&kinds, first);
     Ok((chosen, next))
@@ -225,6 +264,7 @@ fn by_kind(mut lanes: Vec<(String, WorkLane)>, rotation: &Rotation) -> Vec<KindT
             lane,
             items: VecDeque::new(),
             full: false,
+            holder: 0,
         };
         match kinds.last_mut() {
             Some(k) if k.lanes[0].lane.kind == queue.lane.kind => k.lanes.push(queue),
@@ -290,27 +330,83 @@ fn refill(
     Ok(())
 }
 
-/// Round-robin: each round gives every kind one item, from its next handler that has one
-/// (and room), until the budget is spent or no lane has anything left. Returns the kind
-/// served first, if any was.
+/// Numbers the handlers of the lanes (setting each lane's `holder`) and answers what each
+/// holds before the deal: its items in flight and the reclaims already `chosen`.
+fn occupancy(
+    kinds: &mut [KindTurn],
+    in_flight: &BTreeMap<String, usize>,
+    chosen: &[Arc<WorkItem>],
+) -> Vec<usize> {
+    let mut numbers: BTreeMap<&str, usize> = BTreeMap::new();
+    let holders: Vec<usize> = kinds
+        .iter()
+        .flat_map(|k| &k.lanes)
+        .map(|q| {
+            let next = numbers.len();
+            *numbers.entry(q.lane.handler.as_str()).or_insert(next)
+        })
+        .collect();
+    let mut held = vec![0; numbers.len()];
+    for (handler, n) in in_flight {
+        if let Some(i) = numbers.get(handler.as_str()) {
+            held[*i] += n;
+        }
+    }
+    for item in chosen {
+        if let Some(i) = numbers.get(item.handler.as_str()) {
+            held[*i] += 1;
+        }
+    }
+    let queues = kinds.iter_mut().flat_map(|k| k.lanes.iter_mut());
+    for (queue, holder) in queues.zip(holders) {
+        queue.holder = holder;
+    }
+    held
+}
+
+/// The least any handler that may still take an item holds: one with room and a lane
+/// holding items read, or emptied but maybe holding more (read again before the batch
+/// takes anything of a handler holding more).
+fn lowest_wanting(kinds: &[KindTurn], room: &Room, held: &[usize]) -> Option<usize> {
+    kinds
+        .iter()
+        .flat_map(|k| &k.lanes)
+        .filter(|q| (!q.items.is_empty() || q.full) && room.allows(&q.lane.handler))
+        .map(|q| held[q.holder])
+        .min()
+}
+
+/// Each round gives every kind one item, from its next lane (in turn) whose handler holds
+/// the least of those that may still take one (`held`, counted up as items are given),
+/// until the budget is spent, no lane has anything left, or the handler holding the least
+/// has nothing read. Returns the kind served first, if any was.
 fn deal(
     kinds: &mut [KindTurn],
     room: &mut Room,
+    held: &mut [usize],
     chosen: &mut Vec<Arc<WorkItem>>,
 ) -> Option<&'static str> {
     let mut first = None;
     loop {
         let mut progressed = false;
-        for kind in kinds.iter_mut() {
+        for k in 0..kinds.len() {
+            let Some(level) = lowest_wanting(kinds, room, held) else {
+                return first;
+            };
+            let kind = &mut kinds[k];
             let n = kind.lanes.len();
             for step in 0..n {
                 let i = (kind.next + step) % n;
                 let queue = &mut kind.lanes[i];
-                if queue.items.is_empty() || !room.take(&queue.lane.handler) {
+                if queue.items.is_empty()
+                    || held[queue.holder] > level
+                    || !room.take(&queue.lane.handler)
+                {
                     continue;
                 }
                 if let Some(item) = queue.items.pop_front() {
                     chosen.push(item);
+                    held[queue.holder] += 1;
                     first = first.or(Some(kind.kind()));
                     kind.served = Some(i);
                     kind.next = (i + 1) % n;
@@ -363,7 +459,8 @@ mod tests {
                 per_handler: BTreeMap::new(),
             };
             let mut chosen = Vec::new();
-            let first = deal(&mut kinds, &mut room, &mut chosen);
+            let mut held = occupancy(&mut kinds, &BTreeMap::new(), &chosen);
+            let first = deal(&mut kinds, &mut room, &mut held, &mut chosen);
             rotation = rotation.after(&kinds, first);
             let lane = kinds
                 .iter()
@@ -420,6 +517,74 @@ mod tests {
                 "{handler} waited too long: {at:?}"
             );
         }
+    }
+
+    /// What one batch of `room` deals to the effect lanes of `backlogs` (handler, items
+    /// due) for a claimer running `in_flight`: how many of each handler.
+    fn dealt(
+        backlogs: &[(&str, usize)],
+        in_flight: &[(&str, usize)],
+        room: usize,
+    ) -> BTreeMap<String, usize> {
+        let names: Vec<(WorkKind, &str)> = backlogs
+            .iter()
+            .map(|(h, _)| (WorkKind::Effect, *h))
+            .collect();
+        let mut kinds = by_kind(lanes(&names), &Rotation::default());
+        for q in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
+            let due = backlogs
+                .iter()
+                .find(|(h, _)| *h == q.lane.handler)
+                .map_or(0, |b| b.1);
+            for i in 0..due {
+                let new = NewWork::effect(format!("{}-{i}", q.lane.handler), &q.lane.handler, "{}");
+                q.items.push_back(Arc::new(WorkItem::new(new, "k", 0)));
+            }
+        }
+        let running: BTreeMap<String, usize> = in_flight
+            .iter()
+            .map(|(h, n)| ((*h).to_owned(), *n))
+            .collect();
+        let mut room = Room {
+            left: room,
+            per_handler: BTreeMap::new(),
+        };
+        let mut chosen = Vec::new();
+        let mut held = occupancy(&mut kinds, &running, &chosen);
+        deal(&mut kinds, &mut room, &mut held, &mut chosen);
+        let mut out = BTreeMap::new();
+        for item in chosen {
+            *out.entry(item.handler.clone()).or_default() += 1;
+        }
+        out
+    }
+
+    /// Eight slots, the slow handler running seven with more due: the free slot goes to
+    /// the fast handler's backlog, and so does every slot until the two hold the same; what
+    /// one handler cannot use goes to the other.
+    #[test]
+    fn the_batch_goes_to_the_handler_holding_the_least() {
+        let of = |pairs: &[(&str, usize)]| -> BTreeMap<String, usize> {
+            pairs.iter().map(|(h, n)| ((*h).to_owned(), *n)).collect()
+        };
+        let backlogs = [("fast", 20), ("slow", 20)];
+        assert_eq!(dealt(&backlogs, &[("slow", 7)], 1), of(&[("fast", 1)]));
+        assert_eq!(dealt(&backlogs, &[("slow", 4)], 4), of(&[("fast", 4)]));
+        assert_eq!(
+            dealt(&backlogs, &[("slow", 3), ("fast", 1)], 4),
+            of(&[("fast", 3), ("slow", 1)]),
+            "max-min: four each"
+        );
+        assert_eq!(
+            dealt(&[("fast", 2), ("slow", 20)], &[("slow", 4)], 4),
+            of(&[("fast", 2), ("slow", 2)]),
+            "what the fast handler cannot use goes to the slow one"
+        );
+        assert_eq!(
+            dealt(&[("slow", 20)], &[("slow", 7)], 1),
+            of(&[("slow", 1)]),
+            "a handler alone takes every free slot"
+        );
     }
 
     #[test]

@@ -188,6 +188,41 @@ pub fn a_handler_limit_caps_that_handler_only(h: &dyn Harness) {
     assert!(ok("claim", s.claim_work_within("a", K, &none, 30_000)).is_empty());
 }
 
+/// The budget's `in_flight` shares the slots by occupancy: eight slots, the slow handler
+/// running seven with more due, and each free slot goes to the fast handler's backlog,
+/// batch after batch, until the two hold the same; once the fast handler has nothing due
+/// the slow one takes every free slot.
+pub fn a_handler_holding_more_waits_for_the_others(h: &dyn Harness) {
+    let s = h.store();
+    let specs: Vec<NewWork> = (0..20)
+        .map(|i| NewWork::effect(format!("slow-{i:02}"), "slow", "{}"))
+        .chain((0..6).map(|i| NewWork::effect(format!("fast-{i:02}"), "fast", "{}")))
+        .collect();
+    assert_eq!(ok("enqueue", s.enqueue_batch(specs, K)), 26);
+    h.clock().advance(1_000);
+    let claim = |limit: usize, slow: usize, fast: usize| {
+        let budget = ClaimBudget::new(limit)
+            .with_in_flight("slow", slow)
+            .with_in_flight("fast", fast);
+        let batch = ok("claim", s.claim_work_within("a", K, &budget, 30_000));
+        let mut by_handler: BTreeMap<String, usize> = BTreeMap::new();
+        for c in &batch {
+            *by_handler.entry(c.item.handler.clone()).or_default() += 1;
+        }
+        by_handler
+    };
+    let only = |handler: &str, n: usize| BTreeMap::from([(handler.to_owned(), n)]);
+    // The fast items finish at once: the slow handler still holds seven, then four.
+    assert_eq!(claim(1, 7, 0), only("fast", 1));
+    assert_eq!(claim(1, 7, 0), only("fast", 1), "not the slow one's turn");
+    assert_eq!(claim(4, 4, 0), only("fast", 4), "the fast handler's share");
+    assert_eq!(
+        claim(4, 4, 4),
+        only("slow", 4),
+        "nothing else due: every slot"
+    );
+}
+
 /// Within one handler: higher priority first, then earlier due, then id; an item not yet
 /// due waits whatever its priority.
 pub fn priorities_order_one_handlers_claims(h: &dyn Harness) {

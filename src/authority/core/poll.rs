@@ -50,7 +50,7 @@ impl AuthorityCore {
         let now = self.store.now();
         // Looks are counted now and taken last, so that a store failure on the way leaves
         // every held cursor held.
-        let (due_looks, free, handler_room, share) = {
+        let (due_looks, free, handler_room, in_flight, share) = {
             let mut st = self.state();
             if st.stopping {
                 drop(st);
@@ -76,7 +76,8 @@ impl AuthorityCore {
             }
             let due = due_cursors(&st.inflight, now).min(share.looks);
             let room = handler_room(&self.config.handler_limits, &st.inflight, finishing);
-            (due, free, room, share)
+            let running = running_by_handler(&st.inflight, finishing);
+            (due, free, room, running, share)
         };
         self.refresh_keys(now)?;
         let lease = self.config.lease_duration_ms;
@@ -101,6 +102,7 @@ impl AuthorityCore {
                 let budget = ClaimBudget {
                     limit: work_limit,
                     per_handler: handler_room.clone(),
+                    in_flight: in_flight.clone(),
                     reclaim: self.config.reclaim_backoff(),
                 };
                 let (items, rotation) = self
@@ -235,6 +237,30 @@ fn handler_room(
         }
     }
     room
+}
+
+/// How many items of each handler this authority is running (held cursors between looks
+/// take no worker; those `finishing` have ended): what each handler occupies of its slots,
+/// by which the claim shares them (`store/fair_share.rs`).
+fn running_by_handler(
+    inflight: &BTreeMap<u64, InFlight>,
+    finishing: &Finishing,
+) -> BTreeMap<String, usize> {
+    let mut running: BTreeMap<String, usize> = BTreeMap::new();
+    let mut count = |f: &InFlight, by: isize| {
+        if let (false, Task::Work(item)) = (f.held, &f.job.task) {
+            let n = running.entry(item.handler.clone()).or_default();
+            *n = n.saturating_add_signed(by);
+        }
+    };
+    for f in inflight.values() {
+        count(f, 1);
+    }
+    for f in finishing.job_ids.iter().filter_map(|id| inflight.get(id)) {
+        count(f, -1);
+    }
+    running.retain(|_, n| *n > 0);
+    running
 }
 
 /// Whether `f` is a held cursor due for a look at `now`.
