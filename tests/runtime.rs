@@ -1,13 +1,17 @@
 //! The authority runtime: unsafe knobs are refused at construction; the core's step
 //! functions fence, count and reclaim correctly on a manual clock; an idle cursor keeps its
 //! claim, so its generation moves only with its ownership; the tokio driver
-//! drains a seeded memory store and shuts down cleanly, releasing what it still owns; and
-//! (`runtime/uncertain.rs`) no attempt goes uncounted at shutdown or on a timeout.
+//! drains a seeded memory store and shuts down cleanly, releasing what it still owns;
+//! (`runtime/occupancy.rs`) a slow handler's attempts never hold a fast handler's backlog to
+//! their pace; and (`runtime/uncertain.rs`) no attempt goes uncounted at shutdown or on a
+//! timeout.
 
 #[path = "runtime/claim_keys.rs"]
 mod claim_keys;
 #[path = "runtime/complete_and_claim.rs"]
 mod complete_and_claim;
+#[path = "runtime/occupancy.rs"]
+mod occupancy;
 #[path = "runtime/recovery.rs"]
 mod recovery;
 #[path = "runtime/stall.rs"]
