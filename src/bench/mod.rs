@@ -10,13 +10,15 @@
 //! - [`enqueue`]: single-item enqueue by one and by many producers, beside the fsync rate;
 //! - [`workflows`]: start three-step workflows, run them to completion;
 //! - [`dashboard`]: first frame, refresh latency and memory of the dashboard;
-//! - [`fairness`]: schedules, workflows and a second handler behind one handler's backlog.
+//! - [`fairness`]: schedules, workflows and a second handler behind one handler's backlog;
+//!   [`slow_fast`]: a fast handler's backlog due together with a slow handler's.
 
 pub mod dashboard;
 pub mod enqueue;
 pub mod fairness;
 mod fleet;
 mod report;
+pub mod slow_fast;
 mod verdict;
 pub mod work;
 pub mod workflows;

@@ -1,4 +1,5 @@
-//! `leasehold bench work|enqueue|workflows|dashboard|fairness --store STORE [knobs] [--json]`.
+//! `leasehold bench work|enqueue|workflows|dashboard|fairness --store STORE [knobs] [--json]`
+//! (`fairness --case backlog|slow-fast`).
 //!
 //! `--store` may come before or after the mode (`leasehold bench --store S work` as in
 //! the command line contract, or `leasehold bench work --store S`). The report goes to stdout (a table, or one
@@ -7,13 +8,14 @@
 use std::io::Write;
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 
 use super::{CliResult, Failure};
 use crate::authority::workload::{NOOP_BLOCKING_WORKLOAD, NOOP_HANDLER};
 use crate::bench::dashboard::{self, DashboardBench, default_writers};
 use crate::bench::enqueue::{self, EnqueueBench};
 use crate::bench::fairness::{self, FairnessBench};
+use crate::bench::slow_fast::{self, SlowFastBench};
 use crate::bench::work::{self, WorkBench};
 use crate::bench::workflows::{self, WorkflowBench};
 use crate::bench::{BENCH_BUILD, FleetOptions, Report};
@@ -55,7 +57,8 @@ pub enum BenchMode {
     /// The dashboard's read-and-render path, off-screen, while authorities write.
     Dashboard(DashboardArgs),
     /// Schedules, workflows and a second handler's effects behind one handler's backlog,
-    /// next to the same on an idle store.
+    /// next to the same on an idle store; or (`--case slow-fast`) a fast handler's backlog
+    /// beside a slow handler's, next to the same alone.
     Fairness(FairnessArgs),
 }
 
@@ -168,21 +171,45 @@ pub struct DashboardArgs {
     pub writers: usize,
 }
 
+/// Which fairness to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FairnessCase {
+    /// Schedules, workflows and a second handler behind one handler's backlog.
+    Backlog,
+    /// A fast handler's backlog due together with a slow handler's, and alone.
+    SlowFast,
+}
+
 /// `leasehold bench fairness`: one in-process authority.
 #[derive(Debug, Clone, Args)]
 pub struct FairnessArgs {
-    /// Effects of one handler enqueued as the backlog before the second run.
+    /// What to measure.
+    #[arg(long, value_enum, default_value_t = FairnessCase::Backlog)]
+    pub case: FairnessCase,
+    /// Effects of one handler enqueued as the backlog before the second run (backlog).
     #[arg(long, default_value_t = 1_000_000)]
     pub items: u64,
-    /// The schedule's interval in ms.
+    /// The schedule's interval in ms (backlog).
     #[arg(long, default_value_t = 5_000)]
     pub schedule_ms: i64,
-    /// How long each run (idle, then behind the backlog) lasts, in seconds.
+    /// How long each run (idle, then behind the backlog) lasts, in seconds (backlog).
     #[arg(long, default_value_t = 30)]
     pub window_s: u64,
-    /// Workflows started, and second-handler effects enqueued, per second (each).
+    /// Workflows started, and second-handler effects enqueued, per second, each (backlog).
     #[arg(long, default_value_t = 10)]
     pub per_second: u64,
+    /// The slow handler's effects (slow-fast).
+    #[arg(long, default_value_t = 1_000)]
+    pub slow_items: u64,
+    /// The fast handler's effects, in each run (slow-fast).
+    #[arg(long, default_value_t = 5_000)]
+    pub fast_items: u64,
+    /// How long one slow attempt takes, in ms (slow-fast).
+    #[arg(long, default_value_t = 500)]
+    pub slow_ms: u64,
+    /// How long one fast attempt takes, in ms (slow-fast).
+    #[arg(long, default_value_t = 3)]
+    pub fast_ms: u64,
     /// Items in flight at once.
     #[arg(long, default_value_t = 32)]
     pub concurrency: usize,
@@ -240,28 +267,45 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
                 quiet,
             },
         )?,
-        BenchMode::Fairness(f) => fairness::run(
-            &open(url, OpenMode::ReadWrite)?,
-            &FairnessBench {
-                items: f.items,
-                schedule_ms: f.schedule_ms,
-                window: Duration::from_secs(f.window_s),
-                per_second: f.per_second,
-                fleet: FleetArgs {
-                    authorities: 1,
-                    processes: false,
-                    concurrency: f.concurrency,
-                    batch: f.batch,
-                    lease_ms: f.lease_ms,
-                    poll_ms: f.poll_ms,
-                    // Its handlers are its own (`bench::fairness::workload`).
-                    blocking_handler: false,
-                }
-                .options(url),
-                timeout,
-                quiet,
-            },
-        )?,
+        BenchMode::Fairness(f) => {
+            let fleet = FleetArgs {
+                authorities: 1,
+                processes: false,
+                concurrency: f.concurrency,
+                batch: f.batch,
+                lease_ms: f.lease_ms,
+                poll_ms: f.poll_ms,
+                // Its handlers are its own (`bench::fairness`, `bench::slow_fast`).
+                blocking_handler: false,
+            }
+            .options(url);
+            let store = open(url, OpenMode::ReadWrite)?;
+            match f.case {
+                FairnessCase::Backlog => fairness::run(
+                    &store,
+                    &FairnessBench {
+                        items: f.items,
+                        schedule_ms: f.schedule_ms,
+                        window: Duration::from_secs(f.window_s),
+                        per_second: f.per_second,
+                        fleet,
+                        timeout,
+                        quiet,
+                    },
+                )?,
+                FairnessCase::SlowFast => slow_fast::run(
+                    &store,
+                    &SlowFastBench {
+                        slow_items: f.slow_items,
+                        fast_items: f.fast_items,
+                        slow: Duration::from_millis(f.slow_ms),
+                        fast: Duration::from_millis(f.fast_ms),
+                        fleet,
+                        timeout,
+                    },
+                )?,
+            }
+        }
         BenchMode::Dashboard(d) => dashboard::run(&DashboardBench {
             url: url.to_owned(),
             refreshes: d.refreshes,
