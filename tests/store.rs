@@ -106,6 +106,7 @@ per_provider! {
     keys::a_known_key_under_another_id_is_a_duplicate,
     keys::another_effect_under_a_known_key_is_a_conflict,
     keys::a_batch_holding_a_key_twice_enqueues_it_once,
+    keys::an_offered_batch_answers_each_item,
     keys::concurrent_offers_of_one_key_create_one_item,
     keys::a_store_holding_a_key_twice_is_reported_and_still_deduplicates,
     work::concurrent_enqueues_are_each_committed_before_they_return,

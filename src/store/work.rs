@@ -153,10 +153,7 @@ impl Store {
     /// written, and one `IDEMPOTENCY_CONFLICT` (with the store or within the batch)
     /// refuses the whole batch, nothing written.
     pub fn enqueue_batch(&self, specs: Vec<NewWork>, keys: impl HandlerKeys) -> Result<usize> {
-        let stamped = specs
-            .into_iter()
-            .map(|spec| stamp(spec, &keys))
-            .collect::<Result<Vec<_>>>()?;
+        let stamped = stamp_all(specs, &keys)?;
         self.write(|tx, now| {
             let mut created = 0;
             for offered in offer_in(tx, now, &stamped)? {
@@ -164,6 +161,24 @@ impl Store {
             }
             Ok(created)
         })
+    }
+
+    /// Enqueues many items in one transaction and answers each on its own, as
+    /// [`Self::offer_work`] would: new, a repeat naming the item found, or
+    /// `IDEMPOTENCY_CONFLICT` for that item alone — nothing is written for a conflicting
+    /// item and the others commit. A producer loading a file of items uses it, so one
+    /// line that clashes with the store does not hold back the rest of its batch.
+    ///
+    /// # Errors
+    /// One invalid spec refuses the whole batch before anything is written (as
+    /// [`Self::enqueue_batch`]); a store failure fails the whole batch.
+    pub fn offer_batch(
+        &self,
+        specs: Vec<NewWork>,
+        keys: impl HandlerKeys,
+    ) -> Result<Vec<Result<Enqueued>>> {
+        let stamped = stamp_all(specs, &keys)?;
+        self.insert_stamped(&stamped)
     }
 
     /// Writes stamped items in one transaction (a group commit of single-item calls); for
@@ -744,6 +759,11 @@ pub(crate) fn difference(stored: &WorkItem, offered: &NewWork) -> Option<&'stati
     } else {
         None
     }
+}
+
+/// Every spec of a batch [`stamp`]ed; the first invalid one refuses them all.
+fn stamp_all(specs: Vec<NewWork>, keys: &impl HandlerKeys) -> Result<Vec<(NewWork, String)>> {
+    specs.into_iter().map(|spec| stamp(spec, keys)).collect()
 }
 
 /// `spec` checked and stamped with the key `keys` gives its handler.
