@@ -21,6 +21,7 @@ pub mod config;
 pub mod copy;
 pub mod demo;
 pub mod enqueue;
+pub mod enqueue_from;
 pub mod event;
 pub mod exact_json;
 pub mod handler_version;
@@ -39,6 +40,7 @@ pub mod settings;
 pub mod store_admin;
 pub mod witness;
 pub mod work;
+pub mod work_lines;
 pub mod workflow;
 
 use std::ffi::OsString;
