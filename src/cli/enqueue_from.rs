@@ -34,7 +34,7 @@ use super::work_lines::{BadLine, LineItem, Lines};
 use super::{CliResult, Failure};
 use crate::error::Error;
 use crate::foundation::progress::Progress;
-use crate::foundation::text_cell::cell;
+use crate::foundation::text_cell::{cell, escape};
 use crate::model::HandlerVersion;
 use crate::store::{Enqueued, Store};
 
@@ -77,11 +77,11 @@ pub fn run(args: &EnqueueArgs, from: &str, out: &mut dyn Write) -> CliResult {
     if from == "-" {
         let store = args.store.open_writer()?;
         let lines = Lines::new(std::io::stdin().lock(), "standard input");
-        return Load::new(&store, args, None, out).run(lines, "standard input");
+        return Load::new(&store, args, "standard input", None, out).run(lines);
     }
     let total = check_file(from)?;
     let store = args.store.open_writer()?;
-    Load::new(&store, args, Some(total), out).run(Lines::new(open(from)?, from), from)
+    Load::new(&store, args, from, Some(total), out).run(Lines::new(open(from)?, from))
 }
 
 /// Reads every line of `path`, counting the items; the first bad line refuses the file.
@@ -109,6 +109,8 @@ fn open(path: &str) -> Result<impl BufRead, Failure> {
 struct Load<'a> {
     store: &'a Store,
     args: &'a EnqueueArgs,
+    /// The input, as messages name it.
+    name: &'a str,
     /// The version each handler met so far is taken at.
     versions: BTreeMap<String, HandlerVersion>,
     /// Items in the input, when known beforehand (a file).
@@ -123,12 +125,14 @@ impl<'a> Load<'a> {
     fn new(
         store: &'a Store,
         args: &'a EnqueueArgs,
+        name: &'a str,
         total: Option<u64>,
         out: &'a mut dyn Write,
     ) -> Self {
         Self {
             store,
             args,
+            name,
             versions: BTreeMap::new(),
             total,
             tally: Tally::default(),
@@ -140,21 +144,17 @@ impl<'a> Load<'a> {
 
     /// Offers every item of `lines`, then prints the summary — after a failure too, so
     /// it says what committed before it.
-    fn run(
-        mut self,
-        lines: impl Iterator<Item = Result<LineItem, BadLine>>,
-        name: &str,
-    ) -> CliResult {
+    fn run(mut self, lines: impl Iterator<Item = Result<LineItem, BadLine>>) -> CliResult {
         let fed = self.feed(lines);
         self.progress.finish();
-        let summary = self.summary(name);
+        let summary = self.summary();
         fed?;
         summary?;
         let not_enqueued = self.tally.conflict + self.tally.refused;
         if not_enqueued > 0 {
             return Err(Failure::refused(format!(
-                "{not_enqueued} of {} items from {name} were not enqueued ({} conflict, {} refused)",
-                self.tally.items, self.tally.conflict, self.tally.refused
+                "{not_enqueued} of {} items from {} were not enqueued ({} conflict, {} refused)",
+                self.tally.items, self.name, self.tally.conflict, self.tally.refused
             )));
         }
         Ok(())
@@ -176,7 +176,11 @@ impl<'a> Load<'a> {
                     self.offer(&batch)?;
                     self.tally.refused += 1;
                     self.tally.stopped_at_line = Some(bad.line);
-                    return Err(bad.failure);
+                    let message = format!("{}: {}", self.name, bad.failure.message);
+                    return Err(Failure {
+                        message,
+                        ..bad.failure
+                    });
                 }
             }
         }
@@ -251,7 +255,7 @@ impl<'a> Load<'a> {
                 self.out,
                 "line {}: {outcome}: {}",
                 item.line,
-                cell(&error.to_string())
+                escape(&error.to_string())
             )?;
         }
         Ok(())
@@ -274,7 +278,7 @@ impl<'a> Load<'a> {
         });
     }
 
-    fn summary(&mut self, name: &str) -> CliResult {
+    fn summary(&mut self) -> CliResult {
         self.tally.seconds = self.started.elapsed().as_secs_f64();
         if self.args.json {
             return Ok(json_line(self.out, &self.tally)?);
@@ -292,7 +296,7 @@ impl<'a> Load<'a> {
             t.conflict,
             t.refused,
             t.items,
-            cell(name),
+            cell(self.name),
             t.seconds,
             rate(t.items, self.started)
         )?;
