@@ -26,6 +26,8 @@ mod creation;
 mod damaged;
 #[path = "cli/enqueue.rs"]
 mod enqueue;
+#[path = "cli/enqueue_from.rs"]
+mod enqueue_from;
 #[path = "cli/exact_numbers.rs"]
 mod exact_numbers;
 #[path = "cli/handler_set.rs"]
