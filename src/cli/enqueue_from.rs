@@ -13,8 +13,8 @@
 //!
 //! A bad line is one line on stderr naming its number (exit 2). From a FILE every line is
 //! read and checked before the store is opened, so a bad line anywhere means nothing is
-//! written. From standard input (`-`), read as it streams, the run stops at the bad line:
-//! every line before it is committed, none from it on, and the summary says so.
+//! written. From standard input (`-`) or a pipe, read as it streams, the run stops at the
+//! bad line: every line before it is committed, none from it on, and the summary says so.
 //!
 //! Output: each conflict or refused item as a line (`--json`: an object with `line`, `id`,
 //! `outcome`, `error`), then one summary — created / duplicate / conflict / refused.
@@ -78,6 +78,12 @@ pub fn run(args: &EnqueueArgs, from: &str, out: &mut dyn Write) -> CliResult {
         let store = args.store.open_writer()?;
         let lines = Lines::new(std::io::stdin().lock(), "standard input");
         return Load::new(&store, args, "standard input", None, out).run(lines);
+    }
+    if !std::fs::metadata(from).is_ok_and(|m| m.is_file()) {
+        // A pipe (`--from <(command)`) can be read only once: it streams, as `-` does.
+        let lines = Lines::new(open(from)?, from);
+        let store = args.store.open_writer()?;
+        return Load::new(&store, args, from, None, out).run(lines);
     }
     let total = check_file(from)?;
     let store = args.store.open_writer()?;
@@ -199,7 +205,7 @@ impl<'a> Load<'a> {
             let failure = Failure::from(e);
             Failure {
                 message: format!(
-                    "lines {}-{} were not enqueued: {}",
+                    "lines {}-{}: {}; the same input run again finishes the run",
                     first.line, last.line, failure.message
                 ),
                 ..failure

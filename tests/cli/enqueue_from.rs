@@ -306,3 +306,25 @@ fn a_bad_line_in_a_file_refuses_the_file_before_anything_is_written() {
     assert_eq!(store.revision().unwrap(), revision, "nothing was written");
     assert_eq!(work_count(&store), 1);
 }
+
+/// A pipe (`--from <(command)`) can be read only once: it streams, as `-` does.
+#[test]
+fn a_pipe_is_read_once_as_it_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    let fifo = dir.path().join("items.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(fifo, lines(0..10)).unwrap())
+    };
+    let o = from_file(&url, &fifo, &["--json"]);
+    writer.join().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(counts(&summary(&o)), [10, 0, 0, 0]);
+    assert_eq!(work_count(&store), 10);
+}
