@@ -14,7 +14,8 @@
 //! attempt budget, priority and handler version stand. Bad input — a payload that is not
 //! JSON or is over the bound, an id or handler name that is not printable, an unreadable
 //! duration, a missing store (never created) — is one line, exit 2, and nothing is
-//! written.
+//! written. `--from FILE|-` offers many items instead, from JSON lines
+//! ([`super::enqueue_from`]).
 
 use std::io::Write;
 
