@@ -52,6 +52,9 @@ pub mod retention;
 pub mod schedules;
 pub mod work;
 pub mod work_checkpoints;
+pub mod work_claims;
+pub mod work_enqueue;
+pub mod work_fencing;
 
 mod suite;
 
