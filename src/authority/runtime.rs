@@ -85,10 +85,6 @@ pub async fn run_authority(
 ///
 /// # Errors
 /// As [`run_authority`].
-#[expect(
-    clippy::too_many_lines,
-    reason = "the runtime's start-up sequence in the order it happens"
-)]
 pub async fn run_authority_with(
     store: Store,
     config: AuthorityConfig,
@@ -96,18 +92,7 @@ pub async fn run_authority_with(
     options: RunOptions,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Stats> {
-    // Before anything is written: an authority with nothing to run does not register.
-    workload.check_runs(&config)?;
-    // Every worker, the poller and the renewer may call the store at once.
-    store.fit_concurrency(config.worker_concurrency + 2);
-    let mut core = AuthorityCore::new(store, config, workload, Pace::Real)?;
-    if let Some(path) = &options.exec_log {
-        core = core.with_exec_log(ExecLog::open(path)?);
-    }
-    if let Some(dispatch) = options.log.clone() {
-        core = core.with_log(dispatch);
-    }
-    let core = Arc::new(core);
+    let core = start_core(store, config, workload, &options)?;
     let log = Logger { core: core.clone() };
     let cfg = core.config().clone();
     let health = options.health.clone();
@@ -127,44 +112,9 @@ pub async fn run_authority_with(
         )))),
         None => None,
     };
-    // Where `/metrics` listens, as bound (an address with port 0 gets one here).
-    let metrics_at = options
-        .metrics
-        .as_ref()
-        .and_then(|l| l.local_addr().ok())
-        .map(|a| a.to_string());
-    log.scope(|| {
-        info!(
-            instance = cfg.instance_id.as_str(),
-            build = cfg.build.as_str(),
-            store = %core.store().describe(),
-            compat = core.compat(),
-            // What it runs, so a demo set started by mistake is seen at once.
-            workload = core.workload().demo_name(),
-            handlers = core.workload().summary().as_str(),
-            "leaseMs" = cfg.lease_duration_ms,
-            "renewMs" = cfg.renew_interval_ms,
-            "pollMs" = cfg.poll_interval_ms,
-            concurrency = cfg.worker_concurrency,
-            metrics = metrics_at.as_deref(),
-            "started"
-        );
-    });
+    log_started(&log, &core, &options);
 
-    let period = |ms: Millis| Duration::from_millis(ms.max(1).unsigned_abs());
-    let mut poll = tokio::time::interval(period(cfg.poll_interval_ms));
-    let mut renew = tokio::time::interval_at(
-        Instant::now() + period(cfg.renew_interval_ms),
-        period(cfg.renew_interval_ms),
-    );
-    let mut heartbeat = tokio::time::interval_at(
-        Instant::now() + period(cfg.heartbeat_interval_ms),
-        period(cfg.heartbeat_interval_ms),
-    );
-    let mut trim = tokio::time::interval(period(cfg.trim_interval_ms));
-    for timer in [&mut poll, &mut renew, &mut heartbeat, &mut trim] {
-        timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    }
+    let mut timers = Timers::new(&cfg);
     let mut running: JoinSet<Executed> = JoinSet::new();
     let mut store_down = false;
     let mut untrusted = None;
@@ -188,11 +138,11 @@ pub async fn run_authority_with(
                 // Keep the workers busy: claim again as soon as slots free up.
                 finish_and_poll(&core, &log, &mut running, &mut store_down, batch).await?;
             }
-            _ = renew.tick() => {
+            _ = timers.renew.tick() => {
                 // The core logs each lost claim with its item and generation.
                 blocking(&core, "renew", AuthorityCore::renew).await?;
             }
-            _ = heartbeat.tick() => {
+            _ = timers.heartbeat.tick() => {
                 let beat = blocking(&core, "heartbeat", AuthorityCore::heartbeat).await?;
                 if let Err(lost @ (Error::Superseded { .. } | Error::NotFound { .. })) = &beat {
                     // The registration is no longer this process's: another start of its
@@ -209,8 +159,8 @@ pub async fn run_authority_with(
                 let s = core.stats();
                 log.scope(|| info!(instance = core.id(), inflight = core.inflight(), claims = s.claims, completions = s.completions, retries = s.retries, failures = s.failures, "fencedWritesRefused" = s.fenced_writes_refused, "leasesLost" = s.leases_lost, reclaims = s.reclaims, "inRecovery" = core.in_recovery().len(), "progress"));
             }
-            _ = trim.tick() => blocking(&core, "trim", AuthorityCore::trim_when_due).await?,
-            _ = poll.tick() => {
+            _ = timers.trim.tick() => blocking(&core, "trim", AuthorityCore::trim_when_due).await?,
+            _ = timers.poll.tick() => {
                 blocking(&core, "flush", AuthorityCore::flush).await?;
                 poll_and_spawn(&core, &log, &mut running, &mut store_down).await?;
             }
@@ -219,34 +169,8 @@ pub async fn run_authority_with(
 
     core.stop_claiming();
     health.stopping();
-    log.scope(|| {
-        info!(
-            instance = core.id(),
-            inflight = core.inflight(),
-            running = running.len(),
-            "stopping"
-        );
-    });
     let grace = options.shutdown_grace_ms.unwrap_or(cfg.renew_interval_ms);
-    let deadline = tokio::time::sleep(period(grace));
-    tokio::pin!(deadline);
-    while !running.is_empty() {
-        tokio::select! {
-            biased;
-            Some(joined) = running.join_next() => {
-                let batch = joined_batch(&log, &mut running, joined);
-                on_blocking_pool(&core, move |c| finish_batch(c, batch)).await?;
-            }
-            _ = renew.tick() => { blocking(&core, "renew", AuthorityCore::renew).await?; }
-            () = &mut deadline => {
-                log.scope(|| warn!(instance = core.id(), running = running.len(), "grace-expired"));
-                break;
-            }
-        }
-    }
-    // Handlers still running are detached and their claims abandoned to lapse (see
-    // `AuthorityCore::shutdown`); their outcomes, if they ever come, are dropped.
-    running.detach_all();
+    drain_running(&core, &log, &mut running, &mut timers.renew, grace).await?;
     let stats = blocking(&core, "shutdown", AuthorityCore::shutdown).await?;
     health.stopped();
     if let Some(metrics) = metrics {
@@ -256,6 +180,140 @@ pub async fn run_authority_with(
         return Err(e);
     }
     let stats = stats?;
+    log_stopped(&log, &core, &stats);
+    Ok(stats)
+}
+
+/// The core as configured, before anything is written: an authority with nothing to run
+/// does not register.
+fn start_core(
+    store: Store,
+    config: AuthorityConfig,
+    workload: Workload,
+    options: &RunOptions,
+) -> Result<Arc<AuthorityCore>> {
+    workload.check_runs(&config)?;
+    // Every worker, the poller and the renewer may call the store at once.
+    store.fit_concurrency(config.worker_concurrency + 2);
+    let mut core = AuthorityCore::new(store, config, workload, Pace::Real)?;
+    if let Some(path) = &options.exec_log {
+        core = core.with_exec_log(ExecLog::open(path)?);
+    }
+    if let Some(dispatch) = options.log.clone() {
+        core = core.with_log(dispatch);
+    }
+    Ok(Arc::new(core))
+}
+
+/// The `started` line: who runs what on which store, with its timing and, as bound, where
+/// `/metrics` listens (an address with port 0 gets one at bind).
+fn log_started(log: &Logger, core: &AuthorityCore, options: &RunOptions) {
+    let cfg = core.config();
+    let metrics_at = options
+        .metrics
+        .as_ref()
+        .and_then(|l| l.local_addr().ok())
+        .map(|a| a.to_string());
+    log.scope(|| {
+        info!(
+            instance = cfg.instance_id.as_str(),
+            build = cfg.build.as_str(),
+            store = %core.store().describe(),
+            compat = core.compat(),
+            // What it runs, so a demo set started by mistake is seen at once.
+            workload = core.workload().demo_name(),
+            handlers = core.workload().summary().as_str(),
+            "leaseMs" = cfg.lease_duration_ms,
+            "renewMs" = cfg.renew_interval_ms,
+            "pollMs" = cfg.poll_interval_ms,
+            concurrency = cfg.worker_concurrency,
+            metrics = metrics_at.as_deref(),
+            "started"
+        );
+    });
+}
+
+/// The loop's cadences; a late tick is delayed, not bunched.
+struct Timers {
+    poll: tokio::time::Interval,
+    renew: tokio::time::Interval,
+    heartbeat: tokio::time::Interval,
+    trim: tokio::time::Interval,
+}
+
+impl Timers {
+    /// Polls and trims start at once; renewals and heartbeats one period after start.
+    fn new(cfg: &AuthorityConfig) -> Self {
+        let mut timers = Self {
+            poll: tokio::time::interval(period(cfg.poll_interval_ms)),
+            renew: tokio::time::interval_at(
+                Instant::now() + period(cfg.renew_interval_ms),
+                period(cfg.renew_interval_ms),
+            ),
+            heartbeat: tokio::time::interval_at(
+                Instant::now() + period(cfg.heartbeat_interval_ms),
+                period(cfg.heartbeat_interval_ms),
+            ),
+            trim: tokio::time::interval(period(cfg.trim_interval_ms)),
+        };
+        for timer in [
+            &mut timers.poll,
+            &mut timers.renew,
+            &mut timers.heartbeat,
+            &mut timers.trim,
+        ] {
+            timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        }
+        timers
+    }
+}
+
+/// A period of `ms` milliseconds, at least one.
+fn period(ms: Millis) -> Duration {
+    Duration::from_millis(ms.max(1).unsigned_abs())
+}
+
+/// Lets running handlers finish within `grace_ms`, finishing their outcomes and renewing
+/// their claims meanwhile; those still running then are detached and their claims
+/// abandoned to lapse (see `AuthorityCore::shutdown`): their outcomes, if they ever come,
+/// are dropped.
+async fn drain_running(
+    core: &Arc<AuthorityCore>,
+    log: &Logger,
+    running: &mut JoinSet<Executed>,
+    renew: &mut tokio::time::Interval,
+    grace_ms: Millis,
+) -> Result<()> {
+    log.scope(|| {
+        info!(
+            instance = core.id(),
+            inflight = core.inflight(),
+            running = running.len(),
+            "stopping"
+        );
+    });
+    let deadline = tokio::time::sleep(period(grace_ms));
+    tokio::pin!(deadline);
+    while !running.is_empty() {
+        tokio::select! {
+            biased;
+            Some(joined) = running.join_next() => {
+                let batch = joined_batch(log, running, joined);
+                on_blocking_pool(core, move |c| finish_batch(c, batch)).await?;
+            }
+            _ = renew.tick() => { blocking(core, "renew", AuthorityCore::renew).await?; }
+            () = &mut deadline => {
+                log.scope(|| warn!(instance = core.id(), running = running.len(), "grace-expired"));
+                break;
+            }
+        }
+    }
+    running.detach_all();
+    Ok(())
+}
+
+/// The `stopped` line with the final counters.
+fn log_stopped(log: &Logger, core: &AuthorityCore, stats: &Stats) {
     log.scope(|| {
         info!(
             instance = stats.instance_id.as_str(),
@@ -273,7 +331,6 @@ pub async fn run_authority_with(
             "stopped"
         );
     });
-    Ok(stats)
 }
 
 /// A task aborted when this is dropped.
