@@ -36,6 +36,8 @@ use support::open_postgres;
 use support::postgres::{Database, Server, database};
 use support::wait::wait_until;
 
+#[path = "postgres/intake.rs"]
+mod intake;
 #[path = "postgres/lost_answer.rs"]
 mod lost_answer;
 
@@ -411,6 +413,28 @@ fn a_schema_4_database_is_upgraded_in_place() {
     }]);
     store.publish(&a.incarnation(), false, &account).unwrap();
     assert_eq!(row(&store).published, account);
+}
+
+/// A database created by schema 6 (before the intake) is refused read-only and upgraded in
+/// place by a read-write open: an application then enqueues through the intake, and the
+/// next claim moves its request.
+#[test]
+fn a_schema_6_database_is_upgraded_in_place() {
+    let db = database();
+    let clock = ManualClock::new(support::START);
+    drop(open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap());
+    let store = upgraded(
+        &db,
+        &clock,
+        "DROP FUNCTION leasehold_enqueue; DROP TABLE intake, intake_refused;
+             UPDATE meta SET value = 6 WHERE key = 'schema_version';",
+    );
+    let mut app = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    app.batch_execute("SELECT leasehold_enqueue('fx', 'send-email', handler_version => '1.0.0')")
+        .unwrap();
+    let claimed = store.claim_batch("a", compat(), 10, 1_000).unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].id, "fx");
 }
 
 /// The database lost commits this process saw acknowledged (as after a failover to a

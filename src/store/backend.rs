@@ -18,14 +18,14 @@ use std::sync::Arc;
 use super::capability::Capability;
 use super::stall::ProcessStall;
 use crate::clock::Millis;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
-    InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem,
-    WorkflowDefinitionRow, WriteRecord,
+    InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease, PageRequest, Schedule, Subscription,
+    WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 
 /// What kind of store this is.
@@ -265,6 +265,24 @@ pub trait Tx {
     /// The earliest `nextEligibleAt` among pending / retry items.
     fn oldest_waiting_work(&mut self) -> Result<Option<Millis>> {
         Ok(self.waiting_lanes()?.into_iter().map(|(_, at)| at).min())
+    }
+
+    // --- the intake (docs/ARCHITECTURE.md#intake); a provider without one has none
+    /// Removes up to `limit` committed intake requests, oldest first, and answers them: the
+    /// caller moves each into work or refuses it in the same transaction, so a rollback
+    /// leaves them waiting.
+    fn take_intake(&mut self, limit: usize) -> Result<Vec<IntakeRow>> {
+        let _ = limit;
+        Ok(Vec::new())
+    }
+    /// Keeps a request the move refused, with `reason`, where a person finds it.
+    fn refuse_intake(&mut self, row: &IntakeRow, reason: &str, at: Millis) -> Result<()> {
+        let _ = (row, reason, at);
+        Err(Error::Invalid("this store has no intake".into()))
+    }
+    /// How many requests wait in the intake, and how many were refused.
+    fn intake_counts(&mut self) -> Result<IntakeCounts> {
+        Ok(IntakeCounts::default())
     }
 
     // --- events

@@ -24,6 +24,7 @@ mod fair_share;
 pub mod faults;
 mod group_commit;
 mod incidents;
+mod intake;
 mod leases;
 mod logged;
 pub mod memory;

@@ -24,8 +24,8 @@ use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
-    InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem,
-    WorkflowDefinitionRow, WriteRecord,
+    InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease, PageRequest, Schedule, Subscription,
+    WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
@@ -101,6 +101,18 @@ fn count_incidents<D: Driver>(tx: &mut D, table: &str, cond: &str, since: Millis
 }
 
 impl<D: Driver> Tx for D {
+    fn take_intake(&mut self, limit: usize) -> Result<Vec<IntakeRow>> {
+        Driver::take_intake(self, limit)
+    }
+
+    fn refuse_intake(&mut self, row: &IntakeRow, reason: &str, at: Millis) -> Result<()> {
+        Driver::refuse_intake(self, row, reason, at)
+    }
+
+    fn intake_counts(&mut self) -> Result<IntakeCounts> {
+        Driver::intake_counts(self)
+    }
+
     fn revision(&mut self) -> Result<u64> {
         Driver::revision(self)
     }
