@@ -454,6 +454,7 @@ mod tests {
             EXIT_USAGE
         );
         assert_eq!(Failure::from(Error::Invalid("x".into())).exit, EXIT_USAGE);
+        assert_eq!(Failure::from(Error::Refused("x".into())).exit, EXIT_USAGE);
         let conflict = Error::EventIdConflict {
             event_source: "s".into(),
             external_id: "i".into(),

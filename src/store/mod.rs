@@ -116,6 +116,10 @@ pub struct Store {
     /// The first sign that the store cannot be trusted (damaged, replaced, rewound); once
     /// set, every write through any clone is refused with it.
     untrusted: Arc<OnceLock<Error>>,
+    /// The first refusal of this process by the store (`STORE_REFUSED`): writes still go
+    /// to the store, which answers for itself, but a long-running caller learns that
+    /// waiting will not help.
+    refused: Arc<OnceLock<Error>>,
     /// Single-item enqueues from concurrent callers, committed together (`group_commit.rs`).
     enqueues: Arc<group_commit::GroupCommit<(NewWork, String), Result<work::Enqueued>>>,
 }
@@ -131,6 +135,7 @@ impl Store {
             rotations: per_owner::PerOwner::default(),
             witness: None,
             untrusted: Arc::new(OnceLock::new()),
+            refused: Arc::new(OnceLock::new()),
             enqueues: Arc::default(),
         }
     }
@@ -153,12 +158,18 @@ impl Store {
         self.untrusted.get().cloned()
     }
 
-    /// Remembers `result`'s error if it says the store cannot be trusted.
+    /// Whether a store call through this handle or a clone was refused for good
+    /// (`STORE_REFUSED`: credentials, permissions, a certificate): the first such refusal.
+    pub fn refused(&self) -> Option<Error> {
+        self.refused.get().cloned()
+    }
+
+    /// Remembers `result`'s error if it says the store cannot be trusted or refuses us.
     fn note<T>(&self, result: Result<T>) -> Result<T> {
-        if let Err(e) = &result
-            && e.is_untrusted_store()
-        {
-            let _ = self.untrusted.set(e.clone());
+        match &result {
+            Err(e) if e.is_untrusted_store() => drop(self.untrusted.set(e.clone())),
+            Err(e @ Error::Refused(_)) => drop(self.refused.set(e.clone())),
+            _ => {}
         }
         result
     }

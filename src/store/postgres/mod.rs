@@ -270,9 +270,11 @@ impl PostgresBackend {
     /// newer schema is refused before anything is changed.
     ///
     /// # Errors
-    /// `INVALID` (not a PostgreSQL URL), `STORE_UNAVAILABLE` (refused, unreachable, bad
-    /// credentials, no such database; an uninitialised database opened read-only),
-    /// `STORE_CORRUPT` (a newer schema, a damaged `meta` table).
+    /// `INVALID` (not a PostgreSQL URL), `STORE_UNAVAILABLE` (connection refused,
+    /// unreachable), `STORE_REFUSED` (bad credentials, no such database, no permission, a
+    /// server certificate that fails verification; another application's database, an
+    /// uninitialised one opened without creating, a newer schema, an older one opened
+    /// read-only), `STORE_CORRUPT` (a damaged `meta` table, a missing table).
     pub fn open(url: &str, mode: OpenMode) -> Result<Self> {
         Self::open_with_pool(url, mode, DEFAULT_POOL_SIZE)
     }
@@ -658,7 +660,7 @@ impl Backend for PostgresBackend {
 }
 
 fn newer(names: &Names, version: i64) -> Error {
-    Error::Corrupt(format!(
+    Error::Refused(format!(
         "{}: store schema version {version} is newer than this build ({SCHEMA_VERSION}): upgrade leasehold",
         names.label
     ))
@@ -686,7 +688,7 @@ fn init(
                 v,
             ))),
             Found::Leasehold(v) if v < SCHEMA_VERSION && read_only => {
-                Err(Step::Fail(Error::Unavailable(format!(
+                Err(Step::Fail(Error::Refused(format!(
                     "{}: store schema version {v} predates this build ({SCHEMA_VERSION}); any command that writes to it upgrades it",
                     names.label
                 ))))
@@ -696,7 +698,7 @@ fn init(
                 .try_for_each(|upgrade| conn.client.batch_execute(upgrade))
                 .map(|()| false)
                 .map_err(|e| step(names, &e, &conn.client)),
-            Found::Empty if read_only || !create => Err(Step::Fail(Error::Unavailable(format!(
+            Found::Empty if read_only || !create => Err(Step::Fail(Error::Refused(format!(
                 "{}: not a leasehold store yet (nothing was created; `leasehold init` creates one)",
                 names.label
             )))),
@@ -749,8 +751,8 @@ fn inspect(conn: &mut Conn, names: &Names) -> std::result::Result<Found, Step> {
         .map_err(|e| match step(names, &e, client) {
             // Not being allowed to read it says nothing about what the table holds.
             Step::Fail(_) if errors::is_permission(&e) => Step::Fail(map_error(names, &e)),
-            Step::Fail(_) if e.as_db_error().is_some() => Step::Fail(Error::Corrupt(format!(
-                "{}: a meta table that is not leasehold's",
+            Step::Fail(_) if e.as_db_error().is_some() => Step::Fail(Error::Refused(format!(
+                "{}: a meta table that is not leasehold's (not a leasehold store)",
                 names.label
             ))),
             other => other,

@@ -127,7 +127,7 @@ impl Drop for SqliteBackend {
 /// Opens the store at `path`; see [`SqliteBackend::open`].
 ///
 /// # Errors
-/// `STORE_UNAVAILABLE`, `STORE_CORRUPT`, `STORE_READ_ONLY`.
+/// `STORE_UNAVAILABLE`, `STORE_REFUSED`, `STORE_CORRUPT`, `STORE_READ_ONLY`.
 pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<SqliteBackend> {
     SqliteBackend::open(path, mode)
 }
@@ -164,9 +164,10 @@ impl SqliteBackend {
     /// its writes fail with `STORE_READ_ONLY`.
     ///
     /// # Errors
-    /// `STORE_UNAVAILABLE` (missing in read-only mode, cannot open), `STORE_CORRUPT` (not a
-    /// leasehold store, damaged, newer schema), `STORE_CONTENTION` (initialisation stayed
-    /// busy).
+    /// `STORE_REFUSED` (missing, or empty, where nothing is created; cannot open, e.g. in
+    /// a missing directory; no permission; not a leasehold store; a newer schema, or an
+    /// older one read-only), `STORE_CORRUPT` (damaged), `STORE_UNAVAILABLE` (an I/O
+    /// failure that may pass), `STORE_CONTENTION` (initialisation stayed busy).
     pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Self> {
         let path = path.as_ref();
         let label = path.display().to_string();
@@ -207,12 +208,12 @@ impl SqliteBackend {
             Found::Leasehold(v) if v > SCHEMA_VERSION => return Err(newer(&label, v)),
             Found::Leasehold(v) if v < 1 => return Err(super::sql::unknown_version(&label, v)),
             Found::Leasehold(v) if v < SCHEMA_VERSION && read_only => {
-                return Err(Error::Unavailable(format!(
+                return Err(Error::Refused(format!(
                     "{label}: store schema version {v} predates this build ({SCHEMA_VERSION}); any command that writes to it upgrades it"
                 )));
             }
             Found::Empty if read_only || !mode.creates() => {
-                return Err(Error::Unavailable(format!(
+                return Err(Error::Refused(format!(
                     "{label}: a SQLite database without tables, not a leasehold store yet (nothing was created; `leasehold init {label}` creates a store)"
                 )));
             }
@@ -234,7 +235,7 @@ impl SqliteBackend {
                 if mode.eq_ignore_ascii_case("wal") {
                     Ok(())
                 } else {
-                    Err(Step::Fail(Error::Unavailable(format!(
+                    Err(Step::Fail(Error::Refused(format!(
                         "{label}: cannot use WAL (journal mode stayed {mode})"
                     ))))
                 }
@@ -427,16 +428,14 @@ pub(super) fn map_error(label: &str, e: &rusqlite::Error) -> Error {
             "{label}: the database file is damaged ({})",
             one_line(e)
         )),
-        Some(ErrorCode::CannotOpen) => Error::Unavailable(format!(
+        Some(ErrorCode::CannotOpen) => Error::Refused(format!(
             "{label}: cannot open the store file ({})",
             one_line(e)
         )),
         Some(ErrorCode::ReadOnly) => {
             Error::ReadOnly(format!("{label}: the store file is read-only"))
         }
-        Some(ErrorCode::PermissionDenied) => {
-            Error::Unavailable(format!("{label}: permission denied"))
-        }
+        Some(ErrorCode::PermissionDenied) => Error::Refused(format!("{label}: permission denied")),
         Some(ErrorCode::DiskFull) => Error::Unavailable(format!("{label}: the disk is full")),
         _ => match e {
             rusqlite::Error::FromSqlConversionFailure(..)
@@ -460,7 +459,7 @@ pub(super) fn map_error(label: &str, e: &rusqlite::Error) -> Error {
 }
 
 fn newer(label: &str, version: i64) -> Error {
-    Error::Corrupt(format!(
+    Error::Refused(format!(
         "{label}: store schema version {version} is newer than this build ({SCHEMA_VERSION}): upgrade leasehold"
     ))
 }
@@ -470,19 +469,18 @@ fn newer(label: &str, version: i64) -> Error {
 fn check_header(path: &Path, label: &str) -> Result<()> {
     const MAGIC: &[u8; 16] = b"SQLite format 3\0";
     let mut head = [0u8; 16];
-    let mut file =
-        std::fs::File::open(path).map_err(|e| Error::Unavailable(format!("{label}: {e}")))?;
+    let mut file = std::fs::File::open(path).map_err(|e| presence::io_error(label, &e))?;
     let mut read = 0;
     while read < head.len() {
         match file.read(&mut head[read..]) {
             Ok(0) => break,
             Ok(n) => read += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Error::Unavailable(format!("{label}: {e}"))),
+            Err(e) => return Err(presence::io_error(label, &e)),
         }
     }
     if read < head.len() || &head != MAGIC {
-        return Err(Error::Corrupt(format!(
+        return Err(Error::Refused(format!(
             "{label}: not a SQLite database (not a leasehold store)"
         )));
     }
@@ -499,7 +497,7 @@ fn inspect(conn: &Connection, label: &str) -> std::result::Result<Found, Step> {
         return Ok(Found::Empty);
     }
     if !tables.iter().any(|t| t == "meta") {
-        return Err(Step::Fail(Error::Corrupt(format!(
+        return Err(Step::Fail(Error::Refused(format!(
             "{label}: a SQLite database, but not a leasehold store"
         ))));
     }

@@ -109,7 +109,7 @@ fn newer_schema_is_refused_and_untouched() {
     let before = bytes(&path);
     for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
         let err = open(&path, mode).err().expect("refused");
-        assert_eq!(err.code(), "STORE_CORRUPT");
+        assert_eq!(err.code(), "STORE_REFUSED");
         let text = err.to_string();
         assert!(
             text.contains(&format!(
@@ -130,7 +130,7 @@ fn garbage_file_is_refused_and_untouched() {
     std::fs::write(&path, &garbage).expect("write");
     for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
         let err = open(&path, mode).err().expect("refused");
-        assert_eq!(err.code(), "STORE_CORRUPT", "{err}");
+        assert_eq!(err.code(), "STORE_REFUSED", "{err}");
         assert!(err.to_string().contains(&path.display().to_string()));
     }
     assert_eq!(bytes(&path), garbage);
@@ -143,7 +143,7 @@ fn garbage_file_is_refused_and_untouched() {
             .err()
             .expect("refused")
             .code(),
-        "STORE_CORRUPT"
+        "STORE_REFUSED"
     );
     assert_eq!(bytes(&path), b"hello");
 }
@@ -191,7 +191,7 @@ fn foreign_database_is_refused_and_untouched() {
     }
     let before = bytes(&path);
     let err = open(&path, OpenMode::ReadWrite).err().expect("refused");
-    assert_eq!(err.code(), "STORE_CORRUPT");
+    assert_eq!(err.code(), "STORE_REFUSED");
     assert!(err.to_string().contains("not a leasehold store"));
     assert_eq!(bytes(&path), before);
     sidecars_absent(&path);
@@ -202,7 +202,7 @@ fn read_only_open() {
     let (dir, path) = temp();
     let missing = dir.path().join("missing.db");
     let err = open(&missing, OpenMode::ReadOnly).err().expect("refused");
-    assert_eq!(err.code(), "STORE_UNAVAILABLE");
+    assert_eq!(err.code(), "STORE_REFUSED");
     assert!(!missing.exists());
 
     let b = open(&path, OpenMode::ReadWrite).expect("create");
@@ -406,7 +406,8 @@ fn sqlite_errors_map_to_store_errors() {
         (ffi::SQLITE_LOCKED, "STORE_CONTENTION"),
         (ffi::SQLITE_NOTADB, "STORE_CORRUPT"),
         (ffi::SQLITE_CORRUPT, "STORE_CORRUPT"),
-        (ffi::SQLITE_CANTOPEN, "STORE_UNAVAILABLE"),
+        (ffi::SQLITE_CANTOPEN, "STORE_REFUSED"),
+        (ffi::SQLITE_PERM, "STORE_REFUSED"),
         (ffi::SQLITE_READONLY, "STORE_READ_ONLY"),
         (ffi::SQLITE_IOERR, "STORE_UNAVAILABLE"),
         (ffi::SQLITE_FULL, "STORE_UNAVAILABLE"),
