@@ -105,6 +105,12 @@ pub enum Error {
     /// URL, the grant, the path or the build, so the runtime stops on it instead.
     #[error("STORE_REFUSED: {0}")]
     Refused(String),
+    /// Something of this process's own, outside the store and the request, failed: the
+    /// terminal, a file it writes as it runs, a listener, a child process or thread, the
+    /// async runtime. Not a store outage (nothing waits for the store to come back) and
+    /// not a bad argument: the operator looks at the host.
+    #[error("LOCAL_FAILURE: {0}")]
+    Local(String),
     /// The store's contents are not what this build can read.
     #[error("STORE_CORRUPT: {0}")]
     Corrupt(String),
@@ -174,6 +180,7 @@ impl Error {
             Self::Contention { .. } => "STORE_CONTENTION",
             Self::Unavailable(_) => "STORE_UNAVAILABLE",
             Self::Refused(_) => "STORE_REFUSED",
+            Self::Local(_) => "LOCAL_FAILURE",
             Self::Corrupt(_) => "STORE_CORRUPT",
             Self::Rewound { .. } => "STORE_REWOUND",
             Self::OutcomeUnknown(_) => "OUTCOME_UNKNOWN",
@@ -219,3 +226,38 @@ impl Error {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What each kind of failure tells its caller: whether it is the store's, and whether
+    /// waiting for the store could help.
+    #[test]
+    fn only_an_outage_is_worth_waiting_for() {
+        let cases = [
+            (
+                Error::Unavailable("x".into()),
+                "STORE_UNAVAILABLE",
+                true,
+                false,
+            ),
+            (
+                Error::Contention { attempts: 3 },
+                "STORE_CONTENTION",
+                true,
+                false,
+            ),
+            (Error::Refused("x".into()), "STORE_REFUSED", true, true),
+            (Error::Corrupt("x".into()), "STORE_CORRUPT", true, true),
+            (Error::Local("x".into()), "LOCAL_FAILURE", false, false),
+            (Error::Invalid("x".into()), "INVALID", false, false),
+        ];
+        for (e, code, store, terminal) in cases {
+            assert_eq!(e.code(), code);
+            assert!(e.to_string().starts_with(&format!("{code}: ")), "{e}");
+            assert_eq!(e.is_store_failure(), store, "{e}");
+            assert_eq!(e.is_terminal_store_failure(), terminal, "{e}");
+        }
+    }
+}

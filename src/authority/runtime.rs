@@ -304,7 +304,7 @@ fn tokio_listener(listener: &std::net::TcpListener) -> Result<tokio::net::TcpLis
         .try_clone()
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .and_then(tokio::net::TcpListener::from_std);
-    listener.map_err(|e| Error::Invalid(format!("the metrics listener cannot be used: {e}")))
+    listener.map_err(|e| Error::Local(format!("the metrics listener cannot be used: {e}")))
 }
 
 /// Runs `f` on the blocking pool (store calls are synchronous), under the core's log.
