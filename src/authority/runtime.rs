@@ -427,10 +427,11 @@ fn joined_batch(
     batch
 }
 
-/// Logs the first store failure of a streak and the recovery, not every failed call.
+/// Logs the first store failure of a streak and the recovery, not every failed call. A
+/// failure retrying cannot help is the loop's to log, as it stops.
 fn note_store(log: &Logger, down: &mut bool, error: Option<&Error>) {
     match (error, *down) {
-        (Some(e), false) if e.is_store_failure() => {
+        (Some(e), false) if e.is_store_failure() && !e.is_terminal_store_failure() => {
             *down = true;
             log.scope(|| warn!(instance = log.core.id(), error = %e, "store-unavailable"));
         }
