@@ -12,7 +12,7 @@ use leasehold::store::Keyed;
 use leasehold::store::url::{self, OpenMode};
 
 use crate::support::{K, START, open_sqlite};
-use crate::work::effect;
+use leasehold::testing::work::effect;
 
 fn temp() -> tempfile::TempDir {
     tempfile::Builder::new()

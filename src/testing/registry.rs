@@ -5,20 +5,20 @@
 use std::sync::Barrier;
 use std::sync::atomic::AtomicU64;
 
-use leasehold::Store;
-use leasehold::clock::Clock;
-use leasehold::model::{Authority, PageRequest};
-use leasehold::rules::liveness::{Liveness, liveness};
-use leasehold::store::Forgot;
+use crate::Store;
+use crate::clock::Clock;
+use crate::model::{Authority, PageRequest};
+use crate::rules::liveness::{Liveness, liveness};
+use crate::store::Forgot;
 
-use leasehold::check::{CheckOptions, check};
-use leasehold::foundation::actor::host_name;
-use leasehold::foundation::process::{self, Gone};
-use leasehold::model::WorkState;
-use leasehold::store::{Keyed, ReleasedClaim};
+use crate::check::{CheckOptions, check};
+use crate::foundation::actor::host_name;
+use crate::foundation::process::{self, Gone};
+use crate::model::WorkState;
+use crate::store::{Keyed, ReleasedClaim};
 
-use crate::support::{Harness, K, ok, refused, retry_contention};
-use crate::work::{effect, item};
+use super::work::{effect, item};
+use super::{Harness, K, ok, refused, retry_contention};
 
 /// A registration of `id` by process `pid`, started (and last heartbeating) at `at`, on a
 /// 3 s lease with a 1 s heartbeat.
@@ -33,7 +33,7 @@ pub fn started(id: &str, pid: u32, at: i64) -> Authority {
         stopped_at: None,
         host: "host-1".into(),
         pid,
-        published: leasehold::model::Published::default(),
+        published: crate::model::Published::default(),
     }
 }
 
@@ -384,7 +384,7 @@ pub fn a_crashed_holder_on_this_host_is_taken_over_at_once(h: &dyn Harness) {
     let audit: Vec<(String, String, String)> = ok("audit", s.list_audit(&PageRequest::first(100)))
         .rows
         .into_iter()
-        .filter(|e| e.action == leasehold::store::RESTART_ACTION)
+        .filter(|e| e.action == crate::store::RESTART_ACTION)
         .map(|e| (e.actor, e.target, e.outcome))
         .collect();
     assert_eq!(

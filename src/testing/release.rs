@@ -3,16 +3,16 @@
 //! back to pending, once; `forget` waits until it holds nothing and repeats quietly. Both
 //! are refused while it runs and for an unknown id, and audit one entry per change.
 
-use leasehold::Store;
-use leasehold::check::{CheckOptions, check};
-use leasehold::clock::Clock;
-use leasehold::model::work::NewWork;
-use leasehold::model::{Authority, PageRequest, WorkState};
-use leasehold::rules::liveness::Liveness;
-use leasehold::store::{Forgot, Keyed, ReleasedClaim};
+use crate::Store;
+use crate::check::{CheckOptions, check};
+use crate::clock::Clock;
+use crate::model::work::NewWork;
+use crate::model::{Authority, PageRequest, WorkState};
+use crate::rules::liveness::Liveness;
+use crate::store::{Forgot, Keyed, ReleasedClaim};
 
-use crate::support::{Harness, K, ok, refused};
-use crate::work::{effect, item};
+use super::work::{effect, item};
+use super::{Harness, K, ok, refused};
 
 const ACTOR: &str = "alice@ops-1";
 const LEASE: i64 = 3_000;
@@ -33,7 +33,7 @@ fn registered(h: &dyn Harness, id: &str) {
             stopped_at: None,
             host: "host-1".into(),
             pid: 7,
-            published: leasehold::model::Published::default(),
+            published: crate::model::Published::default(),
         }),
     );
 }

@@ -5,13 +5,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Barrier;
 use std::sync::atomic::AtomicU64;
 
-use leasehold::model::work::{NewWork, WorkFilter};
-use leasehold::model::{Failure, FailureClass, PageRequest, WorkItem, WorkKind, WorkState};
-use leasehold::rules::lease::{MAX_LEASE_MS, MIN_LEASE_MS};
-use leasehold::rules::work::Backoff;
-use leasehold::store::{ClaimBudget, Completion};
+use crate::model::work::{NewWork, WorkFilter};
+use crate::model::{Failure, FailureClass, PageRequest, WorkItem, WorkKind, WorkState};
+use crate::rules::lease::{MAX_LEASE_MS, MIN_LEASE_MS};
+use crate::rules::work::Backoff;
+use crate::store::{ClaimBudget, Completion};
 
-use crate::support::{Harness, K, K_OTHER, ok, refused, retry_contention};
+use super::{Harness, K, K_OTHER, ok, refused, retry_contention};
 
 pub fn effect(id: &str) -> NewWork {
     NewWork::effect(id, "send-email", format!("{{\"to\":\"{id}@example.com\"}}"))
@@ -193,7 +193,7 @@ pub fn lapsed_claims_are_reclaimed_before_the_backlog(h: &dyn Harness) {
     assert_eq!(got, ["b10", "b05"], "the reclaim before the backlog");
 }
 
-fn lease_state(s: &leasehold::Store, id: &str) -> WorkState {
+fn lease_state(s: &crate::Store, id: &str) -> WorkState {
     ok("read", s.work(id)).expect("exists").state
 }
 
@@ -747,7 +747,7 @@ pub fn terminal_items_answer_already_terminal(h: &dyn Harness) {
     );
     assert_eq!(results.len(), 1);
     assert_eq!(
-        results[0].as_ref().err().map(leasehold::Error::code),
+        results[0].as_ref().err().map(crate::Error::code),
         Some("already-terminal")
     );
 }

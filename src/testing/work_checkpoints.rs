@@ -2,13 +2,13 @@
 //! holds the next attempt. It lives as long as the item does — across a lapse, a reclaim
 //! and a retry — and is dropped when the item ends or is requeued.
 
-use leasehold::clock::Clock;
-use leasehold::model::work::NewWork;
-use leasehold::model::{WorkItem, WorkState, WriteRecord, WriteVerb};
-use leasehold::rules::work::{Backoff, MAX_CHECKPOINT_BYTES};
+use crate::clock::Clock;
+use crate::model::work::NewWork;
+use crate::model::{WorkItem, WorkState, WriteRecord, WriteVerb};
+use crate::rules::work::{Backoff, MAX_CHECKPOINT_BYTES};
 
-use crate::support::{Harness, K, ok, refused};
-use crate::work::{effect, item, retryable, terminal};
+use super::work::{effect, item, retryable, terminal};
+use super::{Harness, K, ok, refused};
 
 /// The write history of `id`, oldest first.
 fn writes(h: &dyn Harness, id: &str) -> Vec<WriteRecord> {

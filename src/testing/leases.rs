@@ -5,11 +5,11 @@ use std::collections::BTreeSet;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use leasehold::model::Lease;
-use leasehold::rules::lease::{DEFAULT_LEASE_MS, MAX_LEASE_MS, MIN_LEASE_MS};
-use leasehold::store::Keyed;
+use crate::model::Lease;
+use crate::rules::lease::{DEFAULT_LEASE_MS, MAX_LEASE_MS, MIN_LEASE_MS};
+use crate::store::Keyed;
 
-use crate::support::{Harness, ok, refused, retry_contention};
+use super::{Harness, ok, refused, retry_contention};
 
 const NO_KEY: Keyed<'static> = Keyed { key: None };
 

@@ -2,12 +2,12 @@
 //! later, a retry backing off — each in the slice its instant falls in, and nothing that
 //! is due only after the horizon.
 
-use leasehold::model::schedule::{CatchUp, Trigger};
-use leasehold::model::work::NewWork;
-use leasehold::ops::horizon::{Source, horizon};
+use crate::model::schedule::{CatchUp, Trigger};
+use crate::model::work::NewWork;
+use crate::ops::horizon::{Source, horizon};
 
-use crate::support::{Harness, K, ok};
-use crate::work::{effect, retryable};
+use super::work::{effect, retryable};
+use super::{Harness, K, ok};
 
 pub fn the_horizon_puts_each_due_instant_in_its_slice(h: &dyn Harness) {
     let s = h.store();
@@ -74,7 +74,7 @@ pub fn the_horizon_puts_each_due_instant_in_its_slice(h: &dyn Harness) {
     assert_eq!(
         hz.buckets
             .iter()
-            .map(leasehold::ops::horizon::Bucket::total)
+            .map(crate::ops::horizon::Bucket::total)
             .sum::<u64>(),
         3
     );

@@ -3,14 +3,14 @@
 //! that spends the budget leaves the item `failed` / `uncertain-exhausted`; `requeue` and
 //! `discard` are fenced on the item's state, idempotent and audited with actor and reason.
 
-use leasehold::model::work::{NewWork, WorkFilter};
-use leasehold::model::{AuditEntry, FailureClass, PageRequest, WorkItem, WorkState};
-use leasehold::rules::triage::Verdict;
-use leasehold::rules::work::Backoff;
-use leasehold::store::Store;
+use crate::model::work::{NewWork, WorkFilter};
+use crate::model::{AuditEntry, FailureClass, PageRequest, WorkItem, WorkState};
+use crate::rules::triage::Verdict;
+use crate::rules::work::Backoff;
+use crate::store::Store;
 
-use crate::support::{Harness, K, K_OTHER, ok, refused};
-use crate::work::{effect, item};
+use super::work::{effect, item};
+use super::{Harness, K, K_OTHER, ok, refused};
 
 const LEASE: i64 = 1_000;
 const ACTOR: &str = "alice@ops-1";

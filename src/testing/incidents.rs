@@ -5,12 +5,12 @@
 
 use std::collections::BTreeSet;
 
-use leasehold::model::{Grant, Holder, Takeover};
-use leasehold::rules::work::Backoff;
-use leasehold::store::{Incidents, Keyed, Store};
+use crate::model::{Grant, Holder, Takeover};
+use crate::rules::work::Backoff;
+use crate::store::{Incidents, Keyed, Store};
 
-use crate::support::{Harness, K, ok, refused};
-use crate::work::{effect, retryable};
+use super::work::{effect, retryable};
+use super::{Harness, K, ok, refused};
 
 const NO_KEY: Keyed<'static> = Keyed { key: None };
 

@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use leasehold::model::WorkKind;
-use leasehold::model::schedule::{CatchUp, Trigger};
-use leasehold::model::work::NewWork;
-use leasehold::store::ClaimBudget;
+use crate::model::WorkKind;
+use crate::model::schedule::{CatchUp, Trigger};
+use crate::model::work::NewWork;
+use crate::store::ClaimBudget;
 
-use crate::support::{Harness, K, ok};
+use super::{Harness, K, ok};
 
 const FLOOD: &str = "flood";
 
@@ -23,7 +23,7 @@ fn flood(h: &dyn Harness, n: usize) {
 }
 
 /// How many of each (kind, handler) a batch holds.
-fn lanes_of(items: &[leasehold::model::WorkItem]) -> BTreeMap<(WorkKind, String), usize> {
+fn lanes_of(items: &[crate::model::WorkItem]) -> BTreeMap<(WorkKind, String), usize> {
     let mut out = BTreeMap::new();
     for w in items {
         *out.entry((w.kind, w.handler.clone())).or_default() += 1;
@@ -128,7 +128,7 @@ pub fn claimers_sharing_a_handle_each_serve_every_lane(h: &dyn Harness) {
         assert_eq!(ok("enqueue", s.enqueue_batch(specs, K)), 20);
     }
     h.clock().advance(1_000);
-    let mut served: BTreeMap<&str, Vec<leasehold::model::WorkItem>> = BTreeMap::new();
+    let mut served: BTreeMap<&str, Vec<crate::model::WorkItem>> = BTreeMap::new();
     for _ in 0..8 {
         for owner in ["one", "two"] {
             let batch = ok("claim one", s.claim_batch(owner, K, 1, 30_000));
@@ -194,8 +194,8 @@ pub fn priorities_order_one_handlers_claims(h: &dyn Harness) {
     let s = h.store();
     let now = s.now();
     let spec = |id: &str, priority: i32, not_before: Option<i64>| NewWork {
-        priority,
         not_before,
+        priority,
         ..NewWork::effect(id, "mail", "{}")
     };
     ok(
@@ -254,8 +254,8 @@ pub fn lateness_per_lane_matches_the_items(h: &dyn Harness) {
     let items = ok(
         "list",
         s.list_work(
-            &leasehold::model::work::WorkFilter::default(),
-            &leasehold::model::PageRequest::first(1_000),
+            &crate::model::work::WorkFilter::default(),
+            &crate::model::PageRequest::first(1_000),
         ),
     )
     .rows;
@@ -263,7 +263,7 @@ pub fn lateness_per_lane_matches_the_items(h: &dyn Harness) {
     for w in items.iter().filter(|w| {
         matches!(
             w.state,
-            leasehold::model::WorkState::Pending | leasehold::model::WorkState::Retry
+            crate::model::WorkState::Pending | crate::model::WorkState::Retry
         )
     }) {
         let at = expected
@@ -280,7 +280,7 @@ pub fn lateness_per_lane_matches_the_items(h: &dyn Harness) {
     assert_eq!(overview.oldest_waiting, expected.values().min().copied());
 
     let now = s.now();
-    let late = leasehold::rules::lateness::lanes(&overview.waiting_lanes, now);
+    let late = crate::rules::lateness::lanes(&overview.waiting_lanes, now);
     let seen: Vec<(&str, i64)> = late
         .iter()
         .map(|l| (l.handler.as_str(), l.late_ms))

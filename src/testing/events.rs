@@ -1,10 +1,10 @@
 //! Event dedup and the journal; subscription cursors.
 
-use leasehold::model::event::NewEvent;
-use leasehold::model::{DedupOutcome, PageRequest, Subscription, WorkKind, WorkState};
+use crate::model::event::NewEvent;
+use crate::model::{DedupOutcome, PageRequest, Subscription, WorkKind, WorkState};
 use serde_json::json;
 
-use crate::support::{Harness, K, ok, refused};
+use super::{Harness, K, ok, refused};
 
 fn event(source: Option<&str>, id: Option<&str>, payload: serde_json::Value) -> NewEvent {
     NewEvent {
@@ -119,7 +119,7 @@ pub fn every_dedup_outcome_and_a_monotone_journal(h: &dyn Harness) {
     for e in &journal {
         assert_eq!(
             e.payload,
-            leasehold::rules::dedup::canonical_json(&payload),
+            crate::rules::dedup::canonical_json(&payload),
             "the canonical payload is journalled"
         );
     }
@@ -404,7 +404,7 @@ pub fn cursor_resumes_from_the_durable_cursor_after_reopen(h: &dyn Harness) {
 /// own type (not the journal's: other types never make it look behind), lag 0 once caught
 /// up, and its claims over the last minute.
 pub fn cursor_status_reads_the_same_on_every_provider(h: &dyn Harness) {
-    use leasehold::ops::cursors::status;
+    use crate::ops::cursors::status;
 
     let s = h.store();
     ok(
@@ -428,7 +428,7 @@ pub fn cursor_status_reads_the_same_on_every_provider(h: &dyn Harness) {
         last_paid = got.seq.expect("seq");
         ok("ingest", s.ingest(&other(i)));
     }
-    let sub = |s: &leasehold::Store| ok("read", s.subscription("ship")).expect("subscription");
+    let sub = |s: &crate::Store| ok("read", s.subscription("ship")).expect("subscription");
     let before = ok("status", status(&s, &sub(&s), s.now()));
     assert_eq!(
         (

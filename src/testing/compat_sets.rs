@@ -1,11 +1,11 @@
 //! Claiming by a set of compatibility digests: an authority runs one digest per handler
 //! it has, and claims, reclaims and settles exactly the items whose digest is in its set.
 
-use leasehold::model::work::NewWork;
-use leasehold::model::{CompatSet, Grant};
+use crate::model::work::NewWork;
+use crate::model::{CompatSet, Grant};
 
-use crate::support::{Harness, K, K_OTHER, ok, refused};
-use crate::work::item;
+use super::work::item;
+use super::{Harness, K, K_OTHER, ok, refused};
 
 const K_THIRD: &str = "compat-third-handler";
 

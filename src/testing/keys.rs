@@ -6,17 +6,17 @@
 
 use std::sync::Arc;
 
-use leasehold::Store;
-use leasehold::check::{CheckOptions, check, codes};
-use leasehold::clock::Clock;
-use leasehold::ids::SeededIds;
-use leasehold::model::work::{NewWork, WorkFilter};
-use leasehold::model::{PageRequest, WorkItem};
-use leasehold::store::copy::copy_store;
-use leasehold::store::memory::MemoryBackend;
-use leasehold::store::{Backend, Counter, Enqueued};
+use crate::Store;
+use crate::check::{CheckOptions, check, codes};
+use crate::clock::Clock;
+use crate::ids::SeededIds;
+use crate::model::work::{NewWork, WorkFilter};
+use crate::model::{PageRequest, WorkItem};
+use crate::store::copy::copy_store;
+use crate::store::memory::MemoryBackend;
+use crate::store::{Backend, Counter, Enqueued};
 
-use crate::support::{Harness, K, ok, refused};
+use super::{Harness, K, ok, refused};
 
 /// A charge under key `key`, with the id `id` and `amount` in its payload.
 fn charge(id: &str, key: &str, amount: u32) -> NewWork {

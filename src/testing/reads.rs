@@ -2,16 +2,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use leasehold::Store;
-use leasehold::model::event::NewEvent;
-use leasehold::model::schedule::{CatchUp, Trigger};
-use leasehold::model::work::{NewWork, WorkFilter};
-use leasehold::model::{Authority, Page, PageRequest, WorkItem, WorkKind, WorkState};
-use leasehold::ops::claims::{ClaimStanding, OwnedClaims};
-use leasehold::store::{Keyed, WorkOrder};
+use crate::Store;
+use crate::model::event::NewEvent;
+use crate::model::schedule::{CatchUp, Trigger};
+use crate::model::work::{NewWork, WorkFilter};
+use crate::model::{Authority, Page, PageRequest, WorkItem, WorkKind, WorkState};
+use crate::ops::claims::{ClaimStanding, OwnedClaims};
+use crate::store::{Keyed, WorkOrder};
 
-use crate::support::{Harness, K, K_OTHER, ok, refused};
-use crate::work::{effect, retryable, terminal};
+use super::work::{effect, retryable, terminal};
+use super::{Harness, K, K_OTHER, ok, refused};
 
 const NO_KEY: Keyed<'static> = Keyed { key: None };
 
@@ -26,7 +26,7 @@ fn authority(id: &str) -> Authority {
         stopped_at: None,
         host: "localhost".into(),
         pid: 1,
-        published: leasehold::model::Published::default(),
+        published: crate::model::Published::default(),
     }
 }
 
@@ -325,7 +325,7 @@ pub fn paging_returns_every_row_exactly_once(h: &dyn Harness) {
     every_item.extend(
         subscriptions
             .iter()
-            .map(|id| leasehold::model::Subscription::work_id(id)),
+            .map(|id| crate::model::Subscription::work_id(id)),
     );
     every_item.sort();
     every_row_once(

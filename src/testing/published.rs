@@ -3,21 +3,21 @@
 //! the heartbeat, read back exactly, bounded, and kept after a stop until its claims are
 //! released or it is forgotten.
 
-use leasehold::Store;
-use leasehold::clock::Clock;
-use leasehold::model::authority::RECOVERY_LISTED;
-use leasehold::model::{Authority, PageRequest, Published, Recovering};
-use leasehold::store::Forgot;
+use crate::Store;
+use crate::clock::Clock;
+use crate::model::authority::RECOVERY_LISTED;
+use crate::model::{Authority, PageRequest, Published, Recovering};
+use crate::store::Forgot;
 
-use crate::support::{Harness, K, ok, refused};
-use crate::work::effect;
+use super::work::effect;
+use super::{Harness, K, ok, refused};
 
 const ACTOR: &str = "alice@ops-1";
 const LEASE: i64 = 3_000;
 
 /// `id` started now by process `pid`, on a 3 s lease with a 1 s heartbeat.
 fn started(h: &dyn Harness, id: &str, pid: u32) -> Authority {
-    crate::registry::started(id, pid, h.clock().now())
+    super::registry::started(id, pid, h.clock().now())
 }
 
 fn held(resource: &str, generation: u64, since: i64) -> Recovering {

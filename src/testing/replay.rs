@@ -1,11 +1,11 @@
 //! Replay over a planted failover: the window's summary counts what the history holds,
 //! and a resource read at each revision shows its owner before and after the takeover.
 
-use leasehold::ops::replay::{self, Step, Steps};
-use leasehold::rules::work::Backoff;
+use crate::ops::replay::{self, Step, Steps};
+use crate::rules::work::Backoff;
 
-use crate::support::{Harness, K, ok, refused};
-use crate::work::effect;
+use super::work::effect;
+use super::{Harness, K, ok, refused};
 
 pub fn replay_shows_the_owner_before_and_after_a_failover(h: &dyn Harness) {
     let s = h.store();

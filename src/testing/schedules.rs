@@ -5,13 +5,13 @@ use std::collections::BTreeSet;
 use std::sync::Barrier;
 use std::sync::atomic::AtomicU64;
 
-use leasehold::clock::Millis;
-use leasehold::model::schedule::{CatchUp, Trigger, firing_id};
-use leasehold::model::work::WorkFilter;
-use leasehold::model::{PageRequest, WorkKind, WorkState};
-use leasehold::store::SCHEDULE_UPDATE_ACTION;
+use crate::clock::Millis;
+use crate::model::schedule::{CatchUp, Trigger, firing_id};
+use crate::model::work::WorkFilter;
+use crate::model::{PageRequest, WorkKind, WorkState};
+use crate::store::SCHEDULE_UPDATE_ACTION;
 
-use crate::support::{BASE, Harness, K, K_OTHER, START, ok, refused, retry_contention};
+use super::{BASE, Harness, K, K_OTHER, START, ok, refused, retry_contention};
 
 fn firings(h: &dyn Harness) -> BTreeSet<String> {
     let filter = WorkFilter {

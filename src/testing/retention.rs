@@ -4,15 +4,15 @@
 
 use std::collections::BTreeMap;
 
-use leasehold::Store;
-use leasehold::model::event::NewEvent;
-use leasehold::model::work::WorkFilter;
-use leasehold::model::{DedupOutcome, PageRequest, WorkState};
-use leasehold::store::{Keyed, RetentionPolicy, TrimReport};
+use crate::Store;
+use crate::model::event::NewEvent;
+use crate::model::work::WorkFilter;
+use crate::model::{DedupOutcome, PageRequest, WorkState};
+use crate::store::{Keyed, RetentionPolicy, TrimReport};
 
-use crate::reads::counts_match_rows;
-use crate::support::{Harness, K, ok};
-use crate::work::{effect, terminal};
+use super::reads::counts_match_rows;
+use super::work::{effect, terminal};
+use super::{Harness, K, ok};
 
 const HOUR: i64 = 3_600_000;
 const DAY: i64 = 24 * HOUR;

@@ -8,18 +8,18 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use leasehold::Store;
-use leasehold::check::{CheckOptions, check};
-use leasehold::cluster::{Cluster, ClusterOptions};
-use leasehold::ids::SeededIds;
-use leasehold::model::PageRequest;
-use leasehold::model::event::NewEvent;
-use leasehold::model::work::{NewWork, WorkFilter};
-use leasehold::store::copy::{BATCH, CopySummary, TableCount, copy_store};
-use leasehold::store::memory::MemoryBackend;
-use leasehold::store::{Backend, Keyed};
+use crate::Store;
+use crate::check::{CheckOptions, check};
+use crate::cluster::{Cluster, ClusterOptions};
+use crate::ids::SeededIds;
+use crate::model::PageRequest;
+use crate::model::event::NewEvent;
+use crate::model::work::{NewWork, WorkFilter};
+use crate::store::copy::{BATCH, CopySummary, TableCount, copy_store};
+use crate::store::memory::MemoryBackend;
+use crate::store::{Backend, Keyed};
 
-use crate::support::{Harness, ok};
+use super::{Harness, ok};
 
 fn quiet(_: &TableCount) {}
 
