@@ -40,6 +40,8 @@ mod replay;
 mod schedule;
 #[path = "cli/triage.rs"]
 mod triage;
+#[path = "cli/verify.rs"]
+mod verify;
 #[path = "cli/workflow_sets.rs"]
 mod workflow_sets;
 
