@@ -380,15 +380,15 @@ fn verify_beside(url: &str, store: &crate::store::Store) {
         .spawn(move || {
             let verdict =
                 open(&url, OpenMode::ReadOnly).and_then(|checker| store.verify_through(&checker));
-            let ms = started.elapsed().as_millis();
+            let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             match verdict {
                 Ok(checked) => {
-                    tracing::info!(store = %store.describe(), checked = checked.as_str(), ms = %ms, "store-verified");
+                    tracing::info!(store = %store.describe(), checked = checked.as_str(), ms, "store-verified");
                 }
                 // The runtime logs it as `store-untrusted` and stops.
                 Err(e) if e.is_untrusted_store() => {}
                 Err(e) => {
-                    tracing::warn!(store = %store.describe(), error = %e, ms = %ms, "store-verify-skipped");
+                    tracing::warn!(store = %store.describe(), error = %e, ms, "store-verify-skipped");
                 }
             }
         });

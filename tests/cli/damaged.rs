@@ -42,12 +42,10 @@ pub(super) fn damaged(from: &Path, to: &Path, damage: impl FnOnce(&mut Vec<u8>))
     std::fs::write(to, bytes).unwrap();
 }
 
-#[test]
-fn writers_refuse_a_damaged_store_and_write_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let good = healthy(dir.path());
-    let cases = dir.path().join("cases");
-    std::fs::create_dir(&cases).unwrap();
+/// Each variant of damage, as a file in `cases`, with the words its refusal says why in.
+fn variants(dir: &Path, cases: &Path) -> [(&'static str, &'static str); 7] {
+    let good = healthy(dir);
+    std::fs::create_dir(cases).unwrap();
     let at = |name: &str| cases.join(name);
 
     damaged(&good, &at("flipped.db"), |b| {
@@ -74,7 +72,7 @@ fn writers_refuse_a_damaged_store_and_write_nothing() {
         .unwrap()
         .execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('x');")
         .unwrap();
-    let causes = [
+    [
         ("flipped.db", "damaged"),
         ("truncated.db", "damaged"),
         ("zeroed-header.db", "not a SQLite database"),
@@ -82,7 +80,15 @@ fn writers_refuse_a_damaged_store_and_write_nothing() {
         ("version-99.db", "schema version 99"),
         ("no-grants.db", "grants table is missing"),
         ("foreign.db", "not a leasehold store"),
-    ];
+    ]
+}
+
+#[test]
+fn writers_refuse_a_damaged_store_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = dir.path().join("cases");
+    let causes = variants(dir.path(), &cases);
+    let at = |name: &str| cases.join(name);
 
     let before = listing(&cases);
     let sums: Vec<(PathBuf, String)> = causes
@@ -126,12 +132,24 @@ fn writers_refuse_a_damaged_store_and_write_nothing() {
         before,
         "nothing was created beside the stores"
     );
-    for (path, sum) in &sums {
-        assert_eq!(sha256(path), *sum, "{} unchanged", path.display());
+    for (path, sum) in sums {
+        assert_eq!(sha256(&path), sum, "{} unchanged", path.display());
     }
+}
 
-    // `store verify` reads as every reader does: SQLite may leave its `-wal` / `-shm`
-    // beside a store nobody else has open, and writes nothing into it.
+/// `store verify` reads as every reader does: SQLite may leave its `-wal` / `-shm` beside a
+/// store nobody else has open, and nothing is written into it.
+#[test]
+fn store_verify_refuses_every_variant_in_one_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = dir.path().join("cases");
+    let causes = variants(dir.path(), &cases);
+    let at = |name: &str| cases.join(name);
+    let before = listing(&cases);
+    let sums: Vec<(PathBuf, String)> = causes
+        .iter()
+        .map(|(name, _)| (at(name), sha256(&at(name))))
+        .collect();
     for (name, cause) in causes {
         let path = at(name).display().to_string();
         let err = assert_one_line_failure(&leasehold(&["store", "verify", &path]), 2);
