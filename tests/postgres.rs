@@ -38,6 +38,8 @@ use support::wait::wait_until;
 
 #[path = "postgres/lost_answer.rs"]
 mod lost_answer;
+#[path = "postgres/verify.rs"]
+mod verify;
 
 const SECRET: &str = "s3cr3t-Pa55word";
 

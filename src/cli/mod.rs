@@ -119,7 +119,8 @@ pub enum Command {
     Config(config::ConfigCommand),
     /// Copy a store into another (e.g. SQLite to PostgreSQL).
     Copy(copy::CopyArgs),
-    /// Administer the store itself: accept a rewound store (`store accept-rewind`).
+    /// Administer the store itself: check it whole (`store verify`), accept a rewound store
+    /// (`store accept-rewind`).
     #[command(subcommand)]
     Store(store_admin::StoreCommand),
     /// Measure store throughput and the dashboard's cost.

@@ -164,6 +164,10 @@ impl Backend for FaultyBackend {
         self.inner.physical_durability()
     }
 
+    fn verify(&self) -> Result<String> {
+        self.inner.verify()
+    }
+
     fn capabilities(&self) -> Vec<Capability> {
         let withheld = self.withheld.lock().unwrap_or_else(PoisonError::into_inner);
         let mut all = self.inner.capabilities();

@@ -158,6 +158,28 @@ impl Store {
         self.untrusted.get().cloned()
     }
 
+    /// Checks the whole store for damage an open does not look for ([`Backend::verify`]:
+    /// SQLite's `quick_check` of every page, which reads the whole file) and answers what
+    /// was checked. Damage found is kept as [`Store::untrusted`].
+    ///
+    /// # Errors
+    /// `STORE_CORRUPT` on damage, or a store failure.
+    pub fn verify(&self) -> Result<String> {
+        self.verify_through(self)
+    }
+
+    /// [`Store::verify`] run through `checker`, this store opened once more: a SQLite handle
+    /// serves one call at a time, so a long check through its own connection would hold
+    /// up every claim. Damage found is kept as this handle's [`Store::untrusted`], so every
+    /// later write through any of its clones is refused with it (a running authority
+    /// stops).
+    ///
+    /// # Errors
+    /// As [`Store::verify`].
+    pub fn verify_through(&self, checker: &Store) -> Result<String> {
+        self.note(checker.backend.verify())
+    }
+
     /// Whether a store call through this handle or a clone was refused for good
     /// (`STORE_REFUSED`: credentials, permissions, a certificate): the first such refusal.
     pub fn refused(&self) -> Option<Error> {

@@ -17,17 +17,20 @@
 //!   application's database, a schema version below 1 or newer than this build, a current
 //!   store missing a table) is refused with one line and left untouched: nothing is
 //!   created or converted before the file has been recognised, and a writable open of an
-//!   existing store runs `quick_check` first.
+//!   existing store reads every table's and index's root page first (`damage.rs`: a
+//!   constant cost; the whole-file check is [`Backend::verify`]).
 //! - Every write transaction checks, just before committing, that the path still names
 //!   the database and WAL files this connection opened (`files.rs`).
 //!
-//! Files: `bind.rs` binds and reads the shared SQL layer's values, `files.rs` the identity
+//! Files: `bind.rs` binds and reads the shared SQL layer's values, `damage.rs` the checks
+//! for a damaged file, `files.rs` the identity
 //! of the files opened, `stalls.rs` the posted write stalls, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
 //! choice, `schema.sql`, and
 //! `upgrade_1.sql` to `upgrade_5.sql`, which bring a store of schema 1 to 5 to 6 in place.
 
 mod bind;
+mod damage;
 #[cfg(test)]
 mod differential_tests;
 mod files;
@@ -220,9 +223,10 @@ impl SqliteBackend {
             _ => {}
         }
         if !read_only && matches!(found, Found::Leasehold(_)) {
-            // A writer to an existing store reads its structure once before writing
-            // anything: damage found now refuses the command with nothing written.
-            retry(MAX_ATTEMPTS, || integrity(&conn, &label))?;
+            // A writer to an existing store reads the root of every table and index
+            // before writing anything: damage found now refuses the command with nothing
+            // written. Deeper damage is SQLite's to find on the pages a command reads.
+            retry(MAX_ATTEMPTS, || damage::roots(&conn, &label))?;
         }
         let mut created = false;
         if !read_only {
@@ -372,6 +376,13 @@ impl Backend for SqliteBackend {
         self.run(TransactionBehavior::Deferred, f)
     }
 
+    /// `quick_check` of every page, on this handle's connection (its other callers wait).
+    fn verify(&self) -> Result<String> {
+        let conn = self.lock();
+        retry(MAX_ATTEMPTS, || damage::whole_file(&conn, &self.label))?;
+        Ok("every page of the SQLite file checked (quick_check)".into())
+    }
+
     fn change_token(&self) -> Result<u64> {
         let conn = self.lock();
         let label = self.label.as_str();
@@ -519,21 +530,6 @@ fn inspect(conn: &Connection, label: &str) -> std::result::Result<Found, Step> {
         None => Err(Step::Fail(Error::Corrupt(format!(
             "{label}: a leasehold meta table without a schema version"
         )))),
-    }
-}
-
-/// SQLite's own check of every page (`PRAGMA quick_check`).
-fn integrity(conn: &Connection, label: &str) -> std::result::Result<(), Step> {
-    let verdict: String = conn
-        .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
-        .map_err(|e| step(label, &e))?;
-    if verdict == "ok" {
-        Ok(())
-    } else {
-        Err(Step::Fail(Error::Corrupt(format!(
-            "{label}: the database file is damaged ({}); nothing was written",
-            verdict.split_whitespace().collect::<Vec<_>>().join(" ")
-        ))))
     }
 }
 

@@ -572,3 +572,95 @@ fn a_closing_writer_empties_the_wal_under_an_open_reader() {
     let again = open(&path, OpenMode::ReadOnly).expect("reopen");
     assert_eq!(read(&again, |tx| tx.revision()).expect("revision"), 50);
 }
+
+/// Bytes this thread has read through system calls so far (`/proc/thread-self/io`): SQLite
+/// reads its pages with `pread` on the calling thread, so a difference is what one call read.
+fn thread_read_bytes() -> u64 {
+    let io = std::fs::read_to_string("/proc/thread-self/io").expect("per-thread I/O counters");
+    io.lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("rchar")
+}
+
+/// A closed store of `items` work items (its WAL folded into the file).
+fn filled(path: &Path, items: usize) {
+    let b = open(path, OpenMode::ReadWrite).expect("create");
+    write(&b, |tx| {
+        for i in 0..items {
+            tx.insert_work(&item(&format!("w{i:06}"), "c1", 0))?;
+        }
+        Ok(())
+    })
+    .expect("fill");
+}
+
+#[test]
+fn a_writable_open_reads_a_constant_part_of_the_file() {
+    let (_dir, path) = temp();
+    filled(&path, 4_000);
+    let size = std::fs::metadata(&path).expect("size").len();
+    let before = thread_read_bytes();
+    let b = open(&path, OpenMode::Existing).expect("open");
+    let read = thread_read_bytes() - before;
+    assert!(
+        read < 256 * 1024 && read < size / 4,
+        "a writer's open read {read} bytes of a {size}-byte store: it must not read the whole file"
+    );
+    assert!(!b.is_read_only());
+}
+
+#[test]
+fn damage_below_the_roots_is_found_by_verify_and_by_the_read_that_meets_it() {
+    let (_dir, path) = temp();
+    filled(&path, 2_000);
+    let leaf: i64 = Connection::open(&path)
+        .expect("raw")
+        .query_row(
+            "SELECT pageno FROM dbstat WHERE name = 'work' AND pagetype = 'leaf' \
+             ORDER BY path LIMIT 1 OFFSET 3",
+            [],
+            |r| r.get(0),
+        )
+        .expect("a leaf below the root");
+    let mut file = bytes(&path);
+    let at = usize::try_from(leaf - 1).expect("page") * 4096;
+    for byte in &mut file[at..at + 16] {
+        *byte ^= 0xff;
+    }
+    std::fs::write(&path, &file).expect("damage");
+
+    let b = open(&path, OpenMode::Existing).expect("the roots are sound");
+    let err = b.verify().expect_err("quick_check finds it");
+    assert_eq!(err.code(), "STORE_CORRUPT", "{err}");
+    assert!(err.to_string().contains("damaged"), "{err}");
+    let list = read(&b, |tx| {
+        tx.list_work(&WorkFilter::default(), &PageRequest::first(5_000))
+    });
+    assert_eq!(list.expect_err("the scan meets it").code(), "STORE_CORRUPT");
+    drop(b);
+    assert_eq!(bytes(&path), file, "nothing was written");
+}
+
+#[test]
+fn a_damaged_root_is_refused_by_a_writable_open() {
+    let (_dir, path) = temp();
+    filled(&path, 200);
+    let root: i64 = Connection::open(&path)
+        .expect("raw")
+        .query_row(
+            "SELECT rootpage FROM sqlite_schema WHERE name = 'grants'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("root");
+    let mut file = bytes(&path);
+    let at = usize::try_from(root - 1).expect("page") * 4096;
+    file[at] = 0x42;
+    std::fs::write(&path, &file).expect("damage");
+    let err = open(&path, OpenMode::Existing).err().expect("refused");
+    assert_eq!(err.code(), "STORE_CORRUPT", "{err}");
+    assert!(err.to_string().contains("root page of grants"), "{err}");
+    assert_eq!(bytes(&path), file);
+    sidecars_absent(&path);
+}
