@@ -32,6 +32,8 @@ mod exact_numbers;
 mod handler_set;
 #[path = "cli/install.rs"]
 mod install;
+#[path = "cli/open_figures.rs"]
+mod open_figures;
 #[path = "cli/release.rs"]
 mod release;
 #[path = "cli/replay.rs"]
@@ -40,6 +42,8 @@ mod replay;
 mod schedule;
 #[path = "cli/triage.rs"]
 mod triage;
+#[path = "cli/verify.rs"]
+mod verify;
 #[path = "cli/workflow_sets.rs"]
 mod workflow_sets;
 

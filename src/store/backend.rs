@@ -127,6 +127,15 @@ pub trait Backend: Send + Sync {
     /// Whatever `f` returns, or a store failure.
     fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
 
+    /// Checks the whole store for damage that opening it does not look for, and answers
+    /// what was checked, for people. Opening stays cheap (a one-shot writer must not read a
+    /// big store end to end); this may read everything, so it runs where that is worth it:
+    /// `leasehold store verify`, `init`, `copy`, and beside a starting authority.
+    ///
+    /// # Errors
+    /// `STORE_CORRUPT` on damage, or a store failure.
+    fn verify(&self) -> Result<String>;
+
     /// Writes of any process waiting on this store's write lock right now, as far as the
     /// provider can tell (see `store/stall.rs`); none by default.
     ///

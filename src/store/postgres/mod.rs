@@ -276,9 +276,11 @@ impl PostgresBackend {
     /// newer schema is refused before anything is changed.
     ///
     /// # Errors
-    /// `INVALID` (not a PostgreSQL URL), `STORE_UNAVAILABLE` (refused, unreachable, bad
-    /// credentials, no such database; an uninitialised database opened read-only),
-    /// `STORE_CORRUPT` (a newer schema, a damaged `meta` table).
+    /// `INVALID` (not a PostgreSQL URL), `STORE_UNAVAILABLE` (connection refused,
+    /// unreachable), `STORE_REFUSED` (bad credentials, no such database, no permission, a
+    /// server certificate that fails verification; another application's database, an
+    /// uninitialised one opened without creating, a newer schema, an older one opened
+    /// read-only), `STORE_CORRUPT` (a damaged `meta` table, a missing table).
     pub fn open(url: &str, mode: OpenMode) -> Result<Self> {
         Self::open_with_pool(url, mode, DEFAULT_POOL_SIZE)
     }
@@ -612,6 +614,30 @@ impl Backend for PostgresBackend {
         self.run(false, f)
     }
 
+    /// The schema version and every table again, as an open checks them. The pages are
+    /// the server's: it checks them as it reads them when the cluster has data checksums,
+    /// and nothing a client can run reads every page of every table and index short of an
+    /// extension (`amcheck`) a store cannot count on, so the answer says which it is.
+    fn verify(&self) -> Result<String> {
+        let checksums = retry(MAX_ATTEMPTS, || {
+            let mut pooled = self.pool.get(&self.names)?;
+            let conn = pooled.conn();
+            inspect(conn, &self.names)?;
+            conn.client
+                .query_one("SHOW data_checksums", &[])
+                .and_then(|r| r.try_get::<_, String>(0))
+                .map_err(|e| step(&self.names, &e, &conn.client))
+        })?;
+        let pages = if checksums == "on" {
+            "the server checks each page's checksum as it reads it"
+        } else {
+            "the cluster has no data checksums, so nothing checks its pages"
+        };
+        Ok(format!(
+            "nothing to verify beyond the schema version and its tables on postgres ({pages})"
+        ))
+    }
+
     /// From the control file functions, on a connection of its own transaction; `None`
     /// when the role may not call them (they need superuser or `pg_monitor`).
     fn server_identity(&self) -> Option<ServerIdentity> {
@@ -667,7 +693,7 @@ impl Backend for PostgresBackend {
 }
 
 fn newer(names: &Names, version: i64) -> Error {
-    Error::Corrupt(format!(
+    Error::Refused(format!(
         "{}: store schema version {version} is newer than this build ({SCHEMA_VERSION}): upgrade leasehold",
         names.label
     ))
@@ -695,7 +721,7 @@ fn init(
                 v,
             ))),
             Found::Leasehold(v) if v < SCHEMA_VERSION && read_only => {
-                Err(Step::Fail(Error::Unavailable(format!(
+                Err(Step::Fail(Error::Refused(format!(
                     "{}: store schema version {v} predates this build ({SCHEMA_VERSION}); any command that writes to it upgrades it",
                     names.label
                 ))))
@@ -705,7 +731,7 @@ fn init(
                 .try_for_each(|upgrade| conn.client.batch_execute(upgrade))
                 .map(|()| false)
                 .map_err(|e| step(names, &e, &conn.client)),
-            Found::Empty if read_only || !create => Err(Step::Fail(Error::Unavailable(format!(
+            Found::Empty if read_only || !create => Err(Step::Fail(Error::Refused(format!(
                 "{}: not a leasehold store yet (nothing was created; `leasehold init` creates one)",
                 names.label
             )))),
@@ -758,8 +784,8 @@ fn inspect(conn: &mut Conn, names: &Names) -> std::result::Result<Found, Step> {
         .map_err(|e| match step(names, &e, client) {
             // Not being allowed to read it says nothing about what the table holds.
             Step::Fail(_) if errors::is_permission(&e) => Step::Fail(map_error(names, &e)),
-            Step::Fail(_) if e.as_db_error().is_some() => Step::Fail(Error::Corrupt(format!(
-                "{}: a meta table that is not leasehold's",
+            Step::Fail(_) if e.as_db_error().is_some() => Step::Fail(Error::Refused(format!(
+                "{}: a meta table that is not leasehold's (not a leasehold store)",
                 names.label
             ))),
             other => other,
