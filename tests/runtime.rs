@@ -10,6 +10,8 @@ mod claim_keys;
 mod complete_and_claim;
 #[path = "runtime/recovery.rs"]
 mod recovery;
+#[path = "runtime/schedules.rs"]
+mod schedules;
 #[path = "runtime/stall.rs"]
 mod stall;
 #[path = "support/mod.rs"]

@@ -1,5 +1,11 @@
 //! Schedule firings: which due instants an observation enqueues. Every authority derives
 //! the same instants from the same definition, so N pollers converge on one firing id.
+//!
+//! A boundary found at most `on_time` after its instant is *on time* and always fires: an
+//! observer polls at its own cadence and reads the clock a little after each tick, so two
+//! boundaries of a schedule as frequent as its polls may pass between two observations
+//! without any downtime. Only the older ones, *missed* while nobody observed, are what the
+//! catch-up policy thins (docs/ARCHITECTURE.md#schedules).
 
 use crate::clock::Millis;
 use crate::model::schedule::{CatchUp, Schedule, Trigger};
@@ -32,9 +38,17 @@ pub fn first_boundary(trigger: Trigger, from: Millis) -> Millis {
     }
 }
 
-/// Which firings are due at `now`, honouring the catch-up policy.
+/// The on-time window of an observer polling every `poll_interval_ms`: two polls, so a
+/// poll that comes late by up to a whole interval still finds every boundary on time.
 #[must_use]
-pub fn observe(schedule: &Schedule, now: Millis) -> Observation {
+pub fn on_time_window(poll_interval_ms: Millis) -> Millis {
+    poll_interval_ms.max(1).saturating_mul(2)
+}
+
+/// Which firings are due at `now`: every boundary found within `on_time` of its instant,
+/// and of the older ones as many as the catch-up policy keeps, most recent first.
+#[must_use]
+pub fn observe(schedule: &Schedule, now: Millis, on_time: Millis) -> Observation {
     let unchanged = Observation {
         due: Vec::new(),
         last_due: schedule.last_due,
@@ -52,12 +66,23 @@ pub fn observe(schedule: &Schedule, now: Millis) -> Observation {
         Trigger::Interval { every_ms } => {
             let every = every_ms.max(1);
             let latest = now.div_euclid(every) * every;
-            let missed = (latest - schedule.next_due) / every + 1;
+            let passed = (latest - schedule.next_due) / every + 1;
+            let first_on_time = first_boundary(
+                schedule.trigger,
+                now.saturating_sub(on_time.max(0)).max(schedule.next_due),
+            );
+            let on_time_count = if first_on_time <= latest {
+                (latest - first_on_time) / every + 1
+            } else {
+                0
+            };
             let keep = match schedule.catch_up {
                 CatchUp::Latest => 1,
-                CatchUp::All => missed,
-                CatchUp::Last(n) => missed.min(i64::from(n)),
-            };
+                CatchUp::All => passed,
+                CatchUp::Last(n) => i64::from(n),
+            }
+            .max(on_time_count)
+            .min(passed);
             let due = (0..keep).rev().map(|i| latest - i * every).collect();
             Observation {
                 due,
@@ -102,18 +127,48 @@ mod tests {
     #[test]
     fn catch_up_policies_choose_how_many_missed_firings() {
         assert_eq!(
-            observe(&every(100, CatchUp::Latest, 100), 550).due,
+            observe(&every(100, CatchUp::Latest, 100), 550, 0).due,
             vec![500]
         );
         assert_eq!(
-            observe(&every(100, CatchUp::All, 100), 550).due,
+            observe(&every(100, CatchUp::All, 100), 550, 0).due,
             vec![100, 200, 300, 400, 500]
         );
         assert_eq!(
-            observe(&every(100, CatchUp::Last(2), 100), 550).due,
+            observe(&every(100, CatchUp::Last(2), 100), 550, 0).due,
             vec![400, 500]
         );
-        assert_eq!(observe(&every(100, CatchUp::All, 100), 550).next_due, 600);
-        assert!(observe(&every(100, CatchUp::All, 600), 550).due.is_empty());
+        assert_eq!(
+            observe(&every(100, CatchUp::All, 100), 550, 0).next_due,
+            600
+        );
+        assert!(
+            observe(&every(100, CatchUp::All, 600), 550, 0)
+                .due
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn boundaries_found_on_time_fire_whatever_the_policy() {
+        // Two boundaries passed since the last observation, the older found 1 001 ms late:
+        // on time within a 2 s window, so `latest` fires both.
+        assert_eq!(
+            observe(&every(1_000, CatchUp::Latest, 2_000), 3_001, 2_000).due,
+            vec![2_000, 3_000]
+        );
+        // After an outage only the on-time ones count beyond the policy's own number.
+        assert_eq!(
+            observe(&every(1_000, CatchUp::Latest, 1_000), 60_500, 2_000).due,
+            vec![59_000, 60_000]
+        );
+        assert_eq!(
+            observe(&every(1_000, CatchUp::Last(5), 1_000), 60_500, 2_000).due,
+            vec![56_000, 57_000, 58_000, 59_000, 60_000]
+        );
+        assert_eq!(
+            observe(&every(100, CatchUp::Latest, 500), 550, 2_000).due,
+            vec![500]
+        );
     }
 }

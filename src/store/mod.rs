@@ -66,6 +66,7 @@ pub use reads::Overview;
 pub use registry::{FORGET_ACTION, Forgot, RESTART_ACTION, Restart};
 pub use release::{RELEASE_ACTION, Release, ReleasedClaim};
 pub use retention::{RetentionPolicy, TrimReport};
+pub use schedules::DEFAULT_ON_TIME_MS as SCHEDULE_ON_TIME_MS;
 pub use schedules::UPDATE_ACTION as SCHEDULE_UPDATE_ACTION;
 pub(crate) use schedules::fire_due_in;
 pub use triage::Triaged;

@@ -118,11 +118,13 @@ impl Store {
     /// ([`HandlerKeys`]); returns how many new firings this call created. Observers of one
     /// due instant converge on its derived firing id: the first to enqueue it wins, the
     /// rest add nothing. A schedule whose handler the observer does not run is left due.
+    /// Boundaries found within [`DEFAULT_ON_TIME_MS`] of their instant all fire; the catch-up
+    /// policy thins only the older ones ([`rules::observe`]).
     ///
     /// # Errors
     /// A store failure.
     pub fn fire_due_schedules(&self, observer: impl HandlerKeys, limit: usize) -> Result<usize> {
-        self.write(|tx, now| fire_due_in(tx, now, &observer, limit))
+        self.write(|tx, now| fire_due_in(tx, now, &observer, limit, DEFAULT_ON_TIME_MS))
     }
 
     /// One schedule.
@@ -134,8 +136,13 @@ impl Store {
     }
 }
 
+/// The on-time window of [`Store::fire_due_schedules`]: that of an observer polling every
+/// second, an authority's default.
+pub const DEFAULT_ON_TIME_MS: Millis = 2_000;
+
 /// [`Store::fire_due_schedules`] inside a transaction the caller may write more in (an
-/// authority's poll fires and claims in one).
+/// authority's poll fires and claims in one), with the observer's own on-time window
+/// ([`rules::on_time_window`] of its poll interval).
 ///
 /// # Errors
 /// A store failure (then the caller's transaction commits nothing).
@@ -144,13 +151,14 @@ pub(crate) fn fire_due_in(
     now: Millis,
     observer: &dyn HandlerKeys,
     limit: usize,
+    on_time: Millis,
 ) -> Result<usize> {
     let mut fired = 0;
     for schedule in tx.due_schedules(now, limit)? {
         let Some(observer_compat) = observer.key_for(&schedule.handler) else {
             continue;
         };
-        let observation = rules::observe(&schedule, now);
+        let observation = rules::observe(&schedule, now, on_time);
         tx.commit_revision()?;
         for due in &observation.due {
             let spec = NewWork {

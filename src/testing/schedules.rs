@@ -9,7 +9,7 @@ use crate::clock::Millis;
 use crate::model::schedule::{CatchUp, Trigger, firing_id};
 use crate::model::work::WorkFilter;
 use crate::model::{PageRequest, WorkKind, WorkState};
-use crate::store::SCHEDULE_UPDATE_ACTION;
+use crate::store::{SCHEDULE_ON_TIME_MS, SCHEDULE_UPDATE_ACTION};
 
 use super::{BASE, Harness, K, K_OTHER, START, ok, refused, retry_contention};
 
@@ -166,10 +166,12 @@ fn after_outage(h: &dyn Harness, catch_up: CatchUp) -> (usize, BTreeSet<String>)
     out
 }
 
-/// `catchUp: latest` enqueues only the most recent missed boundary.
+/// `catchUp: latest` enqueues the most recent boundary and any other found on time (at
+/// most [`SCHEDULE_ON_TIME_MS`] old, here the one 1 750 ms old); the older ones are dropped.
 pub fn catch_up_latest_after_an_outage(h: &dyn Harness) {
     let (fired, got) = after_outage(h, CatchUp::Latest);
-    assert_eq!((fired, got), (1, ids("s", [BASE + 5_000])));
+    assert_eq!(SCHEDULE_ON_TIME_MS, 2_000);
+    assert_eq!((fired, got), (2, ids("s", [BASE + 4_000, BASE + 5_000])));
 }
 
 /// `catchUp: all` enqueues every missed boundary.
