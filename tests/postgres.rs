@@ -413,6 +413,44 @@ fn a_schema_4_database_is_upgraded_in_place() {
     assert_eq!(row(&store).published, account);
 }
 
+/// A database created by schema 6 (before schedules could be paused) is refused read-only
+/// and upgraded in place by a read-write open: an old schedule reads as running, and a
+/// pause reads back.
+#[test]
+fn a_schema_6_database_is_upgraded_in_place() {
+    use leasehold::model::schedule::{CatchUp, Trigger};
+    use leasehold::rules::schedule::Control;
+    let db = database();
+    let clock = ManualClock::new(support::START);
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    let every = Trigger::Interval { every_ms: 1_000 };
+    assert!(
+        store
+            .create_schedule("tick", every, CatchUp::Latest, "h", "{}", "k")
+            .unwrap()
+    );
+    let before = store.schedule("tick").unwrap().expect("created");
+    drop(store);
+    let store = upgraded(
+        &db,
+        &clock,
+        "ALTER TABLE schedules DROP COLUMN paused_at;
+             UPDATE meta SET value = 6 WHERE key = 'schema_version';",
+    );
+    let old = store
+        .schedule("tick")
+        .unwrap()
+        .expect("the old schedule stays");
+    assert_eq!(old, before, "it reads as running");
+    store
+        .control_schedule("tick", Control::Pause, "alice", "")
+        .unwrap();
+    assert_eq!(
+        store.schedule("tick").unwrap().expect("paused").paused_at,
+        Some(support::START)
+    );
+}
+
 /// The database lost commits this process saw acknowledged (as after a failover to a
 /// replica that was behind): the next write fails closed instead of minting a generation
 /// again.

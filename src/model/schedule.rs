@@ -85,6 +85,11 @@ pub struct Schedule {
     /// The next boundary strictly after `last_due`; index for "which schedules are due".
     pub next_due: Millis,
     pub created_at: Millis,
+    /// When an operator paused it; a paused schedule fires nothing, and its `next_due`
+    /// stays where it was, so on resume the boundaries missed meanwhile go through the
+    /// catch-up policy like an outage's.
+    #[serde(default)]
+    pub paused_at: Option<Millis>,
 }
 
 /// The firing work id for one due instant: derived, never minted.

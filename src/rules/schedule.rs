@@ -93,6 +93,69 @@ pub fn observe(schedule: &Schedule, now: Millis, on_time: Millis) -> Observation
     }
 }
 
+/// An operator's change to a schedule's life (`leasehold schedule pause|resume|delete`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// Stop firing; the definition and its high-water mark stay.
+    Pause,
+    /// Fire again; the boundaries missed while paused go through the catch-up policy.
+    Resume,
+    /// Remove the definition; firings already enqueued stay and run.
+    Delete,
+}
+
+impl Control {
+    /// The audit action naming it.
+    #[must_use]
+    pub fn action(self) -> &'static str {
+        match self {
+            Self::Pause => "schedule-pause",
+            Self::Resume => "schedule-resume",
+            Self::Delete => "schedule-delete",
+        }
+    }
+
+    /// What it did, for people: `paused`, `resumed`, `deleted`.
+    #[must_use]
+    pub fn done(self) -> &'static str {
+        match self {
+            Self::Pause => "paused",
+            Self::Resume => "resumed",
+            Self::Delete => "deleted",
+        }
+    }
+}
+
+/// The verdict of a [`Control`] on a schedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Controlled {
+    /// The schedule as it is to be stored, or `None` when it is deleted.
+    Changed(Option<Schedule>),
+    /// Nothing to do: pausing a paused schedule, resuming a running one.
+    Already,
+}
+
+/// Judges `control` on `current` at `now`. Pausing keeps `next_due` where it was, so a
+/// resume finds the boundaries passed meanwhile due and older than any on-time window:
+/// missed, as after an outage, and thinned by the catch-up policy.
+#[must_use]
+pub fn control(current: &Schedule, control: Control, now: Millis) -> Controlled {
+    let paused = current.paused_at.is_some();
+    match control {
+        Control::Pause if paused => Controlled::Already,
+        Control::Resume if !paused => Controlled::Already,
+        Control::Pause => Controlled::Changed(Some(Schedule {
+            paused_at: Some(now),
+            ..current.clone()
+        })),
+        Control::Resume => Controlled::Changed(Some(Schedule {
+            paused_at: None,
+            ..current.clone()
+        })),
+        Control::Delete => Controlled::Changed(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +172,7 @@ mod tests {
             last_due: None,
             next_due,
             created_at: 0,
+            paused_at: None,
         }
     }
 
@@ -169,6 +233,30 @@ mod tests {
         assert_eq!(
             observe(&every(100, CatchUp::Latest, 500), 550, 2_000).due,
             vec![500]
+        );
+    }
+
+    #[test]
+    fn a_paused_schedule_resumes_into_its_catch_up_policy() {
+        let running = every(1_000, CatchUp::Last(2), 2_000);
+        let Controlled::Changed(Some(paused)) = control(&running, Control::Pause, 2_500) else {
+            panic!("pauses");
+        };
+        assert_eq!((paused.paused_at, paused.next_due), (Some(2_500), 2_000));
+        assert_eq!(control(&paused, Control::Pause, 3_000), Controlled::Already);
+        let Controlled::Changed(Some(resumed)) = control(&paused, Control::Resume, 9_500) else {
+            panic!("resumes");
+        };
+        assert_eq!(resumed.paused_at, None);
+        assert_eq!(
+            control(&resumed, Control::Resume, 9_500),
+            Controlled::Already
+        );
+        // Seven boundaries passed while paused; `last 2` keeps two, and so does the window.
+        assert_eq!(observe(&resumed, 9_500, 2_000).due, vec![8_000, 9_000]);
+        assert_eq!(
+            control(&resumed, Control::Delete, 9_500),
+            Controlled::Changed(None)
         );
     }
 }

@@ -56,6 +56,7 @@ impl Store {
                 last_due: None,
                 next_due: rules::first_boundary(trigger, now),
                 created_at: now,
+                paused_at: None,
             })?;
             Ok(true)
         })

@@ -48,7 +48,7 @@
 //! Files: `pool.rs` holds the connections, `tls.rs` (and `tls/`) their encryption, `errors.rs` maps driver errors, `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `batch.rs` and `literal.rs` send its held-back
 //! writes (as arrays, or as text with the commit), `schema.sql`, and `upgrade_1.sql` to
-//! `upgrade_5.sql`, which bring a store of schema 1 to 5 to 6 in place.
+//! `upgrade_6.sql`, which bring a store of schema 1 to 6 to 7 in place.
 
 mod batch;
 mod bind;
@@ -79,7 +79,7 @@ use pool::{Conn, Pool, PoolState, connect};
 use tx::{Inserts, PgTx};
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The schema, run idempotently at every read-write open of an uninitialised database.
 const SCHEMA: &str = include_str!("schema.sql");
@@ -88,12 +88,13 @@ const SCHEMA: &str = include_str!("schema.sql");
 const IDENTITY: &str = include_str!("identity.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`.
-const UPGRADES: [&str; 5] = [
+const UPGRADES: [&str; 6] = [
     include_str!("upgrade_1.sql"),
     include_str!("upgrade_2.sql"),
     include_str!("upgrade_3.sql"),
     include_str!("upgrade_4.sql"),
     include_str!("upgrade_5.sql"),
+    include_str!("upgrade_6.sql"),
 ];
 
 /// Whole-transaction attempts before `STORE_CONTENTION` / `STORE_UNAVAILABLE`.
