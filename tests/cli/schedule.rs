@@ -1,5 +1,5 @@
-//! `leasehold schedule create|update|list`: what each prints is what the store holds, an
-//! update is audited under the operator, and bad input is one line, changes nothing and
+//! `leasehold schedule create|update|pause|resume|delete|list`: what each prints is what
+//! the store holds, every change is audited under the operator, and bad input is one line, changes nothing and
 //! never creates a store.
 
 use leasehold::Store;
@@ -286,4 +286,70 @@ fn schedule_bad_input_is_one_line_and_changes_nothing() {
             .rows
             .is_empty()
     );
+}
+
+#[test]
+fn schedule_pause_resume_delete_are_audited_and_an_unknown_id_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    let every = Trigger::Interval { every_ms: 30_000 };
+    assert!(
+        store
+            .create_schedule("tick", every, CatchUp::Latest, "ping", "{}", "k")
+            .unwrap()
+    );
+    let control = |verb: &str, extra: &[&str]| {
+        let mut args = vec!["schedule", verb, "--store", &url, "tick", "--json"];
+        args.extend_from_slice(extra);
+        one(&leasehold(&args))
+    };
+    let paused = control("pause", &["--reason", "partner down"]);
+    assert_eq!(paused["outcome"], "paused");
+    assert!(paused["pausedAt"].is_i64(), "{paused}");
+    assert!(
+        store
+            .schedule("tick")
+            .unwrap()
+            .expect("kept")
+            .paused_at
+            .is_some()
+    );
+    assert_eq!(control("pause", &[])["outcome"], "already paused");
+    let listed = json_lines(&leasehold(&[
+        "inspect",
+        "schedules",
+        "--store",
+        &url,
+        "--json",
+    ]));
+    assert_eq!(listed[0]["paused"], true, "{listed:?}");
+    let resumed = control("resume", &[]);
+    assert_eq!(resumed["outcome"], "resumed");
+    assert!(resumed["pausedAt"].is_null());
+    assert_eq!(control("resume", &[])["outcome"], "already running");
+    assert_eq!(
+        control("delete", &["--reason", "retired"])["outcome"],
+        "deleted"
+    );
+    assert_eq!(store.schedule("tick").unwrap(), None);
+
+    let audit = store.list_audit(&PageRequest::first(100)).unwrap().rows;
+    for action in ["schedule-pause", "schedule-resume", "schedule-delete"] {
+        let entry = audit
+            .iter()
+            .find(|a| a.action == action)
+            .unwrap_or_else(|| panic!("{action} audited: {audit:?}"));
+        assert_eq!(
+            (entry.actor.clone(), entry.target.as_str()),
+            (operator(), "tick")
+        );
+    }
+    for verb in ["delete", "pause", "resume"] {
+        let gone = leasehold(&["schedule", verb, "--store", &url, "tick"]);
+        let err = assert_one_line_failure(&gone, 2);
+        assert!(
+            err.contains("NOT_FOUND") || err.contains("not found"),
+            "{err}"
+        );
+    }
 }

@@ -1,5 +1,6 @@
 //! `inspect schedules`: each schedule's trigger, catch-up policy, handler and next due
-//! instant, and whether a live build can run its firings.
+//! instant (`paused` while an operator has paused it), and whether a live build can run
+//! its firings.
 
 use std::io::Write;
 
@@ -28,6 +29,8 @@ struct ScheduleRow {
     last_due: Option<Millis>,
     next_due: Millis,
     due: bool,
+    paused: bool,
+    paused_at: Option<Millis>,
     created_at: Millis,
 }
 
@@ -50,7 +53,11 @@ impl ViewRow for ScheduleRow {
             s.trigger.clone(),
             s.catch_up.clone(),
             cell_max(&s.handler, 24),
-            when(s.next_due, now),
+            if s.paused {
+                "paused".into()
+            } else {
+                when(s.next_due, now)
+            },
             opt_when(s.last_due, now),
             short(&s.compat),
             yes_no(s.compatible),
@@ -74,7 +81,9 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
                 after_ms,
                 catch_up: s.catch_up.label(),
                 compatible: live.compatible(&s.compat),
-                due: s.next_due <= ctx.now,
+                due: s.paused_at.is_none() && s.next_due <= ctx.now,
+                paused: s.paused_at.is_some(),
+                paused_at: s.paused_at,
                 schedule_id: s.schedule_id,
                 handler: s.handler,
                 compat: s.compat,
