@@ -115,6 +115,16 @@ impl Control {
         }
     }
 
+    /// What it is doing, for a status line: `pausing`, `resuming`, `deleting`.
+    #[must_use]
+    pub fn doing(self) -> &'static str {
+        match self {
+            Self::Pause => "pausing",
+            Self::Resume => "resuming",
+            Self::Delete => "deleting",
+        }
+    }
+
     /// What it did, for people: `paused`, `resumed`, `deleted`.
     #[must_use]
     pub fn done(self) -> &'static str {
