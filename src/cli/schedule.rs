@@ -1,6 +1,7 @@
 //! `leasehold schedule create|update|pause|resume|delete|list --store STORE …`.
 //!
-//! `create ID (--every SPAN | --at MILLIS) --handler H [--catch-up P] [--payload JSON]`
+//! `create ID (--every SPAN | --at MILLIS | --cron EXPR [--tz ZONE]) --handler H
+//! [--catch-up P] [--payload JSON]`
 //! defines a schedule; creating one that exists with the same definition changes nothing
 //! (exit 0), with another definition is refused (exit 1) and points at `update`, which
 //! replaces the trigger, catch-up policy, handler and payload of the next firings (audited
@@ -64,7 +65,7 @@ pub struct ControlArgs {
 
 /// What a schedule is: the arguments `create` and `update` share.
 #[derive(Debug, Clone, Args)]
-#[command(group(ArgGroup::new("trigger").required(true).args(["every", "at"])))]
+#[command(group(ArgGroup::new("trigger").required(true).args(["every", "at", "cron"])))]
 pub struct DefinitionArgs {
     #[command(flatten)]
     pub store: StoreArg,
@@ -77,6 +78,12 @@ pub struct DefinitionArgs {
     /// Fire once, at this instant (epoch milliseconds).
     #[arg(long, value_name = "MILLIS")]
     pub at: Option<Millis>,
+    /// Fire at every instant this five-field cron expression names, e.g. `"0 9 * * MON-FRI"`.
+    #[arg(long, value_name = "EXPR")]
+    pub cron: Option<String>,
+    /// The IANA time zone `--cron` is read in, e.g. `Europe/Paris` (default UTC).
+    #[arg(long, value_name = "ZONE", requires = "cron")]
+    pub tz: Option<String>,
     /// What an outage enqueues: `latest` (default), `all`, or the N most recent.
     #[arg(long, value_name = "POLICY", default_value = "latest")]
     pub catch_up: String,
@@ -172,7 +179,7 @@ fn create(args: &CreateArgs, out: &mut dyn Write) -> CliResult {
     let compat = args.version.key(&store, &d.handler)?;
     let created = store.create_schedule(
         &d.id,
-        def.trigger,
+        def.trigger.clone(),
         def.catch_up,
         &d.handler,
         &def.payload,
@@ -182,12 +189,12 @@ fn create(args: &CreateArgs, out: &mut dyn Write) -> CliResult {
         .schedule(&d.id)?
         .ok_or_else(|| Failure::usage(format!("schedule {} vanished after create", cell(&d.id))))?;
     let same = (
-        stored.trigger,
+        &stored.trigger,
         stored.catch_up,
         stored.handler.as_str(),
         stored.payload.as_str(),
     ) == (
-        def.trigger,
+        &def.trigger,
         def.catch_up,
         d.handler.as_str(),
         def.payload.as_str(),
@@ -239,6 +246,10 @@ fn definition(args: &DefinitionArgs) -> Result<Definition, Failure> {
     check_id("schedule id", &args.id)?;
     check_id("handler", &args.handler)?;
     let trigger = match (&args.every, args.at) {
+        _ if args.cron.is_some() => Trigger::cron(
+            args.cron.as_deref().unwrap_or_default(),
+            args.tz.as_deref().unwrap_or("UTC"),
+        )?,
         (Some(span), None) => match parse_duration(span) {
             Some(every_ms) if every_ms > 0 => Trigger::Interval { every_ms },
             _ => {
@@ -250,7 +261,11 @@ fn definition(args: &DefinitionArgs) -> Result<Definition, Failure> {
         },
         (None, Some(after_ms)) if after_ms >= 0 => Trigger::Delay { after_ms },
         (None, Some(at)) => return Err(Failure::usage(format!("--at {at} is before the epoch"))),
-        _ => return Err(Failure::usage("give exactly one of --every and --at")),
+        _ => {
+            return Err(Failure::usage(
+                "give exactly one of --every, --at and --cron",
+            ));
+        }
     };
     let catch_up = CatchUp::parse(&args.catch_up).ok_or_else(|| {
         Failure::usage(format!(

@@ -8,6 +8,7 @@
 //! catch-up policy thins (docs/ARCHITECTURE.md#schedules).
 
 use crate::clock::Millis;
+use crate::foundation::cron::ZonedCron;
 use crate::model::schedule::{CatchUp, Schedule, Trigger};
 
 /// The outcome of observing a schedule at `now`.
@@ -21,12 +22,13 @@ pub struct Observation {
     pub next_due: Millis,
 }
 
-/// The first boundary of a trigger at or after `from`.
+/// The first boundary of a trigger at or after `from` (`Millis::MAX` for a cron trigger
+/// that names no later instant, or whose stored text no longer reads).
 #[must_use]
-pub fn first_boundary(trigger: Trigger, from: Millis) -> Millis {
+pub fn first_boundary(trigger: &Trigger, from: Millis) -> Millis {
     match trigger {
         Trigger::Interval { every_ms } => {
-            let every = every_ms.max(1);
+            let every = (*every_ms).max(1);
             from.div_euclid(every) * every
                 + if from.rem_euclid(every) == 0 {
                     0
@@ -34,7 +36,11 @@ pub fn first_boundary(trigger: Trigger, from: Millis) -> Millis {
                     every
                 }
         }
-        Trigger::Delay { after_ms } => after_ms,
+        Trigger::Delay { after_ms } => *after_ms,
+        Trigger::Cron { expr, tz } => ZonedCron::parse(expr, tz)
+            .ok()
+            .and_then(|cron| cron.next_after(from.saturating_sub(1)))
+            .unwrap_or(Millis::MAX),
     }
 }
 
@@ -57,18 +63,25 @@ pub fn observe(schedule: &Schedule, now: Millis, on_time: Millis) -> Observation
     if schedule.next_due > now {
         return unchanged;
     }
-    match schedule.trigger {
+    match &schedule.trigger {
         Trigger::Delay { after_ms } => Observation {
-            due: vec![after_ms],
-            last_due: Some(after_ms),
+            due: vec![*after_ms],
+            last_due: Some(*after_ms),
             next_due: Millis::MAX,
         },
+        Trigger::Cron { expr, tz } => match ZonedCron::parse(expr, tz) {
+            Ok(cron) => observe_cron(schedule, &cron, now, on_time),
+            Err(_) => Observation {
+                next_due: Millis::MAX,
+                ..unchanged
+            },
+        },
         Trigger::Interval { every_ms } => {
-            let every = every_ms.max(1);
+            let every = (*every_ms).max(1);
             let latest = now.div_euclid(every) * every;
             let passed = (latest - schedule.next_due) / every + 1;
             let first_on_time = first_boundary(
-                schedule.trigger,
+                &schedule.trigger,
                 now.saturating_sub(on_time.max(0)).max(schedule.next_due),
             );
             let on_time_count = if first_on_time <= latest {
@@ -90,6 +103,37 @@ pub fn observe(schedule: &Schedule, now: Millis, on_time: Millis) -> Observation
                 next_due: latest + every,
             }
         }
+    }
+}
+
+/// [`observe`] for a cron trigger: its instants are not evenly spaced, so they are walked
+/// back from `now`, as far as the policy and the on-time window reach.
+fn observe_cron(
+    schedule: &Schedule,
+    cron: &ZonedCron,
+    now: Millis,
+    on_time: Millis,
+) -> Observation {
+    let policy = match schedule.catch_up {
+        CatchUp::Latest => 1,
+        CatchUp::All => usize::MAX,
+        CatchUp::Last(n) => usize::try_from(n).unwrap_or(usize::MAX),
+    };
+    let latest = cron.at_or_before(now);
+    let mut due = Vec::new();
+    let mut at = latest;
+    while let Some(boundary) = at.filter(|b| *b >= schedule.next_due) {
+        if due.len() >= policy && boundary < now.saturating_sub(on_time.max(0)) {
+            break;
+        }
+        due.push(boundary);
+        at = cron.at_or_before(boundary - 1);
+    }
+    due.reverse();
+    Observation {
+        due,
+        last_due: latest.or(schedule.last_due),
+        next_due: cron.next_after(now).unwrap_or(Millis::MAX),
     }
 }
 
@@ -189,11 +233,11 @@ mod tests {
     #[test]
     fn boundaries_are_epoch_aligned() {
         assert_eq!(
-            first_boundary(Trigger::Interval { every_ms: 1_000 }, 1_500),
+            first_boundary(&Trigger::Interval { every_ms: 1_000 }, 1_500),
             2_000
         );
         assert_eq!(
-            first_boundary(Trigger::Interval { every_ms: 1_000 }, 2_000),
+            first_boundary(&Trigger::Interval { every_ms: 1_000 }, 2_000),
             2_000
         );
     }
@@ -267,6 +311,28 @@ mod tests {
         assert_eq!(
             control(&resumed, Control::Delete, 9_500),
             Controlled::Changed(None)
+        );
+    }
+
+    #[test]
+    fn a_cron_schedule_catches_up_like_an_interval() {
+        // Every 10 minutes (UTC), last fired at 00:00; observed at 01:05 after an outage.
+        let cron = Schedule {
+            trigger: Trigger::cron("*/10 * * * *", "UTC").expect("valid"),
+            ..every(1, CatchUp::Last(2), 600_000)
+        };
+        let seen = observe(&cron, 3_900_000, 2_000);
+        assert_eq!(seen.due, vec![3_000_000, 3_600_000]);
+        assert_eq!((seen.last_due, seen.next_due), (Some(3_600_000), 4_200_000));
+        let all = Schedule {
+            catch_up: CatchUp::All,
+            ..cron.clone()
+        };
+        assert_eq!(observe(&all, 3_900_000, 2_000).due.len(), 6);
+        // Three boundaries passed, one of them on time: `last 2` keeps the two newest.
+        assert_eq!(
+            observe(&cron, 1_801_000, 2_000).due,
+            vec![1_200_000, 1_800_000]
         );
     }
 }

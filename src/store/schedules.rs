@@ -28,7 +28,8 @@ impl Store {
     /// `leasehold schedule create` does), and changes one with [`Self::update_schedule`].
     ///
     /// # Errors
-    /// `INVALID` for a schedule id or handler that fails [`check_id`] (nothing is written);
+    /// `INVALID` for a schedule id or handler that fails [`check_id`], or a cron trigger
+    /// that does not read ([`Trigger::check`]) (nothing is written);
     /// a store failure.
     pub fn create_schedule(
         &self,
@@ -41,6 +42,7 @@ impl Store {
     ) -> Result<bool> {
         check_id("schedule id", id)?;
         check_id("handler", handler)?;
+        trigger.check()?;
         self.write(|tx, now| {
             if tx.schedule(id)?.is_some() {
                 return Ok(false);
@@ -48,13 +50,13 @@ impl Store {
             tx.commit_revision()?;
             tx.put_schedule(&Schedule {
                 schedule_id: id.into(),
-                trigger,
+                trigger: trigger.clone(),
                 catch_up,
                 handler: handler.into(),
                 payload: payload.into(),
                 compat: compat.into(),
                 last_due: None,
-                next_due: rules::first_boundary(trigger, now),
+                next_due: rules::first_boundary(&trigger, now),
                 created_at: now,
                 paused_at: None,
             })?;
@@ -68,7 +70,8 @@ impl Store {
     ///
     /// # Errors
     /// `NOT_FOUND` for an unknown schedule, `INVALID` for a schedule id or handler that fails
-    /// [`check_id`] (nothing is written either way); a store failure.
+    /// [`check_id`] or a cron trigger that does not read (nothing is written either way); a
+    /// store failure.
     #[allow(clippy::too_many_arguments)] // one argument per replaced field, plus who and which
     pub fn update_schedule(
         &self,
@@ -81,6 +84,7 @@ impl Store {
     ) -> Result<Schedule> {
         check_id("schedule id", id)?;
         check_id("handler", handler)?;
+        trigger.check()?;
         self.write(|tx, now| {
             let Some(current) = tx.schedule(id)? else {
                 return Err(Error::NotFound {
@@ -90,11 +94,11 @@ impl Store {
             };
             tx.commit_revision()?;
             let updated = Schedule {
-                trigger,
+                trigger: trigger.clone(),
                 catch_up,
                 handler: handler.into(),
                 payload: payload.into(),
-                next_due: rules::first_boundary(trigger, now.saturating_add(1)),
+                next_due: rules::first_boundary(&trigger, now.saturating_add(1)),
                 ..current
             };
             tx.put_schedule(&updated)?;

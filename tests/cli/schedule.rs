@@ -48,7 +48,7 @@ fn schedule_create_update_list_say_what_the_store_holds() {
     let stored = store.schedule("tick").unwrap().expect("created");
     assert_eq!(
         (
-            stored.trigger,
+            stored.trigger.clone(),
             stored.catch_up,
             stored.handler.as_str(),
             stored.payload.as_str()
@@ -103,7 +103,7 @@ fn schedule_create_update_list_say_what_the_store_holds() {
     let stored = store.schedule("tick").unwrap().expect("still there");
     assert_eq!(
         (
-            stored.trigger,
+            stored.trigger.clone(),
             stored.catch_up,
             stored.handler.as_str(),
             stored.payload.as_str()
@@ -352,4 +352,64 @@ fn schedule_pause_resume_delete_are_audited_and_an_unknown_id_is_one_line() {
             "{err}"
         );
     }
+}
+
+#[test]
+fn schedule_create_cron_in_a_zone_and_bad_cron_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    let created = one(&leasehold(&[
+        "schedule",
+        "create",
+        "--store",
+        &url,
+        "standup",
+        "--cron",
+        "0 9 * * MON-FRI",
+        "--tz",
+        "Europe/Paris",
+        "--handler",
+        "ping",
+        "--json",
+    ]));
+    assert_eq!(created["trigger"], "cron 0 9 * * MON-FRI Europe/Paris");
+    assert_eq!(
+        store.schedule("standup").unwrap().expect("created").trigger,
+        Trigger::Cron {
+            expr: "0 9 * * MON-FRI".into(),
+            tz: "Europe/Paris".into()
+        }
+    );
+    let listed = json_lines(&leasehold(&[
+        "inspect",
+        "schedules",
+        "--store",
+        &url,
+        "--json",
+    ]));
+    assert_eq!(
+        (listed[0]["cron"].as_str(), listed[0]["tz"].as_str()),
+        (Some("0 9 * * MON-FRI"), Some("Europe/Paris"))
+    );
+    for (cron, tz, says) in [
+        ("0 9 * *", "UTC", "cannot read cron"),
+        ("0 9 * * MON-FRI", "Europe/Atlantis", "unknown time zone"),
+    ] {
+        let out = leasehold(&[
+            "schedule",
+            "create",
+            "--store",
+            &url,
+            "bad",
+            "--cron",
+            cron,
+            "--tz",
+            tz,
+            "--handler",
+            "ping",
+        ]);
+        let err = assert_one_line_failure(&out, 2);
+        assert!(err.contains(says), "{err}");
+    }
+    assert_eq!(store.schedule("bad").unwrap(), None);
 }

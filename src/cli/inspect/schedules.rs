@@ -1,4 +1,4 @@
-//! `inspect schedules`: each schedule's trigger, catch-up policy, handler and next due
+//! `inspect schedules`: each schedule's trigger (a cron trigger with its zone), catch-up policy, handler and next due
 //! instant (`paused` while an operator has paused it), and whether a live build can run
 //! its firings.
 
@@ -22,6 +22,8 @@ struct ScheduleRow {
     trigger: String,
     every_ms: Option<Millis>,
     after_ms: Option<Millis>,
+    cron: Option<String>,
+    tz: Option<String>,
     catch_up: String,
     handler: String,
     compat: String,
@@ -71,14 +73,17 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
     let rows: Vec<ScheduleRow> = rows
         .into_iter()
         .map(|s| {
-            let (every_ms, after_ms) = match s.trigger {
-                Trigger::Interval { every_ms } => (Some(every_ms), None),
-                Trigger::Delay { after_ms } => (None, Some(after_ms)),
+            let (every_ms, after_ms, cron, tz) = match &s.trigger {
+                Trigger::Interval { every_ms } => (Some(*every_ms), None, None, None),
+                Trigger::Delay { after_ms } => (None, Some(*after_ms), None, None),
+                Trigger::Cron { expr, tz } => (None, None, Some(expr.clone()), Some(tz.clone())),
             };
             ScheduleRow {
                 trigger: s.trigger.label(),
                 every_ms,
                 after_ms,
+                cron,
+                tz,
                 catch_up: s.catch_up.label(),
                 compatible: live.compatible(&s.compat),
                 due: s.paused_at.is_none() && s.next_due <= ctx.now,

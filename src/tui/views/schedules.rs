@@ -32,6 +32,7 @@ pub fn status(s: &Schedule, now: Millis) -> &'static str {
     let grace = match s.trigger {
         Trigger::Interval { every_ms } => every_ms.max(1_000),
         Trigger::Delay { .. } => 5_000,
+        Trigger::Cron { .. } => 60_000,
     };
     if s.next_due <= now - grace {
         "late"
@@ -54,11 +55,12 @@ pub fn table(
         .iter()
         .map(|s| {
             let st = status(s, now);
-            let trigger = match s.trigger {
-                Trigger::Interval { every_ms } => format!("every {}", format_duration(every_ms)),
+            let trigger = match &s.trigger {
+                Trigger::Interval { every_ms } => format!("every {}", format_duration(*every_ms)),
+                Trigger::Cron { expr, tz } => format!("cron {expr} {tz}"),
                 Trigger::Delay { after_ms } => format!(
                     "at {}",
-                    chrono::DateTime::from_timestamp_millis(after_ms).map_or_else(
+                    chrono::DateTime::from_timestamp_millis(*after_ms).map_or_else(
                         || after_ms.to_string(),
                         |t| t.format("%H:%M:%S").to_string()
                     )
