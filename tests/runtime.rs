@@ -12,6 +12,8 @@ mod complete_and_claim;
 mod recovery;
 #[path = "runtime/refused.rs"]
 mod refused;
+#[path = "runtime/schedules.rs"]
+mod schedules;
 #[path = "runtime/stall.rs"]
 mod stall;
 #[path = "support/mod.rs"]

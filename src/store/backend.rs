@@ -320,8 +320,10 @@ pub trait Tx {
     fn list_subscriptions(&mut self, page: &PageRequest) -> Result<Vec<Subscription>>;
     fn schedule(&mut self, id: &str) -> Result<Option<Schedule>>;
     fn put_schedule(&mut self, schedule: &Schedule) -> Result<()>;
-    /// Schedules with `next_due <= now`, earliest first.
+    /// Unpaused schedules with `next_due <= now`, earliest first.
     fn due_schedules(&mut self, now: Millis, limit: usize) -> Result<Vec<Schedule>>;
+    /// Removes a schedule; returns whether there was one.
+    fn delete_schedule(&mut self, id: &str) -> Result<bool>;
     fn list_schedules(&mut self, page: &PageRequest) -> Result<Vec<Schedule>>;
 
     // --- authorities, idempotency, audit

@@ -150,7 +150,8 @@ CREATE TABLE IF NOT EXISTS schedules (
     compat      TEXT COLLATE "C" NOT NULL,
     last_due    BIGINT,
     next_due    BIGINT NOT NULL,
-    created_at  BIGINT NOT NULL
+    created_at  BIGINT NOT NULL,
+    paused_at   BIGINT -- set while paused: nothing fires
 );
 CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_due, schedule_id);
 

@@ -342,11 +342,16 @@ impl<D: Driver> Tx for D {
     fn due_schedules(&mut self, now: Millis, n: usize) -> Result<Vec<Schedule>> {
         self.query(
             D::DIALECT.text(
-                "SELECT * FROM schedules WHERE next_due <= ?1 ORDER BY next_due, schedule_id LIMIT ?2",
+                "SELECT * FROM schedules WHERE next_due <= ?1 AND paused_at IS NULL ORDER BY next_due, schedule_id LIMIT ?2",
             ),
             &[now.into(), limit(n).into()],
             decode::schedule,
         )
+    }
+
+    fn delete_schedule(&mut self, id: &str) -> Result<bool> {
+        let sql = D::DIALECT.text("DELETE FROM schedules WHERE schedule_id = ?1");
+        Ok(self.execute(sql, &[id.into()])? > 0)
     }
 
     fn list_schedules(&mut self, page: &PageRequest) -> Result<Vec<Schedule>> {

@@ -103,8 +103,11 @@ fn newer_schema_is_refused_and_untouched() {
     drop(open(&path, OpenMode::ReadWrite).expect("create"));
     {
         let conn = Connection::open(&path).expect("raw");
-        conn.execute("UPDATE meta SET value = 7 WHERE key = 'schema_version'", [])
-            .expect("bump");
+        conn.execute(
+            "UPDATE meta SET value = 99 WHERE key = 'schema_version'",
+            [],
+        )
+        .expect("bump");
     }
     let before = bytes(&path);
     for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
@@ -113,7 +116,7 @@ fn newer_schema_is_refused_and_untouched() {
         let text = err.to_string();
         assert!(
             text.contains(&format!(
-                "store schema version 7 is newer than this build ({SCHEMA_VERSION}): upgrade leasehold"
+                "store schema version 99 is newer than this build ({SCHEMA_VERSION}): upgrade leasehold"
             )),
             "{text}"
         );
