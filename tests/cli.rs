@@ -38,6 +38,8 @@ mod handler_set;
 mod incidents;
 #[path = "cli/install.rs"]
 mod install;
+#[path = "cli/open_figures.rs"]
+mod open_figures;
 #[path = "cli/release.rs"]
 mod release;
 #[path = "cli/replay.rs"]
@@ -46,6 +48,8 @@ mod replay;
 mod schedule;
 #[path = "cli/triage.rs"]
 mod triage;
+#[path = "cli/verify.rs"]
+mod verify;
 #[path = "cli/views.rs"]
 mod views;
 #[path = "cli/workflow_sets.rs"]

@@ -20,6 +20,8 @@ use leasehold::store::url::{self, OpenMode};
 mod authorities;
 #[path = "postgres/drain.rs"]
 mod drain;
+#[path = "postgres/intake.rs"]
+mod intake;
 #[path = "postgres/lost_answer.rs"]
 mod lost_answer;
 #[path = "postgres/opening.rs"]
@@ -32,6 +34,8 @@ mod rewind;
 mod schema;
 #[path = "postgres/sessions.rs"]
 mod sessions;
+#[path = "postgres/verify.rs"]
+mod verify;
 
 fn open_err(url: &str, mode: OpenMode) -> leasehold::Error {
     match url::open(url, mode) {

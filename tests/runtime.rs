@@ -20,6 +20,10 @@ mod knobs;
 mod lost_answers;
 #[path = "runtime/recovery.rs"]
 mod recovery;
+#[path = "runtime/refused.rs"]
+mod refused;
+#[path = "runtime/schedules.rs"]
+mod schedules;
 #[path = "runtime/stall.rs"]
 mod stall;
 #[path = "runtime/steps.rs"]

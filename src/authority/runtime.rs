@@ -59,8 +59,10 @@ pub struct RunOptions {
 /// `INVALID` for an unsafe config, no handler at all, a handler limit on a handler the
 /// workload does not register, or an exec log that cannot be opened; a store failure
 /// registering at start-up or recording the stop. Store failures while running are logged
-/// and retried, except a store that cannot be trusted (`STORE_CORRUPT`, `STORE_REWOUND`):
-/// the authority stops claiming, logs it, stops as on shutdown and returns that error.
+/// and retried, except those retrying cannot help ([`Error::is_terminal_store_failure`]: a
+/// store that refuses this process, `STORE_REFUSED`, or cannot be trusted, `STORE_CORRUPT`,
+/// `STORE_REWOUND`): the authority stops claiming, logs it, stops as on shutdown and
+/// returns that error.
 pub async fn run_authority(
     store: Store,
     config: AuthorityConfig,
@@ -117,15 +119,18 @@ pub async fn run_authority_with(
     let mut timers = Timers::new(&cfg);
     let mut running: JoinSet<Executed> = JoinSet::new();
     let mut store_down = false;
-    let mut untrusted = None;
+    let mut terminal = None;
     tokio::pin!(shutdown);
 
     loop {
-        // A damaged, replaced or rewound store refuses every write from now on: retrying
-        // cannot help, so the authority stops and exits with the reason.
-        if let Some(e) = core.store().untrusted() {
-            log.scope(|| tracing::error!(instance = core.id(), error = %e, "store-untrusted"));
-            untrusted = Some(e);
+        // A damaged, replaced or rewound store refuses every write from now on, and a store
+        // that refuses this process (credentials, grants, a certificate) will go on refusing
+        // it: retrying cannot help, so the authority stops and exits with the reason.
+        let stop = (core.store().untrusted().map(|e| (e, "store-untrusted")))
+            .or_else(|| core.store().refused().map(|e| (e, "store-refused")));
+        if let Some((e, event)) = stop {
+            log.scope(|| tracing::error!(instance = core.id(), error = %e, "{event}"));
+            terminal = Some(e);
             break;
         }
         health.turned(quiet_limit);
@@ -176,7 +181,7 @@ pub async fn run_authority_with(
     if let Some(metrics) = metrics {
         metrics.stop().await;
     }
-    if let Some(e) = untrusted {
+    if let Some(e) = terminal {
         return Err(e);
     }
     let stats = stats?;
@@ -356,7 +361,7 @@ fn tokio_listener(listener: &std::net::TcpListener) -> Result<tokio::net::TcpLis
         .try_clone()
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .and_then(tokio::net::TcpListener::from_std);
-    listener.map_err(|e| Error::Invalid(format!("the metrics listener cannot be used: {e}")))
+    listener.map_err(|e| Error::Local(format!("the metrics listener cannot be used: {e}")))
 }
 
 /// Runs `f` on the blocking pool (store calls are synchronous), under the core's log.
@@ -479,10 +484,11 @@ fn joined_batch(
     batch
 }
 
-/// Logs the first store failure of a streak and the recovery, not every failed call.
+/// Logs the first store failure of a streak and the recovery, not every failed call. A
+/// failure retrying cannot help is the loop's to log, as it stops.
 fn note_store(log: &Logger, down: &mut bool, error: Option<&Error>) {
     match (error, *down) {
-        (Some(e), false) if e.is_store_failure() => {
+        (Some(e), false) if e.is_store_failure() && !e.is_terminal_store_failure() => {
             *down = true;
             log.scope(|| warn!(instance = log.core.id(), error = %e, "store-unavailable"));
         }

@@ -49,6 +49,7 @@ pub mod registry;
 pub mod release;
 pub mod replay;
 pub mod retention;
+pub mod schedule_control;
 pub mod schedules;
 pub mod work;
 pub mod work_checkpoints;

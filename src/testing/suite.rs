@@ -91,6 +91,9 @@ macro_rules! store_conformance_suite {
             schedules::a_firing_carries_the_observers_key,
             schedules::two_observers_of_one_instant_create_one_firing,
             schedules::update_changes_the_next_firings_not_past_ones,
+            schedules::a_cron_schedule_fires_at_its_zones_instants,
+            schedule_control::a_paused_schedule_fires_nothing_and_resumes_into_its_catch_up,
+            schedule_control::a_deleted_schedule_leaves_its_enqueued_firings,
             // events: dedup and journal
             events::every_dedup_outcome_and_a_monotone_journal,
             // subscription cursors

@@ -62,7 +62,7 @@ fn the_password_never_appears_in_errors_labels_or_output() {
         format!("{base}/no_such_database")
     };
     let e = open_err(&missing, OpenMode::ReadWrite);
-    assert_eq!(e.code(), "STORE_UNAVAILABLE");
+    assert_eq!(e.code(), "STORE_REFUSED", "{e}");
     assert!(!e.to_string().contains(SECRET), "{e}");
 
     for args in [
@@ -150,7 +150,7 @@ fn unknown_databases_are_refused_untouched() {
     // Empty, read-only: nothing is created.
     let db = database();
     let e = open_err(db.url(), OpenMode::ReadOnly);
-    assert_eq!(e.code(), "STORE_UNAVAILABLE", "{e}");
+    assert_eq!(e.code(), "STORE_REFUSED", "{e}");
     let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
     let tables: i64 = admin
         .query_one(
@@ -166,7 +166,7 @@ fn unknown_databases_are_refused_untouched() {
         .batch_execute("CREATE TABLE meta (id int PRIMARY KEY, note text)")
         .unwrap();
     for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
-        assert_eq!(open_err(db.url(), mode).code(), "STORE_CORRUPT");
+        assert_eq!(open_err(db.url(), mode).code(), "STORE_REFUSED");
     }
 
     // A store of this schema missing a table: damaged, and not recreated.
@@ -205,7 +205,7 @@ fn unknown_databases_are_refused_untouched() {
         .unwrap();
     for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
         let e = open_err(db.url(), mode);
-        assert_eq!(e.code(), "STORE_CORRUPT");
+        assert_eq!(e.code(), "STORE_REFUSED");
         assert!(e.to_string().contains("newer"), "{e}");
     }
 }
@@ -234,7 +234,7 @@ fn a_role_without_privileges_is_told_so_not_that_the_store_is_damaged() {
     let as_nobody = format!("{scheme}://{role}@{host}");
     for mode in [OpenMode::ReadOnly, OpenMode::Existing] {
         let e = open_err(&as_nobody, mode);
-        assert_eq!(e.code(), "STORE_UNAVAILABLE", "{e}");
+        assert_eq!(e.code(), "STORE_REFUSED", "{e}");
         assert!(e.to_string().contains("permission denied"), "{e}");
     }
     admin

@@ -9,7 +9,7 @@ use leasehold::model::PageRequest;
 use leasehold::model::work::NewWork;
 use leasehold::store::url::{self, OpenMode};
 
-use crate::support::authorities::HANDLER;
+use crate::support::authorities::{HANDLER, compat};
 use crate::support::open_postgres;
 use crate::support::postgres::{Database, database};
 
@@ -139,6 +139,52 @@ fn a_schema_4_database_is_upgraded_in_place() {
     }]);
     store.publish(&a.incarnation(), false, &account).unwrap();
     assert_eq!(row(&store).published, account);
+}
+
+/// A database created by schema 6 (before the intake, and before schedules could be paused)
+/// is refused read-only and upgraded in place by a read-write open: an old schedule reads as
+/// running and a pause reads back; an application then enqueues through the intake, and the
+/// next claim moves its request.
+#[test]
+fn a_schema_6_database_is_upgraded_in_place() {
+    use leasehold::model::schedule::{CatchUp, Trigger};
+    use leasehold::rules::schedule::Control;
+    let db = database();
+    let clock = ManualClock::new(support::START);
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    let every = Trigger::Interval { every_ms: 1_000 };
+    assert!(
+        store
+            .create_schedule("tick", every, CatchUp::Latest, "h", "{}", "k")
+            .unwrap()
+    );
+    let before = store.schedule("tick").unwrap().expect("created");
+    drop(store);
+    let store = upgraded(
+        &db,
+        &clock,
+        "DROP FUNCTION leasehold_enqueue; DROP TABLE intake, intake_refused;
+             ALTER TABLE schedules DROP COLUMN paused_at;
+             UPDATE meta SET value = 6 WHERE key = 'schema_version';",
+    );
+    let old = store
+        .schedule("tick")
+        .unwrap()
+        .expect("the old schedule stays");
+    assert_eq!(old, before, "it reads as running");
+    store
+        .control_schedule("tick", Control::Pause, "alice", "")
+        .unwrap();
+    assert_eq!(
+        store.schedule("tick").unwrap().expect("paused").paused_at,
+        Some(support::START)
+    );
+    let mut app = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    app.batch_execute("SELECT leasehold_enqueue('fx', 'send-email', handler_version => '1.0.0')")
+        .unwrap();
+    let claimed = store.claim_batch("a", compat(), 10, 1_000).unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].id, "fx");
 }
 
 // --- creating --------------------------------------------------------------------------------
