@@ -16,7 +16,7 @@ use crate::support::wait::wait_until;
 // --- real authority processes --------------------------------------------------------------
 
 /// `leasehold check` over the store: exit 0 and no violation line.
-fn assert_check_clean(url: &str) {
+pub(super) fn assert_check_clean(url: &str) {
     let o = leasehold(&["check", "--store", url, "--json"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(

@@ -86,7 +86,7 @@ fn a_committed_request_becomes_an_item_that_runs() {
         (compat().as_str(), "{\"order\":1}")
     );
     assert_eq!(intake(&s), IntakeCounts::default());
-    super::assert_check_clean(url);
+    super::authorities::assert_check_clean(url);
 }
 
 /// Rolled back with its order, or cut off by a lost connection or a killed session before

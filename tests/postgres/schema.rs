@@ -150,7 +150,7 @@ fn a_schema_6_database_is_upgraded_in_place() {
     use leasehold::model::schedule::{CatchUp, Trigger};
     use leasehold::rules::schedule::Control;
     let db = database();
-    let clock = ManualClock::new(support::START);
+    let clock = ManualClock::new(crate::support::START);
     let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
     let every = Trigger::Interval { every_ms: 1_000 };
     assert!(
@@ -177,7 +177,7 @@ fn a_schema_6_database_is_upgraded_in_place() {
         .unwrap();
     assert_eq!(
         store.schedule("tick").unwrap().expect("paused").paused_at,
-        Some(support::START)
+        Some(crate::support::START)
     );
     let mut app = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
     app.batch_execute("SELECT leasehold_enqueue('fx', 'send-email', handler_version => '1.0.0')")
