@@ -74,12 +74,17 @@
 //! - [`authority`], [`cluster`], [`check`]: the runtime, the embedded cluster, the checker.
 //! - [`ops`]: what operators are told (failovers, fenced writes, filters, attention),
 //!   defined once for the dashboard and the command line.
-//! - [`tui`], [`cli`], [`mod@bench`]: the dashboard, the command line, the benchmarks.
+//! - `tui`, `cli`, `bench`: the dashboard, the command line, the benchmarks (the features
+//!   `tui` and `cli`, both default; an application embedding the library leaves them out).
+//! - `testing`: the store conformance suite, for a provider of one's own (the feature
+//!   `testing`).
 
 pub mod authority;
+#[cfg(feature = "cli")]
 pub mod bench;
 pub mod canonical;
 pub mod check;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod clock;
 pub mod cluster;
@@ -90,6 +95,9 @@ pub mod model;
 pub mod ops;
 pub mod rules;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+#[cfg(feature = "tui")]
 pub mod tui;
 pub mod workflow;
 

@@ -5,11 +5,20 @@
 //! The page is rendered on each scrape from the authority's own counters
 //! ([`super::Stats`]) and [`super::Health`], so there is one source of truth and nothing
 //! to keep in step. Latencies are kept at millisecond resolution and exposed in seconds
-//! over fixed buckets. The server is a few lines on the authority's tokio runtime: one
-//! `GET /metrics` per connection, anything else a 404.
+//! over fixed buckets. The server is hyper's HTTP/1.1 server on the authority's tokio
+//! runtime: one request per connection, `GET /metrics` the page, anything else a 404.
 
 use std::collections::BTreeMap;
+use std::convert::Infallible;
 use std::sync::Arc;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
@@ -18,7 +27,6 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use super::core::AuthorityCore;
@@ -312,44 +320,48 @@ pub fn render(stats: &Stats, compat: &str, inflight: usize, health: &HealthRepor
     text(&r)
 }
 
-/// The request's head (up to the blank line), at most 8 KiB: a client may send it in
-/// several pieces.
-async fn read_head(stream: &mut tokio::net::TcpStream) -> Vec<u8> {
-    let mut head = Vec::new();
-    let mut chunk = [0u8; 1024];
-    while head.len() < 8 * 1024 && !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => head.extend_from_slice(&chunk[..n]),
-        }
+/// What `serve` answers with, the page or not: OpenMetrics text either way.
+const PAGE_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The most a request head may take.
+const MAX_HEAD_BYTES: usize = 8 * 1024;
+
+/// Serves `/metrics` on `listener` until the task is dropped: one request per connection,
+/// `GET /metrics` the page, anything else a 404.
+pub async fn serve(listener: TcpListener, core: Arc<AuthorityCore>, health: Health) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let (core, health) = (core.clone(), health.clone());
+        let service = service_fn(move |request: Request<Incoming>| {
+            let response = answer(&request, &core, &health);
+            async move { Ok::<_, Infallible>(response) }
+        });
+        let connection = http1::Builder::new()
+            .keep_alive(false)
+            .max_buf_size(MAX_HEAD_BYTES)
+            .serve_connection(TokioIo::new(stream), service);
+        tokio::spawn(connection);
     }
-    head
 }
 
-/// Serves `/metrics` on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, core: Arc<AuthorityCore>, health: Health) {
-    while let Ok((mut stream, _)) = listener.accept().await {
-        let (core, health) = (core.clone(), health.clone());
-        tokio::spawn(async move {
-            let head = read_head(&mut stream).await;
-            let line = String::from_utf8_lossy(&head);
-            let wanted = line.starts_with("GET /metrics ") || line.starts_with("GET /metrics?");
-            let (status, body) = if wanted {
-                let page = render(
-                    &core.stats(),
-                    core.compat(),
-                    core.inflight(),
-                    &health.report(),
-                );
-                ("200 OK", page)
-            } else {
-                ("404 Not Found", "try /metrics\n".to_owned())
-            };
-            let response = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(response.as_bytes()).await;
-        });
-    }
+fn answer(
+    request: &Request<Incoming>,
+    core: &AuthorityCore,
+    health: &Health,
+) -> Response<Full<Bytes>> {
+    let (status, body) = if request.method() == Method::GET && request.uri().path() == "/metrics" {
+        let page = render(
+            &core.stats(),
+            core.compat(),
+            core.inflight(),
+            &health.report(),
+        );
+        (StatusCode::OK, page)
+    } else {
+        (StatusCode::NOT_FOUND, "try /metrics\n".to_owned())
+    };
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(PAGE_TYPE));
+    response
 }

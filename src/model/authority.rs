@@ -106,6 +106,26 @@ pub struct Recovering {
 pub const PROCESS_MARK: &str = "processMark";
 
 impl Authority {
+    /// A registration planted in the registry without running an authority (tests and
+    /// the conformance suite): `config` is the JSON text of the runtime knobs it registers
+    /// (its lease, heartbeat and handler versions), its last heartbeat at `heartbeat_at`.
+    #[cfg(any(test, feature = "testing"))]
+    #[must_use]
+    pub fn planted(instance_id: &str, config: &str, heartbeat_at: Millis) -> Self {
+        Self {
+            instance_id: instance_id.into(),
+            compat: "label".into(),
+            build: "v1".into(),
+            config: config.into(),
+            started_at: heartbeat_at,
+            heartbeat_at,
+            stopped_at: None,
+            host: "host-1".into(),
+            pid: 42,
+            published: Published::default(),
+        }
+    }
+
     /// The handler versions it registered (the `handlers` of its registered config, name →
     /// version); a version that does not parse is left out: nothing can be claimed under it.
     #[must_use]

@@ -194,20 +194,9 @@ mod tests {
 
     /// An authority that runs one handler, named `handler`, at the built-in version.
     fn authority(id: &str, handler: &str, heartbeat_at: Millis, lease_ms: Millis) -> Authority {
-        Authority {
-            instance_id: id.into(),
-            compat: "label".into(),
-            build: "v1".into(),
-            config: format!(
-                r#"{{"leaseDurationMs":{lease_ms},"handlers":{{"{handler}":"1.0.0"}}}}"#
-            ),
-            started_at: 0,
-            heartbeat_at,
-            stopped_at: None,
-            host: "h".into(),
-            pid: 1,
-            published: crate::model::Published::default(),
-        }
+        let config =
+            serde_json::json!({"leaseDurationMs": lease_ms, "handlers": {handler: "1.0.0"}});
+        Authority::planted(id, &config.to_string(), heartbeat_at)
     }
 
     fn key(handler: &str) -> String {

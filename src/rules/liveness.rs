@@ -144,18 +144,7 @@ mod tests {
     use super::*;
 
     fn registered(config: &str, heartbeat_at: Millis) -> Authority {
-        Authority {
-            instance_id: "a-1".into(),
-            compat: "c".into(),
-            build: "v1".into(),
-            config: config.into(),
-            started_at: 0,
-            heartbeat_at,
-            stopped_at: None,
-            host: "h".into(),
-            pid: 1,
-            published: crate::model::Published::default(),
-        }
+        Authority::planted("a-1", config, heartbeat_at)
     }
 
     /// The state at each edge of each window, for a fleet on `lease` ms with the runtime's

@@ -4,42 +4,14 @@
 //! (no second generation), a completion answers `already-terminal` (no second completion) —
 //! and a write that failed before its commit changed nothing.
 
-use std::sync::Arc;
-
-use leasehold::clock::ManualClock;
-use leasehold::ids::SeededIds;
 use leasehold::model::work::NewWork;
+use leasehold::store::Keyed;
 use leasehold::store::faults::{Fault, FaultPlan, FaultyBackend};
-use leasehold::store::memory::MemoryBackend;
-use leasehold::store::sqlite::SqliteBackend;
-use leasehold::store::url::OpenMode;
-use leasehold::store::{Backend, Keyed, Store};
 
+use crate::support::faults::{FaultyStore, faulty_stores};
 use crate::support::ok;
 
 const COMPAT: &str = "k";
-
-/// Each provider under the wrapper; the temp dir lives as long as the store.
-fn providers() -> Vec<(Arc<FaultyBackend>, Store, Option<tempfile::TempDir>)> {
-    let dir = tempfile::tempdir().unwrap();
-    let sqlite = SqliteBackend::open(dir.path().join("s.db"), OpenMode::ReadWrite).unwrap();
-    let inners: [(Arc<dyn Backend>, Option<tempfile::TempDir>); 2] = [
-        (Arc::new(MemoryBackend::new()), None),
-        (Arc::new(sqlite), Some(dir)),
-    ];
-    inners
-        .into_iter()
-        .map(|(inner, dir)| {
-            let faulty = Arc::new(FaultyBackend::new(inner));
-            let store = Store::new(
-                faulty.clone(),
-                Arc::new(ManualClock::new(1_000_000)),
-                Arc::new(SeededIds::new(3)),
-            );
-            (faulty, store, dir)
-        })
-        .collect()
-}
 
 /// The next write only gets `fault`.
 fn next_write(faulty: &FaultyBackend, fault: Fault) {
@@ -48,7 +20,12 @@ fn next_write(faulty: &FaultyBackend, fault: Fault) {
 
 #[test]
 fn a_keyed_acquire_whose_answer_was_lost_replays_the_same_generation() {
-    for (faulty, store, _dir) in providers() {
+    for FaultyStore {
+        faults: faulty,
+        store,
+        ..
+    } in faulty_stores(3)
+    {
         for fault in [Fault::CommitThenLoseAnswer, Fault::CommitThenReportFailure] {
             let resource = format!("{fault:?}");
             let key = Keyed {
@@ -69,7 +46,12 @@ fn a_keyed_acquire_whose_answer_was_lost_replays_the_same_generation() {
 
 #[test]
 fn a_completion_whose_answer_was_lost_is_never_recorded_twice() {
-    for (faulty, store, _dir) in providers() {
+    for FaultyStore {
+        faults: faulty,
+        store,
+        ..
+    } in faulty_stores(3)
+    {
         let provider = store.kind().as_str();
         for (i, fault) in [Fault::CommitThenLoseAnswer, Fault::CommitThenReportFailure]
             .into_iter()
@@ -100,7 +82,12 @@ fn a_completion_whose_answer_was_lost_is_never_recorded_twice() {
 
 #[test]
 fn a_write_that_failed_before_its_commit_changed_nothing() {
-    for (faulty, store, _dir) in providers() {
+    for FaultyStore {
+        faults: faulty,
+        store,
+        ..
+    } in faulty_stores(3)
+    {
         let provider = store.kind().as_str();
         store
             .enqueue(NewWork::effect("fx", "h", "{}"), COMPAT)

@@ -214,18 +214,8 @@ pub fn registration(
         .iter()
         .map(|(name, version)| ((*name).to_owned(), (*version).into()))
         .collect();
-    leasehold::model::Authority {
-        instance_id: id.into(),
-        compat: "label".into(),
-        build: "v1".into(),
-        config: serde_json::json!({"leaseDurationMs": 30_000, "handlers": handlers}).to_string(),
-        started_at: heartbeat_at,
-        heartbeat_at,
-        stopped_at: None,
-        host: "host-1".into(),
-        pid: 42,
-        published: leasehold::model::Published::default(),
-    }
+    let config = serde_json::json!({"leaseDurationMs": 30_000, "handlers": handlers});
+    leasehold::model::Authority::planted(id, &config.to_string(), heartbeat_at)
 }
 
 /// The handler of the effects [`enqueue`] adds (the default workload has it).

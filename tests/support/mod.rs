@@ -1,6 +1,7 @@
 //! The one test-support layer every suite includes (`#[path = "support/mod.rs"] mod support;`):
 //!
-//! - this file: the provider [`Harness`] — per provider, [`Store`] handles over one store with
+//! - this file: the providers of the [`Harness`] the store conformance suite exports
+//!   (`leasehold::testing`) — per provider, [`Store`] handles over one store with
 //!   an injected [`ManualClock`] and seeded ids, a *reopen* (a process restart: a new
 //!   connection over the same file, or for memory a new handle over the same
 //!   `MemoryBackend`) and cleanup on drop (the temp dir of a SQLite file);
@@ -9,11 +10,13 @@
 //!   names);
 //! - `per_provider.rs`: the macro that runs a case on every provider;
 //! - `wait.rs`: the one way to wait for something another thread or process does;
-//! - `authorities.rs`: real `leasehold authority` processes.
+//! - `authorities.rs`: real `leasehold authority` processes;
+//! - `faults.rs`: memory and SQLite stores under the fault-injecting wrapper.
 
 #![allow(dead_code, unused_macros, clippy::unwrap_used)]
 
 pub mod authorities;
+pub mod faults;
 pub mod metrics;
 #[macro_use]
 mod per_provider;
@@ -29,10 +32,8 @@ pub mod wait;
 #[allow(unused_imports)]
 pub use postgres_store::{PostgresHarness, open_postgres, postgres, postgres_harness};
 
-use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use leasehold::Store;
 use leasehold::clock::{ManualClock, Millis};
@@ -40,15 +41,12 @@ use leasehold::ids::SeededIds;
 use leasehold::store::memory::MemoryBackend;
 use leasehold::store::sqlite::SqliteBackend;
 use leasehold::store::url::OpenMode;
-
-/// Where every manual clock starts: a whole second plus 250 ms, so interval boundaries
-/// (epoch-aligned multiples of whole seconds) are never "now" by accident.
-pub const BASE: Millis = 1_700_000_000_000;
-pub const START: Millis = BASE + 250;
-
-/// The compatibility digest of "this build" and of another, incompatible one.
-pub const K: &str = "compat-this-build";
-pub const K_OTHER: &str = "compat-other-build";
+// The harness and the shared fixtures the store conformance suite exports; each test binary
+// uses a part of them.
+#[allow(unused_imports)]
+pub use leasehold::testing::{
+    BASE, Harness, K, K_OTHER, MemoryHarness, START, next_seed, ok, refused, retry_contention,
+};
 
 /// The built-in handlers' version, which the default workload runs: work stamped with it
 /// (`&demo()` as the keys of an enqueue) is what the authorities the tests start claim.
@@ -107,32 +105,6 @@ pub fn actions_at_demo(
         .collect()
 }
 
-/// A provider under test: fresh store, injected clock and ids, reopen, cleanup on drop.
-pub trait Harness: Send + Sync {
-    /// `memory`, `sqlite`, …
-    fn provider(&self) -> &'static str;
-    /// The injected clock every handle of this harness reads.
-    fn clock(&self) -> &ManualClock;
-    /// The primary handle (cheap: clones share the provider connection).
-    fn store(&self) -> Store;
-    /// A new handle as after a process restart: for SQLite a new connection over the same
-    /// file; for memory a new `Store` over the same `MemoryBackend`. Each call has its own
-    /// seeded id source, so tokens never repeat across handles.
-    fn reopen(&self) -> Store;
-}
-
-fn next_seed() -> u64 {
-    static SEED: AtomicU64 = AtomicU64::new(0x5eed);
-    SEED.fetch_add(1, Ordering::Relaxed)
-}
-
-/// The memory provider: the semantic reference.
-pub struct MemoryHarness {
-    backend: MemoryBackend,
-    clock: ManualClock,
-    primary: Store,
-}
-
 /// Runs the `leasehold` binary to the end, without the caller's `LEASEHOLD_STORE` (a test
 /// names its store).
 pub fn leasehold(args: &[&str]) -> std::process::Output {
@@ -180,40 +152,7 @@ pub fn effects(store: &Store, prefix: &str, n: usize) {
 
 /// A fresh memory store.
 pub fn memory() -> Box<dyn Harness> {
-    let backend = MemoryBackend::new();
-    let clock = ManualClock::new(START);
-    let primary = Store::new(
-        Arc::new(backend.clone()),
-        Arc::new(clock.clone()),
-        Arc::new(SeededIds::new(next_seed())),
-    );
-    Box::new(MemoryHarness {
-        backend,
-        clock,
-        primary,
-    })
-}
-
-impl Harness for MemoryHarness {
-    fn provider(&self) -> &'static str {
-        "memory"
-    }
-
-    fn clock(&self) -> &ManualClock {
-        &self.clock
-    }
-
-    fn store(&self) -> Store {
-        self.primary.clone()
-    }
-
-    fn reopen(&self) -> Store {
-        Store::new(
-            Arc::new(self.backend.clone()),
-            Arc::new(self.clock.clone()),
-            Arc::new(SeededIds::new(next_seed())),
-        )
-    }
+    Box::new(MemoryHarness::new())
 }
 
 /// The SQLite provider over a file in a temp dir that is removed on drop.
@@ -303,47 +242,6 @@ impl Harness for SqliteHarness {
 
     fn reopen(&self) -> Store {
         open_sqlite(&self.path, &self.clock, OpenMode::ReadWrite).expect("reopen the SQLite store")
-    }
-}
-
-/// The stable code of a refusal; panics (naming `what`) when the call succeeded.
-#[track_caller]
-pub fn refused<T: Debug>(what: &str, result: leasehold::Result<T>) -> &'static str {
-    match result {
-        Ok(v) => panic!("{what}: expected a refusal, got {v:?}"),
-        Err(e) => {
-            let text = e.to_string();
-            assert!(
-                !text.contains('\n'),
-                "{what}: error text spans lines: {text:?}"
-            );
-            e.code()
-        }
-    }
-}
-
-/// Unwraps an answer that must be a success, naming `what` when it is not.
-#[track_caller]
-pub fn ok<T>(what: &str, result: leasehold::Result<T>) -> T {
-    match result {
-        Ok(v) => v,
-        Err(e) => panic!("{what}: expected success, got {} ({e})", e.code()),
-    }
-}
-
-/// Runs `op` again while the store reports physical contention (the only retryable store
-/// failure a caller may see), counting the retries in `contention`.
-pub fn retry_contention<T>(
-    contention: &AtomicU64,
-    mut op: impl FnMut() -> leasehold::Result<T>,
-) -> leasehold::Result<T> {
-    loop {
-        match op() {
-            Err(e) if e.code() == "STORE_CONTENTION" => {
-                contention.fetch_add(1, Ordering::Relaxed);
-            }
-            other => return other,
-        }
     }
 }
 

@@ -4,22 +4,15 @@
 //! the row a list returned with the engine's verdict function, says what the cancel then
 //! does, for every verdict.
 
-use std::sync::Arc;
-
 use leasehold::Store;
-use leasehold::clock::ManualClock;
-use leasehold::ids::SeededIds;
 use leasehold::model::{CompatSet, PageRequest};
-use leasehold::store::Backend;
-use leasehold::store::faults::{Fault, FaultPlan, FaultyBackend};
-use leasehold::store::memory::MemoryBackend;
-use leasehold::store::sqlite::SqliteBackend;
-use leasehold::store::url::OpenMode;
+use leasehold::store::faults::{Fault, FaultPlan};
 use leasehold::workflow::engine::cancel::{AUDIT_ACTION, Verdict, judge};
 use serde_json::{Value, json};
 
 use crate::definitions::{args, deploy};
 use crate::support::Harness;
+use crate::support::faults::{FaultyStore, faulty_stores};
 
 const MINE: &str = "build-a";
 const THEIRS: &str = "build-b";
@@ -85,29 +78,6 @@ fn status(store: &Store, instance: &str) -> String {
         .to_owned()
 }
 
-/// Memory and SQLite, each under the fault-injecting wrapper; the temp dir lives as long
-/// as the store.
-fn faulty_stores() -> Vec<(Arc<FaultyBackend>, Store, Option<tempfile::TempDir>)> {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let sqlite = SqliteBackend::open(dir.path().join("s.db"), OpenMode::ReadWrite).expect("open");
-    let inners: [(Arc<dyn Backend>, Option<tempfile::TempDir>); 2] = [
-        (Arc::new(MemoryBackend::new()), None),
-        (Arc::new(sqlite), Some(dir)),
-    ];
-    inners
-        .into_iter()
-        .map(|(inner, dir)| {
-            let faulty = Arc::new(FaultyBackend::new(inner));
-            let store = Store::new(
-                faulty.clone(),
-                Arc::new(ManualClock::new(1_000_000)),
-                Arc::new(SeededIds::new(5)),
-            );
-            (faulty, store, dir)
-        })
-        .collect()
-}
-
 /// Whichever of the next writes fails, and however (nothing committed, or committed and
 /// reported failed), a cancelled instance has its audit entry and an audited cancel its
 /// cancelled instance: two transactions would leave the first committed and the second
@@ -116,7 +86,12 @@ fn faulty_stores() -> Vec<(Arc<FaultyBackend>, Store, Option<tempfile::TempDir>)
 fn a_committed_cancel_always_has_its_audit_entry() {
     for fault in [Fault::FailBeforeCommit, Fault::CommitThenReportFailure] {
         for nth in 1..=2 {
-            for (faulty, store, _dir) in faulty_stores() {
+            for FaultyStore {
+                faults: faulty,
+                store,
+                ..
+            } in faulty_stores(5)
+            {
                 let provider = store.kind().as_str();
                 let id = start(&store, &waits(), MINE);
                 faulty.plan(FaultPlan::once(faulty.writes() + nth, fault));

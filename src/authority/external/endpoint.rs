@@ -5,6 +5,8 @@
 
 use std::net::IpAddr;
 
+use hyper::Uri;
+
 /// A parsed `http://` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
@@ -13,6 +15,9 @@ pub struct Endpoint {
     pub port: u16,
     /// The request target: path and query, at least `/`.
     pub path: String,
+    /// All of it, as requests are sent: checked here, so a handler never meets a target
+    /// the HTTP client refuses.
+    uri: Uri,
 }
 
 impl Endpoint {
@@ -51,7 +56,15 @@ impl Endpoint {
         }
         let (host, port) =
             split_host_port(authority).ok_or_else(|| format!("{url:?}: no valid host[:port]"))?;
-        let endpoint = Self { host, port, path };
+        let uri = format!("http://{host}:{port}{path}")
+            .parse()
+            .map_err(|e| format!("{url:?}: {e}"))?;
+        let endpoint = Self {
+            host,
+            port,
+            path,
+            uri,
+        };
         if !allow_remote && !endpoint.is_loopback() {
             return Err(format!(
                 "{url:?} is not a loopback address (127.0.0.1, [::1], localhost); set allow_remote = true on this handler to send attempts there"
@@ -72,16 +85,16 @@ impl Endpoint {
                 .is_ok_and(|ip| ip.is_loopback())
     }
 
-    /// `host:port`, for the `Host` header and for connecting.
+    /// `host:port`, for messages.
     #[must_use]
     pub fn authority(&self) -> String {
         format!("{}:{}", self.host, self.port)
     }
 
-    /// The host without IPv6 brackets, for connecting.
+    /// Where requests go.
     #[must_use]
-    pub fn connect_host(&self) -> &str {
-        self.host.trim_start_matches('[').trim_end_matches(']')
+    pub fn uri(&self) -> &Uri {
+        &self.uri
     }
 }
 
@@ -131,8 +144,8 @@ mod tests {
         );
         let v6 = Endpoint::parse("http://[::1]:9/x", false).expect("v6");
         assert_eq!(
-            (v6.connect_host(), v6.authority().as_str()),
-            ("::1", "[::1]:9")
+            (v6.authority().as_str(), v6.uri().to_string().as_str()),
+            ("[::1]:9", "http://[::1]:9/x")
         );
         let remote = Endpoint::parse("http://billing.internal:80/x", false).expect_err("remote");
         assert!(remote.contains("allow_remote = true"), "{remote}");
@@ -146,6 +159,7 @@ mod tests {
             "http://u@h/",
             "http://[::1/x",
             "http://127.0.0.1/a b",
+            "http://127.0.0.1/a<b>",
         ] {
             let why = Endpoint::parse(bad, true).expect_err(bad);
             assert!(!why.contains('\n'));

@@ -10,6 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper::body::Bytes;
+
 use super::endpoint::Endpoint;
 use super::http_client::{Client, HttpError, Response};
 use super::wire::{self, Answer};
@@ -68,7 +70,7 @@ impl Inner {
             ),
         ];
         let timeout = Duration::from_millis(self.timeout_ms.max(0).unsigned_abs());
-        let post = tokio::time::timeout(timeout, self.client.post(&headers, body.as_bytes()));
+        let post = tokio::time::timeout(timeout, self.client.post(&headers, Bytes::from(body)));
         tokio::select! {
             answered = post => match answered {
                 Ok(Ok(response)) => by_response(&response, self.require_answer),
@@ -142,18 +144,23 @@ fn by_response(response: &Response, require_answer: bool) -> HandlerOutcome {
 
 #[cfg(test)]
 mod tests {
+    use hyper::header::{HeaderName, HeaderValue};
+
     use super::*;
     use crate::model::FailureClass;
 
-    fn response(status: u16, headers: &[(&str, &str)], body: &str) -> Response {
+    fn response(status: u16, headers: &[(&'static str, &str)], body: &str) -> Response {
         Response {
             status,
             reason: "Reason".into(),
             headers: headers
                 .iter()
-                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .map(|(n, v)| {
+                    let value = HeaderValue::from_str(v).expect("a header value");
+                    (HeaderName::from_static(n), value)
+                })
                 .collect(),
-            body: body.as_bytes().to_vec(),
+            body: Bytes::copy_from_slice(body.as_bytes()),
         }
     }
 
