@@ -1,7 +1,8 @@
 //! The one error type. Variants are domain facts with a stable [`Error::code`] that tests
 //! and scripts match on; providers translate backend failures into the store variants
-//! (`Contention`, `Unavailable`, `Corrupt`, `OutcomeUnknown`) so no backend error text is
-//! ever mistaken for a coordination outcome.
+//! (`Contention`, `Unavailable`, `Refused`, `Corrupt`, `OutcomeUnknown`) so no backend error
+//! text is ever mistaken for a coordination outcome, and an outage that may pass is never
+//! confused with a refusal that will not.
 
 /// Everything a store operation can answer other than success.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
@@ -92,9 +93,24 @@ pub enum Error {
     /// Physical contention (SQLITE_BUSY, serialization failure) outlasted the retry budget.
     #[error("STORE_CONTENTION: the store stayed busy after {attempts} attempts")]
     Contention { attempts: u32 },
-    /// The store cannot be reached or opened.
+    /// The store cannot be reached or used right now (refused or lost connections, a
+    /// server starting or shutting down, a full disk, an I/O error): retrying may help,
+    /// and the runtime does.
     #[error("STORE_UNAVAILABLE: {0}")]
     Unavailable(String),
+    /// The store answered and refuses this process for good: wrong credentials, a role or
+    /// file without permission, a server certificate that fails verification, a database,
+    /// directory or store that does not exist, a path that is not a leasehold store, a
+    /// schema this build cannot open. Retrying does not help until an operator fixes the
+    /// URL, the grant, the path or the build, so the runtime stops on it instead.
+    #[error("STORE_REFUSED: {0}")]
+    Refused(String),
+    /// Something of this process's own, outside the store and the request, failed: the
+    /// terminal, a file it writes as it runs, a listener, a child process or thread, the
+    /// async runtime. Not a store outage (nothing waits for the store to come back) and
+    /// not a bad argument: the operator looks at the host.
+    #[error("LOCAL_FAILURE: {0}")]
+    Local(String),
     /// The store's contents are not what this build can read.
     #[error("STORE_CORRUPT: {0}")]
     Corrupt(String),
@@ -163,6 +179,8 @@ impl Error {
             Self::CapabilityMissing { .. } => "CAPABILITY_MISSING",
             Self::Contention { .. } => "STORE_CONTENTION",
             Self::Unavailable(_) => "STORE_UNAVAILABLE",
+            Self::Refused(_) => "STORE_REFUSED",
+            Self::Local(_) => "LOCAL_FAILURE",
             Self::Corrupt(_) => "STORE_CORRUPT",
             Self::Rewound { .. } => "STORE_REWOUND",
             Self::OutcomeUnknown(_) => "OUTCOME_UNKNOWN",
@@ -175,13 +193,15 @@ impl Error {
     }
 
     /// True for failures of the store itself rather than semantic refusals; the runtime
-    /// retries these and the CLI maps them to exit code 2.
+    /// retries these unless [`Error::is_terminal_store_failure`], and the CLI maps them to
+    /// exit code 2.
     #[must_use]
     pub fn is_store_failure(&self) -> bool {
         matches!(
             self,
             Self::Contention { .. }
                 | Self::Unavailable(_)
+                | Self::Refused(_)
                 | Self::Corrupt(_)
                 | Self::Rewound { .. }
                 | Self::OutcomeUnknown(_)
@@ -195,7 +215,49 @@ impl Error {
     pub fn is_untrusted_store(&self) -> bool {
         matches!(self, Self::Corrupt(_) | Self::Rewound { .. })
     }
+
+    /// True for store failures that retrying cannot help: the store refuses this process
+    /// (`STORE_REFUSED`) or cannot be trusted. The runtime stops on these rather than wait.
+    #[must_use]
+    pub fn is_terminal_store_failure(&self) -> bool {
+        matches!(self, Self::Refused(_)) || self.is_untrusted_store()
+    }
 }
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What each kind of failure tells its caller: whether it is the store's, and whether
+    /// waiting for the store could help.
+    #[test]
+    fn only_an_outage_is_worth_waiting_for() {
+        let cases = [
+            (
+                Error::Unavailable("x".into()),
+                "STORE_UNAVAILABLE",
+                true,
+                false,
+            ),
+            (
+                Error::Contention { attempts: 3 },
+                "STORE_CONTENTION",
+                true,
+                false,
+            ),
+            (Error::Refused("x".into()), "STORE_REFUSED", true, true),
+            (Error::Corrupt("x".into()), "STORE_CORRUPT", true, true),
+            (Error::Local("x".into()), "LOCAL_FAILURE", false, false),
+            (Error::Invalid("x".into()), "INVALID", false, false),
+        ];
+        for (e, code, store, terminal) in cases {
+            assert_eq!(e.code(), code);
+            assert!(e.to_string().starts_with(&format!("{code}: ")), "{e}");
+            assert_eq!(e.is_store_failure(), store, "{e}");
+            assert_eq!(e.is_terminal_store_failure(), terminal, "{e}");
+        }
+    }
+}

@@ -17,11 +17,13 @@ use support::leasehold;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use leasehold::store::Backend;
 use leasehold::store::postgres::PostgresBackend;
 use leasehold::store::url::OpenMode;
 
+use support::authorities::Authorities;
 use support::postgres::{Database, Server, Tls};
 
 const SECRET: &str = "s3cr3t-TLS-Pa55word";
@@ -268,7 +270,7 @@ fn verify_full_refuses_a_certificate_for_another_host_name() {
     let db = f.tls.database();
     let ca = format!("sslmode=verify-full&sslrootcert={}", f.ca().display());
     let text = refusal(&url(&db, &with_secret("postgres"), "db.other.test", &ca));
-    assert!(text.starts_with("STORE_UNAVAILABLE: "), "{text}");
+    assert!(text.starts_with("STORE_REFUSED: "), "{text}");
     assert!(text.contains("name mismatch"), "{text}");
     assert!(text.contains("\"db.other.test\""), "{text}");
     assert!(text.contains("(it names localhost, 127.0.0.1)"), "{text}");
@@ -290,6 +292,7 @@ fn verify_ca_checks_the_ca_and_not_the_name() {
         format!("sslmode=require&sslrootcert={other}"),
     ] {
         let text = refusal(&url(&db, &with_secret("postgres"), "localhost", &params));
+        assert!(text.starts_with("STORE_REFUSED: "), "{params}: {text}");
         assert!(text.contains("unknown CA"), "{params}: {text}");
         assert!(
             text.contains(&format!("sslrootcert={other}")),
@@ -316,7 +319,7 @@ fn require_refuses_a_server_without_tls() {
     for mode in ["require", "verify-ca", "verify-full"] {
         let params = format!("sslmode={mode}&sslrootcert={}", f.ca().display());
         let text = refusal(&url(&db, &with_secret("postgres"), "localhost", &params));
-        assert!(text.starts_with("STORE_UNAVAILABLE: "), "{mode}: {text}");
+        assert!(text.starts_with("STORE_REFUSED: "), "{mode}: {text}");
         assert!(
             text.contains("server does not support TLS"),
             "{mode}: {text}"
@@ -380,6 +383,7 @@ fn scram_over_tls_is_bound_to_the_certificate_and_never_prints_the_password() {
 
     let wrong = good.replace(SECRET, "not-the-password");
     let text = refusal(&wrong);
+    assert!(text.starts_with("STORE_REFUSED: "), "{text}");
     assert!(text.contains("password authentication failed"), "{text}");
     assert!(!text.contains("not-the-password"), "{text}");
 }
@@ -408,6 +412,19 @@ fn the_cli_works_over_tls_and_states_a_failed_check_in_one_line() {
     assert_eq!(o.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("STORE_REFUSED: "), "{stderr}");
     assert!(stderr.contains("name mismatch"), "{stderr}");
     assert!(!stderr.contains(SECRET), "{stderr}");
+
+    // An authority against a server it will never trust exits at once with that line
+    // (exit 2), rather than wait for a store that is not down.
+    let mut auth = Authorities::new();
+    auth.spawn("auth-refused", &wrong);
+    let status = auth.wait_exit("auth-refused", Instant::now() + Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2));
+    let log = std::fs::read_to_string(auth.log("auth-refused")).unwrap();
+    assert_eq!(log.trim_end().lines().count(), 1, "{log}");
+    assert!(log.contains("STORE_REFUSED: "), "{log}");
+    assert!(log.contains("name mismatch"), "{log}");
+    assert!(!log.contains(SECRET), "{log}");
 }

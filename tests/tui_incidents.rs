@@ -755,3 +755,68 @@ fn registered(store: &Store, id: &str) -> bool {
         .iter()
         .any(|a| a.instance_id == id)
 }
+
+/// The schedules view's actions: `Z` pauses the selected schedule after a confirmation
+/// (Esc changes nothing) and its status reads `paused`, `W` resumes it, `D` deletes it;
+/// each change is the store's own, audited under the operator's name.
+#[test]
+fn pause_resume_and_delete_a_schedule_through_the_dialog() {
+    use leasehold::model::schedule::{CatchUp, Trigger};
+    use leasehold::rules::schedule::Control;
+    use leasehold::tui::app::{Act, Overlay};
+
+    let (store, _clock) = memory_store();
+    store
+        .create_schedule(
+            "tick",
+            Trigger::Interval { every_ms: 60_000 },
+            CatchUp::Latest,
+            "send-email",
+            "{}",
+            support::send_email_key(),
+        )
+        .unwrap();
+    let paused = || {
+        store
+            .schedule("tick")
+            .unwrap()
+            .map(|s| s.paused_at.is_some())
+    };
+    let mut h = harness(&store, "dark", 160, 48);
+    h.press(':');
+    h.type_text("schedules");
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.view(), ViewId::Schedules);
+    h.press('Z');
+    assert!(matches!(
+        h.app.overlay(),
+        Some(Overlay::Confirm(c)) if c.act == Act::Schedule(Control::Pause) && c.subject == "tick"
+    ));
+    let text = buffer_text(&h.render());
+    assert!(text.contains("Pause schedule tick"), "{text}");
+    h.key(KeyCode::Esc);
+    assert_eq!(paused(), Some(false), "Esc changes nothing");
+
+    h.press('Z');
+    h.press('y');
+    assert_eq!(paused(), Some(true));
+    assert_eq!(h.app.status().unwrap().text, "tick: paused");
+    h.refresh();
+    assert!(buffer_text(&h.render()).contains("paused"));
+    h.press('W');
+    h.press('y');
+    assert_eq!(paused(), Some(false));
+    assert_eq!(h.app.status().unwrap().text, "tick: resumed");
+    h.press('D');
+    h.press('y');
+    assert_eq!(paused(), None);
+    assert_eq!(h.app.status().unwrap().text, "tick: deleted");
+    assert_eq!(
+        audited_by_tester(&store),
+        [
+            ("schedule-delete".into(), "tick".into()),
+            ("schedule-pause".into(), "tick".into()),
+            ("schedule-resume".into(), "tick".into())
+        ]
+    );
+}

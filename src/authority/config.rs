@@ -248,6 +248,11 @@ mod tests {
             (30_000, 10_000, 4, 32, 1_000)
         );
         assert!(c.validate().is_ok());
+        assert_eq!(
+            crate::rules::schedule::on_time_window(c.poll_interval_ms),
+            crate::store::SCHEDULE_ON_TIME_MS,
+            "a store's own firing call treats lateness as a default authority does"
+        );
     }
 
     #[cfg(feature = "postgres")]

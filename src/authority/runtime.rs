@@ -59,8 +59,10 @@ pub struct RunOptions {
 /// `INVALID` for an unsafe config, no handler at all, a handler limit on a handler the
 /// workload does not register, or an exec log that cannot be opened; a store failure
 /// registering at start-up or recording the stop. Store failures while running are logged
-/// and retried, except a store that cannot be trusted (`STORE_CORRUPT`, `STORE_REWOUND`):
-/// the authority stops claiming, logs it, stops as on shutdown and returns that error.
+/// and retried, except those retrying cannot help ([`Error::is_terminal_store_failure`]: a
+/// store that refuses this process, `STORE_REFUSED`, or cannot be trusted, `STORE_CORRUPT`,
+/// `STORE_REWOUND`): the authority stops claiming, logs it, stops as on shutdown and
+/// returns that error.
 pub async fn run_authority(
     store: Store,
     config: AuthorityConfig,
@@ -85,10 +87,6 @@ pub async fn run_authority(
 ///
 /// # Errors
 /// As [`run_authority`].
-#[expect(
-    clippy::too_many_lines,
-    reason = "the runtime's start-up sequence in the order it happens"
-)]
 pub async fn run_authority_with(
     store: Store,
     config: AuthorityConfig,
@@ -96,18 +94,7 @@ pub async fn run_authority_with(
     options: RunOptions,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Stats> {
-    // Before anything is written: an authority with nothing to run does not register.
-    workload.check_runs(&config)?;
-    // Every worker, the poller and the renewer may call the store at once.
-    store.fit_concurrency(config.worker_concurrency + 2);
-    let mut core = AuthorityCore::new(store, config, workload, Pace::Real)?;
-    if let Some(path) = &options.exec_log {
-        core = core.with_exec_log(ExecLog::open(path)?);
-    }
-    if let Some(dispatch) = options.log.clone() {
-        core = core.with_log(dispatch);
-    }
-    let core = Arc::new(core);
+    let core = start_core(store, config, workload, &options)?;
     let log = Logger { core: core.clone() };
     let cfg = core.config().clone();
     let health = options.health.clone();
@@ -127,7 +114,106 @@ pub async fn run_authority_with(
         )))),
         None => None,
     };
-    // Where `/metrics` listens, as bound (an address with port 0 gets one here).
+    log_started(&log, &core, &options);
+
+    let mut timers = Timers::new(&cfg);
+    let mut running: JoinSet<Executed> = JoinSet::new();
+    let mut store_down = false;
+    let mut terminal = None;
+    tokio::pin!(shutdown);
+
+    loop {
+        // A damaged, replaced or rewound store refuses every write from now on, and a store
+        // that refuses this process (credentials, grants, a certificate) will go on refusing
+        // it: retrying cannot help, so the authority stops and exits with the reason.
+        let stop = (core.store().untrusted().map(|e| (e, "store-untrusted")))
+            .or_else(|| core.store().refused().map(|e| (e, "store-refused")));
+        if let Some((e, event)) = stop {
+            log.scope(|| tracing::error!(instance = core.id(), error = %e, "{event}"));
+            terminal = Some(e);
+            break;
+        }
+        health.turned(quiet_limit);
+        health.store(store_down);
+        tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            Some(joined) = running.join_next(), if !running.is_empty() => {
+                let batch = joined_batch(&log, &mut running, joined);
+                // Keep the workers busy: claim again as soon as slots free up.
+                finish_and_poll(&core, &log, &mut running, &mut store_down, batch).await?;
+            }
+            _ = timers.renew.tick() => {
+                // The core logs each lost claim with its item and generation.
+                blocking(&core, "renew", AuthorityCore::renew).await?;
+            }
+            _ = timers.heartbeat.tick() => {
+                let beat = blocking(&core, "heartbeat", AuthorityCore::heartbeat).await?;
+                if let Err(lost @ (Error::Superseded { .. } | Error::NotFound { .. })) = &beat {
+                    // The registration is no longer this process's: another start of its
+                    // instance id owns it (two processes under one id would share claims),
+                    // or an operator forgot it while it read as gone. It steps down rather
+                    // than work unseen.
+                    log.scope(|| warn!(instance = core.id(), error = %lost, "registration-lost"));
+                    break;
+                }
+                note_store(&log, &mut store_down, beat.as_ref().err());
+                if beat.is_ok() {
+                    health.heartbeat_accepted();
+                }
+                let s = core.stats();
+                log.scope(|| info!(instance = core.id(), inflight = core.inflight(), claims = s.claims, completions = s.completions, retries = s.retries, failures = s.failures, "fencedWritesRefused" = s.fenced_writes_refused, "leasesLost" = s.leases_lost, reclaims = s.reclaims, "inRecovery" = core.in_recovery().len(), "progress"));
+            }
+            _ = timers.trim.tick() => blocking(&core, "trim", AuthorityCore::trim_when_due).await?,
+            _ = timers.poll.tick() => {
+                blocking(&core, "flush", AuthorityCore::flush).await?;
+                poll_and_spawn(&core, &log, &mut running, &mut store_down).await?;
+            }
+        }
+    }
+
+    core.stop_claiming();
+    health.stopping();
+    let grace = options.shutdown_grace_ms.unwrap_or(cfg.renew_interval_ms);
+    drain_running(&core, &log, &mut running, &mut timers.renew, grace).await?;
+    let stats = blocking(&core, "shutdown", AuthorityCore::shutdown).await?;
+    health.stopped();
+    if let Some(metrics) = metrics {
+        metrics.stop().await;
+    }
+    if let Some(e) = terminal {
+        return Err(e);
+    }
+    let stats = stats?;
+    log_stopped(&log, &core, &stats);
+    Ok(stats)
+}
+
+/// The core as configured, before anything is written: an authority with nothing to run
+/// does not register.
+fn start_core(
+    store: Store,
+    config: AuthorityConfig,
+    workload: Workload,
+    options: &RunOptions,
+) -> Result<Arc<AuthorityCore>> {
+    workload.check_runs(&config)?;
+    // Every worker, the poller and the renewer may call the store at once.
+    store.fit_concurrency(config.worker_concurrency + 2);
+    let mut core = AuthorityCore::new(store, config, workload, Pace::Real)?;
+    if let Some(path) = &options.exec_log {
+        core = core.with_exec_log(ExecLog::open(path)?);
+    }
+    if let Some(dispatch) = options.log.clone() {
+        core = core.with_log(dispatch);
+    }
+    Ok(Arc::new(core))
+}
+
+/// The `started` line: who runs what on which store, with its timing and, as bound, where
+/// `/metrics` listens (an address with port 0 gets one at bind).
+fn log_started(log: &Logger, core: &AuthorityCore, options: &RunOptions) {
+    let cfg = core.config();
     let metrics_at = options
         .metrics
         .as_ref()
@@ -150,75 +236,59 @@ pub async fn run_authority_with(
             "started"
         );
     });
+}
 
-    let period = |ms: Millis| Duration::from_millis(ms.max(1).unsigned_abs());
-    let mut poll = tokio::time::interval(period(cfg.poll_interval_ms));
-    let mut renew = tokio::time::interval_at(
-        Instant::now() + period(cfg.renew_interval_ms),
-        period(cfg.renew_interval_ms),
-    );
-    let mut heartbeat = tokio::time::interval_at(
-        Instant::now() + period(cfg.heartbeat_interval_ms),
-        period(cfg.heartbeat_interval_ms),
-    );
-    let mut trim = tokio::time::interval(period(cfg.trim_interval_ms));
-    for timer in [&mut poll, &mut renew, &mut heartbeat, &mut trim] {
-        timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    }
-    let mut running: JoinSet<Executed> = JoinSet::new();
-    let mut store_down = false;
-    let mut untrusted = None;
-    tokio::pin!(shutdown);
+/// The loop's cadences; a late tick is delayed, not bunched.
+struct Timers {
+    poll: tokio::time::Interval,
+    renew: tokio::time::Interval,
+    heartbeat: tokio::time::Interval,
+    trim: tokio::time::Interval,
+}
 
-    loop {
-        // A damaged, replaced or rewound store refuses every write from now on: retrying
-        // cannot help, so the authority stops and exits with the reason.
-        if let Some(e) = core.store().untrusted() {
-            log.scope(|| tracing::error!(instance = core.id(), error = %e, "store-untrusted"));
-            untrusted = Some(e);
-            break;
+impl Timers {
+    /// Polls and trims start at once; renewals and heartbeats one period after start.
+    fn new(cfg: &AuthorityConfig) -> Self {
+        let mut timers = Self {
+            poll: tokio::time::interval(period(cfg.poll_interval_ms)),
+            renew: tokio::time::interval_at(
+                Instant::now() + period(cfg.renew_interval_ms),
+                period(cfg.renew_interval_ms),
+            ),
+            heartbeat: tokio::time::interval_at(
+                Instant::now() + period(cfg.heartbeat_interval_ms),
+                period(cfg.heartbeat_interval_ms),
+            ),
+            trim: tokio::time::interval(period(cfg.trim_interval_ms)),
+        };
+        for timer in [
+            &mut timers.poll,
+            &mut timers.renew,
+            &mut timers.heartbeat,
+            &mut timers.trim,
+        ] {
+            timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
         }
-        health.turned(quiet_limit);
-        health.store(store_down);
-        tokio::select! {
-            biased;
-            () = &mut shutdown => break,
-            Some(joined) = running.join_next(), if !running.is_empty() => {
-                let batch = joined_batch(&log, &mut running, joined);
-                // Keep the workers busy: claim again as soon as slots free up.
-                finish_and_poll(&core, &log, &mut running, &mut store_down, batch).await?;
-            }
-            _ = renew.tick() => {
-                // The core logs each lost claim with its item and generation.
-                blocking(&core, "renew", AuthorityCore::renew).await?;
-            }
-            _ = heartbeat.tick() => {
-                let beat = blocking(&core, "heartbeat", AuthorityCore::heartbeat).await?;
-                if let Err(lost @ (Error::Superseded { .. } | Error::NotFound { .. })) = &beat {
-                    // The registration is no longer this process's: another start of its
-                    // instance id owns it (two processes under one id would share claims),
-                    // or an operator forgot it while it read as gone. It steps down rather
-                    // than work unseen.
-                    log.scope(|| warn!(instance = core.id(), error = %lost, "registration-lost"));
-                    break;
-                }
-                note_store(&log, &mut store_down, beat.as_ref().err());
-                if beat.is_ok() {
-                    health.heartbeat_accepted();
-                }
-                let s = core.stats();
-                log.scope(|| info!(instance = core.id(), inflight = core.inflight(), claims = s.claims, completions = s.completions, retries = s.retries, failures = s.failures, "fencedWritesRefused" = s.fenced_writes_refused, "leasesLost" = s.leases_lost, reclaims = s.reclaims, "inRecovery" = core.in_recovery().len(), "progress"));
-            }
-            _ = trim.tick() => blocking(&core, "trim", AuthorityCore::trim_when_due).await?,
-            _ = poll.tick() => {
-                blocking(&core, "flush", AuthorityCore::flush).await?;
-                poll_and_spawn(&core, &log, &mut running, &mut store_down).await?;
-            }
-        }
+        timers
     }
+}
 
-    core.stop_claiming();
-    health.stopping();
+/// A period of `ms` milliseconds, at least one.
+fn period(ms: Millis) -> Duration {
+    Duration::from_millis(ms.max(1).unsigned_abs())
+}
+
+/// Lets running handlers finish within `grace_ms`, finishing their outcomes and renewing
+/// their claims meanwhile; those still running then are detached and their claims
+/// abandoned to lapse (see `AuthorityCore::shutdown`): their outcomes, if they ever come,
+/// are dropped.
+async fn drain_running(
+    core: &Arc<AuthorityCore>,
+    log: &Logger,
+    running: &mut JoinSet<Executed>,
+    renew: &mut tokio::time::Interval,
+    grace_ms: Millis,
+) -> Result<()> {
     log.scope(|| {
         info!(
             instance = core.id(),
@@ -227,35 +297,28 @@ pub async fn run_authority_with(
             "stopping"
         );
     });
-    let grace = options.shutdown_grace_ms.unwrap_or(cfg.renew_interval_ms);
-    let deadline = tokio::time::sleep(period(grace));
+    let deadline = tokio::time::sleep(period(grace_ms));
     tokio::pin!(deadline);
     while !running.is_empty() {
         tokio::select! {
             biased;
             Some(joined) = running.join_next() => {
-                let batch = joined_batch(&log, &mut running, joined);
-                on_blocking_pool(&core, move |c| finish_batch(c, batch)).await?;
+                let batch = joined_batch(log, running, joined);
+                on_blocking_pool(core, move |c| finish_batch(c, batch)).await?;
             }
-            _ = renew.tick() => { blocking(&core, "renew", AuthorityCore::renew).await?; }
+            _ = renew.tick() => { blocking(core, "renew", AuthorityCore::renew).await?; }
             () = &mut deadline => {
                 log.scope(|| warn!(instance = core.id(), running = running.len(), "grace-expired"));
                 break;
             }
         }
     }
-    // Handlers still running are detached and their claims abandoned to lapse (see
-    // `AuthorityCore::shutdown`); their outcomes, if they ever come, are dropped.
     running.detach_all();
-    let stats = blocking(&core, "shutdown", AuthorityCore::shutdown).await?;
-    health.stopped();
-    if let Some(metrics) = metrics {
-        metrics.stop().await;
-    }
-    if let Some(e) = untrusted {
-        return Err(e);
-    }
-    let stats = stats?;
+    Ok(())
+}
+
+/// The `stopped` line with the final counters.
+fn log_stopped(log: &Logger, core: &AuthorityCore, stats: &Stats) {
     log.scope(|| {
         info!(
             instance = stats.instance_id.as_str(),
@@ -273,7 +336,6 @@ pub async fn run_authority_with(
             "stopped"
         );
     });
-    Ok(stats)
 }
 
 /// A task aborted when this is dropped.
@@ -299,7 +361,7 @@ fn tokio_listener(listener: &std::net::TcpListener) -> Result<tokio::net::TcpLis
         .try_clone()
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .and_then(tokio::net::TcpListener::from_std);
-    listener.map_err(|e| Error::Invalid(format!("the metrics listener cannot be used: {e}")))
+    listener.map_err(|e| Error::Local(format!("the metrics listener cannot be used: {e}")))
 }
 
 /// Runs `f` on the blocking pool (store calls are synchronous), under the core's log.
@@ -422,10 +484,11 @@ fn joined_batch(
     batch
 }
 
-/// Logs the first store failure of a streak and the recovery, not every failed call.
+/// Logs the first store failure of a streak and the recovery, not every failed call. A
+/// failure retrying cannot help is the loop's to log, as it stops.
 fn note_store(log: &Logger, down: &mut bool, error: Option<&Error>) {
     match (error, *down) {
-        (Some(e), false) if e.is_store_failure() => {
+        (Some(e), false) if e.is_store_failure() && !e.is_terminal_store_failure() => {
             *down = true;
             log.scope(|| warn!(instance = log.core.id(), error = %e, "store-unavailable"));
         }

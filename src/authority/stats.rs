@@ -171,15 +171,15 @@ impl ExecLog {
     /// Appends one record; a write failure is reported, never a panic.
     ///
     /// # Errors
-    /// `INVALID` when the line cannot be written.
+    /// `LOCAL_FAILURE` when the line cannot be written.
     pub fn append(&self, record: &ExecRecord) -> Result<()> {
         let line = serde_json::to_string(record).map_err(|e| Error::Invalid(e.to_string()))?;
         let mut w = self
             .0
             .lock()
-            .map_err(|_| Error::Invalid("execution log lock poisoned".into()))?;
+            .map_err(|_| Error::Local("execution log lock poisoned".into()))?;
         writeln!(w, "{line}")
-            .map_err(|e| Error::Invalid(format!("cannot write the execution log: {e}")))
+            .map_err(|e| Error::Local(format!("cannot write the execution log: {e}")))
     }
 }
 

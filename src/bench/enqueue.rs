@@ -86,7 +86,7 @@ pub fn run(store: &Store, bench: &EnqueueBench) -> Result<Report> {
             .collect();
         calls.into_iter().try_for_each(|c| {
             c.join()
-                .map_err(|_| Error::Invalid("a producer thread panicked".into()))?
+                .map_err(|_| Error::Local("a producer thread panicked".into()))?
         })
     })?;
     let concurrent = rate(bench.items, started.elapsed());
@@ -129,7 +129,7 @@ pub fn probe_dir(url: &StoreUrl) -> PathBuf {
 /// How many 4 KiB write + `fdatasync` rounds a second a file in `dir` completes.
 fn fsync_rate(dir: &Path, probe: Duration) -> Result<f64> {
     let unwritable =
-        |e: std::io::Error| Error::Invalid(format!("fsync probe in {}: {e}", dir.display()));
+        |e: std::io::Error| Error::Local(format!("fsync probe in {}: {e}", dir.display()));
     let path = dir.join(format!(".leasehold-fsync-probe-{}", std::process::id()));
     let mut file = std::fs::File::create(&path).map_err(unwritable)?;
     let block = [0x5a_u8; 4096];

@@ -62,7 +62,8 @@ impl Fleet {
     /// backend (a memory store lives in this process only).
     ///
     /// # Errors
-    /// `INVALID` for unsafe knobs or processes over a memory store; a store failure.
+    /// `INVALID` for unsafe knobs or processes over a memory store; `LOCAL_FAILURE` when
+    /// an authority process cannot be started; a store failure.
     pub fn start(options: &FleetOptions, primary: &Store) -> Result<Self> {
         let configs: Vec<AuthorityConfig> = (0..options.authorities)
             .map(|i| options.config(i))
@@ -117,7 +118,7 @@ impl Fleet {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
-            .map_err(|e| Error::Unavailable(format!("cannot start the async runtime: {e}")))?;
+            .map_err(|e| Error::Local(format!("cannot start the async runtime: {e}")))?;
         let (stop, watcher) = watch::channel(false);
         let mut tasks = Vec::with_capacity(configs.len());
         for config in configs {
@@ -164,7 +165,7 @@ impl Fleet {
     /// stderr, which it shares with the bench.
     ///
     /// # Errors
-    /// `UNAVAILABLE` naming the process that exited and how.
+    /// `LOCAL_FAILURE` naming the process that exited and how.
     pub fn check_running(&mut self) -> Result<()> {
         let Self::Processes(children) = self else {
             return Ok(());
@@ -173,9 +174,9 @@ impl Fleet {
             let pid = child.id();
             let exited = child
                 .try_wait()
-                .map_err(|e| Error::Unavailable(format!("authority process {pid}: {e}")))?;
+                .map_err(|e| Error::Local(format!("authority process {pid}: {e}")))?;
             if let Some(status) = exited {
-                return Err(Error::Unavailable(format!(
+                return Err(Error::Local(format!(
                     "authority process {pid} exited ({status}) before the bench was done; its error is above"
                 )));
             }
@@ -200,7 +201,7 @@ impl Fleet {
                     let mut all = Vec::with_capacity(tasks.len());
                     for task in tasks {
                         let stats = task.await.map_err(|e| {
-                            Error::Unavailable(format!("an authority task failed: {e}"))
+                            Error::Local(format!("an authority task failed: {e}"))
                         })??;
                         all.push(stats);
                     }
@@ -226,7 +227,7 @@ impl Fleet {
 
 fn spawn_processes(options: &FleetOptions, configs: &[AuthorityConfig]) -> Result<Vec<Child>> {
     let exe = std::env::current_exe()
-        .map_err(|e| Error::Unavailable(format!("cannot find the leasehold binary: {e}")))?;
+        .map_err(|e| Error::Local(format!("cannot find the leasehold binary: {e}")))?;
     let mut children = Vec::with_capacity(configs.len());
     for config in configs {
         let spawned = Command::new(&exe)
@@ -252,7 +253,7 @@ fn spawn_processes(options: &FleetOptions, configs: &[AuthorityConfig]) -> Resul
                     let _ = child.kill();
                     let _ = child.wait();
                 }
-                return Err(Error::Unavailable(format!(
+                return Err(Error::Local(format!(
                     "cannot start an authority process: {e}"
                 )));
             }
@@ -266,13 +267,13 @@ fn process_stats(child: Child) -> Result<Stats> {
     let pid = child.id();
     let output = child
         .wait_with_output()
-        .map_err(|e| Error::Unavailable(format!("authority process {pid}: {e}")))?;
+        .map_err(|e| Error::Local(format!("authority process {pid}: {e}")))?;
     let text = String::from_utf8_lossy(&output.stdout);
     text.lines()
         .rev()
         .find_map(|line| serde_json::from_str::<Stats>(line).ok())
         .ok_or_else(|| {
-            Error::Unavailable(format!(
+            Error::Local(format!(
                 "authority process {pid} exited ({}) without reporting its counters",
                 output.status
             ))

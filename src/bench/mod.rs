@@ -8,11 +8,13 @@
 //!
 //! - [`work`]: enqueue no-op effects, drain them with K authorities;
 //! - [`enqueue`]: single-item enqueue by one and by many producers, beside the fsync rate;
+//! - [`bulk`]: the command line's `work enqueue --from FILE` beside the library's batches;
 //! - [`workflows`]: start three-step workflows, run them to completion;
 //! - [`dashboard`]: first frame, refresh latency and memory of the dashboard;
 //! - [`fairness`]: schedules, workflows and a second handler behind one handler's backlog;
 //!   [`slow_fast`]: a fast handler's backlog due together with a slow handler's.
 
+pub mod bulk;
 pub mod dashboard;
 pub mod enqueue;
 pub mod fairness;

@@ -296,6 +296,9 @@ pub struct Report {
     /// The store epoch (`store/epoch.rs`): above 0, a rewind was accepted, and history
     /// the rewind lost is not in the store.
     pub store_epoch: u64,
+    /// Intake requests (`store/intake.rs`) not yet moved into work, and those the move
+    /// refused: no item and no history exists for them yet, so no rule reads them.
+    pub intake: crate::model::IntakeCounts,
 }
 
 impl Report {
@@ -382,14 +385,16 @@ pub fn check_showing(
     let mut findings = Findings::default();
     let mut report = Report::default();
 
-    let (through, store_epoch, from) = store.read(|tx| {
+    let (through, store_epoch, from, intake) = store.read(|tx| {
         Ok((
             tx.revision()?,
             crate::store::epoch::epoch(tx)?,
             crate::store::retention::history_from(tx)?,
+            tx.intake_counts()?,
         ))
     })?;
     report.store_epoch = store_epoch;
+    report.intake = intake;
     let start = history_start(through, from);
     report.through_revision = through;
     report.history_from = start;

@@ -110,6 +110,21 @@ pub fn render_text(report: &Report) -> String {
             );
         }
     }
+    for (n, what) in [
+        (
+            report.intake.waiting,
+            "not yet moved into work (the next claim moves them)",
+        ),
+        (
+            report.intake.refused,
+            "refused when moved, kept with the reason in intake_refused",
+        ),
+    ] {
+        if n > 0 {
+            let s = if n == 1 { "" } else { "s" };
+            let _ = writeln!(out, "{n} intake request{s} {what}");
+        }
+    }
     if report.history_may_be_trimmed {
         let _ = writeln!(
             out,
@@ -170,6 +185,7 @@ pub fn render_json_lines(report: &Report) -> String {
         "oldestRevision": report.oldest_revision,
         "historyMayBeTrimmed": report.history_may_be_trimmed,
         "storeEpoch": report.store_epoch,
+        "intake": report.intake,
     }});
     out.push_str(&summary.to_string());
     out.push('\n');

@@ -23,7 +23,7 @@ use crate::model::HandlerVersion;
 use crate::rules::liveness::DEFAULT_LEASE_DURATION_MS;
 use crate::store::Capability;
 use crate::store::create::create;
-use crate::store::url::OpenMode;
+use crate::store::url::{OpenMode, open};
 
 /// `leasehold authority`: runs one authority, or with a subcommand administers the
 /// registry (`leasehold authority forget ID`).
@@ -327,7 +327,7 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     let store = if args.create {
         create(&url)?.0
     } else {
-        StoreArg { store: url }.open(OpenMode::Existing)?
+        StoreArg { store: url.clone() }.open(OpenMode::Existing)?
     };
     // An authority process over a store no other process can reach would run alone,
     // with nobody able to give it work or watch it.
@@ -344,6 +344,7 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
         )?)),
         None => None,
     };
+    verify_beside(&url, &store);
     let options = RunOptions {
         exec_log: args.exec_log.clone().or(file.exec_log),
         metrics,
@@ -358,6 +359,42 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
     ))?;
     writeln!(out, "{}", serde_json::to_string(&stats).unwrap_or_default())?;
     Ok(())
+}
+
+/// The whole-store check (`Store::verify`), run beside the authority rather than before it.
+///
+/// Opening checked only what is cheap (the header, the schema, each table's root page),
+/// so claiming starts at once, however big the store. The whole-file check (seconds on a
+/// store of a million items) runs on a thread of its own, through a read-only handle of
+/// its own: a SQLite handle serves one call at a time, and a read in WAL mode holds up no
+/// writer. Damage it finds is kept as the authority's store's `untrusted` reason, so the
+/// runtime stops at its next turn and the process exits with that one line (exit 2), as
+/// it does when one of its own reads meets a damaged page.
+fn verify_beside(url: &str, store: &crate::store::Store) {
+    let label = store.describe();
+    let url = url.to_owned();
+    let store = store.clone();
+    let started = std::time::Instant::now();
+    let spawned = std::thread::Builder::new()
+        .name("store-verify".into())
+        .spawn(move || {
+            let verdict =
+                open(&url, OpenMode::ReadOnly).and_then(|checker| store.verify_through(&checker));
+            let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            match verdict {
+                Ok(checked) => {
+                    tracing::info!(store = %store.describe(), checked = checked.as_str(), ms, "store-verified");
+                }
+                // The runtime logs it as `store-untrusted` and stops.
+                Err(e) if e.is_untrusted_store() => {}
+                Err(e) => {
+                    tracing::warn!(store = %store.describe(), error = %e, ms, "store-verify-skipped");
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(store = %label, error = %e, "store-verify-skipped");
+    }
 }
 
 #[cfg(test)]

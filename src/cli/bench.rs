@@ -1,4 +1,4 @@
-//! `leasehold bench work|enqueue|workflows|dashboard|fairness --store STORE [knobs] [--json]`
+//! `leasehold bench work|enqueue|bulk|workflows|dashboard|fairness --store STORE [knobs] [--json]`
 //! (`fairness --case backlog|slow-fast`).
 //!
 //! `--store` may come before or after the mode (`leasehold bench --store S work` as in
@@ -12,6 +12,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use super::{CliResult, Failure};
 use crate::authority::workload::{NOOP_BLOCKING_WORKLOAD, NOOP_HANDLER};
+use crate::bench::bulk::{self, BulkBench};
 use crate::bench::dashboard::{self, DashboardBench, default_writers};
 use crate::bench::enqueue::{self, EnqueueBench};
 use crate::bench::fairness::{self, FairnessBench};
@@ -52,6 +53,9 @@ pub enum BenchMode {
     /// Single-item enqueue by one producer, then by many at once, beside the disk's
     /// fsync rate measured in the same run.
     Enqueue(EnqueueArgs),
+    /// `leasehold work enqueue --from FILE` (one process) beside the library's batched
+    /// enqueue in the same run, and beside one process per item.
+    Bulk(BulkArgs),
     /// Run M three-step workflows to completion with K authorities.
     Workflows(WorkflowArgs),
     /// The dashboard's read-and-render path, off-screen, while authorities write.
@@ -138,6 +142,20 @@ pub struct EnqueueArgs {
     /// How long the fsync probe runs, in ms.
     #[arg(long, default_value_t = 2_000)]
     pub probe_ms: u64,
+}
+
+/// `leasehold bench bulk`.
+#[derive(Debug, Clone, Args)]
+pub struct BulkArgs {
+    /// Items the library enqueues, and the command line's bulk enqueue again from a file.
+    #[arg(long, default_value_t = 100_000)]
+    pub items: u64,
+    /// Items per library transaction (the bulk command's own batch by default).
+    #[arg(long, default_value_t = super::enqueue_from::BATCH)]
+    pub batch: usize,
+    /// `work enqueue` processes run one after another, one item each.
+    #[arg(long, default_value_t = 20)]
+    pub single: u64,
 }
 
 /// `leasehold bench workflows`.
@@ -255,6 +273,15 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
                 producers: e.producers,
                 probe: Duration::from_millis(e.probe_ms),
                 probe_dir: enqueue::probe_dir(&StoreUrl::parse(url)?),
+            },
+        )?,
+        BenchMode::Bulk(b) => bulk::run(
+            &open(url, OpenMode::ReadWrite)?,
+            &BulkBench {
+                items: b.items,
+                batch: b.batch,
+                single: b.single,
+                url: url.to_owned(),
             },
         )?,
         BenchMode::Workflows(w) => workflows::run(

@@ -5,7 +5,9 @@
 //! unfinished" means), then prints the rows per table, or with `--json` one object. Refused
 //! with exit 2 and nothing written: a non-empty target, the same store on both sides (two
 //! spellings of one SQLite file included), and `memory`, which no other process can see.
-//! The source is opened first and read-only, so an unreadable source creates no target.
+//! The source is opened first and read-only, and checked whole before anything is copied
+//! (`Store::verify`: a damaged source would copy its damage, or fail part way), so an
+//! unreadable or damaged source creates no target.
 //! Store descriptions never carry a password.
 
 use std::io::Write;
@@ -46,6 +48,7 @@ pub fn run(args: &CopyArgs, out: &mut dyn Write) -> CliResult {
         }
     }
     let source = open(&args.from, OpenMode::ReadOnly)?;
+    source.verify()?;
     let target = open(&args.to, OpenMode::ReadWrite)?;
     // Rows copied so far, on a terminal only.
     let mut progress = Progress::terminal_only();

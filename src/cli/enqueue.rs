@@ -14,7 +14,8 @@
 //! attempt budget, priority and handler version stand. Bad input — a payload that is not
 //! JSON or is over the bound, an id or handler name that is not printable, an unreadable
 //! duration, a missing store (never created) — is one line, exit 2, and nothing is
-//! written.
+//! written. `--from FILE|-` offers many items instead, from JSON lines
+//! ([`super::enqueue_from`]).
 
 use std::io::Write;
 
@@ -42,12 +43,26 @@ pub struct EnqueueArgs {
     #[command(flatten)]
     pub store: StoreArg,
     /// The registered handler that runs the item.
-    #[arg(long, value_name = "H")]
-    pub handler: String,
+    #[arg(long, value_name = "H", required_unless_present = "from")]
+    pub handler: Option<String>,
     /// The handler's input, as JSON; `-` reads it from standard input, `@FILE` from a file
     /// (up to 1 MiB).
-    #[arg(long, value_name = "JSON", allow_hyphen_values = true)]
-    pub payload: String,
+    #[arg(
+        long,
+        value_name = "JSON",
+        allow_hyphen_values = true,
+        required_unless_present = "from"
+    )]
+    pub payload: Option<String>,
+    /// Many items: JSON lines, one item a line with the fields above (`handler`,
+    /// `payload`, `id`, `idempotencyKey`, `delay`, `maxAttempts`, `priority`), from FILE or
+    /// `-` for standard input, committed in batches; a re-run is answered `duplicate`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["handler", "payload", "id", "idempotency_key", "delay", "max_attempts", "priority"]
+    )]
+    pub from: Option<String>,
     /// The item's id (default: the idempotency key, else a fresh id).
     #[arg(long, value_name = "ID")]
     pub id: Option<String>,
@@ -112,19 +127,28 @@ struct Answer<'a> {
 /// # Errors
 /// Bad input or a missing store (exit 2, nothing written); `IDEMPOTENCY_CONFLICT` (exit 1).
 pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
-    check_id("handler", &args.handler)?;
+    let (Some(handler), Some(payload)) = (&args.handler, &args.payload) else {
+        return Err(Failure::usage(
+            "give --handler and --payload, or --from FILE",
+        ));
+    };
+    check_id("handler", handler)?;
     check_opt_id("work id", args.id.as_deref())?;
     check_opt_id("idempotency key", args.idempotency_key.as_deref())?;
-    let delay = args.delay.as_deref().map(delay_ms).transpose()?;
+    let delay = args
+        .delay
+        .as_deref()
+        .map(|d| delay_ms("--delay", d))
+        .transpose()?;
     // Last of the checks, so a mistyped flag is refused before standard input is waited on.
-    let payload = read_payload(&args.payload, std::io::stdin().lock())?;
+    let payload = read_payload(payload, std::io::stdin().lock())?;
     let store = args.store.open_writer()?;
     let id = args
         .id
         .clone()
         .or_else(|| args.idempotency_key.clone())
         .unwrap_or_else(|| store.ids().next_id(FRESH_ID_PREFIX));
-    let mut spec = NewWork::effect(id, args.handler.clone(), payload.to_string());
+    let mut spec = NewWork::effect(id, handler.clone(), payload.to_string());
     spec.idempotency_key.clone_from(&args.idempotency_key);
     spec.not_before = delay.map(|d| store.now().saturating_add(d));
     if let Some(n) = args.max_attempts {
@@ -145,11 +169,12 @@ pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
     report(out, args.json, outcome, &stored)
 }
 
-/// `--delay` in milliseconds, read as every other duration option is.
-fn delay_ms(text: &str) -> Result<Millis, Failure> {
+/// A delay (`what`: `--delay`, or a line's `delay`) in milliseconds, read as every other
+/// duration option is.
+pub(super) fn delay_ms(what: &str, text: &str) -> Result<Millis, Failure> {
     parse_duration(text).ok_or_else(|| {
         Failure::usage(format!(
-            "cannot read --delay {}: use e.g. 30s, 5m, 1h",
+            "cannot read {what} {}: use e.g. 30s, 5m, 1h",
             cell(text.trim())
         ))
     })
@@ -193,13 +218,13 @@ mod tests {
 
     #[test]
     fn delays_read_like_every_other_duration() {
-        assert_eq!(delay_ms("90s"), Ok(90_000));
-        assert_eq!(delay_ms("0"), Ok(0));
-        let refused = delay_ms("soon\u{1b}[2J").unwrap_err();
+        assert_eq!(delay_ms("--delay", "90s"), Ok(90_000));
+        assert_eq!(delay_ms("--delay", "0"), Ok(0));
+        let refused = delay_ms("--delay", "soon\u{1b}[2J").unwrap_err();
         assert_eq!(
             refused.message,
             "cannot read --delay soon\\x1b[2J: use e.g. 30s, 5m, 1h"
         );
-        assert!(delay_ms("-5s").is_err());
+        assert!(delay_ms("--delay", "-5s").is_err());
     }
 }

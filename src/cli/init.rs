@@ -3,9 +3,10 @@
 //!
 //! The one command whose purpose is creating a store: the others (but `seed`, and the
 //! fresh targets of `copy` and `bench`) refuse a missing one, so a typo is never a new
-//! store. On an existing leasehold store it says so and changes nothing (exit 0); a file
-//! that is not a store, a directory or a device is refused with one line (exit 2) and left
-//! as it was.
+//! store. On an existing leasehold store it checks the whole store (`Store::verify`, as
+//! `leasehold store verify` does), says so and changes nothing (exit 0); a file that is not
+//! a store, a damaged one, a directory or a device is refused with one line (exit 2) and
+//! left as it was.
 
 use std::io::Write;
 
@@ -42,6 +43,9 @@ struct Report {
 /// A non-store file, a directory, a device, `memory` or an unreachable server (exit 2).
 pub fn run(args: &InitArgs, out: &mut dyn Write) -> CliResult {
     let (store, creation) = create(&args.store).map_err(Failure::from)?;
+    if creation == Creation::Existed {
+        store.verify()?;
+    }
     let report = Report {
         store: store.describe(),
         created: creation == Creation::Created,

@@ -21,6 +21,7 @@ pub mod config;
 pub mod copy;
 pub mod demo;
 pub mod enqueue;
+pub mod enqueue_from;
 pub mod event;
 pub mod exact_json;
 pub mod handler_version;
@@ -39,6 +40,7 @@ pub mod settings;
 pub mod store_admin;
 pub mod witness;
 pub mod work;
+pub mod work_lines;
 pub mod workflow;
 
 use std::ffi::OsString;
@@ -119,7 +121,8 @@ pub enum Command {
     Config(config::ConfigCommand),
     /// Copy a store into another (e.g. SQLite to PostgreSQL).
     Copy(copy::CopyArgs),
-    /// Administer the store itself: accept a rewound store (`store accept-rewind`).
+    /// Administer the store itself: check it whole (`store verify`), accept a rewound store
+    /// (`store accept-rewind`).
     #[command(subcommand)]
     Store(store_admin::StoreCommand),
     /// Measure store throughput and the dashboard's cost.
@@ -207,8 +210,9 @@ impl Failure {
 
 impl From<Error> for Failure {
     /// Store failures, malformed requests, unknown names, an instance id another running
-    /// authority holds, missing capabilities and a refused copy are exit 2; every other
-    /// error is a semantic refusal, exit 1.
+    /// authority holds, missing capabilities, a refused copy and a failure of this
+    /// process's own surroundings are exit 2; every other error is a semantic refusal,
+    /// exit 1.
     fn from(error: Error) -> Self {
         let exit = if error.is_store_failure()
             || matches!(
@@ -219,6 +223,7 @@ impl From<Error> for Failure {
                     | Error::CapabilityMissing { .. }
                     | Error::TargetNotEmpty { .. }
                     | Error::CopyIncomplete { .. }
+                    | Error::Local(_)
             ) {
             EXIT_USAGE
         } else {
@@ -454,6 +459,8 @@ mod tests {
             EXIT_USAGE
         );
         assert_eq!(Failure::from(Error::Invalid("x".into())).exit, EXIT_USAGE);
+        assert_eq!(Failure::from(Error::Refused("x".into())).exit, EXIT_USAGE);
+        assert_eq!(Failure::from(Error::Local("x".into())).exit, EXIT_USAGE);
         let conflict = Error::EventIdConflict {
             event_source: "s".into(),
             external_id: "i".into(),

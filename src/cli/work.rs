@@ -1,4 +1,5 @@
-//! `leasehold work enqueue` (a producer's new item: see [`super::enqueue`]), and
+//! `leasehold work enqueue` (a producer's new item: see [`super::enqueue`]; many, from
+//! JSON lines: [`super::enqueue_from`]), and
 //! `leasehold work requeue|discard|retry-now`: an operator's triage of failed, poisoned
 //! and waiting work ([`crate::rules::triage`] decides and words it; the store verbs fence
 //! and audit it), on one item or on every item a `--filter` matches ([`super::bulk`]).
@@ -89,7 +90,12 @@ struct Answer<'a> {
 /// A refusal (exit 1); an unknown item, bad input or unreadable store (exit 2).
 pub fn run(command: &WorkCommand, out: &mut dyn Write) -> CliResult {
     let (verb, store, target, reason, json) = match command {
-        WorkCommand::Enqueue(a) => return super::enqueue::run(a, out),
+        WorkCommand::Enqueue(a) => {
+            return match &a.from {
+                Some(from) => super::enqueue_from::run(a, from, out),
+                None => super::enqueue::run(a, out),
+            };
+        }
         WorkCommand::Requeue(a) => (
             Verb::Requeue,
             &a.store,

@@ -217,13 +217,16 @@ impl Generator {
         self.n
     }
 
-    #[expect(
-        clippy::too_many_lines,
-        reason = "the demo workload's tick, one step per workload kind"
-    )]
     fn tick_inner(&mut self, store: &Store, now: Millis) -> Result<()> {
         self.setup(store)?;
-        // Effects: 0..=2 per tick around the expected rate.
+        self.enqueue_effects(store, now)?;
+        self.start_workflows(store, now)?;
+        self.ingest_event(store)?;
+        self.pay_due(store, now)
+    }
+
+    /// Effects: 0..=2 per tick around the expected rate.
+    fn enqueue_effects(&mut self, store: &Store, now: Millis) -> Result<()> {
         let mut specs = Vec::new();
         let mut budget = self.rates.effects;
         while budget > 0.0 && chance(&mut self.rng, budget.min(1.0)) {
@@ -246,8 +249,11 @@ impl Generator {
         if !specs.is_empty() {
             self.counts.effects += store.enqueue_batch(specs, &self.version)? as u64;
         }
+        Ok(())
+    }
 
-        // Workflows.
+    /// Orders (most of them paid later, some short or refused) and the other workflows.
+    fn start_workflows(&mut self, store: &Store, now: Millis) -> Result<()> {
         if chance(&mut self.rng, self.rates.orders) {
             let n = self.next_n();
             let order = format!("ord-{n:06}");
@@ -287,8 +293,11 @@ impl Generator {
                 self.start(store, "reminder", json!({ "recipient": format!("user{}@example.com", n % 97), "message": "your order is on its way" }), n)?;
             }
         }
+        Ok(())
+    }
 
-        // External events: fresh, duplicate, conflicting, unidentified.
+    /// At most one external event a tick: fresh, duplicate, conflicting or unidentified.
+    fn ingest_event(&mut self, store: &Store) -> Result<()> {
         if chance(&mut self.rng, self.rates.events) {
             let event = if !self.delivered.is_empty() && chance(&mut self.rng, self.rates.duplicate)
             {
@@ -319,8 +328,11 @@ impl Generator {
             };
             self.ingest(store, event)?;
         }
+        Ok(())
+    }
 
-        // Payments that are due.
+    /// The payments that are due, as events.
+    fn pay_due(&mut self, store: &Store, now: Millis) -> Result<()> {
         let mut due = Vec::new();
         self.payments.retain(|p| {
             if p.at <= now {

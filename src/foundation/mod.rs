@@ -3,10 +3,12 @@
 //! process mark that tells a crashed authority from a live one), reading files an operator
 //! hands a command (`file_input`: bounded reads; `toml_file`: located errors and the
 //! nearest valid name), instants and durations for people (`timefmt`), table cells from
-//! untrusted text (`text_cell`) and one progress line on stderr (`progress`). Every layer
+//! untrusted text (`text_cell`), one progress line on stderr (`progress`) and cron
+//! expressions in a time zone (`cron`). Every layer
 //! may use them; they use nothing but the other foundations.
 
 pub mod actor;
+pub mod cron;
 pub mod file_input;
 pub mod process;
 pub mod progress;

@@ -7,6 +7,7 @@ pub mod event;
 pub mod exec;
 pub mod handler_version;
 pub mod history;
+pub mod intake;
 pub mod lease;
 pub mod page;
 pub mod schedule;
@@ -23,6 +24,7 @@ pub use handler_version::HandlerVersion;
 pub use history::{
     AuditEntry, Grant, GrantKind, HistoryPosition, Holder, Takeover, WriteRecord, WriteVerb,
 };
+pub use intake::{IntakeCounts, IntakeRow};
 pub use lease::{Checkpoint, IdempotentAnswer, Lease, LeaseStatus};
 pub use page::{Page, PageRequest};
 pub use schedule::{CatchUp, Schedule};

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
+use crate::foundation::cron::ZonedCron;
 
 /// How many missed boundaries an outage enqueues when the schedule is next observed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,24 +39,56 @@ impl CatchUp {
 }
 
 /// The trigger shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "type")]
 pub enum Trigger {
     /// Fires at every epoch-aligned multiple of `everyMs`.
     Interval { every_ms: Millis },
     /// Fires once at the constant instant `afterMs`.
     Delay { after_ms: Millis },
+    /// Fires at every instant a five-field cron expression names in the IANA time zone
+    /// `tz` (`foundation/cron.rs` says what a DST gap or overlap does).
+    Cron { expr: String, tz: String },
 }
 
 impl Trigger {
-    /// `every 5s` or `once at <instant>`: how operators are shown a trigger.
-    #[must_use]
-    pub fn label(self) -> String {
+    /// A cron trigger, checked: the expression must read and the zone must be known.
+    ///
+    /// # Errors
+    /// `INVALID`, one line naming what is wrong.
+    pub fn cron(expr: &str, tz: &str) -> crate::Result<Self> {
+        let trigger = Self::Cron {
+            expr: expr.trim().to_owned(),
+            tz: tz.to_owned(),
+        };
+        trigger.check()?;
+        Ok(trigger)
+    }
+
+    /// Refuses a cron trigger whose expression does not read or whose zone is unknown;
+    /// interval and delay triggers always pass.
+    ///
+    /// # Errors
+    /// `INVALID`, one line naming what is wrong.
+    pub fn check(&self) -> crate::Result<()> {
         match self {
-            Self::Interval { every_ms } => format!("every {}", interval_label(every_ms)),
+            Self::Cron { expr, tz } => ZonedCron::parse(expr, tz)
+                .map(drop)
+                .map_err(crate::Error::Invalid),
+            Self::Interval { .. } | Self::Delay { .. } => Ok(()),
+        }
+    }
+
+    /// `every 5s`, `once at <instant>` or `cron 0 9 * * MON-FRI Europe/Paris`: how
+    /// operators are shown a trigger.
+    #[must_use]
+    pub fn label(&self) -> String {
+        match self {
+            Self::Interval { every_ms } => format!("every {}", interval_label(*every_ms)),
             Self::Delay { after_ms } => {
-                format!("once at {}", crate::clock::format_instant(after_ms))
+                format!("once at {}", crate::clock::format_instant(*after_ms))
             }
+            Self::Cron { expr, tz } => format!("cron {expr} {tz}"),
         }
     }
 }
@@ -85,6 +118,11 @@ pub struct Schedule {
     /// The next boundary strictly after `last_due`; index for "which schedules are due".
     pub next_due: Millis,
     pub created_at: Millis,
+    /// When an operator paused it; a paused schedule fires nothing, and its `next_due`
+    /// stays where it was, so on resume the boundaries missed meanwhile go through the
+    /// catch-up policy like an outage's.
+    #[serde(default)]
+    pub paused_at: Option<Millis>,
 }
 
 /// The firing work id for one due instant: derived, never minted.

@@ -18,14 +18,14 @@ use std::sync::Arc;
 use super::capability::Capability;
 use super::stall::ProcessStall;
 use crate::clock::Millis;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
-    InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem,
-    WorkflowDefinitionRow, WriteRecord,
+    InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease, PageRequest, Schedule, Subscription,
+    WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 
 /// What kind of store this is.
@@ -126,6 +126,15 @@ pub trait Backend: Send + Sync {
     /// # Errors
     /// Whatever `f` returns, or a store failure.
     fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
+
+    /// Checks the whole store for damage that opening it does not look for, and answers
+    /// what was checked, for people. Opening stays cheap (a one-shot writer must not read a
+    /// big store end to end); this may read everything, so it runs where that is worth it:
+    /// `leasehold store verify`, `init`, `copy`, and beside a starting authority.
+    ///
+    /// # Errors
+    /// `STORE_CORRUPT` on damage, or a store failure.
+    fn verify(&self) -> Result<String>;
 
     /// Writes of any process waiting on this store's write lock right now, as far as the
     /// provider can tell (see `store/stall.rs`); none by default.
@@ -267,6 +276,24 @@ pub trait Tx {
         Ok(self.waiting_lanes()?.into_iter().map(|(_, at)| at).min())
     }
 
+    // --- the intake (docs/ARCHITECTURE.md#intake); a provider without one has none
+    /// Removes up to `limit` committed intake requests, oldest first, and answers them: the
+    /// caller moves each into work or refuses it in the same transaction, so a rollback
+    /// leaves them waiting.
+    fn take_intake(&mut self, limit: usize) -> Result<Vec<IntakeRow>> {
+        let _ = limit;
+        Ok(Vec::new())
+    }
+    /// Keeps a request the move refused, with `reason`, where a person finds it.
+    fn refuse_intake(&mut self, row: &IntakeRow, reason: &str, at: Millis) -> Result<()> {
+        let _ = (row, reason, at);
+        Err(Error::Invalid("this store has no intake".into()))
+    }
+    /// How many requests wait in the intake, and how many were refused.
+    fn intake_counts(&mut self) -> Result<IntakeCounts> {
+        Ok(IntakeCounts::default())
+    }
+
     // --- events
     fn dedup(&mut self, source: &str, external_id: &str) -> Result<Option<DedupRecord>>;
     fn put_dedup(&mut self, record: &DedupRecord) -> Result<()>;
@@ -293,8 +320,10 @@ pub trait Tx {
     fn list_subscriptions(&mut self, page: &PageRequest) -> Result<Vec<Subscription>>;
     fn schedule(&mut self, id: &str) -> Result<Option<Schedule>>;
     fn put_schedule(&mut self, schedule: &Schedule) -> Result<()>;
-    /// Schedules with `next_due <= now`, earliest first.
+    /// Unpaused schedules with `next_due <= now`, earliest first.
     fn due_schedules(&mut self, now: Millis, limit: usize) -> Result<Vec<Schedule>>;
+    /// Removes a schedule; returns whether there was one.
+    fn delete_schedule(&mut self, id: &str) -> Result<bool>;
     fn list_schedules(&mut self, page: &PageRequest) -> Result<Vec<Schedule>>;
 
     // --- authorities, idempotency, audit

@@ -198,11 +198,8 @@ struct Copier<'a> {
 }
 
 impl Copier<'_> {
-    /// Copies every table from the snapshot `src`, then sets the revision.
-    #[expect(
-        clippy::too_many_lines,
-        reason = "one copy step per table, in dependency order"
-    )]
+    /// Copies every table from the snapshot `src`, in dependency order, then sets the
+    /// revision.
     fn copy_all(&mut self, src: &mut dyn Tx, source_name: &str) -> Result<CopySummary> {
         self.tables.clear();
         let revision = src.revision()?;
@@ -217,6 +214,27 @@ impl Copier<'_> {
             });
         }
 
+        self.state_tables(src)?;
+        self.history_tables(src)?;
+        self.workflow_tables(src)?;
+
+        self.commit(|tx| {
+            // Where the checker's history starts being whole travels with the history.
+            if let Some(mark) = history_from {
+                tx.set_meta_value(super::retention::HISTORY_FROM, mark)?;
+            }
+            tx.import_revision(revision, journal_high_water)
+        })?;
+        Ok(CopySummary {
+            revision,
+            journal_high_water,
+            tables: self.tables.clone(),
+        })
+    }
+
+    /// The coordination state: counters, leases, work, dedup records, the journal and its
+    /// ingestions, subscriptions, schedules, authorities and keyed answers.
+    fn state_tables(&mut self, src: &mut dyn Tx) -> Result<()> {
         self.table(
             src,
             "counters",
@@ -305,6 +323,11 @@ impl Copier<'_> {
             |a| a.key.clone(),
             |tx, a| tx.put_idempotent_answer(&a.key, &a.answer, a.at),
         )?;
+        Ok(())
+    }
+
+    /// The durable history the checker and the incident lists read.
+    fn history_tables(&mut self, src: &mut dyn Tx) -> Result<()> {
         self.table(
             src,
             "audit",
@@ -326,6 +349,11 @@ impl Copier<'_> {
             |w| w.revision,
             |tx, w| tx.add_write(w.clone()),
         )?;
+        Ok(())
+    }
+
+    /// Workflow definitions, instances with their histories, and action outcomes.
+    fn workflow_tables(&mut self, src: &mut dyn Tx) -> Result<()> {
         self.table(
             src,
             "definitions",
@@ -341,19 +369,7 @@ impl Copier<'_> {
             |o| o.invocation_id.clone(),
             |tx, o| tx.put_action_outcome(o),
         )?;
-
-        self.commit(|tx| {
-            // Where the checker's history starts being whole travels with the history.
-            if let Some(mark) = history_from {
-                tx.set_meta_value(super::retention::HISTORY_FROM, mark)?;
-            }
-            tx.import_revision(revision, journal_high_water)
-        })?;
-        Ok(CopySummary {
-            revision,
-            journal_high_water,
-            tables: self.tables.clone(),
-        })
+        Ok(())
     }
 
     /// Commits one batch in one target transaction. The first one also proves the target

@@ -29,7 +29,8 @@ pub enum Creation {
 /// there is nothing to create.
 ///
 /// # Errors
-/// `INVALID` (a bad URL, `memory`), `STORE_UNAVAILABLE`, `STORE_CORRUPT`, `STORE_READ_ONLY`.
+/// `INVALID` (a bad URL, `memory`), `STORE_UNAVAILABLE`, `STORE_REFUSED`, `STORE_CORRUPT`,
+/// `STORE_READ_ONLY`.
 pub fn create(url: &str) -> Result<(Store, Creation)> {
     let (backend, created): (Arc<dyn Backend>, bool) = match StoreUrl::parse(url)? {
         StoreUrl::Memory => {

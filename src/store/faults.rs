@@ -29,6 +29,9 @@ pub enum Fault {
     CommitThenLoseAnswer,
     /// The transaction commits after holding its write lock this long.
     SlowCommit(Duration),
+    /// Nothing is committed and the caller is told the store refuses this process for
+    /// good (a revoked grant, a changed password): `STORE_REFUSED`.
+    Refuse,
 }
 
 /// Which write transactions get which fault: write number `n` (from 1) gets the fault of
@@ -72,6 +75,7 @@ pub struct Injected {
     pub reported_failure_after_commit: u64,
     pub lost_answers: u64,
     pub slow_commits: u64,
+    pub refusals: u64,
 }
 
 /// A [`Backend`] that injects faults into another's write transactions.
@@ -160,6 +164,10 @@ impl Backend for FaultyBackend {
         self.inner.physical_durability()
     }
 
+    fn verify(&self) -> Result<String> {
+        self.inner.verify()
+    }
+
     fn capabilities(&self) -> Vec<Capability> {
         let withheld = self.withheld.lock().unwrap_or_else(PoisonError::into_inner);
         let mut all = self.inner.capabilities();
@@ -210,6 +218,10 @@ impl Backend for FaultyBackend {
                 })?;
                 self.count(|i| i.slow_commits += 1);
                 Ok(())
+            }
+            Some(Fault::Refuse) => {
+                self.count(|i| i.refusals += 1);
+                Err(Error::Refused(injected("the store refuses this process")))
             }
         }
     }
@@ -279,6 +291,7 @@ mod tests {
             ),
             (Fault::CommitThenLoseAnswer, true, Some("OUTCOME_UNKNOWN")),
             (Fault::SlowCommit(Duration::from_millis(1)), true, None),
+            (Fault::Refuse, false, Some("STORE_REFUSED")),
         ] {
             let (backend, store) = faulty();
             backend.plan(always(fault));

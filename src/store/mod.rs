@@ -24,6 +24,7 @@ mod fair_share;
 pub mod faults;
 mod group_commit;
 mod incidents;
+mod intake;
 mod leases;
 mod logged;
 pub mod memory;
@@ -36,6 +37,7 @@ mod registry;
 mod release;
 pub mod retention;
 pub mod rewind;
+mod schedule_control;
 mod schedules;
 pub mod stall;
 mod triage;
@@ -66,6 +68,8 @@ pub use reads::Overview;
 pub use registry::{FORGET_ACTION, Forgot, RESTART_ACTION, Restart};
 pub use release::{RELEASE_ACTION, Release, ReleasedClaim};
 pub use retention::{RetentionPolicy, TrimReport};
+pub use schedule_control::ScheduleControlled;
+pub use schedules::DEFAULT_ON_TIME_MS as SCHEDULE_ON_TIME_MS;
 pub use schedules::UPDATE_ACTION as SCHEDULE_UPDATE_ACTION;
 pub(crate) use schedules::fire_due_in;
 pub use triage::Triaged;
@@ -116,6 +120,10 @@ pub struct Store {
     /// The first sign that the store cannot be trusted (damaged, replaced, rewound); once
     /// set, every write through any clone is refused with it.
     untrusted: Arc<OnceLock<Error>>,
+    /// The first refusal of this process by the store (`STORE_REFUSED`): writes still go
+    /// to the store, which answers for itself, but a long-running caller learns that
+    /// waiting will not help.
+    refused: Arc<OnceLock<Error>>,
     /// Single-item enqueues from concurrent callers, committed together (`group_commit.rs`).
     enqueues: Arc<group_commit::GroupCommit<(NewWork, String), Result<work::Enqueued>>>,
 }
@@ -131,6 +139,7 @@ impl Store {
             rotations: per_owner::PerOwner::default(),
             witness: None,
             untrusted: Arc::new(OnceLock::new()),
+            refused: Arc::new(OnceLock::new()),
             enqueues: Arc::default(),
         }
     }
@@ -153,12 +162,40 @@ impl Store {
         self.untrusted.get().cloned()
     }
 
-    /// Remembers `result`'s error if it says the store cannot be trusted.
+    /// Checks the whole store for damage an open does not look for ([`Backend::verify`]:
+    /// SQLite's `quick_check` of every page, which reads the whole file) and answers what
+    /// was checked. Damage found is kept as [`Store::untrusted`].
+    ///
+    /// # Errors
+    /// `STORE_CORRUPT` on damage, or a store failure.
+    pub fn verify(&self) -> Result<String> {
+        self.verify_through(self)
+    }
+
+    /// [`Store::verify`] run through `checker`, this store opened once more: a SQLite handle
+    /// serves one call at a time, so a long check through its own connection would hold
+    /// up every claim. Damage found is kept as this handle's [`Store::untrusted`], so every
+    /// later write through any of its clones is refused with it (a running authority
+    /// stops).
+    ///
+    /// # Errors
+    /// As [`Store::verify`].
+    pub fn verify_through(&self, checker: &Store) -> Result<String> {
+        self.note(checker.backend.verify())
+    }
+
+    /// Whether a store call through this handle or a clone was refused for good
+    /// (`STORE_REFUSED`: credentials, permissions, a certificate): the first such refusal.
+    pub fn refused(&self) -> Option<Error> {
+        self.refused.get().cloned()
+    }
+
+    /// Remembers `result`'s error if it says the store cannot be trusted or refuses us.
     fn note<T>(&self, result: Result<T>) -> Result<T> {
-        if let Err(e) = &result
-            && e.is_untrusted_store()
-        {
-            let _ = self.untrusted.set(e.clone());
+        match &result {
+            Err(e) if e.is_untrusted_store() => drop(self.untrusted.set(e.clone())),
+            Err(e @ Error::Refused(_)) => drop(self.refused.set(e.clone())),
+            _ => {}
         }
         result
     }

@@ -9,8 +9,8 @@ use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::{WorkCount, WorkFilter, WorkLane};
 use crate::model::{
-    AuditEntry, Authority, Grant, Ingestion, InstanceRow, InstanceStatus, Page, PageRequest,
-    Schedule, Subscription, WorkItem, WriteRecord,
+    AuditEntry, Authority, Grant, Ingestion, InstanceRow, InstanceStatus, IntakeCounts, Page,
+    PageRequest, Schedule, Subscription, WorkItem, WriteRecord,
 };
 
 /// Counts and headline numbers for the overview, all from incremental counters.
@@ -32,6 +32,10 @@ pub struct Overview {
     pub waiting_lanes: Vec<(WorkLane, Millis)>,
     /// The first revision whose grants and writes are all kept (0: nothing trimmed).
     pub history_from: u64,
+    /// Intake requests not yet moved into work, and those the move refused: counted,
+    /// not kept by counters (an application's plain `INSERT` keeps none), from tables
+    /// that every claim drains or that wait for a person.
+    pub intake: IntakeCounts,
 }
 
 /// Turns a page of rows (ascending) into a [`Page`] with its continuation key.
@@ -62,7 +66,8 @@ impl Store {
         self.read(|tx| tx.revision())
     }
 
-    /// Headline counts, from counters kept by every write (never a scan).
+    /// Headline counts, from counters kept by every write (never a scan of the work), and
+    /// the intake's counts.
     ///
     /// # Errors
     /// A store failure.
@@ -102,6 +107,7 @@ impl Store {
             overview.waiting_lanes = tx.waiting_lanes()?;
             overview.oldest_waiting = overview.waiting_lanes.iter().map(|(_, at)| *at).min();
             overview.history_from = super::retention::history_from(tx)?;
+            overview.intake = tx.intake_counts()?;
             Ok(overview)
         })
     }

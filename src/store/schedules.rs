@@ -28,7 +28,8 @@ impl Store {
     /// `leasehold schedule create` does), and changes one with [`Self::update_schedule`].
     ///
     /// # Errors
-    /// `INVALID` for a schedule id or handler that fails [`check_id`] (nothing is written);
+    /// `INVALID` for a schedule id or handler that fails [`check_id`], or a cron trigger
+    /// that does not read ([`Trigger::check`]) (nothing is written);
     /// a store failure.
     pub fn create_schedule(
         &self,
@@ -41,6 +42,7 @@ impl Store {
     ) -> Result<bool> {
         check_id("schedule id", id)?;
         check_id("handler", handler)?;
+        trigger.check()?;
         self.write(|tx, now| {
             if tx.schedule(id)?.is_some() {
                 return Ok(false);
@@ -48,14 +50,15 @@ impl Store {
             tx.commit_revision()?;
             tx.put_schedule(&Schedule {
                 schedule_id: id.into(),
-                trigger,
+                trigger: trigger.clone(),
                 catch_up,
                 handler: handler.into(),
                 payload: payload.into(),
                 compat: compat.into(),
                 last_due: None,
-                next_due: rules::first_boundary(trigger, now),
+                next_due: rules::first_boundary(&trigger, now),
                 created_at: now,
+                paused_at: None,
             })?;
             Ok(true)
         })
@@ -67,7 +70,8 @@ impl Store {
     ///
     /// # Errors
     /// `NOT_FOUND` for an unknown schedule, `INVALID` for a schedule id or handler that fails
-    /// [`check_id`] (nothing is written either way); a store failure.
+    /// [`check_id`] or a cron trigger that does not read (nothing is written either way); a
+    /// store failure.
     #[allow(clippy::too_many_arguments)] // one argument per replaced field, plus who and which
     pub fn update_schedule(
         &self,
@@ -80,6 +84,7 @@ impl Store {
     ) -> Result<Schedule> {
         check_id("schedule id", id)?;
         check_id("handler", handler)?;
+        trigger.check()?;
         self.write(|tx, now| {
             let Some(current) = tx.schedule(id)? else {
                 return Err(Error::NotFound {
@@ -89,11 +94,11 @@ impl Store {
             };
             tx.commit_revision()?;
             let updated = Schedule {
-                trigger,
+                trigger: trigger.clone(),
                 catch_up,
                 handler: handler.into(),
                 payload: payload.into(),
-                next_due: rules::first_boundary(trigger, now.saturating_add(1)),
+                next_due: rules::first_boundary(&trigger, now.saturating_add(1)),
                 ..current
             };
             tx.put_schedule(&updated)?;
@@ -118,11 +123,13 @@ impl Store {
     /// ([`HandlerKeys`]); returns how many new firings this call created. Observers of one
     /// due instant converge on its derived firing id: the first to enqueue it wins, the
     /// rest add nothing. A schedule whose handler the observer does not run is left due.
+    /// Boundaries found within [`DEFAULT_ON_TIME_MS`] of their instant all fire; the catch-up
+    /// policy thins only the older ones ([`rules::observe`]).
     ///
     /// # Errors
     /// A store failure.
     pub fn fire_due_schedules(&self, observer: impl HandlerKeys, limit: usize) -> Result<usize> {
-        self.write(|tx, now| fire_due_in(tx, now, &observer, limit))
+        self.write(|tx, now| fire_due_in(tx, now, &observer, limit, DEFAULT_ON_TIME_MS))
     }
 
     /// One schedule.
@@ -134,8 +141,13 @@ impl Store {
     }
 }
 
+/// The on-time window of [`Store::fire_due_schedules`]: that of an observer polling every
+/// second, an authority's default.
+pub const DEFAULT_ON_TIME_MS: Millis = 2_000;
+
 /// [`Store::fire_due_schedules`] inside a transaction the caller may write more in (an
-/// authority's poll fires and claims in one).
+/// authority's poll fires and claims in one), with the observer's own on-time window
+/// ([`rules::on_time_window`] of its poll interval).
 ///
 /// # Errors
 /// A store failure (then the caller's transaction commits nothing).
@@ -144,13 +156,14 @@ pub(crate) fn fire_due_in(
     now: Millis,
     observer: &dyn HandlerKeys,
     limit: usize,
+    on_time: Millis,
 ) -> Result<usize> {
     let mut fired = 0;
     for schedule in tx.due_schedules(now, limit)? {
         let Some(observer_compat) = observer.key_for(&schedule.handler) else {
             continue;
         };
-        let observation = rules::observe(&schedule, now);
+        let observation = rules::observe(&schedule, now, on_time);
         tx.commit_revision()?;
         for due in &observation.due {
             let spec = NewWork {

@@ -114,7 +114,7 @@ pub(super) fn without_postgres() -> Error {
 /// Opens the store at `url` with the system clock and random tokens.
 ///
 /// # Errors
-/// `INVALID`, `STORE_UNAVAILABLE`, `STORE_CORRUPT`, `STORE_READ_ONLY`.
+/// `INVALID`, `STORE_UNAVAILABLE`, `STORE_REFUSED`, `STORE_CORRUPT`, `STORE_READ_ONLY`.
 pub fn open(url: &str, mode: OpenMode) -> Result<Store> {
     let backend: Arc<dyn super::Backend> = match StoreUrl::parse(url)? {
         StoreUrl::Memory => Arc::new(MemoryBackend::new()),

@@ -163,7 +163,7 @@ impl Witness {
     ///
     /// # Errors
     /// `STORE_REWOUND` when the store is behind the witness or another store;
-    /// `STORE_UNAVAILABLE` when the witness cannot be read or written.
+    /// `STORE_UNAVAILABLE` or `STORE_REFUSED` as [`Self::load`].
     pub fn open(dir: &Path, store: &Store) -> Result<Self> {
         let witness = Self::load(dir, store)?;
         witness.accept(Seen::of(store)?)?;
@@ -174,7 +174,8 @@ impl Witness {
     /// (for accepting a rewind, which then adopts the store).
     ///
     /// # Errors
-    /// `STORE_UNAVAILABLE` when the witness cannot be read or written.
+    /// `STORE_UNAVAILABLE` when the witness cannot be read or written; `STORE_REFUSED`
+    /// when it holds what no build wrote (an operator decides whether to remove it).
     pub fn load(dir: &Path, store: &Store) -> Result<Self> {
         let name = hex::encode(Sha256::digest(store.backend.identity().as_bytes()));
         let path = dir.join(format!("{}.witness", &name[..32]));
@@ -195,7 +196,7 @@ impl Witness {
             None
         } else {
             Some(serde_json::from_str(text.trim()).map_err(|e| {
-                Error::Unavailable(format!(
+                Error::Refused(format!(
                     "rewind witness {} is unreadable ({e}); remove it only if the store is known to be intact",
                     path.display()
                 ))

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::fair_share::{ClaimBudget, Rotation, claim_candidates};
+use super::intake::move_intake;
 use super::{Counter, HandlerKeys, Logged, Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
@@ -153,11 +154,9 @@ impl Store {
     /// written, and one `IDEMPOTENCY_CONFLICT` (with the store or within the batch)
     /// refuses the whole batch, nothing written.
     pub fn enqueue_batch(&self, specs: Vec<NewWork>, keys: impl HandlerKeys) -> Result<usize> {
-        let stamped = specs
-            .into_iter()
-            .map(|spec| stamp(spec, &keys))
-            .collect::<Result<Vec<_>>>()?;
+        let stamped = stamp_all(specs, &keys)?;
         self.write(|tx, now| {
+            move_intake(tx, now)?;
             let mut created = 0;
             for offered in offer_in(tx, now, &stamped)? {
                 created += usize::from(offered? == Enqueued::Created);
@@ -166,10 +165,33 @@ impl Store {
         })
     }
 
+    /// Enqueues many items in one transaction and answers each on its own, as
+    /// [`Self::offer_work`] would: new, a repeat naming the item found, or
+    /// `IDEMPOTENCY_CONFLICT` for that item alone — nothing is written for a conflicting
+    /// item and the others commit. A producer loading a file of items uses it, so one
+    /// line that clashes with the store does not hold back the rest of its batch.
+    ///
+    /// # Errors
+    /// One invalid spec refuses the whole batch before anything is written (as
+    /// [`Self::enqueue_batch`]); a store failure fails the whole batch.
+    pub fn offer_batch(
+        &self,
+        specs: Vec<NewWork>,
+        keys: impl HandlerKeys,
+    ) -> Result<Vec<Result<Enqueued>>> {
+        let stamped = stamp_all(specs, &keys)?;
+        self.insert_stamped(&stamped)
+    }
+
     /// Writes stamped items in one transaction (a group commit of single-item calls); for
     /// each, what it came to. A conflict answers its own call only: the others commit.
+    /// Committed intake requests are moved first: an application's request that committed
+    /// before this call holds its key before this call's items do.
     fn insert_stamped(&self, stamped: &[(NewWork, String)]) -> Result<Vec<Result<Enqueued>>> {
-        self.write(|tx, now| offer_in(tx, now, stamped))
+        self.write(|tx, now| {
+            move_intake(tx, now)?;
+            offer_in(tx, now, stamped)
+        })
     }
 
     /// Claims up to `limit` eligible items whose digest is one of `keys` for `owner`, atomically:
@@ -211,7 +233,10 @@ impl Store {
     /// [`Self::claim_work`] within `budget`: at most `budget.limit` items, and at most its
     /// number of each handler it limits. Reclaims of lapsed claims come first; the rest of
     /// the budget is shared fairly across the kinds and handlers with due work
-    /// (`store/fair_share.rs`), each handler's items by priority, then due time.
+    /// (`store/fair_share.rs`), each handler's items by priority, then due time. Committed
+    /// intake requests are moved into work first (`store/intake.rs`), so an effect an
+    /// application enqueued in its own transaction is claimable by the first claim after
+    /// its commit.
     ///
     /// # Errors
     /// A store failure.
@@ -246,6 +271,7 @@ impl Store {
         budget: &ClaimBudget,
         lease_ms: Millis,
     ) -> Result<(Vec<Claim>, Rotation)> {
+        move_intake(tx, now)?;
         let rotation = self.rotations.get(owner).unwrap_or_default();
         let (candidates, rotated) = claim_candidates(tx, keys, now, budget, &rotation)?;
         let mut claimed = Vec::with_capacity(candidates.len());
@@ -678,7 +704,7 @@ fn not_found(id: &str) -> Error {
 /// new, a repeat of the item holding its key or id, or `IDEMPOTENCY_CONFLICT` with it.
 /// The ids and keys are announced first, so a provider that reads over a network fetches
 /// them together.
-fn offer_in(
+pub(crate) fn offer_in(
     tx: &mut dyn Tx,
     now: Millis,
     stamped: &[(NewWork, String)],
@@ -746,8 +772,13 @@ pub(crate) fn difference(stored: &WorkItem, offered: &NewWork) -> Option<&'stati
     }
 }
 
+/// Every spec of a batch [`stamp`]ed; the first invalid one refuses them all.
+fn stamp_all(specs: Vec<NewWork>, keys: &impl HandlerKeys) -> Result<Vec<(NewWork, String)>> {
+    specs.into_iter().map(|spec| stamp(spec, keys)).collect()
+}
+
 /// `spec` checked and stamped with the key `keys` gives its handler.
-fn stamp(spec: NewWork, keys: &impl HandlerKeys) -> Result<(NewWork, String)> {
+pub(crate) fn stamp(spec: NewWork, keys: &impl HandlerKeys) -> Result<(NewWork, String)> {
     check_id("work id", &spec.id)?;
     check_id("handler", &spec.handler)?;
     check_opt_id("logical effect id", spec.logical_effect_id.as_deref())?;

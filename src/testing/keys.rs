@@ -137,6 +137,40 @@ pub fn a_batch_holding_a_key_twice_enqueues_it_once(h: &dyn Harness) {
     );
 }
 
+/// A batch offered item by item answers each on its own: a conflict (with the store, or
+/// with an earlier item of the batch) writes nothing for that item, and the rest commit.
+pub fn an_offered_batch_answers_each_item(h: &dyn Harness) {
+    let s = h.store();
+    assert!(ok("first", s.enqueue(charge("x", "K", 12), K)));
+    let batch = vec![
+        charge("a", "K1", 1),
+        charge("y", "K", 13),
+        charge("b", "K1", 1),
+        charge("c", "K1", 2),
+        charge("z", "K", 12),
+    ];
+    let answers = ok("batch", s.offer_batch(batch, K));
+    let codes: Vec<String> = answers
+        .iter()
+        .map(|a| match a {
+            Ok(Enqueued::Created) => "created".to_owned(),
+            Ok(Enqueued::Duplicate(id)) => format!("duplicate of {id}"),
+            Err(e) => e.code().to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "created",
+            "IDEMPOTENCY_CONFLICT",
+            "duplicate of a",
+            "IDEMPOTENCY_CONFLICT",
+            "duplicate of x",
+        ]
+    );
+    assert_eq!(stored_ids(&s), ["a", "x"]);
+}
+
 /// Concurrent single offers of one key (sharing commits) create exactly one item; the
 /// others are repeats of it, whichever commit group each joined.
 pub fn concurrent_offers_of_one_key_create_one_item(h: &dyn Harness) {

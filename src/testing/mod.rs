@@ -49,9 +49,13 @@ pub mod registry;
 pub mod release;
 pub mod replay;
 pub mod retention;
+pub mod schedule_control;
 pub mod schedules;
 pub mod work;
 pub mod work_checkpoints;
+pub mod work_claims;
+pub mod work_enqueue;
+pub mod work_fencing;
 
 mod suite;
 

@@ -9,7 +9,7 @@ use crate::clock::Millis;
 use crate::model::schedule::{CatchUp, Trigger, firing_id};
 use crate::model::work::WorkFilter;
 use crate::model::{PageRequest, WorkKind, WorkState};
-use crate::store::SCHEDULE_UPDATE_ACTION;
+use crate::store::{SCHEDULE_ON_TIME_MS, SCHEDULE_UPDATE_ACTION};
 
 use super::{BASE, Harness, K, K_OTHER, START, ok, refused, retry_contention};
 
@@ -166,10 +166,12 @@ fn after_outage(h: &dyn Harness, catch_up: CatchUp) -> (usize, BTreeSet<String>)
     out
 }
 
-/// `catchUp: latest` enqueues only the most recent missed boundary.
+/// `catchUp: latest` enqueues the most recent boundary and any other found on time (at
+/// most [`SCHEDULE_ON_TIME_MS`] old, here the one 1 750 ms old); the older ones are dropped.
 pub fn catch_up_latest_after_an_outage(h: &dyn Harness) {
     let (fired, got) = after_outage(h, CatchUp::Latest);
-    assert_eq!((fired, got), (1, ids("s", [BASE + 5_000])));
+    assert_eq!(SCHEDULE_ON_TIME_MS, 2_000);
+    assert_eq!((fired, got), (2, ids("s", [BASE + 4_000, BASE + 5_000])));
 }
 
 /// `catchUp: all` enqueues every missed boundary.
@@ -334,5 +336,53 @@ pub fn update_changes_the_next_firings_not_past_ones(h: &dyn Harness) {
         "alice@host",
     );
     assert_eq!(refused("unknown", unknown), "NOT_FOUND");
+    assert_eq!(ok("revision", s.revision()), revision, "nothing written");
+}
+
+/// A cron trigger is stored with its zone and read back the same on every provider: a
+/// weekday 09:00 in Paris fires at 08:00 UTC in winter, skips the weekend, and a
+/// malformed expression or an unknown zone is refused, one line, with nothing written.
+pub fn a_cron_schedule_fires_at_its_zones_instants(h: &dyn Harness) {
+    let s = h.store();
+    let weekdays = ok("cron", Trigger::cron("0 9 * * MON-FRI", "Europe/Paris"));
+    assert!(ok(
+        "create",
+        s.create_schedule("paris", weekdays.clone(), CatchUp::Latest, "h", "{}", K)
+    ));
+    let stored = ok("read", s.schedule("paris")).expect("schedule");
+    assert_eq!(stored.trigger, weekdays);
+    // Wednesday 2023-11-15 09:00 CET.
+    let wednesday = 1_700_035_200_000;
+    assert_eq!(stored.next_due, wednesday);
+    h.clock().set(wednesday);
+    assert_eq!(ok("fire", s.fire_due_schedules(K, 10)), 1);
+    let day = 86_400_000;
+    assert_eq!(
+        ok("read", s.schedule("paris")).expect("schedule").next_due,
+        wednesday + day
+    );
+    h.clock().set(wednesday + 2 * day);
+    s.fire_due_schedules(K, 10).expect("fire friday");
+    assert_eq!(
+        ok("read", s.schedule("paris")).expect("schedule").next_due,
+        wednesday + 5 * day,
+        "Friday's next is Monday"
+    );
+    assert!(firings(h).contains(&firing_id("paris", wednesday + 2 * day)));
+
+    let revision = ok("revision", s.revision());
+    for (expr, tz) in [("0 25 * * *", "UTC"), ("0 9 * * *", "Europe/Atlantis")] {
+        let bad = Trigger::Cron {
+            expr: expr.into(),
+            tz: tz.into(),
+        };
+        assert_eq!(
+            refused(
+                expr,
+                s.create_schedule("bad", bad, CatchUp::Latest, "h", "{}", K)
+            ),
+            "INVALID"
+        );
+    }
     assert_eq!(ok("revision", s.revision()), revision, "nothing written");
 }

@@ -254,6 +254,8 @@ pub enum Action {
     TriageWork(crate::rules::triage::Verb),
     /// Release the selected gone authority's claims, or forget it (asks first).
     ActOnAuthority(super::app::AuthorityVerb),
+    /// Pause, resume or delete the selected schedule (asks first).
+    ControlSchedule(crate::rules::schedule::Control),
     /// Move the replay's cursor: a step or to a failover, either way.
     Replay(super::replay::Seek),
     Demo(DemoKey),

@@ -1,5 +1,6 @@
 //! What an operator's command does to the store: carries out the store-side
-//! [`Command`]s the app asks for (a cancel, a triage, a release or forget, a bulk run, a
+//! [`Command`]s the app asks for (a cancel, a triage, a release or forget, a schedule's
+//! pause, resume or delete, a bulk run, a
 //! demo operation, a describe read) and answers the [`Action`] that reports it. The event
 //! loop runs it on a blocking thread through a write handle ([`super::writer`]); the
 //! harness runs it in line, so tests drive the very code the dashboard runs.
@@ -102,6 +103,23 @@ pub fn execute(
             };
             Some(Action::Done(Done::Acted {
                 subject: instance.clone(),
+                message,
+                refused,
+            }))
+        }
+        Command::Schedule {
+            control,
+            schedule,
+            reason,
+        } => {
+            let (message, refused) = match store.control_schedule(schedule, *control, actor, reason)
+            {
+                Ok(answer) if answer.changed => (control.done().to_owned(), false),
+                Ok(_) => (format!("already {}", control.done()), false),
+                Err(e) => (format!("refused: {e}"), true),
+            };
+            Some(Action::Done(Done::Acted {
+                subject: schedule.clone(),
                 message,
                 refused,
             }))

@@ -42,7 +42,7 @@ impl Drop for TerminalGuard {
 }
 
 fn terminal_error(e: &io::Error) -> Error {
-    Error::Unavailable(format!("terminal: {e}"))
+    Error::Local(format!("terminal: {e}"))
 }
 
 /// Runs the dashboard over one store until the operator quits; operator actions go
@@ -65,7 +65,7 @@ pub async fn run(store: Store, options: TuiOptions) -> Result<()> {
 /// before the terminal is touched.
 ///
 /// # Errors
-/// `INVALID` for an unknown or broken theme or no store; `STORE_UNAVAILABLE` when the
+/// `INVALID` for an unknown or broken theme or no store; `LOCAL_FAILURE` when the
 /// terminal cannot be used. Store failures while running are shown, retried, and not
 /// returned.
 pub async fn run_attached(stores: Vec<Attached>, options: TuiOptions) -> Result<()> {
@@ -144,13 +144,13 @@ fn recording(path: &std::path::Path) -> io::Result<Recording> {
 /// [`run`] on a fresh tokio runtime, for callers without one.
 ///
 /// # Errors
-/// As [`run`]; `STORE_UNAVAILABLE` when no runtime can be built.
+/// As [`run`]; `LOCAL_FAILURE` when no runtime can be built.
 pub fn run_blocking(store: Store, options: TuiOptions) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Error::Unavailable(format!("tokio runtime: {e}")))?;
+        .map_err(|e| Error::Local(format!("tokio runtime: {e}")))?;
     runtime.block_on(run(store, options))
 }
 

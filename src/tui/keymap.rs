@@ -9,6 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::action::{Action, DemoKey, ViewId, WorkQuick};
 use super::app::AuthorityVerb;
 use super::replay::Seek;
+use crate::rules::schedule::Control;
 use crate::rules::triage::Verb;
 
 /// Where the keyboard focus is.
@@ -439,6 +440,27 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             View(ViewId::Work),
             Operator,
             "retry the selected item now, skipping its backoff (asks first)",
+        ),
+        bind(
+            &[Key::ch('Z')],
+            Action::ControlSchedule(Control::Pause),
+            View(ViewId::Schedules),
+            Operator,
+            "pause the selected schedule: it fires nothing until resumed (asks first)",
+        ),
+        bind(
+            &[Key::ch('W')],
+            Action::ControlSchedule(Control::Resume),
+            View(ViewId::Schedules),
+            Operator,
+            "resume the selected schedule: its catch-up policy decides what missed boundaries fire (asks first)",
+        ),
+        bind(
+            &[Key::ch('D')],
+            Action::ControlSchedule(Control::Delete),
+            View(ViewId::Schedules),
+            Operator,
+            "delete the selected schedule; firings already enqueued stay (asks first)",
         ),
         bind(
             &[Key::ch('K')],

@@ -40,6 +40,9 @@ pub fn execute_with(
                 | Command::Triage { item: subject, .. }
                 | Command::Authority {
                     instance: subject, ..
+                }
+                | Command::Schedule {
+                    schedule: subject, ..
                 } => Done::Acted {
                     subject: subject.clone(),
                     message,

@@ -17,14 +17,14 @@ use serde_json::Value;
 
 use super::{assert_one_line_failure, code, json_lines, leasehold, stderr};
 
-fn empty_store(dir: &std::path::Path) -> (String, Store) {
+pub(crate) fn empty_store(dir: &std::path::Path) -> (String, Store) {
     let url = format!("sqlite:{}", dir.join("store.db").display());
     let store = url::open(&url, OpenMode::ReadWrite).unwrap();
     (url, store)
 }
 
 /// `leasehold work enqueue --store URL ARGS…`.
-fn enqueue(url: &str, args: &[&str]) -> Output {
+pub(crate) fn enqueue(url: &str, args: &[&str]) -> Output {
     let mut all = vec!["work", "enqueue", "--store", url];
     all.extend_from_slice(args);
     leasehold(&all)
@@ -32,7 +32,7 @@ fn enqueue(url: &str, args: &[&str]) -> Output {
 
 /// [`enqueue`] with `input` on standard input (written from another thread, and not
 /// necessarily read whole: a refused payload is read only up to its bound).
-fn enqueue_with_stdin(url: &str, args: &[&str], input: Vec<u8>) -> Output {
+pub(crate) fn enqueue_with_stdin(url: &str, args: &[&str], input: Vec<u8>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
         // Rewind witnesses of these throwaway stores stay out of the home directory.
         .env(

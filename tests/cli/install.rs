@@ -289,8 +289,11 @@ fn checkout_revision() -> Option<String> {
 fn version_names_the_version_the_revision_and_the_features() {
     let revision = checkout_revision().unwrap_or_else(|| "unknown".to_owned());
     let enabled: Vec<&str> = [
+        ("cli", cfg!(feature = "cli")),
         ("jemalloc", cfg!(feature = "jemalloc")),
         ("postgres", cfg!(feature = "postgres")),
+        ("testing", cfg!(feature = "testing")),
+        ("tui", cfg!(feature = "tui")),
     ]
     .into_iter()
     .filter_map(|(name, on)| on.then_some(name))

@@ -1,5 +1,6 @@
-//! What the binary refuses before it touches anything: a dashboard or a read over a path
-//! that is not a store (nothing created, the file byte-for-byte as it was), a dashboard
+//! What the binary refuses before it touches anything: a dashboard, a read or an authority
+//! over a path that is not a store (`STORE_REFUSED`, nothing created, the file
+//! byte-for-byte as it was), a dashboard
 //! without a terminal, hostile identifiers on every verb, and files past their size bound.
 
 use std::collections::BTreeSet;
@@ -26,6 +27,7 @@ pub(super) fn listing(dir: &Path) -> BTreeSet<String> {
 fn reading_commands_refuse_what_is_not_a_store_and_create_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("typo.db");
+    let no_dir = dir.path().join("no-such-dir").join("store.db");
     let empty = dir.path().join("empty.db");
     std::fs::write(&empty, b"").unwrap();
     let subdir = dir.path().join("a-directory");
@@ -41,6 +43,7 @@ fn reading_commands_refuse_what_is_not_a_store_and_create_nothing() {
 
     for target in [
         &missing,
+        &no_dir,
         &empty,
         &subdir,
         &passwd,
@@ -55,12 +58,26 @@ fn reading_commands_refuse_what_is_not_a_store_and_create_nothing() {
             vec!["inspect", "--store", path.as_str(), "work"],
             vec!["history", "--store", path.as_str(), "wf-1"],
             vec!["check", "--store", path.as_str()],
+            vec![
+                "authority",
+                "--store",
+                path.as_str(),
+                "--instance",
+                "a1",
+                "--workload",
+                "default",
+            ],
         ] {
             let o = leasehold(&args);
             let err = assert_one_line_failure(&o, 2);
             assert!(
                 !err.contains("terminal"),
                 "{args:?}: the store's problem comes first: {err}"
+            );
+            // Not an outage to wait out: the path stays what it is.
+            assert!(
+                err.starts_with("leasehold: STORE_REFUSED: "),
+                "{args:?}: {err}"
             );
         }
     }

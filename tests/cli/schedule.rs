@@ -1,5 +1,5 @@
-//! `leasehold schedule create|update|list`: what each prints is what the store holds, an
-//! update is audited under the operator, and bad input is one line, changes nothing and
+//! `leasehold schedule create|update|pause|resume|delete|list`: what each prints is what
+//! the store holds, every change is audited under the operator, and bad input is one line, changes nothing and
 //! never creates a store.
 
 use leasehold::Store;
@@ -48,7 +48,7 @@ fn schedule_create_update_list_say_what_the_store_holds() {
     let stored = store.schedule("tick").unwrap().expect("created");
     assert_eq!(
         (
-            stored.trigger,
+            stored.trigger.clone(),
             stored.catch_up,
             stored.handler.as_str(),
             stored.payload.as_str()
@@ -103,7 +103,7 @@ fn schedule_create_update_list_say_what_the_store_holds() {
     let stored = store.schedule("tick").unwrap().expect("still there");
     assert_eq!(
         (
-            stored.trigger,
+            stored.trigger.clone(),
             stored.catch_up,
             stored.handler.as_str(),
             stored.payload.as_str()
@@ -286,4 +286,130 @@ fn schedule_bad_input_is_one_line_and_changes_nothing() {
             .rows
             .is_empty()
     );
+}
+
+#[test]
+fn schedule_pause_resume_delete_are_audited_and_an_unknown_id_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    let every = Trigger::Interval { every_ms: 30_000 };
+    assert!(
+        store
+            .create_schedule("tick", every, CatchUp::Latest, "ping", "{}", "k")
+            .unwrap()
+    );
+    let control = |verb: &str, extra: &[&str]| {
+        let mut args = vec!["schedule", verb, "--store", &url, "tick", "--json"];
+        args.extend_from_slice(extra);
+        one(&leasehold(&args))
+    };
+    let paused = control("pause", &["--reason", "partner down"]);
+    assert_eq!(paused["outcome"], "paused");
+    assert!(paused["pausedAt"].is_i64(), "{paused}");
+    assert!(
+        store
+            .schedule("tick")
+            .unwrap()
+            .expect("kept")
+            .paused_at
+            .is_some()
+    );
+    assert_eq!(control("pause", &[])["outcome"], "already paused");
+    let listed = json_lines(&leasehold(&[
+        "inspect",
+        "schedules",
+        "--store",
+        &url,
+        "--json",
+    ]));
+    assert_eq!(listed[0]["paused"], true, "{listed:?}");
+    let resumed = control("resume", &[]);
+    assert_eq!(resumed["outcome"], "resumed");
+    assert!(resumed["pausedAt"].is_null());
+    assert_eq!(control("resume", &[])["outcome"], "already running");
+    assert_eq!(
+        control("delete", &["--reason", "retired"])["outcome"],
+        "deleted"
+    );
+    assert_eq!(store.schedule("tick").unwrap(), None);
+
+    let audit = store.list_audit(&PageRequest::first(100)).unwrap().rows;
+    for action in ["schedule-pause", "schedule-resume", "schedule-delete"] {
+        let entry = audit
+            .iter()
+            .find(|a| a.action == action)
+            .unwrap_or_else(|| panic!("{action} audited: {audit:?}"));
+        assert_eq!(
+            (entry.actor.clone(), entry.target.as_str()),
+            (operator(), "tick")
+        );
+    }
+    for verb in ["delete", "pause", "resume"] {
+        let gone = leasehold(&["schedule", verb, "--store", &url, "tick"]);
+        let err = assert_one_line_failure(&gone, 2);
+        assert!(
+            err.contains("NOT_FOUND") || err.contains("not found"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn schedule_create_cron_in_a_zone_and_bad_cron_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    let created = one(&leasehold(&[
+        "schedule",
+        "create",
+        "--store",
+        &url,
+        "standup",
+        "--cron",
+        "0 9 * * MON-FRI",
+        "--tz",
+        "Europe/Paris",
+        "--handler",
+        "ping",
+        "--json",
+    ]));
+    assert_eq!(created["trigger"], "cron 0 9 * * MON-FRI Europe/Paris");
+    assert_eq!(
+        store.schedule("standup").unwrap().expect("created").trigger,
+        Trigger::Cron {
+            expr: "0 9 * * MON-FRI".into(),
+            tz: "Europe/Paris".into()
+        }
+    );
+    let listed = json_lines(&leasehold(&[
+        "inspect",
+        "schedules",
+        "--store",
+        &url,
+        "--json",
+    ]));
+    assert_eq!(
+        (listed[0]["cron"].as_str(), listed[0]["tz"].as_str()),
+        (Some("0 9 * * MON-FRI"), Some("Europe/Paris"))
+    );
+    for (cron, tz, says) in [
+        ("0 9 * *", "UTC", "cannot read cron"),
+        ("0 9 * * MON-FRI", "Europe/Atlantis", "unknown time zone"),
+    ] {
+        let out = leasehold(&[
+            "schedule",
+            "create",
+            "--store",
+            &url,
+            "bad",
+            "--cron",
+            cron,
+            "--tz",
+            tz,
+            "--handler",
+            "ping",
+        ]);
+        let err = assert_one_line_failure(&out, 2);
+        assert!(err.contains(says), "{err}");
+    }
+    assert_eq!(store.schedule("bad").unwrap(), None);
 }

@@ -120,14 +120,14 @@ fn not_a_sqlite_file_is_refused_and_left_alone() {
     std::fs::write(&path, &bytes).expect("write");
     for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
         let err = open_err("a text file", &sqlite_url(&path), mode);
-        one_line("a text file", &err, "STORE_CORRUPT");
+        one_line("a text file", &err, "STORE_REFUSED");
         // A bare path means SQLite too.
         let err = open_err(
             "a text file by bare path",
             &path.display().to_string(),
             mode,
         );
-        one_line("a text file by bare path", &err, "STORE_CORRUPT");
+        one_line("a text file by bare path", &err, "STORE_REFUSED");
     }
     assert_eq!(
         std::fs::read(&path).expect("read"),
@@ -148,7 +148,7 @@ fn another_applications_database_is_refused_and_left_alone() {
     let bytes = std::fs::read(&path).expect("read");
     for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
         let err = open_err("another app's database", &sqlite_url(&path), mode);
-        one_line("another app's database", &err, "STORE_CORRUPT");
+        one_line("another app's database", &err, "STORE_REFUSED");
     }
     assert_eq!(
         std::fs::read(&path).expect("read"),
@@ -218,7 +218,7 @@ fn newer_schema_version_is_refused_and_left_alone() {
     let bytes = std::fs::read(&path).expect("read");
     for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
         let err = open_err("a newer schema", &sqlite_url(&path), mode);
-        let text = one_line("a newer schema", &err, "STORE_CORRUPT");
+        let text = one_line("a newer schema", &err, "STORE_REFUSED");
         assert!(text.contains("99"), "names the version it found: {text}");
         assert_eq!(
             std::fs::read(&path).expect("read"),
@@ -376,13 +376,13 @@ fn read_only_open_of_a_missing_file_creates_nothing() {
         &sqlite_url(&path),
         OpenMode::ReadOnly,
     );
-    one_line("a missing file, read-only", &err, "STORE_UNAVAILABLE");
+    one_line("a missing file, read-only", &err, "STORE_REFUSED");
     assert!(
         !path.exists() && !wal_path(&path).exists(),
         "nothing was created"
     );
     let err = open_err("a directory", &sqlite_url(dir.path()), OpenMode::ReadWrite);
-    one_line("a directory", &err, "STORE_UNAVAILABLE");
+    one_line("a directory", &err, "STORE_REFUSED");
 }
 
 /// The dashboard's write handle (`OpenMode::Existing`) writes an existing store but never
@@ -392,7 +392,7 @@ fn existing_mode_writes_a_store_but_never_creates_one() {
     let dir = temp();
     let missing = dir.path().join("typo.db");
     let err = open_err("a missing file", &sqlite_url(&missing), OpenMode::Existing);
-    one_line("a missing file", &err, "STORE_UNAVAILABLE");
+    one_line("a missing file", &err, "STORE_REFUSED");
     assert!(
         !missing.exists() && !wal_path(&missing).exists(),
         "nothing created"
@@ -401,7 +401,7 @@ fn existing_mode_writes_a_store_but_never_creates_one() {
     let empty = dir.path().join("empty.db");
     std::fs::write(&empty, b"").expect("write");
     let err = open_err("an empty file", &sqlite_url(&empty), OpenMode::Existing);
-    one_line("an empty file", &err, "STORE_UNAVAILABLE");
+    one_line("an empty file", &err, "STORE_REFUSED");
     assert_eq!(std::fs::read(&empty).expect("read").len(), 0, "still empty");
     assert!(!wal_path(&empty).exists());
 
@@ -411,4 +411,22 @@ fn existing_mode_writes_a_store_but_never_creates_one() {
     store
         .enqueue(effect("one-more"), K)
         .expect("the write handle writes");
+}
+
+/// A path in a directory that does not exist is a refusal retrying cannot change, not an
+/// outage: `STORE_REFUSED`, and no directory is made.
+#[test]
+fn a_path_in_a_missing_directory_is_refused() {
+    let dir = temp();
+    let missing = dir.path().join("no-such-dir").join("store.db");
+    for mode in [OpenMode::ReadWrite, OpenMode::Existing, OpenMode::ReadOnly] {
+        let err = open_err("a missing directory", &sqlite_url(&missing), mode);
+        let text = one_line("a missing directory", &err, "STORE_REFUSED");
+        assert!(text.contains("no-such-dir"), "{mode:?}: {text}");
+        assert!(
+            err.is_terminal_store_failure(),
+            "{mode:?}: not retried: {text}"
+        );
+    }
+    assert!(!dir.path().join("no-such-dir").exists(), "nothing created");
 }

@@ -6,6 +6,7 @@
 //! ([`HandlerCall::run_here`]) — and gets the [`Executed`] to finish. Nothing here writes
 //! except a handler's own checkpoint; recording the outcome is [`super::finish`]'s job.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -122,116 +123,125 @@ impl AuthorityCore {
 
     /// Reads what `job` needs and says whether a handler must run. Writes nothing.
     #[must_use]
-    #[expect(
-        clippy::too_many_lines,
-        reason = "the attempt's preparation, step by step in the order it runs"
-    )]
     pub fn prepare(&self, job: &Job) -> Prepared {
-        let ready = |exec| {
-            Prepared::Ready(Executed {
-                job_id: job.id,
-                exec,
-                spent_ms: 0,
-            })
-        };
         match &job.task {
-            Task::Work(item) => {
-                let kind = match item.kind {
-                    WorkKind::Effect => AttemptKind::Effect,
-                    WorkKind::Schedule => AttemptKind::Schedule,
-                    WorkKind::Cursor => AttemptKind::Cursor,
-                };
-                let Some(handler) = self.workload.get(&item.handler) else {
-                    return ready(Exec::NoHandler(item.handler.clone()));
-                };
-                let payload: Value = serde_json::from_str(&item.payload)
-                    .unwrap_or_else(|_| Value::String(item.payload.clone()));
-                let mut ctx = AttemptContext::new(
-                    &item.id,
-                    kind,
-                    &item.handler,
-                    payload,
-                    &item.logical_effect_id,
-                    &item.idempotency_key,
-                    item.attempt_number,
-                    self.id(),
-                    item.generation,
-                    self.workload.seed(),
-                    self.pace,
-                )
-                .with_lease(job.lease.watch())
-                .with_checkpoint(item.checkpoint.clone())
-                .with_checkpoint_writer(self.work_checkpoints(item));
-                let mut then = Then::Work {
-                    last_seq: None,
-                    delivered: 0,
-                };
-                if kind == AttemptKind::Cursor {
-                    let sub_id = subscription_id(item);
-                    match self.cursor_events(&sub_id) {
-                        Err(e) => return ready(Exec::Aborted(e.to_string())),
-                        Ok(None) => {
-                            return ready(Exec::Work {
-                                outcome: HandlerOutcome::terminal(
-                                    "NO_SUBSCRIPTION",
-                                    format!("subscription {sub_id} does not exist"),
-                                ),
-                                advance_to: None,
-                                delivered: 0,
-                            });
-                        }
-                        Ok(Some(events)) if events.is_empty() => return ready(Exec::CursorIdle),
-                        Ok(Some(events)) => {
-                            then = Then::Work {
-                                last_seq: events.last().map(|e| u64::try_from(e.seq).unwrap_or(0)),
-                                delivered: events.len() as u64,
-                            };
-                            ctx.events = events;
-                        }
-                    }
-                }
-                self.log_exec(job, None, ExecRecord::STARTED);
-                Prepared::Call(HandlerCall {
-                    job_id: job.id,
-                    attempt: Attempt::new(ctx),
-                    handler: handler.clone(),
-                    then,
-                })
-            }
+            Task::Work(item) => self.prepare_work(job, item),
             Task::Workflow(claimed) => match self.engine.next(claimed) {
-                Err(e) => ready(Exec::Aborted(e.to_string())),
-                Ok(Next::Idle) => ready(Exec::WorkflowIdle),
-                Ok(Next::Apply(trigger)) => ready(Exec::WorkflowApply(trigger)),
-                Ok(Next::Run(request)) => {
-                    let Some(handler) = self.workload.get(&request.action) else {
-                        return ready(Exec::NoHandler(request.action.clone()));
-                    };
-                    let ctx = AttemptContext::new(
-                        instance_resource(&claimed.row.instance_id),
-                        AttemptKind::Action,
-                        &request.action,
-                        Value::Object(request.arguments.clone()),
-                        &request.invocation_id,
-                        &request.invocation_id,
-                        request.attempt,
-                        self.id(),
-                        claimed.lease.generation,
-                        self.workload.seed(),
-                        self.pace,
-                    )
-                    .with_lease(job.lease.watch())
-                    .with_checkpoint(claimed.lease.checkpoint.as_ref().map(|c| c.data.clone()))
-                    .with_checkpoint_writer(self.action_checkpoints(claimed));
-                    self.log_exec(job, Some(&request), ExecRecord::STARTED);
-                    Prepared::Call(HandlerCall {
-                        job_id: job.id,
-                        attempt: Attempt::new(ctx),
-                        handler: handler.clone(),
-                        then: Then::Action(request),
-                    })
-                }
+                Err(e) => ready(job, Exec::Aborted(e.to_string())),
+                Ok(Next::Idle) => ready(job, Exec::WorkflowIdle),
+                Ok(Next::Apply(trigger)) => ready(job, Exec::WorkflowApply(trigger)),
+                Ok(Next::Run(request)) => self.prepare_action(job, claimed, request),
             },
         }
+    }
+
+    /// A work item's handler call, with a cursor's next events read into its context.
+    fn prepare_work(&self, job: &Job, item: &WorkItem) -> Prepared {
+        let kind = match item.kind {
+            WorkKind::Effect => AttemptKind::Effect,
+            WorkKind::Schedule => AttemptKind::Schedule,
+            WorkKind::Cursor => AttemptKind::Cursor,
+        };
+        let Some(handler) = self.workload.get(&item.handler) else {
+            return ready(job, Exec::NoHandler(item.handler.clone()));
+        };
+        let payload: Value = serde_json::from_str(&item.payload)
+            .unwrap_or_else(|_| Value::String(item.payload.clone()));
+        let mut ctx = AttemptContext::new(
+            &item.id,
+            kind,
+            &item.handler,
+            payload,
+            &item.logical_effect_id,
+            &item.idempotency_key,
+            item.attempt_number,
+            self.id(),
+            item.generation,
+            self.workload.seed(),
+            self.pace,
+        )
+        .with_lease(job.lease.watch())
+        .with_checkpoint(item.checkpoint.clone())
+        .with_checkpoint_writer(self.work_checkpoints(item));
+        let then = if kind == AttemptKind::Cursor {
+            match self.cursor_delivery(item, &mut ctx) {
+                ControlFlow::Continue(then) => then,
+                ControlFlow::Break(exec) => return ready(job, exec),
+            }
+        } else {
+            Then::Work {
+                last_seq: None,
+                delivered: 0,
+            }
+        };
+        self.log_exec(job, None, ExecRecord::STARTED);
+        Prepared::Call(HandlerCall {
+            job_id: job.id,
+            attempt: Attempt::new(ctx),
+            handler: handler.clone(),
+            then,
+        })
+    }
+
+    /// Reads a cursor item's next events into `ctx` and says what the cursor advances to
+    /// once they are delivered; breaks with the outcome when no call is needed (no such
+    /// subscription, nothing to deliver) or the read failed.
+    fn cursor_delivery(
+        &self,
+        item: &WorkItem,
+        ctx: &mut AttemptContext,
+    ) -> ControlFlow<Exec, Then> {
+        let sub_id = subscription_id(item);
+        match self.cursor_events(&sub_id) {
+            Err(e) => ControlFlow::Break(Exec::Aborted(e.to_string())),
+            Ok(None) => ControlFlow::Break(Exec::Work {
+                outcome: HandlerOutcome::terminal(
+                    "NO_SUBSCRIPTION",
+                    format!("subscription {sub_id} does not exist"),
+                ),
+                advance_to: None,
+                delivered: 0,
+            }),
+            Ok(Some(events)) if events.is_empty() => ControlFlow::Break(Exec::CursorIdle),
+            Ok(Some(events)) => {
+                let then = Then::Work {
+                    last_seq: events.last().map(|e| u64::try_from(e.seq).unwrap_or(0)),
+                    delivered: events.len() as u64,
+                };
+                ctx.events = events;
+                ControlFlow::Continue(then)
+            }
+        }
+    }
+
+    /// The handler call of the action a workflow instance runs next.
+    fn prepare_action(&self, job: &Job, claimed: &Claimed, request: ActionRequest) -> Prepared {
+        let Some(handler) = self.workload.get(&request.action) else {
+            return ready(job, Exec::NoHandler(request.action.clone()));
+        };
+        let ctx = AttemptContext::new(
+            instance_resource(&claimed.row.instance_id),
+            AttemptKind::Action,
+            &request.action,
+            Value::Object(request.arguments.clone()),
+            &request.invocation_id,
+            &request.invocation_id,
+            request.attempt,
+            self.id(),
+            claimed.lease.generation,
+            self.workload.seed(),
+            self.pace,
+        )
+        .with_lease(job.lease.watch())
+        .with_checkpoint(claimed.lease.checkpoint.as_ref().map(|c| c.data.clone()))
+        .with_checkpoint_writer(self.action_checkpoints(claimed));
+        self.log_exec(job, Some(&request), ExecRecord::STARTED);
+        Prepared::Call(HandlerCall {
+            job_id: job.id,
+            attempt: Attempt::new(ctx),
+            handler: handler.clone(),
+            then: Then::Action(request),
+        })
     }
 
     /// Saves a work item's checkpoint on its row, under the claim.
@@ -279,6 +289,15 @@ impl AuthorityCore {
             CURSOR_BATCH,
         )?))
     }
+}
+
+/// An outcome `job` reaches without a handler call.
+fn ready(job: &Job, exec: Exec) -> Prepared {
+    Prepared::Ready(Executed {
+        job_id: job.id,
+        exec,
+        spent_ms: 0,
+    })
 }
 
 /// The subscription a cursor item carries: its payload's `subscription`, else its id

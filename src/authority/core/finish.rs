@@ -11,6 +11,7 @@ use super::poll::Finishing;
 use super::{AuthorityCore, Exec, Executed, Finished, Job, Task};
 use crate::authority::handlers::HandlerOutcome;
 use crate::authority::readback::{self, ReadBack};
+use crate::authority::stats::Stats;
 use crate::authority::{fencing, log};
 use crate::error::{Error, Result};
 use crate::model::ExecRecord;
@@ -214,10 +215,6 @@ impl AuthorityCore {
     }
 
     /// Applies a commit result: removes the job (or keeps it deferred), counts, logs.
-    #[expect(
-        clippy::too_many_lines,
-        reason = "every outcome's settlement side by side, so the rules read as one table"
-    )]
     pub(super) fn settle(
         &self,
         job: &Job,
@@ -255,72 +252,48 @@ impl AuthorityCore {
             _ => None,
         };
         log::finished(self.id(), job, &executed, &finished, fenced);
+        self.account(job, &executed, &finished, fenced.is_some());
+        self.log_settled(job, &executed, &finished);
+        finished
+    }
+
+    /// Drops the settled job, or keeps a held cursor for its next look, and counts the
+    /// outcome: finish latency, the handler's time, the outcome's counter.
+    fn account(&self, job: &Job, executed: &Executed, finished: &Finished, fenced: bool) {
         let finished_at = self.store.now();
-        {
-            let mut st = self.state();
-            if finished == Finished::Held {
-                // A cursor that delivered may have more waiting; an idle one looks again
-                // after a poll interval.
-                let look_at = match &executed.exec {
-                    Exec::Work { .. } => finished_at,
-                    _ => finished_at + self.config.poll_interval_ms,
-                };
-                if let Some(f) = st.inflight.get_mut(&job.id) {
-                    f.held = true;
-                    f.look_at = look_at;
-                }
-            } else {
-                st.inflight.remove(&job.id);
-            }
-            let s = &mut st.stats;
-            if matches!(
-                finished,
-                Finished::Completed
-                    | Finished::RetryScheduled
-                    | Finished::Failed
-                    | Finished::Transitioned
-            ) {
-                s.finish_latency_ms.record(finished_at - job.claimed_at);
-            }
-            let action = match &executed.exec {
-                Exec::WorkflowRan { outcome, .. } => Some(outcome),
-                _ => None,
+        let mut st = self.state();
+        if *finished == Finished::Held {
+            // A cursor that delivered may have more waiting; an idle one looks again
+            // after a poll interval.
+            let look_at = match &executed.exec {
+                Exec::Work { .. } => finished_at,
+                _ => finished_at + self.config.poll_interval_ms,
             };
-            let handler = match (&job.task, &executed.exec) {
-                (Task::Work(item), Exec::Work { .. }) => Some(item.handler.as_str()),
-                (_, Exec::WorkflowRan { request, .. }) => Some(request.action.as_str()),
-                _ => None,
-            };
-            if let Some(handler) = handler {
-                // Looked up before it is added: a name is copied once, not per outcome.
-                match s.handler_ms.get_mut(handler) {
-                    Some(spent) => spent.record(executed.spent_ms),
-                    None => {
-                        let spent = s.handler_ms.entry(handler.to_owned()).or_default();
-                        spent.record(executed.spent_ms);
-                    }
-                }
+            if let Some(f) = st.inflight.get_mut(&job.id) {
+                f.held = true;
+                f.look_at = look_at;
             }
-            match &finished {
-                Finished::Completed => s.completions += 1,
-                Finished::RetryScheduled => s.retries += 1,
-                Finished::Failed => s.failures += 1,
-                Finished::Transitioned => match action.map(|a| (a, a.failure())) {
-                    Some((HandlerOutcome::Succeeded(_), _)) => s.completions += 1,
-                    Some((_, Some(f))) if f.class == FailureClass::Retryable => s.retries += 1,
-                    Some((_, Some(_))) => s.failures += 1,
-                    _ => {}
-                },
-                Finished::Refused(code) => s.refused(code, fenced.is_some()),
-                Finished::Abandoned("uncertain") => s.uncertain += 1,
-                Finished::Yielded
-                | Finished::Held
-                | Finished::Released
-                | Finished::Abandoned(_)
-                | Finished::Deferred(_) => {}
-            }
+        } else {
+            st.inflight.remove(&job.id);
         }
-        let word = match (&finished, &executed.exec) {
+        let s = &mut st.stats;
+        if matches!(
+            finished,
+            Finished::Completed
+                | Finished::RetryScheduled
+                | Finished::Failed
+                | Finished::Transitioned
+        ) {
+            s.finish_latency_ms.record(finished_at - job.claimed_at);
+        }
+        record_handler_time(s, job, executed);
+        count_outcome(s, executed, finished, fenced);
+    }
+
+    /// Logs the settled attempt with its word: the refusal's code, else the handler's
+    /// outcome; an outcome without either (a decision, an idle cursor) is not logged.
+    fn log_settled(&self, job: &Job, executed: &Executed, finished: &Finished) {
+        let word = match (finished, &executed.exec) {
             (Finished::Refused(code), _) => Some(code.clone()),
             (_, Exec::Work { outcome, .. } | Exec::WorkflowRan { outcome, .. }) => {
                 Some(outcome.label().to_owned())
@@ -328,9 +301,8 @@ impl AuthorityCore {
             _ => None,
         };
         if let Some(word) = word {
-            self.log_attempt(job, &executed, &word);
+            self.log_attempt(job, executed, &word);
         }
-        finished
     }
 
     pub(super) fn log_attempt(&self, job: &Job, executed: &Executed, outcome: &str) {
@@ -476,4 +448,50 @@ fn answered(answers: Vec<Option<Finished>>) -> Vec<Finished> {
         .into_iter()
         .map(|a| a.unwrap_or(Finished::Abandoned("not-owned")))
         .collect()
+}
+
+/// Adds the attempt's time to its handler's (a work item's handler, a workflow's action).
+fn record_handler_time(s: &mut Stats, job: &Job, executed: &Executed) {
+    let handler = match (&job.task, &executed.exec) {
+        (Task::Work(item), Exec::Work { .. }) => Some(item.handler.as_str()),
+        (_, Exec::WorkflowRan { request, .. }) => Some(request.action.as_str()),
+        _ => None,
+    };
+    if let Some(handler) = handler {
+        // Looked up before it is added: a name is copied once, not per outcome.
+        match s.handler_ms.get_mut(handler) {
+            Some(spent) => spent.record(executed.spent_ms),
+            None => {
+                let spent = s.handler_ms.entry(handler.to_owned()).or_default();
+                spent.record(executed.spent_ms);
+            }
+        }
+    }
+}
+
+/// Counts the outcome: a workflow transition by the outcome of the action it ran, a
+/// refusal by its code and whether it was fenced.
+fn count_outcome(s: &mut Stats, executed: &Executed, finished: &Finished, fenced: bool) {
+    let action = match &executed.exec {
+        Exec::WorkflowRan { outcome, .. } => Some(outcome),
+        _ => None,
+    };
+    match finished {
+        Finished::Completed => s.completions += 1,
+        Finished::RetryScheduled => s.retries += 1,
+        Finished::Failed => s.failures += 1,
+        Finished::Transitioned => match action.map(|a| (a, a.failure())) {
+            Some((HandlerOutcome::Succeeded(_), _)) => s.completions += 1,
+            Some((_, Some(f))) if f.class == FailureClass::Retryable => s.retries += 1,
+            Some((_, Some(_))) => s.failures += 1,
+            _ => {}
+        },
+        Finished::Refused(code) => s.refused(code, fenced),
+        Finished::Abandoned("uncertain") => s.uncertain += 1,
+        Finished::Yielded
+        | Finished::Held
+        | Finished::Released
+        | Finished::Abandoned(_)
+        | Finished::Deferred(_) => {}
+    }
 }

@@ -20,6 +20,7 @@ use crate::authority::log;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::WorkItem;
+use crate::rules::schedule::on_time_window;
 use crate::store::{Claim, ClaimBudget, Completion, complete_in, fire_due_in};
 use crate::workflow::engine::Claimed;
 
@@ -88,9 +89,10 @@ impl AuthorityCore {
         // Workflow instances, then work items, then instances for what the items left,
         // each claim noting a takeover (failover).
         let wf_limit = share.instances.min(batch);
+        let on_time = on_time_window(self.config.poll_interval_ms);
         let workload = &self.workload;
         let (fired, completed, instances, items, rotation) = self.store.write(|tx, now| {
-            let fired = fire_due_in(tx, now, &workload, SCHEDULES_PER_POLL)?;
+            let fired = fire_due_in(tx, now, &workload, SCHEDULES_PER_POLL, on_time)?;
             let completed = complete_in(tx, now, &finishing.completions)?;
             let mut instances = if wf_limit > 0 && free > due_looks {
                 self.engine.claim_in(tx, now, wf_limit, lease)?

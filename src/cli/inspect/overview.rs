@@ -2,7 +2,8 @@
 //! liveness, workflows and events by status, claims, accepted and refused writes, the
 //! window's incidents, retention), how late each kind and lane of work runs, and the work
 //! counts by kind, state and build; outcomes held in recovery and writes stalled on the
-//! store's lock, as the authorities publish them.
+//! store's lock, as the authorities publish them; the intake's waiting and refused
+//! requests.
 
 use std::io::Write;
 
@@ -14,7 +15,7 @@ use super::{Ctx, Failure};
 use crate::cli::output::{json_line, opt_when, short, yes_no};
 use crate::clock::{Millis, format_duration};
 use crate::foundation::text_cell::{cell, cell_max};
-use crate::model::PageRequest;
+use crate::model::{IntakeCounts, PageRequest};
 use crate::ops::live_builds::LiveBuilds;
 use crate::ops::published::PublishedView;
 use crate::ops::retention::RetentionView;
@@ -51,6 +52,9 @@ struct OverviewRow {
     /// authorities publish them.
     #[serde(flatten)]
     published: PublishedView,
+    /// Requests applications wrote into the intake that no claim has moved yet, and those
+    /// the move refused.
+    intake: IntakeCounts,
 }
 
 #[derive(Serialize)]
@@ -126,6 +130,7 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         incidents: incidents::WindowCounts::read(ctx)?,
         retention: RetentionView::read(&registered, overview.history_from),
         published: PublishedView::read(&registered, &ctx.store.write_stalls()?, ctx.now),
+        intake: overview.intake,
     };
     if ctx.json {
         json_line(out, &row)?;
@@ -171,6 +176,7 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         "recovery     {}",
         cell_max(&row.published.line(ctx.now), 400)
     )?;
+    writeln!(out, "intake       {}", row.intake.line())?;
     writeln!(out)?;
     out.write_all(table(&row.work, ctx.now).render().as_bytes())?;
     Ok(None)

@@ -1,5 +1,6 @@
-//! `inspect schedules`: each schedule's trigger, catch-up policy, handler and next due
-//! instant, and whether a live build can run its firings.
+//! `inspect schedules`: each schedule's trigger (a cron trigger with its zone), catch-up policy, handler and next due
+//! instant (`paused` while an operator has paused it), and whether a live build can run
+//! its firings.
 
 use std::io::Write;
 
@@ -21,6 +22,8 @@ struct ScheduleRow {
     trigger: String,
     every_ms: Option<Millis>,
     after_ms: Option<Millis>,
+    cron: Option<String>,
+    tz: Option<String>,
     catch_up: String,
     handler: String,
     compat: String,
@@ -28,6 +31,8 @@ struct ScheduleRow {
     last_due: Option<Millis>,
     next_due: Millis,
     due: bool,
+    paused: bool,
+    paused_at: Option<Millis>,
     created_at: Millis,
 }
 
@@ -50,7 +55,11 @@ impl ViewRow for ScheduleRow {
             s.trigger.clone(),
             s.catch_up.clone(),
             cell_max(&s.handler, 24),
-            when(s.next_due, now),
+            if s.paused {
+                "paused".into()
+            } else {
+                when(s.next_due, now)
+            },
             opt_when(s.last_due, now),
             short(&s.compat),
             yes_no(s.compatible),
@@ -64,17 +73,22 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
     let rows: Vec<ScheduleRow> = rows
         .into_iter()
         .map(|s| {
-            let (every_ms, after_ms) = match s.trigger {
-                Trigger::Interval { every_ms } => (Some(every_ms), None),
-                Trigger::Delay { after_ms } => (None, Some(after_ms)),
+            let (every_ms, after_ms, cron, tz) = match &s.trigger {
+                Trigger::Interval { every_ms } => (Some(*every_ms), None, None, None),
+                Trigger::Delay { after_ms } => (None, Some(*after_ms), None, None),
+                Trigger::Cron { expr, tz } => (None, None, Some(expr.clone()), Some(tz.clone())),
             };
             ScheduleRow {
                 trigger: s.trigger.label(),
                 every_ms,
                 after_ms,
+                cron,
+                tz,
                 catch_up: s.catch_up.label(),
                 compatible: live.compatible(&s.compat),
-                due: s.next_due <= ctx.now,
+                due: s.paused_at.is_none() && s.next_due <= ctx.now,
+                paused: s.paused_at.is_some(),
+                paused_at: s.paused_at,
                 schedule_id: s.schedule_id,
                 handler: s.handler,
                 compat: s.compat,

@@ -319,12 +319,22 @@ impl Tx for MemTx<'_> {
             .state
             .schedules
             .values()
-            .filter(|s| s.next_due <= now)
+            .filter(|s| s.next_due <= now && s.paused_at.is_none())
             .cloned()
             .collect();
         due.sort_by_key(|s| s.next_due);
         due.truncate(limit);
         Ok(due)
+    }
+
+    fn delete_schedule(&mut self, id: &str) -> Result<bool> {
+        let Some(old) = self.state.schedules.remove(id) else {
+            return Ok(false);
+        };
+        self.undo.steps.push(Box::new(move |s: &mut State| {
+            s.schedules.insert(old.schedule_id.clone(), old);
+        }));
+        Ok(true)
     }
 
     fn list_schedules(&mut self, page: &PageRequest) -> Result<Vec<Schedule>> {

@@ -5,22 +5,24 @@ use postgres::Client;
 use postgres::error::SqlState;
 
 use super::Names;
+use super::tls::is_tls_refusal;
 use crate::error::Error;
 use crate::store::sql::{Step, Transient};
 
 /// A failed connection attempt: the server refusing us for good (bad password, no such
-/// database or role) fails at once; anything else (refused, unreachable, starting up) may
-/// pass when the server is back.
+/// database or role, a certificate that fails verification) fails at once as
+/// `STORE_REFUSED`; anything else (refused, unreachable, starting up) may pass when the
+/// server is back.
 pub(super) fn connect_step(names: &Names, e: &postgres::Error) -> Step {
-    match e.code() {
-        Some(code)
-            if code.code().starts_with("28")
-                || *code == SqlState::INVALID_CATALOG_NAME
-                || *code == SqlState::INVALID_PARAMETER_VALUE =>
-        {
-            Step::Fail(Error::Unavailable(names.text(e)))
-        }
-        _ => Step::Retry(Transient::Disconnected(names.text(e))),
+    let refused = e.code().is_some_and(|code| {
+        code.code().starts_with("28")
+            || *code == SqlState::INVALID_CATALOG_NAME
+            || *code == SqlState::INVALID_PARAMETER_VALUE
+    });
+    if refused || is_tls_refusal(e) {
+        Step::Fail(Error::Refused(names.text(e)))
+    } else {
+        Step::Retry(Transient::Disconnected(names.text(e)))
     }
 }
 
@@ -74,7 +76,7 @@ pub(super) fn map_error(names: &Names, e: &postgres::Error) -> Error {
         Some(code) if *code == SqlState::READ_ONLY_SQL_TRANSACTION => {
             Error::ReadOnly(names.text(e))
         }
-        _ if is_permission(e) => Error::Unavailable(format!(
+        _ if is_permission(e) => Error::Refused(format!(
             "permission denied: the database role may not do this ({})",
             names.text(e)
         )),

@@ -47,12 +47,14 @@
 //!
 //! Files: `pool.rs` holds the connections, `tls.rs` (and `tls/`) their encryption, `errors.rs` maps driver errors, `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `batch.rs` and `literal.rs` send its held-back
-//! writes (as arrays, or as text with the commit), `schema.sql`, and `upgrade_1.sql` to
-//! `upgrade_5.sql`, which bring a store of schema 1 to 5 to 6 in place.
+//! writes (as arrays, or as text with the commit), `schema.sql` with `intake.sql` (the
+//! intake applications enqueue into inside their own transactions), and `upgrade_1.sql` to
+//! `upgrade_6.sql`, which bring a store of schema 1 to 6 to 7 in place.
 
 mod batch;
 mod bind;
 mod errors;
+pub mod intake;
 mod literal;
 mod notify;
 mod pool;
@@ -79,21 +81,23 @@ use pool::{Conn, Pool, PoolState, connect};
 use tx::{Inserts, PgTx};
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
-/// The schema, run idempotently at every read-write open of an uninitialised database.
-const SCHEMA: &str = include_str!("schema.sql");
+/// The schema, run idempotently at every read-write open of an uninitialised database: the
+/// tables SQLite has too, then the intake.
+const SCHEMA: &str = concat!(include_str!("schema.sql"), include_str!("intake.sql"));
 
 /// The identity and epoch rows (`store/epoch.rs`), added at every read-write open.
 const IDENTITY: &str = include_str!("identity.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`.
-const UPGRADES: [&str; 5] = [
+const UPGRADES: [&str; 6] = [
     include_str!("upgrade_1.sql"),
     include_str!("upgrade_2.sql"),
     include_str!("upgrade_3.sql"),
     include_str!("upgrade_4.sql"),
     include_str!("upgrade_5.sql"),
+    concat!(include_str!("intake.sql"), include_str!("upgrade_6.sql")),
 ];
 
 /// Whole-transaction attempts before `STORE_CONTENTION` / `STORE_UNAVAILABLE`.
@@ -125,7 +129,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// `0x6c65617365686f6c`, "leasehol") and returns the transaction id, so a commit whose
 /// acknowledgement is lost can be resolved with `txid_status`, then the store's revision
 /// and epoch as they are under the lock (a statement of its own: a statement's snapshot
-/// is taken when it starts, before the lock is granted).
+/// is taken when it starts, before the lock is granted), and whether committed intake
+/// requests wait (one index probe), so a claim with nothing to move pays no round trip.
 ///
 /// The write lock is waited for at most [`super::stall::STALL_AFTER`] at a time: a longer
 /// wait is a stall, logged with the holder's session before the writer queues again. The
@@ -134,7 +139,8 @@ const BEGIN_WRITE: &str = "BEGIN; SET LOCAL lock_timeout = '3s'; \
      SELECT pg_advisory_xact_lock(7810756276994469740), txid_current()::text; \
      SET LOCAL lock_timeout TO DEFAULT; \
      SELECT (SELECT value FROM meta WHERE key = 'revision'), \
-            (SELECT value FROM meta WHERE key = 'store_epoch')";
+            (SELECT value FROM meta WHERE key = 'store_epoch'), \
+            EXISTS (SELECT 1 FROM intake)";
 
 /// The write lock's advisory key, as `pg_locks` shows it: `(classid, objid)`, the key's
 /// high and low 32 bits.
@@ -270,9 +276,11 @@ impl PostgresBackend {
     /// newer schema is refused before anything is changed.
     ///
     /// # Errors
-    /// `INVALID` (not a PostgreSQL URL), `STORE_UNAVAILABLE` (refused, unreachable, bad
-    /// credentials, no such database; an uninitialised database opened read-only),
-    /// `STORE_CORRUPT` (a newer schema, a damaged `meta` table).
+    /// `INVALID` (not a PostgreSQL URL), `STORE_UNAVAILABLE` (connection refused,
+    /// unreachable), `STORE_REFUSED` (bad credentials, no such database, no permission, a
+    /// server certificate that fails verification; another application's database, an
+    /// uninitialised one opened without creating, a newer schema, an older one opened
+    /// read-only), `STORE_CORRUPT` (a damaged `meta` table, a missing table).
     pub fn open(url: &str, mode: OpenMode) -> Result<Self> {
         Self::open_with_pool(url, mode, DEFAULT_POOL_SIZE)
     }
@@ -496,12 +504,13 @@ impl PostgresBackend {
     }
 }
 
-/// What [`BEGIN_WRITE`] answers: the transaction id, and the revision and epoch under the
-/// lock.
+/// What [`BEGIN_WRITE`] answers: the transaction id, and the revision, the epoch and
+/// whether intake requests wait, under the lock.
 struct Begun {
     txid: i64,
     revision: Option<i64>,
     epoch: Option<i64>,
+    intake: bool,
 }
 
 impl Begun {
@@ -517,6 +526,7 @@ impl Begun {
             txid,
             revision: int(0),
             epoch: int(1),
+            intake: meta.and_then(|row| row.get(2)) == Some("t"),
         })
     }
 
@@ -528,6 +538,7 @@ impl Begun {
         if let Some(epoch) = self.epoch {
             tx.remember_meta(STORE_EPOCH, epoch);
         }
+        tx.intake_waits(self.intake);
     }
 }
 
@@ -603,6 +614,30 @@ impl Backend for PostgresBackend {
         self.run(false, f)
     }
 
+    /// The schema version and every table again, as an open checks them. The pages are
+    /// the server's: it checks them as it reads them when the cluster has data checksums,
+    /// and nothing a client can run reads every page of every table and index short of an
+    /// extension (`amcheck`) a store cannot count on, so the answer says which it is.
+    fn verify(&self) -> Result<String> {
+        let checksums = retry(MAX_ATTEMPTS, || {
+            let mut pooled = self.pool.get(&self.names)?;
+            let conn = pooled.conn();
+            inspect(conn, &self.names)?;
+            conn.client
+                .query_one("SHOW data_checksums", &[])
+                .and_then(|r| r.try_get::<_, String>(0))
+                .map_err(|e| step(&self.names, &e, &conn.client))
+        })?;
+        let pages = if checksums == "on" {
+            "the server checks each page's checksum as it reads it"
+        } else {
+            "the cluster has no data checksums, so nothing checks its pages"
+        };
+        Ok(format!(
+            "nothing to verify beyond the schema version and its tables on postgres ({pages})"
+        ))
+    }
+
     /// From the control file functions, on a connection of its own transaction; `None`
     /// when the role may not call them (they need superuser or `pg_monitor`).
     fn server_identity(&self) -> Option<ServerIdentity> {
@@ -658,7 +693,7 @@ impl Backend for PostgresBackend {
 }
 
 fn newer(names: &Names, version: i64) -> Error {
-    Error::Corrupt(format!(
+    Error::Refused(format!(
         "{}: store schema version {version} is newer than this build ({SCHEMA_VERSION}): upgrade leasehold",
         names.label
     ))
@@ -686,7 +721,7 @@ fn init(
                 v,
             ))),
             Found::Leasehold(v) if v < SCHEMA_VERSION && read_only => {
-                Err(Step::Fail(Error::Unavailable(format!(
+                Err(Step::Fail(Error::Refused(format!(
                     "{}: store schema version {v} predates this build ({SCHEMA_VERSION}); any command that writes to it upgrades it",
                     names.label
                 ))))
@@ -696,7 +731,7 @@ fn init(
                 .try_for_each(|upgrade| conn.client.batch_execute(upgrade))
                 .map(|()| false)
                 .map_err(|e| step(names, &e, &conn.client)),
-            Found::Empty if read_only || !create => Err(Step::Fail(Error::Unavailable(format!(
+            Found::Empty if read_only || !create => Err(Step::Fail(Error::Refused(format!(
                 "{}: not a leasehold store yet (nothing was created; `leasehold init` creates one)",
                 names.label
             )))),
@@ -749,8 +784,8 @@ fn inspect(conn: &mut Conn, names: &Names) -> std::result::Result<Found, Step> {
         .map_err(|e| match step(names, &e, client) {
             // Not being allowed to read it says nothing about what the table holds.
             Step::Fail(_) if errors::is_permission(&e) => Step::Fail(map_error(names, &e)),
-            Step::Fail(_) if e.as_db_error().is_some() => Step::Fail(Error::Corrupt(format!(
-                "{}: a meta table that is not leasehold's",
+            Step::Fail(_) if e.as_db_error().is_some() => Step::Fail(Error::Refused(format!(
+                "{}: a meta table that is not leasehold's (not a leasehold store)",
                 names.label
             ))),
             other => other,

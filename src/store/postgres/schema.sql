@@ -10,14 +10,15 @@
 -- differs is on nearly every line (types, collations, identity columns, booleans, the
 -- idempotent insert): a template with substitutions would hide the SQL each database
 -- actually runs. The column names and order the code relies on are written once, in
--- `store/sql/encode.rs`.
+-- `store/sql/encode.rs`. The intake, which only PostgreSQL has, is `intake.sql`, run right
+-- after this file.
 
 -- schema_version, revision (advanced once per committed write), journal_seq (high-water).
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT COLLATE "C" PRIMARY KEY,
     value BIGINT NOT NULL
 );
-INSERT INTO meta (key, value) VALUES ('schema_version', 6) ON CONFLICT (key) DO NOTHING;
+INSERT INTO meta (key, value) VALUES ('schema_version', 7) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('revision', 0) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('journal_seq', 0) ON CONFLICT (key) DO NOTHING;
 
@@ -149,7 +150,8 @@ CREATE TABLE IF NOT EXISTS schedules (
     compat      TEXT COLLATE "C" NOT NULL,
     last_due    BIGINT,
     next_due    BIGINT NOT NULL,
-    created_at  BIGINT NOT NULL
+    created_at  BIGINT NOT NULL,
+    paused_at   BIGINT -- set while paused: nothing fires
 );
 CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_due, schedule_id);
 

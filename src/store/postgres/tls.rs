@@ -31,7 +31,7 @@ use rustls::RootCertStore;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
-pub(super) use connect::MakeRustls;
+pub(super) use connect::{MakeRustls, is_tls_refusal};
 
 use super::redact_url;
 use crate::error::{Error, Result};

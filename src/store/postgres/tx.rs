@@ -31,14 +31,15 @@ use super::Names;
 use super::batch::{self, Batch, COUNTERS, Form, META};
 use super::bind::{self, Param, PgRow};
 use super::errors::{map_error, transient};
+use super::intake;
 use super::literal;
 use super::pool::Conn;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::{
-    Grant, HistoryRecord, InstanceRow, Lease, PageRequest, WorkItem, WorkState,
-    WorkflowDefinitionRow, WriteRecord,
+    Grant, HistoryRecord, InstanceRow, IntakeCounts, IntakeRow, Lease, PageRequest, WorkItem,
+    WorkState, WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::sql::dialect::{Dialect, POSTGRES};
 use crate::store::sql::encode::{
@@ -197,6 +198,9 @@ pub(super) struct PgTx<'a> {
     assumed_keys: BTreeSet<String>,
     /// The keys of the items inserted under such an answer: the commit's guard checks them.
     guarded_keys: Vec<String>,
+    /// Whether committed intake requests were waiting when the write lock was taken (and
+    /// have not been taken since): an empty intake costs a claim no statement.
+    intake_waits: bool,
 }
 
 impl<'a> PgTx<'a> {
@@ -223,7 +227,13 @@ impl<'a> PgTx<'a> {
             wanted_keys: Vec::new(),
             assumed_keys: BTreeSet::new(),
             guarded_keys: Vec::new(),
+            intake_waits: false,
         }
+    }
+
+    /// Whether committed intake requests wait, as the write lock's statement found.
+    pub(super) fn intake_waits(&mut self, waits: bool) {
+        self.intake_waits = waits;
     }
 
     /// How many work items this transaction inserted on the assumption that their id (or
@@ -744,6 +754,21 @@ impl Driver for PgTx<'_> {
     }
 
     /// The stored records merged with this transaction's held-back ones.
+    fn take_intake(&mut self, limit: usize) -> Result<Vec<IntakeRow>> {
+        if !std::mem::take(&mut self.intake_waits) {
+            return Ok(Vec::new());
+        }
+        intake::take(self, limit)
+    }
+
+    fn refuse_intake(&mut self, row: &IntakeRow, reason: &str, at: Millis) -> Result<()> {
+        intake::refuse(self, row, reason, at)
+    }
+
+    fn intake_counts(&mut self) -> Result<IntakeCounts> {
+        intake::counts(self)
+    }
+
     fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>> {
         let stored = self.query(
             "SELECT * FROM history WHERE instance_id = $1 ORDER BY position",

@@ -118,6 +118,7 @@ pub(crate) fn schedule(row: &dyn SqlRow) -> Result<Schedule> {
         last_due: opt_int(row, "last_due")?,
         next_due: int(row, "next_due")?,
         created_at: int(row, "created_at")?,
+        paused_at: opt_int(row, "paused_at")?,
     })
 }
 

@@ -13,8 +13,8 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::{
-    Grant, HistoryRecord, InstanceRow, Lease, PageRequest, WorkItem, WorkflowDefinitionRow,
-    WriteRecord,
+    Grant, HistoryRecord, InstanceRow, IntakeCounts, IntakeRow, Lease, PageRequest, WorkItem,
+    WorkflowDefinitionRow, WriteRecord,
 };
 
 /// One open transaction of a SQL provider.
@@ -76,6 +76,22 @@ pub(crate) trait Driver {
     fn update_instance(&mut self, row: &InstanceRow) -> Result<()>;
     fn add_history(&mut self, record: &HistoryRecord) -> Result<()>;
     fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>>;
+
+    // --- the intake, which only PostgreSQL has (the `Tx` methods of the same names)
+    fn take_intake(&mut self, limit: usize) -> Result<Vec<IntakeRow>> {
+        let _ = limit;
+        Ok(Vec::new())
+    }
+    fn refuse_intake(&mut self, row: &IntakeRow, reason: &str, at: Millis) -> Result<()> {
+        let _ = (row, reason, at);
+        Err(Error::Invalid(format!(
+            "{}: this store has no intake",
+            self.label()
+        )))
+    }
+    fn intake_counts(&mut self) -> Result<IntakeCounts> {
+        Ok(IntakeCounts::default())
+    }
 }
 
 /// Refuses a write inside a read transaction.

@@ -407,6 +407,7 @@ pub(crate) const SCHEDULES: Table = Table {
         ("last_due", Int),
         ("next_due", Int),
         ("created_at", Int),
+        ("paused_at", Int),
     ],
 };
 
@@ -421,6 +422,7 @@ pub(crate) fn schedule(s: &Schedule) -> Result<Vec<SqlValue>> {
         s.last_due.into(),
         s.next_due.into(),
         s.created_at.into(),
+        s.paused_at.into(),
     ])
 }
 

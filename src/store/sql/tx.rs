@@ -24,8 +24,8 @@ use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
     AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
-    InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem,
-    WorkflowDefinitionRow, WriteRecord,
+    InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease, PageRequest, Schedule, Subscription,
+    WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
@@ -101,6 +101,18 @@ fn count_incidents<D: Driver>(tx: &mut D, table: &str, cond: &str, since: Millis
 }
 
 impl<D: Driver> Tx for D {
+    fn take_intake(&mut self, limit: usize) -> Result<Vec<IntakeRow>> {
+        Driver::take_intake(self, limit)
+    }
+
+    fn refuse_intake(&mut self, row: &IntakeRow, reason: &str, at: Millis) -> Result<()> {
+        Driver::refuse_intake(self, row, reason, at)
+    }
+
+    fn intake_counts(&mut self) -> Result<IntakeCounts> {
+        Driver::intake_counts(self)
+    }
+
     fn revision(&mut self) -> Result<u64> {
         Driver::revision(self)
     }
@@ -330,11 +342,16 @@ impl<D: Driver> Tx for D {
     fn due_schedules(&mut self, now: Millis, n: usize) -> Result<Vec<Schedule>> {
         self.query(
             D::DIALECT.text(
-                "SELECT * FROM schedules WHERE next_due <= ?1 ORDER BY next_due, schedule_id LIMIT ?2",
+                "SELECT * FROM schedules WHERE next_due <= ?1 AND paused_at IS NULL ORDER BY next_due, schedule_id LIMIT ?2",
             ),
             &[now.into(), limit(n).into()],
             decode::schedule,
         )
+    }
+
+    fn delete_schedule(&mut self, id: &str) -> Result<bool> {
+        let sql = D::DIALECT.text("DELETE FROM schedules WHERE schedule_id = ?1");
+        Ok(self.execute(sql, &[id.into()])? > 0)
     }
 
     fn list_schedules(&mut self, page: &PageRequest) -> Result<Vec<Schedule>> {

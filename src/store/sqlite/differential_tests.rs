@@ -203,6 +203,7 @@ fn populate(tx: &mut dyn Tx) -> Result<()> {
             last_due: (i % 2 == 0).then_some(1),
             next_due: ((i * 3) % 4) as i64,
             created_at: 0,
+            paused_at: (i == 4).then_some(2),
         })?;
     }
     for i in 0..23 {

@@ -17,17 +17,20 @@
 //!   application's database, a schema version below 1 or newer than this build, a current
 //!   store missing a table) is refused with one line and left untouched: nothing is
 //!   created or converted before the file has been recognised, and a writable open of an
-//!   existing store runs `quick_check` first.
+//!   existing store reads every table's and index's root page first (`damage.rs`: a
+//!   constant cost; the whole-file check is [`Backend::verify`]).
 //! - Every write transaction checks, just before committing, that the path still names
 //!   the database and WAL files this connection opened (`files.rs`).
 //!
-//! Files: `bind.rs` binds and reads the shared SQL layer's values, `files.rs` the identity
+//! Files: `bind.rs` binds and reads the shared SQL layer's values, `damage.rs` the checks
+//! for a damaged file, `files.rs` the identity
 //! of the files opened, `stalls.rs` the posted write stalls, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
 //! choice, `schema.sql`, and
-//! `upgrade_1.sql` to `upgrade_5.sql`, which bring a store of schema 1 to 5 to 6 in place.
+//! `upgrade_1.sql` to `upgrade_6.sql`, which bring a store of schema 1 to 6 to 7 in place.
 
 mod bind;
+mod damage;
 #[cfg(test)]
 mod differential_tests;
 mod files;
@@ -64,19 +67,20 @@ use stalls::StallFile;
 use tx::SqliteTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The schema, run idempotently at every read-write open.
 const SCHEMA: &str = include_str!("schema.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`. An older
 /// store runs every one from its version on, before [`SCHEMA`].
-const UPGRADES: [&str; 5] = [
+const UPGRADES: [&str; 6] = [
     include_str!("upgrade_1.sql"),
     include_str!("upgrade_2.sql"),
     include_str!("upgrade_3.sql"),
     include_str!("upgrade_4.sql"),
     include_str!("upgrade_5.sql"),
+    include_str!("upgrade_6.sql"),
 ];
 
 /// How long one statement waits for another process's lock before reporting busy.
@@ -127,7 +131,7 @@ impl Drop for SqliteBackend {
 /// Opens the store at `path`; see [`SqliteBackend::open`].
 ///
 /// # Errors
-/// `STORE_UNAVAILABLE`, `STORE_CORRUPT`, `STORE_READ_ONLY`.
+/// `STORE_UNAVAILABLE`, `STORE_REFUSED`, `STORE_CORRUPT`, `STORE_READ_ONLY`.
 pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<SqliteBackend> {
     SqliteBackend::open(path, mode)
 }
@@ -164,9 +168,10 @@ impl SqliteBackend {
     /// its writes fail with `STORE_READ_ONLY`.
     ///
     /// # Errors
-    /// `STORE_UNAVAILABLE` (missing in read-only mode, cannot open), `STORE_CORRUPT` (not a
-    /// leasehold store, damaged, newer schema), `STORE_CONTENTION` (initialisation stayed
-    /// busy).
+    /// `STORE_REFUSED` (missing, or empty, where nothing is created; cannot open, e.g. in
+    /// a missing directory; no permission; not a leasehold store; a newer schema, or an
+    /// older one read-only), `STORE_CORRUPT` (damaged), `STORE_UNAVAILABLE` (an I/O
+    /// failure that may pass), `STORE_CONTENTION` (initialisation stayed busy).
     pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Self> {
         let path = path.as_ref();
         let label = path.display().to_string();
@@ -207,21 +212,22 @@ impl SqliteBackend {
             Found::Leasehold(v) if v > SCHEMA_VERSION => return Err(newer(&label, v)),
             Found::Leasehold(v) if v < 1 => return Err(super::sql::unknown_version(&label, v)),
             Found::Leasehold(v) if v < SCHEMA_VERSION && read_only => {
-                return Err(Error::Unavailable(format!(
+                return Err(Error::Refused(format!(
                     "{label}: store schema version {v} predates this build ({SCHEMA_VERSION}); any command that writes to it upgrades it"
                 )));
             }
             Found::Empty if read_only || !mode.creates() => {
-                return Err(Error::Unavailable(format!(
+                return Err(Error::Refused(format!(
                     "{label}: a SQLite database without tables, not a leasehold store yet (nothing was created; `leasehold init {label}` creates a store)"
                 )));
             }
             _ => {}
         }
         if !read_only && matches!(found, Found::Leasehold(_)) {
-            // A writer to an existing store reads its structure once before writing
-            // anything: damage found now refuses the command with nothing written.
-            retry(MAX_ATTEMPTS, || integrity(&conn, &label))?;
+            // A writer to an existing store reads the root of every table and index
+            // before writing anything: damage found now refuses the command with nothing
+            // written. Deeper damage is SQLite's to find on the pages a command reads.
+            retry(MAX_ATTEMPTS, || damage::roots(&conn, &label))?;
         }
         let mut created = false;
         if !read_only {
@@ -234,7 +240,7 @@ impl SqliteBackend {
                 if mode.eq_ignore_ascii_case("wal") {
                     Ok(())
                 } else {
-                    Err(Step::Fail(Error::Unavailable(format!(
+                    Err(Step::Fail(Error::Refused(format!(
                         "{label}: cannot use WAL (journal mode stayed {mode})"
                     ))))
                 }
@@ -371,6 +377,13 @@ impl Backend for SqliteBackend {
         self.run(TransactionBehavior::Deferred, f)
     }
 
+    /// `quick_check` of every page, on this handle's connection (its other callers wait).
+    fn verify(&self) -> Result<String> {
+        let conn = self.lock();
+        retry(MAX_ATTEMPTS, || damage::whole_file(&conn, &self.label))?;
+        Ok("every page of the SQLite file checked (quick_check)".into())
+    }
+
     fn change_token(&self) -> Result<u64> {
         let conn = self.lock();
         let label = self.label.as_str();
@@ -427,16 +440,14 @@ pub(super) fn map_error(label: &str, e: &rusqlite::Error) -> Error {
             "{label}: the database file is damaged ({})",
             one_line(e)
         )),
-        Some(ErrorCode::CannotOpen) => Error::Unavailable(format!(
+        Some(ErrorCode::CannotOpen) => Error::Refused(format!(
             "{label}: cannot open the store file ({})",
             one_line(e)
         )),
         Some(ErrorCode::ReadOnly) => {
             Error::ReadOnly(format!("{label}: the store file is read-only"))
         }
-        Some(ErrorCode::PermissionDenied) => {
-            Error::Unavailable(format!("{label}: permission denied"))
-        }
+        Some(ErrorCode::PermissionDenied) => Error::Refused(format!("{label}: permission denied")),
         Some(ErrorCode::DiskFull) => Error::Unavailable(format!("{label}: the disk is full")),
         _ => match e {
             rusqlite::Error::FromSqlConversionFailure(..)
@@ -460,7 +471,7 @@ pub(super) fn map_error(label: &str, e: &rusqlite::Error) -> Error {
 }
 
 fn newer(label: &str, version: i64) -> Error {
-    Error::Corrupt(format!(
+    Error::Refused(format!(
         "{label}: store schema version {version} is newer than this build ({SCHEMA_VERSION}): upgrade leasehold"
     ))
 }
@@ -470,19 +481,18 @@ fn newer(label: &str, version: i64) -> Error {
 fn check_header(path: &Path, label: &str) -> Result<()> {
     const MAGIC: &[u8; 16] = b"SQLite format 3\0";
     let mut head = [0u8; 16];
-    let mut file =
-        std::fs::File::open(path).map_err(|e| Error::Unavailable(format!("{label}: {e}")))?;
+    let mut file = std::fs::File::open(path).map_err(|e| presence::io_error(label, &e))?;
     let mut read = 0;
     while read < head.len() {
         match file.read(&mut head[read..]) {
             Ok(0) => break,
             Ok(n) => read += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Error::Unavailable(format!("{label}: {e}"))),
+            Err(e) => return Err(presence::io_error(label, &e)),
         }
     }
     if read < head.len() || &head != MAGIC {
-        return Err(Error::Corrupt(format!(
+        return Err(Error::Refused(format!(
             "{label}: not a SQLite database (not a leasehold store)"
         )));
     }
@@ -499,7 +509,7 @@ fn inspect(conn: &Connection, label: &str) -> std::result::Result<Found, Step> {
         return Ok(Found::Empty);
     }
     if !tables.iter().any(|t| t == "meta") {
-        return Err(Step::Fail(Error::Corrupt(format!(
+        return Err(Step::Fail(Error::Refused(format!(
             "{label}: a SQLite database, but not a leasehold store"
         ))));
     }
@@ -521,21 +531,6 @@ fn inspect(conn: &Connection, label: &str) -> std::result::Result<Found, Step> {
         None => Err(Step::Fail(Error::Corrupt(format!(
             "{label}: a leasehold meta table without a schema version"
         )))),
-    }
-}
-
-/// SQLite's own check of every page (`PRAGMA quick_check`).
-fn integrity(conn: &Connection, label: &str) -> std::result::Result<(), Step> {
-    let verdict: String = conn
-        .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
-        .map_err(|e| step(label, &e))?;
-    if verdict == "ok" {
-        Ok(())
-    } else {
-        Err(Step::Fail(Error::Corrupt(format!(
-            "{label}: the database file is damaged ({}); nothing was written",
-            verdict.split_whitespace().collect::<Vec<_>>().join(" ")
-        ))))
     }
 }
 

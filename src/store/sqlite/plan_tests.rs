@@ -179,7 +179,7 @@ fn main_queries_use_indexes() {
             "writes_refused",
         ),
         (
-            "SELECT * FROM schedules WHERE next_due <= ?1 ORDER BY next_due, schedule_id LIMIT ?2",
+            "SELECT * FROM schedules WHERE next_due <= ?1 AND paused_at IS NULL ORDER BY next_due, schedule_id LIMIT ?2",
             2,
             "schedules_due",
         ),

@@ -22,8 +22,8 @@ pub(super) enum Presence {
 /// Looks at `path` (following symbolic links).
 ///
 /// # Errors
-/// `STORE_UNAVAILABLE` for a directory, a device, a FIFO, a socket, or a path that cannot
-/// be looked at.
+/// `STORE_REFUSED` for a directory, a device, a FIFO, a socket, or a path this process may
+/// not look at; `STORE_UNAVAILABLE` when looking fails otherwise.
 pub(super) fn presence(path: &Path, label: &str) -> Result<Presence> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => Ok(if meta.len() == 0 {
@@ -31,12 +31,25 @@ pub(super) fn presence(path: &Path, label: &str) -> Result<Presence> {
         } else {
             Presence::Data
         }),
-        Ok(meta) => Err(Error::Unavailable(format!(
+        Ok(meta) => Err(Error::Refused(format!(
             "{label}: {}, not a store file (nothing was created)",
             what(&meta)
         ))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Presence::Missing),
-        Err(e) => Err(Error::Unavailable(format!("{label}: {e}"))),
+        Err(e) => Err(io_error(label, &e)),
+    }
+}
+
+/// A failure to look at or read the store path: no permission, or a path through a
+/// file, will not change by retrying (`STORE_REFUSED`); anything else may
+/// (`STORE_UNAVAILABLE`).
+pub(super) fn io_error(label: &str, e: &std::io::Error) -> Error {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::PermissionDenied | ErrorKind::NotADirectory => {
+            Error::Refused(format!("{label}: {e}"))
+        }
+        _ => Error::Unavailable(format!("{label}: {e}")),
     }
 }
 
@@ -46,7 +59,7 @@ pub(super) fn not_created(label: &str, presence: Presence) -> Error {
         Presence::Missing => "no store here",
         Presence::Empty | Presence::Data => "an empty file, not a leasehold store yet",
     };
-    Error::Unavailable(format!(
+    Error::Refused(format!(
         "{label}: {why} (nothing was created; `leasehold init {label}` creates a store)"
     ))
 }

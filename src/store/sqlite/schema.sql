@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
-INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 6);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 7);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('journal_seq', 0);
 -- The store's identity (random, fixed at creation) and epoch (see store/epoch.rs).
@@ -147,7 +147,8 @@ CREATE TABLE IF NOT EXISTS schedules (
     compat      TEXT NOT NULL,
     last_due    INTEGER,
     next_due    INTEGER NOT NULL,
-    created_at  INTEGER NOT NULL
+    created_at  INTEGER NOT NULL,
+    paused_at   INTEGER -- set while paused: nothing fires
 );
 CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_due, schedule_id);
 

@@ -103,17 +103,20 @@ fn newer_schema_is_refused_and_untouched() {
     drop(open(&path, OpenMode::ReadWrite).expect("create"));
     {
         let conn = Connection::open(&path).expect("raw");
-        conn.execute("UPDATE meta SET value = 7 WHERE key = 'schema_version'", [])
-            .expect("bump");
+        conn.execute(
+            "UPDATE meta SET value = 99 WHERE key = 'schema_version'",
+            [],
+        )
+        .expect("bump");
     }
     let before = bytes(&path);
     for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
         let err = open(&path, mode).err().expect("refused");
-        assert_eq!(err.code(), "STORE_CORRUPT");
+        assert_eq!(err.code(), "STORE_REFUSED");
         let text = err.to_string();
         assert!(
             text.contains(&format!(
-                "store schema version 7 is newer than this build ({SCHEMA_VERSION}): upgrade leasehold"
+                "store schema version 99 is newer than this build ({SCHEMA_VERSION}): upgrade leasehold"
             )),
             "{text}"
         );
@@ -130,7 +133,7 @@ fn garbage_file_is_refused_and_untouched() {
     std::fs::write(&path, &garbage).expect("write");
     for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
         let err = open(&path, mode).err().expect("refused");
-        assert_eq!(err.code(), "STORE_CORRUPT", "{err}");
+        assert_eq!(err.code(), "STORE_REFUSED", "{err}");
         assert!(err.to_string().contains(&path.display().to_string()));
     }
     assert_eq!(bytes(&path), garbage);
@@ -143,7 +146,7 @@ fn garbage_file_is_refused_and_untouched() {
             .err()
             .expect("refused")
             .code(),
-        "STORE_CORRUPT"
+        "STORE_REFUSED"
     );
     assert_eq!(bytes(&path), b"hello");
 }
@@ -191,7 +194,7 @@ fn foreign_database_is_refused_and_untouched() {
     }
     let before = bytes(&path);
     let err = open(&path, OpenMode::ReadWrite).err().expect("refused");
-    assert_eq!(err.code(), "STORE_CORRUPT");
+    assert_eq!(err.code(), "STORE_REFUSED");
     assert!(err.to_string().contains("not a leasehold store"));
     assert_eq!(bytes(&path), before);
     sidecars_absent(&path);
@@ -202,7 +205,7 @@ fn read_only_open() {
     let (dir, path) = temp();
     let missing = dir.path().join("missing.db");
     let err = open(&missing, OpenMode::ReadOnly).err().expect("refused");
-    assert_eq!(err.code(), "STORE_UNAVAILABLE");
+    assert_eq!(err.code(), "STORE_REFUSED");
     assert!(!missing.exists());
 
     let b = open(&path, OpenMode::ReadWrite).expect("create");
@@ -406,7 +409,8 @@ fn sqlite_errors_map_to_store_errors() {
         (ffi::SQLITE_LOCKED, "STORE_CONTENTION"),
         (ffi::SQLITE_NOTADB, "STORE_CORRUPT"),
         (ffi::SQLITE_CORRUPT, "STORE_CORRUPT"),
-        (ffi::SQLITE_CANTOPEN, "STORE_UNAVAILABLE"),
+        (ffi::SQLITE_CANTOPEN, "STORE_REFUSED"),
+        (ffi::SQLITE_PERM, "STORE_REFUSED"),
         (ffi::SQLITE_READONLY, "STORE_READ_ONLY"),
         (ffi::SQLITE_IOERR, "STORE_UNAVAILABLE"),
         (ffi::SQLITE_FULL, "STORE_UNAVAILABLE"),
@@ -570,4 +574,96 @@ fn a_closing_writer_empties_the_wal_under_an_open_reader() {
     drop(reader);
     let again = open(&path, OpenMode::ReadOnly).expect("reopen");
     assert_eq!(read(&again, |tx| tx.revision()).expect("revision"), 50);
+}
+
+/// Bytes this thread has read through system calls so far (`/proc/thread-self/io`): SQLite
+/// reads its pages with `pread` on the calling thread, so a difference is what one call read.
+fn thread_read_bytes() -> u64 {
+    let io = std::fs::read_to_string("/proc/thread-self/io").expect("per-thread I/O counters");
+    io.lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("rchar")
+}
+
+/// A closed store of `items` work items (its WAL folded into the file).
+fn filled(path: &Path, items: usize) {
+    let b = open(path, OpenMode::ReadWrite).expect("create");
+    write(&b, |tx| {
+        for i in 0..items {
+            tx.insert_work(&item(&format!("w{i:06}"), "c1", 0))?;
+        }
+        Ok(())
+    })
+    .expect("fill");
+}
+
+#[test]
+fn a_writable_open_reads_a_constant_part_of_the_file() {
+    let (_dir, path) = temp();
+    filled(&path, 4_000);
+    let size = std::fs::metadata(&path).expect("size").len();
+    let before = thread_read_bytes();
+    let b = open(&path, OpenMode::Existing).expect("open");
+    let read = thread_read_bytes() - before;
+    assert!(
+        read < 256 * 1024 && read < size / 4,
+        "a writer's open read {read} bytes of a {size}-byte store: it must not read the whole file"
+    );
+    assert!(!b.is_read_only());
+}
+
+#[test]
+fn damage_below_the_roots_is_found_by_verify_and_by_the_read_that_meets_it() {
+    let (_dir, path) = temp();
+    filled(&path, 2_000);
+    let leaf: i64 = Connection::open(&path)
+        .expect("raw")
+        .query_row(
+            "SELECT pageno FROM dbstat WHERE name = 'work' AND pagetype = 'leaf' \
+             ORDER BY path LIMIT 1 OFFSET 3",
+            [],
+            |r| r.get(0),
+        )
+        .expect("a leaf below the root");
+    let mut file = bytes(&path);
+    let at = usize::try_from(leaf - 1).expect("page") * 4096;
+    for byte in &mut file[at..at + 16] {
+        *byte ^= 0xff;
+    }
+    std::fs::write(&path, &file).expect("damage");
+
+    let b = open(&path, OpenMode::Existing).expect("the roots are sound");
+    let err = b.verify().expect_err("quick_check finds it");
+    assert_eq!(err.code(), "STORE_CORRUPT", "{err}");
+    assert!(err.to_string().contains("damaged"), "{err}");
+    let list = read(&b, |tx| {
+        tx.list_work(&WorkFilter::default(), &PageRequest::first(5_000))
+    });
+    assert_eq!(list.expect_err("the scan meets it").code(), "STORE_CORRUPT");
+    drop(b);
+    assert_eq!(bytes(&path), file, "nothing was written");
+}
+
+#[test]
+fn a_damaged_root_is_refused_by_a_writable_open() {
+    let (_dir, path) = temp();
+    filled(&path, 200);
+    let root: i64 = Connection::open(&path)
+        .expect("raw")
+        .query_row(
+            "SELECT rootpage FROM sqlite_schema WHERE name = 'grants'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("root");
+    let mut file = bytes(&path);
+    let at = usize::try_from(root - 1).expect("page") * 4096;
+    file[at] = 0x42;
+    std::fs::write(&path, &file).expect("damage");
+    let err = open(&path, OpenMode::Existing).err().expect("refused");
+    assert_eq!(err.code(), "STORE_CORRUPT", "{err}");
+    assert!(err.to_string().contains("root page of grants"), "{err}");
+    assert_eq!(bytes(&path), file);
+    sidecars_absent(&path);
 }

@@ -1,9 +1,9 @@
 //! A store written by an older schema opens in place: schema 1 (before failovers and
 //! holders were recorded), schema 2 (before work checkpoints), schema 3 (before
 //! priorities and per-lane claim indexes), schema 4 (before authorities published what
-//! they hold in recovery) and schema 5 (before the idempotency key index, when a key could
-//! be held twice). Its columns and rows stay, the new facts read as unknown (or their
-//! default), new rows carry them.
+//! they hold in recovery), schema 5 (before the idempotency key index, when a key could
+//! be held twice) and schema 6 (before schedules could be paused). Its columns and rows
+//! stay, the new facts read as unknown (or their default), new rows carry them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -29,9 +29,21 @@ fn store(path: &Path, clock: &ManualClock) -> Store {
     )
 }
 
-/// Turns a fresh store back into what schema 5 created: no idempotency key index,
-/// version 5.
+/// Turns a fresh store back into what schema 6 created: no `schedules.paused_at`,
+/// version 6.
+fn downgrade_to_schema_6(path: &Path) {
+    let conn = Connection::open(path).expect("raw");
+    conn.execute_batch(
+        "ALTER TABLE schedules DROP COLUMN paused_at;
+         UPDATE meta SET value = 6 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+}
+
+/// Turns a fresh store back into what schema 5 created: schema 6's without the
+/// idempotency key index, version 5.
 fn downgrade_to_schema_5(path: &Path) {
+    downgrade_to_schema_6(path);
     let conn = Connection::open(path).expect("raw");
     conn.execute_batch(
         "DROP INDEX work_key;
@@ -324,4 +336,37 @@ fn a_schema_5_store_holding_a_key_twice_is_upgraded_and_deduplicates_by_key() {
         Enqueued::Duplicate("a".into())
     );
     assert!(s.work("c").expect("read").is_none());
+}
+
+#[test]
+fn a_schema_6_store_is_upgraded_in_place_and_old_schedules_run() {
+    use crate::model::schedule::{CatchUp, Trigger};
+    use crate::rules::schedule::Control;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("old.db");
+    let clock = ManualClock::new(1_000);
+    let s = store(&path, &clock);
+    let every = Trigger::Interval { every_ms: 1_000 };
+    assert!(
+        s.create_schedule("tick", every, CatchUp::Latest, "h", "{}", "k")
+            .expect("creates")
+    );
+    let before = s.schedule("tick").expect("read").expect("created");
+    drop(s);
+    downgrade_to_schema_6(&path);
+    assert_refused_read_only(&path);
+
+    let s = store(&path, &clock);
+    assert_current(&path);
+    let old = s
+        .schedule("tick")
+        .expect("read")
+        .expect("the old schedule stays");
+    assert_eq!(old, before, "it reads as running");
+    s.control_schedule("tick", Control::Pause, "alice", "")
+        .expect("pauses");
+    assert_eq!(
+        s.schedule("tick").expect("read").expect("paused").paused_at,
+        Some(1_000)
+    );
 }

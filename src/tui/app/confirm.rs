@@ -1,11 +1,13 @@
 //! The confirmation of one operator act on one subject: cancel a workflow instance;
-//! requeue, discard or retry-now a work item; release or forget a gone authority. Each
+//! requeue, discard or retry-now a work item; release or forget a gone authority; pause,
+//! resume or delete a schedule. Each
 //! act opens the same dialog (what will happen, who it is recorded as, an optional reason
 //! field), and a yes sends the same kind of command to the writer, which goes through the
 //! store exactly as the matching `leasehold` command does. Only what differs per act lives
 //! in [`Act`]: its words, whether it needs a reason, the command it sends.
 
 use super::{Action, App, AuthorityVerb, Command, Overlay, Role, ViewId};
+use crate::rules::schedule::Control;
 use crate::rules::triage::Verb;
 use crate::tui::text::clean;
 
@@ -21,6 +23,8 @@ pub enum Act {
     Triage(Verb),
     /// Release or forget one authority.
     Authority(AuthorityVerb),
+    /// Pause, resume or delete one schedule.
+    Schedule(Control),
 }
 
 impl Act {
@@ -35,6 +39,7 @@ impl Act {
             Self::Cancel => "cancelling",
             Self::Triage(verb) => verb.action(),
             Self::Authority(verb) => verb.word(),
+            Self::Schedule(control) => control.doing(),
         }
     }
 
@@ -42,7 +47,7 @@ impl Act {
     fn kept(self) -> &'static str {
         match self {
             Self::Cancel => "nothing was cancelled",
-            Self::Triage(_) | Self::Authority(_) => "nothing was changed",
+            Self::Triage(_) | Self::Authority(_) | Self::Schedule(_) => "nothing was changed",
         }
     }
 
@@ -62,11 +67,16 @@ impl Act {
                 instance: subject,
                 reason,
             },
+            Self::Schedule(control) => Command::Schedule {
+                control,
+                schedule: subject,
+                reason,
+            },
         }
     }
 }
 
-/// An act waiting for a yes: its subject (an instance, item or authority id), the reason
+/// An act waiting for a yes: its subject (an instance, item, authority or schedule id), the reason
 /// typed so far, and whether the reason field has the keyboard.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Confirmation {

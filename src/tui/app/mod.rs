@@ -27,6 +27,7 @@ mod overlay;
 mod prompt;
 mod query;
 mod replay;
+mod schedule_dialog;
 mod snapshots;
 mod stores;
 mod table;
@@ -110,6 +111,12 @@ pub enum Command {
     Authority {
         verb: AuthorityVerb,
         instance: String,
+        reason: String,
+    },
+    /// Pause, resume or delete a schedule (then audit it).
+    Schedule {
+        control: crate::rules::schedule::Control,
+        schedule: String,
         reason: String,
     },
     /// Count what a work filter matches and name the first, for a bulk dialog.
@@ -658,6 +665,7 @@ impl App {
             Action::CancelWorkflow => self.ask_cancel(),
             Action::TriageWork(verb) => self.ask_triage(verb),
             Action::ActOnAuthority(verb) => self.ask_authority(verb),
+            Action::ControlSchedule(control) => self.ask_schedule(control),
             Action::Demo(key) => self.demo_key(key, out),
             Action::Click { column, row } => self.click(column, row),
             _ => {}

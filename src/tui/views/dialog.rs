@@ -12,6 +12,7 @@ use super::super::app::{Act, App, AuthorityVerb, Confirmation};
 use super::super::text::clean;
 use super::super::theme::Role;
 use crate::ops::bulk::Tally;
+use crate::rules::schedule::Control;
 use crate::rules::triage::Verb;
 
 /// A rectangle of at most `width` × `height` centred in `area`.
@@ -48,6 +49,7 @@ pub fn confirmation(frame: &mut Frame<'_>, area: Rect, app: &App, c: &Confirmati
         }
         Act::Triage(verb) => confirm_triage(frame, area, app, verb, &c.subject, &field),
         Act::Authority(verb) => confirm_authority(frame, area, app, verb, &c.subject, &field),
+        Act::Schedule(control) => confirm_schedule(frame, area, app, control, &c.subject, &field),
     }
 }
 
@@ -75,6 +77,50 @@ fn confirm_triage(
         ),
     ]));
     confirm(frame, area, app, words.title, text, field, words.yes);
+}
+
+/// The confirmation of a pause, a resume or a delete of one schedule.
+fn confirm_schedule(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &App,
+    control: Control,
+    schedule: &str,
+    field: &Field<'_>,
+) {
+    let t = app.theme();
+    let (title, what, effect, yes) = match control {
+        Control::Pause => (
+            " confirm pause ",
+            "Pause schedule ",
+            "it fires nothing until resumed; firings already enqueued still run",
+            " pause it  ",
+        ),
+        Control::Resume => (
+            " confirm resume ",
+            "Resume schedule ",
+            "the boundaries it missed while paused fire as its catch-up policy keeps them",
+            " resume it  ",
+        ),
+        Control::Delete => (
+            " confirm delete ",
+            "Delete schedule ",
+            "its definition is removed: nothing fires after it; firings already enqueued still run",
+            " delete it  ",
+        ),
+    };
+    let text = vec![
+        Line::from(vec![
+            Span::styled(what, t.style(Role::Dialog)),
+            Span::styled(clean(schedule, 40), t.style(Role::Accent)),
+        ]),
+        audited_as(app),
+        Line::from(vec![
+            Span::styled("  • ", t.style(Role::Ok)),
+            Span::styled(effect, t.style(Role::Dialog)),
+        ]),
+    ];
+    confirm(frame, area, app, title, text, field, yes);
 }
 
 /// The confirmation of a release or a forget of one authority.

@@ -1,4 +1,4 @@
-//! Schedules: trigger, next due (due / late), last firing and who owns it.
+//! Schedules: trigger, next due (due / late / paused), last firing and who owns it.
 
 use crate::foundation::timefmt::TimeFmt;
 use std::collections::HashMap;
@@ -22,12 +22,17 @@ pub const COLUMNS: &[Column] = &[
     col("handler", 14, 4),
 ];
 
-/// `late` (due for longer than a grace period), `due`, or `waiting`.
+/// `paused` (by an operator: it fires nothing), `late` (due for longer than a grace
+/// period), `due`, or `waiting`.
 #[must_use]
 pub fn status(s: &Schedule, now: Millis) -> &'static str {
+    if s.paused_at.is_some() {
+        return "paused";
+    }
     let grace = match s.trigger {
         Trigger::Interval { every_ms } => every_ms.max(1_000),
         Trigger::Delay { .. } => 5_000,
+        Trigger::Cron { .. } => 60_000,
     };
     if s.next_due <= now - grace {
         "late"
@@ -50,11 +55,12 @@ pub fn table(
         .iter()
         .map(|s| {
             let st = status(s, now);
-            let trigger = match s.trigger {
-                Trigger::Interval { every_ms } => format!("every {}", format_duration(every_ms)),
+            let trigger = match &s.trigger {
+                Trigger::Interval { every_ms } => format!("every {}", format_duration(*every_ms)),
+                Trigger::Cron { expr, tz } => format!("cron {expr} {tz}"),
                 Trigger::Delay { after_ms } => format!(
                     "at {}",
-                    chrono::DateTime::from_timestamp_millis(after_ms).map_or_else(
+                    chrono::DateTime::from_timestamp_millis(*after_ms).map_or_else(
                         || after_ms.to_string(),
                         |t| t.format("%H:%M:%S").to_string()
                     )
@@ -71,6 +77,7 @@ pub fn table(
                     Cell::text(st).role(match st {
                         "late" => Role::Warning,
                         "due" => Role::WorkPending,
+                        "paused" => Role::Accent,
                         _ => Role::Muted,
                     }),
                     Cell::timed(relative(now, Some(s.next_due)), s.next_due),
@@ -90,6 +97,11 @@ pub fn table(
                     ("handler".into(), clean(&s.handler, 200)),
                     ("payload".into(), clean(&s.payload, 1_000)),
                     ("next due".into(), format!("{} ({st})", fmt.at(s.next_due))),
+                    (
+                        "paused".into(),
+                        s.paused_at
+                            .map_or_else(|| "no".into(), |t| format!("since {}", fmt.at(t))),
+                    ),
                     (
                         "last fired".into(),
                         s.last_due.map_or_else(|| "never".into(), |t| fmt.at(t)),

@@ -72,39 +72,65 @@ where
 
     fn connect(self, stream: S) -> Handshake<S> {
         Box::pin(async move {
-            let name = ServerName::try_from(self.host.clone()).map_err(|_| {
-                HandshakeError(format!(
+            let name = ServerName::try_from(self.host.clone()).map_err(|_| HandshakeError {
+                text: format!(
                     "the host name {:?} cannot be checked against a certificate",
                     self.host
-                ))
+                ),
+                refused: true,
             })?;
             self.connector
                 .connect(name, stream)
                 .await
                 .map(RustlsStream)
-                .map_err(|e| HandshakeError(wording(&e, &self.host, &self.roots)))
+                .map_err(|e| HandshakeError {
+                    text: wording(&e, &self.host, &self.roots),
+                    refused: tls_error(&e).is_some(),
+                })
         })
     }
 }
 
 /// A failed handshake, in one line.
 #[derive(Debug)]
-pub(in crate::store::postgres) struct HandshakeError(String);
+pub(in crate::store::postgres) struct HandshakeError {
+    text: String,
+    /// TLS itself said no (a certificate that fails verification, a host name it cannot
+    /// check, a protocol the two sides do not share): the next attempt meets the same
+    /// answer. An I/O failure mid-handshake is not one.
+    refused: bool,
+}
 
 impl std::fmt::Display for HandshakeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 
 impl std::error::Error for HandshakeError {}
 
+/// The driver's own refusal when `sslmode` requires TLS and the server offers none.
+const NO_TLS_AT_SERVER: &str = "server does not support TLS";
+
+/// Whether a failed connection attempt is TLS refusing the server for good (see
+/// [`HandshakeError`]), or a server that offers no TLS where it is required.
+pub(in crate::store::postgres) fn is_tls_refusal(e: &postgres::Error) -> bool {
+    std::iter::successors(std::error::Error::source(e), |inner| inner.source()).any(|inner| {
+        inner
+            .downcast_ref::<HandshakeError>()
+            .map_or(inner.to_string() == NO_TLS_AT_SERVER, |h| h.refused)
+    })
+}
+
+/// The TLS protocol error inside a failed handshake, if it was one (not an I/O failure).
+fn tls_error(e: &io::Error) -> Option<&rustls::Error> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+}
+
 /// Which check failed, for `host` against `roots`.
 fn wording(e: &io::Error, host: &str, roots: &str) -> String {
-    let Some(tls) = e
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-    else {
+    let Some(tls) = tls_error(e) else {
         return format!("the TLS handshake with {host} failed ({e})");
     };
     match tls {

@@ -1,0 +1,154 @@
+//! A database that went back in time, or another server under the same URL: writes fail
+//! closed, across restarts by this host's rewind witness, until an operator accepts it.
+
+use leasehold::model::work::NewWork;
+use leasehold::store::url::{self, OpenMode};
+use leasehold::store::witness::Witness;
+
+use crate::support::authorities::HANDLER;
+use crate::support::postgres::{Server, database};
+
+/// The database lost commits this process saw acknowledged (as after a failover to a
+/// replica that was behind): the next write fails closed instead of minting a generation
+/// again.
+#[test]
+fn a_store_that_went_back_in_time_refuses_writes() {
+    let db = database();
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    for i in 0..3 {
+        store
+            .enqueue(NewWork::effect(format!("fx-{i}"), HANDLER, "{}"), "k")
+            .unwrap();
+    }
+    assert_eq!(store.revision().unwrap(), 3);
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute("UPDATE meta SET value = 1 WHERE key = 'revision'")
+        .unwrap();
+    let e = store
+        .enqueue(NewWork::effect("fx-9", HANDLER, "{}"), "k")
+        .unwrap_err();
+    assert_eq!(e.code(), "STORE_CORRUPT", "{e}");
+    assert!(store.work("fx-9").unwrap().is_none(), "nothing was written");
+    // Without a rewind witness (next test) a process that opens the store afresh has no
+    // memory of it: this guard is per process.
+    let fresh = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    fresh
+        .enqueue(NewWork::effect("fx-9", HANDLER, "{}"), "k")
+        .unwrap();
+}
+
+/// With this host's rewind witness the protection outlives the process: a writer started
+/// after the database lost commits refuses it (`STORE_REWOUND`) until an operator accepts
+/// the rewind; generations minted afterwards are above every earlier one.
+#[test]
+fn a_restarted_writer_refuses_a_rewound_database_until_accepted() {
+    let db = database();
+    let state = tempfile::tempdir().unwrap();
+    let witnessed = || {
+        let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+        Witness::open(state.path(), &store).map(|w| store.with_witness(w))
+    };
+    let store = witnessed().unwrap();
+    let seen = store.witness().unwrap().seen().unwrap();
+    assert!(
+        seen.server.is_some(),
+        "the test server lets us read its identity"
+    );
+    for i in 0..3 {
+        store
+            .enqueue(NewWork::effect(format!("fx-{i}"), HANDLER, "{}"), "k")
+            .unwrap();
+    }
+    let claimed = store.claim("fx-0", "a", "k", 60_000).unwrap().generation;
+    drop(store);
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "UPDATE meta SET value = 1 WHERE key = 'revision';
+             UPDATE work SET generation = 0, state = 'pending', owner_id = NULL WHERE id = 'fx-0';",
+        )
+        .unwrap();
+
+    let e = witnessed().err().unwrap();
+    assert_eq!(e.code(), "STORE_REWOUND", "{e}");
+
+    let store = url::open(db.url(), OpenMode::Existing).unwrap();
+    let witness = Witness::load(state.path(), &store).unwrap();
+    let accepted = store
+        .with_witness(witness)
+        .accept_rewind("op@host", Some("failover"))
+        .unwrap();
+    assert_eq!(accepted.epoch, 1);
+    let store = witnessed().unwrap();
+    let again = store.claim("fx-0", "b", "k", 60_000).unwrap().generation;
+    assert!(
+        again > claimed && again > accepted.generation_floor,
+        "{again}"
+    );
+    store
+        .enqueue(NewWork::effect("fx-new", HANDLER, "{}"), "k")
+        .unwrap();
+    let fresh = store.claim("fx-new", "b", "k", 60_000).unwrap().generation;
+    assert!(fresh > accepted.generation_floor, "{fresh}");
+}
+
+/// Another PostgreSQL cluster answering under the same URL (a failover to a server that is
+/// not a replica, a restore onto a new host) holding the same store — same store id, even
+/// ahead in revision — is refused by this host's rewind witness: its system identifier is
+/// not the one this host has written to.
+#[test]
+fn another_server_under_the_same_url_is_refused_by_the_witness() {
+    const NAME: &str = "leasehold_same_url";
+    let state = tempfile::tempdir().unwrap();
+    let first = Server::dedicated();
+    let port = first.port();
+    let db = first.database_named(NAME);
+    let url = db.url().to_owned();
+    let witnessed = || {
+        let store = url::open(&url, OpenMode::ReadWrite)?;
+        Witness::open(state.path(), &store).map(|w| store.with_witness(w))
+    };
+    let store = witnessed().unwrap();
+    store
+        .enqueue(NewWork::effect("fx-0", HANDLER, "{}"), "k")
+        .unwrap();
+    let seen = store.witness().unwrap().seen().unwrap();
+    drop(store);
+    let meta = |client: &mut postgres::Client, key: &str| -> i64 {
+        client
+            .query_one("SELECT value FROM meta WHERE key = $1", &[&key])
+            .unwrap()
+            .get(0)
+    };
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let (store_id, revision) = (meta(&mut admin, "store_id"), meta(&mut admin, "revision"));
+    drop(admin);
+    drop(db);
+    drop(first);
+
+    let second = Server::dedicated_on(port);
+    let _db = second.database_named(NAME);
+    drop(url::open(&url, OpenMode::ReadWrite).unwrap());
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    admin
+        .execute(
+            "UPDATE meta SET value = $1 WHERE key = 'store_id'",
+            &[&store_id],
+        )
+        .unwrap();
+    admin
+        .execute(
+            "UPDATE meta SET value = $1 WHERE key = 'revision'",
+            &[&(revision + 100)],
+        )
+        .unwrap();
+    drop(admin);
+
+    let e = witnessed().err().unwrap();
+    assert_eq!(e.code(), "STORE_REWOUND", "{e}");
+    let text = e.to_string();
+    assert!(text.contains("another database cluster"), "{text}");
+    let was = seen.server.unwrap().system_identifier;
+    assert!(text.contains(&was.to_string()), "{text}");
+}

@@ -1,0 +1,231 @@
+//! The store's schema: created only by `leasehold init`, and older schemas upgraded in place
+//! by a read-write open.
+
+use crate::support::leasehold;
+
+use leasehold::Store;
+use leasehold::clock::ManualClock;
+use leasehold::model::PageRequest;
+use leasehold::model::work::NewWork;
+use leasehold::store::url::{self, OpenMode};
+
+use crate::support::authorities::{HANDLER, compat};
+use crate::support::open_postgres;
+use crate::support::postgres::{Database, database};
+
+use super::open_err;
+
+/// Turns the database back by `downgrade` (SQL), checks that a read-only open refuses it
+/// as older than this build, and answers a read-write open, which must have upgraded it
+/// to this build's schema in place.
+fn upgraded(db: &Database, clock: &ManualClock, downgrade: &str) -> Store {
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin.batch_execute(downgrade).unwrap();
+    let e = open_err(db.url(), OpenMode::ReadOnly);
+    assert!(e.to_string().contains("predates this build"), "{e}");
+    let store = open_postgres(db.url(), clock, OpenMode::ReadWrite).unwrap();
+    let version: i64 = admin
+        .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(version, leasehold::store::postgres::SCHEMA_VERSION);
+    store
+}
+
+/// A database created by schema 1 (before failovers and holders were recorded) is refused
+/// read-only and upgraded in place by a read-write open: old rows read as unknown, new
+/// failovers are listed.
+#[test]
+fn a_schema_1_database_is_upgraded_in_place() {
+    let db = database();
+    let clock = ManualClock::new(crate::support::START);
+    let no_key = leasehold::store::Keyed { key: None };
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    store.acquire("r", "a", 1_000.0, no_key).unwrap();
+    drop(store);
+    let store = upgraded(
+        &db,
+        &clock,
+        "DROP INDEX grants_failovers; DROP INDEX writes_refused;
+             ALTER TABLE grants DROP COLUMN from_owner, DROP COLUMN from_generation,
+                 DROP COLUMN lapsed_ms;
+             ALTER TABLE writes DROP COLUMN holder_id, DROP COLUMN holder_generation;
+             ALTER TABLE work DROP COLUMN checkpoint;
+             UPDATE meta SET value = 1 WHERE key = 'schema_version';",
+    );
+    let (grants, _) = store.ownership_history(None, 0, 10).unwrap();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(grants[0].took_over, None, "an old row reads as unknown");
+    clock.advance(1_500);
+    store.acquire("r", "b", 1_000.0, no_key).unwrap();
+    let listed = store.failovers(0, None, 10).unwrap();
+    assert_eq!(listed.total, 1);
+    let took = listed.rows[0].1.took_over.clone().unwrap();
+    assert_eq!((took.from_owner.as_str(), took.lapsed_ms), ("a", 500));
+}
+
+/// A database created by schema 2 (before work checkpoints) is refused read-only and
+/// upgraded in place by a read-write open: an old item reads without a checkpoint, and a
+/// checkpoint saved under its claim reads back.
+#[test]
+fn a_schema_2_database_is_upgraded_in_place() {
+    let db = database();
+    let clock = ManualClock::new(crate::support::START);
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    store
+        .enqueue(NewWork::effect("fx", HANDLER, "{}"), "k")
+        .unwrap();
+    let claimed = store.claim("fx", "a", "k", 1_000).unwrap();
+    drop(store);
+    let store = upgraded(
+        &db,
+        &clock,
+        "ALTER TABLE work DROP COLUMN checkpoint;
+             UPDATE meta SET value = 2 WHERE key = 'schema_version';",
+    );
+    assert_eq!(store.work("fx").unwrap(), Some(claimed.clone()));
+    store
+        .save_work_checkpoint("fx", "a", claimed.generation, "{\"page\":2}")
+        .unwrap();
+    let reread = url::open(db.url(), OpenMode::ReadOnly).unwrap();
+    assert_eq!(
+        reread.work("fx").unwrap().unwrap().checkpoint.as_deref(),
+        Some("{\"page\":2}")
+    );
+}
+
+/// A database created by schema 4 (before authorities published what they hold in
+/// recovery) is refused read-only and upgraded in place by a read-write open: an old
+/// registration reads with nothing published, and a published account reads back.
+#[test]
+fn a_schema_4_database_is_upgraded_in_place() {
+    use leasehold::model::{Authority, Published, Recovering};
+    let db = database();
+    let clock = ManualClock::new(crate::support::START);
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    let a = Authority {
+        instance_id: "auth-1".into(),
+        compat: "k".into(),
+        build: "old".into(),
+        config: "{}".into(),
+        started_at: crate::support::START,
+        heartbeat_at: crate::support::START,
+        stopped_at: None,
+        host: "h".into(),
+        pid: 7,
+        published: Published::default(),
+    };
+    store.register_authority(&a).unwrap();
+    drop(store);
+    let store = upgraded(
+        &db,
+        &clock,
+        "ALTER TABLE authorities DROP COLUMN published;
+             UPDATE meta SET value = 4 WHERE key = 'schema_version';",
+    );
+    let row = |s: &Store| {
+        s.list_authorities(&PageRequest::first(10))
+            .unwrap()
+            .rows
+            .remove(0)
+    };
+    assert_eq!(row(&store), a, "the old row reads with nothing published");
+    let account = Published::of(vec![Recovering {
+        resource_id: "e1".into(),
+        kind: "effect".into(),
+        generation: 2,
+        why: "the read-back failed".into(),
+        since: crate::support::START,
+    }]);
+    store.publish(&a.incarnation(), false, &account).unwrap();
+    assert_eq!(row(&store).published, account);
+}
+
+/// A database created by schema 6 (before the intake, and before schedules could be paused)
+/// is refused read-only and upgraded in place by a read-write open: an old schedule reads as
+/// running and a pause reads back; an application then enqueues through the intake, and the
+/// next claim moves its request.
+#[test]
+fn a_schema_6_database_is_upgraded_in_place() {
+    use leasehold::model::schedule::{CatchUp, Trigger};
+    use leasehold::rules::schedule::Control;
+    let db = database();
+    let clock = ManualClock::new(crate::support::START);
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    let every = Trigger::Interval { every_ms: 1_000 };
+    assert!(
+        store
+            .create_schedule("tick", every, CatchUp::Latest, "h", "{}", "k")
+            .unwrap()
+    );
+    let before = store.schedule("tick").unwrap().expect("created");
+    drop(store);
+    let store = upgraded(
+        &db,
+        &clock,
+        "DROP FUNCTION leasehold_enqueue; DROP TABLE intake, intake_refused;
+             ALTER TABLE schedules DROP COLUMN paused_at;
+             UPDATE meta SET value = 6 WHERE key = 'schema_version';",
+    );
+    let old = store
+        .schedule("tick")
+        .unwrap()
+        .expect("the old schedule stays");
+    assert_eq!(old, before, "it reads as running");
+    store
+        .control_schedule("tick", Control::Pause, "alice", "")
+        .unwrap();
+    assert_eq!(
+        store.schedule("tick").unwrap().expect("paused").paused_at,
+        Some(crate::support::START)
+    );
+    let mut app = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    app.batch_execute("SELECT leasehold_enqueue('fx', 'send-email', handler_version => '1.0.0')")
+        .unwrap();
+    let claimed = store.claim_batch("a", compat(), 10, 1_000).unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].id, "fx");
+}
+
+// --- creating --------------------------------------------------------------------------------
+
+/// A database without the schema is not a store: writers refuse it and leave it empty;
+/// `leasehold init` creates the schema once, then says it exists.
+#[test]
+fn writers_never_create_the_schema_and_init_does_once() {
+    let db = database();
+    let url = db.url();
+    for args in [
+        vec!["event", "--store", url, "--type", "paid"],
+        vec![
+            "authority",
+            "--store",
+            url,
+            "--instance",
+            "typo",
+            "--workload",
+            "default",
+        ],
+        vec!["workflow", "start", "--store", url, "reminder"],
+    ] {
+        let o = leasehold(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("not a leasehold store yet"), "{err}");
+    }
+    assert!(
+        url::open(url, OpenMode::ReadOnly).is_err(),
+        "still no schema after the refused writers"
+    );
+
+    let created = leasehold(&["init", url, "--json"]);
+    assert_eq!(created.status.code(), Some(0), "{created:?}");
+    let report: serde_json::Value = serde_json::from_slice(&created.stdout).unwrap();
+    assert_eq!(report["created"], true);
+    let again = leasehold(&["init", url, "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(report["created"], false);
+    let event = leasehold(&["event", "--store", url, "--type", "paid"]);
+    assert_eq!(event.status.code(), Some(0), "{event:?}");
+}
