@@ -8,12 +8,14 @@
 //! `PATH-wal` with the ones recorded when the store was opened, just before it commits, and
 //! refuses to commit into files that are no longer the store's.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 
 /// A file's identity on its file system.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct FileId {
     dev: u64,
     ino: u64,
@@ -68,6 +70,56 @@ impl OpenedFiles {
         }
         Ok(())
     }
+}
+
+/// The database files this process has open through a handle, by identity, and how many
+/// handles hold each.
+///
+/// POSIX record locks belong to the process, and closing *any* descriptor of a file drops
+/// every lock the process holds on it, SQLite's included. A second handle opened in a
+/// process that already holds the store (an authority's whole-file check beside its own
+/// handle, an application opening two handles) must therefore not open and close the file
+/// itself to read its header: the first handle would lose its locks, and another process
+/// closing the store would take itself for the last one and delete the WAL under it.
+static HELD: Mutex<BTreeMap<FileId, usize>> = Mutex::new(BTreeMap::new());
+
+/// One handle's hold on its database file, counted in [`HELD`] until it is dropped.
+#[derive(Debug)]
+pub(super) struct HeldFile(Option<FileId>);
+
+impl HeldFile {
+    /// Whether a handle of this process holds the file at `path` now.
+    pub(super) fn held_here(path: &Path) -> bool {
+        id_of(path).is_some_and(|id| held().get(&id).is_some_and(|n| *n > 0))
+    }
+
+    /// Counts a handle on the file at `path` (open now).
+    pub(super) fn hold(path: &Path) -> Self {
+        let id = id_of(path);
+        if let Some(id) = id {
+            *held().entry(id).or_default() += 1;
+        }
+        Self(id)
+    }
+}
+
+impl Drop for HeldFile {
+    fn drop(&mut self) {
+        if let Some(id) = self.0 {
+            let mut held = held();
+            if let Some(n) = held.get_mut(&id) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    held.remove(&id);
+                }
+            }
+        }
+    }
+}
+
+fn held() -> std::sync::MutexGuard<'static, BTreeMap<FileId, usize>> {
+    HELD.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(unix)]

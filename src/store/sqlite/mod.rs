@@ -61,7 +61,7 @@ use super::url::OpenMode;
 use crate::clock::SystemClock;
 use crate::error::{Error, Result};
 use crate::ids::SeededIds;
-use files::OpenedFiles;
+use files::{HeldFile, OpenedFiles};
 use presence::Presence;
 use stalls::StallFile;
 use tx::SqliteTx;
@@ -101,6 +101,9 @@ pub struct SqliteBackend {
     files: Option<OpenedFiles>,
     /// Where a writable handle posts a write stall while it lasts.
     stall_file: Option<StallFile>,
+    /// This handle's count in the process's held files (`files.rs`); declared last, so it
+    /// is released after the connection has closed.
+    _held: HeldFile,
 }
 
 /// How long a closing writer waits for readers to let it empty the WAL.
@@ -180,6 +183,9 @@ impl SqliteBackend {
             Presence::Missing | Presence::Empty if !mode.creates() => {
                 return Err(presence::not_created(&label, presence));
             }
+            // A file a handle of this process holds is a store already, and reading its
+            // header through a descriptor of our own would drop that handle's locks.
+            Presence::Data if HeldFile::held_here(path) => {}
             Presence::Data => check_header(path, &label)?,
             Presence::Missing | Presence::Empty => {}
         }
@@ -255,6 +261,7 @@ impl SqliteBackend {
             created,
             files: (!read_only).then(|| OpenedFiles::capture(path)),
             stall_file: (!read_only).then(|| StallFile::beside(path)),
+            _held: HeldFile::hold(path),
         })
     }
 

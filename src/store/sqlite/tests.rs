@@ -667,3 +667,33 @@ fn a_damaged_root_is_refused_by_a_writable_open() {
     assert_eq!(bytes(&path), file);
     sidecars_absent(&path);
 }
+
+/// A second handle opened and closed in a process that holds the store leaves the first
+/// handle's locks in place: another process closing the store afterwards does not take
+/// itself for the last connection and delete the WAL under the first handle, whose next
+/// write would then be refused (`STORE_CORRUPT`, "the WAL file was removed"). Reading the
+/// header through a descriptor of its own, closed again, used to drop every POSIX lock
+/// this process held on the file (an authority's whole-file check beside its handle).
+#[test]
+fn a_second_handle_in_the_process_keeps_the_first_ones_locks() {
+    let (_dir, path) = temp();
+    let first = open(&path, OpenMode::ReadWrite).expect("open");
+    write(&first, |tx| tx.adjust_counter("t|a", 1)).expect("first write");
+    drop(open(&path, OpenMode::ReadOnly).expect("second handle"));
+    // Another process opens the store, reads and closes: as the last connection it would
+    // checkpoint and delete the WAL.
+    let other = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys\n\
+             c = sqlite3.connect(sys.argv[1])\n\
+             c.execute('SELECT count(*) FROM meta').fetchall()\n\
+             c.close()",
+        ])
+        .arg(&path)
+        .status()
+        .expect("python3 runs");
+    assert!(other.success());
+    write(&first, |tx| tx.adjust_counter("t|a", 1))
+        .expect("the first handle still writes into the store's own files");
+}
