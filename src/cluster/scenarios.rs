@@ -191,9 +191,13 @@ pub fn build(
 /// An owner stalling past its lease at `at`: slow handlers around the pause keep every
 /// authority mid-work when it freezes, and keep the successor mid-work when the stalled
 /// one wakes up, so its late completions meet a newer claim (`WORK_FENCED`), not only a
-/// finished item (already-terminal).
+/// finished item (already-terminal). The pause outlasts the lease by a renew interval and
+/// three polls: the stalled owner's claims expire within a lease of it freezing, a lapsed
+/// attempt is reclaimable only after a reclaim backoff past that, and a successor whose
+/// slots the slow handlers fill takes it over only when one of them frees — a pause of a
+/// lease and three polls left that to which items the claims happened to deal.
 fn stall(at: Millis, timing: Timing) -> [(Millis, Fault); 2] {
-    let pause = timing.lease_ms + timing.poll_ms * 3;
+    let pause = timing.lease_ms + timing.renew_ms + timing.poll_ms * 3;
     [
         (
             at - 2_000,
