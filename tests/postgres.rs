@@ -22,6 +22,8 @@ mod authorities;
 mod drain;
 #[path = "postgres/intake.rs"]
 mod intake;
+#[path = "postgres/lock_wait.rs"]
+mod lock_wait;
 #[path = "postgres/lost_answer.rs"]
 mod lost_answer;
 #[path = "postgres/opening.rs"]

@@ -20,6 +20,8 @@ mod bad_input;
 mod capabilities;
 #[path = "store/hostile_ids.rs"]
 mod hostile_ids;
+#[path = "store/lock_wait.rs"]
+mod lock_wait;
 #[path = "store/model.rs"]
 mod model;
 #[path = "store/rewind.rs"]

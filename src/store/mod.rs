@@ -302,6 +302,11 @@ impl Store {
 
     /// Runs `f` in a write transaction at one instant and returns its value.
     ///
+    /// The instant is read once the transaction holds the store's write lock, each time
+    /// the transaction starts: a call that queued for the lock behind other writers (or a
+    /// stalled one) decides and grants at the time it actually writes, so a lease it grants
+    /// never reaches its caller already expired by the wait.
+    ///
     /// # Errors
     /// Whatever `f` returns, or a store failure.
     pub(crate) fn write<T>(
@@ -311,13 +316,13 @@ impl Store {
         if let Some(e) = self.untrusted() {
             return Err(e);
         }
-        let now = self.clock.now();
         let mut out = None;
         let mut committed = 0;
         self.note(self.backend.write(&mut |tx| {
             if let Some(w) = &self.witness {
                 w.check(tx)?;
             }
+            let now = self.clock.now();
             out = Some(f(tx, now)?);
             if self.witness.is_some() {
                 committed = tx.revision()?;

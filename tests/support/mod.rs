@@ -11,12 +11,14 @@
 //! - `per_provider.rs`: the macro that runs a case on every provider;
 //! - `wait.rs`: the one way to wait for something another thread or process does;
 //! - `authorities.rs`: real `leasehold authority` processes;
-//! - `faults.rs`: memory and SQLite stores under the fault-injecting wrapper.
+//! - `faults.rs`: memory and SQLite stores under the fault-injecting wrapper;
+//! - `lock_wait.rs`: a grant answered after a wait for a write lock held from outside.
 
 #![allow(dead_code, unused_macros, clippy::unwrap_used)]
 
 pub mod authorities;
 pub mod faults;
+pub mod lock_wait;
 pub mod metrics;
 #[macro_use]
 mod per_provider;
