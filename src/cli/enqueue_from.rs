@@ -30,12 +30,13 @@ use serde::Serialize;
 
 use super::enqueue::EnqueueArgs;
 use super::output::json_line;
-use super::work_lines::{BadLine, LineItem, Lines};
+use super::work_lines::{BadLine, DERIVED_KEY_PREFIX, LineItem, Lines};
 use super::{CliResult, Failure};
 use crate::error::Error;
 use crate::foundation::progress::Progress;
 use crate::foundation::text_cell::{cell, escape};
 use crate::model::HandlerVersion;
+use crate::model::work::NewWork;
 use crate::store::{Enqueued, Store};
 
 /// Items offered in one transaction: large enough that the commit's cost is shared by
@@ -119,6 +120,8 @@ struct Load<'a> {
     name: &'a str,
     /// The version each handler met so far is taken at.
     versions: BTreeMap<String, HandlerVersion>,
+    /// This run's id: lines without an id of their own are numbered under it.
+    run: String,
     /// Items in the input, when known beforehand (a file).
     total: Option<u64>,
     tally: Tally,
@@ -140,6 +143,7 @@ impl<'a> Load<'a> {
             args,
             name,
             versions: BTreeMap::new(),
+            run: store.ids().next_id(DERIVED_KEY_PREFIX),
             total,
             tally: Tally::default(),
             started: Instant::now(),
@@ -200,7 +204,8 @@ impl<'a> Load<'a> {
         };
         self.learn_versions(batch)?;
         let now = self.store.now();
-        let specs = batch.iter().map(|item| item.spec(now)).collect();
+        let specs: Vec<NewWork> = batch.iter().map(|item| item.spec(now, &self.run)).collect();
+        let ids: Vec<String> = specs.iter().map(|spec| spec.id.clone()).collect();
         let answers = self.store.offer_batch(specs, &self.versions).map_err(|e| {
             let failure = Failure::from(e);
             Failure {
@@ -211,12 +216,12 @@ impl<'a> Load<'a> {
                 ..failure
             }
         })?;
-        for (item, answer) in batch.iter().zip(answers) {
+        for ((item, id), answer) in batch.iter().zip(&ids).zip(answers) {
             self.tally.items += 1;
             match answer {
                 Ok(Enqueued::Created) => self.tally.created += 1,
                 Ok(Enqueued::Duplicate(_)) => self.tally.duplicate += 1,
-                Err(error) => self.not_enqueued(item, &error)?,
+                Err(error) => self.not_enqueued(item.line, id, &error)?,
             }
         }
         self.show_progress();
@@ -238,7 +243,7 @@ impl<'a> Load<'a> {
         Ok(())
     }
 
-    fn not_enqueued(&mut self, item: &LineItem, error: &Error) -> CliResult {
+    fn not_enqueued(&mut self, line: u64, id: &str, error: &Error) -> CliResult {
         let outcome = if matches!(error, Error::EnqueueConflict { .. }) {
             self.tally.conflict += 1;
             "conflict"
@@ -250,8 +255,8 @@ impl<'a> Load<'a> {
             json_line(
                 self.out,
                 &NotEnqueued {
-                    line: item.line,
-                    id: &item.id,
+                    line,
+                    id,
                     outcome,
                     error: error.to_string(),
                 },
@@ -259,8 +264,7 @@ impl<'a> Load<'a> {
         } else {
             writeln!(
                 self.out,
-                "line {}: {outcome}: {}",
-                item.line,
+                "line {line}: {outcome}: {}",
                 escape(&error.to_string())
             )?;
         }

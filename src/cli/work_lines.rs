@@ -8,7 +8,9 @@
 //! and its payload as stored, hashed ([`derived_key`]). A re-run of the same file then
 //! offers the same keys and is answered `duplicate`, however the run before it ended; the
 //! same handler and payload on two lines are one item (give each an `idempotencyKey` to
-//! enqueue both).
+//! enqueue both). Its id is not that hash but the run's own, in line order
+//! ([`LineItem::spec`]): the key is all the deduplication needs, and ids in order let the
+//! store's id and claim-order indexes take a run's items at one end instead of all over.
 //!
 //! Every line is bounded ([`MAX_LINE_BYTES`], read no further than one byte past it) and
 //! its payload by the single enqueue's bound, so a stray binary file or an endless line is
@@ -53,8 +55,11 @@ struct Line {
 pub struct LineItem {
     /// Its line number, from 1.
     pub line: u64,
-    pub id: String,
-    /// As given; `None` leaves the store's default (the id).
+    /// As given, else the key as given; `None` for a line keyed by what it asks for,
+    /// which takes the run's id ([`Self::spec`]).
+    pub id: Option<String>,
+    /// As given, else derived for a line with neither id nor key; `None` leaves the
+    /// store's default (the id).
     pub idempotency_key: Option<String>,
     pub handler: String,
     /// The payload as stored (compact JSON, keys in order).
@@ -65,10 +70,16 @@ pub struct LineItem {
 }
 
 impl LineItem {
-    /// The item to offer, its delay counted from `now`.
+    /// The item to offer, its delay counted from `now`; a line without an id of its own
+    /// takes `run`'s id and its line number (`<run>-000000042`), so a run's items are
+    /// numbered in order.
     #[must_use]
-    pub fn spec(&self, now: Millis) -> NewWork {
-        let mut spec = NewWork::effect(self.id.clone(), self.handler.clone(), self.payload.clone());
+    pub fn spec(&self, now: Millis, run: &str) -> NewWork {
+        let id = self
+            .id
+            .clone()
+            .unwrap_or_else(|| format!("{run}-{:09}", self.line));
+        let mut spec = NewWork::effect(id, self.handler.clone(), self.payload.clone());
         spec.idempotency_key.clone_from(&self.idempotency_key);
         spec.not_before = self.delay.map(|d| now.saturating_add(d));
         if let Some(n) = self.max_attempts {
@@ -118,14 +129,15 @@ pub fn parse_line(line: u64, text: &str) -> Result<LineItem, Failure> {
     if payload.len() as u64 > MAX_PAYLOAD_BYTES {
         return Err(at("the payload is larger than 1 MiB".into()));
     }
-    let id = fields
-        .id
-        .or_else(|| fields.idempotency_key.clone())
-        .unwrap_or_else(|| derived_key(&fields.handler, &payload));
+    let id = fields.id.or_else(|| fields.idempotency_key.clone());
+    let idempotency_key = match (&id, fields.idempotency_key) {
+        (None, _) => Some(derived_key(&fields.handler, &payload)),
+        (Some(_), key) => key,
+    };
     Ok(LineItem {
         line,
         id,
-        idempotency_key: fields.idempotency_key,
+        idempotency_key,
         handler: fields.handler,
         payload,
         delay,
@@ -237,7 +249,7 @@ mod tests {
             item,
             &LineItem {
                 line: 1,
-                id: "m-1".into(),
+                id: Some("m-1".into()),
                 idempotency_key: Some("k-1".into()),
                 handler: "mail".into(),
                 payload: r#"{"n":1,"to":"ann"}"#.into(),
@@ -246,13 +258,14 @@ mod tests {
                 priority: -4,
             }
         );
-        let spec = item.spec(1_000);
+        let spec = item.spec(1_000, "line-run");
+        assert_eq!(spec.id, "m-1");
         assert_eq!(spec.not_before, Some(91_000));
         assert_eq!((spec.max_attempts, spec.priority), (3, -4));
     }
 
     #[test]
-    fn ids_default_to_the_key_else_to_the_handler_and_payload() {
+    fn ids_default_to_the_key_else_keys_to_the_handler_and_payload() {
         let read = items(concat!(
             "{\"handler\":\"h\",\"payload\":1,\"idempotencyKey\":\"k\"}\n",
             "\n   \n",
@@ -261,24 +274,28 @@ mod tests {
             "{\"handler\":\"h2\",\"payload\":{\"a\":2,\"b\":1}}",
         ));
         let read: Vec<LineItem> = read.into_iter().map(Result::unwrap).collect();
-        assert_eq!(read[0].id, "k");
+        assert_eq!(read[0].id.as_deref(), Some("k"));
         assert_eq!(read[0].idempotency_key.as_deref(), Some("k"));
         assert_eq!(
             read.iter().map(|i| i.line).collect::<Vec<_>>(),
             [1, 4, 5, 6],
             "blank lines are counted and skipped"
         );
+        let key = |i: usize| read[i].idempotency_key.clone().unwrap();
         assert!(
-            read[1].id.starts_with("line-") && read[1].id.len() == 37,
+            key(1).starts_with("line-") && key(1).len() == 37,
             "{}",
-            read[1].id
+            key(1)
         );
-        assert_eq!(read[1].idempotency_key, None, "the key defaults to the id");
+        assert_eq!(read[1].id, None, "the id is the run's");
+        assert_eq!(key(1), key(2), "the payload as stored, not as spelt");
+        assert_ne!(key(1), key(3), "another handler");
+        let ids: Vec<String> = read[1..].iter().map(|i| i.spec(0, "line-r").id).collect();
         assert_eq!(
-            read[1].id, read[2].id,
-            "the payload as stored, not as spelt"
+            ids,
+            ["line-r-000000004", "line-r-000000005", "line-r-000000006"],
+            "numbered by line, in order"
         );
-        assert_ne!(read[1].id, read[3].id, "another handler");
     }
 
     #[test]
