@@ -2,7 +2,9 @@
 //! functions fence, count and reclaim correctly on a manual clock; an idle cursor keeps its
 //! claim, so its generation moves only with its ownership; the tokio driver
 //! drains a seeded memory store and shuts down cleanly, releasing what it still owns; and
-//! (`runtime/uncertain.rs`) no attempt goes uncounted at shutdown or on a timeout.
+//! (`runtime/uncertain.rs`) no attempt goes uncounted at shutdown or on a timeout; and
+//! (`runtime/metrics.rs`) the metrics pages follow the naming rules, share no name, and
+//! count per handler what the store recorded.
 
 #[path = "runtime/claim_keys.rs"]
 mod claim_keys;
@@ -18,6 +20,8 @@ mod idle_cursor;
 mod knobs;
 #[path = "runtime/lost_answers.rs"]
 mod lost_answers;
+#[path = "runtime/metrics.rs"]
+mod metrics;
 #[path = "runtime/recovery.rs"]
 mod recovery;
 #[path = "runtime/refused.rs"]
