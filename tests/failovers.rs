@@ -86,7 +86,7 @@ fn text(v: &Value, key: &str) -> String {
 }
 
 /// Every family an authority's `/metrics` page states.
-const METRIC_FAMILIES: [&str; 22] = [
+const METRIC_FAMILIES: [&str; 26] = [
     "claims",
     "workflow_claims",
     "reclaims",
@@ -99,6 +99,10 @@ const METRIC_FAMILIES: [&str; 22] = [
     "schedules_fired",
     "abandoned_on_shutdown",
     "attempt_failures",
+    "handler_completions",
+    "handler_failures",
+    "handler_retries_scheduled",
+    "handler_uncertain_attempts",
     "refused_writes",
     "inflight",
     "ready",

@@ -3,8 +3,9 @@
 //! claim, so its generation moves only with its ownership; the tokio driver
 //! drains a seeded memory store and shuts down cleanly, releasing what it still owns;
 //! (`runtime/occupancy.rs`) a slow handler's attempts never hold a fast handler's backlog to
-//! their pace; and (`runtime/uncertain.rs`) no attempt goes uncounted at shutdown or on a
-//! timeout.
+//! their pace; (`runtime/uncertain.rs`) no attempt goes uncounted at shutdown or on a
+//! timeout; and (`runtime/metrics.rs`) the metrics pages follow the naming rules, share no
+//! name, and count per handler what the store recorded.
 
 #[path = "runtime/claim_keys.rs"]
 mod claim_keys;
@@ -20,6 +21,8 @@ mod idle_cursor;
 mod knobs;
 #[path = "runtime/lost_answers.rs"]
 mod lost_answers;
+#[path = "runtime/metrics.rs"]
+mod metrics;
 #[path = "runtime/occupancy.rs"]
 mod occupancy;
 #[path = "runtime/recovery.rs"]

@@ -31,7 +31,7 @@ use tokio::net::TcpListener;
 
 use super::core::AuthorityCore;
 use super::health::{Health, HealthReport};
-use super::stats::{Histogram, Stats};
+use super::stats::{HandlerCounts, Histogram, Stats};
 use crate::clock::Millis;
 
 /// Upper bounds (seconds) of the latency buckets: 1 ms to about 2 minutes, doubling.
@@ -247,6 +247,7 @@ pub fn render(stats: &Stats, compat: &str, inflight: usize, health: &HealthRepor
         "Attempts that did not succeed, by class",
         Labeled::counters_by("class", failures.iter().map(|(c, n)| ((*c).to_owned(), *n))),
     );
+    register_handler_outcomes(&mut r, stats);
     r.register(
         "refused_writes",
         "Other refused writes, by code",
@@ -318,6 +319,48 @@ pub fn render(stats: &Stats, compat: &str, inflight: usize, health: &HealthRepor
         ]),
     );
     text(&r)
+}
+
+/// Each registered handler's outcomes, labelled `handler` (and `class` for failures): the
+/// label values are the registered handlers' names and the model's failure classes, so
+/// the number of series is bounded by the registrations.
+fn register_handler_outcomes(r: &mut Registry, stats: &Stats) {
+    let per_handler = |count: fn(&HandlerCounts) -> u64| {
+        Labeled::counters_by(
+            "handler",
+            stats.handlers.iter().map(|(h, c)| (h.clone(), count(c))),
+        )
+    };
+    r.register(
+        "handler_completions",
+        "Successful outcomes the store accepted, by handler",
+        per_handler(|c| c.completions),
+    );
+    r.register(
+        "handler_failures",
+        "Failures the store accepted, by handler and the failure's class (dead letters this authority's claims wrote: uncertain-exhausted)",
+        Labeled::counters(
+            stats
+                .handlers
+                .iter()
+                .flat_map(|(h, c)| {
+                    c.failures.iter().map(move |(class, n)| {
+                        (vec![("handler", h.clone()), ("class", class.clone())], *n)
+                    })
+                })
+                .collect(),
+        ),
+    );
+    r.register(
+        "handler_retries_scheduled",
+        "Work item failures the store turned into a durable retry, by handler",
+        per_handler(|c| c.retries_scheduled),
+    );
+    r.register(
+        "handler_uncertain_attempts",
+        "Attempts the store counted uncertain through this authority's writes (lapsed claims taken over, failures that may have acted), by handler",
+        per_handler(|c| c.uncertain_attempts),
+    );
 }
 
 /// What `serve` answers with, the page or not: OpenMetrics text either way.

@@ -3,13 +3,14 @@
 use std::collections::BTreeMap;
 use std::io::{LineWriter, Write};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::model::ExecRecord;
+use crate::model::{ExecRecord, FailureClass, WorkItem};
+use crate::store::Claim;
 
 /// What one authority did, from its own point of view.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,9 +74,92 @@ pub struct Stats {
     /// How long the runtime's store calls took (ms, real time), by verb (`claim`,
     /// `renew`, `complete`, `heartbeat`, …).
     pub store_call_ms: BTreeMap<String, Histogram>,
+    /// What each registered handler's attempts came to, counted once the store accepted
+    /// the write that says so. Keyed by the registered handlers only, each from the start:
+    /// every handler's series exist before its first outcome, and item data never adds
+    /// a key (an item whose handler is not registered here is never run here).
+    pub handlers: BTreeMap<String, HandlerCounts>,
+}
+
+/// One handler's outcomes, as the store recorded them through this authority's writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HandlerCounts {
+    /// Successful outcomes (a work item completed, a workflow action's success recorded).
+    pub completions: u64,
+    /// Failures by [`FailureClass`] name: the class the handler answered for a failure
+    /// the store accepted, and `uncertain-exhausted` for each dead letter this authority's
+    /// claims wrote (a lapse that spent the last attempt).
+    pub failures: BTreeMap<String, u64>,
+    /// Work item failures the store turned into a durable retry.
+    pub retries_scheduled: u64,
+    /// Attempts the store counted as uncertain through this authority's writes: lapsed
+    /// claims its claims took over (dead letters included), and accepted failures that may
+    /// have acted (`TIMEOUT`). The same count the items' `uncertain_attempts` keep.
+    pub uncertain_attempts: u64,
+}
+
+impl Default for HandlerCounts {
+    fn default() -> Self {
+        Self {
+            completions: 0,
+            failures: FailureClass::ALL
+                .iter()
+                .map(|c| (c.as_str().to_owned(), 0))
+                .collect(),
+            retries_scheduled: 0,
+            uncertain_attempts: 0,
+        }
+    }
+}
+
+impl HandlerCounts {
+    /// Counts a failure of `class`.
+    pub fn failed(&mut self, class: FailureClass) {
+        *self.failures.entry(class.as_str().to_owned()).or_default() += 1;
+    }
 }
 
 impl Stats {
+    /// Counters for an authority running `handlers`, each handler's at zero.
+    pub fn for_handlers<'a>(
+        instance_id: &str,
+        build: &str,
+        handlers: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        Self {
+            instance_id: instance_id.to_owned(),
+            build: build.to_owned(),
+            handlers: handlers
+                .into_iter()
+                .map(|h| (h.to_owned(), HandlerCounts::default()))
+                .collect(),
+            ..Self::default()
+        }
+    }
+
+    /// The counts of `handler`, when it is registered here.
+    pub fn handler(&mut self, handler: &str) -> Option<&mut HandlerCounts> {
+        self.handlers.get_mut(handler)
+    }
+
+    /// Counts what a committed claim batch settled: each lapse a claim took over is one
+    /// uncertain attempt of its handler, and each dead letter one more and a failure of
+    /// class `uncertain-exhausted`.
+    pub fn settled(&mut self, claims: &[Claim], dead_letters: &[Arc<WorkItem>]) {
+        for claim in claims.iter().filter(|c| c.settled_lapse) {
+            if let Some(counts) = self.handler(&claim.item.handler) {
+                counts.uncertain_attempts += 1;
+            }
+        }
+        for dead in dead_letters {
+            if let Some(counts) = self.handler(&dead.handler) {
+                counts.uncertain_attempts += 1;
+                counts.failed(FailureClass::UncertainExhausted);
+            }
+        }
+    }
+
     /// Counts a refused write: a fenced one (see [`Self::fenced_writes_refused`]) is also a
     /// lost claim; any other is counted by its code.
     pub fn refused(&mut self, code: &str, fenced: bool) {

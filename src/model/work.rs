@@ -91,6 +91,9 @@ pub enum FailureClass {
 }
 
 impl FailureClass {
+    /// Every class, in the order they are listed.
+    pub const ALL: [Self; 3] = [Self::Retryable, Self::Terminal, Self::UncertainExhausted];
+
     /// The stored name: `retryable`, `terminal`, `uncertain-exhausted`.
     #[must_use]
     pub fn as_str(self) -> &'static str {

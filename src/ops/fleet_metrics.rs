@@ -1,7 +1,9 @@
-//! `leasehold inspect metrics`: the store's fleet-level facts as OpenMetrics text, under the
-//! same `leasehold_` names an authority's `/metrics` uses where the fact is the same (the
-//! store's `claims_total` counts every authority's claims), so dashboards and scripts share
-//! one vocabulary.
+//! `leasehold inspect metrics`: the store's fleet-level facts as OpenMetrics text, every
+//! name under `leasehold_fleet_`. An authority's `/metrics` counts what that one authority
+//! did; this page counts what the whole fleet did (its `leasehold_fleet_claims_total` is
+//! every authority's claims), so the two never share a name: a Prometheus that scrapes
+//! both and sums a family over every target counts each fact once, where one name for both
+//! would count every authority's claims twice.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +19,10 @@ use crate::rules::lateness;
 use crate::rules::liveness::{Liveness, liveness};
 use crate::store::Store;
 
+/// What every name on this page starts with (then `_`); no name on an authority's page
+/// does.
+const PREFIX: &str = "leasehold_fleet";
+
 /// Registrations read at most.
 const AUTHORITIES: usize = 10_000;
 
@@ -26,7 +32,7 @@ const AUTHORITIES: usize = 10_000;
 /// A store failure.
 pub fn render(store: &Store, now: Millis) -> Result<String> {
     let overview = store.overview()?;
-    let mut r = Registry::with_prefix("leasehold");
+    let mut r = Registry::with_prefix(PREFIX);
     r.register(
         "claims",
         "Claims every authority took (the store's count)",

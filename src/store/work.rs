@@ -33,6 +33,19 @@ pub struct Claim {
     pub item: Arc<WorkItem>,
     /// When the claim this one took over had expired, if it took one over.
     pub took_over_expired_at: Option<Millis>,
+    /// Whether this claim settled a claim that lapsed without an outcome: its write counted
+    /// one more uncertain attempt ([`rules::settle_unfinished`]).
+    pub settled_lapse: bool,
+}
+
+/// What one claim batch wrote ([`Store::claim_work_in`]): the items claimed to run, the
+/// lapsed claims it found with no attempt left and ended as dead letters (granted to the
+/// claimer, nothing to run), and where the claimer's rotation stands after them.
+#[derive(Debug)]
+pub(crate) struct ClaimBatch {
+    pub claims: Vec<Claim>,
+    pub dead_letters: Vec<Arc<WorkItem>>,
+    pub rotation: Rotation,
 }
 
 /// What [`Store::offer_work`] came to: the item is new, or the store already holds the
@@ -249,16 +262,17 @@ impl Store {
     ) -> Result<Vec<Claim>> {
         check_id("owner", owner)?;
         let keys = keys.into();
-        let (claimed, rotation) =
+        let batch =
             self.write(|tx, now| self.claim_work_in(tx, now, owner, &keys, budget, lease_ms))?;
-        self.keep_rotation(owner, rotation);
-        Ok(claimed)
+        self.keep_rotation(owner, batch.rotation);
+        Ok(batch.claims)
     }
 
     /// [`Self::claim_work_within`] inside a transaction the caller writes more in (an
-    /// authority's poll completes its last batch and claims in one). Returns the claims and
-    /// where `owner`'s rotation stands after them, for [`Self::keep_rotation`] once the
-    /// transaction has committed: a rolled-back claim must not move it.
+    /// authority's poll completes its last batch and claims in one). Returns the claims, the
+    /// dead letters, and where `owner`'s rotation stands after them, for
+    /// [`Self::keep_rotation`] once the transaction has committed: a rolled-back claim must
+    /// not move it.
     ///
     /// # Errors
     /// A store failure.
@@ -270,11 +284,15 @@ impl Store {
         keys: &CompatSet,
         budget: &ClaimBudget,
         lease_ms: Millis,
-    ) -> Result<(Vec<Claim>, Rotation)> {
+    ) -> Result<ClaimBatch> {
         move_intake(tx, now)?;
         let rotation = self.rotations.get(owner).unwrap_or_default();
         let (candidates, rotated) = claim_candidates(tx, keys, now, budget, &rotation)?;
-        let mut claimed = Vec::with_capacity(candidates.len());
+        let mut batch = ClaimBatch {
+            claims: Vec::with_capacity(candidates.len()),
+            dead_letters: Vec::new(),
+            rotation: rotated,
+        };
         for found in candidates {
             let token = self.ids.next_id("tok");
             let terms = ClaimTerms {
@@ -284,11 +302,13 @@ impl Store {
                 lease_ms,
                 reclaim: budget.reclaim,
             };
-            if let Logged::Done(claim) = claim_in(tx, found, &terms, now)? {
-                claimed.push(claim);
+            match claim_in(tx, found, &terms, now)? {
+                Taken::Run(claim) => batch.claims.push(claim),
+                Taken::DeadLetter(dead) => batch.dead_letters.push(dead),
+                Taken::Refused(_) => {}
             }
         }
-        Ok((claimed, rotated))
+        Ok(batch)
     }
 
     /// Keeps `owner`'s claim rotation as a committed claim left it.
@@ -322,8 +342,12 @@ impl Store {
                 reclaim: Backoff::default(),
             };
             Ok(match claim_in(tx, Arc::new(found), &terms, now)? {
-                Logged::Done(claim) => Logged::Done(claim.item),
-                Logged::Refused(e) => Logged::Refused(e),
+                Taken::Run(claim) => Logged::Done(claim.item),
+                Taken::DeadLetter(dead) => Logged::Refused(Error::AlreadyTerminal {
+                    id: dead.id.clone(),
+                    state: dead.state.as_str().into(),
+                }),
+                Taken::Refused(e) => Logged::Refused(e),
             })
         })
         .map(Arc::unwrap_or_clone)
@@ -619,12 +643,23 @@ struct ClaimTerms<'a> {
     reclaim: Backoff,
 }
 
+/// What one claim of one item came to.
+enum Taken {
+    /// Claimed for the claimer to run.
+    Run(Claim),
+    /// A lapsed claim with no attempt left, ended as a dead letter by this claim's write:
+    /// nothing to run (a claim of that one item answers `already-terminal`).
+    DeadLetter(Arc<WorkItem>),
+    /// Not claimable; nothing written.
+    Refused(Error),
+}
+
 /// Claims `item` for the claimer inside an open transaction, writing the claim and its
 /// grant; or why it cannot be claimed. A lapsed claim is settled only here, by the claim
 /// that takes it over under a new generation: a claimer that finds a lapse before its
 /// reclaim instant writes nothing, so the owner nobody replaced still renews and completes.
-/// A takeover that finds the budget spent writes the dead letter and its grant, and answers
-/// `already-terminal` (nothing to run). The item is made into its claimed version (a copy
+/// A takeover that finds the budget spent writes the dead letter and its grant (nothing to
+/// run). The item is made into its claimed version (a copy
 /// only while the store still holds the version before), which the store and the claimer
 /// then share.
 fn claim_in(
@@ -632,7 +667,7 @@ fn claim_in(
     item: Arc<WorkItem>,
     terms: &ClaimTerms<'_>,
     now: Millis,
-) -> Result<Logged<Claim>> {
+) -> Result<Taken> {
     let was = item.state;
     let took_over = Takeover::of_work(&item, terms.owner, now);
     let took_over_expired_at = item.unfinished_claim_expiry();
@@ -651,21 +686,20 @@ fn claim_in(
             update_saved(tx, was, &next)?;
             Counter::Claims.adjust(tx, 1)?;
             log_grant(tx, took_over, &next, terms.owner, now)?;
-            Ok(Logged::Done(Claim {
+            Ok(Taken::Run(Claim {
                 item: next,
                 took_over_expired_at,
+                // Only a claimed item's lapse is settled by its taker.
+                settled_lapse: was == crate::model::WorkState::Claimed,
             }))
         }
         Ok(rules::Claimed::DeadLetter(dead)) => {
             let dead = Arc::new(dead);
             update_saved(tx, was, &dead)?;
             log_grant(tx, took_over, &dead, terms.owner, now)?;
-            Ok(Logged::Refused(Error::AlreadyTerminal {
-                id: dead.id.clone(),
-                state: dead.state.as_str().into(),
-            }))
+            Ok(Taken::DeadLetter(dead))
         }
-        Err(e) => Ok(Logged::Refused(e)),
+        Err(e) => Ok(Taken::Refused(e)),
     }
 }
 

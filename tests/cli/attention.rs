@@ -221,11 +221,20 @@ fn inspect_metrics_states_the_stores_counts() {
         .map(|c| c.count)
         .sum();
     assert_eq!(
-        count(&page, r#"leasehold_work{kind="effect",state="pending"}"#),
+        count(
+            &page,
+            r#"leasehold_fleet_work{kind="effect",state="pending"}"#
+        ),
         pending_effects
     );
-    assert_eq!(count(&page, "leasehold_store_revision"), overview.revision);
-    assert_eq!(count(&page, r#"leasehold_authorities{state="live"}"#), 0);
+    assert_eq!(
+        count(&page, "leasehold_fleet_store_revision"),
+        overview.revision
+    );
+    assert_eq!(
+        count(&page, r#"leasehold_fleet_authorities{state="live"}"#),
+        0
+    );
     let json = leasehold(&["inspect", "metrics", "--store", &path, "--json"]);
     assert_eq!(code(&json), 2);
 }

@@ -16,6 +16,7 @@ use crate::authority::{fencing, log};
 use crate::error::{Error, Result};
 use crate::model::ExecRecord;
 use crate::model::{FailureClass, Recovering, WorkItem, WorkKind, WorkState};
+use crate::rules::work::may_have_acted;
 use crate::store::Completion;
 use crate::workflow::machine::ActionRequest;
 
@@ -287,6 +288,7 @@ impl AuthorityCore {
             s.finish_latency_ms.record(finished_at - job.claimed_at);
         }
         record_handler_time(s, job, executed);
+        count_for_handler(s, job, executed, finished);
         count_outcome(s, executed, finished, fenced);
     }
 
@@ -450,14 +452,19 @@ fn answered(answers: Vec<Option<Finished>>) -> Vec<Finished> {
         .collect()
 }
 
-/// Adds the attempt's time to its handler's (a work item's handler, a workflow's action).
-fn record_handler_time(s: &mut Stats, job: &Job, executed: &Executed) {
-    let handler = match (&job.task, &executed.exec) {
-        (Task::Work(item), Exec::Work { .. }) => Some(item.handler.as_str()),
-        (_, Exec::WorkflowRan { request, .. }) => Some(request.action.as_str()),
+/// The handler an attempt ran (a work item's handler, a workflow's action) and what it
+/// answered; `None` when no handler ran.
+fn attempt_of<'a>(job: &'a Job, executed: &'a Executed) -> Option<(&'a str, &'a HandlerOutcome)> {
+    match (&job.task, &executed.exec) {
+        (Task::Work(item), Exec::Work { outcome, .. }) => Some((item.handler.as_str(), outcome)),
+        (_, Exec::WorkflowRan { request, outcome }) => Some((request.action.as_str(), outcome)),
         _ => None,
-    };
-    if let Some(handler) = handler {
+    }
+}
+
+/// Adds the attempt's time to its handler's.
+fn record_handler_time(s: &mut Stats, job: &Job, executed: &Executed) {
+    if let Some((handler, _)) = attempt_of(job, executed) {
         // Looked up before it is added: a name is copied once, not per outcome.
         match s.handler_ms.get_mut(handler) {
             Some(spent) => spent.record(executed.spent_ms),
@@ -466,6 +473,36 @@ fn record_handler_time(s: &mut Stats, job: &Job, executed: &Executed) {
                 spent.record(executed.spent_ms);
             }
         }
+    }
+}
+
+/// Counts an outcome the store accepted for the handler that answered it: a success, or a
+/// failure by the class the handler gave, with the durable retry the store scheduled for it
+/// and the uncertain attempt the store counted when it may have acted. A refused, deferred
+/// or abandoned outcome counts nothing here.
+fn count_for_handler(s: &mut Stats, job: &Job, executed: &Executed, finished: &Finished) {
+    let accepted = matches!(
+        finished,
+        Finished::Completed | Finished::RetryScheduled | Finished::Failed | Finished::Transitioned
+    );
+    let Some((handler, outcome)) = attempt_of(job, executed).filter(|_| accepted) else {
+        return;
+    };
+    let Some(counts) = s.handler(handler) else {
+        return;
+    };
+    match outcome.failure() {
+        Some(failure) => {
+            counts.failed(failure.class);
+            if *finished == Finished::RetryScheduled {
+                counts.retries_scheduled += 1;
+            }
+            if matches!(job.task, Task::Work(_)) && may_have_acted(failure) {
+                counts.uncertain_attempts += 1;
+            }
+        }
+        None if matches!(outcome, HandlerOutcome::Succeeded(_)) => counts.completions += 1,
+        None => {}
     }
 }
 

@@ -128,11 +128,7 @@ impl AuthorityCore {
         let handler_keys = claim_keys(&workload.handler_versions(), &[]);
         let compat = handler_keys.digest();
         let engine = Engine::new(store.clone(), &config.instance_id, handler_keys);
-        let stats = Stats {
-            instance_id: config.instance_id.clone(),
-            build: config.build.clone(),
-            ..Stats::default()
-        };
+        let stats = Stats::for_handlers(&config.instance_id, &config.build, workload.names());
         Ok(Self {
             store,
             compat,

@@ -91,7 +91,7 @@ impl AuthorityCore {
         let wf_limit = share.instances.min(batch);
         let on_time = on_time_window(self.config.poll_interval_ms);
         let workload = &self.workload;
-        let (fired, completed, instances, items, rotation) = self.store.write(|tx, now| {
+        let (fired, completed, instances, claimed) = self.store.write(|tx, now| {
             let fired = fire_due_in(tx, now, &workload, SCHEDULES_PER_POLL, on_time)?;
             let completed = complete_in(tx, now, &finishing.completions)?;
             let mut instances = if wf_limit > 0 && free > due_looks {
@@ -100,30 +100,38 @@ impl AuthorityCore {
                 Vec::new()
             };
             let work_limit = free.saturating_sub(due_looks + instances.len()).min(batch);
-            let (items, rotation) = if work_limit > 0 {
+            let claimed = if work_limit > 0 {
                 let budget = ClaimBudget {
                     limit: work_limit,
                     per_handler: handler_room.clone(),
                     in_flight: in_flight.clone(),
                     reclaim: self.config.reclaim_backoff(),
                 };
-                let (items, rotation) = self
-                    .store
-                    .claim_work_in(tx, now, owner, &keys, &budget, lease)?;
-                (items, Some(rotation))
+                Some(
+                    self.store
+                        .claim_work_in(tx, now, owner, &keys, &budget, lease)?,
+                )
             } else {
-                (Vec::new(), None)
+                None
             };
-            let left = free.saturating_sub(due_looks + instances.len() + items.len());
+            let items = claimed.as_ref().map_or(0, |c| c.claims.len());
+            let left = free.saturating_sub(due_looks + instances.len() + items);
             if left > 0 && instances.len() == wf_limit {
                 instances.extend(self.engine.claim_in(tx, now, left.min(batch), lease)?);
             }
-            Ok((fired, completed, instances, items, rotation))
+            Ok((fired, completed, instances, claimed))
         })?;
         self.state().stats.schedules_fired += fired as u64;
-        if let Some(rotation) = rotation {
-            self.store.keep_rotation(owner, rotation);
-        }
+        let items = match claimed {
+            Some(claimed) => {
+                self.store.keep_rotation(owner, claimed.rotation);
+                self.state()
+                    .stats
+                    .settled(&claimed.claims, &claimed.dead_letters);
+                claimed.claims
+            }
+            None => Vec::new(),
+        };
         // The looks: their share, or every slot the claims left when they took all of it.
         let claimed = instances.len() + items.len();
         let look_limit = if due_looks == share.looks {
