@@ -294,45 +294,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
                 quiet,
             },
         )?,
-        BenchMode::Fairness(f) => {
-            let fleet = FleetArgs {
-                authorities: 1,
-                processes: false,
-                concurrency: f.concurrency,
-                batch: f.batch,
-                lease_ms: f.lease_ms,
-                poll_ms: f.poll_ms,
-                // Its handlers are its own (`bench::fairness`, `bench::slow_fast`).
-                blocking_handler: false,
-            }
-            .options(url);
-            let store = open(url, OpenMode::ReadWrite)?;
-            match f.case {
-                FairnessCase::Backlog => fairness::run(
-                    &store,
-                    &FairnessBench {
-                        items: f.items,
-                        schedule_ms: f.schedule_ms,
-                        window: Duration::from_secs(f.window_s),
-                        per_second: f.per_second,
-                        fleet,
-                        timeout,
-                        quiet,
-                    },
-                )?,
-                FairnessCase::SlowFast => slow_fast::run(
-                    &store,
-                    &SlowFastBench {
-                        slow_items: f.slow_items,
-                        fast_items: f.fast_items,
-                        slow: Duration::from_millis(f.slow_ms),
-                        fast: Duration::from_millis(f.fast_ms),
-                        fleet,
-                        timeout,
-                    },
-                )?,
-            }
-        }
+        BenchMode::Fairness(f) => fairness_case(url, f, timeout, quiet)?,
         BenchMode::Dashboard(d) => dashboard::run(&DashboardBench {
             url: url.to_owned(),
             refreshes: d.refreshes,
@@ -351,4 +313,50 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
         Some(broken) => Err(Failure::refused(broken)),
         None => Ok(()),
     }
+}
+
+/// `bench fairness`: the case asked for, on one authority at the given knobs.
+fn fairness_case(
+    url: &str,
+    f: &FairnessArgs,
+    timeout: Duration,
+    quiet: bool,
+) -> Result<Report, Failure> {
+    let fleet = FleetArgs {
+        authorities: 1,
+        processes: false,
+        concurrency: f.concurrency,
+        batch: f.batch,
+        lease_ms: f.lease_ms,
+        poll_ms: f.poll_ms,
+        // Its handlers are its own (`bench::fairness`, `bench::slow_fast`).
+        blocking_handler: false,
+    }
+    .options(url);
+    let store = open(url, OpenMode::ReadWrite)?;
+    Ok(match f.case {
+        FairnessCase::Backlog => fairness::run(
+            &store,
+            &FairnessBench {
+                items: f.items,
+                schedule_ms: f.schedule_ms,
+                window: Duration::from_secs(f.window_s),
+                per_second: f.per_second,
+                fleet,
+                timeout,
+                quiet,
+            },
+        )?,
+        FairnessCase::SlowFast => slow_fast::run(
+            &store,
+            &SlowFastBench {
+                slow_items: f.slow_items,
+                fast_items: f.fast_items,
+                slow: Duration::from_millis(f.slow_ms),
+                fast: Duration::from_millis(f.fast_ms),
+                fleet,
+                timeout,
+            },
+        )?,
+    })
 }
