@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::work::NewWork;
 use crate::model::{CompatSet, Failure, Grant, GrantKind, Holder, Takeover, WorkItem, WriteVerb};
-use crate::rules::work::{self as rules, Backoff};
+use crate::rules::work::{self as rules, Backoff, Retry};
 
 /// One finished attempt, for group commit: each is fenced on its own.
 #[derive(Debug, Clone)]
@@ -21,9 +21,9 @@ pub struct Completion {
     pub owner: String,
     pub generation: u64,
     pub outcome: std::result::Result<Option<String>, Failure>,
-    /// For a retryable failure: the retry is not eligible before this long from now, even
-    /// when the backoff is shorter (0: the backoff alone). See [`Store::fail_with_floor`].
-    pub retry_floor_ms: Millis,
+    /// For a failure: the handler's backoff (with the least delay it asked for) and its cap
+    /// on the item's attempts. See [`Store::fail_with_retry`].
+    pub retry: Retry,
 }
 
 /// One claimed item, from [`Store::claim_work`].
@@ -411,15 +411,25 @@ impl Store {
         failure: Failure,
         floor_ms: Millis,
     ) -> Result<WorkItem> {
+        self.fail_with_retry(id, owner, generation, failure, Retry::with_floor(floor_ms))
+    }
+
+    /// [`Self::fail`] under a handler's retry policy ([`crate::rules::retry::RetryPolicy`]):
+    /// its backoff, and its cap written into the item's `maxAttempts` before the budget is
+    /// judged (see [`rules::fail`]).
+    ///
+    /// # Errors
+    /// As [`Self::fail`].
+    pub fn fail_with_retry(
+        &self,
+        id: &str,
+        owner: &str,
+        generation: u64,
+        failure: Failure,
+        retry: Retry,
+    ) -> Result<WorkItem> {
         self.fenced(id, owner, generation, WriteVerb::Fail, |item, now| {
-            rules::fail(
-                item,
-                owner,
-                generation,
-                failure.clone(),
-                Backoff::default().with_floor(floor_ms),
-                now,
-            )
+            rules::fail(item, owner, generation, failure.clone(), retry, now)
         })
     }
 
@@ -526,14 +536,9 @@ pub(crate) fn complete_in(
             verb,
             |item, now| match &c.outcome {
                 Ok(result) => rules::complete(item, &c.owner, c.generation, result.clone(), now),
-                Err(failure) => rules::fail(
-                    item,
-                    &c.owner,
-                    c.generation,
-                    failure.clone(),
-                    Backoff::default().with_floor(c.retry_floor_ms),
-                    now,
-                ),
+                Err(failure) => {
+                    rules::fail(item, &c.owner, c.generation, failure.clone(), c.retry, now)
+                }
             },
         )?;
         answers.push(answer.into_result());
