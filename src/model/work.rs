@@ -91,6 +91,14 @@ pub enum FailureClass {
 }
 
 impl FailureClass {
+    pub const ALL: [Self; 3] = [Self::Retryable, Self::Terminal, Self::UncertainExhausted];
+
+    /// Parses the stored name.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
     /// The stored name: `retryable`, `terminal`, `uncertain-exhausted`.
     #[must_use]
     pub fn as_str(self) -> &'static str {

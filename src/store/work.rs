@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::attempt_errors::{Lapsed, record_failure};
 use super::fair_share::{ClaimBudget, Rotation, claim_candidates};
 use super::intake::move_intake;
 use super::{Counter, HandlerKeys, Logged, Store, Tx, record_write};
@@ -610,6 +611,9 @@ pub(crate) fn fenced_in(
     let outcome = seen.outcome.map(Arc::new);
     if let Ok(next) = &outcome {
         update_saved(tx, seen.was, next)?;
+        if verb == WriteVerb::Fail {
+            record_failure(tx, next, owner, generation, now)?;
+        }
     }
     Ok(outcome.into())
 }
@@ -641,6 +645,7 @@ fn claim_in(
     let was = item.state;
     let took_over = Takeover::of_work(&item, terms.owner, now);
     let took_over_expired_at = item.unfinished_claim_expiry();
+    let lapsed = Lapsed::of(&item);
     let claimed = rules::claim(
         Arc::unwrap_or_clone(item),
         terms.owner,
@@ -654,6 +659,9 @@ fn claim_in(
         Ok(rules::Claimed::Run(next)) => {
             let next = Arc::new(next);
             update_saved(tx, was, &next)?;
+            if let Some(lapsed) = lapsed {
+                lapsed.record(tx, &next, terms.owner, now)?;
+            }
             Counter::Claims.adjust(tx, 1)?;
             log_grant(tx, took_over, &next, terms.owner, now)?;
             Ok(Logged::Done(Claim {
@@ -664,6 +672,9 @@ fn claim_in(
         Ok(rules::Claimed::DeadLetter(dead)) => {
             let dead = Arc::new(dead);
             update_saved(tx, was, &dead)?;
+            if let Some(lapsed) = lapsed {
+                lapsed.record(tx, &dead, terms.owner, now)?;
+            }
             log_grant(tx, took_over, &dead, terms.owner, now)?;
             Ok(Logged::Refused(Error::AlreadyTerminal {
                 id: dead.id.clone(),
