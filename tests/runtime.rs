@@ -22,6 +22,8 @@ mod lost_answers;
 mod recovery;
 #[path = "runtime/refused.rs"]
 mod refused;
+#[path = "runtime/retry_policy.rs"]
+mod retry_policy;
 #[path = "runtime/schedules.rs"]
 mod schedules;
 #[path = "runtime/stall.rs"]
