@@ -263,25 +263,27 @@ impl Settings {
     }
 }
 
+/// A duration knob, if given: positive, as `30s`, `5m`, `1500ms` write it.
+fn positive_duration(file: &Located<'_>, v: Option<&Spanned<String>>) -> Result<Option<Millis>> {
+    v.map(|v| match parse_duration(v.get_ref()) {
+        Some(ms) if ms > 0 => Ok(ms),
+        _ => Err(file.error(
+            v.span(),
+            &format!(
+                "{:?} is not a positive duration (30s, 5m, 1500ms)",
+                v.get_ref()
+            ),
+        )),
+    })
+    .transpose()
+}
+
 #[expect(
     clippy::too_many_lines,
     reason = "the knob table: one line per `[authority]` key"
 )]
 fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<AuthorityKnobs> {
-    let duration = |v: &Option<Spanned<String>>| -> Result<Option<Millis>> {
-        v.as_ref()
-            .map(|v| match parse_duration(v.get_ref()) {
-                Some(ms) if ms > 0 => Ok(ms),
-                _ => Err(file.error(
-                    v.span(),
-                    &format!(
-                        "{:?} is not a positive duration (30s, 5m, 1500ms)",
-                        v.get_ref()
-                    ),
-                )),
-            })
-            .transpose()
-    };
+    let duration = |v: &Option<Spanned<String>>| positive_duration(file, v.as_ref());
     let count = |v: &Option<Spanned<i64>>| -> Result<Option<usize>> {
         v.as_ref()
             .map(|v| {
@@ -330,7 +332,7 @@ fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<A
             .map(|(name, raw)| {
                 crate::ids::check_id("handler", name.get_ref())
                     .map_err(|e| file.error(name.span(), &bare(e)))?;
-                let policy = retry_policy(file, name, raw, &duration)?;
+                let policy = retry_policy(file, name, raw)?;
                 Ok((name.get_ref().clone(), policy))
             })
             .collect::<Result<_>>()?,
@@ -391,14 +393,10 @@ fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<A
 }
 
 /// One handler's policy from its `retry` table, every key checked where it stands: a
-/// duration as the other knobs' (`duration`), and the policy's own rules
+/// duration as the other knobs', and the policy's own rules
 /// ([`RetryPolicy::validate`]) at the key they name, else at the handler's name.
-fn retry_policy(
-    file: &Located<'_>,
-    name: &Spanned<String>,
-    raw: &RawRetry,
-    duration: &dyn Fn(&Option<Spanned<String>>) -> Result<Option<Millis>>,
-) -> Result<RetryPolicy> {
+fn retry_policy(file: &Located<'_>, name: &Spanned<String>, raw: &RawRetry) -> Result<RetryPolicy> {
+    let duration = |v: &Option<Spanned<String>>| positive_duration(file, v.as_ref());
     let default = RetryPolicy::default();
     let max_attempts = raw
         .max_attempts
