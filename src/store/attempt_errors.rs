@@ -1,5 +1,5 @@
 //! The errors of an item's attempts (`model/attempt_error.rs`): written in the transaction
-//! that records a failure or settles a lapse, bounded per item, read by `work show` and the
+//! that records a failure or settles a lapse (or a force-release), bounded per item, read by `work show` and the
 //! dashboard's describe.
 
 use super::{Store, Tx};
@@ -24,31 +24,34 @@ pub(super) fn record_failure(
     tx.add_attempt_error(&error, ATTEMPT_ERRORS_KEPT)
 }
 
-/// The attempt a lapsed claim held, as its takeover found it, before the claim settled it.
+/// The attempt a lapsed (or force-released) claim held, as the write that settles it found
+/// it, before it was settled.
 pub(super) struct Lapsed {
     owner: String,
     generation: u64,
+    attempt: u32,
 }
 
 impl Lapsed {
-    /// The lapsed attempt of `item`, if it is a claim that a takeover would settle (a
-    /// cursor's turns are no attempts).
+    /// The unfinished attempt of `item`, if it is a claim that a takeover or a release
+    /// would settle (a cursor's turns are no attempts).
     pub(super) fn of(item: &WorkItem) -> Option<Self> {
         (item.state == crate::model::WorkState::Claimed && item.kind != WorkKind::Cursor).then(
             || Self {
                 owner: item.owner_id.clone().unwrap_or_default(),
                 generation: item.generation,
+                attempt: item.attempt_number,
             },
         )
     }
 
-    /// Records it once `taker` has settled it into `settled` (claimed again, or the dead
-    /// letter that ended it).
+    /// Records it once it was settled into `settled` (claimed again, pending again, or the
+    /// dead letter that ended it); `how` says by whom (`taken over by b`).
     pub(super) fn record(
         self,
         tx: &mut dyn Tx,
         settled: &WorkItem,
-        taker: &str,
+        how: &str,
         now: Millis,
     ) -> Result<()> {
         let failure = match (&settled.last_failure, settled.state.is_terminal()) {
@@ -57,19 +60,13 @@ impl Lapsed {
                 class: FailureClass::Retryable,
                 code: LAPSED_CODE.into(),
                 message: format!(
-                    "claimed by {} under generation {}, lapsed without a recorded outcome; taken over by {taker}",
+                    "claimed by {} under generation {}, ended without a recorded outcome; {how}",
                     self.owner, self.generation
                 ),
             },
         };
-        // A claim that ran again numbers the next attempt: the lapsed one is the one before.
-        let attempt = if settled.state.is_terminal() {
-            settled.attempt_number
-        } else {
-            settled.attempt_number.saturating_sub(1)
-        };
         let error = AttemptError {
-            attempt,
+            attempt: self.attempt,
             ..AttemptError::of(settled, &self.owner, self.generation, &failure, now)
         };
         tx.add_attempt_error(&error, ATTEMPT_ERRORS_KEPT)

@@ -660,7 +660,7 @@ fn claim_in(
             let next = Arc::new(next);
             update_saved(tx, was, &next)?;
             if let Some(lapsed) = lapsed {
-                lapsed.record(tx, &next, terms.owner, now)?;
+                lapsed.record(tx, &next, &format!("taken over by {}", terms.owner), now)?;
             }
             Counter::Claims.adjust(tx, 1)?;
             log_grant(tx, took_over, &next, terms.owner, now)?;
@@ -673,7 +673,7 @@ fn claim_in(
             let dead = Arc::new(dead);
             update_saved(tx, was, &dead)?;
             if let Some(lapsed) = lapsed {
-                lapsed.record(tx, &dead, terms.owner, now)?;
+                lapsed.record(tx, &dead, &format!("taken over by {}", terms.owner), now)?;
             }
             log_grant(tx, took_over, &dead, terms.owner, now)?;
             Ok(Logged::Refused(Error::AlreadyTerminal {
