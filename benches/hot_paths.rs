@@ -98,7 +98,7 @@ fn claim_and_complete(c: &mut Criterion) {
                         owner: "a1".into(),
                         generation: item.generation,
                         outcome: Ok(None),
-                        retry_floor_ms: 0,
+                        retry: leasehold::rules::retry::Retry::default(),
                     })
                     .collect();
                 black_box(store.complete_batch(&done).unwrap());

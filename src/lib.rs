@@ -53,6 +53,12 @@
 //! # }
 //! ```
 //!
+//! A handler may have its own retry policy, given with its config
+//! ([`authority::AuthorityConfig::with_retry`] and a [`authority::RetryPolicy`]: the first
+//! wait, a multiplier, the longest wait, and a cap that lowers its items' attempt budget);
+//! a handler without one retries at 500 ms doubling to 30 s. The errors of an item's last
+//! attempts are kept with it ([`Store::attempt_errors`]).
+//!
 //! The producer calls are [`Store::enqueue`] (an effect, with its idempotency key, delay
 //! and attempt budget), [`Store::create_schedule`] / [`Store::update_schedule`],
 //! [`Store::ingest`] (an event, deduplicated on its source and external id),

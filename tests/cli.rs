@@ -54,6 +54,8 @@ mod triage;
 mod verify;
 #[path = "cli/views.rs"]
 mod views;
+#[path = "cli/work_show.rs"]
+mod work_show;
 #[path = "cli/workflow_sets.rs"]
 mod workflow_sets;
 

@@ -96,7 +96,7 @@ fn run_worker(path: &str, owner: &str) {
                 owner: owner.into(),
                 generation: it.generation,
                 outcome: Ok(Some(format!("\"{owner}\""))),
-                retry_floor_ms: 0,
+                retry: leasehold::rules::retry::Retry::default(),
             })
             .collect();
         match store.complete_batch(&batch) {

@@ -29,6 +29,8 @@ mod occupancy;
 mod recovery;
 #[path = "runtime/refused.rs"]
 mod refused;
+#[path = "runtime/retry_policy.rs"]
+mod retry_policy;
 #[path = "runtime/schedules.rs"]
 mod schedules;
 #[path = "runtime/stall.rs"]

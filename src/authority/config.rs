@@ -11,6 +11,7 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::rules::lease::MIN_LEASE_MS;
 use crate::rules::liveness::{DEFAULT_LEASE_DURATION_MS, default_heartbeat_interval};
+use crate::rules::retry::{Retry, RetryPolicy};
 use crate::rules::work::Backoff;
 use crate::store::RetentionPolicy;
 
@@ -54,6 +55,13 @@ pub struct AuthorityConfig {
     /// `worker_concurrency` freely.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub handler_limits: BTreeMap<String, usize>,
+    /// Per-handler retry policies: the backoff a failed attempt of `handler` waits, and an
+    /// optional cap on its items' attempts (see [`RetryPolicy`] for how the cap and an
+    /// item's own budget meet). Handlers not named retry on the default backoff, 500 ms
+    /// doubling to 30 s. Kept in the registration, so readers see what each authority
+    /// applies.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub retry: BTreeMap<String, RetryPolicy>,
     /// How long finished rows, the audit and event ids are kept (`store/retention.rs`).
     #[serde(default)]
     pub retention: RetentionPolicy,
@@ -104,6 +112,7 @@ impl AuthorityConfig {
             poll_interval_ms: DEFAULT_POLL_INTERVAL_MS,
             heartbeat_interval_ms: default_heartbeat_interval(DEFAULT_LEASE_DURATION_MS),
             handler_limits: BTreeMap::new(),
+            retry: BTreeMap::new(),
             retention: RetentionPolicy::default(),
             trim_interval_ms: DEFAULT_TRIM_INTERVAL_MS,
             reclaim_delay_ms: DEFAULT_RECLAIM_DELAY_MS,
@@ -117,8 +126,25 @@ impl AuthorityConfig {
         Backoff {
             initial_ms: self.reclaim_delay_ms,
             max_ms: self.reclaim_delay_ms.max(RECLAIM_DELAY_CAP_MS),
-            floor_ms: 0,
+            ..Backoff::default()
         }
+    }
+
+    /// What a failed attempt of `handler` applies: its policy (or the default backoff),
+    /// never retried sooner than `floor_ms`.
+    #[must_use]
+    pub fn retry_for(&self, handler: &str, floor_ms: Millis) -> Retry {
+        self.retry
+            .get(handler)
+            .map_or_else(|| Retry::with_floor(floor_ms), |p| p.retry(floor_ms))
+    }
+
+    /// The same config retrying `handler` under `policy`; validated later, by
+    /// [`Self::validate`] at construction of the authority.
+    #[must_use]
+    pub fn with_retry(mut self, handler: impl Into<String>, policy: RetryPolicy) -> Self {
+        self.retry.insert(handler.into(), policy);
+        self
     }
 
     /// The same config running at most `limit` items of `handler` at once.
@@ -142,7 +168,8 @@ impl AuthorityConfig {
     /// Refuses unsafe or meaningless knobs: `renewIntervalMs >= leaseDurationMs` (a lease
     /// could lapse between renewals, so fencing would only probabilistically hold), zero
     /// or negative intervals, zero concurrency or batch size, a handler limit of zero (or
-    /// on a handler name no handler could have), an empty identity.
+    /// on a handler name no handler could have), a retry policy that cannot be meant
+    /// ([`RetryPolicy::validate`]), an empty identity.
     ///
     /// # Errors
     /// `INVALID` naming the offending knob.
@@ -203,6 +230,10 @@ impl AuthorityConfig {
             if *limit == 0 {
                 return invalid(format!("handlerLimits.{handler} must be at least 1, got 0"));
             }
+        }
+        for (handler, policy) in &self.retry {
+            crate::ids::check_id("handler", handler)?;
+            policy.validate(handler)?;
         }
         for source in self.retention.dedup_by_source.keys() {
             crate::ids::check_id("event source", source)?;
@@ -300,6 +331,32 @@ mod tests {
             .expect_err("refused");
         assert_eq!(err.code(), "INVALID");
         assert!(err.to_string().contains("handlerLimits.slow"), "{err}");
+    }
+
+    #[test]
+    fn retry_policies_are_validated_applied_and_optional_in_the_stored_config() {
+        let policy = RetryPolicy {
+            max_attempts: Some(4),
+            initial_delay_ms: 2_000,
+            multiplier: crate::rules::retry::Multiplier::new(3.0).expect("valid"),
+            max_delay_ms: 10_000,
+        };
+        let c = AuthorityConfig::new("a", "v1").with_retry("charge", policy);
+        assert!(c.validate().is_ok());
+        let back: AuthorityConfig = serde_json::from_str(&c.to_json()).expect("round trip");
+        assert_eq!(back, c);
+        assert_eq!(c.retry_for("charge", 0), policy.retry(0));
+        assert_eq!(c.retry_for("other", 7), Retry::with_floor(7));
+        assert!(!AuthorityConfig::new("a", "v1").to_json().contains("retry"));
+        let bad = AuthorityConfig::new("a", "v1").with_retry(
+            "charge",
+            RetryPolicy {
+                max_attempts: Some(0),
+                ..policy
+            },
+        );
+        let err = bad.validate().expect_err("refused");
+        assert!(err.to_string().contains("retry.charge"), "{err}");
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod runtime;
 pub mod stats;
 pub mod workload;
 
+pub use crate::rules::retry::{Multiplier, RetryPolicy};
 pub use config::AuthorityConfig;
 pub use core::{
     AuthorityCore, Exec, Executed, Finished, HandlerCall, Job, Prepared, Renewed, Task,

@@ -101,6 +101,17 @@ pub fn run(command: &ConfigCommand, out: &mut dyn Write) -> CliResult {
         ),
         ("trim_every", ms(a.trim_every_ms)),
         ("reclaim_after", ms(a.reclaim_after_ms)),
+        (
+            "retry",
+            (!a.retry.is_empty()).then(|| {
+                let each: Vec<String> = a
+                    .retry
+                    .iter()
+                    .map(|(handler, policy)| format!("{handler} {}", policy.describe()))
+                    .collect();
+                each.join("; ")
+            }),
+        ),
     ]
     .into_iter()
     .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))

@@ -41,6 +41,7 @@ pub mod store_admin;
 pub mod witness;
 pub mod work;
 pub mod work_lines;
+pub mod work_show;
 pub mod workflow;
 
 use std::ffi::OsString;

@@ -16,6 +16,8 @@
 //! metrics_addr = "127.0.0.1:9464"
 //! log_format = "json"    # human | json | off
 //! handler_limits = { charge-card = 2 }
+//! # a handler's retries: 2s, 6s, 10s, 10s…; at most 4 attempts (lowers an item's own)
+//! retry = { charge-card = { max_attempts = 4, initial_delay = "2s", multiplier = 3, max_delay = "10s" } }
 //! keep_finished = "7d"   # finished work and instances, keyed answers, ingestions
 //! keep_audit = "30d"
 //! dedup_window = "7d"    # an event id older than this is accepted again
@@ -37,7 +39,8 @@
 //! the line and the key; an unknown key names the nearest valid one; a knob is checked by
 //! the same rules as its flag (`leasehold config check FILE` runs them all). A file with an
 //! `[authority]` or `[handlers]` table is for an authority: it must name what the
-//! authority runs (handlers, or a `workload`), and its `handler_limits` must be on those.
+//! authority runs (handlers, or a `workload`), and its `handler_limits` and `retry` must be
+//! on those.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -55,6 +58,7 @@ use crate::clock::{Millis, parse_duration};
 use crate::error::{Error, Result};
 use crate::foundation::file_input::read_text;
 use crate::foundation::toml_file::Located;
+use crate::rules::retry::{Multiplier, RetryPolicy};
 use crate::tui::theme::ThemeSet;
 
 /// The largest config file read.
@@ -86,12 +90,23 @@ struct RawAuthority {
     log_format: Option<Spanned<String>>,
     exec_log: Option<Spanned<String>>,
     handler_limits: Option<BTreeMap<Spanned<String>, Spanned<i64>>>,
+    retry: Option<BTreeMap<Spanned<String>, RawRetry>>,
     keep_finished: Option<Spanned<String>>,
     keep_audit: Option<Spanned<String>>,
     dedup_window: Option<Spanned<String>>,
     dedup_windows: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     trim_every: Option<Spanned<String>>,
     reclaim_after: Option<Spanned<String>>,
+}
+
+/// One handler's `retry = { … }`; a key left out keeps the default's.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRetry {
+    max_attempts: Option<Spanned<i64>>,
+    initial_delay: Option<Spanned<String>>,
+    multiplier: Option<Spanned<f64>>,
+    max_delay: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -118,6 +133,8 @@ pub struct AuthorityKnobs {
     pub exec_log: Option<PathBuf>,
     /// At most this many items of a handler at once.
     pub handler_limits: BTreeMap<String, usize>,
+    /// Retry policies of handlers.
+    pub retry: BTreeMap<String, RetryPolicy>,
     pub keep_finished_ms: Option<Millis>,
     pub keep_audit_ms: Option<Millis>,
     pub dedup_window_ms: Option<Millis>,
@@ -151,6 +168,8 @@ pub struct Settings {
     /// located at the name once the handler set it must belong to is known.
     text: String,
     limit_spans: BTreeMap<String, Range<usize>>,
+    /// Where each `retry` handler name stands, for the same reason.
+    retry_spans: BTreeMap<String, Range<usize>>,
 }
 
 impl Settings {
@@ -188,6 +207,13 @@ impl Settings {
             .flatten()
             .map(|(name, _)| (name.get_ref().clone(), name.span()))
             .collect();
+        let retry_spans = raw
+            .authority
+            .iter()
+            .filter_map(|a| a.retry.as_ref())
+            .flatten()
+            .map(|(name, _)| (name.get_ref().clone(), name.span()))
+            .collect();
         let handlers = HandlerConfig::load(path)?;
         Ok(Self {
             path: path.to_path_buf(),
@@ -198,13 +224,14 @@ impl Settings {
             handlers,
             text,
             limit_spans,
+            retry_spans,
         })
     }
 
-    /// Refuses a handler limit on a name `workload` does not run, from the file (located
-    /// at the name) or from `--handler-limit` in `flags` (which win over the file): such a
-    /// cap would never apply, and a misspelt name is the likely cause, so the nearest
-    /// handler is named.
+    /// Refuses a handler limit or a retry policy on a name `workload` does not run, from
+    /// the file (located at the name) or a limit from `--handler-limit` in `flags` (which
+    /// win over the file): it would never apply, and a misspelt name is the likely cause,
+    /// so the nearest handler is named.
     ///
     /// # Errors
     /// `INVALID`, one line.
@@ -227,7 +254,7 @@ impl Settings {
             path: &settings.path,
             text: &settings.text,
         };
-        for (name, span) in &settings.limit_spans {
+        for (name, span) in settings.limit_spans.iter().chain(&settings.retry_spans) {
             if let Some(why) = workload.unknown_handler(name) {
                 return Err(file.error(span.clone(), &why));
             }
@@ -236,25 +263,27 @@ impl Settings {
     }
 }
 
+/// A duration knob, if given: positive, as `30s`, `5m`, `1500ms` write it.
+fn positive_duration(file: &Located<'_>, v: Option<&Spanned<String>>) -> Result<Option<Millis>> {
+    v.map(|v| match parse_duration(v.get_ref()) {
+        Some(ms) if ms > 0 => Ok(ms),
+        _ => Err(file.error(
+            v.span(),
+            &format!(
+                "{:?} is not a positive duration (30s, 5m, 1500ms)",
+                v.get_ref()
+            ),
+        )),
+    })
+    .transpose()
+}
+
 #[expect(
     clippy::too_many_lines,
     reason = "the knob table: one line per `[authority]` key"
 )]
 fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<AuthorityKnobs> {
-    let duration = |v: &Option<Spanned<String>>| -> Result<Option<Millis>> {
-        v.as_ref()
-            .map(|v| match parse_duration(v.get_ref()) {
-                Some(ms) if ms > 0 => Ok(ms),
-                _ => Err(file.error(
-                    v.span(),
-                    &format!(
-                        "{:?} is not a positive duration (30s, 5m, 1500ms)",
-                        v.get_ref()
-                    ),
-                )),
-            })
-            .transpose()
-    };
+    let duration = |v: &Option<Spanned<String>>| positive_duration(file, v.as_ref());
     let count = |v: &Option<Spanned<i64>>| -> Result<Option<usize>> {
         v.as_ref()
             .map(|v| {
@@ -294,6 +323,17 @@ fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<A
                     .map_err(|e| file.error(name.span(), &bare(e)))?;
                 let limit = count(&Some(n.clone()))?.unwrap_or(1);
                 Ok((name.get_ref().clone(), limit))
+            })
+            .collect::<Result<_>>()?,
+        retry: a
+            .retry
+            .iter()
+            .flatten()
+            .map(|(name, raw)| {
+                crate::ids::check_id("handler", name.get_ref())
+                    .map_err(|e| file.error(name.span(), &bare(e)))?;
+                let policy = retry_policy(file, name, raw)?;
+                Ok((name.get_ref().clone(), policy))
             })
             .collect::<Result<_>>()?,
         keep_finished_ms: duration(&a.keep_finished)?,
@@ -352,6 +392,49 @@ fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<A
     Ok(knobs)
 }
 
+/// One handler's policy from its `retry` table, every key checked where it stands: a
+/// duration as the other knobs', and the policy's own rules
+/// ([`RetryPolicy::validate`]) at the key they name, else at the handler's name.
+fn retry_policy(file: &Located<'_>, name: &Spanned<String>, raw: &RawRetry) -> Result<RetryPolicy> {
+    let duration = |v: &Option<Spanned<String>>| positive_duration(file, v.as_ref());
+    let default = RetryPolicy::default();
+    let max_attempts = raw
+        .max_attempts
+        .as_ref()
+        .map(|v| {
+            u32::try_from(*v.get_ref())
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| file.error(v.span(), "must be a whole number of at least 1"))
+        })
+        .transpose()?;
+    let multiplier = match &raw.multiplier {
+        Some(v) => Multiplier::new(*v.get_ref()).map_err(|e| file.error(v.span(), &bare(e)))?,
+        None => default.multiplier,
+    };
+    let policy = RetryPolicy {
+        max_attempts,
+        initial_delay_ms: duration(&raw.initial_delay)?.unwrap_or(default.initial_delay_ms),
+        multiplier,
+        max_delay_ms: duration(&raw.max_delay)?.unwrap_or(default.max_delay_ms),
+    };
+    policy.validate(name.get_ref()).map_err(|e| {
+        let why = bare(e);
+        let at = [
+            ("max_delay", raw.max_delay.as_ref().map(Spanned::span)),
+            (
+                "initial_delay",
+                raw.initial_delay.as_ref().map(Spanned::span),
+            ),
+        ]
+        .into_iter()
+        .find_map(|(key, span)| span.filter(|_| why.contains(&format!("{key} "))))
+        .unwrap_or_else(|| name.span());
+        file.error(at, &why)
+    })?;
+    Ok(policy)
+}
+
 fn dashboard_knobs(file: &Located<'_>, d: &RawDashboard) -> Result<DashboardKnobs> {
     if let Some(theme) = &d.theme {
         // The shipped themes and the user's, as the dashboard would load it.
@@ -387,6 +470,7 @@ impl AuthorityKnobs {
             config.claim_batch_size = n;
         }
         config.handler_limits.extend(self.handler_limits.clone());
+        config.retry.extend(self.retry.clone());
         if let Some(ms) = self.keep_finished_ms {
             config.retention.finished_ms = ms;
         }

@@ -1,5 +1,6 @@
 //! `leasehold work enqueue` (a producer's new item: see [`super::enqueue`]; many, from
-//! JSON lines: [`super::enqueue_from`]), and
+//! JSON lines: [`super::enqueue_from`]), `leasehold work show` (one item in full: see
+//! [`super::work_show`]), and
 //! `leasehold work requeue|discard|retry-now`: an operator's triage of failed, poisoned
 //! and waiting work ([`crate::rules::triage`] decides and words it; the store verbs fence
 //! and audit it), on one item or on every item a `--filter` matches ([`super::bulk`]).
@@ -34,6 +35,9 @@ pub enum WorkCommand {
     /// Enqueue one effect for a handler (a repeat with the same id or idempotency key is a
     /// duplicate and changes nothing).
     Enqueue(super::enqueue::EnqueueArgs),
+    /// Show one item in full: state, attempts, retry policy, payload, result, the errors
+    /// of its attempts and the grants of its claims.
+    Show(super::work_show::ShowArgs),
     /// Give a failed item (a dead letter included) a fresh attempt budget: pending now,
     /// same logical id and idempotency key.
     Requeue(TriageArgs),
@@ -96,6 +100,7 @@ pub fn run(command: &WorkCommand, out: &mut dyn Write) -> CliResult {
                 None => super::enqueue::run(a, out),
             };
         }
+        WorkCommand::Show(a) => return super::work_show::run(a, out),
         WorkCommand::Requeue(a) => (
             Verb::Requeue,
             &a.store,

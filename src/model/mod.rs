@@ -1,6 +1,7 @@
 //! Plain data: what the store holds and what readers see. No behaviour beyond small
 //! derived facts; the rules that change these values live in `rules/`.
 
+pub mod attempt_error;
 pub mod authority;
 pub mod compat;
 pub mod event;
@@ -16,6 +17,7 @@ pub(crate) mod vocab;
 pub mod work;
 pub mod workflow;
 
+pub use attempt_error::AttemptError;
 pub use authority::{Authority, Incarnation, Published, Recovering};
 pub use compat::{CompatSet, CompatibilityKey, HandlerKeys, handler_key};
 pub use event::{DedupOutcome, Ingestion, JournalEvent};

@@ -94,6 +94,12 @@ impl FailureClass {
     /// Every class, in the order they are listed.
     pub const ALL: [Self; 3] = [Self::Retryable, Self::Terminal, Self::UncertainExhausted];
 
+    /// Parses the stored name.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
     /// The stored name: `retryable`, `terminal`, `uncertain-exhausted`.
     #[must_use]
     pub fn as_str(self) -> &'static str {

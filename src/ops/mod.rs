@@ -25,3 +25,4 @@ pub mod retention;
 pub mod runnable;
 pub mod ticker;
 pub mod window;
+pub mod work_detail;

@@ -8,6 +8,7 @@ pub mod dedup;
 pub mod lateness;
 pub mod lease;
 pub mod liveness;
+pub mod retry;
 pub mod schedule;
 pub mod triage;
 pub mod work;

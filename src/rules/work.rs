@@ -3,46 +3,7 @@
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::{CompatSet, Failure, FailureClass, WorkItem, WorkKind, WorkState};
-
-/// The durable backoff shape for retried work: `initial * 2^(attempt-1)`, capped, and
-/// never below `floor_ms` (what a handler asked for, e.g. a rate limit's retry-after).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
-    pub initial_ms: Millis,
-    pub max_ms: Millis,
-    pub floor_ms: Millis,
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Self {
-            initial_ms: 500,
-            max_ms: 30_000,
-            floor_ms: 0,
-        }
-    }
-}
-
-impl Backoff {
-    /// The same backoff, never shorter than `floor_ms` (the cap does not apply to it).
-    #[must_use]
-    pub fn with_floor(self, floor_ms: Millis) -> Self {
-        Self {
-            floor_ms: floor_ms.max(0),
-            ..self
-        }
-    }
-
-    /// The delay after the `attempt`-th failed attempt (1-based).
-    #[must_use]
-    pub fn delay(self, attempt: u32) -> Millis {
-        let shift = attempt.saturating_sub(1).min(30);
-        self.initial_ms
-            .saturating_mul(1 << shift)
-            .min(self.max_ms)
-            .max(self.floor_ms)
-    }
-}
+pub use crate::rules::retry::{Backoff, Retry};
 
 /// The failure code of a dead letter.
 pub const DEAD_LETTER_CODE: &str = "ATTEMPTS_EXHAUSTED";
@@ -342,7 +303,9 @@ pub fn may_have_acted(failure: &Failure) -> bool {
 /// Records a failed attempt: a retryable failure with attempts left schedules a durable
 /// retry at `now + backoff` and keeps the checkpoint, so the next attempt resumes from it;
 /// anything else is terminal `failed` and drops it. An attempt that [`may_have_acted`]
-/// counts one more uncertain attempt either way.
+/// counts one more uncertain attempt either way. A cap of the handler's policy is written
+/// into the item's `maxAttempts` before the budget is judged ([`Retry::budget`]; a cursor,
+/// which has no budget, is exempt).
 ///
 /// # Errors
 /// As [`check_claim`].
@@ -351,21 +314,27 @@ pub fn fail(
     owner: &str,
     generation: u64,
     failure: Failure,
-    backoff: Backoff,
+    policy: Retry,
     now: Millis,
 ) -> Result<WorkItem> {
     check_claim(item, owner, generation)?;
-    let retry = failure.class == FailureClass::Retryable && item.attempt_number < item.max_attempts;
+    let max_attempts = if item.kind == WorkKind::Cursor {
+        item.max_attempts
+    } else {
+        policy.budget(item.max_attempts, item.attempt_number)
+    };
+    let retry = failure.class == FailureClass::Retryable && item.attempt_number < max_attempts;
     let uncertain_attempts = item.uncertain_attempts + u32::from(may_have_acted(&failure));
     Ok(WorkItem {
         uncertain_attempts,
+        max_attempts,
         state: if retry {
             WorkState::Retry
         } else {
             WorkState::Failed
         },
         next_eligible_at: if retry {
-            now.saturating_add(backoff.delay(item.attempt_number))
+            now.saturating_add(policy.backoff.delay(item.attempt_number))
         } else {
             item.next_eligible_at
         },
@@ -524,7 +493,7 @@ mod tests {
         let patient = Backoff {
             initial_ms: 60_000,
             max_ms: 60_000,
-            floor_ms: 0,
+            ..Backoff::default()
         };
         assert_eq!(reclaim_at(&held, patient), Some(60_100));
         let refused = claim(
@@ -574,12 +543,40 @@ mod tests {
         };
         let failure = failure(FailureClass::Retryable);
         it = claim_run(it.clone(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
-        it = fail(&it, "a", 1, failure.clone(), Backoff::default(), 10).expect("holder");
+        it = fail(&it, "a", 1, failure.clone(), Retry::default(), 10).expect("holder");
         assert_eq!((it.state, it.next_eligible_at), (WorkState::Retry, 510));
         assert!(claim_run(it.clone(), "a", &"k".into(), "t".into(), 100, 509).is_err());
         it = claim_run(it.clone(), "a", &"k".into(), "t".into(), 100, 510).expect("due");
-        it = fail(&it, "a", 2, failure, Backoff::default(), 520).expect("holder");
+        it = fail(&it, "a", 2, failure, Retry::default(), 520).expect("holder");
         assert_eq!(it.state, WorkState::Failed);
+    }
+
+    /// A handler's cap ends an item whose producer gave it more attempts, and the cap is
+    /// written into the item; it never raises a smaller budget.
+    #[test]
+    fn a_policy_cap_is_written_into_the_item() {
+        let capped = Retry {
+            max_attempts: Some(2),
+            ..Retry::default()
+        };
+        let failure = failure(FailureClass::Retryable);
+        let mut it = claim_run(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
+        it = fail(&it, "a", 1, failure.clone(), capped, 10).expect("holder");
+        assert_eq!((it.state, it.max_attempts), (WorkState::Retry, 2));
+        it = claim_run(it, "a", &"k".into(), "t".into(), 100, 510).expect("due");
+        it = fail(&it, "a", 2, failure.clone(), capped, 520).expect("holder");
+        assert_eq!((it.state, it.max_attempts), (WorkState::Failed, 2));
+        let small = WorkItem {
+            max_attempts: 1,
+            ..item()
+        };
+        let held = claim_run(small, "a", &"k".into(), "t".into(), 100, 0).expect("pending");
+        let wide = Retry {
+            max_attempts: Some(9),
+            ..Retry::default()
+        };
+        let ended = fail(&held, "a", 1, failure, wide, 10).expect("holder");
+        assert_eq!((ended.state, ended.max_attempts), (WorkState::Failed, 1));
     }
 
     /// The checkpoint rides along while the item lives (a lapse, a retryable failure) and is
@@ -610,7 +607,7 @@ mod tests {
             "b",
             2,
             failure(FailureClass::Retryable),
-            Backoff::default(),
+            Retry::default(),
             601,
         )
         .expect("holder");
@@ -630,7 +627,7 @@ mod tests {
             "b",
             2,
             failure(FailureClass::Terminal),
-            Backoff::default(),
+            Retry::default(),
             601,
         )
         .expect("holder");
@@ -663,7 +660,7 @@ mod tests {
             "a",
             claimed.generation,
             failure,
-            backoff.with_floor(7_000),
+            Retry::with_floor(7_000),
             10,
         )
         .expect("holder");
@@ -850,8 +847,7 @@ mod tests {
             (WorkState::Succeeded, Some("{\"ok\":true}"), None, 40)
         );
         for class in [FailureClass::Retryable, FailureClass::Terminal] {
-            let failed =
-                fail(&held, "a", 1, failure(class), Backoff::default(), 40).expect("holder");
+            let failed = fail(&held, "a", 1, failure(class), Retry::default(), 40).expect("holder");
             assert_eq!(failed.last_failure, Some(failure(class)));
             assert_eq!((failed.lease_expires_at, failed.updated_at), (None, 40));
         }

@@ -23,9 +23,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
-    InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease, PageRequest, Schedule, Subscription,
-    WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AttemptError, AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer,
+    Ingestion, InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease, PageRequest, Schedule,
+    Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 
 /// What kind of store this is.
@@ -427,6 +427,20 @@ pub trait Tx {
     ) -> Result<Vec<InstanceRow>>;
     fn add_history(&mut self, record: &HistoryRecord) -> Result<()>;
     fn history(&mut self, instance_id: &str) -> Result<Vec<HistoryRecord>>;
+
+    // --- attempt errors (`model/attempt_error.rs`), written with the failure they record
+    /// Adds one attempt's error to its item's list and drops that item's errors older than
+    /// its newest `keep` (by generation).
+    fn add_attempt_error(&mut self, error: &AttemptError, keep: usize) -> Result<()>;
+    /// An item's attempt errors, newest (highest generation) first.
+    fn attempt_errors(&mut self, work_id: &str) -> Result<Vec<AttemptError>>;
+    /// Every item's attempt errors in key order (work id, generation), strictly after
+    /// `after`, at most `limit`: for a copy.
+    fn list_attempt_errors(
+        &mut self,
+        after: Option<(&str, u64)>,
+        limit: usize,
+    ) -> Result<Vec<AttemptError>>;
     fn action_outcome(&mut self, invocation_id: &str) -> Result<Option<ActionOutcome>>;
     fn put_action_outcome(&mut self, outcome: &ActionOutcome) -> Result<()>;
 
@@ -435,7 +449,7 @@ pub trait Tx {
     /// Succeeded work items last updated before `before`, oldest first, at most `limit`
     /// (failed ones wait for a person: requeue or discard).
     fn finished_work(&mut self, before: Millis, limit: usize) -> Result<Vec<WorkItem>>;
-    /// Removes one work item (the caller adjusts its counter).
+    /// Removes one work item with its attempt errors (the caller adjusts its counter).
     fn delete_work(&mut self, id: &str) -> Result<()>;
     /// Terminal instances last updated before `before`, oldest first, at most `limit`.
     fn finished_instances(&mut self, before: Millis, limit: usize) -> Result<Vec<InstanceRow>>;

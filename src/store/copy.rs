@@ -36,6 +36,7 @@ use serde::Serialize;
 use super::backend::Tx;
 use super::{Backend, Store};
 use crate::error::{Error, Result};
+use crate::model::attempt_error::ATTEMPT_ERRORS_KEPT;
 use crate::model::work::WorkFilter;
 use crate::model::{HistoryRecord, InstanceRow, PageRequest};
 
@@ -65,7 +66,8 @@ pub struct CopySummary {
 type Probe = fn(&mut dyn Tx) -> Result<bool>;
 
 /// Every table with a probe for "holds a row" (history rows only exist with their
-/// instance, so `instances` stands for both).
+/// instance, so `instances` stands for both; attempt errors with their item, so `work`
+/// stands for them).
 const TABLES: [(&str, Probe); 17] = [
     ("counters", |tx| Ok(!tx.counters("")?.is_empty())),
     ("leases", |tx| Ok(!tx.list_leases(&one())?.is_empty())),
@@ -232,7 +234,7 @@ impl Copier<'_> {
         })
     }
 
-    /// The coordination state: counters, leases, work, dedup records, the journal and its
+    /// The coordination state: counters, leases, work and its attempt errors, dedup records, the journal and its
     /// ingestions, subscriptions, schedules, authorities and keyed answers.
     fn state_tables(&mut self, src: &mut dyn Tx) -> Result<()> {
         self.table(
@@ -269,6 +271,15 @@ impl Copier<'_> {
                     )))
                 }
             },
+        )?;
+        self.table(
+            src,
+            "attempt errors",
+            |tx, after: Option<&(String, u64)>| {
+                tx.list_attempt_errors(after.map(|(id, g)| (id.as_str(), *g)), BATCH)
+            },
+            |e| (e.work_id.clone(), e.generation),
+            |tx, e| tx.add_attempt_error(e, ATTEMPT_ERRORS_KEPT),
         )?;
         self.table(
             src,

@@ -13,6 +13,7 @@
 //! rewinds), `rewind.rs` (accepting one), `faults.rs` (a fault-injecting provider for
 //! tests).
 
+mod attempt_errors;
 pub mod backend;
 pub mod capability;
 pub mod copy;

@@ -13,6 +13,7 @@
 
 use serde::Serialize;
 
+use super::attempt_errors::Lapsed;
 use super::{Store, Tx, record_audit, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
@@ -285,6 +286,9 @@ fn release_one(tx: &mut dyn Tx, now: Millis, actor: &str, held: &Held) -> Result
                 ..settled
             };
             super::work::save_work(tx, Some(item), &next)?;
+            if let Some(lost) = Lapsed::of(item) {
+                lost.record(tx, &next, &format!("released by {actor}"), now)?;
+            }
             Holder::of_work(&next)
         }
         Held::Lease(lease) => {

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::attempt_errors::{Lapsed, record_failure};
 use super::fair_share::{ClaimBudget, Rotation, claim_candidates};
 use super::intake::move_intake;
 use super::{Counter, HandlerKeys, Logged, Store, Tx, record_write};
@@ -12,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::ids::{check_id, check_opt_id};
 use crate::model::work::NewWork;
 use crate::model::{CompatSet, Failure, Grant, GrantKind, Holder, Takeover, WorkItem, WriteVerb};
-use crate::rules::work::{self as rules, Backoff};
+use crate::rules::work::{self as rules, Backoff, Retry};
 
 /// One finished attempt, for group commit: each is fenced on its own.
 #[derive(Debug, Clone)]
@@ -21,9 +22,9 @@ pub struct Completion {
     pub owner: String,
     pub generation: u64,
     pub outcome: std::result::Result<Option<String>, Failure>,
-    /// For a retryable failure: the retry is not eligible before this long from now, even
-    /// when the backoff is shorter (0: the backoff alone). See [`Store::fail_with_floor`].
-    pub retry_floor_ms: Millis,
+    /// For a failure: the handler's backoff (with the least delay it asked for) and its cap
+    /// on the item's attempts. See [`Store::fail_with_retry`].
+    pub retry: Retry,
 }
 
 /// One claimed item, from [`Store::claim_work`].
@@ -435,15 +436,25 @@ impl Store {
         failure: Failure,
         floor_ms: Millis,
     ) -> Result<WorkItem> {
+        self.fail_with_retry(id, owner, generation, failure, Retry::with_floor(floor_ms))
+    }
+
+    /// [`Self::fail`] under a handler's retry policy ([`crate::rules::retry::RetryPolicy`]):
+    /// its backoff, and its cap written into the item's `maxAttempts` before the budget is
+    /// judged (see [`rules::fail`]).
+    ///
+    /// # Errors
+    /// As [`Self::fail`].
+    pub fn fail_with_retry(
+        &self,
+        id: &str,
+        owner: &str,
+        generation: u64,
+        failure: Failure,
+        retry: Retry,
+    ) -> Result<WorkItem> {
         self.fenced(id, owner, generation, WriteVerb::Fail, |item, now| {
-            rules::fail(
-                item,
-                owner,
-                generation,
-                failure.clone(),
-                Backoff::default().with_floor(floor_ms),
-                now,
-            )
+            rules::fail(item, owner, generation, failure.clone(), retry, now)
         })
     }
 
@@ -550,14 +561,9 @@ pub(crate) fn complete_in(
             verb,
             |item, now| match &c.outcome {
                 Ok(result) => rules::complete(item, &c.owner, c.generation, result.clone(), now),
-                Err(failure) => rules::fail(
-                    item,
-                    &c.owner,
-                    c.generation,
-                    failure.clone(),
-                    Backoff::default().with_floor(c.retry_floor_ms),
-                    now,
-                ),
+                Err(failure) => {
+                    rules::fail(item, &c.owner, c.generation, failure.clone(), c.retry, now)
+                }
             },
         )?;
         answers.push(answer.into_result());
@@ -629,6 +635,9 @@ pub(crate) fn fenced_in(
     let outcome = seen.outcome.map(Arc::new);
     if let Ok(next) = &outcome {
         update_saved(tx, seen.was, next)?;
+        if verb == WriteVerb::Fail {
+            record_failure(tx, next, owner, generation, now)?;
+        }
     }
     Ok(outcome.into())
 }
@@ -671,6 +680,7 @@ fn claim_in(
     let was = item.state;
     let took_over = Takeover::of_work(&item, terms.owner, now);
     let took_over_expired_at = item.unfinished_claim_expiry();
+    let lapsed = Lapsed::of(&item);
     let claimed = rules::claim(
         Arc::unwrap_or_clone(item),
         terms.owner,
@@ -684,6 +694,9 @@ fn claim_in(
         Ok(rules::Claimed::Run(next)) => {
             let next = Arc::new(next);
             update_saved(tx, was, &next)?;
+            if let Some(lapsed) = lapsed {
+                lapsed.record(tx, &next, &format!("taken over by {}", terms.owner), now)?;
+            }
             Counter::Claims.adjust(tx, 1)?;
             log_grant(tx, took_over, &next, terms.owner, now)?;
             Ok(Taken::Run(Claim {
@@ -696,6 +709,9 @@ fn claim_in(
         Ok(rules::Claimed::DeadLetter(dead)) => {
             let dead = Arc::new(dead);
             update_saved(tx, was, &dead)?;
+            if let Some(lapsed) = lapsed {
+                lapsed.record(tx, &dead, &format!("taken over by {}", terms.owner), now)?;
+            }
             log_grant(tx, took_over, &dead, terms.owner, now)?;
             Ok(Taken::DeadLetter(dead))
         }

@@ -54,6 +54,11 @@ fn dump(backend: &MemoryBackend) -> Vec<String> {
                 "work",
                 tx.list_work(&WorkFilter::default(), &all)?,
             );
+            rows(
+                &mut out,
+                "attempt error",
+                tx.list_attempt_errors(None, usize::MAX)?,
+            );
             rows(&mut out, "dedup", tx.list_dedup(None, usize::MAX)?);
             rows(&mut out, "journal", tx.journal_after(0, None, usize::MAX)?);
             rows(&mut out, "ingestion", tx.list_ingestions(&all)?);
@@ -87,7 +92,8 @@ fn dump(backend: &MemoryBackend) -> Vec<String> {
 /// A memory store after a chaotic cluster run (reclaims, fenced writes, retries,
 /// workflows with their histories and outcomes, events, cursors, schedules), plus a keyed
 /// lease call, an audit entry, a lease failover and the late owner's refused renewal, a
-/// work item's checkpoint, and one transaction granting more than a copy batch.
+/// work item's checkpoint and another's attempt error, and one transaction granting more
+/// than a copy batch.
 fn busy(h: &dyn Harness) -> (MemoryBackend, Store) {
     let cluster = Cluster::new(ClusterOptions::headless("chaos", 7, 3, 20_000)).unwrap();
     cluster.advance(20_000);
@@ -121,6 +127,12 @@ fn busy(h: &dyn Harness) -> (MemoryBackend, Store) {
     ok(
         "work checkpoint",
         run.save_work_checkpoint(&resumable.id, "bulk", resumable.generation, "{\"page\":7}"),
+    );
+    let failing = &claimed[1];
+    let failure = super::work::retryable("E_BUSY");
+    ok(
+        "attempt error",
+        run.fail(&failing.id, "bulk", failing.generation, failure),
     );
     let (backend, store) = memory(h);
     ok("copy the run", copy_store(&run, &store, &mut quiet));

@@ -33,6 +33,7 @@
     reason = "the suite's cases are tests: a failed expectation panics"
 )]
 
+pub mod attempt_errors;
 pub mod capabilities;
 pub mod compat_sets;
 pub mod copy;

@@ -6,9 +6,11 @@
 use crate::Store;
 use crate::check::{CheckOptions, check};
 use crate::clock::Clock;
+use crate::model::attempt_error::LAPSED_CODE;
 use crate::model::work::NewWork;
 use crate::model::{Authority, PageRequest, WorkState};
 use crate::rules::liveness::Liveness;
+use crate::rules::work::DEAD_LETTER_CODE;
 use crate::store::{Forgot, Keyed, ReleasedClaim};
 
 use super::work::{effect, item};
@@ -132,6 +134,24 @@ pub fn release_moves_a_gone_authoritys_claims_to_new_generations_once(h: &dyn Ha
         other,
         "another authority's claim is untouched"
     );
+    // Each released attempt leaves its error, under the gone owner and its generation.
+    for (id, code) in [("e1", LAPSED_CODE), ("e9", DEAD_LETTER_CODE)] {
+        let errors = ok("attempt errors", s.attempt_errors(id));
+        assert_eq!(
+            errors
+                .iter()
+                .map(|e| (
+                    e.attempt,
+                    e.generation,
+                    e.owner_id.as_str(),
+                    e.code.as_str()
+                ))
+                .collect::<Vec<_>>(),
+            [(1, 1, "auth-1", code)],
+            "{id}"
+        );
+    }
+    assert!(ok("none", s.attempt_errors("e3")).is_empty());
 
     assert_eq!(
         refused(

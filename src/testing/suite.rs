@@ -98,6 +98,12 @@ macro_rules! store_conformance_suite {
             schedule_control::a_deleted_schedule_leaves_its_enqueued_firings,
             // events: dedup and journal
             events::every_dedup_outcome_and_a_monotone_journal,
+            // retry policies and the errors of attempts
+            attempt_errors::a_handlers_policy_spaces_its_retries,
+            attempt_errors::a_handlers_cap_is_written_into_the_item,
+            attempt_errors::attempt_errors_are_bounded_newest_first_and_outlive_a_requeue,
+            attempt_errors::a_lapsed_attempt_is_recorded_by_its_takeover,
+            attempt_errors::retention_removes_attempt_errors_with_their_item,
             // subscription cursors
             events::cursor_writes_are_fenced_and_monotone,
             events::cursor_resumes_from_the_durable_cursor_after_reopen,

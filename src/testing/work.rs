@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use crate::model::work::{NewWork, WorkFilter};
 use crate::model::{Failure, FailureClass, PageRequest, WorkItem, WorkKind, WorkState};
-use crate::rules::work::Backoff;
+use crate::rules::work::{Backoff, Retry};
 use crate::store::Completion;
 
 use super::{Harness, K, K_OTHER, ok, refused};
@@ -180,7 +180,7 @@ pub fn terminal_items_answer_already_terminal(h: &dyn Harness) {
             owner: "a".into(),
             generation: 1,
             outcome: Ok(None),
-            retry_floor_ms: 0,
+            retry: Retry::default(),
         }]),
     );
     assert_eq!(results.len(), 1);
@@ -208,21 +208,21 @@ pub fn group_commit_refuses_only_the_stale_entry(h: &dyn Harness) {
             owner: "a".into(),
             generation: 1,
             outcome: Ok(Some("\"r1\"".into())),
-            retry_floor_ms: 0,
+            retry: Retry::default(),
         },
         Completion {
             id: "g2".into(),
             owner: "a".into(),
             generation: 1,
             outcome: Ok(None),
-            retry_floor_ms: 0,
+            retry: Retry::default(),
         },
         Completion {
             id: "g3".into(),
             owner: "a".into(),
             generation: 1,
             outcome: Err(retryable("E_429")),
-            retry_floor_ms: 0,
+            retry: Retry::default(),
         },
     ];
     let results: Vec<Result<WorkState, &str>> = ok("group commit", s.complete_batch(&batch))
@@ -265,14 +265,14 @@ pub fn group_commit_refuses_only_the_stale_entry(h: &dyn Harness) {
                 owner: "b".into(),
                 generation: 1,
                 outcome: Ok(None),
-                retry_floor_ms: 0,
+                retry: Retry::default(),
             },
             Completion {
                 id: "g2".into(),
                 owner: "b".into(),
                 generation: b.generation,
                 outcome: Ok(None),
-                retry_floor_ms: 0,
+                retry: Retry::default(),
             },
         ]),
     );
@@ -403,14 +403,14 @@ pub fn a_retry_floor_holds_the_retry_back(h: &dyn Harness) {
                 owner: "a".into(),
                 generation: grouped.generation,
                 outcome: Err(retryable("E_429")),
-                retry_floor_ms: 9_000,
+                retry: Retry::with_floor(9_000),
             },
             Completion {
                 id: "short".into(),
                 owner: "a".into(),
                 generation: short.generation,
                 outcome: Err(retryable("E_429")),
-                retry_floor_ms: 1,
+                retry: Retry::with_floor(1),
             },
         ]),
     );

@@ -107,7 +107,7 @@ pub fn the_claimers_reclaim_backoff_sets_the_grace(h: &dyn Harness) {
     let patient = ClaimBudget::new(10).with_reclaim(Backoff {
         initial_ms: 60_000,
         max_ms: 60_000,
-        floor_ms: 0,
+        ..Backoff::default()
     });
     h.clock().set(expiry + 59_999);
     assert!(

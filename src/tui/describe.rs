@@ -1,7 +1,8 @@
 //! The describe pane (`d`): every field of the selected row's record, JSON pretty-printed
 //! with instants annotated, scrollable. The record comes from the snapshot on screen, so
 //! the pane opens at once; what the page does not hold (an event's journal entry with its
-//! payload, a workflow's history with action arguments and results) is read by key off
+//! payload, a workflow's history with action arguments and results, a work item's attempt
+//! errors) is read by key off
 //! the render path, as a [`Fetch`] the event loop runs and answers with
 //! [`super::action::Done::Described`].
 //!
@@ -55,6 +56,8 @@ pub enum Fetch {
     History(String),
     /// A work item by id (a cursor's delivery item: its claim, attempts, last failure).
     Work(String),
+    /// The errors of a work item's attempts, newest first.
+    AttemptErrors(String),
 }
 
 impl Fetch {
@@ -65,6 +68,7 @@ impl Fetch {
             Self::Journal(_) => "journal",
             Self::History(_) => "history",
             Self::Work(_) => "work item",
+            Self::AttemptErrors(_) => "attempt errors (newest first)",
         }
     }
 }
@@ -84,6 +88,7 @@ pub fn fetch(store: &Store, fetch: &Fetch) -> Result<Value> {
         }
         Fetch::History(id) => Ok(record(&store.workflow_history(id)?)),
         Fetch::Work(id) => Ok(store.work(id)?.map_or(Value::Null, |w| record(&w))),
+        Fetch::AttemptErrors(id) => Ok(record(&store.attempt_errors(id)?)),
     }
 }
 
@@ -157,7 +162,12 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
         }
         ViewData::Work(page) => {
             let w = page.rows.iter().find(|w| Some(w.id.as_str()) == key)?;
-            Some(open(format!("work item {}", w.id), &w.id, record(w), None))
+            Some(open(
+                format!("work item {}", w.id),
+                &w.id,
+                record(w),
+                Some(Fetch::AttemptErrors(w.id.clone())),
+            ))
         }
         ViewData::Workflows(page) => {
             let i = page

@@ -83,7 +83,7 @@ fn mixed_workload(f: &Fixture) {
             owner: "a-2".into(),
             generation: w.generation,
             outcome: Ok(None),
-            retry_floor_ms: 0,
+            retry: leasehold::rules::retry::Retry::default(),
         })
         .collect();
     batch.push(Completion {
@@ -91,7 +91,7 @@ fn mixed_workload(f: &Fixture) {
         owner: "a-1".into(),
         generation: first[3].generation,
         outcome: Ok(None),
-        retry_floor_ms: 0,
+        retry: leasehold::rules::retry::Retry::default(),
     });
     let answers = s.complete_batch(&batch).unwrap();
     assert_eq!(answers.iter().filter(|a| a.is_err()).count(), 1);

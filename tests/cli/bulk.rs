@@ -103,7 +103,7 @@ fn plant(failed: usize) -> Planted {
             id: w.id.clone(),
             owner: "auth-a".into(),
             generation: w.generation,
-            retry_floor_ms: 0,
+            retry: leasehold::rules::retry::Retry::default(),
             outcome: if w.id == "ok" {
                 Ok(None)
             } else {

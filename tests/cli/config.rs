@@ -152,6 +152,53 @@ fn retention_keys_are_checked_at_their_key() {
     }
 }
 
+/// A handler's retry policy is read with the other knobs (durations as they write them,
+/// a fractional multiplier) and summarised; a policy that cannot be meant is one line at
+/// its key, and so is one on a handler the authority does not run.
+#[test]
+fn retry_policies_are_read_and_checked_at_their_key() {
+    let good = "[authority]\nworkload = \"default\"\nretry = { send-email = { max_attempts = 4, initial_delay = \"2s\", multiplier = 1.5, max_delay = \"10s\" } }\n";
+    let o = check(good);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(
+        v["authority"]["retry"],
+        "send-email 2.0s ×1.5 to 10.0s, at most 4 attempts"
+    );
+    for (from, to, expected) in [
+        (
+            "max_attempts = 4",
+            "max_attempts = 0",
+            "must be a whole number of at least 1",
+        ),
+        (
+            "multiplier = 1.5",
+            "multiplier = 0.5",
+            "multiplier must be a number of at least 1",
+        ),
+        (
+            "max_delay = \"10s\"",
+            "max_delay = \"1s\"",
+            "retry.send-email: max_delay (1000 ms) must not be less than initial_delay (2000 ms)",
+        ),
+        (
+            "initial_delay",
+            "initial_dealy",
+            "unknown key `initial_dealy`",
+        ),
+        (
+            "send-email =",
+            "send-emial =",
+            "no handler \"send-emial\" runs here",
+        ),
+    ] {
+        let text = good.replacen(from, to, 1);
+        let err = assert_one_line_failure(&check(&text), 2);
+        assert!(err.contains(":3: authority.retry"), "{to}: {err}");
+        assert!(err.contains(expected), "{to}: {err}");
+    }
+}
+
 #[test]
 fn attach_takes_its_store_and_knobs_from_the_file_and_flags_win() {
     let dir = tempfile::tempdir().unwrap();

@@ -59,7 +59,7 @@ fn drain_throughput() {
                             owner: owner.clone(),
                             generation: w.generation,
                             outcome: Ok(None),
-                            retry_floor_ms: 0,
+                            retry: leasehold::rules::retry::Retry::default(),
                         })
                         .collect();
                     let results = store.complete_batch(&completions).unwrap();

@@ -122,6 +122,12 @@ fn every_query_is_served_by_an_index() {
         run(&["inspect", "--store", url, view, "--json", "--limit", "5"]);
     }
     run(&["check", "--store", url]);
+    let listed = store
+        .list_work(&WorkFilter::default(), &PageRequest::first(3))
+        .unwrap();
+    for item in &listed.rows {
+        run(&["work", "show", "--store", url, &item.id, "--json"]);
+    }
     let filters = [
         WorkFilter {
             states: vec![WorkState::Pending, WorkState::Succeeded],

@@ -163,7 +163,7 @@ fn a_schema_6_database_is_upgraded_in_place() {
     let store = upgraded(
         &db,
         &clock,
-        "DROP FUNCTION leasehold_enqueue; DROP TABLE intake, intake_refused;
+        "DROP FUNCTION leasehold_enqueue; DROP TABLE intake, intake_refused, attempt_errors;
              ALTER TABLE schedules DROP COLUMN paused_at;
              UPDATE meta SET value = 6 WHERE key = 'schema_version';",
     );
@@ -185,6 +185,47 @@ fn a_schema_6_database_is_upgraded_in_place() {
     let claimed = store.claim_batch("a", compat(), 10, 1_000).unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].id, "fx");
+}
+
+/// A database created by schema 7 (before attempt errors) is refused read-only and
+/// upgraded in place by a read-write open: an old failed item has no attempt errors, and
+/// its next failure is recorded.
+#[test]
+fn a_schema_7_database_is_upgraded_in_place() {
+    let db = database();
+    let clock = ManualClock::new(crate::support::START);
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    store
+        .enqueue(NewWork::effect("fx", HANDLER, "{}"), compat().as_str())
+        .unwrap();
+    let failure = leasehold::model::Failure {
+        class: leasehold::model::FailureClass::Retryable,
+        code: "E".into(),
+        message: "m".into(),
+    };
+    let claimed = store.claim("fx", "a", compat(), 1_000).unwrap();
+    let failed = store
+        .fail("fx", "a", claimed.generation, failure.clone())
+        .unwrap();
+    drop(store);
+    let store = upgraded(
+        &db,
+        &clock,
+        "DROP TABLE attempt_errors;
+             UPDATE meta SET value = 7 WHERE key = 'schema_version';",
+    );
+    assert!(store.attempt_errors("fx").unwrap().is_empty());
+    clock.set(failed.next_eligible_at);
+    let again = store.claim("fx", "b", compat(), 1_000).unwrap();
+    store.fail("fx", "b", again.generation, failure).unwrap();
+    let errors = store.attempt_errors("fx").unwrap();
+    assert_eq!(
+        errors
+            .iter()
+            .map(|e| (e.attempt, e.owner_id.as_str()))
+            .collect::<Vec<_>>(),
+        [(2, "b")]
+    );
 }
 
 // --- creating --------------------------------------------------------------------------------

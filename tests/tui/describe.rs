@@ -85,6 +85,14 @@ fn describe_pane_snapshots() {
             text.contains(&format!("\"code\": \"{}\"", failure.code)),
             "{text}"
         );
+        assert!(
+            text.contains("\nattempt errors (newest first):\n["),
+            "attempt errors fetched: {text}"
+        );
+        assert!(
+            text.contains(&format!("\"attempt\": {}", item.attempt_number)),
+            "the last attempt's error: {text}"
+        );
         insta::assert_snapshot!(format!("describe_work_failure_{w}x{ht}"), screen(&h));
     }
 }

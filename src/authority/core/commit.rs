@@ -66,13 +66,16 @@ impl AuthorityCore {
                 match outcome {
                     HandlerOutcome::Uncertain => Ok(Finished::Abandoned("uncertain")),
                     HandlerOutcome::Failed(f) | HandlerOutcome::RetryAfter { failure: f, .. } => {
-                        classify(self.store.fail_with_floor(
-                            &item.id,
-                            owner,
-                            generation,
-                            f.clone(),
-                            outcome.retry_floor_ms(),
-                        ))
+                        classify(
+                            self.store.fail_with_retry(
+                                &item.id,
+                                owner,
+                                generation,
+                                f.clone(),
+                                self.config
+                                    .retry_for(&item.handler, outcome.retry_floor_ms()),
+                            ),
+                        )
                     }
                     HandlerOutcome::Succeeded(_) if item.kind == WorkKind::Cursor => {
                         if let Some(seq) = *advance_to {

@@ -154,7 +154,7 @@ impl AuthorityCore {
         grouped
             .iter()
             .map(|(_, job, executed)| {
-                let (outcome, retry_floor_ms) = match &executed.exec {
+                let (outcome, floor_ms) = match &executed.exec {
                     Exec::Work { outcome, .. } => (
                         match (outcome, outcome.failure()) {
                             (_, Some(f)) => Err(f.clone()),
@@ -172,7 +172,11 @@ impl AuthorityCore {
                     owner: self.config.instance_id.clone(),
                     generation: job.generation(),
                     outcome,
-                    retry_floor_ms,
+                    // Only plain work items are grouped: a workflow has no handler policy.
+                    retry: match &job.task {
+                        Task::Work(item) => self.config.retry_for(&item.handler, floor_ms),
+                        Task::Workflow(_) => crate::rules::retry::Retry::with_floor(floor_ms),
+                    },
                 }
             })
             .collect()

@@ -272,7 +272,7 @@ impl Workload {
 
     /// Refuses to run `config` with no handler at all (it would register and claim
     /// nothing, or worse, be mistaken for one that runs something) or with a handler
-    /// limit on a name it does not register (the cap would never apply).
+    /// limit or a retry policy on a name it does not register (it would never apply).
     ///
     /// # Errors
     /// `INVALID`, naming the authority or the limit.
@@ -286,6 +286,11 @@ impl Workload {
         for name in config.handler_limits.keys() {
             if let Some(why) = self.unknown_handler(name) {
                 return Err(Error::Invalid(format!("handlerLimits.{name}: {why}")));
+            }
+        }
+        for name in config.retry.keys() {
+            if let Some(why) = self.unknown_handler(name) {
+                return Err(Error::Invalid(format!("retry.{name}: {why}")));
             }
         }
         Ok(())

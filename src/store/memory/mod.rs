@@ -29,11 +29,11 @@ use super::work_table::WorkTable;
 use crate::error::{Error, Result};
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
+use crate::model::{AttemptError, InstanceRow, Lease, WorkItem};
 use crate::model::{
     AuditEntry, Authority, HistoryRecord, IdempotentAnswer, Ingestion, Schedule, Subscription,
     WorkflowDefinitionRow,
 };
-use crate::model::{InstanceRow, Lease, WorkItem};
 use instance_table::InstanceTable;
 use journal::Journal;
 use leases::LeaseTable;
@@ -65,6 +65,8 @@ struct State {
     start_keys: BTreeMap<String, String>,
     history: BTreeMap<(String, u64), HistoryRecord>,
     outcomes: BTreeMap<String, ActionOutcome>,
+    /// Attempt errors by (work id, generation).
+    attempt_errors: BTreeMap<(String, u64), AttemptError>,
 }
 
 /// The shared in-memory store. Clones share state.

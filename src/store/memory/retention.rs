@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use super::State;
 use crate::clock::Millis;
-use crate::model::WorkItem;
 use crate::model::work::WorkState;
+use crate::model::{AttemptError, WorkItem};
 
 impl State {
     /// Succeeded work items last updated before `before`, oldest first, at most `limit`.
@@ -68,6 +68,17 @@ impl State {
             .map(|(k, _)| k.clone())
             .collect();
         (positions, invocations)
+    }
+
+    /// An item's attempt errors, oldest (lowest generation) first: what goes with the item,
+    /// and what a new one pushes out beyond the bound.
+    pub(super) fn attempt_errors_of(
+        &self,
+        id: &str,
+    ) -> impl DoubleEndedIterator<Item = &AttemptError> {
+        (self.attempt_errors)
+            .range((id.to_owned(), 0)..=(id.to_owned(), u64::MAX))
+            .map(|(_, e)| e)
     }
 }
 

@@ -19,8 +19,8 @@ use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkLane, WorkState};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
-    InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem,
+    AttemptError, AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer,
+    Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem,
     WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::backend::Tx;
@@ -574,6 +574,52 @@ impl Tx for MemTx<'_> {
             .collect())
     }
 
+    fn add_attempt_error(&mut self, error: &AttemptError, keep: usize) -> Result<()> {
+        self.writable()?;
+        let id = error.work_id.clone();
+        put!(
+            self,
+            attempt_errors,
+            (id.clone(), error.generation),
+            error.clone()
+        );
+        let older: Vec<(String, u64)> = self
+            .state
+            .attempt_errors_of(&id)
+            .rev()
+            .skip(keep)
+            .map(|e| (id.clone(), e.generation))
+            .collect();
+        take_all!(self, attempt_errors, older);
+        Ok(())
+    }
+
+    fn attempt_errors(&mut self, work_id: &str) -> Result<Vec<AttemptError>> {
+        Ok(self
+            .state
+            .attempt_errors_of(work_id)
+            .rev()
+            .cloned()
+            .collect())
+    }
+
+    fn list_attempt_errors(
+        &mut self,
+        after: Option<(&str, u64)>,
+        limit: usize,
+    ) -> Result<Vec<AttemptError>> {
+        let lower = after.map_or(Bound::Unbounded, |(id, generation)| {
+            Bound::Excluded((id.to_owned(), generation))
+        });
+        Ok(self
+            .state
+            .attempt_errors
+            .range((lower, Bound::Unbounded))
+            .take(limit)
+            .map(|(_, e)| e.clone())
+            .collect())
+    }
+
     fn action_outcome(&mut self, invocation_id: &str) -> Result<Option<ActionOutcome>> {
         Ok(self.state.outcomes.get(invocation_id).cloned())
     }
@@ -597,6 +643,10 @@ impl Tx for MemTx<'_> {
         if let Some(old) = self.state.work.remove(id) {
             self.undo.work.push(Replaced::Row(old));
         }
+        let errors: Vec<(String, u64)> = (self.state.attempt_errors_of(id))
+            .map(|e| (id.to_owned(), e.generation))
+            .collect();
+        take_all!(self, attempt_errors, errors);
         Ok(())
     }
 

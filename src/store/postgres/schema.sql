@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT COLLATE "C" PRIMARY KEY,
     value BIGINT NOT NULL
 );
-INSERT INTO meta (key, value) VALUES ('schema_version', 7) ON CONFLICT (key) DO NOTHING;
+INSERT INTO meta (key, value) VALUES ('schema_version', 8) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('revision', 0) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('journal_seq', 0) ON CONFLICT (key) DO NOTHING;
 
@@ -276,4 +276,19 @@ CREATE TABLE IF NOT EXISTS action_outcomes (
     outcome       TEXT COLLATE "C" NOT NULL,
     detail        TEXT COLLATE "C" NOT NULL,
     at            BIGINT NOT NULL
+);
+
+-- The errors of a work item's attempts, newest kept (`ATTEMPT_ERRORS_KEPT` per item): one
+-- row per failed or lapsed attempt, keyed by its claim generation, written in the
+-- transaction that records the failure and removed with the item.
+CREATE TABLE IF NOT EXISTS attempt_errors (
+    work_id    TEXT COLLATE "C" NOT NULL,
+    generation BIGINT NOT NULL,
+    attempt    BIGINT NOT NULL,
+    owner_id   TEXT COLLATE "C" NOT NULL,
+    at         BIGINT NOT NULL,
+    class      TEXT COLLATE "C" NOT NULL,
+    code       TEXT COLLATE "C" NOT NULL,
+    message    TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (work_id, generation)
 );

@@ -12,10 +12,10 @@ use crate::model::event::DedupRecord;
 use crate::model::work::WorkLane;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, DedupOutcome, Grant, GrantKind, HistoryPosition, HistoryRecord, Holder,
-    IdempotentAnswer, Ingestion, InstanceRow, InstanceStatus, JournalEvent, Lease, Schedule,
-    Subscription, Takeover, WorkItem, WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord,
-    WriteVerb,
+    AttemptError, AuditEntry, Authority, DedupOutcome, FailureClass, Grant, GrantKind,
+    HistoryPosition, HistoryRecord, Holder, IdempotentAnswer, Ingestion, InstanceRow,
+    InstanceStatus, JournalEvent, Lease, Schedule, Subscription, Takeover, WorkItem, WorkKind,
+    WorkState, WorkflowDefinitionRow, WriteRecord, WriteVerb,
 };
 
 pub(crate) fn lease(row: &dyn SqlRow) -> Result<Lease> {
@@ -275,6 +275,19 @@ pub(crate) fn outcome(row: &dyn SqlRow) -> Result<ActionOutcome> {
         outcome: text(row, "outcome")?,
         detail: text(row, "detail")?,
         at: int(row, "at")?,
+    })
+}
+
+pub(crate) fn attempt_error(row: &dyn SqlRow) -> Result<AttemptError> {
+    Ok(AttemptError {
+        work_id: text(row, "work_id")?,
+        generation: u64(row, "generation")?,
+        attempt: u32(row, "attempt")?,
+        owner_id: text(row, "owner_id")?,
+        at: int(row, "at")?,
+        class: enumerated(row, "class", FailureClass::parse)?,
+        code: text(row, "code")?,
+        message: text(row, "message")?,
     })
 }
 

@@ -8,8 +8,8 @@ use crate::error::Result;
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow, JournalEvent, Lease,
-    Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AttemptError, AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow,
+    JournalEvent, Lease, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 
 /// What a column holds.
@@ -504,4 +504,32 @@ pub(crate) fn outcome(o: &ActionOutcome) -> Vec<SqlValue> {
         o.detail.as_str().into(),
         o.at.into(),
     ]
+}
+
+pub(crate) const ATTEMPT_ERRORS: Table = Table {
+    name: "attempt_errors",
+    key: &["work_id", "generation"],
+    columns: &[
+        ("work_id", Text),
+        ("generation", Int),
+        ("attempt", Int),
+        ("owner_id", Text),
+        ("at", Int),
+        ("class", Text),
+        ("code", Text),
+        ("message", Text),
+    ],
+};
+
+pub(crate) fn attempt_error(e: &AttemptError) -> Result<Vec<SqlValue>> {
+    Ok(vec![
+        e.work_id.as_str().into(),
+        int(e.generation)?.into(),
+        e.attempt.into(),
+        e.owner_id.as_str().into(),
+        e.at.into(),
+        e.class.as_str().into(),
+        e.code.as_str().into(),
+        e.message.as_str().into(),
+    ])
 }

@@ -7,10 +7,12 @@
 //! - `dialect.rs`: parameter marks, upserts, booleans, index hints, new ids.
 //! - `query.rs`, `statements.rs`: assembled conditions, reads by key, meta counters and
 //!   the keyset-paged lists; `lanes.rs`: the claim lanes' skip-scans.
-//! - `driver.rs`, `tx.rs`: the provider seam and the shared `Tx`.
+//! - `driver.rs`, `tx.rs`: the provider seam and the shared `Tx`; `attempt_errors.rs`: the
+//!   statements of work items' attempt errors.
 //! - here: the bounded retry loop around a whole transaction, the choice of schema
 //!   upgrades, and the encodings of values that have no native column type.
 
+mod attempt_errors;
 pub(crate) mod decode;
 pub(crate) mod dialect;
 mod driver;

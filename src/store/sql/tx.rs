@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use super::attempt_errors;
 use super::decode;
 use super::driver::Driver;
 use super::encode::{self, Table};
@@ -23,9 +24,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer, Ingestion,
-    InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease, PageRequest, Schedule, Subscription,
-    WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AttemptError, AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer,
+    Ingestion, InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease, PageRequest, Schedule,
+    Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
@@ -616,6 +617,22 @@ impl<D: Driver> Tx for D {
         Driver::history(self, instance_id)
     }
 
+    fn add_attempt_error(&mut self, error: &AttemptError, keep: usize) -> Result<()> {
+        attempt_errors::add(self, error, keep)
+    }
+
+    fn attempt_errors(&mut self, work_id: &str) -> Result<Vec<AttemptError>> {
+        attempt_errors::of(self, work_id)
+    }
+
+    fn list_attempt_errors(
+        &mut self,
+        after: Option<(&str, u64)>,
+        n: usize,
+    ) -> Result<Vec<AttemptError>> {
+        attempt_errors::page(self, after, n)
+    }
+
     fn action_outcome(&mut self, invocation_id: &str) -> Result<Option<ActionOutcome>> {
         self.by_key(&encode::ACTION_OUTCOMES, invocation_id, decode::outcome)
     }
@@ -641,7 +658,7 @@ impl<D: Driver> Tx for D {
             D::DIALECT.text("DELETE FROM work WHERE id = ?1"),
             &[id.into()],
         )?;
-        Ok(())
+        attempt_errors::delete(self, id)
     }
 
     fn finished_instances(&mut self, before: Millis, n: usize) -> Result<Vec<InstanceRow>> {

@@ -214,6 +214,21 @@ fn main_queries_use_indexes() {
             "INDEX",
         ),
         (
+            "SELECT * FROM attempt_errors WHERE work_id = ?1 ORDER BY generation DESC",
+            1,
+            "PRIMARY KEY",
+        ),
+        (
+            "SELECT * FROM attempt_errors WHERE (work_id, generation) > (?1, ?2) ORDER BY work_id, generation LIMIT ?3",
+            3,
+            "PRIMARY KEY",
+        ),
+        (
+            "SELECT generation FROM attempt_errors WHERE work_id = ?1 ORDER BY generation DESC LIMIT 1 OFFSET ?2",
+            2,
+            "PRIMARY KEY",
+        ),
+        (
             "SELECT * FROM grants WHERE revision = ? ORDER BY seq",
             1,
             "grants_revision",

@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
-INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 7);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 8);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('journal_seq', 0);
 -- The store's identity (random, fixed at creation) and epoch (see store/epoch.rs).
@@ -273,3 +273,18 @@ CREATE TABLE IF NOT EXISTS action_outcomes (
     detail        TEXT NOT NULL,
     at            INTEGER NOT NULL
 );
+
+-- The errors of a work item's attempts, newest kept (`ATTEMPT_ERRORS_KEPT` per item): one
+-- row per failed or lapsed attempt, keyed by its claim generation, written in the
+-- transaction that records the failure and removed with the item.
+CREATE TABLE IF NOT EXISTS attempt_errors (
+    work_id    TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    attempt    INTEGER NOT NULL,
+    owner_id   TEXT NOT NULL,
+    at         INTEGER NOT NULL,
+    class      TEXT NOT NULL,
+    code       TEXT NOT NULL,
+    message    TEXT NOT NULL,
+    PRIMARY KEY (work_id, generation)
+) WITHOUT ROWID;

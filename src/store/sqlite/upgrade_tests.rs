@@ -29,9 +29,20 @@ fn store(path: &Path, clock: &ManualClock) -> Store {
     )
 }
 
-/// Turns a fresh store back into what schema 6 created: no `schedules.paused_at`,
-/// version 6.
+/// Turns a fresh store back into what schema 7 created: no `attempt_errors`, version 7.
+fn downgrade_to_schema_7(path: &Path) {
+    let conn = Connection::open(path).expect("raw");
+    conn.execute_batch(
+        "DROP TABLE attempt_errors;
+         UPDATE meta SET value = 7 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+}
+
+/// Turns a fresh store back into what schema 6 created: schema 7's without
+/// `schedules.paused_at`, version 6.
 fn downgrade_to_schema_6(path: &Path) {
+    downgrade_to_schema_7(path);
     let conn = Connection::open(path).expect("raw");
     conn.execute_batch(
         "ALTER TABLE schedules DROP COLUMN paused_at;
@@ -368,5 +379,43 @@ fn a_schema_6_store_is_upgraded_in_place_and_old_schedules_run() {
     assert_eq!(
         s.schedule("tick").expect("read").expect("paused").paused_at,
         Some(1_000)
+    );
+}
+
+#[test]
+fn a_schema_7_store_is_upgraded_in_place_and_old_items_start_with_no_attempt_errors() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("old.db");
+    let clock = ManualClock::new(1_000);
+    let s = store(&path, &clock);
+    s.enqueue(NewWork::effect("fx", "h", "{}"), "k")
+        .expect("enqueue");
+    let claimed = s.claim("fx", "a", "k", 1_000).expect("a claims");
+    let failure = crate::model::Failure {
+        class: crate::model::FailureClass::Retryable,
+        code: "E".into(),
+        message: "m".into(),
+    };
+    let failed = s
+        .fail("fx", "a", claimed.generation, failure.clone())
+        .expect("fails");
+    drop(s);
+    downgrade_to_schema_7(&path);
+    assert_refused_read_only(&path);
+
+    let s = store(&path, &clock);
+    assert_current(&path);
+    assert_eq!(s.work("fx").expect("read"), Some(failed.clone()));
+    assert!(s.attempt_errors("fx").expect("read").is_empty());
+    clock.set(failed.next_eligible_at);
+    let again = s.claim("fx", "b", "k", 1_000).expect("b claims");
+    s.fail("fx", "b", again.generation, failure).expect("fails");
+    let errors = s.attempt_errors("fx").expect("read");
+    assert_eq!(
+        errors
+            .iter()
+            .map(|e| (e.attempt, e.owner_id.as_str()))
+            .collect::<Vec<_>>(),
+        [(2, "b")]
     );
 }

@@ -1,0 +1,71 @@
+//! A handler's retry policy as an authority applies it: each failed attempt of that handler
+//! is retried after the policy's delay, one by one or in a group commit, its cap ends the
+//! item, and another handler keeps the default backoff.
+
+use leasehold::authority::{AuthorityCore, Finished, HandlerOutcome, Pace, Workload};
+use leasehold::clock::ManualClock;
+use leasehold::model::work::NewWork;
+use leasehold::model::{Failure, FailureClass, WorkState};
+use leasehold::rules::retry::{Multiplier, RetryPolicy};
+use leasehold::rules::work::Backoff;
+
+use crate::support::runtime::{T0, compat, config, store};
+
+fn failing() -> HandlerOutcome {
+    HandlerOutcome::Failed(Failure {
+        class: FailureClass::Retryable,
+        code: "E_DOWN".into(),
+        message: "partner down".into(),
+    })
+}
+
+#[test]
+fn a_handlers_policy_spaces_and_caps_its_retries() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    let c = compat();
+    let spec = |id: &str, handler: &str| NewWork {
+        max_attempts: 10,
+        ..NewWork::effect(id, handler, "{}")
+    };
+    s.enqueue_batch(vec![spec("fx", "flaky"), spec("plain", "other")], &c)
+        .expect("enqueues");
+    let handlers = Workload::new("retry", 1)
+        .with("flaky", |_: &_| failing())
+        .with("other", |_: &_| failing());
+    let policy = RetryPolicy {
+        max_attempts: Some(4),
+        initial_delay_ms: 2_000,
+        multiplier: Multiplier::new(3.0).expect("valid"),
+        max_delay_ms: 10_000,
+    };
+    let cfg = config("a").with_retry("flaky", policy);
+    let a = AuthorityCore::new(s.clone(), cfg, handlers, Pace::Virtual).expect("a");
+    let mut waits = Vec::new();
+    for round in 0..4 {
+        let jobs = a.poll().expect("polls");
+        let executed = jobs.iter().map(|j| a.execute(j)).collect::<Vec<_>>();
+        // One by one on even rounds, as one group commit on odd ones.
+        let answers = if round % 2 == 0 {
+            executed.into_iter().map(|e| a.finish(e)).collect()
+        } else {
+            a.finish_all(executed)
+        };
+        let fx = s.work("fx").expect("read").expect("fx");
+        if round < 3 {
+            assert!(answers.contains(&Finished::RetryScheduled), "{answers:?}");
+            waits.push(fx.next_eligible_at - s.now());
+            assert_eq!(fx.max_attempts, 4, "the cap is written into the item");
+            let plain = s.work("plain").expect("read").expect("plain");
+            assert_eq!(
+                plain.next_eligible_at - s.now(),
+                Backoff::default().delay(plain.attempt_number)
+            );
+            clock.set(fx.next_eligible_at.max(plain.next_eligible_at));
+        } else {
+            assert_eq!((fx.state, fx.attempt_number), (WorkState::Failed, 4));
+        }
+    }
+    assert_eq!(waits, [2_000, 6_000, 10_000]);
+    assert_eq!(s.attempt_errors("fx").expect("errors").len(), 4);
+}
