@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::model::Rate;
 use crate::rules::lease::MIN_LEASE_MS;
 use crate::rules::liveness::{DEFAULT_LEASE_DURATION_MS, default_heartbeat_interval};
 use crate::rules::work::Backoff;
@@ -54,6 +55,12 @@ pub struct AuthorityConfig {
     /// `worker_concurrency` freely.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub handler_limits: BTreeMap<String, usize>,
+    /// Fleet-wide claim rates: every authority on the store together claims at most the
+    /// rate's items of `handler` per interval (a fixed window kept in the store,
+    /// `rules/handler.rs`). Each authority enforces the rates it is given, so give every
+    /// authority running the handler the same rate.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub handler_rates: BTreeMap<String, Rate>,
     /// How long finished rows, the audit and event ids are kept (`store/retention.rs`).
     #[serde(default)]
     pub retention: RetentionPolicy,
@@ -104,6 +111,7 @@ impl AuthorityConfig {
             poll_interval_ms: DEFAULT_POLL_INTERVAL_MS,
             heartbeat_interval_ms: default_heartbeat_interval(DEFAULT_LEASE_DURATION_MS),
             handler_limits: BTreeMap::new(),
+            handler_rates: BTreeMap::new(),
             retention: RetentionPolicy::default(),
             trim_interval_ms: DEFAULT_TRIM_INTERVAL_MS,
             reclaim_delay_ms: DEFAULT_RECLAIM_DELAY_MS,
@@ -125,6 +133,13 @@ impl AuthorityConfig {
     #[must_use]
     pub fn with_handler_limit(mut self, handler: impl Into<String>, limit: usize) -> Self {
         self.handler_limits.insert(handler.into(), limit);
+        self
+    }
+
+    /// The same config claiming `handler` no faster than `rate`, fleet-wide.
+    #[must_use]
+    pub fn with_handler_rate(mut self, handler: impl Into<String>, rate: Rate) -> Self {
+        self.handler_rates.insert(handler.into(), rate);
         self
     }
 
@@ -203,6 +218,9 @@ impl AuthorityConfig {
             if *limit == 0 {
                 return invalid(format!("handlerLimits.{handler} must be at least 1, got 0"));
             }
+        }
+        for handler in self.handler_rates.keys() {
+            crate::ids::check_id("handler", handler)?;
         }
         for source in self.retention.dedup_by_source.keys() {
             crate::ids::check_id("event source", source)?;

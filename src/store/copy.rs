@@ -6,11 +6,12 @@
 //! Every row of every table, with the keys the source gave it: the revision and the
 //! journal high-water exactly, counters, leases (generation, token, expiry, checkpoint,
 //! release), work items, dedup records, the journal under its own `seq`s, ingestions and
-//! audit entries under their own ids, subscriptions, schedules, authorities, keyed answers,
-//! every grant and fenced write (in order within each revision), workflow definitions
-//! (pinned `id@fingerprint` rows included), instances, their histories and action
-//! outcomes. The copy answers `leasehold inspect` and `leasehold check` exactly as the
-//! source did, and its next commit is the source's next revision.
+//! audit entries under their own ids, subscriptions, schedules, paused handlers,
+//! authorities, keyed answers, every grant and fenced write (in order within each
+//! revision), workflow definitions (pinned `id@fingerprint` rows included), instances,
+//! their histories and action outcomes. The copy answers `leasehold inspect` and `leasehold check` exactly as the
+//! source did, and its next commit is the source's next revision. Only the handlers' rate
+//! windows are not copied: they count the current interval alone, and start afresh.
 //!
 //! ## One snapshot of the source
 //! The whole source is read inside one read transaction ([`Backend::read`]), so the copy
@@ -66,7 +67,7 @@ type Probe = fn(&mut dyn Tx) -> Result<bool>;
 
 /// Every table with a probe for "holds a row" (history rows only exist with their
 /// instance, so `instances` stands for both).
-const TABLES: [(&str, Probe); 17] = [
+const TABLES: [(&str, Probe); 18] = [
     ("counters", |tx| Ok(!tx.counters("")?.is_empty())),
     ("leases", |tx| Ok(!tx.list_leases(&one())?.is_empty())),
     ("work", |tx| {
@@ -85,6 +86,7 @@ const TABLES: [(&str, Probe); 17] = [
         Ok(!tx.list_subscriptions(&one())?.is_empty())
     }),
     ("schedules", |tx| Ok(!tx.list_schedules(&one())?.is_empty())),
+    ("paused handlers", |tx| Ok(!tx.handler_pauses()?.is_empty())),
     ("authorities", |tx| {
         Ok(!tx.list_authorities(&one())?.is_empty())
     }),
@@ -306,6 +308,18 @@ impl Copier<'_> {
             |tx, after: Option<&String>| tx.list_schedules(&page(after)),
             |s| s.schedule_id.clone(),
             |tx, s| tx.put_schedule(s),
+        )?;
+        self.table(
+            src,
+            "paused handlers",
+            |tx, after: Option<&String>| {
+                let mut all = tx.handler_pauses()?;
+                all.retain(|p| after.is_none_or(|a| p.handler > *a));
+                all.truncate(BATCH);
+                Ok(all)
+            },
+            |p| p.handler.clone(),
+            |tx, p| tx.put_handler_pause(p),
         )?;
         self.table(
             src,

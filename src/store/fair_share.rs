@@ -26,18 +26,20 @@ use super::Tx;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::WorkLane;
-use crate::model::{CompatSet, WorkItem};
+use crate::model::{CompatSet, Rate, WorkItem};
 use crate::rules::work::{Backoff, reclaim_at};
 
 /// What one claim batch may take: at most `limit` items, and of each handler named in
-/// `per_handler` at most that many (an authority's free slots for a handler it limits); and
-/// when it may take over a claim that lapsed: `reclaim` is the backoff after the lease
-/// expiry during which the owner nobody replaced may still renew and finish
-/// ([`crate::rules::work::reclaim_at`]).
+/// `per_handler` at most that many (an authority's free slots for a handler it limits); of
+/// each handler named in `rates`, no more than the fleet's window of that rate has left
+/// (`store/handler_control.rs`); and when it may take over a claim that lapsed: `reclaim`
+/// is the backoff after the lease expiry during which the owner nobody replaced may still
+/// renew and finish ([`crate::rules::work::reclaim_at`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClaimBudget {
     pub limit: usize,
     pub per_handler: BTreeMap<String, usize>,
+    pub rates: BTreeMap<String, Rate>,
     pub reclaim: Backoff,
 }
 
@@ -48,6 +50,7 @@ impl ClaimBudget {
         Self {
             limit,
             per_handler: BTreeMap::new(),
+            rates: BTreeMap::new(),
             reclaim: Backoff::default(),
         }
     }
@@ -63,6 +66,13 @@ impl ClaimBudget {
     #[must_use]
     pub fn with_handler(mut self, handler: impl Into<String>, n: usize) -> Self {
         self.per_handler.insert(handler.into(), n);
+        self
+    }
+
+    /// The same budget claiming `handler` no faster than `rate`, fleet-wide.
+    #[must_use]
+    pub fn with_rate(mut self, handler: impl Into<String>, rate: Rate) -> Self {
+        self.rates.insert(handler.into(), rate);
         self
     }
 }

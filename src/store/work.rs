@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::fair_share::{ClaimBudget, Rotation, claim_candidates};
+use super::handler_control::{charge, gate};
 use super::intake::move_intake;
 use super::{Counter, HandlerKeys, Logged, Store, Tx, record_write};
 use crate::clock::Millis;
@@ -230,8 +231,9 @@ impl Store {
         self.claim_work_within(owner, keys, &ClaimBudget::new(limit), lease_ms)
     }
 
-    /// [`Self::claim_work`] within `budget`: at most `budget.limit` items, and at most its
-    /// number of each handler it limits. Reclaims of lapsed claims come first; the rest of
+    /// [`Self::claim_work`] within `budget`: at most `budget.limit` items, at most its
+    /// number of each handler it limits, none of a paused handler, and of a rate-limited
+    /// handler no more than the fleet's window has left (`store/handler_control.rs`). Reclaims of lapsed claims come first; the rest of
     /// the budget is shared fairly across the kinds and handlers with due work
     /// (`store/fair_share.rs`), each handler's items by priority, then due time. Committed
     /// intake requests are moved into work first (`store/intake.rs`), so an effect an
@@ -273,7 +275,8 @@ impl Store {
     ) -> Result<(Vec<Claim>, Rotation)> {
         move_intake(tx, now)?;
         let rotation = self.rotations.get(owner).unwrap_or_default();
-        let (candidates, rotated) = claim_candidates(tx, keys, now, budget, &rotation)?;
+        let gated = gate(tx, now, budget)?;
+        let (candidates, rotated) = claim_candidates(tx, keys, now, &gated, &rotation)?;
         let mut claimed = Vec::with_capacity(candidates.len());
         for found in candidates {
             let token = self.ids.next_id("tok");
@@ -288,6 +291,7 @@ impl Store {
                 claimed.push(claim);
             }
         }
+        charge(tx, now, budget, &claimed)?;
         Ok((claimed, rotated))
     }
 

@@ -103,6 +103,7 @@ impl AuthorityCore {
                 let budget = ClaimBudget {
                     limit: work_limit,
                     per_handler: handler_room.clone(),
+                    rates: self.config.handler_rates.clone(),
                     reclaim: self.config.reclaim_backoff(),
                 };
                 let (items, rotation) = self

@@ -27,7 +27,7 @@
 //! of the files opened, `stalls.rs` the posted write stalls, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
 //! choice, `schema.sql`, and
-//! `upgrade_1.sql` to `upgrade_6.sql`, which bring a store of schema 1 to 6 to 7 in place.
+//! `upgrade_1.sql` to `upgrade_7.sql`, which bring a store of schema 1 to 7 to 8 in place.
 
 mod bind;
 mod damage;
@@ -67,20 +67,21 @@ use stalls::StallFile;
 use tx::SqliteTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// The schema, run idempotently at every read-write open.
 const SCHEMA: &str = include_str!("schema.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`. An older
 /// store runs every one from its version on, before [`SCHEMA`].
-const UPGRADES: [&str; 6] = [
+const UPGRADES: [&str; 7] = [
     include_str!("upgrade_1.sql"),
     include_str!("upgrade_2.sql"),
     include_str!("upgrade_3.sql"),
     include_str!("upgrade_4.sql"),
     include_str!("upgrade_5.sql"),
     include_str!("upgrade_6.sql"),
+    include_str!("upgrade_7.sql"),
 ];
 
 /// How long one statement waits for another process's lock before reporting busy.
