@@ -321,6 +321,18 @@ mod tests {
     }
 
     #[test]
+    fn handler_rates_are_stored_as_written_and_their_names_checked() {
+        let rate: Rate = "600/1m".parse().expect("a rate");
+        let c = AuthorityConfig::new("a", "v1").with_handler_rate("api", rate);
+        assert!(c.validate().is_ok());
+        assert!(c.to_json().contains(r#""handlerRates":{"api":"600/1m"}"#));
+        let back: AuthorityConfig = serde_json::from_str(&c.to_json()).expect("round trip");
+        assert_eq!(back, c);
+        let bad = AuthorityConfig::new("a", "v1").with_handler_rate("bell\u{7}", rate);
+        assert_eq!(bad.validate().expect_err("refused").code(), "INVALID");
+    }
+
+    #[test]
     fn renew_not_below_lease_is_refused() {
         let err = AuthorityConfig::new("a", "v1")
             .with_timing(1_000, 1_000)

@@ -16,6 +16,7 @@
 //! metrics_addr = "127.0.0.1:9464"
 //! log_format = "json"    # human | json | off
 //! handler_limits = { charge-card = 2 }
+//! handler_rates = { charge-card = "10/1s" } # fleet-wide: every authority on the store
 //! keep_finished = "7d"   # finished work and instances, keyed answers, ingestions
 //! keep_audit = "30d"
 //! dedup_window = "7d"    # an event id older than this is accepted again
@@ -37,7 +38,8 @@
 //! the line and the key; an unknown key names the nearest valid one; a knob is checked by
 //! the same rules as its flag (`leasehold config check FILE` runs them all). A file with an
 //! `[authority]` or `[handlers]` table is for an authority: it must name what the
-//! authority runs (handlers, or a `workload`), and its `handler_limits` must be on those.
+//! authority runs (handlers, or a `workload`), and its `handler_limits` and `handler_rates`
+//! must be on those.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -55,6 +57,7 @@ use crate::clock::{Millis, parse_duration};
 use crate::error::{Error, Result};
 use crate::foundation::file_input::read_text;
 use crate::foundation::toml_file::Located;
+use crate::model::Rate;
 use crate::tui::theme::ThemeSet;
 
 /// The largest config file read.
@@ -86,6 +89,7 @@ struct RawAuthority {
     log_format: Option<Spanned<String>>,
     exec_log: Option<Spanned<String>>,
     handler_limits: Option<BTreeMap<Spanned<String>, Spanned<i64>>>,
+    handler_rates: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     keep_finished: Option<Spanned<String>>,
     keep_audit: Option<Spanned<String>>,
     dedup_window: Option<Spanned<String>>,
@@ -118,6 +122,8 @@ pub struct AuthorityKnobs {
     pub exec_log: Option<PathBuf>,
     /// At most this many items of a handler at once.
     pub handler_limits: BTreeMap<String, usize>,
+    /// At most N items of a handler per interval, fleet-wide.
+    pub handler_rates: BTreeMap<String, Rate>,
     pub keep_finished_ms: Option<Millis>,
     pub keep_audit_ms: Option<Millis>,
     pub dedup_window_ms: Option<Millis>,
@@ -147,8 +153,9 @@ pub struct Settings {
     /// table), and so must name what the authority runs; a file of the store and the
     /// dashboard's knobs alone is for `attach`.
     pub for_authority: bool,
-    /// The file's text and where each `handler_limits` name stands in it, for an error
-    /// located at the name once the handler set it must belong to is known.
+    /// The file's text and where each `handler_limits` and `handler_rates` name stands in
+    /// it, for an error located at the name once the handler set it must belong to is
+    /// known.
     text: String,
     limit_spans: BTreeMap<String, Range<usize>>,
 }
@@ -184,9 +191,12 @@ impl Settings {
         let limit_spans = raw
             .authority
             .iter()
-            .filter_map(|a| a.handler_limits.as_ref())
-            .flatten()
-            .map(|(name, _)| (name.get_ref().clone(), name.span()))
+            .flat_map(|a| {
+                let limits = a.handler_limits.iter().flatten().map(|(name, _)| name);
+                let rates = a.handler_rates.iter().flatten().map(|(name, _)| name);
+                limits.chain(rates)
+            })
+            .map(|name| (name.get_ref().clone(), name.span()))
             .collect();
         let handlers = HandlerConfig::load(path)?;
         Ok(Self {
@@ -201,8 +211,8 @@ impl Settings {
         })
     }
 
-    /// Refuses a handler limit on a name `workload` does not run, from the file (located
-    /// at the name) or from `--handler-limit` in `flags` (which win over the file): such a
+    /// Refuses a handler limit or rate on a name `workload` does not run, from the file
+    /// (located at the name) or from `--handler-limit` in `flags` (which win over the file): such a
     /// cap would never apply, and a misspelt name is the likely cause, so the nearest
     /// handler is named.
     ///
@@ -296,6 +306,18 @@ fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<A
                 Ok((name.get_ref().clone(), limit))
             })
             .collect::<Result<_>>()?,
+        handler_rates: a
+            .handler_rates
+            .iter()
+            .flatten()
+            .map(|(name, rate)| {
+                crate::ids::check_id("handler", name.get_ref())
+                    .map_err(|e| file.error(name.span(), &bare(e)))?;
+                let rate: Rate = (rate.get_ref().parse())
+                    .map_err(|why: String| file.error(rate.span(), &why))?;
+                Ok((name.get_ref().clone(), rate))
+            })
+            .collect::<Result<_>>()?,
         keep_finished_ms: duration(&a.keep_finished)?,
         keep_audit_ms: duration(&a.keep_audit)?,
         dedup_window_ms: duration(&a.dedup_window)?,
@@ -387,6 +409,7 @@ impl AuthorityKnobs {
             config.claim_batch_size = n;
         }
         config.handler_limits.extend(self.handler_limits.clone());
+        config.handler_rates.extend(self.handler_rates.clone());
         if let Some(ms) = self.keep_finished_ms {
             config.retention.finished_ms = ms;
         }
