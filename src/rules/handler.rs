@@ -29,6 +29,15 @@ impl HandlerControl {
         }
     }
 
+    /// What it is doing, for a status line: `pausing`, `resuming`.
+    #[must_use]
+    pub fn doing(self) -> &'static str {
+        match self {
+            Self::Pause => "pausing",
+            Self::Resume => "resuming",
+        }
+    }
+
     /// What it did, for people: `paused`, `resumed`.
     #[must_use]
     pub fn done(self) -> &'static str {
