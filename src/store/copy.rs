@@ -217,6 +217,7 @@ impl Copier<'_> {
         }
 
         self.state_tables(src)?;
+        self.paused_handlers(src)?;
         self.history_tables(src)?;
         self.workflow_tables(src)?;
 
@@ -311,18 +312,6 @@ impl Copier<'_> {
         )?;
         self.table(
             src,
-            "paused handlers",
-            |tx, after: Option<&String>| {
-                let mut all = tx.handler_pauses()?;
-                all.retain(|p| after.is_none_or(|a| p.handler > *a));
-                all.truncate(BATCH);
-                Ok(all)
-            },
-            |p| p.handler.clone(),
-            |tx, p| tx.put_handler_pause(p),
-        )?;
-        self.table(
-            src,
             "authorities",
             |tx, after: Option<&String>| tx.list_authorities(&page(after)),
             |a| a.instance_id.clone(),
@@ -336,6 +325,23 @@ impl Copier<'_> {
             },
             |a| a.key.clone(),
             |tx, a| tx.put_idempotent_answer(&a.key, &a.answer, a.at),
+        )?;
+        Ok(())
+    }
+
+    /// The handlers an operator paused (a handful of rows, read whole).
+    fn paused_handlers(&mut self, src: &mut dyn Tx) -> Result<()> {
+        self.table(
+            src,
+            "paused handlers",
+            |tx, after: Option<&String>| {
+                let mut all = tx.handler_pauses()?;
+                all.retain(|p| after.is_none_or(|a| p.handler > *a));
+                all.truncate(BATCH);
+                Ok(all)
+            },
+            |p| p.handler.clone(),
+            |tx, p| tx.put_handler_pause(p),
         )?;
         Ok(())
     }

@@ -138,8 +138,14 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
     };
     if ctx.json {
         json_line(out, &row)?;
-        return Ok(None);
+    } else {
+        print_text(&row, ctx.now, out)?;
     }
+    Ok(None)
+}
+
+/// The overview for people: one line per figure, then the work counts.
+fn print_text(row: &OverviewRow, now: Millis, out: &mut dyn Write) -> Result<(), Failure> {
     let pairs = |map: &serde_json::Map<String, serde_json::Value>| {
         if map.is_empty() {
             "none".to_owned()
@@ -170,7 +176,7 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         row.writes_accepted,
         row.writes_refused,
         row.claims,
-        opt_when(row.oldest_waiting, ctx.now)
+        opt_when(row.oldest_waiting, now)
     )?;
     writeln!(out, "late         {}", late_line(&row.late_kinds))?;
     writeln!(out, "incidents    {}", row.incidents.line())?;
@@ -178,7 +184,7 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
     writeln!(
         out,
         "recovery     {}",
-        cell_max(&row.published.line(ctx.now), 400)
+        cell_max(&row.published.line(now), 400)
     )?;
     writeln!(out, "intake       {}", row.intake.line())?;
     writeln!(
@@ -187,8 +193,8 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         paused_handlers::line(&row.paused_handlers)
     )?;
     writeln!(out)?;
-    out.write_all(table(&row.work, ctx.now).render().as_bytes())?;
-    Ok(None)
+    out.write_all(table(&row.work, now).render().as_bytes())?;
+    Ok(())
 }
 
 /// `effect 45m00s (flood), schedule 2.0s (tick)`, or `none`.
