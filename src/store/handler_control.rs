@@ -9,9 +9,9 @@ use super::fair_share::ClaimBudget;
 use super::work::Claim;
 use super::{Store, Tx, record_audit};
 use crate::clock::Millis;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::check_id;
-use crate::model::{HandlerPause, PausedHandler};
+use crate::model::{HandlerPause, PausedHandler, WorkItem};
 use crate::rules::handler::{self as rules, Controlled, HandlerControl};
 
 /// The answer of [`Store::control_handler`].
@@ -82,6 +82,18 @@ pub(crate) fn paused_in(tx: &mut dyn Tx) -> Result<Vec<PausedHandler>> {
             Ok(PausedHandler { pause, waiting })
         })
         .collect()
+}
+
+/// Why a claim of `item` by name is refused while its handler is paused, if it is.
+pub(crate) fn paused_refusal(tx: &mut dyn Tx, item: &WorkItem) -> Result<Option<Error>> {
+    let paused = tx
+        .handler_pauses()?
+        .iter()
+        .any(|p| p.handler == item.handler);
+    Ok(paused.then(|| Error::NotClaimable {
+        id: item.id.clone(),
+        state: "held: its handler is paused".into(),
+    }))
 }
 
 /// `budget` narrowed by the fleet's state at `now`: no room for a paused handler, and for

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::fair_share::{ClaimBudget, Rotation, claim_candidates};
-use super::handler_control::{charge, gate};
+use super::handler_control::{charge, gate, paused_refusal};
 use super::intake::move_intake;
 use super::{Counter, HandlerKeys, Logged, Store, Tx, record_write};
 use crate::clock::Millis;
@@ -303,8 +303,8 @@ impl Store {
     /// Claims one named item.
     ///
     /// # Errors
-    /// `INCOMPATIBLE_AUTHORITY`, `WORK_IN_PROGRESS`, `WORK_NOT_CLAIMABLE`,
-    /// `already-terminal`, `NOT_FOUND`.
+    /// `INCOMPATIBLE_AUTHORITY`, `WORK_IN_PROGRESS`, `WORK_NOT_CLAIMABLE` (also while its
+    /// handler is paused), `already-terminal`, `NOT_FOUND`.
     pub fn claim(
         &self,
         id: &str,
@@ -318,6 +318,9 @@ impl Store {
             let Some(found) = tx.work(id)? else {
                 return Ok(Logged::Refused(not_found(id)));
             };
+            if let Some(refused) = paused_refusal(tx, &found)? {
+                return Ok(Logged::Refused(refused));
+            }
             let terms = ClaimTerms {
                 owner,
                 keys: &keys,

@@ -50,6 +50,10 @@ pub fn a_paused_handlers_work_waits_until_it_is_resumed(h: &dyn Harness) {
 
     let claimed = ok("claim while paused", s.claim_batch("b", K, 10, 30_000));
     assert_eq!(handlers(&claimed), ["mail", "mail"]);
+    assert_eq!(
+        refused("claim by name", s.claim("poison-1", "b", K, 30_000)),
+        "WORK_NOT_CLAIMABLE"
+    );
     ok(
         "the attempt in flight finishes",
         s.complete("poison-0", "a", in_flight.generation, None),
