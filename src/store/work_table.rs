@@ -469,6 +469,14 @@ mod tests {
         }
         waiting.sort_by(|a, b| a.0.sort_key().cmp(&b.0.sort_key()));
         assert_eq!(table.waiting_lanes(), waiting);
+        for (lane, _) in &waiting {
+            let handler = lane.handler.as_str();
+            let n = (rows.iter())
+                .filter(|w| w.handler == handler)
+                .filter(|w| matches!(w.state, WorkState::Pending | WorkState::Retry))
+                .count() as u64;
+            assert_eq!(table.waiting_count(handler), n, "waiting of {handler}");
+        }
         let reclaimable = table.reclaimable().count();
         let claims = (rows.iter())
             .filter(|w| {
