@@ -859,7 +859,7 @@ fn pause_and_resume_a_handler_from_the_work_view() {
     );
     h.refresh();
     let text = buffer_text(&h.render());
-    assert!(text.contains("paused 3 (1 handlers)"), "{text}");
+    assert!(text.contains("paused 3 (1 handler)"), "{text}");
     h.press('W');
     h.press('y');
     assert!(!paused());

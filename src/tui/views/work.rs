@@ -122,11 +122,14 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, fmt: TimeFmt) -> TableData 
     let note = if paused.is_empty() {
         format!("{} incompatible", snap.incompatible)
     } else {
+        let handlers = match paused.len() {
+            1 => "1 handler".to_owned(),
+            n => format!("{n} handlers"),
+        };
         format!(
-            "{} incompatible, paused {} ({} handlers)",
+            "{} incompatible, paused {} ({handlers})",
             snap.incompatible,
             paused_handlers::waiting(paused),
-            paused.len()
         )
     };
     TableData::new(COLUMNS, rows, note)
