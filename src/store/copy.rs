@@ -3,15 +3,15 @@
 //! every pair of providers copies the same way.
 //!
 //! ## What is copied
-//! Every row of every table, with the keys the source gave it: the revision and the
-//! journal high-water exactly, counters, leases (generation, token, expiry, checkpoint,
-//! release), work items, dedup records, the journal under its own `seq`s, ingestions and
-//! audit entries under their own ids, subscriptions, schedules, paused handlers,
-//! authorities, keyed answers, every grant and fenced write (in order within each
-//! revision), workflow definitions (pinned `id@fingerprint` rows included), instances,
-//! their histories and action outcomes. The copy answers `leasehold inspect` and `leasehold check` exactly as the
-//! source did, and its next commit is the source's next revision. Only the handlers' rate
-//! windows are not copied: they count the current interval alone, and start afresh.
+//! Every row of every table, with the keys the source gave it: the revision and the journal
+//! high-water exactly, counters, leases (generation, token, expiry, checkpoint, release),
+//! work items, dedup records, the journal under its own `seq`s, ingestions and audit
+//! entries under their own ids, subscriptions, schedules, paused handlers, authorities,
+//! keyed answers, every grant and fenced write (in order within each revision), workflow
+//! definitions (pinned `id@fingerprint` rows included), instances, their histories and
+//! action outcomes. The copy answers `leasehold inspect` and `leasehold check` exactly as
+//! the source did, and its next commit is the source's next revision. Only the handlers'
+//! rate windows are not copied: they count the current interval alone, and start afresh.
 //!
 //! ## One snapshot of the source
 //! The whole source is read inside one read transaction ([`Backend::read`]), so the copy

@@ -233,12 +233,12 @@ impl Store {
 
     /// [`Self::claim_work`] within `budget`: at most `budget.limit` items, at most its
     /// number of each handler it limits, none of a paused handler, and of a rate-limited
-    /// handler no more than the fleet's window has left (`store/handler_control.rs`). Reclaims of lapsed claims come first; the rest of
-    /// the budget is shared fairly across the kinds and handlers with due work
-    /// (`store/fair_share.rs`), each handler's items by priority, then due time. Committed
-    /// intake requests are moved into work first (`store/intake.rs`), so an effect an
-    /// application enqueued in its own transaction is claimable by the first claim after
-    /// its commit.
+    /// handler no more than the fleet's window has left (`store/handler_control.rs`).
+    /// Reclaims of lapsed claims come first; the rest of the budget is shared fairly across
+    /// the kinds and handlers with due work (`store/fair_share.rs`), each handler's items by
+    /// priority, then due time. Committed intake requests are moved into work first
+    /// (`store/intake.rs`), so an effect an application enqueued in its own transaction is
+    /// claimable by the first claim after its commit.
     ///
     /// # Errors
     /// A store failure.

@@ -87,8 +87,9 @@ fn dump(backend: &MemoryBackend) -> Vec<String> {
 
 /// A memory store after a chaotic cluster run (reclaims, fenced writes, retries,
 /// workflows with their histories and outcomes, events, cursors, schedules), plus a keyed
-/// lease call, an audit entry, a paused handler, a lease failover and the late owner's refused renewal, a
-/// work item's checkpoint, and one transaction granting more than a copy batch.
+/// lease call, an audit entry, a paused handler, a lease failover and the late owner's
+/// refused renewal, a work item's checkpoint, and one transaction granting more than a
+/// copy batch.
 fn busy(h: &dyn Harness) -> (MemoryBackend, Store) {
     let cluster = Cluster::new(ClusterOptions::headless("chaos", 7, 3, 20_000)).unwrap();
     cluster.advance(20_000);
