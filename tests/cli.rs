@@ -34,6 +34,8 @@ mod enqueue;
 mod enqueue_from;
 #[path = "cli/exact_numbers.rs"]
 mod exact_numbers;
+#[path = "cli/handler.rs"]
+mod handler;
 #[path = "cli/handler_set.rs"]
 mod handler_set;
 #[path = "cli/incidents.rs"]

@@ -13,6 +13,8 @@ mod claim_keys;
 mod complete_and_claim;
 #[path = "runtime/driver.rs"]
 mod driver;
+#[path = "runtime/handler_control.rs"]
+mod handler_control;
 #[path = "runtime/handler_limits.rs"]
 mod handler_limits;
 #[path = "runtime/idle_cursor.rs"]

@@ -820,3 +820,55 @@ fn pause_resume_and_delete_a_schedule_through_the_dialog() {
         ]
     );
 }
+
+/// The work view's `Z` pauses the selected item's handler fleet-wide after a confirmation
+/// (Esc changes nothing): the title counts the items waiting behind the pause and no claim
+/// takes them; `W` resumes it. Each change is the store's own, audited under the
+/// operator's name.
+#[test]
+fn pause_and_resume_a_handler_from_the_work_view() {
+    use leasehold::rules::handler::HandlerControl;
+    use leasehold::tui::app::{Act, Overlay};
+
+    let (store, _clock) = memory_store();
+    effects(&store, "fx", 3);
+    let paused = || !store.paused_handlers().unwrap().is_empty();
+    let mut h = harness(&store, "dark", 160, 48);
+    h.press('4');
+    assert_eq!(h.app.view(), ViewId::Work);
+    h.press('Z');
+    assert!(matches!(
+        h.app.overlay(),
+        Some(Overlay::Confirm(c))
+            if c.act == Act::Handler(HandlerControl::Pause) && c.subject == "send-email"
+    ));
+    let text = buffer_text(&h.render());
+    assert!(text.contains("Pause handler send-email"), "{text}");
+    h.key(KeyCode::Esc);
+    assert!(!paused(), "Esc changes nothing");
+
+    h.press('Z');
+    h.press('y');
+    assert!(paused());
+    assert_eq!(h.app.status().unwrap().text, "send-email: handler paused");
+    assert!(
+        store
+            .claim_batch("o", support::send_email_key(), 10, 1_000)
+            .unwrap()
+            .is_empty()
+    );
+    h.refresh();
+    let text = buffer_text(&h.render());
+    assert!(text.contains("paused 3 (1 handler)"), "{text}");
+    h.press('W');
+    h.press('y');
+    assert!(!paused());
+    assert_eq!(h.app.status().unwrap().text, "send-email: handler resumed");
+    assert_eq!(
+        audited_by_tester(&store),
+        [
+            ("handler-pause".into(), "send-email".into()),
+            ("handler-resume".into(), "send-email".into())
+        ]
+    );
+}

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::model::Rate;
 use crate::rules::lease::MIN_LEASE_MS;
 use crate::rules::liveness::{DEFAULT_LEASE_DURATION_MS, default_heartbeat_interval};
 use crate::rules::retry::{Retry, RetryPolicy};
@@ -62,6 +63,12 @@ pub struct AuthorityConfig {
     /// applies.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub retry: BTreeMap<String, RetryPolicy>,
+    /// Fleet-wide claim rates: every authority on the store together claims at most the
+    /// rate's items of `handler` per interval (a fixed window kept in the store,
+    /// `rules/handler.rs`). Each authority enforces the rates it is given, so give every
+    /// authority running the handler the same rate.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub handler_rates: BTreeMap<String, Rate>,
     /// How long finished rows, the audit and event ids are kept (`store/retention.rs`).
     #[serde(default)]
     pub retention: RetentionPolicy,
@@ -113,6 +120,7 @@ impl AuthorityConfig {
             heartbeat_interval_ms: default_heartbeat_interval(DEFAULT_LEASE_DURATION_MS),
             handler_limits: BTreeMap::new(),
             retry: BTreeMap::new(),
+            handler_rates: BTreeMap::new(),
             retention: RetentionPolicy::default(),
             trim_interval_ms: DEFAULT_TRIM_INTERVAL_MS,
             reclaim_delay_ms: DEFAULT_RECLAIM_DELAY_MS,
@@ -151,6 +159,13 @@ impl AuthorityConfig {
     #[must_use]
     pub fn with_handler_limit(mut self, handler: impl Into<String>, limit: usize) -> Self {
         self.handler_limits.insert(handler.into(), limit);
+        self
+    }
+
+    /// The same config claiming `handler` no faster than `rate`, fleet-wide.
+    #[must_use]
+    pub fn with_handler_rate(mut self, handler: impl Into<String>, rate: Rate) -> Self {
+        self.handler_rates.insert(handler.into(), rate);
         self
     }
 
@@ -234,6 +249,9 @@ impl AuthorityConfig {
         for (handler, policy) in &self.retry {
             crate::ids::check_id("handler", handler)?;
             policy.validate(handler)?;
+        }
+        for handler in self.handler_rates.keys() {
+            crate::ids::check_id("handler", handler)?;
         }
         for source in self.retention.dedup_by_source.keys() {
             crate::ids::check_id("event source", source)?;
@@ -357,6 +375,18 @@ mod tests {
         );
         let err = bad.validate().expect_err("refused");
         assert!(err.to_string().contains("retry.charge"), "{err}");
+    }
+
+    #[test]
+    fn handler_rates_are_stored_as_written_and_their_names_checked() {
+        let rate: Rate = "600/1m".parse().expect("a rate");
+        let c = AuthorityConfig::new("a", "v1").with_handler_rate("api", rate);
+        assert!(c.validate().is_ok());
+        assert!(c.to_json().contains(r#""handlerRates":{"api":"600/1m"}"#));
+        let back: AuthorityConfig = serde_json::from_str(&c.to_json()).expect("round trip");
+        assert_eq!(back, c);
+        let bad = AuthorityConfig::new("a", "v1").with_handler_rate("bell\u{7}", rate);
+        assert_eq!(bad.validate().expect_err("refused").code(), "INVALID");
     }
 
     #[test]

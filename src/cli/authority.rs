@@ -271,6 +271,7 @@ fn knobs(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<AuthorityC
         .or(file.batch)
         .unwrap_or(DEFAULT_CLAIM_BATCH_SIZE);
     config.handler_limits = file.handler_limits;
+    config.handler_rates = file.handler_rates;
     config
         .handler_limits
         .extend(args.handler_limits.iter().cloned());

@@ -60,7 +60,7 @@ pub fn run(command: &ConfigCommand, out: &mut dyn Write) -> CliResult {
     let ConfigCommand::Check { file, json } = command;
     let settings = Settings::load(file)?;
     // A file for an authority is checked against the handlers it would run, as the
-    // authority checks it: it must name some, and its limits must be on them.
+    // authority checks it: it must name some, and its limits and rates must be on them.
     if settings.for_authority {
         let workload = handler_set(None, &HandlerVersion::demo(), 0, Some(&settings))?;
         Settings::check_handler_limits(Some(&settings), &[], &workload)?;
@@ -110,6 +110,15 @@ pub fn run(command: &ConfigCommand, out: &mut dyn Write) -> CliResult {
                     .map(|(handler, policy)| format!("{handler} {}", policy.describe()))
                     .collect();
                 each.join("; ")
+            }),
+        ),
+        (
+            "handler_rates",
+            (!a.handler_rates.is_empty()).then(|| {
+                let each: Vec<String> = (a.handler_rates.iter())
+                    .map(|(h, rate)| format!("{h} {rate}"))
+                    .collect();
+                each.join(", ")
             }),
         ),
     ]

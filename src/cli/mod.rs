@@ -24,6 +24,7 @@ pub mod enqueue;
 pub mod enqueue_from;
 pub mod event;
 pub mod exact_json;
+pub mod handler;
 pub mod handler_version;
 pub mod init;
 pub mod inspect;
@@ -117,6 +118,9 @@ pub enum Command {
     /// Create, update and list schedules.
     #[command(subcommand)]
     Schedule(schedule::ScheduleCommand),
+    /// Pause and resume a handler fleet-wide; list the paused handlers.
+    #[command(subcommand)]
+    Handler(handler::HandlerCommand),
     /// Check a config file (`leasehold.toml`).
     #[command(subcommand)]
     Config(config::ConfigCommand),
@@ -381,6 +385,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::Event(args) => event::run(&args, out),
         Command::Workflow(cmd) => workflow::run(cmd, out),
         Command::Schedule(cmd) => schedule::run(cmd, out),
+        Command::Handler(cmd) => handler::run(&cmd, out),
         Command::Work(cmd) => work::run(&cmd, out),
         Command::Config(cmd) => config::run(&cmd, out),
         Command::Demo(args) => demo::run(&args, out),

@@ -18,6 +18,7 @@
 //! handler_limits = { charge-card = 2 }
 //! # a handler's retries: 2s, 6s, 10s, 10s…; at most 4 attempts (lowers an item's own)
 //! retry = { charge-card = { max_attempts = 4, initial_delay = "2s", multiplier = 3, max_delay = "10s" } }
+//! handler_rates = { charge-card = "10/1s" } # fleet-wide: every authority on the store
 //! keep_finished = "7d"   # finished work and instances, keyed answers, ingestions
 //! keep_audit = "30d"
 //! dedup_window = "7d"    # an event id older than this is accepted again
@@ -39,8 +40,8 @@
 //! the line and the key; an unknown key names the nearest valid one; a knob is checked by
 //! the same rules as its flag (`leasehold config check FILE` runs them all). A file with an
 //! `[authority]` or `[handlers]` table is for an authority: it must name what the
-//! authority runs (handlers, or a `workload`), and its `handler_limits` and `retry` must be
-//! on those.
+//! authority runs (handlers, or a `workload`), and its `handler_limits`, `handler_rates`
+//! and `retry` must be on those.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -58,6 +59,7 @@ use crate::clock::{Millis, parse_duration};
 use crate::error::{Error, Result};
 use crate::foundation::file_input::read_text;
 use crate::foundation::toml_file::Located;
+use crate::model::Rate;
 use crate::rules::retry::{Multiplier, RetryPolicy};
 use crate::tui::theme::ThemeSet;
 
@@ -91,6 +93,7 @@ struct RawAuthority {
     exec_log: Option<Spanned<String>>,
     handler_limits: Option<BTreeMap<Spanned<String>, Spanned<i64>>>,
     retry: Option<BTreeMap<Spanned<String>, RawRetry>>,
+    handler_rates: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     keep_finished: Option<Spanned<String>>,
     keep_audit: Option<Spanned<String>>,
     dedup_window: Option<Spanned<String>>,
@@ -135,6 +138,8 @@ pub struct AuthorityKnobs {
     pub handler_limits: BTreeMap<String, usize>,
     /// Retry policies of handlers.
     pub retry: BTreeMap<String, RetryPolicy>,
+    /// At most N items of a handler per interval, fleet-wide.
+    pub handler_rates: BTreeMap<String, Rate>,
     pub keep_finished_ms: Option<Millis>,
     pub keep_audit_ms: Option<Millis>,
     pub dedup_window_ms: Option<Millis>,
@@ -164,8 +169,9 @@ pub struct Settings {
     /// table), and so must name what the authority runs; a file of the store and the
     /// dashboard's knobs alone is for `attach`.
     pub for_authority: bool,
-    /// The file's text and where each `handler_limits` name stands in it, for an error
-    /// located at the name once the handler set it must belong to is known.
+    /// The file's text and where each `handler_limits` and `handler_rates` name stands in
+    /// it, for an error located at the name once the handler set it must belong to is
+    /// known.
     text: String,
     limit_spans: BTreeMap<String, Range<usize>>,
     /// Where each `retry` handler name stands, for the same reason.
@@ -203,9 +209,12 @@ impl Settings {
         let limit_spans = raw
             .authority
             .iter()
-            .filter_map(|a| a.handler_limits.as_ref())
-            .flatten()
-            .map(|(name, _)| (name.get_ref().clone(), name.span()))
+            .flat_map(|a| {
+                let limits = a.handler_limits.iter().flatten().map(|(name, _)| name);
+                let rates = a.handler_rates.iter().flatten().map(|(name, _)| name);
+                limits.chain(rates)
+            })
+            .map(|name| (name.get_ref().clone(), name.span()))
             .collect();
         let retry_spans = raw
             .authority
@@ -228,10 +237,10 @@ impl Settings {
         })
     }
 
-    /// Refuses a handler limit or a retry policy on a name `workload` does not run, from
-    /// the file (located at the name) or a limit from `--handler-limit` in `flags` (which
-    /// win over the file): it would never apply, and a misspelt name is the likely cause,
-    /// so the nearest handler is named.
+    /// Refuses a handler limit, rate or retry policy on a name `workload` does not run,
+    /// from the file (located at the name) or a limit from `--handler-limit` in `flags`
+    /// (which win over the file): it would never apply, and a misspelt name is the likely
+    /// cause, so the nearest handler is named.
     ///
     /// # Errors
     /// `INVALID`, one line.
@@ -334,6 +343,18 @@ fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<A
                     .map_err(|e| file.error(name.span(), &bare(e)))?;
                 let policy = retry_policy(file, name, raw)?;
                 Ok((name.get_ref().clone(), policy))
+            })
+            .collect::<Result<_>>()?,
+        handler_rates: a
+            .handler_rates
+            .iter()
+            .flatten()
+            .map(|(name, rate)| {
+                crate::ids::check_id("handler", name.get_ref())
+                    .map_err(|e| file.error(name.span(), &bare(e)))?;
+                let rate: Rate = (rate.get_ref().parse())
+                    .map_err(|why: String| file.error(rate.span(), &why))?;
+                Ok((name.get_ref().clone(), rate))
             })
             .collect::<Result<_>>()?,
         keep_finished_ms: duration(&a.keep_finished)?,
@@ -471,6 +492,7 @@ impl AuthorityKnobs {
         }
         config.handler_limits.extend(self.handler_limits.clone());
         config.retry.extend(self.retry.clone());
+        config.handler_rates.extend(self.handler_rates.clone());
         if let Some(ms) = self.keep_finished_ms {
             config.retention.finished_ms = ms;
         }

@@ -6,6 +6,7 @@ pub mod authority;
 pub mod compat;
 pub mod event;
 pub mod exec;
+pub mod handler_control;
 pub mod handler_version;
 pub mod history;
 pub mod intake;
@@ -22,6 +23,7 @@ pub use authority::{Authority, Incarnation, Published, Recovering};
 pub use compat::{CompatSet, CompatibilityKey, HandlerKeys, handler_key};
 pub use event::{DedupOutcome, Ingestion, JournalEvent};
 pub use exec::ExecRecord;
+pub use handler_control::{HandlerPause, PausedHandler, Rate, RateWindow};
 pub use handler_version::HandlerVersion;
 pub use history::{
     AuditEntry, Grant, GrantKind, HistoryPosition, Holder, Takeover, WriteRecord, WriteVerb,

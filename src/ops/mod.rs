@@ -18,6 +18,7 @@ pub mod fleet_metrics;
 pub mod heartbeat;
 pub mod horizon;
 pub mod live_builds;
+pub mod paused_handlers;
 pub mod pretty;
 pub mod published;
 pub mod replay;

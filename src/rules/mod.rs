@@ -5,6 +5,7 @@
 
 pub mod cursor;
 pub mod dedup;
+pub mod handler;
 pub mod lateness;
 pub mod lease;
 pub mod liveness;

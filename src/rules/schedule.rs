@@ -180,12 +180,13 @@ impl Control {
     }
 }
 
-/// The verdict of a [`Control`] on a schedule.
+/// The verdict of an operator's control on a row (a [`Control`] on a schedule, a
+/// handler's pause or resume).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Controlled {
-    /// The schedule as it is to be stored, or `None` when it is deleted.
-    Changed(Option<Schedule>),
-    /// Nothing to do: pausing a paused schedule, resuming a running one.
+pub enum Controlled<T> {
+    /// The row as it is to be stored, or `None` when it is removed.
+    Changed(Option<T>),
+    /// Nothing to do: pausing a paused one, resuming a running one.
     Already,
 }
 
@@ -193,7 +194,7 @@ pub enum Controlled {
 /// resume finds the boundaries passed meanwhile due and older than any on-time window:
 /// missed, as after an outage, and thinned by the catch-up policy.
 #[must_use]
-pub fn control(current: &Schedule, control: Control, now: Millis) -> Controlled {
+pub fn control(current: &Schedule, control: Control, now: Millis) -> Controlled<Schedule> {
     let paused = current.paused_at.is_some();
     match control {
         Control::Pause if paused => Controlled::Already,

@@ -23,9 +23,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AttemptError, AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer,
-    Ingestion, InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease, PageRequest, Schedule,
-    Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AttemptError, AuditEntry, Authority, Grant, HandlerPause, HistoryPosition, HistoryRecord,
+    IdempotentAnswer, Ingestion, InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease,
+    PageRequest, RateWindow, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 
 /// What kind of store this is.
@@ -325,6 +325,19 @@ pub trait Tx {
     /// Removes a schedule; returns whether there was one.
     fn delete_schedule(&mut self, id: &str) -> Result<bool>;
     fn list_schedules(&mut self, page: &PageRequest) -> Result<Vec<Schedule>>;
+
+    // --- handlers, fleet-wide
+    /// Every paused handler, by name: a handful of rows, read by every claim.
+    fn handler_pauses(&mut self) -> Result<Vec<HandlerPause>>;
+    fn put_handler_pause(&mut self, pause: &HandlerPause) -> Result<()>;
+    /// Removes a handler's pause; returns whether there was one.
+    fn delete_handler_pause(&mut self, handler: &str) -> Result<bool>;
+    /// The stored rate window of `handler`, if its claims were ever counted.
+    fn rate_window(&mut self, handler: &str) -> Result<Option<RateWindow>>;
+    fn put_rate_window(&mut self, window: &RateWindow) -> Result<()>;
+    /// How many items of `handler` wait (pending or retry), of any kind and compat: a
+    /// range of the waiting-lane index per kind.
+    fn waiting_count(&mut self, handler: &str) -> Result<u64>;
 
     // --- authorities, idempotency, audit
     fn authority(&mut self, id: &str) -> Result<Option<Authority>>;

@@ -3,14 +3,15 @@
 //! every pair of providers copies the same way.
 //!
 //! ## What is copied
-//! Every row of every table, with the keys the source gave it: the revision and the
-//! journal high-water exactly, counters, leases (generation, token, expiry, checkpoint,
-//! release), work items, dedup records, the journal under its own `seq`s, ingestions and
-//! audit entries under their own ids, subscriptions, schedules, authorities, keyed answers,
-//! every grant and fenced write (in order within each revision), workflow definitions
-//! (pinned `id@fingerprint` rows included), instances, their histories and action
-//! outcomes. The copy answers `leasehold inspect` and `leasehold check` exactly as the
-//! source did, and its next commit is the source's next revision.
+//! Every row of every table, with the keys the source gave it: the revision and the journal
+//! high-water exactly, counters, leases (generation, token, expiry, checkpoint, release),
+//! work items, dedup records, the journal under its own `seq`s, ingestions and audit
+//! entries under their own ids, subscriptions, schedules, paused handlers, authorities,
+//! keyed answers, every grant and fenced write (in order within each revision), workflow
+//! definitions (pinned `id@fingerprint` rows included), instances, their histories and
+//! action outcomes. The copy answers `leasehold inspect` and `leasehold check` exactly as
+//! the source did, and its next commit is the source's next revision. Only the handlers'
+//! rate windows are not copied: they count the current interval alone, and start afresh.
 //!
 //! ## One snapshot of the source
 //! The whole source is read inside one read transaction ([`Backend::read`]), so the copy
@@ -68,7 +69,7 @@ type Probe = fn(&mut dyn Tx) -> Result<bool>;
 /// Every table with a probe for "holds a row" (history rows only exist with their
 /// instance, so `instances` stands for both; attempt errors with their item, so `work`
 /// stands for them).
-const TABLES: [(&str, Probe); 17] = [
+const TABLES: [(&str, Probe); 18] = [
     ("counters", |tx| Ok(!tx.counters("")?.is_empty())),
     ("leases", |tx| Ok(!tx.list_leases(&one())?.is_empty())),
     ("work", |tx| {
@@ -87,6 +88,7 @@ const TABLES: [(&str, Probe); 17] = [
         Ok(!tx.list_subscriptions(&one())?.is_empty())
     }),
     ("schedules", |tx| Ok(!tx.list_schedules(&one())?.is_empty())),
+    ("paused handlers", |tx| Ok(!tx.handler_pauses()?.is_empty())),
     ("authorities", |tx| {
         Ok(!tx.list_authorities(&one())?.is_empty())
     }),
@@ -217,6 +219,7 @@ impl Copier<'_> {
         }
 
         self.state_tables(src)?;
+        self.paused_handlers(src)?;
         self.history_tables(src)?;
         self.workflow_tables(src)?;
 
@@ -333,6 +336,23 @@ impl Copier<'_> {
             },
             |a| a.key.clone(),
             |tx, a| tx.put_idempotent_answer(&a.key, &a.answer, a.at),
+        )?;
+        Ok(())
+    }
+
+    /// The handlers an operator paused (a handful of rows, read whole).
+    fn paused_handlers(&mut self, src: &mut dyn Tx) -> Result<()> {
+        self.table(
+            src,
+            "paused handlers",
+            |tx, after: Option<&String>| {
+                let mut all = tx.handler_pauses()?;
+                all.retain(|p| after.is_none_or(|a| p.handler > *a));
+                all.truncate(BATCH);
+                Ok(all)
+            },
+            |p| p.handler.clone(),
+            |tx, p| tx.put_handler_pause(p),
         )?;
         Ok(())
     }

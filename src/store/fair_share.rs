@@ -45,21 +45,23 @@ use super::Tx;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::WorkLane;
-use crate::model::{CompatSet, WorkItem};
+use crate::model::{CompatSet, Rate, WorkItem};
 use crate::rules::work::{Backoff, reclaim_at};
 
 /// What one claim batch may take: at most `limit` items, and of each handler named in
-/// `per_handler` at most that many (an authority's free slots for a handler it limits);
-/// how it shares them: `in_flight` is how many items of each handler the claimer is
-/// running, so the batch goes to the handlers holding the least first; and when it may
-/// take over a claim that lapsed: `reclaim` is the backoff after the lease expiry during
-/// which the owner nobody replaced may still renew and finish
+/// `per_handler` at most that many (an authority's free slots for a handler it limits); of
+/// each handler named in `rates`, no more than the fleet's window of that rate has left
+/// (`store/handler_control.rs`); how it shares them: `in_flight` is how many items of each
+/// handler the claimer is running, so the batch goes to the handlers holding the least
+/// first; and when it may take over a claim that lapsed: `reclaim` is the backoff after the
+/// lease expiry during which the owner nobody replaced may still renew and finish
 /// ([`crate::rules::work::reclaim_at`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClaimBudget {
     pub limit: usize,
     pub per_handler: BTreeMap<String, usize>,
     pub in_flight: BTreeMap<String, usize>,
+    pub rates: BTreeMap<String, Rate>,
     pub reclaim: Backoff,
 }
 
@@ -71,6 +73,7 @@ impl ClaimBudget {
             limit,
             per_handler: BTreeMap::new(),
             in_flight: BTreeMap::new(),
+            rates: BTreeMap::new(),
             reclaim: Backoff::default(),
         }
     }
@@ -93,6 +96,13 @@ impl ClaimBudget {
     #[must_use]
     pub fn with_in_flight(mut self, handler: impl Into<String>, n: usize) -> Self {
         self.in_flight.insert(handler.into(), n);
+        self
+    }
+
+    /// The same budget claiming `handler` no faster than `rate`, fleet-wide.
+    #[must_use]
+    pub fn with_rate(mut self, handler: impl Into<String>, rate: Rate) -> Self {
+        self.rates.insert(handler.into(), rate);
         self
     }
 }

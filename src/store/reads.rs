@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::model::work::{WorkCount, WorkFilter, WorkLane};
 use crate::model::{
     AuditEntry, Authority, Grant, Ingestion, InstanceRow, InstanceStatus, IntakeCounts, Page,
-    PageRequest, Schedule, Subscription, WorkItem, WriteRecord,
+    PageRequest, PausedHandler, Schedule, Subscription, WorkItem, WriteRecord,
 };
 
 /// Counts and headline numbers for the overview, all from incremental counters.
@@ -36,6 +36,8 @@ pub struct Overview {
     /// not kept by counters (an application's plain `INSERT` keeps none), from tables
     /// that every claim drains or that wait for a person.
     pub intake: IntakeCounts,
+    /// The handlers paused fleet-wide, with how many items wait behind each.
+    pub paused_handlers: Vec<PausedHandler>,
 }
 
 /// Turns a page of rows (ascending) into a [`Page`] with its continuation key.
@@ -108,6 +110,7 @@ impl Store {
             overview.oldest_waiting = overview.waiting_lanes.iter().map(|(_, at)| *at).min();
             overview.history_from = super::retention::history_from(tx)?;
             overview.intake = tx.intake_counts()?;
+            overview.paused_handlers = super::handler_control::paused_in(tx)?;
             Ok(overview)
         })
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::attempt_errors::{Lapsed, record_failure};
 use super::fair_share::{ClaimBudget, Rotation, claim_candidates};
+use super::handler_control::{charge, gate, paused_refusal};
 use super::intake::move_intake;
 use super::{Counter, HandlerKeys, Logged, Store, Tx, record_write};
 use crate::clock::Millis;
@@ -244,13 +245,14 @@ impl Store {
         self.claim_work_within(owner, keys, &ClaimBudget::new(limit), lease_ms)
     }
 
-    /// [`Self::claim_work`] within `budget`: at most `budget.limit` items, and at most its
-    /// number of each handler it limits. Reclaims of lapsed claims come first; the rest of
-    /// the budget is shared fairly across the kinds and handlers with due work
-    /// (`store/fair_share.rs`), each handler's items by priority, then due time. Committed
-    /// intake requests are moved into work first (`store/intake.rs`), so an effect an
-    /// application enqueued in its own transaction is claimable by the first claim after
-    /// its commit.
+    /// [`Self::claim_work`] within `budget`: at most `budget.limit` items, at most its
+    /// number of each handler it limits, none of a paused handler, and of a rate-limited
+    /// handler no more than the fleet's window has left (`store/handler_control.rs`).
+    /// Reclaims of lapsed claims come first; the rest of the budget is shared fairly across
+    /// the kinds and handlers with due work (`store/fair_share.rs`), each handler's items by
+    /// priority, then due time. Committed intake requests are moved into work first
+    /// (`store/intake.rs`), so an effect an application enqueued in its own transaction is
+    /// claimable by the first claim after its commit.
     ///
     /// # Errors
     /// A store failure.
@@ -288,7 +290,8 @@ impl Store {
     ) -> Result<ClaimBatch> {
         move_intake(tx, now)?;
         let rotation = self.rotations.get(owner).unwrap_or_default();
-        let (candidates, rotated) = claim_candidates(tx, keys, now, budget, &rotation)?;
+        let gated = gate(tx, now, budget)?;
+        let (candidates, rotated) = claim_candidates(tx, keys, now, &gated, &rotation)?;
         let mut batch = ClaimBatch {
             claims: Vec::with_capacity(candidates.len()),
             dead_letters: Vec::new(),
@@ -309,6 +312,7 @@ impl Store {
                 Taken::Refused(_) => {}
             }
         }
+        charge(tx, now, budget, &batch.claims)?;
         Ok(batch)
     }
 
@@ -320,8 +324,8 @@ impl Store {
     /// Claims one named item.
     ///
     /// # Errors
-    /// `INCOMPATIBLE_AUTHORITY`, `WORK_IN_PROGRESS`, `WORK_NOT_CLAIMABLE`,
-    /// `already-terminal`, `NOT_FOUND`.
+    /// `INCOMPATIBLE_AUTHORITY`, `WORK_IN_PROGRESS`, `WORK_NOT_CLAIMABLE` (also while its
+    /// handler is paused), `already-terminal`, `NOT_FOUND`.
     pub fn claim(
         &self,
         id: &str,
@@ -335,6 +339,9 @@ impl Store {
             let Some(found) = tx.work(id)? else {
                 return Ok(Logged::Refused(not_found(id)));
             };
+            if let Some(refused) = paused_refusal(tx, &found)? {
+                return Ok(Logged::Refused(refused));
+            }
             let terms = ClaimTerms {
                 owner,
                 keys: &keys,

@@ -315,6 +315,20 @@ impl WorkTable {
         self.claims_due.iter().filter_map(|k| self.get(&k.2))
     }
 
+    /// How many items of `handler`, of any kind, wait (pending or retry).
+    pub fn waiting_count(&self, handler: &str) -> u64 {
+        WorkKind::ALL
+            .into_iter()
+            .filter_map(|kind| self.waiting_lanes.numbers.get(&(kind, handler.to_owned())))
+            .map(|&number| {
+                (self.waiting)
+                    .range((number, Millis::MIN, self.least.clone())..)
+                    .take_while(|k| k.0 == number)
+                    .count() as u64
+            })
+            .sum()
+    }
+
     /// Per waiting lane with items, the earliest `nextEligibleAt` of its items.
     pub fn waiting_lanes(&self) -> Vec<(WorkLane, Millis)> {
         let mut out: Vec<(WorkLane, Millis)> = (self.waiting_lanes.numbers.iter())
@@ -455,6 +469,14 @@ mod tests {
         }
         waiting.sort_by(|a, b| a.0.sort_key().cmp(&b.0.sort_key()));
         assert_eq!(table.waiting_lanes(), waiting);
+        for (lane, _) in &waiting {
+            let handler = lane.handler.as_str();
+            let n = (rows.iter())
+                .filter(|w| w.handler == handler)
+                .filter(|w| matches!(w.state, WorkState::Pending | WorkState::Retry))
+                .count() as u64;
+            assert_eq!(table.waiting_count(handler), n, "waiting of {handler}");
+        }
         let reclaimable = table.reclaimable().count();
         let claims = (rows.iter())
             .filter(|w| {

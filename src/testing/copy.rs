@@ -64,6 +64,7 @@ fn dump(backend: &MemoryBackend) -> Vec<String> {
             rows(&mut out, "ingestion", tx.list_ingestions(&all)?);
             rows(&mut out, "subscription", tx.list_subscriptions(&all)?);
             rows(&mut out, "schedule", tx.list_schedules(&all)?);
+            rows(&mut out, "paused handler", tx.handler_pauses()?);
             rows(&mut out, "authority", tx.list_authorities(&all)?);
             rows(
                 &mut out,
@@ -91,9 +92,9 @@ fn dump(backend: &MemoryBackend) -> Vec<String> {
 
 /// A memory store after a chaotic cluster run (reclaims, fenced writes, retries,
 /// workflows with their histories and outcomes, events, cursors, schedules), plus a keyed
-/// lease call, an audit entry, a lease failover and the late owner's refused renewal, a
-/// work item's checkpoint and another's attempt error, and one transaction granting more
-/// than a copy batch.
+/// lease call, an audit entry, a paused handler, a lease failover and the late owner's
+/// refused renewal, a work item's checkpoint and another's attempt error, and one
+/// transaction granting more than a copy batch.
 fn busy(h: &dyn Harness) -> (MemoryBackend, Store) {
     let cluster = Cluster::new(ClusterOptions::headless("chaos", 7, 3, 20_000)).unwrap();
     cluster.advance(20_000);
@@ -101,6 +102,11 @@ fn busy(h: &dyn Harness) -> (MemoryBackend, Store) {
     let key = Keyed { key: Some("k-1") };
     ok("acquire", run.acquire("r-keyed", "op", 5_000.0, key));
     ok("audit", run.audit("me@host", "cancel", "wf-1", "cancelled"));
+    let pause = crate::rules::handler::HandlerControl::Pause;
+    ok(
+        "pause a handler",
+        run.control_handler("next-week", pause, "me@host", "not yet"),
+    );
     let lost = ok(
         "acquire",
         run.acquire("r-lost", "op-a", 1_000.0, Keyed { key: None }),

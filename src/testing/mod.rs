@@ -40,6 +40,7 @@ pub mod copy;
 pub mod dead_letters;
 pub mod events;
 pub mod fair_claims;
+pub mod handler_control;
 pub mod horizon;
 pub mod incidents;
 pub mod keys;

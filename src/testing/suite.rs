@@ -96,6 +96,10 @@ macro_rules! store_conformance_suite {
             schedules::a_cron_schedule_fires_at_its_zones_instants,
             schedule_control::a_paused_schedule_fires_nothing_and_resumes_into_its_catch_up,
             schedule_control::a_deleted_schedule_leaves_its_enqueued_firings,
+            // a handler's fleet-wide pause and rate
+            handler_control::a_paused_handlers_work_waits_until_it_is_resumed,
+            handler_control::a_handler_not_yet_deployed_may_be_paused_and_a_bad_name_is_refused,
+            handler_control::claimers_together_keep_a_handlers_rate,
             // events: dedup and journal
             events::every_dedup_outcome_and_a_monotone_journal,
             // retry policies and the errors of attempts

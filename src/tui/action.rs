@@ -256,6 +256,8 @@ pub enum Action {
     ActOnAuthority(super::app::AuthorityVerb),
     /// Pause, resume or delete the selected schedule (asks first).
     ControlSchedule(crate::rules::schedule::Control),
+    /// Pause or resume the selected work item's handler, fleet-wide (asks first).
+    ControlHandler(crate::rules::handler::HandlerControl),
     /// Move the replay's cursor: a step or to a failover, either way.
     Replay(super::replay::Seek),
     Demo(DemoKey),

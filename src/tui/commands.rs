@@ -124,6 +124,22 @@ pub fn execute(
                 refused,
             }))
         }
+        Command::Handler {
+            control,
+            handler,
+            reason,
+        } => {
+            let (message, refused) = match store.control_handler(handler, *control, actor, reason) {
+                Ok(answer) if answer.changed => (format!("handler {}", control.done()), false),
+                Ok(_) => (format!("handler already {}", control.done()), false),
+                Err(e) => (format!("refused: {e}"), true),
+            };
+            Some(Action::Done(Done::Acted {
+                subject: handler.clone(),
+                message,
+                refused,
+            }))
+        }
         Command::BulkPreview {
             verb,
             filter,

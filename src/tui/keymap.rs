@@ -9,6 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::action::{Action, DemoKey, ViewId, WorkQuick};
 use super::app::AuthorityVerb;
 use super::replay::Seek;
+use crate::rules::handler::HandlerControl;
 use crate::rules::schedule::Control;
 use crate::rules::triage::Verb;
 
@@ -440,6 +441,20 @@ static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
             View(ViewId::Work),
             Operator,
             "retry the selected item now, skipping its backoff (asks first)",
+        ),
+        bind(
+            &[Key::ch('Z')],
+            Action::ControlHandler(HandlerControl::Pause),
+            View(ViewId::Work),
+            Operator,
+            "pause the selected item's handler fleet-wide: its work waits until resumed (asks first)",
+        ),
+        bind(
+            &[Key::ch('W')],
+            Action::ControlHandler(HandlerControl::Resume),
+            View(ViewId::Work),
+            Operator,
+            "resume the selected item's handler fleet-wide (asks first)",
         ),
         bind(
             &[Key::ch('Z')],

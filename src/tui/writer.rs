@@ -43,6 +43,9 @@ pub fn execute_with(
                 }
                 | Command::Schedule {
                     schedule: subject, ..
+                }
+                | Command::Handler {
+                    handler: subject, ..
                 } => Done::Acted {
                     subject: subject.clone(),
                     message,

@@ -109,6 +109,38 @@ fn each_mistake_is_one_located_line() {
     assert_one_line_failure(&missing, 2);
 }
 
+/// A handler's fleet-wide rate is read as `N/interval` and summarised; a malformed one,
+/// or one on a handler the file does not run, is one line at its key.
+#[test]
+fn handler_rates_are_checked_at_their_key() {
+    let with = |rates: &str| {
+        GOOD.replace(
+            "log_format = \"json\"",
+            &format!("log_format = \"json\"\nhandler_rates = {{ {rates} }}"),
+        )
+    };
+    let o = check(&with("send-email = \"600/1m\""));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["authority"]["handler_rates"], "send-email 600/1m");
+    for (rates, expected) in [
+        (
+            "send-email = \"ten/1s\"",
+            ":12: authority.handler_rates: \"ten/1s\" is not a rate: write N/interval",
+        ),
+        ("send-email = \"0/1s\"", ":12: authority.handler_rates"),
+        ("send-email = \"10/soon\"", ":12: authority.handler_rates"),
+        (
+            "send-emial = \"10/1s\"",
+            "no handler \"send-emial\" runs here (did you mean \"send-email\"?)",
+        ),
+    ] {
+        let err = assert_one_line_failure(&check(&with(rates)), 2);
+        assert!(err.contains("leasehold.toml:12"), "{err}");
+        assert!(err.contains(expected), "{rates}: {err}");
+    }
+}
+
 /// The retention keys are read as durations (`7d` too), and a period outside its bounds
 /// is refused at its key, never capped.
 #[test]

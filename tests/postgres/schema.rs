@@ -187,17 +187,23 @@ fn a_schema_6_database_is_upgraded_in_place() {
     assert_eq!(claimed[0].id, "fx");
 }
 
-/// A database created by schema 7 (before attempt errors) is refused read-only and
-/// upgraded in place by a read-write open: an old failed item has no attempt errors, and
-/// its next failure is recorded.
+/// A database created by schema 7 (before attempt errors, and before handlers could be
+/// paused or rate-limited fleet-wide) is refused read-only and upgraded in place by a
+/// read-write open: an old failed item has no attempt errors and its next failure is
+/// recorded; its items stay claimable, and a pause and a rate then hold them.
 #[test]
 fn a_schema_7_database_is_upgraded_in_place() {
+    use leasehold::model::Rate;
+    use leasehold::rules::handler::HandlerControl;
+    use leasehold::store::ClaimBudget;
     let db = database();
     let clock = ManualClock::new(crate::support::START);
     let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
-    store
-        .enqueue(NewWork::effect("fx", HANDLER, "{}"), compat().as_str())
-        .unwrap();
+    for id in ["fx", "a", "b", "c"] {
+        store
+            .enqueue(NewWork::effect(id, HANDLER, "{}"), &compat())
+            .unwrap();
+    }
     let failure = leasehold::model::Failure {
         class: leasehold::model::FailureClass::Retryable,
         code: "E".into(),
@@ -211,10 +217,29 @@ fn a_schema_7_database_is_upgraded_in_place() {
     let store = upgraded(
         &db,
         &clock,
-        "DROP TABLE attempt_errors;
+        "DROP TABLE attempt_errors, handler_pauses, handler_rates;
              UPDATE meta SET value = 7 WHERE key = 'schema_version';",
     );
     assert!(store.attempt_errors("fx").unwrap().is_empty());
+    assert!(store.paused_handlers().unwrap().is_empty(), "none paused");
+    store
+        .control_handler(HANDLER, HandlerControl::Pause, "alice", "")
+        .unwrap();
+    assert!(
+        store
+            .claim_batch("o", compat(), 10, 1_000)
+            .unwrap()
+            .is_empty()
+    );
+    store
+        .control_handler(HANDLER, HandlerControl::Resume, "alice", "")
+        .unwrap();
+    let rate: Rate = "2/1s".parse().unwrap();
+    let budget = ClaimBudget::new(10).with_rate(HANDLER, rate);
+    let claimed = store
+        .claim_work_within("o", compat(), &budget, 1_000)
+        .unwrap();
+    assert_eq!(claimed.len(), 2, "the rate holds");
     clock.set(failed.next_eligible_at);
     let again = store.claim("fx", "b", compat(), 1_000).unwrap();
     store.fail("fx", "b", again.generation, failure).unwrap();

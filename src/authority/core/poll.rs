@@ -105,6 +105,7 @@ impl AuthorityCore {
                     limit: work_limit,
                     per_handler: handler_room.clone(),
                     in_flight: in_flight.clone(),
+                    rates: self.config.handler_rates.clone(),
                     reclaim: self.config.reclaim_backoff(),
                 };
                 Some(

@@ -3,7 +3,7 @@
 //! window's incidents, retention), how late each kind and lane of work runs, and the work
 //! counts by kind, state and build; outcomes held in recovery and writes stalled on the
 //! store's lock, as the authorities publish them; the intake's waiting and refused
-//! requests.
+//! requests; the handlers paused fleet-wide.
 
 use std::io::Write;
 
@@ -15,8 +15,9 @@ use super::{Ctx, Failure};
 use crate::cli::output::{json_line, opt_when, short, yes_no};
 use crate::clock::{Millis, format_duration};
 use crate::foundation::text_cell::{cell, cell_max};
-use crate::model::{IntakeCounts, PageRequest};
+use crate::model::{IntakeCounts, PageRequest, PausedHandler};
 use crate::ops::live_builds::LiveBuilds;
+use crate::ops::paused_handlers;
 use crate::ops::published::PublishedView;
 use crate::ops::retention::RetentionView;
 use crate::rules::lateness::{self, KindLateness, LaneLateness};
@@ -55,6 +56,8 @@ struct OverviewRow {
     /// Requests applications wrote into the intake that no claim has moved yet, and those
     /// the move refused.
     intake: IntakeCounts,
+    /// Handlers paused fleet-wide: who, when, why, and how many items wait behind each.
+    paused_handlers: Vec<PausedHandler>,
 }
 
 #[derive(Serialize)]
@@ -131,11 +134,18 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         retention: RetentionView::read(&registered, overview.history_from),
         published: PublishedView::read(&registered, &ctx.store.write_stalls()?, ctx.now),
         intake: overview.intake,
+        paused_handlers: overview.paused_handlers,
     };
     if ctx.json {
         json_line(out, &row)?;
-        return Ok(None);
+    } else {
+        print_text(&row, ctx.now, out)?;
     }
+    Ok(None)
+}
+
+/// The overview for people: one line per figure, then the work counts.
+fn print_text(row: &OverviewRow, now: Millis, out: &mut dyn Write) -> Result<(), Failure> {
     let pairs = |map: &serde_json::Map<String, serde_json::Value>| {
         if map.is_empty() {
             "none".to_owned()
@@ -166,7 +176,7 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         row.writes_accepted,
         row.writes_refused,
         row.claims,
-        opt_when(row.oldest_waiting, ctx.now)
+        opt_when(row.oldest_waiting, now)
     )?;
     writeln!(out, "late         {}", late_line(&row.late_kinds))?;
     writeln!(out, "incidents    {}", row.incidents.line())?;
@@ -174,12 +184,17 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
     writeln!(
         out,
         "recovery     {}",
-        cell_max(&row.published.line(ctx.now), 400)
+        cell_max(&row.published.line(now), 400)
     )?;
     writeln!(out, "intake       {}", row.intake.line())?;
+    writeln!(
+        out,
+        "paused       {}",
+        paused_handlers::line(&row.paused_handlers)
+    )?;
     writeln!(out)?;
-    out.write_all(table(&row.work, ctx.now).render().as_bytes())?;
-    Ok(None)
+    out.write_all(table(&row.work, now).render().as_bytes())?;
+    Ok(())
 }
 
 /// `effect 45m00s (flood), schedule 2.0s (tick)`, or `none`.

@@ -31,8 +31,8 @@ use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{AttemptError, InstanceRow, Lease, WorkItem};
 use crate::model::{
-    AuditEntry, Authority, HistoryRecord, IdempotentAnswer, Ingestion, Schedule, Subscription,
-    WorkflowDefinitionRow,
+    AuditEntry, Authority, HandlerPause, HistoryRecord, IdempotentAnswer, Ingestion, RateWindow,
+    Schedule, Subscription, WorkflowDefinitionRow,
 };
 use instance_table::InstanceTable;
 use journal::Journal;
@@ -55,6 +55,8 @@ struct State {
     ingestions: BTreeMap<i64, Ingestion>,
     subscriptions: BTreeMap<String, Subscription>,
     schedules: BTreeMap<String, Schedule>,
+    handler_pauses: BTreeMap<String, HandlerPause>,
+    handler_rates: BTreeMap<String, RateWindow>,
     authorities: BTreeMap<String, Authority>,
     idempotency: BTreeMap<String, IdempotentAnswer>,
     audit: BTreeMap<i64, AuditEntry>,

@@ -19,9 +19,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkLane, WorkState};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AttemptError, AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer,
-    Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, Schedule, Subscription, WorkItem,
-    WorkflowDefinitionRow, WriteRecord,
+    AttemptError, AuditEntry, Authority, Grant, HandlerPause, HistoryPosition, HistoryRecord,
+    IdempotentAnswer, Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, RateWindow,
+    Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::backend::Tx;
 use crate::store::work_table::Replaced;
@@ -339,6 +339,32 @@ impl Tx for MemTx<'_> {
 
     fn list_schedules(&mut self, page: &PageRequest) -> Result<Vec<Schedule>> {
         Ok(page_of(&self.state.schedules, page, |_| true))
+    }
+
+    fn handler_pauses(&mut self) -> Result<Vec<HandlerPause>> {
+        Ok(self.state.handler_pauses.values().cloned().collect())
+    }
+
+    fn put_handler_pause(&mut self, pause: &HandlerPause) -> Result<()> {
+        put!(self, handler_pauses, pause.handler.clone(), pause.clone());
+        Ok(())
+    }
+
+    fn delete_handler_pause(&mut self, handler: &str) -> Result<bool> {
+        Ok(take!(self, handler_pauses, handler.to_owned()).is_some())
+    }
+
+    fn rate_window(&mut self, handler: &str) -> Result<Option<RateWindow>> {
+        Ok(self.state.handler_rates.get(handler).cloned())
+    }
+
+    fn put_rate_window(&mut self, window: &RateWindow) -> Result<()> {
+        put!(self, handler_rates, window.handler.clone(), window.clone());
+        Ok(())
+    }
+
+    fn waiting_count(&mut self, handler: &str) -> Result<u64> {
+        Ok(self.state.work.waiting_count(handler))
     }
 
     fn authority(&mut self, id: &str) -> Result<Option<Authority>> {

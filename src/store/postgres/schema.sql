@@ -155,6 +155,22 @@ CREATE TABLE IF NOT EXISTS schedules (
 );
 CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_due, schedule_id);
 
+-- Handlers an operator paused fleet-wide: every claim reads this (small) table and claims
+-- none of their work. The name need not be a handler anyone runs yet.
+CREATE TABLE IF NOT EXISTS handler_pauses (
+    handler   TEXT COLLATE "C" PRIMARY KEY,
+    paused_at BIGINT NOT NULL,
+    paused_by TEXT COLLATE "C" NOT NULL,
+    reason    TEXT COLLATE "C" NOT NULL
+);
+-- The fleet's claims of a rate-limited handler in its current fixed window, written by the
+-- claiming transaction.
+CREATE TABLE IF NOT EXISTS handler_rates (
+    handler      TEXT COLLATE "C" PRIMARY KEY,
+    window_start BIGINT NOT NULL,
+    claims       BIGINT NOT NULL
+);
+
 -- `published`: JSON of what the authority publishes about itself (outcomes held in
 -- recovery, a bounded list and a count; a write stall), written with its heartbeat.
 CREATE TABLE IF NOT EXISTS authorities (

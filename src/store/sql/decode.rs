@@ -13,9 +13,9 @@ use crate::model::work::WorkLane;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
     AttemptError, AuditEntry, Authority, DedupOutcome, FailureClass, Grant, GrantKind,
-    HistoryPosition, HistoryRecord, Holder, IdempotentAnswer, Ingestion, InstanceRow,
-    InstanceStatus, JournalEvent, Lease, Schedule, Subscription, Takeover, WorkItem, WorkKind,
-    WorkState, WorkflowDefinitionRow, WriteRecord, WriteVerb,
+    HandlerPause, HistoryPosition, HistoryRecord, Holder, IdempotentAnswer, Ingestion, InstanceRow,
+    InstanceStatus, JournalEvent, Lease, RateWindow, Schedule, Subscription, Takeover, WorkItem,
+    WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord, WriteVerb,
 };
 
 pub(crate) fn lease(row: &dyn SqlRow) -> Result<Lease> {
@@ -119,6 +119,23 @@ pub(crate) fn schedule(row: &dyn SqlRow) -> Result<Schedule> {
         next_due: int(row, "next_due")?,
         created_at: int(row, "created_at")?,
         paused_at: opt_int(row, "paused_at")?,
+    })
+}
+
+pub(crate) fn handler_pause(row: &dyn SqlRow) -> Result<HandlerPause> {
+    Ok(HandlerPause {
+        handler: text(row, "handler")?,
+        paused_at: int(row, "paused_at")?,
+        paused_by: text(row, "paused_by")?,
+        reason: text(row, "reason")?,
+    })
+}
+
+pub(crate) fn rate_window(row: &dyn SqlRow) -> Result<RateWindow> {
+    Ok(RateWindow {
+        handler: text(row, "handler")?,
+        window_start: int(row, "window_start")?,
+        claims: u64(row, "claims")?,
     })
 }
 

@@ -8,8 +8,9 @@ use crate::error::Result;
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AttemptError, AuditEntry, Authority, Grant, HistoryRecord, Ingestion, InstanceRow,
-    JournalEvent, Lease, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AttemptError, AuditEntry, Authority, Grant, HandlerPause, HistoryRecord, Ingestion,
+    InstanceRow, JournalEvent, Lease, RateWindow, Schedule, Subscription, WorkItem,
+    WorkflowDefinitionRow, WriteRecord,
 };
 
 /// What a column holds.
@@ -423,6 +424,40 @@ pub(crate) fn schedule(s: &Schedule) -> Result<Vec<SqlValue>> {
         s.next_due.into(),
         s.created_at.into(),
         s.paused_at.into(),
+    ])
+}
+
+pub(crate) const HANDLER_PAUSES: Table = Table {
+    name: "handler_pauses",
+    key: &["handler"],
+    columns: &[
+        ("handler", Text),
+        ("paused_at", Int),
+        ("paused_by", Text),
+        ("reason", Text),
+    ],
+};
+
+pub(crate) fn handler_pause(p: &HandlerPause) -> Vec<SqlValue> {
+    vec![
+        p.handler.as_str().into(),
+        p.paused_at.into(),
+        p.paused_by.as_str().into(),
+        p.reason.as_str().into(),
+    ]
+}
+
+pub(crate) const HANDLER_RATES: Table = Table {
+    name: "handler_rates",
+    key: &["handler"],
+    columns: &[("handler", Text), ("window_start", Int), ("claims", Int)],
+};
+
+pub(crate) fn rate_window(w: &RateWindow) -> Result<Vec<SqlValue>> {
+    Ok(vec![
+        w.handler.as_str().into(),
+        w.window_start.into(),
+        int(w.claims)?.into(),
     ])
 }
 

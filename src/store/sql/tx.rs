@@ -24,9 +24,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AttemptError, AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, IdempotentAnswer,
-    Ingestion, InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease, PageRequest, Schedule,
-    Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AttemptError, AuditEntry, Authority, Grant, HandlerPause, HistoryPosition, HistoryRecord,
+    IdempotentAnswer, Ingestion, InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease,
+    PageRequest, RateWindow, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
@@ -358,6 +358,41 @@ impl<D: Driver> Tx for D {
     fn list_schedules(&mut self, page: &PageRequest) -> Result<Vec<Schedule>> {
         let t = &encode::SCHEDULES;
         self.text_page(t.name, t.key[0], None, page, decode::schedule)
+    }
+
+    fn handler_pauses(&mut self) -> Result<Vec<HandlerPause>> {
+        let sql = D::DIALECT.text("SELECT * FROM handler_pauses ORDER BY handler");
+        self.query(sql, &[], decode::handler_pause)
+    }
+
+    fn put_handler_pause(&mut self, pause: &HandlerPause) -> Result<()> {
+        upsert(self, &encode::HANDLER_PAUSES, &encode::handler_pause(pause))
+    }
+
+    fn delete_handler_pause(&mut self, handler: &str) -> Result<bool> {
+        let sql = D::DIALECT.text("DELETE FROM handler_pauses WHERE handler = ?1");
+        Ok(self.execute(sql, &[handler.into()])? > 0)
+    }
+
+    fn rate_window(&mut self, handler: &str) -> Result<Option<RateWindow>> {
+        self.by_key(&encode::HANDLER_RATES, handler, decode::rate_window)
+    }
+
+    fn put_rate_window(&mut self, window: &RateWindow) -> Result<()> {
+        upsert(self, &encode::HANDLER_RATES, &encode::rate_window(window)?)
+    }
+
+    fn waiting_count(&mut self, handler: &str) -> Result<u64> {
+        self.settle()?;
+        let sql = D::DIALECT.marks(&format!(
+            "SELECT COUNT(*) FROM {} WHERE kind IN ('effect', 'schedule', 'cursor') \
+             AND handler = ?1 AND state IN ('pending', 'retry')",
+            D::DIALECT.from("work", "work_lane_waiting")
+        ));
+        let n = self
+            .one(&sql, &[handler.into()], decode::first_int)?
+            .flatten();
+        Ok(n.unwrap_or(0).unsigned_abs())
     }
 
     fn authority(&mut self, id: &str) -> Result<Option<Authority>> {

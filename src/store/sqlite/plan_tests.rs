@@ -184,6 +184,11 @@ fn main_queries_use_indexes() {
             "schedules_due",
         ),
         (
+            "SELECT COUNT(*) FROM work INDEXED BY work_lane_waiting WHERE kind IN ('effect', 'schedule', 'cursor') AND handler = ?1 AND state IN ('pending', 'retry')",
+            1,
+            "work_lane_waiting",
+        ),
+        (
             "SELECT * FROM instances INDEXED BY instances_runnable WHERE compat = ?1 AND next_eligible_at <= ?2 ORDER BY next_eligible_at, instance_id LIMIT ?3",
             3,
             "instances_runnable",

@@ -152,6 +152,22 @@ CREATE TABLE IF NOT EXISTS schedules (
 );
 CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_due, schedule_id);
 
+-- Handlers an operator paused fleet-wide: every claim reads this (small) table and claims
+-- none of their work. The name need not be a handler anyone runs yet.
+CREATE TABLE IF NOT EXISTS handler_pauses (
+    handler   TEXT PRIMARY KEY,
+    paused_at INTEGER NOT NULL,
+    paused_by TEXT NOT NULL,
+    reason    TEXT NOT NULL
+) WITHOUT ROWID;
+-- The fleet's claims of a rate-limited handler in its current fixed window, written by the
+-- claiming transaction.
+CREATE TABLE IF NOT EXISTS handler_rates (
+    handler      TEXT PRIMARY KEY,
+    window_start INTEGER NOT NULL,
+    claims       INTEGER NOT NULL
+) WITHOUT ROWID;
+
 -- `published`: JSON of what the authority publishes about itself (outcomes held in
 -- recovery, a bounded list and a count; a write stall), written with its heartbeat.
 CREATE TABLE IF NOT EXISTS authorities (

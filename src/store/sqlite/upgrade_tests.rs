@@ -2,7 +2,8 @@
 //! holders were recorded), schema 2 (before work checkpoints), schema 3 (before
 //! priorities and per-lane claim indexes), schema 4 (before authorities published what
 //! they hold in recovery), schema 5 (before the idempotency key index, when a key could
-//! be held twice) and schema 6 (before schedules could be paused). Its columns and rows
+//! be held twice), schema 6 (before schedules could be paused) and schema 7 (before
+//! handlers could be paused or rate-limited fleet-wide). Its columns and rows
 //! stay, the new facts read as unknown (or their default), new rows carry them.
 
 use std::path::Path;
@@ -29,11 +30,14 @@ fn store(path: &Path, clock: &ManualClock) -> Store {
     )
 }
 
-/// Turns a fresh store back into what schema 7 created: no `attempt_errors`, version 7.
+/// Turns a fresh store back into what schema 7 created: no `attempt_errors`, no
+/// `handler_pauses` and no `handler_rates`, version 7.
 fn downgrade_to_schema_7(path: &Path) {
     let conn = Connection::open(path).expect("raw");
     conn.execute_batch(
         "DROP TABLE attempt_errors;
+         DROP TABLE handler_pauses;
+         DROP TABLE handler_rates;
          UPDATE meta SET value = 7 WHERE key = 'schema_version';",
     )
     .expect("downgrade");
@@ -383,13 +387,18 @@ fn a_schema_6_store_is_upgraded_in_place_and_old_schedules_run() {
 }
 
 #[test]
-fn a_schema_7_store_is_upgraded_in_place_and_old_items_start_with_no_attempt_errors() {
+fn a_schema_7_store_is_upgraded_in_place_with_no_attempt_errors_and_no_handler_controls() {
+    use crate::model::Rate;
+    use crate::rules::handler::HandlerControl;
+    use crate::store::ClaimBudget;
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("old.db");
     let clock = ManualClock::new(1_000);
     let s = store(&path, &clock);
-    s.enqueue(NewWork::effect("fx", "h", "{}"), "k")
-        .expect("enqueue");
+    for id in ["fx", "a", "b", "c"] {
+        s.enqueue(NewWork::effect(id, "h", "{}"), "k")
+            .expect("enqueue");
+    }
     let claimed = s.claim("fx", "a", "k", 1_000).expect("a claims");
     let failure = crate::model::Failure {
         class: crate::model::FailureClass::Retryable,
@@ -407,6 +416,22 @@ fn a_schema_7_store_is_upgraded_in_place_and_old_items_start_with_no_attempt_err
     assert_current(&path);
     assert_eq!(s.work("fx").expect("read"), Some(failed.clone()));
     assert!(s.attempt_errors("fx").expect("read").is_empty());
+    assert!(s.paused_handlers().expect("read").is_empty(), "none paused");
+    s.control_handler("h", HandlerControl::Pause, "alice", "")
+        .expect("pauses");
+    assert!(
+        s.claim_batch("o", "k", 10, 1_000)
+            .expect("claims")
+            .is_empty()
+    );
+    s.control_handler("h", HandlerControl::Resume, "alice", "")
+        .expect("resumes");
+    let rate: Rate = "2/1s".parse().expect("rate");
+    let budget = ClaimBudget::new(10).with_rate("h", rate);
+    let claimed = s
+        .claim_work_within("o", "k", &budget, 1_000)
+        .expect("claims");
+    assert_eq!(claimed.len(), 2, "the rate holds");
     clock.set(failed.next_eligible_at);
     let again = s.claim("fx", "b", "k", 1_000).expect("b claims");
     s.fail("fx", "b", again.generation, failure).expect("fails");

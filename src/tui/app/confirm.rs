@@ -1,12 +1,13 @@
 //! The confirmation of one operator act on one subject: cancel a workflow instance;
 //! requeue, discard or retry-now a work item; release or forget a gone authority; pause,
-//! resume or delete a schedule. Each
+//! resume or delete a schedule; pause or resume a handler fleet-wide. Each
 //! act opens the same dialog (what will happen, who it is recorded as, an optional reason
 //! field), and a yes sends the same kind of command to the writer, which goes through the
 //! store exactly as the matching `leasehold` command does. Only what differs per act lives
 //! in [`Act`]: its words, whether it needs a reason, the command it sends.
 
 use super::{Action, App, AuthorityVerb, Command, Overlay, Role, ViewId};
+use crate::rules::handler::HandlerControl;
 use crate::rules::schedule::Control;
 use crate::rules::triage::Verb;
 use crate::tui::text::clean;
@@ -25,6 +26,8 @@ pub enum Act {
     Authority(AuthorityVerb),
     /// Pause, resume or delete one schedule.
     Schedule(Control),
+    /// Pause or resume one handler, fleet-wide.
+    Handler(HandlerControl),
 }
 
 impl Act {
@@ -40,6 +43,7 @@ impl Act {
             Self::Triage(verb) => verb.action(),
             Self::Authority(verb) => verb.word(),
             Self::Schedule(control) => control.doing(),
+            Self::Handler(control) => control.doing(),
         }
     }
 
@@ -47,7 +51,9 @@ impl Act {
     fn kept(self) -> &'static str {
         match self {
             Self::Cancel => "nothing was cancelled",
-            Self::Triage(_) | Self::Authority(_) | Self::Schedule(_) => "nothing was changed",
+            Self::Triage(_) | Self::Authority(_) | Self::Schedule(_) | Self::Handler(_) => {
+                "nothing was changed"
+            }
         }
     }
 
@@ -72,11 +78,17 @@ impl Act {
                 schedule: subject,
                 reason,
             },
+            Self::Handler(control) => Command::Handler {
+                control,
+                handler: subject,
+                reason,
+            },
         }
     }
 }
 
-/// An act waiting for a yes: its subject (an instance, item, authority or schedule id), the reason
+/// An act waiting for a yes: its subject (an instance, item, authority or schedule id, or a
+/// handler's name), the reason
 /// typed so far, and whether the reason field has the keyboard.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Confirmation {

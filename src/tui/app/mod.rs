@@ -119,6 +119,12 @@ pub enum Command {
         schedule: String,
         reason: String,
     },
+    /// Pause or resume a handler fleet-wide (then audit it).
+    Handler {
+        control: crate::rules::handler::HandlerControl,
+        handler: String,
+        reason: String,
+    },
     /// Count what a work filter matches and name the first, for a bulk dialog.
     BulkPreview {
         verb: crate::rules::triage::Verb,
@@ -666,6 +672,7 @@ impl App {
             Action::TriageWork(verb) => self.ask_triage(verb),
             Action::ActOnAuthority(verb) => self.ask_authority(verb),
             Action::ControlSchedule(control) => self.ask_schedule(control),
+            Action::ControlHandler(control) => self.ask_handler(control),
             Action::Demo(key) => self.demo_key(key, out),
             Action::Click { column, row } => self.click(column, row),
             _ => {}

@@ -1,6 +1,7 @@
 //! Popups: the confirmations of operator actions (cancel a workflow; requeue, discard or
-//! retry now a work item; release or forget a gone authority), each saying what will and
-//! will not happen.
+//! retry now a work item; release or forget a gone authority; pause, resume or delete a
+//! schedule; pause or resume a handler fleet-wide), each saying what will and will not
+//! happen.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -12,6 +13,7 @@ use super::super::app::{Act, App, AuthorityVerb, Confirmation};
 use super::super::text::clean;
 use super::super::theme::Role;
 use crate::ops::bulk::Tally;
+use crate::rules::handler::HandlerControl;
 use crate::rules::schedule::Control;
 use crate::rules::triage::Verb;
 
@@ -50,6 +52,7 @@ pub fn confirmation(frame: &mut Frame<'_>, area: Rect, app: &App, c: &Confirmati
         Act::Triage(verb) => confirm_triage(frame, area, app, verb, &c.subject, &field),
         Act::Authority(verb) => confirm_authority(frame, area, app, verb, &c.subject, &field),
         Act::Schedule(control) => confirm_schedule(frame, area, app, control, &c.subject, &field),
+        Act::Handler(control) => confirm_handler(frame, area, app, control, &c.subject, &field),
     }
 }
 
@@ -88,39 +91,86 @@ fn confirm_schedule(
     schedule: &str,
     field: &Field<'_>,
 ) {
-    let t = app.theme();
-    let (title, what, effect, yes) = match control {
-        Control::Pause => (
-            " confirm pause ",
-            "Pause schedule ",
-            "it fires nothing until resumed; firings already enqueued still run",
-            " pause it  ",
-        ),
-        Control::Resume => (
-            " confirm resume ",
-            "Resume schedule ",
-            "the boundaries it missed while paused fire as its catch-up policy keeps them",
-            " resume it  ",
-        ),
-        Control::Delete => (
-            " confirm delete ",
-            "Delete schedule ",
-            "its definition is removed: nothing fires after it; firings already enqueued still run",
-            " delete it  ",
-        ),
+    let words = match control {
+        Control::Pause => ControlWords {
+            title: " confirm pause ",
+            what: "Pause schedule ",
+            effect: "it fires nothing until resumed; firings already enqueued still run",
+            yes: " pause it  ",
+        },
+        Control::Resume => ControlWords {
+            title: " confirm resume ",
+            what: "Resume schedule ",
+            effect: "the boundaries it missed while paused fire as its catch-up policy keeps them",
+            yes: " resume it  ",
+        },
+        Control::Delete => ControlWords {
+            title: " confirm delete ",
+            what: "Delete schedule ",
+            effect: "its definition is removed: nothing fires after it; firings already enqueued still run",
+            yes: " delete it  ",
+        },
     };
+    confirm_control(frame, area, app, &words, schedule, field);
+}
+
+/// The confirmation of a fleet-wide pause or resume of one handler.
+fn confirm_handler(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &App,
+    control: HandlerControl,
+    handler: &str,
+    field: &Field<'_>,
+) {
+    let words = match control {
+        HandlerControl::Pause => ControlWords {
+            title: " confirm pause ",
+            what: "Pause handler ",
+            effect: "no authority claims its work until resumed; items stay pending, attempts in flight finish",
+            yes: " pause it  ",
+        },
+        HandlerControl::Resume => ControlWords {
+            title: " confirm resume ",
+            what: "Resume handler ",
+            effect: "every authority running it claims its pending work again, from its next poll",
+            yes: " resume it  ",
+        },
+    };
+    confirm_control(frame, area, app, &words, handler, field);
+}
+
+/// What a confirmation of an operator's control of one subject says.
+struct ControlWords {
+    title: &'static str,
+    what: &'static str,
+    effect: &'static str,
+    yes: &'static str,
+}
+
+/// The confirmation of a control of `subject`: what it is, who it is recorded as, and
+/// its effect.
+fn confirm_control(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &App,
+    words: &ControlWords,
+    subject: &str,
+    field: &Field<'_>,
+) {
+    let t = app.theme();
     let text = vec![
         Line::from(vec![
-            Span::styled(what, t.style(Role::Dialog)),
-            Span::styled(clean(schedule, 40), t.style(Role::Accent)),
+            Span::styled(words.what, t.style(Role::Dialog)),
+            Span::styled(clean(subject, 40), t.style(Role::Accent)),
         ]),
         audited_as(app),
         Line::from(vec![
             Span::styled("  • ", t.style(Role::Ok)),
-            Span::styled(effect, t.style(Role::Dialog)),
+            Span::styled(words.effect, t.style(Role::Dialog)),
         ]),
     ];
-    confirm(frame, area, app, title, text, field, yes);
+    confirm(frame, area, app, words.title, text, field, words.yes);
 }
 
 /// The confirmation of a release or a forget of one authority.

@@ -126,6 +126,8 @@ pub struct Row {
     pub instance: Option<String>,
     /// An authority id (demo keys act on it).
     pub authority: Option<String>,
+    /// A work item's handler (`Z` / `W` pause and resume it fleet-wide).
+    pub handler: Option<String>,
     /// A work filter Enter opens the work view with (a triage group).
     pub filter: Option<String>,
     /// Fingerprint of the underlying record (see [`version`]): a change flashes the row.

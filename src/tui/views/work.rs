@@ -9,6 +9,7 @@ use crate::clock::{Millis, format_duration};
 use crate::foundation::timefmt::TimeFmt;
 use crate::model::{Page, WorkItem, WorkState};
 use crate::ops::claims::ClaimStanding;
+use crate::ops::paused_handlers;
 use crate::ops::runnable::Standing;
 
 pub const COLUMNS: &[Column] = &[
@@ -111,12 +112,27 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, fmt: TimeFmt) -> TableData 
                     ],
                     detail: detail(w, compat_text, fmt),
                     resource: Some(w.id.clone()),
+                    handler: Some(w.handler.clone()),
                     version: version(w),
                     ..Row::default()
                 }
             })
             .collect();
-    TableData::new(COLUMNS, rows, format!("{} incompatible", snap.incompatible))
+    let paused = &snap.overview.paused_handlers;
+    let note = if paused.is_empty() {
+        format!("{} incompatible", snap.incompatible)
+    } else {
+        let handlers = match paused.len() {
+            1 => "1 handler".to_owned(),
+            n => format!("{n} handlers"),
+        };
+        format!(
+            "{} incompatible, paused {} ({handlers})",
+            snap.incompatible,
+            paused_handlers::waiting(paused),
+        )
+    };
+    TableData::new(COLUMNS, rows, note)
 }
 
 fn detail(w: &WorkItem, compat_text: &str, fmt: TimeFmt) -> Vec<(String, String)> {
