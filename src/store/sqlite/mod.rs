@@ -5,7 +5,9 @@
 //! - Every write is `BEGIN IMMEDIATE`, so the reads inside a store operation and the writes
 //!   that follow are serialised against every other process; reads are one deferred
 //!   transaction (one consistent snapshot).
-//! - `SQLITE_BUSY` / `SQLITE_LOCKED` wait in `busy_timeout`, then the whole transaction is
+//! - `SQLITE_BUSY` / `SQLITE_LOCKED` wait in short naps (`busy.rs`: a waiter sees a release
+//!   within about a millisecond, where SQLite's own handler sleeps up to 100 ms), up to
+//!   five seconds a statement, then the whole transaction is
 //!   retried a bounded number of times with jittered backoff; after that the caller sees
 //!   `STORE_CONTENTION`, never a backend message. A write kept waiting past
 //!   [`super::stall::STALL_AFTER`] is logged as a stall (`store/stall.rs`) and posted
@@ -30,6 +32,7 @@
 //! `upgrade_1.sql` to `upgrade_7.sql`, which bring a store of schema 1 to 7 to 8 in place.
 
 mod bind;
+mod busy;
 mod damage;
 #[cfg(test)]
 mod differential_tests;
@@ -83,9 +86,6 @@ const UPGRADES: [&str; 7] = [
     include_str!("upgrade_6.sql"),
     include_str!("upgrade_7.sql"),
 ];
-
-/// How long one statement waits for another process's lock before reporting busy.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Whole-transaction attempts before `STORE_CONTENTION`.
 pub const MAX_ATTEMPTS: u32 = 50;
@@ -205,7 +205,7 @@ impl SqliteBackend {
         };
         let mut conn =
             Connection::open_with_flags(path, flags).map_err(|e| map_error(&label, &e))?;
-        conn.busy_timeout(BUSY_TIMEOUT)
+        conn.busy_handler(Some(busy::nap_and_retry))
             .map_err(|e| map_error(&label, &e))?;
         conn.set_prepared_statement_cache_capacity(128);
         let read_only = mode == OpenMode::ReadOnly
