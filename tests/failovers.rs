@@ -638,3 +638,32 @@ fn an_authority_killed_and_restarted_under_its_own_id_takes_its_claims_back_at_o
         String::from_utf8_lossy(&check.stderr)
     );
 }
+
+/// An authority SIGTERMed while its store calls queue behind a writer that holds the
+/// SQLite write lock and does not let go stops within its grace and the stop's margin —
+/// one `stop-timed-out` line, exit 1 — instead of waiting out minutes of retries for the
+/// lock; what it owned lapses and is reclaimed, as after a crash.
+#[test]
+fn an_authority_stopped_behind_a_stalled_writer_exits_within_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let url = format!("sqlite:{}", path.display());
+    assert!(leasehold(&["init", &url]).status.success());
+    let mut fleet = Authorities::new();
+    fleet.spawn_with_lease("a-1", &url, 3_000);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    wait_until("a-1 started", deadline, || {
+        !fleet.lines_of("a-1", "started").is_empty()
+    });
+    let holder = rusqlite::Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    wait_until("a-1 queued behind the held lock", deadline, || {
+        !fleet.lines_of("a-1", "store-write-stalled").is_empty()
+    });
+    signal("-TERM", fleet.pid("a-1"));
+    // Each store call would retry for minutes; the bound is a second's grace and two.
+    let status = fleet.wait_exit("a-1", Instant::now() + Duration::from_secs(60));
+    assert_eq!(status.code(), Some(1), "a stop that released nothing");
+    assert_eq!(fleet.lines_of("a-1", "stop-timed-out").len(), 1);
+    holder.execute_batch("ROLLBACK").unwrap();
+}

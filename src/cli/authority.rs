@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 
@@ -159,6 +160,47 @@ fn handler_limit(arg: &str) -> Result<(String, usize), String> {
         .parse()
         .map_err(|_| format!("expected a whole number of items after '=', got {n:?}"))?;
     Ok((name.to_owned(), n))
+}
+
+/// What a stop may take past the grace its running handlers get: the outcomes, the
+/// releases and the stop's record are a few store calls.
+const STOP_MARGIN: Duration = Duration::from_secs(2);
+
+/// Resolves on SIGINT or SIGTERM, and from then on bounds the stop. A stop still running
+/// `bound` later has store calls queued behind a writer that holds the store's write lock
+/// and does not let go (a process stopped inside its transaction, a stalled disk): each
+/// call would wait out its whole retry budget, minutes, and the operator's SIGTERM would
+/// look ignored. So the process ends then, with one logged line and exit 1, the way a
+/// crash ends it: what it still owned is released by nobody, and its claims lapse and are
+/// reclaimed under higher generations, which fencing makes safe.
+async fn shutdown_within(instance: String, bound: Duration) {
+    // Listened for on a task of its own: the run polls its shutdown future only between
+    // store calls, and the calls this bound is for are the ones that do not return.
+    let (heard, stop) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        start_stop_deadline(instance, bound);
+        let _ = heard.send(());
+    });
+    let _ = stop.await;
+}
+
+/// Ends the process `bound` from now, with one logged line and exit 1, unless it has ended.
+fn start_stop_deadline(instance: String, bound: Duration) {
+    let watchdog = std::thread::Builder::new()
+        .name("stop-deadline".into())
+        .spawn(move || {
+            std::thread::sleep(bound);
+            tracing::error!(
+                instance = instance.as_str(),
+                "boundMs" = u64::try_from(bound.as_millis()).unwrap_or(u64::MAX),
+                why = "the store did not answer within the stop's bound; exiting without releasing (the claims lapse and are reclaimed)",
+                "stop-timed-out"
+            );
+            std::process::exit(i32::from(super::EXIT_REFUSED));
+        });
+    // Without the thread the stop is unbounded, as before; nothing else depends on it.
+    drop(watchdog);
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -351,12 +393,11 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
         metrics,
         ..RunOptions::default()
     };
+    // The runtime's grace for running handlers (the renew interval), then the margin.
+    let grace = Duration::from_millis(config.renew_interval_ms.unsigned_abs());
+    let stopping = shutdown_within(config.instance_id.clone(), grace + STOP_MARGIN);
     let stats = tokio_runtime()?.block_on(run_authority_with(
-        store,
-        config,
-        workload,
-        options,
-        shutdown_signal(),
+        store, config, workload, options, stopping,
     ))?;
     writeln!(out, "{}", serde_json::to_string(&stats).unwrap_or_default())?;
     Ok(())
