@@ -640,7 +640,8 @@ fn an_authority_killed_and_restarted_under_its_own_id_takes_its_claims_back_at_o
 }
 
 /// An authority SIGTERMed while its store calls queue behind a writer that holds the
-/// SQLite write lock and does not let go stops within its grace and the stop's margin —
+/// SQLite write lock and does not let go — a stall that names the holder's pid — stops
+/// within its grace and the stop's margin —
 /// one `stop-timed-out` line, exit 1 — instead of waiting out minutes of retries for the
 /// lock; what it owned lapses and is reclaimed, as after a crash.
 #[test]
@@ -660,6 +661,14 @@ fn an_authority_stopped_behind_a_stalled_writer_exits_within_its_bound() {
     wait_until("a-1 queued behind the held lock", deadline, || {
         !fleet.lines_of("a-1", "store-write-stalled").is_empty()
     });
+    // The OS names the writer holding the lock: this test's process.
+    let named = fleet
+        .logged("a-1", "store-write-stalled", "holder")
+        .unwrap_or_default();
+    assert!(
+        named.starts_with(&format!("pid {} (", std::process::id())),
+        "the stall names its holder: {named}"
+    );
     signal("-TERM", fleet.pid("a-1"));
     // Each store call would retry for minutes; the bound is a second's grace and two.
     let status = fleet.wait_exit("a-1", Instant::now() + Duration::from_secs(60));

@@ -38,6 +38,7 @@ mod damage;
 mod differential_tests;
 mod files;
 mod list_work;
+mod lock_holder;
 #[cfg(test)]
 mod plan_tests;
 mod presence;
@@ -306,8 +307,7 @@ impl SqliteBackend {
         retry(MAX_ATTEMPTS, || {
             attempts += 1;
             if attempts > 1 && writable {
-                // SQLite cannot say which process holds its write lock.
-                watch.waiting(|| None);
+                watch.waiting(|| lock_holder::write_lock_holder(&self.path));
             }
             let tx = conn
                 .transaction_with_behavior(behavior)
