@@ -11,7 +11,7 @@ use clap::Args;
 
 use super::log::{LogFormat, dispatch};
 use super::settings::Settings;
-use super::{CliResult, Failure, StoreArg, tokio_runtime};
+use super::{CliResult, Failure, tokio_runtime};
 use crate::authority::config::{
     AuthorityConfig, DEFAULT_CLAIM_BATCH_SIZE, DEFAULT_POLL_INTERVAL_MS, DEFAULT_RECLAIM_DELAY_MS,
     DEFAULT_TRIM_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, generated_instance_id,
@@ -134,6 +134,52 @@ pub struct AuthorityArgs {
     /// to 30s (default 500ms; 0 to 1d).
     #[arg(long, env = "LEASEHOLD_RECLAIM_AFTER", value_name = "DURATION", value_parser = duration)]
     pub reclaim_after: Option<Millis>,
+    /// How long to wait at start for a store that does not answer (a PostgreSQL server
+    /// restarting, a network not up yet), trying again with a growing pause and logging
+    /// each wait (default 60s; 0s exits at once). A store that answers and refuses is
+    /// never waited for.
+    #[arg(long, env = "LEASEHOLD_START_WAIT", value_name = "DURATION", value_parser = wait_duration)]
+    pub start_wait: Option<Millis>,
+}
+
+/// How long an authority waits at start for a store that does not answer, by default.
+const DEFAULT_START_WAIT: Duration = Duration::from_secs(60);
+/// The first pause between tries of a store that does not answer; doubled up to the last.
+const FIRST_START_NAP: Duration = Duration::from_millis(500);
+const LAST_START_NAP: Duration = Duration::from_secs(5);
+
+/// Parses `--start-wait`: a duration, `0s` included.
+fn wait_duration(arg: &str) -> Result<Millis, String> {
+    crate::clock::parse_duration(arg)
+        .filter(|ms| *ms >= 0)
+        .ok_or_else(|| format!("expected a duration (0s, 30s, 5m), got {arg:?}"))
+}
+
+/// Calls `open` until it answers anything but `STORE_UNAVAILABLE` — the store did not
+/// answer — or the pauses between tries (`FIRST_START_NAP` doubling to `LAST_START_NAP`)
+/// would pass `bound` in all; `note` hears each failure with the pause that follows it.
+/// A store that answers and refuses (`STORE_REFUSED`, a damaged or rewound store) is
+/// answered at once: waiting cannot change it.
+fn wait_for_store<T>(
+    bound: Duration,
+    mut open: impl FnMut() -> crate::Result<T>,
+    mut note: impl FnMut(&crate::Error, Duration),
+    mut nap: impl FnMut(Duration),
+) -> crate::Result<T> {
+    let mut waited = Duration::ZERO;
+    let mut next = FIRST_START_NAP;
+    loop {
+        match open() {
+            Err(e @ crate::Error::Unavailable(_)) if waited < bound => {
+                let pause = next.min(bound.saturating_sub(waited));
+                note(&e, pause);
+                nap(pause);
+                waited += pause;
+                next = (next * 2).min(LAST_START_NAP);
+            }
+            answered => return answered,
+        }
+    }
 }
 
 /// Parses a duration flag: `90s`, `12h`, `7d`, `1500ms`.
@@ -367,20 +413,39 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
         .clone()
         .or_else(|| settings.as_ref().and_then(|s| s.store.clone()))
         .ok_or_else(|| Failure::usage("--store is required (or `store = …` in --config)"))?;
-    let store = if args.create {
-        create(&url)?.0
-    } else {
-        StoreArg { store: url.clone() }.open(OpenMode::Existing)?
-    };
+    // The process's one subscriber, for every thread, set before the store is opened so
+    // the waits for a store that does not answer are logged like everything else:
+    // `tracing` remembers per call site whether anyone listens, so a subscriber scoped to
+    // some threads could miss lines.
+    let format = args.log_format.or(file.log_format).unwrap_or_default();
+    let clock: Arc<dyn crate::clock::Clock> = Arc::new(crate::clock::SystemClock);
+    let _ = tracing::dispatcher::set_global_default(dispatch(format, clock, std::io::stderr));
+    let bound = args.start_wait.map_or(DEFAULT_START_WAIT, |ms| {
+        Duration::from_millis(ms.unsigned_abs())
+    });
+    let store = wait_for_store(
+        bound,
+        || {
+            if args.create {
+                create(&url).map(|(store, _)| store)
+            } else {
+                open(&url, OpenMode::Existing)
+            }
+        },
+        |e, pause| {
+            tracing::warn!(
+                error = %e,
+                "retryInMs" = u64::try_from(pause.as_millis()).unwrap_or(u64::MAX),
+                "store-unavailable-at-start"
+            );
+        },
+        std::thread::sleep,
+    )
+    .map_err(Failure::from)?;
     // An authority process over a store no other process can reach would run alone,
     // with nobody able to give it work or watch it.
     store.require(&[Capability::SharedAcrossProcesses])?;
     let store = args.state.witnessed(store)?;
-    // The process's one subscriber, for every thread: `tracing` remembers per call site
-    // whether anyone listens, so a subscriber scoped to some threads could miss lines.
-    let format = args.log_format.or(file.log_format).unwrap_or_default();
-    let log = dispatch(format, store.clock().clone(), std::io::stderr);
-    let _ = tracing::dispatcher::set_global_default(log);
     let metrics = match args.metrics_addr.as_ref().or(file.metrics_addr.as_ref()) {
         Some(addr) => Some(Arc::new(std::net::TcpListener::bind(addr).map_err(
             |e| Failure::usage(format!("--metrics-addr {addr}: cannot listen there: {e}")),
@@ -444,6 +509,51 @@ fn verify_beside(url: &str, store: &crate::store::Store) {
 mod tests {
     use super::*;
 
+    /// Runs [`wait_for_store`] over `answers` (then `Ok`), napping on paper: the pauses
+    /// it took and what it answered.
+    fn waits(bound_s: u64, answers: Vec<crate::Error>) -> (Vec<u64>, crate::Result<u32>) {
+        let mut answers = answers.into_iter();
+        let mut tries = 0;
+        let mut naps = Vec::new();
+        let mut noted = 0;
+        let out = wait_for_store(
+            Duration::from_secs(bound_s),
+            || {
+                tries += 1;
+                answers.next().map_or(Ok(tries), Err)
+            },
+            |_, _| noted += 1,
+            |d| naps.push(u64::try_from(d.as_millis()).unwrap()),
+        );
+        assert_eq!(noted, naps.len(), "every wait is logged");
+        (naps, out)
+    }
+
+    fn down() -> crate::Error {
+        crate::Error::Unavailable("connection refused".into())
+    }
+
+    #[test]
+    fn a_store_that_does_not_answer_at_start_is_waited_for_with_growing_pauses() {
+        let (naps, out) = waits(60, vec![down(), down(), down(), down(), down(), down()]);
+        assert_eq!(naps, [500, 1_000, 2_000, 4_000, 5_000, 5_000]);
+        assert_eq!(out.unwrap(), 7, "the seventh try answered");
+    }
+
+    #[test]
+    fn the_wait_at_start_is_bounded_and_a_refusal_is_not_waited_for() {
+        let (naps, out) = waits(4, (0..10).map(|_| down()).collect());
+        assert_eq!(naps, [500, 1_000, 2_000, 500], "4 s in all");
+        assert_eq!(out.unwrap_err().code(), "STORE_UNAVAILABLE");
+        let (naps, out) = waits(0, vec![down()]);
+        assert!(naps.is_empty(), "0s exits at once");
+        assert_eq!(out.unwrap_err().code(), "STORE_UNAVAILABLE");
+        let refused = crate::Error::Refused("password authentication failed".into());
+        let (naps, out) = waits(60, vec![refused]);
+        assert!(naps.is_empty());
+        assert_eq!(out.unwrap_err().code(), "STORE_REFUSED");
+    }
+
     fn args(workload: Option<&str>, config: Option<PathBuf>) -> AuthorityArgs {
         AuthorityArgs {
             command: None,
@@ -469,6 +579,7 @@ mod tests {
             dedup_windows: Vec::new(),
             trim_every: None,
             reclaim_after: None,
+            start_wait: None,
             state: crate::cli::witness::StateDirArg { state_dir: None },
             seed: 0,
         }
