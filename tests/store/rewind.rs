@@ -193,3 +193,39 @@ fn a_removed_wal_or_replaced_file_stops_writes_before_the_next_commit() {
         assert!(store.untrusted().is_some());
     }
 }
+
+#[test]
+fn a_revision_lowered_below_its_history_is_refused_at_open_and_named_by_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000_000);
+    let path = new_store(dir.path(), &clock);
+    let high = {
+        let store = open_sqlite(&path, &clock, OpenMode::Existing).unwrap();
+        mint(&store, &clock, "a");
+        mint(&store, &clock, "b");
+        store.revision().unwrap()
+    };
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("UPDATE meta SET value = 1 WHERE key = 'revision'")
+        .unwrap();
+    let url = path.display().to_string();
+    for mode in [OpenMode::Existing, OpenMode::ReadWrite] {
+        let e = leasehold::store::url::open(&url, mode).err().unwrap();
+        assert_eq!(e.code(), "STORE_CORRUPT", "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("revision is 1, below revision {high}")),
+            "{e}"
+        );
+    }
+    let reader = leasehold::store::url::open(&url, OpenMode::ReadOnly).unwrap();
+    let report =
+        leasehold::check::check(&reader, &leasehold::check::CheckOptions::at(reader.now()))
+            .unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    assert!(!report.is_clean());
+    let damage: Vec<_> = report.damage.iter().map(|d| d.invariant).collect();
+    assert_eq!(damage, ["revision-lowered"]);
+    assert_eq!(report.damage[0].ids, ["1".to_owned(), high.to_string()]);
+}
