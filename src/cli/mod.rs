@@ -173,12 +173,8 @@ impl StoreArg {
     /// As [`Self::open`]; `STORE_REWOUND` (exit 2).
     pub fn open_writer(&self) -> Result<Store, Failure> {
         let store = self.open(OpenMode::Existing)?;
-        let state = witness::StateDirArg {
-            state_dir: std::env::var_os("LEASEHOLD_STATE_DIR")
-                .filter(|v| !v.is_empty())
-                .map(std::path::PathBuf::from),
-        };
-        if state.state_dir.is_none() && crate::store::witness::default_dir().is_none() {
+        let state = witness::StateDirArg::from_env();
+        if state.dir().is_none() {
             return Ok(store);
         }
         state.witnessed(store)
