@@ -1,6 +1,7 @@
 //! A store that went back in time, or whose revision was lowered, as the command line
 //! names it: `check` and `inspect overview` judge it by this host's rewind witness as the
-//! writers here do, and a lowered revision is damage that writers refuse and `check` names.
+//! writers here do, `store accept-rewind` says what accepting gives up and accepts a rewind
+//! once, and a lowered revision is damage that writers refuse and `check` names.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -148,6 +149,59 @@ fn check_and_the_overview_name_a_rewound_store_as_the_writers_here_refuse_it() {
     assert_eq!(row["rewound"]["witnessed"]["revision"], saw, "{row}");
     let o = at(&elsewhere, &["inspect", "overview", "--store", &store]);
     assert!(stdout(&o).contains("\nrewound      no\n"), "{}", stdout(&o));
+}
+
+#[test]
+fn accept_rewind_says_what_is_lost_dry_runs_and_accepts_a_rewind_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, state, saw, kept) = rewound(dir.path());
+    let epoch = || {
+        let o = at(&state, &["check", "--store", &store, "--json"]);
+        let summary: serde_json::Value =
+            serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
+        summary["summary"]["storeEpoch"].as_u64().unwrap()
+    };
+    let lost = format!(
+        "the store is at revision {kept} (epoch 0), this host saw revision {saw}: {} commit(s) are lost",
+        saw - kept
+    );
+
+    let o = at(
+        &state,
+        &["store", "accept-rewind", "--store", &store, "--dry-run"],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with(&lost), "{}", stdout(&o));
+    assert!(
+        stdout(&o).ends_with("dry run: nothing accepted\n"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(epoch(), 0, "a dry run accepts nothing");
+
+    let o = at(&state, &["store", "accept-rewind", "--store", &store]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with(&lost), "{}", stdout(&o));
+    assert!(stdout(&o).contains("accepted "), "{}", stdout(&o));
+    assert_eq!(epoch(), 1);
+
+    let o = at(&state, &["store", "accept-rewind", "--store", &store]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("nothing to accept: "),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(stdout(&o).lines().count(), 1);
+    assert_eq!(epoch(), 1, "a second accept starts no epoch");
+    let o = at(
+        &state,
+        &["store", "accept-rewind", "--store", &store, "--json"],
+    );
+    let json: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(json["accepted"], serde_json::Value::Null, "{json}");
+    assert_eq!(json["cost"]["rewound"], false, "{json}");
+    assert_eq!(code(&at(&state, &["check", "--store", &store])), 0);
 }
 
 #[test]

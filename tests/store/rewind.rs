@@ -195,6 +195,51 @@ fn a_removed_wal_or_replaced_file_stops_writes_before_the_next_commit() {
 }
 
 #[test]
+fn accepting_says_how_many_commits_are_lost_and_a_second_accept_has_nothing_to_accept() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let clock = ManualClock::new(1_000_000);
+    let path = new_store(dir.path(), &clock);
+    let old = dir.path().join("old.db");
+    let (saw, kept) = {
+        let store = witnessed(&path, &state, &clock).unwrap();
+        mint(&store, &clock, "a");
+        snapshot(&path, &old);
+        let kept = store.revision().unwrap();
+        mint(&store, &clock, "b");
+        mint(&store, &clock, "c");
+        (store.revision().unwrap(), kept)
+    };
+    restore(&old, &path);
+    let unjudged = || {
+        let store = open_sqlite(&path, &clock, OpenMode::Existing).unwrap();
+        let witness = Witness::load(&state, &store).unwrap();
+        store.with_witness(witness)
+    };
+
+    let store = unjudged();
+    let cost = ok("cost", store.rewind_cost());
+    assert!(cost.rewound);
+    assert_eq!(cost.store.revision, kept);
+    assert_eq!(cost.lost_commits, Some(saw - kept), "{cost:?}");
+    let line = cost.line();
+    assert!(
+        line.contains(&format!(
+            "revision {kept} (epoch 0), this host saw revision {saw}: {} commit(s) are lost",
+            saw - kept
+        )),
+        "{line}"
+    );
+    assert!(line.contains("cannot count the completions"), "{line}");
+    ok("accept", store.accept_rewind("op@host", None));
+
+    // The witness moved with the store: there is nothing left to accept.
+    let cost = ok("cost again", unjudged().rewind_cost());
+    assert!(!cost.rewound, "{cost:?}");
+    assert_eq!(cost.store.epoch, 1);
+}
+
+#[test]
 fn a_revision_lowered_below_its_history_is_refused_at_open_and_named_by_the_check() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000_000);
