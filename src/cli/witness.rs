@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::Failure;
 use crate::store::Store;
-use crate::store::witness::{Rewound, Witness, default_dir};
+use crate::store::witness::{Rewound, Witness, default_dir, host_dir};
 
 /// Where this host keeps what it has seen of each store.
 #[derive(Debug, Clone, Default, Args)]
@@ -20,14 +20,12 @@ pub struct StateDirArg {
 }
 
 impl StateDirArg {
-    /// The directory the one-shot writers use, which have no `--state-dir` of their own:
-    /// `LEASEHOLD_STATE_DIR`, else the default.
+    /// The directory the one-shot writers use, which have no `--state-dir` of their own
+    /// (`witness::host_dir`).
     #[must_use]
     pub fn from_env() -> Self {
         Self {
-            state_dir: std::env::var_os("LEASEHOLD_STATE_DIR")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from),
+            state_dir: host_dir(),
         }
     }
 

@@ -339,6 +339,16 @@ fn write_record(file: &mut File, seen: &Seen) -> std::io::Result<()> {
     file.write_all(record.as_bytes())
 }
 
+/// The directory this host's writers keep their witnesses in when given none:
+/// `LEASEHOLD_STATE_DIR`, else [`default_dir`].
+#[must_use]
+pub fn host_dir() -> Option<PathBuf> {
+    std::env::var_os("LEASEHOLD_STATE_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(default_dir)
+}
+
 /// The default directory of witnesses: `$XDG_STATE_HOME/leasehold/witness`, else
 /// `$HOME/.local/state/leasehold/witness`.
 #[must_use]
