@@ -48,6 +48,8 @@ mod open_figures;
 mod release;
 #[path = "cli/replay.rs"]
 mod replay;
+#[path = "cli/rewind.rs"]
+mod rewind;
 #[path = "cli/schedule.rs"]
 mod schedule;
 #[path = "cli/triage.rs"]

@@ -94,6 +94,7 @@ pub use render::{render_json_lines, render_text};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::Store;
+use crate::store::revision_floor::Lowered;
 
 /// The stable kebab-case code of every invariant violation the checker reports. Tests,
 /// the CLI and the dashboard match on these, never on sentences.
@@ -200,6 +201,19 @@ pub mod gap_codes {
     pub const ATTEMPT_WITHOUT_END: &str = "attempt-without-end";
 }
 
+/// The stable codes of damage to the store itself: no rule can be judged over a store
+/// that lost part of its history or its order, so these are reported as what they are.
+pub mod damage_codes {
+    /// The store's revision is below the highest revision its own grants and writes carry:
+    /// the revision was lowered. The rules are not checked (they would read the history
+    /// only up to the lowered revision). Ids: `[storeRevision, historyRevision]`.
+    pub const REVISION_LOWERED: &str = "revision-lowered";
+    /// The store is behind what this host's rewind witness saw (or another store, or of an
+    /// older epoch): the writers on this host refuse it (`STORE_REWOUND`).
+    /// Ids: `[witnessedRevision, storeRevision]`.
+    pub const STORE_REWOUND: &str = "store-rewound";
+}
+
 /// How to judge the time-dependent invariants, and how big a page to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -299,14 +313,17 @@ pub struct Report {
     /// Intake requests (`store/intake.rs`) not yet moved into work, and those the move
     /// refused: no item and no history exists for them yet, so no rule reads them.
     pub intake: crate::model::IntakeCounts,
+    /// Damage to the store itself ([`damage_codes`]): a lowered revision (then nothing
+    /// else was checked), a store this host saw further along.
+    pub damage: Vec<Violation>,
 }
 
 impl Report {
-    /// No violation found, over a history with nothing missing. An attempt cut off with no
+    /// No violation found, over a sound store's history with nothing missing. An attempt cut off with no
     /// end is a trace of a crash, not a broken promise: it is reported, not failed on.
     #[must_use]
     pub fn is_clean(&self) -> bool {
-        self.violations.is_empty() && self.history_gaps() == 0
+        self.violations.is_empty() && self.history_gaps() == 0 && self.damage.is_empty()
     }
 
     /// How many records are missing from the checked range.
@@ -385,18 +402,27 @@ pub fn check_showing(
     let mut findings = Findings::default();
     let mut report = Report::default();
 
-    let (through, store_epoch, from, intake) = store.read(|tx| {
+    let (through, store_epoch, from, intake, lowered) = store.read(|tx| {
         Ok((
             tx.revision()?,
             crate::store::epoch::epoch(tx)?,
             crate::store::retention::history_from(tx)?,
             tx.intake_counts()?,
+            Lowered::read(tx)?,
         ))
     })?;
     report.store_epoch = store_epoch;
     report.intake = intake;
-    let start = history_start(through, from);
     report.through_revision = through;
+    if let Some(lowered) = lowered {
+        report.damage.push(Violation {
+            invariant: damage_codes::REVISION_LOWERED,
+            ids: vec![lowered.revision.to_string(), lowered.history.to_string()],
+            sentence: lowered.sentence(),
+        });
+        return Ok(report);
+    }
+    let start = history_start(through, from);
     report.history_from = start;
     // A store trimmed before the mark existed has none: the revision count tells.
     report.history_may_be_trimmed = from > 0 || through > crate::store::RETENTION.history_revisions;

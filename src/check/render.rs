@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use super::Report;
+use super::{Report, damage_codes};
 use crate::store::RETENTION;
 
 /// Control characters escaped, so an odd id can never break a line or a terminal.
@@ -24,7 +24,8 @@ fn clean(text: &str) -> String {
     }
 }
 
-/// One line per violation and gap — `code [ids] sentence` — then a summary: what was
+/// One line per finding of damage, violation and gap — `code [ids] sentence` — (a lowered
+/// revision: only that) then a summary: what was
 /// read, the revisions the history read covers and was checked for gaps, the store epoch after an accepted rewind, how many
 /// items are incompatible, whether old history may be trimmed, and the verdict line
 /// (`OK: …` or `N violations: …`).
@@ -35,7 +36,12 @@ fn clean(text: &str) -> String {
 )]
 pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
-    for v in report.violations.iter().chain(&report.gaps) {
+    for v in report
+        .damage
+        .iter()
+        .chain(&report.violations)
+        .chain(&report.gaps)
+    {
         let ids: Vec<String> = v.ids.iter().map(|id| clean(id)).collect();
         let _ = writeln!(
             out,
@@ -44,6 +50,16 @@ pub fn render_text(report: &Report) -> String {
             ids.join(", "),
             clean(&v.sentence)
         );
+    }
+    if report
+        .damage
+        .iter()
+        .any(|d| d.invariant == damage_codes::REVISION_LOWERED)
+    {
+        out.push_str(
+            "DAMAGED: nothing else was checked: the history cannot be read in order up to a lowered revision\n",
+        );
+        return out;
     }
     let c = &report.checked;
     let _ = writeln!(
@@ -137,6 +153,8 @@ pub fn render_text(report: &Report) -> String {
             out,
             "{history_gaps} history gap(s): no violation in what is recorded, but records are missing"
         );
+    } else if report.violations.is_empty() && !report.damage.is_empty() {
+        out.push_str("DAMAGED: no invariant violated in what the store holds, but the store is not what this host wrote (above)\n");
     } else if report.violations.is_empty() {
         out.push_str("OK: no invariant violated\n");
     } else {
@@ -162,17 +180,23 @@ pub fn render_text(report: &Report) -> String {
     out
 }
 
-/// One JSON object per line (camelCase): each violation and gap
+/// One JSON object per line (camelCase): each finding of damage, violation and gap
 /// (`{"invariant","ids","sentence"}`), then one summary object
 /// (`{"summary":{"violations","checked","incompatibleItems","throughRevision",…}}`).
 #[must_use]
 pub fn render_json_lines(report: &Report) -> String {
     let mut out = String::new();
-    for v in report.violations.iter().chain(&report.gaps) {
+    for v in report
+        .damage
+        .iter()
+        .chain(&report.violations)
+        .chain(&report.gaps)
+    {
         out.push_str(&json!(v).to_string());
         out.push('\n');
     }
     let summary = json!({ "summary": {
+        "damage": report.damage.len(),
         "violations": report.violations.len(),
         "historyGaps": report.history_gaps(),
         "attemptsWithoutEnd": report.gaps.len() - report.history_gaps(),

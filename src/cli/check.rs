@@ -1,14 +1,18 @@
 //! `leasehold check`: the invariant checker over a store's durable history (exit 1 on a
-//! violation or a gap in the history), and over execution logs for attempts cut off.
+//! violation or a gap in the history), over execution logs for attempts cut off, and the
+//! store itself judged by this host's rewind witness (exit 1 for a store the writers here
+//! refuse, as for a lowered revision).
 
 use std::io::Write;
 
 use clap::Args;
 
+use super::witness::StateDirArg;
 use super::{CliResult, Failure, StoreArg};
-use crate::check::{CheckOptions, check_showing, unfinished_attempts};
+use crate::check::{CheckOptions, Violation, check_showing, damage_codes, unfinished_attempts};
 use crate::error::Error;
 use crate::store::url::OpenMode;
+use crate::store::witness::Rewound;
 
 /// `leasehold check`.
 #[derive(Debug, Clone, Args)]
@@ -26,6 +30,10 @@ pub struct CheckArgs {
     /// attempts that started and never ended; repeat for each authority.
     #[arg(long = "exec-log", value_name = "FILE")]
     pub exec_logs: Vec<std::path::PathBuf>,
+    /// This host's rewind witnesses, which the store is judged by as the writers here judge
+    /// it: a store behind what they saw is reported (`store-rewound`).
+    #[command(flatten)]
+    pub state: StateDirArg,
 }
 
 /// Runs `leasehold check`: exit 1 on any violation or history gap.
@@ -57,6 +65,9 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> CliResult {
     progress.finish();
     let mut report = checked?;
     report.gaps.extend(cut_off);
+    if let Some(rewound) = args.state.rewound(&store)? {
+        report.damage.push(rewound_finding(&rewound));
+    }
     if args.json {
         write!(out, "{}", crate::check::render_json_lines(&report))?;
     } else {
@@ -64,11 +75,33 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> CliResult {
     }
     if report.is_clean() {
         Ok(())
-    } else {
+    } else if report.damage.is_empty() {
         Err(Failure::refused(format!(
             "{} invariant violation(s), {} history gap(s)",
             report.violations.len(),
             report.history_gaps()
         )))
+    } else {
+        Err(Failure::refused(format!(
+            "the store is damaged ({} finding(s)); {} invariant violation(s), {} history gap(s)",
+            report.damage.len(),
+            report.violations.len(),
+            report.history_gaps()
+        )))
+    }
+}
+
+/// The finding of a store this host's witness saw further along.
+fn rewound_finding(rewound: &Rewound) -> Violation {
+    Violation {
+        invariant: damage_codes::STORE_REWOUND,
+        ids: vec![
+            rewound.witnessed.revision.to_string(),
+            rewound.store.revision.to_string(),
+        ],
+        sentence: format!(
+            "this host saw revision {}, the store is at revision {}: {}; the writers here refuse it (STORE_REWOUND) until `leasehold store accept-rewind`",
+            rewound.witnessed.revision, rewound.store.revision, rewound.detail
+        ),
     }
 }

@@ -7,10 +7,14 @@
 //! spellings of one SQLite file included), and `memory`, which no other process can see.
 //! The source is opened first and read-only, and checked whole before anything is copied
 //! (`Store::verify`: a damaged source would copy its damage, or fail part way), so an
-//! unreadable or damaged source creates no target.
+//! unreadable or damaged source creates no target. A copy that still fails part way (a
+//! row the whole-file check cannot judge, such as a value this build cannot decode)
+//! removes the SQLite target file it created; a target that existed before — an empty
+//! file, a PostgreSQL database — is left as the copy stopped, visibly unfinished.
 //! Store descriptions never carry a password.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -18,6 +22,7 @@ use super::output::{Table, json_line};
 use super::{CliResult, Failure};
 use crate::foundation::progress::Progress;
 use crate::foundation::text_cell::cell;
+use crate::store::Store;
 use crate::store::copy::{CopySummary, copy_store};
 use crate::store::url::{OpenMode, StoreUrl, open};
 
@@ -49,31 +54,60 @@ pub fn run(args: &CopyArgs, out: &mut dyn Write) -> CliResult {
     }
     let source = open(&args.from, OpenMode::ReadOnly)?;
     source.verify()?;
-    let target = open(&args.to, OpenMode::ReadWrite)?;
-    // Rows copied so far, on a terminal only.
-    let mut progress = Progress::terminal_only();
-    let summary = copy_store(&source, &target, &mut |count| {
-        progress.show(|| format!("copying {}: {} rows", count.table, count.rows));
-    });
-    progress.finish();
-    let summary = summary?;
+    let created = new_sqlite_file(&args.to)?;
+    let copied = copy_into(&source, &args.to);
+    if let (Err(_), Some(path)) = (&copied, &created) {
+        remove_created(path);
+    }
+    let (to, summary) = copied?;
     if args.json {
         json_line(
             out,
             &Report {
                 from: source.describe(),
-                to: target.describe(),
+                to,
                 summary: &summary,
             },
         )?;
     } else {
-        write!(
-            out,
-            "{}",
-            render(&source.describe(), &target.describe(), &summary)
-        )?;
+        write!(out, "{}", render(&source.describe(), &to, &summary))?;
     }
     Ok(())
+}
+
+/// Opens (creating) the target and copies `source` into it; the target is closed again on
+/// return, so a file it created can be removed. The target's description and the summary.
+fn copy_into(source: &Store, to: &str) -> Result<(String, CopySummary), Failure> {
+    let target = open(to, OpenMode::ReadWrite)?;
+    // Rows copied so far, on a terminal only.
+    let mut progress = Progress::terminal_only();
+    let summary = copy_store(source, &target, &mut |count| {
+        progress.show(|| format!("copying {}: {} rows", count.table, count.rows));
+    });
+    progress.finish();
+    Ok((target.describe(), summary?))
+}
+
+/// The SQLite file the copy is about to create: `to` when it names a path where nothing
+/// is yet. A target that exists (a file, or a PostgreSQL database) is never removed.
+fn new_sqlite_file(to: &str) -> Result<Option<PathBuf>, Failure> {
+    Ok(match StoreUrl::parse(to)? {
+        StoreUrl::Sqlite(path) => std::fs::symlink_metadata(&path)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+            .then_some(path),
+        _ => None,
+    })
+}
+
+/// Removes a target file this copy created, with SQLite's files beside it, after the copy
+/// failed: what it held is an unfinished copy nobody asked to keep. Best effort: the
+/// copy's own error is what the command reports.
+fn remove_created(path: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        let _ = std::fs::remove_file(file);
+    }
 }
 
 /// `--json`: the summary with both ends.

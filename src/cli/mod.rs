@@ -173,12 +173,8 @@ impl StoreArg {
     /// As [`Self::open`]; `STORE_REWOUND` (exit 2).
     pub fn open_writer(&self) -> Result<Store, Failure> {
         let store = self.open(OpenMode::Existing)?;
-        let state = witness::StateDirArg {
-            state_dir: std::env::var_os("LEASEHOLD_STATE_DIR")
-                .filter(|v| !v.is_empty())
-                .map(std::path::PathBuf::from),
-        };
-        if state.state_dir.is_none() && crate::store::witness::default_dir().is_none() {
+        let state = witness::StateDirArg::from_env();
+        if state.dir().is_none() {
             return Ok(store);
         }
         state.witnessed(store)
@@ -303,8 +299,13 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
+        Err(e) if e.kind() == clap::error::ErrorKind::InvalidUtf8 => {
+            report(&Failure::usage(not_utf8(&args[1.min(args.len())..], 1)));
+            return ExitCode::from(EXIT_USAGE);
+        }
         Err(e) => return ExitCode::from(clap_exit(&e)),
     };
     let stdout = io::stdout();
@@ -337,6 +338,25 @@ pub fn one_line(message: &str) -> String {
         .collect::<Vec<_>>()
         .join(" ");
     escape(&joined)
+}
+
+/// Which of `words` (the first at position `first`, counted after the program name) are
+/// not UTF-8, for a usage error that names them: `argument 3 ('a\u{fffd}') is not valid
+/// UTF-8` (each byte that is not UTF-8 shown as U+FFFD).
+fn not_utf8(words: &[OsString], first: usize) -> String {
+    let bad: Vec<String> = (first..)
+        .zip(words)
+        .filter(|(_, w)| w.to_str().is_none())
+        .map(|(n, w)| format!("argument {n} ('{}')", truncate(&w.to_string_lossy(), 60)))
+        .collect();
+    format!(
+        "{} not valid UTF-8: leasehold takes names, ids and store URLs as UTF-8 text (only file paths may hold other bytes)",
+        if bad.len() == 1 {
+            format!("{} is", bad.join(""))
+        } else {
+            format!("{} are", bad.join(", "))
+        }
+    )
 }
 
 /// Help and version print as clap renders them (exit 0); every other parse error is
@@ -418,6 +438,9 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> CliResult {
 /// `leasehold STORE …` means `leasehold attach STORE …` — but only when every word looks
 /// like a store, so a mistyped subcommand is an error rather than a new SQLite file.
 fn shorthand_attach(words: &[OsString]) -> Result<attach::AttachArgs, Failure> {
+    if words.iter().any(|w| w.to_str().is_none()) {
+        return Err(Failure::usage(not_utf8(words, 1)));
+    }
     let looks_like_store = |word: &str| {
         word == "memory" || word.contains(['/', '.', ':']) || std::path::Path::new(word).exists()
     };

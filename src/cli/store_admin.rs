@@ -7,12 +7,17 @@
 //! live fleet), as `init` does on an existing store and `copy` on its source. One line:
 //! what was checked (exit 0), or the `STORE_CORRUPT` error (exit 2).
 //!
-//! `store accept-rewind --store STORE [--reason TEXT] [--json]` accepts a store that went
-//! back in time (`STORE_REWOUND`) as it is now. It starts a new store epoch — every
-//! generation minted afterwards is ordered after every generation of the earlier epochs,
-//! so one handed out before the rewind is never handed out again — records the acceptance
-//! in the audit log, and brings this host's witness to the store. Witnesses on other hosts
-//! adopt the store when they see its epoch went up.
+//! `store accept-rewind --store STORE [--reason TEXT] [--dry-run] [--json]` accepts a store
+//! that went back in time (`STORE_REWOUND`) as it is now. It first says what that gives
+//! up: the store's revision against the one this host's witness saw, so how many
+//! acknowledged commits are lost (what each held is not recorded, so the completions and
+//! grants among them are not counted); `--dry-run` stops there. It then starts a new store
+//! epoch — every generation minted afterwards is ordered after every generation of the
+//! earlier epochs, so one handed out before the rewind is never handed out again — records
+//! the acceptance in the audit log, and brings this host's witness to the store. Witnesses
+//! on other hosts adopt the store when they see its epoch went up. A store this host's
+//! writers already take (a rewind accepted before, the witness moved with it) is left as
+//! it is, and the command says so: accepting twice does not start another epoch.
 
 use std::io::Write;
 
@@ -23,6 +28,7 @@ use super::witness::StateDirArg;
 use super::{CliResult, Failure, StoreArg};
 use crate::foundation::actor::operator;
 use crate::foundation::text_cell::cell;
+use crate::store::rewind::{AcceptedRewind, RewindCost};
 use crate::store::url::{OpenMode, StoreUrl, open};
 
 /// `leasehold store …`: administering the store itself.
@@ -64,9 +70,23 @@ pub struct AcceptRewindArgs {
     /// Why the rewind is accepted (kept in the audit log).
     #[arg(long)]
     pub reason: Option<String>,
+    /// Print what accepting would give up, and accept nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Print the outcome as one JSON object.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--json` of `store accept-rewind`: what accepting gives up, and what was done.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AcceptOutcome {
+    store: String,
+    cost: RewindCost,
+    /// `None`: nothing was accepted (a dry run, or nothing to accept).
+    accepted: Option<AcceptedRewind>,
+    dry_run: bool,
 }
 
 /// Runs a `leasehold store` subcommand.
@@ -104,18 +124,46 @@ fn accept_rewind(args: &AcceptRewindArgs, out: &mut dyn Write) -> CliResult {
     let store = args.store.open(OpenMode::Existing)?;
     // The witness is opened without judging the store: it is behind it by definition.
     let store = args.state.witnessed_unjudged(store)?;
-    let accepted = store.accept_rewind(&operator(), args.reason.as_deref())?;
-    if args.json {
-        json_line(out, &accepted)?;
+    let cost = store.rewind_cost()?;
+    let accepted = if cost.rewound && !args.dry_run {
+        Some(store.accept_rewind(&operator(), args.reason.as_deref())?)
     } else {
+        None
+    };
+    if args.json {
+        return Ok(json_line(
+            out,
+            &AcceptOutcome {
+                store: store.describe(),
+                cost,
+                accepted,
+                dry_run: args.dry_run,
+            },
+        )?);
+    }
+    if let Some(seen) = cost.witnessed.filter(|_| !cost.rewound) {
         writeln!(
             out,
+            "nothing to accept: {} is at revision {} (epoch {}) and this host saw revision {} (epoch {}): its writers take it as it is, so no new epoch was started",
+            cell(&store.describe()),
+            cost.store.revision,
+            cost.store.epoch,
+            seen.revision,
+            seen.epoch
+        )?;
+        return Ok(());
+    }
+    writeln!(out, "{}", cost.line())?;
+    match accepted {
+        None => writeln!(out, "dry run: nothing accepted")?,
+        Some(accepted) => writeln!(
+            out,
             "accepted {} as it is: store epoch {}, every generation minted from now on is above {} ({} leases and work items raised)",
-            store.describe(),
+            cell(&store.describe()),
             accepted.epoch,
             accepted.generation_floor,
             accepted.raised
-        )?;
+        )?,
     }
     Ok(())
 }

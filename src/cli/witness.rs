@@ -1,5 +1,6 @@
 //! The `--state-dir` option of the commands that write under this host's rewind witness
-//! (`authority`, `store accept-rewind`; see `store/witness.rs`).
+//! (`authority`, `store accept-rewind`; see `store/witness.rs`) and of `check`, which
+//! judges a store by it as those writers would.
 
 use std::path::{Path, PathBuf};
 
@@ -7,7 +8,7 @@ use clap::Args;
 
 use super::Failure;
 use crate::store::Store;
-use crate::store::witness::{Witness, default_dir};
+use crate::store::witness::{Rewound, Witness, default_dir, host_dir};
 
 /// Where this host keeps what it has seen of each store.
 #[derive(Debug, Clone, Default, Args)]
@@ -19,6 +20,34 @@ pub struct StateDirArg {
 }
 
 impl StateDirArg {
+    /// The directory the one-shot writers use, which have no `--state-dir` of their own
+    /// (`witness::host_dir`).
+    #[must_use]
+    pub fn from_env() -> Self {
+        Self {
+            state_dir: host_dir(),
+        }
+    }
+
+    /// The directory given, else the default; `None` when the host has neither.
+    #[must_use]
+    pub fn dir(&self) -> Option<PathBuf> {
+        self.state_dir.clone().or_else(default_dir)
+    }
+
+    /// How this host's witness judges `store`, read without writing anything: `None` for
+    /// a store the writers here would take, one they never wrote, a memory store, or a
+    /// host without a state directory.
+    ///
+    /// # Errors
+    /// An unreadable witness (exit 2), or a store failure.
+    pub fn rewound(&self, store: &Store) -> Result<Option<Rewound>, Failure> {
+        match self.dir() {
+            Some(dir) if store.physical_durability() => Ok(Rewound::find(&dir, store)?),
+            _ => Ok(None),
+        }
+    }
+
     /// `store` checked against this host's witness on every write. A memory store lives
     /// and dies with the process: there is nothing to witness.
     ///
@@ -46,7 +75,7 @@ impl StateDirArg {
         if !store.physical_durability() {
             return Ok(store);
         }
-        let dir = self.state_dir.clone().or_else(default_dir).ok_or_else(|| {
+        let dir = self.dir().ok_or_else(|| {
             Failure::usage(
                 "no directory for the rewind witness: give --state-dir (or set LEASEHOLD_STATE_DIR, XDG_STATE_HOME or HOME)",
             )

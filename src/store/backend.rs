@@ -374,6 +374,9 @@ pub trait Tx {
     /// them (the span of their sequence numbers): at most this many resources have any
     /// history, which sizes the checker's passes.
     fn history_records_bound(&mut self) -> Result<u64>;
+    /// The highest revision a grant or a write record carries (0 with none): never above
+    /// the store's revision in a sound store. Two index seeks.
+    fn history_high_revision(&mut self) -> Result<u64>;
     /// Writes with a revision above `after`, paged exactly like [`Tx::grants`].
     fn writes(
         &mut self,

@@ -38,6 +38,7 @@ mod reads;
 mod registry;
 mod release;
 pub mod retention;
+pub mod revision_floor;
 pub mod rewind;
 mod schedule_control;
 mod schedules;

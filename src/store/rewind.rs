@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::witness::Seen;
+use super::witness::{Seen, judge};
 use super::{Store, epoch};
 use crate::error::{Error, Result};
 use crate::model::AuditEntry;
@@ -26,7 +26,69 @@ pub struct AcceptedRewind {
     pub witnessed: Option<Seen>,
 }
 
+/// What accepting the store as it is would give up, as far as this host can tell: the
+/// store as it is now against what this host's witness saw of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindCost {
+    /// What the store shows now.
+    pub store: Seen,
+    /// What this host's witness holds (`None`: no witness, or it had seen nothing).
+    pub witnessed: Option<Seen>,
+    /// Commits this host saw acknowledged that the store no longer holds (the witnessed
+    /// revision less the store's), when the store is the one the witness saw, in its epoch.
+    pub lost_commits: Option<u64>,
+    /// Whether there is a rewind to accept: the writers on this host refuse the store, or
+    /// this host has no record to judge it by. `false` once a rewind was accepted and the
+    /// witness moved with it.
+    pub rewound: bool,
+}
+
+impl RewindCost {
+    /// One line for people: what is lost, and what this host cannot count.
+    #[must_use]
+    pub fn line(&self) -> String {
+        let at = format!(
+            "the store is at revision {} (epoch {})",
+            self.store.revision, self.store.epoch
+        );
+        match (self.witnessed, self.lost_commits) {
+            (None, _) => format!(
+                "{at}; this host has no record of it, so it cannot tell how many acknowledged commits it lacks"
+            ),
+            (Some(w), Some(lost)) => format!(
+                "{at}, this host saw revision {}: {lost} commit(s) are lost; this host keeps only the highest revision, not what each commit held, so it cannot count the completions and grants (generations) among them — each may run or be granted again under the new epoch",
+                w.revision
+            ),
+            (Some(w), None) => format!(
+                "{at}, this host saw revision {} of epoch {}: it is not the same store in the same epoch, so the commits lost cannot be counted",
+                w.revision, w.epoch
+            ),
+        }
+    }
+}
+
 impl Store {
+    /// What accepting the store now would give up, judged by this handle's witness (see
+    /// [`RewindCost`]); writes nothing.
+    ///
+    /// # Errors
+    /// `STORE_CORRUPT` for a store without an identity, or a store failure.
+    pub fn rewind_cost(&self) -> Result<RewindCost> {
+        let store = Seen::of(self)?;
+        let witnessed = self.witness().and_then(super::witness::Witness::seen);
+        let lost_commits = witnessed
+            .filter(|w| w.store_id == store.store_id && w.epoch == store.epoch)
+            .map(|w| w.revision.saturating_sub(store.revision));
+        let rewound = witnessed.is_none_or(|w| judge(Some(w), store).is_err());
+        Ok(RewindCost {
+            store,
+            witnessed,
+            lost_commits,
+            rewound,
+        })
+    }
+
     /// Accepts the store as it is now: starts the next epoch (every lease's and work item's
     /// generation raised to its floor, so a generation handed out before the rewind is never
     /// handed out again; see `store/epoch.rs`), audits it under `actor` with `reason`, and

@@ -111,7 +111,8 @@ pub(super) fn without_postgres() -> Error {
     )
 }
 
-/// Opens the store at `url` with the system clock and random tokens.
+/// Opens the store at `url` with the system clock and random tokens; a writable open
+/// refuses a store whose revision is below its own history (`Store::confirm_revision`).
 ///
 /// # Errors
 /// `INVALID`, `STORE_UNAVAILABLE`, `STORE_REFUSED`, `STORE_CORRUPT`, `STORE_READ_ONLY`.
@@ -124,9 +125,13 @@ pub fn open(url: &str, mode: OpenMode) -> Result<Store> {
         #[cfg(not(feature = "postgres"))]
         StoreUrl::Postgres(_) => return Err(without_postgres()),
     };
-    Ok(Store::new(
+    let store = Store::new(
         backend,
         Arc::new(SystemClock),
         Arc::new(SeededIds::random()),
-    ))
+    );
+    if mode != OpenMode::ReadOnly {
+        store.confirm_revision()?;
+    }
+    Ok(store)
 }

@@ -177,8 +177,7 @@ impl Witness {
     /// `STORE_UNAVAILABLE` when the witness cannot be read or written; `STORE_REFUSED`
     /// when it holds what no build wrote (an operator decides whether to remove it).
     pub fn load(dir: &Path, store: &Store) -> Result<Self> {
-        let name = hex::encode(Sha256::digest(store.backend.identity().as_bytes()));
-        let path = dir.join(format!("{}.witness", &name[..32]));
+        let path = record_path(dir, store);
         let unavailable = |e: std::io::Error| {
             Error::Unavailable(format!("rewind witness {}: {e}", path.display()))
         };
@@ -192,16 +191,7 @@ impl Witness {
             .map_err(unavailable)?;
         let mut text = String::new();
         file.read_to_string(&mut text).map_err(unavailable)?;
-        let seen = if text.trim().is_empty() {
-            None
-        } else {
-            Some(serde_json::from_str(text.trim()).map_err(|e| {
-                Error::Refused(format!(
-                    "rewind witness {} is unreadable ({e}); remove it only if the store is known to be intact",
-                    path.display()
-                ))
-            })?)
-        };
+        let seen = parse(&text, &path)?;
         Ok(Self {
             label: store.describe(),
             path,
@@ -275,6 +265,71 @@ impl Witness {
     }
 }
 
+/// What a host's witness says of a store it judged without writing: see [`Rewound::find`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rewound {
+    /// What the witness holds.
+    pub witnessed: Seen,
+    /// What the store shows now.
+    pub store: Seen,
+    /// Why the writers on this host refuse it, as one clause (see [`judge`]).
+    pub detail: String,
+}
+
+impl Rewound {
+    /// Judges `store` by this host's witness in `dir` as the writers here would, reading
+    /// the record without creating or changing anything (`leasehold check`, `inspect
+    /// overview`): `None` when the writers would take the store, or the host has no record
+    /// of it.
+    ///
+    /// # Errors
+    /// `STORE_UNAVAILABLE` when the record cannot be read, `STORE_REFUSED` when it holds
+    /// what no build wrote, or a store failure.
+    pub fn find(dir: &Path, store: &Store) -> Result<Option<Self>> {
+        let path = record_path(dir, store);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(Error::Unavailable(format!(
+                    "rewind witness {}: {e}",
+                    path.display()
+                )));
+            }
+        };
+        let Some(witnessed) = parse(&text, &path)? else {
+            return Ok(None);
+        };
+        let now = Seen::of(store)?;
+        Ok(judge(Some(witnessed), now).err().map(|detail| Self {
+            witnessed,
+            store: now,
+            detail,
+        }))
+    }
+}
+
+/// Where this host keeps its record of `store` in `dir`: named after the store's identity
+/// (its canonical path or URL).
+fn record_path(dir: &Path, store: &Store) -> PathBuf {
+    let name = hex::encode(Sha256::digest(store.backend.identity().as_bytes()));
+    dir.join(format!("{}.witness", &name[..32]))
+}
+
+/// A record's text: `None` for an empty one (a witness opened before any write).
+fn parse(text: &str, path: &Path) -> Result<Option<Seen>> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(text.trim()).map(Some).map_err(|e| {
+        Error::Refused(format!(
+            "rewind witness {} is unreadable ({e}); remove it only if the store is known to be intact",
+            path.display()
+        ))
+    })
+}
+
 /// Rewrites the fixed-size record in place.
 fn write_record(file: &mut File, seen: &Seen) -> std::io::Result<()> {
     let json = serde_json::to_string(seen).map_err(std::io::Error::other)?;
@@ -282,6 +337,16 @@ fn write_record(file: &mut File, seen: &Seen) -> std::io::Result<()> {
     record.push('\n');
     file.seek(SeekFrom::Start(0))?;
     file.write_all(record.as_bytes())
+}
+
+/// The directory this host's writers keep their witnesses in when given none:
+/// `LEASEHOLD_STATE_DIR`, else [`default_dir`].
+#[must_use]
+pub fn host_dir() -> Option<PathBuf> {
+    std::env::var_os("LEASEHOLD_STATE_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(default_dir)
 }
 
 /// The default directory of witnesses: `$XDG_STATE_HOME/leasehold/witness`, else

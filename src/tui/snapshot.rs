@@ -28,6 +28,7 @@ use crate::ops::live_builds::LiveBuilds;
 use crate::ops::runnable::RunnableMemo;
 use crate::ops::window::{Listing, Window};
 use crate::store::stall::ProcessStall;
+use crate::store::witness::{Rewound, host_dir};
 use crate::store::{Overview, Store};
 
 /// Failovers the overview lists (the count covers the whole window).
@@ -119,6 +120,9 @@ pub struct Snapshot {
     pub ticker: Vec<crate::ops::ticker::TickerLine>,
     pub data: ViewData,
     pub stats: QueryStats,
+    /// Why the writers on this host refuse the store as rewound (its rewind witness, in
+    /// `LEASEHOLD_STATE_DIR` or the default directory); `None` when they take it.
+    pub rewound: Option<String>,
 }
 
 /// Counts store calls for the stats line.
@@ -173,6 +177,7 @@ pub fn read_cached(
     let failovers = overview_failovers(&mut c, query.view, at)?;
     let data = ViewData::read(&mut c, query, at, &head, &mut cache.replay)?;
     let demo = DemoState::read(&mut c, demo, at)?;
+    let rewound = rewound(&mut c)?;
     let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     Ok(Snapshot {
         query: query.clone(),
@@ -195,7 +200,19 @@ pub fn read_cached(
             queries: c.queries,
             latency_us,
         },
+        rewound,
     })
+}
+
+/// The store judged by this host's rewind witness, as the writers here judge it; nothing
+/// for a memory store or a host without a state directory.
+fn rewound(c: &mut Counter<'_>) -> Result<Option<String>> {
+    match host_dir() {
+        Some(dir) if c.store.physical_durability() => {
+            c.run(|s| Ok(Rewound::find(&dir, s)?.map(|r| r.detail)))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// What every view shows, read at every refresh: the store's counters, the fleet and what

@@ -151,3 +151,37 @@ fn copy_refuses_a_non_empty_target_itself_and_memory() {
     );
     assert!(!Path::new(&missing).exists());
 }
+
+/// A copy that fails part way — a source row the whole-file check passes but no build can
+/// decode — removes the target file it created; a target that existed before stays.
+#[test]
+fn a_copy_that_fails_removes_the_target_it_created_and_only_that() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = super::damaged::healthy(dir.path());
+    rusqlite::Connection::open(&source)
+        .unwrap()
+        .execute_batch(
+            "UPDATE work SET state = 'no-such-state' WHERE rowid = (SELECT max(rowid) FROM work)",
+        )
+        .unwrap();
+    let from = source.display().to_string();
+    let new = dir.path().join("new.db");
+    let o = leasehold(&["copy", "--from", &from, "--to", &new.display().to_string()]);
+    let err = assert_one_line_failure(&o, 2);
+    assert!(err.contains("STORE_CORRUPT"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("new.db"))
+        .collect();
+    assert!(left.is_empty(), "the failed copy left {left:?}");
+
+    let existing = dir.path().join("existing.db").display().to_string();
+    assert_eq!(code(&leasehold(&["init", &existing])), 0);
+    let o = leasehold(&["copy", "--from", &from, "--to", &existing]);
+    assert_one_line_failure(&o, 2);
+    assert!(
+        Path::new(&existing).exists(),
+        "an existing target was removed"
+    );
+}

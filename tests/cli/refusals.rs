@@ -371,3 +371,38 @@ fn an_authority_process_refuses_a_store_no_other_process_can_reach() {
         "{err}"
     );
 }
+
+/// An argument that is not UTF-8 is named by its position in one line (exit 2), for an
+/// option's value as for the `leasehold STORE` shorthand, before anything is opened.
+#[test]
+fn an_argument_that_is_not_utf8_is_named_by_its_position() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    let bad = OsStr::from_bytes(b"s\xff.db");
+    for (args, position) in [
+        (
+            vec![
+                OsStr::new("inspect"),
+                OsStr::new("overview"),
+                OsStr::new("--store"),
+                bad,
+            ],
+            4,
+        ),
+        (vec![bad], 1),
+    ] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .args(&args)
+            .env_remove("LEASEHOLD_STORE")
+            .output()
+            .unwrap();
+        let err = assert_one_line_failure(&o, 2);
+        assert!(
+            err.contains(&format!(
+                "argument {position} ('s\u{fffd}.db') is not valid UTF-8"
+            )),
+            "{err}"
+        );
+    }
+}

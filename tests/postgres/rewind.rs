@@ -1,6 +1,7 @@
 //! A database that went back in time, or another server under the same URL: writes fail
 //! closed, across restarts by this host's rewind witness, until an operator accepts it.
 
+use leasehold::check::{CheckOptions, check, damage_codes};
 use leasehold::model::work::NewWork;
 use leasehold::store::url::{self, OpenMode};
 use leasehold::store::witness::Witness;
@@ -63,9 +64,12 @@ fn a_restarted_writer_refuses_a_rewound_database_until_accepted() {
     let claimed = store.claim("fx-0", "a", "k", 60_000).unwrap().generation;
     drop(store);
     let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    // What a replica that was behind holds: neither the claim nor its history.
     admin
         .batch_execute(
             "UPDATE meta SET value = 1 WHERE key = 'revision';
+             DELETE FROM grants WHERE revision > 1;
+             DELETE FROM writes WHERE revision > 1;
              UPDATE work SET generation = 0, state = 'pending', owner_id = NULL WHERE id = 'fx-0';",
         )
         .unwrap();
@@ -91,6 +95,41 @@ fn a_restarted_writer_refuses_a_rewound_database_until_accepted() {
         .unwrap();
     let fresh = store.claim("fx-new", "b", "k", 60_000).unwrap().generation;
     assert!(fresh > accepted.generation_floor, "{fresh}");
+}
+
+/// A revision lowered below the store's own history (the meta row edited, a partial
+/// restore) is damage, not a rewind: a writer refuses it at open (`STORE_CORRUPT`, naming
+/// both revisions) and the checker names it instead of reporting the history it would cut
+/// off as violations.
+#[test]
+fn a_revision_lowered_below_its_history_is_refused_and_named() {
+    let db = database();
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    for i in 0..3 {
+        store
+            .enqueue(NewWork::effect(format!("fx-{i}"), HANDLER, "{}"), "k")
+            .unwrap();
+        store.claim(&format!("fx-{i}"), "a", "k", 60_000).unwrap();
+    }
+    let high = store.revision().unwrap();
+    drop(store);
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute("UPDATE meta SET value = 2 WHERE key = 'revision'")
+        .unwrap();
+    let e = url::open(db.url(), OpenMode::Existing).err().unwrap();
+    assert_eq!(e.code(), "STORE_CORRUPT", "{e}");
+    assert!(
+        e.to_string()
+            .contains(&format!("revision is 2, below revision {high}")),
+        "{e}"
+    );
+    let reader = url::open(db.url(), OpenMode::ReadOnly).unwrap();
+    let report = check(&reader, &CheckOptions::at(reader.now())).unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    assert_eq!(report.damage.len(), 1, "{:?}", report.damage);
+    assert_eq!(report.damage[0].invariant, damage_codes::REVISION_LOWERED);
+    assert_eq!(report.damage[0].ids, ["2".to_owned(), high.to_string()]);
 }
 
 /// Another PostgreSQL cluster answering under the same URL (a failover to a server that is

@@ -193,3 +193,84 @@ fn a_removed_wal_or_replaced_file_stops_writes_before_the_next_commit() {
         assert!(store.untrusted().is_some());
     }
 }
+
+#[test]
+fn accepting_says_how_many_commits_are_lost_and_a_second_accept_has_nothing_to_accept() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let clock = ManualClock::new(1_000_000);
+    let path = new_store(dir.path(), &clock);
+    let old = dir.path().join("old.db");
+    let (saw, kept) = {
+        let store = witnessed(&path, &state, &clock).unwrap();
+        mint(&store, &clock, "a");
+        snapshot(&path, &old);
+        let kept = store.revision().unwrap();
+        mint(&store, &clock, "b");
+        mint(&store, &clock, "c");
+        (store.revision().unwrap(), kept)
+    };
+    restore(&old, &path);
+    let unjudged = || {
+        let store = open_sqlite(&path, &clock, OpenMode::Existing).unwrap();
+        let witness = Witness::load(&state, &store).unwrap();
+        store.with_witness(witness)
+    };
+
+    let store = unjudged();
+    let cost = ok("cost", store.rewind_cost());
+    assert!(cost.rewound);
+    assert_eq!(cost.store.revision, kept);
+    assert_eq!(cost.lost_commits, Some(saw - kept), "{cost:?}");
+    let line = cost.line();
+    assert!(
+        line.contains(&format!(
+            "revision {kept} (epoch 0), this host saw revision {saw}: {} commit(s) are lost",
+            saw - kept
+        )),
+        "{line}"
+    );
+    assert!(line.contains("cannot count the completions"), "{line}");
+    ok("accept", store.accept_rewind("op@host", None));
+
+    // The witness moved with the store: there is nothing left to accept.
+    let cost = ok("cost again", unjudged().rewind_cost());
+    assert!(!cost.rewound, "{cost:?}");
+    assert_eq!(cost.store.epoch, 1);
+}
+
+#[test]
+fn a_revision_lowered_below_its_history_is_refused_at_open_and_named_by_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000_000);
+    let path = new_store(dir.path(), &clock);
+    let high = {
+        let store = open_sqlite(&path, &clock, OpenMode::Existing).unwrap();
+        mint(&store, &clock, "a");
+        mint(&store, &clock, "b");
+        store.revision().unwrap()
+    };
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("UPDATE meta SET value = 1 WHERE key = 'revision'")
+        .unwrap();
+    let url = path.display().to_string();
+    for mode in [OpenMode::Existing, OpenMode::ReadWrite] {
+        let e = leasehold::store::url::open(&url, mode).err().unwrap();
+        assert_eq!(e.code(), "STORE_CORRUPT", "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("revision is 1, below revision {high}")),
+            "{e}"
+        );
+    }
+    let reader = leasehold::store::url::open(&url, OpenMode::ReadOnly).unwrap();
+    let report =
+        leasehold::check::check(&reader, &leasehold::check::CheckOptions::at(reader.now()))
+            .unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    assert!(!report.is_clean());
+    let damage: Vec<_> = report.damage.iter().map(|d| d.invariant).collect();
+    assert_eq!(damage, ["revision-lowered"]);
+    assert_eq!(report.damage[0].ids, ["1".to_owned(), high.to_string()]);
+}

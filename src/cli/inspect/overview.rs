@@ -3,7 +3,8 @@
 //! window's incidents, retention), how late each kind and lane of work runs, and the work
 //! counts by kind, state and build; outcomes held in recovery and writes stalled on the
 //! store's lock, as the authorities publish them; the intake's waiting and refused
-//! requests; the handlers paused fleet-wide.
+//! requests; the handlers paused fleet-wide; whether this host's writers refuse the store
+//! as rewound.
 
 use std::io::Write;
 
@@ -13,6 +14,7 @@ use super::incidents;
 use super::render::{ViewRow, table};
 use super::{Ctx, Failure};
 use crate::cli::output::{json_line, opt_when, short, yes_no};
+use crate::cli::witness::StateDirArg;
 use crate::clock::{Millis, format_duration};
 use crate::foundation::text_cell::{cell, cell_max};
 use crate::model::{IntakeCounts, PageRequest, PausedHandler};
@@ -21,6 +23,7 @@ use crate::ops::paused_handlers;
 use crate::ops::published::PublishedView;
 use crate::ops::retention::RetentionView;
 use crate::rules::lateness::{self, KindLateness, LaneLateness};
+use crate::store::witness::Rewound;
 
 /// Registrations read for the retention line (the policy of the first running one, and
 /// how many of the others differ) and the recovery line.
@@ -58,6 +61,9 @@ struct OverviewRow {
     intake: IntakeCounts,
     /// Handlers paused fleet-wide: who, when, why, and how many items wait behind each.
     paused_handlers: Vec<PausedHandler>,
+    /// The store judged by this host's rewind witness (`LEASEHOLD_STATE_DIR`, else the
+    /// default): what the writers here refuse it for, `null` when they would take it.
+    rewound: Option<Rewound>,
 }
 
 #[derive(Serialize)]
@@ -135,6 +141,7 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         published: PublishedView::read(&registered, &ctx.store.write_stalls()?, ctx.now),
         intake: overview.intake,
         paused_handlers: overview.paused_handlers,
+        rewound: StateDirArg::from_env().rewound(ctx.store)?,
     };
     if ctx.json {
         json_line(out, &row)?;
@@ -186,6 +193,7 @@ fn print_text(row: &OverviewRow, now: Millis, out: &mut dyn Write) -> Result<(),
         "recovery     {}",
         cell_max(&row.published.line(now), 400)
     )?;
+    writeln!(out, "rewound      {}", rewound_line(row.rewound.as_ref()))?;
     writeln!(out, "intake       {}", row.intake.line())?;
     writeln!(
         out,
@@ -195,6 +203,21 @@ fn print_text(row: &OverviewRow, now: Millis, out: &mut dyn Write) -> Result<(),
     writeln!(out)?;
     out.write_all(table(&row.work, now).render().as_bytes())?;
     Ok(())
+}
+
+/// `no`, or what this host's writers refuse the store for.
+fn rewound_line(rewound: Option<&Rewound>) -> String {
+    rewound.map_or_else(
+        || "no".to_owned(),
+        |r| {
+            format!(
+                "YES: this host saw revision {}, the store is at revision {}: {}; writers here refuse it (STORE_REWOUND)",
+                r.witnessed.revision,
+                r.store.revision,
+                cell(&r.detail)
+            )
+        },
+    )
 }
 
 /// `effect 45m00s (flood), schedule 2.0s (tick)`, or `none`.

@@ -109,6 +109,12 @@ impl OwnershipHistory {
         (self.grants.len() + self.writes.len()) as u64
     }
 
+    /// The highest revision a record carries (0 with none).
+    pub(super) fn high_revision(&self) -> u64 {
+        let last = |keys: Option<&Key>| keys.map_or(0, |k| k.0);
+        last(self.grants.keys().next_back()).max(last(self.writes.keys().next_back()))
+    }
+
     /// The newest `limit` grants of `resource`, newest first.
     pub(super) fn latest_grants(&self, resource: &str, limit: usize) -> Vec<Grant> {
         (self.grants.values())

@@ -458,6 +458,10 @@ impl Tx for MemTx<'_> {
         Ok(self.state.ownership.len())
     }
 
+    fn history_high_revision(&mut self) -> Result<u64> {
+        Ok(self.state.ownership.high_revision())
+    }
+
     fn latest_grants(&mut self, resource: &str, limit: usize) -> Result<Vec<Grant>> {
         Ok(self.state.ownership.latest_grants(resource, limit))
     }

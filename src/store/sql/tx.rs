@@ -485,6 +485,16 @@ impl<D: Driver> Tx for D {
         Ok(n.unwrap_or(0).unsigned_abs())
     }
 
+    fn history_high_revision(&mut self) -> Result<u64> {
+        self.settle()?;
+        // `max` over the indexed `revision` columns: one seek each.
+        let sql = D::DIALECT.text(
+            "SELECT COALESCE(max(r), 0) FROM (SELECT max(revision) AS r FROM grants UNION ALL SELECT max(revision) FROM writes) AS h",
+        );
+        let n = self.one(sql, &[], decode::first_int)?.flatten();
+        Ok(n.unwrap_or(0).unsigned_abs())
+    }
+
     fn writes(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<WriteRecord>> {
         self.history_page(
             "writes",

@@ -1,5 +1,6 @@
 //! The frame around every view: the header (store — with several attached, the one on
-//! screen as a badge and each other's state: live or stale — revision, LIVE / PAUSED,
+//! screen as a badge and each other's state: live or stale — revision, a red REWOUND
+//! badge when this host's writers refuse the store, LIVE / PAUSED,
 //! stale and loading badges, query stats), the view tabs (or the store-error banner), and the footer
 //! (prompt, status message or key hints).
 
@@ -48,6 +49,13 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
                 format!("rev {}", s.overview.revision),
                 t.style(Role::Base),
             ));
+            if s.rewound.is_some() {
+                left.push(sep());
+                left.push(Span::styled(
+                    "REWOUND: this host's writers refuse it (overview)",
+                    t.style(Role::Error),
+                ));
+            }
             if let Some(scenario) = &s.scenario {
                 left.push(sep());
                 left.push(Span::styled(

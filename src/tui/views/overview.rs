@@ -173,7 +173,20 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
         spans.push(Span::raw(" "));
         spans.push(Span::styled(format!("{n} {state}"), t.style(role)));
     }
-    let mut lines = vec![Line::from(spans)];
+    let mut lines: Vec<Line<'_>> = snap
+        .rewound
+        .iter()
+        .map(|why| {
+            Line::from(vec![
+                Span::styled("rewound ", t.style(Role::Muted)),
+                Span::styled(
+                    format!("{}; this host's writers refuse it", clean(why, 300)),
+                    t.style(Role::Error),
+                ),
+            ])
+        })
+        .collect();
+    lines.push(Line::from(spans));
     lines.push(Line::from(vec![
         Span::styled("incompatible ", t.style(Role::Muted)),
         Span::styled(

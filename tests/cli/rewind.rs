@@ -1,0 +1,253 @@
+//! A store that went back in time, or whose revision was lowered, as the command line
+//! names it: `check` and `inspect overview` judge it by this host's rewind witness as the
+//! writers here do, `store accept-rewind` says what accepting gives up and accepts a rewind
+//! once, and a lowered revision is damage that writers refuse and `check` names.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use leasehold::model::work::NewWork;
+use leasehold::store::url::{OpenMode, open};
+
+use super::{assert_one_line_failure, code, stderr, stdout};
+
+/// `leasehold ARGS` with this host's witnesses in `state`.
+fn at(state: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .env("LEASEHOLD_STATE_DIR", state)
+        .env_remove("LEASEHOLD_STORE")
+        .env("NO_COLOR", "1")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `n` items enqueued through the command line, a writer under the witness in `state`.
+fn enqueue(state: &Path, store: &str, from: usize, n: usize) {
+    for i in from..from + n {
+        let id = format!("fx-{i}");
+        let o = at(
+            state,
+            &[
+                "work",
+                "enqueue",
+                "--store",
+                store,
+                "--handler",
+                "h",
+                "--payload",
+                "{}",
+                "--id",
+                &id,
+            ],
+        );
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
+}
+
+/// A store this host wrote up to revision `saw`, put back to an older copy at revision
+/// `kept`: (store, state dir, saw, kept).
+fn rewound(dir: &Path) -> (String, std::path::PathBuf, u64, u64) {
+    let state = dir.join("state");
+    let path = dir.join("s.db");
+    let store = path.display().to_string();
+    assert_eq!(code(&at(&state, &["init", &store])), 0);
+    enqueue(&state, &store, 0, 2);
+    let old = dir.join("old.db");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("VACUUM INTO ?1", [old.to_str().unwrap()])
+        .unwrap();
+    let revision = || {
+        open(&store, OpenMode::ReadOnly)
+            .unwrap()
+            .revision()
+            .unwrap()
+    };
+    let kept = revision();
+    enqueue(&state, &store, 2, 3);
+    let saw = revision();
+    for side in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{store}{side}"));
+    }
+    std::fs::copy(&old, &path).unwrap();
+    (store, state, saw, kept)
+}
+
+#[test]
+fn check_and_the_overview_name_a_rewound_store_as_the_writers_here_refuse_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, state, saw, kept) = rewound(dir.path());
+
+    let writer = at(
+        &state,
+        &[
+            "work",
+            "enqueue",
+            "--store",
+            &store,
+            "--handler",
+            "h",
+            "--payload",
+            "{}",
+        ],
+    );
+    assert!(assert_one_line_failure(&writer, 2).contains("STORE_REWOUND"));
+
+    let o = at(&state, &["check", "--store", &store]);
+    assert_one_line_failure(&o, 1);
+    let out = stdout(&o);
+    let finding = format!(
+        "store-rewound [{saw}, {kept}] this host saw revision {saw}, the store is at revision {kept}"
+    );
+    assert!(out.starts_with(&finding), "{out}");
+    assert!(!out.contains("OK:"), "{out}");
+    let o = at(&state, &["check", "--store", &store, "--json"]);
+    let first: serde_json::Value =
+        serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    assert_eq!(first["invariant"], "store-rewound", "{first}");
+
+    // Another host (another state directory) never wrote to it: nothing to report.
+    let elsewhere = dir.path().join("elsewhere");
+    let o = at(&elsewhere, &["check", "--store", &store]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let o = at(
+        &elsewhere,
+        &[
+            "check",
+            "--store",
+            &store,
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        code(&o),
+        1,
+        "--state-dir is the witness judged by: {}",
+        stdout(&o)
+    );
+
+    let o = at(&state, &["inspect", "overview", "--store", &store]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.starts_with("rewound"))
+        .unwrap()
+        .to_owned();
+    assert!(
+        line.contains(&format!(
+            "YES: this host saw revision {saw}, the store is at revision {kept}"
+        )),
+        "{line}"
+    );
+    let o = at(
+        &state,
+        &["inspect", "overview", "--store", &store, "--json"],
+    );
+    let row: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(row["rewound"]["witnessed"]["revision"], saw, "{row}");
+    let o = at(&elsewhere, &["inspect", "overview", "--store", &store]);
+    assert!(stdout(&o).contains("\nrewound      no\n"), "{}", stdout(&o));
+}
+
+#[test]
+fn accept_rewind_says_what_is_lost_dry_runs_and_accepts_a_rewind_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, state, saw, kept) = rewound(dir.path());
+    let epoch = || {
+        let o = at(&state, &["check", "--store", &store, "--json"]);
+        let summary: serde_json::Value =
+            serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
+        summary["summary"]["storeEpoch"].as_u64().unwrap()
+    };
+    let lost = format!(
+        "the store is at revision {kept} (epoch 0), this host saw revision {saw}: {} commit(s) are lost",
+        saw - kept
+    );
+
+    let o = at(
+        &state,
+        &["store", "accept-rewind", "--store", &store, "--dry-run"],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with(&lost), "{}", stdout(&o));
+    assert!(
+        stdout(&o).ends_with("dry run: nothing accepted\n"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(epoch(), 0, "a dry run accepts nothing");
+
+    let o = at(&state, &["store", "accept-rewind", "--store", &store]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with(&lost), "{}", stdout(&o));
+    assert!(stdout(&o).contains("accepted "), "{}", stdout(&o));
+    assert_eq!(epoch(), 1);
+
+    let o = at(&state, &["store", "accept-rewind", "--store", &store]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("nothing to accept: "),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(stdout(&o).lines().count(), 1);
+    assert_eq!(epoch(), 1, "a second accept starts no epoch");
+    let o = at(
+        &state,
+        &["store", "accept-rewind", "--store", &store, "--json"],
+    );
+    let json: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(json["accepted"], serde_json::Value::Null, "{json}");
+    assert_eq!(json["cost"]["rewound"], false, "{json}");
+    assert_eq!(code(&at(&state, &["check", "--store", &store])), 0);
+}
+
+#[test]
+fn a_lowered_revision_is_named_by_check_and_refused_by_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let store = dir.path().join("s.db").display().to_string();
+    let high = {
+        let s = open(&store, OpenMode::ReadWrite).unwrap();
+        for i in 0..5 {
+            let id = format!("fx-{i}");
+            s.enqueue(NewWork::effect(&id, "h", "{}"), "k").unwrap();
+            s.claim(&id, "a", "k", 60_000).unwrap();
+        }
+        s.revision().unwrap()
+    };
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute_batch("UPDATE meta SET value = 2 WHERE key = 'revision'")
+        .unwrap();
+    let o = at(&state, &["check", "--store", &store]);
+    assert_one_line_failure(&o, 1);
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 2, "one finding and the verdict: {out}");
+    assert!(
+        out.starts_with(&format!(
+            "revision-lowered [2, {high}] the store's revision is 2, below revision {high}"
+        )),
+        "{out}"
+    );
+    let writer = at(
+        &state,
+        &[
+            "work",
+            "enqueue",
+            "--store",
+            &store,
+            "--handler",
+            "h",
+            "--payload",
+            "{}",
+        ],
+    );
+    let err = assert_one_line_failure(&writer, 2);
+    assert!(
+        err.contains("STORE_CORRUPT") && err.contains(&format!("below revision {high}")),
+        "{err}"
+    );
+}
