@@ -57,7 +57,7 @@ pub enum Reason {
     /// Unfinished, and no authority is running at all.
     NoAuthority,
     /// Unfinished, for a build no running authority runs, though its handler runs.
-    Stranded,
+    Incompatible,
     /// Unfinished, and no running authority has its handler.
     NoHandler,
     /// Claimed by an authority that is gone, its lease lapsed, not yet reclaimed.
@@ -83,9 +83,9 @@ impl Reason {
             Self::DeadLetters => "dead letters (uncertain attempts exhausted)",
             Self::Failed => "failed",
             Self::Uncertain => "unfinished with uncertain attempts",
-            Self::NoAuthority => "unfinished, and no authority is running",
-            Self::Stranded => "stranded: no running build can claim them",
-            Self::NoHandler => "no running authority has their handler",
+            Self::NoAuthority => "stranded: no authority is running",
+            Self::Incompatible => "incompatible: their handler runs only at another version",
+            Self::NoHandler => "no handler: no running authority has it",
             Self::GoneClaims => "claims of gone authorities, awaiting reclaim",
             Self::OverdueInstances => "workflow instances overdue",
             Self::LateLanes => "lanes late by more than a minute",
@@ -108,7 +108,7 @@ impl Reason {
             }
             Self::Uncertain => "check the handler's idempotency; leasehold work discard to stop",
             Self::NoAuthority => "start an authority",
-            Self::Stranded => "start an authority with their build, or discard them",
+            Self::Incompatible => "start an authority with their build, or discard them",
             Self::NoHandler => "deploy an authority with the handler",
             Self::GoneClaims => "start an authority (they are reclaimed within a lease)",
             Self::OverdueInstances => "check the authorities' liveness and the instance history",
@@ -129,7 +129,7 @@ impl Reason {
             Self::DeadLetters => &[WorkGroup::DeadLetter],
             Self::Failed => &[WorkGroup::RetriesExhausted, WorkGroup::Terminal],
             Self::NoAuthority => &[WorkGroup::Stranded],
-            Self::Stranded => &[WorkGroup::Incompatible],
+            Self::Incompatible => &[WorkGroup::Incompatible],
             Self::NoHandler => &[WorkGroup::NoHandler],
             _ => &[],
         }
@@ -143,7 +143,7 @@ impl Reason {
             Self::DeadLetters => Some("state:dead-letter"),
             Self::Failed => Some("state:retries-exhausted,terminal"),
             Self::NoAuthority => Some("state:stranded"),
-            Self::Stranded => Some("state:incompatible"),
+            Self::Incompatible => Some("state:incompatible"),
             Self::NoHandler => Some("state:no-handler"),
             Self::Uncertain
             | Self::GoneClaims
@@ -280,7 +280,7 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
     let mut uncertain = Group::new(Reason::Uncertain);
     // With nobody running, every unfinished item waits for the same, simpler reason.
     let mut stranded = Group::new(if fleet.any_running() {
-        Reason::Stranded
+        Reason::Incompatible
     } else {
         Reason::NoAuthority
     });

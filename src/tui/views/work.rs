@@ -17,7 +17,7 @@ use crate::ops::runnable::Standing;
 pub const COLUMNS: &[Column] = &[
     col("id", 20, 0),
     col("kind", 8, 3),
-    col("handler", 14, 1),
+    col("handler", 14, 3),
     col("state", 9, 0),
     col("owner", 12, 1),
     col("gen", 4, 1),
