@@ -4,6 +4,7 @@
 
 use super::action::{ViewId, WorkQuick};
 use crate::model::work::{WorkFilter, WorkState};
+use crate::model::{Ending, WorkGroup};
 use crate::ops::filter::{Filter, FilterError, Judge, Subject};
 use crate::store::WorkOrder;
 
@@ -102,9 +103,18 @@ pub fn work_filter(
     } else {
         &[]
     };
+    // The quick filter `failed` is the vocabulary's `failed`: a discarded item is not in it.
+    let quick_endings: &[Ending] = if quick == WorkQuick::Failed {
+        WorkGroup::Failed.endings()
+    } else {
+        &[]
+    };
+    let mut facets = typed.facets.clone();
+    facets.endings = both(&typed.facets.endings, quick_endings)?;
     Some(WorkFilter {
         states: both(&typed.states, &quick_states(quick))?,
         compats: both(&typed.compats, quick_compats)?,
+        facets,
         ..typed
     })
 }
@@ -137,6 +147,8 @@ mod tests {
         let w = work_filter(WorkQuick::Retry, Some(&failed), &[], &[], &NewOnly).unwrap();
         assert_eq!(w.states, vec![WorkState::Retry]);
         assert!(work_filter(WorkQuick::Pending, Some(&failed), &[], &[], &NewOnly).is_none());
+        let w = work_filter(WorkQuick::Failed, None, &[], &[], &NewOnly).unwrap();
+        assert!(!w.facets.endings.contains(&Ending::Discarded));
         let w = work_filter(WorkQuick::Claimed, None, &[], &[], &NewOnly).unwrap();
         assert_eq!(w.states, vec![WorkState::Claimed]);
 

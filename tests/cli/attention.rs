@@ -181,7 +181,51 @@ fn triage_lists_each_kind_of_trouble_with_its_count() {
     assert!(stdout(&table).contains("--filter state:dead-letter"));
 
     every_groups_filter_lists_exactly_its_items(&path, &groups);
+    facets_list_exactly_their_items(&path);
     a_requeue_by_state_failed_spares_the_discarded(&path);
+}
+
+/// The ids `inspect work --filter FILTER` lists, sorted.
+fn listed(path: &str, filter: &str) -> Vec<String> {
+    let o = leasehold(&[
+        "inspect", "work", "--store", path, "--filter", filter, "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut ids: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// Handler, code, class, the discarded and the current owner each name exactly their
+/// items; an unknown term is one line naming the known ones.
+fn facets_list_exactly_their_items(path: &str) {
+    for (filter, ids) in [
+        ("handler:resize-image", vec!["thumb-1"]),
+        ("code:BOUNCED", vec!["bounced"]),
+        ("class:uncertain-exhausted", vec!["dead-1", "dead-2"]),
+        ("state:discarded", vec!["dropped"]),
+        ("state:failed", vec!["bounced", "dead-1", "dead-2"]),
+        ("owner:x", vec![]),
+        ("owner:gone-1", vec!["orphan"]),
+    ] {
+        assert_eq!(listed(path, filter), ids, "{filter}");
+    }
+    let o = leasehold(&["inspect", "work", "--store", path, "--filter", "ending:x"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("handler:, code:, class:"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Each group's filter, listed the way `inspect work --filter` (and the dashboard's `/`)
@@ -200,21 +244,12 @@ fn every_groups_filter_lists_exactly_its_items(path: &str, groups: &[Value]) {
             .map(|id| id.as_str().unwrap().to_owned())
             .collect();
         members.sort();
-        let o = leasehold(&[
-            "inspect", "work", "--store", path, "--filter", filter, "--json",
-        ]);
-        assert_eq!(code(&o), 0, "{}", stderr(&o));
-        let mut listed: Vec<String> = stdout(&o)
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["id"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned()
-            })
-            .collect();
-        listed.sort();
-        assert_eq!(listed, members, "{} by {filter}", group["reason"]);
+        assert_eq!(
+            listed(path, filter),
+            members,
+            "{} by {filter}",
+            group["reason"]
+        );
     }
 }
 
