@@ -419,3 +419,31 @@ fn scan(store: &Store, states: &[WorkState], mut visit: impl FnMut(&WorkItem)) -
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A group's filter is the `state:` term of the vocabulary's groups it holds, so what
+    /// the filter lists and what the group counts are one definition.
+    #[test]
+    fn each_filter_is_its_groups_term() {
+        for reason in [
+            Reason::DeadLetters,
+            Reason::Failed,
+            Reason::Uncertain,
+            Reason::NoAuthority,
+            Reason::Incompatible,
+            Reason::NoHandler,
+            Reason::GoneClaims,
+            Reason::OverdueInstances,
+            Reason::LateLanes,
+            Reason::OutcomesInRecovery,
+            Reason::WaitsPastRetention,
+        ] {
+            let names: Vec<&str> = reason.groups().iter().map(|g| g.as_str()).collect();
+            let term = (!names.is_empty()).then(|| format!("state:{}", names.join(",")));
+            assert_eq!(reason.filter().map(str::to_owned), term, "{reason:?}");
+        }
+    }
+}
