@@ -363,7 +363,7 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
         [
             ("DeadLetters".into(), 2),
             ("Failed".into(), 1),
-            ("Stranded".into(), 1)
+            ("Incompatible".into(), 1)
         ]
     );
 
@@ -380,14 +380,18 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
         buffer_text(&render_app(&h.app, 80, 24))
     );
 
-    // The first group (dead letters) opens the work view under `state:failed`.
+    // The first group (dead letters) opens the work view under its own term, which lists
+    // exactly its items: not the terminal failure beside them.
     h.key(KeyCode::Enter);
     assert_eq!(h.app.view(), ViewId::Work);
     let listed = buffer_text(&h.render());
-    for id in ["dead-1", "dead-2", "bounced"] {
+    assert!(listed.contains("/state:dead-letter"), "{listed}");
+    for id in ["dead-1", "dead-2"] {
         assert!(listed.contains(id), "{id}: {listed}");
     }
-    assert!(!listed.contains("old-build"), "{listed}");
+    for id in ["bounced", "old-build"] {
+        assert!(!listed.contains(id), "{id}: {listed}");
+    }
 
     // `:builds` states the matrix `ops::builds` computes: the only unfinished item is the
     // old build's, whose key nobody running has (its handler named from the item).

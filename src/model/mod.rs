@@ -16,6 +16,7 @@ pub mod schedule;
 pub mod subscription;
 pub(crate) mod vocab;
 pub mod work;
+pub mod work_group;
 pub mod workflow;
 
 pub use attempt_error::AttemptError;
@@ -34,4 +35,5 @@ pub use page::{Page, PageRequest};
 pub use schedule::{CatchUp, Schedule};
 pub use subscription::Subscription;
 pub use work::{Ending, Failure, FailureClass, WorkItem, WorkKind, WorkState};
+pub use work_group::WorkGroup;
 pub use workflow::{HistoryRecord, InstanceRow, InstanceStatus, WorkflowDefinitionRow};

@@ -132,6 +132,14 @@ pub enum Ending {
 }
 
 impl Ending {
+    /// Every ending.
+    pub const ALL: [Self; 4] = [
+        Self::RetriesExhausted,
+        Self::Terminal,
+        Self::UncertainExhausted,
+        Self::Discarded,
+    ];
+
     /// How it reads where an item's state is shown: `failed (retries exhausted)`,
     /// `failed (terminal)`, `failed (uncertain-exhausted)`, `discarded`.
     #[must_use]
@@ -403,6 +411,45 @@ pub struct WorkFilter {
     /// Ids starting with this: a range over the key (`id >= prefix AND id < end`), so it
     /// combines with whichever `(column, id)` index leads.
     pub id_prefix: Option<String>,
+    /// Row facets: these narrow the rows the fields above read, a bounded number of rows
+    /// per page (`store/work_facets.rs`), since no index holds them.
+    pub facets: WorkFacets,
+}
+
+/// What narrows a work list beyond its indexed fields: read off each row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkFacets {
+    /// A failed item matches only with one of these endings (empty: any); items in any
+    /// other state are not narrowed by it.
+    pub endings: Vec<Ending>,
+    /// Any of these handlers (empty: any).
+    pub handlers: Vec<String>,
+    /// None of these handlers.
+    pub not_handlers: Vec<String>,
+    /// The last failure's class is one of these (empty: any).
+    pub classes: Vec<FailureClass>,
+    /// The last failure's code is one of these (empty: any).
+    pub codes: Vec<String>,
+}
+
+impl WorkFacets {
+    /// Whether nothing narrows.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Whether `item` passes every facet.
+    #[must_use]
+    pub fn admits(&self, item: &WorkItem) -> bool {
+        let failure = item.last_failure.as_ref();
+        item.ending()
+            .is_none_or(|e| self.endings.is_empty() || self.endings.contains(&e))
+            && (self.handlers.is_empty() || self.handlers.contains(&item.handler))
+            && !self.not_handlers.contains(&item.handler)
+            && (self.classes.is_empty() || failure.is_some_and(|f| self.classes.contains(&f.class)))
+            && (self.codes.is_empty() || failure.is_some_and(|f| self.codes.contains(&f.code)))
+    }
 }
 
 /// The number of items in one (kind, state, compat) cell; kept incrementally by every write.

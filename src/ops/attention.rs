@@ -5,7 +5,13 @@
 //! Every group is read from the store's own filtered, index-backed lists. A group whose
 //! list is longer than [`SCAN_LIMIT`] rows is counted over its first rows only and says so
 //! (`exact: false`, shown as `≥ N`): a triage view must answer in a moment even under a
-//! backlog of millions. Stranded work is counted exactly from the store's counters.
+//! backlog of millions.
+//!
+//! A group of work items is one of the vocabulary's groups ([`WorkGroup`]) and its filter
+//! is that group's term, so acting on the filter (Enter in the dashboard, `work requeue
+//! --filter`) reaches exactly the items the group counts: a dead letter is not a
+//! terminal failure, an item a person discarded is in neither, and work whose handler no
+//! running authority has is not counted as incompatible.
 
 use std::collections::BTreeSet;
 
@@ -14,12 +20,12 @@ use serde::Serialize;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::WorkFilter;
-use crate::model::{Authority, InstanceStatus, PageRequest, WorkItem, WorkState};
+use crate::model::{Authority, InstanceStatus, PageRequest, WorkGroup, WorkItem, WorkState};
 use crate::ops::claims::ClaimStanding;
+use crate::ops::filter::Judge;
 use crate::ops::runnable::{Runnable, Standing};
 use crate::rules::lateness;
 use crate::rules::liveness::{Liveness, liveness};
-use crate::rules::triage::is_discarded;
 use crate::store::Store;
 use crate::workflow::engine::lost_waits::{JournalWindow, lost_wait};
 
@@ -44,15 +50,15 @@ pub enum Reason {
     /// Failed after exhausting its attempts on uncertain outcomes (crashes, lapses).
     DeadLetters,
     /// Failed terminally or out of retries (discarded items are a person's decision and
-    /// not listed).
+    /// not listed; dead letters are their own group).
     Failed,
     /// Not finished yet, but some attempt's outcome is unknown: it may have acted.
     Uncertain,
-    /// Waiting, and no authority is running at all.
+    /// Unfinished, and no authority is running at all.
     NoAuthority,
-    /// Waiting for a build no running authority runs.
-    Stranded,
-    /// Its build runs, but no running authority has its handler.
+    /// Unfinished, for a build no running authority runs, though its handler runs.
+    Incompatible,
+    /// Unfinished, and no running authority has its handler.
     NoHandler,
     /// Claimed by an authority that is gone, its lease lapsed, not yet reclaimed.
     GoneClaims,
@@ -77,9 +83,9 @@ impl Reason {
             Self::DeadLetters => "dead letters (uncertain attempts exhausted)",
             Self::Failed => "failed",
             Self::Uncertain => "unfinished with uncertain attempts",
-            Self::NoAuthority => "unfinished, and no authority is running",
-            Self::Stranded => "stranded: no running build can claim them",
-            Self::NoHandler => "no running authority has their handler",
+            Self::NoAuthority => "stranded: no authority is running",
+            Self::Incompatible => "incompatible: their handler runs only at another version",
+            Self::NoHandler => "no handler: no running authority has it",
             Self::GoneClaims => "claims of gone authorities, awaiting reclaim",
             Self::OverdueInstances => "workflow instances overdue",
             Self::LateLanes => "lanes late by more than a minute",
@@ -94,12 +100,15 @@ impl Reason {
     #[must_use]
     pub fn action(self) -> &'static str {
         match self {
-            Self::DeadLetters | Self::Failed => {
-                "leasehold work requeue --filter state:failed (or discard --reason …)"
+            Self::DeadLetters => {
+                "leasehold work requeue --filter state:dead-letter (or discard --reason …)"
+            }
+            Self::Failed => {
+                "leasehold work requeue --filter state:retries-exhausted,terminal (or discard --reason …)"
             }
             Self::Uncertain => "check the handler's idempotency; leasehold work discard to stop",
             Self::NoAuthority => "start an authority",
-            Self::Stranded => "start an authority with their build, or discard them",
+            Self::Incompatible => "start an authority with their build, or discard them",
             Self::NoHandler => "deploy an authority with the handler",
             Self::GoneClaims => "start an authority (they are reclaimed within a lease)",
             Self::OverdueInstances => "check the authorities' liveness and the instance history",
@@ -113,16 +122,31 @@ impl Reason {
         }
     }
 
-    /// The work filter that lists the group, where the grammar can say it.
+    /// The vocabulary's groups this group holds: its filter is their term.
+    #[must_use]
+    pub fn groups(self) -> &'static [WorkGroup] {
+        match self {
+            Self::DeadLetters => &[WorkGroup::DeadLetter],
+            Self::Failed => &[WorkGroup::RetriesExhausted, WorkGroup::Terminal],
+            Self::NoAuthority => &[WorkGroup::Stranded],
+            Self::Incompatible => &[WorkGroup::Incompatible],
+            Self::NoHandler => &[WorkGroup::NoHandler],
+            _ => &[],
+        }
+    }
+
+    /// The work filter that lists exactly the group's items, where the grammar can say it
+    /// (`state:` and [`Self::groups`]).
     #[must_use]
     pub fn filter(self) -> Option<&'static str> {
         match self {
-            Self::DeadLetters | Self::Failed => Some("state:failed"),
-            Self::Stranded => Some("compat:incompatible"),
-            Self::GoneClaims => Some("state:claimed"),
-            Self::NoAuthority
-            | Self::Uncertain
-            | Self::NoHandler
+            Self::DeadLetters => Some("state:dead-letter"),
+            Self::Failed => Some("state:retries-exhausted,terminal"),
+            Self::NoAuthority => Some("state:stranded"),
+            Self::Incompatible => Some("state:incompatible"),
+            Self::NoHandler => Some("state:no-handler"),
+            Self::Uncertain
+            | Self::GoneClaims
             | Self::OverdueInstances
             | Self::LateLanes
             | Self::OutcomesInRecovery
@@ -218,6 +242,16 @@ impl FleetView {
     }
 }
 
+impl Judge for FleetView {
+    fn compatible(&self, compat: &str) -> bool {
+        self.runnable.compatible(compat)
+    }
+
+    fn running_handlers(&self) -> Option<Vec<String>> {
+        (!self.runnable.is_empty()).then(|| self.runnable.handlers().cloned().collect())
+    }
+}
+
 impl Fleet for FleetView {
     fn any_running(&self) -> bool {
         !self.runnable.is_empty()
@@ -246,7 +280,7 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
     let mut uncertain = Group::new(Reason::Uncertain);
     // With nobody running, every unfinished item waits for the same, simpler reason.
     let mut stranded = Group::new(if fleet.any_running() {
-        Reason::Stranded
+        Reason::Incompatible
     } else {
         Reason::NoAuthority
     });
@@ -257,12 +291,19 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
     let journal = JournalWindow::read(store)?;
 
     let failed_exact = scan(store, &[WorkState::Failed], |w| {
-        if w.is_dead_letter() {
+        if WorkGroup::DeadLetter.holds(w) {
             dead.add(&w.id, w.updated_at);
-        } else if !is_discarded(w) {
+        } else if Reason::Failed.groups().iter().any(|g| g.holds(w)) {
             failed.add(&w.id, w.updated_at);
         }
     })?;
+    // Unfinished work no running authority can claim, claimed items included (their
+    // owner's build is gone too), by the one standing rule every reader shares.
+    let mut strand = |w: &WorkItem, since: Millis| match fleet.standing(&w.compat, &w.handler) {
+        Standing::Incompatible => stranded.add(&w.id, since),
+        Standing::NoHandler => no_handler.add(&w.id, since),
+        Standing::Runnable => {}
+    };
     let claimed_exact = scan(store, &[WorkState::Claimed], |w| {
         let lapsed = ClaimStanding::of_work(w, now).is_some_and(ClaimStanding::is_expired);
         if lapsed && w.owner_id.as_deref().is_some_and(|o| fleet.is_gone(o)) {
@@ -271,37 +312,21 @@ pub fn groups(store: &Store, fleet: &dyn Fleet, now: Millis) -> Result<Vec<Group
         if w.uncertain_attempts > 0 {
             uncertain.add(&w.id, w.updated_at);
         }
+        strand(w, w.created_at);
     })?;
     let waiting_exact = scan(store, &[WorkState::Pending, WorkState::Retry], |w| {
         if w.uncertain_attempts > 0 {
             uncertain.add(&w.id, w.updated_at);
         }
-        match fleet.standing(&w.compat, &w.handler) {
-            Standing::Incompatible => stranded.add(&w.id, w.created_at),
-            Standing::NoHandler => no_handler.add(&w.id, w.next_eligible_at.min(w.updated_at)),
-            Standing::Runnable => {}
-        }
+        strand(w, w.created_at);
     })?;
     dead.exact = failed_exact;
     failed.exact = failed_exact;
     gone.exact = claimed_exact;
     uncertain.exact = claimed_exact && waiting_exact;
-    no_handler.exact = waiting_exact;
-    // Stranded work is counted exactly from the counters (claimed items included: their
-    // owner's build is gone too), the scan only supplies the oldest and a few ids. Work no
-    // running authority has a handler for carries a key nobody runs as well: the counters
-    // hold it too, and the scan, when whole, tells it apart.
+    stranded.exact = claimed_exact && waiting_exact;
+    no_handler.exact = stranded.exact;
     let overview = store.overview()?;
-    let (count, any) = overview
-        .work
-        .iter()
-        .filter(|c| !c.state.is_terminal() && c.count > 0)
-        .filter(|c| !fleet.compatible(&c.compat))
-        .fold((0, false), |(n, _), c| (n + c.count, true));
-    if any && no_handler.exact {
-        stranded.count = count.saturating_sub(no_handler.count);
-        stranded.exact = true;
-    }
 
     let mut page = PageRequest::first(PAGE);
     let mut read = 0;
@@ -391,6 +416,34 @@ fn scan(store: &Store, states: &[WorkState], mut visit: impl FnMut(&WorkItem)) -
             Some(_) if read >= SCAN_LIMIT => return Ok(false),
             Some(next) => page = PageRequest::after(next, PAGE),
             None => return Ok(true),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A group's filter is the `state:` term of the vocabulary's groups it holds, so what
+    /// the filter lists and what the group counts are one definition.
+    #[test]
+    fn each_filter_is_its_groups_term() {
+        for reason in [
+            Reason::DeadLetters,
+            Reason::Failed,
+            Reason::Uncertain,
+            Reason::NoAuthority,
+            Reason::Incompatible,
+            Reason::NoHandler,
+            Reason::GoneClaims,
+            Reason::OverdueInstances,
+            Reason::LateLanes,
+            Reason::OutcomesInRecovery,
+            Reason::WaitsPastRetention,
+        ] {
+            let names: Vec<&str> = reason.groups().iter().map(|g| g.as_str()).collect();
+            let term = (!names.is_empty()).then(|| format!("state:{}", names.join(",")));
+            assert_eq!(reason.filter().map(str::to_owned), term, "{reason:?}");
         }
     }
 }

@@ -10,19 +10,29 @@
 //!   says so.
 //!
 //! Fields, by view:
-//! - work: `state:S[,S…]` (any of), `kind:K`, `owner:ID`, `compat:DIGEST-PREFIX`,
-//!   `compat:compatible`, `compat:incompatible`, `id:PREFIX`;
+//! - work: `state:G[,G…]` (any of the groups of [`WorkGroup`]: `pending`, `claimed`,
+//!   `retry`, `succeeded`, `failed`, `retries-exhausted`, `terminal`, `dead-letter`,
+//!   `discarded`; or one of `stranded`, `incompatible`, `no-handler` alone, judged against
+//!   the running authorities), `kind:K`, `owner:ID` (the current owner: claimed items
+//!   only), `compat:DIGEST-PREFIX`, `compat:compatible`, `compat:incompatible`,
+//!   `handler:NAME[,NAME…]`, `code:CODE[,CODE…]` and `class:CLASS[,CLASS…]` (the last
+//!   failure's), `id:PREFIX`;
 //! - workflows: `status:S` (`running`, `waiting`, `completed`, `failed`, `cancelled`),
 //!   `id:PREFIX`;
 //! - every other view: `id:PREFIX` only.
 //!
-//! Every field maps onto an index the store already has (`(state, id)`, `(kind, id)`,
-//! `(owner_id, id)`, `(compat, id)`, `(status, instance_id)`, the primary key), so a
-//! filtered page is an index seek on every provider, never a scan.
+//! `state:failed` names the failures nobody decided: an item a person discarded is
+//! matched only by `state:discarded`, so a requeue by `state:failed` never revives one.
+//!
+//! State, kind, owner, compat and id map onto an index the store already has (`(state,
+//! id)`, `(kind, id)`, `(owner_id, id)`, `(compat, id)`, `(status, instance_id)`, the
+//! primary key), so a filtered page is an index seek on every provider. Handler, code,
+//! class and the failed groups' endings are read off the rows those indexes yield, a
+//! bounded number per page (`store/work_facets.rs`).
 
 use crate::ids::check_id;
-use crate::model::InstanceStatus;
-use crate::model::work::{WorkFilter, WorkKind, WorkState};
+use crate::model::work::{WorkFacets, WorkFilter, WorkKind, WorkState};
+use crate::model::{Ending, FailureClass, InstanceStatus, WorkGroup};
 
 /// What is being filtered: decides which fields are valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +58,9 @@ impl Subject {
     #[must_use]
     pub fn fields(self) -> &'static [&'static str] {
         match self {
-            Self::Work => &["state", "kind", "owner", "compat", "id"],
+            Self::Work => &[
+                "state", "kind", "owner", "compat", "handler", "code", "class", "id",
+            ],
             Self::Workflows => &["status", "id"],
             Self::Other(_) => &["id"],
         }
@@ -73,15 +85,30 @@ pub enum CompatTerm {
     Prefix(String),
 }
 
+/// What the groups that depend on the running authorities are judged against.
+pub trait Judge {
+    /// Whether a running authority runs under `compat`.
+    fn compatible(&self, compat: &str) -> bool;
+    /// The handlers some running authority has; `None` when no authority runs.
+    fn running_handlers(&self) -> Option<Vec<String>>;
+}
+
 /// A parsed filter. Empty fields do not narrow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Filter {
     pub subject: Subject,
-    /// Any of these work states.
-    pub states: Vec<WorkState>,
+    /// Any of these groups.
+    pub groups: Vec<WorkGroup>,
     pub kind: Option<WorkKind>,
+    /// The current owner (claimed items only).
     pub owner: Option<String>,
     pub compat: Option<CompatTerm>,
+    /// Any of these handlers.
+    pub handlers: Vec<String>,
+    /// The last failure's code is any of these.
+    pub codes: Vec<String>,
+    /// The last failure's class is any of these.
+    pub classes: Vec<FailureClass>,
     /// One workflow status.
     pub status: Option<InstanceStatus>,
     /// Rows whose id starts with this (free text, or `id:`).
@@ -116,10 +143,13 @@ impl Filter {
     pub fn none(subject: Subject) -> Self {
         Self {
             subject,
-            states: Vec::new(),
+            groups: Vec::new(),
             kind: None,
             owner: None,
             compat: None,
+            handlers: Vec::new(),
+            codes: Vec::new(),
+            classes: Vec::new(),
             status: None,
             id_prefix: None,
         }
@@ -178,14 +208,39 @@ impl Filter {
         };
         match field {
             "state" => {
-                for s in value.split(',').filter(|s| !s.is_empty()) {
-                    let state = WorkState::parse(&s.to_lowercase()).ok_or_else(|| {
-                        let all: Vec<&str> = WorkState::ALL.iter().map(|s| s.as_str()).collect();
-                        bad("work state", &all)
-                    })?;
-                    if !self.states.contains(&state) {
-                        self.states.push(state);
+                let all: Vec<&str> = WorkGroup::ALL.iter().map(|g| g.as_str()).collect();
+                for g in values(value) {
+                    let group = WorkGroup::parse(&g.to_lowercase())
+                        .ok_or_else(|| bad("work state", &all))?;
+                    if !self.groups.contains(&group) {
+                        self.groups.push(group);
                     }
+                }
+                if self.groups.len() > 1 && self.groups.iter().any(|g| g.needs_fleet()) {
+                    return Err(FilterError(
+                        "state: stranded, incompatible and no-handler each stand alone in the term"
+                            .into(),
+                    ));
+                }
+            }
+            "handler" => {
+                for name in values(value) {
+                    check_id("handler", name).map_err(|e| FilterError(plain(&e)))?;
+                    self.handlers.push(name.to_owned());
+                }
+            }
+            "code" => {
+                for code in values(value) {
+                    check_id("code", code).map_err(|e| FilterError(plain(&e)))?;
+                    self.codes.push(code.to_owned());
+                }
+            }
+            "class" => {
+                let all: Vec<&str> = FailureClass::ALL.iter().map(|c| c.as_str()).collect();
+                for c in values(value) {
+                    let class = FailureClass::parse(&c.to_lowercase())
+                        .ok_or_else(|| bad("failure class", &all))?;
+                    self.classes.push(class);
                 }
             }
             "kind" => {
@@ -236,21 +291,17 @@ impl Filter {
     /// The store's [`WorkFilter`] for this filter, or `None` when it can match nothing
     /// (e.g. `compat:incompatible` while every build present is run by a live authority).
     /// `present` lists the compat digests the store holds (from its counters, never a
-    /// scan); `compatible` says whether a live authority runs a digest.
+    /// scan); `fleet` judges what the running authorities run.
     #[must_use]
-    pub fn work_filter(
-        &self,
-        present: &[String],
-        compatible: impl Fn(&str) -> bool,
-    ) -> Option<WorkFilter> {
-        let compats: Vec<String> = match &self.compat {
+    pub fn work_filter(&self, present: &[String], fleet: &dyn Judge) -> Option<WorkFilter> {
+        let mut compats: Vec<String> = match &self.compat {
             None => Vec::new(),
             Some(term) => {
                 let chosen: Vec<String> = present
                     .iter()
                     .filter(|d| match term {
-                        CompatTerm::Compatible => compatible(d),
-                        CompatTerm::Incompatible => !compatible(d),
+                        CompatTerm::Compatible => fleet.compatible(d),
+                        CompatTerm::Incompatible => !fleet.compatible(d),
                         CompatTerm::Prefix(p) => d.starts_with(p.as_str()),
                     })
                     .cloned()
@@ -261,14 +312,89 @@ impl Filter {
                 chosen
             }
         };
+        let mut states: Vec<WorkState> = Vec::new();
+        let mut facets = WorkFacets {
+            handlers: self.handlers.clone(),
+            codes: self.codes.clone(),
+            classes: self.classes.clone(),
+            ..WorkFacets::default()
+        };
+        for group in &self.groups {
+            for state in group.states() {
+                if !states.contains(state) {
+                    states.push(*state);
+                }
+            }
+            for ending in group.endings() {
+                if !facets.endings.contains(ending) {
+                    facets.endings.push(*ending);
+                }
+            }
+        }
+        if facets.endings.len() >= Ending::ALL.len() {
+            facets.endings.clear();
+        }
+        if let Some(standing) = self.groups.iter().find(|g| g.needs_fleet()) {
+            let stranded: Vec<String> = present
+                .iter()
+                .filter(|d| !fleet.compatible(d))
+                .cloned()
+                .collect();
+            compats = if compats.is_empty() {
+                stranded
+            } else {
+                compats
+                    .into_iter()
+                    .filter(|d| stranded.contains(d))
+                    .collect()
+            };
+            if compats.is_empty() {
+                return None;
+            }
+            match (standing, fleet.running_handlers()) {
+                (WorkGroup::Incompatible, Some(running)) => {
+                    facets.handlers = narrow(&facets.handlers, &running)?;
+                }
+                (WorkGroup::NoHandler, Some(running)) => facets.not_handlers = running,
+                (WorkGroup::NoHandler, None) => return None,
+                _ => {}
+            }
+        }
+        if self.owner.is_some() {
+            // The current owner: only a claimed item has one.
+            if !states.is_empty() && !states.contains(&WorkState::Claimed) {
+                return None;
+            }
+            states = vec![WorkState::Claimed];
+        }
         Some(WorkFilter {
-            states: self.states.clone(),
+            states,
             kind: self.kind,
             owner: self.owner.clone(),
             compats,
             id_prefix: self.id_prefix.clone(),
+            facets,
         })
     }
+}
+
+/// The comma-separated values of a term, empty ones skipped.
+fn values(value: &str) -> impl Iterator<Item = &str> {
+    value.split(',').filter(|v| !v.is_empty())
+}
+
+/// Both lists narrow (`wanted` empty: any of `allowed`); `None` when nothing is left.
+fn narrow(wanted: &[String], allowed: &[String]) -> Option<Vec<String>> {
+    let kept: Vec<String> = if wanted.is_empty() {
+        allowed.to_vec()
+    } else {
+        wanted
+            .iter()
+            .filter(|w| allowed.contains(w))
+            .cloned()
+            .collect()
+    };
+    (!kept.is_empty()).then_some(kept)
 }
 
 /// A library error's message without its code (the filter names its own field).
@@ -284,6 +410,9 @@ fn example(field: &str) -> &'static str {
         "kind" => "kind:effect",
         "owner" => "owner:auth-a",
         "compat" => "compat:incompatible",
+        "handler" => "handler:charge-card",
+        "code" => "code:TIMEOUT",
+        "class" => "class:terminal",
         "status" => "status:waiting",
         _ => "id:order-",
     }
@@ -294,19 +423,43 @@ fn example(field: &str) -> &'static str {
 mod tests {
     use super::*;
 
+    /// Runs the digests starting with `a`, and these handlers (`None`: nobody runs).
+    struct Fleet(Option<Vec<String>>);
+
+    impl Judge for Fleet {
+        fn compatible(&self, compat: &str) -> bool {
+            compat.starts_with('a')
+        }
+        fn running_handlers(&self) -> Option<Vec<String>> {
+            self.0.clone()
+        }
+    }
+
+    /// Runs everything.
+    struct Everyone;
+
+    impl Judge for Everyone {
+        fn compatible(&self, _: &str) -> bool {
+            true
+        }
+        fn running_handlers(&self) -> Option<Vec<String>> {
+            Some(Vec::new())
+        }
+    }
+
     fn refused(subject: Subject, text: &str) -> String {
         Filter::parse(subject, text).unwrap_err().to_string()
     }
 
     #[test]
     fn fields_parse_into_the_store_filter() {
-        let f = Filter::parse(Subject::Work, "state:pending,RETRY kind:effect owner:a-1").unwrap();
-        assert_eq!(f.states, vec![WorkState::Pending, WorkState::Retry]);
+        let f = Filter::parse(Subject::Work, "state:pending,RETRY kind:effect").unwrap();
+        assert_eq!(f.groups, vec![WorkGroup::Pending, WorkGroup::Retry]);
         assert_eq!(f.kind, Some(WorkKind::Effect));
-        assert_eq!(f.owner.as_deref(), Some("a-1"));
-        let w = f.work_filter(&[], |_| true).unwrap();
-        assert_eq!(w.states, f.states);
+        let w = f.work_filter(&[], &Everyone).unwrap();
+        assert_eq!(w.states, vec![WorkState::Pending, WorkState::Retry]);
         assert_eq!(w.id_prefix, None);
+        assert!(w.facets.is_empty());
 
         let f = Filter::parse(Subject::Workflows, "Status:waiting").unwrap();
         assert_eq!(f.status, Some(InstanceStatus::Waiting));
@@ -323,7 +476,7 @@ mod tests {
             "the store applies it on the work view"
         );
         assert_eq!(
-            f.work_filter(&[], |_| true).unwrap().id_prefix.as_deref(),
+            f.work_filter(&[], &Everyone).unwrap().id_prefix.as_deref(),
             Some("effect-01")
         );
         let f = Filter::parse(Subject::Other("leases"), "id:lease-7").unwrap();
@@ -339,8 +492,8 @@ mod tests {
     fn unknown_fields_are_refused_with_the_valid_ones() {
         assert_eq!(
             refused(Subject::Work, "bogus:zzz"),
-            "the work view cannot filter on \"bogus\": use state:, kind:, owner:, compat:, id: \
-             (or plain text for an id prefix)"
+            "the work view cannot filter on \"bogus\": use state:, kind:, owner:, compat:, \
+             handler:, code:, class:, id: (or plain text for an id prefix)"
         );
         assert!(refused(Subject::Workflows, "state:failed").contains("use status:, id:"));
         assert!(refused(Subject::Other("leases"), "owner:a").contains("the leases view"));
@@ -352,7 +505,9 @@ mod tests {
     fn bad_values_are_refused_with_the_valid_ones() {
         assert_eq!(
             refused(Subject::Work, "state:bogus"),
-            "state: unknown work state \"bogus\": use pending, claimed, retry, succeeded, failed"
+            "state: unknown work state \"bogus\": use pending, claimed, retry, succeeded, \
+             failed, retries-exhausted, terminal, dead-letter, discarded, stranded, \
+             incompatible, no-handler"
         );
         assert!(refused(Subject::Work, "kind:x").contains("use effect, schedule, cursor"));
         assert!(refused(Subject::Workflows, "status:done").contains("use running, waiting"));
@@ -365,11 +520,10 @@ mod tests {
     #[test]
     fn compat_terms_choose_among_the_digests_present() {
         let present = ["aaa1".to_owned(), "aab2".to_owned(), "bbb3".to_owned()];
-        let live = |d: &str| d.starts_with('a');
         let pick = |text: &str| {
             Filter::parse(Subject::Work, text)
                 .unwrap()
-                .work_filter(&present, live)
+                .work_filter(&present, &Fleet(Some(vec![])))
                 .map(|w| w.compats)
         };
         assert_eq!(pick("compat:aa"), Some(vec!["aaa1".into(), "aab2".into()]));
@@ -380,5 +534,58 @@ mod tests {
         );
         assert_eq!(pick("compat:zz"), None, "matches nothing");
         assert_eq!(pick("state:failed"), Some(vec![]), "no compat term: any");
+    }
+
+    #[test]
+    fn groups_name_exactly_their_items() {
+        let filter = |text: &str, fleet: &Fleet| {
+            Filter::parse(Subject::Work, text)
+                .unwrap()
+                .work_filter(&["aaa".into(), "bbb".into()], fleet)
+        };
+        let running = Fleet(Some(vec!["h".into()]));
+        let w = filter("state:failed", &running).unwrap();
+        assert_eq!(w.states, vec![WorkState::Failed]);
+        assert!(
+            !w.facets.endings.contains(&Ending::Discarded),
+            "discarded is named apart"
+        );
+        let w = filter("state:failed,discarded", &running).unwrap();
+        assert!(w.facets.endings.is_empty(), "every ending");
+        let w = filter("state:dead-letter", &running).unwrap();
+        assert_eq!(w.facets.endings, vec![Ending::UncertainExhausted]);
+        let w = filter("state:no-handler", &running).unwrap();
+        assert_eq!(
+            (w.compats.clone(), w.facets.not_handlers),
+            (vec!["bbb".into()], vec!["h".into()])
+        );
+        assert_eq!(w.states.len(), 3, "unfinished only");
+        let w = filter("state:incompatible handler:h,x", &running).unwrap();
+        assert_eq!(w.facets.handlers, vec!["h".to_owned()]);
+        assert!(
+            filter("state:no-handler", &Fleet(None)).is_none(),
+            "nobody runs: incompatible"
+        );
+        assert!(
+            filter("state:incompatible", &Fleet(None))
+                .unwrap()
+                .facets
+                .handlers
+                .is_empty()
+        );
+        assert!(refused(Subject::Work, "state:stranded,pending").contains("stand alone"));
+        let w = filter("owner:a-1", &running).unwrap();
+        assert_eq!(w.states, vec![WorkState::Claimed], "the current owner");
+        assert!(filter("owner:a-1 state:succeeded", &running).is_none());
+        let w = filter("code:TIMEOUT class:retryable handler:h", &running).unwrap();
+        assert_eq!(
+            (w.facets.codes, w.facets.classes, w.facets.handlers),
+            (
+                vec!["TIMEOUT".into()],
+                vec![FailureClass::Retryable],
+                vec!["h".into()]
+            )
+        );
+        assert!(refused(Subject::Work, "class:bad").contains("use retryable, terminal"));
     }
 }

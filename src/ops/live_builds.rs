@@ -145,13 +145,14 @@ impl LiveBuilds {
     }
 
     /// The store's [`WorkFilter`] for `filter` ([`Filter::work_filter`]), `compat:` terms
-    /// judged against the running builds and the digests the store holds — read from its
+    /// and the stranded groups judged against the running builds and the digests the store holds — read from its
     /// counters, never a scan. `None` when it can match nothing.
     ///
     /// # Errors
     /// A store failure.
     pub fn work_filter(&self, store: &Store, filter: &Filter) -> Result<Option<WorkFilter>> {
-        let present: Vec<String> = if filter.compat.is_some() {
+        let by_digest = filter.compat.is_some() || filter.groups.iter().any(|g| g.needs_fleet());
+        let present: Vec<String> = if by_digest {
             let mut d: Vec<String> = store
                 .overview()?
                 .work
@@ -164,7 +165,7 @@ impl LiveBuilds {
         } else {
             Vec::new()
         };
-        Ok(filter.work_filter(&present, |d| self.compatible(d)))
+        Ok(filter.work_filter(&present, &self.fleet))
     }
 
     /// The running authorities' claim keys.

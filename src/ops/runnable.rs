@@ -86,6 +86,11 @@ impl Runnable {
         self.keys.iter()
     }
 
+    /// The handlers the running authorities have, sorted.
+    pub fn handlers(&self) -> impl Iterator<Item = &String> {
+        self.handlers.keys()
+    }
+
     /// Whether no authority is running.
     #[must_use]
     pub fn is_empty(&self) -> bool {

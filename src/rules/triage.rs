@@ -102,9 +102,11 @@ pub fn audit_outcome(verb: Verb, verdict: &Verdict, reason: &str) -> String {
 
 /// Requeue: a failed item (a dead letter, a terminal failure, a discarded item) becomes
 /// `pending` now with a fresh attempt budget — attempt and uncertain counters back to zero
-/// — keeping its logical id, idempotency key, generation and last failure (why it had
-/// failed). A fresh budget starts clean: no checkpoint from an earlier attempt. The item
-/// it answers with is the row to write, `None` when nothing changes.
+/// — keeping its logical id, idempotency key and generation. A fresh budget starts clean:
+/// no checkpoint and no last failure from an earlier attempt (a pending item showing one
+/// would read as failing now, and `code:` would still match it); why it had failed stays
+/// in its attempt errors. The item it answers with is the row to write, `None` when
+/// nothing changes.
 #[must_use]
 pub fn requeue(item: &WorkItem, now: Millis) -> (Verdict, Option<WorkItem>) {
     match item.state {
@@ -118,6 +120,7 @@ pub fn requeue(item: &WorkItem, now: Millis) -> (Verdict, Option<WorkItem>) {
                 attempt_number: 0,
                 uncertain_attempts: 0,
                 next_eligible_at: now,
+                last_failure: None,
                 result: None,
                 checkpoint: None,
                 updated_at: now,
@@ -219,6 +222,11 @@ mod tests {
     fn failed() -> WorkItem {
         WorkItem {
             state: WorkState::Failed,
+            last_failure: Some(Failure {
+                class: FailureClass::Retryable,
+                code: "BOOM".into(),
+                message: "m".into(),
+            }),
             generation: 3,
             attempt_number: 3,
             uncertain_attempts: 3,
@@ -259,6 +267,10 @@ mod tests {
                 next.generation
             ),
             (WorkState::Pending, 0, 0, 3)
+        );
+        assert_eq!(
+            next.last_failure, None,
+            "no failure is current while pending"
         );
         assert_eq!(requeue(&next, 60), (Verdict::AlreadyDone, None));
         let fresh = WorkItem::new(NewWork::effect("f", "h", "{}"), "k", 0);

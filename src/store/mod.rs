@@ -54,6 +54,7 @@ mod unknown_values;
 pub mod url;
 pub mod witness;
 mod work;
+mod work_facets;
 
 use std::sync::{Arc, OnceLock};
 

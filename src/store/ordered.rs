@@ -117,6 +117,8 @@ impl Store {
     /// Work items matching `filter`, ordered by `order`'s column, then by id. Forward pages
     /// continue after the page key; backward pages (PageUp, End) end before it. A key that
     /// no longer names an item starts from the first (forward) or last (backward) group.
+    /// A filter with row facets lists by id ([`Self::list_work`]): its bounded reads do not
+    /// walk groups.
     ///
     /// # Errors
     /// A store failure.
@@ -126,6 +128,9 @@ impl Store {
         order: WorkOrder,
         page: &PageRequest,
     ) -> Result<Page<WorkItem>> {
+        if !filter.facets.is_empty() {
+            return self.list_work(filter, page);
+        }
         let groups = order.groups(filter);
         self.read(|tx| {
             let cursor = match &page.after {

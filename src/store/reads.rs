@@ -115,12 +115,14 @@ impl Store {
         })
     }
 
-    /// Work items by id, narrowed by `filter`.
+    /// Work items by id, narrowed by `filter`; its row facets examine a bounded number of
+    /// rows per page (`store/work_facets.rs`), so such a page may hold fewer rows than
+    /// asked for while its continuation key says more may follow.
     ///
     /// # Errors
     /// A store failure.
     pub fn list_work(&self, filter: &WorkFilter, page: &PageRequest) -> Result<Page<WorkItem>> {
-        self.read(|tx| Ok(paged(tx.list_work(filter, page)?, page, |w| w.id.clone())))
+        self.read(|tx| super::work_facets::list(tx, filter, page))
     }
 
     /// Authorities by instance id.

@@ -307,7 +307,7 @@ async fn event_loop<W: Write>(
             let here = current(&app);
             match command {
                 Command::Quit => {}
-                Command::Query(q) => readers.ask(q),
+                Command::Query(q) => readers.ask(*q),
                 Command::Tour(t) => {
                     let (driver, store, tx) = (tour.clone(), here.store.clone(), done_tx.clone());
                     tokio::task::spawn_blocking(move || {

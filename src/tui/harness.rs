@@ -186,6 +186,7 @@ impl Harness {
                 }
                 Command::Tour(t) => Some(self.tour.command(*t, self.store())),
                 Command::Query(q) => {
+                    let q: &snapshot::Query = q;
                     if let Some(last) = self.last_query.get_mut(q.store) {
                         last.clone_from(q);
                     }
@@ -225,7 +226,7 @@ impl Harness {
     /// Re-reads the current query, as the reader does when the store changed.
     pub fn refresh(&mut self) {
         let q = self.app.query().clone();
-        self.run(vec![Command::Query(q)]);
+        self.run(vec![Command::Query(Box::new(q))]);
     }
 
     /// Lets `ms` of dashboard time pass (flashes fade, badges age) and ticks.

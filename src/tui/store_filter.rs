@@ -4,7 +4,8 @@
 
 use super::action::{ViewId, WorkQuick};
 use crate::model::work::{WorkFilter, WorkState};
-use crate::ops::filter::{Filter, FilterError, Subject};
+use crate::model::{Ending, WorkGroup};
+use crate::ops::filter::{Filter, FilterError, Judge, Subject};
 use crate::store::WorkOrder;
 
 /// What the filter grammar knows a view as.
@@ -80,17 +81,18 @@ fn both<T: Clone + PartialEq>(a: &[T], b: &[T]) -> Option<Vec<T>> {
 
 /// The store filter for the work view, or `None` when nothing can match. `present` lists
 /// the compat digests the counters hold; `incompatible` those no live authority runs
-/// (the overview's definition, so the quick filter, `compat:incompatible` and the
-/// overview's count agree).
+/// (the overview's definition, for the quick filter); `fleet` judges the typed filter's
+/// terms as every other reader does.
 #[must_use]
 pub fn work_filter(
     quick: WorkQuick,
     filter: Option<&Filter>,
     present: &[String],
     incompatible: &[String],
+    fleet: &dyn Judge,
 ) -> Option<WorkFilter> {
     let typed = match filter {
-        Some(f) => f.work_filter(present, |d| !incompatible.contains(&d.to_owned()))?,
+        Some(f) => f.work_filter(present, fleet)?,
         None => WorkFilter::default(),
     };
     let quick_compats: &[String] = if quick == WorkQuick::Incompatible {
@@ -101,9 +103,18 @@ pub fn work_filter(
     } else {
         &[]
     };
+    // The quick filter `failed` is the vocabulary's `failed`: a discarded item is not in it.
+    let quick_endings: &[Ending] = if quick == WorkQuick::Failed {
+        WorkGroup::Failed.endings()
+    } else {
+        &[]
+    };
+    let mut facets = typed.facets.clone();
+    facets.endings = both(&typed.facets.endings, quick_endings)?;
     Some(WorkFilter {
         states: both(&typed.states, &quick_states(quick))?,
         compats: both(&typed.compats, quick_compats)?,
+        facets,
         ..typed
     })
 }
@@ -114,29 +125,44 @@ mod tests {
     use super::*;
     use crate::ops::filter::Subject;
 
+    /// Runs `new` only, and every handler.
+    struct NewOnly;
+
+    impl Judge for NewOnly {
+        fn compatible(&self, compat: &str) -> bool {
+            compat == "new"
+        }
+        fn running_handlers(&self) -> Option<Vec<String>> {
+            Some(Vec::new())
+        }
+    }
+
     #[test]
     fn the_quick_filter_and_the_typed_one_both_narrow() {
         let parsed = |t: &str| Filter::parse(Subject::Work, t).unwrap();
         let failed = parsed("state:failed,retry eff-");
-        let w = work_filter(WorkQuick::All, Some(&failed), &[], &[]).unwrap();
+        let w = work_filter(WorkQuick::All, Some(&failed), &[], &[], &NewOnly).unwrap();
         assert_eq!(w.states, vec![WorkState::Failed, WorkState::Retry]);
         assert_eq!(w.id_prefix.as_deref(), Some("eff-"));
-        let w = work_filter(WorkQuick::Retry, Some(&failed), &[], &[]).unwrap();
+        let w = work_filter(WorkQuick::Retry, Some(&failed), &[], &[], &NewOnly).unwrap();
         assert_eq!(w.states, vec![WorkState::Retry]);
-        assert!(work_filter(WorkQuick::Pending, Some(&failed), &[], &[]).is_none());
-        let w = work_filter(WorkQuick::Claimed, None, &[], &[]).unwrap();
+        assert!(work_filter(WorkQuick::Pending, Some(&failed), &[], &[], &NewOnly).is_none());
+        let w = work_filter(WorkQuick::Failed, None, &[], &[], &NewOnly).unwrap();
+        assert!(!w.facets.endings.contains(&Ending::Discarded));
+        let w = work_filter(WorkQuick::Claimed, None, &[], &[], &NewOnly).unwrap();
         assert_eq!(w.states, vec![WorkState::Claimed]);
 
         let present = ["old".to_owned(), "new".to_owned()];
         let old = ["old".to_owned()];
-        let w = work_filter(WorkQuick::Incompatible, None, &present, &old).unwrap();
+        let w = work_filter(WorkQuick::Incompatible, None, &present, &old, &NewOnly).unwrap();
         assert_eq!(w.compats, old.to_vec());
-        assert!(work_filter(WorkQuick::Incompatible, None, &present, &[]).is_none());
+        assert!(work_filter(WorkQuick::Incompatible, None, &present, &[], &NewOnly).is_none());
         let w = work_filter(
             WorkQuick::All,
             Some(&parsed("compat:incompatible")),
             &present,
             &old,
+            &NewOnly,
         );
         assert_eq!(w.unwrap().compats, old.to_vec());
         let w = work_filter(
@@ -144,6 +170,7 @@ mod tests {
             Some(&parsed("compat:compatible")),
             &present,
             &old,
+            &NewOnly,
         );
         assert_eq!(w.unwrap().compats, vec!["new".to_owned()]);
     }

@@ -147,7 +147,7 @@ fn triage_lists_each_kind_of_trouble_with_its_count() {
     );
     assert_eq!(count("failed"), Some((1, json!(["bounced"]))));
     assert_eq!(count("uncertain"), Some((1, json!(["wobbly"]))));
-    assert_eq!(count("stranded"), Some((1, json!(["old-1"]))));
+    assert_eq!(count("incompatible"), Some((1, json!(["old-1"]))));
     assert_eq!(count("no-handler"), Some((1, json!(["thumb-1"]))));
     assert_eq!(count("gone-claims"), Some((1, json!(["orphan"]))));
     assert_eq!(count("overdue-instances").map(|c| c.0), Some(1));
@@ -173,12 +173,122 @@ fn triage_lists_each_kind_of_trouble_with_its_count() {
         .iter()
         .find(|g| g["reason"] == "dead-letters")
         .unwrap();
-    assert_eq!(dead["filter"], "state:failed");
+    assert_eq!(dead["filter"], "state:dead-letter");
 
     let table = leasehold(&["inspect", "triage", "--store", &path]);
     assert_eq!(code(&table), 0);
     assert!(stdout(&table).contains("dead letters (uncertain attempts exhausted)"));
-    assert!(stdout(&table).contains("--filter state:failed"));
+    assert!(stdout(&table).contains("--filter state:dead-letter"));
+
+    every_groups_filter_lists_exactly_its_items(&path, &groups);
+    facets_list_exactly_their_items(&path);
+    a_requeue_by_state_failed_spares_the_discarded(&path);
+}
+
+/// The ids `inspect work --filter FILTER` lists, sorted.
+fn listed(path: &str, filter: &str) -> Vec<String> {
+    let o = leasehold(&[
+        "inspect", "work", "--store", path, "--filter", filter, "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut ids: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// Handler, code, class, the discarded and the current owner each name exactly their
+/// items; an unknown term is one line naming the known ones.
+fn facets_list_exactly_their_items(path: &str) {
+    for (filter, ids) in [
+        ("handler:resize-image", vec!["thumb-1"]),
+        ("code:BOUNCED", vec!["bounced"]),
+        ("class:uncertain-exhausted", vec!["dead-1", "dead-2"]),
+        ("state:discarded", vec!["dropped"]),
+        ("state:failed", vec!["bounced", "dead-1", "dead-2"]),
+        ("owner:x", vec![]),
+        ("owner:gone-1", vec!["orphan"]),
+    ] {
+        assert_eq!(listed(path, filter), ids, "{filter}");
+    }
+    let o = leasehold(&["inspect", "work", "--store", path, "--filter", "ending:x"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("handler:, code:, class:"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Each group's filter, listed the way `inspect work --filter` (and the dashboard's `/`)
+/// lists it, matches exactly the group's items (each group here holds at most three, so
+/// its first ids are all of them).
+fn every_groups_filter_lists_exactly_its_items(path: &str, groups: &[Value]) {
+    let with_filter: Vec<&Value> = groups.iter().filter(|g| g["filter"].is_string()).collect();
+    assert!(with_filter.len() >= 4, "{groups:?}");
+    for group in with_filter {
+        let filter = group["filter"].as_str().unwrap();
+        assert!(group["count"].as_u64().unwrap() <= 3, "{group}");
+        let mut members: Vec<String> = group["first"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| id.as_str().unwrap().to_owned())
+            .collect();
+        members.sort();
+        assert_eq!(
+            listed(path, filter),
+            members,
+            "{} by {filter}",
+            group["reason"]
+        );
+    }
+}
+
+/// `state:failed` names the failures nobody decided: a requeue by it leaves an item a
+/// person discarded as it was, and shows no stale failure on what it requeued.
+fn a_requeue_by_state_failed_spares_the_discarded(path: &str) {
+    let o = leasehold(&[
+        "work",
+        "requeue",
+        "--store",
+        path,
+        "--filter",
+        "state:failed",
+        "--yes",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let state = |id: &str| {
+        let o = leasehold(&["work", "show", id, "--store", path, "--json"]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        serde_json::from_str::<Value>(&stdout(&o)).unwrap()
+    };
+    let dropped = state("dropped");
+    assert_eq!(dropped["item"]["state"], "failed", "{dropped}");
+    let bounced = state("bounced");
+    assert_eq!(bounced["item"]["state"], "pending", "{bounced}");
+    assert!(bounced["item"]["lastFailure"].is_null(), "{bounced}");
+    assert!(
+        bounced["attemptErrors"].to_string().contains("BOUNCED"),
+        "kept: {bounced}"
+    );
+    let listed = leasehold(&[
+        "inspect",
+        "work",
+        "--store",
+        path,
+        "--filter",
+        "code:BOUNCED",
+    ]);
+    assert!(!stdout(&listed).contains("bounced"), "{}", stdout(&listed));
 }
 
 #[test]

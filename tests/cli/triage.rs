@@ -99,6 +99,7 @@ fn setup() -> Setup {
     Setup { dir, path }
 }
 
+/// Every failed item, the discarded ones named with the rest.
 fn failed_rows(s: &Setup) -> Vec<Value> {
     let o = leasehold(&[
         "inspect",
@@ -106,7 +107,7 @@ fn failed_rows(s: &Setup) -> Vec<Value> {
         "--store",
         &s.path,
         "--filter",
-        "state:failed",
+        "state:failed,discarded",
         "--json",
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

@@ -169,7 +169,7 @@ fn the_mouse_can_be_released_for_selecting_text() {
 fn no_column_is_cut_while_the_row_has_room() {
     let f = fixture();
     // Sorts before every other item, so it is on the first page.
-    let long_id = "alerts-sched-32a48d-02-digest-weekly-report@1767225600000";
+    let long_id = "alerts-sched-32a48d-02-digest-weekly@1767225600000";
     f.store
         .enqueue_batch(vec![NewWork::effect(long_id, "send-email", "{}")], c1())
         .unwrap();

@@ -59,11 +59,12 @@ fn filter_asks_the_store_across_every_page() {
         "the fixture has a failed item beyond the first page"
     );
 
+    // Every failed item, the discarded ones too: no row facet, so the counters total it.
     h.press('/');
-    h.type_text("state:failed");
+    h.type_text("state:failed,discarded");
     assert_eq!(visible_keys(&h), first_page, "nothing applies while typing");
     assert!(
-        screen(&h).contains("state: kind: owner: compat: id:"),
+        screen(&h).contains("state: kind: owner: compat: handler: code: class: id:"),
         "the prompt lists the view's fields: {}",
         screen(&h)
     );
@@ -74,7 +75,7 @@ fn filter_asks_the_store_across_every_page() {
         "every failed item, from the store"
     );
     let text = screen(&h);
-    assert!(text.contains("/state:failed"), "{text}");
+    assert!(text.contains("/state:failed,discarded"), "{text}");
     assert!(
         text.contains(&format!("rows 1–2 of {}", failed_in_store.len())),
         "position and the counters' total: {text}"
@@ -109,8 +110,8 @@ fn filter_asks_the_store_across_every_page() {
     let status = h.app.status().map(|s| s.text.clone()).unwrap_or_default();
     assert_eq!(
         status,
-        "the work view cannot filter on \"bogus\": use state:, kind:, owner:, compat:, id: \
-         (or plain text for an id prefix)"
+        "the work view cannot filter on \"bogus\": use state:, kind:, owner:, compat:, \
+         handler:, code:, class:, id: (or plain text for an id prefix)"
     );
     assert!(h.app.table_ui().filter.is_empty());
     assert_eq!(visible_keys(&h), first_page);
@@ -184,18 +185,19 @@ fn sort_by_column_within_the_page() {
     let mut reversed = natural.clone();
     reversed.sort_by_key(|s| std::cmp::Reverse(s.to_lowercase()));
     assert_eq!(ids(&h), reversed);
-    // Cycle the sort column to generation (column 4).
+    // Cycle the sort column to generation (column 5).
     h.press('s');
     h.press('s');
     h.press('s');
     h.press('s');
-    assert_eq!(h.app.table_ui().sort.map(|s| s.0), Some(4));
+    h.press('s');
+    assert_eq!(h.app.table_ui().sort.map(|s| s.0), Some(5));
     let d = h.app.table_data().unwrap();
     let gens: Vec<i64> = h
         .app
         .visible()
         .iter()
-        .map(|i| d.rows[*i].cells[4].text.parse().unwrap())
+        .map(|i| d.rows[*i].cells[5].text.parse().unwrap())
         .collect();
     let mut sorted = gens.clone();
     sorted.sort_unstable_by(|a, b| b.cmp(a));
@@ -276,7 +278,7 @@ fn pages_through_the_store_with_keyset_paging() {
         .unwrap()
         .rows
         .iter()
-        .map(|r| r.cells[2].text.clone())
+        .map(|r| r.cells[3].text.clone())
         .collect();
     assert!(
         !states.is_empty() && states.iter().all(|s| s == "failed (terminal)"),

@@ -245,7 +245,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.owner.as_deref(), Some("a-1"));
-        assert_eq!(f.states.len(), 2);
+        assert_eq!(f.groups.len(), 2);
         assert!(parse_filter(View::Leases, &["owner:x".into()]).is_err());
         let refused = parse_filter(View::Leases, &["lease-1".into()]).unwrap_err();
         assert!(refused.message.contains("--after"), "{}", refused.message);

@@ -138,7 +138,7 @@ impl Sim {
                 kind: None,
                 owner: None,
                 compats: compats.into_iter().collect(),
-                id_prefix: None,
+                ..WorkFilter::default()
             };
             if let Ok(page) = self.store.list_work(&filter, &PageRequest::first(5_000)) {
                 self.deploy.held_ids = page

@@ -366,8 +366,7 @@ fn every_read_matches_the_memory_reference() {
             states: vec![WorkState::Pending, WorkState::Failed],
             kind: Some(WorkKind::Cursor),
             compats: vec!["c1".into(), "c2".into()],
-            owner: None,
-            id_prefix: None,
+            ..WorkFilter::default()
         },
         // Id prefixes: alone, under each leading index, empty and past every key.
         WorkFilter {

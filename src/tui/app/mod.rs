@@ -94,8 +94,9 @@ impl Default for AppOptions {
 /// Something the event loop must do for the app.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    /// Publish this query to the reader (it reads at once).
-    Query(Query),
+    /// Publish this query to the reader (it reads at once); boxed, as a filter is large
+    /// beside the other commands.
+    Query(Box<Query>),
     /// Cancel a workflow instance (then audit it).
     Cancel {
         instance: String,
@@ -541,7 +542,7 @@ impl App {
             }
         }
         if let Some(q) = self.sync_query(force) {
-            out.insert(0, Command::Query(q));
+            out.insert(0, Command::Query(Box::new(q)));
         }
         out
     }

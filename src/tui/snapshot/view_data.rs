@@ -154,6 +154,7 @@ fn work(c: &mut Counter<'_>, query: &Query, head: &Headline) -> Result<Page<Work
         query.filter.as_ref(),
         &present,
         &head.incompatible_compats,
+        head.fleet.fleet(),
     );
     Ok(match (filter, query.order) {
         (Some(filter), Some(StoreOrder::Work(order))) => {

@@ -188,7 +188,7 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
         .collect();
     lines.push(Line::from(spans));
     lines.push(Line::from(vec![
-        Span::styled("incompatible ", t.style(Role::Muted)),
+        Span::styled("stranded ", t.style(Role::Muted)),
         Span::styled(
             snap.incompatible.to_string(),
             t.style(if snap.incompatible > 0 {

@@ -39,10 +39,11 @@ pub fn total(app: &App) -> Option<u64> {
                 query.filter.as_ref(),
                 &present,
                 &snapshot.incompatible_compats,
+                snapshot.fleet.fleet(),
             ) else {
                 return Some(0);
             };
-            if f.owner.is_some() || f.id_prefix.is_some() {
+            if f.owner.is_some() || f.id_prefix.is_some() || !f.facets.is_empty() {
                 return None;
             }
             Some(

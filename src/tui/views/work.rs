@@ -1,5 +1,7 @@
-//! Work items: state, owner, generation, attempts, uncertain attempts, next eligibility,
-//! last failure and whether any live authority can run them.
+//! Work items: handler, state, owner, generation, attempts, uncertain attempts, next
+//! eligibility, last failure and whether any live authority can run them. The title
+//! counts the stranded items (the vocabulary's `stranded`: unfinished, and no running
+//! authority may claim them, whether for their build or for their handler).
 
 use super::super::snapshot::Snapshot;
 use super::super::text::{clean, relative, short};
@@ -15,6 +17,7 @@ use crate::ops::runnable::Standing;
 pub const COLUMNS: &[Column] = &[
     col("id", 20, 0),
     col("kind", 8, 3),
+    col("handler", 14, 3),
     col("state", 9, 0),
     col("owner", 12, 1),
     col("gen", 4, 1),
@@ -92,6 +95,7 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, fmt: TimeFmt) -> TableData 
                     cells: vec![
                         Cell::raw(&w.id, 80),
                         Cell::text(w.kind.as_str()),
+                        Cell::raw(&w.handler, 80),
                         Cell::text(state.clone().unwrap_or_else(|| w.state_text().to_owned()))
                             .role(if incompatible {
                                 Role::Incompatible
@@ -120,14 +124,14 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, fmt: TimeFmt) -> TableData 
             .collect();
     let paused = &snap.overview.paused_handlers;
     let note = if paused.is_empty() {
-        format!("{} incompatible", snap.incompatible)
+        format!("{} stranded", snap.incompatible)
     } else {
         let handlers = match paused.len() {
             1 => "1 handler".to_owned(),
             n => format!("{n} handlers"),
         };
         format!(
-            "{} incompatible, paused {} ({handlers})",
+            "{} stranded, paused {} ({handlers})",
             snap.incompatible,
             paused_handlers::waiting(paused),
         )
