@@ -568,6 +568,61 @@ fn bulk_requeue_of_twelve_dead_letters_needs_the_count_typed() {
     assert_eq!(mine, expected);
 }
 
+/// A bulk discard of twelve dead letters: the dialog opens with the keyboard on the count,
+/// so digits typed at once are the count, never the reason; Enter then asks for the reason
+/// a discard needs and gives that field the keyboard, and the run discards every match.
+#[test]
+fn a_bulk_discards_count_is_typed_before_its_reason() {
+    use leasehold::model::WorkState;
+    use leasehold::tui::app::Overlay;
+
+    let (store, clock) = memory_store();
+    let ids: Vec<String> = (0..12).map(|i| format!("dl-{i:02}")).collect();
+    support::dead_letters(
+        &store,
+        &clock,
+        &ids.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let mut h = harness(&store, "dark", 80, 24);
+    h.press('4');
+    h.press('/');
+    h.type_text("state:failed");
+    h.key(KeyCode::Enter);
+    h.press('D');
+    // The item's dialog starts on its reason; Tab leaves it for `a`.
+    h.key(KeyCode::Tab);
+    h.press('a');
+    h.type_text("12");
+    let Some(Overlay::ConfirmBulk {
+        typed,
+        reason,
+        editing,
+        ..
+    }) = h.app.overlay()
+    else {
+        panic!("{:?}", h.app.overlay());
+    };
+    assert_eq!(
+        (typed.as_str(), reason.as_str(), *editing),
+        ("12", "", false)
+    );
+    h.key(KeyCode::Enter);
+    assert_eq!(
+        h.app.status().unwrap().text,
+        "a discard needs a reason, for the items and the audit log"
+    );
+    h.type_text("poison payload");
+    h.key(KeyCode::Enter);
+    assert!(h.app.overlay().is_none());
+    let failed: Vec<String> = ids
+        .iter()
+        .map(|id| store.work(id).unwrap().unwrap())
+        .filter(|w| w.state == WorkState::Failed && w.last_failure.is_some())
+        .filter_map(|w| w.last_failure.map(|f| f.message))
+        .collect();
+    assert_eq!(failed, vec!["discarded by tester@ci: poison payload"; 12]);
+}
+
 /// The audit log's (action, target) pairs written as the test's operator, sorted.
 fn audited_by_tester(store: &Store) -> Vec<(String, String)> {
     let mut mine: Vec<(String, String)> = store

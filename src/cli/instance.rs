@@ -24,7 +24,7 @@ use crate::foundation::actor::operator;
 use crate::foundation::text_cell::{cell, cell_max};
 use crate::ids::check_id;
 use crate::model::{InstanceRow, PageRequest};
-use crate::ops::bulk::{Action, Bulk, Fate};
+use crate::ops::bulk::{Action, Bulk, Fate, RunPage};
 use crate::ops::cancel::Builds;
 use crate::ops::filter::{Filter, Subject};
 use crate::store::Store;
@@ -223,16 +223,20 @@ impl Action for CancelMatches {
         fate(&Verdict::of(&judge(&row.instance_id, Some(row), keys)))
     }
 
-    fn apply(&self, store: &Store, ids: &[&str], actor: &str, reason: &str) -> Result<Vec<Fate>> {
-        ids.iter()
+    /// Each cancel is its own transaction, so the run's entry for the page follows them.
+    fn apply(&self, store: &Store, ids: &[&str], run: &RunPage<'_>) -> Result<Vec<Fate>> {
+        let fates = ids
+            .iter()
             .map(|id| {
                 Ok(fate(&store.cancel_workflow_audited(
                     id,
                     Some(self.builds.keys()),
-                    actor,
-                    reason,
+                    run.actor,
+                    run.reason,
                 )?))
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        store.audit(run.actor, run.action, run.target, &(run.outcome)(&fates))?;
+        Ok(fates)
     }
 }

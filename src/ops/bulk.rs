@@ -5,13 +5,19 @@
 //!
 //! The matches are read page by page from the store (the filter is answered by the store,
 //! index-backed). Before writing, each row is judged as its page shows it: one that
-//! already shows the change is *skipped* (no write, no audit entry), so a re-run finishes
-//! the rest and does nothing twice; one the action does not apply to is *refused* without
-//! a write. The rest are changed by the same fenced, audited call as a single-row action,
-//! which judges each row again inside its transaction, so a row that moved meanwhile is
-//! never changed on stale grounds; a run interrupted half way leaves every row either
-//! changed or untouched. The run itself is audited once more, with the filter and the
-//! counts.
+//! already shows the change is *skipped* (no write, no audit entry); one the action does
+//! not apply to is *refused* without a write. A row left alone that an earlier run of the
+//! same selection (the action and the filter as written) changed is *done before*
+//! instead: the items a run killed half way requeued may have run and succeeded since,
+//! and a re-run counts them as that run's work, not as refusals. The rest are changed by
+//! the same fenced, audited call as a single-row action, which judges each row again
+//! inside its transaction, so a row that moved meanwhile is never changed on stale
+//! grounds; a run interrupted half way leaves every row either changed or untouched.
+//!
+//! The run itself is audited page by page: each page adds the run's entry with the
+//! filter and the counts so far (`in progress: …`), the last page the run's summary. A
+//! work triage writes it in the page's own transaction, so a run killed at any point
+//! leaves an entry for every page that committed, with its counts.
 
 use serde::Serialize;
 
@@ -21,7 +27,7 @@ use crate::model::PageRequest;
 use crate::model::history::with_reason;
 use crate::model::work::{WorkFilter, WorkItem};
 use crate::rules::triage::{Verb, Verdict};
-use crate::store::Store;
+use crate::store::{BulkPage, Store, Triaged};
 
 /// Rows read per page.
 pub const PAGE: usize = 500;
@@ -34,10 +40,27 @@ pub const PREVIEW: usize = 5;
 pub enum Fate {
     /// Changed (or, judged from a page, to be changed).
     Change,
+    /// Changed by an earlier run of the same selection: left alone. Only a run finds
+    /// this, never [`Action::judge`].
+    DoneBefore,
     /// Already shows the change: left alone.
     Skip,
     /// The action does not apply: the words say why.
     Refuse(String),
+}
+
+/// One page of a run as an action's change writes it: who and why, the selection its
+/// changes are recorded under, and the run's audit entry for the page, whose outcome is
+/// made from the fates of the page's changes.
+pub struct RunPage<'a> {
+    pub actor: &'a str,
+    pub reason: &'a str,
+    /// The action and the filter as written (`requeue-work filter state:failed`).
+    pub selection: &'a str,
+    /// The run's audit action (`bulk-requeue-work`) and target (`filter state:failed`).
+    pub action: &'a str,
+    pub target: &'a str,
+    pub outcome: &'a dyn Fn(&[Fate]) -> String,
 }
 
 /// One kind of bulk action: its rows, how each is judged, and the call that changes them.
@@ -58,12 +81,22 @@ pub trait Action {
     fn id(row: &Self::Row) -> &str;
     /// How the row fares as the page shows it.
     fn judge(&self, row: &Self::Row, store: &Store) -> Fate;
-    /// Changes the rows of `ids` (each judged [`Fate::Change`]) as `actor` with `reason`,
-    /// answering each one's fate in order.
+    /// Changes the rows of `ids` (each judged [`Fate::Change`], perhaps none) as `run`
+    /// says, answering each one's fate in order, and writes the run's audit entry for the
+    /// page — in the same transaction where the store allows it.
     ///
     /// # Errors
     /// A store failure.
-    fn apply(&self, store: &Store, ids: &[&str], actor: &str, reason: &str) -> Result<Vec<Fate>>;
+    fn apply(&self, store: &Store, ids: &[&str], run: &RunPage<'_>) -> Result<Vec<Fate>>;
+    /// Which of `ids` (rows this run leaves alone) an earlier run of `selection` changed;
+    /// none, for an action whose changes keep no such record.
+    ///
+    /// # Errors
+    /// A store failure.
+    fn done_before(&self, store: &Store, selection: &str, ids: &[&str]) -> Result<Vec<bool>> {
+        let _ = (store, selection);
+        Ok(vec![false; ids.len()])
+    }
 }
 
 /// One bulk run.
@@ -86,6 +119,8 @@ pub struct Tally {
     pub matched: usize,
     pub first: Vec<String>,
     pub done: usize,
+    /// Changed by an earlier run of the same selection.
+    pub done_before: usize,
     pub skipped: usize,
     pub refused: usize,
     /// The first refusals, `id: why`.
@@ -100,10 +135,57 @@ pub struct Tally {
 #[serde(rename_all = "camelCase")]
 pub struct Would {
     pub change: usize,
+    pub done_before: usize,
     pub skip: usize,
     pub refuse: usize,
     /// The first refusals, `id: why`.
     pub refusals: Vec<String>,
+}
+
+impl Tally {
+    fn count(&mut self, id: &str, fate: Fate) {
+        let counts = [
+            &mut self.done,
+            &mut self.done_before,
+            &mut self.skipped,
+            &mut self.refused,
+        ];
+        count(counts, &mut self.refusals, id, fate);
+    }
+
+    /// The rows judged so far.
+    fn judged(&self) -> usize {
+        self.done + self.done_before + self.skipped + self.refused
+    }
+}
+
+impl Would {
+    fn count(&mut self, id: &str, fate: Fate) {
+        let counts = [
+            &mut self.change,
+            &mut self.done_before,
+            &mut self.skip,
+            &mut self.refuse,
+        ];
+        count(counts, &mut self.refusals, id, fate);
+    }
+}
+
+/// Adds one row's fate to counts of (changed, done before, skipped, refused), naming the
+/// first refusals.
+fn count(counts: [&mut usize; 4], refusals: &mut Vec<String>, id: &str, fate: Fate) {
+    let [changed, before, skipped, refused] = counts;
+    match fate {
+        Fate::Change => *changed += 1,
+        Fate::DoneBefore => *before += 1,
+        Fate::Skip => *skipped += 1,
+        Fate::Refuse(why) => {
+            *refused += 1;
+            if refusals.len() < PREVIEW {
+                refusals.push(refusal_line(id, &why));
+            }
+        }
+    }
 }
 
 impl<A: Action> Bulk<'_, A> {
@@ -112,75 +194,65 @@ impl<A: Action> Bulk<'_, A> {
     /// # Errors
     /// A store failure.
     pub fn preview(&self) -> Result<Tally> {
-        self.scan(|_| {})
+        self.scan(|_| Ok(()))
     }
 
-    /// A dry run: the preview, and every match judged as its page shows it by the judgement
-    /// a run makes before it writes ([`Action::judge`]); changes nothing.
+    /// A dry run: the preview, and every match judged as a run judges it before it writes
+    /// ([`Action::judge`], and what an earlier run of the same selection did); changes
+    /// nothing.
     ///
     /// # Errors
     /// A store failure.
     pub fn dry_run(&self) -> Result<Tally> {
         let mut would = Would::default();
-        let mut tally = self.scan(|row| match self.action.judge(row, self.store) {
-            Fate::Change => would.change += 1,
-            Fate::Skip => would.skip += 1,
-            Fate::Refuse(why) => {
-                would.refuse += 1;
-                if would.refusals.len() < PREVIEW {
-                    would.refusals.push(refusal_line(A::id(row), &why));
-                }
+        let mut tally = self.scan(|page| {
+            for (id, fate) in self.judge(page)? {
+                would.count(id, fate);
             }
+            Ok(())
         })?;
         tally.would = Some(would);
         Ok(tally)
     }
 
-    /// Counts the matches and names the first, calling `visit` with each.
-    fn scan(&self, mut visit: impl FnMut(&A::Row)) -> Result<Tally> {
+    /// Counts the matches and names the first, calling `visit` with each page.
+    fn scan(&self, mut visit: impl FnMut(&[A::Row]) -> Result<()>) -> Result<Tally> {
         let mut tally = Tally {
             action: self.action.name(),
             filter: self.filter_text.trim().to_owned(),
             dry_run: true,
             ..Tally::default()
         };
-        self.each_page(|page| {
-            for row in page {
-                tally.matched += 1;
-                if tally.first.len() < PREVIEW {
-                    tally.first.push(A::id(row).to_owned());
-                }
-                visit(row);
-            }
-            Ok(())
+        self.each_page(|page, _| {
+            tally.matched += page.len();
+            let room = PREVIEW.saturating_sub(tally.first.len());
+            tally
+                .first
+                .extend(page.iter().take(room).map(|row| A::id(row).to_owned()));
+            visit(page)
         })?;
         Ok(tally)
     }
 
-    /// Acts on every match (counted into `tally`, which a [`Self::preview`] began), then
-    /// audits the run with the filter and the counts.
+    /// Acts on every match (counted into `tally`, which a [`Self::preview`] began), each
+    /// page audited with the filter and the counts so far, the last with the run's.
     ///
     /// # Errors
-    /// A store failure (the rows changed so far stay changed; a re-run skips them).
+    /// A store failure (the rows changed so far stay changed, their pages audited; a re-run
+    /// counts them done before).
     pub fn apply(&self, tally: &mut Tally) -> Result<()> {
         tally.dry_run = false;
-        self.each_page(|page| self.act(page, tally))?;
-        self.store.audit(
-            self.actor,
-            &format!("bulk-{}", self.action.name()),
-            &format!("filter {}", tally.filter),
-            &with_reason(self.summary(tally), self.reason),
-        )
+        self.each_page(|page, last| self.act(page, last, tally))
     }
 
     /// The counts in words: `12 matched: 12 requeued, 0 skipped (already requeued), 0
-    /// refused`.
+    /// refused`, with `, 3 done before` after the changed ones when there are any.
     #[must_use]
     pub fn summary(&self, tally: &Tally) -> String {
         format!(
             "{} matched: {}",
             tally.matched,
-            self.fates(tally.done, tally.skipped, tally.refused)
+            self.fates(tally.done, tally.done_before, tally.skipped, tally.refused)
         )
     }
 
@@ -189,21 +261,51 @@ impl<A: Action> Bulk<'_, A> {
     #[must_use]
     pub fn would_summary(&self, tally: &Tally) -> String {
         tally.would.as_ref().map_or_else(String::new, |w| {
-            format!("would be {}", self.fates(w.change, w.skip, w.refuse))
+            format!(
+                "would be {}",
+                self.fates(w.change, w.done_before, w.skip, w.refuse)
+            )
         })
     }
 
-    fn fates(&self, changed: usize, skipped: usize, refused: usize) -> String {
+    fn fates(&self, changed: usize, before: usize, skipped: usize, refused: usize) -> String {
         let done = self.action.done();
-        format!("{changed} {done}, {skipped} skipped (already {done}), {refused} refused")
+        let before = if before > 0 {
+            format!(", {before} done before")
+        } else {
+            String::new()
+        };
+        format!("{changed} {done}{before}, {skipped} skipped (already {done}), {refused} refused")
     }
 
-    /// Calls `visit` with every page of matching rows.
-    fn each_page(&self, mut visit: impl FnMut(&[A::Row]) -> Result<()>) -> Result<()> {
+    /// What the run acts on, as its changes record it: the action and the filter as
+    /// written.
+    fn selection(&self) -> String {
+        format!("{} filter {}", self.action.name(), self.filter_text.trim())
+    }
+
+    /// The run's audit entry for a page: the summary after the last page, the counts so
+    /// far before it.
+    fn page_outcome(&self, tally: &Tally, last: bool) -> String {
+        let words = if last {
+            self.summary(tally)
+        } else {
+            format!(
+                "in progress: {} of {} matched so far: {}",
+                tally.judged(),
+                tally.matched,
+                self.fates(tally.done, tally.done_before, tally.skipped, tally.refused)
+            )
+        };
+        with_reason(words, self.reason)
+    }
+
+    /// Calls `visit` with every page of matching rows, and whether it is the last.
+    fn each_page(&self, mut visit: impl FnMut(&[A::Row], bool) -> Result<()>) -> Result<()> {
         let mut page = PageRequest::first(PAGE);
         loop {
             let (rows, next) = self.action.page(self.store, &page)?;
-            visit(&rows)?;
+            visit(&rows, next.is_none())?;
             match next {
                 Some(next) => page = PageRequest::after(next, PAGE),
                 None => return Ok(()),
@@ -211,35 +313,62 @@ impl<A: Action> Bulk<'_, A> {
         }
     }
 
-    /// Judges each row as its page shows it, then changes the ones the action applies to
-    /// (where the store judges them again).
-    fn act(&self, page: &[A::Row], tally: &mut Tally) -> Result<()> {
+    /// Each row of `page` judged as the page shows it; a row left alone (skipped or
+    /// refused) that an earlier run of the same selection changed is done before.
+    fn judge<'r>(&self, page: &'r [A::Row]) -> Result<Vec<(&'r str, Fate)>> {
+        let mut judged: Vec<(&str, Fate)> = page
+            .iter()
+            .map(|row| (A::id(row), self.action.judge(row, self.store)))
+            .collect();
+        let left: Vec<&str> = judged
+            .iter()
+            .filter(|(_, fate)| *fate != Fate::Change)
+            .map(|(id, _)| *id)
+            .collect();
+        if left.is_empty() {
+            return Ok(judged);
+        }
+        let before = self
+            .action
+            .done_before(self.store, &self.selection(), &left)?;
+        let mut before = before.into_iter();
+        for (_, fate) in judged.iter_mut().filter(|(_, fate)| *fate != Fate::Change) {
+            if before.next() == Some(true) {
+                *fate = Fate::DoneBefore;
+            }
+        }
+        Ok(judged)
+    }
+
+    /// Judges the page, then changes the rows the action applies to (where the store
+    /// judges them again) and audits the page with the counts it leads to.
+    fn act(&self, page: &[A::Row], last: bool, tally: &mut Tally) -> Result<()> {
         let mut to_change: Vec<&str> = Vec::new();
-        let mut fates: Vec<(&str, Fate)> = Vec::new();
-        for row in page {
-            match self.action.judge(row, self.store) {
-                Fate::Change => to_change.push(A::id(row)),
-                seen => fates.push((A::id(row), seen)),
-            }
-        }
-        if !to_change.is_empty() {
-            let answers = self
-                .action
-                .apply(self.store, &to_change, self.actor, self.reason)?;
-            fates.extend(to_change.iter().copied().zip(answers));
-        }
-        for (id, fate) in fates {
+        let mut left = tally.clone();
+        for (id, fate) in self.judge(page)? {
             match fate {
-                Fate::Change => tally.done += 1,
-                Fate::Skip => tally.skipped += 1,
-                Fate::Refuse(why) => {
-                    tally.refused += 1;
-                    if tally.refusals.len() < PREVIEW {
-                        tally.refusals.push(refusal_line(id, &why));
-                    }
-                }
+                Fate::Change => to_change.push(id),
+                fate => left.count(id, fate),
             }
         }
+        let with_changes = |fates: &[Fate]| {
+            let mut counted = left.clone();
+            for (id, fate) in to_change.iter().zip(fates) {
+                counted.count(id, fate.clone());
+            }
+            counted
+        };
+        let outcome = |fates: &[Fate]| self.page_outcome(&with_changes(fates), last);
+        let run = RunPage {
+            actor: self.actor,
+            reason: self.reason,
+            selection: &self.selection(),
+            action: &format!("bulk-{}", self.action.name()),
+            target: &format!("filter {}", tally.filter),
+            outcome: &outcome,
+        };
+        let fates = self.action.apply(self.store, &to_change, &run)?;
+        *tally = with_changes(&fates);
         Ok(())
     }
 }
@@ -297,11 +426,22 @@ impl Action for TriageMatches {
         self.fate(&self.verb.judge(row, "", "", store.now()).0)
     }
 
-    fn apply(&self, store: &Store, ids: &[&str], actor: &str, reason: &str) -> Result<Vec<Fate>> {
-        Ok(store
-            .triage_work_batch(self.verb, ids, actor, reason)?
-            .iter()
-            .map(|answer| self.fate(&answer.verdict))
-            .collect())
+    fn apply(&self, store: &Store, ids: &[&str], run: &RunPage<'_>) -> Result<Vec<Fate>> {
+        let fates = |answers: &[Triaged]| -> Vec<Fate> {
+            answers.iter().map(|a| self.fate(&a.verdict)).collect()
+        };
+        let outcome = |answers: &[Triaged]| (run.outcome)(&fates(answers));
+        let page = BulkPage {
+            selection: run.selection,
+            action: run.action,
+            target: run.target,
+            outcome: &outcome,
+        };
+        let answers = store.triage_work_page(self.verb, ids, run.actor, run.reason, &page)?;
+        Ok(fates(&answers))
+    }
+
+    fn done_before(&self, store: &Store, selection: &str, ids: &[&str]) -> Result<Vec<bool>> {
+        store.changed_by_selection(self.verb, selection, ids)
     }
 }

@@ -77,7 +77,7 @@ pub use schedule_control::ScheduleControlled;
 pub use schedules::DEFAULT_ON_TIME_MS as SCHEDULE_ON_TIME_MS;
 pub use schedules::UPDATE_ACTION as SCHEDULE_UPDATE_ACTION;
 pub(crate) use schedules::fire_due_in;
-pub use triage::Triaged;
+pub use triage::{BulkPage, Triaged};
 pub(crate) use work::complete_in;
 pub use work::{Claim, Completion, Enqueued};
 

@@ -3,14 +3,15 @@
 //! written in the same serialised transaction, so the change is conditional on the state
 //! it was judged on, and the audit entry (actor, verdict, reason) commits with it, for a
 //! refusal too. A change is also recorded in the write history as an operator's write, so
-//! the checker knows a requeued item may finish again.
+//! the checker knows a requeued item may finish again; a bulk run's change carries the
+//! run's selection there, so a later run of the same selection tells what it already did.
 
 use super::work::save_work;
 use super::{Store, Tx, record_audit, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::check_id;
-use crate::model::{Holder, WorkItem, WriteVerb};
+use crate::model::{Holder, WorkItem, WriteRecord, WriteVerb};
 use crate::rules::triage::{self, Verb, Verdict};
 
 /// The answer of a triage verb: its verdict and the item as it stands afterwards (`None`
@@ -66,7 +67,7 @@ impl Store {
 
     /// One triage verb on each of `ids`, in one transaction: each item is judged, changed
     /// and audited on its own, exactly as [`Self::triage_work`] would, and the answers
-    /// come in the order of `ids`. A bulk action's page: all of it commits, or none.
+    /// come in the order of `ids`. All of it commits, or none.
     ///
     /// # Errors
     /// As [`Self::triage_work`], for the first id that fails the check (nothing written).
@@ -76,6 +77,78 @@ impl Store {
         ids: &[&str],
         actor: &str,
         reason: &str,
+    ) -> Result<Vec<Triaged>> {
+        self.triage_in(verb, ids, actor, reason, None)
+    }
+
+    /// A bulk run's page: [`Self::triage_work_batch`], each change recorded under the run's
+    /// selection, and the run's audit entry for the page (made from the page's answers)
+    /// committed in the same transaction — so a run killed between pages leaves an entry
+    /// with its counts up to the last page that committed, and a later run of the same
+    /// selection knows which items this one changed ([`Self::changed_by_selection`]).
+    ///
+    /// # Errors
+    /// As [`Self::triage_work_batch`].
+    pub fn triage_work_page(
+        &self,
+        verb: Verb,
+        ids: &[&str],
+        actor: &str,
+        reason: &str,
+        page: &BulkPage<'_>,
+    ) -> Result<Vec<Triaged>> {
+        self.triage_in(verb, ids, actor, reason, Some(page))
+    }
+
+    /// Which of `ids` were ever changed by `verb` under `selection` (a bulk run's page
+    /// recorded it with the change), read from each item's write history in one read
+    /// transaction: what an earlier run of the same selection did. A verb that leaves no
+    /// write (retry-now) has no such record; history older than the store keeps
+    /// (`RETENTION`) is not found.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn changed_by_selection(
+        &self,
+        verb: Verb,
+        selection: &str,
+        ids: &[&str],
+    ) -> Result<Vec<bool>> {
+        let Some(write) = verb_write(verb) else {
+            return Ok(vec![false; ids.len()]);
+        };
+        let by_selection = |w: &WriteRecord| {
+            w.accepted
+                && w.verb == write
+                && serde_json::from_str::<serde_json::Value>(&w.detail)
+                    .is_ok_and(|d| d["selection"] == selection)
+        };
+        self.read(|tx| {
+            ids.iter()
+                .map(|id| {
+                    let mut after = 0;
+                    loop {
+                        let page = tx.writes(Some(id), after, HISTORY_PAGE)?;
+                        if page.iter().any(by_selection) {
+                            return Ok(true);
+                        }
+                        match page.last() {
+                            Some(last) if page.len() >= HISTORY_PAGE => after = last.revision,
+                            _ => return Ok(false),
+                        }
+                    }
+                })
+                .collect()
+        })
+    }
+
+    fn triage_in(
+        &self,
+        verb: Verb,
+        ids: &[&str],
+        actor: &str,
+        reason: &str,
+        page: Option<&BulkPage<'_>>,
     ) -> Result<Vec<Triaged>> {
         if verb == Verb::Discard && reason.trim().is_empty() {
             return Err(Error::Invalid(
@@ -89,7 +162,8 @@ impl Store {
             return Err(Error::Invalid("an operator action needs an actor".into()));
         }
         self.write(|tx, now| {
-            ids.iter()
+            let answers = ids
+                .iter()
                 .map(|id| {
                     let answer = match tx.work(id)? {
                         None => Triaged {
@@ -99,7 +173,11 @@ impl Store {
                         Some(item) => match verb.judge(&item, actor, reason, now) {
                             (verdict, Some(next)) => {
                                 if let Some(write) = verb_write(verb) {
-                                    record_change(tx, now, actor, write, &item, &next)?;
+                                    let change = Change {
+                                        verb: write,
+                                        selection: page.map(|p| p.selection),
+                                    };
+                                    record_change(tx, now, actor, &change, &item, &next)?;
                                 }
                                 save_work(tx, Some(&item), &next)?;
                                 Triaged {
@@ -124,9 +202,35 @@ impl Store {
                     )?;
                     Ok(answer)
                 })
-                .collect()
+                .collect::<Result<Vec<_>>>()?;
+            if let Some(page) = page {
+                let outcome = (page.outcome)(&answers);
+                record_audit(tx, now, actor, page.action, page.target, &outcome, "")?;
+            }
+            Ok(answers)
         })
     }
+}
+
+/// What a bulk run's page adds to its transaction.
+pub struct BulkPage<'a> {
+    /// What the run acts on (its verb and filter): recorded with each change.
+    pub selection: &'a str,
+    /// The run's audit entry: its action and target, and its outcome made from the
+    /// page's answers.
+    pub action: &'a str,
+    pub target: &'a str,
+    pub outcome: &'a dyn Fn(&[Triaged]) -> String,
+}
+
+/// Writes of one item's history read at a time when looking for a run's change.
+const HISTORY_PAGE: usize = 64;
+
+/// A change as the write history records it: its verb, and the bulk selection that made
+/// it, if one did.
+struct Change<'a> {
+    verb: WriteVerb,
+    selection: Option<&'a str>,
 }
 
 /// Records the change in the write history the checker reads, as an operator's write
@@ -136,22 +240,25 @@ fn record_change(
     tx: &mut dyn Tx,
     now: Millis,
     actor: &str,
-    verb: WriteVerb,
+    change: &Change<'_>,
     item: &WorkItem,
     next: &WorkItem,
 ) -> Result<()> {
-    let detail = serde_json::json!({
+    let mut detail = serde_json::json!({
         "logicalEffectId": item.logical_effect_id,
         "idempotencyKey": item.idempotency_key,
         "state": next.state.as_str(),
     });
+    if let Some(selection) = change.selection {
+        detail["selection"] = selection.into();
+    }
     record_write(
         tx,
         now,
         &item.id,
         actor,
         item.generation,
-        verb,
+        change.verb,
         &Ok(()),
         detail,
         Holder::of_work(item),

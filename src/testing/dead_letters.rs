@@ -5,9 +5,9 @@
 
 use crate::model::work::{NewWork, WorkFilter};
 use crate::model::{AuditEntry, FailureClass, PageRequest, WorkItem, WorkState};
-use crate::rules::triage::Verdict;
+use crate::rules::triage::{Verb, Verdict};
 use crate::rules::work::Backoff;
-use crate::store::Store;
+use crate::store::{BulkPage, Store, Triaged};
 
 use super::work::{effect, item};
 use super::{Harness, K, K_OTHER, ok, refused};
@@ -241,6 +241,54 @@ pub fn requeue_gives_a_fresh_budget_once(h: &dyn Harness) {
             entry("fresh", "refused: pending — only a failed item is requeued"),
             entry("nope", "refused: no such work item; reason: r"),
         ]
+    );
+}
+
+/// A bulk run's page requeues its items in one transaction with the run's audit entry
+/// (made from the page's answers), and records the run's selection with each change: a
+/// later run of that selection finds exactly those items, never one requeued on its own,
+/// by another selection or by another verb.
+pub fn a_bulk_page_records_its_selection_with_each_change(h: &dyn Harness) {
+    let s = h.store();
+    for id in ["p1", "p2", "p3"] {
+        ok("enqueue", s.enqueue(poison(id, 1), K));
+        crash_every_attempt(h, id, 1);
+    }
+    let outcome = |answers: &[Triaged]| format!("{} answered", answers.len());
+    let page = BulkPage {
+        selection: "requeue-work filter p",
+        action: "bulk-requeue-work",
+        target: "filter p",
+        outcome: &outcome,
+    };
+    let answers = ok(
+        "requeue a page",
+        s.triage_work_page(Verb::Requeue, &["p1", "p2"], ACTOR, "r", &page),
+    );
+    assert!(answers.iter().all(|a| a.verdict == Verdict::Done));
+    ok("requeue alone", s.requeue_work("p3", ACTOR, "r"));
+    let run = audit(&s)
+        .into_iter()
+        .find(|a| a.action == "bulk-requeue-work")
+        .map(|a| (a.target, a.outcome));
+    assert_eq!(run, Some(("filter p".into(), "2 answered".into())));
+
+    let r = h.reopen();
+    let by =
+        |verb, selection, ids: &[&str]| ok("read", r.changed_by_selection(verb, selection, ids));
+    assert_eq!(
+        by(
+            Verb::Requeue,
+            "requeue-work filter p",
+            &["p1", "p2", "p3", "nope"]
+        ),
+        [true, true, false, false]
+    );
+    assert_eq!(by(Verb::Requeue, "requeue-work filter q", &["p1"]), [false]);
+    assert_eq!(by(Verb::Discard, "requeue-work filter p", &["p1"]), [false]);
+    assert_eq!(
+        by(Verb::RetryNow, "requeue-work filter p", &["p1"]),
+        [false]
     );
 }
 

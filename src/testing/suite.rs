@@ -78,6 +78,7 @@ macro_rules! store_conformance_suite {
             // poison pills: dead letters, requeue and discard
             dead_letters::a_poison_pill_ends_as_a_dead_letter,
             dead_letters::requeue_gives_a_fresh_budget_once,
+            dead_letters::a_bulk_page_records_its_selection_with_each_change,
             dead_letters::discard_needs_a_reason_and_spares_success,
             dead_letters::another_builds_lapsed_claim_is_left_alone,
             // compatibility

@@ -1,12 +1,13 @@
 //! `leasehold work requeue|discard|retry-now --filter`: a preview that changes nothing
 //! (the store's bytes stay the same), a refusal above the confirmation threshold without
 //! `--yes`, one audit entry per changed item plus one for the run, a run killed half way
-//! that a re-run finishes without doing anything twice, and `retry-now` on one item.
+//! that leaves its audit entry and that a re-run finishes, counting what it did as done
+//! before and doing nothing twice, and `retry-now` on one item.
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use leasehold::Store;
 use leasehold::clock::{Clock, ManualClock, SystemClock};
@@ -19,6 +20,7 @@ use leasehold::store::url::OpenMode;
 use serde_json::Value;
 
 use super::refusals::{listing, sha256};
+use super::support::wait::{wait_until, within};
 use super::{code, leasehold, stderr, stdout};
 
 struct Planted {
@@ -67,6 +69,25 @@ impl Planted {
             match rows.next {
                 Some(next) => page = PageRequest::after(next, 5_000),
                 None => return (by_action, requeued),
+            }
+        }
+    }
+
+    /// The outcomes of the bulk requeue runs' audit entries, oldest first.
+    fn bulk_entries(&self) -> Vec<String> {
+        let mut entries = Vec::new();
+        let mut page = PageRequest::first(5_000);
+        loop {
+            let rows = self.store().list_audit(&page).unwrap();
+            entries.extend(
+                rows.rows
+                    .into_iter()
+                    .filter(|a| a.action == "bulk-requeue-work")
+                    .map(|a| a.outcome),
+            );
+            match rows.next {
+                Some(next) => page = PageRequest::after(next, 5_000),
+                None => return entries,
             }
         }
     }
@@ -199,43 +220,129 @@ fn a_filter_is_previewed_confirmed_and_applied_once() {
     assert_eq!(code(&both), 2);
 }
 
+/// A requeue over `id:f-` killed with SIGKILL half way — while its second page is still
+/// uncommitted (held there by a trigger), its first committed — leaves an audit entry with
+/// its count so far. Some of what it requeued then runs and succeeds; the re-run counts
+/// all of it `done before` (not refused), finishes the rest and exits 0, and a third run
+/// finds nothing left; no item is requeued twice.
 #[test]
-fn a_bulk_run_killed_half_way_is_finished_by_a_re_run_without_doing_anything_twice() {
-    let s = plant(10_000);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        .args([
-            "work",
-            "requeue",
-            "--store",
-            &s.path,
-            "--filter",
-            "state:failed",
-            "--yes",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
+fn a_bulk_run_killed_half_way_is_finished_by_a_re_run_that_counts_what_it_did() {
+    let s = plant(12_000);
+    let stall = rusqlite::Connection::open(&s.path).unwrap();
+    stall.execute_batch(STALL_AFTER_THE_FIRST_PAGE).unwrap();
+    let mut child = Killed(
+        Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .args([
+                "work",
+                "requeue",
+                "--store",
+                &s.path,
+                "--filter",
+                "id:f-",
+                "--yes",
+                "--reason",
+                "mailbox fixed",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until(
+        "the run's first page committed",
+        within(Duration::from_secs(120)),
+        // Read on a plain connection: a store handle's open would queue for the write
+        // lock the stalled page holds.
+        || {
+            stall
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM audit WHERE action = 'bulk-requeue-work')",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        },
+    );
+    assert!(
+        child.0.try_wait().unwrap().is_none(),
+        "the run is still under way"
+    );
+    drop(child);
+    stall.execute_batch("DROP TRIGGER stall").unwrap();
+    drop(stall);
+
+    let killed_did = s.count(WorkState::Pending) - 1;
+    assert_eq!(killed_did, 500, "the first page, and nothing of the second");
+    let entries = s.bulk_entries();
+    assert_eq!(
+        entries.last().map(String::as_str),
+        Some(
+            format!(
+                "in progress: {killed_did} of 12000 matched so far: {killed_did} requeued, 0 skipped (already requeued), 0 refused; reason: mailbox fixed"
+            )
+            .as_str()
+        ),
+        "{entries:#?}"
+    );
+    // An authority runs some of the requeued items to success meanwhile.
     let store = s.store();
-    let first_page_done = || store.work("f-00000").unwrap().unwrap().state == WorkState::Pending;
-    while !first_page_done() && child.try_wait().unwrap().is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "the run never started changing items"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    let left = s.count(WorkState::Failed);
-    let o = s.run(&["requeue", "--filter", "state:failed", "--yes", "--json"]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert_eq!(answer(&o)["done"], left);
+    let ran: Vec<Completion> = store
+        .claim_batch("auth-b", "k", killed_did / 2, 60_000)
+        .unwrap()
+        .iter()
+        .map(|w| Completion {
+            id: w.id.clone(),
+            owner: "auth-b".into(),
+            generation: w.generation,
+            retry: leasehold::rules::retry::Retry::default(),
+            outcome: Ok(None),
+        })
+        .collect();
+    assert!(!ran.is_empty());
+    store.complete_batch(&ran).unwrap();
+
+    let o = s.run(&["requeue", "--filter", "id:f-", "--yes", "--json"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let again = answer(&o);
+    let counts = ["matched", "done", "doneBefore", "skipped", "refused"].map(|k| again[k].clone());
+    assert_eq!(
+        counts,
+        [12_000, 12_000 - killed_did, killed_did, 0, 0].map(Value::from),
+        "{again}"
+    );
     assert_eq!(s.count(WorkState::Failed), 0);
+
+    let o = s.run(&["requeue", "--filter", "id:f-", "--yes"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim(),
+        "requeue-work over id:f-: 12000 matched: 0 requeued, 12000 done before, 0 skipped (already requeued), 0 refused"
+    );
     let (_, requeued) = s.audit();
-    assert_eq!(requeued.len(), 10_000, "every item requeued");
+    assert_eq!(requeued.len(), 12_000, "every item requeued");
     assert!(requeued.values().all(|n| *n == 1), "none twice");
+}
+
+/// Makes every page of a bulk requeue after the first spend minutes inside its
+/// transaction, where it writes the run's audit entry (a trigger counts a large cross
+/// join): a run killed once its first entry is in the audit log dies with its first page
+/// committed and its second not, however slow the machine.
+const STALL_AFTER_THE_FIRST_PAGE: &str = "CREATE TRIGGER stall BEFORE INSERT ON audit
+    WHEN NEW.action = 'bulk-requeue-work'
+     AND EXISTS (SELECT 1 FROM audit WHERE action = 'bulk-requeue-work')
+    BEGIN
+      SELECT count(*) FROM work AS a, work AS b, (SELECT id FROM audit LIMIT 20);
+    END;";
+
+/// A child process killed (SIGKILL) and reaped when dropped, so a failing test leaves
+/// none behind.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[test]

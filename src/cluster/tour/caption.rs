@@ -22,7 +22,7 @@ impl Tour {
             _ => match self.step() {
                 Step::Watch => "every authority holds leases on long-running work: watch the OWNED column on 2:authorities".into(),
                 Step::Pause => format!("pausing {who} mid-work: its leases run out in 5s; watch another authority reclaim them under a higher generation (ticker: RECLAIM)"),
-                Step::Resume => format!("resuming {who}: it wakes up and writes its late results; watch them refused WORK_FENCED (ticker: FENCED)"),
+                Step::Resume => format!("resuming {who}: it wakes up and writes its late results under its old generation; watch the store refuse them (W: fenced writes; ticker: FENCED)"),
                 Step::Kill => format!("killing {who}: a crash, nothing released; its claims lapse and are reclaimed under a new generation"),
                 Step::Restart => format!("restarting {who} as a new incarnation: it registers once the old one is gone, then claims again"),
                 Step::DeployCompatible => "deploying a compatible build beside the fleet: same key, so it claims work at once".into(),

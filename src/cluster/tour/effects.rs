@@ -9,8 +9,8 @@ use crate::clock::{Millis, format_duration};
 use crate::cluster::control::{ClusterControl, DemoAuthority, DemoState};
 use crate::error::Result;
 use crate::model::work::WorkFilter;
-use crate::model::{PageRequest, WorkState};
-use crate::store::Store;
+use crate::model::{HistoryPosition, PageRequest, WorkState, WriteRecord, WriteVerb};
+use crate::store::{Incidents, Store};
 
 impl Tour {
     /// The promised effect of the current step, if the store shows it.
@@ -37,11 +37,8 @@ impl Tour {
                     )
                 })
             }
-            Step::Pause | Step::Kill => store
-                .failovers(since, None, 500)?
-                .rows
+            Step::Pause | Step::Kill => every(|before| store.failovers(since, before, PAGE))?
                 .into_iter()
-                .map(|(_, g)| g)
                 .find(|g| g.took_over.as_ref().is_some_and(|t| t.from_owner == who))
                 .map(|g| {
                     let from = g.took_over.as_ref().map_or(0, |t| t.from_generation);
@@ -50,22 +47,14 @@ impl Tour {
                         g.owner_id, g.resource_id, g.generation
                     )
                 }),
-            Step::Resume => store
-                .refused_writes(since, None, 500)?
-                .rows
-                .into_iter()
-                .map(|(_, w)| w)
-                .find(|w| {
-                    w.owner_id == who
-                        && w.verb != "renew"
-                        && w.refusal.as_deref() == Some("WORK_FENCED")
-                })
-                .map(|w| {
-                    format!(
-                        "{who}'s late write to {} at generation {} was refused WORK_FENCED",
-                        w.resource_id, w.generation
-                    )
-                }),
+            Step::Resume => {
+                let refused: Vec<WriteRecord> =
+                    every(|before| store.refused_writes(since, before, PAGE))?
+                        .into_iter()
+                        .filter(|w| w.owner_id == who)
+                        .collect();
+                late_write(who, &refused)
+            }
             Step::Restart => cluster
                 .authorities()
                 .iter()
@@ -106,6 +95,52 @@ impl Tour {
             Step::End => None,
         })
     }
+}
+
+/// How many incident records one read asks for.
+const PAGE: usize = 500;
+
+/// Every record of an incident list (failovers, refused writes), newest first, read a page
+/// at a time: however busy the window, the record a step waits for is never past the end of
+/// a page.
+fn every<T>(read: impl Fn(Option<HistoryPosition>) -> Result<Incidents<T>>) -> Result<Vec<T>> {
+    let mut all = Vec::new();
+    let mut before = None;
+    loop {
+        let page = read(before)?;
+        all.extend(page.rows.into_iter().map(|(_, r)| r));
+        match page.next {
+            Some(next) => before = Some(next),
+            None => return Ok(all),
+        }
+    }
+}
+
+/// What the resumed authority's refused writes show, told by the one that tells the story
+/// best: a late result refused `WORK_FENCED`, else a fenced renewal, else whatever the store
+/// refused (a result for an item its new owner already ended is refused `already-terminal`).
+/// Every refused write of the resumed authority counts, as the fenced-writes list shows them.
+fn late_write(who: &str, refused: &[WriteRecord]) -> Option<String> {
+    let rank = |w: &WriteRecord| {
+        let fenced = w.refusal.as_deref() == Some("WORK_FENCED");
+        match (fenced, w.verb == WriteVerb::Renew) {
+            (true, false) => 0,
+            (true, true) => 1,
+            (false, _) => 2,
+        }
+    };
+    let w = refused.iter().min_by_key(|w| (rank(w), w.revision))?;
+    let all = match refused.len() {
+        1 => String::new(),
+        n => format!(" ({n} refused in all)"),
+    };
+    Some(format!(
+        "{who}'s late {} of {} at generation {} was refused {}{all}",
+        w.verb,
+        w.resource_id,
+        w.generation,
+        w.refusal.as_deref().unwrap_or("by the store"),
+    ))
 }
 
 /// Claimed work by owner, as the store holds it now.

@@ -1,8 +1,10 @@
 //! The guided tour: a scripted walk through failover that tells the viewer what is about
 //! to happen and where to look, does it to the cluster, then waits until the promised
-//! effect is in the store's own records (a takeover under a higher generation, a write
-//! refused `WORK_FENCED`, …) before it moves on — never a fixed sleep. In manual mode it
-//! waits for a key instead of moving on by itself.
+//! effect is in the store's own records (a takeover under a higher generation, a late
+//! write refused, …) before it moves on — never a fixed sleep. A step looks for its effect
+//! in the records the dashboard lists (`F` failovers, `W` fenced writes), read whole, so it
+//! never misses one they show. In manual mode it waits for a key instead of moving on by
+//! itself.
 //!
 //! The tour is a plain state machine over the [`ClusterControl`] seam and the store:
 //! [`Tour::tick`] is called often (the dashboard: twice a second; tests: after every
@@ -35,7 +37,8 @@ pub enum Step {
     Watch,
     /// Pause the busiest authority: another reclaims its work under a higher generation.
     Pause,
-    /// Resume it: its late write is refused `WORK_FENCED`.
+    /// Resume it: its late writes are refused (`WORK_FENCED`, or `already-terminal` for an
+    /// item its new owner already ended).
     Resume,
     /// Kill another: its claims lapse and are reclaimed.
     Kill,
@@ -176,20 +179,25 @@ impl Tour {
                     return Ok(());
                 }
                 self.act(cluster, store)?;
+                if self.phase != Phase::Acting {
+                    // The cluster refused the act, and the step said so.
+                    return Ok(());
+                }
                 self.phase = Phase::Waiting { since: now };
                 // An effect already true (the first step) shows at once.
                 self.look(cluster, store, now, now)
             }
             Phase::Waiting { since } => {
-                if now - since > GIVE_UP_MS {
+                // Look before giving up: an effect the store holds is always reported.
+                self.look(cluster, store, since, now)?;
+                if self.phase == (Phase::Waiting { since }) && now - since > GIVE_UP_MS {
                     let fact = format!(
                         "not seen within {}: the tour moves on",
                         format_duration(GIVE_UP_MS)
                     );
                     self.finish(now, false, fact);
-                    return Ok(());
                 }
-                self.look(cluster, store, since, now)
+                Ok(())
             }
             Phase::Shown { at } => {
                 if !self.manual && now - at >= LINGER_MS {

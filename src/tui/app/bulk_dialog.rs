@@ -45,7 +45,9 @@ impl App {
         });
     }
 
-    /// The store's preview arrived: the bulk dialog opens on it (unless nothing matches).
+    /// The store's preview arrived: the bulk dialog opens on it (unless nothing matches),
+    /// with the keyboard on the count when one must be typed — digits go there, Tab moves
+    /// to the reason — and otherwise on the reason a discard still needs.
     pub(super) fn on_preview(&mut self, verb: Verb, reason: String, tally: Tally) {
         if tally.matched == 0 {
             self.say(format!("nothing matches {}", tally.filter), Role::Warning);
@@ -57,7 +59,9 @@ impl App {
         );
         self.overlay = Some(Overlay::ConfirmBulk {
             verb,
-            editing: verb == Verb::Discard && reason.trim().is_empty(),
+            editing: tally.matched <= TYPE_COUNT_ABOVE
+                && verb == Verb::Discard
+                && reason.trim().is_empty(),
             reason,
             tally,
             typed: String::new(),

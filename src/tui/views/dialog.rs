@@ -257,7 +257,8 @@ pub fn confirm_bulk(
                 t.style(Role::Warning),
             ),
             Span::styled(clean(typed, 12), t.style(Role::Base)),
-            Span::styled("█", t.style(Role::Accent)),
+            // The cursor shows where digits go: here, unless the reason has the keyboard.
+            Span::styled(if field.editing { "" } else { "█" }, t.style(Role::Accent)),
         ]));
     }
     confirm(frame, area, app, words.title, text, field, words.yes_all);
