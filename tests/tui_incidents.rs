@@ -269,6 +269,37 @@ fn the_failovers_view_pages_through_the_stores_list() {
     );
 }
 
+/// `:failovers 1h` (or `:fenced 1h`) sets how far back both incident views look, and the
+/// rows are the store's list for that window; a window that cannot be read is one line on
+/// the status and changes nothing.
+#[test]
+fn a_command_sets_how_far_back_the_incident_views_look() {
+    let (store, _clock) = fixture();
+    let hour = Window::parse("1h").unwrap();
+    let wide = failovers(&store, hour, store.now(), None, 1_000).unwrap();
+    assert_eq!(wide.total, 33, "the old failover is inside an hour");
+    let mut h = harness(&store, "dark", 80, 24);
+    h.command("failovers 1h");
+    assert_eq!(h.app.view(), ViewId::Failovers);
+    let data = h.app.table_data().unwrap();
+    assert!(
+        data.summary.contains("last 1h · 33 failovers"),
+        "{}",
+        data.summary
+    );
+    assert_eq!(h.app.query().window, hour);
+    h.press('W');
+    assert_eq!(h.app.query().window, hour, "one window for both views");
+    h.command("fenced soon");
+    let status = h.app.status().expect("a one-line error");
+    assert!(
+        status.text.contains("cannot read window"),
+        "{}",
+        status.text
+    );
+    assert_eq!(h.app.query().window, hour, "unchanged");
+}
+
 /// The fenced view lists each refused write with its writer and who held the resource.
 #[test]
 fn the_fenced_view_names_the_holder_of_each_refused_write() {

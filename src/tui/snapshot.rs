@@ -60,6 +60,8 @@ pub struct Query {
     pub replay: Option<Box<super::replay::ReplayQuery>>,
     /// While paused the reader only answers new queries; it does not refresh.
     pub paused: bool,
+    /// How far back the failovers and refused-writes views look (`:failovers 1h`).
+    pub window: Window,
 }
 
 impl Default for Query {
@@ -76,6 +78,7 @@ impl Default for Query {
             order: None,
             replay: None,
             paused: false,
+            window: Window::default(),
         }
     }
 }

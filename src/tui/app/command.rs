@@ -33,6 +33,21 @@ impl App {
                         self.work_quick = q;
                         self.tables.entry(ViewId::Work).or_default().page = None;
                     }
+                    if matches!(view, ViewId::Failovers | ViewId::Fenced)
+                        && let Some(word) = rest.first()
+                    {
+                        match crate::ops::window::Window::parse(word) {
+                            Ok(window) => {
+                                self.incident_window = window;
+                                self.tables.entry(ViewId::Failovers).or_default().page = None;
+                                self.tables.entry(ViewId::Fenced).or_default().page = None;
+                            }
+                            Err(e) => {
+                                self.say(e.to_string(), Role::Error);
+                                return;
+                            }
+                        }
+                    }
                     if view == ViewId::Timeline && self.resource.is_none() {
                         self.say(
                             "pick a row and press t (or :timeline RESOURCE)",

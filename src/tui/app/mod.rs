@@ -210,6 +210,8 @@ pub struct App {
     store: usize,
     tables: HashMap<ViewId, TableUi>,
     work_quick: WorkQuick,
+    /// How far back the failovers and refused-writes views look (`:failovers 1h`).
+    incident_window: crate::ops::window::Window,
     instance: Option<String>,
     resource: Option<String>,
     query: Query,
@@ -259,6 +261,7 @@ impl App {
             store: 0,
             tables: HashMap::new(),
             work_quick: WorkQuick::All,
+            incident_window: crate::ops::window::Window::default(),
             instance: None,
             resource: None,
             query: Query::default(),

@@ -47,6 +47,7 @@ impl App {
                 None
             },
             paused: self.paused,
+            window: self.incident_window,
         }
     }
 

@@ -22,7 +22,7 @@ use crate::ops::claims::OwnedClaims;
 use crate::ops::cursors::CursorStatus;
 use crate::ops::failovers::FailoverRow;
 use crate::ops::fenced::FencedRow;
-use crate::ops::window::{Listing, Window};
+use crate::ops::window::Listing;
 use crate::store::Store;
 
 /// The rows of the visible view. (One per snapshot, so the size difference between
@@ -92,10 +92,10 @@ impl ViewData {
         Ok(match query.view {
             ViewId::Overview => Self::Overview,
             ViewId::Failovers => Self::Failovers(c.run(|s| {
-                ops::failovers::failovers(s, Window::default(), at, incident_page(page), page.limit)
+                ops::failovers::failovers(s, query.window, at, incident_page(page), page.limit)
             })?),
             ViewId::Fenced => Self::Fenced(c.run(|s| {
-                ops::fenced::fenced(s, Window::default(), at, incident_page(page), page.limit)
+                ops::fenced::fenced(s, query.window, at, incident_page(page), page.limit)
             })?),
             ViewId::Triage => {
                 Self::Triage(c.run(|s| ops::attention::groups(s, head.fleet.fleet(), at))?)
