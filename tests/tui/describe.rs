@@ -197,6 +197,15 @@ fn no_column_is_cut_while_the_row_has_room() {
     assert_eq!(h.app.view(), ViewId::Timeline);
     assert!(screen(&h).contains("write: "), "{}", screen(&h));
     assert_whole_unless_full(&h);
+    // A resource the store never recorded is named as such, not shown as an empty table.
+    h.press(':');
+    h.type_text("timeline wf:no-such-instance");
+    h.key(KeyCode::Enter);
+    let summary = &h.app.table_data().expect("table data").summary;
+    assert!(
+        summary.contains("nothing recorded for wf:no-such-instance"),
+        "{summary}"
+    );
 }
 
 fn assert_whole_unless_full(h: &Harness) {

@@ -189,6 +189,12 @@ pub fn table(
         COLUMNS,
         rows,
         match resource {
+            // Nothing in the history, no lease and no item by that name: most likely a
+            // mistyped resource, which an empty table alone would not say.
+            Some(r) if entries.is_empty() && lease.is_none() && item.is_none() => format!(
+                "nothing recorded for {}: no grant or write in the store's history (mistyped, or trimmed by retention)",
+                clean(r, 60)
+            ),
             Some(_) => format!(
                 "{n_grants} grants, {} writes, {fenced} fenced",
                 entries.len() - n_grants
