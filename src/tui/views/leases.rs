@@ -64,14 +64,7 @@ pub fn table(page: &Page<Lease>, fmt: TimeFmt) -> TableData {
                     ("status".into(), expired.unwrap_or_else(|| status.into())),
                     ("token".into(), clean(&l.token, 200)),
                     ("acquired".into(), fmt.at(l.acquired_at)),
-                    (
-                        "expires".into(),
-                        format!(
-                            "{} ({})",
-                            fmt.at(l.expires_at),
-                            relative(now, Some(l.expires_at))
-                        ),
-                    ),
+                    ("expires".into(), fmt.at(l.expires_at)),
                     (
                         "released".into(),
                         l.released_at.map_or_else(|| "-".into(), |t| fmt.at(t)),

@@ -171,14 +171,8 @@ fn detail(w: &WorkItem, compat_text: &str, fmt: TimeFmt) -> Vec<(String, String)
                 w.attempt_number, w.max_attempts, w.uncertain_attempts
             ),
         ),
-        (
-            "next eligible".into(),
-            format!(
-                "{} ({})",
-                fmt.at(w.next_eligible_at),
-                relative(now, Some(w.next_eligible_at))
-            ),
-        ),
+        // The wall time and how far it is, once (`fmt.at` says both).
+        ("next eligible".into(), fmt.at(w.next_eligible_at)),
         ("last attempt".into(), opt(w.last_attempt_at)),
         (
             "last failure".into(),
