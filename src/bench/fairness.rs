@@ -385,7 +385,6 @@ fn figures(store: &Store, run: &Run) -> Result<Figures> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::BENCH_BUILD;
     use crate::store::url::{OpenMode, open};
 
     #[test]
@@ -396,17 +395,7 @@ mod tests {
             schedule_ms: 100,
             window: Duration::from_millis(600),
             per_second: 20,
-            fleet: FleetOptions {
-                url: "memory".into(),
-                authorities: 1,
-                build: BENCH_BUILD.into(),
-                workload: NOOP_HANDLER.into(),
-                concurrency: 8,
-                batch: 8,
-                lease_ms: 30_000,
-                poll_ms: 10,
-                processes: false,
-            },
+            fleet: FleetOptions::in_memory(1, NOOP_HANDLER, 8, 10),
             timeout: Duration::from_secs(120),
             quiet: true,
         };

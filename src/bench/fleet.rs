@@ -36,6 +36,27 @@ pub struct FleetOptions {
 }
 
 impl FleetOptions {
+    /// A small in-process fleet over the memory store, for the benches' own tests.
+    #[cfg(test)]
+    pub(crate) fn in_memory(
+        authorities: usize,
+        workload: &str,
+        concurrency: usize,
+        poll_ms: Millis,
+    ) -> Self {
+        Self {
+            url: "memory".into(),
+            authorities,
+            build: super::BENCH_BUILD.into(),
+            workload: workload.into(),
+            concurrency,
+            batch: concurrency,
+            lease_ms: 30_000,
+            poll_ms,
+            processes: false,
+        }
+    }
+
     /// Authority `i`'s config.
     fn config(&self, i: usize) -> AuthorityConfig {
         let mut config = AuthorityConfig::new(format!("{}-a{i}", self.build), self.build.clone())

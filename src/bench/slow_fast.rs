@@ -213,7 +213,6 @@ fn last_success(store: &Store, prefix: &str) -> Result<Millis> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::BENCH_BUILD;
     use crate::store::url::{OpenMode, open};
 
     #[test]
@@ -224,17 +223,7 @@ mod tests {
             fast_items: 200,
             slow: Duration::from_millis(50),
             fast: Duration::from_millis(1),
-            fleet: FleetOptions {
-                url: "memory".into(),
-                authorities: 1,
-                build: BENCH_BUILD.into(),
-                workload: FAST_HANDLER.into(),
-                concurrency: 8,
-                batch: 8,
-                lease_ms: 30_000,
-                poll_ms: 10,
-                processes: false,
-            },
+            fleet: FleetOptions::in_memory(1, FAST_HANDLER, 8, 10),
             timeout: Duration::from_secs(120),
         };
         let report = run(&store, &bench).expect("the bench runs");

@@ -199,7 +199,6 @@ fn terminal_effects(store: &Store, compat: &str) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::BENCH_BUILD;
     use crate::store::url::{OpenMode, open};
 
     fn small(workload: &str) -> WorkBench {
@@ -207,17 +206,7 @@ mod tests {
             items: 300,
             single: 50,
             enqueue_batch: 100,
-            fleet: FleetOptions {
-                url: "memory".into(),
-                authorities: 2,
-                build: BENCH_BUILD.into(),
-                workload: workload.into(),
-                concurrency: 16,
-                batch: 16,
-                lease_ms: 30_000,
-                poll_ms: 5,
-                processes: false,
-            },
+            fleet: FleetOptions::in_memory(2, workload, 16, 5),
             timeout: Duration::from_secs(120),
             quiet: true,
         }

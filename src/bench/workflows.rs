@@ -176,7 +176,6 @@ fn transitions(store: &Store) -> Result<u64> {
 mod tests {
     use super::*;
     use crate::authority::workload::NOOP_HANDLER;
-    use crate::bench::BENCH_BUILD;
     use crate::store::url::{OpenMode, open};
 
     #[test]
@@ -196,17 +195,7 @@ mod tests {
         let bench = WorkflowBench {
             instances: 40,
             single: 10,
-            fleet: FleetOptions {
-                url: "memory".into(),
-                authorities: 2,
-                build: BENCH_BUILD.into(),
-                workload: NOOP_HANDLER.into(),
-                concurrency: 8,
-                batch: 8,
-                lease_ms: 30_000,
-                poll_ms: 5,
-                processes: false,
-            },
+            fleet: FleetOptions::in_memory(2, NOOP_HANDLER, 8, 5),
             timeout: Duration::from_secs(120),
             quiet: true,
         };
