@@ -48,6 +48,39 @@ fn number_keys_and_command_completion_switch_views() {
     assert_eq!(h.app.work_quick().name(), "failed");
 }
 
+/// An error on the status line is gone once the operator acts again (a move, a view
+/// change); a key that fails in turn shows its own error, and a message that is no error
+/// stays up.
+#[test]
+fn an_error_on_the_status_line_clears_at_the_next_key() {
+    let f = fixture();
+    let mut h = harness(&f, "dark", 80, 24);
+    h.command("nonsense");
+    let error = h.app.status().expect("the refusal").text.clone();
+    assert!(error.contains("unknown command"), "{error}");
+    h.key(KeyCode::Down);
+    assert_eq!(h.app.status(), None, "a move clears it");
+    h.command("nonsense");
+    h.command("work bogus-filter-word");
+    assert_eq!(h.app.status(), None, "a command that worked clears it");
+    h.command("nonsense");
+    h.command("also-nonsense");
+    assert!(
+        h.app
+            .status()
+            .is_some_and(|s| s.text.contains("also-nonsense")),
+        "a second failure shows its own"
+    );
+    h.press('3');
+    assert_eq!(h.app.status(), None, "a view change clears it");
+    h.press(' ');
+    h.press('2');
+    assert!(
+        h.app.status().is_some_and(|s| s.text.contains("paused")),
+        "only errors go at the next key"
+    );
+}
+
 /// Mouse: a click on a tab switches views, on a column header sorts by it, on a row
 /// selects it; the wheel moves the selection.
 #[test]
