@@ -261,12 +261,53 @@ fn the_failovers_view_pages_through_the_stores_list() {
     }
     assert_eq!(seen, expected);
     assert_eq!(seen.iter().collect::<BTreeSet<_>>().len(), seen.len());
+    let mut back: Vec<String> = Vec::new();
+    for _ in 0..10 {
+        let data = h.app.table_data().unwrap();
+        back.splice(0..0, data.rows.iter().map(|r| r.key.clone()));
+        if !data.more_before {
+            break;
+        }
+        h.key(KeyCode::PageUp);
+    }
+    assert_eq!(
+        back, expected,
+        "PgUp goes back through the same pages to the newest"
+    );
+    h.key(KeyCode::PageDown);
     h.key(KeyCode::Home);
     assert_eq!(
         h.app.table_data().unwrap().rows[0].key,
         expected[0],
         "Home is the newest again"
     );
+}
+
+/// Each failover row states the generation the lost holder held and the one granted, as
+/// the grant history records them.
+#[test]
+fn the_failovers_view_states_both_generations_of_each_takeover() {
+    let (store, _clock) = fixture();
+    let list = failovers(&store, Window::default(), store.now(), None, 1_000).unwrap();
+    let (grants, _) = store.ownership_history(None, 0, 10_000).unwrap();
+    let mut h = harness(&store, "dark", 160, 48);
+    h.press('F');
+    let data = h.app.table_data().unwrap();
+    assert!(!data.rows.is_empty());
+    for (row, f) in data.rows.iter().zip(&list.rows) {
+        let grant = grants
+            .iter()
+            .find(|g| g.revision == f.revision && g.resource_id == f.resource)
+            .unwrap();
+        let took = grant.took_over.as_ref().unwrap();
+        assert_eq!(
+            row.cells[4].text,
+            format!("{}→{}", took.from_generation, grant.generation),
+            "{}",
+            f.resource
+        );
+        assert_eq!(row.cells[2].text, took.from_owner);
+    }
 }
 
 /// `:failovers 1h` (or `:fenced 1h`) sets how far back both incident views look, and the
@@ -329,9 +370,25 @@ fn the_fenced_view_names_the_holder_of_each_refused_write() {
         BTreeSet::from(["auth-a"]),
         "only the late owner wrote"
     );
+    // effect-010 was finished by its new owner before auth-a's late failure: the row names
+    // the owner of the item's last accepted write, its completion.
+    let (_, writes) = store.ownership_history(Some("effect-010"), 0, 100).unwrap();
+    let finisher = writes
+        .iter()
+        .rfind(|w| w.accepted && w.verb == "complete")
+        .map(|w| w.owner_id.clone())
+        .unwrap();
+    assert_ne!(finisher, "auth-a");
+    let terminal = data
+        .rows
+        .iter()
+        .find(|r| r.cells[7].text == "already-terminal")
+        .unwrap();
+    assert_eq!(terminal.cells[1].text, "effect-010");
+    assert_eq!(terminal.cells[4].text, format!("done by {finisher}"));
     assert!(
-        holders.contains(&"nobody"),
-        "the finished item: {holders:?}"
+        !holders.contains(&"nobody"),
+        "every refusal names someone: {holders:?}"
     );
 }
 

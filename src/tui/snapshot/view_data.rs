@@ -241,8 +241,9 @@ fn timeline(c: &mut Counter<'_>, page: &PageRequest, resource: Option<&str>) -> 
     })
 }
 
-/// Where an incident page starts: after the key of the last row seen. The lists only
-/// page forward (older); a backward request (PageUp, End) starts again from the newest.
+/// Where an incident page starts: after the key of the last row seen. The lists page
+/// forward only (older); the app goes back along the pages it passed
+/// (`app/table.rs::pages_forward_only`), and a backward request reads the newest page.
 fn incident_page(page: &PageRequest) -> Option<HistoryPosition> {
     page.after
         .as_deref()
