@@ -414,3 +414,67 @@ fn sort_on_an_indexed_column_is_done_by_the_store() {
         "the store's first page in status order"
     );
 }
+
+/// The audit view lists the log newest first, and `/actor:NAME`, `/action:NAME` keep
+/// exactly the entries the audit table holds with that actor and action — compared whole,
+/// so `ana@ops` is not `ana@ops.example`.
+#[test]
+fn the_audit_view_lists_newest_first_and_filters_by_actor_and_action() {
+    let f = fixture();
+    for (actor, action) in [
+        ("ana@ops", "requeue-work"),
+        ("bo@ops", "requeue-work"),
+        ("ana@ops", "discard-work"),
+        ("ana@ops.example", "requeue-work"),
+        ("ana@ops", "requeue-work"),
+    ] {
+        f.store.audit(actor, action, "effect-003", "done").unwrap();
+    }
+    let all = f.store.list_audit(&PageRequest::first(1_000)).unwrap().rows;
+    let mut h = harness(&f, "dark", 160, 48);
+    h.press('9');
+    let shown = |h: &Harness| -> Vec<String> {
+        let data = h.app.table_data().unwrap();
+        h.app
+            .visible()
+            .iter()
+            .map(|i| data.rows[*i].cells[0].text.clone())
+            .collect()
+    };
+    let newest_first: Vec<String> = all.iter().rev().map(|a| a.id.to_string()).collect();
+    assert_eq!(shown(&h), newest_first);
+    for (filter, actor, action) in [
+        ("actor:ana@ops", Some("ana@ops"), None),
+        ("action:requeue-work", None, Some("requeue-work")),
+        (
+            "actor:ana@ops action:requeue-work",
+            Some("ana@ops"),
+            Some("requeue-work"),
+        ),
+    ] {
+        h.dispatch(Action::ClearFilter);
+        h.press('/');
+        h.type_text(filter);
+        h.key(KeyCode::Enter);
+        let expected: Vec<String> = all
+            .iter()
+            .rev()
+            .filter(|a| actor.is_none_or(|x| a.actor == x))
+            .filter(|a| action.is_none_or(|x| a.action == x))
+            .map(|a| a.id.to_string())
+            .collect();
+        assert!(!expected.is_empty(), "{filter}");
+        assert_eq!(shown(&h), expected, "{filter}");
+    }
+    h.dispatch(Action::ClearFilter);
+    h.press('/');
+    h.type_text("actor:");
+    h.key(KeyCode::Enter);
+    assert!(
+        h.app
+            .status()
+            .is_some_and(|s| s.text.contains("actor: needs a value")),
+        "{:?}",
+        h.app.status()
+    );
+}

@@ -13,8 +13,8 @@ use super::{Counter, Headline, Query, TIMELINE_FACTOR};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, Ingestion, InstanceRow, Lease,
-    Page, PageRequest, Schedule, WorkItem, WriteRecord,
+    Authority, Grant, HistoryPosition, HistoryRecord, Ingestion, InstanceRow, Lease, Page,
+    PageRequest, Schedule, WorkItem, WriteRecord,
 };
 use crate::ops;
 use crate::ops::attention::Group;
@@ -60,7 +60,8 @@ pub enum ViewData {
         lease: Option<Lease>,
         item: Option<WorkItem>,
     },
-    Audit(Page<AuditEntry>),
+    /// The audit log newest first, under the `/` filter ([`crate::ops::audit`]).
+    Audit(ops::audit::AuditPage),
     Failovers(Listing<FailoverRow>),
     Fenced(Listing<FencedRow>),
     /// What needs a person ([`crate::ops::attention`]), judged against the fleet.
@@ -122,7 +123,10 @@ impl ViewData {
                 Self::Events { page, high_water }
             }
             ViewId::Schedules => schedules(c, page)?,
-            ViewId::Audit => Self::Audit(c.run(|s| s.list_audit(page))?),
+            ViewId::Audit => Self::Audit(c.run(|s| {
+                let none = ops::filter::Filter::none(ops::filter::Subject::Audit);
+                ops::audit::page(s, query.filter.as_ref().unwrap_or(&none), page)
+            })?),
             ViewId::Timeline => timeline(c, page, query.resource.as_deref())?,
         })
     }

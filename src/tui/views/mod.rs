@@ -186,7 +186,8 @@ pub fn table(snap: &Snapshot, fmt: TimeFmt) -> Option<TableData> {
         ViewData::Cursors(page) => cursors::table(page, fmt),
         ViewData::Events { page, high_water } => events::table(page, *high_water, fmt),
         ViewData::Schedules { page, firings } => schedules::table(page, firings, fmt),
-        ViewData::Audit(page) => audit::table(page, fmt),
+        // Paged by its own read, which may end a filtered page early.
+        ViewData::Audit(page) => return Some(audit::table(page, &snap.query.page, fmt)),
         ViewData::Triage(groups) => triage::table(groups, fmt),
         ViewData::Builds(matrix) => builds::table(matrix),
         ViewData::Horizon(h) => horizon::table(h, fmt),
