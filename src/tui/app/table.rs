@@ -60,6 +60,12 @@ impl App {
             .data
             .as_ref()
             .map_or((None, None), |d| (d.first_key.clone(), d.last_key.clone()));
+        // A forward page that came back empty (the one after a page that ended the list
+        // exactly) goes back from where it was asked to start.
+        let first = first.or_else(|| {
+            let asked = &self.query.page;
+            asked.after.clone().filter(|_| !asked.backwards)
+        });
         let (more_before, more_after) = self
             .data
             .as_ref()

@@ -36,7 +36,8 @@ pub enum ViewData {
         /// Each authority's claims and how many of them lapsed unreclaimed.
         owned: HashMap<String, OwnedClaims>,
     },
-    Leases(Page<Lease>),
+    /// Named leases, then the work items claimed now ([`super::Holds`]).
+    Leases(super::Holds),
     Work(Page<WorkItem>),
     Workflows(Page<InstanceRow>),
     Detail {
@@ -112,7 +113,7 @@ impl ViewData {
             }
             ViewId::Builds => Self::Builds(c.run(|s| head.fleet.matrix(s, &head.overview.work))?),
             ViewId::Authorities => authorities(c, page, at)?,
-            ViewId::Leases => Self::Leases(c.run(|s| s.list_leases(page))?),
+            ViewId::Leases => Self::Leases(super::Holds::read(c, page)?),
             ViewId::Work => Self::Work(work(c, query, head)?),
             ViewId::Workflows => Self::Workflows(workflows(c, query)?),
             ViewId::WorkflowDetail => detail(c, query.instance.as_deref())?,
