@@ -467,6 +467,10 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
         "triage_80x24_dark",
         buffer_text(&render_app(&h.app, 80, 24))
     );
+    insta::assert_snapshot!(
+        "triage_60x15_dark",
+        buffer_text(&render_app(&h.app, 60, 15))
+    );
 
     // The first group (dead letters) opens the work view under its own term, which lists
     // exactly its items: not the terminal failure beside them.
@@ -495,6 +499,10 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
     insta::assert_snapshot!(
         "builds_80x24_dark",
         buffer_text(&render_app(&h.app, 80, 24))
+    );
+    insta::assert_snapshot!(
+        "builds_60x15_dark",
+        buffer_text(&render_app(&h.app, 60, 15))
     );
 }
 
@@ -784,6 +792,10 @@ fn the_horizon_view_shows_what_becomes_due_in_its_minute() {
     insta::assert_snapshot!(
         "horizon_80x24_dark",
         buffer_text(&render_app(&h.app, 80, 24))
+    );
+    insta::assert_snapshot!(
+        "horizon_60x15_dark",
+        buffer_text(&render_app(&h.app, 60, 15))
     );
 }
 

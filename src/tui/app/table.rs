@@ -123,7 +123,7 @@ impl App {
         let (w, h) = self.size;
         let [_, tabs, body, _] = views::chrome::layout(ratatui::layout::Rect::new(0, 0, w, h));
         if row == tabs.y {
-            if let Some(view) = views::chrome::tab_at(tabs, column) {
+            if let Some(view) = views::chrome::tab_at(tabs, column, self.view) {
                 self.switch(view);
             }
             return;

@@ -10,11 +10,11 @@ use crate::model::PageRequest;
 use crate::ops::audit::{AuditPage, key};
 
 pub const COLUMNS: &[Column] = &[
-    col("#", 5, 0),
+    col("#", 5, 2),
     col("at", 12, 1),
-    col("actor", 16, 1),
+    col("actor", 16, 0),
     col("action", 16, 0),
-    col("target", 20, 0),
+    col("target", 12, 1),
     col("outcome", 20, 0),
 ];
 

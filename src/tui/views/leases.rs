@@ -12,11 +12,13 @@ use crate::ops::claims::ClaimStanding;
 
 pub const COLUMNS: &[Column] = &[
     col("resource", 24, 0),
-    col("kind", 8, 1),
+    col("kind", 8, 0),
     col("owner", 14, 0),
     col("gen", 5, 0),
-    col("status", 8, 0),
-    col("expires", 11, 1),
+    // Where the terminal is narrow, `expires` says it alone: a countdown, `-` (released)
+    // or `expired, awaiting reclaim`.
+    col("status", 8, 1),
+    col("expires", 11, 0),
     col("handler", 12, 2),
     col("token", 10, 3),
     col("acquired", 12, 4),
