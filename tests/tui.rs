@@ -1,7 +1,8 @@
 //! The dashboard, end to end without a terminal: deterministic data (memory store, manual
 //! clock, seeded ids) driven through the app's update loop and drawn with `TestBackend`.
 //!
-//! - `snapshots_*` (here): insta snapshots of every view at 80×24 and 160×48 in two themes.
+//! - `snapshots_*` (here): insta snapshots of every view at 80×24 and 160×48 in two themes,
+//!   and at 60×15.
 //! - interaction tests, one module each: `navigation` (views, `:` completion, mouse),
 //!   `paging` (filter, sort, keyset paging), `workflows` (detail and its history tree, cancel
 //!   through the dialog), `actions` (read-only, write handles), `demo` (demo keys, help),
@@ -536,17 +537,23 @@ const ALL_VIEWS: [ViewId; 13] = [
     ViewId::Fenced,
 ];
 
+/// Every view at 80×24 and 160×48 in both themes, and at 60×15 (the smallest terminal
+/// the dashboard is made for) in the dark one.
 #[test]
-fn snapshots_every_view_two_sizes_two_themes() {
+fn snapshots_every_view_three_sizes_two_themes() {
     let f = fixture();
-    for theme in ["dark", "light"] {
-        for (w, hgt) in [(80, 24), (160, 48)] {
+    for (w, hgt, themes) in [
+        (60, 15, &["dark"][..]),
+        (80, 24, &["dark", "light"][..]),
+        (160, 48, &["dark", "light"][..]),
+    ] {
+        for theme in themes {
             for view in ALL_VIEWS {
                 let mut h = harness(&f, theme, w, hgt);
                 open(&mut h, view, &f);
                 let buffer = h.render();
                 let name = format!("{}_{w}x{hgt}_{theme}", view.name());
-                if theme == "dark" {
+                if *theme == "dark" {
                     // Text only: what an operator reads.
                     insta::assert_snapshot!(name, buffer_text(&buffer));
                 } else {

@@ -1,14 +1,17 @@
 //! The dashboard's failovers (`F`) and fenced-writes (`W`) views and the overview's
 //! failover summary, on a store with reclaims from several owners at several instants, an
 //! older failover outside the window, late writes refused under every kind of holder, and
-//! hostile text. What the views state is compared with the store's own history.
+//! hostile text. What the views state is compared with the store's own history (row by
+//! row in `tui_incidents/lists.rs`).
 
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/mod.rs"]
 mod support;
 
-use std::collections::BTreeSet;
+#[path = "tui_incidents/lists.rs"]
+mod lists;
+
 use std::sync::Arc;
 
 use crossterm::event::KeyCode;
@@ -17,7 +20,6 @@ use leasehold::ids::SeededIds;
 use leasehold::model::work::NewWork;
 use leasehold::model::{Authority, Failure, FailureClass, WorkItem};
 use leasehold::ops::failovers::failovers;
-use leasehold::ops::fenced::fenced;
 use leasehold::ops::window::Window;
 use leasehold::store::Backend;
 use leasehold::store::memory::MemoryBackend;
@@ -221,54 +223,6 @@ fn keys_and_commands_open_the_views() {
     }
 }
 
-/// Every row the view shows, page after page, is the store's failover list of the window
-/// in the same order, and the title carries the window's count.
-#[test]
-fn the_failovers_view_pages_through_the_stores_list() {
-    let (store, _clock) = fixture();
-    let list = failovers(&store, Window::default(), store.now(), None, 1_000).unwrap();
-    assert_eq!(
-        list.total, 32,
-        "30 effects, the hostile one and the lease; not the old one"
-    );
-    let expected: Vec<String> = list.rows.iter().map(|f| f.position.key()).collect();
-    let (grants, _) = store.ownership_history(None, 0, 10_000).unwrap();
-    assert_eq!(
-        grants
-            .iter()
-            .filter(|g| g.took_over.is_some() && g.at >= list.since)
-            .count(),
-        expected.len(),
-        "the list is the history's failovers in the window"
-    );
-
-    let mut h = harness(&store, "dark", 80, 24);
-    h.press('F');
-    let first = h.app.table_data().unwrap();
-    assert!(
-        first.summary.contains("last 15m · 32 failovers"),
-        "{}",
-        first.summary
-    );
-    let mut seen: Vec<String> = Vec::new();
-    for _ in 0..10 {
-        let data = h.app.table_data().unwrap();
-        seen.extend(data.rows.iter().map(|r| r.key.clone()));
-        if !data.more_after {
-            break;
-        }
-        h.key(KeyCode::PageDown);
-    }
-    assert_eq!(seen, expected);
-    assert_eq!(seen.iter().collect::<BTreeSet<_>>().len(), seen.len());
-    h.key(KeyCode::Home);
-    assert_eq!(
-        h.app.table_data().unwrap().rows[0].key,
-        expected[0],
-        "Home is the newest again"
-    );
-}
-
 /// `:failovers 1h` (or `:fenced 1h`) sets how far back both incident views look, and the
 /// rows are the store's list for that window; a window that cannot be read is one line on
 /// the status and changes nothing.
@@ -298,41 +252,6 @@ fn a_command_sets_how_far_back_the_incident_views_look() {
         status.text
     );
     assert_eq!(h.app.query().window, hour, "unchanged");
-}
-
-/// The fenced view lists each refused write with its writer and who held the resource.
-#[test]
-fn the_fenced_view_names_the_holder_of_each_refused_write() {
-    let (store, _clock) = fixture();
-    let list = fenced(&store, Window::default(), store.now(), None, 100).unwrap();
-    assert_eq!(list.total, 4);
-    let mut h = harness(&store, "dark", 160, 48);
-    h.press('W');
-    let data = h.app.table_data().unwrap();
-    assert_eq!(data.rows.len(), 4);
-    for (row, w) in data.rows.iter().zip(&list.rows) {
-        let cells: Vec<&str> = row.cells.iter().map(|c| c.text.as_str()).collect();
-        assert_eq!(cells[2], w.writer);
-        assert_eq!(cells[3], w.writer_generation.to_string());
-        assert_eq!(cells[4], w.holder_label());
-        assert_eq!(cells[5], w.holder_generation_label());
-        assert_eq!(cells[6], w.verb);
-    }
-    let holders: Vec<&str> = data.rows.iter().map(|r| r.cells[4].text.as_str()).collect();
-    assert!(
-        holders.contains(&"auth-c"),
-        "the lease's holder: {holders:?}"
-    );
-    let writers: BTreeSet<&str> = data.rows.iter().map(|r| r.cells[2].text.as_str()).collect();
-    assert_eq!(
-        writers,
-        BTreeSet::from(["auth-a"]),
-        "only the late owner wrote"
-    );
-    assert!(
-        holders.contains(&"nobody"),
-        "the finished item: {holders:?}"
-    );
 }
 
 #[test]
@@ -410,6 +329,10 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
         "triage_80x24_dark",
         buffer_text(&render_app(&h.app, 80, 24))
     );
+    insta::assert_snapshot!(
+        "triage_60x15_dark",
+        buffer_text(&render_app(&h.app, 60, 15))
+    );
 
     // The first group (dead letters) opens the work view under its own term, which lists
     // exactly its items: not the terminal failure beside them.
@@ -438,6 +361,10 @@ fn triage_lists_what_needs_a_person_and_enter_opens_the_work() {
     insta::assert_snapshot!(
         "builds_80x24_dark",
         buffer_text(&render_app(&h.app, 80, 24))
+    );
+    insta::assert_snapshot!(
+        "builds_60x15_dark",
+        buffer_text(&render_app(&h.app, 60, 15))
     );
 }
 
@@ -727,6 +654,10 @@ fn the_horizon_view_shows_what_becomes_due_in_its_minute() {
     insta::assert_snapshot!(
         "horizon_80x24_dark",
         buffer_text(&render_app(&h.app, 80, 24))
+    );
+    insta::assert_snapshot!(
+        "horizon_60x15_dark",
+        buffer_text(&render_app(&h.app, 60, 15))
     );
 }
 

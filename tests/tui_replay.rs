@@ -120,6 +120,10 @@ fn the_summary_is_the_windows_history() {
         "replay_80x24_dark",
         buffer_text(&render_app(&h.app, 80, 24))
     );
+    insta::assert_snapshot!(
+        "replay_60x15_dark",
+        buffer_text(&render_app(&h.app, 60, 15))
+    );
 }
 
 /// `}` lands on the first failover grant; Enter shows its resource owned by the taker at

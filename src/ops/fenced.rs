@@ -1,14 +1,15 @@
 //! Refused (fenced) writes as the operator is told them: which write was refused, from
 //! whom, under which generation, and who held the resource at that moment — recorded by
-//! the store in the refusing transaction, listed by time, newest first.
+//! the store in the refusing transaction, listed by time, newest first. A write refused
+//! because its item had ended names who ended it, from the item's own row.
 
 use serde::Serialize;
 
 use super::window::{Listing, Window};
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::model::{HistoryPosition, WriteRecord, WriteVerb};
-use crate::store::Store;
+use crate::model::{HistoryPosition, WriteVerb};
+use crate::store::{RefusedWrite, Store};
 
 /// One refused write.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -25,6 +26,9 @@ pub struct FencedRow {
     /// The resource's generation then; `null` only for writes recorded before stores kept
     /// the holder.
     pub holder_generation: Option<u64>,
+    /// For an `already-terminal` refusal, the owner whose own outcome had ended the item
+    /// (`null` when the item has moved on since, or a person or a lapse ended it).
+    pub finished_by: Option<String>,
     pub verb: WriteVerb,
     /// Why it was refused (`WORK_FENCED`, `already-terminal`, …).
     pub refusal: String,
@@ -36,7 +40,8 @@ pub struct FencedRow {
 impl FencedRow {
     /// The row of a refused write; `None` for an accepted one.
     #[must_use]
-    pub fn of(position: HistoryPosition, write: &WriteRecord) -> Option<Self> {
+    pub fn of(position: HistoryPosition, refused: &RefusedWrite) -> Option<Self> {
+        let write = &refused.write;
         if write.accepted {
             return None;
         }
@@ -47,6 +52,7 @@ impl FencedRow {
             writer_generation: write.generation,
             holder: write.holder.as_ref().and_then(|h| h.owner_id.clone()),
             holder_generation: write.holder.as_ref().map(|h| h.generation),
+            finished_by: refused.finished_by.clone(),
             verb: write.verb,
             refusal: write.refusal.clone().unwrap_or_default(),
             revision: write.revision,
@@ -54,13 +60,16 @@ impl FencedRow {
         })
     }
 
-    /// The holder for people: its id, `nobody` (released or finished), or `not recorded`.
+    /// The holder for people: its id, `done by ID` (nobody held it: that owner had
+    /// finished the item), `nobody` (released, or ended by a person or a lapse), or
+    /// `not recorded`.
     #[must_use]
     pub fn holder_label(&self) -> String {
-        match (&self.holder, self.holder_generation) {
-            (Some(h), _) => h.clone(),
-            (None, Some(_)) => "nobody".into(),
-            (None, None) => "not recorded".into(),
+        match (&self.holder, self.holder_generation, &self.finished_by) {
+            (Some(h), _, _) => h.clone(),
+            (None, Some(_), Some(f)) => format!("done by {f}"),
+            (None, Some(_), None) => "nobody".into(),
+            (None, None, _) => "not recorded".into(),
         }
     }
 

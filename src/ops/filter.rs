@@ -19,6 +19,8 @@
 //!   failure's), `id:PREFIX`;
 //! - workflows: `status:S` (`running`, `waiting`, `completed`, `failed`, `cancelled`),
 //!   `id:PREFIX`;
+//! - audit: `actor:NAME` and `action:NAME`, each the whole value (`ops/audit.rs` reads
+//!   them), `id:PREFIX`;
 //! - every other view: `id:PREFIX` only.
 //!
 //! `state:failed` names the failures nobody decided: an item a person discarded is
@@ -39,6 +41,7 @@ use crate::model::{Ending, FailureClass, InstanceStatus, WorkGroup};
 pub enum Subject {
     Work,
     Workflows,
+    Audit,
     /// Any other table, by its name (for messages).
     Other(&'static str),
 }
@@ -50,6 +53,7 @@ impl Subject {
         match self {
             Self::Work => "work",
             Self::Workflows => "workflows",
+            Self::Audit => "audit",
             Self::Other(name) => name,
         }
     }
@@ -62,6 +66,7 @@ impl Subject {
                 "state", "kind", "owner", "compat", "handler", "code", "class", "id",
             ],
             Self::Workflows => &["status", "id"],
+            Self::Audit => &["actor", "action", "id"],
             Self::Other(_) => &["id"],
         }
     }
@@ -71,6 +76,13 @@ impl Subject {
     #[must_use]
     pub fn prefix_in_store(self) -> bool {
         matches!(self, Self::Work | Self::Workflows)
+    }
+
+    /// Whether the view's read takes the filter (work, workflows, audit); on the others
+    /// only an id prefix narrows the page already read.
+    #[must_use]
+    pub fn read_filtered(self) -> bool {
+        matches!(self, Self::Work | Self::Workflows | Self::Audit)
     }
 }
 
@@ -111,6 +123,10 @@ pub struct Filter {
     pub classes: Vec<FailureClass>,
     /// One workflow status.
     pub status: Option<InstanceStatus>,
+    /// The audit entries of this actor, compared whole.
+    pub actor: Option<String>,
+    /// The audit entries of this action, compared whole.
+    pub action: Option<String>,
     /// Rows whose id starts with this (free text, or `id:`).
     pub id_prefix: Option<String>,
 }
@@ -151,6 +167,8 @@ impl Filter {
             codes: Vec::new(),
             classes: Vec::new(),
             status: None,
+            actor: None,
+            action: None,
             id_prefix: None,
         }
     }
@@ -258,6 +276,14 @@ impl Filter {
             "owner" => {
                 check_id("owner", value).map_err(|e| FilterError(plain(&e)))?;
                 self.owner = Some(value.to_owned());
+            }
+            "actor" => {
+                check_id("actor", value).map_err(|e| FilterError(plain(&e)))?;
+                self.actor = Some(value.to_owned());
+            }
+            "action" => {
+                check_id("action", value).map_err(|e| FilterError(plain(&e)))?;
+                self.action = Some(value.to_owned());
             }
             "compat" => {
                 self.compat = Some(match value.to_lowercase().as_str() {
@@ -414,6 +440,8 @@ fn example(field: &str) -> &'static str {
         "code" => "code:TIMEOUT",
         "class" => "class:terminal",
         "status" => "status:waiting",
+        "actor" => "actor:ana@ops-host",
+        "action" => "action:work-requeue",
         _ => "id:order-",
     }
 }

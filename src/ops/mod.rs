@@ -5,6 +5,7 @@
 //! everything that reads them.
 
 pub mod attention;
+pub mod audit;
 pub mod builds;
 pub mod bulk;
 pub mod cancel;

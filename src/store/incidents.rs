@@ -3,9 +3,24 @@
 //! that hold only those rows (never a scan of the history).
 
 use super::Store;
+use super::backend::Tx;
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::model::{Grant, HistoryPosition, WriteRecord};
+use crate::model::work::WorkState;
+use crate::model::{Ending, Grant, HistoryPosition, WriteRecord};
+
+/// The refusal of a write to an item that had already reached its end.
+const ALREADY_TERMINAL: &str = "already-terminal";
+
+/// A refused write, with who had finished the item when the refusal was for that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedWrite {
+    pub write: WriteRecord,
+    /// For an `already-terminal` refusal: the owner whose own completion or failure ended
+    /// the item, as its row still says (`None` when the row moved on since — requeued,
+    /// claimed again, trimmed — or a person or a lapse ended it, not an owner).
+    pub finished_by: Option<String>,
+}
 
 /// One page of an incident list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,10 +71,11 @@ impl Store {
         since: Millis,
         before: Option<HistoryPosition>,
         limit: usize,
-    ) -> Result<Incidents<WriteRecord>> {
+    ) -> Result<Incidents<RefusedWrite>> {
         let limit = limit.max(1);
         self.read(|tx| {
             let rows = tx.refused_writes(since, before, limit)?;
+            let rows = with_finishers(tx, rows)?;
             Ok(Incidents::page(
                 rows,
                 tx.count_refused_writes(since)?,
@@ -67,6 +83,55 @@ impl Store {
             ))
         })
     }
+}
+
+/// Each refused write with who had finished its item, for the `already-terminal` ones:
+/// their items read in the list's own transaction, announced together so a provider that
+/// can fetches them at once.
+fn with_finishers(
+    tx: &mut dyn Tx,
+    rows: Vec<(HistoryPosition, WriteRecord)>,
+) -> Result<Vec<(HistoryPosition, RefusedWrite)>> {
+    let finished: Vec<&str> = rows
+        .iter()
+        .filter(|(_, w)| w.refusal.as_deref() == Some(ALREADY_TERMINAL))
+        .map(|(_, w)| w.resource_id.as_str())
+        .collect();
+    tx.prefetch_work(&finished)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (position, write) in rows {
+        let finished_by = if write.refusal.as_deref() == Some(ALREADY_TERMINAL) {
+            finisher(tx, &write)?
+        } else {
+            None
+        };
+        out.push((position, RefusedWrite { write, finished_by }));
+    }
+    Ok(out)
+}
+
+/// The owner whose completion or failure ended the item `write` was refused on: the item's
+/// owner while the item is still ended under the generation the refusal recorded (nothing
+/// claimed it since) and its end was its owner's own outcome — not a discard, not a dead
+/// letter settled by whoever took the lapsed claim over.
+fn finisher(tx: &mut dyn Tx, write: &WriteRecord) -> Result<Option<String>> {
+    let Some(generation) = write.holder.as_ref().map(|h| h.generation) else {
+        return Ok(None);
+    };
+    let Some(item) = tx.work(&write.resource_id)? else {
+        return Ok(None);
+    };
+    let owners_outcome = match item.state {
+        WorkState::Succeeded => true,
+        WorkState::Failed => matches!(
+            item.ending(),
+            Some(Ending::Terminal | Ending::RetriesExhausted)
+        ),
+        _ => false,
+    };
+    Ok(item
+        .owner_id
+        .filter(|_| owners_outcome && item.generation == generation))
 }
 
 #[cfg(test)]

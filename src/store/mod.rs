@@ -65,7 +65,7 @@ pub use counter::Counter;
 pub use events::Ingested;
 pub use fair_share::ClaimBudget;
 pub use handler_control::HandlerControlled;
-pub use incidents::Incidents;
+pub use incidents::{Incidents, RefusedWrite};
 pub use leases::Keyed;
 pub use logged::Logged;
 pub use ordered::WorkOrder;

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{Grant, Holder, Takeover};
+use crate::model::{Grant, Holder, Takeover, WriteRecord};
 use crate::rules::work::Backoff;
-use crate::store::{Incidents, Keyed, Store};
+use crate::store::{Incidents, Keyed, RefusedWrite, Store};
 
 use super::work::{effect, retryable};
 use super::{Harness, K, ok, refused};
@@ -20,6 +20,11 @@ fn failovers(s: &Store, since: i64) -> Incidents<Grant> {
 
 fn rows_of<T: Clone>(list: &Incidents<T>) -> Vec<T> {
     list.rows.iter().map(|(_, row)| row.clone()).collect()
+}
+
+/// The refused writes of a page, without what the list adds to them.
+fn writes_of(list: &Incidents<RefusedWrite>) -> Vec<WriteRecord> {
+    list.rows.iter().map(|(_, r)| r.write.clone()).collect()
 }
 
 /// The grants the checker's history holds, in revision order.
@@ -183,7 +188,14 @@ pub fn a_refused_write_records_the_holder_then(h: &dyn Harness) {
 
     let list = ok("refused", s.refused_writes(t0, None, 100));
     assert_eq!(list.total, 3);
-    let rows = rows_of(&list);
+    let finishers: Vec<Option<String>> =
+        rows_of(&list).into_iter().map(|r| r.finished_by).collect();
+    assert_eq!(
+        finishers,
+        [None, Some("b".into()), None],
+        "the late failure names b, whose completion ended the item; no other row names one"
+    );
+    let rows = writes_of(&list);
     let [renew, fail, complete] = &rows[..] else {
         panic!("three refused writes, newest first: {list:?}");
     };
@@ -328,7 +340,7 @@ pub fn a_write_to_a_missing_resource_is_recorded(h: &dyn Harness) {
         "NOT_FOUND"
     );
     let list = ok("refused", s.refused_writes(t0, None, 100));
-    let seen: Vec<(String, String, u64, Option<String>)> = rows_of(&list)
+    let seen: Vec<(String, String, u64, Option<String>)> = writes_of(&list)
         .into_iter()
         .rev()
         .map(|w| {
@@ -355,7 +367,7 @@ pub fn a_write_to_a_missing_resource_is_recorded(h: &dyn Harness) {
     assert!(
         rows_of(&list)
             .iter()
-            .all(|w| w.holder == Some(Holder::nobody())),
+            .all(|w| w.write.holder == Some(Holder::nobody())),
         "nobody held a missing resource: {list:?}"
     );
 }

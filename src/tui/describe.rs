@@ -148,16 +148,25 @@ fn record_of(snap: &Snapshot, key: Option<&str>) -> Option<Describe> {
                 None,
             ))
         }
-        ViewData::Leases(page) => {
-            let l = page
-                .rows
+        ViewData::Leases(holds) => {
+            if let Some(l) = holds
+                .leases
                 .iter()
-                .find(|l| Some(l.resource_id.as_str()) == key)?;
+                .find(|l| Some(l.resource_id.as_str()) == key)
+            {
+                return Some(open(
+                    format!("lease {}", l.resource_id),
+                    &l.resource_id,
+                    record(l),
+                    None,
+                ));
+            }
+            let w = holds.claims.iter().find(|w| Some(w.id.as_str()) == key)?;
             Some(open(
-                format!("lease {}", l.resource_id),
-                &l.resource_id,
-                record(l),
-                None,
+                format!("claim of {}", w.id),
+                &w.id,
+                record(w),
+                Some(Fetch::AttemptErrors(w.id.clone())),
             ))
         }
         ViewData::Work(page) => {

@@ -14,6 +14,7 @@ pub fn subject(view: ViewId) -> Subject {
     match view {
         ViewId::Work => Subject::Work,
         ViewId::Workflows => Subject::Workflows,
+        ViewId::Audit => Subject::Audit,
         other => Subject::Other(other.name()),
     }
 }

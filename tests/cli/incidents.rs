@@ -52,6 +52,7 @@ fn failovers_and_fenced_writes_are_listed_from_the_history() {
         keys(&fenced[0]),
         [
             "at",
+            "finishedBy",
             "holder",
             "holderGeneration",
             "refusal",

@@ -348,3 +348,92 @@ fn inspect_cursors_and_the_dashboard_agree_field_by_field() {
     assert_eq!(ledger["lag"], ledger["highWater"]);
     assert!(ledger["lag"].as_u64().unwrap() > 0);
 }
+
+/// `inspect audit` lists the log newest first; `--filter actor:NAME action:NAME` keeps
+/// exactly the entries whose actor and action are those words (not an entry whose actor
+/// merely starts with one), paged with `--after`.
+#[test]
+fn inspect_audit_lists_newest_first_under_an_actor_and_action_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = store_in(dir.path());
+    assert_eq!(code(&leasehold(&["init", &url])), 0);
+    let store = leasehold::store::url::open(&url, OpenMode::ReadWrite).unwrap();
+    for i in 0..12 {
+        let actor = ["ana@ops", "bo@ops", "ana@ops.example"][i % 3];
+        let action = ["requeue-work", "discard-work"][i % 2];
+        store
+            .audit(actor, action, &format!("item-{i}"), "done")
+            .unwrap();
+    }
+    let all = store
+        .list_audit(&leasehold::model::PageRequest::first(100))
+        .unwrap()
+        .rows;
+    let ids =
+        |rows: &[Value]| -> Vec<i64> { rows.iter().map(|r| r["id"].as_i64().unwrap()).collect() };
+    let newest_first: Vec<i64> = all.iter().rev().map(|a| a.id).collect();
+    let listed = json_lines(&leasehold(&["inspect", "--store", &url, "audit", "--json"]));
+    assert_eq!(ids(&listed), newest_first);
+    for (filter, actor, action) in [
+        ("actor:ana@ops", Some("ana@ops"), None),
+        ("action:discard-work", None, Some("discard-work")),
+        (
+            "actor:ana@ops action:requeue-work",
+            Some("ana@ops"),
+            Some("requeue-work"),
+        ),
+    ] {
+        let expected: Vec<i64> = all
+            .iter()
+            .rev()
+            .filter(|a| actor.is_none_or(|x| a.actor == x))
+            .filter(|a| action.is_none_or(|x| a.action == x))
+            .map(|a| a.id)
+            .collect();
+        assert!(!expected.is_empty(), "{filter}");
+        let listed = json_lines(&leasehold(&[
+            "inspect", "--store", &url, "audit", "--json", "--filter", filter,
+        ]));
+        assert_eq!(ids(&listed), expected, "{filter}");
+    }
+    let first = leasehold(&[
+        "inspect",
+        "--store",
+        &url,
+        "audit",
+        "--limit",
+        "2",
+        "--filter",
+        "actor:bo@ops",
+    ]);
+    let text = stdout(&first);
+    let key = text
+        .lines()
+        .find_map(|l| l.strip_prefix("(more rows: --after "))
+        .and_then(|k| k.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{text}"));
+    let rest = json_lines(&leasehold(&[
+        "inspect",
+        "--store",
+        &url,
+        "audit",
+        "--json",
+        "--filter",
+        "actor:bo@ops",
+        "--after",
+        key,
+    ]));
+    let bo: Vec<i64> = newest_first
+        .iter()
+        .copied()
+        .filter(|id| all.iter().any(|a| a.id == *id && a.actor == "bo@ops"))
+        .collect();
+    assert_eq!(ids(&rest), bo[2..], "the next page continues older");
+    let refused = leasehold(&["inspect", "--store", &url, "audit", "--filter", "owner:x"]);
+    assert_eq!(code(&refused), 2);
+    assert!(
+        stderr(&refused).contains("actor:, action:"),
+        "{}",
+        stderr(&refused)
+    );
+}

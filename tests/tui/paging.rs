@@ -414,3 +414,160 @@ fn sort_on_an_indexed_column_is_done_by_the_store() {
         "the store's first page in status order"
     );
 }
+
+/// The audit view lists the log newest first, and `/actor:NAME`, `/action:NAME` keep
+/// exactly the entries the audit table holds with that actor and action — compared whole,
+/// so `ana@ops` is not `ana@ops.example`.
+#[test]
+fn the_audit_view_lists_newest_first_and_filters_by_actor_and_action() {
+    let f = fixture();
+    for (actor, action) in [
+        ("ana@ops", "requeue-work"),
+        ("bo@ops", "requeue-work"),
+        ("ana@ops", "discard-work"),
+        ("ana@ops.example", "requeue-work"),
+        ("ana@ops", "requeue-work"),
+    ] {
+        f.store.audit(actor, action, "effect-003", "done").unwrap();
+    }
+    let all = f.store.list_audit(&PageRequest::first(1_000)).unwrap().rows;
+    let mut h = harness(&f, "dark", 160, 48);
+    h.press('9');
+    let shown = |h: &Harness| -> Vec<String> {
+        let data = h.app.table_data().unwrap();
+        h.app
+            .visible()
+            .iter()
+            .map(|i| data.rows[*i].cells[0].text.clone())
+            .collect()
+    };
+    let newest_first: Vec<String> = all.iter().rev().map(|a| a.id.to_string()).collect();
+    assert_eq!(shown(&h), newest_first);
+    for (filter, actor, action) in [
+        ("actor:ana@ops", Some("ana@ops"), None),
+        ("action:requeue-work", None, Some("requeue-work")),
+        (
+            "actor:ana@ops action:requeue-work",
+            Some("ana@ops"),
+            Some("requeue-work"),
+        ),
+    ] {
+        h.dispatch(Action::ClearFilter);
+        h.press('/');
+        h.type_text(filter);
+        h.key(KeyCode::Enter);
+        let expected: Vec<String> = all
+            .iter()
+            .rev()
+            .filter(|a| actor.is_none_or(|x| a.actor == x))
+            .filter(|a| action.is_none_or(|x| a.action == x))
+            .map(|a| a.id.to_string())
+            .collect();
+        assert!(!expected.is_empty(), "{filter}");
+        assert_eq!(shown(&h), expected, "{filter}");
+    }
+    h.dispatch(Action::ClearFilter);
+    h.press('/');
+    h.type_text("actor:");
+    h.key(KeyCode::Enter);
+    assert!(
+        h.app
+            .status()
+            .is_some_and(|s| s.text.contains("actor: needs a value")),
+        "{:?}",
+        h.app.status()
+    );
+}
+
+/// The leases view lists what is held: every named lease, then every work item claimed
+/// now with its handler, owner, generation and expiry — the store's own lease table and
+/// claims, page after page (a short terminal: a few rows a page), and back with PgUp.
+#[test]
+fn the_leases_view_lists_the_leases_then_the_claims_of_the_store() {
+    use leasehold::tui::text::relative;
+
+    let f = fixture();
+    let leases = f
+        .store
+        .list_leases(&PageRequest::first(1_000))
+        .unwrap()
+        .rows;
+    let claimed = WorkFilter {
+        states: vec![WorkState::Claimed],
+        ..WorkFilter::default()
+    };
+    let claims = f
+        .store
+        .list_work(&claimed, &PageRequest::first(1_000))
+        .unwrap()
+        .rows;
+    assert!(!claims.is_empty(), "the fixture holds claims");
+    let mut h = harness(&f, "dark", 80, 12);
+    h.press('3');
+    let now = h.app.now();
+    let mut expected: Vec<Vec<String>> = leases
+        .iter()
+        .map(|l| {
+            vec![
+                l.resource_id.clone(),
+                "lease".into(),
+                l.owner_id.clone(),
+                l.generation.to_string(),
+            ]
+        })
+        .collect();
+    expected.extend(claims.iter().map(|w| {
+        vec![
+            w.id.clone(),
+            w.kind.as_str().into(),
+            w.owner_id.clone().unwrap(),
+            w.generation.to_string(),
+        ]
+    }));
+    let mut pages = 0;
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    for _ in 0..10 {
+        let data = h.app.table_data().unwrap();
+        pages += usize::from(!data.rows.is_empty());
+        for row in &data.rows {
+            let cells: Vec<String> = row.cells.iter().map(|c| c.text.clone()).collect();
+            if let Some(w) = claims
+                .iter()
+                .find(|w| w.id == cells[0] && cells[1] != "lease")
+            {
+                assert_eq!(cells[6], w.handler);
+                let expires = w.lease_expires_at.unwrap();
+                if expires > now {
+                    assert_eq!(cells[5], relative(now, Some(expires)), "{}", w.id);
+                }
+            }
+            seen.push(cells[..4].to_vec());
+        }
+        if !data.more_after {
+            break;
+        }
+        h.key(KeyCode::PageDown);
+    }
+    assert_eq!(seen, expected);
+    assert!(pages > 1, "more than a page: {pages}");
+    let forward: Vec<String> = seen.iter().map(|r| r[0].clone()).collect();
+    h.key(KeyCode::End);
+    let mut back: Vec<String> = Vec::new();
+    for _ in 0..10 {
+        // A page that runs into the start shows the first full page: only its rows before
+        // the ones already seen are new.
+        let page: Vec<String> = visible_keys(&h)
+            .into_iter()
+            .take_while(|k| back.first() != Some(k))
+            .collect();
+        back.splice(0..0, page);
+        if !h.app.table_data().unwrap().more_before {
+            break;
+        }
+        h.key(KeyCode::PageUp);
+    }
+    assert_eq!(
+        back, forward,
+        "End, then PgUp back through the claims into the leases"
+    );
+}

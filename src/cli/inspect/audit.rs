@@ -1,5 +1,6 @@
 //! `inspect audit`: the operator actions recorded in the store (who, what, on what, how
-//! it ended).
+//! it ended), newest first, under `--filter 'actor:NAME action:NAME'` — the page
+//! [`crate::ops::audit`] reads for the dashboard too.
 
 use std::io::Write;
 
@@ -10,7 +11,8 @@ use super::{Ctx, Failure};
 use crate::cli::output::when;
 use crate::clock::Millis;
 use crate::foundation::text_cell::{cell, cell_max};
-use crate::model::Page;
+use crate::ops::audit;
+use crate::ops::filter::Filter;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -39,9 +41,14 @@ impl ViewRow for AuditRow {
     }
 }
 
-pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>, Failure> {
-    let Page { rows, next } = ctx.store.list_audit(&ctx.page)?;
-    let rows: Vec<AuditRow> = rows
+pub(super) fn print(
+    ctx: &Ctx<'_>,
+    filter: &Filter,
+    out: &mut dyn Write,
+) -> Result<Option<String>, Failure> {
+    let page = audit::page(ctx.store, filter, &ctx.page)?;
+    let rows: Vec<AuditRow> = page
+        .rows
         .into_iter()
         .map(|a| AuditRow {
             id: a.id,
@@ -52,5 +59,5 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
             outcome: a.outcome,
         })
         .collect();
-    ctx.emit(out, &rows, next)
+    ctx.emit(out, &rows, page.resume)
 }

@@ -9,8 +9,9 @@
 //! Filters (`--filter 'state:pending,retry kind:effect'`, repeatable) use the dashboard's
 //! grammar ([`crate::ops::filter`]) and map onto the store's own filtered reads, so they
 //! never scan: `work` takes `state:`, `kind:`, `owner:`, `compat:` and an id prefix;
-//! `workflows` takes `status:` and an id prefix. Other views take no filter (start at a
-//! key with `--after`). `compatible` is defined in [`crate::ops::live_builds`]. `failovers`
+//! `workflows` takes `status:` and an id prefix; `audit` (newest first) takes `actor:` and
+//! `action:`, compared whole over a bounded number of entries a page
+//! ([`crate::ops::audit`]). Other views take no filter (start at a key with `--after`). `compatible` is defined in [`crate::ops::live_builds`]. `failovers`
 //! and `fenced` (in `incidents.rs`) list by time, newest first, over `--window`.
 //!
 //! One file per view; each declares its row (the JSON object) and the row's table cells,
@@ -62,7 +63,7 @@ pub enum View {
     Events,
     /// Schedules: trigger, catch-up, next due.
     Schedules,
-    /// Operator actions.
+    /// Operator actions, newest first (`--filter 'actor:NAME action:NAME'`).
     Audit,
     /// Grants that took a resource from a holder that had not released it (`--window`).
     Failovers,
@@ -106,6 +107,7 @@ impl View {
         match self {
             Self::Work => Subject::Work,
             Self::Workflows => Subject::Workflows,
+            Self::Audit => Subject::Audit,
             other => Subject::Other(other.name()),
         }
     }
@@ -126,7 +128,7 @@ pub struct InspectArgs {
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub limit: u32,
     /// `field:value` pairs, e.g. `state:pending,retry`, `kind:effect`, `owner:a-1`,
-    /// `compat:incompatible`, `status:waiting`.
+    /// `compat:incompatible`, `status:waiting`, `actor:ana@ops`, `action:work-requeue`.
     #[arg(long, value_name = "EXPR")]
     pub filter: Vec<String>,
     /// Continue after this row key (printed under the previous page).
@@ -188,7 +190,7 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> CliResult {
         View::Cursors => cursors::print(&ctx, out)?,
         View::Events => events::print(&ctx, out)?,
         View::Schedules => schedules::print(&ctx, out)?,
-        View::Audit => audit::print(&ctx, out)?,
+        View::Audit => audit::print(&ctx, &filter, out)?,
         View::Failovers => incidents::print_failovers(&ctx, window, out)?,
         View::Fenced => incidents::print_fenced(&ctx, window, out)?,
         View::Triage => triage::print(&ctx, out)?,

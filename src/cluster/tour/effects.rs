@@ -51,6 +51,7 @@ impl Tour {
                 let refused: Vec<WriteRecord> =
                     every(|before| store.refused_writes(since, before, PAGE))?
                         .into_iter()
+                        .map(|r| r.write)
                         .filter(|w| w.owner_id == who)
                         .collect();
                 late_write(who, &refused)

@@ -535,6 +535,7 @@ impl App {
             Action::Caption(caption) => self.caption = caption,
             Action::Checked(verdict) => self.checked = Some(verdict),
             other => {
+                self.drop_error();
                 if let Some(prompt) = self.prompt.clone() {
                     self.prompt_action(prompt, other, &mut out);
                 } else if let Some(overlay) = self.overlay.clone() {
@@ -556,6 +557,15 @@ impl App {
             role,
             until: self.wall + STATUS_MS,
         });
+    }
+
+    /// An error stays on the status line only until the operator acts again: after the
+    /// next key (a move, a view change, a prompt) it speaks of a state the screen no longer
+    /// shows. A key that fails in turn puts up its own.
+    fn drop_error(&mut self) {
+        if self.status.as_ref().is_some_and(|s| s.role == Role::Error) {
+            self.status = None;
+        }
     }
 
     fn table_mut(&mut self) -> &mut TableUi {

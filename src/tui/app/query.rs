@@ -65,12 +65,12 @@ impl App {
         StoreOrder::for_sort(self.view, columns.get(col)?.name, desc)
     }
 
-    /// The current view's `/` filter when the store applies it (work, workflows).
+    /// The current view's `/` filter when its read applies it (work, workflows, audit).
     pub(super) fn store_filter(&self) -> Option<crate::ops::filter::Filter> {
         let text = self.tables.get(&self.view).map(|t| t.filter.as_str())?;
         store_filter::parse(self.view, text)
             .ok()
-            .filter(|f| f.subject.prefix_in_store() && !f.is_empty())
+            .filter(|f| f.subject.read_filtered() && !f.is_empty())
     }
 
     pub(super) fn sync_query(&mut self, force: bool) -> Option<Query> {

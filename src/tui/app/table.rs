@@ -16,6 +16,17 @@ pub struct TableUi {
     /// Rows before this page, tracked while paging (keyset pages carry no offset);
     /// `None` when unknown.
     pub offset: Option<usize>,
+    /// The pages passed on the way down a list the store reads in one direction only
+    /// ([`pages_forward_only`]): PageUp goes back to the last of them.
+    pub trail: Vec<PageRequest>,
+}
+
+/// Whether the store reads `view`'s list in one direction only: the incident lists, newest
+/// first by time, and a resource's timeline, oldest first by revision. Every other list
+/// reads backwards from a key too.
+#[must_use]
+pub fn pages_forward_only(view: ViewId) -> bool {
+    matches!(view, ViewId::Failovers | ViewId::Fenced | ViewId::Timeline)
 }
 
 impl App {
@@ -49,16 +60,32 @@ impl App {
             .data
             .as_ref()
             .map_or((None, None), |d| (d.first_key.clone(), d.last_key.clone()));
+        // A forward page that came back empty (the one after a page that ended the list
+        // exactly) goes back from where it was asked to start.
+        let first = first.or_else(|| {
+            let asked = &self.query.page;
+            asked.after.clone().filter(|_| !asked.backwards)
+        });
         let (more_before, more_after) = self
             .data
             .as_ref()
             .map_or((false, false), |d| (d.more_before, d.more_after));
+        let forward_only = pages_forward_only(self.view);
         let next = match how {
             PageMove::Down if more_after => last.map(|k| PageRequest::after(k, limit)),
-            PageMove::Up if self.view == ViewId::Timeline => Some(PageRequest::first(limit)),
+            PageMove::Up if more_before && forward_only => Some(
+                self.table_mut()
+                    .trail
+                    .pop()
+                    .unwrap_or_else(|| PageRequest::first(limit)),
+            ),
             PageMove::Up if more_before => first.map(|k| PageRequest::before(k, limit)),
             PageMove::Home => Some(PageRequest::first(limit)),
-            PageMove::End if self.view != ViewId::Timeline => Some(PageRequest::last(limit)),
+            PageMove::End if forward_only => {
+                self.say("this list pages from its start: PgDn for more", Role::Muted);
+                None
+            }
+            PageMove::End => Some(PageRequest::last(limit)),
             PageMove::Down => {
                 self.say("last page", Role::Muted);
                 None
@@ -67,7 +94,6 @@ impl App {
                 self.say("first page", Role::Muted);
                 None
             }
-            PageMove::End => None,
         };
         if let Some(page) = next {
             let fetched = self.data.as_ref().map_or(0, |d| d.fetched);
@@ -78,6 +104,14 @@ impl App {
                 PageMove::Home | PageMove::End => None,
             };
             let t = self.table_mut();
+            match how {
+                PageMove::Down if forward_only => {
+                    let here = t.page.take().unwrap_or_else(|| PageRequest::first(limit));
+                    t.trail.push(here);
+                }
+                PageMove::Home | PageMove::End => t.trail.clear(),
+                PageMove::Down | PageMove::Up => {}
+            }
             t.offset = offset;
             t.page = Some(page);
             t.selected = if how == PageMove::End { usize::MAX } else { 0 };
@@ -89,7 +123,7 @@ impl App {
         let (w, h) = self.size;
         let [_, tabs, body, _] = views::chrome::layout(ratatui::layout::Rect::new(0, 0, w, h));
         if row == tabs.y {
-            if let Some(view) = views::chrome::tab_at(tabs, column) {
+            if let Some(view) = views::chrome::tab_at(tabs, column, self.view) {
                 self.switch(view);
             }
             return;

@@ -13,8 +13,8 @@ use super::{Counter, Headline, Query, TIMELINE_FACTOR};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::{
-    AuditEntry, Authority, Grant, HistoryPosition, HistoryRecord, Ingestion, InstanceRow, Lease,
-    Page, PageRequest, Schedule, WorkItem, WriteRecord,
+    Authority, Grant, HistoryPosition, HistoryRecord, Ingestion, InstanceRow, Lease, Page,
+    PageRequest, Schedule, WorkItem, WriteRecord,
 };
 use crate::ops;
 use crate::ops::attention::Group;
@@ -36,7 +36,8 @@ pub enum ViewData {
         /// Each authority's claims and how many of them lapsed unreclaimed.
         owned: HashMap<String, OwnedClaims>,
     },
-    Leases(Page<Lease>),
+    /// Named leases, then the work items claimed now ([`super::Holds`]).
+    Leases(super::Holds),
     Work(Page<WorkItem>),
     Workflows(Page<InstanceRow>),
     Detail {
@@ -60,7 +61,8 @@ pub enum ViewData {
         lease: Option<Lease>,
         item: Option<WorkItem>,
     },
-    Audit(Page<AuditEntry>),
+    /// The audit log newest first, under the `/` filter ([`crate::ops::audit`]).
+    Audit(ops::audit::AuditPage),
     Failovers(Listing<FailoverRow>),
     Fenced(Listing<FencedRow>),
     /// What needs a person ([`crate::ops::attention`]), judged against the fleet.
@@ -111,7 +113,7 @@ impl ViewData {
             }
             ViewId::Builds => Self::Builds(c.run(|s| head.fleet.matrix(s, &head.overview.work))?),
             ViewId::Authorities => authorities(c, page, at)?,
-            ViewId::Leases => Self::Leases(c.run(|s| s.list_leases(page))?),
+            ViewId::Leases => Self::Leases(super::Holds::read(c, page)?),
             ViewId::Work => Self::Work(work(c, query, head)?),
             ViewId::Workflows => Self::Workflows(workflows(c, query)?),
             ViewId::WorkflowDetail => detail(c, query.instance.as_deref())?,
@@ -122,7 +124,10 @@ impl ViewData {
                 Self::Events { page, high_water }
             }
             ViewId::Schedules => schedules(c, page)?,
-            ViewId::Audit => Self::Audit(c.run(|s| s.list_audit(page))?),
+            ViewId::Audit => Self::Audit(c.run(|s| {
+                let none = ops::filter::Filter::none(ops::filter::Subject::Audit);
+                ops::audit::page(s, query.filter.as_ref().unwrap_or(&none), page)
+            })?),
             ViewId::Timeline => timeline(c, page, query.resource.as_deref())?,
         })
     }
@@ -241,8 +246,9 @@ fn timeline(c: &mut Counter<'_>, page: &PageRequest, resource: Option<&str>) -> 
     })
 }
 
-/// Where an incident page starts: after the key of the last row seen. The lists only
-/// page forward (older); a backward request (PageUp, End) starts again from the newest.
+/// Where an incident page starts: after the key of the last row seen. The lists page
+/// forward only (older); the app goes back along the pages it passed
+/// (`app/table.rs::pages_forward_only`), and a backward request reads the newest page.
 fn incident_page(page: &PageRequest) -> Option<HistoryPosition> {
     page.after
         .as_deref()

@@ -122,26 +122,37 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
     frame.render_widget(Paragraph::new(right), r);
 }
 
-/// The label of each tab: the full name, a short one when the terminal is narrow, and
-/// its first three letters when even those do not fit.
-fn tab_labels(width: u16) -> Vec<(ViewId, String)> {
-    let fits = |name: fn(ViewId) -> &'static str| {
+/// The label of each tab: the full name, a short one when the terminal is narrow, its
+/// first three letters when even those do not fit, and at the narrowest only the keys,
+/// with the short name of the view on screen (`current`), so every tab stays in sight.
+fn tab_labels(width: u16, current: ViewId) -> Vec<(ViewId, String)> {
+    let fits = |name: &dyn Fn(ViewId) -> &'static str| {
         ViewId::MAIN
             .iter()
             .map(|v| u16::try_from(name(*v).len()).unwrap_or(0) + 3)
             .sum::<u16>()
             < width
     };
-    let name: fn(ViewId) -> &'static str = if fits(ViewId::name) {
-        ViewId::name
-    } else if fits(short_name) {
-        short_name
+    let three = |v: ViewId| short_name(v).get(..3).unwrap_or(short_name(v));
+    let keys_only = |v: ViewId| if v == current { short_name(v) } else { "" };
+    let name: &dyn Fn(ViewId) -> &'static str = if fits(&ViewId::name) {
+        &ViewId::name
+    } else if fits(&short_name) {
+        &short_name
+    } else if fits(&three) {
+        &three
     } else {
-        |v| short_name(v).get(..3).unwrap_or(short_name(v))
+        &keys_only
     };
     ViewId::MAIN
         .iter()
-        .map(|v| (*v, format!("{}:{}", v.digit().unwrap_or(' '), name(*v))))
+        .map(|v| {
+            let key = v.digit().unwrap_or(' ');
+            match name(*v) {
+                "" => (*v, key.to_string()),
+                named => (*v, format!("{key}:{named}")),
+            }
+        })
         .collect()
 }
 
@@ -167,11 +178,20 @@ fn short_name(view: ViewId) -> &'static str {
     }
 }
 
-/// The view tab under column `x` of the tabs row.
+/// The tab that stands for `view` (a workflow's detail is under the workflows).
+fn tab_of(view: ViewId) -> ViewId {
+    if view == ViewId::WorkflowDetail {
+        ViewId::Workflows
+    } else {
+        view
+    }
+}
+
+/// The view tab under column `x` of the tabs row, while `on_screen` is shown.
 #[must_use]
-pub fn tab_at(area: Rect, x: u16) -> Option<ViewId> {
+pub fn tab_at(area: Rect, x: u16, on_screen: ViewId) -> Option<ViewId> {
     let mut pos = area.x + 1;
-    for (view, label) in tab_labels(area.width) {
+    for (view, label) in tab_labels(area.width, tab_of(on_screen)) {
         let w = u16::try_from(label.chars().count()).unwrap_or(0);
         if x >= pos && x < pos + w {
             return Some(view);
@@ -193,13 +213,9 @@ pub fn tabs(frame: &mut Frame<'_>, area: Rect, app: &App) {
         frame.render_widget(Paragraph::new(text).style(t.style(Role::Error)), area);
         return;
     }
-    let current = if app.view() == ViewId::WorkflowDetail {
-        ViewId::Workflows
-    } else {
-        app.view()
-    };
+    let current = tab_of(app.view());
     let mut spans = vec![Span::raw(" ")];
-    for (view, label) in tab_labels(area.width) {
+    for (view, label) in tab_labels(area.width, current) {
         let role = if view == current {
             Role::Selection
         } else {

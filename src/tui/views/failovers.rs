@@ -1,6 +1,6 @@
 //! Failovers: every resource taken from a holder that had not released it, in the last
-//! window, newest first — time, resource, from → to, generation, how long the lease had
-//! lapsed. The rows are [`crate::ops::failovers`]'s, the same `inspect failovers` prints.
+//! window, newest first — time, resource, from → to, the generation the lost holder held
+//! and the one granted (`1→2`), how long the lease had lapsed. The rows are [`crate::ops::failovers`]'s, the same `inspect failovers` prints.
 
 use super::super::text::clean;
 use super::super::theme::Role;
@@ -14,7 +14,7 @@ pub const COLUMNS: &[Column] = &[
     col("resource", 20, 0),
     col("from", 12, 0),
     col("to", 12, 0),
-    col("gen", 4, 0),
+    col("gen", 5, 0),
     col("lapsed", 8, 1),
     col("how", 7, 2),
     col("ago", 8, 3),
@@ -30,7 +30,10 @@ pub fn row(f: &FailoverRow, fmt: TimeFmt) -> Row {
             Cell::raw(&f.resource, 80),
             Cell::raw(&f.from, 40).role(Role::Fenced),
             Cell::raw(&f.to, 40),
-            Cell::num(i64::try_from(f.generation).unwrap_or(i64::MAX)),
+            Cell::timed(
+                format!("{}→{}", f.from_generation, f.generation),
+                i64::try_from(f.generation).unwrap_or(i64::MAX),
+            ),
             Cell::timed(f.lapsed_label(), f.lapsed_ms).role(Role::Warning),
             Cell::raw(f.how.as_str(), 12).role(Role::Muted),
             Cell::timed(fmt.relative(f.at), f.at).role(Role::Muted),
@@ -60,7 +63,5 @@ pub fn row(f: &FailoverRow, fmt: TimeFmt) -> Row {
 #[must_use]
 pub fn table(list: &Listing<FailoverRow>, fmt: TimeFmt) -> TableData {
     let rows = list.rows.iter().map(|f| row(f, fmt)).collect();
-    let mut data = TableData::new(COLUMNS, rows, list.headline("failover", "failovers"));
-    data.more_after = list.next.is_some();
-    data
+    TableData::new(COLUMNS, rows, list.headline("failover", "failovers"))
 }

@@ -14,7 +14,7 @@ pub const COLUMNS: &[Column] = &[
     col("resource", 18, 0),
     col("writer", 12, 0),
     col("gen", 4, 0),
-    col("holder then", 12, 0),
+    col("holder then", 14, 0),
     col("h.gen", 5, 0),
     col("verb", 9, 1),
     col("refusal", 16, 2),
@@ -66,11 +66,9 @@ pub fn table(list: &Listing<FencedRow>, fmt: TimeFmt) -> TableData {
             ..Row::default()
         })
         .collect();
-    let mut data = TableData::new(
+    TableData::new(
         COLUMNS,
         rows,
         list.headline("refused write", "refused writes"),
-    );
-    data.more_after = list.next.is_some();
-    data
+    )
 }

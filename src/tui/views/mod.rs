@@ -186,23 +186,15 @@ pub fn table(snap: &Snapshot, fmt: TimeFmt) -> Option<TableData> {
         ViewData::Cursors(page) => cursors::table(page, fmt),
         ViewData::Events { page, high_water } => events::table(page, *high_water, fmt),
         ViewData::Schedules { page, firings } => schedules::table(page, firings, fmt),
-        ViewData::Audit(page) => audit::table(page, fmt),
+        // Paged by its own read, which may end a filtered page early.
+        ViewData::Audit(page) => return Some(audit::table(page, &snap.query.page, fmt)),
         ViewData::Triage(groups) => triage::table(groups, fmt),
         ViewData::Builds(matrix) => builds::table(matrix),
         ViewData::Horizon(h) => horizon::table(h, fmt),
         // Moved through by cursor, not paged: the view's own pane says where it is.
         ViewData::Replay(Some(data)) => return Some(replay::table(data, fmt)),
-        // Newest first by time, paged forward only: the view knows whether there is more.
-        ViewData::Failovers(list) => {
-            let mut data = failovers::table(list, fmt);
-            data.more_before = snap.query.page.after.is_some() && !snap.query.page.backwards;
-            return Some(data);
-        }
-        ViewData::Fenced(list) => {
-            let mut data = fenced::table(list, fmt);
-            data.more_before = snap.query.page.after.is_some() && !snap.query.page.backwards;
-            return Some(data);
-        }
+        ViewData::Failovers(list) => failovers::table(list, fmt),
+        ViewData::Fenced(list) => fenced::table(list, fmt),
         ViewData::Timeline {
             resource,
             grants,

@@ -216,7 +216,8 @@ pub(super) fn every_refused_workflow_write_is_recorded(h: &dyn Harness) {
         .rows
         .iter()
         .rev()
-        .map(|(_, w)| {
+        .map(|(_, r)| {
+            let w = &r.write;
             (
                 w.verb.as_str().to_owned(),
                 w.owner_id.clone(),
