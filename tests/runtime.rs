@@ -31,6 +31,8 @@ mod occupancy;
 mod recovery;
 #[path = "runtime/refused.rs"]
 mod refused;
+#[path = "runtime/renewals.rs"]
+mod renewals;
 #[path = "runtime/retry_policy.rs"]
 mod retry_policy;
 #[path = "runtime/schedules.rs"]

@@ -91,7 +91,9 @@ impl AuthorityCore {
         let wf_limit = share.instances.min(batch);
         let on_time = on_time_window(self.config.poll_interval_ms);
         let workload = &self.workload;
-        let (fired, completed, instances, claimed) = self.store.write(|tx, now| {
+        // `granted` is the instant the claims were decided at, inside the write lock: a job's
+        // claim → complete time starts there, not when this poll began to wait for the lock.
+        let (fired, completed, instances, claimed, granted) = self.store.write(|tx, now| {
             let fired = fire_due_in(tx, now, &workload, SCHEDULES_PER_POLL, on_time)?;
             let completed = complete_in(tx, now, &finishing.completions)?;
             let mut instances = if wf_limit > 0 && free > due_looks {
@@ -120,7 +122,7 @@ impl AuthorityCore {
             if left > 0 && instances.len() == wf_limit {
                 instances.extend(self.engine.claim_in(tx, now, left.min(batch), lease)?);
             }
-            Ok((fired, completed, instances, claimed))
+            Ok((fired, completed, instances, claimed, now))
         })?;
         self.state().stats.schedules_fired += fired as u64;
         let items = match claimed {
@@ -140,7 +142,7 @@ impl AuthorityCore {
         } else {
             due_looks
         };
-        let jobs = self.start_jobs(now, look_limit, instances, items);
+        let jobs = self.start_jobs(granted, look_limit, instances, items);
         Ok(Polled { completed, jobs })
     }
 

@@ -42,6 +42,7 @@ mod lock_holder;
 #[cfg(test)]
 mod plan_tests;
 mod presence;
+mod queue;
 mod stalls;
 #[cfg(test)]
 mod tests;
@@ -67,6 +68,7 @@ use crate::error::{Error, Result};
 use crate::ids::SeededIds;
 use files::{HeldFile, OpenedFiles};
 use presence::Presence;
+use queue::{TURN_WAIT, WriteQueue};
 use stalls::StallFile;
 use tx::SqliteTx;
 
@@ -103,6 +105,8 @@ pub struct SqliteBackend {
     files: Option<OpenedFiles>,
     /// Where a writable handle posts a write stall while it lasts.
     stall_file: Option<StallFile>,
+    /// The host's queue of this file's writers (`queue.rs`).
+    queue: Option<WriteQueue>,
     /// This handle's count in the process's held files (`files.rs`); declared last, so it
     /// is released after the connection has closed.
     _held: HeldFile,
@@ -263,6 +267,7 @@ impl SqliteBackend {
             created,
             files: (!read_only).then(|| OpenedFiles::capture(path)),
             stall_file: (!read_only).then(|| StallFile::beside(path)),
+            queue: (!read_only).then(|| WriteQueue::beside(path)),
             _held: HeldFile::hold(path),
         })
     }
@@ -291,13 +296,20 @@ impl SqliteBackend {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Runs `f` in one transaction: a write (`Immediate`) in this host's queue of writers
+    /// unless `urgent`, a read (`Deferred`) as it comes.
     fn run(
         &self,
         behavior: TransactionBehavior,
+        urgent: bool,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
     ) -> Result<()> {
         let writable = matches!(behavior, TransactionBehavior::Immediate);
         let mut conn = self.lock();
+        // Held until the transaction has committed or rolled back, as the last local dropped.
+        let _turn = (self.queue.as_ref())
+            .filter(|_| writable && !urgent)
+            .and_then(|queue| queue.turn(TURN_WAIT));
         let label = self.label.as_str();
         let mut watch = StallWatch::new(label);
         if let Some(board) = self.stall_file.as_ref().filter(|_| writable) {
@@ -371,9 +383,16 @@ impl Backend for SqliteBackend {
         all
     }
 
+    /// In this host's queue of the file's writers (`queue.rs`).
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         refuse_read_only(self.read_only, &self.label)?;
-        self.run(TransactionBehavior::Immediate, f)
+        self.run(TransactionBehavior::Immediate, false, f)
+    }
+
+    /// Straight to SQLite's lock, ahead of the queued writers.
+    fn write_urgent(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        refuse_read_only(self.read_only, &self.label)?;
+        self.run(TransactionBehavior::Immediate, true, f)
     }
 
     /// Posted beside the database file by the waiting processes (`stalls.rs`).
@@ -382,7 +401,7 @@ impl Backend for SqliteBackend {
     }
 
     fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
-        self.run(TransactionBehavior::Deferred, f)
+        self.run(TransactionBehavior::Deferred, false, f)
     }
 
     /// `quick_check` of every page, on this handle's connection (its other callers wait).
