@@ -21,7 +21,7 @@ use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::WorkItem;
 use crate::rules::schedule::on_time_window;
-use crate::store::{Claim, ClaimBudget, Completion, complete_in, fire_due_in};
+use crate::store::{Claim, ClaimBudget, Completion, Probe, complete_in, fire_due_in};
 use crate::workflow::engine::Claimed;
 
 /// Schedules examined per poll.
@@ -51,7 +51,7 @@ impl AuthorityCore {
         let now = self.store.now();
         // Looks are counted now and taken last, so that a store failure on the way leaves
         // every held cursor held.
-        let (due_looks, free, handler_room, in_flight, share) = {
+        let (due_looks, free, handler_room, in_flight, share, idle) = {
             let mut st = self.state();
             if st.stopping {
                 drop(st);
@@ -78,7 +78,7 @@ impl AuthorityCore {
             let due = due_cursors(&st.inflight, now).min(share.looks);
             let room = handler_room(&self.config.handler_limits, &st.inflight, finishing);
             let running = running_by_handler(&st.inflight, finishing);
-            (due, free, room, running, share)
+            (due, free, room, running, share, st.idle)
         };
         self.refresh_keys(now)?;
         let lease = self.config.lease_duration_ms;
@@ -90,6 +90,25 @@ impl AuthorityCore {
         // each claim noting a takeover (failover).
         let wf_limit = share.instances.min(batch);
         let on_time = on_time_window(self.config.poll_interval_ms);
+        if finishing.completions.is_empty() && due_looks == 0 && (free == 0 || idle) {
+            // One candidate is enough to know.
+            let budget = self.claim_budget(1, &handler_room, &in_flight);
+            let instance_keys = self.engine.keys();
+            let probe = if free == 0 {
+                Probe::SchedulesOnly
+            } else {
+                Probe::Everything {
+                    owner,
+                    keys: &keys,
+                    budget: &budget,
+                    instance_keys: &instance_keys,
+                }
+            };
+            if !self.store.poll_would_act(&probe)? {
+                self.state().idle = true;
+                return Ok(Polled::default());
+            }
+        }
         let workload = &self.workload;
         // `granted` is the instant the claims were decided at, inside the write lock: a job's
         // claim → complete time starts there, not when this poll began to wait for the lock.
@@ -103,13 +122,7 @@ impl AuthorityCore {
             };
             let work_limit = free.saturating_sub(due_looks + instances.len()).min(batch);
             let claimed = if work_limit > 0 {
-                let budget = ClaimBudget {
-                    limit: work_limit,
-                    per_handler: handler_room.clone(),
-                    in_flight: in_flight.clone(),
-                    rates: self.config.handler_rates.clone(),
-                    reclaim: self.config.reclaim_backoff(),
-                };
+                let budget = self.claim_budget(work_limit, &handler_room, &in_flight);
                 Some(
                     self.store
                         .claim_work_in(tx, now, owner, &keys, &budget, lease)?,
@@ -143,7 +156,25 @@ impl AuthorityCore {
             due_looks
         };
         let jobs = self.start_jobs(granted, look_limit, instances, items);
+        self.state().idle = fired == 0 && completed.is_empty() && jobs.is_empty();
         Ok(Polled { completed, jobs })
+    }
+
+    /// What a claim of up to `limit` work items may take: the handlers' free slots and
+    /// what each has in flight, their fleet-wide rates, and the reclaim grace.
+    fn claim_budget(
+        &self,
+        limit: usize,
+        handler_room: &BTreeMap<String, usize>,
+        in_flight: &BTreeMap<String, usize>,
+    ) -> ClaimBudget {
+        ClaimBudget {
+            limit,
+            per_handler: handler_room.clone(),
+            in_flight: in_flight.clone(),
+            rates: self.config.handler_rates.clone(),
+            reclaim: self.config.reclaim_backoff(),
+        }
     }
 
     /// Turns up to `look_limit` due cursor looks and the claims made into jobs in flight,
@@ -203,6 +234,7 @@ pub(super) struct Finishing {
 
 /// What one poll did: the answers to the outcomes it recorded, in order, and the jobs it
 /// started.
+#[derive(Default)]
 pub(super) struct Polled {
     pub completed: Vec<Result<Arc<WorkItem>>>,
     pub jobs: Vec<Job>,
