@@ -13,7 +13,7 @@ counts=("$@"); [ ${#counts[@]} -gt 0 ] || counts=(1 2 4 8)
 run_id="$$"
 
 fresh_db() {
-  psql -q "$server/postgres" -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null
+  psql -q "$server/postgres" -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null 2>&1
 }
 
 for n in "${counts[@]}"; do
@@ -37,12 +37,14 @@ PY
   rm -f "$out"
   db="lh_${run_id}_$n"
   fresh_db "$db"
-  "$bin" bench work --store "$server/$db" --items "$items" --processes --authorities "$n" --json \
-    | python3 -c '
+  "$bin" bench work --store "$server/$db" --items "$items" --processes --authorities "$n" --json >"$out"
+  python3 - "$out" "$n" <<'PY'
 import json, sys
-r = json.load(sys.stdin); m = {k: v["value"] if isinstance(v, dict) else v for k, v in r.get("metrics", r).items()}
-n = sys.argv[1]
-print(f"leasehold        N={n}  drain {m.get(\"drainPerSec\", m.get(\"drain\", 0)):,.0f} /s  "
-      f"claim→complete p50 {m[\"claimToCompleteP50Ms\"]:.0f} ms  p99 {m[\"claimToCompleteP99Ms\"]:.0f} ms  max {m.get(\"claimToCompleteMaxMs\", 0):.0f} ms")
-' "$n"
+m = json.load(open(sys.argv[1]))["results"]
+print(f"leasehold        N={sys.argv[2]}  drain {m['drainPerSec']:,.0f} /s  "
+      f"claim→complete p50 {m['claimToCompleteP50Ms']:.0f} ms  p99 {m['claimToCompleteP99Ms']:.0f} ms  "
+      f"max {m.get('claimToCompleteMaxMs', 0):.0f} ms")
+PY
+  rm -f "$out"
+  psql -q "$server/postgres" -c "DROP DATABASE gw_${run_id}_$n" -c "DROP DATABASE $db" >/dev/null 2>&1
 done

@@ -5,7 +5,10 @@
 //! - Every write is `BEGIN IMMEDIATE`, so the reads inside a store operation and the writes
 //!   that follow are serialised against every other process; reads are one deferred
 //!   transaction (one consistent snapshot).
-//! - `SQLITE_BUSY` / `SQLITE_LOCKED` wait in short naps (`busy.rs`: a waiter sees a release
+//! - Writers on one host queue for the write lock in the kernel (`queue.rs`: a lock file
+//!   beside the database, the next writer woken at the release); renewals and heartbeats
+//!   skip the queue. Past the queue,
+//!   `SQLITE_BUSY` / `SQLITE_LOCKED` wait in short naps (`busy.rs`: a waiter sees a release
 //!   within about a millisecond, where SQLite's own handler sleeps up to 100 ms), up to
 //!   five seconds a statement, then the whole transaction is
 //!   retried a bounded number of times with jittered backoff; after that the caller sees
@@ -26,7 +29,8 @@
 //!
 //! Files: `bind.rs` binds and reads the shared SQL layer's values, `damage.rs` the checks
 //! for a damaged file, `files.rs` the identity
-//! of the files opened, `stalls.rs` the posted write stalls, `tx.rs` is this
+//! of the files opened, `queue.rs` the host's queue of writers, `stalls.rs` the posted
+//! write stalls, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
 //! choice, `schema.sql`, and
 //! `upgrade_1.sql` to `upgrade_7.sql`, which bring a store of schema 1 to 7 to 8 in place.
