@@ -14,7 +14,10 @@
 //! A turn is waited for at most [`TURN_WAIT`]: a holder stopped or stalled mid-transaction
 //! would otherwise hold every queued writer with it, unseen. Past the bound the writer goes
 //! on without its turn to `BEGIN IMMEDIATE` and SQLite's busy wait, whose bound, stall
-//! reports and retries apply as without the queue. Renewals of claims and heartbeats
+//! reports and retries apply as without the queue; and until the queue is seen free again
+//! (a turn taken without waiting) this handle's writers only try for a turn, never wait,
+//! so a holder stopped between its commit and its release costs the others one wait, not
+//! one per transaction. Renewals of claims and heartbeats
 //! never queue (`Backend::write_urgent`): they keep what a process holds alive and are
 //! small, so they go straight to SQLite's lock and are served at the next release, ahead
 //! of any queued claim batch.
@@ -26,6 +29,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
@@ -41,6 +45,8 @@ pub(super) const TURN_WAIT: Duration = Duration::from_secs(1);
 pub(super) struct WriteQueue {
     database: PathBuf,
     joined: OnceLock<Option<Joined>>,
+    /// A wait ran out: writers only try for a turn until one is taken without waiting.
+    stalled: AtomicBool,
 }
 
 /// The lock file, open, and the thread that waits on it for this handle.
@@ -83,6 +89,7 @@ impl WriteQueue {
         Self {
             database: database.to_owned(),
             joined: OnceLock::new(),
+            stalled: AtomicBool::new(false),
         }
     }
 
@@ -103,7 +110,11 @@ impl WriteQueue {
         )
         .is_ok()
         {
+            self.stalled.store(false, Ordering::Relaxed);
             return Some(turn());
+        }
+        if self.stalled.load(Ordering::Relaxed) {
+            return None;
         }
         let handover = Arc::new(Handover::default());
         joined
@@ -125,6 +136,7 @@ impl WriteQueue {
         }
         // Not ours: the thread lets the lock go when it gets it.
         *state = Request::Abandoned;
+        self.stalled.store(true, Ordering::Relaxed);
         None
     }
 }
@@ -208,6 +220,30 @@ mod tests {
             waiter.join().unwrap(),
             "the waiter gets the turn at the release"
         );
+    }
+
+    #[test]
+    fn after_a_wait_ran_out_writers_only_try_until_the_queue_is_free_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("store.db");
+        let (a, b) = (WriteQueue::beside(&db), WriteQueue::beside(&db));
+        let held = a.turn(TURN_WAIT).unwrap();
+        assert!(b.turn(Duration::from_millis(1)).is_none());
+        // A stalled queue is not waited for again: this returns at once, not after a minute.
+        let started = std::time::Instant::now();
+        assert!(b.turn(Duration::from_secs(60)).is_none());
+        assert!(started.elapsed() < Duration::from_secs(30));
+        drop(held);
+        // Free again: `b`'s queue thread may hold the lock for a moment to let it go, so
+        // the first tries may miss; a turn comes, and then `b` waits in the queue again.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while b.turn(Duration::from_secs(30)).is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the queue stayed stalled"
+            );
+        }
+        assert!(!b.stalled.load(Ordering::Relaxed));
     }
 
     #[test]
