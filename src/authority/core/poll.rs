@@ -90,24 +90,13 @@ impl AuthorityCore {
         // each claim noting a takeover (failover).
         let wf_limit = share.instances.min(batch);
         let on_time = on_time_window(self.config.poll_interval_ms);
-        if finishing.completions.is_empty() && due_looks == 0 && (free == 0 || idle) {
-            // One candidate is enough to know.
-            let budget = self.claim_budget(1, &handler_room, &in_flight);
-            let instance_keys = self.engine.keys();
-            let probe = if free == 0 {
-                Probe::SchedulesOnly
-            } else {
-                Probe::Everything {
-                    owner,
-                    keys: &keys,
-                    budget: &budget,
-                    instance_keys: &instance_keys,
-                }
-            };
-            if !self.store.poll_would_act(&probe)? {
-                self.state().idle = true;
-                return Ok(Polled::default());
-            }
+        if finishing.completions.is_empty()
+            && due_looks == 0
+            && (free == 0 || idle)
+            && !self.would_act(free, &keys, &handler_room, &in_flight)?
+        {
+            self.state().idle = true;
+            return Ok(Polled::default());
         }
         let workload = &self.workload;
         // `granted` is the instant the claims were decided at, inside the write lock: a job's
@@ -158,6 +147,31 @@ impl AuthorityCore {
         let jobs = self.start_jobs(granted, look_limit, instances, items);
         self.state().idle = fired == 0 && completed.is_empty() && jobs.is_empty();
         Ok(Polled { completed, jobs })
+    }
+
+    /// Whether a poll with `free` slots would fire, move or claim anything now, asked in a
+    /// read without the write lock (`store/idle_probe.rs`).
+    fn would_act(
+        &self,
+        free: usize,
+        keys: &crate::model::CompatSet,
+        handler_room: &BTreeMap<String, usize>,
+        in_flight: &BTreeMap<String, usize>,
+    ) -> Result<bool> {
+        // One candidate is enough to know.
+        let budget = self.claim_budget(1, handler_room, in_flight);
+        let instance_keys = self.engine.keys();
+        let probe = if free == 0 {
+            Probe::SchedulesOnly
+        } else {
+            Probe::Everything {
+                owner: &self.config.instance_id,
+                keys,
+                budget: &budget,
+                instance_keys: &instance_keys,
+            }
+        };
+        self.store.poll_would_act(&probe)
     }
 
     /// What a claim of up to `limit` work items may take: the handlers' free slots and
