@@ -19,6 +19,8 @@ mod handler_control;
 mod handler_limits;
 #[path = "runtime/idle_cursor.rs"]
 mod idle_cursor;
+#[path = "runtime/idle_polls.rs"]
+mod idle_polls;
 #[path = "runtime/knobs.rs"]
 mod knobs;
 #[path = "runtime/lost_answers.rs"]
@@ -31,6 +33,8 @@ mod occupancy;
 mod recovery;
 #[path = "runtime/refused.rs"]
 mod refused;
+#[path = "runtime/renewals.rs"]
+mod renewals;
 #[path = "runtime/retry_policy.rs"]
 mod retry_policy;
 #[path = "runtime/schedules.rs"]

@@ -135,14 +135,12 @@ pub async fn run_authority_with(
         }
         health.turned(quiet_limit);
         health.store(store_down);
+        // Biased, in this order: a stop, then renewals and heartbeats, which keep what this
+        // process holds and must never wait behind a stream of finished handlers (with fast
+        // handlers a joined task is ready at every turn), then the work itself.
         tokio::select! {
             biased;
             () = &mut shutdown => break,
-            Some(joined) = running.join_next(), if !running.is_empty() => {
-                let batch = joined_batch(&log, &mut running, joined);
-                // Keep the workers busy: claim again as soon as slots free up.
-                finish_and_poll(&core, &log, &mut running, &mut store_down, batch).await?;
-            }
             _ = timers.renew.tick() => {
                 // The core logs each lost claim with its item and generation.
                 blocking(&core, "renew", AuthorityCore::renew).await?;
@@ -163,6 +161,11 @@ pub async fn run_authority_with(
                 }
                 let s = core.stats();
                 log.scope(|| info!(instance = core.id(), inflight = core.inflight(), claims = s.claims, completions = s.completions, retries = s.retries, failures = s.failures, "fencedWritesRefused" = s.fenced_writes_refused, "leasesLost" = s.leases_lost, reclaims = s.reclaims, "inRecovery" = core.in_recovery().len(), "progress"));
+            }
+            Some(joined) = running.join_next(), if !running.is_empty() => {
+                let batch = joined_batch(&log, &mut running, joined);
+                // Keep the workers busy: claim again as soon as slots free up.
+                finish_and_poll(&core, &log, &mut running, &mut store_down, batch).await?;
             }
             _ = timers.trim.tick() => blocking(&core, "trim", AuthorityCore::trim_when_due).await?,
             _ = timers.poll.tick() => {

@@ -121,6 +121,16 @@ pub trait Backend: Send + Sync {
     /// Whatever `f` returns, or a store failure.
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
 
+    /// Like [`Self::write`], for the small writes that keep what a process holds alive
+    /// (renewals, heartbeats): a provider that queues its writers lets these go first. The
+    /// same transaction as [`Self::write`] by default.
+    ///
+    /// # Errors
+    /// As [`Self::write`].
+    fn write_urgent(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        self.write(f)
+    }
+
     /// Runs `f` in one read-only snapshot.
     ///
     /// # Errors

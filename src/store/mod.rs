@@ -25,6 +25,7 @@ mod fair_share;
 pub mod faults;
 mod group_commit;
 mod handler_control;
+mod idle_probe;
 mod incidents;
 mod intake;
 mod leases;
@@ -65,6 +66,7 @@ pub use counter::Counter;
 pub use events::Ingested;
 pub use fair_share::ClaimBudget;
 pub use handler_control::HandlerControlled;
+pub(crate) use idle_probe::Probe;
 pub use incidents::{Incidents, RefusedWrite};
 pub use leases::Keyed;
 pub use logged::Logged;
@@ -314,8 +316,26 @@ impl Store {
     ///
     /// # Errors
     /// Whatever `f` returns, or a store failure.
-    pub(crate) fn write<T>(
+    pub(crate) fn write<T>(&self, f: impl FnMut(&mut dyn Tx, Millis) -> Result<T>) -> Result<T> {
+        self.write_as(false, f)
+    }
+
+    /// Like [`Self::write`], for a write that keeps what a process holds alive (renewals,
+    /// heartbeats): it goes ahead of the host's queued writers where the provider queues
+    /// them ([`Backend::write_urgent`]).
+    ///
+    /// # Errors
+    /// As [`Self::write`].
+    pub(crate) fn write_urgent<T>(
         &self,
+        f: impl FnMut(&mut dyn Tx, Millis) -> Result<T>,
+    ) -> Result<T> {
+        self.write_as(true, f)
+    }
+
+    fn write_as<T>(
+        &self,
+        urgent: bool,
         mut f: impl FnMut(&mut dyn Tx, Millis) -> Result<T>,
     ) -> Result<T> {
         if let Some(e) = self.untrusted() {
@@ -323,7 +343,7 @@ impl Store {
         }
         let mut out = None;
         let mut committed = 0;
-        self.note(self.backend.write(&mut |tx| {
+        let mut run = |tx: &mut dyn Tx| {
             if let Some(w) = &self.witness {
                 w.check(tx)?;
             }
@@ -333,7 +353,12 @@ impl Store {
                 committed = tx.revision()?;
             }
             Ok(())
-        }))?;
+        };
+        self.note(if urgent {
+            self.backend.write_urgent(&mut run)
+        } else {
+            self.backend.write(&mut run)
+        })?;
         if let Some(w) = &self.witness {
             w.committed(committed);
         }

@@ -168,7 +168,9 @@ impl Store {
         stopped: bool,
         published: Option<&Published>,
     ) -> Result<()> {
-        self.write(|tx, now| {
+        // Urgent: a heartbeat that waits behind the fleet's claim batches makes a busy
+        // authority look silent.
+        self.write_urgent(|tx, now| {
             let Some(mut row) = tx.authority(&incarnation.instance_id)? else {
                 return Err(Error::NotFound {
                     what: "authority".into(),

@@ -377,6 +377,44 @@ impl Store {
         })
     }
 
+    /// Extends the leases of many of `owner`'s claims in one transaction, each fenced on its
+    /// own (a stale generation refuses only its own entry), answered in order. An authority
+    /// renews everything it holds at once: one turn at the write lock per round instead of
+    /// one per item, taken ahead of the host's queued claim batches (see
+    /// [`Store::write_urgent`]), so a busy fleet cannot starve the renewals that keep its
+    /// claims alive.
+    ///
+    /// # Errors
+    /// A store failure (then none is renewed).
+    pub fn renew_claims(
+        &self,
+        owner: &str,
+        claims: &[(&str, u64)],
+        lease_ms: Millis,
+    ) -> Result<Vec<Result<Arc<WorkItem>>>> {
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.write_urgent(|tx, now| {
+            tx.prefetch_work(&claims.iter().map(|(id, _)| *id).collect::<Vec<_>>())?;
+            claims
+                .iter()
+                .map(|&(id, generation)| {
+                    fenced_in(
+                        tx,
+                        now,
+                        id,
+                        owner,
+                        generation,
+                        WriteVerb::Renew,
+                        |item, now| rules::renew(item, owner, generation, lease_ms, now),
+                    )
+                    .map(Logged::into_result)
+                })
+                .collect()
+        })
+    }
+
     /// Saves `data` (opaque text, JSON by convention) as the item's checkpoint under the
     /// caller's claim, fenced and recorded like [`Self::renew_claim`]; the lease is not
     /// extended. The next owner reads it from the item it claims after a lapse, and a

@@ -2,8 +2,6 @@
 //! claimed: while a slow handler's attempts hold their slots, the free ones go to a fast
 //! handler's backlog, so that backlog drains at its own pace.
 
-use std::sync::{Arc, Condvar, Mutex};
-
 use leasehold::authority::{
     AttemptContext, AuthorityConfig, HandlerOutcome, Workload, run_authority,
 };
@@ -11,37 +9,8 @@ use leasehold::clock::ManualClock;
 use leasehold::model::WorkState;
 use leasehold::model::work::NewWork;
 
-use crate::support::runtime::{RUNNING, T0, compat, config, store, work_in};
+use crate::support::runtime::{Gate, RUNNING, T0, compat, config, store, work_in};
 use crate::support::wait::{wait_until_async, within};
-
-/// Holds the slow handler's attempts until opened; opens when dropped, so a failing test
-/// never leaves an attempt waiting.
-#[derive(Clone, Default)]
-struct Gate(Arc<(Mutex<bool>, Condvar)>);
-
-impl Gate {
-    fn wait(&self) {
-        let (open, turned) = &*self.0;
-        let mut open = open.lock().expect("the gate's lock");
-        while !*open {
-            open = turned.wait(open).expect("the gate's lock");
-        }
-    }
-
-    fn open(&self) {
-        let (open, turned) = &*self.0;
-        *open.lock().expect("the gate's lock") = true;
-        turned.notify_all();
-    }
-}
-
-struct OpenOnDrop(Gate);
-
-impl Drop for OpenOnDrop {
-    fn drop(&mut self) {
-        self.0.open();
-    }
-}
 
 /// Eight slots, a slow handler whose attempts do not end until the fast handler's whole
 /// backlog has succeeded: shared by claim count, the slow attempts would soon hold every
@@ -59,7 +28,7 @@ async fn a_slow_handler_never_holds_a_fast_backlog_to_its_pace() {
         .collect();
     s.enqueue_batch(items, &compat()).expect("enqueues");
     let gate = Gate::default();
-    let _open_on_exit = OpenOnDrop(gate.clone());
+    let _open_on_exit = gate.open_on_drop();
     let held = gate.clone();
     let handlers = Workload::new("slow-and-fast", 1)
         .with("slow", move |_: &AttemptContext| {

@@ -104,3 +104,42 @@ pub fn two_short_lease_cores(s: &Store) -> (AuthorityCore, AuthorityCore) {
     b.register().expect("registers");
     (a, b)
 }
+
+/// Holds a handler's attempts until opened: a long attempt the test ends when it chooses.
+/// Opened when the [`OpenOnDrop`] guard goes, so a failing test never leaves an attempt
+/// waiting.
+#[derive(Clone, Default)]
+pub struct Gate(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    /// Blocks until the gate is open.
+    pub fn wait(&self) {
+        let (open, turned) = &*self.0;
+        let mut open = open.lock().expect("the gate's lock");
+        while !*open {
+            open = turned.wait(open).expect("the gate's lock");
+        }
+    }
+
+    /// Lets every waiting and later attempt through.
+    pub fn open(&self) {
+        let (open, turned) = &*self.0;
+        *open.lock().expect("the gate's lock") = true;
+        turned.notify_all();
+    }
+
+    /// A guard that opens the gate when dropped.
+    #[must_use]
+    pub fn open_on_drop(&self) -> OpenOnDrop {
+        OpenOnDrop(self.clone())
+    }
+}
+
+/// Opens its [`Gate`] when dropped.
+pub struct OpenOnDrop(Gate);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}

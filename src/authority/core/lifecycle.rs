@@ -85,8 +85,9 @@ impl AuthorityCore {
         out
     }
 
-    /// Renews every owned claim. A fenced (or otherwise refused) renewal marks the job lost:
-    /// someone else owns the item now, and this job's outcome will be dropped.
+    /// Renews every owned claim: the work items in one transaction, each workflow
+    /// instance's lease on its own. A fenced (or otherwise refused) renewal marks the job
+    /// lost: someone else owns the item now, and this job's outcome will be dropped.
     pub fn renew(&self) -> Renewed {
         let jobs: Vec<Job> = self
             .state()
@@ -96,43 +97,69 @@ impl AuthorityCore {
             .map(|f| f.job.clone())
             .collect();
         let lease = self.config.lease_duration_ms;
+        let (items, instances): (Vec<&Job>, Vec<&Job>) = jobs
+            .iter()
+            .partition(|job| matches!(job.task, Task::Work(_)));
+        let claims: Vec<(&str, u64)> = items
+            .iter()
+            .filter_map(|job| match &job.task {
+                Task::Work(item) => Some((item.id.as_str(), item.generation)),
+                Task::Workflow(_) => None,
+            })
+            .collect();
         let mut report = Renewed::default();
-        for job in jobs {
-            let result = match &job.task {
-                Task::Work(item) => self
-                    .store
-                    .renew_claim(&item.id, &self.config.instance_id, item.generation, lease)
-                    .map(|_| ()),
-                Task::Workflow(c) => self.engine.renew(c, lease).map(|_| ()),
-            };
-            let current = match &result {
-                Err(Error::Fenced { current, .. }) => Some(*current),
-                _ => None,
-            };
-            let mut st = self.state();
-            match result {
-                Ok(()) => report.renewed += 1,
-                Err(e) if e.is_store_failure() => {
-                    st.stats.store_errors += 1;
-                    report.failed += 1;
+        match self
+            .store
+            .renew_claims(&self.config.instance_id, &claims, lease)
+        {
+            Ok(answers) => {
+                for (job, result) in items.into_iter().zip(answers) {
+                    self.settle_renewal(job, result.map(drop), &mut report);
                 }
-                Err(_) => {
-                    if let Some(f) = st.inflight.get_mut(&job.id) {
-                        f.lost = true;
-                        f.job.lease.raise();
-                        // A held cursor runs nothing whose finish would drop it: forget it now.
-                        if f.held {
-                            st.inflight.remove(&job.id);
-                        }
-                        st.stats.leases_lost += 1;
-                        report.lost += 1;
-                        drop(st);
-                        log::lease_lost(self.id(), &job, current);
-                    }
-                }
+            }
+            // One store failure, and none of the items renewed.
+            Err(e) => {
+                self.note_failure(&e);
+                report.failed += claims.len();
+            }
+        }
+        for job in instances {
+            if let Task::Workflow(c) = &job.task {
+                let result = self.engine.renew(c, lease).map(drop);
+                self.settle_renewal(job, result, &mut report);
             }
         }
         report
+    }
+
+    /// Counts one renewal's answer, and marks its job lost when it was refused.
+    fn settle_renewal(&self, job: &Job, result: Result<()>, report: &mut Renewed) {
+        let current = match &result {
+            Err(Error::Fenced { current, .. }) => Some(*current),
+            _ => None,
+        };
+        let mut st = self.state();
+        match result {
+            Ok(()) => report.renewed += 1,
+            Err(e) if e.is_store_failure() => {
+                st.stats.store_errors += 1;
+                report.failed += 1;
+            }
+            Err(_) => {
+                if let Some(f) = st.inflight.get_mut(&job.id) {
+                    f.lost = true;
+                    f.job.lease.raise();
+                    // A held cursor runs nothing whose finish would drop it: forget it now.
+                    if f.held {
+                        st.inflight.remove(&job.id);
+                    }
+                    st.stats.leases_lost += 1;
+                    report.lost += 1;
+                    drop(st);
+                    log::lease_lost(self.id(), job, current);
+                }
+            }
+        }
     }
 
     /// Stops claiming, makes a last try of the outcomes a store failure deferred, releases

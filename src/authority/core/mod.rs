@@ -89,6 +89,9 @@ struct CoreState {
     /// Polls that had free slots to share so far: which of cursor looks, workflow instances and
     /// work items gets the slots that do not divide evenly rotates with it (`poll.rs`).
     share_turn: usize,
+    /// Whether the last poll fired, recorded and claimed nothing: the next one asks in a
+    /// read first whether it would find anything (`store/idle_probe.rs`).
+    idle: bool,
 }
 
 /// How often an authority re-reads the deployed definitions: a definition deployed while

@@ -21,7 +21,7 @@ use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::WorkItem;
 use crate::rules::schedule::on_time_window;
-use crate::store::{Claim, ClaimBudget, Completion, complete_in, fire_due_in};
+use crate::store::{Claim, ClaimBudget, Completion, Probe, complete_in, fire_due_in};
 use crate::workflow::engine::Claimed;
 
 /// Schedules examined per poll.
@@ -51,7 +51,7 @@ impl AuthorityCore {
         let now = self.store.now();
         // Looks are counted now and taken last, so that a store failure on the way leaves
         // every held cursor held.
-        let (due_looks, free, handler_room, in_flight, share) = {
+        let (due_looks, free, handler_room, in_flight, share, idle) = {
             let mut st = self.state();
             if st.stopping {
                 drop(st);
@@ -78,7 +78,7 @@ impl AuthorityCore {
             let due = due_cursors(&st.inflight, now).min(share.looks);
             let room = handler_room(&self.config.handler_limits, &st.inflight, finishing);
             let running = running_by_handler(&st.inflight, finishing);
-            (due, free, room, running, share)
+            (due, free, room, running, share, st.idle)
         };
         self.refresh_keys(now)?;
         let lease = self.config.lease_duration_ms;
@@ -90,8 +90,18 @@ impl AuthorityCore {
         // each claim noting a takeover (failover).
         let wf_limit = share.instances.min(batch);
         let on_time = on_time_window(self.config.poll_interval_ms);
+        if finishing.completions.is_empty()
+            && due_looks == 0
+            && (free == 0 || idle)
+            && !self.would_act(free, &keys, &handler_room, &in_flight)?
+        {
+            self.state().idle = true;
+            return Ok(Polled::default());
+        }
         let workload = &self.workload;
-        let (fired, completed, instances, claimed) = self.store.write(|tx, now| {
+        // `granted` is the instant the claims were decided at, inside the write lock: a job's
+        // claim → complete time starts there, not when this poll began to wait for the lock.
+        let (fired, completed, instances, claimed, granted) = self.store.write(|tx, now| {
             let fired = fire_due_in(tx, now, &workload, SCHEDULES_PER_POLL, on_time)?;
             let completed = complete_in(tx, now, &finishing.completions)?;
             let mut instances = if wf_limit > 0 && free > due_looks {
@@ -101,13 +111,7 @@ impl AuthorityCore {
             };
             let work_limit = free.saturating_sub(due_looks + instances.len()).min(batch);
             let claimed = if work_limit > 0 {
-                let budget = ClaimBudget {
-                    limit: work_limit,
-                    per_handler: handler_room.clone(),
-                    in_flight: in_flight.clone(),
-                    rates: self.config.handler_rates.clone(),
-                    reclaim: self.config.reclaim_backoff(),
-                };
+                let budget = self.claim_budget(work_limit, &handler_room, &in_flight);
                 Some(
                     self.store
                         .claim_work_in(tx, now, owner, &keys, &budget, lease)?,
@@ -120,7 +124,7 @@ impl AuthorityCore {
             if left > 0 && instances.len() == wf_limit {
                 instances.extend(self.engine.claim_in(tx, now, left.min(batch), lease)?);
             }
-            Ok((fired, completed, instances, claimed))
+            Ok((fired, completed, instances, claimed, now))
         })?;
         self.state().stats.schedules_fired += fired as u64;
         let items = match claimed {
@@ -140,8 +144,51 @@ impl AuthorityCore {
         } else {
             due_looks
         };
-        let jobs = self.start_jobs(now, look_limit, instances, items);
+        let jobs = self.start_jobs(granted, look_limit, instances, items);
+        self.state().idle = fired == 0 && completed.is_empty() && jobs.is_empty();
         Ok(Polled { completed, jobs })
+    }
+
+    /// Whether a poll with `free` slots would fire, move or claim anything now, asked in a
+    /// read without the write lock (`store/idle_probe.rs`).
+    fn would_act(
+        &self,
+        free: usize,
+        keys: &crate::model::CompatSet,
+        handler_room: &BTreeMap<String, usize>,
+        in_flight: &BTreeMap<String, usize>,
+    ) -> Result<bool> {
+        // One candidate is enough to know.
+        let budget = self.claim_budget(1, handler_room, in_flight);
+        let instance_keys = self.engine.keys();
+        let probe = if free == 0 {
+            Probe::SchedulesOnly
+        } else {
+            Probe::Everything {
+                owner: &self.config.instance_id,
+                keys,
+                budget: &budget,
+                instance_keys: &instance_keys,
+            }
+        };
+        self.store.poll_would_act(&probe)
+    }
+
+    /// What a claim of up to `limit` work items may take: the handlers' free slots and
+    /// what each has in flight, their fleet-wide rates, and the reclaim grace.
+    fn claim_budget(
+        &self,
+        limit: usize,
+        handler_room: &BTreeMap<String, usize>,
+        in_flight: &BTreeMap<String, usize>,
+    ) -> ClaimBudget {
+        ClaimBudget {
+            limit,
+            per_handler: handler_room.clone(),
+            in_flight: in_flight.clone(),
+            rates: self.config.handler_rates.clone(),
+            reclaim: self.config.reclaim_backoff(),
+        }
     }
 
     /// Turns up to `look_limit` due cursor looks and the claims made into jobs in flight,
@@ -201,6 +248,7 @@ pub(super) struct Finishing {
 
 /// What one poll did: the answers to the outcomes it recorded, in order, and the jobs it
 /// started.
+#[derive(Default)]
 pub(super) struct Polled {
     pub completed: Vec<Result<Arc<WorkItem>>>,
     pub jobs: Vec<Job>,

@@ -5,7 +5,10 @@
 //! - Every write is `BEGIN IMMEDIATE`, so the reads inside a store operation and the writes
 //!   that follow are serialised against every other process; reads are one deferred
 //!   transaction (one consistent snapshot).
-//! - `SQLITE_BUSY` / `SQLITE_LOCKED` wait in short naps (`busy.rs`: a waiter sees a release
+//! - Writers on one host queue for the write lock in the kernel (`queue.rs`: a lock file
+//!   beside the database, the next writer woken at the release); renewals and heartbeats
+//!   skip the queue. Past the queue,
+//!   `SQLITE_BUSY` / `SQLITE_LOCKED` wait in short naps (`busy.rs`: a waiter sees a release
 //!   within about a millisecond, where SQLite's own handler sleeps up to 100 ms), up to
 //!   five seconds a statement, then the whole transaction is
 //!   retried a bounded number of times with jittered backoff; after that the caller sees
@@ -26,7 +29,8 @@
 //!
 //! Files: `bind.rs` binds and reads the shared SQL layer's values, `damage.rs` the checks
 //! for a damaged file, `files.rs` the identity
-//! of the files opened, `stalls.rs` the posted write stalls, `tx.rs` is this
+//! of the files opened, `queue.rs` the host's queue of writers, `stalls.rs` the posted
+//! write stalls, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
 //! choice, `schema.sql`, and
 //! `upgrade_1.sql` to `upgrade_7.sql`, which bring a store of schema 1 to 7 to 8 in place.
@@ -42,6 +46,7 @@ mod lock_holder;
 #[cfg(test)]
 mod plan_tests;
 mod presence;
+mod queue;
 mod stalls;
 #[cfg(test)]
 mod tests;
@@ -67,6 +72,7 @@ use crate::error::{Error, Result};
 use crate::ids::SeededIds;
 use files::{HeldFile, OpenedFiles};
 use presence::Presence;
+use queue::{TURN_WAIT, WriteQueue};
 use stalls::StallFile;
 use tx::SqliteTx;
 
@@ -103,6 +109,8 @@ pub struct SqliteBackend {
     files: Option<OpenedFiles>,
     /// Where a writable handle posts a write stall while it lasts.
     stall_file: Option<StallFile>,
+    /// The host's queue of this file's writers (`queue.rs`).
+    queue: Option<WriteQueue>,
     /// This handle's count in the process's held files (`files.rs`); declared last, so it
     /// is released after the connection has closed.
     _held: HeldFile,
@@ -263,6 +271,7 @@ impl SqliteBackend {
             created,
             files: (!read_only).then(|| OpenedFiles::capture(path)),
             stall_file: (!read_only).then(|| StallFile::beside(path)),
+            queue: (!read_only).then(|| WriteQueue::beside(path)),
             _held: HeldFile::hold(path),
         })
     }
@@ -291,13 +300,20 @@ impl SqliteBackend {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Runs `f` in one transaction: a write (`Immediate`) in this host's queue of writers
+    /// unless `urgent`, a read (`Deferred`) as it comes.
     fn run(
         &self,
         behavior: TransactionBehavior,
+        urgent: bool,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
     ) -> Result<()> {
         let writable = matches!(behavior, TransactionBehavior::Immediate);
         let mut conn = self.lock();
+        // Held until the transaction has committed or rolled back, as the last local dropped.
+        let _turn = (self.queue.as_ref())
+            .filter(|_| writable && !urgent)
+            .and_then(|queue| queue.turn(TURN_WAIT));
         let label = self.label.as_str();
         let mut watch = StallWatch::new(label);
         if let Some(board) = self.stall_file.as_ref().filter(|_| writable) {
@@ -371,9 +387,16 @@ impl Backend for SqliteBackend {
         all
     }
 
+    /// In this host's queue of the file's writers (`queue.rs`).
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         refuse_read_only(self.read_only, &self.label)?;
-        self.run(TransactionBehavior::Immediate, f)
+        self.run(TransactionBehavior::Immediate, false, f)
+    }
+
+    /// Straight to SQLite's lock, ahead of the queued writers.
+    fn write_urgent(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        refuse_read_only(self.read_only, &self.label)?;
+        self.run(TransactionBehavior::Immediate, true, f)
     }
 
     /// Posted beside the database file by the waiting processes (`stalls.rs`).
@@ -382,7 +405,7 @@ impl Backend for SqliteBackend {
     }
 
     fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
-        self.run(TransactionBehavior::Deferred, f)
+        self.run(TransactionBehavior::Deferred, false, f)
     }
 
     /// `quick_check` of every page, on this handle's connection (its other callers wait).
