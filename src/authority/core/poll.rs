@@ -51,7 +51,7 @@ impl AuthorityCore {
         let now = self.store.now();
         // Looks are counted now and taken last, so that a store failure on the way leaves
         // every held cursor held.
-        let (due_looks, free, handler_room, in_flight, share, idle) = {
+        let (due_looks, looks_waiting, free, handler_room, in_flight, share, idle) = {
             let mut st = self.state();
             if st.stopping {
                 drop(st);
@@ -75,10 +75,11 @@ impl AuthorityCore {
             if free > 0 {
                 st.share_turn = st.share_turn.wrapping_add(1);
             }
-            let due = due_cursors(&st.inflight, now).min(share.looks);
+            let waiting = due_cursors(&st.inflight, now);
+            let due = waiting.min(share.looks);
             let room = handler_room(&self.config.handler_limits, &st.inflight, finishing);
             let running = running_by_handler(&st.inflight, finishing);
-            (due, free, room, running, share, st.idle)
+            (due, waiting, free, room, running, share, st.idle)
         };
         self.refresh_keys(now)?;
         let lease = self.config.lease_duration_ms;
@@ -91,7 +92,7 @@ impl AuthorityCore {
         let wf_limit = share.instances.min(batch);
         let on_time = on_time_window(self.config.poll_interval_ms);
         if finishing.completions.is_empty()
-            && due_looks == 0
+            && looks_waiting == 0
             && (free == 0 || idle)
             && !self.would_act(free, &keys, &handler_room, &in_flight)?
         {
@@ -158,8 +159,10 @@ impl AuthorityCore {
         handler_room: &BTreeMap<String, usize>,
         in_flight: &BTreeMap<String, usize>,
     ) -> Result<bool> {
-        // One candidate is enough to know.
-        let budget = self.claim_budget(1, handler_room, in_flight);
+        // The budget the claim would have: a smaller one reads fewer lapsed claims, and the
+        // few it reads may all be inside their reclaim grace while later ones are not.
+        let limit = free.min(self.config.claim_batch_size);
+        let budget = self.claim_budget(limit, handler_room, in_flight);
         let instance_keys = self.engine.keys();
         let probe = if free == 0 {
             Probe::SchedulesOnly
