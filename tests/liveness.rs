@@ -505,12 +505,13 @@ fn real_authorities_pass_live_silent_gone_stopped_and_keep_their_ids() {
             )
         })
         .collect();
+    // Newest first, as `inspect audit` lists the log.
     assert_eq!(
         outcomes,
         [
-            ("a3", "refused: live"),
-            ("nobody", "refused: not found"),
             ("a1", "forgotten: was gone"),
+            ("nobody", "refused: not found"),
+            ("a3", "refused: live"),
         ]
     );
     assert!(

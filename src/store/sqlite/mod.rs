@@ -6,7 +6,8 @@
 //!   that follow are serialised against every other process; reads are one deferred
 //!   transaction (one consistent snapshot).
 //! - Writers on one host queue for the write lock in the kernel (`queue.rs`: a lock file
-//!   beside the database, the next writer woken at the release); renewals and heartbeats
+//!   of the store's in the temporary directory, the next writer woken at the release);
+//!   renewals and heartbeats
 //!   skip the queue. Past the queue,
 //!   `SQLITE_BUSY` / `SQLITE_LOCKED` wait in short naps (`busy.rs`: a waiter sees a release
 //!   within about a millisecond, where SQLite's own handler sleeps up to 100 ms), up to
@@ -271,7 +272,7 @@ impl SqliteBackend {
             created,
             files: (!read_only).then(|| OpenedFiles::capture(path)),
             stall_file: (!read_only).then(|| StallFile::beside(path)),
-            queue: (!read_only).then(|| WriteQueue::beside(path)),
+            queue: (!read_only).then(|| WriteQueue::of(path)),
             _held: HeldFile::hold(path),
         })
     }

@@ -1,15 +1,21 @@
 //! The host's queue for the write lock: the processes writing one SQLite file wait their
-//! turn in the kernel, on a lock file beside the database, and the next one is woken the
-//! moment the holder is done.
+//! turn in the kernel, on a lock file of their own, and the next one is woken the moment
+//! the holder is done.
 //!
 //! Without it every waiter sleeps and retries SQLite's lock on its own (`busy.rs`): with
 //! six authorities that is five processes waking every millisecond on two cores, and the
 //! lock going to whichever happens to try just after a release, so an unlucky authority's
-//! completions wait out several turns of the others. A blocking `flock` on
-//! `<database>-writers` puts the waiters to sleep in the kernel instead, which wakes one at
-//! the release. SQLite's own locking stays the guarantee: the queue only orders who tries
-//! `BEGIN IMMEDIATE` next, and a writer that does not use it (another build, a file the
-//! queue cannot be created beside) still waits in short naps and is served as before.
+//! completions wait out several turns of the others. A blocking `flock` on the queue's file
+//! puts the waiters to sleep in the kernel instead, which wakes one at the release. SQLite's
+//! own locking stays the guarantee: the queue only orders who tries `BEGIN IMMEDIATE` next,
+//! and a writer that does not use it (another build, a process whose temporary directory is
+//! private, a file it may not open) still waits in short naps and is served as before.
+//!
+//! The file lives in the system's temporary directory, named after the store's canonical
+//! path (`leasehold-<digest>.writers`), not beside the database: a command refused before it
+//! wrote anything, or a failed `copy`, leaves the store's directory exactly as it was. It is
+//! never removed (removing a lock file others have open would split the queue in two); it
+//! is empty, and one per store a host has written.
 //!
 //! A turn is waited for at most [`TURN_WAIT`]: a holder stopped or stalled mid-transaction
 //! would otherwise hold every queued writer with it, unseen. Past the bound the writer goes
@@ -35,13 +41,13 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use rustix::fs::{FlockOperation, flock};
+use sha2::{Digest, Sha256};
 
 /// How long a writer waits for its turn before it goes on to SQLite's lock without one.
 pub(super) const TURN_WAIT: Duration = Duration::from_secs(1);
 
-/// The queue of one database file as this handle waits in it: the lock file and the
-/// waiting thread are made at the first queued write, so a handle that never writes leaves
-/// nothing beside the database.
+/// The queue of one database file as this handle waits in it: the lock file is opened and
+/// the waiting thread started at the first queued write.
 pub(super) struct WriteQueue {
     database: PathBuf,
     joined: OnceLock<Option<Joined>>,
@@ -85,7 +91,7 @@ impl Drop for Turn {
 
 impl WriteQueue {
     /// The queue of the writers of `database`.
-    pub(super) fn beside(database: &Path) -> Self {
+    pub(super) fn of(database: &Path) -> Self {
         Self {
             database: database.to_owned(),
             joined: OnceLock::new(),
@@ -94,8 +100,7 @@ impl WriteQueue {
     }
 
     /// Waits for this process's turn, at most `bound`; `None` when it did not come or the
-    /// queue cannot be joined (a lock file that cannot be created, as in a read-only
-    /// directory): the writer goes on without it.
+    /// queue cannot be joined (its file cannot be opened): the writer goes on without it.
     pub(super) fn turn(&self, bound: Duration) -> Option<Turn> {
         let joined = self
             .joined
@@ -143,12 +148,15 @@ impl WriteQueue {
 
 impl Joined {
     fn open(database: &Path) -> Option<Self> {
+        let path = lock_path(database);
+        // Another user's file of the same store is locked through a read-only descriptor.
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .open(lock_path(database))
+            .open(&path)
+            .or_else(|_| File::open(&path))
             .ok()?;
         let file = Arc::new(file);
         let (requests, incoming) = channel::<Arc<Handover>>();
@@ -194,11 +202,13 @@ fn unlock(file: &File) {
     let _ = flock(file.as_fd(), FlockOperation::Unlock);
 }
 
-/// The lock file beside `database`.
+/// The queue's file of `database`: every spelling of one file names the same queue.
 fn lock_path(database: &Path) -> PathBuf {
-    let mut name = database.as_os_str().to_owned();
-    name.push("-writers");
-    PathBuf::from(name)
+    let canonical = database
+        .canonicalize()
+        .unwrap_or_else(|_| database.to_owned());
+    let digest = hex::encode(Sha256::digest(canonical.as_os_str().as_encoded_bytes()));
+    std::env::temp_dir().join(format!("leasehold-{}.writers", &digest[..32]))
 }
 
 #[cfg(test)]
@@ -210,7 +220,7 @@ mod tests {
     fn a_turn_is_exclusive_between_handles_and_handed_over_at_release() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("store.db");
-        let (a, b) = (WriteQueue::beside(&db), WriteQueue::beside(&db));
+        let (a, b) = (WriteQueue::of(&db), WriteQueue::of(&db));
         let held = a.turn(TURN_WAIT).unwrap();
         // Another open file description waits, and gives up at its bound.
         assert!(b.turn(Duration::from_millis(20)).is_none());
@@ -226,7 +236,7 @@ mod tests {
     fn after_a_wait_ran_out_writers_only_try_until_the_queue_is_free_again() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("store.db");
-        let (a, b) = (WriteQueue::beside(&db), WriteQueue::beside(&db));
+        let (a, b) = (WriteQueue::of(&db), WriteQueue::of(&db));
         let held = a.turn(TURN_WAIT).unwrap();
         assert!(b.turn(Duration::from_millis(1)).is_none());
         // A stalled queue is not waited for again: this returns at once, not after a minute.
@@ -250,7 +260,7 @@ mod tests {
     fn a_turn_given_up_is_let_go_by_the_queue() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("store.db");
-        let (a, b) = (WriteQueue::beside(&db), WriteQueue::beside(&db));
+        let (a, b) = (WriteQueue::of(&db), WriteQueue::of(&db));
         let held = a.turn(TURN_WAIT).unwrap();
         assert!(b.turn(Duration::from_millis(1)).is_none());
         drop(held);
