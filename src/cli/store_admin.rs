@@ -121,8 +121,8 @@ fn verify(args: &VerifyArgs, out: &mut dyn Write) -> CliResult {
 }
 
 fn accept_rewind(args: &AcceptRewindArgs, out: &mut dyn Write) -> CliResult {
-    let store = args.store.open(OpenMode::Existing)?;
-    // The witness is opened without judging the store: it is behind it by definition.
+    // The witnesses are opened without judging the store: it is behind them by definition.
+    let store = crate::store::url::open_to_accept(&args.store.store)?;
     let store = args.state.witnessed_unjudged(store)?;
     let cost = store.rewind_cost()?;
     let accepted = if cost.rewound && !args.dry_run {

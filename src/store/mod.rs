@@ -16,6 +16,7 @@
 mod attempt_errors;
 pub mod backend;
 pub mod capability;
+pub mod chain;
 pub mod copy;
 mod counter;
 pub mod create;
@@ -122,6 +123,10 @@ pub struct Store {
     rotations: per_owner::PerOwner<fair_share::Rotation>,
     /// This host's record of the store, checked by every write (see `witness.rs`).
     witness: Option<Arc<witness::Witness>>,
+    /// The record kept beside the store's files, checked by every write like `witness`.
+    beside: Option<Arc<witness::Witness>>,
+    /// Whether commits write their chain link (`chain.rs`); off only to measure its cost.
+    chained: bool,
     /// The first sign that the store cannot be trusted (damaged, replaced, rewound); once
     /// set, every write through any clone is refused with it.
     untrusted: Arc<OnceLock<Error>>,
@@ -143,6 +148,8 @@ impl Store {
             owner_cap: crate::rules::lease::DEFAULT_OWNER_CAP,
             rotations: per_owner::PerOwner::default(),
             witness: None,
+            beside: None,
+            chained: true,
             untrusted: Arc::new(OnceLock::new()),
             refused: Arc::new(OnceLock::new()),
             enqueues: Arc::default(),
@@ -159,6 +166,49 @@ impl Store {
     /// The witness this handle writes under, if any.
     pub fn witness(&self) -> Option<&witness::Witness> {
         self.witness.as_deref()
+    }
+
+    /// The same store checked on every write against the record beside its files, where
+    /// the provider keeps one (see [`witness::Witness::beside`]).
+    ///
+    /// # Errors
+    /// `STORE_REWOUND` when the store is behind that record or forked from it; an
+    /// unusable record.
+    pub fn with_witness_beside(mut self) -> Result<Self> {
+        self.beside = match witness::Witness::beside(&self)? {
+            Some(w) => Some(Arc::new(witness::Witness::judged(w, &self)?)),
+            None => None,
+        };
+        Ok(self)
+    }
+
+    /// [`Self::with_witness_beside`] without judging the store first (`store
+    /// accept-rewind`, which then brings the record to the store).
+    ///
+    /// # Errors
+    /// An unusable record, or a store failure.
+    pub fn with_witness_beside_unjudged(mut self) -> Result<Self> {
+        self.beside = witness::Witness::beside(&self)?.map(Arc::new);
+        Ok(self)
+    }
+
+    /// The record beside the store's files this handle writes under, if any.
+    pub fn witness_beside(&self) -> Option<&witness::Witness> {
+        self.beside.as_deref()
+    }
+
+    /// Every witness this handle checks and advances.
+    pub(crate) fn witnesses(&self) -> impl Iterator<Item = &witness::Witness> {
+        self.witness.iter().chain(&self.beside).map(AsRef::as_ref)
+    }
+
+    /// The same store without the chain: commits write no link. For `leasehold bench`
+    /// alone, to measure what the chain costs; a store written so fails `check`.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn without_chain(mut self) -> Self {
+        self.chained = false;
+        self
     }
 
     /// Why this store can no longer be trusted, if a store call found out (`STORE_CORRUPT`,
@@ -322,24 +372,36 @@ impl Store {
             return Err(e);
         }
         let mut out = None;
-        let mut committed = 0;
+        let mut committed = None;
         self.note(self.backend.write(&mut |tx| {
-            if let Some(w) = &self.witness {
+            for w in self.witnesses() {
                 w.check(tx)?;
             }
+            let before = tx.revision()?;
             let now = self.clock.now();
             out = Some(f(tx, now)?);
-            if self.witness.is_some() {
-                committed = tx.revision()?;
-            }
+            committed = self.chain(tx, before)?;
             Ok(())
         }))?;
-        if let Some(w) = &self.witness {
-            w.committed(committed);
+        if let Some(link) = &committed {
+            self.witnesses().for_each(|w| w.committed(link));
         }
         out.ok_or_else(|| {
             Error::OutcomeUnknown("the transaction committed without an answer".into())
         })
+    }
+
+    /// Writes the link of the revision `tx` committed, if any (see `chain.rs`).
+    pub(crate) fn chain(
+        &self,
+        tx: &mut dyn Tx,
+        before: u64,
+    ) -> Result<Option<crate::model::ChainLink>> {
+        if self.chained {
+            chain::extend(tx, before, self.ids.as_ref())
+        } else {
+            Ok(None)
+        }
     }
 
     /// Like [`Self::write`], but a refusal inside ([`Logged::Refused`]) still commits what
@@ -426,6 +488,7 @@ pub(crate) fn record_write(
     if revision % RETENTION.trim_every == 0 {
         let keep_from = revision.saturating_sub(RETENTION.history_revisions);
         tx.trim_history(keep_from, now.saturating_sub(RETENTION.incidents_ms))?;
+        tx.trim_links(keep_from)?;
         if keep_from > 0 {
             tx.set_meta_value(
                 retention::HISTORY_FROM,

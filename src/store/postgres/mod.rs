@@ -49,7 +49,7 @@
 //! provider's side of that layer (`store/sql/`), `batch.rs` and `literal.rs` send its held-back
 //! writes (as arrays, or as text with the commit), `schema.sql` with `intake.sql` (the
 //! intake applications enqueue into inside their own transactions), and `upgrade_1.sql` to
-//! `upgrade_7.sql`, which bring a store of schema 1 to 7 to 8 in place.
+//! `upgrade_8.sql`, which bring a store of schema 1 to 8 to 9 in place.
 
 mod batch;
 mod bind;
@@ -81,7 +81,7 @@ use pool::{Conn, Pool, PoolState, connect};
 use tx::{Inserts, PgTx};
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// The schema, run idempotently at every read-write open of an uninitialised database: the
 /// tables SQLite has too, then the intake.
@@ -91,7 +91,7 @@ const SCHEMA: &str = concat!(include_str!("schema.sql"), include_str!("intake.sq
 const IDENTITY: &str = include_str!("identity.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`.
-const UPGRADES: [&str; 7] = [
+const UPGRADES: [&str; 8] = [
     include_str!("upgrade_1.sql"),
     include_str!("upgrade_2.sql"),
     include_str!("upgrade_3.sql"),
@@ -99,6 +99,7 @@ const UPGRADES: [&str; 7] = [
     include_str!("upgrade_5.sql"),
     concat!(include_str!("intake.sql"), include_str!("upgrade_6.sql")),
     include_str!("upgrade_7.sql"),
+    include_str!("upgrade_8.sql"),
 ];
 
 /// Whole-transaction attempts before `STORE_CONTENTION` / `STORE_UNAVAILABLE`.

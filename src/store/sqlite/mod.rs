@@ -29,7 +29,7 @@
 //! of the files opened, `stalls.rs` the posted write stalls, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
 //! choice, `schema.sql`, and
-//! `upgrade_1.sql` to `upgrade_7.sql`, which bring a store of schema 1 to 7 to 8 in place.
+//! `upgrade_1.sql` to `upgrade_8.sql`, which bring a store of schema 1 to 8 to 9 in place.
 
 mod bind;
 mod busy;
@@ -71,14 +71,14 @@ use stalls::StallFile;
 use tx::SqliteTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// The schema, run idempotently at every read-write open.
 const SCHEMA: &str = include_str!("schema.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`. An older
 /// store runs every one from its version on, before [`SCHEMA`].
-const UPGRADES: [&str; 7] = [
+const UPGRADES: [&str; 8] = [
     include_str!("upgrade_1.sql"),
     include_str!("upgrade_2.sql"),
     include_str!("upgrade_3.sql"),
@@ -86,6 +86,7 @@ const UPGRADES: [&str; 7] = [
     include_str!("upgrade_5.sql"),
     include_str!("upgrade_6.sql"),
     include_str!("upgrade_7.sql"),
+    include_str!("upgrade_8.sql"),
 ];
 
 /// Whole-transaction attempts before `STORE_CONTENTION`.
@@ -357,6 +358,13 @@ impl Backend for SqliteBackend {
             .unwrap_or_else(|_| self.path.clone())
             .display()
             .to_string()
+    }
+
+    /// `<path>.leasehold-witness`, next to the file.
+    fn witness_beside(&self) -> Option<PathBuf> {
+        let mut path = self.path.clone().into_os_string();
+        path.push(".leasehold-witness");
+        Some(path.into())
     }
 
     fn physical_durability(&self) -> bool {
