@@ -78,14 +78,17 @@ pub fn run(args: &CopyArgs, out: &mut dyn Write) -> CliResult {
 /// Opens (creating) the target and copies `source` into it; the target is closed again on
 /// return, so a file it created can be removed. The target's description and the summary.
 fn copy_into(source: &Store, to: &str) -> Result<(String, CopySummary), Failure> {
-    let target = open(to, OpenMode::ReadWrite)?;
+    let target = open(to, OpenMode::ReadWrite)?.with_host_witness()?;
     // Rows copied so far, on a terminal only.
     let mut progress = Progress::terminal_only();
     let summary = copy_store(source, &target, &mut |count| {
         progress.show(|| format!("copying {}: {} rows", count.table, count.rows));
     });
     progress.finish();
-    Ok((target.describe(), summary?))
+    let summary = summary?;
+    // The copy wrote no transaction of its own through the witnesses: they learn its head.
+    target.witness_now()?;
+    Ok((target.describe(), summary))
 }
 
 /// The SQLite file the copy is about to create: `to` when it names a path where nothing

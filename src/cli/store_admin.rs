@@ -154,16 +154,15 @@ fn accept_rewind(args: &AcceptRewindArgs, out: &mut dyn Write) -> CliResult {
         return Ok(());
     }
     writeln!(out, "{}", cost.line())?;
-    match accepted {
-        None => writeln!(out, "dry run: nothing accepted")?,
-        Some(accepted) => writeln!(
+    if let Some(accepted) = accepted {
+        writeln!(
             out,
             "accepted {} as it is: store epoch {}, every generation minted from now on is above {} ({} leases and work items raised)",
             cell(&store.describe()),
             accepted.epoch,
             accepted.generation_floor,
             accepted.raised
-        )?,
+        )?;
     }
     Ok(())
 }

@@ -119,9 +119,9 @@ pub enum ChainBreak {
     /// A kept link does not recompute from its predecessor and the rows stamped with its
     /// revision: the history (or the link) was edited.
     Edited { revision: u64 },
-    /// A revision between the first kept link and the head has no link: a commit's link
-    /// was removed, or the revisions were written by something that does not chain.
-    Missing { revision: u64 },
+    /// Revisions `from` to `to` between the first kept link and the head have no link:
+    /// links were removed, or the revisions were written by something that does not chain.
+    Missing { from: u64, to: u64 },
     /// The head revision has no link, though earlier revisions have: the newest links
     /// were cut off (truncated history).
     Truncated { revision: u64, last: u64 },
@@ -133,7 +133,7 @@ impl ChainBreak {
     pub fn revision(&self) -> u64 {
         match self {
             Self::Edited { revision }
-            | Self::Missing { revision }
+            | Self::Missing { from: revision, .. }
             | Self::Truncated { revision, .. } => *revision,
         }
     }
@@ -145,8 +145,11 @@ impl ChainBreak {
             Self::Edited { revision } => format!(
                 "the chain link of revision {revision} does not recompute from the history rows stamped with it: the history or the link was edited"
             ),
-            Self::Missing { revision } => format!(
-                "revision {revision} has no chain link between the first kept link and the head: a link was removed"
+            Self::Missing { from, to } if from == to => format!(
+                "revision {from} has no chain link, between the first kept link and the head: its link was removed"
+            ),
+            Self::Missing { from, to } => format!(
+                "revisions {from} to {to} have no chain link, between the first kept link and the head: their links were removed"
             ),
             Self::Truncated { revision, last } => format!(
                 "the store is at revision {revision} but its chain ends at revision {last}: the newest history was cut off"
@@ -250,10 +253,11 @@ fn verify(tx: &mut dyn Tx) -> Result<ChainReport> {
         let full = links.len() == PAGE;
         for link in std::mem::take(&mut links) {
             if let Some(p) = &prev {
-                for missing in p.revision + 1..link.revision {
-                    report
-                        .breaks
-                        .push(ChainBreak::Missing { revision: missing });
+                if p.revision + 1 < link.revision {
+                    report.breaks.push(ChainBreak::Missing {
+                        from: p.revision + 1,
+                        to: link.revision - 1,
+                    });
                 }
                 let (grants, writes) = walk.rows_at(link.revision)?;
                 let adjoining = p.revision + 1 == link.revision;

@@ -82,25 +82,26 @@ impl RewindCost {
             "the store is at revision {} (epoch {})",
             self.store.revision, self.store.epoch
         );
-        match (self.witnessed, self.lost_commits) {
-            (None, _) => format!(
+        let again = "each may run or be granted again under the new epoch";
+        match (self.witnessed, self.lost_commits, self.lost) {
+            (None, ..) => format!(
                 "{at}; this host has no record of it, so it cannot tell how many acknowledged commits it lacks"
             ),
-            (Some(w), _) if let Some(lost) = self.lost => format!(
-                "{at}, this host saw revision {}{}: the store lacks {} that this host saw — each may run or be granted again under the new epoch",
+            (Some(w), Some(commits), Some(lost)) if commits > 0 => format!(
+                "{at}, this host saw revision {}: {commits} commit(s) are lost, holding {} — {again}",
                 w.revision,
-                if lost.at_least {
-                    ", and the store's history diverges at or before it"
-                } else {
-                    ""
-                },
                 lost.phrase()
             ),
-            (Some(w), Some(lost)) => format!(
-                "{at}, this host saw revision {}: {lost} commit(s) are lost; this host keeps only the highest revision, not what each commit held, so it cannot count the completions and grants (generations) among them — each may run or be granted again under the new epoch",
+            (Some(w), _, Some(lost)) => format!(
+                "{at}, this host saw revision {} and the store's history diverges at or before it: the store lacks {} that this host saw — {again}",
+                w.revision,
+                lost.phrase()
+            ),
+            (Some(w), Some(commits), None) => format!(
+                "{at}, this host saw revision {}: {commits} commit(s) are lost; this host's record predates the chain's counts, so it cannot count the completions and grants (generations) among them — {again}",
                 w.revision
             ),
-            (Some(w), None) => format!(
+            (Some(w), None, None) => format!(
                 "{at}, this host saw revision {} of epoch {}: it is not the same store in the same epoch, so the commits lost cannot be counted",
                 w.revision, w.epoch
             ),
@@ -136,7 +137,8 @@ impl Store {
             });
         };
         let same = seen.store_id == store.store_id && seen.epoch == store.epoch;
-        let lost_commits = same.then(|| seen.revision.saturating_sub(store.revision));
+        let lost_commits =
+            (same && store.revision < seen.revision).then(|| seen.revision - store.revision);
         let lost = seen.counts.filter(|_| same && refused).map(|saw| {
             let (shared, at_least) = match &at {
                 Some(AtWitnessed::Link(l)) => (l.counts, true),

@@ -161,6 +161,11 @@ pub fn judge(
     at: Option<&AtWitnessed>,
 ) -> std::result::Result<Seen, String> {
     let Some(seen) = seen else { return Ok(now) };
+    if now.revision == 0 && now.store_id != seen.store_id {
+        // A new store nothing was committed to, where another one was: it has no history
+        // to lose and has minted no generation.
+        return Ok(now);
+    }
     let now = Seen {
         server: now.server.or(seen.server),
         ..now
@@ -290,14 +295,7 @@ impl Witness {
         let Some(path) = store.backend.witness_beside() else {
             return Ok(None);
         };
-        let witness = Self::at(path, store)?;
-        let now = Seen::of(store)?;
-        if now.revision == 0 {
-            // A store nothing was committed to yet has no history to lose: a record
-            // beside it was left by a store removed from the same path.
-            witness.adopt(now)?;
-        }
-        Ok(Some(witness))
+        Self::at(path, store).map(Some)
     }
 
     /// `witness` once it has judged `store` as it is now (and recorded it when taken).
@@ -418,6 +416,39 @@ impl Witness {
     }
 }
 
+impl Store {
+    /// The same store checked on every write against this host's witness in
+    /// [`host_dir`], when the host has one and the store outlives the process: what every
+    /// writer without a `--state-dir` of its own opens a store with.
+    ///
+    /// # Errors
+    /// `STORE_REWOUND` when the store is behind the witness, forked from it or another
+    /// store; an unusable state directory.
+    pub fn with_host_witness(self) -> Result<Self> {
+        match host_dir() {
+            Some(dir) if self.physical_durability() => {
+                let witness = Witness::open(&dir, &self)?;
+                Ok(self.with_witness(witness))
+            }
+            _ => Ok(self),
+        }
+    }
+
+    /// Judges the store as it is now by every witness of this handle and records it
+    /// where taken: for a writer that filled the store without write transactions of
+    /// its own (`copy`).
+    ///
+    /// # Errors
+    /// `STORE_REWOUND`, an unusable witness, or a store failure.
+    pub fn witness_now(&self) -> Result<()> {
+        for w in self.witnesses() {
+            let (now, at) = Seen::against(self, w.seen().as_ref())?;
+            w.accept(now, at.as_ref())?;
+        }
+        Ok(())
+    }
+}
+
 /// What a host's witness says of a store it judged without writing: see [`Rewound::find`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -431,16 +462,36 @@ pub struct Rewound {
 }
 
 impl Rewound {
-    /// Judges `store` by this host's witness in `dir` as the writers here would, reading
-    /// the record without creating or changing anything (`leasehold check`, `inspect
-    /// overview`): `None` when the writers would take the store, or the host has no record
-    /// of it.
+    /// Judges `store` by this host's witness in `dir`, then by the record beside the
+    /// store's files, as the writers here would, reading the records without creating or
+    /// changing anything (`leasehold check`, `inspect overview`, the dashboard): `None`
+    /// when the writers would take the store, or there is no record of it.
     ///
     /// # Errors
     /// `STORE_UNAVAILABLE` when the record cannot be read, `STORE_REFUSED` when it holds
     /// what no build wrote, or a store failure.
     pub fn find(dir: &Path, store: &Store) -> Result<Option<Self>> {
-        let path = record_path(dir, store);
+        match Self::find_at(&record_path(dir, store), store)? {
+            Some(rewound) => Ok(Some(rewound)),
+            None => match store.backend.witness_beside() {
+                Some(path) => Self::find_at(&path, store),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// Whether the store went on along another history than the one the witness saw,
+    /// rather than back: it is the same store, in the same epoch, at or past the
+    /// witnessed revision.
+    #[must_use]
+    pub fn is_fork(&self) -> bool {
+        self.witnessed.store_id == self.store.store_id
+            && self.witnessed.epoch == self.store.epoch
+            && self.store.revision >= self.witnessed.revision
+    }
+
+    /// [`Self::find`] by the record at `path`.
+    fn find_at(path: &Path, store: &Store) -> Result<Option<Self>> {
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -451,7 +502,7 @@ impl Rewound {
                 )));
             }
         };
-        let Some(witnessed) = parse(&text, &path)? else {
+        let Some(witnessed) = parse(&text, path)? else {
             return Ok(None);
         };
         let (now, at) = Seen::against(store, Some(&witnessed))?;
