@@ -250,7 +250,11 @@ fn verify(tx: &mut dyn Tx) -> Result<ChainReport> {
         writes_done: false,
     };
     loop {
-        let full = links.len() == PAGE;
+        let mut full = links.len() == PAGE;
+        // Links above the head were left by revisions the store no longer has (lowered,
+        // or put back by hand); they are overwritten as those revisions are committed again.
+        links.retain(|l| l.revision <= head);
+        full &= links.len() == PAGE;
         for link in std::mem::take(&mut links) {
             if let Some(p) = &prev {
                 if p.revision + 1 < link.revision {

@@ -492,7 +492,7 @@ impl Rewound {
 
     /// [`Self::find`] by the record at `path`.
     fn find_at(path: &Path, store: &Store) -> Result<Option<Self>> {
-        let text = match std::fs::read_to_string(&path) {
+        let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
@@ -667,5 +667,65 @@ mod tests {
             judge(Some(seen(7, 1, 10)), seen(9, 2, 1), None),
             Ok(seen(9, 2, 1))
         );
+    }
+
+    fn linked(revision: u64, byte: u8) -> Seen {
+        Seen {
+            link: Some(LinkHash([byte; 32])),
+            counts: Some(ChainCounts::default()),
+            ..seen(7, 0, revision)
+        }
+    }
+
+    fn link_at(revision: u64, byte: u8) -> AtWitnessed {
+        AtWitnessed::Link(ChainLink {
+            revision,
+            link: LinkHash([byte; 32]),
+            nonce: "n".into(),
+            counts: ChainCounts::default(),
+        })
+    }
+
+    #[test]
+    fn a_store_past_the_witness_along_another_history_is_a_fork() {
+        let ahead = linked(20, 9);
+        // The same history, gone on: taken.
+        assert_eq!(
+            judge(Some(linked(10, 1)), ahead, Some(&link_at(10, 1))),
+            Ok(ahead)
+        );
+        let why = judge(Some(linked(10, 1)), ahead, Some(&link_at(10, 2))).unwrap_err();
+        assert!(
+            why.contains("revision 20") && why.contains("diverges at or before revision 10"),
+            "{why}"
+        );
+        let why = judge(
+            Some(linked(10, 1)),
+            ahead,
+            Some(&AtWitnessed::Absent { first: Some(15) }),
+        )
+        .unwrap_err();
+        assert!(why.contains("chain starts at revision 15"), "{why}");
+        // Trimmed past the witnessed revision: nothing to compare, taken.
+        assert!(
+            judge(
+                Some(linked(10, 1)),
+                ahead,
+                Some(&AtWitnessed::Trimmed { from: 12 })
+            )
+            .is_ok()
+        );
+        // At the witnessed revision itself, with another link.
+        let why = judge(Some(linked(10, 1)), linked(10, 2), None).unwrap_err();
+        assert!(why.contains("diverges"), "{why}");
+    }
+
+    #[test]
+    fn a_record_written_before_the_chain_still_loads() {
+        let old = format!("{:<255}\n", r#"{"storeId":7,"epoch":0,"revision":3}"#);
+        let tail = format!("{old}{}", "x".repeat(200));
+        for text in [old, tail] {
+            assert_eq!(parse(&text, Path::new("w")).unwrap(), Some(seen(7, 0, 3)));
+        }
     }
 }
