@@ -27,9 +27,6 @@ use crate::error::Result;
 use crate::ids::IdSource;
 use crate::model::{ChainCounts, ChainLink, Grant, LinkHash, WriteRecord, WriteVerb};
 
-/// The id prefix of a link's nonce.
-const NONCE: &str = "link";
-
 /// Links, grants and writes read per page while the chain is verified.
 const PAGE: usize = 1_024;
 
@@ -101,13 +98,7 @@ pub(crate) fn extend(
     // Every row above `revision - 1` is stamped `revision`: the page holds them all.
     let grants = tx.grants(None, revision - 1, 1)?;
     let writes = tx.writes(None, revision - 1, 1)?;
-    let link = next(
-        prev.as_ref(),
-        revision,
-        &grants,
-        &writes,
-        ids.next_id(NONCE),
-    )?;
+    let link = next(prev.as_ref(), revision, &grants, &writes, ids.next_nonce())?;
     tx.put_link(&link)?;
     Ok(Some(link))
 }
