@@ -156,9 +156,18 @@ mod tests {
             let n: u64 = rng.random();
             assert_eq!(ids.next_id("tok"), format!("tok-{n:016x}"));
         }
-        let small = SeededIds(Mutex::new(SmallRng::seed_from_u64(0)));
+        let small = SeededIds::new(0);
         let id = small.next_id("");
         assert_eq!((id.len(), id.starts_with('-')), (17, true));
+    }
+
+    #[test]
+    fn nonces_leave_the_ids_of_a_seed_as_they_were() {
+        let (plain, with_nonces) = (SeededIds::new(9), SeededIds::new(9));
+        for _ in 0..10 {
+            assert!(with_nonces.next_nonce().starts_with("link-"));
+            assert_eq!(plain.next_id("tok"), with_nonces.next_id("tok"));
+        }
     }
 
     #[test]
