@@ -89,6 +89,16 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// Removes what opening this store created where nothing was (the schema of a new
+    /// PostgreSQL store), after a copy into it failed; nothing when the store was there
+    /// before, or the provider creates a file the caller removes (SQLite).
+    ///
+    /// # Errors
+    /// A store failure.
+    fn discard_created(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Where a rewind witness can be kept beside the store's own files, so every host
     /// judges the store by what its last writer saw (`witness.rs::Witness::beside`);
     /// `None` where the provider has no such place.

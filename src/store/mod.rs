@@ -163,6 +163,15 @@ impl Store {
         self
     }
 
+    /// Removes what opening this store created where nothing was, after a copy into it
+    /// failed ([`Backend::discard_created`]): an existing store is never touched.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn discard_created(&self) -> Result<()> {
+        self.backend.discard_created()
+    }
+
     /// The witness this handle writes under, if any.
     pub fn witness(&self) -> Option<&witness::Witness> {
         self.witness.as_deref()

@@ -235,7 +235,7 @@ pub fn judge(
             },
         )),
         // A store trimmed past the witnessed revision cannot be compared: taken, as it
-        // was before stores kept a chain (`leasehold check` says so).
+        // was before stores kept a chain.
         _ => Ok(now),
     }
 }

@@ -640,6 +640,40 @@ impl Backend for PostgresBackend {
         ))
     }
 
+    /// Drops every table and function of [`SCHEMA`] when this open created them (the
+    /// database held no store), in one transaction.
+    fn discard_created(&self) -> Result<()> {
+        if !self.created {
+            return Ok(());
+        }
+        let functions = SCHEMA
+            .split("CREATE OR REPLACE FUNCTION ")
+            .skip(1)
+            .filter_map(|rest| rest.split('(').next())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let tables = super::sql::schema_tables(SCHEMA).join(", ");
+        let sql = format!(
+            "BEGIN; DROP FUNCTION IF EXISTS {functions}; DROP TABLE IF EXISTS {tables} CASCADE; COMMIT"
+        );
+        retry(MAX_ATTEMPTS, || {
+            let mut pooled = self.pool.get(&self.names)?;
+            let conn = pooled.conn();
+            conn.in_transaction = true;
+            match conn.client.batch_execute(&sql) {
+                Ok(()) => {
+                    conn.in_transaction = false;
+                    Ok(())
+                }
+                Err(e) => {
+                    let failed = step(&self.names, &e, &conn.client);
+                    rollback(conn);
+                    Err(failed)
+                }
+            }
+        })
+    }
+
     /// From the control file functions, on a connection of its own transaction; `None`
     /// when the role may not call them (they need superuser or `pg_monitor`).
     fn server_identity(&self) -> Option<ServerIdentity> {
