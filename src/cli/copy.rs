@@ -80,7 +80,7 @@ pub fn run(args: &CopyArgs, out: &mut dyn Write) -> CliResult {
 /// Opens (creating) the target and copies `source` into it; the target is closed again on
 /// return, so a file it created can be removed. The target's description and the summary.
 fn copy_into(source: &Store, to: &str) -> Result<(String, CopySummary), Failure> {
-    let target = open(to, OpenMode::ReadWrite)?.with_host_witness()?;
+    let target = open(to, OpenMode::ReadWrite)?;
     // Rows copied so far, on a terminal only.
     let mut progress = Progress::terminal_only();
     let summary = copy_store(source, &target, &mut |count| {
@@ -98,7 +98,9 @@ fn copy_into(source: &Store, to: &str) -> Result<(String, CopySummary), Failure>
             failure
         }
     })?;
-    // The copy wrote no transaction of its own through the witnesses: they learn its head.
+    // The copy wrote no transaction of its own through the witnesses: they learn its
+    // head, this host's once there is a store to record (a failed copy leaves none).
+    let target = target.with_host_witness()?;
     target.witness_now()?;
     Ok((target.describe(), summary))
 }

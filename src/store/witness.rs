@@ -161,11 +161,6 @@ pub fn judge(
     at: Option<&AtWitnessed>,
 ) -> std::result::Result<Seen, String> {
     let Some(seen) = seen else { return Ok(now) };
-    if now.revision == 0 && now.store_id != seen.store_id {
-        // A new store nothing was committed to, where another one was: it has no history
-        // to lose and has minted no generation.
-        return Ok(now);
-    }
     let now = Seen {
         server: now.server.or(seen.server),
         ..now
@@ -254,11 +249,17 @@ fn forked(seen: &Seen, now: &Seen, how: &str) -> String {
 pub struct Witness {
     path: PathBuf,
     label: String,
+    /// Whether the record is written only after a commit (the one beside a store): an
+    /// open that judges the store, or a writer that fails before it commits, writes nothing
+    /// beside the store's files.
+    after_commits: bool,
     state: Mutex<State>,
 }
 
 struct State {
-    file: File,
+    /// `None` until the first record is written, for a record kept beside the store
+    /// (opening a store, or a writer that then fails, leaves no file there).
+    file: Option<File>,
     seen: Option<Seen>,
 }
 
@@ -295,7 +296,7 @@ impl Witness {
         let Some(path) = store.backend.witness_beside() else {
             return Ok(None);
         };
-        Self::at(path, store).map(Some)
+        Self::at(path, store, true).map(Some)
     }
 
     /// `witness` once it has judged `store` as it is now (and recorded it when taken).
@@ -318,27 +319,28 @@ impl Witness {
     pub fn load(dir: &Path, store: &Store) -> Result<Self> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::Unavailable(format!("rewind witness {}: {e}", dir.display())))?;
-        Self::at(record_path(dir, store), store)
+        Self::at(record_path(dir, store), store, false)
     }
 
-    /// Opens the record at `path` (creating the file) without judging the store.
-    fn at(path: PathBuf, store: &Store) -> Result<Self> {
+    /// Opens the record at `path` without judging the store, creating the file unless it
+    /// is written only `after_commits`.
+    fn at(path: PathBuf, store: &Store, after_commits: bool) -> Result<Self> {
         let unavailable = |e: std::io::Error| {
             Error::Unavailable(format!("rewind witness {}: {e}", path.display()))
         };
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(unavailable)?;
+        let file = match open_record(&path, !after_commits) {
+            Err(e) if after_commits && e.kind() == std::io::ErrorKind::NotFound => None,
+            opened => Some(opened.map_err(unavailable)?),
+        };
         let mut text = String::new();
-        file.read_to_string(&mut text).map_err(unavailable)?;
+        if let Some(mut file) = file.as_ref() {
+            file.read_to_string(&mut text).map_err(unavailable)?;
+        }
         let seen = parse(&text, &path)?;
         Ok(Self {
             label: store.describe(),
             path,
+            after_commits,
             state: Mutex::new(State { file, seen }),
         })
     }
@@ -377,7 +379,7 @@ impl Witness {
             };
             // A failed write only weakens the protection of a later restart; the running
             // process still holds the record in memory.
-            let _ = write_record(&mut state.file, &next);
+            let _ = self.write(&mut state, &next);
             state.seen = Some(next);
         }
     }
@@ -395,6 +397,10 @@ impl Witness {
         let mut state = self.lock();
         match judge(state.seen, now, at) {
             Ok(next) if state.seen == Some(next) => Ok(()),
+            Ok(next) if self.after_commits => {
+                state.seen = Some(next);
+                Ok(())
+            }
             Ok(next) => self.store(&mut state, next),
             Err(detail) => Err(Error::Rewound {
                 store: self.label.clone(),
@@ -404,11 +410,35 @@ impl Witness {
     }
 
     fn store(&self, state: &mut State, next: Seen) -> Result<()> {
-        write_record(&mut state.file, &next).map_err(|e| {
+        self.write(state, &next).map_err(|e| {
             Error::Unavailable(format!("rewind witness {}: {e}", self.path.display()))
         })?;
         state.seen = Some(next);
         Ok(())
+    }
+
+    /// Writes `seen` as the record, creating the file if this is its first record.
+    fn write(&self, state: &mut State, seen: &Seen) -> std::io::Result<()> {
+        if state.file.is_none() {
+            state.file = Some(open_record(&self.path, true)?);
+        }
+        match state.file.as_mut() {
+            Some(file) => write_record(file, seen),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes what the witness holds now, also where records wait for a commit (`copy`
+    /// fills a store without commits of its own).
+    ///
+    /// # Errors
+    /// `STORE_UNAVAILABLE` when the record cannot be written.
+    pub(crate) fn persist(&self) -> Result<()> {
+        let mut state = self.lock();
+        match state.seen {
+            Some(seen) => self.store(&mut state, seen),
+            None => Ok(()),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -444,6 +474,7 @@ impl Store {
         for w in self.witnesses() {
             let (now, at) = Seen::against(self, w.seen().as_ref())?;
             w.accept(now, at.as_ref())?;
+            w.persist()?;
         }
         Ok(())
     }
@@ -537,6 +568,16 @@ fn parse(text: &str, path: &Path) -> Result<Option<Seen>> {
             path.display()
         ))
     })
+}
+
+/// Opens a record file for reading and writing, `create`-ing it if asked.
+fn open_record(path: &Path, create: bool) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .open(path)
 }
 
 /// Rewrites the fixed-size record in place.

@@ -134,6 +134,13 @@ impl Drop for SqliteBackend {
     }
 }
 
+/// Where the rewind witness beside the store at `path` lives: `<path>.leasehold-witness`.
+fn witness_path(path: &Path) -> PathBuf {
+    let mut beside = path.as_os_str().to_owned();
+    beside.push(".leasehold-witness");
+    beside.into()
+}
+
 /// Opens the store at `path`; see [`SqliteBackend::open`].
 ///
 /// # Errors
@@ -256,6 +263,11 @@ impl SqliteBackend {
             })?;
             created = retry(MAX_ATTEMPTS, || init(&mut conn, &label))?;
         }
+        if created {
+            // A rewind witness beside a file that held no store was left by a store removed
+            // from this path: it says nothing of this one.
+            let _ = std::fs::remove_file(witness_path(path));
+        }
         Ok(Self {
             conn: Mutex::new(conn),
             path: path.to_owned(),
@@ -360,11 +372,8 @@ impl Backend for SqliteBackend {
             .to_string()
     }
 
-    /// `<path>.leasehold-witness`, next to the file.
     fn witness_beside(&self) -> Option<PathBuf> {
-        let mut path = self.path.clone().into_os_string();
-        path.push(".leasehold-witness");
-        Some(path.into())
+        Some(witness_path(&self.path))
     }
 
     fn physical_durability(&self) -> bool {
