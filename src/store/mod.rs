@@ -9,8 +9,9 @@
 //! `logged.rs` the answer of a write whose refusal commits; `copy.rs` copies a whole
 //! store into an empty one; `memory/` (with `work_table.rs`), `sqlite/` and `postgres/` are the providers;
 //! `url.rs` opens a store from a URL. When the store itself fails: `epoch.rs` (store
-//! epochs and generation floors), `witness.rs` (this host's record of a store, against
-//! rewinds), `rewind.rs` (accepting one), `faults.rs` (a fault-injecting provider for
+//! epochs and generation floors), `chain.rs` (the chain over the history, which tells a
+//! fork from the history a host saw), `witness.rs` (this host's record of a store, and the
+//! one beside a SQLite file, against rewinds), `rewind.rs` (accepting one), `faults.rs` (a fault-injecting provider for
 //! tests).
 
 mod attempt_errors;

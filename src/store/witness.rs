@@ -6,11 +6,16 @@
 //! say a generation was never handed out when it was, and the next claim hands it out
 //! again. The store cannot tell by itself; the hosts that wrote to it can. A [`Witness`]
 //! keeps, per store name and host, one small file in a state directory with the store's
-//! identity (`store_id`), its epoch and the highest revision seen. Every write transaction
-//! through a witnessed [`Store`] reads those three values (the revision is read anyway)
-//! and refuses to write — `STORE_REWOUND` — when the store is behind the witness, has an
-//! older epoch, or is another store under the same name. The authority opens its witness
-//! at start, so a restarted process is protected like a running one.
+//! identity (`store_id`), its epoch, the highest revision seen and the store's chain link
+//! there with the history's counts (`store/chain.rs`). Every write transaction through a
+//! witnessed [`Store`] reads what it needs of those (the revision is read anyway) and
+//! refuses to write — `STORE_REWOUND` — when the store is behind the witness, has an older
+//! epoch, is another store under the same name, or went on past the witnessed revision
+//! along another history (its link there differs: an older copy put back and written
+//! again). The authority opens its witness at start, so a restarted process is protected
+//! like a running one. A SQLite store has a second record beside its file
+//! ([`Witness::beside`]), which every writer on every host checks and advances, so a host
+//! with no record of its own is judged by what the last writer saw.
 //!
 //! An operator who has checked the store accepts it as it is with `leasehold store
 //! accept-rewind`: that starts a new epoch (see `store/epoch.rs`), and every witness, on
