@@ -81,15 +81,14 @@ fn next(
 }
 
 /// Writes the link of the revision this transaction committed, if it committed one (its
-/// revision is above `before`, the revision it started at); returns it.
+/// revision is above `before`, the revision it started at); returns it. `Store` calls it
+/// at the end of every write transaction; a caller of `Backend::write` that commits a
+/// revision of its own (a test planting history rows) calls it last, or `check` names the
+/// revision as one without a link.
 ///
 /// # Errors
 /// A store failure.
-pub(crate) fn extend(
-    tx: &mut dyn Tx,
-    before: u64,
-    ids: &dyn IdSource,
-) -> Result<Option<ChainLink>> {
+pub fn extend(tx: &mut dyn Tx, before: u64, ids: &dyn IdSource) -> Result<Option<ChainLink>> {
     let revision = tx.revision()?;
     if revision <= before {
         return Ok(None);
