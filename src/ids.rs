@@ -15,17 +15,34 @@ use rand::{Rng, SeedableRng};
 pub trait IdSource: Send + Sync {
     /// A fresh id with the given prefix, e.g. `tok-…`.
     fn next_id(&self, prefix: &str) -> String;
+
+    /// A fresh nonce for a commit's chain link (`store/chain.rs`), `link-…`. A source that
+    /// can draws it apart from [`Self::next_id`], so the chain leaves the ids and tokens a
+    /// seed gives as they were.
+    fn next_nonce(&self) -> String {
+        self.next_id("link")
+    }
 }
 
 /// Ids from a seeded generator: the same seed yields the same sequence.
 #[derive(Debug)]
-pub struct SeededIds(Mutex<SmallRng>);
+pub struct SeededIds {
+    ids: Mutex<SmallRng>,
+    /// The chain's nonces, a stream of their own from the same seed.
+    nonces: Mutex<SmallRng>,
+}
+
+/// What the nonce stream's seed differs from the ids' by.
+const NONCE_STREAM: u64 = 0x6c69_6e6b_6e6f_6e63;
 
 impl SeededIds {
     /// A source seeded with `seed`.
     #[must_use]
     pub fn new(seed: u64) -> Self {
-        Self(Mutex::new(SmallRng::seed_from_u64(seed)))
+        Self {
+            ids: Mutex::new(SmallRng::seed_from_u64(seed)),
+            nonces: Mutex::new(SmallRng::seed_from_u64(seed ^ NONCE_STREAM)),
+        }
     }
 
     /// A source seeded from the time and process id: unique enough for tokens, for production.
@@ -43,21 +60,33 @@ impl SeededIds {
 
 impl IdSource for SeededIds {
     fn next_id(&self, prefix: &str) -> String {
-        let n: u64 = match self.0.lock() {
-            Ok(mut rng) => rng.random(),
-            Err(poisoned) => poisoned.into_inner().random(),
-        };
-        // Written digit by digit: `format!` costs more than the store write it is part of.
-        let mut id = String::with_capacity(prefix.len() + 17);
-        id.push_str(prefix);
-        id.push('-');
-        for shift in (0..16).rev() {
-            id.push(char::from(
-                b"0123456789abcdef"[((n >> (shift * 4)) & 0xf) as usize],
-            ));
-        }
-        id
+        hex_id(prefix, draw(&self.ids))
     }
+
+    fn next_nonce(&self) -> String {
+        hex_id("link", draw(&self.nonces))
+    }
+}
+
+fn draw(rng: &Mutex<SmallRng>) -> u64 {
+    match rng.lock() {
+        Ok(mut rng) => rng.random(),
+        Err(poisoned) => poisoned.into_inner().random(),
+    }
+}
+
+/// `prefix-` and the sixteen hex digits of `n`.
+fn hex_id(prefix: &str, n: u64) -> String {
+    // Written digit by digit: `format!` costs more than the store write it is part of.
+    let mut id = String::with_capacity(prefix.len() + 17);
+    id.push_str(prefix);
+    id.push('-');
+    for shift in (0..16).rev() {
+        id.push(char::from(
+            b"0123456789abcdef"[((n >> (shift * 4)) & 0xf) as usize],
+        ));
+    }
+    id
 }
 
 /// The longest identifier accepted, in bytes. Long enough for a URL-ish external event id
@@ -127,9 +156,18 @@ mod tests {
             let n: u64 = rng.random();
             assert_eq!(ids.next_id("tok"), format!("tok-{n:016x}"));
         }
-        let small = SeededIds(Mutex::new(SmallRng::seed_from_u64(0)));
+        let small = SeededIds::new(0);
         let id = small.next_id("");
         assert_eq!((id.len(), id.starts_with('-')), (17, true));
+    }
+
+    #[test]
+    fn nonces_leave_the_ids_of_a_seed_as_they_were() {
+        let (plain, with_nonces) = (SeededIds::new(9), SeededIds::new(9));
+        for _ in 0..10 {
+            assert!(with_nonces.next_nonce().starts_with("link-"));
+            assert_eq!(plain.next_id("tok"), with_nonces.next_id("tok"));
+        }
     }
 
     #[test]

@@ -100,8 +100,12 @@ impl Fixture {
         let mut revision = 0;
         self.backend
             .write(&mut |tx| {
+                let before = tx.revision()?;
                 revision = tx.commit_revision()?;
-                f(tx, revision)
+                f(tx, revision)?;
+                // Chained like every commit, so `check` reads a history with its links.
+                let nonces = leasehold::ids::SeededIds::new(revision);
+                leasehold::store::chain::extend(tx, before, &nonces).map(drop)
             })
             .expect("plant");
         revision

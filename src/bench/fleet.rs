@@ -14,7 +14,7 @@ use crate::authority::stats::Stats;
 use crate::authority::workload;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::store::url::{OpenMode, open};
+
 use crate::store::{Store, StoreKind};
 
 /// How the fleet's authorities are set up.
@@ -146,7 +146,7 @@ impl Fleet {
             let store = if primary.kind() == StoreKind::Memory {
                 primary.clone()
             } else {
-                open(&options.url, OpenMode::ReadWrite)?
+                super::open_writer(&options.url)?
             };
             let mut watcher = watcher.clone();
             let shutdown = async move {

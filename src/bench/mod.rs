@@ -42,6 +42,25 @@ use crate::store::Store;
 /// benchmark never touches a store's own work.
 pub const BENCH_BUILD: &str = "bench";
 
+/// Set (to anything) in the environment of `leasehold bench`, its stores write no chain
+/// link and check no rewind witness: the store as it was written before the chain, so a
+/// run with and a run without it give the chain's cost (`docs/BENCHMARKS.md`). Authority
+/// processes the bench starts (`--processes`) are unaffected.
+pub const UNCHAINED: &str = "LEASEHOLD_BENCH_UNCHAINED";
+
+/// Opens the store at `url` (creating it) for a bench's writers: checked against this
+/// host's rewind witness like every other writer, unless [`UNCHAINED`] is set.
+///
+/// # Errors
+/// As [`crate::store::url::open`], and [`Store::with_host_witness`].
+pub fn open_writer(url: &str) -> Result<Store> {
+    let store = crate::store::url::open(url, crate::store::url::OpenMode::ReadWrite)?;
+    if std::env::var_os(UNCHAINED).is_some() {
+        return Ok(store.without_chain());
+    }
+    store.with_host_witness()
+}
+
 /// Refuses a store that already holds work or workflows: a benchmark writes thousands of
 /// items and measures a drain to zero, so it runs on a scratch store.
 ///

@@ -94,6 +94,7 @@ pub use render::{render_json_lines, render_text};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::Store;
+use crate::store::chain::{ChainBreak, ChainReport};
 use crate::store::revision_floor::Lowered;
 
 /// The stable kebab-case code of every invariant violation the checker reports. Tests,
@@ -212,6 +213,18 @@ pub mod damage_codes {
     /// older epoch): the writers on this host refuse it (`STORE_REWOUND`).
     /// Ids: `[witnessedRevision, storeRevision]`.
     pub const STORE_REWOUND: &str = "store-rewound";
+    /// The store is at or past the revision this host's rewind witness saw, but its
+    /// history is not the one the witness saw there (another history written over an
+    /// older copy): the writers on this host refuse it (`STORE_REWOUND`).
+    /// Ids: `[witnessedRevision, storeRevision]`.
+    pub const STORE_FORKED: &str = "store-forked";
+    /// A kept chain link does not recompute from its predecessor and the grants and
+    /// writes stamped with its revision: the history (or the link) was edited.
+    /// Ids: `[revision]`.
+    pub const HISTORY_EDITED: &str = "history-edited";
+    /// Revisions between the first kept chain link and the store's revision have no link:
+    /// history was removed or cut off. Ids: `[firstRevision, lastRevision]`.
+    pub const HISTORY_TRUNCATED: &str = "history-truncated";
 }
 
 /// How to judge the time-dependent invariants, and how big a page to read.
@@ -387,6 +400,30 @@ pub fn check(store: &Store, options: &CheckOptions) -> Result<Report> {
     check_showing(store, options, &mut |_, _, _| {})
 }
 
+/// The findings of a chain that does not verify (`store/chain.rs`), one per break.
+fn chain_damage(report: &ChainReport) -> impl Iterator<Item = Violation> + '_ {
+    report.breaks.iter().map(|b| {
+        let (invariant, ids) = match b {
+            ChainBreak::Edited { revision } => {
+                (damage_codes::HISTORY_EDITED, vec![revision.to_string()])
+            }
+            ChainBreak::Missing { from, to } => (
+                damage_codes::HISTORY_TRUNCATED,
+                vec![from.to_string(), to.to_string()],
+            ),
+            ChainBreak::Truncated { revision, last } => (
+                damage_codes::HISTORY_TRUNCATED,
+                vec![(last + 1).to_string(), revision.to_string()],
+            ),
+        };
+        Violation {
+            invariant,
+            ids,
+            sentence: b.sentence(),
+        }
+    })
+}
+
 /// [`check`], telling `progress` where it is: `(phase, done, total)` as it reads (the
 /// history in revisions, the items in rows), for a progress line on a large store.
 ///
@@ -422,6 +459,7 @@ pub fn check_showing(
         });
         return Ok(report);
     }
+    report.damage.extend(chain_damage(&store.verify_chain()?));
     let start = history_start(through, from);
     report.history_from = start;
     // A store trimmed before the mark existed has none: the revision count tells.

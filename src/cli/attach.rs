@@ -86,8 +86,9 @@ fn open_all(given: &[String], read_only: bool) -> Result<Vec<Attached>, Failure>
             Ok(store) => {
                 let target = url.clone();
                 let writer = (!read_only).then(|| {
-                    let open: crate::tui::writer::OpenWriter =
-                        Arc::new(move || crate::store::url::open(&target, OpenMode::Existing));
+                    let open: crate::tui::writer::OpenWriter = Arc::new(move || {
+                        crate::store::url::open(&target, OpenMode::Existing)?.with_host_witness()
+                    });
                     open
                 });
                 stores.push(Attached {

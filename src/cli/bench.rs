@@ -20,7 +20,7 @@ use crate::bench::slow_fast::{self, SlowFastBench};
 use crate::bench::work::{self, WorkBench};
 use crate::bench::workflows::{self, WorkflowBench};
 use crate::bench::{BENCH_BUILD, FleetOptions, Report};
-use crate::store::url::{OpenMode, StoreUrl, open};
+use crate::store::url::StoreUrl;
 
 /// `leasehold bench`.
 #[derive(Debug, Clone, Args)]
@@ -256,7 +256,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
     let quiet = args.json;
     let report: Report = match &args.mode {
         BenchMode::Work(w) => work::run(
-            &open(url, OpenMode::ReadWrite)?,
+            &crate::bench::open_writer(url)?,
             &WorkBench {
                 items: w.items,
                 single: w.single,
@@ -267,7 +267,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
             },
         )?,
         BenchMode::Enqueue(e) => enqueue::run(
-            &open(url, OpenMode::ReadWrite)?,
+            &crate::bench::open_writer(url)?,
             &EnqueueBench {
                 items: e.items,
                 producers: e.producers,
@@ -276,7 +276,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
             },
         )?,
         BenchMode::Bulk(b) => bulk::run(
-            &open(url, OpenMode::ReadWrite)?,
+            &crate::bench::open_writer(url)?,
             &BulkBench {
                 items: b.items,
                 batch: b.batch,
@@ -285,7 +285,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
             },
         )?,
         BenchMode::Workflows(w) => workflows::run(
-            &open(url, OpenMode::ReadWrite)?,
+            &crate::bench::open_writer(url)?,
             &WorkflowBench {
                 instances: w.instances,
                 single: w.single,
@@ -333,7 +333,7 @@ fn fairness_case(
         blocking_handler: false,
     }
     .options(url);
-    let store = open(url, OpenMode::ReadWrite)?;
+    let store = crate::bench::open_writer(url)?;
     Ok(match f.case {
         FairnessCase::Backlog => fairness::run(
             &store,

@@ -65,7 +65,12 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> CliResult {
     progress.finish();
     let mut report = checked?;
     report.gaps.extend(cut_off);
-    if let Some(rewound) = args.state.rewound(&store)? {
+    // A lowered revision is behind every witness too: its own finding says what it is.
+    let lowered = report
+        .damage
+        .iter()
+        .any(|d| d.invariant == damage_codes::REVISION_LOWERED);
+    if !lowered && let Some(rewound) = args.state.rewound(&store)? {
         report.damage.push(rewound_finding(&rewound));
     }
     if args.json {
@@ -91,10 +96,15 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> CliResult {
     }
 }
 
-/// The finding of a store this host's witness saw further along.
+/// The finding of a store this host's witness saw further along, or along another
+/// history.
 fn rewound_finding(rewound: &Rewound) -> Violation {
     Violation {
-        invariant: damage_codes::STORE_REWOUND,
+        invariant: if rewound.is_fork() {
+            damage_codes::STORE_FORKED
+        } else {
+            damage_codes::STORE_REWOUND
+        },
         ids: vec![
             rewound.witnessed.revision.to_string(),
             rewound.store.revision.to_string(),

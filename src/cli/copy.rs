@@ -9,8 +9,10 @@
 //! (`Store::verify`: a damaged source would copy its damage, or fail part way), so an
 //! unreadable or damaged source creates no target. A copy that still fails part way (a
 //! row the whole-file check cannot judge, such as a value this build cannot decode)
-//! removes the SQLite target file it created; a target that existed before — an empty
-//! file, a PostgreSQL database — is left as the copy stopped, visibly unfinished.
+//! removes what it created: the SQLite target file (with the files beside it), or the
+//! tables it created in an empty PostgreSQL database (`Store::discard_created`). A target
+//! that existed before — an empty file, a database already holding the schema — is left
+//! as the copy stopped, visibly unfinished.
 //! Store descriptions never carry a password.
 
 use std::io::Write;
@@ -85,7 +87,22 @@ fn copy_into(source: &Store, to: &str) -> Result<(String, CopySummary), Failure>
         progress.show(|| format!("copying {}: {} rows", count.table, count.rows));
     });
     progress.finish();
-    Ok((target.describe(), summary?))
+    let summary = summary.map_err(|e| match target.discard_created() {
+        Ok(()) => Failure::from(e),
+        Err(left) => {
+            let mut failure = Failure::from(e);
+            failure.message = format!(
+                "{}; what the copy created could not be removed: {left}",
+                failure.message
+            );
+            failure
+        }
+    })?;
+    // The copy wrote no transaction of its own through the witnesses: they learn its
+    // head, this host's once there is a store to record (a failed copy leaves none).
+    let target = target.with_host_witness()?;
+    target.witness_now()?;
+    Ok((target.describe(), summary))
 }
 
 /// The SQLite file the copy is about to create: `to` when it names a path where nothing
@@ -103,7 +120,7 @@ fn new_sqlite_file(to: &str) -> Result<Option<PathBuf>, Failure> {
 /// failed: what it held is an unfinished copy nobody asked to keep. Best effort: the
 /// copy's own error is what the command reports.
 fn remove_created(path: &Path) {
-    for suffix in ["", "-wal", "-shm", "-journal"] {
+    for suffix in ["", "-wal", "-shm", "-journal", ".leasehold-witness"] {
         let mut file = path.as_os_str().to_owned();
         file.push(suffix);
         let _ = std::fs::remove_file(file);

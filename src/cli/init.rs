@@ -46,6 +46,8 @@ pub fn run(args: &InitArgs, out: &mut dyn Write) -> CliResult {
     if creation == Creation::Existed {
         store.verify()?;
     }
+    // Judged and recorded like every writer's store: a new one is this host's from now on.
+    let store = store.with_host_witness()?;
     let report = Report {
         store: store.describe(),
         created: creation == Creation::Created,

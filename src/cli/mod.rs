@@ -172,12 +172,15 @@ impl StoreArg {
     /// # Errors
     /// As [`Self::open`]; `STORE_REWOUND` (exit 2).
     pub fn open_writer(&self) -> Result<Store, Failure> {
-        let store = self.open(OpenMode::Existing)?;
-        let state = witness::StateDirArg::from_env();
-        if state.dir().is_none() {
-            return Ok(store);
-        }
-        state.witnessed(store)
+        self.open_witnessed(OpenMode::Existing)
+    }
+
+    /// [`Self::open_writer`] in `mode` (`seed` creates the store it fills).
+    ///
+    /// # Errors
+    /// As [`Self::open_writer`].
+    pub fn open_witnessed(&self, mode: OpenMode) -> Result<Store, Failure> {
+        Ok(self.open(mode)?.with_host_witness()?)
     }
 }
 

@@ -134,7 +134,7 @@ pub struct SeedReport {
 /// # Errors
 /// A store failure (exit 2).
 pub fn run(args: &SeedArgs, out: &mut dyn Write) -> CliResult {
-    let store = args.store.open(OpenMode::ReadWrite)?;
+    let store = args.store.open_witnessed(OpenMode::ReadWrite)?;
     let seed = args.seed.unwrap_or_else(fresh_seed);
     let versions = args
         .version

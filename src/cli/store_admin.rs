@@ -121,8 +121,8 @@ fn verify(args: &VerifyArgs, out: &mut dyn Write) -> CliResult {
 }
 
 fn accept_rewind(args: &AcceptRewindArgs, out: &mut dyn Write) -> CliResult {
-    let store = args.store.open(OpenMode::Existing)?;
-    // The witness is opened without judging the store: it is behind it by definition.
+    // The witnesses are opened without judging the store: it is behind them by definition.
+    let store = crate::store::url::open_to_accept(&args.store.store)?;
     let store = args.state.witnessed_unjudged(store)?;
     let cost = store.rewind_cost()?;
     let accepted = if cost.rewound && !args.dry_run {
@@ -154,16 +154,15 @@ fn accept_rewind(args: &AcceptRewindArgs, out: &mut dyn Write) -> CliResult {
         return Ok(());
     }
     writeln!(out, "{}", cost.line())?;
-    match accepted {
-        None => writeln!(out, "dry run: nothing accepted")?,
-        Some(accepted) => writeln!(
+    if let Some(accepted) = accepted {
+        writeln!(
             out,
             "accepted {} as it is: store epoch {}, every generation minted from now on is above {} ({} leases and work items raised)",
             cell(&store.describe()),
             accepted.epoch,
             accepted.generation_floor,
             accepted.raised
-        )?,
+        )?;
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The `--state-dir` option of the commands that write under this host's rewind witness
-//! (`authority`, `store accept-rewind`; see `store/witness.rs`) and of `check`, which
-//! judges a store by it as those writers would.
+//! (`authority`, `store accept-rewind`; see `store/witness.rs`; the other writers use
+//! `LEASEHOLD_STATE_DIR` or the default through `Store::with_host_witness`) and of
+//! `check`, which judges a store by it as those writers would.
 
 use std::path::{Path, PathBuf};
 

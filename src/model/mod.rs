@@ -3,6 +3,7 @@
 
 pub mod attempt_error;
 pub mod authority;
+pub mod chain;
 pub mod compat;
 pub mod event;
 pub mod exec;
@@ -21,6 +22,7 @@ pub mod workflow;
 
 pub use attempt_error::AttemptError;
 pub use authority::{Authority, Incarnation, Published, Recovering};
+pub use chain::{ChainCounts, ChainLink, LinkHash};
 pub use compat::{CompatSet, CompatibilityKey, HandlerKeys, handler_key};
 pub use event::{DedupOutcome, Ingestion, JournalEvent};
 pub use exec::ExecRecord;

@@ -23,9 +23,10 @@ use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AttemptError, AuditEntry, Authority, Grant, HandlerPause, HistoryPosition, HistoryRecord,
-    IdempotentAnswer, Ingestion, InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease,
-    PageRequest, RateWindow, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AttemptError, AuditEntry, Authority, ChainLink, Grant, HandlerPause, HistoryPosition,
+    HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow, IntakeCounts, IntakeRow, JournalEvent,
+    Lease, PageRequest, RateWindow, Schedule, Subscription, WorkItem, WorkflowDefinitionRow,
+    WriteRecord,
 };
 
 /// What kind of store this is.
@@ -85,6 +86,23 @@ pub trait Backend: Send + Sync {
     /// when the provider has no server or the role may not read them. Read outside any
     /// transaction.
     fn server_identity(&self) -> Option<ServerIdentity> {
+        None
+    }
+
+    /// Removes what opening this store created where nothing was (the schema of a new
+    /// PostgreSQL store), after a copy into it failed; nothing when the store was there
+    /// before, or the provider creates a file the caller removes (SQLite).
+    ///
+    /// # Errors
+    /// A store failure.
+    fn discard_created(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Where a rewind witness can be kept beside the store's own files, so every host
+    /// judges the store by what its last writer saw (`witness.rs::Witness::beside`);
+    /// `None` where the provider has no such place.
+    fn witness_beside(&self) -> Option<std::path::PathBuf> {
         None
     }
 
@@ -399,6 +417,16 @@ pub trait Tx {
     /// lists read by time, and a busy store passes many revisions in a minute.
     fn trim_history(&mut self, keep_from_revision: u64, keep_incidents_since: Millis)
     -> Result<()>;
+    // --- the chain over the history (see `store/chain.rs`)
+    /// Stores the link of one revision (a new commit's, or a copied one), replacing any.
+    fn put_link(&mut self, link: &ChainLink) -> Result<()>;
+    /// The link of `revision`, if the store keeps one; a primary-key seek.
+    fn link(&mut self, revision: u64) -> Result<Option<ChainLink>>;
+    /// Links of revisions above `after`, in revision order, at most `limit`.
+    fn links(&mut self, after: u64, limit: usize) -> Result<Vec<ChainLink>>;
+    /// Drops the links of revisions below `keep_from_revision`, with the history they
+    /// chain (see [`Tx::trim_history`]).
+    fn trim_links(&mut self, keep_from_revision: u64) -> Result<()>;
     /// Failover grants (those with [`Grant::took_over`]) made at or after `since` and
     /// strictly before `before`, newest first, at most `limit`, through an index on
     /// `(at, seq)` over failovers only.

@@ -7,7 +7,8 @@
 //! high-water exactly, counters, leases (generation, token, expiry, checkpoint, release),
 //! work items, dedup records, the journal under its own `seq`s, ingestions and audit
 //! entries under their own ids, subscriptions, schedules, paused handlers, authorities,
-//! keyed answers, every grant and fenced write (in order within each revision), workflow
+//! keyed answers, every grant and fenced write (in order within each revision) with the
+//! chain links over them (`chain.rs`), workflow
 //! definitions (pinned `id@fingerprint` rows included), instances, their histories and
 //! action outcomes. The copy answers `leasehold inspect` and `leasehold check` exactly as
 //! the source did, and its next commit is the source's next revision. Only the handlers'
@@ -69,7 +70,7 @@ type Probe = fn(&mut dyn Tx) -> Result<bool>;
 /// Every table with a probe for "holds a row" (history rows only exist with their
 /// instance, so `instances` stands for both; attempt errors with their item, so `work`
 /// stands for them).
-const TABLES: [(&str, Probe); 18] = [
+const TABLES: [(&str, Probe); 19] = [
     ("counters", |tx| Ok(!tx.counters("")?.is_empty())),
     ("leases", |tx| Ok(!tx.list_leases(&one())?.is_empty())),
     ("work", |tx| {
@@ -98,6 +99,7 @@ const TABLES: [(&str, Probe); 18] = [
     ("audit", |tx| Ok(!tx.list_audit(&one())?.is_empty())),
     ("grants", |tx| Ok(!tx.grants(None, 0, 1)?.is_empty())),
     ("writes", |tx| Ok(!tx.writes(None, 0, 1)?.is_empty())),
+    ("chain links", |tx| Ok(!tx.links(0, 1)?.is_empty())),
     ("definitions", |tx| {
         Ok(!tx.list_definitions(&one())?.is_empty())
     }),
@@ -379,6 +381,13 @@ impl Copier<'_> {
             |tx, after: Option<&u64>| tx.writes(None, after.copied().unwrap_or(0), BATCH),
             |w| w.revision,
             |tx, w| tx.add_write(w.clone()),
+        )?;
+        self.table(
+            src,
+            "chain links",
+            |tx, after: Option<&u64>| tx.links(after.copied().unwrap_or(0), BATCH),
+            |l| l.revision,
+            |tx, l| tx.put_link(l),
         )?;
         Ok(())
     }

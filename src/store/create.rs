@@ -30,7 +30,8 @@ pub enum Creation {
 ///
 /// # Errors
 /// `INVALID` (a bad URL, `memory`), `STORE_UNAVAILABLE`, `STORE_REFUSED`, `STORE_CORRUPT`,
-/// `STORE_READ_ONLY`.
+/// `STORE_READ_ONLY`; `STORE_REWOUND` for an existing store behind (or forked from) the
+/// rewind witness kept beside its files.
 pub fn create(url: &str) -> Result<(Store, Creation)> {
     let (backend, created): (Arc<dyn Backend>, bool) = match StoreUrl::parse(url)? {
         StoreUrl::Memory => {
@@ -63,7 +64,7 @@ pub fn create(url: &str) -> Result<(Store, Creation)> {
     } else {
         Creation::Existed
     };
-    Ok((store, creation))
+    Ok((store.with_witness_beside()?, creation))
 }
 
 #[cfg(test)]

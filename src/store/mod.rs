@@ -9,13 +9,15 @@
 //! `logged.rs` the answer of a write whose refusal commits; `copy.rs` copies a whole
 //! store into an empty one; `memory/` (with `work_table.rs`), `sqlite/` and `postgres/` are the providers;
 //! `url.rs` opens a store from a URL. When the store itself fails: `epoch.rs` (store
-//! epochs and generation floors), `witness.rs` (this host's record of a store, against
-//! rewinds), `rewind.rs` (accepting one), `faults.rs` (a fault-injecting provider for
+//! epochs and generation floors), `chain.rs` (the chain over the history, which tells a
+//! fork from the history a host saw), `witness.rs` (this host's record of a store, and the
+//! one beside a SQLite file, against rewinds), `rewind.rs` (accepting one), `faults.rs` (a fault-injecting provider for
 //! tests).
 
 mod attempt_errors;
 pub mod backend;
 pub mod capability;
+pub mod chain;
 pub mod copy;
 mod counter;
 pub mod create;
@@ -124,6 +126,10 @@ pub struct Store {
     rotations: per_owner::PerOwner<fair_share::Rotation>,
     /// This host's record of the store, checked by every write (see `witness.rs`).
     witness: Option<Arc<witness::Witness>>,
+    /// The record kept beside the store's files, checked by every write like `witness`.
+    beside: Option<Arc<witness::Witness>>,
+    /// Whether commits write their chain link (`chain.rs`); off only to measure its cost.
+    chained: bool,
     /// The first sign that the store cannot be trusted (damaged, replaced, rewound); once
     /// set, every write through any clone is refused with it.
     untrusted: Arc<OnceLock<Error>>,
@@ -145,6 +151,8 @@ impl Store {
             owner_cap: crate::rules::lease::DEFAULT_OWNER_CAP,
             rotations: per_owner::PerOwner::default(),
             witness: None,
+            beside: None,
+            chained: true,
             untrusted: Arc::new(OnceLock::new()),
             refused: Arc::new(OnceLock::new()),
             enqueues: Arc::default(),
@@ -158,9 +166,64 @@ impl Store {
         self
     }
 
+    /// Removes what opening this store created where nothing was, after a copy into it
+    /// failed ([`Backend::discard_created`]): an existing store is never touched.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn discard_created(&self) -> Result<()> {
+        self.backend.discard_created()
+    }
+
     /// The witness this handle writes under, if any.
     pub fn witness(&self) -> Option<&witness::Witness> {
         self.witness.as_deref()
+    }
+
+    /// The same store checked on every write against the record beside its files, where
+    /// the provider keeps one (see [`witness::Witness::beside`]).
+    ///
+    /// # Errors
+    /// `STORE_REWOUND` when the store is behind that record or forked from it; an
+    /// unusable record.
+    pub fn with_witness_beside(mut self) -> Result<Self> {
+        self.beside = match witness::Witness::beside(&self)? {
+            Some(w) => Some(Arc::new(witness::Witness::judged(w, &self)?)),
+            None => None,
+        };
+        Ok(self)
+    }
+
+    /// [`Self::with_witness_beside`] without judging the store first (`store
+    /// accept-rewind`, which then brings the record to the store).
+    ///
+    /// # Errors
+    /// An unusable record, or a store failure.
+    pub fn with_witness_beside_unjudged(mut self) -> Result<Self> {
+        self.beside = witness::Witness::beside(&self)?.map(Arc::new);
+        Ok(self)
+    }
+
+    /// The record beside the store's files this handle writes under, if any.
+    pub fn witness_beside(&self) -> Option<&witness::Witness> {
+        self.beside.as_deref()
+    }
+
+    /// Every witness this handle checks and advances.
+    pub(crate) fn witnesses(&self) -> impl Iterator<Item = &witness::Witness> {
+        self.witness.iter().chain(&self.beside).map(AsRef::as_ref)
+    }
+
+    /// The same store without the chain: commits write no link and no rewind witness is
+    /// checked, as stores were written before the chain. For `leasehold bench` alone, to
+    /// measure what the chain and its witnesses cost; a store written so fails `check`.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn without_chain(mut self) -> Self {
+        self.chained = false;
+        self.witness = None;
+        self.beside = None;
+        self
     }
 
     /// Why this store can no longer be trusted, if a store call found out (`STORE_CORRUPT`,
@@ -342,16 +405,15 @@ impl Store {
             return Err(e);
         }
         let mut out = None;
-        let mut committed = 0;
+        let mut committed = None;
         let mut run = |tx: &mut dyn Tx| {
-            if let Some(w) = &self.witness {
+            for w in self.witnesses() {
                 w.check(tx)?;
             }
+            let before = tx.revision()?;
             let now = self.clock.now();
             out = Some(f(tx, now)?);
-            if self.witness.is_some() {
-                committed = tx.revision()?;
-            }
+            committed = self.chain(tx, before)?;
             Ok(())
         };
         self.note(if urgent {
@@ -359,12 +421,25 @@ impl Store {
         } else {
             self.backend.write(&mut run)
         })?;
-        if let Some(w) = &self.witness {
-            w.committed(committed);
+        if let Some(link) = &committed {
+            self.witnesses().for_each(|w| w.committed(link));
         }
         out.ok_or_else(|| {
             Error::OutcomeUnknown("the transaction committed without an answer".into())
         })
+    }
+
+    /// Writes the link of the revision `tx` committed, if any (see `chain.rs`).
+    pub(crate) fn chain(
+        &self,
+        tx: &mut dyn Tx,
+        before: u64,
+    ) -> Result<Option<crate::model::ChainLink>> {
+        if self.chained {
+            chain::extend(tx, before, self.ids.as_ref())
+        } else {
+            Ok(None)
+        }
     }
 
     /// Like [`Self::write`], but a refusal inside ([`Logged::Refused`]) still commits what
@@ -451,6 +526,7 @@ pub(crate) fn record_write(
     if revision % RETENTION.trim_every == 0 {
         let keep_from = revision.saturating_sub(RETENTION.history_revisions);
         tx.trim_history(keep_from, now.saturating_sub(RETENTION.incidents_ms))?;
+        tx.trim_links(keep_from)?;
         if keep_from > 0 {
             tx.set_meta_value(
                 retention::HISTORY_FROM,

@@ -2,10 +2,10 @@
 
 use serde::Serialize;
 
-use super::witness::{Seen, judge};
+use super::witness::{AtWitnessed, Seen, Witness, judge};
 use super::{Store, epoch};
 use crate::error::{Error, Result};
-use crate::model::AuditEntry;
+use crate::model::{AuditEntry, ChainCounts};
 
 /// The audit action of an accepted rewind.
 pub const ACCEPT_REWIND_ACTION: &str = "accept-rewind";
@@ -38,10 +38,40 @@ pub struct RewindCost {
     /// Commits this host saw acknowledged that the store no longer holds (the witnessed
     /// revision less the store's), when the store is the one the witness saw, in its epoch.
     pub lost_commits: Option<u64>,
+    /// Acknowledged completions and generations minted that this host saw and the store
+    /// lacks, from the chain's counts: `None` when the witness kept no counts (written by
+    /// an older build) or saw another store or epoch.
+    pub lost: Option<LostWork>,
     /// Whether there is a rewind to accept: the writers on this host refuse the store, or
     /// this host has no record to judge it by. `false` once a rewind was accepted and the
     /// witness moved with it.
     pub rewound: bool,
+}
+
+/// What a rewound store lacks of the history a host saw, counted from the chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LostWork {
+    /// The counts this host saw less the store's at the last link both share (the store's
+    /// head, for a store behind what this host saw), or at a link past it.
+    pub counts: ChainCounts,
+    /// `true` when the last shared link is not known (the store went on along another
+    /// history): the store's counts were taken at or after the divergence, so the
+    /// numbers are a floor.
+    pub at_least: bool,
+}
+
+impl LostWork {
+    /// "3 acknowledged completion(s) and 5 generation(s)", with "at least" when a floor.
+    #[must_use]
+    pub fn phrase(&self) -> String {
+        format!(
+            "{}{} acknowledged completion(s) and {} generation(s) minted",
+            if self.at_least { "at least " } else { "" },
+            self.counts.completions,
+            self.counts.generations
+        )
+    }
 }
 
 impl RewindCost {
@@ -52,15 +82,26 @@ impl RewindCost {
             "the store is at revision {} (epoch {})",
             self.store.revision, self.store.epoch
         );
-        match (self.witnessed, self.lost_commits) {
-            (None, _) => format!(
+        let again = "each may run or be granted again under the new epoch";
+        match (self.witnessed, self.lost_commits, self.lost) {
+            (None, ..) => format!(
                 "{at}; this host has no record of it, so it cannot tell how many acknowledged commits it lacks"
             ),
-            (Some(w), Some(lost)) => format!(
-                "{at}, this host saw revision {}: {lost} commit(s) are lost; this host keeps only the highest revision, not what each commit held, so it cannot count the completions and grants (generations) among them — each may run or be granted again under the new epoch",
+            (Some(w), Some(commits), Some(lost)) if commits > 0 => format!(
+                "{at}, this host saw revision {}: {commits} commit(s) are lost, holding {} — {again}",
+                w.revision,
+                lost.phrase()
+            ),
+            (Some(w), _, Some(lost)) => format!(
+                "{at}, this host saw revision {} and the store's history diverges at or before it: the store lacks {} that this host saw — {again}",
+                w.revision,
+                lost.phrase()
+            ),
+            (Some(w), Some(commits), None) => format!(
+                "{at}, this host saw revision {}: {commits} commit(s) are lost; this host's record predates the chain's counts, so it cannot count the completions and grants (generations) among them — {again}",
                 w.revision
             ),
-            (Some(w), None) => format!(
+            (Some(w), None, None) => format!(
                 "{at}, this host saw revision {} of epoch {}: it is not the same store in the same epoch, so the commits lost cannot be counted",
                 w.revision, w.epoch
             ),
@@ -75,24 +116,55 @@ impl Store {
     /// # Errors
     /// `STORE_CORRUPT` for a store without an identity, or a store failure.
     pub fn rewind_cost(&self) -> Result<RewindCost> {
-        let store = Seen::of(self)?;
-        let witnessed = self.witness().and_then(super::witness::Witness::seen);
-        let lost_commits = witnessed
-            .filter(|w| w.store_id == store.store_id && w.epoch == store.epoch)
-            .map(|w| w.revision.saturating_sub(store.revision));
-        let rewound = witnessed.is_none_or(|w| judge(Some(w), store).is_err());
+        // The record that refuses the store, else the first one there is.
+        let mut judged = Vec::new();
+        for seen in self.witnesses().filter_map(Witness::seen) {
+            let (store, at) = Seen::against(self, Some(&seen))?;
+            let refused = judge(Some(seen), store, at.as_ref()).is_err();
+            judged.push((seen, store, at, refused));
+        }
+        let pick = judged
+            .iter()
+            .position(|j| j.3)
+            .or((!judged.is_empty()).then_some(0));
+        let Some((seen, store, at, refused)) = pick.map(|i| judged.swap_remove(i)) else {
+            return Ok(RewindCost {
+                store: Seen::of(self)?,
+                witnessed: None,
+                lost_commits: None,
+                lost: None,
+                rewound: true,
+            });
+        };
+        let same = seen.store_id == store.store_id && seen.epoch == store.epoch;
+        let lost_commits =
+            (same && store.revision < seen.revision).then(|| seen.revision - store.revision);
+        let lost = seen.counts.filter(|_| same && refused).map(|saw| {
+            let (shared, at_least) = match &at {
+                Some(AtWitnessed::Link(l)) => (l.counts, true),
+                _ => (
+                    store.counts.unwrap_or_default(),
+                    store.revision >= seen.revision,
+                ),
+            };
+            LostWork {
+                counts: saw.beyond(shared),
+                at_least,
+            }
+        });
         Ok(RewindCost {
             store,
-            witnessed,
+            witnessed: Some(seen),
             lost_commits,
-            rewound,
+            lost,
+            rewound: refused,
         })
     }
 
     /// Accepts the store as it is now: starts the next epoch (every lease's and work item's
     /// generation raised to its floor, so a generation handed out before the rewind is never
     /// handed out again; see `store/epoch.rs`), audits it under `actor` with `reason`, and
-    /// makes this handle's witness, if any, adopt the store. The one write that skips the
+    /// makes this handle's witnesses, if any, adopt the store. The one write that skips the
     /// witness check: the store is behind it by definition.
     ///
     /// # Errors
@@ -100,7 +172,7 @@ impl Store {
     /// when the witness cannot be written, or a store failure.
     pub fn accept_rewind(&self, actor: &str, reason: Option<&str>) -> Result<AcceptedRewind> {
         let now = self.clock.now();
-        let witnessed = self.witness().and_then(super::witness::Witness::seen);
+        let witnessed = self.witnesses().find_map(Witness::seen);
         let mut out = None;
         self.backend.write(&mut |tx| {
             let before = Seen::read(tx)?;
@@ -120,6 +192,7 @@ impl Store {
                 target: self.describe(),
                 outcome: outcome.to_string(),
             })?;
+            self.chain(tx, before.revision)?;
             out = Some(AcceptedRewind {
                 epoch: next,
                 generation_floor: epoch::floor(next)?,
@@ -132,8 +205,9 @@ impl Store {
         let accepted = out.ok_or_else(|| {
             Error::OutcomeUnknown("the acceptance committed without an answer".into())
         })?;
-        if let Some(w) = self.witness() {
-            w.adopt(Seen::of(self)?)?;
+        let now = Seen::of(self)?;
+        for w in self.witnesses() {
+            w.adopt(now)?;
         }
         Ok(accepted)
     }

@@ -112,11 +112,32 @@ pub(super) fn without_postgres() -> Error {
 }
 
 /// Opens the store at `url` with the system clock and random tokens; a writable open
-/// refuses a store whose revision is below its own history (`Store::confirm_revision`).
+/// refuses a store whose revision is below its own history (`Store::confirm_revision`),
+/// and checks and advances the rewind witness kept beside the store's files, where the
+/// provider keeps one (`Store::with_witness_beside`).
 ///
 /// # Errors
-/// `INVALID`, `STORE_UNAVAILABLE`, `STORE_REFUSED`, `STORE_CORRUPT`, `STORE_READ_ONLY`.
+/// `INVALID`, `STORE_UNAVAILABLE`, `STORE_REFUSED`, `STORE_CORRUPT`, `STORE_READ_ONLY`,
+/// `STORE_REWOUND`.
 pub fn open(url: &str, mode: OpenMode) -> Result<Store> {
+    let store = open_unwitnessed(url, mode)?;
+    if mode == OpenMode::ReadOnly {
+        return Ok(store);
+    }
+    store.with_witness_beside()
+}
+
+/// [`open`] for accepting a rewind: an existing store, with the record beside it attached
+/// but not judged (the store is behind it by definition).
+///
+/// # Errors
+/// As [`open`], but never `STORE_REWOUND`.
+pub fn open_to_accept(url: &str) -> Result<Store> {
+    open_unwitnessed(url, OpenMode::Existing)?.with_witness_beside_unjudged()
+}
+
+/// The store at `url`, confirmed writable when opened so, with no witness.
+fn open_unwitnessed(url: &str, mode: OpenMode) -> Result<Store> {
     let backend: Arc<dyn super::Backend> = match StoreUrl::parse(url)? {
         StoreUrl::Memory => Arc::new(MemoryBackend::new()),
         StoreUrl::Sqlite(path) => Arc::new(super::sqlite::SqliteBackend::open(&path, mode)?),

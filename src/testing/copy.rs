@@ -74,6 +74,7 @@ fn dump(backend: &MemoryBackend) -> Vec<String> {
             rows(&mut out, "audit", tx.list_audit(&all)?);
             rows(&mut out, "grant", tx.grants(None, 0, usize::MAX)?);
             rows(&mut out, "write", tx.writes(None, 0, usize::MAX)?);
+            rows(&mut out, "link", tx.links(0, usize::MAX)?);
             rows(&mut out, "definition", tx.list_definitions(&all)?);
             for instance in tx.list_instances(None, None, &all)? {
                 rows(&mut out, "history", tx.history(&instance.instance_id)?);

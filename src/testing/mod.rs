@@ -35,6 +35,7 @@
 
 pub mod attempt_errors;
 pub mod capabilities;
+pub mod chain;
 pub mod compat_sets;
 pub mod copy;
 pub mod dead_letters;

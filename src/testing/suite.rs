@@ -145,6 +145,8 @@ macro_rules! store_conformance_suite {
             incidents::a_write_to_a_missing_resource_is_recorded,
             incidents::the_window_excludes_older_rows_and_pages_newest_first,
             // copying a store
+            // the chain over the history
+            chain::every_commit_writes_a_link_that_recomputes,
             copy::a_busy_store_round_trips_through_the_provider,
             copy::a_copy_carries_on_where_the_source_stopped,
             copy::a_non_empty_target_is_refused,

@@ -166,7 +166,15 @@ fn the_dashboard_bench_stops_when_its_writers_exit() {
         file.push(suffix);
         let _ = std::fs::remove_file(file);
     }
-    seed(&store, &["--effects", "5"]);
+    // Another host (another state directory) creates the new store: this host's writers
+    // saw the old one.
+    let elsewhere = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .env("LEASEHOLD_STATE_DIR", dir.path().join("elsewhere"))
+        .env_remove("LEASEHOLD_STORE")
+        .args(["seed", "--store", &store, "--effects", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&elsewhere), 0, "{}", stderr(&elsewhere));
     let o = bench();
     let err = stderr(&o);
     assert_eq!(code(&o), 2, "{err}");

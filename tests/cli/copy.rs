@@ -185,3 +185,39 @@ fn a_copy_that_fails_removes_the_target_it_created_and_only_that() {
         "an existing target was removed"
     );
 }
+
+/// A copy into an empty PostgreSQL database that fails part way drops the tables it
+/// created there; a database that already held a store keeps it.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_copy_into_postgres_that_fails_drops_what_it_created_and_only_that() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = super::damaged::healthy(dir.path());
+    rusqlite::Connection::open(&source)
+        .unwrap()
+        .execute_batch(
+            "UPDATE work SET state = 'no-such-state' WHERE rowid = (SELECT max(rowid) FROM work)",
+        )
+        .unwrap();
+    let from = source.display().to_string();
+    let has_meta = |url: &str| -> bool {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        client
+            .query_one("SELECT to_regclass('meta') IS NOT NULL", &[])
+            .unwrap()
+            .get(0)
+    };
+
+    let empty = crate::support::postgres::database();
+    let o = leasehold(&["copy", "--from", &from, "--to", empty.url()]);
+    let err = assert_one_line_failure(&o, 2);
+    assert!(err.contains("STORE_CORRUPT"), "{err}");
+    assert!(!has_meta(empty.url()), "the failed copy left its tables");
+    assert_eq!(code(&leasehold(&["init", empty.url()])), 0, "empty again");
+
+    let existing = crate::support::postgres::database();
+    assert_eq!(code(&leasehold(&["init", existing.url()])), 0);
+    let o = leasehold(&["copy", "--from", &from, "--to", existing.url()]);
+    assert_one_line_failure(&o, 2);
+    assert!(has_meta(existing.url()), "an existing store was dropped");
+}

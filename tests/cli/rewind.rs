@@ -7,7 +7,9 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use leasehold::model::work::NewWork;
+use leasehold::store::Store;
 use leasehold::store::url::{OpenMode, open};
+use leasehold::store::witness::Witness;
 
 use super::{assert_one_line_failure, code, stderr, stdout};
 
@@ -107,10 +109,26 @@ fn check_and_the_overview_name_a_rewound_store_as_the_writers_here_refuse_it() {
         serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
     assert_eq!(first["invariant"], "store-rewound", "{first}");
 
-    // Another host (another state directory) never wrote to it: nothing to report.
+    // Another host (another state directory) never wrote to it, but the record beside the
+    // store file saw what the last writer saw: the file was restored alone.
     let elsewhere = dir.path().join("elsewhere");
     let o = at(&elsewhere, &["check", "--store", &store]);
-    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(stdout(&o).starts_with("store-rewound ["), "{}", stdout(&o));
+    let writer = at(
+        &elsewhere,
+        &[
+            "work",
+            "enqueue",
+            "--store",
+            &store,
+            "--handler",
+            "h",
+            "--payload",
+            "{}",
+        ],
+    );
+    assert!(assert_one_line_failure(&writer, 2).contains("STORE_REWOUND"));
     let o = at(
         &elsewhere,
         &[
@@ -148,7 +166,7 @@ fn check_and_the_overview_name_a_rewound_store_as_the_writers_here_refuse_it() {
     let row: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
     assert_eq!(row["rewound"]["witnessed"]["revision"], saw, "{row}");
     let o = at(&elsewhere, &["inspect", "overview", "--store", &store]);
-    assert!(stdout(&o).contains("\nrewound      no\n"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("\nrewound      YES"), "{}", stdout(&o));
 }
 
 #[test]
@@ -162,7 +180,7 @@ fn accept_rewind_says_what_is_lost_dry_runs_and_accepts_a_rewind_once() {
         summary["summary"]["storeEpoch"].as_u64().unwrap()
     };
     let lost = format!(
-        "the store is at revision {kept} (epoch 0), this host saw revision {saw}: {} commit(s) are lost",
+        "the store is at revision {kept} (epoch 0), this host saw revision {saw}: {} commit(s) are lost, holding 0 acknowledged completion(s) and 0 generation(s) minted",
         saw - kept
     );
 
@@ -172,11 +190,7 @@ fn accept_rewind_says_what_is_lost_dry_runs_and_accepts_a_rewind_once() {
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).starts_with(&lost), "{}", stdout(&o));
-    assert!(
-        stdout(&o).ends_with("dry run: nothing accepted\n"),
-        "{}",
-        stdout(&o)
-    );
+    assert_eq!(stdout(&o).lines().count(), 1, "{}", stdout(&o));
     assert_eq!(epoch(), 0, "a dry run accepts nothing");
 
     let o = at(&state, &["store", "accept-rewind", "--store", &store]);
@@ -249,5 +263,177 @@ fn a_lowered_revision_is_named_by_check_and_refused_by_writers() {
     assert!(
         err.contains("STORE_CORRUPT") && err.contains(&format!("below revision {high}")),
         "{err}"
+    );
+}
+
+/// `store` opened by a writer on the host whose rewind witnesses are in `state`.
+fn host(state: &Path, store: &str) -> Store {
+    let s = open(store, OpenMode::Existing).unwrap();
+    let witness = Witness::open(state, &s).unwrap();
+    s.with_witness(witness)
+}
+
+/// Effects `from..from + n` enqueued, claimed and completed by a writer on the host of
+/// `state`: three commits each, one generation minted and one completion acknowledged.
+fn run_effects(state: &Path, store: &str, from: usize, n: usize) {
+    let s = host(state, store);
+    for i in from..from + n {
+        let id = format!("fx-{i}");
+        s.enqueue(NewWork::effect(&id, "h", "{}"), "k").unwrap();
+        let item = s.claim(&id, "a", "k", 60_000).unwrap();
+        s.complete(&id, "a", item.generation, None).unwrap();
+    }
+}
+
+fn revision(store: &str) -> u64 {
+    open(store, OpenMode::ReadOnly).unwrap().revision().unwrap()
+}
+
+/// A store this host wrote up to revision `saw`, put back to an older copy at `kept`
+/// together with the record beside it (which that record cannot tell), then written past
+/// `saw` by a host that never saw it and by `seed`: (store, state dir, saw, kept).
+fn forked(dir: &Path) -> (String, std::path::PathBuf, u64, u64) {
+    let state = dir.join("state");
+    let path = dir.join("s.db");
+    let store = path.display().to_string();
+    let beside = format!("{store}.leasehold-witness");
+    assert_eq!(code(&at(&state, &["init", &store])), 0);
+    run_effects(&state, &store, 0, 2);
+    let old = dir.join("old.db");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("VACUUM INTO ?1", [old.to_str().unwrap()])
+        .unwrap();
+    let old_beside = dir.join("old.db.leasehold-witness");
+    std::fs::copy(&beside, &old_beside).unwrap();
+    let kept = revision(&store);
+    run_effects(&state, &store, 2, 3);
+    let saw = revision(&store);
+    for side in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{store}{side}"));
+    }
+    std::fs::copy(&old, &path).unwrap();
+    std::fs::copy(&old_beside, &beside).unwrap();
+
+    let fresh = dir.join("fresh");
+    run_effects(&fresh, &store, 10, 1);
+    let seeded = at(&fresh, &["seed", "--store", &store, "--effects", "20"]);
+    assert_eq!(code(&seeded), 0, "{}", stderr(&seeded));
+    assert!(revision(&store) > saw, "the fork passed revision {saw}");
+    (store, state, saw, kept)
+}
+
+#[test]
+fn a_fork_written_past_what_this_host_saw_is_refused_here_and_named_by_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, state, saw, _) = forked(dir.path());
+    let now = revision(&store);
+
+    let writer = at(
+        &state,
+        &[
+            "work",
+            "enqueue",
+            "--store",
+            &store,
+            "--handler",
+            "h",
+            "--payload",
+            "{}",
+        ],
+    );
+    let err = assert_one_line_failure(&writer, 2);
+    assert!(
+        err.contains("STORE_REWOUND")
+            && err.contains(&format!("diverges at or before revision {saw}")),
+        "{err}"
+    );
+    let err = host_error(&state, &store);
+    assert!(err.contains("diverges"), "{err}");
+
+    let o = at(&state, &["check", "--store", &store]);
+    assert_one_line_failure(&o, 1);
+    assert!(
+        stdout(&o).starts_with(&format!("store-forked [{saw}, {now}] this host saw revision {saw}, the store is at revision {now}")),
+        "{}",
+        stdout(&o)
+    );
+    // The host that wrote the fork, and the record beside it, saw only the fork: restored
+    // together with that record, the older copy is invisible to them (see the README).
+    let o = at(&dir.path().join("fresh"), &["check", "--store", &store]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+
+    let o = at(
+        &state,
+        &["store", "accept-rewind", "--store", &store, "--dry-run"],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let line = stdout(&o);
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(
+        line.contains(&format!("this host saw revision {saw} and the store's history diverges at or before it: the store lacks at least "))
+            && line.contains("acknowledged completion(s)"),
+        "{line}"
+    );
+    let o = at(&state, &["store", "accept-rewind", "--store", &store]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("accepted "), "{}", stdout(&o));
+    let o = at(&state, &["store", "accept-rewind", "--store", &store]);
+    assert!(
+        stdout(&o).starts_with("nothing to accept: "),
+        "{}",
+        stdout(&o)
+    );
+    run_effects(&state, &store, 40, 1);
+    assert_eq!(code(&at(&state, &["check", "--store", &store])), 0);
+}
+
+/// Why a writer on the host of `state` refuses `store` when it opens it.
+fn host_error(state: &Path, store: &str) -> String {
+    let s = open(store, OpenMode::ReadOnly).unwrap();
+    Witness::open(state, &s).unwrap_err().to_string()
+}
+
+#[test]
+fn an_edited_or_cut_history_is_named_by_check_at_its_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let store = dir.path().join("s.db").display().to_string();
+    drop(open(&store, OpenMode::ReadWrite).unwrap());
+    run_effects(&state, &store, 0, 3);
+    assert_eq!(code(&at(&state, &["check", "--store", &store])), 0);
+    let db = rusqlite::Connection::open(&store).unwrap();
+    let edited: u64 = db
+        .query_row("SELECT min(revision) FROM writes", [], |r| r.get(0))
+        .unwrap();
+    db.execute(
+        "UPDATE writes SET detail = '{}' WHERE revision = ?1",
+        [edited],
+    )
+    .unwrap();
+    let o = at(&state, &["check", "--store", &store]);
+    assert_one_line_failure(&o, 1);
+    assert!(
+        stdout(&o).starts_with(&format!(
+            "history-edited [{edited}] the chain link of revision {edited} does not recompute"
+        )),
+        "{}",
+        stdout(&o)
+    );
+
+    let head = revision(&store);
+    db.execute("DELETE FROM chain WHERE revision >= ?1", [head - 1])
+        .unwrap();
+    let o = at(&state, &["check", "--store", &store, "--json"]);
+    assert_eq!(code(&o), 1);
+    let cut = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|f| f["invariant"] == "history-truncated")
+        .unwrap();
+    assert_eq!(
+        cut["ids"],
+        serde_json::json!([(head - 1).to_string(), head.to_string()]),
+        "{cut}"
     );
 }

@@ -3,8 +3,9 @@
 
 use leasehold::check::{CheckOptions, check, damage_codes};
 use leasehold::model::work::NewWork;
+use leasehold::store::Store;
 use leasehold::store::url::{self, OpenMode};
-use leasehold::store::witness::Witness;
+use leasehold::store::witness::{Rewound, Witness};
 
 use crate::support::authorities::HANDLER;
 use crate::support::postgres::{Server, database};
@@ -70,6 +71,7 @@ fn a_restarted_writer_refuses_a_rewound_database_until_accepted() {
             "UPDATE meta SET value = 1 WHERE key = 'revision';
              DELETE FROM grants WHERE revision > 1;
              DELETE FROM writes WHERE revision > 1;
+             DELETE FROM chain WHERE revision > 1;
              UPDATE work SET generation = 0, state = 'pending', owner_id = NULL WHERE id = 'fx-0';",
         )
         .unwrap();
@@ -190,4 +192,79 @@ fn another_server_under_the_same_url_is_refused_by_the_witness() {
     assert!(text.contains("another database cluster"), "{text}");
     let was = seen.server.unwrap().system_identifier;
     assert!(text.contains(&was.to_string()), "{text}");
+}
+
+/// Items `ids` enqueued, claimed and completed through `store`.
+fn run(store: &Store, ids: std::ops::Range<usize>) {
+    for i in ids {
+        let id = format!("fx-{i}");
+        store
+            .enqueue(NewWork::effect(&id, HANDLER, "{}"), "k")
+            .unwrap();
+        let item = store.claim(&id, "a", "k", 60_000).unwrap();
+        store.complete(&id, "a", item.generation, None).unwrap();
+    }
+}
+
+/// An older copy of the database put back (the whole database, its store id and chain
+/// included) and written past what this host saw by a host that never saw it: the
+/// writers here refuse it as a fork, the checker's witness names it, and accepting it
+/// says how many completions and generations the copy lacks at least.
+#[test]
+fn a_restored_database_written_past_what_this_host_saw_is_refused_as_a_fork() {
+    let db = database();
+    let (here, elsewhere) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let on = |dir: &std::path::Path| {
+        let store = url::open(db.url(), OpenMode::ReadWrite)?;
+        Witness::open(dir, &store).map(|w| store.with_witness(w))
+    };
+    let store = on(here.path()).unwrap();
+    run(&store, 0..2);
+    drop(store);
+    let older = db.snapshot();
+    let store = on(here.path()).unwrap();
+    run(&store, 2..5);
+    let saw = store.revision().unwrap();
+    drop(store);
+    db.restore(&older);
+
+    // A host that never saw the lost commits writes past them.
+    let other = on(elsewhere.path()).unwrap();
+    for i in 10..20 {
+        other
+            .enqueue(NewWork::effect(format!("fx-{i}"), HANDLER, "{}"), "k")
+            .unwrap();
+    }
+    assert!(other.revision().unwrap() > saw);
+    drop(other);
+
+    let e = on(here.path()).err().unwrap();
+    assert_eq!(e.code(), "STORE_REWOUND", "{e}");
+    assert!(
+        e.to_string()
+            .contains(&format!("diverges at or before revision {saw}")),
+        "{e}"
+    );
+    let reader = url::open(db.url(), OpenMode::ReadOnly).unwrap();
+    let found = Rewound::find(here.path(), &reader).unwrap().unwrap();
+    assert!(found.is_fork(), "{found:?}");
+    assert!(Rewound::find(elsewhere.path(), &reader).unwrap().is_none());
+    let report = check(&reader, &CheckOptions::at(reader.now())).unwrap();
+    assert!(report.damage.is_empty(), "{:?}", report.damage);
+
+    let store = url::open(db.url(), OpenMode::Existing).unwrap();
+    let witness = Witness::load(here.path(), &store).unwrap();
+    let store = store.with_witness(witness);
+    let cost = store.rewind_cost().unwrap();
+    assert!(cost.rewound);
+    let lost = cost.lost.unwrap();
+    assert!(lost.at_least);
+    assert_eq!(
+        (lost.counts.completions, lost.counts.generations),
+        (3, 3),
+        "{}",
+        cost.line()
+    );
+    store.accept_rewind("op@host", Some("restored")).unwrap();
+    run(&on(here.path()).unwrap(), 30..31);
 }

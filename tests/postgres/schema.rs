@@ -253,6 +253,35 @@ fn a_schema_7_database_is_upgraded_in_place() {
     );
 }
 
+/// A database created by schema 8 (before the chain over the history) is refused
+/// read-only and upgraded in place by a read-write open: its chain starts at the first
+/// commit after the upgrade and verifies.
+#[test]
+fn a_schema_8_database_is_upgraded_in_place() {
+    let db = database();
+    let clock = ManualClock::new(crate::support::START);
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    for id in ["a", "b"] {
+        store
+            .enqueue(NewWork::effect(id, HANDLER, "{}"), &compat())
+            .unwrap();
+    }
+    let before = store.revision().unwrap();
+    drop(store);
+    let store = upgraded(
+        &db,
+        &clock,
+        "DROP TABLE chain;
+             UPDATE meta SET value = 8 WHERE key = 'schema_version';",
+    );
+    assert_eq!(store.chain_link(before).unwrap(), None);
+    let claimed = store.claim("a", "o", compat(), 1_000).unwrap();
+    store.complete("a", "o", claimed.generation, None).unwrap();
+    let report = store.verify_chain().unwrap();
+    assert!(report.breaks.is_empty(), "{:?}", report.breaks);
+    assert_eq!(report.span, Some((before + 1, before + 2)));
+}
+
 // --- creating --------------------------------------------------------------------------------
 
 /// A database without the schema is not a store: writers refuse it and leave it empty;

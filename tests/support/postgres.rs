@@ -99,6 +99,42 @@ impl Database {
     }
 }
 
+impl Database {
+    /// A copy of this database as it is now (`CREATE DATABASE … TEMPLATE`, a copy of its
+    /// files: the store id and everything else), ending the sessions connected to it.
+    pub fn snapshot(&self) -> Database {
+        self.terminate_sessions();
+        let name = format!("{}_copy", self.name);
+        let mut admin = postgres::Client::connect(&self.admin_url, postgres::NoTls).unwrap();
+        admin
+            .batch_execute(&format!(
+                "CREATE DATABASE \"{name}\" TEMPLATE \"{}\"",
+                self.name
+            ))
+            .unwrap();
+        Database {
+            url: self.url.replace(&self.name, &name),
+            admin_url: self.admin_url.clone(),
+            name,
+        }
+    }
+
+    /// Puts `older` (a [`Self::snapshot`]) back in this database's place, as a restore of
+    /// a backup would.
+    pub fn restore(&self, older: &Database) {
+        let mut admin = postgres::Client::connect(&self.admin_url, postgres::NoTls).unwrap();
+        admin
+            .batch_execute(&format!("DROP DATABASE \"{}\" WITH (FORCE)", self.name))
+            .unwrap();
+        admin
+            .batch_execute(&format!(
+                "CREATE DATABASE \"{}\" TEMPLATE \"{}\"",
+                self.name, older.name
+            ))
+            .unwrap();
+    }
+}
+
 impl Drop for Database {
     fn drop(&mut self) {
         if let Ok(mut admin) = postgres::Client::connect(&self.admin_url, postgres::NoTls) {

@@ -62,6 +62,8 @@ struct State {
     audit: BTreeMap<i64, AuditEntry>,
     /// The checker's grants and fenced writes, with their incident indexes.
     ownership: OwnershipHistory,
+    /// The chain over that history, by revision (`store/chain.rs`).
+    chain: BTreeMap<u64, crate::model::ChainLink>,
     definitions: BTreeMap<String, WorkflowDefinitionRow>,
     instances: InstanceTable,
     start_keys: BTreeMap<String, String>,

@@ -19,9 +19,9 @@ use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkLane, WorkState};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AttemptError, AuditEntry, Authority, Grant, HandlerPause, HistoryPosition, HistoryRecord,
-    IdempotentAnswer, Ingestion, InstanceRow, JournalEvent, Lease, PageRequest, RateWindow,
-    Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AttemptError, AuditEntry, Authority, ChainLink, Grant, HandlerPause, HistoryPosition,
+    HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow, JournalEvent, Lease, PageRequest,
+    RateWindow, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::backend::Tx;
 use crate::store::work_table::Replaced;
@@ -483,6 +483,38 @@ impl Tx for MemTx<'_> {
         self.state
             .ownership
             .trim(keep_from_revision, keep_incidents_since);
+        Ok(())
+    }
+
+    fn put_link(&mut self, link: &ChainLink) -> Result<()> {
+        self.writable()?;
+        put!(self, chain, link.revision, link.clone());
+        Ok(())
+    }
+
+    fn link(&mut self, revision: u64) -> Result<Option<ChainLink>> {
+        Ok(self.state.chain.get(&revision).cloned())
+    }
+
+    fn links(&mut self, after: u64, limit: usize) -> Result<Vec<ChainLink>> {
+        Ok(self
+            .state
+            .chain
+            .range((Bound::Excluded(after), Bound::Unbounded))
+            .take(limit)
+            .map(|(_, l)| l.clone())
+            .collect())
+    }
+
+    fn trim_links(&mut self, keep_from_revision: u64) -> Result<()> {
+        self.writable()?;
+        let old: Vec<u64> = self
+            .state
+            .chain
+            .range(..keep_from_revision)
+            .map(|(r, _)| *r)
+            .collect();
+        take_all!(self, chain, old);
         Ok(())
     }
 

@@ -49,7 +49,7 @@
 //! provider's side of that layer (`store/sql/`), `batch.rs` and `literal.rs` send its held-back
 //! writes (as arrays, or as text with the commit), `schema.sql` with `intake.sql` (the
 //! intake applications enqueue into inside their own transactions), and `upgrade_1.sql` to
-//! `upgrade_7.sql`, which bring a store of schema 1 to 7 to 8 in place.
+//! `upgrade_8.sql`, which bring a store of schema 1 to 8 to 9 in place.
 
 mod batch;
 mod bind;
@@ -81,7 +81,7 @@ use pool::{Conn, Pool, PoolState, connect};
 use tx::{Inserts, PgTx};
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// The schema, run idempotently at every read-write open of an uninitialised database: the
 /// tables SQLite has too, then the intake.
@@ -91,7 +91,7 @@ const SCHEMA: &str = concat!(include_str!("schema.sql"), include_str!("intake.sq
 const IDENTITY: &str = include_str!("identity.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`.
-const UPGRADES: [&str; 7] = [
+const UPGRADES: [&str; 8] = [
     include_str!("upgrade_1.sql"),
     include_str!("upgrade_2.sql"),
     include_str!("upgrade_3.sql"),
@@ -99,6 +99,7 @@ const UPGRADES: [&str; 7] = [
     include_str!("upgrade_5.sql"),
     concat!(include_str!("intake.sql"), include_str!("upgrade_6.sql")),
     include_str!("upgrade_7.sql"),
+    include_str!("upgrade_8.sql"),
 ];
 
 /// Whole-transaction attempts before `STORE_CONTENTION` / `STORE_UNAVAILABLE`.
@@ -637,6 +638,40 @@ impl Backend for PostgresBackend {
         Ok(format!(
             "nothing to verify beyond the schema version and its tables on postgres ({pages})"
         ))
+    }
+
+    /// Drops every table and function of [`SCHEMA`] when this open created them (the
+    /// database held no store), in one transaction.
+    fn discard_created(&self) -> Result<()> {
+        if !self.created {
+            return Ok(());
+        }
+        let functions = SCHEMA
+            .split("CREATE OR REPLACE FUNCTION ")
+            .skip(1)
+            .filter_map(|rest| rest.split('(').next())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let tables = super::sql::schema_tables(SCHEMA).join(", ");
+        let sql = format!(
+            "BEGIN; DROP FUNCTION IF EXISTS {functions}; DROP TABLE IF EXISTS {tables} CASCADE; COMMIT"
+        );
+        retry(MAX_ATTEMPTS, || {
+            let mut pooled = self.pool.get(&self.names)?;
+            let conn = pooled.conn();
+            conn.in_transaction = true;
+            match conn.client.batch_execute(&sql) {
+                Ok(()) => {
+                    conn.in_transaction = false;
+                    Ok(())
+                }
+                Err(e) => {
+                    let failed = step(&self.names, &e, &conn.client);
+                    rollback(conn);
+                    Err(failed)
+                }
+            }
+        })
     }
 
     /// From the control file functions, on a connection of its own transaction; `None`

@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT COLLATE "C" PRIMARY KEY,
     value BIGINT NOT NULL
 );
-INSERT INTO meta (key, value) VALUES ('schema_version', 8) ON CONFLICT (key) DO NOTHING;
+INSERT INTO meta (key, value) VALUES ('schema_version', 9) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('revision', 0) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('journal_seq', 0) ON CONFLICT (key) DO NOTHING;
 
@@ -242,6 +242,17 @@ CREATE TABLE IF NOT EXISTS writes (
 CREATE INDEX IF NOT EXISTS writes_revision ON writes (revision);
 CREATE INDEX IF NOT EXISTS writes_resource ON writes (resource_id, revision);
 CREATE INDEX IF NOT EXISTS writes_refused ON writes (at, seq) WHERE NOT accepted;
+
+-- The chain over the history (store/chain.rs): one link per committed revision, binding
+-- what the commit wrote (its grants and writes, a nonce) to every link before it, with
+-- the history's counts up to it. Trimmed with grants and writes.
+CREATE TABLE IF NOT EXISTS chain (
+    revision    BIGINT PRIMARY KEY,
+    link        TEXT COLLATE "C" NOT NULL,
+    nonce       TEXT COLLATE "C" NOT NULL,
+    generations BIGINT NOT NULL,
+    completions BIGINT NOT NULL
+);
 
 CREATE TABLE IF NOT EXISTS definitions (
     workflow_id TEXT COLLATE "C" PRIMARY KEY,

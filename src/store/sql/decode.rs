@@ -4,7 +4,7 @@
 
 use super::row::{
     Col, SqlRow, at, enumerated, flag, i32, int, json, opt_int, opt_json, opt_text, opt_u64, text,
-    u32, u64,
+    u32, u64, unreadable,
 };
 use crate::clock::Millis;
 use crate::error::Result;
@@ -12,10 +12,10 @@ use crate::model::event::DedupRecord;
 use crate::model::work::WorkLane;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AttemptError, AuditEntry, Authority, DedupOutcome, FailureClass, Grant, GrantKind,
-    HandlerPause, HistoryPosition, HistoryRecord, Holder, IdempotentAnswer, Ingestion, InstanceRow,
-    InstanceStatus, JournalEvent, Lease, RateWindow, Schedule, Subscription, Takeover, WorkItem,
-    WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord, WriteVerb,
+    AttemptError, AuditEntry, Authority, ChainCounts, ChainLink, DedupOutcome, FailureClass, Grant,
+    GrantKind, HandlerPause, HistoryPosition, HistoryRecord, Holder, IdempotentAnswer, Ingestion,
+    InstanceRow, InstanceStatus, JournalEvent, Lease, LinkHash, RateWindow, Schedule, Subscription,
+    Takeover, WorkItem, WorkKind, WorkState, WorkflowDefinitionRow, WriteRecord, WriteVerb,
 };
 
 pub(crate) fn lease(row: &dyn SqlRow) -> Result<Lease> {
@@ -162,6 +162,19 @@ pub(crate) fn audit(row: &dyn SqlRow) -> Result<AuditEntry> {
         action: text(row, "action")?,
         target: text(row, "target")?,
         outcome: text(row, "outcome")?,
+    })
+}
+
+pub(crate) fn link(row: &dyn SqlRow) -> Result<ChainLink> {
+    let hash = text(row, "link")?;
+    Ok(ChainLink {
+        revision: u64(row, "revision")?,
+        link: LinkHash::parse(&hash).map_err(|e| unreadable("chain.link", e))?,
+        nonce: text(row, "nonce")?,
+        counts: ChainCounts {
+            generations: u64(row, "generations")?,
+            completions: u64(row, "completions")?,
+        },
     })
 }
 

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::model::event::DedupRecord;
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AttemptError, AuditEntry, Authority, Grant, HandlerPause, HistoryRecord, Ingestion,
+    AttemptError, AuditEntry, Authority, ChainLink, Grant, HandlerPause, HistoryRecord, Ingestion,
     InstanceRow, JournalEvent, Lease, RateWindow, Schedule, Subscription, WorkItem,
     WorkflowDefinitionRow, WriteRecord,
 };
@@ -347,6 +347,28 @@ pub(crate) fn audit(id: Option<i64>, e: &AuditEntry) -> Vec<SqlValue> {
         e.target.as_str().into(),
         e.outcome.as_str().into(),
     ]
+}
+
+pub(crate) const CHAIN: Table = Table {
+    name: "chain",
+    key: &["revision"],
+    columns: &[
+        ("revision", Int),
+        ("link", Text),
+        ("nonce", Text),
+        ("generations", Int),
+        ("completions", Int),
+    ],
+};
+
+pub(crate) fn link(l: &ChainLink) -> Result<Vec<SqlValue>> {
+    Ok(vec![
+        int(l.revision)?.into(),
+        l.link.to_string().into(),
+        l.nonce.as_str().into(),
+        int(l.counts.generations)?.into(),
+        int(l.counts.completions)?.into(),
+    ])
 }
 
 pub(crate) const DEDUP: Table = Table {

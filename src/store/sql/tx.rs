@@ -24,9 +24,10 @@ use crate::model::event::DedupRecord;
 use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::workflow::ActionOutcome;
 use crate::model::{
-    AttemptError, AuditEntry, Authority, Grant, HandlerPause, HistoryPosition, HistoryRecord,
-    IdempotentAnswer, Ingestion, InstanceRow, IntakeCounts, IntakeRow, JournalEvent, Lease,
-    PageRequest, RateWindow, Schedule, Subscription, WorkItem, WorkflowDefinitionRow, WriteRecord,
+    AttemptError, AuditEntry, Authority, ChainLink, Grant, HandlerPause, HistoryPosition,
+    HistoryRecord, IdempotentAnswer, Ingestion, InstanceRow, IntakeCounts, IntakeRow, JournalEvent,
+    Lease, PageRequest, RateWindow, Schedule, Subscription, WorkItem, WorkflowDefinitionRow,
+    WriteRecord,
 };
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
@@ -525,6 +526,31 @@ impl<D: Driver> Tx for D {
                 "DELETE FROM writes WHERE revision < ?1 AND ({accepted} OR at < ?2)"
             )),
             &[keep, since],
+        )?;
+        Ok(())
+    }
+
+    fn put_link(&mut self, link: &ChainLink) -> Result<()> {
+        upsert(self, &encode::CHAIN, &encode::link(link)?)
+    }
+
+    fn link(&mut self, revision: u64) -> Result<Option<ChainLink>> {
+        let sql = D::DIALECT.by_key(&encode::CHAIN);
+        self.one(sql, &[super::bound(revision).into()], decode::link)
+    }
+
+    fn links(&mut self, after: u64, n: usize) -> Result<Vec<ChainLink>> {
+        self.query(
+            D::DIALECT.text("SELECT * FROM chain WHERE revision > ?1 ORDER BY revision LIMIT ?2"),
+            &[super::bound(after).into(), limit(n).into()],
+            decode::link,
+        )
+    }
+
+    fn trim_links(&mut self, keep_from_revision: u64) -> Result<()> {
+        self.execute(
+            D::DIALECT.text("DELETE FROM chain WHERE revision < ?1"),
+            &[super::bound(keep_from_revision).into()],
         )?;
         Ok(())
     }

@@ -34,7 +34,7 @@
 //! write stalls, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
 //! choice, `schema.sql`, and
-//! `upgrade_1.sql` to `upgrade_7.sql`, which bring a store of schema 1 to 7 to 8 in place.
+//! `upgrade_1.sql` to `upgrade_8.sql`, which bring a store of schema 1 to 8 to 9 in place.
 
 mod bind;
 mod busy;
@@ -78,14 +78,14 @@ use stalls::StallFile;
 use tx::SqliteTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// The schema, run idempotently at every read-write open.
 const SCHEMA: &str = include_str!("schema.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`. An older
 /// store runs every one from its version on, before [`SCHEMA`].
-const UPGRADES: [&str; 7] = [
+const UPGRADES: [&str; 8] = [
     include_str!("upgrade_1.sql"),
     include_str!("upgrade_2.sql"),
     include_str!("upgrade_3.sql"),
@@ -93,6 +93,7 @@ const UPGRADES: [&str; 7] = [
     include_str!("upgrade_5.sql"),
     include_str!("upgrade_6.sql"),
     include_str!("upgrade_7.sql"),
+    include_str!("upgrade_8.sql"),
 ];
 
 /// Whole-transaction attempts before `STORE_CONTENTION`.
@@ -140,6 +141,13 @@ impl Drop for SqliteBackend {
             let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)");
         }
     }
+}
+
+/// Where the rewind witness beside the store at `path` lives: `<path>.leasehold-witness`.
+fn witness_path(path: &Path) -> PathBuf {
+    let mut beside = path.as_os_str().to_owned();
+    beside.push(".leasehold-witness");
+    beside.into()
 }
 
 /// Opens the store at `path`; see [`SqliteBackend::open`].
@@ -264,6 +272,11 @@ impl SqliteBackend {
             })?;
             created = retry(MAX_ATTEMPTS, || init(&mut conn, &label))?;
         }
+        if created {
+            // A rewind witness beside a file that held no store was left by a store removed
+            // from this path: it says nothing of this one.
+            let _ = std::fs::remove_file(witness_path(path));
+        }
         Ok(Self {
             conn: Mutex::new(conn),
             path: path.to_owned(),
@@ -374,6 +387,10 @@ impl Backend for SqliteBackend {
             .unwrap_or_else(|_| self.path.clone())
             .display()
             .to_string()
+    }
+
+    fn witness_beside(&self) -> Option<PathBuf> {
+        Some(witness_path(&self.path))
     }
 
     fn physical_durability(&self) -> bool {

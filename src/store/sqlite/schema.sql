@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
-INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 8);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 9);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('journal_seq', 0);
 -- The store's identity (random, fixed at creation) and epoch (see store/epoch.rs).
@@ -238,6 +238,17 @@ CREATE TABLE IF NOT EXISTS writes (
 CREATE INDEX IF NOT EXISTS writes_revision ON writes (revision);
 CREATE INDEX IF NOT EXISTS writes_resource ON writes (resource_id, revision);
 CREATE INDEX IF NOT EXISTS writes_refused ON writes (at, seq) WHERE accepted = 0;
+
+-- The chain over the history (store/chain.rs): one link per committed revision, binding
+-- what the commit wrote (its grants and writes, a nonce) to every link before it, with
+-- the history's counts up to it. Trimmed with grants and writes.
+CREATE TABLE IF NOT EXISTS chain (
+    revision    INTEGER PRIMARY KEY,
+    link        TEXT NOT NULL,
+    nonce       TEXT NOT NULL,
+    generations INTEGER NOT NULL,
+    completions INTEGER NOT NULL
+);
 
 CREATE TABLE IF NOT EXISTS definitions (
     workflow_id TEXT PRIMARY KEY,

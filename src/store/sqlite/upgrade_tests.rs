@@ -2,8 +2,9 @@
 //! holders were recorded), schema 2 (before work checkpoints), schema 3 (before
 //! priorities and per-lane claim indexes), schema 4 (before authorities published what
 //! they hold in recovery), schema 5 (before the idempotency key index, when a key could
-//! be held twice), schema 6 (before schedules could be paused) and schema 7 (before
-//! handlers could be paused or rate-limited fleet-wide). Its columns and rows
+//! be held twice), schema 6 (before schedules could be paused), schema 7 (before
+//! handlers could be paused or rate-limited fleet-wide) and schema 8 (before the chain over
+//! the history). Its columns and rows
 //! stay, the new facts read as unknown (or their default), new rows carry them.
 
 use std::path::Path;
@@ -30,9 +31,20 @@ fn store(path: &Path, clock: &ManualClock) -> Store {
     )
 }
 
-/// Turns a fresh store back into what schema 7 created: no `attempt_errors`, no
-/// `handler_pauses` and no `handler_rates`, version 7.
+/// Turns a fresh store back into what schema 8 created: no `chain`, version 8.
+fn downgrade_to_schema_8(path: &Path) {
+    let conn = Connection::open(path).expect("raw");
+    conn.execute_batch(
+        "DROP TABLE chain;
+         UPDATE meta SET value = 8 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+}
+
+/// Turns a fresh store back into what schema 7 created: schema 8's without
+/// `attempt_errors`, `handler_pauses` and `handler_rates`, version 7.
 fn downgrade_to_schema_7(path: &Path) {
+    downgrade_to_schema_8(path);
     let conn = Connection::open(path).expect("raw");
     conn.execute_batch(
         "DROP TABLE attempt_errors;
@@ -443,4 +455,36 @@ fn a_schema_7_store_is_upgraded_in_place_with_no_attempt_errors_and_no_handler_c
             .collect::<Vec<_>>(),
         [(2, "b")]
     );
+}
+
+#[test]
+fn a_schema_8_store_is_upgraded_in_place_and_its_chain_starts_at_the_next_commit() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("old.db");
+    let clock = ManualClock::new(1_000);
+    let s = store(&path, &clock);
+    for id in ["a", "b"] {
+        s.enqueue(NewWork::effect(id, "h", "{}"), "k")
+            .expect("enqueue");
+    }
+    s.claim("a", "o", "k", 60_000).expect("claim");
+    let before = s.revision().expect("revision");
+    drop(s);
+    downgrade_to_schema_8(&path);
+    assert_refused_read_only(&path);
+
+    let s = store(&path, &clock);
+    assert_current(&path);
+    assert_eq!(
+        s.chain_link(before).expect("read"),
+        None,
+        "no link before it"
+    );
+    assert!(s.verify_chain().expect("verify").breaks.is_empty());
+    let item = s.claim("b", "o", "k", 60_000).expect("claim");
+    s.complete("b", "o", item.generation, None)
+        .expect("complete");
+    let report = s.verify_chain().expect("verify");
+    assert!(report.breaks.is_empty(), "{:?}", report.breaks);
+    assert_eq!(report.span, Some((before + 1, before + 2)));
 }
