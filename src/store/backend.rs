@@ -419,6 +419,15 @@ pub trait Tx {
     -> Result<()>;
     // --- the chain over the history (see `store/chain.rs`)
     /// Stores the link of one revision (a new commit's, or a copied one), replacing any.
+    /// The grants and fenced writes stamped `revision` — this transaction's own revision,
+    /// for its chain link — in the order they were added. Read back by default.
+    ///
+    /// # Errors
+    /// A store failure.
+    fn stamped(&mut self, revision: u64) -> Result<(Vec<Grant>, Vec<WriteRecord>)> {
+        let after = revision.saturating_sub(1);
+        Ok((self.grants(None, after, 1)?, self.writes(None, after, 1)?))
+    }
     fn put_link(&mut self, link: &ChainLink) -> Result<()>;
     /// The link of `revision`, if the store keeps one; a primary-key seek.
     fn link(&mut self, revision: u64) -> Result<Option<ChainLink>>;

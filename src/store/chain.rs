@@ -15,9 +15,11 @@
 //! named by the revision where it happens.
 //!
 //! The rows are read back in the committing transaction by the `revision` index (the
-//! transaction wrote them last, so the seek finds them at the end of the index) rather
-//! than gathered as they are added: that keeps the chain in this one file, over the same
-//! reads the checker makes. Links are trimmed with the history they chain (`record_write`)
+//! transaction wrote them last, so the seek finds them at the end of the index), over the
+//! same reads the checker makes (`Tx::stamped`); PostgreSQL, which holds a transaction's
+//! writes back to send them with its `COMMIT`, answers from the rows it holds, reads the
+//! chain's head with the write lock and sends the new link with the commit, so a link
+//! costs it no round trip under the lock. Links are trimmed with the history they chain (`record_write`)
 //! and carried by `copy`.
 
 use sha2::{Digest, Sha256};
@@ -94,9 +96,7 @@ pub fn extend(tx: &mut dyn Tx, before: u64, ids: &dyn IdSource) -> Result<Option
         return Ok(None);
     }
     let prev = tx.link(revision - 1)?;
-    // Every row above `revision - 1` is stamped `revision`: the page holds them all.
-    let grants = tx.grants(None, revision - 1, 1)?;
-    let writes = tx.writes(None, revision - 1, 1)?;
+    let (grants, writes) = tx.stamped(revision)?;
     let link = next(prev.as_ref(), revision, &grants, &writes, ids.next_nonce())?;
     tx.put_link(&link)?;
     Ok(Some(link))

@@ -76,6 +76,7 @@ use super::sql::{Driver, Step, Transient, backoff, refuse_read_only, retry};
 use super::stall::StallWatch;
 use super::url::OpenMode;
 use crate::error::{Error, Result};
+use crate::model::{ChainCounts, ChainLink, LinkHash};
 use errors::{map_error, step, transient};
 use pool::{Conn, Pool, PoolState, connect};
 use tx::{Inserts, PgTx};
@@ -132,7 +133,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// acknowledgement is lost can be resolved with `txid_status`, then the store's revision
 /// and epoch as they are under the lock (a statement of its own: a statement's snapshot
 /// is taken when it starts, before the lock is granted), and whether committed intake
-/// requests wait (one index probe), so a claim with nothing to move pays no round trip.
+/// requests wait (one index probe), so a claim with nothing to move pays no round trip;
+/// then the chain's newest link, which the commit's own link follows (`store/chain.rs`).
 ///
 /// The write lock is waited for at most [`super::stall::STALL_AFTER`] at a time: a longer
 /// wait is a stall, logged with the holder's session before the writer queues again. The
@@ -142,7 +144,9 @@ const BEGIN_WRITE: &str = "BEGIN; SET LOCAL lock_timeout = '3s'; \
      SET LOCAL lock_timeout TO DEFAULT; \
      SELECT (SELECT value FROM meta WHERE key = 'revision'), \
             (SELECT value FROM meta WHERE key = 'store_epoch'), \
-            EXISTS (SELECT 1 FROM intake)";
+            EXISTS (SELECT 1 FROM intake); \
+     SELECT revision, link, nonce, generations, completions \
+       FROM chain ORDER BY revision DESC LIMIT 1";
 
 /// The write lock's advisory key, as `pg_locks` shows it: `(classid, objid)`, the key's
 /// high and low 32 bits.
@@ -513,6 +517,7 @@ struct Begun {
     revision: Option<i64>,
     epoch: Option<i64>,
     intake: bool,
+    head: Option<ChainLink>,
 }
 
 impl Begun {
@@ -524,11 +529,24 @@ impl Begun {
         let txid = rows.next()?.get(1)?.parse().ok()?;
         let meta = rows.next();
         let int = |i: usize| meta.and_then(|row| row.get(i)).and_then(|v| v.parse().ok());
+        let head = rows.next().and_then(|row| {
+            let int = |i: usize| row.get(i).and_then(|v| v.parse().ok());
+            Some(ChainLink {
+                revision: int(0)?,
+                link: LinkHash::parse(row.get(1)?).ok()?,
+                nonce: row.get(2)?.to_owned(),
+                counts: ChainCounts {
+                    generations: int(3)?,
+                    completions: int(4)?,
+                },
+            })
+        });
         Some(Self {
             txid,
             revision: int(0),
             epoch: int(1),
             intake: meta.and_then(|row| row.get(2)) == Some("t"),
+            head,
         })
     }
 
@@ -541,6 +559,7 @@ impl Begun {
             tx.remember_meta(STORE_EPOCH, epoch);
         }
         tx.intake_waits(self.intake);
+        tx.chain_head(self.head.clone());
     }
 }
 

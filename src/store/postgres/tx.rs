@@ -38,8 +38,8 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::{
-    Grant, HistoryRecord, InstanceRow, IntakeCounts, IntakeRow, Lease, PageRequest, WorkItem,
-    WorkState, WorkflowDefinitionRow, WriteRecord,
+    ChainLink, Grant, HistoryRecord, InstanceRow, IntakeCounts, IntakeRow, Lease, PageRequest,
+    WorkItem, WorkState, WorkflowDefinitionRow, WriteRecord,
 };
 use crate::store::sql::dialect::{Dialect, POSTGRES};
 use crate::store::sql::encode::{
@@ -68,6 +68,8 @@ struct Pending {
     fresh: BTreeSet<String>,
     /// The revision this transaction advances the store to.
     revision: Option<u64>,
+    /// Chain links by revision (the link of this transaction's revision, or a copy's).
+    links: BTreeMap<u64, ChainLink>,
 }
 
 impl Pending {
@@ -80,6 +82,7 @@ impl Pending {
             && self.grants.is_empty()
             && self.writes.is_empty()
             && self.revision.is_none()
+            && self.links.is_empty()
     }
 
     /// The held-back writes as batches, in the order they are sent.
@@ -127,6 +130,11 @@ impl Pending {
             (&GRANTS, Form::Append, encoded(&self.grants, encode::grant)?),
             (&WRITES, Form::Append, encoded(&self.writes, encode::write)?),
             (&META, Form::Upsert, revision.unwrap_or_default()),
+            (
+                &encode::CHAIN,
+                Form::Upsert,
+                encoded(self.links.values(), encode::link)?,
+            ),
         ];
         Ok(batches
             .into_iter()
@@ -201,6 +209,11 @@ pub(super) struct PgTx<'a> {
     /// Whether committed intake requests were waiting when the write lock was taken (and
     /// have not been taken since): an empty intake costs a claim no statement.
     intake_waits: bool,
+    /// The chain's newest link as the write lock's statement read it.
+    head: Option<ChainLink>,
+    /// Every grant and fenced write this transaction added, held back or sent: what its
+    /// revision's chain link digests, without reading them back.
+    added: (Vec<Grant>, Vec<WriteRecord>),
 }
 
 impl<'a> PgTx<'a> {
@@ -228,7 +241,14 @@ impl<'a> PgTx<'a> {
             assumed_keys: BTreeSet::new(),
             guarded_keys: Vec::new(),
             intake_waits: false,
+            head: None,
+            added: (Vec::new(), Vec::new()),
         }
+    }
+
+    /// The chain's newest link, as the write lock's statement found it.
+    pub(super) fn chain_head(&mut self, head: Option<ChainLink>) {
+        self.head = head;
     }
 
     /// Whether committed intake requests wait, as the write lock's statement found.
@@ -699,13 +719,43 @@ impl Driver for PgTx<'_> {
     fn add_grant(&mut self, grant: &Grant) -> Result<()> {
         writable(self.writable)?;
         self.pending.grants.push(grant.clone());
+        self.added.0.push(grant.clone());
         Ok(())
     }
 
     fn add_write(&mut self, write: &WriteRecord) -> Result<()> {
         writable(self.writable)?;
         self.pending.writes.push(write.clone());
+        self.added.1.push(write.clone());
         Ok(())
+    }
+
+    /// Held back, to go with the `COMMIT`.
+    fn put_link(&mut self, link: &ChainLink) -> Result<()> {
+        writable(self.writable)?;
+        self.pending.links.insert(link.revision, link.clone());
+        self.head = Some(link.clone());
+        Ok(())
+    }
+
+    fn known_link(&self, revision: u64) -> Option<ChainLink> {
+        self.head.clone().filter(|head| head.revision == revision)
+    }
+
+    fn own_history(&self, revision: u64) -> Option<(Vec<Grant>, Vec<WriteRecord>)> {
+        let (grants, writes) = &self.added;
+        Some((
+            grants
+                .iter()
+                .filter(|g| g.revision == revision)
+                .cloned()
+                .collect(),
+            writes
+                .iter()
+                .filter(|w| w.revision == revision)
+                .cloned()
+                .collect(),
+        ))
     }
 
     fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()> {

@@ -7,14 +7,15 @@
 //! written once over these, in `tx.rs`.
 
 use super::dialect::Dialect;
+use super::encode;
 use super::row::Decode;
 use super::value::SqlValue;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::work::{WorkFilter, WorkLane};
 use crate::model::{
-    Grant, HistoryRecord, InstanceRow, IntakeCounts, IntakeRow, Lease, PageRequest, WorkItem,
-    WorkflowDefinitionRow, WriteRecord,
+    ChainLink, Grant, HistoryRecord, InstanceRow, IntakeCounts, IntakeRow, Lease, PageRequest,
+    WorkItem, WorkflowDefinitionRow, WriteRecord,
 };
 
 /// One open transaction of a SQL provider.
@@ -69,6 +70,27 @@ pub(crate) trait Driver {
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>>;
     fn add_grant(&mut self, grant: &Grant) -> Result<()>;
     fn add_write(&mut self, write: &WriteRecord) -> Result<()>;
+    /// Writes a chain link; at once by default, where a provider that holds its writes
+    /// back sends it with them.
+    fn put_link(&mut self, link: &ChainLink) -> Result<()>
+    where
+        Self: Sized,
+    {
+        self.execute(Self::DIALECT.upsert(&encode::CHAIN), &encode::link(link)?)
+            .map(drop)
+    }
+    /// The link of `revision` when this transaction knows it without a read (PostgreSQL
+    /// reads the chain's head with the write lock).
+    fn known_link(&self, revision: u64) -> Option<ChainLink> {
+        let _ = revision;
+        None
+    }
+    /// The grants and fenced writes this transaction stamped `revision`, when it keeps
+    /// them (PostgreSQL, which holds them back); `None`: read them back.
+    fn own_history(&self, revision: u64) -> Option<(Vec<Grant>, Vec<WriteRecord>)> {
+        let _ = revision;
+        None
+    }
     fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()>;
     fn definition(&mut self, workflow_id: &str) -> Result<Option<WorkflowDefinitionRow>>;
     fn instance(&mut self, id: &str) -> Result<Option<InstanceRow>>;

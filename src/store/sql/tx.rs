@@ -531,12 +531,25 @@ impl<D: Driver> Tx for D {
     }
 
     fn put_link(&mut self, link: &ChainLink) -> Result<()> {
-        upsert(self, &encode::CHAIN, &encode::link(link)?)
+        Driver::put_link(self, link)
     }
 
     fn link(&mut self, revision: u64) -> Result<Option<ChainLink>> {
+        if let Some(known) = self.known_link(revision) {
+            return Ok(Some(known));
+        }
         let sql = D::DIALECT.by_key(&encode::CHAIN);
         self.one(sql, &[super::bound(revision).into()], decode::link)
+    }
+
+    fn stamped(&mut self, revision: u64) -> Result<(Vec<Grant>, Vec<WriteRecord>)> {
+        match self.own_history(revision) {
+            Some(own) => Ok(own),
+            None => Ok((
+                self.grants(None, revision - 1, 1)?,
+                self.writes(None, revision - 1, 1)?,
+            )),
+        }
     }
 
     fn links(&mut self, after: u64, n: usize) -> Result<Vec<ChainLink>> {
