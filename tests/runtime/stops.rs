@@ -111,12 +111,10 @@ async fn an_untrusted_store_stops_the_authority_with_the_reason() {
     let s = crate::support::open_sqlite(&path, &clock, leasehold::store::url::OpenMode::ReadWrite)
         .expect("creates");
     let c = compat();
-    let effects = |from: usize| {
-        (from..from + 10)
-            .map(|i| NewWork::effect(format!("fx-{i}"), EFFECT_HANDLERS[0], "{}"))
-            .collect::<Vec<_>>()
-    };
-    s.enqueue_batch(effects(0), &c).expect("enqueues");
+    let effects = (0..10)
+        .map(|i| NewWork::effect(format!("fx-{i}"), EFFECT_HANDLERS[0], "{}"))
+        .collect::<Vec<_>>();
+    s.enqueue_batch(effects, &c).expect("enqueues");
     let runtime = tokio::spawn(run_authority_with(
         s.clone(),
         config("solo"),
@@ -132,7 +130,8 @@ async fn an_untrusted_store_stops_the_authority_with_the_reason() {
         .expect("opens")
         .execute_batch("DROP TABLE grants")
         .expect("drops");
-    s.enqueue_batch(effects(10), &c).expect("enqueues");
+    // The authority's next write (a heartbeat, a poll) links its commit to the history,
+    // which reads the dropped table, and finds the damage.
 
     let stopped = tokio::time::timeout(RUNNING, runtime)
         .await
