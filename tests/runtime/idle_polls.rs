@@ -3,35 +3,19 @@
 //! writes only then. What it must still find — new work, a retry coming due, a schedule's
 //! boundary — it finds on the poll after it appears.
 
-use leasehold::authority::{AuthorityConfig, AuthorityCore, Pace, workload};
+use leasehold::authority::workload;
 use leasehold::clock::{Clock, ManualClock};
 use leasehold::model::handler_key;
 use leasehold::model::schedule::{CatchUp, Trigger};
 use leasehold::model::work::NewWork;
 
-use crate::support::runtime::{T0, compat, config, faulty_store};
-
-fn core_on(s: &leasehold::Store, workers: usize) -> AuthorityCore {
-    let cfg = AuthorityConfig {
-        worker_concurrency: workers,
-        ..config("idle")
-    };
-    let core = AuthorityCore::new(
-        s.clone(),
-        cfg,
-        workload::named("fast", 1).expect("fast"),
-        Pace::Virtual,
-    )
-    .expect("valid");
-    core.register().expect("registers");
-    core
-}
+use crate::support::runtime::{T0, compat, faulty_store, solo};
 
 #[test]
 fn idle_polls_write_nothing_and_still_find_new_and_due_work() {
     let clock = ManualClock::new(T0);
     let (backend, s) = faulty_store(&clock);
-    let core = core_on(&s, 4);
+    let core = solo(&s, 4);
     assert!(
         core.poll().expect("polls").is_empty(),
         "nothing to claim yet"
@@ -101,7 +85,7 @@ fn a_saturated_authority_takes_the_lock_only_for_a_due_schedule() {
     )
     .expect("enqueues");
     // One slot, held by a job that has not finished.
-    let core = core_on(&s, 1);
+    let core = solo(&s, 1);
     assert_eq!(
         core.poll().expect("polls").len(),
         1,
