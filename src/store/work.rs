@@ -381,7 +381,7 @@ impl Store {
     /// own (a stale generation refuses only its own entry), answered in order. An authority
     /// renews everything it holds at once: one turn at the write lock per round instead of
     /// one per item, taken ahead of the host's queued claim batches (see
-    /// [`Store::write_urgent`]), so a busy fleet cannot starve the renewals that keep its
+    /// `Store::write_urgent`), so a busy fleet cannot starve the renewals that keep its
     /// claims alive.
     ///
     /// # Errors

@@ -659,7 +659,7 @@ impl Backend for PostgresBackend {
         ))
     }
 
-    /// Drops every table and function of [`SCHEMA`] when this open created them (the
+    /// Drops every table and function of `schema.sql` when this open created them (the
     /// database held no store), in one transaction.
     fn discard_created(&self) -> Result<()> {
         if !self.created {

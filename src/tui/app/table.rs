@@ -17,7 +17,7 @@ pub struct TableUi {
     /// `None` when unknown.
     pub offset: Option<usize>,
     /// The pages passed on the way down a list the store reads in one direction only
-    /// ([`pages_forward_only`]): PageUp goes back to the last of them.
+    /// (`pages_forward_only`): PageUp goes back to the last of them.
     pub trail: Vec<PageRequest>,
 }
 
