@@ -103,45 +103,51 @@ mod tests {
         (ids, reads)
     }
 
-    /// A facet narrows the rows the indexed read yields, and paging on reaches every match
-    /// either way; a page never examines more than its bound.
-    #[test]
-    fn facets_page_through_every_match() {
+    /// A memory store with `n` effects `w-…` (ids padded to `width`), those `rare` picks
+    /// on handler `rare`, the rest on `h`.
+    fn store_with(n: usize, width: usize, rare: impl Fn(usize) -> bool) -> Store {
         let store = Store::new(
             Arc::new(MemoryBackend::new()),
             Arc::new(ManualClock::new(1_000)),
             Arc::new(SeededIds::new(1)),
         );
-        let specs: Vec<NewWork> = (0..40)
+        let specs: Vec<NewWork> = (0..n)
             .map(|i| {
-                NewWork::effect(
-                    format!("w-{i:02}"),
-                    if i % 7 == 0 { "rare" } else { "h" },
-                    "{}",
-                )
+                let handler = if rare(i) { "rare" } else { "h" };
+                NewWork::effect(format!("w-{i:0width$}"), handler, "{}")
             })
             .collect();
         store.enqueue_batch(specs, "k").unwrap();
-        let filter = WorkFilter {
-            facets: WorkFacets {
-                handlers: vec!["rare".into()],
-                ..WorkFacets::default()
-            },
+        store
+    }
+
+    /// The filter of `facets` alone.
+    fn faceted(facets: WorkFacets) -> WorkFilter {
+        WorkFilter {
+            facets,
             ..WorkFilter::default()
-        };
+        }
+    }
+
+    /// A facet narrows the rows the indexed read yields, and paging on reaches every match
+    /// either way; a page never examines more than its bound.
+    #[test]
+    fn facets_page_through_every_match() {
+        let store = store_with(40, 2, |i| i % 7 == 0);
+        let filter = faceted(WorkFacets {
+            handlers: vec!["rare".into()],
+            ..WorkFacets::default()
+        });
         let want: Vec<String> = (0..40)
             .filter(|i| i % 7 == 0)
             .map(|i| format!("w-{i:02}"))
             .collect();
         assert_eq!(pages(&store, &filter, false).0, want);
         assert_eq!(pages(&store, &filter, true).0, want);
-        let none = WorkFilter {
-            facets: WorkFacets {
-                codes: vec!["NOPE".into()],
-                ..WorkFacets::default()
-            },
-            ..WorkFilter::default()
-        };
+        let none = faceted(WorkFacets {
+            codes: vec!["NOPE".into()],
+            ..WorkFacets::default()
+        });
         assert_eq!(pages(&store, &none, false), (Vec::new(), 1));
     }
 
@@ -149,29 +155,12 @@ mod tests {
     /// page says where to go on from.
     #[test]
     fn a_page_examines_a_bounded_number_of_rows() {
-        let store = Store::new(
-            Arc::new(MemoryBackend::new()),
-            Arc::new(ManualClock::new(1_000)),
-            Arc::new(SeededIds::new(1)),
-        );
         let n = FACET_ROWS + 500;
-        let specs: Vec<NewWork> = (0..n)
-            .map(|i| {
-                NewWork::effect(
-                    format!("w-{i:06}"),
-                    if i + 1 == n { "rare" } else { "h" },
-                    "{}",
-                )
-            })
-            .collect();
-        store.enqueue_batch(specs, "k").unwrap();
-        let filter = WorkFilter {
-            facets: WorkFacets {
-                handlers: vec!["rare".into()],
-                ..WorkFacets::default()
-            },
-            ..WorkFilter::default()
-        };
+        let store = store_with(n, 6, |i| i + 1 == n);
+        let filter = faceted(WorkFacets {
+            handlers: vec!["rare".into()],
+            ..WorkFacets::default()
+        });
         let first = store.list_work(&filter, &PageRequest::first(10)).unwrap();
         assert!(first.rows.is_empty());
         let next = first.next.expect("more to read");
