@@ -24,25 +24,26 @@ fn at(state: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// One `work enqueue` of a no-op item, a writer under the witness in `state`, and what it
+/// answered.
+fn enqueue_one(state: &Path, store: &str, extra: &[&str]) -> Output {
+    let args = [
+        "work",
+        "enqueue",
+        "--store",
+        store,
+        "--handler",
+        "h",
+        "--payload",
+        "{}",
+    ];
+    at(state, &[&args[..], extra].concat())
+}
+
 /// `n` items enqueued through the command line, a writer under the witness in `state`.
 fn enqueue(state: &Path, store: &str, from: usize, n: usize) {
     for i in from..from + n {
-        let id = format!("fx-{i}");
-        let o = at(
-            state,
-            &[
-                "work",
-                "enqueue",
-                "--store",
-                store,
-                "--handler",
-                "h",
-                "--payload",
-                "{}",
-                "--id",
-                &id,
-            ],
-        );
+        let o = enqueue_one(state, store, &["--id", &format!("fx-{i}")]);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
     }
 }
@@ -81,19 +82,7 @@ fn check_and_the_overview_name_a_rewound_store_as_the_writers_here_refuse_it() {
     let dir = tempfile::tempdir().unwrap();
     let (store, state, saw, kept) = rewound(dir.path());
 
-    let writer = at(
-        &state,
-        &[
-            "work",
-            "enqueue",
-            "--store",
-            &store,
-            "--handler",
-            "h",
-            "--payload",
-            "{}",
-        ],
-    );
+    let writer = enqueue_one(&state, &store, &[]);
     assert!(assert_one_line_failure(&writer, 2).contains("STORE_REWOUND"));
 
     let o = at(&state, &["check", "--store", &store]);
@@ -115,19 +104,7 @@ fn check_and_the_overview_name_a_rewound_store_as_the_writers_here_refuse_it() {
     let o = at(&elsewhere, &["check", "--store", &store]);
     assert_eq!(code(&o), 1, "{}", stdout(&o));
     assert!(stdout(&o).starts_with("store-rewound ["), "{}", stdout(&o));
-    let writer = at(
-        &elsewhere,
-        &[
-            "work",
-            "enqueue",
-            "--store",
-            &store,
-            "--handler",
-            "h",
-            "--payload",
-            "{}",
-        ],
-    );
+    let writer = enqueue_one(&elsewhere, &store, &[]);
     assert!(assert_one_line_failure(&writer, 2).contains("STORE_REWOUND"));
     let o = at(
         &elsewhere,
@@ -246,19 +223,7 @@ fn a_lowered_revision_is_named_by_check_and_refused_by_writers() {
         )),
         "{out}"
     );
-    let writer = at(
-        &state,
-        &[
-            "work",
-            "enqueue",
-            "--store",
-            &store,
-            "--handler",
-            "h",
-            "--payload",
-            "{}",
-        ],
-    );
+    let writer = enqueue_one(&state, &store, &[]);
     let err = assert_one_line_failure(&writer, 2);
     assert!(
         err.contains("STORE_CORRUPT") && err.contains(&format!("below revision {high}")),
@@ -329,19 +294,7 @@ fn a_fork_written_past_what_this_host_saw_is_refused_here_and_named_by_check() {
     let (store, state, saw, _) = forked(dir.path());
     let now = revision(&store);
 
-    let writer = at(
-        &state,
-        &[
-            "work",
-            "enqueue",
-            "--store",
-            &store,
-            "--handler",
-            "h",
-            "--payload",
-            "{}",
-        ],
-    );
+    let writer = enqueue_one(&state, &store, &[]);
     let err = assert_one_line_failure(&writer, 2);
     assert!(
         err.contains("STORE_REWOUND")
