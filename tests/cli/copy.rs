@@ -152,19 +152,25 @@ fn copy_refuses_a_non_empty_target_itself_and_memory() {
     assert!(!Path::new(&missing).exists());
 }
 
-/// A copy that fails part way — a source row the whole-file check passes but no build can
-/// decode — removes the target file it created; a target that existed before stays.
-#[test]
-fn a_copy_that_fails_removes_the_target_it_created_and_only_that() {
-    let dir = tempfile::tempdir().unwrap();
-    let source = super::damaged::healthy(dir.path());
+/// A store in `dir` that the whole-file check passes but whose last work row no build can
+/// decode: a copy from it fails part way. Its path.
+fn undecodable_source(dir: &Path) -> String {
+    let source = super::damaged::healthy(dir);
     rusqlite::Connection::open(&source)
         .unwrap()
         .execute_batch(
             "UPDATE work SET state = 'no-such-state' WHERE rowid = (SELECT max(rowid) FROM work)",
         )
         .unwrap();
-    let from = source.display().to_string();
+    source.display().to_string()
+}
+
+/// A copy that fails part way — a source row the whole-file check passes but no build can
+/// decode — removes the target file it created; a target that existed before stays.
+#[test]
+fn a_copy_that_fails_removes_the_target_it_created_and_only_that() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = undecodable_source(dir.path());
     let new = dir.path().join("new.db");
     let o = leasehold(&["copy", "--from", &from, "--to", &new.display().to_string()]);
     let err = assert_one_line_failure(&o, 2);
@@ -192,14 +198,7 @@ fn a_copy_that_fails_removes_the_target_it_created_and_only_that() {
 #[test]
 fn a_copy_into_postgres_that_fails_drops_what_it_created_and_only_that() {
     let dir = tempfile::tempdir().unwrap();
-    let source = super::damaged::healthy(dir.path());
-    rusqlite::Connection::open(&source)
-        .unwrap()
-        .execute_batch(
-            "UPDATE work SET state = 'no-such-state' WHERE rowid = (SELECT max(rowid) FROM work)",
-        )
-        .unwrap();
-    let from = source.display().to_string();
+    let from = undecodable_source(dir.path());
     let has_meta = |url: &str| -> bool {
         let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
         client
