@@ -22,13 +22,12 @@ use crate::model::compat::CompatSet;
 pub(crate) enum Probe<'a> {
     /// No free slot: only due schedules would be fired.
     SchedulesOnly,
-    /// Free slots: schedules, waiting intake, work items for `keys` within `budget`, and
-    /// workflow instances for `instance_keys`.
+    /// Free slots: schedules, waiting intake, and work items and workflow instances for
+    /// `keys` (work items within `budget`).
     Everything {
         owner: &'a str,
         keys: &'a CompatSet,
         budget: &'a ClaimBudget,
-        instance_keys: &'a CompatSet,
     },
 }
 
@@ -47,19 +46,13 @@ impl Store {
             if !tx.due_schedules(now, 1)?.is_empty() {
                 return Ok(true);
             }
-            let Probe::Everything {
-                keys,
-                budget,
-                instance_keys,
-                ..
-            } = probe
-            else {
+            let Probe::Everything { keys, budget, .. } = probe else {
                 return Ok(false);
             };
             if tx.intake_counts()?.waiting > 0 {
                 return Ok(true);
             }
-            for compat in instance_keys.iter() {
+            for compat in keys.iter() {
                 if !tx.runnable_instances(compat, now, 1)?.is_empty() {
                     return Ok(true);
                 }

@@ -97,23 +97,22 @@ impl AuthorityCore {
             .map(|f| f.job.clone())
             .collect();
         let lease = self.config.lease_duration_ms;
-        let (items, instances): (Vec<&Job>, Vec<&Job>) = jobs
-            .iter()
-            .partition(|job| matches!(job.task, Task::Work(_)));
-        let claims: Vec<(&str, u64)> = items
-            .iter()
-            .filter_map(|job| match &job.task {
-                Task::Work(item) => Some((item.id.as_str(), item.generation)),
-                Task::Workflow(_) => None,
-            })
-            .collect();
+        let mut items = Vec::new();
+        let mut instances = Vec::new();
+        for job in &jobs {
+            match &job.task {
+                Task::Work(item) => items.push((job, item.id.as_str(), item.generation)),
+                Task::Workflow(claimed) => instances.push((job, claimed)),
+            }
+        }
+        let claims: Vec<(&str, u64)> = items.iter().map(|&(_, id, g)| (id, g)).collect();
         let mut report = Renewed::default();
         match self
             .store
             .renew_claims(&self.config.instance_id, &claims, lease)
         {
             Ok(answers) => {
-                for (job, result) in items.into_iter().zip(answers) {
+                for ((job, _, _), result) in items.into_iter().zip(answers) {
                     self.settle_renewal(job, result.map(drop), &mut report);
                 }
             }
@@ -123,11 +122,9 @@ impl AuthorityCore {
                 report.failed += claims.len();
             }
         }
-        for job in instances {
-            if let Task::Workflow(c) = &job.task {
-                let result = self.engine.renew(c, lease).map(drop);
-                self.settle_renewal(job, result, &mut report);
-            }
+        for (job, claimed) in instances {
+            let result = self.engine.renew(claimed, lease).map(drop);
+            self.settle_renewal(job, result, &mut report);
         }
         report
     }

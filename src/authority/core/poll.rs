@@ -163,7 +163,6 @@ impl AuthorityCore {
         // few it reads may all be inside their reclaim grace while later ones are not.
         let limit = free.min(self.config.claim_batch_size);
         let budget = self.claim_budget(limit, handler_room, in_flight);
-        let instance_keys = self.engine.keys();
         let probe = if free == 0 {
             Probe::SchedulesOnly
         } else {
@@ -171,7 +170,6 @@ impl AuthorityCore {
                 owner: &self.config.instance_id,
                 keys,
                 budget: &budget,
-                instance_keys: &instance_keys,
             }
         };
         self.store.poll_would_act(&probe)
