@@ -362,12 +362,12 @@ impl Witness {
         self.lock().seen
     }
 
-    /// Checks the store as this write transaction sees it; see [`judge`].
+    /// Checks the store as this write transaction sees it (`now`, read once for all the
+    /// witnesses a write checks); see [`judge`].
     ///
     /// # Errors
     /// `STORE_REWOUND`, or a store failure.
-    pub(crate) fn check(&self, tx: &mut dyn Tx) -> Result<()> {
-        let now = Seen::read(tx)?;
+    pub(crate) fn check(&self, tx: &mut dyn Tx, now: Seen) -> Result<()> {
         let at = AtWitnessed::read(tx, self.seen().as_ref(), &now)?;
         self.accept(now, at.as_ref())
     }
