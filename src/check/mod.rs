@@ -82,6 +82,7 @@ mod render;
 mod schedules;
 mod stranded;
 mod stranded_instances;
+mod unjudged;
 mod waits;
 mod workflows;
 
@@ -90,6 +91,7 @@ use serde::{Deserialize, Serialize};
 pub use attempts::unfinished_attempts;
 pub use gaps::history_start;
 pub use render::{render_json_lines, render_text};
+pub use unjudged::{server_changed, witness_beyond_history};
 
 use crate::clock::Millis;
 use crate::error::Result;
@@ -200,6 +202,17 @@ pub mod gap_codes {
     /// An execution log shows an attempt started and never ended (its process was killed,
     /// or its handler outlived a shutdown). Ids: `[workId, owner, attempt]`.
     pub const ATTEMPT_WITHOUT_END: &str = "attempt-without-end";
+    /// The store was written on one database server and then on another (another system
+    /// identifier: restored or copied into another cluster; another timeline: a failover
+    /// or a point-in-time restore), or another server answers for it now: whether commits
+    /// were lost in the change cannot be told from the store. A warning (exit 0).
+    /// Ids: `[was, is, lastRevisionOnTheOldServer]`.
+    pub const SERVER_CHANGED: &str = "server-changed";
+    /// This host's rewind witness saw a revision the store keeps no history for any more
+    /// (retention trimmed past it): what the kept milestone and counts allow was compared,
+    /// a fork after the milestone cannot be. A warning (exit 0).
+    /// Ids: `[witnessedRevision, oldestKeptRevision]`.
+    pub const WITNESS_BEYOND_HISTORY: &str = "witness-beyond-history";
 }
 
 /// The stable codes of damage to the store itself: no rule can be judged over a store
@@ -348,6 +361,19 @@ impl Report {
             .count()
     }
 
+    /// How many findings could not be judged from the store ([`gap_codes::SERVER_CHANGED`],
+    /// [`gap_codes::WITNESS_BEYOND_HISTORY`]): warnings, not failures.
+    #[must_use]
+    pub fn unjudged(&self) -> usize {
+        self.gaps
+            .iter()
+            .filter(|g| {
+                [gap_codes::SERVER_CHANGED, gap_codes::WITNESS_BEYOND_HISTORY]
+                    .contains(&g.invariant)
+            })
+            .count()
+    }
+
     /// The violations with one code.
     pub fn of<'a>(&'a self, code: &'a str) -> impl Iterator<Item = &'a Violation> + 'a {
         self.violations.iter().filter(move |v| v.invariant == code)
@@ -460,6 +486,9 @@ pub fn check_showing(
         return Ok(report);
     }
     report.damage.extend(chain_damage(&store.verify_chain()?));
+    report
+        .gaps
+        .extend(store.server_changes()?.iter().map(server_changed));
     let start = history_start(through, from);
     report.history_from = start;
     // A store trimmed before the mark existed has none: the revision count tells.

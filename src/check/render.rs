@@ -81,7 +81,7 @@ pub fn render_text(report: &Report) -> String {
         );
     }
     let history_gaps = report.history_gaps();
-    let cut_off = report.gaps.len() - history_gaps;
+    let cut_off = report.gaps.len() - history_gaps - report.unjudged();
     let _ = writeln!(
         out,
         "history from revision {} to {}: {}",
@@ -155,6 +155,12 @@ pub fn render_text(report: &Report) -> String {
         );
     } else if report.violations.is_empty() && !report.damage.is_empty() {
         out.push_str("DAMAGED: no invariant violated in what the store holds, but the store is not what this host wrote (above)\n");
+    } else if report.violations.is_empty() && report.unjudged() > 0 {
+        let _ = writeln!(
+            out,
+            "WARNING: no invariant violated in what the store holds, but {} finding(s) above could not be judged from it",
+            report.unjudged()
+        );
     } else if report.violations.is_empty() {
         out.push_str("OK: no invariant violated\n");
     } else {
@@ -199,7 +205,8 @@ pub fn render_json_lines(report: &Report) -> String {
         "damage": report.damage.len(),
         "violations": report.violations.len(),
         "historyGaps": report.history_gaps(),
-        "attemptsWithoutEnd": report.gaps.len() - report.history_gaps(),
+        "attemptsWithoutEnd": report.gaps.len() - report.history_gaps() - report.unjudged(),
+        "unjudged": report.unjudged(),
         "historyFrom": report.history_from,
         "checked": report.checked,
         "incompatibleItems": report.incompatible_items,

@@ -1,7 +1,8 @@
 //! `leasehold check`: the invariant checker over a store's durable history (exit 1 on a
 //! violation or a gap in the history), over execution logs for attempts cut off, and the
 //! store itself judged by this host's rewind witness (exit 1 for a store the writers here
-//! refuse, as for a lowered revision).
+//! refuse, as for a lowered revision; a warning for a witnessed revision the store no
+//! longer keeps history for, and for a change of its database server).
 
 use std::io::Write;
 
@@ -9,7 +10,10 @@ use clap::Args;
 
 use super::witness::StateDirArg;
 use super::{CliResult, Failure, StoreArg};
-use crate::check::{CheckOptions, Violation, check_showing, damage_codes, unfinished_attempts};
+use crate::check::{
+    CheckOptions, Violation, check_showing, damage_codes, unfinished_attempts,
+    witness_beyond_history,
+};
 use crate::error::Error;
 use crate::store::url::OpenMode;
 use crate::store::witness::Rewound;
@@ -72,6 +76,8 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> CliResult {
         .any(|d| d.invariant == damage_codes::REVISION_LOWERED);
     if !lowered && let Some(rewound) = args.state.rewound(&store)? {
         report.damage.push(rewound_finding(&rewound));
+    } else if !lowered && let Some(beyond) = args.state.beyond_history(&store)? {
+        report.gaps.push(witness_beyond_history(&beyond));
     }
     if args.json {
         write!(out, "{}", crate::check::render_json_lines(&report))?;

@@ -9,7 +9,7 @@ use clap::Args;
 
 use super::Failure;
 use crate::store::Store;
-use crate::store::witness::{Rewound, Witness, default_dir, host_dir};
+use crate::store::witness::{BeyondHistory, Rewound, Witness, default_dir, host_dir};
 
 /// Where this host keeps what it has seen of each store.
 #[derive(Debug, Clone, Default, Args)]
@@ -45,6 +45,18 @@ impl StateDirArg {
     pub fn rewound(&self, store: &Store) -> Result<Option<Rewound>, Failure> {
         match self.dir() {
             Some(dir) if store.physical_durability() => Ok(Rewound::find(&dir, store)?),
+            _ => Ok(None),
+        }
+    }
+
+    /// A revision this host's witness saw that the store keeps no history for any more,
+    /// when the writers here would take the store (see `store/beyond_history.rs`).
+    ///
+    /// # Errors
+    /// As [`Self::rewound`].
+    pub fn beyond_history(&self, store: &Store) -> Result<Option<BeyondHistory>, Failure> {
+        match self.dir() {
+            Some(dir) if store.physical_durability() => Ok(BeyondHistory::find(&dir, store)?),
             _ => Ok(None),
         }
     }

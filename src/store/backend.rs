@@ -56,6 +56,26 @@ pub struct ServerIdentity {
     pub timeline: i64,
 }
 
+impl std::fmt::Display for ServerIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "system identifier {} timeline {}",
+            self.system_identifier, self.timeline
+        )
+    }
+}
+
+/// What one connection knows of the server it reached (see [`Tx::connection_server`]):
+/// its identity, read once when the connection was opened, and the identity the store's
+/// meta was last seen to hold on it (`None` until the connection first wrote), so a commit
+/// on the server the store already names compares in memory and reads or writes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionServer {
+    pub identity: ServerIdentity,
+    pub recorded: Option<Option<ServerIdentity>>,
+}
+
 /// A provider: transactions over one store.
 /// A feed of committed revisions (see [`Backend::commit_feed`]).
 pub trait CommitFeed: Send {
@@ -209,6 +229,11 @@ pub trait Tx {
     /// A named meta value beside the revision (`store_id`, `store_epoch`); `None` when
     /// the store has no such row.
     fn meta_value(&mut self, key: &str) -> Result<Option<i64>>;
+    /// The server this transaction's connection reached, for a provider with a server
+    /// whose identity the role may read (see `store/server_record.rs`); `None` otherwise.
+    fn connection_server(&mut self) -> Option<&mut ConnectionServer> {
+        None
+    }
     /// Sets a named meta value, creating its row if needed.
     fn set_meta_value(&mut self, key: &str, value: i64) -> Result<()>;
     /// Raises every lease's and work item's generation below `floor` to `floor`, so the
@@ -434,7 +459,7 @@ pub trait Tx {
     /// Links of revisions above `after`, in revision order, at most `limit`.
     fn links(&mut self, after: u64, limit: usize) -> Result<Vec<ChainLink>>;
     /// Drops the links of revisions below `keep_from_revision`, with the history they
-    /// chain (see [`Tx::trim_history`]).
+    /// chain (see [`Tx::trim_history`]), but the milestones (`chain::trims_link`).
     fn trim_links(&mut self, keep_from_revision: u64) -> Result<()>;
     /// Failover grants (those with [`Grant::took_over`]) made at or after `since` and
     /// strictly before `before`, newest first, at most `limit`, through an index on

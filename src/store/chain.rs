@@ -32,6 +32,45 @@ use crate::model::{ChainCounts, ChainLink, Grant, LinkHash, WriteRecord, WriteVe
 /// Links, grants and writes read per page while the chain is verified.
 const PAGE: usize = 1_024;
 
+/// Every revision that is a multiple of this is a *milestone*: its link stays when
+/// retention trims the history around it, for [`MILESTONE_SPAN`] revisions below the
+/// history kept, so a host's witness that saw a revision retention has since trimmed still
+/// has a link the store keeps to compare (`witness.rs`).
+pub const MILESTONE: u64 = 1 << 16;
+
+/// How far below the kept history every milestone stays; below that only the multiples of
+/// [`SPARSE_MILESTONE`] do. At a million revisions a day that is 64 links (about three
+/// days of trimmed history, milestone by milestone) and then one link every four days,
+/// under 100 a year: a few kilobytes however long the store lives.
+const MILESTONE_SPAN: u64 = 1 << 22;
+const SPARSE_MILESTONE: u64 = 1 << 22;
+
+/// The milestone at or below `revision` (0: none yet).
+#[must_use]
+pub fn milestone_at_or_below(revision: u64) -> u64 {
+    revision - revision % MILESTONE
+}
+
+/// The condition (over a `revision` column, `?1` the first revision kept whole and `?2`
+/// [`sparse_below`] of it) of the links a trim removes: see [`MILESTONE`].
+pub const TRIMMED_LINKS: &str =
+    "revision < ?1 AND (revision % 65536 <> 0 OR (revision < ?2 AND revision % 4194304 <> 0))";
+
+/// Below which revision only the sparse milestones stay, for a trim to `keep_from`.
+#[must_use]
+pub fn sparse_below(keep_from: u64) -> u64 {
+    keep_from.saturating_sub(MILESTONE_SPAN)
+}
+
+/// Whether a trim to `keep_from` removes the link of `revision`: the same rule as
+/// [`TRIMMED_LINKS`].
+#[must_use]
+pub fn trims_link(revision: u64, keep_from: u64) -> bool {
+    revision < keep_from
+        && (revision % MILESTONE != 0
+            || (revision < sparse_below(keep_from) && revision % SPARSE_MILESTONE != 0))
+}
+
 /// The digest of one revision's history rows and what they add to the counts.
 fn rows(grants: &[Grant], writes: &[WriteRecord]) -> Result<([u8; 32], ChainCounts)> {
     let mut digest = Sha256::new();
@@ -221,12 +260,14 @@ fn take_at<T>(
     }
 }
 
-/// Verifies every kept link in one read snapshot (see [`Store::verify_chain`]).
+/// Verifies every link of the kept history in one read snapshot (see
+/// [`Store::verify_chain`]); the milestones kept below it have no rows to recompute from.
 fn verify(tx: &mut dyn Tx) -> Result<ChainReport> {
     let head = tx.revision()?;
     let mut report = ChainReport::default();
     let mut prev: Option<ChainLink> = None;
-    let mut links = tx.links(0, PAGE)?;
+    let from = super::retention::history_from(tx)?;
+    let mut links = tx.links(from.saturating_sub(1), PAGE)?;
     let Some(first) = links.first().map(|l| l.revision) else {
         return Ok(report);
     };
@@ -289,7 +330,7 @@ fn verify(tx: &mut dyn Tx) -> Result<ChainReport> {
 
 impl Store {
     /// Recomputes every kept link of the chain from the history rows, in one read
-    /// snapshot, from the first kept link to the head: what does not recompute, is
+    /// snapshot, from the first link of the kept history to the head: what does not recompute, is
     /// missing, or stops short of the store's revision.
     ///
     /// # Errors
@@ -319,6 +360,23 @@ mod tests {
         assert_ne!(a.link, b.link);
         let again = next(None, 1, &[], &[], "link-a".into()).unwrap();
         assert_eq!(a, again, "a link recomputes");
+    }
+
+    #[test]
+    fn a_trim_keeps_the_milestones_below_the_kept_history() {
+        for n in [MILESTONE, SPARSE_MILESTONE] {
+            assert!(
+                TRIMMED_LINKS.contains(&format!("% {n} <>")),
+                "{TRIMMED_LINKS}"
+            );
+        }
+        let keep_from = 10 * MILESTONE_SPAN + 5;
+        assert!(trims_link(keep_from - 1, keep_from));
+        assert!(!trims_link(keep_from, keep_from));
+        assert!(!trims_link(milestone_at_or_below(keep_from - 1), keep_from));
+        let old = sparse_below(keep_from) - MILESTONE;
+        assert!(old % SPARSE_MILESTONE != 0 && trims_link(old, keep_from));
+        assert!(!trims_link(SPARSE_MILESTONE, keep_from));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 mod attempt_errors;
 pub mod backend;
+mod beyond_history;
 pub mod capability;
 pub mod chain;
 pub mod copy;
@@ -45,6 +46,7 @@ pub mod revision_floor;
 pub mod rewind;
 mod schedule_control;
 mod schedules;
+pub mod server_record;
 pub mod stall;
 mod triage;
 mod work_table;
@@ -62,7 +64,7 @@ mod work_facets;
 use std::sync::{Arc, OnceLock};
 
 pub use crate::model::HandlerKeys;
-pub use backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
+pub use backend::{Backend, CommitFeed, ConnectionServer, ServerIdentity, StoreKind, Tx};
 pub use capability::Capability;
 pub use counter::Counter;
 pub use events::Ingested;
@@ -406,6 +408,7 @@ impl Store {
         }
         let mut out = None;
         let mut committed = None;
+        let mut milestone = None;
         let mut run = |tx: &mut dyn Tx| {
             let mut witnesses = self.witnesses().peekable();
             if witnesses.peek().is_some() {
@@ -418,7 +421,14 @@ impl Store {
             let before = tx.revision()?;
             let now = self.clock.now();
             out = Some(f(tx, now)?);
+            server_record::note(tx, now, before)?;
             committed = self.chain(tx, before)?;
+            milestone = match &committed {
+                Some(l) if self.witnesses().any(|w| w.crosses_milestone(l.revision)) => {
+                    witness::Milestone::read(tx, l.revision)?
+                }
+                _ => None,
+            };
             Ok(())
         };
         self.note(if urgent {
@@ -427,7 +437,7 @@ impl Store {
             self.backend.write(&mut run)
         })?;
         if let Some(link) = &committed {
-            self.witnesses().for_each(|w| w.committed(link));
+            self.witnesses().for_each(|w| w.committed(link, milestone));
         }
         out.ok_or_else(|| {
             Error::OutcomeUnknown("the transaction committed without an answer".into())

@@ -35,6 +35,8 @@ use std::sync::{Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use super::beyond_history::{BeyondHistory, Milestone, Trimmed};
+use super::chain::milestone_at_or_below;
 use super::epoch::{self, STORE_ID};
 use super::{ServerIdentity, Store, Tx};
 use crate::error::{Error, Result};
@@ -65,6 +67,12 @@ pub struct Seen {
     /// `None` in what a write transaction reads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerIdentity>,
+    /// The link of the latest milestone at or below the revision (`store/chain.rs`),
+    /// which retention keeps: what a store trimmed past the revision is compared at
+    /// (`store/beyond_history.rs`). Read when the witness is opened and when its revision
+    /// crosses a milestone; `None` in what a write transaction reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub milestone: Option<Milestone>,
 }
 
 impl Seen {
@@ -85,6 +93,7 @@ impl Seen {
             link: head.as_ref().map(|l| l.link),
             counts: head.map(|l| l.counts),
             server: None,
+            milestone: None,
         })
     }
 }
@@ -96,8 +105,8 @@ pub enum AtWitnessed {
     /// The store's link there.
     Link(ChainLink),
     /// The store trimmed its history (and links) below `from`, past the witnessed
-    /// revision: whether it diverged cannot be told.
-    Trimmed { from: u64 },
+    /// revision: judged by what survives (`store/beyond_history.rs`).
+    Trimmed(Trimmed),
     /// No link there though nothing was trimmed: the revision was written by something that
     /// does not chain (an older build, a pre-chain copy put back), `first` being its first
     /// link, if any.
@@ -119,9 +128,12 @@ impl AtWitnessed {
         }
         let from = super::retention::history_from(tx)?;
         if from > seen.revision {
-            return Ok(Some(Self::Trimmed { from }));
+            return Ok(Some(Self::Trimmed(Trimmed::read(tx, seen, from)?)));
         }
-        let first = tx.links(0, 1)?.first().map(|l| l.revision);
+        let first = tx
+            .links(from.saturating_sub(1), 1)?
+            .first()
+            .map(|l| l.revision);
         Ok(Some(Self::Absent { first }))
     }
 }
@@ -142,7 +154,8 @@ impl Seen {
     /// As [`Seen::read`].
     pub fn against(store: &Store, seen: Option<&Seen>) -> Result<(Self, Option<AtWitnessed>)> {
         let (now, at) = store.read(|tx| {
-            let now = Self::read(tx)?;
+            let mut now = Self::read(tx)?;
+            now.milestone = Milestone::read(tx, now.revision)?;
             let at = AtWitnessed::read(tx, seen, &now)?;
             Ok((now, at))
         })?;
@@ -166,8 +179,14 @@ pub fn judge(
     at: Option<&AtWitnessed>,
 ) -> std::result::Result<Seen, String> {
     let Some(seen) = seen else { return Ok(now) };
+    // A milestone of another epoch's history is no evidence about this one.
+    let same_history = now.epoch == seen.epoch && now.store_id == seen.store_id;
     let now = Seen {
         server: now.server.or(seen.server),
+        milestone: match now.milestone {
+            None if same_history => seen.milestone,
+            mine => mine,
+        },
         ..now
     };
     if now.epoch > seen.epoch {
@@ -234,14 +253,13 @@ pub fn judge(
                 None => "it keeps no chain link at all, so it cannot be shown to go on from that history".into(),
             },
         )),
-        // A store trimmed past the witnessed revision cannot be compared: taken, as it
-        // was before stores kept a chain.
+        (Some(_), Some(AtWitnessed::Trimmed(t))) => t.judge(&seen, &now).map(|()| now),
         _ => Ok(now),
     }
 }
 
 /// The clause of a store whose history is not the one a host saw.
-fn forked(seen: &Seen, now: &Seen, how: &str) -> String {
+pub(super) fn forked(seen: &Seen, now: &Seen, how: &str) -> String {
     format!(
         "it is at revision {}, but its history diverges at or before revision {} this host has seen ({how}, this host saw {}): another history was written over an older copy",
         now.revision,
@@ -372,14 +390,23 @@ impl Witness {
         self.accept(now, at.as_ref())
     }
 
-    /// Records a revision this process committed, with its link.
-    pub(crate) fn committed(&self, link: &ChainLink) {
+    /// Whether committing `revision` takes the witness past a milestone, whose link it
+    /// then keeps (read by the committing transaction, see [`Self::committed`]).
+    pub(crate) fn crosses_milestone(&self, revision: u64) -> bool {
+        self.seen()
+            .is_some_and(|s| milestone_at_or_below(revision) > milestone_at_or_below(s.revision))
+    }
+
+    /// Records a revision this process committed, with its link, and the link of the
+    /// milestone it crossed, if any.
+    pub(crate) fn committed(&self, link: &ChainLink, milestone: Option<Milestone>) {
         let mut state = self.lock();
         if let Some(seen) = state.seen.filter(|s| link.revision > s.revision) {
             let next = Seen {
                 revision: link.revision,
                 link: Some(link.link),
                 counts: Some(link.counts),
+                milestone: milestone.or(seen.milestone),
                 ..seen
             };
             // A failed write only weakens the protection of a later restart; the running
@@ -400,7 +427,20 @@ impl Witness {
 
     fn accept(&self, now: Seen, at: Option<&AtWitnessed>) -> Result<()> {
         let mut state = self.lock();
-        match judge(state.seen, now, at) {
+        let judged = judge(state.seen, now, at);
+        if let (Ok(_), Some(seen), Some(AtWitnessed::Trimmed(t))) = (&judged, state.seen, at) {
+            // Taken, as far as the milestone and the counts tell: said once, as the
+            // witness moves past the trimmed revision.
+            let beyond = BeyondHistory::of(&seen, t);
+            tracing::warn!(
+                store = self.label.as_str(),
+                witnessed = beyond.witnessed,
+                oldest = beyond.oldest,
+                detail = beyond.sentence().as_str(),
+                "witness-beyond-history"
+            );
+        }
+        match judged {
             Ok(next) if state.seen == Some(next) => Ok(()),
             Ok(next) if self.after_commits => {
                 state.seen = Some(next);
@@ -528,17 +568,7 @@ impl Rewound {
 
     /// [`Self::find`] by the record at `path`.
     fn find_at(path: &Path, store: &Store) -> Result<Option<Self>> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return Err(Error::Unavailable(format!(
-                    "rewind witness {}: {e}",
-                    path.display()
-                )));
-            }
-        };
-        let Some(witnessed) = parse(&text, path)? else {
+        let Some(witnessed) = read_record(path)? else {
             return Ok(None);
         };
         let (now, at) = Seen::against(store, Some(&witnessed))?;
@@ -552,9 +582,25 @@ impl Rewound {
     }
 }
 
+/// The record at `path`, read without creating or changing anything: `None` when there
+/// is none, or it is empty.
+///
+/// # Errors
+/// `STORE_UNAVAILABLE` when it cannot be read, `STORE_REFUSED` when no build wrote it.
+pub(super) fn read_record(path: &Path) -> Result<Option<Seen>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&text, path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::Unavailable(format!(
+            "rewind witness {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
 /// Where this host keeps its record of `store` in `dir`: named after the store's identity
 /// (its canonical path or URL).
-fn record_path(dir: &Path, store: &Store) -> PathBuf {
+pub(super) fn record_path(dir: &Path, store: &Store) -> PathBuf {
     let name = hex::encode(Sha256::digest(store.backend.identity().as_bytes()));
     dir.join(format!("{}.witness", &name[..32]))
 }
@@ -632,6 +678,7 @@ mod tests {
             link: None,
             counts: None,
             server: None,
+            milestone: None,
         }
     }
 
@@ -752,15 +799,13 @@ mod tests {
         )
         .unwrap_err();
         assert!(why.contains("chain starts at revision 15"), "{why}");
-        // Trimmed past the witnessed revision: nothing to compare, taken.
-        assert!(
-            judge(
-                Some(linked(10, 1)),
-                ahead,
-                Some(&AtWitnessed::Trimmed { from: 12 })
-            )
-            .is_ok()
-        );
+        // Trimmed past the witnessed revision, with nothing kept to compare: taken.
+        let trimmed = AtWitnessed::Trimmed(Trimmed {
+            from: 12,
+            oldest: None,
+            milestone: None,
+        });
+        assert!(judge(Some(linked(10, 1)), ahead, Some(&trimmed)).is_ok());
         // At the witnessed revision itself, with another link.
         let why = judge(Some(linked(10, 1)), linked(10, 2), None).unwrap_err();
         assert!(why.contains("diverges"), "{why}");

@@ -29,6 +29,7 @@ use crate::ops::failovers::FailoverRow;
 use crate::ops::live_builds::LiveBuilds;
 use crate::ops::runnable::RunnableMemo;
 use crate::ops::window::{Listing, Window};
+use crate::store::server_record::ServerChange;
 use crate::store::stall::ProcessStall;
 use crate::store::witness::{Rewound, host_dir};
 use crate::store::{Overview, Store};
@@ -128,6 +129,9 @@ pub struct Snapshot {
     /// Why the writers on this host refuse the store as rewound (its rewind witness, in
     /// `LEASEHOLD_STATE_DIR` or the default directory); `None` when they take it.
     pub rewound: Option<String>,
+    /// The latest change of database server the store shows (`store/server_record.rs`),
+    /// as a sentence: a warning, since whether commits were lost cannot be told.
+    pub server_changed: Option<String>,
 }
 
 /// Counts store calls for the stats line.
@@ -183,6 +187,10 @@ pub fn read_cached(
     let data = ViewData::read(&mut c, query, at, &head, &mut cache.replay)?;
     let demo = DemoState::read(&mut c, demo, at)?;
     let rewound = rewound(&mut c)?;
+    let server_changed = c
+        .run(Store::server_changes)?
+        .last()
+        .map(ServerChange::sentence);
     let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     Ok(Snapshot {
         query: query.clone(),
@@ -206,6 +214,7 @@ pub fn read_cached(
             latency_us,
         },
         rewound,
+        server_changed,
     })
 }
 

@@ -4,7 +4,7 @@
 //! counts by kind, state and build; outcomes held in recovery and writes stalled on the
 //! store's lock, as the authorities publish them; the intake's waiting and refused
 //! requests; the handlers paused fleet-wide; whether this host's writers refuse the store
-//! as rewound.
+//! as rewound; the changes of database server the store shows.
 
 use std::io::Write;
 
@@ -23,6 +23,7 @@ use crate::ops::paused_handlers;
 use crate::ops::published::PublishedView;
 use crate::ops::retention::RetentionView;
 use crate::rules::lateness::{self, KindLateness, LaneLateness};
+use crate::store::server_record::ServerChange;
 use crate::store::witness::Rewound;
 
 /// Registrations read for the retention line (the policy of the first running one, and
@@ -64,6 +65,9 @@ struct OverviewRow {
     /// The store judged by this host's rewind witness (`LEASEHOLD_STATE_DIR`, else the
     /// default): what the writers here refuse it for, `null` when they would take it.
     rewound: Option<Rewound>,
+    /// The changes of database server the store shows (`store/server_record.rs`): whether
+    /// commits were lost in one cannot be told from the store.
+    server_changes: Vec<ServerChange>,
 }
 
 #[derive(Serialize)]
@@ -142,6 +146,7 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         intake: overview.intake,
         paused_handlers: overview.paused_handlers,
         rewound: StateDirArg::from_env().rewound(ctx.store)?,
+        server_changes: ctx.store.server_changes()?,
     };
     if ctx.json {
         json_line(out, &row)?;
@@ -194,6 +199,7 @@ fn print_text(row: &OverviewRow, now: Millis, out: &mut dyn Write) -> Result<(),
         cell_max(&row.published.line(now), 400)
     )?;
     writeln!(out, "rewound      {}", rewound_line(row.rewound.as_ref()))?;
+    writeln!(out, "server       {}", server_line(&row.server_changes))?;
     writeln!(out, "intake       {}", row.intake.line())?;
     writeln!(
         out,
@@ -218,6 +224,15 @@ fn rewound_line(rewound: Option<&Rewound>) -> String {
             )
         },
     )
+}
+
+/// `unchanged`, or each change of server the store shows.
+fn server_line(changes: &[ServerChange]) -> String {
+    if changes.is_empty() {
+        return "unchanged".to_owned();
+    }
+    let said: Vec<String> = changes.iter().map(ServerChange::sentence).collect();
+    format!("CHANGED: {}", cell(&said.join("; ")))
 }
 
 /// `effect 45m00s (flood), schedule 2.0s (tick)`, or `none`.

@@ -513,6 +513,7 @@ impl Tx for MemTx<'_> {
             .chain
             .range(..keep_from_revision)
             .map(|(r, _)| *r)
+            .filter(|r| crate::store::chain::trims_link(*r, keep_from_revision))
             .collect();
         take_all!(self, chain, old);
         Ok(())

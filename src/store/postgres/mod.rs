@@ -58,6 +58,7 @@ pub mod intake;
 mod literal;
 mod notify;
 mod pool;
+mod server_identity;
 mod tls;
 mod tx;
 
@@ -693,23 +694,10 @@ impl Backend for PostgresBackend {
         })
     }
 
-    /// From the control file functions, on a connection of its own transaction; `None`
-    /// when the role may not call them (they need superuser or `pg_monitor`).
+    /// What a pooled connection read when it was opened (`server_identity.rs`).
     fn server_identity(&self) -> Option<ServerIdentity> {
         let mut pooled = self.pool.get(&self.names).ok()?;
-        let conn = pooled.conn();
-        let row = conn
-            .client
-            .query_one(
-                "SELECT s.system_identifier, c.timeline_id::bigint
-                 FROM pg_control_system() s, pg_control_checkpoint() c",
-                &[],
-            )
-            .ok()?;
-        Some(ServerIdentity {
-            system_identifier: row.try_get(0).ok()?,
-            timeline: row.try_get(1).ok()?,
-        })
+        pooled.conn().server.map(|s| s.identity)
     }
 
     fn wal_position(&self) -> Option<u64> {

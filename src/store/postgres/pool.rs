@@ -11,6 +11,7 @@ use postgres::{Client, Config, Statement};
 use super::errors::{connect_step, step};
 use super::tls::MakeRustls;
 use super::{Names, SESSION_SETUP};
+use crate::store::backend::ConnectionServer;
 use crate::store::sql::Step;
 
 /// One pooled connection and its prepared statements.
@@ -19,6 +20,8 @@ pub(super) struct Conn {
     statements: HashMap<String, Statement>,
     /// Inside BEGIN … COMMIT / ROLLBACK: such a connection is never handed out again.
     pub(super) in_transaction: bool,
+    /// The server this session reached, read when it was opened.
+    pub(super) server: Option<ConnectionServer>,
 }
 
 impl Conn {
@@ -150,9 +153,11 @@ pub(super) fn connect(pool: &Pool, names: &Names) -> std::result::Result<Conn, S
     client
         .batch_execute(SESSION_SETUP)
         .map_err(|e| step(names, &e, &client))?;
+    let server = super::server_identity::read(&mut client);
     Ok(Conn {
         client,
         statements: HashMap::new(),
         in_transaction: false,
+        server,
     })
 }

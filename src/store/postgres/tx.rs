@@ -460,6 +460,10 @@ impl Driver for PgTx<'_> {
         self.writable
     }
 
+    fn connection_server(&mut self) -> Option<&mut crate::store::backend::ConnectionServer> {
+        self.conn.server.as_mut()
+    }
+
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64> {
         writable(self.writable)?;
         let conn = &mut *self.conn;

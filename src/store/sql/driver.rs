@@ -46,6 +46,11 @@ pub(crate) trait Driver {
     /// Remembers a meta value read or written by this transaction.
     fn remember_meta(&mut self, key: &str, value: i64);
 
+    /// The server this transaction's connection reached (`Tx::connection_server`).
+    fn connection_server(&mut self) -> Option<&mut crate::store::backend::ConnectionServer> {
+        None
+    }
+
     // --- what each provider stores its own way (the `Tx` methods of the same names)
     fn revision(&mut self) -> Result<u64>;
     fn commit_revision(&mut self) -> Result<u64>;

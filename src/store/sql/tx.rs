@@ -561,10 +561,13 @@ impl<D: Driver> Tx for D {
     }
 
     fn trim_links(&mut self, keep_from_revision: u64) -> Result<()> {
-        self.execute(
-            D::DIALECT.text("DELETE FROM chain WHERE revision < ?1"),
-            &[super::bound(keep_from_revision).into()],
-        )?;
+        use crate::store::chain::{TRIMMED_LINKS, sparse_below};
+        let sql = D::DIALECT.marks(&format!("DELETE FROM chain WHERE {TRIMMED_LINKS}"));
+        let bounds = [
+            super::bound(keep_from_revision).into(),
+            super::bound(sparse_below(keep_from_revision)).into(),
+        ];
+        self.execute(&sql, &bounds)?;
         Ok(())
     }
 
@@ -880,6 +883,10 @@ impl<D: Driver> Tx for D {
         let sql = D::DIALECT.insert_with_id(&encode::AUDIT);
         self.execute(sql, &encode::audit(Some(entry.id), entry))?;
         Ok(())
+    }
+
+    fn connection_server(&mut self) -> Option<&mut crate::store::backend::ConnectionServer> {
+        Driver::connection_server(self)
     }
 
     fn meta_value(&mut self, key: &str) -> Result<Option<i64>> {

@@ -55,6 +55,12 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
                     "REWOUND: this host's writers refuse it (overview)",
                     t.style(Role::Error),
                 ));
+            } else if s.server_changed.is_some() {
+                left.push(sep());
+                left.push(Span::styled(
+                    "SERVER CHANGED: commits may have been lost (overview)",
+                    t.style(Role::Warning),
+                ));
             }
             if let Some(scenario) = &s.scenario {
                 left.push(sep());

@@ -185,6 +185,12 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
                 ),
             ])
         })
+        .chain(snap.server_changed.iter().map(|why| {
+            Line::from(vec![
+                Span::styled("server ", t.style(Role::Muted)),
+                Span::styled(clean(why, 300), t.style(Role::Warning)),
+            ])
+        }))
         .collect();
     lines.push(Line::from(spans));
     lines.push(Line::from(vec![
