@@ -34,8 +34,12 @@ mod queries;
 mod rewind;
 #[path = "postgres/schema.rs"]
 mod schema;
+#[path = "postgres/server_identity.rs"]
+mod server_identity;
 #[path = "postgres/sessions.rs"]
 mod sessions;
+#[path = "postgres/trimmed.rs"]
+mod trimmed;
 #[path = "postgres/verify.rs"]
 mod verify;
 

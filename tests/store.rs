@@ -26,6 +26,8 @@ mod lock_wait;
 mod model;
 #[path = "store/rewind.rs"]
 mod rewind;
+#[path = "store/trimmed.rs"]
+mod trimmed;
 #[path = "store/unknown_outcomes.rs"]
 mod unknown_outcomes;
 

@@ -67,8 +67,8 @@ pub fn sparse_below(keep_from: u64) -> u64 {
 #[must_use]
 pub fn trims_link(revision: u64, keep_from: u64) -> bool {
     revision < keep_from
-        && (revision % MILESTONE != 0
-            || (revision < sparse_below(keep_from) && revision % SPARSE_MILESTONE != 0))
+        && (!revision.is_multiple_of(MILESTONE)
+            || (revision < sparse_below(keep_from) && !revision.is_multiple_of(SPARSE_MILESTONE)))
 }
 
 /// The digest of one revision's history rows and what they add to the counts.
@@ -375,7 +375,7 @@ mod tests {
         assert!(!trims_link(keep_from, keep_from));
         assert!(!trims_link(milestone_at_or_below(keep_from - 1), keep_from));
         let old = sparse_below(keep_from) - MILESTONE;
-        assert!(old % SPARSE_MILESTONE != 0 && trims_link(old, keep_from));
+        assert!(!old.is_multiple_of(SPARSE_MILESTONE) && trims_link(old, keep_from));
         assert!(!trims_link(SPARSE_MILESTONE, keep_from));
     }
 

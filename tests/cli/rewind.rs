@@ -390,3 +390,22 @@ fn an_edited_or_cut_history_is_named_by_check_at_its_revision() {
         "{cut}"
     );
 }
+
+#[test]
+fn check_names_a_revision_this_host_saw_that_retention_trimmed_as_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let (state, elsewhere) = (dir.path().join("state"), dir.path().join("elsewhere"));
+    crate::support::trimmed::on_sqlite(dir.path(), |raw| {
+        let (saw, kept) =
+            crate::support::trimmed::trimmed_past_the_same_history(raw, &state, &elsewhere);
+        let o = at(&state, &["check", "--store", raw.url]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let out = stdout(&o);
+        assert!(
+            out.starts_with(&format!("witness-beyond-history [{saw}, {kept}] ")),
+            "{out}"
+        );
+        assert!(out.contains("milestone revision 65536"), "{out}");
+        assert!(!out.contains("OK:") && out.contains("WARNING:"), "{out}");
+    });
+}

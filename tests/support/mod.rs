@@ -27,6 +27,7 @@ pub mod postgres;
 #[cfg(feature = "postgres")]
 mod postgres_store;
 pub mod runtime;
+pub mod trimmed;
 pub mod wait;
 
 // Each test binary uses a part of the harness, like the dead-code allowance above.

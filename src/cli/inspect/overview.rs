@@ -232,7 +232,7 @@ fn server_line(changes: &[ServerChange]) -> String {
         return "unchanged".to_owned();
     }
     let said: Vec<String> = changes.iter().map(ServerChange::sentence).collect();
-    format!("CHANGED: {}", cell(&said.join("; ")))
+    format!("CHANGED: {}", cell_max(&said.join("; "), 600))
 }
 
 /// `effect 45m00s (flood), schedule 2.0s (tick)`, or `none`.

@@ -1,0 +1,163 @@
+//! A PostgreSQL store records the server it is written on: a database that finds itself on
+//! another server (restored into another cluster, failed over to a new timeline) keeps
+//! taking writes, and the change is recorded and named by `check` and `inspect overview`
+//! as a warning, since whether commits were lost cannot be told from the store.
+
+use leasehold::check::{CheckOptions, check, gap_codes};
+use leasehold::model::PageRequest;
+use leasehold::model::work::NewWork;
+use leasehold::store::Store;
+use leasehold::store::url::{self, OpenMode};
+
+use crate::support::authorities::HANDLER;
+use crate::support::leasehold;
+use crate::support::postgres::database;
+
+fn enqueue(store: &Store, id: &str) {
+    store
+        .enqueue(NewWork::effect(id, HANDLER, "{}"), "k")
+        .unwrap();
+}
+
+/// The `server-changed` findings of a check of the store at `url`.
+fn changes(url: &str) -> Vec<leasehold::check::Violation> {
+    let reader = url::open(url, OpenMode::ReadOnly).unwrap();
+    let report = check(&reader, &CheckOptions::at(reader.now())).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    report
+        .gaps
+        .into_iter()
+        .filter(|g| g.invariant == gap_codes::SERVER_CHANGED)
+        .collect()
+}
+
+fn meta(client: &mut postgres::Client, key: &str) -> Option<i64> {
+    client
+        .query_opt("SELECT value FROM meta WHERE key = $1", &[&key])
+        .unwrap()
+        .map(|r| r.get(0))
+}
+
+#[test]
+fn a_store_written_on_another_server_keeps_taking_writes_and_the_change_is_named() {
+    let db = database();
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    enqueue(&store, "fx-0");
+    drop(store);
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    let (system_id, timeline): (i64, i64) = {
+        let row = admin
+            .query_one(
+                "SELECT s.system_identifier, c.timeline_id::bigint
+                 FROM pg_control_system() s, pg_control_checkpoint() c",
+                &[],
+            )
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(meta(&mut admin, "server_system_id"), Some(system_id));
+    assert_eq!(meta(&mut admin, "server_timeline"), Some(timeline));
+    assert!(changes(db.url()).is_empty());
+
+    // What a database restored from another cluster's backup holds: that cluster's mark.
+    let other = system_id ^ 1;
+    admin
+        .execute(
+            "UPDATE meta SET value = $1 WHERE key = 'server_system_id'",
+            &[&other],
+        )
+        .unwrap();
+    let found = changes(db.url());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        found[0].ids,
+        [
+            format!("system identifier {other} timeline {timeline}"),
+            format!("system identifier {system_id} timeline {timeline}"),
+            String::new()
+        ]
+    );
+    let o = leasehold(&["inspect", "overview", "--store", db.url()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("server       CHANGED: ") && l.contains(&other.to_string())),
+        "{text}"
+    );
+
+    // Not refused: the write goes through and records the change once.
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    let before = store.revision().unwrap();
+    enqueue(&store, "fx-1");
+    enqueue(&store, "fx-2");
+    let audit = store.list_audit(&PageRequest::first(100)).unwrap();
+    let recorded: Vec<_> = audit
+        .rows
+        .iter()
+        .filter(|a| a.action == "server-changed")
+        .collect();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert!(
+        recorded[0]
+            .outcome
+            .contains(&format!("through revision {before}")),
+        "{recorded:?}"
+    );
+    drop(store);
+    assert_eq!(meta(&mut admin, "server_system_id"), Some(system_id));
+    let found = changes(db.url());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].ids[2], before.to_string(), "{found:?}");
+    assert!(found[0].sentence.contains("cannot be told"), "{found:?}");
+
+    // Another timeline (a failover) is a change too.
+    admin
+        .execute(
+            "UPDATE meta SET value = $1 WHERE key = 'server_timeline'",
+            &[&(timeline + 1)],
+        )
+        .unwrap();
+    assert!(
+        changes(db.url())
+            .iter()
+            .any(|c| c.ids[0].ends_with(&format!("timeline {}", timeline + 1))),
+    );
+}
+
+/// The control functions are executable by any role on a stock server; where an
+/// installation revoked them, the identity is unknown: nothing is recorded or compared,
+/// and writes go on.
+#[test]
+fn a_role_that_may_not_read_the_server_records_nothing_and_writes() {
+    let db = database();
+    let role = format!("lh_plain_{}", std::process::id());
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    let name: String = admin
+        .query_one("SELECT current_database()", &[])
+        .unwrap()
+        .get(0);
+    admin
+        .batch_execute(&format!(
+            "DO $$ BEGIN CREATE ROLE {role} LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+             ALTER DATABASE \"{name}\" OWNER TO {role};"
+        ))
+        .unwrap();
+    let plain = db.url().replacen("postgres@", &format!("{role}@"), 1);
+    let mut as_plain = postgres::Client::connect(&plain, postgres::NoTls).unwrap();
+    as_plain
+        .query_one("SELECT system_identifier FROM pg_control_system()", &[])
+        .expect("PUBLIC may call the control functions on a stock server");
+    drop(as_plain);
+    admin
+        .batch_execute(
+            "REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC;
+             REVOKE EXECUTE ON FUNCTION pg_control_checkpoint() FROM PUBLIC;",
+        )
+        .unwrap();
+    let store = url::open(&plain, OpenMode::ReadWrite).unwrap();
+    enqueue(&store, "fx-0");
+    enqueue(&store, "fx-1");
+    drop(store);
+    assert_eq!(meta(&mut admin, "server_system_id"), None);
+    assert!(changes(&plain).is_empty());
+}

@@ -1,0 +1,48 @@
+//! A SQLite store trimmed past the revision a host's witness saw is judged at the
+//! milestone the witness kept and by its counts, not taken unjudged.
+
+use leasehold::store::url::{OpenMode, open};
+use leasehold::store::witness::BeyondHistory;
+
+use crate::support::trimmed::{self, on_sqlite};
+
+#[test]
+fn a_fork_before_the_trim_is_refused_at_the_milestone_the_host_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (here, elsewhere) = (dir.path().join("here"), dir.path().join("elsewhere"));
+    let why = on_sqlite(dir.path(), |raw| {
+        trimmed::a_fork_at_the_milestone(raw, &here, &elsewhere)
+    });
+    assert!(why.contains("at milestone revision 65536"), "{why}");
+}
+
+#[test]
+fn a_copy_with_fewer_completions_trimmed_past_what_the_host_saw_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (here, elsewhere) = (dir.path().join("here"), dir.path().join("elsewhere"));
+    let why = on_sqlite(dir.path(), |raw| {
+        trimmed::fewer_completions_than_seen(raw, &here, &elsewhere)
+    });
+    assert!(why.contains("commits were lost"), "{why}");
+}
+
+#[test]
+fn the_same_history_trimmed_past_what_the_host_saw_is_taken_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (here, elsewhere) = (dir.path().join("here"), dir.path().join("elsewhere"));
+    on_sqlite(dir.path(), |raw| {
+        let (saw, kept) = trimmed::trimmed_past_the_same_history(raw, &here, &elsewhere);
+        let reader = open(raw.url, OpenMode::ReadOnly).unwrap();
+        let beyond = BeyondHistory::find(&here, &reader).unwrap().unwrap();
+        assert_eq!(
+            (beyond.witnessed, beyond.oldest, beyond.milestone),
+            (saw, kept, Some(65_536))
+        );
+        drop(reader);
+        // Taken, and the witness moves past the trimmed revision: named once.
+        let writer = trimmed::host(&here, raw.url).unwrap();
+        trimmed::run_effects(&writer, 20, 1);
+        let reader = open(raw.url, OpenMode::ReadOnly).unwrap();
+        assert!(BeyondHistory::find(&here, &reader).unwrap().is_none());
+    });
+}
