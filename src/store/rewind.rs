@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::witness::{AtWitnessed, Seen, Witness, judge};
+use super::witness::{AtWitnessed, Seen, Trimmed, Witness, judge};
 use super::{Store, epoch};
 use crate::error::{Error, Result};
 use crate::model::{AuditEntry, ChainCounts};
@@ -142,6 +142,11 @@ impl Store {
         let lost = seen.counts.filter(|_| same && refused).map(|saw| {
             let (shared, at_least) = match &at {
                 Some(AtWitnessed::Link(l)) => (l.counts, true),
+                // Diverged at or before the witnessed revision, so at or below the oldest
+                // kept link's counts.
+                Some(AtWitnessed::Trimmed(Trimmed {
+                    oldest: Some(l), ..
+                })) => (l.counts, true),
                 _ => (
                     store.counts.unwrap_or_default(),
                     store.revision >= seen.revision,

@@ -2,7 +2,7 @@
 //! milestone the witness kept and by its counts, not taken unjudged.
 
 use leasehold::store::url::{OpenMode, open};
-use leasehold::store::witness::BeyondHistory;
+use leasehold::store::witness::{BeyondHistory, Witness};
 
 use crate::support::trimmed::{self, on_sqlite};
 
@@ -20,10 +20,16 @@ fn a_fork_before_the_trim_is_refused_at_the_milestone_the_host_kept() {
 fn a_copy_with_fewer_completions_trimmed_past_what_the_host_saw_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (here, elsewhere) = (dir.path().join("here"), dir.path().join("elsewhere"));
-    let why = on_sqlite(dir.path(), |raw| {
-        trimmed::fewer_completions_than_seen(raw, &here, &elsewhere)
+    on_sqlite(dir.path(), |raw| {
+        let why = trimmed::fewer_completions_than_seen(raw, &here, &elsewhere);
+        assert!(why.contains("commits were lost"), "{why}");
+        let store = open(raw.url, OpenMode::Existing).unwrap();
+        let witness = Witness::load(&here, &store).unwrap();
+        let cost = store.with_witness(witness).rewind_cost().unwrap();
+        let lost = cost.lost.unwrap();
+        assert!(lost.at_least);
+        assert_eq!((lost.counts.generations, lost.counts.completions), (3, 3));
     });
-    assert!(why.contains("commits were lost"), "{why}");
 }
 
 #[test]
