@@ -10,8 +10,9 @@
 //! cannot tell from inside whether commits were lost. It is not refused (a planned,
 //! lossless failover must keep working); it is recorded durably instead: meta keeps the
 //! previous identity and the last revision written before the change, and the audit log
-//! an entry naming both. `leasehold check` reports it as a warning (`server-changed`), as
-//! do `inspect overview` and the dashboard; a host whose witness saw the old server
+//! an entry naming both. `leasehold check` reports it as a warning (`server-changed`)
+//! while the kept history reaches back to it, as do `inspect overview` and the dashboard;
+//! a host whose witness saw the old server
 //! judges the store by it (`store/witness.rs`).
 //!
 //! A role that may not read the identity records nothing, and nothing is compared.
@@ -119,28 +120,34 @@ impl ServerChange {
 }
 
 impl Store {
-    /// The changes of server this store shows: the last one its writers recorded, and a
-    /// server answering now that is not the one the store was last written on (no writer
-    /// has written since). Empty for a provider without a server, a role that may not read
-    /// the identity, or a store that was always written on one server.
+    /// The changes of server this store shows: the last one its writers recorded, while
+    /// the history the store keeps reaches back to it (like every finding of the checker,
+    /// it concerns the kept window), and a server answering now that is not the one the
+    /// store was last written on (no writer has written since). Empty for a provider
+    /// without a server, a role that may not read the identity, or a store that was always
+    /// written on one server.
     ///
     /// # Errors
     /// A store failure.
     pub fn server_changes(&self) -> Result<Vec<ServerChange>> {
-        let (recorded, previous, after, at) = self.read(|tx| {
+        let (recorded, previous, after, at, kept_from) = self.read(|tx| {
             Ok((
                 read_pair(tx, (SYSTEM_ID, TIMELINE))?,
                 read_pair(tx, (PREVIOUS_SYSTEM_ID, PREVIOUS_TIMELINE))?,
                 tx.meta_value(CHANGED_AFTER)?,
                 tx.meta_value(CHANGED_AT)?,
+                super::retention::history_from(tx)?,
             ))
         })?;
+        let after = after.and_then(|r| u64::try_from(r).ok());
         let mut changes = Vec::new();
-        if let (Some(was), Some(is)) = (previous, recorded) {
+        if let (Some(was), Some(is)) = (previous, recorded)
+            && after.is_none_or(|r| r + 1 >= kept_from)
+        {
             changes.push(ServerChange {
                 was,
                 is,
-                after_revision: after.and_then(|r| u64::try_from(r).ok()),
+                after_revision: after,
                 at,
             });
         }

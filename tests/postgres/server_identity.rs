@@ -122,6 +122,19 @@ fn a_store_written_on_another_server_keeps_taking_writes_and_the_change_is_named
             .iter()
             .any(|c| c.ids[0].ends_with(&format!("timeline {}", timeline + 1))),
     );
+
+    // Once retention keeps no history from before the recorded change, it is no longer
+    // reported; a server answering now that the store does not name still is.
+    admin
+        .execute(
+            "INSERT INTO meta (key, value) VALUES ('history_from', $1)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[&i64::try_from(before + 2).unwrap()],
+        )
+        .unwrap();
+    let found = changes(db.url());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].ids[2].is_empty(), "{found:?}");
 }
 
 /// The control functions are executable by any role on a stock server; where an
