@@ -141,12 +141,14 @@ impl Store {
             (same && store.revision < seen.revision).then(|| seen.revision - store.revision);
         let lost = seen.counts.filter(|_| same && refused).map(|saw| {
             let (shared, at_least) = match &at {
-                Some(AtWitnessed::Link(l)) => (l.counts, true),
-                // Diverged at or before the witnessed revision, so at or below the oldest
-                // kept link's counts.
-                Some(AtWitnessed::Trimmed(Trimmed {
-                    oldest: Some(l), ..
-                })) => (l.counts, true),
+                // Trimmed past the witnessed revision, the store diverged at or below its
+                // oldest kept link's counts.
+                Some(
+                    AtWitnessed::Link(l)
+                    | AtWitnessed::Trimmed(Trimmed {
+                        oldest: Some(l), ..
+                    }),
+                ) => (l.counts, true),
                 _ => (
                     store.counts.unwrap_or_default(),
                     store.revision >= seen.revision,
