@@ -176,3 +176,104 @@ impl BeyondHistory {
         Ok(None)
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::model::ChainCounts;
+
+    fn link(revision: u64, byte: u8, generations: u64) -> ChainLink {
+        ChainLink {
+            revision,
+            link: LinkHash([byte; 32]),
+            nonce: "n".into(),
+            counts: ChainCounts {
+                generations,
+                completions: 0,
+            },
+        }
+    }
+
+    /// What a host saw at revision 70,000, its milestone 65,536 with link byte 1.
+    fn seen() -> Seen {
+        let at = link(70_000, 7, 10);
+        Seen {
+            store_id: 7,
+            epoch: 0,
+            revision: at.revision,
+            link: Some(at.link),
+            counts: Some(at.counts),
+            server: None,
+            milestone: Some(Milestone {
+                revision: 65_536,
+                link: LinkHash([1; 32]),
+            }),
+        }
+    }
+
+    fn now() -> Seen {
+        Seen {
+            revision: 80_000,
+            milestone: None,
+            ..seen()
+        }
+    }
+
+    fn trimmed(milestone: Option<ChainLink>, oldest_generations: u64) -> AtWitnessed {
+        AtWitnessed::Trimmed(Trimmed {
+            from: 75_000,
+            oldest: Some(link(75_000, 9, oldest_generations)),
+            milestone,
+        })
+    }
+
+    #[test]
+    fn a_store_trimmed_past_the_witness_is_judged_by_its_milestone_and_counts() {
+        let same = trimmed(Some(link(65_536, 1, 5)), 12);
+        assert!(judge(Some(seen()), now(), Some(&same)).is_ok());
+        let AtWitnessed::Trimmed(t) = &same else {
+            unreachable!()
+        };
+        let named = BeyondHistory::of(&seen(), t);
+        assert_eq!(named.milestone, Some(65_536));
+        assert!(
+            named
+                .sentence()
+                .contains("between revisions 65536 and 70000")
+        );
+
+        let why = judge(
+            Some(seen()),
+            now(),
+            Some(&trimmed(Some(link(65_536, 2, 5)), 12)),
+        );
+        assert!(why.unwrap_err().contains("at milestone revision 65536"));
+
+        let why = judge(Some(seen()), now(), Some(&trimmed(None, 9)));
+        assert!(why.unwrap_err().contains("commits were lost"));
+
+        // The milestone not kept: only the counts are compared, and that is said.
+        let counts_only = trimmed(None, 10);
+        assert!(judge(Some(seen()), now(), Some(&counts_only)).is_ok());
+        let AtWitnessed::Trimmed(t) = &counts_only else {
+            unreachable!()
+        };
+        assert!(
+            BeyondHistory::of(&seen(), t)
+                .sentence()
+                .contains("only its counts")
+        );
+    }
+
+    #[test]
+    fn a_witness_keeps_its_milestone_within_one_history_only() {
+        let kept = judge(Some(seen()), now(), None).unwrap();
+        assert_eq!(kept.milestone, seen().milestone);
+        let next_epoch = Seen { epoch: 1, ..now() };
+        assert_eq!(
+            judge(Some(seen()), next_epoch, None).unwrap().milestone,
+            None
+        );
+    }
+}
