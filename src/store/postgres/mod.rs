@@ -70,7 +70,7 @@ use postgres::{Config, SimpleQueryMessage};
 
 use super::backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
 use super::capability::{Capability, WORK_MODEL};
-use super::epoch::STORE_EPOCH;
+use super::epoch::{STORE_EPOCH, STORE_ID};
 use super::sql::statements::REVISION;
 use super::sql::{Driver, Step, Transient, backoff, refuse_read_only, retry};
 use super::stall::StallWatch;
@@ -79,6 +79,7 @@ use crate::error::{Error, Result};
 use crate::model::{ChainCounts, ChainLink, LinkHash};
 use errors::{map_error, step, transient};
 use pool::{Conn, Pool, PoolState, connect};
+use tx::Known;
 use tx::{Inserts, PgTx};
 
 /// The schema this build reads and writes (`meta.schema_version`).
@@ -132,9 +133,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// `0x6c65617365686f6c`, "leasehol") and returns the transaction id, so a commit whose
 /// acknowledgement is lost can be resolved with `txid_status`, then the store's revision
 /// and epoch as they are under the lock (a statement of its own: a statement's snapshot
-/// is taken when it starts, before the lock is granted), and whether committed intake
-/// requests wait (one index probe), so a claim with nothing to move pays no round trip;
+/// is taken when it starts, before the lock is granted), whether committed intake
+/// requests wait (one index probe), so a claim with nothing to move pays no round trip,
+/// the store's id (every write's rewind check compares it), and whether any handler is
+/// paused, when the next schedule is due and whether any workflow instance waits to run
+/// (an authority's poll asks all three: each a seek, and most polls then skip the read);
 /// then the chain's newest link, which the commit's own link follows (`store/chain.rs`).
+/// Each of these was a round trip under the lock of its own.
 ///
 /// The write lock is waited for at most [`super::stall::STALL_AFTER`] at a time: a longer
 /// wait is a stall, logged with the holder's session before the writer queues again. The
@@ -144,7 +149,11 @@ const BEGIN_WRITE: &str = "BEGIN; SET LOCAL lock_timeout = '3s'; \
      SET LOCAL lock_timeout TO DEFAULT; \
      SELECT (SELECT value FROM meta WHERE key = 'revision'), \
             (SELECT value FROM meta WHERE key = 'store_epoch'), \
-            EXISTS (SELECT 1 FROM intake); \
+            EXISTS (SELECT 1 FROM intake), \
+            (SELECT value FROM meta WHERE key = 'store_id'), \
+            EXISTS (SELECT 1 FROM handler_pauses), \
+            (SELECT min(next_due) FROM schedules WHERE paused_at IS NULL), \
+            EXISTS (SELECT 1 FROM instances WHERE next_eligible_at IS NOT NULL); \
      SELECT revision, link, nonce, generations, completions \
        FROM chain ORDER BY revision DESC LIMIT 1";
 
@@ -517,6 +526,8 @@ struct Begun {
     revision: Option<i64>,
     epoch: Option<i64>,
     intake: bool,
+    store_id: Option<i64>,
+    known: Known,
     head: Option<ChainLink>,
 }
 
@@ -546,6 +557,12 @@ impl Begun {
             revision: int(0),
             epoch: int(1),
             intake: meta.and_then(|row| row.get(2)) == Some("t"),
+            store_id: int(3),
+            known: Known {
+                no_pauses: meta.and_then(|row| row.get(4)) == Some("f"),
+                next_schedule: meta.map(|row| row.get(5).and_then(|v| v.parse().ok())),
+                no_instances: meta.and_then(|row| row.get(6)) == Some("f"),
+            },
             head,
         })
     }
@@ -558,7 +575,11 @@ impl Begun {
         if let Some(epoch) = self.epoch {
             tx.remember_meta(STORE_EPOCH, epoch);
         }
+        if let Some(id) = self.store_id {
+            tx.remember_meta(STORE_ID, id);
+        }
         tx.intake_waits(self.intake);
+        tx.know(self.known);
         tx.chain_head(self.head.clone());
     }
 }
