@@ -62,7 +62,7 @@ mod work_facets;
 use std::sync::{Arc, OnceLock};
 
 pub use crate::model::HandlerKeys;
-pub use backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
+pub use backend::{Backend, CommitFeed, RoundTrips, ServerIdentity, StoreKind, Tx};
 pub use capability::Capability;
 pub use counter::Counter;
 pub use events::Ingested;
@@ -296,6 +296,13 @@ impl Store {
     #[must_use]
     pub fn wal_position(&self) -> Option<u64> {
         self.backend.wal_position()
+    }
+
+    /// The round trips this handle's committed writes took, where a statement is one
+    /// ([`Backend::write_round_trips`]).
+    #[must_use]
+    pub fn write_round_trips(&self) -> Option<RoundTrips> {
+        self.backend.write_round_trips()
     }
 
     /// Where this store is, without secrets.

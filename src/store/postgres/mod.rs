@@ -68,7 +68,7 @@ use std::time::Duration;
 use postgres::error::SqlState;
 use postgres::{Config, SimpleQueryMessage};
 
-use super::backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
+use super::backend::{Backend, CommitFeed, RoundTrips, ServerIdentity, StoreKind, Tx};
 use super::capability::{Capability, WORK_MODEL};
 use super::epoch::{STORE_EPOCH, STORE_ID};
 use super::sql::statements::REVISION;
@@ -208,6 +208,9 @@ pub struct PostgresBackend {
     /// below it unless it lost acknowledged commits (a failover to a replica that was
     /// behind): then a generation could be minted twice, so writes fail closed.
     high_water: AtomicU64,
+    /// Committed write transactions, and the round trips they took.
+    writes: AtomicU64,
+    write_round_trips: AtomicU64,
 }
 
 /// How the server is named in messages, and the secret that must never appear in them.
@@ -347,6 +350,8 @@ impl PostgresBackend {
             read_only,
             created,
             high_water: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            write_round_trips: AtomicU64::new(0),
         })
     }
 
@@ -419,7 +424,7 @@ impl PostgresBackend {
                 .map_err(|e| began(conn, &e))?;
             None
         };
-        let (ending, failed_transiently, revision, assumed) = {
+        let (ending, failed_transiently, revision, assumed, round_trips) = {
             let high_water = self.high_water.load(Ordering::Acquire);
             let mut tx = PgTx::new(conn, names, write, high_water, inserts);
             if let Some(begun) = &begun {
@@ -431,6 +436,7 @@ impl PostgresBackend {
                 tx.take_transient(),
                 tx.seen_revision(),
                 tx.assumed(),
+                tx.round_trips(),
             )
         };
         // A transaction that assumed new ids free and failed for good may have failed
@@ -453,6 +459,13 @@ impl PostgresBackend {
             Ok(_) => {
                 conn.in_transaction = false;
                 self.saw_committed(revision);
+                if write {
+                    // The write lock's statement and the commit's, around the
+                    // transaction's own.
+                    self.writes.fetch_add(1, Ordering::Relaxed);
+                    self.write_round_trips
+                        .fetch_add(round_trips + 2, Ordering::Relaxed);
+                }
                 Ok(())
             }
             Err(e) => {
@@ -730,6 +743,13 @@ impl Backend for PostgresBackend {
         Some(ServerIdentity {
             system_identifier: row.try_get(0).ok()?,
             timeline: row.try_get(1).ok()?,
+        })
+    }
+
+    fn write_round_trips(&self) -> Option<RoundTrips> {
+        Some(RoundTrips {
+            writes: self.writes.load(Ordering::Relaxed),
+            round_trips: self.write_round_trips.load(Ordering::Relaxed),
         })
     }
 

@@ -240,6 +240,8 @@ pub(super) struct PgTx<'a> {
     known: Known,
     /// The chain's newest link as the write lock's statement read it.
     head: Option<ChainLink>,
+    /// The statements this transaction sent (each a round trip).
+    round_trips: u64,
     /// Every grant and fenced write this transaction added, held back or sent: what its
     /// revision's chain link digests, without reading them back.
     added: (Vec<Grant>, Vec<WriteRecord>),
@@ -273,6 +275,7 @@ impl<'a> PgTx<'a> {
             known: Known::default(),
             head: None,
             added: (Vec::new(), Vec::new()),
+            round_trips: 0,
         }
     }
 
@@ -446,7 +449,14 @@ impl<'a> PgTx<'a> {
         self.transient.take()
     }
 
+    /// The statements this transaction has sent so far.
+    pub(super) fn round_trips(&self) -> u64 {
+        self.round_trips
+    }
+
+    /// A statement's outcome; every statement this transaction sends passes here.
     fn check<T>(&mut self, r: std::result::Result<T, postgres::Error>) -> Result<T> {
+        self.round_trips += 1;
         r.map_err(|e| {
             if let Some(t) = transient(self.names, &e, self.conn.client()) {
                 self.transient = Some(t);
