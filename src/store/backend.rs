@@ -157,6 +157,27 @@ pub trait Backend: Send + Sync {
         self.write(f)
     }
 
+    /// Like [`Self::write`] (or, when `urgent`, [`Self::write_urgent`]), for a write that
+    /// reads the work items `ids` first (a batch of completions, a renewal round): a
+    /// provider whose every statement is a round trip reads them with the write lock
+    /// instead of after it. The same transaction by default.
+    ///
+    /// # Errors
+    /// As [`Self::write`].
+    fn write_reading(
+        &self,
+        urgent: bool,
+        ids: &[&str],
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
+    ) -> Result<()> {
+        let _ = ids;
+        if urgent {
+            self.write_urgent(f)
+        } else {
+            self.write(f)
+        }
+    }
+
     /// Runs `f` in one read-only snapshot.
     ///
     /// # Errors

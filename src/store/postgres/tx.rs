@@ -289,6 +289,15 @@ impl<'a> PgTx<'a> {
         self.intake_waits = waits;
     }
 
+    /// The work items `ids` as the write lock's statement read them (`items`; an id
+    /// without one has no item).
+    pub(super) fn fetched(&mut self, ids: &[&str], items: &[WorkItem]) {
+        for id in ids {
+            self.seen.work.entry((*id).to_owned()).or_insert(None);
+        }
+        self.saw(items);
+    }
+
     /// What the write lock's statement found absent.
     pub(super) fn know(&mut self, known: Known) {
         self.known = known;
