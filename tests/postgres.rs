@@ -32,6 +32,8 @@ mod opening;
 mod queries;
 #[path = "postgres/rewind.rs"]
 mod rewind;
+#[path = "postgres/round_trips.rs"]
+mod round_trips;
 #[path = "postgres/schema.rs"]
 mod schema;
 #[path = "postgres/server_identity.rs"]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::model::{ExecRecord, FailureClass, WorkItem};
-use crate::store::Claim;
+use crate::store::{Claim, RoundTrips};
 
 /// What one authority did, from its own point of view.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +79,9 @@ pub struct Stats {
     /// every handler's series exist before its first outcome, and item data never adds
     /// a key (an item whose handler is not registered here is never run here).
     pub handlers: BTreeMap<String, HandlerCounts>,
+    /// The round trips this authority's committed writes took, on a store where each
+    /// statement is one (PostgreSQL): the write lock is held across them.
+    pub write_round_trips: Option<RoundTrips>,
 }
 
 /// One handler's outcomes, as the store recorded them through this authority's writes.

@@ -12,7 +12,7 @@ use crate::model::HandlerVersion;
 use crate::model::WorkKind;
 use crate::model::handler_key;
 use crate::model::work::NewWork;
-use crate::store::{Counter, Store};
+use crate::store::{Counter, RoundTrips, Store};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -128,6 +128,15 @@ pub(super) fn fleet_metrics(report: &mut Report, run: &FleetRun) {
         }
     }
     let sum = |f: fn(&Stats) -> u64| stats.iter().map(f).sum::<u64>();
+    let trips: RoundTrips = stats.iter().filter_map(|s| s.write_round_trips).sum();
+    if let Some(per_write) = trips.per_write() {
+        report.metric(
+            "roundTripsPerWrite",
+            "round trips per authority write (the write lock held across them)",
+            (per_write * 10.0).round() / 10.0,
+            "",
+        );
+    }
     report.metric("elapsedSeconds", "run time", elapsed.as_secs_f64(), "s");
     // The tail with N claimers is what the fleet is tuned for: the median, the p99 and the
     // worst item, and how long a renewal (which keeps every claim alive) took meanwhile.

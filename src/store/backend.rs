@@ -134,6 +134,14 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// The round trips to the server this handle's committed write transactions took, from
+    /// the write lock's statement to the commit's (`leasehold bench` reports them per
+    /// commit: each is time the write lock is held while the server waits for the client).
+    /// `None` where a statement is no round trip (the in-process providers).
+    fn write_round_trips(&self) -> Option<RoundTrips> {
+        None
+    }
+
     /// Whether the store survives the process (false only for memory).
     fn physical_durability(&self) -> bool;
 
@@ -167,6 +175,27 @@ pub trait Backend: Send + Sync {
     /// As [`Self::write`].
     fn write_urgent(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         self.write(f)
+    }
+
+    /// Like [`Self::write`] (or, when `urgent`, [`Self::write_urgent`]), for a write that
+    /// reads the work items `ids` first (a batch of completions, a renewal round): a
+    /// provider whose every statement is a round trip reads them with the write lock
+    /// instead of after it. The same transaction by default.
+    ///
+    /// # Errors
+    /// As [`Self::write`].
+    fn write_reading(
+        &self,
+        urgent: bool,
+        ids: &[&str],
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
+    ) -> Result<()> {
+        let _ = ids;
+        if urgent {
+            self.write_urgent(f)
+        } else {
+            self.write(f)
+        }
     }
 
     /// Runs `f` in one read-only snapshot.
@@ -591,4 +620,34 @@ pub trait Tx {
     /// next committed transaction is `revision + 1` and the next journal seq
     /// `journal_high_water + 1`.
     fn import_revision(&mut self, revision: u64, journal_high_water: i64) -> Result<()>;
+}
+
+/// Round trips taken by committed write transactions ([`Backend::write_round_trips`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoundTrips {
+    /// Committed write transactions.
+    pub writes: u64,
+    /// The statements (round trips) they sent, the write lock's and the commit's included;
+    /// a statement's first preparation on a connection is not counted.
+    pub round_trips: u64,
+}
+
+impl RoundTrips {
+    /// Round trips per committed write, or `None` before the first.
+    #[must_use]
+    pub fn per_write(&self) -> Option<f64> {
+        #[allow(clippy::cast_precision_loss)] // counts far below 2^52
+        (self.writes > 0).then(|| self.round_trips as f64 / self.writes as f64)
+    }
+}
+
+/// The round trips of several handles (a fleet's authorities) together.
+impl std::iter::Sum for RoundTrips {
+    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+        iter.fold(Self::default(), |all, one| Self {
+            writes: all.writes + one.writes,
+            round_trips: all.round_trips + one.round_trips,
+        })
+    }
 }

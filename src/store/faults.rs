@@ -160,6 +160,10 @@ impl Backend for FaultyBackend {
         self.inner.wal_position()
     }
 
+    fn write_round_trips(&self) -> Option<super::backend::RoundTrips> {
+        self.inner.write_round_trips()
+    }
+
     fn physical_durability(&self) -> bool {
         self.inner.physical_durability()
     }

@@ -64,7 +64,9 @@ mod work_facets;
 use std::sync::{Arc, OnceLock};
 
 pub use crate::model::HandlerKeys;
-pub use backend::{Backend, CommitFeed, ConnectionServer, ServerIdentity, StoreKind, Tx};
+pub use backend::{
+    Backend, CommitFeed, ConnectionServer, RoundTrips, ServerIdentity, StoreKind, Tx,
+};
 pub use capability::Capability;
 pub use counter::Counter;
 pub use events::Ingested;
@@ -84,8 +86,8 @@ pub use schedules::DEFAULT_ON_TIME_MS as SCHEDULE_ON_TIME_MS;
 pub use schedules::UPDATE_ACTION as SCHEDULE_UPDATE_ACTION;
 pub(crate) use schedules::fire_due_in;
 pub use triage::{BulkPage, Triaged};
-pub(crate) use work::complete_in;
 pub use work::{Claim, Completion, Enqueued};
+pub(crate) use work::{complete_in, completed_ids};
 
 use crate::clock::{Clock, Millis};
 use crate::error::{Error, Result};
@@ -300,6 +302,13 @@ impl Store {
         self.backend.wal_position()
     }
 
+    /// The round trips this handle's committed writes took, where a statement is one
+    /// ([`Backend::write_round_trips`]).
+    #[must_use]
+    pub fn write_round_trips(&self) -> Option<RoundTrips> {
+        self.backend.write_round_trips()
+    }
+
     /// Where this store is, without secrets.
     pub fn describe(&self) -> String {
         self.backend.describe()
@@ -382,25 +391,41 @@ impl Store {
     /// # Errors
     /// Whatever `f` returns, or a store failure.
     pub(crate) fn write<T>(&self, f: impl FnMut(&mut dyn Tx, Millis) -> Result<T>) -> Result<T> {
-        self.write_as(false, f)
+        self.write_as(false, &[], f)
     }
 
-    /// Like [`Self::write`], for a write that keeps what a process holds alive (renewals,
-    /// heartbeats): it goes ahead of the host's queued writers where the provider queues
-    /// them ([`Backend::write_urgent`]).
+    /// Like [`Self::write`], for a write that reads the work items `ids` first (a batch
+    /// of completions): a provider whose statements are round trips reads them with the
+    /// write lock ([`Backend::write_reading`]).
+    ///
+    /// # Errors
+    /// As [`Self::write`].
+    pub(crate) fn write_reading<T>(
+        &self,
+        ids: &[&str],
+        f: impl FnMut(&mut dyn Tx, Millis) -> Result<T>,
+    ) -> Result<T> {
+        self.write_as(false, ids, f)
+    }
+
+    /// Like [`Self::write_reading`], for a write that keeps what a process holds alive
+    /// (renewals, heartbeats): it goes ahead of the host's queued writers where the
+    /// provider queues them ([`Backend::write_urgent`]).
     ///
     /// # Errors
     /// As [`Self::write`].
     pub(crate) fn write_urgent<T>(
         &self,
+        ids: &[&str],
         f: impl FnMut(&mut dyn Tx, Millis) -> Result<T>,
     ) -> Result<T> {
-        self.write_as(true, f)
+        self.write_as(true, ids, f)
     }
 
     fn write_as<T>(
         &self,
         urgent: bool,
+        ids: &[&str],
         mut f: impl FnMut(&mut dyn Tx, Millis) -> Result<T>,
     ) -> Result<T> {
         if let Some(e) = self.untrusted() {
@@ -431,11 +456,7 @@ impl Store {
             };
             Ok(())
         };
-        self.note(if urgent {
-            self.backend.write_urgent(&mut run)
-        } else {
-            self.backend.write(&mut run)
-        })?;
+        self.note(self.backend.write_reading(urgent, ids, &mut run))?;
         if let Some(link) = &committed {
             self.witnesses().for_each(|w| w.committed(link, milestone));
         }

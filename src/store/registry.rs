@@ -170,7 +170,7 @@ impl Store {
     ) -> Result<()> {
         // Urgent: a heartbeat that waits behind the fleet's claim batches makes a busy
         // authority look silent.
-        self.write_urgent(|tx, now| {
+        self.write_urgent(&[], |tx, now| {
             let Some(mut row) = tx.authority(&incarnation.instance_id)? else {
                 return Err(Error::NotFound {
                     what: "authority".into(),

@@ -395,8 +395,9 @@ impl Store {
         if claims.is_empty() {
             return Ok(Vec::new());
         }
-        self.write_urgent(|tx, now| {
-            tx.prefetch_work(&claims.iter().map(|(id, _)| *id).collect::<Vec<_>>())?;
+        let ids: Vec<&str> = claims.iter().map(|(id, _)| *id).collect();
+        self.write_urgent(&ids, |tx, now| {
+            tx.prefetch_work(&ids)?;
             claims
                 .iter()
                 .map(|&(id, generation)| {
@@ -528,7 +529,7 @@ impl Store {
     /// # Errors
     /// A store failure (then none of the batch is committed).
     pub fn complete_batch(&self, batch: &[Completion]) -> Result<Vec<Result<Arc<WorkItem>>>> {
-        self.write(|tx, now| complete_in(tx, now, batch))
+        self.write_reading(&completed_ids(batch), |tx, now| complete_in(tx, now, batch))
     }
 
     fn fenced(
@@ -576,6 +577,11 @@ struct Seen {
     refused_keys: Option<(String, String)>,
 }
 
+/// The items a batch of completions reads first, for [`Store::write_reading`].
+pub(crate) fn completed_ids(batch: &[Completion]) -> Vec<&str> {
+    batch.iter().map(|c| c.id.as_str()).collect()
+}
+
 /// [`Store::complete_batch`] inside a transaction the caller may write more in: each
 /// completion fenced on its own, answered in order with the version stored.
 ///
@@ -589,7 +595,7 @@ pub(crate) fn complete_in(
     if batch.is_empty() {
         return Ok(Vec::new());
     }
-    tx.prefetch_work(&batch.iter().map(|c| c.id.as_str()).collect::<Vec<_>>())?;
+    tx.prefetch_work(&completed_ids(batch))?;
     let mut answers = Vec::with_capacity(batch.len());
     for c in batch {
         let verb = if c.outcome.is_ok() {

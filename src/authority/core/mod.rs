@@ -243,7 +243,10 @@ impl AuthorityCore {
     /// A snapshot of the counters.
     #[must_use]
     pub fn stats(&self) -> Stats {
-        self.state().stats.clone()
+        Stats {
+            write_round_trips: self.store.write_round_trips(),
+            ..self.state().stats.clone()
+        }
     }
 
     /// Jobs owned right now (claimed and not yet finished, lost or released).

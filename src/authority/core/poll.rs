@@ -21,7 +21,9 @@ use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::WorkItem;
 use crate::rules::schedule::on_time_window;
-use crate::store::{Claim, ClaimBudget, Completion, Probe, complete_in, fire_due_in};
+use crate::store::{
+    Claim, ClaimBudget, Completion, Probe, complete_in, completed_ids, fire_due_in,
+};
 use crate::workflow::engine::Claimed;
 
 /// Schedules examined per poll.
@@ -59,7 +61,9 @@ impl AuthorityCore {
                     [] => Vec::new(),
                     completions => self
                         .store
-                        .write(|tx, now| complete_in(tx, now, completions))?,
+                        .write_reading(&completed_ids(completions), |tx, now| {
+                            complete_in(tx, now, completions)
+                        })?,
                 };
                 return Ok(Polled {
                     completed,
@@ -102,31 +106,33 @@ impl AuthorityCore {
         let workload = &self.workload;
         // `granted` is the instant the claims were decided at, inside the write lock: a job's
         // claim → complete time starts there, not when this poll began to wait for the lock.
-        let (fired, completed, instances, claimed, granted) = self.store.write(|tx, now| {
-            let fired = fire_due_in(tx, now, &workload, SCHEDULES_PER_POLL, on_time)?;
-            let completed = complete_in(tx, now, &finishing.completions)?;
-            let mut instances = if wf_limit > 0 && free > due_looks {
-                self.engine.claim_in(tx, now, wf_limit, lease)?
-            } else {
-                Vec::new()
-            };
-            let work_limit = free.saturating_sub(due_looks + instances.len()).min(batch);
-            let claimed = if work_limit > 0 {
-                let budget = self.claim_budget(work_limit, &handler_room, &in_flight);
-                Some(
-                    self.store
-                        .claim_work_in(tx, now, owner, &keys, &budget, lease)?,
-                )
-            } else {
-                None
-            };
-            let items = claimed.as_ref().map_or(0, |c| c.claims.len());
-            let left = free.saturating_sub(due_looks + instances.len() + items);
-            if left > 0 && instances.len() == wf_limit {
-                instances.extend(self.engine.claim_in(tx, now, left.min(batch), lease)?);
-            }
-            Ok((fired, completed, instances, claimed, now))
-        })?;
+        let reads = completed_ids(&finishing.completions);
+        let (fired, completed, instances, claimed, granted) =
+            self.store.write_reading(&reads, |tx, now| {
+                let fired = fire_due_in(tx, now, &workload, SCHEDULES_PER_POLL, on_time)?;
+                let completed = complete_in(tx, now, &finishing.completions)?;
+                let mut instances = if wf_limit > 0 && free > due_looks {
+                    self.engine.claim_in(tx, now, wf_limit, lease)?
+                } else {
+                    Vec::new()
+                };
+                let work_limit = free.saturating_sub(due_looks + instances.len()).min(batch);
+                let claimed = if work_limit > 0 {
+                    let budget = self.claim_budget(work_limit, &handler_room, &in_flight);
+                    Some(
+                        self.store
+                            .claim_work_in(tx, now, owner, &keys, &budget, lease)?,
+                    )
+                } else {
+                    None
+                };
+                let items = claimed.as_ref().map_or(0, |c| c.claims.len());
+                let left = free.saturating_sub(due_looks + instances.len() + items);
+                if left > 0 && instances.len() == wf_limit {
+                    instances.extend(self.engine.claim_in(tx, now, left.min(batch), lease)?);
+                }
+                Ok((fired, completed, instances, claimed, now))
+            })?;
         self.state().stats.schedules_fired += fired as u64;
         let items = match claimed {
             Some(claimed) => {

@@ -58,7 +58,8 @@ impl Batch {
     }
 
     /// The batch as one statement with one array parameter per column, and the arrays.
-    pub(super) fn with_arrays(self) -> (String, Vec<Box<dyn postgres::types::ToSql + Sync>>) {
+    /// Parameters are numbered from `$first`.
+    fn with_arrays(self, first: usize) -> (String, Vec<Box<dyn postgres::types::ToSql + Sync>>) {
         let table = self.table;
         let on_conflict = self.on_conflict();
         let mut columns: Vec<Vec<SqlValue>> =
@@ -79,7 +80,7 @@ impl Batch {
             .columns
             .iter()
             .enumerate()
-            .map(|(i, (_, kind))| format!("${}::{}[]", i + 1, sql_type(*kind)))
+            .map(|(i, (_, kind))| format!("${}::{}[]", first + i, sql_type(*kind)))
             .collect::<Vec<_>>()
             .join(", ");
         let sql = if self.form == Form::Append {
@@ -98,7 +99,35 @@ impl Batch {
     }
 }
 
-/// The arrays of [`Batch::with_arrays`] as parameters.
+/// Every batch in one statement: all but the last as data-modifying `WITH` queries before
+/// it, each with its own arrays. PostgreSQL runs them all, on the same snapshot, whatever
+/// the outer statement reads, so the writes of several tables cost one round trip instead
+/// of one each. The batches write distinct rows (one batch per table and form, a work id
+/// in one of them only), so no two of them touch the same row.
+pub(super) fn together(
+    batches: Vec<Batch>,
+) -> (String, Vec<Box<dyn postgres::types::ToSql + Sync>>) {
+    let mut arrays = Vec::new();
+    let mut statements = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let (sql, mut own) = batch.with_arrays(arrays.len() + 1);
+        arrays.append(&mut own);
+        statements.push(sql);
+    }
+    let last = statements.pop().unwrap_or_default();
+    if statements.is_empty() {
+        return (last, arrays);
+    }
+    let with = statements
+        .iter()
+        .enumerate()
+        .map(|(n, sql)| format!("held_{n} AS ({sql})"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (format!("WITH {with} {last}"), arrays)
+}
+
+/// The arrays of [`together`] as parameters.
 pub(super) fn params(arrays: &[Box<dyn postgres::types::ToSql + Sync>]) -> Vec<Param<'_>> {
     arrays.iter().map(|a| &**a as Param<'_>).collect()
 }

@@ -7,7 +7,7 @@ use std::fmt::Display;
 
 use postgres::row::RowIndex;
 use postgres::types::{ToSql, Type};
-use postgres::{Error, Row, Statement};
+use postgres::{Error, Row, SimpleQueryRow, Statement};
 
 use crate::error::Result;
 use crate::store::sql::encode::Kind;
@@ -61,6 +61,40 @@ pub(super) fn sql_type(kind: Kind) -> &'static str {
 
 /// One PostgreSQL result row.
 pub(super) struct PgRow<'r>(pub(super) &'r Row);
+
+/// A row of a simple query, every value as the server's text (the write lock's statement
+/// reads rows this way, in the same message as the lock).
+pub(super) struct TextRow<'r>(pub(super) &'r SimpleQueryRow);
+
+impl SqlRow for TextRow<'_> {
+    fn value(&self, col: Col, kind: Kind) -> Result<SqlValue> {
+        let got = match col {
+            Col::Name(name) | Col::Both(_, name) => self.0.try_get(name),
+            Col::Pos(pos) => self.0.try_get(pos),
+        };
+        let text = got.map_err(|e| unreadable(&col.label(), e))?;
+        let Some(text) = text else {
+            return Ok(SqlValue::Null);
+        };
+        Ok(match kind {
+            Kind::Int => SqlValue::Int(
+                text.parse()
+                    .map_err(|e| unreadable(&col.label(), format!("{text:?}: {e}")))?,
+            ),
+            Kind::Text => SqlValue::Text(text.to_owned()),
+            Kind::Bool => match text {
+                "t" => SqlValue::Bool(true),
+                "f" => SqlValue::Bool(false),
+                other => {
+                    return Err(unreadable(
+                        &col.label(),
+                        format!("{other:?} is not a boolean"),
+                    ));
+                }
+            },
+        })
+    }
+}
 
 impl SqlRow for PgRow<'_> {
     fn value(&self, col: Col, kind: Kind) -> Result<SqlValue> {

@@ -46,6 +46,20 @@ pub(super) fn key_guard(keys: &[String]) -> Option<String> {
     Some(sql)
 }
 
+/// The statement reading the work items `ids` (in any order), or `None` when an id cannot
+/// be a literal. It goes with the write lock's statement ([`super::begin_write`]).
+pub(super) fn work_by_ids(ids: &[&str]) -> Option<String> {
+    let mut sql = String::from("SELECT * FROM work WHERE id IN (");
+    for (n, id) in ids.iter().enumerate() {
+        if n > 0 {
+            sql.push_str(", ");
+        }
+        literal(&SqlValue::Text((*id).to_owned()), Kind::Text, &mut sql)?;
+    }
+    sql.push(')');
+    Some(sql)
+}
+
 /// [`key_guard`] with the keys as one text array parameter.
 pub(super) const KEY_GUARD: &str = "SELECT (SELECT 1 FROM work WHERE idempotency_key = held.key) FROM unnest($1::text[]) AS held (key)";
 

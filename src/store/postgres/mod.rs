@@ -52,6 +52,7 @@
 //! `upgrade_8.sql`, which bring a store of schema 1 to 8 to 9 in place.
 
 mod batch;
+mod begin;
 mod bind;
 mod errors;
 pub mod intake;
@@ -66,18 +67,16 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
+use postgres::Config;
 use postgres::error::SqlState;
-use postgres::{Config, SimpleQueryMessage};
 
-use super::backend::{Backend, CommitFeed, ServerIdentity, StoreKind, Tx};
+use super::backend::{Backend, CommitFeed, RoundTrips, ServerIdentity, StoreKind, Tx};
 use super::capability::{Capability, WORK_MODEL};
-use super::epoch::STORE_EPOCH;
-use super::sql::statements::REVISION;
-use super::sql::{Driver, Step, Transient, backoff, refuse_read_only, retry};
+use super::sql::{Step, Transient, backoff, refuse_read_only, retry};
 use super::stall::StallWatch;
 use super::url::OpenMode;
 use crate::error::{Error, Result};
-use crate::model::{ChainCounts, ChainLink, LinkHash};
+use begin::{Begun, begin_write};
 use errors::{map_error, step, transient};
 use pool::{Conn, Pool, PoolState, connect};
 use tx::{Inserts, PgTx};
@@ -128,26 +127,6 @@ const SESSION_SETUP: &str =
 
 /// Opening a connection gives up after this long (the server is down or unreachable).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Begins a write transaction: takes the database's write lock (advisory key
-/// `0x6c65617365686f6c`, "leasehol") and returns the transaction id, so a commit whose
-/// acknowledgement is lost can be resolved with `txid_status`, then the store's revision
-/// and epoch as they are under the lock (a statement of its own: a statement's snapshot
-/// is taken when it starts, before the lock is granted), and whether committed intake
-/// requests wait (one index probe), so a claim with nothing to move pays no round trip;
-/// then the chain's newest link, which the commit's own link follows (`store/chain.rs`).
-///
-/// The write lock is waited for at most [`super::stall::STALL_AFTER`] at a time: a longer
-/// wait is a stall, logged with the holder's session before the writer queues again. The
-/// bound is lifted before the meta read, so only the write lock's wait is taken for one.
-const BEGIN_WRITE: &str = "BEGIN; SET LOCAL lock_timeout = '3s'; \
-     SELECT pg_advisory_xact_lock(7810756276994469740), txid_current()::text; \
-     SET LOCAL lock_timeout TO DEFAULT; \
-     SELECT (SELECT value FROM meta WHERE key = 'revision'), \
-            (SELECT value FROM meta WHERE key = 'store_epoch'), \
-            EXISTS (SELECT 1 FROM intake); \
-     SELECT revision, link, nonce, generations, completions \
-       FROM chain ORDER BY revision DESC LIMIT 1";
 
 /// The write lock's advisory key, as `pg_locks` shows it: `(classid, objid)`, the key's
 /// high and low 32 bits.
@@ -200,6 +179,9 @@ pub struct PostgresBackend {
     /// below it unless it lost acknowledged commits (a failover to a replica that was
     /// behind): then a generation could be minted twice, so writes fail closed.
     high_water: AtomicU64,
+    /// Committed write transactions, and the round trips they took.
+    writes: AtomicU64,
+    write_round_trips: AtomicU64,
 }
 
 /// How the server is named in messages, and the secret that must never appear in them.
@@ -339,6 +321,8 @@ impl PostgresBackend {
             read_only,
             created,
             high_water: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            write_round_trips: AtomicU64::new(0),
         })
     }
 
@@ -354,7 +338,13 @@ impl PostgresBackend {
         self.read_only
     }
 
-    fn run(&self, write: bool, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+    /// Runs `f` in a transaction: a write when `write` names the work items it reads first
+    /// (read with the write lock), a read-only snapshot otherwise.
+    fn run(
+        &self,
+        write: Option<&[&str]>,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
+    ) -> Result<()> {
         let mut watch = StallWatch::new(&self.names.label);
         retry(MAX_ATTEMPTS, || {
             let mut pooled = self.pool.get(&self.names)?;
@@ -375,7 +365,7 @@ impl PostgresBackend {
     fn attempt(
         &self,
         conn: &mut Conn,
-        write: bool,
+        write: Option<&[&str]>,
         inserts: Inserts,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
         watch: &mut StallWatch<'_>,
@@ -394,12 +384,12 @@ impl PostgresBackend {
             rollback(conn);
             failed
         };
-        let begun = if write {
+        let begun = if let Some(reads) = write {
             let messages = conn
                 .client
-                .simple_query(BEGIN_WRITE)
+                .simple_query(&begin_write(reads))
                 .map_err(|e| began(conn, &e))?;
-            Some(Begun::of(&messages).ok_or_else(|| {
+            Some(Begun::of(&messages, reads).ok_or_else(|| {
                 Step::Fail(Error::Unavailable(format!(
                     "{}: the server did not return a transaction id",
                     names.label
@@ -411,11 +401,11 @@ impl PostgresBackend {
                 .map_err(|e| began(conn, &e))?;
             None
         };
-        let (ending, failed_transiently, revision, assumed) = {
+        let (ending, failed_transiently, revision, assumed, round_trips) = {
             let high_water = self.high_water.load(Ordering::Acquire);
-            let mut tx = PgTx::new(conn, names, write, high_water, inserts);
-            if let Some(begun) = &begun {
-                begun.remember(&mut tx);
+            let mut tx = PgTx::new(conn, names, write.is_some(), high_water, inserts);
+            if let (Some(begun), Some(reads)) = (&begun, write) {
+                begun.remember(&mut tx, reads);
             }
             let ending = f(&mut tx).and_then(|()| tx.commit_statement());
             (
@@ -423,6 +413,7 @@ impl PostgresBackend {
                 tx.take_transient(),
                 tx.seen_revision(),
                 tx.assumed(),
+                tx.round_trips(),
             )
         };
         // A transaction that assumed new ids free and failed for good may have failed
@@ -445,6 +436,13 @@ impl PostgresBackend {
             Ok(_) => {
                 conn.in_transaction = false;
                 self.saw_committed(revision);
+                if write.is_some() {
+                    // The write lock's statement and the commit's, around the
+                    // transaction's own.
+                    self.writes.fetch_add(1, Ordering::Relaxed);
+                    self.write_round_trips
+                        .fetch_add(round_trips + 2, Ordering::Relaxed);
+                }
                 Ok(())
             }
             Err(e) => {
@@ -508,59 +506,6 @@ impl PostgresBackend {
             }
         }
         Err(unknown("the server did not answer"))
-    }
-}
-
-/// What [`BEGIN_WRITE`] answers: the transaction id, and the revision, the epoch and
-/// whether intake requests wait, under the lock.
-struct Begun {
-    txid: i64,
-    revision: Option<i64>,
-    epoch: Option<i64>,
-    intake: bool,
-    head: Option<ChainLink>,
-}
-
-impl Begun {
-    fn of(messages: &[SimpleQueryMessage]) -> Option<Self> {
-        let mut rows = messages.iter().filter_map(|m| match m {
-            SimpleQueryMessage::Row(row) => Some(row),
-            _ => None,
-        });
-        let txid = rows.next()?.get(1)?.parse().ok()?;
-        let meta = rows.next();
-        let int = |i: usize| meta.and_then(|row| row.get(i)).and_then(|v| v.parse().ok());
-        let head = rows.next().and_then(|row| {
-            let int = |i: usize| row.get(i).and_then(|v| v.parse().ok());
-            Some(ChainLink {
-                revision: int(0)?,
-                link: LinkHash::parse(row.get(1)?).ok()?,
-                nonce: row.get(2)?.to_owned(),
-                counts: ChainCounts {
-                    generations: int(3)?,
-                    completions: int(4)?,
-                },
-            })
-        });
-        Some(Self {
-            txid,
-            revision: int(0),
-            epoch: int(1),
-            intake: meta.and_then(|row| row.get(2)) == Some("t"),
-            head,
-        })
-    }
-
-    /// Hands the meta values to the transaction, which then reads neither again.
-    fn remember(&self, tx: &mut PgTx<'_>) {
-        if let Some(revision) = self.revision {
-            tx.remember_meta(REVISION, revision);
-        }
-        if let Some(epoch) = self.epoch {
-            tx.remember_meta(STORE_EPOCH, epoch);
-        }
-        tx.intake_waits(self.intake);
-        tx.chain_head(self.head.clone());
     }
 }
 
@@ -628,12 +573,22 @@ impl Backend for PostgresBackend {
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        self.write_reading(false, &[], f)
+    }
+
+    /// The items are read in the write lock's message ([`begin_write`]).
+    fn write_reading(
+        &self,
+        _urgent: bool,
+        ids: &[&str],
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
+    ) -> Result<()> {
         refuse_read_only(self.read_only, &self.names.label)?;
-        self.run(true, f)
+        self.run(Some(ids), f)
     }
 
     fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
-        self.run(false, f)
+        self.run(None, f)
     }
 
     /// The schema version and every table again, as an open checks them. The pages are
@@ -698,6 +653,13 @@ impl Backend for PostgresBackend {
     fn server_identity(&self) -> Option<ServerIdentity> {
         let mut pooled = self.pool.get(&self.names).ok()?;
         pooled.conn().server.map(|s| s.identity)
+    }
+
+    fn write_round_trips(&self) -> Option<RoundTrips> {
+        Some(RoundTrips {
+            writes: self.writes.load(Ordering::Relaxed),
+            round_trips: self.write_round_trips.load(Ordering::Relaxed),
+        })
     }
 
     fn wal_position(&self) -> Option<u64> {

@@ -49,7 +49,8 @@ use crate::store::sql::query::Query;
 use crate::store::sql::row::Decode;
 use crate::store::sql::statements::{REVISION, Statements};
 use crate::store::sql::value::SqlValue;
-use crate::store::sql::{Driver, RECLAIM, Transient, decode, lanes, limit, writable};
+
+use crate::store::sql::{Driver, KnownEmpty, RECLAIM, Transient, decode, lanes, limit, writable};
 
 /// Writes held back until a statement could observe them, or the commit.
 #[derive(Default)]
@@ -167,6 +168,31 @@ pub(super) enum Inserts {
 /// parses less.
 const LITERAL_ROWS: usize = 64;
 
+/// What a write transaction learnt with the write lock to be absent (see `BEGIN_WRITE`),
+/// so a read of it needs no round trip. Each is forgotten when this transaction writes what
+/// could change it. The default knows nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Known {
+    /// No handler is paused.
+    pub(super) no_pauses: bool,
+    /// When the earliest unpaused schedule is due (`Some(None)`: there is none).
+    pub(super) next_schedule: Option<Option<Millis>>,
+    /// No workflow instance waits to run.
+    pub(super) no_instances: bool,
+}
+
+impl Known {
+    fn empty(&self, read: KnownEmpty) -> bool {
+        match read {
+            KnownEmpty::HandlerPauses => self.no_pauses,
+            KnownEmpty::SchedulesDueBy(now) => self
+                .next_schedule
+                .is_some_and(|next| next.is_none_or(|due| due > now)),
+            KnownEmpty::RunnableInstances => self.no_instances,
+        }
+    }
+}
+
 /// Rows a write transaction has read or written, by key (`None`: known not to exist). The
 /// write lock keeps every other writer out, so they cannot change but through it.
 #[derive(Default)]
@@ -209,8 +235,13 @@ pub(super) struct PgTx<'a> {
     /// Whether committed intake requests were waiting when the write lock was taken (and
     /// have not been taken since): an empty intake costs a claim no statement.
     intake_waits: bool,
+    /// What the write lock's statement found absent, while this transaction's own writes
+    /// have not changed it.
+    known: Known,
     /// The chain's newest link as the write lock's statement read it.
     head: Option<ChainLink>,
+    /// The statements this transaction sent (each a round trip).
+    round_trips: u64,
     /// Every grant and fenced write this transaction added, held back or sent: what its
     /// revision's chain link digests, without reading them back.
     added: (Vec<Grant>, Vec<WriteRecord>),
@@ -241,8 +272,10 @@ impl<'a> PgTx<'a> {
             assumed_keys: BTreeSet::new(),
             guarded_keys: Vec::new(),
             intake_waits: false,
+            known: Known::default(),
             head: None,
             added: (Vec::new(), Vec::new()),
+            round_trips: 0,
         }
     }
 
@@ -256,6 +289,20 @@ impl<'a> PgTx<'a> {
         self.intake_waits = waits;
     }
 
+    /// The work items `ids` as the write lock's statement read them (`items`; an id
+    /// without one has no item).
+    pub(super) fn fetched(&mut self, ids: &[&str], items: &[WorkItem]) {
+        for id in ids {
+            self.seen.work.entry((*id).to_owned()).or_insert(None);
+        }
+        self.saw(items);
+    }
+
+    /// What the write lock's statement found absent.
+    pub(super) fn know(&mut self, known: Known) {
+        self.known = known;
+    }
+
     /// How many work items this transaction inserted on the assumption that their id (or
     /// their idempotency key) was free: if it fails for good, it runs again reading first.
     pub(super) fn assumed(&self) -> usize {
@@ -267,16 +314,14 @@ impl<'a> PgTx<'a> {
         self.seen_revision
     }
 
-    /// Sends every held-back write: one statement per table. Every statement that could
-    /// observe them calls it first.
+    /// Sends every held-back write, all tables in one statement ([`batch::together`]).
+    /// Every statement that could observe them calls it first.
     pub(super) fn flush(&mut self) -> Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        for batch in std::mem::take(&mut self.pending).into_batches()? {
-            self.send(batch)?;
-        }
-        Ok(())
+        let batches = std::mem::take(&mut self.pending).into_batches()?;
+        self.send(batches)
     }
 
     /// What ends the transaction, as one simple query: the held-back writes (as text when
@@ -290,9 +335,7 @@ impl<'a> PgTx<'a> {
         let mut sql = match text {
             Some(sql) => sql,
             None => {
-                for batch in batches {
-                    self.send(batch)?;
-                }
+                self.send(batches)?;
                 String::new()
             }
         };
@@ -344,9 +387,12 @@ impl<'a> PgTx<'a> {
         Ok(())
     }
 
-    /// Writes one batch in one statement, one array per column.
-    fn send(&mut self, batch: Batch) -> Result<()> {
-        let (sql, arrays) = batch.with_arrays();
+    /// Writes batches in one statement, one array per column.
+    fn send(&mut self, batches: Vec<Batch>) -> Result<()> {
+        if batches.is_empty() {
+            return Ok(());
+        }
+        let (sql, arrays) = batch::together(batches);
         self.exec_raw(&sql, &batch::params(&arrays))?;
         Ok(())
     }
@@ -412,7 +458,14 @@ impl<'a> PgTx<'a> {
         self.transient.take()
     }
 
+    /// The statements this transaction has sent so far.
+    pub(super) fn round_trips(&self) -> u64 {
+        self.round_trips
+    }
+
+    /// A statement's outcome; every statement this transaction sends passes here.
     fn check<T>(&mut self, r: std::result::Result<T, postgres::Error>) -> Result<T> {
+        self.round_trips += 1;
         r.map_err(|e| {
             if let Some(t) = transient(self.names, &e, self.conn.client()) {
                 self.transient = Some(t);
@@ -466,6 +519,9 @@ impl Driver for PgTx<'_> {
 
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64> {
         writable(self.writable)?;
+        // A statement of its own writes a table outside the held-back ones: a pause or a
+        // schedule among them.
+        self.known = Known::default();
         let conn = &mut *self.conn;
         let n = conn
             .statement(sql)
@@ -490,6 +546,10 @@ impl Driver for PgTx<'_> {
 
     fn known_meta(&self, key: &str) -> Option<i64> {
         self.seen.meta.get(key).copied()
+    }
+
+    fn known_empty(&self, read: KnownEmpty) -> bool {
+        self.known.empty(read)
     }
 
     fn remember_meta(&mut self, key: &str, value: i64) {
@@ -684,6 +744,16 @@ impl Driver for PgTx<'_> {
         self.claims(RECLAIM, compat, now, n)
     }
 
+    /// The lanes in one round trip instead of one per lane and one more.
+    fn claim_lanes(&mut self, compat: &str) -> Result<Vec<WorkLane>> {
+        self.flush()?;
+        self.query(
+            &lanes::claim_lanes_at_once(&POSTGRES),
+            &[compat.into()],
+            decode::lane,
+        )
+    }
+
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>> {
         self.flush()?;
         let mut states: Vec<&str> = filter.states.iter().map(|s| s.as_str()).collect();
@@ -787,6 +857,7 @@ impl Driver for PgTx<'_> {
     fn insert_instance(&mut self, row: &InstanceRow) -> Result<()> {
         // An upsert on the id (the memory provider's insert replaces a same-id row).
         writable(self.writable)?;
+        self.known.no_instances = false;
         let key = row.instance_id.clone();
         self.seen.instances.insert(key.clone(), Some(row.clone()));
         self.pending.instances.insert(key, row.clone());

@@ -8,6 +8,7 @@
 
 use super::dialect::Dialect;
 use super::encode;
+use super::lanes;
 use super::row::Decode;
 use super::value::SqlValue;
 use crate::clock::Millis;
@@ -51,6 +52,14 @@ pub(crate) trait Driver {
         None
     }
 
+    /// Whether this transaction knows, without a statement, that `read` finds nothing
+    /// (PostgreSQL learns it with the write lock, and forgets it when it writes what could
+    /// change it); `false` when it does not know.
+    fn known_empty(&self, read: KnownEmpty) -> bool {
+        let _ = read;
+        false
+    }
+
     // --- what each provider stores its own way (the `Tx` methods of the same names)
     fn revision(&mut self) -> Result<u64>;
     fn commit_revision(&mut self) -> Result<u64>;
@@ -72,6 +81,14 @@ pub(crate) trait Driver {
         n: usize,
     ) -> Result<Vec<WorkItem>>;
     fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>>;
+
+    /// The claim lanes of `compat` (see [`lanes::claim_lanes`]).
+    fn claim_lanes(&mut self, compat: &str) -> Result<Vec<WorkLane>>
+    where
+        Self: Sized,
+    {
+        lanes::claim_lanes(self, compat)
+    }
     fn list_work(&mut self, filter: &WorkFilter, page: &PageRequest) -> Result<Vec<WorkItem>>;
     fn add_grant(&mut self, grant: &Grant) -> Result<()>;
     fn add_write(&mut self, write: &WriteRecord) -> Result<()>;
@@ -122,6 +139,17 @@ pub(crate) trait Driver {
 }
 
 /// Refuses a write inside a read transaction.
+/// A read [`Driver::known_empty`] may answer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum KnownEmpty {
+    /// The paused handlers.
+    HandlerPauses,
+    /// The unpaused schedules due by this instant.
+    SchedulesDueBy(Millis),
+    /// The workflow instances waiting to run, of any compat digest.
+    RunnableInstances,
+}
+
 pub(crate) fn writable(writable: bool) -> Result<()> {
     if writable {
         Ok(())

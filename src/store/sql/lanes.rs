@@ -57,13 +57,16 @@ pub(crate) fn after_lane(columns: &str, from: &str, cond: &str, after: (&str, &s
     )
 }
 
+/// Where a claim lane is: a non-terminal item of compat digest `?1`.
+const CLAIM_LANE: &str = "compat = ?1 AND due_at IS NOT NULL";
+
 /// The lanes of `compat` with a non-terminal item, in [`WorkLane::sort_key`] order.
 pub(crate) fn claim_lanes<D: Driver>(tx: &mut D, compat: &str) -> Result<Vec<WorkLane>> {
     tx.settle()?;
     let sql = D::DIALECT.marks(&after_lane(
         "kind, handler",
         &D::DIALECT.from("work", "work_lane"),
-        "compat = ?1 AND due_at IS NOT NULL",
+        CLAIM_LANE,
         ("?2", "?3"),
     ));
     let mut lanes: Vec<WorkLane> = Vec::new();
@@ -77,6 +80,23 @@ pub(crate) fn claim_lanes<D: Driver>(tx: &mut D, compat: &str) -> Result<Vec<Wor
             None => return Ok(lanes),
         }
     }
+}
+
+/// [`claim_lanes`] as one statement (parameter: compat): the same seeks, chained by a
+/// recursive query on the server, for a provider where each statement is a round trip
+/// under the write lock. Rows in the same order.
+pub(crate) fn claim_lanes_at_once(dialect: &Dialect) -> String {
+    let from = dialect.from("work", "work_lane");
+    let seek = |after| after_lane("kind, handler", &from, CLAIM_LANE, after);
+    dialect.marks(&format!(
+        "WITH RECURSIVE lane(kind, handler, n) AS (\
+         SELECT kind, handler, 1 FROM ({first}) AS first \
+         UNION ALL SELECT next.kind, next.handler, lane.n + 1 \
+         FROM lane CROSS JOIN LATERAL ({next}) AS next) \
+         SELECT kind, handler FROM lane ORDER BY n",
+        first = seek(("''", "''")),
+        next = seek(("lane.kind", "lane.handler")),
+    ))
 }
 
 /// Per lane, the earliest `next_eligible_at` of its pending / retry items.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::attempt_errors;
 use super::decode;
-use super::driver::Driver;
+use super::driver::{Driver, KnownEmpty};
 use super::encode::{self, Table};
 use super::incident_bound;
 use super::lanes;
@@ -228,7 +228,7 @@ impl<D: Driver> Tx for D {
     }
 
     fn claim_lanes(&mut self, compat: &str) -> Result<Vec<WorkLane>> {
-        lanes::claim_lanes(self, compat)
+        Driver::claim_lanes(self, compat)
     }
 
     fn lane_claimable(
@@ -342,6 +342,9 @@ impl<D: Driver> Tx for D {
     }
 
     fn due_schedules(&mut self, now: Millis, n: usize) -> Result<Vec<Schedule>> {
+        if self.known_empty(KnownEmpty::SchedulesDueBy(now)) {
+            return Ok(Vec::new());
+        }
         self.query(
             D::DIALECT.text(
                 "SELECT * FROM schedules WHERE next_due <= ?1 AND paused_at IS NULL ORDER BY next_due, schedule_id LIMIT ?2",
@@ -362,6 +365,9 @@ impl<D: Driver> Tx for D {
     }
 
     fn handler_pauses(&mut self) -> Result<Vec<HandlerPause>> {
+        if self.known_empty(KnownEmpty::HandlerPauses) {
+            return Ok(Vec::new());
+        }
         let sql = D::DIALECT.text("SELECT * FROM handler_pauses ORDER BY handler");
         self.query(sql, &[], decode::handler_pause)
     }
@@ -641,6 +647,9 @@ impl<D: Driver> Tx for D {
         now: Millis,
         n: usize,
     ) -> Result<Vec<InstanceRow>> {
+        if self.known_empty(KnownEmpty::RunnableInstances) {
+            return Ok(Vec::new());
+        }
         self.settle()?;
         let from = D::DIALECT.from("instances", "instances_runnable");
         self.query(

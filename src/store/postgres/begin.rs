@@ -1,0 +1,143 @@
+//! The statement that begins a write transaction: the write lock, and in the same message
+//! what nearly every write reads first, so none of it is a round trip under the lock of its
+//! own.
+
+use std::borrow::Cow;
+
+use postgres::{SimpleQueryMessage, SimpleQueryRow};
+
+use super::bind::TextRow;
+use super::literal;
+use super::tx::{Known, PgTx};
+use crate::model::{ChainCounts, ChainLink, LinkHash, WorkItem};
+use crate::store::epoch::{STORE_EPOCH, STORE_ID};
+use crate::store::sql::Driver;
+use crate::store::sql::decode;
+use crate::store::sql::statements::REVISION;
+
+/// Begins a write transaction: takes the database's write lock (advisory key
+/// `0x6c65617365686f6c`, "leasehol") and returns the transaction id, so a commit whose
+/// acknowledgement is lost can be resolved with `txid_status`, then the store's revision
+/// and epoch as they are under the lock (a statement of its own: a statement's snapshot
+/// is taken when it starts, before the lock is granted), whether committed intake
+/// requests wait (one index probe), so a claim with nothing to move pays no round trip,
+/// the store's id (every write's rewind check compares it), and whether any handler is
+/// paused, when the next schedule is due and whether any workflow instance waits to run
+/// (an authority's poll asks all three: each a seek, and most polls then skip the read);
+/// then the chain's newest link, which the commit's own link follows (`store/chain.rs`).
+/// Each of these was a round trip under the lock of its own. A write that names the work
+/// items it will read first has them read here too ([`begin_write`]).
+///
+/// The write lock is waited for at most [`crate::store::stall::STALL_AFTER`] at a time: a longer
+/// wait is a stall, logged with the holder's session before the writer queues again. The
+/// bound is lifted before the meta read, so only the write lock's wait is taken for one.
+const BEGIN_WRITE: &str = "BEGIN; SET LOCAL lock_timeout = '3s'; \
+     SELECT pg_advisory_xact_lock(7810756276994469740), txid_current()::text; \
+     SET LOCAL lock_timeout TO DEFAULT; \
+     SELECT (SELECT value FROM meta WHERE key = 'revision'), \
+            (SELECT value FROM meta WHERE key = 'store_epoch'), \
+            EXISTS (SELECT 1 FROM intake), \
+            (SELECT value FROM meta WHERE key = 'store_id'), \
+            EXISTS (SELECT 1 FROM handler_pauses), \
+            (SELECT min(next_due) FROM schedules WHERE paused_at IS NULL), \
+            EXISTS (SELECT 1 FROM instances WHERE next_eligible_at IS NOT NULL); \
+     SELECT revision, link, nonce, generations, completions \
+       FROM chain ORDER BY revision DESC LIMIT 1";
+
+/// [`BEGIN_WRITE`], then the work items `reads` (the items a batch of completions or a
+/// renewal round reads first) when there are any and each id can be a literal.
+pub(super) fn begin_write(reads: &[&str]) -> Cow<'static, str> {
+    match (reads.is_empty(), literal::work_by_ids(reads)) {
+        (false, Some(read)) => Cow::Owned(format!("{BEGIN_WRITE}; {read}")),
+        _ => Cow::Borrowed(BEGIN_WRITE),
+    }
+}
+
+/// What [`begin_write`] answers: the transaction id, what the lock's statement read, and
+/// the work items the write named, under the lock.
+pub(super) struct Begun {
+    pub(super) txid: i64,
+    revision: Option<i64>,
+    epoch: Option<i64>,
+    intake: bool,
+    store_id: Option<i64>,
+    known: Known,
+    head: Option<ChainLink>,
+    /// The work items named, when they could be read with the lock.
+    work: Option<Vec<WorkItem>>,
+}
+
+impl Begun {
+    /// Reads the answer of [`begin_write`] for the work items `reads`.
+    pub(super) fn of(messages: &[SimpleQueryMessage], reads: &[&str]) -> Option<Self> {
+        // One result per statement, each ended by its command's completion: BEGIN, SET, the
+        // lock, SET, the meta values, the chain's head, and the named work items.
+        let mut results: Vec<Vec<&SimpleQueryRow>> = vec![Vec::new()];
+        for m in messages {
+            match m {
+                SimpleQueryMessage::Row(row) => results.last_mut()?.push(row),
+                SimpleQueryMessage::CommandComplete(_) => results.push(Vec::new()),
+                _ => {}
+            }
+        }
+        let first = |n: usize| results.get(n).and_then(|rows| rows.first().copied());
+        let txid = first(2)?.get(1)?.parse().ok()?;
+        let meta = first(4);
+        let int = |i: usize| meta.and_then(|row| row.get(i)).and_then(|v| v.parse().ok());
+        let head = first(5).and_then(|row| {
+            let int = |i: usize| row.get(i).and_then(|v| v.parse().ok());
+            Some(ChainLink {
+                revision: int(0)?,
+                link: LinkHash::parse(row.get(1)?).ok()?,
+                nonce: row.get(2)?.to_owned(),
+                counts: ChainCounts {
+                    generations: int(3)?,
+                    completions: int(4)?,
+                },
+            })
+        });
+        // A row this build cannot read leaves the items to the transaction's own read,
+        // which names the damage.
+        let work = results
+            .get(6)
+            .filter(|_| !reads.is_empty())
+            .and_then(|rows| {
+                rows.iter()
+                    .map(|r| decode::work(&TextRow(r)).ok())
+                    .collect()
+            });
+        Some(Self {
+            txid,
+            revision: int(0),
+            epoch: int(1),
+            intake: meta.and_then(|row| row.get(2)) == Some("t"),
+            store_id: int(3),
+            known: Known {
+                no_pauses: meta.and_then(|row| row.get(4)) == Some("f"),
+                next_schedule: meta.map(|row| row.get(5).and_then(|v| v.parse().ok())),
+                no_instances: meta.and_then(|row| row.get(6)) == Some("f"),
+            },
+            head,
+            work,
+        })
+    }
+
+    /// Hands what was read to the transaction, which then reads none of it again.
+    pub(super) fn remember(&self, tx: &mut PgTx<'_>, reads: &[&str]) {
+        if let Some(revision) = self.revision {
+            tx.remember_meta(REVISION, revision);
+        }
+        if let Some(epoch) = self.epoch {
+            tx.remember_meta(STORE_EPOCH, epoch);
+        }
+        if let Some(id) = self.store_id {
+            tx.remember_meta(STORE_ID, id);
+        }
+        tx.intake_waits(self.intake);
+        tx.know(self.known);
+        tx.chain_head(self.head.clone());
+        if let Some(work) = &self.work {
+            tx.fetched(reads, work);
+        }
+    }
+}

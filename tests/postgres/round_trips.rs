@@ -1,0 +1,64 @@
+//! How many round trips a write holds the write lock across. Every statement of a write
+//! transaction is time the lock is held while the server waits for the client, so the
+//! writes an authority makes all the time — a claim, a batch of completions, a lone
+//! enqueue — must send few, whatever their size.
+
+use leasehold::model::work::NewWork;
+use leasehold::rules::retry::Retry;
+use leasehold::store::url::{self, OpenMode};
+use leasehold::store::{Completion, RoundTrips, Store};
+
+use crate::support::authorities::{HANDLER, compat, enqueue};
+use crate::support::postgres::database;
+
+/// The round trips of the one write `write` makes.
+fn round_trips_of(store: &Store, write: impl FnOnce()) -> u64 {
+    let before = store.write_round_trips().expect("PostgreSQL counts them");
+    write();
+    let after: RoundTrips = store.write_round_trips().expect("PostgreSQL counts them");
+    assert_eq!(after.writes, before.writes + 1, "one write transaction");
+    after.round_trips - before.round_trips
+}
+
+#[test]
+fn a_claim_a_completion_batch_and_an_enqueue_each_send_a_handful_of_statements() {
+    let db = database();
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    enqueue(&store, 300);
+    let compat = compat();
+
+    // The lock (with the store's id, the pauses, the next schedule and the waiting
+    // instances), the lapsed claims, the lanes at once, the lane's items, the rows of
+    // every table in one statement, the commit.
+    let mut claimed = Vec::new();
+    let claim = round_trips_of(&store, || {
+        claimed = store.claim_batch("rt-1", &compat, 200, 30_000).unwrap();
+    });
+    assert_eq!(claimed.len(), 200);
+    assert!(claim <= 6, "a claim of 200 sent {claim} statements");
+
+    // The lock with the items by id, the rows in one statement, the commit.
+    let completions: Vec<_> = claimed
+        .iter()
+        .map(|w| Completion {
+            id: w.id.clone(),
+            owner: "rt-1".into(),
+            generation: w.generation,
+            outcome: Ok(None),
+            retry: Retry::default(),
+        })
+        .collect();
+    let complete = round_trips_of(&store, || {
+        let done = store.complete_batch(&completions).unwrap();
+        assert!(done.iter().all(Result::is_ok));
+    });
+    assert!(complete <= 3, "200 completions sent {complete} statements");
+
+    // The lock, then the row with the commit.
+    let one = round_trips_of(&store, || {
+        store
+            .enqueue(NewWork::effect("rt-lone", HANDLER, "{}"), &compat)
+            .unwrap();
+    });
+    assert!(one <= 2, "a lone enqueue sent {one} statements");
+}
