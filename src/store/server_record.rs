@@ -79,10 +79,10 @@ pub(crate) fn note(tx: &mut dyn Tx, now: Millis, before: u64) -> Result<()> {
             super::record_audit(tx, now, "leasehold", CHANGED, "store", &outcome, "")?;
         }
     }
-    // Known to match only once read back as written: a transaction that rolls back leaves
-    // the next write on this connection to write it again.
+    // Known to match from now on, unless this transaction rolls back: the backend forgets it
+    // then (`postgres::rollback`), and the next write on this connection reads it again.
     if let Some(c) = tx.connection_server() {
-        c.recorded = Some(was);
+        c.recorded = Some(Some(conn.identity));
     }
     Ok(())
 }

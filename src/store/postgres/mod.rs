@@ -534,7 +534,13 @@ impl Failed {
 }
 
 /// Rolls back; a connection that cannot is left marked mid-transaction and is dropped.
+/// Rolls back the open transaction. What it wrote of the server's record is undone with
+/// it, so the connection no longer knows the store to name its server
+/// (`store/server_record.rs`).
 fn rollback(conn: &mut Conn) {
+    if let Some(server) = conn.server.as_mut() {
+        server.recorded = None;
+    }
     if conn.client.batch_execute("ROLLBACK").is_ok() {
         conn.in_transaction = false;
     }
