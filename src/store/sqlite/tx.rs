@@ -326,8 +326,12 @@ impl Driver for SqliteTx<'_> {
     }
 
     /// What this transaction wrote through: every row it stamped is among those it added.
+    /// One that added none reads them back, so an idle write (a heartbeat, an empty poll)
+    /// still reads both history tables and finds a damaged store on its next commit.
     fn own_history(&self, revision: u64) -> Option<(Vec<Grant>, Vec<WriteRecord>)> {
-        Some(crate::store::sql::stamped_among(&self.added, revision))
+        let (grants, writes) = &self.added;
+        (!grants.is_empty() || !writes.is_empty())
+            .then(|| crate::store::sql::stamped_among(&self.added, revision))
     }
 
     fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()> {
