@@ -817,19 +817,7 @@ impl Driver for PgTx<'_> {
     }
 
     fn own_history(&self, revision: u64) -> Option<(Vec<Grant>, Vec<WriteRecord>)> {
-        let (grants, writes) = &self.added;
-        Some((
-            grants
-                .iter()
-                .filter(|g| g.revision == revision)
-                .cloned()
-                .collect(),
-            writes
-                .iter()
-                .filter(|w| w.revision == revision)
-                .cloned()
-                .collect(),
-        ))
+        Some(crate::store::sql::stamped_among(&self.added, revision))
     }
 
     fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()> {

@@ -108,11 +108,9 @@ pub(crate) trait Driver {
         None
     }
     /// The grants and fenced writes this transaction stamped `revision`, when it keeps
-    /// them (PostgreSQL, which holds them back); `None`: read them back.
-    fn own_history(&self, revision: u64) -> Option<(Vec<Grant>, Vec<WriteRecord>)> {
-        let _ = revision;
-        None
-    }
+    /// them (PostgreSQL holds them back, SQLite keeps a copy of what it wrote through);
+    /// `None`: read them back.
+    fn own_history(&self, revision: u64) -> Option<(Vec<Grant>, Vec<WriteRecord>)>;
     fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()>;
     fn definition(&mut self, workflow_id: &str) -> Result<Option<WorkflowDefinitionRow>>;
     fn instance(&mut self, id: &str) -> Result<Option<InstanceRow>>;
@@ -156,4 +154,25 @@ pub(crate) fn writable(writable: bool) -> Result<()> {
     } else {
         Err(Error::ReadOnly("write inside a read transaction".into()))
     }
+}
+
+/// Of the grants and fenced writes a transaction added (in order), those it stamped
+/// `revision`: what [`Driver::own_history`] answers for a provider that keeps them.
+pub(crate) fn stamped_among(
+    added: &(Vec<Grant>, Vec<WriteRecord>),
+    revision: u64,
+) -> (Vec<Grant>, Vec<WriteRecord>) {
+    let (grants, writes) = added;
+    (
+        grants
+            .iter()
+            .filter(|g| g.revision == revision)
+            .cloned()
+            .collect(),
+        writes
+            .iter()
+            .filter(|w| w.revision == revision)
+            .cloned()
+            .collect(),
+    )
 }

@@ -24,7 +24,7 @@ pub(crate) mod statements;
 mod tx;
 pub(crate) mod value;
 
-pub(crate) use driver::{Driver, KnownEmpty, writable};
+pub(crate) use driver::{Driver, KnownEmpty, stamped_among, writable};
 
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;

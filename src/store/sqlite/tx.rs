@@ -45,6 +45,10 @@ pub(super) struct SqliteTx<'a> {
     /// the owner leaves `owner_id` out of its SET list, so SQLite does not rewrite the row's
     /// `work_owner` index entry (a completion never changes the owner).
     owners: HashMap<String, Option<String>>,
+    /// The grants and fenced writes this transaction added, in the order it added them:
+    /// the chain link of its revision is made from them, where reading them back cost two
+    /// queries and a decode of every row of the batch.
+    added: (Vec<Grant>, Vec<WriteRecord>),
 }
 
 impl<'a> SqliteTx<'a> {
@@ -57,6 +61,7 @@ impl<'a> SqliteTx<'a> {
             busy: Cell::new(false),
             pending_counters: BTreeMap::new(),
             owners: HashMap::new(),
+            added: (Vec::new(), Vec::new()),
         }
     }
 
@@ -310,12 +315,23 @@ impl Driver for SqliteTx<'_> {
 
     fn add_grant(&mut self, grant: &Grant) -> Result<()> {
         self.execute(SQLITE.insert(&GRANTS), &encode::grant(grant)?)?;
+        self.added.0.push(grant.clone());
         Ok(())
     }
 
     fn add_write(&mut self, write: &WriteRecord) -> Result<()> {
         self.execute(SQLITE.insert(&WRITES), &encode::write(write)?)?;
+        self.added.1.push(write.clone());
         Ok(())
+    }
+
+    /// What this transaction wrote through: every row it stamped is among those it added.
+    /// One that added none reads them back, so an idle write (a heartbeat, an empty poll)
+    /// still reads both history tables and finds a damaged store on its next commit.
+    fn own_history(&self, revision: u64) -> Option<(Vec<Grant>, Vec<WriteRecord>)> {
+        let (grants, writes) = &self.added;
+        (!grants.is_empty() || !writes.is_empty())
+            .then(|| crate::store::sql::stamped_among(&self.added, revision))
     }
 
     fn put_definition(&mut self, def: &WorkflowDefinitionRow) -> Result<()> {
