@@ -67,13 +67,13 @@ impl std::fmt::Display for ServerIdentity {
 }
 
 /// What one connection knows of the server it reached (see [`Tx::connection_server`]):
-/// its identity, read once when the connection was opened, and the identity the store's
-/// meta was last seen to hold on it (`None` until the connection first wrote), so a commit
-/// on the server the store already names compares in memory and reads or writes nothing.
+/// its identity, read once when the connection was opened, and whether the store's meta is
+/// known to name it (from this connection's first write on, until a transaction rolls
+/// back), so a commit on the server the store already names reads and writes nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionServer {
     pub identity: ServerIdentity,
-    pub recorded: Option<Option<ServerIdentity>>,
+    pub recorded: bool,
 }
 
 /// A provider: transactions over one store.

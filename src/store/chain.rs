@@ -39,7 +39,7 @@ const PAGE: usize = 1_024;
 pub const MILESTONE: u64 = 1 << 16;
 
 /// How far below the kept history every milestone stays; below that only the multiples of
-/// [`SPARSE_MILESTONE`] do. At a million revisions a day that is 64 links (about three
+/// [`SPARSE_MILESTONE`] do. At a million revisions a day that is 64 links (about four
 /// days of trimmed history, milestone by milestone) and then one link every four days,
 /// under 100 a year: a few kilobytes however long the store lives.
 const MILESTONE_SPAN: u64 = 1 << 22;

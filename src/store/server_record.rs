@@ -62,11 +62,17 @@ pub(crate) fn note(tx: &mut dyn Tx, now: Millis, before: u64) -> Result<()> {
     let Some(conn) = tx.connection_server().copied() else {
         return Ok(());
     };
-    if conn.recorded == Some(Some(conn.identity)) || tx.revision()? <= before {
+    if conn.recorded || tx.revision()? <= before {
         return Ok(());
     }
     let was = read_pair(tx, (SYSTEM_ID, TIMELINE))?;
-    if was != Some(conn.identity) {
+    // A timeline below the recorded one on the same cluster is this connection's view
+    // lagging, not a change: a timeline only grows.
+    let behind = was.is_some_and(|w| {
+        w.system_identifier == conn.identity.system_identifier
+            && w.timeline > conn.identity.timeline
+    });
+    if was != Some(conn.identity) && !behind {
         write_pair(tx, (SYSTEM_ID, TIMELINE), conn.identity)?;
         if let Some(was) = was {
             write_pair(tx, (PREVIOUS_SYSTEM_ID, PREVIOUS_TIMELINE), was)?;
@@ -82,7 +88,7 @@ pub(crate) fn note(tx: &mut dyn Tx, now: Millis, before: u64) -> Result<()> {
     // Known to match from now on, unless this transaction rolls back: the backend forgets it
     // then (`postgres::rollback`), and the next write on this connection reads it again.
     if let Some(c) = tx.connection_server() {
-        c.recorded = Some(Some(conn.identity));
+        c.recorded = true;
     }
     Ok(())
 }

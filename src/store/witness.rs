@@ -284,6 +284,19 @@ struct State {
     /// (opening a store, or a writer that then fails, leaves no file there).
     file: Option<File>,
     seen: Option<Seen>,
+    /// The milestone last looked for and not found in the store (its history starts after
+    /// it, an upgraded store's does): not looked for again on every write.
+    missing_milestone: u64,
+}
+
+/// Whether a witness in `state` wants the link of the milestone at or below `revision`:
+/// one above the milestone it keeps — not above the revision it saw, which its check moves
+/// past a milestone another host's commit crossed — and not one already found missing.
+fn wants_milestone(state: &State, revision: u64) -> bool {
+    let at = milestone_at_or_below(revision);
+    state.seen.is_some_and(|s| {
+        at > s.milestone.map_or(0, |m| m.revision) && at != state.missing_milestone
+    })
 }
 
 impl std::fmt::Debug for Witness {
@@ -364,7 +377,11 @@ impl Witness {
             label: store.describe(),
             path,
             after_commits,
-            state: Mutex::new(State { file, seen }),
+            state: Mutex::new(State {
+                file,
+                seen,
+                missing_milestone: 0,
+            }),
         })
     }
 
@@ -393,14 +410,16 @@ impl Witness {
     /// Whether committing `revision` takes the witness past a milestone, whose link it
     /// then keeps (read by the committing transaction, see [`Self::committed`]).
     pub(crate) fn crosses_milestone(&self, revision: u64) -> bool {
-        self.seen()
-            .is_some_and(|s| milestone_at_or_below(revision) > milestone_at_or_below(s.revision))
+        wants_milestone(&self.lock(), revision)
     }
 
     /// Records a revision this process committed, with its link, and the link of the
     /// milestone it crossed, if any.
     pub(crate) fn committed(&self, link: &ChainLink, milestone: Option<Milestone>) {
         let mut state = self.lock();
+        if milestone.is_none() && wants_milestone(&state, link.revision) {
+            state.missing_milestone = milestone_at_or_below(link.revision);
+        }
         if let Some(seen) = state.seen.filter(|s| link.revision > s.revision) {
             let next = Seen {
                 revision: link.revision,

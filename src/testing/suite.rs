@@ -147,6 +147,7 @@ macro_rules! store_conformance_suite {
             // copying a store
             // the chain over the history
             chain::every_commit_writes_a_link_that_recomputes,
+            chain::a_trim_keeps_the_milestones_links_and_no_other,
             copy::a_busy_store_round_trips_through_the_provider,
             copy::a_copy_carries_on_where_the_source_stopped,
             copy::a_non_empty_target_is_refused,

@@ -62,3 +62,31 @@ fn a_claim_a_completion_batch_and_an_enqueue_each_send_a_handful_of_statements()
     });
     assert!(one <= 2, "a lone enqueue sent {one} statements");
 }
+
+/// An id the server cannot hold (a NUL byte) cannot go with the lock's statement as a
+/// literal: the transaction reads the items itself, and the batch fails whole, as it did
+/// before the items went with the lock: nothing is committed, no other item of it is
+/// touched.
+#[test]
+fn a_completion_batch_naming_an_impossible_id_fails_whole() {
+    let db = database();
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    enqueue(&store, 1);
+    let claimed = store.claim_batch("rt-1", &compat(), 1, 30_000).unwrap();
+    let completion = |id: &str, generation| Completion {
+        id: id.into(),
+        owner: "rt-1".into(),
+        generation,
+        outcome: Ok(None),
+        retry: Retry::default(),
+    };
+    let batch = [
+        completion(&claimed[0].id, claimed[0].generation),
+        completion("fx-\0", 1),
+    ];
+    let before = store.revision().unwrap();
+    assert!(store.complete_batch(&batch).is_err());
+    assert_eq!(store.revision().unwrap(), before, "nothing committed");
+    let item = store.work(&claimed[0].id).unwrap().unwrap();
+    assert_eq!(item.state, leasehold::model::WorkState::Claimed);
+}

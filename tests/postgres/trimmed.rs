@@ -37,6 +37,15 @@ fn a_fork_before_the_trim_is_refused_at_the_milestone_the_host_kept() {
 }
 
 #[test]
+fn a_fork_is_refused_at_a_milestone_another_host_crossed() {
+    let (here, elsewhere) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let why = on_postgres(|raw| {
+        trimmed::a_fork_at_a_milestone_another_host_crossed(raw, here.path(), elsewhere.path())
+    });
+    assert!(why.contains("at milestone revision 65536"), "{why}");
+}
+
+#[test]
 fn a_copy_with_fewer_completions_trimmed_past_what_the_host_saw_is_refused() {
     let (here, elsewhere) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let why =

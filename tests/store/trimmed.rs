@@ -17,6 +17,16 @@ fn a_fork_before_the_trim_is_refused_at_the_milestone_the_host_kept() {
 }
 
 #[test]
+fn a_fork_is_refused_at_a_milestone_another_host_crossed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (here, elsewhere) = (dir.path().join("here"), dir.path().join("elsewhere"));
+    let why = on_sqlite(dir.path(), |raw| {
+        trimmed::a_fork_at_a_milestone_another_host_crossed(raw, &here, &elsewhere)
+    });
+    assert!(why.contains("at milestone revision 65536"), "{why}");
+}
+
+#[test]
 fn a_copy_with_fewer_completions_trimmed_past_what_the_host_saw_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (here, elsewhere) = (dir.path().join("here"), dir.path().join("elsewhere"));

@@ -93,6 +93,36 @@ pub fn a_fork_at_the_milestone(raw: &Raw<'_>, here: &Path, elsewhere: &Path) -> 
     e.to_string()
 }
 
+/// A host's writer saw the store below a milestone, another host's commit crossed it, and
+/// the same writer wrote again after it; an older copy was put back and written past all that by a
+/// third host (with more completions, so the counts alone would pass), then trimmed past
+/// what the first host saw: its writers refuse it at the milestone, which it kept although
+/// its own commits never landed on it. Returns the refusal.
+pub fn a_fork_at_a_milestone_another_host_crossed(
+    raw: &Raw<'_>,
+    here: &Path,
+    elsewhere: &Path,
+) -> String {
+    let at = below_a_milestone(raw);
+    (raw.keep_copy)();
+    // One writer kept open throughout, as an authority is: it opened below the milestone.
+    let writer = host(here, raw.url).unwrap();
+    run_effects(&writer, 0, 1);
+    assert!(revision(raw.url) < MILESTONE);
+    run_effects(&host(&elsewhere.join("crossing"), raw.url).unwrap(), 10, 1);
+    assert!(revision(raw.url) > MILESTONE);
+    run_effects(&writer, 20, 1);
+    drop(writer);
+    let saw = revision(raw.url);
+    (raw.put_copy_back)();
+    assert_eq!(revision(raw.url), at);
+    run_effects(&host(&elsewhere.join("fresh"), raw.url).unwrap(), 30, 4);
+    trim(raw, saw + 2);
+    let e = host(here, raw.url).err().unwrap();
+    assert_eq!(e.code(), "STORE_REWOUND", "{e}");
+    e.to_string()
+}
+
 /// A host saw the store with some completions; an older copy was put back and written
 /// past it with none, then trimmed past what the host saw (no milestone in between): its
 /// writers refuse it by the counts. Returns the refusal.

@@ -46,10 +46,12 @@ const BEGIN_WRITE: &str = "BEGIN; SET LOCAL lock_timeout = '3s'; \
 
 /// [`BEGIN_WRITE`], then the work items `reads` (the items a batch of completions or a
 /// renewal round reads first) when there are any and each id can be a literal.
-pub(super) fn begin_write(reads: &[&str]) -> Cow<'static, str> {
+/// Answers the statement and the items it reads: `reads`, or none when it reads none (then
+/// the transaction reads them itself, and a server that refuses an id says so there).
+pub(super) fn begin_write<'r>(reads: &'r [&'r str]) -> (Cow<'static, str>, &'r [&'r str]) {
     match (reads.is_empty(), literal::work_by_ids(reads)) {
-        (false, Some(read)) => Cow::Owned(format!("{BEGIN_WRITE}; {read}")),
-        _ => Cow::Borrowed(BEGIN_WRITE),
+        (false, Some(read)) => (Cow::Owned(format!("{BEGIN_WRITE}; {read}")), reads),
+        _ => (Cow::Borrowed(BEGIN_WRITE), &[]),
     }
 }
 
@@ -68,7 +70,7 @@ pub(super) struct Begun {
 }
 
 impl Begun {
-    /// Reads the answer of [`begin_write`] for the work items `reads`.
+    /// Reads the answer of [`begin_write`], which read the work items `reads`.
     pub(super) fn of(messages: &[SimpleQueryMessage], reads: &[&str]) -> Option<Self> {
         // One result per statement, each ended by its command's completion: BEGIN, SET, the
         // lock, SET, the meta values, the chain's head, and the named work items.
@@ -98,9 +100,11 @@ impl Begun {
         });
         // A row this build cannot read leaves the items to the transaction's own read,
         // which names the damage.
+        // The answer to the seventh statement, only when it was sent: then the results are
+        // its seven and the empty one after the last completion.
         let work = results
             .get(6)
-            .filter(|_| !reads.is_empty())
+            .filter(|_| !reads.is_empty() && results.len() == 8)
             .and_then(|rows| {
                 rows.iter()
                     .map(|r| decode::work(&TextRow(r)).ok())

@@ -385,9 +385,10 @@ impl PostgresBackend {
             failed
         };
         let begun = if let Some(reads) = write {
+            let (begin, reads) = begin_write(reads);
             let messages = conn
                 .client
-                .simple_query(&begin_write(reads))
+                .simple_query(&begin)
                 .map_err(|e| began(conn, &e))?;
             Some(Begun::of(&messages, reads).ok_or_else(|| {
                 Step::Fail(Error::Unavailable(format!(
@@ -534,12 +535,11 @@ impl Failed {
 }
 
 /// Rolls back; a connection that cannot is left marked mid-transaction and is dropped.
-/// Rolls back the open transaction. What it wrote of the server's record is undone with
-/// it, so the connection no longer knows the store to name its server
-/// (`store/server_record.rs`).
+/// What the transaction wrote of the server's record is undone with it, so the connection
+/// no longer knows the store to name its server (`store/server_record.rs`).
 fn rollback(conn: &mut Conn) {
     if let Some(server) = conn.server.as_mut() {
-        server.recorded = None;
+        server.recorded = false;
     }
     if conn.client.batch_execute("ROLLBACK").is_ok() {
         conn.in_transaction = false;

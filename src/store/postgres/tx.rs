@@ -49,7 +49,6 @@ use crate::store::sql::query::Query;
 use crate::store::sql::row::Decode;
 use crate::store::sql::statements::{REVISION, Statements};
 use crate::store::sql::value::SqlValue;
-
 use crate::store::sql::{Driver, KnownEmpty, RECLAIM, Transient, decode, lanes, limit, writable};
 
 /// Writes held back until a statement could observe them, or the commit.

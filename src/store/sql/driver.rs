@@ -136,7 +136,6 @@ pub(crate) trait Driver {
     }
 }
 
-/// Refuses a write inside a read transaction.
 /// A read [`Driver::known_empty`] may answer.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum KnownEmpty {
@@ -148,6 +147,7 @@ pub(crate) enum KnownEmpty {
     RunnableInstances,
 }
 
+/// Refuses a write inside a read transaction.
 pub(crate) fn writable(writable: bool) -> Result<()> {
     if writable {
         Ok(())
