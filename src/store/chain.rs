@@ -33,7 +33,7 @@ use crate::model::{ChainCounts, ChainLink, Grant, LinkHash, WriteRecord, WriteVe
 const PAGE: usize = 1_024;
 
 /// Every revision that is a multiple of this is a *milestone*: its link stays when
-/// retention trims the history around it, for [`MILESTONE_SPAN`] revisions below the
+/// retention trims the history around it, for `MILESTONE_SPAN` (2^22) revisions below the
 /// history kept, so a host's witness that saw a revision retention has since trimmed still
 /// has a link the store keeps to compare (`witness.rs`).
 pub const MILESTONE: u64 = 1 << 16;

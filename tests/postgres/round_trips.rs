@@ -72,7 +72,7 @@ fn a_completion_batch_naming_an_impossible_id_fails_whole() {
     let db = database();
     let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
     enqueue(&store, 1);
-    let claimed = store.claim_batch("rt-1", &compat(), 1, 30_000).unwrap();
+    let claimed = store.claim_batch("rt-1", compat(), 1, 30_000).unwrap();
     let completion = |id: &str, generation| Completion {
         id: id.into(),
         owner: "rt-1".into(),

@@ -9,6 +9,7 @@ use postgres::{SimpleQueryMessage, SimpleQueryRow};
 use super::bind::TextRow;
 use super::literal;
 use super::tx::{Known, PgTx};
+use crate::clock::Millis;
 use crate::model::{ChainCounts, ChainLink, LinkHash, WorkItem};
 use crate::store::epoch::{STORE_EPOCH, STORE_ID};
 use crate::store::sql::Driver;
@@ -118,7 +119,11 @@ impl Begun {
             store_id: int(3),
             known: Known {
                 no_pauses: meta.and_then(|row| row.get(4)) == Some("f"),
-                next_schedule: meta.map(|row| row.get(5).and_then(|v| v.parse().ok())),
+                next_schedule: meta.map(|row| {
+                    row.get(5)
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(Millis::MAX)
+                }),
                 no_instances: meta.and_then(|row| row.get(6)) == Some("f"),
             },
             head,

@@ -47,7 +47,7 @@ pub(super) fn key_guard(keys: &[String]) -> Option<String> {
 }
 
 /// The statement reading the work items `ids` (in any order), or `None` when an id cannot
-/// be a literal. It goes with the write lock's statement ([`super::begin_write`]).
+/// be a literal. It goes with the write lock's statement ([`super::begin::begin_write`]).
 pub(super) fn work_by_ids(ids: &[&str]) -> Option<String> {
     let mut sql = String::from("SELECT * FROM work WHERE id IN (");
     for (n, id) in ids.iter().enumerate() {

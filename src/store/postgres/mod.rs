@@ -582,7 +582,7 @@ impl Backend for PostgresBackend {
         self.write_reading(false, &[], f)
     }
 
-    /// The items are read in the write lock's message ([`begin_write`]).
+    /// The items are read in the write lock's message (`postgres/begin.rs`).
     fn write_reading(
         &self,
         _urgent: bool,

@@ -174,8 +174,8 @@ const LITERAL_ROWS: usize = 64;
 pub(super) struct Known {
     /// No handler is paused.
     pub(super) no_pauses: bool,
-    /// When the earliest unpaused schedule is due (`Some(None)`: there is none).
-    pub(super) next_schedule: Option<Option<Millis>>,
+    /// When the earliest unpaused schedule is due (`Millis::MAX`: there is none).
+    pub(super) next_schedule: Option<Millis>,
     /// No workflow instance waits to run.
     pub(super) no_instances: bool,
 }
@@ -184,9 +184,7 @@ impl Known {
     fn empty(&self, read: KnownEmpty) -> bool {
         match read {
             KnownEmpty::HandlerPauses => self.no_pauses,
-            KnownEmpty::SchedulesDueBy(now) => self
-                .next_schedule
-                .is_some_and(|next| next.is_none_or(|due| due > now)),
+            KnownEmpty::SchedulesDueBy(now) => self.next_schedule.is_some_and(|due| due > now),
             KnownEmpty::RunnableInstances => self.no_instances,
         }
     }

@@ -24,7 +24,9 @@ pub(crate) mod statements;
 mod tx;
 pub(crate) mod value;
 
-pub(crate) use driver::{Driver, KnownEmpty, stamped_among, writable};
+#[cfg(feature = "postgres")]
+pub(crate) use driver::KnownEmpty;
+pub(crate) use driver::{Driver, stamped_among, writable};
 
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
