@@ -38,6 +38,24 @@ fn meta(client: &mut postgres::Client, key: &str) -> Option<i64> {
         .map(|r| r.get(0))
 }
 
+/// The dashboard's first screen over the store at `url`, as text.
+fn dashboard(url: &str) -> String {
+    use leasehold::tui::app::AppOptions;
+    use leasehold::tui::harness::{Harness, buffer_text};
+    use leasehold::tui::theme::Theme;
+    let options = AppOptions {
+        read_only: true,
+        demo: false,
+        actor: "tester@ci".into(),
+        refresh_ms: 250,
+        zone: leasehold::foundation::timefmt::Zone::Utc,
+    };
+    let reader = url::open(url, OpenMode::ReadOnly).unwrap();
+    let theme = Theme::builtin("dark").unwrap();
+    let harness = Harness::new(reader, options, theme, None, 200, 40);
+    buffer_text(&harness.render())
+}
+
 #[test]
 fn a_store_written_on_another_server_keeps_taking_writes_and_the_change_is_named() {
     let db = database();
@@ -82,6 +100,19 @@ fn a_store_written_on_another_server_keeps_taking_writes_and_the_change_is_named
     assert!(
         text.lines()
             .any(|l| l.starts_with("server       CHANGED: ") && l.contains(&other.to_string())),
+        "{text}"
+    );
+
+    // The dashboard warns of it: a badge in the header, the sentence in the overview.
+    let text = dashboard(db.url());
+    assert!(
+        text.contains("SERVER CHANGED: commits may have been lost"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "server the store was last written on system identifier {other}"
+        )),
         "{text}"
     );
 
