@@ -5,7 +5,6 @@
 //! schedule firings share that transaction.
 
 use leasehold::Store;
-use leasehold::authority::workload;
 use leasehold::authority::{
     AttemptContext, AuthorityConfig, AuthorityCore, Finished, HandlerOutcome, Job, Pace, Task,
     Workload,
@@ -15,7 +14,7 @@ use leasehold::model::WorkState;
 use leasehold::model::work::NewWork;
 use leasehold::store::faults::{Fault, FaultPlan};
 
-use crate::support::runtime::{T0, compat, config, faulty_store, solo, work_in};
+use crate::support::runtime::{T0, compat, config, every_minute, faulty_store, solo, work_in};
 
 /// `n` effects for the demo's `send-email` handler, `e000`….
 fn effects(s: &Store, n: usize) {
@@ -156,21 +155,10 @@ fn a_finished_batch_frees_its_handlers_room_for_the_claims_beside_it() {
 #[test]
 fn a_due_firing_is_created_and_claimed_in_one_commit() {
     use leasehold::model::WorkKind;
-    use leasehold::model::handler_key;
-    use leasehold::model::schedule::{CatchUp, Trigger};
 
     let clock = ManualClock::new(T0);
     let s = crate::support::runtime::store(&clock);
-    let handler = workload::SCHEDULE_HANDLER;
-    s.create_schedule(
-        "tick",
-        Trigger::Interval { every_ms: 60_000 },
-        CatchUp::Latest,
-        handler,
-        "{}",
-        &handler_key(handler, &compat()),
-    )
-    .expect("creates");
+    every_minute(&s);
     let core = solo(&s, 4);
     clock.advance(61_000);
     let before = s.revision().expect("reads");

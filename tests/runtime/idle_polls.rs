@@ -3,13 +3,10 @@
 //! writes only then. What it must still find — new work, a retry coming due, a schedule's
 //! boundary — it finds on the poll after it appears.
 
-use leasehold::authority::workload;
 use leasehold::clock::{Clock, ManualClock};
-use leasehold::model::handler_key;
-use leasehold::model::schedule::{CatchUp, Trigger};
 use leasehold::model::work::NewWork;
 
-use crate::support::runtime::{T0, compat, faulty_store, solo};
+use crate::support::runtime::{T0, compat, every_minute, faulty_store, solo};
 
 #[test]
 fn idle_polls_write_nothing_and_still_find_new_and_due_work() {
@@ -66,16 +63,7 @@ fn idle_polls_write_nothing_and_still_find_new_and_due_work() {
 fn a_saturated_authority_takes_the_lock_only_for_a_due_schedule() {
     let clock = ManualClock::new(T0);
     let (backend, s) = faulty_store(&clock);
-    let handler = workload::SCHEDULE_HANDLER;
-    s.create_schedule(
-        "tick",
-        Trigger::Interval { every_ms: 60_000 },
-        CatchUp::Latest,
-        handler,
-        "{}",
-        &handler_key(handler, &compat()),
-    )
-    .expect("creates");
+    every_minute(&s);
     s.enqueue_batch(
         vec![
             NewWork::effect("a", "send-email", "{}"),

@@ -37,6 +37,21 @@ pub fn compat() -> HandlerVersion {
     super::demo()
 }
 
+/// A schedule `tick` of the workload's schedule handler, due every minute (the latest
+/// firing only), keyed for the authorities' version.
+pub fn every_minute(s: &Store) {
+    let handler = workload::SCHEDULE_HANDLER;
+    s.create_schedule(
+        "tick",
+        leasehold::model::schedule::Trigger::Interval { every_ms: 60_000 },
+        leasehold::model::schedule::CatchUp::Latest,
+        handler,
+        "{}",
+        &leasehold::model::handler_key(handler, &compat()),
+    )
+    .expect("creates");
+}
+
 /// Knobs that poll, renew and beat fast, under a long lease.
 pub fn config(id: &str) -> AuthorityConfig {
     AuthorityConfig {
