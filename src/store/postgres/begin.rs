@@ -99,10 +99,9 @@ impl Begun {
                 },
             })
         });
-        // A row this build cannot read leaves the items to the transaction's own read,
-        // which names the damage.
-        // The answer to the seventh statement, only when it was sent: then the results are
-        // its seven and the empty one after the last completion.
+        // The seventh statement's rows, only when it was sent (then there are seven results
+        // and the empty one after the last completion). A row this build cannot read leaves
+        // the items to the transaction's own read, which names the damage.
         let work = results
             .get(6)
             .filter(|_| !reads.is_empty() && results.len() == 8)
