@@ -7,6 +7,7 @@
 mod refusals;
 #[path = "support/mod.rs"]
 mod support;
+use support::failure::assert_one_line_failure;
 
 #[path = "cli/attention.rs"]
 mod attention;
@@ -116,25 +117,6 @@ fn stderr(o: &Output) -> String {
 
 fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
-}
-
-/// Asserts the failure contract: exit `expected`, exactly one `leasehold: …` line on stderr,
-/// no panic text, no backtrace, no `Debug` output.
-fn assert_one_line_failure(o: &Output, expected: i32) -> String {
-    let err = stderr(o);
-    assert_eq!(code(o), expected, "stdout: {}\nstderr: {err}", stdout(o));
-    assert_eq!(err.lines().count(), 1, "one line expected: {err:?}");
-    assert!(err.starts_with("leasehold: "), "{err:?}");
-    for forbidden in [
-        "panicked",
-        "RUST_BACKTRACE",
-        "stack backtrace",
-        "Error {",
-        "Some(",
-    ] {
-        assert!(!err.contains(forbidden), "{forbidden} in {err:?}");
-    }
-    err
 }
 
 fn store_in(dir: &Path) -> String {

@@ -276,24 +276,6 @@ fn workflow_definitions_with_hostile_ids_are_diagnosed() {
     }
 }
 
-/// A build without the `postgres` feature refuses a PostgreSQL URL in one line that names
-/// the feature, on every command that opens a store (and never echoes the password).
-#[cfg(not(feature = "postgres"))]
-#[test]
-fn postgres_urls_name_the_missing_feature() {
-    let url = "postgres://operator:s3cr3t@127.0.0.1:1/leasehold";
-    for args in [
-        vec!["inspect", "--store", url, "overview"],
-        vec!["history", "--store", url, "wf-1"],
-        vec!["check", "--store", url],
-        vec!["attach", "--read-only", url],
-    ] {
-        let err = assert_one_line_failure(&leasehold(&args), 2);
-        assert!(err.contains("`postgres` feature"), "{args:?}: {err}");
-        assert!(!err.contains("s3cr3t"), "{args:?}: {err}");
-    }
-}
-
 /// A metrics address that cannot be listened on stops the authority before it registers:
 /// one line naming the flag, exit 2, nothing written.
 #[test]

@@ -12,11 +12,13 @@
 //! - `wait.rs`: the one way to wait for something another thread or process does;
 //! - `authorities.rs`: real `leasehold authority` processes;
 //! - `faults.rs`: memory and SQLite stores under the fault-injecting wrapper;
-//! - `lock_wait.rs`: a grant answered after a wait for a write lock held from outside.
+//! - `lock_wait.rs`: a grant answered after a wait for a write lock held from outside;
+//! - `failure.rs`: the command line's one-line failure contract.
 
 #![allow(dead_code, unused_macros, clippy::unwrap_used)]
 
 pub mod authorities;
+pub mod failure;
 pub mod faults;
 pub mod lock_wait;
 pub mod metrics;
