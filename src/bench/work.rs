@@ -137,6 +137,14 @@ pub(super) fn fleet_metrics(report: &mut Report, run: &FleetRun) {
             "",
         );
     }
+    if let Some(held) = trips.held_ms_per_write() {
+        report.metric(
+            "lockHeldMsPerWrite",
+            "write lock held per authority write, as the authority sees it",
+            (held * 100.0).round() / 100.0,
+            "ms",
+        );
+    }
     report.metric("elapsedSeconds", "run time", elapsed.as_secs_f64(), "s");
     // The tail with N claimers is what the fleet is tuned for: the median, the p99 and the
     // worst item, and how long a renewal (which keeps every claim alive) took meanwhile.

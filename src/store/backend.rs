@@ -135,8 +135,9 @@ pub trait Backend: Send + Sync {
     }
 
     /// The round trips to the server this handle's committed write transactions took, from
-    /// the write lock's statement to the commit's (`leasehold bench` reports them per
-    /// commit: each is time the write lock is held while the server waits for the client).
+    /// the write lock's statement to the commit's, and how long they held the lock
+    /// (`leasehold bench` reports both per commit: each round trip is time the write lock
+    /// is held while the server waits for the client).
     /// `None` where a statement is no round trip (the in-process providers).
     fn write_round_trips(&self) -> Option<RoundTrips> {
         None
@@ -622,7 +623,8 @@ pub trait Tx {
     fn import_revision(&mut self, revision: u64, journal_high_water: i64) -> Result<()>;
 }
 
-/// Round trips taken by committed write transactions ([`Backend::write_round_trips`]).
+/// Round trips taken by committed write transactions ([`Backend::write_round_trips`]),
+/// and how long they held the write lock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RoundTrips {
@@ -631,6 +633,12 @@ pub struct RoundTrips {
     /// The statements (round trips) they sent, the write lock's and the commit's included;
     /// a statement's first preparation on a connection is not counted.
     pub round_trips: u64,
+    /// Microseconds they held the write lock, as the client sees it: from the answer to the
+    /// lock's statement to the answer to the commit. Beside the server's own time for
+    /// their statements, the rest is the round trips, the client's work between them and
+    /// the commit. It leaves out the lock's own statement after the grant (its reads).
+    #[serde(default)]
+    pub held_micros: u64,
 }
 
 impl RoundTrips {
@@ -640,6 +648,14 @@ impl RoundTrips {
         #[allow(clippy::cast_precision_loss)] // counts far below 2^52
         (self.writes > 0).then(|| self.round_trips as f64 / self.writes as f64)
     }
+
+    /// Milliseconds the write lock was held per committed write, or `None` before the
+    /// first.
+    #[must_use]
+    pub fn held_ms_per_write(&self) -> Option<f64> {
+        #[allow(clippy::cast_precision_loss)] // counts far below 2^52
+        (self.writes > 0).then(|| self.held_micros as f64 / 1000.0 / self.writes as f64)
+    }
 }
 
 /// The round trips of several handles (a fleet's authorities) together.
@@ -648,6 +664,7 @@ impl std::iter::Sum for RoundTrips {
         iter.fold(Self::default(), |all, one| Self {
             writes: all.writes + one.writes,
             round_trips: all.round_trips + one.round_trips,
+            held_micros: all.held_micros + one.held_micros,
         })
     }
 }

@@ -3,6 +3,8 @@
 //! writes an authority makes all the time — a claim, a batch of completions, a lone
 //! enqueue — must send few, whatever their size.
 
+use std::time::Instant;
+
 use leasehold::model::work::NewWork;
 use leasehold::rules::retry::Retry;
 use leasehold::store::url::{self, OpenMode};
@@ -11,12 +13,20 @@ use leasehold::store::{Completion, RoundTrips, Store};
 use crate::support::authorities::{HANDLER, compat, enqueue};
 use crate::support::postgres::database;
 
-/// The round trips of the one write `write` makes.
+/// The round trips of the one write `write` makes. The time it held the write lock is
+/// counted beside them: some, and no more than the whole call took.
 fn round_trips_of(store: &Store, write: impl FnOnce()) -> u64 {
     let before = store.write_round_trips().expect("PostgreSQL counts them");
+    let started = Instant::now();
     write();
+    let took = started.elapsed();
     let after: RoundTrips = store.write_round_trips().expect("PostgreSQL counts them");
     assert_eq!(after.writes, before.writes + 1, "one write transaction");
+    let held = after.held_micros - before.held_micros;
+    assert!(
+        held > 0 && u128::from(held) <= took.as_micros(),
+        "the lock held {held} µs in a call of {took:?}"
+    );
     after.round_trips - before.round_trips
 }
 

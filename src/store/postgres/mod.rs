@@ -65,7 +65,7 @@ mod tx;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use postgres::Config;
 use postgres::error::SqlState;
@@ -179,9 +179,11 @@ pub struct PostgresBackend {
     /// below it unless it lost acknowledged commits (a failover to a replica that was
     /// behind): then a generation could be minted twice, so writes fail closed.
     high_water: AtomicU64,
-    /// Committed write transactions, and the round trips they took.
+    /// Committed write transactions, the round trips they took and the microseconds they
+    /// held the write lock ([`RoundTrips`]).
     writes: AtomicU64,
     write_round_trips: AtomicU64,
+    write_held_micros: AtomicU64,
 }
 
 /// How the server is named in messages, and the secret that must never appear in them.
@@ -323,6 +325,7 @@ impl PostgresBackend {
             high_water: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             write_round_trips: AtomicU64::new(0),
+            write_held_micros: AtomicU64::new(0),
         })
     }
 
@@ -402,6 +405,8 @@ impl PostgresBackend {
                 .map_err(|e| began(conn, &e))?;
             None
         };
+        // The write lock is held from here (its statement answered) to the commit's answer.
+        let held_from = Instant::now();
         let (ending, failed_transiently, revision, assumed, round_trips) = {
             let high_water = self.high_water.load(Ordering::Acquire);
             let mut tx = PgTx::new(conn, names, write.is_some(), high_water, inserts);
@@ -443,6 +448,8 @@ impl PostgresBackend {
                     self.writes.fetch_add(1, Ordering::Relaxed);
                     self.write_round_trips
                         .fetch_add(round_trips + 2, Ordering::Relaxed);
+                    let held = u64::try_from(held_from.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    self.write_held_micros.fetch_add(held, Ordering::Relaxed);
                 }
                 Ok(())
             }
@@ -665,6 +672,7 @@ impl Backend for PostgresBackend {
         Some(RoundTrips {
             writes: self.writes.load(Ordering::Relaxed),
             round_trips: self.write_round_trips.load(Ordering::Relaxed),
+            held_micros: self.write_held_micros.load(Ordering::Relaxed),
         })
     }
 
