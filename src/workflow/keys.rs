@@ -9,7 +9,7 @@
 //! has handlers for; [`keys_of`] derives the same set from a registration, so every reader
 //! that asks "can a running authority run this?" answers as the authority itself would.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::{StepKind, WorkflowDef, parse_definition};
 use crate::model::{
@@ -56,11 +56,66 @@ pub fn instance_key(
     fingerprint: &str,
     versions: &BTreeMap<String, HandlerVersion>,
 ) -> Option<String> {
-    let needed = action_handlers(def)
+    key_needing(action_handlers(def), fingerprint, versions)
+}
+
+/// [`instance_key`] from the handlers the definition's actions need.
+fn key_needing<'a>(
+    needed: impl IntoIterator<Item = &'a str>,
+    fingerprint: &str,
+    versions: &BTreeMap<String, HandlerVersion>,
+) -> Option<String> {
+    let needed = needed
         .into_iter()
         .map(|name| Some((name.to_owned(), versions.get(name)?.clone())))
         .collect::<Option<BTreeMap<_, _>>>()?;
     Some(workflow_key(fingerprint, &needed))
+}
+
+/// The handlers each deployed definition's actions need, kept between calls of
+/// [`claim_keys_with`]. An authority reads the deployed definitions again every few seconds
+/// ([`crate::authority::core::KEYS_REFRESH_MS`]), and parsing every one of them each time
+/// was most of what a quiet authority did (a third of a simulated week's run time). Kept by
+/// the definition's fingerprint with its text: a definition is parsed again only when its
+/// text differs from the one kept (a text parses to the same definition every time), and a
+/// text that does not parse is kept as such. Only the definitions deployed at the last call
+/// are kept.
+#[derive(Debug, Default)]
+pub struct ActionsMemo {
+    /// By fingerprint: the text, and the handlers it needs (`None`: it does not parse).
+    needs: HashMap<String, (String, Option<Vec<String>>)>,
+}
+
+impl ActionsMemo {
+    /// The handlers `row`'s definition needs, from `kept` when it holds the same text,
+    /// else parsed; the entry moves into `self`.
+    fn take(
+        &mut self,
+        kept: &mut HashMap<String, (String, Option<Vec<String>>)>,
+        row: &WorkflowDefinitionRow,
+    ) -> Option<&[String]> {
+        let fresh = |text: &str| {
+            parse_definition(text).ok().map(|def| {
+                action_handlers(&def)
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect()
+            })
+        };
+        let entry = match kept.remove(&row.fingerprint) {
+            Some(entry) if entry.0 == row.definition => entry,
+            _ => match self.needs.get(&row.fingerprint) {
+                Some(entry) if entry.0 == row.definition => entry.clone(),
+                _ => (row.definition.clone(), fresh(&row.definition)),
+            },
+        };
+        self.needs
+            .entry(row.fingerprint.clone())
+            .insert_entry(entry)
+            .into_mut()
+            .1
+            .as_deref()
+    }
 }
 
 /// The set an authority with the handler `versions` claims by, given the deployed
@@ -71,12 +126,22 @@ pub fn claim_keys(
     versions: &BTreeMap<String, HandlerVersion>,
     definitions: &[WorkflowDefinitionRow],
 ) -> CompatSet {
+    claim_keys_with(versions, definitions, &mut ActionsMemo::default())
+}
+
+/// [`claim_keys`], parsing only the definitions `memo` did not hold from the last call.
+#[must_use]
+pub fn claim_keys_with(
+    versions: &BTreeMap<String, HandlerVersion>,
+    definitions: &[WorkflowDefinitionRow],
+    memo: &mut ActionsMemo,
+) -> CompatSet {
+    let mut kept = std::mem::take(&mut memo.needs);
     let mut keys = CompatSet::new(versions.iter().map(|(name, v)| handler_key(name, v)));
     for row in definitions {
-        if let Some(key) = parse_definition(&row.definition)
-            .ok()
-            .and_then(|def| instance_key(&def, &row.fingerprint, versions))
-        {
+        if let Some(key) = memo.take(&mut kept, row).and_then(|names| {
+            key_needing(names.iter().map(String::as_str), &row.fingerprint, versions)
+        }) {
             keys.insert(key);
         }
     }
@@ -115,5 +180,70 @@ mod tests {
         let mut missing = at("1.0.0");
         missing.remove(needed[0]);
         assert_eq!(instance_key(&def, "fp", &missing), None);
+    }
+
+    fn row(id: &str, fingerprint: &str, definition: &str) -> WorkflowDefinitionRow {
+        WorkflowDefinitionRow {
+            workflow_id: id.into(),
+            fingerprint: fingerprint.into(),
+            definition: definition.into(),
+            deployed_at: 0,
+        }
+    }
+
+    /// Every handler the shipped definitions need, at `version`.
+    fn all_handlers(version: &str) -> BTreeMap<String, HandlerVersion> {
+        crate::workflow::SHIPPED_DEFINITIONS
+            .iter()
+            .flat_map(|(_, text)| {
+                let def = parse_definition(text).expect("shipped");
+                action_handlers(&def)
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .map(|name| (name, v(version)))
+            .collect()
+    }
+
+    /// Kept between calls, the memo answers what parsing every definition again answers,
+    /// whatever the deployed set does from one call to the next: a definition added, one
+    /// that does not parse, one withdrawn (and forgotten), the same text twice, another text
+    /// under a kept fingerprint.
+    #[test]
+    fn the_memo_gives_the_keys_a_fresh_parse_gives() {
+        let shipped = crate::workflow::SHIPPED_DEFINITIONS;
+        let versions = all_handlers("1.0.0");
+        let first = row("a", "fp-a", shipped[0].1);
+        let second = row("b", "fp-b", shipped[1 % shipped.len()].1);
+        let broken = row("c", "fp-c", "{ not a definition");
+        let again = row("d", "fp-d", shipped[0].1);
+        let mut memo = ActionsMemo::default();
+        for deployed in [
+            vec![first.clone()],
+            vec![first.clone(), second.clone(), broken.clone()],
+            vec![second.clone(), again.clone(), first.clone()],
+            vec![second.clone()],
+            vec![row("a", "fp-a", &broken.definition), second.clone()],
+            vec![first.clone()],
+            vec![],
+        ] {
+            assert_eq!(
+                claim_keys_with(&versions, &deployed, &mut memo),
+                claim_keys(&versions, &deployed),
+                "{:?}",
+                deployed.iter().map(|r| &r.workflow_id).collect::<Vec<_>>()
+            );
+            let kept: std::collections::BTreeSet<&str> =
+                memo.needs.keys().map(String::as_str).collect();
+            let deployed_now = deployed.iter().map(|r| r.fingerprint.as_str()).collect();
+            assert_eq!(kept, deployed_now, "only the deployed definitions are kept");
+        }
+        assert!(claim_keys(&versions, std::slice::from_ref(&first)).len() > versions.len());
+        assert_eq!(
+            claim_keys(&versions, &[broken]).len(),
+            versions.len(),
+            "a definition that does not parse adds no key"
+        );
     }
 }

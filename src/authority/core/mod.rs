@@ -47,7 +47,7 @@ use crate::model::{CompatSet, Recovering};
 use crate::store::Store;
 use crate::store::capability::WORK_MODEL;
 use crate::workflow::engine::Engine;
-use crate::workflow::keys::claim_keys;
+use crate::workflow::keys::{ActionsMemo, claim_keys, claim_keys_with};
 
 struct InFlight {
     job: Job,
@@ -86,6 +86,8 @@ struct CoreState {
     started_at: Millis,
     /// When the deployed definitions were last read into the claim keys.
     keys_read_at: Option<Millis>,
+    /// The handlers each deployed definition needs, kept between those reads.
+    actions: ActionsMemo,
     /// Polls that had free slots to share so far: which of cursor looks, workflow instances and
     /// work items gets the slots that do not divide evenly rotates with it (`poll.rs`).
     share_turn: usize,
@@ -229,9 +231,12 @@ impl AuthorityCore {
             return Ok(());
         }
         let definitions = self.store.deployed_definitions()?;
-        self.engine
-            .set_keys(claim_keys(&self.workload.handler_versions(), &definitions));
-        self.state().keys_read_at = Some(now);
+        let versions = self.workload.handler_versions();
+        let mut state = self.state();
+        let keys = claim_keys_with(&versions, &definitions, &mut state.actions);
+        state.keys_read_at = Some(now);
+        drop(state);
+        self.engine.set_keys(keys);
         Ok(())
     }
 
