@@ -87,6 +87,18 @@ pub trait CommitFeed: Send {
     fn next_commit(&mut self, within: std::time::Duration) -> Result<Option<u64>>;
 }
 
+/// What a write transaction will read first, named before it begins
+/// ([`Backend::write_reading`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteReads<'a> {
+    /// Work items by id: a batch of completions, a renewal round.
+    pub items: &'a [&'a str],
+    /// Chain links by revision: the revisions this process's rewind witnesses saw last,
+    /// which every write compares the store with (`witness.rs`). With several writers on
+    /// one store the newest link is rarely one of them.
+    pub links: &'a [u64],
+}
+
 pub trait Backend: Send + Sync {
     fn kind(&self) -> StoreKind;
 
@@ -179,19 +191,18 @@ pub trait Backend: Send + Sync {
     }
 
     /// Like [`Self::write`] (or, when `urgent`, [`Self::write_urgent`]), for a write that
-    /// reads the work items `ids` first (a batch of completions, a renewal round): a
-    /// provider whose every statement is a round trip reads them with the write lock
-    /// instead of after it. The same transaction by default.
+    /// reads `reads` first: a provider whose every statement is a round trip reads them
+    /// with the write lock instead of after it. The same transaction by default.
     ///
     /// # Errors
     /// As [`Self::write`].
     fn write_reading(
         &self,
         urgent: bool,
-        ids: &[&str],
+        reads: WriteReads<'_>,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
     ) -> Result<()> {
-        let _ = ids;
+        let _ = reads;
         if urgent {
             self.write_urgent(f)
         } else {

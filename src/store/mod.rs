@@ -65,7 +65,7 @@ use std::sync::{Arc, OnceLock};
 
 pub use crate::model::HandlerKeys;
 pub use backend::{
-    Backend, CommitFeed, ConnectionServer, RoundTrips, ServerIdentity, StoreKind, Tx,
+    Backend, CommitFeed, ConnectionServer, RoundTrips, ServerIdentity, StoreKind, Tx, WriteReads,
 };
 pub use capability::Capability;
 pub use counter::Counter;
@@ -456,7 +456,17 @@ impl Store {
             };
             Ok(())
         };
-        self.note(self.backend.write_reading(urgent, ids, &mut run))?;
+        let links: Vec<u64> = self
+            .witnesses()
+            .filter_map(witness::Witness::seen)
+            .filter(|seen| seen.link.is_some())
+            .map(|seen| seen.revision)
+            .collect();
+        let reads = WriteReads {
+            items: ids,
+            links: &links,
+        };
+        self.note(self.backend.write_reading(urgent, reads, &mut run))?;
         if let Some(link) = &committed {
             self.witnesses().for_each(|w| w.committed(link, milestone));
         }

@@ -8,6 +8,7 @@ use std::time::Instant;
 use leasehold::model::work::NewWork;
 use leasehold::rules::retry::Retry;
 use leasehold::store::url::{self, OpenMode};
+use leasehold::store::witness::Witness;
 use leasehold::store::{Completion, RoundTrips, Store};
 
 use crate::support::authorities::{HANDLER, compat, enqueue};
@@ -99,4 +100,49 @@ fn a_completion_batch_naming_an_impossible_id_fails_whole() {
     assert_eq!(store.revision().unwrap(), before, "nothing committed");
     let item = store.work(&claimed[0].id).unwrap().unwrap();
     assert_eq!(item.state, leasehold::model::WorkState::Claimed);
+}
+
+/// Every write compares the store with what this host's witness saw last: the chain's link
+/// at the revision this process last committed. With several writers on one store that is
+/// rarely the newest link, which the lock's statement reads anyway; it is read with the
+/// lock too, so a claim behind another writer's commit sends no more than one alone.
+#[test]
+fn a_write_behind_another_writers_commit_reads_the_witnessed_link_with_the_lock() {
+    let db = database();
+    let state = tempfile::tempdir().unwrap();
+    let plain = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    let witnessed = Witness::open(state.path(), &plain)
+        .map(|w| {
+            url::open(db.url(), OpenMode::ReadWrite)
+                .unwrap()
+                .with_witness(w)
+        })
+        .unwrap();
+    enqueue(&witnessed, 300);
+    let compat = compat();
+
+    let alone = round_trips_of(&witnessed, || {
+        assert_eq!(
+            witnessed
+                .claim_batch("rt-1", &compat, 100, 30_000)
+                .unwrap()
+                .len(),
+            100
+        );
+    });
+    // Another writer commits: the newest link is no longer the one this host saw last.
+    plain
+        .enqueue(NewWork::effect("rt-other", HANDLER, "{}"), &compat)
+        .unwrap();
+    let behind = round_trips_of(&witnessed, || {
+        assert_eq!(
+            witnessed
+                .claim_batch("rt-1", &compat, 100, 30_000)
+                .unwrap()
+                .len(),
+            100
+        );
+    });
+    assert_eq!(behind, alone, "a claim behind another writer's commit");
+    assert!(witnessed.witness().unwrap().seen().is_some());
 }

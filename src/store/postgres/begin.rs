@@ -11,6 +11,7 @@ use super::literal;
 use super::tx::{Known, PgTx};
 use crate::clock::Millis;
 use crate::model::{ChainCounts, ChainLink, LinkHash, WorkItem};
+use crate::store::backend::WriteReads;
 use crate::store::epoch::{STORE_EPOCH, STORE_ID};
 use crate::store::sql::Driver;
 use crate::store::sql::decode;
@@ -56,14 +57,31 @@ const BEGIN_WRITE: &str = "BEGIN; SET LOCAL lock_timeout = '3s'; \
      SELECT revision, link, nonce, generations, completions \
        FROM chain ORDER BY revision DESC LIMIT 1";
 
-/// [`BEGIN_WRITE`], then the work items `reads` (the items a batch of completions or a
-/// renewal round reads first) when there are any and each id can be a literal.
-/// Answers the statement and the items it reads: `reads`, or none when it reads none (then
-/// the transaction reads them itself, and a server that refuses an id says so there).
-pub(super) fn begin_write<'r>(reads: &'r [&'r str]) -> (Cow<'static, str>, &'r [&'r str]) {
-    match (reads.is_empty(), literal::work_by_ids(reads)) {
-        (false, Some(read)) => (Cow::Owned(format!("{BEGIN_WRITE}; {read}")), reads),
-        _ => (Cow::Borrowed(BEGIN_WRITE), &[]),
+/// The chain's links at some revisions, beside its head in [`BEGIN_WRITE`]'s last result.
+const AND_LINKS: &str = " UNION ALL SELECT revision, link, nonce, generations, completions \
+     FROM chain WHERE revision IN ";
+
+/// [`BEGIN_WRITE`], with the chain's links at `reads.links` beside its head (the revisions
+/// this process's witnesses compare the store with: with several writers the head is
+/// rarely one of them, and each was a round trip under the lock), then the work items
+/// `reads.items` (the items a batch of completions or a renewal round reads first) when
+/// there are any and each id can be a literal. Answers the statement and the items it
+/// reads: `reads.items`, or none when it reads none (then the transaction reads them
+/// itself, and a server that refuses an id says so there).
+pub(super) fn begin_write<'r>(reads: WriteReads<'r>) -> (Cow<'static, str>, &'r [&'r str]) {
+    let mut sql = Cow::Borrowed(BEGIN_WRITE);
+    if !reads.links.is_empty() {
+        // The head's `ORDER BY … LIMIT 1` binds to its own branch once parenthesised.
+        let (lock, head) = BEGIN_WRITE.rsplit_once("; ").unwrap_or((BEGIN_WRITE, ""));
+        let revisions: Vec<String> = reads.links.iter().map(u64::to_string).collect();
+        sql = Cow::Owned(format!(
+            "{lock}; ({head}){AND_LINKS}({})",
+            revisions.join(", ")
+        ));
+    }
+    match (reads.items.is_empty(), literal::work_by_ids(reads.items)) {
+        (false, Some(read)) => (Cow::Owned(format!("{sql}; {read}")), reads.items),
+        _ => (sql, &[]),
     }
 }
 
@@ -76,7 +94,8 @@ pub(super) struct Begun {
     intake: bool,
     store_id: Option<i64>,
     known: Known,
-    head: Option<ChainLink>,
+    /// The chain's head and the links asked for.
+    links: Vec<ChainLink>,
     /// The work items named, when they could be read with the lock.
     work: Option<Vec<WorkItem>>,
 }
@@ -85,7 +104,8 @@ impl Begun {
     /// Reads the answer of [`begin_write`], which read the work items `reads`.
     pub(super) fn of(messages: &[SimpleQueryMessage], reads: &[&str]) -> Option<Self> {
         // One result per statement, each ended by its command's completion: BEGIN, SET, the
-        // lock, SET, the meta values, the chain's head, and the named work items.
+        // lock, SET, the meta values, the chain's head (with the links asked for), and the
+        // named work items.
         let mut results: Vec<Vec<&SimpleQueryRow>> = vec![Vec::new()];
         for m in messages {
             match m {
@@ -98,18 +118,25 @@ impl Begun {
         let txid = first(2)?.get(1)?.parse().ok()?;
         let meta = first(4);
         let int = |i: usize| meta.and_then(|row| row.get(i)).and_then(|v| v.parse().ok());
-        let head = first(5).and_then(|row| {
-            let int = |i: usize| row.get(i).and_then(|v| v.parse().ok());
-            Some(ChainLink {
-                revision: int(0)?,
-                link: LinkHash::parse(row.get(1)?).ok()?,
-                nonce: row.get(2)?.to_owned(),
-                counts: ChainCounts {
-                    generations: int(3)?,
-                    completions: int(4)?,
-                },
+        // The head, and the links at the revisions asked for (one row each that exists);
+        // none when a row does not read (the transaction reads them itself).
+        let links: Vec<ChainLink> = results
+            .get(5)?
+            .iter()
+            .map(|row| {
+                let int = |i: usize| row.get(i).and_then(|v| v.parse().ok());
+                Some(ChainLink {
+                    revision: int(0)?,
+                    link: LinkHash::parse(row.get(1)?).ok()?,
+                    nonce: row.get(2)?.to_owned(),
+                    counts: ChainCounts {
+                        generations: int(3)?,
+                        completions: int(4)?,
+                    },
+                })
             })
-        });
+            .collect::<Option<_>>()
+            .unwrap_or_default();
         // The seventh statement's rows, only when it was sent (then there are seven results
         // and the empty one after the last completion). A row this build cannot read leaves
         // the items to the transaction's own read, which names the damage.
@@ -136,7 +163,7 @@ impl Begun {
                 }),
                 no_instances: meta.and_then(|row| row.get(6)) == Some("f"),
             },
-            head,
+            links,
             work,
         })
     }
@@ -154,7 +181,7 @@ impl Begun {
         }
         tx.intake_waits(self.intake);
         tx.know(self.known);
-        tx.chain_head(self.head.clone());
+        tx.chain_links(&self.links);
         if let Some(work) = &self.work {
             tx.fetched(reads, work);
         }

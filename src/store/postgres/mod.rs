@@ -70,7 +70,7 @@ use std::time::{Duration, Instant};
 use postgres::Config;
 use postgres::error::SqlState;
 
-use super::backend::{Backend, CommitFeed, RoundTrips, ServerIdentity, StoreKind, Tx};
+use super::backend::{Backend, CommitFeed, RoundTrips, ServerIdentity, StoreKind, Tx, WriteReads};
 use super::capability::{Capability, WORK_MODEL};
 use super::sql::{Step, Transient, backoff, refuse_read_only, retry};
 use super::stall::StallWatch;
@@ -345,7 +345,7 @@ impl PostgresBackend {
     /// (read with the write lock), a read-only snapshot otherwise.
     fn run(
         &self,
-        write: Option<&[&str]>,
+        write: Option<WriteReads<'_>>,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
     ) -> Result<()> {
         let mut watch = StallWatch::new(&self.names.label);
@@ -368,7 +368,7 @@ impl PostgresBackend {
     fn attempt(
         &self,
         conn: &mut Conn,
-        write: Option<&[&str]>,
+        write: Option<WriteReads<'_>>,
         inserts: Inserts,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
         watch: &mut StallWatch<'_>,
@@ -411,7 +411,7 @@ impl PostgresBackend {
             let high_water = self.high_water.load(Ordering::Acquire);
             let mut tx = PgTx::new(conn, names, write.is_some(), high_water, inserts);
             if let (Some(begun), Some(reads)) = (&begun, write) {
-                begun.remember(&mut tx, reads);
+                begun.remember(&mut tx, reads.items);
             }
             let ending = f(&mut tx).and_then(|()| tx.commit_statement());
             (
@@ -586,18 +586,18 @@ impl Backend for PostgresBackend {
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
-        self.write_reading(false, &[], f)
+        self.write_reading(false, WriteReads::default(), f)
     }
 
-    /// The items are read in the write lock's message (`postgres/begin.rs`).
+    /// The items and links are read in the write lock's message (`postgres/begin.rs`).
     fn write_reading(
         &self,
         _urgent: bool,
-        ids: &[&str],
+        reads: WriteReads<'_>,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
     ) -> Result<()> {
         refuse_read_only(self.read_only, &self.names.label)?;
-        self.run(Some(ids), f)
+        self.run(Some(reads), f)
     }
 
     fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {

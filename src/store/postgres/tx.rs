@@ -235,8 +235,11 @@ pub(super) struct PgTx<'a> {
     /// What the write lock's statement found absent, while this transaction's own writes
     /// have not changed it.
     known: Known,
-    /// The chain's newest link as the write lock's statement read it.
+    /// The chain's newest link as the write lock's statement read it, then as this
+    /// transaction extends it.
     head: Option<ChainLink>,
+    /// Older links the write lock's statement read (those the witnesses compare).
+    links: Vec<ChainLink>,
     /// The statements this transaction sent (each a round trip).
     round_trips: u64,
     /// Every grant and fenced write this transaction added, held back or sent: what its
@@ -271,14 +274,17 @@ impl<'a> PgTx<'a> {
             intake_waits: false,
             known: Known::default(),
             head: None,
+            links: Vec::new(),
             added: (Vec::new(), Vec::new()),
             round_trips: 0,
         }
     }
 
-    /// The chain's newest link, as the write lock's statement found it.
-    pub(super) fn chain_head(&mut self, head: Option<ChainLink>) {
-        self.head = head;
+    /// The chain's links the write lock's statement read: its head and the links asked
+    /// for.
+    pub(super) fn chain_links(&mut self, links: &[ChainLink]) {
+        self.head = links.iter().max_by_key(|l| l.revision).cloned();
+        self.links = links.to_vec();
     }
 
     /// Whether committed intake requests wait, as the write lock's statement found.
@@ -517,8 +523,9 @@ impl Driver for PgTx<'_> {
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64> {
         writable(self.writable)?;
         // A statement of its own writes a table outside the held-back ones: a pause or a
-        // schedule among them.
+        // schedule among them, or the chain's trimming.
         self.known = Known::default();
+        self.links.clear();
         let conn = &mut *self.conn;
         let n = conn
             .statement(sql)
@@ -810,7 +817,11 @@ impl Driver for PgTx<'_> {
     }
 
     fn known_link(&self, revision: u64) -> Option<ChainLink> {
-        self.head.clone().filter(|head| head.revision == revision)
+        self.head
+            .iter()
+            .chain(&self.links)
+            .find(|link| link.revision == revision)
+            .cloned()
     }
 
     fn own_history(&self, revision: u64) -> Option<(Vec<Grant>, Vec<WriteRecord>)> {
