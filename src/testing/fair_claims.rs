@@ -10,7 +10,7 @@ use crate::model::schedule::{CatchUp, Trigger};
 use crate::model::work::NewWork;
 use crate::store::ClaimBudget;
 
-use super::{Harness, K, ok};
+use super::{Harness, K, MemoryHarness, ok};
 
 const FLOOD: &str = "flood";
 
@@ -328,4 +328,59 @@ pub fn lateness_per_lane_matches_the_items(h: &dyn Harness) {
         [(FLOOD, now - flood_due), ("mail", 2_000)],
         "the flood's lateness grows; a lane not due yet is not late"
     );
+}
+
+/// Claims over many lanes of uneven depth — a lane shorter than its share, lanes deeper
+/// than it, priorities, items not yet due, lapsed claims in and past their reclaim grace,
+/// handler limits, batches that do not divide by the lanes — take exactly the items the
+/// memory reference takes, in the same order. (A provider that reads a claim's lanes and
+/// their items ahead, in fewer statements, must answer as the lane-by-lane reads would.)
+pub fn claims_over_uneven_lanes_match_the_memory_reference(h: &dyn Harness) {
+    let reference = MemoryHarness::new();
+    reference.clock().set(h.store().now());
+    let both = [h.store(), reference.store()];
+    let depths = [("a", 1), ("b", 3), ("c", 40), ("d", 7), ("e", 90)];
+    for s in &both {
+        let now = s.now();
+        let specs: Vec<NewWork> = depths
+            .iter()
+            .flat_map(|&(handler, depth)| {
+                (0..depth).map(move |i: usize| NewWork {
+                    priority: i32::try_from(i % 3).unwrap_or(0) - 1,
+                    not_before: (i % 11 == 10).then_some(now + 60_000),
+                    ..NewWork::effect(format!("{handler}-{i:03}"), handler, "{}")
+                })
+            })
+            .collect();
+        assert_eq!(ok("enqueue", s.enqueue_batch(specs, K)), 141);
+        for id in ["c-005", "e-017", "d-002", "e-040"] {
+            ok("dead claims", s.claim(id, "dead", K, 1_000));
+        }
+    }
+    let advance = |ms| {
+        h.clock().advance(ms);
+        reference.clock().advance(ms);
+    };
+    advance(1_500);
+    let budgets = [
+        ClaimBudget::new(7),
+        ClaimBudget::new(23).with_handler("e", 4),
+        ClaimBudget::new(1),
+        ClaimBudget::new(64).with_in_flight("c", 9),
+        ClaimBudget::new(5)
+            .with_handler("c", 0)
+            .with_handler("e", 0),
+        ClaimBudget::new(200),
+    ];
+    for (n, budget) in budgets.iter().enumerate() {
+        let owner = format!("claimer-{n}");
+        let [got, want] = [&both[0], &both[1]].map(|s| {
+            ok("claim", s.claim_work_within(&owner, K, budget, 30_000))
+                .iter()
+                .map(|c| c.item.id.clone())
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(got, want, "batch {n} ({budget:?}) on {}", h.provider());
+        advance(10_000);
+    }
 }

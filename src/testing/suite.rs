@@ -68,6 +68,7 @@ macro_rules! store_conformance_suite {
             fair_claims::a_handler_holding_more_waits_for_the_others,
             fair_claims::priorities_order_one_handlers_claims,
             fair_claims::lateness_per_lane_matches_the_items,
+            fair_claims::claims_over_uneven_lanes_match_the_memory_reference,
             // a work item's checkpoint
             work_checkpoints::a_checkpoint_saved_under_the_claim_is_visible,
             work_checkpoints::a_stale_checkpoint_is_fenced_and_changes_nothing,

@@ -39,14 +39,14 @@ fn a_claim_a_completion_batch_and_an_enqueue_each_send_a_handful_of_statements()
     let compat = compat();
 
     // The lock (with the store's id, the pauses, the next schedule and the waiting
-    // instances), the lapsed claims, the lanes at once, the lane's items, the rows of
-    // every table in one statement, the commit.
+    // instances), the lapsed claims with the lanes and their items, the rows of every
+    // table in one statement, the commit.
     let mut claimed = Vec::new();
     let claim = round_trips_of(&store, || {
         claimed = store.claim_batch("rt-1", &compat, 200, 30_000).unwrap();
     });
     assert_eq!(claimed.len(), 200);
-    assert!(claim <= 6, "a claim of 200 sent {claim} statements");
+    assert!(claim <= 4, "a claim of 200 sent {claim} statements");
 
     // The lock with the items by id, the rows in one statement, the commit.
     let completions: Vec<_> = claimed

@@ -45,11 +45,12 @@ use crate::store::sql::dialect::{Dialect, POSTGRES};
 use crate::store::sql::encode::{
     self, DEFINITIONS, GRANTS, HISTORY, INSTANCES, LEASES, Table, WORK, WRITES,
 };
+use crate::store::sql::lanes::ClaimRead;
 use crate::store::sql::query::Query;
 use crate::store::sql::row::Decode;
 use crate::store::sql::statements::{REVISION, Statements};
 use crate::store::sql::value::SqlValue;
-use crate::store::sql::{Driver, KnownEmpty, RECLAIM, Transient, decode, lanes, limit, writable};
+use crate::store::sql::{Driver, KnownEmpty, Transient, decode, lanes, limit, writable};
 
 /// Writes held back until a statement could observe them, or the commit.
 #[derive(Default)]
@@ -245,6 +246,8 @@ pub(super) struct PgTx<'a> {
     /// Every grant and fenced write this transaction added, held back or sent: what its
     /// revision's chain link digests, without reading them back.
     added: (Vec<Grant>, Vec<WriteRecord>),
+    /// What claims read at once, by compat digest, while no work row changed.
+    claim_reads: Vec<ClaimReads>,
 }
 
 impl<'a> PgTx<'a> {
@@ -277,6 +280,7 @@ impl<'a> PgTx<'a> {
             links: Vec::new(),
             added: (Vec::new(), Vec::new()),
             round_trips: 0,
+            claim_reads: Vec::new(),
         }
     }
 
@@ -487,21 +491,38 @@ impl<'a> PgTx<'a> {
         self.check(n)
     }
 
-    /// Work rows of one claim query, remembered in a write transaction.
-    fn claims(&mut self, cond: &str, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
-        self.flush()?;
-        let sql = format!(
-            "SELECT * FROM work WHERE compat = $1 AND {cond}due_at <= $2 ORDER BY due_at, id LIMIT $3"
-        );
-        let items = self.query(
-            &sql,
-            &[compat.into(), now.into(), limit(n).into()],
-            decode::work,
-        )?;
-        if self.writable {
-            self.saw(&items);
+    /// What [`lanes::claim_reads_at_once`] read for a claim of `compat` at `now` while no
+    /// work row changed since: the lanes, and `lane`'s first `n` due items when it read as
+    /// many or the lane had no more.
+    fn claim_read(&self, compat: &str, now: Option<Millis>) -> Option<&ClaimReads> {
+        self.claim_reads
+            .iter()
+            .find(|r| r.compat == compat && now.is_none_or(|now| now == r.now))
+    }
+}
+
+/// What one statement read for a claim of one compat digest ([`lanes::claim_reads_at_once`]):
+/// the lanes, and each lane's first due items. The claim's next reads, the lanes and their
+/// items, are answered from it while no work row changes (every write of one forgets it).
+struct ClaimReads {
+    compat: String,
+    now: Millis,
+    /// How many items were read of each lane: a lane that gave fewer has no more due.
+    per_lane: usize,
+    lanes: Vec<(WorkLane, Vec<WorkItem>)>,
+}
+
+impl ClaimReads {
+    /// The first `n` items of `lane` due by `now`, if this read knows them.
+    fn items(&self, lane: &WorkLane, n: usize) -> Option<Vec<WorkItem>> {
+        let (_, items) = self.lanes.iter().find(|(l, _)| l == lane)?;
+        if n <= items.len() {
+            Some(items[..n].to_vec())
+        } else if items.len() < self.per_lane {
+            Some(items.clone())
+        } else {
+            None
         }
-        Ok(items)
     }
 }
 
@@ -526,6 +547,7 @@ impl Driver for PgTx<'_> {
         // schedule among them, or the chain's trimming.
         self.known = Known::default();
         self.links.clear();
+        self.claim_reads.clear();
         let conn = &mut *self.conn;
         let n = conn
             .statement(sql)
@@ -720,6 +742,7 @@ impl Driver for PgTx<'_> {
 
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {
         writable(self.writable)?;
+        self.claim_reads.clear();
         self.seen.work.insert(item.id.clone(), Some(item.clone()));
         self.pending.work.insert(item.id.clone(), item.clone());
         Ok(())
@@ -732,6 +755,12 @@ impl Driver for PgTx<'_> {
         now: Millis,
         n: usize,
     ) -> Result<Vec<WorkItem>> {
+        if let Some(items) = self
+            .claim_read(compat, Some(now))
+            .and_then(|read| read.items(lane, n))
+        {
+            return Ok(items);
+        }
         self.flush()?;
         let items = self.query(
             &lanes::lane_items_sql(&POSTGRES),
@@ -744,12 +773,52 @@ impl Driver for PgTx<'_> {
         Ok(items)
     }
 
+    /// With the lanes and their first due items, in one round trip
+    /// ([`lanes::claim_reads_at_once`]): a claim reads those next.
     fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
-        self.claims(RECLAIM, compat, now, n)
+        self.flush()?;
+        let rows = self.query(
+            &lanes::claim_reads_at_once(&POSTGRES),
+            &[compat.into(), now.into(), limit(n).into()],
+            lanes::claim_read,
+        )?;
+        let mut lapsed = Vec::new();
+        let mut lanes: Vec<(WorkLane, Vec<WorkItem>)> = Vec::new();
+        for row in rows {
+            match row {
+                ClaimRead::Lapsed(item) => lapsed.push(item),
+                ClaimRead::Lane(lane, item) => {
+                    if lanes.last().is_none_or(|(last, _)| *last != lane) {
+                        lanes.push((lane, Vec::new()));
+                    }
+                    if let (Some((_, items)), Some(item)) = (lanes.last_mut(), item) {
+                        items.push(item);
+                    }
+                }
+            }
+        }
+        if self.writable {
+            self.saw(&lapsed);
+            for (_, items) in &lanes {
+                self.saw(items);
+            }
+        }
+        self.claim_reads.retain(|r| r.compat != compat);
+        self.claim_reads.push(ClaimReads {
+            compat: compat.to_owned(),
+            now,
+            per_lane: lanes::lane_share(n, lanes.len()),
+            lanes,
+        });
+        Ok(lapsed)
     }
 
-    /// The lanes in one round trip instead of one per lane and one more.
+    /// The lanes a claim's first read found ([`Self::lapsed_claims`]), or in one round trip
+    /// instead of one per lane and one more.
     fn claim_lanes(&mut self, compat: &str) -> Result<Vec<WorkLane>> {
+        if let Some(read) = self.claim_read(compat, None) {
+            return Ok(read.lanes.iter().map(|(lane, _)| lane.clone()).collect());
+        }
         self.flush()?;
         self.query(
             &lanes::claim_lanes_at_once(&POSTGRES),

@@ -8,15 +8,19 @@
 //! seeks a row-value inequality on its first column only and filters the rest, which reads
 //! the whole of the previous lane — a backlog — on every claim.
 
+use super::RECLAIM;
 use super::decode;
 use super::dialect::Dialect;
 use super::driver::Driver;
+use super::encode::Kind;
 use super::limit;
+use super::row::{SqlRow, enumerated, int, text};
 use super::statements::Statements;
 use super::value::SqlValue;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::model::work::WorkLane;
+use crate::model::{WorkItem, WorkKind};
 
 /// One lane's items of a compat digest due by an instant, in claim order; parameters:
 /// compat, kind, handler, now, limit (see [`lane_items_params`]).
@@ -97,6 +101,71 @@ pub(crate) fn claim_lanes_at_once(dialect: &Dialect) -> String {
         first = seek(("''", "''")),
         next = seek(("lane.kind", "lane.handler")),
     ))
+}
+
+/// What [`claim_reads_at_once`] answers, row by row.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ClaimRead {
+    /// A lapsed claim, in reclaim order.
+    Lapsed(WorkItem),
+    /// A claim lane, with one of its due items in claim order (`None`: none is due).
+    Lane(WorkLane, Option<WorkItem>),
+}
+
+/// A row of [`claim_reads_at_once`].
+pub(crate) fn claim_read(row: &dyn SqlRow) -> Result<ClaimRead> {
+    if int(row, "lane_n")? == 0 {
+        return Ok(ClaimRead::Lapsed(decode::work(row)?));
+    }
+    let lane = WorkLane::new(
+        enumerated(row, "lane_kind", WorkKind::parse)?,
+        text(row, "lane_handler")?,
+    );
+    let item = match row.value("id".into(), Kind::Text)? {
+        SqlValue::Null => None,
+        _ => Some(decode::work(row)?),
+    };
+    Ok(ClaimRead::Lane(lane, item))
+}
+
+/// Everything a claim of one compat digest reads before it writes, as one statement
+/// (parameters: compat, now, limit), for a provider where each statement is a round trip
+/// under the write lock (it needs `LATERAL`): the lapsed claims due by `now` (`lane_n` 0,
+/// in reclaim order, at most `limit`), then each claim lane (`lane_n` from 1, in
+/// [`claim_lanes`] order) with its first items due by `now` in claim order, at most
+/// `limit` over all the lanes (a lane's share rounded up: [`lane_share`]), or one row
+/// without an item when none is due. Each part reads what [`lane_items_sql`],
+/// [`claim_lanes_at_once`] and the lapsed claims' read would, by the same index seeks.
+pub(crate) fn claim_reads_at_once(dialect: &Dialect) -> String {
+    let from = dialect.from("work", "work_lane");
+    let seek = |after| after_lane("kind, handler", &from, CLAIM_LANE, after);
+    dialect.marks(&format!(
+        "WITH RECURSIVE lane(kind, handler, n) AS (\
+         SELECT kind, handler, 1 FROM ({first}) AS first \
+         UNION ALL SELECT next.kind, next.handler, lane.n + 1 \
+         FROM lane CROSS JOIN LATERAL ({next}) AS next), \
+         share AS (SELECT CASE WHEN ?3::bigint > 0 \
+         THEN (?3::bigint - 1) / greatest(count(*), 1) + 1 ELSE 0 END \
+         AS per_lane FROM lane) \
+         SELECT 0::bigint AS lane_n, NULL::text AS lane_kind, NULL::text AS lane_handler, \
+         lapsed.* FROM (SELECT row_number() OVER (ORDER BY due_at, id) AS seq, * FROM work \
+         WHERE compat = ?1 AND {RECLAIM}due_at <= ?2 ORDER BY due_at, id LIMIT ?3) AS lapsed \
+         UNION ALL SELECT lane.n::bigint, lane.kind, lane.handler, due.* \
+         FROM lane CROSS JOIN share LEFT JOIN LATERAL (\
+         SELECT row_number() OVER (ORDER BY priority DESC, due_at, id) AS seq, * FROM {from} \
+         WHERE compat = ?1 AND kind = lane.kind AND handler = lane.handler AND due_at <= ?2 \
+         ORDER BY priority DESC, due_at, id LIMIT share.per_lane) AS due ON TRUE \
+         ORDER BY lane_n, seq",
+        first = seek(("''", "''")),
+        next = seek(("lane.kind", "lane.handler")),
+    ))
+}
+
+/// How many items [`claim_reads_at_once`] reads of each of `lanes` lanes for a claim of
+/// `n`: the statement's limit over the lanes, rounded up.
+pub(crate) fn lane_share(n: usize, lanes: usize) -> usize {
+    let bound = usize::try_from(limit(n)).unwrap_or(usize::MAX);
+    bound.div_ceil(lanes.max(1))
 }
 
 /// Per lane, the earliest `next_eligible_at` of its pending / retry items.
