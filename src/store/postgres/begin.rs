@@ -43,9 +43,17 @@ use crate::store::sql::statements::REVISION;
 /// which a generic plan proves as well as a custom one. Read transactions keep the
 /// server's choice: their filters vary more, and a custom plan may pick an index by the
 /// values bound.
+///
+/// Nor does a write transaction's statement go through the server's JIT compiler (`jit`
+/// off for the transaction). A generic plan estimates a `LIMIT` it cannot see as the
+/// whole table, and above `jit_above_cost` the server compiled the claim's read
+/// ([`crate::store::sql::lanes::claim_reads_at_once`]) afresh at one run in five, about
+/// two milliseconds each under the lock, for a statement that reads a few hundred rows by
+/// index.
 const BEGIN_WRITE: &str = "BEGIN; SET LOCAL lock_timeout = '3s'; \
      SELECT pg_advisory_xact_lock(7810756276994469740), txid_current()::text, \
-            set_config('plan_cache_mode', 'force_generic_plan', true); \
+            set_config('plan_cache_mode', 'force_generic_plan', true), \
+            set_config('jit', 'off', true); \
      SET LOCAL lock_timeout TO DEFAULT; \
      SELECT (SELECT value FROM meta WHERE key = 'revision'), \
             (SELECT value FROM meta WHERE key = 'store_epoch'), \
