@@ -129,8 +129,9 @@ impl Begun {
         // The head, and the links at the revisions asked for (one row each that exists);
         // none when a row does not read (the transaction reads them itself).
         let links: Vec<ChainLink> = results
-            .get(5)?
-            .iter()
+            .get(5)
+            .into_iter()
+            .flatten()
             .map(|row| {
                 let int = |i: usize| row.get(i).and_then(|v| v.parse().ok());
                 Some(ChainLink {
