@@ -282,6 +282,40 @@ fn a_schema_8_database_is_upgraded_in_place() {
     assert_eq!(report.span, Some((before + 1, before + 2)));
 }
 
+/// An index added since the schema's version is created by the next read-write open of a
+/// store without it, and the store keeps its version: an older build still opens it.
+#[test]
+fn a_read_write_open_adds_the_indexes_added_since_the_schemas_version() {
+    let db = database();
+    let clock = ManualClock::new(crate::support::START);
+    drop(open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap());
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    let mut has_index = || -> bool {
+        admin
+            .query_one(
+                "SELECT to_regclass('schedules_due_unpaused') IS NOT NULL",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    assert!(has_index());
+    postgres::Client::connect(db.url(), postgres::NoTls)
+        .unwrap()
+        .batch_execute("DROP INDEX schedules_due_unpaused")
+        .unwrap();
+    drop(open_postgres(db.url(), &clock, OpenMode::ReadOnly).unwrap());
+    assert!(!has_index(), "a read-only open changes nothing");
+    drop(open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap());
+    assert!(has_index());
+    let version: i64 = postgres::Client::connect(db.url(), postgres::NoTls)
+        .unwrap()
+        .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(version, leasehold::store::postgres::SCHEMA_VERSION);
+}
+
 // --- creating --------------------------------------------------------------------------------
 
 /// A database without the schema is not a store: writers refuse it and leave it empty;

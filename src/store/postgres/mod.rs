@@ -48,8 +48,9 @@
 //! Files: `pool.rs` holds the connections, `tls.rs` (and `tls/`) their encryption, `errors.rs` maps driver errors, `bind.rs` binds and reads the shared SQL layer's values, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `batch.rs` and `literal.rs` send its held-back
 //! writes (as arrays, or as text with the commit), `schema.sql` with `intake.sql` (the
-//! intake applications enqueue into inside their own transactions), and `upgrade_1.sql` to
-//! `upgrade_8.sql`, which bring a store of schema 1 to 8 to 9 in place.
+//! intake applications enqueue into inside their own transactions), `upgrade_1.sql` to
+//! `upgrade_8.sql`, which bring a store of schema 1 to 8 to 9 in place, and `additions.sql`,
+//! the indexes added since, which every read-write open creates where missing.
 
 mod batch;
 mod begin;
@@ -90,6 +91,9 @@ const SCHEMA: &str = concat!(include_str!("schema.sql"), include_str!("intake.sq
 
 /// The identity and epoch rows (`store/epoch.rs`), added at every read-write open.
 const IDENTITY: &str = include_str!("identity.sql");
+
+/// The indexes added since the schema's version, at every read-write open.
+const ADDITIONS: &str = include_str!("additions.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`.
 const UPGRADES: [&str; 8] = [
@@ -766,6 +770,7 @@ fn init(
             }
             conn.client
                 .batch_execute(IDENTITY)
+                .and_then(|()| conn.client.batch_execute(ADDITIONS))
                 .map(|()| created)
                 .map_err(|e| step(names, &e, &conn.client))
         })

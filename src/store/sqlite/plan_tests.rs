@@ -181,7 +181,7 @@ fn main_queries_use_indexes() {
         (
             "SELECT * FROM schedules WHERE next_due <= ?1 AND paused_at IS NULL ORDER BY next_due, schedule_id LIMIT ?2",
             2,
-            "schedules_due",
+            "schedules_due_unpaused",
         ),
         (
             "SELECT COUNT(*) FROM work INDEXED BY work_lane_waiting WHERE kind IN ('effect', 'schedule', 'cursor') AND handler = ?1 AND state IN ('pending', 'retry')",

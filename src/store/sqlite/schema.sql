@@ -151,6 +151,10 @@ CREATE TABLE IF NOT EXISTS schedules (
     paused_at   INTEGER -- set while paused: nothing fires
 );
 CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_due, schedule_id);
+-- The unpaused ones by when they are due: what every poll asks (the earliest, the due), so
+-- paused schedules, however many and however overdue, are never walked past.
+CREATE INDEX IF NOT EXISTS schedules_due_unpaused ON schedules (next_due, schedule_id)
+    WHERE paused_at IS NULL;
 
 -- Handlers an operator paused fleet-wide: every claim reads this (small) table and claims
 -- none of their work. The name need not be a handler anyone runs yet.

@@ -601,13 +601,15 @@ fn filled(path: &Path, items: usize) {
 #[test]
 fn a_writable_open_reads_a_constant_part_of_the_file() {
     let (_dir, path) = temp();
-    filled(&path, 4_000);
+    filled(&path, 8_000);
     let size = std::fs::metadata(&path).expect("size").len();
     let before = thread_read_bytes();
     let b = open(&path, OpenMode::Existing).expect("open");
     let read = thread_read_bytes() - before;
+    // The schema and the root page of every table and index (`damage.rs`): about 260 KB
+    // whatever the store's size.
     assert!(
-        read < 256 * 1024 && read < size / 4,
+        read < 320 * 1024 && read < size / 8,
         "a writer's open read {read} bytes of a {size}-byte store: it must not read the whole file"
     );
     assert!(!b.is_read_only());

@@ -36,6 +36,7 @@ fn downgrade_to_schema_8(path: &Path) {
     let conn = Connection::open(path).expect("raw");
     conn.execute_batch(
         "DROP TABLE chain;
+         DROP INDEX schedules_due_unpaused;
          UPDATE meta SET value = 8 WHERE key = 'schema_version';",
     )
     .expect("downgrade");
@@ -487,4 +488,34 @@ fn a_schema_8_store_is_upgraded_in_place_and_its_chain_starts_at_the_next_commit
     let report = s.verify_chain().expect("verify");
     assert!(report.breaks.is_empty(), "{:?}", report.breaks);
     assert_eq!(report.span, Some((before + 1, before + 2)));
+}
+
+/// An index added since the schema's version is created by the next read-write open of a
+/// store written without it; the store keeps its version, so an older build still opens it.
+#[test]
+fn a_read_write_open_adds_the_indexes_added_since_the_schemas_version() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("older.db");
+    drop(store(&path, &ManualClock::new(1_000)));
+    let has_index = || {
+        Connection::open(&path)
+            .expect("raw")
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'schedules_due_unpaused'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .expect("read")
+            == 1
+    };
+    assert!(has_index());
+    Connection::open(&path)
+        .expect("raw")
+        .execute_batch("DROP INDEX schedules_due_unpaused")
+        .expect("drop");
+    drop(SqliteBackend::open(&path, OpenMode::ReadOnly).expect("read-only"));
+    assert!(!has_index(), "a read-only open changes nothing");
+    drop(store(&path, &ManualClock::new(1_000)));
+    assert!(has_index());
+    assert_current(&path);
 }
