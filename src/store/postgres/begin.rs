@@ -76,7 +76,7 @@ const AND_LINKS: &str = " UNION ALL SELECT revision, link, nonce, generations, c
 /// there are any and each id can be a literal. Answers the statement and the items it
 /// reads: `reads.items`, or none when it reads none (then the transaction reads them
 /// itself, and a server that refuses an id says so there).
-pub(super) fn begin_write<'r>(reads: WriteReads<'r>) -> (Cow<'static, str>, &'r [&'r str]) {
+pub(super) fn begin_write(reads: WriteReads<'_>) -> (Cow<'static, str>, &[&str]) {
     let mut sql = Cow::Borrowed(BEGIN_WRITE);
     if !reads.links.is_empty() {
         // The head's `ORDER BY … LIMIT 1` binds to its own branch once parenthesised.
