@@ -121,28 +121,18 @@ fn a_write_behind_another_writers_commit_reads_the_witnessed_link_with_the_lock(
     enqueue(&witnessed, 300);
     let compat = compat();
 
-    let alone = round_trips_of(&witnessed, || {
-        assert_eq!(
-            witnessed
-                .claim_batch("rt-1", &compat, 100, 30_000)
-                .unwrap()
-                .len(),
-            100
-        );
-    });
+    let claim_100 = || {
+        round_trips_of(&witnessed, || {
+            let claimed = witnessed.claim_batch("rt-1", &compat, 100, 30_000).unwrap();
+            assert_eq!(claimed.len(), 100);
+        })
+    };
+    let alone = claim_100();
     // Another writer commits: the newest link is no longer the one this host saw last.
     plain
         .enqueue(NewWork::effect("rt-other", HANDLER, "{}"), &compat)
         .unwrap();
-    let behind = round_trips_of(&witnessed, || {
-        assert_eq!(
-            witnessed
-                .claim_batch("rt-1", &compat, 100, 30_000)
-                .unwrap()
-                .len(),
-            100
-        );
-    });
+    let behind = claim_100();
     assert_eq!(behind, alone, "a claim behind another writer's commit");
     assert!(witnessed.witness().unwrap().seen().is_some());
 }

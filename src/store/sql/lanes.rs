@@ -90,17 +90,25 @@ pub(crate) fn claim_lanes<D: Driver>(tx: &mut D, compat: &str) -> Result<Vec<Wor
 /// recursive query on the server, for a provider where each statement is a round trip
 /// under the write lock. Rows in the same order.
 pub(crate) fn claim_lanes_at_once(dialect: &Dialect) -> String {
+    dialect.marks(&format!(
+        "{} SELECT kind, handler FROM lane ORDER BY n",
+        lane_cte(dialect)
+    ))
+}
+
+/// `WITH RECURSIVE lane(kind, handler, n) AS (…)`: the claim lanes of compat `?1`, numbered
+/// in [`claim_lanes`] order, each found by the seeks of [`after_lane`] from the one before.
+fn lane_cte(dialect: &Dialect) -> String {
     let from = dialect.from("work", "work_lane");
     let seek = |after| after_lane("kind, handler", &from, CLAIM_LANE, after);
-    dialect.marks(&format!(
+    format!(
         "WITH RECURSIVE lane(kind, handler, n) AS (\
          SELECT kind, handler, 1 FROM ({first}) AS first \
          UNION ALL SELECT next.kind, next.handler, lane.n + 1 \
-         FROM lane CROSS JOIN LATERAL ({next}) AS next) \
-         SELECT kind, handler FROM lane ORDER BY n",
+         FROM lane CROSS JOIN LATERAL ({next}) AS next)",
         first = seek(("''", "''")),
         next = seek(("lane.kind", "lane.handler")),
-    ))
+    )
 }
 
 /// What [`claim_reads_at_once`] answers, row by row.
@@ -138,12 +146,8 @@ pub(crate) fn claim_read(row: &dyn SqlRow) -> Result<ClaimRead> {
 /// [`claim_lanes_at_once`] and the lapsed claims' read would, by the same index seeks.
 pub(crate) fn claim_reads_at_once(dialect: &Dialect) -> String {
     let from = dialect.from("work", "work_lane");
-    let seek = |after| after_lane("kind, handler", &from, CLAIM_LANE, after);
     dialect.marks(&format!(
-        "WITH RECURSIVE lane(kind, handler, n) AS (\
-         SELECT kind, handler, 1 FROM ({first}) AS first \
-         UNION ALL SELECT next.kind, next.handler, lane.n + 1 \
-         FROM lane CROSS JOIN LATERAL ({next}) AS next), \
+        "{lanes}, \
          share AS (SELECT CASE WHEN ?3::bigint > 0 \
          THEN (?3::bigint - 1) / greatest(count(*), 1) + 1 ELSE 0 END \
          AS per_lane FROM lane) \
@@ -156,8 +160,7 @@ pub(crate) fn claim_reads_at_once(dialect: &Dialect) -> String {
          WHERE compat = ?1 AND kind = lane.kind AND handler = lane.handler AND due_at <= ?2 \
          ORDER BY priority DESC, due_at, id LIMIT share.per_lane) AS due ON TRUE \
          ORDER BY lane_n, seq",
-        first = seek(("''", "''")),
-        next = seek(("lane.kind", "lane.handler")),
+        lanes = lane_cte(dialect),
     ))
 }
 
