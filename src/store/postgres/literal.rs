@@ -2,7 +2,7 @@
 //!
 //! A lone write — one enqueue, one completion — holds back a row or two per table. Sent as
 //! prepared statements they cost a round trip per table, then one more to commit; written
-//! out here they join the `NOTIFY` and the `COMMIT` in one message. The simple-query
+//! out here they join the notification and the `COMMIT` in one message. The simple-query
 //! protocol runs the statements in order and stops at the first error, which leaves the
 //! transaction aborted: the writes and the commit succeed or fail together, as before.
 //!

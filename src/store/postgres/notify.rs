@@ -1,5 +1,5 @@
 //! Commits pushed to readers: every write transaction that advances the revision sends
-//! `NOTIFY leasehold_commits, '<revision>'` in the same round trip as its `COMMIT`
+//! `pg_notify('leasehold_commits', '<revision>')` in the same round trip as its `COMMIT`
 //! (PostgreSQL delivers a notification only if, and when, its transaction commits), and
 //! [`PgCommitFeed`] listens on a session of its own. An attached dashboard then re-reads at
 //! once instead of at its next poll; polling stays as the fallback, because a listener
@@ -21,9 +21,15 @@ const CHANNEL: &str = "leasehold_commits";
 /// What ends a write transaction that committed `revision`: the notification and the
 /// commit in one simple query (one round trip). A revision is a number, never text from
 /// outside, so the statement is built by formatting.
+///
+/// The notification is sent by `pg_notify`, not `NOTIFY`: a server that keeps
+/// `pg_stat_statements` folds a `SELECT`'s constants into one entry, but keeps a utility
+/// statement's text as it is, so every commit's `NOTIFY …, '<revision>'` was an entry of its
+/// own. They crowded out the operator's own statements, and each time the table filled the
+/// server stopped to sort and evict (`pg_stat_statements_info.dealloc`).
 pub(super) fn commit_statement(revision: Option<u64>) -> String {
     match revision {
-        Some(rev) => format!("NOTIFY {CHANNEL}, '{rev}'; COMMIT"),
+        Some(rev) => format!("SELECT pg_notify('{CHANNEL}', '{rev}'); COMMIT"),
         None => "COMMIT".to_owned(),
     }
 }
@@ -61,5 +67,21 @@ impl CommitFeed for PgCommitFeed {
             wait = Duration::ZERO;
         }
         Ok(newest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::commit_statement;
+
+    /// The revision is a constant of a `SELECT`, which `pg_stat_statements` folds into one
+    /// entry for every commit.
+    #[test]
+    fn the_notification_is_a_select_whose_revision_is_a_constant() {
+        assert_eq!(
+            commit_statement(Some(42)),
+            "SELECT pg_notify('leasehold_commits', '42'); COMMIT"
+        );
+        assert_eq!(commit_statement(None), "COMMIT");
     }
 }
