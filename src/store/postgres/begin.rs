@@ -62,8 +62,8 @@ const BEGIN_WRITE: &str = "BEGIN; SET LOCAL lock_timeout = '3s'; \
             EXISTS (SELECT 1 FROM handler_pauses), \
             (SELECT min(next_due) FROM schedules WHERE paused_at IS NULL), \
             EXISTS (SELECT 1 FROM instances WHERE next_eligible_at IS NOT NULL); \
-     SELECT revision, link, nonce, generations, completions \
-       FROM chain ORDER BY revision DESC LIMIT 1";
+     (SELECT revision, link, nonce, generations, completions \
+       FROM chain ORDER BY revision DESC LIMIT 1)";
 
 /// The chain's links at some revisions, beside its head in [`BEGIN_WRITE`]'s last result.
 const AND_LINKS: &str = " UNION ALL SELECT revision, link, nonce, generations, completions \
@@ -79,11 +79,10 @@ const AND_LINKS: &str = " UNION ALL SELECT revision, link, nonce, generations, c
 pub(super) fn begin_write(reads: WriteReads<'_>) -> (Cow<'static, str>, &[&str]) {
     let mut sql = Cow::Borrowed(BEGIN_WRITE);
     if !reads.links.is_empty() {
-        // The head's `ORDER BY … LIMIT 1` binds to its own branch once parenthesised.
-        let (lock, head) = BEGIN_WRITE.rsplit_once("; ").unwrap_or((BEGIN_WRITE, ""));
+        // The head's `ORDER BY … LIMIT 1` is its own branch: it is in parentheses.
         let revisions: Vec<String> = reads.links.iter().map(u64::to_string).collect();
         sql = Cow::Owned(format!(
-            "{lock}; ({head}){AND_LINKS}({})",
+            "{BEGIN_WRITE}{AND_LINKS}({})",
             revisions.join(", ")
         ));
     }

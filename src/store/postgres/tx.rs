@@ -763,7 +763,7 @@ impl Driver for PgTx<'_> {
         }
         self.flush()?;
         let items = self.query(
-            &lanes::lane_items_sql(&POSTGRES),
+            lanes::lane_items_sql(&POSTGRES),
             &lanes::lane_items_params(compat, lane, now, n),
             decode::work,
         )?;
@@ -778,7 +778,7 @@ impl Driver for PgTx<'_> {
     fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {
         self.flush()?;
         let rows = self.query(
-            &lanes::claim_reads_at_once(&POSTGRES),
+            lanes::claim_reads_at_once(&POSTGRES),
             &[compat.into(), now.into(), limit(n).into()],
             lanes::claim_read,
         )?;
@@ -821,7 +821,7 @@ impl Driver for PgTx<'_> {
         }
         self.flush()?;
         self.query(
-            &lanes::claim_lanes_at_once(&POSTGRES),
+            lanes::claim_lanes_at_once(&POSTGRES),
             &[compat.into()],
             decode::lane,
         )

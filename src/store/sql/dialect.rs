@@ -47,7 +47,7 @@ impl Dialect {
     /// binding the row's values. The set is bounded (a few forms of each table and shared
     /// statement, per dialect), so keeping them is not a leak that grows. A table's forms
     /// are keyed by its name: one [`Table`] describes each table.
-    fn memo(
+    pub(crate) fn memo(
         &self,
         form: &'static str,
         name: &'static str,

@@ -7,6 +7,10 @@
 //! first lane of the next kind, rather than a row-value `(kind, handler) > (?, ?)`: SQLite
 //! seeks a row-value inequality on its first column only and filters the rest, which reads
 //! the whole of the previous lane — a backlog — on every claim.
+//!
+//! The statements every claim sends are built once per dialect and kept
+//! ([`Dialect::memo`]): a claim runs under the write lock, and formatting them anew at each
+//! one was work done there for nothing.
 
 use super::RECLAIM;
 use super::decode;
@@ -24,12 +28,14 @@ use crate::model::{WorkItem, WorkKind};
 
 /// One lane's items of a compat digest due by an instant, in claim order; parameters:
 /// compat, kind, handler, now, limit (see [`lane_items_params`]).
-pub(crate) fn lane_items_sql(dialect: &Dialect) -> String {
-    dialect.marks(&format!(
-        "SELECT * FROM {} WHERE compat = ?1 AND kind = ?2 AND handler = ?3 AND due_at <= ?4 \
-         ORDER BY priority DESC, due_at, id LIMIT ?5",
-        dialect.from("work", "work_lane")
-    ))
+pub(crate) fn lane_items_sql(dialect: &Dialect) -> &'static str {
+    dialect.memo("lanes", "lane_items", || {
+        dialect.marks(&format!(
+            "SELECT * FROM {} WHERE compat = ?1 AND kind = ?2 AND handler = ?3 AND due_at <= ?4 \
+             ORDER BY priority DESC, due_at, id LIMIT ?5",
+            dialect.from("work", "work_lane")
+        ))
+    })
 }
 
 pub(crate) fn lane_items_params(
@@ -89,11 +95,13 @@ pub(crate) fn claim_lanes<D: Driver>(tx: &mut D, compat: &str) -> Result<Vec<Wor
 /// [`claim_lanes`] as one statement (parameter: compat): the same seeks, chained by a
 /// recursive query on the server, for a provider where each statement is a round trip
 /// under the write lock. Rows in the same order.
-pub(crate) fn claim_lanes_at_once(dialect: &Dialect) -> String {
-    dialect.marks(&format!(
-        "{} SELECT kind, handler FROM lane ORDER BY n",
-        lane_cte(dialect)
-    ))
+pub(crate) fn claim_lanes_at_once(dialect: &Dialect) -> &'static str {
+    dialect.memo("lanes", "claim_lanes_at_once", || {
+        dialect.marks(&format!(
+            "{} SELECT kind, handler FROM lane ORDER BY n",
+            lane_cte(dialect)
+        ))
+    })
 }
 
 /// `WITH RECURSIVE lane(kind, handler, n) AS (…)`: the claim lanes of compat `?1`, numbered
@@ -144,24 +152,26 @@ pub(crate) fn claim_read(row: &dyn SqlRow) -> Result<ClaimRead> {
 /// `limit` over all the lanes (a lane's share rounded up: [`lane_share`]), or one row
 /// without an item when none is due. Each part reads what [`lane_items_sql`],
 /// [`claim_lanes_at_once`] and the lapsed claims' read would, by the same index seeks.
-pub(crate) fn claim_reads_at_once(dialect: &Dialect) -> String {
-    let from = dialect.from("work", "work_lane");
-    dialect.marks(&format!(
-        "{lanes}, \
-         share AS (SELECT CASE WHEN ?3::bigint > 0 \
-         THEN (?3::bigint - 1) / greatest(count(*), 1) + 1 ELSE 0 END \
-         AS per_lane FROM lane) \
-         SELECT 0::bigint AS lane_n, NULL::text AS lane_kind, NULL::text AS lane_handler, \
-         lapsed.* FROM (SELECT row_number() OVER (ORDER BY due_at, id) AS seq, * FROM work \
-         WHERE compat = ?1 AND {RECLAIM}due_at <= ?2 ORDER BY due_at, id LIMIT ?3) AS lapsed \
-         UNION ALL SELECT lane.n::bigint, lane.kind, lane.handler, due.* \
-         FROM lane CROSS JOIN share LEFT JOIN LATERAL (\
-         SELECT row_number() OVER (ORDER BY priority DESC, due_at, id) AS seq, * FROM {from} \
-         WHERE compat = ?1 AND kind = lane.kind AND handler = lane.handler AND due_at <= ?2 \
-         ORDER BY priority DESC, due_at, id LIMIT share.per_lane) AS due ON TRUE \
-         ORDER BY lane_n, seq",
-        lanes = lane_cte(dialect),
-    ))
+pub(crate) fn claim_reads_at_once(dialect: &Dialect) -> &'static str {
+    dialect.memo("lanes", "claim_reads_at_once", || {
+        let from = dialect.from("work", "work_lane");
+        dialect.marks(&format!(
+            "{lanes}, \
+             share AS (SELECT CASE WHEN ?3::bigint > 0 \
+             THEN (?3::bigint - 1) / greatest(count(*), 1) + 1 ELSE 0 END \
+             AS per_lane FROM lane) \
+             SELECT 0::bigint AS lane_n, NULL::text AS lane_kind, NULL::text AS lane_handler, \
+             lapsed.* FROM (SELECT row_number() OVER (ORDER BY due_at, id) AS seq, * FROM work \
+             WHERE compat = ?1 AND {RECLAIM}due_at <= ?2 ORDER BY due_at, id LIMIT ?3) AS lapsed \
+             UNION ALL SELECT lane.n::bigint, lane.kind, lane.handler, due.* \
+             FROM lane CROSS JOIN share LEFT JOIN LATERAL (\
+             SELECT row_number() OVER (ORDER BY priority DESC, due_at, id) AS seq, * FROM {from} \
+             WHERE compat = ?1 AND kind = lane.kind AND handler = lane.handler AND due_at <= ?2 \
+             ORDER BY priority DESC, due_at, id LIMIT share.per_lane) AS due ON TRUE \
+             ORDER BY lane_n, seq",
+            lanes = lane_cte(dialect),
+        ))
+    })
 }
 
 /// How many items [`claim_reads_at_once`] reads of each of `lanes` lanes for a claim of

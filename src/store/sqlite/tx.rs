@@ -297,7 +297,7 @@ impl Driver for SqliteTx<'_> {
         n: usize,
     ) -> Result<Vec<WorkItem>> {
         let items = self.query(
-            &lanes::lane_items_sql(&SQLITE),
+            lanes::lane_items_sql(&SQLITE),
             &lanes::lane_items_params(compat, lane, now, n),
             decode::work,
         )?;
