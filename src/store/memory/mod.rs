@@ -6,7 +6,7 @@
 //! transaction (`MemTx`). Beside them, each in a file named for it: the transaction's
 //! `Tx` methods, one per row access (`tx.rs`); the undo logs (`undo.rs`); the tables whose indexes are kept in step with
 //! their rows — work items (`store/work_table.rs`), workflow instances
-//! (`instance_table.rs`), leases (`leases.rs`), the event journal (`journal.rs`), the ownership history
+//! (`instance_table.rs`), schedules (`schedule_table.rs`), leases (`leases.rs`), the event journal (`journal.rs`), the ownership history
 //! (`ownership_history.rs`); what retention removes (`retention.rs`); keyset pages over
 //! ordered maps (`pages.rs`).
 
@@ -18,6 +18,7 @@ mod leases;
 mod ownership_history;
 mod pages;
 mod retention;
+mod schedule_table;
 mod tx;
 
 use std::collections::BTreeMap;
@@ -32,12 +33,13 @@ use crate::model::workflow::ActionOutcome;
 use crate::model::{AttemptError, InstanceRow, Lease, WorkItem};
 use crate::model::{
     AuditEntry, Authority, HandlerPause, HistoryRecord, IdempotentAnswer, Ingestion, RateWindow,
-    Schedule, Subscription, WorkflowDefinitionRow,
+    Subscription, WorkflowDefinitionRow,
 };
 use instance_table::InstanceTable;
 use journal::Journal;
 use leases::LeaseTable;
 use ownership_history::OwnershipHistory;
+use schedule_table::ScheduleTable;
 use undo::UndoLogs;
 
 #[derive(Default)]
@@ -54,7 +56,8 @@ struct State {
     journal: Journal,
     ingestions: BTreeMap<i64, Ingestion>,
     subscriptions: BTreeMap<String, Subscription>,
-    schedules: BTreeMap<String, Schedule>,
+    /// Schedules and the due index polls read.
+    schedules: ScheduleTable,
     handler_pauses: BTreeMap<String, HandlerPause>,
     handler_rates: BTreeMap<String, RateWindow>,
     authorities: BTreeMap<String, Authority>,

@@ -315,16 +315,8 @@ impl Tx for MemTx<'_> {
     }
 
     fn due_schedules(&mut self, now: Millis, limit: usize) -> Result<Vec<Schedule>> {
-        let mut due: Vec<Schedule> = self
-            .state
-            .schedules
-            .values()
-            .filter(|s| s.next_due <= now && s.paused_at.is_none())
-            .cloned()
-            .collect();
-        due.sort_by_key(|s| s.next_due);
-        due.truncate(limit);
-        Ok(due)
+        let due = self.state.schedules.due(now, limit);
+        Ok(due.into_iter().cloned().collect())
     }
 
     fn delete_schedule(&mut self, id: &str) -> Result<bool> {
@@ -338,7 +330,7 @@ impl Tx for MemTx<'_> {
     }
 
     fn list_schedules(&mut self, page: &PageRequest) -> Result<Vec<Schedule>> {
-        Ok(page_of(&self.state.schedules, page, |_| true))
+        Ok(page_of(self.state.schedules.rows(), page, |_| true))
     }
 
     fn handler_pauses(&mut self) -> Result<Vec<HandlerPause>> {
