@@ -19,9 +19,9 @@ pub(super) struct ScheduleTable {
     due: BTreeSet<(Millis, String)>,
 }
 
-/// The index entry of `schedule`, unless it is paused.
-fn due_key(schedule: &Schedule) -> Option<(Millis, String)> {
-    (schedule.paused_at.is_none()).then(|| (schedule.next_due, schedule.schedule_id.clone()))
+/// The index entry of the row `id`, unless it is paused.
+fn due_key(id: &str, schedule: &Schedule) -> Option<(Millis, String)> {
+    (schedule.paused_at.is_none()).then(|| (schedule.next_due, id.to_owned()))
 }
 
 impl ScheduleTable {
@@ -35,11 +35,11 @@ impl ScheduleTable {
     }
 
     /// Writes `schedule` as the row `id` (or adds it); returns the row replaced. The
-    /// signature of a map's, so the undo log's `put!` and `take!` write through it.
+    /// signature of a map's, so the undo log's `put!` writes through it.
     pub fn insert(&mut self, id: String, schedule: Schedule) -> Option<Schedule> {
-        let due = due_key(&schedule);
-        let old = self.rows.insert(id, schedule);
-        self.unindex(old.as_ref());
+        let due = due_key(&id, &schedule);
+        let old = self.rows.insert(id.clone(), schedule);
+        self.unindex(&id, old.as_ref());
         if let Some(key) = due {
             self.due.insert(key);
         }
@@ -49,12 +49,12 @@ impl ScheduleTable {
     /// Removes the schedule `id`; returns its row.
     pub fn remove(&mut self, id: &str) -> Option<Schedule> {
         let old = self.rows.remove(id);
-        self.unindex(old.as_ref());
+        self.unindex(id, old.as_ref());
         old
     }
 
-    fn unindex(&mut self, old: Option<&Schedule>) {
-        if let Some(key) = old.and_then(due_key) {
+    fn unindex(&mut self, id: &str, old: Option<&Schedule>) {
+        if let Some(key) = old.and_then(|old| due_key(id, old)) {
             self.due.remove(&key);
         }
     }
