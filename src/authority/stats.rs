@@ -82,6 +82,9 @@ pub struct Stats {
     /// The round trips this authority's committed writes took, on a store where each
     /// statement is one (PostgreSQL): the write lock is held across them.
     pub write_round_trips: Option<RoundTrips>,
+    /// Polls that claimed nothing because the write lock's queue was long: this authority
+    /// stepped aside and left full batches to those ahead of it (`core/turns.rs`).
+    pub lock_step_asides: u64,
 }
 
 /// One handler's outcomes, as the store recorded them through this authority's writes.

@@ -191,6 +191,12 @@ pub(super) fn fleet_metrics(report: &mut Report, run: &FleetRun) {
         sum(|s| s.fenced_writes_refused) as f64,
         "",
     );
+    report.metric(
+        "lockStepAsides",
+        "polls that stepped aside from a long write-lock queue",
+        sum(|s| s.lock_step_asides) as f64,
+        "",
+    );
     report.metric("storeCommits", "store commits", commits as f64, "");
     report.metric(
         "commitsPerSec",

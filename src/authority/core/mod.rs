@@ -30,6 +30,7 @@ mod job;
 mod lifecycle;
 mod poll;
 mod trim;
+mod turns;
 
 pub use execute::{HandlerCall, Prepared};
 pub use job::{Exec, Executed, Finished, Job, Renewed, Task};
@@ -114,6 +115,10 @@ pub struct AuthorityCore {
     log: Option<tracing::Dispatch>,
     host: String,
     state: Mutex<CoreState>,
+    /// The write lock's queue as this authority's polls see it (`turns.rs`), on a store
+    /// where stepping aside from it is kept (SQLite): locked only for a moment, and never
+    /// while waiting for the store.
+    turns: Option<Mutex<turns::Turns>>,
 }
 
 impl AuthorityCore {
@@ -134,6 +139,13 @@ impl AuthorityCore {
         let compat = handler_keys.digest();
         let engine = Engine::new(store.clone(), &config.instance_id, handler_keys);
         let stats = Stats::for_handlers(&config.instance_id, &config.build, workload.names());
+        let kind = store.kind();
+        // Each process draws its own jitter, so authorities that step aside together do
+        // not come back together.
+        let seed = std::hash::BuildHasher::hash_one(
+            &std::collections::hash_map::RandomState::new(),
+            &config.instance_id,
+        );
         Ok(Self {
             store,
             compat,
@@ -148,6 +160,7 @@ impl AuthorityCore {
                 stats,
                 ..CoreState::default()
             }),
+            turns: turns::kept_on(kind).then(|| Mutex::new(turns::Turns::new(seed))),
         })
     }
 
@@ -186,6 +199,16 @@ impl AuthorityCore {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn turns(&self) -> Option<MutexGuard<'_, turns::Turns>> {
+        // A moving average and an instant: nothing a panic could leave torn either.
+        let turns = self.turns.as_ref()?;
+        Some(
+            turns
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     #[must_use]

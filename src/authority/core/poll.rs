@@ -13,7 +13,9 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use super::turns::Turn;
 use super::{AuthorityCore, InFlight, Job, Task};
 use crate::authority::handlers::LeaseSignal;
 use crate::authority::log;
@@ -53,22 +55,11 @@ impl AuthorityCore {
         let now = self.store.now();
         // Looks are counted now and taken last, so that a store failure on the way leaves
         // every held cursor held.
-        let (due_looks, looks_waiting, free, handler_room, in_flight, share, idle) = {
+        let (due_looks, looks_waiting, free, handler_room, in_flight, share, idle, holding) = {
             let mut st = self.state();
             if st.stopping {
                 drop(st);
-                let completed = match finishing.completions.as_slice() {
-                    [] => Vec::new(),
-                    completions => self
-                        .store
-                        .write_reading(&completed_ids(completions), |tx, now| {
-                            complete_in(tx, now, completions)
-                        })?,
-                };
-                return Ok(Polled {
-                    completed,
-                    jobs: Vec::new(),
-                });
+                return self.record_only(finishing);
             }
             let executing = st.inflight.values().filter(|f| !f.held).count();
             let free = self
@@ -83,20 +74,23 @@ impl AuthorityCore {
             let due = waiting.min(share.looks);
             let room = handler_room(&self.config.handler_limits, &st.inflight, finishing);
             let running = running_by_handler(&st.inflight, finishing);
-            (due, waiting, free, room, running, share, st.idle)
+            let holding = executing > 0;
+            (due, waiting, free, room, running, share, st.idle, holding)
         };
         self.refresh_keys(now)?;
         let lease = self.config.lease_duration_ms;
         let batch = self.config.claim_batch_size;
         let owner = self.config.instance_id.as_str();
         let keys = self.claim_keys();
-
         // Workflow instances, then work items, then instances for what the items left,
         // each claim noting a takeover (failover).
         let wf_limit = share.instances.min(batch);
         let on_time = on_time_window(self.config.poll_interval_ms);
-        if finishing.completions.is_empty()
-            && looks_waiting == 0
+        let quiet = finishing.completions.is_empty() && looks_waiting == 0;
+        if quiet && self.standing_aside() {
+            return Ok(Polled::default());
+        }
+        if quiet
             && (free == 0 || idle)
             && !self.would_act(free, &keys, &handler_room, &in_flight)?
         {
@@ -107,8 +101,12 @@ impl AuthorityCore {
         // `granted` is the instant the claims were decided at, inside the write lock: a job's
         // claim → complete time starts there, not when this poll began to wait for the lock.
         let reads = completed_ids(&finishing.completions);
-        let (fired, completed, instances, claimed, granted) =
+        let asked = Instant::now();
+        let (fired, completed, instances, claimed, granted, lock_at, turn) =
             self.store.write_reading(&reads, |tx, now| {
+                let lock_at = Instant::now();
+                let turn = self.turn_at_grant(lock_at - asked, holding, lock_at);
+                let free = due_looks + turn.limit(free.saturating_sub(due_looks));
                 let fired = fire_due_in(tx, now, &workload, SCHEDULES_PER_POLL, on_time)?;
                 let completed = complete_in(tx, now, &finishing.completions)?;
                 let mut instances = if wf_limit > 0 && free > due_looks {
@@ -131,9 +129,9 @@ impl AuthorityCore {
                 if left > 0 && instances.len() == wf_limit {
                     instances.extend(self.engine.claim_in(tx, now, left.min(batch), lease)?);
                 }
-                Ok((fired, completed, instances, claimed, now))
+                Ok((fired, completed, instances, claimed, now, lock_at, turn))
             })?;
-        self.state().stats.schedules_fired += fired as u64;
+        self.note_turn(turn, lock_at, fired);
         let items = match claimed {
             Some(claimed) => {
                 self.store.keep_rotation(owner, claimed.rotation);
@@ -154,6 +152,47 @@ impl AuthorityCore {
         let jobs = self.start_jobs(granted, look_limit, instances, items);
         self.state().idle = fired == 0 && completed.is_empty() && jobs.is_empty();
         Ok(Polled { completed, jobs })
+    }
+
+    /// A stopping authority's poll: the outcomes in `finishing` recorded, nothing claimed.
+    fn record_only(&self, finishing: &Finishing) -> Result<Polled> {
+        let completed = match finishing.completions.as_slice() {
+            [] => Vec::new(),
+            completions => self
+                .store
+                .write_reading(&completed_ids(completions), |tx, now| {
+                    complete_in(tx, now, completions)
+                })?,
+        };
+        Ok(Polled {
+            completed,
+            jobs: Vec::new(),
+        })
+    }
+
+    /// Whether this authority stands aside from a crowded lock now (`turns.rs`): a poll
+    /// with nothing to write then takes no turn at all.
+    fn standing_aside(&self) -> bool {
+        self.turns().is_some_and(|t| t.aside(Instant::now()))
+    }
+
+    /// What a poll granted the lock at `at` after waiting `waited` claims: everything free
+    /// where authorities do not step aside.
+    fn turn_at_grant(&self, waited: Duration, holding: bool, at: Instant) -> Turn {
+        self.turns()
+            .map_or(Turn::Claim, |mut t| t.at_grant(waited, holding, at))
+    }
+
+    /// Counts what a poll written at `lock_at` fired and whether it stepped aside, and
+    /// takes its hold of the lock into the queue's view unless it did.
+    fn note_turn(&self, turn: Turn, lock_at: Instant, fired: usize) {
+        let aside = turn == Turn::Aside;
+        if let (false, Some(mut turns)) = (aside, self.turns()) {
+            turns.held(lock_at.elapsed());
+        }
+        let mut st = self.state();
+        st.stats.schedules_fired += fired as u64;
+        st.stats.lock_step_asides += u64::from(aside);
     }
 
     /// Whether a poll with `free` slots would fire, move or claim anything now, asked in a
