@@ -41,6 +41,8 @@ mod retry_policy;
 mod schedules;
 #[path = "runtime/stall.rs"]
 mod stall;
+#[path = "runtime/step_aside.rs"]
+mod step_aside;
 #[path = "runtime/steps.rs"]
 mod steps;
 #[path = "runtime/stops.rs"]
