@@ -7,30 +7,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::Store;
 use leasehold::authority::workload;
 use leasehold::authority::{AuthorityCore, Pace};
 use leasehold::clock::{Clock, SystemClock};
-use leasehold::ids::SeededIds;
-use leasehold::store::sqlite::SqliteBackend;
 use leasehold::store::stall::STALL_AFTER;
 use leasehold::store::url::OpenMode;
 
-use crate::support::runtime::config;
+use crate::support::runtime::{config, sqlite_store};
 use crate::support::wait::{wait_until, within};
 use crate::support::{inspect, leasehold};
 
 #[test]
 fn a_write_waiting_on_the_sqlite_lock_is_shown_while_it_waits_then_cleared() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("store.db").display().to_string();
-    let backend =
-        SqliteBackend::open(std::path::Path::new(&path), OpenMode::ReadWrite).expect("opens");
-    let s = Store::new(
-        Arc::new(backend),
-        Arc::new(SystemClock),
-        Arc::new(SeededIds::new(5)),
-    );
+    let (s, path) = sqlite_store(&dir);
     let core = Arc::new(
         AuthorityCore::new(
             s,

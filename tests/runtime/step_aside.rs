@@ -7,28 +7,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::Store;
-use leasehold::clock::SystemClock;
-use leasehold::ids::SeededIds;
 use leasehold::model::WorkState;
 use leasehold::model::work::NewWork;
-use leasehold::store::sqlite::SqliteBackend;
 use leasehold::store::url::OpenMode;
 
-use crate::support::runtime::{compat, solo, work_in};
+use crate::support::runtime::{compat, solo, sqlite_store, work_in};
 use crate::support::wait::{wait_until, within};
 
 #[test]
 fn a_sqlite_authority_that_waited_behind_a_writer_stands_aside_then_claims_again() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("store.db").display().to_string();
-    let backend =
-        SqliteBackend::open(std::path::Path::new(&path), OpenMode::ReadWrite).expect("opens");
-    let s = Store::new(
-        Arc::new(backend),
-        Arc::new(SystemClock),
-        Arc::new(SeededIds::new(5)),
-    );
+    let (s, path) = sqlite_store(&dir);
     let core = Arc::new(solo(&s, 4));
     let enqueue = |from: usize| {
         let items = (from..from + 4)

@@ -31,6 +31,23 @@ pub fn store(clock: &ManualClock) -> Store {
     )
 }
 
+/// A fresh SQLite store in `dir` on the system clock, with seeded ids, and the path of its
+/// file: for the suites whose second connection holds the file's real write lock.
+pub fn sqlite_store(dir: &tempfile::TempDir) -> (Store, String) {
+    let path = dir.path().join("store.db").display().to_string();
+    let backend = leasehold::store::sqlite::SqliteBackend::open(
+        std::path::Path::new(&path),
+        leasehold::store::url::OpenMode::ReadWrite,
+    )
+    .expect("opens");
+    let s = Store::new(
+        Arc::new(backend),
+        Arc::new(leasehold::clock::SystemClock),
+        Arc::new(SeededIds::new(5)),
+    );
+    (s, path)
+}
+
 /// The version every handler of the workloads [`config`] runs with is at: `&compat()` as
 /// the keys of an enqueue stamps work these authorities claim.
 pub fn compat() -> HandlerVersion {
