@@ -76,45 +76,48 @@ fn key_needing<'a>(
 /// [`claim_keys_with`]. An authority reads the deployed definitions again every few seconds
 /// ([`crate::authority::core::KEYS_REFRESH_MS`]), and parsing every one of them each time
 /// was most of what a quiet authority did (a third of a simulated week's run time). Kept by
-/// the definition's fingerprint with its text: a definition is parsed again only when its
-/// text differs from the one kept (a text parses to the same definition every time), and a
-/// text that does not parse is kept as such. Only the definitions deployed at the last call
-/// are kept.
+/// the definition's text, which alone decides what it needs (a text parses to the same
+/// definition every time): a text is parsed once while it stays deployed, however many
+/// workflows deploy it and whatever fingerprints they carry (two texts of one fingerprint,
+/// the same workflow formatted twice, are two entries, not one pushing the other out), and a
+/// text that does not parse is kept as such. Only the texts deployed at the last call are
+/// kept.
 #[derive(Debug, Default)]
 pub struct ActionsMemo {
-    /// By fingerprint: the text, and the handlers it needs (`None`: it does not parse).
-    needs: HashMap<String, (String, Option<Vec<String>>)>,
+    /// By definition text: the handlers it needs (`None`: it does not parse).
+    needs: HashMap<String, Option<Vec<String>>>,
+    /// How many texts were parsed: what the memo saves, for its tests.
+    #[cfg(test)]
+    parses: usize,
 }
 
 impl ActionsMemo {
-    /// The handlers `row`'s definition needs, from `kept` when it holds the same text,
-    /// else parsed; the entry moves into `self`.
+    /// The handlers `row`'s definition needs: from this call's entries, else from `kept`
+    /// (the last call's), else parsed; the entry moves into `self`.
     fn take(
         &mut self,
-        kept: &mut HashMap<String, (String, Option<Vec<String>>)>,
+        kept: &mut HashMap<String, Option<Vec<String>>>,
         row: &WorkflowDefinitionRow,
     ) -> Option<&[String]> {
-        let fresh = |text: &str| {
-            parse_definition(text).ok().map(|def| {
-                action_handlers(&def)
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect()
-            })
-        };
-        let entry = match kept.remove(&row.fingerprint) {
-            Some(entry) if entry.0 == row.definition => entry,
-            _ => match self.needs.get(&row.fingerprint) {
-                Some(entry) if entry.0 == row.definition => entry.clone(),
-                _ => (row.definition.clone(), fresh(&row.definition)),
-            },
-        };
-        self.needs
-            .entry(row.fingerprint.clone())
-            .insert_entry(entry)
-            .into_mut()
-            .1
-            .as_deref()
+        if !self.needs.contains_key(&row.definition) {
+            let needs = match kept.remove(&row.definition) {
+                Some(needs) => needs,
+                None => {
+                    #[cfg(test)]
+                    {
+                        self.parses += 1;
+                    }
+                    parse_definition(&row.definition).ok().map(|def| {
+                        action_handlers(&def)
+                            .into_iter()
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                }
+            };
+            self.needs.insert(row.definition.clone(), needs);
+        }
+        self.needs.get(&row.definition)?.as_deref()
     }
 }
 
@@ -236,7 +239,7 @@ mod tests {
             );
             let kept: std::collections::BTreeSet<&str> =
                 memo.needs.keys().map(String::as_str).collect();
-            let deployed_now = deployed.iter().map(|r| r.fingerprint.as_str()).collect();
+            let deployed_now = deployed.iter().map(|r| r.definition.as_str()).collect();
             assert_eq!(kept, deployed_now, "only the deployed definitions are kept");
         }
         assert!(claim_keys(&versions, std::slice::from_ref(&first)).len() > versions.len());
@@ -245,5 +248,24 @@ mod tests {
             versions.len(),
             "a definition that does not parse adds no key"
         );
+    }
+
+    /// Two deployed texts under one fingerprint (one workflow formatted two ways) are each
+    /// parsed once, then answered from the memo at every later refresh: neither pushes the
+    /// other out.
+    #[test]
+    fn two_texts_of_one_fingerprint_are_parsed_once_each() {
+        let shipped = crate::workflow::SHIPPED_DEFINITIONS[0].1;
+        let versions = all_handlers("1.0.0");
+        let reformatted = format!("{shipped}\n\n");
+        let deployed = [row("a", "fp", shipped), row("b", "fp", &reformatted)];
+        let mut memo = ActionsMemo::default();
+        let keys = claim_keys_with(&versions, &deployed, &mut memo);
+        assert_eq!(memo.parses, 2);
+        for _refresh in 0..3 {
+            assert_eq!(claim_keys_with(&versions, &deployed, &mut memo), keys);
+        }
+        assert_eq!(memo.parses, 2, "a refresh of the same texts parses nothing");
+        assert_eq!(keys, claim_keys(&versions, &deployed));
     }
 }
