@@ -122,6 +122,26 @@ pub struct BeyondHistory {
     pub milestone: Option<u64>,
 }
 
+impl Store {
+    /// Logs `witness-beyond-history` for `beyond`, once for each trim through this handle
+    /// and its clones: the host's record and the one beside the store each judge the same
+    /// trim, at open and at the next write, and an operator reads one line for it.
+    pub(super) fn say_beyond_history(&self, beyond: &BeyondHistory) {
+        let said = self
+            .beyond_said
+            .fetch_max(beyond.oldest, std::sync::atomic::Ordering::Relaxed);
+        if said < beyond.oldest {
+            tracing::warn!(
+                store = self.describe().as_str(),
+                witnessed = beyond.witnessed,
+                oldest = beyond.oldest,
+                detail = beyond.sentence().as_str(),
+                "witness-beyond-history"
+            );
+        }
+    }
+}
+
 impl BeyondHistory {
     pub(super) fn of(seen: &Seen, trimmed: &Trimmed) -> Self {
         Self {

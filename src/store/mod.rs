@@ -143,6 +143,9 @@ pub struct Store {
     refused: Arc<OnceLock<Error>>,
     /// Single-item enqueues from concurrent callers, committed together (`group_commit.rs`).
     enqueues: Arc<group_commit::GroupCommit<(NewWork, String), Result<work::Enqueued>>>,
+    /// The first kept revision of the last trim `witness-beyond-history` was logged for
+    /// (`beyond_history.rs`): each witness judges the same trim, and it is said once.
+    beyond_said: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Store {
@@ -160,6 +163,7 @@ impl Store {
             untrusted: Arc::new(OnceLock::new()),
             refused: Arc::new(OnceLock::new()),
             enqueues: Arc::default(),
+            beyond_said: Arc::default(),
         }
     }
 
@@ -440,7 +444,9 @@ impl Store {
                 // Read once, judged by each: the host's record and the one beside the store.
                 let now = witness::Seen::read(tx)?;
                 for w in witnesses {
-                    w.check(tx, now)?;
+                    if let Some(beyond) = w.check(tx, now)? {
+                        self.say_beyond_history(&beyond);
+                    }
                 }
             }
             let before = tx.revision()?;

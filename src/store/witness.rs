@@ -342,7 +342,9 @@ impl Witness {
     pub fn judged(witness: Self, store: &Store) -> Result<Self> {
         let seen = witness.seen();
         let (now, at) = Seen::against(store, seen.as_ref())?;
-        witness.accept(now, at.as_ref())?;
+        if let Some(beyond) = witness.accept(now, at.as_ref())? {
+            store.say_beyond_history(&beyond);
+        }
         Ok(witness)
     }
 
@@ -398,11 +400,12 @@ impl Witness {
     }
 
     /// Checks the store as this write transaction sees it (`now`, read once for all the
-    /// witnesses a write checks); see [`judge`].
+    /// witnesses a write checks); see [`judge`]. Taken past a revision the store keeps no
+    /// history for any more, it answers what it could not compare, for the store to say.
     ///
     /// # Errors
     /// `STORE_REWOUND`, or a store failure.
-    pub(crate) fn check(&self, tx: &mut dyn Tx, now: Seen) -> Result<()> {
+    pub(crate) fn check(&self, tx: &mut dyn Tx, now: Seen) -> Result<Option<BeyondHistory>> {
         let at = AtWitnessed::read(tx, self.seen().as_ref(), &now)?;
         self.accept(now, at.as_ref())
     }
@@ -444,33 +447,27 @@ impl Witness {
         self.store(&mut state, now)
     }
 
-    fn accept(&self, now: Seen, at: Option<&AtWitnessed>) -> Result<()> {
+    /// Takes `now` as what the witness saw when it judges it so; what it took without
+    /// being able to compare (a trimmed history) comes back, for the store to say once.
+    fn accept(&self, now: Seen, at: Option<&AtWitnessed>) -> Result<Option<BeyondHistory>> {
         let mut state = self.lock();
         let judged = judge(state.seen, now, at);
-        if let (Ok(_), Some(seen), Some(AtWitnessed::Trimmed(t))) = (&judged, state.seen, at) {
-            // Taken, as far as the milestone and the counts tell: said once, as the
-            // witness moves past the trimmed revision.
-            let beyond = BeyondHistory::of(&seen, t);
-            tracing::warn!(
-                store = self.label.as_str(),
-                witnessed = beyond.witnessed,
-                oldest = beyond.oldest,
-                detail = beyond.sentence().as_str(),
-                "witness-beyond-history"
-            );
-        }
+        let beyond = match (&judged, state.seen, at) {
+            (Ok(_), Some(seen), Some(AtWitnessed::Trimmed(t))) => Some(BeyondHistory::of(&seen, t)),
+            _ => None,
+        };
         match judged {
-            Ok(next) if state.seen == Some(next) => Ok(()),
-            Ok(next) if self.after_commits => {
-                state.seen = Some(next);
-                Ok(())
+            Ok(next) if state.seen == Some(next) => {}
+            Ok(next) if self.after_commits => state.seen = Some(next),
+            Ok(next) => self.store(&mut state, next)?,
+            Err(detail) => {
+                return Err(Error::Rewound {
+                    store: self.label.clone(),
+                    detail,
+                });
             }
-            Ok(next) => self.store(&mut state, next),
-            Err(detail) => Err(Error::Rewound {
-                store: self.label.clone(),
-                detail,
-            }),
         }
+        Ok(beyond)
     }
 
     fn store(&self, state: &mut State, next: Seen) -> Result<()> {

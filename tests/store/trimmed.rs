@@ -62,3 +62,63 @@ fn the_same_history_trimmed_past_what_the_host_saw_is_taken_and_named() {
         assert!(BeyondHistory::find(&here, &reader).unwrap().is_none());
     });
 }
+
+/// A writer whose two records (its host's, and the one beside the store) both saw a
+/// revision that retention later trimmed judges the trim with each of them, and says so
+/// once: the other writers here are of a build that keeps no record beside the store, so
+/// that record stayed where this writer left it.
+#[test]
+fn a_trim_past_both_records_of_a_writer_is_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (here, elsewhere) = (dir.path().join("here"), dir.path().join("elsewhere"));
+    let said = Said::default();
+    let sink = said.clone();
+    let logs = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    on_sqlite(dir.path(), |raw| {
+        trimmed::below_a_milestone(raw);
+        trimmed::run_effects(&trimmed::host(&here, raw.url).unwrap(), 0, 2);
+        let beside = format!("{}.leasehold-witness", raw.url);
+        let left = std::fs::read(&beside).unwrap();
+        let saw = open(raw.url, OpenMode::ReadOnly)
+            .unwrap()
+            .revision()
+            .unwrap();
+        trimmed::run_effects(&trimmed::host(&elsewhere, raw.url).unwrap(), 10, 2);
+        std::fs::write(&beside, left).unwrap();
+        trimmed::trim(raw, saw + 2);
+        tracing::subscriber::with_default(logs, || {
+            let writer = trimmed::host(&here, raw.url).unwrap();
+            trimmed::run_effects(&writer, 20, 1);
+        });
+    });
+    let text = said.text();
+    assert_eq!(
+        text.matches("witness-beyond-history").count(),
+        1,
+        "said once:\n{text}"
+    );
+}
+
+/// Log lines, kept in memory.
+#[derive(Clone, Default)]
+struct Said(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Said {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Said {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
