@@ -205,7 +205,8 @@ pub mod gap_codes {
     /// The store was written on one database server and then on another (another system
     /// identifier: restored or copied into another cluster; another timeline: a failover
     /// or a point-in-time restore), or another server answers for it now: whether commits
-    /// were lost in the change cannot be told from the store. A warning (exit 0).
+    /// were lost in the change cannot be told from the store. A warning (exit 0) until an
+    /// operator acknowledges the change (`leasehold store acknowledge-server-change`).
     /// Ids: `[was, is, lastRevisionOnTheOldServer]`.
     pub const SERVER_CHANGED: &str = "server-changed";
     /// This host's rewind witness saw a revision the store keeps no history for any more
@@ -486,9 +487,13 @@ pub fn check_showing(
         return Ok(report);
     }
     report.damage.extend(chain_damage(&store.verify_chain()?));
-    report
-        .gaps
-        .extend(store.server_changes()?.iter().map(server_changed));
+    report.gaps.extend(
+        store
+            .server_changes()?
+            .iter()
+            .filter(|c| !c.acknowledged)
+            .map(server_changed),
+    );
     let start = history_start(through, from);
     report.history_from = start;
     // A store trimmed before the mark existed has none: the revision count tells.

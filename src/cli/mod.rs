@@ -127,7 +127,8 @@ pub enum Command {
     /// Copy a store into another (e.g. SQLite to PostgreSQL).
     Copy(copy::CopyArgs),
     /// Administer the store itself: check it whole (`store verify`), accept a rewound store
-    /// (`store accept-rewind`).
+    /// (`store accept-rewind`), acknowledge a change of database server (`store
+    /// acknowledge-server-change`).
     #[command(subcommand)]
     Store(store_admin::StoreCommand),
     /// Measure store throughput and the dashboard's cost.

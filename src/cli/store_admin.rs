@@ -18,6 +18,14 @@
 //! on other hosts adopt the store when they see its epoch went up. A store this host's
 //! writers already take (a rewind accepted before, the witness moved with it) is left as
 //! it is, and the command says so: accepting twice does not start another epoch.
+//!
+//! `store acknowledge-server-change --store STORE [--reason TEXT] [--json]` acknowledges
+//! the change of database server a PostgreSQL store shows (`store/server_record.rs`): once
+//! an operator has made sure no commit was lost in a failover or a restore (or accepted the
+//! loss), `check`, `inspect overview` and the dashboard stop warning of it and mark it
+//! acknowledged. Audited (`server-change-acknowledged`); a later change is warned of again.
+//! A store that shows no change, or one already acknowledged, is left as it is, and the
+//! command says so (exit 0).
 
 use std::io::Write;
 
@@ -29,6 +37,7 @@ use super::{CliResult, Failure, StoreArg};
 use crate::foundation::actor::operator;
 use crate::foundation::text_cell::cell;
 use crate::store::rewind::{AcceptedRewind, RewindCost};
+use crate::store::server_record::{Acknowledgement, ServerChange};
 use crate::store::url::{OpenMode, StoreUrl, open};
 
 /// `leasehold store …`: administering the store itself.
@@ -38,6 +47,9 @@ pub enum StoreCommand {
     Verify(VerifyArgs),
     /// Accept a rewound store as it is now: start a new store epoch (audited).
     AcceptRewind(AcceptRewindArgs),
+    /// Acknowledge the change of database server the store shows: stop warning of it
+    /// (audited).
+    AcknowledgeServerChange(AcknowledgeArgs),
 }
 
 /// Arguments of `leasehold store verify`.
@@ -89,6 +101,29 @@ struct AcceptOutcome {
     dry_run: bool,
 }
 
+/// Arguments of `leasehold store acknowledge-server-change`.
+#[derive(Debug, Clone, Args)]
+pub struct AcknowledgeArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Why the change is acknowledged, e.g. what was checked (kept in the audit log).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Print the outcome as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--json` of `store acknowledge-server-change`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AcknowledgeOutcome {
+    store: String,
+    /// `acknowledged` (now), `already` (before: nothing written), `nothing` (no change).
+    outcome: &'static str,
+    change: Option<ServerChange>,
+}
+
 /// Runs a `leasehold store` subcommand.
 ///
 /// # Errors
@@ -97,15 +132,23 @@ pub fn run(command: &StoreCommand, out: &mut dyn Write) -> CliResult {
     match command {
         StoreCommand::Verify(args) => verify(args, out),
         StoreCommand::AcceptRewind(args) => accept_rewind(args, out),
+        StoreCommand::AcknowledgeServerChange(args) => acknowledge(args, out),
     }
 }
 
-fn verify(args: &VerifyArgs, out: &mut dyn Write) -> CliResult {
-    if StoreUrl::parse(&args.store)? == StoreUrl::Memory {
-        return Err(Failure::usage(
-            "memory is a new, empty store inside each process that opens it: there is nothing to verify",
-        ));
+/// Refuses `memory`, a new, empty store inside each process, where there is nothing to
+/// `what`.
+fn not_memory(store: &str, what: &str) -> Result<(), Failure> {
+    if StoreUrl::parse(store)? == StoreUrl::Memory {
+        return Err(Failure::usage(format!(
+            "memory is a new, empty store inside each process that opens it: there is nothing to {what}"
+        )));
     }
+    Ok(())
+}
+
+fn verify(args: &VerifyArgs, out: &mut dyn Write) -> CliResult {
+    not_memory(&args.store, "verify")?;
     let store = open(&args.store, OpenMode::ReadOnly)?;
     let verified = Verified {
         store: store.describe(),
@@ -165,4 +208,41 @@ fn accept_rewind(args: &AcceptRewindArgs, out: &mut dyn Write) -> CliResult {
         )?;
     }
     Ok(())
+}
+
+fn acknowledge(args: &AcknowledgeArgs, out: &mut dyn Write) -> CliResult {
+    not_memory(&args.store.store, "acknowledge")?;
+    let store = args.store.open_writer()?;
+    let acknowledged = store.acknowledge_server_change(&operator(), args.reason.as_deref())?;
+    if args.json {
+        let (outcome, change) = match acknowledged {
+            Acknowledgement::Acknowledged(c) => ("acknowledged", Some(c)),
+            Acknowledgement::Already(c) => ("already", Some(c)),
+            Acknowledgement::Nothing => ("nothing", None),
+        };
+        let store = store.describe();
+        return Ok(json_line(
+            out,
+            &AcknowledgeOutcome {
+                store,
+                outcome,
+                change,
+            },
+        )?);
+    }
+    let line = match acknowledged {
+        Acknowledgement::Acknowledged(c) => format!(
+            "acknowledged: {}; check, inspect overview and the dashboard no longer warn of it (audited as server-change-acknowledged)",
+            c.sentence()
+        ),
+        Acknowledgement::Already(c) => format!(
+            "nothing to acknowledge: this change was acknowledged before: {}",
+            c.sentence()
+        ),
+        Acknowledgement::Nothing => format!(
+            "nothing to acknowledge: {} shows no change of database server",
+            cell(&store.describe())
+        ),
+    };
+    Ok(writeln!(out, "{line}")?)
 }

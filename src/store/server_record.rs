@@ -32,9 +32,13 @@ const PREVIOUS_SYSTEM_ID: &str = "server_previous_system_id";
 const PREVIOUS_TIMELINE: &str = "server_previous_timeline";
 const CHANGED_AFTER: &str = "server_changed_after";
 const CHANGED_AT: &str = "server_changed_at";
+/// Meta key of the change an operator acknowledged: its last revision on the old server.
+const ACKNOWLEDGED_AFTER: &str = "server_change_acknowledged_after";
 
 /// The audit action of a change of server.
 pub const CHANGED: &str = "server-changed";
+/// The audit action of an operator's acknowledgement of one.
+pub const ACKNOWLEDGED: &str = "server-change-acknowledged";
 
 /// An identity kept under two meta keys.
 fn read_pair(tx: &mut dyn Tx, (id, timeline): (&str, &str)) -> Result<Option<ServerIdentity>> {
@@ -65,16 +69,11 @@ pub(crate) fn note(tx: &mut dyn Tx, now: Millis, before: u64) -> Result<()> {
     if conn.recorded || tx.revision()? <= before {
         return Ok(());
     }
-    let was = read_pair(tx, (SYSTEM_ID, TIMELINE))?;
-    // A timeline below the recorded one on the same cluster is this connection's view
-    // lagging, not a change: a timeline only grows.
-    let behind = was.is_some_and(|w| {
-        w.system_identifier == conn.identity.system_identifier
-            && w.timeline > conn.identity.timeline
-    });
-    if was != Some(conn.identity) && !behind {
-        write_pair(tx, (SYSTEM_ID, TIMELINE), conn.identity)?;
-        if let Some(was) = was {
+    match naming(tx, conn.identity)? {
+        Naming::Named => {}
+        Naming::First => write_pair(tx, (SYSTEM_ID, TIMELINE), conn.identity)?,
+        Naming::Changed(was) => {
+            write_pair(tx, (SYSTEM_ID, TIMELINE), conn.identity)?;
             write_pair(tx, (PREVIOUS_SYSTEM_ID, PREVIOUS_TIMELINE), was)?;
             tx.set_meta_value(CHANGED_AFTER, i64::try_from(before).unwrap_or(i64::MAX))?;
             tx.set_meta_value(CHANGED_AT, now)?;
@@ -93,6 +92,72 @@ pub(crate) fn note(tx: &mut dyn Tx, now: Millis, before: u64) -> Result<()> {
     Ok(())
 }
 
+/// What the store says of a connection's server `is`.
+enum Naming {
+    /// The store names it (or a server this connection's view lags behind).
+    Named,
+    /// The store names no server yet.
+    First,
+    /// The store names another server: this one.
+    Changed(ServerIdentity),
+}
+
+fn naming(tx: &mut dyn Tx, is: ServerIdentity) -> Result<Naming> {
+    Ok(match read_pair(tx, (SYSTEM_ID, TIMELINE))? {
+        None => Naming::First,
+        Some(was) if was == is => Naming::Named,
+        // A timeline below the recorded one on the same cluster is this connection's view
+        // lagging, not a change: a timeline only grows.
+        Some(was)
+            if was.system_identifier == is.system_identifier && was.timeline > is.timeline =>
+        {
+            Naming::Named
+        }
+        Some(was) => Naming::Changed(was),
+    })
+}
+
+/// The change of server the store's writers recorded last, while the history the store
+/// keeps reaches back to it.
+fn recorded_change(tx: &mut dyn Tx) -> Result<Option<ServerChange>> {
+    let (Some(was), Some(is)) = (
+        read_pair(tx, (PREVIOUS_SYSTEM_ID, PREVIOUS_TIMELINE))?,
+        read_pair(tx, (SYSTEM_ID, TIMELINE))?,
+    ) else {
+        return Ok(None);
+    };
+    let after = tx
+        .meta_value(CHANGED_AFTER)?
+        .and_then(|r| u64::try_from(r).ok());
+    let kept_from = super::retention::history_from(tx)?;
+    if after.is_some_and(|r| r + 1 < kept_from) {
+        return Ok(None);
+    }
+    let acknowledged = after.is_some()
+        && tx
+            .meta_value(ACKNOWLEDGED_AFTER)?
+            .and_then(|r| u64::try_from(r).ok())
+            == after;
+    Ok(Some(ServerChange {
+        was,
+        is,
+        after_revision: after,
+        at: tx.meta_value(CHANGED_AT)?,
+        acknowledged,
+    }))
+}
+
+/// What [`Store::acknowledge_server_change`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acknowledgement {
+    /// The change, acknowledged now.
+    Acknowledged(ServerChange),
+    /// The change, acknowledged before: nothing was written.
+    Already(ServerChange),
+    /// No change of server to acknowledge: nothing was written.
+    Nothing,
+}
+
 /// A change of the server under a store that a reader can see.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -106,6 +171,9 @@ pub struct ServerChange {
     pub after_revision: Option<u64>,
     /// When the first write on the new server committed.
     pub at: Option<Millis>,
+    /// Whether an operator acknowledged it (`leasehold store acknowledge-server-change`):
+    /// still shown, no longer warned of.
+    pub acknowledged: bool,
 }
 
 impl ServerChange {
@@ -136,27 +204,9 @@ impl Store {
     /// # Errors
     /// A store failure.
     pub fn server_changes(&self) -> Result<Vec<ServerChange>> {
-        let (recorded, previous, after, at, kept_from) = self.read(|tx| {
-            Ok((
-                read_pair(tx, (SYSTEM_ID, TIMELINE))?,
-                read_pair(tx, (PREVIOUS_SYSTEM_ID, PREVIOUS_TIMELINE))?,
-                tx.meta_value(CHANGED_AFTER)?,
-                tx.meta_value(CHANGED_AT)?,
-                super::retention::history_from(tx)?,
-            ))
-        })?;
-        let after = after.and_then(|r| u64::try_from(r).ok());
-        let mut changes = Vec::new();
-        if let (Some(was), Some(is)) = (previous, recorded)
-            && after.is_none_or(|r| r + 1 >= kept_from)
-        {
-            changes.push(ServerChange {
-                was,
-                is,
-                after_revision: after,
-                at,
-            });
-        }
+        let (change, recorded) =
+            self.read(|tx| Ok((recorded_change(tx)?, read_pair(tx, (SYSTEM_ID, TIMELINE))?)))?;
+        let mut changes: Vec<ServerChange> = change.into_iter().collect();
         if let (Some(was), Some(is)) = (recorded, self.backend.server_identity())
             && was != is
         {
@@ -165,8 +215,63 @@ impl Store {
                 is,
                 after_revision: None,
                 at: None,
+                acknowledged: false,
             });
         }
         Ok(changes)
+    }
+
+    /// Acknowledges the change of server the store shows, audited under `actor` with
+    /// `reason`: an operator who has made sure no commit was lost (or accepted the loss)
+    /// stops `check`, `inspect overview` and the dashboard from warning of it; they still
+    /// show it, marked acknowledged. A change this connection's server makes and no writer
+    /// has recorded yet is recorded by the same write, then acknowledged. A later change
+    /// is warned of again.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn acknowledge_server_change(
+        &self,
+        actor: &str,
+        reason: Option<&str>,
+    ) -> Result<Acknowledgement> {
+        self.write(|tx, now| {
+            let unrecorded = match tx.connection_server().copied() {
+                Some(c) if !c.recorded => {
+                    matches!(naming(tx, c.identity)?, Naming::Changed(_))
+                }
+                _ => false,
+            };
+            if !unrecorded {
+                match recorded_change(tx)? {
+                    None => return Ok(Acknowledgement::Nothing),
+                    Some(change) if change.acknowledged => {
+                        return Ok(Acknowledgement::Already(change));
+                    }
+                    Some(_) => {}
+                }
+            }
+            let before = tx.revision()?;
+            tx.commit_revision()?;
+            note(tx, now, before)?;
+            let Some(change) = recorded_change(tx)? else {
+                return Ok(Acknowledgement::Nothing);
+            };
+            let after = change.after_revision.unwrap_or(before);
+            tx.set_meta_value(ACKNOWLEDGED_AFTER, i64::try_from(after).unwrap_or(i64::MAX))?;
+            super::record_audit(
+                tx,
+                now,
+                actor,
+                ACKNOWLEDGED,
+                "store",
+                &change.sentence(),
+                reason.unwrap_or_default(),
+            )?;
+            Ok(Acknowledgement::Acknowledged(ServerChange {
+                acknowledged: true,
+                ..change
+            }))
+        })
     }
 }

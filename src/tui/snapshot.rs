@@ -129,9 +129,10 @@ pub struct Snapshot {
     /// Why the writers on this host refuse the store as rewound (its rewind witness, in
     /// `LEASEHOLD_STATE_DIR` or the default directory); `None` when they take it.
     pub rewound: Option<String>,
-    /// The latest change of database server the store shows (`store/server_record.rs`),
-    /// as a sentence: a warning, since whether commits were lost cannot be told.
-    pub server_changed: Option<String>,
+    /// The latest change of database server the store shows (`store/server_record.rs`):
+    /// a warning, since whether commits were lost cannot be told, until an operator
+    /// acknowledges it.
+    pub server_changed: Option<ServerChange>,
 }
 
 /// Counts store calls for the stats line.
@@ -187,10 +188,7 @@ pub fn read_cached(
     let data = ViewData::read(&mut c, query, at, &head, &mut cache.replay)?;
     let demo = DemoState::read(&mut c, demo, at)?;
     let rewound = rewound(&mut c)?;
-    let server_changed = c
-        .run(Store::server_changes)?
-        .last()
-        .map(ServerChange::sentence);
+    let server_changed = c.run(Store::server_changes)?.last().copied();
     let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     Ok(Snapshot {
         query: query.clone(),

@@ -409,3 +409,34 @@ fn check_names_a_revision_this_host_saw_that_retention_trimmed_as_a_warning() {
         assert!(!out.contains("OK:") && out.contains("WARNING:"), "{out}");
     });
 }
+
+/// `store acknowledge-server-change` on a store with no server: a SQLite file has no change
+/// to acknowledge (nothing is written), and `memory` is refused in one line.
+#[test]
+fn a_store_without_a_server_has_no_server_change_to_acknowledge() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let store = dir.path().join("s.db").display().to_string();
+    drop(open(&store, OpenMode::ReadWrite).unwrap());
+    let o = enqueue_one(&state, &store, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let before = revision(&store);
+    let o = at(
+        &state,
+        &["store", "acknowledge-server-change", "--store", &store],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("nothing to acknowledge: ")
+            && stdout(&o).contains("shows no change of database server"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(revision(&store), before, "nothing was written");
+    let o = at(
+        &state,
+        &["store", "acknowledge-server-change", "--store", "memory"],
+    );
+    let err = assert_one_line_failure(&o, 2);
+    assert!(err.contains("nothing to acknowledge"), "{err}");
+}

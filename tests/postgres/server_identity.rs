@@ -205,3 +205,153 @@ fn a_role_that_may_not_read_the_server_records_nothing_and_writes() {
     assert_eq!(meta(&mut admin, "server_system_id"), None);
     assert!(changes(&plain).is_empty());
 }
+
+/// What `leasehold ARGS` printed, with its exit code.
+fn said(args: &[&str]) -> (i32, String) {
+    let o = leasehold(args);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code().unwrap_or(-1), text)
+}
+
+fn acknowledge(url: &str) -> (i32, String) {
+    said(&[
+        "store",
+        "acknowledge-server-change",
+        "--store",
+        url,
+        "--reason",
+        "the new primary had every commit",
+    ])
+}
+
+/// The audit entries of `action`.
+fn audited(url: &str, action: &str) -> Vec<leasehold::model::AuditEntry> {
+    let reader = url::open(url, OpenMode::ReadOnly).unwrap();
+    let audit = reader.list_audit(&PageRequest::first(100)).unwrap();
+    audit
+        .rows
+        .into_iter()
+        .filter(|a| a.action == action)
+        .collect()
+}
+
+/// Sets the server a store's meta names, as a restore or a failover leaves it.
+fn names(admin: &mut postgres::Client, key: &str, value: i64) {
+    admin
+        .execute("UPDATE meta SET value = $1 WHERE key = $2", &[&value, &key])
+        .unwrap();
+}
+
+/// An operator who made sure nothing was lost acknowledges a recorded change: `check`
+/// stops warning, the overview and the dashboard mark it acknowledged, the audit log keeps
+/// who and why; acknowledging again writes nothing, and a later change is warned of again.
+#[test]
+fn an_acknowledged_server_change_is_shown_but_no_longer_warned_of() {
+    let db = database();
+    let store = url::open(db.url(), OpenMode::ReadWrite).unwrap();
+    enqueue(&store, "fx-0");
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    let system_id = meta(&mut admin, "server_system_id").unwrap();
+    let timeline = meta(&mut admin, "server_timeline").unwrap();
+    let before = store.revision().unwrap();
+    drop(store);
+    names(&mut admin, "server_system_id", system_id ^ 1);
+    enqueue(&url::open(db.url(), OpenMode::ReadWrite).unwrap(), "fx-1");
+    assert_eq!(changes(db.url()).len(), 1);
+
+    let (code, out) = acknowledge(db.url());
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with("acknowledged: the store was written on "),
+        "{out}"
+    );
+    assert!(out.contains(&format!("through revision {before}")), "{out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(changes(db.url()).is_empty(), "check no longer warns of it");
+    let acknowledged = audited(db.url(), "server-change-acknowledged");
+    assert_eq!(acknowledged.len(), 1, "{acknowledged:?}");
+    assert!(
+        acknowledged[0]
+            .outcome
+            .contains("the new primary had every commit"),
+        "{acknowledged:?}"
+    );
+    let (_, overview) = said(&["inspect", "overview", "--store", db.url()]);
+    assert!(
+        overview
+            .lines()
+            .any(|l| l.starts_with("server       changed (acknowledged): the store was written on")),
+        "{overview}"
+    );
+    let (_, json) = said(&["inspect", "overview", "--store", db.url(), "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["serverChanges"][0]["acknowledged"], true, "{json}");
+    let screen = dashboard(db.url());
+    assert!(!screen.contains("SERVER CHANGED"), "{screen}");
+    assert!(
+        screen.contains("server acknowledged: the store was written on"),
+        "{screen}"
+    );
+
+    let (code, again) = acknowledge(db.url());
+    assert_eq!(code, 0, "{again}");
+    assert!(
+        again.starts_with("nothing to acknowledge: this change was acknowledged before: "),
+        "{again}"
+    );
+    assert_eq!(audited(db.url(), "server-change-acknowledged").len(), 1);
+
+    // A failover after it: the new change is warned of again.
+    names(&mut admin, "server_timeline", timeline + 1);
+    enqueue(&url::open(db.url(), OpenMode::ReadWrite).unwrap(), "fx-2");
+    let found = changes(db.url());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(dashboard(db.url()).contains("SERVER CHANGED"));
+}
+
+/// A server answering for the store that no writer has recorded yet is recorded by the
+/// acknowledging write itself, then acknowledged: the operator acknowledges the change
+/// they see, not the one before it.
+#[test]
+fn a_change_no_writer_recorded_yet_is_recorded_and_acknowledged_at_once() {
+    let db = database();
+    enqueue(&url::open(db.url(), OpenMode::ReadWrite).unwrap(), "fx-0");
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    let system_id = meta(&mut admin, "server_system_id").unwrap();
+    names(&mut admin, "server_system_id", system_id ^ 1);
+    let found = changes(db.url());
+    assert!(found.len() == 1 && found[0].ids[2].is_empty(), "{found:?}");
+
+    let (code, out) = acknowledge(db.url());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("acknowledged: "), "{out}");
+    assert!(changes(db.url()).is_empty());
+    assert_eq!(audited(db.url(), "server-changed").len(), 1);
+    assert_eq!(audited(db.url(), "server-change-acknowledged").len(), 1);
+    assert_eq!(meta(&mut admin, "server_system_id"), Some(system_id));
+}
+
+/// A store that never changed server has nothing to acknowledge, and nothing is written.
+#[test]
+fn a_store_on_one_server_has_nothing_to_acknowledge() {
+    let db = database();
+    enqueue(&url::open(db.url(), OpenMode::ReadWrite).unwrap(), "fx-0");
+    let revision = url::open(db.url(), OpenMode::ReadOnly)
+        .unwrap()
+        .revision()
+        .unwrap();
+    let (code, out) = acknowledge(db.url());
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with("nothing to acknowledge: ")
+            && out.contains("shows no change of database server"),
+        "{out}"
+    );
+    let reader = url::open(db.url(), OpenMode::ReadOnly).unwrap();
+    assert_eq!(reader.revision().unwrap(), revision, "nothing was written");
+}

@@ -226,13 +226,25 @@ fn rewound_line(rewound: Option<&Rewound>) -> String {
     )
 }
 
-/// `unchanged`, or each change of server the store shows.
+/// `unchanged`, or each change of server the store shows: `CHANGED:` while one is not
+/// acknowledged, `changed (acknowledged):` once every one is.
 fn server_line(changes: &[ServerChange]) -> String {
     if changes.is_empty() {
         return "unchanged".to_owned();
     }
-    let said: Vec<String> = changes.iter().map(ServerChange::sentence).collect();
-    format!("CHANGED: {}", cell_max(&said.join("; "), 600))
+    let said: Vec<String> = changes
+        .iter()
+        .map(|c| match (c.acknowledged, changes.len()) {
+            (true, 2..) => format!("{} (acknowledged)", c.sentence()),
+            _ => c.sentence(),
+        })
+        .collect();
+    let head = if changes.iter().all(|c| c.acknowledged) {
+        "changed (acknowledged)"
+    } else {
+        "CHANGED"
+    };
+    format!("{head}: {}", cell_max(&said.join("; "), 600))
 }
 
 /// `effect 45m00s (flood), schedule 2.0s (tick)`, or `none`.

@@ -55,7 +55,7 @@ pub fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
                     "REWOUND: this host's writers refuse it (overview)",
                     t.style(Role::Error),
                 ));
-            } else if s.server_changed.is_some() {
+            } else if s.server_changed.is_some_and(|c| !c.acknowledged) {
                 left.push(sep());
                 left.push(Span::styled(
                     "SERVER CHANGED: commits may have been lost (overview)",

@@ -185,10 +185,15 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
                 ),
             ])
         })
-        .chain(snap.server_changed.iter().map(|why| {
+        .chain(snap.server_changed.iter().map(|change| {
+            let (said, role) = if change.acknowledged {
+                (format!("acknowledged: {}", change.sentence()), Role::Muted)
+            } else {
+                (change.sentence(), Role::Warning)
+            };
             Line::from(vec![
                 Span::styled("server ", t.style(Role::Muted)),
-                Span::styled(clean(why, 300), t.style(Role::Warning)),
+                Span::styled(clean(&said, 300), t.style(role)),
             ])
         }))
         .collect();
