@@ -65,7 +65,7 @@ mod work_show;
 mod workflow_sets;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 
 use leasehold::Store;
@@ -93,18 +93,8 @@ const VIEWS: [&str; 11] = [
 ];
 
 fn leasehold(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        // Rewind witnesses of these throwaway stores stay out of the home directory.
-        .env(
-            "LEASEHOLD_STATE_DIR",
-            std::env::temp_dir().join("leasehold-test-witnesses"),
-        )
-        .args(args)
-        .env_remove("LEASEHOLD_STORE")
-        .env("RUST_BACKTRACE", "1")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
+    // Rewind witnesses of these throwaway stores stay out of the home directory.
+    support::failure::run_in(&std::env::temp_dir().join("leasehold-test-witnesses"), args)
 }
 
 fn stdout(o: &Output) -> String {

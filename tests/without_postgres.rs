@@ -10,8 +10,6 @@
 #[path = "support/failure.rs"]
 mod failure;
 
-use std::process::Command;
-
 #[test]
 fn postgres_urls_name_the_missing_feature() {
     let url = "postgres://operator:s3cr3t@127.0.0.1:1/leasehold";
@@ -23,14 +21,7 @@ fn postgres_urls_name_the_missing_feature() {
         vec!["attach", "--read-only", url],
         vec!["authority", "--store", url, "--workload", "default"],
     ] {
-        let o = Command::new(env!("CARGO_BIN_EXE_leasehold"))
-            .env("LEASEHOLD_STATE_DIR", state.path())
-            .env_remove("LEASEHOLD_STORE")
-            .env("RUST_BACKTRACE", "1")
-            .env("NO_COLOR", "1")
-            .args(&args)
-            .output()
-            .unwrap();
+        let o = failure::run_in(state.path(), &args);
         let err = failure::assert_one_line_failure(&o, 2);
         assert!(err.contains("`postgres` feature"), "{args:?}: {err}");
         assert!(!err.contains("s3cr3t"), "{args:?}: {err}");

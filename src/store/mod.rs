@@ -146,6 +146,9 @@ pub struct Store {
     /// The first kept revision of the last trim `witness-beyond-history` was logged for
     /// (`beyond_history.rs`): each witness judges the same trim, and it is said once.
     beyond_said: Arc<std::sync::atomic::AtomicU64>,
+    /// The revisions committed through this handle and its clones: what an authority
+    /// leaves out when it counts the writers that went before it (`authority/core/turns.rs`).
+    commits_made: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Store {
@@ -164,6 +167,7 @@ impl Store {
             refused: Arc::new(OnceLock::new()),
             enqueues: Arc::default(),
             beyond_said: Arc::default(),
+            commits_made: Arc::default(),
         }
     }
 
@@ -181,6 +185,11 @@ impl Store {
     /// A store failure.
     pub fn discard_created(&self) -> Result<()> {
         self.backend.discard_created()
+    }
+
+    /// How many revisions were committed through this handle and its clones.
+    pub(crate) fn commits_made(&self) -> u64 {
+        self.commits_made.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The witness this handle writes under, if any.
@@ -438,6 +447,7 @@ impl Store {
         let mut out = None;
         let mut committed = None;
         let mut milestone = None;
+        let mut advanced = false;
         let mut run = |tx: &mut dyn Tx| {
             let mut witnesses = self.witnesses().peekable();
             if witnesses.peek().is_some() {
@@ -454,6 +464,7 @@ impl Store {
             out = Some(f(tx, now)?);
             server_record::note(tx, now, before)?;
             committed = self.chain(tx, before)?;
+            advanced = committed.is_some() || tx.revision()? > before;
             milestone = match &committed {
                 Some(l) if self.witnesses().any(|w| w.crosses_milestone(l.revision)) => {
                     witness::Milestone::read(tx, l.revision)?
@@ -473,6 +484,10 @@ impl Store {
             links: &links,
         };
         self.note(self.backend.write_reading(urgent, reads, &mut run))?;
+        if advanced {
+            self.commits_made
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         if let Some(link) = &committed {
             self.witnesses().for_each(|w| w.committed(link, milestone));
         }

@@ -4,7 +4,7 @@
 //! once, and a lowered revision is damage that writers refuse and `check` names.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use leasehold::model::work::NewWork;
 use leasehold::store::Store;
@@ -15,13 +15,7 @@ use super::{assert_one_line_failure, code, stderr, stdout};
 
 /// `leasehold ARGS` with this host's witnesses in `state`.
 fn at(state: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        .env("LEASEHOLD_STATE_DIR", state)
-        .env_remove("LEASEHOLD_STORE")
-        .env("NO_COLOR", "1")
-        .args(args)
-        .output()
-        .unwrap()
+    crate::support::failure::run_in(state, args)
 }
 
 /// One `work enqueue` of a no-op item, a writer under the witness in `state`, and what it

@@ -2,7 +2,21 @@
 //! file so that a suite which needs nothing else of the support layer (the build without
 //! PostgreSQL, `tests/without_postgres.rs`) includes only this.
 
-use std::process::Output;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// `leasehold ARGS` as the contract is asserted on: this host's rewind witnesses in
+/// `state` (never the home directory), a backtrace asked for (none may show), no colour.
+pub fn run_in(state: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .env("LEASEHOLD_STATE_DIR", state)
+        .env_remove("LEASEHOLD_STORE")
+        .env("RUST_BACKTRACE", "1")
+        .env("NO_COLOR", "1")
+        .args(args)
+        .output()
+        .unwrap()
+}
 
 /// Asserts the failure contract: exit `expected`, exactly one `leasehold: …` line on stderr,
 /// no panic text, no backtrace, no `Debug` output. Returns that line.

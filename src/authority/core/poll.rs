@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::turns::Turn;
+use super::turns::{Commits, Turn};
 use super::{AuthorityCore, InFlight, Job, Task};
 use crate::authority::handlers::LeaseSignal;
 use crate::authority::log;
@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::model::WorkItem;
 use crate::rules::schedule::on_time_window;
 use crate::store::{
-    Claim, ClaimBudget, Completion, Probe, complete_in, completed_ids, fire_due_in,
+    Claim, ClaimBudget, Completion, Probe, Tx, complete_in, completed_ids, fire_due_in,
 };
 use crate::workflow::engine::Claimed;
 
@@ -105,7 +105,7 @@ impl AuthorityCore {
         let (fired, completed, instances, claimed, granted, lock_at, turn) =
             self.store.write_reading(&reads, |tx, now| {
                 let lock_at = Instant::now();
-                let turn = self.turn_at_grant(lock_at - asked, holding, lock_at);
+                let turn = self.turn_at_grant(tx, lock_at - asked, holding, lock_at)?;
                 let free = due_looks + turn.limit(free.saturating_sub(due_looks));
                 let fired = fire_due_in(tx, now, &workload, SCHEDULES_PER_POLL, on_time)?;
                 let completed = complete_in(tx, now, &finishing.completions)?;
@@ -176,11 +176,25 @@ impl AuthorityCore {
         self.turns().is_some_and(|t| t.aside(Instant::now()))
     }
 
-    /// What a poll granted the lock at `at` after waiting `waited` claims: everything free
-    /// where authorities do not step aside.
-    fn turn_at_grant(&self, waited: Duration, holding: bool, at: Instant) -> Turn {
-        self.turns()
-            .map_or(Turn::Claim, |mut t| t.at_grant(waited, holding, at))
+    /// What a poll granted the lock at `at` in `tx` after waiting `waited` claims:
+    /// everything free where authorities do not step aside.
+    fn turn_at_grant(
+        &self,
+        tx: &mut dyn Tx,
+        waited: Duration,
+        holding: bool,
+        at: Instant,
+    ) -> Result<Turn> {
+        if self.turns.is_none() {
+            return Ok(Turn::Claim);
+        }
+        let now = Commits {
+            store: tx.revision()?,
+            own: self.store.commits_made(),
+        };
+        Ok(self
+            .turns()
+            .map_or(Turn::Claim, |mut t| t.at_grant(waited, now, holding, at)))
     }
 
     /// Counts what a poll written at `lock_at` fired and whether it stepped aside, and

@@ -12,7 +12,9 @@
 //! holds, claims nothing for a while, and leaves full batches to the few ahead of it. The
 //! queue's length is read from this authority's own turns, with nothing shared: the time a
 //! write waited for the lock against the time its own polls hold it is how many writers
-//! went before it. An authority that holds work sheds with a probability that brings the
+//! went before it, and no more than the commits the store counted since this authority's
+//! last turn (time alone would take a machine short of CPU, or another program's long
+//! transaction, for a crowd). An authority that holds work sheds with a probability that brings the
 //! expected number of claimers back to [`MAX_AHEAD`] + 1; one arriving with nothing in
 //! hand joins only a queue shorter than [`JOIN_AHEAD`] (the lock has slack), so that the
 //! claimers do not change at every round. A step aside lasts about two rounds of the queue
@@ -21,7 +23,13 @@
 //! those that stayed (work they leave behind is reclaimed as it would be anyway).
 //!
 //! Waits shorter than [`MIN_QUEUE_WAIT`] are never a queue: a lone authority's writes on a
-//! busy machine must not read as a crowd.
+//! busy machine must not read as a crowd. Nor are waits of [`STALLED_WAIT`] or longer: a
+//! holder stopped or stalled mid-write (a process under `SIGSTOP`, a long transaction of
+//! another program) keeps every writer waiting whatever the queue, and an authority that
+//! took such a wait for a crowd would stand aside at every turn for as long as the stall
+//! lasts — claiming nothing, reclaiming nothing, so that a stopped authority's lapsed work
+//! would never be taken over. After such a wait an authority claims as if nobody stood
+//! ahead.
 //!
 //! Kept on SQLite only ([`kept_on`]), where it was measured to keep both the tail and the
 //! drain (docs/SCALING.md): six authorities' p99 came to about twice one authority's, and
@@ -50,11 +58,32 @@ pub(super) const PROBE_SHARE: usize = 8;
 /// A wait for the lock shorter than this is not taken for a queue.
 pub(super) const MIN_QUEUE_WAIT: Duration = Duration::from_millis(10);
 
+/// A wait for the lock this long is a stalled holder, not a queue of claimers: the host's
+/// queue of SQLite writers (`store/sqlite/queue.rs`) bounds a turn by the same second and
+/// takes a longer one for a holder stopped mid-transaction.
+pub(super) const STALLED_WAIT: Duration = Duration::from_secs(1);
+
 /// The longest an authority stays aside at a time.
 pub(super) const MAX_ASIDE: Duration = Duration::from_secs(1);
 
 /// How much of a new hold the running estimate takes in.
 const HOLD_WEIGHT: f64 = 0.25;
+
+/// The commits counted at a grant of the lock: the store's revision, and how many of them
+/// this authority's own store handle made (its polls, renewals, heartbeats, finished work).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Commits {
+    pub(super) store: u64,
+    pub(super) own: u64,
+}
+
+impl Commits {
+    /// The commits others made between `before` and `self`.
+    fn others_since(self, before: Self) -> u64 {
+        let all = self.store.saturating_sub(before.store);
+        all.saturating_sub(self.own.saturating_sub(before.own))
+    }
+}
 
 /// What a poll claims, decided at its grant of the lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +121,8 @@ pub(super) struct Turns {
     aside_until: Option<Instant>,
     /// Steps aside in a row: each doubles the next one's length.
     in_a_row: u32,
+    /// The commits counted at this authority's last grant of the lock.
+    last_grant: Option<Commits>,
     rng: SmallRng,
 }
 
@@ -102,6 +133,7 @@ impl Turns {
             held: None,
             aside_until: None,
             in_a_row: 0,
+            last_grant: None,
             rng: SmallRng::seed_from_u64(seed),
         }
     }
@@ -111,31 +143,48 @@ impl Turns {
         self.aside_until.is_some_and(|until| at < until)
     }
 
+    /// Whether a wait of `waited` for the lock tells of a queue: neither short nor stalled.
+    fn queued(waited: Duration) -> bool {
+        (MIN_QUEUE_WAIT..STALLED_WAIT).contains(&waited)
+    }
+
     /// How many writers went before a write that waited `waited` for the lock, by this
-    /// authority's own holds; 0 while it has none to compare with, or the wait was short.
-    pub(super) fn ahead(&self, waited: Duration) -> f64 {
-        match self.held {
-            Some(held) if waited >= MIN_QUEUE_WAIT && !held.is_zero() => {
+    /// authority's own holds, and no more than the `others` commits since its last turn
+    /// (when known); 0 while it has no hold to compare with, or the wait was short or
+    /// stalled.
+    pub(super) fn ahead(&self, waited: Duration, others: Option<u64>) -> f64 {
+        let timed = match self.held {
+            Some(held) if Self::queued(waited) && !held.is_zero() => {
                 waited.as_secs_f64() / held.as_secs_f64()
             }
             _ => 0.0,
-        }
+        };
+        others.map_or(timed, |n| timed.min(n as f64))
     }
 
-    /// Decides, at a poll's grant of the lock after waiting `waited`, what the poll claims.
+    /// Decides, at a poll's grant of the lock after waiting `waited`, with the commits
+    /// counted at `now`, what the poll claims. The commits others made between this
+    /// authority's last grant and this one are the most writers that can have gone ahead.
     /// `holding` says whether the authority has work in hand (it is finishing items in
     /// this poll, or still running some): such an authority is one of the queue's claimers
     /// and sheds with a probability; one arriving empty-handed joins only a queue shorter
     /// than one writer, so that the claimers do not change at every round. A poll that
     /// claims nothing starts a step aside.
-    pub(super) fn at_grant(&mut self, waited: Duration, holding: bool, at: Instant) -> Turn {
-        let ahead = self.ahead(waited);
+    pub(super) fn at_grant(
+        &mut self,
+        waited: Duration,
+        now: Commits,
+        holding: bool,
+        at: Instant,
+    ) -> Turn {
+        let others = self.last_grant.replace(now).map(|b| now.others_since(b));
+        let ahead = self.ahead(waited, others);
         let turn = if self.aside(at) {
             Turn::Aside
         } else if self.held.is_none() {
             // No hold of its own to read the wait by: a long wait is a queue of unknown
             // length, so a small claim, whose hold is then the measure.
-            if waited >= MIN_QUEUE_WAIT {
+            if Self::queued(waited) {
                 Turn::Probe
             } else {
                 Turn::Claim
@@ -187,6 +236,23 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    /// Commits far past any before them, none of them this authority's: every grant in
+    /// these tests finds the store written by many others since the last, so the time
+    /// decides, as in a real queue.
+    fn crowd() -> Commits {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Commits {
+            store: NEXT.fetch_add(1_000, Ordering::Relaxed),
+            own: 0,
+        }
+    }
+
+    /// The store at `store` commits, `own` of them this authority's.
+    fn counted(store: u64, own: u64) -> Commits {
+        Commits { store, own }
+    }
+
     fn holding_for(held: Duration) -> Turns {
         let mut turns = Turns::new(7);
         turns.held(held);
@@ -207,10 +273,16 @@ mod tests {
     fn short_waits_are_no_queue_and_a_first_long_wait_probes() {
         let at = Instant::now();
         let mut tiny = holding_for(Duration::from_micros(20));
-        assert!(tiny.ahead(ms(9)).abs() < f64::EPSILON);
-        assert_eq!(tiny.at_grant(ms(9), false, at), Turn::Claim);
-        assert_eq!(Turns::new(1).at_grant(ms(9), false, at), Turn::Claim);
-        assert_eq!(Turns::new(1).at_grant(ms(500), true, at), Turn::Probe);
+        assert!(tiny.ahead(ms(9), None).abs() < f64::EPSILON);
+        assert_eq!(tiny.at_grant(ms(9), crowd(), false, at), Turn::Claim);
+        assert_eq!(
+            Turns::new(1).at_grant(ms(9), crowd(), false, at),
+            Turn::Claim
+        );
+        assert_eq!(
+            Turns::new(1).at_grant(ms(500), crowd(), true, at),
+            Turn::Probe
+        );
         assert_eq!(Turn::Probe.limit(256), 32);
         assert_eq!(Turn::Probe.limit(3), 1);
         assert_eq!(Turn::Aside.limit(256), 0);
@@ -221,9 +293,12 @@ mod tests {
     #[test]
     fn an_arrival_joins_only_a_lock_with_slack() {
         let at = Instant::now();
-        assert_eq!(holding_for(ms(20)).at_grant(ms(15), false, at), Turn::Claim);
+        assert_eq!(
+            holding_for(ms(20)).at_grant(ms(15), crowd(), false, at),
+            Turn::Claim
+        );
         let mut behind = holding_for(ms(20));
-        assert_eq!(behind.at_grant(ms(40), false, at), Turn::Aside);
+        assert_eq!(behind.at_grant(ms(40), crowd(), false, at), Turn::Aside);
         // A round seen: 40 ms waited + 20 ms held; twice that, times 0.5 to 1.5.
         assert!(behind.aside(at + ms(59)), "at least one round");
         assert!(!behind.aside(at + ms(181)), "at most three rounds");
@@ -235,13 +310,13 @@ mod tests {
     fn aside_claims_nothing_until_its_time_is_up() {
         let at = Instant::now();
         let mut turns = holding_for(ms(20));
-        assert_eq!(turns.at_grant(ms(100), false, at), Turn::Aside);
+        assert_eq!(turns.at_grant(ms(100), crowd(), false, at), Turn::Aside);
         assert_eq!(
-            turns.at_grant(Duration::ZERO, true, at + ms(1)),
+            turns.at_grant(Duration::ZERO, crowd(), true, at + ms(1)),
             Turn::Aside
         );
         assert_eq!(
-            turns.at_grant(Duration::ZERO, false, at + MAX_ASIDE),
+            turns.at_grant(Duration::ZERO, crowd(), false, at + MAX_ASIDE),
             Turn::Claim
         );
         assert_eq!(turns.in_a_row, 0);
@@ -254,7 +329,7 @@ mod tests {
         let mut at = Instant::now();
         let mut lengths = Vec::new();
         for _ in 0..8 {
-            assert_eq!(turns.at_grant(ms(60), false, at), Turn::Aside);
+            assert_eq!(turns.at_grant(ms(60), crowd(), false, at), Turn::Aside);
             let until = turns.aside_until.expect("aside");
             lengths.push(until - at);
             at = until;
@@ -269,17 +344,73 @@ mod tests {
     fn claimers_shed_down_to_the_queue_kept() {
         let at = Instant::now();
         let mut turns = holding_for(ms(20));
-        assert!((0..200).all(|_| turns.at_grant(ms(40), true, at) == Turn::Claim));
+        assert!((0..200).all(|_| turns.at_grant(ms(40), crowd(), true, at) == Turn::Claim));
         let trials = 4_000_u32;
         let shed = (0..trials)
             .filter(|i| {
                 let mut turns = Turns::new(u64::from(*i));
                 turns.held(ms(20));
-                turns.at_grant(ms(100), true, at) == Turn::Aside
+                turns.at_grant(ms(100), crowd(), true, at) == Turn::Aside
             })
             .count();
         let share = f64::from(u32::try_from(shed).expect("small")) / f64::from(trials);
         assert!((share - 0.5).abs() < 0.04, "shed {share}");
+    }
+
+    /// A wait of the stall bound or more is a holder stopped mid-write, not a queue: an
+    /// authority with or without work in hand claims in full after it, however short its
+    /// own holds, and after it again (a stopped holder keeps every wait that long).
+    #[test]
+    fn a_stalled_holder_is_no_queue() {
+        let at = Instant::now();
+        let mut turns = holding_for(ms(2));
+        for waited in [STALLED_WAIT, STALLED_WAIT + ms(5), Duration::from_secs(30)] {
+            assert!(turns.ahead(waited, None).abs() < f64::EPSILON);
+            assert_eq!(turns.at_grant(waited, crowd(), false, at), Turn::Claim);
+            assert_eq!(turns.at_grant(waited, crowd(), true, at), Turn::Claim);
+        }
+        assert_eq!(
+            Turns::new(1).at_grant(STALLED_WAIT, crowd(), false, at),
+            Turn::Claim
+        );
+        // Just under the bound it is a queue, read by the holds as before.
+        assert_eq!(
+            turns.at_grant(STALLED_WAIT - ms(1), crowd(), false, at),
+            Turn::Aside
+        );
+    }
+
+    /// Long waits with nobody else committing between this authority's turns (a machine
+    /// short of CPU, another program's long transaction) are no queue: however long the
+    /// wait against the hold, the writers ahead are at most the commits counted.
+    #[test]
+    fn the_writers_ahead_are_at_most_the_commits_between_turns() {
+        let at = Instant::now();
+        let mut lone = holding_for(ms(2));
+        assert_eq!(lone.at_grant(ms(1), counted(100, 7), true, at), Turn::Claim);
+        // Its own poll, a renewal and a heartbeat were the commits since: nobody ahead,
+        // empty-handed or not.
+        assert_eq!(
+            lone.at_grant(ms(300), counted(103, 10), false, at),
+            Turn::Claim
+        );
+        assert_eq!(
+            lone.at_grant(ms(300), counted(104, 11), true, at),
+            Turn::Claim
+        );
+        // Two others committed: a holder keeps claiming behind two writers.
+        assert!((lone.ahead(ms(300), Some(2)) - 2.0).abs() < f64::EPSILON);
+        assert_eq!(
+            lone.at_grant(ms(300), counted(107, 12), true, at),
+            Turn::Claim
+        );
+        // Five did, and the wait says five too: the queue is long.
+        assert!((lone.ahead(ms(10), Some(5)) - 5.0).abs() < f64::EPSILON);
+        assert!((lone.ahead(ms(10), Some(50)) - 5.0).abs() < f64::EPSILON);
+        assert_eq!(
+            lone.at_grant(ms(300), counted(200, 13), false, at),
+            Turn::Aside
+        );
     }
 
     /// The hold estimate follows the holds, a quarter at a time.
