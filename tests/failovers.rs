@@ -179,7 +179,8 @@ fn failovers_and_late_writes_of_killed_and_stopped_authorities_are_listed() {
             loop {
                 assert!(
                     Instant::now() < deadline,
-                    "timed out waiting for auth-1's claims to be taken over"
+                    "timed out waiting for auth-1's claims to be taken over; auth-2's log ends:\n{}",
+                    auth.tail("auth-2", 40)
                 );
                 let reclaimed = held
                     .iter()

@@ -141,6 +141,14 @@ impl Authorities {
             .and_then(|v| v[field].as_str().map(str::to_owned))
     }
 
+    /// The last `n` lines of `name`'s log: what a test that timed out waiting on the
+    /// authority prints, so that a failure on CI says what the authority was doing.
+    pub fn tail(&self, name: &str, n: usize) -> String {
+        let text = std::fs::read_to_string(self.log(name)).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
     /// Every line of `name`'s log whose message is `message`, as JSON.
     pub fn lines_of(&self, name: &str, message: &str) -> Vec<serde_json::Value> {
         std::fs::read_to_string(self.log(name))
