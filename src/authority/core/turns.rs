@@ -14,13 +14,14 @@
 //! write waited for the lock against the time its own polls hold it is how many writers
 //! went before it, and no more than the commits the store counted since this authority's
 //! last turn (time alone would take a machine short of CPU, or another program's long
-//! transaction, for a crowd). An authority that holds work sheds with a probability that brings the
-//! expected number of claimers back to [`MAX_AHEAD`] + 1; one arriving with nothing in
-//! hand joins only a queue shorter than [`JOIN_AHEAD`] (the lock has slack), so that the
-//! claimers do not change at every round. A step aside lasts about two rounds of the queue
-//! as it was seen, jittered, doubling while the queue stays long, and never longer than
-//! [`MAX_ASIDE`]: an authority that left is back within that bound whatever happens to
-//! those that stayed (work they leave behind is reclaimed as it would be anyway).
+//! transaction, for a crowd). An authority that holds work sheds with a probability that
+//! brings the expected number of claimers back to [`MAX_AHEAD`] + 1; one arriving with
+//! nothing in hand joins only a queue shorter than [`JOIN_AHEAD`] (the lock has slack), so
+//! that the claimers do not change at every round. A step aside lasts about two rounds of
+//! the queue as it was seen, jittered, doubling while the queue stays long, and never
+//! longer than [`MAX_ASIDE`]: an authority that left is back within that bound whatever
+//! happens to those that stayed (work they leave behind is reclaimed as it would be
+//! anyway).
 //!
 //! Waits shorter than [`MIN_QUEUE_WAIT`] are never a queue: a lone authority's writes on a
 //! busy machine must not read as a crowd. Nor are waits of [`STALLED_WAIT`] or longer: a
@@ -71,6 +72,8 @@ const HOLD_WEIGHT: f64 = 0.25;
 
 /// The commits counted at a grant of the lock: the store's revision, and how many of them
 /// this authority's own store handle made (its polls, renewals, heartbeats, finished work).
+/// Authorities of one process that share a handle count each other's commits as their own,
+/// so they step aside from each other less; a fleet of processes counts exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Commits {
     pub(super) store: u64,
