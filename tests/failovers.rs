@@ -86,7 +86,7 @@ fn text(v: &Value, key: &str) -> String {
 }
 
 /// Every family an authority's `/metrics` page states.
-const METRIC_FAMILIES: [&str; 26] = [
+const METRIC_FAMILIES: [&str; 27] = [
     "claims",
     "workflow_claims",
     "reclaims",
@@ -98,6 +98,7 @@ const METRIC_FAMILIES: [&str; 26] = [
     "events_delivered",
     "schedules_fired",
     "abandoned_on_shutdown",
+    "lock_step_asides",
     "attempt_failures",
     "handler_completions",
     "handler_failures",

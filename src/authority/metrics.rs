@@ -177,7 +177,7 @@ fn histogram(h: &Histogram) -> Seconds {
 )]
 pub fn render(stats: &Stats, compat: &str, inflight: usize, health: &HealthReport) -> String {
     let mut r = Registry::with_prefix("leasehold");
-    let counters: [(&str, &str, u64); 11] = [
+    let counters: [(&str, &str, u64); 12] = [
         (
             "claims",
             "Work items and workflow instances claimed",
@@ -232,6 +232,11 @@ pub fn render(stats: &Stats, compat: &str, inflight: usize, health: &HealthRepor
             "abandoned_on_shutdown",
             "Claims a shutdown left to lapse: a handler past the grace, an outcome the store refused",
             stats.abandoned_on_shutdown,
+        ),
+        (
+            "lock_step_asides",
+            "Polls that claimed nothing, standing aside from a crowded SQLite write lock",
+            stats.lock_step_asides,
         ),
     ];
     for (name, help, value) in counters {
@@ -407,4 +412,39 @@ fn answer(
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(PAGE_TYPE));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each counter states its statistic: polls that stood aside from a crowded SQLite
+    /// lock are on the page an operator scrapes, beside the fences and the lost leases.
+    #[test]
+    fn the_counters_state_the_statistics() {
+        let stats = Stats {
+            lock_step_asides: 7,
+            leases_lost: 2,
+            ..Stats::default()
+        };
+        let health = HealthReport {
+            ready: true,
+            live: true,
+            registered: true,
+            stopping: false,
+            store_reachable: true,
+            since_loop_ms: Some(5),
+            since_heartbeat_ms: Some(50),
+        };
+        let page = render(&stats, "digest", 0, &health);
+        assert!(
+            page.contains("\nleasehold_lock_step_asides_total 7\n"),
+            "{page}"
+        );
+        assert!(page.contains("\nleasehold_leases_lost_total 2\n"), "{page}");
+        assert!(
+            page.contains("# TYPE leasehold_lock_step_asides counter"),
+            "{page}"
+        );
+    }
 }
