@@ -413,38 +413,3 @@ fn answer(
         .insert(CONTENT_TYPE, HeaderValue::from_static(PAGE_TYPE));
     response
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Each counter states its statistic: polls that stood aside from a crowded SQLite
-    /// lock are on the page an operator scrapes, beside the fences and the lost leases.
-    #[test]
-    fn the_counters_state_the_statistics() {
-        let stats = Stats {
-            lock_step_asides: 7,
-            leases_lost: 2,
-            ..Stats::default()
-        };
-        let health = HealthReport {
-            ready: true,
-            live: true,
-            registered: true,
-            stopping: false,
-            store_reachable: true,
-            since_loop_ms: Some(5),
-            since_heartbeat_ms: Some(50),
-        };
-        let page = render(&stats, "digest", 0, &health);
-        assert!(
-            page.contains("\nleasehold_lock_step_asides_total 7\n"),
-            "{page}"
-        );
-        assert!(page.contains("\nleasehold_leases_lost_total 2\n"), "{page}");
-        assert!(
-            page.contains("# TYPE leasehold_lock_step_asides counter"),
-            "{page}"
-        );
-    }
-}

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use leasehold::Store;
 use leasehold::authority::metrics;
 use leasehold::authority::{
-    AttemptContext, AuthorityCore, HandlerOutcome, HealthReport, Pace, Workload,
+    AttemptContext, AuthorityCore, HandlerOutcome, HealthReport, Pace, Stats, Workload,
 };
 use leasehold::clock::ManualClock;
 use leasehold::model::work::{NewWork, WorkFilter};
@@ -87,11 +87,9 @@ fn worked(clock: &ManualClock, s: &Store) -> AuthorityCore {
     a
 }
 
-fn pages() -> (Store, AuthorityCore, Pages) {
-    let clock = ManualClock::new(T0);
-    let s = store(&clock);
-    let a = worked(&clock, &s);
-    let health = HealthReport {
+/// What a running, registered authority with a reachable store reports.
+fn healthy() -> HealthReport {
+    HealthReport {
         ready: true,
         live: true,
         registered: true,
@@ -99,9 +97,15 @@ fn pages() -> (Store, AuthorityCore, Pages) {
         store_reachable: true,
         since_loop_ms: Some(0),
         since_heartbeat_ms: Some(0),
-    };
+    }
+}
+
+fn pages() -> (Store, AuthorityCore, Pages) {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    let a = worked(&clock, &s);
     let pages = Pages {
-        authority: metrics::render(&a.stats(), a.compat(), a.inflight(), &health),
+        authority: metrics::render(&a.stats(), a.compat(), a.inflight(), &healthy()),
         fleet: fleet_metrics::render(&s, s.now()).expect("renders"),
     };
     (s, a, pages)
@@ -398,4 +402,26 @@ fn per_handler_counters_state_what_the_store_recorded() {
         .collect();
     assert_eq!(handlers, HANDLERS.iter().map(|h| (*h).to_owned()).collect());
     assert_eq!(a.inflight(), 0);
+}
+
+/// The polls that stood aside from a crowded SQLite lock are on the page an operator
+/// scrapes, as the authority counted them, beside the lost leases.
+#[test]
+fn the_authority_page_states_its_steps_aside() {
+    let stats = Stats {
+        lock_step_asides: 7,
+        leases_lost: 2,
+        ..Stats::default()
+    };
+    let page = metrics::render(&stats, "digest", 0, &healthy());
+    assert!(
+        page.contains("\nleasehold_lock_step_asides_total 7\n"),
+        "{page}"
+    );
+    assert!(page.contains("\nleasehold_leases_lost_total 2\n"), "{page}");
+    assert!(
+        page.contains("# TYPE leasehold_lock_step_asides counter"),
+        "{page}"
+    );
+    assert!(broken_rules(&page).is_empty(), "{:?}", broken_rules(&page));
 }
