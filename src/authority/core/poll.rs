@@ -188,6 +188,7 @@ impl AuthorityCore {
         if self.turns.is_none() {
             return Ok(Turn::Claim);
         }
+        // Counted before the view is locked: the view is never held across a store call.
         let now = Commits {
             store: tx.revision()?,
             own: self.store.commits_made(),
