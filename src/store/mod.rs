@@ -146,8 +146,9 @@ pub struct Store {
     /// The first kept revision of the last trim `witness-beyond-history` was logged for
     /// (`beyond_history.rs`): each witness judges the same trim, and it is said once.
     beyond_said: Arc<std::sync::atomic::AtomicU64>,
-    /// The revisions committed through this handle and its clones: what an authority
-    /// leaves out when it counts the writers that went before it (`authority/core/turns.rs`).
+    /// The revisions committed through this handle and its clones since the last
+    /// [`Store::counting_own_commits`]: what an authority leaves out when it counts the
+    /// writers that went before it (`authority/core/turns.rs`).
     commits_made: Arc<std::sync::atomic::AtomicU64>,
 }
 
@@ -190,6 +191,18 @@ impl Store {
     /// How many revisions were committed through this handle and its clones.
     pub(crate) fn commits_made(&self) -> u64 {
         self.commits_made.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The same store, counting the commits made through it (and its clones) apart from
+    /// those of the handle it came from. Each authority takes one: authorities of one
+    /// process are given clones of one handle, and counting together they took each
+    /// other's commits for their own, so none of them saw the others ahead of it.
+    #[must_use]
+    pub(crate) fn counting_own_commits(&self) -> Self {
+        Self {
+            commits_made: Arc::default(),
+            ..self.clone()
+        }
     }
 
     /// The witness this handle writes under, if any.

@@ -135,6 +135,8 @@ impl AuthorityCore {
     ) -> Result<Self> {
         config.validate()?;
         store.require(&WORK_MODEL)?;
+        // Its own count of its commits, whoever else writes through clones of this handle.
+        let store = store.counting_own_commits();
         let handler_keys = claim_keys(&workload.handler_versions(), &[]);
         let compat = handler_keys.digest();
         let engine = Engine::new(store.clone(), &config.instance_id, handler_keys);
@@ -337,5 +339,47 @@ impl std::fmt::Debug for AuthorityCore {
             .field("build", &self.config.build)
             .field("compat", &self.compat)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::authority::workload;
+    use crate::clock::ManualClock;
+    use crate::ids::SeededIds;
+    use crate::store::memory::MemoryBackend;
+
+    fn core(store: &Store, id: &str) -> AuthorityCore {
+        let core = AuthorityCore::new(
+            store.clone(),
+            AuthorityConfig::new(id, "v1"),
+            workload::named("fast", 1).expect("fast"),
+            Pace::Virtual,
+        )
+        .expect("valid");
+        core.register().expect("registers");
+        core
+    }
+
+    /// Two authorities of one process, given clones of one handle, count their commits
+    /// apart: what one commits is, to the other, a writer that went before it.
+    #[test]
+    fn authorities_sharing_a_handle_count_only_their_own_commits() {
+        let clock = ManualClock::new(1_767_225_600_000);
+        let store = Store::new(
+            Arc::new(MemoryBackend::new()),
+            Arc::new(clock),
+            Arc::new(SeededIds::new(3)),
+        );
+        let a = core(&store, "a");
+        let b = core(&store, "b");
+        let (a_before, b_before) = (a.store().commits_made(), b.store().commits_made());
+        a.heartbeat().expect("beats");
+        a.heartbeat().expect("beats");
+        assert_eq!(a.store().commits_made(), a_before + 2, "a counts its own");
+        assert_eq!(b.store().commits_made(), b_before, "b does not count a's");
     }
 }

@@ -71,9 +71,9 @@ pub(super) const MAX_ASIDE: Duration = Duration::from_secs(1);
 const HOLD_WEIGHT: f64 = 0.25;
 
 /// The commits counted at a grant of the lock: the store's revision, and how many of them
-/// this authority's own store handle made (its polls, renewals, heartbeats, finished work).
-/// Authorities of one process that share a handle count each other's commits as their own,
-/// so they step aside from each other less; a fleet of processes counts exactly.
+/// this authority made (its polls, renewals, heartbeats, finished work), counted on its own
+/// handle even where authorities of one process share a store
+/// (`Store::counting_own_commits`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Commits {
     pub(super) store: u64,
