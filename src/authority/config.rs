@@ -83,6 +83,63 @@ pub struct AuthorityConfig {
     /// and a crash-looping handler is not rerun at every lease expiry.
     #[serde(default = "default_reclaim_delay")]
     pub reclaim_delay_ms: Millis,
+    /// Whether this authority steps aside from a crowded write lock ([`StepAside`]).
+    #[serde(default)]
+    pub step_aside: StepAside,
+}
+
+/// Whether an authority steps aside from a crowded write lock: behind a long queue of
+/// writers it finishes what it holds and claims nothing for a while, so that a few
+/// authorities claim full batches and an item waits fewer turns between its claim and its
+/// completion (`authority/core/turns.rs`; the measurements are in docs/SCALING.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepAside {
+    /// On SQLite, where it was measured to keep the drain beside other load too; off on
+    /// PostgreSQL, where a few claimers sharing their cores with other programs lost most
+    /// of the drain.
+    #[default]
+    Auto,
+    /// On whatever the store: the shorter tail on PostgreSQL for a fleet whose machines
+    /// (the server's too) have cores to spare.
+    On,
+    /// Every authority claims at every turn.
+    Off,
+}
+
+impl StepAside {
+    /// Every setting, in the order help lists them.
+    pub const ALL: [Self; 3] = [Self::Auto, Self::On, Self::Off];
+
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::On => "on",
+            Self::Off => "off",
+        }
+    }
+
+    /// The setting named `name` (`auto`, `on`, `off`).
+    ///
+    /// # Errors
+    /// A one-line message naming the settings, for any other name.
+    pub fn parse(name: &str) -> std::result::Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.as_str() == name)
+            .ok_or_else(|| format!("step aside must be auto, on or off (not {name:?})"))
+    }
+
+    /// Whether an authority on a store of `kind` steps aside.
+    #[must_use]
+    pub fn applies_to(self, kind: crate::store::StoreKind) -> bool {
+        match self {
+            Self::Auto => kind == crate::store::StoreKind::Sqlite,
+            Self::On => true,
+            Self::Off => false,
+        }
+    }
 }
 
 /// Default grace after a lapse, before a first attempt is taken over: a retry's backoff.
@@ -124,6 +181,7 @@ impl AuthorityConfig {
             retention: RetentionPolicy::default(),
             trim_interval_ms: DEFAULT_TRIM_INTERVAL_MS,
             reclaim_delay_ms: DEFAULT_RECLAIM_DELAY_MS,
+            step_aside: StepAside::Auto,
         }
     }
 
@@ -314,6 +372,32 @@ mod tests {
             crate::store::postgres::DEFAULT_POOL_SIZE >= callers,
             "a default authority would wait for connections"
         );
+    }
+
+    #[test]
+    fn stepping_aside_is_on_sqlite_only_unless_asked() {
+        use crate::store::StoreKind::{Memory, Postgres, Sqlite};
+        let on = |s: StepAside| [Sqlite, Postgres, Memory].map(|k| s.applies_to(k));
+        assert_eq!(on(StepAside::Auto), [true, false, false]);
+        assert_eq!(on(StepAside::On), [true, true, true]);
+        assert_eq!(on(StepAside::Off), [false, false, false]);
+        for s in StepAside::ALL {
+            assert_eq!(StepAside::parse(s.as_str()), Ok(s));
+        }
+        assert_eq!(
+            StepAside::parse("yes"),
+            Err("step aside must be auto, on or off (not \"yes\")".into())
+        );
+    }
+
+    #[test]
+    fn a_registration_written_before_the_setting_reads_as_auto() {
+        let mut json: serde_json::Value =
+            serde_json::from_str(&AuthorityConfig::new("a", "v1").to_json()).expect("json");
+        assert_eq!(json["stepAside"], "auto");
+        json.as_object_mut().expect("object").remove("stepAside");
+        let read: AuthorityConfig = serde_json::from_value(json).expect("reads");
+        assert_eq!(read.step_aside, StepAside::Auto);
     }
 
     #[test]

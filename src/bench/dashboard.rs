@@ -11,6 +11,7 @@
 use std::time::{Duration, Instant};
 
 use super::{Fleet, FleetOptions, Report, StoreFacts, wait_for};
+use crate::authority::config::StepAside;
 use crate::authority::stats::percentile;
 use crate::clock::Millis;
 use crate::error::Result;
@@ -229,6 +230,7 @@ pub fn default_writers(url: &str, authorities: usize, lease_ms: Millis) -> Fleet
         lease_ms,
         poll_ms: 50,
         processes: true,
+        step_aside: StepAside::Auto,
     }
 }
 

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::authority::config::AuthorityConfig;
+use crate::authority::config::{AuthorityConfig, StepAside};
 use crate::authority::handlers::Workload;
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::stats::Stats;
@@ -33,6 +33,8 @@ pub struct FleetOptions {
     pub poll_ms: Millis,
     /// Real OS processes instead of in-process runtimes.
     pub processes: bool,
+    /// Whether the authorities step aside from a crowded write lock.
+    pub step_aside: StepAside,
 }
 
 impl FleetOptions {
@@ -54,6 +56,7 @@ impl FleetOptions {
             lease_ms: 30_000,
             poll_ms,
             processes: false,
+            step_aside: StepAside::Auto,
         }
     }
 
@@ -64,6 +67,7 @@ impl FleetOptions {
         config.worker_concurrency = self.concurrency;
         config.claim_batch_size = self.batch;
         config.poll_interval_ms = self.poll_ms;
+        config.step_aside = self.step_aside;
         config
     }
 }
@@ -260,6 +264,7 @@ fn spawn_processes(options: &FleetOptions, configs: &[AuthorityConfig]) -> Resul
             .args(["--batch", &config.claim_batch_size.to_string()])
             .args(["--poll-ms", &config.poll_interval_ms.to_string()])
             .args(["--lease-ms", &config.lease_duration_ms.to_string()])
+            .args(["--step-aside", config.step_aside.as_str()])
             .args(["--log-format", "off"])
             // Through the environment, so a password never shows in a process list.
             .env("LEASEHOLD_STORE", &options.url)

@@ -103,6 +103,7 @@ pub(super) fn knobs(report: &mut Report, fleet: &FleetOptions) {
     report.knob("claimBatch", fleet.batch);
     report.knob("leaseMs", fleet.lease_ms);
     report.knob("pollMs", fleet.poll_ms);
+    report.knob("stepAside", fleet.step_aside.as_str());
 }
 
 /// Whether the no-op handler the fleet runs is async or blocking (`--blocking-handler`).

@@ -14,7 +14,7 @@ use super::settings::Settings;
 use super::{CliResult, Failure, tokio_runtime};
 use crate::authority::config::{
     AuthorityConfig, DEFAULT_CLAIM_BATCH_SIZE, DEFAULT_POLL_INTERVAL_MS, DEFAULT_RECLAIM_DELAY_MS,
-    DEFAULT_TRIM_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, generated_instance_id,
+    DEFAULT_TRIM_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, StepAside, generated_instance_id,
 };
 use crate::authority::handlers::Workload;
 use crate::authority::runtime::{RunOptions, run_authority_with};
@@ -134,6 +134,12 @@ pub struct AuthorityArgs {
     /// to 30s (default 500ms; 0 to 1d).
     #[arg(long, env = "LEASEHOLD_RECLAIM_AFTER", value_name = "DURATION", value_parser = duration)]
     pub reclaim_after: Option<Millis>,
+    /// Step aside from a crowded write lock: auto (on SQLite only), on, or off. On
+    /// PostgreSQL `on` shortens the claim → complete tail of a fleet whose machines (the
+    /// server's too) have cores to spare, and loses most of the drain on busy ones
+    /// (docs/SCALING.md).
+    #[arg(long, env = "LEASEHOLD_STEP_ASIDE", value_name = "WHEN", value_parser = StepAside::parse)]
+    pub step_aside: Option<StepAside>,
     /// How long to wait at start for a store that does not answer (a PostgreSQL server
     /// restarting, a network not up yet), trying again with a growing pause and logging
     /// each wait (default 60s; 0s exits at once). A store that answers and refuses is
@@ -388,6 +394,7 @@ fn knobs(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<AuthorityC
         .reclaim_after
         .or(file.reclaim_after_ms)
         .unwrap_or(DEFAULT_RECLAIM_DELAY_MS);
+    config.step_aside = args.step_aside.or(file.step_aside).unwrap_or_default();
     config.validate()?;
     Ok(config)
 }
@@ -579,6 +586,7 @@ mod tests {
             dedup_windows: Vec::new(),
             trim_every: None,
             reclaim_after: None,
+            step_aside: None,
             start_wait: None,
             state: crate::cli::witness::StateDirArg { state_dir: None },
             seed: 0,

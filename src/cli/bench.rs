@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::{CliResult, Failure};
+use crate::authority::config::StepAside;
 use crate::authority::workload::{NOOP_BLOCKING_WORKLOAD, NOOP_HANDLER};
 use crate::bench::bulk::{self, BulkBench};
 use crate::bench::dashboard::{self, DashboardBench, default_writers};
@@ -91,6 +92,10 @@ pub struct FleetArgs {
     /// application's synchronous handlers are) instead of an async one.
     #[arg(long)]
     pub blocking_handler: bool,
+    /// Whether the authorities step aside from a crowded write lock: auto (on SQLite
+    /// only), on or off, as `leasehold authority --step-aside`.
+    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = StepAside::parse)]
+    pub step_aside: StepAside,
 }
 
 impl FleetArgs {
@@ -110,6 +115,7 @@ impl FleetArgs {
             lease_ms: self.lease_ms,
             poll_ms: self.poll_ms,
             processes: self.processes,
+            step_aside: self.step_aside,
         }
     }
 }
@@ -331,6 +337,7 @@ fn fairness_case(
         poll_ms: f.poll_ms,
         // Its handlers are its own (`bench::fairness`, `bench::slow_fast`).
         blocking_handler: false,
+        step_aside: StepAside::Auto,
     }
     .options(url);
     let store = crate::bench::open_writer(url)?;

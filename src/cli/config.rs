@@ -101,6 +101,7 @@ pub fn run(command: &ConfigCommand, out: &mut dyn Write) -> CliResult {
         ),
         ("trim_every", ms(a.trim_every_ms)),
         ("reclaim_after", ms(a.reclaim_after_ms)),
+        ("step_aside", a.step_aside.map(|s| s.as_str().to_owned())),
         (
             "retry",
             (!a.retry.is_empty()).then(|| {

@@ -25,6 +25,7 @@
 //! dedup_windows = { stripe = "30d" }
 //! trim_every = "5s"
 //! reclaim_after = "500ms" # a lapsed claim's owner may still finish this long
+//! step_aside = "auto"    # from a crowded write lock: auto (SQLite only) | on | off
 //!
 //! [dashboard]
 //! theme = "light"
@@ -53,6 +54,7 @@ use toml::Spanned;
 
 use super::log::LogFormat;
 use crate::authority::AuthorityConfig;
+use crate::authority::config::StepAside;
 use crate::authority::external::HandlerConfig;
 use crate::authority::handlers::Workload;
 use crate::clock::{Millis, parse_duration};
@@ -100,6 +102,7 @@ struct RawAuthority {
     dedup_windows: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     trim_every: Option<Spanned<String>>,
     reclaim_after: Option<Spanned<String>>,
+    step_aside: Option<Spanned<String>>,
 }
 
 /// One handler's `retry = { … }`; a key left out keeps the default's.
@@ -147,6 +150,7 @@ pub struct AuthorityKnobs {
     pub dedup_windows: BTreeMap<String, Millis>,
     pub trim_every_ms: Option<Millis>,
     pub reclaim_after_ms: Option<Millis>,
+    pub step_aside: Option<StepAside>,
 }
 
 /// The dashboard's knobs as the file gives them.
@@ -373,6 +377,11 @@ fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<A
             .collect::<Result<_>>()?,
         trim_every_ms: duration(&a.trim_every)?,
         reclaim_after_ms: duration(&a.reclaim_after)?,
+        step_aside: a
+            .step_aside
+            .as_ref()
+            .map(|v| StepAside::parse(v.get_ref()).map_err(|why| file.error(v.span(), &why)))
+            .transpose()?,
     };
     // The same rules as the flags: an unsafe combination is refused here, at the key
     // that makes it so.
@@ -511,6 +520,9 @@ impl AuthorityKnobs {
         }
         if let Some(ms) = self.reclaim_after_ms {
             config.reclaim_delay_ms = ms;
+        }
+        if let Some(when) = self.step_aside {
+            config.step_aside = when;
         }
         config
     }

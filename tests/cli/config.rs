@@ -109,6 +109,31 @@ fn each_mistake_is_one_located_line() {
     assert_one_line_failure(&missing, 2);
 }
 
+/// Stepping aside from a crowded write lock is `auto`, `on` or `off`, summarised as given;
+/// anything else is one line at its key, naming the three.
+#[test]
+fn step_aside_is_one_of_three() {
+    let with = |when: &str| {
+        GOOD.replace(
+            "log_format = \"json\"",
+            &format!("log_format = \"json\"\nstep_aside = \"{when}\""),
+        )
+    };
+    for when in ["auto", "on", "off"] {
+        let o = check(&with(when));
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(v["authority"]["step_aside"], when);
+    }
+    let err = assert_one_line_failure(&check(&with("sometimes")), 2);
+    assert!(
+        err.contains(
+            "leasehold.toml:12: authority.step_aside: step aside must be auto, on or off (not \"sometimes\")"
+        ),
+        "{err}"
+    );
+}
+
 /// A handler's fleet-wide rate is read as `N/interval` and summarised; a malformed one,
 /// or one on a handler the file does not run, is one line at its key.
 #[test]

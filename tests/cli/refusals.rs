@@ -336,6 +336,35 @@ fn bad_handler_limits_are_refused_before_the_store_is_touched() {
     assert!(listing(dir.path()).is_empty(), "no store was created");
 }
 
+/// `--step-aside` (and `LEASEHOLD_STEP_ASIDE`) is auto, on or off: anything else is one
+/// line naming the three, exit 2, before any store is opened or created.
+#[test]
+fn a_bad_step_aside_is_refused_before_the_store_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let flag = leasehold(&[
+        "authority",
+        "--store",
+        &store,
+        "--create",
+        "--step-aside",
+        "yes",
+    ]);
+    let err = assert_one_line_failure(&flag, 2);
+    assert!(
+        err.contains("step aside must be auto, on or off (not \"yes\")"),
+        "{err}"
+    );
+    let env = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(["authority", "--store", &store, "--create"])
+        .env("LEASEHOLD_STEP_ASIDE", "always")
+        .output()
+        .expect("runs");
+    let err = assert_one_line_failure(&env, 2);
+    assert!(err.contains("(not \"always\")"), "{err}");
+    assert!(listing(dir.path()).is_empty(), "no store was created");
+}
+
 #[test]
 fn an_authority_process_refuses_a_store_no_other_process_can_reach() {
     let o = leasehold(&[

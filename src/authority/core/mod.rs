@@ -141,7 +141,7 @@ impl AuthorityCore {
         let compat = handler_keys.digest();
         let engine = Engine::new(store.clone(), &config.instance_id, handler_keys);
         let stats = Stats::for_handlers(&config.instance_id, &config.build, workload.names());
-        let kind = store.kind();
+        let steps_aside = config.step_aside.applies_to(store.kind());
         // Each process draws its own jitter, so authorities that step aside together do
         // not come back together.
         let seed = std::hash::BuildHasher::hash_one(
@@ -162,7 +162,7 @@ impl AuthorityCore {
                 stats,
                 ..CoreState::default()
             }),
-            turns: turns::kept_on(kind).then(|| Mutex::new(turns::Turns::new(seed))),
+            turns: steps_aside.then(|| Mutex::new(turns::Turns::new(seed))),
         })
     }
 
@@ -347,15 +347,20 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::authority::config::StepAside;
     use crate::authority::workload;
     use crate::clock::ManualClock;
     use crate::ids::SeededIds;
     use crate::store::memory::MemoryBackend;
 
     fn core(store: &Store, id: &str) -> AuthorityCore {
+        core_with(store, AuthorityConfig::new(id, "v1"))
+    }
+
+    fn core_with(store: &Store, config: AuthorityConfig) -> AuthorityCore {
         let core = AuthorityCore::new(
             store.clone(),
-            AuthorityConfig::new(id, "v1"),
+            config,
             workload::named("fast", 1).expect("fast"),
             Pace::Virtual,
         )
@@ -364,16 +369,46 @@ mod tests {
         core
     }
 
+    fn memory() -> Store {
+        Store::new(
+            Arc::new(MemoryBackend::new()),
+            Arc::new(ManualClock::new(1_767_225_600_000)),
+            Arc::new(SeededIds::new(3)),
+        )
+    }
+
+    /// `step_aside` decides whether an authority reads the lock's queue at all: by default
+    /// on SQLite only, everywhere when on, nowhere when off.
+    #[test]
+    fn the_setting_decides_whether_an_authority_steps_aside() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let backend = crate::store::sqlite::SqliteBackend::open(
+            &dir.path().join("store.db"),
+            crate::store::url::OpenMode::ReadWrite,
+        )
+        .expect("opens");
+        let sqlite = Store::new(
+            Arc::new(backend),
+            Arc::new(crate::clock::SystemClock),
+            Arc::new(SeededIds::new(3)),
+        );
+        let steps_aside = |store: &Store, when: StepAside| {
+            let config = AuthorityConfig {
+                step_aside: when,
+                ..AuthorityConfig::new(format!("a-{}", when.as_str()), "v1")
+            };
+            core_with(store, config).turns.is_some()
+        };
+        let memory = memory();
+        let seen = StepAside::ALL.map(|w| (steps_aside(&sqlite, w), steps_aside(&memory, w)));
+        assert_eq!(seen, [(true, false), (true, true), (false, false)]);
+    }
+
     /// Two authorities of one process, given clones of one handle, count their commits
     /// apart: what one commits is, to the other, a writer that went before it.
     #[test]
     fn authorities_sharing_a_handle_count_only_their_own_commits() {
-        let clock = ManualClock::new(1_767_225_600_000);
-        let store = Store::new(
-            Arc::new(MemoryBackend::new()),
-            Arc::new(clock),
-            Arc::new(SeededIds::new(3)),
-        );
+        let store = memory();
         let a = core(&store, "a");
         let b = core(&store, "b");
         let (a_before, b_before) = (a.store().commits_made(), b.store().commits_made());

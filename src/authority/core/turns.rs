@@ -32,18 +32,18 @@
 //! would never be taken over. After such a wait an authority claims as if nobody stood
 //! ahead.
 //!
-//! Kept on SQLite only ([`kept_on`]), where it was measured to keep both the tail and the
-//! drain (docs/SCALING.md): six authorities' p99 came to about twice one authority's, and
-//! beside two busy loops the drain held. On PostgreSQL the few claimers lost the drain
-//! under CPU contention (to a quarter), so every authority claims there, as on the memory
-//! store, whose holds are microseconds.
+//! By default on SQLite only (`AuthorityConfig::step_aside`), where it was measured to keep
+//! both the tail and the drain (docs/SCALING.md): six authorities' p99 came to about twice
+//! one authority's, and beside two busy loops the drain held. On PostgreSQL it shortens the
+//! tail as much on a machine with cores to spare, but a few claimers sharing their cores
+//! with other programs lost most of the drain (the scheduler shares a core by thread, and
+//! a few busy server processes get less of it than many brief ones), so there it is the
+//! operator's choice (`--step-aside on`); the memory store's holds are microseconds.
 
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-
-use crate::store::StoreKind;
 
 /// Writers ahead in the lock's queue that an authority keeps claiming behind.
 pub(super) const MAX_AHEAD: f64 = 2.0;
@@ -108,11 +108,6 @@ impl Turn {
             Self::Aside => 0,
         }
     }
-}
-
-/// Whether authorities on a store of `kind` step aside from a long queue.
-pub(super) fn kept_on(kind: StoreKind) -> bool {
-    kind == StoreKind::Sqlite
 }
 
 /// One authority's view of the write lock's queue, from its own polls.
@@ -263,13 +258,6 @@ mod tests {
     }
 
     /// Only SQLite's authorities step aside.
-    #[test]
-    fn kept_on_sqlite_only() {
-        assert!(kept_on(StoreKind::Sqlite));
-        assert!(!kept_on(StoreKind::Postgres));
-        assert!(!kept_on(StoreKind::Memory));
-    }
-
     /// A wait under the floor is no queue: a lone authority on a slow machine claims.
     /// With no hold of its own yet, a short wait claims in full and a long one probes.
     #[test]
