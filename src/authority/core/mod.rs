@@ -383,7 +383,7 @@ mod tests {
     fn the_setting_decides_whether_an_authority_steps_aside() {
         let dir = tempfile::tempdir().expect("tempdir");
         let backend = crate::store::sqlite::SqliteBackend::open(
-            &dir.path().join("store.db"),
+            dir.path().join("store.db"),
             crate::store::url::OpenMode::ReadWrite,
         )
         .expect("opens");
