@@ -5,6 +5,38 @@ use serde_json::Value;
 
 use super::{assert_one_line_failure, code, leasehold, seed, stderr, stdout};
 
+/// `--step-aside` reaches authority processes: a fleet told `off` drains every item, none
+/// of its polls steps aside, and says which setting it ran with.
+#[test]
+fn a_fleet_of_processes_runs_with_the_step_aside_it_was_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("work.db").display());
+    let o = leasehold(&[
+        "bench",
+        "work",
+        "--store",
+        &store,
+        "--items",
+        "200",
+        "--single",
+        "0",
+        "--processes",
+        "--authorities",
+        "3",
+        "--concurrency",
+        "8",
+        "--step-aside",
+        "off",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let report: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(report["knobs"]["stepAside"], "off");
+    assert_eq!(report["results"]["completions"], 200, "{report}");
+    assert_eq!(report["results"]["lockStepAsides"], 0, "{report}");
+    assert_eq!(report["results"]["checkViolations"], 0, "{report}");
+}
+
 /// `leasehold bench … --json`: one object with the documented fields, for every mode.
 #[test]
 #[expect(
@@ -41,6 +73,7 @@ fn bench_reports_its_documented_fields_as_json() {
     );
     assert!(report["machine"]["cores"].as_u64().unwrap() >= 1);
     assert_eq!(report["knobs"]["items"], 300);
+    assert_eq!(report["knobs"]["stepAside"], "auto");
     let results = &report["results"];
     for key in [
         "enqueueSinglePerSec",
