@@ -58,6 +58,18 @@ fn assert_all_done_once(store: &Store, items: usize) {
 /// item once, and `leasehold check` is clean.
 #[test]
 fn four_authorities_ride_out_sigkill_and_sigstop() {
+    ride_out_sigkill_and_sigstop("auto");
+}
+
+/// The same fleet stepping aside from the crowded lock (`--step-aside on`, an operator's
+/// choice on PostgreSQL): the authorities that stand aside, and the stopped one among them,
+/// change nothing of the above.
+#[test]
+fn four_authorities_stepping_aside_ride_out_sigkill_and_sigstop() {
+    ride_out_sigkill_and_sigstop("on");
+}
+
+fn ride_out_sigkill_and_sigstop(step_aside: &str) {
     const ITEMS: usize = 1_500;
     let started = Instant::now();
     let deadline = started + Duration::from_secs(240);
@@ -66,7 +78,8 @@ fn four_authorities_ride_out_sigkill_and_sigstop() {
     enqueue(&store, ITEMS);
     let mut auth = Authorities::new();
     for i in 0..4 {
-        auth.spawn(&format!("auth-{i}"), db.url());
+        let name = format!("auth-{i}");
+        auth.spawn_with(&name, db.url(), 1_500, &["--step-aside", step_aside]);
     }
 
     wait_until("the first 300 completions", deadline, || {
@@ -103,7 +116,7 @@ fn four_authorities_ride_out_sigkill_and_sigstop() {
     assert_check_clean(db.url());
     let (events, _) = auth.events();
     eprintln!(
-        "four authorities: {ITEMS} items in {:?}; auth-1 stopped holding {}; events {events:?}",
+        "four authorities (step aside {step_aside}): {ITEMS} items in {:?}; auth-1 stopped holding {}; events {events:?}",
         started.elapsed(),
         held.len()
     );
