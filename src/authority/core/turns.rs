@@ -36,8 +36,8 @@
 //! both the tail and the drain (docs/SCALING.md): six authorities' p99 came to about twice
 //! one authority's, and beside two busy loops the drain held. On PostgreSQL it shortens the
 //! tail as much on a machine with cores to spare, but a few claimers sharing their cores
-//! with other programs lost most of the drain (the scheduler shares a core by thread, and
-//! a few busy server processes get less of it than many brief ones), so there it is the
+//! with other programs lost most of the drain (the fleet got a far smaller share of the
+//! cores: see docs/SCALING.md), so there it is the
 //! operator's choice (`--step-aside on`); the memory store's holds are microseconds.
 
 use std::time::{Duration, Instant};
@@ -257,7 +257,6 @@ mod tests {
         turns
     }
 
-    /// Only SQLite's authorities step aside.
     /// A wait under the floor is no queue: a lone authority on a slow machine claims.
     /// With no hold of its own yet, a short wait claims in full and a long one probes.
     #[test]
