@@ -133,11 +133,7 @@ fn recorded_change(tx: &mut dyn Tx) -> Result<Option<ServerChange>> {
     if after.is_some_and(|r| r + 1 < kept_from) {
         return Ok(None);
     }
-    let acknowledged = after.is_some()
-        && tx
-            .meta_value(ACKNOWLEDGED_AFTER)?
-            .and_then(|r| u64::try_from(r).ok())
-            == after;
+    let acknowledged = tx.meta_value(ACKNOWLEDGED_AFTER)? == Some(acknowledgement_key(after));
     Ok(Some(ServerChange {
         was,
         is,
@@ -146,6 +142,17 @@ fn recorded_change(tx: &mut dyn Tx) -> Result<Option<ServerChange>> {
         acknowledged,
     }))
 }
+
+/// How an acknowledgement names the change it acknowledges: the last revision written on
+/// the old server, or [`UNKNOWN_REVISION`] for a record that does not say it (a later change
+/// always does, so an acknowledgement of such a record never covers it).
+fn acknowledgement_key(after: Option<u64>) -> i64 {
+    after.map_or(UNKNOWN_REVISION, |r| i64::try_from(r).unwrap_or(i64::MAX))
+}
+
+/// [`acknowledgement_key`] of a change recorded without its revision: no revision is
+/// negative.
+const UNKNOWN_REVISION: i64 = -1;
 
 /// What [`Store::acknowledge_server_change`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,8 +264,10 @@ impl Store {
             let Some(change) = recorded_change(tx)? else {
                 return Ok(Acknowledgement::Nothing);
             };
-            let after = change.after_revision.unwrap_or(before);
-            tx.set_meta_value(ACKNOWLEDGED_AFTER, i64::try_from(after).unwrap_or(i64::MAX))?;
+            tx.set_meta_value(
+                ACKNOWLEDGED_AFTER,
+                acknowledgement_key(change.after_revision),
+            )?;
             super::record_audit(
                 tx,
                 now,

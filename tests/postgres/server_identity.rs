@@ -336,6 +336,33 @@ fn a_change_no_writer_recorded_yet_is_recorded_and_acknowledged_at_once() {
     assert_eq!(meta(&mut admin, "server_system_id"), Some(system_id));
 }
 
+/// A recorded change that does not say after which revision it happened (a record no build
+/// of today writes, kept by the store all the same) is acknowledged once, like any other:
+/// the acknowledging write gives it the revision it was acknowledged at, and from then on
+/// `check` leaves it out and a second acknowledgement has nothing to do.
+#[test]
+fn a_change_recorded_without_its_revision_is_acknowledged_once() {
+    let db = database();
+    enqueue(&url::open(db.url(), OpenMode::ReadWrite).unwrap(), "fx-0");
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    let system_id = meta(&mut admin, "server_system_id").unwrap();
+    names(&mut admin, "server_system_id", system_id ^ 1);
+    enqueue(&url::open(db.url(), OpenMode::ReadWrite).unwrap(), "fx-1");
+    admin
+        .execute("DELETE FROM meta WHERE key = 'server_changed_after'", &[])
+        .unwrap();
+    assert_eq!(changes(db.url()).len(), 1);
+
+    let (code, out) = acknowledge(db.url());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("acknowledged: "), "{out}");
+    assert!(changes(db.url()).is_empty(), "check no longer warns of it");
+    let (code, again) = acknowledge(db.url());
+    assert_eq!(code, 0, "{again}");
+    assert!(again.starts_with("nothing to acknowledge: "), "{again}");
+    assert_eq!(audited(db.url(), "server-change-acknowledged").len(), 1);
+}
+
 /// A store that never changed server has nothing to acknowledge, and nothing is written.
 #[test]
 fn a_store_on_one_server_has_nothing_to_acknowledge() {
