@@ -294,7 +294,7 @@ fn an_acknowledged_server_change_is_shown_but_no_longer_warned_of() {
     let screen = dashboard(db.url());
     assert!(!screen.contains("SERVER CHANGED"), "{screen}");
     assert!(
-        screen.contains("server acknowledged: the store was written on"),
+        screen.contains("server changed (acknowledged): the store was written on"),
         "{screen}"
     );
 
