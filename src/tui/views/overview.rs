@@ -187,7 +187,10 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
         })
         .chain(snap.server_changed.iter().map(|change| {
             let (said, role) = if change.acknowledged {
-                (format!("changed (acknowledged): {}", change.sentence()), Role::Muted)
+                (
+                    format!("changed (acknowledged): {}", change.sentence()),
+                    Role::Muted,
+                )
             } else {
                 (change.sentence(), Role::Warning)
             };
