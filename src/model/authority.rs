@@ -37,7 +37,8 @@ pub const RECOVERY_LISTED: usize = 100;
 
 /// An authority's own account of what needs a person, kept on its registration row so it
 /// outlives the process: a stopped or gone authority's held outcomes are exactly what
-/// somebody must look at.
+/// somebody must look at. With it, how often it stood aside from a crowded write lock,
+/// which says why an authority with free slots claimed nothing while work waited.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Published {
@@ -47,6 +48,10 @@ pub struct Published {
     /// How many outcomes are held in recovery in all (the list may be cut).
     #[serde(default)]
     pub in_recovery: u64,
+    /// Polls that stood aside from a crowded write lock since the process started (its
+    /// metrics page's `lock_step_asides_total`).
+    #[serde(default)]
+    pub steps_aside: u64,
 }
 
 impl Published {
@@ -59,6 +64,16 @@ impl Published {
         Self {
             recovery: held,
             in_recovery,
+            steps_aside: 0,
+        }
+    }
+
+    /// The same account, telling `n` polls that stood aside.
+    #[must_use]
+    pub fn with_steps_aside(self, n: u64) -> Self {
+        Self {
+            steps_aside: n,
+            ..self
         }
     }
 

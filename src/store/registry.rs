@@ -291,7 +291,7 @@ fn take_over(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Forgot {
     /// The registration (as it was, and the liveness it was judged by) is removed.
-    Now(Authority, Liveness),
+    Now(Box<Authority>, Liveness),
     /// A repeat: the registration was forgotten before; nothing changes.
     Already,
 }
@@ -312,7 +312,7 @@ fn judge_forget(tx: &mut dyn Tx, instance: &str, now: Millis) -> Result<Forgot> 
     if let Some(held) = held_by(tx, instance)?.first() {
         return Err(held.still_held(instance));
     }
-    Ok(Forgot::Now(row, state))
+    Ok(Forgot::Now(Box::new(row), state))
 }
 
 /// Whether the newest forget of `instance` in the audit log removed it.

@@ -79,7 +79,7 @@ impl AuthorityCore {
     /// `INSTANCE_SUPERSEDED` once another start of this instance id owns the registration
     /// (the caller should stop); a store failure.
     pub fn heartbeat(&self) -> Result<()> {
-        let published = Published::of(self.held_in_recovery());
+        let published = Published::of(self.held_in_recovery()).with_steps_aside(self.steps_aside());
         let out = self.store.publish(&self.incarnation(), false, &published);
         self.note_store_error(&out);
         out
@@ -248,10 +248,15 @@ impl AuthorityCore {
                 );
             }
         }
-        let published = Published::of(still_held);
+        let published = Published::of(still_held).with_steps_aside(self.steps_aside());
         let stopped = self.store.publish(&self.incarnation(), true, &published);
         self.note_store_error(&stopped);
         stopped.map(|()| self.stats())
+    }
+
+    /// The polls that stood aside so far, as the registration row publishes them.
+    fn steps_aside(&self) -> u64 {
+        self.state().stats.lock_step_asides
     }
 
     /// Forgets every owned job without writing anything (a crash): the claims lapse.

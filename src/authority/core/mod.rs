@@ -404,6 +404,31 @@ mod tests {
         assert_eq!(seen, [(true, false), (true, true), (false, false)]);
     }
 
+    /// An authority's registration row tells how often it stood aside, as its metrics page
+    /// does, with every heartbeat and at its stop (the row outlives the process).
+    #[test]
+    fn the_registration_publishes_how_often_the_authority_stood_aside() {
+        let store = memory();
+        let a = core(&store, "a");
+        let published = || {
+            store
+                .list_authorities(&crate::model::PageRequest::first(10))
+                .expect("lists")
+                .rows
+                .into_iter()
+                .find(|r| r.instance_id == "a")
+                .expect("registered")
+                .published
+        };
+        assert_eq!(published().steps_aside, 0);
+        a.state().stats.lock_step_asides = 3;
+        a.heartbeat().expect("beats");
+        assert_eq!(published().steps_aside, 3);
+        a.state().stats.lock_step_asides = 5;
+        a.shutdown().expect("stops");
+        assert_eq!(published().steps_aside, 5);
+    }
+
     /// Two authorities of one process, given clones of one handle, count their commits
     /// apart: what one commits is, to the other, a writer that went before it.
     #[test]

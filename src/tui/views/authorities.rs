@@ -121,6 +121,7 @@ pub fn table(
                     ("claims/s (10 s)".into(), format!("{rate:.1}")),
                     ("in recovery".into(), recovery_detail(a)),
                     ("write stall".into(), stall_detail(a, &snap.stalls, fmt)),
+                    ("stood aside".into(), steps_aside_detail(a)),
                     ("demo state".into(), demo.unwrap_or("-").into()),
                     ("config".into(), clean(&a.config, 2_000)),
                 ],
@@ -177,6 +178,16 @@ fn recovery_detail(a: &Authority) -> String {
         String::new()
     };
     format!("{} held: {}{tail}", p.in_recovery, listed.join(", "))
+}
+
+/// `12 polls since it started`, or `none`: how often it left the crowded write lock to
+/// others, as of its last heartbeat (why free slots claimed nothing while work waited).
+fn steps_aside_detail(a: &Authority) -> String {
+    match a.published.steps_aside {
+        0 => "none".into(),
+        1 => "1 poll since it started".into(),
+        n => format!("{n} polls since it started"),
+    }
 }
 
 /// `waiting since 12:00:01 (4.0s), holder pid 77`, or `none` (also for an authority no
