@@ -37,8 +37,8 @@
 //! one authority's, and beside two busy loops the drain held. On PostgreSQL it shortens the
 //! tail as much on a machine with cores to spare, but a few claimers sharing their cores
 //! with other programs lost most of the drain (the fleet got a far smaller share of the
-//! cores: see docs/SCALING.md), so there it is the
-//! operator's choice (`--step-aside on`); the memory store's holds are microseconds.
+//! cores: see docs/SCALING.md), so there it is the operator's choice (`--step-aside on`);
+//! the memory store's holds are microseconds.
 
 use std::time::{Duration, Instant};
 
