@@ -235,7 +235,7 @@ pub fn render(stats: &Stats, compat: &str, inflight: usize, health: &HealthRepor
         ),
         (
             "lock_step_asides",
-            "Polls that claimed nothing, standing aside from a crowded SQLite write lock",
+            "Polls that claimed nothing, standing aside from a crowded write lock",
             stats.lock_step_asides,
         ),
     ];
