@@ -927,3 +927,51 @@ fn a_killed_authority_mid_handler_leaves_a_clean_store() {
     }
     assert!(stdout.contains("nothing missing"), "{stdout}");
 }
+
+/// The `[authority]` table's `retry` policies govern a real `leasehold authority --config`
+/// process, as `config check` says they do: a handler capped at two attempts, 100 ms
+/// apart, fails its item after two (the default would take five over 7.5 s), and the
+/// registration shows the policy it applies.
+#[test]
+fn the_files_retry_policy_governs_the_authority_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = dir.path().join("work.db").display().to_string();
+    let config = dir.path().join("leasehold.toml");
+    std::fs::write(
+        &config,
+        "[authority]\npoll = \"50ms\"\nretry = { crash = { max_attempts = 2, initial_delay = \"100ms\", multiplier = 1, max_delay = \"100ms\" } }\n\
+         [handlers.crash]\nversion = \"1.0.0\"\nexec = [\"sh\", \"-c\", \"cat >/dev/null; echo boom >&2; exit 3\"]\n",
+    )
+    .unwrap();
+    let store = leasehold::store::create::create(&url).unwrap().0;
+    store
+        .enqueue(
+            NewWork::effect("c1", "crash", "{}"),
+            &leasehold::model::handler_key("crash", &compat()),
+        )
+        .unwrap();
+    let mut authority = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .env("LEASEHOLD_STATE_DIR", support::authorities::witnesses())
+        .args(["authority", "--instance", "retrying", "--store", &url])
+        .args(["--config", config.to_str().unwrap(), "--log-format", "off"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the item to fail", within(RUNNING), || {
+        store.work("c1").unwrap().unwrap().state == WorkState::Failed
+    });
+    support::authorities::signal("-TERM", authority.id());
+    assert!(authority.wait().unwrap().success());
+    let item = store.work("c1").unwrap().unwrap();
+    assert_eq!(item.attempt_number, 2, "the file's cap, not the default 5");
+    let registered = store
+        .list_authorities(&leasehold::model::PageRequest::first(10))
+        .unwrap()
+        .rows;
+    let config: AuthorityConfig = serde_json::from_str(&registered[0].config).unwrap();
+    let policy = config.retry.get("crash").copied();
+    assert_eq!(policy.and_then(|p| p.max_attempts), Some(2), "{policy:?}");
+    assert_eq!(policy.map(|p| p.initial_delay_ms), Some(100));
+}

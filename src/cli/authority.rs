@@ -12,10 +12,7 @@ use clap::Args;
 use super::log::{LogFormat, dispatch};
 use super::settings::Settings;
 use super::{CliResult, Failure, tokio_runtime};
-use crate::authority::config::{
-    AuthorityConfig, DEFAULT_CLAIM_BATCH_SIZE, DEFAULT_POLL_INTERVAL_MS, DEFAULT_RECLAIM_DELAY_MS,
-    DEFAULT_TRIM_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, StepAside, generated_instance_id,
-};
+use crate::authority::config::{AuthorityConfig, StepAside, generated_instance_id};
 use crate::authority::handlers::Workload;
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
@@ -339,62 +336,56 @@ fn knobs(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<AuthorityC
     let instance = args
         .instance
         .clone()
-        .or(file.instance)
+        .or_else(|| file.instance.clone())
         .unwrap_or_else(generated_instance_id);
     let build = args
         .build
         .clone()
-        .or(file.build)
+        .or_else(|| file.build.clone())
         .unwrap_or_else(|| crate::authority::config::DEFAULT_BUILD_TAG.to_owned());
+    // The file's settings through the one merge `config check` reports (every key it
+    // sets, the handlers' retry policies included), then the flags over them.
+    let mut config = file.apply(AuthorityConfig::new(instance, build));
     let lease = args
         .lease_ms
         .or(file.lease_ms)
         .unwrap_or(DEFAULT_LEASE_DURATION_MS);
     let renew = args.renew_ms.or(file.renew_ms).unwrap_or(lease / 3);
-    let mut config = AuthorityConfig::new(instance, build).with_timing(lease, renew);
-    config.poll_interval_ms = args
-        .poll_ms
-        .or(file.poll_ms)
-        .unwrap_or(DEFAULT_POLL_INTERVAL_MS);
-    config.worker_concurrency = args
-        .concurrency
-        .or(file.concurrency)
-        .unwrap_or(DEFAULT_WORKER_CONCURRENCY);
-    config.claim_batch_size = args
-        .batch
-        .or(file.batch)
-        .unwrap_or(DEFAULT_CLAIM_BATCH_SIZE);
-    config.handler_limits = file.handler_limits;
-    config.handler_rates = file.handler_rates;
+    config = config.with_timing(lease, renew);
+    if let Some(ms) = args.poll_ms {
+        config.poll_interval_ms = ms;
+    }
+    if let Some(n) = args.concurrency {
+        config.worker_concurrency = n;
+    }
+    if let Some(n) = args.batch {
+        config.claim_batch_size = n;
+    }
     config
         .handler_limits
         .extend(args.handler_limits.iter().cloned());
     let retention = &mut config.retention;
-    retention.finished_ms = args
-        .keep_finished
-        .or(file.keep_finished_ms)
-        .unwrap_or(retention.finished_ms);
-    retention.audit_ms = args
-        .keep_audit
-        .or(file.keep_audit_ms)
-        .unwrap_or(retention.audit_ms);
-    retention.dedup_ms = args
-        .dedup_window
-        .or(file.dedup_window_ms)
-        .unwrap_or(retention.dedup_ms);
-    retention.dedup_by_source = file.dedup_windows;
+    if let Some(ms) = args.keep_finished {
+        retention.finished_ms = ms;
+    }
+    if let Some(ms) = args.keep_audit {
+        retention.audit_ms = ms;
+    }
+    if let Some(ms) = args.dedup_window {
+        retention.dedup_ms = ms;
+    }
     retention
         .dedup_by_source
         .extend(args.dedup_windows.iter().cloned());
-    config.trim_interval_ms = args
-        .trim_every
-        .or(file.trim_every_ms)
-        .unwrap_or(DEFAULT_TRIM_INTERVAL_MS);
-    config.reclaim_delay_ms = args
-        .reclaim_after
-        .or(file.reclaim_after_ms)
-        .unwrap_or(DEFAULT_RECLAIM_DELAY_MS);
-    config.step_aside = args.step_aside.or(file.step_aside).unwrap_or_default();
+    if let Some(ms) = args.trim_every {
+        config.trim_interval_ms = ms;
+    }
+    if let Some(ms) = args.reclaim_after {
+        config.reclaim_delay_ms = ms;
+    }
+    if let Some(when) = args.step_aside {
+        config.step_aside = when;
+    }
     config.validate()?;
     Ok(config)
 }
