@@ -158,9 +158,12 @@ pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
     // The store decides in the inserting transaction: new, a repeat of the item holding
     // the key (or the id), or IDEMPOTENCY_CONFLICT (exit 1); a repeat or a conflict
     // commits nothing, not even a revision.
-    let key = args.version.key(&store, &spec.handler)?;
+    let (key, stamp) = args.version.key(&store, &spec.handler)?;
     let (outcome, id) = match store.offer_work(spec.clone(), &key)? {
-        Enqueued::Created => (Outcome::Created, spec.id),
+        Enqueued::Created => {
+            stamp.tell();
+            (Outcome::Created, spec.id)
+        }
         Enqueued::Duplicate(id) => (Outcome::Duplicate, id),
     };
     let stored = store

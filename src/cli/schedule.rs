@@ -176,7 +176,7 @@ fn create(args: &CreateArgs, out: &mut dyn Write) -> CliResult {
     let d = &args.definition;
     let def = definition(d)?;
     let store = d.store.open_writer()?;
-    let compat = args.version.key(&store, &d.handler)?;
+    let (compat, stamp) = args.version.key(&store, &d.handler)?;
     let created = store.create_schedule(
         &d.id,
         def.trigger.clone(),
@@ -205,6 +205,9 @@ fn create(args: &CreateArgs, out: &mut dyn Write) -> CliResult {
             cell(&d.id),
             stored.trigger.label()
         )));
+    }
+    if created {
+        stamp.tell();
     }
     print(
         out,

@@ -301,17 +301,18 @@ pub fn start(args: &WorkflowStartArgs, out: &mut dyn Write) -> CliResult {
         .clone()
         .unwrap_or_else(crate::foundation::actor::operator);
     let actions = store.workflow_actions(&args.workflow)?;
-    let versions = args
+    let stamp = args
         .version
-        .versions(&store, actions.iter().map(String::as_str))?;
+        .stamp(&store, actions.iter().map(String::as_str))?;
     let started = store.start_workflow(
         &args.workflow,
         inputs,
         &principal,
         args.idempotency_key.as_deref(),
-        versions,
+        stamp.versions.clone(),
     )?;
     let verb = if started.created {
+        stamp.tell();
         "started"
     } else {
         "already started"

@@ -611,3 +611,60 @@ fn payloads_are_read_from_a_file_after_an_at_sign() {
     );
     assert_eq!(store.revision().unwrap(), revision, "nothing written");
 }
+
+/// With no authority running (a deploy window, an outage), work is stamped with the
+/// version the authority heard from last registered, stopped or not, so the fleet that
+/// comes back claims it; standard error says so. A handler no authority ever registered
+/// takes the default version, with the registered name it may have meant. With the fleet
+/// running, nothing is said.
+#[test]
+fn without_a_running_fleet_work_takes_the_version_registered_last() {
+    use crate::support::authorities::registration;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    let now = SystemClock.now();
+    let stopped = |id: &str, version: &str, at: i64| {
+        let mut row = registration(id, &[("ship", version)], at);
+        row.stopped_at = Some(at);
+        store.register_authority(&row).unwrap();
+    };
+    // The fleet at 1.4.0 an hour ago, then at 2.1.0 until a minute ago.
+    stopped("old-1", "1.4.0", now - 3_600_000);
+    stopped("new-1", "2.1.0", now - 60_000);
+    let key = |v: &str| handler_key("ship", &HandlerVersion::parse(v).unwrap());
+
+    let o = enqueue(
+        &url,
+        &["--handler", "ship", "--payload", "{}", "--id", "s1"],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(store.work("s1").unwrap().unwrap().compat, key("2.1.0"));
+    assert_eq!(
+        stderr(&o).trim(),
+        "note: no running authority runs handler ship: stamped 2.1.0, the version new-1 registered last (--handler-version to choose)"
+    );
+
+    let o = enqueue(&url, &["--handler", "shp", "--payload", "{}", "--id", "s2"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        store.work("s2").unwrap().unwrap().compat,
+        handler_key("shp", &HandlerVersion::demo())
+    );
+    assert_eq!(
+        stderr(&o).trim(),
+        "note: no authority has registered handler shp (did you mean ship?): stamped the default version 1.0.0 (--handler-version to choose)"
+    );
+
+    // The fleet back and running at 2.1.3: its version, and no note.
+    store
+        .register_authority(&registration("new-2", &[("ship", "2.1.3")], now))
+        .unwrap();
+    let o = enqueue(
+        &url,
+        &["--handler", "ship", "--payload", "{}", "--id", "s3"],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(store.work("s3").unwrap().unwrap().compat, key("2.1.3"));
+    assert_eq!(stderr(&o), "");
+}
