@@ -120,6 +120,9 @@ struct Load<'a> {
     name: &'a str,
     /// The version each handler met so far is taken at.
     versions: BTreeMap<String, HandlerVersion>,
+    /// What to say of versions chosen without a running authority to go by: said once
+    /// the run succeeded (a failed run's one line stays one line).
+    notes: Vec<String>,
     /// This run's id: lines without an id of their own are numbered under it.
     run: String,
     /// Items in the input, when known beforehand (a file).
@@ -143,6 +146,7 @@ impl<'a> Load<'a> {
             args,
             name,
             versions: BTreeMap::new(),
+            notes: Vec::new(),
             run: store.ids().next_id(DERIVED_KEY_PREFIX),
             total,
             tally: Tally::default(),
@@ -166,6 +170,9 @@ impl<'a> Load<'a> {
                 "{not_enqueued} of {} items from {} were not enqueued ({} conflict, {} refused)",
                 self.tally.items, self.name, self.tally.conflict, self.tally.refused
             )));
+        }
+        if self.tally.created > 0 {
+            super::handler_version::tell(&self.notes);
         }
         Ok(())
     }
@@ -229,16 +236,18 @@ impl<'a> Load<'a> {
     }
 
     /// Takes the handlers of `batch` not met before at their versions (`--handler-version`,
-    /// else what the running authorities register).
+    /// else what the running authorities register, else what the last registration
+    /// declares: said on standard error at the end, once per handler).
     fn learn_versions(&mut self, batch: &[LineItem]) -> CliResult {
-        let new: Vec<&str> = batch
+        let new: std::collections::BTreeSet<&str> = batch
             .iter()
             .map(|item| item.handler.as_str())
             .filter(|h| !self.versions.contains_key(*h))
             .collect();
         if !new.is_empty() {
-            let versions = self.args.version.versions(self.store, new)?;
-            self.versions.extend(versions);
+            let stamp = self.args.version.stamp(self.store, new)?;
+            self.notes.extend(stamp.notes);
+            self.versions.extend(stamp.versions);
         }
         Ok(())
     }

@@ -42,11 +42,16 @@ pub struct Stamp {
 }
 
 impl Stamp {
-    /// Says the notes on standard error: the answer on standard output stays one line.
+    /// Says the notes on standard error: the answer on standard output stays as it is.
     pub fn tell(&self) {
-        for note in &self.notes {
-            eprintln!("note: {note}");
-        }
+        tell(&self.notes);
+    }
+}
+
+/// Says `notes` on standard error, one line each.
+pub fn tell(notes: &[String]) {
+    for note in notes {
+        eprintln!("note: {note}");
     }
 }
 
