@@ -17,6 +17,7 @@ pub mod fenced;
 pub mod filter;
 pub mod fleet_metrics;
 pub mod heartbeat;
+pub mod holds;
 pub mod horizon;
 pub mod live_builds;
 pub mod paused_handlers;

@@ -11,9 +11,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-mod holds;
 mod view_data;
-pub use holds::Holds;
+pub use crate::ops::holds::Holds;
 pub use view_data::ViewData;
 
 use super::action::{ViewId, WorkQuick};

@@ -437,3 +437,88 @@ fn inspect_audit_lists_newest_first_under_an_actor_and_action_filter() {
         stderr(&refused)
     );
 }
+
+/// `inspect leases` lists what the dashboard's leases view lists: the named leases, then
+/// every work item claimed now (its kind, handler, owner and generation as the store holds
+/// them), and pages through both with the keys it prints.
+#[test]
+fn inspect_leases_lists_the_claims_too_and_pages_through_both() {
+    use leasehold::model::work::NewWork;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = store_in(dir.path());
+    let store = leasehold::store::url::open(&path, OpenMode::ReadWrite).unwrap();
+    store
+        .acquire(
+            "billing-leader",
+            "ops-1",
+            60_000.0,
+            leasehold::store::Keyed { key: None },
+        )
+        .unwrap();
+    for id in ["chg-1", "chg-2", "waiting"] {
+        store
+            .enqueue(NewWork::effect(id, "charge-card", "{}"), "k")
+            .unwrap();
+    }
+    for (id, owner) in [("chg-1", "ops-1"), ("chg-2", "ops-2")] {
+        store.claim(id, owner, "k", 60_000).unwrap();
+    }
+    let rows = json_lines(&leasehold(&[
+        "inspect", "--store", &path, "leases", "--json",
+    ]));
+    let listed: Vec<(&str, &str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["resourceId"].as_str().unwrap(),
+                r["kind"].as_str().unwrap(),
+                r["ownerId"].as_str().unwrap(),
+                r["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("billing-leader", "lease", "ops-1", "live"),
+            ("chg-1", "effect", "ops-1", "live"),
+            ("chg-2", "effect", "ops-2", "live"),
+        ]
+    );
+    for row in &rows[1..] {
+        let item = store
+            .work(row["resourceId"].as_str().unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(row["handler"], "charge-card");
+        assert_eq!(row["generation"], item.generation);
+        assert_eq!(row["expiresAt"], item.lease_expires_at.unwrap());
+    }
+    // One row a page, by the key each page prints, through the lease into the claims.
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut args = vec!["inspect", "--store", &path, "leases", "--limit", "1"];
+        if let Some(key) = &after {
+            args.extend(["--after", key]);
+        }
+        let o = leasehold(&args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let text = stdout(&o);
+        seen.extend(
+            ["billing-leader", "chg-1", "chg-2"]
+                .into_iter()
+                .filter(|id| text.contains(&format!("\n{id} "))),
+        );
+        after = text
+            .lines()
+            .find_map(|l| l.strip_prefix("(more rows: --after "))
+            .map(|k| k.trim_end_matches(')').to_owned());
+        if after.is_none() {
+            break;
+        }
+        assert!(seen.len() <= 3, "{text}");
+    }
+    assert_eq!(seen, ["billing-leader", "chg-1", "chg-2"]);
+}

@@ -113,7 +113,7 @@ impl ViewData {
             }
             ViewId::Builds => Self::Builds(c.run(|s| head.fleet.matrix(s, &head.overview.work))?),
             ViewId::Authorities => authorities(c, page, at)?,
-            ViewId::Leases => Self::Leases(super::Holds::read(c, page)?),
+            ViewId::Leases => Self::Leases(c.run(|s| super::Holds::read(s, page))?),
             ViewId::Work => Self::Work(work(c, query, head)?),
             ViewId::Workflows => Self::Workflows(workflows(c, query)?),
             ViewId::WorkflowDetail => detail(c, query.instance.as_deref())?,

@@ -1,13 +1,14 @@
-//! The leases view's rows: what is held and by whom — the named leases by resource, then
-//! the work items claimed now by id (who holds which item, under which generation, until
-//! when). Both lists are keyset pages of the store's own indexes (the lease table's key,
-//! the work table's `(state, id)`), read as one list: a page runs from the leases into the
-//! claims and back, so the view pages through both with the same keys.
+//! What is held and by whom, for the dashboard's leases view and `inspect leases` alike:
+//! the named leases by resource, then the work items claimed now by id (who holds which
+//! item, under which generation, until when). Both lists are keyset pages of the store's
+//! own indexes (the lease table's key, the work table's claimed items), read as one list:
+//! a page runs from the leases into the claims and back, so a reader pages through both
+//! with the same keys (`lease:ID`, `claim:ID`).
 
-use super::Counter;
 use crate::error::Result;
 use crate::model::work::{WorkFilter, WorkState};
 use crate::model::{Lease, Page, PageRequest, WorkItem};
+use crate::store::Store;
 
 /// One page of the leases view: leases first, then claims, each ascending by id.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -34,16 +35,16 @@ impl Section {
     /// The page key of the row `id` of this list.
     #[must_use]
     fn key(self, id: &str) -> String {
-        format!("{} {id}", self.word())
+        format!("{}:{id}", self.word())
     }
 
-    /// The list and the id a page key names; a key of neither list reads as the start.
-    fn parse(key: &str) -> Option<(Self, &str)> {
-        let (word, id) = key.split_once(' ')?;
+    /// The list and the id a page key names; a key without either prefix names a lease
+    /// (what `inspect leases --after RESOURCE` always meant).
+    fn parse(key: &str) -> (Self, &str) {
         [Self::Lease, Self::Claim]
             .into_iter()
-            .find(|s| s.word() == word)
-            .map(|s| (s, id))
+            .find_map(|s| Some((s, key.strip_prefix(s.word())?.strip_prefix(':')?)))
+            .unwrap_or((Self::Lease, key))
     }
 }
 
@@ -59,51 +60,64 @@ impl Holds {
     /// The page `page` asks for: forward from a lease into the claims after the last
     /// lease, backward from a claim into the leases before the first claim (End starts at
     /// the last claim).
-    pub(super) fn read(c: &mut Counter<'_>, page: &PageRequest) -> Result<Self> {
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn read(store: &Store, page: &PageRequest) -> Result<Self> {
         let limit = page.limit.max(1);
-        let at = page.after.as_deref().and_then(Section::parse);
+        let at = page.after.as_deref().map(Section::parse);
         let request = |id: Option<&str>, n: usize| PageRequest {
             after: id.map(str::to_owned),
             limit: n,
             backwards: page.backwards,
         };
-        let leases = |c: &mut Counter<'_>, id, n| -> Result<Vec<Lease>> {
-            Ok(c.run(|s| s.list_leases(&request(id, n)))?.rows)
-        };
-        let claims = |c: &mut Counter<'_>, id, n| -> Result<Vec<WorkItem>> {
-            let Page { rows, .. } = c.run(|s| s.list_work(&claimed(), &request(id, n)))?;
+        let leases = |id, n| -> Result<Vec<Lease>> { Ok(store.list_leases(&request(id, n))?.rows) };
+        let claims = |id, n| -> Result<Vec<WorkItem>> {
+            let Page { rows, .. } = store.list_work(&claimed(), &request(id, n))?;
             Ok(rows)
         };
         Ok(match (page.backwards, at) {
             (false, Some((Section::Claim, id))) => Self {
                 leases: Vec::new(),
-                claims: claims(c, Some(id), limit)?,
+                claims: claims(Some(id), limit)?,
             },
             (false, at) => {
-                let leases = leases(c, at.map(|(_, id)| id), limit)?;
+                let leases = leases(at.map(|(_, id)| id), limit)?;
                 let rest = limit.saturating_sub(leases.len());
                 let claims = if rest > 0 {
-                    claims(c, None, rest)?
+                    claims(None, rest)?
                 } else {
                     Vec::new()
                 };
                 Self { leases, claims }
             }
             (true, Some((Section::Lease, id))) => Self {
-                leases: leases(c, Some(id), limit)?,
+                leases: leases(Some(id), limit)?,
                 claims: Vec::new(),
             },
             (true, at) => {
-                let claims = claims(c, at.map(|(_, id)| id), limit)?;
+                let claims = claims(at.map(|(_, id)| id), limit)?;
                 let rest = limit.saturating_sub(claims.len());
                 let leases = if rest > 0 {
-                    leases(c, None, rest)?
+                    leases(None, rest)?
                 } else {
                     Vec::new()
                 };
                 Self { leases, claims }
             }
         })
+    }
+
+    /// How many rows the page holds.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.leases.len() + self.claims.len()
+    }
+
+    /// Whether the page holds no row.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The page keys of the first and the last row.
