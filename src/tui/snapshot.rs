@@ -246,19 +246,16 @@ impl Headline {
         let mut live_compats: Vec<String> = fleet.running().map(|a| a.compat.clone()).collect();
         live_compats.sort();
         live_compats.dedup();
-        let incompatible_compats: Vec<String> = if fleet.any_running() {
-            let mut v: Vec<String> = overview
-                .work
-                .iter()
-                .filter(|w| !w.state.is_terminal() && w.count > 0 && !fleet.compatible(&w.compat))
-                .map(|w| w.compat.clone())
-                .collect();
-            v.sort();
-            v.dedup();
-            v
-        } else {
-            Vec::new()
-        };
+        // With no authority running, every unfinished item is stranded (`inspect triage`
+        // says "no authority is running"): the count and the `x` filter say so too.
+        let mut incompatible_compats: Vec<String> = overview
+            .work
+            .iter()
+            .filter(|w| !w.state.is_terminal() && w.count > 0 && !fleet.compatible(&w.compat))
+            .map(|w| w.compat.clone())
+            .collect();
+        incompatible_compats.sort();
+        incompatible_compats.dedup();
         let incompatible = overview
             .work
             .iter()

@@ -52,3 +52,54 @@ fn store_errors_show_a_banner_and_keep_the_last_frame() {
     h.advance(5_000);
     assert!(screen(&h).contains("stale 5s"));
 }
+
+/// With the whole fleet stopped, every unfinished item is stranded: the overview counts
+/// them as `inspect triage` does ("no authority is running"), the work view's `x` lists
+/// them, and no stopped authority is marked as another build than a fleet that is not
+/// running.
+#[test]
+fn a_stopped_fleet_strands_every_unfinished_item() {
+    use leasehold::clock::Clock;
+    use leasehold::ops::attention::{Reason, groups};
+    use leasehold::ops::live_builds::LiveBuilds;
+
+    let f = fixture();
+    let now = f.clock.now();
+    for id in ["auth-a", "auth-b"] {
+        let mut row = f.store.registrations().unwrap();
+        row.retain(|a| a.instance_id == id);
+        let mut row = row.remove(0);
+        row.stopped_at = Some(now);
+        f.store.register_authority(&row).unwrap();
+    }
+    let fleet = LiveBuilds::load(&f.store, now).unwrap();
+    assert!(!fleet.any_running());
+    let stranded = groups(&f.store, fleet.fleet(), now)
+        .unwrap()
+        .into_iter()
+        .find(|g| g.reason == Reason::NoAuthority)
+        .expect("the triage group");
+    assert!(stranded.count > 0 && stranded.exact);
+
+    let mut h = harness(&f, "dark", 160, 48);
+    h.refresh();
+    let text = screen(&h);
+    assert!(
+        text.contains(&format!(
+            "stranded {} (no authority is running)",
+            stranded.count
+        )),
+        "{text}"
+    );
+    assert!(!text.contains(" incompatible"), "{text}");
+    h.press('4');
+    h.press('x');
+    h.refresh();
+    let rows = h.app.table_data().unwrap().rows.len() as u64;
+    assert!(rows > 0 && rows <= stranded.count, "{}", screen(&h));
+    assert!(
+        screen(&h).contains(&format!("{} stranded", stranded.count)),
+        "{}",
+        screen(&h)
+    );
+}

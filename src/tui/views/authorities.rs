@@ -65,7 +65,9 @@ pub fn table(
             let claims = owned.get(&a.instance_id).copied().unwrap_or_default();
             let n = claims.claimed;
             let rate = snap.claim_rates.per_sec(&a.instance_id);
-            let compatible = snap.live_compats.contains(&a.compat);
+            // Marked when it runs another build than the running fleet's (with none
+            // running, there is no fleet's build to differ from).
+            let other_build = snap.fleet.any_running() && !snap.live_compats.contains(&a.compat);
             let timing = Timing::of(a);
             Row {
                 key: a.instance_id.clone(),
@@ -80,7 +82,7 @@ pub fn table(
                     Cell::timed(format!("{rate:.1}"), (rate * 10.0) as i64),
                     Cell::text(demo.unwrap_or("-"))
                         .role_if(demo.is_some_and(|d| d != "running"), Role::Warning),
-                    Cell::text(short(&a.compat, 8)).role_if(!compatible, Role::Incompatible),
+                    Cell::text(short(&a.compat, 8)).role_if(other_build, Role::Incompatible),
                     Cell::raw(&format!("{}:{}", a.host, a.pid), 40),
                     Cell::timed(fmt.wall(a.started_at), a.started_at),
                     Cell::timed(

@@ -211,6 +211,14 @@ fn facts_panel(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
                 Role::Ok
             }),
         ),
+        Span::styled(
+            if snap.incompatible > 0 && !snap.fleet.any_running() {
+                " (no authority is running)"
+            } else {
+                ""
+            },
+            t.style(Role::Incompatible),
+        ),
         Span::styled("  late ", t.style(Role::Muted)),
         Span::styled(late_kinds(snap, now), t.style(Role::Base)),
     ]));
@@ -393,7 +401,9 @@ fn authorities(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot, no
         if let Some(d) = demo {
             spans.push(Span::styled(format!(" [{d}]"), t.style(Role::Warning)));
         }
-        if !snap.live_compats.contains(&a.compat) {
+        // Another build than the running fleet's; with none running, no build is the
+        // fleet's and the overview's stranded line says why.
+        if snap.fleet.any_running() && !snap.live_compats.contains(&a.compat) {
             spans.push(Span::styled(" incompatible", t.style(Role::Incompatible)));
         }
         lines.push(Line::from(spans));
