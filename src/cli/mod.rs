@@ -145,7 +145,7 @@ pub enum Command {
 /// The `--store` option shared by every subcommand that reads or writes a store.
 #[derive(Debug, Clone, Args)]
 pub struct StoreArg {
-    /// The work store: a SQLite file path or sqlite:PATH, postgres://…, or memory.
+    /// The work store: a SQLite file path or sqlite:PATH, or postgres://….
     #[arg(
         long,
         env = "LEASEHOLD_STORE",
@@ -156,11 +156,14 @@ pub struct StoreArg {
 }
 
 impl StoreArg {
-    /// Opens the store.
+    /// Opens the store. `memory` is refused: each process that opens it gets a new, empty
+    /// store, so a one-shot command would read nothing and write what is gone when it
+    /// exits.
     ///
     /// # Errors
-    /// The store's own error, mapped to exit 2 for an unreadable store.
+    /// The store's own error, mapped to exit 2 for an unreadable store; `memory` (exit 2).
     pub fn open(&self, mode: OpenMode) -> Result<Store, Failure> {
+        refuse_memory(&self.store, "read or write from a one-shot command")?;
         open(&self.store, mode).map_err(Failure::from)
     }
 
@@ -183,6 +186,20 @@ impl StoreArg {
     pub fn open_witnessed(&self, mode: OpenMode) -> Result<Store, Failure> {
         Ok(self.open(mode)?.with_host_witness()?)
     }
+}
+
+/// Refuses `memory`, a new, empty store inside each process that opens it, where there is
+/// nothing to `what` (the in-memory cluster is `leasehold demo`).
+///
+/// # Errors
+/// `memory`, or a store URL that does not parse (exit 2).
+pub(crate) fn refuse_memory(store: &str, what: &str) -> Result<(), Failure> {
+    if crate::store::url::StoreUrl::parse(store)? == crate::store::url::StoreUrl::Memory {
+        return Err(Failure::usage(format!(
+            "memory is a new, empty store inside each process that opens it: there is nothing to {what} (the in-memory cluster runs in `leasehold demo`)"
+        )));
+    }
+    Ok(())
 }
 
 /// Why a command did not succeed: the exit code and the one line to print.

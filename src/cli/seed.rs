@@ -142,11 +142,6 @@ pub fn run(args: &SeedArgs, out: &mut dyn Write) -> CliResult {
     let report = seed_store(&store, args, seed, &versions)?;
     let mut shown: Vec<String> = versions.values().map(ToString::to_string).collect();
     shown.dedup();
-    let volatile = if store.physical_durability() {
-        ""
-    } else {
-        " — a memory store: gone when this process exits"
-    };
     let workflows = match &report.workflows_skipped {
         Some(why) => format!("workflows skipped ({why})"),
         None => format!("{} workflows", report.workflows),
@@ -154,7 +149,7 @@ pub fn run(args: &SeedArgs, out: &mut dyn Write) -> CliResult {
     writeln!(
         out,
         "seeded {} (handlers at {}, seed {seed}): {} effects ({} delayed, {} keyed), {} schedules, {} subscriptions, \
-         {} events ({} accepted, {} duplicate, {} EVENT_ID_CONFLICT, {} unidentified), {workflows}{volatile}",
+         {} events ({} accepted, {} duplicate, {} EVENT_ID_CONFLICT, {} unidentified), {workflows}",
         cell_max(&store.describe(), 120),
         cell_max(&shown.join(", "), 64),
         report.effects,

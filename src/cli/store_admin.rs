@@ -33,12 +33,12 @@ use clap::{Args, Subcommand};
 
 use super::output::json_line;
 use super::witness::StateDirArg;
-use super::{CliResult, Failure, StoreArg};
+use super::{CliResult, StoreArg};
 use crate::foundation::actor::operator;
 use crate::foundation::text_cell::cell;
 use crate::store::rewind::{AcceptedRewind, RewindCost};
 use crate::store::server_record::{Acknowledgement, ServerChange};
-use crate::store::url::{OpenMode, StoreUrl, open};
+use crate::store::url::{OpenMode, open};
 
 /// `leasehold store …`: administering the store itself.
 #[derive(Debug, Clone, Subcommand)]
@@ -136,19 +136,8 @@ pub fn run(command: &StoreCommand, out: &mut dyn Write) -> CliResult {
     }
 }
 
-/// Refuses `memory`, a new, empty store inside each process, where there is nothing to
-/// `what`.
-fn not_memory(store: &str, what: &str) -> Result<(), Failure> {
-    if StoreUrl::parse(store)? == StoreUrl::Memory {
-        return Err(Failure::usage(format!(
-            "memory is a new, empty store inside each process that opens it: there is nothing to {what}"
-        )));
-    }
-    Ok(())
-}
-
 fn verify(args: &VerifyArgs, out: &mut dyn Write) -> CliResult {
-    not_memory(&args.store, "verify")?;
+    super::refuse_memory(&args.store, "verify")?;
     let store = open(&args.store, OpenMode::ReadOnly)?;
     let verified = Verified {
         store: store.describe(),
@@ -211,7 +200,7 @@ fn accept_rewind(args: &AcceptRewindArgs, out: &mut dyn Write) -> CliResult {
 }
 
 fn acknowledge(args: &AcknowledgeArgs, out: &mut dyn Write) -> CliResult {
-    not_memory(&args.store.store, "acknowledge")?;
+    super::refuse_memory(&args.store.store, "acknowledge")?;
     let store = args.store.open_writer()?;
     let acknowledged = store.acknowledge_server_change(&operator(), args.reason.as_deref())?;
     if args.json {

@@ -383,6 +383,41 @@ fn an_authority_process_refuses_a_store_no_other_process_can_reach() {
     );
 }
 
+/// A one-shot command given `memory` (a mistyped `LEASEHOLD_STORE`, say) is refused in one
+/// line, exit 2: the store would be new and empty in that process, so a write would be
+/// acknowledged and lost, and a read or a check would vouch for nothing.
+#[test]
+fn one_shot_commands_refuse_the_memory_store() {
+    let commands: [&[&str]; 9] = [
+        &["work", "enqueue", "--handler", "invoice", "--payload", "{}"],
+        &["event", "--type", "x", "--source", "s", "--id", "1"],
+        &[
+            "schedule",
+            "create",
+            "s1",
+            "--every",
+            "1m",
+            "--handler",
+            "invoice",
+        ],
+        &["handler", "pause", "invoice", "--reason", "x"],
+        &["cancel", "wf-1", "--reason", "x"],
+        &["check"],
+        &["inspect", "overview"],
+        &["work", "show", "w-1"],
+        &["seed", "--effects", "3"],
+    ];
+    for args in commands {
+        let mut all = args.to_vec();
+        all.extend(["--store", "memory"]);
+        let err = assert_one_line_failure(&leasehold(&all), 2);
+        assert!(
+            err.contains("memory is a new, empty store inside each process"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 /// An argument that is not UTF-8 is named by its position in one line (exit 2), for an
 /// option's value as for the `leasehold STORE` shorthand, before anything is opened.
 #[test]
