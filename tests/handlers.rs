@@ -975,3 +975,63 @@ fn the_files_retry_policy_governs_the_authority_it_starts() {
     assert_eq!(policy.and_then(|p| p.max_attempts), Some(2), "{policy:?}");
     assert_eq!(policy.map(|p| p.initial_delay_ms), Some(100));
 }
+
+/// An operator's cancel of a workflow whose exec action is running stops the action: the
+/// cancel releases the instance's lease, the authority's next renewal is refused, and the
+/// command is sent SIGTERM. Nothing the authority wrote afterwards is refused as its own
+/// stale write (the writer the holder, at the generation it presented).
+#[test]
+fn cancelling_a_workflow_stops_its_running_exec_action() {
+    let w = World::new();
+    let authority = w.start(&w.exec_config("60s", "5s"));
+    let store = w.store();
+    let definition = json!({
+        "id": "ship",
+        "entry": "send",
+        "steps": [
+            { "id": "send", "type": "action", "action": "mail",
+              "arguments": { "mode": { "lit": "hang" }, "dir": { "lit": w.dir.path() } },
+              "next": "done" },
+            { "id": "done", "type": "complete", "output": { "lit": { "ok": true } } }
+        ]
+    });
+    let catalog = leasehold::workflow::Catalog {
+        actions: [("mail".to_owned(), "1.2.0".to_owned())].into(),
+        ..leasehold::workflow::Catalog::default()
+    };
+    let workflow = store
+        .deploy_workflow(&definition.to_string(), &catalog)
+        .unwrap()
+        .expect("the definition validates")
+        .workflow_id;
+    let versions = w.versions.lock().unwrap().clone();
+    let instance = store
+        .start_workflow(&workflow, serde_json::Map::new(), "alice", None, versions)
+        .unwrap()
+        .instance_id;
+    let pid = w.wait_file(&format!("started-wf:{instance}"));
+    let verdict = store
+        .cancel_workflow_audited(&instance, None, "ops@host", "customer left")
+        .unwrap();
+    assert_eq!(
+        verdict,
+        leasehold::workflow::engine::cancel::Verdict::Cancelled
+    );
+    // The authority renews every 100 ms on the test's clock: the next round is refused.
+    w.h.clock().advance(200);
+    assert_eq!(w.wait_file(&format!("terminated-wf:{instance}")), pid);
+    wait_until("the command gone", within(RUNNING), || !pid_alive(&pid));
+    w.stop(authority);
+    let refused = store.refused_writes(0, None, 100).unwrap().rows;
+    for (_, r) in &refused {
+        let w = &r.write;
+        let holder = w.holder.as_ref().expect("recorded");
+        assert!(
+            !(holder.owner_id.as_deref() == Some(w.owner_id.as_str())
+                && holder.generation == w.generation),
+            "refused as its own stale write: {w:?}"
+        );
+    }
+    let row = store.instance(&instance).unwrap().unwrap();
+    assert_eq!(row.status.as_str(), "cancelled");
+}

@@ -79,6 +79,7 @@ pub use logged::Logged;
 pub use ordered::WorkOrder;
 pub use reads::Overview;
 pub use registry::{FORGET_ACTION, Forgot, RESTART_ACTION, Restart};
+pub(crate) use release::release_lease;
 pub use release::{RELEASE_ACTION, Release, ReleasedClaim};
 pub use retention::{RetentionPolicy, TrimReport};
 pub use schedule_control::ScheduleControlled;

@@ -265,6 +265,18 @@ pub(crate) fn held_by(tx: &mut dyn Tx, instance: &str) -> Result<Vec<Held>> {
 }
 
 /// Moves one claim to a new generation and records the operator's write.
+/// Releases `lease` under a new generation as `actor`, with its write in the history: what
+/// an operator's cancel does to the lease of the instance it cancels, so the authority
+/// advancing it learns at its next renewal and stops the action it runs.
+pub(crate) fn release_lease(
+    tx: &mut dyn Tx,
+    now: Millis,
+    actor: &str,
+    lease: &Lease,
+) -> Result<ReleasedClaim> {
+    release_one(tx, now, actor, &Held::Lease(lease.clone()))
+}
+
 fn release_one(tx: &mut dyn Tx, now: Millis, actor: &str, held: &Held) -> Result<ReleasedClaim> {
     let from = held.generation();
     let holder = match held {

@@ -11,7 +11,7 @@
 use serde::Serialize;
 
 use super::transition::{commit_transition, decode_state};
-use super::{corrupt, pinned, refusal};
+use super::{corrupt, instance_resource, pinned, refusal};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::ids::check_id;
@@ -219,6 +219,14 @@ fn cancel_in(
         Err(e) => Err(refusal(&e, instance_id)),
         Ok((next, entries)) => {
             commit_transition(tx, &row, &definition, &next, &entries, now)?;
+            // The authority advancing it, an action perhaps running, loses its lease now:
+            // its next renewal is fenced, which stops the action (an exec handler is sent
+            // SIGTERM, then SIGKILL after its grace), and a late transition of it is
+            // refused as after any release, with no holder, not as its own stale write.
+            let resource = instance_resource(instance_id);
+            if let Some(lease) = tx.lease(&resource)?.filter(|l| l.released_at.is_none()) {
+                crate::store::release_lease(tx, now, actor, &lease)?;
+            }
             Ok(CancelOutcome::Cancelled)
         }
     })
