@@ -14,7 +14,7 @@ use super::authority::handler_set;
 use super::output::json_line;
 use super::settings::Settings;
 use crate::authority::external::Target;
-use crate::foundation::text_cell::cell;
+use crate::foundation::text_cell::{cell, escape};
 use crate::model::HandlerVersion;
 use crate::store::url::StoreUrl;
 
@@ -166,9 +166,9 @@ pub fn run(command: &ConfigCommand, out: &mut dyn Write) -> CliResult {
         json_line(out, &checked)?;
         return Ok(());
     }
-    writeln!(out, "{}: ok", cell(&checked.file))?;
+    writeln!(out, "{}: ok", escape(&checked.file))?;
     if let Some(store) = &checked.store {
-        writeln!(out, "  store      {}", cell(store))?;
+        writeln!(out, "  store      {}", escape(store))?;
     }
     for (section, pairs) in [
         ("authority", &checked.authority),
@@ -177,7 +177,8 @@ pub fn run(command: &ConfigCommand, out: &mut dyn Write) -> CliResult {
         if !pairs.is_empty() {
             let set: Vec<String> = pairs
                 .iter()
-                .map(|(k, v)| format!("{k} {}", cell(v)))
+                // Whole: the summary is what says what the file sets.
+                .map(|(k, v)| format!("{k} {}", escape(v)))
                 .collect();
             writeln!(out, "  {section:<10} {}", set.join(", "))?;
         }

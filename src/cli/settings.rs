@@ -435,11 +435,20 @@ fn retry_policy(file: &Located<'_>, name: &Spanned<String>, raw: &RawRetry) -> R
             u32::try_from(*v.get_ref())
                 .ok()
                 .filter(|n| *n > 0)
-                .ok_or_else(|| file.error(v.span(), "must be a whole number of at least 1"))
+                .ok_or_else(|| {
+                    file.error(
+                        v.span(),
+                        &format!(
+                            "retry.{}: max_attempts must be a whole number of at least 1",
+                            name.get_ref()
+                        ),
+                    )
+                })
         })
         .transpose()?;
     let multiplier = match &raw.multiplier {
-        Some(v) => Multiplier::new(*v.get_ref()).map_err(|e| file.error(v.span(), &bare(e)))?,
+        Some(v) => Multiplier::new(*v.get_ref())
+            .map_err(|e| file.error(v.span(), &format!("retry.{}: {}", name.get_ref(), bare(e))))?,
         None => default.multiplier,
     };
     let policy = RetryPolicy {

@@ -11,7 +11,7 @@ use clap::Args;
 use super::output::{json_line, opt_when, when};
 use super::{CliResult, StoreArg};
 use crate::error::Error;
-use crate::foundation::text_cell::cell;
+use crate::foundation::text_cell::{cell, escape};
 use crate::foundation::timefmt::{TimeFmt, Zone};
 use crate::ids::check_id;
 use crate::ops::pretty::{lines, unfold};
@@ -119,7 +119,8 @@ pub fn describe(detail: &WorkDetail, now: i64) -> Vec<String> {
             e.generation,
             e.class.as_str(),
             cell(&e.code),
-            cell(&e.message)
+            // Whole (the store keeps at most 2 KiB of it): the message is what triage reads.
+            escape(&e.message)
         ));
     }
     text.push(format!("  grants ({}, newest first)", detail.grants.len()));
@@ -163,6 +164,6 @@ fn json_block(text: &str, fmt: TimeFmt) -> Vec<String> {
             .into_iter()
             .map(|line| format!("    {line}"))
             .collect(),
-        Err(_) => vec![format!("    {}", cell(text))],
+        Err(_) => vec![format!("    {}", escape(text))],
     }
 }

@@ -109,9 +109,9 @@ mod tests {
         for i in 0..entries {
             let actor = if i % 3 == 0 { "ana@ops" } else { "bo@ops" };
             let action = if i % 2 == 0 {
-                "work-requeue"
+                "requeue-work"
             } else {
-                "work-discard"
+                "discard-work"
             };
             store
                 .audit(actor, action, &format!("item-{i}"), "done")
@@ -127,7 +127,7 @@ mod tests {
     #[test]
     fn pages_run_newest_first_both_ways_under_a_filter() {
         let s = store(1_200);
-        let filter = Filter::parse(Subject::Audit, "actor:ana@ops action:work-requeue").unwrap();
+        let filter = Filter::parse(Subject::Audit, "actor:ana@ops action:requeue-work").unwrap();
         let all: Vec<i64> = s
             .list_audit(&PageRequest::first(10_000))
             .unwrap()

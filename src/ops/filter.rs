@@ -441,7 +441,7 @@ fn example(field: &str) -> &'static str {
         "class" => "class:terminal",
         "status" => "status:waiting",
         "actor" => "actor:ana@ops-host",
-        "action" => "action:work-requeue",
+        "action" => "action:requeue-work",
         _ => "id:order-",
     }
 }

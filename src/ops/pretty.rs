@@ -90,7 +90,7 @@ fn write_inline(out: &mut String, key: Option<&str>, value: &Value, fmt: TimeFmt
 
 /// A scalar, with the annotation when it is an instant under a time key.
 fn write_scalar(out: &mut String, key: Option<&str>, value: &Value, fmt: TimeFmt) {
-    out.push_str(&value.to_string());
+    out.push_str(&json_text(value));
     let note = match value {
         Value::Number(n) => key.zip(n.as_i64()).and_then(|(k, v)| fmt.annotate(k, v)),
         _ => None,
@@ -153,7 +153,29 @@ fn write_value(
 }
 
 fn quoted(key: &str) -> String {
-    Value::String(key.to_owned()).to_string()
+    json_text(&Value::String(key.to_owned()))
+}
+
+/// `value` as JSON, with the characters JSON leaves raw but a terminal would obey (bidi
+/// overrides, invisible ones) written as `\uXXXX` escapes too, so what a handler returned
+/// cannot reorder or hide the text around it. Still valid JSON.
+fn json_text(value: &Value) -> String {
+    let text = value.to_string();
+    if !text.chars().any(crate::ids::is_invisible_or_reordering) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if crate::ids::is_invisible_or_reordering(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn indent(depth: usize) -> String {
@@ -208,5 +230,17 @@ mod tests {
         let text = lines(&v, TimeFmt::new(NOW, Zone::Utc)).join("\n");
         assert!(text.contains("\\u001b"), "{text}");
         assert!(!text.contains('\u{1b}'));
+    }
+
+    #[test]
+    fn bidi_overrides_and_invisible_characters_are_escaped_and_stay_json() {
+        let v = json!({"s": "red\u{202e}olleh\u{200b}", "k\u{202e}": 1});
+        let text = lines(&v, TimeFmt::new(NOW, Zone::Utc)).join("");
+        assert!(
+            !text.contains('\u{202e}') && !text.contains('\u{200b}'),
+            "{text}"
+        );
+        let back: Value = serde_json::from_str(&text).expect("still JSON");
+        assert_eq!(back, v);
     }
 }

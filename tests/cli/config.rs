@@ -222,16 +222,33 @@ fn retry_policies_are_read_and_checked_at_their_key() {
         v["authority"]["retry"],
         "send-email 2.0s ×1.5 to 10.0s, at most 4 attempts"
     );
+    // The summary a person reads says every policy whole, however long the line.
+    let two = good.replace(
+        " } }\n",
+        " }, charge-card = { max_attempts = 2, initial_delay = \"3s\" } }\n",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("leasehold.toml");
+    std::fs::write(&file, two).unwrap();
+    let o = leasehold(&["config", "check", file.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(
+            "retry charge-card 3.0s ×2 to 30.0s, at most 2 attempts; send-email 2.0s ×1.5 to 10.0s, at most 4 attempts"
+        ),
+        "{}",
+        stdout(&o)
+    );
     for (from, to, expected) in [
         (
             "max_attempts = 4",
             "max_attempts = 0",
-            "must be a whole number of at least 1",
+            "retry.send-email: max_attempts must be a whole number of at least 1",
         ),
         (
             "multiplier = 1.5",
             "multiplier = 0.5",
-            "multiplier must be a number of at least 1",
+            "retry.send-email: multiplier must be a number of at least 1",
         ),
         (
             "max_delay = \"10s\"",

@@ -429,6 +429,17 @@ fn inspect_audit_lists_newest_first_under_an_actor_and_action_filter() {
         .filter(|id| all.iter().any(|a| a.id == *id && a.actor == "bo@ops"))
         .collect();
     assert_eq!(ids(&rest), bo[2..], "the next page continues older");
+    // The table says a long action and outcome whole: the outcome ends with the reason.
+    let outcome =
+        "released work b2-0026 from ops-4: generation 1 → 2 (killed in the drill, see INC-4411)";
+    store
+        .audit("ana@ops", "acknowledge-server-change", "b2-0026", outcome)
+        .unwrap();
+    let text = stdout(&leasehold(&[
+        "inspect", "--store", &url, "audit", "--limit", "1",
+    ]));
+    assert!(text.contains("acknowledge-server-change"), "{text}");
+    assert!(text.contains(outcome), "{text}");
     let refused = leasehold(&["inspect", "--store", &url, "audit", "--filter", "owner:x"]);
     assert_eq!(code(&refused), 2);
     assert!(

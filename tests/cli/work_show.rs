@@ -15,8 +15,13 @@ use serde_json::Value;
 
 use super::{assert_one_line_failure, code, leasehold, stdout};
 
-/// A store with `fx`, failed twice (the second failure's message holding a control
-/// character) and then succeeded with a result, made an hour in the past.
+/// The first failure's message: longer than any table cell, its end what triage needs.
+const LONG: &str = "card declined by the issuer after 3 retries of the authorisation request \
+    for order o-17 at the gateway eu-west-2 (processor answered 05 do not honour), see case 4411 END";
+
+/// A store with `fx`, failed twice (the first failure's message long, the second's holding
+/// a control character) and then succeeded with a result holding a bidi override, made an
+/// hour in the past.
 fn setup() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db").display().to_string();
@@ -28,7 +33,7 @@ fn setup() -> (tempfile::TempDir, String) {
     );
     let spec = NewWork::effect("fx", "charge-card", r#"{"order":"o-17","amount":1200}"#);
     store.enqueue(spec, "k").unwrap();
-    for (n, message) in [(1, "card declined"), (2, "gateway \u{1b}[31mdown")] {
+    for (n, message) in [(1, LONG), (2, "gateway \u{1b}[31mdown")] {
         let held = store.claim("fx", "auth-a", "k", 1_000).unwrap();
         let failure = Failure {
             class: FailureClass::Retryable,
@@ -46,7 +51,7 @@ fn setup() -> (tempfile::TempDir, String) {
             "fx",
             "auth-b",
             held.generation,
-            Some(r#"{"ok":"charged"}"#.into()),
+            Some("{\"ok\":\"charged\u{202e}\"}".into()),
         )
         .unwrap();
     (dir, path)
@@ -58,14 +63,17 @@ fn work_show_states_the_item_its_errors_and_its_grants() {
     let o = leasehold(&["work", "show", "--store", &path, "fx"]);
     assert_eq!(code(&o), 0, "{o:?}");
     let text = stdout(&o);
-    assert!(!text.contains('\u{1b}'), "nothing raw: {text}");
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+        "nothing raw: {text}"
+    );
     for expected in [
         "work fx",
         "succeeded",
         "charge-card",
         "3/5",
         "\"order\": \"o-17\"",
-        "\"ok\": \"charged\"",
+        "\"ok\": \"charged\\u202e\"",
         "errors (2, newest first)",
         "grants (3, newest first)",
         "the default backoff",
@@ -75,7 +83,7 @@ fn work_show_states_the_item_its_errors_and_its_grants() {
     let second = text.find("#2 ").expect("attempt 2");
     let first = text.find("#1 ").expect("attempt 1");
     assert!(second < first, "newest first:\n{text}");
-    assert!(text.contains("E1: card declined"), "{text}");
+    assert!(text.contains(&format!("E1: {LONG}")), "whole: {text}");
 }
 
 #[test]
@@ -88,7 +96,10 @@ fn work_show_json_is_one_object_with_payload_result_and_errors() {
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["item"]["state"], "succeeded");
     assert_eq!(v["item"]["payload"], r#"{"order":"o-17","amount":1200}"#);
-    assert_eq!(v["item"]["result"], r#"{"ok":"charged"}"#);
+    assert_eq!(
+        v["item"]["result"], "{\"ok\":\"charged\u{202e}\"}",
+        "as stored"
+    );
     let errors = v["attemptErrors"].as_array().unwrap();
     let codes: Vec<&str> = errors.iter().map(|e| e["code"].as_str().unwrap()).collect();
     assert_eq!(codes, ["E2", "E1"]);

@@ -10,7 +10,7 @@ use super::render::ViewRow;
 use super::{Ctx, Failure};
 use crate::cli::output::when;
 use crate::clock::Millis;
-use crate::foundation::text_cell::{cell, cell_max};
+use crate::foundation::text_cell::{cell, cell_max, escape};
 use crate::ops::audit;
 use crate::ops::filter::Filter;
 
@@ -34,9 +34,11 @@ impl ViewRow for AuditRow {
             a.id.to_string(),
             when(a.at, now),
             cell_max(&a.actor, 24),
-            cell_max(&a.action, 16),
+            // Action names are the store's own (the longest 25 characters): never cut.
+            cell_max(&a.action, 32),
             cell(&a.target),
-            cell(&a.outcome),
+            // The last column, whole: the outcome ends with the operator's reason.
+            escape(&a.outcome),
         ]
     }
 }

@@ -128,7 +128,7 @@ pub struct InspectArgs {
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub limit: u32,
     /// `field:value` pairs, e.g. `state:pending,retry`, `kind:effect`, `owner:a-1`,
-    /// `compat:incompatible`, `status:waiting`, `actor:ana@ops`, `action:work-requeue`.
+    /// `compat:incompatible`, `status:waiting`, `actor:ana@ops`, `action:requeue-work`.
     #[arg(long, value_name = "EXPR")]
     pub filter: Vec<String>,
     /// Continue after this row key (printed under the previous page).
