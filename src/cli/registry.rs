@@ -80,8 +80,8 @@ struct Answer<'a> {
 /// Runs an authority registry subcommand.
 ///
 /// # Errors
-/// An unknown id, a running authority or (for forget) one still holding claims (exit 1);
-/// an unreadable store (exit 2).
+/// An authority still holding claims, for forget (exit 1); an unknown id (`NOT_FOUND`), a
+/// running authority (`INSTANCE_IN_USE`) or an unreadable store (exit 2).
 pub fn run(command: &AuthorityCommand, out: &mut dyn Write) -> CliResult {
     match command {
         AuthorityCommand::Release(args) => release(args, out),
@@ -211,9 +211,12 @@ fn forget(a: &ActionArgs, out: &mut dyn Write) -> CliResult {
 /// A store refusal as one line: what to do about a running authority or a held claim.
 fn refusal<T>(answer: Result<T>, done: &str) -> std::result::Result<T, Failure> {
     answer.map_err(|e| match e {
-        e if e.is_store_failure() || matches!(e, Error::Invalid(_)) => Failure::from(e),
+        e if e.is_store_failure() || matches!(e, Error::Invalid(_) | Error::NotFound { .. }) => {
+            Failure::from(e)
+        }
+        // Exit 2, as `INSTANCE_IN_USE` is everywhere else.
         e @ Error::InstanceInUse { .. } => {
-            Failure::refused(format!("{e}; it can be {done} once it is gone or stopped"))
+            Failure::usage(format!("{e}; it can be {done} once it is gone or stopped"))
         }
         e @ Error::LeaseHeld { .. } => Failure::refused(format!(
             "{e}; release its claims first (leasehold authority release)"

@@ -214,14 +214,15 @@ fn a_running_or_unknown_authority_is_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let path = setup(dir.path());
     for verb in ["release", "forget"] {
+        // Exit 2 for both, as the error table gives INSTANCE_IN_USE and NOT_FOUND.
         let live = authority(&path, &[verb, "live-1"]);
-        let err = assert_one_line_failure(&live, 1);
+        let err = assert_one_line_failure(&live, 2);
         assert!(
             err.contains("INSTANCE_IN_USE") && err.contains("once it is gone"),
             "{err}"
         );
         let unknown = authority(&path, &[verb, "nobody"]);
-        assert!(assert_one_line_failure(&unknown, 1).contains("NOT_FOUND"));
+        assert!(assert_one_line_failure(&unknown, 2).contains("NOT_FOUND"));
         let before = sha256(Path::new(&path));
         let bad = authority(&path, &[verb, "bad\tid"]);
         assert_one_line_failure(&bad, 2);
