@@ -104,7 +104,9 @@ pub fn table(snap: &Snapshot, page: &Page<WorkItem>, fmt: TimeFmt) -> TableData 
                             } else {
                                 state_role(w.state)
                             }),
-                        Cell::raw(w.owner_id.as_deref().unwrap_or("-"), 40),
+                        // Who holds it now, as `inspect work` says: a finished or
+                        // waiting item's last owner is not its owner (the detail says it).
+                        Cell::raw(w.current_owner().unwrap_or("-"), 40),
                         Cell::num(i64::try_from(w.generation).unwrap_or(i64::MAX)),
                         Cell::num(w.attempt_number),
                         Cell::num(w.uncertain_attempts)
@@ -154,11 +156,13 @@ fn detail(w: &WorkItem, compat_text: &str, fmt: TimeFmt) -> Vec<(String, String)
         ("handler".into(), clean(&w.handler, 200)),
         (
             "owner / generation".into(),
-            format!(
-                "{} / {}",
-                clean(w.owner_id.as_deref().unwrap_or("-"), 100),
-                w.generation
-            ),
+            match (w.current_owner(), w.owner_id.as_deref()) {
+                (Some(owner), _) => format!("{} / {}", clean(owner, 100), w.generation),
+                (None, Some(last)) => {
+                    format!("- (last {}) / {}", clean(last, 100), w.generation)
+                }
+                (None, None) => format!("- / {}", w.generation),
+            },
         ),
         (
             "claimed / lease expires".into(),
