@@ -103,7 +103,7 @@ pub fn is_invisible_or_reordering(c: char) -> bool {
 
 /// Checks an identifier that came from outside, naming the field in the refusal: it must
 /// be non-empty, at most [`MAX_ID_BYTES`] bytes, and printable (no control characters, no
-/// bidirectional or zero-width characters).
+/// bidirectional or zero-width characters, no whitespace at either end).
 ///
 /// # Errors
 /// `INVALID`, one line naming the field and the rule broken (never echoing the value raw).
@@ -129,6 +129,10 @@ pub fn check_id(field: &str, value: &str) -> crate::Result<()> {
             "holds U+{:04X}, which reorders or hides text; ids must print as themselves",
             c as u32
         ));
+    }
+    // A blank id prints as nothing, and `inv-1 ` as `inv-1` beside the real one.
+    if value.trim() != value {
+        return refuse("starts or ends with whitespace; ids must print as themselves".into());
     }
     Ok(())
 }
@@ -194,6 +198,14 @@ mod tests {
             let text = refused(hostile);
             assert!(text.contains("reorders or hides text"), "{text}");
         }
+        for padded in [" ", "inv-1 ", " inv-1", "\u{a0}x"] {
+            let text = refused(padded);
+            assert!(text.contains("starts or ends with whitespace"), "{text}");
+        }
+        assert!(
+            check_id("instance id", "inv 1").is_ok(),
+            "inner spaces are fine"
+        );
         assert!(check_opt_id("key", None).is_ok());
         assert!(check_opt_id("key", Some("")).is_err());
     }

@@ -476,11 +476,21 @@ fn bad_input_is_one_line_exit_2_and_writes_nothing() {
     let missing = dir.path().join("typo.db").display().to_string();
     let revision = store.revision().unwrap();
     let before = items(&store);
-    let cases: [(&str, &[&str], &str); 12] = [
+    let cases: [(&str, &[&str], &str); 14] = [
         (
             &url,
             &["--handler", "h", "--payload", "{"],
             "not valid JSON",
+        ),
+        (
+            &url,
+            &["--handler", "h", "--payload", "{}", "--id", " "],
+            "work id: starts or ends with whitespace",
+        ),
+        (
+            &url,
+            &["--handler", "h", "--payload", "{}", "--id", "there "],
+            "work id: starts or ends with whitespace",
         ),
         (&url, &["--handler", "h", "--payload", ""], "not valid JSON"),
         (
