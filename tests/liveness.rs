@@ -461,10 +461,10 @@ fn real_authorities_pass_live_silent_gone_stopped_and_keep_their_ids() {
         now.heartbeat_at >= refused_at.heartbeat_at + 2 * HEARTBEAT_MS
     });
 
-    // forget: refused while live (exit 1, one line), allowed once gone and released; both
-    // audited.
+    // forget: refused while live (INSTANCE_IN_USE, exit 2, one line), allowed once gone
+    // and released; both audited.
     let refused = leasehold(&["authority", "forget", "--store", store, "a3"]);
-    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
     let err = String::from_utf8(refused.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("INSTANCE_IN_USE"), "{err}");
@@ -479,7 +479,7 @@ fn real_authorities_pass_live_silent_gone_stopped_and_keep_their_ids() {
     assert_eq!(missing.status.code(), Some(2), "{missing:?}");
     assert!(!typo.exists(), "forget never creates a store");
     let unknown = leasehold(&["authority", "forget", "--store", store, "nobody"]);
-    assert_eq!(unknown.status.code(), Some(1), "{unknown:?}");
+    assert_eq!(unknown.status.code(), Some(2), "{unknown:?}");
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("NOT_FOUND"));
     // Whatever a1 still held when it was killed is handed back first: forget waits for it.
     let released = leasehold(&["authority", "release", "--store", store, "a1"]);

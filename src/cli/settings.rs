@@ -206,10 +206,13 @@ impl Settings {
             Some(d) => dashboard_knobs(&file, d)?,
             None => DashboardKnobs::default(),
         };
-        if let Some(store) = &raw.store {
-            crate::store::url::StoreUrl::parse(store.get_ref())
-                .map_err(|e| file.error(store.span(), &bare(e)))?;
-        }
+        let store = raw
+            .store
+            .as_ref()
+            .map(|store| {
+                store_from(&dir, store.get_ref()).map_err(|e| file.error(store.span(), &bare(e)))
+            })
+            .transpose()?;
         let limit_spans = raw
             .authority
             .iter()
@@ -230,7 +233,7 @@ impl Settings {
         let handlers = HandlerConfig::load(path)?;
         Ok(Self {
             path: path.to_path_buf(),
-            store: raw.store.map(Spanned::into_inner),
+            store,
             authority,
             dashboard,
             for_authority: raw.authority.is_some() || !handlers.handlers.is_empty(),
@@ -420,6 +423,18 @@ fn authority_knobs(file: &Located<'_>, dir: &Path, a: &RawAuthority) -> Result<A
         return Err(file.error(key.unwrap_or(0..0), &why));
     }
     Ok(knobs)
+}
+
+/// The file's `store`: a relative SQLite path is read from the file's directory, as its
+/// `exec`, `cwd` and `exec_log` paths are, so the file names the same store from wherever
+/// it is used.
+fn store_from(dir: &Path, text: &str) -> Result<String> {
+    Ok(match crate::store::url::StoreUrl::parse(text)? {
+        crate::store::url::StoreUrl::Sqlite(path) if path.is_relative() => {
+            dir.join(path).display().to_string()
+        }
+        _ => text.to_owned(),
+    })
 }
 
 /// One handler's policy from its `retry` table, every key checked where it stands: a

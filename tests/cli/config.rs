@@ -464,3 +464,31 @@ fn a_one_shot_writer_refuses_a_rewound_store() {
     assert_eq!(stderr(&refused).lines().count(), 1);
     assert_eq!(std::fs::read(&store).unwrap(), older, "nothing written");
 }
+
+/// A relative SQLite path in the file is read from the file's directory, as its `exec`
+/// paths are: the file names the same store from whatever directory it is used.
+#[test]
+fn a_relative_store_path_is_read_from_the_files_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("leasehold.toml");
+    std::fs::write(
+        &file,
+        "store = \"work.db\"\n[authority]\nworkload = \"default\"\n",
+    )
+    .unwrap();
+    let o = leasehold(&["config", "check", file.to_str().unwrap(), "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let expected = std::path::absolute(dir.path().join("work.db")).unwrap();
+    assert_eq!(v["store"], expected.display().to_string());
+    // A URL and an absolute path stay as written.
+    for store in [
+        "postgres://127.0.0.1:5432/work",
+        "/var/lib/leasehold/work.db",
+    ] {
+        std::fs::write(&file, format!("store = {store:?}\n")).unwrap();
+        let o = leasehold(&["config", "check", file.to_str().unwrap(), "--json"]);
+        let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(v["store"], store);
+    }
+}
