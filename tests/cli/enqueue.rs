@@ -465,6 +465,7 @@ fn another_effect_is_refused(url: &str, store: &Store) {
 }
 
 #[test]
+#[expect(clippy::too_many_lines, reason = "a table: one case per refusal")]
 fn bad_input_is_one_line_exit_2_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (url, store) = empty_store(dir.path());
