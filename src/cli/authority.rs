@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::log::{LogFormat, dispatch};
-use super::settings::Settings;
+use super::settings::{AuthorityKnobs, Settings};
 use super::{CliResult, Failure, tokio_runtime};
 use crate::authority::config::{AuthorityConfig, StepAside, generated_instance_id};
 use crate::authority::handlers::Workload;
@@ -18,7 +18,6 @@ use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
 use crate::clock::Millis;
 use crate::model::HandlerVersion;
-use crate::rules::liveness::DEFAULT_LEASE_DURATION_MS;
 use crate::store::Capability;
 use crate::store::create::create;
 use crate::store::url::{OpenMode, open};
@@ -343,49 +342,26 @@ fn knobs(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<AuthorityC
         .clone()
         .or_else(|| file.build.clone())
         .unwrap_or_else(|| crate::authority::config::DEFAULT_BUILD_TAG.to_owned());
-    // The file's settings through the one merge `config check` reports (every key it
-    // sets, the handlers' retry policies included), then the flags over them.
-    let mut config = file.apply(AuthorityConfig::new(instance, build));
-    let lease = args
-        .lease_ms
-        .or(file.lease_ms)
-        .unwrap_or(DEFAULT_LEASE_DURATION_MS);
-    let renew = args.renew_ms.or(file.renew_ms).unwrap_or(lease / 3);
-    config = config.with_timing(lease, renew);
-    if let Some(ms) = args.poll_ms {
-        config.poll_interval_ms = ms;
-    }
-    if let Some(n) = args.concurrency {
-        config.worker_concurrency = n;
-    }
-    if let Some(n) = args.batch {
-        config.claim_batch_size = n;
-    }
-    config
-        .handler_limits
-        .extend(args.handler_limits.iter().cloned());
-    let retention = &mut config.retention;
-    if let Some(ms) = args.keep_finished {
-        retention.finished_ms = ms;
-    }
-    if let Some(ms) = args.keep_audit {
-        retention.audit_ms = ms;
-    }
-    if let Some(ms) = args.dedup_window {
-        retention.dedup_ms = ms;
-    }
-    retention
-        .dedup_by_source
-        .extend(args.dedup_windows.iter().cloned());
-    if let Some(ms) = args.trim_every {
-        config.trim_interval_ms = ms;
-    }
-    if let Some(ms) = args.reclaim_after {
-        config.reclaim_delay_ms = ms;
-    }
-    if let Some(when) = args.step_aside {
-        config.step_aside = when;
-    }
+    // The flags are one more layer of knobs over the file's, merged by the one function
+    // `config check` reports with (every key, the handlers' retry policies included). A
+    // lease given alone keeps the file's renew interval, else takes a third of the lease.
+    let flags = AuthorityKnobs {
+        lease_ms: args.lease_ms.or(file.lease_ms),
+        renew_ms: args.renew_ms.or(file.renew_ms),
+        poll_ms: args.poll_ms,
+        concurrency: args.concurrency,
+        batch: args.batch,
+        handler_limits: args.handler_limits.iter().cloned().collect(),
+        keep_finished_ms: args.keep_finished,
+        keep_audit_ms: args.keep_audit,
+        dedup_window_ms: args.dedup_window,
+        dedup_windows: args.dedup_windows.iter().cloned().collect(),
+        trim_every_ms: args.trim_every,
+        reclaim_after_ms: args.reclaim_after,
+        step_aside: args.step_aside,
+        ..AuthorityKnobs::default()
+    };
+    let config = flags.apply(file.apply(AuthorityConfig::new(instance, build)));
     config.validate()?;
     Ok(config)
 }
