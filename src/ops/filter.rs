@@ -179,6 +179,13 @@ impl Filter {
     /// An unknown field (with the valid ones), a field without a value or given twice, or a
     /// value the field does not take (with the valid values).
     pub fn parse(subject: Subject, text: &str) -> Result<Self, FilterError> {
+        // A newline or a tab would split a term where the eye sees none.
+        if let Some(c) = text.chars().find(|c| c.is_control()) {
+            return Err(FilterError(format!(
+                "the filter holds the control character U+{:04X}; separate terms with spaces",
+                c as u32
+            )));
+        }
         let mut filter = Self::none(subject);
         let mut seen: Vec<String> = Vec::new();
         for term in text.split_whitespace() {
@@ -514,6 +521,8 @@ mod tests {
             "elsewhere it narrows the page"
         );
         assert!(refused(Subject::Work, "a b").contains("id: given twice"));
+        assert!(refused(Subject::Work, "id:a\nb").contains("control character U+000A"));
+        assert!(refused(Subject::Work, "state:failed\tid:x").contains("U+0009"));
     }
 
     #[test]

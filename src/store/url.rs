@@ -55,7 +55,14 @@ impl StoreUrl {
             return Ok(Self::Postgres(text.to_owned()));
         }
         if let Some(path) = text.strip_prefix("sqlite:") {
-            return Ok(Self::Sqlite(path.trim_start_matches("//").into()));
+            let path = path.trim_start_matches("//");
+            if path.trim().is_empty() {
+                return Err(Error::Invalid(
+                    "sqlite: names no file: give its path, as in sqlite:/var/lib/leasehold/work.db"
+                        .into(),
+                ));
+            }
+            return Ok(Self::Sqlite(path.into()));
         }
         if let Some((scheme, _)) = text.split_once("://") {
             return Err(Error::Invalid(format!(
@@ -155,4 +162,24 @@ fn open_unwitnessed(url: &str, mode: OpenMode) -> Result<Store> {
         store.confirm_revision()?;
     }
     Ok(store)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sqlite_url_without_a_path_is_refused_by_name() {
+        for text in ["sqlite:", "sqlite://", "sqlite:  "] {
+            let refused = StoreUrl::parse(text).unwrap_err().to_string();
+            assert!(
+                refused.contains("sqlite: names no file"),
+                "{text:?}: {refused}"
+            );
+        }
+        assert_eq!(
+            StoreUrl::parse("sqlite:work.db").unwrap(),
+            StoreUrl::Sqlite("work.db".into())
+        );
+    }
 }

@@ -533,3 +533,45 @@ fn inspect_leases_lists_the_claims_too_and_pages_through_both() {
     }
     assert_eq!(seen, ["billing-leader", "chg-1", "chg-2"]);
 }
+
+/// `inspect overview` counts the registrations in each of the four states, as the
+/// dashboard's overview does: a live one, one gone an hour ago, one stopped cleanly.
+#[test]
+fn inspect_overview_counts_every_state_of_the_registry() {
+    use leasehold::clock::{Clock, SystemClock};
+
+    use crate::support::authorities::registration;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = store_in(dir.path());
+    let store = leasehold::store::url::open(&path, OpenMode::ReadWrite).unwrap();
+    let now = SystemClock.now();
+    let handlers = [("send-email", "1.0.0")];
+    store
+        .register_authority(&registration("live-1", &handlers, now))
+        .unwrap();
+    store
+        .register_authority(&registration("gone-1", &handlers, now - 3_600_000))
+        .unwrap();
+    let mut stopped = registration("stopped-1", &handlers, now - 60_000);
+    stopped.stopped_at = Some(now - 60_000);
+    store.register_authority(&stopped).unwrap();
+    let o = leasehold(&["inspect", "--store", &path, "overview", "--json"]);
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let counts: Vec<i64> = [
+        "authoritiesLive",
+        "authoritiesSilent",
+        "authoritiesGone",
+        "authoritiesStopped",
+        "authoritiesRegistered",
+    ]
+    .iter()
+    .map(|k| v[k].as_i64().unwrap())
+    .collect();
+    assert_eq!(counts, [1, 0, 1, 1, 3]);
+    let text = stdout(&leasehold(&["inspect", "--store", &path, "overview"]));
+    assert!(
+        text.contains("authorities  1 live, 0 silent, 1 gone, 1 stopped (3 registered)"),
+        "{text}"
+    );
+}

@@ -23,6 +23,7 @@ use crate::ops::paused_handlers;
 use crate::ops::published::PublishedView;
 use crate::ops::retention::RetentionView;
 use crate::rules::lateness::{self, KindLateness, LaneLateness};
+use crate::rules::liveness::{Liveness, liveness};
 use crate::store::server_record::ServerChange;
 use crate::store::witness::Rewound;
 
@@ -39,6 +40,9 @@ struct OverviewRow {
     now: Millis,
     authorities_live: usize,
     authorities_silent: usize,
+    /// Registered, but neither heartbeating nor stopped cleanly: their claims are reclaimed.
+    authorities_gone: usize,
+    authorities_stopped: usize,
     authorities_registered: usize,
     work: Vec<CountRow>,
     workflows: serde_json::Map<String, serde_json::Value>,
@@ -130,6 +134,8 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         now: ctx.now,
         authorities_live: live.live,
         authorities_silent: live.silent,
+        authorities_gone: in_state(&live, Liveness::Gone, ctx.now),
+        authorities_stopped: in_state(&live, Liveness::Stopped, ctx.now),
         authorities_registered: live.registered(),
         workflows: to_map(&overview.workflows),
         events: to_map(&overview.events),
@@ -177,8 +183,12 @@ fn print_text(row: &OverviewRow, now: Millis, out: &mut dyn Write) -> Result<(),
     )?;
     writeln!(
         out,
-        "authorities  {} live, {} silent of {} registered",
-        row.authorities_live, row.authorities_silent, row.authorities_registered
+        "authorities  {} live, {} silent, {} gone, {} stopped ({} registered)",
+        row.authorities_live,
+        row.authorities_silent,
+        row.authorities_gone,
+        row.authorities_stopped,
+        row.authorities_registered
     )?;
     writeln!(out, "workflows    {}", pairs(&row.workflows))?;
     writeln!(out, "events       {}", pairs(&row.events))?;
@@ -264,4 +274,12 @@ fn late_line(kinds: &[KindLateness]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// How many registrations are in `state` at `now`.
+fn in_state(live: &LiveBuilds, state: Liveness, now: Millis) -> usize {
+    live.registrations()
+        .iter()
+        .filter(|a| liveness(a, now) == state)
+        .count()
 }
