@@ -703,6 +703,11 @@ fn release_and_forget_a_gone_authority_through_the_dialog() {
         text.contains("Release the claims of authority gone-1"),
         "{text}"
     );
+    // The size of what is handed back, as the release then reports it (below).
+    assert!(
+        text.contains("holds 3 claimed items now (3 expired)"),
+        "{text}"
+    );
     insta::assert_snapshot!("release_dialog_80x24_dark", text);
     h.key(KeyCode::Esc);
     assert!(h.app.overlay().is_none());

@@ -10,6 +10,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::super::app::TYPE_COUNT_ABOVE;
 use super::super::app::{Act, App, AuthorityVerb, Confirmation};
+use super::super::snapshot::ViewData;
 use super::super::text::clean;
 use super::super::theme::Role;
 use crate::ops::bulk::Tally;
@@ -197,7 +198,7 @@ fn confirm_authority(
             " forget it  ",
         ),
     };
-    let text = vec![
+    let mut text = vec![
         Line::from(vec![
             Span::styled(what, t.style(Role::Dialog)),
             Span::styled(clean(instance, 40), t.style(Role::Accent)),
@@ -207,11 +208,19 @@ fn confirm_authority(
             Span::styled("  • ", t.style(Role::Ok)),
             Span::styled(effect, t.style(Role::Dialog)),
         ]),
-        Line::from(Span::styled(
-            "Refused while it is live or silent: the store judges its liveness as it writes.",
-            t.style(Role::Muted),
-        )),
     ];
+    // What the last refresh counted, so the operator knows the size of what is handed back
+    // (`leasehold authority release --dry-run` lists it one by one).
+    if let Some(held) = owned_now(app, instance) {
+        text.push(Line::from(vec![
+            Span::styled("  • ", t.style(Role::Ok)),
+            Span::styled(held, t.style(Role::Dialog)),
+        ]));
+    }
+    text.push(Line::from(Span::styled(
+        "Refused while it is live or silent: the store judges its liveness as it writes.",
+        t.style(Role::Muted),
+    )));
     confirm(frame, area, app, title, text, field, yes);
 }
 
@@ -471,4 +480,21 @@ fn choice_line<'a>(app: &'a App, editing: bool, yes: &'static str) -> Line<'a> {
         .collect()
     };
     Line::from(spans)
+}
+
+/// `holds 12 claimed items now (3 expired), and any leases`, as the authorities view's
+/// last refresh counted them.
+fn owned_now(app: &App, instance: &str) -> Option<String> {
+    let ViewData::Authorities { owned, .. } = &app.snapshot()?.data else {
+        return None;
+    };
+    let held = owned.get(instance).copied().unwrap_or_default();
+    let expired = match held.expired {
+        0 => String::new(),
+        n => format!(" ({n} expired)"),
+    };
+    Some(format!(
+        "holds {} claimed items now{expired}, and any leases",
+        held.claimed
+    ))
 }
