@@ -1023,6 +1023,19 @@ fn cancelling_a_workflow_stops_its_running_exec_action() {
     wait_until("the command gone", within(RUNNING), || !pid_alive(&pid));
     w.stop(authority);
     let refused = store.refused_writes(0, None, 100).unwrap().rows;
+    let resource = format!("wf:{instance}");
+    assert!(
+        refused.iter().any(|(_, r)| {
+            let w = &r.write;
+            w.resource_id == resource
+                && w.owner_id == "a"
+                && w.verb == leasehold::model::WriteVerb::Renew
+                && w.holder
+                    .as_ref()
+                    .is_some_and(|h| h.owner_id.is_none() && h.generation == w.generation + 1)
+        }),
+        "the authority's renewal was refused by the cancel's release: {refused:?}"
+    );
     for (_, r) in &refused {
         let w = &r.write;
         let holder = w.holder.as_ref().expect("recorded");

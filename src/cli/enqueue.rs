@@ -160,16 +160,18 @@ pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
     // commits nothing, not even a revision.
     let (key, stamp) = args.version.key(&store, &spec.handler)?;
     let (outcome, id) = match store.offer_work(spec.clone(), &key)? {
-        Enqueued::Created => {
-            stamp.tell();
-            (Outcome::Created, spec.id)
-        }
+        Enqueued::Created => (Outcome::Created, spec.id),
         Enqueued::Duplicate(id) => (Outcome::Duplicate, id),
     };
     let stored = store
         .work(&id)?
         .ok_or_else(|| Failure::usage(format!("work item {} vanished after enqueue", cell(&id))))?;
-    report(out, args.json, outcome, &stored)
+    report(out, args.json, outcome, &stored)?;
+    // Last, so a failure above stays one line; a repeat stamped nothing new.
+    if outcome == Outcome::Created {
+        stamp.tell();
+    }
+    Ok(())
 }
 
 /// A delay (`what`: `--delay`, or a line's `delay`) in milliseconds, read as every other

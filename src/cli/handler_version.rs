@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use clap::Args;
 
 use super::Failure;
-use crate::foundation::text_cell::cell;
+use crate::foundation::text_cell::escape;
 use crate::foundation::toml_file::nearest;
 use crate::model::handler_key;
 use crate::model::{Authority, HandlerVersion};
@@ -160,8 +160,8 @@ fn without_running(registrations: &[Authority], handler: &str) -> (HandlerVersio
     if let Some((authority, version)) = last {
         let note = format!(
             "no running authority runs handler {}: stamped {version}, the version {} registered last (--handler-version to choose)",
-            cell(handler),
-            cell(&authority.instance_id)
+            escape(handler),
+            escape(&authority.instance_id)
         );
         return (version, note);
     }
@@ -170,12 +170,12 @@ fn without_running(registrations: &[Authority], handler: &str) -> (HandlerVersio
         .flat_map(|a| a.handler_versions().into_keys())
         .collect();
     let hint = nearest(handler, known.iter().map(String::as_str))
-        .map(|near| format!(" (did you mean {}?)", cell(near)))
+        .map(|near| format!(" (did you mean {}?)", escape(near)))
         .unwrap_or_default();
     let version = HandlerVersion::demo();
     let note = format!(
         "no authority has registered handler {}{hint}: stamped the default version {version} (--handler-version to choose)",
-        cell(handler)
+        escape(handler)
     );
     (version, note)
 }

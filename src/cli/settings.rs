@@ -122,7 +122,8 @@ struct RawDashboard {
     read_only: Option<Spanned<bool>>,
 }
 
-/// An authority's knobs as the file gives them (`None`: not in the file).
+/// An authority's knobs as the file gives them (`None`: not in the file); the command line's
+/// flags are read into one more of these and applied over the file's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuthorityKnobs {
     pub instance: Option<String>,

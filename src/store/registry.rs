@@ -89,7 +89,7 @@ impl Store {
     /// # Errors
     /// `INSTANCE_IN_USE` naming the running holder; a store failure.
     pub fn register_authority(&self, authority: &Authority) -> Result<Option<Restart>> {
-        crate::ids::check_id("instance id", &authority.instance_id)?;
+        crate::ids::check_new_id("instance id", &authority.instance_id)?;
         crate::ids::check_opt_id(
             "build",
             Some(authority.build.as_str()).filter(|b| !b.is_empty()),

@@ -9,7 +9,9 @@
 //! may have run) — or, when that attempt spent its budget, ends as a dead letter exactly
 //! as a lapse would end it; a lease is marked released, keeping its checkpoint for the next holder.
 //! Each change is one audit entry and one operator write in the history the checker reads;
-//! a run that finds nothing held changes nothing and writes nothing.
+//! a run that finds nothing held changes nothing and writes nothing. An operator's cancel
+//! of a workflow instance releases the instance's lease the same way (`release_lease`),
+//! under the cancel's own audit entry.
 
 use serde::Serialize;
 
@@ -264,10 +266,10 @@ pub(crate) fn held_by(tx: &mut dyn Tx, instance: &str) -> Result<Vec<Held>> {
     Ok(held)
 }
 
-/// Moves one claim to a new generation and records the operator's write.
 /// Releases `lease` under a new generation as `actor`, with its write in the history: what
 /// an operator's cancel does to the lease of the instance it cancels, so the authority
-/// advancing it learns at its next renewal and stops the action it runs.
+/// advancing it learns at its next renewal and stops the action it runs. The cancel's own
+/// audit entry stands for it.
 pub(crate) fn release_lease(
     tx: &mut dyn Tx,
     now: Millis,
@@ -277,6 +279,7 @@ pub(crate) fn release_lease(
     release_one(tx, now, actor, &Held::Lease(lease.clone()))
 }
 
+/// Moves one claim to a new generation and records the operator's write.
 fn release_one(tx: &mut dyn Tx, now: Millis, actor: &str, held: &Held) -> Result<ReleasedClaim> {
     let from = held.generation();
     let holder = match held {

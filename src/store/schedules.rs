@@ -9,7 +9,7 @@ use super::work::save_work;
 use super::{HandlerKeys, Store, Tx};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::ids::check_id;
+use crate::ids::check_new_id;
 use crate::model::schedule::{CatchUp, Schedule, Trigger, firing_id};
 use crate::model::work::NewWork;
 use crate::model::{AuditEntry, WorkItem, WorkKind};
@@ -40,8 +40,8 @@ impl Store {
         payload: &str,
         compat: &str,
     ) -> Result<bool> {
-        check_id("schedule id", id)?;
-        check_id("handler", handler)?;
+        check_new_id("schedule id", id)?;
+        check_new_id("handler", handler)?;
         trigger.check()?;
         self.write(|tx, now| {
             if tx.schedule(id)?.is_some() {
@@ -82,8 +82,8 @@ impl Store {
         payload: &str,
         actor: &str,
     ) -> Result<Schedule> {
-        check_id("schedule id", id)?;
-        check_id("handler", handler)?;
+        check_new_id("schedule id", id)?;
+        check_new_id("handler", handler)?;
         trigger.check()?;
         self.write(|tx, now| {
             let Some(current) = tx.schedule(id)? else {

@@ -165,6 +165,7 @@ fn open_unwitnessed(url: &str, mode: OpenMode) -> Result<Store> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -11,7 +11,7 @@ use super::intake::move_intake;
 use super::{Counter, HandlerKeys, Logged, Store, Tx, record_write};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::ids::{check_id, check_opt_id};
+use crate::ids::{check_id, check_new_id, check_opt_id};
 use crate::model::work::NewWork;
 use crate::model::{CompatSet, Failure, Grant, GrantKind, Holder, Takeover, WorkItem, WriteVerb};
 use crate::rules::work::{self as rules, Backoff, Retry};
@@ -880,10 +880,12 @@ fn stamp_all(specs: Vec<NewWork>, keys: &impl HandlerKeys) -> Result<Vec<(NewWor
 
 /// `spec` checked and stamped with the key `keys` gives its handler.
 pub(crate) fn stamp(spec: NewWork, keys: &impl HandlerKeys) -> Result<(NewWork, String)> {
-    check_id("work id", &spec.id)?;
-    check_id("handler", &spec.handler)?;
+    check_new_id("work id", &spec.id)?;
+    check_new_id("handler", &spec.handler)?;
     check_opt_id("logical effect id", spec.logical_effect_id.as_deref())?;
-    check_opt_id("idempotency key", spec.idempotency_key.as_deref())?;
+    if let Some(key) = spec.idempotency_key.as_deref() {
+        check_new_id("idempotency key", key)?;
+    }
     let Some(compat) = keys.key_for(&spec.handler) else {
         return Err(Error::Invalid(format!(
             "no version of handler {} to stamp work {} with",

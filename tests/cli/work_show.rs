@@ -119,3 +119,34 @@ fn an_unknown_or_hostile_id_is_one_line() {
     let line = assert_one_line_failure(&o, 2);
     assert!(line.contains("INVALID"), "{line}");
 }
+
+/// A padded id an older build let in (creating one is refused now) is still shown and
+/// still acted on: only new ids must print as themselves.
+#[test]
+fn an_older_padded_id_is_still_shown_and_requeued() {
+    let (_dir, path) = setup();
+    let store = Store::new(
+        Arc::new(SqliteBackend::open(&path, OpenMode::Existing).unwrap()),
+        Arc::new(SystemClock),
+        Arc::new(SeededIds::new(4)),
+    );
+    let refused = store
+        .enqueue(NewWork::effect("pad ", "charge-card", "{}"), "k")
+        .unwrap_err();
+    assert!(refused.to_string().contains("whitespace"), "{refused}");
+    store
+        .enqueue(NewWork::effect("pad", "charge-card", "{}"), "k")
+        .unwrap();
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE work SET id = 'pad ' WHERE id = 'pad'", [])
+        .unwrap();
+    drop(conn);
+    let o = leasehold(&["work", "show", "--store", &path, "pad "]);
+    assert_eq!(code(&o), 0, "{o:?}");
+    assert!(stdout(&o).starts_with("work pad \n"), "{}", stdout(&o));
+    let o = leasehold(&[
+        "work", "discard", "--store", &path, "pad ", "--reason", "old row",
+    ]);
+    assert_eq!(code(&o), 0, "{o:?}");
+}

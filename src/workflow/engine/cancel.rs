@@ -124,8 +124,10 @@ pub fn judge(
 impl Store {
     /// Cancels an instance: an idempotent, fenced transition to `cancelled` (not a
     /// rollback: committed actions and dispatched effects stand). `compat` is the digests the
-    /// caller may run (`None`: any); an instance whose digest is not among them is refused. Any authority holding the
-    /// instance is fenced out by the revision change. `actor` and `reason` go into the
+    /// caller may run (`None`: any); an instance whose digest is not among them is refused.
+    /// The instance's lease is released under a new generation in the same transaction:
+    /// an authority holding it is refused at its next renewal (which stops the action it
+    /// runs) and fenced out of any late transition. `actor` and `reason` go into the
     /// instance's history; an operator's cancel, which is audited too, is
     /// [`Store::cancel_workflow_audited`].
     ///
