@@ -9,7 +9,7 @@ use super::work::save_work;
 use super::{HandlerKeys, Store, Tx};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::ids::check_new_id;
+use crate::ids::{check_id, check_new_id};
 use crate::model::schedule::{CatchUp, Schedule, Trigger, firing_id};
 use crate::model::work::NewWork;
 use crate::model::{AuditEntry, WorkItem, WorkKind};
@@ -28,7 +28,7 @@ impl Store {
     /// `leasehold schedule create` does), and changes one with [`Self::update_schedule`].
     ///
     /// # Errors
-    /// `INVALID` for a schedule id or handler that fails [`check_id`], or a cron trigger
+    /// `INVALID` for a schedule id or handler that fails [`check_new_id`], or a cron trigger
     /// that does not read ([`Trigger::check`]) (nothing is written);
     /// a store failure.
     pub fn create_schedule(
@@ -69,9 +69,9 @@ impl Store {
     /// the new definition. Returns the schedule as stored.
     ///
     /// # Errors
-    /// `NOT_FOUND` for an unknown schedule, `INVALID` for a schedule id or handler that fails
-    /// [`check_id`] or a cron trigger that does not read (nothing is written either way); a
-    /// store failure.
+    /// `NOT_FOUND` for an unknown schedule, `INVALID` for a schedule id that fails
+    /// [`check_id`], a handler that fails [`check_new_id`] or a cron trigger that does not
+    /// read (nothing is written either way); a store failure.
     #[allow(clippy::too_many_arguments)] // one argument per replaced field, plus who and which
     pub fn update_schedule(
         &self,
@@ -82,7 +82,7 @@ impl Store {
         payload: &str,
         actor: &str,
     ) -> Result<Schedule> {
-        check_new_id("schedule id", id)?;
+        check_id("schedule id", id)?;
         check_new_id("handler", handler)?;
         trigger.check()?;
         self.write(|tx, now| {
