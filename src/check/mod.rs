@@ -239,6 +239,11 @@ pub mod damage_codes {
     /// Revisions between the first kept chain link and the store's revision have no link:
     /// history was removed or cut off. Ids: `[firstRevision, lastRevision]`.
     pub const HISTORY_TRUNCATED: &str = "history-truncated";
+    /// A grant or write record is stored after a record of a higher revision (see
+    /// [`history_order`](crate::store::history_order)): ranges of revisions read by
+    /// position would skip or repeat records, so nothing else is checked.
+    /// Ids: `[table, position, revision, previousRevision]`.
+    pub const HISTORY_OUT_OF_ORDER: &str = "history-out-of-order";
 }
 
 /// How to judge the time-dependent invariants, and how big a page to read.
@@ -351,6 +356,21 @@ impl Report {
     #[must_use]
     pub fn is_clean(&self) -> bool {
         self.violations.is_empty() && self.history_gaps() == 0 && self.damage.is_empty()
+    }
+
+    /// Why nothing past the damage was checked, when the history itself cannot be read in
+    /// order: a lowered revision, or records stored out of order.
+    #[must_use]
+    pub fn unread_history(&self) -> Option<&'static str> {
+        self.damage.iter().find_map(|d| match d.invariant {
+            damage_codes::REVISION_LOWERED => {
+                Some("the history cannot be read in order up to a lowered revision")
+            }
+            damage_codes::HISTORY_OUT_OF_ORDER => {
+                Some("the history cannot be read in order of its revisions")
+            }
+            _ => None,
+        })
     }
 
     /// How many records are missing from the checked range.
@@ -475,6 +495,7 @@ pub fn check_showing(
             Lowered::read(tx)?,
         ))
     })?;
+    let disorder = store.read(|tx| tx.history_out_of_order())?;
     report.store_epoch = store_epoch;
     report.intake = intake;
     report.through_revision = through;
@@ -483,6 +504,19 @@ pub fn check_showing(
             invariant: damage_codes::REVISION_LOWERED,
             ids: vec![lowered.revision.to_string(), lowered.history.to_string()],
             sentence: lowered.sentence(),
+        });
+        return Ok(report);
+    }
+    if let Some(d) = disorder {
+        report.damage.push(Violation {
+            invariant: damage_codes::HISTORY_OUT_OF_ORDER,
+            ids: vec![
+                d.table.to_owned(),
+                d.position.to_string(),
+                d.revision.to_string(),
+                d.previous.to_string(),
+            ],
+            sentence: d.sentence(),
         });
         return Ok(report);
     }

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use super::{Report, damage_codes};
+use super::Report;
 use crate::store::RETENTION;
 
 /// Control characters escaped, so an odd id can never break a line or a terminal.
@@ -51,14 +51,8 @@ pub fn render_text(report: &Report) -> String {
             clean(&v.sentence)
         );
     }
-    if report
-        .damage
-        .iter()
-        .any(|d| d.invariant == damage_codes::REVISION_LOWERED)
-    {
-        out.push_str(
-            "DAMAGED: nothing else was checked: the history cannot be read in order up to a lowered revision\n",
-        );
+    if let Some(why) = report.unread_history() {
+        let _ = writeln!(out, "DAMAGED: nothing else was checked: {why}");
         return out;
     }
     let c = &report.checked;

@@ -69,14 +69,12 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> CliResult {
     progress.finish();
     let mut report = checked?;
     report.gaps.extend(cut_off);
-    // A lowered revision is behind every witness too: its own finding says what it is.
-    let lowered = report
-        .damage
-        .iter()
-        .any(|d| d.invariant == damage_codes::REVISION_LOWERED);
-    if !lowered && let Some(rewound) = args.state.rewound(&store)? {
+    // A lowered revision is behind every witness too, and a history out of order cannot
+    // be compared with one: the finding says what the store is.
+    let unread = report.unread_history().is_some();
+    if !unread && let Some(rewound) = args.state.rewound(&store)? {
         report.damage.push(rewound_finding(&rewound));
-    } else if !lowered && let Some(beyond) = args.state.beyond_history(&store)? {
+    } else if !unread && let Some(beyond) = args.state.beyond_history(&store)? {
         report.gaps.push(witness_beyond_history(&beyond));
     }
     if args.json {

@@ -16,6 +16,7 @@
 use std::sync::Arc;
 
 use super::capability::Capability;
+use super::history_order::Disorder;
 use super::stall::ProcessStall;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
@@ -471,6 +472,16 @@ pub trait Tx {
     /// The highest revision a grant or a write record carries (0 with none): never above
     /// the store's revision in a sound store. Two index seeks.
     fn history_high_revision(&mut self) -> Result<u64>;
+    /// The first grant or write record stored after a record of a higher revision, if any
+    /// (see [`history_order`](crate::store::history_order)): one scan of each history
+    /// table where ranges of revisions are read by position, nothing to find where they
+    /// are read by a revision index.
+    ///
+    /// # Errors
+    /// A store failure.
+    fn history_out_of_order(&mut self) -> Result<Option<Disorder>> {
+        Ok(None)
+    }
     /// Writes with a revision above `after`, paged exactly like [`Tx::grants`].
     fn writes(
         &mut self,

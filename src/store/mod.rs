@@ -28,6 +28,7 @@ mod fair_share;
 pub mod faults;
 mod group_commit;
 mod handler_control;
+pub mod history_order;
 mod idle_probe;
 mod incidents;
 mod intake;

@@ -225,6 +225,54 @@ fn a_lowered_revision_is_named_by_check_and_refused_by_writers() {
     );
 }
 
+/// A record moved below the revisions before it (by hand): a store without revision
+/// indexes reads ranges of revisions by position, so `check` names the disorder and checks
+/// nothing else, and a read of the history refuses rather than skip or repeat records.
+#[test]
+fn a_history_out_of_order_is_named_by_check_and_its_reads_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let store = dir.path().join("s.db").display().to_string();
+    let (position, previous) = {
+        let s = open(&store, OpenMode::ReadWrite).unwrap();
+        for i in 0..5 {
+            let id = format!("fx-{i}");
+            s.enqueue(NewWork::effect(&id, "h", "{}"), "k").unwrap();
+            s.claim(&id, "a", "k", 60_000).unwrap();
+        }
+        let (grants, _) = s.ownership_history(None, 0, 100).unwrap();
+        assert_eq!(grants.len(), 5);
+        let conn = rusqlite::Connection::open(&store).unwrap();
+        let position: i64 = conn
+            .query_row("SELECT max(seq) FROM grants", [], |r| r.get(0))
+            .unwrap();
+        (position, grants[3].revision)
+    };
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute("UPDATE grants SET revision = 1 WHERE seq = ?1", [position])
+        .unwrap();
+    let o = at(&state, &["check", "--store", &store]);
+    assert_one_line_failure(&o, 1);
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "one finding and the verdict: {out}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "history-out-of-order [grants, {position}, 1, {previous}] the grants record at position {position} carries revision 1"
+        )),
+        "{out}"
+    );
+    assert_eq!(
+        lines[1],
+        "DAMAGED: nothing else was checked: the history cannot be read in order of its revisions"
+    );
+    let s = open(&store, OpenMode::ReadOnly).unwrap();
+    let err = s.ownership_history(None, 0, 100).unwrap_err();
+    assert_eq!(err.code(), "STORE_CORRUPT", "{err}");
+    assert!(err.to_string().contains("out of order"), "{err}");
+}
+
 /// `store` opened by a writer on the host whose rewind witnesses are in `state`.
 fn host(state: &Path, store: &str) -> Store {
     let s = open(store, OpenMode::Existing).unwrap();

@@ -326,6 +326,20 @@ pub(crate) fn first_int(row: &dyn SqlRow) -> Result<Option<i64>> {
     opt_int(row, Col::Pos(0))
 }
 
+/// Three integers (a position, its revision and the revision before it).
+pub(crate) fn int_triple(row: &dyn SqlRow) -> Result<(i64, i64, i64)> {
+    Ok((
+        int(row, Col::Pos(0))?,
+        int(row, Col::Pos(1))?,
+        int(row, Col::Pos(2))?,
+    ))
+}
+
+/// Two optional integers (a pair of bounds, or a position and its revision).
+pub(crate) fn opt_int_pair(row: &dyn SqlRow) -> Result<(Option<i64>, Option<i64>)> {
+    Ok((opt_int(row, Col::Pos(0))?, opt_int(row, Col::Pos(1))?))
+}
+
 /// A bumped meta value and a second, optional one read beside it (the revision and the
 /// store epoch).
 pub(crate) fn int_and_opt_int(row: &dyn SqlRow) -> Result<(i64, Option<i64>)> {

@@ -24,6 +24,11 @@ pub(crate) struct Dialect {
     index_hints: bool,
     /// SQLite stores booleans as 0 / 1 (and its partial indexes say `= 0`).
     int_booleans: bool,
+    /// SQLite keeps no index on the history's `revision` (two index entries fewer for
+    /// every grant and write record): a range of revisions is found by position, since a
+    /// record's `seq` rises with its revision (see `Statements::position_after`).
+    /// PostgreSQL's `seq` comes from a sequence, so it reads ranges by its revision index.
+    history_by_position: bool,
 }
 
 pub(crate) const SQLITE: Dialect = Dialect {
@@ -31,6 +36,7 @@ pub(crate) const SQLITE: Dialect = Dialect {
     replaces: true,
     index_hints: true,
     int_booleans: true,
+    history_by_position: true,
 };
 
 pub(crate) const POSTGRES: Dialect = Dialect {
@@ -38,6 +44,7 @@ pub(crate) const POSTGRES: Dialect = Dialect {
     replaces: false,
     index_hints: false,
     int_booleans: false,
+    history_by_position: false,
 };
 
 impl Dialect {
@@ -126,6 +133,12 @@ impl Dialect {
         } else {
             table.to_owned()
         }
+    }
+
+    /// Whether history ranges are read by position rather than by a revision index (see
+    /// the field's doc).
+    pub(crate) fn history_by_position(&self) -> bool {
+        self.history_by_position
     }
 
     /// A boolean column is true.

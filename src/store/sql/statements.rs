@@ -2,7 +2,7 @@
 //! by key, counts, the meta counters, and the keyset-paged lists (forward and backward, by
 //! text or integer key, and the checker's history pages).
 
-use super::decode::{first_int, int_and_opt_int};
+use super::decode::{first_int, int_and_opt_int, opt_int_pair};
 use super::driver::Driver;
 use super::encode::Table;
 use super::query::Query;
@@ -199,6 +199,12 @@ pub(crate) trait Statements: Driver {
         revision: fn(&T) -> u64,
     ) -> Result<Vec<T>> {
         self.settle()?;
+        if resource.is_none() && Self::DIALECT.history_by_position() {
+            let rows =
+                self.history_page_by_position(table, (after, through), n, decode, revision)?;
+            in_order(self.label(), table, (after, through), &rows, revision)?;
+            return Ok(rows);
+        }
         let mut q = Query::new(Self::DIALECT);
         q.cond("revision >", bound(after));
         if let Some(through) = through {
@@ -230,6 +236,109 @@ pub(crate) trait Statements: Driver {
         rows.extend(self.query(&sql, q.values(), decode)?);
         Ok(rows)
     }
+
+    /// [`history_page`](Self::history_page) without a resource, where the history has no
+    /// revision index: the same rows, found by position.
+    fn history_page_by_position<T>(
+        &mut self,
+        table: &str,
+        (after, through): (u64, Option<u64>),
+        n: usize,
+        decode: Decode<T>,
+        revision: fn(&T) -> u64,
+    ) -> Result<Vec<T>> {
+        let start = self.position_after(table, after)?;
+        let end = match through {
+            Some(through) => Some(self.position_after(table, through)?),
+            None => None,
+        };
+        let mut rows = self.history_span(table, (start, end), Some(n), decode)?;
+        let Some(last) = rows
+            .last()
+            .map(revision)
+            .filter(|_| n > 0 && rows.len() == n)
+        else {
+            return Ok(rows);
+        };
+        rows.retain(|r| revision(r) != last);
+        // `last` is above `after`, so at least 1.
+        let from = self.position_after(table, last - 1)?;
+        let to = self.position_after(table, last)?;
+        rows.extend(self.history_span(table, (from, Some(to)), None, decode)?);
+        Ok(rows)
+    }
+
+    /// The records of `table` at positions `from` up to (not including) `to`, in order,
+    /// at most `n` of them: a range of the primary key.
+    fn history_span<T>(
+        &mut self,
+        table: &str,
+        (from, to): (i64, Option<i64>),
+        n: Option<usize>,
+        decode: Decode<T>,
+    ) -> Result<Vec<T>> {
+        let mut q = Query::new(Self::DIALECT);
+        q.cond("seq >=", from);
+        if let Some(to) = to {
+            q.cond("seq <", to);
+        }
+        let lim = match n {
+            Some(n) => format!(" LIMIT {}", q.bind(limit(n))),
+            None => String::new(),
+        };
+        let sql = format!("SELECT * FROM {table}{} ORDER BY seq{lim}", q.filter());
+        self.query(&sql, q.values(), decode)
+    }
+
+    /// The first position (`seq`) of the history table `table` from which every record
+    /// carries a revision above `revision` (one past the last record when none does). A
+    /// writer stamps its records under the write lock with the revision it advanced, in
+    /// the order it inserts them, so positions rise with revisions and a binary search over
+    /// the primary key finds the boundary: about log2(records) seeks, with no index on
+    /// `revision`. `leasehold check` proves that order (`Tx::history_out_of_order`).
+    fn position_after(&mut self, table: &str, revision: u64) -> Result<i64> {
+        let ends = format!("SELECT (SELECT min(seq) FROM {table}), (SELECT max(seq) FROM {table})");
+        let Some((Some(first), Some(last))) = self.one(&ends, &[], opt_int_pair)? else {
+            return Ok(0);
+        };
+        let probe = Self::DIALECT.marks(&format!(
+            "SELECT seq, revision FROM {table} WHERE seq >= ?1 ORDER BY seq LIMIT 1"
+        ));
+        let revision = bound(revision);
+        // Every record before `lo` is at or below `revision`; every one from `hi` is above.
+        let (mut lo, mut hi) = (first, last.saturating_add(1));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.one(&probe, &[mid.into()], opt_int_pair)? {
+                Some((Some(seq), Some(r))) if r <= revision => lo = seq.saturating_add(1),
+                _ => hi = mid,
+            }
+        }
+        Ok(lo)
+    }
+}
+
+/// Refuses a history page read by position whose revisions are not what a range asks for
+/// (above `after`, up to `through`, never falling): positions stopped rising with
+/// revisions, so the store's history is out of order and a range read by position would
+/// skip or repeat records.
+fn in_order<T>(
+    label: &str,
+    table: &str,
+    (after, through): (u64, Option<u64>),
+    rows: &[T],
+    revision: fn(&T) -> u64,
+) -> Result<()> {
+    let mut previous = after;
+    for r in rows.iter().map(revision) {
+        if r < previous || r == after || through.is_some_and(|t| r > t) {
+            return Err(Error::Corrupt(format!(
+                "{label}: the {table} record of revision {r} is stored after revision {previous}: the history is out of order (`leasehold check` names the first such record)"
+            )));
+        }
+        previous = r;
+    }
+    Ok(())
 }
 
 impl<D: Driver> Statements for D {}

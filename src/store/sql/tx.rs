@@ -32,6 +32,7 @@ use crate::model::{
 use crate::store::RETENTION;
 use crate::store::backend::Tx;
 use crate::store::epoch;
+use crate::store::history_order::Disorder;
 
 /// Inserts or replaces one row of `table`.
 fn upsert<D: Driver>(tx: &mut D, table: &Table, values: &[SqlValue]) -> Result<()> {
@@ -494,12 +495,39 @@ impl<D: Driver> Tx for D {
 
     fn history_high_revision(&mut self) -> Result<u64> {
         self.settle()?;
-        // `max` over the indexed `revision` columns: one seek each.
-        let sql = D::DIALECT.text(
-            "SELECT COALESCE(max(r), 0) FROM (SELECT max(revision) AS r FROM grants UNION ALL SELECT max(revision) FROM writes) AS h",
-        );
+        // One seek into each table: the last record by position (which carries the
+        // highest revision, see `Statements::position_after`), or `max` over the revision
+        // index.
+        let sql = if D::DIALECT.history_by_position() {
+            "SELECT COALESCE(max(r), 0) FROM (SELECT revision AS r FROM grants WHERE seq = (SELECT max(seq) FROM grants) UNION ALL SELECT revision FROM writes WHERE seq = (SELECT max(seq) FROM writes)) AS h"
+        } else {
+            "SELECT COALESCE(max(r), 0) FROM (SELECT max(revision) AS r FROM grants UNION ALL SELECT max(revision) FROM writes) AS h"
+        };
+        let sql = D::DIALECT.text(sql);
         let n = self.one(sql, &[], decode::first_int)?.flatten();
         Ok(n.unwrap_or(0).unsigned_abs())
+    }
+
+    fn history_out_of_order(&mut self) -> Result<Option<Disorder>> {
+        if !D::DIALECT.history_by_position() {
+            return Ok(None);
+        }
+        self.settle()?;
+        for table in ["grants", "writes"] {
+            // One pass over the primary key, each record beside the one before it.
+            let sql = format!(
+                "SELECT seq, revision, previous FROM (SELECT seq, revision, lag(revision) OVER (ORDER BY seq) AS previous FROM {table}) AS h WHERE revision < previous ORDER BY seq LIMIT 1"
+            );
+            if let Some((position, revision, previous)) = self.one(&sql, &[], decode::int_triple)? {
+                return Ok(Some(Disorder {
+                    table,
+                    position,
+                    revision: revision.unsigned_abs(),
+                    previous: previous.unsigned_abs(),
+                }));
+            }
+        }
+        Ok(None)
     }
 
     fn writes(&mut self, resource: Option<&str>, after: u64, n: usize) -> Result<Vec<WriteRecord>> {
@@ -519,20 +547,26 @@ impl<D: Driver> Tx for D {
         keep_incidents_since: Millis,
     ) -> Result<()> {
         self.settle()?;
-        let keep: SqlValue = super::bound(keep_from_revision).into();
         let since: SqlValue = keep_incidents_since.into();
-        self.execute(
-            D::DIALECT
-                .text("DELETE FROM grants WHERE revision < ?1 AND (from_owner IS NULL OR at < ?2)"),
-            &[keep.clone(), since.clone()],
-        )?;
         let accepted = D::DIALECT.is_true("accepted");
-        self.execute(
-            &D::DIALECT.marks(&format!(
-                "DELETE FROM writes WHERE revision < ?1 AND ({accepted} OR at < ?2)"
-            )),
-            &[keep, since],
-        )?;
+        for (table, trimmed) in [
+            ("grants", "from_owner IS NULL".to_owned()),
+            ("writes", accepted),
+        ] {
+            // Below the first kept revision: a range of positions where the history has
+            // no revision index, a range of that index where it has one.
+            let (column, keep) = match (D::DIALECT.history_by_position(), keep_from_revision) {
+                (_, 0) => continue,
+                (true, keep) => ("seq", self.position_after(table, keep - 1)?),
+                (false, keep) => ("revision", super::bound(keep)),
+            };
+            self.execute(
+                &D::DIALECT.marks(&format!(
+                    "DELETE FROM {table} WHERE {column} < ?1 AND ({trimmed} OR at < ?2)"
+                )),
+                &[keep.into(), since.clone()],
+            )?;
+        }
         Ok(())
     }
 

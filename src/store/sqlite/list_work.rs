@@ -1,5 +1,6 @@
 //! The work list on SQLite. One filter leads through its `(column, id)` index (one seek per
-//! value, merged); the others narrow the rows that index yields. SQLite's planner would
+//! value, merged); the others narrow the rows that index yields. The state and owner
+//! indexes hold no claimed item, so claimed ones are sought in `work_claimed_by`. SQLite's planner would
 //! otherwise scan the primary key for a selective filter, so the lead index is named with
 //! `INDEXED BY` (see the query-plan tests in `tests.rs`).
 
@@ -12,6 +13,32 @@ use crate::store::sql::dialect::SQLITE;
 use crate::store::sql::query::Query;
 use crate::store::sql::statements::Statements;
 use crate::store::sql::value::SqlValue;
+
+/// Claimed items: the rows of `work_claimed_by`, and the condition a query names (as a
+/// literal, so the planner sees the partial index's condition) to read through it.
+const CLAIMED: &str = "state = 'claimed'";
+/// Every item but the claimed ones: the rows `work_state` and `work_owner` hold.
+const UNCLAIMED: &str = "state <> 'claimed'";
+
+/// One seek of the list: through `index`, the rows whose `column` is `value`, all of which
+/// meet `only`.
+struct Seek {
+    index: &'static str,
+    column: &'static str,
+    value: String,
+    only: &'static str,
+}
+
+impl Seek {
+    fn new(index: &'static str, column: &'static str, value: &str, only: &'static str) -> Self {
+        Self {
+            index,
+            column,
+            value: value.to_owned(),
+            only,
+        }
+    }
+}
 
 /// The filter's values, deduplicated and sorted.
 struct Wanted<'f> {
@@ -32,10 +59,7 @@ impl Wanted<'_> {
         {
             q.cond("owner_id =", owner.as_str());
         }
-        if self.claimed_by {
-            // A literal, so the planner sees the partial index's condition.
-            q.literal("state = 'claimed'");
-        } else if lead != Some("state") && !self.states.is_empty() {
+        if !self.claimed_by && lead != Some("state") && !self.states.is_empty() {
             q.cond_in("state", &self.states);
         }
         if lead != Some("compat") && !self.compats.is_empty() {
@@ -54,21 +78,49 @@ impl Wanted<'_> {
         }
     }
 
-    /// The leading index, its column and the values to seek, if any filter leads.
-    fn lead(&self) -> Option<(&'static str, &'static str, Vec<String>)> {
+    /// Whether the filter lets claimed items (or other ones) through.
+    fn wants(&self, claimed: bool) -> bool {
+        self.states.is_empty()
+            || self
+                .states
+                .iter()
+                .any(|s| (*s == WorkState::Claimed.as_str()) == claimed)
+    }
+
+    /// The seeks the list is merged from, if any filter leads. The state and owner
+    /// indexes leave claimed items to `work_claimed_by` (see `schema.sql`), so a filter
+    /// that lets claimed items through seeks it too.
+    fn seeks(&self) -> Option<Vec<Seek>> {
         let f = self.filter;
-        let owned = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect();
-        if let (true, Some(owner)) = (self.claimed_by, &f.owner) {
-            Some(("work_claimed_by", "owner_id", vec![owner.clone()]))
-        } else if let Some(owner) = &f.owner {
-            Some(("work_owner", "owner_id", vec![owner.clone()]))
+        if let Some(owner) = &f.owner {
+            let mut seeks = Vec::new();
+            if self.wants(false) {
+                seeks.push(Seek::new("work_owner", "owner_id", owner, UNCLAIMED));
+            }
+            if self.wants(true) {
+                seeks.push(Seek::new("work_claimed_by", "owner_id", owner, CLAIMED));
+            }
+            Some(seeks)
         } else if !self.states.is_empty() {
-            Some(("work_state", "state", owned(&self.states)))
+            let seeks = self.states.iter().map(|state| {
+                if *state == WorkState::Claimed.as_str() {
+                    // Every claimed item, sorted: as many as the fleet has in flight.
+                    Seek::new("work_claimed_by", "state", state, CLAIMED)
+                } else {
+                    Seek::new("work_state", "state", state, UNCLAIMED)
+                }
+            });
+            Some(seeks.collect())
         } else if !self.compats.is_empty() {
-            Some(("work_compat", "compat", owned(&self.compats)))
+            let seeks = self.compats.iter();
+            Some(
+                seeks
+                    .map(|c| Seek::new("work_compat", "compat", c, ""))
+                    .collect(),
+            )
         } else {
             f.kind
-                .map(|kind| ("work_kind", "kind", vec![kind.as_str().to_owned()]))
+                .map(|kind| vec![Seek::new("work_kind", "kind", kind.as_str(), "")])
         }
     }
 }
@@ -93,25 +145,21 @@ pub(super) fn list_work(
         claimed_by,
     };
     let after = page.after.clone().map(SqlValue::Text);
-    let Some((index, col, values)) = wanted.lead() else {
+    let Some(seeks) = wanted.seeks() else {
         let mut q = Query::new(&SQLITE);
         wanted.narrow(&mut q, None);
         return tx.page("work", "id", q, after, page.backwards, n, decode::work);
     };
-    // The claimed-by index is left to the planner: a store created before it existed
-    // (opened read-only, so nothing is added) still answers, through `work_owner`.
-    let from = if claimed_by {
-        "work".to_owned()
-    } else {
-        SQLITE.from("work", index)
-    };
     let mut rows = Vec::new();
-    for v in values {
+    for seek in seeks {
         let mut q = Query::new(&SQLITE);
-        q.cond(&format!("{col} ="), v);
-        wanted.narrow(&mut q, Some(col));
+        q.cond(&format!("{} =", seek.column), seek.value);
+        if !seek.only.is_empty() {
+            q.literal(seek.only);
+        }
+        wanted.narrow(&mut q, Some(seek.column));
         rows.extend(tx.page(
-            &from,
+            &SQLITE.from("work", seek.index),
             "id",
             q,
             after.clone(),

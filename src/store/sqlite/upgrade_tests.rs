@@ -3,8 +3,9 @@
 //! priorities and per-lane claim indexes), schema 4 (before authorities published what
 //! they hold in recovery), schema 5 (before the idempotency key index, when a key could
 //! be held twice), schema 6 (before schedules could be paused), schema 7 (before
-//! handlers could be paused or rate-limited fleet-wide) and schema 8 (before the chain over
-//! the history). Its columns and rows
+//! handlers could be paused or rate-limited fleet-wide), schema 8 (before the chain over
+//! the history) and schema 9 (before the history lost its revision indexes and the state and
+//! owner indexes their claimed items). Its columns and rows
 //! stay, the new facts read as unknown (or their default), new rows carry them.
 
 use std::path::Path;
@@ -16,8 +17,8 @@ use super::tests::assert_positional_columns;
 use super::{OpenMode, SCHEMA_VERSION, SqliteBackend};
 use crate::clock::ManualClock;
 use crate::ids::SeededIds;
-use crate::model::work::NewWork;
-use crate::model::{Authority, PageRequest, Published, Recovering};
+use crate::model::work::{NewWork, WorkFilter};
+use crate::model::{Authority, PageRequest, Published, Recovering, WorkState};
 use crate::store::{Keyed, Store};
 
 const NO_KEY: Keyed<'static> = Keyed { key: None };
@@ -31,8 +32,25 @@ fn store(path: &Path, clock: &ManualClock) -> Store {
     )
 }
 
+/// Turns a fresh store back into what schema 9 created: the history's revision indexes,
+/// and the state and owner indexes over every item, version 9.
+fn downgrade_to_schema_9(path: &Path) {
+    let conn = Connection::open(path).expect("raw");
+    conn.execute_batch(
+        "CREATE INDEX grants_revision ON grants (revision);
+         CREATE INDEX writes_revision ON writes (revision);
+         DROP INDEX work_state;
+         DROP INDEX work_owner;
+         CREATE INDEX work_state ON work (state, id);
+         CREATE INDEX work_owner ON work (owner_id, id);
+         UPDATE meta SET value = 9 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+}
+
 /// Turns a fresh store back into what schema 8 created: no `chain`, version 8.
 fn downgrade_to_schema_8(path: &Path) {
+    downgrade_to_schema_9(path);
     let conn = Connection::open(path).expect("raw");
     conn.execute_batch(
         "DROP TABLE chain;
@@ -488,6 +506,78 @@ fn a_schema_8_store_is_upgraded_in_place_and_its_chain_starts_at_the_next_commit
     let report = s.verify_chain().expect("verify");
     assert!(report.breaks.is_empty(), "{:?}", report.breaks);
     assert_eq!(report.span, Some((before + 1, before + 2)));
+}
+
+/// The definition of the index `name`, if the store has it.
+fn index_sql(path: &Path, name: &str) -> Option<String> {
+    Connection::open(path)
+        .expect("raw")
+        .query_row(
+            "SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = ?1",
+            [name],
+            |r| r.get(0),
+        )
+        .ok()
+}
+
+#[test]
+fn a_schema_9_store_is_upgraded_in_place_and_lists_and_pages_its_history_as_before() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("old.db");
+    let clock = ManualClock::new(1_000);
+    let s = store(&path, &clock);
+    for id in ["a", "b", "c", "d"] {
+        s.enqueue(NewWork::effect(id, "h", "{}"), "k")
+            .expect("enqueue");
+    }
+    let a = s.claim("a", "o", "k", 60_000).expect("claim");
+    s.complete("a", "o", a.generation, None).expect("complete");
+    s.claim("b", "o", "k", 60_000).expect("claim");
+    let listed = |s: &Store, filter: WorkFilter| -> Vec<String> {
+        let page = s.list_work(&filter, &PageRequest::first(50)).expect("list");
+        page.rows.into_iter().map(|w| w.id).collect()
+    };
+    let by_state = |state| WorkFilter {
+        states: vec![state],
+        ..WorkFilter::default()
+    };
+    let by_owner = WorkFilter {
+        owner: Some("o".into()),
+        ..WorkFilter::default()
+    };
+    let history = |s: &Store| s.ownership_history(None, 0, 1).expect("history");
+    let before = (
+        listed(&s, by_state(WorkState::Claimed)),
+        listed(&s, by_state(WorkState::Pending)),
+        listed(&s, by_owner.clone()),
+        history(&s),
+    );
+    assert_eq!(before.0, ["b"]);
+    assert_eq!(before.1, ["c", "d"]);
+    assert_eq!(before.2, ["a", "b"]);
+    drop(s);
+    downgrade_to_schema_9(&path);
+    assert!(index_sql(&path, "grants_revision").is_some());
+    assert_refused_read_only(&path);
+
+    let s = store(&path, &clock);
+    assert_current(&path);
+    assert_eq!(index_sql(&path, "grants_revision"), None);
+    assert_eq!(index_sql(&path, "writes_revision"), None);
+    for index in ["work_state", "work_owner"] {
+        let sql = index_sql(&path, index).expect("index");
+        assert!(sql.contains("state <> 'claimed'"), "{sql}");
+    }
+    let after = (
+        listed(&s, by_state(WorkState::Claimed)),
+        listed(&s, by_state(WorkState::Pending)),
+        listed(&s, by_owner),
+        history(&s),
+    );
+    assert_eq!(after, before);
+    let b = s.claim("c", "o", "k", 60_000).expect("claim");
+    s.complete("c", "o", b.generation, None).expect("complete");
+    assert!(s.verify_chain().expect("verify").breaks.is_empty());
 }
 
 /// An index added since the schema's version is created by the next read-write open of a
