@@ -11,13 +11,12 @@ with the schema reshaped, so the variants can be compared in the same minutes:
   split            the state a claim and a completion change in a narrow row of its own,
                    with the claim and state indexes; the item's columns in a row written
                    once (its kind, compat and key indexes); the claim reads the payload
-  partial-listing  the state index without claimed items, the owner index without unowned
-                   and claimed ones (claimed items are listed through `work_claimed_by`)
+  schema-9        the indexes before schema 10: the state and owner indexes over every
+                   item, and the history's revision indexes (grants and writes)
   no-listing       without the dashboard's listing indexes (state, owner, kind, compat)
-  no-revision-idx  without the history's revision indexes (grants and writes)
   no-history       without the grant and write records
 
-The last three are measurements only: the dashboard's filters and `leasehold check` need
+The last two are measurements only: the dashboard's filters and `leasehold check` need
 what they drop. The statements are the provider's; the harness is Python's sqlite3, whose
 per-statement overhead is the same for every variant. Usage:
 
@@ -35,7 +34,7 @@ import time
 
 SCHEMA = os.path.join(os.path.dirname(__file__), "..", "src", "store", "sqlite", "schema.sql")
 BATCH = 150
-VARIANTS = ["as-is", "split", "partial-listing", "no-listing", "no-revision-idx", "no-history"]
+VARIANTS = ["as-is", "split", "schema-9", "no-listing", "no-history"]
 
 # The columns a claim and a completion change: the narrow row of the split variant.
 STATE_COLUMNS = """state TEXT NOT NULL, owner_id TEXT, token TEXT, generation INTEGER NOT NULL,
@@ -58,8 +57,9 @@ CREATE INDEX claim_lane ON claim (compat, kind, handler, priority DESC, due_at, 
     WHERE due_at IS NOT NULL;
 CREATE INDEX claim_lane_waiting ON claim (kind, handler, next_eligible_at)
     WHERE state IN ('pending', 'retry');
-CREATE INDEX claim_state ON claim (state, id);
-CREATE INDEX claim_owner ON claim (owner_id, id);
+CREATE INDEX claim_state ON claim (state, id) WHERE state <> 'claimed';
+CREATE INDEX claim_owner ON claim (owner_id, id)
+    WHERE owner_id IS NOT NULL AND state <> 'claimed';
 CREATE INDEX claim_claimed_by ON claim (owner_id, id) WHERE state = 'claimed';
 CREATE INDEX claim_reclaim ON claim (compat, due_at, id)
     WHERE state = 'claimed' OR (state = 'retry' AND lease_expires_at IS NOT NULL);
@@ -69,13 +69,13 @@ CREATE INDEX claim_succeeded ON claim (updated_at, id) WHERE state = 'succeeded'
 RESHAPE = {
     "as-is": "",
     "split": SPLIT,
-    "partial-listing": "DROP INDEX work_state; DROP INDEX work_owner; "
-    "CREATE INDEX work_state ON work (state, id) WHERE state <> 'claimed'; "
-    "CREATE INDEX work_owner ON work (owner_id, id) "
-    "WHERE owner_id IS NOT NULL AND state <> 'claimed';",
+    "schema-9": "DROP INDEX work_state; DROP INDEX work_owner; "
+    "CREATE INDEX work_state ON work (state, id); "
+    "CREATE INDEX work_owner ON work (owner_id, id); "
+    "CREATE INDEX grants_revision ON grants (revision); "
+    "CREATE INDEX writes_revision ON writes (revision);",
     "no-listing": "DROP INDEX work_state; DROP INDEX work_owner; "
     "DROP INDEX work_kind; DROP INDEX work_compat;",
-    "no-revision-idx": "DROP INDEX grants_revision; DROP INDEX writes_revision;",
     "no-history": "",
 }
 
