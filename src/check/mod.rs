@@ -471,6 +471,29 @@ fn chain_damage(report: &ChainReport) -> impl Iterator<Item = Violation> + '_ {
     })
 }
 
+/// The damage that keeps the history from being read in order, which stops a check
+/// before it reads anything else: a lowered revision, or records stored out of order.
+fn unreadable_history(store: &Store) -> Result<Option<Violation>> {
+    if let Some(lowered) = store.read(Lowered::read)? {
+        return Ok(Some(Violation {
+            invariant: damage_codes::REVISION_LOWERED,
+            ids: vec![lowered.revision.to_string(), lowered.history.to_string()],
+            sentence: lowered.sentence(),
+        }));
+    }
+    let disorder = store.read(|tx| tx.history_out_of_order())?;
+    Ok(disorder.map(|d| Violation {
+        invariant: damage_codes::HISTORY_OUT_OF_ORDER,
+        ids: vec![
+            d.table.to_owned(),
+            d.position.to_string(),
+            d.revision.to_string(),
+            d.previous.to_string(),
+        ],
+        sentence: d.sentence(),
+    }))
+}
+
 /// [`check`], telling `progress` where it is: `(phase, done, total)` as it reads (the
 /// history in revisions, the items in rows), for a progress line on a large store.
 ///
@@ -486,38 +509,19 @@ pub fn check_showing(
     let mut findings = Findings::default();
     let mut report = Report::default();
 
-    let (through, store_epoch, from, intake, lowered) = store.read(|tx| {
+    let (through, store_epoch, from, intake) = store.read(|tx| {
         Ok((
             tx.revision()?,
             crate::store::epoch::epoch(tx)?,
             crate::store::retention::history_from(tx)?,
             tx.intake_counts()?,
-            Lowered::read(tx)?,
         ))
     })?;
-    let disorder = store.read(|tx| tx.history_out_of_order())?;
     report.store_epoch = store_epoch;
     report.intake = intake;
     report.through_revision = through;
-    if let Some(lowered) = lowered {
-        report.damage.push(Violation {
-            invariant: damage_codes::REVISION_LOWERED,
-            ids: vec![lowered.revision.to_string(), lowered.history.to_string()],
-            sentence: lowered.sentence(),
-        });
-        return Ok(report);
-    }
-    if let Some(d) = disorder {
-        report.damage.push(Violation {
-            invariant: damage_codes::HISTORY_OUT_OF_ORDER,
-            ids: vec![
-                d.table.to_owned(),
-                d.position.to_string(),
-                d.revision.to_string(),
-                d.previous.to_string(),
-            ],
-            sentence: d.sentence(),
-        });
+    if let Some(damage) = unreadable_history(store)? {
+        report.damage.push(damage);
         return Ok(report);
     }
     report.damage.extend(chain_damage(&store.verify_chain()?));

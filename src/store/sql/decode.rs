@@ -335,9 +335,9 @@ pub(crate) fn int_triple(row: &dyn SqlRow) -> Result<(i64, i64, i64)> {
     ))
 }
 
-/// Two optional integers (a pair of bounds, or a position and its revision).
-pub(crate) fn opt_int_pair(row: &dyn SqlRow) -> Result<(Option<i64>, Option<i64>)> {
-    Ok((opt_int(row, Col::Pos(0))?, opt_int(row, Col::Pos(1))?))
+/// Two integers (a history record's position and its revision).
+pub(crate) fn int_pair(row: &dyn SqlRow) -> Result<(i64, i64)> {
+    Ok((int(row, Col::Pos(0))?, int(row, Col::Pos(1))?))
 }
 
 /// A bumped meta value and a second, optional one read beside it (the revision and the

@@ -2,7 +2,7 @@
 //! by key, counts, the meta counters, and the keyset-paged lists (forward and backward, by
 //! text or integer key, and the checker's history pages).
 
-use super::decode::{first_int, int_and_opt_int, opt_int_pair};
+use super::decode::{first_int, int_and_opt_int, int_pair};
 use super::driver::Driver;
 use super::encode::Table;
 use super::query::Query;
@@ -260,9 +260,13 @@ pub(crate) trait Statements: Driver {
         else {
             return Ok(rows);
         };
+        // Where revision `last` starts: the page's start when the page holds that revision
+        // alone (as a one-record page does); `last` is above `after`, so at least 1.
+        let from = match rows.first().map(revision) {
+            Some(first) if first == last => start,
+            _ => self.position_after(table, last - 1)?,
+        };
         rows.retain(|r| revision(r) != last);
-        // `last` is above `after`, so at least 1.
-        let from = self.position_after(table, last - 1)?;
         let to = self.position_after(table, last)?;
         rows.extend(self.history_span(table, (from, Some(to)), None, decode)?);
         Ok(rows)
@@ -297,20 +301,35 @@ pub(crate) trait Statements: Driver {
     /// the primary key finds the boundary: about log2(records) seeks, with no index on
     /// `revision`. `leasehold check` proves that order (`Tx::history_out_of_order`).
     fn position_after(&mut self, table: &str, revision: u64) -> Result<i64> {
-        let ends = format!("SELECT (SELECT min(seq) FROM {table}), (SELECT max(seq) FROM {table})");
-        let Some((Some(first), Some(last))) = self.one(&ends, &[], opt_int_pair)? else {
+        let revision = bound(revision);
+        // The ends first: a read above the newest record (a commit reading back its own
+        // revision) or below the oldest one takes one seek.
+        let end = |which: &str| {
+            format!(
+                "SELECT seq, revision FROM {table} WHERE seq = (SELECT {which}(seq) FROM {table})"
+            )
+        };
+        let Some((last, newest)) = self.one(&end("max"), &[], int_pair)? else {
             return Ok(0);
         };
+        if newest <= revision {
+            return Ok(last.saturating_add(1));
+        }
+        let Some((first, oldest)) = self.one(&end("min"), &[], int_pair)? else {
+            return Ok(0);
+        };
+        if oldest > revision {
+            return Ok(first);
+        }
         let probe = Self::DIALECT.marks(&format!(
             "SELECT seq, revision FROM {table} WHERE seq >= ?1 ORDER BY seq LIMIT 1"
         ));
-        let revision = bound(revision);
         // Every record before `lo` is at or below `revision`; every one from `hi` is above.
-        let (mut lo, mut hi) = (first, last.saturating_add(1));
+        let (mut lo, mut hi) = (first.saturating_add(1), last);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match self.one(&probe, &[mid.into()], opt_int_pair)? {
-                Some((Some(seq), Some(r))) if r <= revision => lo = seq.saturating_add(1),
+            match self.one(&probe, &[mid.into()], int_pair)? {
+                Some((seq, r)) if r <= revision => lo = seq.saturating_add(1),
                 _ => hi = mid,
             }
         }

@@ -489,7 +489,20 @@ fn every_read_matches_the_memory_reference() {
                 );
             }
         }
+        for through in [0, 1, 2, 3, 4, u64::MAX] {
+            for n in [0, 1, 2, 100] {
+                same(
+                    mem,
+                    sql,
+                    &format!("grants {after} through {through} {n}"),
+                    |tx| tx.grants_through(after, through, n),
+                );
+            }
+        }
     }
+    same(mem, sql, "history high revision", |tx| {
+        tx.history_high_revision()
+    });
     for after in [0, 3, 9] {
         for t in [None, Some("a"), Some("b")] {
             same(mem, sql, &format!("journal {after} {t:?}"), |tx| {

@@ -249,6 +249,11 @@ fn main_queries_use_indexes() {
             "INTEGER PRIMARY KEY",
         ),
         (
+            "SELECT seq, revision FROM writes WHERE seq = (SELECT min(seq) FROM writes)",
+            0,
+            "INTEGER PRIMARY KEY",
+        ),
+        (
             "DELETE FROM grants WHERE seq < ?1 AND (from_owner IS NULL OR at < ?2)",
             2,
             "INTEGER PRIMARY KEY",
