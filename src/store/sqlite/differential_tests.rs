@@ -353,6 +353,22 @@ fn every_read_matches_the_memory_reference() {
             states: vec![WorkState::Retry, WorkState::Succeeded],
             ..WorkFilter::default()
         },
+        // Claimed items are in neither the state nor the owner index: the claimed-by one.
+        WorkFilter {
+            states: vec![WorkState::Claimed],
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            owner: Some("o1".into()),
+            states: vec![WorkState::Claimed],
+            ..WorkFilter::default()
+        },
+        WorkFilter {
+            owner: Some("o1".into()),
+            states: vec![WorkState::Claimed, WorkState::Retry],
+            kind: Some(WorkKind::Effect),
+            ..WorkFilter::default()
+        },
         WorkFilter {
             compats: vec!["c2".into(), "c3".into()],
             ..WorkFilter::default()
