@@ -219,11 +219,7 @@ pub(crate) trait Statements: Driver {
             q.filter()
         );
         let mut rows = self.query(&sql, q.values(), decode)?;
-        let Some(last) = rows
-            .last()
-            .map(revision)
-            .filter(|_| n > 0 && rows.len() == n)
-        else {
+        let Some(last) = cut_revision(&rows, n, revision) else {
             return Ok(rows);
         };
         rows.retain(|r| revision(r) != last);
@@ -253,11 +249,7 @@ pub(crate) trait Statements: Driver {
             None => None,
         };
         let mut rows = self.history_span(table, (start, end), Some(n), decode)?;
-        let Some(last) = rows
-            .last()
-            .map(revision)
-            .filter(|_| n > 0 && rows.len() == n)
-        else {
+        let Some(last) = cut_revision(&rows, n, revision) else {
             return Ok(rows);
         };
         // Where revision `last` starts: the page's start when the page holds that revision
@@ -335,6 +327,14 @@ pub(crate) trait Statements: Driver {
         }
         Ok(lo)
     }
+}
+
+/// The revision a history page of `n` rows may have cut short: its last one, when the
+/// limit was reached (the caller reads the rest of it).
+fn cut_revision<T>(rows: &[T], n: usize, revision: fn(&T) -> u64) -> Option<u64> {
+    rows.last()
+        .map(revision)
+        .filter(|_| n > 0 && rows.len() == n)
 }
 
 /// Refuses a history page read by position whose revisions are not what a range asks for
