@@ -153,7 +153,8 @@ impl Step {
 }
 
 /// The first revision from `lo` whose records were made at or after `at`, `top + 1` when
-/// none was: a binary search over revisions, two index seeks a probe. Revisions commit in
+/// none was: a binary search over revisions, each probe the first grant and write above a
+/// revision (two index seeks, or two searches by position on SQLite). Revisions commit in
 /// time order, so the instant of the first record at or after a revision never decreases
 /// as the revision grows.
 fn first_revision_at(store: &Store, at: Millis, lo: u64, top: u64) -> Result<u64> {

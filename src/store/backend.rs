@@ -470,7 +470,7 @@ pub trait Tx {
     /// history, which sizes the checker's passes.
     fn history_records_bound(&mut self) -> Result<u64>;
     /// The highest revision a grant or a write record carries (0 with none): never above
-    /// the store's revision in a sound store. Two index seeks.
+    /// the store's revision in a sound store. A seek or two into each history table.
     fn history_high_revision(&mut self) -> Result<u64>;
     /// The first grant or write record stored after a record of a higher revision, if any
     /// (see [`history_order`](crate::store::history_order)): one scan of each history

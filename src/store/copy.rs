@@ -220,6 +220,14 @@ impl Copier<'_> {
             });
         }
 
+        // Read by position, a history out of order would be copied short without a word.
+        if let Some(disorder) = src.history_out_of_order()? {
+            return Err(Error::Corrupt(format!(
+                "{source_name}: {}; nothing was copied",
+                disorder.sentence()
+            )));
+        }
+
         self.state_tables(src)?;
         self.paused_handlers(src)?;
         self.history_tables(src)?;

@@ -227,9 +227,10 @@ fn a_lowered_revision_is_named_by_check_and_refused_by_writers() {
 
 /// A record moved below the revisions before it (by hand): a store without revision
 /// indexes reads ranges of revisions by position, so `check` names the disorder and checks
-/// nothing else, and a read of the history refuses rather than skip or repeat records.
+/// nothing else, and a read of the history and a copy refuse rather than skip or repeat
+/// records.
 #[test]
-fn a_history_out_of_order_is_named_by_check_and_its_reads_refused() {
+fn a_history_out_of_order_is_named_by_check_and_its_reads_and_copies_refused() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let store = dir.path().join("s.db").display().to_string();
@@ -271,6 +272,25 @@ fn a_history_out_of_order_is_named_by_check_and_its_reads_refused() {
     let err = s.ownership_history(None, 0, 100).unwrap_err();
     assert_eq!(err.code(), "STORE_CORRUPT", "{err}");
     assert!(err.to_string().contains("out of order"), "{err}");
+    drop(s);
+    // A copy would carry the history over short: it refuses, and leaves no target.
+    let target = dir.path().join("copy.db");
+    let o = at(
+        &state,
+        &[
+            "copy",
+            "--from",
+            &store,
+            "--to",
+            &target.display().to_string(),
+        ],
+    );
+    let err = assert_one_line_failure(&o, 2);
+    assert!(
+        err.contains("STORE_CORRUPT") && err.contains("out of order"),
+        "{err}"
+    );
+    assert!(!target.exists(), "the refused copy left its target");
 }
 
 /// `store` opened by a writer on the host whose rewind witnesses are in `state`.

@@ -256,7 +256,7 @@ pub(crate) trait Statements: Driver {
         // alone (as a one-record page does); `last` is above `after`, so at least 1.
         let from = match rows.first().map(revision) {
             Some(first) if first == last => start,
-            _ => self.position_after(table, last - 1)?,
+            _ => self.position_after(table, last.saturating_sub(1))?,
         };
         rows.retain(|r| revision(r) != last);
         let to = self.position_after(table, last)?;

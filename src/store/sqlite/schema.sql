@@ -82,7 +82,7 @@ CREATE INDEX IF NOT EXISTS work_lane_waiting ON work (kind, handler, next_eligib
     WHERE state IN ('pending', 'retry');
 -- The work list by state and by owner. Claimed items are left to `work_claimed_by`, and
 -- unowned ones out of the owner's index: a claim then moves one entry of these instead of
--- four, and a completion one instead of two (list_work.rs reads both indexes).
+-- four (a completion still moves two; list_work.rs reads both indexes).
 CREATE INDEX IF NOT EXISTS work_state ON work (state, id) WHERE state <> 'claimed';
 CREATE INDEX IF NOT EXISTS work_kind ON work (kind, id);
 CREATE INDEX IF NOT EXISTS work_owner ON work (owner_id, id)

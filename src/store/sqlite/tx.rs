@@ -5,7 +5,7 @@
 //! so each list is an index seek (see the query-plan tests in `tests.rs`).
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use rusqlite::{Connection, params_from_iter};
@@ -41,10 +41,6 @@ pub(super) struct SqliteTx<'a> {
     /// item, so they are summed here and written once, before any counter read and at
     /// commit ([`Self::flush`]).
     pending_counters: BTreeMap<String, i64>,
-    /// The owner of each work row read in this write transaction: an update that keeps
-    /// the owner leaves `owner_id` out of its SET list, so SQLite does not rewrite the row's
-    /// `work_owner` index entry (a completion never changes the owner).
-    owners: HashMap<String, Option<String>>,
     /// The grants and fenced writes this transaction added, in the order it added them:
     /// the chain link of its revision is made from them, where reading them back cost two
     /// queries and a decode of every row of the batch.
@@ -60,18 +56,7 @@ impl<'a> SqliteTx<'a> {
             revision: None,
             busy: Cell::new(false),
             pending_counters: BTreeMap::new(),
-            owners: HashMap::new(),
             added: (Vec::new(), Vec::new()),
-        }
-    }
-
-    /// Remembers the stored owner of work rows read inside a write transaction (the lock is
-    /// held, so they cannot change under it).
-    fn note_owners<'i>(&mut self, items: impl Iterator<Item = &'i WorkItem>) {
-        if self.writable {
-            for item in items {
-                self.owners.insert(item.id.clone(), item.owner_id.clone());
-            }
         }
     }
 
@@ -103,7 +88,7 @@ impl<'a> SqliteTx<'a> {
         })
     }
 
-    /// Work rows through `index`, remembering their owners.
+    /// Work rows through `index`.
     fn work_through(
         &mut self,
         index: &str,
@@ -116,13 +101,11 @@ impl<'a> SqliteTx<'a> {
             "SELECT * FROM {} WHERE compat = ?1 AND {cond}due_at <= ?2 ORDER BY due_at, id LIMIT ?3",
             SQLITE.from("work", index)
         );
-        let items = self.query(
+        self.query(
             &sql,
             &[compat.into(), now.into(), limit(n).into()],
             decode::work,
-        )?;
-        self.note_owners(items.iter());
-        Ok(items)
+        )
     }
 
     fn insert_work_row(&mut self, item: &WorkItem) -> Result<u64> {
@@ -232,9 +215,7 @@ impl Driver for SqliteTx<'_> {
     }
 
     fn work(&mut self, id: &str) -> Result<Option<WorkItem>> {
-        let item = self.by_key(&WORK, id, decode::work)?;
-        self.note_owners(item.iter());
-        Ok(item)
+        self.by_key(&WORK, id, decode::work)
     }
 
     fn prefetch_work(&mut self, _ids: &[&str]) -> Result<()> {
@@ -246,14 +227,12 @@ impl Driver for SqliteTx<'_> {
     }
 
     fn work_by_key(&mut self, key: &str) -> Result<Option<WorkItem>> {
-        let item = self.one(
+        self.one(
             "SELECT * FROM work INDEXED BY work_key WHERE idempotency_key = ?1
              ORDER BY idempotency_key, id LIMIT 1",
             &[key.into()],
             decode::work,
-        )?;
-        self.note_owners(item.iter());
-        Ok(item)
+        )
     }
 
     fn prefetch_work_keys(&mut self, _keys: &[&str]) -> Result<()> {
@@ -262,27 +241,17 @@ impl Driver for SqliteTx<'_> {
 
     fn update_work(&mut self, item: &WorkItem) -> Result<()> {
         // Only the columns a transition changes: SQLite then leaves the indexes over the
-        // identity columns (kind, compat) alone, and over the owner when it is unchanged.
-        // Parameters keep the work row's column numbering. Priority never changes after
-        // the insert; it is set with the rest only because every parameter must be used.
-        let same_owner = self.owners.get(&item.id) == Some(&item.owner_id);
-        let sql = if same_owner {
-            "UPDATE work SET state = ?3, token = ?10, generation = ?11, claimed_at = ?12,
+        // identity columns (kind, compat, key) alone. Every index over the owner names the
+        // state in its condition, so SQLite maintains it at every transition whether or not
+        // the owner is set here. Parameters keep the work row's column numbering. Priority
+        // never changes after the insert; it is set with the rest only because every
+        // parameter must be used.
+        let sql = "UPDATE work SET state = ?3, owner_id = ?9, token = ?10, generation = ?11, claimed_at = ?12,
                 lease_expires_at = ?13, attempt_number = ?14, uncertain_attempts = ?15, max_attempts = ?16,
                 last_attempt_at = ?17, next_eligible_at = ?18, last_failure = ?19, result = ?20,
                 updated_at = ?22, due_at = ?23, checkpoint = ?24, priority = ?25
-             WHERE id = ?1"
-        } else {
-            "UPDATE work SET state = ?3, owner_id = ?9, token = ?10, generation = ?11, claimed_at = ?12,
-                lease_expires_at = ?13, attempt_number = ?14, uncertain_attempts = ?15, max_attempts = ?16,
-                last_attempt_at = ?17, next_eligible_at = ?18, last_failure = ?19, result = ?20,
-                updated_at = ?22, due_at = ?23, checkpoint = ?24, priority = ?25
-             WHERE id = ?1"
-        };
+             WHERE id = ?1";
         let changed = self.execute(sql, &encode::work(item)?)?;
-        if self.owners.contains_key(&item.id) {
-            self.owners.insert(item.id.clone(), item.owner_id.clone());
-        }
         if changed == 0 {
             self.insert_work_row(item)?;
         }
@@ -296,13 +265,11 @@ impl Driver for SqliteTx<'_> {
         now: Millis,
         n: usize,
     ) -> Result<Vec<WorkItem>> {
-        let items = self.query(
+        self.query(
             lanes::lane_items_sql(&SQLITE),
             &lanes::lane_items_params(compat, lane, now, n),
             decode::work,
-        )?;
-        self.note_owners(items.iter());
-        Ok(items)
+        )
     }
 
     fn lapsed_claims(&mut self, compat: &str, now: Millis, n: usize) -> Result<Vec<WorkItem>> {

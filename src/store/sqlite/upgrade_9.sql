@@ -1,7 +1,9 @@
 -- Schema 9 → 10: fewer index entries for every item drained. The history's revision
 -- indexes go (a range of revisions is a range of positions, found by a binary search), and
 -- the work list's state and owner indexes leave claimed items (and, the owner's, unowned
--- ones) to `work_claimed_by`. Runs once, inside the initialisation transaction after the
+-- ones) to `work_claimed_by`. A history already out of order (a revision lowered by hand
+-- while writers went on, before writers refused such a store) is named by `leasehold
+-- check` as `history-out-of-order`, and refused by `leasehold copy`. Runs once, inside the initialisation transaction after the
 -- older upgrades when the store was older still.
 DROP INDEX IF EXISTS grants_revision;
 DROP INDEX IF EXISTS writes_revision;
