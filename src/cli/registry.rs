@@ -92,11 +92,16 @@ pub fn run(command: &AuthorityCommand, out: &mut dyn Write) -> CliResult {
 fn release(args: &ReleaseArgs, out: &mut dyn Write) -> CliResult {
     let a = &args.action;
     let store = a.store.open_writer()?;
-    let preview = refusal(store.release_preview(&a.id), "released")?;
     let done = if a.dry_run {
-        preview
+        refusal(store.release_preview(&a.id), "released")?
     } else {
-        if preview.claims.len() > CONFIRM_ABOVE && !args.yes {
+        // The count comes first, for the confirmation. A preview the store refuses goes on
+        // to the release itself, which refuses the same way and audits the refusal, as
+        // `forget` does: an operator's refused attempt leaves its trace.
+        if let Ok(preview) = store.release_preview(&a.id)
+            && preview.claims.len() > CONFIRM_ABOVE
+            && !args.yes
+        {
             return Err(Failure::refused(format!(
                 "authority {} holds {} claims; add --yes to release all of them (--dry-run lists them)",
                 cell(&a.id),

@@ -228,5 +228,20 @@ fn a_running_or_unknown_authority_is_refused_in_one_line() {
         assert_one_line_failure(&bad, 2);
         assert_eq!(sha256(Path::new(&path)), before, "bad input writes nothing");
         assert!(stdout(&live).is_empty() && stdout(&unknown).is_empty());
+        // Each refused attempt is audited, release's as forget's; a refused dry run is not.
+        let dry = authority(&path, &[verb, "nobody", "--dry-run"]);
+        assert_one_line_failure(&dry, 2);
+        let action = format!("{verb}-authority");
+        let refused: Vec<(String, String)> = audit(&path, &action)
+            .into_iter()
+            .map(|a| (a.target, a.outcome))
+            .collect();
+        assert_eq!(refused.len(), 2, "{verb}: {refused:?}");
+        assert_eq!(refused[0].0, "live-1");
+        assert!(refused[0].1.starts_with("refused: live"), "{refused:?}");
+        assert_eq!(
+            refused[1],
+            ("nobody".to_owned(), "refused: not found".to_owned())
+        );
     }
 }
