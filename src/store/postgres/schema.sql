@@ -1,7 +1,8 @@
 -- leasehold PostgreSQL schema, version 4: the SQLite schema's tables, columns and indexes
 -- with PostgreSQL types, but for two of SQLite's: it keeps the history's revision indexes
 -- (its `seq` comes from a sequence, so ranges of revisions are read through them) and the
--- state and owner indexes over every item. Every statement is idempotent; the provider runs the whole file in
+-- state and owner indexes over every item. Every statement is idempotent; the provider
+-- runs the whole file in
 -- one transaction under an advisory lock, so any number of authorities may start at once
 -- (`CREATE … IF NOT EXISTS` alone races in PostgreSQL). Instants are epoch milliseconds
 -- (BIGINT); enums are their `as_str()` text; nested structs are JSON text. Every text column

@@ -1,8 +1,8 @@
 //! The work list on SQLite. One filter leads through its `(column, id)` index (one seek per
 //! value, merged); the others narrow the rows that index yields. The state and owner
-//! indexes hold no claimed item, so claimed ones are sought in `work_claimed_by`. SQLite's planner would
-//! otherwise scan the primary key for a selective filter, so the lead index is named with
-//! `INDEXED BY` (see the query-plan tests in `tests.rs`).
+//! indexes hold no claimed item, so claimed ones are sought in `work_claimed_by`. SQLite's
+//! planner would otherwise scan the primary key for a selective filter, so the lead index
+//! is named with `INDEXED BY` (see the query-plan tests in `plan_tests.rs`).
 
 use super::tx::SqliteTx;
 use crate::error::Result;
