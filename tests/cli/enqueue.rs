@@ -679,3 +679,61 @@ fn without_a_running_fleet_work_takes_the_version_registered_last() {
     assert_eq!(store.work("s3").unwrap().unwrap().compat, key("2.1.3"));
     assert_eq!(stderr(&o), "");
 }
+
+/// `workflow start` follows the same rule as `work enqueue`: with the fleet stopped, each
+/// action's handler takes the version the authority heard from last registered, said in a
+/// note per handler, so the instance is claimed when that fleet comes back — the same
+/// build as an instance started with `--handler-version` at that version.
+#[test]
+fn without_a_running_fleet_a_workflow_takes_the_versions_registered_last() {
+    use crate::support::authorities::registration;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (url, store) = empty_store(dir.path());
+    let catalog = leasehold::workflow::Catalog::demo();
+    for (_, text) in leasehold::workflow::SHIPPED_DEFINITIONS {
+        store.deploy_workflow(text, &catalog).unwrap().unwrap();
+    }
+    let actions = store.workflow_actions("integration-call").unwrap();
+    assert!(!actions.is_empty());
+    let handlers: Vec<(&str, &str)> = actions.iter().map(|h| (h.as_str(), "2.1.0")).collect();
+    let mut row = registration("fleet-1", &handlers, SystemClock.now() - 60_000);
+    row.stopped_at = Some(row.heartbeat_at);
+    store.register_authority(&row).unwrap();
+
+    let start = |partner: &str, extra: &[&str]| {
+        let args = serde_json::json!({"partner": partner, "request": {"op": "sync"}}).to_string();
+        let mut all = vec![
+            "workflow",
+            "start",
+            "--store",
+            &url,
+            "integration-call",
+            "--args",
+            &args,
+        ];
+        all.extend_from_slice(extra);
+        let o = leasehold(&all);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let id = super::stdout(&o)
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .to_owned();
+        (store.instance(&id).unwrap().unwrap().compat, stderr(&o))
+    };
+    let (fallback, notes) = start("acme", &[]);
+    let told: Vec<&str> = notes.lines().collect();
+    assert_eq!(told.len(), actions.len(), "{notes}");
+    for handler in &actions {
+        let note = format!(
+            "note: no running authority runs handler {handler}: stamped 2.1.0, the version fleet-1 registered last (--handler-version to choose)"
+        );
+        assert!(told.contains(&note.as_str()), "{notes}");
+    }
+    let (chosen, quiet) = start("globex", &["--handler-version", "2.1.0"]);
+    assert_eq!(fallback, chosen, "the same build as one started for 2.1.0");
+    assert_eq!(quiet, "");
+    let (default, _) = start("initech", &["--handler-version", "1.0.0"]);
+    assert_ne!(fallback, default, "not the default version's build");
+}
