@@ -79,6 +79,15 @@ impl LiveBuilds {
         &self.registrations
     }
 
+    /// How many registrations are in `state`, judged when they were read.
+    #[must_use]
+    pub fn in_state(&self, state: Liveness) -> usize {
+        self.registrations
+            .iter()
+            .filter(|a| liveness(a, self.at) == state)
+            .count()
+    }
+
     /// How many registrations were read.
     #[must_use]
     pub fn registered(&self) -> usize {

@@ -23,7 +23,7 @@ use crate::ops::paused_handlers;
 use crate::ops::published::PublishedView;
 use crate::ops::retention::RetentionView;
 use crate::rules::lateness::{self, KindLateness, LaneLateness};
-use crate::rules::liveness::{Liveness, liveness};
+use crate::rules::liveness::Liveness;
 use crate::store::server_record::ServerChange;
 use crate::store::witness::Rewound;
 
@@ -134,8 +134,8 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         now: ctx.now,
         authorities_live: live.live,
         authorities_silent: live.silent,
-        authorities_gone: in_state(&live, Liveness::Gone, ctx.now),
-        authorities_stopped: in_state(&live, Liveness::Stopped, ctx.now),
+        authorities_gone: live.in_state(Liveness::Gone),
+        authorities_stopped: live.in_state(Liveness::Stopped),
         authorities_registered: live.registered(),
         workflows: to_map(&overview.workflows),
         events: to_map(&overview.events),
@@ -274,12 +274,4 @@ fn late_line(kinds: &[KindLateness]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// How many registrations are in `state` at `now`.
-fn in_state(live: &LiveBuilds, state: Liveness, now: Millis) -> usize {
-    live.registrations()
-        .iter()
-        .filter(|a| liveness(a, now) == state)
-        .count()
 }
