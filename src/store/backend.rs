@@ -337,12 +337,13 @@ pub trait Tx {
     /// left as stored. The item is shared: a provider that keeps items in memory keeps
     /// this one rather than a copy, and the caller hands the same version on.
     fn update_work(&mut self, item: &Arc<WorkItem>) -> Result<()>;
-    /// The claim lanes of `compat`: every (kind, handler) with a non-terminal item, in
-    /// [`WorkLane::sort_key`] order. A skip-scan of the lane index — one seek per lane —
-    /// never a read of a lane's items, however many there are.
+    /// The claim lanes of `compat`: every (kind, handler) with an unclaimed, non-terminal
+    /// item, in [`WorkLane::sort_key`] order. A skip-scan of the lane index — one seek per
+    /// lane — never a read of a lane's items, however many there are. Claims are in no
+    /// lane: their lapses are [`Tx::lapsed_claims`], served first.
     fn claim_lanes(&mut self, compat: &str) -> Result<Vec<WorkLane>>;
-    /// One lane's items of `compat` due by `now` (pending/retry eligible, or claimed with an
-    /// expired lease) in claim order: higher priority first, then earlier due, then id.
+    /// One lane's unclaimed items of `compat` due by `now` (pending / retry eligible) in
+    /// claim order: higher priority first, then earlier due, then id.
     /// Shared, like [`Tx::update_work`]'s: a claim reads an item to write its next version.
     fn lane_claimable(
         &mut self,

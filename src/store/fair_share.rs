@@ -196,16 +196,13 @@ pub(crate) fn claim_candidates(
     };
     let mut lapsed = Vec::new();
     for compat in keys.iter() {
-        lapsed.extend(tx.lapsed_claims(compat, now, budget.limit)?);
+        lapsed.extend(lapses_to_take(tx, compat, now, budget)?);
     }
     // Each key's reclaims come due-first (the providers' order); merged the same way.
     lapsed.sort_by(|a, b| (a.due_at(), &a.id).cmp(&(b.due_at(), &b.id)));
     lapsed.truncate(budget.limit);
-    // A lapse whose owner may still finish it (inside its reclaim backoff) takes no room:
-    // nothing is written for it.
     let mut chosen: Vec<Arc<WorkItem>> = lapsed
         .into_iter()
-        .filter(|item| may_take(item, budget.reclaim, now))
         .filter(|item| room.take(&item.handler))
         .collect();
     if room.left == 0 {
@@ -253,6 +250,31 @@ pub(crate) fn claim_candidates(
     }
     let next = rotation.clone().after(&kinds, first);
     Ok((chosen, next))
+}
+
+/// Up to `budget.limit` of the reclaims of `compat` due by `now` that a claim may take now,
+/// due-first. A lapse whose owner may still finish it (inside its reclaim backoff) is left
+/// out and takes no room, and the read goes on past as many of them as it met: its backoff
+/// grows with its attempts, so a lapse in its grace may lead the reclaim index ahead of
+/// others past theirs, and however many do, those are served.
+fn lapses_to_take(
+    tx: &mut dyn Tx,
+    compat: &str,
+    now: Millis,
+    budget: &ClaimBudget,
+) -> Result<Vec<Arc<WorkItem>>> {
+    let mut want = budget.limit;
+    loop {
+        let read = tx.lapsed_claims(compat, now, want)?;
+        let full = read.len() == want;
+        let (take, held): (Vec<_>, Vec<_>) = read
+            .into_iter()
+            .partition(|item| may_take(item, budget.reclaim, now));
+        if !full || held.is_empty() || take.len() >= budget.limit {
+            return Ok(take);
+        }
+        want = budget.limit.saturating_add(held.len());
+    }
 }
 
 /// Whether a claim may take `item` now as far as its current claim goes: unclaimed, or a
@@ -303,9 +325,9 @@ fn by_kind(mut lanes: Vec<(String, WorkLane)>, rotation: &Rotation) -> Vec<KindT
 }
 
 /// Reads up to `n` of the lane's due items not chosen yet: the lane's head, as many more
-/// as the batch already holds of this lane (a reclaim, or a first pass) that the read may
-/// meet again, left out, and so are lapsed claims whose owners may still finish them (a
-/// lane holds claims by their expiry).
+/// as the batch already holds of this lane (a lapsed retry reclaimed, or a first pass)
+/// that the read may meet again, left out, and so are lapses whose owners may still finish
+/// them (a retry a lapse left backing off sits in its lane as well as among the reclaims).
 fn refill(
     tx: &mut dyn Tx,
     now: Millis,
@@ -320,8 +342,8 @@ fn refill(
         .filter(|w| w.compat == queue.compat && w.kind == lane.kind && w.handler == lane.handler)
         .map(|w| w.id.as_str())
         .collect();
-    // A lapse still in its grace sits in the lane by its expiry, ahead of what is due after
-    // it: read past as many as were met, so the grace never holds the lane up.
+    // A lapse still in its grace sits in the lane by its due instant, ahead of what is due
+    // after it: read past as many as were met, so the grace never holds the lane up.
     let mut want = n + ours.len();
     loop {
         let items = tx.lane_claimable(&queue.compat, lane, now, want)?;

@@ -1,9 +1,9 @@
 //! The memory store's work table: the rows by id and the three claim indexes, kept in step
 //! by the one method that writes a row. The indexes are keyed like the SQL providers'
 //! `work_lane`, `work_lane_waiting` and `work_reclaim`: the claim order of each (compat,
-//! kind, handler) lane, the waiting items of each (kind, handler) lane by when they became
-//! eligible, and the claims of each compat by lease expiry. Lanes are found by a skip-scan
-//! (one range seek per lane), as the SQL providers find them.
+//! kind, handler) lane's unclaimed items, the waiting items of each (kind, handler) lane by
+//! when they became eligible, and the claims of each compat by lease expiry. Lanes are found
+//! by a skip-scan (one range seek per lane), as the SQL providers find them.
 //!
 //! Why it is shaped this way: every claim and every completion moves an item's index
 //! entries, and this is the memory store's hottest code. Each lane, waiting lane and compat
@@ -78,7 +78,8 @@ pub(super) struct WorkTable {
     lanes: Interned<(String, WorkKind, String)>,
     waiting_lanes: Interned<(WorkKind, String)>,
     compats: Interned<String>,
-    /// Every non-terminal item in its lane's claim order: the claim index.
+    /// Every unclaimed, non-terminal item in its lane's claim order: the claim index.
+    /// Claims are left to `claims_due`, which serves their lapses first.
     claim_order: BTreeSet<LaneKey>,
     /// Every pending / retry item by waiting lane and eligibility: how late each lane runs.
     waiting: BTreeSet<TimeKey>,
@@ -116,6 +117,7 @@ impl Keys {
         let waits = matches!(item.state, WorkState::Pending | WorkState::Retry);
         Self {
             lane: (item.due_at())
+                .filter(|_| item.state != WorkState::Claimed)
                 .map(|due| (numbers.lane, Reverse(item.priority), due, id.clone())),
             waiting: waits.then(|| (numbers.waiting, item.next_eligible_at, id.clone())),
             claim: (reclaim.then(|| item.due_at()).flatten())
@@ -265,7 +267,7 @@ impl WorkTable {
         (self.claim_order.range(start..)).take_while(move |k| k.0 == lane)
     }
 
-    /// The lanes of `compat` with items, in [`WorkLane::sort_key`] order.
+    /// The lanes of `compat` with unclaimed items, in [`WorkLane::sort_key`] order.
     pub fn lanes(&self, compat: &str) -> Vec<WorkLane> {
         let start = (compat.to_owned(), WorkKind::ALL[0], String::new());
         let mut out: Vec<WorkLane> = (self.lanes.numbers.range(start..))
@@ -277,7 +279,7 @@ impl WorkTable {
         out
     }
 
-    /// `lane`'s items of `compat` due by `now`, in claim order, at most `limit`.
+    /// `lane`'s unclaimed items of `compat` due by `now`, in claim order, at most `limit`.
     pub fn due(
         &self,
         compat: &str,
@@ -416,6 +418,7 @@ mod tests {
             let mut lanes: Vec<WorkLane> = rows
                 .iter()
                 .filter(|w| w.compat == compat && w.due_at().is_some())
+                .filter(|w| w.state != WorkState::Claimed)
                 .map(|w| WorkLane::new(w.kind, w.handler.clone()))
                 .collect();
             lanes.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
@@ -425,7 +428,7 @@ mod tests {
                 for now in [0, 3, 9] {
                     let mut due: Vec<&WorkItem> = (rows.iter().copied())
                         .filter(|w| w.compat == compat && w.kind == lane.kind)
-                        .filter(|w| w.handler == lane.handler)
+                        .filter(|w| w.handler == lane.handler && w.state != WorkState::Claimed)
                         .filter(|w| w.due_at().is_some_and(|d| d <= now))
                         .collect();
                     due.sort_by_key(|w| (Reverse(w.priority), w.due_at(), w.id.clone()));

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use crate::model::WorkKind;
 use crate::model::schedule::{CatchUp, Trigger};
 use crate::model::work::NewWork;
+use crate::rules::work::Backoff;
 use crate::store::ClaimBudget;
 
 use super::{Harness, K, MemoryHarness, ok};
@@ -164,6 +165,37 @@ pub fn reclaims_come_first_then_the_lanes(h: &dyn Harness) {
     unique.sort_unstable();
     unique.dedup();
     assert_eq!(unique.len(), ids.len(), "no item twice: {ids:?}");
+}
+
+/// A lapse still in its reclaim grace (its backoff grows with its attempts) may lead the
+/// reclaims, ahead of one past its grace; a batch of one takes the one past, not nothing,
+/// and leaves the one in grace to its owner.
+pub fn a_lapse_in_its_grace_does_not_hold_up_one_past_it(h: &dyn Harness) {
+    let s = h.store();
+    let reclaim = Backoff {
+        initial_ms: 1_000,
+        max_ms: 600_000,
+        ..Backoff::default()
+    };
+    assert!(reclaim.delay(2) > reclaim.delay(1) + 1, "{reclaim:?}");
+    let one = ClaimBudget::new(1).with_reclaim(reclaim);
+    ok("enqueue", s.enqueue(NewWork::effect("early", "h", "{}"), K));
+    let first = ok("a claims", s.claim("early", "a", K, 1_000));
+    h.clock()
+        .set(first.lease_expires_at.expect("claimed") + reclaim.delay(1));
+    let taken = ok("b reclaims", s.claim_work_within("b", K, &one, 1_000));
+    assert_eq!(taken.len(), 1, "{taken:?}");
+    let early = taken[0].item.lease_expires_at.expect("claimed");
+    // Claimed later, on its first attempt: due after `early`, its grace over before.
+    ok("enqueue", s.enqueue(NewWork::effect("late", "h", "{}"), K));
+    h.clock().advance(1);
+    ok("c claims", s.claim("late", "c", K, 1_000));
+    h.clock().set(early + 1 + reclaim.delay(1));
+    let batch = ok("claim", s.claim_work_within("d", K, &one, 30_000));
+    let ids: Vec<&str> = batch.iter().map(|c| c.item.id.as_str()).collect();
+    assert_eq!(ids, ["late"], "on {}", h.provider());
+    let held = ok("read", s.work("early")).expect("exists");
+    assert_eq!(held.owner_id.as_deref(), Some("b"), "still in b's grace");
 }
 
 /// A handler limit caps that handler's claims in a batch, and the budget it leaves goes to

@@ -282,6 +282,45 @@ fn a_schema_8_database_is_upgraded_in_place() {
     assert_eq!(report.span, Some((before + 1, before + 2)));
 }
 
+/// A database created by schema 9 (claims in the claim lanes) is upgraded in place: its
+/// lane index leaves claims out, and a claim batch takes the lapsed claim first, then the
+/// lane's pending items.
+#[test]
+fn a_schema_9_database_is_upgraded_in_place() {
+    let db = database();
+    let clock = ManualClock::new(crate::support::START);
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    for id in ["a", "b", "c"] {
+        store
+            .enqueue(NewWork::effect(id, HANDLER, "{}"), &compat())
+            .unwrap();
+    }
+    store.claim("b", "dead", compat(), 1_000).unwrap();
+    drop(store);
+    let store = upgraded(
+        &db,
+        &clock,
+        "DROP INDEX work_lane;
+             CREATE INDEX work_lane ON work (compat, kind, handler, priority DESC, due_at, id)
+                 WHERE due_at IS NOT NULL;
+             UPDATE meta SET value = 9 WHERE key = 'schema_version';",
+    );
+    let lane: String = postgres::Client::connect(db.url(), postgres::NoTls)
+        .unwrap()
+        .query_one(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'work_lane'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(lane.contains("<> 'claimed'"), "{lane}");
+    clock.advance(60_000);
+    let batch = store.claim_batch("heir", compat(), 3, 30_000).unwrap();
+    let ids: Vec<&str> = batch.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(ids, ["b", "a", "c"], "the lapse first, then the lane");
+    assert_eq!(batch[0].generation, 2, "taken over");
+}
+
 /// An index added since the schema's version is created by the next read-write open of a
 /// store without it, and the store keeps its version: an older build still opens it.
 #[test]

@@ -442,37 +442,26 @@ impl Shadow {
                 limit,
                 lease,
             } => {
-                // Reclaims first: the first `limit` lapsed claims by expiry; of those, the
-                // ones past their backoff are taken (a dead-lettered one takes its place in
-                // the batch all the same), the others are left to their owners. Then the due
-                // backlog, earliest first, for the room left.
+                // Reclaims first: the first `limit` lapsed claims past their backoff, by
+                // expiry, are taken (a dead-lettered one takes its place in the batch all
+                // the same); those inside it are left to their owners and take no room,
+                // however many lead. Then the due backlog (claims are in no lane), earliest
+                // first, for the room left.
                 let mut lapsed: Vec<(i64, &str, usize)> = (0..4)
+                    .filter(|&i| self.reclaim_at(i).is_some_and(|at| at <= now))
                     .filter_map(|i| {
                         let it = &self.items[i];
                         (it.ours && it.state == St::Claimed)
                             .then_some(it.lease_expires_at)
                             .flatten()
-                            .filter(|&e| e <= now)
                             .map(|e| (e, ITEMS[i], i))
                     })
                     .collect();
                 lapsed.sort_unstable();
-                let takeovers: Vec<usize> = lapsed
-                    .into_iter()
-                    .take(limit)
-                    .map(|(_, _, i)| i)
-                    .filter(|&i| self.reclaim_at(i).is_some_and(|at| at <= now))
-                    .collect();
-                // The lane holds claims too, by their expiry: one past its backoff that did
-                // not make the first `limit` may still come this way.
+                let takeovers: Vec<usize> =
+                    lapsed.into_iter().take(limit).map(|(_, _, i)| i).collect();
                 let mut due: Vec<(i64, &str, usize)> = (0..4)
-                    .filter(|i| !takeovers.contains(i))
-                    .filter_map(|i| {
-                        let lapsed = self.reclaim_at(i).filter(|&at| at <= now);
-                        let expiry = self.items[i].lease_expires_at;
-                        let due = self.item_due(i).or(lapsed.and(expiry));
-                        due.map(|d| (d, ITEMS[i], i))
-                    })
+                    .filter_map(|i| self.item_due(i).map(|d| (d, ITEMS[i], i)))
                     .collect();
                 due.sort_unstable();
                 let room = limit - takeovers.len();

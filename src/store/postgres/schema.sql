@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT COLLATE "C" PRIMARY KEY,
     value BIGINT NOT NULL
 );
-INSERT INTO meta (key, value) VALUES ('schema_version', 9) ON CONFLICT (key) DO NOTHING;
+INSERT INTO meta (key, value) VALUES ('schema_version', 10) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('revision', 0) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('journal_seq', 0) ON CONFLICT (key) DO NOTHING;
 
@@ -74,9 +74,11 @@ CREATE TABLE IF NOT EXISTS work (
 );
 -- Claim lanes: one per (kind, handler) of each compat digest, each in claim order. A claim
 -- batch finds the lanes by a skip-scan (one seek per lane) and takes its share of each, so
--- no lane's backlog, however deep, delays another's due work.
+-- no lane's backlog, however deep, delays another's due work. Claims are not in a lane:
+-- a lapsed one is found by `work_reclaim` and served first, so a claim, its renewals and
+-- its completion move no entry here but the one the claim removes.
 CREATE INDEX IF NOT EXISTS work_lane ON work (compat, kind, handler, priority DESC, due_at, id)
-    WHERE due_at IS NOT NULL;
+    WHERE due_at IS NOT NULL AND state <> 'claimed';
 -- Waiting items per (kind, handler), oldest first: how late each lane runs, one seek each.
 CREATE INDEX IF NOT EXISTS work_lane_waiting ON work (kind, handler, next_eligible_at)
     WHERE state IN ('pending', 'retry');

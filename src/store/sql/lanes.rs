@@ -26,13 +26,17 @@ use crate::error::Result;
 use crate::model::work::WorkLane;
 use crate::model::{WorkItem, WorkKind};
 
+/// The lane index's condition beyond `due_at` (`work_lane` in both schemas, written
+/// identically so each planner matches the partial index): claims are not in a lane.
+const IN_LANE: &str = "state <> 'claimed'";
+
 /// One lane's items of a compat digest due by an instant, in claim order; parameters:
 /// compat, kind, handler, now, limit (see [`lane_items_params`]).
 pub(crate) fn lane_items_sql(dialect: &Dialect) -> &'static str {
     dialect.memo("lanes", "lane_items", || {
         dialect.marks(&format!(
             "SELECT * FROM {} WHERE compat = ?1 AND kind = ?2 AND handler = ?3 AND due_at <= ?4 \
-             ORDER BY priority DESC, due_at, id LIMIT ?5",
+             AND {IN_LANE} ORDER BY priority DESC, due_at, id LIMIT ?5",
             dialect.from("work", "work_lane")
         ))
     })
@@ -67,8 +71,8 @@ pub(crate) fn after_lane(columns: &str, from: &str, cond: &str, after: (&str, &s
     )
 }
 
-/// Where a claim lane is: a non-terminal item of compat digest `?1`.
-const CLAIM_LANE: &str = "compat = ?1 AND due_at IS NOT NULL";
+/// Where a claim lane is: an unclaimed, non-terminal item of compat digest `?1`.
+pub(crate) const CLAIM_LANE: &str = "compat = ?1 AND due_at IS NOT NULL AND state <> 'claimed'";
 
 /// The lanes of `compat` with a non-terminal item, in [`WorkLane::sort_key`] order.
 pub(crate) fn claim_lanes<D: Driver>(tx: &mut D, compat: &str) -> Result<Vec<WorkLane>> {
@@ -167,7 +171,7 @@ pub(crate) fn claim_reads_at_once(dialect: &Dialect) -> &'static str {
              FROM lane CROSS JOIN share LEFT JOIN LATERAL (\
              SELECT row_number() OVER (ORDER BY priority DESC, due_at, id) AS seq, * FROM {from} \
              WHERE compat = ?1 AND kind = lane.kind AND handler = lane.handler AND due_at <= ?2 \
-             ORDER BY priority DESC, due_at, id LIMIT share.per_lane) AS due ON TRUE \
+             AND {IN_LANE} ORDER BY priority DESC, due_at, id LIMIT share.per_lane) AS due ON TRUE \
              ORDER BY lane_n, seq",
             lanes = lane_cte(dialect),
         ))

@@ -42,7 +42,7 @@ fn main_queries_use_indexes() {
     let conn = b.lock();
     let cases: &[(&str, usize, &str)] = &[
         (
-            "SELECT * FROM work INDEXED BY work_lane WHERE compat = ?1 AND kind = ?2 AND handler = ?3 AND due_at <= ?4 ORDER BY priority DESC, due_at, id LIMIT ?5",
+            "SELECT * FROM work INDEXED BY work_lane WHERE compat = ?1 AND kind = ?2 AND handler = ?3 AND due_at <= ?4 AND state <> 'claimed' ORDER BY priority DESC, due_at, id LIMIT ?5",
             5,
             "work_lane",
         ),
@@ -342,7 +342,9 @@ fn claimed_items_are_listed_from_the_claimed_by_index() {
 
 /// The skip-scans over the lane indexes seek each lane: both halves of the step past a lane
 /// search the index on the full lane key (a row-value inequality would seek on the kind
-/// only and read the previous lane whole). The sort they show is of at most two rows.
+/// only and read the previous lane whole). The sort they show is of at most two rows. Each
+/// half reads the one row it finds (the lane index's condition names the state, which the
+/// index does not hold): a row per lane, not per item.
 #[test]
 fn lane_skip_scans_seek_the_lane_key() {
     use crate::store::sql::lanes::after_lane;
@@ -354,13 +356,13 @@ fn lane_skip_scans_seek_the_lane_key() {
             after_lane(
                 "kind, handler",
                 "work INDEXED BY work_lane",
-                "compat = ?1 AND due_at IS NOT NULL",
+                crate::store::sql::lanes::CLAIM_LANE,
                 ("?2", "?3"),
             ),
             3,
             [
-                "SEARCH work USING COVERING INDEX work_lane (compat=? AND kind=? AND handler>?)",
-                "SEARCH work USING COVERING INDEX work_lane (compat=? AND kind>?)",
+                "SEARCH work USING INDEX work_lane (compat=? AND kind=? AND handler>?)",
+                "SEARCH work USING INDEX work_lane (compat=? AND kind>?)",
             ],
         ),
         (

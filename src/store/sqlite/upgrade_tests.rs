@@ -32,9 +32,23 @@ fn store(path: &Path, clock: &ManualClock) -> Store {
     )
 }
 
+/// Turns a fresh store back into what schema 10 created: claims in the claim lanes,
+/// version 10.
+fn downgrade_to_schema_10(path: &Path) {
+    let conn = Connection::open(path).expect("raw");
+    conn.execute_batch(
+        "DROP INDEX work_lane;
+         CREATE INDEX work_lane ON work (compat, kind, handler, priority DESC, due_at, id)
+             WHERE due_at IS NOT NULL;
+         UPDATE meta SET value = 10 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+}
+
 /// Turns a fresh store back into what schema 9 created: the history's revision indexes,
 /// and the state and owner indexes over every item, version 9.
 fn downgrade_to_schema_9(path: &Path) {
+    downgrade_to_schema_10(path);
     let conn = Connection::open(path).expect("raw");
     conn.execute_batch(
         "CREATE INDEX grants_revision ON grants (revision);
@@ -577,6 +591,33 @@ fn a_schema_9_store_is_upgraded_in_place_and_lists_and_pages_its_history_as_befo
     assert_eq!(after, before);
     let b = s.claim("c", "o", "k", 60_000).expect("claim");
     s.complete("c", "o", b.generation, None).expect("complete");
+    assert!(s.verify_chain().expect("verify").breaks.is_empty());
+}
+
+#[test]
+fn a_schema_10_store_is_upgraded_in_place_and_claims_its_lapses_first_then_its_lanes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("old.db");
+    let clock = ManualClock::new(1_000);
+    let s = store(&path, &clock);
+    for id in ["a", "b", "c"] {
+        s.enqueue(NewWork::effect(id, "h", "{}"), "k")
+            .expect("enqueue");
+    }
+    s.claim("b", "dead", "k", 1_000).expect("claim");
+    drop(s);
+    downgrade_to_schema_10(&path);
+    assert_refused_read_only(&path);
+
+    let s = store(&path, &clock);
+    assert_current(&path);
+    let lane = index_sql(&path, "work_lane").expect("index");
+    assert!(lane.contains("state <> 'claimed'"), "{lane}");
+    clock.advance(60_000);
+    let batch = s.claim_batch("heir", "k", 3, 30_000).expect("claim");
+    let ids: Vec<&str> = batch.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(ids, ["b", "a", "c"], "the lapse first, then the lane");
+    assert_eq!(batch[0].generation, 2, "taken over");
     assert!(s.verify_chain().expect("verify").breaks.is_empty());
 }
 
