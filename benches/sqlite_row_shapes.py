@@ -11,8 +11,9 @@ with the schema reshaped, so the variants can be compared in the same minutes:
   split            the state a claim and a completion change in a narrow row of its own,
                    with the claim and state indexes; the item's columns in a row written
                    once (its kind, compat and key indexes); the claim reads the payload
-  schema-9        the indexes before schema 10: the state and owner indexes over every
-                   item, and the history's revision indexes (grants and writes)
+  schema-10        the indexes before schema 11: claims in the claim lanes (`work_lane`)
+  schema-9         the indexes before schema 10 as well: the state and owner indexes over
+                   every item, and the history's revision indexes (grants and writes)
   no-listing       without the dashboard's listing indexes (state, owner, kind, compat)
   no-history       without the grant and write records
 
@@ -34,7 +35,7 @@ import time
 
 SCHEMA = os.path.join(os.path.dirname(__file__), "..", "src", "store", "sqlite", "schema.sql")
 BATCH = 150
-VARIANTS = ["as-is", "split", "schema-9", "no-listing", "no-history"]
+VARIANTS = ["as-is", "split", "schema-10", "schema-9", "no-listing", "no-history"]
 
 # The columns a claim and a completion change: the narrow row of the split variant.
 STATE_COLUMNS = """state TEXT NOT NULL, owner_id TEXT, token TEXT, generation INTEGER NOT NULL,
@@ -54,7 +55,7 @@ CREATE INDEX work_key ON work (idempotency_key, id);
 CREATE TABLE claim (id TEXT PRIMARY KEY, compat TEXT NOT NULL, kind TEXT NOT NULL,
     handler TEXT NOT NULL, priority INTEGER NOT NULL, {STATE_COLUMNS});
 CREATE INDEX claim_lane ON claim (compat, kind, handler, priority DESC, due_at, id)
-    WHERE due_at IS NOT NULL;
+    WHERE due_at IS NOT NULL AND state <> 'claimed';
 CREATE INDEX claim_lane_waiting ON claim (kind, handler, next_eligible_at)
     WHERE state IN ('pending', 'retry');
 CREATE INDEX claim_state ON claim (state, id) WHERE state <> 'claimed';
@@ -66,10 +67,17 @@ CREATE INDEX claim_reclaim ON claim (compat, due_at, id)
 CREATE INDEX claim_succeeded ON claim (updated_at, id) WHERE state = 'succeeded';
 """
 
+# Schema 10's claim lane: every non-terminal item, claims included.
+LANE_10 = (
+    "DROP INDEX work_lane; CREATE INDEX work_lane ON work "
+    "(compat, kind, handler, priority DESC, due_at, id) WHERE due_at IS NOT NULL; "
+)
+
 RESHAPE = {
     "as-is": "",
     "split": SPLIT,
-    "schema-9": "DROP INDEX work_state; DROP INDEX work_owner; "
+    "schema-10": LANE_10,
+    "schema-9": LANE_10 + "DROP INDEX work_state; DROP INDEX work_owner; "
     "CREATE INDEX work_state ON work (state, id); "
     "CREATE INDEX work_owner ON work (owner_id, id); "
     "CREATE INDEX grants_revision ON grants (revision); "
@@ -154,7 +162,7 @@ def drain(variant, db, n):
             for row in db.execute(
                 f"SELECT id FROM {table} INDEXED BY {lane} WHERE compat = 'c1'"
                 " AND kind = 'effect' AND handler = 'noop' AND due_at <= ?"
-                " ORDER BY priority DESC, due_at, id LIMIT ?",
+                " AND state <> 'claimed' ORDER BY priority DESC, due_at, id LIMIT ?",
                 (now, BATCH),
             )
         ]
