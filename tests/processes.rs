@@ -636,6 +636,67 @@ fn a_store_rewound_under_a_running_authority_stops_it_and_a_restart_is_refused()
     assert!(report.violations.is_empty(), "{:?}", report.violations);
 }
 
+/// Authorities started together on one host check the whole store once between them: a
+/// check in progress when they start (held here, as another process checking it would hold
+/// it) is waited for, and its clean verdict, finished after they asked, is what each of them
+/// logs as `store-verified`, without reading the store again.
+#[test]
+fn authorities_started_together_take_the_check_in_progress() {
+    use std::io::Write;
+    use std::os::fd::AsFd;
+    if std::env::var(CHILD_STORE).is_ok() {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let path = dir.path().join("store.db");
+    let url = format!("sqlite:{}", path.display());
+    let store = url::open(&url, OpenMode::ReadWrite).unwrap();
+    support::authorities::enqueue(&store, 20);
+    let mut turn = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(store.host_check_file())
+        .unwrap();
+    rustix::fs::flock(turn.as_fd(), rustix::fs::FlockOperation::LockExclusive).unwrap();
+
+    let mut procs = support::authorities::Authorities::new();
+    let names = ["a1", "a2"];
+    for name in names {
+        procs.spawn_in(name, &url, &state);
+    }
+    let logged = |name: &str, what: &str| {
+        std::fs::read_to_string(procs.log(name))
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.contains(what))
+            .map(str::to_owned)
+    };
+    // Each asked for a check before it logged `started`.
+    wait_until("both started", deadline, || {
+        names.iter().all(|n| logged(n, "\"started\"").is_some())
+    });
+    assert!(names.iter().all(|n| logged(n, "store-verified").is_none()));
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    writeln!(turn, "{at} {}", std::process::id()).unwrap();
+    drop(turn);
+    wait_until("both verified", deadline, || {
+        names.iter().all(|n| logged(n, "store-verified").is_some())
+    });
+    let taken = format!("checked by process {} on this host", std::process::id());
+    for name in names {
+        let line = logged(name, "store-verified").unwrap();
+        assert!(line.contains(&taken), "{name}: {line}");
+    }
+    procs.stop_all(deadline);
+}
+
 /// The WAL file deleted under a running authority: its next write transaction finds the
 /// path no longer names the WAL it writes to, fails before committing, and the authority
 /// stops (exit non-zero, logged) — it acknowledges no completion after it found out.

@@ -450,7 +450,8 @@ pub fn run(args: &AuthorityArgs, out: &mut dyn Write) -> CliResult {
 /// its own: a SQLite handle serves one call at a time, and a read in WAL mode holds up no
 /// writer. Damage it finds is kept as the authority's store's `untrusted` reason, so the
 /// runtime stops at its next turn and the process exits with that one line (exit 2), as
-/// it does when one of its own reads meets a damaged page.
+/// it does when one of its own reads meets a damaged page. Authorities started together on
+/// one host check the store once between them (`Store::verify_once_per_host`).
 fn verify_beside(url: &str, store: &crate::store::Store) {
     let label = store.describe();
     let url = url.to_owned();
@@ -459,8 +460,7 @@ fn verify_beside(url: &str, store: &crate::store::Store) {
     let spawned = std::thread::Builder::new()
         .name("store-verify".into())
         .spawn(move || {
-            let verdict =
-                open(&url, OpenMode::ReadOnly).and_then(|checker| store.verify_through(&checker));
+            let verdict = store.verify_once_per_host(|| open(&url, OpenMode::ReadOnly));
             let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             match verdict {
                 Ok(checked) => {

@@ -29,6 +29,7 @@ pub mod faults;
 mod group_commit;
 mod handler_control;
 pub mod history_order;
+mod host_check;
 mod idle_probe;
 mod incidents;
 mod intake;
@@ -284,6 +285,28 @@ impl Store {
     /// As [`Store::verify`].
     pub fn verify_through(&self, checker: &Store) -> Result<String> {
         self.note(checker.backend.verify())
+    }
+
+    /// [`Store::verify_through`] a checker `open` answers, once per host at a time
+    /// (`store/host_check.rs`): when another process on this host finishes a clean check
+    /// of the same store after this call began (it waits for one in progress), its
+    /// verdict is taken instead of reading the whole store again. Answers what was
+    /// checked, or whose check was taken.
+    ///
+    /// # Errors
+    /// As [`Store::verify`], or whatever `open` returns.
+    pub fn verify_once_per_host(&self, open: impl FnOnce() -> Result<Store>) -> Result<String> {
+        host_check::once_per_host(&self.host_check_file(), host_check::now_ms(), || {
+            self.verify_through(&open()?)
+        })
+    }
+
+    /// Where this host's processes take turns at checking this store, and keep the last
+    /// clean verdict ([`Store::verify_once_per_host`]): a file in the system's temporary
+    /// directory named after the store's identity.
+    #[must_use]
+    pub fn host_check_file(&self) -> std::path::PathBuf {
+        host_check::lock_path(&std::env::temp_dir(), &self.backend.identity())
     }
 
     /// Whether a store call through this handle or a clone was refused for good
