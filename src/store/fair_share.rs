@@ -224,7 +224,7 @@ pub(crate) fn claim_candidates(
     let mut kinds = by_kind(lanes, rotation);
     let mut held = occupancy(&mut kinds, &budget.in_flight, &chosen);
     for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
-        refill(tx, now, queue, share, &chosen, budget.reclaim)?;
+        refill(tx, now, queue, share, &chosen)?;
     }
     // Room for what was read, not for the budget (a caller may ask for any number).
     let read: usize = kinds
@@ -240,7 +240,7 @@ pub(crate) fn claim_candidates(
         let mut refilled = false;
         for queue in kinds.iter_mut().flat_map(|k| k.lanes.iter_mut()) {
             if queue.items.is_empty() && queue.full && room.allows(&queue.lane.handler) {
-                refill(tx, now, queue, room.left, &chosen, budget.reclaim)?;
+                refill(tx, now, queue, room.left, &chosen)?;
                 refilled = true;
             }
         }
@@ -324,17 +324,17 @@ fn by_kind(mut lanes: Vec<(String, WorkLane)>, rotation: &Rotation) -> Vec<KindT
     kinds
 }
 
-/// Reads up to `n` of the lane's due items not chosen yet: the lane's head, as many more
-/// as the batch already holds of this lane (a lapsed retry reclaimed, or a first pass)
-/// that the read may meet again, left out, and so are lapses whose owners may still finish
-/// them (a retry a lapse left backing off sits in its lane as well as among the reclaims).
+/// Reads up to `n` of the lane's due items not chosen yet: the lane's head, and as many
+/// more as the batch already holds of this lane and the read may meet again (a retry a
+/// lapse left backing off, which sits in its lane as well as among the reclaims, or an item
+/// of a first pass), left out. Every item a lane holds may be taken: claims, and so lapses
+/// still in their grace, are in no lane.
 fn refill(
     tx: &mut dyn Tx,
     now: Millis,
     queue: &mut LaneQueue,
     n: usize,
     chosen: &[Arc<WorkItem>],
-    reclaim: Backoff,
 ) -> Result<()> {
     let lane = &queue.lane;
     let ours: HashSet<&str> = chosen
@@ -342,23 +342,12 @@ fn refill(
         .filter(|w| w.compat == queue.compat && w.kind == lane.kind && w.handler == lane.handler)
         .map(|w| w.id.as_str())
         .collect();
-    // A lapse still in its grace sits in the lane by its due instant, ahead of what is due
-    // after it: read past as many as were met, so the grace never holds the lane up.
-    let mut want = n + ours.len();
-    loop {
-        let items = tx.lane_claimable(&queue.compat, lane, now, want)?;
-        let read = items.len();
-        let (take, held): (VecDeque<_>, VecDeque<_>) = items
-            .into_iter()
-            .filter(|w| !ours.contains(w.id.as_str()))
-            .partition(|w| may_take(w, reclaim, now));
-        queue.full = read == want;
-        queue.items = take;
-        if !queue.full || held.is_empty() || queue.items.len() >= n {
-            break;
-        }
-        want = n + ours.len() + held.len();
-    }
+    let want = n + ours.len();
+    let items = tx.lane_claimable(&queue.compat, lane, now, want)?;
+    queue.full = items.len() == want;
+    queue.items = (items.into_iter())
+        .filter(|w| !ours.contains(w.id.as_str()))
+        .collect();
     Ok(())
 }
 
