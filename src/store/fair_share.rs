@@ -108,6 +108,7 @@ impl ClaimBudget {
 }
 
 /// The budget left while a batch is assembled.
+#[derive(Clone)]
 struct Room {
     left: usize,
     per_handler: BTreeMap<String, usize>,
@@ -196,7 +197,7 @@ pub(crate) fn claim_candidates(
     };
     let mut lapsed = Vec::new();
     for compat in keys.iter() {
-        lapsed.extend(lapses_to_take(tx, compat, now, budget)?);
+        lapsed.extend(lapses_to_take(tx, compat, now, budget, &room)?);
     }
     // Each key's reclaims come due-first (the providers' order); merged the same way.
     lapsed.sort_by(|a, b| (a.due_at(), &a.id).cmp(&(b.due_at(), &b.id)));
@@ -252,28 +253,36 @@ pub(crate) fn claim_candidates(
     Ok((chosen, next))
 }
 
-/// Up to `budget.limit` of the reclaims of `compat` due by `now` that a claim may take now,
-/// due-first. A lapse whose owner may still finish it (inside its reclaim backoff) is left
-/// out and takes no room, and the read goes on past as many of them as it met: its backoff
-/// grows with its attempts, so a lapse in its grace may lead the reclaim index ahead of
-/// others past theirs, and however many do, those are served.
+/// The reclaims of `compat` due by `now` that a claim with `room` may take now, due-first.
+/// A lapse whose owner may still finish it (inside its reclaim backoff), or whose handler
+/// has no room left (paused, at its limit), is passed over and takes no room, and the read
+/// goes on past as many of them as it met: a backoff grows with its attempts and a pause
+/// may last, so such lapses may lead the reclaim index ahead of others that may be taken,
+/// and however many do, those are served. Each further read asks for twice as many.
 fn lapses_to_take(
     tx: &mut dyn Tx,
     compat: &str,
     now: Millis,
     budget: &ClaimBudget,
+    room: &Room,
 ) -> Result<Vec<Arc<WorkItem>>> {
-    let mut want = budget.limit;
+    let mut want = room.left;
     loop {
         let read = tx.lapsed_claims(compat, now, want)?;
         let full = read.len() == want;
-        let (take, held): (Vec<_>, Vec<_>) = read
-            .into_iter()
-            .partition(|item| may_take(item, budget.reclaim, now));
-        if !full || held.is_empty() || take.len() >= budget.limit {
+        let mut left = room.clone();
+        let mut passed = 0;
+        let take: Vec<Arc<WorkItem>> = (read.into_iter())
+            .filter(|item| {
+                let takes = may_take(item, budget.reclaim, now) && left.take(&item.handler);
+                passed += usize::from(!takes);
+                takes
+            })
+            .collect();
+        if !full || passed == 0 || left.left == 0 {
             return Ok(take);
         }
-        want = budget.limit.saturating_add(held.len());
+        want = want.saturating_mul(2);
     }
 }
 

@@ -22,7 +22,7 @@ use crate::clock::Millis;
 use crate::model::work::WorkLane;
 use crate::model::{WorkItem, WorkKind, WorkState};
 
-/// (lane, priority descending, due instant, id) of every non-terminal item.
+/// (lane, priority descending, due instant, id) of every unclaimed, non-terminal item.
 type LaneKey = (u32, Reverse<i32>, Millis, Arc<str>);
 /// (number, instant, id): a waiting item by its waiting lane and `nextEligibleAt`, or a
 /// claim by its compat and lease expiry.

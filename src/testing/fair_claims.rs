@@ -198,6 +198,26 @@ pub fn a_lapse_in_its_grace_does_not_hold_up_one_past_it(h: &dyn Harness) {
     assert_eq!(held.owner_id.as_deref(), Some("b"), "still in b's grace");
 }
 
+/// Lapses of a handler that may take nothing (paused, at its limit) may lead the reclaims;
+/// they stay with their owner and do not hold up another handler's lapse behind them.
+pub fn lapses_of_a_handler_without_room_do_not_hold_up_anothers(h: &dyn Harness) {
+    let s = h.store();
+    for (id, handler) in [("a-1", "a"), ("a-2", "a"), ("b-1", "b")] {
+        ok("enqueue", s.enqueue(NewWork::effect(id, handler, "{}"), K));
+        ok("dead claims", s.claim(id, "dead", K, 1_000));
+        h.clock().advance(1);
+    }
+    h.clock().advance(60_000);
+    let budget = ClaimBudget::new(2).with_handler("a", 0);
+    let batch = ok("claim", s.claim_work_within("heir", K, &budget, 30_000));
+    let ids: Vec<&str> = batch.iter().map(|c| c.item.id.as_str()).collect();
+    assert_eq!(ids, ["b-1"], "on {}", h.provider());
+    for id in ["a-1", "a-2"] {
+        let held = ok("read", s.work(id)).expect("exists");
+        assert_eq!(held.owner_id.as_deref(), Some("dead"), "{id}");
+    }
+}
+
 /// A handler limit caps that handler's claims in a batch, and the budget it leaves goes to
 /// the other lanes; a limit of zero claims none of it.
 pub fn a_handler_limit_caps_that_handler_only(h: &dyn Harness) {

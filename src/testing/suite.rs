@@ -65,6 +65,7 @@ macro_rules! store_conformance_suite {
             fair_claims::claimers_sharing_a_handle_each_serve_every_lane,
             fair_claims::reclaims_come_first_then_the_lanes,
             fair_claims::a_lapse_in_its_grace_does_not_hold_up_one_past_it,
+            fair_claims::lapses_of_a_handler_without_room_do_not_hold_up_anothers,
             fair_claims::a_handler_limit_caps_that_handler_only,
             fair_claims::a_handler_holding_more_waits_for_the_others,
             fair_claims::priorities_order_one_handlers_claims,

@@ -28,7 +28,12 @@ use crate::model::{WorkItem, WorkKind};
 
 /// The lane index's condition beyond `due_at` (`work_lane` in both schemas, written
 /// identically so each planner matches the partial index): claims are not in a lane.
-const IN_LANE: &str = "state <> 'claimed'";
+macro_rules! in_lane {
+    () => {
+        "state <> 'claimed'"
+    };
+}
+const IN_LANE: &str = in_lane!();
 
 /// One lane's items of a compat digest due by an instant, in claim order; parameters:
 /// compat, kind, handler, now, limit (see [`lane_items_params`]).
@@ -72,9 +77,10 @@ pub(crate) fn after_lane(columns: &str, from: &str, cond: &str, after: (&str, &s
 }
 
 /// Where a claim lane is: an unclaimed, non-terminal item of compat digest `?1`.
-pub(crate) const CLAIM_LANE: &str = "compat = ?1 AND due_at IS NOT NULL AND state <> 'claimed'";
+pub(crate) const CLAIM_LANE: &str = concat!("compat = ?1 AND due_at IS NOT NULL AND ", in_lane!());
 
-/// The lanes of `compat` with a non-terminal item, in [`WorkLane::sort_key`] order.
+/// The lanes of `compat` with an unclaimed, non-terminal item, in [`WorkLane::sort_key`]
+/// order.
 pub(crate) fn claim_lanes<D: Driver>(tx: &mut D, compat: &str) -> Result<Vec<WorkLane>> {
     tx.settle()?;
     let sql = D::DIALECT.marks(&after_lane(
