@@ -457,10 +457,13 @@ fn verify_beside(url: &str, store: &crate::store::Store) {
     let url = url.to_owned();
     let store = store.clone();
     let started = std::time::Instant::now();
+    // Asked before anything is logged: a check another process finishes from now on
+    // covers this one.
+    let asked = store.host_check();
     let spawned = std::thread::Builder::new()
         .name("store-verify".into())
         .spawn(move || {
-            let verdict = store.verify_once_per_host(|| open(&url, OpenMode::ReadOnly));
+            let verdict = store.verify_once_per_host(asked, || open(&url, OpenMode::ReadOnly));
             let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             match verdict {
                 Ok(checked) => {

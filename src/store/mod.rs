@@ -30,6 +30,7 @@ mod group_commit;
 mod handler_control;
 pub mod history_order;
 mod host_check;
+pub use host_check::HostCheck;
 mod idle_probe;
 mod incidents;
 mod intake;
@@ -287,18 +288,29 @@ impl Store {
         self.note(checker.backend.verify())
     }
 
+    /// This process's wish to check the store, made now (when it starts), for
+    /// [`Store::verify_once_per_host`]: shared on this host where the check reads the whole
+    /// store (SQLite).
+    #[must_use]
+    pub fn host_check(&self) -> HostCheck {
+        let shared = self.backend.kind() == StoreKind::Sqlite;
+        HostCheck::asked(shared.then(|| self.host_check_file()))
+    }
+
     /// [`Store::verify_through`] a checker `open` answers, once per host at a time
-    /// (`store/host_check.rs`): when another process on this host finishes a clean check
-    /// of the same store after this call began (it waits for one in progress), its
-    /// verdict is taken instead of reading the whole store again. Answers what was
-    /// checked, or whose check was taken.
+    /// (`store/host_check.rs`): when another process on this host finished a clean check
+    /// of the same store since `asked` was made (it waits for one in progress), its verdict
+    /// is taken instead of reading the whole store again. Answers what was checked, or
+    /// whose check was taken.
     ///
     /// # Errors
     /// As [`Store::verify`], or whatever `open` returns.
-    pub fn verify_once_per_host(&self, open: impl FnOnce() -> Result<Store>) -> Result<String> {
-        host_check::once_per_host(&self.host_check_file(), host_check::now_ms(), || {
-            self.verify_through(&open()?)
-        })
+    pub fn verify_once_per_host(
+        &self,
+        asked: HostCheck,
+        open: impl FnOnce() -> Result<Store>,
+    ) -> Result<String> {
+        asked.run(|| self.verify_through(&open()?))
     }
 
     /// Where this host's processes take turns at checking this store, and keep the last
