@@ -185,11 +185,11 @@ impl Sim {
         let mut work = BTreeMap::new();
         let mut work_by_kind: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
         for c in &overview.work {
-            *work.entry(c.state.as_str().to_owned()).or_default() += c.count;
+            *work.entry(c.name().to_owned()).or_default() += c.count;
             *work_by_kind
                 .entry(c.kind.as_str().to_owned())
                 .or_default()
-                .entry(c.state.as_str().to_owned())
+                .entry(c.name().to_owned())
                 .or_default() += c.count;
         }
         let (incompatible_at_end, _) = self.held_count()?;

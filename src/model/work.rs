@@ -453,13 +453,26 @@ impl WorkFacets {
 }
 
 /// The number of items in one (kind, state, compat) cell; kept incrementally by every write.
+/// Failed items a person discarded have a cell of their own, apart from the failures
+/// nobody decided (what `state:failed` names).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkCount {
     pub kind: WorkKind,
     pub state: WorkState,
+    /// The cell of failed items a person discarded (`state` is then `failed`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub discarded: bool,
     pub compat: String,
     pub count: u64,
+}
+
+impl WorkCount {
+    /// What the cell is called where counts are shown: its state's name, or `discarded`.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        super::WorkGroup::count_name(self.state, self.discarded)
+    }
 }
 
 #[cfg(test)]

@@ -75,6 +75,18 @@ impl WorkGroup {
         }
     }
 
+    /// The name items in `state` are counted and shown under: the state's, but
+    /// `discarded` for failed items a person discarded (apart from the failures nobody
+    /// decided, as `state:failed` names them).
+    #[must_use]
+    pub fn count_name(state: WorkState, discarded: bool) -> &'static str {
+        if discarded {
+            Self::Discarded.as_str()
+        } else {
+            state.as_str()
+        }
+    }
+
     /// Whether membership also depends on the running authorities (what they can run),
     /// not on the item alone.
     #[must_use]

@@ -56,12 +56,12 @@ pub fn render(store: &Store, now: Millis) -> Result<String> {
     let mut work: BTreeMap<(String, String), u64> = BTreeMap::new();
     for c in &overview.work {
         *work
-            .entry((c.kind.as_str().to_owned(), c.state.as_str().to_owned()))
+            .entry((c.kind.as_str().to_owned(), c.name().to_owned()))
             .or_default() += c.count;
     }
     r.register(
         "work",
-        "Work items by kind and state",
+        "Work items by kind and state (failed items a person discarded as `discarded`)",
         Labeled::gauges(
             work.into_iter()
                 .map(|((kind, state), n)| (vec![("kind", kind), ("state", state)], n))

@@ -1,18 +1,27 @@
 //! The incremental counters: every name the store keeps a count under, built and read back
 //! by one type. Providers store the name as text (`work|effect|pending|<compat>`, …), so
 //! the text of each key is fixed: existing stores keep their counts.
+//!
+//! A failed item a person discarded is counted apart (`work|<kind>|discarded|<compat>`)
+//! from the failures nobody decided: the overview, the metrics and the `state:failed`
+//! filter then name the same items (SQLite schema 12 and PostgreSQL schema 11 moved the
+//! counts of older stores).
 
 use super::Tx;
 use crate::error::{Error, Result};
-use crate::model::{DedupOutcome, InstanceStatus, WorkItem, WorkKind, WorkState};
+use crate::model::{DedupOutcome, InstanceStatus, WorkGroup, WorkItem, WorkKind, WorkState};
+use crate::rules::triage::is_discarded;
 
 /// One counter. A count changes in the same transaction as the rows it counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Counter {
-    /// Work items of one (kind, state, build): `work|<kind>|<state>|<compat>`.
+    /// Work items of one (kind, state, build): `work|<kind>|<state>|<compat>`, where a
+    /// discarded item's state is named `discarded` ([`counted_state`]).
     Work {
         kind: WorkKind,
         state: WorkState,
+        /// Failed items a person discarded, apart from the other failures.
+        discarded: bool,
         compat: String,
     },
     /// Workflow instances of one (status, build): `wf|<status>|<compat>`.
@@ -35,6 +44,7 @@ impl Counter {
         Self::Work {
             kind: item.kind,
             state: item.state,
+            discarded: is_discarded(item),
             compat: item.compat.clone(),
         }
     }
@@ -46,8 +56,9 @@ impl Counter {
             Self::Work {
                 kind,
                 state,
+                discarded,
                 compat,
-            } => Self::work_key(*kind, *state, compat),
+            } => Self::work_key(*kind, WorkGroup::count_name(*state, *discarded), compat),
             // Joined rather than formatted: a key is built at every change of a count.
             Self::Workflows { status, compat } => ["wf|", status.as_str(), "|", compat].concat(),
             Self::Events(outcome) => format!("events|{}", outcome.as_str()),
@@ -57,10 +68,11 @@ impl Counter {
         }
     }
 
-    /// The stored name of [`Self::Work`], without a copy of `compat` to build it from.
+    /// The stored name of [`Self::Work`], without a copy of `compat` to build it from;
+    /// `state` is what [`counted_state`] names.
     #[must_use]
-    pub fn work_key(kind: WorkKind, state: WorkState, compat: &str) -> String {
-        ["work|", kind.as_str(), "|", state.as_str(), "|", compat].concat()
+    pub fn work_key(kind: WorkKind, state: &str, compat: &str) -> String {
+        ["work|", kind.as_str(), "|", state, "|", compat].concat()
     }
 
     /// The name prefix every work counter of `kind` starts with: read them with
@@ -80,12 +92,16 @@ impl Counter {
             Some(("work", rest)) => {
                 let mut parts = rest.splitn(3, '|');
                 let kind = parts.next().and_then(WorkKind::parse);
-                let state = parts.next().and_then(WorkState::parse);
+                let state = parts.next().and_then(|name| match name {
+                    "discarded" => Some((WorkState::Failed, true)),
+                    name => WorkState::parse(name).map(|state| (state, false)),
+                });
                 kind.zip(state)
                     .zip(parts.next())
-                    .map(|((kind, state), compat)| Self::Work {
+                    .map(|((kind, (state, discarded)), compat)| Self::Work {
                         kind,
                         state,
+                        discarded,
                         compat: compat.into(),
                     })
             }
@@ -113,6 +129,13 @@ impl Counter {
     }
 }
 
+/// The state name `item` is counted under: its state's, but `discarded` for a failed item
+/// a person discarded.
+#[must_use]
+pub fn counted_state(item: &WorkItem) -> &'static str {
+    WorkGroup::count_name(item.state, is_discarded(item))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +147,7 @@ mod tests {
                 Counter::Work {
                     kind: WorkKind::Effect,
                     state: WorkState::Pending,
+                    discarded: false,
                     compat: "c1".into(),
                 },
                 "work|effect|pending|c1",
@@ -132,9 +156,19 @@ mod tests {
                 Counter::Work {
                     kind: WorkKind::Cursor,
                     state: WorkState::Succeeded,
+                    discarded: false,
                     compat: "c|2".into(),
                 },
                 "work|cursor|succeeded|c|2",
+            ),
+            (
+                Counter::Work {
+                    kind: WorkKind::Effect,
+                    state: WorkState::Failed,
+                    discarded: true,
+                    compat: "c1".into(),
+                },
+                "work|effect|discarded|c1",
             ),
             (
                 Counter::Workflows {

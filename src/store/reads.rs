@@ -85,10 +85,12 @@ impl Store {
                     Counter::Work {
                         kind,
                         state,
+                        discarded,
                         compat,
                     } => overview.work.push(WorkCount {
                         kind,
                         state,
+                        discarded,
                         compat,
                         count: value,
                     }),

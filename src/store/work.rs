@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::attempt_errors::{Lapsed, record_failure};
+use super::counter::counted_state;
 use super::fair_share::{ClaimBudget, Rotation, claim_candidates};
 use super::handler_control::{charge, gate, paused_refusal};
 use super::intake::move_intake;
@@ -84,7 +85,10 @@ fn insert_new(tx: &mut dyn Tx, item: &WorkItem) -> Result<Inserted> {
         return Ok(Inserted::IdTaken);
     }
     tx.commit_revision()?;
-    tx.adjust_counter(&Counter::work_key(item.kind, item.state, &item.compat), 1)?;
+    tx.adjust_counter(
+        &Counter::work_key(item.kind, counted_state(item), &item.compat),
+        1,
+    )?;
     Ok(Inserted::New)
 }
 
@@ -100,21 +104,23 @@ pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkIte
                 "a rule changed the kind or compat of {}",
                 next.id
             );
-            update_saved(tx, prev.state, &Arc::new(next.clone()))?;
+            update_saved(tx, counted_state(prev), &Arc::new(next.clone()))?;
         }
     }
     Ok(true)
 }
 
-/// Writes `next` over the item it is the next version of, which was in state `was`,
-/// keeping the counts in step. For a version a rule made from the item: rules never change
-/// an item's kind or compat, so only its state moves it between counts.
-fn update_saved(tx: &mut dyn Tx, was: crate::model::WorkState, next: &Arc<WorkItem>) -> Result<()> {
+/// Writes `next` over the item it is the next version of, which was counted under `was`
+/// ([`counted_state`]), keeping the counts in step. For a version a rule made from the
+/// item: rules never change an item's kind or compat, so only its state (or a discard)
+/// moves it between counts.
+fn update_saved(tx: &mut dyn Tx, was: &str, next: &Arc<WorkItem>) -> Result<()> {
     tx.commit_revision()?;
     tx.update_work(next)?;
-    if was != next.state {
+    let now = counted_state(next);
+    if was != now {
         tx.adjust_counter(&Counter::work_key(next.kind, was, &next.compat), -1)?;
-        tx.adjust_counter(&Counter::work_key(next.kind, next.state, &next.compat), 1)?;
+        tx.adjust_counter(&Counter::work_key(next.kind, now, &next.compat), 1)?;
     }
     Ok(())
 }
@@ -685,7 +691,7 @@ pub(crate) fn fenced_in(
     )?;
     let outcome = seen.outcome.map(Arc::new);
     if let Ok(next) = &outcome {
-        update_saved(tx, seen.was, next)?;
+        update_saved(tx, seen.was.as_str(), next)?;
         if verb == WriteVerb::Fail {
             record_failure(tx, next, owner, generation, now)?;
         }
@@ -728,6 +734,7 @@ fn claim_in(
     terms: &ClaimTerms<'_>,
     now: Millis,
 ) -> Result<Taken> {
+    // A claimable item is unfinished: counted under its state's name.
     let was = item.state;
     let took_over = Takeover::of_work(&item, terms.owner, now);
     let took_over_expired_at = item.unfinished_claim_expiry();
@@ -744,7 +751,7 @@ fn claim_in(
     match claimed {
         Ok(rules::Claimed::Run(next)) => {
             let next = Arc::new(next);
-            update_saved(tx, was, &next)?;
+            update_saved(tx, was.as_str(), &next)?;
             if let Some(lapsed) = lapsed {
                 lapsed.record(tx, &next, &format!("taken over by {}", terms.owner), now)?;
             }
@@ -759,7 +766,7 @@ fn claim_in(
         }
         Ok(rules::Claimed::DeadLetter(dead)) => {
             let dead = Arc::new(dead);
-            update_saved(tx, was, &dead)?;
+            update_saved(tx, was.as_str(), &dead)?;
             if let Some(lapsed) = lapsed {
                 lapsed.record(tx, &dead, &format!("taken over by {}", terms.owner), now)?;
             }

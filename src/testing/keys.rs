@@ -218,7 +218,7 @@ pub fn a_store_holding_a_key_twice_is_reported_and_still_deduplicates(h: &dyn Ha
         backend.write(&mut |tx| {
             tx.commit_revision()?;
             assert!(tx.insert_work(&twin)?);
-            tx.adjust_counter(&Counter::work_key(twin.kind, twin.state, &twin.compat), 1)
+            tx.adjust_counter(&Counter::work(&twin).key(), 1)
         }),
     );
     let s = h.store();

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::Store;
 use crate::model::event::NewEvent;
 use crate::model::schedule::{CatchUp, Trigger};
-use crate::model::work::{NewWork, WorkFilter};
-use crate::model::{Authority, Page, PageRequest, WorkItem, WorkKind, WorkState};
+use crate::model::work::{Ending, NewWork, WorkFilter};
+use crate::model::{Authority, Page, PageRequest, WorkGroup, WorkItem, WorkKind, WorkState};
 use crate::ops::claims::{ClaimStanding, OwnedClaims};
 use crate::store::{Keyed, WorkOrder};
 
@@ -486,8 +486,9 @@ pub fn paging_returns_every_row_exactly_once(h: &dyn Harness) {
 }
 
 /// Asserts that the incremental counts in `overview()` equal the rows they count — work
-/// items by (kind, state, build), instances by status, ingestions by outcome — and returns
-/// the items with their count by cell.
+/// items by (kind, state, build), a person's discards apart from the other failures (as
+/// `state:discarded` and `state:failed` list them), instances by status, ingestions by
+/// outcome — and returns the items with their count by cell.
 pub fn counts_match_rows(store: &Store) -> (Vec<WorkItem>, WorkCells) {
     let overview = ok("overview", store.overview());
     let items = ok(
@@ -497,15 +498,16 @@ pub fn counts_match_rows(store: &Store) -> (Vec<WorkItem>, WorkCells) {
     .rows;
     let mut expected = WorkCells::new();
     for it in &items {
+        let cell = WorkGroup::count_name(it.state, it.ending() == Some(Ending::Discarded));
         *expected
-            .entry((it.kind, it.state, it.compat.clone()))
+            .entry((it.kind, cell, it.compat.clone()))
             .or_default() += 1;
     }
     let counted: WorkCells = overview
         .work
         .iter()
         .filter(|c| c.count > 0)
-        .map(|c| ((c.kind, c.state, c.compat.clone()), c.count))
+        .map(|c| ((c.kind, c.name(), c.compat.clone()), c.count))
         .collect();
     assert_eq!(counted, expected, "work counts");
 
@@ -541,8 +543,8 @@ fn nonzero(counts: &[(String, u64)]) -> BTreeMap<String, u64> {
     counts.iter().filter(|(_, n)| *n > 0).cloned().collect()
 }
 
-/// Work counts by (kind, state, build).
-pub type WorkCells = BTreeMap<(WorkKind, WorkState, String), u64>;
+/// Work counts by (kind, state or `discarded`, build).
+pub type WorkCells = BTreeMap<(WorkKind, &'static str, String), u64>;
 
 /// After a mixed workload, the incremental counts in `overview()` equal what the items, the
 /// history and the ingestions say, on this handle and after a reopen.
@@ -600,6 +602,22 @@ pub fn overview_counts_match_the_items(h: &dyn Harness) {
             _ => {}
         }
     }
+    // A person's decisions: a failure discarded, a pending item discarded, and a discard
+    // undone by a requeue — each moves its item between the counts.
+    let dead = &claimed[3].id;
+    ok(
+        "discard a failure",
+        s.discard_work(dead, "op", "not needed"),
+    );
+    ok(
+        "discard pending",
+        s.discard_work("e-29", "op", "not needed"),
+    );
+    ok("discard again", s.discard_work("old-0", "op", "wrong"));
+    ok(
+        "requeue the discard",
+        s.requeue_work("old-0", "op", "after all"),
+    );
     h.clock().advance(3_000);
     ok("fire", s.fire_due_schedules(K, 10));
     let b = h.reopen();
@@ -632,8 +650,13 @@ pub fn overview_counts_match_the_items(h: &dyn Harness) {
                 .map(|(_, st, _)| *st)
                 .collect::<BTreeSet<_>>()
                 .len()
-                >= 4,
+                >= 5,
             "a mixed workload: {expected:?}"
+        );
+        assert_eq!(
+            expected.get(&(WorkKind::Effect, "discarded", K.to_owned())),
+            Some(&2),
+            "the two discards, apart from the failures: {expected:?}"
         );
 
         let (grants, writes) = ok("history", store.ownership_history(None, 0, 100_000));

@@ -342,3 +342,62 @@ fn bad_ids_and_missing_stores_change_nothing() {
     }
     assert!(!Path::new(&missing).exists(), "a typo creates no store");
 }
+
+/// The counts an operator reads — `inspect overview`, `inspect metrics` — name a discarded
+/// item `discarded`, apart from the failures nobody decided, so each count is what the
+/// matching filter lists (`state:failed`, `state:discarded`); a requeue moves it back.
+#[test]
+fn the_counts_name_a_discard_apart_from_the_failures_as_the_filters_do() {
+    let s = setup();
+    let o = s.run(&["discard", "waiting", "--reason", "order withdrawn"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let listed = |filter: &str| {
+        let o = leasehold(&[
+            "inspect", "work", "--store", &s.path, "--filter", filter, "--json",
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let rows = stdout(&o).lines().filter(|l| l.contains("\"id\"")).count();
+        u64::try_from(rows).unwrap()
+    };
+    let counted = || {
+        let o = leasehold(&["inspect", "overview", "--store", &s.path, "--json"]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let row: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        let mut by_state = BTreeMap::new();
+        for cell in row["work"].as_array().unwrap() {
+            *by_state
+                .entry(cell["state"].as_str().unwrap().to_owned())
+                .or_insert(0) += cell["count"].as_u64().unwrap();
+        }
+        by_state
+    };
+    let metric = |state: &str| {
+        let o = leasehold(&["inspect", "metrics", "--store", &s.path]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let sample = format!("leasehold_fleet_work{{kind=\"effect\",state=\"{state}\"}} ");
+        stdout(&o)
+            .lines()
+            .find_map(|l| l.strip_prefix(&sample).map(|n| n.parse::<u64>().unwrap()))
+            .unwrap_or(0)
+    };
+
+    let counts = counted();
+    assert_eq!(
+        counts.get("failed"),
+        Some(&1),
+        "the dead letter: {counts:?}"
+    );
+    assert_eq!(counts.get("discarded"), Some(&1), "{counts:?}");
+    assert_eq!((listed("state:failed"), listed("state:discarded")), (1, 1));
+    assert_eq!((metric("failed"), metric("discarded")), (1, 1));
+
+    let o = s.run(&["requeue", "waiting", "--reason", "after all"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let counts = counted();
+    assert_eq!(counts.get("discarded"), None, "{counts:?}");
+    assert_eq!(
+        (counts.get("failed"), counts.get("pending")),
+        (Some(&1), Some(&1))
+    );
+    assert_eq!((listed("state:discarded"), metric("discarded")), (0, 0));
+}

@@ -321,6 +321,53 @@ fn a_schema_9_database_is_upgraded_in_place() {
     assert_eq!(batch[0].generation, 2, "taken over");
 }
 
+/// A database of schema 10 counted a person's discards with the failures: the upgrade
+/// moves them to a count of their own, per kind and build, and the counts are the rows'.
+#[test]
+fn a_schema_10_database_is_upgraded_in_place_and_counts_its_discards_apart() {
+    let db = database();
+    let clock = ManualClock::new(crate::support::START);
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    for id in ["a", "b", "c"] {
+        store
+            .enqueue(NewWork::effect(id, HANDLER, "{}"), &compat())
+            .unwrap();
+    }
+    let b = store.claim("b", "w", compat(), 1_000).unwrap();
+    let failure = leasehold::model::Failure {
+        class: leasehold::model::FailureClass::Terminal,
+        code: "NO".into(),
+        message: "refused".into(),
+    };
+    store.fail("b", "w", b.generation, failure).unwrap();
+    store.discard_work("a", "op", "not needed").unwrap();
+    let before = leasehold::testing::reads::counts_match_rows(&store).1;
+    drop(store);
+    let failed = format!("work|effect|failed|{}", compat());
+    let store = upgraded(
+        &db,
+        &clock,
+        &format!(
+            "UPDATE counters SET value = value + 1 WHERE name = '{failed}';
+             DELETE FROM counters WHERE name LIKE 'work|%|discarded|%';
+             UPDATE meta SET value = 10 WHERE key = 'schema_version';"
+        ),
+    );
+    assert_eq!(
+        leasehold::testing::reads::counts_match_rows(&store).1,
+        before
+    );
+    let discarded: Vec<_> = store
+        .overview()
+        .unwrap()
+        .work
+        .into_iter()
+        .filter(|c| c.discarded && c.count > 0)
+        .map(|c| (c.name(), c.count))
+        .collect();
+    assert_eq!(discarded, [("discarded", 1)]);
+}
+
 /// An index added since the schema's version is created by the next read-write open of a
 /// store without it, and the store keeps its version: an older build still opens it.
 #[test]

@@ -108,7 +108,7 @@ pub(super) fn print(ctx: &Ctx<'_>, out: &mut dyn Write) -> Result<Option<String>
         .filter(|c| c.count > 0)
         .map(|c| CountRow {
             kind: c.kind.as_str(),
-            state: c.state.as_str(),
+            state: c.name(),
             compat: c.compat.clone(),
             compatible: live.compatible(&c.compat),
             count: c.count,

@@ -49,7 +49,7 @@
 //! provider's side of that layer (`store/sql/`), `batch.rs` and `literal.rs` send its held-back
 //! writes (as arrays, or as text with the commit), `schema.sql` with `intake.sql` (the
 //! intake applications enqueue into inside their own transactions), `upgrade_1.sql` to
-//! `upgrade_9.sql`, which bring a store of schema 1 to 9 to 10 in place, and `additions.sql`,
+//! `upgrade_10.sql`, which bring a store of schema 1 to 10 to 11 in place, and `additions.sql`,
 //! the indexes added since, which every read-write open creates where missing.
 
 mod batch;
@@ -83,7 +83,7 @@ use pool::{Conn, Pool, PoolState, connect};
 use tx::{Inserts, PgTx};
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// The schema, run idempotently at every read-write open of an uninitialised database: the
 /// tables SQLite has too, then the intake.
@@ -96,7 +96,7 @@ const IDENTITY: &str = include_str!("identity.sql");
 const ADDITIONS: &str = include_str!("additions.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`.
-const UPGRADES: [&str; 9] = [
+const UPGRADES: [&str; 10] = [
     include_str!("upgrade_1.sql"),
     include_str!("upgrade_2.sql"),
     include_str!("upgrade_3.sql"),
@@ -106,6 +106,7 @@ const UPGRADES: [&str; 9] = [
     include_str!("upgrade_7.sql"),
     include_str!("upgrade_8.sql"),
     include_str!("upgrade_9.sql"),
+    include_str!("upgrade_10.sql"),
 ];
 
 /// Whole-transaction attempts before `STORE_CONTENTION` / `STORE_UNAVAILABLE`.

@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT COLLATE "C" PRIMARY KEY,
     value BIGINT NOT NULL
 );
-INSERT INTO meta (key, value) VALUES ('schema_version', 10) ON CONFLICT (key) DO NOTHING;
+INSERT INTO meta (key, value) VALUES ('schema_version', 11) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('revision', 0) ON CONFLICT (key) DO NOTHING;
 INSERT INTO meta (key, value) VALUES ('journal_seq', 0) ON CONFLICT (key) DO NOTHING;
 

@@ -34,7 +34,7 @@
 //! write stalls, `tx.rs` is this
 //! provider's side of that layer (`store/sql/`), `list_work.rs` the work list's index
 //! choice, `schema.sql`, and
-//! `upgrade_1.sql` to `upgrade_10.sql`, which bring a store of schema 1 to 10 to 11 in place.
+//! `upgrade_1.sql` to `upgrade_11.sql`, which bring a store of schema 1 to 11 to 12 in place.
 
 mod bind;
 mod busy;
@@ -78,14 +78,14 @@ use stalls::StallFile;
 use tx::SqliteTx;
 
 /// The schema this build reads and writes (`meta.schema_version`).
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// The schema, run idempotently at every read-write open.
 const SCHEMA: &str = include_str!("schema.sql");
 
 /// The upgrades, in order: entry `n` brings a version `n + 1` store to `n + 2`. An older
 /// store runs every one from its version on, before [`SCHEMA`].
-const UPGRADES: [&str; 10] = [
+const UPGRADES: [&str; 11] = [
     include_str!("upgrade_1.sql"),
     include_str!("upgrade_2.sql"),
     include_str!("upgrade_3.sql"),
@@ -96,6 +96,7 @@ const UPGRADES: [&str; 10] = [
     include_str!("upgrade_8.sql"),
     include_str!("upgrade_9.sql"),
     include_str!("upgrade_10.sql"),
+    include_str!("upgrade_11.sql"),
 ];
 
 /// Whole-transaction attempts before `STORE_CONTENTION`.

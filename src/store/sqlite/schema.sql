@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
-INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 11);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', 12);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('journal_seq', 0);
 -- The store's identity (random, fixed at creation) and epoch (see store/epoch.rs).

@@ -4,8 +4,9 @@
 //! they hold in recovery), schema 5 (before the idempotency key index, when a key could
 //! be held twice), schema 6 (before schedules could be paused), schema 7 (before
 //! handlers could be paused or rate-limited fleet-wide), schema 8 (before the chain over
-//! the history) and schema 9 (before the history lost its revision indexes and the state and
-//! owner indexes their claimed items). Its columns and rows
+//! the history), schema 9 (before the history lost its revision indexes and the state and
+//! owner indexes their claimed items), schema 10 (claims in the claim lanes) and schema 11
+//! (a person's discards counted with the failures). Its columns and rows
 //! stay, the new facts read as unknown (or their default), new rows carry them.
 
 use std::path::Path;
@@ -32,9 +33,25 @@ fn store(path: &Path, clock: &ManualClock) -> Store {
     )
 }
 
+/// Turns a store back into what schema 11 kept: discarded items counted with the
+/// failures, version 11.
+fn downgrade_to_schema_11(path: &Path) {
+    let conn = Connection::open(path).expect("raw");
+    conn.execute_batch(
+        "INSERT INTO counters (name, value)
+             SELECT replace(name, '|discarded|', '|failed|'), value FROM counters
+             WHERE name LIKE 'work|%|discarded|%'
+             ON CONFLICT (name) DO UPDATE SET value = value + excluded.value;
+         DELETE FROM counters WHERE name LIKE 'work|%|discarded|%';
+         UPDATE meta SET value = 11 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+}
+
 /// Turns a fresh store back into what schema 10 created: claims in the claim lanes,
 /// version 10.
 fn downgrade_to_schema_10(path: &Path) {
+    downgrade_to_schema_11(path);
     let conn = Connection::open(path).expect("raw");
     conn.execute_batch(
         "DROP INDEX work_lane;
@@ -619,6 +636,62 @@ fn a_schema_10_store_is_upgraded_in_place_and_claims_its_lapses_first_then_its_l
     assert_eq!(ids, ["b", "a", "c"], "the lapse first, then the lane");
     assert_eq!(batch[0].generation, 2, "taken over");
     assert!(s.verify_chain().expect("verify").breaks.is_empty());
+}
+
+/// A store of schema 11 counted a person's discards with the failures: the upgrade moves
+/// them to a count of their own, per kind and build, so the counts are the rows'.
+#[test]
+fn a_schema_11_store_is_upgraded_in_place_and_counts_its_discards_apart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("old.db");
+    let clock = ManualClock::new(1_000);
+    let s = store(&path, &clock);
+    for (id, compat) in [("a", "k"), ("b", "k"), ("c", "k"), ("d", "other")] {
+        s.enqueue(NewWork::effect(id, "h", "{}"), compat)
+            .expect("enqueue");
+    }
+    let b = s.claim("b", "w", "k", 1_000).expect("claim");
+    let failure = crate::model::Failure {
+        class: crate::model::FailureClass::Terminal,
+        code: "NO".into(),
+        message: "refused".into(),
+    };
+    s.fail("b", "w", b.generation, failure).expect("fail");
+    for id in ["a", "d"] {
+        s.discard_work(id, "op", "not needed").expect("discard");
+    }
+    let before = crate::testing::reads::counts_match_rows(&s).1;
+    drop(s);
+    downgrade_to_schema_11(&path);
+    assert_refused_read_only(&path);
+    let counters = |path: &Path| {
+        let conn = Connection::open(path).expect("raw");
+        let mut rows = conn
+            .prepare("SELECT name, value FROM counters WHERE value <> 0 AND name LIKE 'work|%' ORDER BY name")
+            .expect("prepare");
+        rows.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .expect("query")
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .expect("rows")
+    };
+    let old = counters(&path);
+    assert!(
+        old.contains(&("work|effect|failed|k".into(), 2)),
+        "schema 11 counted the discard with the failure: {old:?}"
+    );
+
+    let s = store(&path, &clock);
+    assert_current(&path);
+    assert_eq!(
+        counters(&path),
+        [
+            ("work|effect|discarded|k".into(), 1),
+            ("work|effect|discarded|other".into(), 1),
+            ("work|effect|failed|k".into(), 1),
+            ("work|effect|pending|k".into(), 1),
+        ]
+    );
+    assert_eq!(crate::testing::reads::counts_match_rows(&s).1, before);
 }
 
 /// An index added since the schema's version is created by the next read-write open of a

@@ -19,7 +19,7 @@ use super::authorities::state_role;
 use super::work::state_role as work_role;
 use crate::clock::{Millis, format_duration};
 use crate::foundation::timefmt::TimeFmt;
-use crate::model::{WorkKind, WorkState};
+use crate::model::{WorkGroup, WorkKind, WorkState};
 use crate::ops::published::PublishedView;
 use crate::rules::lateness;
 use crate::rules::liveness::{Liveness, liveness};
@@ -64,7 +64,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
         ])
         .spacing(1)
         .areas(inner);
-        let [counts, facts] = Layout::horizontal([Constraint::Length(60), Constraint::Fill(1)])
+        let [counts, facts] = Layout::horizontal([Constraint::Length(70), Constraint::Fill(1)])
             .spacing(2)
             .areas(top);
         (counts, facts, sparks, bottom)
@@ -89,20 +89,35 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     failover_list(frame, fails, t, snap, app.time_fmt());
 }
 
+/// A column of the counts table with its spacing: nine digits (or `succeeded`) and one.
+const COLUMN: usize = 10;
+
 fn counts_table(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot) {
-    let states = WorkState::ALL;
+    // One column per stored state, and failed items a person discarded apart from the
+    // failures nobody decided (as `state:failed` and `state:discarded` name them), where
+    // there is room for a column more; `failed` never counts the discards either way.
+    let room = usize::from(area.width) >= COLUMN * (WorkState::ALL.len() + 2);
+    let columns: Vec<(WorkState, bool)> = (WorkState::ALL.iter().map(|s| (*s, false)))
+        .chain(room.then_some((WorkState::Failed, true)))
+        .collect();
     let header = TableRow::new(
-        std::iter::once(Span::styled("WORK", t.style(Role::Header))).chain(
-            states
-                .iter()
-                .map(|s| Span::styled(s.as_str(), t.style(work_role(*s)))),
-        ),
+        std::iter::once(Span::styled("WORK", t.style(Role::Header))).chain(columns.iter().map(
+            |(s, discarded)| {
+                let role = if *discarded {
+                    Role::Muted
+                } else {
+                    work_role(*s)
+                };
+                Span::styled(WorkGroup::count_name(*s, *discarded), t.style(role))
+            },
+        )),
     );
-    let count = |kind: Option<WorkKind>, state: WorkState| -> u64 {
+    let count = |kind: Option<WorkKind>, (state, discarded): (WorkState, bool)| -> u64 {
         snap.overview
             .work
             .iter()
-            .filter(|w| kind.is_none_or(|k| w.kind == k) && w.state == state)
+            .filter(|w| kind.is_none_or(|k| w.kind == k))
+            .filter(|w| w.state == state && w.discarded == discarded)
             .map(|w| w.count)
             .sum()
     };
@@ -110,8 +125,8 @@ fn counts_table(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot) {
         .iter()
         .map(|k| {
             TableRow::new(
-                std::iter::once(Span::raw(k.as_str())).chain(states.iter().map(|s| {
-                    let n = count(Some(*k), *s);
+                std::iter::once(Span::raw(k.as_str())).chain(columns.iter().map(|c| {
+                    let n = count(Some(*k), *c);
                     Span::styled(
                         format!("{n:>9}"),
                         if n == 0 {
@@ -126,13 +141,13 @@ fn counts_table(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot) {
         .collect();
     rows.push(TableRow::new(
         std::iter::once(Span::styled("total", t.style(Role::Accent))).chain(
-            states
+            columns
                 .iter()
-                .map(|s| Span::styled(format!("{:>9}", count(None, *s)), t.style(Role::Accent))),
+                .map(|c| Span::styled(format!("{:>9}", count(None, *c)), t.style(Role::Accent))),
         ),
     ));
     let widths =
-        std::iter::once(Constraint::Length(9)).chain(states.iter().map(|_| Constraint::Length(9)));
+        std::iter::once(Constraint::Length(9)).chain(columns.iter().map(|_| Constraint::Length(9)));
     frame.render_widget(
         Table::new(rows, widths).header(header).column_spacing(1),
         area,
