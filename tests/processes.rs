@@ -734,6 +734,58 @@ fn a_wal_removed_under_a_running_authority_stops_it_before_the_next_acknowledgem
     );
 }
 
+/// A newer build upgrades the store under a running authority (here: the schema version
+/// moved past this build's, as an upgrade moves it): the authority's next transaction is
+/// refused, and it stops (exit 2) with one line naming both versions, and
+/// acknowledges nothing after — it never writes rows the newer build would misread.
+#[test]
+fn a_store_upgraded_under_a_running_authority_stops_it_saying_so() {
+    if std::env::var(CHILD_STORE).is_ok() {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let url = format!("sqlite:{}", path.display());
+    let store = url::open(&url, OpenMode::ReadWrite).unwrap();
+    support::authorities::enqueue(&store, REWIND_ITEMS);
+    drop(store);
+    let mut procs = support::authorities::Authorities::new();
+    procs.spawn_in("a1", &url, &dir.path().join("state"));
+    let log = procs.log("a1");
+    wait_until("a1 completes some items", deadline, || {
+        claims_in(&log).len() > 20
+    });
+    let newer = leasehold::store::sqlite::SCHEMA_VERSION + 1;
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.busy_timeout(Duration::from_secs(60)).unwrap();
+    raw.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+        [newer],
+    )
+    .unwrap();
+    let revision: i64 = raw
+        .query_row("SELECT value FROM meta WHERE key = 'revision'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let status = procs.wait_exit("a1", deadline);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(2), "a1: {text}");
+    assert!(
+        text.contains(&format!(
+            "store schema version {newer} is newer than this build"
+        )),
+        "{text}"
+    );
+    let after: i64 = raw
+        .query_row("SELECT value FROM meta WHERE key = 'revision'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(after, revision, "a1 committed after the upgrade");
+}
+
 /// Takes SQLite's write lock (`BEGIN IMMEDIATE`), says so, and stops itself inside the
 /// transaction: a writer paused while holding the lock.
 const PAUSED_WRITER: &str = "import os, signal, sqlite3, sys

@@ -368,6 +368,41 @@ fn a_schema_10_database_is_upgraded_in_place_and_counts_its_discards_apart() {
     assert_eq!(discarded, [("discarded", 1)]);
 }
 
+/// A newer build upgrading the database under an open handle: the handle's next write is
+/// refused in one line, as an open would be, and commits nothing.
+#[test]
+fn a_database_upgraded_by_a_newer_build_under_an_open_handle_refuses_its_writes() {
+    let db = database();
+    let clock = ManualClock::new(crate::support::START);
+    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
+    store
+        .enqueue(NewWork::effect("a", HANDLER, "{}"), &compat())
+        .unwrap();
+    let newer = leasehold::store::postgres::SCHEMA_VERSION + 1;
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    admin
+        .execute(
+            "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
+            &[&newer],
+        )
+        .unwrap();
+    let revision = store.revision().unwrap();
+    let err = store
+        .enqueue(NewWork::effect("b", HANDLER, "{}"), &compat())
+        .unwrap_err();
+    assert_eq!(err.code(), "STORE_REFUSED", "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!(
+            "store schema version {newer} is newer than this build"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains('\n'), "{text}");
+    assert_eq!(store.revision().unwrap(), revision, "nothing committed");
+    assert!(store.work("b").unwrap().is_none());
+}
+
 /// An index added since the schema's version is created by the next read-write open of a
 /// store without it, and the store keeps its version: an older build still opens it.
 #[test]

@@ -25,7 +25,9 @@ use crate::store::sql::statements::REVISION;
 /// requests wait (one index probe), so a claim with nothing to move pays no round trip,
 /// the store's id (every write's rewind check compares it), and whether any handler is
 /// paused, when the next schedule is due and whether any workflow instance waits to run
-/// (an authority's poll asks all three: each a seek, and most polls then skip the read);
+/// (an authority's poll asks all three: each a seek, and most polls then skip the read),
+/// and the schema's version (a newer build may have upgraded the database since this
+/// handle opened it: then this build's writes are refused, see [`Begun::newer_schema`]);
 /// then the chain's newest link, which the commit's own link follows (`store/chain.rs`).
 /// Each of these was a round trip under the lock of its own. A write that names the work
 /// items it will read first has them read here too ([`begin_write`]).
@@ -61,7 +63,8 @@ const BEGIN_WRITE: &str = "BEGIN; SET LOCAL lock_timeout = '3s'; \
             (SELECT value FROM meta WHERE key = 'store_id'), \
             EXISTS (SELECT 1 FROM handler_pauses), \
             (SELECT min(next_due) FROM schedules WHERE paused_at IS NULL), \
-            EXISTS (SELECT 1 FROM instances WHERE next_eligible_at IS NOT NULL); \
+            EXISTS (SELECT 1 FROM instances WHERE next_eligible_at IS NOT NULL), \
+            (SELECT value FROM meta WHERE key = 'schema_version'); \
      (SELECT revision, link, nonce, generations, completions \
        FROM chain ORDER BY revision DESC LIMIT 1)";
 
@@ -100,6 +103,7 @@ pub(super) struct Begun {
     epoch: Option<i64>,
     intake: bool,
     store_id: Option<i64>,
+    schema_version: Option<i64>,
     known: Known,
     /// The chain's head and the links asked for.
     links: Vec<ChainLink>,
@@ -162,6 +166,7 @@ impl Begun {
             epoch: int(1),
             intake: meta.and_then(|row| row.get(2)) == Some("t"),
             store_id: int(3),
+            schema_version: int(7),
             known: Known {
                 no_pauses: meta.and_then(|row| row.get(4)) == Some("f"),
                 next_schedule: meta.map(|row| {
@@ -174,6 +179,15 @@ impl Begun {
             links,
             work,
         })
+    }
+
+    /// The schema version the database holds when a newer build upgraded it since this
+    /// handle opened it: this build's statements and rows are no longer the store's (an
+    /// index may have another condition, a count another name), so the write is refused
+    /// and a running authority stops, saying so, instead of writing what the newer build
+    /// cannot read.
+    pub(super) fn newer_schema(&self) -> Option<i64> {
+        self.schema_version.filter(|v| *v > super::SCHEMA_VERSION)
     }
 
     /// Hands what was read to the transaction, which then reads none of it again.

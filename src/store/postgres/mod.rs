@@ -399,12 +399,17 @@ impl PostgresBackend {
                 .client
                 .simple_query(&begin)
                 .map_err(|e| began(conn, &e))?;
-            Some(Begun::of(&messages, reads).ok_or_else(|| {
+            let begun = Begun::of(&messages, reads).ok_or_else(|| {
                 Step::Fail(Error::Unavailable(format!(
                     "{}: the server did not return a transaction id",
                     names.label
                 )))
-            })?)
+            })?;
+            if let Some(version) = begun.newer_schema() {
+                rollback(conn);
+                return Err(Failed::Step(Step::Fail(newer(names, version))));
+            }
+            Some(begun)
         } else {
             conn.client
                 .batch_execute(BEGIN_READ)

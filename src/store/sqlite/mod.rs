@@ -345,6 +345,7 @@ impl SqliteBackend {
             let tx = conn
                 .transaction_with_behavior(behavior)
                 .map_err(|e| step(label, &e))?;
+            still_ours(&tx, label)?;
             let mut stx = SqliteTx::new(&tx, label, writable);
             let result = f(&mut stx)
                 .and_then(|()| stx.flush())
@@ -522,6 +523,19 @@ pub(super) fn map_error(label: &str, e: &rusqlite::Error) -> Error {
     }
 }
 
+/// Refuses a transaction on a store a newer build upgraded since this handle opened it
+/// (the open refuses one it finds newer already): this build's statements and rows are
+/// no longer the store's — an index they name may have another condition, a count another
+/// name — so it neither reads nor writes, and a running authority stops, saying so, instead
+/// of failing at random or writing what the newer build cannot read. One primary-key seek
+/// of `meta` per transaction, on a page every commit touches.
+fn still_ours(conn: &Connection, label: &str) -> std::result::Result<(), Step> {
+    match schema_version(conn).map_err(|e| step(label, &e))? {
+        Some(v) if v > SCHEMA_VERSION => Err(Step::Fail(newer(label, v))),
+        _ => Ok(()),
+    }
+}
+
 fn newer(label: &str, version: i64) -> Error {
     Error::Refused(format!(
         "{label}: store schema version {version} is newer than this build ({SCHEMA_VERSION}): upgrade leasehold"
@@ -588,12 +602,9 @@ fn inspect(conn: &Connection, label: &str) -> std::result::Result<Found, Step> {
 
 fn schema_version(conn: &Connection) -> rusqlite::Result<Option<i64>> {
     use rusqlite::OptionalExtension;
-    conn.query_row(
-        "SELECT value FROM meta WHERE key = 'schema_version'",
-        [],
-        |r| r.get(0),
-    )
-    .optional()
+    conn.prepare_cached("SELECT value FROM meta WHERE key = 'schema_version'")?
+        .query_row([], |r| r.get(0))
+        .optional()
 }
 
 /// Creates whatever is missing, inside `BEGIN IMMEDIATE`, after re-checking the version

@@ -126,6 +126,52 @@ fn newer_schema_is_refused_and_untouched() {
     assert_eq!(bytes(&path), before);
 }
 
+/// A newer build upgrading the store under open handles: every later transaction of theirs,
+/// read or write, is refused with the same one line as an open would be, and writes
+/// nothing; a version bump by another open of this build is no refusal.
+#[test]
+fn a_store_upgraded_by_a_newer_build_under_open_handles_refuses_them() {
+    let (_dir, path) = temp();
+    let writer = open(&path, OpenMode::ReadWrite).expect("create");
+    let reader = open(&path, OpenMode::ReadOnly).expect("reader");
+    write(&writer, |tx| tx.adjust_counter("x", 1)).expect("write");
+    read(&reader, |tx| tx.counters("").map(drop)).expect("read");
+    let newer = SCHEMA_VERSION + 1;
+    Connection::open(&path)
+        .expect("raw")
+        .execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+            [newer],
+        )
+        .expect("bump");
+    let before = bytes(&path);
+    let refusals = [
+        write(&writer, |tx| tx.adjust_counter("x", 1)).expect_err("write refused"),
+        read(&writer, |tx| tx.counters("").map(drop)).expect_err("read refused"),
+        read(&reader, |tx| tx.counters("").map(drop)).expect_err("reader refused"),
+    ];
+    for err in refusals {
+        assert_eq!(err.code(), "STORE_REFUSED", "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!(
+                "store schema version {newer} is newer than this build ({SCHEMA_VERSION}): upgrade leasehold"
+            )),
+            "{text}"
+        );
+        assert!(!text.contains('\n'));
+    }
+    assert_eq!(bytes(&path), before, "nothing written");
+    Connection::open(&path)
+        .expect("raw")
+        .execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+            [SCHEMA_VERSION],
+        )
+        .expect("back");
+    write(&writer, |tx| tx.adjust_counter("x", 1)).expect("this build's version again");
+}
+
 #[test]
 fn garbage_file_is_refused_and_untouched() {
     let (_dir, path) = temp();
