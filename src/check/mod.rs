@@ -494,6 +494,10 @@ fn unreadable_history(store: &Store) -> Result<Option<Violation>> {
     }))
 }
 
+/// The phase [`check_showing`] names first: the history's order, then its chain, each read
+/// whole before any revision is counted.
+pub const ORDER_PHASE: &str = "check: the history's order and chain";
+
 /// [`check`], telling `progress` where it is: `(phase, done, total)` as it reads (the
 /// history in revisions, the items in rows), for a progress line on a large store.
 ///
@@ -520,6 +524,9 @@ pub fn check_showing(
     report.store_epoch = store_epoch;
     report.intake = intake;
     report.through_revision = through;
+    // One statement each, with nothing to count as they go: the line names the phase, so
+    // a large store's first seconds do not pass without a word.
+    progress(ORDER_PHASE, 0, through);
     if let Some(damage) = unreadable_history(store)? {
         report.damage.push(damage);
         return Ok(report);
