@@ -684,7 +684,7 @@ fn authorities_started_together_take_the_check_in_progress() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis();
-    writeln!(turn, "{at} {}", std::process::id()).unwrap();
+    writeln!(turn, "{at} {} 0", std::process::id()).unwrap();
     drop(turn);
     wait_until("both verified", deadline, || {
         names.iter().all(|n| logged(n, "store-verified").is_some())

@@ -459,6 +459,8 @@ impl WorkFacets {
 #[serde(rename_all = "camelCase")]
 pub struct WorkCount {
     pub kind: WorkKind,
+    /// The stored state: `failed` for the discarded cell too, so a count of the failures
+    /// nobody decided is `name() == "failed"`, not `state == Failed`.
     pub state: WorkState,
     /// The cell of failed items a person discarded (`state` is then `failed`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -20,15 +20,16 @@
 //! The lock file lives in the system's temporary directory, named after the store's
 //! identity (`leasehold-<digest>.checked`), readable and writable by its user alone, and
 //! holds the last clean verdict's instant and process. A file there that is not the user's
-//! own (another user could place one, or a link) is not used: each process then checks
-//! alone. A turn held too long (a process stopped mid-check) is not waited for past
-//! [`TURN_WAIT`]: the process then checks without it.
+//! own (another user could place one), or a link (symbolic or hard), is not used: each
+//! process then checks alone. A turn held too long (a process stopped mid-check) is not
+//! waited for past [`TURN_WAIT`]: the process then checks without it.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use rustix::fs::{FlockOperation, OFlags, flock};
@@ -82,10 +83,7 @@ impl HostCheck {
             ));
         }
         let checked = check();
-        let clean = checked.is_ok().then(|| Verdict {
-            at: now_ms(),
-            pid: std::process::id(),
-        });
+        let clean = checked.is_ok().then(Verdict::now);
         turn.record(clean.as_ref());
         checked
     }
@@ -98,14 +96,28 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// A clean check: when it finished, by which process.
+/// A clean check: when it finished, by which process, and which of that process's checks
+/// it was (two finished in one millisecond are still two verdicts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Verdict {
     at: u64,
     pid: u32,
+    nth: u64,
 }
 
-/// The last clean verdict `file` records, if it holds one (`<at> <pid>`).
+impl Verdict {
+    /// A check of this process's finished now.
+    fn now() -> Self {
+        static CHECKS: AtomicU64 = AtomicU64::new(0);
+        Self {
+            at: now_ms(),
+            pid: std::process::id(),
+            nth: CHECKS.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+}
+
+/// The last clean verdict `file` records, if it holds one (`<at> <pid> <nth>`).
 fn verdict(file: &mut File) -> Option<Verdict> {
     let mut text = String::new();
     file.rewind().ok()?;
@@ -113,13 +125,15 @@ fn verdict(file: &mut File) -> Option<Verdict> {
     let mut words = text.split_whitespace();
     let at = words.next()?.parse().ok()?;
     let pid = words.next()?.parse().ok()?;
-    Some(Verdict { at, pid })
+    let nth = words.next()?.parse().ok()?;
+    Some(Verdict { at, pid, nth })
 }
 
 /// The lock file at `path`, opened (created readable and writable by this user alone)
-/// only if it is a plain file of this user's that no one else may write: in a shared
-/// temporary directory, a file another user placed there (or a link to elsewhere) would
-/// let them hand out verdicts, so it is not used.
+/// only if it is a plain file of this user's that no one else may write, and no other
+/// name links to: in a shared temporary directory, a file another user placed there would
+/// let them hand out verdicts, and a link (symbolic, or a hard link to one of this user's
+/// files) would have a check write over that file, so neither is used.
 fn open_lock(path: &Path) -> Option<File> {
     let no_follow = i32::try_from(OFlags::NOFOLLOW.bits()).ok()?;
     let file = OpenOptions::new()
@@ -133,6 +147,7 @@ fn open_lock(path: &Path) -> Option<File> {
         .ok()?;
     let meta = file.metadata().ok()?;
     let ours = meta.is_file()
+        && meta.nlink() == 1
         && meta.uid() == rustix::process::geteuid().as_raw()
         && meta.mode() & 0o022 == 0;
     ours.then_some(file)
@@ -161,14 +176,17 @@ impl Turn {
     }
 
     /// Records `verdict` over the last one, or clears it (a check that did not come out
-    /// clean: no process may take the one before it). Best effort: a verdict not recorded
-    /// only makes the next process check for itself, and one not cleared is one it had
-    /// seen already.
+    /// clean: no process may take the one before it). The new line is written over the
+    /// old before the file is cut to its length, so a process reading it as it starts
+    /// (without the turn) never finds it empty in between and mistakes the verdict being
+    /// recorded for one made after it started. Best effort: a verdict not recorded only
+    /// makes the next process check for itself, and one not cleared is one it had seen
+    /// already.
     fn record(&mut self, verdict: Option<&Verdict>) {
-        let _ = self.file.set_len(0).and_then(|()| self.file.rewind());
-        if let Some(v) = verdict {
-            let _ = writeln!(self.file, "{} {}", v.at, v.pid);
-        }
+        let line = verdict.map_or_else(String::new, |v| format!("{} {} {}\n", v.at, v.pid, v.nth));
+        let _ = (self.file.rewind())
+            .and_then(|()| self.file.write_all(line.as_bytes()))
+            .and_then(|()| self.file.set_len(line.len() as u64));
     }
 }
 
@@ -271,12 +289,19 @@ mod tests {
         let target = dir.path().join("elsewhere");
         std::fs::write(&target, "keep").unwrap();
         std::os::unix::fs::symlink(&target, &linked).unwrap();
-        for identity in ["open", "linked"] {
+        // A hard link to a file of the user's own, mode 0600 like a lock file.
+        let hard = lock_path(dir.path(), "hard");
+        let own = dir.path().join("own");
+        std::fs::write(&own, "mine").unwrap();
+        std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::hard_link(&own, &hard).unwrap();
+        for identity in ["open", "linked", "hard"] {
             let mut runs = 0;
             asked(dir.path(), identity).run(counted(&mut runs)).unwrap();
             asked(dir.path(), identity).run(counted(&mut runs)).unwrap();
             assert_eq!(runs, 2, "{identity}: each checked alone");
         }
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(&own).unwrap(), "mine");
     }
 }

@@ -403,6 +403,66 @@ fn a_database_upgraded_by_a_newer_build_under_an_open_handle_refuses_its_writes(
     assert!(store.work("b").unwrap().is_none());
 }
 
+/// An upgrade waits for the write lock before it changes anything, so a write of an older
+/// build under way commits before it, and every later one reads the new version under
+/// the lock and is refused.
+#[test]
+fn an_upgrade_waits_for_the_writes_under_way() {
+    let db = database();
+    let clock = ManualClock::new(crate::support::START);
+    drop(open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap());
+    let mut admin = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    let older = leasehold::store::postgres::SCHEMA_VERSION - 1;
+    admin
+        .execute(
+            "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
+            &[&older],
+        )
+        .unwrap();
+    // A writer holding the write lock, as an older build's transaction does.
+    admin
+        .batch_execute("SELECT pg_advisory_lock(7810756276994469740)")
+        .unwrap();
+    let url = db.url().to_owned();
+    let upgrader = std::thread::spawn({
+        let clock = clock.clone();
+        move || open_postgres(&url, &clock, OpenMode::ReadWrite).map(drop)
+    });
+    let waiting = |admin: &mut postgres::Client| {
+        admin
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted                    AND objid::bigint = $1",
+                &[&i64::from(7_810_756_276_994_469_740_u64 as u32)],
+            )
+            .unwrap()
+            .get::<_, i64>(0)
+            > 0
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    crate::support::wait::wait_until("the upgrade waits for the write lock", deadline, || {
+        waiting(&mut admin)
+    });
+    let version = |admin: &mut postgres::Client| -> i64 {
+        admin
+            .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(
+        version(&mut admin),
+        older,
+        "nothing upgraded under the writer"
+    );
+    admin
+        .batch_execute("SELECT pg_advisory_unlock(7810756276994469740)")
+        .unwrap();
+    upgrader.join().unwrap().unwrap();
+    assert_eq!(
+        version(&mut admin),
+        leasehold::store::postgres::SCHEMA_VERSION
+    );
+}
+
 /// An index added since the schema's version is created by the next read-write open of a
 /// store without it, and the store keeps its version: an older build still opens it.
 #[test]

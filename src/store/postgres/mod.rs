@@ -174,6 +174,12 @@ const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 /// Begins schema initialisation under its own advisory lock (`WRITE_LOCK + 1`).
 const BEGIN_INIT: &str = "BEGIN; SELECT pg_advisory_xact_lock(7810756276994469741)";
 
+/// Taken by an upgrade, after the initialisation lock, before it changes anything: the
+/// write lock, so every write of an older build already under way commits first, and
+/// every later one reads the new version when it takes the lock and is refused
+/// (`begin.rs`). Writers never take the initialisation lock, so the two cannot deadlock.
+const UPGRADE_LOCK: &str = "SELECT pg_advisory_xact_lock(7810756276994469740)";
+
 /// A leasehold store in one PostgreSQL database.
 pub struct PostgresBackend {
     pool: Pool,
@@ -756,11 +762,12 @@ fn init(
                     names.label
                 ))))
             }
-            Found::Leasehold(v) => super::sql::upgrades_from(&UPGRADES, v)
-                .iter()
-                .try_for_each(|upgrade| conn.client.batch_execute(upgrade))
+            Found::Leasehold(v) if v < SCHEMA_VERSION => std::iter::once(UPGRADE_LOCK)
+                .chain(super::sql::upgrades_from(&UPGRADES, v).iter().copied())
+                .try_for_each(|sql| conn.client.batch_execute(sql))
                 .map(|()| false)
                 .map_err(|e| step(names, &e, &conn.client)),
+            Found::Leasehold(_) => Ok(false),
             Found::Empty if read_only || !create => Err(Step::Fail(Error::Refused(format!(
                 "{}: not a leasehold store yet (nothing was created; `leasehold init` creates one)",
                 names.label
