@@ -64,9 +64,12 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
         ])
         .spacing(1)
         .areas(inner);
-        let [counts, facts] = Layout::horizontal([Constraint::Length(70), Constraint::Fill(1)])
-            .spacing(2)
-            .areas(top);
+        // The counts' `discarded` column only where the facts beside keep their width.
+        let counts_width = if inner.width >= 150 { 70 } else { 60 };
+        let [counts, facts] =
+            Layout::horizontal([Constraint::Length(counts_width), Constraint::Fill(1)])
+                .spacing(2)
+                .areas(top);
         (counts, facts, sparks, bottom)
     } else {
         let [counts, facts, sparks, bottom] = Layout::vertical([
