@@ -697,18 +697,18 @@ fn authorities_started_together_take_the_check_in_progress() {
     procs.stop_all(deadline);
 }
 
-/// The WAL file deleted under a running authority: its next write transaction finds the
-/// path no longer names the WAL it writes to, fails before committing, and the authority
-/// stops (exit non-zero, logged) — it acknowledges no completion after it found out.
-#[test]
-fn a_wal_removed_under_a_running_authority_stops_it_before_the_next_acknowledgement() {
-    if std::env::var(CHILD_STORE).is_ok() {
-        return;
-    }
-    let deadline = Instant::now() + Duration::from_secs(120);
+/// A SQLite store of [`REWIND_ITEMS`] items in a temporary directory (`store.db`) and one
+/// authority process, `a1`, that has completed some of them: the store, the process and
+/// its log.
+fn one_authority_under_way(
+    deadline: Instant,
+) -> (
+    tempfile::TempDir,
+    support::authorities::Authorities,
+    PathBuf,
+) {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("store.db");
-    let url = format!("sqlite:{}", path.display());
+    let url = format!("sqlite:{}", dir.path().join("store.db").display());
     let store = url::open(&url, OpenMode::ReadWrite).unwrap();
     support::authorities::enqueue(&store, REWIND_ITEMS);
     drop(store);
@@ -718,6 +718,19 @@ fn a_wal_removed_under_a_running_authority_stops_it_before_the_next_acknowledgem
     wait_until("a1 completes some items", deadline, || {
         claims_in(&log).len() > 20
     });
+    (dir, procs, log)
+}
+
+/// The WAL file deleted under a running authority: its next write transaction finds the
+/// path no longer names the WAL it writes to, fails before committing, and the authority
+/// stops (exit non-zero, logged) — it acknowledges no completion after it found out.
+#[test]
+fn a_wal_removed_under_a_running_authority_stops_it_before_the_next_acknowledgement() {
+    if std::env::var(CHILD_STORE).is_ok() {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (dir, mut procs, log) = one_authority_under_way(deadline);
     std::fs::remove_file(dir.path().join("store.db-wal")).unwrap();
     let status = procs.wait_exit("a1", deadline);
     let text = std::fs::read_to_string(&log).unwrap();
@@ -744,18 +757,8 @@ fn a_store_upgraded_under_a_running_authority_stops_it_saying_so() {
         return;
     }
     let deadline = Instant::now() + Duration::from_secs(120);
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, mut procs, log) = one_authority_under_way(deadline);
     let path = dir.path().join("store.db");
-    let url = format!("sqlite:{}", path.display());
-    let store = url::open(&url, OpenMode::ReadWrite).unwrap();
-    support::authorities::enqueue(&store, REWIND_ITEMS);
-    drop(store);
-    let mut procs = support::authorities::Authorities::new();
-    procs.spawn_in("a1", &url, &dir.path().join("state"));
-    let log = procs.log("a1");
-    wait_until("a1 completes some items", deadline, || {
-        claims_in(&log).len() > 20
-    });
     let newer = leasehold::store::sqlite::SCHEMA_VERSION + 1;
     let raw = rusqlite::Connection::open(&path).unwrap();
     raw.busy_timeout(Duration::from_secs(60)).unwrap();

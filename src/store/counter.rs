@@ -16,7 +16,7 @@ use crate::rules::triage::is_discarded;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Counter {
     /// Work items of one (kind, state, build): `work|<kind>|<state>|<compat>`, where a
-    /// discarded item's state is named `discarded` ([`counted_state`]).
+    /// discarded item's state is named `discarded` ([`WorkGroup::count_name`]).
     Work {
         kind: WorkKind,
         state: WorkState,
@@ -69,7 +69,7 @@ impl Counter {
     }
 
     /// The stored name of [`Self::Work`], without a copy of `compat` to build it from;
-    /// `state` is what [`counted_state`] names.
+    /// `state` is what [`WorkGroup::count_name`] names.
     #[must_use]
     pub fn work_key(kind: WorkKind, state: &str, compat: &str) -> String {
         ["work|", kind.as_str(), "|", state, "|", compat].concat()
@@ -132,7 +132,7 @@ impl Counter {
 /// The state name `item` is counted under: its state's, but `discarded` for a failed item
 /// a person discarded.
 #[must_use]
-pub fn counted_state(item: &WorkItem) -> &'static str {
+pub(crate) fn counted_state(item: &WorkItem) -> &'static str {
     WorkGroup::count_name(item.state, is_discarded(item))
 }
 

@@ -282,11 +282,8 @@ fn a_schema_8_database_is_upgraded_in_place() {
     assert_eq!(report.span, Some((before + 1, before + 2)));
 }
 
-/// A database created by schema 9 (claims in the claim lanes) is upgraded in place: its
-/// lane index leaves claims out, and a claim batch takes the lapsed claim first, then the
-/// lane's pending items.
-#[test]
-fn a_schema_9_database_is_upgraded_in_place() {
+/// A fresh database holding the pending items `a`, `b` and `c`, with a handle on it.
+fn three_items() -> (Database, ManualClock, Store) {
     let db = database();
     let clock = ManualClock::new(crate::support::START);
     let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
@@ -295,6 +292,15 @@ fn a_schema_9_database_is_upgraded_in_place() {
             .enqueue(NewWork::effect(id, HANDLER, "{}"), &compat())
             .unwrap();
     }
+    (db, clock, store)
+}
+
+/// A database created by schema 9 (claims in the claim lanes) is upgraded in place: its
+/// lane index leaves claims out, and a claim batch takes the lapsed claim first, then the
+/// lane's pending items.
+#[test]
+fn a_schema_9_database_is_upgraded_in_place() {
+    let (db, clock, store) = three_items();
     store.claim("b", "dead", compat(), 1_000).unwrap();
     drop(store);
     let store = upgraded(
@@ -325,14 +331,7 @@ fn a_schema_9_database_is_upgraded_in_place() {
 /// moves them to a count of their own, per kind and build, and the counts are the rows'.
 #[test]
 fn a_schema_10_database_is_upgraded_in_place_and_counts_its_discards_apart() {
-    let db = database();
-    let clock = ManualClock::new(crate::support::START);
-    let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
-    for id in ["a", "b", "c"] {
-        store
-            .enqueue(NewWork::effect(id, HANDLER, "{}"), &compat())
-            .unwrap();
-    }
+    let (db, clock, store) = three_items();
     let b = store.claim("b", "w", compat(), 1_000).unwrap();
     let failure = leasehold::model::Failure {
         class: leasehold::model::FailureClass::Terminal,
