@@ -112,7 +112,15 @@ pub fn format_duration(ms: Millis) -> String {
     }
 }
 
-/// Reads `30s`, `5m`, `1500ms`, `2h`, `7d` or plain seconds; `None` for anything else.
+/// The longest duration any option takes: a century (`36525d`). A longer one is a slip of
+/// the keyboard, not a plan, and a delay that long would sit at the end of time.
+pub const LONGEST: Millis = 36_525 * 86_400_000;
+
+/// The last instant an absolute time option takes: the end of the year 9999 (UTC).
+pub const LATEST: Millis = 253_402_300_799_999;
+
+/// Reads `30s`, `5m`, `1500ms`, `2h`, `7d` or plain seconds, up to [`LONGEST`]; `None` for
+/// anything else.
 #[must_use]
 pub fn parse_duration(text: &str) -> Option<Millis> {
     let text = text.trim();
@@ -128,12 +136,20 @@ pub fn parse_duration(text: &str) -> Option<Millis> {
         "d" => 86_400_000,
         _ => return None,
     };
-    Some(n.saturating_mul(factor))
+    n.checked_mul(factor).filter(|ms| *ms <= LONGEST)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_duration_past_a_century_is_not_read() {
+        assert_eq!(parse_duration("36525d"), Some(LONGEST));
+        for text in ["36526d", "99999999999999d", "9223372036854775807ms", "x"] {
+            assert_eq!(parse_duration(text), None, "{text}");
+        }
+    }
 
     #[test]
     fn manual_clock_moves_only_when_told() {

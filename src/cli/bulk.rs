@@ -12,6 +12,7 @@ use super::output::json_line;
 use super::{CliResult, Failure};
 use crate::foundation::text_cell::cell;
 use crate::ops::bulk::{Action, Bulk, Tally};
+use crate::ops::filter::{Filter, Subject};
 
 /// More matches than this need `--yes`.
 pub const CONFIRM_ABOVE: usize = 100;
@@ -38,6 +39,28 @@ pub struct Target {
     /// With `--filter`: act on more than the confirmation threshold without refusing.
     #[arg(long, requires = "filter")]
     pub yes: bool,
+}
+
+impl Target {
+    /// `--filter`'s text parsed for `subject`, if given. A filter with no term is refused:
+    /// it would match every row, and a blank one (an unset shell variable) must not act
+    /// on all of them.
+    ///
+    /// # Errors
+    /// A blank filter, or one the grammar refuses (exit 2).
+    pub fn parse_filter(&self, subject: Subject) -> Result<Option<Filter>, Failure> {
+        let Some(text) = self.filter.as_deref() else {
+            return Ok(None);
+        };
+        let filter =
+            Filter::parse(subject, text).map_err(|e| Failure::usage(format!("--filter: {e}")))?;
+        if filter.is_empty() {
+            return Err(Failure::usage(
+                "--filter: holds no term, so it would match every row; name what to act on, e.g. state:failed",
+            ));
+        }
+        Ok(Some(filter))
+    }
 }
 
 /// Runs `bulk` from the command line: counts the matches, then (unless `dry_run`) acts on

@@ -179,7 +179,7 @@ pub fn run(args: &EnqueueArgs, out: &mut dyn Write) -> CliResult {
 pub(super) fn delay_ms(what: &str, text: &str) -> Result<Millis, Failure> {
     parse_duration(text).ok_or_else(|| {
         Failure::usage(format!(
-            "cannot read {what} {}: use e.g. 30s, 5m, 1h",
+            "cannot read {what} {}: use e.g. 30s, 5m, 1h (at most 36525d)",
             cell(text.trim())
         ))
     })
@@ -228,7 +228,7 @@ mod tests {
         let refused = delay_ms("--delay", "soon\u{1b}[2J").unwrap_err();
         assert_eq!(
             refused.message,
-            "cannot read --delay soon\\x1b[2J: use e.g. 30s, 5m, 1h"
+            "cannot read --delay soon\\x1b[2J: use e.g. 30s, 5m, 1h (at most 36525d)"
         );
         assert!(delay_ms("--delay", "-5s").is_err());
     }

@@ -109,13 +109,7 @@ pub fn history(args: &HistoryArgs, out: &mut dyn Write) -> CliResult {
 /// # Errors
 /// A refusal (exit 1), an unknown instance or unreadable store (exit 2).
 pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
-    let filter = args
-        .target
-        .filter
-        .as_deref()
-        .map(|text| Filter::parse(Subject::Workflows, text))
-        .transpose()
-        .map_err(|e| Failure::usage(format!("--filter: {e}")))?;
+    let filter = args.target.parse_filter(Subject::Workflows)?;
     if let Some(id) = &args.target.id {
         check_id("instance id", id)?;
     }

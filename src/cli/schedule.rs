@@ -257,13 +257,23 @@ fn definition(args: &DefinitionArgs) -> Result<Definition, Failure> {
             Some(every_ms) if every_ms > 0 => Trigger::Interval { every_ms },
             _ => {
                 return Err(Failure::usage(format!(
-                    "cannot read --every {}: use e.g. 30s, 5m, 1h",
+                    "cannot read --every {}: use e.g. 30s, 5m, 1h (at most 36525d)",
                     cell(span.trim())
                 )));
             }
         },
-        (None, Some(after_ms)) if after_ms >= 0 => Trigger::Delay { after_ms },
-        (None, Some(at)) => return Err(Failure::usage(format!("--at {at} is before the epoch"))),
+        (None, Some(after_ms)) if (0..=crate::clock::LATEST).contains(&after_ms) => {
+            Trigger::Delay { after_ms }
+        }
+        (None, Some(at)) if at < 0 => {
+            return Err(Failure::usage(format!("--at {at} is before the epoch")));
+        }
+        (None, Some(at)) => {
+            return Err(Failure::usage(format!(
+                "--at {at} is past the year 9999 (milliseconds since the epoch, at most {})",
+                crate::clock::LATEST
+            )));
+        }
         _ => {
             return Err(Failure::usage(
                 "give exactly one of --every, --at and --cron",

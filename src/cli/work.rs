@@ -24,7 +24,7 @@ use crate::foundation::text_cell::cell;
 use crate::ids::check_id;
 use crate::model::WorkItem;
 use crate::ops::bulk::{Bulk, TriageMatches};
-use crate::ops::filter::{Filter, Subject};
+use crate::ops::filter::Subject;
 use crate::ops::live_builds::LiveBuilds;
 use crate::rules::triage::{Verb, Verdict};
 use crate::store::Triaged;
@@ -131,12 +131,7 @@ pub fn run(command: &WorkCommand, out: &mut dyn Write) -> CliResult {
     if let Some(id) = &target.id {
         check_id("work id", id)?;
     }
-    let filter = target
-        .filter
-        .as_deref()
-        .map(|text| Filter::parse(Subject::Work, text))
-        .transpose()
-        .map_err(|e| Failure::usage(format!("--filter: {e}")))?;
+    let filter = target.parse_filter(Subject::Work)?;
     let store = store.open_writer()?;
     let actor = operator();
     match (&target.id, filter) {
@@ -148,10 +143,7 @@ pub fn run(command: &WorkCommand, out: &mut dyn Write) -> CliResult {
             let live = LiveBuilds::load(&store, store.now())?;
             let bulk = Bulk {
                 store: &store,
-                action: TriageMatches {
-                    verb,
-                    filter: live.work_filter(&store, &filter)?,
-                },
+                action: TriageMatches::new(verb, &filter, live.work_filter(&store, &filter)?),
                 filter_text: target.filter.as_deref().unwrap_or_default(),
                 actor: &actor,
                 reason,

@@ -24,8 +24,10 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::foundation::text_cell::cell;
 use crate::model::PageRequest;
+use crate::model::WorkGroup;
 use crate::model::history::with_reason;
-use crate::model::work::{WorkFilter, WorkItem};
+use crate::model::work::{Ending, WorkFilter, WorkItem};
+use crate::ops::filter::Filter;
 use crate::rules::triage::{Verb, Verdict};
 use crate::store::{BulkPage, Store, Triaged};
 
@@ -381,11 +383,33 @@ fn refusal_line(id: &str, why: &str) -> String {
 /// A triage verb over the work items a store filter matches (`None`: a filter that can
 /// match nothing).
 pub struct TriageMatches {
-    pub verb: Verb,
-    pub filter: Option<WorkFilter>,
+    verb: Verb,
+    filter: Option<WorkFilter>,
 }
 
 impl TriageMatches {
+    /// `verb` over what `filter` matches; `matched` is its store filter (`None`: it can
+    /// match nothing). A requeue never revives an item a person discarded unless the
+    /// filter names `state:discarded`: a discard records a terminal failure with the code
+    /// `DISCARDED`, so `class:terminal` or `handler:NAME` alone match discarded items too,
+    /// and a person's decision is undone only when asked for by name.
+    #[must_use]
+    pub fn new(verb: Verb, filter: &Filter, matched: Option<WorkFilter>) -> Self {
+        let spare_discards =
+            verb == Verb::Requeue && !filter.groups.contains(&WorkGroup::Discarded);
+        let filter = matched.map(|mut f| {
+            if spare_discards {
+                let endings = &mut f.facets.endings;
+                if endings.is_empty() {
+                    endings.extend(Ending::ALL);
+                }
+                endings.retain(|e| *e != Ending::Discarded);
+            }
+            f
+        });
+        Self { verb, filter }
+    }
+
     fn fate(&self, verdict: &Verdict) -> Fate {
         match verdict {
             Verdict::Done => Fate::Change,

@@ -206,7 +206,8 @@ impl Filter {
                         .join(", ")
                 )));
             }
-            if value.is_empty() {
+            // `state:,` lists no value, as `state:` does: it must not narrow by nothing.
+            if values(value).next().is_none() {
                 return Err(FilterError(format!(
                     "{field}: needs a value, e.g. {}",
                     example(&field)

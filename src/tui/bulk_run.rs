@@ -54,12 +54,12 @@ fn with_bulk<T>(
 ) -> Result<T, String> {
     let filter = Filter::parse(Subject::Work, filter_text).map_err(|e| e.to_string())?;
     let live = LiveBuilds::load(store, store.now()).map_err(|e| e.to_string())?;
-    let filter = live
+    let matched = live
         .work_filter(store, &filter)
         .map_err(|e| e.to_string())?;
     act(&Bulk {
         store,
-        action: TriageMatches { verb, filter },
+        action: TriageMatches::new(verb, &filter, matched),
         filter_text,
         actor,
         reason,

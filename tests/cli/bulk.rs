@@ -363,3 +363,64 @@ fn retry_now_makes_a_waiting_item_due_once() {
         stderr(&refused)
     );
 }
+
+/// A filter that names nothing — blank (an unset shell variable), or a field whose value
+/// list is empty (`state:,`) — is refused in one line (exit 2) by every bulk verb, and the
+/// store is left as it was; it never acts on every item.
+#[test]
+fn a_filter_naming_nothing_is_refused_and_changes_nothing() {
+    let p = plant(3);
+    let before = sha256(std::path::Path::new(&p.path));
+    for (verb, filter) in [
+        ("discard", ""),
+        ("discard", "   "),
+        ("discard", "state:,"),
+        ("requeue", "handler:,"),
+        ("requeue", "code:, class:terminal"),
+        ("retry-now", "class:,"),
+    ] {
+        let o = leasehold(&[
+            "work", verb, "--store", &p.path, "--filter", filter, "--reason", "r",
+        ]);
+        assert_eq!(code(&o), 2, "{verb} --filter {filter:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    }
+    let o = leasehold(&["cancel", "--store", &p.path, "--filter", " "]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(
+        sha256(std::path::Path::new(&p.path)),
+        before,
+        "nothing written"
+    );
+    assert_eq!(p.count(WorkState::Failed), 3);
+}
+
+/// A requeue by filter revives an item a person discarded only when the filter names
+/// `state:discarded`: `class:terminal` matches the discard's recorded failure too, but
+/// leaves it discarded.
+#[test]
+fn a_requeue_by_filter_spares_discards_unless_it_names_them() {
+    let p = plant(3);
+    let o = leasehold(&[
+        "work", "discard", "f-00000", "--store", &p.path, "--reason", "not ours",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let requeue = |filter: &str| {
+        let o = leasehold(&[
+            "work", "requeue", "--store", &p.path, "--filter", filter, "--reason", "r", "--json",
+        ]);
+        assert_eq!(code(&o), 0, "{filter}: {}", stderr(&o));
+        answer(&o)
+    };
+    let answered = requeue("class:terminal");
+    assert_eq!(answered["matched"], 2, "{answered}");
+    let discarded = p.store().work("f-00000").unwrap().unwrap();
+    assert_eq!(
+        discarded.ending(),
+        Some(leasehold::model::work::Ending::Discarded)
+    );
+    let answered = requeue("state:discarded");
+    assert_eq!(answered["matched"], 1, "{answered}");
+    let revived = p.store().work("f-00000").unwrap().unwrap();
+    assert_eq!(revived.state, WorkState::Pending);
+}

@@ -477,7 +477,7 @@ fn bad_input_is_one_line_exit_2_and_writes_nothing() {
     let missing = dir.path().join("typo.db").display().to_string();
     let revision = store.revision().unwrap();
     let before = items(&store);
-    let cases: [(&str, &[&str], &str); 14] = [
+    let cases: [(&str, &[&str], &str); 15] = [
         (
             &url,
             &["--handler", "h", "--payload", "{"],
@@ -525,6 +525,18 @@ fn bad_input_is_one_line_exit_2_and_writes_nothing() {
             &url,
             &["--handler", "h", "--payload", "{}", "--delay=-5s"],
             "--delay",
+        ),
+        (
+            &url,
+            &[
+                "--handler",
+                "h",
+                "--payload",
+                "{}",
+                "--delay",
+                "99999999999999d",
+            ],
+            "(at most 36525d)",
         ),
         (
             &url,

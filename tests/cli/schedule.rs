@@ -155,7 +155,7 @@ fn schedule_bad_input_is_one_line_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (url, store) = empty_store(dir.path());
     let missing = dir.path().join("typo.db").display().to_string();
-    let cases: [(&[&str], i32); 9] = [
+    let cases: [(&[&str], i32); 11] = [
         (
             &[
                 "create",
@@ -219,6 +219,32 @@ fn schedule_bad_input_is_one_line_and_changes_nothing() {
                 "1s",
                 "--at",
                 "5",
+                "--handler",
+                "h",
+            ],
+            2,
+        ),
+        (
+            &[
+                "create",
+                "--store",
+                &url,
+                "t",
+                "--at",
+                "99999999999999999",
+                "--handler",
+                "h",
+            ],
+            2,
+        ),
+        (
+            &[
+                "create",
+                "--store",
+                &url,
+                "t",
+                "--every",
+                "36526d",
                 "--handler",
                 "h",
             ],

@@ -638,6 +638,20 @@ fn a_schema_10_store_is_upgraded_in_place_and_claims_its_lapses_first_then_its_l
     assert!(s.verify_chain().expect("verify").breaks.is_empty());
 }
 
+/// The overview's counts above zero, by kind, count name and build.
+fn counted(s: &Store) -> Vec<(String, String, u64)> {
+    let work = s.overview().expect("overview").work;
+    (work.iter().filter(|c| c.count > 0))
+        .map(|c| {
+            (
+                format!("{}|{}", c.kind.as_str(), c.name()),
+                c.compat.clone(),
+                c.count,
+            )
+        })
+        .collect()
+}
+
 /// A store of schema 11 counted a person's discards with the failures: the upgrade moves
 /// them to a count of their own, per kind and build, so the counts are the rows'.
 #[test]
@@ -660,7 +674,7 @@ fn a_schema_11_store_is_upgraded_in_place_and_counts_its_discards_apart() {
     for id in ["a", "d"] {
         s.discard_work(id, "op", "not needed").expect("discard");
     }
-    let before = crate::testing::reads::counts_match_rows(&s).1;
+    let before = counted(&s);
     drop(s);
     downgrade_to_schema_11(&path);
     assert_refused_read_only(&path);
@@ -691,7 +705,7 @@ fn a_schema_11_store_is_upgraded_in_place_and_counts_its_discards_apart() {
             ("work|effect|pending|k".into(), 1),
         ]
     );
-    assert_eq!(crate::testing::reads::counts_match_rows(&s).1, before);
+    assert_eq!(counted(&s), before);
 }
 
 /// An index added since the schema's version is created by the next read-write open of a
