@@ -63,6 +63,18 @@ pub fn describe(detail: &WorkDetail, now: i64) -> Vec<String> {
     let mut text = vec![format!("work {}", cell(&w.id))];
     let mut field = |name: &str, value: String| text.push(format!("  {name:<10} {value}"));
     field("state", w.state_text().to_owned());
+    // How it ended, in the words it was recorded with: a discard names who and why.
+    if let (Some(_), Some(f)) = (w.ending(), &w.last_failure) {
+        field(
+            "ended",
+            format!(
+                "{} {}: {}",
+                f.class.as_str(),
+                cell(&f.code),
+                escape(&f.message)
+            ),
+        );
+    }
     field("kind", w.kind.as_str().to_owned());
     field("handler", cell(&w.handler));
     field("key", cell(&w.idempotency_key));

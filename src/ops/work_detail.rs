@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::model::work::Ending;
 use crate::model::{AttemptError, Grant, WorkItem};
 use crate::rules::retry::RetryPolicy;
 use crate::store::Store;
@@ -18,6 +19,10 @@ pub const GRANTS_SHOWN: usize = 20;
 #[serde(rename_all = "camelCase")]
 pub struct WorkDetail {
     pub item: WorkItem,
+    /// Why a failed item ended (`discarded`, `terminal`, `retries-exhausted`,
+    /// `uncertain-exhausted`; `null` for any other state), as `inspect work --json` names
+    /// it: the item's own `state` says only `failed`.
+    pub ending: Option<&'static str>,
     /// Newest first (`model/attempt_error.rs` bounds them).
     pub attempt_errors: Vec<AttemptError>,
     /// The newest [`GRANTS_SHOWN`] claims of it, newest first.
@@ -68,6 +73,7 @@ impl WorkDetail {
             })
             .collect();
         Ok(Some(Self {
+            ending: item.ending().map(Ending::code),
             item,
             attempt_errors,
             grants,

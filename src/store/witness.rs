@@ -353,19 +353,16 @@ impl Witness {
     ///
     /// # Errors
     /// `STORE_UNAVAILABLE` when the witness cannot be read or written; `STORE_REFUSED`
-    /// when it holds what no build wrote (an operator decides whether to remove it).
+    /// when this user may not read or write it, or it holds what no build wrote (an operator decides whether to remove it).
     pub fn load(dir: &Path, store: &Store) -> Result<Self> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::Unavailable(format!("rewind witness {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| unreadable(dir, &e))?;
         Self::at(record_path(dir, store), store, false)
     }
 
     /// Opens the record at `path` without judging the store, creating the file unless it
     /// is written only `after_commits`.
     fn at(path: PathBuf, store: &Store, after_commits: bool) -> Result<Self> {
-        let unavailable = |e: std::io::Error| {
-            Error::Unavailable(format!("rewind witness {}: {e}", path.display()))
-        };
+        let unavailable = |e: std::io::Error| unreadable(&path, &e);
         let file = match open_record(&path, !after_commits) {
             Err(e) if after_commits && e.kind() == std::io::ErrorKind::NotFound => None,
             opened => Some(opened.map_err(unavailable)?),
@@ -471,9 +468,8 @@ impl Witness {
     }
 
     fn store(&self, state: &mut State, next: Seen) -> Result<()> {
-        self.write(state, &next).map_err(|e| {
-            Error::Unavailable(format!("rewind witness {}: {e}", self.path.display()))
-        })?;
+        self.write(state, &next)
+            .map_err(|e| unreadable(&self.path, &e))?;
         state.seen = Some(next);
         Ok(())
     }
@@ -607,10 +603,20 @@ pub(super) fn read_record(path: &Path) -> Result<Option<Seen>> {
     match std::fs::read_to_string(path) {
         Ok(text) => parse(&text, path),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::Unavailable(format!(
-            "rewind witness {}: {e}",
-            path.display()
-        ))),
+        Err(e) => Err(unreadable(path, &e)),
+    }
+}
+
+/// The witness at `path` could not be read or written: `STORE_REFUSED` when this user may
+/// not (a permission is not granted by waiting: an authority starting on it stops at once
+/// rather than retrying), `STORE_UNAVAILABLE` otherwise (a full disk, an I/O error).
+fn unreadable(path: &Path, e: &std::io::Error) -> Error {
+    let said = format!("rewind witness {}: {e}", path.display());
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+            Error::Refused(said)
+        }
+        _ => Error::Unavailable(said),
     }
 }
 
@@ -685,6 +691,27 @@ pub fn default_dir() -> Option<PathBuf> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// A witness this user may not read or write is refused for good (an authority stops
+    /// at once instead of waiting for a permission to arrive); other failures may pass.
+    #[test]
+    fn a_witness_without_permission_is_refused_not_waited_for() {
+        use std::io::{Error as Io, ErrorKind};
+        let path = Path::new("/state/leasehold/w");
+        for (kind, code) in [
+            (ErrorKind::PermissionDenied, "STORE_REFUSED"),
+            (ErrorKind::ReadOnlyFilesystem, "STORE_REFUSED"),
+            (ErrorKind::StorageFull, "STORE_UNAVAILABLE"),
+            (ErrorKind::Other, "STORE_UNAVAILABLE"),
+        ] {
+            let e = unreadable(path, &Io::from(kind));
+            assert_eq!(e.code(), code, "{kind:?}: {e}");
+            assert!(
+                e.to_string().contains("rewind witness /state/leasehold/w"),
+                "{e}"
+            );
+        }
+    }
 
     fn seen(store_id: i64, epoch: u64, revision: u64) -> Seen {
         Seen {

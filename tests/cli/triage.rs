@@ -291,6 +291,23 @@ fn discard_needs_a_reason_and_spares_a_succeeded_item() {
             .is_some_and(|f| f.message.ends_with(": order withdrawn")),
         "{item:?}"
     );
+    // `work show` says how it ended, who discarded it and why, as `inspect work` does.
+    let shown = s.run(&["show", "waiting"]);
+    assert_eq!(code(&shown), 0, "{}", stderr(&shown));
+    let ended = stdout(&shown)
+        .lines()
+        .find(|l| l.trim_start().starts_with("ended"))
+        .map(str::to_owned);
+    assert!(
+        ended
+            .as_deref()
+            .is_some_and(|l| l.contains("DISCARDED") && l.contains(": order withdrawn")),
+        "{}",
+        stdout(&shown)
+    );
+    let shown = s.run(&["show", "waiting", "--json"]);
+    let detail: Value = serde_json::from_str(stdout(&shown).trim()).unwrap();
+    assert_eq!(detail["ending"], "discarded", "{detail}");
     let again = s.run(&["discard", "waiting", "--reason", "dup", "--json"]);
     assert_eq!(code(&again), 0, "{}", stderr(&again));
     let answer: Value = serde_json::from_str(stdout(&again).trim()).unwrap();
