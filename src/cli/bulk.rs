@@ -42,21 +42,21 @@ pub struct Target {
 }
 
 impl Target {
-    /// `--filter`'s text parsed for `subject`, if given. A filter with no term is refused:
-    /// it would match every row, and a blank one (an unset shell variable) must not act
-    /// on all of them.
+    /// `--filter`'s text parsed for `subject`, if given. A filter with no term matches
+    /// every row, so it is taken only with `--yes` or `--dry-run`: a blank one (an unset
+    /// shell variable) must not act on all of them unasked, however few they are.
     ///
     /// # Errors
-    /// A blank filter, or one the grammar refuses (exit 2).
+    /// A blank filter without `--yes` or `--dry-run`, or one the grammar refuses (exit 2).
     pub fn parse_filter(&self, subject: Subject) -> Result<Option<Filter>, Failure> {
         let Some(text) = self.filter.as_deref() else {
             return Ok(None);
         };
         let filter =
             Filter::parse(subject, text).map_err(|e| Failure::usage(format!("--filter: {e}")))?;
-        if filter.is_empty() {
+        if filter.is_empty() && !self.yes && !self.dry_run {
             return Err(Failure::usage(
-                "--filter: holds no term, so it would match every row; name what to act on, e.g. state:failed",
+                "--filter: holds no term, so it matches every row; add --yes to act on all of them (--dry-run lists the first)",
             ));
         }
         Ok(Some(filter))

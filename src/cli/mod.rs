@@ -52,7 +52,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::Error;
-use crate::foundation::text_cell::{escape, truncate};
+use crate::foundation::text_cell::{defang, escape, truncate};
 use crate::store::Store;
 use crate::store::url::{OpenMode, open};
 
@@ -349,7 +349,8 @@ pub fn report(failure: &Failure) {
     }
 }
 
-/// Folds a message onto one line and escapes anything a terminal would act on.
+/// Folds a message onto one line and escapes anything a terminal would act on; values the
+/// message escaped already (ids shown as cells) are not escaped twice.
 #[must_use]
 pub fn one_line(message: &str) -> String {
     let joined = message
@@ -358,7 +359,7 @@ pub fn one_line(message: &str) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" ");
-    escape(&joined)
+    defang(&joined)
 }
 
 /// Which of `words` (the first at position `first`, counted after the program name) are
@@ -521,6 +522,11 @@ mod tests {
     #[test]
     fn messages_are_one_escaped_line() {
         assert_eq!(one_line("a\nb\u{1b}[2J"), "a b\\x1b[2J");
+        let shown = crate::foundation::text_cell::cell("id\u{202e}");
+        assert_eq!(
+            one_line(&format!("{shown}: unknown")),
+            "id\\u{202e}: unknown"
+        );
     }
 
     #[test]

@@ -16,10 +16,23 @@ pub const MAX_CELL: usize = 40;
 /// backslash is doubled so that an escape is never ambiguous.
 #[must_use]
 pub fn escape(text: &str) -> String {
+    escaped(text, true)
+}
+
+/// [`escape`] for a message whose values may have been escaped already (an id shown as a
+/// [`cell`] inside an error): the same characters are escaped, but a backslash is left
+/// as it is, so an escape already made reads `\u{202e}`, not `\\u{202e}`. What it
+/// prints still cannot act on the terminal.
+#[must_use]
+pub fn defang(text: &str) -> String {
+    escaped(text, false)
+}
+
+fn escaped(text: &str, double_backslash: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
-            '\\' => out.push_str("\\\\"),
+            '\\' if double_backslash => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),

@@ -366,7 +366,7 @@ fn retry_now_makes_a_waiting_item_due_once() {
 
 /// A filter that names nothing — blank (an unset shell variable), or a field whose value
 /// list is empty (`state:,`) — is refused in one line (exit 2) by every bulk verb, and the
-/// store is left as it was; it never acts on every item.
+/// store is left as it was; a blank one acts on every item only when `--yes` says so.
 #[test]
 fn a_filter_naming_nothing_is_refused_and_changes_nothing() {
     let p = plant(3);
@@ -393,6 +393,15 @@ fn a_filter_naming_nothing_is_refused_and_changes_nothing() {
         "nothing written"
     );
     assert_eq!(p.count(WorkState::Failed), 3);
+    let o = leasehold(&[
+        "work", "discard", "--store", &p.path, "--filter", "", "--yes", "--reason", "all",
+    ]);
+    assert_eq!(code(&o), 1, "the succeeded item is spared: {}", stderr(&o));
+    assert_eq!(
+        p.count(WorkState::Failed),
+        4,
+        "asked for by --yes: every other item"
+    );
 }
 
 /// A requeue by filter revives an item a person discarded only when the filter names

@@ -410,7 +410,7 @@ fn cancel_over_a_filter_finishes_the_rest_and_does_nothing_twice() {
 
     let all = || {
         leasehold(&[
-            "cancel", "--store", &s.url, "--filter", "", "--reason", REASON, "--json",
+            "cancel", "--store", &s.url, "--filter", "", "--yes", "--reason", REASON, "--json",
         ])
     };
     let run = all();
@@ -475,7 +475,9 @@ fn a_dry_run_says_what_the_cancel_then_does() {
         .cancel_workflow(&theirs_cancelled, None, "ops@host", "setup")
         .unwrap();
     let run = |extra: &[&str]| {
-        let mut args = vec!["cancel", "--store", &s.url, "--filter", "", "--json"];
+        let mut args = vec![
+            "cancel", "--store", &s.url, "--filter", "", "--yes", "--json",
+        ];
         args.extend_from_slice(extra);
         let o = leasehold(&args);
         serde_json::from_str::<Value>(String::from_utf8_lossy(&o.stdout).trim()).unwrap()
