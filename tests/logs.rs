@@ -130,6 +130,62 @@ async fn claims_and_completions_are_logged_with_item_and_generation() {
     assert_eq!(stopped[0]["leasesLost"], 0);
 }
 
+/// A claim that lapsed with its budget spent is ended as a dead letter by the authority
+/// that takes it over: that authority says so in one line naming the item, the generation
+/// the dead letter was written under and its handler, as the store holds them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_decided_at_takeover_is_logged() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    let handler = EFFECT_HANDLERS[0];
+    let poison = NewWork {
+        max_attempts: 1,
+        ..NewWork::effect("poison", handler, "{}")
+    };
+    s.enqueue(poison, &compat()).expect("enqueues");
+    s.claim("poison", "gone", support::key(handler), 1_000)
+        .expect("claimed by an owner that dies");
+    clock.advance(3_600_000);
+    let said = LogBuffer::default();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let runtime = tokio::spawn(run_authority_with(
+        s.clone(),
+        config("heir"),
+        workload::named("fast", 1).expect("fast"),
+        RunOptions {
+            log: Some(said.dispatch(LogFormat::Json, &clock)),
+            ..RunOptions::default()
+        },
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    wait_until_async("the lapse to end as a dead letter", within(RUNNING), || {
+        s.work("poison")
+            .ok()
+            .flatten()
+            .is_some_and(|w| w.is_dead_letter())
+    })
+    .await;
+    let _ = stop_tx.send(());
+    runtime.await.expect("joins").expect("runs");
+    let item = s.work("poison").expect("reads").expect("the item");
+    let said = said.json();
+    let dead: Vec<_> = said
+        .iter()
+        .filter(|l| l["message"] == "dead-letter")
+        .collect();
+    assert_eq!(dead.len(), 1, "{said:#?}");
+    assert_eq!(dead[0]["item"], "poison");
+    assert_eq!(dead[0]["instance"], "heir");
+    assert_eq!(dead[0]["generation"], item.generation, "{}", dead[0]);
+    assert_eq!(dead[0]["handler"], handler);
+    assert_eq!(
+        dead[0]["code"],
+        item.last_failure.as_ref().expect("a failure").code.as_str()
+    );
+}
+
 /// Log lines an authority wrote, kept in memory.
 #[derive(Clone, Default)]
 struct LogBuffer(Arc<Mutex<Vec<u8>>>);

@@ -32,6 +32,21 @@ pub fn claimed(instance: &str, job: &Job, lapsed_ms: Option<Millis>) {
     );
 }
 
+/// A lapsed claim whose budget was spent, ended by this authority's takeover as a dead
+/// letter (nothing to run): said once, by the claimer that decided it, with the generation
+/// the takeover wrote it under.
+pub fn dead_lettered(instance: &str, item: &crate::model::WorkItem) {
+    warn!(
+        instance,
+        item = %item.id,
+        kind = item.kind.as_str(),
+        generation = item.generation,
+        handler = %item.handler,
+        code = item.last_failure.as_ref().map(|f| f.code.as_str()),
+        "dead-letter"
+    );
+}
+
 /// How finishing a job ended. `fenced` is set when a refused write was fenced (another
 /// claim had replaced the job's), with the replacing generation when it is known.
 pub fn finished(

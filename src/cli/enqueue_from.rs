@@ -107,9 +107,15 @@ fn check_file(path: &str) -> Result<u64, Failure> {
 }
 
 fn open(path: &str) -> Result<impl BufRead, Failure> {
-    std::fs::File::open(path)
-        .map(BufReader::new)
-        .map_err(|e| Failure::usage(format!("cannot read {path}: {e}")))
+    let file = std::fs::File::open(path)
+        .map_err(|e| Failure::usage(format!("cannot read {path}: {e}")))?;
+    // A directory opens, and fails only at its first read: say so before anything runs.
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(Failure::usage(format!(
+            "cannot read {path}: a directory, not a file of JSON lines"
+        )));
+    }
+    Ok(BufReader::new(file))
 }
 
 /// One run over one input.

@@ -300,6 +300,13 @@ fn a_bad_line_in_a_file_refuses_the_file_before_anything_is_written() {
     let missing = dir.path().join("missing.jsonl");
     let err = assert_one_line_failure(&from_file(&url, &missing, &[]), 2);
     assert!(err.contains("cannot read"), "{err}");
+    let folder = from_file(&url, dir.path(), &[]);
+    let err = assert_one_line_failure(&folder, 2);
+    assert!(
+        err.contains("a directory, not a file of JSON lines"),
+        "{err}"
+    );
+    assert!(folder.stdout.is_empty(), "no summary: {}", stdout(&folder));
     let both = enqueue(&url, &["--from", "-", "--payload", "{}"]);
     let err = assert_one_line_failure(&both, 2);
     assert!(err.contains("--from"), "{err}");

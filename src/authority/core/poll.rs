@@ -138,6 +138,9 @@ impl AuthorityCore {
                 self.state()
                     .stats
                     .settled(&claimed.claims, &claimed.dead_letters);
+                for dead in &claimed.dead_letters {
+                    log::dead_lettered(self.id(), dead);
+                }
                 claimed.claims
             }
             None => Vec::new(),
