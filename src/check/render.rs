@@ -105,7 +105,7 @@ pub fn render_text(report: &Report) -> String {
         let (s, verb) = if n == 1 { ("", "waits") } else { ("s", "wait") };
         let _ = writeln!(
             out,
-            "{n} incompatible item{s} {verb} for a live authority of their build (not stranded)"
+            "{n} incompatible item{s} {verb} for a live authority of their build (no invariant broken; `inspect triage` lists them as stranded until one runs)"
         );
     }
     for (n, noun) in [

@@ -42,6 +42,12 @@ fn stranded_work_is_reported_and_incompatible_work_is_counted() {
     let report = f.run();
     assert!(report.is_clean(), "{}", render_text(&report));
     assert_eq!(report.incompatible_items, 4);
+    // Said in the words triage uses for them, so the two do not seem to disagree.
+    assert!(
+        render_text(&report).contains("`inspect triage` lists them as stranded"),
+        "{}",
+        render_text(&report)
+    );
 }
 
 /// Work that waited past the bound while a live authority of its build kept claiming that
