@@ -62,20 +62,7 @@ async fn claims_and_completions_are_logged_with_item_and_generation() {
         };
         s.ingest(&event).expect("ingests");
     }
-    let said = LogBuffer::default();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let runtime = tokio::spawn(run_authority_with(
-        s.clone(),
-        config("solo"),
-        workload::named("fast", 1).expect("fast"),
-        RunOptions {
-            log: Some(said.dispatch(LogFormat::Json, &clock)),
-            ..RunOptions::default()
-        },
-        async move {
-            let _ = stop_rx.await;
-        },
-    ));
+    let running = Running::start(&s, &clock, "solo", LogFormat::Json);
     wait_until_async("the store to drain", within(RUNNING), || {
         work_in(&s, WorkState::Succeeded).len() == 30
             && s.subscription("orders")
@@ -84,8 +71,7 @@ async fn claims_and_completions_are_logged_with_item_and_generation() {
                 .is_some_and(|sub| sub.sequence == 5)
     })
     .await;
-    let _ = stop_tx.send(());
-    let stats = runtime.await.expect("joins").expect("runs");
+    let (said, stats) = running.stop().await;
     // The authority's own log: every claim and completion names its item and generation,
     // as the store holds them, and the last line's counters are the returned ones.
     let said = said.json();
@@ -146,20 +132,7 @@ async fn a_dead_letter_decided_at_takeover_is_logged() {
     s.claim("poison", "gone", support::key(handler), 1_000)
         .expect("claimed by an owner that dies");
     clock.advance(3_600_000);
-    let said = LogBuffer::default();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let runtime = tokio::spawn(run_authority_with(
-        s.clone(),
-        config("heir"),
-        workload::named("fast", 1).expect("fast"),
-        RunOptions {
-            log: Some(said.dispatch(LogFormat::Json, &clock)),
-            ..RunOptions::default()
-        },
-        async move {
-            let _ = stop_rx.await;
-        },
-    ));
+    let running = Running::start(&s, &clock, "heir", LogFormat::Json);
     wait_until_async("the lapse to end as a dead letter", within(RUNNING), || {
         s.work("poison")
             .ok()
@@ -167,8 +140,7 @@ async fn a_dead_letter_decided_at_takeover_is_logged() {
             .is_some_and(|w| w.is_dead_letter())
     })
     .await;
-    let _ = stop_tx.send(());
-    runtime.await.expect("joins").expect("runs");
+    let (said, _) = running.stop().await;
     let item = s.work("poison").expect("reads").expect("the item");
     let said = said.json();
     let dead: Vec<_> = said
@@ -184,6 +156,45 @@ async fn a_dead_letter_decided_at_takeover_is_logged() {
         dead[0]["code"],
         item.last_failure.as_ref().expect("a failure").code.as_str()
     );
+}
+
+/// An authority running the `fast` demo set over a store, its lines kept in memory.
+struct Running {
+    said: LogBuffer,
+    stop: tokio::sync::oneshot::Sender<()>,
+    runtime: tokio::task::JoinHandle<leasehold::Result<leasehold::authority::Stats>>,
+}
+
+impl Running {
+    /// Starts authority `id` over `s`, logging in `format` stamped with `clock`.
+    fn start(s: &Store, clock: &ManualClock, id: &str, format: LogFormat) -> Self {
+        let said = LogBuffer::default();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let runtime = tokio::spawn(run_authority_with(
+            s.clone(),
+            config(id),
+            workload::named("fast", 1).expect("fast"),
+            RunOptions {
+                log: Some(said.dispatch(format, clock)),
+                ..RunOptions::default()
+            },
+            async move {
+                let _ = stop_rx.await;
+            },
+        ));
+        Self {
+            said,
+            stop,
+            runtime,
+        }
+    }
+
+    /// Stops it: what it said, and the counters it returned.
+    async fn stop(self) -> (LogBuffer, leasehold::authority::Stats) {
+        let _ = self.stop.send(());
+        let stats = self.runtime.await.expect("joins").expect("runs");
+        (self.said, stats)
+    }
 }
 
 /// Log lines an authority wrote, kept in memory.
@@ -358,20 +369,7 @@ async fn a_hostile_value_is_logged_escaped_in_both_formats() {
                 tx.adjust_counter(&format!("work|effect|pending|{key}"), 1)
             })
             .expect("plants");
-        let log = LogBuffer::default();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let runtime = tokio::spawn(run_authority_with(
-            s.clone(),
-            config("solo"),
-            workload::named("fast", 1).expect("fast"),
-            RunOptions {
-                log: Some(log.dispatch(format, &clock)),
-                ..RunOptions::default()
-            },
-            async move {
-                let _ = stop_rx.await;
-            },
-        ));
+        let running = Running::start(&s, &clock, "solo", format);
         // No handler of that name here: the item is handed back, pending, and never failed.
         wait_until_async("the unknown handler's hand-back", within(RUNNING), || {
             s.work("e\u{9b}1")
@@ -379,8 +377,7 @@ async fn a_hostile_value_is_logged_escaped_in_both_formats() {
                 .is_some_and(|w| w.state == WorkState::Pending && w.generation == 1)
         })
         .await;
-        let _ = stop_tx.send(());
-        runtime.await.expect("joins").expect("runs");
+        let (log, _) = running.stop().await;
 
         let text = log.text();
         assert!(
