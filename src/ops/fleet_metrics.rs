@@ -14,7 +14,7 @@ use prometheus_client::registry::Registry;
 use crate::authority::metrics::{Labeled, text};
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::model::PageRequest;
+use crate::model::{PageRequest, WorkGroup, WorkKind, WorkState};
 use crate::rules::lateness;
 use crate::rules::liveness::{Liveness, liveness};
 use crate::store::Store;
@@ -53,7 +53,17 @@ pub fn render(store: &Store, now: Millis) -> Result<String> {
         "The store's revision",
         ConstGauge::new(i64::try_from(overview.revision).unwrap_or(i64::MAX)),
     );
-    let mut work: BTreeMap<(String, String), u64> = BTreeMap::new();
+    // Every kind in every state from the first scrape, at zero where there is none, so a
+    // series never appears out of nowhere (the first discard, the first failure).
+    let mut work: BTreeMap<(String, String), u64> = (WorkKind::ALL.iter())
+        .flat_map(|kind| {
+            let states = WorkState::ALL
+                .iter()
+                .map(|s| WorkGroup::count_name(*s, false));
+            (states.chain([WorkGroup::count_name(WorkState::Failed, true)]))
+                .map(|state| ((kind.as_str().to_owned(), state.to_owned()), 0))
+        })
+        .collect();
     for c in &overview.work {
         *work
             .entry((c.kind.as_str().to_owned(), c.name().to_owned()))

@@ -341,6 +341,23 @@ fn inspect_metrics_states_the_stores_counts() {
         count(&page, "leasehold_fleet_store_revision"),
         overview.revision
     );
+    // Every kind and state is a series from the first scrape, at zero where there is none.
+    for kind in ["effect", "schedule", "cursor"] {
+        for state in [
+            "pending",
+            "claimed",
+            "retry",
+            "succeeded",
+            "failed",
+            "discarded",
+        ] {
+            let series = format!("leasehold_fleet_work{{kind=\"{kind}\",state=\"{state}\"}} ");
+            assert!(
+                page.lines().any(|l| l.starts_with(&series)),
+                "{series}: {page}"
+            );
+        }
+    }
     assert_eq!(
         count(&page, r#"leasehold_fleet_authorities{state="live"}"#),
         0
