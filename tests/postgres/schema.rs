@@ -367,10 +367,10 @@ fn a_schema_10_database_is_upgraded_in_place_and_counts_its_discards_apart() {
     assert_eq!(discarded, [("discarded", 1)]);
 }
 
-/// A newer build upgrading the database under an open handle: the handle's next write is
-/// refused in one line, as an open would be, and commits nothing.
+/// A newer build upgrading the database under an open handle: the handle's next write and
+/// read are refused in one line, as an open would be, and the write commits nothing.
 #[test]
-fn a_database_upgraded_by_a_newer_build_under_an_open_handle_refuses_its_writes() {
+fn a_database_upgraded_by_a_newer_build_under_an_open_handle_refuses_it() {
     let db = database();
     let clock = ManualClock::new(crate::support::START);
     let store = open_postgres(db.url(), &clock, OpenMode::ReadWrite).unwrap();
@@ -385,21 +385,34 @@ fn a_database_upgraded_by_a_newer_build_under_an_open_handle_refuses_its_writes(
             &[&newer],
         )
         .unwrap();
-    let revision = store.revision().unwrap();
-    let err = store
+    let revision = |admin: &mut postgres::Client| -> i64 {
+        admin
+            .query_one("SELECT value FROM meta WHERE key = 'revision'", &[])
+            .unwrap()
+            .get(0)
+    };
+    let before = revision(&mut admin);
+    let write = store
         .enqueue(NewWork::effect("b", HANDLER, "{}"), &compat())
         .unwrap_err();
-    assert_eq!(err.code(), "STORE_REFUSED", "{err}");
-    let text = err.to_string();
-    assert!(
-        text.contains(&format!(
-            "store schema version {newer} is newer than this build"
-        )),
-        "{text}"
-    );
-    assert!(!text.contains('\n'), "{text}");
-    assert_eq!(store.revision().unwrap(), revision, "nothing committed");
-    assert!(store.work("b").unwrap().is_none());
+    let read = store.work("a").unwrap_err();
+    for err in [write, read] {
+        assert_eq!(err.code(), "STORE_REFUSED", "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!(
+                "store schema version {newer} is newer than this build"
+            )),
+            "{text}"
+        );
+        assert!(!text.contains('\n'), "{text}");
+    }
+    assert_eq!(revision(&mut admin), before, "nothing committed");
+    let b: i64 = admin
+        .query_one("SELECT count(*) FROM work WHERE id = 'b'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(b, 0);
 }
 
 /// An upgrade waits for the write lock before it changes anything, so a write of an older

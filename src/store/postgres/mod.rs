@@ -168,8 +168,11 @@ fn write_lock_holder(conn: &mut Conn) -> Option<String> {
     ))
 }
 
-/// Begins a read: one snapshot for every statement of the read.
-const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+/// Begins a read: one snapshot for every statement of the read, and in the same message
+/// the schema's version in that snapshot (a newer build may have upgraded the database
+/// since this handle opened it: then the read is refused, as a write is).
+const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
+     SELECT value FROM meta WHERE key = 'schema_version'";
 
 /// Begins schema initialisation under its own advisory lock (`WRITE_LOCK + 1`).
 const BEGIN_INIT: &str = "BEGIN; SELECT pg_advisory_xact_lock(7810756276994469741)";
@@ -417,9 +420,14 @@ impl PostgresBackend {
             }
             Some(begun)
         } else {
-            conn.client
-                .batch_execute(BEGIN_READ)
+            let messages = conn
+                .client
+                .simple_query(BEGIN_READ)
                 .map_err(|e| began(conn, &e))?;
+            if let Some(version) = newer_in(&messages) {
+                rollback(conn);
+                return Err(Failed::Step(Step::Fail(newer(names, version))));
+            }
             None
         };
         // The write lock is held from here (its statement answered) to the commit's answer.
@@ -726,6 +734,17 @@ impl Backend for PostgresBackend {
             Ok(revision)
         })
     }
+}
+
+/// The schema version a read's first statement found, when it is newer than this build.
+fn newer_in(messages: &[postgres::SimpleQueryMessage]) -> Option<i64> {
+    messages.iter().find_map(|m| match m {
+        postgres::SimpleQueryMessage::Row(row) => row
+            .get(0)
+            .and_then(|v| v.parse::<i64>().ok())
+            .filter(|v| *v > SCHEMA_VERSION),
+        _ => None,
+    })
 }
 
 fn newer(names: &Names, version: i64) -> Error {
