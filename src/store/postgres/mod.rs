@@ -379,15 +379,15 @@ impl PostgresBackend {
         })
     }
 
-    /// One attempt at a whole transaction on one connection.
-    fn attempt(
+    /// Begins a transaction on `conn`: a write (`write`: what it reads first) under the
+    /// write lock, answering what its first statement read, or a read. Either is refused
+    /// when the schema version it finds is newer than this build's.
+    fn begin(
         &self,
         conn: &mut Conn,
         write: Option<WriteReads<'_>>,
-        inserts: Inserts,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
         watch: &mut StallWatch<'_>,
-    ) -> std::result::Result<(), Failed> {
+    ) -> std::result::Result<Option<Begun>, Failed> {
         let names = &self.names;
         conn.in_transaction = true;
         let mut began = |conn: &mut Conn, e: &postgres::Error| {
@@ -402,7 +402,7 @@ impl PostgresBackend {
             rollback(conn);
             failed
         };
-        let begun = if let Some(reads) = write {
+        let (begun, newer_version) = if let Some(reads) = write {
             let (begin, reads) = begin_write(reads);
             let messages = conn
                 .client
@@ -414,22 +414,33 @@ impl PostgresBackend {
                     names.label
                 )))
             })?;
-            if let Some(version) = begun.newer_schema() {
-                rollback(conn);
-                return Err(Failed::Step(Step::Fail(newer(names, version))));
-            }
-            Some(begun)
+            let version = begun.newer_schema();
+            (Some(begun), version)
         } else {
             let messages = conn
                 .client
                 .simple_query(BEGIN_READ)
                 .map_err(|e| began(conn, &e))?;
-            if let Some(version) = newer_in(&messages) {
-                rollback(conn);
-                return Err(Failed::Step(Step::Fail(newer(names, version))));
-            }
-            None
+            (None, newer_in(&messages))
         };
+        if let Some(version) = newer_version {
+            rollback(conn);
+            return Err(Failed::Step(Step::Fail(newer(names, version))));
+        }
+        Ok(begun)
+    }
+
+    /// One attempt at a whole transaction on one connection.
+    fn attempt(
+        &self,
+        conn: &mut Conn,
+        write: Option<WriteReads<'_>>,
+        inserts: Inserts,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
+        watch: &mut StallWatch<'_>,
+    ) -> std::result::Result<(), Failed> {
+        let names = &self.names;
+        let begun = self.begin(conn, write, watch)?;
         // The write lock is held from here (its statement answered) to the commit's answer.
         let held_from = Instant::now();
         let (ending, failed_transiently, revision, assumed, round_trips) = {
