@@ -574,3 +574,48 @@ fn select_workflow(h: &mut Harness, id: &str) {
         assert_ne!(before, h.app.table_ui().selected, "{id} not on the page");
     }
 }
+
+/// The overview counts a person's discards apart from the failures at every width: a
+/// column where the counts have room for one (the narrow layout, and the wide one from 150
+/// columns), else a line under the table; `failed` never counts them.
+#[test]
+fn the_overview_says_the_discards_at_every_width() {
+    let f = fixture();
+    let failed_before: u64 = failed_count(&f.store);
+    for id in ["effect-020", "effect-021"] {
+        f.store.discard_work(id, "tester@ci", "not ours").unwrap();
+    }
+    assert_eq!(
+        failed_count(&f.store),
+        failed_before,
+        "discards are not failures"
+    );
+    for (w, hgt) in [(80, 24), (120, 32), (160, 48)] {
+        let mut h = harness(&f, "dark", w, hgt);
+        open(&mut h, ViewId::Overview, &f);
+        let text = screen(&h);
+        let said = if w == 120 {
+            text.contains("discarded 2 (apart from failed)")
+        } else {
+            // The table's own columns: its seven, before the facts beside it.
+            let cells = |word: &str| -> Vec<String> {
+                let line = text.lines().find(|l| l.contains(word)).unwrap_or_default();
+                let table: String = line.trim_start_matches('│').chars().take(69).collect();
+                table.split_whitespace().map(str::to_owned).collect()
+            };
+            cells("WORK").last().map(String::as_str) == Some("discarded")
+                && cells("total").last().map(String::as_str) == Some("2")
+        };
+        assert!(said, "{w}x{hgt}:\n{text}");
+    }
+}
+
+/// The failed items the overview counts (the failures nobody decided).
+fn failed_count(store: &Store) -> u64 {
+    let counts = store.overview().unwrap().work;
+    counts
+        .iter()
+        .filter(|c| c.name() == "failed")
+        .map(|c| c.count)
+        .sum()
+}

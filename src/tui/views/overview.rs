@@ -155,6 +155,23 @@ fn counts_table(frame: &mut Frame<'_>, area: Rect, t: &Theme, snap: &Snapshot) {
         Table::new(rows, widths).header(header).column_spacing(1),
         area,
     );
+    // Without the column, discards are still said, under the table where it has a row
+    // to spare (the wide layout's), so none of them goes unseen.
+    let discarded = count(None, (WorkState::Failed, true));
+    let below = 1 + u16::try_from(WorkKind::ALL.len() + 1).unwrap_or(u16::MAX);
+    if !room && discarded > 0 && area.height > below {
+        let line = Line::from(vec![
+            Span::styled("discarded ", t.style(Role::Muted)),
+            Span::styled(discarded.to_string(), t.style(Role::Base)),
+            Span::styled(" (apart from failed)", t.style(Role::Muted)),
+        ]);
+        let row = Rect {
+            y: area.y + below,
+            height: 1,
+            ..area
+        };
+        frame.render_widget(Paragraph::new(line), row);
+    }
 }
 
 /// Per kind, how late its latest lane runs — `effect 45m00s  schedule 1.2s` — or `-`. The
