@@ -308,6 +308,13 @@ impl WorkItem {
         })
     }
 
+    /// The name it is counted under ([`super::WorkGroup::count_name`]): its state's, but
+    /// `discarded` for a failed item a person discarded.
+    #[must_use]
+    pub fn count_name(&self) -> &'static str {
+        super::WorkGroup::count_name(self.state, self.ending() == Some(Ending::Discarded))
+    }
+
     /// Its state as a person is shown it: a failed item says why it ended
     /// ([`Self::ending`]), any other its state's name.
     #[must_use]

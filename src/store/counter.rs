@@ -129,13 +129,6 @@ impl Counter {
     }
 }
 
-/// The state name `item` is counted under: its state's, but `discarded` for a failed item
-/// a person discarded.
-#[must_use]
-pub(crate) fn counted_state(item: &WorkItem) -> &'static str {
-    WorkGroup::count_name(item.state, is_discarded(item))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use super::attempt_errors::{Lapsed, record_failure};
-use super::counter::counted_state;
 use super::fair_share::{ClaimBudget, Rotation, claim_candidates};
 use super::handler_control::{charge, gate, paused_refusal};
 use super::intake::move_intake;
@@ -86,7 +85,7 @@ fn insert_new(tx: &mut dyn Tx, item: &WorkItem) -> Result<Inserted> {
     }
     tx.commit_revision()?;
     tx.adjust_counter(
-        &Counter::work_key(item.kind, counted_state(item), &item.compat),
+        &Counter::work_key(item.kind, item.count_name(), &item.compat),
         1,
     )?;
     Ok(Inserted::New)
@@ -104,20 +103,20 @@ pub(crate) fn save_work(tx: &mut dyn Tx, prev: Option<&WorkItem>, next: &WorkIte
                 "a rule changed the kind or compat of {}",
                 next.id
             );
-            update_saved(tx, counted_state(prev), &Arc::new(next.clone()))?;
+            update_saved(tx, prev.count_name(), &Arc::new(next.clone()))?;
         }
     }
     Ok(true)
 }
 
 /// Writes `next` over the item it is the next version of, which was counted under `was`
-/// ([`counted_state`]), keeping the counts in step. For a version a rule made from the
+/// ([`WorkItem::count_name`]), keeping the counts in step. For a version a rule made from the
 /// item: rules never change an item's kind or compat, so only its state (or a discard)
 /// moves it between counts.
 fn update_saved(tx: &mut dyn Tx, was: &str, next: &Arc<WorkItem>) -> Result<()> {
     tx.commit_revision()?;
     tx.update_work(next)?;
-    let now = counted_state(next);
+    let now = next.count_name();
     if was != now {
         tx.adjust_counter(&Counter::work_key(next.kind, was, &next.compat), -1)?;
         tx.adjust_counter(&Counter::work_key(next.kind, now, &next.compat), 1)?;

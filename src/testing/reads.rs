@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::Store;
 use crate::model::event::NewEvent;
 use crate::model::schedule::{CatchUp, Trigger};
-use crate::model::work::{Ending, NewWork, WorkFilter};
-use crate::model::{Authority, Page, PageRequest, WorkGroup, WorkItem, WorkKind, WorkState};
+use crate::model::work::{NewWork, WorkFilter};
+use crate::model::{Authority, Page, PageRequest, WorkItem, WorkKind, WorkState};
 use crate::ops::claims::{ClaimStanding, OwnedClaims};
 use crate::store::{Keyed, WorkOrder};
 
@@ -498,9 +498,8 @@ pub fn counts_match_rows(store: &Store) -> (Vec<WorkItem>, WorkCells) {
     .rows;
     let mut expected = WorkCells::new();
     for it in &items {
-        let cell = WorkGroup::count_name(it.state, it.ending() == Some(Ending::Discarded));
         *expected
-            .entry((it.kind, cell, it.compat.clone()))
+            .entry((it.kind, it.count_name(), it.compat.clone()))
             .or_default() += 1;
     }
     let counted: WorkCells = overview

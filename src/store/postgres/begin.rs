@@ -27,7 +27,7 @@ use crate::store::sql::statements::REVISION;
 /// paused, when the next schedule is due and whether any workflow instance waits to run
 /// (an authority's poll asks all three: each a seek, and most polls then skip the read),
 /// and the schema's version (a newer build may have upgraded the database since this
-/// handle opened it: then this build's writes are refused, see [`Begun::newer_schema`]);
+/// handle opened it: then this build's writes are refused, see [`Begun::schema_version`]);
 /// then the chain's newest link, which the commit's own link follows (`store/chain.rs`).
 /// Each of these was a round trip under the lock of its own. A write that names the work
 /// items it will read first has them read here too ([`begin_write`]).
@@ -181,13 +181,10 @@ impl Begun {
         })
     }
 
-    /// The schema version the database holds when a newer build upgraded it since this
-    /// handle opened it: this build's statements and rows are no longer the store's (an
-    /// index may have another condition, a count another name), so the write is refused
-    /// and a running authority stops, saying so, instead of writing what the newer build
-    /// cannot read.
-    pub(super) fn newer_schema(&self) -> Option<i64> {
-        self.schema_version.filter(|v| *v > super::SCHEMA_VERSION)
+    /// The schema version the database holds under the write lock (compared with this
+    /// build's where every transaction begins, `PostgresBackend::begin`).
+    pub(super) fn schema_version(&self) -> Option<i64> {
+        self.schema_version
     }
 
     /// Hands what was read to the transaction, which then reads none of it again.

@@ -402,7 +402,7 @@ impl PostgresBackend {
             rollback(conn);
             failed
         };
-        let (begun, newer_version) = if let Some(reads) = write {
+        let (begun, version) = if let Some(reads) = write {
             let (begin, reads) = begin_write(reads);
             let messages = conn
                 .client
@@ -414,16 +414,20 @@ impl PostgresBackend {
                     names.label
                 )))
             })?;
-            let version = begun.newer_schema();
+            let version = begun.schema_version();
             (Some(begun), version)
         } else {
             let messages = conn
                 .client
                 .simple_query(BEGIN_READ)
                 .map_err(|e| began(conn, &e))?;
-            (None, newer_in(&messages))
+            (None, version_in(&messages))
         };
-        if let Some(version) = newer_version {
+        // A newer build upgraded the database since this handle opened it: this build's
+        // statements and rows are no longer the store's (an index may have another
+        // condition, a count another name), so it neither reads nor writes, and a running
+        // authority stops, saying so, instead of writing what the newer build cannot read.
+        if let Some(version) = version.filter(|v| *v > SCHEMA_VERSION) {
             rollback(conn);
             return Err(Failed::Step(Step::Fail(newer(names, version))));
         }
@@ -747,13 +751,10 @@ impl Backend for PostgresBackend {
     }
 }
 
-/// The schema version a read's first statement found, when it is newer than this build.
-fn newer_in(messages: &[postgres::SimpleQueryMessage]) -> Option<i64> {
+/// The schema version a read's first statement found.
+fn version_in(messages: &[postgres::SimpleQueryMessage]) -> Option<i64> {
     messages.iter().find_map(|m| match m {
-        postgres::SimpleQueryMessage::Row(row) => row
-            .get(0)
-            .and_then(|v| v.parse::<i64>().ok())
-            .filter(|v| *v > SCHEMA_VERSION),
+        postgres::SimpleQueryMessage::Row(row) => row.get(0).and_then(|v| v.parse().ok()),
         _ => None,
     })
 }
