@@ -16,6 +16,10 @@ with the schema reshaped, so the variants can be compared in the same minutes:
                    every item, and the history's revision indexes (grants and writes)
   no-listing       without the dashboard's listing indexes (state, owner, kind, compat)
   no-history       without the grant and write records
+  without-rowid    the work table clustered by its id (`WITHOUT ROWID`): no separate
+                   primary-key index to seek before each row
+  page-8k          8 KiB pages instead of SQLite's 4 KiB (a new store's choice)
+  page-16k         16 KiB pages
 
 The last two are measurements only: the dashboard's filters and `leasehold check` need
 what they drop. The statements are the provider's; the harness is Python's sqlite3, whose
@@ -35,7 +39,17 @@ import time
 
 SCHEMA = os.path.join(os.path.dirname(__file__), "..", "src", "store", "sqlite", "schema.sql")
 BATCH = 150
-VARIANTS = ["as-is", "split", "schema-10", "schema-9", "no-listing", "no-history"]
+VARIANTS = [
+    "as-is",
+    "split",
+    "schema-10",
+    "schema-9",
+    "no-listing",
+    "no-history",
+    "without-rowid",
+    "page-8k",
+    "page-16k",
+]
 
 # The columns a claim and a completion change: the narrow row of the split variant.
 STATE_COLUMNS = """state TEXT NOT NULL, owner_id TEXT, token TEXT, generation INTEGER NOT NULL,
@@ -100,11 +114,19 @@ def create(variant, path):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
     db = sqlite3.connect(path, isolation_level=None)
+    if variant.startswith("page-"):
+        # Only a database without pages yet takes another page size.
+        db.execute(f"PRAGMA page_size = {int(variant[5:-1]) * 1024}")
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = FULL")
     with open(SCHEMA, encoding="utf-8") as f:
-        db.executescript(f.read())
-    db.executescript(RESHAPE[variant])
+        schema = f.read()
+    if variant == "without-rowid":
+        head, table = schema.split("CREATE TABLE IF NOT EXISTS work (", 1)
+        columns, rest = table.split("\n);", 1)
+        schema = f"{head}CREATE TABLE IF NOT EXISTS work ({columns}\n) WITHOUT ROWID;{rest}"
+    db.executescript(schema)
+    db.executescript(RESHAPE.get(variant, ""))
     return db
 
 
