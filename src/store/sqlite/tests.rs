@@ -470,6 +470,24 @@ fn sqlite_errors_map_to_store_errors() {
         assert!(!mapped.to_string().contains('\n'), "{mapped}");
         assert_eq!(is_busy(&err(code)), expected == "STORE_CONTENTION");
     }
+    // A WAL store in a directory the user cannot write to, with no `-shm` beside it: the
+    // message names the directory, not the file, and says how to read the store.
+    let directory = rusqlite::Error::SqliteFailure(
+        ffi::Error {
+            code: ErrorCode::ReadOnly,
+            extended_code: ffi::SQLITE_READONLY_DIRECTORY,
+        },
+        None,
+    );
+    let mapped = map_error("/srv/jobs/store.db", &directory);
+    assert_eq!(mapped.code(), "STORE_READ_ONLY");
+    assert!(
+        mapped
+            .to_string()
+            .contains("the directory /srv/jobs is read-only to this user")
+            && mapped.to_string().contains("read a copy"),
+        "{mapped}"
+    );
     let mut calls = 0;
     let out: Result<()> = retry(MAX_ATTEMPTS, || {
         calls += 1;
