@@ -173,8 +173,9 @@ async fn checkout(
 ) -> Result<bool> {
     let store = store.clone();
     let (orders, instances) = (orders.to_vec(), instances.to_vec());
-    // The charge is stamped for this service's version of the handler that runs it.
-    let compat = authority.key_for("charge-card").unwrap_or_default();
+    // The charge is stamped for this service's version of the handler that runs it; a
+    // handler name this service does not register is refused (INVALID), never stamped.
+    let versions = authority.handler_versions();
     blocking(move || {
         let mut all_done = true;
         for (order, instance) in orders.iter().zip(&instances) {
@@ -185,7 +186,10 @@ async fn checkout(
             let charge = store.work(&charge_id)?;
             if charge.is_none() && row.waiting_event.as_deref() == Some("payment-confirmed") {
                 let payload = json!({ "orderId": order, "amountCents": 1999 }).to_string();
-                store.enqueue(NewWork::effect(&charge_id, "charge-card", payload), &compat)?;
+                store.enqueue(
+                    NewWork::effect(&charge_id, "charge-card", payload),
+                    &versions,
+                )?;
             }
             let charged = charge.is_some_and(|w| w.state == WorkState::Succeeded);
             all_done &= charged && row.status == InstanceStatus::Completed;

@@ -29,7 +29,8 @@
 //! }
 //!
 //! # async fn run() -> leasehold::Result<()> {
-//! // Store calls block: from async code, run them on the blocking pool.
+//! // Store calls block: from async code, run them on the blocking pool. `ReadWrite` creates
+//! // the store on a service's first start; `OpenMode::Existing` refuses a missing one.
 //! let store = tokio::task::spawn_blocking(|| open("app.db", OpenMode::ReadWrite))
 //!     .await
 //!     .expect("joined")?;
@@ -40,9 +41,10 @@
 //!
 //! // The producer side is one call on the store per intent, stamped with the key of the
 //! // handler's version (a compatible release of it claims the work, a major bump does not).
-//! let compat = authority.key_for("send-email").expect("registered");
+//! // A payload that is not JSON, or a handler this authority does not register, is refused.
+//! let versions = authority.handler_versions();
 //! let email = NewWork::effect("welcome:42", "send-email", r#"{"to":"ana@example.com"}"#);
-//! tokio::task::spawn_blocking(move || store.enqueue(email, &compat))
+//! tokio::task::spawn_blocking(move || store.enqueue(email, &versions))
 //!     .await
 //!     .expect("joined")?;
 //!

@@ -22,6 +22,8 @@ mod capabilities;
 mod hostile_ids;
 #[path = "store/lock_wait.rs"]
 mod lock_wait;
+#[path = "store/malformed_work.rs"]
+mod malformed_work;
 #[path = "store/model.rs"]
 mod model;
 #[path = "store/rewind.rs"]

@@ -5,7 +5,7 @@
 //! after a rolling deploy retires the creating build, the new build's firings stay
 //! claimable by the new build.
 
-use super::work::save_work;
+use super::work::{check_compat, check_payload, save_work};
 use super::{HandlerKeys, Store, Tx};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
@@ -28,8 +28,9 @@ impl Store {
     /// `leasehold schedule create` does), and changes one with [`Self::update_schedule`].
     ///
     /// # Errors
-    /// `INVALID` for a schedule id or handler that fails [`check_new_id`], or a cron trigger
-    /// that does not read ([`Trigger::check`]) (nothing is written);
+    /// `INVALID` for a schedule id or handler that fails [`check_new_id`], a cron trigger
+    /// that does not read ([`Trigger::check`]), a payload that is not JSON or a compatibility
+    /// key no authority could hold (empty) (nothing is written);
     /// a store failure.
     pub fn create_schedule(
         &self,
@@ -43,6 +44,9 @@ impl Store {
         check_new_id("schedule id", id)?;
         check_new_id("handler", handler)?;
         trigger.check()?;
+        let what = format!("schedule {id}");
+        check_payload(&what, payload)?;
+        check_compat(&what, handler, compat)?;
         self.write(|tx, now| {
             if tx.schedule(id)?.is_some() {
                 return Ok(false);
@@ -70,8 +74,8 @@ impl Store {
     ///
     /// # Errors
     /// `NOT_FOUND` for an unknown schedule, `INVALID` for a schedule id that fails
-    /// [`check_id`], a handler that fails [`check_new_id`] or a cron trigger that does not
-    /// read (nothing is written either way); a store failure.
+    /// [`check_id`], a handler that fails [`check_new_id`], a cron trigger that does not
+    /// read or a payload that is not JSON (nothing is written either way); a store failure.
     #[allow(clippy::too_many_arguments)] // one argument per replaced field, plus who and which
     pub fn update_schedule(
         &self,
@@ -85,6 +89,7 @@ impl Store {
         check_id("schedule id", id)?;
         check_new_id("handler", handler)?;
         trigger.check()?;
+        check_payload(&format!("schedule {id}"), payload)?;
         self.write(|tx, now| {
             let Some(current) = tx.schedule(id)? else {
                 return Err(Error::NotFound {

@@ -147,8 +147,9 @@ impl Store {
     /// # Errors
     /// `IDEMPOTENCY_CONFLICT` when the item found by the key or the id is another effect
     /// (nothing is written for this call); `INVALID` when the id, handler, logical effect
-    /// id or idempotency key fails [`check_id`], or `keys` has no key for a handler
-    /// (nothing is written); a store failure (`STORE_UNAVAILABLE`, `STORE_CONTENTION`,
+    /// id or idempotency key fails [`check_id`], `keys` has no key for a handler or an
+    /// empty one, the payload is not JSON, `max_attempts` is 0 or `not_before` is past the
+    /// end of the year 9999 (nothing is written); a store failure (`STORE_UNAVAILABLE`, `STORE_CONTENTION`,
     /// `STORE_READ_ONLY`, `OUTCOME_UNKNOWN`, …).
     pub fn enqueue(&self, spec: NewWork, keys: impl HandlerKeys) -> Result<bool> {
         Ok(self.offer_work(spec, keys)? == Enqueued::Created)
@@ -892,11 +893,61 @@ pub(crate) fn stamp(spec: NewWork, keys: &impl HandlerKeys) -> Result<(NewWork, 
     if let Some(key) = spec.idempotency_key.as_deref() {
         check_new_id("idempotency key", key)?;
     }
+    check_shape(&spec)?;
     let Some(compat) = keys.key_for(&spec.handler) else {
         return Err(Error::Invalid(format!(
             "no version of handler {} to stamp work {} with",
             spec.handler, spec.id
         )));
     };
+    check_compat(&format!("work {}", spec.id), &spec.handler, &compat)?;
     Ok((spec, compat))
+}
+
+/// Refuses a compatibility key no authority would ever hold: an empty one (a caller's
+/// `key_for(..).unwrap_or_default()` for a handler it does not run) or one that is not
+/// printable. What is stamped with it would wait, pending, for good.
+///
+/// # Errors
+/// `INVALID`, naming `what` (`work X`, `schedule Y`) and its handler.
+pub(crate) fn check_compat(what: &str, handler: &str, compat: &str) -> Result<()> {
+    if check_new_id("compatibility key", compat).is_err() {
+        return Err(Error::Invalid(format!(
+            "{what}: the compatibility key given for handler {handler} is empty or not printable, and no authority would ever claim work stamped with it"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a payload that is not JSON: a handler receives its payload as JSON, so other
+/// text would reach it as something the producer never sent.
+///
+/// # Errors
+/// `INVALID`, naming `what` (`work X`, `schedule Y`).
+pub(crate) fn check_payload(what: &str, payload: &str) -> Result<()> {
+    match serde_json::from_str::<serde::de::IgnoredAny>(payload) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(Error::Invalid(format!(
+            "{what}: the payload is not JSON ({e})"
+        ))),
+    }
+}
+
+/// What a work item must be to run at all, refused before anything is written: a JSON
+/// payload ([`check_payload`]); a budget of at least one attempt; and a start no later than
+/// the end of the year 9999, past which it would be parked for good (the CLI bounds its own
+/// options the same way).
+fn check_shape(spec: &NewWork) -> Result<()> {
+    let what = format!("work {}", spec.id);
+    check_payload(&what, &spec.payload)?;
+    let refuse = |why: String| Err(Error::Invalid(format!("{what}: {why}")));
+    if spec.max_attempts == 0 {
+        return refuse("max attempts must be at least 1".into());
+    }
+    if let Some(at) = spec.not_before.filter(|at| *at > crate::clock::LATEST) {
+        return refuse(format!(
+            "not before {at} ms is past the end of the year 9999 (the latest start taken)"
+        ));
+    }
+    Ok(())
 }

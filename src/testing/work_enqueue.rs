@@ -79,15 +79,16 @@ pub fn a_large_batch_with_stored_ids_writes_only_the_new_ones(h: &dyn Harness) {
 
 /// Texts are stored as given, whatever they hold: quotes, backslashes, dollar signs,
 /// comment and statement separators and non-ASCII characters in an item's id, handler,
-/// keys, payload and result read back exactly, alone and in a batch (PostgreSQL sends a
-/// small commit's rows as SQL text).
+/// keys, payload (as JSON text, the one shape a payload takes) and result read back
+/// exactly, alone and in a batch (PostgreSQL sends a small commit's rows as SQL text).
 pub fn texts_are_stored_exactly_as_given(h: &dyn Harness) {
     let s = h.store();
     let odd = r#"o'brien\'; DROP TABLE work; -- $$ E'\x00' "q" é 🦀"#;
+    let payload = serde_json::json!({ "odd": odd, "raw": odd.len() }).to_string();
     let spec = |id: &str| NewWork {
         logical_effect_id: Some(format!("{id}{odd}")),
         idempotency_key: Some(format!("{id}key{odd}")),
-        ..NewWork::effect(format!("{id}{odd}"), format!("h{odd}"), odd)
+        ..NewWork::effect(format!("{id}{odd}"), format!("h{odd}"), payload.clone())
     };
     assert!(ok("alone", s.enqueue(spec("one"), K)));
     assert_eq!(
@@ -99,7 +100,7 @@ pub fn texts_are_stored_exactly_as_given(h: &dyn Harness) {
     );
     for id in ["one", "two", "three"] {
         let stored = item(h, &format!("{id}{odd}"));
-        assert_eq!(stored.payload, odd);
+        assert_eq!(stored.payload, payload);
         assert_eq!(stored.handler, format!("h{odd}"));
         assert_eq!(stored.logical_effect_id, format!("{id}{odd}"));
         assert_eq!(stored.idempotency_key, format!("{id}key{odd}"));
@@ -130,8 +131,9 @@ pub fn extreme_numbers_are_stored_exactly(h: &dyn Harness) {
         max_attempts: 1,
         ..effect("low")
     };
+    // The latest start an item takes: later ones are refused as parking it for good.
     let high = NewWork {
-        not_before: Some(i64::MAX),
+        not_before: Some(crate::clock::LATEST),
         priority: i32::MAX,
         max_attempts: u32::MAX,
         ..effect("high")
@@ -150,7 +152,7 @@ pub fn extreme_numbers_are_stored_exactly(h: &dyn Harness) {
             "{id}: another handle reads the same"
         );
     }
-    assert_eq!(item(h, "high").next_eligible_at, i64::MAX);
+    assert_eq!(item(h, "high").next_eligible_at, crate::clock::LATEST);
 }
 
 /// Single-item enqueues from many threads at once (group commit): every call gets its own

@@ -140,13 +140,15 @@ impl Store {
     /// Outcomes: [`Started::created`] `true` — a new instance (its id minted from the
     /// store's id source); `false` — an earlier start with the same
     /// `(workflowId, principal, idempotencyKey, compat)` was found and is returned as it
-    /// now stands, and nothing is written. The repeat's `args` are not compared with the
-    /// first start's: the first instance's stand. Without a key every call starts a new
-    /// instance.
+    /// now stands, and nothing is written. Every argument the repeat gives must equal the
+    /// first start's input of that name: the same key with other arguments is another
+    /// request, refused, not a repeat. Without a key every call starts a new instance.
     ///
     /// # Errors
     /// `NOT_FOUND` for an undeployed workflow; `INVALID` for a workflow id or key that
-    /// fails [`check_id`], or arguments the definition refuses; `STORE_CORRUPT` for a
+    /// fails [`check_id`], or arguments the definition refuses; `IDEMPOTENCY_CONFLICT` for
+    /// a repeated key whose arguments differ from the first start's (naming the first that
+    /// differs); `STORE_CORRUPT` for a
     /// deployed definition that no longer parses; a store failure. Nothing is written on
     /// any error.
     pub fn start_workflow(
