@@ -253,9 +253,9 @@ impl Workload {
         self.handlers.keys().map(String::as_str)
     }
 
-    /// `None` when `name` is registered; otherwise why a setting on it (a handler limit)
-    /// would never apply, naming the registered handler it most likely misspells, or
-    /// every registered name when none is near.
+    /// `None` when `name` is registered; otherwise why a setting on it (a handler limit,
+    /// rate or retry policy) would never apply, naming the registered handler it most
+    /// likely misspells, or every registered name when none is near.
     #[must_use]
     pub fn unknown_handler(&self, name: &str) -> Option<String> {
         if self.handlers.contains_key(name) {
@@ -272,10 +272,10 @@ impl Workload {
 
     /// Refuses to run `config` with no handler at all (it would register and claim
     /// nothing, or worse, be mistaken for one that runs something) or with a handler
-    /// limit or a retry policy on a name it does not register (it would never apply).
+    /// limit, rate or retry policy on a name it does not register (it would never apply).
     ///
     /// # Errors
-    /// `INVALID`, naming the authority or the limit.
+    /// `INVALID`, naming the authority or the setting.
     pub fn check_runs(&self, config: &crate::authority::AuthorityConfig) -> Result<()> {
         if self.handlers.is_empty() {
             return Err(Error::Invalid(format!(
@@ -283,14 +283,21 @@ impl Workload {
                 config.instance_id
             )));
         }
-        for name in config.handler_limits.keys() {
+        self.check_named("handlerLimits", config.handler_limits.keys())?;
+        self.check_named("handlerRates", config.handler_rates.keys())?;
+        self.check_named("retry", config.retry.keys())
+    }
+
+    /// Refuses the first of `names` (the handlers a per-handler setting, named `setting`
+    /// as the stored config names it, is given for) that is not registered here.
+    fn check_named<'a>(
+        &self,
+        setting: &str,
+        names: impl IntoIterator<Item = &'a String>,
+    ) -> Result<()> {
+        for name in names {
             if let Some(why) = self.unknown_handler(name) {
-                return Err(Error::Invalid(format!("handlerLimits.{name}: {why}")));
-            }
-        }
-        for name in config.retry.keys() {
-            if let Some(why) = self.unknown_handler(name) {
-                return Err(Error::Invalid(format!("retry.{name}: {why}")));
+                return Err(Error::Invalid(format!("{setting}.{name}: {why}")));
             }
         }
         Ok(())
