@@ -131,11 +131,9 @@ fn by_response(response: &Response, require_answer: bool) -> HandlerOutcome {
             .header("retry-after")
             .and_then(|s| s.trim().parse::<Millis>().ok())
         {
-            Some(seconds) => HandlerOutcome::retry_after(
-                &code,
-                message,
-                seconds.saturating_mul(1_000).min(wire::MAX_RETRY_DELAY_MS),
-            ),
+            Some(seconds) => {
+                HandlerOutcome::retry_after(&code, message, seconds.saturating_mul(1_000))
+            }
             None => HandlerOutcome::retryable(&code, message),
         },
         _ => HandlerOutcome::terminal(&code, message),

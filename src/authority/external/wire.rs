@@ -9,9 +9,6 @@ use serde_json::{Value, json};
 use crate::authority::handlers::{AttemptContext, HandlerOutcome};
 use crate::clock::Millis;
 
-/// The longest delay a `retry` answer may ask for (a day); longer ones are cut to it, so a
-/// typo cannot park an item for years.
-pub const MAX_RETRY_DELAY_MS: Millis = 86_400_000;
 /// The longest failure code kept; a longer one is a bad answer.
 const MAX_CODE_BYTES: usize = 64;
 /// Failure messages are cut to this many characters.
@@ -108,9 +105,8 @@ pub fn parse_answer(text: &str) -> Result<Option<Answer>, String> {
         )),
         Wire::Retry(r) => {
             check_code(&r.code)?;
-            let delay = Millis::try_from(r.delay_ms)
-                .unwrap_or(MAX_RETRY_DELAY_MS)
-                .min(MAX_RETRY_DELAY_MS);
+            // Held to a day by the outcome, as every handler's ask is.
+            let delay = Millis::try_from(r.delay_ms).unwrap_or(Millis::MAX);
             Answer::Outcome(HandlerOutcome::retry_after(&r.code, cut(&r.message), delay))
         }
         Wire::Fail(f) => {
@@ -201,7 +197,7 @@ mod tests {
         );
         assert_eq!(
             outcome(r#"{"retry": {"code": "E", "delayMs": 99999999999999}}"#).retry_floor_ms(),
-            MAX_RETRY_DELAY_MS
+            crate::authority::handlers::MAX_RETRY_AFTER_MS
         );
         let fail = outcome(r#"{"fail": {"code": "BAD_ADDRESS", "message": "no such user"}}"#);
         assert_eq!(

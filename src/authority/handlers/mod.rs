@@ -35,6 +35,12 @@ use std::pin::Pin;
 use crate::clock::Millis;
 use crate::model::{Failure, FailureClass};
 
+/// The longest a handler may hold its retry back ([`HandlerOutcome::RetryAfter`]): a day.
+/// A longer wait, an `exec` or `http` handler's `delayMs` or `Retry-After` included, is
+/// cut to it, so a typo or an unbounded value cannot park an item for years (or past the
+/// last instant a store keeps).
+pub const MAX_RETRY_AFTER_MS: Millis = 86_400_000;
+
 /// How one attempt ended, as the handler reports it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HandlerOutcome {
@@ -50,7 +56,8 @@ pub enum HandlerOutcome {
     RetryAfter {
         /// Why it failed (its class is retryable).
         failure: Failure,
-        /// The least the retry waits, in ms.
+        /// The least the retry waits, in ms; applied as [`HandlerOutcome::retry_floor_ms`]
+        /// reads it, held to [`MAX_RETRY_AFTER_MS`].
         delay_ms: Millis,
     },
     /// The attempt may or may not have taken effect and nothing is recorded (a crash mid
@@ -70,7 +77,8 @@ impl HandlerOutcome {
         })
     }
 
-    /// A retryable failure not to be retried before `delay_ms` from now.
+    /// A retryable failure not to be retried before `delay_ms` from now (at most
+    /// [`MAX_RETRY_AFTER_MS`]: a longer delay waits that long).
     #[must_use]
     pub fn retry_after(code: &str, message: impl Into<String>, delay_ms: Millis) -> Self {
         Self::RetryAfter {
@@ -79,7 +87,7 @@ impl HandlerOutcome {
                 code: code.into(),
                 message: message.into(),
             },
-            delay_ms: delay_ms.max(0),
+            delay_ms,
         }
     }
 
@@ -102,11 +110,13 @@ impl HandlerOutcome {
         }
     }
 
-    /// The least delay before a retry the handler asked for (0 when it asked none).
+    /// The least delay before a retry the handler asked for (0 when it asked none), held
+    /// to `0..=`[`MAX_RETRY_AFTER_MS`]: the one place every handler's ask is bounded,
+    /// however its outcome was built.
     #[must_use]
     pub fn retry_floor_ms(&self) -> Millis {
         match self {
-            Self::RetryAfter { delay_ms, .. } => *delay_ms,
+            Self::RetryAfter { delay_ms, .. } => (*delay_ms).clamp(0, MAX_RETRY_AFTER_MS),
             _ => 0,
         }
     }
