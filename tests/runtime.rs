@@ -4,7 +4,8 @@
 //! drains a seeded memory store and shuts down cleanly, releasing what it still owns;
 //! (`runtime/occupancy.rs`) a slow handler's attempts never hold a fast handler's backlog to
 //! their pace; (`runtime/uncertain.rs`) no attempt goes uncounted at shutdown or on a
-//! timeout; and (`runtime/metrics.rs`) the metrics pages follow the naming rules, share no
+//! timeout; (`runtime/panics.rs`) a handler's panic is its attempt's recorded retryable
+//! failure; and (`runtime/metrics.rs`) the metrics pages follow the naming rules, share no
 //! name, and count per handler what the store recorded.
 
 #[path = "runtime/claim_keys.rs"]
@@ -29,6 +30,8 @@ mod lost_answers;
 mod metrics;
 #[path = "runtime/occupancy.rs"]
 mod occupancy;
+#[path = "runtime/panics.rs"]
+mod panics;
 #[path = "runtime/recovery.rs"]
 mod recovery;
 #[path = "runtime/refused.rs"]

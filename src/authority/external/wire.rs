@@ -6,13 +6,11 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::authority::handlers::{AttemptContext, HandlerOutcome};
+use crate::authority::handlers::{AttemptContext, HandlerOutcome, cut_message};
 use crate::clock::Millis;
 
 /// The longest failure code kept; a longer one is a bad answer.
 const MAX_CODE_BYTES: usize = 64;
-/// Failure messages are cut to this many characters.
-const MAX_MESSAGE_CHARS: usize = 2_000;
 
 /// The request body: the attempt as JSON, with the handler's configured `version`.
 #[must_use]
@@ -107,11 +105,15 @@ pub fn parse_answer(text: &str) -> Result<Option<Answer>, String> {
             check_code(&r.code)?;
             // Held to a day by the outcome, as every handler's ask is.
             let delay = Millis::try_from(r.delay_ms).unwrap_or(Millis::MAX);
-            Answer::Outcome(HandlerOutcome::retry_after(&r.code, cut(&r.message), delay))
+            Answer::Outcome(HandlerOutcome::retry_after(
+                &r.code,
+                cut_message(&r.message),
+                delay,
+            ))
         }
         Wire::Fail(f) => {
             check_code(&f.code)?;
-            Answer::Outcome(HandlerOutcome::terminal(&f.code, cut(&f.message)))
+            Answer::Outcome(HandlerOutcome::terminal(&f.code, cut_message(&f.message)))
         }
         Wire::Checkpoint(data) => Answer::Checkpoint(data),
     }))
@@ -132,18 +134,10 @@ fn check_code(code: &str) -> Result<(), String> {
     }
 }
 
-/// `text` cut to [`MAX_MESSAGE_CHARS`] characters.
-pub(super) fn cut(text: &str) -> String {
-    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
-}
-
 /// A handler that broke the protocol: retryable, so a fixed handler gets the item again,
 /// and visible under its own code.
 pub(super) fn bad_answer(why: &str) -> HandlerOutcome {
-    HandlerOutcome::retryable("BAD_ANSWER", cut(why))
+    HandlerOutcome::retryable("BAD_ANSWER", cut_message(why))
 }
 
 #[cfg(test)]

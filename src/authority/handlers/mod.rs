@@ -7,7 +7,9 @@
 //! structured failure ([`FailureClass`] — retryable or terminal, never parsed from a
 //! message), or [`HandlerOutcome::Uncertain`]: the authority then records nothing, the
 //! claim lapses, and the reclaim counts an uncertain attempt and reuses the same
-//! idempotency key. A handler that panics is an uncertain attempt too.
+//! idempotency key. A handler that panics has failed, retryably: its attempt is recorded
+//! at once as a [`PANIC_CODE`] failure carrying the panic's message
+//! ([`HandlerOutcome::panicked`]).
 //!
 //! Two kinds, one registry ([`Workload`]):
 //! - [`Handler`] is what applications write: `async`, doing real I/O, given an owned
@@ -29,6 +31,7 @@ pub use attempt::{Attempt, AttemptContext, AttemptKind, CheckpointWriter, Pace};
 pub use lease_signal::{LeaseSignal, LeaseWatch};
 pub use registry::{Registered, Workload};
 
+use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -40,6 +43,22 @@ use crate::model::{Failure, FailureClass};
 /// cut to it, so a typo or an unbounded value cannot park an item for years (or past the
 /// last instant a store keeps).
 pub const MAX_RETRY_AFTER_MS: Millis = 86_400_000;
+
+/// The failure code of an attempt whose handler panicked ([`HandlerOutcome::panicked`]).
+pub const PANIC_CODE: &str = "HANDLER_PANICKED";
+
+/// A failure's message is cut to this many characters ([`cut_message`]), whichever handler
+/// wrote it.
+pub const MAX_MESSAGE_CHARS: usize = 2_000;
+
+/// `text` cut to [`MAX_MESSAGE_CHARS`] characters, ending with `…` when something was cut.
+#[must_use]
+pub fn cut_message(text: &str) -> String {
+    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
 
 /// How one attempt ended, as the handler reports it.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,9 +79,9 @@ pub enum HandlerOutcome {
         /// reads it, held to [`MAX_RETRY_AFTER_MS`].
         delay_ms: Millis,
     },
-    /// The attempt may or may not have taken effect and nothing is recorded (a crash mid
-    /// attempt, a panic): the claim lapses, the reclaim counts `uncertainAttempts` and
-    /// retries with the same idempotency key.
+    /// The attempt may or may not have taken effect and nothing is recorded (a command
+    /// killed by a signal, a lost lease): the claim lapses, the reclaim counts
+    /// `uncertainAttempts` and retries with the same idempotency key.
     Uncertain,
 }
 
@@ -89,6 +108,19 @@ impl HandlerOutcome {
             },
             delay_ms,
         }
+    }
+
+    /// What an attempt whose handler panicked with `payload` ends as: a retryable
+    /// [`PANIC_CODE`] failure whose message is the panic's (cut as every message is). A
+    /// panic is a bug in the handler, not an unknown outcome: recorded at once, it is
+    /// retried on the handler's backoff and counted against its budget like any
+    /// retryable failure (whose effects, too, may have happened in part), instead of
+    /// waiting for its claim to lapse and ending as a dead letter with its message lost.
+    #[must_use]
+    pub fn panicked(payload: &(dyn Any + Send)) -> Self {
+        let message = crate::foundation::panic::message(payload)
+            .unwrap_or("the handler panicked with a value that is not text");
+        Self::retryable(PANIC_CODE, cut_message(message))
     }
 
     /// A terminal failure.
@@ -152,7 +184,7 @@ pub type HandlerFuture = Pin<Box<dyn Future<Output = HandlerOutcome> + Send + 's
 /// ```
 pub trait Handler: Send + Sync + 'static {
     /// Runs one attempt. Long handlers may watch [`AttemptContext::lease_lost`] and stop
-    /// early; a panic is an uncertain attempt.
+    /// early; a panic, here or in the future, is a retryable [`PANIC_CODE`] failure.
     fn handle(&self, attempt: Attempt) -> HandlerFuture;
 }
 
@@ -169,7 +201,7 @@ where
 /// A synchronous handler that takes time only through [`AttemptContext::spend`]: runs on
 /// the blocking pool in a process, and in virtual time in the simulated cluster.
 pub trait BlockingHandler: Send + Sync {
-    /// Runs one attempt.
+    /// Runs one attempt; a panic is a retryable [`PANIC_CODE`] failure.
     fn run(&self, attempt: &AttemptContext) -> HandlerOutcome;
 }
 
