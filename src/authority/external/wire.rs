@@ -6,11 +6,8 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::authority::handlers::{AttemptContext, HandlerOutcome, cut_message};
+use crate::authority::handlers::{AttemptContext, HandlerOutcome, check_code, cut_message};
 use crate::clock::Millis;
-
-/// The longest failure code kept; a longer one is a bad answer.
-const MAX_CODE_BYTES: usize = 64;
 
 /// The request body: the attempt as JSON, with the handler's configured `version`.
 #[must_use]
@@ -117,21 +114,6 @@ pub fn parse_answer(text: &str) -> Result<Option<Answer>, String> {
         }
         Wire::Checkpoint(data) => Answer::Checkpoint(data),
     }))
-}
-
-fn check_code(code: &str) -> Result<(), String> {
-    let fine = !code.is_empty()
-        && code.len() <= MAX_CODE_BYTES
-        && code
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if fine {
-        Ok(())
-    } else {
-        Err(format!(
-            "failure code {code:?} must be 1 to {MAX_CODE_BYTES} letters, digits, '_', '-' or '.'"
-        ))
-    }
 }
 
 /// A handler that broke the protocol: retryable, so a fixed handler gets the item again,

@@ -60,6 +60,34 @@ pub fn cut_message(text: &str) -> String {
     }
 }
 
+/// The longest failure code, in bytes.
+pub const MAX_CODE_BYTES: usize = 64;
+
+/// The code a failure is kept under when the code its handler gave breaks the rule
+/// ([`check_code`]; [`HandlerOutcome::with_valid_code`]).
+pub const INVALID_CODE: &str = "INVALID_CODE";
+
+/// Whether `code` may name a failure: 1 to [`MAX_CODE_BYTES`] letters, digits, `_`, `-` or
+/// `.`, what operators filter and count on (`code:NAME`). The rule for every handler, in
+/// code or behind the JSON protocol.
+///
+/// # Errors
+/// Why not, quoting the code escaped (and cut just past the longest a code may be).
+pub fn check_code(code: &str) -> Result<(), String> {
+    let fine = !code.is_empty()
+        && code.len() <= MAX_CODE_BYTES
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if fine {
+        return Ok(());
+    }
+    let quoted = crate::foundation::text_cell::truncate(code, MAX_CODE_BYTES + 1);
+    Err(format!(
+        "failure code {quoted:?} must be 1 to {MAX_CODE_BYTES} letters, digits, '_', '-' or '.'"
+    ))
+}
+
 /// How one attempt ended, as the handler reports it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HandlerOutcome {
@@ -131,6 +159,24 @@ impl HandlerOutcome {
             code: code.into(),
             message: message.into(),
         })
+    }
+
+    /// The same outcome with a failure code that may be filtered on: a failure whose code
+    /// breaks the rule ([`check_code`]) is kept, with its class and any retry it asked
+    /// for, under [`INVALID_CODE`], its message first saying which code it gave. Neither
+    /// dropped nor refused: the failure happened, and its handler's author finds why.
+    #[must_use]
+    pub fn with_valid_code(mut self) -> Self {
+        if let Self::Failed(f) | Self::RetryAfter { failure: f, .. } = &mut self
+            && let Err(why) = check_code(&f.code)
+        {
+            f.message = match f.message.as_str() {
+                "" => why,
+                said => cut_message(&format!("{why}; message: {said}")),
+            };
+            f.code = INVALID_CODE.into();
+        }
+        self
     }
 
     /// The failure, for either failed outcome.

@@ -83,11 +83,15 @@ impl Registered {
     }
 }
 
-/// What a handler that ran answered, or, when it panicked, its failure: the panic is the
-/// handler's bug and its message says which, so it is recorded rather than left to a lapse
-/// that records nothing.
+/// What a handler that ran answered, its failure code checked
+/// ([`HandlerOutcome::with_valid_code`]), or, when it panicked, its failure: the panic is
+/// the handler's bug and its message says which, so it is recorded rather than left to a
+/// lapse that records nothing. Every outcome of every handler passes here.
 fn answered(ran: std::thread::Result<HandlerOutcome>) -> HandlerOutcome {
-    ran.unwrap_or_else(|payload| HandlerOutcome::panicked(&*payload))
+    ran.map_or_else(
+        |payload| HandlerOutcome::panicked(&*payload),
+        HandlerOutcome::with_valid_code,
+    )
 }
 
 /// Polls `future` to completion on this thread, parking between wake-ups.
