@@ -1,8 +1,9 @@
 //! The embedding API, on every store provider: an application's async handlers run every
 //! kind of work (effects, schedule firings, subscription deliveries, workflow actions); a
 //! handler longer than three lease windows keeps its claim and completes once; a handler
-//! told its lease was lost stops and its late answer changes nothing; a panicking handler
-//! is an uncertain attempt retried under the same idempotency key; a checkpoint saved by
+//! told its lease was lost stops and its late answer changes nothing; a panicking handler's
+//! attempt is a recorded retryable failure, retried under the same idempotency key; a
+//! checkpoint saved by
 //! one attempt is what the next one resumes from, and a lost claim cannot write one; an
 //! item with no
 //! registered handler stays pending; readiness, liveness and a graceful shutdown; the
@@ -25,7 +26,7 @@ use leasehold::model::HandlerVersion;
 use leasehold::model::event::NewEvent;
 use leasehold::model::schedule::{CatchUp, Trigger};
 use leasehold::model::work::NewWork;
-use leasehold::model::{InstanceStatus, PageRequest, WorkState};
+use leasehold::model::{FailureClass, InstanceStatus, PageRequest, WorkState};
 use leasehold::ops::live_builds::LiveBuilds;
 use leasehold::ops::runnable::Standing;
 use leasehold::workflow::Catalog;
@@ -40,7 +41,7 @@ per_provider! {
     async_handlers_run_every_kind_of_work,
     a_handler_outliving_three_lease_windows_keeps_its_claim,
     a_handler_told_its_lease_is_lost_stops_and_changes_nothing,
-    a_panicking_handler_is_uncertain_and_retried_with_the_same_key,
+    a_panicking_handler_fails_retryably_and_is_retried_with_the_same_key,
     a_checkpoint_carries_to_the_next_attempt_and_is_fenced_after_a_loss,
     an_item_without_a_handler_stays_pending,
     a_workflow_is_claimed_only_with_every_action_handler,
@@ -360,7 +361,7 @@ fn a_handler_told_its_lease_is_lost_stops_and_changes_nothing(h: &dyn Harness) {
     }
 }
 
-fn a_panicking_handler_is_uncertain_and_retried_with_the_same_key(h: &dyn Harness) {
+fn a_panicking_handler_fails_retryably_and_is_retried_with_the_same_key(h: &dyn Harness) {
     let store = h.store();
     enqueue(&store, "p1", "flaky", json!({}));
     let keys = Arc::new(Mutex::new(Vec::<(u32, String)>::new()));
@@ -380,24 +381,29 @@ fn a_panicking_handler_is_uncertain_and_retried_with_the_same_key(h: &dyn Harnes
     let rt = runtime();
     {
         let authority = start(&rt, &store, "a", "flaky", handler);
-        wait_until("the first attempt", within(RUNNING), || {
-            !keys.lock().expect("lock").is_empty()
+        wait_until("the first attempt's failure", within(RUNNING), || {
+            state_of(&store, "p1") == Some(WorkState::Retry)
         });
         assert!(
             authority.health().live,
             "a panic never takes the authority down"
         );
-        // Nothing was recorded: the claim lapses, and the reclaim is an uncertain attempt.
+        // Recorded at once, with the panic's message: no lapse to wait for.
         let item = store.work("p1").expect("reads").expect("exists");
-        assert_eq!((item.state, item.result), (WorkState::Claimed, None));
-        h.clock().advance(LEASE_MS * 5);
+        let failure = item.last_failure.expect("a failure");
+        assert_eq!(
+            (failure.class, failure.code.as_str()),
+            (FailureClass::Retryable, "HANDLER_PANICKED")
+        );
+        assert_eq!(failure.message, "the first attempt crashes mid-call");
+        h.clock().set(item.next_eligible_at);
         wait_until("the retry to succeed", within(RUNNING), || {
             state_of(&store, "p1") == Some(WorkState::Succeeded)
         });
         rt.block_on(authority.shutdown()).expect("stops");
     }
     let item = store.work("p1").expect("reads").expect("exists");
-    assert_eq!(item.uncertain_attempts, 1);
+    assert_eq!(item.uncertain_attempts, 0);
     let keys = keys.lock().expect("lock").clone();
     assert_eq!(
         keys,

@@ -1,6 +1,7 @@
 //! What an authority says: log lines that name each item and generation, as the store
 //! holds them; final counters that count a planted fence and a planted lease loss (they
-//! match the store's own history); and hostile values written escaped in both formats.
+//! match the store's own history); a handler's panic, with its message; and hostile values
+//! written escaped in both formats.
 //!
 //! Every test here runs every authority call under its own subscriber. `tracing` caches
 //! per call site whether anyone listens, and a site first reached on a thread with no
@@ -14,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use leasehold::Store;
 use leasehold::authority::workload::{self, EFFECT_HANDLERS};
-use leasehold::authority::{Finished, RunOptions, run_authority_with};
+use leasehold::authority::{Finished, RunOptions, Workload, run_authority_with};
 use leasehold::cli::log::{LogFormat, dispatch};
 use leasehold::clock::ManualClock;
 use leasehold::ids::SeededIds;
@@ -27,7 +28,9 @@ use serde_json::json;
 
 use support::wait::{wait_until_async, within};
 
-use support::runtime::{RUNNING, T0, compat, config, store, two_short_lease_cores, work_in};
+use support::runtime::{
+    RUNNING, T0, compat, config, panicking_parsers, store, two_short_lease_cores, work_in,
+};
 
 /// The runtime's lines for a drained store: every claim and completion names its item, its
 /// generation and its handler as the store holds them; the start line names the instance,
@@ -158,6 +161,58 @@ async fn a_dead_letter_decided_at_takeover_is_logged() {
     );
 }
 
+/// A handler's panic, in a blocking handler (on the blocking pool) and in an async one (in
+/// its task), is said in one line naming the item, the generation, the handler and the
+/// panic's message; the outcome line after it names the failure's code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handlers_panic_is_logged_with_its_message() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    let items = vec![
+        NewWork::effect("b", "parse", "\"twelve\""),
+        NewWork::effect("a", "parse-async", "\"twelve\""),
+    ];
+    s.enqueue_batch(items, &compat()).expect("enqueues");
+    let running = Running::start_running(&s, &clock, "solo", LogFormat::Json, panicking_parsers());
+    // The manual clock stands still, so each retry stays due later.
+    wait_until_async("both failures recorded", within(RUNNING), || {
+        work_in(&s, WorkState::Retry).len() == 2
+    })
+    .await;
+    let (said, _) = running.stop().await;
+    let said = said.json();
+    let lines = |message: &str, id: &str| -> Vec<&serde_json::Value> {
+        said.iter()
+            .filter(|l| l["message"] == message && l["item"] == id)
+            .collect()
+    };
+    for (id, handler, panic) in [
+        ("b", "parse", "unparsable payload: \"twelve\""),
+        (
+            "a",
+            "parse-async",
+            "a number: ParseIntError { kind: InvalidDigit }",
+        ),
+    ] {
+        let panicked = lines("handler-panicked", id);
+        assert_eq!(panicked.len(), 1, "{said:#?}");
+        assert_eq!(
+            (
+                &panicked[0]["instance"],
+                &panicked[0]["generation"],
+                &panicked[0]["handler"],
+                &panicked[0]["panic"],
+            ),
+            (&json!("solo"), &json!(1), &json!(handler), &json!(panic)),
+            "{}",
+            panicked[0]
+        );
+        let retried = lines("retry-scheduled", id);
+        assert_eq!(retried.len(), 1, "{said:#?}");
+        assert_eq!(retried[0]["code"], "HANDLER_PANICKED", "{}", retried[0]);
+    }
+}
+
 /// An authority running the `fast` demo set over a store, its lines kept in memory.
 struct Running {
     said: LogBuffer,
@@ -168,12 +223,24 @@ struct Running {
 impl Running {
     /// Starts authority `id` over `s`, logging in `format` stamped with `clock`.
     fn start(s: &Store, clock: &ManualClock, id: &str, format: LogFormat) -> Self {
+        let fast = workload::named("fast", 1).expect("fast");
+        Self::start_running(s, clock, id, format, fast)
+    }
+
+    /// [`Self::start`] running `handlers`.
+    fn start_running(
+        s: &Store,
+        clock: &ManualClock,
+        id: &str,
+        format: LogFormat,
+        handlers: Workload,
+    ) -> Self {
         let said = LogBuffer::default();
         let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let runtime = tokio::spawn(run_authority_with(
             s.clone(),
             config(id),
-            workload::named("fast", 1).expect("fast"),
+            handlers,
             RunOptions {
                 log: Some(said.dispatch(format, clock)),
                 ..RunOptions::default()

@@ -4,7 +4,9 @@
 //! drains a seeded memory store and shuts down cleanly, releasing what it still owns;
 //! (`runtime/occupancy.rs`) a slow handler's attempts never hold a fast handler's backlog to
 //! their pace; (`runtime/uncertain.rs`) no attempt goes uncounted at shutdown or on a
-//! timeout; and (`runtime/metrics.rs`) the metrics pages follow the naming rules, share no
+//! timeout; (`runtime/panics.rs`) a handler's panic is its attempt's recorded retryable
+//! failure; (`runtime/failure_codes.rs`) a failure under a code that breaks the rule is
+//! kept under `INVALID_CODE`; and (`runtime/metrics.rs`) the metrics pages follow the naming rules, share no
 //! name, and count per handler what the store recorded.
 
 #[path = "runtime/claim_keys.rs"]
@@ -13,6 +15,8 @@ mod claim_keys;
 mod complete_and_claim;
 #[path = "runtime/driver.rs"]
 mod driver;
+#[path = "runtime/failure_codes.rs"]
+mod failure_codes;
 #[path = "runtime/handler_control.rs"]
 mod handler_control;
 #[path = "runtime/handler_limits.rs"]
@@ -29,6 +33,8 @@ mod lost_answers;
 mod metrics;
 #[path = "runtime/occupancy.rs"]
 mod occupancy;
+#[path = "runtime/panics.rs"]
+mod panics;
 #[path = "runtime/recovery.rs"]
 mod recovery;
 #[path = "runtime/refused.rs"]

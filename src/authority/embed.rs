@@ -117,8 +117,8 @@ impl AuthorityBuilder {
     ///
     /// # Errors
     /// `INVALID` for an unsafe config, a bad handler name or version, no handler at all
-    /// (an embedded authority never runs handlers it was not given), or a handler limit on
-    /// a handler not registered; `INSTANCE_IN_USE` while another start of the same instance id runs; a store
+    /// (an embedded authority never runs handlers it was not given), or a handler limit,
+    /// rate or retry policy on a handler not registered; `INSTANCE_IN_USE` while another start of the same instance id runs; a store
     /// failure registering. Must be called inside a tokio runtime.
     pub async fn start(self) -> Result<Authority> {
         if let Some(refused) = self.refused {

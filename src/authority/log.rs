@@ -7,6 +7,7 @@
 use tracing::{info, warn};
 
 use super::core::{Exec, Executed, Finished, Job, Task};
+use super::handlers::PANIC_CODE;
 use crate::clock::Millis;
 
 /// The handler a job runs: the work item's, or the workflow action that ran (else the
@@ -59,12 +60,18 @@ pub fn finished(
     let item = job.resource();
     let generation = job.generation();
     let handler = handler(job, Some(&executed.exec));
-    let failure = match &executed.exec {
-        Exec::Work { outcome, .. } | Exec::WorkflowRan { outcome, .. } => {
-            outcome.failure().map(|f| f.code.as_str())
-        }
+    let failed = match &executed.exec {
+        Exec::Work { outcome, .. } | Exec::WorkflowRan { outcome, .. } => outcome.failure(),
         _ => None,
     };
+    let failure = failed.map(|f| f.code.as_str());
+    // Said once, where the outcome is settled (a deferred one is settled later): the
+    // handler's bug, with the panic's message, for whoever owns its code.
+    if let Some(f) = failed.filter(|f| f.code == PANIC_CODE)
+        && !matches!(finished, Finished::Deferred(_))
+    {
+        warn!(instance, %item, generation, handler, panic = f.message.as_str(), "handler-panicked");
+    }
     if let (Exec::NoHandler(_), Finished::Yielded | Finished::Released) = (&executed.exec, finished)
     {
         // Handed back untouched: say why, once per hand-back, for whoever deploys it.

@@ -288,17 +288,12 @@ fn tokio_runtime() -> Result<tokio::runtime::Runtime, Failure> {
 /// (the TUI's terminal restore) runs first and then chains to this one.
 pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
-        let payload = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".to_owned());
+        let payload = crate::foundation::panic::message(info.payload()).unwrap_or("unknown panic");
         let place = info
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        let line = truncate(&escape(&payload), 300);
+        let line = truncate(&escape(payload), 300);
         let _ = writeln!(
             io::stderr(),
             "leasehold: internal error: {line}{place} (please report this)"

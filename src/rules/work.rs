@@ -1,6 +1,6 @@
 //! Work items: claiming, fenced completion, durable retry, uncertain attempts.
 
-use crate::clock::Millis;
+use crate::clock::{LATEST, Millis};
 use crate::error::{Error, Result};
 use crate::model::{CompatSet, Failure, FailureClass, WorkItem, WorkKind, WorkState};
 pub use crate::rules::retry::{Backoff, Retry};
@@ -334,7 +334,7 @@ pub fn fail(
             WorkState::Failed
         },
         next_eligible_at: if retry {
-            now.saturating_add(policy.backoff.delay(item.attempt_number))
+            retry_at(now, policy.backoff.delay(item.attempt_number))
         } else {
             item.next_eligible_at
         },
@@ -344,6 +344,12 @@ pub fn fail(
         updated_at: now,
         ..item.clone()
     })
+}
+
+/// `delay` after `now`, but never past [`LATEST`]: a store keeps no later instant, and
+/// whatever floor a caller of the store asked for, the item stays due at a real one.
+fn retry_at(now: Millis, delay: Millis) -> Millis {
+    now.saturating_add(delay).min(LATEST)
 }
 
 /// Hands a long-lived item (a subscription cursor) back to `pending`, eligible again at
@@ -668,6 +674,35 @@ mod tests {
             (retry.state, retry.next_eligible_at),
             (WorkState::Retry, 7_010)
         );
+    }
+
+    /// However long a retry is asked to wait (a floor no handler bound applied, through the
+    /// store's own API), the instant it is due at is a real one: at most
+    /// [`LATEST`], never an overflow.
+    #[test]
+    fn a_retry_is_never_due_past_the_latest_instant() {
+        let claimed = claim_run(item(), "a", &"k".into(), "t".into(), 100, 0).expect("pending");
+        let failure = Failure {
+            class: FailureClass::Retryable,
+            code: "LATER".into(),
+            message: String::new(),
+        };
+        for floor in [Millis::MAX, LATEST] {
+            let retry = fail(
+                &claimed,
+                "a",
+                claimed.generation,
+                failure.clone(),
+                Retry::with_floor(floor),
+                10,
+            )
+            .expect("holder");
+            assert_eq!(
+                (retry.state, retry.next_eligible_at),
+                (WorkState::Retry, LATEST),
+                "floor {floor}"
+            );
+        }
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! A handler's fleet-wide controls as authorities meet them: a pause holds its work from
-//! every authority's next poll on while the others' work runs, and a rate in the
-//! authorities' config holds the fleet's polls together to N of its items per window.
+//! every authority's next poll on while the others' work runs, a rate in the
+//! authorities' config holds the fleet's polls together to N of its items per window, and
+//! a rate on a handler an authority does not run refuses its start.
 
 use leasehold::authority::{
-    AttemptContext, AuthorityConfig, AuthorityCore, HandlerOutcome, Job, Pace, Task, Workload,
+    AttemptContext, Authority, AuthorityConfig, AuthorityCore, HandlerOutcome, Job, Pace, Task,
+    Workload,
 };
 use leasehold::clock::ManualClock;
+use leasehold::model::PageRequest;
 use leasehold::model::work::NewWork;
 use leasehold::rules::handler::HandlerControl;
 
@@ -85,4 +88,27 @@ fn authorities_share_a_handlers_rate() {
         b.poll().expect("polls").len() + a.poll().expect("polls").len(),
         2
     );
+}
+
+/// A rate given in code on a handler the authority does not run would never apply: the
+/// start is refused in one line naming the nearest handler, as it is for a limit or a
+/// retry policy on one (and as the config file refuses it), and nothing is registered.
+#[tokio::test]
+async fn a_rate_on_a_handler_not_run_here_refuses_the_start() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    let rate = "1/10s".parse().expect("a rate");
+    let err = Authority::builder(s.clone(), config("a").with_handler_rate("apii", rate))
+        .handlers(&handlers())
+        .start()
+        .await
+        .expect_err("a rate on no handler");
+    assert_eq!(err.code(), "INVALID");
+    assert!(
+        err.to_string()
+            .contains(r#"handlerRates.apii: no handler "apii" runs here (did you mean "api"?)"#),
+        "{err}"
+    );
+    let registered = s.list_authorities(&PageRequest::first(10)).expect("lists");
+    assert!(registered.rows.is_empty(), "{:?}", registered.rows);
 }

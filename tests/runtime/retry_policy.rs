@@ -1,7 +1,9 @@
 //! A handler's retry policy as an authority applies it: each failed attempt of that handler
 //! is retried after the policy's delay, one by one or in a group commit, its cap ends the
-//! item, and another handler keeps the default backoff.
+//! item, and another handler keeps the default backoff; a retry a handler asks to wait for
+//! is held back at most a day.
 
+use leasehold::authority::handlers::MAX_RETRY_AFTER_MS;
 use leasehold::authority::{AuthorityCore, Finished, HandlerOutcome, Pace, Workload};
 use leasehold::clock::ManualClock;
 use leasehold::model::work::NewWork;
@@ -68,4 +70,47 @@ fn a_handlers_policy_spaces_and_caps_its_retries() {
     }
     assert_eq!(waits, [2_000, 6_000, 10_000]);
     assert_eq!(s.attempt_errors("fx").expect("errors").len(), 4);
+}
+
+/// A handler asking for a retry no sooner than `i64::MAX` ms from now — through
+/// `retry_after` or by building the outcome itself — has its item retried a day later,
+/// the longest a handler may ask for, as an `exec` or `http` handler's `delayMs` is: never
+/// parked past the end of time.
+#[test]
+fn a_retry_a_handler_asks_for_waits_at_most_a_day() {
+    let clock = ManualClock::new(T0);
+    let s = store(&clock);
+    s.enqueue_batch(
+        vec![
+            NewWork::effect("asked", "asks", "{}"),
+            NewWork::effect("built", "builds", "{}"),
+        ],
+        &compat(),
+    )
+    .expect("enqueues");
+    let handlers = Workload::new("later", 1)
+        .with("asks", |_: &_| {
+            HandlerOutcome::retry_after("LATER", "come back much later", i64::MAX)
+        })
+        .with("builds", |_: &_| HandlerOutcome::RetryAfter {
+            failure: Failure {
+                class: FailureClass::Retryable,
+                code: "LATER".into(),
+                message: "come back much later".into(),
+            },
+            delay_ms: i64::MAX,
+        });
+    let a = AuthorityCore::new(s.clone(), config("a"), handlers, Pace::Virtual).expect("a");
+    let jobs = a.poll().expect("polls");
+    assert_eq!(jobs.len(), 2);
+    let executed = jobs.iter().map(|j| a.execute(j)).collect::<Vec<_>>();
+    assert_eq!(
+        a.finish_all(executed),
+        [Finished::RetryScheduled, Finished::RetryScheduled]
+    );
+    for id in ["asked", "built"] {
+        let item = s.work(id).expect("reads").expect("exists");
+        assert_eq!(item.state, WorkState::Retry, "{id}");
+        assert_eq!(item.next_eligible_at - s.now(), MAX_RETRY_AFTER_MS, "{id}");
+    }
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use leasehold::Store;
 use leasehold::authority::workload;
-use leasehold::authority::{AuthorityConfig, AuthorityCore, Pace};
+use leasehold::authority::{
+    Attempt, AttemptContext, AuthorityConfig, AuthorityCore, HandlerOutcome, Pace, Workload,
+};
 use leasehold::clock::ManualClock;
 use leasehold::ids::SeededIds;
 use leasehold::model::HandlerVersion;
@@ -96,6 +98,26 @@ pub fn solo(s: &Store, workers: usize) -> AuthorityCore {
     .expect("valid");
     core.register().expect("registers");
     core
+}
+
+/// Handlers that panic on the payload they cannot read: `parse` (blocking, panicking with
+/// `unparsable payload: <payload>`) and `parse-async` (async, whose `expect("a number")`
+/// on a payload that is not one panics with `a number: <the parse error>`).
+pub fn panicking_parsers() -> Workload {
+    let mut w = Workload::new("panics", 1).with("parse", |a: &AttemptContext| {
+        panic!("unparsable payload: {}", a.payload)
+    });
+    let async_parse = |a: Attempt| async move {
+        let n: u64 = a
+            .payload
+            .as_str()
+            .unwrap_or_default()
+            .parse()
+            .expect("a number");
+        HandlerOutcome::Succeeded(Some(n.into()))
+    };
+    w.register_async("parse-async", compat(), Arc::new(async_parse));
+    w
 }
 
 /// A store over the fault-injecting backend, and that backend.

@@ -21,7 +21,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
 use super::wire::{self, Answer};
-use crate::authority::handlers::{Attempt, Handler, HandlerFuture, HandlerOutcome};
+use crate::authority::handlers::{Attempt, Handler, HandlerFuture, HandlerOutcome, cut_message};
 use crate::clock::Millis;
 use crate::model::HandlerVersion;
 
@@ -233,7 +233,7 @@ fn by_status(
             let message = if last_err.is_empty() {
                 format!("exited with status {code}")
             } else {
-                wire::cut(last_err)
+                cut_message(last_err)
             };
             HandlerOutcome::retryable(&format!("EXIT_{code}"), message)
         }

@@ -15,7 +15,7 @@ use hyper::body::Bytes;
 use super::endpoint::Endpoint;
 use super::http_client::{Client, HttpError, Response};
 use super::wire::{self, Answer};
-use crate::authority::handlers::{Attempt, Handler, HandlerFuture, HandlerOutcome};
+use crate::authority::handlers::{Attempt, Handler, HandlerFuture, HandlerOutcome, cut_message};
 use crate::clock::Millis;
 use crate::model::HandlerVersion;
 
@@ -82,7 +82,7 @@ impl Inner {
                     "CONNECTION_FAILED",
                     format!("{}: {e}", self.client.endpoint().authority()),
                 ),
-                Ok(Err(HttpError::Lost(why))) => HandlerOutcome::retryable("CONNECTION_LOST", wire::cut(&why)),
+                Ok(Err(HttpError::Lost(why))) => HandlerOutcome::retryable("CONNECTION_LOST", cut_message(&why)),
                 Err(_) => HandlerOutcome::retryable(
                     crate::rules::work::TIMEOUT_CODE,
                     format!("no response within {} ms", self.timeout_ms),
@@ -105,7 +105,7 @@ fn by_response(response: &Response, require_answer: bool) -> HandlerOutcome {
     }
     let status = response.status;
     let message = match text.lines().map(str::trim).find(|l| !l.is_empty()) {
-        Some(line) => wire::cut(line),
+        Some(line) => cut_message(line),
         None => format!("{status} {}", response.reason).trim().to_owned(),
     };
     if (200..300).contains(&status) {
@@ -131,11 +131,9 @@ fn by_response(response: &Response, require_answer: bool) -> HandlerOutcome {
             .header("retry-after")
             .and_then(|s| s.trim().parse::<Millis>().ok())
         {
-            Some(seconds) => HandlerOutcome::retry_after(
-                &code,
-                message,
-                seconds.saturating_mul(1_000).min(wire::MAX_RETRY_DELAY_MS),
-            ),
+            Some(seconds) => {
+                HandlerOutcome::retry_after(&code, message, seconds.saturating_mul(1_000))
+            }
             None => HandlerOutcome::retryable(&code, message),
         },
         _ => HandlerOutcome::terminal(&code, message),

@@ -6,16 +6,8 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::authority::handlers::{AttemptContext, HandlerOutcome};
+use crate::authority::handlers::{AttemptContext, HandlerOutcome, check_code, cut_message};
 use crate::clock::Millis;
-
-/// The longest delay a `retry` answer may ask for (a day); longer ones are cut to it, so a
-/// typo cannot park an item for years.
-pub const MAX_RETRY_DELAY_MS: Millis = 86_400_000;
-/// The longest failure code kept; a longer one is a bad answer.
-const MAX_CODE_BYTES: usize = 64;
-/// Failure messages are cut to this many characters.
-const MAX_MESSAGE_CHARS: usize = 2_000;
 
 /// The request body: the attempt as JSON, with the handler's configured `version`.
 #[must_use]
@@ -108,46 +100,26 @@ pub fn parse_answer(text: &str) -> Result<Option<Answer>, String> {
         )),
         Wire::Retry(r) => {
             check_code(&r.code)?;
-            let delay = Millis::try_from(r.delay_ms)
-                .unwrap_or(MAX_RETRY_DELAY_MS)
-                .min(MAX_RETRY_DELAY_MS);
-            Answer::Outcome(HandlerOutcome::retry_after(&r.code, cut(&r.message), delay))
+            // Held to a day by the outcome, as every handler's ask is.
+            let delay = Millis::try_from(r.delay_ms).unwrap_or(Millis::MAX);
+            Answer::Outcome(HandlerOutcome::retry_after(
+                &r.code,
+                cut_message(&r.message),
+                delay,
+            ))
         }
         Wire::Fail(f) => {
             check_code(&f.code)?;
-            Answer::Outcome(HandlerOutcome::terminal(&f.code, cut(&f.message)))
+            Answer::Outcome(HandlerOutcome::terminal(&f.code, cut_message(&f.message)))
         }
         Wire::Checkpoint(data) => Answer::Checkpoint(data),
     }))
 }
 
-fn check_code(code: &str) -> Result<(), String> {
-    let fine = !code.is_empty()
-        && code.len() <= MAX_CODE_BYTES
-        && code
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if fine {
-        Ok(())
-    } else {
-        Err(format!(
-            "failure code {code:?} must be 1 to {MAX_CODE_BYTES} letters, digits, '_', '-' or '.'"
-        ))
-    }
-}
-
-/// `text` cut to [`MAX_MESSAGE_CHARS`] characters.
-pub(super) fn cut(text: &str) -> String {
-    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
-}
-
 /// A handler that broke the protocol: retryable, so a fixed handler gets the item again,
 /// and visible under its own code.
 pub(super) fn bad_answer(why: &str) -> HandlerOutcome {
-    HandlerOutcome::retryable("BAD_ANSWER", cut(why))
+    HandlerOutcome::retryable("BAD_ANSWER", cut_message(why))
 }
 
 #[cfg(test)]
@@ -201,7 +173,7 @@ mod tests {
         );
         assert_eq!(
             outcome(r#"{"retry": {"code": "E", "delayMs": 99999999999999}}"#).retry_floor_ms(),
-            MAX_RETRY_DELAY_MS
+            crate::authority::handlers::MAX_RETRY_AFTER_MS
         );
         let fail = outcome(r#"{"fail": {"code": "BAD_ADDRESS", "message": "no such user"}}"#);
         assert_eq!(

@@ -7,7 +7,9 @@
 //! structured failure ([`FailureClass`] — retryable or terminal, never parsed from a
 //! message), or [`HandlerOutcome::Uncertain`]: the authority then records nothing, the
 //! claim lapses, and the reclaim counts an uncertain attempt and reuses the same
-//! idempotency key. A handler that panics is an uncertain attempt too.
+//! idempotency key. A handler that panics has failed, retryably: its attempt is recorded
+//! at once as a [`PANIC_CODE`] failure carrying the panic's message
+//! ([`HandlerOutcome::panicked`]).
 //!
 //! Two kinds, one registry ([`Workload`]):
 //! - [`Handler`] is what applications write: `async`, doing real I/O, given an owned
@@ -29,11 +31,62 @@ pub use attempt::{Attempt, AttemptContext, AttemptKind, CheckpointWriter, Pace};
 pub use lease_signal::{LeaseSignal, LeaseWatch};
 pub use registry::{Registered, Workload};
 
+use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 
 use crate::clock::Millis;
 use crate::model::{Failure, FailureClass};
+
+/// The longest a handler may hold its retry back ([`HandlerOutcome::RetryAfter`]): a day.
+/// A longer wait, an `exec` or `http` handler's `delayMs` or `Retry-After` included, is
+/// cut to it, so a typo or an unbounded value cannot park an item for years (or past the
+/// last instant a store keeps).
+pub const MAX_RETRY_AFTER_MS: Millis = 86_400_000;
+
+/// The failure code of an attempt whose handler panicked ([`HandlerOutcome::panicked`]).
+pub const PANIC_CODE: &str = "HANDLER_PANICKED";
+
+/// A failure's message is cut to this many characters ([`cut_message`]), whichever handler
+/// wrote it.
+pub const MAX_MESSAGE_CHARS: usize = 2_000;
+
+/// `text` cut to [`MAX_MESSAGE_CHARS`] characters, ending with `…` when something was cut.
+#[must_use]
+pub fn cut_message(text: &str) -> String {
+    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// The longest failure code, in bytes.
+pub const MAX_CODE_BYTES: usize = 64;
+
+/// The code a failure is kept under when the code its handler gave breaks the rule
+/// ([`check_code`]; [`HandlerOutcome::with_valid_code`]).
+pub const INVALID_CODE: &str = "INVALID_CODE";
+
+/// Whether `code` may name a failure: 1 to [`MAX_CODE_BYTES`] letters, digits, `_`, `-` or
+/// `.`, what operators filter and count on (`code:NAME`). The rule for every handler, in
+/// code or behind the JSON protocol.
+///
+/// # Errors
+/// Why not, quoting the code escaped (and cut just past the longest a code may be).
+pub fn check_code(code: &str) -> Result<(), String> {
+    let fine = !code.is_empty()
+        && code.len() <= MAX_CODE_BYTES
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if fine {
+        return Ok(());
+    }
+    let quoted = crate::foundation::text_cell::truncate(code, MAX_CODE_BYTES + 1);
+    Err(format!(
+        "failure code {quoted:?} must be 1 to {MAX_CODE_BYTES} letters, digits, '_', '-' or '.'"
+    ))
+}
 
 /// How one attempt ended, as the handler reports it.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,12 +103,13 @@ pub enum HandlerOutcome {
     RetryAfter {
         /// Why it failed (its class is retryable).
         failure: Failure,
-        /// The least the retry waits, in ms.
+        /// The least the retry waits, in ms; applied as [`HandlerOutcome::retry_floor_ms`]
+        /// reads it, held to [`MAX_RETRY_AFTER_MS`].
         delay_ms: Millis,
     },
-    /// The attempt may or may not have taken effect and nothing is recorded (a crash mid
-    /// attempt, a panic): the claim lapses, the reclaim counts `uncertainAttempts` and
-    /// retries with the same idempotency key.
+    /// The attempt may or may not have taken effect and nothing is recorded (a command
+    /// killed by a signal, a lost lease): the claim lapses, the reclaim counts
+    /// `uncertainAttempts` and retries with the same idempotency key.
     Uncertain,
 }
 
@@ -70,7 +124,8 @@ impl HandlerOutcome {
         })
     }
 
-    /// A retryable failure not to be retried before `delay_ms` from now.
+    /// A retryable failure not to be retried before `delay_ms` from now (at most
+    /// [`MAX_RETRY_AFTER_MS`]: a longer delay waits that long).
     #[must_use]
     pub fn retry_after(code: &str, message: impl Into<String>, delay_ms: Millis) -> Self {
         Self::RetryAfter {
@@ -79,8 +134,21 @@ impl HandlerOutcome {
                 code: code.into(),
                 message: message.into(),
             },
-            delay_ms: delay_ms.max(0),
+            delay_ms,
         }
+    }
+
+    /// What an attempt whose handler panicked with `payload` ends as: a retryable
+    /// [`PANIC_CODE`] failure whose message is the panic's (cut as every message is). A
+    /// panic is a bug in the handler, not an unknown outcome: recorded at once, it is
+    /// retried on the handler's backoff and counted against its budget like any
+    /// retryable failure (whose effects, too, may have happened in part), instead of
+    /// waiting for its claim to lapse and ending as a dead letter with its message lost.
+    #[must_use]
+    pub fn panicked(payload: &(dyn Any + Send)) -> Self {
+        let message = crate::foundation::panic::message(payload)
+            .unwrap_or("the handler panicked with a value that is not text");
+        Self::retryable(PANIC_CODE, cut_message(message))
     }
 
     /// A terminal failure.
@@ -93,6 +161,24 @@ impl HandlerOutcome {
         })
     }
 
+    /// The same outcome with a failure code that may be filtered on: a failure whose code
+    /// breaks the rule ([`check_code`]) is kept, with its class and any retry it asked
+    /// for, under [`INVALID_CODE`], its message first saying which code it gave. Neither
+    /// dropped nor refused: the failure happened, and its handler's author finds why.
+    #[must_use]
+    pub fn with_valid_code(mut self) -> Self {
+        if let Self::Failed(f) | Self::RetryAfter { failure: f, .. } = &mut self
+            && let Err(why) = check_code(&f.code)
+        {
+            f.message = match f.message.as_str() {
+                "" => why,
+                said => cut_message(&format!("{why}; message: {said}")),
+            };
+            f.code = INVALID_CODE.into();
+        }
+        self
+    }
+
     /// The failure, for either failed outcome.
     #[must_use]
     pub fn failure(&self) -> Option<&Failure> {
@@ -102,11 +188,13 @@ impl HandlerOutcome {
         }
     }
 
-    /// The least delay before a retry the handler asked for (0 when it asked none).
+    /// The least delay before a retry the handler asked for (0 when it asked none), held
+    /// to `0..=`[`MAX_RETRY_AFTER_MS`]: the one place every handler's ask is bounded,
+    /// however its outcome was built.
     #[must_use]
     pub fn retry_floor_ms(&self) -> Millis {
         match self {
-            Self::RetryAfter { delay_ms, .. } => *delay_ms,
+            Self::RetryAfter { delay_ms, .. } => (*delay_ms).clamp(0, MAX_RETRY_AFTER_MS),
             _ => 0,
         }
     }
@@ -142,7 +230,7 @@ pub type HandlerFuture = Pin<Box<dyn Future<Output = HandlerOutcome> + Send + 's
 /// ```
 pub trait Handler: Send + Sync + 'static {
     /// Runs one attempt. Long handlers may watch [`AttemptContext::lease_lost`] and stop
-    /// early; a panic is an uncertain attempt.
+    /// early; a panic, here or in the future, is a retryable [`PANIC_CODE`] failure.
     fn handle(&self, attempt: Attempt) -> HandlerFuture;
 }
 
@@ -159,7 +247,7 @@ where
 /// A synchronous handler that takes time only through [`AttemptContext::spend`]: runs on
 /// the blocking pool in a process, and in virtual time in the simulated cluster.
 pub trait BlockingHandler: Send + Sync {
-    /// Runs one attempt.
+    /// Runs one attempt; a panic is a retryable [`PANIC_CODE`] failure.
     fn run(&self, attempt: &AttemptContext) -> HandlerOutcome;
 }
 

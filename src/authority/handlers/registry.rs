@@ -1,6 +1,6 @@
 //! The handlers an authority registers ([`Workload`]): each name with its semantic version
 //! and its code, async or blocking, and the one place that runs either kind and turns a
-//! panic into an uncertain attempt.
+//! panic into the attempt's failure.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -45,35 +45,53 @@ impl Registered {
     }
 
     /// Runs one attempt in a tokio runtime: an async handler in the calling task, a
-    /// blocking one on the blocking pool. A panic (or a blocking call the runtime
-    /// cancelled) is [`HandlerOutcome::Uncertain`]: the attempt may have acted, and
-    /// nothing is recorded. The async handler is not spawned as a task of its own: the
-    /// caller's task already isolates it, and a spawn per item costs a wake-up per item.
+    /// blocking one on the blocking pool. A panic is the attempt's failure
+    /// ([`HandlerOutcome::panicked`]); a blocking call the runtime cancelled before it ran
+    /// is [`HandlerOutcome::Uncertain`]. The async handler is not spawned as a task of its
+    /// own: the caller's task already isolates it, and a spawn per item costs a wake-up per
+    /// item.
     pub async fn call(&self, attempt: Attempt) -> HandlerOutcome {
-        match &self.code {
-            Code::Async(handler) => AssertUnwindSafe(handler.handle(attempt))
-                .catch_unwind()
-                .await
-                .unwrap_or(HandlerOutcome::Uncertain),
+        let ran = match &self.code {
+            // Called inside the caught future, so a handler that panics before it returns
+            // its future is caught too.
+            Code::Async(handler) => {
+                AssertUnwindSafe(async { handler.handle(attempt).await })
+                    .catch_unwind()
+                    .await
+            }
             Code::Blocking(handler) => {
                 let handler = handler.clone();
-                tokio::task::spawn_blocking(move || handler.run(&attempt))
-                    .await
-                    .unwrap_or(HandlerOutcome::Uncertain)
+                match tokio::task::spawn_blocking(move || handler.run(&attempt)).await {
+                    Ok(outcome) => Ok(outcome),
+                    Err(e) if e.is_panic() => Err(e.into_panic()),
+                    Err(_) => return HandlerOutcome::Uncertain,
+                }
             }
-        }
+        };
+        answered(ran)
     }
 
     /// Runs one attempt on the calling thread (the simulated cluster, which has no async
     /// runtime): a blocking handler directly, an async one polled to completion here, its
-    /// awaits taking real time. A panic is [`HandlerOutcome::Uncertain`].
+    /// awaits taking real time. A panic is the attempt's failure, as in [`Self::call`].
     pub fn run_here(&self, attempt: &Attempt) -> HandlerOutcome {
         let run = AssertUnwindSafe(|| match &self.code {
             Code::Blocking(handler) => handler.run(attempt),
             Code::Async(handler) => block_on(handler.handle(attempt.clone())),
         });
-        std::panic::catch_unwind(run).unwrap_or(HandlerOutcome::Uncertain)
+        answered(std::panic::catch_unwind(run))
     }
+}
+
+/// What a handler that ran answered, its failure code checked
+/// ([`HandlerOutcome::with_valid_code`]), or, when it panicked, its failure: the panic is
+/// the handler's bug and its message says which, so it is recorded rather than left to a
+/// lapse that records nothing. Every outcome of every handler passes here.
+fn answered(ran: std::thread::Result<HandlerOutcome>) -> HandlerOutcome {
+    ran.map_or_else(
+        |payload| HandlerOutcome::panicked(&*payload),
+        HandlerOutcome::with_valid_code,
+    )
 }
 
 /// Polls `future` to completion on this thread, parking between wake-ups.
@@ -253,9 +271,9 @@ impl Workload {
         self.handlers.keys().map(String::as_str)
     }
 
-    /// `None` when `name` is registered; otherwise why a setting on it (a handler limit)
-    /// would never apply, naming the registered handler it most likely misspells, or
-    /// every registered name when none is near.
+    /// `None` when `name` is registered; otherwise why a setting on it (a handler limit,
+    /// rate or retry policy) would never apply, naming the registered handler it most
+    /// likely misspells, or every registered name when none is near.
     #[must_use]
     pub fn unknown_handler(&self, name: &str) -> Option<String> {
         if self.handlers.contains_key(name) {
@@ -272,10 +290,10 @@ impl Workload {
 
     /// Refuses to run `config` with no handler at all (it would register and claim
     /// nothing, or worse, be mistaken for one that runs something) or with a handler
-    /// limit or a retry policy on a name it does not register (it would never apply).
+    /// limit, rate or retry policy on a name it does not register (it would never apply).
     ///
     /// # Errors
-    /// `INVALID`, naming the authority or the limit.
+    /// `INVALID`, naming the authority or the setting.
     pub fn check_runs(&self, config: &crate::authority::AuthorityConfig) -> Result<()> {
         if self.handlers.is_empty() {
             return Err(Error::Invalid(format!(
@@ -283,14 +301,21 @@ impl Workload {
                 config.instance_id
             )));
         }
-        for name in config.handler_limits.keys() {
+        self.check_named("handlerLimits", config.handler_limits.keys())?;
+        self.check_named("handlerRates", config.handler_rates.keys())?;
+        self.check_named("retry", config.retry.keys())
+    }
+
+    /// Refuses the first of `names` (the handlers a per-handler setting, named `setting`
+    /// as the stored config names it, is given for) that is not registered here.
+    fn check_named<'a>(
+        &self,
+        setting: &str,
+        names: impl IntoIterator<Item = &'a String>,
+    ) -> Result<()> {
+        for name in names {
             if let Some(why) = self.unknown_handler(name) {
-                return Err(Error::Invalid(format!("handlerLimits.{name}: {why}")));
-            }
-        }
-        for name in config.retry.keys() {
-            if let Some(why) = self.unknown_handler(name) {
-                return Err(Error::Invalid(format!("retry.{name}: {why}")));
+                return Err(Error::Invalid(format!("{setting}.{name}: {why}")));
             }
         }
         Ok(())
@@ -341,5 +366,98 @@ impl Workload {
 impl crate::model::HandlerKeys for &Workload {
     fn key_for(&self, handler: &str) -> Option<String> {
         Workload::key_for(self, handler)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authority::handlers::{AttemptContext, AttemptKind, Pace};
+    use crate::model::FailureClass;
+
+    fn attempt() -> Attempt {
+        Attempt::new(AttemptContext::new(
+            "e1",
+            AttemptKind::Effect,
+            "parse",
+            serde_json::json!("not a number"),
+            "e1",
+            "k1",
+            1,
+            "a",
+            1,
+            0,
+            Pace::Virtual,
+        ))
+    }
+
+    /// A handler for each way code can panic: a blocking one, an async one inside its
+    /// future, and an async one before it returns its future at all.
+    fn panicking() -> Workload {
+        let mut w = Workload::new("panics", 0).with("blocking", |a: &AttemptContext| {
+            panic!("unparsable payload: {}", a.payload)
+        });
+        let in_future = |_: Attempt| async {
+            let n: u32 = "not a number".parse().expect("unparsable payload");
+            HandlerOutcome::Succeeded(Some(n.into()))
+        };
+        let before_future = |a: Attempt| -> std::future::Ready<HandlerOutcome> {
+            panic!("unparsable payload: {}", a.payload)
+        };
+        let version = HandlerVersion::demo();
+        w.register_async("in-future", version.clone(), Arc::new(in_future));
+        w.register_async("before-future", version, Arc::new(before_future));
+        w
+    }
+
+    /// However the handler panics and wherever it runs (the tokio runtime, or the calling
+    /// thread as the simulated cluster runs it), the attempt ends as a retryable
+    /// `HANDLER_PANICKED` failure carrying the panic's message, cut as every handler's
+    /// message is; a panic without a text message says so.
+    #[test]
+    fn a_panic_is_a_retryable_failure_with_the_panics_message() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let w = panicking();
+        let expected = [
+            ("blocking", "unparsable payload: \"not a number\""),
+            (
+                "in-future",
+                "unparsable payload: ParseIntError { kind: InvalidDigit }",
+            ),
+            ("before-future", "unparsable payload: \"not a number\""),
+        ];
+        for (name, message) in expected {
+            let registered = w.get(name).expect("registered");
+            for outcome in [
+                rt.block_on(registered.call(attempt())),
+                registered.run_here(&attempt()),
+            ] {
+                let failure = outcome.failure().expect("a failure");
+                assert_eq!(
+                    (
+                        failure.class,
+                        failure.code.as_str(),
+                        failure.message.as_str()
+                    ),
+                    (FailureClass::Retryable, "HANDLER_PANICKED", message),
+                    "{name}"
+                );
+            }
+        }
+        let long = Workload::new("long", 0)
+            .with("long", |_: &AttemptContext| panic!("{}", "é".repeat(3_000)))
+            .with("opaque", |_: &AttemptContext| std::panic::panic_any(42_u32));
+        let cut = long.get("long").expect("registered").run_here(&attempt());
+        let message = &cut.failure().expect("a failure").message;
+        assert_eq!(message.chars().count(), 2_001, "2,000 characters and …");
+        assert!(message.ends_with("é…"), "{message}");
+        let opaque = long.get("opaque").expect("registered").run_here(&attempt());
+        assert_eq!(
+            opaque.failure().map(|f| f.message.as_str()),
+            Some("the handler panicked with a value that is not text")
+        );
     }
 }
