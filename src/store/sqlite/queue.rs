@@ -220,11 +220,17 @@ mod tests {
     fn a_turn_is_exclusive_between_handles_and_handed_over_at_release() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("store.db");
-        let (a, b) = (WriteQueue::of(&db), WriteQueue::of(&db));
+        let (a, b, c) = (
+            WriteQueue::of(&db),
+            WriteQueue::of(&db),
+            WriteQueue::of(&db),
+        );
         let held = a.turn(TURN_WAIT).unwrap();
         // Another open file description waits, and gives up at its bound.
         assert!(b.turn(Duration::from_millis(20)).is_none());
-        let waiter = std::thread::spawn(move || b.turn(Duration::from_secs(30)).is_some());
+        // The waiter is a third handle: `b`, whose wait ran out, only tries until the queue
+        // is free again, so it could ask (and give up) before the release below.
+        let waiter = std::thread::spawn(move || c.turn(Duration::from_secs(30)).is_some());
         drop(held);
         assert!(
             waiter.join().unwrap(),
