@@ -63,6 +63,20 @@ pub enum Error {
     /// The item already finished; nothing was changed.
     #[error("already-terminal: {id} is already {state}")]
     AlreadyTerminal { id: String, state: String },
+    /// An operator's verb on a work item in a state the verb does not act on: a requeue
+    /// of an item that has not failed, a retry-now of one that is running. (A finished
+    /// item is `already-terminal`.) Nothing was changed.
+    #[error("WORK_STATE_MISMATCH: {id} is {state}")]
+    WorkStateMismatch { id: String, state: String },
+    /// A run over many items — an action over a `--filter`, `work enqueue --from` —
+    /// refused some of them (perhaps all): the rest were done, and the run's report names
+    /// the refusals.
+    #[error("ITEMS_REFUSED: {0}")]
+    ItemsRefused(String),
+    /// An action over more items than it takes unasked, without the confirmation
+    /// (`--yes`): nothing was done.
+    #[error("CONFIRMATION_REQUIRED: {0}")]
+    ConfirmationRequired(String),
     /// A cursor write that would move a subscription cursor backwards.
     #[error("stale-sequence: {subscription} is at {current}, refused {presented}")]
     StaleSequence {
@@ -171,6 +185,9 @@ impl Error {
                 "IDEMPOTENCY_CONFLICT"
             }
             Self::AlreadyTerminal { .. } => "already-terminal",
+            Self::WorkStateMismatch { .. } => "WORK_STATE_MISMATCH",
+            Self::ItemsRefused(_) => "ITEMS_REFUSED",
+            Self::ConfirmationRequired(_) => "CONFIRMATION_REQUIRED",
             Self::StaleSequence { .. } => "stale-sequence",
             Self::LeaseCap { .. } => "LEASE_CAP_REACHED",
             Self::SelfHandoff { .. } => "LEASE_SELF_HANDOFF",

@@ -534,9 +534,20 @@ pub(super) struct ItemScan<'a> {
     pub firings: &'a mut schedules::Firings,
 }
 
+/// How many unfinished items wait without breaking an invariant, by why they wait.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Waiting {
+    /// Their handler runs only at another version.
+    pub incompatible: u64,
+    /// No live authority has their handler.
+    pub no_handler: u64,
+    /// Queued behind more work than the live authorities keep up with.
+    pub backlogged: u64,
+}
+
 /// Pages through every work item of `partition`: firing ids (3), effect ids against the
-/// writes (5), stranded, backlogged or incompatible (6). Returns how many items are
-/// incompatible and how many backlogged.
+/// writes (5), stranded, backlogged, incompatible or without a handler (6). Returns how
+/// many items wait, and why.
 pub(super) fn items(
     store: &Store,
     ledger: &Ledger,
@@ -544,11 +555,11 @@ pub(super) fn items(
     scan: &mut ItemScan<'_>,
     findings: &mut Findings,
     counts: &mut Counts,
-) -> Result<(u64, u64)> {
+) -> Result<Waiting> {
     let (live, options) = (scan.live, scan.options);
     let filter = WorkFilter::default();
     let mut request = PageRequest::first(page);
-    let (mut incompatible, mut backlogged) = (0, 0);
+    let mut waiting = Waiting::default();
     loop {
         let rows = store.read(|tx| tx.list_work(&filter, &request))?;
         for item in &rows {
@@ -565,14 +576,15 @@ pub(super) fn items(
                 effects::item_keeps_its_effect_ids(item, state, findings);
             }
             match stranded::no_stranded_work(item, (live, scan.claiming), options, findings) {
-                stranded::Verdict::Incompatible => incompatible += 1,
-                stranded::Verdict::Backlogged => backlogged += 1,
+                stranded::Verdict::Incompatible => waiting.incompatible += 1,
+                stranded::Verdict::NoHandler => waiting.no_handler += 1,
+                stranded::Verdict::Backlogged => waiting.backlogged += 1,
                 stranded::Verdict::Fine | stranded::Verdict::Stranded => {}
             }
         }
         match rows.last() {
             Some(last) if rows.len() >= page => request = PageRequest::after(last.id.clone(), page),
-            _ => return Ok((incompatible, backlogged)),
+            _ => return Ok(waiting),
         }
     }
 }

@@ -318,9 +318,13 @@ pub struct Counts {
 pub struct Report {
     pub violations: Vec<Violation>,
     pub checked: Counts,
-    /// Non-terminal items whose compat digest no live authority has: *incompatible*, not
-    /// stranded — they wait for a compatible build (never auto-failed).
+    /// Non-terminal items whose compat digest no live authority has, though one has their
+    /// handler (at another version): *incompatible*, not stranded — they wait for a
+    /// compatible build (never auto-failed).
     pub incompatible_items: u64,
+    /// Non-terminal items whose handler no live authority has at all: *no handler*, as
+    /// `inspect` says, not stranded — they wait for an authority that runs it.
+    pub no_handler_items: u64,
     /// Non-terminal items claimable for longer than the stranded bound while live
     /// authorities kept claiming their build's work within it: a backlog, not a strand.
     pub backlogged_items: u64,
@@ -579,7 +583,7 @@ pub fn check_showing(
             (a, b) => a.or(b),
         };
         history::finish(store, &ledger, page, &mut findings)?;
-        let (incompatible, backlogged) = history::items(
+        let waiting = history::items(
             store,
             &ledger,
             (partition, page),
@@ -592,8 +596,9 @@ pub fn check_showing(
             &mut findings,
             &mut report.checked,
         )?;
-        report.incompatible_items += incompatible;
-        report.backlogged_items += backlogged;
+        report.incompatible_items += waiting.incompatible;
+        report.no_handler_items += waiting.no_handler;
+        report.backlogged_items += waiting.backlogged;
     }
 
     // Journal: invariant 4.

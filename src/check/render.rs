@@ -108,6 +108,18 @@ pub fn render_text(report: &Report) -> String {
             "{n} incompatible item{s} {verb} for a live authority of their build (no invariant broken; `inspect triage` lists them as stranded until one runs)"
         );
     }
+    if report.no_handler_items > 0 {
+        let n = report.no_handler_items;
+        let (s, verb, its, them) = if n == 1 {
+            ("", "waits", "its", "it")
+        } else {
+            ("s", "wait", "their", "them")
+        };
+        let _ = writeln!(
+            out,
+            "{n} item{s} with no handler {verb}: no live authority runs {its} handler (no invariant broken; `inspect triage` lists {them} under no handler)"
+        );
+    }
     for (n, noun) in [
         (report.backlogged_items, "item"),
         (report.backlogged_instances, "workflow instance"),
@@ -182,7 +194,8 @@ pub fn render_text(report: &Report) -> String {
 
 /// One JSON object per line (camelCase): each finding of damage, violation and gap
 /// (`{"invariant","ids","sentence"}`), then one summary object
-/// (`{"summary":{"violations","checked","incompatibleItems","throughRevision",…}}`).
+/// (`{"summary":{"violations","checked","incompatibleItems","noHandlerItems",
+/// "throughRevision",…}}`).
 #[must_use]
 pub fn render_json_lines(report: &Report) -> String {
     let mut out = String::new();
@@ -204,6 +217,7 @@ pub fn render_json_lines(report: &Report) -> String {
         "historyFrom": report.history_from,
         "checked": report.checked,
         "incompatibleItems": report.incompatible_items,
+        "noHandlerItems": report.no_handler_items,
         "backloggedItems": report.backlogged_items,
         "backloggedInstances": report.backlogged_instances,
         "throughRevision": report.through_revision,

@@ -6,8 +6,11 @@
 //! authorities kept claiming its build's work is *backlogged*: queued behind more work
 //! than they keep up with, which is lateness (the overview's lanes), not a strand, and is
 //! only counted. A lapsed claim is never backlogged: reclaims come before every lane.
-//! Items no live authority can claim (their compat digest is nobody's) are
-//! *incompatible*, not stranded — they wait for a compatible build and are only counted.
+//! Items no live authority can claim (their compat digest is nobody's) are not stranded
+//! either — they wait for a build that can run them and are only counted, told apart as
+//! `inspect` tells them apart ([`crate::ops::runnable`]): *no handler* when no live
+//! authority has their handler at all, *incompatible* when it runs only at another
+//! version.
 
 use std::collections::HashMap;
 
@@ -17,6 +20,7 @@ use super::{CheckOptions, Findings};
 use crate::clock::{Millis, format_duration, format_instant};
 use crate::error::Result;
 use crate::model::{Grant, GrantKind, PageRequest, WorkItem, WorkState};
+use crate::ops::runnable::{Runnable, Standing};
 use crate::rules::liveness::{Liveness, liveness};
 use crate::store::Store;
 use crate::workflow::keys::keys_of;
@@ -31,6 +35,9 @@ pub(super) struct LiveBuilds {
     runners: HashMap<String, Vec<String>>,
     /// Each live authority's start: only the claims of that incarnation count as its.
     authorities: HashMap<String, Millis>,
+    /// What the live authorities run, for telling apart why an item none may claim
+    /// waits, in the words `inspect` uses.
+    runnable: Runnable,
 }
 
 impl LiveBuilds {
@@ -38,15 +45,16 @@ impl LiveBuilds {
     pub(super) fn read(store: &Store, options: &CheckOptions, page: usize) -> Result<Self> {
         let mut live = Self::default();
         let definitions = store.deployed_definitions()?;
+        let mut running = Vec::new();
         let mut request = PageRequest::first(page);
         loop {
             let rows = store.list_authorities(&request)?;
-            for a in &rows.rows {
-                if liveness(a, options.now) != Liveness::Live {
+            for a in rows.rows {
+                if liveness(&a, options.now) != Liveness::Live {
                     continue;
                 }
                 live.authorities.insert(a.instance_id.clone(), a.started_at);
-                for key in keys_of(a, &definitions).iter() {
+                for key in keys_of(&a, &definitions).iter() {
                     live.runners
                         .entry(key.to_owned())
                         .or_default()
@@ -59,10 +67,14 @@ impl LiveBuilds {
                         *entry = (a.started_at, a.instance_id.clone());
                     }
                 }
+                running.push(a);
             }
             match rows.next {
                 Some(next) => request = PageRequest::after(next, page),
-                None => return Ok(live),
+                None => {
+                    live.runnable = Runnable::of(&running, &definitions);
+                    return Ok(live);
+                }
             }
         }
     }
@@ -140,8 +152,10 @@ pub(super) enum Verdict {
     Stranded,
     /// Due past the bound while live authorities kept claiming its build's work.
     Backlogged,
-    /// No live authority has its build.
+    /// No live authority has its build, and some has its handler (at another version).
     Incompatible,
+    /// No live authority has its handler at all.
+    NoHandler,
 }
 
 /// No compatible item stays claimable for longer than the bound once a live authority of
@@ -158,7 +172,10 @@ pub(super) fn no_stranded_work(
         return Verdict::Fine;
     };
     let Some((live_since, authority)) = live.of(&item.compat) else {
-        return Verdict::Incompatible;
+        return match live.runnable.standing(&item.compat, &item.handler) {
+            Standing::NoHandler => Verdict::NoHandler,
+            Standing::Incompatible | Standing::Runnable => Verdict::Incompatible,
+        };
     };
     // The overview's lateness figure, counted from when a live authority of its build was
     // up if that came later.

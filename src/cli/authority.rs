@@ -17,6 +17,8 @@ use crate::authority::handlers::Workload;
 use crate::authority::runtime::{RunOptions, run_authority_with};
 use crate::authority::workload;
 use crate::clock::Millis;
+use crate::error::Error;
+use crate::foundation::text_cell::cell_max;
 use crate::model::HandlerVersion;
 use crate::store::Capability;
 use crate::store::create::create;
@@ -53,12 +55,14 @@ pub struct AuthorityArgs {
     #[arg(long, env = "LEASEHOLD_BUILD")]
     pub build: Option<String>,
     /// Run a built-in demo handler set (`default`, `fast`, `slow`, `chaos`, `noop`): only
-    /// when named here or as `workload` in the config file, never by default.
-    #[arg(long, env = "LEASEHOLD_WORKLOAD")]
+    /// when named here or as `workload` in the config file, never by default, never from
+    /// the environment (an inherited variable would add the demo's handlers unseen), and
+    /// never beside a config file's own handlers.
+    #[arg(long)]
     pub workload: Option<String>,
     /// Run every built-in demo handler at this semantic version (default 1.0.0): a new
     /// major version is code that does not run the old work (an incompatible build), a
-    /// minor or patch release runs it. Handlers of the config file keep their own.
+    /// minor or patch release runs it. A config file's handlers carry their own.
     #[arg(
         long = "handler-version",
         env = "LEASEHOLD_HANDLER_VERSION",
@@ -67,8 +71,8 @@ pub struct AuthorityArgs {
     pub handler_version: Option<String>,
     /// A `leasehold.toml`: the store, `[authority]` knobs and `[handlers.*]`, the handlers
     /// as commands (`exec`) or HTTP endpoints (`http`), see docs/HANDLERS.md. Flags and
-    /// `LEASEHOLD_*` variables win over the file; with `--workload` too, a configured
-    /// handler replaces the demo handler of its name.
+    /// `LEASEHOLD_*` variables win over the file. A file that names handlers runs them
+    /// alone: a demo workload beside them is refused.
     #[arg(long, env = "LEASEHOLD_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Lease window in ms (default 30000; renewal runs at a third of it unless `--renew-ms`
@@ -285,47 +289,63 @@ fn handlers(args: &AuthorityArgs, settings: Option<&Settings>) -> Result<Workloa
     handler_set(args.workload.as_deref(), &version, args.seed, settings)
 }
 
-/// The handlers an authority runs: the built-in demo set `demo_set` names (else the one
-/// the file's `[authority]` names) at `version`, with the file's handlers over it. The
-/// demo set runs only when named: an application's authority never runs handlers it was
-/// not given, so no handler at all is refused, saying how to give them.
+/// The handlers an authority runs: the config file's, or the built-in demo set
+/// `demo_set` names (else the one the file's `[authority]` names) at `version` — one or
+/// the other. The demo set runs only when named: an application's authority never runs
+/// handlers it was not given, so no handler at all is refused, saying how to give them.
+/// Nor does it run beside the file's handlers: the demo's `charge-card` would then run
+/// the application's `charge-card` items, and complete them with made-up results.
 ///
 /// # Errors
-/// No handler (exit 2), an unknown demo set.
+/// No handler, a demo set beside the file's handlers (`INVALID`, exit 2); an unknown demo
+/// set.
 pub(super) fn handler_set(
     demo_set: Option<&str>,
     version: &HandlerVersion,
     seed: u64,
     settings: Option<&Settings>,
 ) -> Result<Workload, Failure> {
-    let demo = |name: &str| workload::named(name, seed).map(|w| w.at_version(version));
-    let named = demo_set.or_else(|| settings.and_then(|s| s.authority.workload.as_deref()));
+    let from_file = settings.and_then(|s| s.authority.workload.as_deref());
     let configured = settings
-        .map(|s| s.handlers.workload())
-        .filter(|w| w.names().next().is_some());
-    Ok(match (configured, named) {
-        (None, None) => return Err(no_handler(settings)),
-        (None, Some(name)) => demo(name)?,
-        (Some(configured), Some(name)) => {
-            let mut merged = demo(name)?;
-            merged.extend(&configured);
-            merged
+        .map(|s| (s, s.handlers.workload()))
+        .filter(|(_, handlers)| handlers.names().next().is_some());
+    match (configured, demo_set.or(from_file)) {
+        (Some((_, handlers)), None) => Ok(handlers),
+        (None, Some(name)) => Ok(workload::named(name, seed)?.at_version(version)),
+        (Some((file, handlers)), Some(name)) => {
+            let named = if demo_set.is_some() {
+                format!("--workload {name}")
+            } else {
+                format!("workload = \"{name}\" under [authority]")
+            };
+            Err(demo_beside_handlers(file, &handlers, &named))
         }
-        (Some(configured), None) => configured,
-    })
+        (None, None) => Err(no_handler(settings)),
+    }
 }
 
 /// The refusal of an authority given no handler: the two ways to give it some.
 fn no_handler(settings: Option<&Settings>) -> Failure {
-    match settings {
-        Some(s) => Failure::usage(format!(
+    let why = match settings {
+        Some(s) => format!(
             "{}: names no handler: add [handlers.NAME] tables (see docs/HANDLERS.md), or run the built-in demo handlers with workload = \"default\" under [authority] (or --workload default)",
             s.path.display()
-        )),
-        None => Failure::usage(
-            "no handler to run: name your handlers in a config file (--config FILE with [handlers.NAME] tables, see docs/HANDLERS.md), or run the built-in demo handlers (--workload default)",
         ),
-    }
+        None => "no handler to run: name your handlers in a config file (--config FILE with [handlers.NAME] tables, see docs/HANDLERS.md), or run the built-in demo handlers (--workload default)".to_owned(),
+    };
+    Error::Invalid(why).into()
+}
+
+/// The refusal of a demo workload (`named`: where it was named) beside the handlers of
+/// the file `s`: which handlers the file runs, and the two ways to run one set alone.
+fn demo_beside_handlers(s: &Settings, configured: &Workload, named: &str) -> Failure {
+    let handlers: Vec<&str> = configured.names().collect();
+    Error::Invalid(format!(
+        "{}: names handlers of its own ({}), and {named} names a built-in demo workload too: the demo's handlers would run the store's items of their names; run the file's handlers alone, or the demo workload without them (on a store of its own)",
+        s.path.display(),
+        cell_max(&handlers.join(", "), 200)
+    ))
+    .into()
 }
 
 /// The authority's knobs: each from its flag (or `LEASEHOLD_*` variable), else the config
@@ -563,10 +583,10 @@ mod tests {
         }
     }
 
-    /// A configured name replaces the demo handler of that name; without `--workload`
-    /// only the file's handlers run; without either, nothing runs: refused.
+    /// A config file's handlers run alone, a named demo set alone; the two together,
+    /// or neither, are refused (`INVALID`), saying why.
     #[test]
-    fn config_handlers_override_the_demo_set_they_are_merged_into() {
+    fn an_authority_runs_the_file_s_handlers_or_a_demo_set_never_both() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("handlers.toml");
         std::fs::write(
@@ -575,25 +595,29 @@ mod tests {
         )
         .unwrap();
         let load = |a: &AuthorityArgs| a.config.as_deref().map(|p| Settings::load(p).unwrap());
-        let with = |a: AuthorityArgs| handlers(&a, load(&a).as_ref()).unwrap();
-        let merged = with(args(Some("fast"), Some(path.clone())));
-        assert_eq!(
-            merged.get("send-email").unwrap().version().as_str(),
-            "3.0.0"
-        );
-        assert_eq!(
-            merged.get("charge-card").unwrap().version().as_str(),
-            crate::model::HandlerVersion::DEMO
-        );
-        let alone = with(args(None, Some(path)));
+        let with = |a: AuthorityArgs| handlers(&a, load(&a).as_ref());
+        let alone = with(args(None, Some(path.clone()))).unwrap();
         assert_eq!(alone.names().collect::<Vec<_>>(), ["send-email"]);
-        let demo = with(args(Some("default"), None));
+        assert_eq!(alone.demo_name(), None);
+        let demo = with(args(Some("default"), None)).unwrap();
         assert_eq!(demo.demo_name(), Some("default"));
         assert!(demo.get("charge-card").is_some());
+        let both = with(args(Some("fast"), Some(path))).expect_err("both");
+        assert_eq!(both.exit, 2);
+        assert!(
+            both.message.starts_with("INVALID: ")
+                && both
+                    .message
+                    .contains("(send-email), and --workload fast names"),
+            "{}",
+            both.message
+        );
         let none = handlers(&args(None, None), None).expect_err("no handler");
         assert_eq!(none.exit, 2);
         assert!(
-            none.message.contains("--config FILE") && none.message.contains("--workload default"),
+            none.message.starts_with("INVALID: ")
+                && none.message.contains("--config FILE")
+                && none.message.contains("--workload default"),
             "{}",
             none.message
         );

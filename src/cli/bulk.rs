@@ -10,6 +10,7 @@ use clap::Args;
 
 use super::output::json_line;
 use super::{CliResult, Failure};
+use crate::error::Error;
 use crate::foundation::text_cell::cell;
 use crate::ops::bulk::{Action, Bulk, Tally};
 use crate::ops::filter::{Filter, Subject};
@@ -67,8 +68,8 @@ impl Target {
 /// each and answers with the counts.
 ///
 /// # Errors
-/// More than [`CONFIRM_ABOVE`] matches without `yes`, or any refusal (exit 1); a store
-/// failure.
+/// More than [`CONFIRM_ABOVE`] matches without `yes` (`CONFIRMATION_REQUIRED`), or any
+/// refusal (`ITEMS_REFUSED`), exit 1; a store failure.
 pub fn run<A: Action>(
     bulk: &Bulk<'_, A>,
     dry_run: bool,
@@ -84,12 +85,13 @@ pub fn run<A: Action>(
     };
     if !dry_run {
         if tally.matched > CONFIRM_ABOVE && !yes {
-            return Err(Failure::refused(format!(
+            return Err(Error::ConfirmationRequired(format!(
                 "{} {}s match {}; add --yes to act on all of them (--dry-run lists the first)",
                 tally.matched,
                 bulk.action.noun(),
                 tally.filter,
-            )));
+            ))
+            .into());
         }
         bulk.apply(&mut tally)?;
     }
@@ -120,12 +122,13 @@ pub fn run<A: Action>(
         }
     }
     if tally.refused > 0 && !dry_run {
-        return Err(Failure::refused(format!(
+        return Err(Error::ItemsRefused(format!(
             "{} of {} matched {}(s) refused",
             tally.refused,
             tally.matched,
             bulk.action.noun()
-        )));
+        ))
+        .into());
     }
     Ok(())
 }

@@ -172,10 +172,11 @@ impl<'a> Load<'a> {
         summary?;
         let not_enqueued = self.tally.conflict + self.tally.refused;
         if not_enqueued > 0 {
-            return Err(Failure::refused(format!(
+            return Err(Error::ItemsRefused(format!(
                 "{not_enqueued} of {} items from {} were not enqueued ({} conflict, {} refused)",
                 self.tally.items, self.name, self.tally.conflict, self.tally.refused
-            )));
+            ))
+            .into());
         }
         if self.tally.created > 0 {
             super::handler_version::tell(&self.notes);

@@ -1,9 +1,10 @@
 //! `leasehold history` and `leasehold cancel`: one workflow instance, read or cancelled.
 //!
 //! `cancel` exits 0 when it cancelled the instance or it was already cancelled (a
-//! repeat changes nothing and says so), 1 when refused (already completed or failed, or
-//! the instance belongs to another build than the fleet's — the refusal names the builds
-//! checked), 2 for an unknown instance or an unreadable store. Every attempt is recorded in
+//! repeat changes nothing and says so), 1 when refused (`already-terminal`: already
+//! completed or failed; `INCOMPATIBLE_AUTHORITY`: the instance belongs to another build
+//! than the fleet's — the refusal names the builds checked), 2 for an unknown instance or
+//! an unreadable store. Every attempt is recorded in
 //! the audit log in the cancel's own transaction ([`Store::cancel_workflow_audited`]) —
 //! the same entry the dashboard writes — with who (the OS account `name@host`), when, the
 //! outcome and the reason; the instance's own history records a
@@ -130,7 +131,9 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
     };
     let verdict = store.cancel_workflow_audited(instance, Some(builds.keys()), &actor, &reason)?;
     let id = cell(instance);
-    match verdict {
+    // A refusal's line starts with its code, as every refusal of the work model does.
+    let code = verdict.code().unwrap_or_default();
+    match &verdict {
         Verdict::Cancelled => {
             writeln!(
                 out,
@@ -143,7 +146,7 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
             Ok(())
         }
         Verdict::Finished(status) => Err(Failure::refused(format!(
-            "{id} is already {status}: nothing to cancel"
+            "{code}: {id} is already {status}: nothing to cancel"
         ))),
         Verdict::Unknown => Err(Error::NotFound {
             what: "workflow instance".into(),
@@ -156,11 +159,11 @@ pub fn cancel(args: &CancelArgs, out: &mut dyn Write) -> CliResult {
                 .map(|row| builds.checked(&row))
                 .unwrap_or_default();
             Err(Failure::refused(format!(
-                "{id} belongs to another build: none of the builds checked may run it, so none may cancel it (checked: {}; --handler-version V judges as another)",
+                "{code}: {id} belongs to another build: none of the builds checked may run it, so none may cancel it (checked: {}; --handler-version V judges as another)",
                 cell_max(&checked, 400)
             )))
         }
-        Verdict::Failed(code) => Err(Failure::refused(format!("{id}: cancel failed: {code}"))),
+        Verdict::Failed(_) => Err(Failure::refused(format!("{code}: {id}: cancel failed"))),
     }
 }
 

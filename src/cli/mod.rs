@@ -512,6 +512,20 @@ mod tests {
             external_id: "i".into(),
         };
         assert_eq!(Failure::from(conflict).exit, EXIT_REFUSED);
+        // The refusals of operator actions: semantic, and their line starts with the code.
+        for refusal in [
+            Error::WorkStateMismatch {
+                id: "w".into(),
+                state: "pending".into(),
+            },
+            Error::ItemsRefused("1 of 2 matched item(s) refused".into()),
+            Error::ConfirmationRequired("150 items match".into()),
+        ] {
+            let code = refusal.code();
+            let failure = Failure::from(refusal);
+            assert_eq!(failure.exit, EXIT_REFUSED, "{code}");
+            assert!(failure.message.starts_with(&format!("{code}: ")), "{code}");
+        }
     }
 
     #[test]

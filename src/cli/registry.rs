@@ -102,11 +102,12 @@ fn release(args: &ReleaseArgs, out: &mut dyn Write) -> CliResult {
             && preview.claims.len() > CONFIRM_ABOVE
             && !args.yes
         {
-            return Err(Failure::refused(format!(
+            return Err(Error::ConfirmationRequired(format!(
                 "authority {} holds {} claims; add --yes to release all of them (--dry-run lists them)",
                 cell(&a.id),
                 preview.claims.len()
-            )));
+            ))
+            .into());
         }
         refusal(
             store.release_authority(&a.id, &operator(), &a.reason),

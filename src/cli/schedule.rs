@@ -3,10 +3,11 @@
 //! `create ID (--every SPAN | --at MILLIS | --cron EXPR [--tz ZONE]) --handler H
 //! [--catch-up P] [--payload JSON]`
 //! defines a schedule; creating one that exists with the same definition changes nothing
-//! (exit 0), with another definition is refused (exit 1) and points at `update`, which
-//! replaces the trigger, catch-up policy, handler and payload of the next firings (audited
-//! under `user@host`; firings already enqueued stay as they were). `list` is the page
-//! `inspect schedules` prints. `pause ID`, `resume ID` and `delete ID [--reason R]` change
+//! (exit 0), with another definition is refused (`IDEMPOTENCY_CONFLICT`, exit 1) and
+//! points at `update`, which replaces the trigger, catch-up policy, handler and payload of
+//! the next firings (audited under `user@host`; firings already enqueued stay as they
+//! were). `list` is the page `inspect schedules` prints.
+//! `pause ID`, `resume ID` and `delete ID [--reason R]` change
 //! a schedule's life, audited under `user@host` (see [`crate::Store::control_schedule`]): a paused
 //! schedule fires nothing, a resume hands the boundaries it missed to its catch-up policy,
 //! a delete leaves the firings already enqueued to run. The store must exist: a mistyped path is refused, never
@@ -201,7 +202,7 @@ fn create(args: &CreateArgs, out: &mut dyn Write) -> CliResult {
     );
     if !same {
         return Err(Failure::refused(format!(
-            "schedule {} exists with another definition ({}); change it with `leasehold schedule update`",
+            "IDEMPOTENCY_CONFLICT: schedule {} exists with another definition ({}); change it with `leasehold schedule update`",
             cell(&d.id),
             stored.trigger.label()
         )));

@@ -5,8 +5,10 @@
 //! and waiting work ([`crate::rules::triage`] decides and words it; the store verbs fence
 //! and audit it), on one item or on every item a `--filter` matches ([`super::bulk`]).
 //!
-//! Exit 0 when the item changed or already showed the change (a repeat), 1 when refused
-//! (a succeeded item; requeue of an item that is not failed), 2 for an unknown item, a
+//! Exit 0 when the item changed or already showed the change (a repeat), 1 when refused —
+//! the line starts with the refusal's code: `already-terminal` for a finished item,
+//! `WORK_STATE_MISMATCH` for a requeue of an item that is not failed or a retry-now of a
+//! running one — 2 for an unknown item, a
 //! missing reason for discard, or an unreadable or missing store — which is never created.
 //! The audit entry records the OS account (`name@host`), the verdict and the reason.
 
@@ -164,7 +166,13 @@ fn report(verb: Verb, id: &str, answer: &Triaged, json: bool, out: &mut dyn Writ
             }
             .into());
         }
-        Verdict::Refused(_) => return Err(Failure::refused(format!("{}: {words}", cell(id)))),
+        Verdict::Refused { error, .. } => {
+            return Err(Failure::refused(format!(
+                "{}: {}: {words}",
+                error.code(),
+                cell(id)
+            )));
+        }
         Verdict::Done | Verdict::AlreadyDone => {}
     }
     if json {

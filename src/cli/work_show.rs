@@ -1,8 +1,8 @@
 //! `leasehold work show ID`: one work item in full ([`WorkDetail`]) — its state, handler,
-//! keys, attempts against its budget, the retry policies the fleet applies to its handler,
-//! its payload and result as indented JSON, the errors of its attempts and the grants of
-//! its claims, newest first. Exit 0, or 2 for an unknown item, a malformed id or an
-//! unreadable store.
+//! keys, attempts against its budget, the checkpoint an attempt saved, the retry policies
+//! the fleet applies to its handler, its payload and result as indented JSON, the errors
+//! of its attempts and the grants of its claims, newest first. Exit 0, or 2 for an unknown
+//! item, a malformed id or an unreadable store.
 
 use std::io::Write;
 
@@ -11,7 +11,7 @@ use clap::Args;
 use super::output::{json_line, opt_when, when};
 use super::{CliResult, StoreArg};
 use crate::error::Error;
-use crate::foundation::text_cell::{cell, escape};
+use crate::foundation::text_cell::{cell, cell_max, escape};
 use crate::foundation::timefmt::{TimeFmt, Zone};
 use crate::ids::check_id;
 use crate::ops::pretty::{lines, unfold};
@@ -56,6 +56,10 @@ pub fn run(args: &ShowArgs, out: &mut dyn Write) -> CliResult {
     Ok(())
 }
 
+/// The most of a checkpoint the text shows, in characters: a handler may save a large
+/// one, and `--json` has it whole.
+const CHECKPOINT_SHOWN: usize = 200;
+
 /// The text of `work show`, a line each; every value from the store made safe to print.
 #[must_use]
 pub fn describe(detail: &WorkDetail, now: i64) -> Vec<String> {
@@ -94,6 +98,10 @@ pub fn describe(detail: &WorkDetail, now: i64) -> Vec<String> {
         );
     } else if !w.state.is_terminal() {
         field("due", when(w.next_eligible_at, now));
+    }
+    // Where the next attempt resumes: what an operator weighs before a requeue or discard.
+    if let Some(checkpoint) = &w.checkpoint {
+        field("checkpoint", cell_max(checkpoint, CHECKPOINT_SHOWN));
     }
     if detail.policies.is_empty() {
         field(

@@ -24,6 +24,7 @@ use super::output::{json_line, short};
 use super::settings::Settings;
 use super::{CliResult, Failure, StoreArg};
 use crate::authority::workload;
+use crate::error::Error;
 use crate::foundation::file_input::{MAX_DEFINITION_BYTES, read_text};
 use crate::foundation::text_cell::{cell, cell_max, escape};
 use crate::ids::{check_id, check_opt_id};
@@ -124,10 +125,11 @@ impl HandlerSetArgs {
             let settings = Settings::load(path)?;
             let label = file_label(path);
             if settings.handlers.handlers.is_empty() && settings.authority.workload.is_none() {
-                return Err(Failure::usage(format!(
+                return Err(Error::Invalid(format!(
                     "{}: names no handler, so there is nothing to judge the actions by",
                     escape(&path.display().to_string())
-                )));
+                ))
+                .into());
             }
             if let Some(name) = &settings.authority.workload {
                 set = with_workload(set, name)?;

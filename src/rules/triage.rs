@@ -9,6 +9,7 @@
 //! with the operator's reason, refusals included.
 
 use crate::clock::Millis;
+use crate::error::Error;
 use crate::model::history::with_reason;
 use crate::model::{Ending, Failure, FailureClass, WorkItem, WorkState};
 
@@ -68,8 +69,11 @@ pub enum Verdict {
     Done,
     /// A repeat: the item already shows this verb's change; nothing was written.
     AlreadyDone,
-    /// Refused: the item's state does not allow the verb (the words say why).
-    Refused(String),
+    /// Refused: the item's state does not allow the verb. The error is the refusal's
+    /// stable code for scripts — `already-terminal` for a finished item,
+    /// `WORK_STATE_MISMATCH` for one in a state the verb does not act on — and the words
+    /// say why, for people and the audit log.
+    Refused { error: Error, why: String },
     /// Refused: no work item has this id.
     Unknown,
 }
@@ -82,7 +86,7 @@ impl Verdict {
         match self {
             Self::Done => verb.done().into(),
             Self::AlreadyDone => format!("already {}", verb.done()),
-            Self::Refused(why) => format!("refused: {why}"),
+            Self::Refused { why, .. } => format!("refused: {why}"),
             Self::Unknown => "refused: no such work item".into(),
         }
     }
@@ -90,7 +94,31 @@ impl Verdict {
     /// Whether the item was left as it was because the verb does not apply to it.
     #[must_use]
     pub fn refused(&self) -> bool {
-        matches!(self, Self::Refused(_) | Self::Unknown)
+        matches!(self, Self::Refused { .. } | Self::Unknown)
+    }
+
+    /// The refusal of a verb on `item`, which has finished: `already-terminal`.
+    fn finished(item: &WorkItem, why: &str) -> Self {
+        Self::refusal(item, why, |id, state| Error::AlreadyTerminal { id, state })
+    }
+
+    /// The refusal of a verb on `item`, which is unfinished but in a state the verb does
+    /// not act on: `WORK_STATE_MISMATCH`.
+    fn mismatch(item: &WorkItem, why: &str) -> Self {
+        Self::refusal(item, why, |id, state| Error::WorkStateMismatch {
+            id,
+            state,
+        })
+    }
+
+    /// A refusal of a verb on `item`: the `error` of its id and state, and why after its
+    /// state (`succeeded — nothing to requeue`).
+    fn refusal(item: &WorkItem, why: &str, error: fn(String, String) -> Error) -> Self {
+        let state = item.state.as_str();
+        Self::Refused {
+            error: error(item.id.clone(), state.into()),
+            why: format!("{state} — {why}"),
+        }
     }
 }
 
@@ -131,15 +159,9 @@ pub fn requeue(item: &WorkItem, now: Millis) -> (Verdict, Option<WorkItem>) {
         WorkState::Pending if item.generation > 0 && item.attempt_number == 0 => {
             (Verdict::AlreadyDone, None)
         }
-        WorkState::Succeeded => (
-            Verdict::Refused("succeeded — nothing to requeue".into()),
-            None,
-        ),
-        state => (
-            Verdict::Refused(format!(
-                "{} — only a failed item is requeued",
-                state.as_str()
-            )),
+        WorkState::Succeeded => (Verdict::finished(item, "nothing to requeue"), None),
+        _ => (
+            Verdict::mismatch(item, "only a failed item is requeued"),
             None,
         ),
     }
@@ -158,7 +180,7 @@ pub fn discard(
 ) -> (Verdict, Option<WorkItem>) {
     match item.state {
         WorkState::Succeeded => (
-            Verdict::Refused("succeeded — a finished effect is not discarded".into()),
+            Verdict::finished(item, "a finished effect is not discarded"),
             None,
         ),
         WorkState::Failed if is_discarded(item) => (Verdict::AlreadyDone, None),
@@ -196,15 +218,12 @@ pub fn retry_now(item: &WorkItem, now: Millis) -> (Verdict, Option<WorkItem>) {
             }),
         ),
         WorkState::Retry | WorkState::Pending => (Verdict::AlreadyDone, None),
-        WorkState::Claimed => (Verdict::Refused("claimed — it is running now".into()), None),
+        WorkState::Claimed => (Verdict::mismatch(item, "it is running now"), None),
         WorkState::Failed => (
-            Verdict::Refused("failed — requeue it for a fresh budget".into()),
+            Verdict::finished(item, "requeue it for a fresh budget"),
             None,
         ),
-        WorkState::Succeeded => (
-            Verdict::Refused("succeeded — nothing to retry".into()),
-            None,
-        ),
+        WorkState::Succeeded => (Verdict::finished(item, "nothing to retry"), None),
     }
 }
 
@@ -252,6 +271,34 @@ mod tests {
             ..failed()
         };
         assert!(retry_now(&claimed, 100).0.refused());
+    }
+
+    /// A refusal carries its stable code: `already-terminal` for a finished item,
+    /// `WORK_STATE_MISMATCH` for an unfinished one the verb does not act on.
+    #[test]
+    fn a_refusal_says_whether_the_item_finished() {
+        let code = |(verdict, _): (Verdict, Option<WorkItem>)| match verdict {
+            Verdict::Refused { error, .. } => error.code(),
+            other => panic!("not refused: {other:?}"),
+        };
+        let done = WorkItem {
+            state: WorkState::Succeeded,
+            ..failed()
+        };
+        let claimed = WorkItem {
+            state: WorkState::Claimed,
+            ..failed()
+        };
+        let fresh = WorkItem::new(NewWork::effect("f", "h", "{}"), "k", 0);
+        assert_eq!(code(requeue(&done, 1)), "already-terminal");
+        assert_eq!(code(discard(&done, "a", "r", 1)), "already-terminal");
+        assert_eq!(code(retry_now(&failed(), 1)), "already-terminal");
+        assert_eq!(code(requeue(&fresh, 1)), "WORK_STATE_MISMATCH");
+        assert_eq!(code(retry_now(&claimed, 1)), "WORK_STATE_MISMATCH");
+        assert_eq!(
+            retry_now(&claimed, 1).0.words(Verb::RetryNow),
+            "refused: claimed — it is running now"
+        );
     }
 
     #[test]

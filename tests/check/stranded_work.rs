@@ -1,11 +1,11 @@
 //! Invariant 6: no stranded work once authorities are healthy; work waiting behind a busy
 //! authority is a backlog, and a build not yet live for the bound strands nothing.
 
-use leasehold::check::{codes, render_text};
+use leasehold::check::{codes, render_json_lines, render_text};
 use leasehold::clock::Clock;
 use leasehold::model::work::NewWork;
 
-use super::{LEASE, T0, V1, assert_codes, assert_reported, authority, fixture, k1};
+use super::{LEASE, T0, V1, assert_codes, assert_reported, authority, fixture, k1, k2};
 
 #[test]
 fn stranded_work_is_reported_and_incompatible_work_is_counted() {
@@ -95,4 +95,50 @@ fn work_is_not_stranded_before_its_build_has_been_live_for_the_bound() {
     f.clock.advance(61_000);
     f.store.heartbeat(&registered.incarnation(), false).unwrap();
     assert_codes(&f.run(), &[codes::STRANDED_WORK]);
+}
+
+/// Work no live authority may claim is named as `inspect` names it: an item whose handler
+/// runs at another major version is incompatible; one whose handler no live authority
+/// has at all has no handler — in the text and in the JSON summary alike.
+#[test]
+fn work_without_a_handler_is_not_called_incompatible() {
+    let f = fixture();
+    f.store
+        .register_authority(&authority("a-1", V1, T0))
+        .unwrap();
+    f.store
+        .enqueue(NewWork::effect("e-next-major", "noop", "{}"), k2())
+        .unwrap();
+    let mail = leasehold::model::handler_key(
+        "send-email",
+        &leasehold::model::HandlerVersion::parse(V1).unwrap(),
+    );
+    for id in ["e-mail-1", "e-mail-2"] {
+        f.store
+            .enqueue(NewWork::effect(id, "send-email", "{}"), &mail)
+            .unwrap();
+    }
+    let report = f.run();
+    assert!(report.is_clean(), "{}", render_text(&report));
+    let text = render_text(&report);
+    assert!(
+        text.contains("1 incompatible item waits for a live authority of their build")
+            && text.contains(
+                "2 items with no handler wait: no live authority runs their handler (no invariant broken; `inspect triage` lists them under no handler)"
+            ),
+        "{text}"
+    );
+    let summary: serde_json::Value = render_json_lines(&report)
+        .lines()
+        .last()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .unwrap();
+    assert_eq!(
+        (
+            &summary["summary"]["incompatibleItems"],
+            &summary["summary"]["noHandlerItems"]
+        ),
+        (&serde_json::json!(1), &serde_json::json!(2)),
+        "{summary}"
+    );
 }

@@ -172,7 +172,13 @@ fn a_filter_is_previewed_confirmed_and_applied_once() {
 
     let unconfirmed = s.run(&["requeue", "--filter", "state:failed"]);
     assert_eq!(code(&unconfirmed), 1);
-    assert!(stderr(&unconfirmed).contains("150 items match state:failed; add --yes"));
+    assert!(
+        stderr(&unconfirmed).starts_with(
+            "leasehold: CONFIRMATION_REQUIRED: 150 items match state:failed; add --yes"
+        ),
+        "{}",
+        stderr(&unconfirmed)
+    );
     assert_eq!(stderr(&unconfirmed).lines().count(), 1);
     assert_eq!(s.count(WorkState::Failed), 150, "nothing changed");
 

@@ -155,6 +155,36 @@ fn refusals_are_audited_alike_from_the_cli_and_the_dashboard() {
     }
 }
 
+/// A refused cancel starts with its stable code, the words after it as they were: a
+/// finished instance is `already-terminal`, another build's `INCOMPATIBLE_AUTHORITY`, and
+/// a run over a filter that refused any match `ITEMS_REFUSED`.
+#[test]
+fn a_refused_cancel_starts_with_its_code() {
+    let s = setup();
+    let finished = super::assert_one_line_failure(&cli_cancel(&s.url, &s.completed), 1);
+    assert_eq!(
+        finished.trim_end(),
+        format!(
+            "leasehold: already-terminal: {} is already completed: nothing to cancel",
+            s.completed
+        )
+    );
+    let theirs = super::assert_one_line_failure(&cli_cancel(&s.url, &s.incompatible), 1);
+    assert!(
+        theirs.starts_with(&format!(
+            "leasehold: INCOMPATIBLE_AUTHORITY: {} belongs to another build: ",
+            s.incompatible
+        )),
+        "{theirs}"
+    );
+    let all = leasehold(&["cancel", "--store", &s.url, "--filter", "", "--yes"]);
+    let bulk = super::assert_one_line_failure(&all, 1);
+    assert_eq!(
+        bulk.trim_end(),
+        "leasehold: ITEMS_REFUSED: 2 of 4 matched instance(s) refused"
+    );
+}
+
 /// An instance only another major version of its handlers may run is refused alike from
 /// the CLI and from the dashboard (both run the built-in version), audited in the same
 /// words; the CLI given that version cancels it.

@@ -178,6 +178,42 @@ fn init_refuses_what_is_not_a_store_and_memory() {
     assert_eq!(dev_null_neighbours(), dev_before);
 }
 
+/// A store path in a directory that does not exist: `init`, the other creators and every
+/// writer and reader say so in one line naming the directory (`STORE_REFUSED`, exit 2),
+/// and none points at a command that would fail the same way (`leasehold init PATH`).
+#[test]
+fn a_store_in_a_missing_directory_is_refused_naming_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let nodir = dir.path().join("nodir");
+    let store = nodir.join("x.db").display().to_string();
+    let mut commands = writers(&store, &workflow_file());
+    for words in [
+        vec!["init", &store],
+        vec!["seed", "--store", &store],
+        vec![
+            "authority",
+            "--store",
+            &store,
+            "--workload",
+            "default",
+            "--create",
+        ],
+        vec!["inspect", "--store", &store, "work"],
+    ] {
+        commands.push(words.iter().map(|w| (*w).to_owned()).collect());
+    }
+    let says = format!("the directory {} does not exist", nodir.display());
+    for args in commands {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let err = assert_one_line_failure(&leasehold(&args), 2);
+        assert!(
+            err.contains("STORE_REFUSED") && err.contains(&says) && !err.contains("leasehold init"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!nodir.exists(), "nothing created");
+}
+
 #[test]
 fn an_empty_file_is_initialised_in_place() {
     let dir = tempfile::tempdir().unwrap();

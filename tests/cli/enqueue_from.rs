@@ -190,7 +190,10 @@ fn conflicts_counted(url: &str, store: &Store, dir: &Path) {
     .unwrap();
     let o = from_file(url, &file, &["--json"]);
     let err = assert_one_line_failure(&o, 1);
-    assert!(err.contains("2 of 4 items"), "{err}");
+    assert!(
+        err.starts_with("leasehold: ITEMS_REFUSED: 2 of 4 items"),
+        "{err}"
+    );
     let out = json_out(&o);
     assert_eq!(out.len(), 3, "{out:?}");
     for (row, (line, id)) in out.iter().zip([(1, "order-1"), (4, "order-2")]) {

@@ -15,6 +15,18 @@ use serde_json::Value;
 use super::refusals::{listing, sha256};
 use super::{assert_one_line_failure, code, leasehold, seed, stderr, stdout, store_in};
 
+/// `leasehold ARGS` with `LEASEHOLD_WORKLOAD=default` in its environment, as a shell an
+/// operator tried the demo in passes it on; this host's witnesses in `dir`.
+fn with_workload_variable(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .env("LEASEHOLD_STATE_DIR", dir.join("witnesses"))
+        .env_remove("LEASEHOLD_STORE")
+        .env("LEASEHOLD_WORKLOAD", "default")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// The bytes of every file in `dir`: what a refused command must leave as it was.
 fn sums(dir: &Path) -> Vec<(String, String)> {
     listing(dir)
@@ -60,8 +72,9 @@ fn an_authority_without_handlers_is_refused_and_writes_nothing() {
     ] {
         let err = assert_one_line_failure(&leasehold(&args), 2);
         assert!(
-            err.contains(&format!("{knobs_only}: names no handler"))
-                && err.contains("[handlers.NAME]")
+            err.starts_with(&format!(
+                "leasehold: INVALID: {knobs_only}: names no handler"
+            )) && err.contains("[handlers.NAME]")
                 && err.contains("workload = \"default\""),
             "{args:?}: {err}"
         );
@@ -143,9 +156,10 @@ fn a_misspelt_handler_limit_names_the_nearest_handler() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
 
-/// An authority whose config names `mail` runs `mail` and nothing else: a `send-email`
-/// item (a demo handler's name) stays pending, never claimed, and is listed as waiting
-/// for a handler; its start names what it runs and no demo set.
+/// An authority whose config names `mail` runs `mail` and nothing else, whatever its
+/// environment says: a `send-email` item (a demo handler's name) stays pending, never
+/// claimed, and is listed as waiting for a handler; its start names what it runs and no
+/// demo set.
 #[test]
 fn an_authority_runs_only_the_handlers_its_config_names() {
     let dir = tempfile::tempdir().unwrap();
@@ -174,9 +188,11 @@ fn an_authority_runs_only_the_handlers_its_config_names() {
         ),
     );
     let log = dir.path().join("authority.log");
+    // A demo set named in the environment the authority inherits adds nothing.
     let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
         .env("LEASEHOLD_STATE_DIR", dir.path().join("witnesses"))
         .env_remove("LEASEHOLD_STORE")
+        .env("LEASEHOLD_WORKLOAD", "default")
         .args(["authority", "--config", &file])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -220,4 +236,87 @@ fn an_authority_runs_only_the_handlers_its_config_names() {
     assert!(started.get("workload").is_none(), "no demo set: {started}");
     let e1 = read.work("e1").unwrap().unwrap();
     assert_eq!((e1.state, e1.generation), (WorkState::Pending, 0));
+}
+
+/// The demo handlers run only when named on the command line or in the config file: an
+/// inherited `LEASEHOLD_WORKLOAD` names nothing. Alone it leaves the authority no handler
+/// to run; beside a config naming `mail` it adds no `charge-card`, so a limit on one is a
+/// limit on a handler the authority does not run. Both refused before the store is
+/// opened, nothing created.
+#[test]
+fn an_inherited_workload_variable_adds_no_demo_handlers() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("work.db").display().to_string();
+    let mail = write(dir.path(), "mail.toml", MAIL);
+
+    let bare = with_workload_variable(dir.path(), &["authority", "--store", &missing]);
+    let err = assert_one_line_failure(&bare, 2);
+    assert!(
+        err.starts_with("leasehold: INVALID: no handler to run"),
+        "{err}"
+    );
+    let limited = with_workload_variable(
+        dir.path(),
+        &[
+            "authority",
+            "--store",
+            &missing,
+            "--config",
+            &mail,
+            "--handler-limit",
+            "charge-card=2",
+        ],
+    );
+    let err = assert_one_line_failure(&limited, 2);
+    assert!(
+        err.contains("--handler-limit charge-card=2: no handler \"charge-card\" runs here"),
+        "{err}"
+    );
+    assert!(!Path::new(&missing).exists(), "nothing created");
+}
+
+/// A demo workload named beside a config file's own handlers — by `--workload` or in the
+/// file — would run the store's items of the demo's handler names: refused in one line,
+/// `INVALID`, by the authority before anything starts and by `config check`.
+#[test]
+fn a_demo_workload_beside_a_config_s_handlers_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("work.db").display().to_string();
+    let mail = write(dir.path(), "mail.toml", MAIL);
+    let both = write(
+        dir.path(),
+        "both.toml",
+        &format!("[authority]\nworkload = \"default\"\n\n{MAIL}"),
+    );
+    for (args, named) in [
+        (
+            vec![
+                "authority",
+                "--store",
+                &missing,
+                "--workload",
+                "default",
+                "--config",
+                &mail,
+            ],
+            "--workload default names a built-in demo workload",
+        ),
+        (
+            vec!["authority", "--store", &missing, "--config", &both],
+            "workload = \"default\" under [authority] names a built-in demo workload",
+        ),
+        (
+            vec!["config", "check", &both],
+            "workload = \"default\" under [authority]",
+        ),
+    ] {
+        let err = assert_one_line_failure(&leasehold(&args), 2);
+        assert!(
+            err.starts_with("leasehold: INVALID: ")
+                && err.contains("names handlers of its own (mail)")
+                && err.contains(named),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!Path::new(&missing).exists(), "nothing started or created");
 }

@@ -165,7 +165,8 @@ fn many_claims_need_yes_and_forget_waits_for_the_release() {
     let unconfirmed = authority(&path, &["release", "gone-2"]);
     let err = assert_one_line_failure(&unconfirmed, 1);
     assert!(
-        err.contains(&format!("holds {CROWD} claims; add --yes")),
+        err.starts_with("leasehold: CONFIRMATION_REQUIRED: ")
+            && err.contains(&format!("holds {CROWD} claims; add --yes")),
         "{err}"
     );
     let confirmed = authority(&path, &["release", "gone-2", "--yes"]);

@@ -77,7 +77,11 @@ fn schedule_create_update_list_say_what_the_store_holds() {
         "ping",
     ]);
     let err = assert_one_line_failure(&other, 1);
-    assert!(err.contains("schedule update"), "{err}");
+    assert!(
+        err.starts_with("leasehold: IDEMPOTENCY_CONFLICT: schedule tick exists with another")
+            && err.contains("schedule update"),
+        "{err}"
+    );
     assert_eq!(
         store.schedule("tick").unwrap(),
         Some(stored),

@@ -17,7 +17,7 @@ use leasehold::store::sqlite::SqliteBackend;
 use leasehold::store::url::OpenMode;
 use serde_json::Value;
 
-use super::{code, leasehold, stderr, stdout};
+use super::{assert_one_line_failure, code, leasehold, stderr, stdout};
 
 struct Setup {
     dir: tempfile::TempDir,
@@ -417,4 +417,60 @@ fn the_counts_name_a_discard_apart_from_the_failures_as_the_filters_do() {
         (Some(&1), Some(&1))
     );
     assert_eq!((listed("state:discarded"), metric("discarded")), (0, 0));
+}
+
+/// Every refusal of a triage verb starts with its stable code, one item or a filter's
+/// matches, the words after it as they always were: `already-terminal` for a finished
+/// item, `WORK_STATE_MISMATCH` for an unfinished one the verb does not act on, and
+/// `ITEMS_REFUSED` for a bulk run any of whose matches was refused.
+#[test]
+fn every_triage_refusal_starts_with_its_code() {
+    let s = setup();
+    let store = s.store();
+    store
+        .enqueue(NewWork::effect("busy", "send-email", "{}"), "k")
+        .unwrap();
+    store.claim("busy", "auth-a", "k", 600_000).unwrap();
+    for (args, line) in [
+        (
+            vec!["requeue", "done"],
+            "already-terminal: done: refused: succeeded — nothing to requeue",
+        ),
+        (
+            vec!["requeue", "waiting"],
+            "WORK_STATE_MISMATCH: waiting: refused: pending — only a failed item is requeued",
+        ),
+        (
+            vec!["discard", "done", "--reason", "r"],
+            "already-terminal: done: refused: succeeded — a finished effect is not discarded",
+        ),
+        (
+            vec!["retry-now", "dead"],
+            "already-terminal: dead: refused: failed — requeue it for a fresh budget",
+        ),
+        (
+            vec!["retry-now", "done"],
+            "already-terminal: done: refused: succeeded — nothing to retry",
+        ),
+        (
+            vec!["retry-now", "busy"],
+            "WORK_STATE_MISMATCH: busy: refused: claimed — it is running now",
+        ),
+        (
+            vec!["requeue", "--filter", "state:succeeded"],
+            "ITEMS_REFUSED: 1 of 1 matched item(s) refused",
+        ),
+        (
+            vec!["discard", "--filter", "state:succeeded", "--reason", "r"],
+            "ITEMS_REFUSED: 1 of 1 matched item(s) refused",
+        ),
+        (
+            vec!["retry-now", "--filter", "state:claimed"],
+            "ITEMS_REFUSED: 1 of 1 matched item(s) refused",
+        ),
+    ] {
+        let err = assert_one_line_failure(&s.run(&args), 1);
+        assert_eq!(err.trim_end(), format!("leasehold: {line}"), "{args:?}");
+    }
+    assert_eq!(s.item("busy").state, WorkState::Claimed, "left as it was");
 }

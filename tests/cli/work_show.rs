@@ -150,3 +150,38 @@ fn an_older_padded_id_is_still_shown_and_requeued() {
     ]);
     assert_eq!(code(&o), 0, "{o:?}");
 }
+
+/// The checkpoint an attempt saved is in the text too, not only in `--json`: one line,
+/// escaped, cut at 200 characters; an item without one has no such line.
+#[test]
+fn work_show_states_the_checkpoint_an_attempt_saved() {
+    let (_dir, path) = setup();
+    let store = Store::new(
+        Arc::new(SqliteBackend::open(&path, OpenMode::Existing).unwrap()),
+        Arc::new(SystemClock),
+        Arc::new(SeededIds::new(5)),
+    );
+    store
+        .enqueue(NewWork::effect("cp", "charge-card", "{}"), "k")
+        .unwrap();
+    let held = store.claim("cp", "auth-c", "k", 600_000).unwrap();
+    let saved = format!(
+        "{{\"page\":3,\"cursor\":\"a\u{1b}[2J{}\"}}",
+        "x".repeat(300)
+    );
+    store
+        .save_work_checkpoint("cp", "auth-c", held.generation, &saved)
+        .unwrap();
+    let checkpoint_line = |id: &str| {
+        let o = leasehold(&["work", "show", "--store", &path, id]);
+        assert_eq!(code(&o), 0, "{o:?}");
+        stdout(&o)
+            .lines()
+            .find(|l| l.trim_start().starts_with("checkpoint "))
+            .map(str::to_owned)
+    };
+    let line = checkpoint_line("cp").expect("a checkpoint line");
+    let shown = format!("{{\"page\":3,\"cursor\":\"a\\x1b[2J{}", "x".repeat(171));
+    assert_eq!(line, format!("  checkpoint {shown}…"));
+    assert_eq!(checkpoint_line("fx"), None, "fx saved none");
+}

@@ -235,7 +235,10 @@ fn a_config_without_handlers_is_refused() {
     let definition = polyglot("thumbnail.json");
     let o = leasehold(&["workflow", "validate", "--config", &config, &definition]);
     let err = assert_one_line_failure(&o, 2);
-    assert!(err.contains("names no handler"), "{err}");
+    assert!(
+        err.starts_with(&format!("leasehold: INVALID: {config}: names no handler")),
+        "{err}"
+    );
     let store = store(dir.path());
     let o = leasehold(&[
         "workflow",
@@ -246,6 +249,7 @@ fn a_config_without_handlers_is_refused() {
         &config,
         &definition,
     ]);
-    assert_one_line_failure(&o, 2);
+    let err = assert_one_line_failure(&o, 2);
+    assert!(err.starts_with("leasehold: INVALID: "), "{err}");
     assert!(deployed(&store).is_empty());
 }

@@ -631,7 +631,7 @@ fn triaged(r: &leasehold::Result<Triaged>) -> Outcome {
         Ok(t) => match t.verdict {
             Verdict::Done => Outcome::Ok,
             Verdict::AlreadyDone => Outcome::Refused(ALREADY),
-            Verdict::Refused(_) | Verdict::Unknown => Outcome::Refused(TRIAGE_REFUSED),
+            Verdict::Refused { .. } | Verdict::Unknown => Outcome::Refused(TRIAGE_REFUSED),
         },
         Err(e) => panic!("triage failed: {e}"),
     }

@@ -193,8 +193,8 @@ impl SqliteBackend {
     /// its writes fail with `STORE_READ_ONLY`.
     ///
     /// # Errors
-    /// `STORE_REFUSED` (missing, or empty, where nothing is created; cannot open, e.g. in
-    /// a missing directory; no permission; not a leasehold store; a newer schema, or an
+    /// `STORE_REFUSED` (missing, or empty, where nothing is created; in a missing
+    /// directory; cannot open; no permission; not a leasehold store; a newer schema, or an
     /// older one read-only), `STORE_CORRUPT` (damaged), `STORE_UNAVAILABLE` (an I/O
     /// failure that may pass), `STORE_CONTENTION` (initialisation stayed busy).
     pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Self> {

@@ -1,7 +1,7 @@
 //! What lies at a store path, looked at before SQLite is let near it: SQLite opens a
 //! directory's neighbour, a device or a FIFO as happily as a file and then creates
 //! `PATH-journal` / `PATH-wal` beside it, so anything but a regular file (or nothing at
-//! all) is refused here, by name, with nothing touched.
+//! all, in a directory that exists) is refused here, by name, with nothing touched.
 
 use std::fs::{FileType, Metadata};
 use std::path::Path;
@@ -22,8 +22,9 @@ pub(super) enum Presence {
 /// Looks at `path` (following symbolic links).
 ///
 /// # Errors
-/// `STORE_REFUSED` for a directory, a device, a FIFO, a socket, or a path this process may
-/// not look at; `STORE_UNAVAILABLE` when looking fails otherwise.
+/// `STORE_REFUSED` for a directory, a device, a FIFO, a socket, a path in a directory
+/// that does not exist, or a path this process may not look at; `STORE_UNAVAILABLE` when
+/// looking fails otherwise.
 pub(super) fn presence(path: &Path, label: &str) -> Result<Presence> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => Ok(if meta.len() == 0 {
@@ -35,9 +36,24 @@ pub(super) fn presence(path: &Path, label: &str) -> Result<Presence> {
             "{label}: {}, not a store file (nothing was created)",
             what(&meta)
         ))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Presence::Missing),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match missing_directory(path) {
+            Some(dir) => Err(Error::Refused(format!(
+                "{label}: the directory {} does not exist (nothing was created)",
+                dir.display()
+            ))),
+            None => Ok(Presence::Missing),
+        },
         Err(e) => Err(io_error(label, &e)),
     }
+}
+
+/// The directory of a missing store path, when it is missing too. No store is there and
+/// none can be made there (SQLite would say only "unable to open database file"), so the
+/// refusal names the directory instead of pointing at `leasehold init`, which would fail.
+fn missing_directory(path: &Path) -> Option<&Path> {
+    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty())?;
+    matches!(std::fs::metadata(dir), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+        .then_some(dir)
 }
 
 /// A failure to look at or read the store path: no permission, or a path through a
@@ -111,6 +127,23 @@ mod tests {
         assert_eq!(presence(&file, "s").unwrap(), Presence::Data);
         let e = presence(dir.path(), "d").unwrap_err().to_string();
         assert!(e.contains("d: a directory, not a store file"), "{e}");
+        let nowhere = dir.path().join("nodir");
+        let e = presence(&nowhere.join("s.db"), "n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "n: the directory {} does not exist",
+                nowhere.display()
+            )),
+            "{e}"
+        );
+        let here = Path::new("no-store-of-this-name.db");
+        assert_eq!(
+            presence(here, "h").unwrap(),
+            Presence::Missing,
+            "in the working directory"
+        );
         #[cfg(unix)]
         {
             let e = presence(Path::new("/dev/null"), "/dev/null")

@@ -83,6 +83,19 @@ impl Verdict {
     pub fn refused(&self) -> bool {
         !matches!(self, Self::Cancelled | Self::AlreadyCancelled)
     }
+
+    /// The stable code of a refusal — the code of the error [`Verdict::of`] read it from —
+    /// for the command line's one line to start with; `None` when the cancel stands.
+    #[must_use]
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Self::Cancelled | Self::AlreadyCancelled => None,
+            Self::Finished(_) => Some("already-terminal"),
+            Self::Unknown => Some("NOT_FOUND"),
+            Self::Incompatible => Some("INCOMPATIBLE_AUTHORITY"),
+            Self::Failed(code) => Some(code),
+        }
+    }
 }
 
 /// What a cancel of `instance_id` comes to, judged from its row (`None`: no such instance)
@@ -286,6 +299,31 @@ mod tests {
             Verdict::Cancelled,
             "a caller without keys may cancel any build's"
         );
+    }
+
+    /// A refusal's code is the one of the error it was read from.
+    #[test]
+    fn a_refusal_keeps_its_error_s_code() {
+        let refusals = [
+            Error::AlreadyTerminal {
+                id: "wf-1".into(),
+                state: "completed".into(),
+            },
+            Error::NotFound {
+                what: "workflow instance".into(),
+                id: "wf-1".into(),
+            },
+            Error::Incompatible {
+                id: "wf-1".into(),
+                required: "k2".into(),
+                have: "k1".into(),
+            },
+            Error::Invalid("x".into()),
+        ];
+        for e in refusals {
+            assert_eq!(Verdict::of(&Err(e.clone())).code(), Some(e.code()), "{e}");
+        }
+        assert_eq!(Verdict::of(&Ok(CancelOutcome::Cancelled)).code(), None);
     }
 
     #[test]
