@@ -160,6 +160,12 @@ pub enum Error {
         host: String,
         pid: u32,
     },
+    /// An operator forgot this instance's registration while it read as gone (paused or
+    /// cut off past its heartbeats): the process stops rather than work unregistered.
+    #[error(
+        "REGISTRATION_LOST: instance {instance} was forgotten by an operator while it read as gone; this process stops (start it again to rejoin)"
+    )]
+    RegistrationLost { instance: String },
     /// `copy` writes only into an empty store; `holds` names what the target already has.
     #[error("COPY_TARGET_NOT_EMPTY: {target} already holds {holds}; copy into a new, empty store")]
     TargetNotEmpty { target: String, holds: String },
@@ -204,6 +210,7 @@ impl Error {
             Self::ReadOnly(_) => "STORE_READ_ONLY",
             Self::InstanceInUse { .. } => "INSTANCE_IN_USE",
             Self::Superseded { .. } => "INSTANCE_SUPERSEDED",
+            Self::RegistrationLost { .. } => "REGISTRATION_LOST",
             Self::TargetNotEmpty { .. } => "COPY_TARGET_NOT_EMPTY",
             Self::CopyIncomplete { .. } => "COPY_INCOMPLETE",
         }

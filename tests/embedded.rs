@@ -6,8 +6,9 @@
 //! checkpoint saved by
 //! one attempt is what the next one resumes from, and a lost claim cannot write one; an
 //! item with no
-//! registered handler stays pending; readiness, liveness and a graceful shutdown; the
-//! `/metrics` page agrees with the store.
+//! registered handler stays pending; readiness, liveness and a graceful shutdown; an
+//! authority an operator forgot stops, and its host learns it and why; the `/metrics` page
+//! agrees with the store.
 //!
 //! The authorities run on a real tokio runtime; the store reads the harness's manual clock,
 //! which a test advances when it needs a lease to lapse or a schedule to come due.
@@ -46,6 +47,7 @@ per_provider! {
     an_item_without_a_handler_stays_pending,
     a_workflow_is_claimed_only_with_every_action_handler,
     shutdown_tells_a_handler_past_its_grace_and_health_follows,
+    an_authority_forgotten_while_it_read_as_gone_stops_and_says_why,
     the_metrics_page_states_what_the_store_recorded,
 }
 
@@ -652,6 +654,35 @@ fn a_workflow_is_claimed_only_with_every_action_handler(h: &dyn Harness) {
             .is_some_and(|i| i.waiting_event.as_deref() == Some("order-approved"))
     });
     rt.block_on(with.shutdown()).expect("stops");
+}
+
+/// An operator forgets an embedded authority that read as gone to them (their clock past
+/// its heartbeats, as a paused process would read): the authority's next heartbeat finds no
+/// registration, it stops, `stopped()` resolves for its host, health says it is not live,
+/// and `shutdown()` answers `REGISTRATION_LOST` naming it.
+fn an_authority_forgotten_while_it_read_as_gone_stops_and_says_why(h: &dyn Harness) {
+    let store = h.store();
+    let rt = runtime();
+    let authority = start(&rt, &store, "a", "export", |_: Attempt| async {
+        HandlerOutcome::Succeeded(None)
+    });
+    let later = ManualClock::new(clock_now(h.clock()) + 600_000);
+    let operator = h.reopen().with_clock(Arc::new(later));
+    operator
+        .forget_authority("a", "al@host", "it looked gone")
+        .expect("an authority gone to the operator is forgotten");
+    rt.block_on(async { tokio::time::timeout(RUNNING, authority.stopped()).await })
+        .expect("the authority stops of its own accord");
+    assert!(!authority.health().live, "{:?}", authority.health());
+    let why = rt
+        .block_on(authority.shutdown())
+        .expect_err("the stop says why");
+    assert_eq!(why.code(), "REGISTRATION_LOST", "{why}");
+    assert!(
+        why.to_string()
+            .contains("instance a was forgotten by an operator"),
+        "{why}"
+    );
 }
 
 fn shutdown_tells_a_handler_past_its_grace_and_health_follows(h: &dyn Harness) {

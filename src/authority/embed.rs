@@ -131,7 +131,7 @@ impl AuthorityBuilder {
         let instance_id = self.config.instance_id.clone();
         let versions = self.workload.handler_versions();
         let (stop, stopped) = oneshot::channel::<()>();
-        let mut task = tokio::spawn(run_authority_with(
+        let run = run_authority_with(
             self.store,
             self.config,
             self.workload,
@@ -139,7 +139,14 @@ impl AuthorityBuilder {
             async move {
                 let _ = stopped.await;
             },
-        ));
+        );
+        let ended = health.clone();
+        let mut task = tokio::spawn(async move {
+            let outcome = run.await;
+            // However the loop ended (an error returns early): `stopped()` resolves.
+            ended.stopped();
+            outcome
+        });
         // A refused start (the instance id in use, the store down) is the caller's error
         // now, not a task that ended quietly.
         tokio::select! {
@@ -243,11 +250,24 @@ impl Authority {
         self.health.report()
     }
 
+    /// Resolves once the authority has stopped of its own accord (or after a
+    /// [`Self::shutdown`] began): its registration lost to an operator's `forget` or to
+    /// another start of its instance id, or a store that refuses it for good. It claims
+    /// nothing more; [`Self::shutdown`] then answers why (`REGISTRATION_LOST`,
+    /// `INSTANCE_SUPERSEDED`, `STORE_REFUSED`, …). A host that must not go on without its
+    /// authority selects on this beside its own work; [`Self::health`] says the same when
+    /// polled (`live` false). The authority's log lines (the `registration-lost` that says
+    /// why, among them) are `tracing` events: install a subscriber to see them.
+    pub async fn stopped(&self) {
+        self.health.wait_stopped().await;
+    }
+
     /// Stops: no new claims, running handlers finish within the grace period (claims
     /// renewed meanwhile), what it still owns is released, and the stop is recorded.
     ///
     /// # Errors
-    /// A store failure recording the stop, or the error the authority stopped on.
+    /// A store failure recording the stop, or the error the authority stopped on (an
+    /// authority that stopped of its own accord, [`Self::stopped`], answers why).
     pub async fn shutdown(mut self) -> Result<Stats> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());

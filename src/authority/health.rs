@@ -24,7 +24,7 @@ pub struct Health(Arc<Inner>);
 struct Inner {
     registered: watch::Sender<bool>,
     stopping: AtomicBool,
-    stopped: AtomicBool,
+    stopped: watch::Sender<bool>,
     store_down: AtomicBool,
     /// When the loop last turned, and how long it may go quiet before it is not live.
     beat: Mutex<Option<(Instant, Duration)>>,
@@ -82,7 +82,15 @@ impl Health {
 
     pub(super) fn stopped(&self) {
         self.0.stopping.store(true, Ordering::SeqCst);
-        self.0.stopped.store(true, Ordering::SeqCst);
+        self.0.stopped.send_replace(true);
+    }
+
+    /// Resolves once the authority's loop has ended, whatever ended it: a shutdown, or a
+    /// stop of its own (its registration lost, the store refusing it for good).
+    pub async fn wait_stopped(&self) {
+        let mut stopped = self.0.stopped.subscribe();
+        // The sender lives as long as `self`, so the wait cannot fail.
+        let _ = stopped.wait_for(|s| *s).await;
     }
 
     /// Resolves once the authority has registered.
@@ -106,8 +114,7 @@ impl Health {
         let registered = *inner.registered.borrow();
         let stopping = inner.stopping.load(Ordering::SeqCst);
         let store_reachable = !inner.store_down.load(Ordering::SeqCst);
-        let live = !inner.stopped.load(Ordering::SeqCst)
-            && beat.is_some_and(|(at, limit)| at.elapsed() < limit);
+        let live = !*inner.stopped.borrow() && beat.is_some_and(|(at, limit)| at.elapsed() < limit);
         HealthReport {
             ready: registered && !stopping && store_reachable && live,
             live,

@@ -151,8 +151,15 @@ pub async fn run_authority_with(
                     // The registration is no longer this process's: another start of its
                     // instance id owns it (two processes under one id would share claims),
                     // or an operator forgot it while it read as gone. It steps down rather
-                    // than work unseen.
+                    // than work unseen, and ends with that as its error.
+                    let lost = match lost {
+                        Error::NotFound { .. } => Error::RegistrationLost {
+                            instance: core.id().to_owned(),
+                        },
+                        superseded => superseded.clone(),
+                    };
                     log.scope(|| warn!(instance = core.id(), error = %lost, "registration-lost"));
+                    terminal = Some(lost);
                     break;
                 }
                 note_store(&log, &mut store_down, beat.as_ref().err());
