@@ -29,8 +29,8 @@ use leasehold::model::schedule::{CatchUp, Trigger};
 use leasehold::model::work::NewWork;
 use leasehold::model::{FailureClass, InstanceStatus, PageRequest, WorkState};
 use leasehold::ops::live_builds::LiveBuilds;
-use leasehold::ops::runnable::Standing;
 use leasehold::workflow::Catalog;
+use leasehold::workflow::runnable::Standing;
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 

@@ -8,7 +8,7 @@
 //! only counted. A lapsed claim is never backlogged: reclaims come before every lane.
 //! Items no live authority can claim (their compat digest is nobody's) are not stranded
 //! either — they wait for a build that can run them and are only counted, told apart as
-//! `inspect` tells them apart ([`crate::ops::runnable`]): *no handler* when no live
+//! `inspect` tells them apart ([`crate::workflow::runnable`]): *no handler* when no live
 //! authority has their handler at all, *incompatible* when it runs only at another
 //! version.
 
@@ -20,10 +20,10 @@ use super::{CheckOptions, Findings};
 use crate::clock::{Millis, format_duration, format_instant};
 use crate::error::Result;
 use crate::model::{Grant, GrantKind, PageRequest, WorkItem, WorkState};
-use crate::ops::runnable::{Runnable, Standing};
 use crate::rules::liveness::{Liveness, liveness};
 use crate::store::Store;
 use crate::workflow::keys::keys_of;
+use crate::workflow::runnable::{Runnable, Standing};
 
 /// What the live authorities may run: claim key → (earliest start among the live
 /// authorities that claim by it, one of them for the sentence), each authority's keys

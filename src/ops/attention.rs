@@ -23,11 +23,11 @@ use crate::model::work::WorkFilter;
 use crate::model::{Authority, InstanceStatus, PageRequest, WorkGroup, WorkItem, WorkState};
 use crate::ops::claims::ClaimStanding;
 use crate::ops::filter::Judge;
-use crate::ops::runnable::{Runnable, Standing};
 use crate::rules::lateness;
 use crate::rules::liveness::{Liveness, liveness};
 use crate::store::Store;
 use crate::workflow::engine::lost_waits::{JournalWindow, lost_wait};
+use crate::workflow::runnable::{Runnable, Standing};
 
 /// Rows read per list at most.
 pub const SCAN_LIMIT: usize = 20_000;

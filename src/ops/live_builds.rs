@@ -17,9 +17,9 @@ use crate::model::work::{WorkCount, WorkFilter};
 use crate::model::{Authority, PageRequest, WorkflowDefinitionRow};
 use crate::ops::attention::{Fleet, FleetView};
 use crate::ops::filter::Filter;
-use crate::ops::runnable::{RunnableMemo, Standing};
 use crate::rules::liveness::{Liveness, liveness};
 use crate::store::Store;
+use crate::workflow::runnable::{RunnableMemo, Standing};
 
 /// The registry as read at one instant: every registration, and what the running ones
 /// can run.
@@ -119,7 +119,7 @@ impl LiveBuilds {
         self.fleet.compatible(compat)
     }
 
-    /// How an item of `handler` under `compat` stands (see [`crate::ops::runnable`]).
+    /// How an item of `handler` under `compat` stands (see [`crate::workflow::runnable`]).
     #[must_use]
     pub fn standing(&self, compat: &str, handler: &str) -> Standing {
         self.fleet.standing(compat, handler)

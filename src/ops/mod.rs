@@ -25,7 +25,6 @@ pub mod pretty;
 pub mod published;
 pub mod replay;
 pub mod retention;
-pub mod runnable;
 pub mod ticker;
 pub mod window;
 pub mod work_detail;

@@ -26,12 +26,12 @@ use crate::ops;
 use crate::ops::claim_rates::ClaimRates;
 use crate::ops::failovers::FailoverRow;
 use crate::ops::live_builds::LiveBuilds;
-use crate::ops::runnable::RunnableMemo;
 use crate::ops::window::{Listing, Window};
 use crate::store::server_record::ServerChange;
 use crate::store::stall::ProcessStall;
 use crate::store::witness::{Rewound, host_dir};
 use crate::store::{Overview, Store};
+use crate::workflow::runnable::RunnableMemo;
 
 /// Failovers the overview lists (the count covers the whole window).
 pub const OVERVIEW_FAILOVERS: usize = 12;

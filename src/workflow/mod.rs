@@ -9,8 +9,9 @@
 //!   `WORKFLOW_*` diagnostics against a [`Catalog`] of registered handlers), [`fingerprint`]
 //!   (the semantic fingerprint that decides instance compatibility, and the canonical JSON
 //!   form), [`keys`] (the compatibility keys of instances and the set an authority claims
-//!   by), and [`machine`] (start / apply transitions with `now` passed in, producing the
-//!   new state and its history entries).
+//!   by), [`runnable`] (whether the running authorities can run an item or instance, judged
+//!   by those keys), and [`machine`] (start / apply transitions with `now` passed in,
+//!   producing the new state and its history entries).
 //! - **Store-backed** ([`engine`], separately): idempotent start, the fenced
 //!   `instanceRevision` CAS around each [`machine::apply`], event-wait registration and
 //!   journal replay from `sinceEventSeq`, timer and retry discovery, action invocation with
@@ -28,6 +29,7 @@ pub mod expr;
 pub mod fingerprint;
 pub mod keys;
 pub mod machine;
+pub mod runnable;
 pub mod validate;
 
 pub use def::{

@@ -96,7 +96,7 @@ async fn a_forgotten_authority_stops() {
         s.forget_authority("a-dup", "ops@box", "").map(|_| ())
     })
     .await;
-    assert_eq!(outcome.expect_err("forgotten").code(), "NOT_FOUND");
+    assert_eq!(outcome.expect_err("forgotten").code(), "REGISTRATION_LOST");
     assert_eq!(registration(&s), None, "not registered again");
 }
 

@@ -15,7 +15,7 @@ use crate::model::{Ending, Failure as WorkFailure, Page, WorkState};
 use crate::ops::claims::{self, ClaimStanding};
 use crate::ops::filter::Filter;
 use crate::ops::live_builds::LiveBuilds;
-use crate::ops::runnable::Standing;
+use crate::workflow::runnable::Standing;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

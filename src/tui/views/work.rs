@@ -12,7 +12,7 @@ use crate::foundation::timefmt::TimeFmt;
 use crate::model::{Page, WorkItem, WorkState};
 use crate::ops::claims::ClaimStanding;
 use crate::ops::paused_handlers;
-use crate::ops::runnable::Standing;
+use crate::workflow::runnable::Standing;
 
 pub const COLUMNS: &[Column] = &[
     col("id", 20, 0),
@@ -52,7 +52,7 @@ pub fn compatible(snap: &Snapshot, compat: &str) -> (&'static str, bool) {
 }
 
 /// [`compatible`] for a work item, which also needs its handler: `no handler` when no live
-/// authority has its handler at any version (see [`crate::ops::runnable`]).
+/// authority has its handler at any version (see [`crate::workflow::runnable`]).
 #[must_use]
 pub fn runnable(snap: &Snapshot, item: &WorkItem) -> (&'static str, bool) {
     match compatible(snap, &item.compat) {

@@ -1,6 +1,7 @@
 //! Whether anyone running can run an item or instance, judged from the running
 //! authorities' registrations, for the operator's readers (the dashboard, `inspect`,
-//! triage).
+//! triage) and the checker alike. It lives beside [`crate::workflow::keys`], whose digests
+//! it judges by, so that every layer from the checker on uses the one judgement.
 //!
 //! An authority registers the handlers it runs (name → semantic version) in its
 //! registration's config. From those and the deployed definitions,
