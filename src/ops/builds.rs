@@ -2,7 +2,7 @@
 //! handler versions they register) against the unfinished work by compatibility key and
 //! kind — which build can run what, what no running build can run (stranded), and what
 //! stopping one build would strand (work only it can run). Built from the registrations
-//! and the incremental counts, the same facts [`super::runnable`] judges by.
+//! and the incremental counts, the same facts [`crate::workflow::runnable`] judges by.
 
 use std::collections::BTreeMap;
 
