@@ -15,7 +15,8 @@
 //! and payload, its idempotency key (the same on every retry and after every failover),
 //! the attempt number and claim generation, the checkpoint an earlier attempt saved, and a
 //! lease-lost signal. The runtime renews the claim while a handler runs, however long; a
-//! handler that panics is an uncertain attempt, retried under the same key.
+//! handler that panics has failed, retryably: its attempt is recorded as
+//! `HANDLER_PANICKED` with the panic's message and retried under the same key.
 //!
 //! ```no_run
 //! use leasehold::authority::{Attempt, Authority, AuthorityConfig, HandlerOutcome};

@@ -250,8 +250,7 @@ impl Authority {
         self.health.report()
     }
 
-    /// Resolves once the authority has stopped of its own accord (or after a
-    /// [`Self::shutdown`] began): its registration lost to an operator's `forget` or to
+    /// Resolves once the authority has stopped of its own accord: its registration lost to an operator's `forget` or to
     /// another start of its instance id, or a store that refuses it for good. It claims
     /// nothing more; [`Self::shutdown`] then answers why (`REGISTRATION_LOST`,
     /// `INSTANCE_SUPERSEDED`, `STORE_REFUSED`, …). A host that must not go on without its

@@ -455,7 +455,7 @@ fn spawn_polled(
             let job_id = job.id;
             // Reading a cursor's or an instance's input is a store call, on the blocking
             // pool; an effect's is in its claim, read here. Then the handler runs (a panic
-            // in it is an uncertain attempt, see `Registered::call`).
+            // in it is its attempt's retryable failure, see `Registered::call`).
             let prepared = if AuthorityCore::prepare_reads_store(&job) {
                 blocking(&core, "prepare", move |c| c.prepare(&job)).await
             } else {

@@ -333,7 +333,10 @@ fn no_handler(settings: Option<&Settings>) -> Failure {
         ),
         None => "no handler to run: name your handlers in a config file (--config FILE with [handlers.NAME] tables, see docs/HANDLERS.md), or run the built-in demo handlers (--workload default)".to_owned(),
     };
-    Error::Invalid(why).into()
+    // A unit file from before may still set the variable that once named the demo set.
+    let unread = std::env::var_os("LEASEHOLD_WORKLOAD")
+        .map_or("", |_| " (LEASEHOLD_WORKLOAD is set but not read: the demo runs only when --workload or the file names it)");
+    Error::Invalid(format!("{why}{unread}")).into()
 }
 
 /// The refusal of a demo workload (`named`: where it was named) beside the handlers of

@@ -118,7 +118,8 @@ impl HandlerSetArgs {
     ///
     /// # Errors
     /// Exit 2: an unreadable or invalid config, a config that names no handler (nothing
-    /// to judge by, surely a mistake), an unknown workload, a store failure.
+    /// to judge by, surely a mistake), a config's handlers beside a demo workload (which
+    /// no authority runs together), an unknown workload, a store failure.
     pub fn load(&self, fleet: Option<&Store>) -> Result<HandlerSet, Failure> {
         let mut set = HandlerSet::default();
         if let Some(path) = &self.config {
@@ -128,6 +129,21 @@ impl HandlerSetArgs {
                 return Err(Error::Invalid(format!(
                     "{}: names no handler, so there is nothing to judge the actions by",
                     escape(&path.display().to_string())
+                ))
+                .into());
+            }
+            // An authority refuses a demo workload beside a file's own handlers, so a set
+            // judged with both would pass workflows no authority could run.
+            let demo = settings
+                .authority
+                .workload
+                .as_ref()
+                .or(self.workload.as_ref());
+            if let (Some(demo), false) = (demo, settings.handlers.handlers.is_empty()) {
+                return Err(Error::Invalid(format!(
+                    "{}: names handlers of its own, and the built-in demo workload {} is named too: an authority runs one or the other, never both, so they are not judged together; judge by the file's handlers alone, or the demo workload alone",
+                    escape(&path.display().to_string()),
+                    escape(demo)
                 ))
                 .into());
             }

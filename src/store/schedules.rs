@@ -5,7 +5,7 @@
 //! after a rolling deploy retires the creating build, the new build's firings stay
 //! claimable by the new build.
 
-use super::work::{check_compat, check_payload, save_work};
+use super::work::{check_payload, save_work};
 use super::{HandlerKeys, Store, Tx};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
@@ -29,8 +29,8 @@ impl Store {
     ///
     /// # Errors
     /// `INVALID` for a schedule id or handler that fails [`check_new_id`], a cron trigger
-    /// that does not read ([`Trigger::check`]), a payload that is not JSON or a compatibility
-    /// key no authority could hold (empty) (nothing is written);
+    /// that does not read ([`Trigger::check`]), or a new schedule's payload that is not
+    /// JSON (nothing is written);
     /// a store failure.
     pub fn create_schedule(
         &self,
@@ -44,13 +44,14 @@ impl Store {
         check_new_id("schedule id", id)?;
         check_new_id("handler", handler)?;
         trigger.check()?;
-        let what = format!("schedule {id}");
-        check_payload(&what, payload)?;
-        check_compat(&what, handler, compat)?;
         self.write(|tx, now| {
             if tx.schedule(id)?.is_some() {
                 return Ok(false);
             }
+            // A repeat (a service creating its schedules at every start) answers as it
+            // always did, whatever an older build stored; only a new schedule's payload
+            // must be JSON, as every firing hands it to the handler.
+            check_payload(&format!("schedule {id}"), payload)?;
             tx.commit_revision()?;
             tx.put_schedule(&Schedule {
                 schedule_id: id.into(),

@@ -905,18 +905,22 @@ pub(crate) fn stamp(spec: NewWork, keys: &impl HandlerKeys) -> Result<(NewWork, 
 }
 
 /// Refuses a compatibility key no authority would ever hold: an empty one (a caller's
-/// `key_for(..).unwrap_or_default()` for a handler it does not run) or one that is not
-/// printable. What is stamped with it would wait, pending, for good.
+/// `key_for(..).unwrap_or_default()` for a handler it does not run) or one that is not an
+/// id ([`check_new_id`]: printable, bounded). What is stamped with it would wait, pending,
+/// for good.
 ///
 /// # Errors
-/// `INVALID`, naming `what` (`work X`, `schedule Y`) and its handler.
-pub(crate) fn check_compat(what: &str, handler: &str, compat: &str) -> Result<()> {
-    if check_new_id("compatibility key", compat).is_err() {
-        return Err(Error::Invalid(format!(
-            "{what}: the compatibility key given for handler {handler} is empty or not printable, and no authority would ever claim work stamped with it"
-        )));
-    }
-    Ok(())
+/// `INVALID`, naming `what` (`work X`), its handler and why the key is refused.
+fn check_compat(what: &str, handler: &str, compat: &str) -> Result<()> {
+    check_new_id("compatibility key", compat).map_err(|refused| {
+        let why = match refused {
+            Error::Invalid(why) => why,
+            other => other.to_string(),
+        };
+        Error::Invalid(format!(
+            "{what}: {why} (given for handler {handler}); no authority would ever claim work stamped with it"
+        ))
+    })
 }
 
 /// Refuses a payload that is not JSON: a handler receives its payload as JSON, so other

@@ -252,7 +252,8 @@ fn an_inherited_workload_variable_adds_no_demo_handlers() {
     let bare = with_workload_variable(dir.path(), &["authority", "--store", &missing]);
     let err = assert_one_line_failure(&bare, 2);
     assert!(
-        err.starts_with("leasehold: INVALID: no handler to run"),
+        err.starts_with("leasehold: INVALID: no handler to run")
+            && err.contains("LEASEHOLD_WORKLOAD is set but not read"),
         "{err}"
     );
     let limited = with_workload_variable(

@@ -253,3 +253,33 @@ fn a_config_without_handlers_is_refused() {
     assert!(err.starts_with("leasehold: INVALID: "), "{err}");
     assert!(deployed(&store).is_empty());
 }
+
+/// A config's own handlers beside a demo workload (in the file, or `--workload`) are refused,
+/// as an authority refuses to run them together: a workflow judged by both could call an
+/// action no authority runs.
+#[test]
+fn a_config_s_handlers_beside_a_demo_workload_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let handlers = std::fs::read_to_string(polyglot("handlers.toml")).unwrap();
+    let mixed = dir.path().join("mixed.toml");
+    std::fs::write(
+        &mixed,
+        format!("[authority]\nworkload = \"default\"\n\n{handlers}"),
+    )
+    .unwrap();
+    let definition = polyglot("thumbnail.json");
+    let plain = polyglot("handlers.toml");
+    for args in [
+        vec!["--config", mixed.to_str().unwrap()],
+        vec!["--config", plain.as_str(), "--workload", "default"],
+    ] {
+        let mut validate = vec!["workflow", "validate"];
+        validate.extend(&args);
+        validate.push(&definition);
+        let err = assert_one_line_failure(&leasehold(&validate), 2);
+        assert!(
+            err.starts_with("leasehold: INVALID: ") && err.contains("never both"),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -1,7 +1,9 @@
 //! A failure code a handler in code answers is held to the rule every handler's is (1 to 64
 //! letters, digits, `_`, `-` or `.`): a failure under a code that breaks it is kept, with
 //! its class and its retry, under `INVALID_CODE`, the code it gave quoted and escaped in
-//! its message, so operators can still filter and count it.
+//! its message, so operators can still filter and count it. `HANDLER_PANICKED` is the
+//! runtime's own code (a handler that panicked), never a handler's; and every message is
+//! cut at 2,000 characters, whichever handler wrote it.
 
 use leasehold::authority::{
     AttemptContext, AuthorityConfig, AuthorityCore, Finished, HandlerOutcome, Pace, Workload,
@@ -27,6 +29,12 @@ fn miscoded() -> Workload {
         .with("long", |_: &AttemptContext| {
             HandlerOutcome::terminal(&"X".repeat(100), "too long")
         })
+        .with("posing", |_: &AttemptContext| {
+            HandlerOutcome::retryable("HANDLER_PANICKED", "not really")
+        })
+        .with("verbose", |_: &AttemptContext| {
+            HandlerOutcome::retryable("VERBOSE", "é".repeat(3_000))
+        })
         .with("fine", |_: &AttemptContext| {
             HandlerOutcome::retryable("RATE_LIMITED.v2", "slow down")
         })
@@ -36,7 +44,9 @@ fn miscoded() -> Workload {
 fn a_failure_under_an_invalid_code_is_kept_under_invalid_code() {
     let clock = ManualClock::new(T0);
     let s = store(&clock);
-    let names = ["empty", "spaced", "hostile", "long", "fine"];
+    let names = [
+        "empty", "spaced", "hostile", "long", "posing", "verbose", "fine",
+    ];
     let items = names
         .iter()
         .map(|h| NewWork::effect(*h, *h, "{}"))
@@ -86,6 +96,18 @@ fn a_failure_under_an_invalid_code_is_kept_under_invalid_code() {
                 "failure code \"{}…\" {rule}; message: too long",
                 "X".repeat(64)
             ),
+        ),
+        (
+            "posing",
+            FailureClass::Retryable,
+            "INVALID_CODE",
+            "failure code HANDLER_PANICKED is the runtime's own, for a handler that panicked; message: not really".to_owned(),
+        ),
+        (
+            "verbose",
+            FailureClass::Retryable,
+            "VERBOSE",
+            format!("{}…", "é".repeat(2_000)),
         ),
         (
             "fine",

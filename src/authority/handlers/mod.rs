@@ -68,12 +68,19 @@ pub const MAX_CODE_BYTES: usize = 64;
 pub const INVALID_CODE: &str = "INVALID_CODE";
 
 /// Whether `code` may name a failure: 1 to [`MAX_CODE_BYTES`] letters, digits, `_`, `-` or
-/// `.`, what operators filter and count on (`code:NAME`). The rule for every handler, in
-/// code or behind the JSON protocol.
+/// `.`, what operators filter and count on (`code:NAME`), and not [`PANIC_CODE`]. The rule
+/// for every handler, in code or behind the JSON protocol.
 ///
 /// # Errors
 /// Why not, quoting the code escaped (and cut just past the longest a code may be).
 pub fn check_code(code: &str) -> Result<(), String> {
+    // Only the runtime says a handler panicked ([`HandlerOutcome::panicked`]): the log's
+    // `handler-panicked` line and an operator's `code:` filter rely on it.
+    if code == PANIC_CODE {
+        return Err(format!(
+            "failure code {PANIC_CODE} is the runtime's own, for a handler that panicked"
+        ));
+    }
     let fine = !code.is_empty()
         && code.len() <= MAX_CODE_BYTES
         && code
@@ -161,20 +168,23 @@ impl HandlerOutcome {
         })
     }
 
-    /// The same outcome with a failure code that may be filtered on: a failure whose code
-    /// breaks the rule ([`check_code`]) is kept, with its class and any retry it asked
-    /// for, under [`INVALID_CODE`], its message first saying which code it gave. Neither
-    /// dropped nor refused: the failure happened, and its handler's author finds why.
+    /// The same outcome as it is recorded: a failure's message cut to
+    /// [`MAX_MESSAGE_CHARS`] ([`cut_message`]), and its code one that may be filtered on. A
+    /// failure whose code breaks the rule ([`check_code`]) is kept, with its class and any
+    /// retry it asked for, under [`INVALID_CODE`], its message first saying which code it
+    /// gave. Neither dropped nor refused: the failure happened, and its handler's author
+    /// finds why.
     #[must_use]
     pub fn with_valid_code(mut self) -> Self {
-        if let Self::Failed(f) | Self::RetryAfter { failure: f, .. } = &mut self
-            && let Err(why) = check_code(&f.code)
-        {
-            f.message = match f.message.as_str() {
-                "" => why,
-                said => cut_message(&format!("{why}; message: {said}")),
-            };
-            f.code = INVALID_CODE.into();
+        if let Self::Failed(f) | Self::RetryAfter { failure: f, .. } = &mut self {
+            if let Err(why) = check_code(&f.code) {
+                f.message = match f.message.as_str() {
+                    "" => why,
+                    said => format!("{why}; message: {said}"),
+                };
+                f.code = INVALID_CODE.into();
+            }
+            f.message = cut_message(&f.message);
         }
         self
     }

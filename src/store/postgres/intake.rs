@@ -43,8 +43,9 @@ const INSERT: &str = "INSERT INTO intake (id, handler, compat, payload, logical_
 ///
 /// # Errors
 /// `INVALID` for a kind other than an effect, an id, handler, logical effect id or
-/// idempotency key that fails [`crate::ids::check_id`], or a handler `keys` has no key for
-/// (nothing is written); `STORE_UNAVAILABLE` when the insert fails (a store without the
+/// idempotency key that fails [`crate::ids::check_id`], a handler `keys` has no (or an
+/// empty) key for, a payload that is not JSON, `max_attempts` 0 or a `not_before` past the
+/// end of the year 9999, as [`crate::Store::enqueue`] (nothing is written); `STORE_UNAVAILABLE` when the insert fails (a store without the
 /// intake, a lost connection), with the server's message.
 pub fn enqueue_in(
     client: &mut impl postgres::GenericClient,
