@@ -151,158 +151,67 @@ fn schedule_create_update_list_say_what_the_store_holds() {
 }
 
 #[test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "a scripted scenario: its steps in the order they happen"
-)]
 fn schedule_bad_input_is_one_line_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (url, store) = empty_store(dir.path());
     let missing = dir.path().join("typo.db").display().to_string();
-    let cases: [(&[&str], i32); 11] = [
-        (
-            &[
-                "create",
-                "--store",
-                &missing,
-                "t",
-                "--every",
-                "1s",
-                "--handler",
-                "h",
-            ],
-            2,
+    // `leasehold schedule VERB --store STORE ID REST…`.
+    let line = |verb: &str, store: &str, id: &str, rest: &[&str]| -> Vec<String> {
+        ["schedule", verb, "--store", store, id]
+            .iter()
+            .chain(rest)
+            .map(|arg| (*arg).to_owned())
+            .collect()
+    };
+    let every = ["--every", "1s", "--handler", "h"];
+    let hostile_id = "bad\u{1b}[31mid";
+    let cases = [
+        line("create", &missing, "t", &every),
+        line("update", &missing, "t", &every),
+        vec![
+            "schedule".into(),
+            "list".into(),
+            "--store".into(),
+            missing.clone(),
+        ],
+        line("create", &url, hostile_id, &every),
+        line("create", &url, "t", &["--every", "soon", "--handler", "h"]),
+        line(
+            "create",
+            &url,
+            "t",
+            &["--every", "1s", "--at", "5", "--handler", "h"],
         ),
-        (
-            &[
-                "update",
-                "--store",
-                &missing,
-                "t",
-                "--every",
-                "1s",
-                "--handler",
-                "h",
-            ],
-            2,
+        line(
+            "create",
+            &url,
+            "t",
+            &["--at", "99999999999999999", "--handler", "h"],
         ),
-        (&["list", "--store", &missing], 2),
-        (
-            &[
-                "create",
-                "--store",
-                &url,
-                "bad\u{1b}[31mid",
-                "--every",
-                "1s",
-                "--handler",
-                "h",
-            ],
-            2,
+        line(
+            "create",
+            &url,
+            "t",
+            &["--every", "36526d", "--handler", "h"],
         ),
-        (
-            &[
-                "create",
-                "--store",
-                &url,
-                "t",
-                "--every",
-                "soon",
-                "--handler",
-                "h",
-            ],
-            2,
+        line(
+            "create",
+            &url,
+            "t",
+            &["--every", "1s", "--catch-up", "0", "--handler", "h"],
         ),
-        (
-            &[
-                "create",
-                "--store",
-                &url,
-                "t",
-                "--every",
-                "1s",
-                "--at",
-                "5",
-                "--handler",
-                "h",
-            ],
-            2,
+        line(
+            "create",
+            &url,
+            "t",
+            &["--every", "1s", "--handler", "h", "--payload", "{"],
         ),
-        (
-            &[
-                "create",
-                "--store",
-                &url,
-                "t",
-                "--at",
-                "99999999999999999",
-                "--handler",
-                "h",
-            ],
-            2,
-        ),
-        (
-            &[
-                "create",
-                "--store",
-                &url,
-                "t",
-                "--every",
-                "36526d",
-                "--handler",
-                "h",
-            ],
-            2,
-        ),
-        (
-            &[
-                "create",
-                "--store",
-                &url,
-                "t",
-                "--every",
-                "1s",
-                "--catch-up",
-                "0",
-                "--handler",
-                "h",
-            ],
-            2,
-        ),
-        (
-            &[
-                "create",
-                "--store",
-                &url,
-                "t",
-                "--every",
-                "1s",
-                "--handler",
-                "h",
-                "--payload",
-                "{",
-            ],
-            2,
-        ),
-        (
-            &[
-                "update",
-                "--store",
-                &url,
-                "nope",
-                "--every",
-                "1s",
-                "--handler",
-                "h",
-            ],
-            2,
-        ),
+        line("update", &url, "nope", &every),
     ];
     let revision = store.revision().unwrap();
-    for (args, exit) in cases {
-        let mut full = vec!["schedule"];
-        full.extend_from_slice(args);
-        assert_one_line_failure(&leasehold(&full), exit);
+    for args in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_one_line_failure(&leasehold(&args), 2);
     }
     assert!(
         !std::path::Path::new(&missing).exists(),
