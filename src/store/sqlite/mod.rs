@@ -482,30 +482,16 @@ fn one_line(e: &rusqlite::Error) -> String {
         .join(" ")
 }
 
-/// SQLite's extended code for a WAL database whose `-shm` file is missing and cannot be
-/// created: the directory is read-only to this process.
-const SQLITE_READONLY_DIRECTORY: i32 = rusqlite::ffi::SQLITE_READONLY_DIRECTORY;
-
-fn extended_code(e: &rusqlite::Error) -> Option<i32> {
-    match e {
-        rusqlite::Error::SqliteFailure(failure, _) => Some(failure.extended_code),
-        _ => None,
-    }
-}
-
 /// Why a store in a directory this user cannot write to is refused, even to a reader: a
 /// WAL database is read through its shared-memory file, which is missing whenever no
 /// process has the store open (the last one to close removes it), and SQLite cannot make
 /// one there. Reading the file as immutable instead would be wrong as soon as a writer
 /// started, so the message says how to read it.
 fn read_only_directory(label: &str) -> String {
-    let dir = Path::new(label)
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .map_or_else(
-            || "the current directory".to_owned(),
-            |d| format!("the directory {}", d.display()),
-        );
+    let dir = presence::directory_of(Path::new(label)).map_or_else(
+        || "the current directory".to_owned(),
+        |d| format!("the directory {}", d.display()),
+    );
     format!(
         "{label}: {dir} is read-only to this user, and SQLite must create the store's -shm file there even to read it (no process has the store open now); read it as a user who can write there, or read a copy"
     )
@@ -526,7 +512,11 @@ pub(super) fn map_error(label: &str, e: &rusqlite::Error) -> Error {
             "{label}: cannot open the store file ({})",
             one_line(e)
         )),
-        Some(ErrorCode::ReadOnly) if extended_code(e) == Some(SQLITE_READONLY_DIRECTORY) => {
+        // A WAL database whose `-shm` file is missing and cannot be created there.
+        Some(ErrorCode::ReadOnly)
+            if e.sqlite_error().map(|f| f.extended_code)
+                == Some(rusqlite::ffi::SQLITE_READONLY_DIRECTORY) =>
+        {
             Error::ReadOnly(read_only_directory(label))
         }
         Some(ErrorCode::ReadOnly) => {

@@ -51,9 +51,14 @@ pub(super) fn presence(path: &Path, label: &str) -> Result<Presence> {
 /// none can be made there (SQLite would say only "unable to open database file"), so the
 /// refusal names the directory instead of pointing at `leasehold init`, which would fail.
 fn missing_directory(path: &Path) -> Option<&Path> {
-    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty())?;
+    let dir = directory_of(path)?;
     matches!(std::fs::metadata(dir), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
         .then_some(dir)
+}
+
+/// The directory a store path names, `None` for a bare file name (the current directory).
+pub(super) fn directory_of(path: &Path) -> Option<&Path> {
+    path.parent().filter(|dir| !dir.as_os_str().is_empty())
 }
 
 /// A failure to look at or read the store path: no permission, or a path through a
