@@ -305,23 +305,50 @@ pub(super) fn handler_set(
     seed: u64,
     settings: Option<&Settings>,
 ) -> Result<Workload, Failure> {
+    if let Some(file) = settings {
+        one_handler_set(file, demo_set)?;
+    }
     let from_file = settings.and_then(|s| s.authority.workload.as_deref());
     let configured = settings
-        .map(|s| (s, s.handlers.workload()))
-        .filter(|(_, handlers)| handlers.names().next().is_some());
+        .map(|s| s.handlers.workload())
+        .filter(|handlers| handlers.names().next().is_some());
     match (configured, demo_set.or(from_file)) {
-        (Some((_, handlers)), None) => Ok(handlers),
+        (Some(handlers), _) => Ok(handlers),
         (None, Some(name)) => Ok(workload::named(name, seed)?.at_version(version)),
-        (Some((file, handlers)), Some(name)) => {
-            let named = if demo_set.is_some() {
-                format!("--workload {name}")
-            } else {
-                format!("workload = \"{name}\" under [authority]")
-            };
-            Err(demo_beside_handlers(file, &handlers, &named))
-        }
         (None, None) => Err(no_handler(settings)),
     }
+}
+
+/// Refuses a built-in demo workload named (by `demo_set`, the `--workload` flag, else by
+/// the file) beside the handlers the file `s` names: the demo's `charge-card` would run
+/// the application's `charge-card` items and complete them with made-up results. The one
+/// judgement for the authority, `config check` and `workflow validate|deploy`, whose
+/// handler sets are an authority's.
+///
+/// # Errors
+/// `INVALID` (exit 2): which handlers the file runs, where the demo was named, and the two
+/// ways to run one set alone.
+pub(super) fn one_handler_set(s: &Settings, demo_set: Option<&str>) -> Result<(), Failure> {
+    let from_file = s.authority.workload.as_deref();
+    let Some(name) = demo_set.or(from_file) else {
+        return Ok(());
+    };
+    let configured = s.handlers.workload();
+    let handlers: Vec<&str> = configured.names().collect();
+    if handlers.is_empty() {
+        return Ok(());
+    }
+    let named = if demo_set.is_some() {
+        format!("--workload {name}")
+    } else {
+        format!("workload = \"{name}\" under [authority]")
+    };
+    Err(Error::Invalid(format!(
+        "{}: names handlers of its own ({}), and {named} names a built-in demo workload too: an authority runs one or the other, never both (the demo's handlers would run the store's items of their names); run the file's handlers alone, or the demo workload without them (on a store of its own)",
+        s.path.display(),
+        cell_max(&handlers.join(", "), 200)
+    ))
+    .into())
 }
 
 /// The refusal of an authority given no handler: the two ways to give it some.
@@ -337,18 +364,6 @@ fn no_handler(settings: Option<&Settings>) -> Failure {
     let unread = std::env::var_os("LEASEHOLD_WORKLOAD")
         .map_or("", |_| " (LEASEHOLD_WORKLOAD is set but not read: the demo runs only when --workload or the file names it)");
     Error::Invalid(format!("{why}{unread}")).into()
-}
-
-/// The refusal of a demo workload (`named`: where it was named) beside the handlers of
-/// the file `s`: which handlers the file runs, and the two ways to run one set alone.
-fn demo_beside_handlers(s: &Settings, configured: &Workload, named: &str) -> Failure {
-    let handlers: Vec<&str> = configured.names().collect();
-    Error::Invalid(format!(
-        "{}: names handlers of its own ({}), and {named} names a built-in demo workload too: the demo's handlers would run the store's items of their names; run the file's handlers alone, or the demo workload without them (on a store of its own)",
-        s.path.display(),
-        cell_max(&handlers.join(", "), 200)
-    ))
-    .into()
 }
 
 /// The authority's knobs: each from its flag (or `LEASEHOLD_*` variable), else the config

@@ -132,21 +132,8 @@ impl HandlerSetArgs {
                 ))
                 .into());
             }
-            // An authority refuses a demo workload beside a file's own handlers, so a set
-            // judged with both would pass workflows no authority could run.
-            let demo = settings
-                .authority
-                .workload
-                .as_ref()
-                .or(self.workload.as_ref());
-            if let (Some(demo), false) = (demo, settings.handlers.handlers.is_empty()) {
-                return Err(Error::Invalid(format!(
-                    "{}: names handlers of its own, and the built-in demo workload {} is named too: an authority runs one or the other, never both, so they are not judged together; judge by the file's handlers alone, or the demo workload alone",
-                    escape(&path.display().to_string()),
-                    escape(demo)
-                ))
-                .into());
-            }
+            // A set no authority would run is not judged by.
+            super::authority::one_handler_set(&settings, self.workload.as_deref())?;
             if let Some(name) = &settings.authority.workload {
                 set = with_workload(set, name)?;
             }
